@@ -1,0 +1,91 @@
+/*
+ * xprofs/cache.h - a persistent, size-capped, LRU blob cache on local disk,
+ * compressed with lz4. It holds decoded views (decode/) and GCS object blocks
+ * (gcs/), so a second read is instant and survives a remount.
+ *
+ * Design: one file per entry under the cache directory, named by a hash of
+ * the key. An entry is a header (magic, format version, key, uncompressed
+ * size, block size, block count), the lz4-compressed blocks, and a block
+ * index with per-block checksums, so pread() at any offset decompresses only
+ * the blocks it needs. Entries are written to a temporary file and published
+ * with rename(): readers never see a partial entry, and two mounts sharing a
+ * directory at worst both write the same entry. Every entry is checked on
+ * open and on each block read; a corrupt or foreign file is treated as a miss
+ * and removed, never trusted.
+ *
+ * Keys are opaque strings (callers put the object's identity and version in
+ * them, e.g. "view\0gs://b/o\0gen=123\0trace.json"); at most
+ * XPROFS_CACHE_KEY_MAX bytes.
+ *
+ * Limits: the total size is kept under max_bytes by evicting least recently
+ * used entries (recency = last open, tracked via file atime/mtime touch).
+ * All functions are thread-safe.
+ */
+#ifndef XPROFS_CACHE_H
+#define XPROFS_CACHE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "xprofs/util.h"
+
+#define XPROFS_CACHE_KEY_MAX 4096
+
+struct xprofs_cache;
+struct xprofs_cache_writer;
+struct xprofs_cache_entry;
+
+struct xprofs_cache_stats {
+	uint64_t hits, misses;      /* xprofs_cache_open() results */
+	uint64_t bytes;             /* compressed bytes on disk (approximate, as tracked) */
+	uint64_t raw_bytes_written; /* uncompressed bytes committed since start */
+	uint64_t entries;
+	uint64_t evictions;
+	uint64_t corrupt;           /* entries found corrupt and dropped */
+};
+
+/**
+ * xprofs_cache_new() - open (creating it if needed) the cache in @dir.
+ * @dir: borrowed; created with parents. @max_bytes: size cap (0 = 1 GiB).
+ * @out: written on success; caller owns, free with xprofs_cache_free().
+ */
+int xprofs_cache_new(const char *dir, uint64_t max_bytes, struct xprofs_cache **out) XPROFS_WUR;
+/** xprofs_cache_free() - accepts NULL; returns NULL. Open entries must be closed first. */
+struct xprofs_cache *xprofs_cache_free(struct xprofs_cache *c);
+const char *xprofs_cache_dir(const struct xprofs_cache *c);
+
+/**
+ * xprofs_cache_writer_new() - start writing the entry for @key (@keylen bytes,
+ * borrowed). Caller owns *@out and ends it with commit() or abort().
+ */
+int xprofs_cache_writer_new(struct xprofs_cache *c, const void *key, size_t keylen,
+			    struct xprofs_cache_writer **out) XPROFS_WUR;
+int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size_t n) XPROFS_WUR;
+/** xprofs_cache_writer_sink() - a sink feeding @w (borrowed). */
+struct xprofs_sink xprofs_cache_writer_sink(struct xprofs_cache_writer *w);
+/** xprofs_cache_writer_commit() - publish atomically; consumes @w whatever the result. */
+int xprofs_cache_writer_commit(struct xprofs_cache_writer *w);
+/** xprofs_cache_writer_abort() - discard; consumes @w; accepts NULL. */
+void xprofs_cache_writer_abort(struct xprofs_cache_writer *w);
+
+/**
+ * xprofs_cache_open() - open the entry for @key. -ENOENT on a miss (also for
+ * a corrupt entry, which is removed). Caller owns *@out; close with
+ * xprofs_cache_entry_close().
+ */
+int xprofs_cache_open(struct xprofs_cache *c, const void *key, size_t keylen,
+		      struct xprofs_cache_entry **out) XPROFS_WUR;
+/** xprofs_cache_entry_size() - the uncompressed size. */
+uint64_t xprofs_cache_entry_size(const struct xprofs_cache_entry *e);
+/** xprofs_cache_entry_pread() - bytes read (short only at the end), or -EIO on a corrupt block. */
+ssize_t xprofs_cache_entry_pread(struct xprofs_cache_entry *e, void *buf, size_t n, uint64_t off);
+/** xprofs_cache_entry_reader() - a reader over @e (borrowed). */
+struct xprofs_reader xprofs_cache_entry_reader(struct xprofs_cache_entry *e);
+/** xprofs_cache_entry_close() - accepts NULL. */
+void xprofs_cache_entry_close(struct xprofs_cache_entry *e);
+
+/** xprofs_cache_remove() - drop the entry for @key if present; 0 or -ENOENT. */
+int xprofs_cache_remove(struct xprofs_cache *c, const void *key, size_t keylen);
+void xprofs_cache_get_stats(struct xprofs_cache *c, struct xprofs_cache_stats *st);
+
+#endif

@@ -1,0 +1,70 @@
+/*
+ * xprofs/capture.h - on-demand profile capture from a workload's profiler
+ * server (gRPC service tensorflow.ProfilerService, spoken over libcurl
+ * HTTP/2 prior knowledge with protobuf-c messages; no gRPC library).
+ *
+ * The mount's control files feed lines to xprofs_capture_submit(); parsing is
+ * synchronous (a malformed line is rejected at once with -EINVAL and a
+ * reason), the capture itself runs on background threads, one per host,
+ * started together (shared start timestamp). Each host's XSpace is streamed
+ * into the store at <run>/plugins/profile/<session>/<host>.xplane.pb with
+ * XPROFS_STORE_EXCL, so nothing is ever overwritten. Every RPC has a deadline
+ * derived from the duration. Line grammar: see xprofs_capture_help().
+ *
+ * No FUSE here. Thread-safe.
+ */
+#ifndef XPROFS_CAPTURE_H
+#define XPROFS_CAPTURE_H
+
+#include <stddef.h>
+
+#include "xprofs/store.h"
+#include "xprofs/util.h"
+
+struct xprofs_capture;
+
+/*
+ * Called (from a capture thread) after a session's files were written, with
+ * the store path of the run ("" for the logdir root) and the session name,
+ * so the front end can drop its caches. Both strings are borrowed.
+ */
+typedef void (*xprofs_capture_notify_fn)(void *arg, const char *run, const char *session);
+
+/**
+ * xprofs_capture_new() - a capture manager writing into @store (borrowed; must
+ * outlive the manager). @out: caller owns, free with xprofs_capture_free().
+ */
+int xprofs_capture_new(struct xprofs_store *store, xprofs_capture_notify_fn notify, void *arg,
+		       struct xprofs_capture **out) XPROFS_WUR;
+/**
+ * xprofs_capture_free() - stops running captures (Terminate, then cancel after
+ * a short grace period), joins every thread. Accepts NULL; returns NULL.
+ */
+struct xprofs_capture *xprofs_capture_free(struct xprofs_capture *c);
+
+/**
+ * xprofs_capture_submit() - act on one control line.
+ * @run: the store path of the run whose control file was written (borrowed),
+ *       or NULL for the mount's top-level control file (the line then may
+ *       name a run with "run=NAME").
+ * @line, @len: borrowed; may end in "\n"; several lines may be given at once.
+ * @reason: optional; receives why a line was rejected.
+ * Return: 0 when accepted (the capture runs in the background), -EINVAL for a
+ * malformed line, -EBUSY when a capture of that run is already running and the
+ * line is not "stop", -ENOMEM.
+ */
+int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char *line,
+			  size_t len, struct xprofs_buf *reason) XPROFS_WUR;
+
+/**
+ * xprofs_capture_status() - the control file's content for @run (NULL: all
+ * runs): help text until the first capture, then one JSON object per line per
+ * recent capture (state, hosts, session, bytes, error), newest last, plus the
+ * last rejected line's reason. Appends to @out.
+ */
+int xprofs_capture_status(struct xprofs_capture *c, const char *run, struct xprofs_buf *out) XPROFS_WUR;
+
+/** xprofs_capture_help() - the grammar as text (static storage). */
+const char *xprofs_capture_help(void);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * xprofs/decode.h - XSpace (*.xplane.pb) decoding into JSON views, streaming
+ * and in bounded memory. No FUSE here: tools/xprofs-decode and fs/ share it.
+ *
+ * Model: xprofs_xspace_open() makes one structural pass over the file through
+ * a struct xprofs_reader (skipping event bodies) and keeps a small index:
+ * planes, lines, event counts, first/last times, and where each plane's
+ * metadata maps lie. Views are then rendered from the index plus one more
+ * streaming pass over just the bytes they need: summary.json needs no event
+ * bodies; a track reads one line; ops/steps/trace read every event once,
+ * holding one line's events at a time, never the whole profile.
+ *
+ * Every length, offset and id from the file is bounds-checked; a truncated,
+ * corrupt or hostile file makes the call fail with -EINVAL (malformed) or
+ * -EIO (read error) and a human-readable reason in @err, never a crash, a
+ * hang or an allocation sized by the file's claims alone.
+ *
+ * Thread safety: an xprofs_xspace may be rendered from several threads at
+ * once provided the reader's pread() is thread-safe.
+ */
+#ifndef XPROFS_DECODE_H
+#define XPROFS_DECODE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xprofs/util.h"
+
+enum xprofs_view {
+	XPROFS_VIEW_SUMMARY = 0, /* summary.json */
+	XPROFS_VIEW_TRACE,       /* trace.json (Chrome trace-event JSON) */
+	XPROFS_VIEW_OPS,         /* ops.json */
+	XPROFS_VIEW_STEPS,       /* steps.json */
+	XPROFS_VIEW_COUNT
+};
+
+/** xprofs_view_name() - "summary.json", ...; NULL for an out-of-range @v. */
+const char *xprofs_view_name(enum xprofs_view v);
+/** xprofs_view_parse() - accepts "summary"/"summary.json" etc.; -EINVAL otherwise. */
+int xprofs_view_parse(const char *name);
+
+struct xprofs_xspace;
+
+/* Whole-profile totals, cheap (from the index). Times in ps, profile-relative. */
+struct xprofs_xspace_totals {
+	uint64_t planes, lines, events;
+	int64_t first_ps, last_ps; /* 0/0 when there are no events */
+	int64_t start_walltime_ns, stop_walltime_ns; /* Task Environment stats, 0 if absent */
+	uint64_t errors, warnings;
+};
+
+/**
+ * xprofs_xspace_open() - index the profile behind @r.
+ * @r:   borrowed; must stay valid (and its pread usable) until xprofs_xspace_free().
+ * @err: optional; receives the reason on failure.
+ * @out: written on success; caller owns, free with xprofs_xspace_free().
+ */
+int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
+		       struct xprofs_xspace **out) XPROFS_WUR;
+/** xprofs_xspace_free() - accepts NULL; returns NULL. */
+struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x);
+
+int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t);
+
+/**
+ * xprofs_xspace_render() - write view @v as JSON to @out.
+ * @err: optional; receives the reason on failure. Output already written to
+ * @out before a failure is not retracted: callers that cache must discard it.
+ */
+int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v,
+			 const struct xprofs_sink *out, struct xprofs_buf *err) XPROFS_WUR;
+
+/*
+ * Tracks: one per (plane, line). Their file names are the plane/line names
+ * mapped reversibly to safe file names (no '/', no NUL, never "." or "..",
+ * at most 255 bytes, unique within their directory; the line file name ends
+ * in ".json"). planes/<plane_file>/<line_file> is the track's path.
+ */
+size_t xprofs_xspace_track_count(const struct xprofs_xspace *x);
+/**
+ * xprofs_xspace_track_names() - borrowed names of track @i (valid until the
+ * xspace is freed); -ERANGE for a bad @i.
+ */
+int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i,
+			      const char **plane_file, const char **line_file);
+/** xprofs_xspace_track_find() - index of the track with these file names, or -ENOENT. */
+int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_file,
+			     const char *line_file);
+/** xprofs_xspace_render_track() - planes/<plane>/<line>.json of track @i. */
+int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i,
+			       const struct xprofs_sink *out, struct xprofs_buf *err) XPROFS_WUR;
+
+/**
+ * xprofs_decode_session_summary() - the session-level summary.json: @n hosts
+ * with their totals. @hosts and @xs are borrowed parallel arrays; an entry of
+ * @xs may be NULL for a host that failed to open, with its reason in
+ * @host_errors[i] (may itself be NULL).
+ */
+int xprofs_decode_session_summary(const char *session, const char *const *hosts,
+				  struct xprofs_xspace *const *xs,
+				  const char *const *host_errors, size_t n,
+				  const struct xprofs_sink *out) XPROFS_WUR;
+
+/**
+ * xprofs_decode_name_encode() / _decode() - the reversible, safe mapping of a
+ * plane or line name to a file name component. Caller owns the result (free()).
+ */
+char *xprofs_decode_name_encode(const char *name, size_t len);
+char *xprofs_decode_name_decode(const char *file, size_t *len);
+
+#endif

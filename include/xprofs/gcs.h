@@ -1,0 +1,94 @@
+/*
+ * xprofs/gcs.h - Google Cloud Storage as an xprofs store, on libcurl and the
+ * JSON API. No FUSE here: tools can reuse the client.
+ *
+ * The store lists the whole bucket prefix once at mount (one flat, paginated,
+ * fields-projected listing) and answers stat/list from memory, refreshing the
+ * tree every list_ttl_s or on xprofs_store_refresh(). Reads are ranged GETs
+ * pinned to the generation seen in the listing (ESTALE if it changed), with
+ * read-ahead for sequential readers, parallel ranges for large first reads,
+ * coalescing of identical concurrent requests, and blocks kept in the shared
+ * lz4 cache. Writes spool to a local temporary file and upload on commit
+ * (media upload, resumable above a threshold); XPROFS_STORE_EXCL uploads use
+ * ifGenerationMatch=0. Retries follow Google's policy (408/429/5xx, resets,
+ * timeouts; jittered exponential backoff under a deadline).
+ *
+ * Credentials follow Application Default Credentials order (see
+ * xprofs_gcs_auth_new()). Tokens are never logged.
+ */
+#ifndef XPROFS_GCS_H
+#define XPROFS_GCS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "xprofs/cache.h"
+#include "xprofs/store.h"
+#include "xprofs/util.h"
+
+struct xprofs_gcs_options {
+	/*
+	 * Base URL of the JSON API, e.g. "http://127.0.0.1:9023". NULL: taken
+	 * from CLOUD_STORAGE_EMULATOR_ENDPOINT, else STORAGE_EMULATOR_HOST
+	 * (scheme optional, http assumed), else https://storage.googleapis.com.
+	 * With an emulator endpoint from the environment, no credentials are used.
+	 */
+	const char *endpoint;
+	bool anonymous;          /* no Authorization header at all */
+	const char *credentials; /* a credentials JSON file; NULL: ADC order */
+	unsigned list_ttl_s;     /* tree refresh interval; 0 = default (30 s) */
+	unsigned connections;    /* parallel connections; 0 = default (8) */
+	unsigned retry_deadline_s; /* total retry budget per request; 0 = default (60 s) */
+	bool read_only;          /* refuse writes with -EROFS */
+	struct xprofs_cache *cache; /* optional block cache; borrowed, must outlive the store */
+};
+
+/**
+ * xprofs_gcs_store_new() - a store over "gs://BUCKET[/PREFIX]" @url.
+ * Validates credentials and bucket access with one listing before returning,
+ * so a wrong bucket or credential fails here with a clear log message and
+ * -ENOENT / -EACCES / -EHOSTUNREACH / -EIO, not later at first read.
+ * @url, @o: borrowed. @out: written on success; caller owns, free with
+ * xprofs_store_free().
+ */
+int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
+			 struct xprofs_store **out) XPROFS_WUR;
+
+/**
+ * xprofs_gcs_url_parse() - split "gs://BUCKET[/PREFIX]" into a bucket and a
+ * prefix without leading/trailing '/'. Caller owns both (free()). -EINVAL on
+ * a malformed URL or an invalid bucket name.
+ */
+int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix) XPROFS_WUR;
+
+/** xprofs_gcs_http_errno() - the one mapping from an HTTP status / CURLcode to -errno. */
+int xprofs_gcs_http_errno(long http_status, int curl_code);
+
+/* ---- credentials ------------------------------------------------------ */
+
+struct xprofs_gcs_auth;
+
+/**
+ * xprofs_gcs_auth_new() - resolve credentials in ADC order:
+ * @o->anonymous or an emulator from the environment -> none;
+ * @o->credentials or GOOGLE_APPLICATION_CREDENTIALS (unreadable = error, no
+ * fall-through) -> service_account (RS256 JWT grant) or authorized_user
+ * (refresh token); then $CLOUDSDK_CONFIG or ~/.config/gcloud
+ * application_default_credentials.json; then the metadata server
+ * (GCE_METADATA_HOST, default metadata.google.internal). The first token is
+ * fetched here so bad credentials fail fast.
+ * @out: caller owns, free with xprofs_gcs_auth_free().
+ */
+int xprofs_gcs_auth_new(const struct xprofs_gcs_options *o, struct xprofs_gcs_auth **out) XPROFS_WUR;
+/** xprofs_gcs_auth_free() - accepts NULL; returns NULL. */
+struct xprofs_gcs_auth *xprofs_gcs_auth_free(struct xprofs_gcs_auth *a);
+/**
+ * xprofs_gcs_auth_header() - append "Authorization: Bearer <token>" to @out
+ * (nothing for anonymous). Refreshes the token when it is within 5 minutes of
+ * expiry (serialised; a failed refresh keeps a still-valid token). Thread-safe.
+ */
+int xprofs_gcs_auth_header(struct xprofs_gcs_auth *a, struct xprofs_buf *out) XPROFS_WUR;
+/** xprofs_gcs_auth_kind() - "anonymous", "service_account", "authorized_user", "metadata". */
+const char *xprofs_gcs_auth_kind(const struct xprofs_gcs_auth *a);
+
+#endif

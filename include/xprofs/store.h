@@ -1,0 +1,151 @@
+/*
+ * xprofs/store.h - the storage interface behind the mount: a log directory as
+ * a tree of files addressed by '/'-separated paths relative to its root
+ * ("" is the root itself; no leading or trailing '/', no "." or ".."
+ * components: callers pass only names they got from list() or from FUSE).
+ *
+ * Two backends serve it: the local directory backend here (store/local.c)
+ * and the GCS backend (gcs/, xprofs_gcs_store_new()). A backend embeds
+ * struct xprofs_store as its first member and fills in an ops table; callers
+ * use only the xprofs_store_*() wrappers.
+ *
+ * Rules every backend keeps:
+ * - All operations are thread-safe (FUSE runs them from a thread pool).
+ * - Errors are -errno: -ENOENT for a vanished object (never a crash),
+ *   -EEXIST for an exclusive create that lost, -ESTALE for an object that
+ *   changed under an open reader, -EIO for what nothing better describes.
+ * - A reader is pinned to the version it opened (local: the open fd;
+ *   GCS: the generation), so a read never splices two versions.
+ * - A writer's data is durable only after commit() returned 0; commit()
+ *   reports upload failures. abort() discards.
+ * - The store never refuses to overwrite by itself: the no-overwrite policy
+ *   for *.xplane.pb lives in fs/, and profile creation uses
+ *   XPROFS_STORE_EXCL, which is atomic in both backends.
+ */
+#ifndef XPROFS_STORE_H
+#define XPROFS_STORE_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "xprofs/util.h"
+
+enum xprofs_store_type {
+	XPROFS_STORE_FILE = 1,
+	XPROFS_STORE_DIR = 2,
+};
+
+struct xprofs_store_stat {
+	int type;            /* enum xprofs_store_type */
+	uint64_t size;       /* bytes; 0 for directories */
+	int64_t mtime_ns;    /* ns since the epoch */
+	uint64_t generation; /* GCS generation; local: a value that changes when the file is replaced */
+};
+
+/* Flags for xprofs_store_create(). */
+#define XPROFS_STORE_EXCL 0x1  /* fail with -EEXIST if the path exists (GCS: ifGenerationMatch=0) */
+#define XPROFS_STORE_TRUNC 0x2 /* start empty even if the file exists; otherwise start from its content */
+
+/*
+ * list() callback: @name is one directory entry (borrowed, valid during the
+ * call). Return 0 to go on, non-zero to stop (the value is returned by
+ * xprofs_store_list()).
+ */
+typedef int (*xprofs_store_list_cb)(void *arg, const char *name, const struct xprofs_store_stat *st);
+
+struct xprofs_store;
+struct xprofs_store_file;   /* an open reader */
+struct xprofs_store_writer; /* an open writer */
+
+struct xprofs_store_ops {
+	const char *backend; /* "local", "gcs" */
+	int (*stat)(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st);
+	int (*list)(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg);
+	int (*open)(struct xprofs_store *s, const char *path, struct xprofs_store_file **out);
+	ssize_t (*pread)(struct xprofs_store_file *f, void *buf, size_t n, uint64_t off);
+	int (*file_stat)(struct xprofs_store_file *f, struct xprofs_store_stat *st);
+	void (*close)(struct xprofs_store_file *f);
+	int (*create)(struct xprofs_store *s, const char *path, unsigned flags,
+		      struct xprofs_store_writer **out);
+	ssize_t (*write)(struct xprofs_store_writer *w, const void *buf, size_t n, uint64_t off);
+	ssize_t (*wread)(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off);
+	int (*truncate)(struct xprofs_store_writer *w, uint64_t size);
+	int (*flush)(struct xprofs_store_writer *w); /* make data durable so far (fsync); may upload */
+	int (*commit)(struct xprofs_store_writer *w); /* publish and free */
+	void (*abort)(struct xprofs_store_writer *w); /* discard and free */
+	int (*unlink)(struct xprofs_store *s, const char *path);
+	int (*rename)(struct xprofs_store *s, const char *from, const char *to);
+	int (*mkdir)(struct xprofs_store *s, const char *path);
+	int (*rmdir)(struct xprofs_store *s, const char *path);
+	int (*refresh)(struct xprofs_store *s); /* drop listing caches so the next list() sees the source */
+	int (*status_json)(struct xprofs_store *s, struct xprofs_buf *out); /* appends one JSON object */
+	void (*free)(struct xprofs_store *s);
+};
+
+struct xprofs_store {
+	const struct xprofs_store_ops *ops;
+	char *source; /* as given by the user, e.g. "/data/logs" or "gs://b/p"; owned */
+};
+
+/**
+ * xprofs_store_local_new() - a store over the local directory @root.
+ * @root: borrowed (duplicated). Must be an existing, readable directory:
+ *        -ENOENT / -ENOTDIR / -EACCES otherwise.
+ * @out:  written on success only; caller owns, free with xprofs_store_free().
+ */
+int xprofs_store_local_new(const char *root, struct xprofs_store **out) XPROFS_WUR;
+
+/** xprofs_store_free() - accepts NULL; returns NULL. */
+struct xprofs_store *xprofs_store_free(struct xprofs_store *s);
+
+const char *xprofs_store_backend(const struct xprofs_store *s);
+const char *xprofs_store_source(const struct xprofs_store *s);
+
+int xprofs_store_stat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st) XPROFS_WUR;
+int xprofs_store_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg) XPROFS_WUR;
+
+/** xprofs_store_open() - open @path for reading; caller owns *@out, close with xprofs_store_close(). */
+int xprofs_store_open(struct xprofs_store *s, const char *path, struct xprofs_store_file **out) XPROFS_WUR;
+ssize_t xprofs_store_pread(struct xprofs_store_file *f, void *buf, size_t n, uint64_t off);
+/** xprofs_store_file_stat() - the pinned version's size/mtime/generation. */
+int xprofs_store_file_stat(struct xprofs_store_file *f, struct xprofs_store_stat *st);
+/** xprofs_store_close() - accepts NULL. */
+void xprofs_store_close(struct xprofs_store_file *f);
+/**
+ * xprofs_store_file_reader() - a struct xprofs_reader over @f (borrowed: @f
+ * must stay open while the reader is used).
+ */
+int xprofs_store_file_reader(struct xprofs_store_file *f, struct xprofs_reader *out);
+
+/**
+ * xprofs_store_create() - open a writer for @path (parents are created as
+ * needed). @flags: XPROFS_STORE_EXCL, XPROFS_STORE_TRUNC. Caller owns *@out
+ * and must end it with exactly one of commit() or abort().
+ */
+int xprofs_store_create(struct xprofs_store *s, const char *path, unsigned flags,
+			struct xprofs_store_writer **out) XPROFS_WUR;
+ssize_t xprofs_store_write(struct xprofs_store_writer *w, const void *buf, size_t n, uint64_t off);
+/** xprofs_store_wread() - read back what the writer holds (for O_RDWR opens). */
+ssize_t xprofs_store_wread(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off);
+int xprofs_store_wtruncate(struct xprofs_store_writer *w, uint64_t size);
+int xprofs_store_flush(struct xprofs_store_writer *w);
+/** xprofs_store_commit() - publish and free @w (consumed, whatever the result). */
+int xprofs_store_commit(struct xprofs_store_writer *w);
+/** xprofs_store_abort() - discard and free @w (consumed); accepts NULL. */
+void xprofs_store_abort(struct xprofs_store_writer *w);
+
+int xprofs_store_unlink(struct xprofs_store *s, const char *path) XPROFS_WUR;
+int xprofs_store_rename(struct xprofs_store *s, const char *from, const char *to) XPROFS_WUR;
+int xprofs_store_mkdir(struct xprofs_store *s, const char *path) XPROFS_WUR;
+int xprofs_store_rmdir(struct xprofs_store *s, const char *path) XPROFS_WUR;
+int xprofs_store_refresh(struct xprofs_store *s);
+/** xprofs_store_status_json() - append the backend's counters as one JSON object to @out. */
+int xprofs_store_status_json(struct xprofs_store *s, struct xprofs_buf *out);
+
+/**
+ * xprofs_store_path_valid() - true when @path is a clean relative path: no
+ * leading/trailing/double '/', no "." or ".." component, no NUL, length <= 4096.
+ */
+bool xprofs_store_path_valid(const char *path);
+
+#endif

@@ -1,0 +1,150 @@
+/*
+ * xprofs/util.h - the small shared toolkit every xprofs module builds on.
+ *
+ * - One logger with syslog levels. The sink is stderr (foreground) or syslog
+ *   (daemonised); xprofs_debug() does not evaluate its arguments when debug
+ *   logging is off.
+ * - struct xprofs_buf: a growable byte buffer with a hard maximum (curl's
+ *   dynbuf idea): every append checks the cap and fails with -E2BIG instead of
+ *   growing without bound. Always NUL-terminated after a successful append.
+ * - struct xprofs_sink / struct xprofs_reader: the two I/O seams that let the
+ *   decoder, the cache and the storage backends meet without knowing each other
+ *   (and without FUSE).
+ *
+ * Thread safety: the logger is safe to call from any thread; a buffer belongs
+ * to one thread at a time.
+ */
+#ifndef XPROFS_UTIL_H
+#define XPROFS_UTIL_H
+
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define XPROFS_WUR __attribute__((warn_unused_result))
+
+/* ---- logging ---------------------------------------------------------- */
+
+enum xprofs_log_level {
+	XPROFS_LOG_ERR = 3,
+	XPROFS_LOG_WARNING = 4,
+	XPROFS_LOG_NOTICE = 5,
+	XPROFS_LOG_INFO = 6,
+	XPROFS_LOG_DEBUG = 7,
+};
+
+/**
+ * xprofs_log() - log one message at @level (printf format, no trailing \n needed).
+ * Messages above the current level are dropped.
+ */
+void xprofs_log(int level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void xprofs_vlog(int level, const char *fmt, va_list ap) __attribute__((format(printf, 2, 0)));
+void xprofs_log_set_level(int level);
+int xprofs_log_get_level(void);
+/** xprofs_log_use_syslog() - send messages to syslog (true) or stderr (false). */
+void xprofs_log_use_syslog(bool on);
+/** xprofs_log_level_parse() - "err|warning|notice|info|debug" or a digit; -EINVAL otherwise. */
+int xprofs_log_level_parse(const char *s);
+
+#define xprofs_err(...) xprofs_log(XPROFS_LOG_ERR, __VA_ARGS__)
+#define xprofs_warn(...) xprofs_log(XPROFS_LOG_WARNING, __VA_ARGS__)
+#define xprofs_info(...) xprofs_log(XPROFS_LOG_INFO, __VA_ARGS__)
+#define xprofs_debug(...)                                            \
+	do {                                                         \
+		if (xprofs_log_get_level() >= XPROFS_LOG_DEBUG)      \
+			xprofs_log(XPROFS_LOG_DEBUG, __VA_ARGS__);   \
+	} while (0)
+
+/* ---- bounded growable buffer ------------------------------------------ */
+
+struct xprofs_buf {
+	char *data; /* NULL until the first append; NUL-terminated after */
+	size_t len;
+	size_t cap;
+	size_t max; /* hard cap on len; appends beyond it fail with -E2BIG */
+};
+
+/** xprofs_buf_init() - empty buffer that may grow to @max bytes. Allocates nothing. */
+void xprofs_buf_init(struct xprofs_buf *b, size_t max);
+/** xprofs_buf_deinit() - frees the storage; the buffer is empty and reusable after. */
+void xprofs_buf_deinit(struct xprofs_buf *b);
+/** xprofs_buf_reset() - length 0, keeps the allocation. */
+void xprofs_buf_reset(struct xprofs_buf *b);
+/** xprofs_buf_add() - append @n bytes (borrows @p). 0, -ENOMEM or -E2BIG (buffer unchanged). */
+int xprofs_buf_add(struct xprofs_buf *b, const void *p, size_t n) XPROFS_WUR;
+int xprofs_buf_adds(struct xprofs_buf *b, const char *s) XPROFS_WUR;
+int xprofs_buf_printf(struct xprofs_buf *b, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3))) XPROFS_WUR;
+int xprofs_buf_vprintf(struct xprofs_buf *b, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0))) XPROFS_WUR;
+/**
+ * xprofs_buf_add_json_str() - append @s (@n bytes) as a quoted JSON string.
+ * Control characters are escaped; invalid UTF-8 bytes become U+FFFD so the
+ * output is always valid JSON whatever a profile contains.
+ */
+int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *s, size_t n) XPROFS_WUR;
+/**
+ * xprofs_buf_steal() - hand the storage to the caller (caller owns; free with
+ * free()). Returns NULL for an empty, never-appended buffer. The buffer is
+ * empty afterwards.
+ */
+char *xprofs_buf_steal(struct xprofs_buf *b, size_t *len);
+
+/* ---- I/O seams -------------------------------------------------------- */
+
+/*
+ * A byte sink. write() consumes nothing (borrows @p) and returns 0 or -errno;
+ * a sink never writes partially.
+ */
+struct xprofs_sink {
+	int (*write)(void *arg, const void *p, size_t n);
+	void *arg;
+};
+
+/** xprofs_sink_buf() - a sink appending to @b (borrowed; must outlive the sink). */
+struct xprofs_sink xprofs_sink_buf(struct xprofs_buf *b);
+/** xprofs_sink_fd() - a sink writing all bytes to @fd (borrowed), retrying on EINTR. */
+struct xprofs_sink xprofs_sink_fd(int *fd);
+
+/*
+ * A random-access byte source of known @size. pread() returns the number of
+ * bytes read (short only at end of data), or -errno. @data, when not NULL,
+ * is the whole content mapped in memory (zero-copy fast path; it stays valid
+ * as long as the reader).
+ */
+struct xprofs_reader {
+	ssize_t (*pread)(void *arg, void *buf, size_t n, uint64_t off);
+	void *arg;
+	uint64_t size;
+	const uint8_t *data;
+};
+
+/**
+ * xprofs_reader_mem() - a reader over @n bytes at @p (borrowed): only @data
+ * and @size are set (pread is NULL); xprofs_reader_pread() serves it.
+ */
+struct xprofs_reader xprofs_reader_mem(const void *p, size_t n);
+/**
+ * xprofs_reader_pread() - read through @r: uses @r->data when set, else
+ * @r->pread; clamps to @r->size. Bytes read, or -errno.
+ */
+ssize_t xprofs_reader_pread(const struct xprofs_reader *r, void *buf, size_t n, uint64_t off);
+
+/** xprofs_pread_full() - pread until @n bytes or end of data; retries EINTR. */
+ssize_t xprofs_pread_full(int fd, void *buf, size_t n, uint64_t off);
+/** xprofs_write_full() - write all @n bytes to @fd; 0 or -errno. */
+int xprofs_write_full(int fd, const void *buf, size_t n) XPROFS_WUR;
+
+/** xprofs_now_ns() - CLOCK_REALTIME in ns; xprofs_mono_ns() - CLOCK_MONOTONIC in ns. */
+int64_t xprofs_now_ns(void);
+int64_t xprofs_mono_ns(void);
+
+/** xprofs_mkdir_p() - create @path and its parents (mode 0755); 0 or -errno. */
+int xprofs_mkdir_p(const char *path) XPROFS_WUR;
+
+/** xprofs_hash64() - FNV-1a 64 of @n bytes; stable across runs and machines. */
+uint64_t xprofs_hash64(const void *p, size_t n);
+
+#endif

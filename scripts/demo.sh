@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# The main job, from a fresh Debian 12 machine: installs what it needs, builds
+# xprofs, generates a demo logdir (tools/xprofs-gen), mounts it, shows a short
+# tour with ls/cat/jq, and unmounts.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup-debian.sh >/dev/null
+[ -f build/build.ninja ] || meson setup build >/dev/null
+meson compile -C build >/dev/null
+
+work=$(mktemp -d /tmp/xprofs-demo.XXXXXX)
+src=$work/logdir mnt=$work/mnt
+mkdir -p "$src" "$mnt"
+cleanup() { fusermount3 -u "$mnt" 2>/dev/null || true; rm -rf "$work"; }
+trap cleanup EXIT
+
+build/tools/xprofs-gen --demo "$src"
+build/fs/xprofs "$src" "$mnt"
+
+step() { printf '\n\033[1m$ %s\033[0m\n' "$*"; bash -c "$*"; }
+cd "$mnt"
+step "ls"
+step "find logdir -maxdepth 6 | head -20"
+step "ls -R runs | head -30"
+host=$(find runs -mindepth 3 -name summary.json -path '*/*/*/summary.json' | head -1 | xargs dirname)
+step "ls -l '$host'"
+step "jq '{hostnames, span_ps: .span_ps, planes: [.planes[] | {name, lines: (.lines | length)}]}' '$host/summary.json' | head -40"
+step "jq '.planes[0].ops[:3]' '$host/ops.json'"
+step "jq '.steps[:3]' '$host/steps.json'"
+step "ls '$host/planes' | head"
+step "jq -c '.traceEvents[:4][]' '$host/trace.json'"
+step "cmp logdir/$(cd logdir && find . -name '*.xplane.pb' | head -1) '$src/$(cd "$src" && find . -name '*.xplane.pb' | head -1)' && echo 'mirror is byte-identical'"
+step "jq . status.json"
+cd /
+echo
+echo "demo: ok (unmounting $mnt)"

@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The whole test suite, from a fresh Debian 12 machine: installs what it needs,
+# builds twice (plain -Werror, then ASan+UBSan), runs unit and integration
+# tests (real /dev/fuse mounts, a real GCS emulator, a real gRPC peer) in both,
+# then runs every libFuzzer target for a bounded time.
+#
+#   scripts/test.sh                # everything
+#   FUZZ_SECONDS=0 scripts/test.sh # skip fuzzing
+#   XPROFS_TEST_QUICK=1 ...        # plain build only (no ASan pass)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+
+bash scripts/setup-debian.sh
+if [ -x tests/gcs/setup-emulator.sh ]; then
+	bash tests/gcs/setup-emulator.sh
+fi
+
+passed=0 failed=0 skipped=0
+count_results() { # $1 = build dir
+	local log="$1/meson-logs/testlog.json"
+	[ -f "$log" ] || return 0
+	local p f s
+	p=$(jq -s '[.[] | select(.result=="OK" or .result=="EXPECTEDFAIL")] | length' "$log")
+	f=$(jq -s '[.[] | select(.result=="FAIL" or .result=="TIMEOUT" or .result=="ERROR" or .result=="UNEXPECTEDPASS")] | length' "$log")
+	s=$(jq -s '[.[] | select(.result=="SKIP")] | length' "$log")
+	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
+	echo "suite $1: $p passed, $f failed, $s skipped"
+}
+
+run_suite() { # $1 = build dir, rest = meson setup args
+	local dir=$1; shift
+	if [ ! -f "$dir/build.ninja" ]; then
+		meson setup "$dir" --werror "$@" >/dev/null
+	fi
+	meson compile -C "$dir"
+	meson test -C "$dir" --print-errorlogs --num-processes 2 || true
+	count_results "$dir"
+}
+
+run_suite build
+if [ -z "${XPROFS_TEST_QUICK:-}" ]; then
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
+	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
+		run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+fi
+
+if [ "$FUZZ_SECONDS" != 0 ]; then
+	if [ ! -f build-fuzz/build.ninja ]; then
+		CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=true \
+			-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
+	fi
+	meson compile -C build-fuzz
+	for f in build-fuzz/tests/fuzz/fuzz-*; do
+		[ -x "$f" ] || continue
+		name=$(basename "$f")
+		corpus="tests/fuzz/corpus/${name#fuzz-}"
+		work=$(mktemp -d)
+		[ -d "$corpus" ] && cp -r "$corpus/." "$work/"
+		if "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=10 \
+			-print_final_stats=0 "$work" >"/tmp/$name.log" 2>&1; then
+			echo "fuzz $name: ok ($FUZZ_SECONDS s)"; passed=$((passed + 1))
+		else
+			echo "fuzz $name: FAILED"; tail -40 "/tmp/$name.log"; failed=$((failed + 1))
+		fi
+		rm -rf "$work"
+	done
+fi
+
+echo
+echo "tests: $passed passed, $failed failed, $skipped skipped"
+[ "$failed" = 0 ]

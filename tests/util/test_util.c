@@ -1,0 +1,109 @@
+/* test_util.c - unit tests for util/: bounded buffers, JSON escaping, readers, log levels. */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "xprofs/util.h"
+
+static void test_buf_cap(void **state)
+{
+	struct xprofs_buf b;
+
+	xprofs_buf_init(&b, 8);
+	assert_int_equal(xprofs_buf_adds(&b, "12345678"), 0);
+	assert_int_equal(xprofs_buf_add(&b, "9", 1), -E2BIG);
+	assert_int_equal(b.len, 8);
+	assert_string_equal(b.data, "12345678");
+	xprofs_buf_reset(&b);
+	assert_int_equal(xprofs_buf_printf(&b, "%d-%s", 42, "x"), 0);
+	assert_string_equal(b.data, "42-x");
+	assert_int_equal(xprofs_buf_printf(&b, "%s", "toolongtext"), -E2BIG);
+	assert_string_equal(b.data, "42-x");
+	xprofs_buf_deinit(&b);
+}
+
+static void test_buf_steal(void **state)
+{
+	struct xprofs_buf b;
+	size_t n;
+	char *p;
+
+	xprofs_buf_init(&b, 1 << 20);
+	assert_null(xprofs_buf_steal(&b, &n));
+	for (int i = 0; i < 1000; i++)
+		assert_int_equal(xprofs_buf_adds(&b, "abc"), 0);
+	p = xprofs_buf_steal(&b, &n);
+	assert_int_equal(n, 3000);
+	assert_int_equal(strlen(p), 3000);
+	assert_int_equal(b.len, 0);
+	free(p);
+}
+
+static void test_json_str(void **state)
+{
+	struct xprofs_buf b;
+
+	xprofs_buf_init(&b, 1024);
+	assert_int_equal(xprofs_buf_add_json_str(&b, "a\"b\\c\n\x01", 7), 0);
+	assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\"");
+	xprofs_buf_reset(&b);
+	/* valid UTF-8 passes, invalid bytes become U+FFFD, embedded NUL is escaped */
+	assert_int_equal(xprofs_buf_add_json_str(&b, "\xc3\xa9\xff\x00z", 5), 0);
+	assert_string_equal(b.data, "\"\xc3\xa9\xef\xbf\xbd\\u0000z\"");
+	xprofs_buf_reset(&b);
+	/* overlong encoding and surrogates are invalid */
+	assert_int_equal(xprofs_buf_add_json_str(&b, "\xc0\xaf\xed\xa0\x80", 5), 0);
+	assert_string_equal(b.data, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+	xprofs_buf_deinit(&b);
+
+	/* failure leaves the buffer unchanged */
+	xprofs_buf_init(&b, 6);
+	assert_int_equal(xprofs_buf_adds(&b, "ab"), 0);
+	assert_int_equal(xprofs_buf_add_json_str(&b, "cdef", 4), -E2BIG);
+	assert_string_equal(b.data, "ab");
+	xprofs_buf_deinit(&b);
+}
+
+static void test_reader_mem(void **state)
+{
+	struct xprofs_reader r = xprofs_reader_mem("hello", 5);
+	char buf[8];
+
+	assert_int_equal(xprofs_reader_pread(&r, buf, 8, 0), 5);
+	assert_memory_equal(buf, "hello", 5);
+	assert_int_equal(xprofs_reader_pread(&r, buf, 8, 3), 2);
+	assert_memory_equal(buf, "lo", 2);
+	assert_int_equal(xprofs_reader_pread(&r, buf, 8, 5), 0);
+	assert_int_equal(xprofs_reader_pread(&r, buf, 8, UINT64_MAX), 0);
+}
+
+static void test_log_level_parse(void **state)
+{
+	assert_int_equal(xprofs_log_level_parse("debug"), XPROFS_LOG_DEBUG);
+	assert_int_equal(xprofs_log_level_parse("ERR"), XPROFS_LOG_ERR);
+	assert_int_equal(xprofs_log_level_parse("6"), XPROFS_LOG_INFO);
+	assert_int_equal(xprofs_log_level_parse("loud"), -EINVAL);
+	assert_int_equal(xprofs_log_level_parse(""), -EINVAL);
+}
+
+static void test_hash(void **state)
+{
+	assert_true(xprofs_hash64("a", 1) != xprofs_hash64("b", 1));
+	assert_true(xprofs_hash64("", 0) == 0xcbf29ce484222325ULL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_buf_cap),      cmocka_unit_test(test_buf_steal),
+		cmocka_unit_test(test_json_str),     cmocka_unit_test(test_reader_mem),
+		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_hash),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
