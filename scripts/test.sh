@@ -52,8 +52,7 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
 			-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 	fi
 	meson compile -C build-fuzz
-	for f in build-fuzz/tests/fuzz/fuzz-*; do
-		[ -x "$f" ] || continue
+	for f in $(find build-fuzz/tests -type f -name 'fuzz-*' -executable | sort); do
 		name=$(basename "$f")
 		corpus="tests/fuzz/corpus/${name#fuzz-}"
 		work=$(mktemp -d)
