@@ -54,8 +54,18 @@ struct xprofs_store_stat {
 typedef int (*xprofs_store_list_cb)(void *arg, const char *name, const struct xprofs_store_stat *st);
 
 struct xprofs_store;
-struct xprofs_store_file;   /* an open reader */
-struct xprofs_store_writer; /* an open writer */
+
+/*
+ * An open reader / writer. A backend embeds these as the FIRST member of its
+ * own reader/writer struct (set .store to the owning store) so the generic
+ * wrappers can find the ops table; callers treat them as opaque.
+ */
+struct xprofs_store_file {
+	struct xprofs_store *store; /* borrowed; outlives the reader */
+};
+struct xprofs_store_writer {
+	struct xprofs_store *store; /* borrowed; outlives the writer */
+};
 
 struct xprofs_store_ops {
 	const char *backend; /* "local", "gcs" */

@@ -1,0 +1,737 @@
+/*
+ * store/local.c - the local-directory backend of struct xprofs_store.
+ *
+ * Design:
+ * - Every path is resolved relative to one directory fd opened at mount time,
+ *   with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): even a symlink or a
+ *   concurrent rename inside SOURCE cannot make a lookup leave the root. On
+ *   kernels without openat2 we walk component by component with O_NOFOLLOW
+ *   (symlinks are then not followed at all). Symlinks that resolve inside the
+ *   root are served like their targets; others are hidden from listings.
+ * - Readers are open fds: a file replaced by rename() after open keeps serving
+ *   the old bytes (pinned version); pread() at any offset.
+ * - generation = hash(dev, inode, ctime): it changes when the file is replaced
+ *   or rewritten, which is what view caches need in their keys.
+ * - Exclusive writers (XPROFS_STORE_EXCL, used for new profiles) write into an
+ *   anonymous O_TMPFILE in the target directory and publish on commit with
+ *   linkat(), which fails with EEXIST instead of replacing: an existing file
+ *   is never overwritten and a half-written profile is never visible. Where
+ *   O_TMPFILE is unsupported a hidden ".xprofs-tmp-*" file is linked then
+ *   unlinked instead (list() hides that prefix).
+ * - Other writers write IN PLACE (O_CREAT on the real file): this is what
+ *   TensorBoard's cache files (.cached_tools.json, *.SSTABLE, ...) expect
+ *   from a local filesystem (seeks, O_RDWR, visibility before close). commit()
+ *   just closes; abort() removes the file only if this writer created it.
+ * - Only regular files and directories are exposed; fifos, sockets and device
+ *   nodes are invisible (-ENOENT).
+ *
+ * Limits: no durability guarantee on commit() (no fsync; flush() does fsync).
+ * Counters are approximate under concurrency (relaxed atomics).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "xprofs/store.h"
+
+#define TMP_PREFIX ".xprofs-tmp-"
+#define LOCAL_PATH_MAX 4096
+
+struct local_counters {
+	uint64_t stats, lists, opens, preads, bytes_read;
+	uint64_t creates, writes, bytes_written, commits, aborts;
+	uint64_t unlinks, renames, mkdirs, rmdirs, errors;
+};
+
+struct local_store {
+	struct xprofs_store base; /* first: the wrappers cast */
+	int rootfd;
+	char *root;
+	int no_openat2; /* set once openat2 proved unavailable; relaxed atomic */
+	struct local_counters c;
+};
+
+struct local_file {
+	struct xprofs_store_file base;
+	int fd;
+};
+
+struct local_writer {
+	struct xprofs_store_writer base;
+	int fd;
+	int dirfd;     /* O_PATH of the parent; owned */
+	char *name;    /* last component; owned */
+	char *tmpname; /* EXCL fallback: hidden temp name in dirfd; owned */
+	bool excl;     /* publish with linkat() on commit */
+	bool tmpfile;  /* fd is an O_TMPFILE */
+	bool created;  /* in-place writer created the file (abort removes it) */
+};
+
+#define CNT(ls, field) __atomic_add_fetch(&(ls)->c.field, 1, __ATOMIC_RELAXED)
+#define CNT_ADD(ls, field, n) __atomic_add_fetch(&(ls)->c.field, (n), __ATOMIC_RELAXED)
+
+static struct local_store *to_local(struct xprofs_store *s)
+{
+	return (struct local_store *)s;
+}
+
+static int count_err(struct local_store *ls, int r)
+{
+	if (r < 0 && r != -ENOENT)
+		CNT(ls, errors);
+	return r;
+}
+
+/* Open @path below the root by walking components without following symlinks. */
+static int walk_open(struct local_store *ls, const char *path, int flags, mode_t mode)
+{
+	char buf[LOCAL_PATH_MAX + 1];
+	char *comp, *slash;
+	int cur, next, saved;
+
+	if (strlen(path) > LOCAL_PATH_MAX)
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	cur = dup(ls->rootfd);
+	if (cur < 0)
+		return -errno;
+	comp = buf;
+	while ((slash = strchr(comp, '/'))) {
+		*slash = '\0';
+		next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		saved = errno;
+		close(cur);
+		if (next < 0)
+			return saved == ELOOP ? -ENOENT : -saved;
+		cur = next;
+		comp = slash + 1;
+	}
+	next = openat(cur, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
+	saved = errno;
+	close(cur);
+	if (next < 0)
+		return saved == ELOOP ? -ENOENT : -saved;
+	return next;
+}
+
+/*
+ * resolve() - open @path (valid, relative; "" = the root) below the root.
+ * Returns an fd the caller owns, or -errno. A lookup that would escape the
+ * root reads as -ENOENT.
+ */
+static int resolve(struct local_store *ls, const char *path, int flags, mode_t mode)
+{
+	struct open_how how;
+	int fd;
+
+	if (!*path)
+		path = ".";
+	if (!__atomic_load_n(&ls->no_openat2, __ATOMIC_RELAXED)) {
+		memset(&how, 0, sizeof(how));
+		how.flags = (uint64_t)(flags | O_CLOEXEC);
+		how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
+		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+		fd = (int)syscall(SYS_openat2, ls->rootfd, path, &how, sizeof(how));
+		if (fd >= 0)
+			return fd;
+		if (errno != ENOSYS)
+			return errno == EXDEV || errno == ELOOP ? -ENOENT : -errno;
+		__atomic_store_n(&ls->no_openat2, 1, __ATOMIC_RELAXED);
+	}
+	if (!strcmp(path, ".")) {
+		fd = openat(ls->rootfd, ".", flags | O_CLOEXEC, mode);
+		return fd < 0 ? -errno : fd;
+	}
+	return walk_open(ls, path, flags, mode);
+}
+
+/*
+ * parent_open() - O_PATH fd of @path's parent directory and, in *@name, a
+ * pointer into @path (borrowed) at the last component.
+ */
+static int parent_open(struct local_store *ls, const char *path, const char **name)
+{
+	char parent[LOCAL_PATH_MAX + 1];
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash) {
+		*name = path;
+		return resolve(ls, "", O_PATH | O_DIRECTORY, 0);
+	}
+	n = (size_t)(slash - path);
+	if (n > LOCAL_PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(parent, path, n);
+	parent[n] = '\0';
+	*name = slash + 1;
+	return resolve(ls, parent, O_PATH | O_DIRECTORY, 0);
+}
+
+static uint64_t make_generation(const struct stat *st)
+{
+	uint64_t v[4] = { (uint64_t)st->st_dev, (uint64_t)st->st_ino,
+			  (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec };
+
+	return xprofs_hash64(v, sizeof(v));
+}
+
+/* fill() - translate @st; -ENOENT for what we do not expose. */
+static int fill(const struct stat *st, struct xprofs_store_stat *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (S_ISREG(st->st_mode)) {
+		out->type = XPROFS_STORE_FILE;
+		out->size = (uint64_t)st->st_size;
+	} else if (S_ISDIR(st->st_mode)) {
+		out->type = XPROFS_STORE_DIR;
+	} else {
+		return -ENOENT;
+	}
+	out->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+	out->generation = make_generation(st);
+	return 0;
+}
+
+static int local_stat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *out)
+{
+	struct local_store *ls = to_local(s);
+	struct stat st;
+	int fd, r;
+
+	CNT(ls, stats);
+	fd = resolve(ls, path, O_PATH, 0);
+	if (fd < 0)
+		return count_err(ls, fd);
+	r = fstat(fd, &st) < 0 ? -errno : fill(&st, out);
+	close(fd);
+	return count_err(ls, r);
+}
+
+static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg)
+{
+	struct local_store *ls = to_local(s);
+	char full[LOCAL_PATH_MAX + 2 + NAME_MAX];
+	struct xprofs_store_stat xst;
+	struct dirent *de;
+	struct stat st;
+	DIR *d = NULL;
+	int fd, r = 0;
+
+	CNT(ls, lists);
+	fd = resolve(ls, dir, O_RDONLY | O_DIRECTORY, 0);
+	if (fd < 0)
+		return count_err(ls, fd);
+	d = fdopendir(fd);
+	if (!d) {
+		r = -errno;
+		close(fd);
+		return count_err(ls, r);
+	}
+	for (;;) {
+		errno = 0;
+		de = readdir(d);
+		if (!de) {
+			r = errno ? -errno : 0;
+			break;
+		}
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
+		    !strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)))
+			continue;
+		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue; /* vanished meanwhile */
+		if (S_ISLNK(st.st_mode)) {
+			/* follow it only if it stays inside the root */
+			snprintf(full, sizeof(full), "%s%s%s", dir, *dir ? "/" : "", de->d_name);
+			if (!xprofs_store_path_valid(full) || local_stat(s, full, &xst) < 0)
+				continue;
+		} else if (fill(&st, &xst) < 0) {
+			continue;
+		}
+		r = cb(arg, de->d_name, &xst);
+		if (r)
+			break;
+	}
+	closedir(d);
+	return count_err(ls, r);
+}
+
+static int local_open(struct xprofs_store *s, const char *path, struct xprofs_store_file **out)
+{
+	struct local_store *ls = to_local(s);
+	struct local_file *f = NULL;
+	struct stat st;
+	int fd, r;
+
+	CNT(ls, opens);
+	fd = resolve(ls, path, O_RDONLY, 0);
+	if (fd < 0)
+		return count_err(ls, fd);
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto err_close;
+	}
+	if (S_ISDIR(st.st_mode)) {
+		r = -EISDIR;
+		goto err_close;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		r = -ENOENT;
+		goto err_close;
+	}
+	f = calloc(1, sizeof(*f));
+	if (!f) {
+		r = -ENOMEM;
+		goto err_close;
+	}
+	f->base.store = s;
+	f->fd = fd;
+	*out = &f->base;
+	return 0;
+
+err_close:
+	close(fd);
+	return count_err(ls, r);
+}
+
+static ssize_t local_pread(struct xprofs_store_file *base, void *buf, size_t n, uint64_t off)
+{
+	struct local_file *f = (struct local_file *)base;
+	struct local_store *ls = to_local(base->store);
+	ssize_t r;
+
+	if (off > INT64_MAX)
+		return -EINVAL;
+	CNT(ls, preads);
+	r = xprofs_pread_full(f->fd, buf, n, off);
+	if (r > 0)
+		CNT_ADD(ls, bytes_read, (uint64_t)r);
+	return r < 0 ? count_err(ls, (int)r) : r;
+}
+
+static int local_file_stat(struct xprofs_store_file *base, struct xprofs_store_stat *out)
+{
+	struct local_file *f = (struct local_file *)base;
+	struct stat st;
+
+	if (fstat(f->fd, &st) < 0)
+		return -errno;
+	return fill(&st, out);
+}
+
+static void local_close(struct xprofs_store_file *base)
+{
+	struct local_file *f = (struct local_file *)base;
+
+	close(f->fd);
+	free(f);
+}
+
+/* mkparents() - create the directories above @path (mode 0755), EEXIST is fine. */
+static int mkparents(struct local_store *ls, const char *path)
+{
+	char prefix[LOCAL_PATH_MAX + 1];
+	const char *p, *name;
+	int pfd, r;
+
+	for (p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
+		size_t n = (size_t)(p - path);
+
+		if (n > LOCAL_PATH_MAX)
+			return -ENAMETOOLONG;
+		memcpy(prefix, path, n);
+		prefix[n] = '\0';
+		pfd = parent_open(ls, prefix, &name);
+		if (pfd < 0)
+			return pfd;
+		r = mkdirat(pfd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
+		close(pfd);
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+static void writer_free(struct local_writer *w)
+{
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->dirfd >= 0)
+		close(w->dirfd);
+	free(w->name);
+	free(w->tmpname);
+	free(w);
+}
+
+/* excl_open() - the unpublished file of an exclusive writer. */
+static int excl_open(struct local_writer *w)
+{
+	char tmp[64];
+	unsigned i;
+
+	w->fd = openat(w->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
+	if (w->fd >= 0) {
+		w->tmpfile = true;
+		return 0;
+	}
+	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
+		return -errno;
+	for (i = 0; i < 100; i++) {
+		snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld-%08x", (long)getpid(),
+			 (unsigned)random());
+		w->fd = openat(w->dirfd, tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0644);
+		if (w->fd >= 0) {
+			w->tmpname = strdup(tmp);
+			return w->tmpname ? 0 : -ENOMEM;
+		}
+		if (errno != EEXIST)
+			return -errno;
+	}
+	return -EEXIST;
+}
+
+/* inplace_open() - open the real file for writing, remembering whether we made it. */
+static int inplace_open(struct local_writer *w, unsigned flags)
+{
+	int tr = (flags & XPROFS_STORE_TRUNC) ? O_TRUNC : 0;
+
+	w->fd = openat(w->dirfd, w->name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (w->fd >= 0) {
+		w->created = true;
+		return 0;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	w->fd = openat(w->dirfd, w->name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | tr);
+	if (w->fd < 0)
+		return errno == ELOOP ? -EPERM : -errno;
+	return 0;
+}
+
+static int local_create(struct xprofs_store *s, const char *path, unsigned flags,
+			struct xprofs_store_writer **out)
+{
+	struct local_store *ls = to_local(s);
+	struct xprofs_store_stat xst;
+	struct local_writer *w;
+	const char *name;
+	struct stat st;
+	int r;
+
+	CNT(ls, creates);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->base.store = s;
+	w->fd = -1;
+	w->dirfd = -1;
+	w->excl = flags & XPROFS_STORE_EXCL;
+	r = mkparents(ls, path);
+	if (r < 0)
+		goto err;
+	w->dirfd = parent_open(ls, path, &name);
+	if (w->dirfd < 0) {
+		r = w->dirfd;
+		goto err;
+	}
+	w->name = strdup(name);
+	if (!w->name) {
+		r = -ENOMEM;
+		goto err;
+	}
+	if (w->excl) {
+		/* fail early; linkat() at commit is what makes it atomic */
+		if (fstatat(w->dirfd, w->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+			r = -EEXIST;
+			goto err;
+		}
+		r = excl_open(w);
+	} else {
+		r = inplace_open(w, flags);
+		if (r == 0 && fstat(w->fd, &st) == 0 && fill(&st, &xst) == 0 &&
+		    xst.type != XPROFS_STORE_FILE)
+			r = -EISDIR;
+	}
+	if (r < 0)
+		goto err;
+	*out = &w->base;
+	return 0;
+
+err:
+	w->created = false;
+	writer_free(w);
+	return count_err(ls, r);
+}
+
+static ssize_t local_write(struct xprofs_store_writer *base, const void *buf, size_t n, uint64_t off)
+{
+	struct local_writer *w = (struct local_writer *)base;
+	struct local_store *ls = to_local(base->store);
+	size_t done = 0;
+	ssize_t r;
+
+	CNT(ls, writes);
+	while (done < n) {
+		r = pwrite(w->fd, (const char *)buf + done, n - done, (off_t)(off + done));
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			if (done)
+				break;
+			return count_err(ls, -errno);
+		}
+		done += (size_t)r;
+	}
+	CNT_ADD(ls, bytes_written, done);
+	return (ssize_t)done;
+}
+
+static ssize_t local_wread(struct xprofs_store_writer *base, void *buf, size_t n, uint64_t off)
+{
+	struct local_writer *w = (struct local_writer *)base;
+
+	return xprofs_pread_full(w->fd, buf, n, off);
+}
+
+static int local_truncate(struct xprofs_store_writer *base, uint64_t size)
+{
+	struct local_writer *w = (struct local_writer *)base;
+
+	return ftruncate(w->fd, (off_t)size) < 0 ? -errno : 0;
+}
+
+static int local_flush(struct xprofs_store_writer *base)
+{
+	struct local_writer *w = (struct local_writer *)base;
+
+	return fsync(w->fd) < 0 ? -errno : 0;
+}
+
+static int excl_publish(struct local_writer *w)
+{
+	char proc[64];
+
+	if (w->tmpname) {
+		if (linkat(w->dirfd, w->tmpname, w->dirfd, w->name, 0) < 0)
+			return -errno;
+		return 0;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
+	if (linkat(AT_FDCWD, proc, w->dirfd, w->name, AT_SYMLINK_FOLLOW) == 0)
+		return 0;
+	if (errno != ENOENT)
+		return -errno;
+	/* no /proc: needs CAP_DAC_READ_SEARCH, the last resort */
+	return linkat(w->fd, "", w->dirfd, w->name, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+static int local_commit(struct xprofs_store_writer *base)
+{
+	struct local_writer *w = (struct local_writer *)base;
+	struct local_store *ls = to_local(base->store);
+	int r = 0;
+
+	CNT(ls, commits);
+	if (w->excl)
+		r = excl_publish(w);
+	if (w->tmpname)
+		unlinkat(w->dirfd, w->tmpname, 0);
+	if (close(w->fd) < 0 && r == 0)
+		r = -EIO;
+	w->fd = -1;
+	writer_free(w);
+	return count_err(ls, r);
+}
+
+static void local_abort(struct xprofs_store_writer *base)
+{
+	struct local_writer *w = (struct local_writer *)base;
+	struct local_store *ls = to_local(base->store);
+
+	CNT(ls, aborts);
+	if (w->tmpname)
+		unlinkat(w->dirfd, w->tmpname, 0);
+	if (w->created)
+		unlinkat(w->dirfd, w->name, 0);
+	writer_free(w);
+}
+
+/* at_op() - run one *at() syscall on @path's parent; 0 or -errno. */
+enum at_kind { AT_UNLINK, AT_RMDIR, AT_MKDIR };
+
+static int at_op(struct local_store *ls, const char *path, enum at_kind k)
+{
+	const char *name;
+	int pfd, r;
+
+	pfd = parent_open(ls, path, &name);
+	if (pfd < 0)
+		return count_err(ls, pfd);
+	switch (k) {
+	case AT_UNLINK:
+		r = unlinkat(pfd, name, 0);
+		break;
+	case AT_RMDIR:
+		r = unlinkat(pfd, name, AT_REMOVEDIR);
+		break;
+	default:
+		r = mkdirat(pfd, name, 0755);
+		break;
+	}
+	r = r < 0 ? -errno : 0;
+	close(pfd);
+	return count_err(ls, r);
+}
+
+static int local_unlink(struct xprofs_store *s, const char *path)
+{
+	CNT(to_local(s), unlinks);
+	return at_op(to_local(s), path, AT_UNLINK);
+}
+
+static int local_rmdir(struct xprofs_store *s, const char *path)
+{
+	CNT(to_local(s), rmdirs);
+	return at_op(to_local(s), path, AT_RMDIR);
+}
+
+static int local_mkdir(struct xprofs_store *s, const char *path)
+{
+	CNT(to_local(s), mkdirs);
+	return at_op(to_local(s), path, AT_MKDIR);
+}
+
+static int local_rename(struct xprofs_store *s, const char *from, const char *to)
+{
+	struct local_store *ls = to_local(s);
+	const char *n1, *n2;
+	int p1, p2 = -1, r;
+
+	CNT(ls, renames);
+	p1 = parent_open(ls, from, &n1);
+	if (p1 < 0)
+		return count_err(ls, p1);
+	p2 = parent_open(ls, to, &n2);
+	if (p2 < 0) {
+		r = p2;
+		goto out;
+	}
+	r = renameat(p1, n1, p2, n2) < 0 ? -errno : 0;
+	close(p2);
+out:
+	close(p1);
+	return count_err(ls, r);
+}
+
+static int local_refresh(struct xprofs_store *s)
+{
+	return 0; /* nothing cached: every list() reads the directory */
+}
+
+static int local_status_json(struct xprofs_store *s, struct xprofs_buf *out)
+{
+	struct local_store *ls = to_local(s);
+	struct local_counters c;
+	int r;
+
+#define LD(f) c.f = __atomic_load_n(&ls->c.f, __ATOMIC_RELAXED)
+	LD(stats); LD(lists); LD(opens); LD(preads); LD(bytes_read);
+	LD(creates); LD(writes); LD(bytes_written); LD(commits); LD(aborts);
+	LD(unlinks); LD(renames); LD(mkdirs); LD(rmdirs); LD(errors);
+#undef LD
+	r = xprofs_buf_adds(out, "{\"backend\":\"local\",\"root\":");
+	if (r == 0)
+		r = xprofs_buf_add_json_str(out, ls->root, strlen(ls->root));
+	if (r == 0)
+		r = xprofs_buf_printf(out,
+			",\"stats\":%lu,\"lists\":%lu,\"opens\":%lu,\"preads\":%lu,"
+			"\"bytes_read\":%lu,\"creates\":%lu,\"writes\":%lu,"
+			"\"bytes_written\":%lu,\"commits\":%lu,\"aborts\":%lu,"
+			"\"unlinks\":%lu,\"renames\":%lu,\"mkdirs\":%lu,\"rmdirs\":%lu,"
+			"\"errors\":%lu}",
+			(unsigned long)c.stats, (unsigned long)c.lists, (unsigned long)c.opens,
+			(unsigned long)c.preads, (unsigned long)c.bytes_read,
+			(unsigned long)c.creates, (unsigned long)c.writes,
+			(unsigned long)c.bytes_written, (unsigned long)c.commits,
+			(unsigned long)c.aborts, (unsigned long)c.unlinks,
+			(unsigned long)c.renames, (unsigned long)c.mkdirs,
+			(unsigned long)c.rmdirs, (unsigned long)c.errors);
+	return r;
+}
+
+static void local_free(struct xprofs_store *s)
+{
+	struct local_store *ls = to_local(s);
+
+	if (ls->rootfd >= 0)
+		close(ls->rootfd);
+	free(ls->root);
+	free(ls->base.source);
+	free(ls);
+}
+
+static const struct xprofs_store_ops local_ops = {
+	.backend = "local",
+	.stat = local_stat,
+	.list = local_list,
+	.open = local_open,
+	.pread = local_pread,
+	.file_stat = local_file_stat,
+	.close = local_close,
+	.create = local_create,
+	.write = local_write,
+	.wread = local_wread,
+	.truncate = local_truncate,
+	.flush = local_flush,
+	.commit = local_commit,
+	.abort = local_abort,
+	.unlink = local_unlink,
+	.rename = local_rename,
+	.mkdir = local_mkdir,
+	.rmdir = local_rmdir,
+	.refresh = local_refresh,
+	.status_json = local_status_json,
+	.free = local_free,
+};
+
+int xprofs_store_local_new(const char *root, struct xprofs_store **out)
+{
+	struct local_store *ls;
+	int r;
+
+	if (!root || !*root)
+		return -EINVAL;
+	ls = calloc(1, sizeof(*ls));
+	if (!ls)
+		return -ENOMEM;
+	ls->base.ops = &local_ops;
+	ls->rootfd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (ls->rootfd < 0) {
+		r = -errno;
+		goto err;
+	}
+	if (faccessat(ls->rootfd, ".", R_OK | X_OK, 0) < 0) {
+		r = -errno;
+		goto err;
+	}
+	ls->root = realpath(root, NULL);
+	ls->base.source = strdup(root);
+	if (!ls->root || !ls->base.source) {
+		r = -ENOMEM;
+		goto err;
+	}
+	*out = &ls->base;
+	return 0;
+
+err:
+	local_free(&ls->base);
+	return r;
+}
