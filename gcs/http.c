@@ -1,0 +1,532 @@
+/*
+ * gcs/http.c - the HTTP layer of the GCS client: a bounded pool of libcurl
+ * easy handles, one request runner with Google's retry policy, and the one
+ * mapping from HTTP status / CURLcode to -errno.
+ *
+ * Design: each request borrows an idle easy handle from the pool (creating
+ * one up to max_handles, else waiting), so connections are reused per handle
+ * and the number of parallel connections is bounded. Handles are HTTP/1.1
+ * (faster than HTTP/2 for bulk GCS reads), CURLOPT_NOSIGNAL (threaded
+ * daemon), with a connect timeout and stall detection (LOW_SPEED). Bodies
+ * are never decoded by curl (no CURLOPT_ACCEPT_ENCODING): ranged reads send
+ * "Accept-Encoding: gzip" themselves so GCS returns the stored bytes.
+ *
+ * Ranged GETs write straight into the caller's buffer. A server answering
+ * 200 with the whole object instead of 206 (the firebase emulator does) is
+ * handled by skipping to the wanted offset; a 206 whose Content-Range does
+ * not start at the wanted offset is a protocol error. A body shorter than
+ * asked is a truncation and is retried like a reset.
+ *
+ * Retries: idempotent requests only; 408/429/5xx, connection failures,
+ * timeouts, resets and truncated bodies; truncated exponential backoff with
+ * full jitter from retry_initial_ms, capped at retry_max_ms, until
+ * retry_deadline_s has passed since the first attempt.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "gcs-internal.h"
+
+static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+
+static void curl_init_once(void)
+{
+	/* The daemon normally did this already; a second call only bumps a counter. */
+	curl_global_init(CURL_GLOBAL_DEFAULT);
+}
+
+int xprofs_gcs_http_errno(long http_status, int curl_code)
+{
+	switch (curl_code) {
+	case CURLE_OK:
+		break;
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return -EHOSTUNREACH;
+	case CURLE_COULDNT_CONNECT:
+		return -ECONNREFUSED;
+	case CURLE_OPERATION_TIMEDOUT:
+		return -ETIMEDOUT;
+	case CURLE_OUT_OF_MEMORY:
+		return -ENOMEM;
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+		return -ECONNRESET;
+	case CURLE_PEER_FAILED_VERIFICATION:
+	case CURLE_SSL_CONNECT_ERROR:
+		return -EACCES;
+	case CURLE_URL_MALFORMAT:
+	case CURLE_UNSUPPORTED_PROTOCOL:
+		return -EINVAL;
+	case CURLE_WRITE_ERROR:
+	case CURLE_ABORTED_BY_CALLBACK:
+		return -EIO;
+	default:
+		return -EIO;
+	}
+	if (http_status >= 200 && http_status < 300)
+		return 0;
+	switch (http_status) {
+	case 308: /* resumable upload: incomplete, not an error */
+		return 0;
+	case 304:
+		return 0;
+	case 400:
+		return -EINVAL;
+	case 401:
+	case 403:
+		return -EACCES;
+	case 404:
+	case 410:
+		return -ENOENT;
+	case 409:
+	case 412:
+		return -EEXIST;
+	case 413:
+		return -EFBIG;
+	case 416:
+		return -ERANGE;
+	case 408:
+	case 504:
+		return -ETIMEDOUT;
+	case 429:
+		return -EAGAIN;
+	case 0:
+		return -EPROTO;
+	default:
+		return -EIO;
+	}
+}
+
+bool xprofs_gcs_retryable(long http_status, int curl_code)
+{
+	switch (curl_code) {
+	case CURLE_OK:
+		break;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_OPERATION_TIMEDOUT:
+	case CURLE_SEND_ERROR:
+	case CURLE_RECV_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+	case CURLE_COULDNT_RESOLVE_HOST: /* transient DNS failures happen */
+		return true;
+	default:
+		return false;
+	}
+	return http_status == 408 || http_status == 429 || (http_status >= 500 && http_status <= 599);
+}
+
+unsigned xprofs_gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed)
+{
+	uint64_t cap = initial_ms ? initial_ms : 1;
+	unsigned i;
+
+	for (i = 1; i < attempt && cap < max_ms; i++)
+		cap *= 2;
+	if (cap > max_ms)
+		cap = max_ms;
+	/* "equal jitter": at least half the step, so retries never hammer */
+	return (unsigned)(cap / 2 + (uint64_t)rand_r(seed) % (cap / 2 + 1));
+}
+
+int xprofs_gcs_http_init(struct xprofs_gcs_http *h, struct xprofs_gcs_auth *auth, unsigned max_handles,
+			 struct xprofs_gcs_counters *ctr)
+{
+	pthread_once(&curl_once, curl_init_once);
+	memset(h, 0, sizeof(*h));
+	h->auth = auth;
+	h->ctr = ctr;
+	h->max_handles = max_handles ? max_handles : 8;
+	h->retry_initial_ms = 100;
+	h->retry_max_ms = 10000;
+	h->retry_deadline_s = 60;
+	h->connect_timeout_s = 10;
+	h->stall_timeout_s = 30;
+	h->idle = calloc(h->max_handles, sizeof(*h->idle));
+	if (!h->idle)
+		return -ENOMEM;
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	return 0;
+}
+
+void xprofs_gcs_http_deinit(struct xprofs_gcs_http *h)
+{
+	unsigned i;
+
+	if (!h->idle)
+		return;
+	for (i = 0; i < h->n_idle; i++)
+		curl_easy_cleanup(h->idle[i]);
+	free(h->idle);
+	h->idle = NULL;
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->lock);
+}
+
+static CURL *handle_get(struct xprofs_gcs_http *h)
+{
+	CURL *c = NULL;
+
+	pthread_mutex_lock(&h->lock);
+	for (;;) {
+		if (h->n_idle > 0) {
+			c = h->idle[--h->n_idle];
+			break;
+		}
+		if (h->n_created < h->max_handles) {
+			c = curl_easy_init();
+			if (c)
+				h->n_created++;
+			break;
+		}
+		pthread_cond_wait(&h->cond, &h->lock);
+	}
+	pthread_mutex_unlock(&h->lock);
+	return c;
+}
+
+static void handle_put(struct xprofs_gcs_http *h, CURL *c, bool broken)
+{
+	pthread_mutex_lock(&h->lock);
+	if (broken || h->n_idle >= h->max_handles) {
+		curl_easy_cleanup(c);
+		h->n_created--;
+	} else {
+		h->idle[h->n_idle++] = c;
+	}
+	pthread_cond_signal(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+}
+
+/* Per-attempt state shared with the curl callbacks. */
+struct attempt {
+	struct xprofs_gcs_req *rq;
+	CURL *c;
+	uint64_t up_pos;      /* request body bytes sent */
+	uint64_t down_pos;    /* response body bytes seen */
+	struct xprofs_buf err; /* non-2xx body, for the error message */
+	int cb_err;           /* -errno raised inside a callback */
+};
+
+static void copy_header_value(char *dst, size_t dstn, const char *v, size_t n)
+{
+	while (n > 0 && (*v == ' ' || *v == '\t')) {
+		v++;
+		n--;
+	}
+	while (n > 0 && (v[n - 1] == '\r' || v[n - 1] == '\n' || v[n - 1] == ' '))
+		n--;
+	if (n >= dstn)
+		n = dstn - 1;
+	memcpy(dst, v, n);
+	dst[n] = '\0';
+}
+
+static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
+{
+	struct attempt *a = arg;
+	struct xprofs_gcs_req *rq = a->rq;
+	size_t n = size * nitems;
+	const char *colon = memchr(p, ':', n);
+	size_t klen;
+	char tmp[32];
+
+	if (n >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+		/* a new response (e.g. after 100 Continue): forget the last one's headers */
+		rq->content_range[0] = rq->range[0] = rq->location[0] = '\0';
+		rq->goog_generation = 0;
+		return n;
+	}
+	if (!colon)
+		return n;
+	klen = (size_t)(colon - p);
+	if (klen == 13 && strncasecmp(p, "Content-Range", 13) == 0)
+		copy_header_value(rq->content_range, sizeof(rq->content_range), colon + 1, n - klen - 1);
+	else if (klen == 5 && strncasecmp(p, "Range", 5) == 0)
+		copy_header_value(rq->range, sizeof(rq->range), colon + 1, n - klen - 1);
+	else if (klen == 8 && strncasecmp(p, "Location", 8) == 0)
+		copy_header_value(rq->location, sizeof(rq->location), colon + 1, n - klen - 1);
+	else if (klen == 17 && strncasecmp(p, "x-goog-generation", 17) == 0) {
+		copy_header_value(tmp, sizeof(tmp), colon + 1, n - klen - 1);
+		if (xprofs_gcs_u64_parse(tmp, INT64_MAX, &rq->goog_generation) < 0)
+			rq->goog_generation = 0;
+	}
+	return n;
+}
+
+static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct attempt *a = arg;
+	struct xprofs_gcs_req *rq = a->rq;
+	size_t n = size * nmemb;
+	long status = 0;
+	uint64_t start;
+	size_t skip = 0, take;
+
+	curl_easy_getinfo(a->c, CURLINFO_RESPONSE_CODE, &status);
+	if (status < 200 || status >= 300) {
+		/* keep what fits: it is only for the log */
+		(void)!xprofs_buf_add(&a->err, p, n);
+		return n;
+	}
+	if (!rq->dst) {
+		if (rq->resp) {
+			a->cb_err = xprofs_buf_add(rq->resp, p, n);
+			if (a->cb_err < 0)
+				return CURL_WRITEFUNC_ERROR;
+		}
+		a->down_pos += n;
+		return n;
+	}
+	/* ranged GET: where does this chunk sit in the object? */
+	if (status == 206) {
+		uint64_t first, last, total;
+
+		if (a->down_pos == 0 &&
+		    (xprofs_gcs_content_range_parse(rq->content_range, &first, &last, &total) < 0 ||
+		     first != rq->range_first)) {
+			a->cb_err = -EPROTO;
+			return CURL_WRITEFUNC_ERROR;
+		}
+		start = rq->range_first + a->down_pos;
+	} else {
+		start = a->down_pos; /* 200: the whole object from byte 0 */
+	}
+	a->down_pos += n;
+	if (start + n <= rq->range_first)
+		return n; /* before the wanted range: skip */
+	if (start < rq->range_first)
+		skip = (size_t)(rq->range_first - start);
+	start += skip;
+	if (start - rq->range_first >= rq->dst_len)
+		return n; /* past it (a 200 answer): discard the rest */
+	take = n - skip;
+	if (take > rq->dst_len - (start - rq->range_first))
+		take = (size_t)(rq->dst_len - (start - rq->range_first));
+	memcpy(rq->dst + (start - rq->range_first), p + skip, take);
+	if (start - rq->range_first + take > rq->dst_got)
+		rq->dst_got = (size_t)(start - rq->range_first + take);
+	return n;
+}
+
+static size_t on_read(char *p, size_t size, size_t nmemb, void *arg)
+{
+	struct attempt *a = arg;
+	struct xprofs_gcs_req *rq = a->rq;
+	size_t n = size * nmemb;
+	uint64_t left = rq->body_len - a->up_pos;
+	ssize_t got;
+
+	if (n > left)
+		n = (size_t)left;
+	if (n == 0)
+		return 0;
+	if (rq->body) {
+		memcpy(p, (const char *)rq->body + a->up_pos, n);
+		got = (ssize_t)n;
+	} else {
+		got = xprofs_pread_full(rq->body_fd, p, n, rq->body_off + a->up_pos);
+		if (got <= 0) {
+			a->cb_err = got < 0 ? (int)got : -EIO;
+			return CURL_READFUNC_ABORT;
+		}
+	}
+	a->up_pos += (uint64_t)got;
+	return (size_t)got;
+}
+
+static int add_header(struct curl_slist **l, const char *h)
+{
+	struct curl_slist *n = curl_slist_append(*l, h);
+
+	if (!n)
+		return -ENOMEM;
+	*l = n;
+	return 0;
+}
+
+static int build_headers(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, struct curl_slist **out)
+{
+	struct curl_slist *l = NULL;
+	struct xprofs_buf auth;
+	unsigned i;
+	int r;
+
+	xprofs_buf_init(&auth, 64 * 1024);
+	if (h->auth) {
+		r = xprofs_gcs_auth_header(h->auth, &auth);
+		if (r < 0)
+			goto out;
+		while (auth.len > 0 && (auth.data[auth.len - 1] == '\n' || auth.data[auth.len - 1] == '\r'))
+			auth.data[--auth.len] = '\0';
+		if (auth.len > 0 && (r = add_header(&l, auth.data)) < 0)
+			goto out;
+	}
+	/* no 100-continue round trip on uploads */
+	if ((r = add_header(&l, "Expect:")) < 0)
+		goto out;
+	for (i = 0; i < sizeof(rq->headers) / sizeof(rq->headers[0]) && rq->headers[i]; i++)
+		if ((r = add_header(&l, rq->headers[i])) < 0)
+			goto out;
+	*out = l;
+	l = NULL;
+	r = 0;
+out:
+	curl_slist_free_all(l);
+	xprofs_buf_deinit(&auth);
+	return r;
+}
+
+/* One attempt: fills rq->status; returns the CURLcode, or -errno from a callback/setup. */
+static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CURL *c, int *curl_code,
+			bool *truncated)
+{
+	struct attempt a = {.rq = rq, .c = c};
+	struct curl_slist *hdrs = NULL;
+	char errbuf[CURL_ERROR_SIZE] = "";
+	curl_off_t cl = -1;
+	CURLcode cc;
+	int r;
+
+	*truncated = false;
+	xprofs_buf_init(&a.err, 64 * 1024);
+	rq->status = 0;
+	rq->dst_got = 0;
+	rq->content_range[0] = rq->range[0] = rq->location[0] = rq->errmsg[0] = '\0';
+	rq->goog_generation = 0;
+	if (rq->resp)
+		xprofs_buf_reset(rq->resp);
+	r = build_headers(h, rq, &hdrs);
+	if (r < 0)
+		goto out;
+
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, rq->url);
+	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)h->connect_timeout_s);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)h->stall_timeout_s);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "xprofs/" XPROFS_VERSION);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (strcmp(rq->method, "GET") == 0) {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(rq->method, "PUT") == 0) {
+		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_len);
+	} else if (strcmp(rq->method, "POST") == 0) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+	} else {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
+	}
+	if (rq->send_body) {
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, &a);
+	}
+	if (rq->dst) {
+		char range[96];
+
+		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)rq->range_first,
+			 (unsigned long long)(rq->range_first + rq->dst_len - 1));
+		curl_easy_setopt(c, CURLOPT_RANGE, range);
+	}
+
+	atomic_fetch_add(&h->ctr->requests[rq->kind], 1);
+	cc = curl_easy_perform(c);
+	*curl_code = (int)cc;
+	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rq->status);
+	if (a.up_pos)
+		atomic_fetch_add(&h->ctr->bytes_up, a.up_pos);
+	if (a.down_pos)
+		atomic_fetch_add(&h->ctr->bytes_down, a.down_pos);
+	if (a.cb_err < 0) {
+		r = a.cb_err;
+		goto out;
+	}
+	if (cc != CURLE_OK) {
+		xprofs_debug("gcs: %s %s: %s", rq->method, rq->url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		r = 0;
+		goto out;
+	}
+	if (rq->status >= 200 && rq->status < 300) {
+		curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+		if (cl >= 0 && (uint64_t)cl != a.down_pos)
+			*truncated = true;
+		if (rq->dst && rq->dst_got < rq->dst_len)
+			*truncated = true; /* the caller asked only for bytes that exist */
+	} else if (a.err.len > 0) {
+		xprofs_gcs_error_message(a.err.data, a.err.len, rq->errmsg, sizeof(rq->errmsg));
+	}
+	r = 0;
+out:
+	curl_slist_free_all(hdrs);
+	xprofs_buf_deinit(&a.err);
+	return r;
+}
+
+int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq)
+{
+	int64_t deadline = xprofs_mono_ns() + (int64_t)h->retry_deadline_s * 1000000000LL;
+	unsigned seed = (unsigned)xprofs_mono_ns() ^ (unsigned)(uintptr_t)rq;
+	unsigned attempt = 0;
+	CURL *c;
+	int r;
+
+	for (;;) {
+		int cc = 0;
+		bool truncated = false, retry;
+		unsigned ms;
+		struct timespec ts;
+
+		attempt++;
+		c = handle_get(h);
+		if (!c)
+			return -ENOMEM;
+		r = attempt_once(h, rq, c, &cc, &truncated);
+		handle_put(h, c, cc != CURLE_OK);
+		if (r < 0) {
+			atomic_fetch_add(&h->ctr->errors, 1);
+			return r;
+		}
+		retry = truncated || xprofs_gcs_retryable(rq->status, cc);
+		if (!retry) {
+			r = xprofs_gcs_http_errno(cc == CURLE_OK ? 200 : 0, cc);
+			if (r < 0 || (rq->status >= 400))
+				atomic_fetch_add(&h->ctr->errors, 1);
+			return r;
+		}
+		if (!rq->idempotent || xprofs_mono_ns() >= deadline) {
+			atomic_fetch_add(&h->ctr->errors, 1);
+			if (cc != CURLE_OK)
+				return xprofs_gcs_http_errno(0, cc);
+			if (truncated)
+				return -EIO;
+			return 0; /* a retryable status: the caller maps it */
+		}
+		ms = xprofs_gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, &seed);
+		xprofs_debug("gcs: %s %s: %s (status %ld), retry %u in %u ms", rq->method, rq->url,
+			     cc ? curl_easy_strerror((CURLcode)cc) : truncated ? "truncated body" : "server error",
+			     rq->status, attempt, ms);
+		atomic_fetch_add(&h->ctr->retries, 1);
+		ts.tv_sec = ms / 1000;
+		ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
+}

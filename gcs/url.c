@@ -1,0 +1,131 @@
+/*
+ * gcs/url.c - "gs://BUCKET[/PREFIX]" parsing, bucket-name validation and the
+ * percent-encoding of object names and query values.
+ *
+ * Bucket names follow Google's published rules (3-63 chars, or up to 222
+ * with dot-separated components of at most 63; [a-z0-9._-]; alphanumeric at
+ * both ends; no IPv4 look-alikes; no "goog" prefix, no "google" inside), so a
+ * typo fails at mount with -EINVAL instead of as a 400 later. Prefixes must be
+ * clean store paths (no empty, "." or ".." components) because every object
+ * below them becomes a path in the mount.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gcs-internal.h"
+
+static bool is_lower_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
+}
+
+bool xprofs_gcs_bucket_valid(const char *b, size_t n)
+{
+	size_t i, comp = 0, dots = 0, digits_dots = 0;
+
+	if (n < 3 || n > 222)
+		return false;
+	if (!is_lower_alnum(b[0]) || !is_lower_alnum(b[n - 1]))
+		return false;
+	for (i = 0; i < n; i++) {
+		char c = b[i];
+
+		if (c == '.') {
+			if (comp == 0)
+				return false; /* ".." or a leading dot */
+			comp = 0;
+			dots++;
+			digits_dots++;
+			continue;
+		}
+		if (!is_lower_alnum(c) && c != '-' && c != '_')
+			return false;
+		if (c >= '0' && c <= '9')
+			digits_dots++;
+		if (++comp > 63)
+			return false;
+	}
+	if (dots == 0 && n > 63)
+		return false;
+	if (dots == 3 && digits_dots == n)
+		return false; /* looks like an IPv4 address */
+	if (n >= 4 && memcmp(b, "goog", 4) == 0)
+		return false;
+	if (memmem(b, n, "google", 6))
+		return false;
+	return true;
+}
+
+int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix)
+{
+	const char *p, *slash, *start, *end, *c;
+	char *b = NULL, *pf = NULL;
+	size_t blen;
+	int r = -EINVAL;
+
+	if (!url || !bucket || !prefix || strncmp(url, "gs://", 5) != 0)
+		goto out;
+	p = url + 5;
+	slash = strchr(p, '/');
+	blen = slash ? (size_t)(slash - p) : strlen(p);
+	if (!xprofs_gcs_bucket_valid(p, blen))
+		goto out;
+	start = slash ? slash : p + blen;
+	while (*start == '/')
+		start++;
+	end = start + strlen(start);
+	while (end > start && end[-1] == '/')
+		end--;
+	if ((size_t)(end - start) > XPROFS_GCS_NAME_MAX)
+		goto out;
+	/* every component non-empty and not "." / ".." */
+	for (c = start; c < end;) {
+		const char *e = memchr(c, '/', (size_t)(end - c));
+		size_t len;
+
+		if (!e)
+			e = end;
+		len = (size_t)(e - c);
+		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+			goto out;
+		c = e + 1;
+	}
+	b = strndup(p, blen);
+	pf = strndup(start, (size_t)(end - start));
+	if (!b || !pf) {
+		r = -ENOMEM;
+		goto out;
+	}
+	*bucket = b;
+	*prefix = pf;
+	b = pf = NULL;
+	r = 0;
+out:
+	free(pf);
+	free(b);
+	return r;
+}
+
+int xprofs_gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t i;
+	int r;
+
+	for (i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		    c == '-' || c == '.' || c == '_' || c == '~') {
+			r = xprofs_buf_add(out, &s[i], 1);
+		} else {
+			char e[3] = {'%', hex[c >> 4], hex[c & 15]};
+
+			r = xprofs_buf_add(out, e, 3);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
