@@ -1,0 +1,227 @@
+/*
+ * capture-internal.h - what the files of capture/ share: the control-line
+ * parser (line.c), the gRPC response stream parsers (frames.c) and the
+ * unary gRPC client over libcurl (grpc.c). capture.c builds the manager on
+ * top. Not installed; tests and fuzz targets include it directly.
+ */
+#ifndef XPROFS_CAPTURE_INTERNAL_H
+#define XPROFS_CAPTURE_INTERNAL_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xprofs/util.h"
+
+/* ---- control lines (line.c) ------------------------------------------- */
+
+#define CAPTURE_MAX_LINE 8192     /* one control line, bytes */
+#define CAPTURE_MAX_HOSTS 64      /* servers per capture */
+#define CAPTURE_MAX_HOSTLEN 255   /* "host:port" */
+#define CAPTURE_MAX_NAME 255      /* session / host directory name */
+#define CAPTURE_MAX_RUN 1024      /* run path (may be nested) */
+#define CAPTURE_MAX_ADV 32        /* advanced_configuration entries */
+#define CAPTURE_MAX_ADV_KEY 128
+#define CAPTURE_MAX_ADV_VAL 1024
+#define CAPTURE_DEFAULT_RUN "captures"
+#define CAPTURE_DEFAULT_DURATION_MS 1000
+#define CAPTURE_MULTI_HOST_DELAY_MS 3000 /* like the official client */
+
+enum capture_cmd {
+	CAPTURE_CMD_PROFILE = 1,
+	CAPTURE_CMD_STOP,
+	CAPTURE_CMD_SNAPSHOT,
+	CAPTURE_CMD_CONT_START,
+	CAPTURE_CMD_CONT_STOP,
+};
+
+enum capture_adv_type {
+	CAPTURE_ADV_STRING = 1,
+	CAPTURE_ADV_BOOL,
+	CAPTURE_ADV_INT,
+};
+
+struct capture_adv {
+	char key[CAPTURE_MAX_ADV_KEY + 1];
+	int type; /* enum capture_adv_type */
+	char str[CAPTURE_MAX_ADV_VAL + 1];
+	bool b;
+	int64_t i;
+};
+
+/* One parsed control line; plain value struct, no pointers. */
+struct capture_req {
+	int cmd;            /* enum capture_cmd */
+	bool has_run;       /* run= given */
+	char run[CAPTURE_MAX_RUN + 1]; /* "" = the logdir root (run=.) */
+	size_t n_hosts;
+	char hosts[CAPTURE_MAX_HOSTS][CAPTURE_MAX_HOSTLEN + 1];
+	uint64_t duration_ms;
+	uint32_t host_tracer_level;
+	uint32_t device_tracer_level;
+	uint32_t python_tracer_level;
+	bool has_delay;
+	uint64_t delay_ms;
+	bool has_deadline;
+	uint64_t deadline_ms;
+	char session[CAPTURE_MAX_NAME + 1]; /* "" = default (timestamp) */
+	char host_dir[CAPTURE_MAX_NAME + 1]; /* "" = derived from the host */
+	size_t n_adv;
+	struct capture_adv adv[CAPTURE_MAX_ADV];
+};
+
+/**
+ * capture_line_parse() - parse one control line (@line, @len borrowed; no
+ * newline inside) into @out (all fields written). Blank lines and lines
+ * starting with '#' give -ENODATA. Return 0, -ENODATA or -EINVAL with a
+ * human reason appended to @reason (optional).
+ */
+int capture_line_parse(const char *line, size_t len, struct capture_req *out, struct xprofs_buf *reason);
+
+/** capture_name_valid() - a safe single path component (no '/', not "." / "..", no control chars). */
+bool capture_name_valid(const char *s, size_t len);
+/** capture_run_valid() - '/'-separated components each capture_name_valid(). */
+bool capture_run_valid(const char *s, size_t len);
+/** capture_host_dirname() - "host:port" -> "host_port" into @out (@cap bytes); 0 or -ENAMETOOLONG. */
+int capture_host_dirname(const char *host, char *out, size_t cap);
+
+/* ---- gRPC response stream (frames.c) ---------------------------------- */
+
+/*
+ * A gRPC message consumer: the frame parser calls begin() with the
+ * message's declared length (already checked against the maximum), data()
+ * with its bytes as they arrive and end() after its last byte. Each returns
+ * 0 or -errno (which stops the stream).
+ */
+struct capture_msg_ops {
+	int (*begin)(void *arg, uint64_t len);
+	int (*data)(void *arg, const uint8_t *p, size_t n);
+	int (*end)(void *arg);
+};
+
+/* gRPC length-prefixed message framing (1 flag byte, 4-byte BE length). */
+struct capture_frames {
+	const struct capture_msg_ops *ops;
+	void *arg;
+	uint64_t max_msg;   /* longest message accepted */
+	unsigned max_msgs;  /* messages accepted (1 for a unary response) */
+	unsigned n_msgs;
+	uint8_t hdr[5];
+	unsigned hdr_len;
+	uint64_t left;      /* bytes of the current message still to come */
+	bool in_msg;
+	int err;            /* sticky */
+};
+
+/** capture_frames_init() - @ops/@arg borrowed. */
+void capture_frames_init(struct capture_frames *f, const struct capture_msg_ops *ops, void *arg,
+			 uint64_t max_msg, unsigned max_msgs);
+/** capture_frames_feed() - borrows @p; 0 or -errno (-EPROTO, -EMSGSIZE, or the consumer's). */
+int capture_frames_feed(struct capture_frames *f, const void *p, size_t n) XPROFS_WUR;
+/** capture_frames_finish() - end of stream: -EPROTO when it stopped inside a frame. */
+int capture_frames_finish(struct capture_frames *f) XPROFS_WUR;
+
+#define CAPTURE_MAX_TOOL_DATA (64u << 20) /* all tool_data entries together */
+#define CAPTURE_MAX_TOOLS 16              /* tool names remembered */
+
+/*
+ * An incremental parser of a tensorflow.ProfileResponse: field 8 (xspace)
+ * bytes go straight to @xspace as they arrive (every occurrence, which is
+ * exactly protobuf's merge of a repeated embedded message); tool_data (6) is
+ * buffered under a cap and decoded; unknown fields are skipped without being
+ * buffered. Lengths are checked against the enclosing message, never used to
+ * allocate.
+ */
+struct capture_resp {
+	struct xprofs_sink xspace; /* borrowed */
+	/* results */
+	bool empty_trace;
+	bool has_xspace;
+	uint64_t xspace_bytes;
+	unsigned n_tools;
+	char tools[CAPTURE_MAX_TOOLS][64];
+	uint64_t tool_bytes;
+	/* state */
+	uint64_t msg_left;  /* bytes of the message not parsed yet */
+	int st;             /* private state machine */
+	uint8_t vbuf[10];
+	unsigned vlen;
+	uint32_t field, wire;
+	uint64_t fleft;     /* bytes of the current field still to come */
+	struct xprofs_buf tool; /* current tool_data submessage */
+};
+
+/** capture_resp_init() - @xspace borrowed (its arg must outlive the parser). */
+void capture_resp_init(struct capture_resp *r, struct xprofs_sink xspace);
+void capture_resp_deinit(struct capture_resp *r);
+/** capture_resp_ops - the consumer to plug into struct capture_frames (arg: the capture_resp). */
+extern const struct capture_msg_ops capture_resp_ops;
+
+/* Collects a small message whole (arg: struct xprofs_buf with a max). */
+extern const struct capture_msg_ops capture_buf_ops;
+
+/* ---- unary gRPC call over libcurl (grpc.c) ---------------------------- */
+
+enum capture_grpc_code {
+	GRPC_OK = 0,
+	GRPC_CANCELLED = 1,
+	GRPC_UNKNOWN = 2,
+	GRPC_INVALID_ARGUMENT = 3,
+	GRPC_DEADLINE_EXCEEDED = 4,
+	GRPC_NOT_FOUND = 5,
+	GRPC_ALREADY_EXISTS = 6,
+	GRPC_PERMISSION_DENIED = 7,
+	GRPC_RESOURCE_EXHAUSTED = 8,
+	GRPC_FAILED_PRECONDITION = 9,
+	GRPC_ABORTED = 10,
+	GRPC_OUT_OF_RANGE = 11,
+	GRPC_UNIMPLEMENTED = 12,
+	GRPC_INTERNAL = 13,
+	GRPC_UNAVAILABLE = 14,
+	GRPC_DATA_LOSS = 15,
+	GRPC_UNAUTHENTICATED = 16,
+};
+
+struct capture_call {
+	/* in (borrowed) */
+	const char *target;       /* "host:port" */
+	const char *method;       /* "/tensorflow.ProfilerService/Profile" */
+	const uint8_t *req;       /* serialized request message */
+	size_t req_len;
+	uint64_t deadline_ms;     /* whole call; also sent as grpc-timeout */
+	uint64_t connect_ms;      /* TCP connect */
+	uint64_t max_msg;         /* longest response message accepted */
+	const struct capture_msg_ops *ops; /* response consumer */
+	void *ops_arg;
+	atomic_int *cancel;       /* optional: non-zero aborts the transfer */
+	/* out */
+	int grpc_status;          /* -1 when none arrived */
+	char grpc_message[256];   /* percent-decoded, truncated */
+	int curl_code;            /* CURLcode */
+	long http_status;
+	int stream_err;           /* -errno from the response consumer, 0 if none */
+	uint64_t rx_bytes;        /* response body bytes */
+};
+
+/**
+ * capture_grpc_unary() - one unary call on a fresh h2c connection.
+ * Return: 0 when grpc-status is OK and the response parsed, else -errno as
+ * mapped by capture_grpc_errno() (details stay in @call).
+ */
+int capture_grpc_unary(struct capture_call *call) XPROFS_WUR;
+
+/**
+ * capture_grpc_errno() - THE mapping of a call's outcome (gRPC status,
+ * CURLcode, HTTP status, stream error) to -errno plus a human string
+ * (static storage) in @what. 0 for success.
+ */
+int capture_grpc_errno(const struct capture_call *call, const char **what);
+
+/** capture_grpc_timeout_header() - "grpc-timeout: N<unit>" for @ms (<= 8 digits, spec). */
+void capture_grpc_timeout_header(uint64_t ms, char *out, size_t cap);
+
+/** capture_pct_decode() - percent-decode @in into @out (@cap incl. NUL), truncating. */
+void capture_pct_decode(const char *in, size_t n, char *out, size_t cap);
+
+#endif
