@@ -50,6 +50,13 @@ struct xprofs_cache_stats {
  * @out: written on success; caller owns, free with xprofs_cache_free().
  */
 int xprofs_cache_new(const char *dir, uint64_t max_bytes, struct xprofs_cache **out) XPROFS_WUR;
+/**
+ * xprofs_cache_set_block_size() - raw block size of entries written from now
+ * on: a power of two from 4 KiB to 4 MiB (default 256 KiB). Smaller blocks
+ * make small random reads cheaper, larger ones compress better. Existing
+ * entries keep theirs (it is stored in each entry). 0 or -EINVAL.
+ */
+int xprofs_cache_set_block_size(struct xprofs_cache *c, uint32_t bs) XPROFS_WUR;
 /** xprofs_cache_free() - accepts NULL; returns NULL. Open entries must be closed first. */
 struct xprofs_cache *xprofs_cache_free(struct xprofs_cache *c);
 const char *xprofs_cache_dir(const struct xprofs_cache *c);

@@ -1,0 +1,887 @@
+/*
+ * test_cache.c - unit tests for cache/: round trips at block boundaries,
+ * random-offset reads, persistence, sharing a directory, concurrency, the
+ * size cap and LRU order, and hostile entry files (each one a counted miss
+ * or an -EIO read, never a crash and never wrong bytes). Hostile files with
+ * valid hashes are crafted with format.c's own encoders (white box), since
+ * otherwise the hash checks would hide the bounds checks behind them.
+ */
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "xprofs/cache.h"
+#include "../../cache/cache-internal.h"
+
+struct fixture {
+	char dir[64];
+};
+
+static int rm_cb(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+	return remove(p);
+}
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	strcpy(f->dir, "/tmp/xprofs-cache-test.XXXXXX");
+	if (!mkdtemp(f->dir))
+		return -1;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	free(f);
+	return 0;
+}
+
+static _Thread_local uint64_t rng_state = 88172645463325252ULL;
+
+static uint64_t rnd(void)
+{
+	rng_state ^= rng_state << 13;
+	rng_state ^= rng_state >> 7;
+	rng_state ^= rng_state << 17;
+	return rng_state;
+}
+
+static uint8_t *random_data(size_t n)
+{
+	uint8_t *p = malloc(n ? n : 1);
+
+	for (size_t i = 0; i < n; i++)
+		p[i] = (uint8_t)rnd();
+	return p;
+}
+
+/* JSON-like text: compresses well, but not trivially. */
+static uint8_t *json_data(size_t n)
+{
+	uint8_t *p = malloc(n + 256);
+	size_t len = 0;
+	unsigned i = 0;
+
+	for (; len < n; i++)
+		len += (size_t)sprintf((char *)p + len,
+				       "{\"ph\":\"X\",\"name\":\"fusion.%u\",\"pid\":%u,\"tid\":%u,"
+				       "\"ts\":%llu,\"dur\":%u},\n",
+				       (unsigned)(rnd() % 500), i % 8, (i / 8) % 32,
+				       (unsigned long long)i * 37, (unsigned)(rnd() % 10000));
+	return p;
+}
+
+static void put_entry(struct xprofs_cache *c, const char *key, const uint8_t *p, size_t n,
+		      size_t chunk)
+{
+	struct xprofs_cache_writer *w;
+
+	assert_int_equal(xprofs_cache_writer_new(c, key, strlen(key), &w), 0);
+	for (size_t off = 0; off < n; off += chunk) {
+		size_t k = n - off < chunk ? n - off : chunk;
+
+		assert_int_equal(xprofs_cache_writer_write(w, p + off, k), 0);
+	}
+	assert_int_equal(xprofs_cache_writer_commit(w), 0);
+}
+
+/* Opens @key and checks it holds exactly @p[0..n), whole and at random offsets. */
+static void check_entry(struct xprofs_cache *c, const char *key, const uint8_t *p, size_t n)
+{
+	struct xprofs_cache_entry *e;
+	uint8_t *got = malloc(n + 100);
+
+	assert_int_equal(xprofs_cache_open(c, key, strlen(key), &e), 0);
+	assert_int_equal(xprofs_cache_entry_size(e), n);
+	assert_int_equal(xprofs_cache_entry_pread(e, got, n + 100, 0), (ssize_t)n);
+	assert_memory_equal(got, p, n);
+	for (int i = 0; i < 200 && n; i++) {
+		uint64_t off = rnd() % n;
+		size_t len = (size_t)(rnd() % (i % 4 == 0 ? n : 70000)) + 1;
+		size_t want = len < n - off ? len : (size_t)(n - off);
+
+		assert_int_equal(xprofs_cache_entry_pread(e, got, len, off), (ssize_t)want);
+		assert_memory_equal(got, p + off, want);
+	}
+	assert_int_equal(xprofs_cache_entry_pread(e, got, 10, n), 0);
+	assert_int_equal(xprofs_cache_entry_pread(e, got, 10, n + 12345), 0);
+	xprofs_cache_entry_close(e);
+	free(got);
+}
+
+static int count_files(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int n = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (de->d_type == DT_REG)
+			n++;
+	closedir(d);
+	return n;
+}
+
+/* The only entry file in @dir (asserts there is exactly one). */
+static void only_entry(const char *dir, char *out, size_t n)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	int found = 0;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (de->d_type == DT_REG && strstr(de->d_name, ".xc")) {
+			snprintf(out, n, "%s/%s", dir, de->d_name);
+			found++;
+		}
+	closedir(d);
+	assert_int_equal(found, 1);
+}
+
+static void test_round_trip_sizes(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache *c;
+	const uint32_t bss[] = {4096, 256 << 10};
+
+	assert_int_equal(xprofs_cache_new(f->dir, 1ULL << 30, &c), 0);
+	for (size_t k = 0; k < 2; k++) {
+		uint32_t bs = bss[k];
+		const size_t sizes[] = {0, 1, bs - 1, bs, bs + 1, 3 * (size_t)bs, 5 * (size_t)bs + 17};
+
+		assert_int_equal(xprofs_cache_set_block_size(c, bs), 0);
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			char key[64];
+			uint8_t *r = random_data(sizes[i]), *j = json_data(sizes[i]);
+
+			snprintf(key, sizeof(key), "rand/%u/%zu", bs, sizes[i]);
+			put_entry(c, key, r, sizes[i], 1000);
+			check_entry(c, key, r, sizes[i]);
+			snprintf(key, sizeof(key), "json/%u/%zu", bs, sizes[i]);
+			put_entry(c, key, j, sizes[i], sizes[i] ? sizes[i] : 1);
+			check_entry(c, key, j, sizes[i]);
+			free(r);
+			free(j);
+		}
+	}
+	assert_int_equal(xprofs_cache_set_block_size(c, 3000), -EINVAL);
+	assert_int_equal(xprofs_cache_set_block_size(c, 8u << 20), -EINVAL);
+	xprofs_cache_free(c);
+}
+
+static void test_multi_mb(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache *c;
+	size_t n = 6 << 20;
+	uint8_t *r = random_data(n), *j = json_data(n);
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	put_entry(c, "random", r, n, 65537);
+	put_entry(c, "json", j, n, 1 << 20);
+	check_entry(c, "random", r, n);
+	check_entry(c, "json", j, n);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.entries, 2);
+	assert_int_equal(st.raw_bytes_written, 2 * (uint64_t)n);
+	/* random data is stored raw (small overhead), JSON shrinks a lot */
+	assert_true(st.bytes < n + n / 2);
+	assert_true(st.bytes > n);
+	xprofs_cache_free(c);
+	free(r);
+	free(j);
+}
+
+/* 4 KiB blocks and > 1024 of them: the writer's index spills to a temp file. */
+static void test_index_spill(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache *c;
+	size_t n = 9 << 20;
+	uint8_t *j = json_data(n);
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	put_entry(c, "spill", j, n, 100000);
+	check_entry(c, "spill", j, n);
+	xprofs_cache_free(c);
+	free(j);
+}
+
+static void test_sink_reader_abort_remove(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_writer *w;
+	struct xprofs_cache_entry *e;
+	struct xprofs_cache *c;
+	struct xprofs_reader rd;
+	struct xprofs_sink s;
+	char tmp[128], got[32];
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_writer_new(c, "k", 1, &w), 0);
+	s = xprofs_cache_writer_sink(w);
+	assert_int_equal(s.write(s.arg, "hello ", 6), 0);
+	assert_int_equal(s.write(s.arg, "world", 5), 0);
+	assert_int_equal(xprofs_cache_writer_commit(w), 0);
+	assert_int_equal(xprofs_cache_open(c, "k", 1, &e), 0);
+	rd = xprofs_cache_entry_reader(e);
+	assert_int_equal(rd.size, 11);
+	assert_int_equal(xprofs_reader_pread(&rd, got, sizeof(got), 6), 5);
+	assert_memory_equal(got, "world", 5);
+	xprofs_cache_entry_close(e);
+
+	/* abort publishes nothing and leaves no temp file */
+	assert_int_equal(xprofs_cache_writer_new(c, "aborted", 7, &w), 0);
+	assert_int_equal(xprofs_cache_writer_write(w, "x", 1), 0);
+	xprofs_cache_writer_abort(w);
+	xprofs_cache_writer_abort(NULL);
+	assert_int_equal(xprofs_cache_open(c, "aborted", 7, &e), -ENOENT);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
+	assert_int_equal(count_files(tmp), 0);
+
+	assert_int_equal(xprofs_cache_remove(c, "k", 1), 0);
+	assert_int_equal(xprofs_cache_remove(c, "k", 1), -ENOENT);
+	assert_int_equal(xprofs_cache_open(c, "k", 1, &e), -ENOENT);
+	assert_int_equal(count_files(f->dir), 0);
+	xprofs_cache_entry_close(NULL);
+	assert_null(xprofs_cache_free(c));
+	assert_null(xprofs_cache_free(NULL));
+}
+
+static void test_persistence(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache *c;
+	uint8_t *j = json_data(700000);
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	put_entry(c, "persist", j, 700000, 4096);
+	xprofs_cache_free(c);
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.entries, 1);
+	assert_true(st.bytes > 0 && st.bytes < 700000);
+	check_entry(c, "persist", j, 700000);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.hits, 1);
+	assert_int_equal(st.misses, 0);
+	xprofs_cache_free(c);
+	free(j);
+}
+
+static void test_two_caches_one_dir(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache *a, *b;
+	struct xprofs_cache_entry *e;
+	uint8_t *r = random_data(300000);
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &a), 0);
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &b), 0);
+	put_entry(a, "shared", r, 300000, 7777);
+	check_entry(b, "shared", r, 300000);
+	/* b holds it open while a replaces it: b keeps reading its version */
+	assert_int_equal(xprofs_cache_open(b, "shared", 6, &e), 0);
+	put_entry(a, "shared", (const uint8_t *)"new", 3, 3);
+	{
+		uint8_t got[16];
+
+		assert_int_equal(xprofs_cache_entry_pread(e, got, 16, 0), 16);
+		assert_memory_equal(got, r, 16);
+	}
+	xprofs_cache_entry_close(e);
+	check_entry(b, "shared", (const uint8_t *)"new", 3);
+	assert_int_equal(xprofs_cache_remove(b, "shared", 6), 0);
+	assert_int_equal(xprofs_cache_open(a, "shared", 6, &e), -ENOENT);
+	xprofs_cache_free(a);
+	xprofs_cache_free(b);
+	free(r);
+}
+
+struct thr {
+	struct xprofs_cache *c;
+	const uint8_t *data;
+	size_t n;
+	int fails;
+};
+
+static void *writer_thread(void *arg)
+{
+	struct thr *t = arg;
+
+	for (int i = 0; i < 5; i++) {
+		struct xprofs_cache_writer *w;
+
+		if (xprofs_cache_writer_new(t->c, "same", 4, &w) < 0) {
+			t->fails++;
+			continue;
+		}
+		for (size_t off = 0; off < t->n; off += 5000) {
+			size_t k = t->n - off < 5000 ? t->n - off : 5000;
+
+			if (xprofs_cache_writer_write(w, t->data + off, k) < 0)
+				t->fails++;
+		}
+		if (xprofs_cache_writer_commit(w) < 0)
+			t->fails++;
+	}
+	return NULL;
+}
+
+static void *reader_thread(void *arg)
+{
+	struct thr *t = arg;
+	uint8_t *got = malloc(t->n);
+
+	for (int i = 0; i < 200; i++) {
+		struct xprofs_cache_entry *e;
+
+		if (xprofs_cache_open(t->c, "same", 4, &e) < 0)
+			continue; /* not written yet: a miss is fine, wrong bytes are not */
+		if (xprofs_cache_entry_size(e) != t->n ||
+		    xprofs_cache_entry_pread(e, got, t->n, 0) != (ssize_t)t->n ||
+		    memcmp(got, t->data, t->n) != 0)
+			t->fails++;
+		for (int k = 0; k < 20; k++) {
+			uint64_t off = rnd() % t->n;
+			size_t len = 1 + (size_t)(rnd() % 9000);
+
+			if (len > t->n - off)
+				len = (size_t)(t->n - off);
+			if (xprofs_cache_entry_pread(e, got, len, off) != (ssize_t)len ||
+			    memcmp(got, t->data + off, len) != 0)
+				t->fails++;
+		}
+		xprofs_cache_entry_close(e);
+	}
+	free(got);
+	return NULL;
+}
+
+static void test_concurrent_same_key(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache *c;
+	pthread_t th[8];
+	struct thr t[8];
+	size_t n = 200000;
+	uint8_t *j = json_data(n);
+	char tmp[128];
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_set_block_size(c, 16384), 0);
+	for (int i = 0; i < 8; i++) {
+		t[i] = (struct thr){.c = c, .data = j, .n = n};
+		assert_int_equal(pthread_create(&th[i], NULL, i < 4 ? writer_thread : reader_thread,
+						&t[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(t[i].fails, 0);
+	}
+	check_entry(c, "same", j, n);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.entries, 1);
+	assert_int_equal(st.corrupt, 0);
+	assert_int_equal(count_files(f->dir), 1);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
+	assert_int_equal(count_files(tmp), 0);
+	xprofs_cache_free(c);
+	free(j);
+}
+
+/* Many threads reading one open entry: the one-block cache under contention. */
+static void test_concurrent_reads_one_entry(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache *c;
+	pthread_t th[6];
+	struct thr t[6];
+	size_t n = 1 << 20;
+	uint8_t *r = random_data(n);
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_set_block_size(c, 8192), 0);
+	put_entry(c, "same", r, n, n);
+	for (int i = 0; i < 6; i++) {
+		t[i] = (struct thr){.c = c, .data = r, .n = n};
+		assert_int_equal(pthread_create(&th[i], NULL, reader_thread, &t[i]), 0);
+	}
+	for (int i = 0; i < 6; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(t[i].fails, 0);
+	}
+	xprofs_cache_free(c);
+	free(r);
+}
+
+static uint64_t dir_bytes(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *de;
+	uint64_t total = 0;
+
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (de->d_type == DT_REG && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
+			total += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
+static bool has(struct xprofs_cache *c, const char *key)
+{
+	struct xprofs_cache_entry *e;
+
+	if (xprofs_cache_open(c, key, strlen(key), &e) < 0)
+		return false;
+	xprofs_cache_entry_close(e);
+	return true;
+}
+
+static void test_eviction_lru(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache_entry *pinned;
+	struct xprofs_cache *c;
+	const uint64_t cap = 5 * 50000 + 5000; /* five 50 KB random entries */
+	uint8_t *r = random_data(50000);
+	char key[32];
+
+	assert_int_equal(xprofs_cache_new(f->dir, cap, &c), 0);
+	for (int i = 0; i < 5; i++) {
+		snprintf(key, sizeof(key), "e%d", i);
+		put_entry(c, key, r, 50000, 50000);
+	}
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.entries, 5);
+	assert_int_equal(st.evictions, 0);
+	/* use e0: e1 becomes the least recently used */
+	assert_true(has(c, "e0"));
+	put_entry(c, "e5", r, 50000, 50000);
+	assert_false(has(c, "e1"));
+	assert_true(has(c, "e0"));
+	assert_true(has(c, "e2"));
+	/* an open entry is never evicted, even as the LRU one */
+	assert_int_equal(xprofs_cache_open(c, "e3", 2, &pinned), 0);
+	for (int i = 6; i < 14; i++) {
+		snprintf(key, sizeof(key), "e%d", i);
+		put_entry(c, key, r, 50000, 50000);
+		xprofs_cache_get_stats(c, &st);
+		assert_true(st.bytes <= cap);
+		assert_true(dir_bytes(f->dir) <= cap);
+	}
+	assert_true(has(c, "e3"));
+	assert_false(has(c, "e0"));
+	assert_true(has(c, "e13"));
+	xprofs_cache_entry_close(pinned);
+	xprofs_cache_get_stats(c, &st);
+	assert_true(st.evictions >= 9);
+	assert_int_equal(st.entries, (uint64_t)count_files(f->dir));
+	xprofs_cache_free(c);
+
+	/* a smaller cap at startup evicts down to it, oldest mtime first */
+	assert_int_equal(xprofs_cache_new(f->dir, 120000, &c), 0);
+	assert_true(dir_bytes(f->dir) <= 120000);
+	assert_true(has(c, "e13"));
+	xprofs_cache_free(c);
+	free(r);
+}
+
+static void test_too_big(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_writer *w;
+	struct xprofs_cache *c;
+	uint8_t *r = random_data(300000);
+	char tmp[128];
+
+	assert_int_equal(xprofs_cache_new(f->dir, 100000, &c), 0);
+	put_entry(c, "small", r, 1000, 1000);
+	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	assert_int_equal(xprofs_cache_writer_new(c, "big", 3, &w), 0);
+	assert_int_equal(xprofs_cache_writer_write(w, r, 300000), -EFBIG);
+	assert_int_equal(xprofs_cache_writer_write(w, r, 1), -EFBIG);
+	assert_int_equal(xprofs_cache_writer_commit(w), -EFBIG);
+	assert_true(has(c, "small"));
+	assert_false(has(c, "big"));
+	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
+	assert_int_equal(count_files(tmp), 0);
+	xprofs_cache_free(c);
+	free(r);
+}
+
+static uint8_t *slurp(const char *path, size_t *n)
+{
+	struct stat st;
+	int fd = open(path, O_RDONLY);
+	uint8_t *p;
+
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	p = malloc((size_t)st.st_size + 1);
+	assert_int_equal(read(fd, p, (size_t)st.st_size), st.st_size);
+	close(fd);
+	*n = (size_t)st.st_size;
+	return p;
+}
+
+static void spit(const char *path, const void *p, size_t n)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, p, n), (ssize_t)n);
+	close(fd);
+}
+
+/*
+ * Every single-byte flip and every truncation of a small multi-block entry:
+ * open misses (and counts it), or reading fails with -EIO, or the bytes are
+ * right. Never a crash, never wrong data.
+ */
+static void test_corrupt_exhaustive(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache *c;
+	uint8_t *j = json_data(20000), *good, got[20100];
+	size_t n;
+	char path[512];
+	uint64_t expect_corrupt = 0;
+	int eio = 0, miss = 0;
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	put_entry(c, "victim", j, 20000, 3000);
+	only_entry(f->dir, path, sizeof(path));
+	good = slurp(path, &n);
+	for (size_t i = 0; i < n + n; i++) {
+		struct xprofs_cache_entry *e;
+		uint8_t *bad = malloc(n);
+		size_t len = n;
+		int r;
+
+		memcpy(bad, good, n);
+		if (i < n)
+			bad[i] ^= (uint8_t)(1u << (i % 8));
+		else
+			len = i - n; /* truncated to every length */
+		spit(path, bad, len);
+		free(bad);
+		r = xprofs_cache_open(c, "victim", 6, &e);
+		if (r == -ENOENT) {
+			miss++;
+			expect_corrupt++;
+			assert_int_equal(access(path, F_OK), -1); /* removed */
+			continue;
+		}
+		assert_int_equal(r, 0);
+		assert_int_equal(xprofs_cache_entry_size(e), 20000);
+		memset(got, 0, sizeof(got));
+		ssize_t k = xprofs_cache_entry_pread(e, got, sizeof(got), 0);
+		if (k == -EIO) {
+			eio++;
+			expect_corrupt++;
+			assert_int_equal(access(path, F_OK), -1);
+		} else {
+			assert_int_equal(k, 20000);
+			assert_memory_equal(got, j, 20000);
+		}
+		xprofs_cache_entry_close(e);
+	}
+	/* every flip in the key, footer and index is caught on open; in blocks on read */
+	assert_true(miss > 0);
+	assert_true(eio > 0);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.corrupt, expect_corrupt);
+	xprofs_cache_free(c);
+	free(good);
+	free(j);
+}
+
+/* Crafted files with valid hashes but impossible sizes, counts and offsets. */
+static void craft(const char *path, const char *key, uint32_t bs, uint64_t raw_size,
+		  uint64_t nblocks, int64_t index_off_delta, const struct xc_rec *recs, size_t nrecs,
+		  size_t pad)
+{
+	size_t keylen = strlen(key), n = 0;
+	uint8_t *p = calloc(1, XC_HDR_FIXED + keylen + pad + nrecs * XC_REC_SIZE + XC_FOOTER_SIZE);
+	uint64_t hh, ih, index_off;
+
+	hh = xc_header_encode(p, key, (uint32_t)keylen, bs);
+	n = XC_HDR_FIXED;
+	memcpy(p + n, key, keylen);
+	n += keylen + pad;
+	index_off = n + (uint64_t)index_off_delta; /* 0 = where it is */
+	ih = hh;
+	for (size_t i = 0; i < nrecs; i++) {
+		xc_rec_encode(p + n, &recs[i]);
+		ih = xc_hash64(p + n, XC_REC_SIZE, ih);
+		n += XC_REC_SIZE;
+	}
+	xc_footer_encode(p + n, raw_size, nblocks, index_off, ih, hh);
+	n += XC_FOOTER_SIZE;
+	spit(path, p, n);
+	free(p);
+}
+
+/* Asserts @key misses as corrupt now, and counts it. */
+static void expect_corrupt_miss(struct xprofs_cache *c, const char *key, uint64_t *corrupt)
+{
+	struct xprofs_cache_entry *e;
+	struct xprofs_cache_stats st;
+
+	assert_int_equal(xprofs_cache_open(c, key, strlen(key), &e), -ENOENT);
+	(*corrupt)++;
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.corrupt, *corrupt);
+}
+
+static void test_hostile_files(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache_entry *e;
+	struct xprofs_cache *c;
+	char path[512];
+	const char *k = "hostile";
+	struct xc_rec rec = {.off = XC_HDR_FIXED + 7, .stored = 10, .raw = 10, .plain = true};
+	uint8_t junk[4096];
+	uint64_t corrupt = 0;
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	put_entry(c, k, (const uint8_t *)"0123456789", 10, 10);
+	only_entry(f->dir, path, sizeof(path));
+
+	/* garbage: empty, random, text */
+	spit(path, "", 0);
+	expect_corrupt_miss(c, k, &corrupt);
+	for (size_t i = 0; i < sizeof(junk); i++)
+		junk[i] = (uint8_t)rnd();
+	spit(path, junk, sizeof(junk));
+	expect_corrupt_miss(c, k, &corrupt);
+	memcpy(junk, XC_MAGIC_HEAD, XC_MAGIC_LEN); /* right magic, garbage after */
+	spit(path, junk, sizeof(junk));
+	expect_corrupt_miss(c, k, &corrupt);
+
+	/* huge raw size / block count with valid hashes */
+	craft(path, k, 4096, UINT64_MAX, 1, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	craft(path, k, 4096, 10, UINT64_MAX / 2, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	craft(path, k, 4096, (uint64_t)INT64_MAX, 1ULL << 51, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	/* a bad block size */
+	craft(path, k, 4095, 10, 1, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	craft(path, k, 1u << 31, 10, 1, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	/* index offset not where the footer says */
+	craft(path, k, 4096, 10, 1, -1, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	/* record pointing outside the block area, oversized, or a gap */
+	rec.off = 1ULL << 60;
+	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	rec.off = XC_HDR_FIXED + 7;
+	rec.stored = UINT32_MAX;
+	rec.plain = false;
+	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	rec = (struct xc_rec){.off = XC_HDR_FIXED + 8, .stored = 9, .raw = 10};
+	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	/* raw size of the last block disagreeing with the footer */
+	rec = (struct xc_rec){.off = XC_HDR_FIXED + 7, .stored = 10, .raw = 9, .plain = true};
+	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
+	expect_corrupt_miss(c, k, &corrupt);
+	/* a sound layout whose lz4 block is garbage with a matching checksum */
+	rec = (struct xc_rec){.off = XC_HDR_FIXED + 7, .stored = 10, .raw = 10};
+	{
+		uint8_t zero[10] = {0};
+
+		rec.sum = xc_hash64(zero, 10, 0);
+	}
+	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
+	assert_int_equal(xprofs_cache_open(c, k, 7, &e), 0);
+	{
+		uint8_t got[10];
+
+		assert_int_equal(xprofs_cache_entry_pread(e, got, 10, 0), -EIO);
+		corrupt++;
+	}
+	xprofs_cache_entry_close(e);
+	/* a symlink in place of an entry is not followed */
+	assert_int_equal(symlink("/etc/passwd", path), 0);
+	assert_int_equal(xprofs_cache_open(c, k, 7, &e), -ENOENT);
+	unlink(path);
+
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.corrupt, corrupt);
+	assert_int_equal(st.hits, 1);
+	xprofs_cache_free(c);
+}
+
+/* A sound entry of another key under our name: a miss, not corruption. */
+static void test_key_mismatch(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache_entry *e;
+	struct xprofs_cache *c;
+	char pa[512], pb[512], aside[600];
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	put_entry(c, "key-A", (const uint8_t *)"aaaa", 4, 4);
+	only_entry(f->dir, pa, sizeof(pa));
+	snprintf(aside, sizeof(aside), "%s/aside", f->dir);
+	assert_int_equal(rename(pa, aside), 0);
+	put_entry(c, "key-B", (const uint8_t *)"bbbb", 4, 4);
+	only_entry(f->dir, pb, sizeof(pb));
+	assert_int_equal(rename(aside, pb), 0);
+	assert_int_equal(xprofs_cache_open(c, "key-B", 5, &e), -ENOENT);
+	/* and a key that is a prefix of the stored one */
+	assert_int_equal(xprofs_cache_open(c, "key-", 4, &e), -ENOENT);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.corrupt, 0);
+	assert_int_equal(access(pb, F_OK), 0); /* kept: it is a sound entry */
+	/* the rightful writer replaces it */
+	put_entry(c, "key-B", (const uint8_t *)"bbbb", 4, 4);
+	check_entry(c, "key-B", (const uint8_t *)"bbbb", 4);
+	xprofs_cache_free(c);
+}
+
+static void test_stale_tmp_cleanup(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache *c;
+	struct timespec old[2] = {{.tv_sec = 1000000}, {.tv_sec = 1000000}};
+	char tmpdir[128], stale[160], fresh[160], foreign[160];
+
+	snprintf(tmpdir, sizeof(tmpdir), "%s/tmp", f->dir);
+	assert_int_equal(mkdir(tmpdir, 0755), 0);
+	snprintf(stale, sizeof(stale), "%s/w.stale", tmpdir);
+	snprintf(fresh, sizeof(fresh), "%s/w.fresh", tmpdir);
+	snprintf(foreign, sizeof(foreign), "%s/notes.txt", f->dir);
+	spit(stale, "x", 1);
+	spit(fresh, "y", 1);
+	spit(foreign, "z", 1);
+	assert_int_equal(utimensat(AT_FDCWD, stale, old, 0), 0);
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(access(stale, F_OK), -1);
+	assert_int_equal(access(fresh, F_OK), 0);
+	assert_int_equal(access(foreign, F_OK), 0); /* not ours: left alone */
+	xprofs_cache_free(c);
+}
+
+/* "rm -rf DIR/..." while the cache is live: writers recreate tmp/, readers miss. */
+static void test_cleared_under_us(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache_entry *e;
+	struct xprofs_cache *c;
+	char tmpdir[128];
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	put_entry(c, "a", (const uint8_t *)"1", 1, 1);
+	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
+	assert_int_equal(mkdir(f->dir, 0700), 0);
+	assert_int_equal(xprofs_cache_open(c, "a", 1, &e), -ENOENT);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(st.bytes, 0);
+	put_entry(c, "b", (const uint8_t *)"2", 1, 1);
+	check_entry(c, "b", (const uint8_t *)"2", 1);
+	snprintf(tmpdir, sizeof(tmpdir), "%s/tmp", f->dir);
+	assert_int_equal(access(tmpdir, F_OK), 0);
+	xprofs_cache_free(c);
+}
+
+static void test_bad_args(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_writer *w = (void *)1;
+	struct xprofs_cache_entry *e = (void *)1;
+	struct xprofs_cache *c = (void *)1;
+	char *key = calloc(1, XPROFS_CACHE_KEY_MAX + 1);
+
+	assert_int_equal(xprofs_cache_new("", 0, &c), -EINVAL);
+	assert_ptr_equal(c, (void *)1); /* *out untouched on failure */
+	assert_int_equal(xprofs_cache_new("/etc/passwd/sub", 0, &c), -ENOTDIR);
+	assert_ptr_equal(c, (void *)1);
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_writer_new(c, key, XPROFS_CACHE_KEY_MAX + 1, &w), -EINVAL);
+	assert_ptr_equal(w, (void *)1);
+	assert_int_equal(xprofs_cache_open(c, key, XPROFS_CACHE_KEY_MAX + 1, &e), -EINVAL);
+	assert_ptr_equal(e, (void *)1);
+	/* the longest key works, and so does the empty one */
+	memset(key, 'k', XPROFS_CACHE_KEY_MAX);
+	assert_int_equal(xprofs_cache_writer_new(c, key, XPROFS_CACHE_KEY_MAX, &w), 0);
+	assert_int_equal(xprofs_cache_writer_write(w, "v", 1), 0);
+	assert_int_equal(xprofs_cache_writer_commit(w), 0);
+	assert_int_equal(xprofs_cache_open(c, key, XPROFS_CACHE_KEY_MAX, &e), 0);
+	xprofs_cache_entry_close(e);
+	assert_int_equal(xprofs_cache_writer_new(c, NULL, 0, &w), 0);
+	assert_int_equal(xprofs_cache_writer_commit(w), 0);
+	assert_int_equal(xprofs_cache_open(c, NULL, 0, &e), 0);
+	assert_int_equal(xprofs_cache_entry_size(e), 0);
+	xprofs_cache_entry_close(e);
+	xprofs_cache_free(c);
+	free(key);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_round_trip_sizes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_multi_mb, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_index_spill, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sink_reader_abort_remove, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_caches_one_dir, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_same_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_concurrent_reads_one_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_eviction_lru, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_too_big, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_key_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_tmp_cleanup, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_cleared_under_us, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
