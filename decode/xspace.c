@@ -1,13 +1,29 @@
 /*
- * xspace.c - temporary skeleton of the decode module: every function of
- * xprofs/decode.h is defined so that dependants link; rendering is not
- * implemented yet and fails with -ENOSYS.
+ * xspace.c - xprofs_xspace_open(): the one structural pass that indexes an
+ * XSpace, plus tracks, totals and the track file-name mapping.
+ *
+ * Design: the pass walks XSpace -> XPlane -> XLine -> XEvent headers with
+ * the wire walker, skipping every stat body and every metadata value (only
+ * the map key and the value's location are kept). Per line it counts events
+ * and records first start / last end; per plane it records the metadata
+ * maps as key-sorted (key, offset, length) arrays, deduplicated with
+ * protobuf's last-wins rule. Memory is O(planes + lines + metadata entries),
+ * capped at DEC_INDEX_MAX entries.
+ *
+ * File names: a plane or line name is percent-encoded ('/', '%', '~', NUL,
+ * control bytes, DEL and a leading '.'); the empty name is "%". Names whose
+ * encoding passes the length limit are cut and get "~h<16 hex of FNV-1a>".
+ * Duplicates in one directory get "~<index>" (plane index in the file, or
+ * line index in its plane); since '~' itself is always encoded, suffixes
+ * cannot collide with plain names.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "xprofs/decode.h"
+#include "decode-internal.h"
 
 static const char *const view_names[XPROFS_VIEW_COUNT] = {
 	"summary.json", "trace.json", "ops.json", "steps.json"};
@@ -21,8 +37,10 @@ const char *xprofs_view_name(enum xprofs_view v)
 
 int xprofs_view_parse(const char *name)
 {
+	if (!name)
+		return -EINVAL;
 	for (int i = 0; i < XPROFS_VIEW_COUNT; i++) {
-		size_t l = strlen(view_names[i]) - 5;
+		size_t l = strlen(view_names[i]) - 5; /* without ".json" */
 
 		if (!strcmp(name, view_names[i]) ||
 		    (strlen(name) == l && !strncmp(name, view_names[i], l)))
@@ -31,73 +49,821 @@ int xprofs_view_parse(const char *name)
 	return -EINVAL;
 }
 
-struct xprofs_xspace {
-	int unused;
+bool dec_plane_is_device(const struct dec_plane *p)
+{
+	return !strncmp(p->name, "/device:", 8);
+}
+
+ssize_t dec_md_find(const struct dec_md *md, size_t n, int64_t key)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (md[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && md[lo].key == key ? (ssize_t)lo : -1;
+}
+
+/* ---- file names ------------------------------------------------------ */
+
+#define NAME_FILE_MAX 255
+
+static bool name_must_escape(unsigned char ch, size_t i)
+{
+	return ch < 0x20 || ch == 0x7f || ch == '/' || ch == '%' || ch == '~' ||
+	       (i == 0 && ch == '.');
+}
+
+/*
+ * Encode @name into at most @max bytes (@max >= 32). Caller owns the result;
+ * free with free().
+ */
+static char *name_encode_max(const char *name, size_t len, size_t max)
+{
+	static const char hex[] = "0123456789ABCDEF";
+	size_t cap = len * 3 + 1, o = 0;
+	char *s;
+
+	if (len == 0)
+		return strdup("%");
+	if (len > SIZE_MAX / 4)
+		return NULL;
+	s = malloc(cap > 64 ? cap : 64);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char ch = (unsigned char)name[i];
+
+		if (name_must_escape(ch, i)) {
+			s[o++] = '%';
+			s[o++] = hex[ch >> 4];
+			s[o++] = hex[ch & 15];
+		} else {
+			s[o++] = (char)ch;
+		}
+	}
+	s[o] = '\0';
+	if (o > max) {
+		/* cut before an escape or a UTF-8 continuation, then hash */
+		size_t cut = max - 18;
+
+		while (cut > 0 && (s[cut - 1] == '%' || (cut > 1 && s[cut - 2] == '%') ||
+				   ((unsigned char)s[cut] & 0xc0) == 0x80))
+			cut--;
+		snprintf(s + cut, 19, "~h%016" PRIx64, xprofs_hash64(name, len));
+	}
+	return s;
+}
+
+char *xprofs_decode_name_encode(const char *name, size_t len)
+{
+	return name_encode_max(name ? name : "", name ? len : 0, NAME_FILE_MAX);
+}
+
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+char *xprofs_decode_name_decode(const char *file, size_t *len)
+{
+	size_t n, o = 0;
+	char *s;
+
+	if (!file)
+		return NULL;
+	n = strlen(file);
+	if (n == 1 && file[0] == '%') {
+		s = strdup("");
+		if (s && len)
+			*len = 0;
+		return s;
+	}
+	s = malloc(n + 1);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		if (file[i] == '~') /* a disambiguation or hash suffix */
+			break;
+		if (file[i] == '%') {
+			int h, l;
+
+			if (i + 2 >= n || (h = hexval(file[i + 1])) < 0 ||
+			    (l = hexval(file[i + 2])) < 0)
+				goto bad;
+			s[o++] = (char)(h << 4 | l);
+			i += 2;
+			continue;
+		}
+		s[o++] = file[i];
+	}
+	s[o] = '\0';
+	if (len)
+		*len = o;
+	return s;
+bad:
+	free(s);
+	return NULL;
+}
+
+/* ---- the structural pass ------------------------------------------- */
+
+struct ix { /* state of one open() */
+	struct xprofs_xspace *x;
+	struct dec_cur c;
+	size_t entries;
+	size_t planes_cap, lines_cap;
 };
 
-int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
-		       struct xprofs_xspace **out)
+static int ix_count(struct ix *ix, size_t n)
 {
-	if (err)
-		(void)!xprofs_buf_adds(err, "decoder not implemented yet");
-	return -ENOSYS;
+	if (n > DEC_INDEX_MAX - ix->entries)
+		return dec_fail(&ix->c, "profile index would exceed %zu entries", DEC_INDEX_MAX);
+	ix->entries += n;
+	return 0;
+}
+
+/* Grow *arr (of @size-byte items, *cap of them) to hold @n. */
+static int grow(void *arr, size_t *cap, size_t n, size_t size)
+{
+	void **a = arr;
+	size_t c = *cap ? *cap : 8;
+	void *p;
+
+	if (n <= *cap)
+		return 0;
+	while (c < n)
+		c *= 2;
+	p = realloc(*a, c * size);
+	if (!p)
+		return -ENOMEM;
+	*a = p;
+	*cap = c;
+	return 0;
+}
+
+/* Read a length-delimited string at pos into a new NUL-terminated copy. */
+static int ix_string(struct ix *ix, char **out, size_t *out_len)
+{
+	struct dec_cur *c = &ix->c;
+	uint64_t len;
+	const uint8_t *p;
+	size_t keep;
+	char *s;
+	int r;
+
+	if ((r = dec_len(c, &len)) < 0)
+		return r;
+	keep = len > DEC_NAME_MAX ? DEC_NAME_MAX : (size_t)len;
+	if ((r = dec_at(c, c->pos, keep, &p)) < 0)
+		return r;
+	s = malloc(keep + 1);
+	if (!s)
+		return -ENOMEM;
+	memcpy(s, p, keep);
+	s[keep] = '\0';
+	c->pos += len;
+	free(*out);
+	*out = s;
+	*out_len = keep;
+	return 0;
+}
+
+static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t field)
+{
+	size_t cap = st->n;
+	char **s;
+	size_t *l;
+	int r;
+
+	if ((r = dec_expect(&ix->c, wt, WT_LEN, "XSpace", field)) < 0)
+		return r;
+	if ((r = ix_count(ix, 1)) < 0)
+		return r;
+	s = realloc(st->s, (cap + 1) * sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	st->s = s;
+	l = realloc(st->len, (cap + 1) * sizeof(*l));
+	if (!l)
+		return -ENOMEM;
+	st->len = l;
+	st->s[st->n] = NULL;
+	if ((r = ix_string(ix, &st->s[st->n], &st->len[st->n])) < 0)
+		return r;
+	st->n++;
+	return 0;
+}
+
+/* One XEvent's header: where it starts and ends relative to its line. */
+static int ix_event(struct ix *ix, struct dec_line *l, int64_t *first, int64_t *last)
+{
+	struct dec_cur *c = &ix->c;
+	int64_t off = 0, dur = 0;
+	uint32_t f;
+	uint64_t v;
+	int wt, r;
+
+	while (c->pos < c->end) {
+		if ((r = dec_tag(c, &f, &wt)) < 0)
+			return r;
+		switch (f) {
+		case 1: case 2: case 3: case 5:
+			if ((r = dec_expect(c, wt, WT_VARINT, "XEvent", f)) < 0 ||
+			    (r = dec_varint(c, &v)) < 0)
+				return r;
+			if (f == 2)
+				off = (int64_t)v;
+			else if (f == 3)
+				dur = (int64_t)v;
+			else if (f == 5)
+				off = 0;
+			break;
+		case 4:
+			if ((r = dec_expect(c, wt, WT_LEN, "XEvent", f)) < 0)
+				return r;
+			/* fall through */
+		default:
+			if ((r = dec_skip(c, wt)) < 0)
+				return r;
+		}
+	}
+	if (!l->has_events || off < *first)
+		*first = off;
+	if (!l->has_events || dec_sat_add(off, dur) > *last)
+		*last = dec_sat_add(off, dur);
+	l->has_events = true;
+	l->events++;
+	return 0;
+}
+
+static int ix_line(struct ix *ix, size_t pi, uint64_t len)
+{
+	struct dec_cur *c = &ix->c;
+	struct xprofs_xspace *x = ix->x;
+	uint64_t end = c->pos + len, saved_end = c->end, v;
+	int64_t first = 0, last = 0;
+	struct dec_line *l;
+	uint32_t f;
+	int wt, r;
+
+	if ((r = ix_count(ix, 1)) < 0 ||
+	    (r = grow(&x->lines, &ix->lines_cap, x->n_lines + 1, sizeof(*x->lines))) < 0)
+		return r;
+	l = &x->lines[x->n_lines++];
+	memset(l, 0, sizeof(*l));
+	l->plane = pi;
+	l->msg.off = c->pos;
+	l->msg.len = len;
+	c->end = end;
+	while (c->pos < end) {
+		if ((r = dec_tag(c, &f, &wt)) < 0)
+			return r;
+		switch (f) {
+		case 1: case 3: case 9: case 10:
+			if ((r = dec_expect(c, wt, WT_VARINT, "XLine", f)) < 0 ||
+			    (r = dec_varint(c, &v)) < 0)
+				return r;
+			if (f == 1)
+				l->id = (int64_t)v;
+			else if (f == 3)
+				l->timestamp_ns = (int64_t)v;
+			else if (f == 9)
+				l->duration_ps = (int64_t)v;
+			else
+				l->display_id = (int64_t)v;
+			break;
+		case 2:
+		case 11:
+			if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0)
+				return r;
+			r = f == 2 ? ix_string(ix, &l->name, &l->name_len)
+				   : ix_string(ix, &l->display_name, &l->display_name_len);
+			if (r < 0)
+				return r;
+			break;
+		case 4: {
+			uint64_t elen, eend;
+
+			if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 ||
+			    (r = dec_len(c, &elen)) < 0)
+				return r;
+			eend = c->pos + elen;
+			c->end = eend;
+			r = ix_event(ix, l, &first, &last);
+			c->end = end;
+			if (r < 0)
+				return r;
+			c->pos = eend;
+			break;
+		}
+		default:
+			if ((r = dec_skip(c, wt)) < 0)
+				return r;
+		}
+	}
+	c->end = saved_end;
+	if (l->has_events) {
+		int64_t base = dec_line_base_ps(l->timestamp_ns);
+
+		l->first_ps = dec_sat_add(base, first);
+		l->last_ps = dec_sat_add(base, last);
+	}
+	return 0;
+}
+
+static int md_cmp(const void *a, const void *b)
+{
+	const struct dec_md *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	/* stable on file order so that the later entry (last wins) sorts last */
+	return x->off < y->off ? -1 : x->off > y->off;
+}
+
+/* Sort by key and keep the last entry of each key (protobuf map semantics). */
+static size_t md_finish(struct dec_md *md, size_t n)
+{
+	size_t o = 0;
+
+	if (n == 0)
+		return 0;
+	qsort(md, n, sizeof(*md), md_cmp);
+	for (size_t i = 0; i < n; i++) {
+		if (o > 0 && md[o - 1].key == md[i].key)
+			md[o - 1] = md[i];
+		else
+			md[o++] = md[i];
+	}
+	return o;
+}
+
+/* One map entry (key = field 1, value = field 2 message). */
+static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t *n, size_t *cap)
+{
+	struct dec_cur *c = &ix->c;
+	uint64_t end = c->pos + len, saved_end = c->end, v, vlen;
+	struct dec_md e = {0, 0, 0};
+	uint32_t f;
+	int wt, r;
+
+	if ((r = ix_count(ix, 1)) < 0 || (r = grow(arr, cap, *n + 1, sizeof(**arr))) < 0)
+		return r;
+	e.off = end; /* absent value: an empty message */
+	c->end = end;
+	while (c->pos < end) {
+		if ((r = dec_tag(c, &f, &wt)) < 0)
+			return r;
+		if (f == 1) {
+			if ((r = dec_expect(c, wt, WT_VARINT, "map entry", f)) < 0 ||
+			    (r = dec_varint(c, &v)) < 0)
+				return r;
+			e.key = (int64_t)v;
+		} else if (f == 2) {
+			if ((r = dec_expect(c, wt, WT_LEN, "map entry", f)) < 0 ||
+			    (r = dec_len(c, &vlen)) < 0)
+				return r;
+			e.off = c->pos;
+			e.len = vlen;
+			c->pos += vlen;
+		} else if ((r = dec_skip(c, wt)) < 0) {
+			return r;
+		}
+	}
+	c->end = saved_end;
+	(*arr)[(*n)++] = e;
+	return 0;
+}
+
+static int ix_plane(struct ix *ix, uint64_t len)
+{
+	struct dec_cur *c = &ix->c;
+	struct xprofs_xspace *x = ix->x;
+	uint64_t end = c->pos + len, saved_end = c->end, v, sub;
+	size_t pi = x->n_planes, ev_cap = 0, st_cap = 0, stats_cap = 0;
+	struct dec_plane *p;
+	uint32_t f;
+	int wt, r;
+
+	if ((r = ix_count(ix, 1)) < 0 ||
+	    (r = grow(&x->planes, &ix->planes_cap, x->n_planes + 1, sizeof(*x->planes))) < 0)
+		return r;
+	p = &x->planes[x->n_planes++];
+	memset(p, 0, sizeof(*p));
+	p->msg.off = c->pos;
+	p->msg.len = len;
+	p->first_line = x->n_lines;
+	c->end = end;
+	while (c->pos < end) {
+		if ((r = dec_tag(c, &f, &wt)) < 0)
+			return r;
+		if (f == 1) {
+			if ((r = dec_expect(c, wt, WT_VARINT, "XPlane", f)) < 0 ||
+			    (r = dec_varint(c, &v)) < 0)
+				return r;
+			p->id = (int64_t)v;
+			continue;
+		}
+		if (f < 2 || f > 6) {
+			if ((r = dec_skip(c, wt)) < 0)
+				return r;
+			continue;
+		}
+		if ((r = dec_expect(c, wt, WT_LEN, "XPlane", f)) < 0)
+			return r;
+		if (f == 2) {
+			if ((r = ix_string(ix, &p->name, &p->name_len)) < 0)
+				return r;
+			continue;
+		}
+		if ((r = dec_len(c, &sub)) < 0)
+			return r;
+		switch (f) {
+		case 3:
+			r = ix_line(ix, pi, sub);
+			p = &x->planes[pi];
+			p->n_lines++;
+			break;
+		case 4:
+			r = ix_map_entry(ix, sub, &p->ev_md, &p->n_ev_md, &ev_cap);
+			break;
+		case 5:
+			r = ix_map_entry(ix, sub, &p->st_md, &p->n_st_md, &st_cap);
+			break;
+		case 6:
+			if ((r = ix_count(ix, 1)) < 0 ||
+			    (r = grow(&p->stats, &stats_cap, p->n_stats + 1, sizeof(*p->stats))) < 0)
+				break;
+			p->stats[p->n_stats++] = (struct dec_span){c->pos, sub};
+			break;
+		}
+		if (r < 0)
+			return r;
+		c->pos = c->pos > end ? end : c->pos;
+		if (f == 6)
+			c->pos += sub;
+	}
+	c->end = saved_end;
+	if (!p->name && !(p->name = strdup("")))
+		return -ENOMEM;
+	p->n_ev_md = md_finish(p->ev_md, p->n_ev_md);
+	p->n_st_md = md_finish(p->st_md, p->n_st_md);
+	for (size_t i = p->first_line; i < p->first_line + p->n_lines; i++) {
+		struct dec_line *l = &x->lines[i];
+
+		if (!l->has_events)
+			continue;
+		p->events += l->events;
+		if (!p->has_events || l->first_ps < p->first_ps)
+			p->first_ps = l->first_ps;
+		if (!p->has_events || l->last_ps > p->last_ps)
+			p->last_ps = l->last_ps;
+		p->has_events = true;
+	}
+	return 0;
+}
+
+static int ix_space(struct ix *ix)
+{
+	struct dec_cur *c = &ix->c;
+	struct xprofs_xspace *x = ix->x;
+	uint64_t len;
+	uint32_t f;
+	int wt, r;
+
+	while (c->pos < c->end) {
+		if ((r = dec_tag(c, &f, &wt)) < 0)
+			return r;
+		switch (f) {
+		case 1:
+			if ((r = dec_expect(c, wt, WT_LEN, "XSpace", f)) < 0 ||
+			    (r = dec_len(c, &len)) < 0 || (r = ix_plane(ix, len)) < 0)
+				return r;
+			break;
+		case 2:
+			r = ix_strs_add(ix, &x->errors, wt, f);
+			break;
+		case 3:
+			r = ix_strs_add(ix, &x->warnings, wt, f);
+			break;
+		case 4:
+			r = ix_strs_add(ix, &x->hostnames, wt, f);
+			break;
+		default:
+			r = dec_skip(c, wt);
+		}
+		if (r < 0)
+			return r;
+	}
+	return 0;
+}
+
+/* ---- names and totals after the pass --------------------------------- */
+
+/* Tiny open-addressing set of borrowed strings, for duplicate detection. */
+struct nameset {
+	const char **slot;
+	size_t cap;
+};
+
+static int nameset_init(struct nameset *s, size_t n)
+{
+	s->cap = 16;
+	while (s->cap < n * 2 + 2)
+		s->cap *= 2;
+	s->slot = calloc(s->cap, sizeof(*s->slot));
+	return s->slot ? 0 : -ENOMEM;
+}
+
+/* Returns true if @k was already present; inserts it otherwise. */
+static bool nameset_add(struct nameset *s, const char *k)
+{
+	size_t i = (size_t)xprofs_hash64(k, strlen(k)) & (s->cap - 1);
+
+	while (s->slot[i]) {
+		if (!strcmp(s->slot[i], k))
+			return true;
+		i = (i + 1) & (s->cap - 1);
+	}
+	s->slot[i] = k;
+	return false;
+}
+
+/* Give each item of a directory a unique file name (@suffix after it). */
+static int assign_files(char **files, const char *const *names, const size_t *lens, size_t n,
+			const char *suffix)
+{
+	struct nameset set;
+	size_t slen = strlen(suffix);
+	int r = 0;
+
+	if ((r = nameset_init(&set, n)) < 0)
+		return r;
+	for (size_t i = 0; i < n; i++) {
+		char *base = name_encode_max(names[i], lens[i], NAME_FILE_MAX - slen - 24);
+		char *f;
+
+		if (!base) {
+			r = -ENOMEM;
+			goto out;
+		}
+		if (asprintf(&f, "%s%s", base, suffix) < 0) {
+			free(base);
+			r = -ENOMEM;
+			goto out;
+		}
+		if (nameset_add(&set, f)) {
+			free(f);
+			if (asprintf(&f, "%s~%zu%s", base, i, suffix) < 0) {
+				free(base);
+				r = -ENOMEM;
+				goto out;
+			}
+			nameset_add(&set, f);
+		}
+		free(base);
+		files[i] = f;
+	}
+out:
+	free(set.slot);
+	return r;
+}
+
+static int ix_names(struct xprofs_xspace *x)
+{
+	size_t n = x->n_planes > x->n_lines ? x->n_planes : x->n_lines;
+	const char **names = calloc(n + 1, sizeof(*names));
+	size_t *lens = calloc(n + 1, sizeof(*lens));
+	char **files = calloc(n + 1, sizeof(*files));
+	int r = -ENOMEM;
+
+	if (!names || !lens || !files)
+		goto out;
+	for (size_t i = 0; i < x->n_planes; i++) {
+		names[i] = x->planes[i].name;
+		lens[i] = x->planes[i].name_len;
+	}
+	if ((r = assign_files(files, names, lens, x->n_planes, "")) < 0)
+		goto out;
+	for (size_t i = 0; i < x->n_planes; i++)
+		x->planes[i].file = files[i];
+	for (size_t pi = 0; pi < x->n_planes; pi++) {
+		struct dec_plane *p = &x->planes[pi];
+
+		for (size_t j = 0; j < p->n_lines; j++) {
+			struct dec_line *l = &x->lines[p->first_line + j];
+
+			if (!l->name && !(l->name = strdup(""))) {
+				r = -ENOMEM;
+				goto out;
+			}
+			names[j] = l->name;
+			lens[j] = l->name_len;
+		}
+		if ((r = assign_files(files, names, lens, p->n_lines, ".json")) < 0)
+			goto out;
+		for (size_t j = 0; j < p->n_lines; j++)
+			x->lines[p->first_line + j].file = files[j];
+	}
+	r = 0;
+out:
+	free(files);
+	free(lens);
+	free(names);
+	return r;
+}
+
+/* A plane-level uint/int stat by name (for the Task Environment times). */
+static int64_t plane_stat_int(const struct xprofs_xspace *x, const struct dec_plane *p,
+			      struct dec_cur *c, const char *want)
+{
+	for (size_t i = 0; i < p->n_stats; i++) {
+		uint64_t md = 0, val = 0, v, len;
+		bool have = false;
+		uint32_t f;
+		int wt;
+
+		c->pos = p->stats[i].off;
+		c->end = p->stats[i].off + p->stats[i].len;
+		while (c->pos < c->end) {
+			if (dec_tag(c, &f, &wt) < 0)
+				return 0;
+			if ((f == 1 || f == 3 || f == 4) && wt == WT_VARINT) {
+				if (dec_varint(c, &v) < 0)
+					return 0;
+				if (f == 1)
+					md = v;
+				else
+					val = v, have = true;
+			} else if (dec_skip(c, wt) < 0) {
+				return 0;
+			}
+		}
+		ssize_t k = dec_md_find(p->st_md, p->n_st_md, (int64_t)md);
+		const uint8_t *s;
+
+		if (!have || k < 0)
+			continue;
+		/* the stat metadata's name: field 2 of the XStatMetadata */
+		c->pos = p->st_md[k].off;
+		c->end = p->st_md[k].off + p->st_md[k].len;
+		while (c->pos < c->end) {
+			if (dec_tag(c, &f, &wt) < 0)
+				return 0;
+			if (f == 2 && wt == WT_LEN) {
+				if (dec_len(c, &len) < 0 || dec_at(c, c->pos, (size_t)len, &s) < 0)
+					return 0;
+				if (len == strlen(want) && !memcmp(s, want, len))
+					return (int64_t)val;
+				c->pos += len;
+			} else if (dec_skip(c, wt) < 0) {
+				return 0;
+			}
+		}
+	}
+	return 0;
+}
+
+static void ix_totals(struct xprofs_xspace *x, struct dec_cur *c)
+{
+	struct xprofs_xspace_totals *t = &x->totals;
+	bool any = false;
+
+	t->planes = x->n_planes;
+	t->lines = x->n_lines;
+	t->errors = x->errors.n;
+	t->warnings = x->warnings.n;
+	for (size_t i = 0; i < x->n_planes; i++) {
+		const struct dec_plane *p = &x->planes[i];
+
+		t->events += p->events;
+		if (p->has_events) {
+			if (!any || p->first_ps < t->first_ps)
+				t->first_ps = p->first_ps;
+			if (!any || p->last_ps > t->last_ps)
+				t->last_ps = p->last_ps;
+			any = true;
+		}
+		if (!strcmp(p->name, "Task Environment")) {
+			t->start_walltime_ns = plane_stat_int(x, p, c, "profile_start_time");
+			t->stop_walltime_ns = plane_stat_int(x, p, c, "profile_stop_time");
+		}
+	}
+}
+
+static void strs_free(struct dec_strs *s)
+{
+	for (size_t i = 0; i < s->n; i++)
+		free(s->s[i]);
+	free(s->s);
+	free(s->len);
 }
 
 struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x)
 {
+	if (!x)
+		return NULL;
+	for (size_t i = 0; i < x->n_lines; i++) {
+		free(x->lines[i].name);
+		free(x->lines[i].display_name);
+		free(x->lines[i].file);
+	}
+	for (size_t i = 0; i < x->n_planes; i++) {
+		free(x->planes[i].name);
+		free(x->planes[i].file);
+		free(x->planes[i].ev_md);
+		free(x->planes[i].st_md);
+		free(x->planes[i].stats);
+	}
+	free(x->lines);
+	free(x->planes);
+	strs_free(&x->hostnames);
+	strs_free(&x->errors);
+	strs_free(&x->warnings);
 	free(x);
 	return NULL;
 }
 
-int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t)
+int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
+		       struct xprofs_xspace **out)
 {
-	memset(t, 0, sizeof(*t));
-	return -ENOSYS;
+	struct ix ix;
+	int ret;
+
+	memset(&ix, 0, sizeof(ix));
+	if (!r || (!r->data && !r->pread) || !out)
+		return -EINVAL;
+	ix.x = calloc(1, sizeof(*ix.x));
+	if (!ix.x)
+		return -ENOMEM;
+	ix.x->r = r;
+	dec_cur_init(&ix.c, r, err);
+	if ((ret = ix_space(&ix)) < 0)
+		goto fail;
+	if ((ret = ix_names(ix.x)) < 0)
+		goto fail;
+	ix_totals(ix.x, &ix.c);
+	dec_cur_deinit(&ix.c);
+	*out = ix.x;
+	return 0;
+fail:
+	if (ret == -ENOMEM && err && err->len == 0)
+		(void)!xprofs_buf_adds(err, "out of memory while indexing the profile");
+	dec_cur_deinit(&ix.c);
+	xprofs_xspace_free(ix.x);
+	return ret;
 }
 
-int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v,
-			 const struct xprofs_sink *out, struct xprofs_buf *err)
+int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t)
 {
-	return -ENOSYS;
+	if (!x || !t)
+		return -EINVAL;
+	*t = x->totals;
+	return 0;
 }
 
 size_t xprofs_xspace_track_count(const struct xprofs_xspace *x)
 {
-	return 0;
+	return x ? x->n_lines : 0;
 }
 
 int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i,
 			      const char **plane_file, const char **line_file)
 {
-	return -ERANGE;
+	if (!x || i >= x->n_lines)
+		return -ERANGE;
+	if (plane_file)
+		*plane_file = x->planes[x->lines[i].plane].file;
+	if (line_file)
+		*line_file = x->lines[i].file;
+	return 0;
 }
 
 int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_file,
 			     const char *line_file)
 {
+	if (!x || !plane_file || !line_file)
+		return -ENOENT;
+	for (size_t pi = 0; pi < x->n_planes; pi++) {
+		const struct dec_plane *p = &x->planes[pi];
+
+		if (strcmp(p->file, plane_file))
+			continue;
+		for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+			if (!strcmp(x->lines[j].file, line_file))
+				return j > INT32_MAX ? -ENOENT : (int)j;
+	}
 	return -ENOENT;
-}
-
-int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i,
-			       const struct xprofs_sink *out, struct xprofs_buf *err)
-{
-	return -ENOSYS;
-}
-
-int xprofs_decode_session_summary(const char *session, const char *const *hosts,
-				  struct xprofs_xspace *const *xs,
-				  const char *const *host_errors, size_t n,
-				  const struct xprofs_sink *out)
-{
-	return -ENOSYS;
-}
-
-char *xprofs_decode_name_encode(const char *name, size_t len)
-{
-	return NULL;
-}
-
-char *xprofs_decode_name_decode(const char *file, size_t *len)
-{
-	return NULL;
 }

@@ -1,0 +1,223 @@
+/*
+ * xprofs-decode - decode one *.xplane.pb host file into the JSON views that
+ * xprofs mounts, without FUSE.
+ *
+ *   xprofs-decode FILE --view summary|trace|ops|steps   (default: summary)
+ *   xprofs-decode FILE --tracks                          list PLANE_FILE/LINE_FILE
+ *   xprofs-decode FILE --track PLANE_FILE/LINE_FILE      one track
+ *   xprofs-decode FILE --unpack                          baseline: whole-message
+ *                                                        protobuf_c unpack
+ *
+ * The file is read with pread() through a bounded window (memory does not
+ * grow with the file); --mmap uses the zero-copy path instead (faster, but
+ * the mapped pages count in the process's RSS). Output goes to stdout,
+ * errors to stderr with a non-zero exit.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "xprofs/decode.h"
+#include "xprofs/util.h"
+#include "xplane.pb-c.h"
+
+enum {
+	ARG_TRACKS = 0x100,
+	ARG_TRACK,
+	ARG_UNPACK,
+	ARG_MMAP,
+	ARG_LOG_LEVEL,
+};
+
+static const struct option opts[] = {
+	{"view", required_argument, NULL, 'V'},
+	{"tracks", no_argument, NULL, ARG_TRACKS},
+	{"track", required_argument, NULL, ARG_TRACK},
+	{"unpack", no_argument, NULL, ARG_UNPACK},
+	{"mmap", no_argument, NULL, ARG_MMAP},
+	{"log-level", required_argument, NULL, ARG_LOG_LEVEL},
+	{"help", no_argument, NULL, 'h'},
+	{"version", no_argument, NULL, ARG_LOG_LEVEL + 1},
+	{NULL, 0, NULL, 0},
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps]\n"
+		   "       xprofs-decode FILE.xplane.pb --tracks\n"
+		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
+		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c baseline)\n"
+		   "options: --mmap (zero-copy reads), --log-level LEVEL, --help, --version\n");
+}
+
+static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
+{
+	return xprofs_pread_full(*(int *)arg, buf, n, off);
+}
+
+/* The straightforward decoder, for comparison: read all, unpack all. */
+static int do_unpack(int fd, uint64_t size)
+{
+	Tensorflow__Profiler__XSpace *xs;
+	uint64_t lines = 0, events = 0;
+	uint8_t *data;
+	ssize_t got;
+
+	if (size > SIZE_MAX / 2)
+		return -E2BIG;
+	data = malloc(size ? size : 1);
+	if (!data)
+		return -ENOMEM;
+	got = xprofs_pread_full(fd, data, size, 0);
+	if (got < 0 || (uint64_t)got != size) {
+		free(data);
+		return got < 0 ? (int)got : -EIO;
+	}
+	xs = tensorflow__profiler__xspace__unpack(NULL, size, data);
+	free(data);
+	if (!xs)
+		return -EINVAL;
+	for (size_t i = 0; i < xs->n_planes; i++) {
+		lines += xs->planes[i]->n_lines;
+		for (size_t j = 0; j < xs->planes[i]->n_lines; j++)
+			events += xs->planes[i]->lines[j]->n_events;
+	}
+	printf("{\"planes\":%zu,\"lines\":%llu,\"events\":%llu}\n", xs->n_planes,
+	       (unsigned long long)lines, (unsigned long long)events);
+	tensorflow__profiler__xspace__free_unpacked(xs, NULL);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = NULL, *track = NULL;
+	int view = XPROFS_VIEW_SUMMARY, out_fd = STDOUT_FILENO, fd = -1, c, r = 0;
+	bool list = false, unpack = false, use_mmap = false;
+	struct xprofs_xspace *x = NULL;
+	struct xprofs_reader rd;
+	struct xprofs_sink sink;
+	struct xprofs_buf err;
+	void *map = MAP_FAILED;
+	struct stat st;
+
+	xprofs_buf_init(&err, 4096);
+	while ((c = getopt_long(argc, argv, "V:h", opts, NULL)) != -1) {
+		switch (c) {
+		case 'V':
+			if ((view = xprofs_view_parse(optarg)) < 0) {
+				fprintf(stderr, "xprofs-decode: unknown view '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case ARG_TRACKS: list = true; break;
+		case ARG_TRACK: track = optarg; break;
+		case ARG_UNPACK: unpack = true; break;
+		case ARG_MMAP: use_mmap = true; break;
+		case ARG_LOG_LEVEL:
+			if ((r = xprofs_log_level_parse(optarg)) < 0) {
+				fprintf(stderr, "xprofs-decode: bad log level '%s'\n", optarg);
+				return 2;
+			}
+			xprofs_log_set_level(r);
+			r = 0;
+			break;
+		case ARG_LOG_LEVEL + 1:
+			printf("xprofs-decode %s\n", XPROFS_VERSION);
+			return 0;
+		case 'h': usage(stdout); return 0;
+		default: usage(stderr); return 2;
+		}
+	}
+	if (optind != argc - 1) {
+		usage(stderr);
+		return 2;
+	}
+	path = argv[optind];
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		fprintf(stderr, "xprofs-decode: %s: %s\n", path, strerror(errno));
+		r = 1;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fprintf(stderr, "xprofs-decode: %s: not a regular file\n", path);
+		r = 1;
+		goto out;
+	}
+	if (unpack) {
+		if ((r = do_unpack(fd, (uint64_t)st.st_size)) < 0) {
+			fprintf(stderr, "xprofs-decode: %s: unpack failed: %s\n", path, strerror(-r));
+			r = 1;
+		}
+		goto out;
+	}
+	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	if (use_mmap && st.st_size > 0) {
+		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+		if (map == MAP_FAILED) {
+			fprintf(stderr, "xprofs-decode: %s: mmap: %s\n", path, strerror(errno));
+			r = 1;
+			goto out;
+		}
+		rd = xprofs_reader_mem(map, (size_t)st.st_size);
+	} else {
+		rd = (struct xprofs_reader){.pread = fd_pread, .arg = &fd,
+					    .size = (uint64_t)st.st_size, .data = NULL};
+	}
+	if ((r = xprofs_xspace_open(&rd, &err, &x)) < 0) {
+		fprintf(stderr, "xprofs-decode: %s: %s\n", path, err.len ? err.data : strerror(-r));
+		r = 1;
+		goto out;
+	}
+	sink = xprofs_sink_fd(&out_fd);
+	if (list) {
+		for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
+			const char *pf, *lf;
+
+			if (xprofs_xspace_track_names(x, i, &pf, &lf) == 0)
+				printf("%s/%s\n", pf, lf);
+		}
+		r = 0;
+		goto out;
+	}
+	if (track) {
+		const char *slash = strrchr(track, '/');
+		char *pf;
+		int i;
+
+		if (!slash) {
+			fprintf(stderr, "xprofs-decode: --track wants PLANE_FILE/LINE_FILE\n");
+			r = 2;
+			goto out;
+		}
+		pf = strndup(track, (size_t)(slash - track));
+		i = pf ? xprofs_xspace_track_find(x, pf, slash + 1) : -ENOMEM;
+		free(pf);
+		if (i < 0) {
+			fprintf(stderr, "xprofs-decode: %s: no track '%s' (see --tracks)\n", path, track);
+			r = 1;
+			goto out;
+		}
+		r = xprofs_xspace_render_track(x, (size_t)i, &sink, &err);
+	} else {
+		r = xprofs_xspace_render(x, view, &sink, &err);
+	}
+	if (r < 0) {
+		fprintf(stderr, "xprofs-decode: %s: %s\n", path, err.len ? err.data : strerror(-r));
+		r = 1;
+	}
+out:
+	xprofs_xspace_free(x);
+	if (map != MAP_FAILED)
+		munmap(map, (size_t)st.st_size);
+	if (fd >= 0)
+		close(fd);
+	xprofs_buf_deinit(&err);
+	return r;
+}
