@@ -69,6 +69,7 @@ struct capture_req {
 	char host_dir[CAPTURE_MAX_NAME + 1]; /* "" = derived from the host */
 	size_t n_adv;
 	struct capture_adv adv[CAPTURE_MAX_ADV];
+	unsigned n_opts;    /* KEY=VALUE words other than run= */
 };
 
 /**

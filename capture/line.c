@@ -358,6 +358,7 @@ int capture_line_parse(const char *line, size_t len, struct capture_req *out, st
 				continue;
 			}
 			seen_cmd = true; /* options before any command word: a capture */
+			out->n_opts++;
 			r = parse_option(&k, &v, out, reason);
 			if (r < 0)
 				return r;
@@ -395,11 +396,11 @@ int capture_line_parse(const char *line, size_t len, struct capture_req *out, st
 	}
 	switch (out->cmd) {
 	case CAPTURE_CMD_STOP:
-		if (out->n_hosts || out->n_adv || out->session[0] || out->host_dir[0])
+		if (out->n_hosts || out->n_opts)
 			return reject(reason, "'stop' takes no hosts or options (only run=)");
 		break;
 	case CAPTURE_CMD_CONT_STOP:
-		if (out->n_adv || out->session[0] || out->host_dir[0])
+		if (out->n_opts)
 			return reject(reason, "'continuous stop' takes only HOST:PORT[,...]");
 		/* fall through */
 	default:
