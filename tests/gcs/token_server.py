@@ -1,0 +1,266 @@
+#!/usr/bin/python3
+"""tests/gcs/token_server.py - a local OAuth2 token endpoint and GCE metadata
+server for the credential tests, strict enough to catch real mistakes.
+
+POST /token
+    grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=JWT
+        The JWT must be RS256 over "header.claims", verified with the public
+        key given (openssl dgst -verify: no Python crypto module needed), with
+        claims iss == --email, aud == this endpoint's URL, scope containing
+        devstorage, exp - iat == 3600 and iat within 5 minutes of now.
+    grant_type=refresh_token&client_id&client_secret&refresh_token
+        Must match --client-id / --client-secret / --refresh-token.
+    Anything else: 400 {"error": "invalid_grant", ...} like Google's.
+GET /computeMetadata/v1/instance/service-accounts/default/token
+    Requires "Metadata-Flavor: Google" (403 otherwise).
+Every token issued is random, lives --expires-in seconds, and is recorded.
+
+Control (for tests and the fault proxy):
+    GET  /_control/state            {"issued": [...], "grants": {...}, "rejected": [...]}
+    POST /_control/fail?count=K&status=S   the next K token requests answer S
+    GET  /_control/check?token=T    200 if T was issued here and has not expired, else 401
+
+CLI: token_server.py --pubkey PEM [--email E] [--client-id I --client-secret S
+     --refresh-token R] [--expires-in N] [--port 0] [--parent-pid PID]
+prints "ready PORT". As a module: TokenServer(...).start() in a thread.
+"""
+import argparse
+import base64
+import json
+import os
+import secrets
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+METADATA_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
+
+
+def b64url_decode(s):
+    return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
+
+
+def rs256_verify(pubkey_pem_path, signing_input, signature):
+    with tempfile.TemporaryDirectory() as d:
+        inp, sig = os.path.join(d, "in"), os.path.join(d, "sig")
+        with open(inp, "wb") as f:
+            f.write(signing_input)
+        with open(sig, "wb") as f:
+            f.write(signature)
+        r = subprocess.run(["openssl", "dgst", "-sha256", "-verify", pubkey_pem_path,
+                            "-signature", sig, inp], capture_output=True)
+        return r.returncode == 0
+
+
+class TokenServer:
+    def __init__(self, pubkey=None, email=None, client_id=None, client_secret=None,
+                 refresh_token=None, expires_in=3600, port=0):
+        self.pubkey = pubkey
+        self.email = email
+        self.client_id = client_id
+        self.client_secret = client_secret
+        self.refresh_token = refresh_token
+        self.expires_in = expires_in
+        self.lock = threading.Lock()
+        self.issued = []      # {"token", "kind", "expires_at"}
+        self.grants = {"jwt": 0, "refresh": 0, "metadata": 0}
+        self.rejected = []    # reasons
+        self.failed = 0       # injected failures served
+        self.fail_count = 0
+        self.fail_status = 503
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.httpd.daemon_threads = True
+        self.port = self.httpd.server_address[1]
+        self.url = "http://127.0.0.1:%d" % self.port
+        self.token_url = self.url + "/token"
+
+    def start(self):
+        t = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        t.start()
+        return self
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # -- state helpers ------------------------------------------------------
+    def issue(self, kind):
+        tok = "ya29.test-%s-%s" % (kind, secrets.token_urlsafe(24))
+        with self.lock:
+            self.issued.append({"token": tok, "kind": kind,
+                                "expires_at": time.time() + self.expires_in})
+        return tok
+
+    def valid(self, tok):
+        now = time.time()
+        with self.lock:
+            return any(i["token"] == tok and i["expires_at"] > now for i in self.issued)
+
+    def tokens(self, kind=None):
+        with self.lock:
+            return [i["token"] for i in self.issued if kind is None or i["kind"] == kind]
+
+    def set_fail(self, count, status=503):
+        with self.lock:
+            self.fail_count = count
+            self.fail_status = status
+
+    def _take_fail(self):
+        with self.lock:
+            if self.fail_count > 0:
+                self.fail_count -= 1
+                self.failed += 1
+                return self.fail_status
+        return 0
+
+    def _reject(self, why):
+        with self.lock:
+            self.rejected.append(why)
+        return why
+
+    def check_jwt(self, assertion):
+        """None if the assertion is a valid grant, else the reason."""
+        parts = assertion.split(".")
+        if len(parts) != 3:
+            return "assertion is not a JWS compact serialisation"
+        try:
+            hdr = json.loads(b64url_decode(parts[0]))
+            claims = json.loads(b64url_decode(parts[1]))
+            sig = b64url_decode(parts[2])
+        except (ValueError, json.JSONDecodeError) as e:
+            return "undecodable JWT: %s" % e
+        if hdr.get("alg") != "RS256" or hdr.get("typ") != "JWT":
+            return "bad JWT header %r" % hdr
+        if not self.pubkey or not rs256_verify(self.pubkey, (parts[0] + "." + parts[1]).encode(), sig):
+            return "invalid JWT signature"
+        now = time.time()
+        if claims.get("iss") != self.email:
+            return "iss %r is not %r" % (claims.get("iss"), self.email)
+        if claims.get("aud") != self.token_url:
+            return "aud %r is not %r" % (claims.get("aud"), self.token_url)
+        if "devstorage" not in str(claims.get("scope", "")):
+            return "scope %r lacks devstorage" % claims.get("scope")
+        iat, exp = claims.get("iat"), claims.get("exp")
+        if not isinstance(iat, int) or not isinstance(exp, int) or exp - iat != 3600:
+            return "iat/exp %r/%r not a 3600 s window" % (iat, exp)
+        if abs(iat - now) > 300:
+            return "iat %d is %d s off" % (iat, iat - now)
+        return None
+
+    def _handler(self):
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, fmt, *args):
+                pass
+
+            def _send(self, status, obj):
+                body = json.dumps(obj).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def _token(self, kind):
+                tok = server.issue(kind)
+                self._send(200, {"access_token": tok, "expires_in": server.expires_in,
+                                 "token_type": "Bearer"})
+
+            def do_GET(self):
+                u = urllib.parse.urlsplit(self.path)
+                q = urllib.parse.parse_qs(u.query)
+                if u.path == "/_control/state":
+                    with server.lock:
+                        self._send(200, {"issued": list(server.issued), "grants": dict(server.grants),
+                                         "rejected": list(server.rejected), "failed": server.failed})
+                elif u.path == "/_control/check":
+                    tok = q.get("token", [""])[0]
+                    self._send(200 if server.valid(tok) else 401, {"valid": server.valid(tok)})
+                elif u.path == METADATA_PATH:
+                    if self.headers.get("Metadata-Flavor") != "Google":
+                        server._reject("metadata request without Metadata-Flavor: Google")
+                        return self._send(403, {"error": "missing Metadata-Flavor header"})
+                    st = server._take_fail()
+                    if st:
+                        return self._send(st, {"error": "injected"})
+                    with server.lock:
+                        server.grants["metadata"] += 1
+                    self._token("metadata")
+                else:
+                    self._send(404, {"error": "not_found"})
+
+            def do_POST(self):
+                u = urllib.parse.urlsplit(self.path)
+                n = int(self.headers.get("Content-Length") or 0)
+                body = self.rfile.read(n).decode("utf-8", "replace") if n else ""
+                if u.path == "/_control/fail":
+                    q = urllib.parse.parse_qs(u.query)
+                    server.set_fail(int(q.get("count", ["1"])[0]), int(q.get("status", ["503"])[0]))
+                    return self._send(200, {})
+                if u.path != "/token":
+                    return self._send(404, {"error": "not_found"})
+                if self.headers.get("Content-Type", "").split(";")[0] != "application/x-www-form-urlencoded":
+                    return self._send(400, {"error": "invalid_request",
+                                            "error_description": server._reject("bad content type")})
+                st = server._take_fail()
+                if st:
+                    return self._send(st, {"error": "injected", "error_description": "injected failure"})
+                f = {k: v[0] for k, v in urllib.parse.parse_qs(body, keep_blank_values=True).items()}
+                grant = f.get("grant_type")
+                if grant == JWT_GRANT:
+                    why = server.check_jwt(f.get("assertion", ""))
+                    if why:
+                        server._reject(why)
+                        return self._send(400, {"error": "invalid_grant", "error_description": why})
+                    with server.lock:
+                        server.grants["jwt"] += 1
+                    return self._token("service_account")
+                if grant == "refresh_token":
+                    if (f.get("client_id") != server.client_id or f.get("client_secret") != server.client_secret
+                            or f.get("refresh_token") != server.refresh_token or not server.refresh_token):
+                        server._reject("bad refresh_token grant")
+                        return self._send(400, {"error": "invalid_grant",
+                                                "error_description": "Token has been expired or revoked."})
+                    with server.lock:
+                        server.grants["refresh"] += 1
+                    return self._token("authorized_user")
+                server._reject("unsupported grant %r" % grant)
+                self._send(400, {"error": "unsupported_grant_type"})
+
+        return Handler
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--pubkey")
+    ap.add_argument("--email")
+    ap.add_argument("--client-id")
+    ap.add_argument("--client-secret")
+    ap.add_argument("--refresh-token")
+    ap.add_argument("--expires-in", type=int, default=3600)
+    ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--parent-pid", type=int, default=0)
+    a = ap.parse_args()
+    s = TokenServer(a.pubkey, a.email, a.client_id, a.client_secret, a.refresh_token,
+                    a.expires_in, a.port).start()
+    print("ready %d" % s.port, flush=True)
+    while True:
+        time.sleep(1)
+        if a.parent_pid:
+            try:
+                os.kill(a.parent_pid, 0)
+            except OSError:
+                break
+    s.stop()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
