@@ -1,0 +1,535 @@
+/*
+ * fs/index.c - the runs index behind MOUNT/runs/, and mount-path
+ * classification. No FUSE here (unit-tested over a fake store).
+ *
+ * Design: one recursive walk of the store finds every "<run>/plugins/profile"
+ * (as TensorBoard's recursive "profile" glob does), lists its sessions and each
+ * session's "*.xplane.pb" hosts, and builds an immutable tree: runs nest by
+ * path components ("a/b" becomes runs/a/b/), the logdir-root run is shown as
+ * "_root". Readers take a reference to a snapshot, so a rebuild never
+ * changes what a running request sees. Nothing here opens a profile.
+ *
+ * Limits: FS_INDEX_MAX_DEPTH directory levels and FS_INDEX_MAX_ENTRIES listed
+ * entries per walk (beyond that the walk stops, logs, and keeps what it has).
+ * The contents of session directories are not walked further.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fs-internal.h"
+
+bool fs_is_profile_name(const char *name)
+{
+	size_t n = strlen(name), s = strlen(FS_HOST_SUFFIX);
+
+	return n >= s && !strcmp(name + n - s, FS_HOST_SUFFIX);
+}
+
+int fs_store_path(char *buf, size_t size, const char *run, const char *session, const char *host)
+{
+	int n;
+
+	n = snprintf(buf, size, "%s%splugins/profile%s%s%s%s%s", run, *run ? "/" : "",
+		     session ? "/" : "", session ? session : "",
+		     host ? "/" : "", host ? host : "", host ? FS_HOST_SUFFIX : "");
+	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+/* ---- listing into arrays ---------------------------------------------- */
+
+struct ent {
+	char *name;
+	struct xprofs_store_stat st;
+};
+
+struct ents {
+	struct ent *v;
+	size_t n, cap;
+	size_t *budget; /* shared entry budget of the walk */
+};
+
+static int ents_add(void *arg, const char *name, const struct xprofs_store_stat *st)
+{
+	struct ents *e = arg;
+	struct ent *nv;
+
+	if (*e->budget == 0)
+		return -E2BIG;
+	if (e->n == e->cap) {
+		size_t cap = e->cap ? e->cap * 2 : 16;
+
+		nv = realloc(e->v, cap * sizeof(*nv));
+		if (!nv)
+			return -ENOMEM;
+		e->v = nv;
+		e->cap = cap;
+	}
+	e->v[e->n].name = strdup(name);
+	if (!e->v[e->n].name)
+		return -ENOMEM;
+	e->v[e->n].st = *st;
+	e->n++;
+	(*e->budget)--;
+	return 0;
+}
+
+static void ents_free(struct ents *e)
+{
+	for (size_t i = 0; i < e->n; i++)
+		free(e->v[i].name);
+	free(e->v);
+	e->v = NULL;
+	e->n = e->cap = 0;
+}
+
+static int ent_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct ent *)a)->name, ((const struct ent *)b)->name);
+}
+
+static int list_sorted(struct xprofs_store *s, const char *dir, size_t *budget, struct ents *e)
+{
+	int r;
+
+	memset(e, 0, sizeof(*e));
+	e->budget = budget;
+	r = xprofs_store_list(s, dir, ents_add, e);
+	if (r < 0) {
+		ents_free(e);
+		return r;
+	}
+	qsort(e->v, e->n, sizeof(*e->v), ent_cmp);
+	return 0;
+}
+
+/* ---- tree ------------------------------------------------------------- */
+
+static void node_free_members(struct fs_run_node *n)
+{
+	for (size_t i = 0; i < n->nchildren; i++) {
+		node_free_members(n->children[i]);
+		free(n->children[i]);
+	}
+	free(n->children);
+	for (size_t i = 0; i < n->nsessions; i++) {
+		for (size_t j = 0; j < n->sessions[i].nhosts; j++)
+			free(n->sessions[i].hosts[j].name);
+		free(n->sessions[i].hosts);
+		free(n->sessions[i].name);
+	}
+	free(n->sessions);
+	free(n->name);
+	free(n->path);
+}
+
+static struct fs_run_node *node_child(const struct fs_run_node *n, const char *name, size_t len)
+{
+	for (size_t i = 0; i < n->nchildren; i++)
+		if (strlen(n->children[i]->name) == len && !memcmp(n->children[i]->name, name, len))
+			return n->children[i];
+	return NULL;
+}
+
+const struct fs_run_node *fs_node_child(const struct fs_run_node *n, const char *name)
+{
+	return node_child(n, name, strlen(name));
+}
+
+static int child_cmp(const void *a, const void *b)
+{
+	return strcmp((*(struct fs_run_node *const *)a)->name, (*(struct fs_run_node *const *)b)->name);
+}
+
+/* node_get_child() - find or add child @name (@len bytes) of @n. */
+static int node_get_child(struct fs_run_node *n, const char *name, size_t len, struct fs_run_node **out)
+{
+	struct fs_run_node *c, **nv;
+
+	c = node_child(n, name, len);
+	if (c) {
+		*out = c;
+		return 0;
+	}
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->name = strndup(name, len);
+	nv = realloc(n->children, (n->nchildren + 1) * sizeof(*nv));
+	if (!c->name || !nv) {
+		free(c->name);
+		free(c);
+		if (nv)
+			n->children = nv;
+		return -ENOMEM;
+	}
+	n->children = nv;
+	n->children[n->nchildren++] = c;
+	qsort(n->children, n->nchildren, sizeof(*n->children), child_cmp);
+	*out = c;
+	return 0;
+}
+
+/* add_run() - the node for run @path, created with its parents. */
+static int add_run(struct fs_index *idx, const char *path, struct fs_run_node **out)
+{
+	struct fs_run_node *n = &idx->top;
+	const char *p = path, *slash;
+	int r;
+
+	if (!*path) {
+		r = node_get_child(n, FS_ROOT_RUN, strlen(FS_ROOT_RUN), &n);
+		if (r < 0)
+			return r;
+	}
+	while (*p) {
+		slash = strchr(p, '/');
+		r = node_get_child(n, p, slash ? (size_t)(slash - p) : strlen(p), &n);
+		if (r < 0)
+			return r;
+		p = slash ? slash + 1 : p + strlen(p);
+	}
+	if (!n->is_run) {
+		n->path = strdup(path);
+		if (!n->path)
+			return -ENOMEM;
+		n->is_run = true;
+		idx->runs++;
+	}
+	*out = n;
+	return 0;
+}
+
+/* load_sessions() - fill @run's sessions from "<run>/plugins/profile". */
+static int load_sessions(struct xprofs_store *s, struct fs_index *idx, struct fs_run_node *run,
+			 size_t *budget)
+{
+	char dir[FS_PATH_MAX + 1], sdir[FS_PATH_MAX + 1];
+	struct ents se = { 0 }, he = { 0 };
+	size_t i, j, nsess = 0;
+	int r;
+
+	r = fs_store_path(dir, sizeof(dir), run->path, NULL, NULL);
+	if (r < 0)
+		return r;
+	r = list_sorted(s, dir, budget, &se);
+	if (r < 0)
+		return r;
+	for (i = 0; i < se.n; i++)
+		nsess += se.v[i].st.type == XPROFS_STORE_DIR;
+	run->sessions = calloc(nsess ? nsess : 1, sizeof(*run->sessions));
+	if (!run->sessions) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (i = 0; i < se.n; i++) {
+		struct fs_session *sess;
+		size_t nh = 0;
+
+		if (se.v[i].st.type != XPROFS_STORE_DIR)
+			continue;
+		sess = &run->sessions[run->nsessions++];
+		sess->name = se.v[i].name;
+		se.v[i].name = NULL;
+		sess->mtime_ns = se.v[i].st.mtime_ns;
+		r = fs_store_path(sdir, sizeof(sdir), run->path, sess->name, NULL);
+		if (r < 0)
+			goto out;
+		r = list_sorted(s, sdir, budget, &he);
+		if (r == -ENOENT)
+			continue; /* vanished meanwhile */
+		if (r < 0)
+			goto out;
+		for (j = 0; j < he.n; j++)
+			nh += he.v[j].st.type == XPROFS_STORE_FILE && fs_is_profile_name(he.v[j].name) &&
+			      strlen(he.v[j].name) > strlen(FS_HOST_SUFFIX);
+		sess->hosts = calloc(nh ? nh : 1, sizeof(*sess->hosts));
+		if (!sess->hosts) {
+			r = -ENOMEM;
+			ents_free(&he);
+			goto out;
+		}
+		for (j = 0; j < he.n; j++) {
+			size_t len = strlen(he.v[j].name);
+			struct fs_host *h;
+
+			if (he.v[j].st.type != XPROFS_STORE_FILE || !fs_is_profile_name(he.v[j].name) ||
+			    len <= strlen(FS_HOST_SUFFIX))
+				continue;
+			h = &sess->hosts[sess->nhosts];
+			h->name = strndup(he.v[j].name, len - strlen(FS_HOST_SUFFIX));
+			if (!h->name) {
+				r = -ENOMEM;
+				ents_free(&he);
+				goto out;
+			}
+			h->st = he.v[j].st;
+			sess->nhosts++;
+			idx->hosts++;
+		}
+		ents_free(&he);
+		idx->sessions++;
+	}
+	r = 0;
+out:
+	ents_free(&se);
+	return r;
+}
+
+static int walk(struct xprofs_store *s, struct fs_index *idx, const char *dir, unsigned depth,
+		size_t *budget)
+{
+	char sub[FS_PATH_MAX + 1], pl[FS_PATH_MAX + 1];
+	struct fs_run_node *run;
+	struct xprofs_store_stat st;
+	struct ents e = { 0 };
+	size_t i;
+	int r, n;
+
+	if (depth > FS_INDEX_MAX_DEPTH)
+		return 0;
+	r = list_sorted(s, dir, budget, &e);
+	if (r < 0)
+		return depth ? (r == -E2BIG || r == -ENOMEM ? r : 0) : r;
+	for (i = 0; i < e.n; i++) {
+		if (e.v[i].st.type != XPROFS_STORE_DIR || strcmp(e.v[i].name, "plugins"))
+			continue;
+		n = snprintf(pl, sizeof(pl), "%s%splugins/profile", dir, *dir ? "/" : "");
+		if (n < 0 || (size_t)n >= sizeof(pl))
+			continue;
+		if (xprofs_store_stat(s, pl, &st) < 0 || st.type != XPROFS_STORE_DIR)
+			continue;
+		r = add_run(idx, dir, &run);
+		if (r == 0 && !run->sessions)
+			r = load_sessions(s, idx, run, budget);
+		if (r == -ENOMEM || r == -E2BIG)
+			goto out;
+		r = 0;
+	}
+	for (i = 0; i < e.n; i++) {
+		if (e.v[i].st.type != XPROFS_STORE_DIR)
+			continue;
+		/* "<x>/plugins/profile" holds sessions, already read above */
+		if (!strcmp(e.v[i].name, "profile") &&
+		    (!strcmp(dir, "plugins") ||
+		     (strlen(dir) > 8 && !strcmp(dir + strlen(dir) - 8, "/plugins"))))
+			continue;
+		n = snprintf(sub, sizeof(sub), "%s%s%s", dir, *dir ? "/" : "", e.v[i].name);
+		if (n < 0 || (size_t)n >= sizeof(sub))
+			continue;
+		r = walk(s, idx, sub, depth + 1, budget);
+		if (r < 0)
+			goto out;
+	}
+	r = 0;
+out:
+	ents_free(&e);
+	return r;
+}
+
+int fs_index_build(struct xprofs_store *store, struct fs_index **out)
+{
+	size_t budget = FS_INDEX_MAX_ENTRIES;
+	struct fs_index *idx;
+	int r;
+
+	idx = calloc(1, sizeof(*idx));
+	if (!idx)
+		return -ENOMEM;
+	idx->refs = 1;
+	idx->built_mono_ns = xprofs_mono_ns();
+	r = walk(store, idx, "", 0, &budget);
+	if (r == -E2BIG) {
+		xprofs_warn("runs index: more than %d entries in the source, index is partial",
+			    FS_INDEX_MAX_ENTRIES);
+		r = 0;
+	}
+	if (r < 0) {
+		fs_index_put(idx);
+		return r;
+	}
+	*out = idx;
+	return 0;
+}
+
+struct fs_index *fs_index_get(struct fs_index *idx)
+{
+	if (idx)
+		__atomic_add_fetch(&idx->refs, 1, __ATOMIC_RELAXED);
+	return idx;
+}
+
+void fs_index_put(struct fs_index *idx)
+{
+	if (!idx || __atomic_sub_fetch(&idx->refs, 1, __ATOMIC_ACQ_REL) > 0)
+		return;
+	node_free_members(&idx->top);
+	free(idx);
+}
+
+/* ---- classification --------------------------------------------------- */
+
+static const char *const view_files[] = { "summary.json", "trace.json", "ops.json", "steps.json" };
+
+/* next_comp() - the component at *@p (length in *@len); advances *@p past it. */
+static const char *next_comp(const char **p, size_t *len)
+{
+	const char *c = *p, *slash;
+
+	while (*c == '/')
+		c++;
+	if (!*c)
+		return NULL;
+	slash = strchr(c, '/');
+	*len = slash ? (size_t)(slash - c) : strlen(c);
+	*p = c + *len;
+	return c;
+}
+
+static bool comp_is(const char *c, size_t len, const char *s)
+{
+	return strlen(s) == len && !memcmp(c, s, len);
+}
+
+static const struct fs_session *find_session(const struct fs_run_node *n, const char *c, size_t len)
+{
+	for (size_t i = 0; i < n->nsessions; i++)
+		if (comp_is(c, len, n->sessions[i].name))
+			return &n->sessions[i];
+	return NULL;
+}
+
+static const struct fs_host *find_host(const struct fs_session *s, const char *c, size_t len)
+{
+	for (size_t i = 0; i < s->nhosts; i++)
+		if (comp_is(c, len, s->hosts[i].name))
+			return &s->hosts[i];
+	return NULL;
+}
+
+/* classify_host() - the part below a host dir. */
+static int classify_host(const char *p, struct fs_target *t)
+{
+	const char *c;
+	size_t len;
+
+	c = next_comp(&p, &len);
+	if (!c) {
+		t->kind = FS_K_HOST;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(view_files) / sizeof(view_files[0]); i++) {
+		if (comp_is(c, len, view_files[i])) {
+			t->kind = FS_K_VIEW;
+			t->view = (int)i;
+			break;
+		}
+	}
+	if (comp_is(c, len, "errors"))
+		t->kind = FS_K_ERRORS;
+	if (t->kind != FS_K_NONE)
+		return next_comp(&p, &len) ? -ENOTDIR : 0;
+	if (!comp_is(c, len, "planes"))
+		return -ENOENT;
+	c = next_comp(&p, &len);
+	if (!c) {
+		t->kind = FS_K_PLANES;
+		return 0;
+	}
+	if (len > FS_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(t->plane, c, len);
+	t->plane[len] = '\0';
+	c = next_comp(&p, &len);
+	if (!c) {
+		t->kind = FS_K_PLANE;
+		return 0;
+	}
+	if (len > FS_NAME_MAX)
+		return -ENAMETOOLONG;
+	memcpy(t->line, c, len);
+	t->line[len] = '\0';
+	t->kind = FS_K_TRACK;
+	return next_comp(&p, &len) ? -ENOTDIR : 0;
+}
+
+static int classify_runs(const struct fs_index *idx, const char *p, struct fs_target *t)
+{
+	const struct fs_run_node *n;
+	const char *c;
+	size_t len;
+
+	if (!idx)
+		return -ENOENT;
+	n = &idx->top;
+	for (;;) {
+		const struct fs_run_node *child;
+
+		c = next_comp(&p, &len);
+		if (!c) {
+			t->kind = FS_K_RUNS;
+			t->node = n;
+			return 0;
+		}
+		child = node_child(n, c, len);
+		if (child) {
+			n = child;
+			continue;
+		}
+		if (!n->is_run)
+			return -ENOENT;
+		t->node = n;
+		if (comp_is(c, len, "capture")) {
+			t->kind = FS_K_CAPTURE;
+			return next_comp(&p, &len) ? -ENOTDIR : 0;
+		}
+		t->session = find_session(n, c, len);
+		if (!t->session)
+			return -ENOENT;
+		c = next_comp(&p, &len);
+		if (!c) {
+			t->kind = FS_K_SESSION;
+			return 0;
+		}
+		if (comp_is(c, len, "summary.json")) {
+			t->kind = FS_K_SESSION_SUMMARY;
+			return next_comp(&p, &len) ? -ENOTDIR : 0;
+		}
+		t->host = find_host(t->session, c, len);
+		if (!t->host)
+			return -ENOENT;
+		return classify_host(p, t);
+	}
+}
+
+int fs_path_classify(const struct fs_index *idx, const char *path, struct fs_target *t)
+{
+	const char *p = path, *c;
+	size_t len;
+
+	memset(t, 0, sizeof(*t));
+	if (!path || path[0] != '/')
+		return -EINVAL;
+	if (strlen(path) > FS_PATH_MAX)
+		return -ENAMETOOLONG;
+	c = next_comp(&p, &len);
+	if (!c) {
+		t->kind = FS_K_ROOT;
+		return 0;
+	}
+	if (comp_is(c, len, "logdir")) {
+		while (*p == '/')
+			p++;
+		t->kind = FS_K_LOGDIR;
+		t->store_path = p;
+		return xprofs_store_path_valid(p) ? 0 : -ENOENT;
+	}
+	if (comp_is(c, len, "status.json") || comp_is(c, len, "capture")) {
+		t->kind = comp_is(c, len, "capture") ? FS_K_CAPTURE : FS_K_STATUS;
+		return next_comp(&p, &len) ? -ENOTDIR : 0;
+	}
+	if (comp_is(c, len, "runs"))
+		return classify_runs(idx, p, t);
+	return -ENOENT;
+}
