@@ -389,7 +389,8 @@ static int scan(struct xprofs_cache *c)
 		v[n++] = (struct scanned){{id[0], id[1]}, (uint64_t)st.st_size,
 					  st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
 	}
-	qsort(v, n, sizeof(*v), scanned_cmp);
+	if (n)
+		qsort(v, n, sizeof(*v), scanned_cmp);
 	for (size_t i = 0; i < n; i++) {
 		struct cnode *node = node_get(c, v[i].id);
 
