@@ -73,6 +73,15 @@ int xprofs_gcs_range_parse(const char *s, uint64_t *committed) XPROFS_WUR;
 /** xprofs_gcs_error_message() - the "message" of a GCS error JSON body, or "". Borrows @body; writes into @out (@n bytes). */
 void xprofs_gcs_error_message(const char *body, size_t len, char *out, size_t n);
 
+/**
+ * xprofs_gcs_object_parse() - size/generation/updated of an object resource
+ * (upload answer), or with @done non-NULL of a rewrite answer (*@done false:
+ * not finished, @st untouched). Borrows @json.
+ */
+int xprofs_gcs_object_parse(const char *json, size_t len, struct xprofs_store_stat *st, bool *done) XPROFS_WUR;
+/** xprofs_gcs_json_string() - top-level string @key of @json; caller owns *@out (free()). -ENOENT if absent. */
+int xprofs_gcs_json_string(const char *json, size_t len, const char *key, char **out) XPROFS_WUR;
+
 /* ---- tree.c: the in-memory namespace ----------------------------------- */
 
 struct xprofs_gcs_tree;
@@ -149,6 +158,8 @@ struct xprofs_gcs_req {
 	const void *body;          /* in-memory body (borrowed) ... */
 	int body_fd;               /* ... or @body_len bytes of @body_fd at @body_off */
 	uint64_t body_off, body_len;
+	uint64_t expect_generation; /* ranged GET: -ESTALE when the answer is another version ... */
+	uint64_t expect_size;      /* ... or has another total size */
 	struct xprofs_buf *resp;   /* 2xx response body goes here (borrowed; bounded by its max) */
 	uint8_t *dst;              /* ... or a ranged GET: bytes [range_first, range_first+dst_len) land here */
 	size_t dst_len;

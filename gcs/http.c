@@ -466,6 +466,24 @@ static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CU
 	}
 	if (rq->status >= 200 && rq->status < 300) {
 		curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+		if (rq->expect_generation && rq->goog_generation &&
+		    rq->goog_generation != rq->expect_generation) {
+			r = -ESTALE; /* a server that ignored generation= served a newer version */
+			goto out;
+		}
+		if (rq->expect_generation && rq->status == 206) {
+			uint64_t f, l, t;
+
+			if (xprofs_gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
+			    t != rq->expect_size) {
+				r = -ESTALE;
+				goto out;
+			}
+		}
+		if (rq->expect_generation && rq->status == 200 && cl >= 0 && (uint64_t)cl != rq->expect_size) {
+			r = -ESTALE;
+			goto out;
+		}
 		if (cl >= 0 && (uint64_t)cl != a.down_pos)
 			*truncated = true;
 		if (rq->dst && rq->dst_got < rq->dst_len)

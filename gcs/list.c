@@ -113,7 +113,7 @@ int xprofs_gcs_list_parse(const char *json, size_t len, xprofs_gcs_item_cb cb, v
 	*skipped = 0;
 	if (len > XPROFS_GCS_PAGE_MAX)
 		return -E2BIG;
-	root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &jerr);
+	root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (!root || !json_is_object(root)) {
 		r = -EBADMSG;
 		goto out;
@@ -234,4 +234,59 @@ void xprofs_gcs_error_message(const char *body, size_t len, char *out, size_t n)
 		out[k] = '\0';
 	}
 	json_decref(root);
+}
+
+int xprofs_gcs_object_parse(const char *json, size_t len, struct xprofs_store_stat *st, bool *done)
+{
+	json_t *root, *res, *d, *upd;
+	int r = -EBADMSG;
+
+	if (len > XPROFS_GCS_SMALL_MAX)
+		return -E2BIG;
+	root = json_loadb(json, len, 0, NULL);
+	if (!json_is_object(root))
+		goto out;
+	res = root;
+	if (done) {
+		/* a rewrite answer: {"done": bool, "resource": {...}, "rewriteToken": ...} */
+		d = json_object_get(root, "done");
+		*done = json_is_true(d);
+		if (!*done) {
+			r = 0;
+			goto out;
+		}
+		res = json_object_get(root, "resource");
+		if (!json_is_object(res))
+			goto out;
+	}
+	memset(st, 0, sizeof(*st));
+	st->type = XPROFS_STORE_FILE;
+	if (json_u64(json_object_get(res, "size"), INT64_MAX, &st->size) < 0 ||
+	    json_u64(json_object_get(res, "generation"), INT64_MAX, &st->generation) < 0)
+		goto out;
+	upd = json_object_get(res, "updated");
+	if (!json_is_string(upd) || xprofs_gcs_time_parse(json_string_value(upd), &st->mtime_ns) < 0)
+		st->mtime_ns = xprofs_now_ns();
+	r = 0;
+out:
+	json_decref(root);
+	return r;
+}
+
+int xprofs_gcs_json_string(const char *json, size_t len, const char *key, char **out)
+{
+	json_t *root, *v;
+	int r = -ENOENT;
+
+	if (len > XPROFS_GCS_SMALL_MAX)
+		return -E2BIG;
+	root = json_loadb(json, len, 0, NULL);
+	v = json_object_get(root, key);
+	if (json_is_string(v) && json_string_length(v) <= XPROFS_GCS_TOKEN_MAX &&
+	    strlen(json_string_value(v)) == json_string_length(v)) {
+		*out = strdup(json_string_value(v));
+		r = *out ? 0 : -ENOMEM;
+	}
+	json_decref(root);
+	return r;
 }

@@ -1,0 +1,117 @@
+#!/usr/bin/python3
+"""tests/gcs/fake_gcs.py - a tiny JSON-API server that misbehaves on purpose,
+for the GCS client's fault tests (store-probe --faults). The real emulator is
+too well-behaved to show these paths.
+
+  /usr/bin/python3 fake_gcs.py     # prints "ready PORT", serves until killed
+
+Buckets: "no-such-bucket" answers 404, "forbidden-bucket" 403; any other
+bucket lists 1000 objects "many/NNNN" plus full200.bin, flaky.bin, broken.bin
+and an unusable name, 400 items a page, and the first listing request of the
+process answers 503. Media reads of the three .bin objects (3000000 bytes,
+byte i = (i*7+3) & 0xff):
+  full200.bin  ignores Range and answers 200 with the whole body (as the
+               firebase emulator does for some ranges);
+  flaky.bin    cycles 503 / a body cut short (connection closed) / a correct 206;
+  broken.bin   always 503.
+"""
+import json
+import re
+import sys
+import threading
+import urllib.parse
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+SIZE = 3000000
+DATA = bytes((i * 7 + 3) & 0xFF for i in range(SIZE))
+NAMES = ["many/%04d" % i for i in range(1000)] + ["full200.bin", "flaky.bin", "broken.bin", "weird//x"]
+NAMES.sort()
+PAGE = 400
+lock = threading.Lock()
+state = {"lists": 0, "flaky": 0}
+
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):  # quiet
+        pass
+
+    def send_json(self, code, obj):
+        body = json.dumps(obj).encode()
+        self.send_response(code)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def error(self, code, msg):
+        self.send_json(code, {"error": {"code": code, "message": msg}})
+
+    def do_GET(self):
+        u = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(u.query)
+        m = re.fullmatch(r"/storage/v1/b/([^/]+)/o(?:/([^/]+))?", u.path)
+        if not m:
+            return self.error(404, "no route")
+        bucket = urllib.parse.unquote(m.group(1))
+        if bucket == "no-such-bucket":
+            return self.error(404, "The specified bucket does not exist.")
+        if bucket == "forbidden-bucket":
+            return self.error(403, "caller does not have storage.objects.list access")
+        if m.group(2) is None:
+            with lock:
+                state["lists"] += 1
+                first = state["lists"] == 1
+            if first:
+                return self.error(503, "try again")
+            start = int(q.get("pageToken", ["0"])[0])
+            items = [{"name": n, "size": str(SIZE if n.endswith(".bin") else 1),
+                      "generation": "17", "updated": "2024-05-06T07:08:09.123Z"}
+                     for n in NAMES[start:start + PAGE]]
+            page = {"items": items}
+            if start + PAGE < len(NAMES):
+                page["nextPageToken"] = str(start + PAGE)
+            return self.send_json(200, page)
+        name = urllib.parse.unquote(m.group(2))
+        if q.get("alt") != ["media"] or name not in ("full200.bin", "flaky.bin", "broken.bin"):
+            return self.error(404, "No such object")
+        rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+        a, b = (int(rng.group(1)), min(int(rng.group(2)), SIZE - 1)) if rng else (0, SIZE - 1)
+        if name == "broken.bin":
+            return self.error(503, "backend error")
+        if name == "full200.bin":
+            self.send_response(200)
+            self.send_header("Content-Length", str(SIZE))
+            self.send_header("x-goog-generation", "17")
+            self.end_headers()
+            self.wfile.write(DATA)
+            return
+        with lock:
+            state["flaky"] += 1
+            mode = state["flaky"] % 3
+        if mode == 1:
+            return self.error(503, "flaky")
+        body = DATA[a:b + 1]
+        self.send_response(206)
+        self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, SIZE))
+        self.send_header("Content-Length", str(len(body)))
+        self.send_header("x-goog-generation", "17")
+        self.end_headers()
+        if mode == 2:
+            self.wfile.write(body[: len(body) // 2])
+            self.wfile.flush()
+            self.close_connection = True
+            return
+        self.wfile.write(body)
+
+
+def main():
+    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    srv.daemon_threads = True
+    print("ready %d" % srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

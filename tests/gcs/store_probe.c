@@ -1,0 +1,479 @@
+/*
+ * tests/gcs/store_probe.c - drives the GCS store backend through the public
+ * store API against a real JSON API server (the emulator, or the fault
+ * server fake_gcs.py) and prints TAP. Run by test_store.sh, which seeds the
+ * bucket and passes the local copy to compare with.
+ *
+ *   store-probe ENDPOINT gs://BUCKET/PREFIX LOCAL_DIR [CACHE_DIR]   # full check
+ *   store-probe --faults ENDPOINT gs://BUCKET/PREFIX               # fault server
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "xprofs/cache.h"
+#include "xprofs/gcs.h"
+#include "xprofs/store.h"
+
+static int tap_n, tap_fail;
+
+static void check(bool ok, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void check(bool ok, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s %d - ", ok ? "ok" : "not ok", ++tap_n);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n");
+	fflush(stdout);
+	if (!ok)
+		tap_fail++;
+}
+
+static char *slurp(const char *path, size_t *n)
+{
+	FILE *f = fopen(path, "rb");
+	char *p = NULL;
+	long len;
+
+	if (!f)
+		return NULL;
+	fseek(f, 0, SEEK_END);
+	len = ftell(f);
+	fseek(f, 0, SEEK_SET);
+	p = malloc((size_t)len + 1);
+	if (p && fread(p, 1, (size_t)len, f) != (size_t)len) {
+		free(p);
+		p = NULL;
+	}
+	fclose(f);
+	*n = (size_t)len;
+	return p;
+}
+
+/* Read all of @path through the store with reads of @chunk bytes. Caller owns. */
+static char *store_slurp(struct xprofs_store *s, const char *path, size_t chunk, size_t *n, int *err)
+{
+	struct xprofs_store_file *f = NULL;
+	struct xprofs_store_stat st;
+	char *buf = NULL;
+	uint64_t off = 0;
+
+	*err = xprofs_store_open(s, path, &f);
+	if (*err < 0)
+		return NULL;
+	*err = xprofs_store_file_stat(f, &st);
+	buf = malloc(st.size + 1);
+	while (*err == 0 && buf && off < st.size) {
+		ssize_t k = xprofs_store_pread(f, buf + off, chunk, off);
+
+		if (k <= 0) {
+			*err = k < 0 ? (int)k : -EIO;
+			break;
+		}
+		off += (uint64_t)k;
+	}
+	xprofs_store_close(f);
+	*n = off;
+	return buf;
+}
+
+struct walk {
+	struct xprofs_store *s;
+	const char *local;
+	int files, mismatches;
+};
+
+static int walk_dir(struct walk *w, const char *rel);
+
+struct list_ctx {
+	struct walk *w;
+	const char *rel;
+	int entries;
+};
+
+static int list_cb(void *arg, const char *name, const struct xprofs_store_stat *st)
+{
+	struct list_ctx *c = arg;
+	char rel[4096], lpath[8192];
+	struct stat lst;
+
+	c->entries++;
+	snprintf(rel, sizeof(rel), "%s%s%s", c->rel, c->rel[0] ? "/" : "", name);
+	snprintf(lpath, sizeof(lpath), "%s/%s", c->w->local, rel);
+	if (stat(lpath, &lst) < 0) {
+		printf("# extra entry in the store: %s\n", rel);
+		c->w->mismatches++;
+		return 0;
+	}
+	if (st->type == XPROFS_STORE_DIR) {
+		if (!S_ISDIR(lst.st_mode))
+			c->w->mismatches++;
+		return walk_dir(c->w, rel);
+	}
+	if (!S_ISREG(lst.st_mode) || (uint64_t)lst.st_size != st->size) {
+		printf("# %s: size %llu vs local %lld\n", rel, (unsigned long long)st->size, (long long)lst.st_size);
+		c->w->mismatches++;
+		return 0;
+	}
+	{
+		size_t n1 = 0, n2 = 0;
+		int err;
+		char *a = slurp(lpath, &n1);
+		/* odd read sizes cross block boundaries */
+		char *b = store_slurp(c->w->s, rel, 131072 + 17, &n2, &err);
+
+		if (err || !a || !b || n1 != n2 || memcmp(a, b, n1) != 0) {
+			printf("# %s: content differs (err %d)\n", rel, err);
+			c->w->mismatches++;
+		}
+		free(a);
+		free(b);
+	}
+	c->w->files++;
+	return 0;
+}
+
+static int walk_dir(struct walk *w, const char *rel)
+{
+	struct list_ctx c = {.w = w, .rel = rel};
+	char lpath[8192];
+	DIR *d;
+	struct dirent *e;
+	int local = 0, r;
+
+	r = xprofs_store_list(w->s, rel, list_cb, &c);
+	if (r < 0)
+		return r;
+	snprintf(lpath, sizeof(lpath), "%s/%s", w->local, rel);
+	d = opendir(lpath);
+	if (!d)
+		return -errno;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			local++;
+	closedir(d);
+	if (local != c.entries) {
+		printf("# %s: %d entries in the store, %d locally\n", rel, c.entries, local);
+		w->mismatches++;
+	}
+	return 0;
+}
+
+static int put(struct xprofs_store *s, const char *path, unsigned flags, const void *p, size_t n)
+{
+	struct xprofs_store_writer *w = NULL;
+	int r = xprofs_store_create(s, path, flags, &w);
+
+	if (r < 0)
+		return r;
+	if (n && xprofs_store_write(w, p, n, 0) != (ssize_t)n) {
+		xprofs_store_abort(w);
+		return -EIO;
+	}
+	return xprofs_store_commit(w);
+}
+
+static bool same_content(struct xprofs_store *s, const char *path, const void *p, size_t n)
+{
+	size_t got = 0;
+	int err;
+	char *b = store_slurp(s, path, 65536, &got, &err);
+	bool ok = !err && b && got == n && memcmp(b, p, n) == 0;
+
+	free(b);
+	return ok;
+}
+
+static json_t *status(struct xprofs_store *s)
+{
+	struct xprofs_buf b;
+	json_t *j;
+
+	xprofs_buf_init(&b, 1 << 20);
+	if (xprofs_store_status_json(s, &b) < 0) {
+		xprofs_buf_deinit(&b);
+		return NULL;
+	}
+	j = json_loads(b.data, 0, NULL);
+	xprofs_buf_deinit(&b);
+	return j;
+}
+
+static long long counter(json_t *j, const char *group, const char *key)
+{
+	json_t *g = group ? json_object_get(j, group) : j;
+
+	return json_integer_value(json_object_get(g, key));
+}
+
+static void pattern(char *p, size_t n, unsigned seed)
+{
+	size_t i;
+
+	for (i = 0; i < n; i++)
+		p[i] = (char)((i * 2654435761u + seed) >> 13);
+}
+
+static int full(const char *endpoint, const char *url, const char *local, const char *cache_dir)
+{
+	struct xprofs_gcs_options o = {.endpoint = endpoint, .anonymous = true, .retry_deadline_s = 10};
+	struct xprofs_store *a = NULL, *b = NULL;
+	struct xprofs_store_writer *w = NULL, *w2 = NULL;
+	struct xprofs_store_file *f = NULL;
+	struct xprofs_store_stat st;
+	struct xprofs_cache *cache = NULL;
+	struct walk wk = {0};
+	size_t big = 3 * 1024 * 1024 + 12345, n;
+	char *data = malloc(big), *data2 = malloc(big), buf[4096];
+	json_t *j;
+	int r;
+
+	r = xprofs_gcs_store_new(url, &o, &a);
+	check(r == 0, "store_new %s: %d", url, r);
+	if (r < 0)
+		return 1;
+	r = xprofs_gcs_store_new(url, &o, &b);
+	check(r == 0, "second store on the same prefix: %d", r);
+	if (r < 0)
+		return 1;
+
+	/* 1. the mirror: every directory and file as seeded, byte for byte */
+	wk.s = a;
+	wk.local = local;
+	r = walk_dir(&wk, "");
+	check(r == 0 && wk.mismatches == 0 && wk.files > 0, "tree and contents match %s (%d files, %d mismatches)",
+	      local, wk.files, wk.mismatches);
+
+	/* 2. write, read back, atomic exclusive create */
+	pattern(data, big, 1);
+	r = put(a, "w/new/file.bin", XPROFS_STORE_EXCL, data, big);
+	check(r == 0, "exclusive create of w/new/file.bin: %d", r);
+	check(xprofs_store_stat(a, "w/new", &st) == 0 && st.type == XPROFS_STORE_DIR, "implicit parent dir appears");
+	check(same_content(a, "w/new/file.bin", data, big), "read back what was written");
+	check(put(a, "w/new/file.bin", XPROFS_STORE_EXCL, "x", 1) == -EEXIST, "second exclusive create: EEXIST");
+	r = xprofs_store_create(a, "w/race.bin", XPROFS_STORE_EXCL, &w);
+	check(r == 0, "exclusive writer opened");
+	check(put(b, "w/race.bin", XPROFS_STORE_EXCL, "B", 1) == 0, "another client creates the same name");
+	if (w) {
+		(void)!xprofs_store_write(w, "A", 1, 0);
+		r = xprofs_store_commit(w);
+		check(r == -EEXIST, "the loser's commit fails with EEXIST (ifGenerationMatch=0): %d", r);
+	}
+	check(xprofs_store_refresh(a) == 0, "refresh");
+	check(same_content(a, "w/race.bin", "B", 1), "the winner's content stays");
+
+	/* 3. resumable uploads in chunks */
+	{
+		struct xprofs_gcs_options o2 = o;
+		struct xprofs_store *c = NULL;
+
+		o2.resumable_threshold = 512 * 1024;
+		o2.upload_chunk = 256 * 1024;
+		r = xprofs_gcs_store_new(url, &o2, &c);
+		pattern(data2, big, 2);
+		check(r == 0 && put(c, "w/resumable.bin", XPROFS_STORE_TRUNC, data2, big) == 0,
+		      "resumable upload of %zu bytes in 256 KiB chunks", big);
+		check(same_content(c, "w/resumable.bin", data2, big) && same_content(b, "w/resumable.bin", data2, big) == false,
+		      "read back the resumable upload (other store not refreshed yet)");
+		check(xprofs_store_refresh(b) == 0 && same_content(b, "w/resumable.bin", data2, big),
+		      "other store sees it after refresh");
+		j = status(c);
+		check(counter(j, "requests", "upload") >= 14, "resumable upload took a session + 13 chunks (%lld uploads)",
+		      counter(j, "requests", "upload"));
+		json_decref(j);
+		xprofs_store_free(c);
+	}
+
+	/* 4. non-truncating create starts from the object's content */
+	r = xprofs_store_create(a, "w/new/file.bin", 0, &w);
+	check(r == 0, "non-TRUNC create of an existing object");
+	if (r == 0) {
+		memcpy(data + 100, "PATCHED", 7);
+		(void)!xprofs_store_write(w, "PATCHED", 7, 100);
+		n = (size_t)xprofs_store_wread(w, buf, sizeof(buf), 96);
+		check(n == sizeof(buf) && memcmp(buf + 4, "PATCHED", 7) == 0 && memcmp(buf, data + 96, 4) == 0,
+		      "wread sees the pre-filled content and the patch");
+		check(xprofs_store_flush(w) == 0, "flush uploads");
+		(void)!xprofs_store_write(w, "AGAIN", 5, 200);
+		memcpy(data + 200, "AGAIN", 5);
+		check(xprofs_store_commit(w) == 0, "commit after flush replaces our own version");
+		check(same_content(a, "w/new/file.bin", data, big), "content is the patched original");
+	}
+
+	/* 5. namespace operations */
+	check(xprofs_store_rename(a, "w/new/file.bin", "w/renamed.bin") == 0, "rename a file");
+	check(xprofs_store_stat(a, "w/new/file.bin", &st) == -ENOENT, "old name gone");
+	check(same_content(a, "w/renamed.bin", data, big), "new name has the content");
+	check(xprofs_store_rename(a, "w", "w2") == -EXDEV, "directory rename: EXDEV");
+	check(xprofs_store_mkdir(a, "w/emptydir") == 0, "mkdir");
+	check(xprofs_store_mkdir(a, "w/emptydir") == -EEXIST, "mkdir again: EEXIST");
+	check(xprofs_store_mkdir(a, "nope/deeper") == -ENOENT, "mkdir without parent: ENOENT");
+	check(xprofs_store_refresh(a) == 0 && xprofs_store_stat(a, "w/emptydir", &st) == 0 &&
+		      st.type == XPROFS_STORE_DIR,
+	      "a mkdir'ed directory survives a refresh");
+	check(xprofs_store_rmdir(a, "w") == -ENOTEMPTY, "rmdir non-empty: ENOTEMPTY");
+	check(xprofs_store_rmdir(a, "w/emptydir") == 0, "rmdir empty");
+	check(xprofs_store_unlink(a, "w/renamed.bin") == 0, "unlink");
+	check(xprofs_store_stat(a, "w/renamed.bin", &st) == -ENOENT, "unlinked file gone");
+	check(xprofs_store_unlink(a, "w/renamed.bin") == -ENOENT, "unlink again: ENOENT");
+	check(xprofs_store_refresh(a) == 0 && xprofs_store_stat(a, "w/renamed.bin", &st) == -ENOENT,
+	      "still gone after relisting (deleted in the bucket)");
+
+	/* 6. a reader pinned to a generation sees ESTALE when the object is replaced */
+	pattern(data2, big, 3);
+	check(put(a, "w/stale.bin", XPROFS_STORE_TRUNC, data, big) == 0, "object for the stale test");
+	r = xprofs_store_open(a, "w/stale.bin", &f);
+	check(r == 0 && xprofs_store_pread(f, buf, 10, 0) == 10, "reader opened and read the first block");
+	check(put(b, "w/stale.bin", XPROFS_STORE_TRUNC, data2, big) == 0, "another client replaces it");
+	if (f) {
+		ssize_t k = xprofs_store_pread(f, buf, 10, 2 * 1024 * 1024 + 5);
+
+		check(k == -ESTALE, "the old reader gets ESTALE, never spliced data: %zd", k);
+		xprofs_store_close(f);
+	}
+	check(xprofs_store_refresh(a) == 0 && same_content(a, "w/stale.bin", data2, big), "a new open sees the new version");
+
+	/* 7. an unchanged reader keeps working while writers come and go */
+	r = xprofs_store_create(a, "w/pending.bin", XPROFS_STORE_EXCL, &w2);
+	check(r == 0 && xprofs_store_stat(a, "w/pending.bin", &st) == -ENOENT, "uncommitted writes are invisible");
+	xprofs_store_abort(w2);
+	check(xprofs_store_stat(a, "w/pending.bin", &st) == -ENOENT, "abort leaves nothing");
+
+	/* 8. counters */
+	j = status(a);
+	check(j && counter(j, "requests", "list") >= 1 && counter(j, "requests", "get") >= 1 &&
+		      counter(j, "requests", "upload") >= 1 && counter(j, "requests", "delete") >= 1 &&
+		      counter(j, NULL, "bytes_downloaded") > 0 && counter(j, NULL, "stale") >= 1,
+	      "status_json counts requests, bytes and stale reads");
+	json_decref(j);
+
+	/* 9. the shared lz4 cache: a second mount reads blocks from disk, not GCS */
+	if (cache_dir && xprofs_cache_new(cache_dir, 256u << 20, &cache) == 0) {
+		struct xprofs_gcs_options o3 = o;
+		struct xprofs_store *c1 = NULL, *c2 = NULL;
+		long long gets1, gets2, disk;
+
+		o3.cache = cache;
+		check(xprofs_gcs_store_new(url, &o3, &c1) == 0 && same_content(c1, "w/stale.bin", data2, big),
+		      "cold read through the cache");
+		j = status(c1);
+		gets1 = counter(j, "requests", "get");
+		json_decref(j);
+		check(xprofs_gcs_store_new(url, &o3, &c2) == 0 && same_content(c2, "w/stale.bin", data2, big),
+		      "warm read through the cache");
+		j = status(c2);
+		gets2 = counter(j, "requests", "get");
+		disk = counter(j, "blocks", "disk_hits");
+		json_decref(j);
+		check(gets1 > 0 && gets2 == 0 && disk >= 4, "warm read: %lld GETs (cold %lld), %lld disk blocks", gets2,
+		      gets1, disk);
+		xprofs_store_free(c2);
+		xprofs_store_free(c1);
+		xprofs_cache_free(cache);
+	}
+
+	/* clean the scratch objects so the mirror check can run again */
+	(void)!xprofs_store_unlink(a, "w/stale.bin");
+	(void)!xprofs_store_unlink(a, "w/race.bin");
+	(void)!xprofs_store_unlink(a, "w/resumable.bin");
+	xprofs_store_free(b);
+	xprofs_store_free(a);
+	free(data);
+	free(data2);
+	return 0;
+}
+
+/* Against fake_gcs.py: mount-time errors, retries, truncation, 200-for-range. */
+static int faults(const char *endpoint, const char *url)
+{
+	struct xprofs_gcs_options o = {.endpoint = endpoint, .anonymous = true, .retry_deadline_s = 5,
+				       .retry_initial_ms = 10};
+	struct xprofs_store *s = NULL;
+	char bucket_url[512], *buf = malloc(3 << 20), *want = NULL;
+	size_t n = 0;
+	int err, r;
+	json_t *j;
+
+	r = xprofs_gcs_store_new("gs://no-such-bucket", &o, &s);
+	check(r == -ENOENT && !s, "missing bucket: ENOENT at mount (%d)", r);
+	r = xprofs_gcs_store_new("gs://forbidden-bucket", &o, &s);
+	check(r == -EACCES, "403 at mount: EACCES (%d)", r);
+	{
+		struct xprofs_gcs_options o2 = o;
+
+		o2.endpoint = "http://127.0.0.1:1";
+		o2.retry_deadline_s = 1;
+		r = xprofs_gcs_store_new(url, &o2, &s);
+		check(r == -ECONNREFUSED, "nothing listening: ECONNREFUSED (%d)", r);
+	}
+	r = xprofs_gcs_store_new(url, &o, &s);
+	check(r == 0, "store over the fault server (listing paginated, with 503s): %d", r);
+	if (r < 0)
+		return 1;
+	/* the server's objects: "obj-N" of N KiB-ish of a known pattern, names from its listing */
+	snprintf(bucket_url, sizeof(bucket_url), "%s", url);
+	{
+		struct xprofs_store_stat st;
+
+		check(xprofs_store_stat(s, "many/0999", &st) == 0, "all 3 pages listed (many/0999 present)");
+		check(xprofs_store_stat(s, "weird", &st) == -ENOENT, "objects with unusable names are skipped");
+	}
+	want = store_slurp(s, "full200.bin", 100000, &n, &err);
+	check(err == 0 && n == 3000000, "server answering 200 (whole body) to ranges: read %zu bytes, err %d", n, err);
+	if (want && err == 0) {
+		size_t i;
+		bool ok = true;
+
+		for (i = 0; i < n && ok; i++)
+			ok = (unsigned char)want[i] == (unsigned char)((i * 7 + 3) & 0xff);
+		check(ok, "... and the bytes are right at every offset");
+	}
+	free(want);
+	want = store_slurp(s, "flaky.bin", 1 << 20, &n, &err);
+	check(err == 0 && n == 3000000, "truncated bodies, resets and 503s are retried: %zu bytes, err %d", n, err);
+	if (want && err == 0) {
+		size_t i;
+		bool ok = true;
+
+		for (i = 0; i < n && ok; i++)
+			ok = (unsigned char)want[i] == (unsigned char)((i * 7 + 3) & 0xff);
+		check(ok, "... with the right bytes");
+	}
+	free(want);
+	want = store_slurp(s, "broken.bin", 1 << 20, &n, &err);
+	check(err == -EIO || err == -ECONNRESET, "an object that always fails: an error after the deadline (%d)", err);
+	free(want);
+	j = status(s);
+	check(j && counter(j, NULL, "retries") >= 3, "retries counted (%lld)", counter(j, NULL, "retries"));
+	json_decref(j);
+	xprofs_store_free(s);
+	free(buf);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	int r;
+
+	if (getenv("XPROFS_DEBUG"))
+		xprofs_log_set_level(XPROFS_LOG_DEBUG);
+	if (argc >= 4 && strcmp(argv[1], "--faults") == 0)
+		r = faults(argv[2], argv[3]);
+	else if (argc >= 4)
+		r = full(argv[1], argv[2], argv[3], argc > 4 ? argv[4] : NULL);
+	else {
+		fprintf(stderr, "usage: %s ENDPOINT gs://B/P LOCAL [CACHE] | --faults ENDPOINT gs://B/P\n", argv[0]);
+		return 2;
+	}
+	printf("1..%d\n", tap_n);
+	return r || tap_fail ? 1 : 0;
+}
