@@ -513,6 +513,10 @@ int fs_path_classify(const struct fs_index *idx, const char *path, struct fs_tar
 		return -EINVAL;
 	if (strlen(path) > FS_PATH_MAX)
 		return -ENAMETOOLONG;
+	while (next_comp(&p, &len))
+		if (len > FS_NAME_MAX)
+			return -ENAMETOOLONG;
+	p = path;
 	c = next_comp(&p, &len);
 	if (!c) {
 		t->kind = FS_K_ROOT;

@@ -733,6 +733,27 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 
 /* ---- attributes -------------------------------------------------------- */
 
+/* mem_content() - the current content of status.json, an errors or a capture file. */
+static int mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xprofs_buf *b)
+{
+	char hp[FS_PATH_MAX + 1];
+	int r;
+
+	switch (t->kind) {
+	case FS_K_STATUS:
+		return fs_status_json(ctx, b);
+	case FS_K_ERRORS:
+		r = fs_store_path(hp, sizeof(hp), t->node->path, t->session->name, t->host->name);
+		return r < 0 ? r : errors_snapshot(ctx, hp, b);
+	case FS_K_CAPTURE:
+		if (ctx->capture)
+			return xprofs_capture_status(ctx->capture, t->node ? t->node->path : NULL, b);
+		return xprofs_buf_adds(b, "capture: unavailable in this mount\n");
+	default:
+		return -EINVAL;
+	}
+}
+
 static void fill_dir(struct fs_ctx *ctx, struct stat *st, int64_t mtime_ns)
 {
 	memset(st, 0, sizeof(*st));
@@ -763,9 +784,11 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 	struct xprofs_store_stat ss;
 	struct fs_track_list *tl;
 	char hp[FS_PATH_MAX + 1];
+	struct xprofs_buf b;
 	bool found = false;
 	int r;
 
+	xprofs_buf_init(&b, FS_MEM_MAX);
 	switch (t->kind) {
 	case FS_K_ROOT:
 	case FS_K_RUNS:
@@ -777,13 +800,14 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 		fill_dir(ctx, st, t->host->st.mtime_ns);
 		return 0;
 	case FS_K_STATUS:
-		fill_file(ctx, st, 0, 0, 0444);
-		return 0;
 	case FS_K_CAPTURE:
-		fill_file(ctx, st, 0, 0, 0644);
-		return 0;
 	case FS_K_ERRORS:
-		fill_file(ctx, st, 0, t->host->st.mtime_ns, 0444);
+		/* small and in memory: report the size the content has now */
+		r = mem_content(ctx, t, &b);
+		fill_file(ctx, st, r == 0 ? b.len : 0,
+			  t->kind == FS_K_ERRORS ? t->host->st.mtime_ns : 0,
+			  t->kind == FS_K_CAPTURE ? 0644 : 0444);
+		xprofs_buf_deinit(&b);
 		return 0;
 	case FS_K_VIEW:
 		fill_file(ctx, st, gen_size(ctx, t), t->host->st.mtime_ns, 0444);
@@ -1051,7 +1075,6 @@ static int mem_fh(struct xprofs_buf *b, enum fh_kind kind, struct fs_fh **out)
 static int op_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
-	char hp[FS_PATH_MAX + 1];
 	struct fs_fh *fh = NULL;
 	struct fs_index *idx;
 	struct xprofs_buf b;
@@ -1077,15 +1100,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		r = fh ? xprofs_store_open(ctx->store, t.store_path, &fh->rf) : -ENOMEM;
 		break;
 	case FS_K_STATUS:
-		r = fs_status_json(ctx, &b);
-		if (r == 0)
-			r = mem_fh(&b, FH_MEM, &fh);
-		fi->direct_io = 1;
-		break;
 	case FS_K_ERRORS:
-		r = host_path(&t, hp, sizeof(hp));
-		if (r == 0)
-			r = errors_snapshot(ctx, hp, &b);
+		r = mem_content(ctx, &t, &b);
 		if (r == 0)
 			r = mem_fh(&b, FH_MEM, &fh);
 		fi->direct_io = 1;
@@ -1095,10 +1111,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 			r = -EROFS;
 			break;
 		}
-		if (ctx->capture)
-			r = xprofs_capture_status(ctx->capture, t.node ? t.node->path : NULL, &b);
-		else
-			r = xprofs_buf_adds(&b, "capture: unavailable in this mount\n");
+		r = mem_content(ctx, &t, &b);
 		if (r == 0)
 			r = mem_fh(&b, FH_CAPTURE, &fh);
 		if (r == 0 && t.node) {

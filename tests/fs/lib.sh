@@ -1,0 +1,82 @@
+# tests/fs/lib.sh - helpers for mount tests (sourced by bash scripts).
+#
+#   . "$XPROFS_SOURCE_ROOT/tests/fs/lib.sh"
+#   xp_require_fuse                  # exit 77 (skip) without /dev/fuse or fusermount3
+#   xp_workdir                       # $XP_WORK: temp dir, cleaned (and unmounted) on exit
+#   xp_mount SRC MNT [xprofs args]   # start "xprofs SRC MNT -f ARGS" in the background,
+#                                    # wait for the mount; $XP_PID, log in $XP_WORK/xprofs.log
+#   xp_umount MNT                    # fusermount3 -u, wait; returns xprofs' exit status
+#   xp_ok COND-CMD... / xp_fail MSG  # "ok - ..." lines; xp_fail exits 1
+#   xp_sample_logdir DIR             # runs/sessions/hosts from $XPROFS_SHARED/samples
+#                                    # (returns 1 with a message when the samples are absent)
+# Needs XPROFS_BUILD_ROOT (meson's test_env sets it).
+set -u
+XP_BIN=${XPROFS_BUILD_ROOT:?XPROFS_BUILD_ROOT not set}/fs/xprofs
+XP_PID=
+XP_MOUNTS=()
+
+xp_require_fuse() {
+	if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+		echo "SKIP: no /dev/fuse or fusermount3"
+		exit 77
+	fi
+}
+
+xp_fail() { echo "not ok - $*"; [ -n "${XP_WORK:-}" ] && [ -f "$XP_WORK/xprofs.log" ] && tail -20 "$XP_WORK/xprofs.log"; exit 1; }
+xp_pass() { echo "ok - $*"; }
+# xp_ok MSG CMD...: run CMD, pass or fail with MSG
+xp_ok() { local m=$1; shift; if "$@"; then xp_pass "$m"; else xp_fail "$m"; fi; }
+
+xp_cleanup() {
+	local m
+	for m in "${XP_MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; done
+	[ -n "$XP_PID" ] && kill "$XP_PID" 2>/dev/null
+	[ -n "${XP_WORK:-}" ] && rm -rf "$XP_WORK"
+	return 0
+}
+
+xp_workdir() {
+	XP_WORK=$(mktemp -d /tmp/xprofs-test.XXXXXX)
+	trap xp_cleanup EXIT
+}
+
+xp_mount() {
+	local src=$1 mnt=$2 i; shift 2
+	"$XP_BIN" "$src" "$mnt" -f "$@" >>"$XP_WORK/xprofs.log" 2>&1 &
+	XP_PID=$!
+	XP_MOUNTS+=("$mnt")
+	for i in $(seq 100); do
+		if grep -q " $mnt fuse" /proc/mounts 2>/dev/null; then return 0; fi
+		kill -0 "$XP_PID" 2>/dev/null || { wait "$XP_PID"; xp_fail "xprofs exited early ($?)"; }
+		sleep 0.1
+	done
+	xp_fail "mount of $mnt did not appear"
+}
+
+xp_umount() {
+	local mnt=$1 rc
+	fusermount3 -u "$mnt" || return 1
+	wait "$XP_PID"; rc=$?
+	XP_PID=
+	return $rc
+}
+
+xp_sample_logdir() {
+	local d=$1 s=${XPROFS_SHARED:-}/samples
+	if [ ! -d "$s" ]; then
+		echo "# samples absent ($s): skipping the real-profile part"
+		return 1
+	fi
+	mkdir -p "$d/tpu/plugins/profile/2025_01_01_00_00_00" \
+		"$d/gpu/gemm/plugins/profile/sess1" "$d/gpu/gemm/plugins/profile/sess2" \
+		"$d/gpu/conv/plugins/profile" "$d/cpu/plugins/profile/s" "$d/plugins/profile/rootsess"
+	cp "$s/tpu_v6e_jax/tpu_inference_2.xplane.pb" "$d/tpu/plugins/profile/2025_01_01_00_00_00/"
+	cp "$s/gpu_mi300_jax_gemm/tw003.xplane.pb" "$d/gpu/gemm/plugins/profile/sess1/"
+	cp "$s/gpu_mi300_jax_gemm/tw003.xplane.pb" "$d/gpu/gemm/plugins/profile/sess2/hostA.xplane.pb"
+	cp "$s/cpu_only_jax/tw003.xplane.pb" "$d/gpu/gemm/plugins/profile/sess2/hostB.xplane.pb"
+	cp -r "$s/gpu_mi300_jax_conv_session" "$d/gpu/conv/plugins/profile/conv_session"
+	cp "$s/cpu_only_jax/tw003.xplane.pb" "$d/cpu/plugins/profile/s/"
+	cp "$s/synthetic_minimal/test.xplane.pb" "$s/synthetic_edge_cases/edge.xplane.pb" \
+		"$d/plugins/profile/rootsess/"
+	return 0
+}

@@ -1,0 +1,186 @@
+#!/usr/bin/env bash
+# tests/fs/mount.sh - end-to-end tests of the xprofs daemon through a real
+# /dev/fuse mount: CLI exit codes, the logdir mirror (byte-identical, random
+# preads, TensorBoard walk), the runs tree and every generated view, writes
+# that TensorBoard makes, the profile no-overwrite rule, read-only mounts,
+# decode errors, source changes, the view cache, captures' control files,
+# daemon mode and clean unmounts.
+# Data: the real samples from $XPROFS_SHARED/samples (part skipped with a
+# message when absent) plus tools/xprofs-gen --demo when built.
+. "${XPROFS_SOURCE_ROOT:?}/tests/fs/lib.sh"
+xp_require_fuse
+xp_workdir
+W=$XP_WORK
+SRC=$W/src MNT=$W/mnt
+mkdir -p "$SRC" "$MNT"
+have_samples=0
+xp_sample_logdir "$SRC" && have_samples=1
+GEN=$XPROFS_BUILD_ROOT/tools/xprofs-gen
+if [ -x "$GEN" ]; then
+	"$GEN" --demo "$SRC/gen" >/dev/null || xp_fail "xprofs-gen --demo"
+else
+	echo "# $GEN not built: no generated data"
+fi
+[ -n "$(find "$SRC" -name '*.xplane.pb' | head -1)" ] || { echo "SKIP: no samples and no generator"; exit 77; }
+
+# ---- CLI -----------------------------------------------------------------
+xp_ok "--help exits 0" "$XP_BIN" --help >/dev/null
+xp_ok "--version prints the version" bash -c "'$XP_BIN' --version | grep -q '^xprofs [0-9]'"
+"$XP_BIN" >/dev/null 2>&1; xp_ok "no arguments exits 1" test $? = 1
+"$XP_BIN" "$W/nonexistent" "$MNT" 2>"$W/err"; rc=$?
+xp_ok "missing SOURCE exits 1 (daemon mode) with a message" bash -c "[ $rc = 1 ] && grep -q SOURCE '$W/err'"
+"$XP_BIN" "$SRC/gen" "$W/nonexistent" 2>"$W/err"; rc=$?
+[ -d "$SRC/gen" ] || { "$XP_BIN" "$SRC" "$W/nonexistent" 2>"$W/err"; rc=$?; }
+xp_ok "missing MOUNTPOINT exits 1 with a message" bash -c "[ $rc = 1 ] && grep -q MOUNTPOINT '$W/err'"
+touch "$W/afile"
+"$XP_BIN" "$W/afile" "$MNT" 2>/dev/null; xp_ok "SOURCE that is a file exits 1" test $? = 1
+"$XP_BIN" "$SRC" "$MNT" -o no_such_option 2>/dev/null; xp_ok "unknown -o option exits 1" test $? = 1
+if grep -q " $MNT fuse" /proc/mounts; then xp_fail "a failed start left a mount"; fi
+
+# ---- mount and generic checks -------------------------------------------
+xp_mount "$SRC" "$MNT" -o cache_dir="$W/cache",refresh=1
+XP_BAD_PROFILES="" /usr/bin/python3 "$XPROFS_SOURCE_ROOT/tests/fs/check_mount.py" "$SRC" "$MNT" ||
+	xp_fail "generic mount checks"
+
+# first session with a host, for the write tests
+prof=$(cd "$SRC" && find . -name '*.xplane.pb' -path '*/plugins/profile/*' | sort | head -1 | sed 's|^\./||')
+sess=$(dirname "$prof")
+L=$MNT/logdir
+
+# ---- the view cache ------------------------------------------------------
+run=${prof%%/plugins/profile/*}; [ "$run" = "$prof" ] && run=_root
+[ "${prof#plugins/profile/}" != "$prof" ] && run=_root
+sname=$(basename "$sess"); hname=$(basename "$prof" .xplane.pb)
+V=$MNT/runs/$run/$sname/$hname
+hits() { jq .counters.view_cache_hits "$MNT/status.json"; }
+renders() { jq .counters.renders "$MNT/status.json"; }
+h0=$(hits) r0=$(renders)
+cat "$V/ops.json" >/dev/null || xp_fail "read ops.json"
+h1=$(hits) r1=$(renders)
+xp_ok "second read of a view is a cache hit, not a render ($h0->$h1, $r0->$r1)" \
+	test "$h1" -gt "$h0" -a "$r1" = "$r0"
+sz=$(stat -c %s "$V/summary.json")
+xp_ok "getattr reports the rendered size once known ($sz)" test "$sz" = "$(cat "$V/summary.json" | wc -c)"
+
+# ---- writes TensorBoard makes ---------------------------------------------
+echo '{"a":1}' >"$L/$sess/.cached_tools.json" || xp_fail "create .cached_tools.json"
+xp_ok "new file lands in SOURCE" cmp -s "$L/$sess/.cached_tools.json" "$SRC/$sess/.cached_tools.json"
+/usr/bin/python3 - "$L/$sess/$hname.SSTABLE" <<'PY' || xp_fail "random-access write of an SSTABLE"
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.pwrite(fd, b"B" * 70000, 100000)
+os.pwrite(fd, b"A" * 10, 0)
+assert os.pread(fd, 10, 0) == b"A" * 10
+assert os.fstat(fd).st_size == 170000, os.fstat(fd).st_size
+os.close(fd)
+PY
+xp_ok "SSTABLE written at offsets equals SOURCE" cmp -s "$L/$sess/$hname.SSTABLE" "$SRC/$sess/$hname.SSTABLE"
+echo 1 >"$L/$sess/cache_version.txt"
+mv "$L/$sess/.cached_tools.json" "$L/$sess/.cached_tools.json.tmp" || xp_fail "rename"
+xp_ok "rename lands in SOURCE" test -f "$SRC/$sess/.cached_tools.json.tmp" -a ! -e "$SRC/$sess/.cached_tools.json"
+echo '{"b":2}' >"$L/$sess/.cached_tools.json.new" && mv "$L/$sess/.cached_tools.json.new" "$L/$sess/.cached_tools.json.tmp" ||
+	xp_fail "rename over a cache file"
+xp_ok "rename over a cache file replaces it" grep -q '"b"' "$SRC/$sess/.cached_tools.json.tmp"
+truncate -s 3 "$L/$sess/cache_version.txt" && truncate -s 0 "$L/$sess/cache_version.txt" || xp_fail "truncate"
+xp_ok "truncate lands in SOURCE" test ! -s "$SRC/$sess/cache_version.txt"
+rm "$L/$sess/.cached_tools.json.tmp" "$L/$sess/$hname.SSTABLE" "$L/$sess/cache_version.txt" || xp_fail "unlink"
+xp_ok "unlinks land in SOURCE" test ! -e "$SRC/$sess/.cached_tools.json.tmp" -a ! -e "$SRC/$sess/$hname.SSTABLE"
+mkdir "$L/$sess/tmpdir" && rmdir "$L/$sess/tmpdir" || xp_fail "mkdir/rmdir"
+ls "$MNT/runs/$run/$sname" | grep -q SSTABLE && xp_fail "a non-profile file shows up in runs/"
+
+# ---- profiles are never overwritten -------------------------------------------
+orig=$(md5sum <"$SRC/$prof")
+expect_err() { # MSG ERRNO-TEXT CMD...
+	local m=$1 e=$2; shift 2
+	if out=$("$@" 2>&1); then xp_fail "$m: succeeded"; fi
+	echo "$out" | grep -q "$e" || xp_fail "$m: wanted '$e', got: $out"
+	xp_pass "$m ($e)"
+}
+expect_err "open a profile for writing" "Operation not permitted" bash -c "echo x >>'$L/$prof'"
+expect_err "truncate a profile" "Operation not permitted" truncate -s 0 "$L/$prof"
+expect_err "unlink a profile" "Operation not permitted" rm -f "$L/$prof"
+expect_err "rename a profile away" "Operation not permitted" mv "$L/$prof" "$L/$sess/moved"
+echo junk >"$L/$sess/junk"
+expect_err "rename over a profile" "Operation not permitted" mv -f "$L/$sess/junk" "$L/$prof"
+rm -f "$L/$sess/junk"
+xp_ok "the profile is unchanged in SOURCE" test "$(md5sum <"$SRC/$prof")" = "$orig"
+# a new profile may be created, exclusively, and appears in runs/ at once
+newsess=${sess%/*}/new_session
+mkdir "$L/$newsess" || xp_fail "mkdir new session"
+cp "$SRC/$prof" "$L/$newsess/newhost.xplane.pb" || xp_fail "create a new profile"
+xp_ok "new profile is in SOURCE, identical" cmp -s "$SRC/$prof" "$SRC/$newsess/newhost.xplane.pb"
+xp_ok "new session and host appear in runs/ immediately" test -d "$MNT/runs/$run/new_session/newhost"
+expect_err "overwrite the new profile" "Operation not permitted" cp "$SRC/$prof" "$L/$newsess/newhost.xplane.pb"
+
+# ---- a corrupt profile --------------------------------------------------------
+if [ $have_samples = 1 ]; then
+	big=$(cd "$SRC" && find . -name 'tpu_inference_2.xplane.pb' | head -1 | sed 's|^\./||')
+else
+	big=$prof
+fi
+mkdir "$L/${sess%/*}/corrupt_session"
+head -c 3001 "$SRC/$big" >"$L/${sess%/*}/corrupt_session/broken.xplane.pb" || xp_fail "create truncated profile"
+C=$MNT/runs/$run/corrupt_session/broken
+expect_err "summary.json of a truncated profile gives EIO" "Input/output error" cat "$C/summary.json"
+xp_ok "the reason is in errors" test -s "$C/errors"
+xp_ok "the mount is still alive" jq -e .uptime_s "$MNT/status.json" >/dev/null
+xp_ok "render errors are counted" test "$(jq .counters.render_errors "$MNT/status.json")" -ge 1
+
+# ---- changes made directly in SOURCE -----------------------------------------
+mkdir -p "$SRC/${sess%/*}/direct_session"
+cp "$SRC/$prof" "$SRC/${sess%/*}/direct_session/direct.xplane.pb"
+echo gone >"$SRC/$sess/vanishing"
+stat "$L/$sess/vanishing" >/dev/null || xp_fail "new file in SOURCE visible"
+rm "$SRC/$sess/vanishing"
+sleep 2.2 # refresh=1 and 1 s attribute cache
+xp_ok "new session in SOURCE appears within refresh" test -d "$MNT/runs/$run/direct_session/direct"
+expect_err "file deleted from SOURCE gives ENOENT" "No such file" stat "$L/$sess/vanishing"
+exec 9<"$L/$sess/$(basename "$prof")"
+rm -rf "$SRC/${sess%/*}/direct_session"
+sleep 2.2
+expect_err "session deleted from SOURCE gives ENOENT" "No such file" stat "$MNT/runs/$run/direct_session"
+exec 9<&-
+
+# ---- capture control files and new runs ---------------------------------------
+mkdir "$MNT/runs/brand_new" || xp_fail "mkdir runs/brand_new"
+xp_ok "mkdir runs/NAME creates NAME/plugins/profile in SOURCE" test -d "$SRC/brand_new/plugins/profile"
+xp_ok "the new run shows a capture file" test -e "$MNT/runs/brand_new/capture"
+if ! grep -q unavailable "$MNT/capture"; then
+	expect_err "a malformed capture line is rejected at once" "Invalid argument" \
+		bash -c "echo 'not a valid line %%%' >'$MNT/runs/brand_new/capture'"
+	xp_ok "reading capture gives help/status" test -s "$MNT/runs/brand_new/capture"
+fi
+
+# ---- odd requests -----------------------------------------------------------------
+expect_err "writing a generated file" "denied" bash -c "echo x >'$V/summary.json'"
+expect_err "unlinking a generated file" "not permitted" rm -f "$V/summary.json"
+expect_err "unknown top-level name" "No such file" stat "$MNT/nope"
+expect_err "unknown view" "No such file" stat "$V/nope.json"
+expect_err "unknown track" "No such file" stat "$V/planes/nope/nope.json"
+expect_err "overlong name" "name too long" stat "$L/$(head -c 300 /dev/zero | tr '\0' a)"
+xp_ok "mount alive after odd requests" jq -e .counters "$MNT/status.json" >/dev/null
+
+xp_ok "clean unmount, daemon exits 0" xp_umount "$MNT"
+
+# ---- a remount hits the persistent view cache -----------------------------------
+xp_mount "$SRC" "$MNT" -o cache_dir="$W/cache"
+cat "$V/ops.json" >/dev/null
+xp_ok "after a remount the view comes from the cache" test "$(renders)" = 0 -a "$(hits)" -ge 1
+xp_ok "unmount" xp_umount "$MNT"
+
+# ---- read-only mount ----------------------------------------------------------------
+xp_mount "$SRC" "$MNT" -o ro,no_cache
+expect_err "ro: create" "Read-only" touch "$L/$sess/newfile"
+expect_err "ro: mkdir" "Read-only" mkdir "$L/$sess/newdir"
+expect_err "ro: unlink" "Read-only" rm -f "$L/$prof"
+expect_err "ro: mkdir a run" "Read-only" mkdir "$MNT/runs/other_new"
+xp_ok "ro: reads still work" cmp -s "$L/$prof" "$SRC/$prof"
+xp_ok "ro, no_cache: views render" jq -e . "$V/summary.json" >/dev/null
+xp_ok "unmount" xp_umount "$MNT"
+
+# ---- daemon mode --------------------------------------------------------------------
+"$XP_BIN" "$SRC" "$MNT" -o no_cache || xp_fail "daemon start"
+XP_MOUNTS+=("$MNT")
+xp_ok "daemonised mount is live" test -d "$MNT/runs/$run"
+xp_ok "daemon unmounts" fusermount3 -u "$MNT"
+echo "# all done"
