@@ -1,0 +1,226 @@
+"""tests/gcs/gcs_harness.py - shared pieces of the gs:// mount tests (imported
+by test_gcs_faults.py and test_auth_mount.py, and by bench/gcs.sh's helper):
+start/stop the emulator (emulator.sh), seed it with the Node client,
+put fault_proxy.FaultProxy in front, mount and unmount build/fs/xprofs, and
+compare a mounted tree with its source byte for byte.
+
+Every process and mount started here is torn down by Harness.close(), which
+the tests call from a finally: block; the emulator also dies with the test.
+"""
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from fault_proxy import FaultProxy  # noqa: E402
+
+SKIP = 77
+
+
+class Skip(Exception):
+    pass
+
+
+def build_root():
+    return os.environ.get("XPROFS_BUILD_ROOT") or os.path.join(HERE, "..", "..", "build")
+
+
+def xprofs_bin():
+    return os.path.join(build_root(), "fs", "xprofs")
+
+
+def require_prereqs():
+    """Raise Skip with a clear reason when something truly absent is needed."""
+    if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
+        raise Skip("no /dev/fuse or fusermount3")
+    if not os.access(xprofs_bin(), os.X_OK):
+        raise Skip("%s not built" % xprofs_bin())
+    if not shutil.which("node") or not os.path.isdir(os.path.join(HERE, "emulator", "node_modules",
+                                                                   "firebase-tools")):
+        raise Skip("GCS emulator not installed (tests/gcs/setup-emulator.sh)")
+
+
+def make_logdir(root, seed=7):
+    """A logdir with the shared sample profiles (when present) and random
+    blobs of awkward sizes; returns the list of relative file paths."""
+    rng = random.Random(seed)
+    samples = os.path.join(os.environ.get("XPROFS_SHARED", os.path.join(HERE, "..", "..", "..", "shared")),
+                           "samples")
+    if os.path.isdir(samples):
+        for name, dst in [("tpu_v6e_jax", "tpu/plugins/profile/2025_01_01_00_00_00"),
+                          ("gpu_mi300_jax_gemm", "gpu/gemm/plugins/profile/sess1"),
+                          ("cpu_only_jax", "cpu/plugins/profile/s"),
+                          ("gpu_mi300_jax_conv_session", "gpu/conv/plugins/profile/conv_session")]:
+            src = os.path.join(samples, name)
+            if not os.path.isdir(src):
+                continue
+            os.makedirs(os.path.join(root, dst), exist_ok=True)
+            for f in os.listdir(src):
+                if f.endswith(".pbtxt"):
+                    continue
+                shutil.copyfile(os.path.join(src, f), os.path.join(root, dst, f))
+    else:
+        print("# shared samples absent (%s): using random blobs only" % samples)
+    blobs = os.path.join(root, "blobs", "plugins", "profile", "s1")
+    os.makedirs(blobs, exist_ok=True)
+    for i, size in enumerate([0, 1, 4097, (1 << 20) + 3, (9 << 20) + 7]):
+        with open(os.path.join(blobs, "blob%d.bin" % i), "wb") as f:
+            f.write(rng.randbytes(size))
+    with open(os.path.join(root, "events.out.tfevents.1.host"), "wb") as f:
+        f.write(rng.randbytes(333))
+    out = []
+    for d, _, files in os.walk(root):
+        for f in files:
+            out.append(os.path.relpath(os.path.join(d, f), root))
+    return sorted(out)
+
+
+def compare_tree(src, dst, rels=None):
+    """None when every file under @src has a byte-identical twin under @dst
+    (and @dst has no extra files), else a description of the first difference."""
+    rels = rels or sorted(os.path.relpath(os.path.join(d, f), src)
+                          for d, _, fs in os.walk(src) for f in fs)
+    for rel in rels:
+        a, b = os.path.join(src, rel), os.path.join(dst, rel)
+        try:
+            with open(b, "rb") as f:
+                got = f.read()
+        except OSError as e:
+            return "%s: %s" % (rel, e)
+        with open(a, "rb") as f:
+            want = f.read()
+        if got != want:
+            return "%s: %d bytes, want %d (first diff at %s)" % (
+                rel, len(got), len(want),
+                next((i for i, (x, y) in enumerate(zip(got, want)) if x != y), min(len(got), len(want))))
+    have = sorted(os.path.relpath(os.path.join(d, f), dst) for d, _, fs in os.walk(dst) for f in fs)
+    if have != sorted(rels):
+        return "file sets differ: extra %s missing %s" % (sorted(set(have) - set(rels))[:5],
+                                                          sorted(set(rels) - set(have))[:5])
+    return None
+
+
+class Harness:
+    def __init__(self):
+        self.work = tempfile.mkdtemp(prefix="xprofs-gcs-test-")
+        self.emu_dir = os.path.join(self.work, "emu")
+        self.emu_port = None
+        self.proxies = []
+        self.mounts = []  # (mnt, Popen, logpath)
+
+    # -- emulator -----------------------------------------------------------
+    def start_emulator(self):
+        p = subprocess.run(["bash", os.path.join(HERE, "emulator.sh"), "start", self.emu_dir],
+                           capture_output=True, text=True, timeout=60,
+                           env=dict(os.environ, EMULATOR_PARENT_PID=str(os.getpid())))
+        if p.returncode == SKIP:
+            raise Skip(p.stderr.strip())
+        if p.returncode != 0:
+            raise RuntimeError("emulator did not start: %s" % p.stderr)
+        self.emu_port = int(p.stdout.strip())
+        self.emu_url = "http://127.0.0.1:%d" % self.emu_port
+        return self.emu_url
+
+    def node(self, script, *args, timeout=600):
+        env = dict(os.environ, STORAGE_EMULATOR_HOST=self.emu_url)
+        p = subprocess.run(["node", os.path.join(HERE, "emulator", script)] + list(args), env=env,
+                           capture_output=True, text=True, timeout=timeout)
+        return p.returncode, p.stdout + p.stderr
+
+    def seed(self, src, url):
+        rc, out = self.node("seed.js", src, url)
+        if rc != 0:
+            raise RuntimeError("seed failed: %s" % out)
+
+    def proxy(self, **kw):
+        p = FaultProxy(self.emu_url, **kw).start()
+        self.proxies.append(p)
+        return p
+
+    # -- mounts -------------------------------------------------------------
+    def mount(self, url, endpoint, opts=(), wait=True, timeout=120, env=None):
+        """Start xprofs in the foreground on a fresh mount point. With @wait,
+        returns once the mount appears (raises if xprofs exits first)."""
+        mnt = tempfile.mkdtemp(prefix="mnt-", dir=self.work)
+        log = os.path.join(self.work, "xprofs-%d.log" % len(self.mounts))
+        o = ["endpoint=" + endpoint, "cache_dir=" + os.path.join(self.work, "cache-%d" % len(self.mounts))]
+        o += list(opts)
+        f = open(log, "w")
+        p = subprocess.Popen([xprofs_bin(), url, mnt, "-f", "-o", ",".join(o)], stdout=f, stderr=subprocess.STDOUT,
+                             env=env)
+        f.close()
+        self.mounts.append((mnt, p, log))
+        if not wait:
+            return mnt, p, log
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            if os.path.ismount(mnt):
+                return mnt, p, log
+            if p.poll() is not None:
+                raise RuntimeError("xprofs exited %d before mounting: %s" % (p.returncode, self.log(log)))
+            time.sleep(0.1)
+        raise RuntimeError("mount did not appear in %d s" % timeout)
+
+    @staticmethod
+    def log(path, tail=20):
+        try:
+            with open(path) as f:
+                return "".join(f.readlines()[-tail:])
+        except OSError:
+            return ""
+
+    def umount(self, mnt):
+        for m, p, _ in self.mounts:
+            if m == mnt:
+                subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+                try:
+                    return p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    return p.wait()
+        return None
+
+    def close(self):
+        for mnt, p, _ in self.mounts:
+            if os.path.ismount(mnt):
+                subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+                if os.path.ismount(mnt):
+                    subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
+            if p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+        for p in self.proxies:
+            p.stop()
+        if self.emu_port:
+            subprocess.run(["bash", os.path.join(HERE, "emulator.sh"), "stop", self.emu_dir], capture_output=True)
+        shutil.rmtree(self.work, ignore_errors=True)
+
+
+class Tap:
+    """Minimal TAP reporting: each check prints ok / not ok right away."""
+
+    def __init__(self):
+        self.n = 0
+        self.failed = 0
+
+    def ok(self, cond, name, detail=""):
+        self.n += 1
+        if not cond:
+            self.failed += 1
+        print("%s %d - %s" % ("ok" if cond else "not ok", self.n, name), flush=True)
+        if not cond and detail:
+            for ln in str(detail).splitlines()[-30:]:
+                print("# " + ln)
+        return cond
+
+    def done(self):
+        print("1..%d" % self.n)
+        return 1 if self.failed else 0
