@@ -1350,6 +1350,8 @@ out:
 	return ret;
 }
 
+#define PROBE_EVENTS 200000
+
 /* Sizes (without writing) a plan of @events events: fixed and per-event bytes. */
 static int probe_size(enum kind kind, uint64_t seed, const char *host, uint64_t events,
 		      struct gspace *s, uint64_t *fixed, double *per_event)
@@ -1373,21 +1375,21 @@ static int probe_size(enum kind kind, uint64_t seed, const char *host, uint64_t 
  * Chooses the event count for an approximate file size of @target bytes.
  * Bytes per event grow slowly with the profile (longer spans need longer
  * varints, more threads, more distinct ops), so a 200k-event probe gives a
- * first estimate and further probes near it (at most 1/8 of the final count
- * above 1.6M events) refine it; the probes only size, they write nothing,
- * so big files cost at most ~15% extra work.
+ * first estimate and further probes refine it: near the count itself for
+ * small files, at 1/8 of it for big ones. The probes only size, they write
+ * nothing, so big files cost at most ~15% extra work.
  */
 static int events_for_size(enum kind kind, uint64_t seed, const char *host, uint64_t target,
 			   uint64_t *events)
 {
 	struct gspace *s = calloc(1, sizeof(*s));
-	uint64_t probe = 200000, fixed, e = 1;
+	uint64_t probe = PROBE_EVENTS, fixed, e = 1;
 	double per;
 	int ret;
 
 	if (!s)
 		return -ENOMEM;
-	for (int round = 0; round < 4; round++) {
+	for (int round = 0; round < 8; round++) {
 		uint64_t next;
 
 		ret = probe_size(kind, seed, host, probe, s, &fixed, &per);
@@ -1396,10 +1398,17 @@ static int events_for_size(enum kind kind, uint64_t seed, const char *host, uint
 		e = target > fixed ? (uint64_t)((double)(target - fixed) / per) : 1;
 		if (e < 1)
 			e = 1;
-		/* small targets: the metadata (which grows with events) was overcounted */
-		next = e < probe ? (e > 1000 ? e : 1000) : e / 8;
-		if (next <= probe && next * 8 >= probe && e >= probe)
-			break;
+		if (e > 8 * PROBE_EVENTS) {
+			/* metadata no longer grows: a probe at 1/8 of it is representative */
+			if (probe >= e / 8)
+				break;
+			next = e / 8;
+		} else {
+			/* metadata grows with events: converge on the count itself (damped) */
+			if (e >= probe - probe / 20 && e <= probe + probe / 20)
+				break;
+			next = (e + probe) / 2;
+		}
 		if (next == probe)
 			break;
 		probe = next;
