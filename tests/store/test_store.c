@@ -1,0 +1,352 @@
+/*
+ * tests/store/test_store.c - unit tests of the store wrappers and the local
+ * backend, on a fresh temporary directory per test.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "xprofs/store.h"
+
+struct fx {
+	char dir[64];
+	struct xprofs_store *s;
+};
+
+static void put_file(const char *dir, const char *rel, const char *content)
+{
+	char p[512];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	f = fopen(p, "w");
+	assert_non_null(f);
+	fputs(content, f);
+	fclose(f);
+}
+
+static int read_file(const char *dir, const char *rel, char *buf, size_t n)
+{
+	char p[512];
+	ssize_t r;
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	fd = open(p, O_RDONLY);
+	if (fd < 0)
+		return -errno;
+	r = read(fd, buf, n - 1);
+	close(fd);
+	if (r < 0)
+		return -errno;
+	buf[r] = '\0';
+	return (int)r;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	char p[512];
+
+	assert_non_null(f);
+	strcpy(f->dir, "/tmp/xprofs-store-XXXXXX");
+	assert_non_null(mkdtemp(f->dir));
+	snprintf(p, sizeof(p), "%s/run/plugins/profile/s1", f->dir);
+	assert_int_equal(xprofs_mkdir_p(p), 0);
+	put_file(f->dir, "run/plugins/profile/s1/h.xplane.pb", "0123456789");
+	put_file(f->dir, "top.txt", "hello");
+	assert_int_equal(xprofs_store_local_new(f->dir, &f->s), 0);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	char cmd[128];
+
+	xprofs_store_free(f->s);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", f->dir);
+	assert_int_equal(system(cmd), 0);
+	free(f);
+	return 0;
+}
+
+static void test_path_valid(void **state)
+{
+	char longc[300];
+
+	(void)state;
+	assert_true(xprofs_store_path_valid(""));
+	assert_true(xprofs_store_path_valid("a"));
+	assert_true(xprofs_store_path_valid("a/b.c/.hidden/..x"));
+	assert_false(xprofs_store_path_valid(NULL));
+	assert_false(xprofs_store_path_valid("/a"));
+	assert_false(xprofs_store_path_valid("a/"));
+	assert_false(xprofs_store_path_valid("a//b"));
+	assert_false(xprofs_store_path_valid("."));
+	assert_false(xprofs_store_path_valid(".."));
+	assert_false(xprofs_store_path_valid("a/../b"));
+	assert_false(xprofs_store_path_valid("a/./b"));
+	assert_false(xprofs_store_path_valid("a/.."));
+	memset(longc, 'x', sizeof(longc) - 1);
+	longc[sizeof(longc) - 1] = '\0';
+	assert_false(xprofs_store_path_valid(longc));
+}
+
+static void test_new_errors(void **state)
+{
+	struct xprofs_store *s = (struct xprofs_store *)0x1;
+	struct fx *f = *state;
+	char p[512];
+
+	assert_int_equal(xprofs_store_local_new("/nonexistent/xprofs", &s), -ENOENT);
+	snprintf(p, sizeof(p), "%s/top.txt", f->dir);
+	assert_int_equal(xprofs_store_local_new(p, &s), -ENOTDIR);
+	assert_ptr_equal(s, (struct xprofs_store *)0x1); /* untouched on failure */
+	assert_null(xprofs_store_free(NULL));
+	assert_string_equal(xprofs_store_backend(f->s), "local");
+	assert_string_equal(xprofs_store_source(f->s), f->dir);
+}
+
+static void test_stat_and_read(void **state)
+{
+	struct fx *f = *state;
+	struct xprofs_store_stat st, st2;
+	struct xprofs_store_file *file;
+	struct xprofs_reader rd;
+	char buf[32];
+
+	assert_int_equal(xprofs_store_stat(f->s, "", &st), 0);
+	assert_int_equal(st.type, XPROFS_STORE_DIR);
+	assert_int_equal(xprofs_store_stat(f->s, "run/plugins/profile/s1/h.xplane.pb", &st), 0);
+	assert_int_equal(st.type, XPROFS_STORE_FILE);
+	assert_int_equal(st.size, 10);
+	assert_true(st.mtime_ns > 0);
+	assert_int_equal(xprofs_store_stat(f->s, "nope", &st2), -ENOENT);
+	assert_int_equal(xprofs_store_stat(f->s, "../etc", &st2), -EINVAL);
+
+	assert_int_equal(xprofs_store_open(f->s, "run/plugins/profile/s1/h.xplane.pb", &file), 0);
+	assert_int_equal(xprofs_store_pread(file, buf, 4, 3), 4);
+	assert_memory_equal(buf, "3456", 4);
+	assert_int_equal(xprofs_store_pread(file, buf, 100, 8), 2);
+	assert_int_equal(xprofs_store_pread(file, buf, 100, 1ULL << 40), 0);
+	assert_int_equal(xprofs_store_file_reader(file, &rd), 0);
+	assert_int_equal(rd.size, 10);
+	assert_int_equal(xprofs_reader_pread(&rd, buf, 3, 0), 3);
+	assert_memory_equal(buf, "012", 3);
+	assert_int_equal(xprofs_store_file_stat(file, &st2), 0);
+	assert_int_equal(st2.generation, st.generation);
+
+	/* replacing the file: the reader keeps the old bytes, generation changes */
+	put_file(f->dir, "tmp.new", "abcdefghijXYZ");
+	{
+		char a[512], b[512];
+
+		snprintf(a, sizeof(a), "%s/tmp.new", f->dir);
+		snprintf(b, sizeof(b), "%s/run/plugins/profile/s1/h.xplane.pb", f->dir);
+		assert_int_equal(rename(a, b), 0);
+	}
+	assert_int_equal(xprofs_store_pread(file, buf, 4, 0), 4);
+	assert_memory_equal(buf, "0123", 4);
+	assert_int_equal(xprofs_store_stat(f->s, "run/plugins/profile/s1/h.xplane.pb", &st2), 0);
+	assert_int_equal(st2.size, 13);
+	assert_int_not_equal(st2.generation, st.generation);
+	xprofs_store_close(file);
+	xprofs_store_close(NULL);
+
+	assert_int_equal(xprofs_store_open(f->s, "run", &file), -EISDIR);
+	assert_int_equal(xprofs_store_open(f->s, "nope", &file), -ENOENT);
+	assert_int_equal(xprofs_store_open(f->s, "", &file), -EINVAL);
+}
+
+struct names {
+	char v[16][64];
+	int types[16];
+	int n;
+};
+
+static int collect(void *arg, const char *name, const struct xprofs_store_stat *st)
+{
+	struct names *n = arg;
+
+	if (n->n >= 16)
+		return -E2BIG;
+	snprintf(n->v[n->n], sizeof(n->v[0]), "%s", name);
+	n->types[n->n++] = st->type;
+	return 0;
+}
+
+static int find(const struct names *n, const char *name)
+{
+	for (int i = 0; i < n->n; i++)
+		if (!strcmp(n->v[i], name))
+			return n->types[i];
+	return 0;
+}
+
+static int stop_at_first(void *arg, const char *name, const struct xprofs_store_stat *st)
+{
+	(void)arg;
+	(void)name;
+	(void)st;
+	return 42;
+}
+
+static void test_list_and_symlinks(void **state)
+{
+	struct fx *f = *state;
+	struct xprofs_store_stat st;
+	struct xprofs_store_file *file;
+	struct names n = { 0 };
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/escape", f->dir);
+	assert_int_equal(symlink("/etc", p), 0);
+	snprintf(p, sizeof(p), "%s/inside", f->dir);
+	assert_int_equal(symlink("top.txt", p), 0);
+	snprintf(p, sizeof(p), "%s/fifo", f->dir);
+	assert_int_equal(mkfifo(p, 0600), 0);
+	put_file(f->dir, ".xprofs-tmp-leftover", "x");
+
+	assert_int_equal(xprofs_store_list(f->s, "", collect, &n), 0);
+	assert_int_equal(find(&n, "run"), XPROFS_STORE_DIR);
+	assert_int_equal(find(&n, "top.txt"), XPROFS_STORE_FILE);
+	assert_int_equal(find(&n, "inside"), XPROFS_STORE_FILE); /* symlink inside the root */
+	assert_int_equal(find(&n, "escape"), 0);                 /* leaves the root: hidden */
+	assert_int_equal(find(&n, "fifo"), 0);
+	assert_int_equal(find(&n, ".xprofs-tmp-leftover"), 0);
+	assert_int_equal(n.n, 3);
+	assert_int_equal(xprofs_store_stat(f->s, "escape", &st), -ENOENT);
+	assert_int_equal(xprofs_store_stat(f->s, "escape/passwd", &st), -ENOENT);
+	assert_int_equal(xprofs_store_open(f->s, "escape/passwd", &file), -ENOENT);
+	assert_int_equal(xprofs_store_list(f->s, "", stop_at_first, NULL), 42);
+	assert_int_equal(xprofs_store_list(f->s, "nope", collect, &n), -ENOENT);
+	assert_int_equal(xprofs_store_list(f->s, "top.txt", collect, &n), -ENOTDIR);
+}
+
+static void test_excl_create(void **state)
+{
+	struct fx *f = *state;
+	struct xprofs_store_writer *w, *w2;
+	struct names n = { 0 };
+	char buf[64];
+
+	/* parents are created; nothing is visible before commit */
+	assert_int_equal(xprofs_store_create(f->s, "new/plugins/profile/s/h.xplane.pb",
+					     XPROFS_STORE_EXCL, &w), 0);
+	assert_int_equal(xprofs_store_write(w, "hello", 5, 0), 5);
+	assert_int_equal(xprofs_store_write(w, "!", 1, 5), 1);
+	assert_int_equal(xprofs_store_wread(w, buf, sizeof(buf), 0), 6);
+	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(xprofs_store_list(f->s, "new/plugins/profile/s", collect, &n), 0);
+	assert_int_equal(n.n, 0);
+	/* a second exclusive writer for the same path loses at commit */
+	assert_int_equal(xprofs_store_create(f->s, "new/plugins/profile/s/h.xplane.pb",
+					     XPROFS_STORE_EXCL, &w2), 0);
+	assert_int_equal(xprofs_store_write(w2, "other", 5, 0), 5);
+	assert_int_equal(xprofs_store_commit(w), 0);
+	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "hello!");
+	assert_int_equal(xprofs_store_commit(w2), -EEXIST);
+	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), 6);
+	assert_string_equal(buf, "hello!");
+	/* and an existing file is refused up front */
+	assert_int_equal(xprofs_store_create(f->s, "top.txt", XPROFS_STORE_EXCL, &w), -EEXIST);
+	/* abort leaves nothing behind */
+	assert_int_equal(xprofs_store_create(f->s, "aborted.xplane.pb", XPROFS_STORE_EXCL, &w), 0);
+	assert_int_equal(xprofs_store_write(w, "x", 1, 0), 1);
+	xprofs_store_abort(w);
+	xprofs_store_abort(NULL);
+	assert_int_equal(read_file(f->dir, "aborted.xplane.pb", buf, sizeof(buf)), -ENOENT);
+}
+
+static void test_inplace_writer(void **state)
+{
+	struct fx *f = *state;
+	struct xprofs_store_writer *w;
+	char buf[64];
+
+	/* without TRUNC: starts from the content, written in place */
+	assert_int_equal(xprofs_store_create(f->s, "top.txt", 0, &w), 0);
+	assert_int_equal(xprofs_store_write(w, "J", 1, 0), 1);
+	assert_int_equal(read_file(f->dir, "top.txt", buf, sizeof(buf)), 5);
+	assert_string_equal(buf, "Jello");
+	assert_int_equal(xprofs_store_wtruncate(w, 2), 0);
+	assert_int_equal(xprofs_store_wread(w, buf, sizeof(buf), 0), 2);
+	assert_int_equal(xprofs_store_flush(w), 0);
+	assert_int_equal(xprofs_store_commit(w), 0);
+	assert_int_equal(read_file(f->dir, "top.txt", buf, sizeof(buf)), 2);
+	/* TRUNC */
+	assert_int_equal(xprofs_store_create(f->s, "top.txt", XPROFS_STORE_TRUNC, &w), 0);
+	assert_int_equal(xprofs_store_write(w, "abc", 3, 10), 3);
+	assert_int_equal(xprofs_store_commit(w), 0);
+	assert_int_equal(read_file(f->dir, "top.txt", buf, sizeof(buf)), 13);
+	/* abort removes a file this writer created, keeps an existing one */
+	assert_int_equal(xprofs_store_create(f->s, "a/b/.cached_tools.json", 0, &w), 0);
+	xprofs_store_abort(w);
+	assert_int_equal(read_file(f->dir, "a/b/.cached_tools.json", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(xprofs_store_create(f->s, "top.txt", 0, &w), 0);
+	xprofs_store_abort(w);
+	assert_int_equal(read_file(f->dir, "top.txt", buf, sizeof(buf)), 13);
+	/* directories and bad paths */
+	assert_int_equal(xprofs_store_create(f->s, "run", 0, &w), -EISDIR);
+	assert_int_equal(xprofs_store_create(f->s, "a/../x", 0, &w), -EINVAL);
+	assert_int_equal(xprofs_store_create(f->s, "x", 0x80, &w), -EINVAL);
+}
+
+static void test_namespace_ops(void **state)
+{
+	struct fx *f = *state;
+	struct xprofs_store_stat st;
+	struct xprofs_buf b;
+	char buf[64];
+
+	assert_int_equal(xprofs_store_mkdir(f->s, "d"), 0);
+	assert_int_equal(xprofs_store_mkdir(f->s, "d"), -EEXIST);
+	assert_int_equal(xprofs_store_mkdir(f->s, "nope/d"), -ENOENT);
+	assert_int_equal(xprofs_store_rename(f->s, "top.txt", "d/moved.txt"), 0);
+	assert_int_equal(read_file(f->dir, "d/moved.txt", buf, sizeof(buf)), 5);
+	assert_int_equal(xprofs_store_stat(f->s, "top.txt", &st), -ENOENT);
+	assert_int_equal(xprofs_store_rmdir(f->s, "d"), -ENOTEMPTY);
+	assert_int_equal(xprofs_store_unlink(f->s, "d/moved.txt"), 0);
+	assert_int_equal(xprofs_store_unlink(f->s, "d/moved.txt"), -ENOENT);
+	assert_int_equal(xprofs_store_unlink(f->s, "d"), -EISDIR);
+	assert_int_equal(xprofs_store_rmdir(f->s, "d"), 0);
+	assert_int_equal(xprofs_store_unlink(f->s, ""), -EINVAL);
+	assert_int_equal(xprofs_store_rename(f->s, "../x", "y"), -EINVAL);
+	assert_int_equal(xprofs_store_refresh(f->s), 0);
+
+	xprofs_buf_init(&b, 1 << 16);
+	assert_int_equal(xprofs_store_status_json(f->s, &b), 0);
+	assert_non_null(strstr(b.data, "\"backend\":\"local\""));
+	assert_non_null(strstr(b.data, "\"renames\":1"));
+	assert_non_null(strstr(b.data, "\"unlinks\":3"));
+	assert_true(b.data[0] == '{' && b.data[b.len - 1] == '}');
+	xprofs_buf_deinit(&b);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_path_valid),
+		cmocka_unit_test_setup_teardown(test_new_errors, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stat_and_read, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_list_and_symlinks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_excl_create, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inplace_writer, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_namespace_ops, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
