@@ -115,7 +115,8 @@ class Driver:
         self.p.stdin.write("quit\n")
         self.p.stdin.flush()
         l = self.p.stdout.readline()
-        self.p.wait(timeout=60)
+        rc = self.p.wait(timeout=60)
+        assert rc == 0, "driver exited with %d (sanitizer report in drive.log?)" % rc
         return int(l.split()[1])
 
     def close(self):
@@ -178,7 +179,8 @@ class Mount:
     def quit(self):
         t0 = time.time()
         subprocess.run(["fusermount3", "-u", self.mnt], check=False)
-        self.p.wait(timeout=60)
+        rc = self.p.wait(timeout=60)
+        assert rc == 0, "daemon exited with %d (sanitizer report in daemon.log?)" % rc
         return int((time.time() - t0) * 1000)
 
     def close(self):
