@@ -91,6 +91,8 @@ int xprofs_gcs_http_errno(long http_status, int curl_code)
 		return -EEXIST;
 	case 413:
 		return -EFBIG;
+	case 501:
+		return -ENOTSUP;
 	case 416:
 		return -ERANGE;
 	case 408:
@@ -121,7 +123,9 @@ bool xprofs_gcs_retryable(long http_status, int curl_code)
 	default:
 		return false;
 	}
-	return http_status == 408 || http_status == 429 || (http_status >= 500 && http_status <= 599);
+	/* 501 Not Implemented is a permanent answer (an emulator lacking a route) */
+	return http_status == 408 || http_status == 429 ||
+	       (http_status >= 500 && http_status <= 599 && http_status != 501);
 }
 
 unsigned xprofs_gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed)

@@ -1493,6 +1493,10 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 			r = -EEXIST;
 			goto out;
 		}
+		if (rq.status == 501) {
+			r = -ENOTSUP; /* a server without rewrite: the caller copies the bytes */
+			goto out;
+		}
 		if (rq.status != 200) {
 			r = status_errno(s, &rq, from);
 			goto out;
@@ -1515,6 +1519,25 @@ out:
 	free(token);
 	xprofs_buf_deinit(&resp);
 	xprofs_buf_deinit(&url);
+	return r;
+}
+
+/* Copy through this machine (download, then upload) for servers without rewriteTo. */
+static int copy_via_spool(struct gcs_store *s, const char *from, const struct xprofs_store_stat *fst,
+			  const char *to, const char *to_obj, uint64_t to_gen, struct xprofs_store_stat *st)
+{
+	struct gcs_writer w = {.s = s, .fd = -1, .if_gen = to_gen, .size = fst->size};
+	int r;
+
+	w.fd = spool_open(s);
+	if (w.fd < 0)
+		return w.fd;
+	w.obj = (char *)to_obj;
+	r = prefill(s, from, fst, w.fd);
+	if (r == 0)
+		r = w.size > s->o.resumable_threshold ? upload_resumable(s, &w, w.size, st)
+						      : upload_media(s, &w, w.size, st);
+	close(w.fd);
 	return r;
 }
 
@@ -1547,11 +1570,15 @@ static int gcs_rename(struct xprofs_store *base, const char *from, const char *t
 		goto out;
 	}
 	r = rewrite_object(s, ofrom, st.generation, oto, to_gen, &nst);
+	if (r == -ENOTSUP)
+		r = copy_via_spool(s, ofrom, &st, to, oto, to_gen, &nst);
 	if (r == -EEXIST) {
 		/* the target changed since we looked: replace what is there now */
 		r = object_generation(s, oto, &to_gen);
 		if (r == 0)
 			r = rewrite_object(s, ofrom, st.generation, oto, to_gen, &nst);
+		if (r == -ENOTSUP)
+			r = copy_via_spool(s, ofrom, &st, to, oto, to_gen, &nst);
 	}
 	if (r < 0)
 		goto out;

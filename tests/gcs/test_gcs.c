@@ -220,6 +220,8 @@ static void test_errno_map(void **state)
 	assert_int_equal(xprofs_gcs_http_errno(416, CURLE_OK), -ERANGE);
 	assert_int_equal(xprofs_gcs_http_errno(429, CURLE_OK), -EAGAIN);
 	assert_int_equal(xprofs_gcs_http_errno(503, CURLE_OK), -EIO);
+	assert_int_equal(xprofs_gcs_http_errno(501, CURLE_OK), -ENOTSUP);
+	assert_false(xprofs_gcs_retryable(501, CURLE_OK));
 	assert_int_equal(xprofs_gcs_http_errno(0, CURLE_COULDNT_CONNECT), -ECONNREFUSED);
 	assert_int_equal(xprofs_gcs_http_errno(0, CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
 	assert_int_equal(xprofs_gcs_http_errno(0, CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
