@@ -100,7 +100,8 @@ static int list_sorted(struct xprofs_store *s, const char *dir, size_t *budget, 
 		ents_free(e);
 		return r;
 	}
-	qsort(e->v, e->n, sizeof(*e->v), ent_cmp);
+	if (e->n)
+		qsort(e->v, e->n, sizeof(*e->v), ent_cmp);
 	return 0;
 }
 
