@@ -11,6 +11,7 @@ resolvable in its plane, Steps events with step_num, GPU kernels with
 hlo_op / hlo_module / correlation_id, Task Environment start/stop times.
 
 usage: check_gen.py GEN oracle|determinism|cli|size|demo|tbwalk|memory
+       check_gen.py GEN decode XPROFS_DECODE   (the decoder against the generator)
 Exit 0 = pass, 1 = fail, 77 = skip (protoc missing).
 """
 import json
@@ -377,7 +378,57 @@ def cmd_memory(gen, tmp):
     check(max(fields[1]) > 10 << 20, "no large plane")
 
 
+def cmd_decode(gen, tmp, decode):
+    """xprofs-decode's summary/tracks agree with what the generator wrote."""
+    for kind, events in (("tpu", 40000), ("gpu", 40000), ("cpu", 20000)):
+        path = os.path.join(tmp, kind + ".xplane.pb")
+        rc, out, err = run_gen(gen, "--kind", kind, "--events", str(events), "--seed", "11",
+                               "-o", path, "--stats")
+        if not check(rc == 0, "gen rc %d: %s" % (rc, err)):
+            continue
+        st = json.loads(out)["files"][0]
+        d = subprocess.run([decode, path, "--view", "summary"], capture_output=True, check=False)
+        if not check(d.returncode == 0, "%s: xprofs-decode rc %d: %s" % (kind, d.returncode, d.stderr[-300:])):
+            continue
+        sm = json.loads(d.stdout)
+        check(sm.get("events") == st["events"], "%s: decoded %r events, generated %d"
+              % (kind, sm.get("events"), st["events"]))
+        check(sm.get("hostnames") == [st["host"]], "%s: hostnames %r" % (kind, sm.get("hostnames")))
+        got = [(p["name"], p["id"], p["event_metadata"], p["stat_metadata"],
+                [(l["name"], l["id"], l["events"]) for l in p["lines"]]) for p in sm.get("planes", [])]
+        want = [(p["name"], p["id"], p["event_metadata"], p["stat_metadata"],
+                 [(l["name"], l["id"], l["events"]) for l in p["lines"]]) for p in st["planes"]]
+        check(got == want, "%s: decoded planes/lines differ from generated:\n got %r\nwant %r"
+              % (kind, got[:2], want[:2]))
+        t = subprocess.run([decode, path, "--tracks"], capture_output=True, check=False)
+        nlines = sum(len(p["lines"]) for p in st["planes"])
+        check(t.returncode == 0 and len(t.stdout.splitlines()) == nlines,
+              "%s: %d tracks listed, %d lines generated" % (kind, len(t.stdout.splitlines()), nlines))
+        for view in ("ops", "steps", "trace"):
+            v = subprocess.run([decode, path, "--view", view], capture_output=True, check=False)
+            ok = v.returncode == 0
+            if ok:
+                try:
+                    doc = json.loads(v.stdout)
+                except ValueError as e:
+                    ok = check(False, "%s: %s is not JSON: %s" % (kind, view, e))
+                    continue
+                if view == "trace":
+                    n = sum(1 for e in doc["traceEvents"] if e.get("ph") in ("X", "i", "C"))
+                    check(n == st["events"], "%s: trace has %d events, generated %d" % (kind, n, st["events"]))
+            check(ok, "%s: --view %s rc %d: %s" % (kind, view, v.returncode, v.stderr[-300:]))
+        print("ok: %s decoded by xprofs-decode (%d events)" % (kind, events))
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[2] == "decode":
+        tmp = tempfile.mkdtemp(prefix="xprofs-gen-test.")
+        try:
+            cmd_decode(sys.argv[1], tmp, sys.argv[3])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("decode: %s" % ("FAILED (%d)" % len(failures) if failures else "ok"))
+        return 1 if failures else 0
     if len(sys.argv) != 3:
         print(__doc__)
         return 2
