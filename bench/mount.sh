@@ -1,0 +1,138 @@
+#!/usr/bin/env bash
+# bench/mount.sh - reading generated views through a real xprofs mount.
+#
+# Uses the profiles bench/decode.sh generates (bench/out/<kind>-<size>-s<seed>
+# .xplane.pb, made here if missing), hard-links each into a one-run logdir
+# under bench/out/, mounts it with the xprofs daemon (-f, a private cache
+# dir wiped first) and times `cat MOUNT/runs/<run>/<session>/<host>/<view>`:
+#   cold    first read: the daemon decodes the profile (source file dropped
+#           from the page cache, empty view cache)
+#   warm    the same read again (kernel page cache / daemon's view cache)
+#   restart after unmount and remount with the same cache dir (disk cache)
+# plus the daemon's peak RSS (VmHWM). Writes bench/out/mount-results.md.
+#
+#   bench/mount.sh                                  # 100M and 1G, build dir "build"
+#   BUILD=build-x SIZES="100M" VIEWS="ops.json summary.json" bench/mount.sh
+#
+# Needs /dev/fuse and fusermount3. Not a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+BUILD=${BUILD:-build}
+SIZES=${SIZES:-100M 1G}
+KIND=${KIND:-tpu}
+SEED=${SEED:-1}
+VIEWS=${VIEWS:-summary.json ops.json steps.json trace.json}
+OUT=$ROOT/bench/out
+GEN=$ROOT/$BUILD/tools/xprofs-gen
+XPROFS=$ROOT/$BUILD/fs/xprofs
+RES=$OUT/mount-results.md
+SESSION=2026_11_21_10_00_00
+
+for b in "$GEN" "$XPROFS"; do
+	[ -x "$b" ] || { echo "mount.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
+done
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "mount.sh: needs /dev/fuse and fusermount3" >&2
+	exit 1
+fi
+mkdir -p "$OUT"
+MNT=$(mktemp -d /tmp/xprofs-bench-mnt.XXXXXX)
+PID=
+cleanup() {
+	fusermount3 -u "$MNT" 2>/dev/null || true
+	[ -n "$PID" ] && wait "$PID" 2>/dev/null
+	rmdir "$MNT" 2>/dev/null || true
+}
+trap cleanup EXIT
+
+mount_it() { # logdir cachedir
+	"$XPROFS" "$1" "$MNT" -f -o cache_dir="$2" >>"$OUT/mount-xprofs.log" 2>&1 &
+	PID=$!
+	for _ in $(seq 200); do
+		grep -q " $MNT fuse" /proc/mounts && return 0
+		kill -0 "$PID" 2>/dev/null || { echo "xprofs exited; see $OUT/mount-xprofs.log" >&2; exit 1; }
+		sleep 0.05
+	done
+	echo "mount did not appear" >&2
+	exit 1
+}
+
+umount_it() {
+	fusermount3 -u "$MNT"
+	wait "$PID" || true
+	PID=
+}
+
+drop_cache() {
+	sync
+	echo 3 2>/dev/null >/proc/sys/vm/drop_caches ||
+		/usr/bin/python3 -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$1"
+}
+
+timed_cat() { # path -> prints "seconds bytes" (or "fail 0")
+	local t0 t1 n
+	t0=$(date +%s.%N)
+	if n=$(cat "$1" | wc -c); then
+		t1=$(date +%s.%N)
+		awk -v a="$t0" -v b="$t1" -v n="$n" 'BEGIN { printf "%.2f %d\n", b - a, n }'
+	else
+		echo "fail 0"
+	fi
+}
+
+hwm_mb() { awk '/VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$PID/status" 2>/dev/null || echo "?"; }
+
+{
+	echo "# xprofs mount benchmark"
+	echo
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, build \`$BUILD\`; profiles from \`xprofs-gen --kind $KIND --seed $SEED --size N\`."
+	echo "cold = first read after mount (empty view cache, source dropped from the page cache);"
+	echo "warm = read again; restart = after unmount + remount with the same cache dir."
+	echo
+	echo "| profile | view | view MB | cold s | cold MB/s of profile | warm s | restart s | daemon peak RSS MB |"
+	echo "|---|---|---|---|---|---|---|---|"
+} >"$RES.tmp"
+
+for size in $SIZES; do
+	f=$OUT/$KIND-$size-s$SEED.xplane.pb
+	if [ ! -s "$f" ]; then
+		echo "generating $f ..." >&2
+		"$GEN" --kind "$KIND" --seed "$SEED" --size "$size" -o "$f" --stats >"$f.stats.json"
+	fi
+	bytes=$(stat -c %s "$f")
+	logdir=$OUT/mount-logdir-$size
+	cache=$OUT/mount-cache-$size
+	rm -rf "$logdir" "$cache"
+	mkdir -p "$logdir/bench/plugins/profile/$SESSION" "$cache"
+	ln "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb" 2>/dev/null ||
+		cp "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
+	dir=$MNT/runs/bench/$SESSION/host0
+	declare -A cold=() warm=() vbytes=()
+	drop_cache "$f"
+	mount_it "$logdir" "$cache"
+	for v in $VIEWS; do
+		read -r t n < <(timed_cat "$dir/$v")
+		cold[$v]=$t vbytes[$v]=$n
+		read -r t _ < <(timed_cat "$dir/$v")
+		warm[$v]=$t
+		echo "$size $v: cold ${cold[$v]} s, warm ${warm[$v]} s, $n bytes" >&2
+	done
+	rss=$(hwm_mb)
+	umount_it
+	drop_cache "$f"
+	mount_it "$logdir" "$cache"
+	for v in $VIEWS; do
+		read -r t _ < <(timed_cat "$dir/$v")
+		rst=$t
+		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
+			"$(awk -v n="${vbytes[$v]}" 'BEGIN { printf "%.1f", n / 1048576 }')" "${cold[$v]}" \
+			"$(awk -v b="$bytes" -v t="${cold[$v]}" 'BEGIN { if (t == "fail" || t <= 0) print "-"; else printf "%.0f", b / 1048576 / t }')" \
+			"${warm[$v]}" "$rst" "$rss" >>"$RES.tmp"
+	done
+	umount_it
+	unset cold warm vbytes
+	rm -rf "$logdir" "$cache"
+done
+mv "$RES.tmp" "$RES"
+cat "$RES"
