@@ -81,35 +81,136 @@ static inline int dec_at(struct dec_cur *c, uint64_t off, size_t n, const uint8_
 	return dec_fill(c, off, n, p);
 }
 
-/* dec_varint() - one varint at pos (within end); rejects overlong ones. */
-static inline int dec_varint(struct dec_cur *c, uint64_t *v)
+/*
+ * rd_varint() - pointer-level varint decode of [*p, e): the hot path of
+ * every parser here. Returns 0 and advances *p, or -1 (truncated/overlong).
+ */
+static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, const uint8_t *e,
+							 uint64_t *v)
 {
-	const uint8_t *p;
-	uint64_t avail = c->end - c->pos, x = 0;
-	size_t n = avail < 10 ? (size_t)avail : 10;
-	int r;
+	const uint8_t *p = *pp;
+	uint64_t x;
 
-	if (n == 0)
-		return dec_fail(c, "truncated varint at offset %llu", (unsigned long long)c->pos);
-	if ((r = dec_at(c, c->pos, n, &p)) < 0)
-		return r;
-	if (p[0] < 0x80) {
-		c->pos++;
+	if (p < e && p[0] < 0x80) {
 		*v = p[0];
+		*pp = p + 1;
 		return 0;
 	}
-	for (size_t i = 0; i < n; i++) {
+	if (e - p >= 10) {
+		x = p[0] & 0x7f;
+		for (int i = 1; i < 10; i++) {
+			x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+			if (p[i] < 0x80) {
+				if (i == 9 && p[i] > 1)
+					return -1;
+				*v = x;
+				*pp = p + i + 1;
+				return 0;
+			}
+		}
+		return -1;
+	}
+	x = 0;
+	for (int i = 0; p + i < e; i++) {
 		x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
 		if (p[i] < 0x80) {
-			if (i == 9 && p[i] > 1)
-				break;
-			c->pos += i + 1;
 			*v = x;
+			*pp = p + i + 1;
 			return 0;
 		}
 	}
-	return dec_fail(c, "%s varint at offset %llu", n < 10 ? "truncated" : "overlong",
-			(unsigned long long)c->pos);
+	return -1;
+}
+
+/* The header fields of one XEvent (its stats are only noted, not read). */
+struct dec_evhdr {
+	int64_t md, offset_ps, duration_ps, num;
+	bool has_num, has_stats;
+};
+
+/*
+ * dec_parse_event() - parse the XEvent body [p, e) held in memory.
+ * Returns 0, or -1 when malformed (bad varint, length past the end, a known
+ * field with the wrong wire type, a group).
+ */
+static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec_evhdr *h)
+{
+	uint64_t t, v;
+
+	h->md = h->offset_ps = h->duration_ps = h->num = 0;
+	h->has_num = h->has_stats = false;
+	while (p < e) {
+		uint32_t f;
+
+		if (rd_varint(&p, e, &t) < 0 || (t >> 3) == 0)
+			return -1;
+		f = (uint32_t)(t >> 3);
+		switch (t & 7) {
+		case 0:
+			if (rd_varint(&p, e, &v) < 0)
+				return -1;
+			if (f == 1)
+				h->md = (int64_t)v;
+			else if (f == 2)
+				h->offset_ps = (int64_t)v, h->has_num = false;
+			else if (f == 3)
+				h->duration_ps = (int64_t)v;
+			else if (f == 5)
+				h->num = (int64_t)v, h->has_num = true, h->offset_ps = 0;
+			else if (f == 4)
+				return -1;
+			break;
+		case 2:
+			if (rd_varint(&p, e, &v) < 0 || v > (uint64_t)(e - p) ||
+			    f == 1 || f == 2 || f == 3 || f == 5)
+				return -1;
+			if (f == 4)
+				h->has_stats = true;
+			p += v;
+			break;
+		case 1:
+		case 5:
+			if (f >= 1 && f <= 5)
+				return -1;
+			if ((t & 7) == 1 ? e - p < 8 : e - p < 4)
+				return -1;
+			p += (t & 7) == 1 ? 8 : 4;
+			break;
+		default:
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* dec_varint_slow() - the out-of-window path of dec_varint(). */
+int dec_varint_slow(struct dec_cur *c, uint64_t *v);
+
+/* dec_varint() - one varint at pos (within end); rejects overlong ones. */
+static inline int dec_varint(struct dec_cur *c, uint64_t *v)
+{
+	const uint8_t *p, *e;
+	uint64_t lim;
+
+	if (c->base) {
+		p = c->base + c->pos;
+		e = c->base + c->end;
+	} else if (c->pos >= c->win_off && c->pos - c->win_off < c->win_len) {
+		p = c->win + (c->pos - c->win_off);
+		lim = c->win_off + c->win_len;
+		e = c->win + ((lim < c->end ? lim : c->end) - c->win_off);
+		/* a varint cut by the window edge (not by the message) goes slow */
+		if (e - p < 10 && lim < c->end)
+			return dec_varint_slow(c, v);
+	} else {
+		return dec_varint_slow(c, v);
+	}
+	const uint8_t *q = p;
+
+	if (rd_varint(&q, e, v) < 0)
+		return dec_varint_slow(c, v);
+	c->pos += (uint64_t)(q - p);
+	return 0;
 }
 
 /* dec_tag() - field number and wire type of the next field. */
@@ -159,16 +260,26 @@ struct dec_md { /* one map entry: its key and where its value lies */
 	uint64_t off, len;
 };
 
+/*
+ * Key -> entry index of one metadata map: a dense table when the keys are
+ * compact (the usual case: ids count up from 0 or 1), else binary search
+ * over the sorted entries.
+ */
+struct dec_mdix {
+	struct dec_md *md; /* owned; sorted by key, unique keys (last wins) */
+	size_t n;
+	int32_t *dense; /* owned; dense[key - base] = index or -1; NULL if sparse */
+	int64_t base;
+	uint64_t span;
+};
+
 struct dec_plane {
 	int64_t id;
 	char *name; /* owned, NUL-terminated, capped at DEC_NAME_MAX */
 	size_t name_len;
 	char *file; /* owned; unique plane directory name */
 	struct dec_span msg;
-	struct dec_md *ev_md; /* owned; sorted by key, unique keys (last wins) */
-	size_t n_ev_md;
-	struct dec_md *st_md;
-	size_t n_st_md;
+	struct dec_mdix ev, st; /* event_metadata, stat_metadata */
 	struct dec_span *stats; /* owned; plane-level XStat messages */
 	size_t n_stats;
 	size_t first_line, n_lines; /* into xprofs_xspace.lines */
@@ -227,7 +338,25 @@ static inline int64_t dec_line_base_ps(int64_t ts_ns)
 
 /* dec_plane_is_device() - "/device:..." planes hold accelerator ops. */
 bool dec_plane_is_device(const struct dec_plane *p);
-/* dec_md_find() - index of @key in the sorted @md, or -1. */
-ssize_t dec_md_find(const struct dec_md *md, size_t n, int64_t key);
+/* dec_md_find() - index of @key in @ix, or -1. */
+static inline ssize_t dec_md_find(const struct dec_mdix *ix, int64_t key)
+{
+	size_t lo = 0, hi = ix->n;
+
+	if (ix->dense) {
+		uint64_t k = (uint64_t)key - (uint64_t)ix->base;
+
+		return k < ix->span ? ix->dense[k] : -1;
+	}
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (ix->md[mid].key < key)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < ix->n && ix->md[lo].key == key ? (ssize_t)lo : -1;
+}
 
 #endif

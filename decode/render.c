@@ -41,28 +41,99 @@
 
 /* ---- output ---------------------------------------------------------- */
 
-/* A buffer with a sticky error; flushed to @sink (when set) in chunks. */
+/*
+ * The output buffer: with a sink it holds at most OUT_CHUNK bytes and is
+ * written out whenever the next piece does not fit (a single piece larger
+ * than that is passed through whole); without a sink it grows up to
+ * OUT_MAX. Errors are sticky: after the first one every append is a no-op
+ * and the error comes back from out_flush().
+ */
 struct out {
-	struct xprofs_buf b;
+	char *buf; /* owned */
+	size_t len, cap;
 	const struct xprofs_sink *sink; /* borrowed, may be NULL */
+	struct xprofs_buf esc;          /* scratch for JSON escaping */
 	int r;
 };
 
 static void out_init(struct out *o, const struct xprofs_sink *sink)
 {
-	xprofs_buf_init(&o->b, OUT_MAX);
+	memset(o, 0, sizeof(*o));
 	o->sink = sink;
-	o->r = 0;
+	xprofs_buf_init(&o->esc, DEC_STR_MAX * 6 + 64);
 }
 
-static void out_add(struct out *o, const void *p, size_t n)
+static void out_deinit(struct out *o)
+{
+	free(o->buf);
+	o->buf = NULL;
+	o->len = o->cap = 0;
+	xprofs_buf_deinit(&o->esc);
+}
+
+/* out_steal() - the bytes written (caller owns; free with free()), or NULL. */
+static char *out_steal(struct out *o, size_t *len)
+{
+	char *p = o->buf;
+
+	if (o->r || !p) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	if (len)
+		*len = o->len;
+	p[o->len] = '\0';
+	o->buf = NULL;
+	o->len = o->cap = 0;
+	return p;
+}
+
+static int out_write(struct out *o)
 {
 	int r;
 
+	if (o->len && (r = o->sink->write(o->sink->arg, o->buf, o->len)) < 0)
+		o->r = r;
+	o->len = 0;
+	return o->r;
+}
+
+/* Make room for @n more bytes (plus a NUL for out_steal()). */
+static int out_room(struct out *o, size_t n)
+{
+	size_t cap;
+	char *p;
+
+	if (o->sink && o->len && out_write(o) < 0)
+		return o->r;
+	if (n < o->cap - o->len)
+		return 0;
+	if (n > OUT_MAX - o->len - 1) {
+		o->r = -E2BIG;
+		return o->r;
+	}
+	cap = o->cap ? o->cap : (o->sink ? OUT_CHUNK : 256);
+	while (cap < o->len + n + 1)
+		cap *= 2;
+	p = realloc(o->buf, cap);
+	if (!p) {
+		o->r = -ENOMEM;
+		return o->r;
+	}
+	o->buf = p;
+	o->cap = cap;
+	return 0;
+}
+
+static inline void out_add(struct out *o, const void *p, size_t n)
+{
 	if (o->r)
 		return;
-	if ((r = xprofs_buf_add(&o->b, p, n)) < 0)
-		o->r = r;
+	if (n >= o->cap - o->len && out_room(o, n) < 0)
+		return;
+	memcpy(o->buf + o->len, p, n);
+	o->len += n;
 }
 
 /* string literals only ("" s rejects anything else at compile time) */
@@ -75,8 +146,12 @@ static void out_str(struct out *o, const char *s, size_t n)
 
 	if (o->r)
 		return;
-	if ((r = xprofs_buf_add_json_str(&o->b, s, n)) < 0)
+	xprofs_buf_reset(&o->esc);
+	if ((r = xprofs_buf_add_json_str(&o->esc, s, n)) < 0) {
 		o->r = r;
+		return;
+	}
+	out_add(o, o->esc.data, o->esc.len);
 }
 
 static void out_cstr(struct out *o, const char *s)
@@ -84,67 +159,92 @@ static void out_cstr(struct out *o, const char *s)
 	out_str(o, s, strlen(s));
 }
 
-static size_t fmt_u64(char *buf, uint64_t v)
-{
-	char t[24];
-	size_t n = 0;
+static const char digits2[] = "00010203040506070809101112131415161718192021222324"
+			      "25262728293031323334353637383940414243444546474849"
+			      "50515253545556575859606162636465666768697071727374"
+			      "75767778798081828384858687888990919293949596979899";
 
-	do {
-		t[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	for (size_t i = 0; i < n; i++)
-		buf[i] = t[n - 1 - i];
+/* Decimal digits of @v into @buf (at least 20 bytes); returns the length. */
+static inline size_t fmt_u64(char *buf, uint64_t v)
+{
+	char t[24], *p = t + sizeof(t);
+	size_t n;
+
+	while (v >= 100) {
+		p -= 2;
+		memcpy(p, digits2 + (v % 100) * 2, 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		p -= 2;
+		memcpy(p, digits2 + v * 2, 2);
+	} else {
+		*--p = (char)('0' + v);
+	}
+	n = (size_t)(t + sizeof(t) - p);
+	memcpy(buf, p, n);
 	return n;
 }
 
-static void out_u64(struct out *o, uint64_t v)
+/* Reserve @n bytes at the end of the output; NULL after an error. */
+static inline char *out_reserve(struct out *o, size_t n)
 {
-	char buf[24];
-
-	out_add(o, buf, fmt_u64(buf, v));
+	if (o->r)
+		return NULL;
+	if (n >= o->cap - o->len && out_room(o, n) < 0)
+		return NULL;
+	return o->buf + o->len;
 }
 
-static void out_i64(struct out *o, int64_t v)
+static inline void out_u64(struct out *o, uint64_t v)
 {
-	char buf[24];
-	size_t n = 0;
+	char *p = out_reserve(o, 24);
 
+	if (p)
+		o->len += fmt_u64(p, v);
+}
+
+static inline void out_i64(struct out *o, int64_t v)
+{
+	char *p = out_reserve(o, 24);
+
+	if (!p)
+		return;
 	if (v < 0) {
-		buf[n++] = '-';
-		n += fmt_u64(buf + n, (uint64_t)0 - (uint64_t)v);
+		*p = '-';
+		o->len += 1 + fmt_u64(p + 1, (uint64_t)0 - (uint64_t)v);
 	} else {
-		n = fmt_u64(buf, (uint64_t)v);
+		o->len += fmt_u64(p, (uint64_t)v);
 	}
-	out_add(o, buf, n);
 }
 
 /* @ps picoseconds as an exact decimal number of microseconds. */
-static void out_us(struct out *o, int64_t ps)
+static inline void out_us(struct out *o, int64_t ps)
 {
-	char buf[40];
+	char *p = out_reserve(o, 40);
 	uint64_t u = ps < 0 ? (uint64_t)0 - (uint64_t)ps : (uint64_t)ps;
-	uint64_t frac = u % 1000000;
+	uint32_t frac = (uint32_t)(u % 1000000);
 	size_t n = 0;
 
+	if (!p)
+		return;
 	if (ps < 0)
-		buf[n++] = '-';
-	n += fmt_u64(buf + n, u / 1000000);
+		p[n++] = '-';
+	n += fmt_u64(p + n, u / 1000000);
 	if (frac) {
-		int digits = 6;
+		char f[6];
+		size_t k = 6;
 
-		while (frac % 10 == 0) {
-			frac /= 10;
-			digits--;
-		}
-		buf[n++] = '.';
-		for (int i = digits - 1; i >= 0; i--) {
-			buf[n + (size_t)i] = (char)('0' + frac % 10);
-			frac /= 10;
-		}
-		n += (size_t)digits;
+		memcpy(f, digits2 + (frac / 10000) * 2, 2);
+		memcpy(f + 2, digits2 + (frac / 100 % 100) * 2, 2);
+		memcpy(f + 4, digits2 + (frac % 100) * 2, 2);
+		while (f[k - 1] == '0')
+			k--;
+		p[n++] = '.';
+		memcpy(p + n, f, k);
+		n += k;
 	}
-	out_add(o, buf, n);
+	o->len += n;
 }
 
 static void out_double(struct out *o, double d)
@@ -162,18 +262,12 @@ static void out_double(struct out *o, double d)
 	out_add(o, buf, (size_t)n);
 }
 
+/* out_flush() - the sticky error; with @force, also write what is buffered. */
 static int out_flush(struct out *o, bool force)
 {
-	if (o->r || !o->sink)
+	if (o->r || !o->sink || !force)
 		return o->r;
-	if (o->b.len && (force || o->b.len >= OUT_CHUNK)) {
-		int r = o->sink->write(o->sink->arg, o->b.data, o->b.len);
-
-		if (r < 0)
-			o->r = r;
-		xprofs_buf_reset(&o->b);
-	}
-	return o->r;
+	return out_write(o);
 }
 
 /* ---- render context and metadata cache ------------------------------- */
@@ -207,7 +301,7 @@ struct rctx {
 	struct dec_cur ev, md;
 	struct xprofs_buf *err; /* borrowed, may be NULL */
 	size_t plane;
-	struct evmd *evmd; /* owned, parallel to plane->ev_md */
+	struct evmd *evmd; /* owned, parallel to plane->ev.md */
 	struct stmd *stmd;
 	size_t md_bytes;
 	struct xprofs_buf tmp;
@@ -243,10 +337,10 @@ static void md_drop(struct rctx *rc)
 	if (rc->plane >= rc->x->n_planes)
 		return;
 	p = &rc->x->planes[rc->plane];
-	for (size_t i = 0; rc->evmd && i < p->n_ev_md; i++)
+	for (size_t i = 0; rc->evmd && i < p->ev.n; i++)
 		if (rc->evmd[i].loaded)
 			evmd_clear(&rc->evmd[i]);
-	for (size_t i = 0; rc->stmd && i < p->n_st_md; i++)
+	for (size_t i = 0; rc->stmd && i < p->st.n; i++)
 		if (rc->stmd[i].loaded)
 			stmd_clear(&rc->stmd[i]);
 	rc->md_bytes = 0;
@@ -282,8 +376,8 @@ static int plane_enter(struct rctx *rc, size_t pi)
 	md_drop(rc);
 	free(rc->evmd);
 	free(rc->stmd);
-	rc->evmd = calloc(p->n_ev_md + 1, sizeof(*rc->evmd));
-	rc->stmd = calloc(p->n_st_md + 1, sizeof(*rc->stmd));
+	rc->evmd = calloc(p->ev.n + 1, sizeof(*rc->evmd));
+	rc->stmd = calloc(p->st.n + 1, sizeof(*rc->stmd));
 	rc->plane = pi;
 	if (!rc->evmd || !rc->stmd) {
 		free(rc->evmd);
@@ -347,7 +441,7 @@ static int json_dup(const char *s, size_t n, char **out, size_t *out_len)
 static int get_stmd(struct rctx *rc, int64_t key, const struct stmd **out)
 {
 	const struct dec_plane *p = &rc->x->planes[rc->plane];
-	ssize_t k = dec_md_find(p->st_md, p->n_st_md, key);
+	ssize_t k = dec_md_find(&p->st, key);
 	struct dec_cur *c = &rc->md;
 	uint64_t pos = c->pos, end = c->end;
 	struct stmd *s;
@@ -363,8 +457,8 @@ static int get_stmd(struct rctx *rc, int64_t key, const struct stmd **out)
 		*out = s;
 		return 0;
 	}
-	c->pos = p->st_md[k].off;
-	c->end = p->st_md[k].off + p->st_md[k].len;
+	c->pos = p->st.md[k].off;
+	c->end = p->st.md[k].off + p->st.md[k].len;
 	while (c->pos < c->end) {
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			goto out;
@@ -447,6 +541,68 @@ static int stat_parse(struct dec_cur *c, struct statv *s)
 		default:
 			if ((r = dec_skip(c, wt)) < 0)
 				return r;
+		}
+	}
+	return 0;
+}
+
+/* stat_parse() for an XStat body [p, e) in memory that starts at file offset @off. */
+static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct statv *s)
+{
+	const uint8_t *b = p;
+	uint64_t t, v;
+
+	memset(s, 0, sizeof(*s));
+	while (p < e) {
+		uint32_t f;
+
+		if (rd_varint(&p, e, &t) < 0 || (t >> 3) == 0)
+			return -1;
+		f = (uint32_t)(t >> 3);
+		switch (t & 7) {
+		case 0:
+			if (rd_varint(&p, e, &v) < 0)
+				return -1;
+			if (f == 1)
+				s->md = (int64_t)v;
+			else if (f == 3 || f == 4 || f == 7)
+				s->kind = f == 3 ? SV_U64 : f == 4 ? SV_I64 : SV_REF, s->u = v;
+			else if (f == 2 || f == 5 || f == 6 || f == 8)
+				return -1;
+			break;
+		case 1:
+			if (e - p < 8)
+				return -1;
+			if (f == 2) {
+				v = 0;
+				for (int i = 7; i >= 0; i--)
+					v = (v << 8) | p[i];
+				memcpy(&s->d, &v, 8);
+				s->kind = SV_DOUBLE;
+			} else if (f >= 1 && f <= 8) {
+				return -1;
+			}
+			p += 8;
+			break;
+		case 2:
+			if (rd_varint(&p, e, &v) < 0 || v > (uint64_t)(e - p))
+				return -1;
+			if (f == 5 || f == 6 || f == 8) {
+				s->kind = f == 5 ? SV_STR : f == 6 ? SV_BYTES : SV_ZSTR;
+				s->off = off + (uint64_t)(p - b);
+				s->len = v;
+			} else if (f >= 1 && f <= 8) {
+				return -1;
+			}
+			p += v;
+			break;
+		case 5:
+			if (e - p < 4 || (f >= 1 && f <= 8))
+				return -1;
+			p += 4;
+			break;
+		default:
+			return -1;
 		}
 	}
 	return 0;
@@ -579,10 +735,11 @@ static int stat_string(struct rctx *rc, struct dec_cur *c, const struct statv *s
 
 		out_init(&o, NULL);
 		if ((r = stat_value(rc, c, s, &o)) < 0 || (r = o.r) < 0) {
-			xprofs_buf_deinit(&o.b);
+			out_deinit(&o);
 			return r;
 		}
-		*out = xprofs_buf_steal(&o.b, NULL);
+		*out = out_steal(&o, NULL);
+		out_deinit(&o);
 		return *out ? 0 : -ENOMEM;
 	}
 	n = s->len > DEC_NAME_MAX ? DEC_NAME_MAX : (size_t)s->len;
@@ -616,11 +773,22 @@ static int walk_stats(struct rctx *rc, struct dec_cur *c, uint64_t off, uint64_t
 		if ((r = dec_expect(c, wt, WT_LEN, "stats", f)) < 0 || (r = dec_len(c, &slen)) < 0)
 			goto out;
 		send = c->pos + slen;
-		c->end = send;
-		r = stat_parse(c, &s);
-		c->end = mend;
-		if (r < 0)
-			goto out;
+		if (slen <= 4096) {
+			const uint8_t *p;
+
+			if ((r = dec_at(c, c->pos, (size_t)slen, &p)) < 0)
+				goto out;
+			if (rd_stat(p, p + slen, c->pos, &s) < 0) {
+				r = dec_fail(c, "malformed XStat at offset %" PRIu64, c->pos);
+				goto out;
+			}
+		} else {
+			c->end = send;
+			r = stat_parse(c, &s);
+			c->end = mend;
+			if (r < 0)
+				goto out;
+		}
 		c->pos = send;
 		if ((r = fn(rc, c, &s, arg)) < 0)
 			goto out;
@@ -713,7 +881,7 @@ static int collect_stat(struct rctx *rc, struct dec_cur *c, const struct statv *
 static int get_evmd(struct rctx *rc, int64_t key, struct evmd **out)
 {
 	const struct dec_plane *p = &rc->x->planes[rc->plane];
-	ssize_t k = dec_md_find(p->ev_md, p->n_ev_md, key);
+	ssize_t k = dec_md_find(&p->ev, key);
 	struct dec_cur *c = &rc->md;
 	uint64_t pos = c->pos, end = c->end, off, len;
 	char *full = NULL, *disp = NULL;
@@ -735,8 +903,8 @@ static int get_evmd(struct rctx *rc, int64_t key, struct evmd **out)
 		return 0;
 	}
 	out_init(&so, NULL);
-	off = p->ev_md[k].off;
-	len = p->ev_md[k].len;
+	off = p->ev.md[k].off;
+	len = p->ev.md[k].len;
 	c->pos = off;
 	c->end = off + len;
 	while (c->pos < c->end) {
@@ -777,7 +945,7 @@ static int get_evmd(struct rctx *rc, int64_t key, struct evmd **out)
 	if ((r = json_dup(e->name, e->name_len, &e->name_json, &e->name_json_len)) < 0 ||
 	    (r = json_dup(full, full_len, &e->full_json, &e->full_json_len)) < 0)
 		goto out;
-	e->stats_json = xprofs_buf_steal(&so.b, &e->stats_json_len);
+	e->stats_json = out_steal(&so, &e->stats_json_len);
 	if (!e->stats_json && !(e->stats_json = strdup(""))) {
 		r = -ENOMEM;
 		goto out;
@@ -800,7 +968,7 @@ out:
 	if (r < 0)
 		evmd_clear(e);
 	opstats_clear(&os);
-	xprofs_buf_deinit(&so.b);
+	out_deinit(&so);
 	free(full);
 	free(disp);
 	c->pos = pos;
@@ -844,7 +1012,9 @@ static int line_begin(struct rctx *rc, size_t li, struct line_it *it)
 static int line_next(struct line_it *it, struct event *e)
 {
 	struct dec_cur *c = &it->rc->ev;
-	uint64_t len, eend, v;
+	struct dec_evhdr h;
+	const uint8_t *p;
+	uint64_t len;
 	uint32_t f;
 	int wt, r;
 
@@ -858,36 +1028,19 @@ static int line_next(struct line_it *it, struct event *e)
 		}
 		if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 || (r = dec_len(c, &len)) < 0)
 			return r;
-		memset(e, 0, sizeof(*e));
+		if ((r = dec_at(c, c->pos, (size_t)len, &p)) < 0)
+			return r;
+		if (dec_parse_event(p, p + len, &h) < 0)
+			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+		e->md = h.md;
+		e->offset_ps = h.offset_ps;
+		e->duration_ps = h.duration_ps;
+		e->num = h.num;
+		e->has_num = h.has_num;
+		e->has_stats = h.has_stats;
 		e->off = c->pos;
 		e->len = len;
-		eend = c->pos + len;
-		c->end = eend;
-		while (c->pos < eend) {
-			if ((r = dec_tag(c, &f, &wt)) < 0)
-				break;
-			if (f == 1 || f == 2 || f == 3 || f == 5) {
-				if ((r = dec_expect(c, wt, WT_VARINT, "XEvent", f)) < 0 ||
-				    (r = dec_varint(c, &v)) < 0)
-					break;
-				if (f == 1)
-					e->md = (int64_t)v;
-				else if (f == 2)
-					e->offset_ps = (int64_t)v, e->has_num = false;
-				else if (f == 3)
-					e->duration_ps = (int64_t)v;
-				else
-					e->num = (int64_t)v, e->has_num = true, e->offset_ps = 0;
-			} else {
-				if (f == 4)
-					e->has_stats = true;
-				if ((r = dec_skip(c, wt)) < 0)
-					break;
-			}
-		}
-		c->end = it->end;
-		if (r < 0)
-			return r;
+		c->pos += len;
 		e->start_ps = dec_sat_add(it->base_ps, e->offset_ps);
 		e->end_ps = dec_sat_add(e->start_ps, e->duration_ps);
 		return 1;
@@ -1005,9 +1158,9 @@ static int render_summary(struct rctx *rc, struct out *o)
 		out_key_i64(o, ",\"first_ps\":", p->first_ps);
 		out_key_i64(o, ",\"last_ps\":", p->last_ps);
 		OUT_LIT(o, ",\"event_metadata\":");
-		out_u64(o, p->n_ev_md);
+		out_u64(o, p->ev.n);
 		OUT_LIT(o, ",\"stat_metadata\":");
-		out_u64(o, p->n_st_md);
+		out_u64(o, p->st.n);
 		OUT_LIT(o, ",\"stats\":");
 		if ((r = plane_stats(rc, pi, o)) < 0)
 			return r;
@@ -1642,7 +1795,7 @@ static int steps_collect(struct rctx *rc, size_t li, struct steps *st)
 			out_add(&lo, m->name_json, m->name_json_len);
 		opstats_clear(&os);
 		if (lo.r < 0 || (st->n == st->cap && grow_steps(st) < 0)) {
-			xprofs_buf_deinit(&lo.b);
+			out_deinit(&lo);
 			return -ENOMEM;
 		}
 		s = &st->s[st->n++];
@@ -1650,7 +1803,8 @@ static int steps_collect(struct rctx *rc, size_t li, struct steps *st)
 		s->start = e.start_ps;
 		s->dur = e.duration_ps;
 		s->device = 0;
-		s->label = xprofs_buf_steal(&lo.b, NULL);
+		s->label = out_steal(&lo, NULL);
+		out_deinit(&lo);
 		if (!s->label) {
 			st->n--;
 			return -ENOMEM;
@@ -1699,7 +1853,8 @@ static int render_steps(struct rctx *rc, struct out *o)
 		    (r = steps_collect(rc, li, &st)) < 0)
 			goto out;
 	}
-	qsort(st.s, st.n, sizeof(*st.s), step_cmp);
+	if (st.n)
+		qsort(st.s, st.n, sizeof(*st.s), step_cmp);
 	ra = calloc(x->n_planes + 1, sizeof(*ra));
 	rb = calloc(x->n_planes + 1, sizeof(*rb));
 	if (!ra || !rb) {
@@ -1743,7 +1898,7 @@ static int render_steps(struct rctx *rc, struct out *o)
 		OUT_RAW(o, i ? ",\n{\"plane\":" : "\n{\"plane\":");
 		out_str(o, x->planes[s->plane].name, x->planes[s->plane].name_len);
 		OUT_LIT(o, ",\"step\":");
-		out_cstr(o, s->label);
+		OUT_RAW(o, s->label);
 		out_key_i64(o, ",\"start_ps\":", s->start);
 		out_key_i64(o, ",\"duration_ps\":", s->dur);
 		out_key_i64(o, ",\"device_ps\":", s->device);
@@ -1796,7 +1951,7 @@ static int render_common(struct xprofs_xspace *x, int view, size_t track,
 		r = out_flush(&o, true);
 	if (r < 0)
 		render_fail(err, r, view < XPROFS_VIEW_COUNT ? xprofs_view_name(view) : "track");
-	xprofs_buf_deinit(&o.b);
+	out_deinit(&o);
 	rctx_deinit(&rc);
 	return r;
 }
@@ -1874,6 +2029,6 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 	out_key_i64(&o, ",\"last_ps\":", sum.last_ps);
 	OUT_LIT(&o, "}\n");
 	r = o.r ? o.r : out_flush(&o, true);
-	xprofs_buf_deinit(&o.b);
+	out_deinit(&o);
 	return r;
 }

@@ -94,6 +94,25 @@ int dec_fill(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p)
 	return 0;
 }
 
+int dec_varint_slow(struct dec_cur *c, uint64_t *v)
+{
+	const uint8_t *p, *q;
+	uint64_t avail = c->end - c->pos;
+	size_t n = avail < 10 ? (size_t)avail : 10;
+	int r;
+
+	if (n == 0)
+		return dec_fail(c, "truncated varint at offset %" PRIu64, c->pos);
+	if ((r = dec_at(c, c->pos, n, &p)) < 0)
+		return r;
+	q = p;
+	if (rd_varint(&q, p + n, v) < 0)
+		return dec_fail(c, "%s varint at offset %" PRIu64, n < 10 ? "truncated" : "overlong",
+				c->pos);
+	c->pos += (uint64_t)(q - p);
+	return 0;
+}
+
 int dec_fixed64(struct dec_cur *c, uint64_t *v)
 {
 	const uint8_t *p;

@@ -54,21 +54,6 @@ bool dec_plane_is_device(const struct dec_plane *p)
 	return !strncmp(p->name, "/device:", 8);
 }
 
-ssize_t dec_md_find(const struct dec_md *md, size_t n, int64_t key)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (md[mid].key < key)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && md[lo].key == key ? (ssize_t)lo : -1;
-}
-
 /* ---- file names ------------------------------------------------------ */
 
 #define NAME_FILE_MAX 255
@@ -266,48 +251,6 @@ static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t fiel
 	return 0;
 }
 
-/* One XEvent's header: where it starts and ends relative to its line. */
-static int ix_event(struct ix *ix, struct dec_line *l, int64_t *first, int64_t *last)
-{
-	struct dec_cur *c = &ix->c;
-	int64_t off = 0, dur = 0;
-	uint32_t f;
-	uint64_t v;
-	int wt, r;
-
-	while (c->pos < c->end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			return r;
-		switch (f) {
-		case 1: case 2: case 3: case 5:
-			if ((r = dec_expect(c, wt, WT_VARINT, "XEvent", f)) < 0 ||
-			    (r = dec_varint(c, &v)) < 0)
-				return r;
-			if (f == 2)
-				off = (int64_t)v;
-			else if (f == 3)
-				dur = (int64_t)v;
-			else if (f == 5)
-				off = 0;
-			break;
-		case 4:
-			if ((r = dec_expect(c, wt, WT_LEN, "XEvent", f)) < 0)
-				return r;
-			/* fall through */
-		default:
-			if ((r = dec_skip(c, wt)) < 0)
-				return r;
-		}
-	}
-	if (!l->has_events || off < *first)
-		*first = off;
-	if (!l->has_events || dec_sat_add(off, dur) > *last)
-		*last = dec_sat_add(off, dur);
-	l->has_events = true;
-	l->events++;
-	return 0;
-}
-
 static int ix_line(struct ix *ix, size_t pi, uint64_t len)
 {
 	struct dec_cur *c = &ix->c;
@@ -355,17 +298,26 @@ static int ix_line(struct ix *ix, size_t pi, uint64_t len)
 			break;
 		case 4: {
 			uint64_t elen, eend;
+			struct dec_evhdr h;
+			const uint8_t *ep;
+			int64_t ev_end;
 
 			if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 ||
 			    (r = dec_len(c, &elen)) < 0)
 				return r;
 			eend = c->pos + elen;
-			c->end = eend;
-			r = ix_event(ix, l, &first, &last);
-			c->end = end;
-			if (r < 0)
+			if ((r = dec_at(c, c->pos, (size_t)elen, &ep)) < 0)
 				return r;
+			if (dec_parse_event(ep, ep + elen, &h) < 0)
+				return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
 			c->pos = eend;
+			ev_end = dec_sat_add(h.offset_ps, h.duration_ps);
+			if (!l->has_events || h.offset_ps < first)
+				first = h.offset_ps;
+			if (!l->has_events || ev_end > last)
+				last = ev_end;
+			l->has_events = true;
+			l->events++;
 			break;
 		}
 		default:
@@ -393,10 +345,15 @@ static int md_cmp(const void *a, const void *b)
 	return x->off < y->off ? -1 : x->off > y->off;
 }
 
-/* Sort by key and keep the last entry of each key (protobuf map semantics). */
-static size_t md_finish(struct dec_md *md, size_t n)
+/*
+ * Sort by key, keep the last entry of each key (protobuf map semantics) and
+ * build the dense key table when the keys span at most 4n + 1024 values.
+ */
+static int md_finish(struct dec_mdix *ix)
 {
-	size_t o = 0;
+	struct dec_md *md = ix->md;
+	size_t o = 0, n = ix->n;
+	uint64_t span;
 
 	if (n == 0)
 		return 0;
@@ -407,7 +364,19 @@ static size_t md_finish(struct dec_md *md, size_t n)
 		else
 			md[o++] = md[i];
 	}
-	return o;
+	ix->n = o;
+	span = (uint64_t)md[o - 1].key - (uint64_t)md[0].key + 1;
+	if (span != 0 && span <= 4 * (uint64_t)o + 1024 && o <= INT32_MAX) {
+		ix->dense = malloc(span * sizeof(*ix->dense));
+		if (!ix->dense)
+			return -ENOMEM;
+		memset(ix->dense, 0xff, span * sizeof(*ix->dense));
+		for (size_t i = 0; i < o; i++)
+			ix->dense[(uint64_t)md[i].key - (uint64_t)md[0].key] = (int32_t)i;
+		ix->base = md[0].key;
+		ix->span = span;
+	}
+	return 0;
 }
 
 /* One map entry (key = field 1, value = field 2 message). */
@@ -497,10 +466,10 @@ static int ix_plane(struct ix *ix, uint64_t len)
 			p->n_lines++;
 			break;
 		case 4:
-			r = ix_map_entry(ix, sub, &p->ev_md, &p->n_ev_md, &ev_cap);
+			r = ix_map_entry(ix, sub, &p->ev.md, &p->ev.n, &ev_cap);
 			break;
 		case 5:
-			r = ix_map_entry(ix, sub, &p->st_md, &p->n_st_md, &st_cap);
+			r = ix_map_entry(ix, sub, &p->st.md, &p->st.n, &st_cap);
 			break;
 		case 6:
 			if ((r = ix_count(ix, 1)) < 0 ||
@@ -518,8 +487,8 @@ static int ix_plane(struct ix *ix, uint64_t len)
 	c->end = saved_end;
 	if (!p->name && !(p->name = strdup("")))
 		return -ENOMEM;
-	p->n_ev_md = md_finish(p->ev_md, p->n_ev_md);
-	p->n_st_md = md_finish(p->st_md, p->n_st_md);
+	if ((r = md_finish(&p->ev)) < 0 || (r = md_finish(&p->st)) < 0)
+		return r;
 	for (size_t i = p->first_line; i < p->first_line + p->n_lines; i++) {
 		struct dec_line *l = &x->lines[i];
 
@@ -711,14 +680,14 @@ static int64_t plane_stat_int(const struct xprofs_xspace *x, const struct dec_pl
 				return 0;
 			}
 		}
-		ssize_t k = dec_md_find(p->st_md, p->n_st_md, (int64_t)md);
+		ssize_t k = dec_md_find(&p->st, (int64_t)md);
 		const uint8_t *s;
 
 		if (!have || k < 0)
 			continue;
 		/* the stat metadata's name: field 2 of the XStatMetadata */
-		c->pos = p->st_md[k].off;
-		c->end = p->st_md[k].off + p->st_md[k].len;
+		c->pos = p->st.md[k].off;
+		c->end = p->st.md[k].off + p->st.md[k].len;
 		while (c->pos < c->end) {
 			if (dec_tag(c, &f, &wt) < 0)
 				return 0;
@@ -783,8 +752,10 @@ struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x)
 	for (size_t i = 0; i < x->n_planes; i++) {
 		free(x->planes[i].name);
 		free(x->planes[i].file);
-		free(x->planes[i].ev_md);
-		free(x->planes[i].st_md);
+		free(x->planes[i].ev.md);
+		free(x->planes[i].ev.dense);
+		free(x->planes[i].st.md);
+		free(x->planes[i].st.dense);
 		free(x->planes[i].stats);
 	}
 	free(x->lines);

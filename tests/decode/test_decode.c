@@ -1,0 +1,1092 @@
+/*
+ * test_decode.c - unit tests of the decode module (cmocka, TAP).
+ *
+ * XSpace inputs are built with the protobuf-c code generated from the
+ * project's xplane.proto, packed, and decoded through the real entry points
+ * (xprofs_xspace_open + render) from memory and through a pread() reader;
+ * the JSON output is checked with jansson. Hostile inputs are hand-made
+ * byte strings. Covers: the wire walker, file-name encoding, every view,
+ * and malformed input (truncation at every offset, huge lengths, overlong
+ * varints, wrong wire types, groups, unknown ids, non-UTF-8 names).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+#include <jansson.h>
+#include <zlib.h>
+
+#include "decode-internal.h"
+#include "xplane.pb-c.h"
+#include "xprofs/decode.h"
+
+typedef Tensorflow__Profiler__XSpace XSpace;
+typedef Tensorflow__Profiler__XPlane XPlane;
+typedef Tensorflow__Profiler__XLine XLine;
+typedef Tensorflow__Profiler__XEvent XEvent;
+typedef Tensorflow__Profiler__XStat XStat;
+
+/* ---- a tiny arena-based XSpace builder ------------------------------- */
+
+#define TB_MAX 400000
+#define TB_ARR 256
+
+struct tb {
+	void *p[TB_MAX];
+	size_t n;
+	XSpace xs;
+};
+
+static void *tb_alloc(struct tb *b, size_t size)
+{
+	void *p = calloc(1, size);
+
+	assert_non_null(p);
+	assert_true(b->n < TB_MAX);
+	b->p[b->n++] = p;
+	return p;
+}
+
+static char *tb_str(struct tb *b, const char *s)
+{
+	char *d = tb_alloc(b, strlen(s) + 1);
+
+	memcpy(d, s, strlen(s));
+	return d;
+}
+
+/* Append @item to a protobuf-c repeated field (capacity TB_ARR, or @cap). */
+static void tb_push_cap(struct tb *b, void ***arr, size_t *n, void *item, size_t cap)
+{
+	if (!*arr)
+		*arr = tb_alloc(b, cap * sizeof(void *));
+	assert_true(*n < cap);
+	(*arr)[(*n)++] = item;
+}
+
+#define tb_push(b, arr, n, item) tb_push_cap((b), (void ***)(arr), (n), (item), TB_ARR)
+
+static struct tb *tb_new(void)
+{
+	struct tb *b = calloc(1, sizeof(*b));
+
+	assert_non_null(b);
+	tensorflow__profiler__xspace__init(&b->xs);
+	return b;
+}
+
+static void tb_free(struct tb *b)
+{
+	for (size_t i = 0; i < b->n; i++)
+		free(b->p[i]);
+	free(b);
+}
+
+static XPlane *tb_plane(struct tb *b, int64_t id, const char *name)
+{
+	XPlane *p = tb_alloc(b, sizeof(*p));
+
+	tensorflow__profiler__xplane__init(p);
+	p->id = id;
+	p->name = tb_str(b, name);
+	tb_push(b, &b->xs.planes, &b->xs.n_planes, p);
+	return p;
+}
+
+static XLine *tb_line(struct tb *b, XPlane *p, int64_t id, const char *name, int64_t ts_ns)
+{
+	XLine *l = tb_alloc(b, sizeof(*l));
+
+	tensorflow__profiler__xline__init(l);
+	l->id = id;
+	l->name = tb_str(b, name);
+	l->timestamp_ns = ts_ns;
+	tb_push(b, &p->lines, &p->n_lines, l);
+	return l;
+}
+
+static XEvent *tb_event(struct tb *b, XLine *l, int64_t md, int64_t off_ps, int64_t dur_ps)
+{
+	XEvent *e = tb_alloc(b, sizeof(*e));
+
+	tensorflow__profiler__xevent__init(e);
+	e->metadata_id = md;
+	e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_OFFSET_PS;
+	e->offset_ps = off_ps;
+	e->duration_ps = dur_ps;
+	tb_push(b, &l->events, &l->n_events, e);
+	return e;
+}
+
+static XStat *tb_stat(struct tb *b, XStat ***arr, size_t *n, int64_t md)
+{
+	XStat *s = tb_alloc(b, sizeof(*s));
+
+	tensorflow__profiler__xstat__init(s);
+	s->metadata_id = md;
+	tb_push(b, arr, n, s);
+	return s;
+}
+
+static void tb_stat_i(struct tb *b, XStat ***arr, size_t *n, int64_t md, int64_t v)
+{
+	XStat *s = tb_stat(b, arr, n, md);
+
+	s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_INT64_VALUE;
+	s->int64_value = v;
+}
+
+static void tb_stat_s(struct tb *b, XStat ***arr, size_t *n, int64_t md, const char *v)
+{
+	XStat *s = tb_stat(b, arr, n, md);
+
+	s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_STR_VALUE;
+	s->str_value = tb_str(b, v);
+}
+
+static Tensorflow__Profiler__XEventMetadata *tb_evmd(struct tb *b, XPlane *p, int64_t key,
+						     const char *name, const char *display)
+{
+	Tensorflow__Profiler__XPlane__EventMetadataEntry *e = tb_alloc(b, sizeof(*e));
+	Tensorflow__Profiler__XEventMetadata *m = tb_alloc(b, sizeof(*m));
+
+	tensorflow__profiler__xplane__event_metadata_entry__init(e);
+	tensorflow__profiler__xevent_metadata__init(m);
+	m->id = key;
+	m->name = tb_str(b, name);
+	if (display)
+		m->display_name = tb_str(b, display);
+	e->key = key;
+	e->value = m;
+	tb_push(b, &p->event_metadata, &p->n_event_metadata, e);
+	return m;
+}
+
+static void tb_stmd(struct tb *b, XPlane *p, int64_t key, const char *name)
+{
+	Tensorflow__Profiler__XPlane__StatMetadataEntry *e = tb_alloc(b, sizeof(*e));
+	Tensorflow__Profiler__XStatMetadata *m = tb_alloc(b, sizeof(*m));
+
+	tensorflow__profiler__xplane__stat_metadata_entry__init(e);
+	tensorflow__profiler__xstat_metadata__init(m);
+	m->id = key;
+	m->name = tb_str(b, name);
+	e->key = key;
+	e->value = m;
+	tb_push(b, &p->stat_metadata, &p->n_stat_metadata, e);
+}
+
+/* Serialise the XSpace; caller owns the result (free()). */
+static uint8_t *tb_pack(struct tb *b, size_t *len)
+{
+	size_t n = tensorflow__profiler__xspace__get_packed_size(&b->xs);
+	uint8_t *buf = malloc(n + 1);
+
+	assert_non_null(buf);
+	assert_int_equal(tensorflow__profiler__xspace__pack(&b->xs, buf), n);
+	*len = n;
+	return buf;
+}
+
+/* ---- helpers around the API ------------------------------------------ */
+
+static struct xprofs_xspace *open_mem(const uint8_t *p, size_t n, struct xprofs_reader *r)
+{
+	struct xprofs_xspace *x = NULL;
+	struct xprofs_buf err;
+	int rc;
+
+	xprofs_buf_init(&err, 4096);
+	*r = xprofs_reader_mem(p, n);
+	rc = xprofs_xspace_open(r, &err, &x);
+	if (rc < 0)
+		fail_msg("open failed: %d %s", rc, err.data ? err.data : "");
+	xprofs_buf_deinit(&err);
+	return x;
+}
+
+/* Render view @v (or track @track when @v < 0) as a NUL-terminated string. */
+static char *render(struct xprofs_xspace *x, int v, size_t track)
+{
+	struct xprofs_buf out, err;
+	struct xprofs_sink s;
+	int rc;
+
+	xprofs_buf_init(&out, (size_t)1 << 30);
+	xprofs_buf_init(&err, 4096);
+	s = xprofs_sink_buf(&out);
+	rc = v >= 0 ? xprofs_xspace_render(x, v, &s, &err) : xprofs_xspace_render_track(x, track, &s, &err);
+	if (rc < 0)
+		fail_msg("render %d failed: %d %s", v, rc, err.data ? err.data : "");
+	xprofs_buf_deinit(&err);
+	return xprofs_buf_steal(&out, NULL);
+}
+
+static json_t *render_json(struct xprofs_xspace *x, int v, size_t track)
+{
+	char *s = render(x, v, track);
+	json_error_t je;
+	json_t *j = json_loads(s, 0, &je);
+
+	if (!j)
+		fail_msg("invalid JSON (%s) in: %.300s", je.text, s);
+	free(s);
+	return j;
+}
+
+static int64_t jint(json_t *o, const char *path)
+{
+	json_t *v = o;
+	char buf[256], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok; tok = strtok_r(NULL, ".", &save)) {
+		if (json_is_array(v))
+			v = json_array_get(v, (size_t)strtoul(tok, NULL, 10));
+		else
+			v = json_object_get(v, tok);
+		if (!v)
+			fail_msg("no %s", path);
+	}
+	if (!json_is_integer(v))
+		fail_msg("%s is not an integer", path);
+	return (int64_t)json_integer_value(v);
+}
+
+static const char *jstr(json_t *o, const char *path)
+{
+	json_t *v = o;
+	char buf[256], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (tok = strtok_r(buf, ".", &save); tok; tok = strtok_r(NULL, ".", &save)) {
+		if (json_is_array(v))
+			v = json_array_get(v, (size_t)strtoul(tok, NULL, 10));
+		else
+			v = json_object_get(v, tok);
+		if (!v)
+			fail_msg("no %s", path);
+	}
+	if (!json_is_string(v))
+		fail_msg("%s is not a string", path);
+	return json_string_value(v);
+}
+
+/* ---- the sample profile used by most tests --------------------------- */
+
+/*
+ * /host:CPU: thread "python" with Outer [0,100) containing Inner [10,30) and
+ * Inner [40,50); a "Steps" line with step 7 over [0,200).
+ * /device:GPU:0: "Stream #1(Kernel)" with two kernels carrying hlo_op refs,
+ * and "_counters_" with a counter; plane stat clock_rate.
+ * Task Environment: profile_start_time / profile_stop_time.
+ */
+static struct tb *sample(void)
+{
+	struct tb *b = tb_new();
+	XPlane *host, *gpu, *env;
+	XLine *l;
+	XEvent *e;
+	Tensorflow__Profiler__XEventMetadata *m;
+	static char host_name[] = "host0";
+	static char *hosts[] = {host_name};
+
+	b->xs.hostnames = hosts;
+	b->xs.n_hostnames = 1;
+	host = tb_plane(b, 0, "/host:CPU");
+	tb_stmd(b, host, 1, "step_num");
+	tb_stmd(b, host, 2, "tf_op");
+	tb_stmd(b, host, 3, "source");
+	m = tb_evmd(b, host, 10, "Outer", NULL);
+	tb_stat_s(b, &m->stats, &m->n_stats, 3, "from-metadata");
+	tb_evmd(b, host, 11, "my/Inner:Inner", "Inner");
+	tb_evmd(b, host, 12, "train", NULL);
+	l = tb_line(b, host, 5, "python", 1);
+	e = tb_event(b, l, 10, 0, 100000000);
+	tb_stat_s(b, &e->stats, &e->n_stats, 2, "tfop");
+	tb_event(b, l, 11, 10000000, 20000000);
+	tb_event(b, l, 11, 40000000, 10000000);
+	l = tb_line(b, host, -1, "Steps", 1);
+	e = tb_event(b, l, 12, 0, 200000000);
+	tb_stat_i(b, &e->stats, &e->n_stats, 1, 7);
+
+	gpu = tb_plane(b, 1, "/device:GPU:0");
+	tb_stmd(b, gpu, 1, "hlo_op");
+	tb_stmd(b, gpu, 2, "fusion.1");
+	tb_stmd(b, gpu, 3, "clock_rate");
+	tb_stmd(b, gpu, 4, "value");
+	tb_stmd(b, gpu, 5, "flops");
+	tb_evmd(b, gpu, 1, "kernel_a", NULL);
+	tb_evmd(b, gpu, 2, "kernel_b", NULL);
+	tb_evmd(b, gpu, 3, "bw", NULL);
+	{
+		XStat *s = tb_stat(b, &gpu->stats, &gpu->n_stats, 3);
+
+		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_UINT64_VALUE;
+		s->uint64_value = 1410;
+	}
+	l = tb_line(b, gpu, 1, "Stream #1(Kernel)", 1);
+	e = tb_event(b, l, 1, 50000000, 30000000);
+	{
+		XStat *s = tb_stat(b, &e->stats, &e->n_stats, 1);
+
+		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE;
+		s->ref_value = 2;
+	}
+	tb_stat_i(b, &e->stats, &e->n_stats, 5, 1000);
+	e = tb_event(b, l, 2, 90000000, 20000000);
+	{
+		XStat *s = tb_stat(b, &e->stats, &e->n_stats, 1);
+
+		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE;
+		s->ref_value = 2;
+	}
+	tb_event(b, l, 1, 300000000, 5000000); /* no hlo_op: grouped by name */
+	l = tb_line(b, gpu, 2, "_counters_", 1);
+	e = tb_event(b, l, 3, 0, 0);
+	{
+		XStat *s = tb_stat(b, &e->stats, &e->n_stats, 4);
+
+		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_DOUBLE_VALUE;
+		s->double_value = 2.5;
+	}
+
+	env = tb_plane(b, 0, "Task Environment");
+	tb_stmd(b, env, 1, "profile_start_time");
+	tb_stmd(b, env, 2, "profile_stop_time");
+	tb_stat_i(b, &env->stats, &env->n_stats, 1, 1700000000000000000);
+	tb_stat_i(b, &env->stats, &env->n_stats, 2, 1700000000001000000);
+	return b;
+}
+
+/* ---- wire walker ------------------------------------------------------ */
+
+static int varint_of(const uint8_t *p, size_t n, uint64_t *v)
+{
+	struct xprofs_reader r = xprofs_reader_mem(p, n);
+	struct dec_cur c;
+	int rc;
+
+	dec_cur_init(&c, &r, NULL);
+	rc = dec_varint(&c, v);
+	if (rc == 0)
+		assert_true(c.pos <= n);
+	dec_cur_deinit(&c);
+	return rc;
+}
+
+static void test_wire_varints(void **state)
+{
+	static const uint8_t one[] = {0x01}, two[] = {0xac, 0x02};
+	static const uint8_t max[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+	static const uint8_t over10[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
+	static const uint8_t over11[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
+					 0x80, 0x80, 0x80, 0x80, 0x00};
+	static const uint8_t trunc[] = {0x80, 0x80};
+	uint64_t v;
+
+	assert_int_equal(varint_of(one, 1, &v), 0);
+	assert_int_equal(v, 1);
+	assert_int_equal(varint_of(two, 2, &v), 0);
+	assert_int_equal(v, 300);
+	assert_int_equal(varint_of(max, sizeof(max), &v), 0);
+	assert_true(v == UINT64_MAX);
+	assert_int_equal(varint_of(over10, sizeof(over10), &v), -EINVAL);
+	assert_int_equal(varint_of(over11, sizeof(over11), &v), -EINVAL);
+	assert_int_equal(varint_of(trunc, sizeof(trunc), &v), -EINVAL);
+	assert_int_equal(varint_of(one, 0, &v), -EINVAL);
+}
+
+static void test_wire_skip_and_len(void **state)
+{
+	/* field 1 LEN 5 "hello", field 2 fixed64, field 3 fixed32, field 4 group */
+	static const uint8_t msg[] = {0x0a, 5, 'h', 'e', 'l', 'l', 'o', 0x11, 1, 2, 3, 4, 5, 6, 7,
+				      8, 0x1d, 1, 2, 3, 4, 0x23};
+	struct xprofs_reader r = xprofs_reader_mem(msg, sizeof(msg));
+	struct xprofs_buf err;
+	struct dec_cur c;
+	uint32_t f = 0;
+	int wt = 0;
+
+	xprofs_buf_init(&err, 1024);
+	dec_cur_init(&c, &r, &err);
+	assert_int_equal(dec_tag(&c, &f, &wt), 0);
+	assert_int_equal(f, 1);
+	assert_int_equal(wt, WT_LEN);
+	assert_int_equal(dec_skip(&c, wt), 0);
+	assert_int_equal(c.pos, 7);
+	assert_int_equal(dec_tag(&c, &f, &wt), 0);
+	assert_int_equal(dec_skip(&c, wt), 0);
+	assert_int_equal(dec_tag(&c, &f, &wt), 0);
+	assert_int_equal(dec_skip(&c, wt), 0);
+	assert_int_equal(dec_tag(&c, &f, &wt), 0);
+	assert_int_equal(wt, 3);
+	assert_int_equal(dec_skip(&c, wt), -EINVAL);
+	assert_non_null(strstr(err.data, "wire type"));
+	/* a length past the enclosing message */
+	c.pos = 0;
+	c.end = 4;
+	assert_int_equal(dec_tag(&c, &f, &wt), 0);
+	assert_int_equal(dec_skip(&c, wt), -EINVAL);
+	dec_cur_deinit(&c);
+	xprofs_buf_deinit(&err);
+}
+
+/* ---- names ------------------------------------------------------------ */
+
+static void check_safe(const char *f)
+{
+	assert_non_null(f);
+	assert_true(strlen(f) > 0 && strlen(f) <= 255);
+	assert_null(strchr(f, '/'));
+	assert_true(f[0] != '.');
+	for (const char *p = f; *p; p++)
+		assert_true((unsigned char)*p >= 0x20 && *p != 0x7f);
+}
+
+static void test_name_roundtrip(void **state)
+{
+	static const char *const names[] = {"/host:CPU", "..", ".", "", "a%b~c", "tab\there",
+					    "Stream #7(Kernel)", "\xff\xfe bad utf8", "/device:TPU:0 SparseCore 1"};
+	unsigned seed = 1;
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		char *f = xprofs_decode_name_encode(names[i], strlen(names[i]));
+		size_t n;
+		char *d;
+
+		check_safe(f);
+		d = xprofs_decode_name_decode(f, &n);
+		assert_non_null(d);
+		assert_int_equal(n, strlen(names[i]));
+		assert_memory_equal(d, names[i], n);
+		free(d);
+		free(f);
+	}
+	/* random bytes, NUL included */
+	for (int round = 0; round < 500; round++) {
+		char buf[80];
+		size_t len = (size_t)(rand_r(&seed) % 80), n;
+		char *f, *d;
+
+		for (size_t i = 0; i < len; i++)
+			buf[i] = (char)(rand_r(&seed) & 0xff);
+		f = xprofs_decode_name_encode(buf, len);
+		check_safe(f);
+		d = xprofs_decode_name_decode(f, &n);
+		assert_non_null(d);
+		assert_int_equal(n, len);
+		assert_memory_equal(d, buf, len);
+		free(d);
+		free(f);
+	}
+	assert_null(xprofs_decode_name_decode("bad%zz", NULL));
+	assert_null(xprofs_decode_name_decode("bad%4", NULL));
+}
+
+static void test_name_long(void **state)
+{
+	char a[1000], b2[1000];
+	char *fa, *fb;
+
+	memset(a, '/', sizeof(a));
+	memcpy(b2, a, sizeof(b2));
+	b2[999] = 'x';
+	fa = xprofs_decode_name_encode(a, sizeof(a));
+	fb = xprofs_decode_name_encode(b2, sizeof(b2));
+	check_safe(fa);
+	check_safe(fb);
+	assert_string_not_equal(fa, fb); /* the hash suffix tells them apart */
+	assert_non_null(strstr(fa, "~h"));
+	free(fa);
+	free(fb);
+}
+
+static void test_duplicate_names(void **state)
+{
+	struct tb *b = tb_new();
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	const char *pf[4], *lf[4];
+	XPlane *p1 = tb_plane(b, 0, "same"), *p2 = tb_plane(b, 0, "same");
+	uint8_t *buf;
+	size_t n;
+
+	tb_line(b, p1, 1, "t", 0);
+	tb_line(b, p1, 2, "t", 0);
+	tb_line(b, p2, 1, "..", 0);
+	tb_line(b, p2, 2, "", 0);
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	assert_int_equal(xprofs_xspace_track_count(x), 4);
+	for (size_t i = 0; i < 4; i++) {
+		assert_int_equal(xprofs_xspace_track_names(x, i, &pf[i], &lf[i]), 0);
+		check_safe(pf[i]);
+		check_safe(lf[i]);
+		assert_int_equal(xprofs_xspace_track_find(x, pf[i], lf[i]), (int)i);
+	}
+	assert_string_not_equal(pf[0], pf[2]);
+	assert_string_not_equal(lf[0], lf[1]);
+	assert_string_equal(lf[2], "%2E..json");
+	assert_string_equal(lf[3], "%.json");
+	assert_int_equal(xprofs_xspace_track_names(x, 4, &pf[0], &lf[0]), -ERANGE);
+	assert_int_equal(xprofs_xspace_track_find(x, "nope", "x.json"), -ENOENT);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+/* ---- views ------------------------------------------------------------ */
+
+static void test_summary(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_reader r;
+	struct xprofs_xspace_totals t;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n;
+	json_t *j;
+
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	assert_int_equal(xprofs_xspace_get_totals(x, &t), 0);
+	assert_int_equal(t.planes, 3);
+	assert_int_equal(t.lines, 4);
+	assert_int_equal(t.events, 8);
+	assert_int_equal(t.first_ps, 1000);
+	assert_int_equal(t.last_ps, 1000 + 300000000 + 5000000);
+	assert_true(t.start_walltime_ns == 1700000000000000000);
+	j = render_json(x, XPROFS_VIEW_SUMMARY, 0);
+	assert_string_equal(jstr(j, "hostnames.0"), "host0");
+	assert_int_equal(jint(j, "events"), 8);
+	assert_true(jint(j, "profile_stop_walltime_ns") == 1700000000001000000);
+	assert_string_equal(jstr(j, "planes.0.name"), "/host:CPU");
+	assert_string_equal(jstr(j, "planes.0.file"), "%2Fhost:CPU");
+	assert_string_equal(jstr(j, "planes.0.lines.0.file"), "python.json");
+	assert_int_equal(jint(j, "planes.0.lines.0.events"), 3);
+	assert_int_equal(jint(j, "planes.0.lines.0.first_ps"), 1000);
+	assert_int_equal(jint(j, "planes.0.lines.0.last_ps"), 100001000);
+	assert_int_equal(jint(j, "planes.1.stats.clock_rate"), 1410);
+	assert_int_equal(jint(j, "span_ps"), 305000000);
+	json_decref(j);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+static void test_track(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n;
+	json_t *j;
+	const char *key;
+	json_t *v;
+	int i = 0;
+
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	j = render_json(x, -1, 0);
+	assert_string_equal(jstr(j, "plane"), "/host:CPU");
+	assert_int_equal(json_array_size(json_object_get(j, "events")), 3);
+	assert_string_equal(jstr(j, "events.0.name"), "Outer");
+	assert_int_equal(jint(j, "events.0.start_ps"), 1000);
+	assert_int_equal(jint(j, "events.0.duration_ps"), 100000000);
+	/* metadata stats before the event's own */
+	json_object_foreach(json_object_get(json_array_get(json_object_get(j, "events"), 0), "stats"),
+			    key, v) {
+		assert_string_equal(key, i == 0 ? "source" : "tf_op");
+		i++;
+	}
+	assert_int_equal(i, 2);
+	assert_string_equal(jstr(j, "events.1.name"), "Inner");
+	assert_string_equal(jstr(j, "events.1.full_name"), "my/Inner:Inner");
+	json_decref(j);
+	/* ref_value resolved through stat_metadata */
+	j = render_json(x, -1, 2);
+	assert_string_equal(jstr(j, "events.0.stats.hlo_op"), "fusion.1");
+	json_decref(j);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+static void test_trace(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	size_t n, nx = 0, ni = 0, nc = 0, nm = 0, idx;
+	uint8_t *buf;
+	char *s;
+	json_t *j, *ev;
+
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	s = render(x, XPROFS_VIEW_TRACE, 0);
+	assert_true(!strncmp(s, "{\"displayTimeUnit\":\"ns\"", 23));
+	j = json_loads(s, 0, NULL);
+	assert_non_null(j);
+	json_array_foreach(json_object_get(j, "traceEvents"), idx, ev) {
+		const char *ph = json_string_value(json_object_get(ev, "ph"));
+
+		if (!strcmp(ph, "X"))
+			nx++;
+		else if (!strcmp(ph, "i"))
+			ni++;
+		else if (!strcmp(ph, "C"))
+			nc++;
+		else if (!strcmp(ph, "M"))
+			nm++;
+	}
+	assert_int_equal(nx, 7);
+	assert_int_equal(ni, 0);
+	assert_int_equal(nc, 1);
+	assert_int_equal(nm, 1 + 3 * 2 + 4 * 2);
+	/* exact microseconds: 1000 ps = 0.001 us; 10001000 ps = 10.001 us */
+	assert_non_null(strstr(s, "\"ts\":0.001,\"dur\":100,\"name\":\"Outer\""));
+	assert_non_null(strstr(s, "\"ts\":10.001,\"dur\":20,\"name\":\"Inner\""));
+	assert_non_null(strstr(s, "\"long_name\":\"my/Inner:Inner\""));
+	assert_non_null(strstr(s, "\"ph\":\"C\""));
+	json_decref(j);
+	free(s);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+static json_t *find_op(json_t *plane, const char *name)
+{
+	size_t i;
+	json_t *op;
+
+	json_array_foreach(json_object_get(plane, "ops"), i, op)
+		if (!strcmp(json_string_value(json_object_get(op, "name")), name))
+			return op;
+	fail_msg("no op %s", name);
+	return NULL;
+}
+
+static void test_ops(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n, i;
+	json_t *j, *p, *op;
+
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	j = render_json(x, XPROFS_VIEW_OPS, 0);
+	assert_int_equal(json_array_size(json_object_get(j, "planes")), 2);
+	p = json_array_get(json_object_get(j, "planes"), 0);
+	assert_string_equal(jstr(p, "kind"), "host");
+	assert_int_equal(jint(p, "events"), 3); /* Steps is not an op line */
+	op = find_op(p, "Outer");
+	assert_int_equal(jint(op, "total_ps"), 100000000);
+	assert_int_equal(jint(op, "self_ps"), 70000000); /* minus its two children */
+	op = find_op(p, "Inner");
+	assert_int_equal(jint(op, "count"), 2);
+	assert_int_equal(jint(op, "min_ps"), 10000000);
+	assert_int_equal(jint(op, "max_ps"), 20000000);
+	assert_int_equal(jint(op, "mean_ps"), 15000000);
+	/* sorted by self time */
+	assert_string_equal(jstr(p, "ops.0.name"), "Outer");
+	p = json_array_get(json_object_get(j, "planes"), 1);
+	assert_string_equal(jstr(p, "kind"), "device");
+	assert_int_equal(jint(p, "events"), 3);
+	op = find_op(p, "fusion.1"); /* grouped by hlo_op */
+	assert_int_equal(jint(op, "count"), 2);
+	assert_int_equal(jint(op, "total_ps"), 50000000);
+	assert_true(json_real_value(json_object_get(op, "flops")) == 1000.0 ||
+		    json_integer_value(json_object_get(op, "flops")) == 1000);
+	op = find_op(p, "kernel_a");
+	assert_int_equal(jint(op, "count"), 1);
+	/* invariants: counts and totals add up */
+	json_array_foreach(json_object_get(j, "planes"), i, p) {
+		int64_t cnt = 0, tot = 0;
+		size_t k;
+
+		json_array_foreach(json_object_get(p, "ops"), k, op) {
+			cnt += jint(op, "count");
+			tot += jint(op, "total_ps");
+		}
+		assert_int_equal(cnt, jint(p, "events"));
+		assert_int_equal(tot, jint(p, "total_ps"));
+	}
+	json_decref(j);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+static void test_steps(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n;
+	json_t *j;
+
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	j = render_json(x, XPROFS_VIEW_STEPS, 0);
+	assert_int_equal(json_array_size(json_object_get(j, "steps")), 1);
+	assert_int_equal(jint(j, "steps.0.step"), 7);
+	assert_int_equal(jint(j, "steps.0.start_ps"), 1000);
+	assert_int_equal(jint(j, "steps.0.duration_ps"), 200000000);
+	/* kernels [50,80) and [90,110) us overlap the step; [300,305) does not */
+	assert_int_equal(jint(j, "steps.0.device_ps"), 50000000);
+	json_decref(j);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+static void test_session_summary(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	struct xprofs_buf out;
+	struct xprofs_sink s;
+	const char *hosts[] = {"a", "b"};
+	const char *errs[] = {NULL, "truncated"};
+	struct xprofs_xspace *xs[2];
+	uint8_t *buf;
+	size_t n;
+	json_t *j;
+
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	xs[0] = x;
+	xs[1] = NULL;
+	xprofs_buf_init(&out, 1 << 20);
+	s = xprofs_sink_buf(&out);
+	assert_int_equal(xprofs_decode_session_summary("sess", hosts, xs, errs, 2, &s), 0);
+	j = json_loads(out.data, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(jstr(j, "session"), "sess");
+	assert_int_equal(jint(j, "hosts.0.events"), 8);
+	assert_string_equal(jstr(j, "hosts.1.error"), "truncated");
+	assert_int_equal(jint(j, "events"), 8);
+	json_decref(j);
+	xprofs_buf_deinit(&out);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+/* Edge semantics: missing ids, num_occurrences, bytes, gzip, non-UTF-8. */
+static void test_edge_values(void **state)
+{
+	struct tb *b = tb_new();
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	XPlane *p = tb_plane(b, 0, "/host:CPU");
+	XLine *l = tb_line(b, p, 1, "bad\xff\xfename", 0);
+	XEvent *e;
+	XStat *s;
+	static uint8_t raw[] = {1, 2, 3};
+	uint8_t gz[256];
+	z_stream z;
+	uint8_t *buf;
+	size_t n;
+	json_t *j;
+	char *txt;
+
+	tb_stmd(b, p, 1, "blob");
+	tb_stmd(b, p, 2, "z");
+	tb_evmd(b, p, 5, "\xc3\x28 invalid", NULL);
+	e = tb_event(b, l, 999, 0, 10); /* no such metadata */
+	tb_stat_i(b, &e->stats, &e->n_stats, 12345, 1); /* no such stat metadata */
+	e = tb_event(b, l, 5, 20, 0);
+	e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_NUM_OCCURRENCES;
+	e->num_occurrences = 12;
+	s = tb_stat(b, &e->stats, &e->n_stats, 1);
+	s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_BYTES_VALUE;
+	s->bytes_value.data = raw;
+	s->bytes_value.len = sizeof(raw);
+	memset(&z, 0, sizeof(z));
+	assert_int_equal(deflateInit2(&z, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY), Z_OK);
+	z.next_in = (unsigned char *)"hello gzip";
+	z.avail_in = 10;
+	z.next_out = gz;
+	z.avail_out = sizeof(gz);
+	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
+	s = tb_stat(b, &e->stats, &e->n_stats, 2);
+	s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_COMPRESSED_STR_VALUE;
+	s->compressed_str_value.data = gz;
+	s->compressed_str_value.len = z.total_out;
+	deflateEnd(&z);
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	for (int v = 0; v < XPROFS_VIEW_COUNT; v++)
+		json_decref(render_json(x, v, 0)); /* valid JSON despite bad UTF-8 */
+	txt = render(x, -1, 0);
+	j = json_loads(txt, 0, NULL);
+	assert_non_null(j);
+	assert_string_equal(jstr(j, "events.0.name"), "");
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_object_get(json_array_get(json_object_get(j, "events"), 0), "stats"), "")),
+			 1); /* a missing stat metadata: the empty name */
+	assert_int_equal(jint(j, "events.1.num_occurrences"), 12);
+	assert_string_equal(jstr(j, "events.1.stats.blob"), "<3 bytes>");
+	assert_string_equal(jstr(j, "events.1.stats.z"), "hello gzip");
+	assert_string_equal(jstr(j, "line"), "bad\xef\xbf\xbd\xef\xbf\xbdname");
+	json_decref(j);
+	free(txt);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+/* ---- pread path == zero-copy path on a file larger than the window ----- */
+
+static ssize_t mem_pread(void *arg, void *dst, size_t n, uint64_t off)
+{
+	const struct xprofs_reader *m = arg;
+
+	return xprofs_reader_pread(m, dst, n, off);
+}
+
+static void test_pread_matches_mem(void **state)
+{
+	struct tb *b = tb_new();
+	XPlane *p = tb_plane(b, 2, "/device:TPU:0");
+	XLine *l = tb_line(b, p, 3, "XLA Ops", 1000);
+	struct xprofs_reader rm, rp;
+	struct xprofs_xspace *xm, *xp;
+	struct xprofs_buf err;
+	size_t nev = 60000, n;
+	uint8_t *buf;
+	char name[64];
+	static char shared[] = "a string stat that makes every event about 60 bytes";
+	static char longer[] = "a longer string stat so that events are of uneven sizes, crossing windows";
+	XStat *s;
+
+	tb_stmd(b, p, 1, "long");
+	for (int i = 0; i < 50; i++) {
+		snprintf(name, sizeof(name), "%%fusion.%d = f32[%d] fusion()", i, i);
+		tb_evmd(b, p, i, name, name + 1);
+	}
+	l->events = tb_alloc(b, nev * sizeof(*l->events));
+	for (size_t i = 0; i < nev; i++) {
+		XEvent *e = tb_alloc(b, sizeof(*e));
+
+		tensorflow__profiler__xevent__init(e);
+		e->metadata_id = (int64_t)(i % 50);
+		e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_OFFSET_PS;
+		e->offset_ps = (int64_t)i * 1000;
+		e->duration_ps = i % 7 ? 900 : 0;
+		l->events[l->n_events++] = e;
+		s = tb_stat(b, &e->stats, &e->n_stats, 1);
+		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_STR_VALUE;
+		s->str_value = i % 1000 ? shared : longer;
+	}
+	buf = tb_pack(b, &n);
+	assert_true(n > 2 * DEC_WIN_SIZE);
+	xm = open_mem(buf, n, &rm);
+	rp = (struct xprofs_reader){.pread = mem_pread, .arg = &rm, .size = n, .data = NULL};
+	xprofs_buf_init(&err, 4096);
+	assert_int_equal(xprofs_xspace_open(&rp, &err, &xp), 0);
+	for (int v = -1; v < XPROFS_VIEW_COUNT; v++) {
+		char *a = render(xm, v, 0), *c = render(xp, v, 0);
+
+		assert_string_equal(a, c);
+		if (v == XPROFS_VIEW_OPS) {
+			json_t *j = json_loads(a, 0, NULL);
+
+			assert_int_equal(jint(j, "planes.0.events"), (int64_t)nev);
+			json_decref(j);
+		}
+		free(a);
+		free(c);
+	}
+	xprofs_buf_deinit(&err);
+	xprofs_xspace_free(xp);
+	xprofs_xspace_free(xm);
+	free(buf);
+	tb_free(b);
+}
+
+/* ---- hostile input ---------------------------------------------------- */
+
+/* Open @p; if it opens, every view and track must render. Returns open's rc. */
+static int try_all(const uint8_t *p, size_t n, bool want_msg)
+{
+	struct xprofs_reader r = xprofs_reader_mem(p, n);
+	struct xprofs_xspace *x = NULL;
+	struct xprofs_buf err, out;
+	struct xprofs_sink s;
+	int rc;
+
+	xprofs_buf_init(&err, 4096);
+	xprofs_buf_init(&out, (size_t)1 << 28);
+	s = xprofs_sink_buf(&out);
+	rc = xprofs_xspace_open(&r, &err, &x);
+	if (rc < 0) {
+		assert_int_equal(rc, -EINVAL);
+		if (want_msg)
+			assert_true(err.len > 0);
+	} else {
+		for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
+			xprofs_buf_reset(&out);
+			(void)!xprofs_xspace_render(x, v, &s, &err);
+		}
+		for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
+			xprofs_buf_reset(&out);
+			(void)!xprofs_xspace_render_track(x, i, &s, &err);
+		}
+		xprofs_xspace_free(x);
+	}
+	xprofs_buf_deinit(&out);
+	xprofs_buf_deinit(&err);
+	return rc;
+}
+
+static void test_truncated_everywhere(void **state)
+{
+	struct tb *b = sample();
+	uint8_t *buf;
+	size_t n, planes_ok = 0;
+
+	/* the sample minus hostnames: then every cut that is not at a plane
+	 * boundary leaves a plane shorter than its length prefix */
+	b->xs.n_hostnames = 0;
+	buf = tb_pack(b, &n);
+	assert_int_equal(try_all(buf, n, true), 0);
+	for (size_t cut = 0; cut < n; cut++) {
+		uint8_t *copy = malloc(cut + 1); /* exact size: ASan sees overreads */
+
+		memcpy(copy, buf, cut);
+		if (try_all(copy, cut, true) == 0)
+			planes_ok++;
+		free(copy);
+	}
+	assert_int_equal(planes_ok, 3); /* cut = 0 and after planes 1 and 2 */
+	free(buf);
+	tb_free(b);
+}
+
+static void test_hostile_bytes(void **state)
+{
+	/* plane with a 2^60 length */
+	static const uint8_t huge[] = {0x0a, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 0};
+	/* overlong tag varint */
+	static const uint8_t overlong[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+	/* plane name (field 2) as a varint: wrong wire type */
+	static const uint8_t wrongwt[] = {0x0a, 0x02, 0x10, 0x01};
+	/* event offset_ps (XEvent field 2) as LEN inside plane > line > event */
+	static const uint8_t badevent[] = {0x0a, 0x08, 0x1a, 0x06, 0x22, 0x04, 0x12, 0x02, 0x00, 0x00};
+	/* a group (wire type 3) in an unknown top-level field */
+	static const uint8_t group[] = {0x2b, 0x2c};
+	/* field number 0 */
+	static const uint8_t field0[] = {0x00, 0x00};
+	/* stat with LEN field inside an event at render time: XStat field 1 as LEN */
+	static const uint8_t badstat[] = {0x0a, 0x0a, 0x1a, 0x08, 0x22, 0x06, 0x22, 0x04, 0x0a, 0x02, 0x00, 0x00};
+	struct xprofs_reader r = xprofs_reader_mem(badstat, sizeof(badstat));
+	struct xprofs_xspace *x = NULL;
+	struct xprofs_buf err, out;
+	struct xprofs_sink s;
+
+	assert_int_equal(try_all(huge, sizeof(huge), true), -EINVAL);
+	assert_int_equal(try_all(overlong, sizeof(overlong), true), -EINVAL);
+	assert_int_equal(try_all(wrongwt, sizeof(wrongwt), true), -EINVAL);
+	assert_int_equal(try_all(badevent, sizeof(badevent), true), -EINVAL);
+	assert_int_equal(try_all(group, sizeof(group), true), -EINVAL);
+	assert_int_equal(try_all(field0, sizeof(field0), true), -EINVAL);
+	/* a bad stat is found only when a view reads it: render fails cleanly */
+	xprofs_buf_init(&err, 4096);
+	xprofs_buf_init(&out, 1 << 20);
+	s = xprofs_sink_buf(&out);
+	assert_int_equal(xprofs_xspace_open(&r, &err, &x), 0);
+	assert_int_equal(xprofs_xspace_render_track(x, 0, &s, &err), -EINVAL);
+	assert_non_null(strstr(err.data, "XStat"));
+	xprofs_xspace_free(x);
+	xprofs_buf_deinit(&out);
+	xprofs_buf_deinit(&err);
+}
+
+static void test_shared_sample_truncations(void **state)
+{
+	const char *shared = getenv("XPROFS_SHARED");
+	char path[4096];
+	uint8_t *buf;
+	FILE *f;
+	long n;
+
+	if (!shared) {
+		skip();
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/samples/synthetic_edge_cases/edge.xplane.pb", shared);
+	f = fopen(path, "rb");
+	if (!f) {
+		print_message("# %s absent: skipping the shared-sample truncation loop\n", path);
+		skip();
+		return;
+	}
+	assert_int_equal(fseek(f, 0, SEEK_END), 0);
+	n = ftell(f);
+	rewind(f);
+	buf = malloc((size_t)n + 1);
+	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+	fclose(f);
+	assert_int_equal(try_all(buf, (size_t)n, true), 0);
+	for (long cut = 0; cut < n; cut++) {
+		uint8_t *copy = malloc((size_t)cut + 1);
+
+		memcpy(copy, buf, (size_t)cut);
+		(void)try_all(copy, (size_t)cut, true); /* -EINVAL or a valid prefix */
+		free(copy);
+	}
+	free(buf);
+}
+
+static void test_view_names(void **state)
+{
+	assert_string_equal(xprofs_view_name(XPROFS_VIEW_TRACE), "trace.json");
+	assert_null(xprofs_view_name(XPROFS_VIEW_COUNT));
+	assert_int_equal(xprofs_view_parse("ops"), XPROFS_VIEW_OPS);
+	assert_int_equal(xprofs_view_parse("steps.json"), XPROFS_VIEW_STEPS);
+	assert_int_equal(xprofs_view_parse("nope"), -EINVAL);
+	assert_int_equal(xprofs_view_parse("op"), -EINVAL);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_wire_varints),
+		cmocka_unit_test(test_wire_skip_and_len),
+		cmocka_unit_test(test_name_roundtrip),
+		cmocka_unit_test(test_name_long),
+		cmocka_unit_test(test_duplicate_names),
+		cmocka_unit_test(test_view_names),
+		cmocka_unit_test(test_summary),
+		cmocka_unit_test(test_track),
+		cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_ops),
+		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_session_summary),
+		cmocka_unit_test(test_edge_values),
+		cmocka_unit_test(test_pread_matches_mem),
+		cmocka_unit_test(test_truncated_everywhere),
+		cmocka_unit_test(test_hostile_bytes),
+		cmocka_unit_test(test_shared_sample_truncations),
+	};
+
+	xprofs_log_set_level(XPROFS_LOG_ERR);
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
