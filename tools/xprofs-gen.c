@@ -45,7 +45,7 @@
 #include "xprofs/util.h"
 
 #define MAX_PLANES 24
-#define MAX_LINES 8192
+#define MAX_LINES 3000 /* host thread lines; device planes have 8 */
 #define MAX_DEPTH 6
 #define MAX_META_BYTES (64u << 20)
 #define SCRATCH_BYTES (64u << 10)
@@ -344,8 +344,8 @@ struct gplane {
 	uint32_t em_base[EM_COUNT], em_n[EM_COUNT];
 	uint32_t si_base[SI_COUNT], si_n[SI_COUNT];
 	uint32_t n_stat_meta, n_plane_stats;
-	size_t n_lines;
-	struct gline *lines;
+	size_t n_lines, max_lines;
+	struct gline *lines; /* owned; max_lines entries */
 };
 
 struct gspace {
@@ -435,12 +435,21 @@ static void shape_text(struct rng *r, char *dst, size_t n)
 
 /* ---- plan ----------------------------------------------------------- */
 
+/*
+ * Appends a plane with room for @max_lines lines; the returned plane is
+ * borrowed from @s (its lines are freed by plan_free()). NULL when out of
+ * memory or planes.
+ */
 static struct gplane *add_plane(struct gspace *s, enum plane_kind k, int64_t id, const char *name,
 				int index, size_t max_lines)
 {
-	struct gplane *p = &s->planes[s->n_planes++];
+	struct gplane *p;
 
+	if (s->n_planes == MAX_PLANES)
+		return NULL;
+	p = &s->planes[s->n_planes++];
 	memset(p, 0, sizeof(*p));
+	p->max_lines = max_lines;
 	p->kind = k;
 	p->id = id;
 	p->index = index;
@@ -454,11 +463,15 @@ static struct gplane *add_plane(struct gspace *s, enum plane_kind k, int64_t id,
 	return p;
 }
 
+/* Appends a line to @p (borrowed from it); the plan's shape never exceeds max_lines. */
 static struct gline *add_line(struct gplane *p, enum line_kind k, int64_t id, const char *name,
 			      int64_t ts_ns)
 {
-	struct gline *l = &p->lines[p->n_lines];
+	struct gline *l;
 
+	if (p->n_lines == p->max_lines)
+		abort(); /* a bug in plan_build(), not a runtime condition */
+	l = &p->lines[p->n_lines];
 	memset(l, 0, sizeof(*l));
 	l->kind = k;
 	l->id = id;
@@ -489,6 +502,7 @@ static double line_weight(enum line_kind k, struct rng *r, size_t i)
 	return 0;
 }
 
+/* Frees the lines of every plane of @s; @s itself is the caller's. */
 static void plan_free(struct gspace *s)
 {
 	for (size_t i = 0; i < s->n_planes; i++)
@@ -500,7 +514,7 @@ static size_t host_thread_count(uint64_t events)
 {
 	uint64_t n = 16 + events / 12000;
 
-	return n > 3000 ? 3000 : (size_t)n;
+	return n > MAX_LINES ? MAX_LINES : (size_t)n;
 }
 
 static void host_thread_name(struct rng *r, enum kind kind, size_t i, char *dst, size_t n,
@@ -528,7 +542,8 @@ static void host_thread_name(struct rng *r, enum kind kind, size_t i, char *dst,
 }
 
 /*
- * Builds the shape of one host file with @events events in total (exactly).
+ * Builds the shape of one host file with @events events in total (exactly)
+ * into @s (caller's storage; free its lines with plan_free()).
  * Lines get a share by weight; Steps and counters are capped so metadata
  * stays bounded, and the remainder goes to the busiest line.
  */
