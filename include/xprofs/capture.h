@@ -26,7 +26,9 @@ struct xprofs_capture;
 /*
  * Called (from a capture thread) after a session's files were written, with
  * the store path of the run ("" for the logdir root) and the session name,
- * so the front end can drop its caches. Both strings are borrowed.
+ * so the front end can drop its caches. Both strings are borrowed. Not
+ * called when no host stored a file (errors, empty traces). Called without
+ * capture locks held, but it must not call xprofs_capture_free().
  */
 typedef void (*xprofs_capture_notify_fn)(void *arg, const char *run, const char *session);
 
@@ -50,8 +52,11 @@ struct xprofs_capture *xprofs_capture_free(struct xprofs_capture *c);
  * @line, @len: borrowed; may end in "\n"; several lines may be given at once.
  * @reason: optional; receives why a line was rejected.
  * Return: 0 when accepted (the capture runs in the background), -EINVAL for a
- * malformed line, -EBUSY when a capture of that run is already running and the
- * line is not "stop", -ENOMEM.
+ * malformed line (nothing of a multi-line write is started then), -EBUSY when
+ * a capture of that run is already running and the line is not "stop",
+ * -ESRCH for "stop" with nothing running, -EAGAIN when too many host captures
+ * are in flight, -ESHUTDOWN while xprofs_capture_free() runs, -ENOMEM.
+ * Every failure is also kept as the last rejected line of the control file.
  */
 int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char *line,
 			  size_t len, struct xprofs_buf *reason) XPROFS_WUR;

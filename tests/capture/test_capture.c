@@ -615,6 +615,36 @@ static void test_status_json(void **state)
 	assert_int_equal(rmdir(dir), 0); /* nothing was created in the logdir */
 }
 
+/* Several lines per write: all valid -> all start; one bad -> none starts. */
+static void test_multi_line(void **state)
+{
+	char dir[] = "/tmp/xprofs-capture-test-XXXXXX";
+	static const char ok[] = "run=m1 127.0.0.1:1 session=a\n# comment\n\nrun=m2 127.0.0.1:1 session=b\n";
+	static const char bad[] = "run=m3 127.0.0.1:1\nrun=m4 nohost\n";
+	struct xprofs_store *st;
+	struct xprofs_capture *c;
+	struct xprofs_buf out, why;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(xprofs_store_local_new(dir, &st), 0);
+	assert_int_equal(xprofs_capture_new(st, NULL, NULL, &c), 0);
+	xprofs_buf_init(&out, 1 << 20);
+	xprofs_buf_init(&why, 4096);
+	assert_int_equal(xprofs_capture_submit(c, NULL, ok, sizeof(ok) - 1, NULL), 0);
+	assert_int_equal(xprofs_capture_submit(c, NULL, bad, sizeof(bad) - 1, &why), -EINVAL);
+	assert_non_null(strstr(why.data, "nohost"));
+	assert_int_equal(xprofs_capture_submit(c, NULL, "\n\n", 2, NULL), -EINVAL);
+	assert_int_equal(xprofs_capture_status(c, NULL, &out), 0);
+	assert_non_null(strstr(out.data, "\"run\":\"m1\""));
+	assert_non_null(strstr(out.data, "\"run\":\"m2\""));
+	assert_null(strstr(out.data, "\"run\":\"m3\""));
+	xprofs_buf_deinit(&out);
+	xprofs_buf_deinit(&why);
+	xprofs_capture_free(c);
+	xprofs_store_free(st);
+	assert_int_equal(rmdir(dir), 0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -632,6 +662,7 @@ int main(void)
 		cmocka_unit_test(test_errno_map),
 		cmocka_unit_test(test_headers),
 		cmocka_unit_test(test_status_json),
+		cmocka_unit_test(test_multi_line),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
