@@ -1,0 +1,65 @@
+/*
+ * fuzz_decode.c - libFuzzer target: index the input as an XSpace and render
+ * every view and every track of it (zero-copy reader), and round-trip the
+ * input through the track file-name encoding. Any crash, leak, sanitizer
+ * report or a non -EINVAL/-E2BIG failure on malformed input is a bug.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xprofs/decode.h"
+
+static int discard(void *arg, const void *p, size_t n)
+{
+	*(size_t *)arg += n;
+	return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct xprofs_reader r = xprofs_reader_mem(data, size);
+	struct xprofs_xspace *x = NULL;
+	struct xprofs_buf err;
+	size_t total = 0, n;
+	struct xprofs_sink s = {discard, &total};
+	char *enc, *dec;
+	int rc;
+
+	xprofs_buf_init(&err, 4096);
+	rc = xprofs_xspace_open(&r, &err, &x);
+	if (rc == 0) {
+		for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
+			rc = xprofs_xspace_render(x, v, &s, &err);
+			if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
+				abort();
+		}
+		for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
+			const char *pf, *lf;
+
+			if (xprofs_xspace_track_names(x, i, &pf, &lf) < 0 ||
+			    xprofs_xspace_track_find(x, pf, lf) != (int)i)
+				abort();
+			rc = xprofs_xspace_render_track(x, i, &s, &err);
+			if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
+				abort();
+		}
+		xprofs_xspace_free(x);
+	} else if (rc != -EINVAL && rc != -E2BIG) {
+		abort();
+	}
+	xprofs_buf_deinit(&err);
+
+	enc = xprofs_decode_name_encode((const char *)data, size < 200 ? size : 200);
+	if (!enc || strchr(enc, '/') || strlen(enc) > 255)
+		abort();
+	dec = xprofs_decode_name_decode(enc, &n);
+	if (!dec || n != (size < 200 ? size : 200) || memcmp(dec, data, n))
+		abort();
+	free(dec);
+	free(enc);
+	return 0;
+}

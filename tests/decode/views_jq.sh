@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# views_jq.sh - every JSON view and every track of every shared sample must
+# parse with jq; trace.json must have displayTimeUnit as its first key; the
+# CLI must fail (non-zero, message on stderr) on missing, truncated and
+# garbage files. Exit 77 when ../shared or jq is absent.
+set -u
+BUILD=${XPROFS_BUILD_ROOT:?}
+SHARED=${XPROFS_SHARED:-}
+CLI="$BUILD/tools/xprofs-decode"
+command -v jq >/dev/null || { echo "SKIP: jq not installed"; exit 77; }
+shopt -s nullglob
+samples=("$SHARED"/samples/*/*.xplane.pb)
+if [ ${#samples[@]} -eq 0 ]; then
+	echo "SKIP: no shared samples under '$SHARED' (../shared absent)"
+	exit 77
+fi
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fails=0
+bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
+
+for f in "${samples[@]}"; do
+	for v in summary trace ops steps; do
+		if ! "$CLI" "$f" --view "$v" >"$tmp/out.json" 2>"$tmp/err"; then
+			bad "$f $v: exit $? $(cat "$tmp/err")"
+			continue
+		fi
+		jq -e . "$tmp/out.json" >/dev/null 2>&1 || bad "$f $v: jq cannot parse it"
+	done
+	first=$("$CLI" "$f" --view trace | jq -r 'keys_unsorted[0]')
+	[ "$first" = displayTimeUnit ] || bad "$f: trace.json first key is '$first'"
+	ntracks=0
+	while IFS= read -r t; do
+		ntracks=$((ntracks + 1))
+		"$CLI" "$f" --track "$t" | jq -e '.events | type == "array"' >/dev/null 2>&1 ||
+			bad "$f track $t: invalid JSON"
+	done < <("$CLI" "$f" --tracks)
+	want=$("$CLI" "$f" | jq '[.planes[].lines[]] | length')
+	[ "$ntracks" = "$want" ] || bad "$f: $ntracks tracks listed, summary has $want lines"
+	echo "ok $f ($ntracks tracks)"
+done
+
+# errors: exit non-zero with a message on stderr
+f=${samples[0]}
+"$CLI" "$tmp/missing.pb" >/dev/null 2>"$tmp/err" && bad "missing file accepted"
+[ -s "$tmp/err" ] || bad "no message for a missing file"
+head -c $(( $(stat -c %s "$f") / 2 )) "$f" >"$tmp/half.pb"
+"$CLI" "$tmp/half.pb" >/dev/null 2>"$tmp/err" && bad "truncated file accepted"
+grep -q . "$tmp/err" || bad "no message for a truncated file"
+printf '\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff' >"$tmp/garbage.pb"
+"$CLI" "$tmp/garbage.pb" --view trace >/dev/null 2>"$tmp/err" && bad "garbage accepted"
+grep -q varint "$tmp/err" || bad "garbage: unexpected message: $(cat "$tmp/err")"
+"$CLI" "$f" --view nope >/dev/null 2>&1 && bad "unknown view accepted"
+"$CLI" "$f" --track nope/x.json >/dev/null 2>&1 && bad "unknown track accepted"
+
+[ "$fails" = 0 ] || { echo "$fails failures"; exit 1; }
+echo "all views parse"

@@ -1,0 +1,2 @@
+
+:Task Environment*profile_start_time2€€¨±ãŸçË
