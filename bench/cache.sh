@@ -10,6 +10,10 @@
 #   bench/cache.sh                    # 1024 MiB JSON at 256 KiB blocks, plus
 #                                     # 64/1024 KiB blocks and random data at 256 MiB
 #   SIZE_MB=256 BLOCKS="256" bench/cache.sh
+#   TRACE=path/trace.json bench/cache.sh   # also a real rendered trace (tiled);
+#                                          # by default the TPU sample's trace is
+#                                          # rendered with BUILD/tools/xprofs-decode
+#                                          # when both exist (BUILD=build)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SIZE_MB=${SIZE_MB:-1024}
@@ -29,4 +33,14 @@ for bs in $BLOCKS; do
 	"$OUT/cache-bench" "$dir" "$small" "$bs" json
 done
 "$OUT/cache-bench" "$dir" "$small" 256 random
+BUILD=${BUILD:-build}
+SAMPLE=${SAMPLE:-../shared/samples/tpu_v6e_jax/tpu_inference_2.xplane.pb}
+TRACE=${TRACE:-}
+if [ -z "$TRACE" ] && [ -x "$BUILD/tools/xprofs-decode" ] && [ -f "$SAMPLE" ]; then
+	TRACE=$OUT/sample-trace.json
+	"$BUILD/tools/xprofs-decode" "$SAMPLE" --view trace >"$TRACE"
+fi
+if [ -n "$TRACE" ]; then
+	"$OUT/cache-bench" "$dir" "$SIZE_MB" 256 "$TRACE"
+fi
 rm -rf "$dir"

@@ -5,7 +5,8 @@
  * byte, then times random 4 KiB preads. Prints MB/s and the compression
  * ratio. Built and run by bench/cache.sh; not a test.
  *
- * Usage: cache-bench DIR SIZE_MB [BLOCK_KIB] [json|random]
+ * Usage: cache-bench DIR SIZE_MB [BLOCK_KIB] [json|random|FILE]
+ * FILE (e.g. a trace.json rendered by xprofs-decode) is tiled to 64 MiB.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,28 @@ static uint64_t rnd(void)
 	x ^= x >> 7;
 	x ^= x << 17;
 	return x;
+}
+
+/* @path's content repeated to GEN_SIZE bytes; NULL if unreadable or empty. */
+static char *tile(const char *path)
+{
+	char *p = malloc(GEN_SIZE);
+	FILE *f = fopen(path, "rb");
+	size_t n = 0, got;
+
+	if (!f || !p)
+		goto fail;
+	while (n < GEN_SIZE && (got = fread(p + n, 1, GEN_SIZE - n, f)) > 0)
+		n += got;
+	fclose(f);
+	if (n == 0)
+		goto fail;
+	for (size_t k = n; k < GEN_SIZE; k++)
+		p[k] = p[k % n];
+	return p;
+fail:
+	free(p);
+	return NULL;
 }
 
 /* Chrome trace events as decode/ renders them: varied names, numbers, args. */
@@ -72,6 +95,7 @@ int main(int argc, char **argv)
 	uint64_t size, bs, nrand = 20000;
 	char *data, *buf;
 	double t0, tw, tr, trr;
+	const char *kind;
 	int json;
 
 	if (argc < 3) {
@@ -80,8 +104,18 @@ int main(int argc, char **argv)
 	}
 	size = strtoull(argv[2], NULL, 10) << 20;
 	bs = argc > 3 ? strtoull(argv[3], NULL, 10) << 10 : 256 << 10;
-	json = argc > 4 ? strcmp(argv[4], "random") != 0 : 1;
-	data = gen(json);
+	kind = argc > 4 ? argv[4] : "json";
+	json = strcmp(kind, "random") != 0;
+	if (strcmp(kind, "json") == 0 || !json) {
+		data = gen(json);
+	} else {
+		data = tile(kind);
+		kind = strrchr(kind, '/') ? strrchr(kind, '/') + 1 : kind;
+	}
+	if (!data) {
+		fprintf(stderr, "cannot read %s\n", kind);
+		return 1;
+	}
 	buf = malloc(1 << 20);
 	if (xprofs_cache_new(argv[1], size * 2 + (64 << 20), &c) < 0 ||
 	    xprofs_cache_set_block_size(c, (uint32_t)bs) < 0) {
@@ -123,7 +157,7 @@ int main(int argc, char **argv)
 	xprofs_cache_get_stats(c, &st);
 
 	printf("| %s | %llu MiB | %llu KiB | %.0f MB/s | %.0f MB/s | %.0f reads/s | %.2f (%llu MiB on disk) |\n",
-	       json ? "json" : "random", (unsigned long long)(size >> 20),
+	       kind, (unsigned long long)(size >> 20),
 	       (unsigned long long)(bs >> 10), (double)size / 1e6 / tw, (double)size / 1e6 / tr,
 	       (double)nrand / trr, (double)size / (double)st.bytes,
 	       (unsigned long long)(st.bytes >> 20));
