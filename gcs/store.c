@@ -98,6 +98,9 @@ struct gcs_store {
 	bool bg_started;
 	pthread_t bg;
 
+	pthread_mutex_t w_lock;
+	struct gcs_writer *writers;          /* open writers; protected by w_lock */
+
 	pthread_mutex_t blk_lock;
 	pthread_cond_t blk_cond;
 	struct blk *blk_slots[BLK_SLOTS];    /* protected by blk_lock */
@@ -124,6 +127,8 @@ struct gcs_writer {
 	uint64_t size;     /* protected by lock */
 	uint64_t if_gen;   /* precondition of the next upload; protected by lock */
 	bool excl, dirty;  /* protected by lock */
+	int64_t mtime_ns;  /* protected by lock */
+	struct gcs_writer *wprev, *wnext; /* in s->writers; protected by s->w_lock */
 };
 
 /* ---- names and URLs ---------------------------------------------------- */
@@ -436,15 +441,46 @@ static void maybe_refresh(struct gcs_store *s)
 	pthread_mutex_unlock(&s->bg_lock);
 }
 
-static int gcs_stat(struct xprofs_store *base, const char *path, struct xprofs_store_stat *st)
+/* A file being written through this store looks like what it will become. */
+static bool writer_stat(struct gcs_store *s, const char *path, struct xprofs_store_stat *st)
 {
-	struct gcs_store *s = (struct gcs_store *)base;
+	struct gcs_writer *w;
+	bool found = false;
+
+	pthread_mutex_lock(&s->w_lock);
+	for (w = s->writers; w && !found; w = w->wnext) {
+		if (strcmp(w->path, path) != 0)
+			continue;
+		pthread_mutex_lock(&w->lock);
+		st->type = XPROFS_STORE_FILE;
+		st->size = w->size;
+		st->mtime_ns = w->mtime_ns;
+		st->generation = w->if_gen;
+		pthread_mutex_unlock(&w->lock);
+		found = true;
+	}
+	pthread_mutex_unlock(&s->w_lock);
+	return found;
+}
+
+static int tree_stat(struct gcs_store *s, const char *path, struct xprofs_store_stat *st)
+{
 	int r;
 
 	pthread_rwlock_rdlock(&s->tree_lock);
 	maybe_refresh(s);
 	r = xprofs_gcs_tree_stat(s->tree, path, st);
 	pthread_rwlock_unlock(&s->tree_lock);
+	return r;
+}
+
+static int gcs_stat(struct xprofs_store *base, const char *path, struct xprofs_store_stat *st)
+{
+	struct gcs_store *s = (struct gcs_store *)base;
+	int r = tree_stat(s, path, st);
+
+	if ((r == -ENOENT || (r == 0 && st->type == XPROFS_STORE_FILE)) && writer_stat(s, path, st))
+		r = 0;
 	return r;
 }
 
@@ -490,6 +526,30 @@ static int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_lis
 	maybe_refresh(s);
 	r = xprofs_gcs_tree_list(s->tree, dir, list_copy_cb, &l);
 	pthread_rwlock_unlock(&s->tree_lock);
+	if (r == 0) {
+		/* new files still being written here are listed too */
+		size_t dlen = strlen(dir), known = l.n, k;
+		struct gcs_writer *w;
+
+		pthread_mutex_lock(&s->w_lock);
+		for (w = s->writers; w && r == 0; w = w->wnext) {
+			const char *name = w->path + dlen + (dlen ? 1 : 0);
+			struct xprofs_store_stat wst = {.type = XPROFS_STORE_FILE};
+
+			if (strncmp(w->path, dir, dlen) != 0 || (dlen && w->path[dlen] != '/') || strchr(name, '/'))
+				continue;
+			for (k = 0; k < known && strcmp(l.v[k].name, name) != 0; k++)
+				;
+			if (k < known)
+				continue;
+			pthread_mutex_lock(&w->lock);
+			wst.size = w->size;
+			wst.mtime_ns = w->mtime_ns;
+			pthread_mutex_unlock(&w->lock);
+			r = list_copy_cb(&l, name, &wst);
+		}
+		pthread_mutex_unlock(&s->w_lock);
+	}
 	for (i = 0; r == 0 && i < l.n; i++)
 		r = cb(arg, l.v[i].name, &l.v[i].st);
 	for (i = 0; i < l.n; i++)
@@ -882,7 +942,7 @@ static int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_s
 	struct gcs_file *f;
 	int r;
 
-	r = gcs_stat(base, path, &st);
+	r = tree_stat(s, path, &st);
 	if (r < 0)
 		return r;
 	if (st.type != XPROFS_STORE_FILE)
@@ -1264,7 +1324,7 @@ static int gcs_create(struct xprofs_store *base, const char *path, unsigned flag
 
 	if (s->o.read_only)
 		return -EROFS;
-	r = gcs_stat(base, path, &st);
+	r = tree_stat(s, path, &st);
 	if (r < 0 && r != -ENOENT)
 		return r;
 	exists = r == 0;
@@ -1300,6 +1360,13 @@ static int gcs_create(struct xprofs_store *base, const char *path, unsigned flag
 		w->dirty = false;
 	}
 	pthread_mutex_init(&w->lock, NULL);
+	w->mtime_ns = xprofs_now_ns();
+	pthread_mutex_lock(&s->w_lock);
+	w->wnext = s->writers;
+	if (s->writers)
+		s->writers->wprev = w;
+	s->writers = w;
+	pthread_mutex_unlock(&s->w_lock);
 	*out = &w->base;
 	return 0;
 err:
@@ -1324,6 +1391,7 @@ static ssize_t gcs_write(struct xprofs_store_writer *base, const void *buf, size
 		if (off + (uint64_t)k > w->size)
 			w->size = off + (uint64_t)k;
 		w->dirty = true;
+		w->mtime_ns = xprofs_now_ns();
 	}
 	pthread_mutex_unlock(&w->lock);
 	return k;
@@ -1373,6 +1441,16 @@ static int gcs_flush(struct xprofs_store_writer *base)
 
 static void writer_free(struct gcs_writer *w)
 {
+	struct gcs_store *s = w->s;
+
+	pthread_mutex_lock(&s->w_lock);
+	if (w->wprev)
+		w->wprev->wnext = w->wnext;
+	else
+		s->writers = w->wnext;
+	if (w->wnext)
+		w->wnext->wprev = w->wprev;
+	pthread_mutex_unlock(&s->w_lock);
 	pthread_mutex_destroy(&w->lock);
 	close(w->fd);
 	free(w->obj);
@@ -1439,7 +1517,7 @@ static int gcs_unlink(struct xprofs_store *base, const char *path)
 
 	if (s->o.read_only)
 		return -EROFS;
-	r = gcs_stat(base, path, &st);
+	r = tree_stat(s, path, &st);
 	if (r < 0)
 		return r;
 	if (st.type == XPROFS_STORE_DIR)
@@ -1551,14 +1629,14 @@ static int gcs_rename(struct xprofs_store *base, const char *from, const char *t
 
 	if (s->o.read_only)
 		return -EROFS;
-	r = gcs_stat(base, from, &st);
+	r = tree_stat(s, from, &st);
 	if (r < 0)
 		return r;
 	if (st.type == XPROFS_STORE_DIR)
 		return -EXDEV; /* many objects: let the caller copy */
 	if (strcmp(from, to) == 0)
 		return 0;
-	r = gcs_stat(base, to, &dst);
+	r = tree_stat(s, to, &dst);
 	if (r == 0 && dst.type == XPROFS_STORE_DIR)
 		return -EISDIR;
 	if (r == 0)
@@ -1748,6 +1826,7 @@ static void gcs_free(struct xprofs_store *base)
 	xprofs_gcs_auth_free(s->auth);
 	pthread_mutex_destroy(&s->blk_lock);
 	pthread_cond_destroy(&s->blk_cond);
+	pthread_mutex_destroy(&s->w_lock);
 	pthread_mutex_destroy(&s->bg_lock);
 	pthread_cond_destroy(&s->bg_cond);
 	pthread_mutex_destroy(&s->list_lock);
@@ -1830,6 +1909,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	pthread_cond_init(&s->bg_cond, NULL);
 	pthread_mutex_init(&s->blk_lock, NULL);
 	pthread_cond_init(&s->blk_cond, NULL);
+	pthread_mutex_init(&s->w_lock, NULL);
 	s->lru.lru_next = s->lru.lru_prev = &s->lru;
 	s->journal_tail = &s->journal;
 

@@ -193,6 +193,13 @@ static bool same_content(struct xprofs_store *s, const char *path, const void *p
 	return ok;
 }
 
+static int pending_cb(void *arg, const char *name, const struct xprofs_store_stat *st)
+{
+	if (strcmp(name, "pending.bin") == 0 && st->size == 5)
+		(*(int *)arg)++;
+	return 0;
+}
+
 static json_t *status(struct xprofs_store *s)
 {
 	struct xprofs_buf b;
@@ -344,7 +351,16 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 
 	/* 7. an unchanged reader keeps working while writers come and go */
 	r = xprofs_store_create(a, "w/pending.bin", XPROFS_STORE_EXCL, &w2);
-	check(r == 0 && xprofs_store_stat(a, "w/pending.bin", &st) == -ENOENT, "uncommitted writes are invisible");
+	check(r == 0 && xprofs_store_write(w2, "12345", 5, 0) == 5 && xprofs_store_stat(a, "w/pending.bin", &st) == 0 &&
+		      st.size == 5,
+	      "a file being written is visible to its own store with its current size");
+	{
+		int seen = 0;
+
+		check(xprofs_store_list(a, "w", pending_cb, &seen) == 0 && seen == 1, "... and listed in its directory");
+	}
+	check(xprofs_store_refresh(b) == 0 && xprofs_store_stat(b, "w/pending.bin", &st) == -ENOENT,
+	      "but not in the bucket before commit");
 	xprofs_store_abort(w2);
 	check(xprofs_store_stat(a, "w/pending.bin", &st) == -ENOENT, "abort leaves nothing");
 
