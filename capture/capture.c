@@ -161,6 +161,7 @@ static void fmt_time(int64_t ns, char *out, size_t cap)
 		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ns % 1000000000 / 1000000));
 }
 
+/* @a@b@c, all borrowed. Caller owns the result; free with free(). NULL: ENOMEM. */
 static char *join3(const char *a, const char *b, const char *c)
 {
 	char *s;
@@ -170,7 +171,7 @@ static char *join3(const char *a, const char *b, const char *c)
 	return s;
 }
 
-/* "<run>/plugins/profile" with no leading '/' for the root run. */
+/* "<run>/plugins/profile" with no leading '/' for the root run. Caller owns; free with free(). */
 static char *profile_dir(const char *run)
 {
 	return run[0] ? join3(run, "/", "plugins/profile") : strdup("plugins/profile");
@@ -178,6 +179,7 @@ static char *profile_dir(const char *run)
 
 /* ---- run records (c->lock held) --------------------------------------- */
 
+/* Frees @s and everything it owns; its threads must be joined. Accepts NULL; returns NULL. */
 static struct cap_session *session_free(struct cap_session *s)
 {
 	if (!s)
@@ -207,6 +209,11 @@ static void run_free(struct cap_run *r)
 	free(r);
 }
 
+/*
+ * The record of @run (borrowed; duplicated when created). The result is owned
+ * by @c and valid while c->lock is held. NULL: not found (or ENOMEM, or every
+ * record busy when MAX_RUNS are in use).
+ */
 static struct cap_run *run_find(struct xprofs_capture *c, const char *run, bool create)
 {
 	struct cap_run *r, **pp, **victim = NULL;
@@ -250,6 +257,7 @@ static struct cap_run *run_find(struct xprofs_capture *c, const char *run, bool 
 	return r;
 }
 
+/* Duplicates @line (truncated to 1 KiB) and @reason into the slots, freeing the old values. */
 static int set_rejection(char **line_slot, char **reason_slot, const char *line, size_t len,
 			 const char *reason)
 {
@@ -316,6 +324,7 @@ static int host_sink_write(void *arg, const void *p, size_t n)
 	return 0;
 }
 
+/* Serializes the ProfileRequest for @h. *@out: caller owns; free with free(). */
 static int pack_profile_request(const struct cap_session *s, const struct cap_host *h, uint8_t **out,
 				size_t *len)
 {
@@ -378,6 +387,7 @@ static int pack_profile_request(const struct cap_session *s, const struct cap_ho
 	return 0;
 }
 
+/* *@out: caller owns; free with free(). */
 static int pack_snapshot_request(uint8_t **out, size_t *len)
 {
 	Tensorflow__GetSnapshotRequest req = TENSORFLOW__GET_SNAPSHOT_REQUEST__INIT;
@@ -685,6 +695,10 @@ static int pick_session(struct xprofs_capture *c, struct cap_run *r, const char 
 	return ret;
 }
 
+/*
+ * The logdir as the server sees it (source + run + plugins/profile), for old
+ * servers that write the file themselves. Caller owns; free with free().
+ */
 static char *repository_root(struct xprofs_capture *c, const char *run)
 {
 	const char *src = xprofs_store_source(c->store);

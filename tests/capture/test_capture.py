@@ -489,6 +489,27 @@ class T:
         assert sha(f) == rec["sha256"], "data of a capture running at shutdown was lost"
         print("# shutdown with a running capture: %d ms" % ms)
 
+    def case_quit_hang(self):
+        """A server that ignores Terminate cannot hold shutdown: Terminate,
+        a grace period, then cancel; nothing partial is left."""
+        s = self.server("--hang")
+        logdir = os.path.join(self.tmp, "logdir-hang")
+        os.mkdir(logdir)
+        tmp2 = tempfile.mkdtemp(dir=self.tmp)
+        fe = type(self.fe)(self.exe, logdir, tmp2)
+        try:
+            r, why = fe.submit(None, "run=h %s duration_ms=600000 session=hang" % s.addr)
+            assert r == 0, why
+            time.sleep(0.5)
+            ms = fe.quit()
+        finally:
+            fe.close()
+        assert 5000 <= ms < 15000, "shutdown took %d ms" % ms
+        assert s.records("Terminate") and s.records("Terminate")[0]["session_id"] == "hang"
+        for d, _, files in os.walk(logdir):
+            assert not files, (d, files)
+        print("# shutdown with a capture whose server ignores Terminate: %d ms" % ms)
+
     def close(self):
         self.fe.close()
         for s in self.servers:
@@ -496,7 +517,7 @@ class T:
 
 
 CASES = ["single", "default_session", "multi", "stop", "snapshot", "malformed", "unreachable",
-         "timeout", "no_overwrite", "old_server", "die", "empty", "big", "quit_running"]
+         "timeout", "no_overwrite", "old_server", "die", "empty", "big", "quit_hang", "quit_running"]
 
 
 def main():
