@@ -585,16 +585,18 @@ static int plan_build(struct gspace *s, enum kind kind, uint64_t seed, const cha
 			ret = -ENOMEM;
 			goto fail;
 		}
-		add_line(p, L_STEPS, DERIVED_LINE_ID, "Steps", ts);
 		if (kind == KIND_TPU) {
+			add_line(p, L_STEPS, DERIVED_LINE_ID, "Steps", ts);
 			add_line(p, L_MODULES, 2, "XLA Modules", ts);
 			add_line(p, L_OPS, 3, "XLA Ops", ts);
 			add_line(p, L_ASYNC, 4, "Async XLA Ops", ts);
 			add_line(p, L_TRACEME, 6, "XLA TraceMe", ts);
 			add_line(p, L_EMPTY, 7, "Overlay", ts);
 		} else {
-			add_line(p, L_MODULES, DERIVED_LINE_ID + 4, "XLA Modules", ts);
-			add_line(p, L_OPS, DERIVED_LINE_ID + 5, "XLA Ops", ts);
+			/*
+			 * Raw GPU captures (like the MI300 samples) have only stream
+			 * lines; XProf derives Steps / XLA Ops when it loads them.
+			 */
 			for (int k = 0; k < 4; k++) {
 				static const char *const sk[] = {"Kernel", "MemcpyH2D", "Kernel,Memset",
 								 "MemcpyD2H"};
@@ -699,24 +701,24 @@ static int plan_build(struct gspace *s, enum kind kind, uint64_t seed, const cha
 				steps = p->lines[li].events;
 		switch (p->kind) {
 		case P_TPU:
-		case P_GPU:
 			n[EM_MODULE] = N_MODULES;
 			n[EM_OP] = nops;
 			n[EM_STEP] = (uint32_t)(steps ? steps : 1);
 			n[EM_COUNTER] = sizeof(counter_names) / sizeof(counter_names[0]);
-			if (p->kind == P_TPU) {
-				n[EM_ASYNC] = nops / 8;
-				n[EM_TRACEME] = sizeof(traceme_names) / sizeof(traceme_names[0]);
-			} else {
-				n[EM_KERNEL] = nkern;
-				n[EM_MEMCPY] = 4;
-				si[SI_KERNEL_DETAILS] = 64;
-				si[SI_TF_OP] = 128;
-				si[SI_HLO_OP] = nkern;
-				si[SI_HLO_MODULE] = N_MODULES;
-			}
-			if (p->kind == P_TPU)
-				si[SI_HLO_OP] = nops / 8;
+			n[EM_ASYNC] = nops / 8;
+			n[EM_TRACEME] = sizeof(traceme_names) / sizeof(traceme_names[0]);
+			si[SI_HLO_OP] = nops / 8;
+			p->n_stat_meta = SM_COUNT - 1;
+			p->n_plane_stats = 5;
+			break;
+		case P_GPU:
+			n[EM_COUNTER] = sizeof(counter_names) / sizeof(counter_names[0]);
+			n[EM_KERNEL] = nkern;
+			n[EM_MEMCPY] = 4;
+			si[SI_KERNEL_DETAILS] = 64;
+			si[SI_TF_OP] = 128;
+			si[SI_HLO_OP] = nkern / 2 + 1; /* some HLO ops run several kernels */
+			si[SI_HLO_MODULE] = N_MODULES;
 			p->n_stat_meta = SM_COUNT - 1;
 			p->n_plane_stats = 5;
 			break;
@@ -826,8 +828,11 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 		break;
 	case EM_OP: {
 		const struct opcode *oc = &opcodes[i % N_OPCODES];
-		uint64_t flops = (rng_next(&r) >> 20) & ((UINT64_C(1) << (10 + i % 30)) - 1);
-		uint64_t bytes = 4096 + ((rng_next(&r) >> 24) & ((UINT64_C(1) << (8 + i % 24)) - 1));
+		/* per execution: 64 KFLOP .. 1 TFLOP, 4 KB .. 4 GB, spread over the ops */
+		uint64_t flops = (uint64_t)((double)(UINT64_C(1) << (16 + (i * 7) % 24)) *
+					    rng_range(&r, 0.5, 1.5));
+		uint64_t bytes = (uint64_t)((double)(UINT64_C(1) << (12 + (i * 5) % 20)) *
+					    rng_range(&r, 0.5, 1.5));
 
 		shape_text(&r, shape, sizeof(shape));
 		snprintf(disp, sizeof(disp), "%s.%u", oc->op, i);
@@ -1045,8 +1050,12 @@ static void lgen_next_time(struct lgen *g, const struct gline *l, int64_t *start
 		g->depth--;
 	}
 	if (g->depth == 0) {
-		*start = g->t + (int64_t)((double)g->slot * rng_range(r, 0.05, 0.4));
-		*dur = (int64_t)((double)g->slot * rng_range(r, 0.3, 0.6));
+		/* duty cycle: modules cover most of the time, copies little of it */
+		double lo = l->kind == L_MODULES ? 0.6 : l->kind == L_MEMCPY ? 0.02 : 0.3;
+		double hi = l->kind == L_MODULES ? 0.9 : l->kind == L_MEMCPY ? 0.15 : 0.6;
+
+		*start = g->t + (int64_t)((double)g->slot * rng_range(r, 0.05, 0.1 + (1 - hi) / 2));
+		*dur = (int64_t)((double)g->slot * rng_range(r, lo, hi));
 	} else {
 		struct frame *f = &g->st[g->depth - 1];
 		int64_t per = (f->end - g->t) / (f->kids + 1);
