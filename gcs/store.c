@@ -635,7 +635,7 @@ static int fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint6
 		       size_t len, uint8_t *dst)
 {
 	struct part parts[PARALLEL_MAX];
-	size_t nparts = len / BLOCK_SIZE >= PARALLEL_MIN ? PARALLEL_MAX : 1, per, i;
+	size_t nparts = (len + BLOCK_SIZE - 1) / BLOCK_SIZE >= PARALLEL_MIN ? PARALLEL_MAX : 1, per, i;
 	int r = 0;
 
 	if (nparts > s->http.max_handles)
@@ -983,6 +983,13 @@ static ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, ui
 	else
 		f->window = 1;
 	window = f->window;
+	{
+		/* a large read wants all its blocks at once (in parallel ranges) */
+		uint64_t span = (off + n - 1) / BLOCK_SIZE - off / BLOCK_SIZE + 1;
+
+		if (span > window)
+			window = span > WINDOW_MAX ? WINDOW_MAX : (unsigned)span;
+	}
 	f->next_off = off + n;
 	pthread_mutex_unlock(&f->lock);
 

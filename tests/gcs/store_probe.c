@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -200,6 +201,26 @@ static int pending_cb(void *arg, const char *name, const struct xprofs_store_sta
 	return 0;
 }
 
+struct reader_arg {
+	struct xprofs_store *s;
+	const char *path;
+	const char *want;
+	size_t n;
+	int ok;
+};
+
+static void *reader_main(void *arg)
+{
+	struct reader_arg *a = arg;
+	size_t got = 0;
+	int err;
+	char *b = store_slurp(a->s, a->path, 100000, &got, &err);
+
+	a->ok = !err && b && got == a->n && memcmp(b, a->want, got) == 0;
+	free(b);
+	return NULL;
+}
+
 static json_t *status(struct xprofs_store *s)
 {
 	struct xprofs_buf b;
@@ -372,7 +393,54 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 	      "status_json counts requests, bytes and stale reads");
 	json_decref(j);
 
-	/* 9. the shared lz4 cache: a second mount reads blocks from disk, not GCS */
+	/* 9. single-flight: 8 readers of the same cold object fetch each block once */
+	{
+		struct xprofs_store *c = NULL;
+		struct reader_arg ra[8];
+		pthread_t th[8];
+		int i, ok = 0;
+		long long gets, misses, waits;
+
+		check(xprofs_gcs_store_new(url, &o, &c) == 0, "fresh store for the concurrency test");
+		for (i = 0; c && i < 8; i++) {
+			ra[i] = (struct reader_arg){.s = c, .path = "w/stale.bin", .want = data2, .n = big};
+			pthread_create(&th[i], NULL, reader_main, &ra[i]);
+		}
+		for (i = 0; c && i < 8; i++) {
+			pthread_join(th[i], NULL);
+			ok += ra[i].ok;
+		}
+		j = status(c);
+		gets = counter(j, "requests", "get");
+		misses = counter(j, "blocks", "misses");
+		waits = counter(j, "blocks", "coalesced");
+		json_decref(j);
+		check(ok == 8, "8 concurrent readers all read the right bytes");
+		check(misses == 4 && gets <= 4 && waits > 0,
+		      "each of the 4 blocks fetched once: %lld GETs, %lld misses, %lld coalesced waits", gets, misses,
+		      waits);
+		xprofs_store_free(c);
+		/* one large first read: all its blocks at once, in parallel ranges */
+		check(xprofs_gcs_store_new(url, &o, &c) == 0, "fresh store for the large-read test");
+		if (c) {
+			struct xprofs_store_file *lf = NULL;
+			char *lb = malloc(big);
+			ssize_t k = -1;
+
+			if (xprofs_store_open(c, "w/stale.bin", &lf) == 0)
+				k = xprofs_store_pread(lf, lb, big, 0);
+			check(k == (ssize_t)big && memcmp(lb, data2, big) == 0, "one %zu-byte pread", big);
+			j = status(c);
+			check(counter(j, "requests", "get") == 4 && counter(j, "blocks", "misses") == 4,
+			      "... fetched as 4 parallel ranged GETs (%lld)", counter(j, "requests", "get"));
+			json_decref(j);
+			xprofs_store_close(lf);
+			free(lb);
+			xprofs_store_free(c);
+		}
+	}
+
+	/* 10. the shared lz4 cache: a second mount reads blocks from disk, not GCS */
 	if (cache_dir && xprofs_cache_new(cache_dir, 256u << 20, &cache) == 0) {
 		struct xprofs_gcs_options o3 = o;
 		struct xprofs_store *c1 = NULL, *c2 = NULL;
