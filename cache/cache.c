@@ -828,7 +828,8 @@ int xprofs_cache_open(struct xprofs_cache *c, const void *key, size_t keylen,
 	if (!n)
 		return -ENOMEM;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	/* O_NONBLOCK: a FIFO planted under an entry's name must not hang us. */
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0) {
 		r = -errno;
 		if (r == -ENOENT || r == -ELOOP) {

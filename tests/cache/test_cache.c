@@ -765,6 +765,10 @@ static void test_hostile_files(void **state)
 	assert_int_equal(symlink("/etc/passwd", path), 0);
 	assert_int_equal(xprofs_cache_open(c, k, 7, &e), -ENOENT);
 	unlink(path);
+	/* nor is a FIFO waited on: it is not a regular file, so corrupt */
+	assert_int_equal(mkfifo(path, 0600), 0);
+	expect_corrupt_miss(c, k, &corrupt);
+	assert_int_equal(access(path, F_OK), -1);
 
 	xprofs_cache_get_stats(c, &st);
 	assert_int_equal(st.corrupt, corrupt);
