@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -413,6 +414,53 @@ static void test_concurrent_same_key(void **state)
 	assert_int_equal(count_files(f->dir), 1);
 	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
 	assert_int_equal(count_files(tmp), 0);
+	xprofs_cache_free(c);
+	free(j);
+}
+
+/*
+ * Two processes, each with its own cache on one directory, both writing and
+ * reading one key: atomic publish across processes (never a torn entry).
+ */
+static void test_two_processes(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache *c;
+	struct thr t;
+	size_t n = 300000;
+	uint8_t *j = json_data(n);
+	int status;
+	pid_t pid;
+
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct thr ct;
+
+		if (xprofs_cache_new(f->dir, 0, &c) < 0 || xprofs_cache_set_block_size(c, 8192) < 0)
+			_exit(2);
+		ct = (struct thr){.c = c, .data = j, .n = n};
+		writer_thread(&ct);
+		reader_thread(&ct);
+		writer_thread(&ct);
+		xprofs_cache_free(c);
+		_exit(ct.fails ? 1 : 0);
+	}
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_set_block_size(c, 16384), 0); /* a different layout */
+	t = (struct thr){.c = c, .data = j, .n = n};
+	reader_thread(&t);
+	writer_thread(&t);
+	reader_thread(&t);
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+	assert_int_equal(t.fails, 0);
+	check_entry(c, "same", j, n);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.corrupt, 0);
+	assert_int_equal(count_files(f->dir), 1);
 	xprofs_cache_free(c);
 	free(j);
 }
@@ -896,6 +944,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_two_caches_one_dir, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_same_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_concurrent_reads_one_entry, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction_lru, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_big, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_lz4, setup, teardown),
