@@ -936,10 +936,11 @@ static int get_evmd(struct rctx *rc, int64_t key, struct evmd **out)
 		e->name = disp;
 		e->name_len = disp_len;
 		disp = NULL;
-	} else if (!(e->name = strndup(full, full_len))) {
+	} else if (!(e->name = malloc(full_len + 1))) { /* names may hold NUL bytes */
 		r = -ENOMEM;
 		goto out;
 	} else {
+		memcpy(e->name, full, full_len + 1);
 		e->name_len = full_len;
 	}
 	if ((r = json_dup(e->name, e->name_len, &e->name_json, &e->name_json_len)) < 0 ||

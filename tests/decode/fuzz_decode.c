@@ -57,7 +57,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!enc || strchr(enc, '/') || strlen(enc) > 255)
 		abort();
 	dec = xprofs_decode_name_decode(enc, &n);
-	if (!dec || n != (size < 200 ? size : 200) || memcmp(dec, data, n))
+	/* exact round trip unless the name was cut and hashed ("~h" suffix) */
+	if (!dec || (!strstr(enc, "~h") && n != (size < 200 ? size : 200)) || memcmp(dec, data, n))
 		abort();
 	free(dec);
 	free(enc);
