@@ -12,6 +12,7 @@ hlo_op / hlo_module / correlation_id, Task Environment start/stop times.
 
 usage: check_gen.py GEN oracle|determinism|cli|size|demo|tbwalk|memory
        check_gen.py GEN decode XPROFS_DECODE   (the decoder against the generator)
+       check_gen.py GEN mount XPROFS           (the demo through a real mount)
 Exit 0 = pass, 1 = fail, 77 = skip (protoc missing).
 """
 import json
@@ -420,7 +421,68 @@ def cmd_decode(gen, tmp, decode):
         print("ok: %s decoded by xprofs-decode (%d events)" % (kind, events))
 
 
+def cmd_mount(gen, tmp, xprofs):
+    """--demo through a real mount: TensorBoard sees the same logdir, and every
+    host's summary.json counts the events the generator wrote."""
+    import time
+    src, mnt = os.path.join(tmp, "src"), os.path.join(tmp, "mnt")
+    os.mkdir(mnt)
+    rc, out, err = run_gen(gen, "--demo", src, "--stats")
+    if not check(rc == 0, "--demo rc %d: %s" % (rc, err)):
+        return
+    files = json.loads(out)["files"]
+    log = open(os.path.join(tmp, "xprofs.log"), "wb")
+    daemon = subprocess.Popen([xprofs, src, mnt, "-f", "-o", "cache_dir=" + os.path.join(tmp, "cache")],
+                              stdout=log, stderr=log)
+    try:
+        for _ in range(100):
+            if os.path.ismount(mnt) or daemon.poll() is not None:
+                break
+            time.sleep(0.1)
+        if not check(os.path.ismount(mnt), "mount did not appear (xprofs rc %r)" % daemon.poll()):
+            return
+        check(tb_walk(os.path.join(mnt, "logdir")) == tb_walk(src), "tb_walk differs on MOUNT/logdir")
+        for f in files:
+            rel = os.path.relpath(f["file"], src).split(os.sep)
+            i = rel.index("plugins")
+            run = "/".join(rel[:i])
+            host_dir = os.path.join(mnt, "runs", run or "_root", rel[i + 2], f["host"])
+            try:
+                with open(os.path.join(host_dir, "summary.json"), "rb") as fh:
+                    sm = json.load(fh)
+            except (OSError, ValueError) as e:
+                check(False, "%s: %s" % (host_dir, e))
+                continue
+            check(sm.get("events") == f["events"], "%s: summary.json has %r events, generated %d"
+                  % (host_dir, sm.get("events"), f["events"]))
+            with open(os.path.join(mnt, "logdir", os.path.relpath(f["file"], src)), "rb") as a, \
+                    open(f["file"], "rb") as b:
+                check(a.read() == b.read(), "%s: mirror differs" % f["file"])
+        print("ok: demo through a mount: %d hosts" % len(files))
+    finally:
+        subprocess.run(["fusermount3", "-u", mnt], capture_output=True, check=False)
+        try:
+            daemon.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            daemon.kill()
+            daemon.wait()
+        log.close()
+        if failures:
+            sys.stdout.write(open(os.path.join(tmp, "xprofs.log")).read()[-2000:])
+
+
 def main():
+    if len(sys.argv) == 4 and sys.argv[2] == "mount":
+        if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
+            print("SKIP: no /dev/fuse or fusermount3")
+            return 77
+        tmp = tempfile.mkdtemp(prefix="xprofs-gen-test.")
+        try:
+            cmd_mount(sys.argv[1], tmp, sys.argv[3])
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        print("mount: %s" % ("FAILED (%d)" % len(failures) if failures else "ok"))
+        return 1 if failures else 0
     if len(sys.argv) == 4 and sys.argv[2] == "decode":
         tmp = tempfile.mkdtemp(prefix="xprofs-gen-test.")
         try:
