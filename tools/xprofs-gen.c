@@ -941,7 +941,7 @@ static void sm_entry(struct pb *out, struct pb *val, int64_t id, const char *nam
 
 /*
  * Encodes the plane's fields after its lines (event_metadata, stat_metadata,
- * plane stats) into @meta (bounded by MAX_META_BYTES).
+ * plane stats), appending to @meta (borrowed; bounded by its max).
  */
 static int plane_meta(const struct gspace *s, const struct gplane *p, struct pb *meta)
 {
@@ -1443,7 +1443,7 @@ out:
 	return ret;
 }
 
-/* Appends the --stats record of one written file to @j. */
+/* Appends the --stats record of one written file to @j (all arguments borrowed). */
 static int stats_json(const struct gspace *s, const char *path, const struct gstats *st,
 		      struct xprofs_buf *j)
 {
@@ -1494,7 +1494,8 @@ struct opts {
 
 /*
  * Generates one host file at @path ("-" = stdout) with @events events, or
- * sized to @size when @events is 0; appends its stats record to @j if set.
+ * sized to @size unless @have_events; appends its stats record to @j if set.
+ * Borrows @path, @host and @j.
  */
 static int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host,
 		    uint64_t size, uint64_t events, bool have_events, struct xprofs_buf *j)
@@ -1579,7 +1580,7 @@ static int write_small(const char *path, const void *p, size_t n)
 
 /*
  * Writes one session directory <logdir>/<run>/plugins/profile/<session>/
- * with @hosts hosts named <@host_prefix><index> and, when @sidecars, one
+ * (all strings borrowed) with @hosts hosts named <@host_prefix><index> and, when @sidecars, one
  * <module>.hlo_proto.pb per module.
  */
 static int gen_session(const char *logdir, const char *run, const char *session, enum kind kind,
