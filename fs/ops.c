@@ -533,7 +533,9 @@ static void cache_fill(struct fs_ctx *ctx, struct gen_id *id, int fd, uint64_t s
 		xprofs_warn("cache: entry not stored: %s", strerror(-r));
 }
 
-/* cached_size() - the size a generated file will have, if known; else 0. */
+#define SIZE_UNKNOWN UINT64_MAX /* in the sizes table: not rendered, not in the cache */
+
+/* gen_size() - the size a generated file will have, if known; else 0. */
 static uint64_t gen_size(struct fs_ctx *ctx, const struct fs_target *t)
 {
 	struct xprofs_cache_entry *e;
@@ -542,12 +544,18 @@ static uint64_t gen_size(struct fs_ctx *ctx, const struct fs_target *t)
 
 	if (gen_id_make(ctx, t, t->host ? &t->host->st : NULL, &id) < 0)
 		goto out;
-	if (size_lookup(ctx, id.hash, &size))
+	if (size_lookup(ctx, id.hash, &size)) {
+		if (size == SIZE_UNKNOWN)
+			size = 0;
 		goto out;
+	}
 	if (ctx->cache && xprofs_cache_open(ctx->cache, id.key.data, id.key.len, &e) == 0) {
 		size = xprofs_cache_entry_size(e);
 		xprofs_cache_entry_close(e);
 		size_store(ctx, id.hash, size);
+	} else {
+		/* remembered so repeated getattr/ls does not probe the disk cache */
+		size_store(ctx, id.hash, SIZE_UNKNOWN);
 	}
 out:
 	xprofs_buf_deinit(&id.key);

@@ -22,14 +22,16 @@ cd "$mnt"
 step "ls"
 step "find logdir -maxdepth 6 | head -20"
 step "ls -R runs | head -30"
-host=$(find runs -mindepth 3 -name summary.json -path '*/*/*/summary.json' | head -1 | xargs dirname)
+# a host directory is one that has ops.json (session dirs only have summary.json)
+host=$(find runs -name planes -prune -o -name ops.json -print | head -1 | xargs dirname)
 step "ls -l '$host'"
 step "jq '{hostnames, span_ps: .span_ps, planes: [.planes[] | {name, lines: (.lines | length)}]}' '$host/summary.json' | head -40"
 step "jq '.planes[0].ops[:3]' '$host/ops.json'"
 step "jq '.steps[:3]' '$host/steps.json'"
 step "ls '$host/planes' | head"
 step "jq -c '.traceEvents[:4][]' '$host/trace.json'"
-step "cmp logdir/$(cd logdir && find . -name '*.xplane.pb' | head -1) '$src/$(cd "$src" && find . -name '*.xplane.pb' | head -1)' && echo 'mirror is byte-identical'"
+prof=$(cd "$src" && find . -name '*.xplane.pb' | head -1)
+step "cmp 'logdir/$prof' '$src/$prof' && echo 'mirror is byte-identical'"
 step "jq . status.json"
 cd /
 echo
