@@ -459,7 +459,7 @@ class T:
         assert not os.path.exists(os.path.join(self.logdir, "r11", "plugins", "profile", "e"))
 
     def case_big(self):
-        mb = int(os.environ.get("XPROFS_CAPTURE_BIG_MB", "400"))
+        mb = int(os.environ.get("XPROFS_CAPTURE_BIG_MB", "300"))
         s = self.server("--big-mb", str(mb))
         t0 = time.time()
         r, why = self.fe.submit("r12", "%s duration_ms=50 session=big" % s.addr)
