@@ -26,9 +26,10 @@
  * past max_bytes evicts least recently used entries, never one that is open
  * in this process. Another process sharing DIR may unlink an entry we have
  * open: on Linux the open fd keeps reading the old inode, which is fine. The
- * cap is enforced per process on what it knows (its scan plus what it writes
- * and opens), so two mounts sharing DIR may together exceed it until one of
- * them restarts. Temp files older than an hour (crashed writers; a live
+ * cap is enforced per process on what it knows: its scans of DIR (at start,
+ * then by a commit at most every 5 minutes, or xprofs_cache_rescan()) plus
+ * what it writes and opens, so two mounts sharing DIR may together exceed
+ * the cap by what they wrote since their last rescan. Temp files older than an hour (crashed writers; a live
  * writer's temp mtime moves with every block) are removed at startup.
  *
  * Thread safety: one mutex per cache guards the table, LRU and stats, and is
@@ -57,6 +58,7 @@
 #define CACHE_NAME_LEN 35 /* 32 hex + ".xc" */
 #define CACHE_TMP_MAX_AGE_S 3600
 #define CACHE_TOUCH_EVERY_S 60
+#define CACHE_RESCAN_EVERY_S 300 /* commits re-read DIR at most this often */
 #define WRITER_IDX_RECS 1024u /* index records a writer keeps before spilling */
 #define ID_SEED2 0x5851F42D4C957F2DULL
 
@@ -67,6 +69,7 @@ struct cnode {
 	int64_t touched; /* s; last mtime we know of for the file */
 	unsigned opens;  /* open entries pointing here */
 	bool present;    /* file believed to exist; only then on the LRU list */
+	uint64_t seen;   /* scan generation that last listed the file */
 	struct cnode *hnext;
 	struct cnode *prev, *next; /* LRU: c->mru is the most recent */
 };
@@ -81,6 +84,9 @@ struct xprofs_cache {
 	size_t nbuckets, nnodes;   /* protected by lock */
 	struct cnode *mru, *lru;   /* protected by lock */
 	struct xprofs_cache_stats st; /* protected by lock */
+	uint64_t scan_gen;         /* protected by lock */
+	int64_t last_scan_s;       /* protected by lock */
+	bool rescan_running;       /* protected by lock */
 };
 
 struct xprofs_cache_writer {
@@ -261,6 +267,15 @@ static void node_set_absent(struct xprofs_cache *c, struct cnode *n)
 	n->size = 0;
 }
 
+/*
+ * Marks @n as known to exist for the next merge_scan(), whose listing may
+ * have been taken before we published or opened it.
+ */
+static void seen_now(struct xprofs_cache *c, struct cnode *n)
+{
+	n->seen = c->scan_gen + 1;
+}
+
 /* Frees @n once nothing refers to it. */
 static void node_put(struct xprofs_cache *c, struct cnode *n)
 {
@@ -319,7 +334,7 @@ static void drop_corrupt(struct xprofs_cache *c, struct cnode *n, dev_t dev, ino
 	node_set_absent(c, n);
 }
 
-/* ---- startup scan ---------------------------------------------------------- */
+/* ---- directory scans -------------------------------------------------------- */
 
 struct scanned {
 	uint64_t id[2];
@@ -356,7 +371,11 @@ static void clean_tmp(struct xprofs_cache *c)
 	closedir(d);
 }
 
-static int scan(struct xprofs_cache *c)
+/*
+ * Lists the entry files in DIR, oldest mtime first, without the lock (a big
+ * directory must not stall readers). Caller owns *@out; free with free().
+ */
+static int scan_dir(const char *dir, struct scanned **out, size_t *count)
 {
 	struct scanned *v = NULL;
 	size_t n = 0, cap = 0;
@@ -364,7 +383,7 @@ static int scan(struct xprofs_cache *c)
 	DIR *d;
 	int r = 0;
 
-	d = opendir(c->dir);
+	d = opendir(dir);
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
@@ -391,19 +410,86 @@ static int scan(struct xprofs_cache *c)
 	}
 	if (n)
 		qsort(v, n, sizeof(*v), scanned_cmp);
-	for (size_t i = 0; i < n; i++) {
-		struct cnode *node = node_get(c, v[i].id);
-
-		if (!node) {
-			r = -ENOMEM;
-			goto out;
-		}
-		node_set_present(c, node, v[i].size);
-		node->touched = v[i].mtime_ns / 1000000000;
-	}
+	*out = v;
+	*count = n;
+	v = NULL;
 out:
 	free(v);
 	closedir(d);
+	return r;
+}
+
+/*
+ * Folds a directory listing @v (oldest first) into the table; c->lock held.
+ * Entries we did not know are inserted into the LRU list by mtime in one
+ * merge pass (the list is ordered by recency, and a file's mtime is its last
+ * recorded use, ours or another process's). Entries we thought present but
+ * that are gone were removed by someone else: forgotten, unless open or
+ * published or opened by us since the previous merge (such a file may be
+ * newer than the listing; see seen_now()).
+ */
+static int merge_scan(struct xprofs_cache *c, const struct scanned *v, size_t n)
+{
+	struct cnode *pos = c->lru; /* walks from least towards most recent */
+	struct cnode *node, *next;
+	uint64_t gen = ++c->scan_gen;
+
+	for (size_t i = 0; i < n; i++) {
+		int64_t t = v[i].mtime_ns / 1000000000;
+
+		node = node_get(c, v[i].id);
+		if (!node)
+			return -ENOMEM;
+		node->seen = gen;
+		if (node->present) {
+			c->st.bytes += v[i].size - node->size; /* rewritten elsewhere */
+			node->size = v[i].size;
+			continue;
+		}
+		while (pos && pos->touched <= t)
+			pos = pos->prev;
+		/* insert on the least-recent side of @pos (or at the MRU end) */
+		node->present = true;
+		node->size = v[i].size;
+		node->touched = t;
+		c->st.bytes += node->size;
+		c->st.entries++;
+		node->prev = pos;
+		node->next = pos ? pos->next : c->mru;
+		if (node->next)
+			node->next->prev = node;
+		else
+			c->lru = node;
+		if (pos)
+			pos->next = node;
+		else
+			c->mru = node;
+	}
+	for (node = c->lru; node; node = next) {
+		next = node->prev;
+		if (node->seen != gen && !node->opens) {
+			node_set_absent(c, node);
+			node_put(c, node);
+		}
+	}
+	return 0;
+}
+
+int xprofs_cache_rescan(struct xprofs_cache *c)
+{
+	struct scanned *v = NULL;
+	size_t n = 0;
+	int r;
+
+	r = scan_dir(c->dir, &v, &n);
+	if (r < 0)
+		return r;
+	pthread_mutex_lock(&c->lock);
+	r = merge_scan(c, v, n);
+	evict(c, NULL);
+	c->last_scan_s = xprofs_now_ns() / 1000000000;
+	pthread_mutex_unlock(&c->lock);
+	free(v);
 	return r;
 }
 
@@ -440,10 +526,9 @@ int xprofs_cache_new(const char *dir, uint64_t max_bytes, struct xprofs_cache **
 		goto fail;
 	}
 	clean_tmp(c);
-	r = scan(c);
+	r = xprofs_cache_rescan(c);
 	if (r < 0)
 		goto fail;
-	evict(c, NULL);
 	xprofs_info("cache: %s: %" PRIu64 " entries, %" PRIu64 " bytes, cap %" PRIu64, c->dir,
 		    c->st.entries, c->st.bytes, c->max_bytes);
 	*out = c;
@@ -731,7 +816,9 @@ int xprofs_cache_writer_commit(struct xprofs_cache_writer *w)
 {
 	struct xprofs_cache *c = w->c;
 	char path[PATH_MAX];
+	bool rescan = false;
 	struct cnode *n;
+	int64_t now;
 	int r = w->err;
 
 	if (r < 0)
@@ -759,16 +846,27 @@ int xprofs_cache_writer_commit(struct xprofs_cache_writer *w)
 		goto out;
 	}
 	w->tmp_path[0] = '\0';
+	now = xprofs_now_ns() / 1000000000;
 	n = node_get(c, w->id);
 	if (n) {
 		node_set_present(c, n, w->off);
-		n->touched = xprofs_now_ns() / 1000000000;
+		seen_now(c, n);
+		n->touched = now;
 		evict(c, n);
 	} else {
 		xprofs_warn("cache: out of memory, entry published but not tracked");
 	}
 	c->st.raw_bytes_written += w->raw_total;
+	if (now - c->last_scan_s >= CACHE_RESCAN_EVERY_S && !c->rescan_running)
+		rescan = c->rescan_running = true;
 	pthread_mutex_unlock(&c->lock);
+	if (rescan) {
+		/* Learn what other processes sharing DIR added or evicted. */
+		(void)xprofs_cache_rescan(c);
+		pthread_mutex_lock(&c->lock);
+		c->rescan_running = false;
+		pthread_mutex_unlock(&c->lock);
+	}
 out:
 	if (r < 0)
 		xprofs_debug("cache: commit failed: %s", strerror(-r));
@@ -880,6 +978,7 @@ int xprofs_cache_open(struct xprofs_cache *c, const void *key, size_t keylen,
 	now = xprofs_now_ns() / 1000000000;
 	pthread_mutex_lock(&c->lock);
 	node_set_present(c, n, (uint64_t)st.st_size);
+	seen_now(c, n);
 	c->st.hits++;
 	if (now - n->touched >= CACHE_TOUCH_EVERY_S) {
 		n->touched = now;

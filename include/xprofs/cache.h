@@ -93,6 +93,12 @@ void xprofs_cache_entry_close(struct xprofs_cache_entry *e);
 
 /** xprofs_cache_remove() - drop the entry for @key if present; 0 or -ENOENT. */
 int xprofs_cache_remove(struct xprofs_cache *c, const void *key, size_t keylen);
+/**
+ * xprofs_cache_rescan() - re-read the directory: learn entries that other
+ * processes sharing it wrote or removed, then evict down to the cap. Commits
+ * do this by themselves at most every 5 minutes. 0 or -errno.
+ */
+int xprofs_cache_rescan(struct xprofs_cache *c);
 void xprofs_cache_get_stats(struct xprofs_cache *c, struct xprofs_cache_stats *st);
 
 #endif

@@ -566,6 +566,53 @@ static void test_eviction_lru(void **state)
 	free(r);
 }
 
+/*
+ * Two caches on one directory each under the cap on their own but not
+ * together: a rescan learns the other's entries and evicts down to the cap,
+ * and forgets entries the other removed.
+ */
+static void test_rescan_shared_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_stats st;
+	struct xprofs_cache *a, *b;
+	const uint64_t cap = 5 * 50000 + 5000;
+	uint8_t *r = random_data(50000);
+	char key[32];
+
+	assert_int_equal(xprofs_cache_new(f->dir, cap, &a), 0);
+	assert_int_equal(xprofs_cache_new(f->dir, cap, &b), 0);
+	for (int i = 0; i < 4; i++) {
+		snprintf(key, sizeof(key), "a%d", i);
+		put_entry(a, key, r, 50000, 50000);
+	}
+	for (int i = 0; i < 3; i++) {
+		snprintf(key, sizeof(key), "b%d", i);
+		put_entry(b, key, r, 50000, 50000);
+	}
+	assert_true(dir_bytes(f->dir) > cap); /* neither knew */
+	assert_int_equal(xprofs_cache_rescan(a), 0);
+	assert_true(dir_bytes(f->dir) <= cap);
+	xprofs_cache_get_stats(a, &st);
+	assert_int_equal(st.entries, (uint64_t)count_files(f->dir));
+	assert_int_equal(st.bytes, dir_bytes(f->dir));
+	assert_int_equal(st.evictions, 2);
+	/* a's oldest went first; b's newer entries survive */
+	assert_false(has(a, "a0"));
+	assert_false(has(a, "a1"));
+	assert_true(has(b, "b0"));
+
+	/* b removes one; a forgets it on its next rescan */
+	assert_int_equal(xprofs_cache_remove(b, "b1", 2), 0);
+	assert_int_equal(xprofs_cache_rescan(a), 0);
+	xprofs_cache_get_stats(a, &st);
+	assert_int_equal(st.entries, (uint64_t)count_files(f->dir));
+	assert_int_equal(st.bytes, dir_bytes(f->dir));
+	xprofs_cache_free(a);
+	xprofs_cache_free(b);
+	free(r);
+}
+
 static void test_too_big(void **state)
 {
 	struct fixture *f = *state;
@@ -946,6 +993,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_concurrent_reads_one_entry, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_eviction_lru, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_rescan_shared_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_big, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_lz4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_raw, setup, teardown),
