@@ -880,9 +880,13 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		r = target_getattr(ctx, path, &t, st);
 	if (fh && (fh->kind == FH_WRITER || fh->kind == FH_FD || fh->kind == FH_CACHE)) {
 		/* an open file knows its size better (new profiles are not visible yet) */
+		bool local = !strcmp(xprofs_store_backend(ctx->store), "local");
+
 		if (r < 0 && fh->kind == FH_WRITER)
 			fill_file(ctx, st, 0, xprofs_now_ns(), 0644);
-		st->st_size = (off_t)(fh->kind == FH_WRITER ? fh->wsize : fh->size);
+		/* local in-place writers: the file itself is the truth (other fds may write) */
+		if (fh->kind != FH_WRITER || r < 0 || !local)
+			st->st_size = (off_t)(fh->kind == FH_WRITER ? fh->wsize : fh->size);
 		r = 0;
 	}
 	fs_index_put(idx);
