@@ -53,6 +53,15 @@ HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding
 CHUNK = 256 * 1024
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up mid-answer (a daemon exiting, a test's timeout)
+    are normal here, not tracebacks."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
 class Rule:
     def __init__(self, kind, nth=None, count=None, fraction=None, match=None, stall=300.0, seed=1):
         self.kind = str(kind)
@@ -105,7 +114,7 @@ class FaultProxy:
         self.rules = [Rule.parse(f) for f in faults]
         self.reset_stats()
         self.local = threading.local()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.httpd = _QuietServer(("127.0.0.1", port), self._handler())
         self.httpd.daemon_threads = True
         self.httpd.request_queue_size = 128
         self.port = self.httpd.server_address[1]

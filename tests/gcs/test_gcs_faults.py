@@ -76,7 +76,7 @@ def main():
         scenario("body stalls half way (stall timeout, then retry)",
                  ["stall_body,nth=1,stall=120,match=blob4\\.bin.*alt=media"], expect_kinds=["stall_body"])
         scenario("503 and reset on the mount-time listing", [],
-                 list_rules=["503,nth=1,count=2,match=" + LIST, "reset,nth=3,match=" + LIST],
+                 list_rules=["reset,nth=1,match=" + LIST, "503,nth=1,count=2,match=" + LIST],
                  expect_kinds=["503", "reset"])
 
         # A retried upload through the mount, read back by the Node client.

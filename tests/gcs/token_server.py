@@ -57,6 +57,15 @@ def rs256_verify(pubkey_pem_path, signing_input, signature):
         return r.returncode == 0
 
 
+class _QuietServer(ThreadingHTTPServer):
+    """Clients that hang up mid-answer (a daemon exiting, a test's timeout)
+    are normal here, not tracebacks."""
+
+    def handle_error(self, request, client_address):
+        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            super().handle_error(request, client_address)
+
+
 class TokenServer:
     def __init__(self, pubkey=None, email=None, client_id=None, client_secret=None,
                  refresh_token=None, expires_in=3600, port=0):
@@ -73,7 +82,7 @@ class TokenServer:
         self.failed = 0       # injected failures served
         self.fail_count = 0
         self.fail_status = 503
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), self._handler())
+        self.httpd = _QuietServer(("127.0.0.1", port), self._handler())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port

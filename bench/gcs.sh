@@ -1,0 +1,209 @@
+#!/usr/bin/env bash
+# bench/gcs.sh - xprofs' gs:// backend against rclone mount and plain curl,
+# all on the same offline GCS emulator (tests/gcs/emulator) in one run.
+# A benchmark, not a test: it prints and records numbers, it asserts nothing
+# beyond "the bytes read are the bytes written".
+#
+#   bench/gcs.sh [BUILD_DIR]        (default: build)
+#   OBJECTS=10000 BIG_MB=500 bench/gcs.sh build-foo
+#
+# 1. Listing: a logdir of $OBJECTS objects (run/plugins/profile/session/
+#    host.xplane.pb). `find MNT/logdir` through xprofs (mount + find) and
+#    through rclone mount (--gcs-anonymous, --gcs-endpoint), and the plain
+#    curl equivalent (paging the JSON listing, 1000 a page). Wall time and
+#    the GCS requests each one made, counted by tests/gcs/fault_proxy.py
+#    (no faults) in front of the emulator.
+# 2. Sequential read of a $BIG_MB MB object (dd bs=1M) through xprofs, rclone
+#    and curl, straight to the emulator (no proxy: Python would be the
+#    bottleneck), then a warm re-read of the same mount (xprofs' block cache
+#    and the kernel page cache; rclone with its default --vfs-cache-mode off).
+# Results: bench/out/gcs-results.md. Needs: fusermount3, rclone, curl, jq,
+# node + tests/gcs/setup-emulator.sh, /usr/bin/python3, a built xprofs.
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD=${1:-build}
+case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
+XPROFS="$BUILD/fs/xprofs"
+OBJECTS=${OBJECTS:-10000}
+BIG_MB=${BIG_MB:-500}
+OUT="$ROOT/bench/out"
+RES="$OUT/gcs-results.md"
+mkdir -p "$OUT"
+
+for tool in fusermount3 rclone curl jq node /usr/bin/python3; do
+	command -v "$tool" >/dev/null || { echo "bench/gcs.sh: $tool missing" >&2; exit 1; }
+done
+[ -x "$XPROFS" ] || { echo "bench/gcs.sh: $XPROFS not built" >&2; exit 1; }
+bash "$ROOT/tests/gcs/setup-emulator.sh"
+
+W=$(mktemp -d /tmp/xprofs-bench-gcs.XXXXXX)
+MOUNTS=()
+PIDS=()
+cleanup() {
+	local m p
+	for m in "${MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; done
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	bash "$ROOT/tests/gcs/emulator.sh" stop "$W/emu" || true
+	rm -rf "$W"
+}
+trap cleanup EXIT
+
+now() { date +%s.%N; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+mbps() { awk -v m="$1" -v s="$2" 'BEGIN { printf "%.0f", s > 0 ? m / s : 0 }'; } # MB, seconds
+
+EMU_PORT=$(EMULATOR_PARENT_PID=$$ bash "$ROOT/tests/gcs/emulator.sh" start "$W/emu")
+EMU=http://127.0.0.1:$EMU_PORT
+/usr/bin/python3 "$ROOT/tests/gcs/fault_proxy.py" --upstream "$EMU" --parent-pid $$ >"$W/proxy.out" 2>&1 &
+PIDS+=($!)
+for _ in $(seq 50); do grep -q '^ready' "$W/proxy.out" && break; sleep 0.1; done
+PROXY=http://127.0.0.1:$(awk '/^ready/{print $2}' "$W/proxy.out")
+reqs() { curl -s "$PROXY/_proxy/stats" | jq -r '.requests'; }
+reset_reqs() { curl -s -X POST "$PROXY/_proxy/reset-stats" >/dev/null; }
+
+wait_mount() { # MNT PID
+	local i
+	for i in $(seq 600); do
+		mountpoint -q "$1" && return 0
+		kill -0 "$2" 2>/dev/null || { echo "mount of $1 failed" >&2; return 1; }
+		sleep 0.05
+	done
+	return 1
+}
+xprofs_mount() { # URL ENDPOINT MNT [opts]
+	mkdir -p "$3"
+	"$XPROFS" "$1" "$3" -f -o "endpoint=$2,anonymous,cache_dir=$W/xcache,cache_max=4G${4:+,$4}" \
+		>>"$W/xprofs.log" 2>&1 &
+	PIDS+=($!)
+	MOUNTS+=("$3")
+	wait_mount "$3" $!
+}
+rclone_mount() { # BUCKET/PATH ENDPOINT MNT
+	mkdir -p "$3"
+	rclone mount ":gcs:$1" "$3" --gcs-anonymous --gcs-endpoint "$2/storage/v1/" \
+		--gcs-no-check-bucket --read-only --log-file "$W/rclone.log" &
+	PIDS+=($!)
+	MOUNTS+=("$3")
+	wait_mount "$3" $!
+}
+umount_wait() { fusermount3 -u "$1"; sleep 0.5; }
+
+echo "== seeding $OBJECTS objects"
+SRC="$W/src"
+/usr/bin/python3 - "$SRC" "$OBJECTS" <<'EOF'
+import os, random, sys
+root, n = sys.argv[1], int(sys.argv[2])
+rng = random.Random(1)
+runs = max(1, n // 100)
+i = 0
+while i < n:
+    run, sess, host = i // 100, (i // 5) % 20, i % 5
+    d = os.path.join(root, "run%03d" % run, "plugins", "profile", "2025_01_01_00_%02d_00" % sess)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, "host%d.xplane.pb" % host), "wb") as f:
+        f.write(rng.randbytes(rng.randint(100, 4000)))
+    i += 1
+EOF
+t0=$(now)
+STORAGE_EMULATOR_HOST=$EMU node "$ROOT/tests/gcs/emulator/seed.js" "$SRC" gs://bench/logs --concurrency 32
+echo "seeded in $(secs "$t0" "$(now)") s"
+
+echo "== listing: find over $OBJECTS objects"
+# xprofs: the listing happens at mount time, so time mount + find together.
+reset_reqs
+t0=$(now)
+xprofs_mount gs://bench/logs "$PROXY" "$W/mx"
+t1=$(now)
+nx=$(find "$W/mx/logdir" -type f | wc -l)
+t2=$(now)
+x_mount=$(secs "$t0" "$t1"); x_find=$(secs "$t1" "$t2"); x_total=$(secs "$t0" "$t2"); x_req=$(reqs)
+reset_reqs
+t0=$(now); find "$W/mx/logdir" -type f >/dev/null; x_find2=$(secs "$t0" "$(now)"); x_req2=$(reqs)
+umount_wait "$W/mx"
+
+reset_reqs
+t0=$(now)
+rclone_mount bench/logs "$PROXY" "$W/mr"
+t1=$(now)
+nr=$(find "$W/mr" -type f | wc -l)
+t2=$(now)
+r_mount=$(secs "$t0" "$t1"); r_find=$(secs "$t1" "$t2"); r_total=$(secs "$t0" "$t2"); r_req=$(reqs)
+reset_reqs
+t0=$(now); find "$W/mr" -type f >/dev/null; r_find2=$(secs "$t0" "$(now)"); r_req2=$(reqs)
+umount_wait "$W/mr"
+
+reset_reqs
+t0=$(now)
+nc=0 tok=""
+while :; do
+	page=$(curl -s "$PROXY/storage/v1/b/bench/o?prefix=logs/&maxResults=1000&fields=items(name,size,generation),nextPageToken${tok:+&pageToken=$(jq -rn --arg t "$tok" '$t|@uri')}")
+	nc=$((nc + $(jq '.items | length' <<<"$page")))
+	tok=$(jq -r '.nextPageToken // empty' <<<"$page")
+	[ -n "$tok" ] || break
+done
+c_total=$(secs "$t0" "$(now)"); c_req=$(reqs)
+echo "xprofs: $nx files, mount $x_mount s + find $x_find s, $x_req requests; again $x_find2 s, $x_req2 requests"
+echo "rclone: $nr files, mount $r_mount s + find $r_find s, $r_req requests; again $r_find2 s, $r_req2 requests"
+echo "curl:   $nc objects, $c_total s, $c_req requests"
+
+echo "== sequential read of a $BIG_MB MB object"
+head -c "$((BIG_MB * 1000 * 1000))" /dev/urandom >"$W/big.bin"
+curl -s -o /dev/null -w '' -X POST --data-binary @"$W/big.bin" \
+	"$EMU/upload/storage/v1/b/bench/o?uploadType=media&name=big/big.bin"
+want=$(sha256sum <"$W/big.bin" | cut -d' ' -f1)
+rm -f "$W/big.bin"
+sync
+ddread() { # FILE -> "seconds sha256"
+	local t0 t1 sum
+	t0=$(now)
+	sum=$(dd if="$1" bs=1M status=none | sha256sum | cut -d' ' -f1)
+	t1=$(now)
+	echo "$(secs "$t0" "$t1") $sum"
+}
+check_sum() { [ "$1" = "$want" ] || { echo "bench/gcs.sh: $2 read wrong bytes" >&2; exit 1; }; }
+
+xprofs_mount gs://bench/big "$EMU" "$W/bx"
+read -r x_cold s <<<"$(ddread "$W/bx/logdir/big.bin")"; check_sum "$s" "xprofs"
+read -r x_warm s <<<"$(ddread "$W/bx/logdir/big.bin")"; check_sum "$s" "xprofs (warm)"
+umount_wait "$W/bx"
+xprofs_mount gs://bench/big "$EMU" "$W/bx2"
+read -r x_remount s <<<"$(ddread "$W/bx2/logdir/big.bin")"; check_sum "$s" "xprofs (remount)"
+umount_wait "$W/bx2"
+
+rclone_mount bench/big "$EMU" "$W/br"
+read -r r_cold s <<<"$(ddread "$W/br/big.bin")"; check_sum "$s" "rclone"
+read -r r_warm s <<<"$(ddread "$W/br/big.bin")"; check_sum "$s" "rclone (warm)"
+umount_wait "$W/br"
+
+t0=$(now)
+s=$(curl -s "$EMU/storage/v1/b/bench/o/big%2Fbig.bin?alt=media" | sha256sum | cut -d' ' -f1)
+c_read=$(secs "$t0" "$(now)"); check_sum "$s" "curl"
+
+MB=$BIG_MB
+{
+	echo "# GCS backend benchmark ($(date -u +%Y-%m-%dT%H:%MZ))"
+	echo
+	echo "Machine: $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM;" \
+		"emulator: firebase-tools StorageEmulator via tests/gcs/emulator/launch.js on loopback;" \
+		"rclone $(rclone version | head -1 | awk '{print $2}'); xprofs $("$XPROFS" -V 2>&1 | head -1)."
+	echo
+	echo "## find over $OBJECTS objects (requests counted at tests/gcs/fault_proxy.py)"
+	echo
+	echo "| client | files seen | mount s | find s | total s | GCS requests | find again s | requests again |"
+	echo "|---|---|---|---|---|---|---|---|"
+	echo "| xprofs | $nx | $x_mount | $x_find | $x_total | $x_req | $x_find2 | $x_req2 |"
+	echo "| rclone mount | $nr | $r_mount | $r_find | $r_total | $r_req | $r_find2 | $r_req2 |"
+	echo "| curl (paged JSON listing) | $nc | - | - | $c_total | $c_req | - | - |"
+	echo
+	echo "## sequential read of one $MB MB object (dd bs=1M, sha256 checked), straight to the emulator"
+	echo
+	echo "| client | cold s | cold MB/s | warm re-read s | warm MB/s |"
+	echo "|---|---|---|---|---|"
+	echo "| xprofs | $x_cold | $(mbps "$MB" "$x_cold") | $x_warm | $(mbps "$MB" "$x_warm") |"
+	echo "| xprofs after remount (disk block cache) | $x_remount | $(mbps "$MB" "$x_remount") | - | - |"
+	echo "| rclone mount | $r_cold | $(mbps "$MB" "$r_cold") | $r_warm | $(mbps "$MB" "$r_warm") |"
+	echo "| curl | $c_read | $(mbps "$MB" "$c_read") | - | - |"
+	echo
+	echo "The emulator (Node, one process) bounds every cold number; the ratios matter more than the MB/s."
+} >"$RES"
+cat "$RES"
