@@ -7,6 +7,8 @@
  *   submit RUN|- LINE...   -> "ret <int> <reason>"
  *   status RUN|-           -> the status text, then ".end"
  *   notified               -> "notified <count> <last run>/<last session>"
+ *   call METHOD HOST:PORT  -> one raw unary call with an empty request:
+ *                             "call <errno> <grpc status> <curl code> <what>"
  *   quit                   -> frees the manager, "bye <ms it took>"
  */
 #include <errno.h>
@@ -15,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "capture-internal.h"
 #include "xprofs/capture.h"
 #include "xprofs/store.h"
 
@@ -80,6 +83,30 @@ int main(int argc, char **argv)
 			pthread_mutex_lock(&nlock);
 			printf("notified %d %s\n", n_notified, last);
 			pthread_mutex_unlock(&nlock);
+		} else if (strncmp(line, "call ", 5) == 0) {
+			struct xprofs_buf resp;
+			struct capture_call call = { 0 };
+			const char *what = "";
+			char *target = strchr(line + 5, ' ');
+
+			if (!target) {
+				printf("error usage\n");
+				continue;
+			}
+			*target++ = '\0';
+			xprofs_buf_init(&resp, 1 << 20);
+			call.target = target;
+			call.method = line + 5;
+			call.req = (const uint8_t *)"";
+			call.deadline_ms = 10000;
+			call.connect_ms = 2000;
+			call.max_msg = 1 << 20;
+			call.ops = &capture_buf_ops;
+			call.ops_arg = &resp;
+			r = capture_grpc_unary(&call);
+			(void)capture_grpc_errno(&call, &what);
+			printf("call %d %d %d %s\n", r, call.grpc_status, call.curl_code, what);
+			xprofs_buf_deinit(&resp);
 		} else if (strcmp(line, "quit") == 0) {
 			break;
 		} else {

@@ -23,6 +23,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import traceback
 
@@ -119,6 +120,12 @@ class Driver:
         rc = self.p.wait(timeout=60)
         assert rc == 0, "driver exited with %d (sanitizer report in drive.log?)" % rc
         return int(l.split()[1])
+
+    def call(self, method, addr):
+        self.p.stdin.write("call %s %s\n" % (method, addr))
+        self.p.stdin.flush()
+        ans = self.p.stdout.readline().rstrip("\n").split(" ", 4)
+        return int(ans[1]), int(ans[2]), int(ans[3]), ans[4]
 
     def close(self):
         if self.p.poll() is None:
@@ -489,6 +496,41 @@ class T:
         assert sha(f) == rec["sha256"], "data of a capture running at shutdown was lost"
         print("# shutdown with a running capture: %d ms" % ms)
 
+    def case_raw_calls(self):
+        """The gRPC layer alone (driver mode): unknown methods, status codes
+        and trailers-only answers map to errno in one place."""
+        if self.mode != "driver":
+            return
+        s = self.server()
+        # Monitor is UNIMPLEMENTED in the open-source server: grpc-status 12,
+        # or (the race in the reference notes) curl error 92 with no headers
+        r, st, cc, what = self.fe.call("/tensorflow.ProfilerService/Monitor", s.addr)
+        assert (r == -errno.ENOSYS and st == 12) or (r == -errno.EPROTO and cc == 92), (r, st, cc, what)
+        assert "UNIMPLEMENTED" in what, what
+        # an empty Terminate request is fine
+        r, st, cc, what = self.fe.call("/tensorflow.ProfilerService/Terminate", s.addr)
+        assert r == 0 and st == 0 and cc == 0, (r, st, cc, what)
+        # GetSnapshot with continuous mode off: NOT_FOUND, trailers-only
+        r, st, cc, what = self.fe.call("/tensorflow.ProfilerService/GetSnapshot", s.addr)
+        assert r == -errno.ENOENT and st == 5 and what == "NOT_FOUND", (r, st, cc, what)
+        # not a gRPC server at all: a plain TCP listener that closes at once
+        ls = socket.socket()
+        ls.bind(("127.0.0.1", 0))
+        ls.listen(1)
+
+        def close_at_once():
+            conn, _ = ls.accept()
+            conn.close()
+        th = threading.Thread(target=close_at_once)
+        th.start()
+        t0 = time.time()
+        try:
+            r, st, cc, what = self.fe.call("/x/y", "127.0.0.1:%d" % ls.getsockname()[1])
+        finally:
+            th.join()
+            ls.close()
+        assert r == -errno.ECONNRESET and st == -1 and time.time() - t0 < 3, (r, st, cc, what)
+
     def case_quit_hang(self):
         """A server that ignores Terminate cannot hold shutdown: Terminate,
         a grace period, then cancel; nothing partial is left."""
@@ -517,7 +559,8 @@ class T:
 
 
 CASES = ["single", "default_session", "multi", "stop", "snapshot", "malformed", "unreachable",
-         "timeout", "no_overwrite", "old_server", "die", "empty", "big", "quit_hang", "quit_running"]
+         "timeout", "no_overwrite", "old_server", "die", "empty", "big", "raw_calls", "quit_hang",
+         "quit_running"]
 
 
 def main():
