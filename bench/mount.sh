@@ -13,6 +13,8 @@
 #
 #   bench/mount.sh                                  # 100M and 1G, build dir "build"
 #   BUILD=build-x SIZES="100M" VIEWS="ops.json summary.json" bench/mount.sh
+#   TRACE_MAX_MB=200   trace.json only for profiles up to this size (it is
+#                      ~12x the profile: 1 GB would push 12 GB through FUSE)
 #
 # Needs /dev/fuse and fusermount3. Not a test.
 set -euo pipefail
@@ -23,6 +25,7 @@ SIZES=${SIZES:-100M 1G}
 KIND=${KIND:-tpu}
 SEED=${SEED:-1}
 VIEWS=${VIEWS:-summary.json ops.json steps.json trace.json}
+TRACE_MAX_MB=${TRACE_MAX_MB:-200}
 OUT=$ROOT/bench/out
 GEN=$ROOT/$BUILD/tools/xprofs-gen
 XPROFS=$ROOT/$BUILD/fs/xprofs
@@ -101,6 +104,11 @@ for size in $SIZES; do
 		"$GEN" --kind "$KIND" --seed "$SEED" --size "$size" -o "$f" --stats >"$f.stats.json"
 	fi
 	bytes=$(stat -c %s "$f")
+	views=
+	for v in $VIEWS; do
+		[ "$v" = trace.json ] && [ "$bytes" -gt $((TRACE_MAX_MB * 1048576)) ] && continue
+		views="$views $v"
+	done
 	logdir=$OUT/mount-logdir-$size
 	cache=$OUT/mount-cache-$size
 	rm -rf "$logdir" "$cache"
@@ -111,7 +119,7 @@ for size in $SIZES; do
 	declare -A cold=() warm=() vbytes=()
 	drop_cache "$f"
 	mount_it "$logdir" "$cache"
-	for v in $VIEWS; do
+	for v in $views; do
 		read -r t n < <(timed_cat "$dir/$v")
 		cold[$v]=$t vbytes[$v]=$n
 		read -r t _ < <(timed_cat "$dir/$v")
@@ -122,7 +130,7 @@ for size in $SIZES; do
 	umount_it
 	drop_cache "$f"
 	mount_it "$logdir" "$cache"
-	for v in $VIEWS; do
+	for v in $views; do
 		read -r t _ < <(timed_cat "$dir/$v")
 		rst=$t
 		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
