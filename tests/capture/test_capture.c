@@ -136,7 +136,7 @@ static void test_line_invalid(void **state)
 		"continuous", "continuous go h:1", "continuous stop h:1 session=x",
 		"snapshot", "h:1 frobnicate", "duration_ms=5",
 		"h:1 bad$key=1", "h:1 k=1 k=2", "h:1 =5",
-		"h:1 k=a\x01" "b",
+		("h:1 k=a\x01" "b"),
 		"duration_ms=5 stop",
 	};
 	struct capture_req *q = malloc(sizeof(*q));
