@@ -592,8 +592,9 @@ static int gen_open(struct fs_ctx *ctx, const char *mpath, const struct fs_targe
 	if (r < 0)
 		goto out;
 	had_size = size_lookup(ctx, id.hash, &known);
-	for (attempt = 0; attempt < 3 && !owner; attempt++) {
-		if (ctx->cache && xprofs_cache_open(ctx->cache, id.key.data, id.key.len, &e) == 0)
+	/* without a cache, renders cannot be shared: no point in waiting */
+	for (attempt = 0; ctx->cache && attempt < 3 && !owner; attempt++) {
+		if (xprofs_cache_open(ctx->cache, id.key.data, id.key.len, &e) == 0)
 			break;
 		owner = sf_begin(ctx, id.hash);
 	}
@@ -609,7 +610,7 @@ static int gen_open(struct fs_ctx *ctx, const char *mpath, const struct fs_targe
 		r = 0;
 		goto out_sf;
 	} else {
-		if (!owner)
+		if (!owner && ctx->cache)
 			owner = sf_begin(ctx, id.hash);
 		CNT(ctx, renders);
 		fd = tmp_fd(ctx);
