@@ -366,6 +366,25 @@ class T:
         r, why = self.fe.submit("r3", "stop")
         assert r == -errno.ESRCH, (r, why)
 
+    def case_stop_multi(self):
+        """stop during the shared start delay of a two-host capture: Terminate
+        reaches both servers first (sticky), both return at once after the
+        start time, and both files are kept."""
+        a, b = self.server(), self.server()
+        r, why = self.fe.submit(None, "run=r3m %s,%s duration_ms=600000 session=sm" % (a.addr, b.addr))
+        assert r == 0, why
+        time.sleep(0.5)
+        t0 = time.time()
+        r, why = self.fe.submit(None, "stop")  # top level without run=: every running capture
+        assert r == 0, why
+        c = wait_done(self.fe, "r3m", timeout=30)
+        assert time.time() - t0 < 8, "stop took %.1fs" % (time.time() - t0)
+        assert c["state"] == "stopped" and [h["state"] for h in c["hosts"]] == ["ok", "ok"], c
+        for s in (a, b):
+            rec = s.records("Profile")[0]
+            assert rec["terminated"] and s.records("Terminate")[0]["session_id"] == "sm", rec
+            assert sha(self.file("r3m", "sm", s.addr.replace(":", "_"))) == rec["sha256"]
+
     def case_snapshot(self):
         s = self.server()
         r, why = self.fe.submit("r4", "snapshot %s session=before" % s.addr)
@@ -558,7 +577,7 @@ class T:
             s.stop()
 
 
-CASES = ["single", "default_session", "multi", "stop", "snapshot", "malformed", "unreachable",
+CASES = ["single", "default_session", "multi", "stop", "stop_multi", "snapshot", "malformed", "unreachable",
          "timeout", "no_overwrite", "old_server", "die", "empty", "big", "raw_calls", "quit_hang",
          "quit_running"]
 
