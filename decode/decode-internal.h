@@ -183,6 +183,51 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 	return 0;
 }
 
+/* dec_avail() - pointer at c->pos and how many bytes lie there without a refill. */
+static inline size_t dec_avail(const struct dec_cur *c, const uint8_t **p)
+{
+	uint64_t lim;
+
+	if (c->base) {
+		*p = c->base + c->pos;
+		return (size_t)(c->end - c->pos);
+	}
+	if (c->pos >= c->win_off && c->pos - c->win_off < c->win_len) {
+		lim = c->win_off + c->win_len;
+		if (lim > c->end)
+			lim = c->end;
+		*p = c->win + (c->pos - c->win_off);
+		return (size_t)(lim - c->pos);
+	}
+	return 0;
+}
+
+/*
+ * dec_event_fast() - the hot path over a line's events: when the next field
+ * at c->pos is an event (tag 0x22) lying wholly in the window, parse its
+ * header and step over it. 1: done (*off, *len = the event body); 0: not
+ * applicable, take the general path; -1: the event is malformed.
+ */
+static inline int dec_event_fast(struct dec_cur *c, struct dec_evhdr *h, uint64_t *off,
+				 uint64_t *len)
+{
+	const uint8_t *p, *q;
+	size_t n = dec_avail(c, &p);
+	uint64_t l;
+
+	if (n < 2 || p[0] != 0x22)
+		return 0;
+	q = p + 1;
+	if (rd_varint(&q, p + n, &l) < 0 || l > (uint64_t)(p + n - q))
+		return 0;
+	if (dec_parse_event(q, q + l, h) < 0)
+		return -1;
+	*off = c->pos + (uint64_t)(q - p);
+	*len = l;
+	c->pos = *off + l;
+	return 1;
+}
+
 /* dec_varint_slow() - the out-of-window path of dec_varint(). */
 int dec_varint_slow(struct dec_cur *c, uint64_t *v);
 

@@ -307,7 +307,7 @@ struct rctx {
 	struct xprofs_buf tmp;
 };
 
-static struct stmd empty_stmd = {true, (char *)"", 0, (char *)"\"\"", 2};
+static struct stmd empty_stmd = {true, (char *)"", 0, (char *)"\"\":", 2};
 static struct evmd empty_evmd = {.loaded = true, .name = (char *)"", .name_json = (char *)"\"\"",
 				 .name_json_len = 2, .full_json = (char *)"\"\"", .full_json_len = 2,
 				 .stats_json = (char *)"", .group = -1};
@@ -476,6 +476,18 @@ static int get_stmd(struct rctx *rc, int64_t key, const struct stmd **out)
 	}
 	if ((r = json_dup(s->name, s->name_len, &s->json, &s->json_len)) < 0)
 		goto out;
+	{
+		/* keep a ':' after the name: stats write (json, json_len + 1) as their key */
+		char *kj = realloc(s->json, s->json_len + 2);
+
+		if (!kj) {
+			r = -ENOMEM;
+			goto out;
+		}
+		kj[s->json_len] = ':';
+		kj[s->json_len + 1] = '\0';
+		s->json = kj;
+	}
 	s->loaded = true;
 	rc->md_bytes += sizeof(*s) + s->name_len + s->json_len;
 	*out = s;
@@ -818,8 +830,7 @@ static int render_stat(struct rctx *rc, struct dec_cur *c, const struct statv *s
 	if (!a->first)
 		OUT_LIT(a->o, ",");
 	a->first = false;
-	out_add(a->o, m->json, m->json_len);
-	OUT_LIT(a->o, ":");
+	out_add(a->o, m->json, m->json_len + 1);
 	return stat_value(rc, c, s, a->o);
 }
 
@@ -1019,6 +1030,11 @@ static int line_next(struct line_it *it, struct event *e)
 	uint32_t f;
 	int wt, r;
 
+	if ((r = dec_event_fast(c, &h, &e->off, &e->len)) != 0) {
+		if (r < 0)
+			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+		goto found;
+	}
 	while (c->pos < it->end) {
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
@@ -1033,15 +1049,16 @@ static int line_next(struct line_it *it, struct event *e)
 			return r;
 		if (dec_parse_event(p, p + len, &h) < 0)
 			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+		e->off = c->pos;
+		e->len = len;
+		c->pos += len;
+found:
 		e->md = h.md;
 		e->offset_ps = h.offset_ps;
 		e->duration_ps = h.duration_ps;
 		e->num = h.num;
 		e->has_num = h.has_num;
 		e->has_stats = h.has_stats;
-		e->off = c->pos;
-		e->len = len;
-		c->pos += len;
 		e->start_ps = dec_sat_add(it->base_ps, e->offset_ps);
 		e->end_ps = dec_sat_add(e->start_ps, e->duration_ps);
 		return 1;
@@ -1298,10 +1315,8 @@ static int render_trace(struct rctx *rc, struct out *o)
 			const struct dec_line *l = &x->lines[li];
 			bool counters = l->name_len == 10 && !memcmp(l->name, "_counters_", 10);
 			uint64_t tid = j + 1;
-			char tidbuf[24];
-			size_t tidlen = fmt_u64(tidbuf, tid);
-			char pidbuf[24];
-			size_t pidlen = fmt_u64(pidbuf, pid);
+			char pre[3][96]; /* per-event prefixes of this track: X, i, C */
+			int prelen[3];
 			struct line_it it;
 			struct event e;
 			struct evmd *m;
@@ -1317,6 +1332,13 @@ static int render_trace(struct rctx *rc, struct out *o)
 			OUT_LIT(o, "\"sort_index\":");
 			out_u64(o, tid);
 			OUT_LIT(o, "}}");
+			prelen[0] = snprintf(pre[0], sizeof(pre[0]),
+					     ",\n{\"ph\":\"X\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid, (size_t)tid);
+			prelen[1] = snprintf(pre[1], sizeof(pre[1]),
+					     ",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":%zu,\"tid\":%zu,\"ts\":",
+					     (size_t)pid, (size_t)tid);
+			prelen[2] = snprintf(pre[2], sizeof(pre[2]),
+					     ",\n{\"ph\":\"C\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid, (size_t)tid);
 			if ((r = line_begin(rc, li, &it)) < 0)
 				return r;
 			while ((r = line_next(&it, &e)) > 0) {
@@ -1325,16 +1347,9 @@ static int render_trace(struct rctx *rc, struct out *o)
 				md_gc(rc);
 				if ((r = get_evmd(rc, e.md, &m)) < 0)
 					return r;
-				if (counters)
-					OUT_LIT(o, ",\n{\"ph\":\"C\",\"pid\":");
-				else if (e.duration_ps == 0 || e.has_num)
-					OUT_LIT(o, ",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":");
-				else
-					OUT_LIT(o, ",\n{\"ph\":\"X\",\"pid\":");
-				out_add(o, pidbuf, pidlen);
-				OUT_LIT(o, ",\"tid\":");
-				out_add(o, tidbuf, tidlen);
-				OUT_LIT(o, ",\"ts\":");
+				int k = counters ? 2 : (e.duration_ps == 0 || e.has_num) ? 1 : 0;
+
+				out_add(o, pre[k], (size_t)prelen[k]);
 				out_us(o, e.start_ps);
 				if (!counters && e.duration_ps != 0 && !e.has_num) {
 					OUT_LIT(o, ",\"dur\":");

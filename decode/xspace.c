@@ -271,6 +271,23 @@ static int ix_line(struct ix *ix, size_t pi, uint64_t len)
 	l->msg.len = len;
 	c->end = end;
 	while (c->pos < end) {
+		struct dec_evhdr fh;
+		uint64_t foff, flen;
+
+		while ((r = dec_event_fast(c, &fh, &foff, &flen)) == 1) {
+			int64_t fend = dec_sat_add(fh.offset_ps, fh.duration_ps);
+
+			if (!l->has_events || fh.offset_ps < first)
+				first = fh.offset_ps;
+			if (!l->has_events || fend > last)
+				last = fend;
+			l->has_events = true;
+			l->events++;
+		}
+		if (r < 0)
+			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+		if (c->pos >= end)
+			break;
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
 		switch (f) {
