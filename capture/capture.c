@@ -24,6 +24,11 @@
  * Locking: c->lock protects every list and every state field shown by
  * status; a host thread touches its own writer without the lock and
  * publishes results under it. notify() is called without the lock.
+ *
+ * Limits: at most CAPTURE_MAX_HOSTS hosts per line and MAX_ACTIVE_HOSTS in
+ * flight; choosing a default session name stats the store under c->lock
+ * (one stat per candidate name; a GCS stat may be a request). Terminate goes
+ * to all hosts in parallel, each with a 2 s connect and 10 s call deadline.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -535,42 +540,59 @@ out:
 
 /* ---- stop: Terminate every host of a session --------------------------- */
 
-static void *stopper_main(void *arg)
+/* Terminate(session) on one host; arg: the struct cap_host. */
+static void *terminate_main(void *arg)
 {
-	struct cap_session *s = arg;
+	struct cap_host *h = arg;
+	struct cap_session *s = h->s;
 	Tensorflow__TerminateRequest treq = TENSORFLOW__TERMINATE_REQUEST__INIT;
 	char sid[sizeof(s->session)];
 	uint8_t buf[sizeof(sid) + 16];
+	struct xprofs_buf small;
+	struct capture_call call = {
+		.target = h->target,
+		.method = "/tensorflow.ProfilerService/Terminate",
+		.deadline_ms = TERMINATE_DEADLINE_MS, .connect_ms = 2000,
+		.max_msg = MAX_SMALL_RESPONSE, .ops = &capture_buf_ops,
+		.cancel = &s->cancel,
+	};
+	const char *what;
 
 	snprintf(sid, sizeof(sid), "%s", s->session);
 	treq.session_id = sid;
 	if (tensorflow__terminate_request__get_packed_size(&treq) > sizeof(buf))
 		return NULL;
-	size_t len = tensorflow__terminate_request__pack(&treq, buf);
+	call.req = buf;
+	call.req_len = tensorflow__terminate_request__pack(&treq, buf);
+	xprofs_buf_init(&small, MAX_SMALL_RESPONSE);
+	call.ops_arg = &small;
+	if (capture_grpc_unary(&call) < 0) {
+		(void)capture_grpc_errno(&call, &what);
+		xprofs_log(XPROFS_LOG_WARNING, "capture %s/%s: Terminate on %s: %s", s->run, s->session,
+			   h->target, what);
+	}
+	xprofs_buf_deinit(&small);
+	return NULL;
+}
+
+/*
+ * Terminate every host of a session in parallel, so one unreachable host
+ * (connect timeout) does not delay the others' stop.
+ */
+static void *stopper_main(void *arg)
+{
+	struct cap_session *s = arg;
+	pthread_t th[CAPTURE_MAX_HOSTS];
+	bool started[CAPTURE_MAX_HOSTS];
 
 	for (size_t i = 0; i < s->n_hosts; i++) {
-		struct xprofs_buf small;
-		struct capture_call call = {
-			.target = s->hosts[i].target,
-			.method = "/tensorflow.ProfilerService/Terminate",
-			.req = buf, .req_len = len,
-			.deadline_ms = TERMINATE_DEADLINE_MS, .connect_ms = 2000,
-			.max_msg = MAX_SMALL_RESPONSE, .ops = &capture_buf_ops,
-			.cancel = &s->cancel,
-		};
-		const char *what;
-		int r;
-
-		xprofs_buf_init(&small, MAX_SMALL_RESPONSE);
-		call.ops_arg = &small;
-		r = capture_grpc_unary(&call);
-		if (r < 0) {
-			(void)capture_grpc_errno(&call, &what);
-			xprofs_log(XPROFS_LOG_WARNING, "capture %s/%s: Terminate on %s: %s", s->run,
-				   s->session, s->hosts[i].target, what);
-		}
-		xprofs_buf_deinit(&small);
+		started[i] = pthread_create(&th[i], NULL, terminate_main, &s->hosts[i]) == 0;
+		if (!started[i])
+			terminate_main(&s->hosts[i]); /* no thread: do it here */
 	}
+	for (size_t i = 0; i < s->n_hosts; i++)
+		if (started[i])
+			pthread_join(th[i], NULL);
 	return NULL;
 }
 
