@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# tests/cache/mount.sh - the cache through a real /dev/fuse mount: views are
+# stored in and served from the cache (also after a remount), and hostile
+# cache states are misses that re-render the right bytes: a damaged header,
+# truncated entries, a damaged block (the one open that hits it may fail with
+# EIO, the next one re-renders), garbage files with entry names, stale temp
+# files, and a cap smaller than a view (served uncached, cap kept).
+# Data: one real sample from $XPROFS_SHARED/samples, else tools/xprofs-gen.
+. "${XPROFS_SOURCE_ROOT:?}/tests/fs/lib.sh"
+xp_require_fuse
+xp_workdir
+W=$XP_WORK
+SRC=$W/src MNT=$W/mnt C=$W/cache
+mkdir -p "$SRC/run/plugins/profile/s" "$MNT"
+S=${XPROFS_SHARED:-}/samples/tpu_v6e_jax/tpu_inference_2.xplane.pb
+GEN=$XPROFS_BUILD_ROOT/tools/xprofs-gen
+if [ -f "$S" ]; then
+	cp "$S" "$SRC/run/plugins/profile/s/host.xplane.pb"
+elif [ -x "$GEN" ]; then
+	echo "# samples absent: using xprofs-gen --demo"
+	"$GEN" --demo "$W/gen" >/dev/null || xp_fail "xprofs-gen --demo"
+	cp "$(find "$W/gen" -name '*.xplane.pb' | sort | head -1)" "$SRC/run/plugins/profile/s/host.xplane.pb"
+else
+	echo "SKIP: no samples ($S) and no generator"; exit 77
+fi
+V=$MNT/runs/run/s/host
+st() { jq "$1" "$MNT/status.json"; }
+entries() { find "$C" -maxdepth 1 -name '*.xc' | wc -l; }
+biggest() { ls -S "$C"/*.xc | head -1; }
+flip() { # flip one byte of $1 at offset $2
+	/usr/bin/python3 -c 'import sys
+p, o = sys.argv[1], int(sys.argv[2])
+with open(p, "r+b") as f:
+    f.seek(o); b = f.read(1); f.seek(o); f.write(bytes([b[0] ^ 0x40]))' "$1" "$2"
+}
+
+xp_mount "$SRC" "$MNT" -o cache_dir="$C"
+cat "$V/trace.json" >"$W/trace.ref" || xp_fail "read trace.json"
+cat "$V/ops.json" >"$W/ops.ref" || xp_fail "read ops.json"
+[ -s "$W/trace.ref" ] || xp_fail "trace.json is empty"
+xp_ok "views are stored as cache entries ($(entries) files)" test "$(entries)" -ge 2
+xp_ok "status.json counts them" test "$(st .cache.entries)" -ge 2
+h0=$(st .cache.hits)
+cmp -s "$V/trace.json" "$W/trace.ref" || xp_fail "second read differs"
+xp_ok "second read is a cache hit ($h0 -> $(st .cache.hits))" test "$(st .cache.hits)" -gt "$h0"
+xp_ok "no temp files left in the cache dir" test -z "$(ls -A "$C/tmp")"
+xp_umount "$MNT" || xp_fail "umount"
+
+xp_mount "$SRC" "$MNT" -o cache_dir="$C"
+r0=$(st .counters.renders)
+xp_ok "after a remount the view comes from the cache" cmp -s "$V/trace.json" "$W/trace.ref"
+xp_ok "  without a render ($r0 -> $(st .counters.renders))" test "$(st .counters.renders)" = "$r0"
+xp_umount "$MNT" || xp_fail "umount"
+
+# damaged headers: every entry is a miss on open, re-rendered right
+for f in "$C"/*.xc; do flip "$f" 9; done
+xp_mount "$SRC" "$MNT" -o cache_dir="$C"
+xp_ok "damaged headers: trace.json re-rendered identical" cmp -s "$V/trace.json" "$W/trace.ref"
+xp_ok "damaged headers: ops.json re-rendered identical" cmp -s "$V/ops.json" "$W/ops.ref"
+xp_ok "damaged entries counted as corrupt ($(st .cache.corrupt))" test "$(st .cache.corrupt)" -ge 2
+xp_umount "$MNT" || xp_fail "umount"
+
+# truncated entries
+for f in "$C"/*.xc; do truncate -s $(( $(stat -c %s "$f") / 2 )) "$f"; done
+xp_mount "$SRC" "$MNT" -o cache_dir="$C"
+xp_ok "truncated entries: trace.json re-rendered identical" cmp -s "$V/trace.json" "$W/trace.ref"
+xp_ok "truncated entries counted as corrupt" test "$(st .cache.corrupt)" -ge 1
+xp_umount "$MNT" || xp_fail "umount"
+
+# a damaged block inside the biggest entry (trace.json): detected when read
+big=$(biggest)
+flip "$big" $(( $(stat -c %s "$big") / 2 ))
+xp_mount "$SRC" "$MNT" -o cache_dir="$C"
+if cat "$V/trace.json" >"$W/first" 2>/dev/null; then
+	xp_ok "damaged block: the read that met it returned the right bytes" cmp -s "$W/first" "$W/trace.ref"
+else
+	xp_pass "damaged block: the read that met it failed (EIO)"
+fi
+xp_ok "damaged block: the entry was dropped" test ! -e "$big"
+xp_ok "damaged block: the next open re-renders identical" cmp -s "$V/trace.json" "$W/trace.ref"
+xp_ok "damaged block counted as corrupt" test "$(st .cache.corrupt)" -ge 1
+xp_umount "$MNT" || xp_fail "umount"
+
+# garbage under an entry's name, a stale and a fresh temp file, a foreign file
+for f in "$C"/*.xc; do head -c 5000 /dev/urandom >"$f"; done
+echo x >"$C/tmp/w.stale" && touch -d '2 hours ago' "$C/tmp/w.stale"
+echo x >"$C/tmp/w.fresh"
+echo keep >"$C/README"
+xp_mount "$SRC" "$MNT" -o cache_dir="$C"
+xp_ok "garbage entries: trace.json re-rendered identical" cmp -s "$V/trace.json" "$W/trace.ref"
+xp_ok "stale temp file removed at mount" test ! -e "$C/tmp/w.stale"
+xp_ok "fresh temp file kept (may belong to another mount)" test -e "$C/tmp/w.fresh"
+xp_ok "foreign file left alone" test -e "$C/README"
+xp_umount "$MNT" || xp_fail "umount"
+
+# a cap smaller than trace.json: served uncached, the cap holds
+rm -rf "$C"
+xp_mount "$SRC" "$MNT" -o cache_dir="$C",cache_max=64K
+xp_ok "tiny cap: trace.json still served identical" cmp -s "$V/trace.json" "$W/trace.ref"
+xp_ok "tiny cap: ops.json still served identical" cmp -s "$V/ops.json" "$W/ops.ref"
+used=$(find "$C" -maxdepth 1 -name '*.xc' -printf '%s\n' | awk '{s+=$1} END {print s+0}')
+xp_ok "tiny cap: cache holds $used <= 65536 bytes" test "$used" -le 65536
+xp_ok "tiny cap: status.json bytes within the cap" test "$(st .cache.bytes)" -le 65536
+xp_umount "$MNT" || xp_fail "umount"
+echo "# cache mount tests passed"
