@@ -95,6 +95,7 @@ static int walk_open(struct local_store *ls, const char *path, int flags, mode_t
 {
 	char buf[LOCAL_PATH_MAX + 1];
 	char *comp, *slash;
+	struct stat st;
 	int cur, next, saved;
 
 	if (strlen(path) > LOCAL_PATH_MAX)
@@ -108,6 +109,9 @@ static int walk_open(struct local_store *ls, const char *path, int flags, mode_t
 		*slash = '\0';
 		next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		saved = errno;
+		if (next < 0 && saved == ENOTDIR && fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISLNK(st.st_mode))
+			saved = ENOENT; /* a symlink we do not follow reads as absent */
 		close(cur);
 		if (next < 0)
 			return saved == ELOOP ? -ENOENT : -saved;

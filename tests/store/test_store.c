@@ -11,7 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -195,6 +197,17 @@ static int find(const struct names *n, const char *name)
 	return 0;
 }
 
+/* openat2 is missing on old kernels and under valgrind 3.19: the backend falls back */
+static bool have_openat2(void)
+{
+	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY, .resolve = RESOLVE_BENEATH };
+	long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
+
+	if (fd >= 0)
+		close((int)fd);
+	return fd >= 0 || errno != ENOSYS;
+}
+
 static int stop_at_first(void *arg, const char *name, const struct xprofs_store_stat *st)
 {
 	(void)arg;
@@ -222,11 +235,12 @@ static void test_list_and_symlinks(void **state)
 	assert_int_equal(xprofs_store_list(f->s, "", collect, &n), 0);
 	assert_int_equal(find(&n, "run"), XPROFS_STORE_DIR);
 	assert_int_equal(find(&n, "top.txt"), XPROFS_STORE_FILE);
-	assert_int_equal(find(&n, "inside"), XPROFS_STORE_FILE); /* symlink inside the root */
+	/* a symlink inside the root is followed with openat2, hidden by the fallback walk */
+	assert_int_equal(find(&n, "inside"), have_openat2() ? XPROFS_STORE_FILE : 0);
 	assert_int_equal(find(&n, "escape"), 0);                 /* leaves the root: hidden */
 	assert_int_equal(find(&n, "fifo"), 0);
 	assert_int_equal(find(&n, ".xprofs-tmp-leftover"), 0);
-	assert_int_equal(n.n, 3);
+	assert_int_equal(n.n, have_openat2() ? 3 : 2);
 	assert_int_equal(xprofs_store_stat(f->s, "escape", &st), -ENOENT);
 	assert_int_equal(xprofs_store_stat(f->s, "escape/passwd", &st), -ENOENT);
 	assert_int_equal(xprofs_store_open(f->s, "escape/passwd", &file), -ENOENT);
