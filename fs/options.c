@@ -221,6 +221,8 @@ static int check_options(struct xprofs_options *o)
 		}
 		xprofs_log_set_level(lvl);
 	}
+	else if (o->debug)
+		xprofs_log_set_level(XPROFS_LOG_DEBUG);
 	if (o->refresh < 0)
 		o->refresh = gcs ? 30 : 5;
 	if (fs_parse_size(o->cache_max, &o->cache_max_bytes) < 0 || !o->cache_max_bytes) {

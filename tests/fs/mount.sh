@@ -41,6 +41,17 @@ if grep -q " $MNT fuse" /proc/mounts; then xp_fail "a failed start left a mount"
 xp_mount "$SRC" "$MNT" -o cache_dir="$W/cache",refresh=1
 XP_BAD_PROFILES="" /usr/bin/python3 "$XPROFS_SOURCE_ROOT/tests/fs/check_mount.py" "$SRC" "$MNT" ||
 	xp_fail "generic mount checks"
+TBW=$XPROFS_SOURCE_ROOT/tests/tools/tb_walk.py
+if [ -f "$TBW" ]; then
+	xp_ok "tools/tb_walk.py: same runs/sessions/hosts on SOURCE and MNT/logdir" \
+		test "$(/usr/bin/python3 "$TBW" "$SRC")" = "$(/usr/bin/python3 "$TBW" "$MNT/logdir")"
+fi
+njson=0
+while IFS= read -r f; do
+	jq empty "$f" 2>/dev/null || xp_fail "jq cannot parse $f"
+	njson=$((njson + 1))
+done < <(find "$MNT/runs" -name '*.json')
+xp_ok "jq parses every generated *.json ($njson files)" test "$njson" -gt 0
 
 # first session with a host, for the write tests
 prof=$(cd "$SRC" && find . -name '*.xplane.pb' -path '*/plugins/profile/*' | sort | head -1 | sed 's|^\./||')
