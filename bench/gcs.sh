@@ -50,7 +50,7 @@ trap cleanup EXIT
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
-mbps() { awk -v m="$1" -v s="$2" 'BEGIN { printf "%.0f", s > 0 ? m / s : 0 }'; } # MB, seconds
+mbps() { awk -v m="$1" -v s="$2" 'BEGIN { printf "%.0f", (s > 0 ? m / s : 0) }'; } # MB, seconds
 
 EMU_PORT=$(EMULATOR_PARENT_PID=$$ bash "$ROOT/tests/gcs/emulator.sh" start "$W/emu")
 EMU=http://127.0.0.1:$EMU_PORT
@@ -185,7 +185,7 @@ MB=$BIG_MB
 	echo
 	echo "Machine: $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo) RAM;" \
 		"emulator: firebase-tools StorageEmulator via tests/gcs/emulator/launch.js on loopback;" \
-		"rclone $(rclone version | head -1 | awk '{print $2}'); xprofs $("$XPROFS" -V 2>&1 | head -1)."
+		"rclone $(rclone version | head -1 | awk '{print $2}'); $("$XPROFS" -V 2>&1 | head -1)."
 	echo
 	echo "## find over $OBJECTS objects (requests counted at tests/gcs/fault_proxy.py)"
 	echo
