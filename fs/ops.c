@@ -1510,6 +1510,16 @@ static int op_utimens(const char *path, const struct timespec tv[2], struct fuse
 
 static int op_statfs(const char *path, struct statvfs *sv)
 {
+	struct fs_ctx *ctx = ctx_get();
+
+	/* a local source reports its own filesystem (df, free-space checks) */
+	if (!strcmp(xprofs_store_backend(ctx->store), "local") &&
+	    statvfs(xprofs_store_source(ctx->store), sv) == 0) {
+		sv->f_namemax = FS_NAME_MAX;
+		if (ctx->o->ro)
+			sv->f_flag |= ST_RDONLY;
+		return 0;
+	}
 	memset(sv, 0, sizeof(*sv));
 	sv->f_bsize = 1 << 16;
 	sv->f_frsize = 1 << 16;

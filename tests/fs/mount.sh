@@ -53,6 +53,8 @@ while IFS= read -r f; do
 done < <(find "$MNT/runs" -name '*.json')
 xp_ok "jq parses every generated *.json ($njson files)" test "$njson" -gt 0
 
+xp_ok "statfs reports the source's filesystem" test "$(stat -f -c '%b %S' "$MNT")" = "$(stat -f -c '%b %S' "$SRC")"
+
 # first session with a host, for the write tests
 prof=$(cd "$SRC" && find . -name '*.xplane.pb' -path '*/plugins/profile/*' | sort | head -1 | sed 's|^\./||')
 sess=$(dirname "$prof")
