@@ -18,8 +18,11 @@
  * XPROFS_CACHE_KEY_MAX bytes.
  *
  * Limits: the total size is kept under max_bytes by evicting least recently
- * used entries (recency = last open, tracked via file atime/mtime touch).
- * All functions are thread-safe.
+ * used entries (recency = last open, persisted as the file's mtime), never
+ * an open one; an entry bigger than max_bytes is refused with -EFBIG.
+ * All functions are thread-safe; a writer belongs to one thread at a time,
+ * an open entry may be read from several. The on-disk format, sharing and
+ * clearing are described in docs/cache.md and cache/cache-internal.h.
  */
 #ifndef XPROFS_CACHE_H
 #define XPROFS_CACHE_H
@@ -57,7 +60,10 @@ int xprofs_cache_new(const char *dir, uint64_t max_bytes, struct xprofs_cache **
  * entries keep theirs (it is stored in each entry). 0 or -EINVAL.
  */
 int xprofs_cache_set_block_size(struct xprofs_cache *c, uint32_t bs) XPROFS_WUR;
-/** xprofs_cache_free() - accepts NULL; returns NULL. Open entries must be closed first. */
+/**
+ * xprofs_cache_free() - accepts NULL; returns NULL. Open entries must be
+ * closed and writers ended first.
+ */
 struct xprofs_cache *xprofs_cache_free(struct xprofs_cache *c);
 const char *xprofs_cache_dir(const struct xprofs_cache *c);
 
@@ -67,6 +73,11 @@ const char *xprofs_cache_dir(const struct xprofs_cache *c);
  */
 int xprofs_cache_writer_new(struct xprofs_cache *c, const void *key, size_t keylen,
 			    struct xprofs_cache_writer **out) XPROFS_WUR;
+/**
+ * xprofs_cache_writer_write() - append @n bytes (borrowed). Memory stays
+ * bounded by one block whatever the entry size. 0, -EFBIG when the entry
+ * would not fit under the cap, or another -errno; errors are sticky.
+ */
 int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size_t n) XPROFS_WUR;
 /** xprofs_cache_writer_sink() - a sink feeding @w (borrowed). */
 struct xprofs_sink xprofs_cache_writer_sink(struct xprofs_cache_writer *w);
