@@ -131,6 +131,7 @@ struct xprofs_gcs_counters {
 	atomic_uint_fast64_t block_disk_hits; /* served from the lz4 cache */
 	atomic_uint_fast64_t block_misses;    /* fetched from GCS */
 	atomic_uint_fast64_t block_waits;     /* coalesced onto another reader's fetch */
+	atomic_uint_fast64_t prefetched;      /* blocks fetched ahead by the prefetch thread */
 	atomic_uint_fast64_t stale;
 };
 

@@ -97,6 +97,11 @@ struct gcs_store {
 	bool bg_want, bg_stop;               /* protected by bg_lock */
 	bool bg_started;
 	pthread_t bg;
+	pthread_cond_t pf_cond;              /* prefetch jobs queued */
+	struct prefetch *pf_head;            /* protected by bg_lock */
+	unsigned pf_len;                     /* protected by bg_lock */
+	bool pf_started;
+	pthread_t pf;
 
 	pthread_mutex_t w_lock;
 	struct gcs_writer *writers;          /* open writers; protected by w_lock */
@@ -836,12 +841,72 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 	}
 }
 
+/*
+ * blk_lock held: create loading entries for the missing blocks @idx.. (up to
+ * @window, stopping at the first one present or at the end), each holding
+ * the loader's reference. Returns how many went into @v.
+ */
+static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window, struct blk **v)
+{
+	uint64_t nblocks = (f->st.size + BLOCK_SIZE - 1) / BLOCK_SIZE;
+	size_t n = 0, i;
+
+	for (i = 0; i < window && idx + i < nblocks; i++) {
+		struct blk *nb;
+
+		if (blk_find(s, f->obj, f->st.generation, idx + i))
+			break;
+		nb = calloc(1, sizeof(*nb));
+		if (nb && !(nb->obj = strdup(f->obj))) {
+			free(nb);
+			nb = NULL;
+		}
+		if (nb && !(nb->data = malloc(BLOCK_SIZE))) {
+			free(nb->obj);
+			free(nb);
+			nb = NULL;
+		}
+		if (!nb)
+			break;
+		nb->gen = f->st.generation;
+		nb->idx = idx + i;
+		nb->hash = blk_hash(f->obj, nb->gen, nb->idx);
+		nb->state = BLK_LOADING;
+		nb->refs = 1; /* the loader's */
+		nb->in_table = true;
+		nb->hnext = s->blk_slots[nb->hash % BLK_SLOTS];
+		s->blk_slots[nb->hash % BLK_SLOTS] = nb;
+		s->blk_mem += BLOCK_SIZE;
+		v[n++] = nb;
+	}
+	return n;
+}
+
+/* Load claimed blocks (no lock held), then publish them and wake the waiters. */
+static void blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
+{
+	size_t i;
+
+	blk_load(s, f, v, n);
+	pthread_mutex_lock(&s->blk_lock);
+	for (i = 0; i < n; i++) {
+		v[i]->state = BLK_READY;
+		if (v[i]->err)
+			blk_table_del(s, v[i]); /* the next reader tries again */
+		else
+			lru_push(s, v[i]);
+		blk_unref(s, v[i]);
+	}
+	pthread_cond_broadcast(&s->blk_cond);
+	blk_evict(s);
+	pthread_mutex_unlock(&s->blk_lock);
+}
+
 /* The ready block @idx of @f, fetched (with read-ahead @window) if needed. */
 static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window, struct blk **out)
 {
-	uint64_t nblocks = (f->st.size + BLOCK_SIZE - 1) / BLOCK_SIZE;
 	struct blk *v[WINDOW_MAX] = {0}, *b;
-	size_t n = 0, i;
+	size_t n;
 	int r;
 
 	pthread_mutex_lock(&s->blk_lock);
@@ -861,60 +926,16 @@ static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsign
 	}
 	if (s->blk_mem + (uint64_t)window * BLOCK_SIZE > s->o.block_mem_max)
 		window = 1; /* over budget: no read-ahead */
-	for (i = 0; i < window && idx + i < nblocks; i++) {
-		struct blk *nb;
-
-		if (i > 0 && blk_find(s, f->obj, f->st.generation, idx + i))
-			break;
-		nb = calloc(1, sizeof(*nb));
-		if (nb && !(nb->obj = strdup(f->obj))) {
-			free(nb);
-			nb = NULL;
-		}
-		if (nb && !(nb->data = malloc(BLOCK_SIZE))) {
-			free(nb->obj);
-			free(nb);
-			nb = NULL;
-		}
-		if (!nb) {
-			if (i == 0) {
-				pthread_mutex_unlock(&s->blk_lock);
-				return -ENOMEM;
-			}
-			break;
-		}
-		nb->gen = f->st.generation;
-		nb->idx = idx + i;
-		nb->hash = blk_hash(f->obj, nb->gen, nb->idx);
-		nb->state = BLK_LOADING;
-		nb->refs = 1; /* the loader's */
-		nb->in_table = true;
-		nb->hnext = s->blk_slots[nb->hash % BLK_SLOTS];
-		s->blk_slots[nb->hash % BLK_SLOTS] = nb;
-		s->blk_mem += BLOCK_SIZE;
-		v[n++] = nb;
-	}
+	n = blk_claim(s, f, idx, window, v);
 	if (n == 0) {
 		pthread_mutex_unlock(&s->blk_lock);
-		return -EIO; /* past the end: pread() clamps, so never */
+		return -ENOMEM;
 	}
 	b = v[0];
 	b->refs++; /* the caller's */
 	pthread_mutex_unlock(&s->blk_lock);
-
-	blk_load(s, f, v, n);
-
+	blk_fill(s, f, v, n);
 	pthread_mutex_lock(&s->blk_lock);
-	for (i = 0; i < n; i++) {
-		v[i]->state = BLK_READY;
-		if (v[i]->err)
-			blk_table_del(s, v[i]); /* the next reader tries again */
-		else
-			lru_push(s, v[i]);
-		blk_unref(s, v[i]);
-	}
-	pthread_cond_broadcast(&s->blk_cond);
-	blk_evict(s);
 done:
 	r = b->err;
 	if (r < 0) {
@@ -925,6 +946,95 @@ done:
 	pthread_mutex_unlock(&s->blk_lock);
 	*out = b;
 	return 0;
+}
+
+/*
+ * Asynchronous read-ahead for sequential readers: one thread per store
+ * fetches the next half window while the reader consumes the current one,
+ * so a stream does not stall on every window. Jobs carry their own copy of
+ * the file's identity (the reader may close meanwhile); the queue is short
+ * and a full queue drops the job (the reader then fetches synchronously).
+ */
+struct prefetch {
+	struct gcs_file f; /* f.obj owned */
+	uint64_t idx;
+	struct prefetch *next;
+};
+
+static void *pf_main(void *arg)
+{
+	struct gcs_store *s = arg;
+
+	pthread_mutex_lock(&s->bg_lock);
+	for (;;) {
+		struct prefetch *j = s->pf_head;
+		struct blk *v[WINDOW_MAX];
+		size_t n;
+
+		if (s->bg_stop)
+			break;
+		if (!j) {
+			pthread_cond_wait(&s->pf_cond, &s->bg_lock);
+			continue;
+		}
+		s->pf_head = j->next;
+		s->pf_len--;
+		pthread_mutex_unlock(&s->bg_lock);
+
+		pthread_mutex_lock(&s->blk_lock);
+		n = 0;
+		if (s->blk_mem + (uint64_t)(WINDOW_MAX / 2) * BLOCK_SIZE <= s->o.block_mem_max)
+			n = blk_claim(s, &j->f, j->idx, WINDOW_MAX / 2, v);
+		pthread_mutex_unlock(&s->blk_lock);
+		if (n) {
+			atomic_fetch_add(&s->ctr.prefetched, n);
+			blk_fill(s, &j->f, v, n);
+		}
+		free(j->f.obj);
+		free(j);
+		pthread_mutex_lock(&s->bg_lock);
+	}
+	pthread_mutex_unlock(&s->bg_lock);
+	return NULL;
+}
+
+/* After a sequential read ending at @end: queue the next half window if it is not there yet. */
+static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
+{
+	uint64_t nblocks = (f->st.size + BLOCK_SIZE - 1) / BLOCK_SIZE, idx, first = UINT64_MAX;
+	struct prefetch *j;
+
+	if (!s->pf_started)
+		return;
+	pthread_mutex_lock(&s->blk_lock);
+	for (idx = end / BLOCK_SIZE + 1; idx < nblocks && idx <= end / BLOCK_SIZE + WINDOW_MAX / 2; idx++) {
+		if (!blk_find(s, f->obj, f->st.generation, idx)) {
+			first = idx;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->blk_lock);
+	if (first == UINT64_MAX)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->f.obj = strdup(f->obj))) {
+		free(j);
+		return;
+	}
+	j->f.st = f->st;
+	j->idx = first;
+	pthread_mutex_lock(&s->bg_lock);
+	if (s->pf_len >= 8) {
+		pthread_mutex_unlock(&s->bg_lock);
+		free(j->f.obj);
+		free(j);
+		return;
+	}
+	j->next = s->pf_head;
+	s->pf_head = j;
+	s->pf_len++;
+	pthread_cond_signal(&s->pf_cond);
+	pthread_mutex_unlock(&s->bg_lock);
 }
 
 static void blk_put(struct gcs_store *s, struct blk *b)
@@ -968,7 +1078,7 @@ static ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, ui
 {
 	struct gcs_file *f = (struct gcs_file *)base;
 	size_t got = 0;
-	unsigned window;
+	unsigned window, seq_window;
 
 	if (off >= f->st.size || n == 0)
 		return 0;
@@ -982,7 +1092,7 @@ static ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, ui
 		f->window = f->window * 2 > WINDOW_MAX ? WINDOW_MAX : f->window * 2;
 	else
 		f->window = 1;
-	window = f->window;
+	window = seq_window = f->window;
 	{
 		/* a large read wants all its blocks at once (in parallel ranges) */
 		uint64_t span = (off + n - 1) / BLOCK_SIZE - off / BLOCK_SIZE + 1;
@@ -1011,6 +1121,8 @@ static ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, ui
 			break;
 		got += k;
 	}
+	if (seq_window >= 4)
+		prefetch_after(f->s, f, off + got);
 	return (ssize_t)got;
 }
 
@@ -1788,7 +1900,8 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 		"\"listings\":%llu,\"last_listing_ms\":%llu},"
 		"\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu,\"delete\":%llu,\"other\":%llu},"
 		"\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_uploaded\":%llu,"
-		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,\"mem_bytes\":%llu}}",
+		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,\"prefetched\":%llu,"
+		"\"mem_bytes\":%llu}}",
 		xprofs_gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
 		(unsigned long long)atomic_load(&s->skipped), (unsigned long long)atomic_load(&s->listings),
 		(unsigned long long)atomic_load(&s->last_list_ms),
@@ -1802,7 +1915,7 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 		(unsigned long long)atomic_load(&c->bytes_up), (unsigned long long)atomic_load(&c->block_hits),
 		(unsigned long long)atomic_load(&c->block_disk_hits),
 		(unsigned long long)atomic_load(&c->block_misses), (unsigned long long)atomic_load(&c->block_waits),
-		(unsigned long long)mem);
+		(unsigned long long)atomic_load(&c->prefetched), (unsigned long long)mem);
 }
 
 static void gcs_free(struct xprofs_store *base)
@@ -1810,12 +1923,21 @@ static void gcs_free(struct xprofs_store *base)
 	struct gcs_store *s = (struct gcs_store *)base;
 	size_t i;
 
-	if (s->bg_started) {
-		pthread_mutex_lock(&s->bg_lock);
-		s->bg_stop = true;
-		pthread_cond_signal(&s->bg_cond);
-		pthread_mutex_unlock(&s->bg_lock);
+	pthread_mutex_lock(&s->bg_lock);
+	s->bg_stop = true;
+	pthread_cond_signal(&s->bg_cond);
+	pthread_cond_signal(&s->pf_cond);
+	pthread_mutex_unlock(&s->bg_lock);
+	if (s->bg_started)
 		pthread_join(s->bg, NULL);
+	if (s->pf_started)
+		pthread_join(s->pf, NULL);
+	while (s->pf_head) {
+		struct prefetch *j = s->pf_head;
+
+		s->pf_head = j->next;
+		free(j->f.obj);
+		free(j);
 	}
 	for (i = 0; i < BLK_SLOTS; i++) {
 		struct blk *b, *n;
@@ -1836,6 +1958,7 @@ static void gcs_free(struct xprofs_store *base)
 	pthread_mutex_destroy(&s->w_lock);
 	pthread_mutex_destroy(&s->bg_lock);
 	pthread_cond_destroy(&s->bg_cond);
+	pthread_cond_destroy(&s->pf_cond);
 	pthread_mutex_destroy(&s->list_lock);
 	pthread_rwlock_destroy(&s->tree_lock);
 	free(s->endpoint);
@@ -1914,6 +2037,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	pthread_mutex_init(&s->list_lock, NULL);
 	pthread_mutex_init(&s->bg_lock, NULL);
 	pthread_cond_init(&s->bg_cond, NULL);
+	pthread_cond_init(&s->pf_cond, NULL);
 	pthread_mutex_init(&s->blk_lock, NULL);
 	pthread_cond_init(&s->blk_cond, NULL);
 	pthread_mutex_init(&s->w_lock, NULL);
@@ -1977,6 +2101,8 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 		s->bg_started = true;
 	else
 		xprofs_warn("gcs: no background relisting thread; the tree refreshes only on demand");
+	if (pthread_create(&s->pf, NULL, pf_main, s) == 0)
+		s->pf_started = true;
 	xprofs_info("gcs: mounted gs://%s/%s via %s (%s credentials)", s->bucket, s->prefix, s->endpoint,
 		    xprofs_gcs_auth_kind(s->auth));
 	*out = &s->base;

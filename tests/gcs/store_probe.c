@@ -420,6 +420,15 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		      "each of the 4 blocks fetched once: %lld GETs, %lld misses, %lld coalesced waits", gets, misses,
 		      waits);
 		xprofs_store_free(c);
+		/* a sequential reader gets the next blocks fetched ahead of it */
+		check(xprofs_gcs_store_new(url, &o, &c) == 0 && same_content(c, "w/stale.bin", data2, big),
+		      "fresh store, sequential 64 KiB reads");
+		j = status(c);
+		check(counter(j, "blocks", "prefetched") >= 1 && counter(j, "requests", "get") <= 4,
+		      "read-ahead: %lld blocks prefetched, %lld GETs for %zu reads", counter(j, "blocks", "prefetched"),
+		      counter(j, "requests", "get"), big / 65536 + 1);
+		json_decref(j);
+		xprofs_store_free(c);
 		/* one large first read: all its blocks at once, in parallel ranges */
 		check(xprofs_gcs_store_new(url, &o, &c) == 0, "fresh store for the large-read test");
 		if (c) {
