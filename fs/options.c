@@ -19,6 +19,7 @@
 #include <fcntl.h>
 #include <fuse.h>
 #include <limits.h>
+#include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -425,9 +426,12 @@ int xprofs_fs_main(int argc, char *argv[])
 	fuse_loop_cfg_set_max_threads(lc, 16);
 	fuse_loop_cfg_set_idle_threads(lc, 8);
 	r = o.single ? fuse_loop(fuse) : fuse_loop_mt(fuse, lc);
-	ret = r == 0 ? 0 : 1;
-	if (r != 0)
+	/* libfuse returns the signal number after SIGINT/SIGTERM/SIGHUP: a clean stop */
+	ret = r == 0 || r == SIGINT || r == SIGTERM || r == SIGHUP ? 0 : 1;
+	if (ret)
 		xprofs_err("FUSE loop ended with %d", r);
+	else
+		xprofs_info("unmounting %s", o.mountpoint);
 out:
 	daemon_ready(&notify_fd, (char)(ret ? ret : 1));
 	if (lc)

@@ -202,6 +202,12 @@ xp_ok "ro: reads still work" cmp -s "$L/$prof" "$SRC/$prof"
 xp_ok "ro, no_cache: views render" jq -e . "$V/summary.json" >/dev/null
 xp_ok "unmount" xp_umount "$MNT"
 
+# ---- SIGTERM unmounts and exits 0 ----------------------------------------------------
+xp_mount "$SRC" "$MNT" -o no_cache
+kill -TERM "$XP_PID"; wait "$XP_PID"; rc=$?; XP_PID=
+xp_ok "SIGTERM: exit status 0 ($rc) and the mount is gone" \
+	bash -c "[ $rc = 0 ] && ! grep -q ' $MNT fuse' /proc/mounts"
+
 # ---- daemon mode --------------------------------------------------------------------
 "$XP_BIN" "$SRC" "$MNT" -o no_cache || xp_fail "daemon start"
 XP_MOUNTS+=("$MNT")
