@@ -18,8 +18,9 @@
  *      metadata.google.internal) with a 1 s connect timeout, so a machine off
  *      GCE fails fast.
  * Tokens are cached under one mutex. A token is refreshed once less than
- * min(5 min, half its lifetime) remains; the mutex serialises refreshes (other
- * callers wait for the new token rather than stampeding the token endpoint).
+ * min(5 min, half its lifetime) remains, by one caller at a time, outside the
+ * mutex: meanwhile other callers keep the still-valid token, or, when it has
+ * expired, wait for that one refresh (no stampede on the token endpoint).
  * A failed refresh keeps a still-valid token and is not retried for
  * AUTH_RETRY_AFTER_NS. Token-endpoint calls retry 408/429/5xx and transient
  * transport errors three times with a short backoff.
@@ -85,10 +86,13 @@ struct xprofs_gcs_auth {
 	char *metadata_url;
 
 	pthread_mutex_t lock;
+	pthread_cond_t refreshed; /* signalled when a refresh ends, with lock */
+	bool refreshing;       /* protected by lock; one caller is fetching a token */
 	char *token;           /* protected by lock; secret */
 	int64_t expiry_ns;     /* protected by lock; monotonic clock */
 	int64_t refresh_at_ns; /* protected by lock; monotonic clock */
 	int64_t retry_at_ns;   /* protected by lock; no refresh before this after a failure */
+	int last_err;          /* protected by lock; why the last refresh failed */
 };
 
 /* ---- error mapping ----------------------------------------------------- */
@@ -576,13 +580,14 @@ static int token_form(const struct xprofs_gcs_auth *a, struct xprofs_buf *form)
 	return r;
 }
 
-/* Fetch a fresh token and install it. Called with a->lock held (or before
- * the handle is shared). */
-static int auth_refresh(struct xprofs_gcs_auth *a)
+/*
+ * Ask the token endpoint or metadata server for a new token. Touches no
+ * shared state (only the immutable credentials), so it runs without a->lock.
+ * @token: caller owns; free with secret_free().
+ */
+static int auth_fetch(const struct xprofs_gcs_auth *a, char **token, int64_t *expires_in)
 {
 	struct xprofs_buf form, body;
-	char *token = NULL;
-	int64_t expires_in = 0, now, lifetime, margin;
 	int r;
 
 	xprofs_buf_init(&form, AUTH_FORM_MAX);
@@ -596,30 +601,37 @@ static int auth_refresh(struct xprofs_gcs_auth *a)
 	}
 	if (r < 0)
 		goto out;
-	r = xprofs_gcs_auth_token_parse(body.data, body.len, &token, &expires_in);
-	if (r < 0) {
+	r = xprofs_gcs_auth_token_parse(body.data, body.len, token, expires_in);
+	if (r < 0)
 		xprofs_err("gcs auth: %s credentials from %s: malformed token response",
 			   xprofs_gcs_auth_kind(a), a->source);
-		goto out;
-	}
-	now = xprofs_mono_ns();
-	lifetime = expires_in * 1000000000LL;
+out:
+	secret_buf_deinit(&body);
+	secret_buf_deinit(&form);
+	return r;
+}
+
+/*
+ * Install @token (consumed) valid @expires_in seconds from @asked_ns, when
+ * it was asked for (a conservative start). Called with a->lock held, or
+ * before the handle is shared.
+ */
+static void auth_install(struct xprofs_gcs_auth *a, char *token, int64_t expires_in,
+			 int64_t asked_ns)
+{
+	int64_t lifetime = expires_in * 1000000000LL, margin;
+
 	/* Short-lived tokens (tests, some metadata servers) would otherwise be
 	 * refreshed on every request. */
 	margin = lifetime / 2 < AUTH_REFRESH_MARGIN_NS ? lifetime / 2 : AUTH_REFRESH_MARGIN_NS;
 	secret_free(a->token);
 	a->token = token;
-	token = NULL;
-	a->expiry_ns = now + lifetime;
+	a->expiry_ns = asked_ns + lifetime;
 	a->refresh_at_ns = a->expiry_ns - margin;
 	a->retry_at_ns = 0;
+	a->last_err = 0;
 	xprofs_debug("gcs auth: new %s token, valid %lld s", xprofs_gcs_auth_kind(a),
 		     (long long)expires_in);
-out:
-	secret_free(token);
-	secret_buf_deinit(&body);
-	secret_buf_deinit(&form);
-	return r;
 }
 
 /* ---- credentials files --------------------------------------------------- */
@@ -807,7 +819,8 @@ int xprofs_gcs_auth_new(const struct xprofs_gcs_options *o, struct xprofs_gcs_au
 {
 	struct xprofs_gcs_auth *a;
 	const char *file;
-	char *adc = NULL;
+	char *adc = NULL, *token = NULL;
+	int64_t expires_in = 0, asked;
 	bool emulator;
 	int r;
 
@@ -820,7 +833,13 @@ int xprofs_gcs_auth_new(const struct xprofs_gcs_options *o, struct xprofs_gcs_au
 		free(a);
 		return -ENOMEM;
 	}
+	if (pthread_cond_init(&a->refreshed, NULL) != 0) {
+		pthread_mutex_destroy(&a->lock);
+		free(a);
+		return -ENOMEM;
+	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		pthread_cond_destroy(&a->refreshed);
 		pthread_mutex_destroy(&a->lock);
 		free(a);
 		return -ENOMEM;
@@ -843,9 +862,11 @@ int xprofs_gcs_auth_new(const struct xprofs_gcs_options *o, struct xprofs_gcs_au
 	}
 	if (r < 0)
 		goto fail;
-	r = auth_refresh(a);
+	asked = xprofs_mono_ns();
+	r = auth_fetch(a, &token, &expires_in);
 	if (r < 0)
 		goto fail;
+	auth_install(a, token, expires_in, asked);
 done:
 	xprofs_info("gcs auth: using %s credentials%s%s", xprofs_gcs_auth_kind(a),
 		    a->source ? " from " : "", a->source ? a->source : "");
@@ -872,6 +893,7 @@ struct xprofs_gcs_auth *xprofs_gcs_auth_free(struct xprofs_gcs_auth *a)
 	secret_free(a->private_key);
 	free(a->client_email);
 	free(a->source);
+	pthread_cond_destroy(&a->refreshed);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 	curl_global_cleanup();
@@ -880,7 +902,9 @@ struct xprofs_gcs_auth *xprofs_gcs_auth_free(struct xprofs_gcs_auth *a)
 
 int xprofs_gcs_auth_header(struct xprofs_gcs_auth *a, struct xprofs_buf *out)
 {
-	int64_t now;
+	int64_t now, asked, expires_in;
+	bool due, valid;
+	char *token;
 	int r = 0;
 
 	if (!a || !out)
@@ -888,20 +912,43 @@ int xprofs_gcs_auth_header(struct xprofs_gcs_auth *a, struct xprofs_buf *out)
 	if (a->kind == AUTH_ANONYMOUS)
 		return 0;
 	pthread_mutex_lock(&a->lock);
-	now = xprofs_mono_ns();
-	if (!a->token || (now >= a->refresh_at_ns && now >= a->retry_at_ns)) {
-		r = auth_refresh(a);
-		if (r < 0) {
-			a->retry_at_ns = now + AUTH_RETRY_AFTER_NS;
-			if (a->token && now < a->expiry_ns) {
-				xprofs_warn("gcs auth: token refresh failed; keeping the current token (valid %lld s more)",
-					    (long long)((a->expiry_ns - now) / 1000000000LL));
-				r = 0;
+	for (;;) {
+		now = xprofs_mono_ns();
+		valid = a->token && now < a->expiry_ns;
+		due = !a->token || (now >= a->refresh_at_ns && now >= a->retry_at_ns);
+		if (!due || a->refreshing) {
+			/* A valid token is served even while another caller
+			 * refreshes it: a slow token endpoint must not stall
+			 * every request. Without one, wait for that refresh. */
+			if (valid)
+				break;
+			if (!a->refreshing) {
+				r = a->last_err ? a->last_err : -EACCES; /* expired, backing off */
+				break;
 			}
+			pthread_cond_wait(&a->refreshed, &a->lock);
+			continue;
 		}
+		a->refreshing = true;
+		pthread_mutex_unlock(&a->lock);
+		asked = xprofs_mono_ns();
+		token = NULL;
+		r = auth_fetch(a, &token, &expires_in);
+		pthread_mutex_lock(&a->lock);
+		a->refreshing = false;
+		pthread_cond_broadcast(&a->refreshed);
+		if (r == 0) {
+			auth_install(a, token, expires_in, asked);
+			continue;
+		}
+		a->retry_at_ns = asked + AUTH_RETRY_AFTER_NS;
+		a->last_err = r;
+		if (!a->token || xprofs_mono_ns() >= a->expiry_ns)
+			break;
+		xprofs_warn("gcs auth: token refresh failed (%s); keeping the current token (valid %lld s more)",
+			    strerror(-r), (long long)((a->expiry_ns - xprofs_mono_ns()) / 1000000000LL));
+		r = 0;
 	}
-	if (r == 0 && (!a->token || xprofs_mono_ns() >= a->expiry_ns))
-		r = -EACCES; /* expired and the refresh is backing off */
 	if (r == 0)
 		r = xprofs_buf_printf(out, "Authorization: Bearer %s", a->token);
 	pthread_mutex_unlock(&a->lock);

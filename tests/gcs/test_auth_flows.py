@@ -141,12 +141,44 @@ def main():
     def concurrent_callers_one_refresh():
         ts = TokenServer(pubkey=E.pub, email=EMAIL, expires_in=4).start()
         try:
-            # 16 threads need a refresh at once: exactly one grant serves them.
+            # At 2.5 s a refresh is due but the token still valid: 16 threads,
+            # one refresh; the others may use the old token meanwhile.
             rc, _, hdrs, out, _ = probe(["-c", E.sa_file(ts), "-n", "2", "-s", "2500", "-t", "16"],
                                         E.base_env())
             check(rc == 0, out)
             check(ts.grants["jwt"] == 2, "jwt grants %d, want 2" % ts.grants["jwt"])
-            check(len(set(hdrs[16:])) == 1, "second round used %d tokens" % len(set(hdrs[16:])))
+            check(set(hdrs[16:]) <= set(hdrs[:1]) | set("Authorization: Bearer " + t for t in ts.tokens()),
+                  "unknown token")
+            check(len(set(hdrs[16:])) <= 2, "second round used %d tokens" % len(set(hdrs[16:])))
+            # At 4.5 s the token has expired: all 16 wait for one refresh.
+            rc, _, hdrs, out, _ = probe(["-c", E.sa_file(ts), "-n", "2", "-s", "4500", "-t", "16"],
+                                        E.base_env())
+            check(rc == 0, out)
+            check(ts.grants["jwt"] == 4, "jwt grants %d, want 4" % ts.grants["jwt"])
+            check(len(set(hdrs[16:])) == 1 and hdrs[16] != hdrs[0],
+                  "after expiry the second round used %d tokens" % len(set(hdrs[16:])))
+        finally:
+            ts.stop()
+
+    def slow_refresh_does_not_block():
+        ts = TokenServer(pubkey=E.pub, email=EMAIL, expires_in=8).start()
+        try:
+            # Refresh due at 4 s; the endpoint then takes 2 s per answer.
+            # Callers at 4.5 s (16 threads) must not wait for it.
+            p = subprocess.Popen([PROBE, "-c", E.sa_file(ts), "-n", "2", "-s", "4500", "-t", "16"],
+                                 env=E.base_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+            first = p.stdout.readline()  # "kind ..."
+            check(first.startswith("kind "), first)
+            ts.delay = 2.0
+            t0 = time.monotonic()
+            out, err = p.communicate(timeout=60)
+            dt = time.monotonic() - t0
+            hdrs = [ln for ln in out.splitlines() if ln.startswith("header ")]
+            check(p.returncode == 0 and len(hdrs) == 32, "rc %d: %s %s" % (p.returncode, out, err))
+            # 16 headers at once; only the refresher waited ~2 s.
+            check(ts.grants["jwt"] == 2, "grants %r" % ts.grants)
+            check(dt < 4.5 + 2.0 + 1.5, "took %.1f s" % dt)
+            check(len(set(hdrs[16:])) == 2, "expected old + new token, got %d" % len(set(hdrs[16:])))
         finally:
             ts.stop()
 
@@ -212,7 +244,7 @@ def main():
         ts = TokenServer(pubkey=E.pub, email=EMAIL, expires_in=6).start()
         try:
             # Calls at 0, 3.5 (refresh due, fails -> old token), 7 s (expired,
-            # refresh backing off -> error).
+            # refresh backing off -> the refresh's error).
             p = subprocess.Popen([PROBE, "-c", E.sa_file(ts), "-n", "3", "-s", "3500"], env=E.base_env(),
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             first = [p.stdout.readline(), p.stdout.readline()]
@@ -222,7 +254,8 @@ def main():
             hdrs = [ln.split(" ", 1)[1].strip() for ln in lines if ln.startswith("header ")]
             check(len(hdrs) == 2 and hdrs[0] == hdrs[1], "old token not kept: %r" % lines)
             check(any(ln.startswith("error ") for ln in lines), "expired token still used: %r" % lines)
-            check(p.returncode == errno.EACCES, "rc %d" % p.returncode)
+            # The error is the refresh's own: 503s until the retries ran out.
+            check(p.returncode == errno.EIO, "rc %d" % p.returncode)
             check(ts.failed >= 1, "no refresh was attempted")
             check("keeping the current token" in err, "no warning logged: %s" % err)
         finally:
@@ -253,6 +286,7 @@ def main():
         ("service_account JWT verified, short-lived token refreshed", service_account_refresh),
         ("long-lived token cached across calls and threads", service_account_long_lived_cached),
         ("16 concurrent callers share one refresh", concurrent_callers_one_refresh),
+        ("a slow refresh does not block callers holding a valid token", slow_refresh_does_not_block),
         ("wrong private key fails fast with EACCES", wrong_key_fails_fast),
         ("authorized_user refresh-token flow, revoked token", authorized_user_flow),
         ("gcloud application_default_credentials.json", gcloud_well_known_file),

@@ -82,6 +82,7 @@ class TokenServer:
         self.failed = 0       # injected failures served
         self.fail_count = 0
         self.fail_status = 503
+        self.delay = 0.0      # seconds to wait before answering a token request
         self.httpd = _QuietServer(("127.0.0.1", port), self._handler())
         self.httpd.daemon_threads = True
         self.port = self.httpd.server_address[1]
@@ -179,6 +180,8 @@ class TokenServer:
                 self.wfile.write(body)
 
             def _token(self, kind):
+                if server.delay:
+                    time.sleep(server.delay)
                 tok = server.issue(kind)
                 self._send(200, {"access_token": tok, "expires_in": server.expires_in,
                                  "token_type": "Bearer"})
