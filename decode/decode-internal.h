@@ -46,6 +46,7 @@ struct dec_cur {
 	uint64_t size;
 	uint8_t *win; /* owned window buffer (pread mode) */
 	size_t win_cap;
+	size_t win_pref; /* read-ahead per refill: DEC_WIN_SIZE, less for random access */
 	uint64_t win_off;
 	size_t win_len;
 	uint64_t pos, end;
@@ -325,6 +326,7 @@ struct dec_plane {
 	char *file; /* owned; unique plane directory name */
 	struct dec_span msg;
 	struct dec_mdix ev, st; /* event_metadata, stat_metadata */
+	uint64_t md_lo, md_hi;  /* file range holding all their values */
 	struct dec_span *stats; /* owned; plane-level XStat messages */
 	size_t n_stats;
 	size_t first_line, n_lines; /* into xprofs_xspace.lines */

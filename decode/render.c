@@ -34,6 +34,7 @@
 #define OUT_CHUNK ((size_t)64 << 10)
 #define OUT_MAX ((size_t)256 << 20)
 #define MD_BUDGET ((size_t)64 << 20)
+#define MD_REGION_MAX ((size_t)16 << 20)
 #define ZSTR_MAX ((size_t)1 << 20)
 #define OPS_MAX ((size_t)1 << 20)
 #define OPS_DEPTH_MAX 1024
@@ -386,6 +387,16 @@ static int plane_enter(struct rctx *rc, size_t pi)
 		rc->stmd = NULL;
 		rc->plane = SIZE_MAX;
 		return -ENOMEM;
+	}
+	/*
+	 * Metadata is looked up in no particular order: read the plane's whole
+	 * metadata region into the metadata window at once when it is small
+	 * enough, so that look-ups never refill.
+	 */
+	if (!rc->md.base && p->md_hi > p->md_lo && p->md_hi - p->md_lo <= MD_REGION_MAX) {
+		const uint8_t *q;
+
+		return dec_at(&rc->md, p->md_lo, (size_t)(p->md_hi - p->md_lo), &q);
 	}
 	return 0;
 }

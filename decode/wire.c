@@ -27,6 +27,7 @@ void dec_cur_init(struct dec_cur *c, const struct xprofs_reader *r, struct xprof
 	c->size = r->size;
 	c->end = r->size;
 	c->err = err;
+	c->win_pref = DEC_WIN_SIZE;
 }
 
 void dec_cur_deinit(struct dec_cur *c)
@@ -62,11 +63,11 @@ int dec_fill(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p)
 						 " is larger than the %zu-byte limit", n, off, DEC_WIN_MAX);
 		return -E2BIG;
 	}
-	want = n > DEC_WIN_SIZE ? n : DEC_WIN_SIZE;
+	want = n > c->win_pref ? n : c->win_pref;
 	if (want > c->size - off)
 		want = (size_t)(c->size - off);
 	if (want > c->win_cap || !c->win) {
-		size_t cap = want > DEC_WIN_SIZE ? want : DEC_WIN_SIZE;
+		size_t cap = want > c->win_pref ? want : c->win_pref;
 		uint8_t *w;
 
 		/* never keep more than the file needs: small files, small windows */

@@ -506,6 +506,18 @@ static int ix_plane(struct ix *ix, uint64_t len)
 		return -ENOMEM;
 	if ((r = md_finish(&p->ev)) < 0 || (r = md_finish(&p->st)) < 0)
 		return r;
+	for (int k = 0; k < 2; k++) {
+		const struct dec_mdix *m = k ? &p->st : &p->ev;
+
+		for (size_t i = 0; i < m->n; i++) {
+			if (m->md[i].len == 0)
+				continue;
+			if (p->md_hi == 0 || m->md[i].off < p->md_lo)
+				p->md_lo = m->md[i].off;
+			if (m->md[i].off + m->md[i].len > p->md_hi)
+				p->md_hi = m->md[i].off + m->md[i].len;
+		}
+	}
 	for (size_t i = p->first_line; i < p->first_line + p->n_lines; i++) {
 		struct dec_line *l = &x->lines[i];
 

@@ -10,6 +10,7 @@
  * varints, wrong wire types, groups, unknown ids, non-UTF-8 names).
  */
 #include <errno.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -921,6 +922,61 @@ static void test_pread_matches_mem(void **state)
 	tb_free(b);
 }
 
+/* ---- several renders of one xspace at once ----------------------------- */
+
+struct par {
+	struct xprofs_xspace *x;
+	int view;
+	char *out;
+};
+
+static void *par_render(void *arg)
+{
+	struct par *p = arg;
+	struct xprofs_buf out;
+	struct xprofs_sink s;
+
+	xprofs_buf_init(&out, (size_t)1 << 30);
+	s = xprofs_sink_buf(&out);
+	if (xprofs_xspace_render(p->x, p->view, &s, NULL) == 0)
+		p->out = xprofs_buf_steal(&out, NULL);
+	xprofs_buf_deinit(&out);
+	return NULL;
+}
+
+static void test_parallel_renders(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_reader rm, rp;
+	struct xprofs_xspace *x;
+	struct par par[8];
+	pthread_t th[8];
+	uint8_t *buf;
+	size_t n;
+
+	buf = tb_pack(b, &n);
+	rm = xprofs_reader_mem(buf, n);
+	rp = (struct xprofs_reader){.pread = mem_pread, .arg = &rm, .size = n, .data = NULL};
+	assert_int_equal(xprofs_xspace_open(&rp, NULL, &x), 0);
+	for (int i = 0; i < 8; i++) {
+		par[i] = (struct par){x, i % XPROFS_VIEW_COUNT, NULL};
+		assert_int_equal(pthread_create(&th[i], NULL, par_render, &par[i]), 0);
+	}
+	for (int i = 0; i < 8; i++) {
+		char *want;
+
+		assert_int_equal(pthread_join(th[i], NULL), 0);
+		assert_non_null(par[i].out);
+		want = render(x, par[i].view, 0);
+		assert_string_equal(par[i].out, want);
+		free(want);
+		free(par[i].out);
+	}
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
 /* ---- hostile input ---------------------------------------------------- */
 
 /* Open @p; if it opens, every view and track must render. Returns open's rc. */
@@ -1082,6 +1138,7 @@ int main(void)
 		cmocka_unit_test(test_session_summary),
 		cmocka_unit_test(test_edge_values),
 		cmocka_unit_test(test_pread_matches_mem),
+		cmocka_unit_test(test_parallel_renders),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_hostile_bytes),
 		cmocka_unit_test(test_shared_sample_truncations),
