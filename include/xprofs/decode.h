@@ -13,7 +13,13 @@
  * Every length, offset and id from the file is bounds-checked; a truncated,
  * corrupt or hostile file makes the call fail with -EINVAL (malformed) or
  * -EIO (read error) and a human-readable reason in @err, never a crash, a
- * hang or an allocation sized by the file's claims alone.
+ * hang or an allocation sized by the file's claims alone. -E2BIG: a single
+ * item (event, string) larger than 32 MiB, or an index above 8 Mi entries.
+ *
+ * Memory: the index is O(planes + lines + metadata entries); a render holds
+ * a 1 MiB event window, its plane's metadata region (<= 16 MiB) and at most
+ * ~64 MiB of decoded metadata, whatever the profile size. Schemas and rules
+ * of the views: docs/decode.md.
  *
  * Thread safety: an xprofs_xspace may be rendered from several threads at
  * once provided the reader's pread() is thread-safe.
