@@ -235,7 +235,11 @@ static void prof_close(struct prof *p)
 	p->f = NULL;
 }
 
-/* prof_open() - open store file @hpath; with @decode also index it (reason in @err). */
+/*
+ * prof_open() - open store file @hpath (borrowed) into @p; with @decode also
+ * index it (reason appended to @err). Caller owns @p's members on success;
+ * release with prof_close().
+ */
 static int prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct prof *p,
 		     struct xprofs_buf *err)
 {
@@ -368,7 +372,8 @@ static int key_add_file(struct xprofs_buf *k, const char *path, const struct xpr
  * gen_id_make() - the cache key of generated file @t: "xprofs-view-v1",
  * version, source, then the store path and version (size, mtime,
  * generation) of each profile it is made from, then what is rendered.
- * @st: the host's version (from the open file, or the index).
+ * @st: the host's version (from the open file, or the index); borrowed.
+ * Caller owns @id->key (xprofs_buf_deinit()), also on failure.
  */
 static int gen_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 		       const struct xprofs_store_stat *st, struct gen_id *id)
@@ -415,7 +420,7 @@ static int gen_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 	return 0;
 }
 
-/* render_session() - the session summary.json into @out. */
+/* render_session() - the session summary.json into @out (borrowed); opens and frees every host. */
 static int render_session(struct fs_ctx *ctx, const struct fs_target *t,
 			  const struct xprofs_sink *out, struct xprofs_buf *err)
 {
@@ -461,7 +466,10 @@ out:
 	return r;
 }
 
-/* render() - generated file @t from open profile @p (host views) into @out. */
+/*
+ * render() - generated file @t from open profile @p (host views) into @out.
+ * Borrows everything; @p->x is set (freed by prof_close()).
+ */
 static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 		  const struct xprofs_sink *out, struct xprofs_buf *err)
 {
@@ -480,6 +488,7 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 	return xprofs_xspace_render_track(p->x, (size_t)i, out, err);
 }
 
+/* tmp_fd() - an unlinked temporary file in ctx->tmp_dir; caller owns the fd. */
 static int tmp_fd(struct fs_ctx *ctx)
 {
 	char tmpl[PATH_MAX];
@@ -996,6 +1005,7 @@ out:
 
 /* ---- files -------------------------------------------------------------- */
 
+/* fh_new() - an empty handle; caller owns, free with fh_free() (which accepts NULL). */
 static struct fs_fh *fh_new(enum fh_kind kind)
 {
 	struct fs_fh *fh = calloc(1, sizeof(*fh));
@@ -1028,7 +1038,11 @@ static bool wants_write(int flags)
 	return (flags & O_ACCMODE) != O_RDONLY || (flags & O_TRUNC);
 }
 
-/* logdir_writer() - a writer for mirror path @sp, applying the profile rules. */
+/*
+ * logdir_writer() - a writer for mirror path @sp (borrowed), applying the
+ * profile rules. Caller owns *@out (free with fh_free(), which aborts an
+ * uncommitted writer).
+ */
 static int logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags, struct fs_fh **out)
 {
 	const char *base = strrchr(sp, '/');
@@ -1074,6 +1088,7 @@ static int logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int fl
 	return 0;
 }
 
+/* mem_fh() - a handle serving @b's bytes: consumes @b's storage; caller owns *@out. */
 static int mem_fh(struct xprofs_buf *b, enum fh_kind kind, struct fs_fh **out)
 {
 	struct fs_fh *fh = fh_new(kind);
