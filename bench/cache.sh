@@ -2,7 +2,8 @@
 # bench/cache.sh - write and read back trace.json-like data through the cache
 # (cache/): MB/s written (compress + write + commit, no fsync), MB/s read back
 # sequentially in 128 KiB preads (verifying every byte), random 4 KiB preads
-# per second, and the compression ratio. Builds its own optimised binary from
+# per second, the compression ratio, and how much the peak RSS grew while
+# writing (the writer's memory, bounded by one block whatever the size). Builds its own optimised binary from
 # the module sources into bench/out/ (git-ignored); the cache directory is
 # bench/out/cache-bench.d/ (on the same disk as the checkout) and is emptied
 # after each run. Prints a markdown table; not a test.
@@ -25,8 +26,8 @@ cc -std=gnu11 -O2 -DNDEBUG -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude \
 	-o "$OUT/cache-bench" -llz4 -lpthread
 dir=$OUT/cache-bench.d
 rm -rf "$dir"
-echo "| data | size | block | write | seq read | random 4 KiB | ratio |"
-echo "|---|---|---|---|---|---|---|"
+echo "| data | size | block | write | seq read | random 4 KiB | ratio | writer peak RSS growth |"
+echo "|---|---|---|---|---|---|---|---|"
 "$OUT/cache-bench" "$dir" "$SIZE_MB" 256 json
 small=$(( SIZE_MB < 256 ? SIZE_MB : 256 ))
 for bs in $BLOCKS; do

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 
 #include "xprofs/cache.h"
 
@@ -81,6 +82,14 @@ static char *gen(int json)
 	return p;
 }
 
+static long max_rss_kib(void)
+{
+	struct rusage ru;
+
+	getrusage(RUSAGE_SELF, &ru);
+	return ru.ru_maxrss;
+}
+
 static double now_s(void)
 {
 	return (double)xprofs_mono_ns() / 1e9;
@@ -95,6 +104,7 @@ int main(int argc, char **argv)
 	uint64_t size, bs, nrand = 20000;
 	char *data, *buf;
 	double t0, tw, tr, trr;
+	long rss0, rss1;
 	const char *kind;
 	int json;
 
@@ -123,6 +133,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 
+	memset(buf, 0, 1 << 20);
+	rss0 = max_rss_kib();
 	t0 = now_s();
 	if (xprofs_cache_writer_new(c, "bench", 5, &w) < 0)
 		return 1;
@@ -132,6 +144,7 @@ int main(int argc, char **argv)
 	if (xprofs_cache_writer_commit(w) < 0)
 		return 1;
 	tw = now_s() - t0;
+	rss1 = max_rss_kib();
 
 	t0 = now_s();
 	if (xprofs_cache_open(c, "bench", 5, &e) < 0)
@@ -156,11 +169,11 @@ int main(int argc, char **argv)
 	xprofs_cache_entry_close(e);
 	xprofs_cache_get_stats(c, &st);
 
-	printf("| %s | %llu MiB | %llu KiB | %.0f MB/s | %.0f MB/s | %.0f reads/s | %.2f (%llu MiB on disk) |\n",
+	printf("| %s | %llu MiB | %llu KiB | %.0f MB/s | %.0f MB/s | %.0f reads/s | %.2f (%llu MiB on disk) | +%ld KiB |\n",
 	       kind, (unsigned long long)(size >> 20),
 	       (unsigned long long)(bs >> 10), (double)size / 1e6 / tw, (double)size / 1e6 / tr,
 	       (double)nrand / trr, (double)size / (double)st.bytes,
-	       (unsigned long long)(st.bytes >> 20));
+	       (unsigned long long)(st.bytes >> 20), rss1 - rss0);
 	if (xprofs_cache_remove(c, "bench", 5) < 0)
 		return 1;
 	xprofs_cache_free(c);
