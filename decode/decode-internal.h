@@ -127,6 +127,7 @@ static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, c
 struct dec_evhdr {
 	int64_t md, offset_ps, duration_ps, num;
 	bool has_num, has_stats;
+	uint64_t stats_at; /* offset in the body of the first stats field */
 };
 
 /*
@@ -138,11 +139,29 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 {
 	uint64_t t, v;
 
+	const uint8_t *b = p;
+
 	h->md = h->offset_ps = h->duration_ps = h->num = 0;
 	h->has_num = h->has_stats = false;
+	h->stats_at = 0;
 	while (p < e) {
+		const uint8_t *fs;
 		uint32_t f;
 
+		/* a run of stats (tag 0x22, short length): the common case, skipped tightly */
+		if (p[0] == 0x22 && e - p >= 2 && p[1] < 0x80) {
+			if (!h->has_stats) {
+				h->has_stats = true;
+				h->stats_at = (uint64_t)(p - b);
+			}
+			do {
+				if (p[1] > (uint64_t)(e - p - 2))
+					return -1;
+				p += 2 + p[1];
+			} while (p < e && p[0] == 0x22 && e - p >= 2 && p[1] < 0x80);
+			continue;
+		}
+		fs = p;
 		if (rd_varint(&p, e, &t) < 0 || (t >> 3) == 0)
 			return -1;
 		f = (uint32_t)(t >> 3);
@@ -165,8 +184,10 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 			if (rd_varint(&p, e, &v) < 0 || v > (uint64_t)(e - p) ||
 			    f == 1 || f == 2 || f == 3 || f == 5)
 				return -1;
-			if (f == 4)
+			if (f == 4 && !h->has_stats) {
 				h->has_stats = true;
+				h->stats_at = (uint64_t)(fs - b);
+			}
 			p += v;
 			break;
 		case 1:

@@ -257,6 +257,11 @@ static void out_double(struct out *o, double d)
 		OUT_LIT(o, "null");
 		return;
 	}
+	/* integral values (counters mostly) need no printf */
+	if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(int64_t)d) {
+		out_i64(o, (int64_t)d);
+		return;
+	}
 	n = snprintf(buf, sizeof(buf), "%.15g", d);
 	if (strtod(buf, NULL) != d)
 		n = snprintf(buf, sizeof(buf), "%.17g", d);
@@ -1006,6 +1011,7 @@ struct event {
 	bool has_num, has_stats;
 	int64_t start_ps, end_ps;
 	uint64_t off, len; /* the XEvent message */
+	uint64_t stats_off; /* its first stats field */
 };
 
 struct line_it {
@@ -1070,6 +1076,7 @@ found:
 		e->num = h.num;
 		e->has_num = h.has_num;
 		e->has_stats = h.has_stats;
+		e->stats_off = e->off + h.stats_at;
 		e->start_ps = dec_sat_add(it->base_ps, e->offset_ps);
 		e->end_ps = dec_sat_add(e->start_ps, e->duration_ps);
 		return 1;
@@ -1090,7 +1097,8 @@ static int event_stats(struct rctx *rc, const struct evmd *m, const struct event
 		out_add(o, m->stats_json, m->stats_json_len);
 		ra.first = false;
 	}
-	if (e->has_stats && (r = walk_stats(rc, &rc->ev, e->off, e->len, 4, render_stat, &ra)) < 0)
+	if (e->has_stats && (r = walk_stats(rc, &rc->ev, e->stats_off,
+					    e->off + e->len - e->stats_off, 4, render_stat, &ra)) < 0)
 		return r;
 	*first = ra.first;
 	return 0;
@@ -1580,7 +1588,8 @@ static int ops_line(struct rctx *rc, size_t li, enum line_kind kind, struct opma
 		flops = md->flops, has_flops = md->has_flops;
 		bytes = md->bytes, has_bytes = md->has_bytes;
 		if (e.has_stats && (kind == LK_STREAM || kind == LK_XLA_OPS)) {
-			if ((r = walk_stats(rc, &rc->ev, e.off, e.len, 4, collect_stat, &os)) < 0) {
+			if ((r = walk_stats(rc, &rc->ev, e.stats_off, e.off + e.len - e.stats_off, 4,
+					      collect_stat, &os)) < 0) {
 				opstats_clear(&os);
 				return r;
 			}
@@ -1807,7 +1816,8 @@ static int steps_collect(struct rctx *rc, size_t li, struct steps *st)
 		md_gc(rc);
 		if ((r = get_evmd(rc, e.md, &m)) < 0)
 			return r;
-		if (e.has_stats && (r = walk_stats(rc, &rc->ev, e.off, e.len, 4, collect_stat, &os)) < 0) {
+		if (e.has_stats && (r = walk_stats(rc, &rc->ev, e.stats_off, e.off + e.len - e.stats_off,
+						   4, collect_stat, &os)) < 0) {
 			opstats_clear(&os);
 			return r;
 		}
