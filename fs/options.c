@@ -265,6 +265,7 @@ static int check_options(struct xprofs_options *o)
 	return 0;
 }
 
+__attribute__((format(printf, 2, 0)))
 static void fuse_log_to_ours(enum fuse_log_level level, const char *fmt, va_list ap)
 {
 	char buf[1024];
