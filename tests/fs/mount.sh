@@ -181,6 +181,28 @@ expect_err "unknown top-level name" "No such file" stat "$MNT/nope"
 expect_err "unknown view" "No such file" stat "$V/nope.json"
 expect_err "unknown track" "No such file" stat "$V/planes/nope/nope.json"
 expect_err "overlong name" "name too long" stat "$L/$(head -c 300 /dev/zero | tr '\0' a)"
+/usr/bin/python3 - "$L/$sess" "$SRC/$sess" <<'PY' || xp_fail "odd names and offsets"
+import errno, os, sys
+mnt, src = sys.argv[1], sys.argv[2]
+for name in ["sp ace", "new\nline", "ünï©ødé", "%2F", "-x", ".x.xplane.pb.tmp"]:
+    p = os.path.join(mnt, name)
+    with open(p, "wb") as f:
+        f.write(b"abc")
+    assert os.listdir(mnt).count(name) == 1, name
+    assert open(os.path.join(src, name), "rb").read() == b"abc", name
+    os.unlink(p)
+fd = os.open(os.path.join(mnt, "big"), os.O_RDWR | os.O_CREAT, 0o644)
+for off in (1 << 62, (1 << 63) - 1):
+    try:
+        os.pwrite(fd, b"x", off)
+        raise SystemExit("pwrite at %d succeeded" % off)
+    except OSError as e:
+        assert e.errno in (errno.EFBIG, errno.EINVAL), e
+assert os.pread(fd, 10, 1 << 62) == b""
+os.close(fd)
+os.unlink(os.path.join(mnt, "big"))
+PY
+xp_pass "odd names and huge offsets through logdir/"
 xp_ok "mount alive after odd requests" jq -e .counters "$MNT/status.json" >/dev/null
 
 xp_ok "clean unmount, daemon exits 0" xp_umount "$MNT"
