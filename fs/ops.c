@@ -1566,6 +1566,8 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 	cfg->hard_remove = 1;
 	cfg->nullpath_ok = 0;
 	cfg->use_ino = 0;
+	/* keep a logdir file's page cache across opens while its mtime and size are unchanged */
+	cfg->auto_cache = 1;
 	conn->max_readahead = 1 << 20;
 	return ctx;
 }
