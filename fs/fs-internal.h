@@ -156,6 +156,7 @@ struct fs_track_list {
 
 struct fs_errors {
 	char *path; /* host store path; owned */
+	uint64_t ver; /* the profile version the text is about */
 	struct xprofs_buf text;
 };
 

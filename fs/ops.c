@@ -138,9 +138,15 @@ static void size_store(struct fs_ctx *ctx, uint64_t key, uint64_t size)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-/* error_note() - remember @msg for host @hpath (its errors file) and log it. */
-static void error_note(struct fs_ctx *ctx, const char *hpath, const char *what, const char *msg)
+/*
+ * error_note() - remember @msg for host @hpath (its errors file) and log it.
+ * @st: the profile version it is about (borrowed; NULL: none): the text of an
+ * older version is dropped, so a replaced profile starts with an empty file.
+ */
+static void error_note(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		       const char *what, const char *msg)
 {
+	uint64_t ver = st ? stat_key(hpath, st, "errors") : 0;
 	struct fs_errors *e = NULL;
 	size_t i;
 
@@ -157,20 +163,25 @@ static void error_note(struct fs_ctx *ctx, const char *hpath, const char *what, 
 		xprofs_buf_init(&e->text, FS_ERRMAX);
 		e->path = strdup(hpath);
 	}
-	if (e->text.len > FS_ERRMAX / 2)
+	if (e->ver != ver || e->text.len > FS_ERRMAX / 2)
 		xprofs_buf_reset(&e->text);
+	e->ver = ver;
 	if (xprofs_buf_printf(&e->text, "%s: %s\n", what, msg) < 0)
 		xprofs_buf_reset(&e->text);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-static int errors_snapshot(struct fs_ctx *ctx, const char *hpath, struct xprofs_buf *out)
+/* errors_snapshot() - append the errors of host @hpath at version @st to @out. */
+static int errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+			   struct xprofs_buf *out)
 {
+	uint64_t ver = stat_key(hpath, st, "errors");
 	int r = 0;
 
 	pthread_mutex_lock(&ctx->lock);
 	for (size_t i = 0; i < FS_ERRHOSTS; i++)
-		if (ctx->errors[i].path && !strcmp(ctx->errors[i].path, hpath) && ctx->errors[i].text.len)
+		if (ctx->errors[i].path && !strcmp(ctx->errors[i].path, hpath) &&
+		    ctx->errors[i].ver == ver && ctx->errors[i].text.len)
 			r = xprofs_buf_add(out, ctx->errors[i].text.data, ctx->errors[i].text.len);
 	pthread_mutex_unlock(&ctx->lock);
 	return r;
@@ -298,7 +309,7 @@ static int tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs
 	xprofs_buf_init(&err, 4096);
 	r = prof_open(ctx, hpath, true, &p, &err);
 	if (r < 0) {
-		error_note(ctx, hpath, "planes", err.data ? err.data : strerror(-r));
+		error_note(ctx, hpath, st, "planes", err.data ? err.data : strerror(-r));
 		xprofs_buf_deinit(&err);
 		return r == -ENOENT ? r : -EIO;
 	}
@@ -445,7 +456,7 @@ static int render_session(struct fs_ctx *ctx, const struct fs_target *t,
 			errs[i] = xprofs_buf_steal(&e, NULL);
 			if (!errs[i])
 				errs[i] = strdup(strerror(-r));
-			error_note(ctx, p, "summary", errs[i] ? errs[i] : "?");
+			error_note(ctx, p, &t->session->hosts[i].st, "summary", errs[i] ? errs[i] : "?");
 		}
 		xs[i] = ps[i].x;
 		xprofs_buf_deinit(&e);
@@ -632,6 +643,7 @@ static int gen_open(struct fs_ctx *ctx, const char *mpath, const struct fs_targe
 		if (r < 0) {
 			CNT(ctx, render_errors);
 			error_note(ctx, id.hpath[0] ? id.hpath : t->session->name,
+				   id.hpath[0] ? &p.st : NULL,
 				   t->kind == FS_K_VIEW ? xprofs_view_name(t->view) :
 				   t->kind == FS_K_TRACK ? "track" : "session summary",
 				   err.data ? err.data : strerror(-r));
@@ -762,7 +774,7 @@ static int mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xpr
 		return fs_status_json(ctx, b);
 	case FS_K_ERRORS:
 		r = fs_store_path(hp, sizeof(hp), t->node->path, t->session->name, t->host->name);
-		return r < 0 ? r : errors_snapshot(ctx, hp, b);
+		return r < 0 ? r : errors_snapshot(ctx, hp, &t->host->st, b);
 	case FS_K_CAPTURE:
 		if (ctx->capture)
 			return xprofs_capture_status(ctx->capture, t->node ? t->node->path : NULL, b);

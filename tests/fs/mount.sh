@@ -155,7 +155,11 @@ cp "$SRC/$prof" "$SRC/${sess%/*}/direct_session/direct.xplane.pb"
 echo gone >"$SRC/$sess/vanishing"
 stat "$L/$sess/vanishing" >/dev/null || xp_fail "new file in SOURCE visible"
 rm "$SRC/$sess/vanishing"
+cp "$SRC/$prof" "$SRC/${sess%/*}/corrupt_session/broken.xplane.pb.new"
+mv "$SRC/${sess%/*}/corrupt_session/broken.xplane.pb.new" "$SRC/${sess%/*}/corrupt_session/broken.xplane.pb"
 sleep 2.2 # refresh=1 and 1 s attribute cache
+xp_ok "a repaired profile (replaced in SOURCE) renders" jq -e . "$C/summary.json" >/dev/null
+xp_ok "and its errors file is empty again" test ! -s "$C/errors"
 xp_ok "new session in SOURCE appears within refresh" test -d "$MNT/runs/$run/direct_session/direct"
 expect_err "file deleted from SOURCE gives ENOENT" "No such file" stat "$L/$sess/vanishing"
 exec 9<"$L/$sess/$(basename "$prof")"
