@@ -636,6 +636,22 @@ static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct stat
 	return 0;
 }
 
+/* zlib_errno() - the module's one mapping of zlib results to -errno. */
+static int zlib_errno(int zr)
+{
+	switch (zr) {
+	case Z_OK:
+	case Z_STREAM_END:
+		return 0;
+	case Z_MEM_ERROR:
+		return -ENOMEM;
+	case Z_VERSION_ERROR:
+		return -ENOTSUP;
+	default: /* Z_DATA_ERROR, Z_BUF_ERROR (truncated), Z_NEED_DICT, Z_STREAM_ERROR */
+		return -EINVAL;
+	}
+}
+
 /* Inflate a gzip (or zlib) compressed string into @b, at most ZSTR_MAX bytes. */
 static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *cut)
 {
@@ -644,8 +660,8 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 	int zr, r = 0;
 
 	memset(&z, 0, sizeof(z));
-	if (inflateInit2(&z, 15 + 32) != Z_OK) /* auto-detect gzip / zlib */
-		return -ENOMEM;
+	if ((r = zlib_errno(inflateInit2(&z, 15 + 32))) < 0) /* auto-detect gzip / zlib */
+		return r;
 	z.next_in = (unsigned char *)(uintptr_t)p;
 	z.avail_in = n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
 	*cut = false;
@@ -653,10 +669,8 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 		z.next_out = chunk;
 		z.avail_out = sizeof(chunk);
 		zr = inflate(&z, Z_NO_FLUSH);
-		if (zr != Z_OK && zr != Z_STREAM_END) {
-			r = -EINVAL;
+		if ((r = zlib_errno(zr)) < 0)
 			break;
-		}
 		size_t got = sizeof(chunk) - z.avail_out;
 
 		if (b->len + got > ZSTR_MAX) {
@@ -666,7 +680,7 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 		if ((r = xprofs_buf_add(b, chunk, got)) < 0 || *cut)
 			break;
 		if (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
-			r = -EINVAL; /* truncated stream */
+			r = zlib_errno(Z_BUF_ERROR); /* input ended before the stream */
 			break;
 		}
 	} while (zr != Z_STREAM_END);
@@ -715,7 +729,7 @@ static int stat_value(struct rctx *rc, struct dec_cur *c, const struct statv *s,
 			return r;
 		xprofs_buf_reset(&rc->tmp);
 		r = inflate_str(p, n, &rc->tmp, &cut);
-		if (r == -ENOMEM)
+		if (r == -ENOMEM || r == -ENOTSUP)
 			return r;
 		if (r < 0) {
 			OUT_LIT(o, "\"<invalid compressed string of ");
@@ -1037,21 +1051,14 @@ static int line_begin(struct rctx *rc, size_t li, struct line_it *it)
 	return 0;
 }
 
-/* Next event of the line: 1 and *e filled, 0 at the end, or -errno. */
-static int line_next(struct line_it *it, struct event *e)
+/* The general path of line_next(): any field order, events of any size. */
+static int line_next_slow(struct line_it *it, struct dec_evhdr *h, uint64_t *off, uint64_t *len)
 {
 	struct dec_cur *c = &it->rc->ev;
-	struct dec_evhdr h;
 	const uint8_t *p;
-	uint64_t len;
 	uint32_t f;
 	int wt, r;
 
-	if ((r = dec_event_fast(c, &h, &e->off, &e->len)) != 0) {
-		if (r < 0)
-			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-		goto found;
-	}
 	while (c->pos < it->end) {
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
@@ -1060,28 +1067,40 @@ static int line_next(struct line_it *it, struct event *e)
 				return r;
 			continue;
 		}
-		if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 || (r = dec_len(c, &len)) < 0)
+		if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 || (r = dec_len(c, len)) < 0 ||
+		    (r = dec_at(c, c->pos, (size_t)*len, &p)) < 0)
 			return r;
-		if ((r = dec_at(c, c->pos, (size_t)len, &p)) < 0)
-			return r;
-		if (dec_parse_event(p, p + len, &h) < 0)
+		if (dec_parse_event(p, p + *len, h) < 0)
 			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-		e->off = c->pos;
-		e->len = len;
-		c->pos += len;
-found:
-		e->md = h.md;
-		e->offset_ps = h.offset_ps;
-		e->duration_ps = h.duration_ps;
-		e->num = h.num;
-		e->has_num = h.has_num;
-		e->has_stats = h.has_stats;
-		e->stats_off = e->off + h.stats_at;
-		e->start_ps = dec_sat_add(it->base_ps, e->offset_ps);
-		e->end_ps = dec_sat_add(e->start_ps, e->duration_ps);
+		*off = c->pos;
+		c->pos += *len;
 		return 1;
 	}
 	return 0;
+}
+
+/* Next event of the line: 1 and *e filled, 0 at the end, or -errno. */
+static int line_next(struct line_it *it, struct event *e)
+{
+	struct dec_cur *c = &it->rc->ev;
+	struct dec_evhdr h;
+	int r;
+
+	r = dec_event_fast(c, &h, &e->off, &e->len);
+	if (r < 0)
+		return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+	if (r == 0 && (r = line_next_slow(it, &h, &e->off, &e->len)) <= 0)
+		return r;
+	e->md = h.md;
+	e->offset_ps = h.offset_ps;
+	e->duration_ps = h.duration_ps;
+	e->num = h.num;
+	e->has_num = h.has_num;
+	e->has_stats = h.has_stats;
+	e->stats_off = e->off + h.stats_at;
+	e->start_ps = dec_sat_add(it->base_ps, e->offset_ps);
+	e->end_ps = dec_sat_add(e->start_ps, e->duration_ps);
+	return 1;
 }
 
 /* Write "k":v pairs of the metadata's then the event's stats; *first tracks commas. */
