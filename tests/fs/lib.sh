@@ -6,7 +6,8 @@
 #   xp_mount SRC MNT [xprofs args]   # start "xprofs SRC MNT -f ARGS" in the background,
 #                                    # wait for the mount; $XP_PID, log in $XP_WORK/xprofs.log
 #   xp_umount MNT                    # fusermount3 -u, wait; returns xprofs' exit status
-#   xp_ok COND-CMD... / xp_fail MSG  # "ok - ..." lines; xp_fail exits 1
+#   xp_ok MSG CMD... / xp_okq MSG CMD... (stdout discarded) / xp_fail MSG
+#                                    # "ok - ..." lines; xp_fail exits 1
 #   xp_sample_logdir DIR             # runs/sessions/hosts from $XPROFS_SHARED/samples
 #                                    # (returns 1 with a message when the samples are absent)
 # Needs XPROFS_BUILD_ROOT (meson's test_env sets it).
@@ -26,6 +27,8 @@ xp_fail() { echo "not ok - $*"; [ -n "${XP_WORK:-}" ] && [ -f "$XP_WORK/xprofs.l
 xp_pass() { echo "ok - $*"; }
 # xp_ok MSG CMD...: run CMD, pass or fail with MSG
 xp_ok() { local m=$1; shift; if "$@"; then xp_pass "$m"; else xp_fail "$m"; fi; }
+# xp_okq MSG CMD...: the same with CMD's stdout discarded
+xp_okq() { local m=$1; shift; if "$@" >/dev/null; then xp_pass "$m"; else xp_fail "$m"; fi; }
 
 xp_cleanup() {
 	local m

@@ -24,7 +24,7 @@ fi
 [ -n "$(find "$SRC" -name '*.xplane.pb' | head -1)" ] || { echo "SKIP: no samples and no generator"; exit 77; }
 
 # ---- CLI -----------------------------------------------------------------
-xp_ok "--help exits 0" "$XP_BIN" --help >/dev/null
+xp_okq "--help exits 0" "$XP_BIN" --help
 xp_ok "--version prints the version" bash -c "'$XP_BIN' --version | grep -q '^xprofs [0-9]'"
 "$XP_BIN" >/dev/null 2>&1; xp_ok "no arguments exits 1" test $? = 1
 "$XP_BIN" "$W/nonexistent" "$MNT" 2>"$W/err"; rc=$?
@@ -146,7 +146,7 @@ head -c 3001 "$SRC/$big" >"$L/${sess%/*}/corrupt_session/broken.xplane.pb" || xp
 C=$MNT/runs/$run/corrupt_session/broken
 expect_err "summary.json of a truncated profile gives EIO" "Input/output error" cat "$C/summary.json"
 xp_ok "the reason is in errors" test -s "$C/errors"
-xp_ok "the mount is still alive" jq -e .uptime_s "$MNT/status.json" >/dev/null
+xp_okq "the mount is still alive" jq -e .uptime_s "$MNT/status.json"
 xp_ok "render errors are counted" test "$(jq .counters.render_errors "$MNT/status.json")" -ge 1
 
 # ---- changes made directly in SOURCE -----------------------------------------
@@ -158,7 +158,7 @@ rm "$SRC/$sess/vanishing"
 cp "$SRC/$prof" "$SRC/${sess%/*}/corrupt_session/broken.xplane.pb.new"
 mv "$SRC/${sess%/*}/corrupt_session/broken.xplane.pb.new" "$SRC/${sess%/*}/corrupt_session/broken.xplane.pb"
 sleep 2.2 # refresh=1 and 1 s attribute cache
-xp_ok "a repaired profile (replaced in SOURCE) renders" jq -e . "$C/summary.json" >/dev/null
+xp_okq "a repaired profile (replaced in SOURCE) renders" jq -e . "$C/summary.json"
 xp_ok "and its errors file is empty again" test ! -s "$C/errors"
 xp_ok "new session in SOURCE appears within refresh" test -d "$MNT/runs/$run/direct_session/direct"
 expect_err "file deleted from SOURCE gives ENOENT" "No such file" stat "$L/$sess/vanishing"
@@ -207,7 +207,7 @@ os.close(fd)
 os.unlink(os.path.join(mnt, "big"))
 PY
 xp_pass "odd names and huge offsets through logdir/"
-xp_ok "mount alive after odd requests" jq -e .counters "$MNT/status.json" >/dev/null
+xp_okq "mount alive after odd requests" jq -e .counters "$MNT/status.json"
 
 xp_ok "clean unmount, daemon exits 0" xp_umount "$MNT"
 
@@ -225,7 +225,7 @@ expect_err "ro: mkdir" "Read-only" mkdir "$L/$sess/newdir"
 expect_err "ro: unlink" "Read-only" rm -f "$L/$prof"
 expect_err "ro: mkdir a run" "Read-only" mkdir "$MNT/runs/other_new"
 xp_ok "ro: reads still work" cmp -s "$L/$prof" "$SRC/$prof"
-xp_ok "ro, no_cache: views render" jq -e . "$V/summary.json" >/dev/null
+xp_okq "ro, no_cache: views render" jq -e . "$V/summary.json"
 xp_ok "unmount" xp_umount "$MNT"
 
 # ---- SIGTERM unmounts and exits 0 ----------------------------------------------------
