@@ -542,6 +542,13 @@ int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq)
 			return 0; /* a retryable status: the caller maps it */
 		}
 		ms = xprofs_gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, &seed);
+		{
+			/* never sleep past the deadline: one last attempt right at it */
+			int64_t left_ms = (deadline - xprofs_mono_ns()) / 1000000;
+
+			if (left_ms < (int64_t)ms)
+				ms = left_ms > 0 ? (unsigned)left_ms : 0;
+		}
 		xprofs_debug("gcs: %s %s: %s (status %ld), retry %u in %u ms", rq->method, rq->url,
 			     cc ? curl_easy_strerror((CURLcode)cc) : truncated ? "truncated body" : "server error",
 			     rq->status, attempt, ms);

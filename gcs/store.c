@@ -49,6 +49,7 @@
 #define BLK_SLOTS 4096
 #define CHUNK_ALIGN (256u << 10)
 #define RESUME_MAX 20        /* failed chunks before a resumable upload gives up */
+#define NEG_TTL_NS (10LL * 1000000000LL) /* how long a failed block fetch is remembered */
 
 enum { BLK_LOADING, BLK_READY };
 
@@ -61,6 +62,7 @@ struct blk {
 	size_t len;
 	unsigned refs;
 	bool in_table;
+	int64_t err_until; /* a failed block answers its error until then (mono ns) */
 	struct blk *hnext;
 	struct blk *lru_prev, *lru_next;
 };
@@ -761,7 +763,8 @@ static void blk_table_del(struct gcs_store *s, struct blk *b)
 
 static void blk_destroy(struct gcs_store *s, struct blk *b)
 {
-	s->blk_mem -= BLOCK_SIZE;
+	if (b->data)
+		s->blk_mem -= BLOCK_SIZE;
 	free(b->data);
 	free(b->obj);
 	free(b);
@@ -891,10 +894,18 @@ static void blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 	pthread_mutex_lock(&s->blk_lock);
 	for (i = 0; i < n; i++) {
 		v[i]->state = BLK_READY;
-		if (v[i]->err)
-			blk_table_del(s, v[i]); /* the next reader tries again */
-		else
-			lru_push(s, v[i]);
+		if (v[i]->err) {
+			/*
+			 * Remember the failure briefly: the kernel re-asks a failed
+			 * read (readahead, then the read itself), and each fresh
+			 * attempt would spend the whole retry deadline again.
+			 */
+			v[i]->err_until = xprofs_mono_ns() + NEG_TTL_NS;
+			free(v[i]->data);
+			v[i]->data = NULL;
+			s->blk_mem -= BLOCK_SIZE;
+		}
+		lru_push(s, v[i]);
 		blk_unref(s, v[i]);
 	}
 	pthread_cond_broadcast(&s->blk_cond);
@@ -911,6 +922,12 @@ static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsign
 
 	pthread_mutex_lock(&s->blk_lock);
 	b = blk_find(s, f->obj, f->st.generation, idx);
+	if (b && b->err && b->state == BLK_READY && xprofs_mono_ns() >= b->err_until) {
+		blk_table_del(s, b); /* the remembered failure is old: try again */
+		if (b->refs == 0)
+			blk_destroy(s, b);
+		b = NULL;
+	}
 	if (b) {
 		b->refs++;
 		if (b->state == BLK_LOADING) {

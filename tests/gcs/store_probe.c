@@ -542,9 +542,30 @@ static int faults(const char *endpoint, const char *url)
 		check(ok, "... with the right bytes");
 	}
 	free(want);
-	want = store_slurp(s, "broken.bin", 1 << 20, &n, &err);
-	check(err == -EIO || err == -ECONNRESET, "an object that always fails: an error after the deadline (%d)", err);
-	free(want);
+	{
+		int64_t t0 = xprofs_mono_ns(), t1;
+		long long gets0, gets1;
+
+		want = store_slurp(s, "broken.bin", 1 << 20, &n, &err);
+		t1 = xprofs_mono_ns();
+		check(err == -EIO && t1 - t0 >= 4000000000LL,
+		      "an object that always fails: EIO after the 5 s retry deadline (%d, %.1f s)", err,
+		      (double)(t1 - t0) / 1e9);
+		free(want);
+		j = status(s);
+		gets0 = counter(j, "requests", "get");
+		json_decref(j);
+		t0 = xprofs_mono_ns();
+		want = store_slurp(s, "broken.bin", 1 << 20, &n, &err);
+		t1 = xprofs_mono_ns();
+		j = status(s);
+		gets1 = counter(j, "requests", "get");
+		json_decref(j);
+		check(err == -EIO && t1 - t0 < 1000000000LL && gets1 == gets0,
+		      "asking again at once fails fast from the remembered failure (%.3f s, %lld new GETs)",
+		      (double)(t1 - t0) / 1e9, gets1 - gets0);
+		free(want);
+	}
 	j = status(s);
 	check(j && counter(j, NULL, "retries") >= 3, "retries counted (%lld)", counter(j, NULL, "retries"));
 	json_decref(j);
