@@ -30,9 +30,11 @@ Control API (never forwarded):
   DELETE /_proxy/faults      removes every rule
   GET    /_proxy/stats       {"requests", "by_class": {list, media, upload, meta, other},
                               "faults": {kind: n}, "unauthorized", "bytes_out"}
+  GET    /_proxy/log         the last 2000 requests: [t, method, path, Range, fault]
   POST   /_proxy/reset-stats
 """
 import argparse
+import collections
 import http.client
 import json
 import os
@@ -112,6 +114,7 @@ class FaultProxy:
         self.require_bearer = require_bearer
         self.lock = threading.Lock()
         self.rules = [Rule.parse(f) for f in faults]
+        self.log = collections.deque(maxlen=2000)
         self.reset_stats()
         self.local = threading.local()
         self.httpd = _QuietServer(("127.0.0.1", port), self._handler())
@@ -237,6 +240,9 @@ class FaultProxy:
                 if u.path == "/_proxy/stats" and self.command == "GET":
                     with proxy.lock:
                         return self._json(200, proxy.stats)
+                if u.path == "/_proxy/log" and self.command == "GET":
+                    with proxy.lock:
+                        return self._json(200, list(proxy.log))
                 if u.path == "/_proxy/reset-stats" and self.command == "POST":
                     proxy.reset_stats()
                     return self._json(200, {})
@@ -268,6 +274,9 @@ class FaultProxy:
                                                       "errors": [{"reason": "authError"}]}},
                                       [("WWW-Authenticate", 'Bearer realm="https://accounts.google.com/"')])
                 rule = proxy.pick_fault("%s %s" % (self.command, self.path), cls)
+                with proxy.lock:
+                    proxy.log.append([round(time.time(), 3), self.command, self.path,
+                                      self.headers.get("Range"), rule.kind if rule else None])
                 if rule and re.fullmatch(r"\d\d\d", rule.kind):
                     code = int(rule.kind)
                     return self._json(code, {"error": {"code": code, "message": "injected fault",
