@@ -29,6 +29,10 @@
 #define DEC_STR_MAX ((size_t)16 << 20)
 /* Plane and line names kept in the index are capped at this many bytes. */
 #define DEC_NAME_MAX ((size_t)64 << 10)
+/* Most threads one open() indexes planes with. */
+#define DEC_THREADS_MAX 8
+/* Files smaller than this are indexed on the calling thread only (tests lower it). */
+extern size_t dec_parallel_min_bytes;
 /* Most index entries (lines + metadata entries + plane stats + strings). */
 #define DEC_INDEX_MAX ((size_t)8 << 20)
 

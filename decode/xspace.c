@@ -19,6 +19,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,18 +166,37 @@ bad:
 
 /* ---- the structural pass ------------------------------------------- */
 
-struct ix { /* state of one open() */
-	struct xprofs_xspace *x;
+/* One plane being indexed (by whichever thread takes it) and its lines. */
+struct pslot {
+	struct dec_span span;   /* the XPlane message */
+	struct dec_plane p;     /* moved into the xspace on success */
+	struct dec_line *lines; /* owned until the merge */
+	size_t n_lines, lines_cap;
+	struct xprofs_buf err;  /* this plane's failure reason */
+	int r;
+};
+
+/* What the indexing threads of one open() share. */
+struct open_ctx {
+	const struct xprofs_reader *r; /* borrowed */
+	struct pslot *slots;            /* owned */
+	size_t n_slots, slots_cap;
+	atomic_size_t entries;          /* index entries so far, all threads */
+	atomic_size_t next;             /* next slot to take */
+	atomic_bool failed;             /* stop taking planes */
+};
+
+struct ix { /* one indexing thread's state */
+	struct open_ctx *oc;
 	struct dec_cur c;
-	size_t entries;
-	size_t planes_cap, lines_cap;
 };
 
 static int ix_count(struct ix *ix, size_t n)
 {
-	if (n > DEC_INDEX_MAX - ix->entries)
+	size_t old = atomic_fetch_add(&ix->oc->entries, n);
+
+	if (old > DEC_INDEX_MAX || n > DEC_INDEX_MAX - old)
 		return dec_fail(&ix->c, "profile index would exceed %zu entries", DEC_INDEX_MAX);
-	ix->entries += n;
 	return 0;
 }
 
@@ -251,10 +272,9 @@ static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t fiel
 	return 0;
 }
 
-static int ix_line(struct ix *ix, size_t pi, uint64_t len)
+static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 {
 	struct dec_cur *c = &ix->c;
-	struct xprofs_xspace *x = ix->x;
 	uint64_t end = c->pos + len, saved_end = c->end, v;
 	int64_t first = 0, last = 0;
 	struct dec_line *l;
@@ -262,11 +282,10 @@ static int ix_line(struct ix *ix, size_t pi, uint64_t len)
 	int wt, r;
 
 	if ((r = ix_count(ix, 1)) < 0 ||
-	    (r = grow(&x->lines, &ix->lines_cap, x->n_lines + 1, sizeof(*x->lines))) < 0)
+	    (r = grow(&ps->lines, &ps->lines_cap, ps->n_lines + 1, sizeof(*ps->lines))) < 0)
 		return r;
-	l = &x->lines[x->n_lines++];
+	l = &ps->lines[ps->n_lines++];
 	memset(l, 0, sizeof(*l));
-	l->plane = pi;
 	l->msg.off = c->pos;
 	l->msg.len = len;
 	c->end = end;
@@ -433,24 +452,18 @@ static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t
 	return 0;
 }
 
-static int ix_plane(struct ix *ix, uint64_t len)
+/* Index the XPlane of @ps (its span) with the thread's cursor. */
+static int ix_plane(struct ix *ix, struct pslot *ps)
 {
 	struct dec_cur *c = &ix->c;
-	struct xprofs_xspace *x = ix->x;
-	uint64_t end = c->pos + len, saved_end = c->end, v, sub;
-	size_t pi = x->n_planes, ev_cap = 0, st_cap = 0, stats_cap = 0;
-	struct dec_plane *p;
+	uint64_t end = ps->span.off + ps->span.len, v, sub;
+	size_t ev_cap = 0, st_cap = 0, stats_cap = 0;
+	struct dec_plane *p = &ps->p;
 	uint32_t f;
 	int wt, r;
 
-	if ((r = ix_count(ix, 1)) < 0 ||
-	    (r = grow(&x->planes, &ix->planes_cap, x->n_planes + 1, sizeof(*x->planes))) < 0)
-		return r;
-	p = &x->planes[x->n_planes++];
-	memset(p, 0, sizeof(*p));
-	p->msg.off = c->pos;
-	p->msg.len = len;
-	p->first_line = x->n_lines;
+	p->msg = ps->span;
+	c->pos = ps->span.off;
 	c->end = end;
 	while (c->pos < end) {
 		if ((r = dec_tag(c, &f, &wt)) < 0)
@@ -478,8 +491,7 @@ static int ix_plane(struct ix *ix, uint64_t len)
 			return r;
 		switch (f) {
 		case 3:
-			r = ix_line(ix, pi, sub);
-			p = &x->planes[pi];
+			r = ix_line(ix, ps, sub);
 			p->n_lines++;
 			break;
 		case 4:
@@ -501,7 +513,6 @@ static int ix_plane(struct ix *ix, uint64_t len)
 		if (f == 6)
 			c->pos += sub;
 	}
-	c->end = saved_end;
 	if (!p->name && !(p->name = strdup("")))
 		return -ENOMEM;
 	if ((r = md_finish(&p->ev)) < 0 || (r = md_finish(&p->st)) < 0)
@@ -518,8 +529,8 @@ static int ix_plane(struct ix *ix, uint64_t len)
 				p->md_hi = m->md[i].off + m->md[i].len;
 		}
 	}
-	for (size_t i = p->first_line; i < p->first_line + p->n_lines; i++) {
-		struct dec_line *l = &x->lines[i];
+	for (size_t i = 0; i < ps->n_lines; i++) {
+		struct dec_line *l = &ps->lines[i];
 
 		if (!l->has_events)
 			continue;
@@ -533,10 +544,12 @@ static int ix_plane(struct ix *ix, uint64_t len)
 	return 0;
 }
 
-static int ix_space(struct ix *ix)
+/* The top level: strings, and where each plane lies (planes come later). */
+static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 {
+	struct open_ctx *oc = ix->oc;
 	struct dec_cur *c = &ix->c;
-	struct xprofs_xspace *x = ix->x;
+	struct pslot *ps;
 	uint64_t len;
 	uint32_t f;
 	int wt, r;
@@ -547,8 +560,14 @@ static int ix_space(struct ix *ix)
 		switch (f) {
 		case 1:
 			if ((r = dec_expect(c, wt, WT_LEN, "XSpace", f)) < 0 ||
-			    (r = dec_len(c, &len)) < 0 || (r = ix_plane(ix, len)) < 0)
+			    (r = dec_len(c, &len)) < 0 || (r = ix_count(ix, 1)) < 0 ||
+			    (r = grow(&oc->slots, &oc->slots_cap, oc->n_slots + 1, sizeof(*oc->slots))) < 0)
 				return r;
+			ps = &oc->slots[oc->n_slots++];
+			memset(ps, 0, sizeof(*ps));
+			ps->span = (struct dec_span){c->pos, len};
+			xprofs_buf_init(&ps->err, 1024);
+			c->pos += len;
 			break;
 		case 2:
 			r = ix_strs_add(ix, &x->errors, wt, f);
@@ -769,24 +788,32 @@ static void strs_free(struct dec_strs *s)
 	free(s->len);
 }
 
+static void line_deinit(struct dec_line *l)
+{
+	free(l->name);
+	free(l->display_name);
+	free(l->file);
+}
+
+static void plane_deinit(struct dec_plane *p)
+{
+	free(p->name);
+	free(p->file);
+	free(p->ev.md);
+	free(p->ev.dense);
+	free(p->st.md);
+	free(p->st.dense);
+	free(p->stats);
+}
+
 struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x)
 {
 	if (!x)
 		return NULL;
-	for (size_t i = 0; i < x->n_lines; i++) {
-		free(x->lines[i].name);
-		free(x->lines[i].display_name);
-		free(x->lines[i].file);
-	}
-	for (size_t i = 0; i < x->n_planes; i++) {
-		free(x->planes[i].name);
-		free(x->planes[i].file);
-		free(x->planes[i].ev.md);
-		free(x->planes[i].ev.dense);
-		free(x->planes[i].st.md);
-		free(x->planes[i].st.dense);
-		free(x->planes[i].stats);
-	}
+	for (size_t i = 0; i < x->n_lines; i++)
+		line_deinit(&x->lines[i]);
+	for (size_t i = 0; i < x->n_planes; i++)
+		plane_deinit(&x->planes[i]);
 	free(x->lines);
 	free(x->planes);
 	strs_free(&x->hostnames);
@@ -796,34 +823,145 @@ struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x)
 	return NULL;
 }
 
-int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
-		       struct xprofs_xspace **out)
+/* An indexing thread: takes planes in file order until none is left. */
+static void *index_worker(void *arg)
 {
-	struct ix ix;
+	struct open_ctx *oc = arg;
+	struct ix ix = {.oc = oc};
+	size_t i;
+
+	dec_cur_init(&ix.c, oc->r, NULL);
+	while (!atomic_load(&oc->failed) && (i = atomic_fetch_add(&oc->next, 1)) < oc->n_slots) {
+		struct pslot *ps = &oc->slots[i];
+
+		ix.c.err = &ps->err;
+		ps->r = ix_plane(&ix, ps);
+		if (ps->r < 0)
+			atomic_store(&oc->failed, true);
+	}
+	dec_cur_deinit(&ix.c);
+	return NULL;
+}
+
+size_t dec_parallel_min_bytes = (size_t)64 << 20;
+
+/* Index every slot on up to @threads threads (the caller's included). */
+static void index_planes(struct open_ctx *oc, unsigned threads)
+{
+	pthread_t th[DEC_THREADS_MAX];
+	size_t n = 0;
+
+	if (threads > DEC_THREADS_MAX)
+		threads = DEC_THREADS_MAX;
+	if (oc->r->size < dec_parallel_min_bytes)
+		threads = 1;
+	for (size_t t = 1; t < threads && t < oc->n_slots; t++) {
+		if (pthread_create(&th[n], NULL, index_worker, oc) != 0)
+			break; /* fewer threads is fine */
+		n++;
+	}
+	index_worker(oc);
+	for (size_t t = 0; t < n; t++)
+		pthread_join(th[t], NULL);
+}
+
+/* Move the indexed slots into @x, in file order; the first failure wins. */
+static int merge_slots(struct open_ctx *oc, struct xprofs_xspace *x, struct xprofs_buf *err)
+{
+	size_t lines = 0, li = 0;
+
+	for (size_t i = 0; i < oc->n_slots; i++) {
+		if (oc->slots[i].r < 0) {
+			if (err && err->len == 0 && oc->slots[i].err.len)
+				(void)!xprofs_buf_add(err, oc->slots[i].err.data, oc->slots[i].err.len);
+			return oc->slots[i].r;
+		}
+		lines += oc->slots[i].n_lines;
+	}
+	x->planes = calloc(oc->n_slots + 1, sizeof(*x->planes));
+	x->lines = calloc(lines + 1, sizeof(*x->lines));
+	if (!x->planes || !x->lines)
+		return -ENOMEM;
+	for (size_t i = 0; i < oc->n_slots; i++) {
+		struct pslot *ps = &oc->slots[i];
+
+		x->planes[i] = ps->p;
+		x->planes[i].first_line = li;
+		memset(&ps->p, 0, sizeof(ps->p));
+		for (size_t j = 0; j < ps->n_lines; j++) {
+			x->lines[li] = ps->lines[j];
+			x->lines[li++].plane = i;
+		}
+		ps->n_lines = 0;
+		x->n_planes = i + 1;
+		x->n_lines = li;
+	}
+	return 0;
+}
+
+static void slots_free(struct open_ctx *oc)
+{
+	for (size_t i = 0; i < oc->n_slots; i++) {
+		struct pslot *ps = &oc->slots[i];
+
+		for (size_t j = 0; j < ps->n_lines; j++)
+			line_deinit(&ps->lines[j]);
+		free(ps->lines);
+		plane_deinit(&ps->p);
+		xprofs_buf_deinit(&ps->err);
+	}
+	free(oc->slots);
+}
+
+int xprofs_xspace_open_threads(const struct xprofs_reader *r, unsigned threads,
+			       struct xprofs_buf *err, struct xprofs_xspace **out)
+{
+	struct open_ctx oc;
+	struct ix top;
+	struct xprofs_xspace *x;
 	int ret;
 
-	memset(&ix, 0, sizeof(ix));
 	if (!r || (!r->data && !r->pread) || !out)
 		return -EINVAL;
-	ix.x = calloc(1, sizeof(*ix.x));
-	if (!ix.x)
-		return -ENOMEM;
-	ix.x->r = r;
-	dec_cur_init(&ix.c, r, err);
-	if ((ret = ix_space(&ix)) < 0)
+	memset(&oc, 0, sizeof(oc));
+	oc.r = r;
+	atomic_init(&oc.entries, 0);
+	atomic_init(&oc.next, 0);
+	atomic_init(&oc.failed, false);
+	top.oc = &oc;
+	dec_cur_init(&top.c, r, err);
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		ret = -ENOMEM;
 		goto fail;
-	if ((ret = ix_names(ix.x)) < 0)
+	}
+	x->r = r;
+	if ((ret = ix_space(&top, x)) < 0)
 		goto fail;
-	ix_totals(ix.x, &ix.c);
-	dec_cur_deinit(&ix.c);
-	*out = ix.x;
+	index_planes(&oc, threads ? threads : 1);
+	if ((ret = merge_slots(&oc, x, err)) < 0)
+		goto fail;
+	if ((ret = ix_names(x)) < 0)
+		goto fail;
+	top.c.err = NULL;
+	ix_totals(x, &top.c);
+	slots_free(&oc);
+	dec_cur_deinit(&top.c);
+	*out = x;
 	return 0;
 fail:
 	if (ret == -ENOMEM && err && err->len == 0)
 		(void)!xprofs_buf_adds(err, "out of memory while indexing the profile");
-	dec_cur_deinit(&ix.c);
-	xprofs_xspace_free(ix.x);
+	slots_free(&oc);
+	dec_cur_deinit(&top.c);
+	xprofs_xspace_free(x);
 	return ret;
+}
+
+int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
+		       struct xprofs_xspace **out)
+{
+	return xprofs_xspace_open_threads(r, 1, err, out);
 }
 
 int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t)

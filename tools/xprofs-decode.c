@@ -10,7 +10,8 @@
  *
  * The file is read with pread() through a bounded window (memory does not
  * grow with the file); --mmap uses the zero-copy path instead (faster, but
- * the mapped pages count in the process's RSS). Output goes to stdout,
+ * the mapped pages count in the process's RSS). Planes are indexed on
+ * --threads threads (files of 64 MiB and more). Output goes to stdout,
  * errors to stderr with a non-zero exit.
  */
 #include <errno.h>
@@ -33,6 +34,8 @@ enum {
 	ARG_UNPACK,
 	ARG_MMAP,
 	ARG_LOG_LEVEL,
+	ARG_THREADS,
+	ARG_VERSION,
 };
 
 static const struct option opts[] = {
@@ -42,8 +45,9 @@ static const struct option opts[] = {
 	{"unpack", no_argument, NULL, ARG_UNPACK},
 	{"mmap", no_argument, NULL, ARG_MMAP},
 	{"log-level", required_argument, NULL, ARG_LOG_LEVEL},
+	{"threads", required_argument, NULL, ARG_THREADS},
 	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, ARG_LOG_LEVEL + 1},
+	{"version", no_argument, NULL, ARG_VERSION},
 	{NULL, 0, NULL, 0},
 };
 
@@ -53,7 +57,8 @@ static void usage(FILE *f)
 		   "       xprofs-decode FILE.xplane.pb --tracks\n"
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
 		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c baseline)\n"
-		   "options: --mmap (zero-copy reads), --log-level LEVEL, --help, --version\n");
+		   "options: --mmap (zero-copy reads), --threads N (index planes on N threads;\n"
+		   "         default: online CPUs, at most 4), --log-level LEVEL, --help, --version\n");
 }
 
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
@@ -99,6 +104,8 @@ int main(int argc, char **argv)
 	const char *path = NULL, *track = NULL;
 	int view = XPROFS_VIEW_SUMMARY, out_fd = STDOUT_FILENO, fd = -1, c, r = 0;
 	bool list = false, unpack = false, use_mmap = false;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	unsigned threads = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (unsigned)ncpu;
 	struct xprofs_xspace *x = NULL;
 	struct xprofs_reader rd;
 	struct xprofs_sink sink;
@@ -119,6 +126,19 @@ int main(int argc, char **argv)
 		case ARG_TRACK: track = optarg; break;
 		case ARG_UNPACK: unpack = true; break;
 		case ARG_MMAP: use_mmap = true; break;
+		case ARG_THREADS: {
+			char *end;
+			unsigned long t;
+
+			errno = 0;
+			t = strtoul(optarg, &end, 10);
+			if (errno || *end || end == optarg || t < 1 || t > 8) {
+				fprintf(stderr, "xprofs-decode: --threads wants 1..8, not '%s'\n", optarg);
+				return 2;
+			}
+			threads = (unsigned)t;
+			break;
+		}
 		case ARG_LOG_LEVEL:
 			if ((r = xprofs_log_level_parse(optarg)) < 0) {
 				fprintf(stderr, "xprofs-decode: bad log level '%s'\n", optarg);
@@ -127,7 +147,7 @@ int main(int argc, char **argv)
 			xprofs_log_set_level(r);
 			r = 0;
 			break;
-		case ARG_LOG_LEVEL + 1:
+		case ARG_VERSION:
 			printf("xprofs-decode %s\n", XPROFS_VERSION);
 			return 0;
 		case 'h': usage(stdout); return 0;
@@ -170,7 +190,7 @@ int main(int argc, char **argv)
 		rd = (struct xprofs_reader){.pread = fd_pread, .arg = &fd,
 					    .size = (uint64_t)st.st_size, .data = NULL};
 	}
-	if ((r = xprofs_xspace_open(&rd, &err, &x)) < 0) {
+	if ((r = xprofs_xspace_open_threads(&rd, threads, &err, &x)) < 0) {
 		fprintf(stderr, "xprofs-decode: %s: %s\n", path, err.len ? err.data : strerror(-r));
 		r = 1;
 		goto out;

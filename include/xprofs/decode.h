@@ -63,6 +63,15 @@ struct xprofs_xspace_totals {
  */
 int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
 		       struct xprofs_xspace **out) XPROFS_WUR;
+/**
+ * xprofs_xspace_open_threads() - xprofs_xspace_open() that indexes the planes
+ * on up to @threads threads (the caller's included; at most 8). Requires a
+ * thread-safe @r->pread (pread(2) on a file is). Files under 64 MiB are
+ * indexed on the calling thread alone. Same result as xprofs_xspace_open(),
+ * error reason included (the first failing plane in file order).
+ */
+int xprofs_xspace_open_threads(const struct xprofs_reader *r, unsigned threads,
+			       struct xprofs_buf *err, struct xprofs_xspace **out) XPROFS_WUR;
 /** xprofs_xspace_free() - accepts NULL; returns NULL. */
 struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x);
 

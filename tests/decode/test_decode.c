@@ -977,6 +977,52 @@ static void test_parallel_renders(void **state)
 	tb_free(b);
 }
 
+/* open_threads() == open(): same views, same first error, any thread count */
+static void test_parallel_open(void **state)
+{
+	struct tb *b = sample();
+	size_t saved = dec_parallel_min_bytes, n;
+	uint8_t *buf;
+
+	dec_parallel_min_bytes = 0;
+	b->xs.n_hostnames = 0;
+	tb_plane(b, 7, "/device:GPU:1"); /* more planes than threads */
+	tb_plane(b, 8, "/device:GPU:2");
+	buf = tb_pack(b, &n);
+	for (size_t cut = 0; cut <= n; cut += (cut < n && cut + 7 > n) ? n - cut : 7) {
+		struct xprofs_reader r = xprofs_reader_mem(buf, cut);
+		struct xprofs_xspace *x1 = NULL, *x4 = NULL;
+		struct xprofs_buf e1, e4;
+		int r1, r4;
+
+		xprofs_buf_init(&e1, 4096);
+		xprofs_buf_init(&e4, 4096);
+		r1 = xprofs_xspace_open_threads(&r, 1, &e1, &x1);
+		r4 = xprofs_xspace_open_threads(&r, 4, &e4, &x4);
+		assert_int_equal(r1, r4);
+		if (r1 < 0) {
+			assert_string_equal(e1.data, e4.data);
+		} else {
+			for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
+				char *a = render(x1, v, 0), *c = render(x4, v, 0);
+
+				assert_string_equal(a, c);
+				free(a);
+				free(c);
+			}
+		}
+		xprofs_xspace_free(x1);
+		xprofs_xspace_free(x4);
+		xprofs_buf_deinit(&e1);
+		xprofs_buf_deinit(&e4);
+		if (cut == n)
+			break;
+	}
+	dec_parallel_min_bytes = saved;
+	free(buf);
+	tb_free(b);
+}
+
 /* ---- hostile input ---------------------------------------------------- */
 
 /* Open @p; if it opens, every view and track must render. Returns open's rc. */
@@ -1139,6 +1185,7 @@ int main(void)
 		cmocka_unit_test(test_edge_values),
 		cmocka_unit_test(test_pread_matches_mem),
 		cmocka_unit_test(test_parallel_renders),
+		cmocka_unit_test(test_parallel_open),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_hostile_bytes),
 		cmocka_unit_test(test_shared_sample_truncations),
