@@ -177,7 +177,9 @@ struct fs_ctx {
 	gid_t gid;
 
 	pthread_mutex_t index_lock;
+	pthread_cond_t index_cond;       /* signalled when a rebuild ends */
 	struct fs_index *index;          /* protected by index_lock */
+	bool index_building;             /* protected by index_lock */
 	int index_dirty;                 /* atomic */
 
 	pthread_mutex_t lock;            /* protects everything below */

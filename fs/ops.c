@@ -74,19 +74,45 @@ void fs_invalidate_index(struct fs_ctx *ctx)
 	__atomic_store_n(&ctx->index_dirty, 1, __ATOMIC_RELEASE);
 }
 
-/* index_get() - a reference to a fresh enough snapshot (caller puts), or NULL. */
+/*
+ * index_get() - a reference to a fresh enough snapshot (caller puts), or NULL.
+ *
+ * One thread rebuilds at a time, outside the lock. While it does, readers
+ * that only find the index old (refresh expired) keep using the old one;
+ * readers after a change made through the mount (dirty) wait for a rebuild
+ * that started after that change. Only an expired index asks the store to
+ * drop its own listing caches (for gs://, a re-list of the bucket): changes
+ * made through the mount are already in the store's view.
+ */
 static struct fs_index *index_get(struct fs_ctx *ctx)
 {
 	struct fs_index *idx, *fresh;
+	bool expired, dirty;
 	int r;
 
 	pthread_mutex_lock(&ctx->index_lock);
-	idx = ctx->index;
-	if (!idx || __atomic_exchange_n(&ctx->index_dirty, 0, __ATOMIC_ACQ_REL) ||
-	    xprofs_mono_ns() - idx->built_mono_ns >= ctx->refresh_ns) {
-		xprofs_store_refresh(ctx->store);
+	for (;;) {
+		idx = ctx->index;
+		dirty = __atomic_load_n(&ctx->index_dirty, __ATOMIC_ACQUIRE);
+		expired = idx && xprofs_mono_ns() - idx->built_mono_ns >= ctx->refresh_ns;
+		if (idx && !dirty && !expired)
+			break;
+		if (ctx->index_building) {
+			if (idx && !dirty)
+				break; /* stale is fine while someone rebuilds */
+			pthread_cond_wait(&ctx->index_cond, &ctx->index_lock);
+			continue;
+		}
+		ctx->index_building = true;
+		__atomic_store_n(&ctx->index_dirty, 0, __ATOMIC_RELEASE);
+		pthread_mutex_unlock(&ctx->index_lock);
+		if (expired || !idx)
+			xprofs_store_refresh(ctx->store);
 		r = fs_index_build(ctx->store, &fresh);
 		CNT(ctx, index_builds);
+		pthread_mutex_lock(&ctx->index_lock);
+		ctx->index_building = false;
+		pthread_cond_broadcast(&ctx->index_cond);
 		if (r == 0) {
 			fs_index_put(ctx->index);
 			ctx->index = fresh;
@@ -96,6 +122,7 @@ static struct fs_index *index_get(struct fs_ctx *ctx)
 		} else {
 			xprofs_err("runs index: %s (keeping the previous one)", strerror(-r));
 		}
+		break;
 	}
 	idx = fs_index_get(ctx->index);
 	pthread_mutex_unlock(&ctx->index_lock);
@@ -1638,6 +1665,7 @@ int fs_ctx_init(struct fs_ctx *ctx, struct xprofs_options *o, struct xprofs_stor
 	if (!ctx->tmp_dir || !*ctx->tmp_dir)
 		ctx->tmp_dir = "/tmp";
 	pthread_mutex_init(&ctx->index_lock, NULL);
+	pthread_cond_init(&ctx->index_cond, NULL);
 	pthread_mutex_init(&ctx->lock, NULL);
 	pthread_cond_init(&ctx->cond, NULL);
 	if (!o->ro) {
@@ -1664,4 +1692,5 @@ void fs_ctx_deinit(struct fs_ctx *ctx)
 	pthread_cond_destroy(&ctx->cond);
 	pthread_mutex_destroy(&ctx->lock);
 	pthread_mutex_destroy(&ctx->index_lock);
+	pthread_cond_destroy(&ctx->index_cond);
 }

@@ -101,6 +101,22 @@ xp_ok "unlinks land in SOURCE" test ! -e "$SRC/$sess/.cached_tools.json.tmp" -a 
 mkdir "$L/$sess/tmpdir" && rmdir "$L/$sess/tmpdir" || xp_fail "mkdir/rmdir"
 ls "$MNT/runs/$run/$sname" | grep -q SSTABLE && xp_fail "a non-profile file shows up in runs/"
 
+# ---- concurrent listings of runs/ while the tree changes through the mount ------
+lister() { local end=$((SECONDS + 3)); while [ $SECONDS -lt $end ]; do ls -R "$MNT/runs" >/dev/null 2>&1; done; }
+changer() {
+	local i
+	for i in $(seq 40); do
+		echo "$i" >"$L/$sess/.stress$1" && rm "$L/$sess/.stress$1" || return 1
+		mkdir "$L/${sess%/*}/stress$1_$i" && rmdir "$L/${sess%/*}/stress$1_$i" || return 1
+	done
+}
+pids=(); lister & pids+=($!); lister & pids+=($!)
+changer 1 & c1=$!; changer 2 & c2=$!
+wait "$c1" && wait "$c2" || xp_fail "changes during concurrent listings"
+wait "${pids[@]}"
+xp_ok "concurrent listings and changes: nothing left behind, mount alive" \
+	bash -c "! ls -a '$SRC/$sess' '$SRC/${sess%/*}' | grep -q stress && jq -e .counters.index_builds '$MNT/status.json' >/dev/null"
+
 # ---- profiles are never overwritten -------------------------------------------
 orig=$(md5sum <"$SRC/$prof")
 expect_err() { # MSG ERRNO-TEXT CMD...
