@@ -198,6 +198,28 @@ static int status_errno(struct gcs_store *s, const struct xprofs_gcs_req *rq, co
 	return r;
 }
 
+/*
+ * What a read or an upload that exhausted its retries reports to the
+ * application: transport trouble (timeouts, resets, refused connections,
+ * 429s) is EIO, as for a failing disk; the cause goes to the log. Errors with
+ * a meaning of their own (ESTALE, EACCES, ENOENT, EEXIST, ...) pass through.
+ */
+static int data_errno(struct gcs_store *s, int r, const char *obj)
+{
+	switch (r) {
+	case -ETIMEDOUT:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -EAGAIN:
+	case -EPROTO:
+		xprofs_err("gcs: gs://%s/%s: %s after retries", s->bucket, obj, strerror(-r));
+		return -EIO;
+	default:
+		return r;
+	}
+}
+
 /* ---- tree and refresh -------------------------------------------------- */
 
 static void journal_free(struct gcs_store *s)
@@ -615,7 +637,7 @@ stale:
 	r = -ESTALE;
 out:
 	xprofs_buf_deinit(&url);
-	return r;
+	return data_errno(s, r, obj);
 }
 
 struct part {
@@ -1397,7 +1419,7 @@ static int writer_upload(struct gcs_writer *w)
 	if (r < 0) {
 		if (r != -EEXIST)
 			xprofs_err("gcs: upload of gs://%s/%s failed: %s", s->bucket, w->obj, strerror(-r));
-		return r;
+		return data_errno(s, r, w->obj);
 	}
 	if (st.size != w->size) {
 		xprofs_err("gcs: upload of gs://%s/%s stored %llu of %llu bytes", s->bucket, w->obj,
