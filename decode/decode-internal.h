@@ -148,6 +148,25 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 	h->md = h->offset_ps = h->duration_ps = h->num = 0;
 	h->has_num = h->has_stats = false;
 	h->stats_at = 0;
+	/* canonical serializers write fields 1, 2, 3 first: take them in order */
+	if (p < e && p[0] == 0x08) {
+		p++;
+		if (rd_varint(&p, e, &v) < 0)
+			return -1;
+		h->md = (int64_t)v;
+	}
+	if (p < e && p[0] == 0x10) {
+		p++;
+		if (rd_varint(&p, e, &v) < 0)
+			return -1;
+		h->offset_ps = (int64_t)v;
+	}
+	if (p < e && p[0] == 0x18) {
+		p++;
+		if (rd_varint(&p, e, &v) < 0)
+			return -1;
+		h->duration_ps = (int64_t)v;
+	}
 	while (p < e) {
 		const uint8_t *fs;
 		uint32_t f;

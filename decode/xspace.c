@@ -291,20 +291,35 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 	c->end = end;
 	while (c->pos < end) {
 		struct dec_evhdr fh;
-		uint64_t foff, flen;
+		const uint8_t *bp = NULL, *bq, *be;
+		size_t avail = dec_avail(c, &bp);
 
-		while ((r = dec_event_fast(c, &fh, &foff, &flen)) == 1) {
-			int64_t fend = dec_sat_add(fh.offset_ps, fh.duration_ps);
+		/* the hot loop: every event lying wholly in the window, in one go */
+		if (avail >= 2) {
+			be = bp + avail;
+			bq = bp;
+			while (be - bq >= 2 && bq[0] == 0x22) {
+				const uint8_t *q = bq + 1;
+				uint64_t el;
+				int64_t fend;
 
-			if (!l->has_events || fh.offset_ps < first)
-				first = fh.offset_ps;
-			if (!l->has_events || fend > last)
-				last = fend;
-			l->has_events = true;
-			l->events++;
+				if (rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
+					break;
+				if (dec_parse_event(q, q + el, &fh) < 0) {
+					c->pos += (uint64_t)(bq - bp);
+					return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+				}
+				fend = dec_sat_add(fh.offset_ps, fh.duration_ps);
+				if (!l->has_events || fh.offset_ps < first)
+					first = fh.offset_ps;
+				if (!l->has_events || fend > last)
+					last = fend;
+				l->has_events = true;
+				l->events++;
+				bq = q + el;
+			}
+			c->pos += (uint64_t)(bq - bp);
 		}
-		if (r < 0)
-			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
 		if (c->pos >= end)
 			break;
 		if ((r = dec_tag(c, &f, &wt)) < 0)
