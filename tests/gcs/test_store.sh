@@ -20,13 +20,15 @@ trap cleanup EXIT
 
 status=0
 # --- fault paths (no emulator needed) ---
-/usr/bin/python3 "$here/fake_gcs.py" >"$work/fake.out" 2>"$work/fake.err" &
+: >"$work/fake.out" # exists before the background job opens it
+/usr/bin/python3 "$here/fake_gcs.py" >>"$work/fake.out" 2>"$work/fake.err" &
 fake_pid=$!
 for _ in $(seq 100); do
 	port=$(awk '/^ready/ {print $2}' "$work/fake.out")
 	[ -n "$port" ] && break
 	sleep 0.1
 done
+[ -n "$port" ] || { echo "fake_gcs.py did not start"; cat "$work/fake.err"; exit 1; }
 echo "# fault server on port $port"
 "$probe" --faults "http://127.0.0.1:$port" gs://fault-bucket || status=1
 
