@@ -1001,6 +1001,31 @@ fail:
 	return r;
 }
 
+int xprofs_cache_peek_size(struct xprofs_cache *c, const void *key, size_t keylen, uint64_t *size)
+{
+	char path[PATH_MAX];
+	struct xc_layout L;
+	uint64_t id[2];
+	int fd, r;
+
+	if (keylen > XPROFS_CACHE_KEY_MAX || (keylen && !key))
+		return -EINVAL;
+	key_id(key, keylen, id);
+	r = entry_path(c, id, path, sizeof(path));
+	if (r < 0)
+		return r;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	if (fd < 0)
+		return errno == ENOENT || errno == ELOOP ? -ENOENT : -errno;
+	r = xc_entry_check(fd, key, keylen, &L);
+	close(fd);
+	if (r == -ESTALE || r == -EBADMSG)
+		return -ENOENT;
+	if (r == 0)
+		*size = L.raw_size;
+	return r;
+}
+
 uint64_t xprofs_cache_entry_size(const struct xprofs_cache_entry *e)
 {
 	return e->L.raw_size;

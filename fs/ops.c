@@ -55,6 +55,7 @@ struct fs_fh {
 	struct xprofs_store_writer *w; /* FH_WRITER; owned */
 	uint64_t wsize;                /* FH_WRITER: size as written so far */
 	bool profile;                  /* FH_WRITER of a new *.xplane.pb */
+	bool dirty;                    /* FH_WRITER: changed since the last flush (under @lock) */
 	int fd;                        /* FH_FD: unlinked rendered file; owned */
 	struct xprofs_cache_entry *ce; /* FH_CACHE: a cache hit; owned */
 	uint64_t size;                 /* FH_FD, FH_MEM */
@@ -506,7 +507,8 @@ out:
 
 /*
  * render() - generated file @t from open profile @p (host views) into @out.
- * Borrows everything; @p->x is set (freed by prof_close()).
+ * Borrows everything; @p->x is set if it was not (freed by prof_close()), so
+ * a second render of the same open profile does not index it again.
  */
 static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 		  const struct xprofs_sink *out, struct xprofs_buf *err)
@@ -515,9 +517,11 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 
 	if (t->kind == FS_K_SESSION_SUMMARY)
 		return render_session(ctx, t, out, err);
-	r = xprofs_xspace_open(&p->r, err, &p->x);
-	if (r < 0)
-		return r;
+	if (!p->x) {
+		r = xprofs_xspace_open(&p->r, err, &p->x);
+		if (r < 0)
+			return r;
+	}
 	if (t->kind == FS_K_VIEW)
 		return xprofs_xspace_render(p->x, t->view, out, err);
 	i = xprofs_xspace_track_find(p->x, t->plane, t->line);
@@ -543,41 +547,70 @@ static int tmp_fd(struct fs_ctx *ctx)
 	return fd;
 }
 
-/* cache_fill() - copy rendered file @fd (@size bytes) into the cache under @id. */
-static void cache_fill(struct fs_ctx *ctx, struct gen_id *id, int fd, uint64_t size)
+/*
+ * A sink into a cache writer that remembers the writer's own error, so that a
+ * failed render can tell "the cache refused the bytes" (too big for the cap,
+ * disk full: fall back to a temporary file) from "the profile does not
+ * decode" (an error for the user).
+ */
+struct cw_sink {
+	struct xprofs_cache_writer *w; /* borrowed */
+	int err;
+};
+
+static int cw_write(void *arg, const void *p, size_t n)
 {
-	struct xprofs_cache_writer *w;
-	char buf[1 << 16];
-	uint64_t off = 0;
-	ssize_t n;
+	struct cw_sink *cs = arg;
+	int r = xprofs_cache_writer_write(cs->w, p, n);
+
+	if (r < 0 && !cs->err)
+		cs->err = r;
+	return r;
+}
+
+#define RENDER_NO_CACHE 1 /* render_cached(): the cache could not take it; use a temp file */
+
+/*
+ * render_cached() - render @t straight into a cache entry under @id, publish
+ * it and open it: the bytes are written once, compressed, and no temporary
+ * copy of the whole view is needed. 0 with *@out open (caller owns; close
+ * with xprofs_cache_entry_close()); RENDER_NO_CACHE when the cache could not
+ * store or reopen it (the caller renders to a temporary file instead); or the
+ * render's -errno (reason in @err).
+ */
+static int render_cached(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
+			 const struct gen_id *id, struct xprofs_buf *err,
+			 struct xprofs_cache_entry **out)
+{
+	struct cw_sink cs = { 0 };
+	struct xprofs_sink sink = { cw_write, &cs };
 	int r;
 
-	if (!ctx->cache)
-		return;
-	r = xprofs_cache_writer_new(ctx->cache, id->key.data, id->key.len, &w);
+	r = xprofs_cache_writer_new(ctx->cache, id->key.data, id->key.len, &cs.w);
 	if (r < 0) {
-		xprofs_warn("cache: cannot write an entry: %s", strerror(-r));
-		return;
+		xprofs_warn("cache: cannot write an entry (%s): rendering to a temporary file",
+			    strerror(-r));
+		return RENDER_NO_CACHE;
 	}
-	while (off < size) {
-		n = xprofs_pread_full(fd, buf, sizeof(buf), off);
-		if (n <= 0) {
-			r = n < 0 ? (int)n : -EIO;
-			break;
-		}
-		r = xprofs_cache_writer_write(w, buf, (size_t)n);
-		if (r < 0)
-			break;
-		off += (uint64_t)n;
-	}
+	r = render(ctx, t, p, &sink, err);
 	if (r < 0) {
-		xprofs_cache_writer_abort(w);
-		xprofs_warn("cache: entry not stored: %s", strerror(-r));
-		return;
+		xprofs_cache_writer_abort(cs.w);
+		if (!cs.err)
+			return r;
+		xprofs_warn("cache: entry not stored (%s): rendering to a temporary file",
+			    strerror(-cs.err));
+		xprofs_buf_reset(err);
+		return RENDER_NO_CACHE;
 	}
-	r = xprofs_cache_writer_commit(w);
-	if (r < 0)
-		xprofs_warn("cache: entry not stored: %s", strerror(-r));
+	r = xprofs_cache_writer_commit(cs.w);
+	if (r == 0)
+		r = xprofs_cache_open(ctx->cache, id->key.data, id->key.len, out);
+	if (r < 0) {
+		xprofs_warn("cache: entry not stored or gone at once (%s): rendering to a temporary file",
+			    strerror(-r));
+		return RENDER_NO_CACHE;
+	}
+	return 0;
 }
 
 #define SIZE_UNKNOWN UINT64_MAX /* in the sizes table: not rendered, not in the cache */
@@ -585,7 +618,6 @@ static void cache_fill(struct fs_ctx *ctx, struct gen_id *id, int fd, uint64_t s
 /* gen_size() - the size a generated file will have, if known; else 0. */
 static uint64_t gen_size(struct fs_ctx *ctx, const struct fs_target *t)
 {
-	struct xprofs_cache_entry *e;
 	struct gen_id id;
 	uint64_t size = 0;
 
@@ -596,9 +628,8 @@ static uint64_t gen_size(struct fs_ctx *ctx, const struct fs_target *t)
 			size = 0;
 		goto out;
 	}
-	if (ctx->cache && xprofs_cache_open(ctx->cache, id.key.data, id.key.len, &e) == 0) {
-		size = xprofs_cache_entry_size(e);
-		xprofs_cache_entry_close(e);
+	/* a peek is not a use: no hit in status.json, no recency bump for ls -l */
+	if (ctx->cache && xprofs_cache_peek_size(ctx->cache, id.key.data, id.key.len, &size) == 0) {
 		size_store(ctx, id.hash, size);
 	} else {
 		/* remembered so repeated getattr/ls does not probe the disk cache */
@@ -611,8 +642,10 @@ out:
 
 /*
  * gen_open() - open generated file @t: a cache hit, else render (once across
- * concurrent opens). Fills @fh (FH_FD). -EIO with the reason in the host's
- * errors file when the profile does not decode.
+ * concurrent opens) straight into the cache and serve the new entry (FH_CACHE);
+ * without a usable cache, render into an unlinked temporary file (FH_FD).
+ * Fills @fh. -EIO with the reason in the host's errors file when the profile
+ * does not decode.
  */
 static int gen_open(struct fs_ctx *ctx, const char *mpath, const struct fs_target *t, struct fs_fh *fh)
 {
@@ -623,7 +656,7 @@ static int gen_open(struct fs_ctx *ctx, const char *mpath, const struct fs_targe
 	struct gen_id id = { 0 };
 	struct stat sb;
 	uint64_t known = 0;
-	bool had_size, owner = false;
+	bool had_size, owner = false, hit = false;
 	int r, fd = -1, attempt;
 
 	xprofs_buf_init(&err, 4096);
@@ -645,28 +678,23 @@ static int gen_open(struct fs_ctx *ctx, const char *mpath, const struct fs_targe
 			break;
 		owner = sf_begin(ctx, id.hash);
 	}
-	if (e) {
-		CNT(ctx, view_hits);
-		fh->kind = FH_CACHE;
-		fh->ce = e;
-		fh->size = xprofs_cache_entry_size(e);
-		e = NULL;
-		size_store(ctx, id.hash, fh->size);
-		if (!had_size || known != fh->size)
-			fuse_invalidate_path(fuse_get_context()->fuse, mpath);
-		r = 0;
-		goto out_sf;
-	} else {
+	hit = e != NULL;
+	if (!e) {
 		if (!owner && ctx->cache)
 			owner = sf_begin(ctx, id.hash);
 		CNT(ctx, renders);
-		fd = tmp_fd(ctx);
-		if (fd < 0) {
-			r = fd;
-			goto out_sf;
+		r = ctx->cache ? render_cached(ctx, t, &p, &id, &err, &e) : RENDER_NO_CACHE;
+		if (r == RENDER_NO_CACHE) {
+			fd = tmp_fd(ctx);
+			if (fd < 0) {
+				r = fd;
+				goto out_sf;
+			}
+			sink = xprofs_sink_fd(&fd);
+			r = render(ctx, t, &p, &sink, &err);
+			if (r == 0 && fstat(fd, &sb) < 0)
+				r = -errno;
 		}
-		sink = xprofs_sink_fd(&fd);
-		r = render(ctx, t, &p, &sink, &err);
 		if (r < 0) {
 			CNT(ctx, render_errors);
 			error_note(ctx, id.hpath[0] ? id.hpath : t->session->name,
@@ -677,20 +705,20 @@ static int gen_open(struct fs_ctx *ctx, const char *mpath, const struct fs_targe
 			r = r == -ENOENT && t->kind == FS_K_TRACK ? -ENOENT : -EIO;
 			goto out_sf;
 		}
-		if (fstat(fd, &sb) < 0) {
-			r = -errno;
-			goto out_sf;
-		}
-		cache_fill(ctx, &id, fd, (uint64_t)sb.st_size);
 	}
-	if (fstat(fd, &sb) < 0) {
-		r = -errno;
-		goto out_sf;
+	if (e) {
+		if (hit)
+			CNT(ctx, view_hits);
+		fh->kind = FH_CACHE;
+		fh->ce = e;
+		fh->size = xprofs_cache_entry_size(e);
+		e = NULL;
+	} else {
+		fh->kind = FH_FD;
+		fh->fd = fd;
+		fh->size = (uint64_t)sb.st_size;
+		fd = -1;
 	}
-	fh->kind = FH_FD;
-	fh->fd = fd;
-	fh->size = (uint64_t)sb.st_size;
-	fd = -1;
 	size_store(ctx, id.hash, fh->size);
 	if (!had_size || known != fh->size)
 		fuse_invalidate_path(fuse_get_context()->fuse, mpath);
@@ -1233,6 +1261,52 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	return 0;
 }
 
+/*
+ * gen_reopen() - after a damaged cache block (-EIO from the entry, which the
+ * cache has already dropped), render mount path @path again and move the new
+ * content into @fh (FH_CACHE or FH_FD). The caller holds @fh->lock, so no
+ * read uses the old entry while it is replaced. The render is of the same
+ * profile version, so the bytes (and size) are the ones the reader expects.
+ */
+static int gen_reopen(struct fs_ctx *ctx, const char *path, struct fs_fh *fh)
+{
+	struct fs_fh *nfh = NULL;
+	struct fs_index *idx;
+	struct fs_target t;
+	int r;
+
+	r = classify(ctx, path, &idx, &t);
+	if (r == 0 && t.kind != FS_K_VIEW && t.kind != FS_K_TRACK && t.kind != FS_K_SESSION_SUMMARY)
+		r = -EIO;
+	if (r == 0) {
+		nfh = fh_new(FH_FD);
+		r = nfh ? gen_open(ctx, path, &t, nfh) : -ENOMEM;
+	}
+	if (r == 0 && nfh->size != fh->size)
+		r = -EIO; /* not the same content: the profile changed meanwhile */
+	if (r == 0) {
+		xprofs_cache_entry_close(fh->ce);
+		fh->ce = nfh->ce;
+		nfh->ce = NULL;
+		fh->fd = nfh->fd;
+		nfh->fd = -1;
+		fh->kind = nfh->kind;
+		xprofs_warn("%s: damaged cache entry dropped and rendered again", path);
+	} else {
+		xprofs_err("%s: damaged cache entry; rendering again failed: %s", path, strerror(-r));
+	}
+	fh_free(nfh);
+	fs_index_put(idx);
+	return r < 0 ? -EIO : 0;
+}
+
+static ssize_t gen_pread(struct fs_fh *fh, void *buf, size_t n, uint64_t off)
+{
+	if (fh->kind == FH_CACHE)
+		return xprofs_cache_entry_pread(fh->ce, buf, n, off);
+	return xprofs_pread_full(fh->fd, buf, n, off);
+}
+
 static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
@@ -1251,10 +1325,17 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 		pthread_mutex_unlock(&fh->lock);
 		break;
 	case FH_FD:
-		r = (uint64_t)off >= fh->size ? 0 : xprofs_pread_full(fh->fd, buf, size, (uint64_t)off);
-		break;
 	case FH_CACHE:
-		r = (uint64_t)off >= fh->size ? 0 : xprofs_cache_entry_pread(fh->ce, buf, size, (uint64_t)off);
+		if ((uint64_t)off >= fh->size) {
+			r = 0;
+			break;
+		}
+		/* the lock keeps an entry alive while gen_reopen() may replace it */
+		pthread_mutex_lock(&fh->lock);
+		r = gen_pread(fh, buf, size, (uint64_t)off);
+		if (r == -EIO && fh->kind == FH_CACHE && gen_reopen(ctx, path, fh) == 0)
+			r = gen_pread(fh, buf, size, (uint64_t)off);
+		pthread_mutex_unlock(&fh->lock);
 		break;
 	case FH_MEM:
 	case FH_CAPTURE:
@@ -1300,6 +1381,8 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
 	r = xprofs_store_write(fh->w, buf, size, (uint64_t)off);
 	if (r > 0 && (uint64_t)off + (uint64_t)r > fh->wsize)
 		fh->wsize = (uint64_t)off + (uint64_t)r;
+	if (r > 0)
+		fh->dirty = true;
 	pthread_mutex_unlock(&fh->lock);
 	if (r > 0)
 		CNT_ADD(ctx, bytes_written, (uint64_t)r);
@@ -1322,8 +1405,10 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	if (fh && fh->kind == FH_WRITER) {
 		pthread_mutex_lock(&fh->lock);
 		r = xprofs_store_wtruncate(fh->w, (uint64_t)size);
-		if (r == 0)
+		if (r == 0) {
 			fh->wsize = (uint64_t)size;
+			fh->dirty = true;
+		}
 		pthread_mutex_unlock(&fh->lock);
 		return r;
 	}
@@ -1349,37 +1434,56 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 	return r;
 }
 
+/*
+ * Uploads happen in flush (every close() of a descriptor, and fsync()), not
+ * in release: FUSE ignores release's result, so an upload failing there
+ * would be lost silently; a failing flush is close()'s error. A local store
+ * writes in place, so its flush has nothing to publish (fsync() still syncs).
+ */
+static bool uploads_on_commit(struct fs_ctx *ctx)
+{
+	return strcmp(xprofs_store_backend(ctx->store), "local") != 0;
+}
+
+/* writer_flush() - make @fh's data durable (upload); clears dirty even on failure: the caller reports it. */
+static int writer_flush(struct fs_fh *fh, const char *path)
+{
+	int r;
+
+	pthread_mutex_lock(&fh->lock);
+	r = xprofs_store_flush(fh->w);
+	fh->dirty = false;
+	pthread_mutex_unlock(&fh->lock);
+	if (r < 0)
+		xprofs_err("%s: flush/upload failed: %s", path ? path : "?", strerror(-r));
+	return r;
+}
+
 static int op_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
 	struct fs_fh *fh = (struct fs_fh *)(uintptr_t)fi->fh;
-	int r = 0;
 
-	/* local writes are already in place; remote backends may upload here */
-	if (fh->kind == FH_WRITER && strcmp(xprofs_store_backend(ctx->store), "local")) {
-		pthread_mutex_lock(&fh->lock);
-		r = xprofs_store_flush(fh->w);
-		pthread_mutex_unlock(&fh->lock);
-	}
-	(void)path;
-	return r;
+	if (fh->kind != FH_WRITER || !uploads_on_commit(ctx))
+		return 0;
+	return writer_flush(fh, path);
 }
 
 static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
 {
 	struct fs_fh *fh = (struct fs_fh *)(uintptr_t)fi->fh;
-	int r = 0;
 
-	if (fh->kind == FH_WRITER) {
-		pthread_mutex_lock(&fh->lock);
-		r = xprofs_store_flush(fh->w);
-		pthread_mutex_unlock(&fh->lock);
-	}
-	(void)path;
 	(void)datasync;
-	return r;
+	return fh->kind == FH_WRITER ? writer_flush(fh, path) : 0;
 }
 
+/*
+ * op_release() - the last close. Remote writers commit only what changed
+ * since the last flush (normally nothing: close() flushed); a writer whose
+ * last flush failed was reported to close() and is not retried here, so it is
+ * discarded. Local writers always commit (close the file / publish a new
+ * profile).
+ */
 static int op_release(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
@@ -1387,13 +1491,15 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	int r;
 
 	if (fh->kind == FH_WRITER) {
-		r = xprofs_store_commit(fh->w);
-		fh->w = NULL;
-		if (r < 0)
-			xprofs_err("%s: commit failed: %s", path ? path : "?", strerror(-r));
+		if (!uploads_on_commit(ctx) || fh->dirty) {
+			r = xprofs_store_commit(fh->w);
+			fh->w = NULL;
+			if (r < 0)
+				xprofs_err("%s: commit failed: %s", path ? path : "?", strerror(-r));
+		}
 		fs_invalidate_index(ctx);
 	}
-	fh_free(fh);
+	fh_free(fh); /* aborts a writer not committed above: its data was flushed or reported */
 	return 0;
 }
 

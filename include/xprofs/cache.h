@@ -93,6 +93,15 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w);
  */
 int xprofs_cache_open(struct xprofs_cache *c, const void *key, size_t keylen,
 		      struct xprofs_cache_entry **out) XPROFS_WUR;
+/**
+ * xprofs_cache_peek_size() - the uncompressed size of the entry for @key
+ * (@keylen bytes, borrowed) into *@size, without opening it for reading: not
+ * counted as a hit or miss and not a use (recency is unchanged). The entry's
+ * header and index are checked as by open(); a corrupt one reads as -ENOENT
+ * (and is left for open() to drop). 0, -ENOENT, or another -errno.
+ */
+int xprofs_cache_peek_size(struct xprofs_cache *c, const void *key, size_t keylen,
+			   uint64_t *size) XPROFS_WUR;
 /** xprofs_cache_entry_size() - the uncompressed size. */
 uint64_t xprofs_cache_entry_size(const struct xprofs_cache_entry *e);
 /** xprofs_cache_entry_pread() - bytes read (short only at the end), or -EIO on a corrupt block. */

@@ -872,6 +872,42 @@ static void test_hostile_files(void **state)
 }
 
 /* A sound entry of another key under our name: a miss, not corruption. */
+/* peek_size(): the size without a use: no hit/miss, recency (mtime) unchanged; corrupt = -ENOENT. */
+static void test_peek_size(void **state)
+{
+	struct fixture *f = *state;
+	struct timespec old[2] = {{.tv_sec = 1000000000}, {.tv_sec = 1000000000}};
+	struct xprofs_cache_stats st;
+	struct xprofs_cache *c;
+	uint8_t *j = json_data(300000);
+	uint64_t size = 0;
+	struct stat sb;
+	char p[512];
+	int fd;
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_peek_size(c, "peek", 4, &size), -ENOENT);
+	put_entry(c, "peek", j, 300000, 4096);
+	only_entry(f->dir, p, sizeof(p));
+	assert_int_equal(utimensat(AT_FDCWD, p, old, 0), 0);
+	assert_int_equal(xprofs_cache_peek_size(c, "peek", 4, &size), 0);
+	assert_int_equal(size, 300000);
+	assert_int_equal(xprofs_cache_peek_size(c, "peek-other", 10, &size), -ENOENT);
+	xprofs_cache_get_stats(c, &st);
+	assert_int_equal(st.hits, 0);
+	assert_int_equal(st.misses, 0);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mtim.tv_sec, 1000000000);
+	/* a torn entry is not trusted */
+	fd = open(p, O_WRONLY);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, sb.st_size / 2), 0);
+	close(fd);
+	assert_int_equal(xprofs_cache_peek_size(c, "peek", 4, &size), -ENOENT);
+	xprofs_cache_free(c);
+	free(j);
+}
+
 static void test_key_mismatch(void **state)
 {
 	struct fixture *f = *state;
@@ -998,6 +1034,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_lz4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_raw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_peek_size, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_key_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_tmp_cleanup, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_cleared_under_us, setup, teardown),

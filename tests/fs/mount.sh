@@ -234,6 +234,43 @@ cat "$V/ops.json" >/dev/null
 xp_ok "after a remount the view comes from the cache" test "$(renders)" = 0 -a "$(hits)" -ge 1
 xp_ok "unmount" xp_umount "$MNT"
 
+# ---- views are rendered straight into the cache; a damaged entry is re-rendered ----
+CE=$W/cache_eio
+xp_mount "$SRC" "$MNT" -o cache_dir="$CE"
+ls -l "$V" >/dev/null
+xp_ok "getattr of an unrendered view probes nothing (no cache hits or misses)" \
+	test "$(jq '.cache.hits + .cache.misses' "$MNT/status.json")" = 0
+cat "$V/trace.json" >"$W/trace.want" || xp_fail "read trace.json"
+xp_ok "the render is the cache's only entry (no temporary copy left)" \
+	test "$(find "$CE" -type f | wc -l)" = 1 -a "$(jq .counters.renders "$MNT/status.json")" = 1
+h0=$(jq .cache.hits "$MNT/status.json")
+sz=$(stat -c %s "$V/trace.json")
+xp_ok "stat after the render: exact size, and still no extra cache hit" \
+	test "$sz" = "$(stat -c %s "$W/trace.want")" -a "$(jq .cache.hits "$MNT/status.json")" = "$h0"
+/usr/bin/python3 - "$V/trace.json" "$(find "$CE" -type f)" "$W/trace.want" <<'PY' || xp_fail "damaged cache entry under an open view"
+import os, sys
+view, entry, want = sys.argv[1:]
+fd = os.open(view, os.O_RDONLY)            # a cache hit: served from the entry
+size = os.path.getsize(entry)
+with open(entry, "r+b") as f:              # damage a compressed block in place
+    f.seek(size // 3)
+    b = f.read(64)
+    f.seek(size // 3)
+    f.write(bytes(x ^ 0x5A for x in b))
+got = b""
+while True:
+    chunk = os.read(fd, 1 << 20)
+    if not chunk:
+        break
+    got += chunk
+os.close(fd)
+assert got == open(want, "rb").read(), "re-rendered bytes differ (%d vs %d)" % (len(got), os.path.getsize(want))
+PY
+xp_ok "a damaged entry under an open view was dropped and rendered again" \
+	test "$(jq .cache.corrupt "$MNT/status.json")" -ge 1 -a "$(jq .counters.renders "$MNT/status.json")" = 2
+xp_ok "and the next open is a cache hit with the same bytes" cmp -s "$V/trace.json" "$W/trace.want"
+xp_ok "unmount" xp_umount "$MNT"
+
 # ---- read-only mount ----------------------------------------------------------------
 xp_mount "$SRC" "$MNT" -o ro,no_cache
 expect_err "ro: create" "Read-only" touch "$L/$sess/newfile"
