@@ -37,6 +37,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -1283,6 +1284,19 @@ out:
 	return r;
 }
 
+/* True when @url has the scheme, host and port of @endpoint. */
+static bool same_origin(const char *endpoint, const char *url)
+{
+	const char *e = strstr(endpoint, "://"), *end;
+	size_t n;
+
+	if (!e)
+		return false;
+	end = strchr(e + 3, '/');
+	n = end ? (size_t)(end - endpoint) : strlen(endpoint);
+	return strncasecmp(url, endpoint, n) == 0 && (url[n] == '/' || url[n] == '?');
+}
+
 static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st)
 {
 	struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_UPLOAD, .method = "POST", .idempotent = true,
@@ -1317,8 +1331,10 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 		r = status_errno(s, &rq, w->obj);
 		goto out;
 	}
-	if (strncmp(rq.location, "http://", 7) != 0 && strncmp(rq.location, "https://", 8) != 0) {
-		xprofs_err("gcs: resumable upload of %s: no session URI in the answer", w->obj);
+	if (!same_origin(s->endpoint, rq.location)) {
+		/* the session URI gets our Authorization header: never send it elsewhere */
+		xprofs_err("gcs: resumable upload of %s: session URI '%.80s' is not on %s", w->obj, rq.location,
+			   s->endpoint);
 		r = -EPROTO;
 		goto out;
 	}

@@ -14,6 +14,12 @@ byte i = (i*7+3) & 0xff):
                firebase emulator does for some ranges);
   flaky.bin    cycles 503 / a body cut short (connection closed) / a correct 206;
   broken.bin   always 503.
+Resumable uploads (POST /upload/storage/v1/b/B/o?uploadType=resumable) get a
+session on this server, except names containing "evil", whose session URI
+points at another host. For names containing "flaky" the second chunk is
+half stored and answered 503, so the client must ask the session what it
+has ("bytes */N") and resume. Uploaded objects (generation 99) can be read
+back with alt=media.
 """
 import json
 import re
@@ -29,6 +35,8 @@ NAMES.sort()
 PAGE = 400
 lock = threading.Lock()
 state = {"lists": 0, "flaky": 0}
+sessions = {}
+uploads = {}
 
 
 class Handler(BaseHTTPRequestHandler):
@@ -74,6 +82,17 @@ class Handler(BaseHTTPRequestHandler):
                 page["nextPageToken"] = str(start + PAGE)
             return self.send_json(200, page)
         name = urllib.parse.unquote(m.group(2))
+        if q.get("alt") == ["media"] and name in uploads:
+            data = uploads[name]
+            rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+            a, b = int(rng.group(1)), min(int(rng.group(2)), len(data) - 1)
+            self.send_response(206)
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))
+            self.send_header("Content-Length", str(b - a + 1))
+            self.send_header("x-goog-generation", "99")
+            self.end_headers()
+            self.wfile.write(data[a:b + 1])
+            return
         if q.get("alt") != ["media"] or name not in ("full200.bin", "flaky.bin", "broken.bin"):
             return self.error(404, "No such object")
         rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
@@ -104,6 +123,63 @@ class Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self.wfile.write(body)
+
+
+    def body(self):
+        return self.rfile.read(int(self.headers.get("Content-Length", "0")))
+
+    def finish_upload(self, name, data):
+        uploads[name] = bytes(data)
+        self.send_json(200, {"name": name, "size": str(len(data)), "generation": "99",
+                             "updated": "2024-05-06T07:08:09.123Z"})
+
+    def do_POST(self):
+        u = urllib.parse.urlsplit(self.path)
+        q = urllib.parse.parse_qs(u.query)
+        self.body()
+        if not re.fullmatch(r"/upload/storage/v1/b/[^/]+/o", u.path) or q.get("uploadType") != ["resumable"]:
+            return self.error(501, "not implemented here")
+        name = q["name"][0]
+        with lock:
+            sid = str(len(sessions) + 1)
+            sessions[sid] = {"name": name, "data": bytearray(), "chunks": 0}
+        host = "http://evil.invalid:1" if "evil" in name else "http://127.0.0.1:%d" % self.server.server_address[1]
+        self.send_response(200)
+        self.send_header("Location", "%s/upload/session/%s" % (host, sid))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_PUT(self):
+        m = re.fullmatch(r"/upload/session/(\d+)", self.path)
+        data = self.body()
+        if not m or m.group(1) not in sessions:
+            return self.error(404, "no such session")
+        sess = sessions[m.group(1)]
+        cr = self.headers.get("Content-Range", "")
+        q = re.fullmatch(r"bytes \*/(\d+)", cr)
+        c = re.fullmatch(r"bytes (\d+)-(\d+)/(\d+)", cr)
+        if q:
+            total = int(q.group(1))
+        elif c:
+            a, total = int(c.group(1)), int(c.group(3))
+            have = len(sess["data"])
+            if a > have:
+                return self.error(400, "gap")
+            sess["chunks"] += 1
+            part = data[have - a:]
+            if "flaky" in sess["name"] and sess["chunks"] == 2:
+                sess["data"] += part[: len(part) // 2]
+                return self.error(503, "chunk lost half way")
+            sess["data"] += part
+        else:
+            return self.error(400, "bad Content-Range")
+        if len(sess["data"]) == total:
+            return self.finish_upload(sess["name"], sess["data"])
+        self.send_response(308)
+        if sess["data"]:
+            self.send_header("Range", "bytes=0-%d" % (len(sess["data"]) - 1))
+        self.send_header("Content-Length", "0")
+        self.end_headers()
 
 
 def main():

@@ -588,6 +588,24 @@ static int faults(const char *endpoint, const char *url)
 		      (double)(t1 - t0) / 1e9, gets1 - gets0);
 		free(want);
 	}
+	{
+		struct xprofs_gcs_options o2 = o;
+		struct xprofs_store *u = NULL;
+		size_t un = 1100000;
+		char *ud = malloc(un);
+
+		pattern(ud, un, 7);
+		o2.resumable_threshold = 512 * 1024;
+		o2.upload_chunk = 256 * 1024;
+		check(xprofs_gcs_store_new(url, &o2, &u) == 0, "store with 256 KiB resumable chunks");
+		r = u ? put(u, "up/flaky-resumable.bin", XPROFS_STORE_EXCL, ud, un) : -1;
+		check(r == 0, "a chunk lost half way: the upload asks the session and resumes (%d)", r);
+		check(r == 0 && same_content(u, "up/flaky-resumable.bin", ud, un), "... and the object is complete");
+		r = u ? put(u, "up/evil.bin", XPROFS_STORE_EXCL, ud, un) : -1;
+		check(r == -EIO, "a session URI on another host is refused, credentials never sent there (%d)", r);
+		xprofs_store_free(u);
+		free(ud);
+	}
 	j = status(s);
 	check(j && counter(j, NULL, "retries") >= 3, "retries counted (%lld)", counter(j, NULL, "retries"));
 	json_decref(j);
