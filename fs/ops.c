@@ -12,13 +12,19 @@
  *   (index.c), rebuilt when older than `refresh` or after a change made
  *   through the mount or by a capture.
  * - Generated files (views, tracks, session summaries) are rendered on open,
- *   never on getattr/readdir, into an unlinked temporary file that serves
- *   this open, and copied into the lz4 cache under a key naming the source
- *   file's version, so later opens (and later mounts) are cache hits. A
- *   render in flight is waited for, not repeated (single-flight by key hash).
- *   They are served with direct_io; getattr reports the rendered size when
- *   known (memory, then cache) and 0 before the first render. After a render
- *   the kernel's attributes are invalidated so fstat() after open is exact.
+ *   never on getattr/readdir, straight into a cache writer under a key naming
+ *   the source file's version; the committed entry serves this open, and
+ *   later opens (and later mounts) are cache hits. Only without a usable
+ *   cache (no_cache, bad dir, entry refused) does a render go to an unlinked
+ *   temporary file. A render in flight is waited for, not repeated
+ *   (single-flight by key hash). A damaged cache block under an open view is
+ *   re-rendered in place (gen_reopen()). They are served with direct_io;
+ *   getattr reports the rendered size when known (memory, then a cache peek
+ *   that is not a use) and 0 before the first render. After a render the
+ *   kernel's attributes are invalidated so fstat() after open is exact.
+ * - Writers of stores that upload on commit (gs://) upload in flush (every
+ *   close()) and fsync, so the failure is close()'s error; release commits
+ *   only what changed after the last flush.
  * - Small virtual files (status.json, errors, capture) are snapshotted into
  *   memory at open.
  *
