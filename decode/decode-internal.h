@@ -405,6 +405,7 @@ struct xprofs_xspace {
 	size_t n_lines;
 	struct dec_strs hostnames, errors, warnings;
 	struct xprofs_xspace_totals totals;
+	bool tracks_only; /* opened without event statistics */
 };
 
 /* ---- helpers shared by the files ---------------------------------- */

@@ -1741,18 +1741,16 @@ static int render_ops(struct rctx *rc, struct out *o)
 		bool fw = is_host_plane(p) && host_has_framework_lines(x, p);
 		uint64_t events = 0;
 		int64_t total = 0;
-		bool any = false;
 
 		for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
 			enum line_kind k = op_line_kind(x, p, &x->lines[j], fw);
 
-			if (k == LK_NONE || x->lines[j].events == 0)
+			if (k == LK_NONE)
 				continue;
-			any = true;
 			if ((r = ops_line(rc, j, k, &m, &events, &total)) < 0)
 				goto out;
 		}
-		if (!any)
+		if (events == 0) /* not an op plane, or no op events */
 			continue;
 		OUT_RAW(o, first_plane ? "\n{\"name\":" : ",\n{\"name\":");
 		first_plane = false;
@@ -1992,6 +1990,12 @@ static int render_common(struct xprofs_xspace *x, int view, size_t track,
 
 	if (!x || !sink || !sink->write)
 		return -EINVAL;
+	if (view == XPROFS_VIEW_SUMMARY && x->tracks_only) {
+		if (err && err->len == 0)
+			(void)!xprofs_buf_adds(err, "summary.json needs event statistics: "
+						    "the profile was opened for tracks only");
+		return -EOPNOTSUPP;
+	}
 	rctx_init(&rc, x, err);
 	out_init(&o, sink);
 	switch (view) {

@@ -10,6 +10,12 @@
  * protobuf's last-wins rule. Memory is O(planes + lines + metadata entries),
  * capped at DEC_INDEX_MAX entries.
  *
+ * The top level is walked first (it only notes where each plane lies); the
+ * planes are then indexed by up to opts->threads threads, each taking the
+ * next plane in file order with its own cursor, and merged in file order,
+ * so the result and the reported error (the first failing plane's) do not
+ * depend on the thread count. tracks_only skips the event headers.
+ *
  * File names: a plane or line name is percent-encoded ('/', '%', '~', NUL,
  * control bytes, DEL and a leading '.'); the empty name is "%". Names whose
  * encoding passes the length limit are cut and get "~h<16 hex of FNV-1a>".
@@ -184,6 +190,7 @@ struct open_ctx {
 	atomic_size_t entries;          /* index entries so far, all threads */
 	atomic_size_t next;             /* next slot to take */
 	atomic_bool failed;             /* stop taking planes */
+	bool tracks_only;               /* skip event headers */
 };
 
 struct ix { /* one indexing thread's state */
@@ -295,7 +302,7 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 		size_t avail = dec_avail(c, &bp);
 
 		/* the hot loop: every event lying wholly in the window, in one go */
-		if (avail >= 2) {
+		if (avail >= 2 && !ix->oc->tracks_only) {
 			be = bp + avail;
 			bq = bp;
 			while (be - bq >= 2 && bq[0] == 0x22) {
@@ -356,6 +363,10 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 			if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 ||
 			    (r = dec_len(c, &elen)) < 0)
 				return r;
+			if (ix->oc->tracks_only) { /* events are read when rendered */
+				c->pos += elen;
+				break;
+			}
 			eend = c->pos + elen;
 			if ((r = dec_at(c, c->pos, (size_t)elen, &ep)) < 0)
 				return r;
@@ -928,9 +939,10 @@ static void slots_free(struct open_ctx *oc)
 	free(oc->slots);
 }
 
-int xprofs_xspace_open_threads(const struct xprofs_reader *r, unsigned threads,
-			       struct xprofs_buf *err, struct xprofs_xspace **out)
+int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_xspace_opts *opts,
+			    struct xprofs_buf *err, struct xprofs_xspace **out)
 {
+	unsigned threads = opts && opts->threads ? opts->threads : 1;
 	struct open_ctx oc;
 	struct ix top;
 	struct xprofs_xspace *x;
@@ -940,6 +952,7 @@ int xprofs_xspace_open_threads(const struct xprofs_reader *r, unsigned threads,
 		return -EINVAL;
 	memset(&oc, 0, sizeof(oc));
 	oc.r = r;
+	oc.tracks_only = opts && opts->tracks_only;
 	atomic_init(&oc.entries, 0);
 	atomic_init(&oc.next, 0);
 	atomic_init(&oc.failed, false);
@@ -951,9 +964,10 @@ int xprofs_xspace_open_threads(const struct xprofs_reader *r, unsigned threads,
 		goto fail;
 	}
 	x->r = r;
+	x->tracks_only = oc.tracks_only;
 	if ((ret = ix_space(&top, x)) < 0)
 		goto fail;
-	index_planes(&oc, threads ? threads : 1);
+	index_planes(&oc, threads);
 	if ((ret = merge_slots(&oc, x, err)) < 0)
 		goto fail;
 	if ((ret = ix_names(x)) < 0)
@@ -976,7 +990,7 @@ fail:
 int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
 		       struct xprofs_xspace **out)
 {
-	return xprofs_xspace_open_threads(r, 1, err, out);
+	return xprofs_xspace_open_opts(r, NULL, err, out);
 }
 
 int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t)

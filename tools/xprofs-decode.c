@@ -107,6 +107,7 @@ int main(int argc, char **argv)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	unsigned threads = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (unsigned)ncpu;
 	struct xprofs_xspace *x = NULL;
+	struct xprofs_xspace_opts xo = {0};
 	struct xprofs_reader rd;
 	struct xprofs_sink sink;
 	struct xprofs_buf err;
@@ -190,7 +191,9 @@ int main(int argc, char **argv)
 		rd = (struct xprofs_reader){.pread = fd_pread, .arg = &fd,
 					    .size = (uint64_t)st.st_size, .data = NULL};
 	}
-	if ((r = xprofs_xspace_open_threads(&rd, threads, &err, &x)) < 0) {
+	xo.threads = threads;
+	xo.tracks_only = list || track; /* track names need no event statistics */
+	if ((r = xprofs_xspace_open_opts(&rd, &xo, &err, &x)) < 0) {
 		fprintf(stderr, "xprofs-decode: %s: %s\n", path, err.len ? err.data : strerror(-r));
 		r = 1;
 		goto out;

@@ -27,6 +27,7 @@
 #ifndef XPROFS_DECODE_H
 #define XPROFS_DECODE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -63,15 +64,30 @@ struct xprofs_xspace_totals {
  */
 int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
 		       struct xprofs_xspace **out) XPROFS_WUR;
+/* Options of xprofs_xspace_open_opts(); zero-initialise, then set. */
+struct xprofs_xspace_opts {
+	/*
+	 * Index the planes on up to this many threads (the caller's included,
+	 * at most 8; 0 or 1 = the calling thread). Requires a thread-safe
+	 * reader pread (pread(2) on a file is). Files under 64 MiB are indexed
+	 * on the calling thread alone.
+	 */
+	unsigned threads;
+	/*
+	 * Tracks only: skip the per-event work of the index (event counts and
+	 * first/last times stay 0). Tracks, trace, ops and steps render as
+	 * usual; the summary view fails with -EOPNOTSUPP. For one-shot callers
+	 * that render a single track (xprofs-decode --track).
+	 */
+	bool tracks_only;
+};
+
 /**
- * xprofs_xspace_open_threads() - xprofs_xspace_open() that indexes the planes
- * on up to @threads threads (the caller's included; at most 8). Requires a
- * thread-safe @r->pread (pread(2) on a file is). Files under 64 MiB are
- * indexed on the calling thread alone. Same result as xprofs_xspace_open(),
- * error reason included (the first failing plane in file order).
+ * xprofs_xspace_open_opts() - xprofs_xspace_open() with @opts (may be NULL).
+ * Same result and same first error, whatever the thread count.
  */
-int xprofs_xspace_open_threads(const struct xprofs_reader *r, unsigned threads,
-			       struct xprofs_buf *err, struct xprofs_xspace **out) XPROFS_WUR;
+int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_xspace_opts *opts,
+			    struct xprofs_buf *err, struct xprofs_xspace **out) XPROFS_WUR;
 /** xprofs_xspace_free() - accepts NULL; returns NULL. */
 struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x);
 

@@ -977,7 +977,7 @@ static void test_parallel_renders(void **state)
 	tb_free(b);
 }
 
-/* open_threads() == open(): same views, same first error, any thread count */
+/* open_opts(4 threads) == open(): same views, same first error */
 static void test_parallel_open(void **state)
 {
 	struct tb *b = sample();
@@ -997,8 +997,10 @@ static void test_parallel_open(void **state)
 
 		xprofs_buf_init(&e1, 4096);
 		xprofs_buf_init(&e4, 4096);
-		r1 = xprofs_xspace_open_threads(&r, 1, &e1, &x1);
-		r4 = xprofs_xspace_open_threads(&r, 4, &e4, &x4);
+		struct xprofs_xspace_opts o1 = {.threads = 1}, o4 = {.threads = 4};
+
+		r1 = xprofs_xspace_open_opts(&r, &o1, &e1, &x1);
+		r4 = xprofs_xspace_open_opts(&r, &o4, &e4, &x4);
 		assert_int_equal(r1, r4);
 		if (r1 < 0) {
 			assert_string_equal(e1.data, e4.data);
@@ -1019,6 +1021,49 @@ static void test_parallel_open(void **state)
 			break;
 	}
 	dec_parallel_min_bytes = saved;
+	free(buf);
+	tb_free(b);
+}
+
+/* tracks_only: the same tracks, ops, steps and trace; no summary */
+static void test_tracks_only(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_xspace_opts o = {.tracks_only = true};
+	struct xprofs_reader r;
+	struct xprofs_xspace *x, *xt = NULL;
+	struct xprofs_buf out, err;
+	struct xprofs_sink s;
+	uint8_t *buf;
+	size_t n;
+
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	assert_int_equal(xprofs_xspace_open_opts(&r, &o, NULL, &xt), 0);
+	assert_int_equal(xprofs_xspace_track_count(xt), xprofs_xspace_track_count(x));
+	for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
+		char *a = render(x, -1, i), *c = render(xt, -1, i);
+
+		assert_string_equal(a, c);
+		free(a);
+		free(c);
+	}
+	for (int v = XPROFS_VIEW_TRACE; v < XPROFS_VIEW_COUNT; v++) {
+		char *a = render(x, v, 0), *c = render(xt, v, 0);
+
+		assert_string_equal(a, c);
+		free(a);
+		free(c);
+	}
+	xprofs_buf_init(&out, 1 << 20);
+	xprofs_buf_init(&err, 1024);
+	s = xprofs_sink_buf(&out);
+	assert_int_equal(xprofs_xspace_render(xt, XPROFS_VIEW_SUMMARY, &s, &err), -EOPNOTSUPP);
+	assert_non_null(strstr(err.data, "tracks only"));
+	xprofs_buf_deinit(&out);
+	xprofs_buf_deinit(&err);
+	xprofs_xspace_free(xt);
+	xprofs_xspace_free(x);
 	free(buf);
 	tb_free(b);
 }
@@ -1186,6 +1231,7 @@ int main(void)
 		cmocka_unit_test(test_pread_matches_mem),
 		cmocka_unit_test(test_parallel_renders),
 		cmocka_unit_test(test_parallel_open),
+		cmocka_unit_test(test_tracks_only),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_hostile_bytes),
 		cmocka_unit_test(test_shared_sample_truncations),
