@@ -301,6 +301,20 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 		const uint8_t *bp = NULL, *bq, *be;
 		size_t avail = dec_avail(c, &bp);
 
+		/* tracks only: hop over the events lying wholly in the window */
+		if (avail >= 2 && ix->oc->tracks_only) {
+			be = bp + avail;
+			bq = bp;
+			while (be - bq >= 2 && bq[0] == 0x22) {
+				const uint8_t *q = bq + 1;
+				uint64_t el;
+
+				if (rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
+					break;
+				bq = q + el;
+			}
+			c->pos += (uint64_t)(bq - bp);
+		}
 		/* the hot loop: every event lying wholly in the window, in one go */
 		if (avail >= 2 && !ix->oc->tracks_only) {
 			be = bp + avail;
