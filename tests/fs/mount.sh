@@ -271,6 +271,13 @@ xp_ok "a damaged entry under an open view was dropped and rendered again" \
 xp_ok "and the next open is a cache hit with the same bytes" cmp -s "$V/trace.json" "$W/trace.want"
 xp_ok "unmount" xp_umount "$MNT"
 
+# ---- a view the cache refuses (bigger than cache_max) renders to a temp file ----
+xp_mount "$SRC" "$MNT" -o cache_dir="$W/cache_tiny",cache_max=4k
+xp_ok "a view bigger than cache_max is still served, identical" cmp -s "$V/trace.json" "$W/trace.want"
+xp_ok "  from a temporary file: nothing stored, no render error" \
+	test "$(jq '.cache.entries + .counters.render_errors' "$MNT/status.json")" = 0
+xp_ok "unmount" xp_umount "$MNT"
+
 # ---- read-only mount ----------------------------------------------------------------
 xp_mount "$SRC" "$MNT" -o ro,no_cache
 expect_err "ro: create" "Read-only" touch "$L/$sess/newfile"
