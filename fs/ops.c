@@ -62,6 +62,9 @@ struct fs_fh {
 	uint64_t wsize;                /* FH_WRITER: size as written so far */
 	bool profile;                  /* FH_WRITER of a new *.xplane.pb */
 	bool dirty;                    /* FH_WRITER: changed since the last flush (under @lock) */
+	bool published;                /* FH_WRITER: a local new profile linked in by a flush */
+	int publish_err;               /* FH_WRITER: why that publish failed (-errno), else 0 */
+	char *spath;                   /* FH_WRITER: store path; owned */
 	int fd;                        /* FH_FD: unlinked rendered file; owned */
 	struct xprofs_cache_entry *ce; /* FH_CACHE: a cache hit; owned */
 	uint64_t size;                 /* FH_FD, FH_MEM */
@@ -1102,6 +1105,7 @@ static void fh_free(struct fs_fh *fh)
 	xprofs_cache_entry_close(fh->ce);
 	free(fh->mem);
 	free(fh->run);
+	free(fh->spath);
 	pthread_mutex_destroy(&fh->lock);
 	free(fh);
 }
@@ -1150,7 +1154,8 @@ static int logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int fl
 	fh = fh_new(FH_WRITER);
 	if (!fh)
 		return -ENOMEM;
-	r = xprofs_store_create(ctx->store, sp, sflags, &fh->w);
+	fh->spath = strdup(sp);
+	r = fh->spath ? xprofs_store_create(ctx->store, sp, sflags, &fh->w) : -ENOMEM;
 	if (r < 0) {
 		fh_free(fh);
 		return r;
@@ -1268,6 +1273,26 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 }
 
 /*
+ * writer_need() - @fh's store writer, reopened after a flush published a new
+ * local profile (a later write through another descriptor of the same open
+ * goes on in place in the published file, as on gs:// where each close()
+ * uploads what is there so far). Caller holds @fh->lock. 0 or -errno.
+ */
+static int writer_need(struct fs_ctx *ctx, struct fs_fh *fh)
+{
+	int r;
+
+	if (fh->w)
+		return 0;
+	if (!fh->published)
+		return fh->publish_err ? fh->publish_err : -EBADF;
+	r = xprofs_store_create(ctx->store, fh->spath, 0, &fh->w);
+	if (r == 0)
+		fh->profile = false;
+	return r;
+}
+
+/*
  * gen_reopen() - after a damaged cache block (-EIO from the entry, which the
  * cache has already dropped), render mount path @path again and move the new
  * content into @fh (FH_CACHE or FH_FD). The caller holds @fh->lock, so no
@@ -1327,7 +1352,9 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 		break;
 	case FH_WRITER:
 		pthread_mutex_lock(&fh->lock);
-		r = xprofs_store_wread(fh->w, buf, size, (uint64_t)off);
+		r = writer_need(ctx, fh);
+		if (r == 0)
+			r = xprofs_store_wread(fh->w, buf, size, (uint64_t)off);
 		pthread_mutex_unlock(&fh->lock);
 		break;
 	case FH_FD:
@@ -1384,7 +1411,9 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
 	if (fh->kind != FH_WRITER)
 		return -EBADF;
 	pthread_mutex_lock(&fh->lock);
-	r = xprofs_store_write(fh->w, buf, size, (uint64_t)off);
+	r = writer_need(ctx, fh);
+	if (r == 0)
+		r = xprofs_store_write(fh->w, buf, size, (uint64_t)off);
 	if (r > 0 && (uint64_t)off + (uint64_t)r > fh->wsize)
 		fh->wsize = (uint64_t)off + (uint64_t)r;
 	if (r > 0)
@@ -1410,7 +1439,9 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		return 0;
 	if (fh && fh->kind == FH_WRITER) {
 		pthread_mutex_lock(&fh->lock);
-		r = xprofs_store_wtruncate(fh->w, (uint64_t)size);
+		r = writer_need(ctx, fh);
+		if (r == 0)
+			r = xprofs_store_wtruncate(fh->w, (uint64_t)size);
 		if (r == 0) {
 			fh->wsize = (uint64_t)size;
 			fh->dirty = true;
@@ -1444,7 +1475,9 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
  * Uploads happen in flush (every close() of a descriptor, and fsync()), not
  * in release: FUSE ignores release's result, so an upload failing there
  * would be lost silently; a failing flush is close()'s error. A local store
- * writes in place, so its flush has nothing to publish (fsync() still syncs).
+ * writes in place, so its flush has nothing to publish (fsync() still syncs),
+ * except a new profile, which a flush links in (EEXIST when a file of that
+ * name appeared meanwhile).
  */
 static bool uploads_on_commit(struct fs_ctx *ctx)
 {
@@ -1457,7 +1490,7 @@ static int writer_flush(struct fs_fh *fh, const char *path)
 	int r;
 
 	pthread_mutex_lock(&fh->lock);
-	r = xprofs_store_flush(fh->w);
+	r = fh->w ? xprofs_store_flush(fh->w) : fh->publish_err;
 	fh->dirty = false;
 	pthread_mutex_unlock(&fh->lock);
 	if (r < 0)
@@ -1470,9 +1503,27 @@ static int op_flush(const char *path, struct fuse_file_info *fi)
 	struct fs_ctx *ctx = ctx_get();
 	struct fs_fh *fh = (struct fs_fh *)(uintptr_t)fi->fh;
 
-	if (fh->kind != FH_WRITER || !uploads_on_commit(ctx))
+	int r;
+
+	if (fh->kind != FH_WRITER)
 		return 0;
-	return writer_flush(fh, path);
+	if (uploads_on_commit(ctx))
+		return writer_flush(fh, path);
+	pthread_mutex_lock(&fh->lock);
+	if (!fh->profile || !fh->w) {
+		pthread_mutex_unlock(&fh->lock);
+		return 0;
+	}
+	r = xprofs_store_commit(fh->w); /* the exclusive link; consumes the writer */
+	fh->w = NULL;
+	fh->published = r == 0;
+	fh->publish_err = r;
+	fh->dirty = false;
+	pthread_mutex_unlock(&fh->lock);
+	fs_invalidate_index(ctx);
+	if (r < 0)
+		xprofs_err("%s: new profile not published: %s", path ? path : "?", strerror(-r));
+	return r;
 }
 
 static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
@@ -1487,8 +1538,8 @@ static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)
  * op_release() - the last close. Remote writers commit only what changed
  * since the last flush (normally nothing: close() flushed); a writer whose
  * last flush failed was reported to close() and is not retried here, so it is
- * discarded. Local writers always commit (close the file / publish a new
- * profile).
+ * discarded. Local writers always commit (close the file; a new profile
+ * normally was published by its flush already).
  */
 static int op_release(const char *path, struct fuse_file_info *fi)
 {
@@ -1497,7 +1548,7 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	int r;
 
 	if (fh->kind == FH_WRITER) {
-		if (!uploads_on_commit(ctx) || fh->dirty) {
+		if (fh->w && (!uploads_on_commit(ctx) || fh->dirty)) {
 			r = xprofs_store_commit(fh->w);
 			fh->w = NULL;
 			if (r < 0)

@@ -141,6 +141,31 @@ xp_ok "new profile is in SOURCE, identical" cmp -s "$SRC/$prof" "$SRC/$newsess/n
 xp_ok "new session and host appear in runs/ immediately" test -d "$MNT/runs/$run/new_session/newhost"
 expect_err "overwrite the new profile" "Operation not permitted" cp "$SRC/$prof" "$L/$newsess/newhost.xplane.pb"
 
+# a new profile is published by close() (flush), so close() reports a lost race
+/usr/bin/python3 - "$L/$newsess" "$SRC/$newsess" <<'PY' || xp_fail "new profile: publish on close"
+import errno, os, sys
+d, src = sys.argv[1:]
+fd = os.open(os.path.join(d, "race.xplane.pb"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+os.write(fd, b"mine")
+with open(os.path.join(src, "race.xplane.pb"), "wb") as f:  # someone else's appears meanwhile
+    f.write(b"theirs")
+try:
+    os.close(fd)
+    raise SystemExit("close() of a profile that lost the race succeeded")
+except OSError as e:
+    assert e.errno == errno.EEXIST, e
+assert open(os.path.join(src, "race.xplane.pb"), "rb").read() == b"theirs"
+fd = os.open(os.path.join(d, "dup.xplane.pb"), os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o644)
+os.write(fd, b"part1")
+os.close(os.dup(fd))  # the first close publishes what is there
+assert open(os.path.join(src, "dup.xplane.pb"), "rb").read() == b"part1"
+os.write(fd, b"+part2")  # and later writes go on in the published file
+os.close(fd)
+assert open(os.path.join(src, "dup.xplane.pb"), "rb").read() == b"part1+part2"
+PY
+xp_pass "a new profile that lost a race fails close() with EEXIST; a dup's close publishes, later writes land"
+rm -f "$SRC/$newsess/race.xplane.pb" "$SRC/$newsess/dup.xplane.pb"
+
 # ---- concurrent opens of a view not yet rendered render it once ----------------
 T=$MNT/runs/$run/new_session/newhost/trace.json
 r0=$(renders)
