@@ -33,6 +33,8 @@
 #define DEC_THREADS_MAX 8
 /* Files smaller than this are indexed on the calling thread only (tests lower it). */
 extern size_t dec_parallel_min_bytes;
+/* A plane's metadata region up to this size is read in one go (tests lower it). */
+extern size_t dec_md_region_max;
 /* Most index entries (lines + metadata entries + plane stats + strings). */
 #define DEC_INDEX_MAX ((size_t)8 << 20)
 

@@ -10,6 +10,9 @@
  * index, filled on demand and dropped entirely when it passes MD_BUDGET
  * bytes (checked between events) or when the render moves to another plane,
  * so memory is O(metadata entries) + MD_BUDGET whatever the profile size.
+ * The plane's metadata region is read into the metadata window in one go
+ * when it is at most dec_md_region_max (16 MiB); larger regions are read
+ * entry by entry with 16 KiB refills (look-ups come in no particular order).
  * Output is appended to one buffer that is flushed to the sink every
  * OUT_CHUNK bytes. Numbers are formatted by hand (no printf per event), and
  * ps -> us conversions are exact decimals, so nested events keep nesting.
@@ -34,11 +37,12 @@
 #define OUT_CHUNK ((size_t)64 << 10)
 #define OUT_MAX ((size_t)256 << 20)
 #define MD_BUDGET ((size_t)64 << 20)
-#define MD_REGION_MAX ((size_t)16 << 20)
 #define ZSTR_MAX ((size_t)1 << 20)
 #define OPS_MAX ((size_t)1 << 20)
 #define OPS_DEPTH_MAX 1024
 #define STEPS_MAX ((size_t)1 << 20)
+
+size_t dec_md_region_max = (size_t)16 << 20;
 
 /* ---- output ---------------------------------------------------------- */
 
@@ -398,11 +402,14 @@ static int plane_enter(struct rctx *rc, size_t pi)
 	 * metadata region into the metadata window at once when it is small
 	 * enough, so that look-ups never refill.
 	 */
-	if (!rc->md.base && p->md_hi > p->md_lo && p->md_hi - p->md_lo <= MD_REGION_MAX) {
+	if (!rc->md.base && p->md_hi > p->md_lo && p->md_hi - p->md_lo <= dec_md_region_max) {
 		const uint8_t *q;
 
+		rc->md.win_pref = DEC_WIN_SIZE;
 		return dec_at(&rc->md, p->md_lo, (size_t)(p->md_hi - p->md_lo), &q);
 	}
+	/* a huge region is read entry by entry: small refills, no 1 MiB per miss */
+	rc->md.win_pref = (size_t)16 << 10;
 	return 0;
 }
 
