@@ -9,6 +9,8 @@ emulator behind tests/gcs/fault_proxy.py (the gcs tests' harness):
   plain file and a new profile (exclusive create);
 - with every upload answered 403 (permanent), os.close() raises (and so does
   os.fsync()), and no object appears: the failure is the caller's to see;
+- with every upload answered 503 (retried), os.close() raises EIO when the
+  retry deadline (60 s) ends;
 - once uploads work again, a second close() of a dup()ed descriptor after more
   writes uploads the new content (flush on every close, not only the last).
 TAP output; exit 77 when FUSE, the xprofs binary or the emulator is absent.
@@ -27,6 +29,8 @@ from fault_proxy import Rule  # noqa: E402
 
 URL = "gs://bkt/logs"
 UPLOAD = r"^(POST|PUT) /upload/"
+# the gcs client's 60 s retry deadline plus a backoff step and slack
+PERMANENT_LIMIT_S = 100
 
 
 def main():
@@ -99,6 +103,16 @@ def main():
         t.ok(isinstance(serr, OSError), "uploads refused: os.fsync() raises (%s)" % serr)
         fired = p.stats["faults"].get("403", 0)
         t.ok(fired >= 3, "the proxy refused the uploads (%d)" % fired)
+
+        with p.lock:
+            p.rules.clear()
+            p.rules.append(Rule.parse("503,match=" + UPLOAD))
+        t0 = time.monotonic()
+        err = write_close("retry.bin", b"r" * 1000)
+        dt = time.monotonic() - t0
+        t.ok(isinstance(err, OSError) and err.errno == errno.EIO and dt < PERMANENT_LIMIT_S
+             and obj(rel + "retry.bin") is None,
+             "uploads always 503: os.close() raises EIO once retries end (%s, %.0f s)" % (err, dt), h.log(log))
 
         with p.lock:
             p.rules.clear()
