@@ -37,6 +37,9 @@ extern size_t dec_parallel_min_bytes;
 extern size_t dec_md_region_max;
 /* Most index entries (lines + metadata entries + plane stats + strings). */
 #define DEC_INDEX_MAX ((size_t)8 << 20)
+/* Most planes and lines (their index records are ~200 bytes each). */
+#define DEC_PLANES_MAX ((size_t)1 << 16)
+#define DEC_LINES_MAX ((size_t)1 << 20)
 
 enum dec_wire { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 

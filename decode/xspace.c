@@ -188,6 +188,7 @@ struct open_ctx {
 	struct pslot *slots;            /* owned */
 	size_t n_slots, slots_cap;
 	atomic_size_t entries;          /* index entries so far, all threads */
+	atomic_size_t lines;            /* lines so far, all threads */
 	atomic_size_t next;             /* next slot to take */
 	atomic_bool failed;             /* stop taking planes */
 	bool tracks_only;               /* skip event headers */
@@ -288,6 +289,8 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 	uint32_t f;
 	int wt, r;
 
+	if (atomic_fetch_add(&ix->oc->lines, 1) >= DEC_LINES_MAX)
+		return dec_fail(c, "profile has more than %zu lines", DEC_LINES_MAX);
 	if ((r = ix_count(ix, 1)) < 0 ||
 	    (r = grow(&ps->lines, &ps->lines_cap, ps->n_lines + 1, sizeof(*ps->lines))) < 0)
 		return r;
@@ -599,6 +602,8 @@ static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 			return r;
 		switch (f) {
 		case 1:
+			if (oc->n_slots >= DEC_PLANES_MAX)
+				return dec_fail(c, "profile has more than %zu planes", DEC_PLANES_MAX);
 			if ((r = dec_expect(c, wt, WT_LEN, "XSpace", f)) < 0 ||
 			    (r = dec_len(c, &len)) < 0 || (r = ix_count(ix, 1)) < 0 ||
 			    (r = grow(&oc->slots, &oc->slots_cap, oc->n_slots + 1, sizeof(*oc->slots))) < 0)
@@ -968,6 +973,7 @@ int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_x
 	oc.r = r;
 	oc.tracks_only = opts && opts->tracks_only;
 	atomic_init(&oc.entries, 0);
+	atomic_init(&oc.lines, 0);
 	atomic_init(&oc.next, 0);
 	atomic_init(&oc.failed, false);
 	top.oc = &oc;

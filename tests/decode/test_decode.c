@@ -1172,6 +1172,22 @@ static void test_hostile_bytes(void **state)
 	xprofs_buf_deinit(&err);
 }
 
+/* Many tiny planes: refused past the cap, in bounded memory. */
+static void test_too_many_planes(void **state)
+{
+	size_t n = (DEC_PLANES_MAX + 1) * 2;
+	uint8_t *buf = malloc(n);
+
+	assert_non_null(buf);
+	for (size_t i = 0; i < n; i += 2) {
+		buf[i] = 0x0a; /* an empty XPlane */
+		buf[i + 1] = 0x00;
+	}
+	assert_int_equal(try_all(buf, n, true), -EINVAL);
+	assert_int_equal(try_all(buf, n - 2, true), 0);
+	free(buf);
+}
+
 static void test_shared_sample_truncations(void **state)
 {
 	const char *shared = getenv("XPROFS_SHARED");
@@ -1240,6 +1256,7 @@ int main(void)
 		cmocka_unit_test(test_tracks_only),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_hostile_bytes),
+		cmocka_unit_test(test_too_many_planes),
 		cmocka_unit_test(test_shared_sample_truncations),
 	};
 
