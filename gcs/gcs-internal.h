@@ -32,6 +32,14 @@ bool xprofs_gcs_bucket_valid(const char *b, size_t n);
  */
 int xprofs_gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n) XPROFS_WUR;
 
+/**
+ * xprofs_gcs_endpoint_resolve() - the JSON API base URL without a trailing
+ * '/' or "/storage/v1": @o->endpoint, else $CLOUD_STORAGE_EMULATOR_ENDPOINT,
+ * else $STORAGE_EMULATOR_HOST (http:// added when it has no scheme), else
+ * https://storage.googleapis.com. Caller owns (free()); NULL on ENOMEM.
+ */
+char *xprofs_gcs_endpoint_resolve(const struct xprofs_gcs_options *o);
+
 /* ---- list.c: listing pages -------------------------------------------- */
 
 struct xprofs_gcs_item {

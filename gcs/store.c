@@ -2047,8 +2047,7 @@ static const struct xprofs_store_ops gcs_ops = {
 	.free = gcs_free,
 };
 
-/* The JSON API base URL: options, then the emulator variables, then Google. Caller owns. */
-static char *endpoint_resolve(const struct xprofs_gcs_options *o)
+char *xprofs_gcs_endpoint_resolve(const struct xprofs_gcs_options *o)
 {
 	const char *e = o->endpoint;
 	char *r = NULL;
@@ -2126,7 +2125,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	if (!s->tmpdir || !*s->tmpdir)
 		s->tmpdir = "/tmp";
 	s->base.source = strdup(url);
-	s->endpoint = endpoint_resolve(o);
+	s->endpoint = xprofs_gcs_endpoint_resolve(o);
 	if (!s->base.source || !s->endpoint) {
 		r = -ENOMEM;
 		goto err;

@@ -48,6 +48,34 @@ static void test_url_parse(void **state)
 	assert_int_equal(xprofs_gcs_url_parse(NULL, &b, &p), -EINVAL);
 }
 
+static void check_endpoint(const struct xprofs_gcs_options *o, const char *want)
+{
+	char *e = xprofs_gcs_endpoint_resolve(o);
+
+	assert_non_null(e);
+	assert_string_equal(e, want);
+	free(e);
+}
+
+static void test_endpoint(void **state)
+{
+	struct xprofs_gcs_options o = {0};
+
+	unsetenv("CLOUD_STORAGE_EMULATOR_ENDPOINT");
+	unsetenv("STORAGE_EMULATOR_HOST");
+	check_endpoint(&o, "https://storage.googleapis.com");
+	setenv("STORAGE_EMULATOR_HOST", "localhost:9023", 1);
+	check_endpoint(&o, "http://localhost:9023");
+	setenv("STORAGE_EMULATOR_HOST", "https://emu:1/", 1);
+	check_endpoint(&o, "https://emu:1");
+	setenv("CLOUD_STORAGE_EMULATOR_ENDPOINT", "http://cpp-emu:2/storage/v1/", 1);
+	check_endpoint(&o, "http://cpp-emu:2");
+	o.endpoint = "http://127.0.0.1:5//";
+	check_endpoint(&o, "http://127.0.0.1:5");
+	unsetenv("CLOUD_STORAGE_EMULATOR_ENDPOINT");
+	unsetenv("STORAGE_EMULATOR_HOST");
+}
+
 static void test_bucket_rules(void **state)
 {
 	char long64[65];
@@ -399,6 +427,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_url_parse),
 		cmocka_unit_test(test_bucket_rules),
+		cmocka_unit_test(test_endpoint),
 		cmocka_unit_test(test_pct_encode),
 		cmocka_unit_test(test_list_parse),
 		cmocka_unit_test(test_list_parse_hostile),
