@@ -14,7 +14,9 @@
  * corrupt or hostile file makes the call fail with -EINVAL (malformed) or
  * -EIO (read error) and a human-readable reason in @err, never a crash, a
  * hang or an allocation sized by the file's claims alone. -E2BIG: a single
- * item (event, string) larger than 32 MiB, or an index above 8 Mi entries.
+ * item (event, string) larger than 32 MiB read through pread. Files with
+ * more than 65,536 planes, 1 Mi lines or 8 Mi index entries are refused
+ * (-EINVAL).
  *
  * Memory: the index is O(planes + lines + metadata entries); a render holds
  * a 1 MiB event window, its plane's metadata region (<= 16 MiB) and at most
