@@ -30,7 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 SIZE = 3000000
 DATA = bytes((i * 7 + 3) & 0xFF for i in range(SIZE))
-NAMES = ["many/%04d" % i for i in range(1000)] + ["full200.bin", "flaky.bin", "broken.bin", "weird//x"]
+GZ = __import__("gzip").compress(b"decompress me and the sizes no longer match\n" * 1000, mtime=0)
+NAMES = ["many/%04d" % i for i in range(1000)] + ["full200.bin", "flaky.bin", "broken.bin", "weird//x", "gz.bin"]
 NAMES.sort()
 PAGE = 400
 lock = threading.Lock()
@@ -74,7 +75,7 @@ class Handler(BaseHTTPRequestHandler):
             if first:
                 return self.error(503, "try again")
             start = int(q.get("pageToken", ["0"])[0])
-            items = [{"name": n, "size": str(SIZE if n.endswith(".bin") else 1),
+            items = [{"name": n, "size": str(len(GZ) if n == "gz.bin" else SIZE if n.endswith(".bin") else 1),
                       "generation": "17", "updated": "2024-05-06T07:08:09.123Z"}
                      for n in NAMES[start:start + PAGE]]
             page = {"items": items}
@@ -92,6 +93,21 @@ class Handler(BaseHTTPRequestHandler):
             self.send_header("x-goog-generation", "99")
             self.end_headers()
             self.wfile.write(data[a:b + 1])
+            return
+        if q.get("alt") == ["media"] and name == "gz.bin":
+            # stored with Content-Encoding: gzip: GCS sends the stored bytes
+            # only to a client that says it accepts gzip (else it transcodes)
+            if "gzip" not in self.headers.get("Accept-Encoding", ""):
+                return self.error(400, "this fake only serves gz.bin raw")
+            rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+            a, b = int(rng.group(1)), min(int(rng.group(2)), len(GZ) - 1)
+            self.send_response(206)
+            self.send_header("Content-Encoding", "gzip")
+            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(GZ)))
+            self.send_header("Content-Length", str(b - a + 1))
+            self.send_header("x-goog-generation", "17")
+            self.end_headers()
+            self.wfile.write(GZ[a:b + 1])
             return
         if q.get("alt") != ["media"] or name not in ("full200.bin", "flaky.bin", "broken.bin"):
             return self.error(404, "No such object")

@@ -553,6 +553,16 @@ static int faults(const char *endpoint, const char *url)
 		check(ok, "... and the bytes are right at every offset");
 	}
 	free(want);
+	{
+		/* the fake's gz.bin: a gzip member of 44000 bytes of a known line */
+		const char line[] = "decompress me and the sizes no longer match\n";
+		char *gz = store_slurp(s, "gz.bin", 4096, &n, &err);
+
+		check(err == 0 && gz && n > 18 && (unsigned char)gz[0] == 0x1f && (unsigned char)gz[1] == 0x8b &&
+			      memmem(gz, n, line, sizeof(line) - 1) == NULL,
+		      "a gzip-encoded object reads as its stored bytes, never decoded (%zu bytes)", n);
+		free(gz);
+	}
 	want = store_slurp(s, "flaky.bin", 1 << 20, &n, &err);
 	check(err == 0 && n == 3000000, "truncated bodies, resets and 503s are retried: %zu bytes, err %d", n, err);
 	if (want && err == 0) {
