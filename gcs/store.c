@@ -908,15 +908,20 @@ static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, u
 	return n;
 }
 
-/* Load claimed blocks (no lock held), then publish them and wake the waiters. */
-static void blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
+/*
+ * Load claimed blocks (no lock held), then publish them and wake the waiters.
+ * Drops the loader's references (@v is not to be used after). Returns how
+ * many loaded without error.
+ */
+static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
 {
-	size_t i;
+	size_t i, ok = 0;
 
 	blk_load(s, f, v, n);
 	pthread_mutex_lock(&s->blk_lock);
 	for (i = 0; i < n; i++) {
 		v[i]->state = BLK_READY;
+		ok += v[i]->err == 0;
 		if (v[i]->err) {
 			/*
 			 * Remember the failure briefly: the kernel re-asks a failed
@@ -934,6 +939,7 @@ static void blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 	pthread_cond_broadcast(&s->blk_cond);
 	blk_evict(s);
 	pthread_mutex_unlock(&s->blk_lock);
+	return ok;
 }
 
 /* The ready block @idx of @f, fetched (with read-ahead @window) if needed. */
@@ -1026,10 +1032,8 @@ static void *pf_main(void *arg)
 		if (s->blk_mem + (uint64_t)(WINDOW_MAX / 2) * BLOCK_SIZE <= s->o.block_mem_max)
 			n = blk_claim(s, &j->f, j->idx, WINDOW_MAX / 2, v);
 		pthread_mutex_unlock(&s->blk_lock);
-		if (n) {
-			atomic_fetch_add(&s->ctr.prefetched, n);
-			blk_fill(s, &j->f, v, n);
-		}
+		if (n)
+			atomic_fetch_add(&s->ctr.prefetched, blk_fill(s, &j->f, v, n));
 		free(j->f.obj);
 		free(j);
 		pthread_mutex_lock(&s->bg_lock);

@@ -432,11 +432,16 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 			/* 4 sequential 64 KiB reads establish a stream (blocks 0-1 fetched) */
 			for (; sok && off < 4 * 65536; off += 65536)
 				sok = xprofs_store_pread(sf, sb + off, 65536, off) == 65536;
-			usleep(1000000); /* let the prefetcher work while "the application thinks" */
-			j = status(c);
-			pf = counter(j, "blocks", "prefetched");
-			g0 = counter(j, "requests", "get");
-			json_decref(j);
+			/* the application "thinks" while the prefetcher works (up to 20 s on a loaded machine) */
+			for (int t = 0; t < 200; t++) {
+				usleep(100000);
+				j = status(c);
+				pf = counter(j, "blocks", "prefetched");
+				g0 = counter(j, "requests", "get");
+				json_decref(j);
+				if (pf >= 2)
+					break;
+			}
 			check(sok && pf >= 2, "read-ahead: %lld blocks fetched ahead of the reader", pf);
 			for (; sok && off < big; off += 65536) {
 				size_t k = big - off < 65536 ? big - off : 65536;
