@@ -1172,6 +1172,53 @@ static void test_hostile_bytes(void **state)
 	xprofs_buf_deinit(&err);
 }
 
+/* 10,000 levels of nested unknown messages, inside a plane and at the top. */
+static void test_deep_nesting(void **state)
+{
+	size_t depth = 10000, cap = depth * 6 + 64, n = 0;
+	uint8_t *inner = malloc(cap), *buf = malloc(cap + 16);
+	size_t len = 0;
+
+	assert_non_null(inner);
+	assert_non_null(buf);
+	/* build from the inside out: each level = tag(field 15, LEN) + varint(len) + body */
+	for (size_t d = 0; d < depth; d++) {
+		uint8_t hdr[8];
+		size_t h = 0, v = len;
+
+		hdr[h++] = (15 << 3) | 2;
+		do {
+			hdr[h++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+			v >>= 7;
+		} while (v);
+		memmove(inner + h, inner, len);
+		memcpy(inner, hdr, h);
+		len += h;
+	}
+	/* an XPlane (field 1) holding it, then the same at the top level */
+	buf[n++] = 0x0a;
+	for (size_t v = len;; v >>= 7) {
+		buf[n++] = (uint8_t)((v & 0x7f) | (v >= 0x80 ? 0x80 : 0));
+		if (v < 0x80)
+			break;
+	}
+	memcpy(buf + n, inner, len);
+	n += len;
+	assert_int_equal(try_all(buf, n, true), 0);
+	assert_int_equal(try_all(inner, len, true), 0);
+	/*
+	 * The deepest level now claims a byte its parent does not have; unknown
+	 * fields are skipped whole by their outer length, never descended into,
+	 * so this stays valid (and costs nothing).
+	 */
+	buf[n - 1] = 1;
+	assert_int_equal(try_all(buf, n, true), 0);
+	/* but the plane's own length running past the end is malformed */
+	assert_int_equal(try_all(buf, n - 1, true), -EINVAL);
+	free(inner);
+	free(buf);
+}
+
 /* Many tiny planes: refused past the cap, in bounded memory. */
 static void test_too_many_planes(void **state)
 {
@@ -1256,6 +1303,7 @@ int main(void)
 		cmocka_unit_test(test_tracks_only),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_hostile_bytes),
+		cmocka_unit_test(test_deep_nesting),
 		cmocka_unit_test(test_too_many_planes),
 		cmocka_unit_test(test_shared_sample_truncations),
 	};
