@@ -33,6 +33,7 @@ import hashlib
 import importlib
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -52,7 +53,12 @@ def load_pb2():
     subprocess.run(["protoc", "--proto_path=" + os.path.dirname(PROTO),
                     "--python_out=" + out, PROTO], check=True)
     sys.path.insert(0, out)
-    return importlib.import_module("profiler_service_pb2")
+    try:
+        return importlib.import_module("profiler_service_pb2")
+    finally:
+        # the module is loaded; its generated source need not outlive it
+        sys.path.remove(out)
+        shutil.rmtree(out, ignore_errors=True)
 
 
 def base_xspace(path):
