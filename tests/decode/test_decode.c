@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 #include <jansson.h>
@@ -1307,7 +1308,21 @@ int main(void)
 		cmocka_unit_test(test_too_many_planes),
 		cmocka_unit_test(test_shared_sample_truncations),
 	};
+	size_t n = sizeof(tests) / sizeof(tests[0]);
+	const char *shared = getenv("XPROFS_SHARED");
+	char path[4096];
 
+	/*
+	 * cmocka reports skip() as "not ok # SKIP", which meson counts as a
+	 * failure: leave the shared-sample test out, with a note, when the
+	 * samples are absent (a user's clone has no ../shared).
+	 */
+	snprintf(path, sizeof(path), "%s/samples/synthetic_edge_cases/edge.xplane.pb",
+		 shared ? shared : "");
+	if (!shared || access(path, R_OK) != 0) {
+		printf("# %s absent: the shared-sample truncation loop is not run\n", path);
+		n--;
+	}
 	xprofs_log_set_level(XPROFS_LOG_ERR);
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return _cmocka_run_group_tests("tests", tests, n, NULL, NULL);
 }
