@@ -337,6 +337,12 @@ static inline int dec_len(struct dec_cur *c, uint64_t *len)
 	return 0;
 }
 
+/*
+ * dec_string() - copy the length-delimited string at c->pos, cut to @cap
+ * bytes, NUL-terminated; the cursor moves past the whole field. Replaces
+ * *@out (freed); caller owns the result (free()).
+ */
+int dec_string(struct dec_cur *c, size_t cap, char **out, size_t *out_len);
 /* dec_skip() - skip the value of a field of wire type @wt. */
 int dec_skip(struct dec_cur *c, int wt);
 /* dec_fixed64() - 8 little-endian bytes. */

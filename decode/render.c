@@ -420,31 +420,6 @@ static void md_gc(struct rctx *rc)
 		md_drop(rc);
 }
 
-/* Copy a length-delimited string field at c->pos (capped). Caller owns *out. */
-static int read_string(struct dec_cur *c, char **out, size_t *out_len)
-{
-	uint64_t len;
-	const uint8_t *p;
-	size_t keep;
-	char *s;
-	int r;
-
-	if ((r = dec_len(c, &len)) < 0)
-		return r;
-	keep = len > DEC_STR_MAX ? DEC_STR_MAX : (size_t)len;
-	if ((r = dec_at(c, c->pos, keep, &p)) < 0)
-		return r;
-	if (!(s = malloc(keep + 1)))
-		return -ENOMEM;
-	memcpy(s, p, keep);
-	s[keep] = '\0';
-	c->pos += len;
-	free(*out);
-	*out = s;
-	*out_len = keep;
-	return 0;
-}
-
 /* JSON-quote @s into a new string. Caller owns *out. */
 static int json_dup(const char *s, size_t n, char **out, size_t *out_len)
 {
@@ -487,7 +462,7 @@ static int get_stmd(struct rctx *rc, int64_t key, const struct stmd **out)
 			goto out;
 		if (f == 2) {
 			if ((r = dec_expect(c, wt, WT_LEN, "XStatMetadata", f)) < 0 ||
-			    (r = read_string(c, &s->name, &s->name_len)) < 0)
+			    (r = dec_string(c, DEC_STR_MAX, &s->name, &s->name_len)) < 0)
 				goto out;
 		} else if ((r = dec_skip(c, wt)) < 0) {
 			goto out;
@@ -961,7 +936,8 @@ static int get_evmd(struct rctx *rc, int64_t key, struct evmd **out)
 		if (f == 2 || f == 4) {
 			if ((r = dec_expect(c, wt, WT_LEN, "XEventMetadata", f)) < 0)
 				goto out;
-			r = f == 2 ? read_string(c, &full, &full_len) : read_string(c, &disp, &disp_len);
+			r = f == 2 ? dec_string(c, DEC_STR_MAX, &full, &full_len)
+				   : dec_string(c, DEC_STR_MAX, &disp, &disp_len);
 			if (r < 0)
 				goto out;
 		} else if ((r = dec_skip(c, wt)) < 0) {

@@ -166,3 +166,27 @@ int dec_expect(struct dec_cur *c, int wt, int want, const char *msg, uint32_t fi
 	return dec_fail(c, "%s field %" PRIu32 " has wire type %d, expected %d (offset %" PRIu64 ")",
 			msg, field, wt, want, c->pos);
 }
+
+int dec_string(struct dec_cur *c, size_t cap, char **out, size_t *out_len)
+{
+	uint64_t len;
+	const uint8_t *p;
+	size_t keep;
+	char *str;
+	int r;
+
+	if ((r = dec_len(c, &len)) < 0)
+		return r;
+	keep = len > cap ? cap : (size_t)len;
+	if ((r = dec_at(c, c->pos, keep, &p)) < 0)
+		return r;
+	if (!(str = malloc(keep + 1)))
+		return -ENOMEM;
+	memcpy(str, p, keep);
+	str[keep] = '\0';
+	c->pos += len;
+	free(*out);
+	*out = str;
+	*out_len = keep;
+	return 0;
+}

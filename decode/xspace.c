@@ -227,31 +227,10 @@ static int grow(void *arr, size_t *cap, size_t n, size_t size)
 	return 0;
 }
 
-/* Read a length-delimited string at pos into a new NUL-terminated copy. */
+/* Read a name at the cursor (cut to DEC_NAME_MAX). Caller owns *out. */
 static int ix_string(struct ix *ix, char **out, size_t *out_len)
 {
-	struct dec_cur *c = &ix->c;
-	uint64_t len;
-	const uint8_t *p;
-	size_t keep;
-	char *s;
-	int r;
-
-	if ((r = dec_len(c, &len)) < 0)
-		return r;
-	keep = len > DEC_NAME_MAX ? DEC_NAME_MAX : (size_t)len;
-	if ((r = dec_at(c, c->pos, keep, &p)) < 0)
-		return r;
-	s = malloc(keep + 1);
-	if (!s)
-		return -ENOMEM;
-	memcpy(s, p, keep);
-	s[keep] = '\0';
-	c->pos += len;
-	free(*out);
-	*out = s;
-	*out_len = keep;
-	return 0;
+	return dec_string(&ix->c, DEC_NAME_MAX, out, out_len);
 }
 
 static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t field)
