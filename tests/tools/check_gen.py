@@ -471,38 +471,32 @@ def cmd_mount(gen, tmp, xprofs):
             sys.stdout.write(open(os.path.join(tmp, "xprofs.log")).read()[-2000:])
 
 
+# name: (function, extra arguments after the subcommand, prerequisite)
+COMMANDS = {
+    "oracle": (cmd_oracle, 0, "protoc"), "determinism": (cmd_determinism, 0, "protoc"),
+    "size": (cmd_size, 0, "protoc"), "cli": (cmd_cli, 0, "protoc"),
+    "demo": (cmd_demo, 0, "protoc"), "tbwalk": (cmd_tbwalk, 0, "protoc"),
+    "memory": (cmd_memory, 0, "protoc"), "decode": (cmd_decode, 1, None),
+    "mount": (cmd_mount, 1, "fuse"),
+}
+
+
 def main():
-    if len(sys.argv) == 4 and sys.argv[2] == "mount":
-        if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
-            print("SKIP: no /dev/fuse or fusermount3")
-            return 77
-        tmp = tempfile.mkdtemp(prefix="xprofs-gen-test.")
-        try:
-            cmd_mount(sys.argv[1], tmp, sys.argv[3])
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        print("mount: %s" % ("FAILED (%d)" % len(failures) if failures else "ok"))
-        return 1 if failures else 0
-    if len(sys.argv) == 4 and sys.argv[2] == "decode":
-        tmp = tempfile.mkdtemp(prefix="xprofs-gen-test.")
-        try:
-            cmd_decode(sys.argv[1], tmp, sys.argv[3])
-        finally:
-            shutil.rmtree(tmp, ignore_errors=True)
-        print("decode: %s" % ("FAILED (%d)" % len(failures) if failures else "ok"))
-        return 1 if failures else 0
-    if len(sys.argv) != 3:
+    if len(sys.argv) < 3 or sys.argv[2] not in COMMANDS or \
+            len(sys.argv) != 3 + COMMANDS[sys.argv[2]][1]:
         print(__doc__)
         return 2
-    if not shutil.which("protoc"):
-        print("protoc not installed (protobuf-compiler): skipping")
+    gen, what, extra = sys.argv[1], sys.argv[2], sys.argv[3:]
+    fn, _, need = COMMANDS[what]
+    if need == "protoc" and not shutil.which("protoc"):
+        print("SKIP: protoc not installed (protobuf-compiler)")
         return 77
-    gen, what = sys.argv[1], sys.argv[2]
+    if need == "fuse" and (not os.path.exists("/dev/fuse") or not shutil.which("fusermount3")):
+        print("SKIP: no /dev/fuse or fusermount3")
+        return 77
     tmp = tempfile.mkdtemp(prefix="xprofs-gen-test.")
     try:
-        {"oracle": cmd_oracle, "determinism": cmd_determinism, "size": cmd_size,
-         "cli": cmd_cli, "demo": cmd_demo, "tbwalk": cmd_tbwalk,
-         "memory": cmd_memory}[what](gen, tmp)
+        fn(gen, tmp, *extra)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     print("%s: %s" % (what, "FAILED (%d)" % len(failures) if failures else "ok"))
