@@ -780,6 +780,15 @@ static size_t hlo_proto(const char *name, uint64_t id, uint8_t *dst, size_t cap)
 	return n;
 }
 
+/* Appends a map<int64, message> entry {1: @key, 2: @val} as field @field (borrows @val). */
+static void pb_map_entry(struct pb *out, unsigned field, int64_t key, const struct pb *val)
+{
+	pb_tag(out, field, WT_LEN);
+	pb_varint(out, 1 + varint_size((uint64_t)key) + ld_size(2, val->len));
+	pb_int(out, 1, (uint64_t)key);
+	pb_bytes(out, 2, val->p, val->len);
+}
+
 /* Name of interned string @i of class @c. */
 static void si_name(const struct gplane *p, int c, uint32_t i, char *dst, size_t n)
 {
@@ -918,12 +927,8 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 		pb_str(val, 2, name);
 		break;
 	}
-	if (val->err)
-		return;
-	pb_tag(out, 4, WT_LEN);
-	pb_varint(out, 1 + varint_size((uint64_t)id) + ld_size(2, val->len));
-	pb_int(out, 1, (uint64_t)id);
-	pb_bytes(out, 2, val->p, val->len);
+	if (!val->err)
+		pb_map_entry(out, 4, id, val);
 }
 
 static void sm_entry(struct pb *out, struct pb *val, int64_t id, const char *name)
@@ -931,12 +936,8 @@ static void sm_entry(struct pb *out, struct pb *val, int64_t id, const char *nam
 	val->len = 0;
 	pb_int(val, 1, (uint64_t)id);
 	pb_str(val, 2, name);
-	if (val->err)
-		return;
-	pb_tag(out, 5, WT_LEN);
-	pb_varint(out, 1 + varint_size((uint64_t)id) + ld_size(2, val->len));
-	pb_int(out, 1, (uint64_t)id);
-	pb_bytes(out, 2, val->p, val->len);
+	if (!val->err)
+		pb_map_entry(out, 5, id, val);
 }
 
 /*
