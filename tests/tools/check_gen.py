@@ -178,6 +178,15 @@ def check_file(path, stats, kind):
     return space
 
 
+def layout_of(path, logdir):
+    """(run, session, host) of a generated host file under @logdir; run "" is the root."""
+    rel = os.path.relpath(path, logdir).split(os.sep)
+    i = rel.index("plugins")
+    check(rel[i + 1] == "profile" and len(rel) == i + 4 and rel[-1].endswith(".xplane.pb"),
+          "not a host file path: %r" % path)
+    return "/".join(rel[:i]), rel[i + 2], rel[i + 3][:-len(".xplane.pb")]
+
+
 def cmd_oracle(gen, tmp):
     for kind, events in (("tpu", 30000), ("gpu", 30000), ("cpu", 12000)):
         path = os.path.join(tmp, kind + ".xplane.pb")
@@ -265,11 +274,8 @@ def cmd_demo(gen, tmp):
     # what the generator says it wrote, mapped through the layout rules
     expect = {}
     for f in files:
-        rel = os.path.relpath(f["file"], logdir).split(os.sep)
-        i = rel.index("plugins")
-        check(rel[i + 1] == "profile" and len(rel) == i + 4, "demo path %r" % f["file"])
-        run = "/".join(rel[:i]) or "."
-        expect.setdefault(run, {}).setdefault(rel[i + 2], []).append(rel[i + 3][:-len(".xplane.pb")])
+        run, session, host = layout_of(f["file"], logdir)
+        expect.setdefault(run or ".", {}).setdefault(session, []).append(host)
     for sessions in expect.values():
         for hosts in sessions.values():
             hosts.sort()
@@ -443,10 +449,8 @@ def cmd_mount(gen, tmp, xprofs):
             return
         check(tb_walk(os.path.join(mnt, "logdir")) == tb_walk(src), "tb_walk differs on MOUNT/logdir")
         for f in files:
-            rel = os.path.relpath(f["file"], src).split(os.sep)
-            i = rel.index("plugins")
-            run = "/".join(rel[:i])
-            host_dir = os.path.join(mnt, "runs", run or "_root", rel[i + 2], f["host"])
+            run, session, host = layout_of(f["file"], src)
+            host_dir = os.path.join(mnt, "runs", run or "_root", session, host)
             try:
                 with open(os.path.join(host_dir, "summary.json"), "rb") as fh:
                     sm = json.load(fh)
