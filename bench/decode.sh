@@ -123,7 +123,7 @@ for size in $SIZES; do
 		esac
 		method=$(drop_cache "$f")
 		run_one "${cmd[@]}"; ct=$T cm=$M cerr=$ERR
-		run_one "${cmd[@]}"; wt=$T wm=$M werr=$ERR
+		run_one "${cmd[@]}"; wt=$T wm=$M
 		note=$(target_note "$op" "$bytes" "$wt" "$wm")
 		[ "$op" = unpack ] && [ "$wt" = fail ] && note="failed under a ${UNPACK_CAP_MB} MB address-space cap"
 		[ "$op" = track ] && note="$note (\`$track\`)"
