@@ -2,8 +2,8 @@
 """Checks tools/xprofs-gen against an independent oracle: protoc.
 
 Each generated file is decoded with `protoc --decode=tensorflow.profiler.XSpace`
-(schema tests/tools/xplane.proto, written from the reference, not from the
-generator) and the decoded tree is compared with what `--stats` claims
+(schema decode/proto/xplane.proto, written from the reference; protoc shares
+no code with the generator, which has its own encoder) and the decoded tree is compared with what `--stats` claims
 (planes, lines, event counts, metadata counts) and checked for the XSpace
 invariants the decoder relies on: events sorted by offset and properly
 nested (no partial overlap), every metadata_id / ref_value / child_id
@@ -23,6 +23,8 @@ import sys
 import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+PROTO_DIR = os.path.join(os.environ.get("XPROFS_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
+                         "decode", "proto")
 failures = []
 
 
@@ -36,7 +38,7 @@ def check(cond, msg):
 def protoc_decode(path):
     with open(path, "rb") as f:
         out = subprocess.run(
-            ["protoc", "--proto_path=" + HERE, "--decode=tensorflow.profiler.XSpace",
+            ["protoc", "--proto_path=" + PROTO_DIR, "--decode=tensorflow.profiler.XSpace",
              "xplane.proto"], stdin=f, capture_output=True, check=False)
     if out.returncode != 0:
         raise RuntimeError("protoc failed on %s: %s" % (path, out.stderr.decode()[-500:]))
