@@ -9,7 +9,7 @@
  *                      u32 block size | u32 flags (0) | u64 header hash
  *   key      key length bytes (at most XPROFS_CACHE_KEY_MAX)
  *   blocks   block 0, block 1, ... back to back; each is the lz4 block
- *            (LZ4_compress_default) of block-size raw bytes (the last one may
+ *            (LZ4_compress_fast, any acceleration) of block-size raw bytes (the last one may
  *            be shorter), or the raw bytes themselves when lz4 does not
  *            shrink them
  *   index    one 24-byte record per block: u64 file offset | u32 stored

@@ -13,10 +13,18 @@
  * a file torn by a power cut fails its footer, index hash or block checksums
  * and is dropped as corrupt, so durability is not worth halving write speed.
  *
- * Memory: a writer holds one raw block, one compressed block and a fixed
+ * Writers compress on a thread of their own (started by an entry's first
+ * full block, so small entries never start one): the caller's bytes are
+ * copied into one of WRITER_QUEUE raw blocks and the thread compresses full
+ * ones in order while the caller produces the next, so a renderer and lz4
+ * run on two cores. Errors found by the thread are sticky and reported by
+ * the next write or the commit.
+ *
+ * Memory: a writer holds WRITER_QUEUE raw blocks, one compressed block and a fixed
  * run of index records (spilled to an unlinked temp file beyond that), so a
  * many-GB entry costs the same as a small one. An open entry holds its
- * layout and one decompressed block (the last partially-read one); reads of
+ * layout and one decompressed block (the last partially-read one) plus one
+ * spare block buffer to decompress the next into; reads of
  * whole blocks decompress straight into the caller's buffer.
  *
  * Size cap and recency: an in-memory table of entries (seeded by scanning
@@ -60,6 +68,7 @@
 #define CACHE_TOUCH_EVERY_S 60
 #define CACHE_RESCAN_EVERY_S 300 /* commits re-read DIR at most this often */
 #define WRITER_IDX_RECS 1024u /* index records a writer keeps before spilling */
+#define WRITER_QUEUE 4u /* raw blocks a writer holds: 1 filling + up to 3 queued */
 #define ID_SEED2 0x5851F42D4C957F2DULL
 
 /* One known entry file. Freed only when neither present nor open. */
@@ -80,6 +89,7 @@ struct xprofs_cache {
 	uint64_t max_bytes;
 	pthread_mutex_t lock;
 	uint32_t bs;               /* protected by lock */
+	int accel;                 /* protected by lock; lz4 acceleration of new writers */
 	struct cnode **buckets;    /* protected by lock */
 	size_t nbuckets, nnodes;   /* protected by lock */
 	struct cnode *mru, *lru;   /* protected by lock */
@@ -93,13 +103,28 @@ struct xprofs_cache_writer {
 	struct xprofs_cache *c;
 	uint64_t id[2];
 	int fd, spill_fd;
-	int err; /* first failure; sticky */
+	int err; /* first failure; sticky; protected by qlock once the thread runs */
 	uint32_t bs;
-	uint8_t *raw;
+	int accel; /* lz4 acceleration; atomic (read by the compressor thread) */
+	uint8_t *raw; /* the block being filled: slot[fill] */
 	size_t raw_len;
+	uint64_t raw_total;
+	/*
+	 * Compression queue: slot[(head + i) % WRITER_QUEUE] for i < queued are
+	 * full blocks waiting for (or under) compression; the producer fills
+	 * slot[(head + queued) % WRITER_QUEUE], so at most WRITER_QUEUE - 1 wait.
+	 */
+	uint8_t *slot[WRITER_QUEUE];
+	size_t slot_len[WRITER_QUEUE];
+	unsigned head, queued;
+	bool threaded, stop;
+	pthread_t thread;
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	/* Owned by the compressor (the thread while it runs, else the caller). */
 	uint8_t *cbuf;
 	int cbuf_cap;
-	uint64_t off, raw_total, nblocks, spilled;
+	uint64_t off, nblocks, spilled;
 	uint64_t header_hash, index_hash;
 	size_t idx_n;
 	uint8_t idx[WRITER_IDX_RECS * XC_REC_SIZE];
@@ -117,6 +142,7 @@ struct xprofs_cache_entry {
 	pthread_mutex_t lock;
 	uint64_t cached_idx; /* protected by lock; UINT64_MAX = none */
 	uint8_t *cached;     /* protected by lock */
+	uint8_t *spare;      /* protected by lock; the previous cached block, reused */
 };
 
 /* ---- names and the entry table (callers hold c->lock) ------------------- */
@@ -512,6 +538,7 @@ int xprofs_cache_new(const char *dir, uint64_t max_bytes, struct xprofs_cache **
 	}
 	c->max_bytes = max_bytes ? max_bytes : CACHE_DEFAULT_MAX;
 	c->bs = XC_BS_DEFAULT;
+	c->accel = XPROFS_CACHE_ACCEL_DEFAULT;
 	c->nbuckets = 64;
 	c->buckets = calloc(c->nbuckets, sizeof(*c->buckets));
 	c->dir = strdup(dir);
@@ -571,6 +598,16 @@ int xprofs_cache_set_block_size(struct xprofs_cache *c, uint32_t bs)
 		return -EINVAL;
 	pthread_mutex_lock(&c->lock);
 	c->bs = bs;
+	pthread_mutex_unlock(&c->lock);
+	return 0;
+}
+
+int xprofs_cache_set_acceleration(struct xprofs_cache *c, int accel)
+{
+	if (accel < 1 || accel > XPROFS_CACHE_ACCEL_MAX)
+		return -EINVAL;
+	pthread_mutex_lock(&c->lock);
+	c->accel = accel;
 	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
@@ -644,10 +681,22 @@ int xprofs_cache_writer_new(struct xprofs_cache *c, const void *key, size_t keyl
 	w->fd = w->spill_fd = -1;
 	pthread_mutex_lock(&c->lock);
 	w->bs = c->bs;
+	w->accel = c->accel;
 	pthread_mutex_unlock(&c->lock);
+	r = pthread_mutex_init(&w->qlock, NULL);
+	if (r) {
+		free(w);
+		return -r;
+	}
+	r = pthread_cond_init(&w->qcond, NULL);
+	if (r) {
+		pthread_mutex_destroy(&w->qlock);
+		free(w);
+		return -r;
+	}
 	key_id(key, keylen, w->id);
 	w->cbuf_cap = LZ4_compressBound((int)w->bs);
-	w->raw = malloc(w->bs);
+	w->raw = w->slot[0] = malloc(w->bs);
 	w->cbuf = malloc((size_t)w->cbuf_cap);
 	if (!w->raw || !w->cbuf) {
 		r = -ENOMEM;
@@ -706,7 +755,8 @@ static int flush_block(struct xprofs_cache_writer *w, const uint8_t *data, size_
 	uint8_t *recb;
 	int n, r;
 
-	n = LZ4_compress_default((const char *)data, (char *)w->cbuf, (int)len, w->cbuf_cap);
+	n = LZ4_compress_fast((const char *)data, (char *)w->cbuf, (int)len, w->cbuf_cap,
+			      __atomic_load_n(&w->accel, __ATOMIC_RELAXED));
 	if (n <= 0 || (size_t)n >= len) {
 		stored = data;
 		n = (int)len;
@@ -731,34 +781,149 @@ static int flush_block(struct xprofs_cache_writer *w, const uint8_t *data, size_
 	return 0;
 }
 
+int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int accel)
+{
+	if (accel < 1 || accel > XPROFS_CACHE_ACCEL_MAX)
+		return -EINVAL;
+	__atomic_store_n(&w->accel, accel, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * The compressor thread: compresses and appends queued blocks in order until
+ * told to stop with an empty queue. After a failure it keeps draining the
+ * queue (dropping the blocks) so the producer never waits forever; the
+ * producer sees w->err at its next block.
+ */
+static void *compressor(void *arg)
+{
+	struct xprofs_cache_writer *w = arg;
+
+	pthread_mutex_lock(&w->qlock);
+	for (;;) {
+		unsigned i;
+		int r = 0, err;
+
+		while (!w->queued && !w->stop)
+			pthread_cond_wait(&w->qcond, &w->qlock);
+		if (!w->queued)
+			break;
+		i = w->head;
+		err = w->err;
+		pthread_mutex_unlock(&w->qlock);
+		if (!err)
+			r = flush_block(w, w->slot[i], w->slot_len[i]);
+		pthread_mutex_lock(&w->qlock);
+		if (r < 0 && !w->err)
+			w->err = r;
+		w->head = (w->head + 1) % WRITER_QUEUE;
+		w->queued--;
+		pthread_cond_broadcast(&w->qcond);
+	}
+	pthread_mutex_unlock(&w->qlock);
+	return NULL;
+}
+
+/*
+ * Hands the full block w->raw to the compressor and points w->raw at a free
+ * slot, waiting while WRITER_QUEUE - 1 blocks are queued. Without a thread
+ * (none started yet, or it could not be) it compresses here. 0 or the
+ * writer's error.
+ */
+static int block_done(struct xprofs_cache_writer *w)
+{
+	unsigned fill;
+	int r;
+
+	if (!w->threaded) {
+		/* the first block of an entry starts the thread: small entries never do */
+		w->threaded = pthread_create(&w->thread, NULL, compressor, w) == 0;
+		if (!w->threaded) {
+			r = flush_block(w, w->raw, w->raw_len);
+			w->raw_len = 0;
+			return r;
+		}
+	}
+	pthread_mutex_lock(&w->qlock);
+	w->slot_len[(w->head + w->queued) % WRITER_QUEUE] = w->raw_len;
+	w->queued++;
+	pthread_cond_broadcast(&w->qcond);
+	while (w->queued == WRITER_QUEUE && !w->err)
+		pthread_cond_wait(&w->qcond, &w->qlock);
+	r = w->err;
+	fill = (w->head + w->queued) % WRITER_QUEUE;
+	pthread_mutex_unlock(&w->qlock);
+	w->raw_len = 0;
+	if (r < 0)
+		return r;
+	if (!w->slot[fill]) {
+		w->slot[fill] = malloc(w->bs);
+		if (!w->slot[fill]) {
+			pthread_mutex_lock(&w->qlock);
+			if (!w->err)
+				w->err = -ENOMEM;
+			pthread_mutex_unlock(&w->qlock);
+			return -ENOMEM;
+		}
+	}
+	w->raw = w->slot[fill];
+	return 0;
+}
+
+/* Stops the compressor thread once it has drained the queue; 0 or the writer's error. */
+static int writer_join(struct xprofs_cache_writer *w)
+{
+	int r;
+
+	if (!w->threaded)
+		return w->err;
+	pthread_mutex_lock(&w->qlock);
+	w->stop = true;
+	pthread_cond_broadcast(&w->qcond);
+	pthread_mutex_unlock(&w->qlock);
+	pthread_join(w->thread, NULL);
+	w->threaded = false;
+	r = w->err;
+	return r;
+}
+
+static int writer_error(struct xprofs_cache_writer *w)
+{
+	int r;
+
+	if (!w->threaded)
+		return w->err;
+	pthread_mutex_lock(&w->qlock);
+	r = w->err;
+	pthread_mutex_unlock(&w->qlock);
+	return r;
+}
+
 int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size_t n)
 {
 	const uint8_t *s = p;
-	int r = 0;
+	int r = writer_error(w);
 
-	if (w->err)
-		return w->err;
+	if (r < 0)
+		return r;
 	while (n) {
-		size_t take;
+		size_t take = w->bs - w->raw_len;
 
-		if (w->raw_len == 0 && n >= w->bs) {
-			/* Whole blocks straight from the caller: no copy. */
-			r = flush_block(w, s, w->bs);
-			take = w->bs;
-		} else {
-			take = w->bs - w->raw_len;
-			if (take > n)
-				take = n;
-			memcpy(w->raw + w->raw_len, s, take);
-			w->raw_len += take;
-			if (w->raw_len == w->bs) {
-				r = flush_block(w, w->raw, w->bs);
-				w->raw_len = 0;
+		/*
+		 * Always copied: the compressor may run after we return, and a
+		 * memcpy costs far less than the lz4 pass it lets overlap.
+		 */
+		if (take > n)
+			take = n;
+		memcpy(w->raw + w->raw_len, s, take);
+		w->raw_len += take;
+		if (w->raw_len == w->bs) {
+			r = block_done(w);
+			if (r < 0) {
+				if (!w->threaded)
+					w->err = r;
+				return r;
 			}
-		}
-		if (r < 0) {
-			w->err = r;
-			return r;
 		}
 		s += take;
 		n -= take;
@@ -819,7 +984,7 @@ int xprofs_cache_writer_commit(struct xprofs_cache_writer *w)
 	bool rescan = false;
 	struct cnode *n;
 	int64_t now;
-	int r = w->err;
+	int r = writer_join(w);
 
 	if (r < 0)
 		goto out;
@@ -878,6 +1043,14 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w)
 {
 	if (!w)
 		return;
+	if (w->threaded) {
+		/* drop what is queued: the entry is not wanted */
+		pthread_mutex_lock(&w->qlock);
+		if (!w->err)
+			w->err = -ECANCELED;
+		pthread_mutex_unlock(&w->qlock);
+		(void)writer_join(w);
+	}
 	if (w->spill_fd >= 0)
 		close(w->spill_fd);
 	if (w->fd >= 0)
@@ -885,7 +1058,10 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w)
 	if (w->tmp_path[0])
 		unlink(w->tmp_path);
 	free(w->cbuf);
-	free(w->raw);
+	for (unsigned i = 0; i < WRITER_QUEUE; i++)
+		free(w->slot[i]);
+	pthread_cond_destroy(&w->qcond);
+	pthread_mutex_destroy(&w->qlock);
 	free(w);
 }
 
@@ -1079,8 +1255,16 @@ ssize_t xprofs_cache_entry_pread(struct xprofs_cache_entry *e, void *buf, size_t
 			done += take;
 			continue;
 		}
+		/*
+		 * Reuse the block buffer the last replacement freed: a sequential
+		 * reader with requests smaller than a block (FUSE's 128 KiB) would
+		 * otherwise malloc and free a block-sized (mmap) buffer per block.
+		 */
+		tmp = e->spare;
+		e->spare = NULL;
 		pthread_mutex_unlock(&e->lock);
-		tmp = malloc(e->L.bs);
+		if (!tmp)
+			tmp = malloc(e->L.bs);
 		if (!tmp)
 			return -ENOMEM;
 		r = entry_block(e, b, tmp);
@@ -1093,6 +1277,10 @@ ssize_t xprofs_cache_entry_pread(struct xprofs_cache_entry *e, void *buf, size_t
 		old = e->cached;
 		e->cached = tmp;
 		e->cached_idx = b;
+		if (!e->spare) {
+			e->spare = old;
+			old = NULL;
+		}
 		pthread_mutex_unlock(&e->lock);
 		free(old);
 		done += take;
@@ -1121,6 +1309,7 @@ void xprofs_cache_entry_close(struct xprofs_cache_entry *e)
 	pthread_mutex_unlock(&e->c->lock);
 	close(e->fd);
 	free(e->cached);
+	free(e->spare);
 	pthread_mutex_destroy(&e->lock);
 	free(e);
 }

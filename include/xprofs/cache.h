@@ -60,6 +60,20 @@ int xprofs_cache_new(const char *dir, uint64_t max_bytes, struct xprofs_cache **
  * entries keep theirs (it is stored in each entry). 0 or -EINVAL.
  */
 int xprofs_cache_set_block_size(struct xprofs_cache *c, uint32_t bs) XPROFS_WUR;
+/*
+ * lz4 acceleration (LZ4_compress_fast()): 1 compresses best; higher trades
+ * ratio for speed. Measured on trace.json in 256 KiB blocks (docs/cache.md):
+ * 1: ratio 4.4, 2: 4.3, 4: 4.1, 8: 3.9, 16: 3.3. Readers do not care: it is
+ * not stored in the entry.
+ */
+#define XPROFS_CACHE_ACCEL_DEFAULT 1
+#define XPROFS_CACHE_ACCEL_MAX 65537
+/**
+ * xprofs_cache_set_acceleration() - lz4 acceleration of writers started from
+ * now on, 1..XPROFS_CACHE_ACCEL_MAX (default XPROFS_CACHE_ACCEL_DEFAULT).
+ * 0 or -EINVAL.
+ */
+int xprofs_cache_set_acceleration(struct xprofs_cache *c, int accel) XPROFS_WUR;
 /**
  * xprofs_cache_free() - accepts NULL; returns NULL. Open entries must be
  * closed and writers ended first.
@@ -74,11 +88,20 @@ const char *xprofs_cache_dir(const struct xprofs_cache *c);
 int xprofs_cache_writer_new(struct xprofs_cache *c, const void *key, size_t keylen,
 			    struct xprofs_cache_writer **out) XPROFS_WUR;
 /**
- * xprofs_cache_writer_write() - append @n bytes (borrowed). Memory stays
- * bounded by one block whatever the entry size. 0, -EFBIG when the entry
- * would not fit under the cap, or another -errno; errors are sticky.
+ * xprofs_cache_writer_write() - append @n bytes (borrowed; copied before
+ * return). Blocks are compressed on a writer-owned thread while the caller
+ * goes on; memory stays bounded by four raw blocks whatever the entry size.
+ * 0, -EFBIG when the entry would not fit under the cap, or another -errno;
+ * errors are sticky, and one found by the compressor thread is returned by
+ * the next write or by commit().
  */
 int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size_t n) XPROFS_WUR;
+/**
+ * xprofs_cache_writer_set_acceleration() - lz4 acceleration for the blocks
+ * of @w compressed from now on (1..XPROFS_CACHE_ACCEL_MAX); the cache's
+ * setting otherwise. 0 or -EINVAL.
+ */
+int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int accel) XPROFS_WUR;
 /** xprofs_cache_writer_sink() - a sink feeding @w (borrowed). */
 struct xprofs_sink xprofs_cache_writer_sink(struct xprofs_cache_writer *w);
 /** xprofs_cache_writer_commit() - publish atomically; consumes @w whatever the result. */

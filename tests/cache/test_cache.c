@@ -636,6 +636,121 @@ static void test_too_big(void **state)
 	free(r);
 }
 
+/* Bytes the cache counts on disk for one entry of @p written with lz4 @accel (writer setting). */
+static uint64_t entry_bytes_at(struct xprofs_cache *c, const char *key, const uint8_t *p,
+			       size_t n, int accel)
+{
+	struct xprofs_cache_stats a, b;
+	struct xprofs_cache_writer *w;
+
+	xprofs_cache_get_stats(c, &a);
+	assert_int_equal(xprofs_cache_writer_new(c, key, strlen(key), &w), 0);
+	if (accel)
+		assert_int_equal(xprofs_cache_writer_set_acceleration(w, accel), 0);
+	assert_int_equal(xprofs_cache_writer_write(w, p, n), 0);
+	assert_int_equal(xprofs_cache_writer_commit(w), 0);
+	xprofs_cache_get_stats(c, &b);
+	check_entry(c, key, p, n);
+	return b.bytes - a.bytes;
+}
+
+/*
+ * Acceleration: range checks on both setters, and that the setting reaches
+ * lz4 (the fastest setting stores JSON bigger than the default, the cache-wide
+ * setting acts like the per-writer one) while every entry reads back exactly.
+ */
+static void test_acceleration(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_writer *w;
+	struct xprofs_cache *c;
+	size_t n = 3u << 20;
+	uint8_t *p = json_data(n);
+	uint64_t def, fast, cache_fast;
+
+	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	assert_int_equal(xprofs_cache_set_acceleration(c, 0), -EINVAL);
+	assert_int_equal(xprofs_cache_set_acceleration(c, -3), -EINVAL);
+	assert_int_equal(xprofs_cache_set_acceleration(c, XPROFS_CACHE_ACCEL_MAX + 1), -EINVAL);
+	assert_int_equal(xprofs_cache_writer_new(c, "x", 1, &w), 0);
+	assert_int_equal(xprofs_cache_writer_set_acceleration(w, 0), -EINVAL);
+	assert_int_equal(xprofs_cache_writer_set_acceleration(w, XPROFS_CACHE_ACCEL_MAX + 1),
+			 -EINVAL);
+	xprofs_cache_writer_abort(w);
+
+	def = entry_bytes_at(c, "k-1", p, n, 0);
+	fast = entry_bytes_at(c, "k-2", p, n, XPROFS_CACHE_ACCEL_MAX);
+	assert_int_equal(xprofs_cache_set_acceleration(c, XPROFS_CACHE_ACCEL_MAX), 0);
+	cache_fast = entry_bytes_at(c, "k-3", p, n, 0);
+	assert_true(def < n / 2);
+	assert_true(fast > def + def / 10);
+	assert_int_equal(cache_fast, fast);
+	/* a writer setting overrides the cache's (keys of one length: the key is stored) */
+	assert_int_equal(entry_bytes_at(c, "k-4", p, n, XPROFS_CACHE_ACCEL_DEFAULT), def);
+	xprofs_cache_free(c);
+	free(p);
+}
+
+/*
+ * The compressor thread: aborting a writer with blocks queued leaves no temp
+ * file; an error the thread finds (-EFBIG at the cap) comes back from a later
+ * write or the commit and sticks; and an entry written in odd-sized pieces
+ * across many small blocks reads back exactly while another writer runs.
+ */
+static void test_writer_thread(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_writer *w, *w2;
+	struct xprofs_cache *c;
+	size_t n = 2u << 20;
+	uint8_t *p = json_data(n), *r = random_data(64 << 10);
+	char tmp[128];
+	int err = 0;
+
+	assert_int_equal(xprofs_cache_new(f->dir, 1u << 20, &c), 0);
+	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
+
+	assert_int_equal(xprofs_cache_writer_new(c, "aborted", 7, &w), 0);
+	assert_int_equal(xprofs_cache_writer_write(w, p, 100000), 0);
+	xprofs_cache_writer_abort(w);
+	assert_int_equal(count_files(tmp), 0);
+	assert_false(has(c, "aborted"));
+
+	/* random bytes do not compress: 1 MiB cap, 2 MiB written */
+	assert_int_equal(xprofs_cache_writer_new(c, "big", 3, &w), 0);
+	for (int i = 0; i < 32 && !err; i++)
+		err = xprofs_cache_writer_write(w, r, 64 << 10);
+	assert_int_equal(err, -EFBIG);
+	assert_int_equal(xprofs_cache_writer_write(w, r, 1), -EFBIG);
+	assert_int_equal(xprofs_cache_writer_commit(w), -EFBIG);
+	assert_int_equal(count_files(tmp), 0);
+
+	/* the last blocks overflow only on the thread, seen by the commit */
+	assert_int_equal(xprofs_cache_writer_new(c, "late", 4, &w), 0);
+	for (size_t off = 0; off + (64 << 10) <= (1u << 20) + (32 << 10); off += 64 << 10)
+		err = xprofs_cache_writer_write(w, r, 64 << 10);
+	(void)err; /* may or may not have seen it yet */
+	assert_int_equal(xprofs_cache_writer_commit(w), -EFBIG);
+	assert_false(has(c, "late"));
+
+	assert_int_equal(xprofs_cache_writer_new(c, "a", 1, &w), 0);
+	assert_int_equal(xprofs_cache_writer_new(c, "b", 1, &w2), 0);
+	for (size_t off = 0, k = 1; off < n; off += k, k = k * 7 % 9973 + 1) {
+		size_t m = n - off < k ? n - off : k;
+
+		assert_int_equal(xprofs_cache_writer_write(w, p + off, m), 0);
+		assert_int_equal(xprofs_cache_writer_write(w2, p + n - off - m, m), 0);
+	}
+	assert_int_equal(xprofs_cache_writer_commit(w2), 0);
+	assert_int_equal(xprofs_cache_writer_commit(w), 0);
+	check_entry(c, "a", p, n);
+	assert_int_equal(count_files(tmp), 0);
+	xprofs_cache_free(c);
+	free(p);
+	free(r);
+}
+
 static uint8_t *slurp(const char *path, size_t *n)
 {
 	struct stat st;
@@ -1031,6 +1146,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_eviction_lru, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_rescan_shared_cap, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_too_big, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_acceleration, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_writer_thread, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_lz4, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_raw, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
