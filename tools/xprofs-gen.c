@@ -1692,31 +1692,21 @@ static void usage(FILE *f)
 		"  -h, --help\n");
 }
 
-/* Strict unsigned parse with an optional K/M/G (binary) suffix when @suffix. */
+/* Strict unsigned parse; with @suffix, a size with an optional K/M/G/T suffix. */
 static int parse_u64(const char *s, bool suffix, uint64_t *out)
 {
-	char *end;
 	unsigned long long v;
-	uint64_t mul = 1;
+	char *end;
 
-	if (!s || !*s || *s == '-')
+	if (suffix)
+		return xprofs_size_parse(s, out);
+	if (!s || *s < '0' || *s > '9')
 		return -EINVAL;
 	errno = 0;
 	v = strtoull(s, &end, 10);
-	if (errno || end == s)
+	if (errno || *end)
 		return -EINVAL;
-	if (suffix && *end) {
-		switch (*end) {
-		case 'k': case 'K': mul = UINT64_C(1) << 10; break;
-		case 'm': case 'M': mul = UINT64_C(1) << 20; break;
-		case 'g': case 'G': mul = UINT64_C(1) << 30; break;
-		default: return -EINVAL;
-		}
-		end++;
-	}
-	if (*end || (v && mul > UINT64_MAX / v))
-		return -EINVAL;
-	*out = (uint64_t)v * mul;
+	*out = v;
 	return 0;
 }
 

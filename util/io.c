@@ -138,3 +138,30 @@ uint64_t xprofs_hash64(const void *p, size_t n)
 	}
 	return h;
 }
+
+int xprofs_size_parse(const char *s, uint64_t *out)
+{
+	unsigned long long v;
+	unsigned shift = 0;
+	char *end;
+
+	if (!s || *s < '0' || *s > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	default: break;
+	}
+	if (shift && (*end == 'i' || *end == 'B'))
+		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*out = (uint64_t)v << shift;
+	return 0;
+}

@@ -144,6 +144,13 @@ int64_t xprofs_mono_ns(void);
 /** xprofs_mkdir_p() - create @path and its parents (mode 0755); 0 or -errno. */
 int xprofs_mkdir_p(const char *path) XPROFS_WUR;
 
+/**
+ * xprofs_size_parse() - a byte count: decimal digits with an optional binary
+ * suffix K, M, G or T (also "Ki"/"KiB"/"KB" forms); no sign, no overflow.
+ * 0 or -EINVAL (*@out untouched).
+ */
+int xprofs_size_parse(const char *s, uint64_t *out) XPROFS_WUR;
+
 /** xprofs_hash64() - FNV-1a 64 of @n bytes; stable across runs and machines. */
 uint64_t xprofs_hash64(const void *p, size_t n);
 

@@ -92,6 +92,34 @@ static void test_log_level_parse(void **state)
 	assert_int_equal(xprofs_log_level_parse(""), -EINVAL);
 }
 
+static void test_size_parse(void **state)
+{
+	uint64_t v = 7;
+
+	assert_int_equal(xprofs_size_parse("0", &v), 0);
+	assert_int_equal(v, 0);
+	assert_int_equal(xprofs_size_parse("512", &v), 0);
+	assert_int_equal(v, 512);
+	assert_int_equal(xprofs_size_parse("4k", &v), 0);
+	assert_int_equal(v, 4096);
+	assert_int_equal(xprofs_size_parse("2G", &v), 0);
+	assert_int_equal(v, UINT64_C(2) << 30);
+	assert_int_equal(xprofs_size_parse("3MiB", &v), 0);
+	assert_int_equal(v, UINT64_C(3) << 20);
+	assert_int_equal(xprofs_size_parse("1TB", &v), 0);
+	assert_int_equal(v, UINT64_C(1) << 40);
+	v = 7;
+	assert_int_equal(xprofs_size_parse("-1", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse(" 1", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse("", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse("1X", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse("1B", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse("1Kx", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse("99999999999T", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse("18446744073709551616", &v), -EINVAL);
+	assert_int_equal(v, 7);
+}
+
 static void test_hash(void **state)
 {
 	assert_true(xprofs_hash64("a", 1) != xprofs_hash64("b", 1));
@@ -104,6 +132,7 @@ int main(void)
 		cmocka_unit_test(test_buf_cap),      cmocka_unit_test(test_buf_steal),
 		cmocka_unit_test(test_json_str),     cmocka_unit_test(test_reader_mem),
 		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_size_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
