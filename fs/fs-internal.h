@@ -20,6 +20,7 @@
 #define FS_HOST_SUFFIX ".xplane.pb"
 #define FS_NAME_MAX 255
 #define FS_PATH_MAX 4096
+#define FS_IO_SIZE (1 << 20) /* st_blksize of files: one max-size FUSE request */
 #define FS_INDEX_MAX_DEPTH 32
 #define FS_INDEX_MAX_ENTRIES 1000000 /* listed entries per rebuild */
 
@@ -38,6 +39,7 @@ struct xprofs_options {
 	char *cache_dir;  /* owned */
 	char *cache_max;  /* owned, e.g. "2G" */
 	uint64_t cache_max_bytes;
+	int cache_accel;  /* lz4 acceleration of cache entries; 0 = the cache's default */
 	char *loglevel;   /* owned */
 	char *endpoint;   /* owned */
 	char *credentials; /* owned */

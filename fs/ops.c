@@ -868,7 +868,12 @@ static void fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_
 	st->st_mode = S_IFREG | (ctx->o->ro ? (mode & 0555) : mode);
 	st->st_nlink = 1;
 	st->st_size = (off_t)size;
-	st->st_blksize = 1 << 16;
+	/*
+	 * The preferred I/O size sizes cat's and most readers' buffers: 1 MiB (the
+	 * most one FUSE request carries, libfuse's max_pages 256) instead of 128 KiB
+	 * means 8x fewer round trips through the daemon.
+	 */
+	st->st_blksize = FS_IO_SIZE;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
 }
 

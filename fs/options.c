@@ -45,6 +45,7 @@ enum {
 static const struct fuse_opt xprofs_opts[] = {
 	XOPT("cache_dir=%s", cache_dir, 0),
 	XOPT("cache_max=%s", cache_max, 0),
+	XOPT("cache_accel=%d", cache_accel, 0),
 	XOPT("no_cache", no_cache, 1),
 	XOPT("refresh=%d", refresh, 0),
 	XOPT("loglevel=%s", loglevel, 0),
@@ -95,6 +96,7 @@ static const char usage_text[] =
 	"  -o ro                 read-only mount (every change fails with EROFS)\n"
 	"  -o cache_dir=DIR      view cache (default $XDG_CACHE_HOME/xprofs or ~/.cache/xprofs)\n"
 	"  -o cache_max=SIZE     cache size cap, e.g. 512M, 2G (default 2G)\n"
+	"  -o cache_accel=N      lz4 acceleration of cached views, 1 (smallest) to 65537 (default 1)\n"
 	"  -o no_cache           render views into temporary files, cache nothing\n"
 	"  -o refresh=SECS       max age of the runs index (default 5 local, 30 gs://)\n"
 	"  -o loglevel=LEVEL     err|warning|notice|info|debug (default notice)\n"
@@ -230,6 +232,11 @@ static int check_options(struct xprofs_options *o)
 		fprintf(stderr, "xprofs: bad cache_max '%s' (e.g. 512M, 2G)\n", o->cache_max);
 		return -EINVAL;
 	}
+	if (o->cache_accel && (o->cache_accel < 1 || o->cache_accel > XPROFS_CACHE_ACCEL_MAX)) {
+		fprintf(stderr, "xprofs: bad cache_accel %d (1 to %d)\n", o->cache_accel,
+			XPROFS_CACHE_ACCEL_MAX);
+		return -EINVAL;
+	}
 	if (!o->cache_dir) {
 		o->cache_dir = default_cache_dir();
 		if (!o->cache_dir)
@@ -288,7 +295,10 @@ static int open_backends(struct xprofs_options *o, struct xprofs_store **store,
 	*cache = NULL;
 	if (!o->no_cache) {
 		r = xprofs_cache_new(o->cache_dir, o->cache_max_bytes, cache);
+		if (r == 0 && o->cache_accel)
+			r = xprofs_cache_set_acceleration(*cache, o->cache_accel);
 		if (r < 0) {
+			*cache = xprofs_cache_free(*cache);
 			xprofs_warn("cache %s unusable (%s): rendering to temporary files",
 				    o->cache_dir, strerror(-r));
 			*cache = NULL;

@@ -35,6 +35,8 @@ xp_ok "missing MOUNTPOINT exits 1 with a message" bash -c "[ $rc = 1 ] && grep -
 touch "$W/afile"
 "$XP_BIN" "$W/afile" "$MNT" 2>/dev/null; xp_ok "SOURCE that is a file exits 1" test $? = 1
 "$XP_BIN" "$SRC" "$MNT" -o no_such_option 2>/dev/null; xp_ok "unknown -o option exits 1" test $? = 1
+"$XP_BIN" "$SRC" "$MNT" -o cache_accel=65538 2>"$W/err"; rc=$?
+xp_ok "cache_accel out of range exits 1 and says why" test $rc = 1 -a -n "$(grep cache_accel "$W/err")"
 if grep -q " $MNT fuse" /proc/mounts; then xp_fail "a failed start left a mount"; fi
 
 # ---- mount and generic checks -------------------------------------------
@@ -301,6 +303,18 @@ xp_mount "$SRC" "$MNT" -o cache_dir="$W/cache_tiny",cache_max=4k
 xp_ok "a view bigger than cache_max is still served, identical" cmp -s "$V/trace.json" "$W/trace.want"
 xp_ok "  from a temporary file: nothing stored, no render error" \
 	test "$(jq '.cache.entries + .counters.render_errors' "$MNT/status.json")" = 0
+xp_ok "unmount" xp_umount "$MNT"
+
+# ---- cache_accel: the fastest lz4 setting stores bigger entries, same bytes ----
+for a in 1 65537; do
+	xp_mount "$SRC" "$MNT" -o cache_dir="$W/cache_accel$a",cache_accel=$a
+	xp_ok "cache_accel=$a: trace.json identical" cmp -s "$V/trace.json" "$W/trace.want"
+	xp_ok "  stored in the cache" test "$(jq .cache.entries "$MNT/status.json")" = 1
+	if [ $a = 1 ]; then xp_ok "unmount" xp_umount "$MNT"; fi
+done
+xp_ok "cache_accel=65537 stores trace.json bigger than 1 (the setting reaches lz4)" \
+	test "$(du -sb "$W/cache_accel65537" | cut -f1)" -gt "$(du -sb "$W/cache_accel1" | cut -f1)"
+xp_ok "generated files advertise 1 MiB reads (st_blksize)" test "$(stat -c %o "$V/trace.json")" = 1048576
 xp_ok "unmount" xp_umount "$MNT"
 
 # ---- read-only mount ----------------------------------------------------------------
