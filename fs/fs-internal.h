@@ -20,7 +20,7 @@
 #define FS_HOST_SUFFIX ".xplane.pb"
 #define FS_NAME_MAX 255
 #define FS_PATH_MAX 4096
-#define FS_IO_SIZE (1 << 20) /* st_blksize of files: one max-size FUSE request */
+#define FS_IO_SIZE (256 << 10) /* st_blksize of files: one cache block per FUSE read */
 #define FS_INDEX_MAX_DEPTH 32
 #define FS_INDEX_MAX_ENTRIES 1000000 /* listed entries per rebuild */
 

@@ -869,9 +869,11 @@ static void fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_
 	st->st_nlink = 1;
 	st->st_size = (off_t)size;
 	/*
-	 * The preferred I/O size sizes cat's and most readers' buffers: 1 MiB (the
-	 * most one FUSE request carries, libfuse's max_pages 256) instead of 128 KiB
-	 * means 8x fewer round trips through the daemon.
+	 * The preferred I/O size sizes cat's and most readers' buffers. 256 KiB
+	 * (the cache's block size) lets a sequential read of a view decompress
+	 * each block straight into the FUSE buffer; 128 KiB reads go through the
+	 * entry's block copy, and 1 MiB reads measured no faster (bench/mount.sh,
+	 * docs/fs.md).
 	 */
 	st->st_blksize = FS_IO_SIZE;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
