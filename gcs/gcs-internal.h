@@ -173,9 +173,22 @@ struct xprofs_gcs_req {
 	uint8_t *dst;              /* ... or a ranged GET: bytes [range_first, range_first+dst_len) land here */
 	size_t dst_len;
 	uint64_t range_first;
+	/*
+	 * Optional, with @dst: byte i goes to dst_blocks[i / dst_block_size] +
+	 * i % dst_block_size instead (@dst is then only a non-NULL marker), and
+	 * @on_progress(@progress_arg, n) is called from the transfer whenever
+	 * the first n bytes have all arrived, after the answer's generation and
+	 * size were checked. Bytes reported once are never written again (a
+	 * retry skips them), so the caller may hand them out at once.
+	 */
+	uint8_t *const *dst_blocks; /* borrowed */
+	size_t dst_block_size;
+	void (*on_progress)(void *progress_arg, size_t n);
+	void *progress_arg;
 	/* out */
 	long status;
 	size_t dst_got;            /* bytes placed into dst */
+	size_t dst_frozen;         /* bytes reported to on_progress (never rewritten) */
 	char content_range[128];
 	char range[128];           /* 308 answers */
 	char location[2048];       /* resumable session URI */

@@ -267,6 +267,55 @@ static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
 	return n;
 }
 
+/*
+ * Before the first byte of a ranged GET is handed out: the answer must be the
+ * pinned version (the same checks http_attempt() makes after the transfer,
+ * early, since progress reports let callers use bytes before the end).
+ */
+static int dst_check(struct attempt *a, long status)
+{
+	struct xprofs_gcs_req *rq = a->rq;
+	curl_off_t cl = -1;
+	uint64_t f, l, t;
+
+	if (!rq->expect_generation)
+		return 0;
+	if (rq->goog_generation && rq->goog_generation != rq->expect_generation)
+		return -ESTALE;
+	if (status == 206 && xprofs_gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
+	    t != rq->expect_size)
+		return -ESTALE;
+	curl_easy_getinfo(a->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
+	if (status == 200 && cl >= 0 && (uint64_t)cl != rq->expect_size)
+		return -ESTALE;
+	return 0;
+}
+
+/* @n bytes at @rel (relative to range_first) into the destination, skipping frozen ones. */
+static void dst_copy(struct xprofs_gcs_req *rq, size_t rel, const char *p, size_t n)
+{
+	if (rel + n <= rq->dst_frozen)
+		return;
+	if (rel < rq->dst_frozen) {
+		p += rq->dst_frozen - rel;
+		n -= rq->dst_frozen - rel;
+		rel = rq->dst_frozen;
+	}
+	if (!rq->dst_blocks) {
+		memcpy(rq->dst + rel, p, n);
+		return;
+	}
+	while (n > 0) {
+		size_t bi = rel / rq->dst_block_size, bo = rel % rq->dst_block_size;
+		size_t k = rq->dst_block_size - bo < n ? rq->dst_block_size - bo : n;
+
+		memcpy(rq->dst_blocks[bi] + bo, p, k);
+		p += k;
+		rel += k;
+		n -= k;
+	}
+}
+
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct attempt *a = arg;
@@ -305,6 +354,8 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	} else {
 		start = a->down_pos; /* 200: the whole object from byte 0 */
 	}
+	if (a->down_pos == 0 && (a->cb_err = dst_check(a, status)) < 0)
+		return CURL_WRITEFUNC_ERROR;
 	a->down_pos += n;
 	if (start + n <= rq->range_first)
 		return n; /* before the wanted range: skip */
@@ -316,9 +367,13 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	take = n - skip;
 	if (take > rq->dst_len - (start - rq->range_first))
 		take = (size_t)(rq->dst_len - (start - rq->range_first));
-	memcpy(rq->dst + (start - rq->range_first), p + skip, take);
+	dst_copy(rq, (size_t)(start - rq->range_first), p + skip, take);
 	if (start - rq->range_first + take > rq->dst_got)
 		rq->dst_got = (size_t)(start - rq->range_first + take);
+	if (rq->on_progress && rq->dst_got > rq->dst_frozen) {
+		rq->on_progress(rq->progress_arg, rq->dst_got);
+		rq->dst_frozen = rq->dst_got;
+	}
 	return n;
 }
 
@@ -425,6 +480,9 @@ static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CU
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
+	if (rq->dst)
+		/* object reads: fewer, larger recv()s and write callbacks than curl's 16 KiB default */
+		curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 	curl_easy_setopt(c, CURLOPT_USERAGENT, "xprofs/" XPROFS_VERSION);
 	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");

@@ -16,9 +16,15 @@
  * for that fetch), an LRU of ready blocks bounded by block_mem_max, and the
  * optional shared lz4 cache (key: bucket/object/generation/block). A reader
  * that keeps reading sequentially doubles its read-ahead window from 1 to 16
- * blocks; fetches of 4 blocks or more are split into parallel ranged GETs.
- * In-flight memory is bounded by the window: when the table is over its
- * budget a miss fetches a single block.
+ * blocks, and a prefetch thread keeps 16-32 blocks ahead of it; fetches of 4
+ * blocks or more are split into parallel ranged GETs that write straight
+ * into the block buffers and publish each block as soon as it has arrived
+ * (a reader consumes a GET while it streams). Blocks a sequential reader has
+ * finished are evicted first; fetched blocks go to the disk cache from a
+ * writer thread (a short queue; when it is full a block is not cached).
+ * Memory is bounded by block_mem_max: idle cached blocks are evicted to make
+ * room, and when loading or referenced blocks fill it a miss fetches a
+ * single block and the prefetcher pauses.
  *
  * Writes: create() spools into an unlinked temporary file ($TMPDIR or /tmp);
  * flush()/commit() upload it (media upload up to resumable_threshold, else a
@@ -45,6 +51,10 @@
 
 #define BLOCK_SIZE (1u << 20)
 #define WINDOW_MAX 16
+#define PREFETCH_BLOCKS 16   /* one prefetch job: 16 MiB as PARALLEL_MAX streaming GETs */
+#define BLK_RUN_MAX 32       /* blocks of one fetch: >= WINDOW_MAX, PREFETCH_BLOCKS */
+#define PREFETCH_AHEAD 32    /* blocks: a job starts when a missing block is this close */
+#define DW_MAX 8             /* fetched blocks queued for the disk cache; more are not cached */
 #define PARALLEL_MIN 4       /* blocks: split a fetch this large into parallel GETs */
 #define PARALLEL_MAX 4       /* ranged GETs at once for one fetch */
 #define BLK_SLOTS 4096
@@ -63,6 +73,8 @@ struct blk {
 	size_t len;
 	unsigned refs;
 	bool in_table;
+	bool fetched;      /* came from GCS: goes to the disk cache once published */
+	bool published;    /* made ready by the streaming GET before its fetch ended */
 	int64_t err_until; /* a failed block answers its error until then (mono ns) */
 	struct blk *hnext;
 	struct blk *lru_prev, *lru_next;
@@ -105,6 +117,11 @@ struct gcs_store {
 	unsigned pf_len;                     /* protected by bg_lock */
 	bool pf_started;
 	pthread_t pf;
+	pthread_cond_t dw_cond;              /* blocks queued for the disk cache */
+	struct blk *dw_q[DW_MAX];            /* ring; each holds a block reference; protected by bg_lock */
+	unsigned dw_head, dw_len;            /* protected by bg_lock */
+	bool dw_started;
+	pthread_t dw;
 
 	pthread_mutex_t w_lock;
 	struct gcs_writer *writers;          /* open writers; protected by w_lock */
@@ -595,13 +612,64 @@ static int gcs_refresh(struct xprofs_store *base)
 
 /* ---- reads ----------------------------------------------------------- */
 
-/* One ranged GET of [@off, @off+@len) of the pinned version into @dst. */
-static int ranged_get(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t size, uint64_t off,
-		      size_t len, uint8_t *dst)
+/*
+ * One ranged GET of a fetch: [off, off+len) of the pinned version, into @dst
+ * or, in block mode, straight into the loading blocks @blocks, each of which
+ * is published (made readable) as soon as its last byte has arrived, so a
+ * sequential reader consumes a long GET while it streams.
+ */
+struct part {
+	struct gcs_store *s;
+	const char *obj;
+	uint64_t gen, size, off;
+	size_t len;
+	uint8_t *dst;
+	struct blk **blocks;  /* block mode: consecutive loading blocks covering the range */
+	size_t nblocks, published;
+	int r;
+	pthread_t th;
+	bool started;
+};
+
+static void part_progress(void *arg, size_t got)
 {
+	struct part *p = arg;
+	size_t done = got >= p->len ? p->nblocks : got / BLOCK_SIZE, i;
+
+	if (done <= p->published)
+		return;
+	pthread_mutex_lock(&p->s->blk_lock);
+	for (i = p->published; i < done; i++) {
+		p->blocks[i]->published = true;
+		p->blocks[i]->state = BLK_READY;
+	}
+	pthread_cond_broadcast(&p->s->blk_cond);
+	pthread_mutex_unlock(&p->s->blk_lock);
+	p->published = done;
+}
+
+static int ranged_get(struct part *p)
+{
+	struct gcs_store *s = p->s;
+	const char *obj = p->obj;
+	uint64_t gen = p->gen, size = p->size, off = p->off;
+	size_t len = p->len, i;
+	uint8_t *dst = p->dst, *ptrs[BLK_RUN_MAX];
 	struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_GET, .method = "GET", .idempotent = true};
 	struct xprofs_buf url;
 	int r;
+
+	if (p->blocks) {
+		if (p->nblocks == 0 || p->nblocks > BLK_RUN_MAX)
+			return -EINVAL;
+		for (i = 0; i < p->nblocks; i++)
+			ptrs[i] = p->blocks[i]->data;
+		dst = ptrs[0];
+		rq.dst_blocks = ptrs;
+		rq.dst_block_size = BLOCK_SIZE;
+		rq.on_progress = part_progress;
+		rq.progress_arg = p;
+	}
 
 	xprofs_buf_init(&url, XPROFS_GCS_URL_MAX);
 	if ((r = url_object(s, &url, "storage/v1", obj)) < 0 || (r = url_param(&url, "alt", "media")) < 0 ||
@@ -641,28 +709,20 @@ out:
 	return data_errno(s, r, obj);
 }
 
-struct part {
-	struct gcs_store *s;
-	const char *obj;
-	uint64_t gen, size, off;
-	size_t len;
-	uint8_t *dst;
-	int r;
-	pthread_t th;
-	bool started;
-};
-
 static void *part_main(void *arg)
 {
 	struct part *p = arg;
 
-	p->r = ranged_get(p->s, p->obj, p->gen, p->size, p->off, p->len, p->dst);
+	p->r = ranged_get(p);
 	return NULL;
 }
 
-/* [@off, @off+@len) into @dst, split into parallel ranged GETs when large. */
+/*
+ * [@off, @off+@len) into @dst, or (block mode, @dst NULL) into the loading
+ * blocks @blocks covering it, split into parallel ranged GETs when large.
+ */
 static int fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t size, uint64_t off,
-		       size_t len, uint8_t *dst)
+		       size_t len, uint8_t *dst, struct blk **blocks)
 {
 	struct part parts[PARALLEL_MAX];
 	size_t nparts = (len + BLOCK_SIZE - 1) / BLOCK_SIZE >= PARALLEL_MIN ? PARALLEL_MAX : 1, per, i;
@@ -670,8 +730,8 @@ static int fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint6
 
 	if (nparts > s->http.max_handles)
 		nparts = s->http.max_handles;
-	if (nparts <= 1)
-		return ranged_get(s, obj, gen, size, off, len, dst);
+	if (nparts < 1)
+		nparts = 1;
 	per = (len / nparts + BLOCK_SIZE - 1) / BLOCK_SIZE * BLOCK_SIZE;
 	memset(parts, 0, sizeof(parts));
 	for (i = 0; i < nparts; i++) {
@@ -681,7 +741,13 @@ static int fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint6
 		if (at >= len)
 			break;
 		*p = (struct part){.s = s, .obj = obj, .gen = gen, .size = size, .off = off + at,
-				   .len = len - at < per ? len - at : per, .dst = dst + at};
+				   .len = len - at < per ? len - at : per};
+		if (blocks) {
+			p->blocks = blocks + at / BLOCK_SIZE;
+			p->nblocks = (p->len + BLOCK_SIZE - 1) / BLOCK_SIZE;
+		} else {
+			p->dst = dst + at;
+		}
 		if (i > 0 && pthread_create(&p->th, NULL, part_main, p) == 0)
 			p->started = true;
 		else
@@ -771,6 +837,16 @@ static void lru_push(struct gcs_store *s, struct blk *b)
 	s->lru.lru_next = b;
 }
 
+/* The other end: the next block to evict. */
+static void lru_push_oldest(struct gcs_store *s, struct blk *b)
+{
+	lru_del(b);
+	b->lru_prev = s->lru.lru_prev;
+	b->lru_next = &s->lru;
+	s->lru.lru_prev->lru_next = b;
+	s->lru.lru_prev = b;
+}
+
 static void blk_table_del(struct gcs_store *s, struct blk *b)
 {
 	struct blk **pp = &s->blk_slots[b->hash % BLK_SLOTS];
@@ -800,18 +876,31 @@ static void blk_unref(struct gcs_store *s, struct blk *b)
 		blk_destroy(s, b);
 }
 
-/* blk_lock held: drop unused ready blocks, oldest first, until under budget. */
-static void blk_evict(struct gcs_store *s)
+/*
+ * blk_lock held: drop unused ready blocks, oldest first, until @need more
+ * bytes fit in the budget. Returns whether they fit: blocks that are loading
+ * or referenced cannot be dropped, and only they make the budget "full"
+ * (counting idle cached blocks as used would turn read-ahead off for good
+ * once the cache has filled, one 1 MiB GET per block from then on).
+ */
+static bool blk_make_room(struct gcs_store *s, uint64_t need)
 {
 	struct blk *b = s->lru.lru_prev, *p;
 
-	for (; b != &s->lru && s->blk_mem > s->o.block_mem_max; b = p) {
+	for (; b != &s->lru && s->blk_mem + need > s->o.block_mem_max; b = p) {
 		p = b->lru_prev;
 		if (b->refs == 0) {
 			blk_table_del(s, b);
 			blk_destroy(s, b);
 		}
 	}
+	return s->blk_mem + need <= s->o.block_mem_max;
+}
+
+/* blk_lock held: drop unused ready blocks, oldest first, until under budget. */
+static void blk_evict(struct gcs_store *s)
+{
+	(void)blk_make_room(s, 0);
 }
 
 /* Fill the loading blocks @v[0..@n) (consecutive indices) from the disk cache or GCS. */
@@ -837,29 +926,23 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 			if (disk_get(s, v[j], v[j]->len))
 				break;
 		}
-		/* blocks i..j-1 go over the network; j (if < n) came from disk */
+		/* blocks i..j-1 go over the network, straight into their buffers; j (if < n) came from disk */
 		{
 			size_t total = 0;
-			uint8_t *tmp;
 			int r;
 
 			for (k = i; k < j; k++)
 				total += v[k]->len;
-			tmp = j - i == 1 ? v[i]->data : malloc(total);
-			r = tmp ? fetch_range(s, f->obj, f->st.generation, f->st.size, off, total, tmp) : -ENOMEM;
-			for (k = i, total = 0; k < j; k++) {
-				if (r < 0) {
+			r = fetch_range(s, f->obj, f->st.generation, f->st.size, off, total, NULL, v + i);
+			for (k = i; k < j; k++) {
+				/* a block published while streaming is good even if a later part failed */
+				if (r < 0 && !v[k]->published) {
 					v[k]->err = r;
 					continue;
 				}
-				if (tmp != v[i]->data)
-					memcpy(v[k]->data, tmp + total, v[k]->len);
-				total += v[k]->len;
 				atomic_fetch_add(&s->ctr.block_misses, 1);
-				disk_put(s, v[k]);
+				v[k]->fetched = true;
 			}
-			if (tmp != v[i]->data)
-				free(tmp);
 		}
 		if (j < n)
 			atomic_fetch_add(&s->ctr.block_disk_hits, 1);
@@ -909,6 +992,56 @@ static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, u
 }
 
 /*
+ * The disk-cache writer: lz4 compression and file I/O of fetched blocks run
+ * on their own thread, so neither a reader nor the prefetcher waits for
+ * them. The queue is short (it pins its blocks in the memory budget); when
+ * it is full a block is simply not cached, reads never wait for the disk.
+ */
+static bool dw_push(struct gcs_store *s, struct blk *b)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&s->bg_lock);
+	if (s->dw_started && !s->bg_stop && s->dw_len < DW_MAX) {
+		s->dw_q[(s->dw_head + s->dw_len++) % DW_MAX] = b;
+		pthread_cond_signal(&s->dw_cond);
+		ok = true;
+	}
+	pthread_mutex_unlock(&s->bg_lock);
+	return ok;
+}
+
+static void *dw_main(void *arg)
+{
+	struct gcs_store *s = arg;
+
+	pthread_mutex_lock(&s->bg_lock);
+	for (;;) {
+		struct blk *b;
+		bool stop = s->bg_stop;
+
+		if (!s->dw_len) {
+			if (stop)
+				break;
+			pthread_cond_wait(&s->dw_cond, &s->bg_lock);
+			continue;
+		}
+		b = s->dw_q[s->dw_head];
+		s->dw_head = (s->dw_head + 1) % DW_MAX;
+		s->dw_len--;
+		pthread_mutex_unlock(&s->bg_lock);
+		disk_put(s, b); /* at unmount too: the queue is short */
+		pthread_mutex_lock(&s->blk_lock);
+		blk_unref(s, b);
+		blk_evict(s);
+		pthread_mutex_unlock(&s->blk_lock);
+		pthread_mutex_lock(&s->bg_lock);
+	}
+	pthread_mutex_unlock(&s->bg_lock);
+	return NULL;
+}
+
+/*
  * Load claimed blocks (no lock held), then publish them and wake the waiters.
  * Drops the loader's references (@v is not to be used after). Returns how
  * many loaded without error.
@@ -934,9 +1067,26 @@ static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, 
 			s->blk_mem -= BLOCK_SIZE;
 		}
 		lru_push(s, v[i]);
-		blk_unref(s, v[i]);
 	}
 	pthread_cond_broadcast(&s->blk_cond);
+	pthread_mutex_unlock(&s->blk_lock);
+	/*
+	 * Only now, off the waiters' path, hand fetched blocks to the disk
+	 * cache: a ready block's data no longer changes, and the loader's
+	 * reference, which the queue takes over, keeps it alive meanwhile.
+	 */
+	for (i = 0; i < n; i++) {
+		if (v[i]->err || !v[i]->fetched || !s->o.cache)
+			continue;
+		if (dw_push(s, v[i]))
+			v[i] = NULL;
+		else if (!s->dw_started)
+			disk_put(s, v[i]); /* no writer thread: the old, synchronous way */
+	}
+	pthread_mutex_lock(&s->blk_lock);
+	for (i = 0; i < n; i++)
+		if (v[i])
+			blk_unref(s, v[i]);
 	blk_evict(s);
 	pthread_mutex_unlock(&s->blk_lock);
 	return ok;
@@ -970,8 +1120,8 @@ static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsign
 		}
 		goto done;
 	}
-	if (s->blk_mem + (uint64_t)window * BLOCK_SIZE > s->o.block_mem_max)
-		window = 1; /* over budget: no read-ahead */
+	if (!blk_make_room(s, (uint64_t)window * BLOCK_SIZE))
+		window = 1; /* in-flight blocks fill the budget: no read-ahead */
 	n = blk_claim(s, f, idx, window, v);
 	if (n == 0) {
 		pthread_mutex_unlock(&s->blk_lock);
@@ -996,7 +1146,7 @@ done:
 
 /*
  * Asynchronous read-ahead for sequential readers: one thread per store
- * fetches the next half window while the reader consumes the current one,
+ * fetches the next PREFETCH_BLOCKS blocks while the reader consumes the ones before,
  * so a stream does not stall on every window. Jobs carry their own copy of
  * the file's identity (the reader may close meanwhile); the queue is short
  * and a full queue drops the job (the reader then fetches synchronously).
@@ -1014,7 +1164,7 @@ static void *pf_main(void *arg)
 	pthread_mutex_lock(&s->bg_lock);
 	for (;;) {
 		struct prefetch *j = s->pf_head;
-		struct blk *v[WINDOW_MAX];
+		struct blk *v[PREFETCH_BLOCKS];
 		size_t n;
 
 		if (s->bg_stop)
@@ -1029,8 +1179,8 @@ static void *pf_main(void *arg)
 
 		pthread_mutex_lock(&s->blk_lock);
 		n = 0;
-		if (s->blk_mem + (uint64_t)(WINDOW_MAX / 2) * BLOCK_SIZE <= s->o.block_mem_max)
-			n = blk_claim(s, &j->f, j->idx, WINDOW_MAX / 2, v);
+		if (blk_make_room(s, (uint64_t)PREFETCH_BLOCKS * BLOCK_SIZE))
+			n = blk_claim(s, &j->f, j->idx, PREFETCH_BLOCKS, v);
 		pthread_mutex_unlock(&s->blk_lock);
 		if (n)
 			atomic_fetch_add(&s->ctr.prefetched, blk_fill(s, &j->f, v, n));
@@ -1042,7 +1192,11 @@ static void *pf_main(void *arg)
 	return NULL;
 }
 
-/* After a sequential read ending at @end: queue the next half window if it is not there yet. */
+/*
+ * After a sequential read ending at @end: queue the first missing
+ * PREFETCH_BLOCKS blocks within PREFETCH_AHEAD, so one job streams while
+ * the reader consumes the one before.
+ */
 static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
 {
 	uint64_t nblocks = (f->st.size + BLOCK_SIZE - 1) / BLOCK_SIZE, idx, first = UINT64_MAX;
@@ -1051,7 +1205,7 @@ static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end
 	if (!s->pf_started)
 		return;
 	pthread_mutex_lock(&s->blk_lock);
-	for (idx = end / BLOCK_SIZE + 1; idx < nblocks && idx <= end / BLOCK_SIZE + WINDOW_MAX / 2; idx++) {
+	for (idx = end / BLOCK_SIZE + 1; idx < nblocks && idx <= end / BLOCK_SIZE + PREFETCH_AHEAD; idx++) {
 		if (!blk_find(s, f->obj, f->st.generation, idx)) {
 			first = idx;
 			break;
@@ -1081,9 +1235,16 @@ static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end
 	pthread_mutex_unlock(&s->bg_lock);
 }
 
-static void blk_put(struct gcs_store *s, struct blk *b)
+/*
+ * Drop a reader's reference. @consumed: a sequential reader has read the
+ * block to its end and will not come back, so it is the first to go, before
+ * the read-ahead blocks it is about to need (plain LRU would evict those).
+ */
+static void blk_put(struct gcs_store *s, struct blk *b, bool consumed)
 {
 	pthread_mutex_lock(&s->blk_lock);
+	if (consumed && b->in_table && b->lru_next)
+		lru_push_oldest(s, b);
 	blk_unref(s, b);
 	blk_evict(s);
 	pthread_mutex_unlock(&s->blk_lock);
@@ -1131,8 +1292,12 @@ static ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, ui
 	if (n > SSIZE_MAX)
 		n = SSIZE_MAX;
 	pthread_mutex_lock(&f->lock);
-	/* sequential: grow the read-ahead window; a seek starts over at one block */
-	if (off == f->next_off || (off < f->next_off && f->next_off - off < BLOCK_SIZE))
+	/*
+	 * sequential: grow the read-ahead window; a seek starts over at one
+	 * block. The kernel's read-ahead sends several reads at once, which
+	 * reach us a little out of order: near misses count as sequential.
+	 */
+	if (off + BLOCK_SIZE >= f->next_off && off <= f->next_off + 2 * (uint64_t)BLOCK_SIZE)
 		f->window = f->window * 2 > WINDOW_MAX ? WINDOW_MAX : f->window * 2;
 	else
 		f->window = 1;
@@ -1144,7 +1309,8 @@ static ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, ui
 		if (span > window)
 			window = span > WINDOW_MAX ? WINDOW_MAX : (unsigned)span;
 	}
-	f->next_off = off + n;
+	if (off + n > f->next_off || f->window == 1)
+		f->next_off = off + n;
 	pthread_mutex_unlock(&f->lock);
 
 	while (got < n) {
@@ -1160,7 +1326,7 @@ static ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, ui
 		if (k > n - got)
 			k = n - got;
 		memcpy((char *)buf + got, b->data + boff, k);
-		blk_put(f->s, b);
+		blk_put(f->s, b, seq_window > 1 && boff + k == b->len);
 		if (k == 0)
 			break;
 		got += k;
@@ -1483,7 +1649,7 @@ static int prefill(struct gcs_store *s, const char *obj, const struct xprofs_sto
 	for (off = 0; off < st->size && r == 0; off += bufsz) {
 		size_t n = st->size - off < bufsz ? (size_t)(st->size - off) : bufsz;
 
-		r = fetch_range(s, obj, st->generation, st->size, off, n, buf);
+		r = fetch_range(s, obj, st->generation, st->size, off, n, buf, NULL);
 		if (r == 0 && pwrite(fd, buf, n, (off_t)off) != (ssize_t)n)
 			r = -EIO;
 	}
@@ -1986,7 +2152,10 @@ static void gcs_free(struct xprofs_store *base)
 	s->bg_stop = true;
 	pthread_cond_signal(&s->bg_cond);
 	pthread_cond_signal(&s->pf_cond);
+	pthread_cond_signal(&s->dw_cond);
 	pthread_mutex_unlock(&s->bg_lock);
+	if (s->dw_started)
+		pthread_join(s->dw, NULL); /* writes out the queue */
 	if (s->bg_started)
 		pthread_join(s->bg, NULL);
 	if (s->pf_started)
@@ -2018,6 +2187,7 @@ static void gcs_free(struct xprofs_store *base)
 	pthread_mutex_destroy(&s->bg_lock);
 	pthread_cond_destroy(&s->bg_cond);
 	pthread_cond_destroy(&s->pf_cond);
+	pthread_cond_destroy(&s->dw_cond);
 	pthread_mutex_destroy(&s->list_lock);
 	pthread_rwlock_destroy(&s->tree_lock);
 	free(s->endpoint);
@@ -2096,6 +2266,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	pthread_mutex_init(&s->bg_lock, NULL);
 	pthread_cond_init(&s->bg_cond, NULL);
 	pthread_cond_init(&s->pf_cond, NULL);
+	pthread_cond_init(&s->dw_cond, NULL);
 	pthread_mutex_init(&s->blk_lock, NULL);
 	pthread_cond_init(&s->blk_cond, NULL);
 	pthread_mutex_init(&s->w_lock, NULL);
@@ -2161,6 +2332,8 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 		xprofs_warn("gcs: no background relisting thread; the tree refreshes only on demand");
 	if (pthread_create(&s->pf, NULL, pf_main, s) == 0)
 		s->pf_started = true;
+	if (s->o.cache && pthread_create(&s->dw, NULL, dw_main, s) == 0)
+		s->dw_started = true;
 	xprofs_info("gcs: mounted gs://%s/%s via %s (%s credentials)", s->bucket, s->prefix, s->endpoint,
 		    xprofs_gcs_auth_kind(s->auth));
 	*out = &s->base;

@@ -154,6 +154,26 @@ sleep 1
 cat "$L/$BIG" >"$W/big.new" 2>/dev/null
 xp_ok "a fresh open after the refresh reads the new version" bash -c "cmp -s '$W/big.new' <(curl -sf '$(obj_url "$BIG")?alt=media')"
 
+# ---- a long sequential read streams in large ranges, within the memory budget
+# 100 MB, more than the 64 MiB block budget: read-ahead must keep working once
+# the budget is full of idle cached blocks (it used to fall back to one 1 MiB
+# GET per block there: about 60 GETs for this file).
+head -c 100000000 /dev/urandom >"$W/stream.bin"
+curl -sf -o /dev/null -X POST --data-binary @"$W/stream.bin" \
+	"$EP/upload/storage/v1/b/$B/o?uploadType=media&name=$(jq -rn --arg x "$P/stream/big.bin" '$x|@uri')" ||
+	xp_fail "upload stream/big.bin"
+sleep 2.2
+ls "$L" >/dev/null
+for _ in $(seq 50); do [ -e "$L/stream/big.bin" ] && break; sleep 0.1; done
+g0=$(jq '.store.requests.get' "$MNT/status.json")
+xp_ok "a 100 MB sequential read is byte-identical" cmp -s "$W/stream.bin" "$L/stream/big.bin"
+g1=$(jq '.store.requests.get' "$MNT/status.json")
+echo "# 100 MB sequential read: $((g1 - g0)) GETs"
+xp_ok "... in large ranges ($((g1 - g0)) GETs, at most 40)" test $((g1 - g0)) -le 40
+xp_okq "... with block memory within block_mem_max" \
+	jq -e '.store.blocks.mem_bytes <= 64 * 1048576' "$MNT/status.json"
+rm -f "$W/stream.bin"
+
 # ---- counters ---------------------------------------------------------------
 jq -c .store "$MNT/status.json" | sed 's/^/# /'
 if jq -e '.store | .requests.get > 0 and .requests.list > 0 and .requests.upload > 0 and .requests.delete > 0 and .stale >= 1' \
