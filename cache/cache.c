@@ -13,12 +13,13 @@
  * a file torn by a power cut fails its footer, index hash or block checksums
  * and is dropped as corrupt, so durability is not worth halving write speed.
  *
- * Writers compress on a thread of their own (started by an entry's first
- * full block, so small entries never start one): the caller's bytes are
- * copied into one of WRITER_QUEUE raw blocks and the thread compresses full
- * ones in order while the caller produces the next, so a renderer and lz4
- * run on two cores. Errors found by the thread are sticky and reported by
- * the next write or the commit.
+ * Writers compress on WRITER_THREADS threads of their own (started by an
+ * entry's first full block, so small entries never start them): the
+ * caller's bytes are copied into one of WRITER_QUEUE raw blocks; the threads
+ * compress full ones in parallel and append them in order while the caller
+ * produces the next, so a renderer and lz4 share the cores (lz4 is the
+ * slower of the two, hence two threads). Errors found by a thread are sticky
+ * and reported by the next write or the commit.
  *
  * Memory: a writer holds WRITER_QUEUE raw blocks, one compressed block and a fixed
  * run of index records (spilled to an unlinked temp file beyond that), so a
@@ -69,6 +70,7 @@
 #define CACHE_RESCAN_EVERY_S 300 /* commits re-read DIR at most this often */
 #define WRITER_IDX_RECS 1024u /* index records a writer keeps before spilling */
 #define WRITER_QUEUE 4u /* raw blocks a writer holds: 1 filling + up to 3 queued */
+#define WRITER_THREADS 2u /* compressor threads per writer */
 #define ID_SEED2 0x5851F42D4C957F2DULL
 
 /* One known entry file. Freed only when neither present nor open. */
@@ -117,8 +119,10 @@ struct xprofs_cache_writer {
 	uint8_t *slot[WRITER_QUEUE];
 	size_t slot_len[WRITER_QUEUE];
 	unsigned head, queued;
+	unsigned claimed; /* queued blocks, from head, that a thread is compressing */
+	unsigned nthreads;
 	bool threaded, stop;
-	pthread_t thread;
+	pthread_t thread[WRITER_THREADS];
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
 	/* Owned by the compressor (the thread while it runs, else the caller). */
@@ -747,38 +751,60 @@ static int spill_index(struct xprofs_cache_writer *w)
 	return 0;
 }
 
-/* Compresses and appends one block of @len raw bytes at @data (borrowed). */
-static int flush_block(struct xprofs_cache_writer *w, const uint8_t *data, size_t len)
+/*
+ * Compresses @len raw bytes at @data (borrowed) into @cbuf (room for
+ * w->cbuf_cap) and fills @rec but its offset; returns what to store (@cbuf,
+ * or @data when lz4 does not shrink it).
+ */
+static const uint8_t *compress_block(struct xprofs_cache_writer *w, uint8_t *cbuf,
+				     const uint8_t *data, size_t len, struct xc_rec *rec)
 {
-	struct xc_rec rec = {.off = w->off, .raw = (uint32_t)len};
-	const uint8_t *stored = w->cbuf;
-	uint8_t *recb;
-	int n, r;
+	int n = LZ4_compress_fast((const char *)data, (char *)cbuf, (int)len, w->cbuf_cap,
+				  __atomic_load_n(&w->accel, __ATOMIC_RELAXED));
 
-	n = LZ4_compress_fast((const char *)data, (char *)w->cbuf, (int)len, w->cbuf_cap,
-			      __atomic_load_n(&w->accel, __ATOMIC_RELAXED));
+	*rec = (struct xc_rec){.raw = (uint32_t)len};
 	if (n <= 0 || (size_t)n >= len) {
-		stored = data;
-		n = (int)len;
-		rec.plain = true;
+		rec->plain = true;
+		rec->stored = (uint32_t)len;
+		rec->sum = xc_hash64(data, len, 0);
+		return data;
 	}
-	rec.stored = (uint32_t)n;
+	rec->stored = (uint32_t)n;
+	rec->sum = xc_hash64(cbuf, (size_t)n, 0);
+	return cbuf;
+}
+
+/* Appends the next block: @stored (borrowed) as described by @rec. Blocks must come in order. */
+static int append_block(struct xprofs_cache_writer *w, const uint8_t *stored, struct xc_rec *rec)
+{
+	uint8_t *recb;
+	int r;
+
+	rec->off = w->off;
 	/* Refuse an entry that could never fit instead of evicting everything. */
-	if (w->off + rec.stored + (w->nblocks + 1) * XC_REC_SIZE + XC_FOOTER_SIZE > w->c->max_bytes)
+	if (w->off + rec->stored + (w->nblocks + 1) * XC_REC_SIZE + XC_FOOTER_SIZE > w->c->max_bytes)
 		return -EFBIG;
-	rec.sum = xc_hash64(stored, rec.stored, 0);
-	r = xprofs_write_full(w->fd, stored, rec.stored);
+	r = xprofs_write_full(w->fd, stored, rec->stored);
 	if (r < 0)
 		return r;
 	recb = w->idx + w->idx_n * XC_REC_SIZE;
-	xc_rec_encode(recb, &rec);
+	xc_rec_encode(recb, rec);
 	w->index_hash = xc_hash64(recb, XC_REC_SIZE, w->index_hash);
 	w->idx_n++;
-	w->off += rec.stored;
+	w->off += rec->stored;
 	w->nblocks++;
 	if (w->idx_n == WRITER_IDX_RECS)
 		return spill_index(w);
 	return 0;
+}
+
+/* Compresses and appends one block of @len raw bytes at @data (borrowed), here. */
+static int flush_block(struct xprofs_cache_writer *w, const uint8_t *data, size_t len)
+{
+	struct xc_rec rec;
+	const uint8_t *stored = compress_block(w, w->cbuf, data, len, &rec);
+
+	return append_block(w, stored, &rec);
 }
 
 int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int accel)
@@ -790,43 +816,61 @@ int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int acce
 }
 
 /*
- * The compressor thread: compresses and appends queued blocks in order until
- * told to stop with an empty queue. After a failure it keeps draining the
- * queue (dropping the blocks) so the producer never waits forever; the
- * producer sees w->err at its next block.
+ * A compressor thread: claims the oldest unclaimed queued block, compresses
+ * it into its own buffer (in parallel with the other thread and with the
+ * producer), then waits for the block's turn (it is the queue's head) to
+ * append it, so blocks land in order. Runs until told to stop with nothing
+ * left to claim. After a failure the threads keep draining the queue
+ * (dropping the blocks) so the producer never waits forever; the producer
+ * sees w->err at its next block.
  */
 static void *compressor(void *arg)
 {
 	struct xprofs_cache_writer *w = arg;
+	uint8_t *cbuf = malloc((size_t)w->cbuf_cap);
 
 	pthread_mutex_lock(&w->qlock);
+	if (!cbuf && !w->err)
+		w->err = -ENOMEM;
 	for (;;) {
+		const uint8_t *stored = NULL;
+		struct xc_rec rec;
 		unsigned i;
-		int r = 0, err;
+		int r = 0;
 
-		while (!w->queued && !w->stop)
+		while (w->claimed == w->queued && !w->stop)
 			pthread_cond_wait(&w->qcond, &w->qlock);
-		if (!w->queued)
+		if (w->claimed == w->queued)
 			break;
-		i = w->head;
-		err = w->err;
-		pthread_mutex_unlock(&w->qlock);
-		if (!err)
-			r = flush_block(w, w->slot[i], w->slot_len[i]);
-		pthread_mutex_lock(&w->qlock);
+		i = (w->head + w->claimed) % WRITER_QUEUE;
+		w->claimed++;
+		if (!w->err) {
+			pthread_mutex_unlock(&w->qlock);
+			stored = compress_block(w, cbuf, w->slot[i], w->slot_len[i], &rec);
+			pthread_mutex_lock(&w->qlock);
+		}
+		while (w->head != i)
+			pthread_cond_wait(&w->qcond, &w->qlock);
+		if (stored && !w->err) {
+			pthread_mutex_unlock(&w->qlock);
+			r = append_block(w, stored, &rec);
+			pthread_mutex_lock(&w->qlock);
+		}
 		if (r < 0 && !w->err)
 			w->err = r;
 		w->head = (w->head + 1) % WRITER_QUEUE;
 		w->queued--;
+		w->claimed--;
 		pthread_cond_broadcast(&w->qcond);
 	}
 	pthread_mutex_unlock(&w->qlock);
+	free(cbuf);
 	return NULL;
 }
 
 /*
- * Hands the full block w->raw to the compressor and points w->raw at a free
- * slot, waiting while WRITER_QUEUE - 1 blocks are queued. Without a thread
+ * Hands the full block w->raw to the compressors and points w->raw at a free
+ * slot, waiting while WRITER_QUEUE - 1 blocks are queued. Without threads
  * (none started yet, or it could not be) it compresses here. 0 or the
  * writer's error.
  */
@@ -836,8 +880,11 @@ static int block_done(struct xprofs_cache_writer *w)
 	int r;
 
 	if (!w->threaded) {
-		/* the first block of an entry starts the thread: small entries never do */
-		w->threaded = pthread_create(&w->thread, NULL, compressor, w) == 0;
+		/* the first block of an entry starts the threads: small entries never do */
+		while (w->nthreads < WRITER_THREADS &&
+		       pthread_create(&w->thread[w->nthreads], NULL, compressor, w) == 0)
+			w->nthreads++;
+		w->threaded = w->nthreads > 0;
 		if (!w->threaded) {
 			r = flush_block(w, w->raw, w->raw_len);
 			w->raw_len = 0;
@@ -870,7 +917,7 @@ static int block_done(struct xprofs_cache_writer *w)
 	return 0;
 }
 
-/* Stops the compressor thread once it has drained the queue; 0 or the writer's error. */
+/* Stops the compressor threads once it has drained the queue; 0 or the writer's error. */
 static int writer_join(struct xprofs_cache_writer *w)
 {
 	int r;
@@ -881,7 +928,9 @@ static int writer_join(struct xprofs_cache_writer *w)
 	w->stop = true;
 	pthread_cond_broadcast(&w->qcond);
 	pthread_mutex_unlock(&w->qlock);
-	pthread_join(w->thread, NULL);
+	for (unsigned i = 0; i < w->nthreads; i++)
+		pthread_join(w->thread[i], NULL);
+	w->nthreads = 0;
 	w->threaded = false;
 	r = w->err;
 	return r;

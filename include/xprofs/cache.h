@@ -89,10 +89,11 @@ int xprofs_cache_writer_new(struct xprofs_cache *c, const void *key, size_t keyl
 			    struct xprofs_cache_writer **out) XPROFS_WUR;
 /**
  * xprofs_cache_writer_write() - append @n bytes (borrowed; copied before
- * return). Blocks are compressed on a writer-owned thread while the caller
- * goes on; memory stays bounded by four raw blocks whatever the entry size.
+ * return). Blocks are compressed on two writer-owned threads while the
+ * caller goes on; memory stays bounded by four raw and three compressed
+ * blocks whatever the entry size.
  * 0, -EFBIG when the entry would not fit under the cap, or another -errno;
- * errors are sticky, and one found by the compressor thread is returned by
+ * errors are sticky, and one found by a compressor thread is returned by
  * the next write or by commit().
  */
 int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size_t n) XPROFS_WUR;
