@@ -136,8 +136,6 @@ bool fs_is_profile_name(const char *name);
 
 /* ---- options (options.c) ---------------------------------------------- */
 
-/** fs_parse_size() - "2G", "512M", "100k", "12345" into bytes; -EINVAL otherwise. */
-int fs_parse_size(const char *s, uint64_t *out);
 
 /* ---- the mount (ops.c) ------------------------------------------------- */
 

@@ -150,33 +150,6 @@ static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outa
 	}
 }
 
-int fs_parse_size(const char *s, uint64_t *out)
-{
-	char *end;
-	unsigned long long v;
-	unsigned shift = 0;
-
-	if (!s || !*s || *s == '-')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -EINVAL;
-	switch (*end) {
-	case 'k': case 'K': shift = 10; end++; break;
-	case 'm': case 'M': shift = 20; end++; break;
-	case 'g': case 'G': shift = 30; end++; break;
-	case 't': case 'T': shift = 40; end++; break;
-	default: break;
-	}
-	if (*end == 'i' || *end == 'B')
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
-	if (*end || (shift && v > (UINT64_MAX >> shift)))
-		return -EINVAL;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 static void options_free(struct xprofs_options *o)
 {
 	free(o->source);
@@ -228,7 +201,7 @@ static int check_options(struct xprofs_options *o)
 		xprofs_log_set_level(XPROFS_LOG_DEBUG);
 	if (o->refresh < 0)
 		o->refresh = gcs ? 30 : 5;
-	if (fs_parse_size(o->cache_max, &o->cache_max_bytes) < 0 || !o->cache_max_bytes) {
+	if (xprofs_size_parse(o->cache_max, &o->cache_max_bytes) < 0 || !o->cache_max_bytes) {
 		fprintf(stderr, "xprofs: bad cache_max '%s' (e.g. 512M, 2G)\n", o->cache_max);
 		return -EINVAL;
 	}

@@ -158,8 +158,10 @@ int xprofs_size_parse(const char *s, uint64_t *out)
 	case 't': case 'T': shift = 40; end++; break;
 	default: break;
 	}
-	if (shift && (*end == 'i' || *end == 'B'))
-		end += *end == 'i' && end[1] == 'B' ? 2 : 1;
+	if (shift && *end == 'i')
+		end++;
+	if (*end == 'B')
+		end++;
 	if (*end || (shift && v > (UINT64_MAX >> shift)))
 		return -EINVAL;
 	*out = (uint64_t)v << shift;

@@ -146,7 +146,8 @@ int xprofs_mkdir_p(const char *path) XPROFS_WUR;
 
 /**
  * xprofs_size_parse() - a byte count: decimal digits with an optional binary
- * suffix K, M, G or T (also "Ki"/"KiB"/"KB" forms); no sign, no overflow.
+ * suffix K, M, G or T (also "Ki"/"KiB"/"KB" forms) and an optional final
+ * "B" ("100B"); no sign, no overflow.
  * 0 or -EINVAL (*@out untouched).
  */
 int xprofs_size_parse(const char *s, uint64_t *out) XPROFS_WUR;

@@ -111,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)fs_path_classify(NULL, s, &t);
 	(void)fs_path_classify(idx, s + 1, &t);
 	(void)xprofs_store_path_valid(s + 1);
-	(void)fs_parse_size(s + 1, &v);
+	(void)xprofs_size_parse(s + 1, &v);
 	(void)fs_is_profile_name(s + 1);
 	free(s);
 	return 0;

@@ -273,30 +273,6 @@ static void test_store_path_and_names(void **state)
 	assert_false(fs_is_profile_name("pb"));
 }
 
-static void test_parse_size(void **state)
-{
-	uint64_t v = 0;
-
-	(void)state;
-	assert_int_equal(fs_parse_size("2G", &v), 0);
-	assert_int_equal(v, 2ULL << 30);
-	assert_int_equal(fs_parse_size("512M", &v), 0);
-	assert_int_equal(v, 512ULL << 20);
-	assert_int_equal(fs_parse_size("100k", &v), 0);
-	assert_int_equal(v, 102400);
-	assert_int_equal(fs_parse_size("1GiB", &v), 0);
-	assert_int_equal(v, 1ULL << 30);
-	assert_int_equal(fs_parse_size("12345", &v), 0);
-	assert_int_equal(v, 12345);
-	assert_int_equal(fs_parse_size("", &v), -EINVAL);
-	assert_int_equal(fs_parse_size("-1", &v), -EINVAL);
-	assert_int_equal(fs_parse_size("1X", &v), -EINVAL);
-	assert_int_equal(fs_parse_size("G", &v), -EINVAL);
-	assert_int_equal(fs_parse_size("99999999999999999999", &v), -EINVAL);
-	assert_int_equal(fs_parse_size("99999999999T", &v), -EINVAL);
-	assert_int_equal(fs_parse_size(NULL, &v), -EINVAL);
-}
-
 static void test_index_refcount_and_errors(void **state)
 {
 	static const char *const empty[] = { NULL };
@@ -325,7 +301,6 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_classify, setup, teardown),
 		cmocka_unit_test(test_store_path_and_names),
-		cmocka_unit_test(test_parse_size),
 		cmocka_unit_test(test_index_refcount_and_errors),
 	};
 

@@ -108,12 +108,16 @@ static void test_size_parse(void **state)
 	assert_int_equal(v, UINT64_C(3) << 20);
 	assert_int_equal(xprofs_size_parse("1TB", &v), 0);
 	assert_int_equal(v, UINT64_C(1) << 40);
+	assert_int_equal(xprofs_size_parse("100B", &v), 0);
+	assert_int_equal(v, 100);
 	v = 7;
 	assert_int_equal(xprofs_size_parse("-1", &v), -EINVAL);
 	assert_int_equal(xprofs_size_parse(" 1", &v), -EINVAL);
 	assert_int_equal(xprofs_size_parse("", &v), -EINVAL);
 	assert_int_equal(xprofs_size_parse("1X", &v), -EINVAL);
-	assert_int_equal(xprofs_size_parse("1B", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse("1iB", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse("G", &v), -EINVAL);
+	assert_int_equal(xprofs_size_parse(NULL, &v), -EINVAL);
 	assert_int_equal(xprofs_size_parse("1Kx", &v), -EINVAL);
 	assert_int_equal(xprofs_size_parse("99999999999T", &v), -EINVAL);
 	assert_int_equal(xprofs_size_parse("18446744073709551616", &v), -EINVAL);
