@@ -23,11 +23,14 @@ step "ls"
 step "find logdir -maxdepth 6 | head -20"
 step "ls -R runs | head -30"
 # a host directory is one that has ops.json (session dirs only have summary.json)
-host=$(find runs -name planes -prune -o -name ops.json -print | head -1 | xargs dirname)
+# Tour a TPU host (it has device ops and steps); any host will do otherwise.
+host=$(find runs -name planes -prune -o -name ops.json -print | sort | grep -m1 train_tpu ||
+	find runs -name planes -prune -o -name ops.json -print | head -1)
+host=$(dirname "$host")
 step "ls -l '$host'"
 step "jq '{hostnames, span_ps: .span_ps, planes: [.planes[] | {name, lines: (.lines | length)}]}' '$host/summary.json' | head -40"
-step "jq '.planes[0].ops[:3]' '$host/ops.json'"
-step "jq '.steps[:3]' '$host/steps.json'"
+step "jq -c '.planes[] | {plane: .name, kind, top_ops: [.ops[:2][] | {name, count, self_ps}]}' '$host/ops.json'"
+step "jq -c '.steps[:3][]' '$host/steps.json'"
 step "ls '$host/planes' | head"
 step "jq -c '.traceEvents[:4][]' '$host/trace.json'"
 prof=$(cd "$src" && find . -name '*.xplane.pb' | head -1)
