@@ -54,7 +54,7 @@
 #define PREFETCH_BLOCKS 16   /* one prefetch job: 16 MiB as PARALLEL_MAX streaming GETs */
 #define BLK_RUN_MAX 32       /* blocks of one fetch: >= WINDOW_MAX, PREFETCH_BLOCKS */
 #define PREFETCH_AHEAD 32    /* blocks: a job starts when a missing block is this close */
-#define DW_MAX 8             /* fetched blocks queued for the disk cache; more are not cached */
+#define DW_MAX 8             /* fetched blocks queued for the disk cache (pinned in memory) */
 #define PARALLEL_MIN 4       /* blocks: split a fetch this large into parallel GETs */
 #define PARALLEL_MAX 4       /* ranged GETs at once for one fetch */
 #define BLK_SLOTS 4096
@@ -118,6 +118,7 @@ struct gcs_store {
 	bool pf_started;
 	pthread_t pf;
 	pthread_cond_t dw_cond;              /* blocks queued for the disk cache */
+	pthread_cond_t dw_room;              /* the queue has room again */
 	struct blk *dw_q[DW_MAX];            /* ring; each holds a block reference; protected by bg_lock */
 	unsigned dw_head, dw_len;            /* protected by bg_lock */
 	bool dw_started;
@@ -642,6 +643,8 @@ static void part_progress(void *arg, size_t got)
 	for (i = p->published; i < done; i++) {
 		p->blocks[i]->published = true;
 		p->blocks[i]->state = BLK_READY;
+		/* counted before anyone can read it, like an unstreamed block */
+		atomic_fetch_add(&p->s->ctr.block_misses, 1);
 	}
 	pthread_cond_broadcast(&p->s->blk_cond);
 	pthread_mutex_unlock(&p->s->blk_lock);
@@ -940,7 +943,8 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 					v[k]->err = r;
 					continue;
 				}
-				atomic_fetch_add(&s->ctr.block_misses, 1);
+				if (!v[k]->published)
+					atomic_fetch_add(&s->ctr.block_misses, 1);
 				v[k]->fetched = true;
 			}
 		}
@@ -993,15 +997,19 @@ static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, u
 
 /*
  * The disk-cache writer: lz4 compression and file I/O of fetched blocks run
- * on their own thread, so neither a reader nor the prefetcher waits for
- * them. The queue is short (it pins its blocks in the memory budget); when
- * it is full a block is simply not cached, reads never wait for the disk.
+ * on their own thread, after the blocks were published, so readers do not
+ * wait for them and the next fetch overlaps them. The queue is short (it
+ * pins its blocks in the memory budget); a loader that finds it full waits
+ * for room, so a disk slower than the network slows fetching down instead
+ * of leaving blocks out of the cache.
  */
 static bool dw_push(struct gcs_store *s, struct blk *b)
 {
 	bool ok = false;
 
 	pthread_mutex_lock(&s->bg_lock);
+	while (s->dw_started && !s->bg_stop && s->dw_len >= DW_MAX)
+		pthread_cond_wait(&s->dw_room, &s->bg_lock);
 	if (s->dw_started && !s->bg_stop && s->dw_len < DW_MAX) {
 		s->dw_q[(s->dw_head + s->dw_len++) % DW_MAX] = b;
 		pthread_cond_signal(&s->dw_cond);
@@ -1029,6 +1037,7 @@ static void *dw_main(void *arg)
 		b = s->dw_q[s->dw_head];
 		s->dw_head = (s->dw_head + 1) % DW_MAX;
 		s->dw_len--;
+		pthread_cond_signal(&s->dw_room);
 		pthread_mutex_unlock(&s->bg_lock);
 		disk_put(s, b); /* at unmount too: the queue is short */
 		pthread_mutex_lock(&s->blk_lock);
@@ -2153,6 +2162,7 @@ static void gcs_free(struct xprofs_store *base)
 	pthread_cond_signal(&s->bg_cond);
 	pthread_cond_signal(&s->pf_cond);
 	pthread_cond_signal(&s->dw_cond);
+	pthread_cond_broadcast(&s->dw_room);
 	pthread_mutex_unlock(&s->bg_lock);
 	if (s->dw_started)
 		pthread_join(s->dw, NULL); /* writes out the queue */
@@ -2188,6 +2198,7 @@ static void gcs_free(struct xprofs_store *base)
 	pthread_cond_destroy(&s->bg_cond);
 	pthread_cond_destroy(&s->pf_cond);
 	pthread_cond_destroy(&s->dw_cond);
+	pthread_cond_destroy(&s->dw_room);
 	pthread_mutex_destroy(&s->list_lock);
 	pthread_rwlock_destroy(&s->tree_lock);
 	free(s->endpoint);
@@ -2267,6 +2278,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	pthread_cond_init(&s->bg_cond, NULL);
 	pthread_cond_init(&s->pf_cond, NULL);
 	pthread_cond_init(&s->dw_cond, NULL);
+	pthread_cond_init(&s->dw_room, NULL);
 	pthread_mutex_init(&s->blk_lock, NULL);
 	pthread_cond_init(&s->blk_cond, NULL);
 	pthread_mutex_init(&s->w_lock, NULL);

@@ -488,6 +488,8 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		j = status(c1);
 		gets1 = counter(j, "requests", "get");
 		json_decref(j);
+		/* a remount: blocks reach the disk cache from a writer thread, all of them by unmount */
+		c1 = xprofs_store_free(c1);
 		check(xprofs_gcs_store_new(url, &o3, &c2) == 0 && same_content(c2, "w/stale.bin", data2, big),
 		      "warm read through the cache");
 		j = status(c2);
