@@ -5,7 +5,8 @@ server for the credential tests, strict enough to catch real mistakes.
 POST /token
     grant_type=urn:ietf:params:oauth:grant-type:jwt-bearer&assertion=JWT
         The JWT must be RS256 over "header.claims", verified with the public
-        key given (openssl dgst -verify: no Python crypto module needed), with
+        key given (RSASSA-PKCS1-v1_5 verified in plain Python; the key's numbers
+        are read once with the openssl CLI), with
         claims iss == --email, aud == this endpoint's URL, scope containing
         devstorage, exp - iat == 3600 and iat within 5 minutes of now.
     grant_type=refresh_token&client_id&client_secret&refresh_token
@@ -26,12 +27,12 @@ prints "ready PORT". As a module: TokenServer(...).start() in a thread.
 """
 import argparse
 import base64
+import hashlib
 import json
 import os
 import secrets
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.parse
@@ -45,16 +46,41 @@ def b64url_decode(s):
     return base64.urlsafe_b64decode(s + "=" * (-len(s) % 4))
 
 
-def rs256_verify(pubkey_pem_path, signing_input, signature):
-    with tempfile.TemporaryDirectory() as d:
-        inp, sig = os.path.join(d, "in"), os.path.join(d, "sig")
-        with open(inp, "wb") as f:
-            f.write(signing_input)
-        with open(sig, "wb") as f:
-            f.write(signature)
-        r = subprocess.run(["openssl", "dgst", "-sha256", "-verify", pubkey_pem_path,
-                            "-signature", sig, inp], capture_output=True)
-        return r.returncode == 0
+def rsa_public_numbers(pubkey_pem_path):
+    """(n, e) of an RSA public key, read once with the openssl CLI."""
+    out = subprocess.run(["openssl", "rsa", "-pubin", "-in", pubkey_pem_path, "-noout", "-text"],
+                         capture_output=True, check=True, text=True).stdout
+    hexdigits, e, in_modulus = [], None, False
+    for line in out.splitlines():
+        if line.startswith("Modulus:"):
+            in_modulus = True
+        elif line.startswith("Exponent:"):
+            in_modulus = False
+            e = int(line.split()[1])
+        elif in_modulus:
+            hexdigits.append(line.strip().replace(":", ""))
+    return int("".join(hexdigits), 16), e
+
+
+# DER prefix of a PKCS#1 v1.5 DigestInfo for SHA-256 (RFC 8017, section 9.2).
+SHA256_DIGEST_INFO = bytes.fromhex("3031300d060960864801650304020105000420")
+
+
+def rs256_verify(numbers, signing_input, signature):
+    """RSASSA-PKCS1-v1_5 with SHA-256, in plain Python.
+
+    Verification runs in the server's threads while the test process may be
+    blocked in a write to the FUSE mount: a fork() there (openssl as a
+    subprocess) would duplicate the mount's open file, and the child's close
+    would send a flush to the daemon that waits for this very token request.
+    """
+    n, e = numbers
+    k = (n.bit_length() + 7) // 8
+    if len(signature) != k:
+        return False
+    em = pow(int.from_bytes(signature, "big"), e, n).to_bytes(k, "big")
+    t = SHA256_DIGEST_INFO + hashlib.sha256(signing_input).digest()
+    return em == b"\x00\x01" + b"\xff" * (k - len(t) - 3) + b"\x00" + t
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -70,6 +96,7 @@ class TokenServer:
     def __init__(self, pubkey=None, email=None, client_id=None, client_secret=None,
                  refresh_token=None, expires_in=3600, port=0):
         self.pubkey = pubkey
+        self.pubkey_numbers = rsa_public_numbers(pubkey) if pubkey else None
         self.email = email
         self.client_id = client_id
         self.client_secret = client_secret
@@ -146,7 +173,8 @@ class TokenServer:
             return "undecodable JWT: %s" % e
         if hdr.get("alg") != "RS256" or hdr.get("typ") != "JWT":
             return "bad JWT header %r" % hdr
-        if not self.pubkey or not rs256_verify(self.pubkey, (parts[0] + "." + parts[1]).encode(), sig):
+        if not self.pubkey_numbers or not rs256_verify(self.pubkey_numbers,
+                                                      (parts[0] + "." + parts[1]).encode(), sig):
             return "invalid JWT signature"
         now = time.time()
         if claims.get("iss") != self.email:
