@@ -311,12 +311,12 @@ static int host_sink_write(void *arg, const void *p, size_t n)
 	int r;
 
 	if (!h->w) {
-		r = xprofs_store_create(h->s->c->store, h->file, XPROFS_STORE_EXCL, &h->w);
+		r = xprofs_store_writer_new(h->s->c->store, h->file, XPROFS_STORE_EXCL, &h->w);
 		if (r < 0)
 			return r;
 	}
 	while (n > 0) {
-		ssize_t k = xprofs_store_write(h->w, q, n, h->off);
+		ssize_t k = xprofs_store_writer_write(h->w, q, n, h->off);
 
 		if (k < 0)
 			return (int)k;
@@ -497,7 +497,7 @@ static void *host_main(void *arg)
 				goto out;
 			}
 		}
-		r = xprofs_store_commit(h->w);
+		r = xprofs_store_writer_commit(h->w);
 		h->w = NULL;
 		if (r < 0)
 			what = r == -EEXIST ? "the profile file already exists (not overwritten)"
@@ -514,7 +514,7 @@ out:
 		if (h->server_file)
 			sprintf(h->server_file, "%s/%s/%s.xplane.pb", s->repo_root, s->session, server_name);
 	}
-	xprofs_store_abort(h->w); /* no partial file on any error */
+	xprofs_store_writer_abort(h->w); /* no partial file on any error */
 	h->w = NULL;
 	pthread_mutex_lock(&c->lock);
 	h->state = state;

@@ -40,7 +40,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "xprofs/store.h"
+#include "xprofs/store-backend.h"
 
 #define TMP_PREFIX ".xprofs-tmp-"
 #define LOCAL_PATH_MAX 4096
@@ -60,7 +60,7 @@ struct local_store {
 };
 
 struct local_file {
-	struct xprofs_store_file base;
+	struct xprofs_store_reader base;
 	int fd;
 };
 
@@ -268,7 +268,7 @@ static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list
 	return count_err(ls, r);
 }
 
-static int local_open(struct xprofs_store *s, const char *path, struct xprofs_store_file **out)
+static int local_open(struct xprofs_store *s, const char *path, struct xprofs_store_reader **out)
 {
 	struct local_store *ls = to_local(s);
 	struct local_file *f = NULL;
@@ -306,7 +306,7 @@ err_close:
 	return count_err(ls, r);
 }
 
-static ssize_t local_pread(struct xprofs_store_file *base, void *buf, size_t n, uint64_t off)
+static ssize_t local_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off)
 {
 	struct local_file *f = (struct local_file *)base;
 	struct local_store *ls = to_local(base->store);
@@ -321,7 +321,7 @@ static ssize_t local_pread(struct xprofs_store_file *base, void *buf, size_t n, 
 	return r < 0 ? count_err(ls, (int)r) : r;
 }
 
-static int local_file_stat(struct xprofs_store_file *base, struct xprofs_store_stat *out)
+static int local_file_stat(struct xprofs_store_reader *base, struct xprofs_store_stat *out)
 {
 	struct local_file *f = (struct local_file *)base;
 	struct stat st;
@@ -331,7 +331,7 @@ static int local_file_stat(struct xprofs_store_file *base, struct xprofs_store_s
 	return fill(&st, out);
 }
 
-static void local_close(struct xprofs_store_file *base)
+static void local_close(struct xprofs_store_reader *base)
 {
 	struct local_file *f = (struct local_file *)base;
 
