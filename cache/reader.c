@@ -50,7 +50,7 @@ static void touch_mtime(int fd)
 }
 
 int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
-		      struct xprofs_cache_reader **out)
+			     struct xprofs_cache_reader **out)
 {
 	struct xprofs_cache_reader *e = NULL;
 	char path[PATH_MAX];

@@ -232,9 +232,11 @@ void capture_pct_decode(const char *in, size_t n, char *out, size_t cap);
 /* ---- the manager (runs.c, submit.c, session.c, status.c) ----------------- */
 
 /*
- * Lock order: c->lock is the manager's only mutex and is taken by no
- * callback we call: notify() and store writes run without it; coordinators
- * are joined without it. c->cond (a session finished) waits on c->lock.
+ * Lock order: c->lock is the manager's only mutex and nests with no other
+ * lock: notify() and store writes run without it, running coordinators are
+ * joined without it (capture_reap() joins only finished ones under it).
+ * c->cond (a session finished) waits on c->lock. Fields marked "under
+ * c->lock" below are protected by it.
  */
 enum capture_state {
 	ST_RUNNING = 0,

@@ -93,7 +93,7 @@ static int inplace_open(struct local_writer *w, unsigned flags)
 }
 
 int store_local_writer_new(struct xprofs_store *s, const char *path, unsigned flags,
-			struct xprofs_store_writer **out)
+			   struct xprofs_store_writer **out)
 {
 	struct local_store *ls = to_local(s);
 	struct xprofs_store_stat xst;
@@ -147,7 +147,8 @@ err:
 	return count_err(ls, r);
 }
 
-ssize_t store_local_writer_write(struct xprofs_store_writer *base, const void *buf, size_t n, uint64_t off)
+ssize_t store_local_writer_write(struct xprofs_store_writer *base, const void *buf, size_t n,
+				 uint64_t off)
 {
 	struct local_writer *w = (struct local_writer *)base;
 	struct local_store *ls = to_local(base->store);
@@ -170,7 +171,8 @@ ssize_t store_local_writer_write(struct xprofs_store_writer *base, const void *b
 	return (ssize_t)done;
 }
 
-ssize_t store_local_writer_pread(struct xprofs_store_writer *base, void *buf, size_t n, uint64_t off)
+ssize_t store_local_writer_pread(struct xprofs_store_writer *base, void *buf, size_t n,
+				 uint64_t off)
 {
 	struct local_writer *w = (struct local_writer *)base;
 

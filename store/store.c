@@ -80,7 +80,8 @@ int xprofs_store_list(struct xprofs_store *s, const char *dir, xprofs_store_list
 	return s->ops->list ? s->ops->list(s, dir, cb, arg) : -ENOTSUP;
 }
 
-int xprofs_store_reader_open(struct xprofs_store *s, const char *path, struct xprofs_store_reader **out)
+int xprofs_store_reader_open(struct xprofs_store *s, const char *path,
+			     struct xprofs_store_reader **out)
 {
 	if (!xprofs_store_path_valid(path) || !*path)
 		return -EINVAL;
@@ -126,7 +127,7 @@ int xprofs_store_reader_as_reader(struct xprofs_store_reader *f, struct xprofs_r
 }
 
 int xprofs_store_writer_new(struct xprofs_store *s, const char *path, unsigned flags,
-			struct xprofs_store_writer **out)
+			    struct xprofs_store_writer **out)
 {
 	if (!xprofs_store_path_valid(path) || !*path)
 		return -EINVAL;
@@ -135,7 +136,8 @@ int xprofs_store_writer_new(struct xprofs_store *s, const char *path, unsigned f
 	return s->ops->create ? s->ops->create(s, path, flags, out) : -EROFS;
 }
 
-ssize_t xprofs_store_writer_write(struct xprofs_store_writer *w, const void *buf, size_t n, uint64_t off)
+ssize_t xprofs_store_writer_write(struct xprofs_store_writer *w, const void *buf, size_t n,
+				  uint64_t off)
 {
 	if (off > INT64_MAX || n > INT64_MAX - off)
 		return -EFBIG;

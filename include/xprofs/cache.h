@@ -20,6 +20,9 @@
  * Limits: the total size is kept under max_bytes by evicting least recently
  * used entries (recency = last open, persisted as the file's mtime), never
  * an open one; an entry bigger than max_bytes is refused with -EFBIG.
+ * Vocabulary (shared with xprofs/store.h): a reader is opened, read with
+ * pread, sized and closed (xprofs_cache_reader_*); a writer is made with
+ * _new, written and ended by exactly one of commit or abort.
  * All functions are thread-safe; a writer belongs to one thread at a time,
  * an open entry may be read from several. The on-disk format, sharing and
  * clearing are described in docs/cache.md and cache/cache-internal.h.
@@ -116,7 +119,7 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w);
  * xprofs_cache_reader_close().
  */
 int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
-		      struct xprofs_cache_reader **out) XPROFS_WUR;
+			     struct xprofs_cache_reader **out) XPROFS_WUR;
 /**
  * xprofs_cache_peek_size() - the uncompressed size of the entry for @key
  * (@keylen bytes, borrowed) into *@size, without opening it for reading: not

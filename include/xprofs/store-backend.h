@@ -7,8 +7,10 @@
  * A backend embeds struct xprofs_store as the FIRST member of its own store
  * struct and points .ops at a static table; likewise its reader and writer
  * structs embed struct xprofs_store_reader / xprofs_store_writer first, with
- * .store set, so the generic wrappers find the ops. A NULL op makes the
- * wrapper return -ENOTSUP. Every op keeps the rules listed in store.h.
+ * .store set, so the generic wrappers find the ops. A NULL namespace op
+ * makes its wrapper return -ENOTSUP (a NULL create: -EROFS); the per-handle
+ * ops (pread, file_stat, close, write, ...) are required. Every op keeps
+ * the rules listed in store.h.
  */
 #ifndef XPROFS_STORE_BACKEND_H
 #define XPROFS_STORE_BACKEND_H
@@ -43,15 +45,18 @@ struct xprofs_store_ops {
 	ssize_t (*write)(struct xprofs_store_writer *w, const void *buf, size_t n, uint64_t off);
 	ssize_t (*wread)(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off);
 	int (*truncate)(struct xprofs_store_writer *w, uint64_t size);
-	int (*flush)(struct xprofs_store_writer *w); /* make data durable so far (fsync); may upload */
+	int (*flush)(
+	    struct xprofs_store_writer *w); /* make data durable so far (fsync); may upload */
 	int (*commit)(struct xprofs_store_writer *w); /* publish and free */
 	void (*abort)(struct xprofs_store_writer *w); /* discard and free */
 	int (*unlink)(struct xprofs_store *s, const char *path);
 	int (*rename)(struct xprofs_store *s, const char *from, const char *to);
 	int (*mkdir)(struct xprofs_store *s, const char *path);
 	int (*rmdir)(struct xprofs_store *s, const char *path);
-	int (*refresh)(struct xprofs_store *s); /* drop listing caches so the next list() sees the source */
-	int (*status_json)(struct xprofs_store *s, struct xprofs_buf *out); /* appends one JSON object */
+	int (*refresh)(
+	    struct xprofs_store *s); /* drop listing caches so the next list() sees the source */
+	int (*status_json)(struct xprofs_store *s,
+			   struct xprofs_buf *out); /* appends one JSON object */
 	void (*free)(struct xprofs_store *s);
 };
 

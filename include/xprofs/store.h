@@ -83,8 +83,12 @@ const char *xprofs_store_source(const struct xprofs_store *s);
 int xprofs_store_stat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st) XPROFS_WUR;
 int xprofs_store_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg) XPROFS_WUR;
 
-/** xprofs_store_reader_open() - open @path for reading; caller owns *@out, close with xprofs_store_reader_close(). */
-int xprofs_store_reader_open(struct xprofs_store *s, const char *path, struct xprofs_store_reader **out) XPROFS_WUR;
+/**
+ * xprofs_store_reader_open() - open @path for reading; caller owns *@out,
+ * close with xprofs_store_reader_close().
+ */
+int xprofs_store_reader_open(struct xprofs_store *s, const char *path,
+			     struct xprofs_store_reader **out) XPROFS_WUR;
 ssize_t xprofs_store_reader_pread(struct xprofs_store_reader *f, void *buf, size_t n, uint64_t off);
 /** xprofs_store_reader_stat() - the pinned version's size/mtime/generation. */
 int xprofs_store_reader_stat(struct xprofs_store_reader *f, struct xprofs_store_stat *st);
@@ -102,8 +106,9 @@ int xprofs_store_reader_as_reader(struct xprofs_store_reader *f, struct xprofs_r
  * and must end it with exactly one of commit() or abort().
  */
 int xprofs_store_writer_new(struct xprofs_store *s, const char *path, unsigned flags,
-			struct xprofs_store_writer **out) XPROFS_WUR;
-ssize_t xprofs_store_writer_write(struct xprofs_store_writer *w, const void *buf, size_t n, uint64_t off);
+			    struct xprofs_store_writer **out) XPROFS_WUR;
+ssize_t xprofs_store_writer_write(struct xprofs_store_writer *w, const void *buf, size_t n,
+				  uint64_t off);
 /** xprofs_store_writer_pread() - read back what the writer holds (for O_RDWR opens). */
 ssize_t xprofs_store_writer_pread(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off);
 int xprofs_store_writer_truncate(struct xprofs_store_writer *w, uint64_t size);
