@@ -98,7 +98,7 @@ static void si_name(const struct gplane *p, int c, uint32_t i, char *dst, size_t
 		break;
 	case SI_TF_OP:
 		snprintf(dst, n, "jit(%s)/jit(main)/%s/%s", gen_module_names[i % N_MODULES] + 4,
-			 gen_py_funcs[rng_below(&r, 10)], gen_opcodes[i % N_OPCODES].op);
+			 gen_py_funcs[rng_below(&r, N_PY_FUNCS)], gen_opcodes[i % N_OPCODES].op);
 		break;
 	case SI_HLO_OP:
 		snprintf(dst, n, "%s.%u", gen_opcodes[i % N_OPCODES].op, i);
@@ -163,7 +163,7 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 		{
 			char src[96];
 
-			snprintf(src, sizeof(src), "%s:%u", gen_py_files[i % 7], 20 + i % 400);
+			snprintf(src, sizeof(src), "%s:%u", gen_py_files[i % N_PY_FILES], 20 + i % 400);
 			stat_s(val, 5, SM_SOURCE, src);
 		}
 		snprintf(name, sizeof(name), "jit(%s)/jit(main)/%s",
@@ -224,8 +224,8 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 		if (i < N_HOST_FIXED)
 			snprintf(name, sizeof(name), "%s", gen_host_names[i]);
 		else
-			snprintf(name, sizeof(name), "$%s:%u %s", gen_py_files[i % 7], 10 + i,
-				 gen_py_funcs[(i / 7) % 10]);
+			snprintf(name, sizeof(name), "$%s:%u %s", gen_py_files[i % N_PY_FILES], 10 + i,
+				 gen_py_funcs[(i / N_PY_FILES) % N_PY_FUNCS]);
 		pb_str(val, 2, name);
 		break;
 	}

@@ -134,41 +134,19 @@ static void host_thread_name(struct rng *r, enum kind kind, size_t i, char *dst,
 	*id = i % 5 == 0 ? (int64_t)rng_next(r) : (int64_t)tid;
 }
 
-/*
- * Builds the shape of one host file with @events events in total (exactly)
- * into @s (caller's storage; free its lines with gen_plan_free()).
- * Lines get a share by weight; Steps and counters are capped so metadata
- * stays bounded, and the remainder goes to the busiest line.
- */
-int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *host,
-		   uint64_t events)
+/* Adds the planes and lines of @s: devices, host metadata, host threads, Task Environment. */
+static int plan_planes(struct gspace *s, enum kind kind, struct rng *r, size_t nthreads)
 {
-	struct rng r = {seed_of(seed, 0x504c414e, events)};
 	size_t ndev = kind == KIND_TPU ? 4 : kind == KIND_GPU ? 8 : 0;
-	size_t nthreads = host_thread_count(events);
-	double whost = 0, wdev = 0, host_share;
-	uint64_t given = 0;
-	struct gline *busiest = NULL;
-	double wbusy = -1;
-	int ret = 0;
-
-	memset(s, 0, sizeof(*s));
-	s->kind = kind;
-	s->seed = seed;
-	s->events = events;
-	snprintf(s->host, sizeof(s->host), "%s", host);
-	/* about 100 ns of profile per event, at least one second */
-	s->span_ps = (int64_t)(events * 100000 > 1000000000000 ? events * 100000 : 1000000000000);
 
 	if (kind == KIND_GPU)
 		if (!add_plane(s, P_HOSTMETA, 0, "/host:metadata", 0, 0)) {
-			ret = -ENOMEM;
-			goto fail;
+			return -ENOMEM;
 		}
 	for (size_t d = 0; d < ndev; d++) {
 		char name[NAME_MAX_LEN];
 		struct gplane *p;
-		int64_t ts = 1000 + (int64_t)rng_below(&r, 1000);
+		int64_t ts = 1000 + (int64_t)rng_below(r, 1000);
 
 		snprintf(name, sizeof(name),
 			 kind == KIND_TPU ? "/device:TPU:%zu" : "/device:GPU:%zu", d);
@@ -176,8 +154,7 @@ int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *
 			      kind == KIND_TPU ? (int64_t)(2 + 8 * d) : (int64_t)d, name, (int)d,
 			      16);
 		if (!p) {
-			ret = -ENOMEM;
-			goto fail;
+			return -ENOMEM;
 		}
 		if (kind == KIND_TPU) {
 			add_line(p, L_STEPS, DERIVED_LINE_ID, "Steps", ts);
@@ -204,23 +181,21 @@ int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *
 	}
 	if (kind != KIND_GPU)
 		if (!add_plane(s, P_HOSTMETA, 0, "/host:metadata", 0, 0)) {
-			ret = -ENOMEM;
-			goto fail;
+			return -ENOMEM;
 		}
 	{
 		struct gplane *p = add_plane(s, P_HOST, 0, "/host:CPU", 0, nthreads);
 
 		if (!p) {
-			ret = -ENOMEM;
-			goto fail;
+			return -ENOMEM;
 		}
 		for (size_t i = 0; i < nthreads; i++) {
 			char name[NAME_MAX_LEN];
 			int64_t id;
 			struct gline *l;
 
-			host_thread_name(&r, kind, i, name, sizeof(name), &id);
-			l = add_line(p, L_HOST, id, name, 1000 + (int64_t)rng_below(&r, 100000));
+			host_thread_name(r, kind, i, name, sizeof(name), &id);
+			l = add_line(p, L_HOST, id, name, 1000 + (int64_t)rng_below(r, 100000));
 			/* as in the GPU sample: display_name repeats the name on some lines */
 			if (i % 3 == 1)
 				snprintf(l->display_name, sizeof(l->display_name), "%s", name);
@@ -229,9 +204,21 @@ int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *
 		}
 	}
 	if (!add_plane(s, P_TASKENV, 0, "Task Environment", 0, 0)) {
-		ret = -ENOMEM;
-		goto fail;
+		return -ENOMEM;
 	}
+	return 0;
+}
+
+/*
+ * Shares @events among the lines of @s (exactly), by line weight drawn from
+ * @r; Steps and counters are capped, the remainder goes to the busiest line.
+ */
+static void plan_events(struct gspace *s, enum kind kind, struct rng *r, uint64_t events)
+{
+	double whost = 0, wdev = 0, host_share;
+	uint64_t given = 0;
+	struct gline *busiest = NULL;
+	double wbusy = -1;
 
 	/*
 	 * Distribute the events: host threads get a fixed share of the whole
@@ -243,7 +230,7 @@ int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *
 		for (size_t li = 0; li < p->n_lines; li++) {
 			struct gline *l = &p->lines[li];
 
-			l->weight = line_weight(l->kind, &r, li);
+			l->weight = line_weight(l->kind, r, li);
 			if (p->kind == P_HOST)
 				whost += l->weight;
 			else
@@ -280,8 +267,11 @@ int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *
 		busiest->events += events - given;
 	if (!s->steps)
 		s->steps = 100; /* CPU-only: no Steps line, group by 100 steps anyway */
+}
 
-	/* metadata id ranges */
+/* Gives each plane its metadata id ranges (event metadata classes, interned strings). */
+static void plan_id_ranges(struct gspace *s)
+{
 	for (size_t pi = 0; pi < s->n_planes; pi++) {
 		struct gplane *p = &s->planes[pi];
 		uint32_t n[EM_COUNT] = {0}, si[SI_COUNT] = {0}, next = 1;
@@ -345,8 +335,32 @@ int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *
 			for (int c = 0; c < SI_COUNT; c++)
 				p->n_stat_meta += si[c];
 	}
+}
+
+/*
+ * Builds the shape of one host file with @events events in total (exactly)
+ * into @s (caller's storage; free its lines with gen_plan_free()).
+ */
+int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *host,
+		   uint64_t events)
+{
+	struct rng r = {seed_of(seed, 0x504c414e, events)};
+	size_t nthreads = host_thread_count(events);
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	s->kind = kind;
+	s->seed = seed;
+	s->events = events;
+	snprintf(s->host, sizeof(s->host), "%s", host);
+	/* about 100 ns of profile per event, at least one second */
+	s->span_ps = (int64_t)(events * 100000 > 1000000000000 ? events * 100000 : 1000000000000);
+	ret = plan_planes(s, kind, &r, nthreads);
+	if (ret < 0) {
+		gen_plan_free(s);
+		return ret;
+	}
+	plan_events(s, kind, &r, events);
+	plan_id_ranges(s);
 	return 0;
-fail:
-	gen_plan_free(s);
-	return ret;
 }
