@@ -110,15 +110,15 @@ int cache_lz4_errno(int r);
 #define CACHE_RESCAN_EVERY_S 300 /* commits re-read DIR at most this often */
 
 /* One known entry file. Freed only when neither present nor open. */
-struct cnode {
+struct cache_node {
 	uint64_t id[2];
 	uint64_t size;   /* bytes on disk while present */
 	int64_t touched; /* s; last mtime we know of for the file */
 	unsigned opens;  /* open entries pointing here */
 	bool present;    /* file believed to exist; only then on the LRU list */
 	uint64_t seen;   /* scan generation that last listed the file */
-	struct cnode *hnext;
-	struct cnode *prev, *next; /* LRU: c->mru is the most recent */
+	struct cache_node *hnext;
+	struct cache_node *prev, *next; /* LRU: c->mru is the most recent */
 };
 
 struct xprofs_cache {
@@ -128,9 +128,9 @@ struct xprofs_cache {
 	pthread_mutex_t lock;
 	uint32_t bs;               /* protected by lock */
 	int accel;                 /* protected by lock; lz4 acceleration of new writers */
-	struct cnode **buckets;    /* protected by lock */
+	struct cache_node **buckets;    /* protected by lock */
 	size_t nbuckets, nnodes;   /* protected by lock */
-	struct cnode *mru, *lru;   /* protected by lock */
+	struct cache_node *mru, *lru;   /* protected by lock */
 	struct xprofs_cache_stats st; /* protected by lock */
 	uint64_t scan_gen;         /* protected by lock */
 	int64_t last_scan_s;       /* protected by lock */
@@ -138,8 +138,11 @@ struct xprofs_cache {
 };
 
 /*
- * Lock order: c->lock is a leaf for the table. Writers take it after
- * releasing w->qlock; open entries take it without holding e->lock.
+ * Locking: one mutex per cache, c->lock, guards the table, the LRU list and
+ * the stats, and is also held across the publishing rename() and eviction
+ * unlink()s so a commit and an eviction of one name cannot interleave.
+ * Lock order: c->lock is innermost. Writers take it only while not holding
+ * their w->qlock; open entries take it without holding their e->lock.
  * The cache_node_*() calls, cache_evict() and cache_drop_corrupt() need
  * c->lock held.
  */
@@ -152,17 +155,17 @@ int cache_entry_path(const struct xprofs_cache *c, const uint64_t id[2], char *o
 /** cache_key_id() - the 128-bit id (file name) of @key. */
 void cache_key_id(const void *key, size_t keylen, uint64_t id[2]);
 /** cache_node_get() - finds or adds the node of @id; NULL only when out of memory. */
-struct cnode *cache_node_get(struct xprofs_cache *c, const uint64_t id[2]);
+struct cache_node *cache_node_get(struct xprofs_cache *c, const uint64_t id[2]);
 /** cache_node_set_present() - marks @n present with @size bytes and most recently used. */
-void cache_node_set_present(struct xprofs_cache *c, struct cnode *n, uint64_t size);
-void cache_node_set_absent(struct xprofs_cache *c, struct cnode *n);
+void cache_node_set_present(struct xprofs_cache *c, struct cache_node *n, uint64_t size);
+void cache_node_set_absent(struct xprofs_cache *c, struct cache_node *n);
 /** cache_seen_now() - @n exists for the next scan merge, whatever its listing says. */
-void cache_seen_now(struct xprofs_cache *c, struct cnode *n);
+void cache_seen_now(struct xprofs_cache *c, struct cache_node *n);
 /** cache_node_put() - frees @n once it is neither present nor open. */
-void cache_node_put(struct xprofs_cache *c, struct cnode *n);
+void cache_node_put(struct xprofs_cache *c, struct cache_node *n);
 /** cache_evict() - evicts LRU entries until under the cap; spares @keep and open ones. */
-void cache_evict(struct xprofs_cache *c, const struct cnode *keep);
+void cache_evict(struct xprofs_cache *c, const struct cache_node *keep);
 /** cache_drop_corrupt() - unlinks @n's file if it is still the inode (@dev, @ino) we judged. */
-void cache_drop_corrupt(struct xprofs_cache *c, struct cnode *n, dev_t dev, ino_t ino);
+void cache_drop_corrupt(struct xprofs_cache *c, struct cache_node *n, dev_t dev, ino_t ino);
 
 #endif

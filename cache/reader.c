@@ -27,7 +27,7 @@
 
 struct xprofs_cache_reader {
 	struct xprofs_cache *c;
-	struct cnode *node; /* kept alive by node->opens */
+	struct cache_node *node; /* kept alive by node->opens */
 	int fd;
 	dev_t dev;
 	ino_t ino;
@@ -55,7 +55,7 @@ int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t key
 	struct xprofs_cache_reader *e = NULL;
 	char path[PATH_MAX];
 	struct cache_layout L;
-	struct cnode *n;
+	struct cache_node *n;
 	struct stat st;
 	uint64_t id[2];
 	bool touch = false;

@@ -98,9 +98,9 @@ static size_t bucket_of(const struct xprofs_cache *c, const uint64_t id[2])
 	return (size_t)(id[0] ^ id[1]) & (c->nbuckets - 1);
 }
 
-static struct cnode *node_find(struct xprofs_cache *c, const uint64_t id[2])
+static struct cache_node *node_find(struct xprofs_cache *c, const uint64_t id[2])
 {
-	for (struct cnode *n = c->buckets[bucket_of(c, id)]; n; n = n->hnext)
+	for (struct cache_node *n = c->buckets[bucket_of(c, id)]; n; n = n->hnext)
 		if (n->id[0] == id[0] && n->id[1] == id[1])
 			return n;
 	return NULL;
@@ -109,12 +109,12 @@ static struct cnode *node_find(struct xprofs_cache *c, const uint64_t id[2])
 static void table_grow(struct xprofs_cache *c)
 {
 	size_t nb = c->nbuckets * 2;
-	struct cnode **b = calloc(nb, sizeof(*b));
+	struct cache_node **b = calloc(nb, sizeof(*b));
 
 	if (!b)
 		return; /* longer chains, still correct */
 	for (size_t i = 0; i < c->nbuckets; i++) {
-		struct cnode *n = c->buckets[i], *next;
+		struct cache_node *n = c->buckets[i], *next;
 
 		for (; n; n = next) {
 			size_t k = (size_t)(n->id[0] ^ n->id[1]) & (nb - 1);
@@ -130,9 +130,9 @@ static void table_grow(struct xprofs_cache *c)
 }
 
 /* Finds or adds the node of @id; NULL only when out of memory. */
-struct cnode *cache_node_get(struct xprofs_cache *c, const uint64_t id[2])
+struct cache_node *cache_node_get(struct xprofs_cache *c, const uint64_t id[2])
 {
-	struct cnode *n = node_find(c, id);
+	struct cache_node *n = node_find(c, id);
 	size_t k;
 
 	if (n)
@@ -151,7 +151,7 @@ struct cnode *cache_node_get(struct xprofs_cache *c, const uint64_t id[2])
 	return n;
 }
 
-static void lru_unlink(struct xprofs_cache *c, struct cnode *n)
+static void lru_unlink(struct xprofs_cache *c, struct cache_node *n)
 {
 	if (n->prev)
 		n->prev->next = n->next;
@@ -164,7 +164,7 @@ static void lru_unlink(struct xprofs_cache *c, struct cnode *n)
 	n->prev = n->next = NULL;
 }
 
-static void lru_push_front(struct xprofs_cache *c, struct cnode *n)
+static void lru_push_front(struct xprofs_cache *c, struct cache_node *n)
 {
 	n->prev = NULL;
 	n->next = c->mru;
@@ -176,7 +176,7 @@ static void lru_push_front(struct xprofs_cache *c, struct cnode *n)
 }
 
 /* Marks @n present with @size bytes and most recently used. */
-void cache_node_set_present(struct xprofs_cache *c, struct cnode *n, uint64_t size)
+void cache_node_set_present(struct xprofs_cache *c, struct cache_node *n, uint64_t size)
 {
 	if (n->present) {
 		c->st.bytes -= n->size;
@@ -190,7 +190,7 @@ void cache_node_set_present(struct xprofs_cache *c, struct cnode *n, uint64_t si
 	lru_push_front(c, n);
 }
 
-void cache_node_set_absent(struct xprofs_cache *c, struct cnode *n)
+void cache_node_set_absent(struct xprofs_cache *c, struct cache_node *n)
 {
 	if (!n->present)
 		return;
@@ -205,15 +205,15 @@ void cache_node_set_absent(struct xprofs_cache *c, struct cnode *n)
  * Marks @n as known to exist for the next merge_scan(), whose listing may
  * have been taken before we published or opened it.
  */
-void cache_seen_now(struct xprofs_cache *c, struct cnode *n)
+void cache_seen_now(struct xprofs_cache *c, struct cache_node *n)
 {
 	n->seen = c->scan_gen + 1;
 }
 
 /* Frees @n once nothing refers to it. */
-void cache_node_put(struct xprofs_cache *c, struct cnode *n)
+void cache_node_put(struct xprofs_cache *c, struct cache_node *n)
 {
-	struct cnode **pp;
+	struct cache_node **pp;
 
 	if (n->present || n->opens)
 		return;
@@ -228,13 +228,13 @@ void cache_node_put(struct xprofs_cache *c, struct cnode *n)
 }
 
 /* Evicts least recently used entries until under the cap; spares @keep and open ones. */
-void cache_evict(struct xprofs_cache *c, const struct cnode *keep)
+void cache_evict(struct xprofs_cache *c, const struct cache_node *keep)
 {
-	struct cnode *n = c->lru;
+	struct cache_node *n = c->lru;
 	char path[PATH_MAX];
 
 	while (c->st.bytes > c->max_bytes && n) {
-		struct cnode *prev = n->prev;
+		struct cache_node *prev = n->prev;
 
 		if (n != keep && n->opens == 0 && cache_entry_path(c, n->id, path, sizeof(path)) == 0) {
 			if (unlink(path) < 0 && errno != ENOENT)
@@ -252,7 +252,7 @@ void cache_evict(struct xprofs_cache *c, const struct cnode *keep)
 }
 
 /* Unlinks the corrupt file of @n if it is still the inode we judged. */
-void cache_drop_corrupt(struct xprofs_cache *c, struct cnode *n, dev_t dev, ino_t ino)
+void cache_drop_corrupt(struct xprofs_cache *c, struct cache_node *n, dev_t dev, ino_t ino)
 {
 	char path[PATH_MAX];
 	struct stat st;
@@ -364,8 +364,8 @@ out:
  */
 static int merge_scan(struct xprofs_cache *c, const struct scanned *v, size_t n)
 {
-	struct cnode *pos = c->lru; /* walks from least towards most recent */
-	struct cnode *node, *next;
+	struct cache_node *pos = c->lru; /* walks from least towards most recent */
+	struct cache_node *node, *next;
 	uint64_t gen = ++c->scan_gen;
 
 	for (size_t i = 0; i < n; i++) {
@@ -478,7 +478,7 @@ struct xprofs_cache *xprofs_cache_free(struct xprofs_cache *c)
 	if (!c)
 		return NULL;
 	for (size_t i = 0; c->buckets && i < c->nbuckets; i++) {
-		struct cnode *n = c->buckets[i], *next;
+		struct cache_node *n = c->buckets[i], *next;
 
 		for (; n; n = next) {
 			next = n->hnext;
@@ -531,7 +531,7 @@ int xprofs_cache_remove(struct xprofs_cache *c, const void *key, size_t keylen)
 {
 	char path[PATH_MAX];
 	uint64_t id[2];
-	struct cnode *n;
+	struct cache_node *n;
 	int r;
 
 	if (keylen > XPROFS_CACHE_KEY_MAX)

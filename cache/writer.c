@@ -461,7 +461,7 @@ int xprofs_cache_writer_commit(struct xprofs_cache_writer *w)
 	struct xprofs_cache *c = w->c;
 	char path[PATH_MAX];
 	bool rescan = false;
-	struct cnode *n;
+	struct cache_node *n;
 	int64_t now;
 	int r = writer_join(w);
 
