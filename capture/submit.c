@@ -236,6 +236,33 @@ fail:
 	return ret;
 }
 
+/*
+ * "stop": Terminate the running capture of run @rn, or of every run for a
+ * top-level "stop" without run=. c->lock held. 0, -ESRCH when nothing runs
+ * (reason in @why), or -errno.
+ */
+static int stop_runs(struct xprofs_capture *c, const char *run, const struct capture_req *q,
+		     const char *rn, struct xprofs_buf *why)
+{
+	size_t stopped = 0;
+	int ret = 0;
+
+	for (struct capture_run *r = c->runs; r; r = r->next) {
+		if (!r->running || (strcmp(r->run, rn) != 0 && (run || q->has_run)))
+			continue;
+		ret = capture_request_stop(r->running);
+		if (ret < 0)
+			break;
+		stopped++;
+	}
+	if (ret == 0 && stopped == 0) {
+		(void)!xprofs_buf_printf(why, "no capture is running%s%s",
+					 run || q->has_run ? " in run " : "", run || q->has_run ? rn : "");
+		ret = -ESRCH;
+	}
+	return ret;
+}
+
 int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char *line, size_t len,
 			  struct xprofs_buf *reason)
 {
@@ -305,21 +332,7 @@ int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char 
 			break;
 		}
 		if (q->cmd == CAPTURE_CMD_STOP) {
-			size_t stopped = 0;
-
-			for (r = c->runs; r; r = r->next) {
-				if (!r->running || (strcmp(r->run, rn) != 0 && (run || q->has_run)))
-					continue;
-				ret = capture_request_stop(r->running);
-				if (ret < 0)
-					break;
-				stopped++;
-			}
-			if (ret == 0 && stopped == 0) {
-				(void)!xprofs_buf_printf(&why, "no capture is running%s%s", run || q->has_run ? " in run " : "",
-							 run || q->has_run ? rn : "");
-				ret = -ESRCH;
-			}
+			ret = stop_runs(c, run, q, rn, &why);
 			continue;
 		}
 		r = capture_run_find(c, rn, true);
