@@ -19,7 +19,7 @@
 #include "cache-internal.h"
 
 /* Index records validated per read() on open: bounds open-time memory. */
-#define XC_CHECK_CHUNK 2048u
+#define CACHE_CHECK_CHUNK 2048u
 
 /* ---- little-endian helpers --------------------------------------------- */
 
@@ -78,7 +78,7 @@ static uint64_t xxh_merge(uint64_t acc, uint64_t v)
 	return acc * P1 + P4;
 }
 
-uint64_t xc_hash64(const void *p, size_t n, uint64_t seed)
+uint64_t cache_hash64(const void *p, size_t n, uint64_t seed)
 {
 	const uint8_t *s = p;
 	const uint8_t *end = s + n;
@@ -127,60 +127,60 @@ uint64_t xc_hash64(const void *p, size_t n, uint64_t seed)
 
 /* ---- encoding ------------------------------------------------------------ */
 
-bool xc_bs_valid(uint32_t bs)
+bool cache_bs_valid(uint32_t bs)
 {
-	return bs >= XC_BS_MIN && bs <= XC_BS_MAX && (bs & (bs - 1)) == 0;
+	return bs >= CACHE_BS_MIN && bs <= CACHE_BS_MAX && (bs & (bs - 1)) == 0;
 }
 
-uint32_t xc_block_raw_len(const struct xc_layout *L, uint64_t i)
+uint32_t cache_block_raw_len(const struct cache_layout *L, uint64_t i)
 {
 	if (i + 1 < L->nblocks)
 		return L->bs;
 	return (uint32_t)(L->raw_size - (L->nblocks - 1) * (uint64_t)L->bs);
 }
 
-uint64_t xc_header_encode(uint8_t out[XC_HDR_FIXED], const void *key, uint32_t keylen, uint32_t bs)
+uint64_t cache_header_encode(uint8_t out[CACHE_HDR_FIXED], const void *key, uint32_t keylen, uint32_t bs)
 {
 	uint64_t h;
 
-	memcpy(out, XC_MAGIC_HEAD, XC_MAGIC_LEN);
-	put32(out + 8, XC_VERSION);
+	memcpy(out, CACHE_MAGIC_HEAD, CACHE_MAGIC_LEN);
+	put32(out + 8, CACHE_VERSION);
 	put32(out + 12, keylen);
 	put32(out + 16, bs);
 	put32(out + 20, 0);
-	h = xc_hash64(key, keylen, xc_hash64(out, 24, 0));
+	h = cache_hash64(key, keylen, cache_hash64(out, 24, 0));
 	put64(out + 24, h);
 	return h;
 }
 
-void xc_rec_encode(uint8_t out[XC_REC_SIZE], const struct xc_rec *r)
+void cache_rec_encode(uint8_t out[CACHE_REC_SIZE], const struct cache_rec *r)
 {
 	put64(out, r->off);
 	put32(out + 8, r->stored);
-	put32(out + 12, r->raw | (r->plain ? XC_RAW_FLAG : 0));
+	put32(out + 12, r->raw | (r->plain ? CACHE_RAW_FLAG : 0));
 	put64(out + 16, r->sum);
 }
 
-static void rec_decode(const uint8_t in[XC_REC_SIZE], struct xc_rec *r)
+static void rec_decode(const uint8_t in[CACHE_REC_SIZE], struct cache_rec *r)
 {
 	uint32_t raw = get32(in + 12);
 
 	r->off = get64(in);
 	r->stored = get32(in + 8);
-	r->plain = (raw & XC_RAW_FLAG) != 0;
-	r->raw = raw & ~XC_RAW_FLAG;
+	r->plain = (raw & CACHE_RAW_FLAG) != 0;
+	r->raw = raw & ~CACHE_RAW_FLAG;
 	r->sum = get64(in + 16);
 }
 
-void xc_footer_encode(uint8_t out[XC_FOOTER_SIZE], uint64_t raw_size, uint64_t nblocks,
+void cache_footer_encode(uint8_t out[CACHE_FOOTER_SIZE], uint64_t raw_size, uint64_t nblocks,
 		      uint64_t index_off, uint64_t index_hash, uint64_t header_hash)
 {
 	put64(out, raw_size);
 	put64(out + 8, nblocks);
 	put64(out + 16, index_off);
 	put64(out + 24, index_hash);
-	put64(out + 32, xc_hash64(out, 32, header_hash));
-	memcpy(out + 40, XC_MAGIC_FOOT, XC_MAGIC_LEN);
+	put64(out + 32, cache_hash64(out, 32, header_hash));
+	memcpy(out + 40, CACHE_MAGIC_FOOT, CACHE_MAGIC_LEN);
 }
 
 /* ---- validation ---------------------------------------------------------- */
@@ -200,9 +200,9 @@ static int read_exact(int fd, void *buf, size_t n, uint64_t off)
  * (check_index); reads re-check these bounds because the file may have been
  * changed under an open fd.
  */
-static int rec_check(const struct xc_layout *L, uint64_t i, const struct xc_rec *r)
+static int rec_check(const struct cache_layout *L, uint64_t i, const struct cache_rec *r)
 {
-	if (r->raw != xc_block_raw_len(L, i) || r->stored == 0)
+	if (r->raw != cache_block_raw_len(L, i) || r->stored == 0)
 		return -EBADMSG;
 	if (r->plain ? r->stored != r->raw : r->stored > (uint32_t)LZ4_compressBound((int)L->bs))
 		return -EBADMSG;
@@ -211,9 +211,9 @@ static int rec_check(const struct xc_layout *L, uint64_t i, const struct xc_rec 
 	return 0;
 }
 
-static int check_header(int fd, const void *key, size_t keylen, struct xc_layout *L)
+static int check_header(int fd, const void *key, size_t keylen, struct cache_layout *L)
 {
-	uint8_t hdr[XC_HDR_FIXED];
+	uint8_t hdr[CACHE_HDR_FIXED];
 	uint8_t *fkey = NULL;
 	uint32_t fkeylen;
 	int r;
@@ -222,25 +222,25 @@ static int check_header(int fd, const void *key, size_t keylen, struct xc_layout
 	if (r < 0)
 		goto out;
 	r = -EBADMSG;
-	if (memcmp(hdr, XC_MAGIC_HEAD, XC_MAGIC_LEN) != 0 || get32(hdr + 8) != XC_VERSION ||
+	if (memcmp(hdr, CACHE_MAGIC_HEAD, CACHE_MAGIC_LEN) != 0 || get32(hdr + 8) != CACHE_VERSION ||
 	    get32(hdr + 20) != 0)
 		goto out;
 	fkeylen = get32(hdr + 12);
 	L->bs = get32(hdr + 16);
-	if (fkeylen > XPROFS_CACHE_KEY_MAX || !xc_bs_valid(L->bs))
+	if (fkeylen > XPROFS_CACHE_KEY_MAX || !cache_bs_valid(L->bs))
 		goto out;
-	L->hdr_len = XC_HDR_FIXED + (uint64_t)fkeylen;
-	if (L->file_size < L->hdr_len + XC_FOOTER_SIZE)
+	L->hdr_len = CACHE_HDR_FIXED + (uint64_t)fkeylen;
+	if (L->file_size < L->hdr_len + CACHE_FOOTER_SIZE)
 		goto out;
 	fkey = malloc(fkeylen ? fkeylen : 1);
 	if (!fkey) {
 		r = -ENOMEM;
 		goto out;
 	}
-	r = read_exact(fd, fkey, fkeylen, XC_HDR_FIXED);
+	r = read_exact(fd, fkey, fkeylen, CACHE_HDR_FIXED);
 	if (r < 0)
 		goto out;
-	L->header_hash = xc_hash64(fkey, fkeylen, xc_hash64(hdr, 24, 0));
+	L->header_hash = cache_hash64(fkey, fkeylen, cache_hash64(hdr, 24, 0));
 	if (L->header_hash != get64(hdr + 24)) {
 		r = -EBADMSG;
 		goto out;
@@ -252,27 +252,27 @@ out:
 	return r;
 }
 
-static int check_footer(int fd, struct xc_layout *L, uint64_t *index_hash)
+static int check_footer(int fd, struct cache_layout *L, uint64_t *index_hash)
 {
-	uint8_t f[XC_FOOTER_SIZE];
+	uint8_t f[CACHE_FOOTER_SIZE];
 	uint64_t room, full;
 	int r;
 
-	r = read_exact(fd, f, sizeof(f), L->file_size - XC_FOOTER_SIZE);
+	r = read_exact(fd, f, sizeof(f), L->file_size - CACHE_FOOTER_SIZE);
 	if (r < 0)
 		return r;
-	if (memcmp(f + 40, XC_MAGIC_FOOT, XC_MAGIC_LEN) != 0 ||
-	    get64(f + 32) != xc_hash64(f, 32, L->header_hash))
+	if (memcmp(f + 40, CACHE_MAGIC_FOOT, CACHE_MAGIC_LEN) != 0 ||
+	    get64(f + 32) != cache_hash64(f, 32, L->header_hash))
 		return -EBADMSG;
 	L->raw_size = get64(f);
 	L->nblocks = get64(f + 8);
 	L->index_off = get64(f + 16);
 	*index_hash = get64(f + 24);
 	/* Everything between the key and the footer is blocks then index. */
-	room = L->file_size - XC_FOOTER_SIZE - L->hdr_len;
-	if (L->nblocks > room / XC_REC_SIZE)
+	room = L->file_size - CACHE_FOOTER_SIZE - L->hdr_len;
+	if (L->nblocks > room / CACHE_REC_SIZE)
 		return -EBADMSG;
-	if (L->index_off != L->file_size - XC_FOOTER_SIZE - L->nblocks * XC_REC_SIZE)
+	if (L->index_off != L->file_size - CACHE_FOOTER_SIZE - L->nblocks * CACHE_REC_SIZE)
 		return -EBADMSG;
 	if (L->raw_size > (uint64_t)INT64_MAX)
 		return -EBADMSG;
@@ -283,28 +283,28 @@ static int check_footer(int fd, struct xc_layout *L, uint64_t *index_hash)
 }
 
 /* Proves the index: hash chain, and blocks tiling [hdr_len, index_off) exactly. */
-static int check_index(int fd, struct xc_layout *L, uint64_t want_hash)
+static int check_index(int fd, struct cache_layout *L, uint64_t want_hash)
 {
 	uint8_t *chunk;
 	uint64_t h = L->header_hash, expect = L->hdr_len, i = 0;
 	int r = 0;
 
-	chunk = malloc((size_t)XC_CHECK_CHUNK * XC_REC_SIZE);
+	chunk = malloc((size_t)CACHE_CHECK_CHUNK * CACHE_REC_SIZE);
 	if (!chunk)
 		return -ENOMEM;
 	while (i < L->nblocks) {
 		uint64_t n = L->nblocks - i;
 
-		if (n > XC_CHECK_CHUNK)
-			n = XC_CHECK_CHUNK;
-		r = read_exact(fd, chunk, (size_t)n * XC_REC_SIZE, L->index_off + i * XC_REC_SIZE);
+		if (n > CACHE_CHECK_CHUNK)
+			n = CACHE_CHECK_CHUNK;
+		r = read_exact(fd, chunk, (size_t)n * CACHE_REC_SIZE, L->index_off + i * CACHE_REC_SIZE);
 		if (r < 0)
 			goto out;
 		for (uint64_t k = 0; k < n; k++, i++) {
-			struct xc_rec rec;
+			struct cache_rec rec;
 
-			rec_decode(chunk + k * XC_REC_SIZE, &rec);
-			h = xc_hash64(chunk + k * XC_REC_SIZE, XC_REC_SIZE, h);
+			rec_decode(chunk + k * CACHE_REC_SIZE, &rec);
+			h = cache_hash64(chunk + k * CACHE_REC_SIZE, CACHE_REC_SIZE, h);
 			r = rec_check(L, i, &rec);
 			if (r < 0)
 				goto out;
@@ -321,16 +321,16 @@ out:
 	return r;
 }
 
-int xc_entry_check(int fd, const void *key, size_t keylen, struct xc_layout *L)
+int cache_entry_check(int fd, const void *key, size_t keylen, struct cache_layout *L)
 {
-	struct xc_layout l = {0};
+	struct cache_layout l = {0};
 	uint64_t index_hash;
 	struct stat st;
 	int r;
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)(XC_HDR_FIXED + XC_FOOTER_SIZE))
+	if (!S_ISREG(st.st_mode) || st.st_size < (off_t)(CACHE_HDR_FIXED + CACHE_FOOTER_SIZE))
 		return -EBADMSG;
 	l.file_size = (uint64_t)st.st_size;
 	r = check_header(fd, key, keylen, &l);
@@ -346,23 +346,23 @@ int xc_entry_check(int fd, const void *key, size_t keylen, struct xc_layout *L)
 	return 0;
 }
 
-int xc_lz4_errno(int r)
+int cache_lz4_errno(int r)
 {
 	/* lz4 reports malformed input and too-small output alike with r <= 0. */
 	return r > 0 ? 0 : -EBADMSG;
 }
 
-ssize_t xc_block_read(int fd, const struct xc_layout *L, uint64_t i, uint8_t *dst)
+ssize_t cache_block_read(int fd, const struct cache_layout *L, uint64_t i, uint8_t *dst)
 {
-	uint8_t recb[XC_REC_SIZE];
-	struct xc_rec rec;
+	uint8_t recb[CACHE_REC_SIZE];
+	struct cache_rec rec;
 	uint8_t *src = NULL;
 	ssize_t r;
 	int d;
 
 	if (i >= L->nblocks)
 		return -EINVAL;
-	r = read_exact(fd, recb, sizeof(recb), L->index_off + i * XC_REC_SIZE);
+	r = read_exact(fd, recb, sizeof(recb), L->index_off + i * CACHE_REC_SIZE);
 	if (r < 0)
 		goto out;
 	rec_decode(recb, &rec);
@@ -373,7 +373,7 @@ ssize_t xc_block_read(int fd, const struct xc_layout *L, uint64_t i, uint8_t *ds
 		r = read_exact(fd, dst, rec.raw, rec.off);
 		if (r < 0)
 			goto out;
-		r = xc_hash64(dst, rec.raw, 0) == rec.sum ? (ssize_t)rec.raw : -EBADMSG;
+		r = cache_hash64(dst, rec.raw, 0) == rec.sum ? (ssize_t)rec.raw : -EBADMSG;
 		goto out;
 	}
 	src = malloc(rec.stored);
@@ -384,13 +384,13 @@ ssize_t xc_block_read(int fd, const struct xc_layout *L, uint64_t i, uint8_t *ds
 	r = read_exact(fd, src, rec.stored, rec.off);
 	if (r < 0)
 		goto out;
-	if (xc_hash64(src, rec.stored, 0) != rec.sum) {
+	if (cache_hash64(src, rec.stored, 0) != rec.sum) {
 		r = -EBADMSG;
 		goto out;
 	}
 	d = LZ4_decompress_safe((const char *)src, (char *)dst, (int)rec.stored, (int)rec.raw);
 	if (d != (int)rec.raw)
-		r = d <= 0 ? xc_lz4_errno(d) : -EBADMSG;
+		r = d <= 0 ? cache_lz4_errno(d) : -EBADMSG;
 	else
 		r = (ssize_t)rec.raw;
 out:

@@ -1,17 +1,21 @@
 /*
  * capture-internal.h - what the files of capture/ share: the control-line
  * parser (line.c), the gRPC response stream parsers (frames.c) and the
- * unary gRPC client over libcurl (grpc.c). capture.c builds the manager on
- * top. Not installed; tests and fuzz targets include it directly.
+ * unary gRPC client over libcurl (grpc.c), and the manager built on top
+ * (runs.c, submit.c, session.c, status.c). Not installed; tests and fuzz
+ * targets include it directly.
  */
 #ifndef XPROFS_CAPTURE_INTERNAL_H
 #define XPROFS_CAPTURE_INTERNAL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "xprofs/capture.h"
+#include "xprofs/store.h"
 #include "xprofs/util.h"
 
 /* ---- control lines (line.c) ------------------------------------------- */
@@ -224,5 +228,109 @@ void capture_grpc_timeout_header(uint64_t ms, char *out, size_t cap);
 
 /** capture_pct_decode() - percent-decode @in into @out (@cap incl. NUL), truncating. */
 void capture_pct_decode(const char *in, size_t n, char *out, size_t cap);
+
+/* ---- the manager (runs.c, submit.c, session.c, status.c) ----------------- */
+
+/*
+ * Lock order: c->lock is the manager's only mutex and nests with no other
+ * lock: notify() and store writes run without it, running coordinators are
+ * joined without it (capture_reap() joins only finished ones under it).
+ * c->cond (a session finished) waits on c->lock. Fields marked "under
+ * c->lock" below are protected by it.
+ */
+enum capture_state {
+	ST_RUNNING = 0,
+	ST_OK,
+	ST_EMPTY,
+	ST_UNREACHABLE,
+	ST_TIMEOUT,
+	ST_ERROR,
+	ST_STOPPED,
+};
+
+struct capture_session;
+
+struct capture_host {
+	struct capture_session *s;
+	const char *target;         /* points into s->req */
+	char dir[CAPTURE_MAX_NAME + 1];
+	char *file;                 /* store path, or NULL (continuous); owned */
+	pthread_t thread;
+	bool started;
+	/* published under c->lock */
+	int state;
+	uint64_t bytes;
+	int grpc_status;            /* -1: none */
+	char error[400];
+	bool by_server;
+	char *server_file;          /* where an old server wrote it; owned */
+	/* host thread only */
+	struct xprofs_store_writer *w;
+	uint64_t off;
+};
+
+struct capture_session {
+	struct xprofs_capture *c;
+	struct capture_session *next;   /* in its run's history, oldest first */
+	uint64_t id;
+	char *run;                  /* store path of the run, "" = root; owned */
+	char session[CAPTURE_MAX_NAME + 16];
+	struct capture_req *req;    /* owned */
+	char *repo_root;            /* repository_root sent to the server; owned */
+	uint64_t start_ts_ns;
+	uint64_t deadline_ms;
+	atomic_int cancel;          /* set by free() after the grace period */
+	int64_t started_ns, finished_ns;
+	pthread_t coord;
+	bool coord_started, joined;
+	/* under c->lock */
+	int state;
+	bool done;                  /* coordinator finished; may be joined */
+	bool stop_requested;
+	bool finishing;             /* hosts are done: no new stopper */
+	bool stopper_started;
+	pthread_t stopper;
+	size_t n_hosts;
+	struct capture_host hosts[];
+};
+
+struct capture_run {
+	struct capture_run *next;
+	char *run;                  /* owned */
+	struct capture_session *head, *tail;
+	size_t n;
+	struct capture_session *running;
+	char *rej_line, *rej_reason; /* owned */
+	uint64_t touched;           /* LRU for eviction */
+};
+
+struct xprofs_capture {
+	struct xprofs_store *store; /* borrowed */
+	xprofs_capture_notify_fn notify;
+	void *arg;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;        /* a session finished */
+	/* protected by lock */
+	struct capture_run *runs;
+	size_t n_runs;
+	uint64_t next_id, tick;
+	size_t active_hosts;
+	bool closing;
+	char *rej_line, *rej_reason; /* top-level control file's last rejection */
+	bool top_used;              /* a capture was ever submitted */
+};
+
+extern const char *const capture_state_names[]; /* indexed by enum capture_state */
+
+/** capture_session_free() - frees @s (joined or never started); returns NULL. */
+struct capture_session *capture_session_free(struct capture_session *s);
+/** capture_run_find() - the record of @run (borrowed); with @create, made (evicting the oldest idle one). c->lock held. */
+struct capture_run *capture_run_find(struct xprofs_capture *c, const char *run, bool create);
+/** capture_reap() - joins finished coordinators and trims histories; c->lock held. */
+void capture_reap(struct xprofs_capture *c);
+/** capture_request_stop() - Terminate @s's hosts from a stopper thread; c->lock held. 0 or -errno. */
+int capture_request_stop(struct capture_session *s);
+/** capture_coord_main() - the coordinator thread of the session @arg. */
+void *capture_coord_main(void *arg);
 
 #endif

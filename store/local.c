@@ -1,5 +1,7 @@
 /*
- * store/local.c - the local-directory backend of struct xprofs_store.
+ * store/local.c - the local-directory backend of struct xprofs_store: the
+ * store object, path resolution beneath the root, stat/list, readers and
+ * the namespace operations. Its writers live in local-writer.c.
  *
  * Design:
  * - Every path is resolved relative to one directory fd opened at mount time,
@@ -12,21 +14,12 @@
  *   the old bytes (pinned version); pread() at any offset.
  * - generation = hash(dev, inode, ctime): it changes when the file is replaced
  *   or rewritten, which is what view caches need in their keys.
- * - Exclusive writers (XPROFS_STORE_EXCL, used for new profiles) write into an
- *   anonymous O_TMPFILE in the target directory and publish on commit with
- *   linkat(), which fails with EEXIST instead of replacing: an existing file
- *   is never overwritten and a half-written profile is never visible. Where
- *   O_TMPFILE is unsupported a hidden ".xprofs-tmp-*" file is linked then
- *   unlinked instead (list() hides that prefix).
- * - Other writers write IN PLACE (O_CREAT on the real file): this is what
- *   TensorBoard's cache files (.cached_tools.json, *.SSTABLE, ...) expect
- *   from a local filesystem (seeks, O_RDWR, visibility before close). commit()
- *   just closes; abort() removes the file only if this writer created it.
+ * - Writers (local-writer.c): exclusive ones publish with linkat(), others
+ *   write in place; list() hides the exclusive writers' TMP_PREFIX files.
  * - Only regular files and directories are exposed; fifos, sockets and device
  *   nodes are invisible (-ENOENT).
  *
- * Limits: no durability guarantee on commit() (no fsync; flush() does fsync).
- * Counters are approximate under concurrency (relaxed atomics).
+ * Limits: counters are approximate under concurrency (relaxed atomics).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -40,55 +33,17 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include "xprofs/store.h"
+#include "store-internal.h"
 
 #define TMP_PREFIX ".xprofs-tmp-"
 #define LOCAL_PATH_MAX 4096
 
-struct local_counters {
-	uint64_t stats, lists, opens, preads, bytes_read;
-	uint64_t creates, writes, bytes_written, commits, aborts;
-	uint64_t unlinks, renames, mkdirs, rmdirs, errors;
-};
-
-struct local_store {
-	struct xprofs_store base; /* first: the wrappers cast */
-	int rootfd;
-	char *root;
-	int no_openat2; /* set once openat2 proved unavailable; relaxed atomic */
-	struct local_counters c;
-};
+const char store_local_tmp_prefix[] = TMP_PREFIX;
 
 struct local_file {
-	struct xprofs_store_file base;
+	struct xprofs_store_reader base;
 	int fd;
 };
-
-struct local_writer {
-	struct xprofs_store_writer base;
-	int fd;
-	int dirfd;     /* O_PATH of the parent; owned */
-	char *name;    /* last component; owned */
-	char *tmpname; /* EXCL fallback: hidden temp name in dirfd; owned */
-	bool excl;     /* publish with linkat() on commit */
-	bool tmpfile;  /* fd is an O_TMPFILE */
-	bool created;  /* in-place writer created the file (abort removes it) */
-};
-
-#define CNT(ls, field) __atomic_add_fetch(&(ls)->c.field, 1, __ATOMIC_RELAXED)
-#define CNT_ADD(ls, field, n) __atomic_add_fetch(&(ls)->c.field, (n), __ATOMIC_RELAXED)
-
-static struct local_store *to_local(struct xprofs_store *s)
-{
-	return (struct local_store *)s;
-}
-
-static int count_err(struct local_store *ls, int r)
-{
-	if (r < 0 && r != -ENOENT)
-		CNT(ls, errors);
-	return r;
-}
 
 /* Open @path below the root by walking components without following symlinks. */
 static int walk_open(struct local_store *ls, const char *path, int flags, mode_t mode)
@@ -158,10 +113,10 @@ static int resolve(struct local_store *ls, const char *path, int flags, mode_t m
 }
 
 /*
- * parent_open() - O_PATH fd of @path's parent directory and, in *@name, a
+ * store_local_parent_open() - O_PATH fd of @path's parent directory and, in *@name, a
  * pointer into @path (borrowed) at the last component.
  */
-static int parent_open(struct local_store *ls, const char *path, const char **name)
+int store_local_parent_open(struct local_store *ls, const char *path, const char **name)
 {
 	char parent[LOCAL_PATH_MAX + 1];
 	const char *slash = strrchr(path, '/');
@@ -188,8 +143,8 @@ static uint64_t make_generation(const struct stat *st)
 	return xprofs_hash64(v, sizeof(v));
 }
 
-/* fill() - translate @st; -ENOENT for what we do not expose. */
-static int fill(const struct stat *st, struct xprofs_store_stat *out)
+/* store_local_fill() - translate @st; -ENOENT for what we do not expose. */
+int store_local_fill(const struct stat *st, struct xprofs_store_stat *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (S_ISREG(st->st_mode)) {
@@ -205,19 +160,37 @@ static int fill(const struct stat *st, struct xprofs_store_stat *out)
 	return 0;
 }
 
+/*
+ * resolve_stat() - resolve(@path, @flags) and fstat() it into @st: the fd
+ * (caller closes) or a counted -errno.
+ */
+static int resolve_stat(struct local_store *ls, const char *path, int flags, struct stat *st)
+{
+	int fd, r;
+
+	fd = resolve(ls, path, flags, 0);
+	if (fd < 0)
+		return count_err(ls, fd);
+	if (fstat(fd, st) < 0) {
+		r = -errno;
+		close(fd);
+		return count_err(ls, r);
+	}
+	return fd;
+}
+
 static int local_stat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *out)
 {
 	struct local_store *ls = to_local(s);
 	struct stat st;
-	int fd, r;
+	int fd;
 
 	CNT(ls, stats);
-	fd = resolve(ls, path, O_PATH, 0);
+	fd = resolve_stat(ls, path, O_PATH, &st);
 	if (fd < 0)
-		return count_err(ls, fd);
-	r = fstat(fd, &st) < 0 ? -errno : fill(&st, out);
+		return fd;
 	close(fd);
-	return count_err(ls, r);
+	return count_err(ls, store_local_fill(&st, out));
 }
 
 static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg)
@@ -257,7 +230,7 @@ static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list
 			snprintf(full, sizeof(full), "%s%s%s", dir, *dir ? "/" : "", de->d_name);
 			if (!xprofs_store_path_valid(full) || local_stat(s, full, &xst) < 0)
 				continue;
-		} else if (fill(&st, &xst) < 0) {
+		} else if (store_local_fill(&st, &xst) < 0) {
 			continue;
 		}
 		r = cb(arg, de->d_name, &xst);
@@ -268,7 +241,7 @@ static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list
 	return count_err(ls, r);
 }
 
-static int local_open(struct xprofs_store *s, const char *path, struct xprofs_store_file **out)
+static int local_open(struct xprofs_store *s, const char *path, struct xprofs_store_reader **out)
 {
 	struct local_store *ls = to_local(s);
 	struct local_file *f = NULL;
@@ -276,13 +249,9 @@ static int local_open(struct xprofs_store *s, const char *path, struct xprofs_st
 	int fd, r;
 
 	CNT(ls, opens);
-	fd = resolve(ls, path, O_RDONLY, 0);
+	fd = resolve_stat(ls, path, O_RDONLY, &st);
 	if (fd < 0)
-		return count_err(ls, fd);
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		goto err_close;
-	}
+		return fd;
 	if (S_ISDIR(st.st_mode)) {
 		r = -EISDIR;
 		goto err_close;
@@ -306,7 +275,7 @@ err_close:
 	return count_err(ls, r);
 }
 
-static ssize_t local_pread(struct xprofs_store_file *base, void *buf, size_t n, uint64_t off)
+static ssize_t local_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off)
 {
 	struct local_file *f = (struct local_file *)base;
 	struct local_store *ls = to_local(base->store);
@@ -321,17 +290,17 @@ static ssize_t local_pread(struct xprofs_store_file *base, void *buf, size_t n, 
 	return r < 0 ? count_err(ls, (int)r) : r;
 }
 
-static int local_file_stat(struct xprofs_store_file *base, struct xprofs_store_stat *out)
+static int local_file_stat(struct xprofs_store_reader *base, struct xprofs_store_stat *out)
 {
 	struct local_file *f = (struct local_file *)base;
 	struct stat st;
 
 	if (fstat(f->fd, &st) < 0)
 		return -errno;
-	return fill(&st, out);
+	return store_local_fill(&st, out);
 }
 
-static void local_close(struct xprofs_store_file *base)
+static void local_close(struct xprofs_store_reader *base)
 {
 	struct local_file *f = (struct local_file *)base;
 
@@ -339,8 +308,8 @@ static void local_close(struct xprofs_store_file *base)
 	free(f);
 }
 
-/* mkparents() - create the directories above @path (mode 0755), EEXIST is fine. */
-static int mkparents(struct local_store *ls, const char *path)
+/* store_local_mkparents() - create the directories above @path (mode 0755), EEXIST is fine. */
+int store_local_mkparents(struct local_store *ls, const char *path)
 {
 	char prefix[LOCAL_PATH_MAX + 1];
 	const char *p, *name;
@@ -353,7 +322,7 @@ static int mkparents(struct local_store *ls, const char *path)
 			return -ENAMETOOLONG;
 		memcpy(prefix, path, n);
 		prefix[n] = '\0';
-		pfd = parent_open(ls, prefix, &name);
+		pfd = store_local_parent_open(ls, prefix, &name);
 		if (pfd < 0)
 			return pfd;
 		r = mkdirat(pfd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
@@ -364,210 +333,6 @@ static int mkparents(struct local_store *ls, const char *path)
 	return 0;
 }
 
-static void writer_free(struct local_writer *w)
-{
-	if (w->fd >= 0)
-		close(w->fd);
-	if (w->dirfd >= 0)
-		close(w->dirfd);
-	free(w->name);
-	free(w->tmpname);
-	free(w);
-}
-
-/* excl_open() - the unpublished file of an exclusive writer. */
-static int excl_open(struct local_writer *w)
-{
-	char tmp[64];
-	unsigned i;
-
-	w->fd = openat(w->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
-	if (w->fd >= 0) {
-		w->tmpfile = true;
-		return 0;
-	}
-	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
-		return -errno;
-	for (i = 0; i < 100; i++) {
-		snprintf(tmp, sizeof(tmp), TMP_PREFIX "%ld-%08x", (long)getpid(),
-			 (unsigned)random());
-		w->fd = openat(w->dirfd, tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0644);
-		if (w->fd >= 0) {
-			w->tmpname = strdup(tmp);
-			return w->tmpname ? 0 : -ENOMEM;
-		}
-		if (errno != EEXIST)
-			return -errno;
-	}
-	return -EEXIST;
-}
-
-/* inplace_open() - open the real file for writing, remembering whether we made it. */
-static int inplace_open(struct local_writer *w, unsigned flags)
-{
-	int tr = (flags & XPROFS_STORE_TRUNC) ? O_TRUNC : 0;
-
-	w->fd = openat(w->dirfd, w->name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (w->fd >= 0) {
-		w->created = true;
-		return 0;
-	}
-	if (errno != EEXIST)
-		return -errno;
-	w->fd = openat(w->dirfd, w->name, O_RDWR | O_NOFOLLOW | O_CLOEXEC | tr);
-	if (w->fd < 0)
-		return errno == ELOOP ? -EPERM : -errno;
-	return 0;
-}
-
-static int local_create(struct xprofs_store *s, const char *path, unsigned flags,
-			struct xprofs_store_writer **out)
-{
-	struct local_store *ls = to_local(s);
-	struct xprofs_store_stat xst;
-	struct local_writer *w;
-	const char *name;
-	struct stat st;
-	int r;
-
-	CNT(ls, creates);
-	w = calloc(1, sizeof(*w));
-	if (!w)
-		return -ENOMEM;
-	w->base.store = s;
-	w->fd = -1;
-	w->dirfd = -1;
-	w->excl = flags & XPROFS_STORE_EXCL;
-	r = mkparents(ls, path);
-	if (r < 0)
-		goto err;
-	w->dirfd = parent_open(ls, path, &name);
-	if (w->dirfd < 0) {
-		r = w->dirfd;
-		goto err;
-	}
-	w->name = strdup(name);
-	if (!w->name) {
-		r = -ENOMEM;
-		goto err;
-	}
-	if (w->excl) {
-		/* fail early; linkat() at commit is what makes it atomic */
-		if (fstatat(w->dirfd, w->name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
-			r = -EEXIST;
-			goto err;
-		}
-		r = excl_open(w);
-	} else {
-		r = inplace_open(w, flags);
-		if (r == 0 && fstat(w->fd, &st) == 0 && fill(&st, &xst) == 0 &&
-		    xst.type != XPROFS_STORE_FILE)
-			r = -EISDIR;
-	}
-	if (r < 0)
-		goto err;
-	*out = &w->base;
-	return 0;
-
-err:
-	w->created = false;
-	writer_free(w);
-	return count_err(ls, r);
-}
-
-static ssize_t local_write(struct xprofs_store_writer *base, const void *buf, size_t n, uint64_t off)
-{
-	struct local_writer *w = (struct local_writer *)base;
-	struct local_store *ls = to_local(base->store);
-	size_t done = 0;
-	ssize_t r;
-
-	CNT(ls, writes);
-	while (done < n) {
-		r = pwrite(w->fd, (const char *)buf + done, n - done, (off_t)(off + done));
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			if (done)
-				break;
-			return count_err(ls, -errno);
-		}
-		done += (size_t)r;
-	}
-	CNT_ADD(ls, bytes_written, done);
-	return (ssize_t)done;
-}
-
-static ssize_t local_wread(struct xprofs_store_writer *base, void *buf, size_t n, uint64_t off)
-{
-	struct local_writer *w = (struct local_writer *)base;
-
-	return xprofs_pread_full(w->fd, buf, n, off);
-}
-
-static int local_truncate(struct xprofs_store_writer *base, uint64_t size)
-{
-	struct local_writer *w = (struct local_writer *)base;
-
-	return ftruncate(w->fd, (off_t)size) < 0 ? -errno : 0;
-}
-
-static int local_flush(struct xprofs_store_writer *base)
-{
-	struct local_writer *w = (struct local_writer *)base;
-
-	return fsync(w->fd) < 0 ? -errno : 0;
-}
-
-static int excl_publish(struct local_writer *w)
-{
-	char proc[64];
-
-	if (w->tmpname) {
-		if (linkat(w->dirfd, w->tmpname, w->dirfd, w->name, 0) < 0)
-			return -errno;
-		return 0;
-	}
-	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
-	if (linkat(AT_FDCWD, proc, w->dirfd, w->name, AT_SYMLINK_FOLLOW) == 0)
-		return 0;
-	if (errno != ENOENT)
-		return -errno;
-	/* no /proc: needs CAP_DAC_READ_SEARCH, the last resort */
-	return linkat(w->fd, "", w->dirfd, w->name, AT_EMPTY_PATH) < 0 ? -errno : 0;
-}
-
-static int local_commit(struct xprofs_store_writer *base)
-{
-	struct local_writer *w = (struct local_writer *)base;
-	struct local_store *ls = to_local(base->store);
-	int r = 0;
-
-	CNT(ls, commits);
-	if (w->excl)
-		r = excl_publish(w);
-	if (w->tmpname)
-		unlinkat(w->dirfd, w->tmpname, 0);
-	if (close(w->fd) < 0 && r == 0)
-		r = -EIO;
-	w->fd = -1;
-	writer_free(w);
-	return count_err(ls, r);
-}
-
-static void local_abort(struct xprofs_store_writer *base)
-{
-	struct local_writer *w = (struct local_writer *)base;
-	struct local_store *ls = to_local(base->store);
-
-	CNT(ls, aborts);
-	if (w->tmpname)
-		unlinkat(w->dirfd, w->tmpname, 0);
-	if (w->created)
-		unlinkat(w->dirfd, w->name, 0);
-	writer_free(w);
-}
-
 /* at_op() - run one *at() syscall on @path's parent; 0 or -errno. */
 enum at_kind { AT_UNLINK, AT_RMDIR, AT_MKDIR };
 
@@ -576,7 +341,7 @@ static int at_op(struct local_store *ls, const char *path, enum at_kind k)
 	const char *name;
 	int pfd, r;
 
-	pfd = parent_open(ls, path, &name);
+	pfd = store_local_parent_open(ls, path, &name);
 	if (pfd < 0)
 		return count_err(ls, pfd);
 	switch (k) {
@@ -620,10 +385,10 @@ static int local_rename(struct xprofs_store *s, const char *from, const char *to
 	int p1, p2 = -1, r;
 
 	CNT(ls, renames);
-	p1 = parent_open(ls, from, &n1);
+	p1 = store_local_parent_open(ls, from, &n1);
 	if (p1 < 0)
 		return count_err(ls, p1);
-	p2 = parent_open(ls, to, &n2);
+	p2 = store_local_parent_open(ls, to, &n2);
 	if (p2 < 0) {
 		r = p2;
 		goto out;
@@ -690,13 +455,13 @@ static const struct xprofs_store_ops local_ops = {
 	.pread = local_pread,
 	.file_stat = local_file_stat,
 	.close = local_close,
-	.create = local_create,
-	.write = local_write,
-	.wread = local_wread,
-	.truncate = local_truncate,
-	.flush = local_flush,
-	.commit = local_commit,
-	.abort = local_abort,
+	.create = store_local_writer_new,
+	.write = store_local_writer_write,
+	.wread = store_local_writer_pread,
+	.truncate = store_local_writer_truncate,
+	.flush = store_local_writer_flush,
+	.commit = store_local_writer_commit,
+	.abort = store_local_writer_abort,
 	.unlink = local_unlink,
 	.rename = local_rename,
 	.mkdir = local_mkdir,

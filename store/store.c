@@ -6,7 +6,7 @@
  * Design: the wrappers are thin on purpose. They validate paths once, here,
  * so no backend can be handed a path that escapes its root, and they turn a
  * missing op into -ENOTSUP instead of a NULL call. Readers and writers carry
- * their store (struct xprofs_store_file / _writer, embedded first by the
+ * their store (struct xprofs_store_reader / _writer, embedded first by the
  * backend), which is how the per-handle wrappers find the ops.
  *
  * Limits: paths are at most XPROFS_STORE_PATH_MAX bytes.
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xprofs/store.h"
+#include "xprofs/store-backend.h"
 
 #define XPROFS_STORE_PATH_MAX 4096
 
@@ -80,26 +80,27 @@ int xprofs_store_list(struct xprofs_store *s, const char *dir, xprofs_store_list
 	return s->ops->list ? s->ops->list(s, dir, cb, arg) : -ENOTSUP;
 }
 
-int xprofs_store_open(struct xprofs_store *s, const char *path, struct xprofs_store_file **out)
+int xprofs_store_reader_open(struct xprofs_store *s, const char *path,
+			     struct xprofs_store_reader **out)
 {
 	if (!xprofs_store_path_valid(path) || !*path)
 		return -EINVAL;
 	return s->ops->open ? s->ops->open(s, path, out) : -ENOTSUP;
 }
 
-ssize_t xprofs_store_pread(struct xprofs_store_file *f, void *buf, size_t n, uint64_t off)
+ssize_t xprofs_store_reader_pread(struct xprofs_store_reader *f, void *buf, size_t n, uint64_t off)
 {
 	if (off > INT64_MAX)
 		return -EINVAL;
 	return f->store->ops->pread(f, buf, n, off);
 }
 
-int xprofs_store_file_stat(struct xprofs_store_file *f, struct xprofs_store_stat *st)
+int xprofs_store_reader_stat(struct xprofs_store_reader *f, struct xprofs_store_stat *st)
 {
 	return f->store->ops->file_stat(f, st);
 }
 
-void xprofs_store_close(struct xprofs_store_file *f)
+void xprofs_store_reader_close(struct xprofs_store_reader *f)
 {
 	if (f)
 		f->store->ops->close(f);
@@ -107,15 +108,15 @@ void xprofs_store_close(struct xprofs_store_file *f)
 
 static ssize_t file_reader_pread(void *arg, void *buf, size_t n, uint64_t off)
 {
-	return xprofs_store_pread(arg, buf, n, off);
+	return xprofs_store_reader_pread(arg, buf, n, off);
 }
 
-int xprofs_store_file_reader(struct xprofs_store_file *f, struct xprofs_reader *out)
+int xprofs_store_reader_as_reader(struct xprofs_store_reader *f, struct xprofs_reader *out)
 {
 	struct xprofs_store_stat st;
 	int r;
 
-	r = xprofs_store_file_stat(f, &st);
+	r = xprofs_store_reader_stat(f, &st);
 	if (r < 0)
 		return r;
 	memset(out, 0, sizeof(*out));
@@ -125,8 +126,8 @@ int xprofs_store_file_reader(struct xprofs_store_file *f, struct xprofs_reader *
 	return 0;
 }
 
-int xprofs_store_create(struct xprofs_store *s, const char *path, unsigned flags,
-			struct xprofs_store_writer **out)
+int xprofs_store_writer_new(struct xprofs_store *s, const char *path, unsigned flags,
+			    struct xprofs_store_writer **out)
 {
 	if (!xprofs_store_path_valid(path) || !*path)
 		return -EINVAL;
@@ -135,38 +136,39 @@ int xprofs_store_create(struct xprofs_store *s, const char *path, unsigned flags
 	return s->ops->create ? s->ops->create(s, path, flags, out) : -EROFS;
 }
 
-ssize_t xprofs_store_write(struct xprofs_store_writer *w, const void *buf, size_t n, uint64_t off)
+ssize_t xprofs_store_writer_write(struct xprofs_store_writer *w, const void *buf, size_t n,
+				  uint64_t off)
 {
 	if (off > INT64_MAX || n > INT64_MAX - off)
 		return -EFBIG;
 	return w->store->ops->write(w, buf, n, off);
 }
 
-ssize_t xprofs_store_wread(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off)
+ssize_t xprofs_store_writer_pread(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off)
 {
 	if (off > INT64_MAX)
 		return -EINVAL;
 	return w->store->ops->wread ? w->store->ops->wread(w, buf, n, off) : -ENOTSUP;
 }
 
-int xprofs_store_wtruncate(struct xprofs_store_writer *w, uint64_t size)
+int xprofs_store_writer_truncate(struct xprofs_store_writer *w, uint64_t size)
 {
 	if (size > INT64_MAX)
 		return -EFBIG;
 	return w->store->ops->truncate ? w->store->ops->truncate(w, size) : -ENOTSUP;
 }
 
-int xprofs_store_flush(struct xprofs_store_writer *w)
+int xprofs_store_writer_flush(struct xprofs_store_writer *w)
 {
 	return w->store->ops->flush ? w->store->ops->flush(w) : 0;
 }
 
-int xprofs_store_commit(struct xprofs_store_writer *w)
+int xprofs_store_writer_commit(struct xprofs_store_writer *w)
 {
 	return w->store->ops->commit(w);
 }
 
-void xprofs_store_abort(struct xprofs_store_writer *w)
+void xprofs_store_writer_abort(struct xprofs_store_writer *w)
 {
 	if (w)
 		w->store->ops->abort(w);

@@ -20,6 +20,9 @@
  * Limits: the total size is kept under max_bytes by evicting least recently
  * used entries (recency = last open, persisted as the file's mtime), never
  * an open one; an entry bigger than max_bytes is refused with -EFBIG.
+ * Vocabulary (shared with xprofs/store.h): a reader is opened, read with
+ * pread, sized and closed (xprofs_cache_reader_*); a writer is made with
+ * _new, written and ended by exactly one of commit or abort.
  * All functions are thread-safe; a writer belongs to one thread at a time,
  * an open entry may be read from several. The on-disk format, sharing and
  * clearing are described in docs/cache.md and cache/cache-internal.h.
@@ -36,10 +39,10 @@
 
 struct xprofs_cache;
 struct xprofs_cache_writer;
-struct xprofs_cache_entry;
+struct xprofs_cache_reader;
 
 struct xprofs_cache_stats {
-	uint64_t hits, misses;      /* xprofs_cache_open() results */
+	uint64_t hits, misses;      /* xprofs_cache_reader_open() results */
 	uint64_t bytes;             /* compressed bytes on disk (approximate, as tracked) */
 	uint64_t raw_bytes_written; /* uncompressed bytes committed since start */
 	uint64_t entries;
@@ -103,20 +106,20 @@ int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size
  * setting otherwise. 0 or -EINVAL.
  */
 int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int accel) XPROFS_WUR;
-/** xprofs_cache_writer_sink() - a sink feeding @w (borrowed). */
-struct xprofs_sink xprofs_cache_writer_sink(struct xprofs_cache_writer *w);
+/** xprofs_cache_writer_as_sink() - a sink feeding @w (borrowed). */
+struct xprofs_sink xprofs_cache_writer_as_sink(struct xprofs_cache_writer *w);
 /** xprofs_cache_writer_commit() - publish atomically; consumes @w whatever the result. */
 int xprofs_cache_writer_commit(struct xprofs_cache_writer *w);
 /** xprofs_cache_writer_abort() - discard; consumes @w; accepts NULL. */
 void xprofs_cache_writer_abort(struct xprofs_cache_writer *w);
 
 /**
- * xprofs_cache_open() - open the entry for @key. -ENOENT on a miss (also for
+ * xprofs_cache_reader_open() - open the entry for @key. -ENOENT on a miss (also for
  * a corrupt entry, which is removed). Caller owns *@out; close with
- * xprofs_cache_entry_close().
+ * xprofs_cache_reader_close().
  */
-int xprofs_cache_open(struct xprofs_cache *c, const void *key, size_t keylen,
-		      struct xprofs_cache_entry **out) XPROFS_WUR;
+int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
+			     struct xprofs_cache_reader **out) XPROFS_WUR;
 /**
  * xprofs_cache_peek_size() - the uncompressed size of the entry for @key
  * (@keylen bytes, borrowed) into *@size, without opening it for reading: not
@@ -126,14 +129,14 @@ int xprofs_cache_open(struct xprofs_cache *c, const void *key, size_t keylen,
  */
 int xprofs_cache_peek_size(struct xprofs_cache *c, const void *key, size_t keylen,
 			   uint64_t *size) XPROFS_WUR;
-/** xprofs_cache_entry_size() - the uncompressed size. */
-uint64_t xprofs_cache_entry_size(const struct xprofs_cache_entry *e);
-/** xprofs_cache_entry_pread() - bytes read (short only at the end), or -EIO on a corrupt block. */
-ssize_t xprofs_cache_entry_pread(struct xprofs_cache_entry *e, void *buf, size_t n, uint64_t off);
-/** xprofs_cache_entry_reader() - a reader over @e (borrowed). */
-struct xprofs_reader xprofs_cache_entry_reader(struct xprofs_cache_entry *e);
-/** xprofs_cache_entry_close() - accepts NULL. */
-void xprofs_cache_entry_close(struct xprofs_cache_entry *e);
+/** xprofs_cache_reader_size() - the uncompressed size. */
+uint64_t xprofs_cache_reader_size(const struct xprofs_cache_reader *e);
+/** xprofs_cache_reader_pread() - bytes read (short only at the end), or -EIO on a corrupt block. */
+ssize_t xprofs_cache_reader_pread(struct xprofs_cache_reader *e, void *buf, size_t n, uint64_t off);
+/** xprofs_cache_reader_as_reader() - a reader over @e (borrowed). */
+struct xprofs_reader xprofs_cache_reader_as_reader(struct xprofs_cache_reader *e);
+/** xprofs_cache_reader_close() - accepts NULL. */
+void xprofs_cache_reader_close(struct xprofs_cache_reader *e);
 
 /** xprofs_cache_remove() - drop the entry for @key if present; 0 or -ENOENT. */
 int xprofs_cache_remove(struct xprofs_cache *c, const void *key, size_t keylen);

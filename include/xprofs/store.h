@@ -5,9 +5,13 @@
  * components: callers pass only names they got from list() or from FUSE).
  *
  * Two backends serve it: the local directory backend here (store/local.c)
- * and the GCS backend (gcs/, xprofs_gcs_store_new()). A backend embeds
- * struct xprofs_store as its first member and fills in an ops table; callers
- * use only the xprofs_store_*() wrappers.
+ * and the GCS backend (gcs/, xprofs_gcs_store_new()). Backends implement
+ * the ops table of xprofs/store-backend.h; callers use only the
+ * xprofs_store_*() wrappers declared here. Vocabulary: a reader is opened,
+ * read with pread, stat'ed and closed (xprofs_store_reader_*); a writer is
+ * made with _new, written, read back with pread, truncated, flushed and
+ * ended by exactly one of commit or abort (xprofs_store_writer_*).
+ * docs/store.md describes the backends and the path rules.
  *
  * Rules every backend keeps:
  * - All operations are thread-safe (FUSE runs them from a thread pool).
@@ -42,7 +46,7 @@ struct xprofs_store_stat {
 	uint64_t generation; /* GCS generation; local: a value that changes when the file is replaced */
 };
 
-/* Flags for xprofs_store_create(). */
+/* Flags for xprofs_store_writer_new(). */
 #define XPROFS_STORE_EXCL 0x1  /* fail with -EEXIST if the path exists (GCS: ifGenerationMatch=0) */
 #define XPROFS_STORE_TRUNC 0x2 /* start empty even if the file exists; otherwise start from its content */
 
@@ -56,46 +60,11 @@ typedef int (*xprofs_store_list_cb)(void *arg, const char *name, const struct xp
 struct xprofs_store;
 
 /*
- * An open reader / writer. A backend embeds these as the FIRST member of its
- * own reader/writer struct (set .store to the owning store) so the generic
- * wrappers can find the ops table; callers treat them as opaque.
+ * An open reader / writer; opaque to callers. Backends define them through
+ * xprofs/store-backend.h.
  */
-struct xprofs_store_file {
-	struct xprofs_store *store; /* borrowed; outlives the reader */
-};
-struct xprofs_store_writer {
-	struct xprofs_store *store; /* borrowed; outlives the writer */
-};
-
-struct xprofs_store_ops {
-	const char *backend; /* "local", "gcs" */
-	int (*stat)(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st);
-	int (*list)(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg);
-	int (*open)(struct xprofs_store *s, const char *path, struct xprofs_store_file **out);
-	ssize_t (*pread)(struct xprofs_store_file *f, void *buf, size_t n, uint64_t off);
-	int (*file_stat)(struct xprofs_store_file *f, struct xprofs_store_stat *st);
-	void (*close)(struct xprofs_store_file *f);
-	int (*create)(struct xprofs_store *s, const char *path, unsigned flags,
-		      struct xprofs_store_writer **out);
-	ssize_t (*write)(struct xprofs_store_writer *w, const void *buf, size_t n, uint64_t off);
-	ssize_t (*wread)(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off);
-	int (*truncate)(struct xprofs_store_writer *w, uint64_t size);
-	int (*flush)(struct xprofs_store_writer *w); /* make data durable so far (fsync); may upload */
-	int (*commit)(struct xprofs_store_writer *w); /* publish and free */
-	void (*abort)(struct xprofs_store_writer *w); /* discard and free */
-	int (*unlink)(struct xprofs_store *s, const char *path);
-	int (*rename)(struct xprofs_store *s, const char *from, const char *to);
-	int (*mkdir)(struct xprofs_store *s, const char *path);
-	int (*rmdir)(struct xprofs_store *s, const char *path);
-	int (*refresh)(struct xprofs_store *s); /* drop listing caches so the next list() sees the source */
-	int (*status_json)(struct xprofs_store *s, struct xprofs_buf *out); /* appends one JSON object */
-	void (*free)(struct xprofs_store *s);
-};
-
-struct xprofs_store {
-	const struct xprofs_store_ops *ops;
-	char *source; /* as given by the user, e.g. "/data/logs" or "gs://b/p"; owned */
-};
+struct xprofs_store_reader;
+struct xprofs_store_writer;
 
 /**
  * xprofs_store_local_new() - a store over the local directory @root.
@@ -114,35 +83,40 @@ const char *xprofs_store_source(const struct xprofs_store *s);
 int xprofs_store_stat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st) XPROFS_WUR;
 int xprofs_store_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg) XPROFS_WUR;
 
-/** xprofs_store_open() - open @path for reading; caller owns *@out, close with xprofs_store_close(). */
-int xprofs_store_open(struct xprofs_store *s, const char *path, struct xprofs_store_file **out) XPROFS_WUR;
-ssize_t xprofs_store_pread(struct xprofs_store_file *f, void *buf, size_t n, uint64_t off);
-/** xprofs_store_file_stat() - the pinned version's size/mtime/generation. */
-int xprofs_store_file_stat(struct xprofs_store_file *f, struct xprofs_store_stat *st);
-/** xprofs_store_close() - accepts NULL. */
-void xprofs_store_close(struct xprofs_store_file *f);
 /**
- * xprofs_store_file_reader() - a struct xprofs_reader over @f (borrowed: @f
+ * xprofs_store_reader_open() - open @path for reading; caller owns *@out,
+ * close with xprofs_store_reader_close().
+ */
+int xprofs_store_reader_open(struct xprofs_store *s, const char *path,
+			     struct xprofs_store_reader **out) XPROFS_WUR;
+ssize_t xprofs_store_reader_pread(struct xprofs_store_reader *f, void *buf, size_t n, uint64_t off);
+/** xprofs_store_reader_stat() - the pinned version's size/mtime/generation. */
+int xprofs_store_reader_stat(struct xprofs_store_reader *f, struct xprofs_store_stat *st);
+/** xprofs_store_reader_close() - accepts NULL. */
+void xprofs_store_reader_close(struct xprofs_store_reader *f);
+/**
+ * xprofs_store_reader_as_reader() - a struct xprofs_reader over @f (borrowed: @f
  * must stay open while the reader is used).
  */
-int xprofs_store_file_reader(struct xprofs_store_file *f, struct xprofs_reader *out);
+int xprofs_store_reader_as_reader(struct xprofs_store_reader *f, struct xprofs_reader *out);
 
 /**
- * xprofs_store_create() - open a writer for @path (parents are created as
+ * xprofs_store_writer_new() - open a writer for @path (parents are created as
  * needed). @flags: XPROFS_STORE_EXCL, XPROFS_STORE_TRUNC. Caller owns *@out
  * and must end it with exactly one of commit() or abort().
  */
-int xprofs_store_create(struct xprofs_store *s, const char *path, unsigned flags,
-			struct xprofs_store_writer **out) XPROFS_WUR;
-ssize_t xprofs_store_write(struct xprofs_store_writer *w, const void *buf, size_t n, uint64_t off);
-/** xprofs_store_wread() - read back what the writer holds (for O_RDWR opens). */
-ssize_t xprofs_store_wread(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off);
-int xprofs_store_wtruncate(struct xprofs_store_writer *w, uint64_t size);
-int xprofs_store_flush(struct xprofs_store_writer *w);
-/** xprofs_store_commit() - publish and free @w (consumed, whatever the result). */
-int xprofs_store_commit(struct xprofs_store_writer *w);
-/** xprofs_store_abort() - discard and free @w (consumed); accepts NULL. */
-void xprofs_store_abort(struct xprofs_store_writer *w);
+int xprofs_store_writer_new(struct xprofs_store *s, const char *path, unsigned flags,
+			    struct xprofs_store_writer **out) XPROFS_WUR;
+ssize_t xprofs_store_writer_write(struct xprofs_store_writer *w, const void *buf, size_t n,
+				  uint64_t off);
+/** xprofs_store_writer_pread() - read back what the writer holds (for O_RDWR opens). */
+ssize_t xprofs_store_writer_pread(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off);
+int xprofs_store_writer_truncate(struct xprofs_store_writer *w, uint64_t size);
+int xprofs_store_writer_flush(struct xprofs_store_writer *w);
+/** xprofs_store_writer_commit() - publish and free @w (consumed, whatever the result). */
+int xprofs_store_writer_commit(struct xprofs_store_writer *w);
+/** xprofs_store_writer_abort() - discard and free @w (consumed); accepts NULL. */
+void xprofs_store_writer_abort(struct xprofs_store_writer *w);
 
 int xprofs_store_unlink(struct xprofs_store *s, const char *path) XPROFS_WUR;
 int xprofs_store_rename(struct xprofs_store *s, const char *from, const char *to) XPROFS_WUR;

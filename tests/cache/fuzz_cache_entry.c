@@ -89,42 +89,42 @@ static void fixup(uint8_t *p, size_t n, unsigned mode)
 	uint8_t *f;
 	uint32_t keylen;
 
-	if (n < XC_HDR_FIXED + XC_FOOTER_SIZE)
+	if (n < CACHE_HDR_FIXED + CACHE_FOOTER_SIZE)
 		return;
 	keylen = get32(p + 12);
-	if ((mode & 1) && XC_HDR_FIXED + strlen(FUZZ_KEY) + XC_FOOTER_SIZE <= n) {
+	if ((mode & 1) && CACHE_HDR_FIXED + strlen(FUZZ_KEY) + CACHE_FOOTER_SIZE <= n) {
 		keylen = (uint32_t)strlen(FUZZ_KEY);
 		p[12] = (uint8_t)keylen;
 		p[13] = p[14] = p[15] = 0;
-		memcpy(p + XC_HDR_FIXED, FUZZ_KEY, keylen);
+		memcpy(p + CACHE_HDR_FIXED, FUZZ_KEY, keylen);
 	}
-	if (!(mode & 2) || keylen > n - XC_HDR_FIXED - XC_FOOTER_SIZE)
+	if (!(mode & 2) || keylen > n - CACHE_HDR_FIXED - CACHE_FOOTER_SIZE)
 		return;
-	hh = xc_hash64(p + XC_HDR_FIXED, keylen, xc_hash64(p, 24, 0));
+	hh = cache_hash64(p + CACHE_HDR_FIXED, keylen, cache_hash64(p, 24, 0));
 	put64(p + 24, hh);
-	f = p + n - XC_FOOTER_SIZE;
+	f = p + n - CACHE_FOOTER_SIZE;
 	nblocks = get64(f + 8);
 	index_off = get64(f + 16);
 	ih = hh;
-	if (index_off <= n - XC_FOOTER_SIZE &&
-	    nblocks <= (n - XC_FOOTER_SIZE - index_off) / XC_REC_SIZE) {
+	if (index_off <= n - CACHE_FOOTER_SIZE &&
+	    nblocks <= (n - CACHE_FOOTER_SIZE - index_off) / CACHE_REC_SIZE) {
 		for (uint64_t i = 0; i < nblocks; i++) {
-			uint8_t *r = p + index_off + i * XC_REC_SIZE;
+			uint8_t *r = p + index_off + i * CACHE_REC_SIZE;
 			uint64_t off = get64(r);
 			uint32_t stored = get32(r + 8);
 
 			if (off <= n && stored <= n - off)
-				put64(r + 16, xc_hash64(p + off, stored, 0));
-			ih = xc_hash64(r, XC_REC_SIZE, ih);
+				put64(r + 16, cache_hash64(p + off, stored, 0));
+			ih = cache_hash64(r, CACHE_REC_SIZE, ih);
 		}
 		put64(f + 24, ih);
 	}
-	put64(f + 32, xc_hash64(f, 32, hh));
+	put64(f + 32, cache_hash64(f, 32, hh));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	static uint8_t out[1 << 16];
 	uint8_t *p;
 	FILE *fp;
@@ -142,13 +142,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fwrite(p, 1, size - 1, fp);
 	fclose(fp);
 	free(p);
-	if (xprofs_cache_open(cache, FUZZ_KEY, strlen(FUZZ_KEY), &e) == 0) {
-		uint64_t sz = xprofs_cache_entry_size(e);
+	if (xprofs_cache_reader_open(cache, FUZZ_KEY, strlen(FUZZ_KEY), &e) == 0) {
+		uint64_t sz = xprofs_cache_reader_size(e);
 		uint64_t offs[] = {0, 1, sz / 2, sz ? sz - 1 : 0, sz, sz + 100};
 
 		for (size_t i = 0; i < sizeof(offs) / sizeof(offs[0]); i++)
-			(void)xprofs_cache_entry_pread(e, out, sizeof(out), offs[i]);
-		xprofs_cache_entry_close(e);
+			(void)xprofs_cache_reader_pread(e, out, sizeof(out), offs[i]);
+		xprofs_cache_reader_close(e);
 	}
 	return 0;
 }

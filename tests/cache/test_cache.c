@@ -109,24 +109,24 @@ static void put_entry(struct xprofs_cache *c, const char *key, const uint8_t *p,
 /* Opens @key and checks it holds exactly @p[0..n), whole and at random offsets. */
 static void check_entry(struct xprofs_cache *c, const char *key, const uint8_t *p, size_t n)
 {
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	uint8_t *got = malloc(n + 100);
 
-	assert_int_equal(xprofs_cache_open(c, key, strlen(key), &e), 0);
-	assert_int_equal(xprofs_cache_entry_size(e), n);
-	assert_int_equal(xprofs_cache_entry_pread(e, got, n + 100, 0), (ssize_t)n);
+	assert_int_equal(xprofs_cache_reader_open(c, key, strlen(key), &e), 0);
+	assert_int_equal(xprofs_cache_reader_size(e), n);
+	assert_int_equal(xprofs_cache_reader_pread(e, got, n + 100, 0), (ssize_t)n);
 	assert_memory_equal(got, p, n);
 	for (int i = 0; i < 200 && n; i++) {
 		uint64_t off = rnd() % n;
 		size_t len = (size_t)(rnd() % (i % 4 == 0 ? n : 70000)) + 1;
 		size_t want = len < n - off ? len : (size_t)(n - off);
 
-		assert_int_equal(xprofs_cache_entry_pread(e, got, len, off), (ssize_t)want);
+		assert_int_equal(xprofs_cache_reader_pread(e, got, len, off), (ssize_t)want);
 		assert_memory_equal(got, p + off, want);
 	}
-	assert_int_equal(xprofs_cache_entry_pread(e, got, 10, n), 0);
-	assert_int_equal(xprofs_cache_entry_pread(e, got, 10, n + 12345), 0);
-	xprofs_cache_entry_close(e);
+	assert_int_equal(xprofs_cache_reader_pread(e, got, 10, n), 0);
+	assert_int_equal(xprofs_cache_reader_pread(e, got, 10, n + 12345), 0);
+	xprofs_cache_reader_close(e);
 	free(got);
 }
 
@@ -236,7 +236,7 @@ static void test_sink_reader_abort_remove(void **state)
 {
 	struct fixture *f = *state;
 	struct xprofs_cache_writer *w;
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	struct xprofs_cache *c;
 	struct xprofs_reader rd;
 	struct xprofs_sink s;
@@ -244,31 +244,31 @@ static void test_sink_reader_abort_remove(void **state)
 
 	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
 	assert_int_equal(xprofs_cache_writer_new(c, "k", 1, &w), 0);
-	s = xprofs_cache_writer_sink(w);
+	s = xprofs_cache_writer_as_sink(w);
 	assert_int_equal(s.write(s.arg, "hello ", 6), 0);
 	assert_int_equal(s.write(s.arg, "world", 5), 0);
 	assert_int_equal(xprofs_cache_writer_commit(w), 0);
-	assert_int_equal(xprofs_cache_open(c, "k", 1, &e), 0);
-	rd = xprofs_cache_entry_reader(e);
+	assert_int_equal(xprofs_cache_reader_open(c, "k", 1, &e), 0);
+	rd = xprofs_cache_reader_as_reader(e);
 	assert_int_equal(rd.size, 11);
 	assert_int_equal(xprofs_reader_pread(&rd, got, sizeof(got), 6), 5);
 	assert_memory_equal(got, "world", 5);
-	xprofs_cache_entry_close(e);
+	xprofs_cache_reader_close(e);
 
 	/* abort publishes nothing and leaves no temp file */
 	assert_int_equal(xprofs_cache_writer_new(c, "aborted", 7, &w), 0);
 	assert_int_equal(xprofs_cache_writer_write(w, "x", 1), 0);
 	xprofs_cache_writer_abort(w);
 	xprofs_cache_writer_abort(NULL);
-	assert_int_equal(xprofs_cache_open(c, "aborted", 7, &e), -ENOENT);
+	assert_int_equal(xprofs_cache_reader_open(c, "aborted", 7, &e), -ENOENT);
 	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
 	assert_int_equal(count_files(tmp), 0);
 
 	assert_int_equal(xprofs_cache_remove(c, "k", 1), 0);
 	assert_int_equal(xprofs_cache_remove(c, "k", 1), -ENOENT);
-	assert_int_equal(xprofs_cache_open(c, "k", 1, &e), -ENOENT);
+	assert_int_equal(xprofs_cache_reader_open(c, "k", 1, &e), -ENOENT);
 	assert_int_equal(count_files(f->dir), 0);
-	xprofs_cache_entry_close(NULL);
+	xprofs_cache_reader_close(NULL);
 	assert_null(xprofs_cache_free(c));
 	assert_null(xprofs_cache_free(NULL));
 }
@@ -300,7 +300,7 @@ static void test_two_caches_one_dir(void **state)
 {
 	struct fixture *f = *state;
 	struct xprofs_cache *a, *b;
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	uint8_t *r = random_data(300000);
 
 	assert_int_equal(xprofs_cache_new(f->dir, 0, &a), 0);
@@ -308,18 +308,18 @@ static void test_two_caches_one_dir(void **state)
 	put_entry(a, "shared", r, 300000, 7777);
 	check_entry(b, "shared", r, 300000);
 	/* b holds it open while a replaces it: b keeps reading its version */
-	assert_int_equal(xprofs_cache_open(b, "shared", 6, &e), 0);
+	assert_int_equal(xprofs_cache_reader_open(b, "shared", 6, &e), 0);
 	put_entry(a, "shared", (const uint8_t *)"new", 3, 3);
 	{
 		uint8_t got[16];
 
-		assert_int_equal(xprofs_cache_entry_pread(e, got, 16, 0), 16);
+		assert_int_equal(xprofs_cache_reader_pread(e, got, 16, 0), 16);
 		assert_memory_equal(got, r, 16);
 	}
-	xprofs_cache_entry_close(e);
+	xprofs_cache_reader_close(e);
 	check_entry(b, "shared", (const uint8_t *)"new", 3);
 	assert_int_equal(xprofs_cache_remove(b, "shared", 6), 0);
-	assert_int_equal(xprofs_cache_open(a, "shared", 6, &e), -ENOENT);
+	assert_int_equal(xprofs_cache_reader_open(a, "shared", 6, &e), -ENOENT);
 	xprofs_cache_free(a);
 	xprofs_cache_free(b);
 	free(r);
@@ -361,12 +361,12 @@ static void *reader_thread(void *arg)
 	uint8_t *got = malloc(t->n);
 
 	for (int i = 0; i < 200; i++) {
-		struct xprofs_cache_entry *e;
+		struct xprofs_cache_reader *e;
 
-		if (xprofs_cache_open(t->c, "same", 4, &e) < 0)
+		if (xprofs_cache_reader_open(t->c, "same", 4, &e) < 0)
 			continue; /* not written yet: a miss is fine, wrong bytes are not */
-		if (xprofs_cache_entry_size(e) != t->n ||
-		    xprofs_cache_entry_pread(e, got, t->n, 0) != (ssize_t)t->n ||
+		if (xprofs_cache_reader_size(e) != t->n ||
+		    xprofs_cache_reader_pread(e, got, t->n, 0) != (ssize_t)t->n ||
 		    memcmp(got, t->data, t->n) != 0)
 			t->fails++;
 		for (int k = 0; k < 20; k++) {
@@ -375,11 +375,11 @@ static void *reader_thread(void *arg)
 
 			if (len > t->n - off)
 				len = (size_t)(t->n - off);
-			if (xprofs_cache_entry_pread(e, got, len, off) != (ssize_t)len ||
+			if (xprofs_cache_reader_pread(e, got, len, off) != (ssize_t)len ||
 			    memcmp(got, t->data + off, len) != 0)
 				t->fails++;
 		}
-		xprofs_cache_entry_close(e);
+		xprofs_cache_reader_close(e);
 	}
 	free(got);
 	return NULL;
@@ -508,11 +508,11 @@ static uint64_t dir_bytes(const char *dir)
 
 static bool has(struct xprofs_cache *c, const char *key)
 {
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 
-	if (xprofs_cache_open(c, key, strlen(key), &e) < 0)
+	if (xprofs_cache_reader_open(c, key, strlen(key), &e) < 0)
 		return false;
-	xprofs_cache_entry_close(e);
+	xprofs_cache_reader_close(e);
 	return true;
 }
 
@@ -520,7 +520,7 @@ static void test_eviction_lru(void **state)
 {
 	struct fixture *f = *state;
 	struct xprofs_cache_stats st;
-	struct xprofs_cache_entry *pinned;
+	struct xprofs_cache_reader *pinned;
 	struct xprofs_cache *c;
 	const uint64_t cap = 5 * 50000 + 5000; /* five 50 KB random entries */
 	uint8_t *r = random_data(50000);
@@ -541,7 +541,7 @@ static void test_eviction_lru(void **state)
 	assert_true(has(c, "e0"));
 	assert_true(has(c, "e2"));
 	/* an open entry is never evicted, even as the LRU one */
-	assert_int_equal(xprofs_cache_open(c, "e3", 2, &pinned), 0);
+	assert_int_equal(xprofs_cache_reader_open(c, "e3", 2, &pinned), 0);
 	for (int i = 6; i < 14; i++) {
 		snprintf(key, sizeof(key), "e%d", i);
 		put_entry(c, key, r, 50000, 50000);
@@ -552,7 +552,7 @@ static void test_eviction_lru(void **state)
 	assert_true(has(c, "e3"));
 	assert_false(has(c, "e0"));
 	assert_true(has(c, "e13"));
-	xprofs_cache_entry_close(pinned);
+	xprofs_cache_reader_close(pinned);
 	xprofs_cache_get_stats(c, &st);
 	assert_true(st.evictions >= 9);
 	assert_int_equal(st.entries, (uint64_t)count_files(f->dir));
@@ -796,7 +796,7 @@ static void corrupt_exhaustive(const char *dir, const uint8_t *data, size_t dn)
 	struct xprofs_cache_stats st;
 	struct xprofs_cache *c;
 	uint8_t *good, *got = malloc(dn + 100);
-	uint64_t hdr_len = XC_HDR_FIXED + 6, index_off, expect_corrupt = 0;
+	uint64_t hdr_len = CACHE_HDR_FIXED + 6, index_off, expect_corrupt = 0;
 	size_t n;
 	char path[512];
 
@@ -805,10 +805,10 @@ static void corrupt_exhaustive(const char *dir, const uint8_t *data, size_t dn)
 	put_entry(c, "victim", data, dn, 3000);
 	only_entry(dir, path, sizeof(path));
 	good = slurp(path, &n);
-	index_off = le64(good + n - XC_FOOTER_SIZE + 16);
+	index_off = le64(good + n - CACHE_FOOTER_SIZE + 16);
 	assert_true(index_off > hdr_len && index_off < n);
 	for (size_t i = 0; i < n + n; i++) {
-		struct xprofs_cache_entry *e;
+		struct xprofs_cache_reader *e;
 		uint8_t *bad = malloc(n);
 		bool in_block = i >= hdr_len && i < index_off;
 		size_t len = n;
@@ -823,16 +823,16 @@ static void corrupt_exhaustive(const char *dir, const uint8_t *data, size_t dn)
 		free(bad);
 		expect_corrupt++;
 		if (i >= n || !in_block) {
-			assert_int_equal(xprofs_cache_open(c, "victim", 6, &e), -ENOENT);
+			assert_int_equal(xprofs_cache_reader_open(c, "victim", 6, &e), -ENOENT);
 			assert_int_equal(access(path, F_OK), -1); /* removed */
 			continue;
 		}
-		assert_int_equal(xprofs_cache_open(c, "victim", 6, &e), 0);
-		assert_int_equal(xprofs_cache_entry_size(e), dn);
-		k = xprofs_cache_entry_pread(e, got, dn + 100, 0);
+		assert_int_equal(xprofs_cache_reader_open(c, "victim", 6, &e), 0);
+		assert_int_equal(xprofs_cache_reader_size(e), dn);
+		k = xprofs_cache_reader_pread(e, got, dn + 100, 0);
 		assert_int_equal(k, -EIO);
 		assert_int_equal(access(path, F_OK), -1);
-		xprofs_cache_entry_close(e);
+		xprofs_cache_reader_close(e);
 	}
 	xprofs_cache_get_stats(c, &st);
 	assert_int_equal(st.corrupt, expect_corrupt);
@@ -861,26 +861,26 @@ static void test_corrupt_exhaustive_raw(void **state)
 
 /* Crafted files with valid hashes but impossible sizes, counts and offsets. */
 static void craft(const char *path, const char *key, uint32_t bs, uint64_t raw_size,
-		  uint64_t nblocks, int64_t index_off_delta, const struct xc_rec *recs, size_t nrecs,
+		  uint64_t nblocks, int64_t index_off_delta, const struct cache_rec *recs, size_t nrecs,
 		  size_t pad)
 {
 	size_t keylen = strlen(key), n = 0;
-	uint8_t *p = calloc(1, XC_HDR_FIXED + keylen + pad + nrecs * XC_REC_SIZE + XC_FOOTER_SIZE);
+	uint8_t *p = calloc(1, CACHE_HDR_FIXED + keylen + pad + nrecs * CACHE_REC_SIZE + CACHE_FOOTER_SIZE);
 	uint64_t hh, ih, index_off;
 
-	hh = xc_header_encode(p, key, (uint32_t)keylen, bs);
-	n = XC_HDR_FIXED;
+	hh = cache_header_encode(p, key, (uint32_t)keylen, bs);
+	n = CACHE_HDR_FIXED;
 	memcpy(p + n, key, keylen);
 	n += keylen + pad;
 	index_off = n + (uint64_t)index_off_delta; /* 0 = where it is */
 	ih = hh;
 	for (size_t i = 0; i < nrecs; i++) {
-		xc_rec_encode(p + n, &recs[i]);
-		ih = xc_hash64(p + n, XC_REC_SIZE, ih);
-		n += XC_REC_SIZE;
+		cache_rec_encode(p + n, &recs[i]);
+		ih = cache_hash64(p + n, CACHE_REC_SIZE, ih);
+		n += CACHE_REC_SIZE;
 	}
-	xc_footer_encode(p + n, raw_size, nblocks, index_off, ih, hh);
-	n += XC_FOOTER_SIZE;
+	cache_footer_encode(p + n, raw_size, nblocks, index_off, ih, hh);
+	n += CACHE_FOOTER_SIZE;
 	spit(path, p, n);
 	free(p);
 }
@@ -888,10 +888,10 @@ static void craft(const char *path, const char *key, uint32_t bs, uint64_t raw_s
 /* Asserts @key misses as corrupt now, and counts it. */
 static void expect_corrupt_miss(struct xprofs_cache *c, const char *key, uint64_t *corrupt)
 {
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	struct xprofs_cache_stats st;
 
-	assert_int_equal(xprofs_cache_open(c, key, strlen(key), &e), -ENOENT);
+	assert_int_equal(xprofs_cache_reader_open(c, key, strlen(key), &e), -ENOENT);
 	(*corrupt)++;
 	xprofs_cache_get_stats(c, &st);
 	assert_int_equal(st.corrupt, *corrupt);
@@ -901,11 +901,11 @@ static void test_hostile_files(void **state)
 {
 	struct fixture *f = *state;
 	struct xprofs_cache_stats st;
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	struct xprofs_cache *c;
 	char path[512];
 	const char *k = "hostile";
-	struct xc_rec rec = {.off = XC_HDR_FIXED + 7, .stored = 10, .raw = 10, .plain = true};
+	struct cache_rec rec = {.off = CACHE_HDR_FIXED + 7, .stored = 10, .raw = 10, .plain = true};
 	uint8_t junk[4096];
 	uint64_t corrupt = 0;
 
@@ -920,7 +920,7 @@ static void test_hostile_files(void **state)
 		junk[i] = (uint8_t)rnd();
 	spit(path, junk, sizeof(junk));
 	expect_corrupt_miss(c, k, &corrupt);
-	memcpy(junk, XC_MAGIC_HEAD, XC_MAGIC_LEN); /* right magic, garbage after */
+	memcpy(junk, CACHE_MAGIC_HEAD, CACHE_MAGIC_LEN); /* right magic, garbage after */
 	spit(path, junk, sizeof(junk));
 	expect_corrupt_miss(c, k, &corrupt);
 
@@ -943,37 +943,37 @@ static void test_hostile_files(void **state)
 	rec.off = 1ULL << 60;
 	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
 	expect_corrupt_miss(c, k, &corrupt);
-	rec.off = XC_HDR_FIXED + 7;
+	rec.off = CACHE_HDR_FIXED + 7;
 	rec.stored = UINT32_MAX;
 	rec.plain = false;
 	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
 	expect_corrupt_miss(c, k, &corrupt);
-	rec = (struct xc_rec){.off = XC_HDR_FIXED + 8, .stored = 9, .raw = 10};
+	rec = (struct cache_rec){.off = CACHE_HDR_FIXED + 8, .stored = 9, .raw = 10};
 	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
 	expect_corrupt_miss(c, k, &corrupt);
 	/* raw size of the last block disagreeing with the footer */
-	rec = (struct xc_rec){.off = XC_HDR_FIXED + 7, .stored = 10, .raw = 9, .plain = true};
+	rec = (struct cache_rec){.off = CACHE_HDR_FIXED + 7, .stored = 10, .raw = 9, .plain = true};
 	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
 	expect_corrupt_miss(c, k, &corrupt);
 	/* a sound layout whose lz4 block is garbage with a matching checksum */
-	rec = (struct xc_rec){.off = XC_HDR_FIXED + 7, .stored = 10, .raw = 10};
+	rec = (struct cache_rec){.off = CACHE_HDR_FIXED + 7, .stored = 10, .raw = 10};
 	{
 		uint8_t zero[10] = {0};
 
-		rec.sum = xc_hash64(zero, 10, 0);
+		rec.sum = cache_hash64(zero, 10, 0);
 	}
 	craft(path, k, 4096, 10, 1, 0, &rec, 1, 10);
-	assert_int_equal(xprofs_cache_open(c, k, 7, &e), 0);
+	assert_int_equal(xprofs_cache_reader_open(c, k, 7, &e), 0);
 	{
 		uint8_t got[10];
 
-		assert_int_equal(xprofs_cache_entry_pread(e, got, 10, 0), -EIO);
+		assert_int_equal(xprofs_cache_reader_pread(e, got, 10, 0), -EIO);
 		corrupt++;
 	}
-	xprofs_cache_entry_close(e);
+	xprofs_cache_reader_close(e);
 	/* a symlink in place of an entry is not followed */
 	assert_int_equal(symlink("/etc/passwd", path), 0);
-	assert_int_equal(xprofs_cache_open(c, k, 7, &e), -ENOENT);
+	assert_int_equal(xprofs_cache_reader_open(c, k, 7, &e), -ENOENT);
 	unlink(path);
 	/* nor is a FIFO waited on: it is not a regular file, so corrupt */
 	assert_int_equal(mkfifo(path, 0600), 0);
@@ -1027,7 +1027,7 @@ static void test_key_mismatch(void **state)
 {
 	struct fixture *f = *state;
 	struct xprofs_cache_stats st;
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	struct xprofs_cache *c;
 	char pa[512], pb[512], aside[600];
 
@@ -1039,9 +1039,9 @@ static void test_key_mismatch(void **state)
 	put_entry(c, "key-B", (const uint8_t *)"bbbb", 4, 4);
 	only_entry(f->dir, pb, sizeof(pb));
 	assert_int_equal(rename(aside, pb), 0);
-	assert_int_equal(xprofs_cache_open(c, "key-B", 5, &e), -ENOENT);
+	assert_int_equal(xprofs_cache_reader_open(c, "key-B", 5, &e), -ENOENT);
 	/* and a key that is a prefix of the stored one */
-	assert_int_equal(xprofs_cache_open(c, "key-", 4, &e), -ENOENT);
+	assert_int_equal(xprofs_cache_reader_open(c, "key-", 4, &e), -ENOENT);
 	xprofs_cache_get_stats(c, &st);
 	assert_int_equal(st.corrupt, 0);
 	assert_int_equal(access(pb, F_OK), 0); /* kept: it is a sound entry */
@@ -1079,7 +1079,7 @@ static void test_cleared_under_us(void **state)
 {
 	struct fixture *f = *state;
 	struct xprofs_cache_stats st;
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	struct xprofs_cache *c;
 	char tmpdir[128];
 
@@ -1087,7 +1087,7 @@ static void test_cleared_under_us(void **state)
 	put_entry(c, "a", (const uint8_t *)"1", 1, 1);
 	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	assert_int_equal(mkdir(f->dir, 0700), 0);
-	assert_int_equal(xprofs_cache_open(c, "a", 1, &e), -ENOENT);
+	assert_int_equal(xprofs_cache_reader_open(c, "a", 1, &e), -ENOENT);
 	xprofs_cache_get_stats(c, &st);
 	assert_int_equal(st.entries, 0);
 	assert_int_equal(st.bytes, 0);
@@ -1102,7 +1102,7 @@ static void test_bad_args(void **state)
 {
 	struct fixture *f = *state;
 	struct xprofs_cache_writer *w = (void *)1;
-	struct xprofs_cache_entry *e = (void *)1;
+	struct xprofs_cache_reader *e = (void *)1;
 	struct xprofs_cache *c = (void *)1;
 	char *key = calloc(1, XPROFS_CACHE_KEY_MAX + 1);
 
@@ -1113,20 +1113,20 @@ static void test_bad_args(void **state)
 	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
 	assert_int_equal(xprofs_cache_writer_new(c, key, XPROFS_CACHE_KEY_MAX + 1, &w), -EINVAL);
 	assert_ptr_equal(w, (void *)1);
-	assert_int_equal(xprofs_cache_open(c, key, XPROFS_CACHE_KEY_MAX + 1, &e), -EINVAL);
+	assert_int_equal(xprofs_cache_reader_open(c, key, XPROFS_CACHE_KEY_MAX + 1, &e), -EINVAL);
 	assert_ptr_equal(e, (void *)1);
 	/* the longest key works, and so does the empty one */
 	memset(key, 'k', XPROFS_CACHE_KEY_MAX);
 	assert_int_equal(xprofs_cache_writer_new(c, key, XPROFS_CACHE_KEY_MAX, &w), 0);
 	assert_int_equal(xprofs_cache_writer_write(w, "v", 1), 0);
 	assert_int_equal(xprofs_cache_writer_commit(w), 0);
-	assert_int_equal(xprofs_cache_open(c, key, XPROFS_CACHE_KEY_MAX, &e), 0);
-	xprofs_cache_entry_close(e);
+	assert_int_equal(xprofs_cache_reader_open(c, key, XPROFS_CACHE_KEY_MAX, &e), 0);
+	xprofs_cache_reader_close(e);
 	assert_int_equal(xprofs_cache_writer_new(c, NULL, 0, &w), 0);
 	assert_int_equal(xprofs_cache_writer_commit(w), 0);
-	assert_int_equal(xprofs_cache_open(c, NULL, 0, &e), 0);
-	assert_int_equal(xprofs_cache_entry_size(e), 0);
-	xprofs_cache_entry_close(e);
+	assert_int_equal(xprofs_cache_reader_open(c, NULL, 0, &e), 0);
+	assert_int_equal(xprofs_cache_reader_size(e), 0);
+	xprofs_cache_reader_close(e);
 	xprofs_cache_free(c);
 	free(key);
 }

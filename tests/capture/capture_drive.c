@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <curl/curl.h>
+
 #include "capture-internal.h"
 #include "xprofs/capture.h"
 #include "xprofs/store.h"
@@ -45,6 +47,9 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	xprofs_log_set_level(getenv("XPROFS_DEBUG") ? XPROFS_LOG_DEBUG : XPROFS_LOG_INFO);
+	/* The library leaves libcurl's global state to the program. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
 	r = xprofs_store_local_new(argv[1], &st);
 	if (r == 0)
 		r = xprofs_capture_new(st, on_notify, NULL, &c);
@@ -120,5 +125,6 @@ int main(int argc, char **argv)
 		printf("bye %lld\n", (long long)((xprofs_mono_ns() - t0) / 1000000));
 	}
 	xprofs_store_free(st);
+	curl_global_cleanup();
 	return 0;
 }

@@ -665,5 +665,12 @@ int main(void)
 		cmocka_unit_test(test_multi_line),
 	};
 
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	int r;
+
+	/* The library leaves libcurl's global state to the program. */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
+	r = cmocka_run_group_tests(tests, NULL, NULL);
+	curl_global_cleanup();
+	return r;
 }

@@ -125,7 +125,7 @@ static void test_stat_and_read(void **state)
 {
 	struct fx *f = *state;
 	struct xprofs_store_stat st, st2;
-	struct xprofs_store_file *file;
+	struct xprofs_store_reader *file;
 	struct xprofs_reader rd;
 	char buf[32];
 
@@ -138,16 +138,16 @@ static void test_stat_and_read(void **state)
 	assert_int_equal(xprofs_store_stat(f->s, "nope", &st2), -ENOENT);
 	assert_int_equal(xprofs_store_stat(f->s, "../etc", &st2), -EINVAL);
 
-	assert_int_equal(xprofs_store_open(f->s, "run/plugins/profile/s1/h.xplane.pb", &file), 0);
-	assert_int_equal(xprofs_store_pread(file, buf, 4, 3), 4);
+	assert_int_equal(xprofs_store_reader_open(f->s, "run/plugins/profile/s1/h.xplane.pb", &file), 0);
+	assert_int_equal(xprofs_store_reader_pread(file, buf, 4, 3), 4);
 	assert_memory_equal(buf, "3456", 4);
-	assert_int_equal(xprofs_store_pread(file, buf, 100, 8), 2);
-	assert_int_equal(xprofs_store_pread(file, buf, 100, 1ULL << 40), 0);
-	assert_int_equal(xprofs_store_file_reader(file, &rd), 0);
+	assert_int_equal(xprofs_store_reader_pread(file, buf, 100, 8), 2);
+	assert_int_equal(xprofs_store_reader_pread(file, buf, 100, 1ULL << 40), 0);
+	assert_int_equal(xprofs_store_reader_as_reader(file, &rd), 0);
 	assert_int_equal(rd.size, 10);
 	assert_int_equal(xprofs_reader_pread(&rd, buf, 3, 0), 3);
 	assert_memory_equal(buf, "012", 3);
-	assert_int_equal(xprofs_store_file_stat(file, &st2), 0);
+	assert_int_equal(xprofs_store_reader_stat(file, &st2), 0);
 	assert_int_equal(st2.generation, st.generation);
 
 	/* replacing the file: the reader keeps the old bytes, generation changes */
@@ -159,17 +159,17 @@ static void test_stat_and_read(void **state)
 		snprintf(b, sizeof(b), "%s/run/plugins/profile/s1/h.xplane.pb", f->dir);
 		assert_int_equal(rename(a, b), 0);
 	}
-	assert_int_equal(xprofs_store_pread(file, buf, 4, 0), 4);
+	assert_int_equal(xprofs_store_reader_pread(file, buf, 4, 0), 4);
 	assert_memory_equal(buf, "0123", 4);
 	assert_int_equal(xprofs_store_stat(f->s, "run/plugins/profile/s1/h.xplane.pb", &st2), 0);
 	assert_int_equal(st2.size, 13);
 	assert_int_not_equal(st2.generation, st.generation);
-	xprofs_store_close(file);
-	xprofs_store_close(NULL);
+	xprofs_store_reader_close(file);
+	xprofs_store_reader_close(NULL);
 
-	assert_int_equal(xprofs_store_open(f->s, "run", &file), -EISDIR);
-	assert_int_equal(xprofs_store_open(f->s, "nope", &file), -ENOENT);
-	assert_int_equal(xprofs_store_open(f->s, "", &file), -EINVAL);
+	assert_int_equal(xprofs_store_reader_open(f->s, "run", &file), -EISDIR);
+	assert_int_equal(xprofs_store_reader_open(f->s, "nope", &file), -ENOENT);
+	assert_int_equal(xprofs_store_reader_open(f->s, "", &file), -EINVAL);
 }
 
 struct names {
@@ -220,7 +220,7 @@ static void test_list_and_symlinks(void **state)
 {
 	struct fx *f = *state;
 	struct xprofs_store_stat st;
-	struct xprofs_store_file *file;
+	struct xprofs_store_reader *file;
 	struct names n = { 0 };
 	char p[512];
 
@@ -243,7 +243,7 @@ static void test_list_and_symlinks(void **state)
 	assert_int_equal(n.n, have_openat2() ? 3 : 2);
 	assert_int_equal(xprofs_store_stat(f->s, "escape", &st), -ENOENT);
 	assert_int_equal(xprofs_store_stat(f->s, "escape/passwd", &st), -ENOENT);
-	assert_int_equal(xprofs_store_open(f->s, "escape/passwd", &file), -ENOENT);
+	assert_int_equal(xprofs_store_reader_open(f->s, "escape/passwd", &file), -ENOENT);
 	assert_int_equal(xprofs_store_list(f->s, "", stop_at_first, NULL), 42);
 	assert_int_equal(xprofs_store_list(f->s, "nope", collect, &n), -ENOENT);
 	assert_int_equal(xprofs_store_list(f->s, "top.txt", collect, &n), -ENOTDIR);
@@ -257,31 +257,31 @@ static void test_excl_create(void **state)
 	char buf[64];
 
 	/* parents are created; nothing is visible before commit */
-	assert_int_equal(xprofs_store_create(f->s, "new/plugins/profile/s/h.xplane.pb",
+	assert_int_equal(xprofs_store_writer_new(f->s, "new/plugins/profile/s/h.xplane.pb",
 					     XPROFS_STORE_EXCL, &w), 0);
-	assert_int_equal(xprofs_store_write(w, "hello", 5, 0), 5);
-	assert_int_equal(xprofs_store_write(w, "!", 1, 5), 1);
-	assert_int_equal(xprofs_store_wread(w, buf, sizeof(buf), 0), 6);
+	assert_int_equal(xprofs_store_writer_write(w, "hello", 5, 0), 5);
+	assert_int_equal(xprofs_store_writer_write(w, "!", 1, 5), 1);
+	assert_int_equal(xprofs_store_writer_pread(w, buf, sizeof(buf), 0), 6);
 	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), -ENOENT);
 	assert_int_equal(xprofs_store_list(f->s, "new/plugins/profile/s", collect, &n), 0);
 	assert_int_equal(n.n, 0);
 	/* a second exclusive writer for the same path loses at commit */
-	assert_int_equal(xprofs_store_create(f->s, "new/plugins/profile/s/h.xplane.pb",
+	assert_int_equal(xprofs_store_writer_new(f->s, "new/plugins/profile/s/h.xplane.pb",
 					     XPROFS_STORE_EXCL, &w2), 0);
-	assert_int_equal(xprofs_store_write(w2, "other", 5, 0), 5);
-	assert_int_equal(xprofs_store_commit(w), 0);
+	assert_int_equal(xprofs_store_writer_write(w2, "other", 5, 0), 5);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
 	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), 6);
 	assert_string_equal(buf, "hello!");
-	assert_int_equal(xprofs_store_commit(w2), -EEXIST);
+	assert_int_equal(xprofs_store_writer_commit(w2), -EEXIST);
 	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), 6);
 	assert_string_equal(buf, "hello!");
 	/* and an existing file is refused up front */
-	assert_int_equal(xprofs_store_create(f->s, "top.txt", XPROFS_STORE_EXCL, &w), -EEXIST);
+	assert_int_equal(xprofs_store_writer_new(f->s, "top.txt", XPROFS_STORE_EXCL, &w), -EEXIST);
 	/* abort leaves nothing behind */
-	assert_int_equal(xprofs_store_create(f->s, "aborted.xplane.pb", XPROFS_STORE_EXCL, &w), 0);
-	assert_int_equal(xprofs_store_write(w, "x", 1, 0), 1);
-	xprofs_store_abort(w);
-	xprofs_store_abort(NULL);
+	assert_int_equal(xprofs_store_writer_new(f->s, "aborted.xplane.pb", XPROFS_STORE_EXCL, &w), 0);
+	assert_int_equal(xprofs_store_writer_write(w, "x", 1, 0), 1);
+	xprofs_store_writer_abort(w);
+	xprofs_store_writer_abort(NULL);
 	assert_int_equal(read_file(f->dir, "aborted.xplane.pb", buf, sizeof(buf)), -ENOENT);
 }
 
@@ -292,31 +292,31 @@ static void test_inplace_writer(void **state)
 	char buf[64];
 
 	/* without TRUNC: starts from the content, written in place */
-	assert_int_equal(xprofs_store_create(f->s, "top.txt", 0, &w), 0);
-	assert_int_equal(xprofs_store_write(w, "J", 1, 0), 1);
+	assert_int_equal(xprofs_store_writer_new(f->s, "top.txt", 0, &w), 0);
+	assert_int_equal(xprofs_store_writer_write(w, "J", 1, 0), 1);
 	assert_int_equal(read_file(f->dir, "top.txt", buf, sizeof(buf)), 5);
 	assert_string_equal(buf, "Jello");
-	assert_int_equal(xprofs_store_wtruncate(w, 2), 0);
-	assert_int_equal(xprofs_store_wread(w, buf, sizeof(buf), 0), 2);
-	assert_int_equal(xprofs_store_flush(w), 0);
-	assert_int_equal(xprofs_store_commit(w), 0);
+	assert_int_equal(xprofs_store_writer_truncate(w, 2), 0);
+	assert_int_equal(xprofs_store_writer_pread(w, buf, sizeof(buf), 0), 2);
+	assert_int_equal(xprofs_store_writer_flush(w), 0);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
 	assert_int_equal(read_file(f->dir, "top.txt", buf, sizeof(buf)), 2);
 	/* TRUNC */
-	assert_int_equal(xprofs_store_create(f->s, "top.txt", XPROFS_STORE_TRUNC, &w), 0);
-	assert_int_equal(xprofs_store_write(w, "abc", 3, 10), 3);
-	assert_int_equal(xprofs_store_commit(w), 0);
+	assert_int_equal(xprofs_store_writer_new(f->s, "top.txt", XPROFS_STORE_TRUNC, &w), 0);
+	assert_int_equal(xprofs_store_writer_write(w, "abc", 3, 10), 3);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
 	assert_int_equal(read_file(f->dir, "top.txt", buf, sizeof(buf)), 13);
 	/* abort removes a file this writer created, keeps an existing one */
-	assert_int_equal(xprofs_store_create(f->s, "a/b/.cached_tools.json", 0, &w), 0);
-	xprofs_store_abort(w);
+	assert_int_equal(xprofs_store_writer_new(f->s, "a/b/.cached_tools.json", 0, &w), 0);
+	xprofs_store_writer_abort(w);
 	assert_int_equal(read_file(f->dir, "a/b/.cached_tools.json", buf, sizeof(buf)), -ENOENT);
-	assert_int_equal(xprofs_store_create(f->s, "top.txt", 0, &w), 0);
-	xprofs_store_abort(w);
+	assert_int_equal(xprofs_store_writer_new(f->s, "top.txt", 0, &w), 0);
+	xprofs_store_writer_abort(w);
 	assert_int_equal(read_file(f->dir, "top.txt", buf, sizeof(buf)), 13);
 	/* directories and bad paths */
-	assert_int_equal(xprofs_store_create(f->s, "run", 0, &w), -EISDIR);
-	assert_int_equal(xprofs_store_create(f->s, "a/../x", 0, &w), -EINVAL);
-	assert_int_equal(xprofs_store_create(f->s, "x", 0x80, &w), -EINVAL);
+	assert_int_equal(xprofs_store_writer_new(f->s, "run", 0, &w), -EISDIR);
+	assert_int_equal(xprofs_store_writer_new(f->s, "a/../x", 0, &w), -EINVAL);
+	assert_int_equal(xprofs_store_writer_new(f->s, "x", 0x80, &w), -EINVAL);
 }
 
 static void test_namespace_ops(void **state)

@@ -1,0 +1,546 @@
+/*
+ * writer.c - cache entry writers: stream an entry into a temp file, with
+ * lz4 compression on threads of the writer's own, and publish it with
+ * rename().
+ *
+ * Writers stream into DIR/tmp/w.XXXXXX and rename() over the final name:
+ * readers and other mounts sharing DIR never see a partial entry; concurrent
+ * writers of one key both publish and the last rename wins (identical
+ * content). No fsync(): the cache is a cache, and a file torn by a power cut
+ * fails its footer, index hash or block checksums and is dropped as corrupt,
+ * so durability is not worth halving write speed.
+ *
+ * Threads: a writer compresses on WRITER_THREADS threads of its own (started
+ * by an entry's first full block, so small entries never start them): the
+ * caller's bytes are copied into one of WRITER_QUEUE raw blocks; the threads
+ * compress full ones in parallel and append them in order while the caller
+ * produces the next, so a renderer and lz4 share the cores (lz4 is the
+ * slower of the two, hence two threads). Errors found by a thread are sticky
+ * and reported by the next write or the commit.
+ *
+ * Memory: a writer holds WRITER_QUEUE raw blocks, one compressed block and a
+ * fixed run of index records (spilled to an unlinked temp file beyond that),
+ * so a many-GB entry costs the same as a small one.
+ *
+ * Locks: w->qlock guards the queue; the commit takes c->lock (never while
+ * holding w->qlock) around the publishing rename() and the table update.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <lz4.h>
+
+#include "cache-internal.h"
+
+#define WRITER_IDX_RECS 1024u /* index records a writer keeps before spilling */
+#define WRITER_QUEUE 4u /* raw blocks a writer holds: 1 filling + up to 3 queued */
+#define WRITER_THREADS 2u /* compressor threads per writer */
+
+struct xprofs_cache_writer {
+	struct xprofs_cache *c;
+	uint64_t id[2];
+	int fd, spill_fd;
+	int err; /* first failure; sticky; protected by qlock once the thread runs */
+	uint32_t bs;
+	int accel; /* lz4 acceleration; atomic (read by the compressor thread) */
+	uint8_t *raw; /* the block being filled: slot[fill] */
+	size_t raw_len;
+	uint64_t raw_total;
+	/*
+	 * Compression queue: slot[(head + i) % WRITER_QUEUE] for i < queued are
+	 * full blocks waiting for (or under) compression; the producer fills
+	 * slot[(head + queued) % WRITER_QUEUE], so at most WRITER_QUEUE - 1 wait.
+	 */
+	uint8_t *slot[WRITER_QUEUE];
+	size_t slot_len[WRITER_QUEUE];
+	unsigned head, queued;
+	unsigned claimed; /* queued blocks, from head, that a thread is compressing */
+	unsigned nthreads;
+	bool threaded, stop;
+	pthread_t thread[WRITER_THREADS];
+	pthread_mutex_t qlock;
+	pthread_cond_t qcond;
+	/* Owned by the compressor (the thread while it runs, else the caller). */
+	uint8_t *cbuf;
+	int cbuf_cap;
+	uint64_t off, nblocks, spilled;
+	uint64_t header_hash, index_hash;
+	size_t idx_n;
+	uint8_t idx[WRITER_IDX_RECS * CACHE_REC_SIZE];
+	char tmp_path[PATH_MAX];
+};
+
+/* ---- writer ------------------------------------------------------------------ */
+
+static int open_tmp(struct xprofs_cache_writer *w)
+{
+	for (int attempt = 0; attempt < 2; attempt++) {
+		int r = snprintf(w->tmp_path, sizeof(w->tmp_path), "%s/w.XXXXXX", w->c->tmpdir);
+
+		if (r < 0 || (size_t)r >= sizeof(w->tmp_path))
+			return -ENAMETOOLONG;
+		w->fd = mkostemp(w->tmp_path, O_CLOEXEC);
+		if (w->fd >= 0)
+			return 0;
+		/* Someone cleared the cache directory under us: recreate it. */
+		if (errno != ENOENT || attempt)
+			return -errno;
+		r = xprofs_mkdir_p(w->c->tmpdir);
+		if (r < 0)
+			return r;
+	}
+	return -ENOENT;
+}
+
+int xprofs_cache_writer_new(struct xprofs_cache *c, const void *key, size_t keylen,
+			    struct xprofs_cache_writer **out)
+{
+	uint8_t hdr[CACHE_HDR_FIXED];
+	struct xprofs_cache_writer *w;
+	int r;
+
+	if (keylen > XPROFS_CACHE_KEY_MAX || (keylen && !key))
+		return -EINVAL;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	w->c = c;
+	w->fd = w->spill_fd = -1;
+	pthread_mutex_lock(&c->lock);
+	w->bs = c->bs;
+	w->accel = c->accel;
+	pthread_mutex_unlock(&c->lock);
+	r = pthread_mutex_init(&w->qlock, NULL);
+	if (r) {
+		free(w);
+		return -r;
+	}
+	r = pthread_cond_init(&w->qcond, NULL);
+	if (r) {
+		pthread_mutex_destroy(&w->qlock);
+		free(w);
+		return -r;
+	}
+	cache_key_id(key, keylen, w->id);
+	w->cbuf_cap = LZ4_compressBound((int)w->bs);
+	w->raw = w->slot[0] = malloc(w->bs);
+	w->cbuf = malloc((size_t)w->cbuf_cap);
+	if (!w->raw || !w->cbuf) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	r = open_tmp(w);
+	if (r < 0)
+		goto fail;
+	w->header_hash = cache_header_encode(hdr, key, (uint32_t)keylen, w->bs);
+	w->index_hash = w->header_hash;
+	r = xprofs_write_full(w->fd, hdr, sizeof(hdr));
+	if (r == 0 && keylen)
+		r = xprofs_write_full(w->fd, key, keylen);
+	if (r < 0)
+		goto fail;
+	w->off = CACHE_HDR_FIXED + keylen;
+	*out = w;
+	return 0;
+fail:
+	xprofs_cache_writer_abort(w);
+	return r;
+}
+
+static int spill_index(struct xprofs_cache_writer *w)
+{
+	int r;
+
+	if (w->spill_fd < 0) {
+		w->spill_fd = open(w->c->tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+		if (w->spill_fd < 0) {
+			/* No O_TMPFILE on this filesystem: an unlinked named file. */
+			char path[PATH_MAX];
+			int n = snprintf(path, sizeof(path), "%s/s.XXXXXX", w->c->tmpdir);
+
+			if (n < 0 || (size_t)n >= sizeof(path))
+				return -ENAMETOOLONG;
+			w->spill_fd = mkostemp(path, O_CLOEXEC);
+			if (w->spill_fd < 0)
+				return -errno;
+			unlink(path);
+		}
+	}
+	r = xprofs_write_full(w->spill_fd, w->idx, w->idx_n * CACHE_REC_SIZE);
+	if (r < 0)
+		return r;
+	w->spilled += w->idx_n;
+	w->idx_n = 0;
+	return 0;
+}
+
+/*
+ * Compresses @len raw bytes at @data (borrowed) into @cbuf (room for
+ * w->cbuf_cap) and fills @rec but its offset; returns what to store (@cbuf,
+ * or @data when lz4 does not shrink it).
+ */
+static const uint8_t *compress_block(struct xprofs_cache_writer *w, uint8_t *cbuf,
+				     const uint8_t *data, size_t len, struct cache_rec *rec)
+{
+	int n = LZ4_compress_fast((const char *)data, (char *)cbuf, (int)len, w->cbuf_cap,
+				  __atomic_load_n(&w->accel, __ATOMIC_RELAXED));
+
+	*rec = (struct cache_rec){.raw = (uint32_t)len};
+	if (n <= 0 || (size_t)n >= len) {
+		rec->plain = true;
+		rec->stored = (uint32_t)len;
+		rec->sum = cache_hash64(data, len, 0);
+		return data;
+	}
+	rec->stored = (uint32_t)n;
+	rec->sum = cache_hash64(cbuf, (size_t)n, 0);
+	return cbuf;
+}
+
+/* Appends the next block: @stored (borrowed) as described by @rec. Blocks must come in order. */
+static int append_block(struct xprofs_cache_writer *w, const uint8_t *stored, struct cache_rec *rec)
+{
+	uint8_t *recb;
+	int r;
+
+	rec->off = w->off;
+	/* Refuse an entry that could never fit instead of evicting everything. */
+	if (w->off + rec->stored + (w->nblocks + 1) * CACHE_REC_SIZE + CACHE_FOOTER_SIZE > w->c->max_bytes)
+		return -EFBIG;
+	r = xprofs_write_full(w->fd, stored, rec->stored);
+	if (r < 0)
+		return r;
+	recb = w->idx + w->idx_n * CACHE_REC_SIZE;
+	cache_rec_encode(recb, rec);
+	w->index_hash = cache_hash64(recb, CACHE_REC_SIZE, w->index_hash);
+	w->idx_n++;
+	w->off += rec->stored;
+	w->nblocks++;
+	if (w->idx_n == WRITER_IDX_RECS)
+		return spill_index(w);
+	return 0;
+}
+
+/* Compresses and appends one block of @len raw bytes at @data (borrowed), here. */
+static int flush_block(struct xprofs_cache_writer *w, const uint8_t *data, size_t len)
+{
+	struct cache_rec rec;
+	const uint8_t *stored = compress_block(w, w->cbuf, data, len, &rec);
+
+	return append_block(w, stored, &rec);
+}
+
+int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int accel)
+{
+	if (accel < 1 || accel > XPROFS_CACHE_ACCEL_MAX)
+		return -EINVAL;
+	__atomic_store_n(&w->accel, accel, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * A compressor thread: claims the oldest unclaimed queued block, compresses
+ * it into its own buffer (in parallel with the other thread and with the
+ * producer), then waits for the block's turn (it is the queue's head) to
+ * append it, so blocks land in order. Runs until told to stop with nothing
+ * left to claim. After a failure the threads keep draining the queue
+ * (dropping the blocks) so the producer never waits forever; the producer
+ * sees w->err at its next block.
+ */
+static void *compressor(void *arg)
+{
+	struct xprofs_cache_writer *w = arg;
+	uint8_t *cbuf = malloc((size_t)w->cbuf_cap);
+
+	pthread_mutex_lock(&w->qlock);
+	if (!cbuf && !w->err)
+		w->err = -ENOMEM;
+	for (;;) {
+		const uint8_t *stored = NULL;
+		struct cache_rec rec;
+		unsigned i;
+		int r = 0;
+
+		while (w->claimed == w->queued && !w->stop)
+			pthread_cond_wait(&w->qcond, &w->qlock);
+		if (w->claimed == w->queued)
+			break;
+		i = (w->head + w->claimed) % WRITER_QUEUE;
+		w->claimed++;
+		if (!w->err) {
+			pthread_mutex_unlock(&w->qlock);
+			stored = compress_block(w, cbuf, w->slot[i], w->slot_len[i], &rec);
+			pthread_mutex_lock(&w->qlock);
+		}
+		while (w->head != i)
+			pthread_cond_wait(&w->qcond, &w->qlock);
+		if (stored && !w->err) {
+			pthread_mutex_unlock(&w->qlock);
+			r = append_block(w, stored, &rec);
+			pthread_mutex_lock(&w->qlock);
+		}
+		if (r < 0 && !w->err)
+			w->err = r;
+		w->head = (w->head + 1) % WRITER_QUEUE;
+		w->queued--;
+		w->claimed--;
+		pthread_cond_broadcast(&w->qcond);
+	}
+	pthread_mutex_unlock(&w->qlock);
+	free(cbuf);
+	return NULL;
+}
+
+/*
+ * Hands the full block w->raw to the compressors and points w->raw at a free
+ * slot, waiting while WRITER_QUEUE - 1 blocks are queued. Without threads
+ * (none started yet, or it could not be) it compresses here. 0 or the
+ * writer's error.
+ */
+static int block_done(struct xprofs_cache_writer *w)
+{
+	unsigned fill;
+	int r;
+
+	if (!w->threaded) {
+		/* the first block of an entry starts the threads: small entries never do */
+		while (w->nthreads < WRITER_THREADS &&
+		       pthread_create(&w->thread[w->nthreads], NULL, compressor, w) == 0)
+			w->nthreads++;
+		w->threaded = w->nthreads > 0;
+		if (!w->threaded) {
+			r = flush_block(w, w->raw, w->raw_len);
+			w->raw_len = 0;
+			return r;
+		}
+	}
+	pthread_mutex_lock(&w->qlock);
+	w->slot_len[(w->head + w->queued) % WRITER_QUEUE] = w->raw_len;
+	w->queued++;
+	pthread_cond_broadcast(&w->qcond);
+	while (w->queued == WRITER_QUEUE && !w->err)
+		pthread_cond_wait(&w->qcond, &w->qlock);
+	r = w->err;
+	fill = (w->head + w->queued) % WRITER_QUEUE;
+	pthread_mutex_unlock(&w->qlock);
+	w->raw_len = 0;
+	if (r < 0)
+		return r;
+	if (!w->slot[fill]) {
+		w->slot[fill] = malloc(w->bs);
+		if (!w->slot[fill]) {
+			pthread_mutex_lock(&w->qlock);
+			if (!w->err)
+				w->err = -ENOMEM;
+			pthread_mutex_unlock(&w->qlock);
+			return -ENOMEM;
+		}
+	}
+	w->raw = w->slot[fill];
+	return 0;
+}
+
+/* Stops the compressor threads once it has drained the queue; 0 or the writer's error. */
+static int writer_join(struct xprofs_cache_writer *w)
+{
+	int r;
+
+	if (!w->threaded)
+		return w->err;
+	pthread_mutex_lock(&w->qlock);
+	w->stop = true;
+	pthread_cond_broadcast(&w->qcond);
+	pthread_mutex_unlock(&w->qlock);
+	for (unsigned i = 0; i < w->nthreads; i++)
+		pthread_join(w->thread[i], NULL);
+	w->nthreads = 0;
+	w->threaded = false;
+	r = w->err;
+	return r;
+}
+
+static int writer_error(struct xprofs_cache_writer *w)
+{
+	int r;
+
+	if (!w->threaded)
+		return w->err;
+	pthread_mutex_lock(&w->qlock);
+	r = w->err;
+	pthread_mutex_unlock(&w->qlock);
+	return r;
+}
+
+int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	int r = writer_error(w);
+
+	if (r < 0)
+		return r;
+	while (n) {
+		size_t take = w->bs - w->raw_len;
+
+		/*
+		 * Always copied: the compressor may run after we return, and a
+		 * memcpy costs far less than the lz4 pass it lets overlap.
+		 */
+		if (take > n)
+			take = n;
+		memcpy(w->raw + w->raw_len, s, take);
+		w->raw_len += take;
+		if (w->raw_len == w->bs) {
+			r = block_done(w);
+			if (r < 0) {
+				if (!w->threaded)
+					w->err = r;
+				return r;
+			}
+		}
+		s += take;
+		n -= take;
+		w->raw_total += take;
+	}
+	return 0;
+}
+
+static int sink_write(void *arg, const void *p, size_t n)
+{
+	return xprofs_cache_writer_write(arg, p, n);
+}
+
+struct xprofs_sink xprofs_cache_writer_as_sink(struct xprofs_cache_writer *w)
+{
+	return (struct xprofs_sink){.write = sink_write, .arg = w};
+}
+
+/* Appends the spilled and in-memory index records, then the footer. */
+static int write_tail(struct xprofs_cache_writer *w)
+{
+	uint8_t footer[CACHE_FOOTER_SIZE];
+	uint64_t index_off = w->off, done = 0;
+	size_t chunk = w->bs - w->bs % CACHE_REC_SIZE;
+	int r;
+
+	while (done < w->spilled * CACHE_REC_SIZE) {
+		uint64_t left = w->spilled * CACHE_REC_SIZE - done;
+		size_t n = left < chunk ? (size_t)left : chunk;
+		ssize_t got = xprofs_pread_full(w->spill_fd, w->raw, n, done);
+
+		if (got < 0)
+			return (int)got;
+		if ((size_t)got != n)
+			return -EIO;
+		r = xprofs_write_full(w->fd, w->raw, n);
+		if (r < 0)
+			return r;
+		done += n;
+	}
+	r = xprofs_write_full(w->fd, w->idx, w->idx_n * CACHE_REC_SIZE);
+	if (r < 0)
+		return r;
+	w->off += w->nblocks * CACHE_REC_SIZE;
+	cache_footer_encode(footer, w->raw_total, w->nblocks, index_off, w->index_hash,
+			 w->header_hash);
+	r = xprofs_write_full(w->fd, footer, sizeof(footer));
+	if (r < 0)
+		return r;
+	w->off += CACHE_FOOTER_SIZE;
+	return 0;
+}
+
+int xprofs_cache_writer_commit(struct xprofs_cache_writer *w)
+{
+	struct xprofs_cache *c = w->c;
+	char path[PATH_MAX];
+	bool rescan = false;
+	struct cache_node *n;
+	int64_t now;
+	int r = writer_join(w);
+
+	if (r < 0)
+		goto out;
+	if (w->raw_len) {
+		r = flush_block(w, w->raw, w->raw_len);
+		if (r < 0)
+			goto out;
+		w->raw_len = 0;
+	}
+	r = write_tail(w);
+	if (r < 0)
+		goto out;
+	r = close(w->fd) < 0 ? -errno : 0;
+	w->fd = -1;
+	if (r < 0)
+		goto out;
+	r = cache_entry_path(c, w->id, path, sizeof(path));
+	if (r < 0)
+		goto out;
+	pthread_mutex_lock(&c->lock);
+	if (rename(w->tmp_path, path) < 0) {
+		r = -errno;
+		pthread_mutex_unlock(&c->lock);
+		goto out;
+	}
+	w->tmp_path[0] = '\0';
+	now = xprofs_now_ns() / 1000000000;
+	n = cache_node_get(c, w->id);
+	if (n) {
+		cache_node_set_present(c, n, w->off);
+		cache_seen_now(c, n);
+		n->touched = now;
+		cache_evict(c, n);
+	} else {
+		xprofs_warn("cache: out of memory, entry published but not tracked");
+	}
+	c->st.raw_bytes_written += w->raw_total;
+	if (now - c->last_scan_s >= CACHE_RESCAN_EVERY_S && !c->rescan_running)
+		rescan = c->rescan_running = true;
+	pthread_mutex_unlock(&c->lock);
+	if (rescan) {
+		/* Learn what other processes sharing DIR added or evicted. */
+		(void)xprofs_cache_rescan(c);
+		pthread_mutex_lock(&c->lock);
+		c->rescan_running = false;
+		pthread_mutex_unlock(&c->lock);
+	}
+out:
+	if (r < 0)
+		xprofs_debug("cache: commit failed: %s", strerror(-r));
+	xprofs_cache_writer_abort(w);
+	return r;
+}
+
+void xprofs_cache_writer_abort(struct xprofs_cache_writer *w)
+{
+	if (!w)
+		return;
+	if (w->threaded) {
+		/* drop what is queued: the entry is not wanted */
+		pthread_mutex_lock(&w->qlock);
+		if (!w->err)
+			w->err = -ECANCELED;
+		pthread_mutex_unlock(&w->qlock);
+		(void)writer_join(w);
+	}
+	if (w->spill_fd >= 0)
+		close(w->spill_fd);
+	if (w->fd >= 0)
+		close(w->fd);
+	if (w->tmp_path[0])
+		unlink(w->tmp_path);
+	free(w->cbuf);
+	for (unsigned i = 0; i < WRITER_QUEUE; i++)
+		free(w->slot[i]);
+	pthread_cond_destroy(&w->qcond);
+	pthread_mutex_destroy(&w->qlock);
+	free(w);
+}
+

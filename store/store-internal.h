@@ -1,0 +1,71 @@
+/*
+ * store-internal.h - what the local backend's files share: store/local.c
+ * (the store object, path resolution beneath the root, stat/list/readers
+ * and namespace operations) and store/local-writer.c (writers: exclusive
+ * publish with linkat(), in-place writes). Not part of the public API.
+ */
+#ifndef XPROFS_STORE_INTERNAL_H
+#define XPROFS_STORE_INTERNAL_H
+
+#include <stdint.h>
+#include <sys/stat.h>
+
+#include "xprofs/store-backend.h"
+
+struct local_counters {
+	uint64_t stats, lists, opens, preads, bytes_read;
+	uint64_t creates, writes, bytes_written, commits, aborts;
+	uint64_t unlinks, renames, mkdirs, rmdirs, errors;
+};
+
+struct local_store {
+	struct xprofs_store base; /* first: the wrappers cast */
+	int rootfd;
+	char *root;
+	int no_openat2; /* set once openat2 proved unavailable; relaxed atomic */
+	struct local_counters c;
+};
+
+#define CNT(ls, field) __atomic_add_fetch(&(ls)->c.field, 1, __ATOMIC_RELAXED)
+#define CNT_ADD(ls, field, n) __atomic_add_fetch(&(ls)->c.field, (n), __ATOMIC_RELAXED)
+
+/* The hidden prefix of fallback temp files of exclusive writers; list() hides it. */
+extern const char store_local_tmp_prefix[];
+
+/* Small enough to inline; kept under the names local.c always used. */
+static inline struct local_store *to_local(struct xprofs_store *s)
+{
+	return (struct local_store *)s;
+}
+
+/* count_err() - counts @r as an error unless it is 0 or -ENOENT; returns @r. */
+static inline int count_err(struct local_store *ls, int r)
+{
+	if (r < 0 && r != -ENOENT)
+		CNT(ls, errors);
+	return r;
+}
+
+/**
+ * store_local_parent_open() - O_PATH fd of @path's parent directory (caller
+ * closes) and, in *@name, a pointer into @path (borrowed) at the last component.
+ */
+int store_local_parent_open(struct local_store *ls, const char *path, const char **name);
+/** store_local_mkparents() - create the directories above @path (mode 0755). */
+int store_local_mkparents(struct local_store *ls, const char *path);
+/** store_local_fill() - translate @st; -ENOENT for what the store does not expose. */
+int store_local_fill(const struct stat *st, struct xprofs_store_stat *out);
+
+/* The writer ops (local-writer.c); see struct xprofs_store_ops. */
+int store_local_writer_new(struct xprofs_store *s, const char *path, unsigned flags,
+			   struct xprofs_store_writer **out);
+ssize_t store_local_writer_write(struct xprofs_store_writer *base, const void *buf, size_t n,
+				 uint64_t off);
+ssize_t store_local_writer_pread(struct xprofs_store_writer *base, void *buf, size_t n,
+				 uint64_t off);
+int store_local_writer_truncate(struct xprofs_store_writer *base, uint64_t size);
+int store_local_writer_flush(struct xprofs_store_writer *base);
+int store_local_writer_commit(struct xprofs_store_writer *base);
+void store_local_writer_abort(struct xprofs_store_writer *base);
+
+#endif

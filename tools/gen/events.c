@@ -1,0 +1,216 @@
+/*
+ * events.c - the event stream of one line: nested, non-overlapping events
+ * regenerated identically from the line's seed for both passes.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "gen.h"
+
+/* ---- events ------------------------------------------------------------ */
+
+void gen_lgen_init(struct lgen *g, const struct gspace *s, const struct gline *l)
+{
+	memset(g, 0, sizeof(*g));
+	g->r.s = l->seed;
+	g->slot = l->events ? s->span_ps / (int64_t)l->events : s->span_ps;
+	if (g->slot < 1)
+		g->slot = 1;
+	g->corr = 1000 + (l->seed & 0xffff);
+	switch (l->kind) {
+	case L_OPS:
+		g->max_depth = 2;
+		g->p_parent = 0.08;
+		break;
+	case L_TRACEME:
+		g->max_depth = 3;
+		g->p_parent = 0.3;
+		break;
+	case L_HOST:
+		g->max_depth = MAX_DEPTH - 1;
+		g->p_parent = 0.35;
+		break;
+	default:
+		break;
+	}
+}
+
+/*
+ * Chooses the next event's [start, start+dur) so that it nests in the open
+ * parent (if any) and starts after the previous sibling ended.
+ */
+static void lgen_next_time(struct lgen *g, const struct gline *l, int64_t *start, int64_t *dur)
+{
+	struct rng *r = &g->r;
+
+	if (l->kind == L_STEPS) {
+		*start = g->t;
+		*dur = g->slot;
+		g->t += g->slot;
+		return;
+	}
+	if (l->kind == L_COUNTERS) {
+		*start = g->t;
+		*dur = 0;
+		g->t += g->slot;
+		return;
+	}
+	while (g->depth > 0 && g->st[g->depth - 1].kids == 0) {
+		g->t = g->st[g->depth - 1].end;
+		g->depth--;
+	}
+	if (g->depth == 0) {
+		/* duty cycle: modules cover most of the time, copies little of it */
+		double lo = l->kind == L_MODULES ? 0.6 : l->kind == L_MEMCPY ? 0.02 : 0.3;
+		double hi = l->kind == L_MODULES ? 0.9 : l->kind == L_MEMCPY ? 0.15 : 0.6;
+
+		*start = g->t + (int64_t)((double)g->slot * rng_range(r, 0.05, 0.1 + (1 - hi) / 2));
+		*dur = (int64_t)((double)g->slot * rng_range(r, lo, hi));
+	} else {
+		struct frame *f = &g->st[g->depth - 1];
+		int64_t per = (f->end - g->t) / (f->kids + 1);
+
+		*start = g->t + (int64_t)((double)per * rng_range(r, 0.02, 0.2));
+		*dur = (int64_t)((double)per * rng_range(r, 0.5, 0.95));
+		f->kids--;
+	}
+	if (g->depth < g->max_depth && rng_unit(r) < g->p_parent) {
+		int kids = 1 + (int)rng_below(r, 4);
+
+		/* a parent spans what its children need */
+		if (g->depth == 0)
+			*dur = (int64_t)((double)g->slot * (kids + 1) * rng_range(r, 0.8, 1.1));
+		g->st[g->depth].end = *start + *dur;
+		g->st[g->depth].kids = kids;
+		g->depth++;
+		g->t = *start;
+	} else {
+		if (l->kind == L_HOST && rng_below(r, 50) == 0)
+			*dur = 0; /* TraceMe instants */
+		g->t = *start + *dur;
+	}
+}
+
+/* Encodes the body of the next event of line @l into @ev (reset first). */
+void gen_event(const struct gspace *s, const struct gplane *p, const struct gline *l,
+	       struct lgen *g, struct pb *ev)
+{
+	struct rng *r = &g->r;
+	int64_t start, dur;
+	uint64_t md = 0;
+	int64_t step_len = s->span_ps / (int64_t)(s->steps ? s->steps : 1);
+	uint64_t group;
+
+	ev->len = 0;
+	lgen_next_time(g, l, &start, &dur);
+	group = (uint64_t)(start / (step_len ? step_len : 1));
+	switch (l->kind) {
+	case L_STEPS:
+		md = p->em_base[EM_STEP] + g->i % p->em_n[EM_STEP];
+		break;
+	case L_MODULES:
+		md = p->em_base[EM_MODULE] + rng_skewed(r, p->em_n[EM_MODULE]);
+		break;
+	case L_OPS:
+		md = p->em_base[EM_OP] + rng_skewed(r, p->em_n[EM_OP]);
+		break;
+	case L_ASYNC:
+		md = p->em_base[EM_ASYNC] + rng_below(r, p->em_n[EM_ASYNC]);
+		break;
+	case L_TRACEME:
+		md = p->em_base[EM_TRACEME] + rng_below(r, p->em_n[EM_TRACEME]);
+		break;
+	case L_COUNTERS:
+		md = p->em_base[EM_COUNTER] + g->i % p->em_n[EM_COUNTER];
+		break;
+	case L_KERNEL:
+		md = p->em_base[EM_KERNEL] + rng_skewed(r, p->em_n[EM_KERNEL]);
+		break;
+	case L_MEMCPY:
+		md = p->em_base[EM_MEMCPY] + rng_below(r, p->em_n[EM_MEMCPY]);
+		break;
+	case L_HOST:
+		md = p->em_base[EM_HOST] + rng_skewed(r, p->em_n[EM_HOST]);
+		break;
+	case L_EMPTY:
+		break;
+	}
+	pb_int(ev, 1, md);
+	pb_int(ev, 2, (uint64_t)start);
+	if (dur)
+		pb_int(ev, 3, (uint64_t)dur);
+	switch (l->kind) {
+	case L_STEPS:
+		stat_u(ev, 4, SM_STEP_NUM, ST_I64, g->i);
+		stat_u(ev, 4, SM_GROUP_ID, ST_I64, g->i);
+		break;
+	case L_MODULES:
+		stat_u(ev, 4, SM_RUN_ID, ST_U64, 1 + g->i);
+		stat_u(ev, 4, SM_PROGRAM_ID, ST_U64,
+		       gen_program_id_of((uint32_t)(md - p->em_base[EM_MODULE])));
+		stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		break;
+	case L_OPS:
+		stat_u(ev, 4, SM_DEVICE_OFFSET_PS, ST_U64, (uint64_t)start);
+		stat_u(ev, 4, SM_DEVICE_DURATION_PS, ST_U64, (uint64_t)dur);
+		stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		break;
+	case L_ASYNC:
+		stat_u(ev, 4, SM_HLO_OP, ST_REF,
+		       p->si_base[SI_HLO_OP] + rng_below(r, p->si_n[SI_HLO_OP]));
+		stat_u(ev, 4, SM_A, ST_I64, 1);
+		break;
+	case L_COUNTERS:
+		pb_stat(ev, 4, SM_VALUE, ST_DOUBLE, 0, rng_range(r, 0, 100.0), NULL, 0);
+		break;
+	case L_KERNEL: {
+		uint32_t k = (uint32_t)(md - p->em_base[EM_KERNEL]);
+
+		stat_u(ev, 4, SM_CORRELATION_ID, ST_U64, g->corr++);
+		stat_u(ev, 4, SM_KERNEL_DETAILS, ST_REF,
+		       p->si_base[SI_KERNEL_DETAILS] + k % p->si_n[SI_KERNEL_DETAILS]);
+		stat_u(ev, 4, SM_TF_OP, ST_REF, p->si_base[SI_TF_OP] + k % p->si_n[SI_TF_OP]);
+		stat_u(ev, 4, SM_HLO_OP, ST_REF, p->si_base[SI_HLO_OP] + k % p->si_n[SI_HLO_OP]);
+		stat_u(ev, 4, SM_HLO_MODULE, ST_REF,
+		       p->si_base[SI_HLO_MODULE] + k % p->si_n[SI_HLO_MODULE]);
+		stat_u(ev, 4, SM_PROGRAM_ID, ST_I64, gen_program_id_of(k % N_MODULES));
+		stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		break;
+	}
+	case L_MEMCPY: {
+		char d[128];
+
+		snprintf(d, sizeof(d), "kind_src:pageable kind_dst:device size:%u dest:%d async:1",
+			 1u << (10 + rng_below(r, 16)), p->index);
+		stat_u(ev, 4, SM_CORRELATION_ID, ST_U64, g->corr++);
+		stat_s(ev, 4, SM_MEMCPY_DETAILS, d);
+		stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		break;
+	}
+	case L_HOST: {
+		uint32_t h = (uint32_t)(md - p->em_base[EM_HOST]);
+
+		if (h == LAUNCH_A || h == LAUNCH_B)
+			stat_u(ev, 4, SM_CORRELATION_ID, ST_U64, g->corr++);
+		else if (rng_below(r, 4) == 0)
+			stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		if (h >= N_HOST_FIXED && rng_below(r, 16) == 0)
+			stat_u(ev, 4, SM_TF_OP, ST_REF,
+			       p->si_base[SI_TF_OP] + h % p->si_n[SI_TF_OP]);
+		break;
+	}
+	case L_TRACEME:
+	case L_EMPTY:
+		break;
+	}
+	g->i++;
+}
