@@ -43,7 +43,6 @@
 #include "xprofs/store.h"
 
 #define TMP_PREFIX ".xprofs-tmp-"
-#define LOCAL_PATH_MAX 4096
 
 struct local_counters {
 	uint64_t stats, lists, opens, preads, bytes_read;
@@ -93,12 +92,12 @@ static int count_err(struct local_store *ls, int r)
 /* Open @path below the root by walking components without following symlinks. */
 static int walk_open(struct local_store *ls, const char *path, int flags, mode_t mode)
 {
-	char buf[LOCAL_PATH_MAX + 1];
+	char buf[XPROFS_PATH_MAX + 1];
 	char *comp, *slash;
 	struct stat st;
 	int cur, next, saved;
 
-	if (strlen(path) > LOCAL_PATH_MAX)
+	if (strlen(path) > XPROFS_PATH_MAX)
 		return -ENAMETOOLONG;
 	strcpy(buf, path);
 	cur = dup(ls->rootfd);
@@ -163,7 +162,7 @@ static int resolve(struct local_store *ls, const char *path, int flags, mode_t m
  */
 static int parent_open(struct local_store *ls, const char *path, const char **name)
 {
-	char parent[LOCAL_PATH_MAX + 1];
+	char parent[XPROFS_PATH_MAX + 1];
 	const char *slash = strrchr(path, '/');
 	size_t n;
 
@@ -172,7 +171,7 @@ static int parent_open(struct local_store *ls, const char *path, const char **na
 		return resolve(ls, "", O_PATH | O_DIRECTORY, 0);
 	}
 	n = (size_t)(slash - path);
-	if (n > LOCAL_PATH_MAX)
+	if (n > XPROFS_PATH_MAX)
 		return -ENAMETOOLONG;
 	memcpy(parent, path, n);
 	parent[n] = '\0';
@@ -223,7 +222,7 @@ static int local_stat(struct xprofs_store *s, const char *path, struct xprofs_st
 static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg)
 {
 	struct local_store *ls = to_local(s);
-	char full[LOCAL_PATH_MAX + 2 + NAME_MAX];
+	char full[XPROFS_PATH_MAX + 2 + XPROFS_NAME_MAX];
 	struct xprofs_store_stat xst;
 	struct dirent *de;
 	struct stat st;
@@ -342,14 +341,14 @@ static void local_close(struct xprofs_store_file *base)
 /* mkparents() - create the directories above @path (mode 0755), EEXIST is fine. */
 static int mkparents(struct local_store *ls, const char *path)
 {
-	char prefix[LOCAL_PATH_MAX + 1];
+	char prefix[XPROFS_PATH_MAX + 1];
 	const char *p, *name;
 	int pfd, r;
 
 	for (p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
 		size_t n = (size_t)(p - path);
 
-		if (n > LOCAL_PATH_MAX)
+		if (n > XPROFS_PATH_MAX)
 			return -ENAMETOOLONG;
 		memcpy(prefix, path, n);
 		prefix[n] = '\0';
