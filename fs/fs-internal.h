@@ -152,7 +152,7 @@ enum fs_kind {
 struct fs_target {
 	enum fs_kind kind;
 	const char *store_path;             /* FS_K_LOGDIR: into the path ("" = root) */
-	const struct fs_run_node *node;     /* FS_K_RUNS, _CAPTURE (NULL: root capture), and below */
+	const struct fs_run_node *node;     /* FS_K_RUNS, _CAPTURE (NULL: root capture), below */
 	const struct fs_session *session;
 	const struct fs_host *host;
 	int view;                           /* enum xprofs_view */
@@ -274,7 +274,7 @@ struct fs_fh {
 	struct xprofs_store_writer *w; /* FS_FH_WRITER; owned */
 	uint64_t wsize;                /* FS_FH_WRITER: size as written so far */
 	bool profile;                  /* FS_FH_WRITER of a new *.xplane.pb */
-	bool dirty;                    /* FS_FH_WRITER: changed since the last flush (under @lock) */
+	bool dirty;                    /* FS_FH_WRITER: changed since the last flush; under @lock */
 	bool published;                /* FS_FH_WRITER: a local new profile linked in by a flush */
 	int publish_err;               /* FS_FH_WRITER: why that publish failed (-errno), else 0 */
 	char *spath;                   /* FS_FH_WRITER: store path; owned */
@@ -319,12 +319,11 @@ bool fs_render_begin(struct fs_ctx *ctx, uint64_t key);
 void fs_render_end(struct fs_ctx *ctx, uint64_t key);
 
 /**
- * fs_tracks_get() - the track list of host @hpath at version @st, decoded
- * once per version. On success returns with ctx->views.lock HELD and *@out
- * valid until the caller unlocks it.
+ * fs_tracks_get() - the track list of @t's host (at its indexed version),
+ * decoded once per version. On success returns with ctx->views.lock HELD and
+ * *@out valid until the caller unlocks it.
  */
-int fs_tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
-		  struct fs_track_list **out);
+int fs_tracks_get(struct fs_ctx *ctx, const struct fs_target *t, struct fs_track_list **out);
 /** fs_view_size() - the size generated file @t will have, if known; else 0. */
 uint64_t fs_view_size(struct fs_ctx *ctx, const struct fs_target *t);
 /**

@@ -110,7 +110,6 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 {
 	struct xprofs_store_stat ss;
 	struct fs_track_list *tl;
-	char hp[XPROFS_PATH_MAX + 1];
 	struct xprofs_buf b;
 	bool found = false;
 	int r;
@@ -144,10 +143,7 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 		return 0;
 	case FS_K_PLANE:
 	case FS_K_TRACK:
-		r = fs_host_path(t, hp, sizeof(hp));
-		if (r < 0)
-			return r;
-		r = fs_tracks_get(ctx, hp, &t->host->st, &tl);
+		r = fs_tracks_get(ctx, t, &tl);
 		if (r < 0)
 			return r;
 		for (size_t i = 0; i < tl->n && !found; i++)
@@ -225,14 +221,10 @@ static int list_cb(void *arg, const char *name, const struct xprofs_store_stat *
 static int fill_tracks(struct fs_ctx *ctx, const struct fs_target *t, struct fill_arg *a)
 {
 	struct fs_track_list *tl;
-	char hp[XPROFS_PATH_MAX + 1];
 	size_t i, j;
 	int r;
 
-	r = fs_host_path(t, hp, sizeof(hp));
-	if (r < 0)
-		return r;
-	r = fs_tracks_get(ctx, hp, &t->host->st, &tl);
+	r = fs_tracks_get(ctx, t, &tl);
 	if (r < 0)
 		return r;
 	for (i = 0; i < tl->n; i++) {
@@ -405,21 +397,34 @@ out:
 	return r;
 }
 
+/*
+ * classify_for_change() - @path's target for a change that needs only its
+ * kind and store_path (the index reference is dropped at once: the other
+ * pointers of @t must not be used); -EROFS on a read-only mount.
+ */
+static int classify_for_change(struct fs_ctx *ctx, const char *path, struct fs_target *t)
+{
+	struct fs_index *idx;
+	int r;
+
+	r = fs_classify(ctx, path, &idx, t);
+	fs_index_put(idx);
+	if (r < 0)
+		return r;
+	return ctx->o->ro ? -EROFS : 0;
+}
+
 static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
 	struct fs_fh *fh = NULL;
-	struct fs_index *idx;
 	struct fs_target t;
 	int r;
 
 	FS_CNT(ctx, opens);
-	r = fs_classify(ctx, path, &idx, &t);
-	fs_index_put(idx);
+	r = classify_for_change(ctx, path, &t);
 	if (r < 0)
 		return r;
-	if (ctx->o->ro)
-		return -EROFS;
 	if (t.kind != FS_K_LOGDIR)
 		return t.kind == FS_K_CAPTURE ? -EEXIST : -EACCES;
 	r = fs_logdir_writer(ctx, t.store_path, true, fi->flags, &fh);
@@ -514,7 +519,6 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
 	struct fs_fh *fh = fi ? (struct fs_fh *)(uintptr_t)fi->fh : NULL;
-	struct fs_index *idx;
 	struct fs_target t;
 	int r;
 
@@ -524,12 +528,9 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 		return 0;
 	if (fh && fh->kind == FS_FH_WRITER)
 		return fs_writer_truncate(ctx, fh, (uint64_t)size);
-	r = fs_classify(ctx, path, &idx, &t);
-	fs_index_put(idx);
+	r = classify_for_change(ctx, path, &t);
 	if (r < 0)
 		return r;
-	if (ctx->o->ro)
-		return -EROFS;
 	if (t.kind == FS_K_CAPTURE)
 		return 0; /* "echo line > capture" truncates first */
 	if (t.kind != FS_K_LOGDIR)
@@ -566,20 +567,21 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 
 /* ---- namespace changes -------------------------------------------------- */
 
+/*
+ * logdir_target() - @path as a logdir/ entry to change: EPERM outside
+ * logdir/, EBUSY for logdir/ itself, before EROFS where those apply.
+ */
 static int logdir_target(struct fs_ctx *ctx, const char *path, struct fs_target *t)
 {
-	struct fs_index *idx;
-	int r;
+	int r = classify_for_change(ctx, path, t);
 
-	r = fs_classify(ctx, path, &idx, t);
-	fs_index_put(idx);
-	if (r < 0)
-		return r;
+	if (r < 0 && r != -EROFS)
+		return r; /* no such path */
 	if (t->kind != FS_K_LOGDIR)
-		return ctx->o->ro ? -EROFS : -EPERM;
+		return r < 0 ? r : -EPERM;
 	if (!*t->store_path)
 		return -EBUSY;
-	return ctx->o->ro ? -EROFS : 0;
+	return r;
 }
 
 /* logdir_remove() - unlink (@dir false) or rmdir logdir path @path; profiles stay. */

@@ -57,25 +57,27 @@ static uint64_t stat_key(const char *path, const struct xprofs_store_stat *st, c
 
 bool fs_size_lookup(struct fs_ctx *ctx, uint64_t key, uint64_t *size)
 {
+	struct fs_views *v = &ctx->views;
 	size_t i = key % FS_SIZES;
 	bool found;
 
-	pthread_mutex_lock(&ctx->views.lock);
-	found = ctx->views.sizes_key[i] == key;
+	pthread_mutex_lock(&v->lock);
+	found = v->sizes_key[i] == key;
 	if (found)
-		*size = ctx->views.sizes_val[i];
-	pthread_mutex_unlock(&ctx->views.lock);
+		*size = v->sizes_val[i];
+	pthread_mutex_unlock(&v->lock);
 	return found;
 }
 
 void fs_size_store(struct fs_ctx *ctx, uint64_t key, uint64_t size)
 {
+	struct fs_views *v = &ctx->views;
 	size_t i = key % FS_SIZES;
 
-	pthread_mutex_lock(&ctx->views.lock);
-	ctx->views.sizes_key[i] = key;
-	ctx->views.sizes_val[i] = size;
-	pthread_mutex_unlock(&ctx->views.lock);
+	pthread_mutex_lock(&v->lock);
+	v->sizes_key[i] = key;
+	v->sizes_val[i] = size;
+	pthread_mutex_unlock(&v->lock);
 }
 
 /*
@@ -86,18 +88,19 @@ void fs_size_store(struct fs_ctx *ctx, uint64_t key, uint64_t size)
 void fs_error_note(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		   const char *what, const char *msg)
 {
+	struct fs_views *v = &ctx->views;
 	uint64_t ver = st ? stat_key(hpath, st, "errors") : 0;
 	struct fs_errors *e = NULL;
 	size_t i;
 
 	xprofs_err("%s: %s: %s", hpath, what, msg);
-	pthread_mutex_lock(&ctx->views.lock);
+	pthread_mutex_lock(&v->lock);
 	for (i = 0; i < FS_ERRHOSTS; i++)
-		if (ctx->views.errors[i].path && !strcmp(ctx->views.errors[i].path, hpath))
-			e = &ctx->views.errors[i];
+		if (v->errors[i].path && !strcmp(v->errors[i].path, hpath))
+			e = &v->errors[i];
 	if (!e) {
-		e = &ctx->views.errors[ctx->views.errors_next];
-		ctx->views.errors_next = (ctx->views.errors_next + 1) % FS_ERRHOSTS;
+		e = &v->errors[v->errors_next];
+		v->errors_next = (v->errors_next + 1) % FS_ERRHOSTS;
 		free(e->path);
 		xprofs_buf_deinit(&e->text);
 		xprofs_buf_init(&e->text, FS_ERRMAX);
@@ -108,65 +111,69 @@ void fs_error_note(struct fs_ctx *ctx, const char *hpath, const struct xprofs_st
 	e->ver = ver;
 	if (xprofs_buf_printf(&e->text, "%s: %s\n", what, msg) < 0)
 		xprofs_buf_reset(&e->text);
-	pthread_mutex_unlock(&ctx->views.lock);
+	pthread_mutex_unlock(&v->lock);
 }
 
 /* fs_errors_snapshot() - append the errors of host @hpath at version @st to @out. */
 int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		       struct xprofs_buf *out)
 {
+	struct fs_views *v = &ctx->views;
 	uint64_t ver = stat_key(hpath, st, "errors");
 	int r = 0;
 
-	pthread_mutex_lock(&ctx->views.lock);
+	pthread_mutex_lock(&v->lock);
 	for (size_t i = 0; i < FS_ERRHOSTS; i++)
-		if (ctx->views.errors[i].path && !strcmp(ctx->views.errors[i].path, hpath) &&
-		    ctx->views.errors[i].ver == ver && ctx->views.errors[i].text.len)
-			r = xprofs_buf_add(out, ctx->views.errors[i].text.data, ctx->views.errors[i].text.len);
-	pthread_mutex_unlock(&ctx->views.lock);
+		if (v->errors[i].path && !strcmp(v->errors[i].path, hpath) &&
+		    v->errors[i].ver == ver && v->errors[i].text.len)
+			r = xprofs_buf_add(out, v->errors[i].text.data, v->errors[i].text.len);
+	pthread_mutex_unlock(&v->lock);
 	return r;
 }
 
-/* fs_render_begin() - claim render @key; false when another thread is rendering it (then waits for it). */
+/* fs_render_begin() - claim render @key; false when another thread rendered it (waited for). */
 bool fs_render_begin(struct fs_ctx *ctx, uint64_t key)
 {
+	struct fs_views *v = &ctx->views;
 	size_t i, free_slot = FS_INFLIGHT;
 	bool waited = false;
 
-	pthread_mutex_lock(&ctx->views.lock);
+	pthread_mutex_lock(&v->lock);
 	for (;;) {
 		bool busy = false;
 
 		free_slot = FS_INFLIGHT;
 		for (i = 0; i < FS_INFLIGHT; i++) {
-			if (ctx->views.inflight[i] == key)
+			if (v->inflight[i] == key)
 				busy = true;
-			else if (!ctx->views.inflight[i] && free_slot == FS_INFLIGHT)
+			else if (!v->inflight[i] && free_slot == FS_INFLIGHT)
 				free_slot = i;
 		}
 		if (!busy && waited)
 			break;
 		if (!busy && free_slot < FS_INFLIGHT) {
-			ctx->views.inflight[free_slot] = key;
-			pthread_mutex_unlock(&ctx->views.lock);
+			v->inflight[free_slot] = key;
+			pthread_mutex_unlock(&v->lock);
 			return true;
 		}
 		waited = busy;
-		pthread_cond_wait(&ctx->views.cond, &ctx->views.lock);
+		pthread_cond_wait(&v->cond, &v->lock);
 	}
-	pthread_mutex_unlock(&ctx->views.lock);
+	pthread_mutex_unlock(&v->lock);
 	FS_CNT(ctx, render_waits);
 	return false;
 }
 
 void fs_render_end(struct fs_ctx *ctx, uint64_t key)
 {
-	pthread_mutex_lock(&ctx->views.lock);
+	struct fs_views *v = &ctx->views;
+
+	pthread_mutex_lock(&v->lock);
 	for (size_t i = 0; i < FS_INFLIGHT; i++)
-		if (ctx->views.inflight[i] == key)
-			ctx->views.inflight[i] = 0;
-	pthread_cond_broadcast(&ctx->views.cond);
-	pthread_mutex_unlock(&ctx->views.lock);
+		if (v->inflight[i] == key)
+			v->inflight[i] = 0;
+	pthread_cond_broadcast(&v->cond);
+	pthread_mutex_unlock(&v->lock);
 }
 
 /* ---- decoding --------------------------------------------------------- */
@@ -222,13 +229,14 @@ static void tracks_free(struct fs_track_list *t)
 }
 
 /*
- * fs_tracks_get() - the track list of host @hpath at version @st, decoded once
- * per version. On success returns with ctx->views.lock HELD and *@out valid until
- * the caller unlocks.
+ * tracks_get() - the track list of host @hpath at version @st, decoded once
+ * per version. On success returns with ctx->views.lock HELD and *@out valid
+ * until the caller unlocks.
  */
-int fs_tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
-		  struct fs_track_list **out)
+static int tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		      struct fs_track_list **out)
 {
+	struct fs_views *v = &ctx->views;
 	uint64_t key = stat_key(hpath, st, "tracks");
 	struct fs_track_list nt = { 0 }, *slot;
 	struct xprofs_buf err;
@@ -236,15 +244,15 @@ int fs_tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs_sto
 	size_t i, lru = 0;
 	int r;
 
-	pthread_mutex_lock(&ctx->views.lock);
+	pthread_mutex_lock(&v->lock);
 	for (i = 0; i < FS_TRACKS; i++) {
-		if (ctx->views.tracks[i].key == key) {
-			ctx->views.tracks[i].used = ++ctx->views.tick;
-			*out = &ctx->views.tracks[i];
+		if (v->tracks[i].key == key) {
+			v->tracks[i].used = ++v->tick;
+			*out = &v->tracks[i];
 			return 0;
 		}
 	}
-	pthread_mutex_unlock(&ctx->views.lock);
+	pthread_mutex_unlock(&v->lock);
 
 	xprofs_buf_init(&err, 4096);
 	r = prof_open(ctx, hpath, true, &p, &err);
@@ -275,16 +283,25 @@ int fs_tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs_sto
 		return r;
 	}
 	nt.key = key;
-	pthread_mutex_lock(&ctx->views.lock);
+	pthread_mutex_lock(&v->lock);
 	for (i = 1; i < FS_TRACKS; i++)
-		if (ctx->views.tracks[i].used < ctx->views.tracks[lru].used)
+		if (v->tracks[i].used < v->tracks[lru].used)
 			lru = i;
-	slot = &ctx->views.tracks[lru];
+	slot = &v->tracks[lru];
 	tracks_free(slot);
 	*slot = nt;
-	slot->used = ++ctx->views.tick;
+	slot->used = ++v->tick;
 	*out = slot;
 	return 0;
+}
+
+int fs_tracks_get(struct fs_ctx *ctx, const struct fs_target *t, struct fs_track_list **out)
+{
+	char hp[XPROFS_PATH_MAX + 1];
+	int r;
+
+	r = fs_host_path(t, hp, sizeof(hp));
+	return r < 0 ? r : tracks_get(ctx, hp, &t->host->st, out);
 }
 
 /* The identity of a generated file: cache key text, its hash, the host it explains. */
@@ -674,7 +691,8 @@ int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool
 		fh->kind = nfh->kind;
 		xprofs_warn("%s: damaged cache entry dropped and rendered again", mpath);
 	} else {
-		xprofs_err("%s: damaged cache entry; rendering again failed: %s", mpath, strerror(-r));
+		xprofs_err("%s: damaged cache entry; rendering again failed: %s", mpath,
+			   strerror(-r));
 	}
 	fs_fh_free(nfh);
 	fs_index_put(idx);
