@@ -339,7 +339,7 @@ static int key_add_file(struct xprofs_buf *k, const char *path, const struct xpr
  * Caller owns @id->key (xprofs_buf_deinit()), also on failure.
  */
 static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
-		       const struct xprofs_store_stat *st, struct view_id *id)
+			const struct xprofs_store_stat *st, struct view_id *id)
 {
 	const char *src = xprofs_store_source(ctx->store);
 	char p[XPROFS_PATH_MAX + 1];
@@ -408,7 +408,8 @@ static int render_session(struct fs_ctx *ctx, const struct fs_target *t,
 			errs[i] = xprofs_buf_steal(&e, NULL);
 			if (!errs[i])
 				errs[i] = strdup(strerror(-r));
-			fs_error_note(ctx, p, &t->session->hosts[i].st, "summary", errs[i] ? errs[i] : "?");
+			fs_error_note(ctx, p, &t->session->hosts[i].st, "summary",
+				      errs[i] ? errs[i] : "?");
 		}
 		xs[i] = ps[i].x;
 		xprofs_buf_deinit(&e);
@@ -622,10 +623,10 @@ int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh
 		if (r < 0) {
 			FS_CNT(ctx, render_errors);
 			fs_error_note(ctx, id.hpath[0] ? id.hpath : t->session->name,
-				   id.hpath[0] ? &p.st : NULL,
-				   t->kind == FS_K_VIEW ? xprofs_view_name(t->view) :
-				   t->kind == FS_K_TRACK ? "track" : "session summary",
-				   err.data ? err.data : strerror(-r));
+				      id.hpath[0] ? &p.st : NULL,
+				      t->kind == FS_K_VIEW ? xprofs_view_name(t->view) :
+				      t->kind == FS_K_TRACK ? "track" : "session summary",
+				      err.data ? err.data : strerror(-r));
 			r = r == -ENOENT && t->kind == FS_K_TRACK ? -ENOENT : -EIO;
 			goto out_sf;
 		}
