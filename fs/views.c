@@ -257,7 +257,7 @@ static int tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs
 	xprofs_buf_init(&err, 4096);
 	r = prof_open(ctx, hpath, true, &p, &err);
 	if (r < 0) {
-		fs_error_note(ctx, hpath, st, "planes", err.data ? err.data : strerror(-r));
+		fs_error_note(ctx, hpath, st, FS_NAME_PLANES, err.data ? err.data : strerror(-r));
 		xprofs_buf_deinit(&err);
 		return r == -ENOENT ? r : -EIO;
 	}
