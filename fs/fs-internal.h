@@ -1,7 +1,19 @@
 /*
- * fs/fs-internal.h - what the files of the fs module share: the options
- * struct, the runs index (index.c, FUSE-free and unit-tested with a fake
- * store), path resolution into targets, and the mount context.
+ * fs/fs-internal.h - what the files of the fs module share. One section per
+ * file, in layering order: each .c file uses only the sections above its own
+ * (ops.c -> logdir.c, views.c, status.c -> mount.c -> index.c), so no two
+ * files call each other. Only ops.c and daemon.c/options.c include FUSE
+ * headers; FUSE_USE_VERSION is set once, in fs/meson.build.
+ *
+ * - the fixed names of the mount and the options struct (options.c);
+ * - the runs index and mount-path classification (index.c, FUSE-free,
+ *   unit-tested over a fake store);
+ * - the mount context: store, cache, capture, index snapshot, counters, the
+ *   open-file handle (mount.c);
+ * - rendered views: render single-flight, remembered sizes, error notes,
+ *   track lists (views.c, FUSE-free, unit-tested);
+ * - logdir/ writers and uploads (logdir.c), status.json (status.c), the
+ *   operation table (ops.c).
  */
 #ifndef XPROFS_FS_INTERNAL_H
 #define XPROFS_FS_INTERNAL_H
@@ -16,16 +28,28 @@
 #include "xprofs/store.h"
 #include "xprofs/util.h"
 
-#define FS_ROOT_RUN "_root"       /* how the logdir-root run is shown under runs/ */
+/* ---- fixed names of the mount (defined once; view names: xprofs_view_name()) ---- */
+
+#define FS_NAME_LOGDIR "logdir"
+#define FS_NAME_RUNS "runs"
+#define FS_NAME_STATUS "status.json"
+#define FS_NAME_CAPTURE "capture"
+#define FS_NAME_ERRORS "errors"
+#define FS_NAME_PLANES "planes"
+#define FS_NAME_SESSION_SUMMARY "summary.json" /* in a session directory */
+#define FS_NAME_ROOT_RUN "_root"               /* how the logdir-root run is shown under runs/ */
+#define FS_PLUGINS_DIR "plugins"               /* <run>/plugins/profile/<session>/ */
+#define FS_PROFILE_DIR "profile"
 #define FS_HOST_SUFFIX ".xplane.pb"
-#define FS_NAME_MAX 255
-#define FS_PATH_MAX 4096
+
 #define FS_IO_SIZE (256 << 10) /* st_blksize of files: one cache block per FUSE read */
 #define FS_INDEX_MAX_DEPTH 32
 #define FS_INDEX_MAX_ENTRIES 1000000 /* listed entries per rebuild */
 
-/* The one options struct every -o option lands in (options.c). */
-struct xprofs_options {
+/* ---- options (options.c) ---------------------------------------------- */
+
+/* The one options struct every -o option lands in. */
+struct fs_options {
 	char *source;     /* owned */
 	char *mountpoint; /* owned */
 	int ro;
@@ -46,6 +70,19 @@ struct xprofs_options {
 	int show_help;
 	int show_version;
 };
+
+struct fuse_args;
+/**
+ * fs_options_parse() - set the defaults into @o, then parse @args into it;
+ * what libfuse must see stays in @args. Caller frees @o with
+ * fs_options_free() whatever the result. 0, or -EINVAL (bad option, reported).
+ */
+int fs_options_parse(struct fuse_args *args, struct fs_options *o);
+/** fs_options_check() - cross-option checks and derived defaults; prints the problem. */
+int fs_options_check(struct fs_options *o);
+/** fs_options_usage() - the --help text. */
+const char *fs_options_usage(void);
+void fs_options_free(struct fs_options *o);
 
 /* ---- runs index (index.c) --------------------------------------------- */
 
@@ -115,12 +152,12 @@ enum fs_kind {
 struct fs_target {
 	enum fs_kind kind;
 	const char *store_path;             /* FS_K_LOGDIR: into the path ("" = root) */
-	const struct fs_run_node *node;     /* FS_K_RUNS, _CAPTURE (NULL: root capture), and below */
+	const struct fs_run_node *node;     /* FS_K_RUNS, _CAPTURE (NULL: root capture), below */
 	const struct fs_session *session;
 	const struct fs_host *host;
 	int view;                           /* enum xprofs_view */
-	char plane[FS_NAME_MAX + 1];
-	char line[FS_NAME_MAX + 1];
+	char plane[XPROFS_NAME_MAX + 1];
+	char line[XPROFS_NAME_MAX + 1];
 };
 
 /**
@@ -134,10 +171,10 @@ int fs_path_classify(const struct fs_index *idx, const char *path, struct fs_tar
 /** fs_is_profile_name() - true when @name ends in ".xplane.pb" (the no-overwrite rule). */
 bool fs_is_profile_name(const char *name);
 
-/* ---- options (options.c) ---------------------------------------------- */
+/** fs_host_path() - the store path of @t's host profile (@t is at or below a host). */
+int fs_host_path(const struct fs_target *t, char *buf, size_t size);
 
-
-/* ---- the mount (ops.c) ------------------------------------------------- */
+/* ---- the mount context (mount.c) --------------------------------------- */
 
 #define FS_SIZES 1024     /* remembered sizes of rendered files (hash slots) */
 #define FS_ERRHOSTS 256   /* hosts whose decode errors are remembered */
@@ -160,13 +197,33 @@ struct fs_errors {
 	struct xprofs_buf text;
 };
 
+/*
+ * The tables of the rendered-view machinery (views.c); set up by
+ * fs_views_init(). Lock order: see docs/fs.md ("Files").
+ */
+struct fs_views {
+	pthread_mutex_t lock;            /* protects everything below */
+	pthread_cond_t cond;             /* signalled when a render ends */
+	uint64_t sizes_key[FS_SIZES];
+	uint64_t sizes_val[FS_SIZES];
+	struct fs_errors errors[FS_ERRHOSTS];
+	size_t errors_next;
+	struct fs_track_list tracks[FS_TRACKS];
+	uint64_t tick;
+	uint64_t inflight[FS_INFLIGHT];
+};
+
 struct fs_counters {
 	uint64_t lookups, readdirs, opens, bytes_read, bytes_written;
 	uint64_t renders, render_errors, render_waits, view_hits, index_builds;
 };
 
+#define FS_CNT(ctx, f) __atomic_add_fetch(&(ctx)->c.f, 1, __ATOMIC_RELAXED)
+#define FS_CNT_ADD(ctx, f, n) __atomic_add_fetch(&(ctx)->c.f, (n), __ATOMIC_RELAXED)
+#define FS_CNT_GET(ctx, f) __atomic_load_n(&(ctx)->c.f, __ATOMIC_RELAXED)
+
 struct fs_ctx {
-	struct xprofs_options *o;        /* borrowed */
+	struct fs_options *o;            /* borrowed */
 	struct xprofs_store *store;      /* owned */
 	struct xprofs_cache *cache;      /* owned; NULL: no cache (render to temp files) */
 	struct xprofs_capture *capture;  /* owned; NULL when unavailable */
@@ -182,29 +239,145 @@ struct fs_ctx {
 	bool index_building;             /* protected by index_lock */
 	int index_dirty;                 /* atomic */
 
-	pthread_mutex_t lock;            /* protects everything below */
-	pthread_cond_t cond;             /* signalled when a render ends */
-	uint64_t sizes_key[FS_SIZES];
-	uint64_t sizes_val[FS_SIZES];
-	struct fs_errors errors[FS_ERRHOSTS];
-	size_t errors_next;
-	struct fs_track_list tracks[FS_TRACKS];
-	uint64_t tick;
-	uint64_t inflight[FS_INFLIGHT];
-
+	struct fs_views views;           /* views.c; own lock */
 	struct fs_counters c;            /* atomic */
 };
 
-/** fs_ctx_init() - set up @ctx for @o (borrowed) over @store (consumed) and @cache (consumed, may be NULL). */
-int fs_ctx_init(struct fs_ctx *ctx, struct xprofs_options *o, struct xprofs_store *store,
+/**
+ * fs_ctx_init() - set up @ctx for @o (borrowed) over @store (consumed) and
+ * @cache (consumed, may be NULL); also starts the capture service unless
+ * read-only. @ctx->views is set up separately, by fs_views_init().
+ */
+int fs_ctx_init(struct fs_ctx *ctx, struct fs_options *o, struct xprofs_store *store,
 		struct xprofs_cache *cache);
 void fs_ctx_deinit(struct fs_ctx *ctx);
 /** fs_invalidate_index() - the next runs/ access rebuilds the index. */
 void fs_invalidate_index(struct fs_ctx *ctx);
-struct fuse_operations;
-/** fs_operations() - the FUSE operation table (ops.c); private_data must be a struct fs_ctx. */
-const struct fuse_operations *fs_operations(void);
+/**
+ * fs_classify() - resolve mount path @path (borrowed). Takes an index
+ * reference in *@idx only when the path is under runs/ (else NULL); the
+ * caller puts it with fs_index_put() after its last use of @t, also on failure.
+ */
+int fs_classify(struct fs_ctx *ctx, const char *path, struct fs_index **idx, struct fs_target *t);
+/** fs_index_snapshot() - the current index, no rebuild (caller puts; may be NULL). */
+struct fs_index *fs_index_snapshot(struct fs_ctx *ctx);
+/** fs_store_is_local() - the store writes in place (no uploads; statvfs of the source). */
+bool fs_store_is_local(const struct fs_ctx *ctx);
+
+enum fs_fh_kind { FS_FH_READER = 1, FS_FH_WRITER, FS_FH_FD, FS_FH_CACHE, FS_FH_MEM, FS_FH_CAPTURE };
+
+/* An open file. Writers are serialised by @lock (backends need not be). */
+struct fs_fh {
+	enum fs_fh_kind kind;
+	pthread_mutex_t lock;
+	struct xprofs_store_file *rf;  /* FS_FH_READER; owned */
+	struct xprofs_store_writer *w; /* FS_FH_WRITER; owned */
+	uint64_t wsize;                /* FS_FH_WRITER: size as written so far */
+	bool profile;                  /* FS_FH_WRITER of a new *.xplane.pb */
+	bool dirty;                    /* FS_FH_WRITER: changed since the last flush; under @lock */
+	bool published;                /* FS_FH_WRITER: a local new profile linked in by a flush */
+	int publish_err;               /* FS_FH_WRITER: why that publish failed (-errno), else 0 */
+	char *spath;                   /* FS_FH_WRITER: store path; owned */
+	int fd;                        /* FS_FH_FD: unlinked rendered file; owned */
+	struct xprofs_cache_entry *ce; /* FS_FH_CACHE: a cache hit; owned */
+	uint64_t size;                 /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
+	char *mem;                     /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
+	char *run;                     /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
+};
+
+/** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */
+struct fs_fh *fs_fh_new(enum fs_fh_kind kind);
+/** fs_fh_free() - closes what @fh holds (aborts an uncommitted writer); accepts NULL. */
+void fs_fh_free(struct fs_fh *fh);
+
+/* ---- rendered views (views.c; no FUSE) ---------------------------------- */
+
+/** fs_views_init() - empty tables; pair with fs_views_deinit(). */
+void fs_views_init(struct fs_views *v);
+void fs_views_deinit(struct fs_views *v);
+
+/** fs_size_lookup() - the remembered size for @key into *@size; false when none. */
+bool fs_size_lookup(struct fs_ctx *ctx, uint64_t key, uint64_t *size);
+/** fs_size_store() - remember @size for @key (replaces whatever shared its slot). */
+void fs_size_store(struct fs_ctx *ctx, uint64_t key, uint64_t size);
+/**
+ * fs_error_note() - remember "@what: @msg" for host @hpath (its errors file)
+ * and log it. @st: the profile version it is about (borrowed; NULL: none):
+ * the text of an older version is dropped. All strings borrowed.
+ */
+void fs_error_note(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		   const char *what, const char *msg);
+/** fs_errors_snapshot() - append the errors of host @hpath at version @st to @out. */
+int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		       struct xprofs_buf *out);
+/**
+ * fs_render_begin() - claim the render of @key (never 0). true: the caller
+ * renders and must call fs_render_end(); false: another thread was rendering
+ * it, and has finished now (this call waited for it).
+ */
+bool fs_render_begin(struct fs_ctx *ctx, uint64_t key);
+void fs_render_end(struct fs_ctx *ctx, uint64_t key);
+
+/**
+ * fs_tracks_get() - the track list of @t's host (at its indexed version),
+ * decoded once per version. On success returns with ctx->views.lock HELD and
+ * *@out valid until the caller unlocks it.
+ */
+int fs_tracks_get(struct fs_ctx *ctx, const struct fs_target *t, struct fs_track_list **out);
+/** fs_view_size() - the size generated file @t will have, if known; else 0. */
+uint64_t fs_view_size(struct fs_ctx *ctx, const struct fs_target *t);
+/**
+ * fs_view_open() - open generated file @t (a view, track or session summary)
+ * into @fh (borrowed; filled as FS_FH_CACHE or FS_FH_FD). *@size_changed:
+ * the size differs from what getattr could have reported, so the caller must
+ * drop the kernel's attributes. -EIO with the reason in the host's errors file
+ * when the profile does not decode.
+ */
+int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
+		 bool *size_changed);
+/**
+ * fs_view_reopen() - after a damaged cache block under @fh (the caller holds
+ * @fh->lock), render mount path @mpath again and move the new content into
+ * @fh. *@size_changed as for fs_view_open(). 0 or -EIO.
+ */
+int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool *size_changed);
+/** fs_view_pread() - read an open view (FS_FH_CACHE or FS_FH_FD); caller holds @fh->lock. */
+ssize_t fs_view_pread(struct fs_fh *fh, void *buf, size_t n, uint64_t off);
+
+/* ---- logdir/ writers (logdir.c; no FUSE) -------------------------------- */
+
+/**
+ * fs_logdir_writer() - a writer handle for store path @sp (borrowed),
+ * applying the profile rules; @flags are open(2) flags. Caller owns *@out
+ * (fs_fh_free() aborts an uncommitted writer).
+ */
+int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags,
+		     struct fs_fh **out);
+/** fs_writer_read() - pread from writer @fh. */
+ssize_t fs_writer_read(struct fs_ctx *ctx, struct fs_fh *fh, void *buf, size_t n, uint64_t off);
+/** fs_writer_write() - pwrite through writer @fh. */
+ssize_t fs_writer_write(struct fs_ctx *ctx, struct fs_fh *fh, const void *buf, size_t n,
+			uint64_t off);
+/** fs_writer_truncate() - truncate through writer @fh. */
+int fs_writer_truncate(struct fs_ctx *ctx, struct fs_fh *fh, uint64_t size);
+/** fs_logdir_truncate() - truncate store file @sp with no open handle. */
+int fs_logdir_truncate(struct fs_ctx *ctx, const char *sp, uint64_t size);
+/** fs_writer_flush() - close()'s flush of writer @fh (@path: for the log). */
+int fs_writer_flush(struct fs_ctx *ctx, struct fs_fh *fh, const char *path);
+/** fs_writer_fsync() - fsync() of writer @fh: make its data durable (upload). */
+int fs_writer_fsync(struct fs_fh *fh, const char *path);
+/** fs_writer_release() - the last close of writer @fh: commit what is left (does not free). */
+void fs_writer_release(struct fs_ctx *ctx, struct fs_fh *fh, const char *path);
+
+/* ---- status.json (status.c) -------------------------------------------- */
+
 /** fs_status_json() - MOUNT/status.json into @out. */
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
+
+/* ---- the operations (ops.c) --------------------------------------------- */
+
+struct fuse_operations;
+/** fs_operations() - the FUSE operation table; private_data must be a struct fs_ctx. */
+const struct fuse_operations *fs_operations(void);
 
 #endif

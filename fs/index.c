@@ -18,7 +18,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xprofs/decode.h"
 #include "fs-internal.h"
+
+#define PROFILE_SUBDIR FS_PLUGINS_DIR "/" FS_PROFILE_DIR
 
 bool fs_is_profile_name(const char *name)
 {
@@ -31,10 +34,15 @@ int fs_store_path(char *buf, size_t size, const char *run, const char *session, 
 {
 	int n;
 
-	n = snprintf(buf, size, "%s%splugins/profile%s%s%s%s%s", run, *run ? "/" : "",
+	n = snprintf(buf, size, "%s%s" PROFILE_SUBDIR "%s%s%s%s%s", run, *run ? "/" : "",
 		     session ? "/" : "", session ? session : "",
 		     host ? "/" : "", host ? host : "", host ? FS_HOST_SUFFIX : "");
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
+}
+
+int fs_host_path(const struct fs_target *t, char *buf, size_t size)
+{
+	return fs_store_path(buf, size, t->node->path, t->session->name, t->host->name);
 }
 
 /* ---- listing into arrays ---------------------------------------------- */
@@ -180,7 +188,7 @@ static int add_run(struct fs_index *idx, const char *path, struct fs_run_node **
 	int r;
 
 	if (!*path) {
-		r = node_get_child(n, FS_ROOT_RUN, strlen(FS_ROOT_RUN), &n);
+		r = node_get_child(n, FS_NAME_ROOT_RUN, strlen(FS_NAME_ROOT_RUN), &n);
 		if (r < 0)
 			return r;
 	}
@@ -206,7 +214,7 @@ static int add_run(struct fs_index *idx, const char *path, struct fs_run_node **
 static int load_sessions(struct xprofs_store *s, struct fs_index *idx, struct fs_run_node *run,
 			 size_t *budget)
 {
-	char dir[FS_PATH_MAX + 1], sdir[FS_PATH_MAX + 1];
+	char dir[XPROFS_PATH_MAX + 1], sdir[XPROFS_PATH_MAX + 1];
 	struct ents se = { 0 }, he = { 0 };
 	size_t i, j, nsess = 0;
 	int r;
@@ -278,10 +286,19 @@ out:
 	return r;
 }
 
+/* is_plugins_dir() - @dir is "plugins" or ends in "/plugins". */
+static bool is_plugins_dir(const char *dir)
+{
+	size_t n = strlen(dir), p = strlen(FS_PLUGINS_DIR);
+
+	return !strcmp(dir, FS_PLUGINS_DIR) ||
+	       (n > p + 1 && dir[n - p - 1] == '/' && !strcmp(dir + n - p, FS_PLUGINS_DIR));
+}
+
 static int walk(struct xprofs_store *s, struct fs_index *idx, const char *dir, unsigned depth,
 		size_t *budget)
 {
-	char sub[FS_PATH_MAX + 1], pl[FS_PATH_MAX + 1];
+	char sub[XPROFS_PATH_MAX + 1], pl[XPROFS_PATH_MAX + 1];
 	struct fs_run_node *run;
 	struct xprofs_store_stat st;
 	struct ents e = { 0 };
@@ -294,9 +311,9 @@ static int walk(struct xprofs_store *s, struct fs_index *idx, const char *dir, u
 	if (r < 0)
 		return depth ? (r == -E2BIG || r == -ENOMEM ? r : 0) : r;
 	for (i = 0; i < e.n; i++) {
-		if (e.v[i].st.type != XPROFS_STORE_DIR || strcmp(e.v[i].name, "plugins"))
+		if (e.v[i].st.type != XPROFS_STORE_DIR || strcmp(e.v[i].name, FS_PLUGINS_DIR))
 			continue;
-		n = snprintf(pl, sizeof(pl), "%s%splugins/profile", dir, *dir ? "/" : "");
+		n = snprintf(pl, sizeof(pl), "%s%s" PROFILE_SUBDIR, dir, *dir ? "/" : "");
 		if (n < 0 || (size_t)n >= sizeof(pl))
 			continue;
 		if (xprofs_store_stat(s, pl, &st) < 0 || st.type != XPROFS_STORE_DIR)
@@ -312,9 +329,7 @@ static int walk(struct xprofs_store *s, struct fs_index *idx, const char *dir, u
 		if (e.v[i].st.type != XPROFS_STORE_DIR)
 			continue;
 		/* "<x>/plugins/profile" holds sessions, already read above */
-		if (!strcmp(e.v[i].name, "profile") &&
-		    (!strcmp(dir, "plugins") ||
-		     (strlen(dir) > 8 && !strcmp(dir + strlen(dir) - 8, "/plugins"))))
+		if (!strcmp(e.v[i].name, FS_PROFILE_DIR) && is_plugins_dir(dir))
 			continue;
 		n = snprintf(sub, sizeof(sub), "%s%s%s", dir, *dir ? "/" : "", e.v[i].name);
 		if (n < 0 || (size_t)n >= sizeof(sub))
@@ -371,8 +386,6 @@ void fs_index_put(struct fs_index *idx)
 
 /* ---- classification --------------------------------------------------- */
 
-static const char *const view_files[] = { "summary.json", "trace.json", "ops.json", "steps.json" };
-
 /* next_comp() - the component at *@p (length in *@len); advances *@p past it. */
 static const char *next_comp(const char **p, size_t *len)
 {
@@ -391,6 +404,25 @@ static const char *next_comp(const char **p, size_t *len)
 static bool comp_is(const char *c, size_t len, const char *s)
 {
 	return strlen(s) == len && !memcmp(c, s, len);
+}
+
+/* leaf() - @t is a file of @kind: nothing may follow it in the path (rest @p). */
+static int leaf(const char *p, struct fs_target *t, enum fs_kind kind)
+{
+	size_t len;
+
+	t->kind = kind;
+	return next_comp(&p, &len) ? -ENOTDIR : 0;
+}
+
+/*
+ * comp_copy() - a plane/line name into @dst (XPROFS_NAME_MAX + 1 bytes);
+ * fs_path_classify() has checked every component's length already.
+ */
+static void comp_copy(char *dst, const char *c, size_t len)
+{
+	memcpy(dst, c, len);
+	dst[len] = '\0';
 }
 
 static const struct fs_session *find_session(const struct fs_run_node *n, const char *c, size_t len)
@@ -420,39 +452,32 @@ static int classify_host(const char *p, struct fs_target *t)
 		t->kind = FS_K_HOST;
 		return 0;
 	}
-	for (size_t i = 0; i < sizeof(view_files) / sizeof(view_files[0]); i++) {
-		if (comp_is(c, len, view_files[i])) {
+	for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
+		if (comp_is(c, len, xprofs_view_name((enum xprofs_view)v))) {
 			t->kind = FS_K_VIEW;
-			t->view = (int)i;
+			t->view = v;
 			break;
 		}
 	}
-	if (comp_is(c, len, "errors"))
+	if (comp_is(c, len, FS_NAME_ERRORS))
 		t->kind = FS_K_ERRORS;
 	if (t->kind != FS_K_NONE)
-		return next_comp(&p, &len) ? -ENOTDIR : 0;
-	if (!comp_is(c, len, "planes"))
+		return leaf(p, t, t->kind);
+	if (!comp_is(c, len, FS_NAME_PLANES))
 		return -ENOENT;
 	c = next_comp(&p, &len);
 	if (!c) {
 		t->kind = FS_K_PLANES;
 		return 0;
 	}
-	if (len > FS_NAME_MAX)
-		return -ENAMETOOLONG;
-	memcpy(t->plane, c, len);
-	t->plane[len] = '\0';
+	comp_copy(t->plane, c, len);
 	c = next_comp(&p, &len);
 	if (!c) {
 		t->kind = FS_K_PLANE;
 		return 0;
 	}
-	if (len > FS_NAME_MAX)
-		return -ENAMETOOLONG;
-	memcpy(t->line, c, len);
-	t->line[len] = '\0';
-	t->kind = FS_K_TRACK;
-	return next_comp(&p, &len) ? -ENOTDIR : 0;
+	comp_copy(t->line, c, len);
+	return leaf(p, t, FS_K_TRACK);
 }
 
 static int classify_runs(const struct fs_index *idx, const char *p, struct fs_target *t)
@@ -481,10 +506,8 @@ static int classify_runs(const struct fs_index *idx, const char *p, struct fs_ta
 		if (!n->is_run)
 			return -ENOENT;
 		t->node = n;
-		if (comp_is(c, len, "capture")) {
-			t->kind = FS_K_CAPTURE;
-			return next_comp(&p, &len) ? -ENOTDIR : 0;
-		}
+		if (comp_is(c, len, FS_NAME_CAPTURE))
+			return leaf(p, t, FS_K_CAPTURE);
 		t->session = find_session(n, c, len);
 		if (!t->session)
 			return -ENOENT;
@@ -493,10 +516,8 @@ static int classify_runs(const struct fs_index *idx, const char *p, struct fs_ta
 			t->kind = FS_K_SESSION;
 			return 0;
 		}
-		if (comp_is(c, len, "summary.json")) {
-			t->kind = FS_K_SESSION_SUMMARY;
-			return next_comp(&p, &len) ? -ENOTDIR : 0;
-		}
+		if (comp_is(c, len, FS_NAME_SESSION_SUMMARY))
+			return leaf(p, t, FS_K_SESSION_SUMMARY);
 		t->host = find_host(t->session, c, len);
 		if (!t->host)
 			return -ENOENT;
@@ -512,10 +533,10 @@ int fs_path_classify(const struct fs_index *idx, const char *path, struct fs_tar
 	memset(t, 0, sizeof(*t));
 	if (!path || path[0] != '/')
 		return -EINVAL;
-	if (strlen(path) > FS_PATH_MAX)
+	if (strlen(path) > XPROFS_PATH_MAX)
 		return -ENAMETOOLONG;
 	while (next_comp(&p, &len))
-		if (len > FS_NAME_MAX)
+		if (len > XPROFS_NAME_MAX)
 			return -ENAMETOOLONG;
 	p = path;
 	c = next_comp(&p, &len);
@@ -523,18 +544,18 @@ int fs_path_classify(const struct fs_index *idx, const char *path, struct fs_tar
 		t->kind = FS_K_ROOT;
 		return 0;
 	}
-	if (comp_is(c, len, "logdir")) {
+	if (comp_is(c, len, FS_NAME_LOGDIR)) {
 		while (*p == '/')
 			p++;
 		t->kind = FS_K_LOGDIR;
 		t->store_path = p;
 		return xprofs_store_path_valid(p) ? 0 : -ENOENT;
 	}
-	if (comp_is(c, len, "status.json") || comp_is(c, len, "capture")) {
-		t->kind = comp_is(c, len, "capture") ? FS_K_CAPTURE : FS_K_STATUS;
-		return next_comp(&p, &len) ? -ENOTDIR : 0;
-	}
-	if (comp_is(c, len, "runs"))
+	if (comp_is(c, len, FS_NAME_STATUS))
+		return leaf(p, t, FS_K_STATUS);
+	if (comp_is(c, len, FS_NAME_CAPTURE))
+		return leaf(p, t, FS_K_CAPTURE);
+	if (comp_is(c, len, FS_NAME_RUNS))
 		return classify_runs(idx, p, t);
 	return -ENOENT;
 }

@@ -36,7 +36,6 @@
 #include "store-internal.h"
 
 #define TMP_PREFIX ".xprofs-tmp-"
-#define LOCAL_PATH_MAX 4096
 
 const char store_local_tmp_prefix[] = TMP_PREFIX;
 
@@ -48,12 +47,12 @@ struct local_file {
 /* Open @path below the root by walking components without following symlinks. */
 static int walk_open(struct local_store *ls, const char *path, int flags, mode_t mode)
 {
-	char buf[LOCAL_PATH_MAX + 1];
+	char buf[XPROFS_PATH_MAX + 1];
 	char *comp, *slash;
 	struct stat st;
 	int cur, next, saved;
 
-	if (strlen(path) > LOCAL_PATH_MAX)
+	if (strlen(path) > XPROFS_PATH_MAX)
 		return -ENAMETOOLONG;
 	strcpy(buf, path);
 	cur = dup(ls->rootfd);
@@ -118,7 +117,7 @@ static int resolve(struct local_store *ls, const char *path, int flags, mode_t m
  */
 int store_local_parent_open(struct local_store *ls, const char *path, const char **name)
 {
-	char parent[LOCAL_PATH_MAX + 1];
+	char parent[XPROFS_PATH_MAX + 1];
 	const char *slash = strrchr(path, '/');
 	size_t n;
 
@@ -127,7 +126,7 @@ int store_local_parent_open(struct local_store *ls, const char *path, const char
 		return resolve(ls, "", O_PATH | O_DIRECTORY, 0);
 	}
 	n = (size_t)(slash - path);
-	if (n > LOCAL_PATH_MAX)
+	if (n > XPROFS_PATH_MAX)
 		return -ENAMETOOLONG;
 	memcpy(parent, path, n);
 	parent[n] = '\0';
@@ -196,7 +195,7 @@ static int local_stat(struct xprofs_store *s, const char *path, struct xprofs_st
 static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg)
 {
 	struct local_store *ls = to_local(s);
-	char full[LOCAL_PATH_MAX + 2 + NAME_MAX];
+	char full[XPROFS_PATH_MAX + 2 + XPROFS_NAME_MAX];
 	struct xprofs_store_stat xst;
 	struct dirent *de;
 	struct stat st;
@@ -311,14 +310,14 @@ static void local_close(struct xprofs_store_reader *base)
 /* store_local_mkparents() - create the directories above @path (mode 0755), EEXIST is fine. */
 int store_local_mkparents(struct local_store *ls, const char *path)
 {
-	char prefix[LOCAL_PATH_MAX + 1];
+	char prefix[XPROFS_PATH_MAX + 1];
 	const char *p, *name;
 	int pfd, r;
 
 	for (p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
 		size_t n = (size_t)(p - path);
 
-		if (n > LOCAL_PATH_MAX)
+		if (n > XPROFS_PATH_MAX)
 			return -ENAMETOOLONG;
 		memcpy(prefix, path, n);
 		prefix[n] = '\0';

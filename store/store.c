@@ -9,7 +9,7 @@
  * their store (struct xprofs_store_reader / _writer, embedded first by the
  * backend), which is how the per-handle wrappers find the ops.
  *
- * Limits: paths are at most XPROFS_STORE_PATH_MAX bytes.
+ * Limits: paths are at most XPROFS_PATH_MAX bytes.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,16 +17,14 @@
 
 #include "xprofs/store-backend.h"
 
-#define XPROFS_STORE_PATH_MAX 4096
-
 bool xprofs_store_path_valid(const char *path)
 {
 	size_t len, i, comp = 0;
 
 	if (!path)
 		return false;
-	len = strnlen(path, XPROFS_STORE_PATH_MAX + 1);
-	if (len > XPROFS_STORE_PATH_MAX)
+	len = strnlen(path, XPROFS_PATH_MAX + 1);
+	if (len > XPROFS_PATH_MAX)
 		return false;
 	if (len == 0)
 		return true; /* the root */
@@ -42,8 +40,8 @@ bool xprofs_store_path_valid(const char *path)
 			return false;
 		if (i - comp == 2 && path[comp] == '.' && path[comp + 1] == '.')
 			return false;
-		if (i - comp > 255)
-			return false; /* NAME_MAX everywhere we care about */
+		if (i - comp > XPROFS_NAME_MAX)
+			return false;
 		comp = i + 1;
 	}
 	return true;

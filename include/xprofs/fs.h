@@ -13,8 +13,10 @@
 
 /**
  * xprofs_fs_main() - parse @argc/@argv (borrowed), mount, serve until
- * unmounted or signalled. Return: the process exit status (0 on a clean
- * unmount, 1 on a usage or startup error).
+ * unmounted or signalled. It is a program entry point: it initialises
+ * libcurl's global state (curl_global_init()) before any backend or thread
+ * starts and cleans it up before returning. Return: the process exit status
+ * (0 on a clean unmount, 1 on a usage or startup error).
  */
 int xprofs_fs_main(int argc, char *argv[]);
 

@@ -34,6 +34,16 @@
 
 #include "xprofs/util.h"
 
+/*
+ * Path limits, the one definition for the stores and fs/: a store path is at
+ * most XPROFS_PATH_MAX bytes, each '/'-separated name at most XPROFS_NAME_MAX.
+ * They are Linux's PATH_MAX and NAME_MAX: the kernel hands FUSE no longer
+ * names, a local store must be able to open what it lists, and GCS object
+ * names (at most 1024 bytes) fit.
+ */
+#define XPROFS_PATH_MAX 4096
+#define XPROFS_NAME_MAX 255
+
 enum xprofs_store_type {
 	XPROFS_STORE_FILE = 1,
 	XPROFS_STORE_DIR = 2,

@@ -1,7 +1,7 @@
 /*
  * tests/fs/test_fs.c - unit tests of fs/'s FUSE-free parts: the runs index
- * built over a fake in-memory store, mount-path classification against it,
- * and the option helpers.
+ * built over the in-memory fake store (tests/lib), mount-path classification
+ * against it, and the option helpers.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -13,90 +13,11 @@
 
 #include <cmocka.h>
 
+#include "fake_store.h"
 #include "fs-internal.h"
 #include "xprofs/decode.h"
 
-/* ---- a fake store: a fixed list of paths (dirs end in '/') -------------- */
-
-static const char *const *fake_paths;
-static int fake_lists;
-
-static int fake_lookup(const char *path, struct xprofs_store_stat *st)
-{
-	size_t n = strlen(path);
-
-	memset(st, 0, sizeof(*st));
-	if (!n) {
-		st->type = XPROFS_STORE_DIR;
-		return 0;
-	}
-	for (const char *const *p = fake_paths; *p; p++) {
-		if (!strncmp(*p, path, n) && ((*p)[n] == '/' || !(*p)[n])) {
-			st->type = (*p)[n] == '/' ? XPROFS_STORE_DIR : XPROFS_STORE_FILE;
-			st->size = 100 + n;
-			st->mtime_ns = 1000;
-			st->generation = 7;
-			return 0;
-		}
-	}
-	return -ENOENT;
-}
-
-static int fake_stat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st)
-{
-	(void)s;
-	return fake_lookup(path, st);
-}
-
-static int fake_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg)
-{
-	char seen[64][128];
-	size_t nseen = 0, n = strlen(dir);
-	struct xprofs_store_stat st;
-	int r;
-
-	(void)s;
-	fake_lists++;
-	if (fake_lookup(dir, &st) < 0)
-		return -ENOENT;
-	if (st.type != XPROFS_STORE_DIR)
-		return -ENOTDIR;
-	for (const char *const *p = fake_paths; *p; p++) {
-		const char *rest, *slash;
-		char name[128], full[512];
-		size_t i;
-
-		if (n && (strncmp(*p, dir, n) || (*p)[n] != '/'))
-			continue;
-		rest = *p + (n ? n + 1 : 0);
-		slash = strchr(rest, '/');
-		snprintf(name, sizeof(name), "%.*s", (int)(slash ? (size_t)(slash - rest) : strlen(rest)), rest);
-		if (!*name)
-			continue;
-		for (i = 0; i < nseen && strcmp(seen[i], name); i++)
-			;
-		if (i < nseen || nseen == 64)
-			continue;
-		strcpy(seen[nseen++], name);
-		snprintf(full, sizeof(full), "%s%s%s", dir, n ? "/" : "", name);
-		fake_lookup(full, &st);
-		r = cb(arg, name, &st);
-		if (r)
-			return r;
-	}
-	return 0;
-}
-
-static void fake_free(struct xprofs_store *s)
-{
-	(void)s;
-}
-
-static const struct xprofs_store_ops fake_ops = {
-	.backend = "fake", .stat = fake_stat, .list = fake_list, .free = fake_free,
-};
-
-static struct xprofs_store fake_store = { .ops = &fake_ops, .source = (char *)"fake" };
+static struct fake_store fake;
 
 static const char *const tree[] = {
 	"plugins/profile/rootsess/r.xplane.pb",
@@ -121,8 +42,8 @@ static int setup(void **state)
 {
 	struct fs_index *idx = NULL;
 
-	fake_paths = tree;
-	assert_int_equal(fs_index_build(&fake_store, &idx), 0);
+	fake_store_init(&fake, tree);
+	assert_int_equal(fs_index_build(&fake.base, &idx), 0);
 	*state = idx;
 	return 0;
 }
@@ -279,8 +200,8 @@ static void test_index_refcount_and_errors(void **state)
 	struct fs_index *idx = NULL, *ref;
 
 	(void)state;
-	fake_paths = empty;
-	assert_int_equal(fs_index_build(&fake_store, &idx), 0);
+	fake_store_init(&fake, empty);
+	assert_int_equal(fs_index_build(&fake.base, &idx), 0);
 	assert_int_equal(idx->runs, 0);
 	ref = fs_index_get(idx);
 	assert_ptr_equal(ref, idx);
@@ -288,10 +209,9 @@ static void test_index_refcount_and_errors(void **state)
 	fs_index_put(ref); /* freed here; ASan checks both */
 	fs_index_put(NULL);
 	assert_null(fs_index_get(NULL));
-	fake_paths = tree;
-	fake_lists = 0;
-	assert_int_equal(fs_index_build(&fake_store, &idx), 0);
-	assert_true(fake_lists > 0);
+	fake_store_init(&fake, tree);
+	assert_int_equal(fs_index_build(&fake.base, &idx), 0);
+	assert_true(fake.lists > 0);
 	fs_index_put(idx);
 }
 

@@ -1,0 +1,89 @@
+/*
+ * fs/status.c - MOUNT/status.json: what the mount serves and how it is doing
+ * (source, backend, version, uptime, runs index totals, counters, the view
+ * cache, the store's and the capture service's own status), one JSON object
+ * and a newline. No FUSE here.
+ *
+ * Design: built fresh at every open and getattr (ops.c snapshots it into the
+ * open file), from atomics and each part's own status call; it never
+ * rebuilds the runs index (it shows the current snapshot's totals).
+ */
+#include <string.h>
+
+#include "fs-internal.h"
+
+int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
+{
+	struct xprofs_cache_stats cs = { 0 };
+	const char *src = xprofs_store_source(ctx->store);
+	struct fs_index *idx;
+	int r;
+
+	r = xprofs_buf_adds(out, "{\"source\":");
+	if (r == 0)
+		r = xprofs_buf_add_json_str(out, src, strlen(src));
+	if (r == 0)
+		r = xprofs_buf_printf(out,
+			",\"backend\":\"%s\",\"version\":\"%s\",\"uptime_s\":%ld,"
+			"\"read_only\":%s,\"refresh_s\":%ld,",
+			xprofs_store_backend(ctx->store), XPROFS_VERSION,
+			(long)((xprofs_mono_ns() - ctx->start_mono_ns) / 1000000000LL),
+			ctx->o->ro ? "true" : "false", (long)(ctx->refresh_ns / 1000000000LL));
+	idx = fs_index_snapshot(ctx);
+	if (r == 0)
+		r = xprofs_buf_printf(out, "\"runs\":%lu,\"sessions\":%lu,\"hosts\":%lu,",
+				      (unsigned long)(idx ? idx->runs : 0),
+				      (unsigned long)(idx ? idx->sessions : 0),
+				      (unsigned long)(idx ? idx->hosts : 0));
+	fs_index_put(idx);
+	if (r == 0)
+		r = xprofs_buf_printf(out,
+			"\"counters\":{\"lookups\":%lu,\"readdirs\":%lu,\"opens\":%lu,"
+			"\"bytes_read\":%lu,\"bytes_written\":%lu,\"renders\":%lu,"
+			"\"render_errors\":%lu,\"render_waits\":%lu,\"view_cache_hits\":%lu,"
+			"\"index_builds\":%lu},",
+			(unsigned long)FS_CNT_GET(ctx, lookups), (unsigned long)FS_CNT_GET(ctx, readdirs),
+			(unsigned long)FS_CNT_GET(ctx, opens), (unsigned long)FS_CNT_GET(ctx, bytes_read),
+			(unsigned long)FS_CNT_GET(ctx, bytes_written), (unsigned long)FS_CNT_GET(ctx, renders),
+			(unsigned long)FS_CNT_GET(ctx, render_errors),
+			(unsigned long)FS_CNT_GET(ctx, render_waits),
+			(unsigned long)FS_CNT_GET(ctx, view_hits),
+			(unsigned long)FS_CNT_GET(ctx, index_builds));
+	if (r == 0 && ctx->cache) {
+		xprofs_cache_get_stats(ctx->cache, &cs);
+		r = xprofs_buf_adds(out, "\"cache\":{\"dir\":");
+		if (r == 0)
+			r = xprofs_buf_add_json_str(out, xprofs_cache_dir(ctx->cache),
+						    strlen(xprofs_cache_dir(ctx->cache)));
+		if (r == 0)
+			r = xprofs_buf_printf(out,
+				",\"hits\":%lu,\"misses\":%lu,\"bytes\":%lu,\"raw_bytes_written\":%lu,"
+				"\"entries\":%lu,\"evictions\":%lu,\"corrupt\":%lu},",
+				(unsigned long)cs.hits, (unsigned long)cs.misses,
+				(unsigned long)cs.bytes, (unsigned long)cs.raw_bytes_written,
+				(unsigned long)cs.entries, (unsigned long)cs.evictions,
+				(unsigned long)cs.corrupt);
+	} else if (r == 0) {
+		r = xprofs_buf_adds(out, "\"cache\":null,");
+	}
+	if (r == 0)
+		r = xprofs_buf_adds(out, "\"store\":");
+	if (r == 0)
+		r = xprofs_store_status_json(ctx->store, out);
+	if (r == 0)
+		r = xprofs_buf_adds(out, ",\"capture\":");
+	if (r == 0 && ctx->capture) {
+		struct xprofs_buf cap;
+
+		xprofs_buf_init(&cap, 1 << 20);
+		r = xprofs_capture_status(ctx->capture, NULL, &cap);
+		if (r == 0)
+			r = xprofs_buf_add_json_str(out, cap.data ? cap.data : "", cap.len);
+		xprofs_buf_deinit(&cap);
+	} else if (r == 0) {
+		r = xprofs_buf_adds(out, "null");
+	}
+	if (r == 0)
+		r = xprofs_buf_adds(out, "}\n");
+	return r;
+}

@@ -1,0 +1,249 @@
+/*
+ * tests/fs/test_views.c - unit tests of fs/views.c without FUSE: the
+ * remembered sizes, render single-flight, error notes (a host's errors file),
+ * and a whole open of a session summary.json over the in-memory fake store
+ * (tests/lib), whose hosts cannot be opened: the render must still succeed,
+ * note each host's failure, remember the size and report a size change once.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cmocka.h>
+
+#include "fake_store.h"
+#include "fs-internal.h"
+
+static const char *const tree[] = {
+	"tpu/plugins/profile/2025_01_01/host1.xplane.pb",
+	"tpu/plugins/profile/2025_01_01/host2.xplane.pb",
+	NULL,
+};
+
+struct fixture {
+	struct fake_store store;
+	struct fs_options o;
+	struct fs_ctx ctx;
+};
+
+static int setup(void **state)
+{
+	struct fixture *f = calloc(1, sizeof(*f));
+
+	assert_non_null(f);
+	fake_store_init(&f->store, tree);
+	f->o.ro = 1; /* no capture service */
+	f->o.refresh = 5;
+	assert_int_equal(fs_ctx_init(&f->ctx, &f->o, &f->store.base, NULL), 0);
+	fs_views_init(&f->ctx.views);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fixture *f = *state;
+
+	fs_views_deinit(&f->ctx.views);
+	fs_ctx_deinit(&f->ctx); /* frees the fake store: a no-op */
+	free(f);
+	return 0;
+}
+
+static void test_sizes(void **state)
+{
+	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
+	uint64_t size = 42;
+
+	assert_false(fs_size_lookup(ctx, 5, &size));
+	assert_int_equal(size, 42); /* untouched on a miss */
+	fs_size_store(ctx, 5, 123);
+	assert_true(fs_size_lookup(ctx, 5, &size));
+	assert_int_equal(size, 123);
+	fs_size_store(ctx, 5, 0);
+	assert_true(fs_size_lookup(ctx, 5, &size));
+	assert_int_equal(size, 0);
+	/* a key sharing the slot replaces it */
+	fs_size_store(ctx, 5 + FS_SIZES, 7);
+	assert_false(fs_size_lookup(ctx, 5, &size));
+	assert_true(fs_size_lookup(ctx, 5 + FS_SIZES, &size));
+	assert_int_equal(size, 7);
+}
+
+struct waiter {
+	struct fs_ctx *ctx;
+	uint64_t key;
+	bool got;
+	int done; /* atomic */
+};
+
+static void *wait_render(void *arg)
+{
+	struct waiter *w = arg;
+
+	w->got = fs_render_begin(w->ctx, w->key);
+	__atomic_store_n(&w->done, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+static void nap(void)
+{
+	struct timespec ts = { 0, 50 * 1000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static void test_single_flight(void **state)
+{
+	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
+	struct waiter w = { ctx, 11, true, 0 };
+	pthread_t th;
+
+	assert_true(fs_render_begin(ctx, 11));
+	assert_true(fs_render_begin(ctx, 12)); /* another key renders at the same time */
+	assert_int_equal(pthread_create(&th, NULL, wait_render, &w), 0);
+	nap();
+	assert_int_equal(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), 0); /* waits for key 11 */
+	fs_render_end(ctx, 12);
+	nap();
+	assert_int_equal(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), 0); /* not for key 12 */
+	fs_render_end(ctx, 11);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_false(w.got); /* it waited; the render is done, not its own */
+	assert_int_equal(FS_CNT_GET(ctx, render_waits), 1);
+	assert_true(fs_render_begin(ctx, 11)); /* free again */
+	fs_render_end(ctx, 11);
+}
+
+static void test_single_flight_full(void **state)
+{
+	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
+	struct waiter w = { ctx, 1000, false, 0 };
+	pthread_t th;
+	uint64_t k;
+
+	for (k = 1; k <= FS_INFLIGHT; k++)
+		assert_true(fs_render_begin(ctx, k));
+	assert_int_equal(pthread_create(&th, NULL, wait_render, &w), 0);
+	nap();
+	assert_int_equal(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), 0); /* no free slot */
+	fs_render_end(ctx, 3);
+	assert_int_equal(pthread_join(th, NULL), 0);
+	assert_true(w.got); /* a slot freed: it claims its own render */
+	assert_int_equal(FS_CNT_GET(ctx, render_waits), 0);
+	fs_render_end(ctx, 1000);
+	for (k = 1; k <= FS_INFLIGHT; k++)
+		fs_render_end(ctx, k);
+}
+
+static void snapshot(struct fs_ctx *ctx, const char *h, const struct xprofs_store_stat *st,
+		     const char *want)
+{
+	struct xprofs_buf b;
+
+	xprofs_buf_init(&b, FS_MEM_MAX);
+	assert_int_equal(fs_errors_snapshot(ctx, h, st, &b), 0);
+	assert_int_equal(b.len, strlen(want));
+	if (b.len)
+		assert_string_equal(b.data, want);
+	xprofs_buf_deinit(&b);
+}
+
+static void test_error_notes(void **state)
+{
+	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
+	struct xprofs_store_stat v1 = { XPROFS_STORE_FILE, 10, 1000, 1 }, v2 = v1;
+	char host[64], big[FS_ERRMAX];
+
+	v2.generation = 2;
+	snapshot(ctx, "h", &v1, "");
+	fs_error_note(ctx, "h", &v1, "trace.json", "bad varint");
+	fs_error_note(ctx, "h", &v1, "ops.json", "bad varint");
+	snapshot(ctx, "h", &v1, "trace.json: bad varint\nops.json: bad varint\n");
+	snapshot(ctx, "other", &v1, "");
+	/* another version of the profile: the old text is not shown, then dropped */
+	snapshot(ctx, "h", &v2, "");
+	fs_error_note(ctx, "h", &v2, "summary.json", "truncated");
+	snapshot(ctx, "h", &v2, "summary.json: truncated\n");
+	snapshot(ctx, "h", &v1, "");
+	/* over half the cap: the next note starts the text again */
+	memset(big, 'x', FS_ERRMAX / 2);
+	big[FS_ERRMAX / 2] = '\0';
+	fs_error_note(ctx, "h", &v2, "a", big);
+	fs_error_note(ctx, "h", &v2, "b", "c");
+	snapshot(ctx, "h", &v2, "b: c\n");
+	/* FS_ERRHOSTS hosts later, "h" has been evicted */
+	for (int i = 0; i < FS_ERRHOSTS; i++) {
+		snprintf(host, sizeof(host), "host%d", i);
+		fs_error_note(ctx, host, &v1, "x", "y");
+	}
+	snapshot(ctx, "h", &v2, "");
+	snapshot(ctx, "host255", &v1, "x: y\n");
+}
+
+static void test_session_summary_open(void **state)
+{
+	struct fixture *f = *state;
+	struct fs_ctx *ctx = &f->ctx;
+	const struct xprofs_store_stat *st;
+	struct fs_index *idx = NULL;
+	struct fs_fh *fh, *fh2;
+	struct fs_target t;
+	struct xprofs_buf b;
+	bool changed = false;
+	char hp[XPROFS_PATH_MAX + 1], c;
+
+	assert_int_equal(fs_index_build(&f->store.base, &idx), 0);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/summary.json", &t), 0);
+	assert_int_equal(t.kind, FS_K_SESSION_SUMMARY);
+	assert_int_equal(fs_view_size(ctx, &t), 0); /* never rendered, no cache */
+
+	fh = fs_fh_new(FS_FH_FD);
+	assert_non_null(fh);
+	assert_int_equal(fs_view_open(ctx, &t, fh, &changed), 0);
+	assert_true(changed); /* getattr said 0 */
+	assert_int_equal(fh->kind, FS_FH_FD);
+	assert_true(fh->size > 0);
+	assert_int_equal(fs_view_pread(fh, &c, 1, 0), 1);
+	assert_int_equal(c, '{');
+	assert_int_equal(fs_view_size(ctx, &t), fh->size);
+	assert_int_equal(FS_CNT_GET(ctx, renders), 1);
+
+	/* the fake store cannot open the hosts: each failure is in its errors file */
+	st = &t.session->hosts[0].st;
+	assert_int_equal(fs_store_path(hp, sizeof(hp), "tpu", "2025_01_01", "host1"), 0);
+	xprofs_buf_init(&b, FS_MEM_MAX);
+	assert_int_equal(fs_errors_snapshot(ctx, hp, st, &b), 0);
+	assert_non_null(b.data);
+	assert_non_null(strstr(b.data, "summary: "));
+	xprofs_buf_deinit(&b);
+
+	/* the same size again: nothing for the kernel to drop */
+	fh2 = fs_fh_new(FS_FH_FD);
+	assert_non_null(fh2);
+	assert_int_equal(fs_view_open(ctx, &t, fh2, &changed), 0);
+	assert_false(changed);
+	assert_int_equal(fh2->size, fh->size);
+	fs_fh_free(fh2);
+	fs_fh_free(fh);
+	fs_index_put(idx);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_sizes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_single_flight_full, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_error_notes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_session_summary_open, setup, teardown),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
