@@ -270,7 +270,7 @@ enum fs_fh_kind { FS_FH_READER = 1, FS_FH_WRITER, FS_FH_FD, FS_FH_CACHE, FS_FH_M
 struct fs_fh {
 	enum fs_fh_kind kind;
 	pthread_mutex_t lock;
-	struct xprofs_store_file *rf;  /* FS_FH_READER; owned */
+	struct xprofs_store_reader *rf;  /* FS_FH_READER; owned */
 	struct xprofs_store_writer *w; /* FS_FH_WRITER; owned */
 	uint64_t wsize;                /* FS_FH_WRITER: size as written so far */
 	bool profile;                  /* FS_FH_WRITER of a new *.xplane.pb */
@@ -279,7 +279,7 @@ struct fs_fh {
 	int publish_err;               /* FS_FH_WRITER: why that publish failed (-errno), else 0 */
 	char *spath;                   /* FS_FH_WRITER: store path; owned */
 	int fd;                        /* FS_FH_FD: unlinked rendered file; owned */
-	struct xprofs_cache_entry *ce; /* FS_FH_CACHE: a cache hit; owned */
+	struct xprofs_cache_reader *ce; /* FS_FH_CACHE: a cache hit; owned */
 	uint64_t size;                 /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
 	char *mem;                     /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
 	char *run;                     /* FS_FH_CAPTURE: run store path; NULL = top level; owned */

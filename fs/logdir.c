@@ -61,7 +61,7 @@ int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags,
 	if (!fh)
 		return -ENOMEM;
 	fh->spath = strdup(sp);
-	r = fh->spath ? xprofs_store_create(ctx->store, sp, sflags, &fh->w) : -ENOMEM;
+	r = fh->spath ? xprofs_store_writer_new(ctx->store, sp, sflags, &fh->w) : -ENOMEM;
 	if (r < 0) {
 		fs_fh_free(fh);
 		return r;
@@ -86,7 +86,7 @@ static int writer_need(struct fs_ctx *ctx, struct fs_fh *fh)
 		return 0;
 	if (!fh->published)
 		return fh->publish_err ? fh->publish_err : -EBADF;
-	r = xprofs_store_create(ctx->store, fh->spath, 0, &fh->w);
+	r = xprofs_store_writer_new(ctx->store, fh->spath, 0, &fh->w);
 	if (r == 0)
 		fh->profile = false;
 	return r;
@@ -99,7 +99,7 @@ ssize_t fs_writer_read(struct fs_ctx *ctx, struct fs_fh *fh, void *buf, size_t n
 	pthread_mutex_lock(&fh->lock);
 	r = writer_need(ctx, fh);
 	if (r == 0)
-		r = xprofs_store_wread(fh->w, buf, n, off);
+		r = xprofs_store_writer_pread(fh->w, buf, n, off);
 	pthread_mutex_unlock(&fh->lock);
 	return r;
 }
@@ -112,7 +112,7 @@ ssize_t fs_writer_write(struct fs_ctx *ctx, struct fs_fh *fh, const void *buf, s
 	pthread_mutex_lock(&fh->lock);
 	r = writer_need(ctx, fh);
 	if (r == 0)
-		r = xprofs_store_write(fh->w, buf, n, off);
+		r = xprofs_store_writer_write(fh->w, buf, n, off);
 	if (r > 0 && off + (uint64_t)r > fh->wsize)
 		fh->wsize = off + (uint64_t)r;
 	if (r > 0)
@@ -128,7 +128,7 @@ int fs_writer_truncate(struct fs_ctx *ctx, struct fs_fh *fh, uint64_t size)
 	pthread_mutex_lock(&fh->lock);
 	r = writer_need(ctx, fh);
 	if (r == 0)
-		r = xprofs_store_wtruncate(fh->w, size);
+		r = xprofs_store_writer_truncate(fh->w, size);
 	if (r == 0) {
 		fh->wsize = size;
 		fh->dirty = true;
@@ -145,9 +145,9 @@ int fs_logdir_truncate(struct fs_ctx *ctx, const char *sp, uint64_t size)
 	r = fs_logdir_writer(ctx, sp, false, O_WRONLY, &fh);
 	if (r < 0)
 		return r;
-	r = xprofs_store_wtruncate(fh->w, size);
+	r = xprofs_store_writer_truncate(fh->w, size);
 	if (r == 0) {
-		r = xprofs_store_commit(fh->w);
+		r = xprofs_store_writer_commit(fh->w);
 		fh->w = NULL;
 	}
 	fs_fh_free(fh);
@@ -166,7 +166,7 @@ int fs_writer_fsync(struct fs_fh *fh, const char *path)
 	int r;
 
 	pthread_mutex_lock(&fh->lock);
-	r = fh->w ? xprofs_store_flush(fh->w) : fh->publish_err;
+	r = fh->w ? xprofs_store_writer_flush(fh->w) : fh->publish_err;
 	fh->dirty = false;
 	pthread_mutex_unlock(&fh->lock);
 	if (r < 0)
@@ -185,7 +185,7 @@ int fs_writer_flush(struct fs_ctx *ctx, struct fs_fh *fh, const char *path)
 		pthread_mutex_unlock(&fh->lock);
 		return 0;
 	}
-	r = xprofs_store_commit(fh->w); /* the exclusive link; consumes the writer */
+	r = xprofs_store_writer_commit(fh->w); /* the exclusive link; consumes the writer */
 	fh->w = NULL;
 	fh->published = r == 0;
 	fh->publish_err = r;
@@ -209,7 +209,7 @@ void fs_writer_release(struct fs_ctx *ctx, struct fs_fh *fh, const char *path)
 	int r;
 
 	if (fh->w && (!uploads_on_commit(ctx) || fh->dirty)) {
-		r = xprofs_store_commit(fh->w);
+		r = xprofs_store_writer_commit(fh->w);
 		fh->w = NULL;
 		if (r < 0)
 			xprofs_err("%s: commit failed: %s", path ? path : "?", strerror(-r));

@@ -125,11 +125,11 @@ void fs_fh_free(struct fs_fh *fh)
 {
 	if (!fh)
 		return;
-	xprofs_store_close(fh->rf);
-	xprofs_store_abort(fh->w);
+	xprofs_store_reader_close(fh->rf);
+	xprofs_store_writer_abort(fh->w);
 	if (fh->fd >= 0)
 		close(fh->fd);
-	xprofs_cache_entry_close(fh->ce);
+	xprofs_cache_reader_close(fh->ce);
 	free(fh->mem);
 	free(fh->run);
 	free(fh->spath);

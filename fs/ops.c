@@ -351,7 +351,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 			break;
 		}
 		fh = fs_fh_new(FS_FH_READER);
-		r = fh ? xprofs_store_open(ctx->store, t.store_path, &fh->rf) : -ENOMEM;
+		r = fh ? xprofs_store_reader_open(ctx->store, t.store_path, &fh->rf) : -ENOMEM;
 		break;
 	case FS_K_STATUS:
 	case FS_K_ERRORS:
@@ -446,7 +446,7 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 		return -EINVAL;
 	switch (fh->kind) {
 	case FS_FH_READER:
-		r = xprofs_store_pread(fh->rf, buf, size, (uint64_t)off);
+		r = xprofs_store_reader_pread(fh->rf, buf, size, (uint64_t)off);
 		break;
 	case FS_FH_WRITER:
 		r = fs_writer_read(ctx, fh, buf, size, (uint64_t)off);

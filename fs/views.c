@@ -180,7 +180,7 @@ void fs_render_end(struct fs_ctx *ctx, uint64_t key)
 
 /* An opened profile: the store file and its index. */
 struct prof {
-	struct xprofs_store_file *f;
+	struct xprofs_store_reader *f;
 	struct xprofs_reader r;
 	struct xprofs_xspace *x;
 	struct xprofs_store_stat st;
@@ -189,7 +189,7 @@ struct prof {
 static void prof_close(struct prof *p)
 {
 	p->x = xprofs_xspace_free(p->x);
-	xprofs_store_close(p->f);
+	xprofs_store_reader_close(p->f);
 	p->f = NULL;
 }
 
@@ -204,12 +204,12 @@ static int prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct 
 	int r;
 
 	memset(p, 0, sizeof(*p));
-	r = xprofs_store_open(ctx->store, hpath, &p->f);
+	r = xprofs_store_reader_open(ctx->store, hpath, &p->f);
 	if (r < 0)
 		return r;
-	r = xprofs_store_file_stat(p->f, &p->st);
+	r = xprofs_store_reader_stat(p->f, &p->st);
 	if (r == 0)
-		r = xprofs_store_file_reader(p->f, &p->r);
+		r = xprofs_store_reader_as_reader(p->f, &p->r);
 	if (r == 0 && decode)
 		r = xprofs_xspace_open(&p->r, err, &p->x);
 	if (r < 0)
@@ -499,13 +499,13 @@ static int cw_write(void *arg, const void *p, size_t n)
  * render_cached() - render @t straight into a cache entry under @id, publish
  * it and open it: the bytes are written once, compressed, and no temporary
  * copy of the whole view is needed. 0 with *@out open (caller owns; close
- * with xprofs_cache_entry_close()); RENDER_NO_CACHE when the cache could not
+ * with xprofs_cache_reader_close()); RENDER_NO_CACHE when the cache could not
  * store or reopen it (the caller renders to a temporary file instead); or the
  * render's -errno (reason in @err).
  */
 static int render_cached(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 			 const struct view_id *id, struct xprofs_buf *err,
-			 struct xprofs_cache_entry **out)
+			 struct xprofs_cache_reader **out)
 {
 	struct cw_sink cs = { 0 };
 	struct xprofs_sink sink = { cw_write, &cs };
@@ -529,7 +529,7 @@ static int render_cached(struct fs_ctx *ctx, const struct fs_target *t, struct p
 	}
 	r = xprofs_cache_writer_commit(cs.w);
 	if (r == 0)
-		r = xprofs_cache_open(ctx->cache, id->key.data, id->key.len, out);
+		r = xprofs_cache_reader_open(ctx->cache, id->key.data, id->key.len, out);
 	if (r < 0) {
 		xprofs_warn("cache: entry not stored or gone at once (%s): rendering to a temporary file",
 			    strerror(-r));
@@ -573,7 +573,7 @@ out:
 int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
 		 bool *size_changed)
 {
-	struct xprofs_cache_entry *e = NULL;
+	struct xprofs_cache_reader *e = NULL;
 	struct prof p = { 0 };
 	struct xprofs_buf err;
 	struct xprofs_sink sink;
@@ -599,7 +599,7 @@ int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh
 	had_size = fs_size_lookup(ctx, id.hash, &known);
 	/* without a cache, renders cannot be shared: no point in waiting */
 	for (attempt = 0; ctx->cache && attempt < 3 && !owner; attempt++) {
-		if (xprofs_cache_open(ctx->cache, id.key.data, id.key.len, &e) == 0)
+		if (xprofs_cache_reader_open(ctx->cache, id.key.data, id.key.len, &e) == 0)
 			break;
 		owner = fs_render_begin(ctx, id.hash);
 	}
@@ -636,7 +636,7 @@ int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh
 			FS_CNT(ctx, view_hits);
 		fh->kind = FS_FH_CACHE;
 		fh->ce = e;
-		fh->size = xprofs_cache_entry_size(e);
+		fh->size = xprofs_cache_reader_size(e);
 		e = NULL;
 	} else {
 		fh->kind = FS_FH_FD;
@@ -653,7 +653,7 @@ out_sf:
 out:
 	if (fd >= 0)
 		close(fd);
-	xprofs_cache_entry_close(e);
+	xprofs_cache_reader_close(e);
 	prof_close(&p);
 	xprofs_buf_deinit(&id.key);
 	xprofs_buf_deinit(&err);
@@ -684,7 +684,7 @@ int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool
 	if (r == 0 && nfh->size != fh->size)
 		r = -EIO; /* not the same content: the profile changed meanwhile */
 	if (r == 0) {
-		xprofs_cache_entry_close(fh->ce);
+		xprofs_cache_reader_close(fh->ce);
 		fh->ce = nfh->ce;
 		nfh->ce = NULL;
 		fh->fd = nfh->fd;
@@ -703,7 +703,7 @@ int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool
 ssize_t fs_view_pread(struct fs_fh *fh, void *buf, size_t n, uint64_t off)
 {
 	if (fh->kind == FS_FH_CACHE)
-		return xprofs_cache_entry_pread(fh->ce, buf, n, off);
+		return xprofs_cache_reader_pread(fh->ce, buf, n, off);
 	return xprofs_pread_full(fh->fd, buf, n, off);
 }
 

@@ -10,7 +10,7 @@
 #ifndef XPROFS_TESTS_FAKE_STORE_H
 #define XPROFS_TESTS_FAKE_STORE_H
 
-#include "xprofs/store.h"
+#include "xprofs/store-backend.h"
 
 #define FAKE_STORE_MAX_NAMES 64
 
