@@ -1,0 +1,113 @@
+/*
+ * view-tracks.c - the tracks: one per (plane, line), their file names and
+ * planes/<plane>/<line>.json, every event of that line with its name, times
+ * and stats.
+ *
+ * Design: the track names come from the index (xspace.c assigns them); a
+ * track render streams one line once. Limits: those of the line walk and
+ * the stats (render-internal.h).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render-internal.h"
+
+int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o)
+{
+	const struct dec_line *l = &rc->x->lines[li];
+	const struct dec_plane *p = &rc->x->planes[l->plane];
+	struct dec_line_it it;
+	struct dec_event e;
+	struct dec_evmd *m;
+	bool first_ev = true;
+	int r;
+
+	OUT_LIT(o, "{\"plane\":");
+	dec_out_str(o, p->name, p->name_len);
+	OUT_LIT(o, ",\"line\":");
+	dec_out_str(o, l->name, l->name_len);
+	dec_out_key_i64(o, ",\"id\":", l->id);
+	dec_out_key_i64(o, ",\"display_id\":", l->display_id ? l->display_id : l->id);
+	OUT_LIT(o, ",\"display_name\":");
+	if (l->display_name_len)
+		dec_out_str(o, l->display_name, l->display_name_len);
+	else
+		dec_out_str(o, l->name, l->name_len);
+	dec_out_key_i64(o, ",\"timestamp_ns\":", l->timestamp_ns);
+	dec_out_key_i64(o, ",\"duration_ps\":", l->duration_ps);
+	OUT_LIT(o, ",\"events\":[");
+	if ((r = dec_line_begin(rc, li, &it)) < 0)
+		return r;
+	while ((r = dec_line_next(&it, &e)) > 0) {
+		bool first = true;
+
+		dec_md_gc(rc);
+		if ((r = dec_md_event(rc, e.md, &m)) < 0)
+			return r;
+		OUT_RAW(o, first_ev ? "\n{\"name\":" : ",\n{\"name\":");
+		first_ev = false;
+		dec_out_add(o, m->name_json, m->name_json_len);
+		OUT_LIT(o, ",\"full_name\":");
+		dec_out_add(o, m->full_json, m->full_json_len);
+		dec_out_key_i64(o, ",\"metadata_id\":", e.md);
+		if (e.has_num) {
+			dec_out_key_i64(o, ",\"num_occurrences\":", e.num);
+		} else {
+			dec_out_key_i64(o, ",\"start_ps\":", e.start_ps);
+		}
+		dec_out_key_i64(o, ",\"duration_ps\":", e.duration_ps);
+		OUT_LIT(o, ",\"stats\":{");
+		if ((r = dec_event_stats(rc, m, &e, o, &first)) < 0)
+			return r;
+		OUT_LIT(o, "}}");
+		if ((r = dec_out_flush(o, false)) < 0)
+			return r;
+	}
+	if (r < 0)
+		return r;
+	OUT_LIT(o, "]}\n");
+	return 0;
+}
+
+size_t xprofs_xspace_track_count(const struct xprofs_xspace *x)
+{
+	return x ? x->n_lines : 0;
+}
+
+int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i,
+			      const char **plane_file, const char **line_file)
+{
+	if (!x || i >= x->n_lines)
+		return -ERANGE;
+	if (plane_file)
+		*plane_file = x->planes[x->lines[i].plane].file;
+	if (line_file)
+		*line_file = x->lines[i].file;
+	return 0;
+}
+
+int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_file,
+			     const char *line_file)
+{
+	if (!x || !plane_file || !line_file)
+		return -ENOENT;
+	for (size_t pi = 0; pi < x->n_planes; pi++) {
+		const struct dec_plane *p = &x->planes[pi];
+
+		if (strcmp(p->file, plane_file))
+			continue;
+		for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+			if (!strcmp(x->lines[j].file, line_file))
+				return j > INT32_MAX ? -ENOENT : (int)j;
+	}
+	return -ENOENT;
+}
+
+int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i,
+			       const struct xprofs_sink *out, struct xprofs_buf *err)
+{
+	if (!x || i >= x->n_lines)
+		return -ERANGE;
+	return dec_render(x, XPROFS_VIEW_COUNT, i, out, err);
+}
