@@ -115,12 +115,124 @@ static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t fiel
 	return 0;
 }
 
+/* What the index keeps of a line's events: count, first start, last end (line-relative). */
+struct line_acc {
+	struct dec_line *l;
+	int64_t first, last;
+};
+
+static inline void line_note(struct line_acc *a, const struct dec_evhdr *h)
+{
+	int64_t end = dec_sat_add(h->offset_ps, h->duration_ps);
+
+	if (!a->l->has_events || h->offset_ps < a->first)
+		a->first = h->offset_ps;
+	if (!a->l->has_events || end > a->last)
+		a->last = end;
+	a->l->has_events = true;
+	a->l->events++;
+}
+
+/*
+ * The hot loop: step over every event lying wholly in the cursor's window
+ * in one go, noting each into @a unless tracks_only (then events are only
+ * read when rendered).
+ */
+static int ix_window_events(struct ix *ix, struct line_acc *a)
+{
+	struct dec_cur *c = &ix->c;
+	const uint8_t *bp = NULL, *bq, *be;
+	size_t avail = dec_avail(c, &bp);
+	struct dec_evhdr h;
+
+	if (avail < 2)
+		return 0;
+	be = bp + avail;
+	bq = bp;
+	while (be - bq >= 2 && bq[0] == TAG_XLINE_EVENT) {
+		const uint8_t *q = bq + 1;
+		uint64_t el;
+
+		if (rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
+			break;
+		if (!ix->oc->tracks_only) {
+			if (dec_parse_event(q, q + el, &h) < 0) {
+				c->pos += (uint64_t)(bq - bp);
+				return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+			}
+			line_note(a, &h);
+		}
+		bq = q + el;
+	}
+	c->pos += (uint64_t)(bq - bp);
+	return 0;
+}
+
+/* One event outside the window (field XLINE_F_EVENTS, wire type @wt): the general path. */
+static int ix_event(struct ix *ix, struct line_acc *a, int wt)
+{
+	struct dec_cur *c = &ix->c;
+	uint64_t elen, eend;
+	struct dec_evhdr h;
+	const uint8_t *ep;
+	int r;
+
+	if ((r = dec_len_field(c, wt, "XLine", XLINE_F_EVENTS, &elen)) < 0)
+		return r;
+	if (ix->oc->tracks_only) { /* events are read when rendered */
+		c->pos += elen;
+		return 0;
+	}
+	eend = c->pos + elen;
+	if ((r = dec_at(c, c->pos, (size_t)elen, &ep)) < 0)
+		return r;
+	if (dec_parse_event(ep, ep + elen, &h) < 0)
+		return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+	c->pos = eend;
+	line_note(a, &h);
+	return 0;
+}
+
+/* One XLine field other than the events. */
+static int ix_line_field(struct ix *ix, struct dec_line *l, uint32_t f, int wt)
+{
+	struct dec_cur *c = &ix->c;
+	uint64_t v;
+	int r;
+
+	switch (f) {
+	case XLINE_F_ID:
+	case XLINE_F_TIMESTAMP_NS:
+	case XLINE_F_DURATION_PS:
+	case XLINE_F_DISPLAY_ID:
+		if ((r = dec_varint_field(c, wt, "XLine", f, &v)) < 0)
+			return r;
+		if (f == XLINE_F_ID)
+			l->id = (int64_t)v;
+		else if (f == XLINE_F_TIMESTAMP_NS)
+			l->timestamp_ns = (int64_t)v;
+		else if (f == XLINE_F_DURATION_PS)
+			l->duration_ps = (int64_t)v;
+		else
+			l->display_id = (int64_t)v;
+		return 0;
+	case XLINE_F_NAME:
+	case XLINE_F_DISPLAY_NAME:
+		if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0)
+			return r;
+		return f == XLINE_F_NAME ? ix_string(ix, &l->name, &l->name_len)
+					 : ix_string(ix, &l->display_name, &l->display_name_len);
+	default:
+		return dec_skip(c, wt);
+	}
+}
+
+/* Index the XLine of @len bytes at the cursor into a new line of @ps. */
 static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 {
 	struct dec_cur *c = &ix->c;
-	uint64_t end = c->pos + len, saved_end = c->end, v;
-	int64_t first = 0, last = 0;
-	struct dec_line *l;
+	uint64_t end = c->pos + len, saved_end = c->end;
+	struct line_acc a = {NULL, 0, 0};
 	uint32_t f;
 	int wt, r;
 
@@ -129,122 +241,28 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 	if ((r = ix_count(ix, 1)) < 0 ||
 	    (r = grow(&ps->lines, &ps->lines_cap, ps->n_lines + 1, sizeof(*ps->lines))) < 0)
 		return r;
-	l = &ps->lines[ps->n_lines++];
-	memset(l, 0, sizeof(*l));
-	l->msg.off = c->pos;
-	l->msg.len = len;
+	a.l = &ps->lines[ps->n_lines++];
+	memset(a.l, 0, sizeof(*a.l));
+	a.l->msg.off = c->pos;
+	a.l->msg.len = len;
 	c->end = end;
 	while (c->pos < end) {
-		struct dec_evhdr fh;
-		const uint8_t *bp = NULL, *bq, *be;
-		size_t avail = dec_avail(c, &bp);
-
-		/* tracks only: hop over the events lying wholly in the window */
-		if (avail >= 2 && ix->oc->tracks_only) {
-			be = bp + avail;
-			bq = bp;
-			while (be - bq >= 2 && bq[0] == 0x22) {
-				const uint8_t *q = bq + 1;
-				uint64_t el;
-
-				if (rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
-					break;
-				bq = q + el;
-			}
-			c->pos += (uint64_t)(bq - bp);
-		}
-		/* the hot loop: every event lying wholly in the window, in one go */
-		if (avail >= 2 && !ix->oc->tracks_only) {
-			be = bp + avail;
-			bq = bp;
-			while (be - bq >= 2 && bq[0] == 0x22) {
-				const uint8_t *q = bq + 1;
-				uint64_t el;
-				int64_t fend;
-
-				if (rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
-					break;
-				if (dec_parse_event(q, q + el, &fh) < 0) {
-					c->pos += (uint64_t)(bq - bp);
-					return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-				}
-				fend = dec_sat_add(fh.offset_ps, fh.duration_ps);
-				if (!l->has_events || fh.offset_ps < first)
-					first = fh.offset_ps;
-				if (!l->has_events || fend > last)
-					last = fend;
-				l->has_events = true;
-				l->events++;
-				bq = q + el;
-			}
-			c->pos += (uint64_t)(bq - bp);
-		}
+		if ((r = ix_window_events(ix, &a)) < 0)
+			return r;
 		if (c->pos >= end)
 			break;
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
-		switch (f) {
-		case 1: case 3: case 9: case 10:
-			if ((r = dec_expect(c, wt, WT_VARINT, "XLine", f)) < 0 ||
-			    (r = dec_varint(c, &v)) < 0)
-				return r;
-			if (f == 1)
-				l->id = (int64_t)v;
-			else if (f == 3)
-				l->timestamp_ns = (int64_t)v;
-			else if (f == 9)
-				l->duration_ps = (int64_t)v;
-			else
-				l->display_id = (int64_t)v;
-			break;
-		case 2:
-		case 11:
-			if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0)
-				return r;
-			r = f == 2 ? ix_string(ix, &l->name, &l->name_len)
-				   : ix_string(ix, &l->display_name, &l->display_name_len);
-			if (r < 0)
-				return r;
-			break;
-		case 4: {
-			uint64_t elen, eend;
-			struct dec_evhdr h;
-			const uint8_t *ep;
-			int64_t ev_end;
-
-			if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 ||
-			    (r = dec_len(c, &elen)) < 0)
-				return r;
-			if (ix->oc->tracks_only) { /* events are read when rendered */
-				c->pos += elen;
-				break;
-			}
-			eend = c->pos + elen;
-			if ((r = dec_at(c, c->pos, (size_t)elen, &ep)) < 0)
-				return r;
-			if (dec_parse_event(ep, ep + elen, &h) < 0)
-				return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-			c->pos = eend;
-			ev_end = dec_sat_add(h.offset_ps, h.duration_ps);
-			if (!l->has_events || h.offset_ps < first)
-				first = h.offset_ps;
-			if (!l->has_events || ev_end > last)
-				last = ev_end;
-			l->has_events = true;
-			l->events++;
-			break;
-		}
-		default:
-			if ((r = dec_skip(c, wt)) < 0)
-				return r;
-		}
+		r = f == XLINE_F_EVENTS ? ix_event(ix, &a, wt) : ix_line_field(ix, a.l, f, wt);
+		if (r < 0)
+			return r;
 	}
 	c->end = saved_end;
-	if (l->has_events) {
-		int64_t base = dec_line_base_ps(l->timestamp_ns);
+	if (a.l->has_events) {
+		int64_t base = dec_line_base_ps(a.l->timestamp_ns);
 
-		l->first_ps = dec_sat_add(base, first);
-		l->last_ps = dec_sat_add(base, last);
+		a.l->first_ps = dec_sat_add(base, a.first);
+		a.l->last_ps = dec_sat_add(base, a.last);
 	}
 	return 0;
 }
@@ -293,7 +311,7 @@ static int md_finish(struct dec_mdix *ix)
 	return 0;
 }
 
-/* One map entry (key = field 1, value = field 2 message). */
+/* One map entry (a key, and a value message whose location is kept). */
 static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t *n, size_t *cap)
 {
 	struct dec_cur *c = &ix->c;
@@ -309,14 +327,12 @@ static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t
 	while (c->pos < end) {
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
-		if (f == 1) {
-			if ((r = dec_expect(c, wt, WT_VARINT, "map entry", f)) < 0 ||
-			    (r = dec_varint(c, &v)) < 0)
+		if (f == MAPENTRY_F_KEY) {
+			if ((r = dec_varint_field(c, wt, "map entry", f, &v)) < 0)
 				return r;
 			e.key = (int64_t)v;
-		} else if (f == 2) {
-			if ((r = dec_expect(c, wt, WT_LEN, "map entry", f)) < 0 ||
-			    (r = dec_len(c, &vlen)) < 0)
+		} else if (f == MAPENTRY_F_VALUE) {
+			if ((r = dec_len_field(c, wt, "map entry", f, &vlen)) < 0)
 				return r;
 			e.off = c->pos;
 			e.len = vlen;
@@ -346,21 +362,20 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 	while (c->pos < end) {
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
-		if (f == 1) {
-			if ((r = dec_expect(c, wt, WT_VARINT, "XPlane", f)) < 0 ||
-			    (r = dec_varint(c, &v)) < 0)
+		if (f == XPLANE_F_ID) {
+			if ((r = dec_varint_field(c, wt, "XPlane", f, &v)) < 0)
 				return r;
 			p->id = (int64_t)v;
 			continue;
 		}
-		if (f < 2 || f > 6) {
+		if (f < XPLANE_F_NAME || f > XPLANE_F_STATS) {
 			if ((r = dec_skip(c, wt)) < 0)
 				return r;
 			continue;
 		}
 		if ((r = dec_expect(c, wt, WT_LEN, "XPlane", f)) < 0)
 			return r;
-		if (f == 2) {
+		if (f == XPLANE_F_NAME) {
 			if ((r = ix_string(ix, &p->name, &p->name_len)) < 0)
 				return r;
 			continue;
@@ -368,17 +383,17 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 		if ((r = dec_len(c, &sub)) < 0)
 			return r;
 		switch (f) {
-		case 3:
+		case XPLANE_F_LINES:
 			r = ix_line(ix, ps, sub);
 			p->n_lines++;
 			break;
-		case 4:
+		case XPLANE_F_EVENT_METADATA:
 			r = ix_map_entry(ix, sub, &p->ev.md, &p->ev.n, &ev_cap);
 			break;
-		case 5:
+		case XPLANE_F_STAT_METADATA:
 			r = ix_map_entry(ix, sub, &p->st.md, &p->st.n, &st_cap);
 			break;
-		case 6:
+		case XPLANE_F_STATS:
 			if ((r = ix_count(ix, 1)) < 0 ||
 			    (r = grow(&p->stats, &stats_cap, p->n_stats + 1, sizeof(*p->stats))) < 0)
 				break;
@@ -388,7 +403,7 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 		if (r < 0)
 			return r;
 		c->pos = c->pos > end ? end : c->pos;
-		if (f == 6)
+		if (f == XPLANE_F_STATS)
 			c->pos += sub;
 	}
 	if (!p->name && !(p->name = strdup("")))
@@ -436,11 +451,10 @@ static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
 		switch (f) {
-		case 1:
+		case XSPACE_F_PLANES:
 			if (oc->n_slots >= DEC_PLANES_MAX)
 				return dec_fail(c, "profile has more than %zu planes", DEC_PLANES_MAX);
-			if ((r = dec_expect(c, wt, WT_LEN, "XSpace", f)) < 0 ||
-			    (r = dec_len(c, &len)) < 0 || (r = ix_count(ix, 1)) < 0 ||
+			if ((r = dec_len_field(c, wt, "XSpace", f, &len)) < 0 || (r = ix_count(ix, 1)) < 0 ||
 			    (r = grow(&oc->slots, &oc->slots_cap, oc->n_slots + 1, sizeof(*oc->slots))) < 0)
 				return r;
 			ps = &oc->slots[oc->n_slots++];
@@ -449,13 +463,13 @@ static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 			xprofs_buf_init(&ps->err, 1024);
 			c->pos += len;
 			break;
-		case 2:
+		case XSPACE_F_ERRORS:
 			r = ix_strs_add(ix, &x->errors, wt, f);
 			break;
-		case 3:
+		case XSPACE_F_WARNINGS:
 			r = ix_strs_add(ix, &x->warnings, wt, f);
 			break;
-		case 4:
+		case XSPACE_F_HOSTNAMES:
 			r = ix_strs_add(ix, &x->hostnames, wt, f);
 			break;
 		default:

@@ -71,7 +71,7 @@ int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *of
 				return r;
 			continue;
 		}
-		if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 || (r = dec_len(c, len)) < 0 ||
+		if ((r = dec_len_field(c, wt, "XLine", f, len)) < 0 ||
 		    (r = dec_at(c, c->pos, (size_t)*len, &p)) < 0)
 			return r;
 		if (dec_parse_event(p, p + *len, h) < 0)

@@ -299,7 +299,7 @@ int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_
 				goto out;
 			continue;
 		}
-		if ((r = dec_expect(c, wt, WT_LEN, "stats", f)) < 0 || (r = dec_len(c, &slen)) < 0)
+		if ((r = dec_len_field(c, wt, "stats", f, &slen)) < 0)
 			goto out;
 		send = c->pos + slen;
 		if (slen <= 4096) {

@@ -373,4 +373,22 @@ int dec_fixed64(struct dec_cur *c, uint64_t *v);
 /* dec_expect() - fail unless @wt is @want (field @field of message @msg). */
 int dec_expect(struct dec_cur *c, int wt, int want, const char *msg, uint32_t field);
 
+/* dec_varint_field() - the value of varint field @field of @msg, its wire type @wt checked. */
+static inline int dec_varint_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
+				   uint64_t *v)
+{
+	int r = dec_expect(c, wt, WT_VARINT, msg, field);
+
+	return r < 0 ? r : dec_varint(c, v);
+}
+
+/* dec_len_field() - the length of LEN field @field of @msg, its wire type @wt checked. */
+static inline int dec_len_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
+				uint64_t *len)
+{
+	int r = dec_expect(c, wt, WT_LEN, msg, field);
+
+	return r < 0 ? r : dec_len(c, len);
+}
+
 #endif
