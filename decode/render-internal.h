@@ -183,6 +183,15 @@ int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct 
 
 /* ---- the views (view-*.c) ----------------------------------------------- */
 
+/* dec_out_line_name() - a line's display name (its name when none is set) as a JSON string. */
+static inline void dec_out_line_name(struct dec_out *o, const struct dec_line *l)
+{
+	if (l->display_name_len)
+		dec_out_str(o, l->display_name, l->display_name_len);
+	else
+		dec_out_str(o, l->name, l->name_len);
+}
+
 int dec_view_summary(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_trace(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o);

@@ -272,6 +272,16 @@ static int op_cmp(const void *a, const void *b, void *arg)
 	return strcmp(x->name, y->name);
 }
 
+/* out_opt_double() - @lit then @d, or null when not @has. */
+static void out_opt_double(struct dec_out *o, const char *lit, bool has, double d)
+{
+	dec_out_add(o, lit, strlen(lit));
+	if (has)
+		dec_out_double(o, d);
+	else
+		OUT_LIT(o, "null");
+}
+
 static int ops_write(struct opmap *m, struct dec_out *o)
 {
 	size_t *idx = malloc((m->n + 1) * sizeof(*idx));
@@ -295,16 +305,8 @@ static int ops_write(struct opmap *m, struct dec_out *o)
 		dec_out_key_i64(o, ",\"min_ps\":", op->count ? op->min : 0);
 		dec_out_key_i64(o, ",\"mean_ps\":", op->count ? op->total / (int64_t)op->count : 0);
 		dec_out_key_i64(o, ",\"max_ps\":", op->max);
-		OUT_LIT(o, ",\"flops\":");
-		if (op->has_flops)
-			dec_out_double(o, op->flops);
-		else
-			OUT_LIT(o, "null");
-		OUT_LIT(o, ",\"bytes_accessed\":");
-		if (op->has_bytes)
-			dec_out_double(o, op->bytes);
-		else
-			OUT_LIT(o, "null");
+		out_opt_double(o, ",\"flops\":", op->has_flops, op->flops);
+		out_opt_double(o, ",\"bytes_accessed\":", op->has_bytes, op->bytes);
 		OUT_LIT(o, "}");
 		if (dec_out_flush(o, false) < 0)
 			break;

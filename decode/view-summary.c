@@ -25,6 +25,35 @@ static void out_strs(struct dec_out *o, const char *key, const struct dec_strs *
 	OUT_LIT(o, "]");
 }
 
+/* out_counts() - ,"events":N,"first_ps":N,"last_ps":N */
+static void out_counts(struct dec_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
+{
+	OUT_LIT(o, ",\"events\":");
+	dec_out_u64(o, events);
+	dec_out_key_i64(o, ",\"first_ps\":", first_ps);
+	dec_out_key_i64(o, ",\"last_ps\":", last_ps);
+}
+
+/* out_host_counts() - ,"planes":N,"lines":N and out_counts() of @t (session summary). */
+static void out_host_counts(struct dec_out *o, const struct xprofs_xspace_totals *t)
+{
+	OUT_LIT(o, ",\"planes\":");
+	dec_out_u64(o, t->planes);
+	OUT_LIT(o, ",\"lines\":");
+	dec_out_u64(o, t->lines);
+	out_counts(o, t->events, t->first_ps, t->last_ps);
+}
+
+/* out_walltime() - @lit then @ns, or null for 0 (absent). */
+static void out_walltime(struct dec_out *o, const char *lit, int64_t ns)
+{
+	dec_out_add(o, lit, strlen(lit));
+	if (ns)
+		dec_out_i64(o, ns);
+	else
+		OUT_LIT(o, "null");
+}
+
 static int plane_stats(struct dec_rctx *rc, size_t pi, struct dec_out *o)
 {
 	const struct dec_plane *p = &rc->x->planes[pi];
@@ -65,16 +94,8 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 	out_strs(o, "errors", &x->errors);
 	OUT_LIT(o, ",");
 	out_strs(o, "warnings", &x->warnings);
-	OUT_LIT(o, ",\"profile_start_walltime_ns\":");
-	if (t->start_walltime_ns)
-		dec_out_i64(o, t->start_walltime_ns);
-	else
-		OUT_LIT(o, "null");
-	OUT_LIT(o, ",\"profile_stop_walltime_ns\":");
-	if (t->stop_walltime_ns)
-		dec_out_i64(o, t->stop_walltime_ns);
-	else
-		OUT_LIT(o, "null");
+	out_walltime(o, ",\"profile_start_walltime_ns\":", t->start_walltime_ns);
+	out_walltime(o, ",\"profile_stop_walltime_ns\":", t->stop_walltime_ns);
 	dec_out_key_i64(o, ",\"first_ps\":", t->first_ps);
 	dec_out_key_i64(o, ",\"last_ps\":", t->last_ps);
 	dec_out_key_i64(o, ",\"span_ps\":", dec_sat_add(t->last_ps, -t->first_ps));
@@ -91,10 +112,7 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 		dec_out_str(o, p->name, p->name_len);
 		OUT_LIT(o, ",\"file\":");
 		dec_out_cstr(o, p->file);
-		OUT_LIT(o, ",\"events\":");
-		dec_out_u64(o, p->events);
-		dec_out_key_i64(o, ",\"first_ps\":", p->first_ps);
-		dec_out_key_i64(o, ",\"last_ps\":", p->last_ps);
+		out_counts(o, p->events, p->first_ps, p->last_ps);
 		OUT_LIT(o, ",\"event_metadata\":");
 		dec_out_u64(o, p->ev.n);
 		OUT_LIT(o, ",\"stat_metadata\":");
@@ -113,18 +131,12 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 			OUT_LIT(o, ",\"name\":");
 			dec_out_str(o, l->name, l->name_len);
 			OUT_LIT(o, ",\"display_name\":");
-			if (l->display_name_len)
-				dec_out_str(o, l->display_name, l->display_name_len);
-			else
-				dec_out_str(o, l->name, l->name_len);
+			dec_out_line_name(o, l);
 			OUT_LIT(o, ",\"file\":");
 			dec_out_cstr(o, l->file);
 			dec_out_key_i64(o, ",\"timestamp_ns\":", l->timestamp_ns);
 			dec_out_key_i64(o, ",\"duration_ps\":", l->duration_ps);
-			OUT_LIT(o, ",\"events\":");
-			dec_out_u64(o, l->events);
-			dec_out_key_i64(o, ",\"first_ps\":", l->first_ps);
-			dec_out_key_i64(o, ",\"last_ps\":", l->last_ps);
+			out_counts(o, l->events, l->first_ps, l->last_ps);
 			OUT_LIT(o, "}");
 		}
 		OUT_LIT(o, "]}");
@@ -134,6 +146,7 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 	OUT_LIT(o, "]}\n");
 	return 0;
 }
+
 int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 				  struct xprofs_xspace *const *xs,
 				  const char *const *host_errors, size_t n,
@@ -161,14 +174,7 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 			OUT_LIT(&o, "}");
 			continue;
 		}
-		OUT_LIT(&o, ",\"planes\":");
-		dec_out_u64(&o, t.planes);
-		OUT_LIT(&o, ",\"lines\":");
-		dec_out_u64(&o, t.lines);
-		OUT_LIT(&o, ",\"events\":");
-		dec_out_u64(&o, t.events);
-		dec_out_key_i64(&o, ",\"first_ps\":", t.first_ps);
-		dec_out_key_i64(&o, ",\"last_ps\":", t.last_ps);
+		out_host_counts(&o, &t);
 		OUT_LIT(&o, ",\"error\":null}");
 		sum.planes += t.planes;
 		sum.lines += t.lines;
@@ -181,14 +187,8 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 			any = true;
 		}
 	}
-	OUT_LIT(&o, "\n],\"planes\":");
-	dec_out_u64(&o, sum.planes);
-	OUT_LIT(&o, ",\"lines\":");
-	dec_out_u64(&o, sum.lines);
-	OUT_LIT(&o, ",\"events\":");
-	dec_out_u64(&o, sum.events);
-	dec_out_key_i64(&o, ",\"first_ps\":", sum.first_ps);
-	dec_out_key_i64(&o, ",\"last_ps\":", sum.last_ps);
+	OUT_LIT(&o, "\n]");
+	out_host_counts(&o, &sum);
 	OUT_LIT(&o, "}\n");
 	r = o.r ? o.r : dec_out_flush(&o, true);
 	dec_out_deinit(&o);

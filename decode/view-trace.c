@@ -63,10 +63,7 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 
 			trace_meta(o, "thread_name", pid, tid, true);
 			OUT_LIT(o, "\"name\":");
-			if (l->display_name_len)
-				dec_out_str(o, l->display_name, l->display_name_len);
-			else
-				dec_out_str(o, l->name, l->name_len);
+			dec_out_line_name(o, l);
 			OUT_LIT(o, "}}");
 			trace_meta(o, "thread_sort_index", pid, tid, true);
 			OUT_LIT(o, "\"sort_index\":");

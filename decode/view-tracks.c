@@ -30,10 +30,7 @@ int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o)
 	dec_out_key_i64(o, ",\"id\":", l->id);
 	dec_out_key_i64(o, ",\"display_id\":", l->display_id ? l->display_id : l->id);
 	OUT_LIT(o, ",\"display_name\":");
-	if (l->display_name_len)
-		dec_out_str(o, l->display_name, l->display_name_len);
-	else
-		dec_out_str(o, l->name, l->name_len);
+	dec_out_line_name(o, l);
 	dec_out_key_i64(o, ",\"timestamp_ns\":", l->timestamp_ns);
 	dec_out_key_i64(o, ",\"duration_ps\":", l->duration_ps);
 	OUT_LIT(o, ",\"events\":[");
