@@ -233,51 +233,30 @@ out:
 	return r;
 }
 
-enum md_kind { MD_STAT, MD_EVENT };
-
-/*
- * md_load() - the one metadata loader: find @key in the current plane's map
- * of @kind (*k = its index, -1 when absent) and, unless cached, decode that
- * entry with the metadata cursor narrowed to it (restored afterwards).
- */
-static int md_load(struct dec_rctx *rc, enum md_kind kind, int64_t key, ssize_t *k)
+int dec_md_load(struct dec_rctx *rc, enum dec_md_kind kind, int64_t key, void **out)
 {
 	const struct dec_plane *p = &rc->x->planes[rc->plane];
-	const struct dec_mdix *ix = kind == MD_EVENT ? &p->ev : &p->st;
+	const struct dec_mdix *ix = kind == DEC_MD_EVENT ? &p->ev : &p->st;
+	ssize_t k = dec_md_find(ix, key);
 	struct dec_cur *c = &rc->md;
 	uint64_t pos = c->pos, end = c->end;
 	const struct dec_md *m;
-	int r;
+	int r = 0;
 
-	*k = dec_md_find(ix, key);
-	if (*k < 0 || (kind == MD_EVENT ? rc->evmd[*k].loaded : rc->stmd[*k].loaded))
+	if (k < 0) {
+		*out = kind == DEC_MD_EVENT ? (void *)&dec_empty_evmd : (void *)&empty_stmd;
 		return 0;
-	m = &ix->md[*k];
+	}
+	*out = kind == DEC_MD_EVENT ? (void *)&rc->evmd[k] : (void *)&rc->stmd[k];
+	if (kind == DEC_MD_EVENT ? rc->evmd[k].loaded : rc->stmd[k].loaded)
+		return 0;
+	/* decode the entry with the metadata cursor narrowed to it */
+	m = &ix->md[k];
 	c->pos = m->off;
 	c->end = m->off + m->len;
-	r = kind == MD_EVENT ? evmd_fill(rc, &rc->evmd[*k], m->off, m->len)
-			     : stmd_fill(rc, &rc->stmd[*k]);
+	r = kind == DEC_MD_EVENT ? evmd_fill(rc, &rc->evmd[k], m->off, m->len)
+				 : stmd_fill(rc, &rc->stmd[k]);
 	c->pos = pos;
 	c->end = end;
-	return r;
-}
-
-int dec_md_stat(struct dec_rctx *rc, int64_t key, const struct dec_stmd **out)
-{
-	ssize_t k;
-	int r = md_load(rc, MD_STAT, key, &k);
-
-	if (r == 0)
-		*out = k < 0 ? &empty_stmd : &rc->stmd[k];
-	return r;
-}
-
-int dec_md_event(struct dec_rctx *rc, int64_t key, struct dec_evmd **out)
-{
-	ssize_t k;
-	int r = md_load(rc, MD_EVENT, key, &k);
-
-	if (r == 0)
-		*out = k < 0 ? &dec_empty_evmd : &rc->evmd[k];
 	return r;
 }

@@ -67,12 +67,42 @@ extern struct dec_evmd dec_empty_evmd;
 int dec_plane_enter(struct dec_rctx *rc, size_t pi);
 /* dec_md_drop() - free all decoded metadata of the current plane. */
 void dec_md_drop(struct dec_rctx *rc);
+/* The two metadata maps of a plane. */
+enum dec_md_kind { DEC_MD_STAT, DEC_MD_EVENT };
+/*
+ * dec_md_load() - the one metadata loader, the slow path of dec_md_stat() and
+ * dec_md_event(): decode entry @key of the current plane's map @kind into
+ * the cache, or give the empty entry when the map has no @key. *out: a
+ * struct dec_stmd or struct dec_evmd, borrowed until dec_md_gc().
+ */
+int dec_md_load(struct dec_rctx *rc, enum dec_md_kind kind, int64_t key, void **out);
+
 /*
  * dec_md_stat() / dec_md_event() - the current plane's stat / event metadata
- * @key, decoded on first use (borrowed, valid until dec_md_gc()).
+ * @key (borrowed, valid until dec_md_gc()). Inline: a cache hit (the common
+ * case, several per event) costs one index look-up, no call.
  */
-int dec_md_stat(struct dec_rctx *rc, int64_t key, const struct dec_stmd **out);
-int dec_md_event(struct dec_rctx *rc, int64_t key, struct dec_evmd **out);
+static inline int dec_md_stat(struct dec_rctx *rc, int64_t key, const struct dec_stmd **out)
+{
+	ssize_t k = dec_md_find(&rc->x->planes[rc->plane].st, key);
+
+	if (k >= 0 && rc->stmd[k].loaded) {
+		*out = &rc->stmd[k];
+		return 0;
+	}
+	return dec_md_load(rc, DEC_MD_STAT, key, (void **)out);
+}
+
+static inline int dec_md_event(struct dec_rctx *rc, int64_t key, struct dec_evmd **out)
+{
+	ssize_t k = dec_md_find(&rc->x->planes[rc->plane].ev, key);
+
+	if (k >= 0 && rc->evmd[k].loaded) {
+		*out = &rc->evmd[k];
+		return 0;
+	}
+	return dec_md_load(rc, DEC_MD_EVENT, key, (void **)out);
+}
 
 /* dec_md_gc() - between events: keep the decoded metadata under its budget. */
 static inline void dec_md_gc(struct dec_rctx *rc)
@@ -176,6 +206,12 @@ static inline int dec_line_next(struct dec_line_it *it, struct dec_event *e)
 	e->end_ps = dec_sat_add(e->start_ps, e->duration_ps);
 	return 1;
 }
+
+/* A per-event callback: @m is @e's metadata (borrowed until the next event); <0 stops. */
+typedef int (*dec_event_fn)(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
+			    void *arg);
+/* dec_line_each() - call @fn for each event of line @li in file order; 0, or the first error. */
+int dec_line_each(struct dec_rctx *rc, size_t li, dec_event_fn fn, void *arg);
 
 /* dec_event_stats() - "k":v pairs of @m's then @e's stats; *first tracks commas. */
 int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct dec_event *e,

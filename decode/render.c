@@ -83,6 +83,23 @@ int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *of
 	return 0;
 }
 
+int dec_line_each(struct dec_rctx *rc, size_t li, dec_event_fn fn, void *arg)
+{
+	struct dec_line_it it;
+	struct dec_event e;
+	struct dec_evmd *m;
+	int r;
+
+	if ((r = dec_line_begin(rc, li, &it)) < 0)
+		return r;
+	while ((r = dec_line_next(&it, &e)) > 0) {
+		dec_md_gc(rc);
+		if ((r = dec_md_event(rc, e.md, &m)) < 0 || (r = fn(rc, &e, m, arg)) < 0)
+			return r;
+	}
+	return r;
+}
+
 /* Record @r as the reason in @err unless one is already there. */
 static int render_fail(struct xprofs_buf *err, int r, const char *what)
 {

@@ -168,96 +168,115 @@ static void op_finish(struct opmap *m, const struct frame *f)
 	m->ops[f->op].self += self > 0 ? self : 0;
 }
 
-/* Aggregate one line's events into @m; adds to *events and *total. */
-static int ops_line(struct dec_rctx *rc, size_t li, enum dec_line_kind kind, struct opmap *m,
-		    uint64_t *events, int64_t *total)
-{
+/* One line's aggregation: the op map, the line's kind and the stack of open events. */
+struct ops_acc {
+	struct opmap *m;
+	enum dec_line_kind kind;
+	uint64_t events;
+	int64_t total;
+	size_t depth;
 	struct frame stack[OPS_DEPTH_MAX];
-	size_t depth = 0;
-	struct dec_line_it it;
-	struct dec_event e;
-	struct dec_evmd *md;
-	int r;
+};
 
-	if ((r = dec_line_begin(rc, li, &it)) < 0)
-		return r;
-	while ((r = dec_line_next(&it, &e)) > 0) {
-		struct dec_opstats os = {0};
-		int64_t gi;
-		struct op *op;
-		double flops, bytes;
-		bool has_flops, has_bytes;
+/* The op event @e of metadata @md counts towards (GPU kernels: their hlo_op), or -errno. */
+static int64_t op_group(struct ops_acc *a, struct dec_evmd *md, const struct dec_opstats *os)
+{
+	int64_t gi;
 
-		dec_md_gc(rc);
-		if ((r = dec_md_event(rc, e.md, &md)) < 0)
-			return r;
-		flops = md->flops, has_flops = md->has_flops;
-		bytes = md->bytes, has_bytes = md->has_bytes;
-		if (e.has_stats && (kind == LK_STREAM || kind == LK_XLA_OPS)) {
-			if ((r = dec_walk_stats(rc, &rc->ev, e.stats_off, e.off + e.len - e.stats_off, XEVENT_F_STATS,
-					      dec_collect_stat, &os)) < 0) {
-				dec_opstats_clear(&os);
-				return r;
-			}
-			if (os.has_flops)
-				flops = os.flops, has_flops = true;
-			if (os.has_bytes)
-				bytes = os.bytes, has_bytes = true;
-		}
-		if (kind == LK_STREAM && (os.hlo_op || md->hlo_op)) {
-			gi = opmap_get(m, os.hlo_op ? os.hlo_op : md->hlo_op,
-				       os.category ? os.category : md->category);
-		} else if (md->group >= 0 && md != &dec_empty_evmd) {
-			gi = md->group;
-		} else {
-			gi = opmap_get(m, md->name, os.category ? os.category : md->category);
-			if (gi >= 0 && md != &dec_empty_evmd && !os.category)
-				md->group = gi;
-		}
-		dec_opstats_clear(&os);
-		if (gi < 0)
-			return (int)gi;
-		op = &m->ops[gi];
-		op->count++;
-		op->total = dec_sat_add(op->total, e.duration_ps);
-		if (e.duration_ps < op->min)
-			op->min = e.duration_ps;
-		if (e.duration_ps > op->max)
-			op->max = e.duration_ps;
-		if (has_flops)
-			op->flops += flops, op->has_flops = true;
-		if (has_bytes)
-			op->bytes += bytes, op->has_bytes = true;
-		(*events)++;
-		*total = dec_sat_add(*total, e.duration_ps);
-		if (e.has_num) { /* aggregated: no position on the timeline */
-			struct frame f = {0, e.duration_ps, 0, gi};
-
-			op_finish(m, &f);
-			continue;
-		}
-		while (depth > 0 && stack[depth - 1].end <= e.start_ps)
-			op_finish(m, &stack[--depth]);
-		if (depth > 0) {
-			int64_t end = e.end_ps < stack[depth - 1].end ? e.end_ps : stack[depth - 1].end;
-			int64_t ov = end - e.start_ps;
-
-			if (ov > 0)
-				stack[depth - 1].child = dec_sat_add(stack[depth - 1].child, ov);
-		}
-		if (depth < OPS_DEPTH_MAX) {
-			stack[depth++] = (struct frame){e.end_ps, e.duration_ps, 0, gi};
-		} else {
-			struct frame f = {e.end_ps, e.duration_ps, 0, gi};
-
-			op_finish(m, &f);
-		}
-	}
-	while (depth > 0)
-		op_finish(m, &stack[--depth]);
-	return r;
+	if (a->kind == LK_STREAM && (os->hlo_op || md->hlo_op))
+		return opmap_get(a->m, os->hlo_op ? os->hlo_op : md->hlo_op,
+				 os->category ? os->category : md->category);
+	if (md->group >= 0 && md != &dec_empty_evmd)
+		return md->group;
+	gi = opmap_get(a->m, md->name, os->category ? os->category : md->category);
+	if (gi >= 0 && md != &dec_empty_evmd && !os->category)
+		md->group = gi; /* the next occurrence skips the look-up */
+	return gi;
 }
 
+/* Self time: @e (of op @gi) is a child of the innermost open event it starts in. */
+static void ops_nest(struct ops_acc *a, const struct dec_event *e, int64_t gi)
+{
+	struct frame *top;
+
+	if (e->has_num) { /* aggregated: no position on the timeline */
+		struct frame f = {0, e->duration_ps, 0, gi};
+
+		op_finish(a->m, &f);
+		return;
+	}
+	while (a->depth > 0 && a->stack[a->depth - 1].end <= e->start_ps)
+		op_finish(a->m, &a->stack[--a->depth]);
+	if (a->depth > 0) {
+		top = &a->stack[a->depth - 1];
+		int64_t end = e->end_ps < top->end ? e->end_ps : top->end;
+		int64_t ov = end - e->start_ps;
+
+		if (ov > 0)
+			top->child = dec_sat_add(top->child, ov);
+	}
+	if (a->depth < OPS_DEPTH_MAX) {
+		a->stack[a->depth++] = (struct frame){e->end_ps, e->duration_ps, 0, gi};
+	} else {
+		struct frame f = {e->end_ps, e->duration_ps, 0, gi};
+
+		op_finish(a->m, &f);
+	}
+}
+
+/* A dec_event_fn: add one event to its op (arg: struct ops_acc). */
+static int ops_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md,
+		     void *arg)
+{
+	struct ops_acc *a = arg;
+	struct dec_opstats os = {0};
+	double flops = md->flops, bytes = md->bytes;
+	bool has_flops = md->has_flops, has_bytes = md->has_bytes;
+	struct op *op;
+	int64_t gi;
+	int r;
+
+	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS)) {
+		if ((r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+					XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
+			dec_opstats_clear(&os);
+			return r;
+		}
+		if (os.has_flops)
+			flops = os.flops, has_flops = true;
+		if (os.has_bytes)
+			bytes = os.bytes, has_bytes = true;
+	}
+	gi = op_group(a, md, &os);
+	dec_opstats_clear(&os);
+	if (gi < 0)
+		return (int)gi;
+	op = &a->m->ops[gi];
+	op->count++;
+	op->total = dec_sat_add(op->total, e->duration_ps);
+	if (e->duration_ps < op->min)
+		op->min = e->duration_ps;
+	if (e->duration_ps > op->max)
+		op->max = e->duration_ps;
+	if (has_flops)
+		op->flops += flops, op->has_flops = true;
+	if (has_bytes)
+		op->bytes += bytes, op->has_bytes = true;
+	a->events++;
+	a->total = dec_sat_add(a->total, e->duration_ps);
+	ops_nest(a, e, gi);
+	return 0;
+}
+
+/* Aggregate one line's events into @a->m; adds to a->events and a->total. */
+static int ops_line(struct dec_rctx *rc, size_t li, struct ops_acc *a)
+{
+	int r = dec_line_each(rc, li, ops_event, a);
+
+	while (a->depth > 0)
+		op_finish(a->m, &a->stack[--a->depth]);
+	return r;
+}
 
 static int op_cmp(const void *a, const void *b, void *arg)
 {
@@ -318,6 +337,7 @@ static int ops_write(struct opmap *m, struct dec_out *o)
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
+	struct ops_acc acc; /* one plane's, reset per plane (its stack is 32 KiB) */
 	struct opmap m;
 	bool first_plane = true;
 	int r = 0;
@@ -328,18 +348,22 @@ int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
 		const struct dec_plane *p = &x->planes[pi];
 		bool fw = is_host_plane(p) && host_has_framework_lines(x, p);
-		uint64_t events = 0;
-		int64_t total = 0;
+
+		acc.m = &m;
+		acc.events = 0;
+		acc.total = 0;
+		acc.depth = 0;
 
 		for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
 			enum dec_line_kind k = dec_op_line_kind(x, p, &x->lines[j], fw);
 
 			if (k == LK_NONE)
 				continue;
-			if ((r = ops_line(rc, j, k, &m, &events, &total)) < 0)
+			acc.kind = k;
+			if ((r = ops_line(rc, j, &acc)) < 0)
 				goto out;
 		}
-		if (events == 0) /* not an op plane, or no op events */
+		if (acc.events == 0) /* not an op plane, or no op events */
 			continue;
 		OUT_RAW(o, first_plane ? "\n{\"name\":" : ",\n{\"name\":");
 		first_plane = false;
@@ -348,8 +372,8 @@ int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 		dec_out_cstr(o, p->file);
 		OUT_RAW(o, dec_plane_is_device(p) ? ",\"kind\":\"device\"" : ",\"kind\":\"host\"");
 		OUT_LIT(o, ",\"events\":");
-		dec_out_u64(o, events);
-		dec_out_key_i64(o, ",\"total_ps\":", total);
+		dec_out_u64(o, acc.events);
+		dec_out_key_i64(o, ",\"total_ps\":", acc.total);
 		OUT_LIT(o, ",\"ops\":[");
 		if ((r = ops_write(&m, o)) < 0)
 			goto out;

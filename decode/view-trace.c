@@ -29,6 +29,81 @@ static void trace_meta(struct dec_out *o, const char *what, uint64_t pid, uint64
 	OUT_LIT(o, "\",\"args\":{");
 }
 
+/* One track of the trace: its per-event prefixes ("X", "i", "C") with pid and tid. */
+struct trace_line {
+	struct dec_out *o;
+	bool counters; /* a "_counters_" line: "C" events */
+	char pre[3][96];
+	int prelen[3];
+};
+
+/* A dec_event_fn writing one trace event (arg: struct trace_line). */
+static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
+		       void *arg)
+{
+	struct trace_line *tl = arg;
+	struct dec_out *o = tl->o;
+	int k = tl->counters ? 2 : (e->duration_ps == 0 || e->has_num) ? 1 : 0;
+	bool first = true;
+	int r;
+
+	dec_out_add(o, tl->pre[k], (size_t)tl->prelen[k]);
+	dec_out_us(o, e->start_ps);
+	if (!tl->counters && e->duration_ps != 0 && !e->has_num) {
+		OUT_LIT(o, ",\"dur\":");
+		dec_out_us(o, e->duration_ps);
+	}
+	OUT_LIT(o, ",\"name\":");
+	dec_out_add(o, m->name_json, m->name_json_len);
+	OUT_LIT(o, ",\"args\":{");
+	if ((r = dec_event_stats(rc, m, e, o, &first)) < 0)
+		return r;
+	if (!tl->counters && m->has_display) {
+		OUT_RAW(o, first ? "\"long_name\":" : ",\"long_name\":");
+		dec_out_add(o, m->full_json, m->full_json_len);
+		first = false;
+	}
+	if (e->has_num) {
+		OUT_RAW(o, first ? "\"num_occurrences\":" : ",\"num_occurrences\":");
+		dec_out_i64(o, e->num);
+		if (e->duration_ps) {
+			OUT_LIT(o, ",\"duration_ps\":");
+			dec_out_i64(o, e->duration_ps);
+		}
+	}
+	OUT_LIT(o, "}}");
+	return dec_out_flush(o, false);
+}
+
+/* The thread metadata and the events of line @li, the @j-th of process @pid. */
+static int trace_line(struct dec_rctx *rc, struct dec_out *o, uint64_t pid, size_t j, size_t li)
+{
+	const struct dec_line *l = &rc->x->lines[li];
+	uint64_t tid = j + 1;
+	struct trace_line tl;
+
+	tl.o = o;
+	tl.counters = dec_str_eq(l->name, l->name_len, "_counters_");
+	trace_meta(o, "thread_name", pid, tid, true);
+	OUT_LIT(o, "\"name\":");
+	dec_out_line_name(o, l);
+	OUT_LIT(o, "}}");
+	trace_meta(o, "thread_sort_index", pid, tid, true);
+	OUT_LIT(o, "\"sort_index\":");
+	dec_out_u64(o, tid);
+	OUT_LIT(o, "}}");
+	tl.prelen[0] = snprintf(tl.pre[0], sizeof(tl.pre[0]),
+				",\n{\"ph\":\"X\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid,
+				(size_t)tid);
+	tl.prelen[1] = snprintf(tl.pre[1], sizeof(tl.pre[1]),
+				",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":%zu,\"tid\":%zu,\"ts\":",
+				(size_t)pid, (size_t)tid);
+	tl.prelen[2] = snprintf(tl.pre[2], sizeof(tl.pre[2]),
+				",\n{\"ph\":\"C\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid,
+				(size_t)tid);
+	return dec_line_each(rc, li, trace_event, &tl);
+}
+
 int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
@@ -50,73 +125,9 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 		OUT_LIT(o, "\"sort_index\":");
 		dec_out_u64(o, pid);
 		OUT_LIT(o, "}}");
-		for (size_t j = 0; j < p->n_lines; j++) {
-			size_t li = p->first_line + j;
-			const struct dec_line *l = &x->lines[li];
-			bool counters = l->name_len == 10 && !memcmp(l->name, "_counters_", 10);
-			uint64_t tid = j + 1;
-			char pre[3][96]; /* per-event prefixes of this track: X, i, C */
-			int prelen[3];
-			struct dec_line_it it;
-			struct dec_event e;
-			struct dec_evmd *m;
-
-			trace_meta(o, "thread_name", pid, tid, true);
-			OUT_LIT(o, "\"name\":");
-			dec_out_line_name(o, l);
-			OUT_LIT(o, "}}");
-			trace_meta(o, "thread_sort_index", pid, tid, true);
-			OUT_LIT(o, "\"sort_index\":");
-			dec_out_u64(o, tid);
-			OUT_LIT(o, "}}");
-			prelen[0] = snprintf(pre[0], sizeof(pre[0]),
-					     ",\n{\"ph\":\"X\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid, (size_t)tid);
-			prelen[1] = snprintf(pre[1], sizeof(pre[1]),
-					     ",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":%zu,\"tid\":%zu,\"ts\":",
-					     (size_t)pid, (size_t)tid);
-			prelen[2] = snprintf(pre[2], sizeof(pre[2]),
-					     ",\n{\"ph\":\"C\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid, (size_t)tid);
-			if ((r = dec_line_begin(rc, li, &it)) < 0)
+		for (size_t j = 0; j < p->n_lines; j++)
+			if ((r = trace_line(rc, o, pid, j, p->first_line + j)) < 0)
 				return r;
-			while ((r = dec_line_next(&it, &e)) > 0) {
-				bool first = true;
-
-				dec_md_gc(rc);
-				if ((r = dec_md_event(rc, e.md, &m)) < 0)
-					return r;
-				int k = counters ? 2 : (e.duration_ps == 0 || e.has_num) ? 1 : 0;
-
-				dec_out_add(o, pre[k], (size_t)prelen[k]);
-				dec_out_us(o, e.start_ps);
-				if (!counters && e.duration_ps != 0 && !e.has_num) {
-					OUT_LIT(o, ",\"dur\":");
-					dec_out_us(o, e.duration_ps);
-				}
-				OUT_LIT(o, ",\"name\":");
-				dec_out_add(o, m->name_json, m->name_json_len);
-				OUT_LIT(o, ",\"args\":{");
-				if ((r = dec_event_stats(rc, m, &e, o, &first)) < 0)
-					return r;
-				if (!counters && m->has_display) {
-					OUT_RAW(o, first ? "\"long_name\":" : ",\"long_name\":");
-					dec_out_add(o, m->full_json, m->full_json_len);
-					first = false;
-				}
-				if (e.has_num) {
-					OUT_RAW(o, first ? "\"num_occurrences\":" : ",\"num_occurrences\":");
-					dec_out_i64(o, e.num);
-					if (e.duration_ps) {
-						OUT_LIT(o, ",\"duration_ps\":");
-						dec_out_i64(o, e.duration_ps);
-					}
-				}
-				OUT_LIT(o, "}}");
-				if ((r = dec_out_flush(o, false)) < 0)
-					return r;
-			}
-			if (r < 0)
-				return r;
-		}
 	}
 	OUT_LIT(o, "\n]}\n");
 	return 0;

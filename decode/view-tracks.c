@@ -13,14 +13,44 @@
 
 #include "render-internal.h"
 
+/* track_state: what track_event() needs between events. */
+struct track_state {
+	struct dec_out *o;
+	bool first_ev;
+};
+
+/* A dec_event_fn writing one event of the track. */
+static int track_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
+		       void *arg)
+{
+	struct track_state *ts = arg;
+	struct dec_out *o = ts->o;
+	bool first = true;
+	int r;
+
+	OUT_RAW(o, ts->first_ev ? "\n{\"name\":" : ",\n{\"name\":");
+	ts->first_ev = false;
+	dec_out_add(o, m->name_json, m->name_json_len);
+	OUT_LIT(o, ",\"full_name\":");
+	dec_out_add(o, m->full_json, m->full_json_len);
+	dec_out_key_i64(o, ",\"metadata_id\":", e->md);
+	if (e->has_num)
+		dec_out_key_i64(o, ",\"num_occurrences\":", e->num);
+	else
+		dec_out_key_i64(o, ",\"start_ps\":", e->start_ps);
+	dec_out_key_i64(o, ",\"duration_ps\":", e->duration_ps);
+	OUT_LIT(o, ",\"stats\":{");
+	if ((r = dec_event_stats(rc, m, e, o, &first)) < 0)
+		return r;
+	OUT_LIT(o, "}}");
+	return dec_out_flush(o, false);
+}
+
 int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o)
 {
 	const struct dec_line *l = &rc->x->lines[li];
 	const struct dec_plane *p = &rc->x->planes[l->plane];
-	struct dec_line_it it;
-	struct dec_event e;
-	struct dec_evmd *m;
-	bool first_ev = true;
+	struct track_state ts = {o, true};
 	int r;
 
 	OUT_LIT(o, "{\"plane\":");
@@ -34,34 +64,7 @@ int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o)
 	dec_out_key_i64(o, ",\"timestamp_ns\":", l->timestamp_ns);
 	dec_out_key_i64(o, ",\"duration_ps\":", l->duration_ps);
 	OUT_LIT(o, ",\"events\":[");
-	if ((r = dec_line_begin(rc, li, &it)) < 0)
-		return r;
-	while ((r = dec_line_next(&it, &e)) > 0) {
-		bool first = true;
-
-		dec_md_gc(rc);
-		if ((r = dec_md_event(rc, e.md, &m)) < 0)
-			return r;
-		OUT_RAW(o, first_ev ? "\n{\"name\":" : ",\n{\"name\":");
-		first_ev = false;
-		dec_out_add(o, m->name_json, m->name_json_len);
-		OUT_LIT(o, ",\"full_name\":");
-		dec_out_add(o, m->full_json, m->full_json_len);
-		dec_out_key_i64(o, ",\"metadata_id\":", e.md);
-		if (e.has_num) {
-			dec_out_key_i64(o, ",\"num_occurrences\":", e.num);
-		} else {
-			dec_out_key_i64(o, ",\"start_ps\":", e.start_ps);
-		}
-		dec_out_key_i64(o, ",\"duration_ps\":", e.duration_ps);
-		OUT_LIT(o, ",\"stats\":{");
-		if ((r = dec_event_stats(rc, m, &e, o, &first)) < 0)
-			return r;
-		OUT_LIT(o, "}}");
-		if ((r = dec_out_flush(o, false)) < 0)
-			return r;
-	}
-	if (r < 0)
+	if ((r = dec_line_each(rc, li, track_event, &ts)) < 0)
 		return r;
 	OUT_LIT(o, "]}\n");
 	return 0;
