@@ -1,20 +1,11 @@
 /*
- * xspace.c - xprofs_xspace_open(): the one structural pass that indexes an
- * XSpace, plus tracks, totals and the track file-name mapping.
+ * xspace.c - the public face of an indexed XSpace: xprofs_xspace_open()
+ * (the structural pass itself is index.c), free, totals, view names, and
+ * the track file-name mapping.
  *
- * Design: the pass walks XSpace -> XPlane -> XLine -> XEvent headers with
- * the wire walker, skipping every stat body and every metadata value (only
- * the map key and the value's location are kept). Per line it counts events
- * and records first start / last end; per plane it records the metadata
- * maps as key-sorted (key, offset, length) arrays, deduplicated with
- * protobuf's last-wins rule. Memory is O(planes + lines + metadata entries),
- * capped at DEC_INDEX_MAX entries.
- *
- * The top level is walked first (it only notes where each plane lies); the
- * planes are then indexed by up to opts->threads threads, each taking the
- * next plane in file order with its own cursor, and merged in file order,
- * so the result and the reported error (the first failing plane's) do not
- * depend on the thread count. tracks_only skips the event headers.
+ * Design: after the pass, every plane and line gets a unique, safe file
+ * name, and the totals are summed from the planes (the Task Environment
+ * plane's stats give the wall-clock start/stop).
  *
  * File names: a plane or line name is percent-encoded ('/', '%', '~', NUL,
  * control bytes, DEL and a leading '.'); the empty name is "%". Names whose
@@ -25,8 +16,6 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
