@@ -15,9 +15,9 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "wire.h"
 #include "xprofs/decode.h"
 #include "xprofs/util.h"
-#include "wire.h"
 
 /* Strings longer than this are truncated in the views (marked "..."). */
 #define DEC_STR_MAX ((size_t)16 << 20)
@@ -34,7 +34,6 @@ extern size_t dec_md_region_max;
 /* Most planes and lines (their index records are ~200 bytes each). */
 #define DEC_PLANES_MAX ((size_t)1 << 16)
 #define DEC_LINES_MAX ((size_t)1 << 20)
-
 
 /* ---- the index ------------------------------------------------------ */
 
@@ -67,7 +66,7 @@ struct dec_plane {
 	char *file; /* owned; unique plane directory name */
 	struct dec_span msg;
 	struct dec_mdix ev, st; /* event_metadata, stat_metadata */
-	uint64_t md_lo, md_hi;  /* file range holding all their values */
+	uint64_t md_lo, md_hi;	/* file range holding all their values */
 	struct dec_span *stats; /* owned; plane-level XStat messages */
 	size_t n_stats;
 	size_t first_line, n_lines; /* into xprofs_xspace.lines */
@@ -125,7 +124,8 @@ static inline int64_t dec_line_base_ps(int64_t ts_ns)
 	return s;
 }
 
-/* dec_index_build() - the structural pass (index.c): fill @x from x->r on up to @threads threads. */
+/* dec_index_build() - the structural pass (index.c): fill @x from x->r on up to @threads threads.
+ */
 int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf *err);
 /* dec_plane_deinit() / dec_line_deinit() - free what an index record owns. */
 void dec_plane_deinit(struct dec_plane *p);

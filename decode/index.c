@@ -30,24 +30,24 @@
 
 /* One plane being indexed (by whichever thread takes it) and its lines. */
 struct pslot {
-	struct dec_span span;   /* the XPlane message */
-	struct dec_plane p;     /* moved into the xspace on success */
+	struct dec_span span;	/* the XPlane message */
+	struct dec_plane p;	/* moved into the xspace on success */
 	struct dec_line *lines; /* owned until the merge */
 	size_t n_lines, lines_cap;
-	struct xprofs_buf err;  /* this plane's failure reason */
+	struct xprofs_buf err; /* this plane's failure reason */
 	int r;
 };
 
 /* What the indexing threads of one open() share. */
 struct open_ctx {
 	const struct xprofs_reader *r; /* borrowed */
-	struct pslot *slots;            /* owned */
+	struct pslot *slots;	       /* owned */
 	size_t n_slots, slots_cap;
-	atomic_size_t entries;          /* index entries so far, all threads */
-	atomic_size_t lines;            /* lines so far, all threads */
-	atomic_size_t next;             /* next slot to take */
-	atomic_bool failed;             /* stop taking planes */
-	bool tracks_only;               /* skip event headers */
+	atomic_size_t entries; /* index entries so far, all threads */
+	atomic_size_t lines;   /* lines so far, all threads */
+	atomic_size_t next;    /* next slot to take */
+	atomic_bool failed;    /* stop taking planes */
+	bool tracks_only;      /* skip event headers */
 };
 
 struct ix { /* one indexing thread's state */
@@ -395,7 +395,8 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 			break;
 		case XPLANE_F_STATS:
 			if ((r = ix_count(ix, 1)) < 0 ||
-			    (r = grow(&p->stats, &stats_cap, p->n_stats + 1, sizeof(*p->stats))) < 0)
+			    (r = grow(&p->stats, &stats_cap, p->n_stats + 1, sizeof(*p->stats))) <
+				0)
 				break;
 			p->stats[p->n_stats++] = (struct dec_span){c->pos, sub};
 			break;
@@ -453,9 +454,12 @@ static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 		switch (f) {
 		case XSPACE_F_PLANES:
 			if (oc->n_slots >= DEC_PLANES_MAX)
-				return dec_fail(c, "profile has more than %zu planes", DEC_PLANES_MAX);
-			if ((r = dec_len_field(c, wt, "XSpace", f, &len)) < 0 || (r = ix_count(ix, 1)) < 0 ||
-			    (r = grow(&oc->slots, &oc->slots_cap, oc->n_slots + 1, sizeof(*oc->slots))) < 0)
+				return dec_fail(c, "profile has more than %zu planes",
+						DEC_PLANES_MAX);
+			if ((r = dec_len_field(c, wt, "XSpace", f, &len)) < 0 ||
+			    (r = ix_count(ix, 1)) < 0 ||
+			    (r = grow(&oc->slots, &oc->slots_cap, oc->n_slots + 1,
+				      sizeof(*oc->slots))) < 0)
 				return r;
 			ps = &oc->slots[oc->n_slots++];
 			memset(ps, 0, sizeof(*ps));
@@ -549,7 +553,8 @@ static int merge_slots(struct open_ctx *oc, struct xprofs_xspace *x, struct xpro
 	for (size_t i = 0; i < oc->n_slots; i++) {
 		if (oc->slots[i].r < 0) {
 			if (err && err->len == 0 && oc->slots[i].err.len)
-				(void)!xprofs_buf_add(err, oc->slots[i].err.data, oc->slots[i].err.len);
+				(void)!xprofs_buf_add(err, oc->slots[i].err.data,
+						      oc->slots[i].err.len);
 			return oc->slots[i].r;
 		}
 		lines += oc->slots[i].n_lines;

@@ -24,9 +24,14 @@
 size_t dec_md_region_max = (size_t)16 << 20;
 
 static struct dec_stmd empty_stmd = {true, (char *)"", 0, (char *)"\"\":", 2};
-struct dec_evmd dec_empty_evmd = {.loaded = true, .name = (char *)"", .name_json = (char *)"\"\"",
-				  .name_json_len = 2, .full_json = (char *)"\"\"", .full_json_len = 2,
-				  .stats_json = (char *)"", .group = -1};
+struct dec_evmd dec_empty_evmd = {.loaded = true,
+				  .name = (char *)"",
+				  .name_json = (char *)"\"\"",
+				  .name_json_len = 2,
+				  .full_json = (char *)"\"\"",
+				  .full_json_len = 2,
+				  .stats_json = (char *)"",
+				  .group = -1};
 
 static void stmd_clear(struct dec_stmd *s)
 {
@@ -103,8 +108,8 @@ int dec_plane_enter(struct dec_rctx *rc, size_t pi)
  * @disp is not NULL, the display name (XEVMD_F_DISPLAY_NAME) of the metadata
  * message at the cursor. *name and *disp: caller owns (free()), NULL if absent.
  */
-static int md_names(struct dec_cur *c, const char *msg, char **name, size_t *name_len,
-		    char **disp, size_t *disp_len)
+static int md_names(struct dec_cur *c, const char *msg, char **name, size_t *name_len, char **disp,
+		    size_t *disp_len)
 {
 	uint32_t f;
 	int wt, r;

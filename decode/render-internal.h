@@ -138,7 +138,8 @@ int dec_stat_parse(struct dec_cur *c, struct dec_statv *s);
 
 typedef int (*dec_stat_fn)(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
 			   void *arg);
-/* dec_walk_stats() - call @fn for each XStat in field @field of the message [off, off+len) on @c. */
+/* dec_walk_stats() - call @fn for each XStat in field @field of the message [off, off+len) on @c.
+ */
 int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
 		   uint32_t field, dec_stat_fn fn, void *arg);
 

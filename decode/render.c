@@ -108,8 +108,8 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 	return r;
 }
 
-int dec_render(struct xprofs_xspace *x, int view, size_t track,
-			 const struct xprofs_sink *sink, struct xprofs_buf *err)
+int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xprofs_sink *sink,
+	       struct xprofs_buf *err)
 {
 	struct dec_rctx rc;
 	struct dec_out o;
@@ -126,11 +126,21 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 	rctx_init(&rc, x, err);
 	dec_out_init(&o, sink);
 	switch (view) {
-	case XPROFS_VIEW_SUMMARY: r = dec_view_summary(&rc, &o); break;
-	case XPROFS_VIEW_TRACE: r = dec_view_trace(&rc, &o); break;
-	case XPROFS_VIEW_OPS: r = dec_view_ops(&rc, &o); break;
-	case XPROFS_VIEW_STEPS: r = dec_view_steps(&rc, &o); break;
-	default: r = dec_view_track(&rc, track, &o); break;
+	case XPROFS_VIEW_SUMMARY:
+		r = dec_view_summary(&rc, &o);
+		break;
+	case XPROFS_VIEW_TRACE:
+		r = dec_view_trace(&rc, &o);
+		break;
+	case XPROFS_VIEW_OPS:
+		r = dec_view_ops(&rc, &o);
+		break;
+	case XPROFS_VIEW_STEPS:
+		r = dec_view_steps(&rc, &o);
+		break;
+	default:
+		r = dec_view_track(&rc, track, &o);
+		break;
 	}
 	if (r == 0)
 		r = o.r;
@@ -143,8 +153,8 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 	return r;
 }
 
-int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v,
-			 const struct xprofs_sink *out, struct xprofs_buf *err)
+int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
+			 struct xprofs_buf *err)
 {
 	if ((unsigned)v >= XPROFS_VIEW_COUNT)
 		return -EINVAL;

@@ -65,7 +65,7 @@ static inline void stat_field(struct dec_statv *s, uint32_t f, uint64_t v, uint6
 		s->kind = (int)f; /* SV_U64, SV_I64, SV_REF */
 		s->u = v;
 		break;
-	default: /* XSTAT_F_STR, XSTAT_F_BYTES, XSTAT_F_COMPRESSED */
+	default:		  /* XSTAT_F_STR, XSTAT_F_BYTES, XSTAT_F_COMPRESSED */
 		s->kind = (int)f; /* SV_STR, SV_BYTES, SV_ZSTR */
 		s->off = at;
 		s->len = v;
@@ -179,7 +179,8 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 }
 
 /* Write the JSON value of @s. @c is the cursor @s was parsed from. */
-static int stat_value(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, struct dec_out *o)
+static int stat_value(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
+		      struct dec_out *o)
 {
 	const struct dec_stmd *ref;
 	const uint8_t *p;
@@ -241,15 +242,23 @@ static int stat_value(struct dec_rctx *rc, struct dec_cur *c, const struct dec_s
 static bool stat_number(const struct dec_statv *s, double *d)
 {
 	switch (s->kind) {
-	case SV_DOUBLE: *d = s->d; return isfinite(s->d);
-	case SV_U64: *d = (double)s->u; return true;
-	case SV_I64: *d = (double)(int64_t)s->u; return true;
-	default: return false;
+	case SV_DOUBLE:
+		*d = s->d;
+		return isfinite(s->d);
+	case SV_U64:
+		*d = (double)s->u;
+		return true;
+	case SV_I64:
+		*d = (double)(int64_t)s->u;
+		return true;
+	default:
+		return false;
 	}
 }
 
 /* A stat's value as a string (str or ref), copied into a new string. */
-static int stat_string(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, char **out)
+static int stat_string(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
+		       char **out)
 {
 	const struct dec_stmd *ref;
 	const uint8_t *p;
@@ -282,7 +291,7 @@ static int stat_string(struct dec_rctx *rc, struct dec_cur *c, const struct dec_
 }
 
 int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
-		      uint32_t field, dec_stat_fn fn, void *arg)
+		   uint32_t field, dec_stat_fn fn, void *arg)
 {
 	uint64_t pos = c->pos, end = c->end, mend = off + len, slen, send;
 	struct dec_statv s;
@@ -373,7 +382,8 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 		os->flops = d, os->has_flops = true;
 	else if (dec_str_eq(m->name, m->name_len, "bytes_accessed") && stat_number(s, &d))
 		os->bytes = d, os->has_bytes = true;
-	else if (dec_str_eq(m->name, m->name_len, "step_num") && (s->kind == SV_U64 || s->kind == SV_I64))
+	else if (dec_str_eq(m->name, m->name_len, "step_num") &&
+		 (s->kind == SV_U64 || s->kind == SV_I64))
 		os->step_num = (int64_t)s->u, os->has_step_num = true;
 	if (dst) {
 		free(*dst);
@@ -384,7 +394,7 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 }
 
 int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct dec_event *e,
-		       struct dec_out *o, bool *first)
+		    struct dec_out *o, bool *first)
 {
 	struct dec_render_arg ra = {o, *first};
 	int r;
@@ -395,8 +405,9 @@ int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct 
 		dec_out_add(o, m->stats_json, m->stats_json_len);
 		ra.first = false;
 	}
-	if (e->has_stats && (r = dec_walk_stats(rc, &rc->ev, e->stats_off,
-					    e->off + e->len - e->stats_off, XEVENT_F_STATS, dec_render_stat, &ra)) < 0)
+	if (e->has_stats &&
+	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				XEVENT_F_STATS, dec_render_stat, &ra)) < 0)
 		return r;
 	*first = ra.first;
 	return 0;
@@ -426,7 +437,8 @@ int64_t dec_plane_stat_int(const struct dec_plane *p, struct dec_cur *c, const c
 			if (dec_tag(c, &f, &wt) < 0)
 				return 0;
 			if (f == XSTMD_F_NAME && wt == WT_LEN) {
-				if (dec_len(c, &len) < 0 || dec_at(c, c->pos, (size_t)len, &name) < 0)
+				if (dec_len(c, &len) < 0 ||
+				    dec_at(c, c->pos, (size_t)len, &name) < 0)
 					return 0;
 				if (dec_str_eq((const char *)name, (size_t)len, want))
 					return (int64_t)s.u;

@@ -54,7 +54,8 @@ static int opmap_rehash(struct opmap *m, size_t nslot)
 	if (!s)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n; i++) {
-		size_t h = (size_t)xprofs_hash64(m->ops[i].name, strlen(m->ops[i].name)) & (nslot - 1);
+		size_t h =
+		    (size_t)xprofs_hash64(m->ops[i].name, strlen(m->ops[i].name)) & (nslot - 1);
 
 		while (s[h])
 			h = (h + 1) & (nslot - 1);
@@ -117,14 +118,11 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 	return (int64_t)m->n - 1;
 }
 
-static bool is_host_plane(const struct dec_plane *p)
-{
-	return !strcmp(p->name, "/host:CPU");
-}
+static bool is_host_plane(const struct dec_plane *p) { return !strcmp(p->name, "/host:CPU"); }
 
 /* Which lines of @p feed ops.json (see docs/decode.md for the rule). */
 enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct dec_plane *p,
-				   const struct dec_line *l, bool host_has_fw)
+				    const struct dec_line *l, bool host_has_fw)
 {
 	if (dec_plane_is_device(p)) {
 		if (dec_str_eq(l->name, l->name_len, "XLA Ops"))
@@ -138,8 +136,9 @@ enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct 
 	if (host_has_fw)
 		return dec_str_eq(l->name, l->name_len, "Framework Ops") ||
 			       dec_str_eq(l->name, l->name_len, "TensorFlow Ops")
-			       ? LK_HOST : LK_NONE;
-	static const char *const derived[] = {"Steps", "_counters_", "Framework Name Scope",
+			   ? LK_HOST
+			   : LK_NONE;
+	static const char *const derived[] = {"Steps",	     "_counters_",   "Framework Name Scope",
 					      "XLA Modules", "Launch Stats", "Source code"};
 	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
 		if (dec_str_eq(l->name, l->name_len, derived[i]))
@@ -225,8 +224,7 @@ static void ops_nest(struct ops_acc *a, const struct dec_event *e, int64_t gi)
 }
 
 /* A dec_event_fn: add one event to its op (arg: struct ops_acc). */
-static int ops_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md,
-		     void *arg)
+static int ops_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md, void *arg)
 {
 	struct ops_acc *a = arg;
 	struct dec_opstats os = {0};

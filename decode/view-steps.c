@@ -73,8 +73,9 @@ static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 		dec_md_gc(rc);
 		if ((r = dec_md_event(rc, e.md, &m)) < 0)
 			return r;
-		if (e.has_stats && (r = dec_walk_stats(rc, &rc->ev, e.stats_off, e.off + e.len - e.stats_off,
-						   XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
+		if (e.has_stats &&
+		    (r = dec_walk_stats(rc, &rc->ev, e.stats_off, e.off + e.len - e.stats_off,
+					XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
 			dec_opstats_clear(&os);
 			return r;
 		}
@@ -179,7 +180,8 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 			top_end = e.end_ps;
 			steps_add(&st, ra[l->plane], rb[l->plane], e.start_ps, e.end_ps);
 			for (size_t q = 0; q < x->n_planes; q++)
-				if (q != l->plane && rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+				if (q != l->plane && rb[q] > ra[q] &&
+				    !dec_plane_is_device(&x->planes[q]))
 					steps_add(&st, ra[q], rb[q], e.start_ps, e.end_ps);
 		}
 		if (r < 0)

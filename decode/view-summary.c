@@ -127,7 +127,8 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 			if (j)
 				OUT_LIT(o, ",");
 			dec_out_key_i64(o, "{\"id\":", l->id);
-			dec_out_key_i64(o, ",\"display_id\":", l->display_id ? l->display_id : l->id);
+			dec_out_key_i64(o,
+					",\"display_id\":", l->display_id ? l->display_id : l->id);
 			OUT_LIT(o, ",\"name\":");
 			dec_out_str(o, l->name, l->name_len);
 			OUT_LIT(o, ",\"display_name\":");
@@ -148,9 +149,8 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 }
 
 int xprofs_decode_session_summary(const char *session, const char *const *hosts,
-				  struct xprofs_xspace *const *xs,
-				  const char *const *host_errors, size_t n,
-				  const struct xprofs_sink *sink)
+				  struct xprofs_xspace *const *xs, const char *const *host_errors,
+				  size_t n, const struct xprofs_sink *sink)
 {
 	struct xprofs_xspace_totals sum = {0};
 	bool any = false;
@@ -169,8 +169,10 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 		OUT_RAW(&o, i ? ",\n{\"host\":" : "\n{\"host\":");
 		dec_out_cstr(&o, hosts[i] ? hosts[i] : "");
 		if (!xs[i] || xprofs_xspace_get_totals(xs[i], &t) < 0) {
-			OUT_LIT(&o, ",\"planes\":0,\"lines\":0,\"events\":0,\"first_ps\":0,\"last_ps\":0,\"error\":");
-			dec_out_cstr(&o, host_errors && host_errors[i] ? host_errors[i] : "cannot open");
+			OUT_LIT(&o, ",\"planes\":0,\"lines\":0,\"events\":0,\"first_ps\":0,\"last_"
+				    "ps\":0,\"error\":");
+			dec_out_cstr(&o, host_errors && host_errors[i] ? host_errors[i]
+								       : "cannot open");
 			OUT_LIT(&o, "}");
 			continue;
 		}

@@ -70,13 +70,10 @@ int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o)
 	return 0;
 }
 
-size_t xprofs_xspace_track_count(const struct xprofs_xspace *x)
-{
-	return x ? x->n_lines : 0;
-}
+size_t xprofs_xspace_track_count(const struct xprofs_xspace *x) { return x ? x->n_lines : 0; }
 
-int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i,
-			      const char **plane_file, const char **line_file)
+int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i, const char **plane_file,
+			      const char **line_file)
 {
 	if (!x || i >= x->n_lines)
 		return -ERANGE;
@@ -104,8 +101,8 @@ int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_fi
 	return -ENOENT;
 }
 
-int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i,
-			       const struct xprofs_sink *out, struct xprofs_buf *err)
+int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i, const struct xprofs_sink *out,
+			       struct xprofs_buf *err)
 {
 	if (!x || i >= x->n_lines)
 		return -ERANGE;

@@ -14,8 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "xprofs/util.h"
 #include "xplane-fields.h"
+#include "xprofs/util.h"
 
 /* Read-ahead window of a cursor over a pread()-only reader. */
 #define DEC_WIN_SIZE ((size_t)1 << 20)
@@ -29,7 +29,7 @@
  */
 struct dec_cur {
 	const struct xprofs_reader *r; /* borrowed */
-	const uint8_t *base;           /* r->data when zero-copy, else NULL */
+	const uint8_t *base;	       /* r->data when zero-copy, else NULL */
 	uint64_t size;
 	uint8_t *win; /* owned window buffer (pread mode) */
 	size_t win_cap;
@@ -56,8 +56,8 @@ static inline int dec_at(struct dec_cur *c, uint64_t off, size_t n, const uint8_
 {
 	if (c->base) {
 		if (off > c->size || n > c->size - off)
-			return dec_fail(c, "read of %zu bytes at offset %llu past end of data",
-					n, (unsigned long long)off);
+			return dec_fail(c, "read of %zu bytes at offset %llu past end of data", n,
+					(unsigned long long)off);
 		*p = c->base + off;
 		return 0;
 	}
@@ -74,7 +74,7 @@ static inline int dec_at(struct dec_cur *c, uint64_t off, size_t n, const uint8_
  * every parser here. Returns 0 and advances *p, or -1 (truncated/overlong).
  */
 static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, const uint8_t *e,
-							 uint64_t *v)
+							   uint64_t *v)
 {
 	const uint8_t *p = *pp;
 	uint64_t x;
@@ -118,8 +118,8 @@ static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, c
  * length past @e, a group).
  */
 static inline __attribute__((always_inline)) int rd_field(const uint8_t **pp, const uint8_t *e,
-							uint32_t *f, int *wt, uint64_t *v,
-							const uint8_t **data)
+							  uint32_t *f, int *wt, uint64_t *v,
+							  const uint8_t **data)
 {
 	const uint8_t *p = *pp;
 	uint64_t t;
@@ -342,7 +342,8 @@ static inline int dec_tag(struct dec_cur *c, uint32_t *field, int *wt)
 	*field = (uint32_t)(t >> 3);
 	*wt = (int)(t & 7);
 	if (t >> 3 == 0 || t >> 3 > 536870911u)
-		return dec_fail(c, "invalid field number at offset %llu", (unsigned long long)c->pos);
+		return dec_fail(c, "invalid field number at offset %llu",
+				(unsigned long long)c->pos);
 	return 0;
 }
 
@@ -354,9 +355,10 @@ static inline int dec_len(struct dec_cur *c, uint64_t *len)
 	if (r < 0)
 		return r;
 	if (*len > c->end - c->pos)
-		return dec_fail(c, "length %llu at offset %llu exceeds its enclosing message (%llu bytes left)",
-				(unsigned long long)*len, (unsigned long long)c->pos,
-				(unsigned long long)(c->end - c->pos));
+		return dec_fail(
+		    c, "length %llu at offset %llu exceeds its enclosing message (%llu bytes left)",
+		    (unsigned long long)*len, (unsigned long long)c->pos,
+		    (unsigned long long)(c->end - c->pos));
 	return 0;
 }
 

@@ -22,8 +22,8 @@
 
 #include "decode-internal.h"
 
-static const char *const view_names[XPROFS_VIEW_COUNT] = {
-	"summary.json", "trace.json", "ops.json", "steps.json"};
+static const char *const view_names[XPROFS_VIEW_COUNT] = {"summary.json", "trace.json", "ops.json",
+							  "steps.json"};
 
 const char *xprofs_view_name(enum xprofs_view v)
 {
@@ -46,10 +46,7 @@ int xprofs_view_parse(const char *name)
 	return -EINVAL;
 }
 
-bool dec_plane_is_device(const struct dec_plane *p)
-{
-	return !strncmp(p->name, "/device:", 8);
-}
+bool dec_plane_is_device(const struct dec_plane *p) { return !strncmp(p->name, "/device:", 8); }
 
 /* ---- file names ------------------------------------------------------ */
 
