@@ -1,12 +1,8 @@
 /*
- * decode-internal.h - private types shared by the decode module's files.
- *
- * wire.c:   a streaming protobuf wire walker (struct dec_cur) over a
- *           struct xprofs_reader, with a bounded read-ahead window or the
- *           reader's zero-copy mapping.
- * xspace.c: the structural index built by xprofs_xspace_open().
- * render.c: the per-render context (cursors + bounded metadata cache) and
- *           the JSON views.
+ * decode-internal.h - the decode module's private limits and its index:
+ * the structures xprofs_xspace_open() builds (index.c, xspace.c) and every
+ * render reads. The wire walker is in wire.h, the render side in
+ * render-internal.h.
  *
  * The index is O(planes + lines + metadata entries + plane stats): it keeps
  * only where things are (file offsets), never event bodies.
@@ -17,14 +13,12 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
+#include "wire.h"
 #include "xprofs/decode.h"
 #include "xprofs/util.h"
 
-/* Read-ahead window of a cursor over a pread()-only reader. */
-#define DEC_WIN_SIZE ((size_t)1 << 20)
-/* Largest single item (a string) a cursor materialises in its window. */
-#define DEC_WIN_MAX ((size_t)32 << 20)
 /* Strings longer than this are truncated in the views (marked "..."). */
 #define DEC_STR_MAX ((size_t)16 << 20)
 /* Plane and line names kept in the index are capped at this many bytes. */
@@ -40,315 +34,6 @@ extern size_t dec_md_region_max;
 /* Most planes and lines (their index records are ~200 bytes each). */
 #define DEC_PLANES_MAX ((size_t)1 << 16)
 #define DEC_LINES_MAX ((size_t)1 << 20)
-
-enum dec_wire { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
-
-/*
- * A cursor reads the message bytes [pos, end) of the file. Nested messages
- * are walked by narrowing @end and restoring it afterwards (no recursion,
- * no stack: the XSpace schema is at most 5 levels deep and each level has
- * its own loop).
- */
-struct dec_cur {
-	const struct xprofs_reader *r; /* borrowed */
-	const uint8_t *base;           /* r->data when zero-copy, else NULL */
-	uint64_t size;
-	uint8_t *win; /* owned window buffer (pread mode) */
-	size_t win_cap;
-	size_t win_pref; /* read-ahead per refill: DEC_WIN_SIZE, less for random access */
-	uint64_t win_off;
-	size_t win_len;
-	uint64_t pos, end;
-	struct xprofs_buf *err; /* borrowed, may be NULL */
-};
-
-/* dec_cur_init() - a cursor over all of @r (borrowed); @err borrowed. */
-void dec_cur_init(struct dec_cur *c, const struct xprofs_reader *r, struct xprofs_buf *err);
-void dec_cur_deinit(struct dec_cur *c);
-/* dec_fail() - record a "malformed" reason (first one wins); returns -EINVAL. */
-int dec_fail(struct dec_cur *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* dec_fill() - slow path of dec_need(). */
-int dec_fill(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p);
-
-/*
- * dec_at() - pointer to the @n bytes at file offset @off, valid until the
- * next call on this cursor (borrowed from the window or the mapping).
- */
-static inline int dec_at(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p)
-{
-	if (c->base) {
-		if (off > c->size || n > c->size - off)
-			return dec_fail(c, "read of %zu bytes at offset %llu past end of data",
-					n, (unsigned long long)off);
-		*p = c->base + off;
-		return 0;
-	}
-	if (off >= c->win_off && off - c->win_off <= c->win_len &&
-	    n <= c->win_len - (off - c->win_off)) {
-		*p = c->win + (off - c->win_off);
-		return 0;
-	}
-	return dec_fill(c, off, n, p);
-}
-
-/*
- * rd_varint() - pointer-level varint decode of [*p, e): the hot path of
- * every parser here. Returns 0 and advances *p, or -1 (truncated/overlong).
- */
-static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, const uint8_t *e,
-							 uint64_t *v)
-{
-	const uint8_t *p = *pp;
-	uint64_t x;
-
-	if (p < e && p[0] < 0x80) {
-		*v = p[0];
-		*pp = p + 1;
-		return 0;
-	}
-	if (e - p >= 10) {
-		x = p[0] & 0x7f;
-		for (int i = 1; i < 10; i++) {
-			x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-			if (p[i] < 0x80) {
-				if (i == 9 && p[i] > 1)
-					return -1;
-				*v = x;
-				*pp = p + i + 1;
-				return 0;
-			}
-		}
-		return -1;
-	}
-	x = 0;
-	for (int i = 0; p + i < e; i++) {
-		x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-		if (p[i] < 0x80) {
-			*v = x;
-			*pp = p + i + 1;
-			return 0;
-		}
-	}
-	return -1;
-}
-
-/* The header fields of one XEvent (its stats are only noted, not read). */
-struct dec_evhdr {
-	int64_t md, offset_ps, duration_ps, num;
-	bool has_num, has_stats;
-	uint64_t stats_at; /* offset in the body of the first stats field */
-};
-
-/*
- * dec_parse_event() - parse the XEvent body [p, e) held in memory.
- * Returns 0, or -1 when malformed (bad varint, length past the end, a known
- * field with the wrong wire type, a group).
- */
-static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec_evhdr *h)
-{
-	uint64_t t, v;
-
-	const uint8_t *b = p;
-
-	h->md = h->offset_ps = h->duration_ps = h->num = 0;
-	h->has_num = h->has_stats = false;
-	h->stats_at = 0;
-	/* canonical serializers write fields 1, 2, 3 first: take them in order */
-	if (p < e && p[0] == 0x08) {
-		p++;
-		if (rd_varint(&p, e, &v) < 0)
-			return -1;
-		h->md = (int64_t)v;
-	}
-	if (p < e && p[0] == 0x10) {
-		p++;
-		if (rd_varint(&p, e, &v) < 0)
-			return -1;
-		h->offset_ps = (int64_t)v;
-	}
-	if (p < e && p[0] == 0x18) {
-		p++;
-		if (rd_varint(&p, e, &v) < 0)
-			return -1;
-		h->duration_ps = (int64_t)v;
-	}
-	while (p < e) {
-		const uint8_t *fs;
-		uint32_t f;
-
-		/* a run of stats (tag 0x22, short length): the common case, skipped tightly */
-		if (p[0] == 0x22 && e - p >= 2 && p[1] < 0x80) {
-			if (!h->has_stats) {
-				h->has_stats = true;
-				h->stats_at = (uint64_t)(p - b);
-			}
-			do {
-				if (p[1] > (uint64_t)(e - p - 2))
-					return -1;
-				p += 2 + p[1];
-			} while (p < e && p[0] == 0x22 && e - p >= 2 && p[1] < 0x80);
-			continue;
-		}
-		fs = p;
-		if (rd_varint(&p, e, &t) < 0 || (t >> 3) == 0)
-			return -1;
-		f = (uint32_t)(t >> 3);
-		switch (t & 7) {
-		case 0:
-			if (rd_varint(&p, e, &v) < 0)
-				return -1;
-			if (f == 1)
-				h->md = (int64_t)v;
-			else if (f == 2)
-				h->offset_ps = (int64_t)v, h->has_num = false;
-			else if (f == 3)
-				h->duration_ps = (int64_t)v;
-			else if (f == 5)
-				h->num = (int64_t)v, h->has_num = true, h->offset_ps = 0;
-			else if (f == 4)
-				return -1;
-			break;
-		case 2:
-			if (rd_varint(&p, e, &v) < 0 || v > (uint64_t)(e - p) ||
-			    f == 1 || f == 2 || f == 3 || f == 5)
-				return -1;
-			if (f == 4 && !h->has_stats) {
-				h->has_stats = true;
-				h->stats_at = (uint64_t)(fs - b);
-			}
-			p += v;
-			break;
-		case 1:
-		case 5:
-			if (f >= 1 && f <= 5)
-				return -1;
-			if ((t & 7) == 1 ? e - p < 8 : e - p < 4)
-				return -1;
-			p += (t & 7) == 1 ? 8 : 4;
-			break;
-		default:
-			return -1;
-		}
-	}
-	return 0;
-}
-
-/* dec_avail() - pointer at c->pos and how many bytes lie there without a refill. */
-static inline size_t dec_avail(const struct dec_cur *c, const uint8_t **p)
-{
-	uint64_t lim;
-
-	if (c->base) {
-		*p = c->base + c->pos;
-		return (size_t)(c->end - c->pos);
-	}
-	if (c->pos >= c->win_off && c->pos - c->win_off < c->win_len) {
-		lim = c->win_off + c->win_len;
-		if (lim > c->end)
-			lim = c->end;
-		*p = c->win + (c->pos - c->win_off);
-		return (size_t)(lim - c->pos);
-	}
-	return 0;
-}
-
-/*
- * dec_event_fast() - the hot path over a line's events: when the next field
- * at c->pos is an event (tag 0x22) lying wholly in the window, parse its
- * header and step over it. 1: done (*off, *len = the event body); 0: not
- * applicable, take the general path; -1: the event is malformed.
- */
-static inline int dec_event_fast(struct dec_cur *c, struct dec_evhdr *h, uint64_t *off,
-				 uint64_t *len)
-{
-	const uint8_t *p, *q;
-	size_t n = dec_avail(c, &p);
-	uint64_t l;
-
-	if (n < 2 || p[0] != 0x22)
-		return 0;
-	q = p + 1;
-	if (rd_varint(&q, p + n, &l) < 0 || l > (uint64_t)(p + n - q))
-		return 0;
-	if (dec_parse_event(q, q + l, h) < 0)
-		return -1;
-	*off = c->pos + (uint64_t)(q - p);
-	*len = l;
-	c->pos = *off + l;
-	return 1;
-}
-
-/* dec_varint_slow() - the out-of-window path of dec_varint(). */
-int dec_varint_slow(struct dec_cur *c, uint64_t *v);
-
-/* dec_varint() - one varint at pos (within end); rejects overlong ones. */
-static inline int dec_varint(struct dec_cur *c, uint64_t *v)
-{
-	const uint8_t *p, *e;
-	uint64_t lim;
-
-	if (c->base) {
-		p = c->base + c->pos;
-		e = c->base + c->end;
-	} else if (c->pos >= c->win_off && c->pos - c->win_off < c->win_len) {
-		p = c->win + (c->pos - c->win_off);
-		lim = c->win_off + c->win_len;
-		e = c->win + ((lim < c->end ? lim : c->end) - c->win_off);
-		/* a varint cut by the window edge (not by the message) goes slow */
-		if (e - p < 10 && lim < c->end)
-			return dec_varint_slow(c, v);
-	} else {
-		return dec_varint_slow(c, v);
-	}
-	const uint8_t *q = p;
-
-	if (rd_varint(&q, e, v) < 0)
-		return dec_varint_slow(c, v);
-	c->pos += (uint64_t)(q - p);
-	return 0;
-}
-
-/* dec_tag() - field number and wire type of the next field. */
-static inline int dec_tag(struct dec_cur *c, uint32_t *field, int *wt)
-{
-	uint64_t t = 0;
-	int r = dec_varint(c, &t);
-
-	if (r < 0)
-		return r;
-	*field = (uint32_t)(t >> 3);
-	*wt = (int)(t & 7);
-	if (t >> 3 == 0 || t >> 3 > 536870911u)
-		return dec_fail(c, "invalid field number at offset %llu", (unsigned long long)c->pos);
-	return 0;
-}
-
-/* dec_len() - a length prefix, checked against the enclosing message. */
-static inline int dec_len(struct dec_cur *c, uint64_t *len)
-{
-	int r = dec_varint(c, len);
-
-	if (r < 0)
-		return r;
-	if (*len > c->end - c->pos)
-		return dec_fail(c, "length %llu at offset %llu exceeds its enclosing message (%llu bytes left)",
-				(unsigned long long)*len, (unsigned long long)c->pos,
-				(unsigned long long)(c->end - c->pos));
-	return 0;
-}
-
-/*
- * dec_string() - copy the length-delimited string at c->pos, cut to @cap
- * bytes, NUL-terminated; the cursor moves past the whole field. Replaces
- * *@out (freed); caller owns the result (free()).
- */
-int dec_string(struct dec_cur *c, size_t cap, char **out, size_t *out_len);
-/* dec_skip() - skip the value of a field of wire type @wt. */
-int dec_skip(struct dec_cur *c, int wt);
-/* dec_fixed64() - 8 little-endian bytes. */
-int dec_fixed64(struct dec_cur *c, uint64_t *v);
-/* dec_expect() - fail unless @wt is @want (field @field of message @msg). */
-int dec_expect(struct dec_cur *c, int wt, int want, const char *msg, uint32_t field);
 
 /* ---- the index ------------------------------------------------------ */
 
@@ -381,7 +66,7 @@ struct dec_plane {
 	char *file; /* owned; unique plane directory name */
 	struct dec_span msg;
 	struct dec_mdix ev, st; /* event_metadata, stat_metadata */
-	uint64_t md_lo, md_hi;  /* file range holding all their values */
+	uint64_t md_lo, md_hi;	/* file range holding all their values */
 	struct dec_span *stats; /* owned; plane-level XStat messages */
 	size_t n_stats;
 	size_t first_line, n_lines; /* into xprofs_xspace.lines */
@@ -437,6 +122,25 @@ static inline int64_t dec_line_base_ps(int64_t ts_ns)
 	if (__builtin_mul_overflow(ts_ns, (int64_t)1000, &s))
 		return ts_ns > 0 ? INT64_MAX : INT64_MIN;
 	return s;
+}
+
+/* dec_index_build() - the structural pass (index.c): fill @x from x->r on up to @threads threads.
+ */
+int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf *err);
+/* dec_plane_deinit() / dec_line_deinit() - free what an index record owns. */
+void dec_plane_deinit(struct dec_plane *p);
+void dec_line_deinit(struct dec_line *l);
+/*
+ * dec_plane_stat_int() - the integer value of @p's plane stat named @want
+ * (stats.c; for the Task Environment times), 0 when absent or malformed.
+ * Moves @c (whose err should be NULL).
+ */
+int64_t dec_plane_stat_int(const struct dec_plane *p, struct dec_cur *c, const char *want);
+
+/* dec_str_eq() - @s (@n bytes) equals the C string @lit. */
+static inline bool dec_str_eq(const char *s, size_t n, const char *lit)
+{
+	return n == strlen(lit) && !memcmp(s, lit, n);
 }
 
 /* dec_plane_is_device() - "/device:..." planes hold accelerator ops. */

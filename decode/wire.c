@@ -56,11 +56,14 @@ int dec_fill(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p)
 	ssize_t got;
 
 	if (off > c->size || n > c->size - off)
-		return dec_fail(c, "read of %zu bytes at offset %" PRIu64 " past end of data", n, off);
+		return dec_fail(c, "read of %zu bytes at offset %" PRIu64 " past end of data", n,
+				off);
 	if (n > DEC_WIN_MAX) {
 		if (c->err && c->err->len == 0)
-			(void)!xprofs_buf_printf(c->err, "item of %zu bytes at offset %" PRIu64
-						 " is larger than the %zu-byte limit", n, off, DEC_WIN_MAX);
+			(void)!xprofs_buf_printf(c->err,
+						 "item of %zu bytes at offset %" PRIu64
+						 " is larger than the %zu-byte limit",
+						 n, off, DEC_WIN_MAX);
 		return -E2BIG;
 	}
 	want = n > c->win_pref ? n : c->win_pref;
@@ -90,7 +93,8 @@ int dec_fill(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p)
 	c->win_off = off;
 	c->win_len = (size_t)got;
 	if ((size_t)got < n)
-		return dec_fail(c, "short read at offset %" PRIu64 " (data shorter than its size)", off);
+		return dec_fail(c, "short read at offset %" PRIu64 " (data shorter than its size)",
+				off);
 	*p = c->win;
 	return 0;
 }
@@ -108,8 +112,8 @@ int dec_varint_slow(struct dec_cur *c, uint64_t *v)
 		return r;
 	q = p;
 	if (rd_varint(&q, p + n, v) < 0)
-		return dec_fail(c, "%s varint at offset %" PRIu64, n < 10 ? "truncated" : "overlong",
-				c->pos);
+		return dec_fail(c, "%s varint at offset %" PRIu64,
+				n < 10 ? "truncated" : "overlong", c->pos);
 	c->pos += (uint64_t)(q - p);
 	return 0;
 }
@@ -163,7 +167,8 @@ int dec_expect(struct dec_cur *c, int wt, int want, const char *msg, uint32_t fi
 {
 	if (wt == want)
 		return 0;
-	return dec_fail(c, "%s field %" PRIu32 " has wire type %d, expected %d (offset %" PRIu64 ")",
+	return dec_fail(c,
+			"%s field %" PRIu32 " has wire type %d, expected %d (offset %" PRIu64 ")",
 			msg, field, wt, want, c->pos);
 }
 

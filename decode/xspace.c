@@ -1,20 +1,11 @@
 /*
- * xspace.c - xprofs_xspace_open(): the one structural pass that indexes an
- * XSpace, plus tracks, totals and the track file-name mapping.
+ * xspace.c - the public face of an indexed XSpace: xprofs_xspace_open()
+ * (the structural pass itself is index.c), free, totals, view names, and
+ * the track file-name mapping.
  *
- * Design: the pass walks XSpace -> XPlane -> XLine -> XEvent headers with
- * the wire walker, skipping every stat body and every metadata value (only
- * the map key and the value's location are kept). Per line it counts events
- * and records first start / last end; per plane it records the metadata
- * maps as key-sorted (key, offset, length) arrays, deduplicated with
- * protobuf's last-wins rule. Memory is O(planes + lines + metadata entries),
- * capped at DEC_INDEX_MAX entries.
- *
- * The top level is walked first (it only notes where each plane lies); the
- * planes are then indexed by up to opts->threads threads, each taking the
- * next plane in file order with its own cursor, and merged in file order,
- * so the result and the reported error (the first failing plane's) do not
- * depend on the thread count. tracks_only skips the event headers.
+ * Design: after the pass, every plane and line gets a unique, safe file
+ * name, and the totals are summed from the planes (the Task Environment
+ * plane's stats give the wall-clock start/stop).
  *
  * File names: a plane or line name is percent-encoded ('/', '%', '~', NUL,
  * control bytes, DEL and a leading '.'); the empty name is "%". Names whose
@@ -25,16 +16,14 @@
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "decode-internal.h"
 
-static const char *const view_names[XPROFS_VIEW_COUNT] = {
-	"summary.json", "trace.json", "ops.json", "steps.json"};
+static const char *const view_names[XPROFS_VIEW_COUNT] = {"summary.json", "trace.json", "ops.json",
+							  "steps.json"};
 
 const char *xprofs_view_name(enum xprofs_view v)
 {
@@ -57,10 +46,7 @@ int xprofs_view_parse(const char *name)
 	return -EINVAL;
 }
 
-bool dec_plane_is_device(const struct dec_plane *p)
-{
-	return !strncmp(p->name, "/device:", 8);
-}
+bool dec_plane_is_device(const struct dec_plane *p) { return !strncmp(p->name, "/device:", 8); }
 
 /* ---- file names ------------------------------------------------------ */
 
@@ -168,447 +154,6 @@ char *xprofs_decode_name_decode(const char *file, size_t *len)
 bad:
 	free(s);
 	return NULL;
-}
-
-/* ---- the structural pass ------------------------------------------- */
-
-/* One plane being indexed (by whichever thread takes it) and its lines. */
-struct pslot {
-	struct dec_span span;   /* the XPlane message */
-	struct dec_plane p;     /* moved into the xspace on success */
-	struct dec_line *lines; /* owned until the merge */
-	size_t n_lines, lines_cap;
-	struct xprofs_buf err;  /* this plane's failure reason */
-	int r;
-};
-
-/* What the indexing threads of one open() share. */
-struct open_ctx {
-	const struct xprofs_reader *r; /* borrowed */
-	struct pslot *slots;            /* owned */
-	size_t n_slots, slots_cap;
-	atomic_size_t entries;          /* index entries so far, all threads */
-	atomic_size_t lines;            /* lines so far, all threads */
-	atomic_size_t next;             /* next slot to take */
-	atomic_bool failed;             /* stop taking planes */
-	bool tracks_only;               /* skip event headers */
-};
-
-struct ix { /* one indexing thread's state */
-	struct open_ctx *oc;
-	struct dec_cur c;
-};
-
-static int ix_count(struct ix *ix, size_t n)
-{
-	size_t old = atomic_fetch_add(&ix->oc->entries, n);
-
-	if (old > DEC_INDEX_MAX || n > DEC_INDEX_MAX - old)
-		return dec_fail(&ix->c, "profile index would exceed %zu entries", DEC_INDEX_MAX);
-	return 0;
-}
-
-/* Grow *arr (of @size-byte items, *cap of them) to hold @n. */
-static int grow(void *arr, size_t *cap, size_t n, size_t size)
-{
-	void **a = arr;
-	size_t c = *cap ? *cap : 8;
-	void *p;
-
-	if (n <= *cap)
-		return 0;
-	while (c < n)
-		c *= 2;
-	p = realloc(*a, c * size);
-	if (!p)
-		return -ENOMEM;
-	*a = p;
-	*cap = c;
-	return 0;
-}
-
-/* Read a name at the cursor (cut to DEC_NAME_MAX). Caller owns *out. */
-static int ix_string(struct ix *ix, char **out, size_t *out_len)
-{
-	return dec_string(&ix->c, DEC_NAME_MAX, out, out_len);
-}
-
-static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t field)
-{
-	size_t cap = st->n;
-	char **s;
-	size_t *l;
-	int r;
-
-	if ((r = dec_expect(&ix->c, wt, WT_LEN, "XSpace", field)) < 0)
-		return r;
-	if ((r = ix_count(ix, 1)) < 0)
-		return r;
-	s = realloc(st->s, (cap + 1) * sizeof(*s));
-	if (!s)
-		return -ENOMEM;
-	st->s = s;
-	l = realloc(st->len, (cap + 1) * sizeof(*l));
-	if (!l)
-		return -ENOMEM;
-	st->len = l;
-	st->s[st->n] = NULL;
-	if ((r = ix_string(ix, &st->s[st->n], &st->len[st->n])) < 0)
-		return r;
-	st->n++;
-	return 0;
-}
-
-static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
-{
-	struct dec_cur *c = &ix->c;
-	uint64_t end = c->pos + len, saved_end = c->end, v;
-	int64_t first = 0, last = 0;
-	struct dec_line *l;
-	uint32_t f;
-	int wt, r;
-
-	if (atomic_fetch_add(&ix->oc->lines, 1) >= DEC_LINES_MAX)
-		return dec_fail(c, "profile has more than %zu lines", DEC_LINES_MAX);
-	if ((r = ix_count(ix, 1)) < 0 ||
-	    (r = grow(&ps->lines, &ps->lines_cap, ps->n_lines + 1, sizeof(*ps->lines))) < 0)
-		return r;
-	l = &ps->lines[ps->n_lines++];
-	memset(l, 0, sizeof(*l));
-	l->msg.off = c->pos;
-	l->msg.len = len;
-	c->end = end;
-	while (c->pos < end) {
-		struct dec_evhdr fh;
-		const uint8_t *bp = NULL, *bq, *be;
-		size_t avail = dec_avail(c, &bp);
-
-		/* tracks only: hop over the events lying wholly in the window */
-		if (avail >= 2 && ix->oc->tracks_only) {
-			be = bp + avail;
-			bq = bp;
-			while (be - bq >= 2 && bq[0] == 0x22) {
-				const uint8_t *q = bq + 1;
-				uint64_t el;
-
-				if (rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
-					break;
-				bq = q + el;
-			}
-			c->pos += (uint64_t)(bq - bp);
-		}
-		/* the hot loop: every event lying wholly in the window, in one go */
-		if (avail >= 2 && !ix->oc->tracks_only) {
-			be = bp + avail;
-			bq = bp;
-			while (be - bq >= 2 && bq[0] == 0x22) {
-				const uint8_t *q = bq + 1;
-				uint64_t el;
-				int64_t fend;
-
-				if (rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
-					break;
-				if (dec_parse_event(q, q + el, &fh) < 0) {
-					c->pos += (uint64_t)(bq - bp);
-					return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-				}
-				fend = dec_sat_add(fh.offset_ps, fh.duration_ps);
-				if (!l->has_events || fh.offset_ps < first)
-					first = fh.offset_ps;
-				if (!l->has_events || fend > last)
-					last = fend;
-				l->has_events = true;
-				l->events++;
-				bq = q + el;
-			}
-			c->pos += (uint64_t)(bq - bp);
-		}
-		if (c->pos >= end)
-			break;
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			return r;
-		switch (f) {
-		case 1: case 3: case 9: case 10:
-			if ((r = dec_expect(c, wt, WT_VARINT, "XLine", f)) < 0 ||
-			    (r = dec_varint(c, &v)) < 0)
-				return r;
-			if (f == 1)
-				l->id = (int64_t)v;
-			else if (f == 3)
-				l->timestamp_ns = (int64_t)v;
-			else if (f == 9)
-				l->duration_ps = (int64_t)v;
-			else
-				l->display_id = (int64_t)v;
-			break;
-		case 2:
-		case 11:
-			if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0)
-				return r;
-			r = f == 2 ? ix_string(ix, &l->name, &l->name_len)
-				   : ix_string(ix, &l->display_name, &l->display_name_len);
-			if (r < 0)
-				return r;
-			break;
-		case 4: {
-			uint64_t elen, eend;
-			struct dec_evhdr h;
-			const uint8_t *ep;
-			int64_t ev_end;
-
-			if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0 ||
-			    (r = dec_len(c, &elen)) < 0)
-				return r;
-			if (ix->oc->tracks_only) { /* events are read when rendered */
-				c->pos += elen;
-				break;
-			}
-			eend = c->pos + elen;
-			if ((r = dec_at(c, c->pos, (size_t)elen, &ep)) < 0)
-				return r;
-			if (dec_parse_event(ep, ep + elen, &h) < 0)
-				return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-			c->pos = eend;
-			ev_end = dec_sat_add(h.offset_ps, h.duration_ps);
-			if (!l->has_events || h.offset_ps < first)
-				first = h.offset_ps;
-			if (!l->has_events || ev_end > last)
-				last = ev_end;
-			l->has_events = true;
-			l->events++;
-			break;
-		}
-		default:
-			if ((r = dec_skip(c, wt)) < 0)
-				return r;
-		}
-	}
-	c->end = saved_end;
-	if (l->has_events) {
-		int64_t base = dec_line_base_ps(l->timestamp_ns);
-
-		l->first_ps = dec_sat_add(base, first);
-		l->last_ps = dec_sat_add(base, last);
-	}
-	return 0;
-}
-
-static int md_cmp(const void *a, const void *b)
-{
-	const struct dec_md *x = a, *y = b;
-
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	/* stable on file order so that the later entry (last wins) sorts last */
-	return x->off < y->off ? -1 : x->off > y->off;
-}
-
-/*
- * Sort by key, keep the last entry of each key (protobuf map semantics) and
- * build the dense key table when the keys span at most 4n + 1024 values.
- */
-static int md_finish(struct dec_mdix *ix)
-{
-	struct dec_md *md = ix->md;
-	size_t o = 0, n = ix->n;
-	uint64_t span;
-
-	if (n == 0)
-		return 0;
-	qsort(md, n, sizeof(*md), md_cmp);
-	for (size_t i = 0; i < n; i++) {
-		if (o > 0 && md[o - 1].key == md[i].key)
-			md[o - 1] = md[i];
-		else
-			md[o++] = md[i];
-	}
-	ix->n = o;
-	span = (uint64_t)md[o - 1].key - (uint64_t)md[0].key + 1;
-	if (span != 0 && span <= 4 * (uint64_t)o + 1024 && o <= INT32_MAX) {
-		ix->dense = malloc(span * sizeof(*ix->dense));
-		if (!ix->dense)
-			return -ENOMEM;
-		memset(ix->dense, 0xff, span * sizeof(*ix->dense));
-		for (size_t i = 0; i < o; i++)
-			ix->dense[(uint64_t)md[i].key - (uint64_t)md[0].key] = (int32_t)i;
-		ix->base = md[0].key;
-		ix->span = span;
-	}
-	return 0;
-}
-
-/* One map entry (key = field 1, value = field 2 message). */
-static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t *n, size_t *cap)
-{
-	struct dec_cur *c = &ix->c;
-	uint64_t end = c->pos + len, saved_end = c->end, v, vlen;
-	struct dec_md e = {0, 0, 0};
-	uint32_t f;
-	int wt, r;
-
-	if ((r = ix_count(ix, 1)) < 0 || (r = grow(arr, cap, *n + 1, sizeof(**arr))) < 0)
-		return r;
-	e.off = end; /* absent value: an empty message */
-	c->end = end;
-	while (c->pos < end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			return r;
-		if (f == 1) {
-			if ((r = dec_expect(c, wt, WT_VARINT, "map entry", f)) < 0 ||
-			    (r = dec_varint(c, &v)) < 0)
-				return r;
-			e.key = (int64_t)v;
-		} else if (f == 2) {
-			if ((r = dec_expect(c, wt, WT_LEN, "map entry", f)) < 0 ||
-			    (r = dec_len(c, &vlen)) < 0)
-				return r;
-			e.off = c->pos;
-			e.len = vlen;
-			c->pos += vlen;
-		} else if ((r = dec_skip(c, wt)) < 0) {
-			return r;
-		}
-	}
-	c->end = saved_end;
-	(*arr)[(*n)++] = e;
-	return 0;
-}
-
-/* Index the XPlane of @ps (its span) with the thread's cursor. */
-static int ix_plane(struct ix *ix, struct pslot *ps)
-{
-	struct dec_cur *c = &ix->c;
-	uint64_t end = ps->span.off + ps->span.len, v, sub;
-	size_t ev_cap = 0, st_cap = 0, stats_cap = 0;
-	struct dec_plane *p = &ps->p;
-	uint32_t f;
-	int wt, r;
-
-	p->msg = ps->span;
-	c->pos = ps->span.off;
-	c->end = end;
-	while (c->pos < end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			return r;
-		if (f == 1) {
-			if ((r = dec_expect(c, wt, WT_VARINT, "XPlane", f)) < 0 ||
-			    (r = dec_varint(c, &v)) < 0)
-				return r;
-			p->id = (int64_t)v;
-			continue;
-		}
-		if (f < 2 || f > 6) {
-			if ((r = dec_skip(c, wt)) < 0)
-				return r;
-			continue;
-		}
-		if ((r = dec_expect(c, wt, WT_LEN, "XPlane", f)) < 0)
-			return r;
-		if (f == 2) {
-			if ((r = ix_string(ix, &p->name, &p->name_len)) < 0)
-				return r;
-			continue;
-		}
-		if ((r = dec_len(c, &sub)) < 0)
-			return r;
-		switch (f) {
-		case 3:
-			r = ix_line(ix, ps, sub);
-			p->n_lines++;
-			break;
-		case 4:
-			r = ix_map_entry(ix, sub, &p->ev.md, &p->ev.n, &ev_cap);
-			break;
-		case 5:
-			r = ix_map_entry(ix, sub, &p->st.md, &p->st.n, &st_cap);
-			break;
-		case 6:
-			if ((r = ix_count(ix, 1)) < 0 ||
-			    (r = grow(&p->stats, &stats_cap, p->n_stats + 1, sizeof(*p->stats))) < 0)
-				break;
-			p->stats[p->n_stats++] = (struct dec_span){c->pos, sub};
-			break;
-		}
-		if (r < 0)
-			return r;
-		c->pos = c->pos > end ? end : c->pos;
-		if (f == 6)
-			c->pos += sub;
-	}
-	if (!p->name && !(p->name = strdup("")))
-		return -ENOMEM;
-	if ((r = md_finish(&p->ev)) < 0 || (r = md_finish(&p->st)) < 0)
-		return r;
-	for (int k = 0; k < 2; k++) {
-		const struct dec_mdix *m = k ? &p->st : &p->ev;
-
-		for (size_t i = 0; i < m->n; i++) {
-			if (m->md[i].len == 0)
-				continue;
-			if (p->md_hi == 0 || m->md[i].off < p->md_lo)
-				p->md_lo = m->md[i].off;
-			if (m->md[i].off + m->md[i].len > p->md_hi)
-				p->md_hi = m->md[i].off + m->md[i].len;
-		}
-	}
-	for (size_t i = 0; i < ps->n_lines; i++) {
-		struct dec_line *l = &ps->lines[i];
-
-		if (!l->has_events)
-			continue;
-		p->events += l->events;
-		if (!p->has_events || l->first_ps < p->first_ps)
-			p->first_ps = l->first_ps;
-		if (!p->has_events || l->last_ps > p->last_ps)
-			p->last_ps = l->last_ps;
-		p->has_events = true;
-	}
-	return 0;
-}
-
-/* The top level: strings, and where each plane lies (planes come later). */
-static int ix_space(struct ix *ix, struct xprofs_xspace *x)
-{
-	struct open_ctx *oc = ix->oc;
-	struct dec_cur *c = &ix->c;
-	struct pslot *ps;
-	uint64_t len;
-	uint32_t f;
-	int wt, r;
-
-	while (c->pos < c->end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			return r;
-		switch (f) {
-		case 1:
-			if (oc->n_slots >= DEC_PLANES_MAX)
-				return dec_fail(c, "profile has more than %zu planes", DEC_PLANES_MAX);
-			if ((r = dec_expect(c, wt, WT_LEN, "XSpace", f)) < 0 ||
-			    (r = dec_len(c, &len)) < 0 || (r = ix_count(ix, 1)) < 0 ||
-			    (r = grow(&oc->slots, &oc->slots_cap, oc->n_slots + 1, sizeof(*oc->slots))) < 0)
-				return r;
-			ps = &oc->slots[oc->n_slots++];
-			memset(ps, 0, sizeof(*ps));
-			ps->span = (struct dec_span){c->pos, len};
-			xprofs_buf_init(&ps->err, 1024);
-			c->pos += len;
-			break;
-		case 2:
-			r = ix_strs_add(ix, &x->errors, wt, f);
-			break;
-		case 3:
-			r = ix_strs_add(ix, &x->warnings, wt, f);
-			break;
-		case 4:
-			r = ix_strs_add(ix, &x->hostnames, wt, f);
-			break;
-		default:
-			r = dec_skip(c, wt);
-		}
-		if (r < 0)
-			return r;
-	}
-	return 0;
 }
 
 /* ---- names and totals after the pass --------------------------------- */
@@ -726,57 +271,6 @@ out:
 	return r;
 }
 
-/* A plane-level uint/int stat by name (for the Task Environment times). */
-static int64_t plane_stat_int(const struct xprofs_xspace *x, const struct dec_plane *p,
-			      struct dec_cur *c, const char *want)
-{
-	for (size_t i = 0; i < p->n_stats; i++) {
-		uint64_t md = 0, val = 0, v, len;
-		bool have = false;
-		uint32_t f;
-		int wt;
-
-		c->pos = p->stats[i].off;
-		c->end = p->stats[i].off + p->stats[i].len;
-		while (c->pos < c->end) {
-			if (dec_tag(c, &f, &wt) < 0)
-				return 0;
-			if ((f == 1 || f == 3 || f == 4) && wt == WT_VARINT) {
-				if (dec_varint(c, &v) < 0)
-					return 0;
-				if (f == 1)
-					md = v;
-				else
-					val = v, have = true;
-			} else if (dec_skip(c, wt) < 0) {
-				return 0;
-			}
-		}
-		ssize_t k = dec_md_find(&p->st, (int64_t)md);
-		const uint8_t *s;
-
-		if (!have || k < 0)
-			continue;
-		/* the stat metadata's name: field 2 of the XStatMetadata */
-		c->pos = p->st.md[k].off;
-		c->end = p->st.md[k].off + p->st.md[k].len;
-		while (c->pos < c->end) {
-			if (dec_tag(c, &f, &wt) < 0)
-				return 0;
-			if (f == 2 && wt == WT_LEN) {
-				if (dec_len(c, &len) < 0 || dec_at(c, c->pos, (size_t)len, &s) < 0)
-					return 0;
-				if (len == strlen(want) && !memcmp(s, want, len))
-					return (int64_t)val;
-				c->pos += len;
-			} else if (dec_skip(c, wt) < 0) {
-				return 0;
-			}
-		}
-	}
-	return 0;
-}
-
 static void ix_totals(struct xprofs_xspace *x, struct dec_cur *c)
 {
 	struct xprofs_xspace_totals *t = &x->totals;
@@ -798,8 +292,8 @@ static void ix_totals(struct xprofs_xspace *x, struct dec_cur *c)
 			any = true;
 		}
 		if (!strcmp(p->name, "Task Environment")) {
-			t->start_walltime_ns = plane_stat_int(x, p, c, "profile_start_time");
-			t->stop_walltime_ns = plane_stat_int(x, p, c, "profile_stop_time");
+			t->start_walltime_ns = dec_plane_stat_int(p, c, "profile_start_time");
+			t->stop_walltime_ns = dec_plane_stat_int(p, c, "profile_stop_time");
 		}
 	}
 }
@@ -812,32 +306,14 @@ static void strs_free(struct dec_strs *s)
 	free(s->len);
 }
 
-static void line_deinit(struct dec_line *l)
-{
-	free(l->name);
-	free(l->display_name);
-	free(l->file);
-}
-
-static void plane_deinit(struct dec_plane *p)
-{
-	free(p->name);
-	free(p->file);
-	free(p->ev.md);
-	free(p->ev.dense);
-	free(p->st.md);
-	free(p->st.dense);
-	free(p->stats);
-}
-
 struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x)
 {
 	if (!x)
 		return NULL;
 	for (size_t i = 0; i < x->n_lines; i++)
-		line_deinit(&x->lines[i]);
+		dec_line_deinit(&x->lines[i]);
 	for (size_t i = 0; i < x->n_planes; i++)
-		plane_deinit(&x->planes[i]);
+		dec_plane_deinit(&x->planes[i]);
 	free(x->lines);
 	free(x->planes);
 	strs_free(&x->hostnames);
@@ -847,141 +323,33 @@ struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x)
 	return NULL;
 }
 
-/* An indexing thread: takes planes in file order until none is left. */
-static void *index_worker(void *arg)
-{
-	struct open_ctx *oc = arg;
-	struct ix ix = {.oc = oc};
-	size_t i;
-
-	dec_cur_init(&ix.c, oc->r, NULL);
-	while (!atomic_load(&oc->failed) && (i = atomic_fetch_add(&oc->next, 1)) < oc->n_slots) {
-		struct pslot *ps = &oc->slots[i];
-
-		ix.c.err = &ps->err;
-		ps->r = ix_plane(&ix, ps);
-		if (ps->r < 0)
-			atomic_store(&oc->failed, true);
-	}
-	dec_cur_deinit(&ix.c);
-	return NULL;
-}
-
-size_t dec_parallel_min_bytes = (size_t)64 << 20;
-
-/* Index every slot on up to @threads threads (the caller's included). */
-static void index_planes(struct open_ctx *oc, unsigned threads)
-{
-	pthread_t th[DEC_THREADS_MAX];
-	size_t n = 0;
-
-	if (threads > DEC_THREADS_MAX)
-		threads = DEC_THREADS_MAX;
-	if (oc->r->size < dec_parallel_min_bytes)
-		threads = 1;
-	for (size_t t = 1; t < threads && t < oc->n_slots; t++) {
-		if (pthread_create(&th[n], NULL, index_worker, oc) != 0)
-			break; /* fewer threads is fine */
-		n++;
-	}
-	index_worker(oc);
-	for (size_t t = 0; t < n; t++)
-		pthread_join(th[t], NULL);
-}
-
-/* Move the indexed slots into @x, in file order; the first failure wins. */
-static int merge_slots(struct open_ctx *oc, struct xprofs_xspace *x, struct xprofs_buf *err)
-{
-	size_t lines = 0, li = 0;
-
-	for (size_t i = 0; i < oc->n_slots; i++) {
-		if (oc->slots[i].r < 0) {
-			if (err && err->len == 0 && oc->slots[i].err.len)
-				(void)!xprofs_buf_add(err, oc->slots[i].err.data, oc->slots[i].err.len);
-			return oc->slots[i].r;
-		}
-		lines += oc->slots[i].n_lines;
-	}
-	x->planes = calloc(oc->n_slots + 1, sizeof(*x->planes));
-	x->lines = calloc(lines + 1, sizeof(*x->lines));
-	if (!x->planes || !x->lines)
-		return -ENOMEM;
-	for (size_t i = 0; i < oc->n_slots; i++) {
-		struct pslot *ps = &oc->slots[i];
-
-		x->planes[i] = ps->p;
-		x->planes[i].first_line = li;
-		memset(&ps->p, 0, sizeof(ps->p));
-		for (size_t j = 0; j < ps->n_lines; j++) {
-			x->lines[li] = ps->lines[j];
-			x->lines[li++].plane = i;
-		}
-		ps->n_lines = 0;
-		x->n_planes = i + 1;
-		x->n_lines = li;
-	}
-	return 0;
-}
-
-static void slots_free(struct open_ctx *oc)
-{
-	for (size_t i = 0; i < oc->n_slots; i++) {
-		struct pslot *ps = &oc->slots[i];
-
-		for (size_t j = 0; j < ps->n_lines; j++)
-			line_deinit(&ps->lines[j]);
-		free(ps->lines);
-		plane_deinit(&ps->p);
-		xprofs_buf_deinit(&ps->err);
-	}
-	free(oc->slots);
-}
-
 int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_xspace_opts *opts,
 			    struct xprofs_buf *err, struct xprofs_xspace **out)
 {
 	unsigned threads = opts && opts->threads ? opts->threads : 1;
-	struct open_ctx oc;
-	struct ix top;
 	struct xprofs_xspace *x;
+	struct dec_cur c;
 	int ret;
 
 	if (!r || (!r->data && !r->pread) || !out)
 		return -EINVAL;
-	memset(&oc, 0, sizeof(oc));
-	oc.r = r;
-	oc.tracks_only = opts && opts->tracks_only;
-	atomic_init(&oc.entries, 0);
-	atomic_init(&oc.lines, 0);
-	atomic_init(&oc.next, 0);
-	atomic_init(&oc.failed, false);
-	top.oc = &oc;
-	dec_cur_init(&top.c, r, err);
 	x = calloc(1, sizeof(*x));
 	if (!x) {
 		ret = -ENOMEM;
 		goto fail;
 	}
 	x->r = r;
-	x->tracks_only = oc.tracks_only;
-	if ((ret = ix_space(&top, x)) < 0)
+	x->tracks_only = opts && opts->tracks_only;
+	if ((ret = dec_index_build(x, threads, err)) < 0 || (ret = ix_names(x)) < 0)
 		goto fail;
-	index_planes(&oc, threads);
-	if ((ret = merge_slots(&oc, x, err)) < 0)
-		goto fail;
-	if ((ret = ix_names(x)) < 0)
-		goto fail;
-	top.c.err = NULL;
-	ix_totals(x, &top.c);
-	slots_free(&oc);
-	dec_cur_deinit(&top.c);
+	dec_cur_init(&c, r, NULL);
+	ix_totals(x, &c);
+	dec_cur_deinit(&c);
 	*out = x;
 	return 0;
 fail:
 	if (ret == -ENOMEM && err && err->len == 0)
 		(void)!xprofs_buf_adds(err, "out of memory while indexing the profile");
-	slots_free(&oc);
-	dec_cur_deinit(&top.c);
 	xprofs_xspace_free(x);
 	return ret;
 }
@@ -998,38 +366,4 @@ int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace
 		return -EINVAL;
 	*t = x->totals;
 	return 0;
-}
-
-size_t xprofs_xspace_track_count(const struct xprofs_xspace *x)
-{
-	return x ? x->n_lines : 0;
-}
-
-int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i,
-			      const char **plane_file, const char **line_file)
-{
-	if (!x || i >= x->n_lines)
-		return -ERANGE;
-	if (plane_file)
-		*plane_file = x->planes[x->lines[i].plane].file;
-	if (line_file)
-		*line_file = x->lines[i].file;
-	return 0;
-}
-
-int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_file,
-			     const char *line_file)
-{
-	if (!x || !plane_file || !line_file)
-		return -ENOENT;
-	for (size_t pi = 0; pi < x->n_planes; pi++) {
-		const struct dec_plane *p = &x->planes[pi];
-
-		if (strcmp(p->file, plane_file))
-			continue;
-		for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
-			if (!strcmp(x->lines[j].file, line_file))
-				return j > INT32_MAX ? -ENOENT : (int)j;
-	}
-	return -ENOENT;
 }

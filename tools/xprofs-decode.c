@@ -99,34 +99,35 @@ static int do_unpack(int fd, uint64_t size)
 	return 0;
 }
 
-int main(int argc, char **argv)
-{
-	const char *path = NULL, *track = NULL;
-	int view = XPROFS_VIEW_SUMMARY, out_fd = STDOUT_FILENO, fd = -1, c, r = 0;
-	bool list = false, unpack = false, use_mmap = false;
-	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	unsigned threads = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (unsigned)ncpu;
-	struct xprofs_xspace *x = NULL;
-	struct xprofs_xspace_opts xo = {0};
-	struct xprofs_reader rd;
-	struct xprofs_sink sink;
-	struct xprofs_buf err;
-	void *map = MAP_FAILED;
-	struct stat st;
+/* What the command line asks for. */
+struct args {
+	const char *path, *track;
+	int view;
+	bool list, unpack, use_mmap;
+	unsigned threads;
+};
 
-	xprofs_buf_init(&err, 4096);
+/* parse_args() - fill @a from argv; returns -1 to go on, else the exit status. */
+static int parse_args(int argc, char **argv, struct args *a)
+{
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int c, r;
+
+	memset(a, 0, sizeof(*a));
+	a->view = XPROFS_VIEW_SUMMARY;
+	a->threads = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (unsigned)ncpu;
 	while ((c = getopt_long(argc, argv, "V:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'V':
-			if ((view = xprofs_view_parse(optarg)) < 0) {
+			if ((a->view = xprofs_view_parse(optarg)) < 0) {
 				fprintf(stderr, "xprofs-decode: unknown view '%s'\n", optarg);
 				return 2;
 			}
 			break;
-		case ARG_TRACKS: list = true; break;
-		case ARG_TRACK: track = optarg; break;
-		case ARG_UNPACK: unpack = true; break;
-		case ARG_MMAP: use_mmap = true; break;
+		case ARG_TRACKS: a->list = true; break;
+		case ARG_TRACK: a->track = optarg; break;
+		case ARG_UNPACK: a->unpack = true; break;
+		case ARG_MMAP: a->use_mmap = true; break;
 		case ARG_THREADS: {
 			char *end;
 			unsigned long t;
@@ -137,7 +138,7 @@ int main(int argc, char **argv)
 				fprintf(stderr, "xprofs-decode: --threads wants 1..8, not '%s'\n", optarg);
 				return 2;
 			}
-			threads = (unsigned)t;
+			a->threads = (unsigned)t;
 			break;
 		}
 		case ARG_LOG_LEVEL:
@@ -146,7 +147,6 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			xprofs_log_set_level(r);
-			r = 0;
 			break;
 		case ARG_VERSION:
 			printf("xprofs-decode %s\n", XPROFS_VERSION);
@@ -159,30 +159,81 @@ int main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	path = argv[optind];
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	a->path = argv[optind];
+	return -1;
+}
+
+/* list_tracks() - one PLANE_FILE/LINE_FILE per line on stdout. */
+static void list_tracks(const struct xprofs_xspace *x)
+{
+	for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
+		const char *pf, *lf;
+
+		if (xprofs_xspace_track_names(x, i, &pf, &lf) == 0)
+			printf("%s/%s\n", pf, lf);
+	}
+}
+
+/* render_track() - the track named PLANE_FILE/LINE_FILE; returns -errno, or an exit status > 0. */
+static int render_track(struct xprofs_xspace *x, const struct args *a,
+			const struct xprofs_sink *sink, struct xprofs_buf *err)
+{
+	const char *slash = strrchr(a->track, '/');
+	char *pf;
+	int i;
+
+	if (!slash) {
+		fprintf(stderr, "xprofs-decode: --track wants PLANE_FILE/LINE_FILE\n");
+		return 2;
+	}
+	pf = strndup(a->track, (size_t)(slash - a->track));
+	i = pf ? xprofs_xspace_track_find(x, pf, slash + 1) : -ENOMEM;
+	free(pf);
+	if (i < 0) {
+		fprintf(stderr, "xprofs-decode: %s: no track '%s' (see --tracks)\n", a->path, a->track);
+		return 1;
+	}
+	return xprofs_xspace_render_track(x, (size_t)i, sink, err);
+}
+
+int main(int argc, char **argv)
+{
+	int out_fd = STDOUT_FILENO, fd = -1, r;
+	struct xprofs_xspace *x = NULL;
+	struct xprofs_xspace_opts xo = {0};
+	struct xprofs_reader rd;
+	struct xprofs_sink sink;
+	struct xprofs_buf err;
+	void *map = MAP_FAILED;
+	struct args a;
+	struct stat st;
+
+	if ((r = parse_args(argc, argv, &a)) >= 0)
+		return r;
+	xprofs_buf_init(&err, 4096);
+	fd = open(a.path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, "xprofs-decode: %s: %s\n", path, strerror(errno));
+		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path, strerror(errno));
 		r = 1;
 		goto out;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		fprintf(stderr, "xprofs-decode: %s: not a regular file\n", path);
+		fprintf(stderr, "xprofs-decode: %s: not a regular file\n", a.path);
 		r = 1;
 		goto out;
 	}
-	if (unpack) {
+	if (a.unpack) {
 		if ((r = do_unpack(fd, (uint64_t)st.st_size)) < 0) {
-			fprintf(stderr, "xprofs-decode: %s: unpack failed: %s\n", path, strerror(-r));
+			fprintf(stderr, "xprofs-decode: %s: unpack failed: %s\n", a.path, strerror(-r));
 			r = 1;
 		}
 		goto out;
 	}
 	(void)posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	if (use_mmap && st.st_size > 0) {
+	if (a.use_mmap && st.st_size > 0) {
 		map = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
 		if (map == MAP_FAILED) {
-			fprintf(stderr, "xprofs-decode: %s: mmap: %s\n", path, strerror(errno));
+			fprintf(stderr, "xprofs-decode: %s: mmap: %s\n", a.path, strerror(errno));
 			r = 1;
 			goto out;
 		}
@@ -191,48 +242,25 @@ int main(int argc, char **argv)
 		rd = (struct xprofs_reader){.pread = fd_pread, .arg = &fd,
 					    .size = (uint64_t)st.st_size, .data = NULL};
 	}
-	xo.threads = threads;
-	xo.tracks_only = list || track; /* track names need no event statistics */
+	xo.threads = a.threads;
+	xo.tracks_only = a.list || a.track; /* track names need no event statistics */
 	if ((r = xprofs_xspace_open_opts(&rd, &xo, &err, &x)) < 0) {
-		fprintf(stderr, "xprofs-decode: %s: %s\n", path, err.len ? err.data : strerror(-r));
+		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path, err.len ? err.data : strerror(-r));
 		r = 1;
 		goto out;
 	}
 	sink = xprofs_sink_fd(&out_fd);
-	if (list) {
-		for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
-			const char *pf, *lf;
-
-			if (xprofs_xspace_track_names(x, i, &pf, &lf) == 0)
-				printf("%s/%s\n", pf, lf);
-		}
+	if (a.list) {
+		list_tracks(x);
 		r = 0;
 		goto out;
 	}
-	if (track) {
-		const char *slash = strrchr(track, '/');
-		char *pf;
-		int i;
-
-		if (!slash) {
-			fprintf(stderr, "xprofs-decode: --track wants PLANE_FILE/LINE_FILE\n");
-			r = 2;
-			goto out;
-		}
-		pf = strndup(track, (size_t)(slash - track));
-		i = pf ? xprofs_xspace_track_find(x, pf, slash + 1) : -ENOMEM;
-		free(pf);
-		if (i < 0) {
-			fprintf(stderr, "xprofs-decode: %s: no track '%s' (see --tracks)\n", path, track);
-			r = 1;
-			goto out;
-		}
-		r = xprofs_xspace_render_track(x, (size_t)i, &sink, &err);
-	} else {
-		r = xprofs_xspace_render(x, view, &sink, &err);
-	}
+	if (a.track)
+		r = render_track(x, &a, &sink, &err);
+	else
+		r = xprofs_xspace_render(x, a.view, &sink, &err);
 	if (r < 0) {
-		fprintf(stderr, "xprofs-decode: %s: %s\n", path, err.len ? err.data : strerror(-r));
+		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path, err.len ? err.data : strerror(-r));
 		r = 1;
 	}
 out:

@@ -1,0 +1,248 @@
+/*
+ * render-internal.h - what the render side of the decode module shares: the
+ * per-render context with its metadata cache (metadata.c), stat decoding
+ * (stats.c), the walk over a line's events (render.c) and the views'
+ * entry points (view-*.c). The index it reads is in decode-internal.h, the
+ * JSON writer in json.h.
+ *
+ * A render owns one struct dec_rctx: two cursors (one streams the events of
+ * the current line, one serves metadata look-ups) and the current plane's
+ * decoded metadata. Everything borrowed from the cache stays valid until the
+ * next dec_md_gc() or plane change.
+ */
+#ifndef XPROFS_DECODE_RENDER_INTERNAL_H
+#define XPROFS_DECODE_RENDER_INTERNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "decode-internal.h"
+#include "json.h"
+
+/* Decoded metadata is dropped between events once it passes this many bytes. */
+#define DEC_MD_BUDGET ((size_t)64 << 20)
+
+/* ---- the metadata cache (metadata.c) ---------------------------------- */
+
+struct dec_stmd { /* one XStatMetadata */
+	bool loaded;
+	char *name; /* raw, NUL-terminated */
+	size_t name_len;
+	char *json; /* the name as a JSON string, followed by ':' (a stat's key) */
+	size_t json_len;
+};
+
+struct dec_evmd { /* one XEventMetadata */
+	bool loaded;
+	char *name; /* raw display name, else name */
+	size_t name_len;
+	char *name_json, *full_json, *stats_json; /* stats_json: "k":v,... */
+	size_t name_json_len, full_json_len, stats_json_len;
+	bool has_display; /* display name set and differing from name */
+	/* from the metadata's stats, for ops */
+	char *category, *hlo_op;
+	double flops, bytes;
+	bool has_flops, has_bytes;
+	int64_t step_num;
+	bool has_step_num;
+	int64_t group; /* ops group in the current aggregation, -1 unknown */
+};
+
+struct dec_rctx {
+	struct xprofs_xspace *x; /* borrowed */
+	struct dec_cur ev, md;
+	struct xprofs_buf *err; /* borrowed, may be NULL */
+	size_t plane;
+	struct dec_evmd *evmd; /* owned, parallel to plane->ev.md */
+	struct dec_stmd *stmd; /* owned, parallel to plane->st.md */
+	size_t md_bytes;
+	struct xprofs_buf tmp;
+};
+
+/* What a missing event metadata entry reads as (the empty name, no stats). */
+extern struct dec_evmd dec_empty_evmd;
+
+/* dec_plane_enter() - make plane @pi the current one (drops the cache on a change). */
+int dec_plane_enter(struct dec_rctx *rc, size_t pi);
+/* dec_md_drop() - free all decoded metadata of the current plane. */
+void dec_md_drop(struct dec_rctx *rc);
+/* The two metadata maps of a plane. */
+enum dec_md_kind { DEC_MD_STAT, DEC_MD_EVENT };
+/*
+ * dec_md_load() - the one metadata loader, the slow path of dec_md_stat() and
+ * dec_md_event(): decode entry @key of the current plane's map @kind into
+ * the cache, or give the empty entry when the map has no @key. *out: a
+ * struct dec_stmd or struct dec_evmd, borrowed until dec_md_gc().
+ */
+int dec_md_load(struct dec_rctx *rc, enum dec_md_kind kind, int64_t key, void **out);
+
+/*
+ * dec_md_stat() / dec_md_event() - the current plane's stat / event metadata
+ * @key (borrowed, valid until dec_md_gc()). Inline: a cache hit (the common
+ * case, several per event) costs one index look-up, no call.
+ */
+static inline int dec_md_stat(struct dec_rctx *rc, int64_t key, const struct dec_stmd **out)
+{
+	ssize_t k = dec_md_find(&rc->x->planes[rc->plane].st, key);
+
+	if (k >= 0 && rc->stmd[k].loaded) {
+		*out = &rc->stmd[k];
+		return 0;
+	}
+	return dec_md_load(rc, DEC_MD_STAT, key, (void **)out);
+}
+
+static inline int dec_md_event(struct dec_rctx *rc, int64_t key, struct dec_evmd **out)
+{
+	ssize_t k = dec_md_find(&rc->x->planes[rc->plane].ev, key);
+
+	if (k >= 0 && rc->evmd[k].loaded) {
+		*out = &rc->evmd[k];
+		return 0;
+	}
+	return dec_md_load(rc, DEC_MD_EVENT, key, (void **)out);
+}
+
+/* dec_md_gc() - between events: keep the decoded metadata under its budget. */
+static inline void dec_md_gc(struct dec_rctx *rc)
+{
+	if (rc->md_bytes > DEC_MD_BUDGET)
+		dec_md_drop(rc);
+}
+
+/* ---- stats (stats.c) ------------------------------------------------- */
+
+/* A stat's kind is the field number of its value (0: none). */
+enum {
+	SV_NONE = 0,
+	SV_DOUBLE = XSTAT_F_DOUBLE,
+	SV_U64 = XSTAT_F_UINT64,
+	SV_I64 = XSTAT_F_INT64,
+	SV_STR = XSTAT_F_STR,
+	SV_BYTES = XSTAT_F_BYTES,
+	SV_REF = XSTAT_F_REF,
+	SV_ZSTR = XSTAT_F_COMPRESSED,
+};
+
+struct dec_statv { /* one XStat, its value located, not copied */
+	int64_t md;
+	int kind;
+	uint64_t u; /* u64, i64 (as bits), ref */
+	double d;
+	uint64_t off, len; /* str, bytes, compressed: where the bytes lie */
+};
+
+/* dec_stat_parse() - parse the XStat body [c->pos, c->end). */
+int dec_stat_parse(struct dec_cur *c, struct dec_statv *s);
+
+typedef int (*dec_stat_fn)(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
+			   void *arg);
+/* dec_walk_stats() - call @fn for each XStat in field @field of the message [off, off+len) on @c.
+ */
+int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
+		   uint32_t field, dec_stat_fn fn, void *arg);
+
+struct dec_render_arg {
+	struct dec_out *o;
+	bool first;
+};
+/* dec_render_stat() - a dec_stat_fn writing "name":value pairs (arg: struct dec_render_arg). */
+int dec_render_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+
+/* Interesting stats for ops/steps, from metadata or event stats. */
+struct dec_opstats {
+	char *category, *hlo_op, *step_name; /* owned */
+	double flops, bytes;
+	bool has_flops, has_bytes;
+	int64_t step_num;
+	bool has_step_num;
+};
+void dec_opstats_clear(struct dec_opstats *s);
+/* dec_collect_stat() - a dec_stat_fn filling a struct dec_opstats. */
+int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+
+/* ---- the events of a line (render.c) ------------------------------------ */
+
+struct dec_event {
+	int64_t md, offset_ps, duration_ps, num;
+	bool has_num, has_stats;
+	int64_t start_ps, end_ps;
+	uint64_t off, len;  /* the XEvent message */
+	uint64_t stats_off; /* its first stats field */
+};
+
+struct dec_line_it {
+	struct dec_rctx *rc;
+	const struct dec_line *l;
+	uint64_t end;
+	int64_t base_ps;
+};
+
+/* dec_line_begin() - start walking line @li (enters its plane). */
+int dec_line_begin(struct dec_rctx *rc, size_t li, struct dec_line_it *it);
+/* dec_line_next_slow() - the general path of dec_line_next(). */
+int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *off, uint64_t *len);
+
+/* dec_line_next() - next event of the line: 1 and *e filled, 0 at the end, or -errno. */
+static inline int dec_line_next(struct dec_line_it *it, struct dec_event *e)
+{
+	struct dec_cur *c = &it->rc->ev;
+	struct dec_evhdr h;
+	int r;
+
+	r = dec_event_fast(c, &h, &e->off, &e->len);
+	if (r < 0)
+		return dec_fail(c, "malformed XEvent at offset %llu", (unsigned long long)c->pos);
+	if (r == 0 && (r = dec_line_next_slow(it, &h, &e->off, &e->len)) <= 0)
+		return r;
+	e->md = h.md;
+	e->offset_ps = h.offset_ps;
+	e->duration_ps = h.duration_ps;
+	e->num = h.num;
+	e->has_num = h.has_num;
+	e->has_stats = h.has_stats;
+	e->stats_off = e->off + h.stats_at;
+	e->start_ps = dec_sat_add(it->base_ps, e->offset_ps);
+	e->end_ps = dec_sat_add(e->start_ps, e->duration_ps);
+	return 1;
+}
+
+/* A per-event callback: @m is @e's metadata (borrowed until the next event); <0 stops. */
+typedef int (*dec_event_fn)(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
+			    void *arg);
+/* dec_line_each() - call @fn for each event of line @li in file order; 0, or the first error. */
+int dec_line_each(struct dec_rctx *rc, size_t li, dec_event_fn fn, void *arg);
+
+/* dec_event_stats() - "k":v pairs of @m's then @e's stats; *first tracks commas. */
+int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct dec_event *e,
+		    struct dec_out *o, bool *first);
+
+/* ---- the views (view-*.c) ----------------------------------------------- */
+
+/* dec_out_line_name() - a line's display name (its name when none is set) as a JSON string. */
+static inline void dec_out_line_name(struct dec_out *o, const struct dec_line *l)
+{
+	if (l->display_name_len)
+		dec_out_str(o, l->display_name, l->display_name_len);
+	else
+		dec_out_str(o, l->name, l->name_len);
+}
+
+int dec_view_summary(struct dec_rctx *rc, struct dec_out *o);
+int dec_view_trace(struct dec_rctx *rc, struct dec_out *o);
+int dec_view_ops(struct dec_rctx *rc, struct dec_out *o);
+int dec_view_steps(struct dec_rctx *rc, struct dec_out *o);
+/* dec_view_track() - planes/<plane>/<line>.json of line @li. */
+int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o);
+/* dec_render() - render @view (or track @track when @view is XPROFS_VIEW_COUNT) to @sink. */
+int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xprofs_sink *sink,
+	       struct xprofs_buf *err);
+
+/* Which lines feed ops.json (and the device time of steps.json). */
+enum dec_line_kind { LK_NONE = 0, LK_XLA_OPS, LK_STREAM, LK_HOST };
+/* dec_op_line_kind() - the kind of line @l of plane @p (rule: docs/decode.md). */
+enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct dec_plane *p,
+				    const struct dec_line *l, bool host_has_fw);
+
+#endif

@@ -1,0 +1,214 @@
+/*
+ * view-steps.c - steps.json: the events of every "Steps" line, labelled by
+ * step number (or step name, or the event name), with the device time that
+ * the top-level device ops of the op lines spend inside each step.
+ *
+ * Design: steps are collected, sorted by plane and start, then every
+ * top-level event of the device op lines (dec_op_line_kind()) adds its
+ * overlap to the steps of its own plane and of the host planes (binary
+ * search for the last step starting before the event ends). Limits: at most
+ * STEPS_MAX steps ("truncated": true beyond).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render-internal.h"
+
+#define STEPS_MAX ((size_t)1 << 20)
+
+struct step {
+	size_t plane;
+	int64_t start, dur, device;
+	char *label; /* owned; a JSON value (number or string) */
+};
+
+struct steps {
+	struct step *s;
+	size_t n, cap;
+	bool cut;
+};
+
+static int step_cmp(const void *a, const void *b)
+{
+	const struct step *x = a, *y = b;
+
+	if (x->plane != y->plane)
+		return x->plane < y->plane ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+static int grow_steps(struct steps *st)
+{
+	size_t cap = st->cap ? st->cap * 2 : 64;
+	struct step *s = realloc(st->s, cap * sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	st->s = s;
+	st->cap = cap;
+	return 0;
+}
+
+static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
+{
+	struct dec_line_it it;
+	struct dec_event e;
+	struct dec_evmd *m;
+	int r;
+
+	if ((r = dec_line_begin(rc, li, &it)) < 0)
+		return r;
+	while ((r = dec_line_next(&it, &e)) > 0) {
+		struct dec_opstats os = {0};
+		struct step *s;
+		struct dec_out lo;
+
+		if (st->n >= STEPS_MAX) {
+			st->cut = true;
+			return 0;
+		}
+		dec_md_gc(rc);
+		if ((r = dec_md_event(rc, e.md, &m)) < 0)
+			return r;
+		if (e.has_stats &&
+		    (r = dec_walk_stats(rc, &rc->ev, e.stats_off, e.off + e.len - e.stats_off,
+					XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
+			dec_opstats_clear(&os);
+			return r;
+		}
+		dec_out_init(&lo, NULL);
+		if (os.has_step_num)
+			dec_out_i64(&lo, os.step_num);
+		else if (m->has_step_num)
+			dec_out_i64(&lo, m->step_num);
+		else if (os.step_name)
+			dec_out_cstr(&lo, os.step_name);
+		else
+			dec_out_add(&lo, m->name_json, m->name_json_len);
+		dec_opstats_clear(&os);
+		if (lo.r < 0 || (st->n == st->cap && grow_steps(st) < 0)) {
+			dec_out_deinit(&lo);
+			return -ENOMEM;
+		}
+		s = &st->s[st->n++];
+		s->plane = rc->x->lines[li].plane;
+		s->start = e.start_ps;
+		s->dur = e.duration_ps;
+		s->device = 0;
+		s->label = dec_out_steal(&lo, NULL);
+		dec_out_deinit(&lo);
+		if (!s->label) {
+			st->n--;
+			return -ENOMEM;
+		}
+	}
+	return r;
+}
+
+/* Add the overlap of [start, end) to the steps of plane range [a, b). */
+static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end)
+{
+	size_t lo = a, hi = b;
+
+	while (lo < hi) { /* first step starting at or after @end */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->s[mid].start < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t k = lo; k > a; k--) {
+		struct step *s = &st->s[k - 1];
+		int64_t s_end = dec_sat_add(s->start, s->dur);
+		int64_t from = start > s->start ? start : s->start;
+		int64_t to = end < s_end ? end : s_end;
+
+		if (s_end <= start)
+			break;
+		if (to > from)
+			s->device = dec_sat_add(s->device, to - from);
+	}
+}
+
+int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct steps st = {0};
+	size_t *ra = NULL, *rb = NULL; /* per plane: range of its steps */
+	int r = 0;
+
+	for (size_t li = 0; li < x->n_lines; li++) {
+		const struct dec_line *l = &x->lines[li];
+
+		if (dec_str_eq(l->name, l->name_len, "Steps") &&
+		    (r = steps_collect(rc, li, &st)) < 0)
+			goto out;
+	}
+	if (st.n)
+		qsort(st.s, st.n, sizeof(*st.s), step_cmp);
+	ra = calloc(x->n_planes + 1, sizeof(*ra));
+	rb = calloc(x->n_planes + 1, sizeof(*rb));
+	if (!ra || !rb) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < st.n; i++) {
+		if (ra[st.s[i].plane] == rb[st.s[i].plane])
+			ra[st.s[i].plane] = i;
+		rb[st.s[i].plane] = i + 1;
+	}
+	/* device time: top-level events of the device op lines */
+	for (size_t li = 0; st.n && li < x->n_lines; li++) {
+		const struct dec_line *l = &x->lines[li];
+		const struct dec_plane *p = &x->planes[l->plane];
+		enum dec_line_kind k = dec_op_line_kind(x, p, l, false);
+		int64_t top_end = INT64_MIN;
+		struct dec_line_it it;
+		struct dec_event e;
+
+		if (k != LK_XLA_OPS && k != LK_STREAM)
+			continue;
+		if ((r = dec_line_begin(rc, li, &it)) < 0)
+			goto out;
+		while ((r = dec_line_next(&it, &e)) > 0) {
+			if (e.has_num || e.start_ps < top_end)
+				continue;
+			top_end = e.end_ps;
+			steps_add(&st, ra[l->plane], rb[l->plane], e.start_ps, e.end_ps);
+			for (size_t q = 0; q < x->n_planes; q++)
+				if (q != l->plane && rb[q] > ra[q] &&
+				    !dec_plane_is_device(&x->planes[q]))
+					steps_add(&st, ra[q], rb[q], e.start_ps, e.end_ps);
+		}
+		if (r < 0)
+			goto out;
+	}
+	OUT_LIT(o, "{\"steps\":[");
+	for (size_t i = 0; i < st.n; i++) {
+		const struct step *s = &st.s[i];
+
+		OUT_RAW(o, i ? ",\n{\"plane\":" : "\n{\"plane\":");
+		dec_out_str(o, x->planes[s->plane].name, x->planes[s->plane].name_len);
+		OUT_LIT(o, ",\"step\":");
+		OUT_RAW(o, s->label);
+		dec_out_key_i64(o, ",\"start_ps\":", s->start);
+		dec_out_key_i64(o, ",\"duration_ps\":", s->dur);
+		dec_out_key_i64(o, ",\"device_ps\":", s->device);
+		OUT_LIT(o, "}");
+		if ((r = dec_out_flush(o, false)) < 0)
+			goto out;
+	}
+	OUT_RAW(o, st.cut ? "\n],\"truncated\":true}\n" : "\n],\"truncated\":false}\n");
+	r = 0;
+out:
+	for (size_t i = 0; i < st.n; i++)
+		free(st.s[i].label);
+	free(st.s);
+	free(ra);
+	free(rb);
+	return r;
+}
