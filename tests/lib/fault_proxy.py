@@ -98,7 +98,7 @@ class Rule:
         return True
 
 
-class FaultProxy:
+class FaultProxy(httpd.Served):
     def __init__(self, upstream, port=0, faults=(), require_bearer=None):
         u = urllib.parse.urlsplit(upstream)
         self.up_host, self.up_port = u.hostname, u.port or 80
@@ -117,14 +117,6 @@ class FaultProxy:
         with self.lock:
             self.stats = {"requests": 0, "by_class": {"list": 0, "media": 0, "upload": 0, "meta": 0, "other": 0},
                           "faults": {}, "unauthorized": 0, "bytes_out": 0}
-
-    def start(self):
-        httpd.serve_in_thread(self.httpd)
-        return self
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     @staticmethod
     def classify(method, path, query):

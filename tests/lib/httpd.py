@@ -1,7 +1,8 @@
 """tests/lib/httpd.py - the HTTP server plumbing the test servers share
 (fault_proxy.py, token_server.py, tests/gcs/fake_gcs.py): a quiet threaded
-server on loopback, a handler base that speaks HTTP/1.1 and sends JSON, and
-the "ready PORT" / serve-until-the-parent-exits loop of their command lines.
+server on loopback, a handler base that speaks HTTP/1.1 and sends JSON, a
+start/stop base for in-process servers, and the "ready PORT" /
+serve-until-the-parent-exits loop of their command lines.
 Test code only: no TLS, no limits beyond the standard library's.
 """
 import json
@@ -46,10 +47,17 @@ class Handler(BaseHTTPRequestHandler):
             self.wfile.write(body)
 
 
-def serve_in_thread(httpd):
-    """Run @httpd's serve_forever() in a daemon thread; returns @httpd."""
-    threading.Thread(target=httpd.serve_forever, daemon=True).start()
-    return httpd
+class Served:
+    """Base of the in-process servers: self.httpd (set by the subclass) is
+    served from a daemon thread between start() and stop()."""
+
+    def start(self):
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+        return self
+
+    def stop(self):
+        self.httpd.shutdown()
+        self.httpd.server_close()
 
 
 def announce_and_wait(port, parent_pid=0):

@@ -83,7 +83,7 @@ def rs256_verify(numbers, signing_input, signature):
     return em == b"\x00\x01" + b"\xff" * (k - len(t) - 3) + b"\x00" + t
 
 
-class TokenServer:
+class TokenServer(httpd.Served):
     def __init__(self, pubkey=None, email=None, client_id=None, client_secret=None,
                  refresh_token=None, expires_in=3600, port=0):
         self.pubkey = pubkey
@@ -105,14 +105,6 @@ class TokenServer:
         self.port = self.httpd.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
         self.token_url = self.url + "/token"
-
-    def start(self):
-        httpd.serve_in_thread(self.httpd)
-        return self
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     # -- state helpers ------------------------------------------------------
     def issue(self, kind):
