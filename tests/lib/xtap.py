@@ -8,8 +8,9 @@
 SKIP (77) is meson's "skipped" exit status; with protocol: 'tap' the
 "1..0 # SKIP" plan says why. Raise Skip where a prerequisite turns out to be
 truly absent and let the caller turn it into skip_all(). Tests registered
-with meson's default exit-code protocol print the same "ok"/"not ok" lines as
-information only.
+with meson's default exit-code protocol (check_gen.py, oracle.py and the
+shell tests through tests/lib/lib.sh's xp_skip) print "SKIP: why" and exit
+77 instead; their "ok" lines are information only.
 """
 import sys
 
