@@ -102,4 +102,4 @@ def main(t, h):
 
 
 if __name__ == "__main__":
-    sys.exit(gh.run(main, prereqs=False))
+    sys.exit(gh.run(main, prereqs=None))

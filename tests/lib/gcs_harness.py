@@ -216,14 +216,15 @@ class Harness:
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-def run(body, prereqs=True):
-    """The main of a gs:// test: without @prereqs (FUSE, the daemon, the
-    emulator) skip; else body(t, h) with a fresh Tap and Harness. A Skip
-    raised by body skips; any other exception is one failed "harness"
-    result (with the newest mount's log). Returns the exit status."""
+def run(body, prereqs=require_prereqs):
+    """The main of a gs:// test: prereqs() (default: FUSE, the daemon, the
+    emulator; None for no check) raising Skip skips; else body(t, h) with a
+    fresh Tap and Harness. A Skip raised by body before any result skips;
+    any other exception is one failed "harness" result (with the newest
+    mount's log). Returns the exit status."""
     try:
         if prereqs:
-            require_prereqs()
+            prereqs()
     except Skip as e:
         return skip_all(e)
     t = Tap()

@@ -19,7 +19,7 @@
 #                                    # xp_sstable_bytes prints the bytes they leave
 # Output is "ok - ..." / "not ok - ..." lines; the tests use meson's exit-code
 # protocol (0 pass, 1 fail, 77 skip).
-# Needs XPROFS_BUILD_ROOT (meson's test_env sets it).
+# Needs XPROFS_SOURCE_ROOT and XPROFS_BUILD_ROOT (meson's test_env sets both).
 set -u
 XP_BIN=${XPROFS_BUILD_ROOT:?XPROFS_BUILD_ROOT not set}/fs/xprofs
 XP_PID=

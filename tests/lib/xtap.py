@@ -12,8 +12,6 @@ with meson's default exit-code protocol (check_gen.py, oracle.py and the
 shell tests through tests/lib/lib.sh's xp_skip) print "SKIP: why" and exit
 77 instead; their "ok" lines are information only.
 """
-import sys
-
 SKIP = 77
 
 
@@ -51,11 +49,3 @@ class Tap:
         print("1..%d" % self.n, flush=True)
         return 1 if self.failed else 0
 
-
-def main(fn, *args):
-    """sys.exit(fn(*args)), with Skip turned into a skip plan."""
-    try:
-        rc = fn(*args)
-    except Skip as e:
-        rc = skip_all(e)
-    sys.exit(rc)
