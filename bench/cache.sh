@@ -22,7 +22,7 @@ BLOCKS=${BLOCKS:-64 1024}
 OUT=bench/out
 mkdir -p "$OUT"
 cc -std=gnu11 -O2 -DNDEBUG -D_GNU_SOURCE -D_FILE_OFFSET_BITS=64 -Iinclude \
-	bench/cache_bench.c cache/cache.c cache/format.c util/*.c \
+	bench/cache_bench.c cache/table.c cache/writer.c cache/reader.c cache/format.c util/*.c \
 	-o "$OUT/cache-bench" -llz4 -lpthread
 dir=$OUT/cache-bench.d
 rm -rf "$dir"

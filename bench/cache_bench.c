@@ -98,7 +98,7 @@ static double now_s(void)
 int main(int argc, char **argv)
 {
 	struct xprofs_cache_writer *w;
-	struct xprofs_cache_entry *e;
+	struct xprofs_cache_reader *e;
 	struct xprofs_cache_stats st;
 	struct xprofs_cache *c;
 	uint64_t size, bs, nrand = 20000;
@@ -147,10 +147,10 @@ int main(int argc, char **argv)
 	rss1 = max_rss_kib();
 
 	t0 = now_s();
-	if (xprofs_cache_open(c, "bench", 5, &e) < 0)
+	if (xprofs_cache_reader_open(c, "bench", 5, &e) < 0)
 		return 1;
 	for (uint64_t off = 0; off < size; off += 128 << 10) {
-		if (xprofs_cache_entry_pread(e, buf, 128 << 10, off) != 128 << 10 ||
+		if (xprofs_cache_reader_pread(e, buf, 128 << 10, off) != 128 << 10 ||
 		    memcmp(buf, data + off % GEN_SIZE, 128 << 10) != 0) {
 			fprintf(stderr, "mismatch at %llu\n", (unsigned long long)off);
 			return 1;
@@ -162,11 +162,11 @@ int main(int argc, char **argv)
 	for (uint64_t i = 0; i < nrand; i++) {
 		uint64_t off = rnd() % (size - 4096);
 
-		if (xprofs_cache_entry_pread(e, buf, 4096, off) != 4096)
+		if (xprofs_cache_reader_pread(e, buf, 4096, off) != 4096)
 			return 1;
 	}
 	trr = now_s() - t0;
-	xprofs_cache_entry_close(e);
+	xprofs_cache_reader_close(e);
 	xprofs_cache_get_stats(c, &st);
 
 	printf("| %s | %llu MiB | %llu KiB | %.0f MB/s | %.0f MB/s | %.0f reads/s | %.2f (%llu MiB on disk) | +%ld KiB |\n",

@@ -24,6 +24,7 @@
 # summary and one track of 1 GB < 2 s), marking misses, exit status 0.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. bench/lib.sh
 BUILD=${BUILD:-build}
 SIZES=${SIZES:-100M 1G}
 KIND=${KIND:-tpu}
@@ -38,17 +39,6 @@ for b in "$GEN" "$DEC"; do
 	[ -x "$b" ] || { echo "decode.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
 done
 mkdir -p "$OUT"
-
-# drop one file from the page cache; prints the method used
-drop_cache() {
-	if sync && echo 3 2>/dev/null >/proc/sys/vm/drop_caches; then
-		echo drop_caches
-	elif /usr/bin/python3 -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$1"; then
-		echo fadvise
-	else
-		echo none
-	fi
-}
 
 # run_one CMD... : sets T (s) and M (peak RSS KB), or T=fail
 run_one() {
@@ -102,12 +92,7 @@ target_note() { # op sizebytes T M
 } >"$RES.tmp"
 
 for size in $SIZES; do
-	f=$OUT/$KIND-$size-s$SEED.xplane.pb
-	if [ ! -s "$f" ]; then
-		echo "generating $f ..." >&2
-		/usr/bin/time -f "  generated in %e s, peak RSS %M KB" "$GEN" --kind "$KIND" --seed "$SEED" \
-			--size "$size" -o "$f" --stats >"$f.stats.json"
-	fi
+	f=$(bench_profile "$GEN" "$OUT" "$KIND" "$SEED" "$size")
 	bytes=$(stat -c %s "$f")
 	events=$(jq '.files[0].events' "$f.stats.json" 2>/dev/null || echo '?')
 	# the busiest track, from the decoder's own summary
@@ -121,7 +106,7 @@ for size in $SIZES; do
 		trace) cmd=("$DEC" "$f" --view trace) ;;
 		unpack) cmd=(prlimit --as=$((UNPACK_CAP_MB * 1048576)) "$DEC" "$f" --unpack) ;;
 		esac
-		method=$(drop_cache "$f")
+		method=$(bench_drop_cache "$f")
 		run_one "${cmd[@]}"; ct=$T cm=$M cerr=$ERR
 		run_one "${cmd[@]}"; wt=$T wm=$M
 		note=$(target_note "$op" "$bytes" "$wt" "$wm")

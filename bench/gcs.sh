@@ -7,12 +7,22 @@
 #   bench/gcs.sh [BUILD_DIR]        (default: build)
 #   OBJECTS=10000 BIG_MB=500 bench/gcs.sh build-foo
 #   ONLY_READ=1 bench/gcs.sh build-foo   (skip the listing part)
+#   bench/gcs.sh --quick [BUILD_DIR] [SMALL_OBJECTS] [BIG_MiB]   (defaults: build 2000 64)
 #
+# --quick: what one gs:// mount costs, xprofs alone: mount time (the one flat
+# listing), a full tree walk (find + stat of every file: answered from
+# memory), a cold sequential read of a large object, a warm re-read (memory
+# blocks), a re-read after a remount (lz4 disk cache), and the GCS requests
+# each step made (from status.json). Prints one line per step; needs only
+# fusermount3, jq, bc, curl, node and a built xprofs; writes nothing outside
+# a temporary directory.
+#
+# Otherwise:
 # 1. Listing: a logdir of $OBJECTS objects (run/plugins/profile/session/
 #    host.xplane.pb). `find MNT/logdir` through xprofs (mount + find) and
 #    through rclone mount (--gcs-anonymous, --gcs-endpoint), and the plain
 #    curl equivalent (paging the JSON listing, 1000 a page). Wall time and
-#    the GCS requests each one made, counted by tests/gcs/fault_proxy.py
+#    the GCS requests each one made, counted by tests/lib/fault_proxy.py
 #    (no faults) in front of the emulator.
 # 2. Sequential read of a $BIG_MB MB object (dd bs=1M) through xprofs, rclone
 #    and curl, straight to the emulator (no proxy: Python would be the
@@ -26,6 +36,13 @@
 # node + tests/gcs/setup-emulator.sh, /usr/bin/python3, a built xprofs.
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
+. "$ROOT/bench/lib.sh"
+QUICK=0
+case "${1:-}" in
+--quick) QUICK=1; shift ;;
+-h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+-*) echo "usage: bench/gcs.sh [--quick] [BUILD_DIR] (--quick: [SMALL_OBJECTS] [BIG_MiB])" >&2; exit 2 ;;
+esac
 BUILD=${1:-build}
 case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 XPROFS="$BUILD/fs/xprofs"
@@ -33,9 +50,13 @@ OBJECTS=${OBJECTS:-10000}
 BIG_MB=${BIG_MB:-500}
 OUT="$ROOT/bench/out"
 RES=${RES:-"$OUT/gcs-results.md"}
-mkdir -p "$OUT"
 
-for tool in fusermount3 rclone curl jq node /usr/bin/python3; do
+if [ $QUICK = 1 ]; then
+	tools="fusermount3 curl jq bc node"
+else
+	tools="fusermount3 rclone curl jq node /usr/bin/python3"
+fi
+for tool in $tools; do
 	command -v "$tool" >/dev/null || { echo "bench/gcs.sh: $tool missing" >&2; exit 1; }
 done
 [ -x "$XPROFS" ] || { echo "bench/gcs.sh: $XPROFS not built" >&2; exit 1; }
@@ -48,18 +69,63 @@ cleanup() {
 	local m p
 	for m in "${MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; done
 	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	bash "$ROOT/tests/gcs/emulator.sh" stop "$W/emu" || true
+	bash "$ROOT/tests/lib/emulator.sh" stop "$W/emu" || true
 	rm -rf "$W"
 }
 trap cleanup EXIT
 
-now() { date +%s.%N; }
-secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 mbps() { awk -v m="$1" -v s="$2" 'BEGIN { printf "%.0f", (s > 0 ? m / s : 0) }'; } # MB, seconds
 
-EMU_PORT=$(EMULATOR_PARENT_PID=$$ bash "$ROOT/tests/gcs/emulator.sh" start "$W/emu")
+EMU_PORT=$(EMULATOR_PARENT_PID=$$ bash "$ROOT/tests/lib/emulator.sh" start "$W/emu")
 EMU=http://127.0.0.1:$EMU_PORT
-/usr/bin/python3 "$ROOT/tests/gcs/fault_proxy.py" --upstream "$EMU" --parent-pid $$ >"$W/proxy.out" 2>&1 &
+
+# --quick: xprofs alone, the cost of each step.
+quick() { # SMALL_OBJECTS BIG_MiB
+	local small=$1 big_mib=$2 mnt=$W/mnt t0 t1 i d
+	mkdir -p "$W/src/big/plugins/profile/s" "$mnt"
+	for i in $(seq "$small"); do
+		d=$W/src/run$((i % 20))/plugins/profile/s$((i % 7))
+		mkdir -p "$d"
+		printf 'object %d\n' "$i" >"$d/f$i.json"
+	done
+	head -c $((big_mib << 20)) /dev/urandom >"$W/src/big/plugins/profile/s/host.SSTABLE"
+	STORAGE_EMULATOR_HOST=$EMU node "$ROOT/tests/gcs/emulator/seed.js" "$W/src" gs://bench/logs >/dev/null
+	MOUNTS+=("$mnt")
+	qreqs() { jq -c '.store.requests' "$mnt/status.json"; }
+	qmount() {
+		local t0 t1
+		t0=$(now)
+		"$XPROFS" gs://bench/logs "$mnt" -o "endpoint=$EMU,anonymous,cache_dir=$W/cache" # daemonises once mounted
+		t1=$(now)
+		printf 'mount (%d objects listed)            %6.3f s  %s\n' $((small + 1)) "$(echo "$t1 - $t0" | bc)" "$(qreqs)"
+	}
+	qread() { # LABEL: read the big object, print time, MB/s, requests
+		local t0 t1
+		t0=$(now); cat "$mnt/logdir/big/plugins/profile/s/host.SSTABLE" >/dev/null; t1=$(now)
+		printf '%-38s %6.3f s  %s MB/s  %s\n' "$1" "$(echo "$t1 - $t0" | bc)" \
+			"$(echo "scale=1; $big_mib / ($t1 - $t0)" | bc)" "$(qreqs)"
+	}
+	qmount
+	t0=$(now); find "$mnt/logdir" -type f -printf '%s\n' >/dev/null; t1=$(now)
+	printf '%-38s %6.3f s  %s\n' "walk: find + stat of every file" "$(echo "$t1 - $t0" | bc)" "$(qreqs)"
+	qread "cold read of $big_mib MiB"
+	qread "warm re-read (same mount)"
+	fusermount3 -u "$mnt"
+	sleep 0.5
+	qmount
+	qread "re-read after remount (disk cache)"
+	t0=$(now); curl -sf -o /dev/null "$EMU/storage/v1/b/bench/o/logs%2Fbig%2Fplugins%2Fprofile%2Fs%2Fhost.SSTABLE?alt=media"; t1=$(now)
+	printf '%-38s %6.3f s  %s MB/s\n' "reference: one curl GET of the object" "$(echo "$t1 - $t0" | bc)" \
+		"$(echo "scale=1; $big_mib / ($t1 - $t0)" | bc)"
+	jq -c '.store.blocks' "$mnt/status.json"
+}
+if [ $QUICK = 1 ]; then
+	quick "${2:-2000}" "${3:-64}"
+	exit 0
+fi
+
+mkdir -p "$OUT"
+/usr/bin/python3 "$ROOT/tests/lib/fault_proxy.py" --upstream "$EMU" --parent-pid $$ >"$W/proxy.out" 2>&1 &
 PIDS+=($!)
 for _ in $(seq 50); do grep -q '^ready' "$W/proxy.out" && break; sleep 0.1; done
 PROXY=http://127.0.0.1:$(awk '/^ready/{print $2}' "$W/proxy.out")
@@ -117,28 +183,31 @@ STORAGE_EMULATOR_HOST=$EMU node "$ROOT/tests/gcs/emulator/seed.js" "$SRC" gs://b
 echo "seeded in $(secs "$t0" "$(now)") s"
 
 echo "== listing: find over $OBJECTS objects"
-# xprofs: the listing happens at mount time, so time mount + find together.
-reset_reqs
-t0=$(now)
-xprofs_mount gs://bench/logs "$PROXY" "$W/mx"
-t1=$(now)
-nx=$(find "$W/mx/logdir" -type f | wc -l)
-t2=$(now)
-x_mount=$(secs "$t0" "$t1"); x_find=$(secs "$t1" "$t2"); x_total=$(secs "$t0" "$t2"); x_req=$(reqs)
-reset_reqs
-t0=$(now); find "$W/mx/logdir" -type f >/dev/null; x_find2=$(secs "$t0" "$(now)"); x_req2=$(reqs)
-umount_wait "$W/mx"
-
-reset_reqs
-t0=$(now)
-rclone_mount bench/logs "$PROXY" "$W/mr"
-t1=$(now)
-nr=$(find "$W/mr" -type f | wc -l)
-t2=$(now)
-r_mount=$(secs "$t0" "$t1"); r_find=$(secs "$t1" "$t2"); r_total=$(secs "$t0" "$t2"); r_req=$(reqs)
-reset_reqs
-t0=$(now); find "$W/mr" -type f >/dev/null; r_find2=$(secs "$t0" "$(now)"); r_req2=$(reqs)
-umount_wait "$W/mr"
+# listing X MNT DIR MOUNT_CMD...: time MOUNT_CMD (the listing may happen at
+# mount time, so mount + find are timed together), then `find DIR` twice;
+# sets nX, X_mount, X_find, X_total, X_req, X_find2, X_req2, then unmounts.
+listing() {
+	local x=$1 mnt=$2 dir=$3 t0 t1 t2
+	shift 3
+	reset_reqs
+	t0=$(now)
+	"$@"
+	t1=$(now)
+	printf -v "n$x" %s "$(find "$dir" -type f | wc -l)"
+	t2=$(now)
+	printf -v "${x}_mount" %s "$(secs "$t0" "$t1")"
+	printf -v "${x}_find" %s "$(secs "$t1" "$t2")"
+	printf -v "${x}_total" %s "$(secs "$t0" "$t2")"
+	printf -v "${x}_req" %s "$(reqs)"
+	reset_reqs
+	t0=$(now)
+	find "$dir" -type f >/dev/null
+	printf -v "${x}_find2" %s "$(secs "$t0" "$(now)")"
+	printf -v "${x}_req2" %s "$(reqs)"
+	umount_wait "$mnt"
+}
+listing x "$W/mx" "$W/mx/logdir" xprofs_mount gs://bench/logs "$PROXY" "$W/mx"
+listing r "$W/mr" "$W/mr" rclone_mount bench/logs "$PROXY" "$W/mr"
 
 reset_reqs
 t0=$(now)
@@ -208,7 +277,7 @@ MB=$BIG_MB
 		"emulator: firebase-tools StorageEmulator via tests/gcs/emulator/launch.js on loopback;" \
 		"rclone $(rclone version | head -1 | awk '{print $2}'); $("$XPROFS" -V 2>&1 | head -1)."
 	echo
-	echo "## find over $OBJECTS objects (requests counted at tests/gcs/fault_proxy.py)"
+	echo "## find over $OBJECTS objects (requests counted at tests/lib/fault_proxy.py)"
 	echo
 	echo "| client | files seen | mount s | find s | total s | GCS requests | find again s | requests again |"
 	echo "|---|---|---|---|---|---|---|---|"

@@ -20,6 +20,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
+. bench/lib.sh
 BUILD=${BUILD:-build}
 SIZES=${SIZES:-100M 1G}
 KIND=${KIND:-tpu}
@@ -67,12 +68,6 @@ umount_it() {
 	PID=
 }
 
-drop_cache() {
-	sync
-	echo 3 2>/dev/null >/proc/sys/vm/drop_caches ||
-		/usr/bin/python3 -c 'import os,sys; fd=os.open(sys.argv[1],os.O_RDONLY); os.posix_fadvise(fd,0,0,os.POSIX_FADV_DONTNEED)' "$1"
-}
-
 timed_cat() { # path -> prints "seconds bytes" (or "fail 0")
 	local t0 t1 n
 	t0=$(date +%s.%N)
@@ -98,11 +93,7 @@ hwm_mb() { awk '/VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$PID/status" 2>/dev/n
 } >"$RES.tmp"
 
 for size in $SIZES; do
-	f=$OUT/$KIND-$size-s$SEED.xplane.pb
-	if [ ! -s "$f" ]; then
-		echo "generating $f ..." >&2
-		"$GEN" --kind "$KIND" --seed "$SEED" --size "$size" -o "$f" --stats >"$f.stats.json"
-	fi
+	f=$(bench_profile "$GEN" "$OUT" "$KIND" "$SEED" "$size")
 	bytes=$(stat -c %s "$f")
 	views=
 	for v in $VIEWS; do
@@ -117,7 +108,7 @@ for size in $SIZES; do
 		cp "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
 	dir=$MNT/runs/bench/$SESSION/host0
 	declare -A cold=() warm=() vbytes=()
-	drop_cache "$f"
+	bench_drop_cache "$f" >/dev/null
 	mount_it "$logdir" "$cache"
 	for v in $views; do
 		read -r t n < <(timed_cat "$dir/$v")
@@ -128,7 +119,7 @@ for size in $SIZES; do
 	done
 	rss=$(hwm_mb)
 	umount_it
-	drop_cache "$f"
+	bench_drop_cache "$f" >/dev/null
 	mount_it "$logdir" "$cache"
 	for v in $views; do
 		read -r t _ < <(timed_cat "$dir/$v")

@@ -11,7 +11,7 @@ PKGS=(
   libprotobuf-c-dev protobuf-c-compiler protobuf-compiler
   libjansson-dev liblz4-dev libcmocka-dev
   python3 python3-grpcio python3-protobuf
-  jq curl rclone hyperfine time procps openssl
+  jq curl rclone hyperfine time procps openssl bc clang-format
 )
 
 SUDO=""

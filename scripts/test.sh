@@ -13,9 +13,7 @@ ROOT=$PWD
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
 
 bash scripts/setup-debian.sh
-if [ -x tests/gcs/setup-emulator.sh ]; then
-	bash tests/gcs/setup-emulator.sh
-fi
+bash tests/gcs/setup-emulator.sh
 
 passed=0 failed=0 skipped=0
 count_results() { # $1 = build dir

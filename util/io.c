@@ -1,6 +1,8 @@
 /*
  * io.c - the I/O seams (sinks, readers) and small POSIX helpers shared by all
- * modules: full reads/writes with EINTR handling, mkdir -p, clocks, hashing.
+ * modules: full reads/writes with EINTR handling, mkdir -p, clocks, hashing,
+ * byte-count parsing. Stateless: every function is safe from any thread.
+ * Sinks and readers borrow what they wrap; nothing here allocates.
  */
 #include <errno.h>
 #include <limits.h>

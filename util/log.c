@@ -2,6 +2,7 @@
  * log.c - the one logger. Level and sink are process-wide atomics so any
  * thread may log; each message is formatted into a local buffer and written
  * with one write() so concurrent lines do not interleave.
+ * Limit: a line is cut at 2 KiB (the stack buffer); nothing is allocated.
  */
 #include <errno.h>
 #include <stdatomic.h>

@@ -74,7 +74,9 @@ void xprofs_buf_deinit(struct xprofs_buf *b);
 void xprofs_buf_reset(struct xprofs_buf *b);
 /** xprofs_buf_add() - append @n bytes (borrows @p). 0, -ENOMEM or -E2BIG (buffer unchanged). */
 int xprofs_buf_add(struct xprofs_buf *b, const void *p, size_t n) XPROFS_WUR;
+/** xprofs_buf_adds() - append the string @s (borrowed) without its NUL; as xprofs_buf_add(). */
 int xprofs_buf_adds(struct xprofs_buf *b, const char *s) XPROFS_WUR;
+/** xprofs_buf_printf() - append printf output; as xprofs_buf_add() (the buffer unchanged on error). */
 int xprofs_buf_printf(struct xprofs_buf *b, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3))) XPROFS_WUR;
 int xprofs_buf_vprintf(struct xprofs_buf *b, const char *fmt, va_list ap)

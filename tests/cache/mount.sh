@@ -6,7 +6,7 @@
 # EIO, the next one re-renders), garbage files with entry names, stale temp
 # files, and a cap smaller than a view (served uncached, cap kept).
 # Data: one real sample from $XPROFS_SHARED/samples, else tools/xprofs-gen.
-. "${XPROFS_SOURCE_ROOT:?}/tests/fs/lib.sh"
+. "${XPROFS_SOURCE_ROOT:?}/tests/lib/lib.sh"
 xp_require_fuse
 xp_workdir
 W=$XP_WORK
@@ -21,7 +21,7 @@ elif [ -x "$GEN" ]; then
 	"$GEN" --demo "$W/gen" >/dev/null || xp_fail "xprofs-gen --demo"
 	cp "$(find "$W/gen" -name '*.xplane.pb' | sort | head -1)" "$SRC/run/plugins/profile/s/host.xplane.pb"
 else
-	echo "SKIP: no samples ($S) and no generator"; exit 77
+	xp_skip "no samples ($S) and no generator"
 fi
 V=$MNT/runs/run/s/host
 st() { jq "$1" "$MNT/status.json"; }

@@ -7,7 +7,7 @@
 # daemon mode and clean unmounts.
 # Data: the real samples from $XPROFS_SHARED/samples (part skipped with a
 # message when absent) plus tools/xprofs-gen --demo when built.
-. "${XPROFS_SOURCE_ROOT:?}/tests/fs/lib.sh"
+. "${XPROFS_SOURCE_ROOT:?}/tests/lib/lib.sh"
 xp_require_fuse
 xp_workdir
 W=$XP_WORK
@@ -21,7 +21,7 @@ if [ -x "$GEN" ]; then
 else
 	echo "# $GEN not built: no generated data"
 fi
-[ -n "$(find "$SRC" -name '*.xplane.pb' | head -1)" ] || { echo "SKIP: no samples and no generator"; exit 77; }
+[ -n "$(find "$SRC" -name '*.xplane.pb' | head -1)" ] || xp_skip "no samples and no generator"
 
 # ---- CLI -----------------------------------------------------------------
 xp_okq "--help exits 0" "$XP_BIN" --help
@@ -80,15 +80,7 @@ xp_ok "getattr reports the rendered size once known ($sz)" test "$sz" = "$(cat "
 # ---- writes TensorBoard makes ---------------------------------------------
 echo '{"a":1}' >"$L/$sess/.cached_tools.json" || xp_fail "create .cached_tools.json"
 xp_ok "new file lands in SOURCE" cmp -s "$L/$sess/.cached_tools.json" "$SRC/$sess/.cached_tools.json"
-/usr/bin/python3 - "$L/$sess/$hname.SSTABLE" <<'PY' || xp_fail "random-access write of an SSTABLE"
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-os.pwrite(fd, b"B" * 70000, 100000)
-os.pwrite(fd, b"A" * 10, 0)
-assert os.pread(fd, 10, 0) == b"A" * 10
-assert os.fstat(fd).st_size == 170000, os.fstat(fd).st_size
-os.close(fd)
-PY
+xp_write_sstable "$L/$sess/$hname.SSTABLE" || xp_fail "random-access write of an SSTABLE"
 xp_ok "SSTABLE written at offsets equals SOURCE" cmp -s "$L/$sess/$hname.SSTABLE" "$SRC/$sess/$hname.SSTABLE"
 echo 1 >"$L/$sess/cache_version.txt"
 mv "$L/$sess/.cached_tools.json" "$L/$sess/.cached_tools.json.tmp" || xp_fail "rename"

@@ -3,7 +3,7 @@
 from close() and fsync(), never from release() (whose result FUSE drops).
 
 Through a real /dev/fuse mount of the daemon, against the offline GCS
-emulator behind tests/gcs/fault_proxy.py (the gcs tests' harness):
+emulator behind tests/lib/fault_proxy.py (the gs:// tests' harness):
 - a file written and closed is an object in the bucket the moment close()
   returns (read with plain HTTP from the emulator, not through xprofs), for a
   plain file and a new profile (exclusive create);
@@ -23,9 +23,8 @@ import urllib.error
 import urllib.parse
 import urllib.request
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gcs"))
-import gcs_harness as gh  # noqa: E402
-from fault_proxy import Rule  # noqa: E402
+import gcs_harness as gh
+from fault_proxy import Rule
 
 URL = "gs://bkt/logs"
 UPLOAD = r"^(POST|PUT) /upload/"
@@ -33,108 +32,95 @@ UPLOAD = r"^(POST|PUT) /upload/"
 PERMANENT_LIMIT_S = 100
 
 
-def main():
-    try:
-        gh.require_prereqs()
-    except gh.Skip as e:
-        print("1..0 # SKIP %s" % e)
-        return gh.SKIP
-    t = gh.Tap()
-    h = gh.Harness()
-    try:
-        src = os.path.join(h.work, "src")
-        os.makedirs(os.path.join(src, "run", "plugins", "profile", "s1"))
-        with open(os.path.join(src, "run", "plugins", "profile", "s1", "seed.txt"), "w") as f:
-            f.write("seed\n")
-        h.start_emulator()
-        h.seed(src, URL)
-        p = h.proxy()
-        mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
-        d = os.path.join(mnt, "logdir", "run", "plugins", "profile", "s1")
+def main(t, h):
+    src = os.path.join(h.work, "src")
+    os.makedirs(os.path.join(src, "run", "plugins", "profile", "s1"))
+    with open(os.path.join(src, "run", "plugins", "profile", "s1", "seed.txt"), "w") as f:
+        f.write("seed\n")
+    h.start_emulator()
+    h.seed(src, URL)
+    p = h.proxy()
+    mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
+    d = os.path.join(mnt, "logdir", "run", "plugins", "profile", "s1")
 
-        def obj(rel):
-            u = "%s/storage/v1/b/bkt/o/%s?alt=media" % (h.emu_url, urllib.parse.quote("logs/" + rel, safe=""))
-            try:
-                return urllib.request.urlopen(u, timeout=30).read()
-            except urllib.error.HTTPError as e:
-                if e.code == 404:
-                    return None
-                raise
-
-        def write_close(name, data):
-            fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-            os.write(fd, data)
-            try:
-                os.close(fd)
-                return None
-            except OSError as e:
-                return e
-
-        rel = "run/plugins/profile/s1/"
-        data = os.urandom(300000)
-        err = write_close("ok.bin", data)
-        t.ok(err is None and obj(rel + "ok.bin") == data,
-             "a closed file is in the bucket when close() returns", "close: %s\n%s" % (err, h.log(log)))
-        err = write_close("new.xplane.pb", data[:1000])
-        t.ok(err is None and obj(rel + "new.xplane.pb") == data[:1000],
-             "a new profile is in the bucket when close() returns", "close: %s\n%s" % (err, h.log(log)))
-
-        with p.lock:
-            p.rules.append(Rule.parse("403,match=" + UPLOAD))
-        t0 = time.monotonic()
-        err = write_close("fail.bin", b"lost?" * 1000)
-        dt = time.monotonic() - t0
-        t.ok(isinstance(err, OSError) and err.errno in (errno.EACCES, errno.EPERM, errno.EIO),
-             "uploads refused (403): os.close() raises (%s, %.1f s)" % (err, dt), h.log(log))
-        t.ok(obj(rel + "fail.bin") is None, "and no object was created")
-        err = write_close("fail.xplane.pb", b"P" * 5000)
-        t.ok(isinstance(err, OSError), "a new profile's failed upload: os.close() raises (%s)" % err)
-        fd = os.open(os.path.join(d, "sync.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.write(fd, b"s" * 100)
+    def obj(rel):
+        u = "%s/storage/v1/b/bkt/o/%s?alt=media" % (h.emu_url, urllib.parse.quote("logs/" + rel, safe=""))
         try:
-            os.fsync(fd)
-            serr = None
-        except OSError as e:
-            serr = e
+            return urllib.request.urlopen(u, timeout=30).read()
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
+
+    def write_close(name, data):
+        fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        os.write(fd, data)
         try:
             os.close(fd)
-        except OSError:
-            pass
-        t.ok(isinstance(serr, OSError), "uploads refused: os.fsync() raises (%s)" % serr)
-        fired = p.stats["faults"].get("403", 0)
-        t.ok(fired >= 3, "the proxy refused the uploads (%d)" % fired)
+            return None
+        except OSError as e:
+            return e
 
-        with p.lock:
-            p.rules.clear()
-            p.rules.append(Rule.parse("503,match=" + UPLOAD))
-        t0 = time.monotonic()
-        err = write_close("retry.bin", b"r" * 1000)
-        dt = time.monotonic() - t0
-        t.ok(isinstance(err, OSError) and err.errno == errno.EIO and dt < PERMANENT_LIMIT_S
-             and obj(rel + "retry.bin") is None,
-             "uploads always 503: os.close() raises EIO once retries end (%s, %.0f s)" % (err, dt), h.log(log))
+    rel = "run/plugins/profile/s1/"
+    data = os.urandom(300000)
+    err = write_close("ok.bin", data)
+    t.ok(err is None and obj(rel + "ok.bin") == data,
+         "a closed file is in the bucket when close() returns", "close: %s\n%s" % (err, h.log(log)))
+    err = write_close("new.xplane.pb", data[:1000])
+    t.ok(err is None and obj(rel + "new.xplane.pb") == data[:1000],
+         "a new profile is in the bucket when close() returns", "close: %s\n%s" % (err, h.log(log)))
 
-        with p.lock:
-            p.rules.clear()
-        fd = os.open(os.path.join(d, "dup.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.write(fd, b"first")
-        fd2 = os.dup(fd)
-        os.close(fd2)
-        first = obj(rel + "dup.bin")
-        os.write(fd, b"+second")
+    with p.lock:
+        p.rules.append(Rule.parse("403,match=" + UPLOAD))
+    t0 = time.monotonic()
+    err = write_close("fail.bin", b"lost?" * 1000)
+    dt = time.monotonic() - t0
+    t.ok(isinstance(err, OSError) and err.errno in (errno.EACCES, errno.EPERM, errno.EIO),
+         "uploads refused (403): os.close() raises (%s, %.1f s)" % (err, dt), h.log(log))
+    t.ok(obj(rel + "fail.bin") is None, "and no object was created")
+    err = write_close("fail.xplane.pb", b"P" * 5000)
+    t.ok(isinstance(err, OSError), "a new profile's failed upload: os.close() raises (%s)" % err)
+    fd = os.open(os.path.join(d, "sync.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"s" * 100)
+    try:
+        os.fsync(fd)
+        serr = None
+    except OSError as e:
+        serr = e
+    try:
         os.close(fd)
-        t.ok(first == b"first" and obj(rel + "dup.bin") == b"first+second",
-             "each close() uploads what was written so far (dup: %r, last: %r)" % (first, obj(rel + "dup.bin")))
-        t.ok(gh.Harness.log(log).count("flush/upload failed") >= 1 and "commit failed" not in gh.Harness.log(log, 200),
-             "failures are logged once, from flush (release retries nothing)", h.log(log))
-        rc = h.umount(mnt)
-        t.ok(rc == 0, "clean unmount (%s)" % rc, h.log(log))
-    except (RuntimeError, OSError) as e:
-        t.ok(False, "harness: %s" % e)
-    finally:
-        h.close()
-    return t.done()
+    except OSError:
+        pass
+    t.ok(isinstance(serr, OSError), "uploads refused: os.fsync() raises (%s)" % serr)
+    fired = p.stats["faults"].get("403", 0)
+    t.ok(fired >= 3, "the proxy refused the uploads (%d)" % fired)
+
+    with p.lock:
+        p.rules.clear()
+        p.rules.append(Rule.parse("503,match=" + UPLOAD))
+    t0 = time.monotonic()
+    err = write_close("retry.bin", b"r" * 1000)
+    dt = time.monotonic() - t0
+    t.ok(isinstance(err, OSError) and err.errno == errno.EIO and dt < PERMANENT_LIMIT_S
+         and obj(rel + "retry.bin") is None,
+         "uploads always 503: os.close() raises EIO once retries end (%s, %.0f s)" % (err, dt), h.log(log))
+
+    with p.lock:
+        p.rules.clear()
+    fd = os.open(os.path.join(d, "dup.bin"), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    os.write(fd, b"first")
+    fd2 = os.dup(fd)
+    os.close(fd2)
+    first = obj(rel + "dup.bin")
+    os.write(fd, b"+second")
+    os.close(fd)
+    t.ok(first == b"first" and obj(rel + "dup.bin") == b"first+second",
+         "each close() uploads what was written so far (dup: %r, last: %r)" % (first, obj(rel + "dup.bin")))
+    t.ok(gh.Harness.log(log).count("flush/upload failed") >= 1 and "commit failed" not in gh.Harness.log(log, 200),
+         "failures are logged once, from flush (release retries nothing)", h.log(log))
+    rc = h.umount(mnt)
+    t.ok(rc == 0, "clean unmount (%s)" % rc, h.log(log))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(gh.run(main))

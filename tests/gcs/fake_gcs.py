@@ -21,12 +21,12 @@ half stored and answered 503, so the client must ask the session what it
 has ("bytes */N") and resume. Uploaded objects (generation 99) can be read
 back with alt=media.
 """
-import json
 import re
 import sys
 import threading
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpd  # tests/lib, through PYTHONPATH
 
 SIZE = 3000000
 DATA = bytes((i * 7 + 3) & 0xFF for i in range(SIZE))
@@ -40,20 +40,7 @@ sessions = {}
 uploads = {}
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):  # quiet
-        pass
-
-    def send_json(self, code, obj):
-        body = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
+class Handler(httpd.Handler):
     def error(self, code, msg):
         self.send_json(code, {"error": {"code": code, "message": msg}})
 
@@ -199,8 +186,7 @@ class Handler(BaseHTTPRequestHandler):
 
 
 def main():
-    srv = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    srv.daemon_threads = True
+    srv = httpd.QuietServer(("127.0.0.1", 0), Handler)
     print("ready %d" % srv.server_address[1], flush=True)
     srv.serve_forever()
 

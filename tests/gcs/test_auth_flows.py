@@ -19,24 +19,23 @@ import subprocess
 import sys
 import tempfile
 import time
-import urllib.request
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from token_server import TokenServer  # noqa: E402
+import xtap
+from token_server import TokenServer
 
 PROBE = sys.argv[1] if len(sys.argv) > 1 else None
 EMAIL = "xprofs-test@example-project.iam.gserviceaccount.com"
-results = []
+T = xtap.Tap()
 
 
 def tap_run(name, fn):
     try:
         fn()
-        results.append((True, name, ""))
+        T.ok(True, name)
     except AssertionError as e:
-        results.append((False, name, str(e)))
+        T.ok(False, name, str(e))
     except Exception as e:  # a broken test is a failed test
-        results.append((False, name, "%s: %s" % (type(e).__name__, e)))
+        T.ok(False, name, "%s: %s" % (type(e).__name__, e))
 
 
 def check(cond, msg):
@@ -104,11 +103,9 @@ def bearer(h):
 
 def main():
     if not PROBE or not os.access(PROBE, os.X_OK):
-        print("1..0 # SKIP auth-probe not built")
-        return 77
+        return xtap.skip_all("auth-probe not built")
     if subprocess.run(["which", "openssl"], capture_output=True).returncode != 0:
-        print("1..0 # SKIP openssl CLI not installed")
-        return 77
+        return xtap.skip_all("openssl CLI not installed")
     E = Env()
 
     def service_account_refresh():
@@ -297,13 +294,8 @@ def main():
         ("anonymous and emulator need no credentials", anonymous_and_emulator),
     ]:
         tap_run(name, fn)
-    print("1..%d" % len(results))
-    for i, (ok, name, why) in enumerate(results, 1):
-        print("%s %d - %s" % ("ok" if ok else "not ok", i, name))
-        for ln in why.splitlines():
-            print("# " + ln)
     subprocess.run(["rm", "-rf", E.dir])
-    return 0 if all(r[0] for r in results) else 1
+    return T.done()
 
 
 if __name__ == "__main__":

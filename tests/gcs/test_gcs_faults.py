@@ -19,9 +19,8 @@ import sys
 import threading
 import time
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import gcs_harness as gh  # noqa: E402
-from fault_proxy import Rule  # noqa: E402
+import gcs_harness as gh
+from fault_proxy import Rule
 
 URL = "gs://bkt/logs"
 MEDIA = r"alt=media|/download/"
@@ -30,126 +29,110 @@ LIST = r"^GET /storage/v1/b/bkt/o\?"
 PERMANENT_LIMIT_S = 110
 
 
-def main():
-    try:
-        gh.require_prereqs()
-    except gh.Skip as e:
-        print("1..0 # SKIP %s" % e)
-        return gh.SKIP
-    t = gh.Tap()
-    h = gh.Harness()
-    try:
-        src = os.path.join(h.work, "src")
-        rels = gh.make_logdir(src)
-        h.start_emulator()
-        h.seed(src, URL)
+def main(t, h):
+    src = os.path.join(h.work, "src")
+    rels = gh.make_logdir(src)
+    h.start_emulator()
+    h.seed(src, URL)
 
-        def scenario(name, rules, list_rules=(), expect_kinds=None):
-            try:
-                run_scenario(name, rules, list_rules, expect_kinds)
-            except (RuntimeError, OSError) as e:
-                t.ok(False, "%s: %s" % (name, e))
-
-        def run_scenario(name, rules, list_rules, expect_kinds):
-            p = h.proxy(faults=list_rules)
-            mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
-            with p.lock:  # armed after the mount: the listing is clean
-                p.rules.extend(Rule.parse(r) for r in rules)
-            diff = gh.compare_tree(src, os.path.join(mnt, "logdir"), rels)
-            fired = dict(p.stats["faults"])
-            rc = h.umount(mnt)
-            ok = diff is None and rc == 0
-            for k in expect_kinds or []:
-                ok = ok and fired.get(k, 0) > 0
-            t.ok(ok, "%s: byte-identical (faults fired %s)" % (name, fired),
-                 "diff: %s\nxprofs rc %s\n%s" % (diff, rc, h.log(log)))
-            p.stop()
-            h.proxies.remove(p)
-
-        scenario("no faults", [])
-        scenario("503 then 429 on reads", ["503,nth=1,count=2,match=" + MEDIA, "429,nth=3,count=2,match=" + MEDIA],
-                 expect_kinds=["503", "429"])
-        scenario("connection resets on reads", ["reset,nth=2,count=3,match=" + MEDIA], expect_kinds=["reset"])
-        scenario("truncated bodies", ["truncate,nth=1,count=3,match=" + MEDIA], expect_kinds=["truncate"])
-        scenario("30% of reads reset", ["reset,fraction=0.3,count=20,seed=3,match=" + MEDIA],
-                 expect_kinds=["reset"])
-        scenario("body stalls half way (stall timeout, then retry)",
-                 ["stall_body,nth=1,stall=120,match=blob4\\.bin.*alt=media"], expect_kinds=["stall_body"])
-        scenario("503 and reset on the mount-time listing", [],
-                 list_rules=["reset,nth=1,match=" + LIST, "503,nth=1,count=2,match=" + LIST],
-                 expect_kinds=["503", "reset"])
-
-        # A retried upload through the mount, read back by the Node client.
-        p = h.proxy(faults=["503,nth=1,match=^(POST|PUT) /upload/"])
-        mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
-        expect = os.path.join(h.work, "expect")
-        new_rel = os.path.join("newrun", "plugins", "profile", "s9", "host.xplane.pb")
-        os.makedirs(os.path.dirname(os.path.join(expect, new_rel)))
-        shutil.copyfile(os.path.join(src, "blobs/plugins/profile/s1/blob3.bin"), os.path.join(expect, new_rel))
-        err = None
+    def scenario(name, rules, list_rules=(), expect_kinds=None):
         try:
-            os.makedirs(os.path.dirname(os.path.join(mnt, "logdir", new_rel)), exist_ok=True)
-            shutil.copyfile(os.path.join(expect, new_rel), os.path.join(mnt, "logdir", new_rel))
-        except OSError as e:
-            err = e
-        rc_node, out = h.node("check.js", URL, expect, "--allow-extra")
-        t.ok(err is None and rc_node == 0 and p.stats["faults"].get("503", 0) == 1,
-             "upload retried after a 503 is byte-identical for the Node client",
-             "copy: %s\nnode: %s\nfaults %s\n%s" % (err, out, p.stats["faults"], h.log(log)))
-        h.umount(mnt)
+            run_scenario(name, rules, list_rules, expect_kinds)
+        except (RuntimeError, OSError) as e:
+            t.ok(False, "%s: %s" % (name, e))
 
-        # Permanent failures, in parallel so the test takes one deadline.
-        p = h.proxy(faults=["503,match=blob3\\.bin.*alt=media", "stall,stall=600,match=blob4\\.bin.*alt=media"])
-        bad = h.proxy(faults=["503,match=" + LIST])
+    def run_scenario(name, rules, list_rules, expect_kinds):
+        p = h.proxy(faults=list_rules)
         mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
-        results = {}
+        with p.lock:  # armed after the mount: the listing is clean
+            p.rules.extend(Rule.parse(r) for r in rules)
+        diff = gh.compare_tree(src, os.path.join(mnt, "logdir"), rels)
+        fired = dict(p.stats["faults"])
+        rc = h.umount(mnt)
+        ok = diff is None and rc == 0
+        for k in expect_kinds or []:
+            ok = ok and fired.get(k, 0) > 0
+        t.ok(ok, "%s: byte-identical (faults fired %s)" % (name, fired),
+             "diff: %s\nxprofs rc %s\n%s" % (diff, rc, h.log(log)))
+        p.stop()
+        h.proxies.remove(p)
 
-        def read(name):
-            t0 = time.monotonic()
-            try:
-                with open(os.path.join(mnt, "logdir/blobs/plugins/profile/s1", name), "rb") as f:
-                    f.read()
-                results[name] = (None, time.monotonic() - t0)
-            except OSError as e:
-                results[name] = (e.errno, time.monotonic() - t0)
+    scenario("no faults", [])
+    scenario("503 then 429 on reads", ["503,nth=1,count=2,match=" + MEDIA, "429,nth=3,count=2,match=" + MEDIA],
+             expect_kinds=["503", "429"])
+    scenario("connection resets on reads", ["reset,nth=2,count=3,match=" + MEDIA], expect_kinds=["reset"])
+    scenario("truncated bodies", ["truncate,nth=1,count=3,match=" + MEDIA], expect_kinds=["truncate"])
+    scenario("30% of reads reset", ["reset,fraction=0.3,count=20,seed=3,match=" + MEDIA],
+             expect_kinds=["reset"])
+    scenario("body stalls half way (stall timeout, then retry)",
+             ["stall_body,nth=1,stall=120,match=blob4\\.bin.*alt=media"], expect_kinds=["stall_body"])
+    scenario("503 and reset on the mount-time listing", [],
+             list_rules=["reset,nth=1,match=" + LIST, "503,nth=1,count=2,match=" + LIST],
+             expect_kinds=["503", "reset"])
 
-        ths = [threading.Thread(target=read, args=(n,)) for n in ("blob3.bin", "blob4.bin")]
-        for th in ths:
-            th.start()
+    # A retried upload through the mount, read back by the Node client.
+    p = h.proxy(faults=["503,nth=1,match=^(POST|PUT) /upload/"])
+    mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
+    expect = os.path.join(h.work, "expect")
+    new_rel = os.path.join("newrun", "plugins", "profile", "s9", "host.xplane.pb")
+    os.makedirs(os.path.dirname(os.path.join(expect, new_rel)))
+    shutil.copyfile(os.path.join(src, "blobs/plugins/profile/s1/blob3.bin"), os.path.join(expect, new_rel))
+    err = None
+    try:
+        os.makedirs(os.path.dirname(os.path.join(mnt, "logdir", new_rel)), exist_ok=True)
+        shutil.copyfile(os.path.join(expect, new_rel), os.path.join(mnt, "logdir", new_rel))
+    except OSError as e:
+        err = e
+    rc_node, out = h.node("check.js", URL, expect, "--allow-extra")
+    t.ok(err is None and rc_node == 0 and p.stats["faults"].get("503", 0) == 1,
+         "upload retried after a 503 is byte-identical for the Node client",
+         "copy: %s\nnode: %s\nfaults %s\n%s" % (err, out, p.stats["faults"], h.log(log)))
+    h.umount(mnt)
+
+    # Permanent failures, in parallel so the test takes one deadline.
+    p = h.proxy(faults=["503,match=blob3\\.bin.*alt=media", "stall,stall=600,match=blob4\\.bin.*alt=media"])
+    bad = h.proxy(faults=["503,match=" + LIST])
+    mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
+    results = {}
+
+    def read(name):
         t0 = time.monotonic()
-        _, bad_proc, bad_log = h.mount(URL, bad.url, ["anonymous", "no_cache"], wait=False)
         try:
-            bad_rc = bad_proc.wait(timeout=PERMANENT_LIMIT_S + 30)
-        except Exception:
-            bad_rc = None
-        bad_dt = time.monotonic() - t0
-        for th in ths:
-            th.join(PERMANENT_LIMIT_S + 30)
-        for name, kind in (("blob3.bin", "503"), ("blob4.bin", "stall")):
-            e, dt = results.get(name, (None, -1))
-            t.ok(e == errno.EIO and 0 < dt < PERMANENT_LIMIT_S,
-                 "permanent %s on a read: EIO after %.0f s (limit %d s)" % (kind, dt, PERMANENT_LIMIT_S),
-                 "errno %s\n%s" % (e, h.log(log)))
-        # The mount still serves other files after those failures.
-        try:
-            with open(os.path.join(mnt, "logdir/blobs/plugins/profile/s1/blob2.bin"), "rb") as f, \
-                    open(os.path.join(src, "blobs/plugins/profile/s1/blob2.bin"), "rb") as g:
-                ok_other = f.read() == g.read()
-        except OSError:
-            ok_other = False
-        t.ok(ok_other, "the mount keeps serving other objects after permanent failures")
-        t.ok(bad_rc not in (None, 0) and bad_dt < PERMANENT_LIMIT_S,
-             "a listing that always fails: mount exits %s after %.0f s" % (bad_rc, bad_dt), h.log(bad_log))
-        h.umount(mnt)
-    except gh.Skip as e:
-        print("1..0 # SKIP %s" % e)
-        return gh.SKIP
-    except Exception as e:
-        t.ok(False, "harness: %s: %s" % (type(e).__name__, e))
-    finally:
-        h.close()
-    return t.done()
+            with open(os.path.join(mnt, "logdir/blobs/plugins/profile/s1", name), "rb") as f:
+                f.read()
+            results[name] = (None, time.monotonic() - t0)
+        except OSError as e:
+            results[name] = (e.errno, time.monotonic() - t0)
+
+    ths = [threading.Thread(target=read, args=(n,)) for n in ("blob3.bin", "blob4.bin")]
+    for th in ths:
+        th.start()
+    t0 = time.monotonic()
+    _, bad_proc, bad_log = h.mount(URL, bad.url, ["anonymous", "no_cache"], wait=False)
+    try:
+        bad_rc = bad_proc.wait(timeout=PERMANENT_LIMIT_S + 30)
+    except Exception:
+        bad_rc = None
+    bad_dt = time.monotonic() - t0
+    for th in ths:
+        th.join(PERMANENT_LIMIT_S + 30)
+    for name, kind in (("blob3.bin", "503"), ("blob4.bin", "stall")):
+        e, dt = results.get(name, (None, -1))
+        t.ok(e == errno.EIO and 0 < dt < PERMANENT_LIMIT_S,
+             "permanent %s on a read: EIO after %.0f s (limit %d s)" % (kind, dt, PERMANENT_LIMIT_S),
+             "errno %s\n%s" % (e, h.log(log)))
+    # The mount still serves other files after those failures.
+    try:
+        with open(os.path.join(mnt, "logdir/blobs/plugins/profile/s1/blob2.bin"), "rb") as f, \
+                open(os.path.join(src, "blobs/plugins/profile/s1/blob2.bin"), "rb") as g:
+            ok_other = f.read() == g.read()
+    except OSError:
+        ok_other = False
+    t.ok(ok_other, "the mount keeps serving other objects after permanent failures")
+    t.ok(bad_rc not in (None, 0) and bad_dt < PERMANENT_LIMIT_S,
+         "a listing that always fails: mount exits %s after %.0f s" % (bad_rc, bad_dt), h.log(bad_log))
+    h.umount(mnt)
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(gh.run(main))

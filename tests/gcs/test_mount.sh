@@ -8,20 +8,19 @@
 # rule for profiles, a new profile appearing in runs/, an object replaced
 # under an open reader giving ESTALE, and status.json's gcs counters.
 # Skips (77) without /dev/fuse, the daemon, or the emulator.
-. "${XPROFS_SOURCE_ROOT:?}/tests/fs/lib.sh"
+. "${XPROFS_SOURCE_ROOT:?}/tests/lib/lib.sh"
 xp_require_fuse
-[ -x "$XP_BIN" ] || { echo "SKIP: $XP_BIN not built"; exit 77; }
+[ -x "$XP_BIN" ] || xp_skip "$XP_BIN not built"
 xp_workdir
 W=$XP_WORK
 HERE=$XPROFS_SOURCE_ROOT/tests/gcs
 SRC=$W/src MNT=$W/mnt
 mkdir -p "$SRC" "$MNT"
-stop_emulator() { "$HERE/emulator.sh" stop "$W/emu" >/dev/null 2>&1 || true; xp_cleanup; }
-trap stop_emulator EXIT
-PORT=$("$HERE/emulator.sh" start "$W/emu")
+xp_emulator_start "$W/emu"
 rc=$?
-[ $rc = 77 ] && { echo "SKIP: emulator not installed (tests/gcs/setup-emulator.sh)"; exit 77; }
+[ $rc = 77 ] && xp_skip "emulator not installed (tests/gcs/setup-emulator.sh)"
 [ $rc = 0 ] || xp_fail "emulator did not start"
+PORT=$XP_EMU_PORT
 EP=http://127.0.0.1:$PORT
 B=xprofs-mount P=logs
 
@@ -74,17 +73,8 @@ sess=$(dirname "$prof")
 # ---- writes TensorBoard makes land in the bucket ----------------------------
 echo '{"a":1}' >"$L/$sess/.cached_tools.json" || xp_fail "create .cached_tools.json"
 xp_ok "a new file is an object in the bucket" bash -c "[ \"\$(curl -sf '$(obj_url "$sess/.cached_tools.json")?alt=media')\" = '{\"a\":1}' ]"
-/usr/bin/python3 - "$L/$sess/host.SSTABLE" "$W/sstable" <<'PY' || xp_fail "random-access write of an SSTABLE"
-import os, sys
-fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-os.pwrite(fd, b"B" * 70000, 100000)
-os.pwrite(fd, b"A" * 10, 0)
-assert os.pread(fd, 10, 0) == b"A" * 10
-assert os.fstat(fd).st_size == 170000, os.fstat(fd).st_size
-os.close(fd)
-with open(sys.argv[2], "wb") as f:
-    f.write(b"A" * 10 + b"\0" * 99990 + b"B" * 70000)
-PY
+xp_write_sstable "$L/$sess/host.SSTABLE" || xp_fail "random-access write of an SSTABLE"
+xp_sstable_bytes >"$W/sstable"
 obj_get "$sess/host.SSTABLE" >"$W/sstable.got"
 xp_ok "SSTABLE written at offsets is the object's content" cmp -s "$W/sstable" "$W/sstable.got"
 mv "$L/$sess/.cached_tools.json" "$L/$sess/.cached_tools.json.tmp" || xp_fail "rename"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # tests/gcs/test_store.sh - the GCS store backend against the real emulator
-# (tests/gcs/emulator.sh) and the fault server (fake_gcs.py), via store-probe.
+# (tests/lib/emulator.sh) and the fault server (fake_gcs.py), via store-probe.
 # Seeds gs://xprofs-store/logs with a logdir built from ../shared/samples plus
 # a multi-block random file, then checks the mirror byte for byte, writes,
 # exclusive creates, resumable uploads, rename/unlink/mkdir/rmdir, ESTALE and
@@ -8,11 +8,12 @@
 set -euo pipefail
 probe=$1
 here=$(cd "$(dirname "$0")" && pwd)
+emulator_sh=$here/../lib/emulator.sh
 shared=${XPROFS_SHARED:-$here/../../../shared}
 work=$(mktemp -d /tmp/xprofs-gcs-store.XXXXXX)
 fake_pid=
 cleanup() {
-	"$here/emulator.sh" stop "$work" >/dev/null 2>&1 || true
+	"$emulator_sh" stop "$work" >/dev/null 2>&1 || true
 	[ -n "$fake_pid" ] && kill "$fake_pid" 2>/dev/null || true
 	rm -rf "$work"
 }
@@ -34,7 +35,7 @@ echo "# fault server on port $port"
 
 # --- the emulator ---
 set +e
-port=$("$here/emulator.sh" start "$work")
+port=$("$emulator_sh" start "$work")
 rc=$?
 set -e
 if [ $rc = 77 ]; then

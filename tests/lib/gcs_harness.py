@@ -1,33 +1,36 @@
-"""tests/gcs/gcs_harness.py - shared pieces of the gs:// mount tests (imported
-by test_gcs_faults.py and test_auth_mount.py, and by bench/gcs.sh's helper):
-start/stop the emulator (emulator.sh), seed it with the Node client,
+"""tests/lib/gcs_harness.py - shared pieces of the gs:// mount tests
+(tests/gcs/test_*.py, tests/fs/test_gcs_close.py, tests/capture/
+test_capture_gcs.py): start/stop the emulator (tests/lib/emulator.sh; the
+npm package lives in tests/gcs/emulator), seed it with the Node client,
 put fault_proxy.FaultProxy in front, mount and unmount build/fs/xprofs, and
 compare a mounted tree with its source byte for byte.
 
-Every process and mount started here is torn down by Harness.close(), which
-the tests call from a finally: block; the emulator also dies with the test.
+run(body) is every such test's main: skip (77) without the prerequisites,
+a Tap and a Harness for body(t, h), a failed "harness" result for anything
+body raises, and Harness.close() in all cases. Every process and mount
+started here is torn down by close(); the emulator also dies with the test.
 """
 import os
 import random
 import shutil
 import subprocess
-import sys
 import tempfile
 import time
 
+from fault_proxy import FaultProxy
+from xtap import SKIP, Skip, Tap, skip_all
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
-from fault_proxy import FaultProxy  # noqa: E402
+SOURCE_ROOT = os.environ.get("XPROFS_SOURCE_ROOT") or os.path.join(HERE, "..", "..")
+EMULATOR_DIR = os.path.join(SOURCE_ROOT, "tests", "gcs", "emulator")
+EMULATOR_SH = os.path.join(HERE, "emulator.sh")
 
-SKIP = 77
-
-
-class Skip(Exception):
-    pass
+__all__ = ["SKIP", "Skip", "Tap", "Harness", "run", "require_prereqs", "make_logdir", "compare_tree",
+           "xprofs_bin", "build_root"]
 
 
 def build_root():
-    return os.environ.get("XPROFS_BUILD_ROOT") or os.path.join(HERE, "..", "..", "build")
+    return os.environ.get("XPROFS_BUILD_ROOT") or os.path.join(SOURCE_ROOT, "build")
 
 
 def xprofs_bin():
@@ -40,8 +43,7 @@ def require_prereqs():
         raise Skip("no /dev/fuse or fusermount3")
     if not os.access(xprofs_bin(), os.X_OK):
         raise Skip("%s not built" % xprofs_bin())
-    if not shutil.which("node") or not os.path.isdir(os.path.join(HERE, "emulator", "node_modules",
-                                                                   "firebase-tools")):
+    if not shutil.which("node") or not os.path.isdir(os.path.join(EMULATOR_DIR, "node_modules", "firebase-tools")):
         raise Skip("GCS emulator not installed (tests/gcs/setup-emulator.sh)")
 
 
@@ -49,7 +51,7 @@ def make_logdir(root, seed=7):
     """A logdir with the shared sample profiles (when present) and random
     blobs of awkward sizes; returns the list of relative file paths."""
     rng = random.Random(seed)
-    samples = os.path.join(os.environ.get("XPROFS_SHARED", os.path.join(HERE, "..", "..", "..", "shared")),
+    samples = os.path.join(os.environ.get("XPROFS_SHARED", os.path.join(SOURCE_ROOT, "..", "shared")),
                            "samples")
     if os.path.isdir(samples):
         for name, dst in [("tpu_v6e_jax", "tpu/plugins/profile/2025_01_01_00_00_00"),
@@ -115,10 +117,11 @@ class Harness:
         self.emu_port = None
         self.proxies = []
         self.mounts = []  # (mnt, Popen, logpath)
+        self.cleanups = []  # callables close() runs last (servers a test started)
 
     # -- emulator -----------------------------------------------------------
     def start_emulator(self):
-        p = subprocess.run(["bash", os.path.join(HERE, "emulator.sh"), "start", self.emu_dir],
+        p = subprocess.run(["bash", EMULATOR_SH, "start", self.emu_dir],
                            capture_output=True, text=True, timeout=60,
                            env=dict(os.environ, EMULATOR_PARENT_PID=str(os.getpid())))
         if p.returncode == SKIP:
@@ -131,7 +134,7 @@ class Harness:
 
     def node(self, script, *args, timeout=600):
         env = dict(os.environ, STORAGE_EMULATOR_HOST=self.emu_url)
-        p = subprocess.run(["node", os.path.join(HERE, "emulator", script)] + list(args), env=env,
+        p = subprocess.run(["node", os.path.join(EMULATOR_DIR, script)] + list(args), env=env,
                            capture_output=True, text=True, timeout=timeout)
         return p.returncode, p.stdout + p.stderr
 
@@ -188,6 +191,10 @@ class Harness:
                     return p.wait()
         return None
 
+    def last_log(self, tail=20):
+        """The tail of the newest mount's log ("" before any mount)."""
+        return self.log(self.mounts[-1][2], tail) if self.mounts else ""
+
     def close(self):
         for mnt, p, _ in self.mounts:
             if os.path.ismount(mnt):
@@ -203,27 +210,31 @@ class Harness:
         for p in self.proxies:
             p.stop()
         if self.emu_port:
-            subprocess.run(["bash", os.path.join(HERE, "emulator.sh"), "stop", self.emu_dir], capture_output=True)
+            subprocess.run(["bash", EMULATOR_SH, "stop", self.emu_dir], capture_output=True)
+        for fn in self.cleanups:
+            fn()
         shutil.rmtree(self.work, ignore_errors=True)
 
 
-class Tap:
-    """Minimal TAP reporting: each check prints ok / not ok right away."""
-
-    def __init__(self):
-        self.n = 0
-        self.failed = 0
-
-    def ok(self, cond, name, detail=""):
-        self.n += 1
-        if not cond:
-            self.failed += 1
-        print("%s %d - %s" % ("ok" if cond else "not ok", self.n, name), flush=True)
-        if not cond and detail:
-            for ln in str(detail).splitlines()[-30:]:
-                print("# " + ln)
-        return cond
-
-    def done(self):
-        print("1..%d" % self.n)
-        return 1 if self.failed else 0
+def run(body, prereqs=require_prereqs):
+    """The main of a gs:// test: prereqs() (default: FUSE, the daemon, the
+    emulator; None for no check) raising Skip skips; else body(t, h) with a
+    fresh Tap and Harness. A Skip raised by body before any result skips;
+    any other exception is one failed "harness" result (with the newest
+    mount's log). Returns the exit status."""
+    try:
+        if prereqs:
+            prereqs()
+    except Skip as e:
+        return skip_all(e)
+    t = Tap()
+    h = Harness()
+    try:
+        body(t, h)
+    except Skip as e:
+        return skip_all(e)
+    except Exception as e:  # report, then tear down
+        t.ok(False, "harness: %s: %s" % (type(e).__name__, e), h.last_log())
+    finally:
+        h.close()
+    return t.done()

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# tests/gcs/emulator.sh - start/stop the offline GCS emulator for one test.
+# tests/lib/emulator.sh - start/stop the offline GCS emulator for one test
+# (or benchmark).
 #
-#   PORT=$(tests/gcs/emulator.sh start DIR)   # DIR: the test's scratch folder
-#   tests/gcs/emulator.sh stop DIR
+#   PORT=$(tests/lib/emulator.sh start DIR)   # DIR: the test's scratch folder
+#   tests/lib/emulator.sh stop DIR
 #
-# start runs emulator/launch.js on a free port chosen by the kernel, waits
+# start runs tests/gcs/emulator/launch.js on a free port chosen by the kernel, waits
 # (up to 30 s) for it to print "ready PORT", records DIR/emulator.pid and
 # DIR/emulator.port, logs to DIR/emulator.log, and prints the port. The
 # emulator also exits by itself once the calling process is gone, so a killed
@@ -12,7 +13,7 @@
 # Exit status 77 (the meson "skip" code) when node or the emulator packages
 # are not installed (tests/gcs/setup-emulator.sh installs them).
 set -euo pipefail
-here=$(cd "$(dirname "$0")" && pwd)
+emu=$(cd "$(dirname "$0")/../gcs/emulator" && pwd)
 cmd=${1:-}
 dir=${2:-}
 if [ -z "$cmd" ] || [ -z "$dir" ]; then
@@ -23,7 +24,7 @@ fi
 case "$cmd" in
 start)
 	if ! command -v node >/dev/null 2>&1 ||
-		[ ! -d "$here/emulator/node_modules/firebase-tools" ]; then
+		[ ! -d "$emu/node_modules/firebase-tools" ]; then
 		echo "emulator.sh: emulator not installed; run tests/gcs/setup-emulator.sh" >&2
 		exit 77
 	fi
@@ -32,7 +33,7 @@ start)
 	: >"$log"
 	# The caller of this script is the test: tie the emulator's life to it.
 	parent=${EMULATOR_PARENT_PID:-$PPID}
-	node "$here/emulator/launch.js" --port 0 --quiet --parent-pid "$parent" \
+	node "$emu/launch.js" --port 0 --quiet --parent-pid "$parent" \
 		>>"$log" 2>&1 </dev/null &
 	pid=$!
 	echo "$pid" >"$dir/emulator.pid"

@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# tests/fs/bench.sh - a short benchmark of the xprofs mount (not part of the
-# test suite; run by hand):
+# bench/mount-read.sh - a short benchmark of the xprofs mount (not part of
+# the test suite; run by hand):
 #
-#   XPROFS_SOURCE_ROOT=$PWD XPROFS_BUILD_ROOT=$PWD/build bash tests/fs/bench.sh [SIZE]
+#   XPROFS_SOURCE_ROOT=$PWD XPROFS_BUILD_ROOT=$PWD/build bash bench/mount-read.sh [SIZE]
 #
 # Generates one SIZE (default 200M) TPU profile with tools/xprofs-gen, mounts
 # it, and measures (page cache warm on both sides):
@@ -12,7 +12,9 @@
 #   - ls -lR of MNT/runs (listings never decode);
 #   - first open+read of summary.json and trace.json (a render) and a second
 #     one (a cache hit), and after a remount (persistent cache).
-. "${XPROFS_SOURCE_ROOT:?}/tests/fs/lib.sh"
+# bench/mount.sh is the longer table of every view at 100M and 1G.
+. "${XPROFS_SOURCE_ROOT:?}/tests/lib/lib.sh"
+. "$XPROFS_SOURCE_ROOT/bench/lib.sh"
 xp_require_fuse
 xp_workdir
 SIZE=${1:-200M}
@@ -21,7 +23,6 @@ S=$SRC/bench/plugins/profile/s1
 mkdir -p "$S" "$MNT"
 "$XPROFS_BUILD_ROOT/tools/xprofs-gen" --kind tpu --size "$SIZE" -o "$S/host0.xplane.pb" >/dev/null
 bytes=$(stat -c %s "$S/host0.xplane.pb")
-now() { date +%s.%N; }
 tb_read() { /usr/bin/python3 -c '
 import os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY); off = 0

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tests/gcs/token_server.py - a local OAuth2 token endpoint and GCE metadata
+"""tests/lib/token_server.py - a local OAuth2 token endpoint and GCE metadata
 server for the credential tests, strict enough to catch real mistakes.
 
 POST /token
@@ -29,14 +29,14 @@ import argparse
 import base64
 import hashlib
 import json
-import os
 import secrets
 import subprocess
 import sys
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpd
 
 JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
 METADATA_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
@@ -83,16 +83,7 @@ def rs256_verify(numbers, signing_input, signature):
     return em == b"\x00\x01" + b"\xff" * (k - len(t) - 3) + b"\x00" + t
 
 
-class _QuietServer(ThreadingHTTPServer):
-    """Clients that hang up mid-answer (a daemon exiting, a test's timeout)
-    are normal here, not tracebacks."""
-
-    def handle_error(self, request, client_address):
-        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            super().handle_error(request, client_address)
-
-
-class TokenServer:
+class TokenServer(httpd.Served):
     def __init__(self, pubkey=None, email=None, client_id=None, client_secret=None,
                  refresh_token=None, expires_in=3600, port=0):
         self.pubkey = pubkey
@@ -110,20 +101,10 @@ class TokenServer:
         self.fail_count = 0
         self.fail_status = 503
         self.delay = 0.0      # seconds to wait before answering a token request
-        self.httpd = _QuietServer(("127.0.0.1", port), self._handler())
-        self.httpd.daemon_threads = True
+        self.httpd = httpd.QuietServer(("127.0.0.1", port), self._handler())
         self.port = self.httpd.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
         self.token_url = self.url + "/token"
-
-    def start(self):
-        t = threading.Thread(target=self.httpd.serve_forever, daemon=True)
-        t.start()
-        return self
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     # -- state helpers ------------------------------------------------------
     def issue(self, kind):
@@ -193,19 +174,8 @@ class TokenServer:
     def _handler(self):
         server = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def _send(self, status, obj):
-                body = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+        class Handler(httpd.Handler):
+            _send = httpd.Handler.send_json
 
             def _token(self, kind):
                 if server.delay:
@@ -291,14 +261,7 @@ def main():
     a = ap.parse_args()
     s = TokenServer(a.pubkey, a.email, a.client_id, a.client_secret, a.refresh_token,
                     a.expires_in, a.port).start()
-    print("ready %d" % s.port, flush=True)
-    while True:
-        time.sleep(1)
-        if a.parent_pid:
-            try:
-                os.kill(a.parent_pid, 0)
-            except OSError:
-                break
+    httpd.announce_and_wait(s.port, a.parent_pid)
     s.stop()
 
 

@@ -1,7 +1,10 @@
-# tests/fs/lib.sh - helpers for mount tests (sourced by bash scripts).
+# tests/lib/lib.sh - helpers for the shell mount tests and benchmarks
+# (sourced by bash scripts: tests/fs/mount.sh, tests/gcs/test_mount.sh,
+# tests/cache/mount.sh, bench/mount-read.sh).
 #
-#   . "$XPROFS_SOURCE_ROOT/tests/fs/lib.sh"
-#   xp_require_fuse                  # exit 77 (skip) without /dev/fuse or fusermount3
+#   . "$XPROFS_SOURCE_ROOT/tests/lib/lib.sh"
+#   xp_skip WHY                      # "SKIP: WHY", exit 77 (meson's skip status)
+#   xp_require_fuse                  # skip without /dev/fuse or fusermount3
 #   xp_workdir                       # $XP_WORK: temp dir, cleaned (and unmounted) on exit
 #   xp_mount SRC MNT [xprofs args]   # start "xprofs SRC MNT -f ARGS" in the background,
 #                                    # wait for the mount; $XP_PID, log in $XP_WORK/xprofs.log
@@ -10,16 +13,24 @@
 #                                    # "ok - ..." lines; xp_fail exits 1
 #   xp_sample_logdir DIR             # runs/sessions/hosts from $XPROFS_SHARED/samples
 #                                    # (returns 1 with a message when the samples are absent)
-# Needs XPROFS_BUILD_ROOT (meson's test_env sets it).
+#   xp_emulator_start DIR            # the GCS emulator (tests/lib/emulator.sh), stopped
+#                                    # on exit; $XP_EMU_PORT; returns 77 when not installed
+#   xp_write_sstable FILE            # TensorBoard's random-access writes to an SSTABLE;
+#                                    # xp_sstable_bytes prints the bytes they leave
+# Output is "ok - ..." / "not ok - ..." lines; the tests use meson's exit-code
+# protocol (0 pass, 1 fail, 77 skip).
+# Needs XPROFS_SOURCE_ROOT and XPROFS_BUILD_ROOT (meson's test_env sets both).
 set -u
 XP_BIN=${XPROFS_BUILD_ROOT:?XPROFS_BUILD_ROOT not set}/fs/xprofs
 XP_PID=
 XP_MOUNTS=()
+XP_EMU_DIR=
+
+xp_skip() { echo "SKIP: $*"; exit 77; }
 
 xp_require_fuse() {
 	if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-		echo "SKIP: no /dev/fuse or fusermount3"
-		exit 77
+		xp_skip "no /dev/fuse or fusermount3"
 	fi
 }
 
@@ -34,6 +45,7 @@ xp_cleanup() {
 	local m
 	for m in "${XP_MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; done
 	[ -n "$XP_PID" ] && kill "$XP_PID" 2>/dev/null
+	[ -n "$XP_EMU_DIR" ] && { "$XPROFS_SOURCE_ROOT/tests/lib/emulator.sh" stop "$XP_EMU_DIR" >/dev/null 2>&1 || true; }
 	[ -n "${XP_WORK:-}" ] && rm -rf "$XP_WORK"
 	return 0
 }
@@ -82,4 +94,29 @@ xp_sample_logdir() {
 	cp "$s/synthetic_minimal/test.xplane.pb" "$s/synthetic_edge_cases/edge.xplane.pb" \
 		"$d/plugins/profile/rootsess/"
 	return 0
+}
+
+xp_emulator_start() {
+	local rc
+	XP_EMU_DIR=$1
+	XP_EMU_PORT=$("$XPROFS_SOURCE_ROOT/tests/lib/emulator.sh" start "$XP_EMU_DIR")
+	rc=$?
+	[ $rc = 0 ] || XP_EMU_DIR=
+	return $rc
+}
+
+xp_write_sstable() {
+	/usr/bin/python3 - "$1" <<'PY'
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+os.pwrite(fd, b"B" * 70000, 100000)
+os.pwrite(fd, b"A" * 10, 0)
+assert os.pread(fd, 10, 0) == b"A" * 10
+assert os.fstat(fd).st_size == 170000, os.fstat(fd).st_size
+os.close(fd)
+PY
+}
+
+xp_sstable_bytes() {
+	/usr/bin/python3 -c 'import sys; sys.stdout.buffer.write(b"A" * 10 + b"\0" * 99990 + b"B" * 70000)'
 }

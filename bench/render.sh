@@ -1,16 +1,19 @@
 #!/bin/bash
-# tests/fs/bench_render.sh - time and disk of the first render of trace.json
+# bench/render.sh - time and disk of the first render of trace.json
 # (not part of the test suite; run by hand):
-#   bash tests/fs/bench_render.sh build/fs/xprofs LABEL PROFILE.xplane.pb
+#   bash bench/render.sh build/fs/xprofs LABEL PROFILE.xplane.pb
 # Mounts a one-host logdir around PROFILE with a fresh cache dir, reads
 # trace.json twice (render, then cache hit) and samples the cache
 # filesystem's used bytes every 50 ms during the render (unlinked temporary
 # files count there, unlike in du). Make a profile with
 #   build/tools/xprofs-gen --kind tpu --size 100M -o /tmp/p.xplane.pb
-# usage: fs2-bench.sh XPROFS_BIN LABEL PROFILE
 set -u
+if [ $# != 3 ] || [ ! -x "$1" ] || [ ! -f "$3" ]; then
+	echo "usage: bench/render.sh XPROFS_BIN LABEL PROFILE.xplane.pb" >&2
+	exit 2
+fi
 BIN=$1 LABEL=$2 PROF=$3
-W=$(mktemp -d /tmp/fs2-bench.XXXX); mkdir -p $W/src/r/plugins/profile/s1 $W/mnt $W/cache
+W=$(mktemp -d /tmp/xprofs-bench-render.XXXX); mkdir -p $W/src/r/plugins/profile/s1 $W/mnt $W/cache
 ln "$PROF" $W/src/r/plugins/profile/s1/h.xplane.pb 2>/dev/null || cp "$PROF" $W/src/r/plugins/profile/s1/h.xplane.pb
 $BIN $W/src $W/mnt -f -o cache_dir=$W/cache >$W/log 2>&1 & pid=$!
 for i in $(seq 100); do grep -q " $W/mnt fuse" /proc/mounts && break; sleep 0.1; done

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tests/gcs/fault_proxy.py - a threaded HTTP/1.1 proxy in front of the GCS
+"""tests/lib/fault_proxy.py - a threaded HTTP/1.1 proxy in front of the GCS
 emulator that injects faults, counts requests and can demand OAuth tokens.
 
     fault_proxy.py --upstream http://127.0.0.1:EMUPORT [--port 0]
@@ -37,7 +37,6 @@ import argparse
 import collections
 import http.client
 import json
-import os
 import random
 import re
 import select
@@ -48,20 +47,12 @@ import threading
 import time
 import urllib.parse
 import urllib.request
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import httpd
 
 HOP_BY_HOP = {"connection", "keep-alive", "proxy-connection", "transfer-encoding", "te",
               "trailer", "upgrade"}
 CHUNK = 256 * 1024
-
-
-class _QuietServer(ThreadingHTTPServer):
-    """Clients that hang up mid-answer (a daemon exiting, a test's timeout)
-    are normal here, not tracebacks."""
-
-    def handle_error(self, request, client_address):
-        if not isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
-            super().handle_error(request, client_address)
 
 
 class Rule:
@@ -107,7 +98,7 @@ class Rule:
         return True
 
 
-class FaultProxy:
+class FaultProxy(httpd.Served):
     def __init__(self, upstream, port=0, faults=(), require_bearer=None):
         u = urllib.parse.urlsplit(upstream)
         self.up_host, self.up_port = u.hostname, u.port or 80
@@ -117,8 +108,7 @@ class FaultProxy:
         self.log = collections.deque(maxlen=2000)
         self.reset_stats()
         self.local = threading.local()
-        self.httpd = _QuietServer(("127.0.0.1", port), self._handler())
-        self.httpd.daemon_threads = True
+        self.httpd = httpd.QuietServer(("127.0.0.1", port), self._handler())
         self.httpd.request_queue_size = 128
         self.port = self.httpd.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
@@ -127,14 +117,6 @@ class FaultProxy:
         with self.lock:
             self.stats = {"requests": 0, "by_class": {"list": 0, "media": 0, "upload": 0, "meta": 0, "other": 0},
                           "faults": {}, "unauthorized": 0, "bytes_out": 0}
-
-    def start(self):
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-        return self
-
-    def stop(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
 
     @staticmethod
     def classify(method, path, query):
@@ -180,22 +162,9 @@ class FaultProxy:
     def _handler(self):
         proxy = self
 
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, fmt, *args):
-                pass
-
-            def _json(self, status, obj, extra=()):
-                body = json.dumps(obj).encode()
-                self.send_response(status)
-                self.send_header("Content-Type", "application/json; charset=UTF-8")
-                self.send_header("Content-Length", str(len(body)))
-                for k, v in extra:
-                    self.send_header(k, v)
-                self.end_headers()
-                if self.command != "HEAD":
-                    self.wfile.write(body)
+        class Handler(httpd.Handler):
+            json_type = "application/json; charset=UTF-8"
+            _json = httpd.Handler.send_json
 
             def _read_body(self):
                 if "chunked" in self.headers.get("Transfer-Encoding", "").lower():
@@ -353,14 +322,7 @@ def main():
     ap.add_argument("--parent-pid", type=int, default=0)
     a = ap.parse_args()
     p = FaultProxy(a.upstream, a.port, a.fault, a.require_bearer).start()
-    print("ready %d" % p.port, flush=True)
-    try:
-        while True:
-            time.sleep(1)
-            if a.parent_pid:
-                os.kill(a.parent_pid, 0)
-    except (OSError, KeyboardInterrupt):
-        pass
+    httpd.announce_and_wait(p.port, a.parent_pid)
     p.stop()
 
 
