@@ -2,7 +2,7 @@
  * gcs/auth.c - Google credentials for the GCS client, in Application Default
  * Credentials order.
  *
- * Design: xprofs_gcs_auth_new() picks ONE source and fetches the first token
+ * Design: gcs_auth_new() picks ONE source and fetches the first token
  * immediately, so a wrong key, a revoked refresh token or a missing metadata
  * server fail the mount with a clear message instead of a later EIO:
  *   1. o->anonymous, or an emulator named in the environment (and no explicit
@@ -69,7 +69,7 @@ enum auth_kind {
 	AUTH_METADATA,
 };
 
-struct xprofs_gcs_auth {
+struct gcs_auth {
 	enum auth_kind kind;
 	char *source;        /* where the credentials came from, for messages */
 	/* service_account */
@@ -179,7 +179,7 @@ static const char *env_nonempty(const char *name)
 static const char b64url_alphabet[] =
 	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
-int xprofs_gcs_b64url_encode(struct xprofs_buf *out, const void *p, size_t n)
+int gcs_b64url_encode(struct xprofs_buf *out, const void *p, size_t n)
 {
 	const uint8_t *s = p;
 	char q[4];
@@ -230,7 +230,7 @@ static int b64url_value(char c)
 	return -1;
 }
 
-int xprofs_gcs_b64url_decode(struct xprofs_buf *out, const char *s, size_t n)
+int gcs_b64url_decode(struct xprofs_buf *out, const char *s, size_t n)
 {
 	uint32_t acc = 0;
 	unsigned bits = 0;
@@ -270,7 +270,7 @@ static int jwt_add_json(struct xprofs_buf *out, const json_t *j)
 
 	if (!s)
 		return -ENOMEM;
-	r = xprofs_gcs_b64url_encode(out, s, strlen(s));
+	r = gcs_b64url_encode(out, s, strlen(s));
 	free(s);
 	return r;
 }
@@ -314,7 +314,7 @@ static int jwt_sign(struct xprofs_buf *out, const char *pem, const void *msg, si
 		r = -EINVAL;
 		goto out;
 	}
-	r = xprofs_gcs_b64url_encode(out, sig, sig_len);
+	r = gcs_b64url_encode(out, sig, sig_len);
 out:
 	free(sig);
 	EVP_MD_CTX_free(md);
@@ -322,7 +322,7 @@ out:
 	return r;
 }
 
-int xprofs_gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
+int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
 			      const char *email, const char *scope, const char *aud,
 			      int64_t iat)
 {
@@ -362,7 +362,7 @@ out:
 
 /* ---- token responses ----------------------------------------------------- */
 
-int xprofs_gcs_auth_token_parse(const char *body, size_t n, char **token,
+int gcs_auth_token_parse(const char *body, size_t n, char **token,
 				int64_t *expires_in_s)
 {
 	json_t *root, *tok, *exp;
@@ -379,7 +379,7 @@ int xprofs_gcs_auth_token_parse(const char *body, size_t n, char **token,
 		goto out;
 	s = json_string_value(tok);
 	len = json_string_length(tok);
-	if (len == 0 || len > XPROFS_GCS_AUTH_TOKEN_MAX)
+	if (len == 0 || len > GCS_AUTH_TOKEN_MAX)
 		goto out;
 	/* The token goes into an HTTP header: printable ASCII, no spaces. */
 	for (i = 0; i < len; i++)
@@ -426,7 +426,7 @@ static size_t http_collect(char *p, size_t size, size_t nmemb, void *arg)
 }
 
 /* Log what a token endpoint said was wrong (error codes carry no secrets). */
-static void http_log_error(const struct xprofs_gcs_auth *a, long status, const struct xprofs_buf *body)
+static void http_log_error(const struct gcs_auth *a, long status, const struct xprofs_buf *body)
 {
 	json_t *root = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
 	const char *err = NULL, *desc = NULL;
@@ -441,7 +441,7 @@ static void http_log_error(const struct xprofs_gcs_auth *a, long status, const s
 		desc = json_string_value(json_object_get(root, "error_description"));
 	}
 	xprofs_err("gcs auth: %s credentials from %s: token endpoint answered HTTP %ld%s%.100s%s%.200s",
-		   xprofs_gcs_auth_kind(a), a->source, status, err ? ": " : "", err ? err : "",
+		   gcs_auth_kind(a), a->source, status, err ? ": " : "", err ? err : "",
 		   desc ? " - " : "", desc ? desc : "");
 	json_decref(root);
 }
@@ -451,7 +451,7 @@ static void http_log_error(const struct xprofs_gcs_auth *a, long status, const s
  * header) to @url, retrying transient failures. The response body goes to
  * @body (bounded). 0 or -errno; errors are logged here.
  */
-static int http_token_request(const struct xprofs_gcs_auth *a, const char *url,
+static int http_token_request(const struct gcs_auth *a, const char *url,
 			      const char *form, struct xprofs_buf *body)
 {
 	struct curl_slist *hdrs = NULL;
@@ -516,7 +516,7 @@ static int http_token_request(const struct xprofs_gcs_auth *a, const char *url,
 				   url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		else
 			xprofs_err("gcs auth: %s credentials from %s: cannot reach %s: %s",
-				   xprofs_gcs_auth_kind(a), a->source, url,
+				   gcs_auth_kind(a), a->source, url,
 				   errbuf[0] ? errbuf : curl_easy_strerror(cc));
 	} else {
 		http_log_error(a, status, body);
@@ -544,7 +544,7 @@ static int form_add(struct xprofs_buf *form, CURL *c, const char *name, const ch
 }
 
 /* Build the POST body of a service_account or authorized_user grant. */
-static int token_form(const struct xprofs_gcs_auth *a, struct xprofs_buf *form)
+static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
 {
 	struct xprofs_buf jwt;
 	CURL *c;
@@ -555,7 +555,7 @@ static int token_form(const struct xprofs_gcs_auth *a, struct xprofs_buf *form)
 		return -ENOMEM;
 	xprofs_buf_init(&jwt, AUTH_JWT_MAX);
 	if (a->kind == AUTH_SERVICE_ACCOUNT) {
-		r = xprofs_gcs_auth_jwt_build(&jwt, a->private_key, a->private_key_id,
+		r = gcs_auth_jwt_build(&jwt, a->private_key, a->private_key_id,
 					      a->client_email, AUTH_SCOPE, a->token_uri,
 					      xprofs_now_ns() / 1000000000LL);
 		if (r == -EINVAL)
@@ -585,13 +585,13 @@ static int token_form(const struct xprofs_gcs_auth *a, struct xprofs_buf *form)
  * shared state (only the immutable credentials), so it runs without a->lock.
  * @token: caller owns; free with secret_free().
  */
-static int auth_fetch(const struct xprofs_gcs_auth *a, char **token, int64_t *expires_in)
+static int auth_fetch(const struct gcs_auth *a, char **token, int64_t *expires_in)
 {
 	struct xprofs_buf form, body;
 	int r;
 
 	xprofs_buf_init(&form, AUTH_FORM_MAX);
-	xprofs_buf_init(&body, XPROFS_GCS_AUTH_RESPONSE_MAX);
+	xprofs_buf_init(&body, GCS_AUTH_RESPONSE_MAX);
 	if (a->kind == AUTH_METADATA) {
 		r = http_token_request(a, a->metadata_url, NULL, &body);
 	} else {
@@ -601,10 +601,10 @@ static int auth_fetch(const struct xprofs_gcs_auth *a, char **token, int64_t *ex
 	}
 	if (r < 0)
 		goto out;
-	r = xprofs_gcs_auth_token_parse(body.data, body.len, token, expires_in);
+	r = gcs_auth_token_parse(body.data, body.len, token, expires_in);
 	if (r < 0)
 		xprofs_err("gcs auth: %s credentials from %s: malformed token response",
-			   xprofs_gcs_auth_kind(a), a->source);
+			   gcs_auth_kind(a), a->source);
 out:
 	secret_buf_deinit(&body);
 	secret_buf_deinit(&form);
@@ -616,7 +616,7 @@ out:
  * it was asked for (a conservative start). Called with a->lock held, or
  * before the handle is shared.
  */
-static void auth_install(struct xprofs_gcs_auth *a, char *token, int64_t expires_in,
+static void auth_install(struct gcs_auth *a, char *token, int64_t expires_in,
 			 int64_t asked_ns)
 {
 	int64_t lifetime = expires_in * 1000000000LL, margin;
@@ -630,7 +630,7 @@ static void auth_install(struct xprofs_gcs_auth *a, char *token, int64_t expires
 	a->refresh_at_ns = a->expiry_ns - margin;
 	a->retry_at_ns = 0;
 	a->last_err = 0;
-	xprofs_debug("gcs auth: new %s token, valid %lld s", xprofs_gcs_auth_kind(a),
+	xprofs_debug("gcs auth: new %s token, valid %lld s", gcs_auth_kind(a),
 		     (long long)expires_in);
 }
 
@@ -647,7 +647,7 @@ static int json_dup(const json_t *j, const char *key, bool required, char **dst)
 	return *dst ? 0 : -ENOMEM;
 }
 
-/* Read at most XPROFS_GCS_AUTH_FILE_MAX bytes of @path into @b. */
+/* Read at most GCS_AUTH_FILE_MAX bytes of @path into @b. */
 static int read_small_file(const char *path, struct xprofs_buf *b)
 {
 	char chunk[4096];
@@ -681,7 +681,7 @@ static int read_small_file(const char *path, struct xprofs_buf *b)
  * logged with the file name and what is wrong, and is final: the caller does
  * not fall through to another identity.
  */
-static int auth_load_file(struct xprofs_gcs_auth *a, const char *path)
+static int auth_load_file(struct gcs_auth *a, const char *path)
 {
 	struct xprofs_buf raw;
 	json_error_t jerr;
@@ -692,7 +692,7 @@ static int auth_load_file(struct xprofs_gcs_auth *a, const char *path)
 	a->source = strdup(path);
 	if (!a->source)
 		return -ENOMEM;
-	xprofs_buf_init(&raw, XPROFS_GCS_AUTH_FILE_MAX);
+	xprofs_buf_init(&raw, GCS_AUTH_FILE_MAX);
 	r = read_small_file(path, &raw);
 	if (r < 0) {
 		xprofs_err("gcs auth: cannot read credentials file %s: %s", path,
@@ -790,7 +790,7 @@ static char *adc_well_known_path(void)
 	return path;
 }
 
-static int auth_use_metadata(struct xprofs_gcs_auth *a)
+static int auth_use_metadata(struct gcs_auth *a)
 {
 	const char *host = env_nonempty("GCE_METADATA_HOST");
 	const char *scheme;
@@ -815,9 +815,9 @@ static int auth_use_metadata(struct xprofs_gcs_auth *a)
 
 /* ---- public API ------------------------------------------------------------ */
 
-int xprofs_gcs_auth_new(const struct xprofs_gcs_options *o, struct xprofs_gcs_auth **out)
+int gcs_auth_new(const struct xprofs_gcs_options *o, struct gcs_auth **out)
 {
-	struct xprofs_gcs_auth *a;
+	struct gcs_auth *a;
 	const char *file;
 	char *adc = NULL, *token = NULL;
 	int64_t expires_in = 0, asked;
@@ -834,12 +834,6 @@ int xprofs_gcs_auth_new(const struct xprofs_gcs_options *o, struct xprofs_gcs_au
 		return -ENOMEM;
 	}
 	if (pthread_cond_init(&a->refreshed, NULL) != 0) {
-		pthread_mutex_destroy(&a->lock);
-		free(a);
-		return -ENOMEM;
-	}
-	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		pthread_cond_destroy(&a->refreshed);
 		pthread_mutex_destroy(&a->lock);
 		free(a);
 		return -ENOMEM;
@@ -868,18 +862,18 @@ int xprofs_gcs_auth_new(const struct xprofs_gcs_options *o, struct xprofs_gcs_au
 		goto fail;
 	auth_install(a, token, expires_in, asked);
 done:
-	xprofs_info("gcs auth: using %s credentials%s%s", xprofs_gcs_auth_kind(a),
+	xprofs_info("gcs auth: using %s credentials%s%s", gcs_auth_kind(a),
 		    a->source ? " from " : "", a->source ? a->source : "");
 	free(adc);
 	*out = a;
 	return 0;
 fail:
 	free(adc);
-	xprofs_gcs_auth_free(a);
+	gcs_auth_free(a);
 	return r;
 }
 
-struct xprofs_gcs_auth *xprofs_gcs_auth_free(struct xprofs_gcs_auth *a)
+struct gcs_auth *gcs_auth_free(struct gcs_auth *a)
 {
 	if (!a)
 		return NULL;
@@ -896,11 +890,10 @@ struct xprofs_gcs_auth *xprofs_gcs_auth_free(struct xprofs_gcs_auth *a)
 	pthread_cond_destroy(&a->refreshed);
 	pthread_mutex_destroy(&a->lock);
 	free(a);
-	curl_global_cleanup();
 	return NULL;
 }
 
-int xprofs_gcs_auth_header(struct xprofs_gcs_auth *a, struct xprofs_buf *out)
+int gcs_auth_header(struct gcs_auth *a, struct xprofs_buf *out)
 {
 	int64_t now, asked, expires_in;
 	bool due, valid;
@@ -955,7 +948,7 @@ int xprofs_gcs_auth_header(struct xprofs_gcs_auth *a, struct xprofs_buf *out)
 	return r;
 }
 
-const char *xprofs_gcs_auth_kind(const struct xprofs_gcs_auth *a)
+const char *gcs_auth_kind(const struct gcs_auth *a)
 {
 	if (!a)
 		return "anonymous";

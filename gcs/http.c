@@ -32,15 +32,7 @@
 
 #include "gcs-internal.h"
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-
-static void curl_init_once(void)
-{
-	/* The daemon normally did this already; a second call only bumps a counter. */
-	curl_global_init(CURL_GLOBAL_DEFAULT);
-}
-
-int xprofs_gcs_http_errno(long http_status, int curl_code)
+int gcs_http_errno(long http_status, int curl_code)
 {
 	switch (curl_code) {
 	case CURLE_OK:
@@ -107,7 +99,7 @@ int xprofs_gcs_http_errno(long http_status, int curl_code)
 	}
 }
 
-bool xprofs_gcs_retryable(long http_status, int curl_code)
+bool gcs_retryable(long http_status, int curl_code)
 {
 	switch (curl_code) {
 	case CURLE_OK:
@@ -128,7 +120,7 @@ bool xprofs_gcs_retryable(long http_status, int curl_code)
 	       (http_status >= 500 && http_status <= 599 && http_status != 501);
 }
 
-unsigned xprofs_gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed)
+unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed)
 {
 	uint64_t cap = initial_ms ? initial_ms : 1;
 	unsigned i;
@@ -141,10 +133,9 @@ unsigned xprofs_gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned at
 	return (unsigned)(cap / 2 + (uint64_t)rand_r(seed) % (cap / 2 + 1));
 }
 
-int xprofs_gcs_http_init(struct xprofs_gcs_http *h, struct xprofs_gcs_auth *auth, unsigned max_handles,
-			 struct xprofs_gcs_counters *ctr)
+int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
+			 struct gcs_counters *ctr)
 {
-	pthread_once(&curl_once, curl_init_once);
 	memset(h, 0, sizeof(*h));
 	h->auth = auth;
 	h->ctr = ctr;
@@ -162,7 +153,7 @@ int xprofs_gcs_http_init(struct xprofs_gcs_http *h, struct xprofs_gcs_auth *auth
 	return 0;
 }
 
-void xprofs_gcs_http_deinit(struct xprofs_gcs_http *h)
+void gcs_http_deinit(struct gcs_http *h)
 {
 	unsigned i;
 
@@ -176,7 +167,7 @@ void xprofs_gcs_http_deinit(struct xprofs_gcs_http *h)
 	pthread_mutex_destroy(&h->lock);
 }
 
-static CURL *handle_get(struct xprofs_gcs_http *h)
+static CURL *handle_get(struct gcs_http *h)
 {
 	CURL *c = NULL;
 
@@ -198,7 +189,7 @@ static CURL *handle_get(struct xprofs_gcs_http *h)
 	return c;
 }
 
-static void handle_put(struct xprofs_gcs_http *h, CURL *c, bool broken)
+static void handle_put(struct gcs_http *h, CURL *c, bool broken)
 {
 	pthread_mutex_lock(&h->lock);
 	if (broken || h->n_idle >= h->max_handles) {
@@ -213,7 +204,7 @@ static void handle_put(struct xprofs_gcs_http *h, CURL *c, bool broken)
 
 /* Per-attempt state shared with the curl callbacks. */
 struct attempt {
-	struct xprofs_gcs_req *rq;
+	struct gcs_req *rq;
 	CURL *c;
 	uint64_t up_pos;      /* request body bytes sent */
 	uint64_t down_pos;    /* response body bytes seen */
@@ -238,7 +229,7 @@ static void copy_header_value(char *dst, size_t dstn, const char *v, size_t n)
 static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
 {
 	struct attempt *a = arg;
-	struct xprofs_gcs_req *rq = a->rq;
+	struct gcs_req *rq = a->rq;
 	size_t n = size * nitems;
 	const char *colon = memchr(p, ':', n);
 	size_t klen;
@@ -261,7 +252,7 @@ static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
 		copy_header_value(rq->location, sizeof(rq->location), colon + 1, n - klen - 1);
 	else if (klen == 17 && strncasecmp(p, "x-goog-generation", 17) == 0) {
 		copy_header_value(tmp, sizeof(tmp), colon + 1, n - klen - 1);
-		if (xprofs_gcs_u64_parse(tmp, INT64_MAX, &rq->goog_generation) < 0)
+		if (gcs_u64_parse(tmp, INT64_MAX, &rq->goog_generation) < 0)
 			rq->goog_generation = 0;
 	}
 	return n;
@@ -274,7 +265,7 @@ static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
  */
 static int dst_check(struct attempt *a, long status)
 {
-	struct xprofs_gcs_req *rq = a->rq;
+	struct gcs_req *rq = a->rq;
 	curl_off_t cl = -1;
 	uint64_t f, l, t;
 
@@ -282,7 +273,7 @@ static int dst_check(struct attempt *a, long status)
 		return 0;
 	if (rq->goog_generation && rq->goog_generation != rq->expect_generation)
 		return -ESTALE;
-	if (status == 206 && xprofs_gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
+	if (status == 206 && gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
 	    t != rq->expect_size)
 		return -ESTALE;
 	curl_easy_getinfo(a->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
@@ -292,7 +283,7 @@ static int dst_check(struct attempt *a, long status)
 }
 
 /* @n bytes at @rel (relative to range_first) into the destination, skipping frozen ones. */
-static void dst_copy(struct xprofs_gcs_req *rq, size_t rel, const char *p, size_t n)
+static void dst_copy(struct gcs_req *rq, size_t rel, const char *p, size_t n)
 {
 	if (rel + n <= rq->dst_frozen)
 		return;
@@ -319,7 +310,7 @@ static void dst_copy(struct xprofs_gcs_req *rq, size_t rel, const char *p, size_
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct attempt *a = arg;
-	struct xprofs_gcs_req *rq = a->rq;
+	struct gcs_req *rq = a->rq;
 	size_t n = size * nmemb;
 	long status = 0;
 	uint64_t start;
@@ -345,7 +336,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 		uint64_t first, last, total;
 
 		if (a->down_pos == 0 &&
-		    (xprofs_gcs_content_range_parse(rq->content_range, &first, &last, &total) < 0 ||
+		    (gcs_content_range_parse(rq->content_range, &first, &last, &total) < 0 ||
 		     first != rq->range_first)) {
 			a->cb_err = -EPROTO;
 			return CURL_WRITEFUNC_ERROR;
@@ -380,7 +371,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 static size_t on_read(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct attempt *a = arg;
-	struct xprofs_gcs_req *rq = a->rq;
+	struct gcs_req *rq = a->rq;
 	size_t n = size * nmemb;
 	uint64_t left = rq->body_len - a->up_pos;
 	ssize_t got;
@@ -413,7 +404,7 @@ static int add_header(struct curl_slist **l, const char *h)
 	return 0;
 }
 
-static int build_headers(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, struct curl_slist **out)
+static int build_headers(struct gcs_http *h, struct gcs_req *rq, struct curl_slist **out)
 {
 	struct curl_slist *l = NULL;
 	struct xprofs_buf auth;
@@ -422,7 +413,7 @@ static int build_headers(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, s
 
 	xprofs_buf_init(&auth, 64 * 1024);
 	if (h->auth) {
-		r = xprofs_gcs_auth_header(h->auth, &auth);
+		r = gcs_auth_header(h->auth, &auth);
 		if (r < 0)
 			goto out;
 		while (auth.len > 0 && (auth.data[auth.len - 1] == '\n' || auth.data[auth.len - 1] == '\r'))
@@ -446,7 +437,7 @@ out:
 }
 
 /* One attempt: fills rq->status; returns the CURLcode, or -errno from a callback/setup. */
-static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CURL *c, int *curl_code,
+static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *curl_code,
 			bool *truncated)
 {
 	struct attempt a = {.rq = rq, .c = c};
@@ -536,7 +527,7 @@ static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CU
 		if (rq->expect_generation && rq->status == 206) {
 			uint64_t f, l, t;
 
-			if (xprofs_gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
+			if (gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
 			    t != rq->expect_size) {
 				r = -ESTALE;
 				goto out;
@@ -551,7 +542,7 @@ static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CU
 		if (rq->dst && rq->dst_got < rq->dst_len)
 			*truncated = true; /* the caller asked only for bytes that exist */
 	} else if (a.err.len > 0) {
-		xprofs_gcs_error_message(a.err.data, a.err.len, rq->errmsg, sizeof(rq->errmsg));
+		gcs_error_message(a.err.data, a.err.len, rq->errmsg, sizeof(rq->errmsg));
 	}
 	r = 0;
 out:
@@ -560,7 +551,7 @@ out:
 	return r;
 }
 
-int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq)
+int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
 {
 	int64_t deadline = xprofs_mono_ns() + (int64_t)h->retry_deadline_s * 1000000000LL;
 	unsigned seed = (unsigned)xprofs_mono_ns() ^ (unsigned)(uintptr_t)rq;
@@ -584,9 +575,9 @@ int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq)
 			atomic_fetch_add(&h->ctr->errors, 1);
 			return r;
 		}
-		retry = truncated || xprofs_gcs_retryable(rq->status, cc);
+		retry = truncated || gcs_retryable(rq->status, cc);
 		if (!retry) {
-			r = xprofs_gcs_http_errno(cc == CURLE_OK ? 200 : 0, cc);
+			r = gcs_http_errno(cc == CURLE_OK ? 200 : 0, cc);
 			if (r < 0 || (rq->status >= 400))
 				atomic_fetch_add(&h->ctr->errors, 1);
 			return r;
@@ -594,12 +585,12 @@ int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq)
 		if (!rq->idempotent || xprofs_mono_ns() >= deadline) {
 			atomic_fetch_add(&h->ctr->errors, 1);
 			if (cc != CURLE_OK)
-				return xprofs_gcs_http_errno(0, cc);
+				return gcs_http_errno(0, cc);
 			if (truncated)
 				return -EIO;
 			return 0; /* a retryable status: the caller maps it */
 		}
-		ms = xprofs_gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, &seed);
+		ms = gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, &seed);
 		{
 			/* never sleep past the deadline: one last attempt right at it */
 			int64_t left_ms = (deadline - xprofs_mono_ns()) / 1000000;

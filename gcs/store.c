@@ -93,13 +93,13 @@ struct gcs_store {
 	struct xprofs_store base;
 	char *bucket, *prefix, *endpoint;
 	struct xprofs_gcs_options o; /* pointers in it are not kept, except cache */
-	struct xprofs_gcs_auth *auth;
-	struct xprofs_gcs_http http;
-	struct xprofs_gcs_counters ctr;
+	struct gcs_auth *auth;
+	struct gcs_http http;
+	struct gcs_counters ctr;
 	const char *tmpdir;
 
 	pthread_rwlock_t tree_lock;
-	struct xprofs_gcs_tree *tree;        /* protected by tree_lock */
+	struct gcs_tree *tree;        /* protected by tree_lock */
 	int64_t tree_time;                   /* mono ns when its listing began; protected by tree_lock */
 	bool journaling;                     /* protected by tree_lock */
 	struct journal *journal, **journal_tail; /* protected by tree_lock */
@@ -166,7 +166,7 @@ static char *object_name(struct gcs_store *s, const char *path, const char *suff
 
 	if (asprintf(&n, "%s%s%s%s", s->prefix, s->prefix[0] && path[0] ? "/" : "", path, suffix) < 0)
 		return NULL;
-	if (strlen(n) > XPROFS_GCS_NAME_MAX) {
+	if (strlen(n) > GCS_NAME_MAX) {
 		free(n);
 		return NULL;
 	}
@@ -180,10 +180,10 @@ static int url_object(struct gcs_store *s, struct xprofs_buf *out, const char *a
 
 	xprofs_buf_reset(out);
 	if ((r = xprofs_buf_printf(out, "%s/%s/b/", s->endpoint, api)) < 0 ||
-	    (r = xprofs_gcs_pct_encode(out, s->bucket, strlen(s->bucket))) < 0 ||
+	    (r = gcs_pct_encode(out, s->bucket, strlen(s->bucket))) < 0 ||
 	    (r = xprofs_buf_adds(out, "/o")) < 0)
 		return r;
-	if (obj && ((r = xprofs_buf_adds(out, "/")) < 0 || (r = xprofs_gcs_pct_encode(out, obj, strlen(obj))) < 0))
+	if (obj && ((r = xprofs_buf_adds(out, "/")) < 0 || (r = gcs_pct_encode(out, obj, strlen(obj))) < 0))
 		return r;
 	return 0;
 }
@@ -194,7 +194,7 @@ static int url_param(struct xprofs_buf *out, const char *key, const char *val)
 
 	if ((r = xprofs_buf_printf(out, "%c%s=", strchr(out->data, '?') ? '&' : '?', key)) < 0)
 		return r;
-	return xprofs_gcs_pct_encode(out, val, strlen(val));
+	return gcs_pct_encode(out, val, strlen(val));
 }
 
 static int url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v)
@@ -206,9 +206,9 @@ static int url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v)
 }
 
 /* What a failed answer means for a store call, logged once here. */
-static int status_errno(struct gcs_store *s, const struct xprofs_gcs_req *rq, const char *what)
+static int status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what)
 {
-	int r = xprofs_gcs_http_errno(rq->status, 0);
+	int r = gcs_http_errno(rq->status, 0);
 
 	if (rq->status >= 400)
 		xprofs_debug("gcs: %s: HTTP %ld %s", what, rq->status, rq->errmsg);
@@ -254,15 +254,15 @@ static void journal_free(struct gcs_store *s)
 	s->journal_tail = &s->journal;
 }
 
-static int tree_do(struct xprofs_gcs_tree *t, int op, const char *path, const struct xprofs_store_stat *st)
+static int tree_do(struct gcs_tree *t, int op, const char *path, const struct xprofs_store_stat *st)
 {
 	switch (op) {
 	case J_ADD_FILE:
-		return xprofs_gcs_tree_add_file(t, path, st);
+		return gcs_tree_add_file(t, path, st);
 	case J_REMOVE:
-		return xprofs_gcs_tree_remove(t, path);
+		return gcs_tree_remove(t, path);
 	default:
-		return xprofs_gcs_tree_add_dir(t, path, true);
+		return gcs_tree_add_dir(t, path, true);
 	}
 }
 
@@ -293,13 +293,13 @@ static int tree_apply(struct gcs_store *s, int op, const char *path, const struc
 
 struct list_ctx {
 	struct gcs_store *s;
-	struct xprofs_gcs_tree *t;
+	struct gcs_tree *t;
 	size_t plen; /* listing prefix length, "PREFIX/" */
 	uint64_t objects, skipped;
-	char path[XPROFS_GCS_NAME_MAX + 1];
+	char path[GCS_NAME_MAX + 1];
 };
 
-static int list_item(void *arg, const struct xprofs_gcs_item *it)
+static int list_item(void *arg, const struct gcs_item *it)
 {
 	struct list_ctx *c = arg;
 	struct xprofs_store_stat st = {.type = XPROFS_STORE_FILE};
@@ -321,7 +321,7 @@ static int list_item(void *arg, const struct xprofs_gcs_item *it)
 			c->skipped++;
 			return 0;
 		}
-		r = xprofs_gcs_tree_add_dir(c->t, c->path, false);
+		r = gcs_tree_add_dir(c->t, c->path, false);
 	} else {
 		if (!xprofs_store_path_valid(c->path)) {
 			xprofs_debug("gcs: skipping object '%s': not a usable path", it->name);
@@ -331,7 +331,7 @@ static int list_item(void *arg, const struct xprofs_gcs_item *it)
 		st.size = it->size;
 		st.generation = it->generation;
 		st.mtime_ns = it->mtime_ns;
-		r = xprofs_gcs_tree_add_file(c->t, c->path, &st);
+		r = gcs_tree_add_file(c->t, c->path, &st);
 	}
 	if (r == -EEXIST) {
 		c->skipped++;
@@ -341,7 +341,7 @@ static int list_item(void *arg, const struct xprofs_gcs_item *it)
 }
 
 /* One full listing of the prefix into a new tree (caller owns *@out). */
-static int list_all(struct gcs_store *s, struct xprofs_gcs_tree **out)
+static int list_all(struct gcs_store *s, struct gcs_tree **out)
 {
 	struct list_ctx c = {.s = s};
 	struct xprofs_buf url, page;
@@ -349,9 +349,9 @@ static int list_all(struct gcs_store *s, struct xprofs_gcs_tree **out)
 	unsigned skipped;
 	int r;
 
-	xprofs_buf_init(&url, XPROFS_GCS_URL_MAX);
-	xprofs_buf_init(&page, XPROFS_GCS_PAGE_MAX);
-	r = xprofs_gcs_tree_new(&c.t);
+	xprofs_buf_init(&url, GCS_URL_MAX);
+	xprofs_buf_init(&page, GCS_PAGE_MAX);
+	r = gcs_tree_new(&c.t);
 	if (r < 0)
 		goto out;
 	if (asprintf(&lprefix, "%s%s", s->prefix, s->prefix[0] ? "/" : "") < 0) {
@@ -361,7 +361,7 @@ static int list_all(struct gcs_store *s, struct xprofs_gcs_tree **out)
 	}
 	c.plen = strlen(lprefix);
 	do {
-		struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_LIST, .method = "GET", .idempotent = true};
+		struct gcs_req rq = {.kind = GCS_REQ_LIST, .method = "GET", .idempotent = true};
 
 		if ((r = url_object(s, &url, "storage/v1", NULL)) < 0 ||
 		    (lprefix[0] && (r = url_param(&url, "prefix", lprefix)) < 0) ||
@@ -374,7 +374,7 @@ static int list_all(struct gcs_store *s, struct xprofs_gcs_tree **out)
 		token = NULL;
 		rq.url = url.data;
 		rq.resp = &page;
-		r = xprofs_gcs_http_do(&s->http, &rq);
+		r = gcs_http_do(&s->http, &rq);
 		if (r < 0)
 			goto out;
 		if (rq.status != 200) {
@@ -389,7 +389,7 @@ static int list_all(struct gcs_store *s, struct xprofs_gcs_tree **out)
 					   rq.status, rq.errmsg);
 			goto out;
 		}
-		r = xprofs_gcs_list_parse(page.data ? page.data : "", page.len, list_item, &c, &token, &skipped);
+		r = gcs_list_parse(page.data ? page.data : "", page.len, list_item, &c, &token, &skipped);
 		c.skipped += skipped;
 		if (r < 0) {
 			xprofs_err("gcs: listing gs://%s/%s: malformed answer (%s)", s->bucket, s->prefix,
@@ -404,7 +404,7 @@ static int list_all(struct gcs_store *s, struct xprofs_gcs_tree **out)
 out:
 	free(token);
 	free(lprefix);
-	xprofs_gcs_tree_free(c.t);
+	gcs_tree_free(c.t);
 	xprofs_buf_deinit(&page);
 	xprofs_buf_deinit(&url);
 	return r;
@@ -412,7 +412,7 @@ out:
 
 static int refresh_now(struct gcs_store *s)
 {
-	struct xprofs_gcs_tree *nt = NULL;
+	struct gcs_tree *nt = NULL;
 	struct journal *j;
 	int64_t start, ms;
 	int r;
@@ -431,11 +431,11 @@ static int refresh_now(struct gcs_store *s)
 
 	pthread_rwlock_wrlock(&s->tree_lock);
 	if (r == 0 && s->tree)
-		r = xprofs_gcs_tree_copy_local_dirs(s->tree, nt);
+		r = gcs_tree_copy_local_dirs(s->tree, nt);
 	if (r == 0) {
 		for (j = s->journal; j; j = j->next)
 			(void)tree_do(nt, j->op, j->path, &j->st);
-		xprofs_gcs_tree_free(s->tree);
+		gcs_tree_free(s->tree);
 		s->tree = nt;
 		nt = NULL;
 		s->tree_time = start;
@@ -447,7 +447,7 @@ static int refresh_now(struct gcs_store *s)
 	journal_free(s);
 	pthread_rwlock_unlock(&s->tree_lock);
 	pthread_mutex_unlock(&s->list_lock);
-	xprofs_gcs_tree_free(nt);
+	gcs_tree_free(nt);
 	if (r == 0)
 		xprofs_debug("gcs: listed gs://%s/%s in %lld ms", s->bucket, s->prefix, (long long)ms);
 	return r;
@@ -517,7 +517,7 @@ static int tree_stat(struct gcs_store *s, const char *path, struct xprofs_store_
 
 	pthread_rwlock_rdlock(&s->tree_lock);
 	maybe_refresh(s);
-	r = xprofs_gcs_tree_stat(s->tree, path, st);
+	r = gcs_tree_stat(s->tree, path, st);
 	pthread_rwlock_unlock(&s->tree_lock);
 	return r;
 }
@@ -572,7 +572,7 @@ static int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_lis
 	/* copy out, so @cb runs without the tree lock and may call back into the store */
 	pthread_rwlock_rdlock(&s->tree_lock);
 	maybe_refresh(s);
-	r = xprofs_gcs_tree_list(s->tree, dir, list_copy_cb, &l);
+	r = gcs_tree_list(s->tree, dir, list_copy_cb, &l);
 	pthread_rwlock_unlock(&s->tree_lock);
 	if (r == 0) {
 		/* new files still being written here are listed too */
@@ -658,7 +658,7 @@ static int ranged_get(struct part *p)
 	uint64_t gen = p->gen, size = p->size, off = p->off;
 	size_t len = p->len, i;
 	uint8_t *dst = p->dst, *ptrs[BLK_RUN_MAX];
-	struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_GET, .method = "GET", .idempotent = true};
+	struct gcs_req rq = {.kind = GCS_REQ_GET, .method = "GET", .idempotent = true};
 	struct xprofs_buf url;
 	int r;
 
@@ -674,7 +674,7 @@ static int ranged_get(struct part *p)
 		rq.progress_arg = p;
 	}
 
-	xprofs_buf_init(&url, XPROFS_GCS_URL_MAX);
+	xprofs_buf_init(&url, GCS_URL_MAX);
 	if ((r = url_object(s, &url, "storage/v1", obj)) < 0 || (r = url_param(&url, "alt", "media")) < 0 ||
 	    (r = url_param_u64(&url, "generation", gen)) < 0)
 		goto out;
@@ -685,7 +685,7 @@ static int ranged_get(struct part *p)
 	rq.range_first = off;
 	rq.expect_generation = gen;
 	rq.expect_size = size;
-	r = xprofs_gcs_http_do(&s->http, &rq);
+	r = gcs_http_do(&s->http, &rq);
 	if (r == -ESTALE)
 		goto stale;
 	if (r < 0)
@@ -775,7 +775,7 @@ static size_t cache_key(char *key, size_t n, struct gcs_store *s, const char *ob
 
 static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
 {
-	char key[XPROFS_GCS_NAME_MAX + 512];
+	char key[GCS_NAME_MAX + 512];
 	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx);
 	struct xprofs_cache_entry *e = NULL;
 	bool ok = false;
@@ -790,7 +790,7 @@ static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
 
 static void disk_put(struct gcs_store *s, struct blk *b)
 {
-	char key[XPROFS_GCS_NAME_MAX + 512];
+	char key[GCS_NAME_MAX + 512];
 	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx);
 	struct xprofs_cache_writer *w = NULL;
 
@@ -1365,18 +1365,18 @@ static void gcs_close(struct xprofs_store_file *base)
 /* The current generation of @obj (0 when absent), asked from GCS itself. */
 static int object_generation(struct gcs_store *s, const char *obj, uint64_t *gen)
 {
-	struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_OTHER, .method = "GET", .idempotent = true};
+	struct gcs_req rq = {.kind = GCS_REQ_OTHER, .method = "GET", .idempotent = true};
 	struct xprofs_store_stat st;
 	struct xprofs_buf url, resp;
 	int r;
 
-	xprofs_buf_init(&url, XPROFS_GCS_URL_MAX);
-	xprofs_buf_init(&resp, XPROFS_GCS_SMALL_MAX);
+	xprofs_buf_init(&url, GCS_URL_MAX);
+	xprofs_buf_init(&resp, GCS_SMALL_MAX);
 	if ((r = url_object(s, &url, "storage/v1", obj)) < 0)
 		goto out;
 	rq.url = url.data;
 	rq.resp = &resp;
-	r = xprofs_gcs_http_do(&s->http, &rq);
+	r = gcs_http_do(&s->http, &rq);
 	if (r < 0)
 		goto out;
 	if (rq.status == 404) {
@@ -1387,7 +1387,7 @@ static int object_generation(struct gcs_store *s, const char *obj, uint64_t *gen
 		r = status_errno(s, &rq, obj);
 		goto out;
 	}
-	r = xprofs_gcs_object_parse(resp.data ? resp.data : "", resp.len, &st, NULL);
+	r = gcs_object_parse(resp.data ? resp.data : "", resp.len, &st, NULL);
 	if (r == 0)
 		*gen = st.generation;
 out:
@@ -1398,13 +1398,13 @@ out:
 
 static int upload_media(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st)
 {
-	struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_UPLOAD, .method = "POST", .idempotent = true,
+	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD, .method = "POST", .idempotent = true,
 				    .send_body = true, .body_fd = w->fd, .body_len = size};
 	struct xprofs_buf url, resp;
 	int r;
 
-	xprofs_buf_init(&url, XPROFS_GCS_URL_MAX);
-	xprofs_buf_init(&resp, XPROFS_GCS_SMALL_MAX);
+	xprofs_buf_init(&url, GCS_URL_MAX);
+	xprofs_buf_init(&resp, GCS_SMALL_MAX);
 	if ((r = url_object(s, &url, "upload/storage/v1", NULL)) < 0 ||
 	    (r = url_param(&url, "uploadType", "media")) < 0 || (r = url_param(&url, "name", w->obj)) < 0 ||
 	    (r = url_param_u64(&url, "ifGenerationMatch", w->if_gen)) < 0)
@@ -1412,7 +1412,7 @@ static int upload_media(struct gcs_store *s, struct gcs_writer *w, uint64_t size
 	rq.url = url.data;
 	rq.headers[0] = "Content-Type: application/octet-stream";
 	rq.resp = &resp;
-	r = xprofs_gcs_http_do(&s->http, &rq);
+	r = gcs_http_do(&s->http, &rq);
 	if (r < 0)
 		goto out;
 	if (rq.status == 412) {
@@ -1423,7 +1423,7 @@ static int upload_media(struct gcs_store *s, struct gcs_writer *w, uint64_t size
 		r = status_errno(s, &rq, w->obj);
 		goto out;
 	}
-	r = xprofs_gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
+	r = gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
 out:
 	xprofs_buf_deinit(&resp);
 	xprofs_buf_deinit(&url);
@@ -1434,25 +1434,25 @@ out:
 static int resumable_query(struct gcs_store *s, const char *session, uint64_t size, uint64_t *committed,
 			   struct xprofs_store_stat *st)
 {
-	struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_UPLOAD, .method = "PUT", .idempotent = true,
+	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD, .method = "PUT", .idempotent = true,
 				    .send_body = true, .body = "", .body_len = 0, .url = session};
 	struct xprofs_buf resp;
 	char cr[64];
 	int r;
 
-	xprofs_buf_init(&resp, XPROFS_GCS_SMALL_MAX);
+	xprofs_buf_init(&resp, GCS_SMALL_MAX);
 	snprintf(cr, sizeof(cr), "Content-Range: bytes */%llu", (unsigned long long)size);
 	rq.headers[0] = cr;
 	rq.resp = &resp;
-	r = xprofs_gcs_http_do(&s->http, &rq);
+	r = gcs_http_do(&s->http, &rq);
 	if (r < 0)
 		goto out;
 	if (rq.status == 308) {
-		r = xprofs_gcs_range_parse(rq.range, committed);
+		r = gcs_range_parse(rq.range, committed);
 		if (r == 0 && *committed > size)
 			r = -EPROTO;
 	} else if (rq.status == 200 || rq.status == 201) {
-		r = xprofs_gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
+		r = gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
 		if (r == 0)
 			r = 1;
 	} else {
@@ -1478,7 +1478,7 @@ static bool same_origin(const char *endpoint, const char *url)
 
 static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st)
 {
-	struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_UPLOAD, .method = "POST", .idempotent = true,
+	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD, .method = "POST", .idempotent = true,
 				    .send_body = true, .body = "{}", .body_len = 2};
 	struct xprofs_buf url, resp;
 	char *session = NULL;
@@ -1487,8 +1487,8 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 	unsigned failures = 0;
 	int r;
 
-	xprofs_buf_init(&url, XPROFS_GCS_URL_MAX);
-	xprofs_buf_init(&resp, XPROFS_GCS_SMALL_MAX);
+	xprofs_buf_init(&url, GCS_URL_MAX);
+	xprofs_buf_init(&resp, GCS_SMALL_MAX);
 	if ((r = url_object(s, &url, "upload/storage/v1", NULL)) < 0 ||
 	    (r = url_param(&url, "uploadType", "resumable")) < 0 || (r = url_param(&url, "name", w->obj)) < 0 ||
 	    (r = url_param_u64(&url, "ifGenerationMatch", w->if_gen)) < 0)
@@ -1499,7 +1499,7 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 	rq.headers[1] = "X-Upload-Content-Type: application/octet-stream";
 	rq.headers[2] = len_hdr;
 	rq.resp = &resp;
-	r = xprofs_gcs_http_do(&s->http, &rq);
+	r = gcs_http_do(&s->http, &rq);
 	if (r < 0)
 		goto out;
 	if (rq.status == 412) {
@@ -1523,7 +1523,7 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 		goto out;
 	}
 	for (;;) {
-		struct xprofs_gcs_req pq = {.kind = XPROFS_GCS_REQ_UPLOAD, .method = "PUT", .url = session,
+		struct gcs_req pq = {.kind = GCS_REQ_UPLOAD, .method = "PUT", .url = session,
 					    .send_body = true, .body_fd = w->fd};
 		uint64_t len = size - off < chunk ? size - off : chunk;
 
@@ -1537,15 +1537,15 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 				 (unsigned long long)(off + len - 1), (unsigned long long)size);
 		pq.headers[0] = cr;
 		pq.resp = &resp;
-		r = xprofs_gcs_http_do(&s->http, &pq);
+		r = gcs_http_do(&s->http, &pq);
 		if (r == 0 && (pq.status == 200 || pq.status == 201)) {
-			r = xprofs_gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
+			r = gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
 			goto out;
 		}
 		if (r == 0 && pq.status == 308) {
 			uint64_t committed;
 
-			r = xprofs_gcs_range_parse(pq.range, &committed);
+			r = gcs_range_parse(pq.range, &committed);
 			if (r < 0 || committed < off || committed > size) {
 				r = -EPROTO;
 				goto out;
@@ -1561,7 +1561,7 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 			r = -EEXIST;
 			goto out;
 		}
-		if (r == 0 && !xprofs_gcs_retryable(pq.status, 0)) {
+		if (r == 0 && !gcs_retryable(pq.status, 0)) {
 			r = status_errno(s, &pq, w->obj);
 			goto out;
 		}
@@ -1832,18 +1832,18 @@ static void gcs_abort(struct xprofs_store_writer *base)
 /* DELETE @obj, with ifGenerationMatch=@gen when @gen is not 0. A vanished object is success. */
 static int delete_object(struct gcs_store *s, const char *obj, uint64_t gen)
 {
-	struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_DELETE, .method = "DELETE"};
+	struct gcs_req rq = {.kind = GCS_REQ_DELETE, .method = "DELETE"};
 	struct xprofs_buf url;
 	int r;
 
-	xprofs_buf_init(&url, XPROFS_GCS_URL_MAX);
+	xprofs_buf_init(&url, GCS_URL_MAX);
 	for (;;) {
 		if ((r = url_object(s, &url, "storage/v1", obj)) < 0 ||
 		    (gen && (r = url_param_u64(&url, "ifGenerationMatch", gen)) < 0))
 			goto out;
 		rq.url = url.data;
 		rq.idempotent = gen != 0;
-		r = xprofs_gcs_http_do(&s->http, &rq);
+		r = gcs_http_do(&s->http, &rq);
 		if (r < 0)
 			goto out;
 		if (rq.status == 412 && gen) {
@@ -1897,15 +1897,15 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 	unsigned rounds = 0;
 	int r;
 
-	xprofs_buf_init(&url, XPROFS_GCS_URL_MAX);
-	xprofs_buf_init(&resp, XPROFS_GCS_SMALL_MAX);
+	xprofs_buf_init(&url, GCS_URL_MAX);
+	xprofs_buf_init(&resp, GCS_SMALL_MAX);
 	while (!done) {
-		struct xprofs_gcs_req rq = {.kind = XPROFS_GCS_REQ_OTHER, .method = "POST", .idempotent = true,
+		struct gcs_req rq = {.kind = GCS_REQ_OTHER, .method = "POST", .idempotent = true,
 					    .send_body = true, .body = "{}", .body_len = 2};
 
 		if ((r = url_object(s, &url, "storage/v1", from)) < 0 || (r = xprofs_buf_adds(&url, "/rewriteTo/b/")) < 0 ||
-		    (r = xprofs_gcs_pct_encode(&url, s->bucket, strlen(s->bucket))) < 0 ||
-		    (r = xprofs_buf_adds(&url, "/o/")) < 0 || (r = xprofs_gcs_pct_encode(&url, to, strlen(to))) < 0 ||
+		    (r = gcs_pct_encode(&url, s->bucket, strlen(s->bucket))) < 0 ||
+		    (r = xprofs_buf_adds(&url, "/o/")) < 0 || (r = gcs_pct_encode(&url, to, strlen(to))) < 0 ||
 		    (r = url_param_u64(&url, "sourceGeneration", gen)) < 0 ||
 		    (r = url_param_u64(&url, "ifGenerationMatch", to_gen)) < 0 ||
 		    (token && (r = url_param(&url, "rewriteToken", token)) < 0))
@@ -1913,7 +1913,7 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 		rq.url = url.data;
 		rq.headers[0] = "Content-Type: application/json";
 		rq.resp = &resp;
-		r = xprofs_gcs_http_do(&s->http, &rq);
+		r = gcs_http_do(&s->http, &rq);
 		if (r < 0)
 			goto out;
 		if (rq.status == 404) {
@@ -1932,13 +1932,13 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 			r = status_errno(s, &rq, from);
 			goto out;
 		}
-		r = xprofs_gcs_object_parse(resp.data ? resp.data : "", resp.len, st, &done);
+		r = gcs_object_parse(resp.data ? resp.data : "", resp.len, st, &done);
 		if (r < 0)
 			goto out;
 		if (!done) {
 			free(token);
 			token = NULL;
-			r = xprofs_gcs_json_string(resp.data, resp.len, "rewriteToken", &token);
+			r = gcs_json_string(resp.data, resp.len, "rewriteToken", &token);
 			if (r < 0 || ++rounds > 10000) {
 				r = -EPROTO;
 				goto out;
@@ -2084,10 +2084,10 @@ static int gcs_rmdir(struct xprofs_store *base, const char *path)
 	if (s->o.read_only)
 		return -EROFS;
 	pthread_rwlock_rdlock(&s->tree_lock);
-	r = xprofs_gcs_tree_stat(s->tree, path, &st);
+	r = gcs_tree_stat(s->tree, path, &st);
 	if (r == 0 && st.type != XPROFS_STORE_DIR)
 		r = -ENOTDIR;
-	if (r == 0 && xprofs_gcs_tree_list(s->tree, path, any_child_cb, &c) < 0)
+	if (r == 0 && gcs_tree_list(s->tree, path, any_child_cb, &c) < 0)
 		r = -EIO;
 	pthread_rwlock_unlock(&s->tree_lock);
 	if (r < 0)
@@ -2111,12 +2111,12 @@ static int gcs_rmdir(struct xprofs_store *base, const char *path)
 static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 {
 	struct gcs_store *s = (struct gcs_store *)base;
-	struct xprofs_gcs_counters *c = &s->ctr;
+	struct gcs_counters *c = &s->ctr;
 	uint64_t nodes, bytes, mem;
 	int r;
 
 	pthread_rwlock_rdlock(&s->tree_lock);
-	xprofs_gcs_tree_count(s->tree, &nodes, &bytes);
+	gcs_tree_count(s->tree, &nodes, &bytes);
 	pthread_rwlock_unlock(&s->tree_lock);
 	pthread_mutex_lock(&s->blk_lock);
 	mem = s->blk_mem;
@@ -2136,14 +2136,14 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 		"\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_uploaded\":%llu,"
 		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,\"prefetched\":%llu,"
 		"\"mem_bytes\":%llu}}",
-		xprofs_gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
+		gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
 		(unsigned long long)atomic_load(&s->skipped), (unsigned long long)atomic_load(&s->listings),
 		(unsigned long long)atomic_load(&s->last_list_ms),
-		(unsigned long long)atomic_load(&c->requests[XPROFS_GCS_REQ_LIST]),
-		(unsigned long long)atomic_load(&c->requests[XPROFS_GCS_REQ_GET]),
-		(unsigned long long)atomic_load(&c->requests[XPROFS_GCS_REQ_UPLOAD]),
-		(unsigned long long)atomic_load(&c->requests[XPROFS_GCS_REQ_DELETE]),
-		(unsigned long long)atomic_load(&c->requests[XPROFS_GCS_REQ_OTHER]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_DELETE]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_OTHER]),
 		(unsigned long long)atomic_load(&c->retries), (unsigned long long)atomic_load(&c->errors),
 		(unsigned long long)atomic_load(&c->stale), (unsigned long long)atomic_load(&c->bytes_down),
 		(unsigned long long)atomic_load(&c->bytes_up), (unsigned long long)atomic_load(&c->block_hits),
@@ -2188,9 +2188,9 @@ static void gcs_free(struct xprofs_store *base)
 		}
 	}
 	journal_free(s);
-	xprofs_gcs_tree_free(s->tree);
-	xprofs_gcs_http_deinit(&s->http);
-	xprofs_gcs_auth_free(s->auth);
+	gcs_tree_free(s->tree);
+	gcs_http_deinit(&s->http);
+	gcs_auth_free(s->auth);
 	pthread_mutex_destroy(&s->blk_lock);
 	pthread_cond_destroy(&s->blk_cond);
 	pthread_mutex_destroy(&s->w_lock);
@@ -2232,7 +2232,7 @@ static const struct xprofs_store_ops gcs_ops = {
 	.free = gcs_free,
 };
 
-char *xprofs_gcs_endpoint_resolve(const struct xprofs_gcs_options *o)
+char *gcs_endpoint_resolve(const struct xprofs_gcs_options *o)
 {
 	const char *e = o->endpoint;
 	char *r = NULL;
@@ -2285,7 +2285,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	s->lru.lru_next = s->lru.lru_prev = &s->lru;
 	s->journal_tail = &s->journal;
 
-	r = xprofs_gcs_url_parse(url, &s->bucket, &s->prefix);
+	r = gcs_url_parse(url, &s->bucket, &s->prefix);
 	if (r < 0) {
 		xprofs_err("gcs: '%s' is not gs://BUCKET[/PREFIX] with a valid bucket name", url ? url : "");
 		goto err;
@@ -2312,17 +2312,17 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	if (!s->tmpdir || !*s->tmpdir)
 		s->tmpdir = "/tmp";
 	s->base.source = strdup(url);
-	s->endpoint = xprofs_gcs_endpoint_resolve(o);
+	s->endpoint = gcs_endpoint_resolve(o);
 	if (!s->base.source || !s->endpoint) {
 		r = -ENOMEM;
 		goto err;
 	}
-	r = xprofs_gcs_auth_new(o, &s->auth);
+	r = gcs_auth_new(o, &s->auth);
 	if (r < 0) {
 		xprofs_err("gcs: no usable credentials for gs://%s: %s", s->bucket, strerror(-r));
 		goto err;
 	}
-	r = xprofs_gcs_http_init(&s->http, s->auth, s->o.connections, &s->ctr);
+	r = gcs_http_init(&s->http, s->auth, s->o.connections, &s->ctr);
 	if (r < 0)
 		goto err;
 	s->http.retry_deadline_s = s->o.retry_deadline_s;
@@ -2347,7 +2347,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	if (s->o.cache && pthread_create(&s->dw, NULL, dw_main, s) == 0)
 		s->dw_started = true;
 	xprofs_info("gcs: mounted gs://%s/%s via %s (%s credentials)", s->bucket, s->prefix, s->endpoint,
-		    xprofs_gcs_auth_kind(s->auth));
+		    gcs_auth_kind(s->auth));
 	*out = &s->base;
 	return 0;
 err:

@@ -20,7 +20,7 @@ static bool is_lower_alnum(char c)
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-bool xprofs_gcs_bucket_valid(const char *b, size_t n)
+bool gcs_bucket_valid(const char *b, size_t n)
 {
 	size_t i, comp = 0, dots = 0, digits_dots = 0;
 
@@ -57,7 +57,7 @@ bool xprofs_gcs_bucket_valid(const char *b, size_t n)
 	return true;
 }
 
-int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix)
+int gcs_url_parse(const char *url, char **bucket, char **prefix)
 {
 	const char *p, *slash, *start, *end, *c;
 	char *b = NULL, *pf = NULL;
@@ -69,7 +69,7 @@ int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix)
 	p = url + 5;
 	slash = strchr(p, '/');
 	blen = slash ? (size_t)(slash - p) : strlen(p);
-	if (!xprofs_gcs_bucket_valid(p, blen))
+	if (!gcs_bucket_valid(p, blen))
 		goto out;
 	start = slash ? slash : p + blen;
 	while (*start == '/')
@@ -77,7 +77,7 @@ int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix)
 	end = start + strlen(start);
 	while (end > start && end[-1] == '/')
 		end--;
-	if ((size_t)(end - start) > XPROFS_GCS_NAME_MAX)
+	if ((size_t)(end - start) > GCS_NAME_MAX)
 		goto out;
 	/* every component non-empty and not "." / ".." */
 	for (c = start; c < end;) {
@@ -107,7 +107,7 @@ out:
 	return r;
 }
 
-int xprofs_gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n)
+int gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t i;

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "xprofs/cache.h"
 #include "xprofs/gcs.h"
 #include "xprofs/store.h"
@@ -637,14 +639,19 @@ int main(int argc, char **argv)
 
 	if (getenv("XPROFS_DEBUG"))
 		xprofs_log_set_level(XPROFS_LOG_DEBUG);
+	/* libcurl's global state belongs to the program, not to the library */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
 	if (argc >= 4 && strcmp(argv[1], "--faults") == 0)
 		r = faults(argv[2], argv[3]);
 	else if (argc >= 4)
 		r = full(argv[1], argv[2], argv[3], argc > 4 ? argv[4] : NULL);
 	else {
 		fprintf(stderr, "usage: %s ENDPOINT gs://B/P LOCAL [CACHE] | --faults ENDPOINT gs://B/P\n", argv[0]);
+		curl_global_cleanup();
 		return 2;
 	}
+	curl_global_cleanup();
 	printf("1..%d\n", tap_n);
 	return r || tap_fail ? 1 : 0;
 }
