@@ -11,6 +11,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "xprofs/gcs.h"
 #include "auth-internal.h"
@@ -223,5 +224,171 @@ bool gcs_retryable(long http_status, int curl_code);
 int gcs_http_errno(long http_status, int curl_code);
 /** gcs_backoff_ms() - the delay before retry @attempt (1-based): jittered, capped. */
 unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed);
+
+
+/* ---- the store backend (backend.c, namespace.c, blocks.c, upload.c, mutate.c) ----
+ *
+ * Lock order (never take an earlier lock while holding a later one):
+ *   s->list_lock -> s->tree_lock -> s->bg_lock
+ *   s->w_lock -> w->lock -> s->tree_lock
+ * s->blk_lock and f->lock are never held together with another store lock.
+ * HTTP requests (and so the pool's h->lock and the credentials' lock, both
+ * leaves) run with at most s->list_lock (a listing) or w->lock (an upload)
+ * held, never with s->tree_lock, s->bg_lock or s->blk_lock.
+ */
+
+#define GCS_BLOCK_SIZE (1u << 20) /* the unit of reads, of the block table and of the disk cache */
+#define GCS_DW_MAX 8              /* fetched blocks queued for the disk cache (pinned in memory) */
+#define GCS_BLK_SLOTS 4096        /* buckets of the block table */
+
+enum { GCS_BLK_LOADING, GCS_BLK_READY };
+
+/* One GCS_BLOCK_SIZE block of one object generation (blocks.c). */
+struct blk {
+	char *obj;
+	uint64_t gen, idx, hash;
+	int state;
+	int err;
+	uint8_t *data;
+	size_t len;
+	unsigned refs;
+	bool in_table;
+	bool fetched;      /* came from GCS: goes to the disk cache once published */
+	bool published;    /* made ready by the streaming GET before its fetch ended */
+	int64_t err_until; /* a failed block answers its error until then (mono ns) */
+	struct blk *hnext;
+	struct blk *lru_prev, *lru_next;
+};
+
+struct gcs_store {
+	struct xprofs_store base;
+	char *bucket, *prefix, *endpoint;
+	struct xprofs_gcs_options o; /* pointers in it are not kept, except cache */
+	struct gcs_auth *auth;
+	struct gcs_http http;
+	struct gcs_counters ctr;
+	const char *tmpdir;
+
+	pthread_rwlock_t tree_lock;
+	struct gcs_tree *tree;        /* protected by tree_lock */
+	int64_t tree_time;                   /* mono ns when its listing began; protected by tree_lock */
+	bool journaling;                     /* protected by tree_lock */
+	struct gcs_journal *journal, **journal_tail; /* protected by tree_lock */
+
+	pthread_mutex_t list_lock;           /* one listing at a time */
+	atomic_uint_fast64_t listings, last_list_ms, skipped;
+
+	pthread_mutex_t bg_lock;
+	pthread_cond_t bg_cond;
+	bool bg_want, bg_stop;               /* protected by bg_lock */
+	bool bg_started;
+	pthread_t bg;
+	pthread_cond_t pf_cond;              /* prefetch jobs queued */
+	struct gcs_prefetch *pf_head;            /* protected by bg_lock */
+	unsigned pf_len;                     /* protected by bg_lock */
+	bool pf_started;
+	pthread_t pf;
+	pthread_cond_t dw_cond;              /* blocks queued for the disk cache */
+	pthread_cond_t dw_room;              /* the queue has room again */
+	struct blk *dw_q[GCS_DW_MAX];            /* ring; each holds a block reference; protected by bg_lock */
+	unsigned dw_head, dw_len;            /* protected by bg_lock */
+	bool dw_started;
+	pthread_t dw;
+
+	pthread_mutex_t w_lock;
+	struct gcs_writer *writers;          /* open writers; protected by w_lock */
+
+	pthread_mutex_t blk_lock;
+	pthread_cond_t blk_cond;
+	struct blk *blk_slots[GCS_BLK_SLOTS];    /* protected by blk_lock */
+	struct blk lru;                      /* sentinel; protected by blk_lock */
+	uint64_t blk_mem;                    /* protected by blk_lock */
+};
+
+struct gcs_file {
+	struct xprofs_store_file base;
+	struct gcs_store *s;
+	char *obj;
+	struct xprofs_store_stat st;
+	pthread_mutex_t lock;
+	uint64_t next_off; /* protected by lock */
+	unsigned window;   /* blocks; protected by lock */
+};
+
+struct gcs_writer {
+	struct xprofs_store_writer base;
+	struct gcs_store *s;
+	char *path, *obj;
+	int fd;
+	pthread_mutex_t lock;
+	uint64_t size;     /* protected by lock */
+	uint64_t if_gen;   /* precondition of the next upload; protected by lock */
+	bool excl, dirty;  /* protected by lock */
+	int64_t mtime_ns;  /* protected by lock */
+	struct gcs_writer *wprev, *wnext; /* in s->writers; protected by s->w_lock */
+};
+
+/* ---- url.c: object names and request URLs ---- */
+
+/** gcs_object_name() - the object name of store path @path plus @suffix; caller owns (free()); NULL if too long or ENOMEM. */
+char *gcs_object_name(struct gcs_store *s, const char *path, const char *suffix);
+/** gcs_url_object() - reset @out to endpoint/@api/b/BUCKET/o[/@obj] (percent-encoded). */
+int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api, const char *obj) XPROFS_WUR;
+/** gcs_url_param() - append ?@key=@val or &@key=@val (value percent-encoded). */
+int gcs_url_param(struct xprofs_buf *out, const char *key, const char *val) XPROFS_WUR;
+int gcs_url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v) XPROFS_WUR;
+/** gcs_same_origin() - whether @url has the scheme, host and port of @endpoint. */
+bool gcs_same_origin(const char *endpoint, const char *url);
+
+/* ---- backend.c: errno helpers of the store calls ---- */
+
+int gcs_status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what);
+int gcs_data_errno(struct gcs_store *s, int r, const char *obj);
+
+/* ---- namespace.c: the tree, listings, refresh ---- */
+
+enum { GCS_J_ADD_FILE, GCS_J_REMOVE, GCS_J_ADD_DIR };
+
+int gcs_ns_apply(struct gcs_store *s, int op, const char *path, const struct xprofs_store_stat *st);
+int gcs_ns_stat(struct gcs_store *s, const char *path, struct xprofs_store_stat *st);
+int gcs_ns_refresh(struct gcs_store *s) XPROFS_WUR;
+void gcs_ns_journal_free(struct gcs_store *s);
+void *gcs_ns_bg_main(void *arg);
+int gcs_stat(struct xprofs_store *base, const char *path, struct xprofs_store_stat *st);
+int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_list_cb cb, void *arg);
+int gcs_refresh(struct xprofs_store *base);
+
+/* ---- blocks.c: block cache and reads ---- */
+
+int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t size, uint64_t off,
+		    size_t len, uint8_t *dst, struct blk **blocks);
+void *gcs_dw_main(void *arg);
+void *gcs_pf_main(void *arg);
+void gcs_blocks_free(struct gcs_store *s);
+int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_file **out);
+ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, uint64_t off);
+int gcs_file_stat(struct xprofs_store_file *base, struct xprofs_store_stat *st);
+void gcs_close(struct xprofs_store_file *base);
+
+/* ---- upload.c: spooled writers and uploads ---- */
+
+int gcs_object_generation(struct gcs_store *s, const char *obj, uint64_t *gen) XPROFS_WUR;
+int gcs_upload(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st) XPROFS_WUR;
+int gcs_spool_open(struct gcs_store *s);
+int gcs_prefill(struct gcs_store *s, const char *obj, const struct xprofs_store_stat *st, int fd) XPROFS_WUR;
+int gcs_create(struct xprofs_store *base, const char *path, unsigned flags, struct xprofs_store_writer **out);
+ssize_t gcs_write(struct xprofs_store_writer *base, const void *buf, size_t n, uint64_t off);
+ssize_t gcs_wread(struct xprofs_store_writer *base, void *buf, size_t n, uint64_t off);
+int gcs_truncate(struct xprofs_store_writer *base, uint64_t size);
+int gcs_flush(struct xprofs_store_writer *base);
+int gcs_commit(struct xprofs_store_writer *base);
+void gcs_abort(struct xprofs_store_writer *base);
+
+/* ---- mutate.c: delete, rename, mkdir, rmdir ---- */
+
+int gcs_unlink(struct xprofs_store *base, const char *path);
+int gcs_rename(struct xprofs_store *base, const char *from, const char *to);
+int gcs_mkdir(struct xprofs_store *base, const char *path);
+int gcs_rmdir(struct xprofs_store *base, const char *path);
 
 #endif

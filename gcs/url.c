@@ -11,7 +11,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gcs-internal.h"
 
@@ -128,4 +130,93 @@ int gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n)
 			return r;
 	}
 	return 0;
+}
+
+/* ---- object names and request URLs ------------------------------------- */
+
+/* The object name of store path @path (caller owns; free()). */
+char *gcs_object_name(struct gcs_store *s, const char *path, const char *suffix)
+{
+	char *n = NULL;
+
+	if (asprintf(&n, "%s%s%s%s", s->prefix, s->prefix[0] && path[0] ? "/" : "", path, suffix) < 0)
+		return NULL;
+	if (strlen(n) > GCS_NAME_MAX) {
+		free(n);
+		return NULL;
+	}
+	return n;
+}
+
+/* @out = endpoint + "/" + @api + "/b/BUCKET/o[/OBJECT]" */
+int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api, const char *obj)
+{
+	int r;
+
+	xprofs_buf_reset(out);
+	if ((r = xprofs_buf_printf(out, "%s/%s/b/", s->endpoint, api)) < 0 ||
+	    (r = gcs_pct_encode(out, s->bucket, strlen(s->bucket))) < 0 ||
+	    (r = xprofs_buf_adds(out, "/o")) < 0)
+		return r;
+	if (obj && ((r = xprofs_buf_adds(out, "/")) < 0 || (r = gcs_pct_encode(out, obj, strlen(obj))) < 0))
+		return r;
+	return 0;
+}
+
+int gcs_url_param(struct xprofs_buf *out, const char *key, const char *val)
+{
+	int r;
+
+	if ((r = xprofs_buf_printf(out, "%c%s=", strchr(out->data, '?') ? '&' : '?', key)) < 0)
+		return r;
+	return gcs_pct_encode(out, val, strlen(val));
+}
+
+int gcs_url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v)
+{
+	char tmp[24];
+
+	snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v);
+	return gcs_url_param(out, key, tmp);
+}
+
+/* True when @url has the scheme, host and port of @endpoint. */
+bool gcs_same_origin(const char *endpoint, const char *url)
+{
+	const char *e = strstr(endpoint, "://"), *end;
+	size_t n;
+
+	if (!e)
+		return false;
+	end = strchr(e + 3, '/');
+	n = end ? (size_t)(end - endpoint) : strlen(endpoint);
+	return strncasecmp(url, endpoint, n) == 0 && (url[n] == '/' || url[n] == '?');
+}
+
+char *gcs_endpoint_resolve(const struct xprofs_gcs_options *o)
+{
+	const char *e = o->endpoint;
+	char *r = NULL;
+	size_t n;
+
+	if (!e || !*e)
+		e = getenv("CLOUD_STORAGE_EMULATOR_ENDPOINT");
+	if (!e || !*e) {
+		e = getenv("STORAGE_EMULATOR_HOST");
+		if (e && *e && !strstr(e, "://")) {
+			if (asprintf(&r, "http://%s", e) < 0)
+				return NULL;
+		}
+	}
+	if (!r)
+		r = strdup(e && *e ? e : "https://storage.googleapis.com");
+	if (!r)
+		return NULL;
+	n = strlen(r);
+	while (n > 0 && r[n - 1] == '/')
+		r[--n] = '\0';
+	/* accept rclone-style ".../storage/v1" too */
+	if (n >= 11 && strcmp(r + n - 11, "/storage/v1") == 0)
+		r[n - 11] = '\0';
+	return r;
 }
