@@ -42,14 +42,12 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <curl/curl.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 
-#include "xprofs/gcs.h"
-#include "auth-internal.h"
+#include "gcs-internal.h"
 
 #define AUTH_SCOPE "https://www.googleapis.com/auth/devstorage.read_write"
 #define AUTH_DEFAULT_TOKEN_URI "https://oauth2.googleapis.com/token"
@@ -93,59 +91,10 @@ struct gcs_auth {
 	int64_t refresh_at_ns; /* protected by lock; monotonic clock */
 	int64_t retry_at_ns;   /* protected by lock; no refresh before this after a failure */
 	int last_err;          /* protected by lock; why the last refresh failed */
+
+	struct gcs_http http;     /* token requests; no Authorization header */
+	struct gcs_counters ctr;  /* of those requests (not reported) */
 };
-
-/* ---- error mapping ----------------------------------------------------- */
-
-/*
- * The one mapping from what a token endpoint or metadata server answered to
- * -errno. @http_status 0 means no HTTP answer; then @cc says why.
- * -EAGAIN marks what is worth retrying.
- */
-static int auth_errno(long http_status, CURLcode cc)
-{
-	if (cc != CURLE_OK) {
-		switch (cc) {
-		case CURLE_COULDNT_RESOLVE_HOST:
-		case CURLE_COULDNT_RESOLVE_PROXY:
-		case CURLE_COULDNT_CONNECT:
-			return -EHOSTUNREACH;
-		case CURLE_OPERATION_TIMEDOUT:
-			return -ETIMEDOUT;
-		case CURLE_SEND_ERROR:
-		case CURLE_RECV_ERROR:
-		case CURLE_GOT_NOTHING:
-		case CURLE_PARTIAL_FILE:
-			return -EAGAIN;
-		case CURLE_WRITE_ERROR:
-		case CURLE_FILESIZE_EXCEEDED:
-			return -EMSGSIZE;
-		case CURLE_OUT_OF_MEMORY:
-			return -ENOMEM;
-		case CURLE_SSL_CONNECT_ERROR:
-		case CURLE_PEER_FAILED_VERIFICATION:
-		case CURLE_SSL_CACERT_BADFILE:
-			return -EACCES;
-		default:
-			return -EIO;
-		}
-	}
-	if (http_status >= 200 && http_status < 300)
-		return 0;
-	switch (http_status) {
-	case 400: /* invalid_grant, invalid_client, bad assertion */
-	case 401:
-	case 403:
-		return -EACCES;
-	case 404:
-		return -ENOENT;
-	case 408:
-	case 429:
-		return -EAGAIN;
-	default:
-		return http_status >= 500 && http_status < 600 ? -EAGAIN : -EIO;
-	}
-}
 
 /* ---- small helpers ------------------------------------------------------ */
 
@@ -414,169 +363,130 @@ out:
 	return r;
 }
 
-/* ---- HTTP ---------------------------------------------------------------- */
+/* ---- token requests ------------------------------------------------------ */
 
-static size_t http_collect(char *p, size_t size, size_t nmemb, void *arg)
+/*
+ * How a token request's outcome reads to the caller. The errno comes from
+ * the module's one mapping (gcs_http_errno()) with two rules of the token
+ * protocol on top: an OAuth error answer is 400 (RFC 6749 section 5.2:
+ * invalid_grant, invalid_client), so 400 means the credentials were refused
+ * (-EACCES); and a credentials source that cannot be reached at all (no DNS
+ * answer, connection refused) is -EHOSTUNREACH, one errno for "this source
+ * is not there" (docs/gcs-auth.md). Any other failed answer is -EIO.
+ */
+static int token_errno(int r, long status)
 {
-	struct xprofs_buf *b = arg;
-	size_t n = size * nmemb;
-
-	/* Returning less than n aborts the transfer with CURLE_WRITE_ERROR. */
-	return xprofs_buf_add(b, p, n) == 0 ? n : 0;
-}
-
-/* Log what a token endpoint said was wrong (error codes carry no secrets). */
-static void http_log_error(const struct gcs_auth *a, long status, const struct xprofs_buf *body)
-{
-	json_t *root = body->len ? json_loadb(body->data, body->len, 0, NULL) : NULL;
-	const char *err = NULL, *desc = NULL;
-	json_t *e;
-
-	if (root && json_is_object(root)) {
-		e = json_object_get(root, "error");
-		if (json_is_string(e))
-			err = json_string_value(e);
-		else if (json_is_object(e))
-			err = json_string_value(json_object_get(e, "message"));
-		desc = json_string_value(json_object_get(root, "error_description"));
-	}
-	xprofs_err("gcs auth: %s credentials from %s: token endpoint answered HTTP %ld%s%.100s%s%.200s",
-		   gcs_auth_kind(a), a->source, status, err ? ": " : "", err ? err : "",
-		   desc ? " - " : "", desc ? desc : "");
-	json_decref(root);
+	if (r == -ECONNREFUSED)
+		return -EHOSTUNREACH;
+	if (r < 0)
+		return r;
+	if (status == 400)
+		return -EACCES;
+	r = gcs_http_errno(status, 0);
+	return r == 0 || r == -EACCES || r == -ENOENT ? r : -EIO;
 }
 
 /*
  * One token request: POST @form (borrowed; NULL = GET with the metadata
- * header) to @url, retrying transient failures. The response body goes to
- * @body (bounded). 0 or -errno; errors are logged here.
+ * header) to @url through the credentials' own HTTP pool (no Authorization
+ * header; its retry settings are set in auth_http_init()). The response body
+ * goes to @body (bounded). 0 or -errno; errors are logged here.
  */
-static int http_token_request(const struct gcs_auth *a, const char *url,
-			      const char *form, struct xprofs_buf *body)
+static int http_token_request(struct gcs_auth *a, const char *url, const struct xprofs_buf *form,
+			      struct xprofs_buf *body)
 {
-	struct curl_slist *hdrs = NULL;
-	char errbuf[CURL_ERROR_SIZE];
-	CURL *c = NULL;
-	CURLcode cc = CURLE_OK;
-	long status = 0;
-	int attempt, r = -EIO;
+	struct gcs_req rq = {.kind = GCS_REQ_OTHER, .url = url, .idempotent = true, .resp = body};
+	int hr, r;
 
-	c = curl_easy_init();
-	if (!c)
-		return -ENOMEM;
-	if (form)
-		hdrs = curl_slist_append(hdrs, "Content-Type: application/x-www-form-urlencoded");
-	else
-		hdrs = curl_slist_append(hdrs, "Metadata-Flavor: Google");
-	if (!hdrs) {
-		r = -ENOMEM;
-		goto out;
-	}
-	curl_easy_setopt(c, CURLOPT_URL, url);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, http_collect);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, body);
-	curl_easy_setopt(c, CURLOPT_MAXFILESIZE_LARGE, (curl_off_t)body->max);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-	/* The metadata server is link-local: if it does not answer at once we
-	 * are not on GCE, and the mount should say so quickly. */
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, form ? 10000L : 1000L);
-	curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, 30000L);
-	/* Never follow a proxy for the metadata server: it is local to the VM. */
-	if (!form)
-		curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
-	if (form)
-		curl_easy_setopt(c, CURLOPT_POSTFIELDS, form);
-
-	for (attempt = 1; attempt <= AUTH_ATTEMPTS; attempt++) {
-		errbuf[0] = '\0';
-		xprofs_buf_reset(body);
-		status = 0;
-		cc = curl_easy_perform(c);
-		if (cc == CURLE_OK)
-			curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &status);
-		r = auth_errno(cc == CURLE_OK ? status : 0, cc);
-		if (r != -EAGAIN || attempt == AUTH_ATTEMPTS)
-			break;
-		xprofs_debug("gcs auth: token request attempt %d failed (HTTP %ld, %s), retrying",
-			     attempt, status, curl_easy_strerror(cc));
-		usleep(200000u << (attempt - 1));
-	}
-	if (r == 0)
-		goto out;
-	if (cc != CURLE_OK) {
-		if (!form && r == -EHOSTUNREACH)
-			xprofs_err("gcs auth: no credentials: GOOGLE_APPLICATION_CREDENTIALS is unset, "
-				   "there is no gcloud application_default_credentials.json, and the "
-				   "metadata server at %s does not answer (%s) - not on GCE? Use "
-				   "-o credentials=FILE, or -o anonymous for a public bucket",
-				   url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
-		else
-			xprofs_err("gcs auth: %s credentials from %s: cannot reach %s: %s",
-				   gcs_auth_kind(a), a->source, url,
-				   errbuf[0] ? errbuf : curl_easy_strerror(cc));
+	if (form) {
+		rq.method = "POST";
+		rq.headers[0] = "Content-Type: application/x-www-form-urlencoded";
+		rq.send_body = true;
+		rq.body = form->data ? form->data : "";
+		rq.body_len = form->len;
 	} else {
-		http_log_error(a, status, body);
+		rq.method = "GET";
+		rq.headers[0] = "Metadata-Flavor: Google";
 	}
-	if (r == -EAGAIN)
-		r = -EIO;
-out:
-	curl_slist_free_all(hdrs);
-	curl_easy_cleanup(c);
+	hr = gcs_http_do(&a->http, &rq);
+	r = token_errno(hr, rq.status);
+	if (r == 0)
+		return 0;
+	if (hr < 0 && !form && r == -EHOSTUNREACH)
+		xprofs_err("gcs auth: no credentials: GOOGLE_APPLICATION_CREDENTIALS is unset, "
+			   "there is no gcloud application_default_credentials.json, and the "
+			   "metadata server at %s does not answer (%s) - not on GCE? Use "
+			   "-o credentials=FILE, or -o anonymous for a public bucket",
+			   url, rq.errmsg[0] ? rq.errmsg : strerror(-r));
+	else if (hr < 0)
+		xprofs_err("gcs auth: %s credentials from %s: cannot reach %s: %s", gcs_auth_kind(a),
+			   a->source, url, rq.errmsg[0] ? rq.errmsg : strerror(-hr));
+	else
+		/* error codes and descriptions carry no secrets */
+		xprofs_err("gcs auth: %s credentials from %s: token endpoint answered HTTP %ld%s%s",
+			   gcs_auth_kind(a), a->source, rq.status, rq.errmsg[0] ? ": " : "", rq.errmsg);
 	return r;
 }
 
-/* Append "&name=value" (value URL-encoded) to @form. */
-static int form_add(struct xprofs_buf *form, CURL *c, const char *name, const char *value)
+/*
+ * The credentials' HTTP pool: one handle, no Authorization header, three
+ * attempts with a short backoff (about 200 ms, then 400 ms) for 408/429/5xx
+ * and dropped connections. A source that does not answer is not retried:
+ * the metadata server is link-local, so if it does not connect within 1 s
+ * we are not on GCE and the mount should say so at once; it is also never
+ * reached through a proxy.
+ */
+static int auth_http_init(struct gcs_auth *a)
 {
-	char *esc = curl_easy_escape(c, value, 0);
-	int r;
+	int r = gcs_http_init(&a->http, NULL, 1, &a->ctr);
 
-	if (!esc)
-		return -ENOMEM;
-	r = xprofs_buf_printf(form, "%s%s=%s", form->len ? "&" : "", name, esc);
-	OPENSSL_cleanse(esc, strlen(esc));
-	curl_free(esc);
-	return r;
+	if (r < 0)
+		return r;
+	a->http.max_attempts = AUTH_ATTEMPTS;
+	a->http.retry_initial_ms = 200;
+	a->http.fail_fast = true;
+	a->http.timeout_ms = 30000;
+	a->http.connect_timeout_ms = a->kind == AUTH_METADATA ? 1000 : 10000;
+	a->http.no_proxy = a->kind == AUTH_METADATA;
+	return 0;
+}
+
+/* Append "&name=value" (value percent-encoded, as curl_easy_escape() would) to @form. */
+static int form_add(struct xprofs_buf *form, const char *name, const char *value)
+{
+	int r = xprofs_buf_printf(form, "%s%s=", form->len ? "&" : "", name);
+
+	return r < 0 ? r : gcs_pct_encode(form, value, strlen(value));
 }
 
 /* Build the POST body of a service_account or authorized_user grant. */
 static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
 {
 	struct xprofs_buf jwt;
-	CURL *c;
 	int r;
 
-	c = curl_easy_init(); /* curl_easy_escape() wants a handle */
-	if (!c)
-		return -ENOMEM;
 	xprofs_buf_init(&jwt, AUTH_JWT_MAX);
 	if (a->kind == AUTH_SERVICE_ACCOUNT) {
 		r = gcs_auth_jwt_build(&jwt, a->private_key, a->private_key_id,
-					      a->client_email, AUTH_SCOPE, a->token_uri,
-					      xprofs_now_ns() / 1000000000LL);
+				       a->client_email, AUTH_SCOPE, a->token_uri,
+				       xprofs_now_ns() / 1000000000LL);
 		if (r == -EINVAL)
 			xprofs_err("gcs auth: service_account credentials from %s: private_key is not a usable RSA PEM key",
 				   a->source);
 		if (r == 0)
-			r = form_add(form, c, "grant_type",
-				     "urn:ietf:params:oauth:grant-type:jwt-bearer");
+			r = form_add(form, "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer");
 		if (r == 0)
-			r = form_add(form, c, "assertion", jwt.data);
+			r = form_add(form, "assertion", jwt.data);
 	} else {
-		r = form_add(form, c, "grant_type", "refresh_token");
+		r = form_add(form, "grant_type", "refresh_token");
 		if (r == 0)
-			r = form_add(form, c, "client_id", a->client_id);
+			r = form_add(form, "client_id", a->client_id);
 		if (r == 0)
-			r = form_add(form, c, "client_secret", a->client_secret);
+			r = form_add(form, "client_secret", a->client_secret);
 		if (r == 0)
-			r = form_add(form, c, "refresh_token", a->refresh_token);
+			r = form_add(form, "refresh_token", a->refresh_token);
 	}
 	secret_buf_deinit(&jwt);
-	curl_easy_cleanup(c);
 	return r;
 }
 
@@ -585,7 +495,7 @@ static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
  * shared state (only the immutable credentials), so it runs without a->lock.
  * @token: caller owns; free with secret_free().
  */
-static int auth_fetch(const struct gcs_auth *a, char **token, int64_t *expires_in)
+static int auth_fetch(struct gcs_auth *a, char **token, int64_t *expires_in)
 {
 	struct xprofs_buf form, body;
 	int r;
@@ -597,7 +507,7 @@ static int auth_fetch(const struct gcs_auth *a, char **token, int64_t *expires_i
 	} else {
 		r = token_form(a, &form);
 		if (r == 0)
-			r = http_token_request(a, a->token_uri, form.data, &body);
+			r = http_token_request(a, a->token_uri, &form, &body);
 	}
 	if (r < 0)
 		goto out;
@@ -854,6 +764,8 @@ int gcs_auth_new(const struct xprofs_gcs_options *o, struct gcs_auth **out)
 		adc = adc_well_known_path();
 		r = adc ? auth_load_file(a, adc) : auth_use_metadata(a);
 	}
+	if (r == 0)
+		r = auth_http_init(a);
 	if (r < 0)
 		goto fail;
 	asked = xprofs_mono_ns();
@@ -887,6 +799,7 @@ struct gcs_auth *gcs_auth_free(struct gcs_auth *a)
 	secret_free(a->private_key);
 	free(a->client_email);
 	free(a->source);
+	gcs_http_deinit(&a->http);
 	pthread_cond_destroy(&a->refreshed);
 	pthread_mutex_destroy(&a->lock);
 	free(a);

@@ -152,11 +152,20 @@ struct gcs_counters {
 	atomic_uint_fast64_t stale;
 };
 
+/*
+ * A pool of easy handles with its retry settings. Its @auth adds the
+ * Authorization header to every request; the credentials' own pool (token
+ * requests, auth.c) has none, so http.c never calls back into auth for them.
+ */
 struct gcs_http {
-	struct gcs_auth *auth; /* borrowed */
+	struct gcs_auth *auth; /* borrowed; NULL: no Authorization header */
 	unsigned max_handles;
 	unsigned retry_initial_ms, retry_max_ms, retry_deadline_s;
-	unsigned connect_timeout_s, stall_timeout_s;
+	unsigned max_attempts;      /* 0: retry until retry_deadline_s */
+	bool fail_fast;             /* do not retry DNS failures, refused connections, timeouts */
+	unsigned connect_timeout_ms, stall_timeout_s;
+	unsigned timeout_ms;        /* whole transfer of one attempt; 0: none */
+	bool no_proxy;              /* never use a proxy (the metadata server is local to the VM) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	void **idle;        /* CURL * handles not in use; protected by lock */
@@ -202,7 +211,7 @@ struct gcs_req {
 	char range[128];           /* 308 answers */
 	char location[2048];       /* resumable session URI */
 	uint64_t goog_generation;  /* x-goog-generation, 0 if absent */
-	char errmsg[256];          /* the GCS error message of a non-2xx answer */
+	char errmsg[256];          /* the error message of a non-2xx answer, or why no answer came */
 };
 
 int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
@@ -215,7 +224,7 @@ void gcs_http_deinit(struct gcs_http *h);
  * a transport failure (gcs_http_errno()).
  */
 int gcs_http_do(struct gcs_http *h, struct gcs_req *rq) XPROFS_WUR;
-/** gcs_retryable() - Google's policy: 408, 429, 5xx, resets, timeouts, truncation. */
+/** gcs_retryable() - Google's policy: 408, 429, 5xx (not 501), resets, refused connections, DNS, timeouts. */
 bool gcs_retryable(long http_status, int curl_code);
 /**
  * gcs_http_errno() - the one mapping of the module from an HTTP status and a

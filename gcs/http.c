@@ -32,37 +32,48 @@
 
 #include "gcs-internal.h"
 
+/*
+ * What each CURLcode means: its errno, whether Google's retry policy retries
+ * it, and whether it says the server could not be reached at all (a
+ * fail_fast pool does not retry those). Codes not listed are -EIO, final.
+ */
+static const struct curl_meaning {
+	int code;
+	int err;
+	bool retry;
+	bool unreachable;
+} curl_meanings[] = {
+	{CURLE_COULDNT_RESOLVE_HOST, -EHOSTUNREACH, true, true}, /* transient DNS failures happen */
+	{CURLE_COULDNT_RESOLVE_PROXY, -EHOSTUNREACH, false, true},
+	{CURLE_COULDNT_CONNECT, -ECONNREFUSED, true, true},
+	{CURLE_OPERATION_TIMEDOUT, -ETIMEDOUT, true, true},
+	{CURLE_OUT_OF_MEMORY, -ENOMEM, false, false},
+	{CURLE_SEND_ERROR, -ECONNRESET, true, false},
+	{CURLE_RECV_ERROR, -ECONNRESET, true, false},
+	{CURLE_GOT_NOTHING, -ECONNRESET, true, false},
+	{CURLE_PARTIAL_FILE, -ECONNRESET, true, false},
+	{CURLE_PEER_FAILED_VERIFICATION, -EACCES, false, false},
+	{CURLE_SSL_CONNECT_ERROR, -EACCES, false, false},
+	{CURLE_SSL_CACERT_BADFILE, -EACCES, false, false},
+	{CURLE_URL_MALFORMAT, -EINVAL, false, false},
+	{CURLE_UNSUPPORTED_PROTOCOL, -EINVAL, false, false},
+};
+
+static const struct curl_meaning *curl_meaning(int curl_code)
+{
+	static const struct curl_meaning other = {0, -EIO, false, false};
+	size_t i;
+
+	for (i = 0; i < sizeof(curl_meanings) / sizeof(curl_meanings[0]); i++)
+		if (curl_meanings[i].code == curl_code)
+			return &curl_meanings[i];
+	return &other;
+}
+
 int gcs_http_errno(long http_status, int curl_code)
 {
-	switch (curl_code) {
-	case CURLE_OK:
-		break;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		return -EHOSTUNREACH;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-		return -ECONNRESET;
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CONNECT_ERROR:
-		return -EACCES;
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return -EINVAL;
-	case CURLE_WRITE_ERROR:
-	case CURLE_ABORTED_BY_CALLBACK:
-		return -EIO;
-	default:
-		return -EIO;
-	}
+	if (curl_code != CURLE_OK)
+		return curl_meaning(curl_code)->err;
 	if (http_status >= 200 && http_status < 300)
 		return 0;
 	switch (http_status) {
@@ -101,20 +112,8 @@ int gcs_http_errno(long http_status, int curl_code)
 
 bool gcs_retryable(long http_status, int curl_code)
 {
-	switch (curl_code) {
-	case CURLE_OK:
-		break;
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_COULDNT_RESOLVE_HOST: /* transient DNS failures happen */
-		return true;
-	default:
-		return false;
-	}
+	if (curl_code != CURLE_OK)
+		return curl_meaning(curl_code)->retry;
 	/* 501 Not Implemented is a permanent answer (an emulator lacking a route) */
 	return http_status == 408 || http_status == 429 ||
 	       (http_status >= 500 && http_status <= 599 && http_status != 501);
@@ -143,7 +142,7 @@ int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handle
 	h->retry_initial_ms = 100;
 	h->retry_max_ms = 10000;
 	h->retry_deadline_s = 60;
-	h->connect_timeout_s = 10;
+	h->connect_timeout_ms = 10000;
 	h->stall_timeout_s = 30;
 	h->idle = calloc(h->max_handles, sizeof(*h->idle));
 	if (!h->idle)
@@ -436,7 +435,57 @@ out:
 	return r;
 }
 
-/* One attempt: fills rq->status; returns the CURLcode, or -errno from a callback/setup. */
+/* Point @c at @rq for one attempt: method, body, range, timeouts, callbacks into @a. */
+static void setup_handle(struct gcs_http *h, struct gcs_req *rq, CURL *c, struct attempt *a,
+			 struct curl_slist *hdrs, char *errbuf)
+{
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, rq->url);
+	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)h->connect_timeout_ms);
+	if (h->timeout_ms)
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+	if (h->no_proxy)
+		curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)h->stall_timeout_s);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	if (rq->dst)
+		/* object reads: fewer, larger recv()s and write callbacks than curl's 16 KiB default */
+		curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "xprofs/" XPROFS_VERSION);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (strcmp(rq->method, "GET") == 0) {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(rq->method, "PUT") == 0) {
+		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_len);
+	} else if (strcmp(rq->method, "POST") == 0) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+	} else {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
+	}
+	if (rq->send_body) {
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, a);
+	}
+	if (rq->dst) {
+		char range[96];
+
+		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)rq->range_first,
+			 (unsigned long long)(rq->range_first + rq->dst_len - 1));
+		curl_easy_setopt(c, CURLOPT_RANGE, range); /* curl copies it */
+	}
+}
+
+/* One attempt: fills rq->status; returns 0 (*@curl_code says how it went), or -errno from a callback/setup. */
 static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *curl_code,
 			bool *truncated)
 {
@@ -458,47 +507,7 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 	r = build_headers(h, rq, &hdrs);
 	if (r < 0)
 		goto out;
-
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, rq->url);
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)h->connect_timeout_s);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)h->stall_timeout_s);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-	if (rq->dst)
-		/* object reads: fewer, larger recv()s and write callbacks than curl's 16 KiB default */
-		curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "xprofs/" XPROFS_VERSION);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (strcmp(rq->method, "GET") == 0) {
-		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	} else if (strcmp(rq->method, "PUT") == 0) {
-		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_len);
-	} else if (strcmp(rq->method, "POST") == 0) {
-		curl_easy_setopt(c, CURLOPT_POST, 1L);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
-	} else {
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
-	}
-	if (rq->send_body) {
-		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(c, CURLOPT_READDATA, &a);
-	}
-	if (rq->dst) {
-		char range[96];
-
-		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)rq->range_first,
-			 (unsigned long long)(rq->range_first + rq->dst_len - 1));
-		curl_easy_setopt(c, CURLOPT_RANGE, range);
-	}
+	setup_handle(h, rq, c, &a, hdrs, errbuf);
 
 	atomic_fetch_add(&h->ctr->requests[rq->kind], 1);
 	cc = curl_easy_perform(c);
@@ -513,30 +522,17 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 		goto out;
 	}
 	if (cc != CURLE_OK) {
-		xprofs_debug("gcs: %s %s: %s", rq->method, rq->url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		snprintf(rq->errmsg, sizeof(rq->errmsg), "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		xprofs_debug("gcs: %s %s: %s", rq->method, rq->url, rq->errmsg);
 		r = 0;
 		goto out;
 	}
 	if (rq->status >= 200 && rq->status < 300) {
+		/* a server that ignored generation= may have served another version */
+		r = dst_check(&a, rq->status);
+		if (r < 0)
+			goto out;
 		curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-		if (rq->expect_generation && rq->goog_generation &&
-		    rq->goog_generation != rq->expect_generation) {
-			r = -ESTALE; /* a server that ignored generation= served a newer version */
-			goto out;
-		}
-		if (rq->expect_generation && rq->status == 206) {
-			uint64_t f, l, t;
-
-			if (gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
-			    t != rq->expect_size) {
-				r = -ESTALE;
-				goto out;
-			}
-		}
-		if (rq->expect_generation && rq->status == 200 && cl >= 0 && (uint64_t)cl != rq->expect_size) {
-			r = -ESTALE;
-			goto out;
-		}
 		if (cl >= 0 && (uint64_t)cl != a.down_pos)
 			*truncated = true;
 		if (rq->dst && rq->dst_got < rq->dst_len)
@@ -551,6 +547,36 @@ out:
 	return r;
 }
 
+/* Whether attempt @attempt's outcome is worth another attempt under @h's policy. */
+static bool should_retry(struct gcs_http *h, const struct gcs_req *rq, int cc, bool truncated)
+{
+	if (truncated)
+		return true;
+	if (!gcs_retryable(rq->status, cc))
+		return false;
+	return !(h->fail_fast && cc != CURLE_OK && curl_meaning(cc)->unreachable);
+}
+
+/* Sleep the backoff before retry @attempt, never past @deadline: one last attempt right at it. */
+static void backoff(struct gcs_http *h, const struct gcs_req *rq, unsigned attempt, int64_t deadline,
+		    unsigned *seed, int cc, bool truncated)
+{
+	unsigned ms = gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, seed);
+	int64_t left_ms = (deadline - xprofs_mono_ns()) / 1000000;
+	struct timespec ts;
+
+	if (left_ms < (int64_t)ms)
+		ms = left_ms > 0 ? (unsigned)left_ms : 0;
+	xprofs_debug("gcs: %s %s: %s (status %ld), retry %u in %u ms", rq->method, rq->url,
+		     cc ? curl_easy_strerror((CURLcode)cc) : truncated ? "truncated body" : "server error",
+		     rq->status, attempt, ms);
+	atomic_fetch_add(&h->ctr->retries, 1);
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
 int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
 {
 	int64_t deadline = xprofs_mono_ns() + (int64_t)h->retry_deadline_s * 1000000000LL;
@@ -561,9 +587,7 @@ int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
 
 	for (;;) {
 		int cc = 0;
-		bool truncated = false, retry;
-		unsigned ms;
-		struct timespec ts;
+		bool truncated = false;
 
 		attempt++;
 		c = handle_get(h);
@@ -575,14 +599,14 @@ int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
 			atomic_fetch_add(&h->ctr->errors, 1);
 			return r;
 		}
-		retry = truncated || gcs_retryable(rq->status, cc);
-		if (!retry) {
+		if (!should_retry(h, rq, cc, truncated)) {
 			r = gcs_http_errno(cc == CURLE_OK ? 200 : 0, cc);
 			if (r < 0 || (rq->status >= 400))
 				atomic_fetch_add(&h->ctr->errors, 1);
 			return r;
 		}
-		if (!rq->idempotent || xprofs_mono_ns() >= deadline) {
+		if (!rq->idempotent || xprofs_mono_ns() >= deadline ||
+		    (h->max_attempts && attempt >= h->max_attempts)) {
 			atomic_fetch_add(&h->ctr->errors, 1);
 			if (cc != CURLE_OK)
 				return gcs_http_errno(0, cc);
@@ -590,21 +614,6 @@ int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
 				return -EIO;
 			return 0; /* a retryable status: the caller maps it */
 		}
-		ms = gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, &seed);
-		{
-			/* never sleep past the deadline: one last attempt right at it */
-			int64_t left_ms = (deadline - xprofs_mono_ns()) / 1000000;
-
-			if (left_ms < (int64_t)ms)
-				ms = left_ms > 0 ? (unsigned)left_ms : 0;
-		}
-		xprofs_debug("gcs: %s %s: %s (status %ld), retry %u in %u ms", rq->method, rq->url,
-			     cc ? curl_easy_strerror((CURLcode)cc) : truncated ? "truncated body" : "server error",
-			     rq->status, attempt, ms);
-		atomic_fetch_add(&h->ctr->retries, 1);
-		ts.tv_sec = ms / 1000;
-		ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
+		backoff(h, rq, attempt, deadline, &seed, cc, truncated);
 	}
 }

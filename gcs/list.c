@@ -216,15 +216,21 @@ int gcs_range_parse(const char *s, uint64_t *committed)
 
 void gcs_error_message(const char *body, size_t len, char *out, size_t n)
 {
-	json_t *root, *msg;
+	json_t *root, *msg, *desc;
 
 	out[0] = '\0';
 	if (n == 0 || len > GCS_SMALL_MAX)
 		return;
 	root = json_loadb(body, len, 0, NULL);
-	msg = json_object_get(json_object_get(root, "error"), "message");
-	if (json_is_string(msg)) {
-		snprintf(out, n, "%s", json_string_value(msg));
+	/* GCS: {"error": {"message": ...}}; OAuth token endpoints (RFC 6749
+	 * section 5.2): {"error": "invalid_grant", "error_description": ...} */
+	msg = json_object_get(root, "error");
+	if (json_is_object(msg))
+		msg = json_object_get(msg, "message");
+	desc = json_object_get(root, "error_description");
+	if (json_is_string(msg) || json_is_string(desc)) {
+		snprintf(out, n, "%s%s%s", json_is_string(msg) ? json_string_value(msg) : "",
+			 json_is_string(desc) ? " - " : "", json_is_string(desc) ? json_string_value(desc) : "");
 	} else if (!root) {
 		/* not JSON: keep a printable prefix of the body */
 		size_t i, k = 0;
