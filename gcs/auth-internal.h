@@ -1,8 +1,9 @@
 /*
  * gcs/auth-internal.h - the credentials API the gcs module (http.c, the
- * store) and its tests use, plus the pieces exposed only for white-box tests:
- * base64url and the service-account JWT builder (tests decode what is signed
- * without a network round trip) and the token-answer parser (fuzzed).
+ * store) and its tests use; what auth.c, auth-source.c and auth-jwt.c share
+ * (struct gcs_auth, secret wiping); and the pieces exposed for white-box
+ * tests: base64url and the service-account JWT builder (tests decode what is
+ * signed without a network round trip) and the token-answer parser (fuzzed).
  * Not part of the public contract (include/xprofs/gcs.h).
  */
 #ifndef GCS_AUTH_INTERNAL_H
@@ -11,12 +12,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "xprofs/gcs.h"
-#include "xprofs/util.h"
+#include "gcs-internal.h"
 
 /* ---- credentials (auth.c) ---------------------------------------------- */
-
-struct gcs_auth;
 
 /**
  * gcs_auth_new() - resolve credentials in ADC order:
@@ -40,6 +38,9 @@ struct gcs_auth *gcs_auth_free(struct gcs_auth *a);
 int gcs_auth_header(struct gcs_auth *a, struct xprofs_buf *out) XPROFS_WUR;
 /** gcs_auth_kind() - "anonymous", "service_account", "authorized_user", "metadata". */
 const char *gcs_auth_kind(const struct gcs_auth *a);
+
+#define GCS_AUTH_JWT_LIFETIME_S 3600 /* of an assertion; also a token answer's default */
+#define GCS_AUTH_JWT_MAX (16u * 1024)
 
 /* Largest credentials file, token response and token accepted. */
 #define GCS_AUTH_FILE_MAX (64u * 1024)
@@ -80,5 +81,56 @@ int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
  */
 int gcs_auth_token_parse(const char *body, size_t n, char **token,
 				int64_t *expires_in_s) XPROFS_WUR;
+
+/* ---- shared by auth.c, auth-source.c, auth-jwt.c ---------------------- */
+
+enum gcs_auth_kind {
+	GCS_AUTH_ANONYMOUS,
+	GCS_AUTH_SERVICE_ACCOUNT,
+	GCS_AUTH_AUTHORIZED_USER,
+	GCS_AUTH_METADATA,
+};
+
+/* The credentials: immutable after gcs_auth_new() except the token state under @lock. */
+struct gcs_auth {
+	enum gcs_auth_kind kind;
+	char *source;        /* where the credentials came from, for messages */
+	/* service_account */
+	char *client_email;
+	char *private_key;   /* PEM; secret */
+	char *private_key_id;
+	/* authorized_user */
+	char *client_id;
+	char *client_secret; /* secret */
+	char *refresh_token; /* secret */
+	/* service_account, authorized_user */
+	char *token_uri;
+	/* metadata */
+	char *metadata_url;
+
+	pthread_mutex_t lock;
+	pthread_cond_t refreshed; /* signalled when a refresh ends, with lock */
+	bool refreshing;       /* protected by lock; one caller is fetching a token */
+	char *token;           /* protected by lock; secret */
+	int64_t expiry_ns;     /* protected by lock; monotonic clock */
+	int64_t refresh_at_ns; /* protected by lock; monotonic clock */
+	int64_t retry_at_ns;   /* protected by lock; no refresh before this after a failure */
+	int last_err;          /* protected by lock; why the last refresh failed */
+
+	struct gcs_http http;     /* token requests; no Authorization header */
+	struct gcs_counters ctr;  /* of those requests (not reported) */
+};
+
+/**
+ * gcs_auth_source() - pick the credentials in ADC order (see gcs_auth_new())
+ * and load them into @a (kind, source and the secrets; GCS_AUTH_ANONYMOUS
+ * when none are used). Every failure is logged and final: no fall-through
+ * to another identity. Borrows @o.
+ */
+int gcs_auth_source(struct gcs_auth *a, const struct xprofs_gcs_options *o) XPROFS_WUR;
+/** gcs_secret_free() - overwrite then free a secret string; accepts NULL; returns NULL. */
+char *gcs_secret_free(char *s);
+/** gcs_secret_buf_deinit() - wipe and release a buffer that held secrets. */
+void gcs_secret_buf_deinit(struct xprofs_buf *b);
 
 #endif

@@ -1,367 +1,38 @@
 /*
- * gcs/auth.c - Google credentials for the GCS client, in Application Default
- * Credentials order.
+ * gcs/auth.c - the credentials' tokens: gcs_auth_new() loads ONE source
+ * (auth-source.c, Application Default Credentials order) and fetches the
+ * first token at once, so a wrong key, a revoked refresh token or a missing
+ * metadata server fail the mount with a clear message instead of a later EIO.
  *
- * Design: gcs_auth_new() picks ONE source and fetches the first token
- * immediately, so a wrong key, a revoked refresh token or a missing metadata
- * server fail the mount with a clear message instead of a later EIO:
- *   1. o->anonymous, or an emulator named in the environment (and no explicit
- *      credentials) -> no Authorization header;
- *   2. o->credentials, else $GOOGLE_APPLICATION_CREDENTIALS: a JSON file of
- *      type "service_account" (RS256 JWT bearer grant, OpenSSL libcrypto) or
- *      "authorized_user" (refresh-token grant). Unreadable or malformed is an
- *      error: never fall through to another identity;
- *   3. $CLOUDSDK_CONFIG/application_default_credentials.json, else
- *      ~/.config/gcloud/application_default_credentials.json (same types);
- *      absent -> next, present but bad -> error;
- *   4. the metadata server ($GCE_METADATA_HOST, $GCE_METADATA_ROOT, default
- *      metadata.google.internal) with a 1 s connect timeout, so a machine off
- *      GCE fails fast.
+ * Token requests (service-account JWT grant, refresh-token grant, metadata
+ * server) go through the module's one HTTP path, gcs_http_do(), on a pool of
+ * their own without an Authorization header: three attempts for 408/429/5xx
+ * and dropped connections; a source that does not answer fails at once (the
+ * metadata server gets 1 s to connect, so a machine off GCE fails fast).
+ *
  * Tokens are cached under one mutex. A token is refreshed once less than
  * min(5 min, half its lifetime) remains, by one caller at a time, outside the
  * mutex: meanwhile other callers keep the still-valid token, or, when it has
  * expired, wait for that one refresh (no stampede on the token endpoint).
  * A failed refresh keeps a still-valid token and is not retried for
- * AUTH_RETRY_AFTER_NS. Token-endpoint calls retry 408/429/5xx and transient
- * transport errors three times with a short backoff.
+ * AUTH_RETRY_AFTER_NS.
  *
- * Limits: credentials files and token responses are capped at 64 KiB, tokens
- * at 4 KiB. external_account (workload identity federation) and impersonation
- * are not supported (-ENOTSUP with a message). Secrets are wiped before they
- * are freed and never logged, not even at debug level.
+ * Limits: token responses are capped at 64 KiB, tokens at 4 KiB. Secrets are
+ * wiped before they are freed and never logged, not even at debug level.
  */
-#include <ctype.h>
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
-#include <unistd.h>
 
-#include <jansson.h>
-#include <openssl/crypto.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-
-#include "gcs-internal.h"
+#include "auth-internal.h"
 
 #define AUTH_SCOPE "https://www.googleapis.com/auth/devstorage.read_write"
-#define AUTH_DEFAULT_TOKEN_URI "https://oauth2.googleapis.com/token"
-#define AUTH_METADATA_HOST "metadata.google.internal"
-#define AUTH_METADATA_PATH "/computeMetadata/v1/instance/service-accounts/default/token"
-#define AUTH_JWT_LIFETIME_S 3600
 #define AUTH_REFRESH_MARGIN_NS (300LL * 1000000000LL)
 #define AUTH_RETRY_AFTER_NS (5LL * 1000000000LL)
 #define AUTH_ATTEMPTS 3
-#define AUTH_JWT_MAX (16u * 1024)
 #define AUTH_FORM_MAX (32u * 1024)
-
-enum auth_kind {
-	AUTH_ANONYMOUS,
-	AUTH_SERVICE_ACCOUNT,
-	AUTH_AUTHORIZED_USER,
-	AUTH_METADATA,
-};
-
-struct gcs_auth {
-	enum auth_kind kind;
-	char *source;        /* where the credentials came from, for messages */
-	/* service_account */
-	char *client_email;
-	char *private_key;   /* PEM; secret */
-	char *private_key_id;
-	/* authorized_user */
-	char *client_id;
-	char *client_secret; /* secret */
-	char *refresh_token; /* secret */
-	/* service_account, authorized_user */
-	char *token_uri;
-	/* metadata */
-	char *metadata_url;
-
-	pthread_mutex_t lock;
-	pthread_cond_t refreshed; /* signalled when a refresh ends, with lock */
-	bool refreshing;       /* protected by lock; one caller is fetching a token */
-	char *token;           /* protected by lock; secret */
-	int64_t expiry_ns;     /* protected by lock; monotonic clock */
-	int64_t refresh_at_ns; /* protected by lock; monotonic clock */
-	int64_t retry_at_ns;   /* protected by lock; no refresh before this after a failure */
-	int last_err;          /* protected by lock; why the last refresh failed */
-
-	struct gcs_http http;     /* token requests; no Authorization header */
-	struct gcs_counters ctr;  /* of those requests (not reported) */
-};
-
-/* ---- small helpers ------------------------------------------------------ */
-
-/* Overwrite then free a secret string; accepts NULL; returns NULL. */
-static char *secret_free(char *s)
-{
-	if (s) {
-		OPENSSL_cleanse(s, strlen(s));
-		free(s);
-	}
-	return NULL;
-}
-
-/* Wipe and release a buffer that held secrets. */
-static void secret_buf_deinit(struct xprofs_buf *b)
-{
-	if (b->data)
-		OPENSSL_cleanse(b->data, b->cap);
-	xprofs_buf_deinit(b);
-}
-
-static const char *env_nonempty(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
-}
-
-/* ---- base64url ---------------------------------------------------------- */
-
-static const char b64url_alphabet[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
-
-int gcs_b64url_encode(struct xprofs_buf *out, const void *p, size_t n)
-{
-	const uint8_t *s = p;
-	char q[4];
-	size_t i;
-	int r;
-
-	for (i = 0; i + 3 <= n; i += 3) {
-		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
-
-		q[0] = b64url_alphabet[v >> 18 & 63];
-		q[1] = b64url_alphabet[v >> 12 & 63];
-		q[2] = b64url_alphabet[v >> 6 & 63];
-		q[3] = b64url_alphabet[v & 63];
-		r = xprofs_buf_add(out, q, 4);
-		if (r < 0)
-			return r;
-	}
-	if (n - i == 1) {
-		uint32_t v = (uint32_t)s[i] << 16;
-
-		q[0] = b64url_alphabet[v >> 18 & 63];
-		q[1] = b64url_alphabet[v >> 12 & 63];
-		return xprofs_buf_add(out, q, 2);
-	}
-	if (n - i == 2) {
-		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
-
-		q[0] = b64url_alphabet[v >> 18 & 63];
-		q[1] = b64url_alphabet[v >> 12 & 63];
-		q[2] = b64url_alphabet[v >> 6 & 63];
-		return xprofs_buf_add(out, q, 3);
-	}
-	return 0;
-}
-
-static int b64url_value(char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
-}
-
-int gcs_b64url_decode(struct xprofs_buf *out, const char *s, size_t n)
-{
-	uint32_t acc = 0;
-	unsigned bits = 0;
-	size_t i;
-	int r;
-
-	while (n > 0 && s[n - 1] == '=')
-		n--;
-	if (n % 4 == 1)
-		return -EINVAL;
-	for (i = 0; i < n; i++) {
-		int v = b64url_value(s[i]);
-
-		if (v < 0)
-			return -EINVAL;
-		acc = (acc << 6 | (uint32_t)v) & 0xffffff;
-		bits += 6;
-		if (bits >= 8) {
-			uint8_t byte = (uint8_t)(acc >> (bits - 8));
-
-			bits -= 8;
-			r = xprofs_buf_add(out, &byte, 1);
-			if (r < 0)
-				return r;
-		}
-	}
-	return 0;
-}
-
-/* ---- JWT ----------------------------------------------------------------- */
-
-/* Append the base64url of @j's compact serialisation (borrows @j). */
-static int jwt_add_json(struct xprofs_buf *out, const json_t *j)
-{
-	char *s = json_dumps(j, JSON_COMPACT);
-	int r;
-
-	if (!s)
-		return -ENOMEM;
-	r = gcs_b64url_encode(out, s, strlen(s));
-	free(s);
-	return r;
-}
-
-/* RS256 signature of @n bytes at @msg, base64url-appended to @out. */
-static int jwt_sign(struct xprofs_buf *out, const char *pem, const void *msg, size_t n)
-{
-	EVP_PKEY *key = NULL;
-	EVP_MD_CTX *md = NULL;
-	unsigned char *sig = NULL;
-	size_t sig_len = 0;
-	BIO *bio;
-	int r;
-
-	bio = BIO_new_mem_buf(pem, -1);
-	if (!bio)
-		return -ENOMEM;
-	key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
-	BIO_free(bio);
-	if (!key || EVP_PKEY_get_base_id(key) != EVP_PKEY_RSA) {
-		r = -EINVAL;
-		goto out;
-	}
-	md = EVP_MD_CTX_new();
-	if (!md) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
-	    EVP_DigestSign(md, NULL, &sig_len, msg, n) != 1 || sig_len == 0 ||
-	    sig_len > 2048) {
-		r = -EINVAL;
-		goto out;
-	}
-	sig = malloc(sig_len);
-	if (!sig) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if (EVP_DigestSign(md, sig, &sig_len, msg, n) != 1) {
-		r = -EINVAL;
-		goto out;
-	}
-	r = gcs_b64url_encode(out, sig, sig_len);
-out:
-	free(sig);
-	EVP_MD_CTX_free(md);
-	EVP_PKEY_free(key);
-	return r;
-}
-
-int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
-			      const char *email, const char *scope, const char *aud,
-			      int64_t iat)
-{
-	json_t *hdr = NULL, *claims = NULL;
-	struct xprofs_buf jwt;
-	int r;
-
-	xprofs_buf_init(&jwt, AUTH_JWT_MAX);
-	hdr = kid ? json_pack("{s:s, s:s, s:s}", "alg", "RS256", "typ", "JWT", "kid", kid)
-		  : json_pack("{s:s, s:s}", "alg", "RS256", "typ", "JWT");
-	claims = json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", scope,
-			   "aud", aud, "iat", (json_int_t)iat,
-			   "exp", (json_int_t)(iat + AUTH_JWT_LIFETIME_S));
-	if (!hdr || !claims) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = jwt_add_json(&jwt, hdr);
-	if (r == 0)
-		r = xprofs_buf_add(&jwt, ".", 1);
-	if (r == 0)
-		r = jwt_add_json(&jwt, claims);
-	if (r == 0)
-		r = xprofs_buf_add(&jwt, ".", 1);
-	if (r < 0)
-		goto out;
-	/* The signing input is everything before the last '.'. */
-	r = jwt_sign(&jwt, pem, jwt.data, jwt.len - 1);
-	if (r == 0)
-		r = xprofs_buf_add(out, jwt.data, jwt.len);
-out:
-	json_decref(claims);
-	json_decref(hdr);
-	xprofs_buf_deinit(&jwt);
-	return r;
-}
-
-/* ---- token responses ----------------------------------------------------- */
-
-int gcs_auth_token_parse(const char *body, size_t n, char **token,
-				int64_t *expires_in_s)
-{
-	json_t *root, *tok, *exp;
-	const char *s;
-	size_t len, i;
-	int64_t e = AUTH_JWT_LIFETIME_S;
-	int r = -EPROTO;
-
-	root = json_loadb(body, n, JSON_REJECT_DUPLICATES, NULL);
-	if (!root || !json_is_object(root))
-		goto out;
-	tok = json_object_get(root, "access_token");
-	if (!json_is_string(tok))
-		goto out;
-	s = json_string_value(tok);
-	len = json_string_length(tok);
-	if (len == 0 || len > GCS_AUTH_TOKEN_MAX)
-		goto out;
-	/* The token goes into an HTTP header: printable ASCII, no spaces. */
-	for (i = 0; i < len; i++)
-		if (!isgraph((unsigned char)s[i]))
-			goto out;
-	exp = json_object_get(root, "expires_in");
-	if (exp) {
-		if (json_is_integer(exp))
-			e = json_integer_value(exp);
-		else if (json_is_real(exp))
-			e = (int64_t)json_real_value(exp);
-		else
-			goto out;
-		if (e <= 0 || e > 7 * 24 * 3600)
-			goto out;
-	}
-	*token = strdup(s);
-	if (!*token) {
-		r = -ENOMEM;
-		goto out;
-	}
-	*expires_in_s = e;
-	r = 0;
-out:
-	if (root) {
-		/* jansson copied the token; wipe its copy before freeing. */
-		tok = json_object_get(root, "access_token");
-		if (json_is_string(tok))
-			OPENSSL_cleanse((char *)json_string_value(tok), json_string_length(tok));
-	}
-	json_decref(root);
-	return r;
-}
 
 /* ---- token requests ------------------------------------------------------ */
 
@@ -446,8 +117,8 @@ static int auth_http_init(struct gcs_auth *a)
 	a->http.retry_initial_ms = 200;
 	a->http.fail_fast = true;
 	a->http.timeout_ms = 30000;
-	a->http.connect_timeout_ms = a->kind == AUTH_METADATA ? 1000 : 10000;
-	a->http.no_proxy = a->kind == AUTH_METADATA;
+	a->http.connect_timeout_ms = a->kind == GCS_AUTH_METADATA ? 1000 : 10000;
+	a->http.no_proxy = a->kind == GCS_AUTH_METADATA;
 	return 0;
 }
 
@@ -465,8 +136,8 @@ static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
 	struct xprofs_buf jwt;
 	int r;
 
-	xprofs_buf_init(&jwt, AUTH_JWT_MAX);
-	if (a->kind == AUTH_SERVICE_ACCOUNT) {
+	xprofs_buf_init(&jwt, GCS_AUTH_JWT_MAX);
+	if (a->kind == GCS_AUTH_SERVICE_ACCOUNT) {
 		r = gcs_auth_jwt_build(&jwt, a->private_key, a->private_key_id,
 				       a->client_email, AUTH_SCOPE, a->token_uri,
 				       xprofs_now_ns() / 1000000000LL);
@@ -486,14 +157,14 @@ static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
 		if (r == 0)
 			r = form_add(form, "refresh_token", a->refresh_token);
 	}
-	secret_buf_deinit(&jwt);
+	gcs_secret_buf_deinit(&jwt);
 	return r;
 }
 
 /*
  * Ask the token endpoint or metadata server for a new token. Touches no
  * shared state (only the immutable credentials), so it runs without a->lock.
- * @token: caller owns; free with secret_free().
+ * @token: caller owns; free with gcs_secret_free().
  */
 static int auth_fetch(struct gcs_auth *a, char **token, int64_t *expires_in)
 {
@@ -502,7 +173,7 @@ static int auth_fetch(struct gcs_auth *a, char **token, int64_t *expires_in)
 
 	xprofs_buf_init(&form, AUTH_FORM_MAX);
 	xprofs_buf_init(&body, GCS_AUTH_RESPONSE_MAX);
-	if (a->kind == AUTH_METADATA) {
+	if (a->kind == GCS_AUTH_METADATA) {
 		r = http_token_request(a, a->metadata_url, NULL, &body);
 	} else {
 		r = token_form(a, &form);
@@ -516,8 +187,8 @@ static int auth_fetch(struct gcs_auth *a, char **token, int64_t *expires_in)
 		xprofs_err("gcs auth: %s credentials from %s: malformed token response",
 			   gcs_auth_kind(a), a->source);
 out:
-	secret_buf_deinit(&body);
-	secret_buf_deinit(&form);
+	gcs_secret_buf_deinit(&body);
+	gcs_secret_buf_deinit(&form);
 	return r;
 }
 
@@ -534,7 +205,7 @@ static void auth_install(struct gcs_auth *a, char *token, int64_t expires_in,
 	/* Short-lived tokens (tests, some metadata servers) would otherwise be
 	 * refreshed on every request. */
 	margin = lifetime / 2 < AUTH_REFRESH_MARGIN_NS ? lifetime / 2 : AUTH_REFRESH_MARGIN_NS;
-	secret_free(a->token);
+	gcs_secret_free(a->token);
 	a->token = token;
 	a->expiry_ns = asked_ns + lifetime;
 	a->refresh_at_ns = a->expiry_ns - margin;
@@ -544,194 +215,13 @@ static void auth_install(struct gcs_auth *a, char *token, int64_t expires_in,
 		     (long long)expires_in);
 }
 
-/* ---- credentials files --------------------------------------------------- */
-
-/* Duplicate string member @key of @j into *@dst; -EINVAL when required and absent. */
-static int json_dup(const json_t *j, const char *key, bool required, char **dst)
-{
-	const char *v = json_string_value(json_object_get(j, key));
-
-	if (!v || !*v)
-		return required ? -EINVAL : 0;
-	*dst = strdup(v);
-	return *dst ? 0 : -ENOMEM;
-}
-
-/* Read at most GCS_AUTH_FILE_MAX bytes of @path into @b. */
-static int read_small_file(const char *path, struct xprofs_buf *b)
-{
-	char chunk[4096];
-	ssize_t n;
-	int fd, r = 0;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	for (;;) {
-		n = read(fd, chunk, sizeof(chunk));
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			r = -errno;
-			break;
-		}
-		if (n == 0)
-			break;
-		r = xprofs_buf_add(b, chunk, (size_t)n);
-		if (r < 0)
-			break;
-	}
-	OPENSSL_cleanse(chunk, sizeof(chunk));
-	close(fd);
-	return r;
-}
-
-/*
- * Load the credentials JSON file @path (borrowed) into @a. Every failure is
- * logged with the file name and what is wrong, and is final: the caller does
- * not fall through to another identity.
- */
-static int auth_load_file(struct gcs_auth *a, const char *path)
-{
-	struct xprofs_buf raw;
-	json_error_t jerr;
-	json_t *root = NULL;
-	const char *type;
-	int r;
-
-	a->source = strdup(path);
-	if (!a->source)
-		return -ENOMEM;
-	xprofs_buf_init(&raw, GCS_AUTH_FILE_MAX);
-	r = read_small_file(path, &raw);
-	if (r < 0) {
-		xprofs_err("gcs auth: cannot read credentials file %s: %s", path,
-			   r == -E2BIG ? "larger than 64 KiB" : strerror(-r));
-		if (r == -E2BIG)
-			r = -EINVAL;
-		goto out;
-	}
-	root = json_loadb(raw.data ? raw.data : "", raw.len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root || !json_is_object(root)) {
-		xprofs_err("gcs auth: credentials file %s is not a JSON object (line %d: %.120s)",
-			   path, root ? 0 : jerr.line, root ? "not an object" : jerr.text);
-		r = -EINVAL;
-		goto out;
-	}
-	type = json_string_value(json_object_get(root, "type"));
-	if (type && strcmp(type, "service_account") == 0) {
-		a->kind = AUTH_SERVICE_ACCOUNT;
-		r = json_dup(root, "client_email", true, &a->client_email);
-		if (r == 0)
-			r = json_dup(root, "private_key", true, &a->private_key);
-		if (r == 0)
-			r = json_dup(root, "private_key_id", false, &a->private_key_id);
-		if (r == 0)
-			r = json_dup(root, "token_uri", false, &a->token_uri);
-		if (r == -EINVAL)
-			xprofs_err("gcs auth: service_account file %s lacks client_email or private_key",
-				   path);
-	} else if (type && strcmp(type, "authorized_user") == 0) {
-		a->kind = AUTH_AUTHORIZED_USER;
-		r = json_dup(root, "client_id", true, &a->client_id);
-		if (r == 0)
-			r = json_dup(root, "client_secret", true, &a->client_secret);
-		if (r == 0)
-			r = json_dup(root, "refresh_token", true, &a->refresh_token);
-		if (r == 0)
-			r = json_dup(root, "token_uri", false, &a->token_uri);
-		if (r == -EINVAL)
-			xprofs_err("gcs auth: authorized_user file %s lacks client_id, client_secret or refresh_token",
-				   path);
-	} else {
-		xprofs_err("gcs auth: credentials file %s has type \"%.40s\"; supported: service_account, authorized_user",
-			   path, type ? type : "(none)");
-		r = type ? -ENOTSUP : -EINVAL;
-	}
-	if (r == 0 && !a->token_uri) {
-		a->token_uri = strdup(AUTH_DEFAULT_TOKEN_URI);
-		if (!a->token_uri)
-			r = -ENOMEM;
-	}
-	if (r == 0 && strncmp(a->token_uri, "https://", 8) != 0 &&
-	    strncmp(a->token_uri, "http://", 7) != 0) {
-		xprofs_err("gcs auth: credentials file %s: token_uri is not an http(s) URL", path);
-		r = -EINVAL;
-	}
-out:
-	if (root) {
-		/* Wipe jansson's copies of the secrets. */
-		static const char *const secret_keys[] = { "private_key", "client_secret",
-							   "refresh_token" };
-		size_t i;
-
-		for (i = 0; i < sizeof(secret_keys) / sizeof(secret_keys[0]); i++) {
-			json_t *s = json_object_get(root, secret_keys[i]);
-
-			if (json_is_string(s))
-				OPENSSL_cleanse((char *)json_string_value(s), json_string_length(s));
-		}
-	}
-	json_decref(root);
-	secret_buf_deinit(&raw);
-	return r;
-}
-
-/* The gcloud well-known file, or NULL when it does not exist. Caller owns. */
-static char *adc_well_known_path(void)
-{
-	const char *dir = env_nonempty("CLOUDSDK_CONFIG");
-	const char *home = env_nonempty("HOME");
-	char *path = NULL;
-	int n;
-
-	if (dir)
-		n = asprintf(&path, "%s/application_default_credentials.json", dir);
-	else if (home)
-		n = asprintf(&path, "%s/.config/gcloud/application_default_credentials.json", home);
-	else
-		return NULL;
-	if (n < 0)
-		return NULL;
-	if (access(path, F_OK) != 0) {
-		free(path);
-		return NULL;
-	}
-	return path;
-}
-
-static int auth_use_metadata(struct gcs_auth *a)
-{
-	const char *host = env_nonempty("GCE_METADATA_HOST");
-	const char *scheme;
-
-	if (!host)
-		host = env_nonempty("GCE_METADATA_ROOT");
-	if (!host)
-		host = AUTH_METADATA_HOST;
-	/* Accept "host:port" (what Google's clients read) and a full URL. */
-	scheme = strstr(host, "://") ? "" : "http://";
-	a->kind = AUTH_METADATA;
-	if (asprintf(&a->metadata_url, "%s%s%s", scheme, host, AUTH_METADATA_PATH) < 0) {
-		a->metadata_url = NULL;
-		return -ENOMEM;
-	}
-	if (asprintf(&a->source, "the metadata server %s", host) < 0) {
-		a->source = NULL;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
 /* ---- public API ------------------------------------------------------------ */
 
 int gcs_auth_new(const struct xprofs_gcs_options *o, struct gcs_auth **out)
 {
 	struct gcs_auth *a;
-	const char *file;
-	char *adc = NULL, *token = NULL;
+	char *token = NULL;
 	int64_t expires_in = 0, asked;
-	bool emulator;
 	int r;
 
 	if (!o || !out)
@@ -748,39 +238,24 @@ int gcs_auth_new(const struct xprofs_gcs_options *o, struct gcs_auth **out)
 		free(a);
 		return -ENOMEM;
 	}
-	a->kind = AUTH_ANONYMOUS;
-	file = o->credentials && *o->credentials ? o->credentials
-						 : env_nonempty("GOOGLE_APPLICATION_CREDENTIALS");
-	emulator = !o->endpoint && (env_nonempty("CLOUD_STORAGE_EMULATOR_ENDPOINT") ||
-				    env_nonempty("STORAGE_EMULATOR_HOST"));
-	/* An explicit file wins over an emulator picked up from the environment. */
-	if (o->anonymous || (emulator && !(o->credentials && *o->credentials))) {
-		r = 0;
-		goto done;
-	}
-	if (file) {
-		r = auth_load_file(a, file);
-	} else {
-		adc = adc_well_known_path();
-		r = adc ? auth_load_file(a, adc) : auth_use_metadata(a);
-	}
-	if (r == 0)
+	r = gcs_auth_source(a, o);
+	if (r < 0)
+		goto fail;
+	if (a->kind != GCS_AUTH_ANONYMOUS) {
 		r = auth_http_init(a);
-	if (r < 0)
-		goto fail;
-	asked = xprofs_mono_ns();
-	r = auth_fetch(a, &token, &expires_in);
-	if (r < 0)
-		goto fail;
-	auth_install(a, token, expires_in, asked);
-done:
+		if (r < 0)
+			goto fail;
+		asked = xprofs_mono_ns();
+		r = auth_fetch(a, &token, &expires_in);
+		if (r < 0)
+			goto fail;
+		auth_install(a, token, expires_in, asked);
+	}
 	xprofs_info("gcs auth: using %s credentials%s%s", gcs_auth_kind(a),
 		    a->source ? " from " : "", a->source ? a->source : "");
-	free(adc);
 	*out = a;
 	return 0;
 fail:
-	free(adc);
 	gcs_auth_free(a);
 	return r;
 }
@@ -789,14 +264,14 @@ struct gcs_auth *gcs_auth_free(struct gcs_auth *a)
 {
 	if (!a)
 		return NULL;
-	secret_free(a->token);
+	gcs_secret_free(a->token);
 	free(a->metadata_url);
 	free(a->token_uri);
-	secret_free(a->refresh_token);
-	secret_free(a->client_secret);
+	gcs_secret_free(a->refresh_token);
+	gcs_secret_free(a->client_secret);
 	free(a->client_id);
 	free(a->private_key_id);
-	secret_free(a->private_key);
+	gcs_secret_free(a->private_key);
 	free(a->client_email);
 	free(a->source);
 	gcs_http_deinit(&a->http);
@@ -815,7 +290,7 @@ int gcs_auth_header(struct gcs_auth *a, struct xprofs_buf *out)
 
 	if (!a || !out)
 		return -EINVAL;
-	if (a->kind == AUTH_ANONYMOUS)
+	if (a->kind == GCS_AUTH_ANONYMOUS)
 		return 0;
 	pthread_mutex_lock(&a->lock);
 	for (;;) {
@@ -866,11 +341,11 @@ const char *gcs_auth_kind(const struct gcs_auth *a)
 	if (!a)
 		return "anonymous";
 	switch (a->kind) {
-	case AUTH_SERVICE_ACCOUNT:
+	case GCS_AUTH_SERVICE_ACCOUNT:
 		return "service_account";
-	case AUTH_AUTHORIZED_USER:
+	case GCS_AUTH_AUTHORIZED_USER:
 		return "authorized_user";
-	case AUTH_METADATA:
+	case GCS_AUTH_METADATA:
 		return "metadata";
 	default:
 		return "anonymous";

@@ -20,7 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "gcs-internal.h"
+#include "auth-internal.h"
 
 #define CHUNK_ALIGN (256u << 10) /* resumable chunks are multiples of 256 KiB */
 

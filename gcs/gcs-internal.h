@@ -14,7 +14,6 @@
 #include <sys/types.h>
 
 #include "xprofs/gcs.h"
-#include "auth-internal.h"
 #include "xprofs/store.h"
 #include "xprofs/util.h"
 
@@ -126,6 +125,8 @@ int gcs_tree_list(struct gcs_tree *t, const char *dir, xprofs_store_list_cb cb, 
 int gcs_tree_copy_local_dirs(struct gcs_tree *from, struct gcs_tree *to) XPROFS_WUR;
 /** gcs_tree_count() - nodes (files + directories) and an estimate of the bytes they use. */
 void gcs_tree_count(const struct gcs_tree *t, uint64_t *nodes, uint64_t *bytes);
+
+struct gcs_auth; /* auth-internal.h */
 
 /* ---- http.c: pooled libcurl requests with retries ------------------------ */
 

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gcs-internal.h"
+#include "auth-internal.h"
 
 /*
  * What each CURLcode means: its errno, whether Google's retry policy retries

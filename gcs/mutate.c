@@ -15,6 +15,14 @@
 
 #include "gcs-internal.h"
 
+/* The stat of @path for a change to it: -EROFS on a read-only store. */
+static int stat_to_change(struct gcs_store *s, const char *path, struct xprofs_store_stat *st)
+{
+	if (s->o.read_only)
+		return -EROFS;
+	return gcs_ns_stat(s, path, st);
+}
+
 /* DELETE @obj, with ifGenerationMatch=@gen when @gen is not 0. A vanished object is success. */
 static int delete_object(struct gcs_store *s, const char *obj, uint64_t gen)
 {
@@ -54,9 +62,7 @@ int gcs_unlink(struct xprofs_store *base, const char *path)
 	char *obj;
 	int r;
 
-	if (s->o.read_only)
-		return -EROFS;
-	r = gcs_ns_stat(s, path, &st);
+	r = stat_to_change(s, path, &st);
 	if (r < 0)
 		return r;
 	if (st.type == XPROFS_STORE_DIR)
@@ -165,9 +171,7 @@ int gcs_rename(struct xprofs_store *base, const char *from, const char *to)
 	uint64_t to_gen = 0;
 	int r;
 
-	if (s->o.read_only)
-		return -EROFS;
-	r = gcs_ns_stat(s, from, &st);
+	r = stat_to_change(s, from, &st);
 	if (r < 0)
 		return r;
 	if (st.type == XPROFS_STORE_DIR)

@@ -493,14 +493,9 @@ static void writer_free(struct gcs_writer *w)
 
 int gcs_commit(struct xprofs_store_writer *base)
 {
-	struct gcs_writer *w = (struct gcs_writer *)base;
-	int r = 0;
+	int r = gcs_flush(base);
 
-	pthread_mutex_lock(&w->lock);
-	if (w->dirty)
-		r = writer_upload(w);
-	pthread_mutex_unlock(&w->lock);
-	writer_free(w);
+	writer_free((struct gcs_writer *)base);
 	return r;
 }
 
