@@ -1,7 +1,12 @@
 /*
- * gcs/http.c - the HTTP layer of the GCS client: a bounded pool of libcurl
- * easy handles, one request runner with Google's retry policy, and the one
- * mapping from HTTP status / CURLcode to -errno.
+ * gcs/http.c - the one HTTP path of the gcs module: a bounded pool of
+ * libcurl easy handles, one request runner with Google's retry policy, and
+ * the one mapping from HTTP status / CURLcode to -errno. Storage requests
+ * and token requests (auth.c, on a pool of its own without Authorization
+ * header) both go through gcs_http_do().
+ *
+ * libcurl's global state is the program's: it calls curl_global_init()
+ * once before starting threads; nothing here does.
  *
  * Design: each request borrows an idle easy handle from the pool (creating
  * one up to max_handles, else waiting), so connections are reused per handle
@@ -19,8 +24,9 @@
  *
  * Retries: idempotent requests only; 408/429/5xx, connection failures,
  * timeouts, resets and truncated bodies; truncated exponential backoff with
- * full jitter from retry_initial_ms, capped at retry_max_ms, until
- * retry_deadline_s has passed since the first attempt.
+ * equal jitter from retry_initial_ms, capped at retry_max_ms, until
+ * retry_deadline_s has passed since the first attempt, or max_attempts were
+ * made. A fail_fast pool does not retry a server that cannot be reached.
  */
 #include <curl/curl.h>
 #include <errno.h>
