@@ -44,7 +44,7 @@ void gcs_secret_buf_deinit(struct xprofs_buf *b)
 /* ---- base64url ---------------------------------------------------------- */
 
 static const char b64url_alphabet[] =
-	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 int gcs_b64url_encode(struct xprofs_buf *out, const void *p, size_t n)
 {
@@ -167,8 +167,7 @@ static int jwt_sign(struct xprofs_buf *out, const char *pem, const void *msg, si
 		goto out;
 	}
 	if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
-	    EVP_DigestSign(md, NULL, &sig_len, msg, n) != 1 || sig_len == 0 ||
-	    sig_len > 2048) {
+	    EVP_DigestSign(md, NULL, &sig_len, msg, n) != 1 || sig_len == 0 || sig_len > 2048) {
 		r = -EINVAL;
 		goto out;
 	}
@@ -189,9 +188,8 @@ out:
 	return r;
 }
 
-int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
-			      const char *email, const char *scope, const char *aud,
-			      int64_t iat)
+int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid, const char *email,
+		       const char *scope, const char *aud, int64_t iat)
 {
 	json_t *hdr = NULL, *claims = NULL;
 	struct xprofs_buf jwt;
@@ -200,9 +198,9 @@ int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
 	xprofs_buf_init(&jwt, GCS_AUTH_JWT_MAX);
 	hdr = kid ? json_pack("{s:s, s:s, s:s}", "alg", "RS256", "typ", "JWT", "kid", kid)
 		  : json_pack("{s:s, s:s}", "alg", "RS256", "typ", "JWT");
-	claims = json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", scope,
-			   "aud", aud, "iat", (json_int_t)iat,
-			   "exp", (json_int_t)(iat + GCS_AUTH_JWT_LIFETIME_S));
+	claims =
+	    json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", scope, "aud", aud, "iat",
+		      (json_int_t)iat, "exp", (json_int_t)(iat + GCS_AUTH_JWT_LIFETIME_S));
 	if (!hdr || !claims) {
 		r = -ENOMEM;
 		goto out;
@@ -229,8 +227,7 @@ out:
 
 /* ---- token responses ----------------------------------------------------- */
 
-int gcs_auth_token_parse(const char *body, size_t n, char **token,
-				int64_t *expires_in_s)
+int gcs_auth_token_parse(const char *body, size_t n, char **token, int64_t *expires_in_s)
 {
 	json_t *root, *tok, *exp;
 	const char *s;
@@ -280,4 +277,3 @@ out:
 	json_decref(root);
 	return r;
 }
-

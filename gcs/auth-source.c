@@ -86,9 +86,9 @@ static int read_small_file(const char *path, struct xprofs_buf *b)
 /* The credentials file types we read, and where their members go. */
 struct cred_field {
 	const char *key;
-	size_t off;    /* of the char * member of struct gcs_auth */
+	size_t off; /* of the char * member of struct gcs_auth */
 	bool required;
-	bool secret;   /* jansson's copy is wiped */
+	bool secret; /* jansson's copy is wiped */
 };
 
 static const struct cred_type {
@@ -97,25 +97,32 @@ static const struct cred_type {
 	const char *lacks; /* the required members, for the message */
 	struct cred_field fields[4];
 } cred_types[] = {
-	{"service_account", GCS_AUTH_SERVICE_ACCOUNT, "client_email or private_key", {
-		{"client_email", offsetof(struct gcs_auth, client_email), true, false},
-		{"private_key", offsetof(struct gcs_auth, private_key), true, true},
-		{"private_key_id", offsetof(struct gcs_auth, private_key_id), false, false},
-		{"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
-	}},
-	{"authorized_user", GCS_AUTH_AUTHORIZED_USER, "client_id, client_secret or refresh_token", {
-		{"client_id", offsetof(struct gcs_auth, client_id), true, false},
-		{"client_secret", offsetof(struct gcs_auth, client_secret), true, true},
-		{"refresh_token", offsetof(struct gcs_auth, refresh_token), true, true},
-		{"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
-	}},
+    {"service_account",
+     GCS_AUTH_SERVICE_ACCOUNT,
+     "client_email or private_key",
+     {
+	 {"client_email", offsetof(struct gcs_auth, client_email), true, false},
+	 {"private_key", offsetof(struct gcs_auth, private_key), true, true},
+	 {"private_key_id", offsetof(struct gcs_auth, private_key_id), false, false},
+	 {"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
+     }},
+    {"authorized_user",
+     GCS_AUTH_AUTHORIZED_USER,
+     "client_id, client_secret or refresh_token",
+     {
+	 {"client_id", offsetof(struct gcs_auth, client_id), true, false},
+	 {"client_secret", offsetof(struct gcs_auth, client_secret), true, true},
+	 {"refresh_token", offsetof(struct gcs_auth, refresh_token), true, true},
+	 {"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
+     }},
 };
 
 #define N_CRED_TYPES (sizeof(cred_types) / sizeof(cred_types[0]))
 #define N_CRED_FIELDS (sizeof(cred_types[0].fields) / sizeof(cred_types[0].fields[0]))
 
 /* Copy @t's members from @root (borrowed) into @a; -EINVAL when a required one is missing. */
-static int load_fields(struct gcs_auth *a, const struct cred_type *t, const json_t *root, const char *path)
+static int load_fields(struct gcs_auth *a, const struct cred_type *t, const json_t *root,
+		       const char *path)
 {
 	size_t i;
 	int r = 0;
@@ -139,7 +146,8 @@ static void wipe_json_secrets(json_t *root)
 			json_t *v = json_object_get(root, cred_types[i].fields[k].key);
 
 			if (cred_types[i].fields[k].secret && json_is_string(v))
-				OPENSSL_cleanse((char *)json_string_value(v), json_string_length(v));
+				OPENSSL_cleanse((char *)json_string_value(v),
+						json_string_length(v));
 		}
 	}
 }
@@ -204,7 +212,8 @@ static int load_file(struct gcs_auth *a, const char *path)
 	if (t) {
 		r = load_fields(a, t, root, path);
 	} else {
-		xprofs_err("gcs auth: credentials file %s has type \"%.40s\"; supported: service_account, authorized_user",
+		xprofs_err("gcs auth: credentials file %s has type \"%.40s\"; supported: "
+			   "service_account, authorized_user",
 			   path, type ? type : "(none)");
 		r = type ? -ENOTSUP : -EINVAL;
 	}

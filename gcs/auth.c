@@ -90,12 +90,14 @@ static int http_token_request(struct gcs_auth *a, const char *url, const struct 
 			   "-o credentials=FILE, or -o anonymous for a public bucket",
 			   url, rq.errmsg[0] ? rq.errmsg : strerror(-r));
 	else if (hr < 0)
-		xprofs_err("gcs auth: %s credentials from %s: cannot reach %s: %s", gcs_auth_kind(a),
-			   a->source, url, rq.errmsg[0] ? rq.errmsg : strerror(-hr));
+		xprofs_err("gcs auth: %s credentials from %s: cannot reach %s: %s",
+			   gcs_auth_kind(a), a->source, url,
+			   rq.errmsg[0] ? rq.errmsg : strerror(-hr));
 	else
 		/* error codes and descriptions carry no secrets */
 		xprofs_err("gcs auth: %s credentials from %s: token endpoint answered HTTP %ld%s%s",
-			   gcs_auth_kind(a), a->source, rq.status, rq.errmsg[0] ? ": " : "", rq.errmsg);
+			   gcs_auth_kind(a), a->source, rq.status, rq.errmsg[0] ? ": " : "",
+			   rq.errmsg);
 	return r;
 }
 
@@ -138,14 +140,15 @@ static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
 
 	xprofs_buf_init(&jwt, GCS_AUTH_JWT_MAX);
 	if (a->kind == GCS_AUTH_SERVICE_ACCOUNT) {
-		r = gcs_auth_jwt_build(&jwt, a->private_key, a->private_key_id,
-				       a->client_email, AUTH_SCOPE, a->token_uri,
-				       xprofs_now_ns() / 1000000000LL);
+		r = gcs_auth_jwt_build(&jwt, a->private_key, a->private_key_id, a->client_email,
+				       AUTH_SCOPE, a->token_uri, xprofs_now_ns() / 1000000000LL);
 		if (r == -EINVAL)
-			xprofs_err("gcs auth: service_account credentials from %s: private_key is not a usable RSA PEM key",
+			xprofs_err("gcs auth: service_account credentials from %s: private_key is "
+				   "not a usable RSA PEM key",
 				   a->source);
 		if (r == 0)
-			r = form_add(form, "grant_type", "urn:ietf:params:oauth:grant-type:jwt-bearer");
+			r = form_add(form, "grant_type",
+				     "urn:ietf:params:oauth:grant-type:jwt-bearer");
 		if (r == 0)
 			r = form_add(form, "assertion", jwt.data);
 	} else {
@@ -197,8 +200,7 @@ out:
  * it was asked for (a conservative start). Called with a->lock held, or
  * before the handle is shared.
  */
-static void auth_install(struct gcs_auth *a, char *token, int64_t expires_in,
-			 int64_t asked_ns)
+static void auth_install(struct gcs_auth *a, char *token, int64_t expires_in, int64_t asked_ns)
 {
 	int64_t lifetime = expires_in * 1000000000LL, margin;
 
@@ -326,8 +328,10 @@ int gcs_auth_header(struct gcs_auth *a, struct xprofs_buf *out)
 		a->last_err = r;
 		if (!a->token || xprofs_mono_ns() >= a->expiry_ns)
 			break;
-		xprofs_warn("gcs auth: token refresh failed (%s); keeping the current token (valid %lld s more)",
-			    strerror(-r), (long long)((a->expiry_ns - xprofs_mono_ns()) / 1000000000LL));
+		xprofs_warn("gcs auth: token refresh failed (%s); keeping the current token (valid "
+			    "%lld s more)",
+			    strerror(-r),
+			    (long long)((a->expiry_ns - xprofs_mono_ns()) / 1000000000LL));
 		r = 0;
 	}
 	if (r == 0)

@@ -81,27 +81,34 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 	    (r = xprofs_buf_add_json_str(out, s->endpoint, strlen(s->endpoint))) < 0)
 		return r;
 	return xprofs_buf_printf(
-		out,
-		",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,\"skipped_objects\":%llu,"
-		"\"listings\":%llu,\"last_listing_ms\":%llu},"
-		"\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu,\"delete\":%llu,\"other\":%llu},"
-		"\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_uploaded\":%llu,"
-		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,\"prefetched\":%llu,"
-		"\"mem_bytes\":%llu}}",
-		gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
-		(unsigned long long)atomic_load(&s->skipped), (unsigned long long)atomic_load(&s->listings),
-		(unsigned long long)atomic_load(&s->last_list_ms),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_DELETE]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_OTHER]),
-		(unsigned long long)atomic_load(&c->retries), (unsigned long long)atomic_load(&c->errors),
-		(unsigned long long)atomic_load(&c->stale), (unsigned long long)atomic_load(&c->bytes_down),
-		(unsigned long long)atomic_load(&c->bytes_up), (unsigned long long)atomic_load(&c->block_hits),
-		(unsigned long long)atomic_load(&c->block_disk_hits),
-		(unsigned long long)atomic_load(&c->block_misses), (unsigned long long)atomic_load(&c->block_waits),
-		(unsigned long long)atomic_load(&c->prefetched), (unsigned long long)mem);
+	    out,
+	    ",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,\"skipped_objects\":%llu,"
+	    "\"listings\":%llu,\"last_listing_ms\":%llu},"
+	    "\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu,\"delete\":%llu,\"other\":%"
+	    "llu},"
+	    "\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_"
+	    "uploaded\":%llu,"
+	    "\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
+	    "\"prefetched\":%llu,"
+	    "\"mem_bytes\":%llu}}",
+	    gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
+	    (unsigned long long)atomic_load(&s->skipped),
+	    (unsigned long long)atomic_load(&s->listings),
+	    (unsigned long long)atomic_load(&s->last_list_ms),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_DELETE]),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_OTHER]),
+	    (unsigned long long)atomic_load(&c->retries),
+	    (unsigned long long)atomic_load(&c->errors), (unsigned long long)atomic_load(&c->stale),
+	    (unsigned long long)atomic_load(&c->bytes_down),
+	    (unsigned long long)atomic_load(&c->bytes_up),
+	    (unsigned long long)atomic_load(&c->block_hits),
+	    (unsigned long long)atomic_load(&c->block_disk_hits),
+	    (unsigned long long)atomic_load(&c->block_misses),
+	    (unsigned long long)atomic_load(&c->block_waits),
+	    (unsigned long long)atomic_load(&c->prefetched), (unsigned long long)mem);
 }
 
 static void gcs_free(struct xprofs_store *base)
@@ -144,30 +151,55 @@ static void gcs_free(struct xprofs_store *base)
 }
 
 static const struct xprofs_store_ops gcs_ops = {
-	.backend = "gcs",
-	.stat = gcs_stat,
-	.list = gcs_list,
-	.open = gcs_open,
-	.pread = gcs_pread,
-	.file_stat = gcs_file_stat,
-	.close = gcs_close,
-	.create = gcs_create,
-	.write = gcs_write,
-	.wread = gcs_wread,
-	.truncate = gcs_truncate,
-	.flush = gcs_flush,
-	.commit = gcs_commit,
-	.abort = gcs_abort,
-	.unlink = gcs_unlink,
-	.rename = gcs_rename,
-	.mkdir = gcs_mkdir,
-	.rmdir = gcs_rmdir,
-	.refresh = gcs_refresh,
-	.status_json = gcs_status_json,
-	.free = gcs_free,
+    .backend = "gcs",
+    .stat = gcs_stat,
+    .list = gcs_list,
+    .open = gcs_open,
+    .pread = gcs_pread,
+    .file_stat = gcs_file_stat,
+    .close = gcs_close,
+    .create = gcs_create,
+    .write = gcs_write,
+    .wread = gcs_wread,
+    .truncate = gcs_truncate,
+    .flush = gcs_flush,
+    .commit = gcs_commit,
+    .abort = gcs_abort,
+    .unlink = gcs_unlink,
+    .rename = gcs_rename,
+    .mkdir = gcs_mkdir,
+    .rmdir = gcs_rmdir,
+    .refresh = gcs_refresh,
+    .status_json = gcs_status_json,
+    .free = gcs_free,
 };
 
-int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, struct xprofs_store **out)
+/* @dst = @o with the defaults filled in; its endpoint and credentials are not kept (the cache is).
+ */
+static void options_set(struct xprofs_gcs_options *dst, const struct xprofs_gcs_options *o)
+{
+	*dst = *o;
+	dst->endpoint = NULL;
+	dst->credentials = NULL;
+	if (!dst->list_ttl_s)
+		dst->list_ttl_s = 30;
+	if (!dst->connections)
+		dst->connections = 8;
+	if (!dst->retry_deadline_s)
+		dst->retry_deadline_s = 60;
+	if (!dst->resumable_threshold)
+		dst->resumable_threshold = 8u << 20;
+	dst->upload_chunk = dst->upload_chunk / CHUNK_ALIGN * CHUNK_ALIGN;
+	if (!dst->upload_chunk)
+		dst->upload_chunk = 8u << 20;
+	if (!dst->block_mem_max)
+		dst->block_mem_max = 64u << 20;
+	if (dst->block_mem_max < 2 * GCS_BLOCK_SIZE)
+		dst->block_mem_max = 2 * GCS_BLOCK_SIZE;
+}
+
+int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
+			 struct xprofs_store **out)
 {
 	static const struct xprofs_gcs_options defaults = {0};
 	struct gcs_store *s;
@@ -194,27 +226,11 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 
 	r = gcs_url_parse(url, &s->bucket, &s->prefix);
 	if (r < 0) {
-		xprofs_err("gcs: '%s' is not gs://BUCKET[/PREFIX] with a valid bucket name", url ? url : "");
+		xprofs_err("gcs: '%s' is not gs://BUCKET[/PREFIX] with a valid bucket name",
+			   url ? url : "");
 		goto err;
 	}
-	s->o = *o;
-	s->o.endpoint = NULL;
-	s->o.credentials = NULL;
-	if (!s->o.list_ttl_s)
-		s->o.list_ttl_s = 30;
-	if (!s->o.connections)
-		s->o.connections = 8;
-	if (!s->o.retry_deadline_s)
-		s->o.retry_deadline_s = 60;
-	if (!s->o.resumable_threshold)
-		s->o.resumable_threshold = 8u << 20;
-	s->o.upload_chunk = s->o.upload_chunk / CHUNK_ALIGN * CHUNK_ALIGN;
-	if (!s->o.upload_chunk)
-		s->o.upload_chunk = 8u << 20;
-	if (!s->o.block_mem_max)
-		s->o.block_mem_max = 64u << 20;
-	if (s->o.block_mem_max < 2 * GCS_BLOCK_SIZE)
-		s->o.block_mem_max = 2 * GCS_BLOCK_SIZE;
+	options_set(&s->o, o);
 	s->tmpdir = getenv("TMPDIR");
 	if (!s->tmpdir || !*s->tmpdir)
 		s->tmpdir = "/tmp";
@@ -248,13 +264,14 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o, st
 	if (pthread_create(&s->bg, NULL, gcs_ns_bg_main, s) == 0)
 		s->bg_started = true;
 	else
-		xprofs_warn("gcs: no background relisting thread; the tree refreshes only on demand");
+		xprofs_warn(
+		    "gcs: no background relisting thread; the tree refreshes only on demand");
 	if (pthread_create(&s->pf, NULL, gcs_pf_main, s) == 0)
 		s->pf_started = true;
 	if (s->o.cache && pthread_create(&s->dw, NULL, gcs_dw_main, s) == 0)
 		s->dw_started = true;
-	xprofs_info("gcs: mounted gs://%s/%s via %s (%s credentials)", s->bucket, s->prefix, s->endpoint,
-		    gcs_auth_kind(s->auth));
+	xprofs_info("gcs: mounted gs://%s/%s via %s (%s credentials)", s->bucket, s->prefix,
+		    s->endpoint, gcs_auth_kind(s->auth));
 	*out = &s->base;
 	return 0;
 err:

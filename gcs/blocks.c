@@ -32,11 +32,11 @@
 #include "gcs-internal.h"
 
 #define WINDOW_MAX 16
-#define PREFETCH_BLOCKS 16   /* one prefetch job: 16 MiB as PARALLEL_MAX streaming GETs */
-#define BLK_RUN_MAX 32       /* blocks of one fetch: >= WINDOW_MAX, PREFETCH_BLOCKS */
-#define PREFETCH_AHEAD 32    /* blocks: a job starts when a missing block is this close */
-#define PARALLEL_MIN 4       /* blocks: split a fetch this large into parallel GETs */
-#define PARALLEL_MAX 4       /* ranged GETs at once for one fetch */
+#define PREFETCH_BLOCKS 16 /* one prefetch job: 16 MiB as PARALLEL_MAX streaming GETs */
+#define BLK_RUN_MAX 32	   /* blocks of one fetch: >= WINDOW_MAX, PREFETCH_BLOCKS */
+#define PREFETCH_AHEAD 32  /* blocks: a job starts when a missing block is this close */
+#define PARALLEL_MIN 4	   /* blocks: split a fetch this large into parallel GETs */
+#define PARALLEL_MAX 4	   /* ranged GETs at once for one fetch */
 #define NEG_TTL_NS (10LL * 1000000000LL) /* how long a failed block fetch is remembered */
 
 /*
@@ -51,7 +51,7 @@ struct part {
 	uint64_t gen, size, off;
 	size_t len;
 	uint8_t *dst;
-	struct blk **blocks;  /* block mode: consecutive loading blocks covering the range */
+	struct blk **blocks; /* block mode: consecutive loading blocks covering the range */
 	size_t nblocks, published;
 	int r;
 	pthread_t th;
@@ -101,11 +101,13 @@ static int ranged_get(struct part *p)
 	}
 
 	xprofs_buf_init(&url, GCS_URL_MAX);
-	if ((r = gcs_url_object(s, &url, "storage/v1", obj)) < 0 || (r = gcs_url_param(&url, "alt", "media")) < 0 ||
+	if ((r = gcs_url_object(s, &url, "storage/v1", obj)) < 0 ||
+	    (r = gcs_url_param(&url, "alt", "media")) < 0 ||
 	    (r = gcs_url_param_u64(&url, "generation", gen)) < 0)
 		goto out;
 	rq.url = url.data;
-	rq.headers[0] = "Accept-Encoding: gzip"; /* the stored bytes; transcoding would ignore Range */
+	rq.headers[0] =
+	    "Accept-Encoding: gzip"; /* the stored bytes; transcoding would ignore Range */
 	rq.dst = dst;
 	rq.dst_len = len;
 	rq.range_first = off;
@@ -151,10 +153,12 @@ static void *part_main(void *arg)
  * blocks @blocks covering it, split into parallel ranged GETs when large.
  */
 int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t size, uint64_t off,
-		       size_t len, uint8_t *dst, struct blk **blocks)
+		    size_t len, uint8_t *dst, struct blk **blocks)
 {
 	struct part parts[PARALLEL_MAX];
-	size_t nparts = (len + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE >= PARALLEL_MIN ? PARALLEL_MAX : 1, per, i;
+	size_t nparts =
+		   (len + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE >= PARALLEL_MIN ? PARALLEL_MAX : 1,
+	       per, i;
 	int r = 0;
 
 	if (nparts > s->http.max_handles)
@@ -169,7 +173,11 @@ int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t
 
 		if (at >= len)
 			break;
-		*p = (struct part){.s = s, .obj = obj, .gen = gen, .size = size, .off = off + at,
+		*p = (struct part){.s = s,
+				   .obj = obj,
+				   .gen = gen,
+				   .size = size,
+				   .off = off + at,
 				   .len = len - at < per ? len - at : per};
 		if (blocks) {
 			p->blocks = blocks + at / GCS_BLOCK_SIZE;
@@ -191,10 +199,11 @@ int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t
 	return r;
 }
 
-static size_t cache_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx)
+static size_t cache_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
+			uint64_t idx)
 {
-	int k = snprintf(key, n, "gcs%c%s/%s%c%llu%c%llu", 0, s->bucket, obj, 0, (unsigned long long)gen, 0,
-			 (unsigned long long)idx);
+	int k = snprintf(key, n, "gcs%c%s/%s%c%llu%c%llu", 0, s->bucket, obj, 0,
+			 (unsigned long long)gen, 0, (unsigned long long)idx);
 
 	return k < 0 || (size_t)k >= n ? 0 : (size_t)k;
 }
@@ -208,7 +217,8 @@ static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
 
 	if (!s->o.cache || !klen || xprofs_cache_open(s->o.cache, key, klen, &e) < 0)
 		return false;
-	if (xprofs_cache_entry_size(e) == len && xprofs_cache_entry_pread(e, b->data, len, 0) == (ssize_t)len)
+	if (xprofs_cache_entry_size(e) == len &&
+	    xprofs_cache_entry_pread(e, b->data, len, 0) == (ssize_t)len)
 		ok = true;
 	xprofs_cache_entry_close(e);
 	return ok;
@@ -327,10 +337,7 @@ static bool blk_make_room(struct gcs_store *s, uint64_t need)
 }
 
 /* blk_lock held: drop unused ready blocks, oldest first, until under budget. */
-static void blk_evict(struct gcs_store *s)
-{
-	(void)blk_make_room(s, 0);
-}
+static void blk_evict(struct gcs_store *s) { (void)blk_make_room(s, 0); }
 
 /* Fill the loading blocks @v[0..@n) (consecutive indices) from the disk cache or GCS. */
 static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
@@ -339,7 +346,8 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 
 	while (i < n) {
 		uint64_t off = v[i]->idx * GCS_BLOCK_SIZE;
-		size_t len = f->st.size - off < GCS_BLOCK_SIZE ? (size_t)(f->st.size - off) : GCS_BLOCK_SIZE;
+		size_t len =
+		    f->st.size - off < GCS_BLOCK_SIZE ? (size_t)(f->st.size - off) : GCS_BLOCK_SIZE;
 
 		v[i]->len = len;
 		if (disk_get(s, v[i], len)) {
@@ -351,20 +359,24 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 		for (j = i + 1; j < n; j++) {
 			uint64_t o2 = v[j]->idx * GCS_BLOCK_SIZE;
 
-			v[j]->len = f->st.size - o2 < GCS_BLOCK_SIZE ? (size_t)(f->st.size - o2) : GCS_BLOCK_SIZE;
+			v[j]->len = f->st.size - o2 < GCS_BLOCK_SIZE ? (size_t)(f->st.size - o2)
+								     : GCS_BLOCK_SIZE;
 			if (disk_get(s, v[j], v[j]->len))
 				break;
 		}
-		/* blocks i..j-1 go over the network, straight into their buffers; j (if < n) came from disk */
+		/* blocks i..j-1 go over the network, straight into their buffers; j (if < n) came
+		 * from disk */
 		{
 			size_t total = 0;
 			int r;
 
 			for (k = i; k < j; k++)
 				total += v[k]->len;
-			r = gcs_fetch_range(s, f->obj, f->st.generation, f->st.size, off, total, NULL, v + i);
+			r = gcs_fetch_range(s, f->obj, f->st.generation, f->st.size, off, total,
+					    NULL, v + i);
 			for (k = i; k < j; k++) {
-				/* a block published while streaming is good even if a later part failed */
+				/* a block published while streaming is good even if a later part
+				 * failed */
 				if (r < 0 && !v[k]->published) {
 					v[k]->err = r;
 					continue;
@@ -385,7 +397,8 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
  * @window, stopping at the first one present or at the end), each holding
  * the loader's reference. Returns how many went into @v.
  */
-static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window, struct blk **v)
+static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window,
+			struct blk **v)
 {
 	uint64_t nblocks = (f->st.size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE;
 	size_t n = 0, i;
@@ -528,7 +541,8 @@ static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, 
 }
 
 /* The ready block @idx of @f, fetched (with read-ahead @window) if needed. */
-static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window, struct blk **out)
+static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window,
+		   struct blk **out)
 {
 	struct blk *v[WINDOW_MAX] = {0}, *b;
 	size_t n;
@@ -634,13 +648,15 @@ void *gcs_pf_main(void *arg)
  */
 static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
 {
-	uint64_t nblocks = (f->st.size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE, idx, first = UINT64_MAX;
+	uint64_t nblocks = (f->st.size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE, idx,
+		 first = UINT64_MAX;
 	struct gcs_prefetch *j;
 
 	if (!s->pf_started)
 		return;
 	pthread_mutex_lock(&s->blk_lock);
-	for (idx = end / GCS_BLOCK_SIZE + 1; idx < nblocks && idx <= end / GCS_BLOCK_SIZE + PREFETCH_AHEAD; idx++) {
+	for (idx = end / GCS_BLOCK_SIZE + 1;
+	     idx < nblocks && idx <= end / GCS_BLOCK_SIZE + PREFETCH_AHEAD; idx++) {
 		if (!blk_find(s, f->obj, f->st.generation, idx)) {
 			first = idx;
 			break;
@@ -732,7 +748,8 @@ ssize_t gcs_pread(struct xprofs_store_file *base, void *buf, size_t n, uint64_t 
 	 * block. The kernel's read-ahead sends several reads at once, which
 	 * reach us a little out of order: near misses count as sequential.
 	 */
-	if (off + GCS_BLOCK_SIZE >= f->next_off && off <= f->next_off + 2 * (uint64_t)GCS_BLOCK_SIZE)
+	if (off + GCS_BLOCK_SIZE >= f->next_off &&
+	    off <= f->next_off + 2 * (uint64_t)GCS_BLOCK_SIZE)
 		f->window = f->window * 2 > WINDOW_MAX ? WINDOW_MAX : f->window * 2;
 	else
 		f->window = 1;

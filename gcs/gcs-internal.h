@@ -1,8 +1,9 @@
 /*
  * gcs/gcs-internal.h - what the gcs/ source files share with each other and
  * with the unit tests (tests/gcs/): URL/name encoding, the listing-page
- * parser, the in-memory tree, header parsers and the HTTP layer. Not part of
- * the public contract (include/xprofs/gcs.h).
+ * parser, the in-memory tree, header parsers, the HTTP layer, and the store
+ * backend's state (struct gcs_store, its lock order) and cross-file
+ * functions. Not part of the public contract (include/xprofs/gcs.h).
  */
 #ifndef GCS_INTERNAL_H
 #define GCS_INTERNAL_H

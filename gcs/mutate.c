@@ -80,8 +80,8 @@ int gcs_unlink(struct xprofs_store *base, const char *path)
 	return r;
 }
 
-static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, const char *to, uint64_t to_gen,
-			  struct xprofs_store_stat *st)
+static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, const char *to,
+			  uint64_t to_gen, struct xprofs_store_stat *st)
 {
 	struct xprofs_buf url, resp;
 	char *token = NULL;
@@ -92,12 +92,18 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 	xprofs_buf_init(&url, GCS_URL_MAX);
 	xprofs_buf_init(&resp, GCS_SMALL_MAX);
 	while (!done) {
-		struct gcs_req rq = {.kind = GCS_REQ_OTHER, .method = "POST", .idempotent = true,
-					    .send_body = true, .body = "{}", .body_len = 2};
+		struct gcs_req rq = {.kind = GCS_REQ_OTHER,
+				     .method = "POST",
+				     .idempotent = true,
+				     .send_body = true,
+				     .body = "{}",
+				     .body_len = 2};
 
-		if ((r = gcs_url_object(s, &url, "storage/v1", from)) < 0 || (r = xprofs_buf_adds(&url, "/rewriteTo/b/")) < 0 ||
+		if ((r = gcs_url_object(s, &url, "storage/v1", from)) < 0 ||
+		    (r = xprofs_buf_adds(&url, "/rewriteTo/b/")) < 0 ||
 		    (r = gcs_pct_encode(&url, s->bucket, strlen(s->bucket))) < 0 ||
-		    (r = xprofs_buf_adds(&url, "/o/")) < 0 || (r = gcs_pct_encode(&url, to, strlen(to))) < 0 ||
+		    (r = xprofs_buf_adds(&url, "/o/")) < 0 ||
+		    (r = gcs_pct_encode(&url, to, strlen(to))) < 0 ||
 		    (r = gcs_url_param_u64(&url, "sourceGeneration", gen)) < 0 ||
 		    (r = gcs_url_param_u64(&url, "ifGenerationMatch", to_gen)) < 0 ||
 		    (token && (r = gcs_url_param(&url, "rewriteToken", token)) < 0))
@@ -146,8 +152,9 @@ out:
 }
 
 /* Copy through this machine (download, then upload) for servers without rewriteTo. */
-static int copy_via_spool(struct gcs_store *s, const char *from, const struct xprofs_store_stat *fst,
-			  const char *to, const char *to_obj, uint64_t to_gen, struct xprofs_store_stat *st)
+static int copy_via_spool(struct gcs_store *s, const char *from,
+			  const struct xprofs_store_stat *fst, const char *to, const char *to_obj,
+			  uint64_t to_gen, struct xprofs_store_stat *st)
 {
 	struct gcs_writer w = {.s = s, .fd = -1, .if_gen = to_gen, .size = fst->size};
 	int r;

@@ -93,7 +93,8 @@ static int list_item(void *arg, const struct gcs_item *it)
 	size_t n;
 	int r;
 
-	if (it->name_len < c->plen || memcmp(it->name, c->s->prefix, c->plen ? c->plen - 1 : 0) != 0 ||
+	if (it->name_len < c->plen ||
+	    memcmp(it->name, c->s->prefix, c->plen ? c->plen - 1 : 0) != 0 ||
 	    it->name_len == c->plen) {
 		c->skipped++; /* the "PREFIX/" placeholder itself, or not ours */
 		return 0;
@@ -152,7 +153,8 @@ static int list_all(struct gcs_store *s, struct gcs_tree **out)
 
 		if ((r = gcs_url_object(s, &url, "storage/v1", NULL)) < 0 ||
 		    (lprefix[0] && (r = gcs_url_param(&url, "prefix", lprefix)) < 0) ||
-		    (r = gcs_url_param(&url, "fields", "items(name,size,generation,updated),nextPageToken")) < 0 ||
+		    (r = gcs_url_param(&url, "fields",
+				       "items(name,size,generation,updated),nextPageToken")) < 0 ||
 		    (r = gcs_url_param(&url, "prettyPrint", "false")) < 0 ||
 		    (r = gcs_url_param(&url, "maxResults", "1000")) < 0 ||
 		    (token && (r = gcs_url_param(&url, "pageToken", token)) < 0))
@@ -167,20 +169,23 @@ static int list_all(struct gcs_store *s, struct gcs_tree **out)
 		if (rq.status != 200) {
 			r = gcs_status_errno(s, &rq, "list");
 			if (rq.status == 404)
-				xprofs_err("gcs: bucket '%s' does not exist (%s)", s->bucket, rq.errmsg);
+				xprofs_err("gcs: bucket '%s' does not exist (%s)", s->bucket,
+					   rq.errmsg);
 			else if (rq.status == 401 || rq.status == 403)
-				xprofs_err("gcs: access to gs://%s denied (HTTP %ld: %s); check the credentials",
+				xprofs_err("gcs: access to gs://%s denied (HTTP %ld: %s); check "
+					   "the credentials",
 					   s->bucket, rq.status, rq.errmsg);
 			else
-				xprofs_err("gcs: listing gs://%s/%s failed: HTTP %ld %s", s->bucket, s->prefix,
-					   rq.status, rq.errmsg);
+				xprofs_err("gcs: listing gs://%s/%s failed: HTTP %ld %s", s->bucket,
+					   s->prefix, rq.status, rq.errmsg);
 			goto out;
 		}
-		r = gcs_list_parse(page.data ? page.data : "", page.len, list_item, &c, &token, &skipped);
+		r = gcs_list_parse(page.data ? page.data : "", page.len, list_item, &c, &token,
+				   &skipped);
 		c.skipped += skipped;
 		if (r < 0) {
-			xprofs_err("gcs: listing gs://%s/%s: malformed answer (%s)", s->bucket, s->prefix,
-				   strerror(-r));
+			xprofs_err("gcs: listing gs://%s/%s: malformed answer (%s)", s->bucket,
+				   s->prefix, strerror(-r));
 			goto out;
 		}
 	} while (token);
@@ -228,7 +233,8 @@ int gcs_ns_refresh(struct gcs_store *s)
 		s->tree_time = start;
 	} else if (s->tree) {
 		/* keep serving the old tree; try again in about 5 s, not on every access */
-		s->tree_time = xprofs_mono_ns() - (int64_t)s->o.list_ttl_s * 1000000000LL + 5000000000LL;
+		s->tree_time =
+		    xprofs_mono_ns() - (int64_t)s->o.list_ttl_s * 1000000000LL + 5000000000LL;
 	}
 	s->journaling = false;
 	gcs_ns_journal_free(s);
@@ -236,7 +242,8 @@ int gcs_ns_refresh(struct gcs_store *s)
 	pthread_mutex_unlock(&s->list_lock);
 	gcs_tree_free(nt);
 	if (r == 0)
-		xprofs_debug("gcs: listed gs://%s/%s in %lld ms", s->bucket, s->prefix, (long long)ms);
+		xprofs_debug("gcs: listed gs://%s/%s in %lld ms", s->bucket, s->prefix,
+			     (long long)ms);
 	return r;
 }
 
@@ -252,8 +259,9 @@ void *gcs_ns_bg_main(void *arg)
 		}
 		pthread_mutex_unlock(&s->bg_lock);
 		if (gcs_ns_refresh(s) < 0)
-			xprofs_warn("gcs: background relisting of gs://%s/%s failed; keeping the old tree",
-				    s->bucket, s->prefix);
+			xprofs_warn(
+			    "gcs: background relisting of gs://%s/%s failed; keeping the old tree",
+			    s->bucket, s->prefix);
 		pthread_mutex_lock(&s->bg_lock);
 		s->bg_want = false;
 	}
@@ -371,7 +379,8 @@ int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_list_cb cb
 			const char *name = w->path + dlen + (dlen ? 1 : 0);
 			struct xprofs_store_stat wst = {.type = XPROFS_STORE_FILE};
 
-			if (strncmp(w->path, dir, dlen) != 0 || (dlen && w->path[dlen] != '/') || strchr(name, '/'))
+			if (strncmp(w->path, dir, dlen) != 0 || (dlen && w->path[dlen] != '/') ||
+			    strchr(name, '/'))
 				continue;
 			for (k = 0; k < known && strcmp(l.v[k].name, name) != 0; k++)
 				;
@@ -393,7 +402,4 @@ int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_list_cb cb
 	return r;
 }
 
-int gcs_refresh(struct xprofs_store *base)
-{
-	return gcs_ns_refresh((struct gcs_store *)base);
-}
+int gcs_refresh(struct xprofs_store *base) { return gcs_ns_refresh((struct gcs_store *)base); }

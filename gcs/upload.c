@@ -24,7 +24,7 @@
 
 #include "gcs-internal.h"
 
-#define RESUME_MAX 20        /* failed chunks before a resumable upload gives up */
+#define RESUME_MAX 20 /* failed chunks before a resumable upload gives up */
 
 /* The current generation of @obj (0 when absent), asked from GCS itself. */
 int gcs_object_generation(struct gcs_store *s, const char *obj, uint64_t *gen)
@@ -61,12 +61,14 @@ out:
 }
 
 /* @url = the upload endpoint for @w's object, with uploadType=@type and its precondition. */
-static int upload_url(struct gcs_store *s, struct gcs_writer *w, const char *type, struct xprofs_buf *url)
+static int upload_url(struct gcs_store *s, struct gcs_writer *w, const char *type,
+		      struct xprofs_buf *url)
 {
 	int r;
 
 	if ((r = gcs_url_object(s, url, "upload/storage/v1", NULL)) < 0 ||
-	    (r = gcs_url_param(url, "uploadType", type)) < 0 || (r = gcs_url_param(url, "name", w->obj)) < 0)
+	    (r = gcs_url_param(url, "uploadType", type)) < 0 ||
+	    (r = gcs_url_param(url, "name", w->obj)) < 0)
 		return r;
 	return gcs_url_param_u64(url, "ifGenerationMatch", w->if_gen);
 }
@@ -81,10 +83,15 @@ static int upload_status(struct gcs_store *s, struct gcs_writer *w, const struct
 	return 0;
 }
 
-static int upload_media(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st)
+static int upload_media(struct gcs_store *s, struct gcs_writer *w, uint64_t size,
+			struct xprofs_store_stat *st)
 {
-	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD, .method = "POST", .idempotent = true,
-			     .send_body = true, .body_fd = w->fd, .body_len = size};
+	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD,
+			     .method = "POST",
+			     .idempotent = true,
+			     .send_body = true,
+			     .body_fd = w->fd,
+			     .body_len = size};
 	struct xprofs_buf url, resp;
 	int r;
 
@@ -107,11 +114,16 @@ out:
 }
 
 /* Ask a resumable session how much it has (*@committed), or whether it is done (1). */
-static int resumable_query(struct gcs_store *s, const char *session, uint64_t size, uint64_t *committed,
-			   struct xprofs_store_stat *st)
+static int resumable_query(struct gcs_store *s, const char *session, uint64_t size,
+			   uint64_t *committed, struct xprofs_store_stat *st)
 {
-	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD, .method = "PUT", .idempotent = true,
-				    .send_body = true, .body = "", .body_len = 0, .url = session};
+	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD,
+			     .method = "PUT",
+			     .idempotent = true,
+			     .send_body = true,
+			     .body = "",
+			     .body_len = 0,
+			     .url = session};
 	struct xprofs_buf resp;
 	char cr[64];
 	int r;
@@ -132,7 +144,8 @@ static int resumable_query(struct gcs_store *s, const char *session, uint64_t si
 		if (r == 0)
 			r = 1;
 	} else {
-		r = rq.status == 412 ? -EEXIST : gcs_status_errno(s, &rq, "resumable upload session");
+		r = rq.status == 412 ? -EEXIST
+				     : gcs_status_errno(s, &rq, "resumable upload session");
 	}
 out:
 	xprofs_buf_deinit(&resp);
@@ -146,8 +159,12 @@ out:
  */
 static int resumable_start(struct gcs_store *s, struct gcs_writer *w, uint64_t size, char **session)
 {
-	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD, .method = "POST", .idempotent = true,
-			     .send_body = true, .body = "{}", .body_len = 2};
+	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD,
+			     .method = "POST",
+			     .idempotent = true,
+			     .send_body = true,
+			     .body = "{}",
+			     .body_len = 2};
 	struct xprofs_buf url;
 	char len_hdr[64];
 	int r;
@@ -155,7 +172,8 @@ static int resumable_start(struct gcs_store *s, struct gcs_writer *w, uint64_t s
 	xprofs_buf_init(&url, GCS_URL_MAX);
 	if ((r = upload_url(s, w, "resumable", &url)) < 0)
 		goto out;
-	snprintf(len_hdr, sizeof(len_hdr), "X-Upload-Content-Length: %llu", (unsigned long long)size);
+	snprintf(len_hdr, sizeof(len_hdr), "X-Upload-Content-Length: %llu",
+		 (unsigned long long)size);
 	rq.url = url.data;
 	rq.headers[0] = "Content-Type: application/json; charset=UTF-8";
 	rq.headers[1] = "X-Upload-Content-Type: application/octet-stream";
@@ -166,8 +184,8 @@ static int resumable_start(struct gcs_store *s, struct gcs_writer *w, uint64_t s
 	if (r < 0)
 		goto out;
 	if (!gcs_same_origin(s->endpoint, rq.location)) {
-		xprofs_err("gcs: resumable upload of %s: session URI '%.80s' is not on %s", w->obj, rq.location,
-			   s->endpoint);
+		xprofs_err("gcs: resumable upload of %s: session URI '%.80s' is not on %s", w->obj,
+			   rq.location, s->endpoint);
 		r = -EPROTO;
 		goto out;
 	}
@@ -180,25 +198,33 @@ out:
 }
 
 /* PUT the chunk [@off, @off+@len) of @size bytes of @w to @session; answers in @pq and @resp. */
-static int resumable_put(struct gcs_store *s, struct gcs_writer *w, const char *session, uint64_t off,
-			 uint64_t len, uint64_t size, struct gcs_req *pq, struct xprofs_buf *resp)
+static int resumable_put(struct gcs_store *s, struct gcs_writer *w, const char *session,
+			 uint64_t off, uint64_t len, uint64_t size, struct gcs_req *pq,
+			 struct xprofs_buf *resp)
 {
 	char cr[96];
 
 	/* a chunk is not blindly retried: after a failure we ask what arrived */
-	*pq = (struct gcs_req){.kind = GCS_REQ_UPLOAD, .method = "PUT", .url = session,
-			       .send_body = true, .body_fd = w->fd, .body_off = off, .body_len = len};
+	*pq = (struct gcs_req){.kind = GCS_REQ_UPLOAD,
+			       .method = "PUT",
+			       .url = session,
+			       .send_body = true,
+			       .body_fd = w->fd,
+			       .body_off = off,
+			       .body_len = len};
 	if (size == 0)
 		snprintf(cr, sizeof(cr), "Content-Range: bytes */0");
 	else
-		snprintf(cr, sizeof(cr), "Content-Range: bytes %llu-%llu/%llu", (unsigned long long)off,
-			 (unsigned long long)(off + len - 1), (unsigned long long)size);
+		snprintf(cr, sizeof(cr), "Content-Range: bytes %llu-%llu/%llu",
+			 (unsigned long long)off, (unsigned long long)(off + len - 1),
+			 (unsigned long long)size);
 	pq->headers[0] = cr;
 	pq->resp = resp;
 	return gcs_http_do(&s->http, pq);
 }
 
-static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st)
+static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t size,
+			    struct xprofs_store_stat *st)
 {
 	struct xprofs_buf resp;
 	char *session = NULL;
@@ -267,8 +293,10 @@ out:
 	return r;
 }
 
-/* Upload @size bytes of @w's spool: a media upload, or a resumable one above resumable_threshold. */
-int gcs_upload(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st)
+/* Upload @size bytes of @w's spool: a media upload, or a resumable one above resumable_threshold.
+ */
+int gcs_upload(struct gcs_store *s, struct gcs_writer *w, uint64_t size,
+	       struct xprofs_store_stat *st)
 {
 	return size > s->o.resumable_threshold ? upload_resumable(s, w, size, st)
 					       : upload_media(s, w, size, st);
@@ -293,7 +321,8 @@ static int writer_upload(struct gcs_writer *w)
 	}
 	if (r < 0) {
 		if (r != -EEXIST)
-			xprofs_err("gcs: upload of gs://%s/%s failed: %s", s->bucket, w->obj, strerror(-r));
+			xprofs_err("gcs: upload of gs://%s/%s failed: %s", s->bucket, w->obj,
+				   strerror(-r));
 		return gcs_data_errno(s, r, w->obj);
 	}
 	if (st.size != w->size) {
@@ -347,7 +376,7 @@ int gcs_prefill(struct gcs_store *s, const char *obj, const struct xprofs_store_
 }
 
 int gcs_create(struct xprofs_store *base, const char *path, unsigned flags,
-		      struct xprofs_store_writer **out)
+	       struct xprofs_store_writer **out)
 {
 	struct gcs_store *s = (struct gcs_store *)base;
 	struct xprofs_store_stat st;
@@ -439,7 +468,8 @@ ssize_t gcs_wread(struct xprofs_store_writer *base, void *buf, size_t n, uint64_
 	if (off >= w->size)
 		k = 0;
 	else
-		k = xprofs_pread_full(w->fd, buf, n < w->size - off ? n : (size_t)(w->size - off), off);
+		k = xprofs_pread_full(w->fd, buf, n < w->size - off ? n : (size_t)(w->size - off),
+				      off);
 	pthread_mutex_unlock(&w->lock);
 	return k;
 }
@@ -499,7 +529,4 @@ int gcs_commit(struct xprofs_store_writer *base)
 	return r;
 }
 
-void gcs_abort(struct xprofs_store_writer *base)
-{
-	writer_free((struct gcs_writer *)base);
-}
+void gcs_abort(struct xprofs_store_writer *base) { writer_free((struct gcs_writer *)base); }

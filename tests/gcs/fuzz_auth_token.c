@@ -1,6 +1,6 @@
 /*
  * tests/gcs/fuzz_auth_token.c - libFuzzer target for the parsers of bytes
- * that come from a token endpoint or metadata server (gcs/auth.c): the token
+ * that come from a token endpoint or metadata server (gcs/auth-jwt.c): the token
  * answer (JSON, token characters, lifetime) and base64url.
  */
 #include <stdint.h>
