@@ -1,48 +1,57 @@
 /*
  * gcs/gcs-internal.h - what the gcs/ source files share with each other and
  * with the unit tests (tests/gcs/): URL/name encoding, the listing-page
- * parser, the in-memory tree, header parsers and the HTTP layer. Not part of
- * the public contract (include/xprofs/gcs.h).
+ * parser, the in-memory tree, header parsers, the HTTP layer, and the store
+ * backend's state (struct gcs_store, its lock order) and cross-file
+ * functions. Not part of the public contract (include/xprofs/gcs.h).
  */
-#ifndef XPROFS_GCS_INTERNAL_H
-#define XPROFS_GCS_INTERNAL_H
+#ifndef GCS_INTERNAL_H
+#define GCS_INTERNAL_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "xprofs/gcs.h"
-#include "xprofs/store.h"
+#include "xprofs/store-backend.h"
 #include "xprofs/util.h"
 
-#define XPROFS_GCS_NAME_MAX 1024           /* GCS object names: at most 1024 bytes */
-#define XPROFS_GCS_TOKEN_MAX 4096          /* a nextPageToken we accept */
-#define XPROFS_GCS_PAGE_MAX (32u << 20)    /* one listing page response */
-#define XPROFS_GCS_SMALL_MAX (1u << 20)    /* metadata / error / upload answers */
-#define XPROFS_GCS_URL_MAX 16384
+#define GCS_NAME_MAX 1024           /* GCS object names: at most 1024 bytes */
+#define GCS_TOKEN_MAX 4096          /* a nextPageToken we accept */
+#define GCS_PAGE_MAX (32u << 20)    /* one listing page response */
+#define GCS_SMALL_MAX (1u << 20)    /* metadata / error / upload answers */
+#define GCS_URL_MAX 16384
 
 /* ---- url.c ------------------------------------------------------------- */
 
-/** xprofs_gcs_bucket_valid() - Google's bucket naming rules for @b (@n bytes). */
-bool xprofs_gcs_bucket_valid(const char *b, size_t n);
 /**
- * xprofs_gcs_pct_encode() - append @s (@n bytes, borrowed) to @out with every
+ * gcs_url_parse() - split "gs://BUCKET[/PREFIX]" into a bucket and a
+ * prefix without leading/trailing '/'. Caller owns both (free()). -EINVAL on
+ * a malformed URL or an invalid bucket name.
+ */
+int gcs_url_parse(const char *url, char **bucket, char **prefix) XPROFS_WUR;
+
+/** gcs_bucket_valid() - Google's bucket naming rules for @b (@n bytes). */
+bool gcs_bucket_valid(const char *b, size_t n);
+/**
+ * gcs_pct_encode() - append @s (@n bytes, borrowed) to @out with every
  * byte but [A-Za-z0-9-._~] percent-encoded ('/' becomes %2F). 0 or -E2BIG/-ENOMEM.
  */
-int xprofs_gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n) XPROFS_WUR;
+int gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n) XPROFS_WUR;
 
 /**
- * xprofs_gcs_endpoint_resolve() - the JSON API base URL without a trailing
+ * gcs_endpoint_resolve() - the JSON API base URL without a trailing
  * '/' or "/storage/v1": @o->endpoint, else $CLOUD_STORAGE_EMULATOR_ENDPOINT,
  * else $STORAGE_EMULATOR_HOST (http:// added when it has no scheme), else
  * https://storage.googleapis.com. Caller owns (free()); NULL on ENOMEM.
  */
-char *xprofs_gcs_endpoint_resolve(const struct xprofs_gcs_options *o);
+char *gcs_endpoint_resolve(const struct xprofs_gcs_options *o);
 
 /* ---- list.c: listing pages -------------------------------------------- */
 
-struct xprofs_gcs_item {
+struct gcs_item {
 	const char *name; /* borrowed from the parsed page; valid during the callback */
 	size_t name_len;
 	uint64_t size;
@@ -50,10 +59,10 @@ struct xprofs_gcs_item {
 	int64_t mtime_ns;
 };
 
-typedef int (*xprofs_gcs_item_cb)(void *arg, const struct xprofs_gcs_item *it);
+typedef int (*gcs_item_cb)(void *arg, const struct gcs_item *it);
 
 /**
- * xprofs_gcs_list_parse() - parse one objects.list response page (@json,
+ * gcs_list_parse() - parse one objects.list response page (@json,
  * @len bytes, borrowed, hostile). Calls @cb for every well-formed item; items
  * with a missing/oversized name, a non-numeric or out-of-range size or
  * generation are skipped and counted in *@skipped. *@next_token: caller owns
@@ -61,76 +70,78 @@ typedef int (*xprofs_gcs_item_cb)(void *arg, const struct xprofs_gcs_item *it);
  * that is not a JSON object / has a non-array "items", -E2BIG for an
  * oversized page or token, or the callback's non-zero value.
  */
-int xprofs_gcs_list_parse(const char *json, size_t len, xprofs_gcs_item_cb cb, void *arg,
+int gcs_list_parse(const char *json, size_t len, gcs_item_cb cb, void *arg,
 			  char **next_token, unsigned *skipped) XPROFS_WUR;
-/** xprofs_gcs_u64_parse() - a decimal string (GCS's int64-as-string) into @v. */
-int xprofs_gcs_u64_parse(const char *s, uint64_t max, uint64_t *v) XPROFS_WUR;
-/** xprofs_gcs_time_parse() - RFC 3339 "2024-01-02T03:04:05.678Z" into ns since the epoch. */
-int xprofs_gcs_time_parse(const char *s, int64_t *ns) XPROFS_WUR;
+/** gcs_u64_parse() - a decimal string (GCS's int64-as-string) into @v. */
+int gcs_u64_parse(const char *s, uint64_t max, uint64_t *v) XPROFS_WUR;
+/** gcs_time_parse() - RFC 3339 "2024-01-02T03:04:05.678Z" into ns since the epoch. */
+int gcs_time_parse(const char *s, int64_t *ns) XPROFS_WUR;
 /**
- * xprofs_gcs_content_range_parse() - "bytes A-B/T" (or "bytes * /T", which
+ * gcs_content_range_parse() - "bytes A-B/T" (or "bytes * /T", which
  * gives -ERANGE with *@total set). -EINVAL when malformed or A > B or B >= T.
  */
-int xprofs_gcs_content_range_parse(const char *s, uint64_t *first, uint64_t *last,
+int gcs_content_range_parse(const char *s, uint64_t *first, uint64_t *last,
 				   uint64_t *total) XPROFS_WUR;
 /**
- * xprofs_gcs_range_parse() - a resumable upload's 308 "Range: bytes=0-N" into
+ * gcs_range_parse() - a resumable upload's 308 "Range: bytes=0-N" into
  * the committed byte count N+1 (0 when @s is NULL/empty). -EINVAL if malformed.
  */
-int xprofs_gcs_range_parse(const char *s, uint64_t *committed) XPROFS_WUR;
-/** xprofs_gcs_error_message() - the "message" of a GCS error JSON body, or "". Borrows @body; writes into @out (@n bytes). */
-void xprofs_gcs_error_message(const char *body, size_t len, char *out, size_t n);
+int gcs_range_parse(const char *s, uint64_t *committed) XPROFS_WUR;
+/** gcs_error_message() - the "message" of a GCS error JSON body, or "". Borrows @body; writes into @out (@n bytes). */
+void gcs_error_message(const char *body, size_t len, char *out, size_t n);
 
 /**
- * xprofs_gcs_object_parse() - size/generation/updated of an object resource
+ * gcs_object_parse() - size/generation/updated of an object resource
  * (upload answer), or with @done non-NULL of a rewrite answer (*@done false:
  * not finished, @st untouched). Borrows @json.
  */
-int xprofs_gcs_object_parse(const char *json, size_t len, struct xprofs_store_stat *st, bool *done) XPROFS_WUR;
-/** xprofs_gcs_json_string() - top-level string @key of @json; caller owns *@out (free()). -ENOENT if absent. */
-int xprofs_gcs_json_string(const char *json, size_t len, const char *key, char **out) XPROFS_WUR;
+int gcs_object_parse(const char *json, size_t len, struct xprofs_store_stat *st, bool *done) XPROFS_WUR;
+/** gcs_json_string() - top-level string @key of @json; caller owns *@out (free()). -ENOENT if absent. */
+int gcs_json_string(const char *json, size_t len, const char *key, char **out) XPROFS_WUR;
 
 /* ---- tree.c: the in-memory namespace ----------------------------------- */
 
-struct xprofs_gcs_tree;
+struct gcs_tree;
 
-/** xprofs_gcs_tree_new() - an empty tree with just the root. Caller owns; free with xprofs_gcs_tree_free(). */
-int xprofs_gcs_tree_new(struct xprofs_gcs_tree **out) XPROFS_WUR;
-struct xprofs_gcs_tree *xprofs_gcs_tree_free(struct xprofs_gcs_tree *t);
+/** gcs_tree_new() - an empty tree with just the root. Caller owns; free with gcs_tree_free(). */
+int gcs_tree_new(struct gcs_tree **out) XPROFS_WUR;
+struct gcs_tree *gcs_tree_free(struct gcs_tree *t);
 /**
- * xprofs_gcs_tree_add_file() - add or replace the file @path (borrowed; a
+ * gcs_tree_add_file() - add or replace the file @path (borrowed; a
  * clean store path) with @st, creating implicit parent directories.
  * -EEXIST when @path or a parent is already the other type (directories
  * win: a file "a" and an object "a/b" make "a" a directory). -ENOMEM, -E2BIG
  * past the node limit.
  */
-int xprofs_gcs_tree_add_file(struct xprofs_gcs_tree *t, const char *path,
+int gcs_tree_add_file(struct gcs_tree *t, const char *path,
 			     const struct xprofs_store_stat *st) XPROFS_WUR;
-/** xprofs_gcs_tree_add_dir() - add directory @path and parents; @local marks it mkdir'ed here (kept across refreshes). */
-int xprofs_gcs_tree_add_dir(struct xprofs_gcs_tree *t, const char *path, bool local) XPROFS_WUR;
-/** xprofs_gcs_tree_remove() - remove file @path, or empty directory @path; -ENOENT, -ENOTEMPTY. */
-int xprofs_gcs_tree_remove(struct xprofs_gcs_tree *t, const char *path) XPROFS_WUR;
-int xprofs_gcs_tree_stat(struct xprofs_gcs_tree *t, const char *path, struct xprofs_store_stat *st) XPROFS_WUR;
-/** xprofs_gcs_tree_list() - call @cb for each child of directory @dir; -ENOTDIR, -ENOENT. */
-int xprofs_gcs_tree_list(struct xprofs_gcs_tree *t, const char *dir, xprofs_store_list_cb cb, void *arg);
-/** xprofs_gcs_tree_copy_local_dirs() - re-add @from's locally created directories into @to. */
-int xprofs_gcs_tree_copy_local_dirs(struct xprofs_gcs_tree *from, struct xprofs_gcs_tree *to) XPROFS_WUR;
-/** xprofs_gcs_tree_count() - nodes (files + directories) and an estimate of the bytes they use. */
-void xprofs_gcs_tree_count(const struct xprofs_gcs_tree *t, uint64_t *nodes, uint64_t *bytes);
+/** gcs_tree_add_dir() - add directory @path and parents; @local marks it mkdir'ed here (kept across refreshes). */
+int gcs_tree_add_dir(struct gcs_tree *t, const char *path, bool local) XPROFS_WUR;
+/** gcs_tree_remove() - remove file @path, or empty directory @path; -ENOENT, -ENOTEMPTY. */
+int gcs_tree_remove(struct gcs_tree *t, const char *path) XPROFS_WUR;
+int gcs_tree_stat(struct gcs_tree *t, const char *path, struct xprofs_store_stat *st) XPROFS_WUR;
+/** gcs_tree_list() - call @cb for each child of directory @dir; -ENOTDIR, -ENOENT. */
+int gcs_tree_list(struct gcs_tree *t, const char *dir, xprofs_store_list_cb cb, void *arg);
+/** gcs_tree_copy_local_dirs() - re-add @from's locally created directories into @to. */
+int gcs_tree_copy_local_dirs(struct gcs_tree *from, struct gcs_tree *to) XPROFS_WUR;
+/** gcs_tree_count() - nodes (files + directories) and an estimate of the bytes they use. */
+void gcs_tree_count(const struct gcs_tree *t, uint64_t *nodes, uint64_t *bytes);
+
+struct gcs_auth; /* auth-internal.h */
 
 /* ---- http.c: pooled libcurl requests with retries ------------------------ */
 
-enum xprofs_gcs_kind {
-	XPROFS_GCS_REQ_LIST,
-	XPROFS_GCS_REQ_GET,
-	XPROFS_GCS_REQ_UPLOAD,
-	XPROFS_GCS_REQ_DELETE,
-	XPROFS_GCS_REQ_OTHER,
-	XPROFS_GCS_REQ_KINDS,
+enum gcs_kind {
+	GCS_REQ_LIST,
+	GCS_REQ_GET,
+	GCS_REQ_UPLOAD,
+	GCS_REQ_DELETE,
+	GCS_REQ_OTHER,
+	GCS_REQ_KINDS,
 };
 
-struct xprofs_gcs_counters {
-	atomic_uint_fast64_t requests[XPROFS_GCS_REQ_KINDS];
+struct gcs_counters {
+	atomic_uint_fast64_t requests[GCS_REQ_KINDS];
 	atomic_uint_fast64_t retries;
 	atomic_uint_fast64_t errors;
 	atomic_uint_fast64_t bytes_down;
@@ -143,22 +154,31 @@ struct xprofs_gcs_counters {
 	atomic_uint_fast64_t stale;
 };
 
-struct xprofs_gcs_http {
-	struct xprofs_gcs_auth *auth; /* borrowed */
+/*
+ * A pool of easy handles with its retry settings. Its @auth adds the
+ * Authorization header to every request; the credentials' own pool (token
+ * requests, auth.c) has none, so http.c never calls back into auth for them.
+ */
+struct gcs_http {
+	struct gcs_auth *auth; /* borrowed; NULL: no Authorization header */
 	unsigned max_handles;
 	unsigned retry_initial_ms, retry_max_ms, retry_deadline_s;
-	unsigned connect_timeout_s, stall_timeout_s;
+	unsigned max_attempts;      /* 0: retry until retry_deadline_s */
+	bool fail_fast;             /* do not retry DNS failures, refused connections, timeouts */
+	unsigned connect_timeout_ms, stall_timeout_s;
+	unsigned timeout_ms;        /* whole transfer of one attempt; 0: none */
+	bool no_proxy;              /* never use a proxy (the metadata server is local to the VM) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	void **idle;        /* CURL * handles not in use; protected by lock */
 	unsigned n_idle;    /* protected by lock */
 	unsigned n_created; /* protected by lock */
-	struct xprofs_gcs_counters *ctr; /* borrowed */
+	struct gcs_counters *ctr; /* borrowed */
 };
 
-struct xprofs_gcs_req {
+struct gcs_req {
 	/* in */
-	int kind;                  /* enum xprofs_gcs_kind */
+	int kind;                  /* enum gcs_kind */
 	const char *method;        /* "GET", "POST", "PUT", "DELETE" */
 	const char *url;           /* borrowed */
 	const char *headers[6];    /* extra "Name: value" lines, NULL-terminated; borrowed */
@@ -193,22 +213,193 @@ struct xprofs_gcs_req {
 	char range[128];           /* 308 answers */
 	char location[2048];       /* resumable session URI */
 	uint64_t goog_generation;  /* x-goog-generation, 0 if absent */
-	char errmsg[256];          /* the GCS error message of a non-2xx answer */
+	char errmsg[256];          /* the error message of a non-2xx answer, or why no answer came */
 };
 
-int xprofs_gcs_http_init(struct xprofs_gcs_http *h, struct xprofs_gcs_auth *auth, unsigned max_handles,
-			 struct xprofs_gcs_counters *ctr) XPROFS_WUR;
-void xprofs_gcs_http_deinit(struct xprofs_gcs_http *h);
+int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
+			 struct gcs_counters *ctr) XPROFS_WUR;
+void gcs_http_deinit(struct gcs_http *h);
 /**
- * xprofs_gcs_http_do() - run @rq (borrowed), retrying retryable failures of
+ * gcs_http_do() - run @rq (borrowed), retrying retryable failures of
  * idempotent requests under the deadline. Returns 0 when an HTTP answer came
  * (rq->status tells which; non-2xx bodies are not in rq->resp), or -errno for
- * a transport failure (xprofs_gcs_http_errno()).
+ * a transport failure (gcs_http_errno()).
  */
-int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq) XPROFS_WUR;
-/** xprofs_gcs_retryable() - Google's policy: 408, 429, 5xx, resets, timeouts, truncation. */
-bool xprofs_gcs_retryable(long http_status, int curl_code);
-/** xprofs_gcs_backoff_ms() - the delay before retry @attempt (1-based): jittered, capped. */
-unsigned xprofs_gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed);
+int gcs_http_do(struct gcs_http *h, struct gcs_req *rq) XPROFS_WUR;
+/** gcs_retryable() - Google's policy: 408, 429, 5xx (not 501), resets, refused connections, DNS, timeouts. */
+bool gcs_retryable(long http_status, int curl_code);
+/**
+ * gcs_http_errno() - the one mapping of the module from an HTTP status and a
+ * CURLcode (CURLE_OK: look at the status) to 0 or -errno.
+ */
+int gcs_http_errno(long http_status, int curl_code);
+/** gcs_backoff_ms() - the delay before retry @attempt (1-based): jittered, capped. */
+unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed);
+
+
+/* ---- the store backend (backend.c, namespace.c, blocks.c, upload.c, mutate.c) ----
+ *
+ * Lock order (never take an earlier lock while holding a later one):
+ *   s->list_lock -> s->tree_lock -> s->bg_lock
+ *   s->w_lock -> w->lock -> s->tree_lock
+ * s->blk_lock and f->lock are never held together with another store lock.
+ * HTTP requests (and so the pool's h->lock and the credentials' lock, both
+ * leaves) run with at most s->list_lock (a listing) or w->lock (an upload)
+ * held, never with s->tree_lock, s->bg_lock or s->blk_lock.
+ */
+
+#define GCS_BLOCK_SIZE (1u << 20) /* the unit of reads, of the block table and of the disk cache */
+#define GCS_DW_MAX 8              /* fetched blocks queued for the disk cache (pinned in memory) */
+#define GCS_BLK_SLOTS 4096        /* buckets of the block table */
+
+enum { GCS_BLK_LOADING, GCS_BLK_READY };
+
+/* One GCS_BLOCK_SIZE block of one object generation (blocks.c). */
+struct blk {
+	char *obj;
+	uint64_t gen, idx, hash;
+	int state;
+	int err;
+	uint8_t *data;
+	size_t len;
+	unsigned refs;
+	bool in_table;
+	bool fetched;      /* came from GCS: goes to the disk cache once published */
+	bool published;    /* made ready by the streaming GET before its fetch ended */
+	int64_t err_until; /* a failed block answers its error until then (mono ns) */
+	struct blk *hnext;
+	struct blk *lru_prev, *lru_next;
+};
+
+struct gcs_store {
+	struct xprofs_store base;
+	char *bucket, *prefix, *endpoint;
+	struct xprofs_gcs_options o; /* pointers in it are not kept, except cache */
+	struct gcs_auth *auth;
+	struct gcs_http http;
+	struct gcs_counters ctr;
+	const char *tmpdir;
+
+	pthread_rwlock_t tree_lock;
+	struct gcs_tree *tree;        /* protected by tree_lock */
+	int64_t tree_time;                   /* mono ns when its listing began; protected by tree_lock */
+	bool journaling;                     /* protected by tree_lock */
+	struct gcs_journal *journal, **journal_tail; /* protected by tree_lock */
+
+	pthread_mutex_t list_lock;           /* one listing at a time */
+	atomic_uint_fast64_t listings, last_list_ms, skipped;
+
+	pthread_mutex_t bg_lock;
+	pthread_cond_t bg_cond;
+	bool bg_want, bg_stop;               /* protected by bg_lock */
+	bool bg_started;
+	pthread_t bg;
+	pthread_cond_t pf_cond;              /* prefetch jobs queued */
+	struct gcs_prefetch *pf_head;            /* protected by bg_lock */
+	unsigned pf_len;                     /* protected by bg_lock */
+	bool pf_started;
+	pthread_t pf;
+	pthread_cond_t dw_cond;              /* blocks queued for the disk cache */
+	pthread_cond_t dw_room;              /* the queue has room again */
+	struct blk *dw_q[GCS_DW_MAX];            /* ring; each holds a block reference; protected by bg_lock */
+	unsigned dw_head, dw_len;            /* protected by bg_lock */
+	bool dw_started;
+	pthread_t dw;
+
+	pthread_mutex_t w_lock;
+	struct gcs_writer *writers;          /* open writers; protected by w_lock */
+
+	pthread_mutex_t blk_lock;
+	pthread_cond_t blk_cond;
+	struct blk *blk_slots[GCS_BLK_SLOTS];    /* protected by blk_lock */
+	struct blk lru;                      /* sentinel; protected by blk_lock */
+	uint64_t blk_mem;                    /* protected by blk_lock */
+};
+
+struct gcs_file {
+	struct xprofs_store_reader base;
+	struct gcs_store *s;
+	char *obj;
+	struct xprofs_store_stat st;
+	pthread_mutex_t lock;
+	uint64_t next_off; /* protected by lock */
+	unsigned window;   /* blocks; protected by lock */
+};
+
+struct gcs_writer {
+	struct xprofs_store_writer base;
+	struct gcs_store *s;
+	char *path, *obj;
+	int fd;
+	pthread_mutex_t lock;
+	uint64_t size;     /* protected by lock */
+	uint64_t if_gen;   /* precondition of the next upload; protected by lock */
+	bool excl, dirty;  /* protected by lock */
+	int64_t mtime_ns;  /* protected by lock */
+	struct gcs_writer *wprev, *wnext; /* in s->writers; protected by s->w_lock */
+};
+
+/* ---- url.c: object names and request URLs ---- */
+
+/** gcs_object_name() - the object name of store path @path plus @suffix; caller owns (free()); NULL if too long or ENOMEM. */
+char *gcs_object_name(struct gcs_store *s, const char *path, const char *suffix);
+/** gcs_url_object() - reset @out to endpoint/@api/b/BUCKET/o[/@obj] (percent-encoded). */
+int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api, const char *obj) XPROFS_WUR;
+/** gcs_url_param() - append ?@key=@val or &@key=@val (value percent-encoded). */
+int gcs_url_param(struct xprofs_buf *out, const char *key, const char *val) XPROFS_WUR;
+int gcs_url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v) XPROFS_WUR;
+/** gcs_same_origin() - whether @url has the scheme, host and port of @endpoint. */
+bool gcs_same_origin(const char *endpoint, const char *url);
+
+/* ---- backend.c: errno helpers of the store calls ---- */
+
+int gcs_status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what);
+int gcs_data_errno(struct gcs_store *s, int r, const char *obj);
+
+/* ---- namespace.c: the tree, listings, refresh ---- */
+
+enum { GCS_J_ADD_FILE, GCS_J_REMOVE, GCS_J_ADD_DIR };
+
+int gcs_ns_apply(struct gcs_store *s, int op, const char *path, const struct xprofs_store_stat *st);
+int gcs_ns_stat(struct gcs_store *s, const char *path, struct xprofs_store_stat *st);
+int gcs_ns_refresh(struct gcs_store *s) XPROFS_WUR;
+void gcs_ns_journal_free(struct gcs_store *s);
+void *gcs_ns_bg_main(void *arg);
+int gcs_stat(struct xprofs_store *base, const char *path, struct xprofs_store_stat *st);
+int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_list_cb cb, void *arg);
+int gcs_refresh(struct xprofs_store *base);
+
+/* ---- blocks.c: block cache and reads ---- */
+
+int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t size, uint64_t off,
+		    size_t len, uint8_t *dst, struct blk **blocks);
+void *gcs_dw_main(void *arg);
+void *gcs_pf_main(void *arg);
+void gcs_blocks_free(struct gcs_store *s);
+int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_reader **out);
+ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off);
+int gcs_file_stat(struct xprofs_store_reader *base, struct xprofs_store_stat *st);
+void gcs_close(struct xprofs_store_reader *base);
+
+/* ---- upload.c: spooled writers and uploads ---- */
+
+int gcs_object_generation(struct gcs_store *s, const char *obj, uint64_t *gen) XPROFS_WUR;
+int gcs_upload(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st) XPROFS_WUR;
+int gcs_spool_open(struct gcs_store *s);
+int gcs_prefill(struct gcs_store *s, const char *obj, const struct xprofs_store_stat *st, int fd) XPROFS_WUR;
+int gcs_create(struct xprofs_store *base, const char *path, unsigned flags, struct xprofs_store_writer **out);
+ssize_t gcs_write(struct xprofs_store_writer *base, const void *buf, size_t n, uint64_t off);
+ssize_t gcs_wread(struct xprofs_store_writer *base, void *buf, size_t n, uint64_t off);
+int gcs_truncate(struct xprofs_store_writer *base, uint64_t size);
+int gcs_flush(struct xprofs_store_writer *base);
+int gcs_commit(struct xprofs_store_writer *base);
+void gcs_abort(struct xprofs_store_writer *base);
+
+/* ---- mutate.c: delete, rename, mkdir, rmdir ---- */
+
+int gcs_unlink(struct xprofs_store *base, const char *path);
+int gcs_rename(struct xprofs_store *base, const char *from, const char *to);
+int gcs_mkdir(struct xprofs_store *base, const char *path);
+int gcs_rmdir(struct xprofs_store *base, const char *path);
 
 #endif

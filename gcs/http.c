@@ -1,7 +1,12 @@
 /*
- * gcs/http.c - the HTTP layer of the GCS client: a bounded pool of libcurl
- * easy handles, one request runner with Google's retry policy, and the one
- * mapping from HTTP status / CURLcode to -errno.
+ * gcs/http.c - the one HTTP path of the gcs module: a bounded pool of
+ * libcurl easy handles, one request runner with Google's retry policy, and
+ * the one mapping from HTTP status / CURLcode to -errno. Storage requests
+ * and token requests (auth.c, on a pool of its own without Authorization
+ * header) both go through gcs_http_do().
+ *
+ * libcurl's global state is the program's: it calls curl_global_init()
+ * once before starting threads; nothing here does.
  *
  * Design: each request borrows an idle easy handle from the pool (creating
  * one up to max_handles, else waiting), so connections are reused per handle
@@ -19,8 +24,9 @@
  *
  * Retries: idempotent requests only; 408/429/5xx, connection failures,
  * timeouts, resets and truncated bodies; truncated exponential backoff with
- * full jitter from retry_initial_ms, capped at retry_max_ms, until
- * retry_deadline_s has passed since the first attempt.
+ * equal jitter from retry_initial_ms, capped at retry_max_ms, until
+ * retry_deadline_s has passed since the first attempt, or max_attempts were
+ * made. A fail_fast pool does not retry a server that cannot be reached.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -30,47 +36,50 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "gcs-internal.h"
+#include "auth-internal.h"
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
+/*
+ * What each CURLcode means: its errno, whether Google's retry policy retries
+ * it, and whether it says the server could not be reached at all (a
+ * fail_fast pool does not retry those). Codes not listed are -EIO, final.
+ */
+static const struct curl_meaning {
+	int code;
+	int err;
+	bool retry;
+	bool unreachable;
+} curl_meanings[] = {
+	{CURLE_COULDNT_RESOLVE_HOST, -EHOSTUNREACH, true, true}, /* transient DNS failures happen */
+	{CURLE_COULDNT_RESOLVE_PROXY, -EHOSTUNREACH, false, true},
+	{CURLE_COULDNT_CONNECT, -ECONNREFUSED, true, true},
+	{CURLE_OPERATION_TIMEDOUT, -ETIMEDOUT, true, true},
+	{CURLE_OUT_OF_MEMORY, -ENOMEM, false, false},
+	{CURLE_SEND_ERROR, -ECONNRESET, true, false},
+	{CURLE_RECV_ERROR, -ECONNRESET, true, false},
+	{CURLE_GOT_NOTHING, -ECONNRESET, true, false},
+	{CURLE_PARTIAL_FILE, -ECONNRESET, true, false},
+	{CURLE_PEER_FAILED_VERIFICATION, -EACCES, false, false},
+	{CURLE_SSL_CONNECT_ERROR, -EACCES, false, false},
+	{CURLE_SSL_CACERT_BADFILE, -EACCES, false, false},
+	{CURLE_URL_MALFORMAT, -EINVAL, false, false},
+	{CURLE_UNSUPPORTED_PROTOCOL, -EINVAL, false, false},
+};
 
-static void curl_init_once(void)
+static const struct curl_meaning *curl_meaning(int curl_code)
 {
-	/* The daemon normally did this already; a second call only bumps a counter. */
-	curl_global_init(CURL_GLOBAL_DEFAULT);
+	static const struct curl_meaning other = {0, -EIO, false, false};
+	size_t i;
+
+	for (i = 0; i < sizeof(curl_meanings) / sizeof(curl_meanings[0]); i++)
+		if (curl_meanings[i].code == curl_code)
+			return &curl_meanings[i];
+	return &other;
 }
 
-int xprofs_gcs_http_errno(long http_status, int curl_code)
+int gcs_http_errno(long http_status, int curl_code)
 {
-	switch (curl_code) {
-	case CURLE_OK:
-		break;
-	case CURLE_COULDNT_RESOLVE_HOST:
-	case CURLE_COULDNT_RESOLVE_PROXY:
-		return -EHOSTUNREACH;
-	case CURLE_COULDNT_CONNECT:
-		return -ECONNREFUSED;
-	case CURLE_OPERATION_TIMEDOUT:
-		return -ETIMEDOUT;
-	case CURLE_OUT_OF_MEMORY:
-		return -ENOMEM;
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-		return -ECONNRESET;
-	case CURLE_PEER_FAILED_VERIFICATION:
-	case CURLE_SSL_CONNECT_ERROR:
-		return -EACCES;
-	case CURLE_URL_MALFORMAT:
-	case CURLE_UNSUPPORTED_PROTOCOL:
-		return -EINVAL;
-	case CURLE_WRITE_ERROR:
-	case CURLE_ABORTED_BY_CALLBACK:
-		return -EIO;
-	default:
-		return -EIO;
-	}
+	if (curl_code != CURLE_OK)
+		return curl_meaning(curl_code)->err;
 	if (http_status >= 200 && http_status < 300)
 		return 0;
 	switch (http_status) {
@@ -107,28 +116,16 @@ int xprofs_gcs_http_errno(long http_status, int curl_code)
 	}
 }
 
-bool xprofs_gcs_retryable(long http_status, int curl_code)
+bool gcs_retryable(long http_status, int curl_code)
 {
-	switch (curl_code) {
-	case CURLE_OK:
-		break;
-	case CURLE_COULDNT_CONNECT:
-	case CURLE_OPERATION_TIMEDOUT:
-	case CURLE_SEND_ERROR:
-	case CURLE_RECV_ERROR:
-	case CURLE_GOT_NOTHING:
-	case CURLE_PARTIAL_FILE:
-	case CURLE_COULDNT_RESOLVE_HOST: /* transient DNS failures happen */
-		return true;
-	default:
-		return false;
-	}
+	if (curl_code != CURLE_OK)
+		return curl_meaning(curl_code)->retry;
 	/* 501 Not Implemented is a permanent answer (an emulator lacking a route) */
 	return http_status == 408 || http_status == 429 ||
 	       (http_status >= 500 && http_status <= 599 && http_status != 501);
 }
 
-unsigned xprofs_gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed)
+unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed)
 {
 	uint64_t cap = initial_ms ? initial_ms : 1;
 	unsigned i;
@@ -141,10 +138,9 @@ unsigned xprofs_gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned at
 	return (unsigned)(cap / 2 + (uint64_t)rand_r(seed) % (cap / 2 + 1));
 }
 
-int xprofs_gcs_http_init(struct xprofs_gcs_http *h, struct xprofs_gcs_auth *auth, unsigned max_handles,
-			 struct xprofs_gcs_counters *ctr)
+int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
+			 struct gcs_counters *ctr)
 {
-	pthread_once(&curl_once, curl_init_once);
 	memset(h, 0, sizeof(*h));
 	h->auth = auth;
 	h->ctr = ctr;
@@ -152,7 +148,7 @@ int xprofs_gcs_http_init(struct xprofs_gcs_http *h, struct xprofs_gcs_auth *auth
 	h->retry_initial_ms = 100;
 	h->retry_max_ms = 10000;
 	h->retry_deadline_s = 60;
-	h->connect_timeout_s = 10;
+	h->connect_timeout_ms = 10000;
 	h->stall_timeout_s = 30;
 	h->idle = calloc(h->max_handles, sizeof(*h->idle));
 	if (!h->idle)
@@ -162,7 +158,7 @@ int xprofs_gcs_http_init(struct xprofs_gcs_http *h, struct xprofs_gcs_auth *auth
 	return 0;
 }
 
-void xprofs_gcs_http_deinit(struct xprofs_gcs_http *h)
+void gcs_http_deinit(struct gcs_http *h)
 {
 	unsigned i;
 
@@ -176,7 +172,7 @@ void xprofs_gcs_http_deinit(struct xprofs_gcs_http *h)
 	pthread_mutex_destroy(&h->lock);
 }
 
-static CURL *handle_get(struct xprofs_gcs_http *h)
+static CURL *handle_get(struct gcs_http *h)
 {
 	CURL *c = NULL;
 
@@ -198,7 +194,7 @@ static CURL *handle_get(struct xprofs_gcs_http *h)
 	return c;
 }
 
-static void handle_put(struct xprofs_gcs_http *h, CURL *c, bool broken)
+static void handle_put(struct gcs_http *h, CURL *c, bool broken)
 {
 	pthread_mutex_lock(&h->lock);
 	if (broken || h->n_idle >= h->max_handles) {
@@ -213,7 +209,7 @@ static void handle_put(struct xprofs_gcs_http *h, CURL *c, bool broken)
 
 /* Per-attempt state shared with the curl callbacks. */
 struct attempt {
-	struct xprofs_gcs_req *rq;
+	struct gcs_req *rq;
 	CURL *c;
 	uint64_t up_pos;      /* request body bytes sent */
 	uint64_t down_pos;    /* response body bytes seen */
@@ -238,7 +234,7 @@ static void copy_header_value(char *dst, size_t dstn, const char *v, size_t n)
 static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
 {
 	struct attempt *a = arg;
-	struct xprofs_gcs_req *rq = a->rq;
+	struct gcs_req *rq = a->rq;
 	size_t n = size * nitems;
 	const char *colon = memchr(p, ':', n);
 	size_t klen;
@@ -261,7 +257,7 @@ static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
 		copy_header_value(rq->location, sizeof(rq->location), colon + 1, n - klen - 1);
 	else if (klen == 17 && strncasecmp(p, "x-goog-generation", 17) == 0) {
 		copy_header_value(tmp, sizeof(tmp), colon + 1, n - klen - 1);
-		if (xprofs_gcs_u64_parse(tmp, INT64_MAX, &rq->goog_generation) < 0)
+		if (gcs_u64_parse(tmp, INT64_MAX, &rq->goog_generation) < 0)
 			rq->goog_generation = 0;
 	}
 	return n;
@@ -274,7 +270,7 @@ static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
  */
 static int dst_check(struct attempt *a, long status)
 {
-	struct xprofs_gcs_req *rq = a->rq;
+	struct gcs_req *rq = a->rq;
 	curl_off_t cl = -1;
 	uint64_t f, l, t;
 
@@ -282,7 +278,7 @@ static int dst_check(struct attempt *a, long status)
 		return 0;
 	if (rq->goog_generation && rq->goog_generation != rq->expect_generation)
 		return -ESTALE;
-	if (status == 206 && xprofs_gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
+	if (status == 206 && gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
 	    t != rq->expect_size)
 		return -ESTALE;
 	curl_easy_getinfo(a->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
@@ -292,7 +288,7 @@ static int dst_check(struct attempt *a, long status)
 }
 
 /* @n bytes at @rel (relative to range_first) into the destination, skipping frozen ones. */
-static void dst_copy(struct xprofs_gcs_req *rq, size_t rel, const char *p, size_t n)
+static void dst_copy(struct gcs_req *rq, size_t rel, const char *p, size_t n)
 {
 	if (rel + n <= rq->dst_frozen)
 		return;
@@ -319,7 +315,7 @@ static void dst_copy(struct xprofs_gcs_req *rq, size_t rel, const char *p, size_
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct attempt *a = arg;
-	struct xprofs_gcs_req *rq = a->rq;
+	struct gcs_req *rq = a->rq;
 	size_t n = size * nmemb;
 	long status = 0;
 	uint64_t start;
@@ -345,7 +341,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 		uint64_t first, last, total;
 
 		if (a->down_pos == 0 &&
-		    (xprofs_gcs_content_range_parse(rq->content_range, &first, &last, &total) < 0 ||
+		    (gcs_content_range_parse(rq->content_range, &first, &last, &total) < 0 ||
 		     first != rq->range_first)) {
 			a->cb_err = -EPROTO;
 			return CURL_WRITEFUNC_ERROR;
@@ -380,7 +376,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 static size_t on_read(char *p, size_t size, size_t nmemb, void *arg)
 {
 	struct attempt *a = arg;
-	struct xprofs_gcs_req *rq = a->rq;
+	struct gcs_req *rq = a->rq;
 	size_t n = size * nmemb;
 	uint64_t left = rq->body_len - a->up_pos;
 	ssize_t got;
@@ -413,7 +409,7 @@ static int add_header(struct curl_slist **l, const char *h)
 	return 0;
 }
 
-static int build_headers(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, struct curl_slist **out)
+static int build_headers(struct gcs_http *h, struct gcs_req *rq, struct curl_slist **out)
 {
 	struct curl_slist *l = NULL;
 	struct xprofs_buf auth;
@@ -422,7 +418,7 @@ static int build_headers(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, s
 
 	xprofs_buf_init(&auth, 64 * 1024);
 	if (h->auth) {
-		r = xprofs_gcs_auth_header(h->auth, &auth);
+		r = gcs_auth_header(h->auth, &auth);
 		if (r < 0)
 			goto out;
 		while (auth.len > 0 && (auth.data[auth.len - 1] == '\n' || auth.data[auth.len - 1] == '\r'))
@@ -445,8 +441,58 @@ out:
 	return r;
 }
 
-/* One attempt: fills rq->status; returns the CURLcode, or -errno from a callback/setup. */
-static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CURL *c, int *curl_code,
+/* Point @c at @rq for one attempt: method, body, range, timeouts, callbacks into @a. */
+static void setup_handle(struct gcs_http *h, struct gcs_req *rq, CURL *c, struct attempt *a,
+			 struct curl_slist *hdrs, char *errbuf)
+{
+	curl_easy_reset(c);
+	curl_easy_setopt(c, CURLOPT_URL, rq->url);
+	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)h->connect_timeout_ms);
+	if (h->timeout_ms)
+		curl_easy_setopt(c, CURLOPT_TIMEOUT_MS, (long)h->timeout_ms);
+	if (h->no_proxy)
+		curl_easy_setopt(c, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)h->stall_timeout_s);
+	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
+	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
+	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
+	if (rq->dst)
+		/* object reads: fewer, larger recv()s and write callbacks than curl's 16 KiB default */
+		curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
+	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
+	curl_easy_setopt(c, CURLOPT_USERAGENT, "xprofs/" XPROFS_VERSION);
+	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
+	if (strcmp(rq->method, "GET") == 0) {
+		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
+	} else if (strcmp(rq->method, "PUT") == 0) {
+		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
+		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_len);
+	} else if (strcmp(rq->method, "POST") == 0) {
+		curl_easy_setopt(c, CURLOPT_POST, 1L);
+		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
+	} else {
+		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
+	}
+	if (rq->send_body) {
+		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
+		curl_easy_setopt(c, CURLOPT_READDATA, a);
+	}
+	if (rq->dst) {
+		char range[96];
+
+		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)rq->range_first,
+			 (unsigned long long)(rq->range_first + rq->dst_len - 1));
+		curl_easy_setopt(c, CURLOPT_RANGE, range); /* curl copies it */
+	}
+}
+
+/* One attempt: fills rq->status; returns 0 (*@curl_code says how it went), or -errno from a callback/setup. */
+static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *curl_code,
 			bool *truncated)
 {
 	struct attempt a = {.rq = rq, .c = c};
@@ -467,47 +513,7 @@ static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CU
 	r = build_headers(h, rq, &hdrs);
 	if (r < 0)
 		goto out;
-
-	curl_easy_reset(c);
-	curl_easy_setopt(c, CURLOPT_URL, rq->url);
-	curl_easy_setopt(c, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
-	curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT, (long)h->connect_timeout_s);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(c, CURLOPT_LOW_SPEED_TIME, (long)h->stall_timeout_s);
-	curl_easy_setopt(c, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, on_header);
-	curl_easy_setopt(c, CURLOPT_HEADERDATA, &a);
-	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c, CURLOPT_WRITEDATA, &a);
-	if (rq->dst)
-		/* object reads: fewer, larger recv()s and write callbacks than curl's 16 KiB default */
-		curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
-	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
-	curl_easy_setopt(c, CURLOPT_USERAGENT, "xprofs/" XPROFS_VERSION);
-	curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "http,https");
-	if (strcmp(rq->method, "GET") == 0) {
-		curl_easy_setopt(c, CURLOPT_HTTPGET, 1L);
-	} else if (strcmp(rq->method, "PUT") == 0) {
-		curl_easy_setopt(c, CURLOPT_UPLOAD, 1L);
-		curl_easy_setopt(c, CURLOPT_INFILESIZE_LARGE, (curl_off_t)rq->body_len);
-	} else if (strcmp(rq->method, "POST") == 0) {
-		curl_easy_setopt(c, CURLOPT_POST, 1L);
-		curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)rq->body_len);
-	} else {
-		curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, rq->method);
-	}
-	if (rq->send_body) {
-		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
-		curl_easy_setopt(c, CURLOPT_READDATA, &a);
-	}
-	if (rq->dst) {
-		char range[96];
-
-		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)rq->range_first,
-			 (unsigned long long)(rq->range_first + rq->dst_len - 1));
-		curl_easy_setopt(c, CURLOPT_RANGE, range);
-	}
+	setup_handle(h, rq, c, &a, hdrs, errbuf);
 
 	atomic_fetch_add(&h->ctr->requests[rq->kind], 1);
 	cc = curl_easy_perform(c);
@@ -522,36 +528,23 @@ static int attempt_once(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq, CU
 		goto out;
 	}
 	if (cc != CURLE_OK) {
-		xprofs_debug("gcs: %s %s: %s", rq->method, rq->url, errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		snprintf(rq->errmsg, sizeof(rq->errmsg), "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		xprofs_debug("gcs: %s %s: %s", rq->method, rq->url, rq->errmsg);
 		r = 0;
 		goto out;
 	}
 	if (rq->status >= 200 && rq->status < 300) {
+		/* a server that ignored generation= may have served another version */
+		r = dst_check(&a, rq->status);
+		if (r < 0)
+			goto out;
 		curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-		if (rq->expect_generation && rq->goog_generation &&
-		    rq->goog_generation != rq->expect_generation) {
-			r = -ESTALE; /* a server that ignored generation= served a newer version */
-			goto out;
-		}
-		if (rq->expect_generation && rq->status == 206) {
-			uint64_t f, l, t;
-
-			if (xprofs_gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
-			    t != rq->expect_size) {
-				r = -ESTALE;
-				goto out;
-			}
-		}
-		if (rq->expect_generation && rq->status == 200 && cl >= 0 && (uint64_t)cl != rq->expect_size) {
-			r = -ESTALE;
-			goto out;
-		}
 		if (cl >= 0 && (uint64_t)cl != a.down_pos)
 			*truncated = true;
 		if (rq->dst && rq->dst_got < rq->dst_len)
 			*truncated = true; /* the caller asked only for bytes that exist */
 	} else if (a.err.len > 0) {
-		xprofs_gcs_error_message(a.err.data, a.err.len, rq->errmsg, sizeof(rq->errmsg));
+		gcs_error_message(a.err.data, a.err.len, rq->errmsg, sizeof(rq->errmsg));
 	}
 	r = 0;
 out:
@@ -560,7 +553,37 @@ out:
 	return r;
 }
 
-int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq)
+/* Whether attempt @attempt's outcome is worth another attempt under @h's policy. */
+static bool should_retry(struct gcs_http *h, const struct gcs_req *rq, int cc, bool truncated)
+{
+	if (truncated)
+		return true;
+	if (!gcs_retryable(rq->status, cc))
+		return false;
+	return !(h->fail_fast && cc != CURLE_OK && curl_meaning(cc)->unreachable);
+}
+
+/* Sleep the backoff before retry @attempt, never past @deadline: one last attempt right at it. */
+static void backoff(struct gcs_http *h, const struct gcs_req *rq, unsigned attempt, int64_t deadline,
+		    unsigned *seed, int cc, bool truncated)
+{
+	unsigned ms = gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, seed);
+	int64_t left_ms = (deadline - xprofs_mono_ns()) / 1000000;
+	struct timespec ts;
+
+	if (left_ms < (int64_t)ms)
+		ms = left_ms > 0 ? (unsigned)left_ms : 0;
+	xprofs_debug("gcs: %s %s: %s (status %ld), retry %u in %u ms", rq->method, rq->url,
+		     cc ? curl_easy_strerror((CURLcode)cc) : truncated ? "truncated body" : "server error",
+		     rq->status, attempt, ms);
+	atomic_fetch_add(&h->ctr->retries, 1);
+	ts.tv_sec = ms / 1000;
+	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
+	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
 {
 	int64_t deadline = xprofs_mono_ns() + (int64_t)h->retry_deadline_s * 1000000000LL;
 	unsigned seed = (unsigned)xprofs_mono_ns() ^ (unsigned)(uintptr_t)rq;
@@ -570,9 +593,7 @@ int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq)
 
 	for (;;) {
 		int cc = 0;
-		bool truncated = false, retry;
-		unsigned ms;
-		struct timespec ts;
+		bool truncated = false;
 
 		attempt++;
 		c = handle_get(h);
@@ -584,36 +605,21 @@ int xprofs_gcs_http_do(struct xprofs_gcs_http *h, struct xprofs_gcs_req *rq)
 			atomic_fetch_add(&h->ctr->errors, 1);
 			return r;
 		}
-		retry = truncated || xprofs_gcs_retryable(rq->status, cc);
-		if (!retry) {
-			r = xprofs_gcs_http_errno(cc == CURLE_OK ? 200 : 0, cc);
+		if (!should_retry(h, rq, cc, truncated)) {
+			r = gcs_http_errno(cc == CURLE_OK ? 200 : 0, cc);
 			if (r < 0 || (rq->status >= 400))
 				atomic_fetch_add(&h->ctr->errors, 1);
 			return r;
 		}
-		if (!rq->idempotent || xprofs_mono_ns() >= deadline) {
+		if (!rq->idempotent || xprofs_mono_ns() >= deadline ||
+		    (h->max_attempts && attempt >= h->max_attempts)) {
 			atomic_fetch_add(&h->ctr->errors, 1);
 			if (cc != CURLE_OK)
-				return xprofs_gcs_http_errno(0, cc);
+				return gcs_http_errno(0, cc);
 			if (truncated)
 				return -EIO;
 			return 0; /* a retryable status: the caller maps it */
 		}
-		ms = xprofs_gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, &seed);
-		{
-			/* never sleep past the deadline: one last attempt right at it */
-			int64_t left_ms = (deadline - xprofs_mono_ns()) / 1000000;
-
-			if (left_ms < (int64_t)ms)
-				ms = left_ms > 0 ? (unsigned)left_ms : 0;
-		}
-		xprofs_debug("gcs: %s %s: %s (status %ld), retry %u in %u ms", rq->method, rq->url,
-			     cc ? curl_easy_strerror((CURLcode)cc) : truncated ? "truncated body" : "server error",
-			     rq->status, attempt, ms);
-		atomic_fetch_add(&h->ctr->retries, 1);
-		ts.tv_sec = ms / 1000;
-		ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
+		backoff(h, rq, attempt, deadline, &seed, cc, truncated);
 	}
 }

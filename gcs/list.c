@@ -15,7 +15,7 @@
 
 #include "gcs-internal.h"
 
-int xprofs_gcs_u64_parse(const char *s, uint64_t max, uint64_t *v)
+int gcs_u64_parse(const char *s, uint64_t max, uint64_t *v)
 {
 	uint64_t x = 0;
 	size_t i;
@@ -40,7 +40,7 @@ int xprofs_gcs_u64_parse(const char *s, uint64_t max, uint64_t *v)
 static int json_u64(json_t *j, uint64_t max, uint64_t *v)
 {
 	if (json_is_string(j))
-		return xprofs_gcs_u64_parse(json_string_value(j), max, v);
+		return gcs_u64_parse(json_string_value(j), max, v);
 	if (json_is_integer(j)) {
 		json_int_t i = json_integer_value(j);
 
@@ -64,7 +64,7 @@ static int64_t days_from_civil(int64_t y, unsigned m, unsigned d)
 	return era * 146097 + (int64_t)doe - 719468;
 }
 
-int xprofs_gcs_time_parse(const char *s, int64_t *ns)
+int gcs_time_parse(const char *s, int64_t *ns)
 {
 	unsigned Y, M, D, h, m, sec;
 	int n = 0;
@@ -101,7 +101,7 @@ int xprofs_gcs_time_parse(const char *s, int64_t *ns)
 	return 0;
 }
 
-int xprofs_gcs_list_parse(const char *json, size_t len, xprofs_gcs_item_cb cb, void *arg,
+int gcs_list_parse(const char *json, size_t len, gcs_item_cb cb, void *arg,
 			  char **next_token, unsigned *skipped)
 {
 	json_error_t jerr;
@@ -111,7 +111,7 @@ int xprofs_gcs_list_parse(const char *json, size_t len, xprofs_gcs_item_cb cb, v
 	int r;
 
 	*skipped = 0;
-	if (len > XPROFS_GCS_PAGE_MAX)
+	if (len > GCS_PAGE_MAX)
 		return -E2BIG;
 	root = json_loadb(json, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL, &jerr);
 	if (!root || !json_is_object(root)) {
@@ -124,7 +124,7 @@ int xprofs_gcs_list_parse(const char *json, size_t len, xprofs_gcs_item_cb cb, v
 			r = -EBADMSG;
 			goto out;
 		}
-		if (json_string_length(tok) > XPROFS_GCS_TOKEN_MAX) {
+		if (json_string_length(tok) > GCS_TOKEN_MAX) {
 			r = -E2BIG;
 			goto out;
 		}
@@ -142,12 +142,12 @@ int xprofs_gcs_list_parse(const char *json, size_t len, xprofs_gcs_item_cb cb, v
 		goto out;
 	}
 	json_array_foreach(items, i, it) {
-		struct xprofs_gcs_item item = {0};
+		struct gcs_item item = {0};
 		json_t *name = json_object_get(it, "name");
 		json_t *upd = json_object_get(it, "updated");
 
 		if (!json_is_string(name) || json_string_length(name) == 0 ||
-		    json_string_length(name) > XPROFS_GCS_NAME_MAX ||
+		    json_string_length(name) > GCS_NAME_MAX ||
 		    strlen(json_string_value(name)) != json_string_length(name) ||
 		    json_u64(json_object_get(it, "size"), INT64_MAX, &item.size) < 0 ||
 		    json_u64(json_object_get(it, "generation"), INT64_MAX, &item.generation) < 0) {
@@ -156,7 +156,7 @@ int xprofs_gcs_list_parse(const char *json, size_t len, xprofs_gcs_item_cb cb, v
 		}
 		item.name = json_string_value(name);
 		item.name_len = json_string_length(name);
-		if (!json_is_string(upd) || xprofs_gcs_time_parse(json_string_value(upd), &item.mtime_ns) < 0)
+		if (!json_is_string(upd) || gcs_time_parse(json_string_value(upd), &item.mtime_ns) < 0)
 			item.mtime_ns = 0; /* a missing time is not worth hiding the object */
 		r = cb(arg, &item);
 		if (r != 0)
@@ -171,7 +171,7 @@ out:
 	return r;
 }
 
-int xprofs_gcs_content_range_parse(const char *s, uint64_t *first, uint64_t *last, uint64_t *total)
+int gcs_content_range_parse(const char *s, uint64_t *first, uint64_t *last, uint64_t *total)
 {
 	char a[24], b[24], t[24];
 	int n = 0;
@@ -182,21 +182,21 @@ int xprofs_gcs_content_range_parse(const char *s, uint64_t *first, uint64_t *las
 		return -EINVAL;
 	s += 6;
 	if (sscanf(s, "*/%20[0-9]%n", t, &n) == 1 && s[n] == '\0') {
-		if (xprofs_gcs_u64_parse(t, INT64_MAX, total) < 0)
+		if (gcs_u64_parse(t, INT64_MAX, total) < 0)
 			return -EINVAL;
 		return -ERANGE;
 	}
 	if (sscanf(s, "%20[0-9]-%20[0-9]/%20[0-9]%n", a, b, t, &n) != 3 || s[n] != '\0')
 		return -EINVAL;
-	if (xprofs_gcs_u64_parse(a, INT64_MAX, first) < 0 || xprofs_gcs_u64_parse(b, INT64_MAX, last) < 0 ||
-	    xprofs_gcs_u64_parse(t, INT64_MAX, total) < 0)
+	if (gcs_u64_parse(a, INT64_MAX, first) < 0 || gcs_u64_parse(b, INT64_MAX, last) < 0 ||
+	    gcs_u64_parse(t, INT64_MAX, total) < 0)
 		return -EINVAL;
 	if (*first > *last || *last >= *total)
 		return -EINVAL;
 	return 0;
 }
 
-int xprofs_gcs_range_parse(const char *s, uint64_t *committed)
+int gcs_range_parse(const char *s, uint64_t *committed)
 {
 	char a[24], b[24];
 	uint64_t first, last;
@@ -207,24 +207,30 @@ int xprofs_gcs_range_parse(const char *s, uint64_t *committed)
 		return 0;
 	if (sscanf(s, "bytes=%20[0-9]-%20[0-9]%n", a, b, &n) != 2 || s[n] != '\0')
 		return -EINVAL;
-	if (xprofs_gcs_u64_parse(a, INT64_MAX - 1, &first) < 0 ||
-	    xprofs_gcs_u64_parse(b, INT64_MAX - 1, &last) < 0 || first != 0)
+	if (gcs_u64_parse(a, INT64_MAX - 1, &first) < 0 ||
+	    gcs_u64_parse(b, INT64_MAX - 1, &last) < 0 || first != 0)
 		return -EINVAL;
 	*committed = last + 1;
 	return 0;
 }
 
-void xprofs_gcs_error_message(const char *body, size_t len, char *out, size_t n)
+void gcs_error_message(const char *body, size_t len, char *out, size_t n)
 {
-	json_t *root, *msg;
+	json_t *root, *msg, *desc;
 
 	out[0] = '\0';
-	if (n == 0 || len > XPROFS_GCS_SMALL_MAX)
+	if (n == 0 || len > GCS_SMALL_MAX)
 		return;
 	root = json_loadb(body, len, 0, NULL);
-	msg = json_object_get(json_object_get(root, "error"), "message");
-	if (json_is_string(msg)) {
-		snprintf(out, n, "%s", json_string_value(msg));
+	/* GCS: {"error": {"message": ...}}; OAuth token endpoints (RFC 6749
+	 * section 5.2): {"error": "invalid_grant", "error_description": ...} */
+	msg = json_object_get(root, "error");
+	if (json_is_object(msg))
+		msg = json_object_get(msg, "message");
+	desc = json_object_get(root, "error_description");
+	if (json_is_string(msg) || json_is_string(desc)) {
+		snprintf(out, n, "%s%s%s", json_is_string(msg) ? json_string_value(msg) : "",
+			 json_is_string(desc) ? " - " : "", json_is_string(desc) ? json_string_value(desc) : "");
 	} else if (!root) {
 		/* not JSON: keep a printable prefix of the body */
 		size_t i, k = 0;
@@ -236,12 +242,12 @@ void xprofs_gcs_error_message(const char *body, size_t len, char *out, size_t n)
 	json_decref(root);
 }
 
-int xprofs_gcs_object_parse(const char *json, size_t len, struct xprofs_store_stat *st, bool *done)
+int gcs_object_parse(const char *json, size_t len, struct xprofs_store_stat *st, bool *done)
 {
 	json_t *root, *res, *d, *upd;
 	int r = -EBADMSG;
 
-	if (len > XPROFS_GCS_SMALL_MAX)
+	if (len > GCS_SMALL_MAX)
 		return -E2BIG;
 	root = json_loadb(json, len, 0, NULL);
 	if (!json_is_object(root))
@@ -265,7 +271,7 @@ int xprofs_gcs_object_parse(const char *json, size_t len, struct xprofs_store_st
 	    json_u64(json_object_get(res, "generation"), INT64_MAX, &st->generation) < 0)
 		goto out;
 	upd = json_object_get(res, "updated");
-	if (!json_is_string(upd) || xprofs_gcs_time_parse(json_string_value(upd), &st->mtime_ns) < 0)
+	if (!json_is_string(upd) || gcs_time_parse(json_string_value(upd), &st->mtime_ns) < 0)
 		st->mtime_ns = xprofs_now_ns();
 	r = 0;
 out:
@@ -273,16 +279,16 @@ out:
 	return r;
 }
 
-int xprofs_gcs_json_string(const char *json, size_t len, const char *key, char **out)
+int gcs_json_string(const char *json, size_t len, const char *key, char **out)
 {
 	json_t *root, *v;
 	int r = -ENOENT;
 
-	if (len > XPROFS_GCS_SMALL_MAX)
+	if (len > GCS_SMALL_MAX)
 		return -E2BIG;
 	root = json_loadb(json, len, 0, NULL);
 	v = json_object_get(root, key);
-	if (json_is_string(v) && json_string_length(v) <= XPROFS_GCS_TOKEN_MAX &&
+	if (json_is_string(v) && json_string_length(v) <= GCS_TOKEN_MAX &&
 	    strlen(json_string_value(v)) == json_string_length(v)) {
 		*out = strdup(json_string_value(v));
 		r = *out ? 0 : -ENOMEM;

@@ -12,7 +12,7 @@
  *
  * Cost: sizeof(struct node) (~96 bytes) + the path + one hash slot (8 bytes)
  * per node, i.e. about 110 + strlen(path) bytes per object; at most
- * XPROFS_GCS_TREE_MAX nodes (-E2BIG beyond). Not thread-safe: the store
+ * GCS_TREE_MAX nodes (-E2BIG beyond). Not thread-safe: the store
  * guards a tree with its rwlock.
  */
 #include <errno.h>
@@ -21,7 +21,7 @@
 
 #include "gcs-internal.h"
 
-#define XPROFS_GCS_TREE_MAX (20u * 1000 * 1000)
+#define GCS_TREE_MAX (20u * 1000 * 1000)
 
 struct node {
 	char *path;        /* owned; "" for the root */
@@ -33,7 +33,7 @@ struct node {
 	bool local;        /* mkdir'ed here: survives refreshes until rmdir */
 };
 
-struct xprofs_gcs_tree {
+struct gcs_tree {
 	struct node *root;
 	struct node **slots;
 	size_t nslots;
@@ -46,7 +46,7 @@ static uint64_t path_hash(const char *p, size_t n)
 	return xprofs_hash64(p, n);
 }
 
-static struct node *find(const struct xprofs_gcs_tree *t, const char *p, size_t n)
+static struct node *find(const struct gcs_tree *t, const char *p, size_t n)
 {
 	uint64_t h = path_hash(p, n);
 	struct node *x;
@@ -57,7 +57,7 @@ static struct node *find(const struct xprofs_gcs_tree *t, const char *p, size_t 
 	return NULL;
 }
 
-static int grow(struct xprofs_gcs_tree *t)
+static int grow(struct gcs_tree *t)
 {
 	size_t n = t->nslots * 2, i;
 	struct node **s = calloc(n, sizeof(*s));
@@ -81,14 +81,14 @@ static int grow(struct xprofs_gcs_tree *t)
 }
 
 /* A new child @p (@n bytes) of @parent; not yet in the table. */
-static int insert(struct xprofs_gcs_tree *t, struct node *parent, const char *p, size_t n, int type,
+static int insert(struct gcs_tree *t, struct node *parent, const char *p, size_t n, int type,
 		  struct node **out)
 {
 	struct node *x;
 	const char *slash;
 	size_t i;
 
-	if (t->count >= XPROFS_GCS_TREE_MAX)
+	if (t->count >= GCS_TREE_MAX)
 		return -E2BIG;
 	if (t->count >= t->nslots && grow(t) < 0)
 		return -ENOMEM;
@@ -120,7 +120,7 @@ static int insert(struct xprofs_gcs_tree *t, struct node *parent, const char *p,
 	return 0;
 }
 
-static void unlink_node(struct xprofs_gcs_tree *t, struct node *x)
+static void unlink_node(struct gcs_tree *t, struct node *x)
 {
 	struct node **pp = &t->slots[x->hash & (t->nslots - 1)];
 
@@ -139,9 +139,9 @@ static void unlink_node(struct xprofs_gcs_tree *t, struct node *x)
 	free(x);
 }
 
-int xprofs_gcs_tree_new(struct xprofs_gcs_tree **out)
+int gcs_tree_new(struct gcs_tree **out)
 {
-	struct xprofs_gcs_tree *t = calloc(1, sizeof(*t));
+	struct gcs_tree *t = calloc(1, sizeof(*t));
 	int r = -ENOMEM;
 
 	if (!t)
@@ -157,11 +157,11 @@ int xprofs_gcs_tree_new(struct xprofs_gcs_tree **out)
 	*out = t;
 	return 0;
 err:
-	xprofs_gcs_tree_free(t);
+	gcs_tree_free(t);
 	return r;
 }
 
-struct xprofs_gcs_tree *xprofs_gcs_tree_free(struct xprofs_gcs_tree *t)
+struct gcs_tree *gcs_tree_free(struct gcs_tree *t)
 {
 	size_t i;
 
@@ -182,7 +182,7 @@ struct xprofs_gcs_tree *xprofs_gcs_tree_free(struct xprofs_gcs_tree *t)
 }
 
 /* The directory node for @p (@n bytes), created with its parents as needed. */
-static int ensure_dir(struct xprofs_gcs_tree *t, const char *p, size_t n, struct node **out)
+static int ensure_dir(struct gcs_tree *t, const char *p, size_t n, struct node **out)
 {
 	struct node *x, *parent;
 	const char *slash;
@@ -211,7 +211,7 @@ static int ensure_dir(struct xprofs_gcs_tree *t, const char *p, size_t n, struct
 	return insert(t, parent, p, n, XPROFS_STORE_DIR, out);
 }
 
-int xprofs_gcs_tree_add_file(struct xprofs_gcs_tree *t, const char *path, const struct xprofs_store_stat *st)
+int gcs_tree_add_file(struct gcs_tree *t, const char *path, const struct xprofs_store_stat *st)
 {
 	size_t n = strlen(path);
 	const char *slash;
@@ -240,7 +240,7 @@ int xprofs_gcs_tree_add_file(struct xprofs_gcs_tree *t, const char *path, const 
 	return 0;
 }
 
-int xprofs_gcs_tree_add_dir(struct xprofs_gcs_tree *t, const char *path, bool local)
+int gcs_tree_add_dir(struct gcs_tree *t, const char *path, bool local)
 {
 	struct node *x;
 	int r;
@@ -256,7 +256,7 @@ int xprofs_gcs_tree_add_dir(struct xprofs_gcs_tree *t, const char *path, bool lo
 	return 0;
 }
 
-int xprofs_gcs_tree_remove(struct xprofs_gcs_tree *t, const char *path)
+int gcs_tree_remove(struct gcs_tree *t, const char *path)
 {
 	struct node *x = find(t, path, strlen(path));
 
@@ -270,7 +270,7 @@ int xprofs_gcs_tree_remove(struct xprofs_gcs_tree *t, const char *path)
 	return 0;
 }
 
-int xprofs_gcs_tree_stat(struct xprofs_gcs_tree *t, const char *path, struct xprofs_store_stat *st)
+int gcs_tree_stat(struct gcs_tree *t, const char *path, struct xprofs_store_stat *st)
 {
 	struct node *x = find(t, path, strlen(path));
 
@@ -280,7 +280,7 @@ int xprofs_gcs_tree_stat(struct xprofs_gcs_tree *t, const char *path, struct xpr
 	return 0;
 }
 
-int xprofs_gcs_tree_list(struct xprofs_gcs_tree *t, const char *dir, xprofs_store_list_cb cb, void *arg)
+int gcs_tree_list(struct gcs_tree *t, const char *dir, xprofs_store_list_cb cb, void *arg)
 {
 	struct node *x = find(t, dir, strlen(dir));
 	int r;
@@ -297,7 +297,7 @@ int xprofs_gcs_tree_list(struct xprofs_gcs_tree *t, const char *dir, xprofs_stor
 	return 0;
 }
 
-int xprofs_gcs_tree_copy_local_dirs(struct xprofs_gcs_tree *from, struct xprofs_gcs_tree *to)
+int gcs_tree_copy_local_dirs(struct gcs_tree *from, struct gcs_tree *to)
 {
 	size_t i;
 	int r;
@@ -308,7 +308,7 @@ int xprofs_gcs_tree_copy_local_dirs(struct xprofs_gcs_tree *from, struct xprofs_
 		for (x = from->slots[i]; x; x = x->hnext) {
 			if (!x->local)
 				continue;
-			r = xprofs_gcs_tree_add_dir(to, x->path, true);
+			r = gcs_tree_add_dir(to, x->path, true);
 			if (r < 0 && r != -EEXIST)
 				return r;
 		}
@@ -316,7 +316,7 @@ int xprofs_gcs_tree_copy_local_dirs(struct xprofs_gcs_tree *from, struct xprofs_
 	return 0;
 }
 
-void xprofs_gcs_tree_count(const struct xprofs_gcs_tree *t, uint64_t *nodes, uint64_t *bytes)
+void gcs_tree_count(const struct gcs_tree *t, uint64_t *nodes, uint64_t *bytes)
 {
 	*nodes = t->count;
 	*bytes = t->bytes;

@@ -11,7 +11,9 @@
  */
 #include <errno.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
+#include <strings.h>
 
 #include "gcs-internal.h"
 
@@ -20,7 +22,7 @@ static bool is_lower_alnum(char c)
 	return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-bool xprofs_gcs_bucket_valid(const char *b, size_t n)
+bool gcs_bucket_valid(const char *b, size_t n)
 {
 	size_t i, comp = 0, dots = 0, digits_dots = 0;
 
@@ -57,7 +59,7 @@ bool xprofs_gcs_bucket_valid(const char *b, size_t n)
 	return true;
 }
 
-int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix)
+int gcs_url_parse(const char *url, char **bucket, char **prefix)
 {
 	const char *p, *slash, *start, *end, *c;
 	char *b = NULL, *pf = NULL;
@@ -69,7 +71,7 @@ int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix)
 	p = url + 5;
 	slash = strchr(p, '/');
 	blen = slash ? (size_t)(slash - p) : strlen(p);
-	if (!xprofs_gcs_bucket_valid(p, blen))
+	if (!gcs_bucket_valid(p, blen))
 		goto out;
 	start = slash ? slash : p + blen;
 	while (*start == '/')
@@ -77,7 +79,7 @@ int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix)
 	end = start + strlen(start);
 	while (end > start && end[-1] == '/')
 		end--;
-	if ((size_t)(end - start) > XPROFS_GCS_NAME_MAX)
+	if ((size_t)(end - start) > GCS_NAME_MAX)
 		goto out;
 	/* every component non-empty and not "." / ".." */
 	for (c = start; c < end;) {
@@ -107,7 +109,7 @@ out:
 	return r;
 }
 
-int xprofs_gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n)
+int gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789ABCDEF";
 	size_t i;
@@ -128,4 +130,93 @@ int xprofs_gcs_pct_encode(struct xprofs_buf *out, const char *s, size_t n)
 			return r;
 	}
 	return 0;
+}
+
+/* ---- object names and request URLs ------------------------------------- */
+
+/* The object name of store path @path (caller owns; free()). */
+char *gcs_object_name(struct gcs_store *s, const char *path, const char *suffix)
+{
+	char *n = NULL;
+
+	if (asprintf(&n, "%s%s%s%s", s->prefix, s->prefix[0] && path[0] ? "/" : "", path, suffix) < 0)
+		return NULL;
+	if (strlen(n) > GCS_NAME_MAX) {
+		free(n);
+		return NULL;
+	}
+	return n;
+}
+
+/* @out = endpoint + "/" + @api + "/b/BUCKET/o[/OBJECT]" */
+int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api, const char *obj)
+{
+	int r;
+
+	xprofs_buf_reset(out);
+	if ((r = xprofs_buf_printf(out, "%s/%s/b/", s->endpoint, api)) < 0 ||
+	    (r = gcs_pct_encode(out, s->bucket, strlen(s->bucket))) < 0 ||
+	    (r = xprofs_buf_adds(out, "/o")) < 0)
+		return r;
+	if (obj && ((r = xprofs_buf_adds(out, "/")) < 0 || (r = gcs_pct_encode(out, obj, strlen(obj))) < 0))
+		return r;
+	return 0;
+}
+
+int gcs_url_param(struct xprofs_buf *out, const char *key, const char *val)
+{
+	int r;
+
+	if ((r = xprofs_buf_printf(out, "%c%s=", strchr(out->data, '?') ? '&' : '?', key)) < 0)
+		return r;
+	return gcs_pct_encode(out, val, strlen(val));
+}
+
+int gcs_url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v)
+{
+	char tmp[24];
+
+	snprintf(tmp, sizeof(tmp), "%llu", (unsigned long long)v);
+	return gcs_url_param(out, key, tmp);
+}
+
+/* True when @url has the scheme, host and port of @endpoint. */
+bool gcs_same_origin(const char *endpoint, const char *url)
+{
+	const char *e = strstr(endpoint, "://"), *end;
+	size_t n;
+
+	if (!e)
+		return false;
+	end = strchr(e + 3, '/');
+	n = end ? (size_t)(end - endpoint) : strlen(endpoint);
+	return strncasecmp(url, endpoint, n) == 0 && (url[n] == '/' || url[n] == '?');
+}
+
+char *gcs_endpoint_resolve(const struct xprofs_gcs_options *o)
+{
+	const char *e = o->endpoint;
+	char *r = NULL;
+	size_t n;
+
+	if (!e || !*e)
+		e = getenv("CLOUD_STORAGE_EMULATOR_ENDPOINT");
+	if (!e || !*e) {
+		e = getenv("STORAGE_EMULATOR_HOST");
+		if (e && *e && !strstr(e, "://")) {
+			if (asprintf(&r, "http://%s", e) < 0)
+				return NULL;
+		}
+	}
+	if (!r)
+		r = strdup(e && *e ? e : "https://storage.googleapis.com");
+	if (!r)
+		return NULL;
+	n = strlen(r);
+	while (n > 0 && r[n - 1] == '/')
+		r[--n] = '\0';
+	/* accept rclone-style ".../storage/v1" too */
+	if (n >= 11 && strcmp(r + n - 11, "/storage/v1") == 0)
+		r[n - 11] = '\0';
+	return r;
 }

@@ -13,8 +13,8 @@
  * ifGenerationMatch=0. Retries follow Google's policy (408/429/5xx, resets,
  * timeouts; jittered exponential backoff under a deadline).
  *
- * Credentials follow Application Default Credentials order (see
- * xprofs_gcs_auth_new()). Tokens are never logged.
+ * Credentials follow Application Default Credentials order (docs/gcs-auth.md).
+ * Tokens are never logged.
  */
 #ifndef XPROFS_GCS_H
 #define XPROFS_GCS_H
@@ -60,42 +60,5 @@ struct xprofs_gcs_options {
  */
 int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 			 struct xprofs_store **out) XPROFS_WUR;
-
-/**
- * xprofs_gcs_url_parse() - split "gs://BUCKET[/PREFIX]" into a bucket and a
- * prefix without leading/trailing '/'. Caller owns both (free()). -EINVAL on
- * a malformed URL or an invalid bucket name.
- */
-int xprofs_gcs_url_parse(const char *url, char **bucket, char **prefix) XPROFS_WUR;
-
-/** xprofs_gcs_http_errno() - the one mapping from an HTTP status / CURLcode to -errno. */
-int xprofs_gcs_http_errno(long http_status, int curl_code);
-
-/* ---- credentials ------------------------------------------------------ */
-
-struct xprofs_gcs_auth;
-
-/**
- * xprofs_gcs_auth_new() - resolve credentials in ADC order:
- * @o->anonymous or an emulator from the environment -> none;
- * @o->credentials or GOOGLE_APPLICATION_CREDENTIALS (unreadable = error, no
- * fall-through) -> service_account (RS256 JWT grant) or authorized_user
- * (refresh token); then $CLOUDSDK_CONFIG or ~/.config/gcloud
- * application_default_credentials.json; then the metadata server
- * (GCE_METADATA_HOST, default metadata.google.internal). The first token is
- * fetched here so bad credentials fail fast.
- * @out: caller owns, free with xprofs_gcs_auth_free().
- */
-int xprofs_gcs_auth_new(const struct xprofs_gcs_options *o, struct xprofs_gcs_auth **out) XPROFS_WUR;
-/** xprofs_gcs_auth_free() - accepts NULL; returns NULL. */
-struct xprofs_gcs_auth *xprofs_gcs_auth_free(struct xprofs_gcs_auth *a);
-/**
- * xprofs_gcs_auth_header() - append "Authorization: Bearer <token>" to @out
- * (nothing for anonymous). Refreshes the token when it is within 5 minutes of
- * expiry (serialised; a failed refresh keeps a still-valid token). Thread-safe.
- */
-int xprofs_gcs_auth_header(struct xprofs_gcs_auth *a, struct xprofs_buf *out) XPROFS_WUR;
-/** xprofs_gcs_auth_kind() - "anonymous", "service_account", "authorized_user", "metadata". */
-const char *xprofs_gcs_auth_kind(const struct xprofs_gcs_auth *a);
 
 #endif

@@ -17,10 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "xprofs/gcs.h"
+#include <curl/curl.h>
+
+#include "auth-internal.h"
 
 struct probe {
-	struct xprofs_gcs_auth *auth;
+	struct gcs_auth *auth;
 	pthread_mutex_t out_lock;
 	int err;
 };
@@ -32,7 +34,7 @@ static void *probe_thread(void *arg)
 	int r;
 
 	xprofs_buf_init(&b, 8192);
-	r = xprofs_gcs_auth_header(p->auth, &b);
+	r = gcs_auth_header(p->auth, &b);
 	pthread_mutex_lock(&p->out_lock);
 	if (r < 0 && !p->err)
 		p->err = -r;
@@ -67,12 +69,16 @@ int main(int argc, char **argv)
 	}
 	if (threads < 1 || threads > 16)
 		threads = 1;
-	r = xprofs_gcs_auth_new(&o, &p.auth);
+	/* libcurl's global state belongs to the program, not to the library */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return ENOMEM;
+	r = gcs_auth_new(&o, &p.auth);
 	if (r < 0) {
 		printf("new-error %s\n", strerror(-r));
+		curl_global_cleanup();
 		return -r;
 	}
-	printf("kind %s\n", xprofs_gcs_auth_kind(p.auth));
+	printf("kind %s\n", gcs_auth_kind(p.auth));
 	fflush(stdout);
 	for (i = 0; i < calls; i++) {
 		if (i && sleep_ms)
@@ -84,6 +90,7 @@ int main(int argc, char **argv)
 			pthread_join(tid[t], NULL);
 		fflush(stdout);
 	}
-	xprofs_gcs_auth_free(p.auth);
+	gcs_auth_free(p.auth);
+	curl_global_cleanup();
 	return p.err;
 }

@@ -11,40 +11,40 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static int add_item(void *arg, const struct xprofs_gcs_item *it)
+static int add_item(void *arg, const struct gcs_item *it)
 {
-	struct xprofs_gcs_tree *t = arg;
+	struct gcs_tree *t = arg;
 	struct xprofs_store_stat st = {.type = XPROFS_STORE_FILE, .size = it->size, .generation = it->generation};
-	char path[XPROFS_GCS_NAME_MAX + 1];
+	char path[GCS_NAME_MAX + 1];
 
 	memcpy(path, it->name, it->name_len);
 	path[it->name_len] = '\0';
 	if (xprofs_store_path_valid(path))
-		(void)!xprofs_gcs_tree_add_file(t, path, &st);
+		(void)!gcs_tree_add_file(t, path, &st);
 	return 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct xprofs_gcs_tree *t = NULL;
+	struct gcs_tree *t = NULL;
 	char *tok = NULL, *s;
 	unsigned skipped;
 	uint64_t a, b, c;
 	char msg[128];
 
-	if (xprofs_gcs_tree_new(&t) < 0)
+	if (gcs_tree_new(&t) < 0)
 		return 0;
-	if (xprofs_gcs_list_parse((const char *)data, size, add_item, t, &tok, &skipped) == 0)
+	if (gcs_list_parse((const char *)data, size, add_item, t, &tok, &skipped) == 0)
 		free(tok);
-	xprofs_gcs_tree_free(t);
-	xprofs_gcs_error_message((const char *)data, size, msg, sizeof(msg));
+	gcs_tree_free(t);
+	gcs_error_message((const char *)data, size, msg, sizeof(msg));
 	s = malloc(size + 1);
 	if (!s)
 		return 0;
 	memcpy(s, data, size);
 	s[size] = '\0';
-	(void)!xprofs_gcs_content_range_parse(s, &a, &b, &c);
-	(void)!xprofs_gcs_range_parse(s, &a);
+	(void)!gcs_content_range_parse(s, &a, &b, &c);
+	(void)!gcs_range_parse(s, &a);
 	free(s);
 	return 0;
 }

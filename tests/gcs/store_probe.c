@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
+
 #include "xprofs/cache.h"
 #include "xprofs/gcs.h"
 #include "xprofs/store.h"
@@ -63,18 +65,18 @@ static char *slurp(const char *path, size_t *n)
 /* Read all of @path through the store with reads of @chunk bytes. Caller owns. */
 static char *store_slurp(struct xprofs_store *s, const char *path, size_t chunk, size_t *n, int *err)
 {
-	struct xprofs_store_file *f = NULL;
+	struct xprofs_store_reader *f = NULL;
 	struct xprofs_store_stat st;
 	char *buf = NULL;
 	uint64_t off = 0;
 
-	*err = xprofs_store_open(s, path, &f);
+	*err = xprofs_store_reader_open(s, path, &f);
 	if (*err < 0)
 		return NULL;
-	*err = xprofs_store_file_stat(f, &st);
+	*err = xprofs_store_reader_stat(f, &st);
 	buf = malloc(st.size + 1);
 	while (*err == 0 && buf && off < st.size) {
-		ssize_t k = xprofs_store_pread(f, buf + off, chunk, off);
+		ssize_t k = xprofs_store_reader_pread(f, buf + off, chunk, off);
 
 		if (k <= 0) {
 			*err = k < 0 ? (int)k : -EIO;
@@ -82,7 +84,7 @@ static char *store_slurp(struct xprofs_store *s, const char *path, size_t chunk,
 		}
 		off += (uint64_t)k;
 	}
-	xprofs_store_close(f);
+	xprofs_store_reader_close(f);
 	*n = off;
 	return buf;
 }
@@ -172,15 +174,15 @@ static int walk_dir(struct walk *w, const char *rel)
 static int put(struct xprofs_store *s, const char *path, unsigned flags, const void *p, size_t n)
 {
 	struct xprofs_store_writer *w = NULL;
-	int r = xprofs_store_create(s, path, flags, &w);
+	int r = xprofs_store_writer_new(s, path, flags, &w);
 
 	if (r < 0)
 		return r;
-	if (n && xprofs_store_write(w, p, n, 0) != (ssize_t)n) {
-		xprofs_store_abort(w);
+	if (n && xprofs_store_writer_write(w, p, n, 0) != (ssize_t)n) {
+		xprofs_store_writer_abort(w);
 		return -EIO;
 	}
-	return xprofs_store_commit(w);
+	return xprofs_store_writer_commit(w);
 }
 
 static bool same_content(struct xprofs_store *s, const char *path, const void *p, size_t n)
@@ -256,7 +258,7 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 	struct xprofs_gcs_options o = {.endpoint = endpoint, .anonymous = true, .retry_deadline_s = 10};
 	struct xprofs_store *a = NULL, *b = NULL;
 	struct xprofs_store_writer *w = NULL, *w2 = NULL;
-	struct xprofs_store_file *f = NULL;
+	struct xprofs_store_reader *f = NULL;
 	struct xprofs_store_stat st;
 	struct xprofs_cache *cache = NULL;
 	struct walk wk = {0};
@@ -288,12 +290,12 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 	check(xprofs_store_stat(a, "w/new", &st) == 0 && st.type == XPROFS_STORE_DIR, "implicit parent dir appears");
 	check(same_content(a, "w/new/file.bin", data, big), "read back what was written");
 	check(put(a, "w/new/file.bin", XPROFS_STORE_EXCL, "x", 1) == -EEXIST, "second exclusive create: EEXIST");
-	r = xprofs_store_create(a, "w/race.bin", XPROFS_STORE_EXCL, &w);
+	r = xprofs_store_writer_new(a, "w/race.bin", XPROFS_STORE_EXCL, &w);
 	check(r == 0, "exclusive writer opened");
 	check(put(b, "w/race.bin", XPROFS_STORE_EXCL, "B", 1) == 0, "another client creates the same name");
 	if (w) {
-		(void)!xprofs_store_write(w, "A", 1, 0);
-		r = xprofs_store_commit(w);
+		(void)!xprofs_store_writer_write(w, "A", 1, 0);
+		r = xprofs_store_writer_commit(w);
 		check(r == -EEXIST, "the loser's commit fails with EEXIST (ifGenerationMatch=0): %d", r);
 	}
 	check(xprofs_store_refresh(a) == 0, "refresh");
@@ -322,18 +324,18 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 	}
 
 	/* 4. non-truncating create starts from the object's content */
-	r = xprofs_store_create(a, "w/new/file.bin", 0, &w);
+	r = xprofs_store_writer_new(a, "w/new/file.bin", 0, &w);
 	check(r == 0, "non-TRUNC create of an existing object");
 	if (r == 0) {
 		memcpy(data + 100, "PATCHED", 7);
-		(void)!xprofs_store_write(w, "PATCHED", 7, 100);
-		n = (size_t)xprofs_store_wread(w, buf, sizeof(buf), 96);
+		(void)!xprofs_store_writer_write(w, "PATCHED", 7, 100);
+		n = (size_t)xprofs_store_writer_pread(w, buf, sizeof(buf), 96);
 		check(n == sizeof(buf) && memcmp(buf + 4, "PATCHED", 7) == 0 && memcmp(buf, data + 96, 4) == 0,
 		      "wread sees the pre-filled content and the patch");
-		check(xprofs_store_flush(w) == 0, "flush uploads");
-		(void)!xprofs_store_write(w, "AGAIN", 5, 200);
+		check(xprofs_store_writer_flush(w) == 0, "flush uploads");
+		(void)!xprofs_store_writer_write(w, "AGAIN", 5, 200);
 		memcpy(data + 200, "AGAIN", 5);
-		check(xprofs_store_commit(w) == 0, "commit after flush replaces our own version");
+		check(xprofs_store_writer_commit(w) == 0, "commit after flush replaces our own version");
 		check(same_content(a, "w/new/file.bin", data, big), "content is the patched original");
 	}
 
@@ -359,20 +361,20 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 	/* 6. a reader pinned to a generation sees ESTALE when the object is replaced */
 	pattern(data2, big, 3);
 	check(put(a, "w/stale.bin", XPROFS_STORE_TRUNC, data, big) == 0, "object for the stale test");
-	r = xprofs_store_open(a, "w/stale.bin", &f);
-	check(r == 0 && xprofs_store_pread(f, buf, 10, 0) == 10, "reader opened and read the first block");
+	r = xprofs_store_reader_open(a, "w/stale.bin", &f);
+	check(r == 0 && xprofs_store_reader_pread(f, buf, 10, 0) == 10, "reader opened and read the first block");
 	check(put(b, "w/stale.bin", XPROFS_STORE_TRUNC, data2, big) == 0, "another client replaces it");
 	if (f) {
-		ssize_t k = xprofs_store_pread(f, buf, 10, 2 * 1024 * 1024 + 5);
+		ssize_t k = xprofs_store_reader_pread(f, buf, 10, 2 * 1024 * 1024 + 5);
 
 		check(k == -ESTALE, "the old reader gets ESTALE, never spliced data: %zd", k);
-		xprofs_store_close(f);
+		xprofs_store_reader_close(f);
 	}
 	check(xprofs_store_refresh(a) == 0 && same_content(a, "w/stale.bin", data2, big), "a new open sees the new version");
 
 	/* 7. an unchanged reader keeps working while writers come and go */
-	r = xprofs_store_create(a, "w/pending.bin", XPROFS_STORE_EXCL, &w2);
-	check(r == 0 && xprofs_store_write(w2, "12345", 5, 0) == 5 && xprofs_store_stat(a, "w/pending.bin", &st) == 0 &&
+	r = xprofs_store_writer_new(a, "w/pending.bin", XPROFS_STORE_EXCL, &w2);
+	check(r == 0 && xprofs_store_writer_write(w2, "12345", 5, 0) == 5 && xprofs_store_stat(a, "w/pending.bin", &st) == 0 &&
 		      st.size == 5,
 	      "a file being written is visible to its own store with its current size");
 	{
@@ -382,7 +384,7 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 	}
 	check(xprofs_store_refresh(b) == 0 && xprofs_store_stat(b, "w/pending.bin", &st) == -ENOENT,
 	      "but not in the bucket before commit");
-	xprofs_store_abort(w2);
+	xprofs_store_writer_abort(w2);
 	check(xprofs_store_stat(a, "w/pending.bin", &st) == -ENOENT, "abort leaves nothing");
 
 	/* 8. counters */
@@ -423,15 +425,15 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		/* a sequential reader gets the next blocks fetched ahead of it */
 		check(xprofs_gcs_store_new(url, &o, &c) == 0, "fresh store for the read-ahead test");
 		if (c) {
-			struct xprofs_store_file *sf = NULL;
+			struct xprofs_store_reader *sf = NULL;
 			char *sb = malloc(big);
 			size_t off = 0;
 			long long pf, g0;
-			bool sok = xprofs_store_open(c, "w/stale.bin", &sf) == 0;
+			bool sok = xprofs_store_reader_open(c, "w/stale.bin", &sf) == 0;
 
 			/* 4 sequential 64 KiB reads establish a stream (blocks 0-1 fetched) */
 			for (; sok && off < 4 * 65536; off += 65536)
-				sok = xprofs_store_pread(sf, sb + off, 65536, off) == 65536;
+				sok = xprofs_store_reader_pread(sf, sb + off, 65536, off) == 65536;
 			/* the application "thinks" while the prefetcher works (up to 20 s on a loaded machine) */
 			for (int t = 0; t < 200; t++) {
 				usleep(100000);
@@ -446,31 +448,31 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 			for (; sok && off < big; off += 65536) {
 				size_t k = big - off < 65536 ? big - off : 65536;
 
-				sok = xprofs_store_pread(sf, sb + off, k, off) == (ssize_t)k;
+				sok = xprofs_store_reader_pread(sf, sb + off, k, off) == (ssize_t)k;
 			}
 			j = status(c);
 			check(sok && memcmp(sb, data2, big) == 0 && counter(j, "requests", "get") == g0,
 			      "the rest of the file came from the prefetched blocks (%lld GETs in all)", g0);
 			json_decref(j);
-			xprofs_store_close(sf);
+			xprofs_store_reader_close(sf);
 			free(sb);
 			xprofs_store_free(c);
 		}
 		/* one large first read: all its blocks at once, in parallel ranges */
 		check(xprofs_gcs_store_new(url, &o, &c) == 0, "fresh store for the large-read test");
 		if (c) {
-			struct xprofs_store_file *lf = NULL;
+			struct xprofs_store_reader *lf = NULL;
 			char *lb = malloc(big);
 			ssize_t k = -1;
 
-			if (xprofs_store_open(c, "w/stale.bin", &lf) == 0)
-				k = xprofs_store_pread(lf, lb, big, 0);
+			if (xprofs_store_reader_open(c, "w/stale.bin", &lf) == 0)
+				k = xprofs_store_reader_pread(lf, lb, big, 0);
 			check(k == (ssize_t)big && memcmp(lb, data2, big) == 0, "one %zu-byte pread", big);
 			j = status(c);
 			check(counter(j, "requests", "get") == 4 && counter(j, "blocks", "misses") == 4,
 			      "... fetched as 4 parallel ranged GETs (%lld)", counter(j, "requests", "get"));
 			json_decref(j);
-			xprofs_store_close(lf);
+			xprofs_store_reader_close(lf);
 			free(lb);
 			xprofs_store_free(c);
 		}
@@ -637,14 +639,19 @@ int main(int argc, char **argv)
 
 	if (getenv("XPROFS_DEBUG"))
 		xprofs_log_set_level(XPROFS_LOG_DEBUG);
+	/* libcurl's global state belongs to the program, not to the library */
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return 1;
 	if (argc >= 4 && strcmp(argv[1], "--faults") == 0)
 		r = faults(argv[2], argv[3]);
 	else if (argc >= 4)
 		r = full(argv[1], argv[2], argv[3], argc > 4 ? argv[4] : NULL);
 	else {
 		fprintf(stderr, "usage: %s ENDPOINT gs://B/P LOCAL [CACHE] | --faults ENDPOINT gs://B/P\n", argv[0]);
+		curl_global_cleanup();
 		return 2;
 	}
+	curl_global_cleanup();
 	printf("1..%d\n", tap_n);
 	return r || tap_fail ? 1 : 0;
 }

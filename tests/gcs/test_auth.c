@@ -2,7 +2,7 @@
  * tests/gcs/test_auth.c - unit tests of gcs/auth.c that need no network:
  * base64url, the RS256 JWT (decoded back and its signature verified with the
  * public half of a key generated here), token-response parsing, and the ADC
- * source selection / fail-fast rules of xprofs_gcs_auth_new().
+ * source selection / fail-fast rules of gcs_auth_new().
  * The token flows over HTTP are covered by tests/gcs/test_auth_flows.py.
  */
 #include <errno.h>
@@ -15,23 +15,28 @@
 #include <unistd.h>
 
 #include <cmocka.h>
+#include <curl/curl.h>
 #include <jansson.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
-#include "xprofs/gcs.h"
 #include "auth-internal.h"
 
 static EVP_PKEY *test_key; /* generated once: RSA keygen is slow under ASan */
 static char *test_pem;
 
+/* Group setup: libcurl's global state (the tests make token requests; the
+ * library leaves curl_global_init() to the program) and an RSA test key. */
 static int setup_key(void **state)
 {
-	BIO *bio = BIO_new(BIO_s_mem());
+	BIO *bio;
 	char *p;
 	long n;
 
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
+		return -1;
+	bio = BIO_new(BIO_s_mem());
 	test_key = EVP_RSA_gen(2048);
 	if (!bio || !test_key || !PEM_write_bio_PrivateKey(bio, test_key, NULL, NULL, 0, NULL, NULL))
 		return -1;
@@ -45,6 +50,7 @@ static int teardown_key(void **state)
 {
 	EVP_PKEY_free(test_key);
 	free(test_pem);
+	curl_global_cleanup();
 	return 0;
 }
 
@@ -64,10 +70,10 @@ static void test_b64url_vectors(void **state)
 
 	for (i = 0; i < sizeof(v) / sizeof(v[0]); i++) {
 		xprofs_buf_init(&b, 1024);
-		assert_int_equal(xprofs_gcs_b64url_encode(&b, v[i].in, v[i].n), 0);
+		assert_int_equal(gcs_b64url_encode(&b, v[i].in, v[i].n), 0);
 		assert_string_equal(b.data ? b.data : "", v[i].out);
 		xprofs_buf_reset(&b);
-		assert_int_equal(xprofs_gcs_b64url_decode(&b, v[i].out, strlen(v[i].out)), 0);
+		assert_int_equal(gcs_b64url_decode(&b, v[i].out, strlen(v[i].out)), 0);
 		assert_int_equal(b.len, v[i].n);
 		if (v[i].n)
 			assert_memory_equal(b.data, v[i].in, v[i].n);
@@ -86,11 +92,11 @@ static void test_b64url_roundtrip_and_errors(void **state)
 	for (n = 0; n <= sizeof(raw); n++) {
 		xprofs_buf_init(&enc, 4096);
 		xprofs_buf_init(&dec, 4096);
-		assert_int_equal(xprofs_gcs_b64url_encode(&enc, raw, n), 0);
+		assert_int_equal(gcs_b64url_encode(&enc, raw, n), 0);
 		assert_int_equal(enc.len, (n * 4 + 2) / 3);
 		for (i = 0; i < enc.len; i++)
 			assert_null(strchr("+/=", enc.data[i]));
-		assert_int_equal(xprofs_gcs_b64url_decode(&dec, enc.data ? enc.data : "", enc.len), 0);
+		assert_int_equal(gcs_b64url_decode(&dec, enc.data ? enc.data : "", enc.len), 0);
 		assert_int_equal(dec.len, n);
 		if (n)
 			assert_memory_equal(dec.data, raw, n);
@@ -98,13 +104,13 @@ static void test_b64url_roundtrip_and_errors(void **state)
 		xprofs_buf_deinit(&dec);
 	}
 	xprofs_buf_init(&dec, 4096);
-	assert_int_equal(xprofs_gcs_b64url_decode(&dec, "Zm9v+", 5), -EINVAL);
-	assert_int_equal(xprofs_gcs_b64url_decode(&dec, "Zm9vY", 5), -EINVAL); /* 4k+1 chars */
-	assert_int_equal(xprofs_gcs_b64url_decode(&dec, "Zm\n9v", 5), -EINVAL);
+	assert_int_equal(gcs_b64url_decode(&dec, "Zm9v+", 5), -EINVAL);
+	assert_int_equal(gcs_b64url_decode(&dec, "Zm9vY", 5), -EINVAL); /* 4k+1 chars */
+	assert_int_equal(gcs_b64url_decode(&dec, "Zm\n9v", 5), -EINVAL);
 	xprofs_buf_deinit(&dec);
 	/* The output bound holds. */
 	xprofs_buf_init(&enc, 3);
-	assert_int_equal(xprofs_gcs_b64url_encode(&enc, "foobar", 6), -E2BIG);
+	assert_int_equal(gcs_b64url_encode(&enc, "foobar", 6), -E2BIG);
 	xprofs_buf_deinit(&enc);
 }
 
@@ -119,7 +125,7 @@ static json_t *jwt_segment_json(const char *jwt, int i)
 		s = strchr(s, '.') + 1;
 	e = strchr(s, '.');
 	xprofs_buf_init(&b, 8192);
-	assert_int_equal(xprofs_gcs_b64url_decode(&b, s, e ? (size_t)(e - s) : strlen(s)), 0);
+	assert_int_equal(gcs_b64url_decode(&b, s, e ? (size_t)(e - s) : strlen(s)), 0);
 	j = json_loadb(b.data, b.len, 0, NULL);
 	xprofs_buf_deinit(&b);
 	assert_non_null(j);
@@ -134,7 +140,7 @@ static void test_jwt_claims_and_signature(void **state)
 	EVP_MD_CTX *md;
 
 	xprofs_buf_init(&jwt, 16384);
-	assert_int_equal(xprofs_gcs_auth_jwt_build(&jwt, test_pem, "kid-1", "sa@p.iam.example",
+	assert_int_equal(gcs_auth_jwt_build(&jwt, test_pem, "kid-1", "sa@p.iam.example",
 						   "https://www.googleapis.com/auth/devstorage.read_write",
 						   "http://127.0.0.1:1/token", 1700000000),
 			 0);
@@ -158,7 +164,7 @@ static void test_jwt_claims_and_signature(void **state)
 
 	/* The signature verifies over "header.claims" with the public key ... */
 	xprofs_buf_init(&sig, 4096);
-	assert_int_equal(xprofs_gcs_b64url_decode(&sig, dot2 + 1, strlen(dot2 + 1)), 0);
+	assert_int_equal(gcs_b64url_decode(&sig, dot2 + 1, strlen(dot2 + 1)), 0);
 	assert_int_equal(sig.len, 256);
 	md = EVP_MD_CTX_new();
 	assert_int_equal(EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, test_key), 1);
@@ -177,7 +183,7 @@ static void test_jwt_claims_and_signature(void **state)
 
 	/* Without a kid the header has just alg and typ. */
 	xprofs_buf_reset(&jwt);
-	assert_int_equal(xprofs_gcs_auth_jwt_build(&jwt, test_pem, NULL, "a", "s", "u", 1), 0);
+	assert_int_equal(gcs_auth_jwt_build(&jwt, test_pem, NULL, "a", "s", "u", 1), 0);
 	hdr = jwt_segment_json(jwt.data, 0);
 	assert_int_equal(json_object_size(hdr), 2);
 	json_decref(hdr);
@@ -193,7 +199,7 @@ static void test_jwt_rejects_bad_keys(void **state)
 	long n;
 
 	xprofs_buf_init(&jwt, 16384);
-	assert_int_equal(xprofs_gcs_auth_jwt_build(&jwt, "not a key", NULL, "a", "s", "u", 1), -EINVAL);
+	assert_int_equal(gcs_auth_jwt_build(&jwt, "not a key", NULL, "a", "s", "u", 1), -EINVAL);
 	assert_int_equal(jwt.len, 0);
 	/* A valid PEM key of the wrong algorithm. */
 	ec = EVP_EC_gen("P-256");
@@ -203,12 +209,12 @@ static void test_jwt_rejects_bad_keys(void **state)
 	n = BIO_get_mem_data(bio, &p);
 	xprofs_buf_init(&pem, 8192);
 	assert_int_equal(xprofs_buf_add(&pem, p, (size_t)n), 0);
-	assert_int_equal(xprofs_gcs_auth_jwt_build(&jwt, pem.data, NULL, "a", "s", "u", 1), -EINVAL);
+	assert_int_equal(gcs_auth_jwt_build(&jwt, pem.data, NULL, "a", "s", "u", 1), -EINVAL);
 	assert_int_equal(jwt.len, 0);
 	/* A truncated RSA key. */
 	xprofs_buf_reset(&pem);
 	assert_int_equal(xprofs_buf_add(&pem, test_pem, strlen(test_pem) / 2), 0);
-	assert_int_equal(xprofs_gcs_auth_jwt_build(&jwt, pem.data, NULL, "a", "s", "u", 1), -EINVAL);
+	assert_int_equal(gcs_auth_jwt_build(&jwt, pem.data, NULL, "a", "s", "u", 1), -EINVAL);
 	xprofs_buf_deinit(&pem);
 	BIO_free(bio);
 	EVP_PKEY_free(ec);
@@ -238,23 +244,23 @@ static void test_token_parse(void **state)
 	static const char good[] =
 		"{\"access_token\":\"ya29.x-y_z\",\"expires_in\":3599,\"token_type\":\"Bearer\"}";
 
-	assert_int_equal(xprofs_gcs_auth_token_parse(good, strlen(good), &tok, &exp), 0);
+	assert_int_equal(gcs_auth_token_parse(good, strlen(good), &tok, &exp), 0);
 	assert_string_equal(tok, "ya29.x-y_z");
 	assert_int_equal(exp, 3599);
 	free(tok);
-	assert_int_equal(xprofs_gcs_auth_token_parse("{\"access_token\":\"t\"}", 20, &tok, &exp), 0);
+	assert_int_equal(gcs_auth_token_parse("{\"access_token\":\"t\"}", 20, &tok, &exp), 0);
 	assert_int_equal(exp, 3600);
 	free(tok);
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		tok = NULL;
-		assert_int_equal(xprofs_gcs_auth_token_parse(bad[i], strlen(bad[i]), &tok, &exp), -EPROTO);
+		assert_int_equal(gcs_auth_token_parse(bad[i], strlen(bad[i]), &tok, &exp), -EPROTO);
 		assert_null(tok);
 	}
 	/* A token longer than the cap. */
 	memset(big, 'a', sizeof(big));
 	memcpy(big, "{\"access_token\":\"", 17);
 	memcpy(big + sizeof(big) - 2, "\"}", 2);
-	assert_int_equal(xprofs_gcs_auth_token_parse(big, sizeof(big), &tok, &exp), -EPROTO);
+	assert_int_equal(gcs_auth_token_parse(big, sizeof(big), &tok, &exp), -EPROTO);
 }
 
 /* Write @text to a temporary file; caller owns the path (unlink + free). */
@@ -282,18 +288,18 @@ static void clear_env(void)
 static void test_anonymous_and_emulator(void **state)
 {
 	struct xprofs_gcs_options o = { .anonymous = true };
-	struct xprofs_gcs_auth *a = NULL;
+	struct gcs_auth *a = NULL;
 	struct xprofs_buf b;
 
 	clear_env();
 	/* anonymous wins even over a credentials file that does not exist */
 	o.credentials = "/nonexistent/creds.json";
-	assert_int_equal(xprofs_gcs_auth_new(&o, &a), 0);
-	assert_string_equal(xprofs_gcs_auth_kind(a), "anonymous");
+	assert_int_equal(gcs_auth_new(&o, &a), 0);
+	assert_string_equal(gcs_auth_kind(a), "anonymous");
 	xprofs_buf_init(&b, 4096);
-	assert_int_equal(xprofs_gcs_auth_header(a, &b), 0);
+	assert_int_equal(gcs_auth_header(a, &b), 0);
 	assert_int_equal(b.len, 0);
-	a = xprofs_gcs_auth_free(a);
+	a = gcs_auth_free(a);
 	assert_null(a);
 
 	/* An emulator from the environment means no credentials ... */
@@ -301,23 +307,23 @@ static void test_anonymous_and_emulator(void **state)
 	o.credentials = NULL;
 	setenv("STORAGE_EMULATOR_HOST", "127.0.0.1:9", 1);
 	setenv("GCE_METADATA_HOST", "127.0.0.1:1", 1);
-	assert_int_equal(xprofs_gcs_auth_new(&o, &a), 0);
-	assert_string_equal(xprofs_gcs_auth_kind(a), "anonymous");
-	a = xprofs_gcs_auth_free(a);
+	assert_int_equal(gcs_auth_new(&o, &a), 0);
+	assert_string_equal(gcs_auth_kind(a), "anonymous");
+	a = gcs_auth_free(a);
 	/* ... but not when an explicit endpoint replaces it: ADC goes on to the
 	 * (here unreachable) metadata server and fails fast. */
 	o.endpoint = "http://127.0.0.1:9";
-	assert_int_equal(xprofs_gcs_auth_new(&o, &a), -EHOSTUNREACH);
+	assert_int_equal(gcs_auth_new(&o, &a), -EHOSTUNREACH);
 	assert_null(a);
 	xprofs_buf_deinit(&b);
-	assert_null(xprofs_gcs_auth_free(NULL));
+	assert_null(gcs_auth_free(NULL));
 	clear_env();
 }
 
 static void test_bad_files_do_not_fall_through(void **state)
 {
 	struct xprofs_gcs_options o = { 0 };
-	struct xprofs_gcs_auth *a = NULL;
+	struct gcs_auth *a = NULL;
 	static const struct {
 		const char *json;
 		int err;
@@ -341,12 +347,12 @@ static void test_bad_files_do_not_fall_through(void **state)
 	/* A metadata server that would answer were we to fall through. */
 	setenv("GCE_METADATA_HOST", "127.0.0.1:1", 1);
 	setenv("GOOGLE_APPLICATION_CREDENTIALS", "/nonexistent/creds.json", 1);
-	assert_int_equal(xprofs_gcs_auth_new(&o, &a), -ENOENT);
+	assert_int_equal(gcs_auth_new(&o, &a), -ENOENT);
 	assert_null(a);
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		path = temp_file(cases[i].json);
 		o.credentials = path; /* the option beats the variable */
-		assert_int_equal(xprofs_gcs_auth_new(&o, &a), cases[i].err);
+		assert_int_equal(gcs_auth_new(&o, &a), cases[i].err);
 		assert_null(a);
 		unlink(path);
 		free(path);
@@ -355,7 +361,7 @@ static void test_bad_files_do_not_fall_through(void **state)
 	path = temp_file("{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\","
 			 "\"refresh_token\":\"z\",\"token_uri\":\"http://127.0.0.1:1/token\"}");
 	o.credentials = path;
-	assert_int_equal(xprofs_gcs_auth_new(&o, &a), -EHOSTUNREACH);
+	assert_int_equal(gcs_auth_new(&o, &a), -EHOSTUNREACH);
 	unlink(path);
 	free(path);
 	clear_env();
@@ -364,7 +370,7 @@ static void test_bad_files_do_not_fall_through(void **state)
 static void test_adc_well_known_file(void **state)
 {
 	struct xprofs_gcs_options o = { 0 };
-	struct xprofs_gcs_auth *a = NULL;
+	struct gcs_auth *a = NULL;
 	char dir[] = "/tmp/xprofs-test-adc-XXXXXX";
 	char path[256];
 	FILE *f;
@@ -380,10 +386,10 @@ static void test_adc_well_known_file(void **state)
 	setenv("GCE_METADATA_HOST", "127.0.0.1:1", 1);
 	/* The well-known file is used (and its bad type reported) before the
 	 * metadata server is tried. */
-	assert_int_equal(xprofs_gcs_auth_new(&o, &a), -ENOTSUP);
+	assert_int_equal(gcs_auth_new(&o, &a), -ENOTSUP);
 	unlink(path);
 	/* Without it, the metadata server is next. */
-	assert_int_equal(xprofs_gcs_auth_new(&o, &a), -EHOSTUNREACH);
+	assert_int_equal(gcs_auth_new(&o, &a), -EHOSTUNREACH);
 	assert_null(a);
 	rmdir(dir);
 	clear_env();

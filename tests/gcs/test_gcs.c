@@ -22,35 +22,35 @@ static void test_url_parse(void **state)
 {
 	char *b = NULL, *p = NULL;
 
-	assert_int_equal(xprofs_gcs_url_parse("gs://my-bucket", &b, &p), 0);
+	assert_int_equal(gcs_url_parse("gs://my-bucket", &b, &p), 0);
 	assert_string_equal(b, "my-bucket");
 	assert_string_equal(p, "");
 	free(b);
 	free(p);
-	assert_int_equal(xprofs_gcs_url_parse("gs://my.bucket_1/a/b//", &b, &p), 0);
+	assert_int_equal(gcs_url_parse("gs://my.bucket_1/a/b//", &b, &p), 0);
 	assert_string_equal(b, "my.bucket_1");
 	assert_string_equal(p, "a/b");
 	free(b);
 	free(p);
-	assert_int_equal(xprofs_gcs_url_parse("gs://bkt///logs/run1/", &b, &p), 0);
+	assert_int_equal(gcs_url_parse("gs://bkt///logs/run1/", &b, &p), 0);
 	assert_string_equal(p, "logs/run1");
 	free(b);
 	free(p);
 	b = p = (char *)"untouched";
-	assert_int_equal(xprofs_gcs_url_parse("s3://bucket/x", &b, &p), -EINVAL);
+	assert_int_equal(gcs_url_parse("s3://bucket/x", &b, &p), -EINVAL);
 	assert_string_equal(b, "untouched");
-	assert_int_equal(xprofs_gcs_url_parse("gs://", &b, &p), -EINVAL);
-	assert_int_equal(xprofs_gcs_url_parse("gs://ab", &b, &p), -EINVAL);
-	assert_int_equal(xprofs_gcs_url_parse("gs://Bucket", &b, &p), -EINVAL);
-	assert_int_equal(xprofs_gcs_url_parse("gs://bucket/a//b", &b, &p), -EINVAL);
-	assert_int_equal(xprofs_gcs_url_parse("gs://bucket/a/../b", &b, &p), -EINVAL);
-	assert_int_equal(xprofs_gcs_url_parse("gs://bucket/./b", &b, &p), -EINVAL);
-	assert_int_equal(xprofs_gcs_url_parse(NULL, &b, &p), -EINVAL);
+	assert_int_equal(gcs_url_parse("gs://", &b, &p), -EINVAL);
+	assert_int_equal(gcs_url_parse("gs://ab", &b, &p), -EINVAL);
+	assert_int_equal(gcs_url_parse("gs://Bucket", &b, &p), -EINVAL);
+	assert_int_equal(gcs_url_parse("gs://bucket/a//b", &b, &p), -EINVAL);
+	assert_int_equal(gcs_url_parse("gs://bucket/a/../b", &b, &p), -EINVAL);
+	assert_int_equal(gcs_url_parse("gs://bucket/./b", &b, &p), -EINVAL);
+	assert_int_equal(gcs_url_parse(NULL, &b, &p), -EINVAL);
 }
 
 static void check_endpoint(const struct xprofs_gcs_options *o, const char *want)
 {
-	char *e = xprofs_gcs_endpoint_resolve(o);
+	char *e = gcs_endpoint_resolve(o);
 
 	assert_non_null(e);
 	assert_string_equal(e, want);
@@ -80,19 +80,19 @@ static void test_bucket_rules(void **state)
 {
 	char long64[65];
 
-	assert_true(xprofs_gcs_bucket_valid("abc", 3));
-	assert_true(xprofs_gcs_bucket_valid("a-b_c.d", 7));
-	assert_false(xprofs_gcs_bucket_valid("-abc", 4));
-	assert_false(xprofs_gcs_bucket_valid("abc-", 4));
-	assert_false(xprofs_gcs_bucket_valid("a..b", 4));
-	assert_false(xprofs_gcs_bucket_valid("192.168.5.4", 11));
-	assert_false(xprofs_gcs_bucket_valid("goog-x", 6));
-	assert_false(xprofs_gcs_bucket_valid("my-google-bkt", 13));
-	assert_false(xprofs_gcs_bucket_valid("a b", 3));
+	assert_true(gcs_bucket_valid("abc", 3));
+	assert_true(gcs_bucket_valid("a-b_c.d", 7));
+	assert_false(gcs_bucket_valid("-abc", 4));
+	assert_false(gcs_bucket_valid("abc-", 4));
+	assert_false(gcs_bucket_valid("a..b", 4));
+	assert_false(gcs_bucket_valid("192.168.5.4", 11));
+	assert_false(gcs_bucket_valid("goog-x", 6));
+	assert_false(gcs_bucket_valid("my-google-bkt", 13));
+	assert_false(gcs_bucket_valid("a b", 3));
 	memset(long64, 'a', 64);
 	long64[64] = '\0';
-	assert_false(xprofs_gcs_bucket_valid(long64, 64));
-	assert_true(xprofs_gcs_bucket_valid(long64, 63));
+	assert_false(gcs_bucket_valid(long64, 64));
+	assert_true(gcs_bucket_valid(long64, 63));
 }
 
 static void test_pct_encode(void **state)
@@ -100,14 +100,14 @@ static void test_pct_encode(void **state)
 	struct xprofs_buf b;
 
 	xprofs_buf_init(&b, 1024);
-	assert_int_equal(xprofs_gcs_pct_encode(&b, "run 1/plugins/a+b%~_.-Z9", 24), 0);
+	assert_int_equal(gcs_pct_encode(&b, "run 1/plugins/a+b%~_.-Z9", 24), 0);
 	assert_string_equal(b.data, "run%201%2Fplugins%2Fa%2Bb%25~_.-Z9");
 	xprofs_buf_reset(&b);
-	assert_int_equal(xprofs_gcs_pct_encode(&b, "\xc3\xa9?&=#", 6), 0);
+	assert_int_equal(gcs_pct_encode(&b, "\xc3\xa9?&=#", 6), 0);
 	assert_string_equal(b.data, "%C3%A9%3F%26%3D%23");
 	xprofs_buf_deinit(&b);
 	xprofs_buf_init(&b, 5);
-	assert_int_equal(xprofs_gcs_pct_encode(&b, "//", 2), -E2BIG);
+	assert_int_equal(gcs_pct_encode(&b, "//", 2), -E2BIG);
 	xprofs_buf_deinit(&b);
 }
 
@@ -118,7 +118,7 @@ struct collect {
 	int n;
 };
 
-static int collect_cb(void *arg, const struct xprofs_gcs_item *it)
+static int collect_cb(void *arg, const struct gcs_item *it)
 {
 	struct collect *c = arg;
 
@@ -141,7 +141,7 @@ static void test_list_parse(void **state)
 	char *tok = NULL;
 	unsigned skipped = 99;
 
-	assert_int_equal(xprofs_gcs_list_parse(page, strlen(page), collect_cb, &c, &tok, &skipped), 0);
+	assert_int_equal(gcs_list_parse(page, strlen(page), collect_cb, &c, &tok, &skipped), 0);
 	assert_int_equal(c.n, 2);
 	assert_int_equal(skipped, 0);
 	assert_string_equal(c.names[0], "p/a.xplane.pb");
@@ -157,7 +157,7 @@ static void test_list_parse(void **state)
 	/* last page: no token, no items */
 	tok = (char *)"x";
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(xprofs_gcs_list_parse("{}", 2, collect_cb, &c, &tok, &skipped), 0);
+	assert_int_equal(gcs_list_parse("{}", 2, collect_cb, &c, &tok, &skipped), 0);
 	assert_null(tok);
 	assert_int_equal(c.n, 0);
 }
@@ -180,90 +180,90 @@ static void test_list_parse_hostile(void **state)
 	char *tok = NULL;
 	unsigned skipped = 0;
 
-	assert_int_equal(xprofs_gcs_list_parse(page, strlen(page), collect_cb, &c, &tok, &skipped), 0);
+	assert_int_equal(gcs_list_parse(page, strlen(page), collect_cb, &c, &tok, &skipped), 0);
 	assert_int_equal(c.n, 1);
 	assert_string_equal(c.names[0], "ok");
 	assert_true(c.sizes[0] == INT64_MAX);
 	assert_int_equal(skipped, 9);
 	assert_null(tok);
 
-	assert_int_equal(xprofs_gcs_list_parse("[]", 2, collect_cb, &c, &tok, &skipped), -EBADMSG);
-	assert_int_equal(xprofs_gcs_list_parse("{\"items\":{}}", 12, collect_cb, &c, &tok, &skipped), -EBADMSG);
-	assert_int_equal(xprofs_gcs_list_parse("{\"items\":[", 10, collect_cb, &c, &tok, &skipped), -EBADMSG);
-	assert_int_equal(xprofs_gcs_list_parse("{\"nextPageToken\":5}", 19, collect_cb, &c, &tok, &skipped),
+	assert_int_equal(gcs_list_parse("[]", 2, collect_cb, &c, &tok, &skipped), -EBADMSG);
+	assert_int_equal(gcs_list_parse("{\"items\":{}}", 12, collect_cb, &c, &tok, &skipped), -EBADMSG);
+	assert_int_equal(gcs_list_parse("{\"items\":[", 10, collect_cb, &c, &tok, &skipped), -EBADMSG);
+	assert_int_equal(gcs_list_parse("{\"nextPageToken\":5}", 19, collect_cb, &c, &tok, &skipped),
 			 -EBADMSG);
-	assert_int_equal(xprofs_gcs_list_parse("{\"a\":1,\"a\":2}", 13, collect_cb, &c, &tok, &skipped), -EBADMSG);
+	assert_int_equal(gcs_list_parse("{\"a\":1,\"a\":2}", 13, collect_cb, &c, &tok, &skipped), -EBADMSG);
 }
 
 static void test_time_parse(void **state)
 {
 	int64_t ns;
 
-	assert_int_equal(xprofs_gcs_time_parse("1970-01-01T00:00:00Z", &ns), 0);
+	assert_int_equal(gcs_time_parse("1970-01-01T00:00:00Z", &ns), 0);
 	assert_int_equal(ns, 0);
-	assert_int_equal(xprofs_gcs_time_parse("2000-03-01T00:00:01.5Z", &ns), 0);
+	assert_int_equal(gcs_time_parse("2000-03-01T00:00:01.5Z", &ns), 0);
 	assert_true(ns == 951868801500000000LL);
-	assert_int_equal(xprofs_gcs_time_parse("2000-03-01T01:00:01+01:00", &ns), 0);
+	assert_int_equal(gcs_time_parse("2000-03-01T01:00:01+01:00", &ns), 0);
 	assert_true(ns == 951868801000000000LL);
-	assert_int_equal(xprofs_gcs_time_parse("2000-13-01T00:00:00Z", &ns), -EINVAL);
-	assert_int_equal(xprofs_gcs_time_parse("2000-01-01", &ns), -EINVAL);
-	assert_int_equal(xprofs_gcs_time_parse("2000-01-01T00:00:00", &ns), -EINVAL);
-	assert_int_equal(xprofs_gcs_time_parse("2000-01-01T00:00:00.Z", &ns), -EINVAL);
+	assert_int_equal(gcs_time_parse("2000-13-01T00:00:00Z", &ns), -EINVAL);
+	assert_int_equal(gcs_time_parse("2000-01-01", &ns), -EINVAL);
+	assert_int_equal(gcs_time_parse("2000-01-01T00:00:00", &ns), -EINVAL);
+	assert_int_equal(gcs_time_parse("2000-01-01T00:00:00.Z", &ns), -EINVAL);
 }
 
 static void test_ranges(void **state)
 {
 	uint64_t a, b, t;
 
-	assert_int_equal(xprofs_gcs_content_range_parse("bytes 0-99/1000", &a, &b, &t), 0);
+	assert_int_equal(gcs_content_range_parse("bytes 0-99/1000", &a, &b, &t), 0);
 	assert_true(a == 0 && b == 99 && t == 1000);
-	assert_int_equal(xprofs_gcs_content_range_parse("bytes 5-5/6", &a, &b, &t), 0);
-	assert_int_equal(xprofs_gcs_content_range_parse("bytes */1000", &a, &b, &t), -ERANGE);
+	assert_int_equal(gcs_content_range_parse("bytes 5-5/6", &a, &b, &t), 0);
+	assert_int_equal(gcs_content_range_parse("bytes */1000", &a, &b, &t), -ERANGE);
 	assert_true(t == 1000);
-	assert_int_equal(xprofs_gcs_content_range_parse("bytes 10-5/100", &a, &b, &t), -EINVAL);
-	assert_int_equal(xprofs_gcs_content_range_parse("bytes 0-100/100", &a, &b, &t), -EINVAL);
-	assert_int_equal(xprofs_gcs_content_range_parse("bytes 0-1/2x", &a, &b, &t), -EINVAL);
-	assert_int_equal(xprofs_gcs_content_range_parse("bytes -1-2/3", &a, &b, &t), -EINVAL);
-	assert_int_equal(xprofs_gcs_content_range_parse("bytes 0-99999999999999999999/1", &a, &b, &t), -EINVAL);
-	assert_int_equal(xprofs_gcs_content_range_parse("", &a, &b, &t), -EINVAL);
-	assert_int_equal(xprofs_gcs_content_range_parse(NULL, &a, &b, &t), -EINVAL);
+	assert_int_equal(gcs_content_range_parse("bytes 10-5/100", &a, &b, &t), -EINVAL);
+	assert_int_equal(gcs_content_range_parse("bytes 0-100/100", &a, &b, &t), -EINVAL);
+	assert_int_equal(gcs_content_range_parse("bytes 0-1/2x", &a, &b, &t), -EINVAL);
+	assert_int_equal(gcs_content_range_parse("bytes -1-2/3", &a, &b, &t), -EINVAL);
+	assert_int_equal(gcs_content_range_parse("bytes 0-99999999999999999999/1", &a, &b, &t), -EINVAL);
+	assert_int_equal(gcs_content_range_parse("", &a, &b, &t), -EINVAL);
+	assert_int_equal(gcs_content_range_parse(NULL, &a, &b, &t), -EINVAL);
 
-	assert_int_equal(xprofs_gcs_range_parse("bytes=0-262143", &a), 0);
+	assert_int_equal(gcs_range_parse("bytes=0-262143", &a), 0);
 	assert_true(a == 262144);
-	assert_int_equal(xprofs_gcs_range_parse("", &a), 0);
+	assert_int_equal(gcs_range_parse("", &a), 0);
 	assert_true(a == 0);
-	assert_int_equal(xprofs_gcs_range_parse("bytes=5-9", &a), -EINVAL);
-	assert_int_equal(xprofs_gcs_range_parse("bytes=0-", &a), -EINVAL);
+	assert_int_equal(gcs_range_parse("bytes=5-9", &a), -EINVAL);
+	assert_int_equal(gcs_range_parse("bytes=0-", &a), -EINVAL);
 }
 
 static void test_errno_map(void **state)
 {
-	assert_int_equal(xprofs_gcs_http_errno(200, CURLE_OK), 0);
-	assert_int_equal(xprofs_gcs_http_errno(206, CURLE_OK), 0);
-	assert_int_equal(xprofs_gcs_http_errno(308, CURLE_OK), 0);
-	assert_int_equal(xprofs_gcs_http_errno(404, CURLE_OK), -ENOENT);
-	assert_int_equal(xprofs_gcs_http_errno(401, CURLE_OK), -EACCES);
-	assert_int_equal(xprofs_gcs_http_errno(403, CURLE_OK), -EACCES);
-	assert_int_equal(xprofs_gcs_http_errno(412, CURLE_OK), -EEXIST);
-	assert_int_equal(xprofs_gcs_http_errno(416, CURLE_OK), -ERANGE);
-	assert_int_equal(xprofs_gcs_http_errno(429, CURLE_OK), -EAGAIN);
-	assert_int_equal(xprofs_gcs_http_errno(503, CURLE_OK), -EIO);
-	assert_int_equal(xprofs_gcs_http_errno(501, CURLE_OK), -ENOTSUP);
-	assert_false(xprofs_gcs_retryable(501, CURLE_OK));
-	assert_int_equal(xprofs_gcs_http_errno(0, CURLE_COULDNT_CONNECT), -ECONNREFUSED);
-	assert_int_equal(xprofs_gcs_http_errno(0, CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
-	assert_int_equal(xprofs_gcs_http_errno(0, CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
-	assert_int_equal(xprofs_gcs_http_errno(200, CURLE_RECV_ERROR), -ECONNRESET);
+	assert_int_equal(gcs_http_errno(200, CURLE_OK), 0);
+	assert_int_equal(gcs_http_errno(206, CURLE_OK), 0);
+	assert_int_equal(gcs_http_errno(308, CURLE_OK), 0);
+	assert_int_equal(gcs_http_errno(404, CURLE_OK), -ENOENT);
+	assert_int_equal(gcs_http_errno(401, CURLE_OK), -EACCES);
+	assert_int_equal(gcs_http_errno(403, CURLE_OK), -EACCES);
+	assert_int_equal(gcs_http_errno(412, CURLE_OK), -EEXIST);
+	assert_int_equal(gcs_http_errno(416, CURLE_OK), -ERANGE);
+	assert_int_equal(gcs_http_errno(429, CURLE_OK), -EAGAIN);
+	assert_int_equal(gcs_http_errno(503, CURLE_OK), -EIO);
+	assert_int_equal(gcs_http_errno(501, CURLE_OK), -ENOTSUP);
+	assert_false(gcs_retryable(501, CURLE_OK));
+	assert_int_equal(gcs_http_errno(0, CURLE_COULDNT_CONNECT), -ECONNREFUSED);
+	assert_int_equal(gcs_http_errno(0, CURLE_COULDNT_RESOLVE_HOST), -EHOSTUNREACH);
+	assert_int_equal(gcs_http_errno(0, CURLE_OPERATION_TIMEDOUT), -ETIMEDOUT);
+	assert_int_equal(gcs_http_errno(200, CURLE_RECV_ERROR), -ECONNRESET);
 
-	assert_true(xprofs_gcs_retryable(503, CURLE_OK));
-	assert_true(xprofs_gcs_retryable(429, CURLE_OK));
-	assert_true(xprofs_gcs_retryable(408, CURLE_OK));
-	assert_true(xprofs_gcs_retryable(0, CURLE_RECV_ERROR));
-	assert_true(xprofs_gcs_retryable(0, CURLE_PARTIAL_FILE));
-	assert_false(xprofs_gcs_retryable(404, CURLE_OK));
-	assert_false(xprofs_gcs_retryable(412, CURLE_OK));
-	assert_false(xprofs_gcs_retryable(200, CURLE_OK));
-	assert_false(xprofs_gcs_retryable(0, CURLE_URL_MALFORMAT));
+	assert_true(gcs_retryable(503, CURLE_OK));
+	assert_true(gcs_retryable(429, CURLE_OK));
+	assert_true(gcs_retryable(408, CURLE_OK));
+	assert_true(gcs_retryable(0, CURLE_RECV_ERROR));
+	assert_true(gcs_retryable(0, CURLE_PARTIAL_FILE));
+	assert_false(gcs_retryable(404, CURLE_OK));
+	assert_false(gcs_retryable(412, CURLE_OK));
+	assert_false(gcs_retryable(200, CURLE_OK));
+	assert_false(gcs_retryable(0, CURLE_URL_MALFORMAT));
 }
 
 static void test_backoff(void **state)
@@ -271,11 +271,11 @@ static void test_backoff(void **state)
 	unsigned seed = 1, i, ms;
 
 	for (i = 0; i < 200; i++) {
-		ms = xprofs_gcs_backoff_ms(100, 1000, 1, &seed);
+		ms = gcs_backoff_ms(100, 1000, 1, &seed);
 		assert_true(ms >= 50 && ms <= 100);
-		ms = xprofs_gcs_backoff_ms(100, 1000, 3, &seed);
+		ms = gcs_backoff_ms(100, 1000, 3, &seed);
 		assert_true(ms >= 200 && ms <= 400);
-		ms = xprofs_gcs_backoff_ms(100, 1000, 30, &seed);
+		ms = gcs_backoff_ms(100, 1000, 30, &seed);
 		assert_true(ms >= 500 && ms <= 1000);
 	}
 }
@@ -288,16 +288,16 @@ static void test_object_parse(void **state)
 	bool done = true;
 	char *tok = NULL;
 
-	assert_int_equal(xprofs_gcs_object_parse(obj, strlen(obj), &st, NULL), 0);
+	assert_int_equal(gcs_object_parse(obj, strlen(obj), &st, NULL), 0);
 	assert_int_equal(st.size, 42);
 	assert_int_equal(st.generation, 7);
-	assert_int_equal(xprofs_gcs_object_parse(rw, strlen(rw), &st, &done), 0);
+	assert_int_equal(gcs_object_parse(rw, strlen(rw), &st, &done), 0);
 	assert_false(done);
-	assert_int_equal(xprofs_gcs_json_string(rw, strlen(rw), "rewriteToken", &tok), 0);
+	assert_int_equal(gcs_json_string(rw, strlen(rw), "rewriteToken", &tok), 0);
 	assert_string_equal(tok, "abc");
 	free(tok);
-	assert_int_equal(xprofs_gcs_object_parse("{\"size\":\"x\"}", 12, &st, NULL), -EBADMSG);
-	assert_int_equal(xprofs_gcs_object_parse("nope", 4, &st, NULL), -EBADMSG);
+	assert_int_equal(gcs_object_parse("{\"size\":\"x\"}", 12, &st, NULL), -EBADMSG);
+	assert_int_equal(gcs_object_parse("nope", 4, &st, NULL), -EBADMSG);
 }
 
 static void test_error_message(void **state)
@@ -305,11 +305,11 @@ static void test_error_message(void **state)
 	const char *e = "{\"error\":{\"code\":404,\"message\":\"No such object: b/o\"}}";
 	char m[64];
 
-	xprofs_gcs_error_message(e, strlen(e), m, sizeof(m));
+	gcs_error_message(e, strlen(e), m, sizeof(m));
 	assert_string_equal(m, "No such object: b/o");
-	xprofs_gcs_error_message("Not\nFound", 9, m, sizeof(m));
+	gcs_error_message("Not\nFound", 9, m, sizeof(m));
 	assert_string_equal(m, "Not Found");
-	xprofs_gcs_error_message("{}", 2, m, sizeof(m));
+	gcs_error_message("{}", 2, m, sizeof(m));
 	assert_string_equal(m, "");
 }
 
@@ -342,84 +342,84 @@ static bool has(const struct names *n, const char *name, int type)
 
 static void test_tree(void **state)
 {
-	struct xprofs_gcs_tree *t = NULL, *t2 = NULL;
+	struct gcs_tree *t = NULL, *t2 = NULL;
 	struct xprofs_store_stat st = {.type = XPROFS_STORE_FILE, .size = 5, .generation = 9}, out;
 	struct names n = {0};
 	uint64_t nodes, bytes;
 
-	assert_int_equal(xprofs_gcs_tree_new(&t), 0);
-	assert_int_equal(xprofs_gcs_tree_add_file(t, "run1/plugins/profile/s1/h.xplane.pb", &st), 0);
-	assert_int_equal(xprofs_gcs_tree_add_file(t, "run1/events.out", &st), 0);
-	assert_int_equal(xprofs_gcs_tree_stat(t, "run1/plugins/profile", &out), 0);
+	assert_int_equal(gcs_tree_new(&t), 0);
+	assert_int_equal(gcs_tree_add_file(t, "run1/plugins/profile/s1/h.xplane.pb", &st), 0);
+	assert_int_equal(gcs_tree_add_file(t, "run1/events.out", &st), 0);
+	assert_int_equal(gcs_tree_stat(t, "run1/plugins/profile", &out), 0);
 	assert_int_equal(out.type, XPROFS_STORE_DIR);
-	assert_int_equal(xprofs_gcs_tree_stat(t, "run1/plugins/profile/s1/h.xplane.pb", &out), 0);
+	assert_int_equal(gcs_tree_stat(t, "run1/plugins/profile/s1/h.xplane.pb", &out), 0);
 	assert_int_equal(out.type, XPROFS_STORE_FILE);
 	assert_int_equal(out.size, 5);
 	assert_int_equal(out.generation, 9);
-	assert_int_equal(xprofs_gcs_tree_stat(t, "nope", &out), -ENOENT);
-	assert_int_equal(xprofs_gcs_tree_list(t, "run1", names_cb, &n), 0);
+	assert_int_equal(gcs_tree_stat(t, "nope", &out), -ENOENT);
+	assert_int_equal(gcs_tree_list(t, "run1", names_cb, &n), 0);
 	assert_int_equal(n.n, 2);
 	assert_true(has(&n, "plugins", XPROFS_STORE_DIR));
 	assert_true(has(&n, "events.out", XPROFS_STORE_FILE));
-	assert_int_equal(xprofs_gcs_tree_list(t, "run1/events.out", names_cb, &n), -ENOTDIR);
+	assert_int_equal(gcs_tree_list(t, "run1/events.out", names_cb, &n), -ENOTDIR);
 
 	/* replacing a file updates it in place */
 	st.size = 6;
-	assert_int_equal(xprofs_gcs_tree_add_file(t, "run1/events.out", &st), 0);
-	assert_int_equal(xprofs_gcs_tree_stat(t, "run1/events.out", &out), 0);
+	assert_int_equal(gcs_tree_add_file(t, "run1/events.out", &st), 0);
+	assert_int_equal(gcs_tree_stat(t, "run1/events.out", &out), 0);
 	assert_int_equal(out.size, 6);
 
 	/* file/dir conflicts: the directory wins */
-	assert_int_equal(xprofs_gcs_tree_add_file(t, "x", &st), 0);
-	assert_int_equal(xprofs_gcs_tree_add_file(t, "x/y", &st), 0);
-	assert_int_equal(xprofs_gcs_tree_stat(t, "x", &out), 0);
+	assert_int_equal(gcs_tree_add_file(t, "x", &st), 0);
+	assert_int_equal(gcs_tree_add_file(t, "x/y", &st), 0);
+	assert_int_equal(gcs_tree_stat(t, "x", &out), 0);
 	assert_int_equal(out.type, XPROFS_STORE_DIR);
-	assert_int_equal(xprofs_gcs_tree_add_file(t, "run1", &st), -EEXIST);
+	assert_int_equal(gcs_tree_add_file(t, "run1", &st), -EEXIST);
 
 	/* removal */
-	assert_int_equal(xprofs_gcs_tree_remove(t, "run1/plugins"), -ENOTEMPTY);
-	assert_int_equal(xprofs_gcs_tree_remove(t, "x/y"), 0);
-	assert_int_equal(xprofs_gcs_tree_remove(t, "x"), 0);
-	assert_int_equal(xprofs_gcs_tree_remove(t, "x"), -ENOENT);
-	assert_int_equal(xprofs_gcs_tree_remove(t, ""), -EBUSY);
+	assert_int_equal(gcs_tree_remove(t, "run1/plugins"), -ENOTEMPTY);
+	assert_int_equal(gcs_tree_remove(t, "x/y"), 0);
+	assert_int_equal(gcs_tree_remove(t, "x"), 0);
+	assert_int_equal(gcs_tree_remove(t, "x"), -ENOENT);
+	assert_int_equal(gcs_tree_remove(t, ""), -EBUSY);
 
 	/* local directories survive into a new tree, others do not */
-	assert_int_equal(xprofs_gcs_tree_add_dir(t, "made/here", true), 0);
-	assert_int_equal(xprofs_gcs_tree_add_dir(t, "run1/events.out", true), -EEXIST);
-	assert_int_equal(xprofs_gcs_tree_new(&t2), 0);
-	assert_int_equal(xprofs_gcs_tree_copy_local_dirs(t, t2), 0);
-	assert_int_equal(xprofs_gcs_tree_stat(t2, "made/here", &out), 0);
+	assert_int_equal(gcs_tree_add_dir(t, "made/here", true), 0);
+	assert_int_equal(gcs_tree_add_dir(t, "run1/events.out", true), -EEXIST);
+	assert_int_equal(gcs_tree_new(&t2), 0);
+	assert_int_equal(gcs_tree_copy_local_dirs(t, t2), 0);
+	assert_int_equal(gcs_tree_stat(t2, "made/here", &out), 0);
 	assert_int_equal(out.type, XPROFS_STORE_DIR);
-	assert_int_equal(xprofs_gcs_tree_stat(t2, "run1", &out), -ENOENT);
+	assert_int_equal(gcs_tree_stat(t2, "run1", &out), -ENOENT);
 
-	xprofs_gcs_tree_count(t, &nodes, &bytes);
+	gcs_tree_count(t, &nodes, &bytes);
 	assert_int_equal(nodes, 9); /* root, run1, plugins, profile, s1, h, events.out, made, here */
 	assert_true(bytes > nodes * 32);
-	xprofs_gcs_tree_free(t2);
-	xprofs_gcs_tree_free(t);
+	gcs_tree_free(t2);
+	gcs_tree_free(t);
 }
 
 static void test_tree_many(void **state)
 {
-	struct xprofs_gcs_tree *t = NULL;
+	struct gcs_tree *t = NULL;
 	struct xprofs_store_stat st = {.type = XPROFS_STORE_FILE, .size = 1}, out;
 	char p[64];
 	int i;
 
-	assert_int_equal(xprofs_gcs_tree_new(&t), 0);
+	assert_int_equal(gcs_tree_new(&t), 0);
 	for (i = 0; i < 5000; i++) {
 		snprintf(p, sizeof(p), "d%d/f%d", i % 37, i);
 		st.generation = (uint64_t)i + 1;
-		assert_int_equal(xprofs_gcs_tree_add_file(t, p, &st), 0);
+		assert_int_equal(gcs_tree_add_file(t, p, &st), 0);
 	}
 	for (i = 0; i < 5000; i += 7) {
 		snprintf(p, sizeof(p), "d%d/f%d", i % 37, i);
-		assert_int_equal(xprofs_gcs_tree_stat(t, p, &out), 0);
+		assert_int_equal(gcs_tree_stat(t, p, &out), 0);
 		assert_int_equal(out.generation, (uint64_t)i + 1);
-		assert_int_equal(xprofs_gcs_tree_remove(t, p), 0);
-		assert_int_equal(xprofs_gcs_tree_stat(t, p, &out), -ENOENT);
+		assert_int_equal(gcs_tree_remove(t, p), 0);
+		assert_int_equal(gcs_tree_stat(t, p, &out), -ENOENT);
 	}
-	xprofs_gcs_tree_free(t);
+	gcs_tree_free(t);
 }
 
 int main(void)

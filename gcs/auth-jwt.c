@@ -1,0 +1,279 @@
+/*
+ * gcs/auth-jwt.c - the byte-level pieces of the credentials: base64url
+ * (RFC 7515), the signed RS256 JWT grant assertion of a service account
+ * (OpenSSL libcrypto), the parser of token answers, and secret wiping.
+ *
+ * Design: pure functions over caller buffers, no I/O and no shared state,
+ * so tests check them without a network and the token parser is fuzzed
+ * (tests/gcs/fuzz_auth_token.c).
+ *
+ * Limits: a JWT is at most GCS_AUTH_JWT_MAX bytes, an RSA signature at most
+ * 2048 bytes, a token at most GCS_AUTH_TOKEN_MAX printable ASCII characters
+ * and a lifetime at most a week. Token answers are hostile input.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+#include <openssl/pem.h>
+
+#include "auth-internal.h"
+
+/* ---- secrets ------------------------------------------------------------- */
+
+char *gcs_secret_free(char *s)
+{
+	if (s) {
+		OPENSSL_cleanse(s, strlen(s));
+		free(s);
+	}
+	return NULL;
+}
+
+void gcs_secret_buf_deinit(struct xprofs_buf *b)
+{
+	if (b->data)
+		OPENSSL_cleanse(b->data, b->cap);
+	xprofs_buf_deinit(b);
+}
+
+/* ---- base64url ---------------------------------------------------------- */
+
+static const char b64url_alphabet[] =
+    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+
+int gcs_b64url_encode(struct xprofs_buf *out, const void *p, size_t n)
+{
+	const uint8_t *s = p;
+	char q[4];
+	size_t i;
+	int r;
+
+	for (i = 0; i + 3 <= n; i += 3) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8 | s[i + 2];
+
+		q[0] = b64url_alphabet[v >> 18 & 63];
+		q[1] = b64url_alphabet[v >> 12 & 63];
+		q[2] = b64url_alphabet[v >> 6 & 63];
+		q[3] = b64url_alphabet[v & 63];
+		r = xprofs_buf_add(out, q, 4);
+		if (r < 0)
+			return r;
+	}
+	if (n - i == 1) {
+		uint32_t v = (uint32_t)s[i] << 16;
+
+		q[0] = b64url_alphabet[v >> 18 & 63];
+		q[1] = b64url_alphabet[v >> 12 & 63];
+		return xprofs_buf_add(out, q, 2);
+	}
+	if (n - i == 2) {
+		uint32_t v = (uint32_t)s[i] << 16 | (uint32_t)s[i + 1] << 8;
+
+		q[0] = b64url_alphabet[v >> 18 & 63];
+		q[1] = b64url_alphabet[v >> 12 & 63];
+		q[2] = b64url_alphabet[v >> 6 & 63];
+		return xprofs_buf_add(out, q, 3);
+	}
+	return 0;
+}
+
+static int b64url_value(char c)
+{
+	if (c >= 'A' && c <= 'Z')
+		return c - 'A';
+	if (c >= 'a' && c <= 'z')
+		return c - 'a' + 26;
+	if (c >= '0' && c <= '9')
+		return c - '0' + 52;
+	if (c == '-')
+		return 62;
+	if (c == '_')
+		return 63;
+	return -1;
+}
+
+int gcs_b64url_decode(struct xprofs_buf *out, const char *s, size_t n)
+{
+	uint32_t acc = 0;
+	unsigned bits = 0;
+	size_t i;
+	int r;
+
+	while (n > 0 && s[n - 1] == '=')
+		n--;
+	if (n % 4 == 1)
+		return -EINVAL;
+	for (i = 0; i < n; i++) {
+		int v = b64url_value(s[i]);
+
+		if (v < 0)
+			return -EINVAL;
+		acc = (acc << 6 | (uint32_t)v) & 0xffffff;
+		bits += 6;
+		if (bits >= 8) {
+			uint8_t byte = (uint8_t)(acc >> (bits - 8));
+
+			bits -= 8;
+			r = xprofs_buf_add(out, &byte, 1);
+			if (r < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* ---- JWT ----------------------------------------------------------------- */
+
+/* Append the base64url of @j's compact serialisation (borrows @j). */
+static int jwt_add_json(struct xprofs_buf *out, const json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT);
+	int r;
+
+	if (!s)
+		return -ENOMEM;
+	r = gcs_b64url_encode(out, s, strlen(s));
+	free(s);
+	return r;
+}
+
+/* RS256 signature of @n bytes at @msg, base64url-appended to @out. */
+static int jwt_sign(struct xprofs_buf *out, const char *pem, const void *msg, size_t n)
+{
+	EVP_PKEY *key = NULL;
+	EVP_MD_CTX *md = NULL;
+	unsigned char *sig = NULL;
+	size_t sig_len = 0;
+	BIO *bio;
+	int r;
+
+	bio = BIO_new_mem_buf(pem, -1);
+	if (!bio)
+		return -ENOMEM;
+	key = PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	if (!key || EVP_PKEY_get_base_id(key) != EVP_PKEY_RSA) {
+		r = -EINVAL;
+		goto out;
+	}
+	md = EVP_MD_CTX_new();
+	if (!md) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, key) != 1 ||
+	    EVP_DigestSign(md, NULL, &sig_len, msg, n) != 1 || sig_len == 0 || sig_len > 2048) {
+		r = -EINVAL;
+		goto out;
+	}
+	sig = malloc(sig_len);
+	if (!sig) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (EVP_DigestSign(md, sig, &sig_len, msg, n) != 1) {
+		r = -EINVAL;
+		goto out;
+	}
+	r = gcs_b64url_encode(out, sig, sig_len);
+out:
+	free(sig);
+	EVP_MD_CTX_free(md);
+	EVP_PKEY_free(key);
+	return r;
+}
+
+int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid, const char *email,
+		       const char *scope, const char *aud, int64_t iat)
+{
+	json_t *hdr = NULL, *claims = NULL;
+	struct xprofs_buf jwt;
+	int r;
+
+	xprofs_buf_init(&jwt, GCS_AUTH_JWT_MAX);
+	hdr = kid ? json_pack("{s:s, s:s, s:s}", "alg", "RS256", "typ", "JWT", "kid", kid)
+		  : json_pack("{s:s, s:s}", "alg", "RS256", "typ", "JWT");
+	claims =
+	    json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", scope, "aud", aud, "iat",
+		      (json_int_t)iat, "exp", (json_int_t)(iat + GCS_AUTH_JWT_LIFETIME_S));
+	if (!hdr || !claims) {
+		r = -ENOMEM;
+		goto out;
+	}
+	r = jwt_add_json(&jwt, hdr);
+	if (r == 0)
+		r = xprofs_buf_add(&jwt, ".", 1);
+	if (r == 0)
+		r = jwt_add_json(&jwt, claims);
+	if (r == 0)
+		r = xprofs_buf_add(&jwt, ".", 1);
+	if (r < 0)
+		goto out;
+	/* The signing input is everything before the last '.'. */
+	r = jwt_sign(&jwt, pem, jwt.data, jwt.len - 1);
+	if (r == 0)
+		r = xprofs_buf_add(out, jwt.data, jwt.len);
+out:
+	json_decref(claims);
+	json_decref(hdr);
+	xprofs_buf_deinit(&jwt);
+	return r;
+}
+
+/* ---- token responses ----------------------------------------------------- */
+
+int gcs_auth_token_parse(const char *body, size_t n, char **token, int64_t *expires_in_s)
+{
+	json_t *root, *tok, *exp;
+	const char *s;
+	size_t len, i;
+	int64_t e = GCS_AUTH_JWT_LIFETIME_S;
+	int r = -EPROTO;
+
+	root = json_loadb(body, n, JSON_REJECT_DUPLICATES, NULL);
+	if (!root || !json_is_object(root))
+		goto out;
+	tok = json_object_get(root, "access_token");
+	if (!json_is_string(tok))
+		goto out;
+	s = json_string_value(tok);
+	len = json_string_length(tok);
+	if (len == 0 || len > GCS_AUTH_TOKEN_MAX)
+		goto out;
+	/* The token goes into an HTTP header: printable ASCII, no spaces. */
+	for (i = 0; i < len; i++)
+		if (!isgraph((unsigned char)s[i]))
+			goto out;
+	exp = json_object_get(root, "expires_in");
+	if (exp) {
+		if (json_is_integer(exp))
+			e = json_integer_value(exp);
+		else if (json_is_real(exp))
+			e = (int64_t)json_real_value(exp);
+		else
+			goto out;
+		if (e <= 0 || e > 7 * 24 * 3600)
+			goto out;
+	}
+	*token = strdup(s);
+	if (!*token) {
+		r = -ENOMEM;
+		goto out;
+	}
+	*expires_in_s = e;
+	r = 0;
+out:
+	if (root) {
+		/* jansson copied the token; wipe its copy before freeing. */
+		tok = json_object_get(root, "access_token");
+		if (json_is_string(tok))
+			OPENSSL_cleanse((char *)json_string_value(tok), json_string_length(tok));
+	}
+	json_decref(root);
+	return r;
+}

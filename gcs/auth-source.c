@@ -1,0 +1,304 @@
+/*
+ * gcs/auth-source.c - where the credentials come from, in Application
+ * Default Credentials order (gcs_auth_source()):
+ *   1. o->anonymous, or an emulator named in the environment (and no explicit
+ *      credentials) -> no Authorization header;
+ *   2. o->credentials, else $GOOGLE_APPLICATION_CREDENTIALS: a JSON file of
+ *      type "service_account" or "authorized_user". Unreadable or malformed
+ *      is an error: never fall through to another identity;
+ *   3. $CLOUDSDK_CONFIG/application_default_credentials.json, else
+ *      ~/.config/gcloud/application_default_credentials.json (same types);
+ *      absent -> next, present but bad -> error;
+ *   4. the metadata server ($GCE_METADATA_HOST, $GCE_METADATA_ROOT, default
+ *      metadata.google.internal).
+ *
+ * Limits: credentials files are capped at GCS_AUTH_FILE_MAX (64 KiB);
+ * external_account (workload identity federation) and impersonation are not
+ * supported (-ENOTSUP with a message). jansson's copies of the secrets are
+ * wiped before they are freed.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/crypto.h>
+
+#include "auth-internal.h"
+
+#define AUTH_DEFAULT_TOKEN_URI "https://oauth2.googleapis.com/token"
+#define AUTH_METADATA_HOST "metadata.google.internal"
+#define AUTH_METADATA_PATH "/computeMetadata/v1/instance/service-accounts/default/token"
+
+static const char *env_nonempty(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && *v ? v : NULL;
+}
+
+/* ---- credentials files --------------------------------------------------- */
+
+/* Duplicate string member @key of @j into *@dst; -EINVAL when required and absent. */
+static int json_dup(const json_t *j, const char *key, bool required, char **dst)
+{
+	const char *v = json_string_value(json_object_get(j, key));
+
+	if (!v || !*v)
+		return required ? -EINVAL : 0;
+	*dst = strdup(v);
+	return *dst ? 0 : -ENOMEM;
+}
+
+/* Read at most GCS_AUTH_FILE_MAX bytes of @path into @b. */
+static int read_small_file(const char *path, struct xprofs_buf *b)
+{
+	char chunk[4096];
+	ssize_t n;
+	int fd, r = 0;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	for (;;) {
+		n = read(fd, chunk, sizeof(chunk));
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			r = -errno;
+			break;
+		}
+		if (n == 0)
+			break;
+		r = xprofs_buf_add(b, chunk, (size_t)n);
+		if (r < 0)
+			break;
+	}
+	OPENSSL_cleanse(chunk, sizeof(chunk));
+	close(fd);
+	return r;
+}
+
+/* The credentials file types we read, and where their members go. */
+struct cred_field {
+	const char *key;
+	size_t off; /* of the char * member of struct gcs_auth */
+	bool required;
+	bool secret; /* jansson's copy is wiped */
+};
+
+static const struct cred_type {
+	const char *type;
+	enum gcs_auth_kind kind;
+	const char *lacks; /* the required members, for the message */
+	struct cred_field fields[4];
+} cred_types[] = {
+    {"service_account",
+     GCS_AUTH_SERVICE_ACCOUNT,
+     "client_email or private_key",
+     {
+	 {"client_email", offsetof(struct gcs_auth, client_email), true, false},
+	 {"private_key", offsetof(struct gcs_auth, private_key), true, true},
+	 {"private_key_id", offsetof(struct gcs_auth, private_key_id), false, false},
+	 {"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
+     }},
+    {"authorized_user",
+     GCS_AUTH_AUTHORIZED_USER,
+     "client_id, client_secret or refresh_token",
+     {
+	 {"client_id", offsetof(struct gcs_auth, client_id), true, false},
+	 {"client_secret", offsetof(struct gcs_auth, client_secret), true, true},
+	 {"refresh_token", offsetof(struct gcs_auth, refresh_token), true, true},
+	 {"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
+     }},
+};
+
+#define N_CRED_TYPES (sizeof(cred_types) / sizeof(cred_types[0]))
+#define N_CRED_FIELDS (sizeof(cred_types[0].fields) / sizeof(cred_types[0].fields[0]))
+
+/* Copy @t's members from @root (borrowed) into @a; -EINVAL when a required one is missing. */
+static int load_fields(struct gcs_auth *a, const struct cred_type *t, const json_t *root,
+		       const char *path)
+{
+	size_t i;
+	int r = 0;
+
+	a->kind = t->kind;
+	for (i = 0; i < N_CRED_FIELDS && r == 0; i++)
+		r = json_dup(root, t->fields[i].key, t->fields[i].required,
+			     (char **)((char *)a + t->fields[i].off));
+	if (r == -EINVAL)
+		xprofs_err("gcs auth: %s file %s lacks %s", t->type, path, t->lacks);
+	return r;
+}
+
+/* Wipe jansson's copies of the secrets of every type in @root. */
+static void wipe_json_secrets(json_t *root)
+{
+	size_t i, k;
+
+	for (i = 0; i < N_CRED_TYPES; i++) {
+		for (k = 0; k < N_CRED_FIELDS; k++) {
+			json_t *v = json_object_get(root, cred_types[i].fields[k].key);
+
+			if (cred_types[i].fields[k].secret && json_is_string(v))
+				OPENSSL_cleanse((char *)json_string_value(v),
+						json_string_length(v));
+		}
+	}
+}
+
+/* Read and parse the credentials file @path; *@root: caller owns (json_decref()). Logs failures. */
+static int read_json_file(const char *path, json_t **root)
+{
+	struct xprofs_buf raw;
+	json_error_t jerr;
+	json_t *j = NULL;
+	int r;
+
+	xprofs_buf_init(&raw, GCS_AUTH_FILE_MAX);
+	r = read_small_file(path, &raw);
+	if (r < 0) {
+		xprofs_err("gcs auth: cannot read credentials file %s: %s", path,
+			   r == -E2BIG ? "larger than 64 KiB" : strerror(-r));
+		if (r == -E2BIG)
+			r = -EINVAL;
+		goto out;
+	}
+	j = json_loadb(raw.data ? raw.data : "", raw.len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!j || !json_is_object(j)) {
+		xprofs_err("gcs auth: credentials file %s is not a JSON object (line %d: %.120s)",
+			   path, j ? 0 : jerr.line, j ? "not an object" : jerr.text);
+		r = -EINVAL;
+	}
+out:
+	if (j && r < 0) {
+		wipe_json_secrets(j);
+		json_decref(j);
+		j = NULL;
+	}
+	*root = j;
+	gcs_secret_buf_deinit(&raw);
+	return r;
+}
+
+/*
+ * Load the credentials JSON file @path (borrowed) into @a. Every failure is
+ * logged with the file name and what is wrong, and is final: the caller does
+ * not fall through to another identity.
+ */
+static int load_file(struct gcs_auth *a, const char *path)
+{
+	const struct cred_type *t = NULL;
+	json_t *root = NULL;
+	const char *type;
+	size_t i;
+	int r;
+
+	a->source = strdup(path);
+	if (!a->source)
+		return -ENOMEM;
+	r = read_json_file(path, &root);
+	if (r < 0)
+		return r;
+	type = json_string_value(json_object_get(root, "type"));
+	for (i = 0; type && i < N_CRED_TYPES && !t; i++)
+		if (strcmp(type, cred_types[i].type) == 0)
+			t = &cred_types[i];
+	if (t) {
+		r = load_fields(a, t, root, path);
+	} else {
+		xprofs_err("gcs auth: credentials file %s has type \"%.40s\"; supported: "
+			   "service_account, authorized_user",
+			   path, type ? type : "(none)");
+		r = type ? -ENOTSUP : -EINVAL;
+	}
+	if (r == 0 && !a->token_uri) {
+		a->token_uri = strdup(AUTH_DEFAULT_TOKEN_URI);
+		if (!a->token_uri)
+			r = -ENOMEM;
+	}
+	if (r == 0 && strncmp(a->token_uri, "https://", 8) != 0 &&
+	    strncmp(a->token_uri, "http://", 7) != 0) {
+		xprofs_err("gcs auth: credentials file %s: token_uri is not an http(s) URL", path);
+		r = -EINVAL;
+	}
+	wipe_json_secrets(root);
+	json_decref(root);
+	return r;
+}
+
+/* The gcloud well-known file, or NULL when it does not exist. Caller owns. */
+static char *adc_well_known_path(void)
+{
+	const char *dir = env_nonempty("CLOUDSDK_CONFIG");
+	const char *home = env_nonempty("HOME");
+	char *path = NULL;
+	int n;
+
+	if (dir)
+		n = asprintf(&path, "%s/application_default_credentials.json", dir);
+	else if (home)
+		n = asprintf(&path, "%s/.config/gcloud/application_default_credentials.json", home);
+	else
+		return NULL;
+	if (n < 0)
+		return NULL;
+	if (access(path, F_OK) != 0) {
+		free(path);
+		return NULL;
+	}
+	return path;
+}
+
+static int use_metadata(struct gcs_auth *a)
+{
+	const char *host = env_nonempty("GCE_METADATA_HOST");
+	const char *scheme;
+
+	if (!host)
+		host = env_nonempty("GCE_METADATA_ROOT");
+	if (!host)
+		host = AUTH_METADATA_HOST;
+	/* Accept "host:port" (what Google's clients read) and a full URL. */
+	scheme = strstr(host, "://") ? "" : "http://";
+	a->kind = GCS_AUTH_METADATA;
+	if (asprintf(&a->metadata_url, "%s%s%s", scheme, host, AUTH_METADATA_PATH) < 0) {
+		a->metadata_url = NULL;
+		return -ENOMEM;
+	}
+	if (asprintf(&a->source, "the metadata server %s", host) < 0) {
+		a->source = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* ---- ADC order ------------------------------------------------------------- */
+
+int gcs_auth_source(struct gcs_auth *a, const struct xprofs_gcs_options *o)
+{
+	const char *file;
+	char *adc;
+	bool emulator;
+	int r;
+
+	a->kind = GCS_AUTH_ANONYMOUS;
+	file = o->credentials && *o->credentials ? o->credentials
+						 : env_nonempty("GOOGLE_APPLICATION_CREDENTIALS");
+	emulator = !o->endpoint && (env_nonempty("CLOUD_STORAGE_EMULATOR_ENDPOINT") ||
+				    env_nonempty("STORAGE_EMULATOR_HOST"));
+	/* An explicit file wins over an emulator picked up from the environment. */
+	if (o->anonymous || (emulator && !(o->credentials && *o->credentials)))
+		return 0;
+	if (file)
+		return load_file(a, file);
+	adc = adc_well_known_path();
+	r = adc ? load_file(a, adc) : use_metadata(a);
+	free(adc);
+	return r;
+}

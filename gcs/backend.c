@@ -1,0 +1,280 @@
+/*
+ * gcs/backend.c - the GCS store backend's entry point: struct xprofs_store
+ * over "gs://BUCKET[/PREFIX]" through the JSON API. Holds the store's ops
+ * table, xprofs_gcs_store_new() (options, credentials, the HTTP pool, the
+ * first listing that validates all of them, the background threads),
+ * gcs_free(), the status JSON, and the two errno helpers every store call
+ * uses.
+ *
+ * The work is split by job: namespace.c (listing, tree, refresh; stat/list),
+ * blocks.c (block cache and reads), upload.c (spooled writers, uploads),
+ * mutate.c (delete, rename, mkdir, rmdir). struct gcs_store and the lock
+ * order are in gcs-internal.h.
+ *
+ * Limits: directory renames are -EXDEV (callers copy); a directory exists as
+ * long as objects below it exist (or it was mkdir'ed in this mount, or has a
+ * "dir/" placeholder object).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "auth-internal.h"
+
+#define CHUNK_ALIGN (256u << 10) /* resumable chunks are multiples of 256 KiB */
+
+/* What a failed answer means for a store call, logged once here. */
+int gcs_status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what)
+{
+	int r = gcs_http_errno(rq->status, 0);
+
+	if (rq->status >= 400)
+		xprofs_debug("gcs: %s: HTTP %ld %s", what, rq->status, rq->errmsg);
+	if (r == 0 && (rq->status < 200 || rq->status >= 300))
+		r = -EIO; /* 1xx/3xx we did not ask for */
+	return r;
+}
+
+/*
+ * What a read or an upload that exhausted its retries reports to the
+ * application: transport trouble (timeouts, resets, refused connections,
+ * 429s) is EIO, as for a failing disk; the cause goes to the log. Errors with
+ * a meaning of their own (ESTALE, EACCES, ENOENT, EEXIST, ...) pass through.
+ */
+int gcs_data_errno(struct gcs_store *s, int r, const char *obj)
+{
+	switch (r) {
+	case -ETIMEDOUT:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -EAGAIN:
+	case -EPROTO:
+		xprofs_err("gcs: gs://%s/%s: %s after retries", s->bucket, obj, strerror(-r));
+		return -EIO;
+	default:
+		return r;
+	}
+}
+
+/* ---- status and lifecycle ---------------------------------------------- */
+
+static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
+{
+	struct gcs_store *s = (struct gcs_store *)base;
+	struct gcs_counters *c = &s->ctr;
+	uint64_t nodes, bytes, mem;
+	int r;
+
+	pthread_rwlock_rdlock(&s->tree_lock);
+	gcs_tree_count(s->tree, &nodes, &bytes);
+	pthread_rwlock_unlock(&s->tree_lock);
+	pthread_mutex_lock(&s->blk_lock);
+	mem = s->blk_mem;
+	pthread_mutex_unlock(&s->blk_lock);
+	if ((r = xprofs_buf_adds(out, "{\"backend\":\"gcs\",\"bucket\":")) < 0 ||
+	    (r = xprofs_buf_add_json_str(out, s->bucket, strlen(s->bucket))) < 0 ||
+	    (r = xprofs_buf_adds(out, ",\"prefix\":")) < 0 ||
+	    (r = xprofs_buf_add_json_str(out, s->prefix, strlen(s->prefix))) < 0 ||
+	    (r = xprofs_buf_adds(out, ",\"endpoint\":")) < 0 ||
+	    (r = xprofs_buf_add_json_str(out, s->endpoint, strlen(s->endpoint))) < 0)
+		return r;
+	return xprofs_buf_printf(
+	    out,
+	    ",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,\"skipped_objects\":%llu,"
+	    "\"listings\":%llu,\"last_listing_ms\":%llu},"
+	    "\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu,\"delete\":%llu,\"other\":%"
+	    "llu},"
+	    "\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_"
+	    "uploaded\":%llu,"
+	    "\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
+	    "\"prefetched\":%llu,"
+	    "\"mem_bytes\":%llu}}",
+	    gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
+	    (unsigned long long)atomic_load(&s->skipped),
+	    (unsigned long long)atomic_load(&s->listings),
+	    (unsigned long long)atomic_load(&s->last_list_ms),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_DELETE]),
+	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_OTHER]),
+	    (unsigned long long)atomic_load(&c->retries),
+	    (unsigned long long)atomic_load(&c->errors), (unsigned long long)atomic_load(&c->stale),
+	    (unsigned long long)atomic_load(&c->bytes_down),
+	    (unsigned long long)atomic_load(&c->bytes_up),
+	    (unsigned long long)atomic_load(&c->block_hits),
+	    (unsigned long long)atomic_load(&c->block_disk_hits),
+	    (unsigned long long)atomic_load(&c->block_misses),
+	    (unsigned long long)atomic_load(&c->block_waits),
+	    (unsigned long long)atomic_load(&c->prefetched), (unsigned long long)mem);
+}
+
+static void gcs_free(struct xprofs_store *base)
+{
+	struct gcs_store *s = (struct gcs_store *)base;
+
+	pthread_mutex_lock(&s->bg_lock);
+	s->bg_stop = true;
+	pthread_cond_signal(&s->bg_cond);
+	pthread_cond_signal(&s->pf_cond);
+	pthread_cond_signal(&s->dw_cond);
+	pthread_cond_broadcast(&s->dw_room);
+	pthread_mutex_unlock(&s->bg_lock);
+	if (s->dw_started)
+		pthread_join(s->dw, NULL); /* writes out the queue */
+	if (s->bg_started)
+		pthread_join(s->bg, NULL);
+	if (s->pf_started)
+		pthread_join(s->pf, NULL);
+	gcs_blocks_free(s);
+	gcs_ns_journal_free(s);
+	gcs_tree_free(s->tree);
+	gcs_http_deinit(&s->http);
+	gcs_auth_free(s->auth);
+	pthread_mutex_destroy(&s->blk_lock);
+	pthread_cond_destroy(&s->blk_cond);
+	pthread_mutex_destroy(&s->w_lock);
+	pthread_mutex_destroy(&s->bg_lock);
+	pthread_cond_destroy(&s->bg_cond);
+	pthread_cond_destroy(&s->pf_cond);
+	pthread_cond_destroy(&s->dw_cond);
+	pthread_cond_destroy(&s->dw_room);
+	pthread_mutex_destroy(&s->list_lock);
+	pthread_rwlock_destroy(&s->tree_lock);
+	free(s->endpoint);
+	free(s->prefix);
+	free(s->bucket);
+	free(s->base.source);
+	free(s);
+}
+
+static const struct xprofs_store_ops gcs_ops = {
+    .backend = "gcs",
+    .stat = gcs_stat,
+    .list = gcs_list,
+    .open = gcs_open,
+    .pread = gcs_pread,
+    .file_stat = gcs_file_stat,
+    .close = gcs_close,
+    .create = gcs_create,
+    .write = gcs_write,
+    .wread = gcs_wread,
+    .truncate = gcs_truncate,
+    .flush = gcs_flush,
+    .commit = gcs_commit,
+    .abort = gcs_abort,
+    .unlink = gcs_unlink,
+    .rename = gcs_rename,
+    .mkdir = gcs_mkdir,
+    .rmdir = gcs_rmdir,
+    .refresh = gcs_refresh,
+    .status_json = gcs_status_json,
+    .free = gcs_free,
+};
+
+/* @dst = @o with the defaults filled in; its endpoint and credentials are not kept (the cache is).
+ */
+static void options_set(struct xprofs_gcs_options *dst, const struct xprofs_gcs_options *o)
+{
+	*dst = *o;
+	dst->endpoint = NULL;
+	dst->credentials = NULL;
+	if (!dst->list_ttl_s)
+		dst->list_ttl_s = 30;
+	if (!dst->connections)
+		dst->connections = 8;
+	if (!dst->retry_deadline_s)
+		dst->retry_deadline_s = 60;
+	if (!dst->resumable_threshold)
+		dst->resumable_threshold = 8u << 20;
+	dst->upload_chunk = dst->upload_chunk / CHUNK_ALIGN * CHUNK_ALIGN;
+	if (!dst->upload_chunk)
+		dst->upload_chunk = 8u << 20;
+	if (!dst->block_mem_max)
+		dst->block_mem_max = 64u << 20;
+	if (dst->block_mem_max < 2 * GCS_BLOCK_SIZE)
+		dst->block_mem_max = 2 * GCS_BLOCK_SIZE;
+}
+
+int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
+			 struct xprofs_store **out)
+{
+	static const struct xprofs_gcs_options defaults = {0};
+	struct gcs_store *s;
+	int r;
+
+	if (!o)
+		o = &defaults;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->base.ops = &gcs_ops;
+	pthread_rwlock_init(&s->tree_lock, NULL);
+	pthread_mutex_init(&s->list_lock, NULL);
+	pthread_mutex_init(&s->bg_lock, NULL);
+	pthread_cond_init(&s->bg_cond, NULL);
+	pthread_cond_init(&s->pf_cond, NULL);
+	pthread_cond_init(&s->dw_cond, NULL);
+	pthread_cond_init(&s->dw_room, NULL);
+	pthread_mutex_init(&s->blk_lock, NULL);
+	pthread_cond_init(&s->blk_cond, NULL);
+	pthread_mutex_init(&s->w_lock, NULL);
+	s->lru.lru_next = s->lru.lru_prev = &s->lru;
+	s->journal_tail = &s->journal;
+
+	r = gcs_url_parse(url, &s->bucket, &s->prefix);
+	if (r < 0) {
+		xprofs_err("gcs: '%s' is not gs://BUCKET[/PREFIX] with a valid bucket name",
+			   url ? url : "");
+		goto err;
+	}
+	options_set(&s->o, o);
+	s->tmpdir = getenv("TMPDIR");
+	if (!s->tmpdir || !*s->tmpdir)
+		s->tmpdir = "/tmp";
+	s->base.source = strdup(url);
+	s->endpoint = gcs_endpoint_resolve(o);
+	if (!s->base.source || !s->endpoint) {
+		r = -ENOMEM;
+		goto err;
+	}
+	r = gcs_auth_new(o, &s->auth);
+	if (r < 0) {
+		xprofs_err("gcs: no usable credentials for gs://%s: %s", s->bucket, strerror(-r));
+		goto err;
+	}
+	r = gcs_http_init(&s->http, s->auth, s->o.connections, &s->ctr);
+	if (r < 0)
+		goto err;
+	s->http.retry_deadline_s = s->o.retry_deadline_s;
+	if (o->retry_initial_ms)
+		s->http.retry_initial_ms = o->retry_initial_ms;
+	if (o->stall_timeout_s)
+		s->http.stall_timeout_s = o->stall_timeout_s;
+
+	/* fail fast: the first listing validates endpoint, credentials and bucket */
+	r = gcs_ns_refresh(s);
+	if (r < 0) {
+		if (r == -ECONNREFUSED || r == -EHOSTUNREACH || r == -ETIMEDOUT)
+			xprofs_err("gcs: cannot reach %s: %s", s->endpoint, strerror(-r));
+		goto err;
+	}
+	if (pthread_create(&s->bg, NULL, gcs_ns_bg_main, s) == 0)
+		s->bg_started = true;
+	else
+		xprofs_warn(
+		    "gcs: no background relisting thread; the tree refreshes only on demand");
+	if (pthread_create(&s->pf, NULL, gcs_pf_main, s) == 0)
+		s->pf_started = true;
+	if (s->o.cache && pthread_create(&s->dw, NULL, gcs_dw_main, s) == 0)
+		s->dw_started = true;
+	xprofs_info("gcs: mounted gs://%s/%s via %s (%s credentials)", s->bucket, s->prefix,
+		    s->endpoint, gcs_auth_kind(s->auth));
+	*out = &s->base;
+	return 0;
+err:
+	gcs_free(&s->base);
+	return r;
+}

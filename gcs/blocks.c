@@ -1,0 +1,828 @@
+/*
+ * gcs/blocks.c - reads: open() pins the generation and size from the tree,
+ * and data moves in GCS_BLOCK_SIZE (1 MiB) blocks.
+ *
+ * Design: a per-store table of blocks (single-flight: the first reader of a
+ * block fetches it, concurrent readers of the same block wait for that
+ * fetch), an LRU of ready blocks bounded by block_mem_max, and the optional
+ * shared lz4 cache (key: bucket/object/generation/block). A reader that
+ * keeps reading sequentially doubles its read-ahead window from 1 to 16
+ * blocks, and a prefetch thread keeps 16-32 blocks ahead of it; fetches of 4
+ * blocks or more are split into parallel ranged GETs that write straight
+ * into the block buffers and publish each block as soon as it has arrived
+ * (a reader consumes a GET while it streams). Blocks a sequential reader has
+ * finished are evicted first; fetched blocks go to the disk cache from a
+ * writer thread (a short queue; a loader waits for room).
+ *
+ * How a gs:// block is fetched: gcs_pread() -> blk_get() -> blk_claim() +
+ * blk_fill() -> blk_load() (disk cache first) -> gcs_fetch_range() ->
+ * ranged_get() -> gcs_http_do().
+ *
+ * Limits: memory is bounded by block_mem_max: idle cached blocks are
+ * evicted to make room, and when loading or referenced blocks fill it a miss
+ * fetches a single block and the prefetcher pauses. A failed block answers
+ * its error for NEG_TTL_NS before it is fetched again.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "gcs-internal.h"
+
+#define WINDOW_MAX 16
+#define PREFETCH_BLOCKS 16 /* one prefetch job: 16 MiB as PARALLEL_MAX streaming GETs */
+#define BLK_RUN_MAX 32	   /* blocks of one fetch: >= WINDOW_MAX, PREFETCH_BLOCKS */
+#define PREFETCH_AHEAD 32  /* blocks: a job starts when a missing block is this close */
+#define PARALLEL_MIN 4	   /* blocks: split a fetch this large into parallel GETs */
+#define PARALLEL_MAX 4	   /* ranged GETs at once for one fetch */
+#define NEG_TTL_NS (10LL * 1000000000LL) /* how long a failed block fetch is remembered */
+
+/*
+ * One ranged GET of a fetch: [off, off+len) of the pinned version, into @dst
+ * or, in block mode, straight into the loading blocks @blocks, each of which
+ * is published (made readable) as soon as its last byte has arrived, so a
+ * sequential reader consumes a long GET while it streams.
+ */
+struct part {
+	struct gcs_store *s;
+	const char *obj;
+	uint64_t gen, size, off;
+	size_t len;
+	uint8_t *dst;
+	struct blk **blocks; /* block mode: consecutive loading blocks covering the range */
+	size_t nblocks, published;
+	int r;
+	pthread_t th;
+	bool started;
+};
+
+static void part_progress(void *arg, size_t got)
+{
+	struct part *p = arg;
+	size_t done = got >= p->len ? p->nblocks : got / GCS_BLOCK_SIZE, i;
+
+	if (done <= p->published)
+		return;
+	pthread_mutex_lock(&p->s->blk_lock);
+	for (i = p->published; i < done; i++) {
+		p->blocks[i]->published = true;
+		p->blocks[i]->state = GCS_BLK_READY;
+		/* counted before anyone can read it, like an unstreamed block */
+		atomic_fetch_add(&p->s->ctr.block_misses, 1);
+	}
+	pthread_cond_broadcast(&p->s->blk_cond);
+	pthread_mutex_unlock(&p->s->blk_lock);
+	p->published = done;
+}
+
+static int ranged_get(struct part *p)
+{
+	struct gcs_store *s = p->s;
+	const char *obj = p->obj;
+	uint64_t gen = p->gen, size = p->size, off = p->off;
+	size_t len = p->len, i;
+	uint8_t *dst = p->dst, *ptrs[BLK_RUN_MAX];
+	struct gcs_req rq = {.kind = GCS_REQ_GET, .method = "GET", .idempotent = true};
+	struct xprofs_buf url;
+	int r;
+
+	if (p->blocks) {
+		if (p->nblocks == 0 || p->nblocks > BLK_RUN_MAX)
+			return -EINVAL;
+		for (i = 0; i < p->nblocks; i++)
+			ptrs[i] = p->blocks[i]->data;
+		dst = ptrs[0];
+		rq.dst_blocks = ptrs;
+		rq.dst_block_size = GCS_BLOCK_SIZE;
+		rq.on_progress = part_progress;
+		rq.progress_arg = p;
+	}
+
+	xprofs_buf_init(&url, GCS_URL_MAX);
+	if ((r = gcs_url_object(s, &url, "storage/v1", obj)) < 0 ||
+	    (r = gcs_url_param(&url, "alt", "media")) < 0 ||
+	    (r = gcs_url_param_u64(&url, "generation", gen)) < 0)
+		goto out;
+	rq.url = url.data;
+	rq.headers[0] =
+	    "Accept-Encoding: gzip"; /* the stored bytes; transcoding would ignore Range */
+	rq.dst = dst;
+	rq.dst_len = len;
+	rq.range_first = off;
+	rq.expect_generation = gen;
+	rq.expect_size = size;
+	r = gcs_http_do(&s->http, &rq);
+	if (r == -ESTALE)
+		goto stale;
+	if (r < 0)
+		goto out;
+	if (rq.status == 404 || rq.status == 412 || rq.status == 416)
+		goto stale; /* the pinned generation is gone, or the object shrank */
+	if (rq.status != 200 && rq.status != 206) {
+		r = gcs_status_errno(s, &rq, obj);
+		goto out;
+	}
+	if (rq.dst_got != len) {
+		r = -EIO;
+		goto out;
+	}
+	r = 0;
+	goto out;
+stale:
+	atomic_fetch_add(&s->ctr.stale, 1);
+	xprofs_info("gcs: gs://%s/%s changed (generation %llu gone): ESTALE", s->bucket, obj,
+		    (unsigned long long)gen);
+	r = -ESTALE;
+out:
+	xprofs_buf_deinit(&url);
+	return gcs_data_errno(s, r, obj);
+}
+
+static void *part_main(void *arg)
+{
+	struct part *p = arg;
+
+	p->r = ranged_get(p);
+	return NULL;
+}
+
+/*
+ * [@off, @off+@len) into @dst, or (block mode, @dst NULL) into the loading
+ * blocks @blocks covering it, split into parallel ranged GETs when large.
+ */
+int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t size, uint64_t off,
+		    size_t len, uint8_t *dst, struct blk **blocks)
+{
+	struct part parts[PARALLEL_MAX];
+	size_t nparts =
+		   (len + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE >= PARALLEL_MIN ? PARALLEL_MAX : 1,
+	       per, i;
+	int r = 0;
+
+	if (nparts > s->http.max_handles)
+		nparts = s->http.max_handles;
+	if (nparts < 1)
+		nparts = 1;
+	per = (len / nparts + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE * GCS_BLOCK_SIZE;
+	memset(parts, 0, sizeof(parts));
+	for (i = 0; i < nparts; i++) {
+		struct part *p = &parts[i];
+		size_t at = i * per;
+
+		if (at >= len)
+			break;
+		*p = (struct part){.s = s,
+				   .obj = obj,
+				   .gen = gen,
+				   .size = size,
+				   .off = off + at,
+				   .len = len - at < per ? len - at : per};
+		if (blocks) {
+			p->blocks = blocks + at / GCS_BLOCK_SIZE;
+			p->nblocks = (p->len + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE;
+		} else {
+			p->dst = dst + at;
+		}
+		if (i > 0 && pthread_create(&p->th, NULL, part_main, p) == 0)
+			p->started = true;
+		else
+			part_main(p);
+	}
+	for (i = 0; i < nparts; i++) {
+		if (parts[i].started)
+			pthread_join(parts[i].th, NULL);
+		if (parts[i].r < 0 && (r == 0 || parts[i].r == -ESTALE))
+			r = parts[i].r;
+	}
+	return r;
+}
+
+static size_t cache_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
+			uint64_t idx)
+{
+	int k = snprintf(key, n, "gcs%c%s/%s%c%llu%c%llu", 0, s->bucket, obj, 0,
+			 (unsigned long long)gen, 0, (unsigned long long)idx);
+
+	return k < 0 || (size_t)k >= n ? 0 : (size_t)k;
+}
+
+static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
+{
+	char key[GCS_NAME_MAX + 512];
+	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx);
+	struct xprofs_cache_reader *e = NULL;
+	bool ok = false;
+
+	if (!s->o.cache || !klen || xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0)
+		return false;
+	if (xprofs_cache_reader_size(e) == len &&
+	    xprofs_cache_reader_pread(e, b->data, len, 0) == (ssize_t)len)
+		ok = true;
+	xprofs_cache_reader_close(e);
+	return ok;
+}
+
+static void disk_put(struct gcs_store *s, struct blk *b)
+{
+	char key[GCS_NAME_MAX + 512];
+	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx);
+	struct xprofs_cache_writer *w = NULL;
+
+	if (!s->o.cache || !klen || xprofs_cache_writer_new(s->o.cache, key, klen, &w) < 0)
+		return;
+	if (xprofs_cache_writer_write(w, b->data, b->len) < 0) {
+		xprofs_cache_writer_abort(w);
+		return;
+	}
+	(void)xprofs_cache_writer_commit(w);
+}
+
+static uint64_t blk_hash(const char *obj, uint64_t gen, uint64_t idx)
+{
+	uint64_t h = xprofs_hash64(obj, strlen(obj));
+
+	return h ^ (gen * 0x9e3779b97f4a7c15ULL) ^ (idx * 0xff51afd7ed558ccdULL);
+}
+
+/* blk_lock held */
+static struct blk *blk_find(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx)
+{
+	uint64_t h = blk_hash(obj, gen, idx);
+	struct blk *b;
+
+	for (b = s->blk_slots[h % GCS_BLK_SLOTS]; b; b = b->hnext)
+		if (b->hash == h && b->gen == gen && b->idx == idx && strcmp(b->obj, obj) == 0)
+			return b;
+	return NULL;
+}
+
+static void lru_del(struct blk *b)
+{
+	if (b->lru_next) {
+		b->lru_prev->lru_next = b->lru_next;
+		b->lru_next->lru_prev = b->lru_prev;
+		b->lru_prev = b->lru_next = NULL;
+	}
+}
+
+static void lru_push(struct gcs_store *s, struct blk *b)
+{
+	lru_del(b);
+	b->lru_next = s->lru.lru_next;
+	b->lru_prev = &s->lru;
+	s->lru.lru_next->lru_prev = b;
+	s->lru.lru_next = b;
+}
+
+/* The other end: the next block to evict. */
+static void lru_push_oldest(struct gcs_store *s, struct blk *b)
+{
+	lru_del(b);
+	b->lru_prev = s->lru.lru_prev;
+	b->lru_next = &s->lru;
+	s->lru.lru_prev->lru_next = b;
+	s->lru.lru_prev = b;
+}
+
+static void blk_table_del(struct gcs_store *s, struct blk *b)
+{
+	struct blk **pp = &s->blk_slots[b->hash % GCS_BLK_SLOTS];
+
+	if (!b->in_table)
+		return;
+	while (*pp != b)
+		pp = &(*pp)->hnext;
+	*pp = b->hnext;
+	b->in_table = false;
+	lru_del(b);
+}
+
+static void blk_destroy(struct gcs_store *s, struct blk *b)
+{
+	if (b->data)
+		s->blk_mem -= GCS_BLOCK_SIZE;
+	free(b->data);
+	free(b->obj);
+	free(b);
+}
+
+/* blk_lock held */
+static void blk_unref(struct gcs_store *s, struct blk *b)
+{
+	if (--b->refs == 0 && !b->in_table)
+		blk_destroy(s, b);
+}
+
+/*
+ * blk_lock held: drop unused ready blocks, oldest first, until @need more
+ * bytes fit in the budget. Returns whether they fit: blocks that are loading
+ * or referenced cannot be dropped, and only they make the budget "full"
+ * (counting idle cached blocks as used would turn read-ahead off for good
+ * once the cache has filled, one 1 MiB GET per block from then on).
+ */
+static bool blk_make_room(struct gcs_store *s, uint64_t need)
+{
+	struct blk *b = s->lru.lru_prev, *p;
+
+	for (; b != &s->lru && s->blk_mem + need > s->o.block_mem_max; b = p) {
+		p = b->lru_prev;
+		if (b->refs == 0) {
+			blk_table_del(s, b);
+			blk_destroy(s, b);
+		}
+	}
+	return s->blk_mem + need <= s->o.block_mem_max;
+}
+
+/* blk_lock held: drop unused ready blocks, oldest first, until under budget. */
+static void blk_evict(struct gcs_store *s) { (void)blk_make_room(s, 0); }
+
+/* Fill the loading blocks @v[0..@n) (consecutive indices) from the disk cache or GCS. */
+static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
+{
+	size_t i = 0, j, k;
+
+	while (i < n) {
+		uint64_t off = v[i]->idx * GCS_BLOCK_SIZE;
+		size_t len =
+		    f->st.size - off < GCS_BLOCK_SIZE ? (size_t)(f->st.size - off) : GCS_BLOCK_SIZE;
+
+		v[i]->len = len;
+		if (disk_get(s, v[i], len)) {
+			atomic_fetch_add(&s->ctr.block_disk_hits, 1);
+			i++;
+			continue;
+		}
+		/* a run of blocks missing from the disk cache: one fetch */
+		for (j = i + 1; j < n; j++) {
+			uint64_t o2 = v[j]->idx * GCS_BLOCK_SIZE;
+
+			v[j]->len = f->st.size - o2 < GCS_BLOCK_SIZE ? (size_t)(f->st.size - o2)
+								     : GCS_BLOCK_SIZE;
+			if (disk_get(s, v[j], v[j]->len))
+				break;
+		}
+		/* blocks i..j-1 go over the network, straight into their buffers; j (if < n) came
+		 * from disk */
+		{
+			size_t total = 0;
+			int r;
+
+			for (k = i; k < j; k++)
+				total += v[k]->len;
+			r = gcs_fetch_range(s, f->obj, f->st.generation, f->st.size, off, total,
+					    NULL, v + i);
+			for (k = i; k < j; k++) {
+				/* a block published while streaming is good even if a later part
+				 * failed */
+				if (r < 0 && !v[k]->published) {
+					v[k]->err = r;
+					continue;
+				}
+				if (!v[k]->published)
+					atomic_fetch_add(&s->ctr.block_misses, 1);
+				v[k]->fetched = true;
+			}
+		}
+		if (j < n)
+			atomic_fetch_add(&s->ctr.block_disk_hits, 1);
+		i = j + 1;
+	}
+}
+
+/*
+ * blk_lock held: create loading entries for the missing blocks @idx.. (up to
+ * @window, stopping at the first one present or at the end), each holding
+ * the loader's reference. Returns how many went into @v.
+ */
+static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window,
+			struct blk **v)
+{
+	uint64_t nblocks = (f->st.size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE;
+	size_t n = 0, i;
+
+	for (i = 0; i < window && idx + i < nblocks; i++) {
+		struct blk *nb;
+
+		if (blk_find(s, f->obj, f->st.generation, idx + i))
+			break;
+		nb = calloc(1, sizeof(*nb));
+		if (nb && !(nb->obj = strdup(f->obj))) {
+			free(nb);
+			nb = NULL;
+		}
+		if (nb && !(nb->data = malloc(GCS_BLOCK_SIZE))) {
+			free(nb->obj);
+			free(nb);
+			nb = NULL;
+		}
+		if (!nb)
+			break;
+		nb->gen = f->st.generation;
+		nb->idx = idx + i;
+		nb->hash = blk_hash(f->obj, nb->gen, nb->idx);
+		nb->state = GCS_BLK_LOADING;
+		nb->refs = 1; /* the loader's */
+		nb->in_table = true;
+		nb->hnext = s->blk_slots[nb->hash % GCS_BLK_SLOTS];
+		s->blk_slots[nb->hash % GCS_BLK_SLOTS] = nb;
+		s->blk_mem += GCS_BLOCK_SIZE;
+		v[n++] = nb;
+	}
+	return n;
+}
+
+/*
+ * The disk-cache writer: lz4 compression and file I/O of fetched blocks run
+ * on their own thread, after the blocks were published, so readers do not
+ * wait for them and the next fetch overlaps them. The queue is short (it
+ * pins its blocks in the memory budget); a loader that finds it full waits
+ * for room, so a disk slower than the network slows fetching down instead
+ * of leaving blocks out of the cache.
+ */
+static bool dw_push(struct gcs_store *s, struct blk *b)
+{
+	bool ok = false;
+
+	pthread_mutex_lock(&s->bg_lock);
+	while (s->dw_started && !s->bg_stop && s->dw_len >= GCS_DW_MAX)
+		pthread_cond_wait(&s->dw_room, &s->bg_lock);
+	if (s->dw_started && !s->bg_stop && s->dw_len < GCS_DW_MAX) {
+		s->dw_q[(s->dw_head + s->dw_len++) % GCS_DW_MAX] = b;
+		pthread_cond_signal(&s->dw_cond);
+		ok = true;
+	}
+	pthread_mutex_unlock(&s->bg_lock);
+	return ok;
+}
+
+void *gcs_dw_main(void *arg)
+{
+	struct gcs_store *s = arg;
+
+	pthread_mutex_lock(&s->bg_lock);
+	for (;;) {
+		struct blk *b;
+		bool stop = s->bg_stop;
+
+		if (!s->dw_len) {
+			if (stop)
+				break;
+			pthread_cond_wait(&s->dw_cond, &s->bg_lock);
+			continue;
+		}
+		b = s->dw_q[s->dw_head];
+		s->dw_head = (s->dw_head + 1) % GCS_DW_MAX;
+		s->dw_len--;
+		pthread_cond_signal(&s->dw_room);
+		pthread_mutex_unlock(&s->bg_lock);
+		disk_put(s, b); /* at unmount too: the queue is short */
+		pthread_mutex_lock(&s->blk_lock);
+		blk_unref(s, b);
+		blk_evict(s);
+		pthread_mutex_unlock(&s->blk_lock);
+		pthread_mutex_lock(&s->bg_lock);
+	}
+	pthread_mutex_unlock(&s->bg_lock);
+	return NULL;
+}
+
+/*
+ * Load claimed blocks (no lock held), then publish them and wake the waiters.
+ * Drops the loader's references (@v is not to be used after). Returns how
+ * many loaded without error.
+ */
+static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
+{
+	size_t i, ok = 0;
+
+	blk_load(s, f, v, n);
+	pthread_mutex_lock(&s->blk_lock);
+	for (i = 0; i < n; i++) {
+		v[i]->state = GCS_BLK_READY;
+		ok += v[i]->err == 0;
+		if (v[i]->err) {
+			/*
+			 * Remember the failure briefly: the kernel re-asks a failed
+			 * read (readahead, then the read itself), and each fresh
+			 * attempt would spend the whole retry deadline again.
+			 */
+			v[i]->err_until = xprofs_mono_ns() + NEG_TTL_NS;
+			free(v[i]->data);
+			v[i]->data = NULL;
+			s->blk_mem -= GCS_BLOCK_SIZE;
+		}
+		lru_push(s, v[i]);
+	}
+	pthread_cond_broadcast(&s->blk_cond);
+	pthread_mutex_unlock(&s->blk_lock);
+	/*
+	 * Only now, off the waiters' path, hand fetched blocks to the disk
+	 * cache: a ready block's data no longer changes, and the loader's
+	 * reference, which the queue takes over, keeps it alive meanwhile.
+	 */
+	for (i = 0; i < n; i++) {
+		if (v[i]->err || !v[i]->fetched || !s->o.cache)
+			continue;
+		if (dw_push(s, v[i]))
+			v[i] = NULL;
+		else if (!s->dw_started)
+			disk_put(s, v[i]); /* no writer thread: the old, synchronous way */
+	}
+	pthread_mutex_lock(&s->blk_lock);
+	for (i = 0; i < n; i++)
+		if (v[i])
+			blk_unref(s, v[i]);
+	blk_evict(s);
+	pthread_mutex_unlock(&s->blk_lock);
+	return ok;
+}
+
+/* The ready block @idx of @f, fetched (with read-ahead @window) if needed. */
+static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window,
+		   struct blk **out)
+{
+	struct blk *v[WINDOW_MAX] = {0}, *b;
+	size_t n;
+	int r;
+
+	pthread_mutex_lock(&s->blk_lock);
+	b = blk_find(s, f->obj, f->st.generation, idx);
+	if (b && b->err && b->state == GCS_BLK_READY && xprofs_mono_ns() >= b->err_until) {
+		blk_table_del(s, b); /* the remembered failure is old: try again */
+		if (b->refs == 0)
+			blk_destroy(s, b);
+		b = NULL;
+	}
+	if (b) {
+		b->refs++;
+		if (b->state == GCS_BLK_LOADING) {
+			atomic_fetch_add(&s->ctr.block_waits, 1);
+			while (b->state == GCS_BLK_LOADING)
+				pthread_cond_wait(&s->blk_cond, &s->blk_lock);
+		} else {
+			atomic_fetch_add(&s->ctr.block_hits, 1);
+			if (b->in_table)
+				lru_push(s, b);
+		}
+		goto done;
+	}
+	if (!blk_make_room(s, (uint64_t)window * GCS_BLOCK_SIZE))
+		window = 1; /* in-flight blocks fill the budget: no read-ahead */
+	n = blk_claim(s, f, idx, window, v);
+	if (n == 0) {
+		pthread_mutex_unlock(&s->blk_lock);
+		return -ENOMEM;
+	}
+	b = v[0];
+	b->refs++; /* the caller's */
+	pthread_mutex_unlock(&s->blk_lock);
+	blk_fill(s, f, v, n);
+	pthread_mutex_lock(&s->blk_lock);
+done:
+	r = b->err;
+	if (r < 0) {
+		blk_unref(s, b);
+		pthread_mutex_unlock(&s->blk_lock);
+		return r;
+	}
+	pthread_mutex_unlock(&s->blk_lock);
+	*out = b;
+	return 0;
+}
+
+/*
+ * Asynchronous read-ahead for sequential readers: one thread per store
+ * fetches the next PREFETCH_BLOCKS blocks while the reader consumes the ones before,
+ * so a stream does not stall on every window. Jobs carry their own copy of
+ * the file's identity (the reader may close meanwhile); the queue is short
+ * and a full queue drops the job (the reader then fetches synchronously).
+ */
+struct gcs_prefetch {
+	struct gcs_file f; /* f.obj owned */
+	uint64_t idx;
+	struct gcs_prefetch *next;
+};
+
+void *gcs_pf_main(void *arg)
+{
+	struct gcs_store *s = arg;
+
+	pthread_mutex_lock(&s->bg_lock);
+	for (;;) {
+		struct gcs_prefetch *j = s->pf_head;
+		struct blk *v[PREFETCH_BLOCKS];
+		size_t n;
+
+		if (s->bg_stop)
+			break;
+		if (!j) {
+			pthread_cond_wait(&s->pf_cond, &s->bg_lock);
+			continue;
+		}
+		s->pf_head = j->next;
+		s->pf_len--;
+		pthread_mutex_unlock(&s->bg_lock);
+
+		pthread_mutex_lock(&s->blk_lock);
+		n = 0;
+		if (blk_make_room(s, (uint64_t)PREFETCH_BLOCKS * GCS_BLOCK_SIZE))
+			n = blk_claim(s, &j->f, j->idx, PREFETCH_BLOCKS, v);
+		pthread_mutex_unlock(&s->blk_lock);
+		if (n)
+			atomic_fetch_add(&s->ctr.prefetched, blk_fill(s, &j->f, v, n));
+		free(j->f.obj);
+		free(j);
+		pthread_mutex_lock(&s->bg_lock);
+	}
+	pthread_mutex_unlock(&s->bg_lock);
+	return NULL;
+}
+
+/*
+ * After a sequential read ending at @end: queue the first missing
+ * PREFETCH_BLOCKS blocks within PREFETCH_AHEAD, so one job streams while
+ * the reader consumes the one before.
+ */
+static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
+{
+	uint64_t nblocks = (f->st.size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE, idx,
+		 first = UINT64_MAX;
+	struct gcs_prefetch *j;
+
+	if (!s->pf_started)
+		return;
+	pthread_mutex_lock(&s->blk_lock);
+	for (idx = end / GCS_BLOCK_SIZE + 1;
+	     idx < nblocks && idx <= end / GCS_BLOCK_SIZE + PREFETCH_AHEAD; idx++) {
+		if (!blk_find(s, f->obj, f->st.generation, idx)) {
+			first = idx;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->blk_lock);
+	if (first == UINT64_MAX)
+		return;
+	j = calloc(1, sizeof(*j));
+	if (!j || !(j->f.obj = strdup(f->obj))) {
+		free(j);
+		return;
+	}
+	j->f.st = f->st;
+	j->idx = first;
+	pthread_mutex_lock(&s->bg_lock);
+	if (s->pf_len >= 8) {
+		pthread_mutex_unlock(&s->bg_lock);
+		free(j->f.obj);
+		free(j);
+		return;
+	}
+	j->next = s->pf_head;
+	s->pf_head = j;
+	s->pf_len++;
+	pthread_cond_signal(&s->pf_cond);
+	pthread_mutex_unlock(&s->bg_lock);
+}
+
+/*
+ * Drop a reader's reference. @consumed: a sequential reader has read the
+ * block to its end and will not come back, so it is the first to go, before
+ * the read-ahead blocks it is about to need (plain LRU would evict those).
+ */
+static void blk_put(struct gcs_store *s, struct blk *b, bool consumed)
+{
+	pthread_mutex_lock(&s->blk_lock);
+	if (consumed && b->in_table && b->lru_next)
+		lru_push_oldest(s, b);
+	blk_unref(s, b);
+	blk_evict(s);
+	pthread_mutex_unlock(&s->blk_lock);
+}
+
+int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_reader **out)
+{
+	struct gcs_store *s = (struct gcs_store *)base;
+	struct xprofs_store_stat st;
+	struct gcs_file *f;
+	int r;
+
+	r = gcs_ns_stat(s, path, &st);
+	if (r < 0)
+		return r;
+	if (st.type != XPROFS_STORE_FILE)
+		return -EISDIR;
+	f = calloc(1, sizeof(*f));
+	if (!f)
+		return -ENOMEM;
+	f->obj = gcs_object_name(s, path, "");
+	if (!f->obj) {
+		free(f);
+		return -ENAMETOOLONG;
+	}
+	f->base.store = base;
+	f->s = s;
+	f->st = st;
+	f->window = 1;
+	pthread_mutex_init(&f->lock, NULL);
+	*out = &f->base;
+	return 0;
+}
+
+ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off)
+{
+	struct gcs_file *f = (struct gcs_file *)base;
+	size_t got = 0;
+	unsigned window, seq_window;
+
+	if (off >= f->st.size || n == 0)
+		return 0;
+	if (n > f->st.size - off)
+		n = (size_t)(f->st.size - off);
+	if (n > SSIZE_MAX)
+		n = SSIZE_MAX;
+	pthread_mutex_lock(&f->lock);
+	/*
+	 * sequential: grow the read-ahead window; a seek starts over at one
+	 * block. The kernel's read-ahead sends several reads at once, which
+	 * reach us a little out of order: near misses count as sequential.
+	 */
+	if (off + GCS_BLOCK_SIZE >= f->next_off &&
+	    off <= f->next_off + 2 * (uint64_t)GCS_BLOCK_SIZE)
+		f->window = f->window * 2 > WINDOW_MAX ? WINDOW_MAX : f->window * 2;
+	else
+		f->window = 1;
+	window = seq_window = f->window;
+	{
+		/* a large read wants all its blocks at once (in parallel ranges) */
+		uint64_t span = (off + n - 1) / GCS_BLOCK_SIZE - off / GCS_BLOCK_SIZE + 1;
+
+		if (span > window)
+			window = span > WINDOW_MAX ? WINDOW_MAX : (unsigned)span;
+	}
+	if (off + n > f->next_off || f->window == 1)
+		f->next_off = off + n;
+	pthread_mutex_unlock(&f->lock);
+
+	while (got < n) {
+		uint64_t pos = off + got, idx = pos / GCS_BLOCK_SIZE;
+		size_t boff = (size_t)(pos - idx * GCS_BLOCK_SIZE), k;
+		struct blk *b;
+		int r;
+
+		r = blk_get(f->s, f, idx, window, &b);
+		if (r < 0)
+			return got ? (ssize_t)got : r;
+		k = b->len > boff ? b->len - boff : 0;
+		if (k > n - got)
+			k = n - got;
+		memcpy((char *)buf + got, b->data + boff, k);
+		blk_put(f->s, b, seq_window > 1 && boff + k == b->len);
+		if (k == 0)
+			break;
+		got += k;
+	}
+	if (seq_window >= 4)
+		prefetch_after(f->s, f, off + got);
+	return (ssize_t)got;
+}
+
+int gcs_file_stat(struct xprofs_store_reader *base, struct xprofs_store_stat *st)
+{
+	*st = ((struct gcs_file *)base)->st;
+	return 0;
+}
+
+void gcs_close(struct xprofs_store_reader *base)
+{
+	struct gcs_file *f = (struct gcs_file *)base;
+
+	pthread_mutex_destroy(&f->lock);
+	free(f->obj);
+	free(f);
+}
+
+/* At unmount, after the threads have stopped: the queued prefetch jobs and every block. */
+void gcs_blocks_free(struct gcs_store *s)
+{
+	size_t i;
+
+	while (s->pf_head) {
+		struct gcs_prefetch *j = s->pf_head;
+
+		s->pf_head = j->next;
+		free(j->f.obj);
+		free(j);
+	}
+	for (i = 0; i < GCS_BLK_SLOTS; i++) {
+		struct blk *b, *n;
+
+		for (b = s->blk_slots[i]; b; b = n) {
+			n = b->hnext;
+			free(b->data);
+			free(b->obj);
+			free(b);
+		}
+	}
+}
