@@ -38,17 +38,14 @@
 
 /*
  * How a token request's outcome reads to the caller. The errno comes from
- * the module's one mapping (gcs_http_errno()) with two rules of the token
- * protocol on top: an OAuth error answer is 400 (RFC 6749 section 5.2:
- * invalid_grant, invalid_client), so 400 means the credentials were refused
- * (-EACCES); and a credentials source that cannot be reached at all (no DNS
- * answer, connection refused) is -EHOSTUNREACH, one errno for "this source
- * is not there" (docs/gcs-auth.md). Any other failed answer is -EIO.
+ * the module's one mapping (gcs_http_errno(): a refused connection is
+ * -ECONNREFUSED, no DNS answer -EHOSTUNREACH, as for storage requests) with
+ * one rule of the token protocol on top: an OAuth error answer is 400 (RFC
+ * 6749 section 5.2: invalid_grant, invalid_client), so 400 means the
+ * credentials were refused (-EACCES). Any other failed answer is -EIO.
  */
 static int token_errno(int r, long status)
 {
-	if (r == -ECONNREFUSED)
-		return -EHOSTUNREACH;
 	if (r < 0)
 		return r;
 	if (status == 400)
@@ -83,7 +80,7 @@ static int http_token_request(struct gcs_auth *a, const char *url, const struct 
 	r = token_errno(hr, rq.status);
 	if (r == 0)
 		return 0;
-	if (hr < 0 && !form && r == -EHOSTUNREACH)
+	if (hr < 0 && !form && (r == -EHOSTUNREACH || r == -ECONNREFUSED))
 		xprofs_err("gcs auth: no credentials: GOOGLE_APPLICATION_CREDENTIALS is unset, "
 			   "there is no gcloud application_default_credentials.json, and the "
 			   "metadata server at %s does not answer (%s) - not on GCE? Use "
