@@ -66,18 +66,19 @@ static char *gen(int json)
 	}
 	while (n < GEN_SIZE) {
 		ts += rnd() % 5000;
-		n += (size_t)sprintf(p + n,
-				     "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03u,\"dur\":%u.%03u,"
-				     "\"name\":\"%s.%u\",\"args\":{\"flops\":%llu,\"bytes_accessed\":%llu,"
-				     "\"long_name\":\"%%fusion.%u = bf16[%u,%u]{1,0} fusion(%%p.%u)\"}},\n",
-				     (unsigned)(rnd() % 8), (unsigned)(rnd() % 64),
-				     (unsigned long long)(ts / 1000), (unsigned)(ts % 1000),
-				     (unsigned)(rnd() % 900), (unsigned)(rnd() % 1000),
-				     (rnd() % 3) ? "fusion" : "copy-start", (unsigned)(rnd() % 4000),
-				     (unsigned long long)(rnd() % 100000000000ULL),
-				     (unsigned long long)(rnd() % 1000000000ULL), (unsigned)(rnd() % 4000),
-				     (unsigned)(128 << (rnd() % 5)), (unsigned)(128 << (rnd() % 5)),
-				     (unsigned)(rnd() % 300));
+		n += (size_t)sprintf(
+			p + n,
+			"{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%llu.%03u,\"dur\":%u.%03u,"
+			"\"name\":\"%s.%u\",\"args\":{\"flops\":%llu,\"bytes_accessed\":%llu,"
+			"\"long_name\":\"%%fusion.%u = bf16[%u,%u]{1,0} fusion(%%p.%u)\"}},\n",
+			(unsigned)(rnd() % 8), (unsigned)(rnd() % 64),
+			(unsigned long long)(ts / 1000), (unsigned)(ts % 1000),
+			(unsigned)(rnd() % 900), (unsigned)(rnd() % 1000),
+			(rnd() % 3) ? "fusion" : "copy-start", (unsigned)(rnd() % 4000),
+			(unsigned long long)(rnd() % 100000000000ULL),
+			(unsigned long long)(rnd() % 1000000000ULL), (unsigned)(rnd() % 4000),
+			(unsigned)(128 << (rnd() % 5)), (unsigned)(128 << (rnd() % 5)),
+			(unsigned)(rnd() % 300));
 	}
 	return p;
 }
@@ -169,11 +170,11 @@ int main(int argc, char **argv)
 	xprofs_cache_reader_close(e);
 	xprofs_cache_get_stats(c, &st);
 
-	printf("| %s | %llu MiB | %llu KiB | %.0f MB/s | %.0f MB/s | %.0f reads/s | %.2f (%llu MiB on disk) | +%ld KiB |\n",
-	       kind, (unsigned long long)(size >> 20),
-	       (unsigned long long)(bs >> 10), (double)size / 1e6 / tw, (double)size / 1e6 / tr,
-	       (double)nrand / trr, (double)size / (double)st.bytes,
-	       (unsigned long long)(st.bytes >> 20), rss1 - rss0);
+	printf("| %s | %llu MiB | %llu KiB | %.0f MB/s | %.0f MB/s | %.0f reads/s | %.2f (%llu MiB "
+	       "on disk) | +%ld KiB |\n",
+	       kind, (unsigned long long)(size >> 20), (unsigned long long)(bs >> 10),
+	       (double)size / 1e6 / tw, (double)size / 1e6 / tr, (double)nrand / trr,
+	       (double)size / (double)st.bytes, (unsigned long long)(st.bytes >> 20), rss1 - rss0);
 	if (xprofs_cache_remove(c, "bench", 5) < 0)
 		return 1;
 	xprofs_cache_free(c);

@@ -82,10 +82,11 @@ bool cache_bs_valid(uint32_t bs);
 uint32_t cache_block_raw_len(const struct cache_layout *L, uint64_t i);
 
 /** cache_header_encode() - fill @out with the fixed header for @key (borrowed); returns its hash. */
-uint64_t cache_header_encode(uint8_t out[CACHE_HDR_FIXED], const void *key, uint32_t keylen, uint32_t bs);
+uint64_t cache_header_encode(uint8_t out[CACHE_HDR_FIXED], const void *key, uint32_t keylen,
+			     uint32_t bs);
 void cache_rec_encode(uint8_t out[CACHE_REC_SIZE], const struct cache_rec *r);
 void cache_footer_encode(uint8_t out[CACHE_FOOTER_SIZE], uint64_t raw_size, uint64_t nblocks,
-		      uint64_t index_off, uint64_t index_hash, uint64_t header_hash);
+			 uint64_t index_off, uint64_t index_hash, uint64_t header_hash);
 
 /**
  * cache_entry_check() - validate the entry file @fd (borrowed) for @key
@@ -126,15 +127,15 @@ struct xprofs_cache {
 	char *tmpdir;
 	uint64_t max_bytes;
 	pthread_mutex_t lock;
-	uint32_t bs;               /* protected by lock */
-	int accel;                 /* protected by lock; lz4 acceleration of new writers */
-	struct cache_node **buckets;    /* protected by lock */
-	size_t nbuckets, nnodes;   /* protected by lock */
-	struct cache_node *mru, *lru;   /* protected by lock */
+	uint32_t bs;                  /* protected by lock */
+	int accel;                    /* protected by lock; lz4 acceleration of new writers */
+	struct cache_node **buckets;  /* protected by lock */
+	size_t nbuckets, nnodes;      /* protected by lock */
+	struct cache_node *mru, *lru; /* protected by lock */
 	struct xprofs_cache_stats st; /* protected by lock */
-	uint64_t scan_gen;         /* protected by lock */
-	int64_t last_scan_s;       /* protected by lock */
-	bool rescan_running;       /* protected by lock */
+	uint64_t scan_gen;            /* protected by lock */
+	int64_t last_scan_s;          /* protected by lock */
+	bool rescan_running;          /* protected by lock */
 };
 
 /*

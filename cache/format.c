@@ -139,7 +139,8 @@ uint32_t cache_block_raw_len(const struct cache_layout *L, uint64_t i)
 	return (uint32_t)(L->raw_size - (L->nblocks - 1) * (uint64_t)L->bs);
 }
 
-uint64_t cache_header_encode(uint8_t out[CACHE_HDR_FIXED], const void *key, uint32_t keylen, uint32_t bs)
+uint64_t cache_header_encode(uint8_t out[CACHE_HDR_FIXED], const void *key, uint32_t keylen,
+			     uint32_t bs)
 {
 	uint64_t h;
 
@@ -173,7 +174,7 @@ static void rec_decode(const uint8_t in[CACHE_REC_SIZE], struct cache_rec *r)
 }
 
 void cache_footer_encode(uint8_t out[CACHE_FOOTER_SIZE], uint64_t raw_size, uint64_t nblocks,
-		      uint64_t index_off, uint64_t index_hash, uint64_t header_hash)
+			 uint64_t index_off, uint64_t index_hash, uint64_t header_hash)
 {
 	put64(out, raw_size);
 	put64(out + 8, nblocks);
@@ -222,8 +223,8 @@ static int check_header(int fd, const void *key, size_t keylen, struct cache_lay
 	if (r < 0)
 		goto out;
 	r = -EBADMSG;
-	if (memcmp(hdr, CACHE_MAGIC_HEAD, CACHE_MAGIC_LEN) != 0 || get32(hdr + 8) != CACHE_VERSION ||
-	    get32(hdr + 20) != 0)
+	if (memcmp(hdr, CACHE_MAGIC_HEAD, CACHE_MAGIC_LEN) != 0 ||
+	    get32(hdr + 8) != CACHE_VERSION || get32(hdr + 20) != 0)
 		goto out;
 	fkeylen = get32(hdr + 12);
 	L->bs = get32(hdr + 16);
@@ -297,7 +298,8 @@ static int check_index(int fd, struct cache_layout *L, uint64_t want_hash)
 
 		if (n > CACHE_CHECK_CHUNK)
 			n = CACHE_CHECK_CHUNK;
-		r = read_exact(fd, chunk, (size_t)n * CACHE_REC_SIZE, L->index_off + i * CACHE_REC_SIZE);
+		r = read_exact(fd, chunk, (size_t)n * CACHE_REC_SIZE,
+			       L->index_off + i * CACHE_REC_SIZE);
 		if (r < 0)
 			goto out;
 		for (uint64_t k = 0; k < n; k++, i++) {

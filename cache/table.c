@@ -236,9 +236,11 @@ void cache_evict(struct xprofs_cache *c, const struct cache_node *keep)
 	while (c->st.bytes > c->max_bytes && n) {
 		struct cache_node *prev = n->prev;
 
-		if (n != keep && n->opens == 0 && cache_entry_path(c, n->id, path, sizeof(path)) == 0) {
+		if (n != keep && n->opens == 0 &&
+		    cache_entry_path(c, n->id, path, sizeof(path)) == 0) {
 			if (unlink(path) < 0 && errno != ENOENT)
-				xprofs_warn("cache: cannot cache_evict %s: %s", path, strerror(errno));
+				xprofs_warn("cache: cannot cache_evict %s: %s", path,
+					    strerror(errno));
 			else
 				c->st.evictions++;
 			cache_node_set_absent(c, n);
@@ -326,7 +328,8 @@ static int scan_dir(const char *dir, struct scanned **out, size_t *count)
 
 		if (!name_to_id(de->d_name, id))
 			continue;
-		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode))
 			continue;
 		if (n == cap) {
 			size_t ncap = cap ? cap * 2 : 256;
@@ -339,7 +342,8 @@ static int scan_dir(const char *dir, struct scanned **out, size_t *count)
 			v = nv;
 			cap = ncap;
 		}
-		v[n++] = (struct scanned){{id[0], id[1]}, (uint64_t)st.st_size,
+		v[n++] = (struct scanned){{id[0], id[1]},
+					  (uint64_t)st.st_size,
 					  st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};
 	}
 	if (n)
@@ -483,7 +487,8 @@ struct xprofs_cache *xprofs_cache_free(struct xprofs_cache *c)
 		for (; n; n = next) {
 			next = n->hnext;
 			if (n->opens)
-				xprofs_err("cache: freed with %u open entries (caller bug)", n->opens);
+				xprofs_err("cache: freed with %u open entries (caller bug)",
+					   n->opens);
 			free(n);
 		}
 	}
@@ -549,4 +554,3 @@ int xprofs_cache_remove(struct xprofs_cache *c, const void *key, size_t keylen)
 	pthread_mutex_unlock(&c->lock);
 	return r;
 }
-

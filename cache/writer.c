@@ -40,8 +40,8 @@
 #include "cache-internal.h"
 
 #define WRITER_IDX_RECS 1024u /* index records a writer keeps before spilling */
-#define WRITER_QUEUE 4u /* raw blocks a writer holds: 1 filling + up to 3 queued */
-#define WRITER_THREADS 2u /* compressor threads per writer */
+#define WRITER_QUEUE 4u       /* raw blocks a writer holds: 1 filling + up to 3 queued */
+#define WRITER_THREADS 2u     /* compressor threads per writer */
 
 struct xprofs_cache_writer {
 	struct xprofs_cache *c;
@@ -49,7 +49,7 @@ struct xprofs_cache_writer {
 	int fd, spill_fd;
 	int err; /* first failure; sticky; protected by qlock once the thread runs */
 	uint32_t bs;
-	int accel; /* lz4 acceleration; atomic (read by the compressor thread) */
+	int accel;    /* lz4 acceleration; atomic (read by the compressor thread) */
 	uint8_t *raw; /* the block being filled: slot[fill] */
 	size_t raw_len;
 	uint64_t raw_total;
@@ -212,7 +212,8 @@ static int append_block(struct xprofs_cache_writer *w, const uint8_t *stored, st
 
 	rec->off = w->off;
 	/* Refuse an entry that could never fit instead of evicting everything. */
-	if (w->off + rec->stored + (w->nblocks + 1) * CACHE_REC_SIZE + CACHE_FOOTER_SIZE > w->c->max_bytes)
+	if (w->off + rec->stored + (w->nblocks + 1) * CACHE_REC_SIZE + CACHE_FOOTER_SIZE >
+	    w->c->max_bytes)
 		return -EFBIG;
 	r = xprofs_write_full(w->fd, stored, rec->stored);
 	if (r < 0)
@@ -448,7 +449,7 @@ static int write_tail(struct xprofs_cache_writer *w)
 		return r;
 	w->off += w->nblocks * CACHE_REC_SIZE;
 	cache_footer_encode(footer, w->raw_total, w->nblocks, index_off, w->index_hash,
-			 w->header_hash);
+			    w->header_hash);
 	r = xprofs_write_full(w->fd, footer, sizeof(footer));
 	if (r < 0)
 		return r;
@@ -543,4 +544,3 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w)
 	pthread_mutex_destroy(&w->qlock);
 	free(w);
 }
-

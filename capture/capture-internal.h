@@ -20,12 +20,12 @@
 
 /* ---- control lines (line.c) ------------------------------------------- */
 
-#define CAPTURE_MAX_LINE 8192     /* one control line, bytes */
-#define CAPTURE_MAX_HOSTS 64      /* servers per capture */
-#define CAPTURE_MAX_HOSTLEN 255   /* "host:port" */
-#define CAPTURE_MAX_NAME 255      /* session / host directory name */
-#define CAPTURE_MAX_RUN 1024      /* run path (may be nested) */
-#define CAPTURE_MAX_ADV 32        /* advanced_configuration entries */
+#define CAPTURE_MAX_LINE 8192   /* one control line, bytes */
+#define CAPTURE_MAX_HOSTS 64    /* servers per capture */
+#define CAPTURE_MAX_HOSTLEN 255 /* "host:port" */
+#define CAPTURE_MAX_NAME 255    /* session / host directory name */
+#define CAPTURE_MAX_RUN 1024    /* run path (may be nested) */
+#define CAPTURE_MAX_ADV 32      /* advanced_configuration entries */
 #define CAPTURE_MAX_ADV_KEY 128
 #define CAPTURE_MAX_ADV_VAL 1024
 #define CAPTURE_DEFAULT_RUN "captures"
@@ -56,8 +56,8 @@ struct capture_adv {
 
 /* One parsed control line; plain value struct, no pointers. */
 struct capture_req {
-	int cmd;            /* enum capture_cmd */
-	bool has_run;       /* run= given */
+	int cmd;                       /* enum capture_cmd */
+	bool has_run;                  /* run= given */
 	char run[CAPTURE_MAX_RUN + 1]; /* "" = the logdir root (run=.) */
 	size_t n_hosts;
 	char hosts[CAPTURE_MAX_HOSTS][CAPTURE_MAX_HOSTLEN + 1];
@@ -69,11 +69,11 @@ struct capture_req {
 	uint64_t delay_ms;
 	bool has_deadline;
 	uint64_t deadline_ms;
-	char session[CAPTURE_MAX_NAME + 1]; /* "" = default (timestamp) */
+	char session[CAPTURE_MAX_NAME + 1];  /* "" = default (timestamp) */
 	char host_dir[CAPTURE_MAX_NAME + 1]; /* "" = derived from the host */
 	size_t n_adv;
 	struct capture_adv adv[CAPTURE_MAX_ADV];
-	unsigned n_opts;    /* KEY=VALUE words other than run= */
+	unsigned n_opts; /* KEY=VALUE words other than run= */
 };
 
 /**
@@ -82,7 +82,8 @@ struct capture_req {
  * starting with '#' give -ENODATA. Return 0, -ENODATA or -EINVAL with a
  * human reason appended to @reason (optional).
  */
-int capture_line_parse(const char *line, size_t len, struct capture_req *out, struct xprofs_buf *reason);
+int capture_line_parse(const char *line, size_t len, struct capture_req *out,
+		       struct xprofs_buf *reason);
 
 /** capture_name_valid() - a safe single path component (no '/', not "." / "..", no control chars). */
 bool capture_name_valid(const char *s, size_t len);
@@ -109,14 +110,14 @@ struct capture_msg_ops {
 struct capture_frames {
 	const struct capture_msg_ops *ops;
 	void *arg;
-	uint64_t max_msg;   /* longest message accepted */
-	unsigned max_msgs;  /* messages accepted (1 for a unary response) */
+	uint64_t max_msg;  /* longest message accepted */
+	unsigned max_msgs; /* messages accepted (1 for a unary response) */
 	unsigned n_msgs;
 	uint8_t hdr[5];
 	unsigned hdr_len;
-	uint64_t left;      /* bytes of the current message still to come */
+	uint64_t left; /* bytes of the current message still to come */
 	bool in_msg;
-	int err;            /* sticky */
+	int err; /* sticky */
 };
 
 /** capture_frames_init() - @ops/@arg borrowed. */
@@ -148,12 +149,12 @@ struct capture_resp {
 	char tools[CAPTURE_MAX_TOOLS][64];
 	uint64_t tool_bytes;
 	/* state */
-	uint64_t msg_left;  /* bytes of the message not parsed yet */
-	int st;             /* private state machine */
+	uint64_t msg_left; /* bytes of the message not parsed yet */
+	int st;            /* private state machine */
 	uint8_t vbuf[10];
 	unsigned vlen;
 	uint32_t field, wire;
-	uint64_t fleft;     /* bytes of the current field still to come */
+	uint64_t fleft;         /* bytes of the current field still to come */
 	struct xprofs_buf tool; /* current tool_data submessage */
 };
 
@@ -190,23 +191,23 @@ enum capture_grpc_code {
 
 struct capture_call {
 	/* in (borrowed) */
-	const char *target;       /* "host:port" */
-	const char *method;       /* "/tensorflow.ProfilerService/Profile" */
-	const uint8_t *req;       /* serialized request message */
+	const char *target; /* "host:port" */
+	const char *method; /* "/tensorflow.ProfilerService/Profile" */
+	const uint8_t *req; /* serialized request message */
 	size_t req_len;
-	uint64_t deadline_ms;     /* whole call; also sent as grpc-timeout */
-	uint64_t connect_ms;      /* TCP connect */
-	uint64_t max_msg;         /* longest response message accepted */
+	uint64_t deadline_ms;              /* whole call; also sent as grpc-timeout */
+	uint64_t connect_ms;               /* TCP connect */
+	uint64_t max_msg;                  /* longest response message accepted */
 	const struct capture_msg_ops *ops; /* response consumer */
 	void *ops_arg;
-	atomic_int *cancel;       /* optional: non-zero aborts the transfer */
+	atomic_int *cancel; /* optional: non-zero aborts the transfer */
 	/* out */
-	int grpc_status;          /* -1 when none arrived */
-	char grpc_message[256];   /* percent-decoded, truncated */
-	int curl_code;            /* CURLcode */
+	int grpc_status;        /* -1 when none arrived */
+	char grpc_message[256]; /* percent-decoded, truncated */
+	int curl_code;          /* CURLcode */
 	long http_status;
-	int stream_err;           /* -errno from the response consumer, 0 if none */
-	uint64_t rx_bytes;        /* response body bytes */
+	int stream_err;    /* -errno from the response consumer, 0 if none */
+	uint64_t rx_bytes; /* response body bytes */
 };
 
 /**
@@ -252,18 +253,18 @@ struct capture_session;
 
 struct capture_host {
 	struct capture_session *s;
-	const char *target;         /* points into s->req */
+	const char *target; /* points into s->req */
 	char dir[CAPTURE_MAX_NAME + 1];
-	char *file;                 /* store path, or NULL (continuous); owned */
+	char *file; /* store path, or NULL (continuous); owned */
 	pthread_t thread;
 	bool started;
 	/* published under c->lock */
 	int state;
 	uint64_t bytes;
-	int grpc_status;            /* -1: none */
+	int grpc_status; /* -1: none */
 	char error[400];
 	bool by_server;
-	char *server_file;          /* where an old server wrote it; owned */
+	char *server_file; /* where an old server wrote it; owned */
 	/* host thread only */
 	struct xprofs_store_writer *w;
 	uint64_t off;
@@ -271,23 +272,23 @@ struct capture_host {
 
 struct capture_session {
 	struct xprofs_capture *c;
-	struct capture_session *next;   /* in its run's history, oldest first */
+	struct capture_session *next; /* in its run's history, oldest first */
 	uint64_t id;
-	char *run;                  /* store path of the run, "" = root; owned */
+	char *run; /* store path of the run, "" = root; owned */
 	char session[CAPTURE_MAX_NAME + 16];
-	struct capture_req *req;    /* owned */
-	char *repo_root;            /* repository_root sent to the server; owned */
+	struct capture_req *req; /* owned */
+	char *repo_root;         /* repository_root sent to the server; owned */
 	uint64_t start_ts_ns;
 	uint64_t deadline_ms;
-	atomic_int cancel;          /* set by free() after the grace period */
+	atomic_int cancel; /* set by free() after the grace period */
 	int64_t started_ns, finished_ns;
 	pthread_t coord;
 	bool coord_started, joined;
 	/* under c->lock */
 	int state;
-	bool done;                  /* coordinator finished; may be joined */
+	bool done; /* coordinator finished; may be joined */
 	bool stop_requested;
-	bool finishing;             /* hosts are done: no new stopper */
+	bool finishing; /* hosts are done: no new stopper */
 	bool stopper_started;
 	pthread_t stopper;
 	size_t n_hosts;
@@ -296,12 +297,12 @@ struct capture_session {
 
 struct capture_run {
 	struct capture_run *next;
-	char *run;                  /* owned */
+	char *run; /* owned */
 	struct capture_session *head, *tail;
 	size_t n;
 	struct capture_session *running;
 	char *rej_line, *rej_reason; /* owned */
-	uint64_t touched;           /* LRU for eviction */
+	uint64_t touched;            /* LRU for eviction */
 };
 
 struct xprofs_capture {
@@ -309,7 +310,7 @@ struct xprofs_capture {
 	xprofs_capture_notify_fn notify;
 	void *arg;
 	pthread_mutex_t lock;
-	pthread_cond_t cond;        /* a session finished */
+	pthread_cond_t cond; /* a session finished */
 	/* protected by lock */
 	struct capture_run *runs;
 	size_t n_runs;
@@ -317,7 +318,7 @@ struct xprofs_capture {
 	size_t active_hosts;
 	bool closing;
 	char *rej_line, *rej_reason; /* top-level control file's last rejection */
-	bool top_used;              /* a capture was ever submitted */
+	bool top_used;               /* a capture was ever submitted */
 };
 
 extern const char *const capture_state_names[]; /* indexed by enum capture_state */

@@ -124,17 +124,17 @@ static int buf_end(void *arg)
 	return 0;
 }
 
-const struct capture_msg_ops capture_buf_ops = { buf_begin, buf_data, buf_end };
+const struct capture_msg_ops capture_buf_ops = {buf_begin, buf_data, buf_end};
 
 /* ---- ProfileResponse -------------------------------------------------- */
 
 enum {
-	ST_TAG = 0,  /* reading a field key varint */
-	ST_VARINT,   /* reading a varint value */
-	ST_LEN,      /* reading a length-delimited field's length */
-	ST_XSPACE,   /* streaming field 8 to the sink */
-	ST_TOOL,     /* buffering one tool_data entry */
-	ST_SKIP,     /* skipping fleft bytes */
+	ST_TAG = 0, /* reading a field key varint */
+	ST_VARINT,  /* reading a varint value */
+	ST_LEN,     /* reading a length-delimited field's length */
+	ST_XSPACE,  /* streaming field 8 to the sink */
+	ST_TOOL,    /* buffering one tool_data entry */
+	ST_SKIP,    /* skipping fleft bytes */
 };
 
 #define F_TOOL_DATA 6
@@ -180,7 +180,8 @@ static void tool_done(struct capture_resp *r)
 	Tensorflow__ProfileToolData *td;
 
 	r->n_tools++;
-	td = tensorflow__profile_tool_data__unpack(NULL, r->tool.len, (const uint8_t *)r->tool.data);
+	td = tensorflow__profile_tool_data__unpack(NULL, r->tool.len,
+						   (const uint8_t *)r->tool.data);
 	/* tool_data is informational: a malformed entry is counted, not fatal */
 	if (td && r->n_tools <= CAPTURE_MAX_TOOLS && td->name) {
 		char *dst = r->tools[r->n_tools - 1];
@@ -229,14 +230,26 @@ static int resp_data(void *arg, const uint8_t *p, size_t n)
 				r->field = (uint32_t)(v >> 3);
 				r->wire = (uint32_t)(v & 7);
 				if ((r->field == F_EMPTY_TRACE && r->wire != 0) ||
-				    ((r->field == F_XSPACE || r->field == F_TOOL_DATA) && r->wire != 2))
+				    ((r->field == F_XSPACE || r->field == F_TOOL_DATA) &&
+				     r->wire != 2))
 					return -EPROTO;
 				switch (r->wire) {
-				case 0: r->st = ST_VARINT; break;
-				case 1: r->st = ST_SKIP; r->fleft = 8; break;
-				case 2: r->st = ST_LEN; break;
-				case 5: r->st = ST_SKIP; r->fleft = 4; break;
-				default: return -EPROTO; /* groups and undefined types */
+				case 0:
+					r->st = ST_VARINT;
+					break;
+				case 1:
+					r->st = ST_SKIP;
+					r->fleft = 8;
+					break;
+				case 2:
+					r->st = ST_LEN;
+					break;
+				case 5:
+					r->st = ST_SKIP;
+					r->fleft = 4;
+					break;
+				default:
+					return -EPROTO; /* groups and undefined types */
 				}
 				if (r->st == ST_SKIP && r->fleft > r->msg_left)
 					return -EPROTO;
@@ -260,7 +273,8 @@ static int resp_data(void *arg, const uint8_t *p, size_t n)
 					r->st = ST_SKIP;
 				}
 			}
-			if (r->fleft == 0 && r->st != ST_TAG && r->st != ST_VARINT && r->st != ST_LEN) {
+			if (r->fleft == 0 && r->st != ST_TAG && r->st != ST_VARINT &&
+			    r->st != ST_LEN) {
 				if (r->st == ST_TOOL)
 					tool_done(r);
 				r->st = ST_TAG;
@@ -306,4 +320,4 @@ static int resp_end(void *arg)
 	return 0;
 }
 
-const struct capture_msg_ops capture_resp_ops = { resp_begin, resp_data, resp_end };
+const struct capture_msg_ops capture_resp_ops = {resp_begin, resp_data, resp_end};

@@ -44,8 +44,12 @@ void capture_pct_decode(const char *in, size_t n, char *out, size_t cap)
 		if (in[i] == '%' && i + 2 < n) {
 			hi = in[i + 1];
 			lo = in[i + 2];
-			hi = hi >= '0' && hi <= '9' ? hi - '0' : (hi | 0x20) >= 'a' && (hi | 0x20) <= 'f' ? (hi | 0x20) - 'a' + 10 : -1;
-			lo = lo >= '0' && lo <= '9' ? lo - '0' : (lo | 0x20) >= 'a' && (lo | 0x20) <= 'f' ? (lo | 0x20) - 'a' + 10 : -1;
+			hi = hi >= '0' && hi <= '9'                     ? hi - '0'
+			     : (hi | 0x20) >= 'a' && (hi | 0x20) <= 'f' ? (hi | 0x20) - 'a' + 10
+									: -1;
+			lo = lo >= '0' && lo <= '9'                     ? lo - '0'
+			     : (lo | 0x20) >= 'a' && (lo | 0x20) <= 'f' ? (lo | 0x20) - 'a' + 10
+									: -1;
 			if (hi >= 0 && lo >= 0) {
 				unsigned char ch = (unsigned char)(hi << 4 | lo);
 
@@ -67,7 +71,8 @@ void capture_grpc_timeout_header(uint64_t ms, char *out, size_t cap)
 	else if (ms / 1000 <= 99999999)
 		snprintf(out, cap, "grpc-timeout: %" PRIu64 "S", ms / 1000);
 	else
-		snprintf(out, cap, "grpc-timeout: %" PRIu64 "H", ms / 3600000 > 99999999 ? 99999999 : ms / 3600000);
+		snprintf(out, cap, "grpc-timeout: %" PRIu64 "H",
+			 ms / 3600000 > 99999999 ? 99999999 : ms / 3600000);
 }
 
 static size_t on_write(char *p, size_t size, size_t nmemb, void *arg)
@@ -139,35 +144,47 @@ int capture_grpc_errno(const struct capture_call *call, const char **what)
 		int err;
 		const char *what;
 	} grpc[] = {
-		[GRPC_OK] = { 0, "OK" },
-		[GRPC_CANCELLED] = { ECANCELED, "CANCELLED" },
-		[GRPC_UNKNOWN] = { EIO, "UNKNOWN" },
-		[GRPC_INVALID_ARGUMENT] = { EINVAL, "INVALID_ARGUMENT" },
-		[GRPC_DEADLINE_EXCEEDED] = { ETIMEDOUT, "DEADLINE_EXCEEDED" },
-		[GRPC_NOT_FOUND] = { ENOENT, "NOT_FOUND" },
-		[GRPC_ALREADY_EXISTS] = { EEXIST, "ALREADY_EXISTS" },
-		[GRPC_PERMISSION_DENIED] = { EACCES, "PERMISSION_DENIED" },
-		[GRPC_RESOURCE_EXHAUSTED] = { ENOSPC, "RESOURCE_EXHAUSTED" },
-		[GRPC_FAILED_PRECONDITION] = { EPERM, "FAILED_PRECONDITION" },
-		[GRPC_ABORTED] = { ECONNABORTED, "ABORTED" },
-		[GRPC_OUT_OF_RANGE] = { ERANGE, "OUT_OF_RANGE" },
-		[GRPC_UNIMPLEMENTED] = { ENOSYS, "UNIMPLEMENTED (the server does not offer this method)" },
-		[GRPC_INTERNAL] = { EIO, "INTERNAL" },
-		[GRPC_UNAVAILABLE] = { ECONNREFUSED, "UNAVAILABLE" },
-		[GRPC_DATA_LOSS] = { EIO, "DATA_LOSS" },
-		[GRPC_UNAUTHENTICATED] = { EACCES, "UNAUTHENTICATED" },
+		[GRPC_OK] = {0, "OK"},
+		[GRPC_CANCELLED] = {ECANCELED, "CANCELLED"},
+		[GRPC_UNKNOWN] = {EIO, "UNKNOWN"},
+		[GRPC_INVALID_ARGUMENT] = {EINVAL, "INVALID_ARGUMENT"},
+		[GRPC_DEADLINE_EXCEEDED] = {ETIMEDOUT, "DEADLINE_EXCEEDED"},
+		[GRPC_NOT_FOUND] = {ENOENT, "NOT_FOUND"},
+		[GRPC_ALREADY_EXISTS] = {EEXIST, "ALREADY_EXISTS"},
+		[GRPC_PERMISSION_DENIED] = {EACCES, "PERMISSION_DENIED"},
+		[GRPC_RESOURCE_EXHAUSTED] = {ENOSPC, "RESOURCE_EXHAUSTED"},
+		[GRPC_FAILED_PRECONDITION] = {EPERM, "FAILED_PRECONDITION"},
+		[GRPC_ABORTED] = {ECONNABORTED, "ABORTED"},
+		[GRPC_OUT_OF_RANGE] = {ERANGE, "OUT_OF_RANGE"},
+		[GRPC_UNIMPLEMENTED] = {ENOSYS,
+					"UNIMPLEMENTED (the server does not offer this method)"},
+		[GRPC_INTERNAL] = {EIO, "INTERNAL"},
+		[GRPC_UNAVAILABLE] = {ECONNREFUSED, "UNAVAILABLE"},
+		[GRPC_DATA_LOSS] = {EIO, "DATA_LOSS"},
+		[GRPC_UNAUTHENTICATED] = {EACCES, "UNAUTHENTICATED"},
 	};
 	const char *dummy;
 
 	if (!what)
 		what = &dummy;
-	if (call->stream_err < 0 && (call->curl_code == CURLE_WRITE_ERROR || call->curl_code == CURLE_OK)) {
+	if (call->stream_err < 0 &&
+	    (call->curl_code == CURLE_WRITE_ERROR || call->curl_code == CURLE_OK)) {
 		switch (call->stream_err) {
-		case -EMSGSIZE: *what = "response message larger than the maximum"; break;
-		case -EPROTO: *what = "malformed gRPC response"; break;
-		case -EEXIST: *what = "the profile file already exists (not overwritten)"; break;
-		case -ENOSPC: *what = "no space left while storing the profile"; break;
-		default: *what = "storing the profile failed"; break;
+		case -EMSGSIZE:
+			*what = "response message larger than the maximum";
+			break;
+		case -EPROTO:
+			*what = "malformed gRPC response";
+			break;
+		case -EEXIST:
+			*what = "the profile file already exists (not overwritten)";
+			break;
+		case -ENOSPC:
+			*what = "no space left while storing the profile";
+			break;
+		default:
+			*what = "storing the profile failed";
+			break;
 		}
 		return call->stream_err;
 	}
@@ -229,7 +246,7 @@ int capture_grpc_errno(const struct capture_call *call, const char **what)
 
 int capture_grpc_unary(struct capture_call *call)
 {
-	struct call_ctx x = { .call = call };
+	struct call_ctx x = {.call = call};
 	struct curl_slist *hdrs = NULL, *h;
 	char url[CAPTURE_MAX_HOSTLEN + 128], tmo[64];
 	uint8_t *body = NULL;
@@ -265,8 +282,8 @@ int capture_grpc_unary(struct capture_call *call)
 
 	snprintf(url, sizeof(url), "http://%s%s", call->target, call->method);
 	capture_grpc_timeout_header(call->deadline_ms, tmo, sizeof(tmo));
-	const char *const hv[] = { "content-type: application/grpc", "te: trailers", "Expect:",
-				   "user-agent: xprofs/" XPROFS_VERSION, tmo };
+	const char *const hv[] = {"content-type: application/grpc", "te: trailers",
+				  "Expect:", "user-agent: xprofs/" XPROFS_VERSION, tmo};
 	for (size_t i = 0; i < sizeof(hv) / sizeof(hv[0]); i++) {
 		h = curl_slist_append(hdrs, hv[i]);
 		if (!h) {
@@ -319,8 +336,8 @@ int capture_grpc_unary(struct capture_call *call)
 
 		(void)capture_grpc_errno(call, &what);
 		xprofs_debug("capture: %s on %s: %s (curl %d, http %ld, grpc %d %s)", call->method,
-			     call->target, what, call->curl_code, call->http_status, call->grpc_status,
-			     call->grpc_message);
+			     call->target, what, call->curl_code, call->http_status,
+			     call->grpc_status, call->grpc_message);
 	}
 out:
 	curl_easy_cleanup(curl);

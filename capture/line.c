@@ -27,7 +27,8 @@ struct word {
 	size_t n;
 };
 
-static int reject(struct xprofs_buf *reason, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int reject(struct xprofs_buf *reason, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 static int reject(struct xprofs_buf *reason, const char *fmt, ...)
 {
@@ -185,8 +186,8 @@ static int parse_hosts(const struct word *w, struct capture_req *out, struct xpr
 		if (i < w->n && w->p[i] != ',')
 			continue;
 		if (!host_valid(w->p + start, i - start))
-			return reject(reason, "bad host '%.*s': expected HOST:PORT", (int)(i - start),
-				      w->p + start);
+			return reject(reason, "bad host '%.*s': expected HOST:PORT",
+				      (int)(i - start), w->p + start);
 		if (out->n_hosts == CAPTURE_MAX_HOSTS)
 			return reject(reason, "too many hosts (at most %d)", CAPTURE_MAX_HOSTS);
 		for (size_t k = 0; k < out->n_hosts; k++)
@@ -223,9 +224,9 @@ static int parse_option(const struct word *k, const struct word *v, struct captu
 		const char *name;
 		uint64_t lo, hi;
 	} nums[] = {
-		{ "duration_ms", 1, 3600000 },      { "host_tracer_level", 0, 3 },
-		{ "device_tracer_level", 0, 2 },    { "python_tracer_level", 0, 1 },
-		{ "delay_ms", 0, 600000 },          { "deadline_ms", 1000, 86400000 },
+		{"duration_ms", 1, 3600000},   {"host_tracer_level", 0, 3},
+		{"device_tracer_level", 0, 2}, {"python_tracer_level", 0, 1},
+		{"delay_ms", 0, 600000},       {"deadline_ms", 1000, 86400000},
 	};
 	uint64_t x;
 	struct capture_adv *a;
@@ -234,15 +235,31 @@ static int parse_option(const struct word *k, const struct word *v, struct captu
 		if (!word_is(k, nums[i].name))
 			continue;
 		if (parse_u64(v, nums[i].lo, nums[i].hi, &x) < 0)
-			return reject(reason, "%s must be an integer in [%" PRIu64 ", %" PRIu64 "], not '%.*s'",
+			return reject(reason,
+				      "%s must be an integer in [%" PRIu64 ", %" PRIu64
+				      "], not '%.*s'",
 				      nums[i].name, nums[i].lo, nums[i].hi, (int)v->n, v->p);
 		switch (i) {
-		case 0: out->duration_ms = x; break;
-		case 1: out->host_tracer_level = (uint32_t)x; break;
-		case 2: out->device_tracer_level = (uint32_t)x; break;
-		case 3: out->python_tracer_level = (uint32_t)x; break;
-		case 4: out->delay_ms = x; out->has_delay = true; break;
-		default: out->deadline_ms = x; out->has_deadline = true; break;
+		case 0:
+			out->duration_ms = x;
+			break;
+		case 1:
+			out->host_tracer_level = (uint32_t)x;
+			break;
+		case 2:
+			out->device_tracer_level = (uint32_t)x;
+			break;
+		case 3:
+			out->python_tracer_level = (uint32_t)x;
+			break;
+		case 4:
+			out->delay_ms = x;
+			out->has_delay = true;
+			break;
+		default:
+			out->deadline_ms = x;
+			out->has_deadline = true;
+			break;
 		}
 		return 0;
 	}
@@ -250,7 +267,9 @@ static int parse_option(const struct word *k, const struct word *v, struct captu
 		char *dst = word_is(k, "session") ? out->session : out->host_dir;
 
 		if (!capture_name_valid(v->p, v->n))
-			return reject(reason, "%.*s= must be a plain file name (no '/', '..' or control characters), not '%.*s'",
+			return reject(reason,
+				      "%.*s= must be a plain file name (no '/', '..' or control "
+				      "characters), not '%.*s'",
 				      (int)k->n, k->p, (int)v->n, v->p);
 		memcpy(dst, v->p, v->n);
 		dst[v->n] = '\0';
@@ -259,8 +278,8 @@ static int parse_option(const struct word *k, const struct word *v, struct captu
 	if (!adv_key_valid(k->p, k->n))
 		return reject(reason, "bad option name '%.*s'", (int)k->n, k->p);
 	if (v->n > CAPTURE_MAX_ADV_VAL)
-		return reject(reason, "value of %.*s is too long (at most %d bytes)", (int)k->n, k->p,
-			      CAPTURE_MAX_ADV_VAL);
+		return reject(reason, "value of %.*s is too long (at most %d bytes)", (int)k->n,
+			      k->p, CAPTURE_MAX_ADV_VAL);
 	for (size_t i = 0; i < out->n_adv; i++)
 		if (strlen(out->adv[i].key) == k->n && memcmp(out->adv[i].key, k->p, k->n) == 0)
 			return reject(reason, "option %.*s given twice", (int)k->n, k->p);
@@ -277,7 +296,8 @@ static int parse_option(const struct word *k, const struct word *v, struct captu
 	} else {
 		for (size_t i = 0; i < v->n; i++)
 			if ((unsigned char)v->p[i] < 0x20 || v->p[i] == 0x7f)
-				return reject(reason, "control character in the value of %.*s", (int)k->n, k->p);
+				return reject(reason, "control character in the value of %.*s",
+					      (int)k->n, k->p);
 		a->type = CAPTURE_ADV_STRING;
 		memcpy(a->str, v->p, v->n);
 	}
@@ -285,7 +305,8 @@ static int parse_option(const struct word *k, const struct word *v, struct captu
 	return 0;
 }
 
-static int split_words(const char *line, size_t len, struct word *w, size_t *nw, struct xprofs_buf *reason)
+static int split_words(const char *line, size_t len, struct word *w, size_t *nw,
+		       struct xprofs_buf *reason)
 {
 	size_t i = 0, n = 0;
 
@@ -309,7 +330,8 @@ static int split_words(const char *line, size_t len, struct word *w, size_t *nw,
 	return 0;
 }
 
-int capture_line_parse(const char *line, size_t len, struct capture_req *out, struct xprofs_buf *reason)
+int capture_line_parse(const char *line, size_t len, struct capture_req *out,
+		       struct xprofs_buf *reason)
 {
 	struct word w[MAX_WORDS];
 	size_t nw = 0, i;
@@ -349,8 +371,11 @@ int capture_line_parse(const char *line, size_t len, struct capture_req *out, st
 					out->run[0] = '\0'; /* the logdir root itself */
 				} else {
 					if (!capture_run_valid(v.p, v.n))
-						return reject(reason, "bad run name '%.*s': '/'-separated plain names, no '..' or control characters",
-							      (int)v.n, v.p);
+						return reject(
+							reason,
+							"bad run name '%.*s': '/'-separated plain "
+							"names, no '..' or control characters",
+							(int)v.n, v.p);
 					memcpy(out->run, v.p, v.n);
 					out->run[v.n] = '\0';
 				}
@@ -380,7 +405,8 @@ int capture_line_parse(const char *line, size_t len, struct capture_req *out, st
 				else if (i + 1 < nw && word_is(&w[i + 1], "stop"))
 					out->cmd = CAPTURE_CMD_CONT_STOP;
 				else
-					return reject(reason, "'continuous' must be followed by 'start' or 'stop'");
+					return reject(reason, "'continuous' must be followed by "
+							      "'start' or 'stop'");
 				i++;
 				continue;
 			}
@@ -391,7 +417,9 @@ int capture_line_parse(const char *line, size_t len, struct capture_req *out, st
 				return r;
 			continue;
 		}
-		return reject(reason, "unknown word '%.*s' (expected HOST:PORT, KEY=VALUE or a command; read the control file for help)",
+		return reject(reason,
+			      "unknown word '%.*s' (expected HOST:PORT, KEY=VALUE or a command; "
+			      "read the control file for help)",
 			      (int)w[i].n, w[i].p);
 	}
 	switch (out->cmd) {
@@ -407,7 +435,9 @@ int capture_line_parse(const char *line, size_t len, struct capture_req *out, st
 		if (out->n_hosts == 0)
 			return reject(reason, "no HOST:PORT given");
 		if (out->host_dir[0] && out->n_hosts > 1)
-			return reject(reason, "host= names one host's directory; it needs exactly one HOST:PORT");
+			return reject(
+				reason,
+				"host= names one host's directory; it needs exactly one HOST:PORT");
 		break;
 	}
 	return 0;

@@ -61,8 +61,8 @@ static int host_sink_write(void *arg, const void *p, size_t n)
 }
 
 /* Serializes the ProfileRequest for @h. *@out: caller owns; free with free(). */
-static int pack_profile_request(const struct capture_session *s, const struct capture_host *h, uint8_t **out,
-				size_t *len)
+static int pack_profile_request(const struct capture_session *s, const struct capture_host *h,
+				uint8_t **out, size_t *len)
 {
 	const struct capture_req *q = s->req;
 	Tensorflow__ProfileRequest req = TENSORFLOW__PROFILE_REQUEST__INIT;
@@ -87,15 +87,18 @@ static int pack_profile_request(const struct capture_session *s, const struct ca
 		ents[i].value = &vals[i];
 		switch (q->adv[i].type) {
 		case CAPTURE_ADV_BOOL:
-			vals[i].value_case = TENSORFLOW__PROFILE_OPTIONS__ADVANCED_CONFIG_VALUE__VALUE_BOOL_VALUE;
+			vals[i].value_case =
+				TENSORFLOW__PROFILE_OPTIONS__ADVANCED_CONFIG_VALUE__VALUE_BOOL_VALUE;
 			vals[i].bool_value = q->adv[i].b;
 			break;
 		case CAPTURE_ADV_INT:
-			vals[i].value_case = TENSORFLOW__PROFILE_OPTIONS__ADVANCED_CONFIG_VALUE__VALUE_INT64_VALUE;
+			vals[i].value_case =
+				TENSORFLOW__PROFILE_OPTIONS__ADVANCED_CONFIG_VALUE__VALUE_INT64_VALUE;
 			vals[i].int64_value = q->adv[i].i;
 			break;
 		default:
-			vals[i].value_case = TENSORFLOW__PROFILE_OPTIONS__ADVANCED_CONFIG_VALUE__VALUE_STRING_VALUE;
+			vals[i].value_case =
+				TENSORFLOW__PROFILE_OPTIONS__ADVANCED_CONFIG_VALUE__VALUE_STRING_VALUE;
 			vals[i].string_value = (char *)q->adv[i].str;
 			break;
 		}
@@ -142,11 +145,15 @@ static int pack_snapshot_request(uint8_t **out, size_t *len)
 static int state_of(int err)
 {
 	switch (err) {
-	case 0: return ST_OK;
+	case 0:
+		return ST_OK;
 	case -ECONNREFUSED:
-	case -EHOSTUNREACH: return ST_UNREACHABLE;
-	case -ETIMEDOUT: return ST_TIMEOUT;
-	default: return ST_ERROR;
+	case -EHOSTUNREACH:
+		return ST_UNREACHABLE;
+	case -ETIMEDOUT:
+		return ST_TIMEOUT;
+	default:
+		return ST_ERROR;
 	}
 }
 
@@ -155,7 +162,7 @@ static void *host_main(void *arg)
 	struct capture_host *h = arg;
 	struct capture_session *s = h->s;
 	struct xprofs_capture *c = s->c;
-	struct capture_call call = { 0 };
+	struct capture_call call = {0};
 	struct capture_resp resp;
 	struct xprofs_buf small;
 	struct xprofs_store_stat st;
@@ -165,7 +172,7 @@ static void *host_main(void *arg)
 	char server_name[CAPTURE_MAX_NAME + 1];
 	int r, state;
 
-	capture_resp_init(&resp, (struct xprofs_sink){ host_sink_write, h });
+	capture_resp_init(&resp, (struct xprofs_sink){host_sink_write, h});
 	xprofs_buf_init(&small, MAX_SMALL_RESPONSE);
 
 	call.target = h->target;
@@ -223,8 +230,9 @@ static void *host_main(void *arg)
 			/* a present but empty XSpace is still a (tiny) valid profile */
 			r = host_sink_write(h, "", 0);
 			if (r < 0) {
-				what = r == -EEXIST ? "the profile file already exists (not overwritten)"
-						    : "storing the profile failed";
+				what = r == -EEXIST
+					       ? "the profile file already exists (not overwritten)"
+					       : "storing the profile failed";
 				goto out;
 			}
 		}
@@ -241,9 +249,11 @@ out:
 	if (r == 0 && h->file && !resp.has_xspace && !resp.empty_trace &&
 	    capture_host_dirname(h->dir, server_name, sizeof(server_name)) == 0) {
 		/* an old server ignored emit_xspace and wrote the file itself */
-		h->server_file = malloc(strlen(s->repo_root) + strlen(s->session) + strlen(server_name) + 16);
+		h->server_file = malloc(strlen(s->repo_root) + strlen(s->session) +
+					strlen(server_name) + 16);
 		if (h->server_file)
-			sprintf(h->server_file, "%s/%s/%s.xplane.pb", s->repo_root, s->session, server_name);
+			sprintf(h->server_file, "%s/%s/%s.xplane.pb", s->repo_root, s->session,
+				server_name);
 	}
 	xprofs_store_writer_abort(h->w); /* no partial file on any error */
 	h->w = NULL;
@@ -258,11 +268,11 @@ out:
 	}
 	pthread_mutex_unlock(&c->lock);
 	if (r < 0)
-		xprofs_log(XPROFS_LOG_WARNING, "capture %s/%s from %s: %s", s->run, s->session, h->target,
-			   h->error);
+		xprofs_log(XPROFS_LOG_WARNING, "capture %s/%s from %s: %s", s->run, s->session,
+			   h->target, h->error);
 	else
-		xprofs_info("capture %s/%s from %s: %s, %" PRIu64 " bytes", s->run, s->session, h->target,
-			    capture_state_names[state], resp.xspace_bytes);
+		xprofs_info("capture %s/%s from %s: %s, %" PRIu64 " bytes", s->run, s->session,
+			    h->target, capture_state_names[state], resp.xspace_bytes);
 	free(req);
 	xprofs_buf_deinit(&small);
 	capture_resp_deinit(&resp);
@@ -283,8 +293,10 @@ static void *terminate_main(void *arg)
 	struct capture_call call = {
 		.target = h->target,
 		.method = "/tensorflow.ProfilerService/Terminate",
-		.deadline_ms = TERMINATE_DEADLINE_MS, .connect_ms = 2000,
-		.max_msg = MAX_SMALL_RESPONSE, .ops = &capture_buf_ops,
+		.deadline_ms = TERMINATE_DEADLINE_MS,
+		.connect_ms = 2000,
+		.max_msg = MAX_SMALL_RESPONSE,
+		.ops = &capture_buf_ops,
 		.cancel = &s->cancel,
 	};
 	const char *what;
@@ -299,8 +311,8 @@ static void *terminate_main(void *arg)
 	call.ops_arg = &small;
 	if (capture_grpc_unary(&call) < 0) {
 		(void)capture_grpc_errno(&call, &what);
-		xprofs_log(XPROFS_LOG_WARNING, "capture %s/%s: Terminate on %s: %s", s->run, s->session,
-			   h->target, what);
+		xprofs_log(XPROFS_LOG_WARNING, "capture %s/%s: Terminate on %s: %s", s->run,
+			   s->session, h->target, what);
 	}
 	xprofs_buf_deinit(&small);
 	return NULL;
@@ -350,8 +362,8 @@ void *capture_coord_main(void *arg)
 {
 	struct capture_session *s = arg;
 	struct xprofs_capture *c = s->c;
-	int rank[] = { [ST_OK] = 0, [ST_EMPTY] = 1, [ST_UNREACHABLE] = 2, [ST_TIMEOUT] = 3,
-		       [ST_ERROR] = 4, [ST_STOPPED] = 0, [ST_RUNNING] = 5 };
+	int rank[] = {[ST_OK] = 0,    [ST_EMPTY] = 1,   [ST_UNREACHABLE] = 2, [ST_TIMEOUT] = 3,
+		      [ST_ERROR] = 4, [ST_STOPPED] = 0, [ST_RUNNING] = 5};
 	int state = ST_OK;
 	bool join_stopper, any_file = false;
 	pthread_t stopper;
@@ -408,4 +420,3 @@ void *capture_coord_main(void *arg)
 	pthread_mutex_unlock(&c->lock);
 	return NULL;
 }
-

@@ -14,16 +14,14 @@
 #include "capture-internal.h"
 
 const char *const capture_state_names[] = {
-	[ST_RUNNING] = "running", [ST_OK] = "ok",           [ST_EMPTY] = "empty",
+	[ST_RUNNING] = "running",         [ST_OK] = "ok",           [ST_EMPTY] = "empty",
 	[ST_UNREACHABLE] = "unreachable", [ST_TIMEOUT] = "timeout", [ST_ERROR] = "error",
 	[ST_STOPPED] = "stopped",
 };
 
 static const char *const cmd_names[] = {
-	[CAPTURE_CMD_PROFILE] = "profile",
-	[CAPTURE_CMD_STOP] = "stop",
-	[CAPTURE_CMD_SNAPSHOT] = "snapshot",
-	[CAPTURE_CMD_CONT_START] = "continuous start",
+	[CAPTURE_CMD_PROFILE] = "profile",           [CAPTURE_CMD_STOP] = "stop",
+	[CAPTURE_CMD_SNAPSHOT] = "snapshot",         [CAPTURE_CMD_CONT_START] = "continuous start",
 	[CAPTURE_CMD_CONT_STOP] = "continuous stop",
 };
 
@@ -49,15 +47,20 @@ static int session_json(const struct capture_session *s, struct xprofs_buf *out)
 	r = r ? r : xprofs_buf_add_json_str(out, s->run, strlen(s->run));
 	r = r ? r : xprofs_buf_adds(out, ",\"session\":");
 	r = r ? r : xprofs_buf_add_json_str(out, s->session, strlen(s->session));
-	r = r ? r : xprofs_buf_printf(out, ",\"state\":\"%s\",\"hosts\":[", capture_state_names[s->state]);
+	r = r ? r
+	      : xprofs_buf_printf(out, ",\"state\":\"%s\",\"hosts\":[",
+				  capture_state_names[s->state]);
 	for (size_t i = 0; i < s->n_hosts && r == 0; i++) {
 		const struct capture_host *h = &s->hosts[i];
-		const char *file = h->by_server ? h->server_file : h->state == ST_OK ? h->file : NULL;
+		const char *file = h->by_server        ? h->server_file
+				   : h->state == ST_OK ? h->file
+						       : NULL;
 
 		r = xprofs_buf_adds(out, i ? ",{\"host\":" : "{\"host\":");
 		r = r ? r : xprofs_buf_add_json_str(out, h->target, strlen(h->target));
-		r = r ? r : xprofs_buf_printf(out, ",\"state\":\"%s\",\"bytes\":%" PRIu64 ",\"error\":",
-					   capture_state_names[h->state], h->bytes);
+		r = r ? r
+		      : xprofs_buf_printf(out, ",\"state\":\"%s\",\"bytes\":%" PRIu64 ",\"error\":",
+					  capture_state_names[h->state], h->bytes);
 		if (h->error[0])
 			r = r ? r : xprofs_buf_add_json_str(out, h->error, strlen(h->error));
 		else
@@ -83,8 +86,10 @@ static int session_json(const struct capture_session *s, struct xprofs_buf *out)
 	} else {
 		r = r ? r : xprofs_buf_adds(out, "null");
 	}
-	r = r ? r : xprofs_buf_printf(out, ",\"duration_ms\":%" PRIu64 ",\"deadline_ms\":%" PRIu64 "}\n",
-				   s->req->duration_ms, s->deadline_ms);
+	r = r ? r
+	      : xprofs_buf_printf(out,
+				  ",\"duration_ms\":%" PRIu64 ",\"deadline_ms\":%" PRIu64 "}\n",
+				  s->req->duration_ms, s->deadline_ms);
 	return r;
 }
 
@@ -166,8 +171,10 @@ const char *xprofs_capture_help(void)
 	       "#   [run=NAME] HOST:PORT[,HOST:PORT...] [duration_ms=N] [host_tracer_level=N]\n"
 	       "#       [device_tracer_level=N] [python_tracer_level=N] [delay_ms=N]\n"
 	       "#       [session=NAME] [host=NAME] [deadline_ms=N] [KEY=VALUE ...]\n"
-	       "#   [run=NAME] stop                         Terminate the running capture; its data is kept\n"
-	       "#   [run=NAME] snapshot HOST:PORT[,...]     profile of the recent past (continuous mode)\n"
+	       "#   [run=NAME] stop                         Terminate the running capture; its "
+	       "data is kept\n"
+	       "#   [run=NAME] snapshot HOST:PORT[,...]     profile of the recent past (continuous "
+	       "mode)\n"
 	       "#   [run=NAME] continuous start HOST:PORT[,...] [options]\n"
 	       "#   [run=NAME] continuous stop HOST:PORT[,...]\n"
 	       "#\n"
@@ -179,9 +186,9 @@ const char *xprofs_capture_help(void)
 	       "# directory (default: local time YYYY_MM_DD_HH_MM_SS, made unique); host= names\n"
 	       "# the host file (default HOST_PORT; one host only). Any other KEY=VALUE goes\n"
 	       "# to ProfileOptions.advanced_configuration (integer, true/false, or string).\n"
-	       "# run= (top-level file only; default \"" CAPTURE_DEFAULT_RUN "\", \".\" = the logdir\n"
+	       "# run= (top-level file only; default \"" CAPTURE_DEFAULT_RUN
+	       "\", \".\" = the logdir\n"
 	       "# root) may be nested (a/b). A top-level 'stop' without run= stops every run.\n"
 	       "# Files: logdir/<run>/plugins/profile/<session>/<host>.xplane.pb, never\n"
 	       "# overwritten. Read this file again for the captures' status (JSON lines).\n";
 }
-

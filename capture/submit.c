@@ -22,8 +22,8 @@
 
 #include "capture-internal.h"
 
-#define MAX_LINES 16         /* lines acted on per submit */
-#define MAX_ACTIVE_HOSTS 256 /* host threads across all sessions */
+#define MAX_LINES 16          /* lines acted on per submit */
+#define MAX_ACTIVE_HOSTS 256  /* host threads across all sessions */
 #define MIN_DEADLINE_MS 60000 /* like the official client */
 #define DEADLINE_SLACK_MS 10000
 #define SNAPSHOT_DEADLINE_MS 60000
@@ -66,8 +66,8 @@ static int set_rejection(char **line_slot, char **reason_slot, const char *line,
 /* ---- submit ----------------------------------------------------------- */
 
 /* A session name not used in @r's history nor present in the store (c->lock held). */
-static int pick_session(struct xprofs_capture *c, struct capture_run *r, const char *base, char *out,
-			size_t cap)
+static int pick_session(struct xprofs_capture *c, struct capture_run *r, const char *base,
+			char *out, size_t cap)
 {
 	struct xprofs_store_stat st;
 	char *pdir = profile_dir(r->run), *path;
@@ -169,7 +169,9 @@ static int start_session(struct xprofs_capture *c, struct capture_run *r, struct
 			goto fail;
 		}
 	}
-	delay = s->req->has_delay ? s->req->delay_ms : s->n_hosts > 1 ? CAPTURE_MULTI_HOST_DELAY_MS : 0;
+	delay = s->req->has_delay ? s->req->delay_ms
+		: s->n_hosts > 1  ? CAPTURE_MULTI_HOST_DELAY_MS
+				  : 0;
 	s->start_ts_ns = delay ? (uint64_t)xprofs_now_ns() + delay * 1000000u : 0;
 	switch (s->req->cmd) {
 	case CAPTURE_CMD_PROFILE:
@@ -200,7 +202,8 @@ static int start_session(struct xprofs_capture *c, struct capture_run *r, struct
 			goto fail;
 		}
 		if (s->req->cmd == CAPTURE_CMD_PROFILE || s->req->cmd == CAPTURE_CMD_SNAPSHOT) {
-			if (asprintf(&h->file, "%s/%s/%s.xplane.pb", pdir, s->session, h->dir) < 0) {
+			if (asprintf(&h->file, "%s/%s/%s.xplane.pb", pdir, s->session, h->dir) <
+			    0) {
 				h->file = NULL;
 				ret = -ENOMEM;
 				goto fail;
@@ -257,7 +260,8 @@ static int stop_runs(struct xprofs_capture *c, const char *run, const struct cap
 	}
 	if (ret == 0 && stopped == 0) {
 		(void)!xprofs_buf_printf(why, "no capture is running%s%s",
-					 run || q->has_run ? " in run " : "", run || q->has_run ? rn : "");
+					 run || q->has_run ? " in run " : "",
+					 run || q->has_run ? rn : "");
 		ret = -ESRCH;
 	}
 	return ret;
@@ -266,7 +270,7 @@ static int stop_runs(struct xprofs_capture *c, const char *run, const struct cap
 int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char *line, size_t len,
 			  struct xprofs_buf *reason)
 {
-	struct capture_req *reqs[MAX_LINES] = { 0 };
+	struct capture_req *reqs[MAX_LINES] = {0};
 	struct xprofs_buf why;
 	size_t nreq = 0, pos = 0;
 	const char *bad_line = line;
@@ -292,11 +296,13 @@ int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char 
 		}
 		ret = capture_line_parse(line + pos, n, q, &why);
 		if (ret == 0 && run && q->has_run && strcmp(q->run, run) != 0) {
-			(void)!xprofs_buf_printf(&why, "run= is only for the top-level control file");
+			(void)!xprofs_buf_printf(&why,
+						 "run= is only for the top-level control file");
 			ret = -EINVAL;
 		}
 		if (ret == 0 && nreq == MAX_LINES) {
-			(void)!xprofs_buf_printf(&why, "too many lines at once (at most %d)", MAX_LINES);
+			(void)!xprofs_buf_printf(&why, "too many lines at once (at most %d)",
+						 MAX_LINES);
 			ret = -EINVAL;
 		}
 		if (ret == -ENODATA) {
@@ -341,7 +347,9 @@ int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char 
 			break;
 		}
 		if (r->running) {
-			(void)!xprofs_buf_printf(&why, "a capture of run '%s' is already running (session %s); write 'stop' to end it early",
+			(void)!xprofs_buf_printf(&why,
+						 "a capture of run '%s' is already running "
+						 "(session %s); write 'stop' to end it early",
 						 rn, r->running->session);
 			ret = -EBUSY;
 			break;
@@ -361,16 +369,17 @@ out:
 			struct capture_run *r = capture_run_find(c, run, true);
 
 			if (r)
-				(void)set_rejection(&r->rej_line, &r->rej_reason, bad_line, bad_len, msg);
+				(void)set_rejection(&r->rej_line, &r->rej_reason, bad_line, bad_len,
+						    msg);
 		} else {
 			(void)set_rejection(&c->rej_line, &c->rej_reason, bad_line, bad_len, msg);
 		}
 		pthread_mutex_unlock(&c->lock);
-		xprofs_info("capture: rejected '%.*s': %s", (int)(bad_len > 200 ? 200 : bad_len), bad_line, msg);
+		xprofs_info("capture: rejected '%.*s': %s", (int)(bad_len > 200 ? 200 : bad_len),
+			    bad_line, msg);
 	}
 	for (size_t i = 0; i < nreq; i++)
 		free(reqs[i]);
 	xprofs_buf_deinit(&why);
 	return ret;
 }
-

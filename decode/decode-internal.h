@@ -66,7 +66,7 @@ struct dec_plane {
 	char *file; /* owned; unique plane directory name */
 	struct dec_span msg;
 	struct dec_mdix ev, st; /* event_metadata, stat_metadata */
-	uint64_t md_lo, md_hi;	/* file range holding all their values */
+	uint64_t md_lo, md_hi;  /* file range holding all their values */
 	struct dec_span *stats; /* owned; plane-level XStat messages */
 	size_t n_stats;
 	size_t first_line, n_lines; /* into xprofs_xspace.lines */

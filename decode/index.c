@@ -30,8 +30,8 @@
 
 /* One plane being indexed (by whichever thread takes it) and its lines. */
 struct pslot {
-	struct dec_span span;	/* the XPlane message */
-	struct dec_plane p;	/* moved into the xspace on success */
+	struct dec_span span;   /* the XPlane message */
+	struct dec_plane p;     /* moved into the xspace on success */
 	struct dec_line *lines; /* owned until the merge */
 	size_t n_lines, lines_cap;
 	struct xprofs_buf err; /* this plane's failure reason */
@@ -41,7 +41,7 @@ struct pslot {
 /* What the indexing threads of one open() share. */
 struct open_ctx {
 	const struct xprofs_reader *r; /* borrowed */
-	struct pslot *slots;	       /* owned */
+	struct pslot *slots;           /* owned */
 	size_t n_slots, slots_cap;
 	atomic_size_t entries; /* index entries so far, all threads */
 	atomic_size_t lines;   /* lines so far, all threads */
@@ -396,7 +396,7 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 		case XPLANE_F_STATS:
 			if ((r = ix_count(ix, 1)) < 0 ||
 			    (r = grow(&p->stats, &stats_cap, p->n_stats + 1, sizeof(*p->stats))) <
-				0)
+				    0)
 				break;
 			p->stats[p->n_stats++] = (struct dec_span){c->pos, sub};
 			break;

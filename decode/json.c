@@ -97,7 +97,10 @@ void dec_out_str(struct dec_out *o, const char *s, size_t n)
 	dec_out_add(o, o->esc.data, o->esc.len);
 }
 
-void dec_out_cstr(struct dec_out *o, const char *s) { dec_out_str(o, s, strlen(s)); }
+void dec_out_cstr(struct dec_out *o, const char *s)
+{
+	dec_out_str(o, s, strlen(s));
+}
 
 const char dec_digits2[201] = "00010203040506070809101112131415161718192021222324"
 			      "25262728293031323334353637383940414243444546474849"

@@ -33,8 +33,8 @@ struct dec_out {
 	char *buf; /* owned */
 	size_t len, cap;
 	const struct xprofs_sink *sink; /* borrowed, may be NULL */
-	struct xprofs_buf esc;		/* scratch for JSON escaping */
-	int r;				/* the sticky error */
+	struct xprofs_buf esc;          /* scratch for JSON escaping */
+	int r;                          /* the sticky error */
 };
 
 /* dec_out_init() - @sink borrowed (NULL: collect into a string). */

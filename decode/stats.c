@@ -65,7 +65,7 @@ static inline void stat_field(struct dec_statv *s, uint32_t f, uint64_t v, uint6
 		s->kind = (int)f; /* SV_U64, SV_I64, SV_REF */
 		s->u = v;
 		break;
-	default:		  /* XSTAT_F_STR, XSTAT_F_BYTES, XSTAT_F_COMPRESSED */
+	default:                  /* XSTAT_F_STR, XSTAT_F_BYTES, XSTAT_F_COMPRESSED */
 		s->kind = (int)f; /* SV_STR, SV_BYTES, SV_ZSTR */
 		s->off = at;
 		s->len = v;

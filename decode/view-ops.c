@@ -55,7 +55,7 @@ static int opmap_rehash(struct opmap *m, size_t nslot)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->n; i++) {
 		size_t h =
-		    (size_t)xprofs_hash64(m->ops[i].name, strlen(m->ops[i].name)) & (nslot - 1);
+			(size_t)xprofs_hash64(m->ops[i].name, strlen(m->ops[i].name)) & (nslot - 1);
 
 		while (s[h])
 			h = (h + 1) & (nslot - 1);
@@ -118,7 +118,10 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 	return (int64_t)m->n - 1;
 }
 
-static bool is_host_plane(const struct dec_plane *p) { return !strcmp(p->name, "/host:CPU"); }
+static bool is_host_plane(const struct dec_plane *p)
+{
+	return !strcmp(p->name, "/host:CPU");
+}
 
 /* Which lines of @p feed ops.json (see docs/decode.md for the rule). */
 enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct dec_plane *p,
@@ -135,10 +138,10 @@ enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct 
 		return LK_NONE;
 	if (host_has_fw)
 		return dec_str_eq(l->name, l->name_len, "Framework Ops") ||
-			       dec_str_eq(l->name, l->name_len, "TensorFlow Ops")
-			   ? LK_HOST
-			   : LK_NONE;
-	static const char *const derived[] = {"Steps",	     "_counters_",   "Framework Name Scope",
+				       dec_str_eq(l->name, l->name_len, "TensorFlow Ops")
+			       ? LK_HOST
+			       : LK_NONE;
+	static const char *const derived[] = {"Steps",       "_counters_",   "Framework Name Scope",
 					      "XLA Modules", "Launch Stats", "Source code"};
 	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
 		if (dec_str_eq(l->name, l->name_len, derived[i]))

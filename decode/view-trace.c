@@ -92,16 +92,15 @@ static int trace_line(struct dec_rctx *rc, struct dec_out *o, uint64_t pid, size
 	OUT_LIT(o, "\"sort_index\":");
 	dec_out_u64(o, tid);
 	OUT_LIT(o, "}}");
-	tl.prelen[0] =
-	    snprintf(tl.pre[0], sizeof(tl.pre[0]),
-		     ",\n{\"ph\":\"X\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid, (size_t)tid);
-	tl.prelen[1] =
-	    snprintf(tl.pre[1], sizeof(tl.pre[1]),
-		     ",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid,
-		     (size_t)tid);
-	tl.prelen[2] =
-	    snprintf(tl.pre[2], sizeof(tl.pre[2]),
-		     ",\n{\"ph\":\"C\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid, (size_t)tid);
+	tl.prelen[0] = snprintf(tl.pre[0], sizeof(tl.pre[0]),
+				",\n{\"ph\":\"X\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid,
+				(size_t)tid);
+	tl.prelen[1] = snprintf(tl.pre[1], sizeof(tl.pre[1]),
+				",\n{\"ph\":\"i\",\"s\":\"t\",\"pid\":%zu,\"tid\":%zu,\"ts\":",
+				(size_t)pid, (size_t)tid);
+	tl.prelen[2] = snprintf(tl.pre[2], sizeof(tl.pre[2]),
+				",\n{\"ph\":\"C\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid,
+				(size_t)tid);
 	return dec_line_each(rc, li, trace_event, &tl);
 }
 

@@ -70,7 +70,10 @@ int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o)
 	return 0;
 }
 
-size_t xprofs_xspace_track_count(const struct xprofs_xspace *x) { return x ? x->n_lines : 0; }
+size_t xprofs_xspace_track_count(const struct xprofs_xspace *x)
+{
+	return x ? x->n_lines : 0;
+}
 
 int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i, const char **plane_file,
 			      const char **line_file)

@@ -29,7 +29,7 @@
  */
 struct dec_cur {
 	const struct xprofs_reader *r; /* borrowed */
-	const uint8_t *base;	       /* r->data when zero-copy, else NULL */
+	const uint8_t *base;           /* r->data when zero-copy, else NULL */
 	uint64_t size;
 	uint8_t *win; /* owned window buffer (pread mode) */
 	size_t win_cap;
@@ -355,10 +355,11 @@ static inline int dec_len(struct dec_cur *c, uint64_t *len)
 	if (r < 0)
 		return r;
 	if (*len > c->end - c->pos)
-		return dec_fail(
-		    c, "length %llu at offset %llu exceeds its enclosing message (%llu bytes left)",
-		    (unsigned long long)*len, (unsigned long long)c->pos,
-		    (unsigned long long)(c->end - c->pos));
+		return dec_fail(c,
+				"length %llu at offset %llu exceeds its enclosing message (%llu "
+				"bytes left)",
+				(unsigned long long)*len, (unsigned long long)c->pos,
+				(unsigned long long)(c->end - c->pos));
 	return 0;
 }
 

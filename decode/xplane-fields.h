@@ -24,42 +24,42 @@ enum dec_wire { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 #define XSPACE_F_HOSTNAMES 4 /* repeated string */
 
 /* XPlane */
-#define XPLANE_F_ID 1		  /* int64 */
-#define XPLANE_F_NAME 2		  /* string */
-#define XPLANE_F_LINES 3	  /* repeated XLine */
+#define XPLANE_F_ID 1             /* int64 */
+#define XPLANE_F_NAME 2           /* string */
+#define XPLANE_F_LINES 3          /* repeated XLine */
 #define XPLANE_F_EVENT_METADATA 4 /* map<int64, XEventMetadata> */
 #define XPLANE_F_STAT_METADATA 5  /* map<int64, XStatMetadata> */
-#define XPLANE_F_STATS 6	  /* repeated XStat */
+#define XPLANE_F_STATS 6          /* repeated XStat */
 
 /* A map entry (maps are repeated entry messages). */
 #define MAPENTRY_F_KEY 1   /* int64 */
 #define MAPENTRY_F_VALUE 2 /* the value message */
 
 /* XLine (5-8 reserved) */
-#define XLINE_F_ID 1		/* int64 */
-#define XLINE_F_NAME 2		/* string */
-#define XLINE_F_TIMESTAMP_NS 3	/* int64 */
-#define XLINE_F_EVENTS 4	/* repeated XEvent */
-#define XLINE_F_DURATION_PS 9	/* int64 */
-#define XLINE_F_DISPLAY_ID 10	/* int64 */
+#define XLINE_F_ID 1            /* int64 */
+#define XLINE_F_NAME 2          /* string */
+#define XLINE_F_TIMESTAMP_NS 3  /* int64 */
+#define XLINE_F_EVENTS 4        /* repeated XEvent */
+#define XLINE_F_DURATION_PS 9   /* int64 */
+#define XLINE_F_DISPLAY_ID 10   /* int64 */
 #define XLINE_F_DISPLAY_NAME 11 /* string */
 
 /* XEvent: offset_ps and num_occurrences are one oneof. */
-#define XEVENT_F_METADATA_ID 1	   /* int64 */
-#define XEVENT_F_OFFSET_PS 2	   /* int64 */
-#define XEVENT_F_DURATION_PS 3	   /* int64 */
-#define XEVENT_F_STATS 4	   /* repeated XStat */
+#define XEVENT_F_METADATA_ID 1     /* int64 */
+#define XEVENT_F_OFFSET_PS 2       /* int64 */
+#define XEVENT_F_DURATION_PS 3     /* int64 */
+#define XEVENT_F_STATS 4           /* repeated XStat */
 #define XEVENT_F_NUM_OCCURRENCES 5 /* int64 */
-#define XEVENT_F_LAST 5		   /* highest field number the schema knows */
+#define XEVENT_F_LAST 5            /* highest field number the schema knows */
 
 /* XStat: fields 2..8 are the oneof value. */
 #define XSTAT_F_METADATA_ID 1
 #define XSTAT_F_DOUBLE 2     /* double */
 #define XSTAT_F_UINT64 3     /* uint64 */
-#define XSTAT_F_INT64 4	     /* int64 */
-#define XSTAT_F_STR 5	     /* string */
-#define XSTAT_F_BYTES 6	     /* bytes */
-#define XSTAT_F_REF 7	     /* uint64: a key into the plane's stat_metadata */
+#define XSTAT_F_INT64 4      /* int64 */
+#define XSTAT_F_STR 5        /* string */
+#define XSTAT_F_BYTES 6      /* bytes */
+#define XSTAT_F_REF 7        /* uint64: a key into the plane's stat_metadata */
 #define XSTAT_F_COMPRESSED 8 /* bytes: a gzip-compressed string (newest schema) */
 #define XSTAT_F_LAST 8
 
@@ -77,10 +77,10 @@ enum dec_wire { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 #define XSTMD_F_DESCRIPTION 3
 
 /* The tags the hot paths test for byte-wise. */
-#define TAG_XLINE_EVENT DEC_TAG(XLINE_F_EVENTS, WT_LEN)			/* 0x22 */
+#define TAG_XLINE_EVENT DEC_TAG(XLINE_F_EVENTS, WT_LEN)                 /* 0x22 */
 #define TAG_XEVENT_METADATA_ID DEC_TAG(XEVENT_F_METADATA_ID, WT_VARINT) /* 0x08 */
-#define TAG_XEVENT_OFFSET_PS DEC_TAG(XEVENT_F_OFFSET_PS, WT_VARINT)	/* 0x10 */
+#define TAG_XEVENT_OFFSET_PS DEC_TAG(XEVENT_F_OFFSET_PS, WT_VARINT)     /* 0x10 */
 #define TAG_XEVENT_DURATION_PS DEC_TAG(XEVENT_F_DURATION_PS, WT_VARINT) /* 0x18 */
-#define TAG_XEVENT_STAT DEC_TAG(XEVENT_F_STATS, WT_LEN)			/* 0x22 */
+#define TAG_XEVENT_STAT DEC_TAG(XEVENT_F_STATS, WT_LEN)                 /* 0x22 */
 
 #endif

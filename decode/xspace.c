@@ -46,7 +46,10 @@ int xprofs_view_parse(const char *name)
 	return -EINVAL;
 }
 
-bool dec_plane_is_device(const struct dec_plane *p) { return !strncmp(p->name, "/device:", 8); }
+bool dec_plane_is_device(const struct dec_plane *p)
+{
+	return !strncmp(p->name, "/device:", 8);
+}
 
 /* ---- file names ------------------------------------------------------ */
 

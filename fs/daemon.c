@@ -25,8 +25,8 @@
 #include "xprofs/gcs.h"
 #include "fs-internal.h"
 
-__attribute__((format(printf, 2, 0)))
-static void fuse_log_to_ours(enum fuse_log_level level, const char *fmt, va_list ap)
+__attribute__((format(printf, 2, 0))) static void fuse_log_to_ours(enum fuse_log_level level,
+								   const char *fmt, va_list ap)
 {
 	char buf[1024];
 	size_t n;
@@ -129,7 +129,7 @@ static void daemon_ready(int *notify_fd, char status)
 int xprofs_fs_main(int argc, char *argv[])
 {
 	struct fuse_args args = FUSE_ARGS_INIT(argc, argv);
-	struct fs_options o = { 0 };
+	struct fs_options o = {0};
 	struct xprofs_store *store = NULL;
 	struct xprofs_cache *cache = NULL;
 	struct fuse_loop_config *lc = NULL;

@@ -57,15 +57,15 @@ struct fs_options {
 	int anonymous;
 	int foreground;
 	int debug;
-	int single;       /* -s: single-threaded loop */
-	int refresh;      /* seconds; -1 = backend default */
+	int single;  /* -s: single-threaded loop */
+	int refresh; /* seconds; -1 = backend default */
 	unsigned connections;
-	char *cache_dir;  /* owned */
-	char *cache_max;  /* owned, e.g. "2G" */
+	char *cache_dir; /* owned */
+	char *cache_max; /* owned, e.g. "2G" */
 	uint64_t cache_max_bytes;
-	int cache_accel;  /* lz4 acceleration of cache entries; 0 = the cache's default */
-	char *loglevel;   /* owned */
-	char *endpoint;   /* owned */
+	int cache_accel;   /* lz4 acceleration of cache entries; 0 = the cache's default */
+	char *loglevel;    /* owned */
+	char *endpoint;    /* owned */
 	char *credentials; /* owned */
 	int show_help;
 	int show_version;
@@ -92,16 +92,16 @@ struct fs_host {
 };
 
 struct fs_session {
-	char *name; /* owned */
+	char *name;            /* owned */
 	struct fs_host *hosts; /* sorted by name; owned */
 	size_t nhosts;
 	int64_t mtime_ns;
 };
 
 struct fs_run_node {
-	char *name;       /* this component; owned */
-	char *path;       /* store path of the run ("" = logdir root); owned; NULL unless is_run */
-	bool is_run;      /* <path>/plugins/profile exists */
+	char *name;  /* this component; owned */
+	char *path;  /* store path of the run ("" = logdir root); owned; NULL unless is_run */
+	bool is_run; /* <path>/plugins/profile exists */
 	struct fs_run_node **children; /* nested runs / intermediate dirs, sorted; owned */
 	size_t nchildren;
 	struct fs_session *sessions; /* sorted by name; owned */
@@ -133,29 +133,29 @@ int fs_store_path(char *buf, size_t size, const char *run, const char *session, 
 
 enum fs_kind {
 	FS_K_NONE = 0,
-	FS_K_ROOT,         /* / */
-	FS_K_STATUS,       /* /status.json */
-	FS_K_CAPTURE,      /* /capture or /runs/<run>/capture (run set) */
-	FS_K_LOGDIR,       /* /logdir[/...]: store_path */
-	FS_K_RUNS,         /* /runs or an inner run node (node set) */
-	FS_K_SESSION,      /* session dir */
+	FS_K_ROOT,    /* / */
+	FS_K_STATUS,  /* /status.json */
+	FS_K_CAPTURE, /* /capture or /runs/<run>/capture (run set) */
+	FS_K_LOGDIR,  /* /logdir[/...]: store_path */
+	FS_K_RUNS,    /* /runs or an inner run node (node set) */
+	FS_K_SESSION, /* session dir */
 	FS_K_SESSION_SUMMARY,
-	FS_K_HOST,         /* host dir */
-	FS_K_VIEW,         /* host/<view>.json (view set) */
-	FS_K_ERRORS,       /* host/errors */
-	FS_K_PLANES,       /* host/planes */
-	FS_K_PLANE,        /* host/planes/<plane> */
-	FS_K_TRACK,        /* host/planes/<plane>/<line> */
+	FS_K_HOST,   /* host dir */
+	FS_K_VIEW,   /* host/<view>.json (view set) */
+	FS_K_ERRORS, /* host/errors */
+	FS_K_PLANES, /* host/planes */
+	FS_K_PLANE,  /* host/planes/<plane> */
+	FS_K_TRACK,  /* host/planes/<plane>/<line> */
 };
 
 /* Where a mount path points. Pointers borrow the index and the path. */
 struct fs_target {
 	enum fs_kind kind;
-	const char *store_path;             /* FS_K_LOGDIR: into the path ("" = root) */
-	const struct fs_run_node *node;     /* FS_K_RUNS, _CAPTURE (NULL: root capture), below */
+	const char *store_path;         /* FS_K_LOGDIR: into the path ("" = root) */
+	const struct fs_run_node *node; /* FS_K_RUNS, _CAPTURE (NULL: root capture), below */
 	const struct fs_session *session;
 	const struct fs_host *host;
-	int view;                           /* enum xprofs_view */
+	int view; /* enum xprofs_view */
 	char plane[XPROFS_NAME_MAX + 1];
 	char line[XPROFS_NAME_MAX + 1];
 };
@@ -176,11 +176,11 @@ int fs_host_path(const struct fs_target *t, char *buf, size_t size);
 
 /* ---- the mount context (mount.c) --------------------------------------- */
 
-#define FS_SIZES 1024     /* remembered sizes of rendered files (hash slots) */
-#define FS_ERRHOSTS 256   /* hosts whose decode errors are remembered */
-#define FS_ERRMAX 8192    /* bytes of error text per host */
-#define FS_TRACKS 32      /* track lists kept in memory (LRU) */
-#define FS_INFLIGHT 64    /* concurrent distinct renders */
+#define FS_SIZES 1024          /* remembered sizes of rendered files (hash slots) */
+#define FS_ERRHOSTS 256        /* hosts whose decode errors are remembered */
+#define FS_ERRMAX 8192         /* bytes of error text per host */
+#define FS_TRACKS 32           /* track lists kept in memory (LRU) */
+#define FS_INFLIGHT 64         /* concurrent distinct renders */
 #define FS_MEM_MAX (16u << 20) /* status.json / capture / errors snapshots */
 
 struct fs_track_list {
@@ -192,7 +192,7 @@ struct fs_track_list {
 };
 
 struct fs_errors {
-	char *path; /* host store path; owned */
+	char *path;   /* host store path; owned */
 	uint64_t ver; /* the profile version the text is about */
 	struct xprofs_buf text;
 };
@@ -202,8 +202,8 @@ struct fs_errors {
  * fs_views_init(). Lock order: see docs/fs.md ("Files").
  */
 struct fs_views {
-	pthread_mutex_t lock;            /* protects everything below */
-	pthread_cond_t cond;             /* signalled when a render ends */
+	pthread_mutex_t lock; /* protects everything below */
+	pthread_cond_t cond;  /* signalled when a render ends */
 	uint64_t sizes_key[FS_SIZES];
 	uint64_t sizes_val[FS_SIZES];
 	struct fs_errors errors[FS_ERRHOSTS];
@@ -223,24 +223,24 @@ struct fs_counters {
 #define FS_CNT_GET(ctx, f) __atomic_load_n(&(ctx)->c.f, __ATOMIC_RELAXED)
 
 struct fs_ctx {
-	struct fs_options *o;            /* borrowed */
-	struct xprofs_store *store;      /* owned */
-	struct xprofs_cache *cache;      /* owned; NULL: no cache (render to temp files) */
-	struct xprofs_capture *capture;  /* owned; NULL when unavailable */
-	const char *tmp_dir;             /* where unlinked render files go */
+	struct fs_options *o;           /* borrowed */
+	struct xprofs_store *store;     /* owned */
+	struct xprofs_cache *cache;     /* owned; NULL: no cache (render to temp files) */
+	struct xprofs_capture *capture; /* owned; NULL when unavailable */
+	const char *tmp_dir;            /* where unlinked render files go */
 	int64_t start_mono_ns;
 	int64_t refresh_ns;
 	uid_t uid;
 	gid_t gid;
 
 	pthread_mutex_t index_lock;
-	pthread_cond_t index_cond;       /* signalled when a rebuild ends */
-	struct fs_index *index;          /* protected by index_lock */
-	bool index_building;             /* protected by index_lock */
-	int index_dirty;                 /* atomic */
+	pthread_cond_t index_cond; /* signalled when a rebuild ends */
+	struct fs_index *index;    /* protected by index_lock */
+	bool index_building;       /* protected by index_lock */
+	int index_dirty;           /* atomic */
 
-	struct fs_views views;           /* views.c; own lock */
-	struct fs_counters c;            /* atomic */
+	struct fs_views views; /* views.c; own lock */
+	struct fs_counters c;  /* atomic */
 };
 
 /**
@@ -270,19 +270,19 @@ enum fs_fh_kind { FS_FH_READER = 1, FS_FH_WRITER, FS_FH_FD, FS_FH_CACHE, FS_FH_M
 struct fs_fh {
 	enum fs_fh_kind kind;
 	pthread_mutex_t lock;
-	struct xprofs_store_reader *rf;  /* FS_FH_READER; owned */
-	struct xprofs_store_writer *w; /* FS_FH_WRITER; owned */
-	uint64_t wsize;                /* FS_FH_WRITER: size as written so far */
-	bool profile;                  /* FS_FH_WRITER of a new *.xplane.pb */
-	bool dirty;                    /* FS_FH_WRITER: changed since the last flush; under @lock */
-	bool published;                /* FS_FH_WRITER: a local new profile linked in by a flush */
-	int publish_err;               /* FS_FH_WRITER: why that publish failed (-errno), else 0 */
-	char *spath;                   /* FS_FH_WRITER: store path; owned */
-	int fd;                        /* FS_FH_FD: unlinked rendered file; owned */
+	struct xprofs_store_reader *rf; /* FS_FH_READER; owned */
+	struct xprofs_store_writer *w;  /* FS_FH_WRITER; owned */
+	uint64_t wsize;                 /* FS_FH_WRITER: size as written so far */
+	bool profile;                   /* FS_FH_WRITER of a new *.xplane.pb */
+	bool dirty;      /* FS_FH_WRITER: changed since the last flush; under @lock */
+	bool published;  /* FS_FH_WRITER: a local new profile linked in by a flush */
+	int publish_err; /* FS_FH_WRITER: why that publish failed (-errno), else 0 */
+	char *spath;     /* FS_FH_WRITER: store path; owned */
+	int fd;          /* FS_FH_FD: unlinked rendered file; owned */
 	struct xprofs_cache_reader *ce; /* FS_FH_CACHE: a cache hit; owned */
-	uint64_t size;                 /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
-	char *mem;                     /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
-	char *run;                     /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
+	uint64_t size;                  /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
+	char *mem;                      /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
+	char *run;                      /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
 };
 
 /** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */

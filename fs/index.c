@@ -35,8 +35,8 @@ int fs_store_path(char *buf, size_t size, const char *run, const char *session, 
 	int n;
 
 	n = snprintf(buf, size, "%s%s" PROFILE_SUBDIR "%s%s%s%s%s", run, *run ? "/" : "",
-		     session ? "/" : "", session ? session : "",
-		     host ? "/" : "", host ? host : "", host ? FS_HOST_SUFFIX : "");
+		     session ? "/" : "", session ? session : "", host ? "/" : "", host ? host : "",
+		     host ? FS_HOST_SUFFIX : "");
 	return n < 0 || (size_t)n >= size ? -ENAMETOOLONG : 0;
 }
 
@@ -148,11 +148,13 @@ const struct fs_run_node *fs_node_child(const struct fs_run_node *n, const char 
 
 static int child_cmp(const void *a, const void *b)
 {
-	return strcmp((*(struct fs_run_node *const *)a)->name, (*(struct fs_run_node *const *)b)->name);
+	return strcmp((*(struct fs_run_node *const *)a)->name,
+		      (*(struct fs_run_node *const *)b)->name);
 }
 
 /* node_get_child() - find or add child @name (@len bytes) of @n. */
-static int node_get_child(struct fs_run_node *n, const char *name, size_t len, struct fs_run_node **out)
+static int node_get_child(struct fs_run_node *n, const char *name, size_t len,
+			  struct fs_run_node **out)
 {
 	struct fs_run_node *c, **nv;
 
@@ -215,7 +217,7 @@ static int load_sessions(struct xprofs_store *s, struct fs_index *idx, struct fs
 			 size_t *budget)
 {
 	char dir[XPROFS_PATH_MAX + 1], sdir[XPROFS_PATH_MAX + 1];
-	struct ents se = { 0 }, he = { 0 };
+	struct ents se = {0}, he = {0};
 	size_t i, j, nsess = 0;
 	int r;
 
@@ -251,7 +253,8 @@ static int load_sessions(struct xprofs_store *s, struct fs_index *idx, struct fs
 		if (r < 0)
 			goto out;
 		for (j = 0; j < he.n; j++)
-			nh += he.v[j].st.type == XPROFS_STORE_FILE && fs_is_profile_name(he.v[j].name) &&
+			nh += he.v[j].st.type == XPROFS_STORE_FILE &&
+			      fs_is_profile_name(he.v[j].name) &&
 			      strlen(he.v[j].name) > strlen(FS_HOST_SUFFIX);
 		sess->hosts = calloc(nh ? nh : 1, sizeof(*sess->hosts));
 		if (!sess->hosts) {
@@ -263,8 +266,8 @@ static int load_sessions(struct xprofs_store *s, struct fs_index *idx, struct fs
 			size_t len = strlen(he.v[j].name);
 			struct fs_host *h;
 
-			if (he.v[j].st.type != XPROFS_STORE_FILE || !fs_is_profile_name(he.v[j].name) ||
-			    len <= strlen(FS_HOST_SUFFIX))
+			if (he.v[j].st.type != XPROFS_STORE_FILE ||
+			    !fs_is_profile_name(he.v[j].name) || len <= strlen(FS_HOST_SUFFIX))
 				continue;
 			h = &sess->hosts[sess->nhosts];
 			h->name = strndup(he.v[j].name, len - strlen(FS_HOST_SUFFIX));
@@ -301,7 +304,7 @@ static int walk(struct xprofs_store *s, struct fs_index *idx, const char *dir, u
 	char sub[XPROFS_PATH_MAX + 1], pl[XPROFS_PATH_MAX + 1];
 	struct fs_run_node *run;
 	struct xprofs_store_stat st;
-	struct ents e = { 0 };
+	struct ents e = {0};
 	size_t i;
 	int r, n;
 

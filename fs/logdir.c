@@ -25,8 +25,7 @@
 
 #include "fs-internal.h"
 
-int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags,
-		     struct fs_fh **out)
+int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags, struct fs_fh **out)
 {
 	const char *base = strrchr(sp, '/');
 	struct xprofs_store_stat st;

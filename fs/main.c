@@ -1,4 +1,4 @@
-/* fs/main.c - the xprofs executable: everything lives in fs_lib (options.c). */
+/* fs/main.c - the xprofs executable: everything lives in fs_lib (fs/daemon.c). */
 #include "xprofs/fs.h"
 
 int main(int argc, char *argv[])

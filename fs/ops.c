@@ -67,7 +67,8 @@ static int mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xpr
 		return r < 0 ? r : fs_errors_snapshot(ctx, hp, &t->host->st, b);
 	case FS_K_CAPTURE:
 		if (ctx->capture)
-			return xprofs_capture_status(ctx->capture, t->node ? t->node->path : NULL, b);
+			return xprofs_capture_status(ctx->capture, t->node ? t->node->path : NULL,
+						     b);
 		return xprofs_buf_adds(b, "capture: unavailable in this mount\n");
 	default:
 		return -EINVAL;
@@ -88,7 +89,8 @@ static void fill_dir(struct fs_ctx *ctx, struct stat *st, int64_t mtime_ns)
 	st->st_atim = st->st_ctim = st->st_mtim;
 }
 
-static void fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mtime_ns, mode_t mode)
+static void fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mtime_ns,
+		      mode_t mode)
 {
 	fill_dir(ctx, st, mtime_ns);
 	st->st_mode = S_IFREG | (ctx->o->ro ? (mode & 0555) : mode);
@@ -246,7 +248,7 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
 	struct fs_ctx *ctx = ctx_get();
-	struct fill_arg a = { buf, filler };
+	struct fill_arg a = {buf, filler};
 	struct fs_index *idx;
 	struct fs_target t;
 	size_t i;
@@ -596,8 +598,8 @@ static int logdir_remove(const char *path, bool dir)
 		return r;
 	if (!dir && fs_is_profile_name(t.store_path))
 		return -EPERM;
-	r = dir ? xprofs_store_rmdir(ctx->store, t.store_path) :
-		  xprofs_store_unlink(ctx->store, t.store_path);
+	r = dir ? xprofs_store_rmdir(ctx->store, t.store_path)
+		: xprofs_store_unlink(ctx->store, t.store_path);
 	fs_invalidate_index(ctx);
 	return r;
 }
@@ -734,8 +736,7 @@ static int op_statfs(const char *path, struct statvfs *sv)
 	struct fs_ctx *ctx = ctx_get();
 
 	/* a local source reports its own filesystem (df, free-space checks) */
-	if (fs_store_is_local(ctx) &&
-	    statvfs(xprofs_store_source(ctx->store), sv) == 0) {
+	if (fs_store_is_local(ctx) && statvfs(xprofs_store_source(ctx->store), sv) == 0) {
 		sv->f_namemax = XPROFS_NAME_MAX;
 		if (ctx->o->ro)
 			sv->f_flag |= ST_RDONLY;
@@ -804,4 +805,3 @@ const struct fuse_operations *fs_operations(void)
 {
 	return &fs_ops;
 }
-

@@ -31,44 +31,29 @@ enum {
 	KEY_SINGLE,
 };
 
-#define XOPT(t, f, v) { t, offsetof(struct fs_options, f), v }
+#define XOPT(t, f, v)                                                                              \
+	{                                                                                          \
+		t, offsetof(struct fs_options, f), v                                               \
+	}
 
 static const struct fuse_opt fs_opts[] = {
-	XOPT("cache_dir=%s", cache_dir, 0),
-	XOPT("cache_max=%s", cache_max, 0),
-	XOPT("cache_accel=%d", cache_accel, 0),
-	XOPT("no_cache", no_cache, 1),
-	XOPT("refresh=%d", refresh, 0),
-	XOPT("loglevel=%s", loglevel, 0),
-	XOPT("endpoint=%s", endpoint, 0),
-	XOPT("anonymous", anonymous, 1),
-	XOPT("credentials=%s", credentials, 0),
-	XOPT("connections=%u", connections, 0),
-	FUSE_OPT_KEY("ro", KEY_RO),
-	FUSE_OPT_KEY("-h", KEY_HELP),
-	FUSE_OPT_KEY("--help", KEY_HELP),
-	FUSE_OPT_KEY("-V", KEY_VERSION),
-	FUSE_OPT_KEY("--version", KEY_VERSION),
-	FUSE_OPT_KEY("-f", KEY_FOREGROUND),
-	FUSE_OPT_KEY("-d", KEY_DEBUG),
-	FUSE_OPT_KEY("debug", KEY_DEBUG),
-	FUSE_OPT_KEY("-s", KEY_SINGLE),
+	XOPT("cache_dir=%s", cache_dir, 0), XOPT("cache_max=%s", cache_max, 0),
+	XOPT("cache_accel=%d", cache_accel, 0), XOPT("no_cache", no_cache, 1),
+	XOPT("refresh=%d", refresh, 0), XOPT("loglevel=%s", loglevel, 0),
+	XOPT("endpoint=%s", endpoint, 0), XOPT("anonymous", anonymous, 1),
+	XOPT("credentials=%s", credentials, 0), XOPT("connections=%u", connections, 0),
+	FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
+	FUSE_OPT_KEY("-V", KEY_VERSION), FUSE_OPT_KEY("--version", KEY_VERSION),
+	FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
+	FUSE_OPT_KEY("debug", KEY_DEBUG), FUSE_OPT_KEY("-s", KEY_SINGLE),
 	/* fstab noise */
-	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("owner", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("exec", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("noexec", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_KEY("comment=%s", FUSE_OPT_KEY_DISCARD),
-	FUSE_OPT_END
-};
+	FUSE_OPT_KEY("defaults", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("auto", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("noauto", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("user", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("users", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("nouser", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("owner", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("_netdev", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("nofail", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("rw", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("exec", FUSE_OPT_KEY_DISCARD), FUSE_OPT_KEY("noexec", FUSE_OPT_KEY_DISCARD),
+	FUSE_OPT_KEY("comment=%s", FUSE_OPT_KEY_DISCARD), FUSE_OPT_END};
 
 static const char usage_text[] =
 	"usage: xprofs SOURCE MOUNTPOINT [-f] [-d] [-o opt[,opt...]]\n"
@@ -87,7 +72,8 @@ static const char usage_text[] =
 	"  -o ro                 read-only mount (every change fails with EROFS)\n"
 	"  -o cache_dir=DIR      view cache (default $XDG_CACHE_HOME/xprofs or ~/.cache/xprofs)\n"
 	"  -o cache_max=SIZE     cache size cap, e.g. 512M, 2G (default 2G)\n"
-	"  -o cache_accel=N      lz4 acceleration of cached views, 1 (smallest) to 65537 (default 1)\n"
+	"  -o cache_accel=N      lz4 acceleration of cached views, 1 (smallest) to 65537 (default "
+	"1)\n"
 	"  -o no_cache           render views into temporary files, cache nothing\n"
 	"  -o refresh=SECS       max age of the runs index (default 5 local, 30 gs://)\n"
 	"  -o loglevel=LEVEL     err|warning|notice|info|debug (default notice)\n"
@@ -185,8 +171,8 @@ int fs_options_check(struct fs_options *o)
 	int lvl, r;
 
 	if (!o->source || !o->mountpoint) {
-		fprintf(stderr, "xprofs: %s\n%s", !o->source ? "missing SOURCE" : "missing MOUNTPOINT",
-			usage_text);
+		fprintf(stderr, "xprofs: %s\n%s",
+			!o->source ? "missing SOURCE" : "missing MOUNTPOINT", usage_text);
 		return -EINVAL;
 	}
 	gcs = !strncmp(o->source, "gs://", 5);
@@ -197,8 +183,7 @@ int fs_options_check(struct fs_options *o)
 			return -EINVAL;
 		}
 		xprofs_log_set_level(lvl);
-	}
-	else if (o->debug)
+	} else if (o->debug)
 		xprofs_log_set_level(XPROFS_LOG_DEBUG);
 	if (o->refresh < 0)
 		o->refresh = gcs ? 30 : 5;

@@ -14,7 +14,7 @@
 
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 {
-	struct xprofs_cache_stats cs = { 0 };
+	struct xprofs_cache_stats cs = {0};
 	const char *src = xprofs_store_source(ctx->store);
 	struct fs_index *idx;
 	int r;
@@ -23,7 +23,8 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 	if (r == 0)
 		r = xprofs_buf_add_json_str(out, src, strlen(src));
 	if (r == 0)
-		r = xprofs_buf_printf(out,
+		r = xprofs_buf_printf(
+			out,
 			",\"backend\":\"%s\",\"version\":\"%s\",\"uptime_s\":%ld,"
 			"\"read_only\":%s,\"refresh_s\":%ld,",
 			xprofs_store_backend(ctx->store), XPROFS_VERSION,
@@ -37,14 +38,18 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 				      (unsigned long)(idx ? idx->hosts : 0));
 	fs_index_put(idx);
 	if (r == 0)
-		r = xprofs_buf_printf(out,
+		r = xprofs_buf_printf(
+			out,
 			"\"counters\":{\"lookups\":%lu,\"readdirs\":%lu,\"opens\":%lu,"
 			"\"bytes_read\":%lu,\"bytes_written\":%lu,\"renders\":%lu,"
 			"\"render_errors\":%lu,\"render_waits\":%lu,\"view_cache_hits\":%lu,"
 			"\"index_builds\":%lu},",
-			(unsigned long)FS_CNT_GET(ctx, lookups), (unsigned long)FS_CNT_GET(ctx, readdirs),
-			(unsigned long)FS_CNT_GET(ctx, opens), (unsigned long)FS_CNT_GET(ctx, bytes_read),
-			(unsigned long)FS_CNT_GET(ctx, bytes_written), (unsigned long)FS_CNT_GET(ctx, renders),
+			(unsigned long)FS_CNT_GET(ctx, lookups),
+			(unsigned long)FS_CNT_GET(ctx, readdirs),
+			(unsigned long)FS_CNT_GET(ctx, opens),
+			(unsigned long)FS_CNT_GET(ctx, bytes_read),
+			(unsigned long)FS_CNT_GET(ctx, bytes_written),
+			(unsigned long)FS_CNT_GET(ctx, renders),
 			(unsigned long)FS_CNT_GET(ctx, render_errors),
 			(unsigned long)FS_CNT_GET(ctx, render_waits),
 			(unsigned long)FS_CNT_GET(ctx, view_hits),
@@ -56,8 +61,10 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			r = xprofs_buf_add_json_str(out, xprofs_cache_dir(ctx->cache),
 						    strlen(xprofs_cache_dir(ctx->cache)));
 		if (r == 0)
-			r = xprofs_buf_printf(out,
-				",\"hits\":%lu,\"misses\":%lu,\"bytes\":%lu,\"raw_bytes_written\":%lu,"
+			r = xprofs_buf_printf(
+				out,
+				",\"hits\":%lu,\"misses\":%lu,\"bytes\":%lu,\"raw_bytes_written\":%"
+				"lu,"
 				"\"entries\":%lu,\"evictions\":%lu,\"corrupt\":%lu},",
 				(unsigned long)cs.hits, (unsigned long)cs.misses,
 				(unsigned long)cs.bytes, (unsigned long)cs.raw_bytes_written,

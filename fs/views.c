@@ -46,8 +46,8 @@ void fs_views_init(struct fs_views *v)
 
 static uint64_t stat_key(const char *path, const struct xprofs_store_stat *st, const char *what)
 {
-	uint64_t v[4] = { xprofs_hash64(path, strlen(path)), st->size, (uint64_t)st->mtime_ns,
-			  st->generation };
+	uint64_t v[4] = {xprofs_hash64(path, strlen(path)), st->size, (uint64_t)st->mtime_ns,
+			 st->generation};
 	uint64_t h = xprofs_hash64(v, sizeof(v));
 
 	v[0] = h;
@@ -238,7 +238,7 @@ static int tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs
 {
 	struct fs_views *v = &ctx->views;
 	uint64_t key = stat_key(hpath, st, "tracks");
-	struct fs_track_list nt = { 0 }, *slot;
+	struct fs_track_list nt = {0}, *slot;
 	struct xprofs_buf err;
 	struct prof p;
 	size_t i, lru = 0;
@@ -347,7 +347,8 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 
 	xprofs_buf_init(&id->key, XPROFS_CACHE_KEY_MAX);
 	id->hpath[0] = '\0';
-	r = xprofs_buf_add(&id->key, "xprofs-view-v1\0" XPROFS_VERSION, 16 + strlen(XPROFS_VERSION));
+	r = xprofs_buf_add(&id->key, "xprofs-view-v1\0" XPROFS_VERSION,
+			   16 + strlen(XPROFS_VERSION));
 	if (r == 0)
 		r = xprofs_buf_add(&id->key, src, strlen(src) + 1);
 	if (r < 0)
@@ -414,8 +415,8 @@ static int render_session(struct fs_ctx *ctx, const struct fs_target *t,
 		xs[i] = ps[i].x;
 		xprofs_buf_deinit(&e);
 	}
-	r = xprofs_decode_session_summary(t->session->name, names, xs,
-					  (const char *const *)errs, n, out);
+	r = xprofs_decode_session_summary(t->session->name, names, xs, (const char *const *)errs, n,
+					  out);
 	if (r < 0 && xprofs_buf_printf(err, "session summary: %s", strerror(-r)) < 0)
 		xprofs_buf_reset(err);
 out:
@@ -507,8 +508,8 @@ static int render_cached(struct fs_ctx *ctx, const struct fs_target *t, struct p
 			 const struct view_id *id, struct xprofs_buf *err,
 			 struct xprofs_cache_reader **out)
 {
-	struct cw_sink cs = { 0 };
-	struct xprofs_sink sink = { cw_write, &cs };
+	struct cw_sink cs = {0};
+	struct xprofs_sink sink = {cw_write, &cs};
 	int r;
 
 	r = xprofs_cache_writer_new(ctx->cache, id->key.data, id->key.len, &cs.w);
@@ -531,7 +532,8 @@ static int render_cached(struct fs_ctx *ctx, const struct fs_target *t, struct p
 	if (r == 0)
 		r = xprofs_cache_reader_open(ctx->cache, id->key.data, id->key.len, out);
 	if (r < 0) {
-		xprofs_warn("cache: entry not stored or gone at once (%s): rendering to a temporary file",
+		xprofs_warn("cache: entry not stored or gone at once (%s): rendering to a "
+			    "temporary file",
 			    strerror(-r));
 		return RENDER_NO_CACHE;
 	}
@@ -574,10 +576,10 @@ int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh
 		 bool *size_changed)
 {
 	struct xprofs_cache_reader *e = NULL;
-	struct prof p = { 0 };
+	struct prof p = {0};
 	struct xprofs_buf err;
 	struct xprofs_sink sink;
-	struct view_id id = { 0 };
+	struct view_id id = {0};
 	struct stat sb;
 	uint64_t known = 0;
 	bool had_size, owner = false, hit = false;
@@ -624,8 +626,9 @@ int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh
 			FS_CNT(ctx, render_errors);
 			fs_error_note(ctx, id.hpath[0] ? id.hpath : t->session->name,
 				      id.hpath[0] ? &p.st : NULL,
-				      t->kind == FS_K_VIEW ? xprofs_view_name(t->view) :
-				      t->kind == FS_K_TRACK ? "track" : "session summary",
+				      t->kind == FS_K_VIEW    ? xprofs_view_name(t->view)
+				      : t->kind == FS_K_TRACK ? "track"
+							      : "session summary",
 				      err.data ? err.data : strerror(-r));
 			r = r == -ENOENT && t->kind == FS_K_TRACK ? -ENOENT : -EIO;
 			goto out_sf;

@@ -68,9 +68,8 @@ int gcs_b64url_decode(struct xprofs_buf *out, const char *s, size_t n) XPROFS_WU
  * borrowed; @kid may be NULL. -EINVAL for a key that is not RSA or does not
  * parse, -ENOMEM, -E2BIG.
  */
-int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
-			      const char *email, const char *scope, const char *aud,
-			      int64_t iat) XPROFS_WUR;
+int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid, const char *email,
+		       const char *scope, const char *aud, int64_t iat) XPROFS_WUR;
 
 /**
  * gcs_auth_token_parse() - parse a token endpoint / metadata server
@@ -80,7 +79,7 @@ int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
  * cannot go in an HTTP header, a negative lifetime).
  */
 int gcs_auth_token_parse(const char *body, size_t n, char **token,
-				int64_t *expires_in_s) XPROFS_WUR;
+			 int64_t *expires_in_s) XPROFS_WUR;
 
 /* ---- shared by auth.c, auth-source.c, auth-jwt.c ---------------------- */
 
@@ -94,10 +93,10 @@ enum gcs_auth_kind {
 /* The credentials: immutable after gcs_auth_new() except the token state under @lock. */
 struct gcs_auth {
 	enum gcs_auth_kind kind;
-	char *source;        /* where the credentials came from, for messages */
+	char *source; /* where the credentials came from, for messages */
 	/* service_account */
 	char *client_email;
-	char *private_key;   /* PEM; secret */
+	char *private_key; /* PEM; secret */
 	char *private_key_id;
 	/* authorized_user */
 	char *client_id;
@@ -110,15 +109,15 @@ struct gcs_auth {
 
 	pthread_mutex_t lock;
 	pthread_cond_t refreshed; /* signalled when a refresh ends, with lock */
-	bool refreshing;       /* protected by lock; one caller is fetching a token */
-	char *token;           /* protected by lock; secret */
-	int64_t expiry_ns;     /* protected by lock; monotonic clock */
-	int64_t refresh_at_ns; /* protected by lock; monotonic clock */
-	int64_t retry_at_ns;   /* protected by lock; no refresh before this after a failure */
-	int last_err;          /* protected by lock; why the last refresh failed */
+	bool refreshing;          /* protected by lock; one caller is fetching a token */
+	char *token;              /* protected by lock; secret */
+	int64_t expiry_ns;        /* protected by lock; monotonic clock */
+	int64_t refresh_at_ns;    /* protected by lock; monotonic clock */
+	int64_t retry_at_ns;      /* protected by lock; no refresh before this after a failure */
+	int last_err;             /* protected by lock; why the last refresh failed */
 
-	struct gcs_http http;     /* token requests; no Authorization header */
-	struct gcs_counters ctr;  /* of those requests (not reported) */
+	struct gcs_http http;    /* token requests; no Authorization header */
+	struct gcs_counters ctr; /* of those requests (not reported) */
 };
 
 /**

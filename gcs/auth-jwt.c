@@ -44,7 +44,7 @@ void gcs_secret_buf_deinit(struct xprofs_buf *b)
 /* ---- base64url ---------------------------------------------------------- */
 
 static const char b64url_alphabet[] =
-    "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+	"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
 
 int gcs_b64url_encode(struct xprofs_buf *out, const void *p, size_t n)
 {
@@ -198,9 +198,9 @@ int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
 	xprofs_buf_init(&jwt, GCS_AUTH_JWT_MAX);
 	hdr = kid ? json_pack("{s:s, s:s, s:s}", "alg", "RS256", "typ", "JWT", "kid", kid)
 		  : json_pack("{s:s, s:s}", "alg", "RS256", "typ", "JWT");
-	claims =
-	    json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", scope, "aud", aud, "iat",
-		      (json_int_t)iat, "exp", (json_int_t)(iat + GCS_AUTH_JWT_LIFETIME_S));
+	claims = json_pack("{s:s, s:s, s:s, s:I, s:I}", "iss", email, "scope", scope, "aud", aud,
+			   "iat", (json_int_t)iat, "exp",
+			   (json_int_t)(iat + GCS_AUTH_JWT_LIFETIME_S));
 	if (!hdr || !claims) {
 		r = -ENOMEM;
 		goto out;

@@ -97,24 +97,24 @@ static const struct cred_type {
 	const char *lacks; /* the required members, for the message */
 	struct cred_field fields[4];
 } cred_types[] = {
-    {"service_account",
-     GCS_AUTH_SERVICE_ACCOUNT,
-     "client_email or private_key",
-     {
-	 {"client_email", offsetof(struct gcs_auth, client_email), true, false},
-	 {"private_key", offsetof(struct gcs_auth, private_key), true, true},
-	 {"private_key_id", offsetof(struct gcs_auth, private_key_id), false, false},
-	 {"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
-     }},
-    {"authorized_user",
-     GCS_AUTH_AUTHORIZED_USER,
-     "client_id, client_secret or refresh_token",
-     {
-	 {"client_id", offsetof(struct gcs_auth, client_id), true, false},
-	 {"client_secret", offsetof(struct gcs_auth, client_secret), true, true},
-	 {"refresh_token", offsetof(struct gcs_auth, refresh_token), true, true},
-	 {"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
-     }},
+	{"service_account",
+	 GCS_AUTH_SERVICE_ACCOUNT,
+	 "client_email or private_key",
+	 {
+		 {"client_email", offsetof(struct gcs_auth, client_email), true, false},
+		 {"private_key", offsetof(struct gcs_auth, private_key), true, true},
+		 {"private_key_id", offsetof(struct gcs_auth, private_key_id), false, false},
+		 {"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
+	 }},
+	{"authorized_user",
+	 GCS_AUTH_AUTHORIZED_USER,
+	 "client_id, client_secret or refresh_token",
+	 {
+		 {"client_id", offsetof(struct gcs_auth, client_id), true, false},
+		 {"client_secret", offsetof(struct gcs_auth, client_secret), true, true},
+		 {"refresh_token", offsetof(struct gcs_auth, refresh_token), true, true},
+		 {"token_uri", offsetof(struct gcs_auth, token_uri), false, false},
+	 }},
 };
 
 #define N_CRED_TYPES (sizeof(cred_types) / sizeof(cred_types[0]))

@@ -81,34 +81,36 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 	    (r = xprofs_buf_add_json_str(out, s->endpoint, strlen(s->endpoint))) < 0)
 		return r;
 	return xprofs_buf_printf(
-	    out,
-	    ",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,\"skipped_objects\":%llu,"
-	    "\"listings\":%llu,\"last_listing_ms\":%llu},"
-	    "\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu,\"delete\":%llu,\"other\":%"
-	    "llu},"
-	    "\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_"
-	    "uploaded\":%llu,"
-	    "\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
-	    "\"prefetched\":%llu,"
-	    "\"mem_bytes\":%llu}}",
-	    gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
-	    (unsigned long long)atomic_load(&s->skipped),
-	    (unsigned long long)atomic_load(&s->listings),
-	    (unsigned long long)atomic_load(&s->last_list_ms),
-	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
-	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
-	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
-	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_DELETE]),
-	    (unsigned long long)atomic_load(&c->requests[GCS_REQ_OTHER]),
-	    (unsigned long long)atomic_load(&c->retries),
-	    (unsigned long long)atomic_load(&c->errors), (unsigned long long)atomic_load(&c->stale),
-	    (unsigned long long)atomic_load(&c->bytes_down),
-	    (unsigned long long)atomic_load(&c->bytes_up),
-	    (unsigned long long)atomic_load(&c->block_hits),
-	    (unsigned long long)atomic_load(&c->block_disk_hits),
-	    (unsigned long long)atomic_load(&c->block_misses),
-	    (unsigned long long)atomic_load(&c->block_waits),
-	    (unsigned long long)atomic_load(&c->prefetched), (unsigned long long)mem);
+		out,
+		",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,\"skipped_objects\":%llu,"
+		"\"listings\":%llu,\"last_listing_ms\":%llu},"
+		"\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu,\"delete\":%llu,"
+		"\"other\":%"
+		"llu},"
+		"\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_"
+		"uploaded\":%llu,"
+		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
+		"\"prefetched\":%llu,"
+		"\"mem_bytes\":%llu}}",
+		gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
+		(unsigned long long)atomic_load(&s->skipped),
+		(unsigned long long)atomic_load(&s->listings),
+		(unsigned long long)atomic_load(&s->last_list_ms),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_DELETE]),
+		(unsigned long long)atomic_load(&c->requests[GCS_REQ_OTHER]),
+		(unsigned long long)atomic_load(&c->retries),
+		(unsigned long long)atomic_load(&c->errors),
+		(unsigned long long)atomic_load(&c->stale),
+		(unsigned long long)atomic_load(&c->bytes_down),
+		(unsigned long long)atomic_load(&c->bytes_up),
+		(unsigned long long)atomic_load(&c->block_hits),
+		(unsigned long long)atomic_load(&c->block_disk_hits),
+		(unsigned long long)atomic_load(&c->block_misses),
+		(unsigned long long)atomic_load(&c->block_waits),
+		(unsigned long long)atomic_load(&c->prefetched), (unsigned long long)mem);
 }
 
 static void gcs_free(struct xprofs_store *base)
@@ -151,27 +153,27 @@ static void gcs_free(struct xprofs_store *base)
 }
 
 static const struct xprofs_store_ops gcs_ops = {
-    .backend = "gcs",
-    .stat = gcs_stat,
-    .list = gcs_list,
-    .open = gcs_open,
-    .pread = gcs_pread,
-    .file_stat = gcs_file_stat,
-    .close = gcs_close,
-    .create = gcs_create,
-    .write = gcs_write,
-    .wread = gcs_wread,
-    .truncate = gcs_truncate,
-    .flush = gcs_flush,
-    .commit = gcs_commit,
-    .abort = gcs_abort,
-    .unlink = gcs_unlink,
-    .rename = gcs_rename,
-    .mkdir = gcs_mkdir,
-    .rmdir = gcs_rmdir,
-    .refresh = gcs_refresh,
-    .status_json = gcs_status_json,
-    .free = gcs_free,
+	.backend = "gcs",
+	.stat = gcs_stat,
+	.list = gcs_list,
+	.open = gcs_open,
+	.pread = gcs_pread,
+	.file_stat = gcs_file_stat,
+	.close = gcs_close,
+	.create = gcs_create,
+	.write = gcs_write,
+	.wread = gcs_wread,
+	.truncate = gcs_truncate,
+	.flush = gcs_flush,
+	.commit = gcs_commit,
+	.abort = gcs_abort,
+	.unlink = gcs_unlink,
+	.rename = gcs_rename,
+	.mkdir = gcs_mkdir,
+	.rmdir = gcs_rmdir,
+	.refresh = gcs_refresh,
+	.status_json = gcs_status_json,
+	.free = gcs_free,
 };
 
 /* @dst = @o with the defaults filled in; its endpoint and credentials are not kept (the cache is).
@@ -265,7 +267,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 		s->bg_started = true;
 	else
 		xprofs_warn(
-		    "gcs: no background relisting thread; the tree refreshes only on demand");
+			"gcs: no background relisting thread; the tree refreshes only on demand");
 	if (pthread_create(&s->pf, NULL, gcs_pf_main, s) == 0)
 		s->pf_started = true;
 	if (s->o.cache && pthread_create(&s->dw, NULL, gcs_dw_main, s) == 0)

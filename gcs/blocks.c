@@ -33,10 +33,10 @@
 
 #define WINDOW_MAX 16
 #define PREFETCH_BLOCKS 16 /* one prefetch job: 16 MiB as PARALLEL_MAX streaming GETs */
-#define BLK_RUN_MAX 32	   /* blocks of one fetch: >= WINDOW_MAX, PREFETCH_BLOCKS */
+#define BLK_RUN_MAX 32     /* blocks of one fetch: >= WINDOW_MAX, PREFETCH_BLOCKS */
 #define PREFETCH_AHEAD 32  /* blocks: a job starts when a missing block is this close */
-#define PARALLEL_MIN 4	   /* blocks: split a fetch this large into parallel GETs */
-#define PARALLEL_MAX 4	   /* ranged GETs at once for one fetch */
+#define PARALLEL_MIN 4     /* blocks: split a fetch this large into parallel GETs */
+#define PARALLEL_MAX 4     /* ranged GETs at once for one fetch */
 #define NEG_TTL_NS (10LL * 1000000000LL) /* how long a failed block fetch is remembered */
 
 /*
@@ -107,7 +107,7 @@ static int ranged_get(struct part *p)
 		goto out;
 	rq.url = url.data;
 	rq.headers[0] =
-	    "Accept-Encoding: gzip"; /* the stored bytes; transcoding would ignore Range */
+		"Accept-Encoding: gzip"; /* the stored bytes; transcoding would ignore Range */
 	rq.dst = dst;
 	rq.dst_len = len;
 	rq.range_first = off;
@@ -156,8 +156,8 @@ int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t
 		    size_t len, uint8_t *dst, struct blk **blocks)
 {
 	struct part parts[PARALLEL_MAX];
-	size_t nparts =
-		   (len + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE >= PARALLEL_MIN ? PARALLEL_MAX : 1,
+	size_t nparts = (len + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE >= PARALLEL_MIN ? PARALLEL_MAX
+										    : 1,
 	       per, i;
 	int r = 0;
 
@@ -337,7 +337,10 @@ static bool blk_make_room(struct gcs_store *s, uint64_t need)
 }
 
 /* blk_lock held: drop unused ready blocks, oldest first, until under budget. */
-static void blk_evict(struct gcs_store *s) { (void)blk_make_room(s, 0); }
+static void blk_evict(struct gcs_store *s)
+{
+	(void)blk_make_room(s, 0);
+}
 
 /* Fill the loading blocks @v[0..@n) (consecutive indices) from the disk cache or GCS. */
 static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
@@ -346,8 +349,8 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 
 	while (i < n) {
 		uint64_t off = v[i]->idx * GCS_BLOCK_SIZE;
-		size_t len =
-		    f->st.size - off < GCS_BLOCK_SIZE ? (size_t)(f->st.size - off) : GCS_BLOCK_SIZE;
+		size_t len = f->st.size - off < GCS_BLOCK_SIZE ? (size_t)(f->st.size - off)
+							       : GCS_BLOCK_SIZE;
 
 		v[i]->len = len;
 		if (disk_get(s, v[i], len)) {

@@ -18,10 +18,10 @@
 #include "xprofs/store-backend.h"
 #include "xprofs/util.h"
 
-#define GCS_NAME_MAX 1024           /* GCS object names: at most 1024 bytes */
-#define GCS_TOKEN_MAX 4096          /* a nextPageToken we accept */
-#define GCS_PAGE_MAX (32u << 20)    /* one listing page response */
-#define GCS_SMALL_MAX (1u << 20)    /* metadata / error / upload answers */
+#define GCS_NAME_MAX 1024        /* GCS object names: at most 1024 bytes */
+#define GCS_TOKEN_MAX 4096       /* a nextPageToken we accept */
+#define GCS_PAGE_MAX (32u << 20) /* one listing page response */
+#define GCS_SMALL_MAX (1u << 20) /* metadata / error / upload answers */
 #define GCS_URL_MAX 16384
 
 /* ---- url.c ------------------------------------------------------------- */
@@ -70,8 +70,8 @@ typedef int (*gcs_item_cb)(void *arg, const struct gcs_item *it);
  * that is not a JSON object / has a non-array "items", -E2BIG for an
  * oversized page or token, or the callback's non-zero value.
  */
-int gcs_list_parse(const char *json, size_t len, gcs_item_cb cb, void *arg,
-			  char **next_token, unsigned *skipped) XPROFS_WUR;
+int gcs_list_parse(const char *json, size_t len, gcs_item_cb cb, void *arg, char **next_token,
+		   unsigned *skipped) XPROFS_WUR;
 /** gcs_u64_parse() - a decimal string (GCS's int64-as-string) into @v. */
 int gcs_u64_parse(const char *s, uint64_t max, uint64_t *v) XPROFS_WUR;
 /** gcs_time_parse() - RFC 3339 "2024-01-02T03:04:05.678Z" into ns since the epoch. */
@@ -81,7 +81,7 @@ int gcs_time_parse(const char *s, int64_t *ns) XPROFS_WUR;
  * gives -ERANGE with *@total set). -EINVAL when malformed or A > B or B >= T.
  */
 int gcs_content_range_parse(const char *s, uint64_t *first, uint64_t *last,
-				   uint64_t *total) XPROFS_WUR;
+			    uint64_t *total) XPROFS_WUR;
 /**
  * gcs_range_parse() - a resumable upload's 308 "Range: bytes=0-N" into
  * the committed byte count N+1 (0 when @s is NULL/empty). -EINVAL if malformed.
@@ -95,7 +95,8 @@ void gcs_error_message(const char *body, size_t len, char *out, size_t n);
  * (upload answer), or with @done non-NULL of a rewrite answer (*@done false:
  * not finished, @st untouched). Borrows @json.
  */
-int gcs_object_parse(const char *json, size_t len, struct xprofs_store_stat *st, bool *done) XPROFS_WUR;
+int gcs_object_parse(const char *json, size_t len, struct xprofs_store_stat *st,
+		     bool *done) XPROFS_WUR;
 /** gcs_json_string() - top-level string @key of @json; caller owns *@out (free()). -ENOENT if absent. */
 int gcs_json_string(const char *json, size_t len, const char *key, char **out) XPROFS_WUR;
 
@@ -114,7 +115,7 @@ struct gcs_tree *gcs_tree_free(struct gcs_tree *t);
  * past the node limit.
  */
 int gcs_tree_add_file(struct gcs_tree *t, const char *path,
-			     const struct xprofs_store_stat *st) XPROFS_WUR;
+		      const struct xprofs_store_stat *st) XPROFS_WUR;
 /** gcs_tree_add_dir() - add directory @path and parents; @local marks it mkdir'ed here (kept across refreshes). */
 int gcs_tree_add_dir(struct gcs_tree *t, const char *path, bool local) XPROFS_WUR;
 /** gcs_tree_remove() - remove file @path, or empty directory @path; -ENOENT, -ENOTEMPTY. */
@@ -163,34 +164,34 @@ struct gcs_http {
 	struct gcs_auth *auth; /* borrowed; NULL: no Authorization header */
 	unsigned max_handles;
 	unsigned retry_initial_ms, retry_max_ms, retry_deadline_s;
-	unsigned max_attempts;      /* 0: retry until retry_deadline_s */
-	bool fail_fast;             /* do not retry DNS failures, refused connections, timeouts */
+	unsigned max_attempts; /* 0: retry until retry_deadline_s */
+	bool fail_fast;        /* do not retry DNS failures, refused connections, timeouts */
 	unsigned connect_timeout_ms, stall_timeout_s;
-	unsigned timeout_ms;        /* whole transfer of one attempt; 0: none */
-	bool no_proxy;              /* never use a proxy (the metadata server is local to the VM) */
+	unsigned timeout_ms; /* whole transfer of one attempt; 0: none */
+	bool no_proxy;       /* never use a proxy (the metadata server is local to the VM) */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	void **idle;        /* CURL * handles not in use; protected by lock */
-	unsigned n_idle;    /* protected by lock */
-	unsigned n_created; /* protected by lock */
+	void **idle;              /* CURL * handles not in use; protected by lock */
+	unsigned n_idle;          /* protected by lock */
+	unsigned n_created;       /* protected by lock */
 	struct gcs_counters *ctr; /* borrowed */
 };
 
 struct gcs_req {
 	/* in */
-	int kind;                  /* enum gcs_kind */
-	const char *method;        /* "GET", "POST", "PUT", "DELETE" */
-	const char *url;           /* borrowed */
-	const char *headers[6];    /* extra "Name: value" lines, NULL-terminated; borrowed */
-	bool idempotent;           /* safe to retry */
-	bool send_body;            /* a body follows (possibly empty) */
-	const void *body;          /* in-memory body (borrowed) ... */
-	int body_fd;               /* ... or @body_len bytes of @body_fd at @body_off */
+	int kind;               /* enum gcs_kind */
+	const char *method;     /* "GET", "POST", "PUT", "DELETE" */
+	const char *url;        /* borrowed */
+	const char *headers[6]; /* extra "Name: value" lines, NULL-terminated; borrowed */
+	bool idempotent;        /* safe to retry */
+	bool send_body;         /* a body follows (possibly empty) */
+	const void *body;       /* in-memory body (borrowed) ... */
+	int body_fd;            /* ... or @body_len bytes of @body_fd at @body_off */
 	uint64_t body_off, body_len;
 	uint64_t expect_generation; /* ranged GET: -ESTALE when the answer is another version ... */
-	uint64_t expect_size;      /* ... or has another total size */
-	struct xprofs_buf *resp;   /* 2xx response body goes here (borrowed; bounded by its max) */
-	uint8_t *dst;              /* ... or a ranged GET: bytes [range_first, range_first+dst_len) land here */
+	uint64_t expect_size;       /* ... or has another total size */
+	struct xprofs_buf *resp;    /* 2xx response body goes here (borrowed; bounded by its max) */
+	uint8_t *dst; /* ... or a ranged GET: bytes [range_first, range_first+dst_len) land here */
 	size_t dst_len;
 	uint64_t range_first;
 	/*
@@ -207,17 +208,17 @@ struct gcs_req {
 	void *progress_arg;
 	/* out */
 	long status;
-	size_t dst_got;            /* bytes placed into dst */
-	size_t dst_frozen;         /* bytes reported to on_progress (never rewritten) */
+	size_t dst_got;    /* bytes placed into dst */
+	size_t dst_frozen; /* bytes reported to on_progress (never rewritten) */
 	char content_range[128];
-	char range[128];           /* 308 answers */
-	char location[2048];       /* resumable session URI */
-	uint64_t goog_generation;  /* x-goog-generation, 0 if absent */
-	char errmsg[256];          /* the error message of a non-2xx answer, or why no answer came */
+	char range[128];          /* 308 answers */
+	char location[2048];      /* resumable session URI */
+	uint64_t goog_generation; /* x-goog-generation, 0 if absent */
+	char errmsg[256];         /* the error message of a non-2xx answer, or why no answer came */
 };
 
 int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
-			 struct gcs_counters *ctr) XPROFS_WUR;
+		  struct gcs_counters *ctr) XPROFS_WUR;
 void gcs_http_deinit(struct gcs_http *h);
 /**
  * gcs_http_do() - run @rq (borrowed), retrying retryable failures of
@@ -235,7 +236,6 @@ bool gcs_retryable(long http_status, int curl_code);
 int gcs_http_errno(long http_status, int curl_code);
 /** gcs_backoff_ms() - the delay before retry @attempt (1-based): jittered, capped. */
 unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed);
-
 
 /* ---- the store backend (backend.c, namespace.c, blocks.c, upload.c, mutate.c) ----
  *
@@ -281,39 +281,39 @@ struct gcs_store {
 	const char *tmpdir;
 
 	pthread_rwlock_t tree_lock;
-	struct gcs_tree *tree;        /* protected by tree_lock */
-	int64_t tree_time;                   /* mono ns when its listing began; protected by tree_lock */
-	bool journaling;                     /* protected by tree_lock */
+	struct gcs_tree *tree; /* protected by tree_lock */
+	int64_t tree_time;     /* mono ns when its listing began; protected by tree_lock */
+	bool journaling;       /* protected by tree_lock */
 	struct gcs_journal *journal, **journal_tail; /* protected by tree_lock */
 
-	pthread_mutex_t list_lock;           /* one listing at a time */
+	pthread_mutex_t list_lock; /* one listing at a time */
 	atomic_uint_fast64_t listings, last_list_ms, skipped;
 
 	pthread_mutex_t bg_lock;
 	pthread_cond_t bg_cond;
-	bool bg_want, bg_stop;               /* protected by bg_lock */
+	bool bg_want, bg_stop; /* protected by bg_lock */
 	bool bg_started;
 	pthread_t bg;
-	pthread_cond_t pf_cond;              /* prefetch jobs queued */
-	struct gcs_prefetch *pf_head;            /* protected by bg_lock */
-	unsigned pf_len;                     /* protected by bg_lock */
+	pthread_cond_t pf_cond;       /* prefetch jobs queued */
+	struct gcs_prefetch *pf_head; /* protected by bg_lock */
+	unsigned pf_len;              /* protected by bg_lock */
 	bool pf_started;
 	pthread_t pf;
-	pthread_cond_t dw_cond;              /* blocks queued for the disk cache */
-	pthread_cond_t dw_room;              /* the queue has room again */
-	struct blk *dw_q[GCS_DW_MAX];            /* ring; each holds a block reference; protected by bg_lock */
-	unsigned dw_head, dw_len;            /* protected by bg_lock */
+	pthread_cond_t dw_cond;       /* blocks queued for the disk cache */
+	pthread_cond_t dw_room;       /* the queue has room again */
+	struct blk *dw_q[GCS_DW_MAX]; /* ring; each holds a block reference; protected by bg_lock */
+	unsigned dw_head, dw_len;     /* protected by bg_lock */
 	bool dw_started;
 	pthread_t dw;
 
 	pthread_mutex_t w_lock;
-	struct gcs_writer *writers;          /* open writers; protected by w_lock */
+	struct gcs_writer *writers; /* open writers; protected by w_lock */
 
 	pthread_mutex_t blk_lock;
 	pthread_cond_t blk_cond;
-	struct blk *blk_slots[GCS_BLK_SLOTS];    /* protected by blk_lock */
-	struct blk lru;                      /* sentinel; protected by blk_lock */
-	uint64_t blk_mem;                    /* protected by blk_lock */
+	struct blk *blk_slots[GCS_BLK_SLOTS]; /* protected by blk_lock */
+	struct blk lru;                       /* sentinel; protected by blk_lock */
+	uint64_t blk_mem;                     /* protected by blk_lock */
 };
 
 struct gcs_file {
@@ -332,10 +332,10 @@ struct gcs_writer {
 	char *path, *obj;
 	int fd;
 	pthread_mutex_t lock;
-	uint64_t size;     /* protected by lock */
-	uint64_t if_gen;   /* precondition of the next upload; protected by lock */
-	bool excl, dirty;  /* protected by lock */
-	int64_t mtime_ns;  /* protected by lock */
+	uint64_t size;                    /* protected by lock */
+	uint64_t if_gen;                  /* precondition of the next upload; protected by lock */
+	bool excl, dirty;                 /* protected by lock */
+	int64_t mtime_ns;                 /* protected by lock */
 	struct gcs_writer *wprev, *wnext; /* in s->writers; protected by s->w_lock */
 };
 
@@ -344,7 +344,8 @@ struct gcs_writer {
 /** gcs_object_name() - the object name of store path @path plus @suffix; caller owns (free()); NULL if too long or ENOMEM. */
 char *gcs_object_name(struct gcs_store *s, const char *path, const char *suffix);
 /** gcs_url_object() - reset @out to endpoint/@api/b/BUCKET/o[/@obj] (percent-encoded). */
-int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api, const char *obj) XPROFS_WUR;
+int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api,
+		   const char *obj) XPROFS_WUR;
 /** gcs_url_param() - append ?@key=@val or &@key=@val (value percent-encoded). */
 int gcs_url_param(struct xprofs_buf *out, const char *key, const char *val) XPROFS_WUR;
 int gcs_url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v) XPROFS_WUR;
@@ -384,10 +385,13 @@ void gcs_close(struct xprofs_store_reader *base);
 /* ---- upload.c: spooled writers and uploads ---- */
 
 int gcs_object_generation(struct gcs_store *s, const char *obj, uint64_t *gen) XPROFS_WUR;
-int gcs_upload(struct gcs_store *s, struct gcs_writer *w, uint64_t size, struct xprofs_store_stat *st) XPROFS_WUR;
+int gcs_upload(struct gcs_store *s, struct gcs_writer *w, uint64_t size,
+	       struct xprofs_store_stat *st) XPROFS_WUR;
 int gcs_spool_open(struct gcs_store *s);
-int gcs_prefill(struct gcs_store *s, const char *obj, const struct xprofs_store_stat *st, int fd) XPROFS_WUR;
-int gcs_create(struct xprofs_store *base, const char *path, unsigned flags, struct xprofs_store_writer **out);
+int gcs_prefill(struct gcs_store *s, const char *obj, const struct xprofs_store_stat *st,
+		int fd) XPROFS_WUR;
+int gcs_create(struct xprofs_store *base, const char *path, unsigned flags,
+	       struct xprofs_store_writer **out);
 ssize_t gcs_write(struct xprofs_store_writer *base, const void *buf, size_t n, uint64_t off);
 ssize_t gcs_wread(struct xprofs_store_writer *base, void *buf, size_t n, uint64_t off);
 int gcs_truncate(struct xprofs_store_writer *base, uint64_t size);

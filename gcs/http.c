@@ -139,7 +139,7 @@ unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, 
 }
 
 int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
-			 struct gcs_counters *ctr)
+		  struct gcs_counters *ctr)
 {
 	memset(h, 0, sizeof(*h));
 	h->auth = auth;
@@ -211,10 +211,10 @@ static void handle_put(struct gcs_http *h, CURL *c, bool broken)
 struct attempt {
 	struct gcs_req *rq;
 	CURL *c;
-	uint64_t up_pos;      /* request body bytes sent */
-	uint64_t down_pos;    /* response body bytes seen */
+	uint64_t up_pos;       /* request body bytes sent */
+	uint64_t down_pos;     /* response body bytes seen */
 	struct xprofs_buf err; /* non-2xx body, for the error message */
-	int cb_err;           /* -errno raised inside a callback */
+	int cb_err;            /* -errno raised inside a callback */
 };
 
 static void copy_header_value(char *dst, size_t dstn, const char *v, size_t n)
@@ -250,7 +250,8 @@ static size_t on_header(char *p, size_t size, size_t nitems, void *arg)
 		return n;
 	klen = (size_t)(colon - p);
 	if (klen == 13 && strncasecmp(p, "Content-Range", 13) == 0)
-		copy_header_value(rq->content_range, sizeof(rq->content_range), colon + 1, n - klen - 1);
+		copy_header_value(rq->content_range, sizeof(rq->content_range), colon + 1,
+				  n - klen - 1);
 	else if (klen == 5 && strncasecmp(p, "Range", 5) == 0)
 		copy_header_value(rq->range, sizeof(rq->range), colon + 1, n - klen - 1);
 	else if (klen == 8 && strncasecmp(p, "Location", 8) == 0)
@@ -421,7 +422,8 @@ static int build_headers(struct gcs_http *h, struct gcs_req *rq, struct curl_sli
 		r = gcs_auth_header(h->auth, &auth);
 		if (r < 0)
 			goto out;
-		while (auth.len > 0 && (auth.data[auth.len - 1] == '\n' || auth.data[auth.len - 1] == '\r'))
+		while (auth.len > 0 &&
+		       (auth.data[auth.len - 1] == '\n' || auth.data[auth.len - 1] == '\r'))
 			auth.data[--auth.len] = '\0';
 		if (auth.len > 0 && (r = add_header(&l, auth.data)) < 0)
 			goto out;
@@ -528,7 +530,8 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 		goto out;
 	}
 	if (cc != CURLE_OK) {
-		snprintf(rq->errmsg, sizeof(rq->errmsg), "%s", errbuf[0] ? errbuf : curl_easy_strerror(cc));
+		snprintf(rq->errmsg, sizeof(rq->errmsg), "%s",
+			 errbuf[0] ? errbuf : curl_easy_strerror(cc));
 		xprofs_debug("gcs: %s %s: %s", rq->method, rq->url, rq->errmsg);
 		r = 0;
 		goto out;
@@ -564,8 +567,8 @@ static bool should_retry(struct gcs_http *h, const struct gcs_req *rq, int cc, b
 }
 
 /* Sleep the backoff before retry @attempt, never past @deadline: one last attempt right at it. */
-static void backoff(struct gcs_http *h, const struct gcs_req *rq, unsigned attempt, int64_t deadline,
-		    unsigned *seed, int cc, bool truncated)
+static void backoff(struct gcs_http *h, const struct gcs_req *rq, unsigned attempt,
+		    int64_t deadline, unsigned *seed, int cc, bool truncated)
 {
 	unsigned ms = gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, seed);
 	int64_t left_ms = (deadline - xprofs_mono_ns()) / 1000000;
@@ -574,7 +577,9 @@ static void backoff(struct gcs_http *h, const struct gcs_req *rq, unsigned attem
 	if (left_ms < (int64_t)ms)
 		ms = left_ms > 0 ? (unsigned)left_ms : 0;
 	xprofs_debug("gcs: %s %s: %s (status %ld), retry %u in %u ms", rq->method, rq->url,
-		     cc ? curl_easy_strerror((CURLcode)cc) : truncated ? "truncated body" : "server error",
+		     cc          ? curl_easy_strerror((CURLcode)cc)
+		     : truncated ? "truncated body"
+				 : "server error",
 		     rq->status, attempt, ms);
 	atomic_fetch_add(&h->ctr->retries, 1);
 	ts.tv_sec = ms / 1000;

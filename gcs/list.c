@@ -71,9 +71,11 @@ int gcs_time_parse(const char *s, int64_t *ns)
 	int64_t frac = 0, scale = 100000000, t;
 	const char *p;
 
-	if (!s || sscanf(s, "%4u-%2u-%2uT%2u:%2u:%2u%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 || n != 19)
+	if (!s || sscanf(s, "%4u-%2u-%2uT%2u:%2u:%2u%n", &Y, &M, &D, &h, &m, &sec, &n) != 6 ||
+	    n != 19)
 		return -EINVAL;
-	if (Y < 1970 || Y > 2200 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 || sec > 60)
+	if (Y < 1970 || Y > 2200 || M < 1 || M > 12 || D < 1 || D > 31 || h > 23 || m > 59 ||
+	    sec > 60)
 		return -EINVAL;
 	p = s + n;
 	if (*p == '.') {
@@ -101,8 +103,8 @@ int gcs_time_parse(const char *s, int64_t *ns)
 	return 0;
 }
 
-int gcs_list_parse(const char *json, size_t len, gcs_item_cb cb, void *arg,
-			  char **next_token, unsigned *skipped)
+int gcs_list_parse(const char *json, size_t len, gcs_item_cb cb, void *arg, char **next_token,
+		   unsigned *skipped)
 {
 	json_error_t jerr;
 	json_t *root = NULL, *items, *tok, *it;
@@ -141,7 +143,8 @@ int gcs_list_parse(const char *json, size_t len, gcs_item_cb cb, void *arg,
 		r = -EBADMSG;
 		goto out;
 	}
-	json_array_foreach(items, i, it) {
+	json_array_foreach(items, i, it)
+	{
 		struct gcs_item item = {0};
 		json_t *name = json_object_get(it, "name");
 		json_t *upd = json_object_get(it, "updated");
@@ -156,7 +159,8 @@ int gcs_list_parse(const char *json, size_t len, gcs_item_cb cb, void *arg,
 		}
 		item.name = json_string_value(name);
 		item.name_len = json_string_length(name);
-		if (!json_is_string(upd) || gcs_time_parse(json_string_value(upd), &item.mtime_ns) < 0)
+		if (!json_is_string(upd) ||
+		    gcs_time_parse(json_string_value(upd), &item.mtime_ns) < 0)
 			item.mtime_ns = 0; /* a missing time is not worth hiding the object */
 		r = cb(arg, &item);
 		if (r != 0)
@@ -230,7 +234,8 @@ void gcs_error_message(const char *body, size_t len, char *out, size_t n)
 	desc = json_object_get(root, "error_description");
 	if (json_is_string(msg) || json_is_string(desc)) {
 		snprintf(out, n, "%s%s%s", json_is_string(msg) ? json_string_value(msg) : "",
-			 json_is_string(desc) ? " - " : "", json_is_string(desc) ? json_string_value(desc) : "");
+			 json_is_string(desc) ? " - " : "",
+			 json_is_string(desc) ? json_string_value(desc) : "");
 	} else if (!root) {
 		/* not JSON: keep a printable prefix of the body */
 		size_t i, k = 0;

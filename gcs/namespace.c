@@ -234,7 +234,7 @@ int gcs_ns_refresh(struct gcs_store *s)
 	} else if (s->tree) {
 		/* keep serving the old tree; try again in about 5 s, not on every access */
 		s->tree_time =
-		    xprofs_mono_ns() - (int64_t)s->o.list_ttl_s * 1000000000LL + 5000000000LL;
+			xprofs_mono_ns() - (int64_t)s->o.list_ttl_s * 1000000000LL + 5000000000LL;
 	}
 	s->journaling = false;
 	gcs_ns_journal_free(s);
@@ -259,9 +259,9 @@ void *gcs_ns_bg_main(void *arg)
 		}
 		pthread_mutex_unlock(&s->bg_lock);
 		if (gcs_ns_refresh(s) < 0)
-			xprofs_warn(
-			    "gcs: background relisting of gs://%s/%s failed; keeping the old tree",
-			    s->bucket, s->prefix);
+			xprofs_warn("gcs: background relisting of gs://%s/%s failed; keeping the "
+				    "old tree",
+				    s->bucket, s->prefix);
 		pthread_mutex_lock(&s->bg_lock);
 		s->bg_want = false;
 	}
@@ -402,4 +402,7 @@ int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_list_cb cb
 	return r;
 }
 
-int gcs_refresh(struct xprofs_store *base) { return gcs_ns_refresh((struct gcs_store *)base); }
+int gcs_refresh(struct xprofs_store *base)
+{
+	return gcs_ns_refresh((struct gcs_store *)base);
+}

@@ -24,13 +24,13 @@
 #define GCS_TREE_MAX (20u * 1000 * 1000)
 
 struct node {
-	char *path;        /* owned; "" for the root */
-	const char *name;  /* last component, points into path */
+	char *path;       /* owned; "" for the root */
+	const char *name; /* last component, points into path */
 	uint64_t hash;
 	struct node *hnext;
 	struct node *parent, *first, *prev, *next;
 	struct xprofs_store_stat st;
-	bool local;        /* mkdir'ed here: survives refreshes until rmdir */
+	bool local; /* mkdir'ed here: survives refreshes until rmdir */
 };
 
 struct gcs_tree {
@@ -196,7 +196,8 @@ static int ensure_dir(struct gcs_tree *t, const char *p, size_t n, struct node *
 	if (x) {
 		if (x->st.type != XPROFS_STORE_DIR) {
 			/* an object "a" and objects under "a/": the directory wins */
-			xprofs_debug("gcs: hiding object '%.*s': it is also a directory", (int)n, p);
+			xprofs_debug("gcs: hiding object '%.*s': it is also a directory", (int)n,
+				     p);
 			x->st.type = XPROFS_STORE_DIR;
 			x->st.size = 0;
 			x->st.generation = 0;

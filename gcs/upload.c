@@ -529,4 +529,7 @@ int gcs_commit(struct xprofs_store_writer *base)
 	return r;
 }
 
-void gcs_abort(struct xprofs_store_writer *base) { writer_free((struct gcs_writer *)base); }
+void gcs_abort(struct xprofs_store_writer *base)
+{
+	writer_free((struct gcs_writer *)base);
+}

@@ -89,7 +89,8 @@ int gcs_url_parse(const char *url, char **bucket, char **prefix)
 		if (!e)
 			e = end;
 		len = (size_t)(e - c);
-		if (len == 0 || (len == 1 && c[0] == '.') || (len == 2 && c[0] == '.' && c[1] == '.'))
+		if (len == 0 || (len == 1 && c[0] == '.') ||
+		    (len == 2 && c[0] == '.' && c[1] == '.'))
 			goto out;
 		c = e + 1;
 	}
@@ -139,7 +140,8 @@ char *gcs_object_name(struct gcs_store *s, const char *path, const char *suffix)
 {
 	char *n = NULL;
 
-	if (asprintf(&n, "%s%s%s%s", s->prefix, s->prefix[0] && path[0] ? "/" : "", path, suffix) < 0)
+	if (asprintf(&n, "%s%s%s%s", s->prefix, s->prefix[0] && path[0] ? "/" : "", path, suffix) <
+	    0)
 		return NULL;
 	if (strlen(n) > GCS_NAME_MAX) {
 		free(n);
@@ -158,7 +160,8 @@ int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api,
 	    (r = gcs_pct_encode(out, s->bucket, strlen(s->bucket))) < 0 ||
 	    (r = xprofs_buf_adds(out, "/o")) < 0)
 		return r;
-	if (obj && ((r = xprofs_buf_adds(out, "/")) < 0 || (r = gcs_pct_encode(out, obj, strlen(obj))) < 0))
+	if (obj && ((r = xprofs_buf_adds(out, "/")) < 0 ||
+		    (r = gcs_pct_encode(out, obj, strlen(obj))) < 0))
 		return r;
 	return 0;
 }

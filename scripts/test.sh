@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite, from a fresh Debian 12 machine: installs what it needs,
+# checks the sources' format (scripts/check-format.sh),
 # builds twice (plain -Werror, then ASan+UBSan), runs unit and integration
 # tests (real /dev/fuse mounts, a real GCS emulator, a real gRPC peer) in both,
 # then runs every libFuzzer target for a bounded time.
@@ -36,6 +37,13 @@ run_suite() { # $1 = build dir, rest = meson setup args
 	meson test -C "$dir" --print-errorlogs --num-processes 2 || true
 	count_results "$dir"
 }
+
+# The sources must be formatted as .clang-format says (clang-format -i FILE).
+if bash scripts/check-format.sh; then
+	echo "format: ok"; passed=$((passed + 1))
+else
+	echo "format: FAILED (the files above; fix with clang-format -i)"; failed=$((failed + 1))
+fi
 
 run_suite build
 if [ -z "${XPROFS_TEST_QUICK:-}" ]; then

@@ -63,7 +63,8 @@ static int excl_open(struct local_writer *w)
 	for (i = 0; i < 100; i++) {
 		snprintf(tmp, sizeof(tmp), "%s%ld-%08x", store_local_tmp_prefix, (long)getpid(),
 			 (unsigned)random());
-		w->fd = openat(w->dirfd, tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0644);
+		w->fd = openat(w->dirfd, tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
+			       0644);
 		if (w->fd >= 0) {
 			w->tmpname = strdup(tmp);
 			return w->tmpname ? 0 : -ENOMEM;

@@ -63,8 +63,8 @@ static int walk_open(struct local_store *ls, const char *path, int flags, mode_t
 		*slash = '\0';
 		next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		saved = errno;
-		if (next < 0 && saved == ENOTDIR && fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISLNK(st.st_mode))
+		if (next < 0 && saved == ENOTDIR &&
+		    fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
 			saved = ENOENT; /* a symlink we do not follow reads as absent */
 		close(cur);
 		if (next < 0)
@@ -136,8 +136,8 @@ int store_local_parent_open(struct local_store *ls, const char *path, const char
 
 static uint64_t make_generation(const struct stat *st)
 {
-	uint64_t v[4] = { (uint64_t)st->st_dev, (uint64_t)st->st_ino,
-			  (uint64_t)st->st_ctim.tv_sec, (uint64_t)st->st_ctim.tv_nsec };
+	uint64_t v[4] = {(uint64_t)st->st_dev, (uint64_t)st->st_ino, (uint64_t)st->st_ctim.tv_sec,
+			 (uint64_t)st->st_ctim.tv_nsec};
 
 	return xprofs_hash64(v, sizeof(v));
 }
@@ -411,15 +411,28 @@ static int local_status_json(struct xprofs_store *s, struct xprofs_buf *out)
 	int r;
 
 #define LD(f) c.f = __atomic_load_n(&ls->c.f, __ATOMIC_RELAXED)
-	LD(stats); LD(lists); LD(opens); LD(preads); LD(bytes_read);
-	LD(creates); LD(writes); LD(bytes_written); LD(commits); LD(aborts);
-	LD(unlinks); LD(renames); LD(mkdirs); LD(rmdirs); LD(errors);
+	LD(stats);
+	LD(lists);
+	LD(opens);
+	LD(preads);
+	LD(bytes_read);
+	LD(creates);
+	LD(writes);
+	LD(bytes_written);
+	LD(commits);
+	LD(aborts);
+	LD(unlinks);
+	LD(renames);
+	LD(mkdirs);
+	LD(rmdirs);
+	LD(errors);
 #undef LD
 	r = xprofs_buf_adds(out, "{\"backend\":\"local\",\"root\":");
 	if (r == 0)
 		r = xprofs_buf_add_json_str(out, ls->root, strlen(ls->root));
 	if (r == 0)
-		r = xprofs_buf_printf(out,
+		r = xprofs_buf_printf(
+			out,
 			",\"stats\":%lu,\"lists\":%lu,\"opens\":%lu,\"preads\":%lu,"
 			"\"bytes_read\":%lu,\"creates\":%lu,\"writes\":%lu,"
 			"\"bytes_written\":%lu,\"commits\":%lu,\"aborts\":%lu,"
@@ -429,9 +442,8 @@ static int local_status_json(struct xprofs_store *s, struct xprofs_buf *out)
 			(unsigned long)c.preads, (unsigned long)c.bytes_read,
 			(unsigned long)c.creates, (unsigned long)c.writes,
 			(unsigned long)c.bytes_written, (unsigned long)c.commits,
-			(unsigned long)c.aborts, (unsigned long)c.unlinks,
-			(unsigned long)c.renames, (unsigned long)c.mkdirs,
-			(unsigned long)c.rmdirs, (unsigned long)c.errors);
+			(unsigned long)c.aborts, (unsigned long)c.unlinks, (unsigned long)c.renames,
+			(unsigned long)c.mkdirs, (unsigned long)c.rmdirs, (unsigned long)c.errors);
 	return r;
 }
 

@@ -56,9 +56,11 @@ static void usage(FILE *f)
 	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps]\n"
 		   "       xprofs-decode FILE.xplane.pb --tracks\n"
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
-		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c baseline)\n"
+		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
+		   "baseline)\n"
 		   "options: --mmap (zero-copy reads), --threads N (index planes on N threads;\n"
-		   "         default: online CPUs, at most 4), --log-level LEVEL, --help, --version\n");
+		   "         default: online CPUs, at most 4), --log-level LEVEL, --help, "
+		   "--version\n");
 }
 
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
@@ -124,10 +126,18 @@ static int parse_args(int argc, char **argv, struct args *a)
 				return 2;
 			}
 			break;
-		case ARG_TRACKS: a->list = true; break;
-		case ARG_TRACK: a->track = optarg; break;
-		case ARG_UNPACK: a->unpack = true; break;
-		case ARG_MMAP: a->use_mmap = true; break;
+		case ARG_TRACKS:
+			a->list = true;
+			break;
+		case ARG_TRACK:
+			a->track = optarg;
+			break;
+		case ARG_UNPACK:
+			a->unpack = true;
+			break;
+		case ARG_MMAP:
+			a->use_mmap = true;
+			break;
 		case ARG_THREADS: {
 			char *end;
 			unsigned long t;
@@ -135,7 +145,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			errno = 0;
 			t = strtoul(optarg, &end, 10);
 			if (errno || *end || end == optarg || t < 1 || t > 8) {
-				fprintf(stderr, "xprofs-decode: --threads wants 1..8, not '%s'\n", optarg);
+				fprintf(stderr, "xprofs-decode: --threads wants 1..8, not '%s'\n",
+					optarg);
 				return 2;
 			}
 			a->threads = (unsigned)t;
@@ -151,8 +162,12 @@ static int parse_args(int argc, char **argv, struct args *a)
 		case ARG_VERSION:
 			printf("xprofs-decode %s\n", XPROFS_VERSION);
 			return 0;
-		case 'h': usage(stdout); return 0;
-		default: usage(stderr); return 2;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (optind != argc - 1) {
@@ -190,7 +205,8 @@ static int render_track(struct xprofs_xspace *x, const struct args *a,
 	i = pf ? xprofs_xspace_track_find(x, pf, slash + 1) : -ENOMEM;
 	free(pf);
 	if (i < 0) {
-		fprintf(stderr, "xprofs-decode: %s: no track '%s' (see --tracks)\n", a->path, a->track);
+		fprintf(stderr, "xprofs-decode: %s: no track '%s' (see --tracks)\n", a->path,
+			a->track);
 		return 1;
 	}
 	return xprofs_xspace_render_track(x, (size_t)i, sink, err);
@@ -224,7 +240,8 @@ int main(int argc, char **argv)
 	}
 	if (a.unpack) {
 		if ((r = do_unpack(fd, (uint64_t)st.st_size)) < 0) {
-			fprintf(stderr, "xprofs-decode: %s: unpack failed: %s\n", a.path, strerror(-r));
+			fprintf(stderr, "xprofs-decode: %s: unpack failed: %s\n", a.path,
+				strerror(-r));
 			r = 1;
 		}
 		goto out;
@@ -239,13 +256,14 @@ int main(int argc, char **argv)
 		}
 		rd = xprofs_reader_mem(map, (size_t)st.st_size);
 	} else {
-		rd = (struct xprofs_reader){.pread = fd_pread, .arg = &fd,
-					    .size = (uint64_t)st.st_size, .data = NULL};
+		rd = (struct xprofs_reader){
+			.pread = fd_pread, .arg = &fd, .size = (uint64_t)st.st_size, .data = NULL};
 	}
 	xo.threads = a.threads;
 	xo.tracks_only = a.list || a.track; /* track names need no event statistics */
 	if ((r = xprofs_xspace_open_opts(&rd, &xo, &err, &x)) < 0) {
-		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path, err.len ? err.data : strerror(-r));
+		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path,
+			err.len ? err.data : strerror(-r));
 		r = 1;
 		goto out;
 	}
@@ -260,7 +278,8 @@ int main(int argc, char **argv)
 	else
 		r = xprofs_xspace_render(x, a.view, &sink, &err);
 	if (r < 0) {
-		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path, err.len ? err.data : strerror(-r));
+		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path,
+			err.len ? err.data : strerror(-r));
 		r = 1;
 	}
 out:

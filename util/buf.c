@@ -158,7 +158,8 @@ int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *str, size_t n)
 	while (i < n) {
 		/* copy the longest run that needs no escaping in one append */
 		run = i;
-		while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' && s[run] != '\\')
+		while (run < n && s[run] >= 0x20 && s[run] < 0x80 && s[run] != '"' &&
+		       s[run] != '\\')
 			run++;
 		if (run > i) {
 			if ((r = xprofs_buf_add(b, s + i, run - i)) < 0)
@@ -179,11 +180,21 @@ int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *str, size_t n)
 			continue;
 		}
 		switch (s[i]) {
-		case '"': r = xprofs_buf_add(b, "\\\"", 2); break;
-		case '\\': r = xprofs_buf_add(b, "\\\\", 2); break;
-		case '\n': r = xprofs_buf_add(b, "\\n", 2); break;
-		case '\r': r = xprofs_buf_add(b, "\\r", 2); break;
-		case '\t': r = xprofs_buf_add(b, "\\t", 2); break;
+		case '"':
+			r = xprofs_buf_add(b, "\\\"", 2);
+			break;
+		case '\\':
+			r = xprofs_buf_add(b, "\\\\", 2);
+			break;
+		case '\n':
+			r = xprofs_buf_add(b, "\\n", 2);
+			break;
+		case '\r':
+			r = xprofs_buf_add(b, "\\r", 2);
+			break;
+		case '\t':
+			r = xprofs_buf_add(b, "\\t", 2);
+			break;
 		default:
 			snprintf(esc, sizeof(esc), "\\u%04x", s[i]);
 			r = xprofs_buf_add(b, esc, 6);

@@ -47,7 +47,7 @@ struct xprofs_cache_stats {
 	uint64_t raw_bytes_written; /* uncompressed bytes committed since start */
 	uint64_t entries;
 	uint64_t evictions;
-	uint64_t corrupt;           /* entries found corrupt and dropped */
+	uint64_t corrupt; /* entries found corrupt and dropped */
 };
 
 /**

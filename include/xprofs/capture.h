@@ -58,8 +58,8 @@ struct xprofs_capture *xprofs_capture_free(struct xprofs_capture *c);
  * are in flight, -ESHUTDOWN while xprofs_capture_free() runs, -ENOMEM.
  * Every failure is also kept as the last rejected line of the control file.
  */
-int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char *line,
-			  size_t len, struct xprofs_buf *reason) XPROFS_WUR;
+int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char *line, size_t len,
+			  struct xprofs_buf *reason) XPROFS_WUR;
 
 /**
  * xprofs_capture_status() - the control file's content for @run (NULL: all
@@ -67,7 +67,8 @@ int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char 
  * recent capture (state, hosts, session, bytes, error), newest last, plus the
  * last rejected line's reason. Appends to @out.
  */
-int xprofs_capture_status(struct xprofs_capture *c, const char *run, struct xprofs_buf *out) XPROFS_WUR;
+int xprofs_capture_status(struct xprofs_capture *c, const char *run,
+			  struct xprofs_buf *out) XPROFS_WUR;
 
 /** xprofs_capture_help() - the grammar as text (static storage). */
 const char *xprofs_capture_help(void);

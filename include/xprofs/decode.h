@@ -53,7 +53,7 @@ struct xprofs_xspace;
 /* Whole-profile totals, cheap (from the index). Times in ps, profile-relative. */
 struct xprofs_xspace_totals {
 	uint64_t planes, lines, events;
-	int64_t first_ps, last_ps; /* 0/0 when there are no events */
+	int64_t first_ps, last_ps;                   /* 0/0 when there are no events */
 	int64_t start_walltime_ns, stop_walltime_ns; /* Task Environment stats, 0 if absent */
 	uint64_t errors, warnings;
 };
@@ -100,8 +100,8 @@ int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace
  * @err: optional; receives the reason on failure. Output already written to
  * @out before a failure is not retracted: callers that cache must discard it.
  */
-int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v,
-			 const struct xprofs_sink *out, struct xprofs_buf *err) XPROFS_WUR;
+int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
+			 struct xprofs_buf *err) XPROFS_WUR;
 
 /*
  * Tracks: one per (plane, line). Their file names are the plane/line names
@@ -114,14 +114,14 @@ size_t xprofs_xspace_track_count(const struct xprofs_xspace *x);
  * xprofs_xspace_track_names() - borrowed names of track @i (valid until the
  * xspace is freed); -ERANGE for a bad @i.
  */
-int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i,
-			      const char **plane_file, const char **line_file);
+int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i, const char **plane_file,
+			      const char **line_file);
 /** xprofs_xspace_track_find() - index of the track with these file names, or -ENOENT. */
 int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_file,
 			     const char *line_file);
 /** xprofs_xspace_render_track() - planes/<plane>/<line>.json of track @i. */
-int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i,
-			       const struct xprofs_sink *out, struct xprofs_buf *err) XPROFS_WUR;
+int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i, const struct xprofs_sink *out,
+			       struct xprofs_buf *err) XPROFS_WUR;
 
 /**
  * xprofs_decode_session_summary() - the session-level summary.json: @n hosts
@@ -130,9 +130,8 @@ int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i,
  * @host_errors[i] (may itself be NULL).
  */
 int xprofs_decode_session_summary(const char *session, const char *const *hosts,
-				  struct xprofs_xspace *const *xs,
-				  const char *const *host_errors, size_t n,
-				  const struct xprofs_sink *out) XPROFS_WUR;
+				  struct xprofs_xspace *const *xs, const char *const *host_errors,
+				  size_t n, const struct xprofs_sink *out) XPROFS_WUR;
 
 /**
  * xprofs_decode_name_encode() / _decode() - the reversible, safe mapping of a

@@ -34,20 +34,20 @@ struct xprofs_gcs_options {
 	 * With an emulator endpoint from the environment, no credentials are used.
 	 */
 	const char *endpoint;
-	bool anonymous;          /* no Authorization header at all */
-	const char *credentials; /* a credentials JSON file; NULL: ADC order */
-	unsigned list_ttl_s;     /* tree refresh interval; 0 = default (30 s) */
-	unsigned connections;    /* parallel connections; 0 = default (8) */
-	unsigned retry_deadline_s; /* total retry budget per request; 0 = default (60 s) */
-	bool read_only;          /* refuse writes with -EROFS */
+	bool anonymous;             /* no Authorization header at all */
+	const char *credentials;    /* a credentials JSON file; NULL: ADC order */
+	unsigned list_ttl_s;        /* tree refresh interval; 0 = default (30 s) */
+	unsigned connections;       /* parallel connections; 0 = default (8) */
+	unsigned retry_deadline_s;  /* total retry budget per request; 0 = default (60 s) */
+	bool read_only;             /* refuse writes with -EROFS */
 	struct xprofs_cache *cache; /* optional block cache; borrowed, must outlive the store */
 	/* tuning knobs (gcs work); 0 / false = the default in parentheses */
-	unsigned retry_initial_ms;     /* first backoff step, doubled per retry (100 ms) */
-	unsigned stall_timeout_s;      /* abort a transfer slower than 1 B/s for this long (30 s) */
-	uint64_t resumable_threshold;  /* uploads above this many bytes are resumable (8 MiB) */
-	uint64_t upload_chunk;         /* resumable chunk size, rounded down to 256 KiB (8 MiB) */
-	uint64_t block_mem_max;        /* RAM for cached read blocks (64 MiB) */
-	bool mkdir_placeholders;       /* mkdir also writes a "dir/" object, so it survives remounts */
+	unsigned retry_initial_ms;    /* first backoff step, doubled per retry (100 ms) */
+	unsigned stall_timeout_s;     /* abort a transfer slower than 1 B/s for this long (30 s) */
+	uint64_t resumable_threshold; /* uploads above this many bytes are resumable (8 MiB) */
+	uint64_t upload_chunk;        /* resumable chunk size, rounded down to 256 KiB (8 MiB) */
+	uint64_t block_mem_max;       /* RAM for cached read blocks (64 MiB) */
+	bool mkdir_placeholders; /* mkdir also writes a "dir/" object, so it survives remounts */
 };
 
 /**

@@ -46,15 +46,15 @@ struct xprofs_store_ops {
 	ssize_t (*wread)(struct xprofs_store_writer *w, void *buf, size_t n, uint64_t off);
 	int (*truncate)(struct xprofs_store_writer *w, uint64_t size);
 	int (*flush)(
-	    struct xprofs_store_writer *w); /* make data durable so far (fsync); may upload */
+		struct xprofs_store_writer *w); /* make data durable so far (fsync); may upload */
 	int (*commit)(struct xprofs_store_writer *w); /* publish and free */
 	void (*abort)(struct xprofs_store_writer *w); /* discard and free */
 	int (*unlink)(struct xprofs_store *s, const char *path);
 	int (*rename)(struct xprofs_store *s, const char *from, const char *to);
 	int (*mkdir)(struct xprofs_store *s, const char *path);
 	int (*rmdir)(struct xprofs_store *s, const char *path);
-	int (*refresh)(
-	    struct xprofs_store *s); /* drop listing caches so the next list() sees the source */
+	int (*refresh)(struct xprofs_store
+			       *s); /* drop listing caches so the next list() sees the source */
 	int (*status_json)(struct xprofs_store *s,
 			   struct xprofs_buf *out); /* appends one JSON object */
 	void (*free)(struct xprofs_store *s);

@@ -50,22 +50,25 @@ enum xprofs_store_type {
 };
 
 struct xprofs_store_stat {
-	int type;            /* enum xprofs_store_type */
-	uint64_t size;       /* bytes; 0 for directories */
-	int64_t mtime_ns;    /* ns since the epoch */
-	uint64_t generation; /* GCS generation; local: a value that changes when the file is replaced */
+	int type;         /* enum xprofs_store_type */
+	uint64_t size;    /* bytes; 0 for directories */
+	int64_t mtime_ns; /* ns since the epoch */
+	uint64_t
+		generation; /* GCS generation; local: a value that changes when the file is replaced */
 };
 
 /* Flags for xprofs_store_writer_new(). */
-#define XPROFS_STORE_EXCL 0x1  /* fail with -EEXIST if the path exists (GCS: ifGenerationMatch=0) */
-#define XPROFS_STORE_TRUNC 0x2 /* start empty even if the file exists; otherwise start from its content */
+#define XPROFS_STORE_EXCL 0x1 /* fail with -EEXIST if the path exists (GCS: ifGenerationMatch=0) */
+#define XPROFS_STORE_TRUNC                                                                         \
+	0x2 /* start empty even if the file exists; otherwise start from its content */
 
 /*
  * list() callback: @name is one directory entry (borrowed, valid during the
  * call). Return 0 to go on, non-zero to stop (the value is returned by
  * xprofs_store_list()).
  */
-typedef int (*xprofs_store_list_cb)(void *arg, const char *name, const struct xprofs_store_stat *st);
+typedef int (*xprofs_store_list_cb)(void *arg, const char *name,
+				    const struct xprofs_store_stat *st);
 
 struct xprofs_store;
 
@@ -90,8 +93,10 @@ struct xprofs_store *xprofs_store_free(struct xprofs_store *s);
 const char *xprofs_store_backend(const struct xprofs_store *s);
 const char *xprofs_store_source(const struct xprofs_store *s);
 
-int xprofs_store_stat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st) XPROFS_WUR;
-int xprofs_store_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg) XPROFS_WUR;
+int xprofs_store_stat(struct xprofs_store *s, const char *path,
+		      struct xprofs_store_stat *st) XPROFS_WUR;
+int xprofs_store_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb,
+		      void *arg) XPROFS_WUR;
 
 /**
  * xprofs_store_reader_open() - open @path for reading; caller owns *@out,

@@ -51,10 +51,10 @@ int xprofs_log_level_parse(const char *s);
 #define xprofs_err(...) xprofs_log(XPROFS_LOG_ERR, __VA_ARGS__)
 #define xprofs_warn(...) xprofs_log(XPROFS_LOG_WARNING, __VA_ARGS__)
 #define xprofs_info(...) xprofs_log(XPROFS_LOG_INFO, __VA_ARGS__)
-#define xprofs_debug(...)                                            \
-	do {                                                         \
-		if (xprofs_log_get_level() >= XPROFS_LOG_DEBUG)      \
-			xprofs_log(XPROFS_LOG_DEBUG, __VA_ARGS__);   \
+#define xprofs_debug(...)                                                                          \
+	do {                                                                                       \
+		if (xprofs_log_get_level() >= XPROFS_LOG_DEBUG)                                    \
+			xprofs_log(XPROFS_LOG_DEBUG, __VA_ARGS__);                                 \
 	} while (0)
 
 /* ---- bounded growable buffer ------------------------------------------ */

@@ -49,7 +49,8 @@ int main(int argc, char **argv)
 	if (argc != 2)
 		return 2;
 	while (jl < sizeof(json) - 64)
-		jl += (size_t)snprintf(json + jl, sizeof(json) - jl, "{\"ts\":%zu,\"name\":\"op\"},", jl);
+		jl += (size_t)snprintf(json + jl, sizeof(json) - jl,
+				       "{\"ts\":%zu,\"name\":\"op\"},", jl);
 	for (int i = 0; i < 3; i++) {
 		char dir[] = "/tmp/xprofs-mkcorpus.XXXXXX", cmd[128];
 		struct xprofs_cache_writer *w;

@@ -170,7 +170,8 @@ static void test_round_trip_sizes(void **state)
 	assert_int_equal(xprofs_cache_new(f->dir, 1ULL << 30, &c), 0);
 	for (size_t k = 0; k < 2; k++) {
 		uint32_t bs = bss[k];
-		const size_t sizes[] = {0, 1, bs - 1, bs, bs + 1, 3 * (size_t)bs, 5 * (size_t)bs + 17};
+		const size_t sizes[] = {
+			0, 1, bs - 1, bs, bs + 1, 3 * (size_t)bs, 5 * (size_t)bs + 17};
 
 		assert_int_equal(xprofs_cache_set_block_size(c, bs), 0);
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
@@ -400,8 +401,9 @@ static void test_concurrent_same_key(void **state)
 	assert_int_equal(xprofs_cache_set_block_size(c, 16384), 0);
 	for (int i = 0; i < 8; i++) {
 		t[i] = (struct thr){.c = c, .data = j, .n = n};
-		assert_int_equal(pthread_create(&th[i], NULL, i < 4 ? writer_thread : reader_thread,
-						&t[i]), 0);
+		assert_int_equal(
+			pthread_create(&th[i], NULL, i < 4 ? writer_thread : reader_thread, &t[i]),
+			0);
 	}
 	for (int i = 0; i < 8; i++) {
 		pthread_join(th[i], NULL);
@@ -637,8 +639,8 @@ static void test_too_big(void **state)
 }
 
 /* Bytes the cache counts on disk for one entry of @p written with lz4 @accel (writer setting). */
-static uint64_t entry_bytes_at(struct xprofs_cache *c, const char *key, const uint8_t *p,
-			       size_t n, int accel)
+static uint64_t entry_bytes_at(struct xprofs_cache *c, const char *key, const uint8_t *p, size_t n,
+			       int accel)
 {
 	struct xprofs_cache_stats a, b;
 	struct xprofs_cache_writer *w;
@@ -861,11 +863,12 @@ static void test_corrupt_exhaustive_raw(void **state)
 
 /* Crafted files with valid hashes but impossible sizes, counts and offsets. */
 static void craft(const char *path, const char *key, uint32_t bs, uint64_t raw_size,
-		  uint64_t nblocks, int64_t index_off_delta, const struct cache_rec *recs, size_t nrecs,
-		  size_t pad)
+		  uint64_t nblocks, int64_t index_off_delta, const struct cache_rec *recs,
+		  size_t nrecs, size_t pad)
 {
 	size_t keylen = strlen(key), n = 0;
-	uint8_t *p = calloc(1, CACHE_HDR_FIXED + keylen + pad + nrecs * CACHE_REC_SIZE + CACHE_FOOTER_SIZE);
+	uint8_t *p = calloc(1, CACHE_HDR_FIXED + keylen + pad + nrecs * CACHE_REC_SIZE +
+				       CACHE_FOOTER_SIZE);
 	uint64_t hh, ih, index_off;
 
 	hh = cache_header_encode(p, key, (uint32_t)keylen, bs);

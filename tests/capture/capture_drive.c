@@ -73,7 +73,8 @@ int main(int argc, char **argv)
 			else
 				*rest++ = '\0';
 			xprofs_buf_init(&why, 4096);
-			r = xprofs_capture_submit(c, strcmp(run, "-") ? run : NULL, rest, strlen(rest), &why);
+			r = xprofs_capture_submit(c, strcmp(run, "-") ? run : NULL, rest,
+						  strlen(rest), &why);
 			printf("ret %d %s\n", r, why.len ? why.data : "");
 			xprofs_buf_deinit(&why);
 		} else if (strncmp(line, "status ", 7) == 0) {
@@ -90,7 +91,7 @@ int main(int argc, char **argv)
 			pthread_mutex_unlock(&nlock);
 		} else if (strncmp(line, "call ", 5) == 0) {
 			struct xprofs_buf resp;
-			struct capture_call call = { 0 };
+			struct capture_call call = {0};
 			const char *what = "";
 			char *target = strchr(line + 5, ' ');
 

@@ -51,12 +51,13 @@ static void test_line_full(void **state)
 {
 	struct capture_req *q = malloc(sizeof(*q));
 
-	assert_int_equal(parse("  run=exp/a/b  10.0.0.1:9012,worker-2.local:8466,[::1]:9 duration_ms=2500 "
-			       "host_tracer_level=3 device_tracer_level=0 python_tracer_level=1 delay_ms=0 "
-			       "session=s1 deadline_ms=5000 gpu_max_events=100 tpu_trace_mode=TRACE_ONLY "
-			       "enable_x=true neg=-5\r",
-			       q, NULL),
-			 0);
+	assert_int_equal(
+		parse("  run=exp/a/b  10.0.0.1:9012,worker-2.local:8466,[::1]:9 duration_ms=2500 "
+		      "host_tracer_level=3 device_tracer_level=0 python_tracer_level=1 delay_ms=0 "
+		      "session=s1 deadline_ms=5000 gpu_max_events=100 tpu_trace_mode=TRACE_ONLY "
+		      "enable_x=true neg=-5\r",
+		      q, NULL),
+		0);
 	assert_true(q->has_run);
 	assert_string_equal(q->run, "exp/a/b");
 	assert_int_equal(q->n_hosts, 3);
@@ -115,28 +116,60 @@ static void test_line_commands(void **state)
 static void test_line_invalid(void **state)
 {
 	static const char *const bad[] = {
-		"localhost",                 /* no port */
-		"localhost:",                /* empty port */
-		":9012",                     /* empty host */
-		"h:0", "h:65536", "h:12a", "h:-1", "h:+5",
-		"h:1,",                      /* empty second host */
-		"h:1,h:1",                   /* duplicate */
-		"h:1 h:2",                   /* two host lists */
-		"ho st:1", "h/x:1", "[zz]:1", "[::1]", "[]:1",
-		"h:1 duration_ms=0", "h:1 duration_ms=-1", "h:1 duration_ms=1e3", "h:1 duration_ms=",
-		"h:1 duration_ms=3600001", "h:1 duration_ms=99999999999999999999999",
-		"h:1 host_tracer_level=4", "h:1 device_tracer_level=3", "h:1 python_tracer_level=2",
-		"h:1 delay_ms=600001", "h:1 deadline_ms=999",
-		"run=../x h:1", "run=a/../b h:1", "run=/a h:1", "run=a/ h:1", "run=a//b h:1", "run= h:1",
+		"localhost",  /* no port */
+		"localhost:", /* empty port */
+		":9012",      /* empty host */
+		"h:0",
+		"h:65536",
+		"h:12a",
+		"h:-1",
+		"h:+5",
+		"h:1,",    /* empty second host */
+		"h:1,h:1", /* duplicate */
+		"h:1 h:2", /* two host lists */
+		"ho st:1",
+		"h/x:1",
+		"[zz]:1",
+		"[::1]",
+		"[]:1",
+		"h:1 duration_ms=0",
+		"h:1 duration_ms=-1",
+		"h:1 duration_ms=1e3",
+		"h:1 duration_ms=",
+		"h:1 duration_ms=3600001",
+		"h:1 duration_ms=99999999999999999999999",
+		"h:1 host_tracer_level=4",
+		"h:1 device_tracer_level=3",
+		"h:1 python_tracer_level=2",
+		"h:1 delay_ms=600001",
+		"h:1 deadline_ms=999",
+		"run=../x h:1",
+		"run=a/../b h:1",
+		"run=/a h:1",
+		"run=a/ h:1",
+		"run=a//b h:1",
+		"run= h:1",
 		"run=a run=b h:1",
-		"h:1 session=a/b", "h:1 session=..", "h:1 session=.", "h:1 session=",
-		"h:1,h:2 host=x",            /* host= needs one host */
+		"h:1 session=a/b",
+		"h:1 session=..",
+		"h:1 session=.",
+		"h:1 session=",
+		"h:1,h:2 host=x", /* host= needs one host */
 		"h:1 host=a/b",
-		"stop h:1", "stop now", "stop duration_ms=5",
-		"continuous", "continuous go h:1", "continuous stop h:1 session=x",
-		"snapshot", "h:1 frobnicate", "duration_ms=5",
-		"h:1 bad$key=1", "h:1 k=1 k=2", "h:1 =5",
-		("h:1 k=a\x01" "b"),
+		"stop h:1",
+		"stop now",
+		"stop duration_ms=5",
+		"continuous",
+		"continuous go h:1",
+		"continuous stop h:1 session=x",
+		"snapshot",
+		"h:1 frobnicate",
+		"duration_ms=5",
+		"h:1 bad$key=1",
+		"h:1 k=1 k=2",
+		"h:1 =5",
+		("h:1 k=a\x01"
+		 "b"),
 		"duration_ms=5 stop",
 	};
 	struct capture_req *q = malloc(sizeof(*q));
@@ -220,13 +253,13 @@ static uint8_t *make_response(const uint8_t *xs, size_t xn, bool empty, bool wit
 {
 	Tensorflow__ProfileResponse resp = TENSORFLOW__PROFILE_RESPONSE__INIT;
 	Tensorflow__ProfileToolData td = TENSORFLOW__PROFILE_TOOL_DATA__INIT;
-	Tensorflow__ProfileToolData *tds[1] = { &td };
+	Tensorflow__ProfileToolData *tds[1] = {&td};
 	char name[] = "trace_viewer";
 	static const uint8_t unknown[] = {
-		0xa0, 0x01, 0x96, 0x01,             /* field 20 varint 150 */
-		0xaa, 0x01, 0x03, 'a', 'b', 'c',     /* field 21 len 3 */
-		0xb1, 0x01, 1, 2, 3, 4, 5, 6, 7, 8,  /* field 22 fixed64 */
-		0xbd, 0x01, 1, 2, 3, 4,              /* field 23 fixed32 */
+		0xa0, 0x01, 0x96, 0x01,                       /* field 20 varint 150 */
+		0xaa, 0x01, 0x03, 'a',  'b', 'c',             /* field 21 len 3 */
+		0xb1, 0x01, 1,    2,    3,   4,   5, 6, 7, 8, /* field 22 fixed64 */
+		0xbd, 0x01, 1,    2,    3,   4,               /* field 23 fixed32 */
 	};
 	size_t n;
 	uint8_t *buf;
@@ -258,15 +291,15 @@ static uint8_t *make_response(const uint8_t *xs, size_t xn, bool empty, bool wit
 }
 
 /* Feed @msg split at every pair of points (@a, @b): three chunks. */
-static void feed_split(const uint8_t *msg, size_t len, size_t a, size_t b, const uint8_t *xs, size_t xn,
-		       bool empty, bool tool)
+static void feed_split(const uint8_t *msg, size_t len, size_t a, size_t b, const uint8_t *xs,
+		       size_t xn, bool empty, bool tool)
 {
 	struct collect col;
 	struct capture_resp resp;
 	struct capture_frames f;
 
 	xprofs_buf_init(&col.b, 1 << 20);
-	capture_resp_init(&resp, (struct xprofs_sink){ collect_write, &col });
+	capture_resp_init(&resp, (struct xprofs_sink){collect_write, &col});
 	capture_frames_init(&f, &capture_resp_ops, &resp, 1 << 20, 1);
 	assert_int_equal(capture_frames_feed(&f, msg, a), 0);
 	assert_int_equal(capture_frames_feed(&f, msg + a, b - a), 0);
@@ -306,7 +339,7 @@ static void test_resp_every_split(void **state)
 
 	/* present but empty xspace (protobuf-c would omit it) still counts as "has xspace" */
 	{
-		static const uint8_t m[] = { 0, 0, 0, 0, 2, 0x42, 0x00 };
+		static const uint8_t m[] = {0, 0, 0, 0, 2, 0x42, 0x00};
 
 		for (size_t a = 0; a <= sizeof(m); a++)
 			feed_split(m, sizeof(m), a, a, xs, 0, false, false);
@@ -326,7 +359,7 @@ static void test_resp_byte_by_byte(void **state)
 		xs[i] = (uint8_t)rand();
 	msg = make_response(xs, sizeof(xs), false, true, &len);
 	xprofs_buf_init(&col.b, 1 << 20);
-	capture_resp_init(&resp, (struct xprofs_sink){ collect_write, &col });
+	capture_resp_init(&resp, (struct xprofs_sink){collect_write, &col});
 	capture_frames_init(&f, &capture_resp_ops, &resp, 1 << 20, 1);
 	for (size_t i = 0; i < len; i++) {
 		assert_int_equal(capture_frames_feed(&f, msg + i, 1), 0);
@@ -348,7 +381,7 @@ static int feed_all(const uint8_t *p, size_t n, uint64_t max)
 	int r;
 
 	xprofs_buf_init(&col.b, 1 << 20);
-	capture_resp_init(&resp, (struct xprofs_sink){ collect_write, &col });
+	capture_resp_init(&resp, (struct xprofs_sink){collect_write, &col});
 	capture_frames_init(&f, &capture_resp_ops, &resp, max, 1);
 	r = capture_frames_feed(&f, p, n);
 	if (r == 0)
@@ -360,7 +393,7 @@ static int feed_all(const uint8_t *p, size_t n, uint64_t max)
 
 static void test_resp_malformed(void **state)
 {
-	uint8_t xs[10] = { 0 };
+	uint8_t xs[10] = {0};
 	size_t len;
 	uint8_t *msg = make_response(xs, sizeof(xs), false, false, &len);
 	uint8_t *two = malloc(2 * len);
@@ -384,24 +417,25 @@ static void test_resp_malformed(void **state)
 
 	{
 		/* a field length running past the message */
-		static const uint8_t past[] = { 0, 0, 0, 0, 3, 0x42, 0x05, 'a' };
+		static const uint8_t past[] = {0, 0, 0, 0, 3, 0x42, 0x05, 'a'};
 		/* a group (wire type 3) */
-		static const uint8_t group[] = { 0, 0, 0, 0, 1, 0x0b };
+		static const uint8_t group[] = {0, 0, 0, 0, 1, 0x0b};
 		/* field 0 */
-		static const uint8_t zero[] = { 0, 0, 0, 0, 2, 0x00, 0x01 };
+		static const uint8_t zero[] = {0, 0, 0, 0, 2, 0x00, 0x01};
 		/* xspace with the wrong wire type */
-		static const uint8_t wrong[] = { 0, 0, 0, 0, 2, 0x40, 0x01 };
+		static const uint8_t wrong[] = {0, 0, 0, 0, 2, 0x40, 0x01};
 		/* an 11-byte varint */
-		static const uint8_t longv[] = { 0, 0, 0, 0, 12, 0x38, 0xff, 0xff, 0xff, 0xff, 0xff,
-						 0xff, 0xff, 0xff, 0xff, 0xff, 0x01 };
+		static const uint8_t longv[] = {0,    0,    0,    0,    12,   0x38,
+						0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+						0xff, 0xff, 0xff, 0xff, 0x01};
 		/* a varint cut by the end of the message */
-		static const uint8_t cut[] = { 0, 0, 0, 0, 2, 0x38, 0x80 };
+		static const uint8_t cut[] = {0, 0, 0, 0, 2, 0x38, 0x80};
 		/* a fixed64 running past the message */
-		static const uint8_t fix[] = { 0, 0, 0, 0, 4, 0xb1, 0x01, 1, 2 };
+		static const uint8_t fix[] = {0, 0, 0, 0, 4, 0xb1, 0x01, 1, 2};
 		/* a tool_data entry over the cap */
-		static const uint8_t big[] = { 0, 0, 0, 0, 6, 0x32, 0x80, 0x80, 0x80, 0x40, 0 };
+		static const uint8_t big[] = {0, 0, 0, 0, 6, 0x32, 0x80, 0x80, 0x80, 0x40, 0};
 		/* an empty message is a valid (all-default) response */
-		static const uint8_t empty[] = { 0, 0, 0, 0, 0 };
+		static const uint8_t empty[] = {0, 0, 0, 0, 0};
 
 		assert_int_equal(feed_all(past, sizeof(past), 1 << 20), -EPROTO);
 		assert_int_equal(feed_all(group, sizeof(group), 1 << 20), -EPROTO);
@@ -422,13 +456,13 @@ static int fail_write(void *arg, const void *p, size_t n)
 
 static void test_resp_sink_error(void **state)
 {
-	uint8_t xs[64] = { 1 };
+	uint8_t xs[64] = {1};
 	size_t len;
 	uint8_t *msg = make_response(xs, sizeof(xs), false, false, &len);
 	struct capture_resp resp;
 	struct capture_frames f;
 
-	capture_resp_init(&resp, (struct xprofs_sink){ fail_write, NULL });
+	capture_resp_init(&resp, (struct xprofs_sink){fail_write, NULL});
 	capture_frames_init(&f, &capture_resp_ops, &resp, 1 << 20, 1);
 	assert_int_equal(capture_frames_feed(&f, msg, len), -ENOSPC);
 	/* sticky */
@@ -440,7 +474,7 @@ static void test_resp_sink_error(void **state)
 
 static void test_buf_consumer(void **state)
 {
-	static const uint8_t m[] = { 0, 0, 0, 0, 3, 'a', 'b', 'c' };
+	static const uint8_t m[] = {0, 0, 0, 0, 3, 'a', 'b', 'c'};
 	struct xprofs_buf b;
 	struct capture_frames f;
 
@@ -461,7 +495,7 @@ static void test_buf_consumer(void **state)
 
 static void test_errno_map(void **state)
 {
-	struct capture_call call = { 0 };
+	struct capture_call call = {0};
 	const char *what;
 
 	call.grpc_status = -1;
@@ -619,7 +653,8 @@ static void test_status_json(void **state)
 static void test_multi_line(void **state)
 {
 	char dir[] = "/tmp/xprofs-capture-test-XXXXXX";
-	static const char ok[] = "run=m1 127.0.0.1:1 session=a\n# comment\n\nrun=m2 127.0.0.1:1 session=b\n";
+	static const char ok[] =
+		"run=m1 127.0.0.1:1 session=a\n# comment\n\nrun=m2 127.0.0.1:1 session=b\n";
 	static const char bad[] = "run=m3 127.0.0.1:1\nrun=m4 nohost\n";
 	struct xprofs_store *st;
 	struct xprofs_capture *c;
@@ -648,20 +683,13 @@ static void test_multi_line(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_line_defaults),
-		cmocka_unit_test(test_line_full),
-		cmocka_unit_test(test_line_commands),
-		cmocka_unit_test(test_line_invalid),
-		cmocka_unit_test(test_line_limits),
-		cmocka_unit_test(test_names),
-		cmocka_unit_test(test_resp_every_split),
-		cmocka_unit_test(test_resp_byte_by_byte),
-		cmocka_unit_test(test_resp_malformed),
-		cmocka_unit_test(test_resp_sink_error),
-		cmocka_unit_test(test_buf_consumer),
-		cmocka_unit_test(test_errno_map),
-		cmocka_unit_test(test_headers),
-		cmocka_unit_test(test_status_json),
+		cmocka_unit_test(test_line_defaults),    cmocka_unit_test(test_line_full),
+		cmocka_unit_test(test_line_commands),    cmocka_unit_test(test_line_invalid),
+		cmocka_unit_test(test_line_limits),      cmocka_unit_test(test_names),
+		cmocka_unit_test(test_resp_every_split), cmocka_unit_test(test_resp_byte_by_byte),
+		cmocka_unit_test(test_resp_malformed),   cmocka_unit_test(test_resp_sink_error),
+		cmocka_unit_test(test_buf_consumer),     cmocka_unit_test(test_errno_map),
+		cmocka_unit_test(test_headers),          cmocka_unit_test(test_status_json),
 		cmocka_unit_test(test_multi_line),
 	};
 

@@ -223,7 +223,8 @@ static char *render(struct xprofs_xspace *x, int v, size_t track)
 	xprofs_buf_init(&out, (size_t)1 << 30);
 	xprofs_buf_init(&err, 4096);
 	s = xprofs_sink_buf(&out);
-	rc = v >= 0 ? xprofs_xspace_render(x, v, &s, &err) : xprofs_xspace_render_track(x, track, &s, &err);
+	rc = v >= 0 ? xprofs_xspace_render(x, v, &s, &err)
+		    : xprofs_xspace_render_track(x, track, &s, &err);
 	if (rc < 0)
 		fail_msg("render %d failed: %d %s", v, rc, err.data ? err.data : "");
 	xprofs_buf_deinit(&err);
@@ -387,7 +388,8 @@ static void test_wire_varints(void **state)
 {
 	static const uint8_t one[] = {0x01}, two[] = {0xac, 0x02};
 	static const uint8_t max[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
-	static const uint8_t over10[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x02};
+	static const uint8_t over10[] = {0xff, 0xff, 0xff, 0xff, 0xff,
+					 0xff, 0xff, 0xff, 0xff, 0x02};
 	static const uint8_t over11[] = {0x80, 0x80, 0x80, 0x80, 0x80, 0x80,
 					 0x80, 0x80, 0x80, 0x80, 0x00};
 	static const uint8_t trunc[] = {0x80, 0x80};
@@ -408,8 +410,8 @@ static void test_wire_varints(void **state)
 static void test_wire_skip_and_len(void **state)
 {
 	/* field 1 LEN 5 "hello", field 2 fixed64, field 3 fixed32, field 4 group */
-	static const uint8_t msg[] = {0x0a, 5, 'h', 'e', 'l', 'l', 'o', 0x11, 1, 2, 3, 4, 5, 6, 7,
-				      8, 0x1d, 1, 2, 3, 4, 0x23};
+	static const uint8_t msg[] = {0x0a, 5, 'h', 'e', 'l', 'l',  'o', 0x11, 1, 2, 3,
+				      4,    5, 6,   7,   8,   0x1d, 1,   2,    3, 4, 0x23};
 	struct xprofs_reader r = xprofs_reader_mem(msg, sizeof(msg));
 	struct xprofs_buf err;
 	struct dec_cur c;
@@ -454,8 +456,15 @@ static void check_safe(const char *f)
 
 static void test_name_roundtrip(void **state)
 {
-	static const char *const names[] = {"/host:CPU", "..", ".", "", "a%b~c", "tab\there",
-					    "Stream #7(Kernel)", "\xff\xfe bad utf8", "/device:TPU:0 SparseCore 1"};
+	static const char *const names[] = {"/host:CPU",
+					    "..",
+					    ".",
+					    "",
+					    "a%b~c",
+					    "tab\there",
+					    "Stream #7(Kernel)",
+					    "\xff\xfe bad utf8",
+					    "/device:TPU:0 SparseCore 1"};
 	unsigned seed = 1;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
@@ -604,8 +613,9 @@ static void test_track(void **state)
 	assert_int_equal(jint(j, "events.0.start_ps"), 1000);
 	assert_int_equal(jint(j, "events.0.duration_ps"), 100000000);
 	/* metadata stats before the event's own */
-	json_object_foreach(json_object_get(json_array_get(json_object_get(j, "events"), 0), "stats"),
-			    key, v) {
+	json_object_foreach(
+		json_object_get(json_array_get(json_object_get(j, "events"), 0), "stats"), key, v)
+	{
 		assert_string_equal(key, i == 0 ? "source" : "tf_op");
 		i++;
 	}
@@ -638,7 +648,8 @@ static void test_trace(void **state)
 	assert_true(!strncmp(s, "{\"displayTimeUnit\":\"ns\"", 23));
 	j = json_loads(s, 0, NULL);
 	assert_non_null(j);
-	json_array_foreach(json_object_get(j, "traceEvents"), idx, ev) {
+	json_array_foreach(json_object_get(j, "traceEvents"), idx, ev)
+	{
 		const char *ph = json_string_value(json_object_get(ev, "ph"));
 
 		if (!strcmp(ph, "X"))
@@ -671,9 +682,9 @@ static json_t *find_op(json_t *plane, const char *name)
 	size_t i;
 	json_t *op;
 
-	json_array_foreach(json_object_get(plane, "ops"), i, op)
-		if (!strcmp(json_string_value(json_object_get(op, "name")), name))
-			return op;
+	json_array_foreach(
+		json_object_get(plane, "ops"), i,
+		op) if (!strcmp(json_string_value(json_object_get(op, "name")), name)) return op;
 	fail_msg("no op %s", name);
 	return NULL;
 }
@@ -715,11 +726,13 @@ static void test_ops(void **state)
 	op = find_op(p, "kernel_a");
 	assert_int_equal(jint(op, "count"), 1);
 	/* invariants: counts and totals add up */
-	json_array_foreach(json_object_get(j, "planes"), i, p) {
+	json_array_foreach(json_object_get(j, "planes"), i, p)
+	{
 		int64_t cnt = 0, tot = 0;
 		size_t k;
 
-		json_array_foreach(json_object_get(p, "ops"), k, op) {
+		json_array_foreach(json_object_get(p, "ops"), k, op)
+		{
 			cnt += jint(op, "count");
 			tot += jint(op, "total_ps");
 		}
@@ -811,7 +824,7 @@ static void test_edge_values(void **state)
 	tb_stmd(b, p, 1, "blob");
 	tb_stmd(b, p, 2, "z");
 	tb_evmd(b, p, 5, "\xc3\x28 invalid", NULL);
-	e = tb_event(b, l, 999, 0, 10); /* no such metadata */
+	e = tb_event(b, l, 999, 0, 10);                 /* no such metadata */
 	tb_stat_i(b, &e->stats, &e->n_stats, 12345, 1); /* no such stat metadata */
 	e = tb_event(b, l, 5, 20, 0);
 	e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_NUM_OCCURRENCES;
@@ -840,9 +853,11 @@ static void test_edge_values(void **state)
 	j = json_loads(txt, 0, NULL);
 	assert_non_null(j);
 	assert_string_equal(jstr(j, "events.0.name"), "");
-	assert_int_equal(json_integer_value(json_object_get(
-				 json_object_get(json_array_get(json_object_get(j, "events"), 0), "stats"), "")),
-			 1); /* a missing stat metadata: the empty name */
+	assert_int_equal(
+		json_integer_value(json_object_get(
+			json_object_get(json_array_get(json_object_get(j, "events"), 0), "stats"),
+			"")),
+		1); /* a missing stat metadata: the empty name */
 	assert_int_equal(jint(j, "events.1.num_occurrences"), 12);
 	assert_string_equal(jstr(j, "events.1.stats.blob"), "<3 bytes>");
 	assert_string_equal(jstr(j, "events.1.stats.z"), "hello gzip");
@@ -875,7 +890,8 @@ static void test_pread_matches_mem(void **state)
 	uint8_t *buf;
 	char name[64];
 	static char shared[] = "a string stat that makes every event about 60 bytes";
-	static char longer[] = "a longer string stat so that events are of uneven sizes, crossing windows";
+	static char longer[] =
+		"a longer string stat so that events are of uneven sizes, crossing windows";
 	XStat *s;
 
 	tb_stmd(b, p, 1, "long");
@@ -1137,19 +1153,23 @@ static void test_truncated_everywhere(void **state)
 static void test_hostile_bytes(void **state)
 {
 	/* plane with a 2^60 length */
-	static const uint8_t huge[] = {0x0a, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x10, 0};
+	static const uint8_t huge[] = {0x0a, 0x80, 0x80, 0x80, 0x80, 0x80,
+				       0x80, 0x80, 0x80, 0x10, 0};
 	/* overlong tag varint */
-	static const uint8_t overlong[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01};
+	static const uint8_t overlong[] = {0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+					   0xff, 0xff, 0xff, 0xff, 0x01};
 	/* plane name (field 2) as a varint: wrong wire type */
 	static const uint8_t wrongwt[] = {0x0a, 0x02, 0x10, 0x01};
 	/* event offset_ps (XEvent field 2) as LEN inside plane > line > event */
-	static const uint8_t badevent[] = {0x0a, 0x08, 0x1a, 0x06, 0x22, 0x04, 0x12, 0x02, 0x00, 0x00};
+	static const uint8_t badevent[] = {0x0a, 0x08, 0x1a, 0x06, 0x22,
+					   0x04, 0x12, 0x02, 0x00, 0x00};
 	/* a group (wire type 3) in an unknown top-level field */
 	static const uint8_t group[] = {0x2b, 0x2c};
 	/* field number 0 */
 	static const uint8_t field0[] = {0x00, 0x00};
 	/* stat with LEN field inside an event at render time: XStat field 1 as LEN */
-	static const uint8_t badstat[] = {0x0a, 0x0a, 0x1a, 0x08, 0x22, 0x06, 0x22, 0x04, 0x0a, 0x02, 0x00, 0x00};
+	static const uint8_t badstat[] = {0x0a, 0x0a, 0x1a, 0x08, 0x22, 0x06,
+					  0x22, 0x04, 0x0a, 0x02, 0x00, 0x00};
 	struct xprofs_reader r = xprofs_reader_mem(badstat, sizeof(badstat));
 	struct xprofs_xspace *x = NULL;
 	struct xprofs_buf err, out;

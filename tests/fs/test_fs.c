@@ -25,16 +25,16 @@ static const char *const tree[] = {
 	"tpu/plugins/profile/2025_01_01/host2.xplane.pb",
 	"tpu/plugins/profile/2025_01_01/host1.SSTABLE",
 	"tpu/plugins/profile/2025_01_01/.cached_tools.json",
-	"tpu/plugins/profile/2025_01_01/.xplane.pb",       /* no host name: ignored */
-	"tpu/plugins/profile/2025_01_01/dir.xplane.pb/",   /* a directory: ignored */
-	"tpu/plugins/profile/2025_01_02/",                  /* empty session */
-	"tpu/plugins/profile/stray.txt",                    /* a file, not a session */
+	"tpu/plugins/profile/2025_01_01/.xplane.pb",     /* no host name: ignored */
+	"tpu/plugins/profile/2025_01_01/dir.xplane.pb/", /* a directory: ignored */
+	"tpu/plugins/profile/2025_01_02/",               /* empty session */
+	"tpu/plugins/profile/stray.txt",                 /* a file, not a session */
 	"tpu/events.out.tfevents.1.profile-empty",
-	"gpu/gemm/plugins/profile/s1/a.xplane.pb",         /* nested run */
-	"gpu/gemm/deeper/plugins/profile/s2/b.xplane.pb",  /* run inside a run */
+	"gpu/gemm/plugins/profile/s1/a.xplane.pb",        /* nested run */
+	"gpu/gemm/deeper/plugins/profile/s2/b.xplane.pb", /* run inside a run */
 	"gpu/other/notaprofile/",
-	"noprofile/plugins/",                               /* plugins without profile */
-	"newrun/plugins/profile/",                          /* run without sessions */
+	"noprofile/plugins/",      /* plugins without profile */
+	"newrun/plugins/profile/", /* run without sessions */
 	NULL,
 };
 
@@ -152,17 +152,21 @@ static void test_classify(void **state)
 	assert_int_equal(t.kind, FS_K_ERRORS);
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes", &t), 0);
 	assert_int_equal(t.kind, FS_K_PLANES);
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/%2Fdevice:TPU:0", &t), 0);
+	assert_int_equal(
+		fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/%2Fdevice:TPU:0", &t), 0);
 	assert_int_equal(t.kind, FS_K_PLANE);
 	assert_string_equal(t.plane, "%2Fdevice:TPU:0");
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/p/XLA Ops.json", &t), 0);
+	assert_int_equal(
+		fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/p/XLA Ops.json", &t), 0);
 	assert_int_equal(t.kind, FS_K_TRACK);
 	assert_string_equal(t.line, "XLA Ops.json");
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/p/l/x", &t), -ENOTDIR);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/p/l/x", &t),
+			 -ENOTDIR);
 
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host1.SSTABLE", &t), -ENOENT);
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host3", &t), -ENOENT);
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/nope.json", &t), -ENOENT);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/nope.json", &t),
+			 -ENOENT);
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/nosession", &t), -ENOENT);
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/stray.txt", &t), -ENOENT);
 	assert_int_equal(fs_path_classify(NULL, "/runs", &t), -ENOENT);
@@ -196,7 +200,7 @@ static void test_store_path_and_names(void **state)
 
 static void test_index_refcount_and_errors(void **state)
 {
-	static const char *const empty[] = { NULL };
+	static const char *const empty[] = {NULL};
 	struct fs_index *idx = NULL, *ref;
 
 	(void)state;

@@ -94,7 +94,7 @@ static void *wait_render(void *arg)
 
 static void nap(void)
 {
-	struct timespec ts = { 0, 50 * 1000 * 1000 };
+	struct timespec ts = {0, 50 * 1000 * 1000};
 
 	nanosleep(&ts, NULL);
 }
@@ -102,7 +102,7 @@ static void nap(void)
 static void test_single_flight(void **state)
 {
 	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
-	struct waiter w = { ctx, 11, true, 0 };
+	struct waiter w = {ctx, 11, true, 0};
 	pthread_t th;
 
 	assert_true(fs_render_begin(ctx, 11));
@@ -124,7 +124,7 @@ static void test_single_flight(void **state)
 static void test_single_flight_full(void **state)
 {
 	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
-	struct waiter w = { ctx, 1000, false, 0 };
+	struct waiter w = {ctx, 1000, false, 0};
 	pthread_t th;
 	uint64_t k;
 
@@ -158,7 +158,7 @@ static void snapshot(struct fs_ctx *ctx, const char *h, const struct xprofs_stor
 static void test_error_notes(void **state)
 {
 	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
-	struct xprofs_store_stat v1 = { XPROFS_STORE_FILE, 10, 1000, 1 }, v2 = v1;
+	struct xprofs_store_stat v1 = {XPROFS_STORE_FILE, 10, 1000, 1}, v2 = v1;
 	char host[64], big[FS_ERRMAX];
 
 	v2.generation = 2;

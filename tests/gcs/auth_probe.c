@@ -46,23 +46,39 @@ static void *probe_thread(void *arg)
 
 int main(int argc, char **argv)
 {
-	struct xprofs_gcs_options o = { 0 };
-	struct probe p = { .out_lock = PTHREAD_MUTEX_INITIALIZER };
+	struct xprofs_gcs_options o = {0};
+	struct probe p = {.out_lock = PTHREAD_MUTEX_INITIALIZER};
 	unsigned calls = 1, sleep_ms = 0, threads = 1, i, t;
 	pthread_t tid[16];
 	int c, r;
 
 	while ((c = getopt(argc, argv, "c:e:an:s:t:v")) != -1) {
 		switch (c) {
-		case 'c': o.credentials = optarg; break;
-		case 'e': o.endpoint = optarg; break;
-		case 'a': o.anonymous = true; break;
-		case 'n': calls = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 's': sleep_ms = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 't': threads = (unsigned)strtoul(optarg, NULL, 10); break;
-		case 'v': xprofs_log_set_level(XPROFS_LOG_DEBUG); break;
+		case 'c':
+			o.credentials = optarg;
+			break;
+		case 'e':
+			o.endpoint = optarg;
+			break;
+		case 'a':
+			o.anonymous = true;
+			break;
+		case 'n':
+			calls = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 's':
+			sleep_ms = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 't':
+			threads = (unsigned)strtoul(optarg, NULL, 10);
+			break;
+		case 'v':
+			xprofs_log_set_level(XPROFS_LOG_DEBUG);
+			break;
 		default:
-			fprintf(stderr, "usage: %s [-c CREDS] [-e ENDPOINT] [-a] [-n N] [-s MS] [-t THREADS] [-v]\n",
+			fprintf(stderr,
+				"usage: %s [-c CREDS] [-e ENDPOINT] [-a] [-n N] [-s MS] [-t "
+				"THREADS] [-v]\n",
 				argv[0]);
 			return 2;
 		}

@@ -14,7 +14,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static int add_item(void *arg, const struct gcs_item *it)
 {
 	struct gcs_tree *t = arg;
-	struct xprofs_store_stat st = {.type = XPROFS_STORE_FILE, .size = it->size, .generation = it->generation};
+	struct xprofs_store_stat st = {
+		.type = XPROFS_STORE_FILE, .size = it->size, .generation = it->generation};
 	char path[GCS_NAME_MAX + 1];
 
 	memcpy(path, it->name, it->name_len);

@@ -63,7 +63,8 @@ static char *slurp(const char *path, size_t *n)
 }
 
 /* Read all of @path through the store with reads of @chunk bytes. Caller owns. */
-static char *store_slurp(struct xprofs_store *s, const char *path, size_t chunk, size_t *n, int *err)
+static char *store_slurp(struct xprofs_store *s, const char *path, size_t chunk, size_t *n,
+			 int *err)
 {
 	struct xprofs_store_reader *f = NULL;
 	struct xprofs_store_stat st;
@@ -123,7 +124,8 @@ static int list_cb(void *arg, const char *name, const struct xprofs_store_stat *
 		return walk_dir(c->w, rel);
 	}
 	if (!S_ISREG(lst.st_mode) || (uint64_t)lst.st_size != st->size) {
-		printf("# %s: size %llu vs local %lld\n", rel, (unsigned long long)st->size, (long long)lst.st_size);
+		printf("# %s: size %llu vs local %lld\n", rel, (unsigned long long)st->size,
+		       (long long)lst.st_size);
 		c->w->mismatches++;
 		return 0;
 	}
@@ -255,7 +257,8 @@ static void pattern(char *p, size_t n, unsigned seed)
 
 static int full(const char *endpoint, const char *url, const char *local, const char *cache_dir)
 {
-	struct xprofs_gcs_options o = {.endpoint = endpoint, .anonymous = true, .retry_deadline_s = 10};
+	struct xprofs_gcs_options o = {
+		.endpoint = endpoint, .anonymous = true, .retry_deadline_s = 10};
 	struct xprofs_store *a = NULL, *b = NULL;
 	struct xprofs_store_writer *w = NULL, *w2 = NULL;
 	struct xprofs_store_reader *f = NULL;
@@ -280,23 +283,28 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 	wk.s = a;
 	wk.local = local;
 	r = walk_dir(&wk, "");
-	check(r == 0 && wk.mismatches == 0 && wk.files > 0, "tree and contents match %s (%d files, %d mismatches)",
-	      local, wk.files, wk.mismatches);
+	check(r == 0 && wk.mismatches == 0 && wk.files > 0,
+	      "tree and contents match %s (%d files, %d mismatches)", local, wk.files,
+	      wk.mismatches);
 
 	/* 2. write, read back, atomic exclusive create */
 	pattern(data, big, 1);
 	r = put(a, "w/new/file.bin", XPROFS_STORE_EXCL, data, big);
 	check(r == 0, "exclusive create of w/new/file.bin: %d", r);
-	check(xprofs_store_stat(a, "w/new", &st) == 0 && st.type == XPROFS_STORE_DIR, "implicit parent dir appears");
+	check(xprofs_store_stat(a, "w/new", &st) == 0 && st.type == XPROFS_STORE_DIR,
+	      "implicit parent dir appears");
 	check(same_content(a, "w/new/file.bin", data, big), "read back what was written");
-	check(put(a, "w/new/file.bin", XPROFS_STORE_EXCL, "x", 1) == -EEXIST, "second exclusive create: EEXIST");
+	check(put(a, "w/new/file.bin", XPROFS_STORE_EXCL, "x", 1) == -EEXIST,
+	      "second exclusive create: EEXIST");
 	r = xprofs_store_writer_new(a, "w/race.bin", XPROFS_STORE_EXCL, &w);
 	check(r == 0, "exclusive writer opened");
-	check(put(b, "w/race.bin", XPROFS_STORE_EXCL, "B", 1) == 0, "another client creates the same name");
+	check(put(b, "w/race.bin", XPROFS_STORE_EXCL, "B", 1) == 0,
+	      "another client creates the same name");
 	if (w) {
 		(void)!xprofs_store_writer_write(w, "A", 1, 0);
 		r = xprofs_store_writer_commit(w);
-		check(r == -EEXIST, "the loser's commit fails with EEXIST (ifGenerationMatch=0): %d", r);
+		check(r == -EEXIST,
+		      "the loser's commit fails with EEXIST (ifGenerationMatch=0): %d", r);
 	}
 	check(xprofs_store_refresh(a) == 0, "refresh");
 	check(same_content(a, "w/race.bin", "B", 1), "the winner's content stays");
@@ -312,12 +320,15 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		pattern(data2, big, 2);
 		check(r == 0 && put(c, "w/resumable.bin", XPROFS_STORE_TRUNC, data2, big) == 0,
 		      "resumable upload of %zu bytes in 256 KiB chunks", big);
-		check(same_content(c, "w/resumable.bin", data2, big) && same_content(b, "w/resumable.bin", data2, big) == false,
+		check(same_content(c, "w/resumable.bin", data2, big) &&
+			      same_content(b, "w/resumable.bin", data2, big) == false,
 		      "read back the resumable upload (other store not refreshed yet)");
-		check(xprofs_store_refresh(b) == 0 && same_content(b, "w/resumable.bin", data2, big),
+		check(xprofs_store_refresh(b) == 0 &&
+			      same_content(b, "w/resumable.bin", data2, big),
 		      "other store sees it after refresh");
 		j = status(c);
-		check(counter(j, "requests", "upload") >= 14, "resumable upload took a session + 13 chunks (%lld uploads)",
+		check(counter(j, "requests", "upload") >= 14,
+		      "resumable upload took a session + 13 chunks (%lld uploads)",
 		      counter(j, "requests", "upload"));
 		json_decref(j);
 		xprofs_store_free(c);
@@ -330,13 +341,16 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		memcpy(data + 100, "PATCHED", 7);
 		(void)!xprofs_store_writer_write(w, "PATCHED", 7, 100);
 		n = (size_t)xprofs_store_writer_pread(w, buf, sizeof(buf), 96);
-		check(n == sizeof(buf) && memcmp(buf + 4, "PATCHED", 7) == 0 && memcmp(buf, data + 96, 4) == 0,
+		check(n == sizeof(buf) && memcmp(buf + 4, "PATCHED", 7) == 0 &&
+			      memcmp(buf, data + 96, 4) == 0,
 		      "wread sees the pre-filled content and the patch");
 		check(xprofs_store_writer_flush(w) == 0, "flush uploads");
 		(void)!xprofs_store_writer_write(w, "AGAIN", 5, 200);
 		memcpy(data + 200, "AGAIN", 5);
-		check(xprofs_store_writer_commit(w) == 0, "commit after flush replaces our own version");
-		check(same_content(a, "w/new/file.bin", data, big), "content is the patched original");
+		check(xprofs_store_writer_commit(w) == 0,
+		      "commit after flush replaces our own version");
+		check(same_content(a, "w/new/file.bin", data, big),
+		      "content is the patched original");
 	}
 
 	/* 5. namespace operations */
@@ -360,27 +374,32 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 
 	/* 6. a reader pinned to a generation sees ESTALE when the object is replaced */
 	pattern(data2, big, 3);
-	check(put(a, "w/stale.bin", XPROFS_STORE_TRUNC, data, big) == 0, "object for the stale test");
+	check(put(a, "w/stale.bin", XPROFS_STORE_TRUNC, data, big) == 0,
+	      "object for the stale test");
 	r = xprofs_store_reader_open(a, "w/stale.bin", &f);
-	check(r == 0 && xprofs_store_reader_pread(f, buf, 10, 0) == 10, "reader opened and read the first block");
-	check(put(b, "w/stale.bin", XPROFS_STORE_TRUNC, data2, big) == 0, "another client replaces it");
+	check(r == 0 && xprofs_store_reader_pread(f, buf, 10, 0) == 10,
+	      "reader opened and read the first block");
+	check(put(b, "w/stale.bin", XPROFS_STORE_TRUNC, data2, big) == 0,
+	      "another client replaces it");
 	if (f) {
 		ssize_t k = xprofs_store_reader_pread(f, buf, 10, 2 * 1024 * 1024 + 5);
 
 		check(k == -ESTALE, "the old reader gets ESTALE, never spliced data: %zd", k);
 		xprofs_store_reader_close(f);
 	}
-	check(xprofs_store_refresh(a) == 0 && same_content(a, "w/stale.bin", data2, big), "a new open sees the new version");
+	check(xprofs_store_refresh(a) == 0 && same_content(a, "w/stale.bin", data2, big),
+	      "a new open sees the new version");
 
 	/* 7. an unchanged reader keeps working while writers come and go */
 	r = xprofs_store_writer_new(a, "w/pending.bin", XPROFS_STORE_EXCL, &w2);
-	check(r == 0 && xprofs_store_writer_write(w2, "12345", 5, 0) == 5 && xprofs_store_stat(a, "w/pending.bin", &st) == 0 &&
-		      st.size == 5,
+	check(r == 0 && xprofs_store_writer_write(w2, "12345", 5, 0) == 5 &&
+		      xprofs_store_stat(a, "w/pending.bin", &st) == 0 && st.size == 5,
 	      "a file being written is visible to its own store with its current size");
 	{
 		int seen = 0;
 
-		check(xprofs_store_list(a, "w", pending_cb, &seen) == 0 && seen == 1, "... and listed in its directory");
+		check(xprofs_store_list(a, "w", pending_cb, &seen) == 0 && seen == 1,
+		      "... and listed in its directory");
 	}
 	check(xprofs_store_refresh(b) == 0 && xprofs_store_stat(b, "w/pending.bin", &st) == -ENOENT,
 	      "but not in the bucket before commit");
@@ -390,7 +409,8 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 	/* 8. counters */
 	j = status(a);
 	check(j && counter(j, "requests", "list") >= 1 && counter(j, "requests", "get") >= 1 &&
-		      counter(j, "requests", "upload") >= 1 && counter(j, "requests", "delete") >= 1 &&
+		      counter(j, "requests", "upload") >= 1 &&
+		      counter(j, "requests", "delete") >= 1 &&
 		      counter(j, NULL, "bytes_downloaded") > 0 && counter(j, NULL, "stale") >= 1,
 	      "status_json counts requests, bytes and stale reads");
 	json_decref(j);
@@ -403,9 +423,11 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		int i, ok = 0;
 		long long gets, misses, waits;
 
-		check(xprofs_gcs_store_new(url, &o, &c) == 0, "fresh store for the concurrency test");
+		check(xprofs_gcs_store_new(url, &o, &c) == 0,
+		      "fresh store for the concurrency test");
 		for (i = 0; c && i < 8; i++) {
-			ra[i] = (struct reader_arg){.s = c, .path = "w/stale.bin", .want = data2, .n = big};
+			ra[i] = (struct reader_arg){
+				.s = c, .path = "w/stale.bin", .want = data2, .n = big};
 			pthread_create(&th[i], NULL, reader_main, &ra[i]);
 		}
 		for (i = 0; c && i < 8; i++) {
@@ -419,11 +441,13 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		json_decref(j);
 		check(ok == 8, "8 concurrent readers all read the right bytes");
 		check(misses == 4 && gets <= 4 && waits > 0,
-		      "each of the 4 blocks fetched once: %lld GETs, %lld misses, %lld coalesced waits", gets, misses,
-		      waits);
+		      "each of the 4 blocks fetched once: %lld GETs, %lld misses, %lld coalesced "
+		      "waits",
+		      gets, misses, waits);
 		xprofs_store_free(c);
 		/* a sequential reader gets the next blocks fetched ahead of it */
-		check(xprofs_gcs_store_new(url, &o, &c) == 0, "fresh store for the read-ahead test");
+		check(xprofs_gcs_store_new(url, &o, &c) == 0,
+		      "fresh store for the read-ahead test");
 		if (c) {
 			struct xprofs_store_reader *sf = NULL;
 			char *sb = malloc(big);
@@ -444,22 +468,27 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 				if (pf >= 2)
 					break;
 			}
-			check(sok && pf >= 2, "read-ahead: %lld blocks fetched ahead of the reader", pf);
+			check(sok && pf >= 2, "read-ahead: %lld blocks fetched ahead of the reader",
+			      pf);
 			for (; sok && off < big; off += 65536) {
 				size_t k = big - off < 65536 ? big - off : 65536;
 
 				sok = xprofs_store_reader_pread(sf, sb + off, k, off) == (ssize_t)k;
 			}
 			j = status(c);
-			check(sok && memcmp(sb, data2, big) == 0 && counter(j, "requests", "get") == g0,
-			      "the rest of the file came from the prefetched blocks (%lld GETs in all)", g0);
+			check(sok && memcmp(sb, data2, big) == 0 &&
+				      counter(j, "requests", "get") == g0,
+			      "the rest of the file came from the prefetched blocks (%lld GETs in "
+			      "all)",
+			      g0);
 			json_decref(j);
 			xprofs_store_reader_close(sf);
 			free(sb);
 			xprofs_store_free(c);
 		}
 		/* one large first read: all its blocks at once, in parallel ranges */
-		check(xprofs_gcs_store_new(url, &o, &c) == 0, "fresh store for the large-read test");
+		check(xprofs_gcs_store_new(url, &o, &c) == 0,
+		      "fresh store for the large-read test");
 		if (c) {
 			struct xprofs_store_reader *lf = NULL;
 			char *lb = malloc(big);
@@ -467,10 +496,13 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 
 			if (xprofs_store_reader_open(c, "w/stale.bin", &lf) == 0)
 				k = xprofs_store_reader_pread(lf, lb, big, 0);
-			check(k == (ssize_t)big && memcmp(lb, data2, big) == 0, "one %zu-byte pread", big);
+			check(k == (ssize_t)big && memcmp(lb, data2, big) == 0,
+			      "one %zu-byte pread", big);
 			j = status(c);
-			check(counter(j, "requests", "get") == 4 && counter(j, "blocks", "misses") == 4,
-			      "... fetched as 4 parallel ranged GETs (%lld)", counter(j, "requests", "get"));
+			check(counter(j, "requests", "get") == 4 &&
+				      counter(j, "blocks", "misses") == 4,
+			      "... fetched as 4 parallel ranged GETs (%lld)",
+			      counter(j, "requests", "get"));
 			json_decref(j);
 			xprofs_store_reader_close(lf);
 			free(lb);
@@ -485,21 +517,23 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		long long gets1, gets2, disk;
 
 		o3.cache = cache;
-		check(xprofs_gcs_store_new(url, &o3, &c1) == 0 && same_content(c1, "w/stale.bin", data2, big),
+		check(xprofs_gcs_store_new(url, &o3, &c1) == 0 &&
+			      same_content(c1, "w/stale.bin", data2, big),
 		      "cold read through the cache");
 		j = status(c1);
 		gets1 = counter(j, "requests", "get");
 		json_decref(j);
 		/* a remount: blocks reach the disk cache from a writer thread, all of them by unmount */
 		c1 = xprofs_store_free(c1);
-		check(xprofs_gcs_store_new(url, &o3, &c2) == 0 && same_content(c2, "w/stale.bin", data2, big),
+		check(xprofs_gcs_store_new(url, &o3, &c2) == 0 &&
+			      same_content(c2, "w/stale.bin", data2, big),
 		      "warm read through the cache");
 		j = status(c2);
 		gets2 = counter(j, "requests", "get");
 		disk = counter(j, "blocks", "disk_hits");
 		json_decref(j);
-		check(gets1 > 0 && gets2 == 0 && disk >= 4, "warm read: %lld GETs (cold %lld), %lld disk blocks", gets2,
-		      gets1, disk);
+		check(gets1 > 0 && gets2 == 0 && disk >= 4,
+		      "warm read: %lld GETs (cold %lld), %lld disk blocks", gets2, gets1, disk);
 		xprofs_store_free(c2);
 		xprofs_store_free(c1);
 		xprofs_cache_free(cache);
@@ -519,7 +553,9 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 /* Against fake_gcs.py: mount-time errors, retries, truncation, 200-for-range. */
 static int faults(const char *endpoint, const char *url)
 {
-	struct xprofs_gcs_options o = {.endpoint = endpoint, .anonymous = true, .retry_deadline_s = 5,
+	struct xprofs_gcs_options o = {.endpoint = endpoint,
+				       .anonymous = true,
+				       .retry_deadline_s = 5,
 				       .retry_initial_ms = 10};
 	struct xprofs_store *s = NULL;
 	char bucket_url[512], *buf = malloc(3 << 20), *want = NULL;
@@ -548,11 +584,14 @@ static int faults(const char *endpoint, const char *url)
 	{
 		struct xprofs_store_stat st;
 
-		check(xprofs_store_stat(s, "many/0999", &st) == 0, "all 3 pages listed (many/0999 present)");
-		check(xprofs_store_stat(s, "weird", &st) == -ENOENT, "objects with unusable names are skipped");
+		check(xprofs_store_stat(s, "many/0999", &st) == 0,
+		      "all 3 pages listed (many/0999 present)");
+		check(xprofs_store_stat(s, "weird", &st) == -ENOENT,
+		      "objects with unusable names are skipped");
 	}
 	want = store_slurp(s, "full200.bin", 100000, &n, &err);
-	check(err == 0 && n == 3000000, "server answering 200 (whole body) to ranges: read %zu bytes, err %d", n, err);
+	check(err == 0 && n == 3000000,
+	      "server answering 200 (whole body) to ranges: read %zu bytes, err %d", n, err);
 	if (want && err == 0) {
 		size_t i;
 		bool ok = true;
@@ -567,13 +606,16 @@ static int faults(const char *endpoint, const char *url)
 		const char line[] = "decompress me and the sizes no longer match\n";
 		char *gz = store_slurp(s, "gz.bin", 4096, &n, &err);
 
-		check(err == 0 && gz && n > 18 && (unsigned char)gz[0] == 0x1f && (unsigned char)gz[1] == 0x8b &&
+		check(err == 0 && gz && n > 18 && (unsigned char)gz[0] == 0x1f &&
+			      (unsigned char)gz[1] == 0x8b &&
 			      memmem(gz, n, line, sizeof(line) - 1) == NULL,
-		      "a gzip-encoded object reads as its stored bytes, never decoded (%zu bytes)", n);
+		      "a gzip-encoded object reads as its stored bytes, never decoded (%zu bytes)",
+		      n);
 		free(gz);
 	}
 	want = store_slurp(s, "flaky.bin", 1 << 20, &n, &err);
-	check(err == 0 && n == 3000000, "truncated bodies, resets and 503s are retried: %zu bytes, err %d", n, err);
+	check(err == 0 && n == 3000000,
+	      "truncated bodies, resets and 503s are retried: %zu bytes, err %d", n, err);
 	if (want && err == 0) {
 		size_t i;
 		bool ok = true;
@@ -590,8 +632,8 @@ static int faults(const char *endpoint, const char *url)
 		want = store_slurp(s, "broken.bin", 1 << 20, &n, &err);
 		t1 = xprofs_mono_ns();
 		check(err == -EIO && t1 - t0 >= 4000000000LL,
-		      "an object that always fails: EIO after the 5 s retry deadline (%d, %.1f s)", err,
-		      (double)(t1 - t0) / 1e9);
+		      "an object that always fails: EIO after the 5 s retry deadline (%d, %.1f s)",
+		      err, (double)(t1 - t0) / 1e9);
 		free(want);
 		j = status(s);
 		gets0 = counter(j, "requests", "get");
@@ -603,7 +645,8 @@ static int faults(const char *endpoint, const char *url)
 		gets1 = counter(j, "requests", "get");
 		json_decref(j);
 		check(err == -EIO && t1 - t0 < 1000000000LL && gets1 == gets0,
-		      "asking again at once fails fast from the remembered failure (%.3f s, %lld new GETs)",
+		      "asking again at once fails fast from the remembered failure (%.3f s, %lld "
+		      "new GETs)",
 		      (double)(t1 - t0) / 1e9, gets1 - gets0);
 		free(want);
 	}
@@ -616,17 +659,23 @@ static int faults(const char *endpoint, const char *url)
 		pattern(ud, un, 7);
 		o2.resumable_threshold = 512 * 1024;
 		o2.upload_chunk = 256 * 1024;
-		check(xprofs_gcs_store_new(url, &o2, &u) == 0, "store with 256 KiB resumable chunks");
+		check(xprofs_gcs_store_new(url, &o2, &u) == 0,
+		      "store with 256 KiB resumable chunks");
 		r = u ? put(u, "up/flaky-resumable.bin", XPROFS_STORE_EXCL, ud, un) : -1;
-		check(r == 0, "a chunk lost half way: the upload asks the session and resumes (%d)", r);
-		check(r == 0 && same_content(u, "up/flaky-resumable.bin", ud, un), "... and the object is complete");
+		check(r == 0, "a chunk lost half way: the upload asks the session and resumes (%d)",
+		      r);
+		check(r == 0 && same_content(u, "up/flaky-resumable.bin", ud, un),
+		      "... and the object is complete");
 		r = u ? put(u, "up/evil.bin", XPROFS_STORE_EXCL, ud, un) : -1;
-		check(r == -EIO, "a session URI on another host is refused, credentials never sent there (%d)", r);
+		check(r == -EIO,
+		      "a session URI on another host is refused, credentials never sent there (%d)",
+		      r);
 		xprofs_store_free(u);
 		free(ud);
 	}
 	j = status(s);
-	check(j && counter(j, NULL, "retries") >= 3, "retries counted (%lld)", counter(j, NULL, "retries"));
+	check(j && counter(j, NULL, "retries") >= 3, "retries counted (%lld)",
+	      counter(j, NULL, "retries"));
 	json_decref(j);
 	xprofs_store_free(s);
 	free(buf);
@@ -647,7 +696,9 @@ int main(int argc, char **argv)
 	else if (argc >= 4)
 		r = full(argv[1], argv[2], argv[3], argc > 4 ? argv[4] : NULL);
 	else {
-		fprintf(stderr, "usage: %s ENDPOINT gs://B/P LOCAL [CACHE] | --faults ENDPOINT gs://B/P\n", argv[0]);
+		fprintf(stderr,
+			"usage: %s ENDPOINT gs://B/P LOCAL [CACHE] | --faults ENDPOINT gs://B/P\n",
+			argv[0]);
 		curl_global_cleanup();
 		return 2;
 	}

@@ -38,7 +38,8 @@ static int setup_key(void **state)
 		return -1;
 	bio = BIO_new(BIO_s_mem());
 	test_key = EVP_RSA_gen(2048);
-	if (!bio || !test_key || !PEM_write_bio_PrivateKey(bio, test_key, NULL, NULL, 0, NULL, NULL))
+	if (!bio || !test_key ||
+	    !PEM_write_bio_PrivateKey(bio, test_key, NULL, NULL, 0, NULL, NULL))
 		return -1;
 	n = BIO_get_mem_data(bio, &p);
 	test_pem = strndup(p, (size_t)n);
@@ -61,9 +62,14 @@ static void test_b64url_vectors(void **state)
 		size_t n;
 		const char *out;
 	} v[] = {
-		{ "", 0, "" },         { "f", 1, "Zg" },         { "fo", 2, "Zm8" },
-		{ "foo", 3, "Zm9v" }, { "foob", 4, "Zm9vYg" }, { "fooba", 5, "Zm9vYmE" },
-		{ "\xfb\xff", 2, "-_8" }, { "\xff\xff\xfe", 3, "___-" },
+		{"", 0, ""},
+		{"f", 1, "Zg"},
+		{"fo", 2, "Zm8"},
+		{"foo", 3, "Zm9v"},
+		{"foob", 4, "Zm9vYg"},
+		{"fooba", 5, "Zm9vYmE"},
+		{"\xfb\xff", 2, "-_8"},
+		{"\xff\xff\xfe", 3, "___-"},
 	};
 	struct xprofs_buf b;
 	size_t i;
@@ -141,8 +147,8 @@ static void test_jwt_claims_and_signature(void **state)
 
 	xprofs_buf_init(&jwt, 16384);
 	assert_int_equal(gcs_auth_jwt_build(&jwt, test_pem, "kid-1", "sa@p.iam.example",
-						   "https://www.googleapis.com/auth/devstorage.read_write",
-						   "http://127.0.0.1:1/token", 1700000000),
+					    "https://www.googleapis.com/auth/devstorage.read_write",
+					    "http://127.0.0.1:1/token", 1700000000),
 			 0);
 	assert_non_null(strchr(jwt.data, '.'));
 	dot2 = strrchr(jwt.data, '.');
@@ -154,7 +160,8 @@ static void test_jwt_claims_and_signature(void **state)
 	assert_string_equal(json_string_value(json_object_get(hdr, "kid")), "kid-1");
 	claims = jwt_segment_json(jwt.data, 1);
 	assert_string_equal(json_string_value(json_object_get(claims, "iss")), "sa@p.iam.example");
-	assert_string_equal(json_string_value(json_object_get(claims, "aud")), "http://127.0.0.1:1/token");
+	assert_string_equal(json_string_value(json_object_get(claims, "aud")),
+			    "http://127.0.0.1:1/token");
 	assert_string_equal(json_string_value(json_object_get(claims, "scope")),
 			    "https://www.googleapis.com/auth/devstorage.read_write");
 	assert_int_equal(json_integer_value(json_object_get(claims, "iat")), 1700000000);
@@ -287,7 +294,7 @@ static void clear_env(void)
 
 static void test_anonymous_and_emulator(void **state)
 {
-	struct xprofs_gcs_options o = { .anonymous = true };
+	struct xprofs_gcs_options o = {.anonymous = true};
 	struct gcs_auth *a = NULL;
 	struct xprofs_buf b;
 
@@ -322,23 +329,26 @@ static void test_anonymous_and_emulator(void **state)
 
 static void test_bad_files_do_not_fall_through(void **state)
 {
-	struct xprofs_gcs_options o = { 0 };
+	struct xprofs_gcs_options o = {0};
 	struct gcs_auth *a = NULL;
 	static const struct {
 		const char *json;
 		int err;
 	} cases[] = {
-		{ "{not json", -EINVAL },
-		{ "[1,2]", -EINVAL },
-		{ "{\"type\":\"external_account\"}", -ENOTSUP },
-		{ "{\"client_email\":\"x\"}", -EINVAL },
-		{ "{\"type\":\"service_account\",\"client_email\":\"x\"}", -EINVAL },
-		{ "{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\"}", -EINVAL },
-		{ "{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\","
-		  "\"refresh_token\":\"z\",\"token_uri\":\"file:///etc/passwd\"}", -EINVAL },
+		{"{not json", -EINVAL},
+		{"[1,2]", -EINVAL},
+		{"{\"type\":\"external_account\"}", -ENOTSUP},
+		{"{\"client_email\":\"x\"}", -EINVAL},
+		{"{\"type\":\"service_account\",\"client_email\":\"x\"}", -EINVAL},
+		{"{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\"}",
+		 -EINVAL},
+		{"{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\","
+		 "\"refresh_token\":\"z\",\"token_uri\":\"file:///etc/passwd\"}",
+		 -EINVAL},
 		/* A private key that is not RSA PEM: found when signing, at new(). */
-		{ "{\"type\":\"service_account\",\"client_email\":\"x\",\"private_key\":\"junk\","
-		  "\"token_uri\":\"http://127.0.0.1:1/token\"}", -EINVAL },
+		{"{\"type\":\"service_account\",\"client_email\":\"x\",\"private_key\":\"junk\","
+		 "\"token_uri\":\"http://127.0.0.1:1/token\"}",
+		 -EINVAL},
 	};
 	size_t i;
 	char *path;
@@ -358,8 +368,9 @@ static void test_bad_files_do_not_fall_through(void **state)
 		free(path);
 	}
 	/* A reachable-but-refusing token endpoint: connection refused. */
-	path = temp_file("{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\","
-			 "\"refresh_token\":\"z\",\"token_uri\":\"http://127.0.0.1:1/token\"}");
+	path = temp_file(
+		"{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\","
+		"\"refresh_token\":\"z\",\"token_uri\":\"http://127.0.0.1:1/token\"}");
 	o.credentials = path;
 	assert_int_equal(gcs_auth_new(&o, &a), -ECONNREFUSED);
 	unlink(path);
@@ -369,7 +380,7 @@ static void test_bad_files_do_not_fall_through(void **state)
 
 static void test_adc_well_known_file(void **state)
 {
-	struct xprofs_gcs_options o = { 0 };
+	struct xprofs_gcs_options o = {0};
 	struct gcs_auth *a = NULL;
 	char dir[] = "/tmp/xprofs-test-adc-XXXXXX";
 	char path[256];

@@ -134,9 +134,11 @@ static int collect_cb(void *arg, const struct gcs_item *it)
 
 static void test_list_parse(void **state)
 {
-	const char *page = "{\"items\":[{\"name\":\"p/a.xplane.pb\",\"size\":\"12\",\"generation\":\"1700000000000001\","
-			   "\"updated\":\"2024-01-02T03:04:05.678Z\"},"
-			   "{\"name\":\"p/b\",\"size\":7,\"generation\":\"5\"}],\"nextPageToken\":\"tok/1=\"}";
+	const char *page =
+		"{\"items\":[{\"name\":\"p/"
+		"a.xplane.pb\",\"size\":\"12\",\"generation\":\"1700000000000001\","
+		"\"updated\":\"2024-01-02T03:04:05.678Z\"},"
+		"{\"name\":\"p/b\",\"size\":7,\"generation\":\"5\"}],\"nextPageToken\":\"tok/1=\"}";
 	struct collect c = {0};
 	char *tok = NULL;
 	unsigned skipped = 99;
@@ -164,18 +166,20 @@ static void test_list_parse(void **state)
 
 static void test_list_parse_hostile(void **state)
 {
-	const char *page = "{\"items\":["
-			   "{\"size\":\"1\",\"generation\":\"1\"},"                                 /* no name */
-			   "{\"name\":\"a\",\"size\":\"99999999999999999999999\",\"generation\":\"1\"}," /* huge */
-			   "{\"name\":\"b\",\"size\":\"-1\",\"generation\":\"1\"},"                 /* negative */
-			   "{\"name\":\"c\",\"size\":\"1\",\"generation\":\"12abc\"},"             /* non-numeric */
-			   "{\"name\":\"d\",\"size\":\"1\"},"                                      /* no generation */
-			   "{\"name\":\"e\",\"size\":1.5,\"generation\":\"1\"},"                   /* float */
-			   "{\"name\":\"f\\u0000g\",\"size\":\"1\",\"generation\":\"1\"},"         /* embedded NUL */
-			   "{\"name\":\"\",\"size\":\"1\",\"generation\":\"1\"},"                  /* empty name */
-			   "42,"                                                                   /* not an object */
-			   "{\"name\":\"ok\",\"size\":\"9223372036854775807\",\"generation\":\"2\",\"updated\":\"garbage\"}"
-			   "]}";
+	const char *page =
+		"{\"items\":["
+		"{\"size\":\"1\",\"generation\":\"1\"}," /* no name */
+		"{\"name\":\"a\",\"size\":\"99999999999999999999999\",\"generation\":\"1\"}," /* huge */
+		"{\"name\":\"b\",\"size\":\"-1\",\"generation\":\"1\"},"        /* negative */
+		"{\"name\":\"c\",\"size\":\"1\",\"generation\":\"12abc\"},"     /* non-numeric */
+		"{\"name\":\"d\",\"size\":\"1\"},"                              /* no generation */
+		"{\"name\":\"e\",\"size\":1.5,\"generation\":\"1\"},"           /* float */
+		"{\"name\":\"f\\u0000g\",\"size\":\"1\",\"generation\":\"1\"}," /* embedded NUL */
+		"{\"name\":\"\",\"size\":\"1\",\"generation\":\"1\"},"          /* empty name */
+		"42,"                                                           /* not an object */
+		"{\"name\":\"ok\",\"size\":\"9223372036854775807\",\"generation\":\"2\","
+		"\"updated\":\"garbage\"}"
+		"]}";
 	struct collect c = {0};
 	char *tok = NULL;
 	unsigned skipped = 0;
@@ -188,11 +192,15 @@ static void test_list_parse_hostile(void **state)
 	assert_null(tok);
 
 	assert_int_equal(gcs_list_parse("[]", 2, collect_cb, &c, &tok, &skipped), -EBADMSG);
-	assert_int_equal(gcs_list_parse("{\"items\":{}}", 12, collect_cb, &c, &tok, &skipped), -EBADMSG);
-	assert_int_equal(gcs_list_parse("{\"items\":[", 10, collect_cb, &c, &tok, &skipped), -EBADMSG);
-	assert_int_equal(gcs_list_parse("{\"nextPageToken\":5}", 19, collect_cb, &c, &tok, &skipped),
+	assert_int_equal(gcs_list_parse("{\"items\":{}}", 12, collect_cb, &c, &tok, &skipped),
 			 -EBADMSG);
-	assert_int_equal(gcs_list_parse("{\"a\":1,\"a\":2}", 13, collect_cb, &c, &tok, &skipped), -EBADMSG);
+	assert_int_equal(gcs_list_parse("{\"items\":[", 10, collect_cb, &c, &tok, &skipped),
+			 -EBADMSG);
+	assert_int_equal(
+		gcs_list_parse("{\"nextPageToken\":5}", 19, collect_cb, &c, &tok, &skipped),
+		-EBADMSG);
+	assert_int_equal(gcs_list_parse("{\"a\":1,\"a\":2}", 13, collect_cb, &c, &tok, &skipped),
+			 -EBADMSG);
 }
 
 static void test_time_parse(void **state)
@@ -224,7 +232,8 @@ static void test_ranges(void **state)
 	assert_int_equal(gcs_content_range_parse("bytes 0-100/100", &a, &b, &t), -EINVAL);
 	assert_int_equal(gcs_content_range_parse("bytes 0-1/2x", &a, &b, &t), -EINVAL);
 	assert_int_equal(gcs_content_range_parse("bytes -1-2/3", &a, &b, &t), -EINVAL);
-	assert_int_equal(gcs_content_range_parse("bytes 0-99999999999999999999/1", &a, &b, &t), -EINVAL);
+	assert_int_equal(gcs_content_range_parse("bytes 0-99999999999999999999/1", &a, &b, &t),
+			 -EINVAL);
 	assert_int_equal(gcs_content_range_parse("", &a, &b, &t), -EINVAL);
 	assert_int_equal(gcs_content_range_parse(NULL, &a, &b, &t), -EINVAL);
 
@@ -282,7 +291,8 @@ static void test_backoff(void **state)
 
 static void test_object_parse(void **state)
 {
-	const char *obj = "{\"name\":\"x\",\"size\":\"42\",\"generation\":\"7\",\"updated\":\"2024-01-01T00:00:00Z\"}";
+	const char *obj = "{\"name\":\"x\",\"size\":\"42\",\"generation\":\"7\",\"updated\":\"2024-"
+			  "01-01T00:00:00Z\"}";
 	const char *rw = "{\"done\":false,\"rewriteToken\":\"abc\"}";
 	struct xprofs_store_stat st;
 	bool done = true;
@@ -393,7 +403,8 @@ static void test_tree(void **state)
 	assert_int_equal(gcs_tree_stat(t2, "run1", &out), -ENOENT);
 
 	gcs_tree_count(t, &nodes, &bytes);
-	assert_int_equal(nodes, 9); /* root, run1, plugins, profile, s1, h, events.out, made, here */
+	assert_int_equal(nodes,
+			 9); /* root, run1, plugins, profile, s1, h, events.out, made, here */
 	assert_true(bytes > nodes * 32);
 	gcs_tree_free(t2);
 	gcs_tree_free(t);
@@ -425,20 +436,13 @@ static void test_tree_many(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_url_parse),
-		cmocka_unit_test(test_bucket_rules),
-		cmocka_unit_test(test_endpoint),
-		cmocka_unit_test(test_pct_encode),
-		cmocka_unit_test(test_list_parse),
-		cmocka_unit_test(test_list_parse_hostile),
-		cmocka_unit_test(test_time_parse),
-		cmocka_unit_test(test_ranges),
-		cmocka_unit_test(test_errno_map),
-		cmocka_unit_test(test_backoff),
-		cmocka_unit_test(test_object_parse),
-		cmocka_unit_test(test_error_message),
-		cmocka_unit_test(test_tree),
-		cmocka_unit_test(test_tree_many),
+		cmocka_unit_test(test_url_parse),    cmocka_unit_test(test_bucket_rules),
+		cmocka_unit_test(test_endpoint),     cmocka_unit_test(test_pct_encode),
+		cmocka_unit_test(test_list_parse),   cmocka_unit_test(test_list_parse_hostile),
+		cmocka_unit_test(test_time_parse),   cmocka_unit_test(test_ranges),
+		cmocka_unit_test(test_errno_map),    cmocka_unit_test(test_backoff),
+		cmocka_unit_test(test_object_parse), cmocka_unit_test(test_error_message),
+		cmocka_unit_test(test_tree),         cmocka_unit_test(test_tree_many),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

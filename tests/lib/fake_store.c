@@ -89,7 +89,10 @@ static void fake_free(struct xprofs_store *s)
 }
 
 static const struct xprofs_store_ops fake_ops = {
-	.backend = "fake", .stat = fake_stat, .list = fake_list, .free = fake_free,
+	.backend = "fake",
+	.stat = fake_stat,
+	.list = fake_list,
+	.free = fake_free,
 };
 
 void fake_store_init(struct fake_store *fs, const char *const *paths)

@@ -15,9 +15,9 @@
 #define FAKE_STORE_MAX_NAMES 64
 
 struct fake_store {
-	struct xprofs_store base;  /* first: the store the code under test sees */
-	const char *const *paths;  /* borrowed; NULL-terminated */
-	int lists;                 /* list() calls so far */
+	struct xprofs_store base; /* first: the store the code under test sees */
+	const char *const *paths; /* borrowed; NULL-terminated */
+	int lists;                /* list() calls so far */
 };
 
 /*

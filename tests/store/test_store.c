@@ -138,7 +138,8 @@ static void test_stat_and_read(void **state)
 	assert_int_equal(xprofs_store_stat(f->s, "nope", &st2), -ENOENT);
 	assert_int_equal(xprofs_store_stat(f->s, "../etc", &st2), -EINVAL);
 
-	assert_int_equal(xprofs_store_reader_open(f->s, "run/plugins/profile/s1/h.xplane.pb", &file), 0);
+	assert_int_equal(
+		xprofs_store_reader_open(f->s, "run/plugins/profile/s1/h.xplane.pb", &file), 0);
 	assert_int_equal(xprofs_store_reader_pread(file, buf, 4, 3), 4);
 	assert_memory_equal(buf, "3456", 4);
 	assert_int_equal(xprofs_store_reader_pread(file, buf, 100, 8), 2);
@@ -200,7 +201,7 @@ static int find(const struct names *n, const char *name)
 /* openat2 is missing on old kernels and under valgrind 3.19: the backend falls back */
 static bool have_openat2(void)
 {
-	struct open_how how = { .flags = O_RDONLY | O_DIRECTORY, .resolve = RESOLVE_BENEATH };
+	struct open_how how = {.flags = O_RDONLY | O_DIRECTORY, .resolve = RESOLVE_BENEATH};
 	long fd = syscall(SYS_openat2, AT_FDCWD, ".", &how, sizeof(how));
 
 	if (fd >= 0)
@@ -221,7 +222,7 @@ static void test_list_and_symlinks(void **state)
 	struct fx *f = *state;
 	struct xprofs_store_stat st;
 	struct xprofs_store_reader *file;
-	struct names n = { 0 };
+	struct names n = {0};
 	char p[512];
 
 	snprintf(p, sizeof(p), "%s/escape", f->dir);
@@ -237,7 +238,7 @@ static void test_list_and_symlinks(void **state)
 	assert_int_equal(find(&n, "top.txt"), XPROFS_STORE_FILE);
 	/* a symlink inside the root is followed with openat2, hidden by the fallback walk */
 	assert_int_equal(find(&n, "inside"), have_openat2() ? XPROFS_STORE_FILE : 0);
-	assert_int_equal(find(&n, "escape"), 0);                 /* leaves the root: hidden */
+	assert_int_equal(find(&n, "escape"), 0); /* leaves the root: hidden */
 	assert_int_equal(find(&n, "fifo"), 0);
 	assert_int_equal(find(&n, ".xprofs-tmp-leftover"), 0);
 	assert_int_equal(n.n, have_openat2() ? 3 : 2);
@@ -253,32 +254,38 @@ static void test_excl_create(void **state)
 {
 	struct fx *f = *state;
 	struct xprofs_store_writer *w, *w2;
-	struct names n = { 0 };
+	struct names n = {0};
 	char buf[64];
 
 	/* parents are created; nothing is visible before commit */
 	assert_int_equal(xprofs_store_writer_new(f->s, "new/plugins/profile/s/h.xplane.pb",
-					     XPROFS_STORE_EXCL, &w), 0);
+						 XPROFS_STORE_EXCL, &w),
+			 0);
 	assert_int_equal(xprofs_store_writer_write(w, "hello", 5, 0), 5);
 	assert_int_equal(xprofs_store_writer_write(w, "!", 1, 5), 1);
 	assert_int_equal(xprofs_store_writer_pread(w, buf, sizeof(buf), 0), 6);
-	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)),
+			 -ENOENT);
 	assert_int_equal(xprofs_store_list(f->s, "new/plugins/profile/s", collect, &n), 0);
 	assert_int_equal(n.n, 0);
 	/* a second exclusive writer for the same path loses at commit */
 	assert_int_equal(xprofs_store_writer_new(f->s, "new/plugins/profile/s/h.xplane.pb",
-					     XPROFS_STORE_EXCL, &w2), 0);
+						 XPROFS_STORE_EXCL, &w2),
+			 0);
 	assert_int_equal(xprofs_store_writer_write(w2, "other", 5, 0), 5);
 	assert_int_equal(xprofs_store_writer_commit(w), 0);
-	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), 6);
+	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)),
+			 6);
 	assert_string_equal(buf, "hello!");
 	assert_int_equal(xprofs_store_writer_commit(w2), -EEXIST);
-	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)), 6);
+	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)),
+			 6);
 	assert_string_equal(buf, "hello!");
 	/* and an existing file is refused up front */
 	assert_int_equal(xprofs_store_writer_new(f->s, "top.txt", XPROFS_STORE_EXCL, &w), -EEXIST);
 	/* abort leaves nothing behind */
-	assert_int_equal(xprofs_store_writer_new(f->s, "aborted.xplane.pb", XPROFS_STORE_EXCL, &w), 0);
+	assert_int_equal(xprofs_store_writer_new(f->s, "aborted.xplane.pb", XPROFS_STORE_EXCL, &w),
+			 0);
 	assert_int_equal(xprofs_store_writer_write(w, "x", 1, 0), 1);
 	xprofs_store_writer_abort(w);
 	xprofs_store_writer_abort(NULL);

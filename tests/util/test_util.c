@@ -59,7 +59,8 @@ static void test_json_str(void **state)
 	xprofs_buf_reset(&b);
 	/* overlong encoding and surrogates are invalid */
 	assert_int_equal(xprofs_buf_add_json_str(&b, "\xc0\xaf\xed\xa0\x80", 5), 0);
-	assert_string_equal(b.data, "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
+	assert_string_equal(b.data,
+			    "\"\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\"");
 	xprofs_buf_deinit(&b);
 
 	/* failure leaves the buffer unchanged */
@@ -133,8 +134,8 @@ static void test_hash(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buf_cap),      cmocka_unit_test(test_buf_steal),
-		cmocka_unit_test(test_json_str),     cmocka_unit_test(test_reader_mem),
+		cmocka_unit_test(test_buf_cap),         cmocka_unit_test(test_buf_steal),
+		cmocka_unit_test(test_json_str),        cmocka_unit_test(test_reader_mem),
 		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_hash),
 		cmocka_unit_test(test_size_parse),
 	};

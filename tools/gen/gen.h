@@ -149,7 +149,7 @@ struct gline {
 	int64_t timestamp_ns;
 	uint64_t events;
 	uint64_t seed;
-	double weight;	    /* share of the events, while planning */
+	double weight;      /* share of the events, while planning */
 	uint64_t body_size; /* set by the sizing pass */
 };
 

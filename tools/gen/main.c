@@ -70,19 +70,19 @@ static int parse_u64(const char *s, bool suffix, uint64_t *out)
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
-	    {"output", required_argument, NULL, 'o'},
-	    {"kind", required_argument, NULL, ARG_KIND},
-	    {"size", required_argument, NULL, ARG_SIZE},
-	    {"events", required_argument, NULL, ARG_EVENTS},
-	    {"seed", required_argument, NULL, ARG_SEED},
-	    {"hosts", required_argument, NULL, ARG_HOSTS},
-	    {"logdir", required_argument, NULL, ARG_LOGDIR},
-	    {"run", required_argument, NULL, ARG_RUN},
-	    {"session", required_argument, NULL, ARG_SESSION},
-	    {"demo", required_argument, NULL, ARG_DEMO},
-	    {"stats", no_argument, NULL, ARG_STATS},
-	    {"help", no_argument, NULL, 'h'},
-	    {NULL, 0, NULL, 0},
+		{"output", required_argument, NULL, 'o'},
+		{"kind", required_argument, NULL, ARG_KIND},
+		{"size", required_argument, NULL, ARG_SIZE},
+		{"events", required_argument, NULL, ARG_EVENTS},
+		{"seed", required_argument, NULL, ARG_SEED},
+		{"hosts", required_argument, NULL, ARG_HOSTS},
+		{"logdir", required_argument, NULL, ARG_LOGDIR},
+		{"run", required_argument, NULL, ARG_RUN},
+		{"session", required_argument, NULL, ARG_SESSION},
+		{"demo", required_argument, NULL, ARG_DEMO},
+		{"stats", no_argument, NULL, ARG_STATS},
+		{"help", no_argument, NULL, 'h'},
+		{NULL, 0, NULL, 0},
 	};
 	struct opts o = {.kind = KIND_TPU, .size = 1u << 20, .seed = 1};
 	struct xprofs_buf j;

@@ -19,40 +19,40 @@
 /* ---- metadata ---------------------------------------------------------- */
 
 static const char *const sm_names[SM_COUNT] = {
-    NULL,
-    "step_num",
-    "group_id",
-    "correlation_id",
-    "tf_op",
-    "hlo_op",
-    "hlo_module",
-    "program_id",
-    "hlo_category",
-    "flops",
-    "model_flops",
-    "bytes_accessed",
-    "shape_with_layout",
-    "source",
-    "kernel_details",
-    "memcpy_details",
-    "device_offset_ps",
-    "device_duration_ps",
-    "value",
-    "run_id",
-    "clock_rate",
-    "peak_teraflops_per_second",
-    "peak_hbm_bw_gigabytes_per_second",
-    "device_vendor",
-    "core_count",
-    "memory_bandwidth",
-    "memory_size",
-    "compute_cap_major",
-    "compute_cap_minor",
-    "device_type_string",
-    "step_name",
-    "flow",
-    "_a",
-    "source_stack",
+	NULL,
+	"step_num",
+	"group_id",
+	"correlation_id",
+	"tf_op",
+	"hlo_op",
+	"hlo_module",
+	"program_id",
+	"hlo_category",
+	"flops",
+	"model_flops",
+	"bytes_accessed",
+	"shape_with_layout",
+	"source",
+	"kernel_details",
+	"memcpy_details",
+	"device_offset_ps",
+	"device_duration_ps",
+	"value",
+	"run_id",
+	"clock_rate",
+	"peak_teraflops_per_second",
+	"peak_hbm_bw_gigabytes_per_second",
+	"device_vendor",
+	"core_count",
+	"memory_bandwidth",
+	"memory_size",
+	"compute_cap_major",
+	"compute_cap_minor",
+	"device_type_string",
+	"step_name",
+	"flow",
+	"_a",
+	"source_stack",
 };
 
 /* A tiny valid HloProto: hlo_module { name: @name, id: @id }. */
@@ -148,10 +148,10 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 				 disp, shape, shape, i, shape, i + 1,
 				 strstr(oc->category, "loop") ? "Loop" : "Output", i);
 		else
-			snprintf(
-			    name, sizeof(name),
-			    "%%%s = %s %s(%s %%p.%u), metadata={op_name=\"jit(train_step)/%s\"}",
-			    disp, shape, oc->op, shape, i, oc->op);
+			snprintf(name, sizeof(name),
+				 "%%%s = %s %s(%s %%p.%u), "
+				 "metadata={op_name=\"jit(train_step)/%s\"}",
+				 disp, shape, oc->op, shape, i, oc->op);
 		pb_str(val, 2, name);
 		pb_str(val, 4, disp);
 		stat_s(val, 5, SM_HLO_CATEGORY, oc->category);
@@ -163,7 +163,8 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 		{
 			char src[96];
 
-			snprintf(src, sizeof(src), "%s:%u", gen_py_files[i % N_PY_FILES], 20 + i % 400);
+			snprintf(src, sizeof(src), "%s:%u", gen_py_files[i % N_PY_FILES],
+				 20 + i % 400);
 			stat_s(val, 5, SM_SOURCE, src);
 		}
 		snprintf(name, sizeof(name), "jit(%s)/jit(main)/%s",
@@ -178,9 +179,9 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 	}
 	case EM_ASYNC: {
 		static const char *const aops[] = {
-		    "all-gather-start", "all-gather-done",	    "copy-start",
-		    "copy-done",	"collective-permute-start", "send",
-		    "recv-done"};
+			"all-gather-start", "all-gather-done",          "copy-start",
+			"copy-done",        "collective-permute-start", "send",
+			"recv-done"};
 		const char *op = aops[i % 7];
 
 		gen_shape_text(&r, shape, sizeof(shape));
@@ -224,8 +225,8 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 		if (i < N_HOST_FIXED)
 			snprintf(name, sizeof(name), "%s", gen_host_names[i]);
 		else
-			snprintf(name, sizeof(name), "$%s:%u %s", gen_py_files[i % N_PY_FILES], 10 + i,
-				 gen_py_funcs[(i / N_PY_FILES) % N_PY_FUNCS]);
+			snprintf(name, sizeof(name), "$%s:%u %s", gen_py_files[i % N_PY_FILES],
+				 10 + i, gen_py_funcs[(i / N_PY_FILES) % N_PY_FUNCS]);
 		pb_str(val, 2, name);
 		break;
 	}

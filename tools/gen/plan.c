@@ -112,9 +112,9 @@ static size_t host_thread_count(uint64_t events)
 static void host_thread_name(struct rng *r, enum kind kind, size_t i, char *dst, size_t n,
 			     int64_t *id)
 {
-	static const char *const pools[] = {"pjrt-tpu-tasks",	       "tfrt-dynamic-queue",
+	static const char *const pools[] = {"pjrt-tpu-tasks",          "tfrt-dynamic-queue",
 					    "tfrt-non-blocking-queue", "switchto-default-SDomainT",
-					    "py_xla_execute",	       "EventFDAsyncWorker",
+					    "py_xla_execute",          "EventFDAsyncWorker",
 					    "tf_pjrt_thread_pool",     "Host Threads",
 					    "xla-cpu-worker"};
 	uint64_t tid = 3116817 + i * 7 + rng_below(r, 7);

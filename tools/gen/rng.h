@@ -28,7 +28,10 @@ static inline uint64_t rng_next(struct rng *r)
 }
 
 /* Uniform in [0, n); n == 0 gives 0. */
-static inline uint64_t rng_below(struct rng *r, uint64_t n) { return n ? rng_next(r) % n : 0; }
+static inline uint64_t rng_below(struct rng *r, uint64_t n)
+{
+	return n ? rng_next(r) % n : 0;
+}
 
 /* Uniform in [0, 1). */
 static inline double rng_unit(struct rng *r)

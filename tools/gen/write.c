@@ -311,7 +311,7 @@ int gen_stats_json(const struct gspace *s, const char *path, const struct gstats
 
 			r = r ? r
 			      : xprofs_buf_printf(
-				    j, "%s{\"id\":%" PRId64 ",\"name\":", li ? "," : "", l->id);
+					j, "%s{\"id\":%" PRId64 ",\"name\":", li ? "," : "", l->id);
 			r = r ? r : xprofs_buf_add_json_str(j, l->name, strlen(l->name));
 			r = r ? r : xprofs_buf_printf(j, ",\"events\":%" PRIu64 "}", l->events);
 		}
