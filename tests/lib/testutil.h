@@ -5,7 +5,8 @@
  * of facts it checks. Checks that should point at the test's own line are
  * macros; the rest are functions in testutil.c. Include after <cmocka.h>.
  * Limits: xt_names holds XT_NAMES_MAX names of up to 63 bytes; a listing
- * with more entries fails with -ENOSPC.
+ * with more entries fails with -ENOSPC. XT_RUN_FIXTURE_TESTS takes up to
+ * XT_TESTS_MAX tests.
  */
 #ifndef XPROFS_TESTUTIL_H
 #define XPROFS_TESTUTIL_H
@@ -25,6 +26,23 @@
 		assert_string_equal((b)->data, (want));                                            \
 		xprofs_buf_reset(b);                                                               \
 	} while (0)
+
+#define XT_TESTS_MAX 64
+
+/*
+ * Run the test functions named in ... as one cmocka group ("tests"), each
+ * between @setup and @teardown (a fresh fixture per test), under their own
+ * names; returns the number of failures, as cmocka_run_group_tests() does.
+ */
+#define XT_RUN_FIXTURE_TESTS(setup, teardown, ...)                                                 \
+	xt_run_fixture_tests(#__VA_ARGS__, (const CMUnitTestFunction[]){__VA_ARGS__},              \
+			     sizeof((const CMUnitTestFunction[]){__VA_ARGS__}) /                   \
+				     sizeof(CMUnitTestFunction),                                   \
+			     (setup), (teardown))
+
+/* XT_RUN_FIXTURE_TESTS' worker: @names is the comma-separated list of the @n @fns. */
+int xt_run_fixture_tests(const char *names, const CMUnitTestFunction *fns, size_t n,
+			 CMFixtureFunction setup, CMFixtureFunction teardown);
 
 #define XT_NAMES_MAX 16
 
