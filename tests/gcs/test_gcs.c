@@ -79,17 +79,20 @@ static void test_endpoint(void **state)
 
 static void test_bucket_rules(void **state)
 {
+	static const struct {
+		const char *name;
+		bool valid;
+	} cases[] = {
+		{"abc", true},     {"a-b_c.d", true},        {"-abc", false},
+		{"abc-", false},   {"a..b", false},          {"192.168.5.4", false},
+		{"goog-x", false}, {"my-google-bkt", false}, {"a b", false},
+	};
 	char long64[65];
 
-	assert_true(gcs_bucket_valid("abc", 3));
-	assert_true(gcs_bucket_valid("a-b_c.d", 7));
-	assert_false(gcs_bucket_valid("-abc", 4));
-	assert_false(gcs_bucket_valid("abc-", 4));
-	assert_false(gcs_bucket_valid("a..b", 4));
-	assert_false(gcs_bucket_valid("192.168.5.4", 11));
-	assert_false(gcs_bucket_valid("goog-x", 6));
-	assert_false(gcs_bucket_valid("my-google-bkt", 13));
-	assert_false(gcs_bucket_valid("a b", 3));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (gcs_bucket_valid(cases[i].name, strlen(cases[i].name)) != cases[i].valid)
+			fail_msg("gcs_bucket_valid(\"%s\") is not %s", cases[i].name,
+				 cases[i].valid ? "true" : "false");
 	memset(long64, 'a', 64);
 	long64[64] = '\0';
 	assert_false(gcs_bucket_valid(long64, 64));
@@ -406,15 +409,8 @@ static void test_tree_many(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_url_parse),    cmocka_unit_test(test_bucket_rules),
-		cmocka_unit_test(test_endpoint),     cmocka_unit_test(test_pct_encode),
-		cmocka_unit_test(test_list_parse),   cmocka_unit_test(test_list_parse_hostile),
-		cmocka_unit_test(test_time_parse),   cmocka_unit_test(test_ranges),
-		cmocka_unit_test(test_errno_map),    cmocka_unit_test(test_backoff),
-		cmocka_unit_test(test_object_parse), cmocka_unit_test(test_error_message),
-		cmocka_unit_test(test_tree),         cmocka_unit_test(test_tree_many),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return XT_RUN_TESTS(test_url_parse, test_bucket_rules, test_endpoint, test_pct_encode,
+			    test_list_parse, test_list_parse_hostile, test_time_parse, test_ranges,
+			    test_errno_map, test_backoff, test_object_parse, test_error_message,
+			    test_tree, test_tree_many);
 }

@@ -30,7 +30,7 @@
 #define XT_TESTS_MAX 64
 
 /*
- * Run the test functions named in ... as one cmocka group ("tests"), each
+ * Run the test functions named in ... (in that order) as one cmocka group ("tests"), each
  * between @setup and @teardown (a fresh fixture per test), under their own
  * names; returns the number of failures, as cmocka_run_group_tests() does.
  */
@@ -39,6 +39,9 @@
 			     sizeof((const CMUnitTestFunction[]){__VA_ARGS__}) /                   \
 				     sizeof(CMUnitTestFunction),                                   \
 			     (setup), (teardown))
+
+/* The same for tests without a fixture. */
+#define XT_RUN_TESTS(...) XT_RUN_FIXTURE_TESTS(NULL, NULL, __VA_ARGS__)
 
 /* XT_RUN_FIXTURE_TESTS' worker: @names is the comma-separated list of the @n @fns. */
 int xt_run_fixture_tests(const char *names, const CMUnitTestFunction *fns, size_t n,
