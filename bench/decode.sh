@@ -81,15 +81,11 @@ target_note() { # op sizebytes T M
 	echo "$note"
 }
 
-{
-	echo "# xprofs-decode benchmark"
-	echo
-	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo) RAM, build \`$BUILD\` ($(meson introspect --buildoptions "$BUILD" 2>/dev/null | /usr/bin/python3 -c 'import json,sys; o={x["name"]:x["value"] for x in json.load(sys.stdin)}; print(o.get("buildtype","?"), "b_sanitize=" + str(o.get("b_sanitize","?")))' 2>/dev/null || echo '?')),"
-	echo "profiles: \`xprofs-gen --kind $KIND --seed $SEED --size N\`. Cold = file dropped from the page cache first."
-	echo
-	echo "| file | events | op | cold s | cold MB/s | cold RSS MB | warm s | warm MB/s | warm RSS MB | target |"
-	echo "|---|---|---|---|---|---|---|---|---|---|"
-} >"$RES.tmp"
+bench_head "xprofs-decode benchmark" \
+	"$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, $(awk '/MemTotal/ {printf "%.0f GB", $2/1048576}' /proc/meminfo) RAM, build \`$BUILD\` ($(meson introspect --buildoptions "$BUILD" 2>/dev/null | /usr/bin/python3 -c 'import json,sys; o={x["name"]:x["value"] for x in json.load(sys.stdin)}; print(o.get("buildtype","?"), "b_sanitize=" + str(o.get("b_sanitize","?")))' 2>/dev/null || echo '?'))," \
+	"profiles: \`xprofs-gen --kind $KIND --seed $SEED --size N\`. Cold = file dropped from the page cache first." \
+	-- file events op "cold s" "cold MB/s" "cold RSS MB" "warm s" "warm MB/s" "warm RSS MB" target \
+	>"$RES.tmp"
 
 for size in $SIZES; do
 	f=$(bench_profile "$GEN" "$OUT" "$KIND" "$SEED" "$size")

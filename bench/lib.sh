@@ -8,6 +8,10 @@
 #   bench_profile GEN OUT KIND SEED SIZE
 #                               # prints OUT/KIND-SIZE-sSEED.xplane.pb, made with
 #                               # xprofs-gen (and its --stats JSON) when missing
+#   bench_head TITLE LINE... -- COLUMN...
+#                               # a results file's head: "# TITLE", the LINEs of
+#                               # context between blank lines, then the Markdown
+#                               # table header with COLUMNs
 # Benchmarks measure; they assert nothing beyond "the bytes read are right".
 
 now() { date +%s.%N; }
@@ -32,4 +36,21 @@ bench_profile() {
 			--size "$size" -o "$f" --stats >"$f.stats.json"
 	fi
 	echo "$f"
+}
+
+bench_head() {
+	echo "# $1"
+	echo
+	shift
+	while [ "$1" != -- ]; do
+		echo "$1"
+		shift
+	done
+	shift
+	echo
+	printf '|'
+	printf ' %s |' "$@"
+	printf '\n|'
+	printf -- '---|%.0s' "$@"
+	printf '\n'
 }

@@ -81,16 +81,12 @@ timed_cat() { # path -> prints "seconds bytes" (or "fail 0")
 
 hwm_mb() { awk '/VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$PID/status" 2>/dev/null || echo "?"; }
 
-{
-	echo "# xprofs mount benchmark"
-	echo
-	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, build \`$BUILD\`; profiles from \`xprofs-gen --kind $KIND --seed $SEED --size N\`."
-	echo "cold = first read after mount (empty view cache, source dropped from the page cache);"
-	echo "warm = read again; restart = after unmount + remount with the same cache dir."
-	echo
-	echo "| profile | view | view MB | cold s | cold MB/s of profile | warm s | restart s | daemon peak RSS MB |"
-	echo "|---|---|---|---|---|---|---|---|"
-} >"$RES.tmp"
+bench_head "xprofs mount benchmark" \
+	"$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, build \`$BUILD\`; profiles from \`xprofs-gen --kind $KIND --seed $SEED --size N\`." \
+	"cold = first read after mount (empty view cache, source dropped from the page cache);" \
+	"warm = read again; restart = after unmount + remount with the same cache dir." \
+	-- profile view "view MB" "cold s" "cold MB/s of profile" "warm s" "restart s" "daemon peak RSS MB" \
+	>"$RES.tmp"
 
 for size in $SIZES; do
 	f=$(bench_profile "$GEN" "$OUT" "$KIND" "$SEED" "$size")

@@ -25,6 +25,7 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "xprofs/cache.h"
 #include "../../cache/cache-internal.h"
 
@@ -1136,30 +1137,12 @@ static void test_bad_args(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_round_trip_sizes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_multi_mb, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_index_spill, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_sink_reader_abort_remove, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_persistence, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_two_caches_one_dir, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent_same_key, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_concurrent_reads_one_entry, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_two_processes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_eviction_lru, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_rescan_shared_cap, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_too_big, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_acceleration, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_writer_thread, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_lz4, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_corrupt_exhaustive_raw, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hostile_files, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_peek_size, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_key_mismatch, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_stale_tmp_cleanup, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_cleared_under_us, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_bad_args, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return XT_RUN_FIXTURE_TESTS(
+		setup, teardown, test_round_trip_sizes, test_multi_mb, test_index_spill,
+		test_sink_reader_abort_remove, test_persistence, test_two_caches_one_dir,
+		test_concurrent_same_key, test_concurrent_reads_one_entry, test_two_processes,
+		test_eviction_lru, test_rescan_shared_cap, test_too_big, test_acceleration,
+		test_writer_thread, test_corrupt_exhaustive_lz4, test_corrupt_exhaustive_raw,
+		test_hostile_files, test_peek_size, test_key_mismatch, test_stale_tmp_cleanup,
+		test_cleared_under_us, test_bad_args);
 }

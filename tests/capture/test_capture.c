@@ -19,6 +19,7 @@
 
 #include "capture-internal.h"
 #include "profiler_service.pb-c.h"
+#include "testutil.h"
 #include "xprofs/capture.h"
 #include "xprofs/store.h"
 
@@ -682,23 +683,16 @@ static void test_multi_line(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_line_defaults),    cmocka_unit_test(test_line_full),
-		cmocka_unit_test(test_line_commands),    cmocka_unit_test(test_line_invalid),
-		cmocka_unit_test(test_line_limits),      cmocka_unit_test(test_names),
-		cmocka_unit_test(test_resp_every_split), cmocka_unit_test(test_resp_byte_by_byte),
-		cmocka_unit_test(test_resp_malformed),   cmocka_unit_test(test_resp_sink_error),
-		cmocka_unit_test(test_buf_consumer),     cmocka_unit_test(test_errno_map),
-		cmocka_unit_test(test_headers),          cmocka_unit_test(test_status_json),
-		cmocka_unit_test(test_multi_line),
-	};
-
 	int r;
 
 	/* The library leaves libcurl's global state to the program. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return 1;
-	r = cmocka_run_group_tests(tests, NULL, NULL);
+	r = XT_RUN_TESTS(test_line_defaults, test_line_full, test_line_commands, test_line_invalid,
+			 test_line_limits, test_names, test_resp_every_split,
+			 test_resp_byte_by_byte, test_resp_malformed, test_resp_sink_error,
+			 test_buf_consumer, test_errno_map, test_headers, test_status_json,
+			 test_multi_line);
 	curl_global_cleanup();
 	return r;
 }

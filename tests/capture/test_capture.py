@@ -56,6 +56,14 @@ def free_port():
     return p
 
 
+def end(proc, log):
+    """Kill @proc if it still runs, reap it and close its log file."""
+    if proc.poll() is None:
+        proc.kill()
+    proc.wait()
+    log.close()
+
+
 class Server:
     def __init__(self, tmp, *flags):
         self.dir = tempfile.mkdtemp(dir=tmp, prefix="srv-")
@@ -79,10 +87,7 @@ class Server:
         return [r for r in out if method is None or r["method"] == method]
 
     def stop(self):
-        if self.proc.poll() is None:
-            self.proc.kill()
-        self.proc.wait()
-        self.log.close()
+        end(self.proc, self.log)
 
 
 class Driver:
@@ -128,10 +133,7 @@ class Driver:
         return int(ans[1]), int(ans[2]), int(ans[3]), ans[4]
 
     def close(self):
-        if self.p.poll() is None:
-            self.p.kill()
-            self.p.wait()
-        self.err.close()
+        end(self.p, self.err)
 
 
 class Mount:

@@ -63,6 +63,17 @@ static char *tb_str(struct tb *b, const char *s)
 	return d;
 }
 
+/* A new message of @desc's type, initialised to its defaults; freed with @b. */
+static void *tb_msg(struct tb *b, const ProtobufCMessageDescriptor *desc)
+{
+	void *m = tb_alloc(b, desc->sizeof_message);
+
+	protobuf_c_message_init(desc, m);
+	return m;
+}
+
+#define TB_MSG(b, type) tb_msg((b), &tensorflow__profiler__##type##__descriptor)
+
 /* Append @item to a protobuf-c repeated field (capacity TB_ARR, or @cap). */
 static void tb_push_cap(struct tb *b, void ***arr, size_t *n, void *item, size_t cap)
 {
@@ -92,9 +103,8 @@ static void tb_free(struct tb *b)
 
 static XPlane *tb_plane(struct tb *b, int64_t id, const char *name)
 {
-	XPlane *p = tb_alloc(b, sizeof(*p));
+	XPlane *p = TB_MSG(b, xplane);
 
-	tensorflow__profiler__xplane__init(p);
 	p->id = id;
 	p->name = tb_str(b, name);
 	tb_push(b, &b->xs.planes, &b->xs.n_planes, p);
@@ -103,9 +113,8 @@ static XPlane *tb_plane(struct tb *b, int64_t id, const char *name)
 
 static XLine *tb_line(struct tb *b, XPlane *p, int64_t id, const char *name, int64_t ts_ns)
 {
-	XLine *l = tb_alloc(b, sizeof(*l));
+	XLine *l = TB_MSG(b, xline);
 
-	tensorflow__profiler__xline__init(l);
 	l->id = id;
 	l->name = tb_str(b, name);
 	l->timestamp_ns = ts_ns;
@@ -115,9 +124,8 @@ static XLine *tb_line(struct tb *b, XPlane *p, int64_t id, const char *name, int
 
 static XEvent *tb_event(struct tb *b, XLine *l, int64_t md, int64_t off_ps, int64_t dur_ps)
 {
-	XEvent *e = tb_alloc(b, sizeof(*e));
+	XEvent *e = TB_MSG(b, xevent);
 
-	tensorflow__profiler__xevent__init(e);
 	e->metadata_id = md;
 	e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_OFFSET_PS;
 	e->offset_ps = off_ps;
@@ -126,45 +134,40 @@ static XEvent *tb_event(struct tb *b, XLine *l, int64_t md, int64_t off_ps, int6
 	return e;
 }
 
-static XStat *tb_stat(struct tb *b, XStat ***arr, size_t *n, int64_t md)
+/* Append a stat of @md to @arr, its value of kind @vc (a ..._XSTAT__VALUE_* case) to be set. */
+static XStat *tb_stat(struct tb *b, XStat ***arr, size_t *n, int64_t md, int vc)
 {
-	XStat *s = tb_alloc(b, sizeof(*s));
+	XStat *s = TB_MSG(b, xstat);
 
-	tensorflow__profiler__xstat__init(s);
 	s->metadata_id = md;
+	s->value_case = vc;
 	tb_push(b, arr, n, s);
 	return s;
 }
 
+#define VC(kind) TENSORFLOW__PROFILER__XSTAT__VALUE_##kind##_VALUE
+
 static void tb_stat_i(struct tb *b, XStat ***arr, size_t *n, int64_t md, int64_t v)
 {
-	XStat *s = tb_stat(b, arr, n, md);
-
-	s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_INT64_VALUE;
-	s->int64_value = v;
+	tb_stat(b, arr, n, md, VC(INT64))->int64_value = v;
 }
 
 static void tb_stat_s(struct tb *b, XStat ***arr, size_t *n, int64_t md, const char *v)
 {
-	XStat *s = tb_stat(b, arr, n, md);
-
-	s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_STR_VALUE;
-	s->str_value = tb_str(b, v);
+	tb_stat(b, arr, n, md, VC(STR))->str_value = tb_str(b, v);
 }
 
 static Tensorflow__Profiler__XEventMetadata *tb_evmd(struct tb *b, XPlane *p, int64_t key,
 						     const char *name, const char *display)
 {
-	Tensorflow__Profiler__XPlane__EventMetadataEntry *e = tb_alloc(b, sizeof(*e));
-	Tensorflow__Profiler__XEventMetadata *m = tb_alloc(b, sizeof(*m));
+	Tensorflow__Profiler__XPlane__EventMetadataEntry *e =
+		TB_MSG(b, xplane__event_metadata_entry);
+	Tensorflow__Profiler__XEventMetadata *m = TB_MSG(b, xevent_metadata);
 
-	tensorflow__profiler__xplane__event_metadata_entry__init(e);
-	tensorflow__profiler__xevent_metadata__init(m);
-	m->id = key;
+	m->id = e->key = key;
 	m->name = tb_str(b, name);
 	if (display)
 		m->display_name = tb_str(b, display);
-	e->key = key;
 	e->value = m;
 	tb_push(b, &p->event_metadata, &p->n_event_metadata, e);
 	return m;
@@ -172,14 +175,11 @@ static Tensorflow__Profiler__XEventMetadata *tb_evmd(struct tb *b, XPlane *p, in
 
 static void tb_stmd(struct tb *b, XPlane *p, int64_t key, const char *name)
 {
-	Tensorflow__Profiler__XPlane__StatMetadataEntry *e = tb_alloc(b, sizeof(*e));
-	Tensorflow__Profiler__XStatMetadata *m = tb_alloc(b, sizeof(*m));
+	Tensorflow__Profiler__XPlane__StatMetadataEntry *e = TB_MSG(b, xplane__stat_metadata_entry);
+	Tensorflow__Profiler__XStatMetadata *m = TB_MSG(b, xstat_metadata);
 
-	tensorflow__profiler__xplane__stat_metadata_entry__init(e);
-	tensorflow__profiler__xstat_metadata__init(m);
-	m->id = key;
+	m->id = e->key = key;
 	m->name = tb_str(b, name);
-	e->key = key;
 	e->value = m;
 	tb_push(b, &p->stat_metadata, &p->n_stat_metadata, e);
 }
@@ -243,7 +243,8 @@ static json_t *render_json(struct xprofs_xspace *x, int v, size_t track)
 	return j;
 }
 
-static int64_t jint(json_t *o, const char *path)
+/* The value at dotted @path ("planes.0.name": array indexes are numbers); fails when absent. */
+static json_t *jget(json_t *o, const char *path)
 {
 	json_t *v = o;
 	char buf[256], *save = NULL, *tok;
@@ -257,6 +258,13 @@ static int64_t jint(json_t *o, const char *path)
 		if (!v)
 			fail_msg("no %s", path);
 	}
+	return v;
+}
+
+static int64_t jint(json_t *o, const char *path)
+{
+	json_t *v = jget(o, path);
+
 	if (!json_is_integer(v))
 		fail_msg("%s is not an integer", path);
 	return (int64_t)json_integer_value(v);
@@ -264,22 +272,82 @@ static int64_t jint(json_t *o, const char *path)
 
 static const char *jstr(json_t *o, const char *path)
 {
-	json_t *v = o;
-	char buf[256], *save = NULL, *tok;
+	json_t *v = jget(o, path);
 
-	snprintf(buf, sizeof(buf), "%s", path);
-	for (tok = strtok_r(buf, ".", &save); tok; tok = strtok_r(NULL, ".", &save)) {
-		if (json_is_array(v))
-			v = json_array_get(v, (size_t)strtoul(tok, NULL, 10));
-		else
-			v = json_object_get(v, tok);
-		if (!v)
-			fail_msg("no %s", path);
-	}
 	if (!json_is_string(v))
 		fail_msg("%s is not a string", path);
 	return json_string_value(v);
 }
+
+/* An XSpace built with tb, packed and opened from memory. */
+struct opened {
+	struct tb *b;
+	uint8_t *buf; /* the packed bytes */
+	size_t n;
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+};
+
+/* Pack @b (consumed: opened_free frees it) and open it from memory into @o; returns o->x. */
+static struct xprofs_xspace *opened_new(struct opened *o, struct tb *b)
+{
+	o->b = b;
+	o->buf = tb_pack(b, &o->n);
+	o->x = open_mem(o->buf, o->n, &o->r);
+	return o->x;
+}
+
+/* Free what opened_new made: the xspace, the packed bytes and the builder. */
+static void opened_free(struct opened *o)
+{
+	xprofs_xspace_free(o->x);
+	free(o->buf);
+	tb_free(o->b);
+}
+
+/* Assert that @x1 and @x2 render view @v (track @track when @v < 0) alike. */
+static void assert_same_render(struct xprofs_xspace *x1, struct xprofs_xspace *x2, int v,
+			       size_t track)
+{
+	char *a = render(x1, v, track), *c = render(x2, v, track);
+
+	assert_string_equal(a, c);
+	free(a);
+	free(c);
+}
+
+/* What a view's JSON holds at @path: the string @s or, when @s is NULL, the integer @i. */
+struct jwant {
+	const char *path;
+	const char *s;
+	int64_t i;
+};
+
+/* Assert each of the @n facts @w about @j. */
+static void assert_json(json_t *j, const struct jwant *w, size_t n)
+{
+	for (size_t k = 0; k < n; k++) {
+		if (w[k].s && strcmp(jstr(j, w[k].path), w[k].s) != 0)
+			fail_msg("%s is \"%s\", not \"%s\"", w[k].path, jstr(j, w[k].path), w[k].s);
+		if (!w[k].s && jint(j, w[k].path) != w[k].i)
+			fail_msg("%s is %lld, not %lld", w[k].path, (long long)jint(j, w[k].path),
+				 (long long)w[k].i);
+	}
+}
+
+#define JS(path, str)                                                                              \
+	{                                                                                          \
+		(path), (str), 0                                                                   \
+	}
+#define JI(path, num)                                                                              \
+	{                                                                                          \
+		(path), NULL, (num)                                                                \
+	}
+#define ASSERT_JSON(j, ...)                                                                        \
+	do {                                                                                       \
+		static const struct jwant w_[] = {__VA_ARGS__};                                    \
+		assert_json((j), w_, sizeof(w_) / sizeof(w_[0]));                                  \
+	} while (0)
 
 /* ---- the sample profile used by most tests --------------------------- */
 
@@ -328,37 +396,17 @@ static struct tb *sample(void)
 	tb_evmd(b, gpu, 1, "kernel_a", NULL);
 	tb_evmd(b, gpu, 2, "kernel_b", NULL);
 	tb_evmd(b, gpu, 3, "bw", NULL);
-	{
-		XStat *s = tb_stat(b, &gpu->stats, &gpu->n_stats, 3);
-
-		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_UINT64_VALUE;
-		s->uint64_value = 1410;
-	}
+	tb_stat(b, &gpu->stats, &gpu->n_stats, 3, VC(UINT64))->uint64_value = 1410;
 	l = tb_line(b, gpu, 1, "Stream #1(Kernel)", 1);
 	e = tb_event(b, l, 1, 50000000, 30000000);
-	{
-		XStat *s = tb_stat(b, &e->stats, &e->n_stats, 1);
-
-		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE;
-		s->ref_value = 2;
-	}
+	tb_stat(b, &e->stats, &e->n_stats, 1, VC(REF))->ref_value = 2;
 	tb_stat_i(b, &e->stats, &e->n_stats, 5, 1000);
 	e = tb_event(b, l, 2, 90000000, 20000000);
-	{
-		XStat *s = tb_stat(b, &e->stats, &e->n_stats, 1);
-
-		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_REF_VALUE;
-		s->ref_value = 2;
-	}
+	tb_stat(b, &e->stats, &e->n_stats, 1, VC(REF))->ref_value = 2;
 	tb_event(b, l, 1, 300000000, 5000000); /* no hlo_op: grouped by name */
 	l = tb_line(b, gpu, 2, "_counters_", 1);
 	e = tb_event(b, l, 3, 0, 0);
-	{
-		XStat *s = tb_stat(b, &e->stats, &e->n_stats, 4);
-
-		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_DOUBLE_VALUE;
-		s->double_value = 2.5;
-	}
+	tb_stat(b, &e->stats, &e->n_stats, 4, VC(DOUBLE))->double_value = 2.5;
 
 	env = tb_plane(b, 0, "Task Environment");
 	tb_stmd(b, env, 1, "profile_start_time");
@@ -522,19 +570,16 @@ static void test_name_long(void **state)
 static void test_duplicate_names(void **state)
 {
 	struct tb *b = tb_new();
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
 	const char *pf[4], *lf[4];
 	XPlane *p1 = tb_plane(b, 0, "same"), *p2 = tb_plane(b, 0, "same");
-	uint8_t *buf;
-	size_t n;
 
 	tb_line(b, p1, 1, "t", 0);
 	tb_line(b, p1, 2, "t", 0);
 	tb_line(b, p2, 1, "..", 0);
 	tb_line(b, p2, 2, "", 0);
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, b);
 	assert_int_equal(xprofs_xspace_track_count(x), 4);
 	for (size_t i = 0; i < 4; i++) {
 		assert_int_equal(xprofs_xspace_track_names(x, i, &pf[i], &lf[i]), 0);
@@ -548,25 +593,19 @@ static void test_duplicate_names(void **state)
 	assert_string_equal(lf[3], "%.json");
 	assert_int_equal(xprofs_xspace_track_names(x, 4, &pf[0], &lf[0]), -ERANGE);
 	assert_int_equal(xprofs_xspace_track_find(x, "nope", "x.json"), -ENOENT);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 /* ---- views ------------------------------------------------------------ */
 
 static void test_summary(void **state)
 {
-	struct tb *b = sample();
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace_totals t;
 	struct xprofs_xspace *x;
-	uint8_t *buf;
-	size_t n;
 	json_t *j;
 
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, sample());
 	assert_int_equal(xprofs_xspace_get_totals(x, &t), 0);
 	assert_int_equal(t.planes, 3);
 	assert_int_equal(t.lines, 4);
@@ -575,37 +614,27 @@ static void test_summary(void **state)
 	assert_int_equal(t.last_ps, 1000 + 300000000 + 5000000);
 	assert_true(t.start_walltime_ns == 1700000000000000000);
 	j = render_json(x, XPROFS_VIEW_SUMMARY, 0);
-	assert_string_equal(jstr(j, "hostnames.0"), "host0");
-	assert_int_equal(jint(j, "events"), 8);
-	assert_true(jint(j, "profile_stop_walltime_ns") == 1700000000001000000);
-	assert_string_equal(jstr(j, "planes.0.name"), "/host:CPU");
-	assert_string_equal(jstr(j, "planes.0.file"), "%2Fhost:CPU");
-	assert_string_equal(jstr(j, "planes.0.lines.0.file"), "python.json");
-	assert_int_equal(jint(j, "planes.0.lines.0.events"), 3);
-	assert_int_equal(jint(j, "planes.0.lines.0.first_ps"), 1000);
-	assert_int_equal(jint(j, "planes.0.lines.0.last_ps"), 100001000);
-	assert_int_equal(jint(j, "planes.1.stats.clock_rate"), 1410);
-	assert_int_equal(jint(j, "span_ps"), 305000000);
+	ASSERT_JSON(j, JS("hostnames.0", "host0"), JI("events", 8),
+		    JI("profile_stop_walltime_ns", 1700000000001000000),
+		    JS("planes.0.name", "/host:CPU"), JS("planes.0.file", "%2Fhost:CPU"),
+		    JS("planes.0.lines.0.file", "python.json"), JI("planes.0.lines.0.events", 3),
+		    JI("planes.0.lines.0.first_ps", 1000),
+		    JI("planes.0.lines.0.last_ps", 100001000),
+		    JI("planes.1.stats.clock_rate", 1410), JI("span_ps", 305000000));
 	json_decref(j);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 static void test_track(void **state)
 {
-	struct tb *b = sample();
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
-	uint8_t *buf;
-	size_t n;
 	json_t *j;
 	const char *key;
 	json_t *v;
 	int i = 0;
 
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, sample());
 	j = render_json(x, -1, 0);
 	assert_string_equal(jstr(j, "plane"), "/host:CPU");
 	assert_int_equal(json_array_size(json_object_get(j, "events")), 3);
@@ -627,23 +656,18 @@ static void test_track(void **state)
 	j = render_json(x, -1, 2);
 	assert_string_equal(jstr(j, "events.0.stats.hlo_op"), "fusion.1");
 	json_decref(j);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 static void test_trace(void **state)
 {
-	struct tb *b = sample();
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
-	size_t n, nx = 0, ni = 0, nc = 0, nm = 0, idx;
-	uint8_t *buf;
+	size_t nx = 0, ni = 0, nc = 0, nm = 0, idx;
 	char *s;
 	json_t *j, *ev;
 
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, sample());
 	s = render(x, XPROFS_VIEW_TRACE, 0);
 	assert_true(!strncmp(s, "{\"displayTimeUnit\":\"ns\"", 23));
 	j = json_loads(s, 0, NULL);
@@ -672,9 +696,7 @@ static void test_trace(void **state)
 	assert_non_null(strstr(s, "\"ph\":\"C\""));
 	json_decref(j);
 	free(s);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 static json_t *find_op(json_t *plane, const char *name)
@@ -691,15 +713,12 @@ static json_t *find_op(json_t *plane, const char *name)
 
 static void test_ops(void **state)
 {
-	struct tb *b = sample();
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
-	uint8_t *buf;
-	size_t n, i;
+	size_t i;
 	json_t *j, *p, *op;
 
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, sample());
 	j = render_json(x, XPROFS_VIEW_OPS, 0);
 	assert_int_equal(json_array_size(json_object_get(j, "planes")), 2);
 	p = json_array_get(json_object_get(j, "planes"), 0);
@@ -740,52 +759,36 @@ static void test_ops(void **state)
 		assert_int_equal(tot, jint(p, "total_ps"));
 	}
 	json_decref(j);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 static void test_steps(void **state)
 {
-	struct tb *b = sample();
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
-	uint8_t *buf;
-	size_t n;
 	json_t *j;
 
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, sample());
 	j = render_json(x, XPROFS_VIEW_STEPS, 0);
 	assert_int_equal(json_array_size(json_object_get(j, "steps")), 1);
-	assert_int_equal(jint(j, "steps.0.step"), 7);
-	assert_int_equal(jint(j, "steps.0.start_ps"), 1000);
-	assert_int_equal(jint(j, "steps.0.duration_ps"), 200000000);
-	/* kernels [50,80) and [90,110) us overlap the step; [300,305) does not */
-	assert_int_equal(jint(j, "steps.0.device_ps"), 50000000);
+	/* device: kernels [50,80) and [90,110) us overlap the step; [300,305) does not */
+	ASSERT_JSON(j, JI("steps.0.step", 7), JI("steps.0.start_ps", 1000),
+		    JI("steps.0.duration_ps", 200000000), JI("steps.0.device_ps", 50000000));
 	json_decref(j);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 static void test_session_summary(void **state)
 {
-	struct tb *b = sample();
-	struct xprofs_reader r;
-	struct xprofs_xspace *x;
-	struct xprofs_buf out;
-	struct xprofs_sink s;
 	const char *hosts[] = {"a", "b"};
 	const char *errs[] = {NULL, "truncated"};
+	struct opened o;
 	struct xprofs_xspace *xs[2];
-	uint8_t *buf;
-	size_t n;
+	struct xprofs_buf out;
+	struct xprofs_sink s;
 	json_t *j;
 
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
-	xs[0] = x;
+	xs[0] = opened_new(&o, sample());
 	xs[1] = NULL;
 	xprofs_buf_init(&out, 1 << 20);
 	s = xprofs_sink_buf(&out);
@@ -798,16 +801,14 @@ static void test_session_summary(void **state)
 	assert_int_equal(jint(j, "events"), 8);
 	json_decref(j);
 	xprofs_buf_deinit(&out);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 /* Edge semantics: missing ids, num_occurrences, bytes, gzip, non-UTF-8. */
 static void test_edge_values(void **state)
 {
 	struct tb *b = tb_new();
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
 	XPlane *p = tb_plane(b, 0, "/host:CPU");
 	XLine *l = tb_line(b, p, 1, "bad\xff\xfename", 0);
@@ -816,8 +817,6 @@ static void test_edge_values(void **state)
 	static uint8_t raw[] = {1, 2, 3};
 	uint8_t gz[256];
 	z_stream z;
-	uint8_t *buf;
-	size_t n;
 	json_t *j;
 	char *txt;
 
@@ -829,8 +828,7 @@ static void test_edge_values(void **state)
 	e = tb_event(b, l, 5, 20, 0);
 	e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_NUM_OCCURRENCES;
 	e->num_occurrences = 12;
-	s = tb_stat(b, &e->stats, &e->n_stats, 1);
-	s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_BYTES_VALUE;
+	s = tb_stat(b, &e->stats, &e->n_stats, 1, VC(BYTES));
 	s->bytes_value.data = raw;
 	s->bytes_value.len = sizeof(raw);
 	memset(&z, 0, sizeof(z));
@@ -840,13 +838,11 @@ static void test_edge_values(void **state)
 	z.next_out = gz;
 	z.avail_out = sizeof(gz);
 	assert_int_equal(deflate(&z, Z_FINISH), Z_STREAM_END);
-	s = tb_stat(b, &e->stats, &e->n_stats, 2);
-	s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_COMPRESSED_STR_VALUE;
+	s = tb_stat(b, &e->stats, &e->n_stats, 2, VC(COMPRESSED_STR));
 	s->compressed_str_value.data = gz;
 	s->compressed_str_value.len = z.total_out;
 	deflateEnd(&z);
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, b);
 	for (int v = 0; v < XPROFS_VIEW_COUNT; v++)
 		json_decref(render_json(x, v, 0)); /* valid JSON despite bad UTF-8 */
 	txt = render(x, -1, 0);
@@ -864,9 +860,7 @@ static void test_edge_values(void **state)
 	assert_string_equal(jstr(j, "line"), "bad\xef\xbf\xbd\xef\xbf\xbdname");
 	json_decref(j);
 	free(txt);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 /* ---- pread path == zero-copy path on a file larger than the window ----- */
@@ -909,8 +903,7 @@ static void test_pread_matches_mem(void **state)
 		e->offset_ps = (int64_t)i * 1000;
 		e->duration_ps = i % 7 ? 900 : 0;
 		l->events[l->n_events++] = e;
-		s = tb_stat(b, &e->stats, &e->n_stats, 1);
-		s->value_case = TENSORFLOW__PROFILER__XSTAT__VALUE_STR_VALUE;
+		s = tb_stat(b, &e->stats, &e->n_stats, 1, VC(STR));
 		s->str_value = i % 1000 ? shared : longer;
 	}
 	buf = tb_pack(b, &n);
@@ -1028,13 +1021,8 @@ static void test_parallel_open(void **state)
 		if (r1 < 0) {
 			assert_string_equal(e1.data, e4.data);
 		} else {
-			for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
-				char *a = render(x1, v, 0), *c = render(x4, v, 0);
-
-				assert_string_equal(a, c);
-				free(a);
-				free(c);
-			}
+			for (int v = 0; v < XPROFS_VIEW_COUNT; v++)
+				assert_same_render(x1, x4, v, 0);
 		}
 		xprofs_xspace_free(x1);
 		xprofs_xspace_free(x4);
@@ -1051,33 +1039,19 @@ static void test_parallel_open(void **state)
 /* tracks_only: the same tracks, ops, steps and trace; no summary */
 static void test_tracks_only(void **state)
 {
-	struct tb *b = sample();
-	struct xprofs_xspace_opts o = {.tracks_only = true};
-	struct xprofs_reader r;
+	struct opened o;
+	struct xprofs_xspace_opts topts = {.tracks_only = true};
 	struct xprofs_xspace *x, *xt = NULL;
 	struct xprofs_buf out, err;
 	struct xprofs_sink s;
-	uint8_t *buf;
-	size_t n;
 
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
-	assert_int_equal(xprofs_xspace_open_opts(&r, &o, NULL, &xt), 0);
+	x = opened_new(&o, sample());
+	assert_int_equal(xprofs_xspace_open_opts(&o.r, &topts, NULL, &xt), 0);
 	assert_int_equal(xprofs_xspace_track_count(xt), xprofs_xspace_track_count(x));
-	for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
-		char *a = render(x, -1, i), *c = render(xt, -1, i);
-
-		assert_string_equal(a, c);
-		free(a);
-		free(c);
-	}
-	for (int v = XPROFS_VIEW_TRACE; v < XPROFS_VIEW_COUNT; v++) {
-		char *a = render(x, v, 0), *c = render(xt, v, 0);
-
-		assert_string_equal(a, c);
-		free(a);
-		free(c);
-	}
+	for (size_t i = 0; i < xprofs_xspace_track_count(x); i++)
+		assert_same_render(x, xt, -1, i);
+	for (int v = XPROFS_VIEW_TRACE; v < XPROFS_VIEW_COUNT; v++)
+		assert_same_render(x, xt, v, 0);
 	xprofs_buf_init(&out, 1 << 20);
 	xprofs_buf_init(&err, 1024);
 	s = xprofs_sink_buf(&out);
@@ -1086,9 +1060,7 @@ static void test_tracks_only(void **state)
 	xprofs_buf_deinit(&out);
 	xprofs_buf_deinit(&err);
 	xprofs_xspace_free(xt);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 /* ---- hostile input ---------------------------------------------------- */
@@ -1126,26 +1098,39 @@ static int try_all(const uint8_t *p, size_t n, bool want_msg)
 	return rc;
 }
 
+/*
+ * try_all() on every proper prefix of @buf, each in an exact-size copy (ASan
+ * sees overreads): each fails with -EINVAL or is a valid prefix. Returns how
+ * many of them open.
+ */
+static size_t try_prefixes(const uint8_t *buf, size_t n)
+{
+	size_t ok = 0;
+
+	for (size_t cut = 0; cut < n; cut++) {
+		uint8_t *copy = malloc(cut + 1);
+
+		memcpy(copy, buf, cut);
+		if (try_all(copy, cut, true) == 0)
+			ok++;
+		free(copy);
+	}
+	return ok;
+}
+
 static void test_truncated_everywhere(void **state)
 {
 	struct tb *b = sample();
 	uint8_t *buf;
-	size_t n, planes_ok = 0;
+	size_t n;
 
 	/* the sample minus hostnames: then every cut that is not at a plane
 	 * boundary leaves a plane shorter than its length prefix */
 	b->xs.n_hostnames = 0;
 	buf = tb_pack(b, &n);
 	assert_int_equal(try_all(buf, n, true), 0);
-	for (size_t cut = 0; cut < n; cut++) {
-		uint8_t *copy = malloc(cut + 1); /* exact size: ASan sees overreads */
-
-		memcpy(copy, buf, cut);
-		if (try_all(copy, cut, true) == 0)
-			planes_ok++;
-		free(copy);
-	}
-	assert_int_equal(planes_ok, 3); /* cut = 0 and after planes 1 and 2 */
+	/* cut = 0 and after planes 1 and 2 */
+	assert_int_equal(try_prefixes(buf, n), 3);
 	free(buf);
 	tb_free(b);
 }
@@ -1282,13 +1267,7 @@ static void test_shared_sample_truncations(void **state)
 	assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
 	fclose(f);
 	assert_int_equal(try_all(buf, (size_t)n, true), 0);
-	for (long cut = 0; cut < n; cut++) {
-		uint8_t *copy = malloc((size_t)cut + 1);
-
-		memcpy(copy, buf, (size_t)cut);
-		(void)try_all(copy, (size_t)cut, true); /* -EINVAL or a valid prefix */
-		free(copy);
-	}
+	(void)try_prefixes(buf, (size_t)n);
 	free(buf);
 }
 

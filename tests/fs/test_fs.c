@@ -100,20 +100,23 @@ static void test_index_shape(void **state)
 	assert_null(fs_node_child(top, "noprofile"));
 }
 
+/* Assert that @path names a thing of kind @want (into t, of the test's idx). */
+#define CLASSIFY_AS(path, want)                                                                    \
+	do {                                                                                       \
+		assert_int_equal(fs_path_classify(idx, (path), &t), 0);                            \
+		assert_int_equal(t.kind, (want));                                                  \
+	} while (0)
+
 static void test_classify(void **state)
 {
 	struct fs_index *idx = *state;
 	struct fs_target t;
 
-	assert_int_equal(fs_path_classify(idx, "/", &t), 0);
-	assert_int_equal(t.kind, FS_K_ROOT);
-	assert_int_equal(fs_path_classify(idx, "/status.json", &t), 0);
-	assert_int_equal(t.kind, FS_K_STATUS);
-	assert_int_equal(fs_path_classify(idx, "/capture", &t), 0);
-	assert_int_equal(t.kind, FS_K_CAPTURE);
+	CLASSIFY_AS("/", FS_K_ROOT);
+	CLASSIFY_AS("/status.json", FS_K_STATUS);
+	CLASSIFY_AS("/capture", FS_K_CAPTURE);
 	assert_null(t.node);
-	assert_int_equal(fs_path_classify(idx, "/logdir", &t), 0);
-	assert_int_equal(t.kind, FS_K_LOGDIR);
+	CLASSIFY_AS("/logdir", FS_K_LOGDIR);
 	assert_string_equal(t.store_path, "");
 	assert_int_equal(fs_path_classify(idx, "/logdir/a/b.txt", &t), 0);
 	assert_string_equal(t.store_path, "a/b.txt");
@@ -122,43 +125,29 @@ static void test_classify(void **state)
 	assert_int_equal(fs_path_classify(idx, "relative", &t), -EINVAL);
 	assert_int_equal(fs_path_classify(idx, "/status.json/x", &t), -ENOTDIR);
 
-	assert_int_equal(fs_path_classify(idx, "/runs", &t), 0);
-	assert_int_equal(t.kind, FS_K_RUNS);
+	CLASSIFY_AS("/runs", FS_K_RUNS);
 	assert_ptr_equal(t.node, &idx->top);
-	assert_int_equal(fs_path_classify(idx, "/runs/gpu", &t), 0);
-	assert_int_equal(t.kind, FS_K_RUNS);
+	CLASSIFY_AS("/runs/gpu", FS_K_RUNS);
 	assert_int_equal(fs_path_classify(idx, "/runs/gpu/capture", &t), -ENOENT); /* not a run */
-	assert_int_equal(fs_path_classify(idx, "/runs/gpu/gemm/capture", &t), 0);
-	assert_int_equal(t.kind, FS_K_CAPTURE);
+	CLASSIFY_AS("/runs/gpu/gemm/capture", FS_K_CAPTURE);
 	assert_string_equal(t.node->path, "gpu/gemm");
-	assert_int_equal(fs_path_classify(idx, "/runs/_root/rootsess/r", &t), 0);
-	assert_int_equal(t.kind, FS_K_HOST);
+	CLASSIFY_AS("/runs/_root/rootsess/r", FS_K_HOST);
 	assert_string_equal(t.node->path, "");
 
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01", &t), 0);
-	assert_int_equal(t.kind, FS_K_SESSION);
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/summary.json", &t), 0);
-	assert_int_equal(t.kind, FS_K_SESSION_SUMMARY);
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2", &t), 0);
-	assert_int_equal(t.kind, FS_K_HOST);
+	CLASSIFY_AS("/runs/tpu/2025_01_01", FS_K_SESSION);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/summary.json", FS_K_SESSION_SUMMARY);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2", FS_K_HOST);
 	assert_string_equal(t.host->name, "host2");
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/trace.json", &t), 0);
-	assert_int_equal(t.kind, FS_K_VIEW);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/trace.json", FS_K_VIEW);
 	assert_int_equal(t.view, XPROFS_VIEW_TRACE);
 	assert_string_equal(xprofs_view_name(t.view), "trace.json");
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/steps.json", &t), 0);
 	assert_int_equal(t.view, XPROFS_VIEW_STEPS);
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/errors", &t), 0);
-	assert_int_equal(t.kind, FS_K_ERRORS);
-	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes", &t), 0);
-	assert_int_equal(t.kind, FS_K_PLANES);
-	assert_int_equal(
-		fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/%2Fdevice:TPU:0", &t), 0);
-	assert_int_equal(t.kind, FS_K_PLANE);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/errors", FS_K_ERRORS);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/planes", FS_K_PLANES);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/planes/%2Fdevice:TPU:0", FS_K_PLANE);
 	assert_string_equal(t.plane, "%2Fdevice:TPU:0");
-	assert_int_equal(
-		fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/p/XLA Ops.json", &t), 0);
-	assert_int_equal(t.kind, FS_K_TRACK);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/planes/p/XLA Ops.json", FS_K_TRACK);
 	assert_string_equal(t.line, "XLA Ops.json");
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/planes/p/l/x", &t),
 			 -ENOTDIR);

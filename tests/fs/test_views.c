@@ -19,6 +19,7 @@
 
 #include "fake_store.h"
 #include "fs-internal.h"
+#include "testutil.h"
 
 static const char *const tree[] = {
 	"tpu/plugins/profile/2025_01_01/host1.xplane.pb",
@@ -237,13 +238,7 @@ static void test_session_summary_open(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_sizes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_single_flight, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_single_flight_full, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_error_notes, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_session_summary_open, setup, teardown),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return XT_RUN_FIXTURE_TESTS(setup, teardown, test_sizes, test_single_flight,
+				    test_single_flight_full, test_error_notes,
+				    test_session_summary_open);
 }

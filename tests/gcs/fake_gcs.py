@@ -44,6 +44,19 @@ class Handler(httpd.Handler):
     def error(self, code, msg):
         self.send_json(code, {"error": {"code": code, "message": msg}})
 
+    def send_range(self, data, generation, encoding=None):
+        """Answer 206 with the bytes of @data that the Range header asks for."""
+        rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
+        a, b = int(rng.group(1)), min(int(rng.group(2)), len(data) - 1)
+        self.send_response(206)
+        if encoding:
+            self.send_header("Content-Encoding", encoding)
+        self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))
+        self.send_header("Content-Length", str(b - a + 1))
+        self.send_header("x-goog-generation", generation)
+        self.end_headers()
+        self.wfile.write(data[a:b + 1])
+
     def do_GET(self):
         u = urllib.parse.urlsplit(self.path)
         q = urllib.parse.parse_qs(u.query)
@@ -71,31 +84,13 @@ class Handler(httpd.Handler):
             return self.send_json(200, page)
         name = urllib.parse.unquote(m.group(2))
         if q.get("alt") == ["media"] and name in uploads:
-            data = uploads[name]
-            rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
-            a, b = int(rng.group(1)), min(int(rng.group(2)), len(data) - 1)
-            self.send_response(206)
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(data)))
-            self.send_header("Content-Length", str(b - a + 1))
-            self.send_header("x-goog-generation", "99")
-            self.end_headers()
-            self.wfile.write(data[a:b + 1])
-            return
+            return self.send_range(uploads[name], "99")
         if q.get("alt") == ["media"] and name == "gz.bin":
             # stored with Content-Encoding: gzip: GCS sends the stored bytes
             # only to a client that says it accepts gzip (else it transcodes)
             if "gzip" not in self.headers.get("Accept-Encoding", ""):
                 return self.error(400, "this fake only serves gz.bin raw")
-            rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))
-            a, b = int(rng.group(1)), min(int(rng.group(2)), len(GZ) - 1)
-            self.send_response(206)
-            self.send_header("Content-Encoding", "gzip")
-            self.send_header("Content-Range", "bytes %d-%d/%d" % (a, b, len(GZ)))
-            self.send_header("Content-Length", str(b - a + 1))
-            self.send_header("x-goog-generation", "17")
-            self.end_headers()
-            self.wfile.write(GZ[a:b + 1])
-            return
+            return self.send_range(GZ, "17", encoding="gzip")
         if q.get("alt") != ["media"] or name not in ("full200.bin", "flaky.bin", "broken.bin"):
             return self.error(404, "No such object")
         rng = re.fullmatch(r"bytes=(\d+)-(\d+)", self.headers.get("Range", ""))

@@ -255,6 +255,72 @@ static void pattern(char *p, size_t n, unsigned seed)
 		p[i] = (char)((i * 2654435761u + seed) >> 13);
 }
 
+/* A new store of @url for the @what test (a check says whether it opened); NULL when not. */
+static struct xprofs_store *fresh_store(const char *url, const struct xprofs_gcs_options *o,
+					const char *what)
+{
+	struct xprofs_store *c = NULL;
+
+	check(xprofs_gcs_store_new(url, o, &c) == 0, "fresh store for the %s test", what);
+	return c;
+}
+
+/* A sequential reader of w/stale.bin (@big bytes of @data2) in @c gets blocks fetched ahead. */
+static void read_ahead(struct xprofs_store *c, const char *data2, size_t big)
+{
+	struct xprofs_store_reader *sf = NULL;
+	char *sb = malloc(big);
+	size_t off = 0;
+	long long pf, g0;
+	json_t *j;
+	bool sok = xprofs_store_reader_open(c, "w/stale.bin", &sf) == 0;
+
+	/* 4 sequential 64 KiB reads establish a stream (blocks 0-1 fetched) */
+	for (; sok && off < 4 * 65536; off += 65536)
+		sok = xprofs_store_reader_pread(sf, sb + off, 65536, off) == 65536;
+	/* the application "thinks" while the prefetcher works (up to 20 s on a loaded machine) */
+	for (int t = 0; t < 200; t++) {
+		usleep(100000);
+		j = status(c);
+		pf = counter(j, "blocks", "prefetched");
+		g0 = counter(j, "requests", "get");
+		json_decref(j);
+		if (pf >= 2)
+			break;
+	}
+	check(sok && pf >= 2, "read-ahead: %lld blocks fetched ahead of the reader", pf);
+	for (; sok && off < big; off += 65536) {
+		size_t k = big - off < 65536 ? big - off : 65536;
+
+		sok = xprofs_store_reader_pread(sf, sb + off, k, off) == (ssize_t)k;
+	}
+	j = status(c);
+	check(sok && memcmp(sb, data2, big) == 0 && counter(j, "requests", "get") == g0,
+	      "the rest of the file came from the prefetched blocks (%lld GETs in all)", g0);
+	json_decref(j);
+	xprofs_store_reader_close(sf);
+	free(sb);
+}
+
+/* One large first read of w/stale.bin in @c: all its blocks at once, in parallel ranges. */
+static void large_read(struct xprofs_store *c, const char *data2, size_t big)
+{
+	struct xprofs_store_reader *lf = NULL;
+	char *lb = malloc(big);
+	ssize_t k = -1;
+	json_t *j;
+
+	if (xprofs_store_reader_open(c, "w/stale.bin", &lf) == 0)
+		k = xprofs_store_reader_pread(lf, lb, big, 0);
+	check(k == (ssize_t)big && memcmp(lb, data2, big) == 0, "one %zu-byte pread", big);
+	j = status(c);
+	check(counter(j, "requests", "get") == 4 && counter(j, "blocks", "misses") == 4,
+	      "... fetched as 4 parallel ranged GETs (%lld)", counter(j, "requests", "get"));
+	json_decref(j);
+	xprofs_store_reader_close(lf);
+	free(lb);
+}
+
 static int full(const char *endpoint, const char *url, const char *local, const char *cache_dir)
 {
 	struct xprofs_gcs_options o = {
@@ -417,14 +483,13 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 
 	/* 9. single-flight: 8 readers of the same cold object fetch each block once */
 	{
-		struct xprofs_store *c = NULL;
+		struct xprofs_store *c;
 		struct reader_arg ra[8];
 		pthread_t th[8];
 		int i, ok = 0;
 		long long gets, misses, waits;
 
-		check(xprofs_gcs_store_new(url, &o, &c) == 0,
-		      "fresh store for the concurrency test");
+		c = fresh_store(url, &o, "concurrency");
 		for (i = 0; c && i < 8; i++) {
 			ra[i] = (struct reader_arg){
 				.s = c, .path = "w/stale.bin", .want = data2, .n = big};
@@ -446,68 +511,15 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 		      gets, misses, waits);
 		xprofs_store_free(c);
 		/* a sequential reader gets the next blocks fetched ahead of it */
-		check(xprofs_gcs_store_new(url, &o, &c) == 0,
-		      "fresh store for the read-ahead test");
-		if (c) {
-			struct xprofs_store_reader *sf = NULL;
-			char *sb = malloc(big);
-			size_t off = 0;
-			long long pf, g0;
-			bool sok = xprofs_store_reader_open(c, "w/stale.bin", &sf) == 0;
-
-			/* 4 sequential 64 KiB reads establish a stream (blocks 0-1 fetched) */
-			for (; sok && off < 4 * 65536; off += 65536)
-				sok = xprofs_store_reader_pread(sf, sb + off, 65536, off) == 65536;
-			/* the application "thinks" while the prefetcher works (up to 20 s on a loaded machine) */
-			for (int t = 0; t < 200; t++) {
-				usleep(100000);
-				j = status(c);
-				pf = counter(j, "blocks", "prefetched");
-				g0 = counter(j, "requests", "get");
-				json_decref(j);
-				if (pf >= 2)
-					break;
-			}
-			check(sok && pf >= 2, "read-ahead: %lld blocks fetched ahead of the reader",
-			      pf);
-			for (; sok && off < big; off += 65536) {
-				size_t k = big - off < 65536 ? big - off : 65536;
-
-				sok = xprofs_store_reader_pread(sf, sb + off, k, off) == (ssize_t)k;
-			}
-			j = status(c);
-			check(sok && memcmp(sb, data2, big) == 0 &&
-				      counter(j, "requests", "get") == g0,
-			      "the rest of the file came from the prefetched blocks (%lld GETs in "
-			      "all)",
-			      g0);
-			json_decref(j);
-			xprofs_store_reader_close(sf);
-			free(sb);
-			xprofs_store_free(c);
-		}
+		c = fresh_store(url, &o, "read-ahead");
+		if (c)
+			read_ahead(c, data2, big);
+		xprofs_store_free(c);
 		/* one large first read: all its blocks at once, in parallel ranges */
-		check(xprofs_gcs_store_new(url, &o, &c) == 0,
-		      "fresh store for the large-read test");
-		if (c) {
-			struct xprofs_store_reader *lf = NULL;
-			char *lb = malloc(big);
-			ssize_t k = -1;
-
-			if (xprofs_store_reader_open(c, "w/stale.bin", &lf) == 0)
-				k = xprofs_store_reader_pread(lf, lb, big, 0);
-			check(k == (ssize_t)big && memcmp(lb, data2, big) == 0,
-			      "one %zu-byte pread", big);
-			j = status(c);
-			check(counter(j, "requests", "get") == 4 &&
-				      counter(j, "blocks", "misses") == 4,
-			      "... fetched as 4 parallel ranged GETs (%lld)",
-			      counter(j, "requests", "get"));
-			json_decref(j);
-			xprofs_store_reader_close(lf);
-			free(lb);
-			xprofs_store_free(c);
-		}
+		c = fresh_store(url, &o, "large-read");
+		if (c)
+			large_read(c, data2, big);
+		xprofs_store_free(c);
 	}
 
 	/* 10. the shared lz4 cache: a second mount reads blocks from disk, not GCS */
@@ -551,6 +563,15 @@ static int full(const char *endpoint, const char *url, const char *local, const 
 }
 
 /* Against fake_gcs.py: mount-time errors, retries, truncation, 200-for-range. */
+/* Whether @p holds the fake server's bytes: (i * 7 + 3) & 0xff at each offset i of @n. */
+static bool is_served_pattern(const char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)p[i] != (unsigned char)((i * 7 + 3) & 0xff))
+			return false;
+	return true;
+}
+
 static int faults(const char *endpoint, const char *url)
 {
 	struct xprofs_gcs_options o = {.endpoint = endpoint,
@@ -592,14 +613,8 @@ static int faults(const char *endpoint, const char *url)
 	want = store_slurp(s, "full200.bin", 100000, &n, &err);
 	check(err == 0 && n == 3000000,
 	      "server answering 200 (whole body) to ranges: read %zu bytes, err %d", n, err);
-	if (want && err == 0) {
-		size_t i;
-		bool ok = true;
-
-		for (i = 0; i < n && ok; i++)
-			ok = (unsigned char)want[i] == (unsigned char)((i * 7 + 3) & 0xff);
-		check(ok, "... and the bytes are right at every offset");
-	}
+	if (want && err == 0)
+		check(is_served_pattern(want, n), "... and the bytes are right at every offset");
 	free(want);
 	{
 		/* the fake's gz.bin: a gzip member of 44000 bytes of a known line */
@@ -616,14 +631,8 @@ static int faults(const char *endpoint, const char *url)
 	want = store_slurp(s, "flaky.bin", 1 << 20, &n, &err);
 	check(err == 0 && n == 3000000,
 	      "truncated bodies, resets and 503s are retried: %zu bytes, err %d", n, err);
-	if (want && err == 0) {
-		size_t i;
-		bool ok = true;
-
-		for (i = 0; i < n && ok; i++)
-			ok = (unsigned char)want[i] == (unsigned char)((i * 7 + 3) & 0xff);
-		check(ok, "... with the right bytes");
-	}
+	if (want && err == 0)
+		check(is_served_pattern(want, n), "... with the right bytes");
 	free(want);
 	{
 		int64_t t0 = xprofs_mono_ns(), t1;

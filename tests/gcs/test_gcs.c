@@ -17,6 +17,7 @@
 #include <curl/curl.h>
 
 #include "gcs-internal.h"
+#include "testutil.h"
 
 static void test_url_parse(void **state)
 {
@@ -78,17 +79,20 @@ static void test_endpoint(void **state)
 
 static void test_bucket_rules(void **state)
 {
+	static const struct {
+		const char *name;
+		bool valid;
+	} cases[] = {
+		{"abc", true},     {"a-b_c.d", true},        {"-abc", false},
+		{"abc-", false},   {"a..b", false},          {"192.168.5.4", false},
+		{"goog-x", false}, {"my-google-bkt", false}, {"a b", false},
+	};
 	char long64[65];
 
-	assert_true(gcs_bucket_valid("abc", 3));
-	assert_true(gcs_bucket_valid("a-b_c.d", 7));
-	assert_false(gcs_bucket_valid("-abc", 4));
-	assert_false(gcs_bucket_valid("abc-", 4));
-	assert_false(gcs_bucket_valid("a..b", 4));
-	assert_false(gcs_bucket_valid("192.168.5.4", 11));
-	assert_false(gcs_bucket_valid("goog-x", 6));
-	assert_false(gcs_bucket_valid("my-google-bkt", 13));
-	assert_false(gcs_bucket_valid("a b", 3));
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+		if (gcs_bucket_valid(cases[i].name, strlen(cases[i].name)) != cases[i].valid)
+			fail_msg("gcs_bucket_valid(\"%s\") is not %s", cases[i].name,
+				 cases[i].valid ? "true" : "false");
 	memset(long64, 'a', 64);
 	long64[64] = '\0';
 	assert_false(gcs_bucket_valid(long64, 64));
@@ -100,11 +104,9 @@ static void test_pct_encode(void **state)
 	struct xprofs_buf b;
 
 	xprofs_buf_init(&b, 1024);
-	assert_int_equal(gcs_pct_encode(&b, "run 1/plugins/a+b%~_.-Z9", 24), 0);
-	assert_string_equal(b.data, "run%201%2Fplugins%2Fa%2Bb%25~_.-Z9");
-	xprofs_buf_reset(&b);
-	assert_int_equal(gcs_pct_encode(&b, "\xc3\xa9?&=#", 6), 0);
-	assert_string_equal(b.data, "%C3%A9%3F%26%3D%23");
+	XT_BUF_IS(&b, gcs_pct_encode(&b, "run 1/plugins/a+b%~_.-Z9", 24),
+		  "run%201%2Fplugins%2Fa%2Bb%25~_.-Z9");
+	XT_BUF_IS(&b, gcs_pct_encode(&b, "\xc3\xa9?&=#", 6), "%C3%A9%3F%26%3D%23");
 	xprofs_buf_deinit(&b);
 	xprofs_buf_init(&b, 5);
 	assert_int_equal(gcs_pct_encode(&b, "//", 2), -E2BIG);
@@ -116,6 +118,8 @@ struct collect {
 	uint64_t sizes[16], gens[16];
 	int64_t mtimes[16];
 	int n;
+	char *tok;        /* the next page token gcs_list_parse returned */
+	unsigned skipped; /* the items it skipped */
 };
 
 static int collect_cb(void *arg, const struct gcs_item *it)
@@ -132,6 +136,12 @@ static int collect_cb(void *arg, const struct gcs_item *it)
 	return 0;
 }
 
+/* gcs_list_parse(@page) into @c, its token and skip count included; returns its rc. */
+static int list(struct collect *c, const char *page, size_t len)
+{
+	return gcs_list_parse(page, len, collect_cb, c, &c->tok, &c->skipped);
+}
+
 static void test_list_parse(void **state)
 {
 	const char *page =
@@ -139,28 +149,26 @@ static void test_list_parse(void **state)
 		"a.xplane.pb\",\"size\":\"12\",\"generation\":\"1700000000000001\","
 		"\"updated\":\"2024-01-02T03:04:05.678Z\"},"
 		"{\"name\":\"p/b\",\"size\":7,\"generation\":\"5\"}],\"nextPageToken\":\"tok/1=\"}";
-	struct collect c = {0};
-	char *tok = NULL;
-	unsigned skipped = 99;
+	struct collect c = {.skipped = 99};
 
-	assert_int_equal(gcs_list_parse(page, strlen(page), collect_cb, &c, &tok, &skipped), 0);
+	assert_int_equal(list(&c, page, strlen(page)), 0);
 	assert_int_equal(c.n, 2);
-	assert_int_equal(skipped, 0);
+	assert_int_equal(c.skipped, 0);
 	assert_string_equal(c.names[0], "p/a.xplane.pb");
 	assert_int_equal(c.sizes[0], 12);
 	assert_true(c.gens[0] == 1700000000000001ULL);
 	assert_true(c.mtimes[0] == 1704164645678000000LL);
 	assert_int_equal(c.sizes[1], 7);
 	assert_int_equal(c.mtimes[1], 0);
-	assert_non_null(tok);
-	assert_string_equal(tok, "tok/1=");
-	free(tok);
+	assert_non_null(c.tok);
+	assert_string_equal(c.tok, "tok/1=");
+	free(c.tok);
 
 	/* last page: no token, no items */
-	tok = (char *)"x";
 	memset(&c, 0, sizeof(c));
-	assert_int_equal(gcs_list_parse("{}", 2, collect_cb, &c, &tok, &skipped), 0);
-	assert_null(tok);
+	c.tok = (char *)"x";
+	assert_int_equal(list(&c, "{}", 2), 0);
+	assert_null(c.tok);
 	assert_int_equal(c.n, 0);
 }
 
@@ -181,26 +189,19 @@ static void test_list_parse_hostile(void **state)
 		"\"updated\":\"garbage\"}"
 		"]}";
 	struct collect c = {0};
-	char *tok = NULL;
-	unsigned skipped = 0;
 
-	assert_int_equal(gcs_list_parse(page, strlen(page), collect_cb, &c, &tok, &skipped), 0);
+	assert_int_equal(list(&c, page, strlen(page)), 0);
 	assert_int_equal(c.n, 1);
 	assert_string_equal(c.names[0], "ok");
 	assert_true(c.sizes[0] == INT64_MAX);
-	assert_int_equal(skipped, 9);
-	assert_null(tok);
+	assert_int_equal(c.skipped, 9);
+	assert_null(c.tok);
 
-	assert_int_equal(gcs_list_parse("[]", 2, collect_cb, &c, &tok, &skipped), -EBADMSG);
-	assert_int_equal(gcs_list_parse("{\"items\":{}}", 12, collect_cb, &c, &tok, &skipped),
-			 -EBADMSG);
-	assert_int_equal(gcs_list_parse("{\"items\":[", 10, collect_cb, &c, &tok, &skipped),
-			 -EBADMSG);
-	assert_int_equal(
-		gcs_list_parse("{\"nextPageToken\":5}", 19, collect_cb, &c, &tok, &skipped),
-		-EBADMSG);
-	assert_int_equal(gcs_list_parse("{\"a\":1,\"a\":2}", 13, collect_cb, &c, &tok, &skipped),
-			 -EBADMSG);
+	assert_int_equal(list(&c, "[]", 2), -EBADMSG);
+	assert_int_equal(list(&c, "{\"items\":{}}", 12), -EBADMSG);
+	assert_int_equal(list(&c, "{\"items\":[", 10), -EBADMSG);
+	assert_int_equal(list(&c, "{\"nextPageToken\":5}", 19), -EBADMSG);
+	assert_int_equal(list(&c, "{\"a\":1,\"a\":2}", 13), -EBADMSG);
 }
 
 static void test_time_parse(void **state)
@@ -323,38 +324,11 @@ static void test_error_message(void **state)
 	assert_string_equal(m, "");
 }
 
-struct names {
-	char v[16][64];
-	int types[16];
-	int n;
-};
-
-static int names_cb(void *arg, const char *name, const struct xprofs_store_stat *st)
-{
-	struct names *n = arg;
-
-	if (n->n >= 16)
-		return -ENOSPC;
-	snprintf(n->v[n->n], sizeof(n->v[0]), "%s", name);
-	n->types[n->n++] = st->type;
-	return 0;
-}
-
-static bool has(const struct names *n, const char *name, int type)
-{
-	int i;
-
-	for (i = 0; i < n->n; i++)
-		if (strcmp(n->v[i], name) == 0 && n->types[i] == type)
-			return true;
-	return false;
-}
-
 static void test_tree(void **state)
 {
 	struct gcs_tree *t = NULL, *t2 = NULL;
 	struct xprofs_store_stat st = {.type = XPROFS_STORE_FILE, .size = 5, .generation = 9}, out;
-	struct names n = {0};
+	struct xt_names n = {0};
 	uint64_t nodes, bytes;
 
 	assert_int_equal(gcs_tree_new(&t), 0);
@@ -367,11 +341,11 @@ static void test_tree(void **state)
 	assert_int_equal(out.size, 5);
 	assert_int_equal(out.generation, 9);
 	assert_int_equal(gcs_tree_stat(t, "nope", &out), -ENOENT);
-	assert_int_equal(gcs_tree_list(t, "run1", names_cb, &n), 0);
+	assert_int_equal(gcs_tree_list(t, "run1", xt_names_add, &n), 0);
 	assert_int_equal(n.n, 2);
-	assert_true(has(&n, "plugins", XPROFS_STORE_DIR));
-	assert_true(has(&n, "events.out", XPROFS_STORE_FILE));
-	assert_int_equal(gcs_tree_list(t, "run1/events.out", names_cb, &n), -ENOTDIR);
+	assert_true(xt_names_has(&n, "plugins", XPROFS_STORE_DIR));
+	assert_true(xt_names_has(&n, "events.out", XPROFS_STORE_FILE));
+	assert_int_equal(gcs_tree_list(t, "run1/events.out", xt_names_add, &n), -ENOTDIR);
 
 	/* replacing a file updates it in place */
 	st.size = 6;
@@ -435,15 +409,8 @@ static void test_tree_many(void **state)
 
 int main(void)
 {
-	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_url_parse),    cmocka_unit_test(test_bucket_rules),
-		cmocka_unit_test(test_endpoint),     cmocka_unit_test(test_pct_encode),
-		cmocka_unit_test(test_list_parse),   cmocka_unit_test(test_list_parse_hostile),
-		cmocka_unit_test(test_time_parse),   cmocka_unit_test(test_ranges),
-		cmocka_unit_test(test_errno_map),    cmocka_unit_test(test_backoff),
-		cmocka_unit_test(test_object_parse), cmocka_unit_test(test_error_message),
-		cmocka_unit_test(test_tree),         cmocka_unit_test(test_tree_many),
-	};
-
-	return cmocka_run_group_tests(tests, NULL, NULL);
+	return XT_RUN_TESTS(test_url_parse, test_bucket_rules, test_endpoint, test_pct_encode,
+			    test_list_parse, test_list_parse_hostile, test_time_parse, test_ranges,
+			    test_errno_map, test_backoff, test_object_parse, test_error_message,
+			    test_tree, test_tree_many);
 }

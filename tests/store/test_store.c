@@ -18,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "testutil.h"
 #include "xprofs/store.h"
 
 struct fx {
@@ -173,31 +174,6 @@ static void test_stat_and_read(void **state)
 	assert_int_equal(xprofs_store_reader_open(f->s, "", &file), -EINVAL);
 }
 
-struct names {
-	char v[16][64];
-	int types[16];
-	int n;
-};
-
-static int collect(void *arg, const char *name, const struct xprofs_store_stat *st)
-{
-	struct names *n = arg;
-
-	if (n->n >= 16)
-		return -E2BIG;
-	snprintf(n->v[n->n], sizeof(n->v[0]), "%s", name);
-	n->types[n->n++] = st->type;
-	return 0;
-}
-
-static int find(const struct names *n, const char *name)
-{
-	for (int i = 0; i < n->n; i++)
-		if (!strcmp(n->v[i], name))
-			return n->types[i];
-	return 0;
-}
-
 /* openat2 is missing on old kernels and under valgrind 3.19: the backend falls back */
 static bool have_openat2(void)
 {
@@ -222,7 +198,7 @@ static void test_list_and_symlinks(void **state)
 	struct fx *f = *state;
 	struct xprofs_store_stat st;
 	struct xprofs_store_reader *file;
-	struct names n = {0};
+	struct xt_names n = {0};
 	char p[512];
 
 	snprintf(p, sizeof(p), "%s/escape", f->dir);
@@ -233,28 +209,28 @@ static void test_list_and_symlinks(void **state)
 	assert_int_equal(mkfifo(p, 0600), 0);
 	put_file(f->dir, ".xprofs-tmp-leftover", "x");
 
-	assert_int_equal(xprofs_store_list(f->s, "", collect, &n), 0);
-	assert_int_equal(find(&n, "run"), XPROFS_STORE_DIR);
-	assert_int_equal(find(&n, "top.txt"), XPROFS_STORE_FILE);
+	assert_int_equal(xprofs_store_list(f->s, "", xt_names_add, &n), 0);
+	assert_int_equal(xt_names_type(&n, "run"), XPROFS_STORE_DIR);
+	assert_int_equal(xt_names_type(&n, "top.txt"), XPROFS_STORE_FILE);
 	/* a symlink inside the root is followed with openat2, hidden by the fallback walk */
-	assert_int_equal(find(&n, "inside"), have_openat2() ? XPROFS_STORE_FILE : 0);
-	assert_int_equal(find(&n, "escape"), 0); /* leaves the root: hidden */
-	assert_int_equal(find(&n, "fifo"), 0);
-	assert_int_equal(find(&n, ".xprofs-tmp-leftover"), 0);
+	assert_int_equal(xt_names_type(&n, "inside"), have_openat2() ? XPROFS_STORE_FILE : 0);
+	assert_int_equal(xt_names_type(&n, "escape"), 0); /* leaves the root: hidden */
+	assert_int_equal(xt_names_type(&n, "fifo"), 0);
+	assert_int_equal(xt_names_type(&n, ".xprofs-tmp-leftover"), 0);
 	assert_int_equal(n.n, have_openat2() ? 3 : 2);
 	assert_int_equal(xprofs_store_stat(f->s, "escape", &st), -ENOENT);
 	assert_int_equal(xprofs_store_stat(f->s, "escape/passwd", &st), -ENOENT);
 	assert_int_equal(xprofs_store_reader_open(f->s, "escape/passwd", &file), -ENOENT);
 	assert_int_equal(xprofs_store_list(f->s, "", stop_at_first, NULL), 42);
-	assert_int_equal(xprofs_store_list(f->s, "nope", collect, &n), -ENOENT);
-	assert_int_equal(xprofs_store_list(f->s, "top.txt", collect, &n), -ENOTDIR);
+	assert_int_equal(xprofs_store_list(f->s, "nope", xt_names_add, &n), -ENOENT);
+	assert_int_equal(xprofs_store_list(f->s, "top.txt", xt_names_add, &n), -ENOTDIR);
 }
 
 static void test_excl_create(void **state)
 {
 	struct fx *f = *state;
 	struct xprofs_store_writer *w, *w2;
-	struct names n = {0};
+	struct xt_names n = {0};
 	char buf[64];
 
 	/* parents are created; nothing is visible before commit */
@@ -266,7 +242,7 @@ static void test_excl_create(void **state)
 	assert_int_equal(xprofs_store_writer_pread(w, buf, sizeof(buf), 0), 6);
 	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)),
 			 -ENOENT);
-	assert_int_equal(xprofs_store_list(f->s, "new/plugins/profile/s", collect, &n), 0);
+	assert_int_equal(xprofs_store_list(f->s, "new/plugins/profile/s", xt_names_add, &n), 0);
 	assert_int_equal(n.n, 0);
 	/* a second exclusive writer for the same path loses at commit */
 	assert_int_equal(xprofs_store_writer_new(f->s, "new/plugins/profile/s/h.xplane.pb",
