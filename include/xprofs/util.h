@@ -147,6 +147,13 @@ int64_t xprofs_mono_ns(void);
 int xprofs_mkdir_p(const char *path) XPROFS_WUR;
 
 /**
+ * xprofs_tmpfile() - an unlinked temporary file in @dir, read-write, close-on-exec:
+ * O_TMPFILE, or where @dir does not support it a "@prefix-XXXXXX" file unlinked
+ * at once. Returns the fd (caller closes it) or -errno.
+ */
+int xprofs_tmpfile(const char *dir, const char *prefix) XPROFS_WUR;
+
+/**
  * xprofs_size_parse() - a byte count: decimal digits with an optional binary
  * suffix K, M, G or T (also "Ki"/"KiB"/"KB" forms) and an optional final
  * "B" ("100B"); no sign, no overflow.

@@ -1,4 +1,5 @@
-/* test_util.c - unit tests for util/: bounded buffers, JSON escaping, readers, log levels. */
+/* test_util.c - unit tests for util/: bounded buffers, JSON escaping, readers, log levels,
+ * temporary files. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -131,13 +134,33 @@ static void test_hash(void **state)
 	assert_true(xprofs_hash64("", 0) == 0xcbf29ce484222325ULL);
 }
 
+static void test_tmpfile(void **state)
+{
+	char dir[] = "/tmp/xprofs-test-tmpfile-XXXXXX";
+	struct stat st;
+	char got[4];
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	fd = xprofs_tmpfile(dir, "t");
+	assert_true(fd >= 0);
+	assert_int_equal(xprofs_write_full(fd, "abc", 3), 0);
+	assert_int_equal(xprofs_pread_full(fd, got, 3, 0), 3);
+	assert_memory_equal(got, "abc", 3);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_nlink, 0); /* never visible in @dir */
+	close(fd);
+	assert_int_equal(rmdir(dir), 0); /* so nothing was left there */
+	assert_int_equal(xprofs_tmpfile("/nonexistent-xprofs-dir", "t"), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_buf_cap),         cmocka_unit_test(test_buf_steal),
 		cmocka_unit_test(test_json_str),        cmocka_unit_test(test_reader_mem),
 		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_hash),
-		cmocka_unit_test(test_size_parse),
+		cmocka_unit_test(test_size_parse),      cmocka_unit_test(test_tmpfile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
