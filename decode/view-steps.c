@@ -40,18 +40,6 @@ static int step_cmp(const void *a, const void *b)
 	return 0;
 }
 
-static int grow_steps(struct steps *st)
-{
-	size_t cap = st->cap ? st->cap * 2 : 64;
-	struct step *s = realloc(st->s, cap * sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	st->s = s;
-	st->cap = cap;
-	return 0;
-}
-
 static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 {
 	struct dec_line_it it;
@@ -89,7 +77,7 @@ static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 		else
 			dec_out_add(&lo, m->name_json, m->name_json_len);
 		dec_opstats_clear(&os);
-		if (lo.r < 0 || (st->n == st->cap && grow_steps(st) < 0)) {
+		if (lo.r < 0 || xprofs_grow(&st->s, &st->cap, st->n, sizeof(*st->s), 64) < 0) {
 			dec_out_deinit(&lo);
 			return -ENOMEM;
 		}

@@ -1,7 +1,8 @@
 /*
- * buf.c - bounded growable buffers and JSON string escaping.
+ * buf.c - bounded growable buffers, growable arrays and JSON string escaping.
  * Growth doubles up to the buffer's max; an append that would pass max fails
- * with -E2BIG and leaves the buffer as it was.
+ * with -E2BIG and leaves the buffer as it was. Arrays (xprofs_grow()) double
+ * too; their callers bound the count.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,6 +55,26 @@ static int buf_reserve(struct xprofs_buf *b, size_t n)
 		return -ENOMEM;
 	b->data = p;
 	b->cap = cap;
+	return 0;
+}
+
+int xprofs_grow(void *arrayp, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t ncap;
+	void *old, *nv;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : first;
+	if (ncap < *cap || ncap > SIZE_MAX / size)
+		return -ENOMEM;
+	/* memcpy, not a cast to void **: @arrayp points to a pointer of another type. */
+	memcpy(&old, arrayp, sizeof(old));
+	nv = realloc(old, ncap * size);
+	if (!nv)
+		return -ENOMEM;
+	memcpy(arrayp, &nv, sizeof(nv));
+	*cap = ncap;
 	return 0;
 }
 

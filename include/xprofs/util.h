@@ -94,6 +94,17 @@ int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *s, size_t n) XPROF
  */
 char *xprofs_buf_steal(struct xprofs_buf *b, size_t *len);
 
+/* ---- growable array --------------------------------------------------- */
+
+/**
+ * xprofs_grow() - make room for element @n of an array of @size-byte elements:
+ * @arrayp is the address of the array pointer (e.g. &v, v NULL at first) and
+ * *@cap its capacity. When @n == *@cap the array is reallocated to @first
+ * elements, then to twice as many each time. 0, or -ENOMEM with the array and
+ * *@cap untouched. The caller still owns the array (free()) and bounds @n.
+ */
+int xprofs_grow(void *arrayp, size_t *cap, size_t n, size_t size, size_t first) XPROFS_WUR;
+
 /* ---- I/O seams -------------------------------------------------------- */
 
 /*

@@ -1,5 +1,5 @@
 /* test_util.c - unit tests for util/: bounded buffers, JSON escaping, readers, log levels,
- * temporary files. */
+ * temporary files, growable arrays. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -134,6 +134,28 @@ static void test_hash(void **state)
 	assert_true(xprofs_hash64("", 0) == 0xcbf29ce484222325ULL);
 }
 
+static void test_grow(void **state)
+{
+	uint32_t *v = NULL;
+	size_t cap = 0, n;
+
+	for (n = 0; n < 100; n++) {
+		assert_int_equal(xprofs_grow(&v, &cap, n, sizeof(*v), 4), 0);
+		assert_true(cap > n);
+		v[n] = (uint32_t)n;
+	}
+	assert_int_equal(cap, 128); /* 4, then doubling */
+	assert_int_equal(xprofs_grow(&v, &cap, 50, sizeof(*v), 4), 0);
+	assert_int_equal(cap, 128); /* room already there: untouched */
+	for (n = 0; n < 100; n++)
+		assert_int_equal(v[n], n);
+	free(v);
+	v = NULL;
+	cap = SIZE_MAX / 2 + 1;
+	assert_int_equal(xprofs_grow(&v, &cap, cap, 1, 4), -ENOMEM);
+	assert_null(v);
+}
+
 static void test_tmpfile(void **state)
 {
 	char dir[] = "/tmp/xprofs-test-tmpfile-XXXXXX";
@@ -157,10 +179,15 @@ static void test_tmpfile(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buf_cap),         cmocka_unit_test(test_buf_steal),
-		cmocka_unit_test(test_json_str),        cmocka_unit_test(test_reader_mem),
-		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_hash),
-		cmocka_unit_test(test_size_parse),      cmocka_unit_test(test_tmpfile),
+		cmocka_unit_test(test_buf_cap),
+		cmocka_unit_test(test_buf_steal),
+		cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_reader_mem),
+		cmocka_unit_test(test_log_level_parse),
+		cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_size_parse),
+		cmocka_unit_test(test_tmpfile),
+		cmocka_unit_test(test_grow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
