@@ -83,7 +83,7 @@ int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *of
 	return 0;
 }
 
-int dec_line_each(struct dec_rctx *rc, size_t li, dec_event_fn fn, void *arg)
+int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg)
 {
 	struct dec_line_it it;
 	struct dec_event e;
@@ -93,6 +93,8 @@ int dec_line_each(struct dec_rctx *rc, size_t li, dec_event_fn fn, void *arg)
 	if ((r = dec_line_begin(rc, li, &it)) < 0)
 		return r;
 	while ((r = dec_line_next(&it, &e)) > 0) {
+		if (stop && stop(arg))
+			return 0;
 		dec_md_gc(rc);
 		if ((r = dec_md_event(rc, e.md, &m)) < 0 || (r = fn(rc, &e, m, arg)) < 0)
 			return r;

@@ -266,7 +266,7 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_
 /* Aggregate one line's events into @a->m; adds to a->events and a->total. */
 static int ops_line(struct dec_rctx *rc, size_t li, struct ops_acc *a)
 {
-	int r = dec_line_each(rc, li, ops_event, a);
+	int r = dec_line_each(rc, li, NULL, ops_event, a);
 
 	while (a->depth > 0)
 		op_finish(a->m, &a->stack[--a->depth]);
