@@ -110,6 +110,14 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 	return r;
 }
 
+/* The renderer of each view, by enum xprofs_view; any other @view is a track. */
+static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_out *o) = {
+	[XPROFS_VIEW_SUMMARY] = dec_view_summary,
+	[XPROFS_VIEW_TRACE] = dec_view_trace,
+	[XPROFS_VIEW_OPS] = dec_view_ops,
+	[XPROFS_VIEW_STEPS] = dec_view_steps,
+};
+
 int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xprofs_sink *sink,
 	       struct xprofs_buf *err)
 {
@@ -127,23 +135,10 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xpr
 	}
 	rctx_init(&rc, x, err);
 	dec_out_init(&o, sink);
-	switch (view) {
-	case XPROFS_VIEW_SUMMARY:
-		r = dec_view_summary(&rc, &o);
-		break;
-	case XPROFS_VIEW_TRACE:
-		r = dec_view_trace(&rc, &o);
-		break;
-	case XPROFS_VIEW_OPS:
-		r = dec_view_ops(&rc, &o);
-		break;
-	case XPROFS_VIEW_STEPS:
-		r = dec_view_steps(&rc, &o);
-		break;
-	default:
+	if (view >= 0 && view < XPROFS_VIEW_COUNT)
+		r = view_fns[view](&rc, &o);
+	else
 		r = dec_view_track(&rc, track, &o);
-		break;
-	}
 	if (r == 0)
 		r = o.r;
 	if (r == 0)
