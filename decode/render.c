@@ -60,27 +60,17 @@ int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *of
 {
 	struct dec_cur *c = &it->rc->ev;
 	const uint8_t *p;
-	uint32_t f;
-	int wt, r;
+	int r;
 
-	while (c->pos < it->end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			return r;
-		if (f != XLINE_F_EVENTS) {
-			if ((r = dec_skip(c, wt)) < 0)
-				return r;
-			continue;
-		}
-		if ((r = dec_len_field(c, wt, "XLine", f, len)) < 0 ||
-		    (r = dec_at(c, c->pos, (size_t)*len, &p)) < 0)
-			return r;
-		if (dec_parse_event(p, p + *len, h) < 0)
-			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-		*off = c->pos;
-		c->pos += *len;
-		return 1;
-	}
-	return 0;
+	if ((r = dec_next_len_field(c, it->end, "XLine", XLINE_F_EVENTS, len)) <= 0)
+		return r;
+	if ((r = dec_at(c, c->pos, (size_t)*len, &p)) < 0)
+		return r;
+	if (dec_parse_event(p, p + *len, h) < 0)
+		return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+	*off = c->pos;
+	c->pos += *len;
+	return 1;
 }
 
 int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg)

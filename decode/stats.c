@@ -295,21 +295,11 @@ int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_
 {
 	uint64_t pos = c->pos, end = c->end, mend = off + len, slen, send;
 	struct dec_statv s;
-	uint32_t f;
-	int wt, r = 0;
+	int r;
 
 	c->pos = off;
 	c->end = mend;
-	while (c->pos < mend) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			goto out;
-		if (f != field) {
-			if ((r = dec_skip(c, wt)) < 0)
-				goto out;
-			continue;
-		}
-		if ((r = dec_len_field(c, wt, "stats", f, &slen)) < 0)
-			goto out;
+	while ((r = dec_next_len_field(c, mend, "stats", field, &slen)) > 0) {
 		send = c->pos + slen;
 		if (slen <= 4096) {
 			const uint8_t *p;

@@ -394,4 +394,26 @@ static inline int dec_len_field(struct dec_cur *c, int wt, const char *msg, uint
 	return r < 0 ? r : dec_len(c, len);
 }
 
+/*
+ * dec_next_len_field() - skip the other fields up to the next LEN field @field
+ * of @msg before @end: 1 with *@len its length and the cursor at its value,
+ * 0 when @end is reached, or -errno.
+ */
+static inline int dec_next_len_field(struct dec_cur *c, uint64_t end, const char *msg,
+				     uint32_t field, uint64_t *len)
+{
+	uint32_t f;
+	int wt, r;
+
+	while (c->pos < end) {
+		if ((r = dec_tag(c, &f, &wt)) < 0)
+			return r;
+		if (f == field)
+			return (r = dec_len_field(c, wt, msg, f, len)) < 0 ? r : 1;
+		if ((r = dec_skip(c, wt)) < 0)
+			return r;
+	}
+	return 0;
+}
+
 #endif
