@@ -159,12 +159,7 @@ out:
  */
 static int resumable_start(struct gcs_store *s, struct gcs_writer *w, uint64_t size, char **session)
 {
-	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD,
-			     .method = "POST",
-			     .idempotent = true,
-			     .send_body = true,
-			     .body = "{}",
-			     .body_len = 2};
+	struct gcs_req rq = GCS_REQ_POST_EMPTY_JSON(GCS_REQ_UPLOAD);
 	struct xprofs_buf url;
 	char len_hdr[64];
 	int r;
