@@ -167,10 +167,14 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* The characters JSON escapes as a backslash and one character, and those characters. */
+static const char json_short_from[] = "\"\\\n\r\t", json_short_to[] = "\"\\nrt";
+
 int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t start = b->len, i = 0, run;
+	const char *short_esc;
 	char esc[8];
 	int r;
 
@@ -200,23 +204,12 @@ int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *str, size_t n)
 			i += l;
 			continue;
 		}
-		switch (s[i]) {
-		case '"':
-			r = xprofs_buf_add(b, "\\\"", 2);
-			break;
-		case '\\':
-			r = xprofs_buf_add(b, "\\\\", 2);
-			break;
-		case '\n':
-			r = xprofs_buf_add(b, "\\n", 2);
-			break;
-		case '\r':
-			r = xprofs_buf_add(b, "\\r", 2);
-			break;
-		case '\t':
-			r = xprofs_buf_add(b, "\\t", 2);
-			break;
-		default:
+		short_esc = memchr(json_short_from, s[i], sizeof(json_short_from) - 1);
+		if (short_esc) {
+			esc[0] = '\\';
+			esc[1] = json_short_to[short_esc - json_short_from];
+			r = xprofs_buf_add(b, esc, 2);
+		} else {
 			snprintf(esc, sizeof(esc), "\\u%04x", s[i]);
 			r = xprofs_buf_add(b, esc, 6);
 		}

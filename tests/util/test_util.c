@@ -56,6 +56,9 @@ static void test_json_str(void **state)
 	assert_int_equal(xprofs_buf_add_json_str(&b, "a\"b\\c\n\x01", 7), 0);
 	assert_string_equal(b.data, "\"a\\\"b\\\\c\\n\\u0001\"");
 	xprofs_buf_reset(&b);
+	assert_int_equal(xprofs_buf_add_json_str(&b, "\r\t\b\x1f", 4), 0);
+	assert_string_equal(b.data, "\"\\r\\t\\u0008\\u001f\"");
+	xprofs_buf_reset(&b);
 	/* valid UTF-8 passes, invalid bytes become U+FFFD, embedded NUL is escaped */
 	assert_int_equal(xprofs_buf_add_json_str(&b, "\xc3\xa9\xff\x00z", 5), 0);
 	assert_string_equal(b.data, "\"\xc3\xa9\xef\xbf\xbd\\u0000z\"");
