@@ -22,9 +22,7 @@ void xprofs_buf_init(struct xprofs_buf *b, size_t max)
 void xprofs_buf_deinit(struct xprofs_buf *b)
 {
 	free(b->data);
-	b->data = NULL;
-	b->len = 0;
-	b->cap = 0;
+	xprofs_buf_init(b, b->max); /* empty and reusable, with the same max */
 }
 
 void xprofs_buf_reset(struct xprofs_buf *b)
