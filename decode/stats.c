@@ -111,17 +111,14 @@ static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_
 	const uint8_t *b = p, *data = p;
 	uint64_t v;
 	uint32_t f;
-	int wt, want;
+	int known;
 
 	memset(s, 0, sizeof(*s));
 	while (p < e) {
-		if (rd_field(&p, e, &f, &wt, &v, &data) < 0)
+		if ((known = rd_known_field(&p, e, xstat_field_wire, &f, &v, &data)) < 0)
 			return -1;
-		if ((want = xstat_field_wire(f)) < 0)
-			continue;
-		if (wt != want)
-			return -1;
-		stat_field(s, f, v, off + (uint64_t)(data - b));
+		if (known)
+			stat_field(s, f, v, off + (uint64_t)(data - b));
 	}
 	return 0;
 }
