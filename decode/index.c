@@ -296,7 +296,7 @@ static int md_finish(struct dec_mdix *ix)
 static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t *n, size_t *cap)
 {
 	struct dec_cur *c = &ix->c;
-	uint64_t end = c->pos + len, saved_end = c->end, v, vlen;
+	uint64_t end = c->pos + len, saved_end = c->end, vlen;
 	struct dec_md e = {0, 0, 0};
 	uint32_t f;
 	int wt, r;
@@ -309,9 +309,8 @@ static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == MAPENTRY_F_KEY) {
-			if ((r = dec_varint_field(c, wt, "map entry", f, &v)) < 0)
+			if ((r = dec_i64_field(c, wt, "map entry", f, &e.key)) < 0)
 				return r;
-			e.key = (int64_t)v;
 		} else if (f == MAPENTRY_F_VALUE) {
 			if ((r = dec_len_field(c, wt, "map entry", f, &vlen)) < 0)
 				return r;
@@ -331,7 +330,7 @@ static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t
 static int ix_plane(struct ix *ix, struct pslot *ps)
 {
 	struct dec_cur *c = &ix->c;
-	uint64_t end = ps->span.off + ps->span.len, v, sub;
+	uint64_t end = ps->span.off + ps->span.len, sub;
 	size_t ev_cap = 0, st_cap = 0, stats_cap = 0;
 	struct dec_plane *p = &ps->p;
 	uint32_t f;
@@ -344,9 +343,8 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == XPLANE_F_ID) {
-			if ((r = dec_varint_field(c, wt, "XPlane", f, &v)) < 0)
+			if ((r = dec_i64_field(c, wt, "XPlane", f, &p->id)) < 0)
 				return r;
-			p->id = (int64_t)v;
 			continue;
 		}
 		if (f < XPLANE_F_NAME || f > XPLANE_F_STATS) {

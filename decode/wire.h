@@ -401,6 +401,18 @@ static inline int dec_varint_field(struct dec_cur *c, int wt, const char *msg, u
 	return r < 0 ? r : dec_varint(c, v);
 }
 
+/* dec_i64_field() - an int64 field (a varint, two's complement) into *@out. */
+static inline int dec_i64_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
+				int64_t *out)
+{
+	uint64_t v;
+	int r = dec_varint_field(c, wt, msg, field, &v);
+
+	if (r == 0)
+		*out = (int64_t)v;
+	return r;
+}
+
 /* dec_len_field() - the length of LEN field @field of @msg, its wire type @wt checked. */
 static inline int dec_len_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
 				uint64_t *len)
