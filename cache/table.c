@@ -331,17 +331,8 @@ static int scan_dir(const char *dir, struct scanned **out, size_t *count)
 		if (fstatat(dirfd(d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode))
 			continue;
-		if (n == cap) {
-			size_t ncap = cap ? cap * 2 : 256;
-			struct scanned *nv = realloc(v, ncap * sizeof(*v));
-
-			if (!nv) {
-				r = -ENOMEM;
-				goto out;
-			}
-			v = nv;
-			cap = ncap;
-		}
+		if ((r = xprofs_grow(&v, &cap, n, sizeof(*v), 256)) < 0)
+			goto out;
 		v[n++] = (struct scanned){{id[0], id[1]},
 					  (uint64_t)st.st_size,
 					  st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec};

@@ -237,16 +237,13 @@ static int resp_data(void *arg, const uint8_t *p, size_t n)
 				case 0:
 					r->st = ST_VARINT;
 					break;
-				case 1:
-					r->st = ST_SKIP;
-					r->fleft = 8;
-					break;
 				case 2:
 					r->st = ST_LEN;
 					break;
-				case 5:
+				case 1: /* fixed64 */
+				case 5: /* fixed32 */
 					r->st = ST_SKIP;
-					r->fleft = 4;
+					r->fleft = r->wire == 1 ? 8 : 4;
 					break;
 				default:
 					return -EPROTO; /* groups and undefined types */

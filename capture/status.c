@@ -131,17 +131,8 @@ int xprofs_capture_status(struct xprofs_capture *c, const char *run, struct xpro
 			rr = cr->rej_reason;
 		}
 		for (struct capture_session *s = cr->head; s; s = s->next) {
-			if (n == cap) {
-				size_t nc = cap ? cap * 2 : 64;
-				struct capture_session **na = realloc(all, nc * sizeof(*na));
-
-				if (!na) {
-					r = -ENOMEM;
-					goto out;
-				}
-				all = na;
-				cap = nc;
-			}
+			if ((r = xprofs_grow(&all, &cap, n, sizeof(*all), 64)) < 0)
+				goto out;
 			all[n++] = s;
 		}
 	}

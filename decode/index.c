@@ -64,25 +64,6 @@ static int ix_count(struct ix *ix, size_t n)
 	return 0;
 }
 
-/* Grow *arr (of @size-byte items, *cap of them) to hold @n. */
-static int grow(void *arr, size_t *cap, size_t n, size_t size)
-{
-	void **a = arr;
-	size_t c = *cap ? *cap : 8;
-	void *p;
-
-	if (n <= *cap)
-		return 0;
-	while (c < n)
-		c *= 2;
-	p = realloc(*a, c * size);
-	if (!p)
-		return -ENOMEM;
-	*a = p;
-	*cap = c;
-	return 0;
-}
-
 /* Read a name at the cursor (cut to DEC_NAME_MAX). Caller owns *out. */
 static int ix_string(struct ix *ix, char **out, size_t *out_len)
 {
@@ -239,7 +220,7 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 	if (atomic_fetch_add(&ix->oc->lines, 1) >= DEC_LINES_MAX)
 		return dec_fail(c, "profile has more than %zu lines", DEC_LINES_MAX);
 	if ((r = ix_count(ix, 1)) < 0 ||
-	    (r = grow(&ps->lines, &ps->lines_cap, ps->n_lines + 1, sizeof(*ps->lines))) < 0)
+	    (r = xprofs_grow(&ps->lines, &ps->lines_cap, ps->n_lines, sizeof(*ps->lines), 8)) < 0)
 		return r;
 	a.l = &ps->lines[ps->n_lines++];
 	memset(a.l, 0, sizeof(*a.l));
@@ -315,12 +296,12 @@ static int md_finish(struct dec_mdix *ix)
 static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t *n, size_t *cap)
 {
 	struct dec_cur *c = &ix->c;
-	uint64_t end = c->pos + len, saved_end = c->end, v, vlen;
+	uint64_t end = c->pos + len, saved_end = c->end, vlen;
 	struct dec_md e = {0, 0, 0};
 	uint32_t f;
 	int wt, r;
 
-	if ((r = ix_count(ix, 1)) < 0 || (r = grow(arr, cap, *n + 1, sizeof(**arr))) < 0)
+	if ((r = ix_count(ix, 1)) < 0 || (r = xprofs_grow(arr, cap, *n, sizeof(**arr), 8)) < 0)
 		return r;
 	e.off = end; /* absent value: an empty message */
 	c->end = end;
@@ -328,9 +309,8 @@ static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == MAPENTRY_F_KEY) {
-			if ((r = dec_varint_field(c, wt, "map entry", f, &v)) < 0)
+			if ((r = dec_i64_field(c, wt, "map entry", f, &e.key)) < 0)
 				return r;
-			e.key = (int64_t)v;
 		} else if (f == MAPENTRY_F_VALUE) {
 			if ((r = dec_len_field(c, wt, "map entry", f, &vlen)) < 0)
 				return r;
@@ -350,7 +330,7 @@ static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t
 static int ix_plane(struct ix *ix, struct pslot *ps)
 {
 	struct dec_cur *c = &ix->c;
-	uint64_t end = ps->span.off + ps->span.len, v, sub;
+	uint64_t end = ps->span.off + ps->span.len, sub;
 	size_t ev_cap = 0, st_cap = 0, stats_cap = 0;
 	struct dec_plane *p = &ps->p;
 	uint32_t f;
@@ -363,9 +343,8 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == XPLANE_F_ID) {
-			if ((r = dec_varint_field(c, wt, "XPlane", f, &v)) < 0)
+			if ((r = dec_i64_field(c, wt, "XPlane", f, &p->id)) < 0)
 				return r;
-			p->id = (int64_t)v;
 			continue;
 		}
 		if (f < XPLANE_F_NAME || f > XPLANE_F_STATS) {
@@ -395,8 +374,8 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 			break;
 		case XPLANE_F_STATS:
 			if ((r = ix_count(ix, 1)) < 0 ||
-			    (r = grow(&p->stats, &stats_cap, p->n_stats + 1, sizeof(*p->stats))) <
-				    0)
+			    (r = xprofs_grow(&p->stats, &stats_cap, p->n_stats, sizeof(*p->stats),
+					     8)) < 0)
 				break;
 			p->stats[p->n_stats++] = (struct dec_span){c->pos, sub};
 			break;
@@ -458,8 +437,8 @@ static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 						DEC_PLANES_MAX);
 			if ((r = dec_len_field(c, wt, "XSpace", f, &len)) < 0 ||
 			    (r = ix_count(ix, 1)) < 0 ||
-			    (r = grow(&oc->slots, &oc->slots_cap, oc->n_slots + 1,
-				      sizeof(*oc->slots))) < 0)
+			    (r = xprofs_grow(&oc->slots, &oc->slots_cap, oc->n_slots,
+					     sizeof(*oc->slots), 8)) < 0)
 				return r;
 			ps = &oc->slots[oc->n_slots++];
 			memset(ps, 0, sizeof(*ps));

@@ -211,8 +211,13 @@ static inline int dec_line_next(struct dec_line_it *it, struct dec_event *e)
 /* A per-event callback: @m is @e's metadata (borrowed until the next event); <0 stops. */
 typedef int (*dec_event_fn)(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
 			    void *arg);
-/* dec_line_each() - call @fn for each event of line @li in file order; 0, or the first error. */
-int dec_line_each(struct dec_rctx *rc, size_t li, dec_event_fn fn, void *arg);
+/* A stop test, asked before each event's metadata is looked up: true ends the walk with 0. */
+typedef bool (*dec_stop_fn)(void *arg);
+/*
+ * dec_line_each() - call @fn for each event of line @li in file order, until
+ * @stop (NULL: never) says enough; 0, or the first error.
+ */
+int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg);
 
 /* dec_event_stats() - "k":v pairs of @m's then @e's stats; *first tracks commas. */
 int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct dec_event *e,

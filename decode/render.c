@@ -60,30 +60,20 @@ int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *of
 {
 	struct dec_cur *c = &it->rc->ev;
 	const uint8_t *p;
-	uint32_t f;
-	int wt, r;
+	int r;
 
-	while (c->pos < it->end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			return r;
-		if (f != XLINE_F_EVENTS) {
-			if ((r = dec_skip(c, wt)) < 0)
-				return r;
-			continue;
-		}
-		if ((r = dec_len_field(c, wt, "XLine", f, len)) < 0 ||
-		    (r = dec_at(c, c->pos, (size_t)*len, &p)) < 0)
-			return r;
-		if (dec_parse_event(p, p + *len, h) < 0)
-			return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-		*off = c->pos;
-		c->pos += *len;
-		return 1;
-	}
-	return 0;
+	if ((r = dec_next_len_field(c, it->end, "XLine", XLINE_F_EVENTS, len)) <= 0)
+		return r;
+	if ((r = dec_at(c, c->pos, (size_t)*len, &p)) < 0)
+		return r;
+	if (dec_parse_event(p, p + *len, h) < 0)
+		return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+	*off = c->pos;
+	c->pos += *len;
+	return 1;
 }
 
-int dec_line_each(struct dec_rctx *rc, size_t li, dec_event_fn fn, void *arg)
+int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg)
 {
 	struct dec_line_it it;
 	struct dec_event e;
@@ -93,6 +83,8 @@ int dec_line_each(struct dec_rctx *rc, size_t li, dec_event_fn fn, void *arg)
 	if ((r = dec_line_begin(rc, li, &it)) < 0)
 		return r;
 	while ((r = dec_line_next(&it, &e)) > 0) {
+		if (stop && stop(arg))
+			return 0;
 		dec_md_gc(rc);
 		if ((r = dec_md_event(rc, e.md, &m)) < 0 || (r = fn(rc, &e, m, arg)) < 0)
 			return r;
@@ -107,6 +99,14 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 		(void)!xprofs_buf_printf(err, "%s: %s", what, strerror(-r));
 	return r;
 }
+
+/* The renderer of each view, by enum xprofs_view; any other @view is a track. */
+static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_out *o) = {
+	[XPROFS_VIEW_SUMMARY] = dec_view_summary,
+	[XPROFS_VIEW_TRACE] = dec_view_trace,
+	[XPROFS_VIEW_OPS] = dec_view_ops,
+	[XPROFS_VIEW_STEPS] = dec_view_steps,
+};
 
 int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xprofs_sink *sink,
 	       struct xprofs_buf *err)
@@ -125,23 +125,10 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xpr
 	}
 	rctx_init(&rc, x, err);
 	dec_out_init(&o, sink);
-	switch (view) {
-	case XPROFS_VIEW_SUMMARY:
-		r = dec_view_summary(&rc, &o);
-		break;
-	case XPROFS_VIEW_TRACE:
-		r = dec_view_trace(&rc, &o);
-		break;
-	case XPROFS_VIEW_OPS:
-		r = dec_view_ops(&rc, &o);
-		break;
-	case XPROFS_VIEW_STEPS:
-		r = dec_view_steps(&rc, &o);
-		break;
-	default:
+	if (view >= 0 && view < XPROFS_VIEW_COUNT)
+		r = view_fns[view](&rc, &o);
+	else
 		r = dec_view_track(&rc, track, &o);
-		break;
-	}
 	if (r == 0)
 		r = o.r;
 	if (r == 0)

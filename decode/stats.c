@@ -111,17 +111,14 @@ static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_
 	const uint8_t *b = p, *data = p;
 	uint64_t v;
 	uint32_t f;
-	int wt, want;
+	int known;
 
 	memset(s, 0, sizeof(*s));
 	while (p < e) {
-		if (rd_field(&p, e, &f, &wt, &v, &data) < 0)
+		if ((known = rd_known_field(&p, e, xstat_field_wire, &f, &v, &data)) < 0)
 			return -1;
-		if ((want = xstat_field_wire(f)) < 0)
-			continue;
-		if (wt != want)
-			return -1;
-		stat_field(s, f, v, off + (uint64_t)(data - b));
+		if (known)
+			stat_field(s, f, v, off + (uint64_t)(data - b));
 	}
 	return 0;
 }
@@ -295,21 +292,11 @@ int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_
 {
 	uint64_t pos = c->pos, end = c->end, mend = off + len, slen, send;
 	struct dec_statv s;
-	uint32_t f;
-	int wt, r = 0;
+	int r;
 
 	c->pos = off;
 	c->end = mend;
-	while (c->pos < mend) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
-			goto out;
-		if (f != field) {
-			if ((r = dec_skip(c, wt)) < 0)
-				goto out;
-			continue;
-		}
-		if ((r = dec_len_field(c, wt, "stats", f, &slen)) < 0)
-			goto out;
+	while ((r = dec_next_len_field(c, mend, "stats", field, &slen)) > 0) {
 		send = c->pos + slen;
 		if (slen <= 4096) {
 			const uint8_t *p;

@@ -72,6 +72,7 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 {
 	size_t h;
 	struct op *op;
+	int r;
 
 	if (!m->slot && opmap_rehash(m, 1024) < 0)
 		return -ENOMEM;
@@ -87,15 +88,8 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 		name = "(other)";
 		category = "";
 	}
-	if (m->n == m->cap) {
-		size_t cap = m->cap ? m->cap * 2 : 256;
-		struct op *o = realloc(m->ops, cap * sizeof(*o));
-
-		if (!o)
-			return -ENOMEM;
-		m->ops = o;
-		m->cap = cap;
-	}
+	if ((r = xprofs_grow(&m->ops, &m->cap, m->n, sizeof(*m->ops), 256)) < 0)
+		return r;
 	op = &m->ops[m->n];
 	memset(op, 0, sizeof(*op));
 	op->name = strdup(name);
@@ -272,7 +266,7 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_
 /* Aggregate one line's events into @a->m; adds to a->events and a->total. */
 static int ops_line(struct dec_rctx *rc, size_t li, struct ops_acc *a)
 {
-	int r = dec_line_each(rc, li, ops_event, a);
+	int r = dec_line_each(rc, li, NULL, ops_event, a);
 
 	while (a->depth > 0)
 		op_finish(a->m, &a->stack[--a->depth]);

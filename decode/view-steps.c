@@ -27,6 +27,7 @@ struct steps {
 	struct step *s;
 	size_t n, cap;
 	bool cut;
+	size_t plane; /* of the line being collected */
 };
 
 static int step_cmp(const void *a, const void *b)
@@ -40,72 +41,65 @@ static int step_cmp(const void *a, const void *b)
 	return 0;
 }
 
-static int grow_steps(struct steps *st)
+/* A dec_stop_fn: the step cap, checked before an event's metadata is looked up. */
+static bool steps_full(void *arg)
 {
-	size_t cap = st->cap ? st->cap * 2 : 64;
-	struct step *s = realloc(st->s, cap * sizeof(*s));
+	struct steps *st = arg;
 
-	if (!s)
+	if (st->n < STEPS_MAX)
+		return false;
+	st->cut = true;
+	return true;
+}
+
+/* A dec_event_fn: one step of the "Steps" line being collected (arg: struct steps). */
+static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
+		       void *arg)
+{
+	struct steps *st = arg;
+	struct dec_opstats os = {0};
+	struct step *s;
+	struct dec_out lo;
+	int r;
+
+	if (e->has_stats &&
+	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
+		dec_opstats_clear(&os);
+		return r;
+	}
+	dec_out_init(&lo, NULL);
+	if (os.has_step_num)
+		dec_out_i64(&lo, os.step_num);
+	else if (m->has_step_num)
+		dec_out_i64(&lo, m->step_num);
+	else if (os.step_name)
+		dec_out_cstr(&lo, os.step_name);
+	else
+		dec_out_add(&lo, m->name_json, m->name_json_len);
+	dec_opstats_clear(&os);
+	if (lo.r < 0 || xprofs_grow(&st->s, &st->cap, st->n, sizeof(*st->s), 64) < 0) {
+		dec_out_deinit(&lo);
 		return -ENOMEM;
-	st->s = s;
-	st->cap = cap;
+	}
+	s = &st->s[st->n++];
+	s->plane = st->plane;
+	s->start = e->start_ps;
+	s->dur = e->duration_ps;
+	s->device = 0;
+	s->label = dec_out_steal(&lo, NULL);
+	dec_out_deinit(&lo);
+	if (!s->label) {
+		st->n--;
+		return -ENOMEM;
+	}
 	return 0;
 }
 
 static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 {
-	struct dec_line_it it;
-	struct dec_event e;
-	struct dec_evmd *m;
-	int r;
-
-	if ((r = dec_line_begin(rc, li, &it)) < 0)
-		return r;
-	while ((r = dec_line_next(&it, &e)) > 0) {
-		struct dec_opstats os = {0};
-		struct step *s;
-		struct dec_out lo;
-
-		if (st->n >= STEPS_MAX) {
-			st->cut = true;
-			return 0;
-		}
-		dec_md_gc(rc);
-		if ((r = dec_md_event(rc, e.md, &m)) < 0)
-			return r;
-		if (e.has_stats &&
-		    (r = dec_walk_stats(rc, &rc->ev, e.stats_off, e.off + e.len - e.stats_off,
-					XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
-			dec_opstats_clear(&os);
-			return r;
-		}
-		dec_out_init(&lo, NULL);
-		if (os.has_step_num)
-			dec_out_i64(&lo, os.step_num);
-		else if (m->has_step_num)
-			dec_out_i64(&lo, m->step_num);
-		else if (os.step_name)
-			dec_out_cstr(&lo, os.step_name);
-		else
-			dec_out_add(&lo, m->name_json, m->name_json_len);
-		dec_opstats_clear(&os);
-		if (lo.r < 0 || (st->n == st->cap && grow_steps(st) < 0)) {
-			dec_out_deinit(&lo);
-			return -ENOMEM;
-		}
-		s = &st->s[st->n++];
-		s->plane = rc->x->lines[li].plane;
-		s->start = e.start_ps;
-		s->dur = e.duration_ps;
-		s->device = 0;
-		s->label = dec_out_steal(&lo, NULL);
-		dec_out_deinit(&lo);
-		if (!s->label) {
-			st->n--;
-			return -ENOMEM;
-		}
-	}
-	return r;
+	st->plane = rc->x->lines[li].plane;
+	return dec_line_each(rc, li, steps_full, steps_event, st);
 }
 
 /* Add the overlap of [start, end) to the steps of plane range [a, b). */

@@ -101,7 +101,7 @@ static int trace_line(struct dec_rctx *rc, struct dec_out *o, uint64_t pid, size
 	tl.prelen[2] = snprintf(tl.pre[2], sizeof(tl.pre[2]),
 				",\n{\"ph\":\"C\",\"pid\":%zu,\"tid\":%zu,\"ts\":", (size_t)pid,
 				(size_t)tid);
-	return dec_line_each(rc, li, trace_event, &tl);
+	return dec_line_each(rc, li, NULL, trace_event, &tl);
 }
 
 int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)

@@ -64,7 +64,7 @@ int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o)
 	dec_out_key_i64(o, ",\"timestamp_ns\":", l->timestamp_ns);
 	dec_out_key_i64(o, ",\"duration_ps\":", l->duration_ps);
 	OUT_LIT(o, ",\"events\":[");
-	if ((r = dec_line_each(rc, li, track_event, &ts)) < 0)
+	if ((r = dec_line_each(rc, li, NULL, track_event, &ts)) < 0)
 		return r;
 	OUT_LIT(o, "]}\n");
 	return 0;

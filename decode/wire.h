@@ -160,6 +160,24 @@ static inline __attribute__((always_inline)) int rd_field(const uint8_t **pp, co
 	return 0;
 }
 
+/*
+ * rd_known_field() - rd_field() checked against a message's schema: 1 for a
+ * field @wire_of knows, with the wire type it must have; 0 for an unknown
+ * field (skipped); -1 when malformed or of the wrong wire type.
+ */
+static inline __attribute__((always_inline)) int
+rd_known_field(const uint8_t **pp, const uint8_t *e, int (*wire_of)(uint32_t f), uint32_t *f,
+	       uint64_t *v, const uint8_t **data)
+{
+	int wt, want;
+
+	if (rd_field(pp, e, f, &wt, v, data) < 0)
+		return -1;
+	if ((want = wire_of(*f)) < 0)
+		return 0;
+	return wt == want ? 1 : -1;
+}
+
 /* The header fields of one XEvent (its stats are only noted, not read). */
 struct dec_evhdr {
 	int64_t md, offset_ps, duration_ps, num;
@@ -210,7 +228,7 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 	while (p < e) {
 		const uint8_t *fs;
 		uint32_t f;
-		int wt, want;
+		int known;
 
 		/* a run of stats (short length): the common case, skipped tightly */
 		if (p[0] == TAG_XEVENT_STAT && e - p >= 2 && p[1] < 0x80) {
@@ -226,12 +244,10 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 			continue;
 		}
 		fs = p;
-		if (rd_field(&p, e, &f, &wt, &v, &data) < 0)
+		if ((known = rd_known_field(&p, e, xevent_field_wire, &f, &v, &data)) < 0)
 			return -1;
-		if ((want = xevent_field_wire(f)) < 0)
+		if (!known)
 			continue;
-		if (wt != want)
-			return -1;
 		switch (f) {
 		case XEVENT_F_METADATA_ID:
 			h->md = (int64_t)v;
@@ -385,6 +401,18 @@ static inline int dec_varint_field(struct dec_cur *c, int wt, const char *msg, u
 	return r < 0 ? r : dec_varint(c, v);
 }
 
+/* dec_i64_field() - an int64 field (a varint, two's complement) into *@out. */
+static inline int dec_i64_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
+				int64_t *out)
+{
+	uint64_t v;
+	int r = dec_varint_field(c, wt, msg, field, &v);
+
+	if (r == 0)
+		*out = (int64_t)v;
+	return r;
+}
+
 /* dec_len_field() - the length of LEN field @field of @msg, its wire type @wt checked. */
 static inline int dec_len_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
 				uint64_t *len)
@@ -392,6 +420,28 @@ static inline int dec_len_field(struct dec_cur *c, int wt, const char *msg, uint
 	int r = dec_expect(c, wt, WT_LEN, msg, field);
 
 	return r < 0 ? r : dec_len(c, len);
+}
+
+/*
+ * dec_next_len_field() - skip the other fields up to the next LEN field @field
+ * of @msg before @end: 1 with *@len its length and the cursor at its value,
+ * 0 when @end is reached, or -errno.
+ */
+static inline int dec_next_len_field(struct dec_cur *c, uint64_t end, const char *msg,
+				     uint32_t field, uint64_t *len)
+{
+	uint32_t f;
+	int wt, r;
+
+	while (c->pos < end) {
+		if ((r = dec_tag(c, &f, &wt)) < 0)
+			return r;
+		if (f == field)
+			return (r = dec_len_field(c, wt, msg, f, len)) < 0 ? r : 1;
+		if ((r = dec_skip(c, wt)) < 0)
+			return r;
+	}
+	return 0;
 }
 
 #endif

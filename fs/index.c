@@ -61,19 +61,12 @@ struct ents {
 static int ents_add(void *arg, const char *name, const struct xprofs_store_stat *st)
 {
 	struct ents *e = arg;
-	struct ent *nv;
+	int r;
 
 	if (*e->budget == 0)
 		return -E2BIG;
-	if (e->n == e->cap) {
-		size_t cap = e->cap ? e->cap * 2 : 16;
-
-		nv = realloc(e->v, cap * sizeof(*nv));
-		if (!nv)
-			return -ENOMEM;
-		e->v = nv;
-		e->cap = cap;
-	}
+	if ((r = xprofs_grow(&e->v, &e->cap, e->n, sizeof(*e->v), 16)) < 0)
+		return r;
 	e->v[e->n].name = strdup(name);
 	if (!e->v[e->n].name)
 		return -ENOMEM;

@@ -472,12 +472,13 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 		break;
 	case FS_FH_MEM:
 	case FS_FH_CAPTURE:
-		if ((uint64_t)off >= fh->size) {
-			r = 0;
-			break;
+		r = 0;
+		if ((uint64_t)off < fh->size) {
+			uint64_t left = fh->size - (uint64_t)off;
+
+			r = (ssize_t)(left < size ? left : size);
+			memcpy(buf, fh->mem + off, (size_t)r);
 		}
-		r = (ssize_t)(fh->size - (uint64_t)off < size ? fh->size - (uint64_t)off : size);
-		memcpy(buf, fh->mem + off, (size_t)r);
 		break;
 	default:
 		r = -EBADF;

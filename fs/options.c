@@ -131,11 +131,13 @@ void fs_options_free(struct fs_options *o)
 {
 	free(o->source);
 	free(o->mountpoint);
-	free(o->cache_dir);
-	free(o->cache_max);
-	free(o->loglevel);
-	free(o->endpoint);
-	free(o->credentials);
+	/* the strings fuse_opt_parse() allocates: the table's "...=%s" members */
+	for (const struct fuse_opt *t = fs_opts; t->templ; t++) {
+		size_t n = strlen(t->templ);
+
+		if (t->offset != -1U && n >= 2 && !strcmp(t->templ + n - 2, "%s"))
+			free(*(char **)((char *)o + t->offset));
+	}
 }
 
 static char *default_cache_dir(void)

@@ -456,23 +456,6 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 	return xprofs_xspace_render_track(p->x, (size_t)i, out, err);
 }
 
-/* tmp_fd() - an unlinked temporary file in ctx->tmp_dir; caller owns the fd. */
-static int tmp_fd(struct fs_ctx *ctx)
-{
-	char tmpl[PATH_MAX];
-	int fd;
-
-	fd = open(ctx->tmp_dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		return fd;
-	snprintf(tmpl, sizeof(tmpl), "%s/xprofs-render-XXXXXX", ctx->tmp_dir);
-	fd = mkostemp(tmpl, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	unlink(tmpl);
-	return fd;
-}
-
 /*
  * A sink into a cache writer that remembers the writer's own error, so that a
  * failed render can tell "the cache refused the bytes" (too big for the cap,
@@ -612,7 +595,7 @@ int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh
 		FS_CNT(ctx, renders);
 		r = ctx->cache ? render_cached(ctx, t, &p, &id, &err, &e) : RENDER_NO_CACHE;
 		if (r == RENDER_NO_CACHE) {
-			fd = tmp_fd(ctx);
+			fd = xprofs_tmpfile(ctx->tmp_dir, "xprofs-render");
 			if (fd < 0) {
 				r = fd;
 				goto out_sf;

@@ -267,23 +267,26 @@ static void lru_del(struct blk *b)
 	}
 }
 
+/* Link @b (not on the list) between the neighbours @prev and @next. */
+static void lru_link(struct blk *b, struct blk *prev, struct blk *next)
+{
+	b->lru_prev = prev;
+	b->lru_next = next;
+	prev->lru_next = b;
+	next->lru_prev = b;
+}
+
 static void lru_push(struct gcs_store *s, struct blk *b)
 {
 	lru_del(b);
-	b->lru_next = s->lru.lru_next;
-	b->lru_prev = &s->lru;
-	s->lru.lru_next->lru_prev = b;
-	s->lru.lru_next = b;
+	lru_link(b, &s->lru, s->lru.lru_next);
 }
 
 /* The other end: the next block to evict. */
 static void lru_push_oldest(struct gcs_store *s, struct blk *b)
 {
 	lru_del(b);
-	b->lru_prev = s->lru.lru_prev;
-	b->lru_next = &s->lru;
-	s->lru.lru_prev->lru_next = b;
-	s->lru.lru_prev = b;
+	lru_link(b, s->lru.lru_prev, &s->lru);
 }
 
 static void blk_table_del(struct gcs_store *s, struct blk *b)

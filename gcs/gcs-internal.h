@@ -217,6 +217,17 @@ struct gcs_req {
 	char errmsg[256];         /* the error message of a non-2xx answer, or why no answer came */
 };
 
+/*
+ * GCS_REQ_POST_EMPTY_JSON() - initialiser of a retryable POST of @kind_ whose
+ * body is the empty JSON object (a rewrite, a resumable upload's start): the
+ * caller adds the URL and its Content-Type header.
+ */
+#define GCS_REQ_POST_EMPTY_JSON(kind_)                                                             \
+	{                                                                                          \
+		.kind = (kind_), .method = "POST", .idempotent = true, .send_body = true,          \
+		.body = "{}", .body_len = 2                                                        \
+	}
+
 int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
 		  struct gcs_counters *ctr) XPROFS_WUR;
 void gcs_http_deinit(struct gcs_http *h);

@@ -92,12 +92,7 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 	xprofs_buf_init(&url, GCS_URL_MAX);
 	xprofs_buf_init(&resp, GCS_SMALL_MAX);
 	while (!done) {
-		struct gcs_req rq = {.kind = GCS_REQ_OTHER,
-				     .method = "POST",
-				     .idempotent = true,
-				     .send_body = true,
-				     .body = "{}",
-				     .body_len = 2};
+		struct gcs_req rq = GCS_REQ_POST_EMPTY_JSON(GCS_REQ_OTHER);
 
 		if ((r = gcs_url_object(s, &url, "storage/v1", from)) < 0 ||
 		    (r = xprofs_buf_adds(&url, "/rewriteTo/b/")) < 0 ||

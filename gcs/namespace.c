@@ -340,16 +340,10 @@ struct list_copy {
 static int list_copy_cb(void *arg, const char *name, const struct xprofs_store_stat *st)
 {
 	struct list_copy *l = arg;
+	int r;
 
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct dirent_copy *v = realloc(l->v, cap * sizeof(*v));
-
-		if (!v)
-			return -ENOMEM;
-		l->v = v;
-		l->cap = cap;
-	}
+	if ((r = xprofs_grow(&l->v, &l->cap, l->n, sizeof(*l->v), 64)) < 0)
+		return r;
 	l->v[l->n].name = strdup(name);
 	if (!l->v[l->n].name)
 		return -ENOMEM;

@@ -159,12 +159,7 @@ out:
  */
 static int resumable_start(struct gcs_store *s, struct gcs_writer *w, uint64_t size, char **session)
 {
-	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD,
-			     .method = "POST",
-			     .idempotent = true,
-			     .send_body = true,
-			     .body = "{}",
-			     .body_len = 2};
+	struct gcs_req rq = GCS_REQ_POST_EMPTY_JSON(GCS_REQ_UPLOAD);
 	struct xprofs_buf url;
 	char len_hdr[64];
 	int r;
@@ -340,18 +335,7 @@ static int writer_upload(struct gcs_writer *w)
 
 int gcs_spool_open(struct gcs_store *s)
 {
-	char tmpl[4096];
-	int fd;
-
-	fd = open(s->tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		return fd;
-	snprintf(tmpl, sizeof(tmpl), "%s/xprofs-gcs-XXXXXX", s->tmpdir);
-	fd = mkostemp(tmpl, O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	unlink(tmpl);
-	return fd;
+	return xprofs_tmpfile(s->tmpdir, "xprofs-gcs");
 }
 
 /* Copy the pinned version of @obj into @fd (for a non-truncating create). */

@@ -1,7 +1,8 @@
 /*
- * buf.c - bounded growable buffers and JSON string escaping.
+ * buf.c - bounded growable buffers, growable arrays and JSON string escaping.
  * Growth doubles up to the buffer's max; an append that would pass max fails
- * with -E2BIG and leaves the buffer as it was.
+ * with -E2BIG and leaves the buffer as it was. Arrays (xprofs_grow()) double
+ * too; their callers bound the count.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -21,9 +22,7 @@ void xprofs_buf_init(struct xprofs_buf *b, size_t max)
 void xprofs_buf_deinit(struct xprofs_buf *b)
 {
 	free(b->data);
-	b->data = NULL;
-	b->len = 0;
-	b->cap = 0;
+	xprofs_buf_init(b, b->max); /* empty and reusable, with the same max */
 }
 
 void xprofs_buf_reset(struct xprofs_buf *b)
@@ -54,6 +53,26 @@ static int buf_reserve(struct xprofs_buf *b, size_t n)
 		return -ENOMEM;
 	b->data = p;
 	b->cap = cap;
+	return 0;
+}
+
+int xprofs_grow(void *arrayp, size_t *cap, size_t n, size_t size, size_t first)
+{
+	size_t ncap;
+	void *old, *nv;
+
+	if (n < *cap)
+		return 0;
+	ncap = *cap ? *cap * 2 : first;
+	if (ncap < *cap || ncap > SIZE_MAX / size)
+		return -ENOMEM;
+	/* memcpy, not a cast to void **: @arrayp points to a pointer of another type. */
+	memcpy(&old, arrayp, sizeof(old));
+	nv = realloc(old, ncap * size);
+	if (!nv)
+		return -ENOMEM;
+	memcpy(arrayp, &nv, sizeof(nv));
+	*cap = ncap;
 	return 0;
 }
 
@@ -146,10 +165,14 @@ static size_t utf8_seq_len(const unsigned char *s, size_t n)
 	return len;
 }
 
+/* The characters JSON escapes as a backslash and one character, and those characters. */
+static const char json_short_from[] = "\"\\\n\r\t", json_short_to[] = "\"\\nrt";
+
 int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *str, size_t n)
 {
 	const unsigned char *s = (const unsigned char *)str;
 	size_t start = b->len, i = 0, run;
+	const char *short_esc;
 	char esc[8];
 	int r;
 
@@ -179,23 +202,12 @@ int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *str, size_t n)
 			i += l;
 			continue;
 		}
-		switch (s[i]) {
-		case '"':
-			r = xprofs_buf_add(b, "\\\"", 2);
-			break;
-		case '\\':
-			r = xprofs_buf_add(b, "\\\\", 2);
-			break;
-		case '\n':
-			r = xprofs_buf_add(b, "\\n", 2);
-			break;
-		case '\r':
-			r = xprofs_buf_add(b, "\\r", 2);
-			break;
-		case '\t':
-			r = xprofs_buf_add(b, "\\t", 2);
-			break;
-		default:
+		short_esc = memchr(json_short_from, s[i], sizeof(json_short_from) - 1);
+		if (short_esc) {
+			esc[0] = '\\';
+			esc[1] = json_short_to[short_esc - json_short_from];
+			r = xprofs_buf_add(b, esc, 2);
+		} else {
 			snprintf(esc, sizeof(esc), "\\u%04x", s[i]);
 			r = xprofs_buf_add(b, esc, 6);
 		}

@@ -1,11 +1,13 @@
 /*
  * io.c - the I/O seams (sinks, readers) and small POSIX helpers shared by all
- * modules: full reads/writes with EINTR handling, mkdir -p, clocks, hashing,
- * byte-count parsing. Stateless: every function is safe from any thread.
+ * modules: full reads/writes with EINTR handling, mkdir -p, unlinked temporary
+ * files, clocks, hashing, byte-count parsing. Stateless: every function is safe from any thread.
  * Sinks and readers borrow what they wrap; nothing here allocates.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -127,6 +129,23 @@ int xprofs_mkdir_p(const char *path)
 	if (mkdir(tmp, 0755) < 0 && errno != EEXIST)
 		return -errno;
 	return 0;
+}
+
+int xprofs_tmpfile(const char *dir, const char *prefix)
+{
+	char tmpl[PATH_MAX];
+	int fd;
+
+	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+	/* No O_TMPFILE there (old kernel, some file systems): a named file, unlinked at once. */
+	snprintf(tmpl, sizeof(tmpl), "%s/%s-XXXXXX", dir, prefix);
+	fd = mkostemp(tmpl, O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	unlink(tmpl);
+	return fd;
 }
 
 uint64_t xprofs_hash64(const void *p, size_t n)

@@ -94,6 +94,17 @@ int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *s, size_t n) XPROF
  */
 char *xprofs_buf_steal(struct xprofs_buf *b, size_t *len);
 
+/* ---- growable array --------------------------------------------------- */
+
+/**
+ * xprofs_grow() - make room for element @n of an array of @size-byte elements:
+ * @arrayp is the address of the array pointer (e.g. &v, v NULL at first) and
+ * *@cap its capacity. When @n == *@cap the array is reallocated to @first
+ * elements, then to twice as many each time. 0, or -ENOMEM with the array and
+ * *@cap untouched. The caller still owns the array (free()) and bounds @n.
+ */
+int xprofs_grow(void *arrayp, size_t *cap, size_t n, size_t size, size_t first) XPROFS_WUR;
+
 /* ---- I/O seams -------------------------------------------------------- */
 
 /*
@@ -145,6 +156,13 @@ int64_t xprofs_mono_ns(void);
 
 /** xprofs_mkdir_p() - create @path and its parents (mode 0755); 0 or -errno. */
 int xprofs_mkdir_p(const char *path) XPROFS_WUR;
+
+/**
+ * xprofs_tmpfile() - an unlinked temporary file in @dir, read-write, close-on-exec:
+ * O_TMPFILE, or where @dir does not support it a "@prefix-XXXXXX" file unlinked
+ * at once. Returns the fd (caller closes it) or -errno.
+ */
+int xprofs_tmpfile(const char *dir, const char *prefix) XPROFS_WUR;
 
 /**
  * xprofs_size_parse() - a byte count: decimal digits with an optional binary

@@ -1,4 +1,5 @@
-/* test_util.c - unit tests for util/: bounded buffers, JSON escaping, readers, log levels. */
+/* test_util.c - unit tests for util/: bounded buffers, JSON escaping, readers, log levels,
+ * temporary files, growable arrays. */
 #include <errno.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -6,6 +7,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -52,6 +55,7 @@ static void test_json_str(void **state)
 
 	xprofs_buf_init(&b, 1024);
 	XT_BUF_IS(&b, xprofs_buf_add_json_str(&b, "a\"b\\c\n\x01", 7), "\"a\\\"b\\\\c\\n\\u0001\"");
+	XT_BUF_IS(&b, xprofs_buf_add_json_str(&b, "\r\t\b\x1f", 4), "\"\\r\\t\\u0008\\u001f\"");
 	/* valid UTF-8 passes, invalid bytes become U+FFFD, embedded NUL is escaped */
 	XT_BUF_IS(&b, xprofs_buf_add_json_str(&b, "\xc3\xa9\xff\x00z", 5),
 		  "\"\xc3\xa9\xef\xbf\xbd\\u0000z\"");
@@ -128,13 +132,60 @@ static void test_hash(void **state)
 	assert_true(xprofs_hash64("", 0) == 0xcbf29ce484222325ULL);
 }
 
+static void test_grow(void **state)
+{
+	uint32_t *v = NULL;
+	size_t cap = 0, n;
+
+	for (n = 0; n < 100; n++) {
+		assert_int_equal(xprofs_grow(&v, &cap, n, sizeof(*v), 4), 0);
+		assert_true(cap > n);
+		v[n] = (uint32_t)n;
+	}
+	assert_int_equal(cap, 128); /* 4, then doubling */
+	assert_int_equal(xprofs_grow(&v, &cap, 50, sizeof(*v), 4), 0);
+	assert_int_equal(cap, 128); /* room already there: untouched */
+	for (n = 0; n < 100; n++)
+		assert_int_equal(v[n], n);
+	free(v);
+	v = NULL;
+	cap = SIZE_MAX / 2 + 1;
+	assert_int_equal(xprofs_grow(&v, &cap, cap, 1, 4), -ENOMEM);
+	assert_null(v);
+}
+
+static void test_tmpfile(void **state)
+{
+	char dir[] = "/tmp/xprofs-test-tmpfile-XXXXXX";
+	struct stat st;
+	char got[4];
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	fd = xprofs_tmpfile(dir, "t");
+	assert_true(fd >= 0);
+	assert_int_equal(xprofs_write_full(fd, "abc", 3), 0);
+	assert_int_equal(xprofs_pread_full(fd, got, 3, 0), 3);
+	assert_memory_equal(got, "abc", 3);
+	assert_int_equal(fstat(fd, &st), 0);
+	assert_int_equal(st.st_nlink, 0); /* never visible in @dir */
+	close(fd);
+	assert_int_equal(rmdir(dir), 0); /* so nothing was left there */
+	assert_int_equal(xprofs_tmpfile("/nonexistent-xprofs-dir", "t"), -ENOENT);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buf_cap),         cmocka_unit_test(test_buf_steal),
-		cmocka_unit_test(test_json_str),        cmocka_unit_test(test_reader_mem),
-		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_buf_cap),
+		cmocka_unit_test(test_buf_steal),
+		cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_reader_mem),
+		cmocka_unit_test(test_log_level_parse),
+		cmocka_unit_test(test_hash),
 		cmocka_unit_test(test_size_parse),
+		cmocka_unit_test(test_tmpfile),
+		cmocka_unit_test(test_grow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

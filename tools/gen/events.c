@@ -18,6 +18,31 @@
 
 /* ---- events ------------------------------------------------------------ */
 
+/*
+ * Per line kind: how deep its events nest and how often an event opens a
+ * parent (the kinds not listed stay flat), and which metadata class its
+ * events take and how one is picked (L_EMPTY has no events).
+ */
+enum md_pick { PICK_NONE, PICK_SEQ, PICK_SKEWED, PICK_UNIFORM };
+
+static const struct line_shape {
+	int max_depth;
+	double p_parent;
+	enum em_class em;
+	enum md_pick pick;
+} line_shapes[] = {
+	[L_STEPS] = {0, 0, EM_STEP, PICK_SEQ},
+	[L_MODULES] = {0, 0, EM_MODULE, PICK_SKEWED},
+	[L_OPS] = {2, 0.08, EM_OP, PICK_SKEWED},
+	[L_ASYNC] = {0, 0, EM_ASYNC, PICK_UNIFORM},
+	[L_TRACEME] = {3, 0.3, EM_TRACEME, PICK_UNIFORM},
+	[L_COUNTERS] = {0, 0, EM_COUNTER, PICK_SEQ},
+	[L_EMPTY] = {0, 0, EM_MODULE, PICK_NONE},
+	[L_KERNEL] = {0, 0, EM_KERNEL, PICK_SKEWED},
+	[L_MEMCPY] = {0, 0, EM_MEMCPY, PICK_UNIFORM},
+	[L_HOST] = {MAX_DEPTH - 1, 0.35, EM_HOST, PICK_SKEWED},
+};
+
 void gen_lgen_init(struct lgen *g, const struct gspace *s, const struct gline *l)
 {
 	memset(g, 0, sizeof(*g));
@@ -26,21 +51,25 @@ void gen_lgen_init(struct lgen *g, const struct gspace *s, const struct gline *l
 	if (g->slot < 1)
 		g->slot = 1;
 	g->corr = 1000 + (l->seed & 0xffff);
-	switch (l->kind) {
-	case L_OPS:
-		g->max_depth = 2;
-		g->p_parent = 0.08;
-		break;
-	case L_TRACEME:
-		g->max_depth = 3;
-		g->p_parent = 0.3;
-		break;
-	case L_HOST:
-		g->max_depth = MAX_DEPTH - 1;
-		g->p_parent = 0.35;
-		break;
+	g->max_depth = line_shapes[l->kind].max_depth;
+	g->p_parent = line_shapes[l->kind].p_parent;
+}
+
+/* The metadata id of the next event of line @l (0 for L_EMPTY). */
+static uint64_t next_md(const struct gplane *p, const struct gline *l, struct lgen *g)
+{
+	const struct line_shape *ls = &line_shapes[l->kind];
+	uint64_t n = p->em_n[ls->em];
+
+	switch (ls->pick) {
+	case PICK_SEQ:
+		return p->em_base[ls->em] + g->i % n;
+	case PICK_SKEWED:
+		return p->em_base[ls->em] + rng_skewed(&g->r, n);
+	case PICK_UNIFORM:
+		return p->em_base[ls->em] + rng_below(&g->r, n);
 	default:
-		break;
+		return 0;
 	}
 }
 
@@ -106,44 +135,14 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 {
 	struct rng *r = &g->r;
 	int64_t start, dur;
-	uint64_t md = 0;
+	uint64_t md;
 	int64_t step_len = s->span_ps / (int64_t)(s->steps ? s->steps : 1);
 	uint64_t group;
 
 	ev->len = 0;
 	lgen_next_time(g, l, &start, &dur);
 	group = (uint64_t)(start / (step_len ? step_len : 1));
-	switch (l->kind) {
-	case L_STEPS:
-		md = p->em_base[EM_STEP] + g->i % p->em_n[EM_STEP];
-		break;
-	case L_MODULES:
-		md = p->em_base[EM_MODULE] + rng_skewed(r, p->em_n[EM_MODULE]);
-		break;
-	case L_OPS:
-		md = p->em_base[EM_OP] + rng_skewed(r, p->em_n[EM_OP]);
-		break;
-	case L_ASYNC:
-		md = p->em_base[EM_ASYNC] + rng_below(r, p->em_n[EM_ASYNC]);
-		break;
-	case L_TRACEME:
-		md = p->em_base[EM_TRACEME] + rng_below(r, p->em_n[EM_TRACEME]);
-		break;
-	case L_COUNTERS:
-		md = p->em_base[EM_COUNTER] + g->i % p->em_n[EM_COUNTER];
-		break;
-	case L_KERNEL:
-		md = p->em_base[EM_KERNEL] + rng_skewed(r, p->em_n[EM_KERNEL]);
-		break;
-	case L_MEMCPY:
-		md = p->em_base[EM_MEMCPY] + rng_below(r, p->em_n[EM_MEMCPY]);
-		break;
-	case L_HOST:
-		md = p->em_base[EM_HOST] + rng_skewed(r, p->em_n[EM_HOST]);
-		break;
-	case L_EMPTY:
-		break;
-	}
+	md = next_md(p, l, g);
 	pb_int(ev, 1, md);
 	pb_int(ev, 2, (uint64_t)start);
 	if (dur)
