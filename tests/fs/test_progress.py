@@ -11,8 +11,9 @@ render is slowed by the test-only knob XPROFS_TEST_RENDER_DELAY_MS_PER_MB
   with the right st_size (fstat and stat);
 - during a render, cat | head -c 100 answers before the render ends, and
   cp, jq and Python's open().read() get the whole file;
-- a profile that fails to render gives EIO (never a short file), a note in
-  its errors file, and no cache entry.
+- a profile that fails to render gives EIO, a note in its errors file, and
+  no cache entry; so does one truncated in SOURCE while it renders, after
+  its readers got the first bytes (EIO, never a short file that looks whole).
 Events are polled with deadlines, never waited for with fixed sleeps.
 TAP output; skipped without /dev/fuse or fusermount3.
 """
@@ -180,6 +181,34 @@ def check_failure(t, m, host):
     t.ok(m.status()["counters"]["render_errors"] >= 1, "render_errors counted")
 
 
+def check_midway(t, m, host, src_prof, want):
+    """A render that fails after readers got bytes: EIO, not a short file."""
+    path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
+    before = m.entries()
+    f = open(path, "rb")
+    first = f.read(100)
+    busy = [r for r in m.renders() if r["path"].endswith("/%s/trace.json" % host)]
+    t.ok(first == want[:100] and len(busy) == 1, "midway: first bytes while rendering")
+    os.truncate(src_prof, os.path.getsize(src_prof) // 2)  # the profile breaks under it
+    e = None
+    n = len(first)
+    try:
+        while True:
+            c = f.read(1 << 20)
+            if not c:
+                break
+            n += len(c)
+    except OSError as x:
+        e = x
+    f.close()
+    t.ok(isinstance(e, OSError) and e.errno == errno.EIO,
+         "midway: the reader gets EIO after %d bytes, not EOF" % n, repr(e))
+    t.ok(poll(lambda: m.renders() == []), "midway: the failed render leaves status.json")
+    t.ok(m.entries() == before, "midway: the cache entry was aborted")
+    err = open(os.path.join(m.mnt, "runs", "run", "s1", host, "errors"), "rb").read()
+    t.ok(b"trace.json" in err, "midway: the errors file says why", err)
+
+
 def main():
     if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
         return xtap.skip_all("no /dev/fuse or fusermount3")
@@ -194,6 +223,7 @@ def main():
         prof = os.path.join(sess, "h1.xplane.pb")
         subprocess.check_call([GEN, "--kind", "tpu", "--size", "4M", "--seed", "3", "-o", prof])
         shutil.copy(prof, os.path.join(sess, "h2.xplane.pb"))
+        shutil.copy(prof, os.path.join(sess, "h3.xplane.pb"))
         data = bytearray(open(prof, "rb").read())
         # garbage in the middle of the events: the index may pass, the render fails
         rnd = random.Random(1)
@@ -208,6 +238,7 @@ def main():
         check_stream(t, m, "h1", want)
         check_tools(t, m, "h2", want, work)
         check_failure(t, m, "bad")
+        check_midway(t, m, "h3", os.path.join(sess, "h3.xplane.pb"), want)
     finally:
         if m:
             t.ok(m.close() == 0, "unmount: xprofs exits with 0")
