@@ -22,8 +22,16 @@
  * fixed run of index records (spilled to an unlinked temp file beyond that),
  * so a many-GB entry costs the same as a small one.
  *
- * Locks: w->qlock guards the queue; the commit takes c->lock (never while
- * holding w->qlock) around the publishing rename() and the table update.
+ * Reads while writing: xprofs_cache_writer_pread() serves the full blocks
+ * handed on so far to other threads (the mount streams a view while it
+ * renders): appended blocks are read back from the temp file through their
+ * index record, queued ones copied from the queue. The caller keeps commit()
+ * and abort() away from a running pread().
+ *
+ * Locks: w->qlock guards the queue; w->ilock the index records (taken after
+ * qlock by readers, alone by the appending thread); the commit takes c->lock
+ * (never while holding either) around the publishing rename() and the table
+ * update.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,8 @@
 /*
  * fs/fs-internal.h - what the files of the fs module share. One section per
  * file, in layering order: each .c file uses only the sections above its own
- * (ops.c -> logdir.c, views.c, status.c -> mount.c -> index.c), so no two
+ * (ops.c -> logdir.c, views.c, status.c -> live.c -> mount.c -> index.c),
+ * so no two
  * files call each other. Only ops.c and daemon.c/options.c include FUSE
  * headers; FUSE_USE_VERSION is set once, in fs/meson.build.
  *
@@ -10,8 +11,10 @@
  *   unit-tested over a fake store);
  * - the mount context: store, cache, capture, index snapshot, counters, the
  *   open-file handle (mount.c);
- * - rendered views: render single-flight, remembered sizes, error notes,
- *   track lists (views.c, FUSE-free, unit-tested);
+ * - renders in progress: single-flight, render threads, readers of a view
+ *   while it renders (live.c, FUSE-free);
+ * - rendered views: cache hits, remembered sizes, error notes, track lists
+ *   (views.c, FUSE-free, unit-tested);
  * - logdir/ writers and uploads (logdir.c), status.json (status.c), the
  *   operation table (ops.c).
  */

@@ -6,12 +6,14 @@
  * lists. No FUSE here (unit-tested like index.c): where the kernel's cached
  * attributes must be dropped, the caller is told ("size changed").
  *
- * Design: views are rendered on open, never on getattr/readdir, straight
- * into a cache writer under a key naming the source file's version; the
- * committed entry serves this open, and later opens (and later mounts) are
- * cache hits. Only without a usable cache (no_cache, bad dir, entry refused)
- * does a render go to an unlinked temporary file. A render in flight is
- * waited for, not repeated (single-flight by key hash). A damaged cache block
+ * Design: views are rendered on open, never on getattr/readdir, under a
+ * cache key naming the source file's version; later opens (and later
+ * mounts) are cache hits. The render itself runs on a thread of live.c
+ * (into the cache, or a temporary file without one), which serves readers
+ * while it runs; an open waits a little (FS_LIVE_OPEN_MS/_BYTES) so small
+ * views open finished with their size, and session summaries (which borrow
+ * the runs index) always wait for the end. A render in flight is joined,
+ * not repeated (single-flight by key hash). A damaged cache block
  * under an open view is re-rendered in place (fs_view_reopen()). getattr
  * reports the rendered size when known (memory, then a cache peek that is not
  * a use) and 0 before the first render.
