@@ -536,11 +536,8 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct pro
 	r = fs_live_start(ctx, &id->key, id->hash, label, &job, &L);
 	if (r < 0)
 		return r;
-	r = fs_live_wait(L, sync ? -1 : FS_LIVE_OPEN_MS, sync ? UINT64_MAX : FS_LIVE_OPEN_BYTES);
-	if (r < 0) {
-		fs_live_close(L);
-		return r;
-	}
+	/* whatever the wait says, attach() looks at the state again (and fails a failed render) */
+	(void)fs_live_wait(L, sync ? -1 : FS_LIVE_OPEN_MS, sync ? UINT64_MAX : FS_LIVE_OPEN_BYTES);
 	return fs_live_attach(L, fh);
 }
 
