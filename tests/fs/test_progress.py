@@ -242,7 +242,10 @@ def main():
     finally:
         if m:
             t.ok(m.close() == 0, "unmount: xprofs exits with 0")
-        shutil.rmtree(work, ignore_errors=True)
+        if os.environ.get("XP_KEEP"):
+            print("# kept " + work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
     return t.done()
 
 
