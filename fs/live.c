@@ -493,6 +493,29 @@ int fs_live_attach(struct fs_live *L, struct fs_fh *fh)
 	return r < 0 ? r : 1;
 }
 
+/*
+ * live_done_pread() - read a finished render (its entry or temporary file,
+ * immutable once done); -EIO for a failed one.
+ */
+static ssize_t live_done_pread(struct fs_live *L, void *buf, size_t n, uint64_t off)
+{
+	if (L->state == LIVE_FAILED)
+		return -EIO;
+	if (off >= L->size)
+		return 0;
+	if (n > L->size - off)
+		n = (size_t)(L->size - off);
+	if (L->entry)
+		return xprofs_cache_reader_pread(L->entry, buf, n, off);
+	return xprofs_pread_full(L->fd, buf, n, off);
+}
+
+/*
+ * A read of the cache writer can fail while the render goes on (the writer
+ * met its cap and dropped blocks: the render starts over into a temporary
+ * file); then the reader waits for the writer to be gone and reads again
+ * from whatever serves the bytes next.
+ */
 ssize_t fs_live_pread(struct fs_live *L, void *buf, size_t n, uint64_t off)
 {
 	struct xprofs_cache_writer *w;
@@ -500,33 +523,32 @@ ssize_t fs_live_pread(struct fs_live *L, void *buf, size_t n, uint64_t off)
 	int fd;
 
 	pthread_mutex_lock(&L->lock);
-	while (L->state == LIVE_RUNNING && (L->quiesce || off >= L->readable))
-		pthread_cond_wait(&L->cond, &L->lock);
-	if (L->state != LIVE_RUNNING) {
-		pthread_mutex_unlock(&L->lock);
-		if (L->state == LIVE_FAILED)
-			return -EIO;
-		if (off >= L->size)
-			return 0;
-		if (n > L->size - off)
-			n = (size_t)(L->size - off);
-		if (L->entry)
-			return xprofs_cache_reader_pread(L->entry, buf, n, off);
-		return xprofs_pread_full(L->fd, buf, n, off);
-	}
-	if (n > L->readable - off)
-		n = (size_t)(L->readable - off);
-	w = L->w;
-	fd = L->fd;
-	if (w)
+	for (;;) {
+		while (L->state == LIVE_RUNNING && (L->quiesce || off >= L->readable))
+			pthread_cond_wait(&L->cond, &L->lock);
+		if (L->state != LIVE_RUNNING) {
+			pthread_mutex_unlock(&L->lock);
+			return live_done_pread(L, buf, n, off);
+		}
+		if (n > L->readable - off)
+			n = (size_t)(L->readable - off);
+		w = L->w;
+		fd = L->fd;
+		if (!w) {
+			pthread_mutex_unlock(&L->lock);
+			return xprofs_pread_full(fd, buf, n, off);
+		}
 		L->preads++;
-	pthread_mutex_unlock(&L->lock);
-	if (!w)
-		return xprofs_pread_full(fd, buf, n, off);
-	r = xprofs_cache_writer_pread(w, buf, n, off);
-	pthread_mutex_lock(&L->lock);
-	if (--L->preads == 0 && L->quiesce)
-		pthread_cond_broadcast(&L->cond);
+		pthread_mutex_unlock(&L->lock);
+		r = xprofs_cache_writer_pread(w, buf, n, off);
+		pthread_mutex_lock(&L->lock);
+		if (--L->preads == 0 && L->quiesce)
+			pthread_cond_broadcast(&L->cond);
+		if (r >= 0)
+			break;
+		while (L->state == LIVE_RUNNING && L->w == w)
+			pthread_cond_wait(&L->cond, &L->lock);
+	}
 	pthread_mutex_unlock(&L->lock);
 	return r;
 }

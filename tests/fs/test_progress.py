@@ -11,6 +11,9 @@ render is slowed by the test-only knob XPROFS_TEST_RENDER_DELAY_MS_PER_MB
   with the right st_size (fstat and stat);
 - during a render, cat | head -c 100 answers before the render ends, and
   cp, jq and Python's open().read() get the whole file;
+- with a cache cap below the view, the cache refuses the entry midway and
+  the readers still get the whole view (the render restarts into a temporary
+  file);
 - a profile that fails to render gives EIO, a note in its errors file, and
   no cache entry; so does one truncated in SOURCE while it renders, after
   its readers got the first bytes (EIO, never a short file that looks whole).
@@ -48,14 +51,14 @@ def poll(cond, deadline_s=60):
 
 
 class Mount:
-    def __init__(self, work, src):
-        self.mnt = os.path.join(work, "mnt")
-        self.cache = os.path.join(work, "cache")
+    def __init__(self, work, src, name="mnt", opts=""):
+        self.mnt = os.path.join(work, name)
+        self.cache = os.path.join(work, name + "-cache")
         os.makedirs(self.mnt)
         env = dict(os.environ, XPROFS_TEST_RENDER_DELAY_MS_PER_MB=DELAY_MS_PER_MB)
-        self.log = open(os.path.join(work, "xprofs.log"), "w")
+        self.log = open(os.path.join(work, name + ".log"), "w")
         self.proc = subprocess.Popen(
-            [XPROFS, src, self.mnt, "-f", "-o", "cache_dir=" + self.cache + ",loglevel=info"],
+            [XPROFS, src, self.mnt, "-f", "-o", "cache_dir=" + self.cache + ",loglevel=info" + opts],
             env=env, stdout=self.log, stderr=subprocess.STDOUT)
         if not poll(lambda: os.path.ismount(self.mnt) or self.proc.poll() is not None):
             raise RuntimeError("mount did not come up")
@@ -209,6 +212,26 @@ def check_midway(t, m, host, src_prof, want):
     t.ok(b"trace.json" in err, "midway: the errors file says why", err)
 
 
+def check_refused(t, m, host, want):
+    """The cache refuses the entry midway (cap): readers go on from a temporary file."""
+    path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
+    f = open(path, "rb")
+    first = f.read(100)
+    got = {}
+    other = threading.Thread(target=read_all, args=(path, got, "b"))
+    other.start()
+    try:
+        a = first + f.read()
+    except OSError as e:
+        a = e
+    f.close()
+    other.join()
+    t.ok(a == want and got.get("b") == want,
+         "cache_max below the view: both readers get the whole view (render restarted "
+         "into a temporary file)", repr(a)[:100] if not isinstance(a, bytes) else "")
+    t.ok(m.entries() == [], "cache_max below the view: nothing cached")
+
+
 def main():
     if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
         return xtap.skip_all("no /dev/fuse or fusermount3")
@@ -239,6 +262,10 @@ def main():
         check_tools(t, m, "h2", want, work)
         check_failure(t, m, "bad")
         check_midway(t, m, "h3", os.path.join(sess, "h3.xplane.pb"), want)
+        t.ok(m.close() == 0, "unmount: xprofs exits with 0")
+        m = None
+        m = Mount(work, os.path.join(work, "src"), "small", ",cache_max=2M")
+        check_refused(t, m, "h1", want)
     finally:
         if m:
             t.ok(m.close() == 0, "unmount: xprofs exits with 0")
