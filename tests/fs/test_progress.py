@@ -97,6 +97,7 @@ def read_all(path, out, key):
 def check_stream(t, m, host, want):
     """First bytes before the end, status.json, two concurrent readers, cache hit after."""
     path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
+    r0 = m.status()["counters"]["renders"]
     f = open(path, "rb")
     first = f.read(100)
     rs = m.renders()
@@ -124,6 +125,7 @@ def check_stream(t, m, host, want):
          "a concurrent reader 2 gets the same whole view",
          repr(b)[:200] if not isinstance(b, bytes) else "%d bytes" % len(b))
     t.ok(fst == len(want), "fstat after EOF gives the real size (%d)" % fst)
+    t.ok(m.status()["counters"]["renders"] == r0 + 1, "the two readers shared one render")
     t.ok(poll(lambda: m.renders() == []), "the render leaves status.json once done")
     h0 = m.status()["counters"]["view_cache_hits"]
     t.ok(os.stat(path).st_size == len(want), "stat after the render: the real size")
