@@ -6,7 +6,8 @@
 # under bench/out/, mounts it with the xprofs daemon (-f, a private cache
 # dir wiped first) and times `cat MOUNT/runs/<run>/<session>/<host>/<view>`:
 #   cold    first read: the daemon decodes the profile (source file dropped
-#           from the page cache, empty view cache)
+#           from the page cache, empty view cache); also its time to first
+#           byte (views stream while they render: fs/live.c)
 #   warm    the same read again (kernel page cache / daemon's view cache)
 #   restart after unmount and remount with the same cache dir (disk cache)
 # plus the daemon's peak RSS (VmHWM). Writes bench/out/mount-results.md.
@@ -79,13 +80,35 @@ timed_cat() { # path -> prints "seconds bytes" (or "fail 0")
 	fi
 }
 
+timed_first() { # path -> prints "first_byte_s total_s bytes" (or "fail fail 0"); 128 KiB reads like cat
+	python3 - "$1" <<'PY'
+import os, sys, time
+t0 = time.monotonic()
+first, n = None, 0
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    while True:
+        b = os.read(fd, 1 << 17)
+        if first is None:
+            first = time.monotonic() - t0
+        if not b:
+            break
+        n += len(b)
+except OSError:
+    print("fail fail 0")
+    sys.exit(0)
+print("%.3f %.2f %d" % (first, time.monotonic() - t0, n))
+PY
+}
+
 hwm_mb() { awk '/VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$PID/status" 2>/dev/null || echo "?"; }
 
 bench_head "xprofs mount benchmark" \
 	"$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, build \`$BUILD\`; profiles from \`xprofs-gen --kind $KIND --seed $SEED --size N\`." \
 	"cold = first read after mount (empty view cache, source dropped from the page cache);" \
+	"first byte = time from open to the first bytes of that cold read;" \
 	"warm = read again; restart = after unmount + remount with the same cache dir." \
-	-- profile view "view MB" "cold s" "cold MB/s of profile" "warm s" "restart s" "daemon peak RSS MB" \
+	-- profile view "view MB" "cold first byte s" "cold s" "cold MB/s of profile" "warm s" "restart s" "daemon peak RSS MB" \
 	>"$RES.tmp"
 
 for size in $SIZES; do
@@ -103,15 +126,15 @@ for size in $SIZES; do
 	ln "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb" 2>/dev/null ||
 		cp "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
 	dir=$MNT/runs/bench/$SESSION/host0
-	declare -A cold=() warm=() vbytes=()
+	declare -A cold=() first=() warm=() vbytes=()
 	bench_drop_cache "$f" >/dev/null
 	mount_it "$logdir" "$cache"
 	for v in $views; do
-		read -r t n < <(timed_cat "$dir/$v")
-		cold[$v]=$t vbytes[$v]=$n
+		read -r fb t n < <(timed_first "$dir/$v")
+		cold[$v]=$t first[$v]=$fb vbytes[$v]=$n
 		read -r t _ < <(timed_cat "$dir/$v")
 		warm[$v]=$t
-		echo "$size $v: cold ${cold[$v]} s, warm ${warm[$v]} s, $n bytes" >&2
+		echo "$size $v: cold ${cold[$v]} s (first byte ${first[$v]} s), warm ${warm[$v]} s, $n bytes" >&2
 	done
 	rss=$(hwm_mb)
 	umount_it
@@ -120,13 +143,13 @@ for size in $SIZES; do
 	for v in $views; do
 		read -r t _ < <(timed_cat "$dir/$v")
 		rst=$t
-		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
-			"$(awk -v n="${vbytes[$v]}" 'BEGIN { printf "%.1f", n / 1048576 }')" "${cold[$v]}" \
+		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
+			"$(awk -v n="${vbytes[$v]}" 'BEGIN { printf "%.1f", n / 1048576 }')" "${first[$v]}" "${cold[$v]}" \
 			"$(awk -v b="$bytes" -v t="${cold[$v]}" 'BEGIN { if (t == "fail" || t <= 0) print "-"; else printf "%.0f", b / 1048576 / t }')" \
 			"${warm[$v]}" "$rst" "$rss" >>"$RES.tmp"
 	done
 	umount_it
-	unset cold warm vbytes
+	unset cold first warm vbytes
 	rm -rf "$logdir" "$cache"
 done
 mv "$RES.tmp" "$RES"

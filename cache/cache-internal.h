@@ -103,6 +103,14 @@ int cache_entry_check(int fd, const void *key, size_t keylen, struct cache_layou
  */
 ssize_t cache_block_read(int fd, const struct cache_layout *L, uint64_t i, uint8_t *dst);
 
+/**
+ * cache_block_read_rec() - read the block that the encoded record @recb
+ * describes (a writer's own record, for reads of an entry being written) from
+ * @fd into @dst (room for @bs bytes), verifying its checksum. As
+ * cache_block_read().
+ */
+ssize_t cache_block_read_rec(int fd, const uint8_t recb[CACHE_REC_SIZE], uint32_t bs, uint8_t *dst);
+
 /** cache_lz4_errno() - the one mapping of lz4 results (<= 0 = failure) to -errno. */
 int cache_lz4_errno(int r);
 

@@ -354,48 +354,64 @@ int cache_lz4_errno(int r)
 	return r > 0 ? 0 : -EBADMSG;
 }
 
+/* Reads the block @rec describes (already checked) into @dst and verifies it. */
+static ssize_t read_stored(int fd, const struct cache_rec *rec, uint8_t *dst)
+{
+	uint8_t *src = NULL;
+	ssize_t r;
+	int d;
+
+	if (rec->plain) {
+		r = read_exact(fd, dst, rec->raw, rec->off);
+		if (r < 0)
+			return r;
+		return cache_hash64(dst, rec->raw, 0) == rec->sum ? (ssize_t)rec->raw : -EBADMSG;
+	}
+	src = malloc(rec->stored);
+	if (!src)
+		return -ENOMEM;
+	r = read_exact(fd, src, rec->stored, rec->off);
+	if (r < 0)
+		goto out;
+	if (cache_hash64(src, rec->stored, 0) != rec->sum) {
+		r = -EBADMSG;
+		goto out;
+	}
+	d = LZ4_decompress_safe((const char *)src, (char *)dst, (int)rec->stored, (int)rec->raw);
+	if (d != (int)rec->raw)
+		r = d <= 0 ? cache_lz4_errno(d) : -EBADMSG;
+	else
+		r = (ssize_t)rec->raw;
+out:
+	free(src);
+	return r;
+}
+
 ssize_t cache_block_read(int fd, const struct cache_layout *L, uint64_t i, uint8_t *dst)
 {
 	uint8_t recb[CACHE_REC_SIZE];
 	struct cache_rec rec;
-	uint8_t *src = NULL;
 	ssize_t r;
-	int d;
 
 	if (i >= L->nblocks)
 		return -EINVAL;
 	r = read_exact(fd, recb, sizeof(recb), L->index_off + i * CACHE_REC_SIZE);
 	if (r < 0)
-		goto out;
+		return r;
 	rec_decode(recb, &rec);
 	r = rec_check(L, i, &rec);
 	if (r < 0)
-		goto out;
-	if (rec.plain) {
-		r = read_exact(fd, dst, rec.raw, rec.off);
-		if (r < 0)
-			goto out;
-		r = cache_hash64(dst, rec.raw, 0) == rec.sum ? (ssize_t)rec.raw : -EBADMSG;
-		goto out;
-	}
-	src = malloc(rec.stored);
-	if (!src) {
-		r = -ENOMEM;
-		goto out;
-	}
-	r = read_exact(fd, src, rec.stored, rec.off);
-	if (r < 0)
-		goto out;
-	if (cache_hash64(src, rec.stored, 0) != rec.sum) {
-		r = -EBADMSG;
-		goto out;
-	}
-	d = LZ4_decompress_safe((const char *)src, (char *)dst, (int)rec.stored, (int)rec.raw);
-	if (d != (int)rec.raw)
-		r = d <= 0 ? cache_lz4_errno(d) : -EBADMSG;
-	else
-		r = (ssize_t)rec.raw;
-out:
-	free(src);
-	return r;
+		return r;
+	return read_stored(fd, &rec, dst);
+}
+
+ssize_t cache_block_read_rec(int fd, const uint8_t recb[CACHE_REC_SIZE], uint32_t bs, uint8_t *dst)
+{
+	struct cache_rec rec;
+
+	rec_decode(recb, &rec);
+	if (rec.raw > bs ||
+	    (rec.plain ? rec.stored != rec.raw : rec.stored > (uint32_t)LZ4_compressBound((int)bs)))
+		return -EBADMSG;
+	return read_stored(fd, &rec, dst);
 }

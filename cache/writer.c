@@ -22,8 +22,16 @@
  * fixed run of index records (spilled to an unlinked temp file beyond that),
  * so a many-GB entry costs the same as a small one.
  *
- * Locks: w->qlock guards the queue; the commit takes c->lock (never while
- * holding w->qlock) around the publishing rename() and the table update.
+ * Reads while writing: xprofs_cache_writer_pread() serves the full blocks
+ * handed on so far to other threads (the mount streams a view while it
+ * renders): appended blocks are read back from the temp file through their
+ * index record, queued ones copied from the queue. The caller keeps commit()
+ * and abort() away from a running pread().
+ *
+ * Locks: w->qlock guards the queue; w->ilock the index records (taken after
+ * qlock by readers, alone by the appending thread); the commit takes c->lock
+ * (never while holding either) around the publishing rename() and the table
+ * update.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -62,12 +70,18 @@ struct xprofs_cache_writer {
 	size_t slot_len[WRITER_QUEUE];
 	unsigned head, queued;
 	unsigned claimed; /* queued blocks, from head, that a thread is compressing */
+	uint64_t handed;  /* full blocks taken out of w->raw (queued or appended); under qlock */
 	unsigned nthreads;
 	bool threaded, stop;
 	pthread_t thread[WRITER_THREADS];
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
-	/* Owned by the compressor (the thread while it runs, else the caller). */
+	/*
+	 * Owned by the compressor (the thread while it runs, else the caller);
+	 * nblocks, spilled, idx_n and idx also under ilock, for
+	 * xprofs_cache_writer_pread().
+	 */
+	pthread_mutex_t ilock;
 	uint8_t *cbuf;
 	int cbuf_cap;
 	uint64_t off, nblocks, spilled;
@@ -124,6 +138,13 @@ int xprofs_cache_writer_new(struct xprofs_cache *c, const void *key, size_t keyl
 	}
 	r = pthread_cond_init(&w->qcond, NULL);
 	if (r) {
+		pthread_mutex_destroy(&w->qlock);
+		free(w);
+		return -r;
+	}
+	r = pthread_mutex_init(&w->ilock, NULL);
+	if (r) {
+		pthread_cond_destroy(&w->qcond);
 		pthread_mutex_destroy(&w->qlock);
 		free(w);
 		return -r;
@@ -218,6 +239,7 @@ static int append_block(struct xprofs_cache_writer *w, const uint8_t *stored, st
 	r = xprofs_write_full(w->fd, stored, rec->stored);
 	if (r < 0)
 		return r;
+	pthread_mutex_lock(&w->ilock);
 	recb = w->idx + w->idx_n * CACHE_REC_SIZE;
 	cache_rec_encode(recb, rec);
 	w->index_hash = cache_hash64(recb, CACHE_REC_SIZE, w->index_hash);
@@ -225,8 +247,9 @@ static int append_block(struct xprofs_cache_writer *w, const uint8_t *stored, st
 	w->off += rec->stored;
 	w->nblocks++;
 	if (w->idx_n == WRITER_IDX_RECS)
-		return spill_index(w);
-	return 0;
+		r = spill_index(w);
+	pthread_mutex_unlock(&w->ilock);
+	return r;
 }
 
 /* Compresses and appends one block of @len raw bytes at @data (borrowed), here. */
@@ -319,12 +342,18 @@ static int block_done(struct xprofs_cache_writer *w)
 		if (!w->threaded) {
 			r = flush_block(w, w->raw, w->raw_len);
 			w->raw_len = 0;
+			if (r == 0) {
+				pthread_mutex_lock(&w->qlock);
+				w->handed++;
+				pthread_mutex_unlock(&w->qlock);
+			}
 			return r;
 		}
 	}
 	pthread_mutex_lock(&w->qlock);
 	w->slot_len[(w->head + w->queued) % WRITER_QUEUE] = w->raw_len;
 	w->queued++;
+	w->handed++;
 	pthread_cond_broadcast(&w->qcond);
 	while (w->queued == WRITER_QUEUE && !w->err)
 		pthread_cond_wait(&w->qcond, &w->qlock);
@@ -410,6 +439,84 @@ int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size
 		w->raw_total += take;
 	}
 	return 0;
+}
+
+uint64_t xprofs_cache_writer_readable(const struct xprofs_cache_writer *w)
+{
+	return w->raw_total - w->raw_len;
+}
+
+/*
+ * Finds block @b for a reader of the entry being written: 1 with its index
+ * record in @recb (appended: read it from the temp file), 0 with up to @n
+ * bytes at @boff copied into @buf from the compression queue (*@got), or
+ * -errno (a block dropped after a failure, or not handed on yet: -EAGAIN).
+ * Lock order: qlock, then ilock; the compressor appends under ilock alone
+ * and moves the queue's head under qlock only after appending, so a block
+ * not appended yet is still in the queue.
+ */
+static int writer_find_block(struct xprofs_cache_writer *w, uint64_t b, uint8_t *recb, void *buf,
+			     size_t n, size_t boff, size_t *got)
+{
+	int r = 1;
+
+	pthread_mutex_lock(&w->qlock);
+	if (b >= w->handed) {
+		r = -EAGAIN;
+		goto out;
+	}
+	pthread_mutex_lock(&w->ilock);
+	if (b < w->spilled) {
+		ssize_t k =
+			xprofs_pread_full(w->spill_fd, recb, CACHE_REC_SIZE, b * CACHE_REC_SIZE);
+
+		r = k < 0 ? (int)k : k == CACHE_REC_SIZE ? 1 : -EIO;
+	} else if (b < w->nblocks) {
+		memcpy(recb, w->idx + (b - w->spilled) * CACHE_REC_SIZE, CACHE_REC_SIZE);
+	} else if (b < w->handed - w->queued) {
+		r = w->err ? w->err : -EIO; /* dropped from the queue after a failure */
+	} else {
+		unsigned i = (w->head + (unsigned)(b - (w->handed - w->queued))) % WRITER_QUEUE;
+
+		*got = boff < w->slot_len[i] ? w->slot_len[i] - boff : 0;
+		if (*got > n)
+			*got = n;
+		memcpy(buf, w->slot[i] + boff, *got);
+		r = 0;
+	}
+	pthread_mutex_unlock(&w->ilock);
+out:
+	pthread_mutex_unlock(&w->qlock);
+	return r;
+}
+
+ssize_t xprofs_cache_writer_pread(struct xprofs_cache_writer *w, void *buf, size_t n, uint64_t off)
+{
+	uint8_t recb[CACHE_REC_SIZE], *blk;
+	uint64_t b = off / w->bs;
+	size_t boff = (size_t)(off % w->bs), got = 0;
+	ssize_t r;
+
+	if (!n)
+		return 0;
+	r = writer_find_block(w, b, recb, buf, n, boff, &got);
+	if (r == -EAGAIN)
+		return 0;
+	if (r <= 0)
+		return r < 0 ? r : (ssize_t)got;
+	blk = malloc(w->bs);
+	if (!blk)
+		return -ENOMEM;
+	r = cache_block_read_rec(w->fd, recb, w->bs, blk);
+	if (r >= 0) {
+		got = boff < (size_t)r ? (size_t)r - boff : 0;
+		if (got > n)
+			got = n;
+		memcpy(buf, blk + boff, got);
+		r = (ssize_t)got;
+	}
+	free(blk);
+	return r == -EBADMSG ? -EIO : r;
 }
 
 static int sink_write(void *arg, const void *p, size_t n)
@@ -540,6 +647,7 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w)
 	free(w->cbuf);
 	for (unsigned i = 0; i < WRITER_QUEUE; i++)
 		free(w->slot[i]);
+	pthread_mutex_destroy(&w->ilock);
 	pthread_cond_destroy(&w->qcond);
 	pthread_mutex_destroy(&w->qlock);
 	free(w);

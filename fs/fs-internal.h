@@ -1,7 +1,8 @@
 /*
  * fs/fs-internal.h - what the files of the fs module share. One section per
  * file, in layering order: each .c file uses only the sections above its own
- * (ops.c -> logdir.c, views.c, status.c -> mount.c -> index.c), so no two
+ * (ops.c -> logdir.c, views.c, status.c -> live.c -> mount.c -> index.c),
+ * so no two
  * files call each other. Only ops.c and daemon.c/options.c include FUSE
  * headers; FUSE_USE_VERSION is set once, in fs/meson.build.
  *
@@ -10,8 +11,10 @@
  *   unit-tested over a fake store);
  * - the mount context: store, cache, capture, index snapshot, counters, the
  *   open-file handle (mount.c);
- * - rendered views: render single-flight, remembered sizes, error notes,
- *   track lists (views.c, FUSE-free, unit-tested);
+ * - renders in progress: single-flight, render threads, readers of a view
+ *   while it renders (live.c, FUSE-free);
+ * - rendered views: cache hits, remembered sizes, error notes, track lists
+ *   (views.c, FUSE-free, unit-tested);
  * - logdir/ writers and uploads (logdir.c), status.json (status.c), the
  *   operation table (ops.c).
  */
@@ -210,7 +213,11 @@ struct fs_views {
 	size_t errors_next;
 	struct fs_track_list tracks[FS_TRACKS];
 	uint64_t tick;
-	uint64_t inflight[FS_INFLIGHT];
+	uint64_t inflight[FS_INFLIGHT];    /* single-flight keys of renders (live.c) */
+	struct fs_live *live[FS_INFLIGHT]; /* renders in progress (live.c); borrowed */
+	unsigned live_threads;             /* render threads not finished */
+	int stopping;                      /* atomic: unmounting, renders cancel */
+	uint64_t delay_ms_per_mb;          /* test-only render throttle (live.c) */
 };
 
 struct fs_counters {
@@ -264,7 +271,15 @@ struct fs_index *fs_index_snapshot(struct fs_ctx *ctx);
 /** fs_store_is_local() - the store writes in place (no uploads; statvfs of the source). */
 bool fs_store_is_local(const struct fs_ctx *ctx);
 
-enum fs_fh_kind { FS_FH_READER = 1, FS_FH_WRITER, FS_FH_FD, FS_FH_CACHE, FS_FH_MEM, FS_FH_CAPTURE };
+enum fs_fh_kind {
+	FS_FH_READER = 1,
+	FS_FH_WRITER,
+	FS_FH_FD,
+	FS_FH_CACHE,
+	FS_FH_MEM,
+	FS_FH_CAPTURE,
+	FS_FH_LIVE,
+};
 
 /* An open file. Writers are serialised by @lock (backends need not be). */
 struct fs_fh {
@@ -280,15 +295,73 @@ struct fs_fh {
 	char *spath;     /* FS_FH_WRITER: store path; owned */
 	int fd;          /* FS_FH_FD: unlinked rendered file; owned */
 	struct xprofs_cache_reader *ce; /* FS_FH_CACHE: a cache hit; owned */
-	uint64_t size;                  /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
-	char *mem;                      /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
-	char *run;                      /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
+	struct fs_live *live; /* FS_FH_LIVE: a render in progress; a reference (fs_view_close()) */
+	uint64_t size;        /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
+	char *mem;            /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
+	char *run;            /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
 };
 
 /** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */
 struct fs_fh *fs_fh_new(enum fs_fh_kind kind);
 /** fs_fh_free() - closes what @fh holds (aborts an uncommitted writer); accepts NULL. */
 void fs_fh_free(struct fs_fh *fh);
+
+/* ---- renders in progress (live.c; no FUSE) ------------------------------ */
+
+#define FS_LIVE_OPEN_MS 400            /* an open waits this long for a render to end... */
+#define FS_LIVE_OPEN_BYTES (16u << 20) /* ...or for this much of it to be readable */
+#define FS_LIVE_PUBLISH (64u << 10)    /* readers are woken every this many bytes */
+
+struct fs_live;
+
+/* What a render thread renders: callbacks on that thread, @arg owned by the job. */
+struct fs_live_job {
+	/* render into @out; the reason of a failure into @err */
+	int (*render)(void *arg, const struct xprofs_sink *out, struct xprofs_buf *err);
+	/* the render ended with @r (size @size; reason in @err), before readers see the end */
+	void (*done)(void *arg, int r, uint64_t size, const struct xprofs_buf *err);
+	void (*free)(void *arg);
+	void *arg;
+};
+
+/**
+ * fs_render_begin() - claim the render of @key (never 0). true: the caller
+ * renders and must call fs_render_end(); false: another thread was rendering
+ * it, and has finished now (this call waited for it).
+ */
+bool fs_render_begin(struct fs_ctx *ctx, uint64_t key);
+void fs_render_end(struct fs_ctx *ctx, uint64_t key);
+/**
+ * fs_live_start() - the render of cache key @key (borrowed; @hash its hash)
+ * in progress, started now on a thread of its own unless it runs already.
+ * Consumes @job (freed at once when the render already runs). @label: the
+ * mount path for status.json (borrowed). 0 with a reference in *@out (hand it
+ * to fs_live_attach()); -EAGAIN when another thread rendered it meanwhile
+ * (look in the cache again); -ENOMEM.
+ */
+int fs_live_start(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t hash,
+		  const char *label, const struct fs_live_job *job, struct fs_live **out);
+/**
+ * fs_live_wait() - wait until @L ends, @max_bytes are readable, or @max_ms
+ * passed (< 0: no limit). 1: done; 0: still running; the render's -errno.
+ */
+int fs_live_wait(struct fs_live *L, int64_t max_ms, uint64_t max_bytes);
+/**
+ * fs_live_attach() - consume the reference @L into @fh: a render still
+ * running makes @fh FS_FH_LIVE (0); a finished one makes it a plain
+ * FS_FH_CACHE or FS_FH_FD with its size (1); a failed one gives its -errno.
+ */
+int fs_live_attach(struct fs_live *L, struct fs_fh *fh);
+/** fs_live_pread() - read @L, waiting for bytes not rendered yet; 0 only at the end; -EIO. */
+ssize_t fs_live_pread(struct fs_live *L, void *buf, size_t n, uint64_t off);
+/** fs_live_size() - true with the size once @L is done; false (size 0) while it renders. */
+bool fs_live_size(struct fs_live *L, uint64_t *size);
+/** fs_live_close() - drop a live handle's reference; accepts NULL. */
+void fs_live_close(struct fs_live *L);
+/** fs_live_status_json() - the renders in progress as a JSON array, into @out. */
+int fs_live_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
+/** fs_live_stop_all() - cancel the renders in progress and wait for their threads. */
+void fs_live_stop_all(struct fs_views *v);
 
 /* ---- rendered views (views.c; no FUSE) ---------------------------------- */
 
@@ -310,14 +383,6 @@ void fs_error_note(struct fs_ctx *ctx, const char *hpath, const struct xprofs_st
 /** fs_errors_snapshot() - append the errors of host @hpath at version @st to @out. */
 int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		       struct xprofs_buf *out);
-/**
- * fs_render_begin() - claim the render of @key (never 0). true: the caller
- * renders and must call fs_render_end(); false: another thread was rendering
- * it, and has finished now (this call waited for it).
- */
-bool fs_render_begin(struct fs_ctx *ctx, uint64_t key);
-void fs_render_end(struct fs_ctx *ctx, uint64_t key);
-
 /**
  * fs_tracks_get() - the track list of @t's host (at its indexed version),
  * decoded once per version. On success returns with ctx->views.lock HELD and
@@ -341,8 +406,15 @@ int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh
  * @fh. *@size_changed as for fs_view_open(). 0 or -EIO.
  */
 int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool *size_changed);
-/** fs_view_pread() - read an open view (FS_FH_CACHE or FS_FH_FD); caller holds @fh->lock. */
+/**
+ * fs_view_pread() - read an open view (FS_FH_CACHE or FS_FH_FD: the caller
+ * holds @fh->lock; FS_FH_LIVE: no lock needed, waits for the render).
+ */
 ssize_t fs_view_pread(struct fs_fh *fh, void *buf, size_t n, uint64_t off);
+/** fs_view_fh_size() - the size of open view @fh: 0 while it still renders. */
+uint64_t fs_view_fh_size(struct fs_fh *fh, bool *done);
+/** fs_view_close() - before fs_fh_free(): drop what only views.c/live.c can (a live render). */
+void fs_view_close(struct fs_fh *fh);
 
 /* ---- logdir/ writers (logdir.c; no FUSE) -------------------------------- */
 

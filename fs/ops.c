@@ -13,7 +13,10 @@
  * - Generated files (views, tracks, session summaries) are rendered on open
  *   by views.c and served with direct_io; after a render that changed the
  *   size getattr could report, the kernel's attributes are invalidated here,
- *   so fstat() after open is exact.
+ *   so fstat() after open is exact. A big view still rendering when the open
+ *   returns (FS_FH_LIVE, live.c) reports size 0 and is read to EOF (direct_io
+ *   makes the kernel ignore st_size); its release invalidates the attributes
+ *   once the real size is known.
  * - Small virtual files (status.json, errors, capture) are snapshotted into
  *   memory at open.
  *
@@ -187,7 +190,14 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	r = fs_classify(ctx, path, &idx, &t);
 	if (r == 0)
 		r = target_getattr(ctx, path, &t, st);
-	if (fh && (fh->kind == FS_FH_WRITER || fh->kind == FS_FH_FD || fh->kind == FS_FH_CACHE)) {
+	if (fh && fh->kind == FS_FH_LIVE) {
+		bool done;
+
+		/* still rendering: the size is unknown (0); reads go to EOF (direct_io) */
+		if (r == 0)
+			st->st_size = (off_t)fs_view_fh_size(fh, &done);
+	} else if (fh &&
+		   (fh->kind == FS_FH_WRITER || fh->kind == FS_FH_FD || fh->kind == FS_FH_CACHE)) {
 		/* an open file knows its size better (new profiles are not visible yet) */
 		bool local = fs_store_is_local(ctx);
 
@@ -453,6 +463,10 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 	case FS_FH_WRITER:
 		r = fs_writer_read(ctx, fh, buf, size, (uint64_t)off);
 		break;
+	case FS_FH_LIVE:
+		/* no fh->lock: a reader may wait here for the render, others go on */
+		r = fs_view_pread(fh, buf, size, (uint64_t)off);
+		break;
 	case FS_FH_FD:
 	case FS_FH_CACHE:
 		if ((uint64_t)off >= fh->size) {
@@ -562,8 +576,17 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_fh *fh = (struct fs_fh *)(uintptr_t)fi->fh;
 
+	bool done;
+
 	if (fh->kind == FS_FH_WRITER)
 		fs_writer_release(ctx_get(), fh, path);
+	if (fh->kind == FS_FH_LIVE) {
+		/* opened while rendering: getattr may have cached size 0 since */
+		fs_view_fh_size(fh, &done);
+		fs_view_close(fh);
+		if (done)
+			invalidate_attrs(path);
+	}
 	fs_fh_free(fh); /* aborts a writer not committed: its data was flushed or reported */
 	return 0;
 }

@@ -1,6 +1,7 @@
 /*
  * fs/status.c - MOUNT/status.json: what the mount serves and how it is doing
- * (source, backend, version, uptime, runs index totals, counters, the view
+ * (source, backend, version, uptime, runs index totals, counters, the
+ * renders in progress (live.c: path, bytes done, start, elapsed), the view
  * cache, the store's and the capture service's own status), one JSON object
  * and a newline. No FUSE here.
  *
@@ -54,6 +55,12 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			(unsigned long)FS_CNT_GET(ctx, render_waits),
 			(unsigned long)FS_CNT_GET(ctx, view_hits),
 			(unsigned long)FS_CNT_GET(ctx, index_builds));
+	if (r == 0)
+		r = xprofs_buf_adds(out, "\"renders\":");
+	if (r == 0)
+		r = fs_live_status_json(ctx, out);
+	if (r == 0)
+		r = xprofs_buf_adds(out, ",");
 	if (r == 0 && ctx->cache) {
 		xprofs_cache_get_stats(ctx->cache, &cs);
 		r = xprofs_buf_adds(out, "\"cache\":{\"dir\":");

@@ -6,12 +6,14 @@
  * lists. No FUSE here (unit-tested like index.c): where the kernel's cached
  * attributes must be dropped, the caller is told ("size changed").
  *
- * Design: views are rendered on open, never on getattr/readdir, straight
- * into a cache writer under a key naming the source file's version; the
- * committed entry serves this open, and later opens (and later mounts) are
- * cache hits. Only without a usable cache (no_cache, bad dir, entry refused)
- * does a render go to an unlinked temporary file. A render in flight is
- * waited for, not repeated (single-flight by key hash). A damaged cache block
+ * Design: views are rendered on open, never on getattr/readdir, under a
+ * cache key naming the source file's version; later opens (and later
+ * mounts) are cache hits. The render itself runs on a thread of live.c
+ * (into the cache, or a temporary file without one), which serves readers
+ * while it runs; an open waits a little (FS_LIVE_OPEN_MS/_BYTES) so small
+ * views open finished with their size, and session summaries (which borrow
+ * the runs index) always wait for the end. A render in flight is joined,
+ * not repeated (single-flight by key hash). A damaged cache block
  * under an open view is re-rendered in place (fs_view_reopen()). getattr
  * reports the rendered size when known (memory, then a cache peek that is not
  * a use) and 0 before the first render.
@@ -37,7 +39,10 @@
 
 void fs_views_init(struct fs_views *v)
 {
+	const char *slow = getenv("XPROFS_TEST_RENDER_DELAY_MS_PER_MB"); /* test-only */
+
 	memset(v, 0, sizeof(*v));
+	v->delay_ms_per_mb = slow ? strtoull(slow, NULL, 10) : 0;
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_cond_init(&v->cond, NULL);
 }
@@ -129,51 +134,6 @@ int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprof
 			r = xprofs_buf_add(out, v->errors[i].text.data, v->errors[i].text.len);
 	pthread_mutex_unlock(&v->lock);
 	return r;
-}
-
-/* fs_render_begin() - claim render @key; false when another thread rendered it (waited for). */
-bool fs_render_begin(struct fs_ctx *ctx, uint64_t key)
-{
-	struct fs_views *v = &ctx->views;
-	size_t i, free_slot = FS_INFLIGHT;
-	bool waited = false;
-
-	pthread_mutex_lock(&v->lock);
-	for (;;) {
-		bool busy = false;
-
-		free_slot = FS_INFLIGHT;
-		for (i = 0; i < FS_INFLIGHT; i++) {
-			if (v->inflight[i] == key)
-				busy = true;
-			else if (!v->inflight[i] && free_slot == FS_INFLIGHT)
-				free_slot = i;
-		}
-		if (!busy && waited)
-			break;
-		if (!busy && free_slot < FS_INFLIGHT) {
-			v->inflight[free_slot] = key;
-			pthread_mutex_unlock(&v->lock);
-			return true;
-		}
-		waited = busy;
-		pthread_cond_wait(&v->cond, &v->lock);
-	}
-	pthread_mutex_unlock(&v->lock);
-	FS_CNT(ctx, render_waits);
-	return false;
-}
-
-void fs_render_end(struct fs_ctx *ctx, uint64_t key)
-{
-	struct fs_views *v = &ctx->views;
-
-	pthread_mutex_lock(&v->lock);
-	for (size_t i = 0; i < FS_INFLIGHT; i++)
-		if (v->inflight[i] == key)
-			v->inflight[i] = 0;
-	pthread_cond_broadcast(&v->cond);
-	pthread_mutex_unlock(&v->lock);
 }
 
 /* ---- decoding --------------------------------------------------------- */
@@ -456,73 +416,6 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 	return xprofs_xspace_render_track(p->x, (size_t)i, out, err);
 }
 
-/*
- * A sink into a cache writer that remembers the writer's own error, so that a
- * failed render can tell "the cache refused the bytes" (too big for the cap,
- * disk full: fall back to a temporary file) from "the profile does not
- * decode" (an error for the user).
- */
-struct cw_sink {
-	struct xprofs_cache_writer *w; /* borrowed */
-	int err;
-};
-
-static int cw_write(void *arg, const void *p, size_t n)
-{
-	struct cw_sink *cs = arg;
-	int r = xprofs_cache_writer_write(cs->w, p, n);
-
-	if (r < 0 && !cs->err)
-		cs->err = r;
-	return r;
-}
-
-#define RENDER_NO_CACHE 1 /* render_cached(): the cache could not take it; use a temp file */
-
-/*
- * render_cached() - render @t straight into a cache entry under @id, publish
- * it and open it: the bytes are written once, compressed, and no temporary
- * copy of the whole view is needed. 0 with *@out open (caller owns; close
- * with xprofs_cache_reader_close()); RENDER_NO_CACHE when the cache could not
- * store or reopen it (the caller renders to a temporary file instead); or the
- * render's -errno (reason in @err).
- */
-static int render_cached(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
-			 const struct view_id *id, struct xprofs_buf *err,
-			 struct xprofs_cache_reader **out)
-{
-	struct cw_sink cs = {0};
-	struct xprofs_sink sink = {cw_write, &cs};
-	int r;
-
-	r = xprofs_cache_writer_new(ctx->cache, id->key.data, id->key.len, &cs.w);
-	if (r < 0) {
-		xprofs_warn("cache: cannot write an entry (%s): rendering to a temporary file",
-			    strerror(-r));
-		return RENDER_NO_CACHE;
-	}
-	r = render(ctx, t, p, &sink, err);
-	if (r < 0) {
-		xprofs_cache_writer_abort(cs.w);
-		if (!cs.err)
-			return r;
-		xprofs_warn("cache: entry not stored (%s): rendering to a temporary file",
-			    strerror(-cs.err));
-		xprofs_buf_reset(err);
-		return RENDER_NO_CACHE;
-	}
-	r = xprofs_cache_writer_commit(cs.w);
-	if (r == 0)
-		r = xprofs_cache_reader_open(ctx->cache, id->key.data, id->key.len, out);
-	if (r < 0) {
-		xprofs_warn("cache: entry not stored or gone at once (%s): rendering to a "
-			    "temporary file",
-			    strerror(-r));
-		return RENDER_NO_CACHE;
-	}
-	return 0;
-}
-
 #define SIZE_UNKNOWN UINT64_MAX /* in the sizes table: not rendered, not in the cache */
 
 /* fs_view_size() - the size a generated file will have, if known; else 0. */
@@ -551,22 +444,119 @@ out:
 }
 
 /*
- * fs_view_open() - a cache hit, else render (once across concurrent opens)
- * straight into the cache and serve the new entry (FS_FH_CACHE); without a
- * usable cache, render into an unlinked temporary file (FS_FH_FD).
+ * A render job (live.c runs it on its thread): what to render and what to
+ * note when it fails. Host views own their open profile and a copy of the
+ * target; session summaries borrow the opener's index through @t (their
+ * open waits for the end, see view_open()).
  */
-int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
-		 bool *size_changed)
+struct view_job {
+	struct fs_ctx *ctx;
+	struct fs_target t; /* a copy; pointers used only by session summaries */
+	struct prof p;      /* owned: the host profile (host views and tracks) */
+	char hpath[XPROFS_PATH_MAX + 1];
+	uint64_t hash;
+};
+
+static int job_render(void *arg, const struct xprofs_sink *out, struct xprofs_buf *err)
+{
+	struct view_job *j = arg;
+
+	return render(j->ctx, &j->t, &j->p, out, err);
+}
+
+static void job_done(void *arg, int r, uint64_t size, const struct xprofs_buf *err)
+{
+	struct view_job *j = arg;
+	const struct fs_target *t = &j->t;
+
+	if (r == 0) {
+		fs_size_store(j->ctx, j->hash, size);
+		return;
+	}
+	FS_CNT(j->ctx, render_errors);
+	fs_error_note(j->ctx, j->hpath[0] ? j->hpath : t->session->name,
+		      j->hpath[0] ? &j->p.st : NULL,
+		      t->kind == FS_K_VIEW    ? xprofs_view_name(t->view)
+		      : t->kind == FS_K_TRACK ? "track"
+					      : "session summary",
+		      err->data ? err->data : strerror(-r));
+}
+
+static void job_free(void *arg)
+{
+	struct view_job *j = arg;
+
+	prof_close(&j->p);
+	free(j);
+}
+
+/* view_label() - the mount path of @t, for status.json. */
+static void view_label(const struct fs_target *t, char *buf, size_t n)
+{
+	const char *run =
+		t->node && t->node->path && t->node->path[0] ? t->node->path : FS_NAME_ROOT_RUN;
+	int k = snprintf(buf, n, "/" FS_NAME_RUNS "/%s/%s/", run, t->session->name);
+
+	if (k < 0 || (size_t)k >= n)
+		return;
+	if (t->kind == FS_K_SESSION_SUMMARY)
+		snprintf(buf + k, n - (size_t)k, FS_NAME_SESSION_SUMMARY);
+	else if (t->kind == FS_K_VIEW)
+		snprintf(buf + k, n - (size_t)k, "%s/%s", t->host->name, xprofs_view_name(t->view));
+	else
+		snprintf(buf + k, n - (size_t)k, "%s/" FS_NAME_PLANES "/%s/%s", t->host->name,
+			 t->plane, t->line);
+}
+
+/*
+ * view_render() - start (or join) the render of @t under @id and attach it
+ * to @fh. Consumes @p (the open host profile). Waits for the end when @sync,
+ * else at most FS_LIVE_OPEN_MS / FS_LIVE_OPEN_BYTES: small views open
+ * finished, with their size; big ones stream (FS_FH_LIVE). 1: finished;
+ * 0: streaming; -EAGAIN: rendered meanwhile (try the cache again); -errno.
+ */
+static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
+		       const struct view_id *id, bool sync, struct fs_fh *fh)
+{
+	struct view_job *j = calloc(1, sizeof(*j));
+	struct fs_live_job job = {job_render, job_done, job_free, j};
+	char label[2 * XPROFS_PATH_MAX];
+	struct fs_live *L;
+	int r;
+
+	if (!j)
+		return -ENOMEM;
+	j->ctx = ctx;
+	j->t = *t;
+	j->p = *p;
+	memset(p, 0, sizeof(*p));
+	j->hash = id->hash;
+	memcpy(j->hpath, id->hpath, sizeof(j->hpath));
+	view_label(t, label, sizeof(label));
+	r = fs_live_start(ctx, &id->key, id->hash, label, &job, &L);
+	if (r < 0)
+		return r;
+	/* whatever the wait says, attach() looks at the state again (and fails a failed render) */
+	(void)fs_live_wait(L, sync ? -1 : FS_LIVE_OPEN_MS, sync ? UINT64_MAX : FS_LIVE_OPEN_BYTES);
+	return fs_live_attach(L, fh);
+}
+
+/*
+ * view_open() - a cache hit, else render (once across concurrent opens) on a
+ * render thread straight into the cache (live.c), serving what is done while
+ * it runs. Session summaries (which borrow the index) always wait for the
+ * end, as does @sync (fs_view_reopen()).
+ */
+static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
+		     bool *size_changed, bool sync)
 {
 	struct xprofs_cache_reader *e = NULL;
 	struct prof p = {0};
 	struct xprofs_buf err;
-	struct xprofs_sink sink;
 	struct view_id id = {0};
-	struct stat sb;
 	uint64_t known = 0;
-	bool had_size, owner = false, hit = false;
-	int r, fd = -1, attempt;
+	bool had_size;
+	int r = -EAGAIN, attempt;
 
 	*size_changed = false;
 	xprofs_buf_init(&err, 4096);
@@ -582,68 +572,45 @@ int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh
 	if (r < 0)
 		goto out;
 	had_size = fs_size_lookup(ctx, id.hash, &known);
-	/* without a cache, renders cannot be shared: no point in waiting */
-	for (attempt = 0; ctx->cache && attempt < 3 && !owner; attempt++) {
-		if (xprofs_cache_reader_open(ctx->cache, id.key.data, id.key.len, &e) == 0)
-			break;
-		owner = fs_render_begin(ctx, id.hash);
-	}
-	hit = e != NULL;
-	if (!e) {
-		if (!owner && ctx->cache)
-			owner = fs_render_begin(ctx, id.hash);
-		FS_CNT(ctx, renders);
-		r = ctx->cache ? render_cached(ctx, t, &p, &id, &err, &e) : RENDER_NO_CACHE;
-		if (r == RENDER_NO_CACHE) {
-			fd = xprofs_tmpfile(ctx->tmp_dir, "xprofs-render");
-			if (fd < 0) {
-				r = fd;
-				goto out_sf;
-			}
-			sink = xprofs_sink_fd(&fd);
-			r = render(ctx, t, &p, &sink, &err);
-			if (r == 0 && fstat(fd, &sb) < 0)
-				r = -errno;
-		}
-		if (r < 0) {
-			FS_CNT(ctx, render_errors);
-			fs_error_note(ctx, id.hpath[0] ? id.hpath : t->session->name,
-				      id.hpath[0] ? &p.st : NULL,
-				      t->kind == FS_K_VIEW    ? xprofs_view_name(t->view)
-				      : t->kind == FS_K_TRACK ? "track"
-							      : "session summary",
-				      err.data ? err.data : strerror(-r));
-			r = r == -ENOENT && t->kind == FS_K_TRACK ? -ENOENT : -EIO;
-			goto out_sf;
-		}
-	}
-	if (e) {
-		if (hit)
+	sync = sync || t->kind == FS_K_SESSION_SUMMARY;
+	for (attempt = 0, r = -EAGAIN; r == -EAGAIN && attempt < 3; attempt++) {
+		if (ctx->cache &&
+		    xprofs_cache_reader_open(ctx->cache, id.key.data, id.key.len, &e) == 0) {
 			FS_CNT(ctx, view_hits);
-		fh->kind = FS_FH_CACHE;
-		fh->ce = e;
-		fh->size = xprofs_cache_reader_size(e);
-		e = NULL;
-	} else {
-		fh->kind = FS_FH_FD;
-		fh->fd = fd;
-		fh->size = (uint64_t)sb.st_size;
-		fd = -1;
+			fh->kind = FS_FH_CACHE;
+			fh->ce = e;
+			fh->size = xprofs_cache_reader_size(e);
+			r = 1;
+			break;
+		}
+		if (t->kind != FS_K_SESSION_SUMMARY && !p.f)
+			r = prof_open(ctx, id.hpath, false, &p, &err);
+		if (r == -EAGAIN || r == 0)
+			r = view_render(ctx, t, &p, &id, sync, fh);
 	}
-	fs_size_store(ctx, id.hash, fh->size);
-	*size_changed = !had_size || known != fh->size;
+	if (r == -EAGAIN)
+		r = -EIO;
+	if (r < 0) {
+		/* the render noted why in the errors file */
+		r = r == -ENOENT && t->kind == FS_K_TRACK ? -ENOENT : -EIO;
+		goto out;
+	}
+	if (r == 1) {
+		fs_size_store(ctx, id.hash, fh->size);
+		*size_changed = !had_size || known != fh->size;
+	}
 	r = 0;
-out_sf:
-	if (owner)
-		fs_render_end(ctx, id.hash);
 out:
-	if (fd >= 0)
-		close(fd);
-	xprofs_cache_reader_close(e);
 	prof_close(&p);
 	xprofs_buf_deinit(&id.key);
 	xprofs_buf_deinit(&err);
 	return r;
+}
+
+int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
+		 bool *size_changed)
+{
+	return view_open(ctx, t, fh, size_changed, false);
 }
 
 /*
@@ -665,7 +632,7 @@ int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool
 		r = -EIO;
 	if (r == 0) {
 		nfh = fs_fh_new(FS_FH_FD);
-		r = nfh ? fs_view_open(ctx, &t, nfh, size_changed) : -ENOMEM;
+		r = nfh ? view_open(ctx, &t, nfh, size_changed, true) : -ENOMEM;
 	}
 	if (r == 0 && nfh->size != fh->size)
 		r = -EIO; /* not the same content: the profile changed meanwhile */
@@ -688,13 +655,34 @@ int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool
 
 ssize_t fs_view_pread(struct fs_fh *fh, void *buf, size_t n, uint64_t off)
 {
+	if (fh->kind == FS_FH_LIVE)
+		return fs_live_pread(fh->live, buf, n, off);
 	if (fh->kind == FS_FH_CACHE)
 		return xprofs_cache_reader_pread(fh->ce, buf, n, off);
 	return xprofs_pread_full(fh->fd, buf, n, off);
 }
 
+uint64_t fs_view_fh_size(struct fs_fh *fh, bool *done)
+{
+	uint64_t size = fh->size;
+
+	*done = true;
+	if (fh->kind == FS_FH_LIVE)
+		*done = fs_live_size(fh->live, &size);
+	return size;
+}
+
+void fs_view_close(struct fs_fh *fh)
+{
+	if (fh->kind != FS_FH_LIVE)
+		return;
+	fs_live_close(fh->live);
+	fh->live = NULL;
+}
+
 void fs_views_deinit(struct fs_views *v)
 {
+	fs_live_stop_all(v);
 	for (size_t i = 0; i < FS_TRACKS; i++)
 		tracks_free(&v->tracks[i]);
 	for (size_t i = 0; i < FS_ERRHOSTS; i++) {

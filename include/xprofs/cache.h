@@ -106,6 +106,23 @@ int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size
  * setting otherwise. 0 or -EINVAL.
  */
 int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int accel) XPROFS_WUR;
+/**
+ * xprofs_cache_writer_readable() - how many bytes of @w, from offset 0,
+ * xprofs_cache_writer_pread() can return: every full block written (not the
+ * one being filled). Call it on the writing thread.
+ */
+uint64_t xprofs_cache_writer_readable(const struct xprofs_cache_writer *w);
+/**
+ * xprofs_cache_writer_pread() - read the entry while it is written: up to
+ * @n bytes at @off into @buf (borrowed), from blocks already compressed
+ * (read back from the temp file) or still queued (copied). Short at a block
+ * end; 0 at or past xprofs_cache_writer_readable(). May run on other threads
+ * while the writer's thread writes, but never during or after commit() or
+ * abort(): the caller excludes those. Bytes read, or -errno (-EIO for a
+ * block dropped after a write error or failing its checksum).
+ */
+ssize_t xprofs_cache_writer_pread(struct xprofs_cache_writer *w, void *buf, size_t n,
+				  uint64_t off) XPROFS_WUR;
 /** xprofs_cache_writer_as_sink() - a sink feeding @w (borrowed). */
 struct xprofs_sink xprofs_cache_writer_as_sink(struct xprofs_cache_writer *w);
 /** xprofs_cache_writer_commit() - publish atomically; consumes @w whatever the result. */

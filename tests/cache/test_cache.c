@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <ftw.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -700,6 +701,93 @@ static void test_acceleration(void **state)
  * write or the commit and sticks; and an entry written in odd-sized pieces
  * across many small blocks reads back exactly while another writer runs.
  */
+/* A reader chasing a writer: reads below xprofs_cache_writer_readable() only. */
+struct chase {
+	struct xprofs_cache_writer *w;
+	const uint8_t *want;
+	size_t n;
+	uint64_t readable; /* published by the writer; atomic */
+	int bad;
+};
+
+static void *chase_reader(void *arg)
+{
+	struct chase *ch = arg;
+	uint8_t *buf = malloc(5000);
+	size_t off = 0;
+
+	assert_non_null(buf);
+	while (off < ch->n && !ch->bad) {
+		uint64_t lim = __atomic_load_n(&ch->readable, __ATOMIC_ACQUIRE);
+		ssize_t k;
+
+		if (off >= lim) {
+			sched_yield();
+			continue;
+		}
+		k = xprofs_cache_writer_pread(ch->w, buf, 5000, off);
+		if (k <= 0 || memcmp(buf, ch->want + off, (size_t)k))
+			ch->bad = 1;
+		off += k > 0 ? (size_t)k : 0;
+	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * Reads of an entry while it is written: every full block (appended, queued,
+ * spilled index) reads back exactly, from another thread too; nothing past
+ * the readable end; the entry still commits and reads back.
+ */
+static void test_writer_pread(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_reader *e;
+	struct xprofs_cache *c;
+	size_t n = 5u << 20, done = 0;
+	uint8_t *p = json_data(n), buf[8192];
+	struct chase ch = {.want = p, .n = n};
+	pthread_t t;
+
+	assert_int_equal(xprofs_cache_new(f->dir, 64u << 20, &c), 0);
+	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	assert_int_equal(xprofs_cache_writer_new(c, "live", 4, &ch.w), 0);
+	assert_int_equal(xprofs_cache_writer_readable(ch.w), 0);
+	assert_int_equal(xprofs_cache_writer_pread(ch.w, buf, sizeof(buf), 0), 0);
+	assert_int_equal(pthread_create(&t, NULL, chase_reader, &ch), 0);
+	while (done < n) {
+		size_t k = n - done < 3001 ? n - done : 3001;
+		uint64_t rd;
+
+		assert_int_equal(xprofs_cache_writer_write(ch.w, p + done, k), 0);
+		done += k;
+		rd = xprofs_cache_writer_readable(ch.w);
+		assert_int_equal(rd, done / 4096 * 4096);
+		__atomic_store_n(&ch.readable, rd, __ATOMIC_RELEASE);
+		if (rd && done % 7 == 0) {
+			uint64_t off = (done * 2654435761u) % rd;
+			ssize_t got = xprofs_cache_writer_pread(ch.w, buf, sizeof(buf), off);
+
+			assert_true(got > 0 && (uint64_t)got <= rd - off);
+			assert_memory_equal(buf, p + off, (size_t)got);
+		}
+		assert_int_equal(xprofs_cache_writer_pread(ch.w, buf, sizeof(buf), rd), 0);
+	}
+	/* the last partial block is not readable before the commit */
+	__atomic_store_n(&ch.readable, n, __ATOMIC_RELEASE);
+	ch.n = xprofs_cache_writer_readable(ch.w);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_false(ch.bad);
+	assert_int_equal(xprofs_cache_writer_commit(ch.w), 0);
+	assert_int_equal(xprofs_cache_reader_open(c, "live", 4, &e), 0);
+	assert_int_equal(xprofs_cache_reader_size(e), n);
+	assert_int_equal(xprofs_cache_reader_pread(e, buf, 100, n - 100), 100);
+	assert_memory_equal(buf, p + n - 100, 100);
+	xprofs_cache_reader_close(e);
+	xprofs_cache_free(c);
+	free(p);
+}
+
 static void test_writer_thread(void **state)
 {
 	struct fixture *f = *state;
@@ -1144,5 +1232,5 @@ int main(void)
 		test_eviction_lru, test_rescan_shared_cap, test_too_big, test_acceleration,
 		test_writer_thread, test_corrupt_exhaustive_lz4, test_corrupt_exhaustive_raw,
 		test_hostile_files, test_peek_size, test_key_mismatch, test_stale_tmp_cleanup,
-		test_cleared_under_us, test_bad_args);
+		test_cleared_under_us, test_bad_args, test_writer_pread);
 }

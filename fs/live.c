@@ -1,0 +1,613 @@
+/*
+ * fs/live.c - renders in progress: a generated file is rendered on a thread
+ * of its own while its readers read what is already done. No FUSE here.
+ *
+ * Design: fs_live_start() claims the view's single-flight slot (views.c's
+ * fs_render_begin(), which also bounds renders at FS_INFLIGHT) and starts one
+ * detached thread per render. The thread streams the JSON into a cache
+ * writer; readers read the writer's full blocks (xprofs_cache_writer_pread():
+ * compressed ones back from its temp file, queued ones copied), so no
+ * uncompressed copy of the view is kept anywhere and memory stays bounded by
+ * the writer's few blocks. A reader asking past what is done waits on the
+ * render's condition variable (signalled every FS_LIVE_PUBLISH bytes and at
+ * the end); EOF comes only once the render is complete, and a failed render
+ * gives its readers -EIO (never a short file that looks complete). After the
+ * commit the published entry serves the rest. Without a usable cache (no
+ * cache, writer refused, entry too big for the cap) the render goes to an
+ * unlinked temporary file instead, which readers pread; a cache refusal met
+ * midway restarts the render into such a file and readers wait until it
+ * catches up (the bytes are the same). A reader that closes early cancels
+ * nothing: the thread holds its own reference and the entry is cached.
+ *
+ * Locks: L->lock guards a render's state, source and readable end and is
+ * never held across I/O; ctx->views.lock guards the table of renders (slots
+ * parallel to the single-flight keys) and is taken without L->lock held.
+ * The render thread waits for readers inside the writer (L->preads) to leave
+ * before it commits or aborts (L->quiesce), so the writer is never freed
+ * under a reader.
+ *
+ * Limits: FS_INFLIGHT renders at once (more wait for a slot); unmounting
+ * cancels renders in progress (their sinks fail with -ECANCELED) and waits
+ * for their threads. Test-only knob: XPROFS_TEST_RENDER_DELAY_MS_PER_MB
+ * slows every render by that many milliseconds per MiB written, so tests can
+ * observe a render in progress on a small profile.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "fs-internal.h"
+
+#define RENDER_NO_CACHE 1 /* live_into_cache(): the cache could not take it; use a temp file */
+
+enum live_state { LIVE_RUNNING, LIVE_DONE, LIVE_FAILED };
+
+struct fs_live {
+	struct fs_ctx *ctx;
+	int refs; /* atomic: the thread, each opener until attached, each live handle */
+	uint64_t hash;
+	struct xprofs_buf key; /* the cache key; owned */
+	char *label;           /* mount path for status.json; owned */
+	int64_t started_ns, started_mono_ns;
+	struct fs_live_job job;
+	uint64_t done; /* atomic: bytes produced by the current attempt */
+	/* render thread only */
+	uint64_t produced, published, slept_mb;
+	int sink_err; /* the cache writer's own failure */
+	/* under lock */
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* CLOCK_MONOTONIC: progress, quiesce, the end */
+	enum live_state state;
+	int err;                           /* LIVE_FAILED: the render's -errno */
+	uint64_t readable;                 /* bytes readers may read now, from offset 0 */
+	bool quiesce;                      /* the thread wants the writer to itself */
+	unsigned preads;                   /* readers inside xprofs_cache_writer_pread() */
+	unsigned handles;                  /* live handles attached (FS_FH_LIVE) */
+	struct xprofs_cache_writer *w;     /* the entry being written; or NULL */
+	int fd;                            /* the temporary file; or -1 */
+	struct xprofs_cache_reader *entry; /* LIVE_DONE from the cache */
+	uint64_t size;                     /* LIVE_DONE */
+};
+
+static void live_put(struct fs_live *L)
+{
+	if (!L || __atomic_sub_fetch(&L->refs, 1, __ATOMIC_ACQ_REL))
+		return;
+	xprofs_cache_reader_close(L->entry);
+	if (L->fd >= 0)
+		close(L->fd);
+	xprofs_buf_deinit(&L->key);
+	free(L->label);
+	pthread_cond_destroy(&L->cond);
+	pthread_mutex_destroy(&L->lock);
+	free(L);
+}
+
+/* live_publish() - readers may read @readable bytes now; wakes them. */
+static void live_publish(struct fs_live *L, uint64_t readable)
+{
+	pthread_mutex_lock(&L->lock);
+	L->readable = readable;
+	pthread_cond_broadcast(&L->cond);
+	pthread_mutex_unlock(&L->lock);
+	L->published = readable;
+}
+
+/* live_throttle() - the test-only delay, applied per MiB produced. */
+static void live_throttle(struct fs_live *L)
+{
+	uint64_t mb = L->produced >> 20;
+	struct timespec ts;
+
+	if (!L->ctx->views.delay_ms_per_mb || mb == L->slept_mb)
+		return;
+	ts.tv_sec = (time_t)(L->ctx->views.delay_ms_per_mb * (mb - L->slept_mb) / 1000);
+	ts.tv_nsec = (long)(L->ctx->views.delay_ms_per_mb * (mb - L->slept_mb) % 1000) * 1000000;
+	L->slept_mb = mb;
+	nanosleep(&ts, NULL);
+}
+
+/* The render's sink: into the cache writer or the temporary file, then progress. */
+static int live_write(void *arg, const void *p, size_t n)
+{
+	struct fs_live *L = arg;
+	uint64_t readable;
+	int r;
+
+	if (__atomic_load_n(&L->ctx->views.stopping, __ATOMIC_RELAXED))
+		return -ECANCELED;
+	if (L->w) {
+		r = xprofs_cache_writer_write(L->w, p, n);
+		if (r < 0) {
+			L->sink_err = r;
+			return r;
+		}
+		readable = xprofs_cache_writer_readable(L->w);
+	} else {
+		r = xprofs_write_full(L->fd, p, n);
+		if (r < 0)
+			return r;
+		readable = L->produced + n;
+	}
+	L->produced += n;
+	__atomic_store_n(&L->done, L->produced, __ATOMIC_RELAXED);
+	if (readable >= L->published + FS_LIVE_PUBLISH)
+		live_publish(L, readable);
+	live_throttle(L);
+	return 0;
+}
+
+/* live_source() - readers start over on @w or @fd (the same bytes, from 0). */
+static void live_source(struct fs_live *L, struct xprofs_cache_writer *w, int fd)
+{
+	L->produced = L->published = L->slept_mb = 0;
+	__atomic_store_n(&L->done, 0, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&L->lock);
+	L->w = w;
+	L->fd = fd;
+	L->readable = 0;
+	L->quiesce = false;
+	pthread_cond_broadcast(&L->cond);
+	pthread_mutex_unlock(&L->lock);
+}
+
+/* live_quiesce() - wait until no reader is inside the writer; none enters after. */
+static void live_quiesce(struct fs_live *L)
+{
+	pthread_mutex_lock(&L->lock);
+	L->quiesce = true;
+	while (L->preads)
+		pthread_cond_wait(&L->cond, &L->lock);
+	L->w = NULL;
+	pthread_mutex_unlock(&L->lock);
+}
+
+/*
+ * live_into_cache() - render into a new cache entry, commit and open it.
+ * 0 with L->entry and L->size set; RENDER_NO_CACHE when the cache could not
+ * store or reopen it; or the render's -errno (reason in @err).
+ */
+static int live_into_cache(struct fs_live *L, struct xprofs_buf *err)
+{
+	struct xprofs_cache *c = L->ctx->cache;
+	struct xprofs_sink sink = {live_write, L};
+	struct xprofs_cache_reader *e = NULL;
+	struct xprofs_cache_writer *w;
+	int r;
+
+	r = xprofs_cache_writer_new(c, L->key.data, L->key.len, &w);
+	if (r < 0) {
+		xprofs_warn("cache: cannot write an entry (%s): rendering to a temporary file",
+			    strerror(-r));
+		return RENDER_NO_CACHE;
+	}
+	L->sink_err = 0;
+	live_source(L, w, -1);
+	r = L->job.render(L->job.arg, &sink, err);
+	live_quiesce(L);
+	if (r < 0) {
+		xprofs_cache_writer_abort(w);
+		if (!L->sink_err)
+			return r;
+		xprofs_warn("cache: entry not stored (%s): rendering to a temporary file",
+			    strerror(-L->sink_err));
+		xprofs_buf_reset(err);
+		return RENDER_NO_CACHE;
+	}
+	r = xprofs_cache_writer_commit(w);
+	if (r == 0)
+		r = xprofs_cache_reader_open(c, L->key.data, L->key.len, &e);
+	if (r < 0) {
+		xprofs_warn("cache: entry not stored or gone at once (%s): rendering to a "
+			    "temporary file",
+			    strerror(-r));
+		return RENDER_NO_CACHE;
+	}
+	pthread_mutex_lock(&L->lock);
+	L->entry = e;
+	L->size = xprofs_cache_reader_size(e);
+	pthread_mutex_unlock(&L->lock);
+	return 0;
+}
+
+/* live_into_file() - render into an unlinked temporary file; 0 with L->size set, or -errno. */
+static int live_into_file(struct fs_live *L, struct xprofs_buf *err)
+{
+	struct xprofs_sink sink = {live_write, L};
+	struct stat sb;
+	int fd = xprofs_tmpfile(L->ctx->tmp_dir, "xprofs-render"), r;
+
+	if (fd < 0)
+		return fd;
+	live_source(L, NULL, fd); /* L owns fd from here */
+	r = L->job.render(L->job.arg, &sink, err);
+	if (r == 0 && fstat(fd, &sb) < 0)
+		r = -errno;
+	if (r == 0) {
+		pthread_mutex_lock(&L->lock);
+		L->size = (uint64_t)sb.st_size;
+		pthread_mutex_unlock(&L->lock);
+	}
+	return r;
+}
+
+/* fs_render_begin() - claim render @key; false when another thread rendered it (waited for). */
+bool fs_render_begin(struct fs_ctx *ctx, uint64_t key)
+{
+	struct fs_views *v = &ctx->views;
+	size_t i, free_slot = FS_INFLIGHT;
+	bool waited = false;
+
+	pthread_mutex_lock(&v->lock);
+	for (;;) {
+		bool busy = false;
+
+		free_slot = FS_INFLIGHT;
+		for (i = 0; i < FS_INFLIGHT; i++) {
+			if (v->inflight[i] == key)
+				busy = true;
+			else if (!v->inflight[i] && free_slot == FS_INFLIGHT)
+				free_slot = i;
+		}
+		if (!busy && waited)
+			break;
+		if (!busy && free_slot < FS_INFLIGHT) {
+			v->inflight[free_slot] = key;
+			pthread_mutex_unlock(&v->lock);
+			return true;
+		}
+		waited = busy;
+		pthread_cond_wait(&v->cond, &v->lock);
+	}
+	pthread_mutex_unlock(&v->lock);
+	FS_CNT(ctx, render_waits);
+	return false;
+}
+
+void fs_render_end(struct fs_ctx *ctx, uint64_t key)
+{
+	struct fs_views *v = &ctx->views;
+
+	pthread_mutex_lock(&v->lock);
+	for (size_t i = 0; i < FS_INFLIGHT; i++)
+		if (v->inflight[i] == key)
+			v->inflight[i] = 0;
+	pthread_cond_broadcast(&v->cond);
+	pthread_mutex_unlock(&v->lock);
+}
+
+/* live_unlist() - free the render's slot in the table and its single-flight key. */
+static void live_unlist(struct fs_live *L)
+{
+	struct fs_views *v = &L->ctx->views;
+
+	pthread_mutex_lock(&v->lock);
+	for (size_t i = 0; i < FS_INFLIGHT; i++)
+		if (v->live[i] == L)
+			v->live[i] = NULL;
+	pthread_mutex_unlock(&v->lock);
+	fs_render_end(L->ctx, L->hash);
+}
+
+/* The render thread: cache, else temporary file; then tell the readers. */
+static void *live_main(void *arg)
+{
+	struct fs_live *L = arg;
+	struct fs_views *v = &L->ctx->views;
+	struct xprofs_buf err;
+	int r = RENDER_NO_CACHE;
+
+	xprofs_buf_init(&err, 4096);
+	if (L->ctx->cache)
+		r = live_into_cache(L, &err);
+	if (r == RENDER_NO_CACHE)
+		r = live_into_file(L, &err);
+	/* before readers see the end: the errors note and the size are in place */
+	L->job.done(L->job.arg, r, r < 0 ? 0 : L->size, &err);
+	L->job.free(L->job.arg);
+	xprofs_buf_deinit(&err);
+	pthread_mutex_lock(&L->lock);
+	L->state = r < 0 ? LIVE_FAILED : LIVE_DONE;
+	L->err = r < 0 ? r : 0;
+	pthread_cond_broadcast(&L->cond);
+	pthread_mutex_unlock(&L->lock);
+	live_unlist(L);
+	live_put(L);
+	/* the last touch of the mount: fs_views_deinit() waits for this */
+	pthread_mutex_lock(&v->lock);
+	v->live_threads--;
+	pthread_cond_broadcast(&v->cond);
+	pthread_mutex_unlock(&v->lock);
+	return NULL;
+}
+
+/* live_find() - the render of @hash in progress, with a reference; NULL when none. */
+static struct fs_live *live_find(struct fs_views *v, uint64_t hash)
+{
+	struct fs_live *L = NULL;
+
+	pthread_mutex_lock(&v->lock);
+	for (size_t i = 0; i < FS_INFLIGHT && !L; i++)
+		if (v->live[i] && v->live[i]->hash == hash)
+			L = v->live[i];
+	if (L)
+		__atomic_add_fetch(&L->refs, 1, __ATOMIC_RELAXED);
+	pthread_mutex_unlock(&v->lock);
+	return L;
+}
+
+static struct fs_live *live_new(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t hash,
+				const char *label, const struct fs_live_job *job)
+{
+	struct fs_live *L = calloc(1, sizeof(*L));
+	pthread_condattr_t ca;
+
+	if (!L)
+		return NULL;
+	xprofs_buf_init(&L->key, XPROFS_CACHE_KEY_MAX);
+	L->label = strdup(label);
+	if (!L->label || xprofs_buf_add(&L->key, key->data, key->len) < 0) {
+		xprofs_buf_deinit(&L->key);
+		free(L->label);
+		free(L);
+		return NULL;
+	}
+	L->ctx = ctx;
+	L->hash = hash;
+	L->job = *job;
+	L->fd = -1;
+	L->refs = 2; /* the thread's and the caller's */
+	L->started_ns = xprofs_now_ns();
+	L->started_mono_ns = xprofs_mono_ns();
+	pthread_mutex_init(&L->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&L->cond, &ca);
+	pthread_condattr_destroy(&ca);
+	return L;
+}
+
+int fs_live_start(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t hash,
+		  const char *label, const struct fs_live_job *job, struct fs_live **out)
+{
+	struct fs_views *v = &ctx->views;
+	struct fs_live *L;
+	pthread_attr_t pa;
+	pthread_t th;
+	bool started = false;
+
+	*out = live_find(v, hash);
+	if (*out) {
+		job->free(job->arg);
+		return 0;
+	}
+	if (!fs_render_begin(ctx, hash)) {
+		job->free(job->arg); /* rendered meanwhile by another thread */
+		return -EAGAIN;
+	}
+	L = live_new(ctx, key, hash, label, job);
+	if (!L) {
+		fs_render_end(ctx, hash);
+		job->free(job->arg);
+		return -ENOMEM;
+	}
+	FS_CNT(ctx, renders);
+	pthread_mutex_lock(&v->lock);
+	for (size_t i = 0; i < FS_INFLIGHT; i++) {
+		if (!v->live[i]) {
+			v->live[i] = L; /* a free slot exists: fs_render_begin() took one */
+			break;
+		}
+	}
+	v->live_threads++;
+	pthread_mutex_unlock(&v->lock);
+	if (pthread_attr_init(&pa) == 0) {
+		pthread_attr_setdetachstate(&pa, PTHREAD_CREATE_DETACHED);
+		started = pthread_create(&th, &pa, live_main, L) == 0;
+		pthread_attr_destroy(&pa);
+	}
+	if (!started)
+		live_main(L); /* no thread to be had: render here, the open waits */
+	*out = L;
+	return 0;
+}
+
+int fs_live_wait(struct fs_live *L, int64_t max_ms, uint64_t max_bytes)
+{
+	struct timespec ts;
+	int64_t until = max_ms < 0 ? INT64_MAX : xprofs_mono_ns() + max_ms * 1000000;
+	int r;
+
+	ts.tv_sec = (time_t)(until / 1000000000);
+	ts.tv_nsec = (long)(until % 1000000000);
+	pthread_mutex_lock(&L->lock);
+	while (L->state == LIVE_RUNNING && L->readable < max_bytes) {
+		if (max_ms < 0)
+			pthread_cond_wait(&L->cond, &L->lock);
+		else if (pthread_cond_timedwait(&L->cond, &L->lock, &ts) == ETIMEDOUT)
+			break;
+	}
+	r = L->state == LIVE_FAILED ? L->err : L->state == LIVE_DONE;
+	pthread_mutex_unlock(&L->lock);
+	return r;
+}
+
+int fs_live_attach(struct fs_live *L, struct fs_fh *fh)
+{
+	struct xprofs_cache_reader *e = NULL;
+	bool own = false;
+	int r = 0;
+
+	pthread_mutex_lock(&L->lock);
+	if (L->state == LIVE_RUNNING) {
+		L->handles++;
+		pthread_mutex_unlock(&L->lock);
+		fh->kind = FS_FH_LIVE;
+		fh->live = L; /* the reference moves into the handle */
+		return 0;
+	}
+	if (L->state == LIVE_FAILED) {
+		r = L->err;
+	} else if (L->entry && !L->handles) {
+		e = L->entry; /* no live handle needs it: this open takes it */
+		L->entry = NULL;
+	} else {
+		own = true;
+	}
+	pthread_mutex_unlock(&L->lock);
+	if (r == 0 && own && L->fd >= 0) {
+		fh->fd = fcntl(L->fd, F_DUPFD_CLOEXEC, 0);
+		r = fh->fd < 0 ? -errno : 0;
+		fh->kind = FS_FH_FD;
+	} else if (r == 0) {
+		if (own)
+			r = xprofs_cache_reader_open(L->ctx->cache, L->key.data, L->key.len, &e);
+		fh->kind = FS_FH_CACHE;
+		fh->ce = e;
+	}
+	fh->size = L->size;
+	live_put(L);
+	return r < 0 ? r : 1;
+}
+
+/*
+ * live_done_pread() - read a finished render (its entry or temporary file,
+ * immutable once done); -EIO for a failed one.
+ */
+static ssize_t live_done_pread(struct fs_live *L, void *buf, size_t n, uint64_t off)
+{
+	if (L->state == LIVE_FAILED)
+		return -EIO;
+	if (off >= L->size)
+		return 0;
+	if (n > L->size - off)
+		n = (size_t)(L->size - off);
+	if (L->entry)
+		return xprofs_cache_reader_pread(L->entry, buf, n, off);
+	return xprofs_pread_full(L->fd, buf, n, off);
+}
+
+/*
+ * A read of the cache writer can fail while the render goes on (the writer
+ * met its cap and dropped blocks: the render starts over into a temporary
+ * file); then the reader waits for the writer to be gone and reads again
+ * from whatever serves the bytes next.
+ */
+ssize_t fs_live_pread(struct fs_live *L, void *buf, size_t n, uint64_t off)
+{
+	struct xprofs_cache_writer *w;
+	ssize_t r;
+	int fd;
+
+	pthread_mutex_lock(&L->lock);
+	for (;;) {
+		while (L->state == LIVE_RUNNING && (L->quiesce || off >= L->readable))
+			pthread_cond_wait(&L->cond, &L->lock);
+		if (L->state != LIVE_RUNNING) {
+			pthread_mutex_unlock(&L->lock);
+			return live_done_pread(L, buf, n, off);
+		}
+		if (n > L->readable - off)
+			n = (size_t)(L->readable - off);
+		w = L->w;
+		fd = L->fd;
+		if (!w) {
+			pthread_mutex_unlock(&L->lock);
+			return xprofs_pread_full(fd, buf, n, off);
+		}
+		L->preads++;
+		pthread_mutex_unlock(&L->lock);
+		r = xprofs_cache_writer_pread(w, buf, n, off);
+		pthread_mutex_lock(&L->lock);
+		if (--L->preads == 0 && L->quiesce)
+			pthread_cond_broadcast(&L->cond);
+		if (r >= 0)
+			break;
+		while (L->state == LIVE_RUNNING && L->w == w)
+			pthread_cond_wait(&L->cond, &L->lock);
+	}
+	pthread_mutex_unlock(&L->lock);
+	return r;
+}
+
+bool fs_live_size(struct fs_live *L, uint64_t *size)
+{
+	bool done;
+
+	pthread_mutex_lock(&L->lock);
+	done = L->state == LIVE_DONE;
+	*size = done ? L->size : 0;
+	pthread_mutex_unlock(&L->lock);
+	return done;
+}
+
+void fs_live_close(struct fs_live *L)
+{
+	if (!L)
+		return;
+	pthread_mutex_lock(&L->lock);
+	L->handles--;
+	pthread_mutex_unlock(&L->lock);
+	live_put(L);
+}
+
+/* iso_time() - @ns (CLOCK_REALTIME) as "YYYY-MM-DDTHH:MM:SS.mmmZ". */
+static void iso_time(int64_t ns, char *buf, size_t n)
+{
+	time_t t = (time_t)(ns / 1000000000);
+	struct tm tm;
+	size_t k;
+
+	gmtime_r(&t, &tm);
+	k = strftime(buf, n, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + k, n - k, ".%03dZ", (int)(ns / 1000000 % 1000));
+}
+
+int fs_live_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
+{
+	struct fs_views *v = &ctx->views;
+	int64_t now = xprofs_mono_ns();
+	bool first = true;
+	char when[32];
+	int r = xprofs_buf_adds(out, "[");
+
+	pthread_mutex_lock(&v->lock);
+	for (size_t i = 0; r == 0 && i < FS_INFLIGHT; i++) {
+		struct fs_live *L = v->live[i];
+		int64_t el;
+
+		if (!L)
+			continue;
+		el = now - L->started_mono_ns;
+		iso_time(L->started_ns, when, sizeof(when));
+		r = xprofs_buf_adds(out, first ? "{\"path\":" : ",{\"path\":");
+		if (r == 0)
+			r = xprofs_buf_add_json_str(out, L->label, strlen(L->label));
+		if (r == 0)
+			r = xprofs_buf_printf(
+				out,
+				",\"bytes_done\":%lu,\"started_at\":\"%s\",\"elapsed_s\":%.3f}",
+				(unsigned long)__atomic_load_n(&L->done, __ATOMIC_RELAXED), when,
+				(double)el / 1e9);
+		first = false;
+	}
+	pthread_mutex_unlock(&v->lock);
+	if (r == 0)
+		r = xprofs_buf_adds(out, "]");
+	return r;
+}
+
+void fs_live_stop_all(struct fs_views *v)
+{
+	pthread_mutex_lock(&v->lock);
+	__atomic_store_n(&v->stopping, 1, __ATOMIC_RELAXED);
+	while (v->live_threads)
+		pthread_cond_wait(&v->cond, &v->lock);
+	pthread_mutex_unlock(&v->lock);
+}

@@ -1,0 +1,282 @@
+#!/usr/bin/python3
+"""tests/fs/test_progress.py - views stream while they render (issue 9).
+
+Through a real /dev/fuse mount of the daemon, on generated TPU profiles whose
+render is slowed by the test-only knob XPROFS_TEST_RENDER_DELAY_MS_PER_MB
+(fs/live.c), so a render takes seconds on a small profile:
+- the first bytes of trace.json arrive while the render is still in progress
+  (status.json lists it, with bytes done > 0, right after the first read);
+- two concurrent readers get the full content, equal to
+  `xprofs-decode --view trace`; after the render a new open is a cache hit
+  with the right st_size (fstat and stat);
+- during a render, cat | head -c 100 answers before the render ends, and
+  cp, jq and Python's open().read() get the whole file;
+- with a cache cap below the view, the cache refuses the entry midway and
+  the readers still get the whole view (the render restarts into a temporary
+  file);
+- a profile that fails to render gives EIO, a note in its errors file, and
+  no cache entry; so does one truncated in SOURCE while it renders, after
+  its readers got the first bytes (EIO, never a short file that looks whole).
+Events are polled with deadlines, never waited for with fixed sleeps.
+TAP output; skipped without /dev/fuse or fusermount3.
+"""
+import errno
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+import xtap
+
+BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
+XPROFS = os.path.join(BUILD, "fs", "xprofs")
+GEN = os.path.join(BUILD, "tools", "xprofs-gen")
+DECODE = os.path.join(BUILD, "tools", "xprofs-decode")
+DELAY_MS_PER_MB = "100"  # a 27 MiB trace.json renders in about 3 s
+
+
+def poll(cond, deadline_s=60):
+    """Poll @cond until true or the deadline; returns its last value."""
+    end = time.monotonic() + deadline_s
+    while True:
+        v = cond()
+        if v or time.monotonic() > end:
+            return v
+        time.sleep(0.01)
+
+
+class Mount:
+    def __init__(self, work, src, name="mnt", opts=""):
+        self.mnt = os.path.join(work, name)
+        self.cache = os.path.join(work, name + "-cache")
+        os.makedirs(self.mnt)
+        env = dict(os.environ, XPROFS_TEST_RENDER_DELAY_MS_PER_MB=DELAY_MS_PER_MB)
+        self.log = open(os.path.join(work, name + ".log"), "w")
+        self.proc = subprocess.Popen(
+            [XPROFS, src, self.mnt, "-f", "-o", "cache_dir=" + self.cache + ",loglevel=info" + opts],
+            env=env, stdout=self.log, stderr=subprocess.STDOUT)
+        if not poll(lambda: os.path.ismount(self.mnt) or self.proc.poll() is not None):
+            raise RuntimeError("mount did not come up")
+        if self.proc.poll() is not None:
+            raise RuntimeError("xprofs exited with %d" % self.proc.returncode)
+
+    def status(self):
+        with open(os.path.join(self.mnt, "status.json")) as f:
+            return json.load(f)
+
+    def renders(self):
+        return self.status()["renders"]
+
+    def entries(self):
+        return sorted(n for n in os.listdir(self.cache) if n.endswith(".xc"))
+
+    def close(self):
+        subprocess.call(["fusermount3", "-u", self.mnt])
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+def read_all(path, out, key):
+    try:
+        with open(path, "rb") as f:
+            out[key] = f.read()
+    except OSError as e:
+        out[key] = e
+
+
+def check_stream(t, m, host, want):
+    """First bytes before the end, status.json, two concurrent readers, cache hit after."""
+    path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
+    r0 = m.status()["counters"]["renders"]
+    f = open(path, "rb")
+    first = f.read(100)
+    rs = m.renders()
+    mine = [r for r in rs if r["path"].endswith("/%s/trace.json" % host)]
+    t.ok(first == want[:100], "the first read of trace.json returns its first bytes")
+    t.ok(len(mine) == 1, "the render is still in progress when the first read returned",
+         json.dumps(rs))
+    if mine:
+        r = mine[0]
+        t.ok(r["bytes_done"] > 0 and r["elapsed_s"] >= 0 and r["started_at"].endswith("Z") and
+             r["path"] == "/runs/run/s1/%s/trace.json" % host,
+             "status.json shows the render: path, bytes done > 0, started_at, elapsed_s",
+             json.dumps(r))
+    got = {}
+    other = threading.Thread(target=read_all, args=(path, got, "b"))
+    other.start()
+    rest = f.read()
+    fst = os.fstat(f.fileno()).st_size
+    f.close()
+    other.join()
+    a = first + rest
+    t.ok(a == want, "reader 1 gets the whole view (%d bytes, want %d)" % (len(a), len(want)))
+    b = got.get("b")
+    t.ok(isinstance(b, bytes) and b == want,
+         "a concurrent reader 2 gets the same whole view",
+         repr(b)[:200] if not isinstance(b, bytes) else "%d bytes" % len(b))
+    t.ok(fst == len(want), "fstat after EOF gives the real size (%d)" % fst)
+    t.ok(m.status()["counters"]["renders"] == r0 + 1, "the two readers shared one render")
+    t.ok(poll(lambda: m.renders() == []), "the render leaves status.json once done")
+    h0 = m.status()["counters"]["view_cache_hits"]
+    t.ok(os.stat(path).st_size == len(want), "stat after the render: the real size")
+    fd = os.open(path, os.O_RDONLY)
+    size = os.fstat(fd).st_size
+    chunks = []
+    while True:
+        c = os.read(fd, 1 << 20)
+        if not c:
+            break
+        chunks.append(c)
+    os.close(fd)
+    t.ok(size == len(want) and b"".join(chunks) == want,
+         "a re-open after the render: st_size %d, same bytes" % size)
+    t.ok(m.status()["counters"]["view_cache_hits"] == h0 + 1, "the re-open is a cache hit")
+
+
+def check_tools(t, m, host, want, work):
+    """cat|head, cp, jq and Python's read() during one render; cat after it."""
+    path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
+    events = len(json.loads(want)["traceEvents"])
+    cp_to = os.path.join(work, "cp.json")
+    cp = subprocess.Popen(["cp", path, cp_to])
+    jq = None
+    if shutil.which("jq"):
+        jq = subprocess.Popen(["jq", ".traceEvents | length", path], stdout=subprocess.PIPE)
+    got = {}
+    py = threading.Thread(target=read_all, args=(path, got, "py"))
+    py.start()
+    head = subprocess.run("cat '%s' | head -c 100" % path, shell=True, stdout=subprocess.PIPE)
+    busy = [r for r in m.renders() if r["path"].endswith("/%s/trace.json" % host)]
+    t.ok(head.stdout == want[:100] and len(busy) == 1,
+         "cat | head -c 100 answers while the render runs", json.dumps(m.renders()))
+    t.ok(cp.wait() == 0 and open(cp_to, "rb").read() == want, "cp copies the whole view")
+    if jq:
+        out = jq.communicate()[0]
+        t.ok(jq.returncode == 0 and out.strip() == str(events).encode(),
+             "jq reads the whole view (%s events)" % events, out)
+    py.join()
+    t.ok(got.get("py") == want, "Python open().read() gets the whole view")
+    after = subprocess.run(["cat", path], stdout=subprocess.PIPE)
+    t.ok(after.returncode == 0 and after.stdout == want, "cat after the render: the whole view")
+
+
+def check_failure(t, m, host):
+    """A render that fails: EIO, the errors note, no cache entry."""
+    hd = os.path.join(m.mnt, "runs", "run", "s1", host)
+    before = m.entries()
+    got = {}
+    read_all(os.path.join(hd, "trace.json"), got, "r")
+    e = got["r"]
+    t.ok(isinstance(e, OSError) and e.errno == errno.EIO, "a failing render gives EIO",
+         repr(e)[:200])
+    t.ok(poll(lambda: m.renders() == []), "the failed render leaves status.json")
+    err = open(os.path.join(hd, "errors"), "rb").read()
+    t.ok(b"trace.json" in err, "the errors file says why", err)
+    t.ok(m.entries() == before, "no cache entry for the failed render")
+    t.ok(m.status()["counters"]["render_errors"] >= 1, "render_errors counted")
+
+
+def check_midway(t, m, host, src_prof, want):
+    """A render that fails after readers got bytes: EIO, not a short file."""
+    path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
+    before = m.entries()
+    f = open(path, "rb")
+    first = f.read(100)
+    busy = [r for r in m.renders() if r["path"].endswith("/%s/trace.json" % host)]
+    t.ok(first == want[:100] and len(busy) == 1, "midway: first bytes while rendering")
+    os.truncate(src_prof, os.path.getsize(src_prof) // 2)  # the profile breaks under it
+    e = None
+    n = len(first)
+    try:
+        while True:
+            c = f.read(1 << 20)
+            if not c:
+                break
+            n += len(c)
+    except OSError as x:
+        e = x
+    f.close()
+    t.ok(isinstance(e, OSError) and e.errno == errno.EIO,
+         "midway: the reader gets EIO after %d bytes, not EOF" % n, repr(e))
+    t.ok(poll(lambda: m.renders() == []), "midway: the failed render leaves status.json")
+    t.ok(m.entries() == before, "midway: the cache entry was aborted")
+    err = open(os.path.join(m.mnt, "runs", "run", "s1", host, "errors"), "rb").read()
+    t.ok(b"trace.json" in err, "midway: the errors file says why", err)
+
+
+def check_refused(t, m, host, want):
+    """The cache refuses the entry midway (cap): readers go on from a temporary file."""
+    path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
+    f = open(path, "rb")
+    first = f.read(100)
+    got = {}
+    other = threading.Thread(target=read_all, args=(path, got, "b"))
+    other.start()
+    try:
+        a = first + f.read()
+    except OSError as e:
+        a = e
+    f.close()
+    other.join()
+    t.ok(a == want and got.get("b") == want,
+         "cache_max below the view: both readers get the whole view (render restarted "
+         "into a temporary file)", repr(a)[:100] if not isinstance(a, bytes) else "")
+    t.ok(m.entries() == [], "cache_max below the view: nothing cached")
+
+
+def main():
+    if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
+        return xtap.skip_all("no /dev/fuse or fusermount3")
+    if not os.path.exists(XPROFS):
+        return xtap.skip_all("no %s" % XPROFS)
+    t = xtap.Tap()
+    work = tempfile.mkdtemp(prefix="xprofs-progress-")
+    m = None
+    try:
+        sess = os.path.join(work, "src", "run", "plugins", "profile", "s1")
+        os.makedirs(sess)
+        prof = os.path.join(sess, "h1.xplane.pb")
+        subprocess.check_call([GEN, "--kind", "tpu", "--size", "4M", "--seed", "3", "-o", prof])
+        shutil.copy(prof, os.path.join(sess, "h2.xplane.pb"))
+        shutil.copy(prof, os.path.join(sess, "h3.xplane.pb"))
+        data = bytearray(open(prof, "rb").read())
+        # garbage in the middle of the events: the index may pass, the render fails
+        rnd = random.Random(1)
+        mid = len(data) * 2 // 3
+        for i in range(mid, mid + 400):
+            data[i] = rnd.randrange(256)
+        open(os.path.join(sess, "bad.xplane.pb"), "wb").write(bytes(data))
+        want = subprocess.run([DECODE, prof, "--view", "trace"], stdout=subprocess.PIPE,
+                              check=True).stdout
+        t.ok(len(want) > 8 << 20, "the generated trace.json is %d bytes" % len(want))
+        m = Mount(work, os.path.join(work, "src"))
+        check_stream(t, m, "h1", want)
+        check_tools(t, m, "h2", want, work)
+        check_failure(t, m, "bad")
+        check_midway(t, m, "h3", os.path.join(sess, "h3.xplane.pb"), want)
+        t.ok(m.close() == 0, "unmount: xprofs exits with 0")
+        m = None
+        m = Mount(work, os.path.join(work, "src"), "small", ",cache_max=2M")
+        check_refused(t, m, "h1", want)
+    finally:
+        if m:
+            t.ok(m.close() == 0, "unmount: xprofs exits with 0")
+        if os.environ.get("XP_KEEP"):
+            print("# kept " + work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
