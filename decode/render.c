@@ -108,9 +108,12 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 	return r;
 }
 
-int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xprofs_sink *sink,
+int dec_render(struct xprofs_xspace *x, int view, size_t track,
+	       const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
 	       struct xprofs_buf *err)
 {
+	struct dec_gzip *gz = NULL;
+	struct xprofs_sink gzs;
 	struct dec_rctx rc;
 	struct dec_out o;
 	int r;
@@ -123,13 +126,22 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xpr
 						    "the profile was opened for tracks only");
 		return -EOPNOTSUPP;
 	}
+	if (view == XPROFS_VIEW_TRACE_GZ) {
+		/* the same bytes as trace.json, deflated on their way to @sink */
+		if ((r = dec_gzip_new(sink, &gz)) < 0)
+			return render_fail(err, r, xprofs_view_name(view));
+		gzs = dec_gzip_sink(gz);
+		sink = &gzs;
+	}
 	rctx_init(&rc, x, err);
+	rc.host = opts ? opts->host : NULL;
 	dec_out_init(&o, sink);
 	switch (view) {
 	case XPROFS_VIEW_SUMMARY:
 		r = dec_view_summary(&rc, &o);
 		break;
 	case XPROFS_VIEW_TRACE:
+	case XPROFS_VIEW_TRACE_GZ:
 		r = dec_view_trace(&rc, &o);
 		break;
 	case XPROFS_VIEW_OPS:
@@ -146,17 +158,27 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xpr
 		r = o.r;
 	if (r == 0)
 		r = dec_out_flush(&o, true);
+	if (r == 0 && gz)
+		r = dec_gzip_finish(gz);
 	if (r < 0)
 		render_fail(err, r, view < XPROFS_VIEW_COUNT ? xprofs_view_name(view) : "track");
 	dec_out_deinit(&o);
 	rctx_deinit(&rc);
+	dec_gzip_free(gz);
 	return r;
+}
+
+int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
+			      const struct xprofs_render_opts *opts, const struct xprofs_sink *out,
+			      struct xprofs_buf *err)
+{
+	if ((unsigned)v >= XPROFS_VIEW_COUNT)
+		return -EINVAL;
+	return dec_render(x, (int)v, 0, opts, out, err);
 }
 
 int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err)
 {
-	if ((unsigned)v >= XPROFS_VIEW_COUNT)
-		return -EINVAL;
-	return dec_render(x, (int)v, 0, out, err);
+	return xprofs_xspace_render_opts(x, v, NULL, out, err);
 }

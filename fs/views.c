@@ -448,8 +448,10 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 		if (r < 0)
 			return r;
 	}
-	if (t->kind == FS_K_VIEW)
-		return xprofs_xspace_render(p->x, t->view, out, err);
+	if (t->kind == FS_K_VIEW) /* trace.json names its processes after the host */
+		return xprofs_xspace_render_opts(
+			p->x, t->view, &(struct xprofs_render_opts){.host = t->host->name}, out,
+			err);
 	i = xprofs_xspace_track_find(p->x, t->plane, t->line);
 	if (i < 0)
 		return i;
