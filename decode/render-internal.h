@@ -332,19 +332,12 @@ struct dec_trace_acc {
 };
 /* dec_trace_stat() - a dec_stat_fn: shown stats to a->o, special ones into @arg (dec_trace_acc). */
 int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
-/* dec_trace_special_stat() - a dec_stat_fn collecting only flow and _a into @arg (dec_trace_acc). */
-int dec_trace_special_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
-			   void *arg);
-/* dec_trace_plane_has_async() - *yes: plane @pi has an "_a" stat name (enters the plane). */
-int dec_trace_plane_has_async(struct dec_rctx *rc, size_t pi, bool *yes);
-
 /* The ends seen of a plane's single-ended async events (trace-model.c explains). */
 struct dec_async_set {
 	uint64_t *keys; /* owned; 0 = empty slot */
 	uint8_t *ends;  /* owned; XFLOW_IN | XFLOW_OUT bits per key */
 	size_t cap, n;
-	bool full;   /* past DEC_ASYNC_MAX keys: unknown ids count as paired */
-	bool active; /* filled for the current plane; inactive: everything is paired */
+	bool full; /* past DEC_ASYNC_MAX keys: unknown ids count as paired */
 };
 /* dec_async_note() - record the end @f (direction in or out). */
 int dec_async_note(struct dec_async_set *s, const struct dec_xflow *f);
@@ -353,8 +346,16 @@ bool dec_async_paired(const struct dec_async_set *s, const struct dec_xflow *f);
 void dec_async_reset(struct dec_async_set *s);
 void dec_async_deinit(struct dec_async_set *s);
 
-/* dec_trace_out_ps() - @ps as exact decimal microseconds, for any 128-bit time. */
-void dec_trace_out_ps(struct dec_out *o, dec_ps128 ps);
+/* dec_trace_out_ps_wide() - @ps as exact decimal microseconds, for any 128-bit time. */
+void dec_trace_out_ps_wide(struct dec_out *o, dec_ps128 ps);
+/* dec_trace_out_ps() - the same, inline for times that fit 64 bits (the usual case). */
+static inline void dec_trace_out_ps(struct dec_out *o, dec_ps128 ps)
+{
+	if (ps == (int64_t)ps)
+		dec_out_us(o, (int64_t)ps);
+	else
+		dec_trace_out_ps_wide(o, ps);
+}
 
 /* Which lines feed ops.json (and the device time of steps.json). */
 enum dec_line_kind { LK_NONE = 0, LK_XLA_OPS, LK_STREAM, LK_HOST };

@@ -377,7 +377,7 @@ out:
 
 /* ---- times --------------------------------------------------------------- */
 
-void dec_trace_out_ps(struct dec_out *o, dec_ps128 ps)
+void dec_trace_out_ps_wide(struct dec_out *o, dec_ps128 ps)
 {
 	dec_ups128 u = ps < 0 ? (dec_ups128)0 - (dec_ups128)ps : (dec_ups128)ps;
 	dec_ups128 whole;
@@ -385,10 +385,6 @@ void dec_trace_out_ps(struct dec_out *o, dec_ps128 ps)
 	char *p;
 	size_t n = 0;
 
-	if (u <= UINT64_MAX / 2) { /* the usual case: the 64-bit writer */
-		dec_out_us(o, (int64_t)ps);
-		return;
-	}
 	/* epoch-based or hostile times: microseconds as hi * 10^18 + lo */
 	whole = u / 1000000;
 	hi = (uint64_t)(whole / UINT64_C(1000000000000000000));
@@ -473,7 +469,6 @@ static int async_grow(struct dec_async_set *s)
 		}
 	}
 	g.n = s->n;
-	g.active = s->active;
 	free(s->keys);
 	free(s->ends);
 	*s = g;
@@ -509,7 +504,7 @@ bool dec_async_paired(const struct dec_async_set *s, const struct dec_xflow *f)
 {
 	size_t i;
 
-	if (f->dir == XFLOW_INOUT || !s->active)
+	if (f->dir == XFLOW_INOUT)
 		return true;
 	if (!s->cap)
 		return s->full;
@@ -527,7 +522,6 @@ void dec_async_reset(struct dec_async_set *s)
 	}
 	s->n = 0;
 	s->full = false;
-	s->active = false;
 }
 
 void dec_async_deinit(struct dec_async_set *s)
@@ -535,42 +529,4 @@ void dec_async_deinit(struct dec_async_set *s)
 	free(s->keys);
 	free(s->ends);
 	memset(s, 0, sizeof(*s));
-}
-
-int dec_trace_special_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
-			   void *arg)
-{
-	struct dec_trace_acc *a = arg;
-	const struct dec_stmd *m;
-	enum dec_tstat k;
-	int r;
-
-	(void)c;
-	if (s->kind != SV_U64 && s->kind != SV_I64)
-		return 0;
-	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
-		return r;
-	k = stat_kind((struct dec_stmd *)m);
-	if (k == TS_FLOW)
-		a->flow = s->u, a->has_flow = true;
-	else if (k == TS_ASYNC)
-		a->is_async = true;
-	return 0;
-}
-
-int dec_trace_plane_has_async(struct dec_rctx *rc, size_t pi, bool *yes)
-{
-	const struct dec_plane *p = &rc->x->planes[pi];
-	const struct dec_stmd *m;
-	int r;
-
-	*yes = false;
-	if ((r = dec_plane_enter(rc, pi)) < 0)
-		return r;
-	for (size_t k = 0; k < p->st.n && !*yes; k++) {
-		if ((r = dec_md_stat(rc, p->st.md[k].key, &m)) < 0)
-			return r;
-		*yes = stat_kind((struct dec_stmd *)m) == TS_ASYNC;
-	}
-	return 0;
 }

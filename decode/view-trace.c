@@ -11,12 +11,17 @@
  * rendered into a scratch buffer first, because step_name (the event's
  * name), flow and _a (its phase) and group_id come from them; the event
  * metadata's shown stats are rendered once per render (dec_trace_md).
- * Times are exact: 128-bit picoseconds written as decimal microseconds, so
- * epoch-based line timestamps neither overflow nor lose nesting.
- * displayTimeUnit comes first: Perfetto only looks for it near the start.
+ * Single-ended async events (flow direction in or out) are held back until
+ * their plane ends, rendered both ways, and written as "b"/"e" when their
+ * flow id has both ends on the plane, else as a complete event ("X"), so
+ * the output never has a begin without an end. Times are exact: 128-bit
+ * picoseconds written as decimal microseconds, so epoch-based line
+ * timestamps neither overflow nor lose nesting. displayTimeUnit comes
+ * first: Perfetto only looks for it near the start.
  *
- * Limits: none of its own; the output streams to the sink, the scratch
- * buffer holds one event's stats (at most DEC_OUT_MAX).
+ * Limits: the scratch buffer holds one event's stats; held-back async
+ * events take at most DEFER_MAX bytes per plane (past that they are written
+ * at once as "b"/"e", as XProf writes them).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -25,11 +30,27 @@
 
 #include "render-internal.h"
 
+#define DEFER_MAX ((size_t)64 << 20)
+
+/* A held-back single-ended async event: its "b"/"e" and its "X" form in trace_defer.buf. */
+struct defer_item {
+	struct dec_xflow f;
+	size_t off, async_len, x_len; /* the "X" form follows the async one */
+};
+
+/* The held-back async events of the current plane. */
+struct trace_defer {
+	struct dec_out buf; /* no sink: a growing string */
+	struct defer_item *items;
+	size_t n, cap;
+	struct dec_async_set ends;
+};
+
 /* One line being written. */
 struct trace_line {
 	struct dec_out *o;
-	struct dec_out *ev;                /* scratch: the current event's shown stats */
-	const struct dec_async_set *async; /* the plane's async ends */
+	struct dec_out *ev; /* scratch: the current event's shown stats */
+	struct trace_defer *defer;
 	const struct dec_line *l;
 	uint32_t pid, tid;
 	enum dec_tline kind;
@@ -37,6 +58,20 @@ struct trace_line {
 	dec_ps128 base_ps;
 	char ids[48]; /* ,"pid":P,"tid":T */
 	int ids_len;
+};
+
+/* What one event is written as. */
+enum trace_form { TF_X, TF_ASYNC, TF_COUNTER };
+
+/* Everything needed to write an event, in any form. */
+struct trace_ev {
+	const char *name;
+	size_t name_len;
+	dec_ps128 ts;
+	int64_t dur, raw_dur;
+	const struct dec_trace_md *t;
+	const struct dec_trace_acc *a;
+	struct dec_xflow f;
 };
 
 static void out_pid(struct dec_out *o, uint32_t pid)
@@ -63,21 +98,20 @@ static void thread_meta(struct trace_line *tl)
 }
 
 /* ,"args":{group_id, metadata stats, event stats}} */
-static void out_args(struct dec_out *o, const struct dec_trace_md *t, const struct dec_out *ev,
-		     const struct dec_trace_acc *a)
+static void out_args(struct dec_out *o, const struct trace_ev *v, const struct dec_out *ev)
 {
 	bool first = true;
 
 	OUT_LIT(o, ",\"args\":{");
-	if (a->has_group) {
+	if (v->a->has_group) {
 		OUT_LIT(o, "\"group_id\":");
-		dec_out_i64(o, a->group);
+		dec_out_i64(o, v->a->group);
 		first = false;
 	}
-	if (t && t->args_len) {
+	if (v->t && v->t->args_len) {
 		if (!first)
 			OUT_LIT(o, ",");
-		dec_out_add(o, t->args, t->args_len);
+		dec_out_add(o, v->t->args, v->t->args_len);
 		first = false;
 	}
 	if (ev->len) {
@@ -89,11 +123,9 @@ static void out_args(struct dec_out *o, const struct dec_trace_md *t, const stru
 }
 
 /* The common head of an event: ph, pid (tid), ts, then dur (@dur >= 0: "X" events), name. */
-static void out_head(struct trace_line *tl, const char *ph, bool tid, dec_ps128 ts, int64_t dur,
-		     const char *name, size_t name_len)
+static void out_head(struct dec_out *o, const struct trace_line *tl, const char *ph, bool tid,
+		     dec_ps128 ts, int64_t dur, const struct trace_ev *v)
 {
-	struct dec_out *o = tl->o;
-
 	OUT_LIT(o, ",\n{\"ph\":\"");
 	dec_out_add(o, ph, strlen(ph));
 	OUT_LIT(o, "\"");
@@ -105,23 +137,113 @@ static void out_head(struct trace_line *tl, const char *ph, bool tid, dec_ps128 
 	dec_trace_out_ps(o, ts);
 	if (dur >= 0) {
 		OUT_LIT(o, ",\"dur\":");
-		dec_trace_out_ps(o, dur);
+		dec_out_us(o, dur);
 	}
 	OUT_LIT(o, ",\"name\":");
-	dec_out_add(o, name, name_len);
+	dec_out_add(o, v->name, v->name_len);
 }
 
 /* An async event's "b" or "e": shared id and cat (AddAsyncEvent, JsonEventWriter). */
-static void out_async(struct trace_line *tl, const char *ph, dec_ps128 ts, const char *name,
-		      size_t name_len, const struct dec_xflow *f)
+static void out_async(struct dec_out *o, const struct trace_line *tl, const char *ph, dec_ps128 ts,
+		      const struct trace_ev *v)
 {
-	struct dec_out *o = tl->o;
-
-	out_head(tl, ph, true, ts, -1, name, name_len);
+	out_head(o, tl, ph, true, ts, -1, v);
 	OUT_LIT(o, ",\"id\":");
-	dec_out_u64(o, f->id);
+	dec_out_u64(o, v->f.id);
 	OUT_LIT(o, ",\"cat\":");
-	dec_out_cstr(o, dec_trace_category(f->cat));
+	dec_out_cstr(o, dec_trace_category(v->f.cat));
+}
+
+/* Write event @v to @o as @form. */
+static void write_event(struct dec_out *o, const struct trace_line *tl, enum trace_form form,
+			const struct trace_ev *v)
+{
+	const struct dec_trace_acc *a = v->a;
+
+	switch (form) {
+	case TF_COUNTER:
+		out_head(o, tl, "C", false, v->ts, -1, v);
+		break;
+	case TF_ASYNC:
+		out_async(o, tl, v->f.dir == XFLOW_IN ? "e" : "b", v->ts, v);
+		break;
+	case TF_X:
+		out_head(o, tl, "X", true, v->ts, v->dur, v);
+		if (a->has_flow && !a->is_async && v->f.dir != XFLOW_NONE) {
+			const char *cat = dec_trace_category(v->f.cat);
+
+			OUT_LIT(o, ",\"bind_id\":");
+			dec_out_u64(o, v->f.id);
+			if (*cat) {
+				OUT_LIT(o, ",\"cat\":");
+				dec_out_cstr(o, cat);
+			}
+			if (v->f.dir & XFLOW_IN)
+				OUT_LIT(o, ",\"flow_in\":true");
+			if (v->f.dir & XFLOW_OUT)
+				OUT_LIT(o, ",\"flow_out\":true");
+		}
+		break;
+	}
+	out_args(o, v, tl->ev);
+	if (form == TF_ASYNC && v->f.dir == XFLOW_INOUT) {
+		/* an in-out async event is a whole span: its end, without args */
+		out_async(o, tl, "e", v->ts + v->raw_dur, v);
+		OUT_LIT(o, "}");
+	}
+}
+
+/* Hold back a single-ended async event: both forms go to the plane's buffer. */
+static int defer_event(struct trace_line *tl, const struct trace_ev *v)
+{
+	struct trace_defer *d = tl->defer;
+	struct defer_item *it;
+	size_t at = d->buf.len;
+	int r;
+
+	if ((r = dec_async_note(&d->ends, &v->f)) < 0)
+		return r;
+	if (d->buf.len > DEFER_MAX) { /* too many: written at once, as XProf writes them */
+		write_event(tl->o, tl, TF_ASYNC, v);
+		return 0;
+	}
+	if (d->n == d->cap) {
+		size_t cap = d->cap ? d->cap * 2 : 256;
+
+		if (!(it = realloc(d->items, cap * sizeof(*it))))
+			return -ENOMEM;
+		d->items = it;
+		d->cap = cap;
+	}
+	it = &d->items[d->n++];
+	it->f = v->f;
+	it->off = at;
+	write_event(&d->buf, tl, TF_ASYNC, v);
+	it->async_len = d->buf.len - at;
+	write_event(&d->buf, tl, TF_X, v);
+	it->x_len = d->buf.len - at - it->async_len;
+	return d->buf.r;
+}
+
+/* Write the plane's held-back events: "b"/"e" when paired, else "X". */
+static int defer_flush(struct trace_defer *d, struct dec_out *o)
+{
+	int r;
+
+	for (size_t i = 0; i < d->n; i++) {
+		const struct defer_item *it = &d->items[i];
+
+		if (dec_async_paired(&d->ends, &it->f))
+			dec_out_add(o, d->buf.buf + it->off, it->async_len);
+		else
+			dec_out_add(o, d->buf.buf + it->off + it->async_len, it->x_len);
+		if ((r = dec_out_flush(o, false)) < 0)
+			return r;
+	}
+	d->n = 0;
+	d->buf.len = 0;
+	dec_async_reset(&d->ends);
+	return 0;
 }
 
 /* A dec_event_fn writing one event of a line (arg: struct trace_line). */
@@ -130,14 +252,9 @@ static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 {
 	struct trace_line *tl = arg;
 	const struct dec_trace_md *t = m->trace;
-	struct dec_out *o = tl->o;
 	struct dec_trace_acc a = {0};
-	const char *name = m->name_json;
-	size_t name_len = m->name_json_len;
-	dec_ps128 ts = tl->base_ps + (e->has_num ? 0 : e->offset_ps);
-	int64_t dur = e->duration_ps > 0 ? e->duration_ps : 1; /* never an instant: 1 ps */
-	struct dec_xflow f;
-	bool async;
+	struct trace_ev v;
+	enum trace_form form = TF_X;
 	int r;
 
 	if (tl->kind == TL_THREAD && !tl->named)
@@ -159,103 +276,43 @@ static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 		return r;
 	if ((r = tl->ev->r) < 0)
 		return r;
+	v.name = m->name_json;
+	v.name_len = m->name_json_len;
 	if (a.has_step) {
-		name = tl->ev->buf + a.step_off;
-		name_len = a.step_len;
+		v.name = tl->ev->buf + a.step_off;
+		v.name_len = a.step_len;
 	} else if (t && t->step_len) {
-		name = t->args + t->step_off;
-		name_len = t->step_len;
+		v.name = t->args + t->step_off;
+		v.name_len = t->step_len;
 	}
-	f = dec_xflow_decode(a.flow);
-	async = a.has_flow && a.is_async && f.dir != XFLOW_NONE && dec_async_paired(tl->async, &f);
-	if (tl->kind == TL_COUNTERS) {
-		out_head(tl, "C", false, ts, -1, name, name_len);
-	} else if (async) {
-		out_async(tl, f.dir == XFLOW_IN ? "e" : "b", ts, name, name_len, &f);
-	} else {
-		/* a single-ended async event without its partner is a complete event */
-		out_head(tl, "X", true, ts, dur, name, name_len);
-		if (a.has_flow && !a.is_async && f.dir != XFLOW_NONE) {
-			const char *cat = dec_trace_category(f.cat);
-
-			OUT_LIT(o, ",\"bind_id\":");
-			dec_out_u64(o, f.id);
-			if (*cat) {
-				OUT_LIT(o, ",\"cat\":");
-				dec_out_cstr(o, cat);
-			}
-			if (f.dir & XFLOW_IN)
-				OUT_LIT(o, ",\"flow_in\":true");
-			if (f.dir & XFLOW_OUT)
-				OUT_LIT(o, ",\"flow_out\":true");
-		}
-	}
-	out_args(o, t, tl->ev, &a);
-	if (tl->kind != TL_COUNTERS && async && f.dir == XFLOW_INOUT) {
-		/* an in-out async event is a whole span: its end, without args */
-		out_async(tl, "e", ts + e->duration_ps, name, name_len, &f);
-		OUT_LIT(o, "}");
-	}
-	return dec_out_flush(o, false);
-}
-
-/* A dec_event_fn noting the ends of single-ended async events (arg: struct dec_async_set). */
-static int async_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
-		       void *arg)
-{
-	const struct dec_trace_md *t = m->trace;
-	struct dec_trace_acc a = {0};
-	struct dec_xflow f;
-	int r;
-
-	if (t) {
-		if (t->internal)
-			return 0;
-		a.flow = t->flow, a.has_flow = t->has_flow;
-		a.is_async = t->is_async;
-	}
-	if (e->has_stats &&
-	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, dec_trace_special_stat, &a)) < 0)
-		return r;
-	if (!a.has_flow || !a.is_async)
-		return 0;
-	f = dec_xflow_decode(a.flow);
-	return f.dir == XFLOW_IN || f.dir == XFLOW_OUT ? dec_async_note(arg, &f) : 0;
-}
-
-/*
- * async_pass() - fill @set with the async ends of plane @pi: one more pass
- * over its lines, only when its stat names include "_a".
- */
-static int async_pass(struct dec_rctx *rc, size_t pi, struct dec_async_set *set)
-{
-	const struct dec_plane *p = &rc->x->planes[pi];
-	bool any;
-	int r;
-
-	dec_async_reset(set);
-	if ((r = dec_trace_plane_has_async(rc, pi, &any)) < 0 || !any)
-		return r;
-	for (size_t j = 0; j < p->n_lines; j++) {
-		if (dec_trace_line_kind(&rc->x->lines[p->first_line + j]) != TL_THREAD)
-			continue;
-		if ((r = dec_line_each(rc, p->first_line + j, async_event, set)) < 0)
+	v.ts = tl->base_ps + (e->has_num ? 0 : e->offset_ps);
+	v.raw_dur = e->duration_ps;
+	v.dur = e->duration_ps > 0 ? e->duration_ps : 1; /* never an instant: 1 ps */
+	v.t = t;
+	v.a = &a;
+	v.f = dec_xflow_decode(a.flow);
+	if (tl->kind == TL_COUNTERS)
+		form = TF_COUNTER;
+	else if (a.has_flow && a.is_async && v.f.dir != XFLOW_NONE)
+		form = TF_ASYNC;
+	if (form == TF_ASYNC && v.f.dir != XFLOW_INOUT) {
+		if ((r = defer_event(tl, &v)) < 0)
 			return r;
+	} else {
+		write_event(tl->o, tl, form, &v);
 	}
-	set->active = true;
-	return 0;
+	return dec_out_flush(tl->o, false);
 }
 
 /* The events of line @li of process @pid. */
 static int trace_line(struct dec_rctx *rc, struct dec_out *o, struct dec_out *ev,
-		      const struct dec_async_set *set, uint32_t pid, size_t li)
+		      struct trace_defer *d, uint32_t pid, size_t li)
 {
 	struct trace_line tl = {0};
 
 	tl.o = o;
 	tl.ev = ev;
-	tl.async = set;
+	tl.defer = d;
 	tl.l = &rc->x->lines[li];
 	tl.kind = dec_trace_line_kind(tl.l);
 	if (tl.kind == TL_SKIP)
@@ -300,13 +357,14 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct dec_trace_plane *tp = NULL;
-	struct dec_async_set set = {0};
+	struct trace_defer d = {0};
 	struct dec_out ev;
 	size_t n = 0;
 	int r;
 
 	rc->trace = true;
 	dec_out_init(&ev, NULL);
+	dec_out_init(&d.buf, NULL);
 	if ((r = dec_trace_planes(x, &tp, &n)) < 0)
 		goto out;
 	/* displayTimeUnit first: Perfetto only looks for it near the start */
@@ -316,17 +374,19 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 	for (size_t i = 0; i < n; i++) {
 		const struct dec_plane *p = &x->planes[tp[i].plane];
 
-		if ((r = async_pass(rc, tp[i].plane, &set)) < 0)
-			goto out;
 		process_meta(rc, o, p, tp[i].pid);
 		for (size_t j = 0; j < p->n_lines; j++)
-			if ((r = trace_line(rc, o, &ev, &set, tp[i].pid, p->first_line + j)) < 0)
+			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j)) < 0)
 				goto out;
+		if ((r = defer_flush(&d, o)) < 0)
+			goto out;
 	}
 	OUT_LIT(o, "\n]}\n");
 out:
 	free(tp);
-	dec_async_deinit(&set);
+	free(d.items);
+	dec_async_deinit(&d.ends);
+	dec_out_deinit(&d.buf);
 	dec_out_deinit(&ev);
 	return r;
 }
