@@ -1543,6 +1543,11 @@ static void test_view_names(void **state)
 	assert_int_equal(xprofs_view_parse("steps.json"), XPROFS_VIEW_STEPS);
 	assert_int_equal(xprofs_view_parse("nope"), -EINVAL);
 	assert_int_equal(xprofs_view_parse("op"), -EINVAL);
+	assert_string_equal(xprofs_view_name(XPROFS_VIEW_TRACE_GZ), "trace.json.gz");
+	assert_int_equal(xprofs_view_parse("trace.json.gz"), XPROFS_VIEW_TRACE_GZ);
+	assert_int_equal(xprofs_view_parse("trace"), XPROFS_VIEW_TRACE);
+	assert_int_equal(xprofs_view_parse("trace.json"), XPROFS_VIEW_TRACE);
+	assert_int_equal(xprofs_view_parse("trace.json.g"), -EINVAL);
 }
 
 int main(void)
