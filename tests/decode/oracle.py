@@ -11,7 +11,9 @@ duration, num_occurrences and every resolved stat value, in order), ops
 (per-plane and per-op count/total/self/min/max, recomputed here from the
 rules in docs/decode.md), steps (labels, times, device_ps recomputed) and trace.json
 with XProf's rules (oracle_trace.py: the same events, names, exact microsecond
-times, pids, tids, flows, async pairs and args; trace.json.gz gunzips to it).
+times, pids, tids, flows, async pairs and args; trace.json.gz gunzips to it),
+also on an epoch-shifted copy of the generated tpu profile (line timestamps
+~1.7e18 ns, trace only).
 
 Exit status: 0 pass, 1 mismatch, 77 skip (protoc absent, or neither the
 shared samples nor xprofs-gen).
@@ -400,6 +402,20 @@ def generated(tmp):
     return out
 
 
+def epoch_copy(pb2, path, tmp):
+    """@path with every line timestamp moved to the epoch (~1.7e18 ns): exact times past 2^64 ps."""
+    xs = pb2.XSpace()
+    with open(path, "rb") as f:
+        xs.ParseFromString(f.read())
+    for p in xs.planes:
+        for l in p.lines:
+            l.timestamp_ns += 1700000000000000000
+    out = os.path.join(tmp, "epoch-" + os.path.basename(path))
+    with open(out, "wb") as f:
+        f.write(xs.SerializeToString())
+    return out
+
+
 def main():
     samples = sorted(glob.glob(os.path.join(SHARED, "samples", "*", "*.xplane.pb")))
     if not os.access(CLI, os.X_OK):
@@ -409,7 +425,8 @@ def main():
         print("note: no shared samples under %s (../shared absent): skipping them" % SHARED)
     pb2, tmp = load_pb2()
     try:
-        samples += generated(tmp)
+        gen = generated(tmp)
+        samples += gen
         if not samples:
             print("SKIP: neither shared samples nor xprofs-gen")
             return 77
@@ -430,6 +447,15 @@ def main():
             if obj(unpack)["events"] != sum(len(l.events) for p in xs.planes for l in p.lines):
                 fail("%s: --unpack event count" % path)
             print("ok %s (%d tracks)" % (path, len(tracks)))
+        # trace.json only (the other views keep int64 ps): epoch-based line timestamps
+        for path in [epoch_copy(pb2, f, tmp) for f in gen[:1]]:
+            xs = pb2.XSpace()
+            with open(path, "rb") as f:
+                xs.ParseFromString(f.read())
+            oracle_trace.check(path, xs, run([path, "--view", "trace"], parse=False),
+                               run([path, "--view", "trace.json.gz"], parse=False),
+                               os.path.basename(path)[:-len(".xplane.pb")], stat_value, fail)
+            print("ok %s (trace only)" % path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:
