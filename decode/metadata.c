@@ -23,7 +23,8 @@
 
 size_t dec_md_region_max = (size_t)16 << 20;
 
-static struct dec_stmd empty_stmd = {true, (char *)"", 0, (char *)"\"\":", 2};
+static struct dec_stmd empty_stmd = {
+	.loaded = true, .name = (char *)"", .json = (char *)"\"\":", .json_len = 2};
 struct dec_evmd dec_empty_evmd = {.loaded = true,
 				  .name = (char *)"",
 				  .name_json = (char *)"\"\"",
@@ -48,6 +49,7 @@ static void evmd_clear(struct dec_evmd *e)
 	free(e->stats_json);
 	free(e->category);
 	free(e->hlo_op);
+	dec_trace_md_free(e->trace);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -208,6 +210,8 @@ static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint
 		r = -ENOMEM;
 		goto out;
 	}
+	if (rc->trace && (r = dec_trace_md_fill(rc, e, full, full_len, disp_len, off, len)) < 0)
+		goto out;
 	if ((r = evmd_set_names(e, full, full_len, &disp, disp_len)) < 0)
 		goto out;
 	e->stats_json = dec_out_steal(&so, &e->stats_json_len);
@@ -227,7 +231,7 @@ static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint
 	e->group = -1;
 	e->loaded = true;
 	rc->md_bytes += sizeof(*e) + len + e->name_len + e->name_json_len + e->full_json_len +
-			e->stats_json_len;
+			e->stats_json_len + (e->trace ? e->trace->args_len : 0);
 out:
 	if (r < 0)
 		evmd_clear(e);

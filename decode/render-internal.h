@@ -31,7 +31,10 @@ struct dec_stmd { /* one XStatMetadata */
 	size_t name_len;
 	char *json; /* the name as a JSON string, followed by ':' (a stat's key) */
 	size_t json_len;
+	int8_t tkind; /* trace.json's class of the name + 1 (0: not yet known; trace-model.c) */
 };
+
+struct dec_trace_md;
 
 struct dec_evmd { /* one XEventMetadata */
 	bool loaded;
@@ -46,7 +49,8 @@ struct dec_evmd { /* one XEventMetadata */
 	bool has_flops, has_bytes;
 	int64_t step_num;
 	bool has_step_num;
-	int64_t group; /* ops group in the current aggregation, -1 unknown */
+	int64_t group;              /* ops group in the current aggregation, -1 unknown */
+	struct dec_trace_md *trace; /* owned; trace renders only (trace-model.c) */
 };
 
 struct dec_rctx {
@@ -58,6 +62,8 @@ struct dec_rctx {
 	struct dec_stmd *stmd; /* owned, parallel to plane->st.md */
 	size_t md_bytes;
 	struct xprofs_buf tmp;
+	bool trace;       /* a trace render: event metadata also gets its dec_trace_md */
+	const char *host; /* borrowed, may be NULL: the host name of trace.json's processes */
 };
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */
@@ -132,6 +138,9 @@ struct dec_statv { /* one XStat, its value located, not copied */
 	double d;
 	uint64_t off, len; /* str, bytes, compressed: where the bytes lie */
 };
+
+/* dec_zlib_errno() - the module's one mapping of zlib results to -errno (stats.c). */
+int dec_zlib_errno(int zr);
 
 /* dec_stat_parse() - parse the XStat body [c->pos, c->end). */
 int dec_stat_parse(struct dec_cur *c, struct dec_statv *s);
@@ -240,9 +249,118 @@ int dec_view_ops(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o);
 /* dec_view_track() - planes/<plane>/<line>.json of line @li. */
 int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o);
-/* dec_render() - render @view (or track @track when @view is XPROFS_VIEW_COUNT) to @sink. */
-int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xprofs_sink *sink,
+/*
+ * dec_render() - render @view (or track @track when @view is XPROFS_VIEW_COUNT) to @sink.
+ * @opts: borrowed, may be NULL.
+ */
+int dec_render(struct xprofs_xspace *x, int view, size_t track,
+	       const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
 	       struct xprofs_buf *err);
+
+/* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
+
+struct dec_gzip;
+/* dec_gzip_new() - a gzip stream into @to (borrowed; must outlive it). Caller frees *out. */
+int dec_gzip_new(const struct xprofs_sink *to, struct dec_gzip **out);
+/* dec_gzip_sink() - the sink that compresses into the stream (borrows @gz). */
+struct xprofs_sink dec_gzip_sink(struct dec_gzip *gz);
+/* dec_gzip_finish() - end the stream: the gzip trailer and what is buffered go out. */
+int dec_gzip_finish(struct dec_gzip *gz);
+/* dec_gzip_free() - accepts NULL. */
+void dec_gzip_free(struct dec_gzip *gz);
+
+/* ---- trace.json's model (trace-model.c) ------------------------------- */
+
+/* Picoseconds since any epoch: line timestamp_ns * 1000 + offset_ps never overflows. */
+__extension__ typedef __int128 dec_ps128;
+__extension__ typedef unsigned __int128 dec_ups128;
+
+/* The trace facts of one event metadata: its filtered stats and the special ones. */
+struct dec_trace_md {
+	char *args;                /* owned: "long_name":..., then the shown stats, "k":v,... */
+	size_t args_len;           /* 0: none */
+	size_t step_off, step_len; /* the step_name value (JSON) inside @args; len 0: none */
+	uint64_t flow;             /* the flow stat's value (an XFlow) */
+	int64_t group;
+	bool has_flow, has_group, is_async;
+	bool internal; /* IsInternalEvent(): never shown */
+};
+
+/*
+ * dec_trace_md_fill() - the dec_trace_md of event metadata @e (message [off,
+ * off+len) at the metadata cursor, full name @full, display name length
+ * @disp_len). e->trace: caller owns, freed by dec_trace_md_free().
+ */
+int dec_trace_md_fill(struct dec_rctx *rc, struct dec_evmd *e, const char *full, size_t full_len,
+		      size_t disp_len, uint64_t off, uint64_t len);
+void dec_trace_md_free(struct dec_trace_md *t);
+
+/* What a stat means to the trace (by its name: StatType). */
+enum dec_tstat { TS_SHOW = 0, TS_INTERNAL, TS_FLOW, TS_GROUP, TS_ASYNC, TS_STEP };
+enum dec_tstat dec_trace_stat_kind(const char *name, size_t len);
+/* dec_trace_event_internal() - IsInternalEvent() of an event metadata's (full) name. */
+bool dec_trace_event_internal(const char *name, size_t len);
+
+/* XFlow: bits 0-1 direction, 2-57 id, 58-63 category (a ContextType). */
+enum { XFLOW_NONE = 0, XFLOW_IN = 1, XFLOW_OUT = 2, XFLOW_INOUT = 3 };
+struct dec_xflow {
+	uint64_t id;
+	int dir;
+	unsigned cat;
+};
+struct dec_xflow dec_xflow_decode(uint64_t v);
+/* dec_trace_category() - GetContextTypeString(GetSafeContextType(@cat)); "" if generic. */
+const char *dec_trace_category(unsigned cat);
+
+/* A plane shown as a process. */
+struct dec_trace_plane {
+	size_t plane; /* index into xprofs_xspace.planes */
+	uint32_t pid;
+};
+/* dec_trace_planes() - the shown planes in XProf's order. *out: caller frees (free()). */
+int dec_trace_planes(const struct xprofs_xspace *x, struct dec_trace_plane **out, size_t *n);
+
+enum dec_tline { TL_THREAD = 0, TL_COUNTERS, TL_SKIP };
+/* dec_trace_line_kind() - a thread, the counters line, or a line XProf skips. */
+enum dec_tline dec_trace_line_kind(const struct dec_line *l);
+/* dec_trace_tid() - (uint32) DisplayId(): display_id, or id when it is 0. */
+uint32_t dec_trace_tid(const struct dec_line *l);
+
+/* What a walk over stats with dec_trace_stat() collects. */
+struct dec_trace_acc {
+	struct dec_out *o; /* borrowed: the shown stats go here, "k":v,... */
+	bool first;
+	uint64_t flow;
+	int64_t group;
+	bool has_flow, has_group, is_async, has_step;
+	size_t step_off, step_len; /* the step_name value inside o's buffer */
+};
+/* dec_trace_stat() - a dec_stat_fn: shown stats to a->o, special ones into @arg (dec_trace_acc). */
+int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+/* The ends seen of a plane's single-ended async events (trace-model.c explains). */
+struct dec_async_set {
+	uint64_t *keys; /* owned; 0 = empty slot */
+	uint8_t *ends;  /* owned; XFLOW_IN | XFLOW_OUT bits per key */
+	size_t cap, n;
+	bool full; /* past DEC_ASYNC_MAX keys: unknown ids count as paired */
+};
+/* dec_async_note() - record the end @f (direction in or out). */
+int dec_async_note(struct dec_async_set *s, const struct dec_xflow *f);
+/* dec_async_paired() - @f's flow id has a begin and an end (in-out events always do). */
+bool dec_async_paired(const struct dec_async_set *s, const struct dec_xflow *f);
+void dec_async_reset(struct dec_async_set *s);
+void dec_async_deinit(struct dec_async_set *s);
+
+/* dec_trace_out_ps_wide() - @ps as exact decimal microseconds, for any 128-bit time. */
+void dec_trace_out_ps_wide(struct dec_out *o, dec_ps128 ps);
+/* dec_trace_out_ps() - the same, inline for times that fit 64 bits (the usual case). */
+static inline void dec_trace_out_ps(struct dec_out *o, dec_ps128 ps)
+{
+	if (ps == (int64_t)ps)
+		dec_out_us(o, (int64_t)ps);
+	else
+		dec_trace_out_ps_wide(o, ps);
+}
 
 /* Which lines feed ops.json (and the device time of steps.json). */
 enum dec_line_kind { LK_NONE = 0, LK_XLA_OPS, LK_STREAM, LK_HOST };

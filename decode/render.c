@@ -100,17 +100,20 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 	return r;
 }
 
-/* The renderer of each view, by enum xprofs_view; any other @view is a track. */
+/* The renderer of each view, by enum xprofs_view; any other @view is a track.
+ * trace.json.gz is trace.json written through a deflating sink. */
 static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_out *o) = {
-	[XPROFS_VIEW_SUMMARY] = dec_view_summary,
-	[XPROFS_VIEW_TRACE] = dec_view_trace,
-	[XPROFS_VIEW_OPS] = dec_view_ops,
-	[XPROFS_VIEW_STEPS] = dec_view_steps,
+	[XPROFS_VIEW_SUMMARY] = dec_view_summary, [XPROFS_VIEW_TRACE] = dec_view_trace,
+	[XPROFS_VIEW_OPS] = dec_view_ops,         [XPROFS_VIEW_STEPS] = dec_view_steps,
+	[XPROFS_VIEW_TRACE_GZ] = dec_view_trace,
 };
 
-int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xprofs_sink *sink,
+int dec_render(struct xprofs_xspace *x, int view, size_t track,
+	       const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
 	       struct xprofs_buf *err)
 {
+	struct dec_gzip *gz = NULL;
+	struct xprofs_sink gzs;
 	struct dec_rctx rc;
 	struct dec_out o;
 	int r;
@@ -123,7 +126,15 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xpr
 						    "the profile was opened for tracks only");
 		return -EOPNOTSUPP;
 	}
+	if (view == XPROFS_VIEW_TRACE_GZ) {
+		/* the same bytes as trace.json, deflated on their way to @sink */
+		if ((r = dec_gzip_new(sink, &gz)) < 0)
+			return render_fail(err, r, xprofs_view_name(view));
+		gzs = dec_gzip_sink(gz);
+		sink = &gzs;
+	}
 	rctx_init(&rc, x, err);
+	rc.host = opts ? opts->host : NULL;
 	dec_out_init(&o, sink);
 	if (view >= 0 && view < XPROFS_VIEW_COUNT)
 		r = view_fns[view](&rc, &o);
@@ -133,17 +144,27 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track, const struct xpr
 		r = o.r;
 	if (r == 0)
 		r = dec_out_flush(&o, true);
+	if (r == 0 && gz)
+		r = dec_gzip_finish(gz);
 	if (r < 0)
 		render_fail(err, r, view < XPROFS_VIEW_COUNT ? xprofs_view_name(view) : "track");
 	dec_out_deinit(&o);
 	rctx_deinit(&rc);
+	dec_gzip_free(gz);
 	return r;
+}
+
+int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
+			      const struct xprofs_render_opts *opts, const struct xprofs_sink *out,
+			      struct xprofs_buf *err)
+{
+	if ((unsigned)v >= XPROFS_VIEW_COUNT)
+		return -EINVAL;
+	return dec_render(x, (int)v, 0, opts, out, err);
 }
 
 int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err)
 {
-	if ((unsigned)v >= XPROFS_VIEW_COUNT)
-		return -EINVAL;
-	return dec_render(x, (int)v, 0, out, err);
+	return xprofs_xspace_render_opts(x, v, NULL, out, err);
 }

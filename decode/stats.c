@@ -123,8 +123,8 @@ static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_
 	return 0;
 }
 
-/* zlib_errno() - the module's one mapping of zlib results to -errno. */
-static int zlib_errno(int zr)
+/* dec_zlib_errno() - the module's one mapping of zlib results to -errno. */
+int dec_zlib_errno(int zr)
 {
 	switch (zr) {
 	case Z_OK:
@@ -147,7 +147,7 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 	int zr, r = 0;
 
 	memset(&z, 0, sizeof(z));
-	if ((r = zlib_errno(inflateInit2(&z, 15 + 32))) < 0) /* auto-detect gzip / zlib */
+	if ((r = dec_zlib_errno(inflateInit2(&z, 15 + 32))) < 0) /* auto-detect gzip / zlib */
 		return r;
 	z.next_in = (unsigned char *)(uintptr_t)p;
 	z.avail_in = n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
@@ -156,7 +156,7 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 		z.next_out = chunk;
 		z.avail_out = sizeof(chunk);
 		zr = inflate(&z, Z_NO_FLUSH);
-		if ((r = zlib_errno(zr)) < 0)
+		if ((r = dec_zlib_errno(zr)) < 0)
 			break;
 		size_t got = sizeof(chunk) - z.avail_out;
 
@@ -167,7 +167,7 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 		if ((r = xprofs_buf_add(b, chunk, got)) < 0 || *cut)
 			break;
 		if (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
-			r = zlib_errno(Z_BUF_ERROR); /* input ended before the stream */
+			r = dec_zlib_errno(Z_BUF_ERROR); /* input ended before the stream */
 			break;
 		}
 	} while (zr != Z_STREAM_END);

@@ -98,7 +98,10 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 	out_walltime(o, ",\"profile_stop_walltime_ns\":", t->stop_walltime_ns);
 	dec_out_key_i64(o, ",\"first_ps\":", t->first_ps);
 	dec_out_key_i64(o, ",\"last_ps\":", t->last_ps);
-	dec_out_key_i64(o, ",\"span_ps\":", dec_sat_add(t->last_ps, -t->first_ps));
+	/* saturated: first_ps may be INT64_MIN in a hostile file (no -INT64_MIN) */
+	dec_out_key_i64(o, ",\"span_ps\":",
+			t->first_ps == INT64_MIN ? INT64_MAX
+						 : dec_sat_add(t->last_ps, -t->first_ps));
 	OUT_LIT(o, ",\"events\":");
 	dec_out_u64(o, t->events);
 	OUT_LIT(o, ",\"planes\":[");

@@ -109,5 +109,5 @@ int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i, const struct x
 {
 	if (!x || i >= x->n_lines)
 		return -ERANGE;
-	return dec_render(x, XPROFS_VIEW_COUNT, i, out, err);
+	return dec_render(x, XPROFS_VIEW_COUNT, i, NULL, out, err);
 }

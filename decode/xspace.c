@@ -23,7 +23,7 @@
 #include "decode-internal.h"
 
 static const char *const view_names[XPROFS_VIEW_COUNT] = {"summary.json", "trace.json", "ops.json",
-							  "steps.json"};
+							  "steps.json", "trace.json.gz"};
 
 const char *xprofs_view_name(enum xprofs_view v)
 {
@@ -37,7 +37,8 @@ int xprofs_view_parse(const char *name)
 	if (!name)
 		return -EINVAL;
 	for (int i = 0; i < XPROFS_VIEW_COUNT; i++) {
-		size_t l = strlen(view_names[i]) - 5; /* without ".json" */
+		size_t n = strlen(view_names[i]);
+		size_t l = n > 5 && !strcmp(view_names[i] + n - 5, ".json") ? n - 5 : n;
 
 		if (!strcmp(name, view_names[i]) ||
 		    (strlen(name) == l && !strncmp(name, view_names[i], l)))

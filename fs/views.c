@@ -292,7 +292,8 @@ static int key_add_file(struct xprofs_buf *k, const char *path, const struct xpr
 }
 
 /*
- * view_id_make() - the cache key of generated file @t: "xprofs-view-v1",
+ * view_id_make() - the cache key of generated file @t: "xprofs-view-v2" (v2:
+ * trace.json with XProf's rules; older renders are never served),
  * version, source, then the store path and version (size, mtime,
  * generation) of each profile it is made from, then what is rendered.
  * @st: the host's version (from the open file, or the index); borrowed.
@@ -307,7 +308,7 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 
 	xprofs_buf_init(&id->key, XPROFS_CACHE_KEY_MAX);
 	id->hpath[0] = '\0';
-	r = xprofs_buf_add(&id->key, "xprofs-view-v1\0" XPROFS_VERSION,
+	r = xprofs_buf_add(&id->key, "xprofs-view-v2\0" XPROFS_VERSION,
 			   16 + strlen(XPROFS_VERSION));
 	if (r == 0)
 		r = xprofs_buf_add(&id->key, src, strlen(src) + 1);
@@ -408,8 +409,10 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 		if (r < 0)
 			return r;
 	}
-	if (t->kind == FS_K_VIEW)
-		return xprofs_xspace_render(p->x, t->view, out, err);
+	if (t->kind == FS_K_VIEW) /* trace.json names its processes after the host */
+		return xprofs_xspace_render_opts(
+			p->x, t->view, &(struct xprofs_render_opts){.host = t->host->name}, out,
+			err);
 	i = xprofs_xspace_track_find(p->x, t->plane, t->line);
 	if (i < 0)
 		return i;

@@ -2,7 +2,9 @@
  * xprofs-decode - decode one *.xplane.pb host file into the JSON views that
  * xprofs mounts, without FUSE.
  *
- *   xprofs-decode FILE --view summary|trace|ops|steps   (default: summary)
+ *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz   (default: summary)
+ *                      [--host NAME]   trace's host name (default: FILE's name
+ *                                      without its directory and ".xplane.pb")
  *   xprofs-decode FILE --tracks                          list PLANE_FILE/LINE_FILE
  *   xprofs-decode FILE --track PLANE_FILE/LINE_FILE      one track
  *   xprofs-decode FILE --unpack                          baseline: whole-message
@@ -36,6 +38,7 @@ enum {
 	ARG_LOG_LEVEL,
 	ARG_THREADS,
 	ARG_VERSION,
+	ARG_HOST,
 };
 
 static const struct option opts[] = {
@@ -48,12 +51,16 @@ static const struct option opts[] = {
 	{"threads", required_argument, NULL, ARG_THREADS},
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, ARG_VERSION},
+	{"host", required_argument, NULL, ARG_HOST},
 	{NULL, 0, NULL, 0},
 };
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps]\n"
+	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
+		   "trace.json.gz]\n"
+		   "                    [--host NAME (trace's host; default: FILE minus "
+		   ".xplane.pb)]\n"
 		   "       xprofs-decode FILE.xplane.pb --tracks\n"
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
 		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
@@ -103,7 +110,7 @@ static int do_unpack(int fd, uint64_t size)
 
 /* What the command line asks for. */
 struct args {
-	const char *path, *track;
+	const char *path, *track, *host;
 	int view;
 	bool list, unpack, use_mmap;
 	unsigned threads;
@@ -137,6 +144,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case ARG_MMAP:
 			a->use_mmap = true;
+			break;
+		case ARG_HOST:
+			a->host = optarg;
 			break;
 		case ARG_THREADS: {
 			char *end;
@@ -212,6 +222,29 @@ static int render_track(struct xprofs_xspace *x, const struct args *a,
 	return xprofs_xspace_render_track(x, (size_t)i, sink, err);
 }
 
+/* render_view() - view a.view; its host name from --host, else the file's name. */
+static int render_view(struct xprofs_xspace *x, const struct args *a,
+		       const struct xprofs_sink *sink, struct xprofs_buf *err)
+{
+	struct xprofs_render_opts ro = {0};
+	const char *base = strrchr(a->path, '/');
+	const char *suffix = ".xplane.pb";
+	char *host = NULL;
+	size_t n;
+	int r;
+
+	base = base ? base + 1 : a->path;
+	n = strlen(base);
+	if (n > strlen(suffix) && !strcmp(base + n - strlen(suffix), suffix))
+		n -= strlen(suffix);
+	if (!a->host && !(host = strndup(base, n)))
+		return -ENOMEM;
+	ro.host = a->host ? a->host : host;
+	r = xprofs_xspace_render_opts(x, (enum xprofs_view)a->view, &ro, sink, err);
+	free(host);
+	return r;
+}
+
 int main(int argc, char **argv)
 {
 	int out_fd = STDOUT_FILENO, fd = -1, r;
@@ -276,7 +309,7 @@ int main(int argc, char **argv)
 	if (a.track)
 		r = render_track(x, &a, &sink, &err);
 	else
-		r = xprofs_xspace_render(x, a.view, &sink, &err);
+		r = render_view(x, &a, &sink, &err);
 	if (r < 0) {
 		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path,
 			err.len ? err.data : strerror(-r));

@@ -40,12 +40,16 @@ enum xprofs_view {
 	XPROFS_VIEW_TRACE,       /* trace.json (Chrome trace-event JSON) */
 	XPROFS_VIEW_OPS,         /* ops.json */
 	XPROFS_VIEW_STEPS,       /* steps.json */
+	XPROFS_VIEW_TRACE_GZ,    /* trace.json.gz: trace.json, gzip-compressed */
 	XPROFS_VIEW_COUNT
 };
 
 /** xprofs_view_name() - "summary.json", ...; NULL for an out-of-range @v. */
 const char *xprofs_view_name(enum xprofs_view v);
-/** xprofs_view_parse() - accepts "summary"/"summary.json" etc.; -EINVAL otherwise. */
+/**
+ * xprofs_view_parse() - accepts "summary"/"summary.json" etc. (a ".json" name
+ * also without it); -EINVAL otherwise.
+ */
 int xprofs_view_parse(const char *name);
 
 struct xprofs_xspace;
@@ -102,6 +106,21 @@ int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace
  */
 int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err) XPROFS_WUR;
+
+/* Options of xprofs_xspace_render_opts(); zero-initialise, then set. */
+struct xprofs_render_opts {
+	/*
+	 * The profile's host name (the <host> of <host>.xplane.pb): trace.json
+	 * names its processes "<host> <plane name>", as XProf does. NULL or
+	 * "": the plane name alone. Borrowed for the call.
+	 */
+	const char *host;
+};
+
+/** xprofs_xspace_render_opts() - xprofs_xspace_render() with @opts (may be NULL). */
+int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
+			      const struct xprofs_render_opts *opts, const struct xprofs_sink *out,
+			      struct xprofs_buf *err) XPROFS_WUR;
 
 /*
  * Tracks: one per (plane, line). Their file names are the plane/line names

@@ -35,8 +35,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	xprofs_buf_init(&err, 4096);
 	rc = open_rc = xprofs_xspace_open(&r, &err, &x);
 	if (rc == 0) {
+		/* with a host name: trace.json's process names take it */
+		struct xprofs_render_opts ro = {.host = "fuzz-host"};
+
 		for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
-			rc = xprofs_xspace_render(x, v, &s, &err);
+			rc = xprofs_xspace_render_opts(x, v, v % 2 ? &ro : NULL, &s, &err);
 			if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 				abort();
 		}

@@ -9,8 +9,11 @@ compared with what that parse says: summary (planes, lines, ids, event
 counts, first/last ps, plane stats), every track (every event's name, start,
 duration, num_occurrences and every resolved stat value, in order), ops
 (per-plane and per-op count/total/self/min/max, recomputed here from the
-rules in docs/decode.md), steps (labels, times, device_ps recomputed) and trace (one trace event per XEvent, exact
-microsecond timestamps, displayTimeUnit first).
+rules in docs/decode.md), steps (labels, times, device_ps recomputed) and trace.json
+with XProf's rules (oracle_trace.py: the same events, names, exact microsecond
+times, pids, tids, flows, async pairs and args; trace.json.gz gunzips to it),
+also on an epoch-shifted copy of the generated tpu profile (line timestamps
+~1.7e18 ns, trace only).
 
 Exit status: 0 pass, 1 mismatch, 77 skip (protoc absent, or neither the
 shared samples nor xprofs-gen).
@@ -25,6 +28,8 @@ import sys
 import tempfile
 import zlib
 from decimal import Decimal
+
+import oracle_trace
 
 SRC = os.environ.get("XPROFS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", os.path.join(SRC, "build"))
@@ -293,31 +298,6 @@ def check_ops(path, xs, jops):
             fail("%s: ops %s not sorted by self_ps" % (path, p.name))
 
 
-def check_trace(path, xs, raw):
-    if not raw.startswith(b'{"displayTimeUnit":"ns"'):
-        fail("%s: trace.json does not start with displayTimeUnit" % path)
-    t = json.loads(raw, parse_float=Decimal)
-    per = {}
-    for ev in t["traceEvents"]:
-        if ev["ph"] in ("X", "i", "C"):
-            per.setdefault((ev["pid"], ev.get("tid")), []).append(ev)
-    for pi, p in enumerate(xs.planes):
-        for li, l in enumerate(p.lines):
-            evs = per.get((pi + 1, li + 1), [])
-            if len(evs) != len(l.events):
-                fail("%s: trace %s/%s: %d events vs %d" % (path, p.name, l.name, len(evs), len(l.events)))
-                continue
-            base = l.timestamp_ns * 1000
-            for e, je in zip(l.events, evs):
-                off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
-                if Decimal(je["ts"]) * 1000000 != base + off:
-                    fail("%s: trace ts %r vs %d ps" % (path, je["ts"], base + off))
-                    break
-                if je["ph"] == "X" and Decimal(je["dur"]) * 1000000 != e.duration_ps:
-                    fail("%s: trace dur %r vs %d ps" % (path, je["dur"], e.duration_ps))
-                    break
-
-
 def step_label(p, e):
     """step_num stat (event, then metadata), else step_name, else the name."""
     _, _, m = event_names(p, e.metadata_id)
@@ -422,6 +402,20 @@ def generated(tmp):
     return out
 
 
+def epoch_copy(pb2, path, tmp):
+    """@path with every line timestamp moved to the epoch (~1.7e18 ns): exact times past 2^64 ps."""
+    xs = pb2.XSpace()
+    with open(path, "rb") as f:
+        xs.ParseFromString(f.read())
+    for p in xs.planes:
+        for l in p.lines:
+            l.timestamp_ns += 1700000000000000000
+    out = os.path.join(tmp, "epoch-" + os.path.basename(path))
+    with open(out, "wb") as f:
+        f.write(xs.SerializeToString())
+    return out
+
+
 def main():
     samples = sorted(glob.glob(os.path.join(SHARED, "samples", "*", "*.xplane.pb")))
     if not os.access(CLI, os.X_OK):
@@ -431,7 +425,8 @@ def main():
         print("note: no shared samples under %s (../shared absent): skipping them" % SHARED)
     pb2, tmp = load_pb2()
     try:
-        samples += generated(tmp)
+        gen = generated(tmp)
+        samples += gen
         if not samples:
             print("SKIP: neither shared samples nor xprofs-gen")
             return 77
@@ -444,11 +439,23 @@ def main():
                 check_track(path, p, l, run([path, "--track", tr]))
             check_ops(path, xs, run([path, "--view", "ops"]))
             check_steps(path, xs, run([path, "--view", "steps"]))
-            check_trace(path, xs, run([path, "--view", "trace"], parse=False))
+            host = os.path.basename(path)[:-len(".xplane.pb")]
+            oracle_trace.check(path, xs, run([path, "--view", "trace"], parse=False),
+                               run([path, "--view", "trace.json.gz"], parse=False), host,
+                               stat_value, fail)
             unpack = run([path, "--unpack"])
             if obj(unpack)["events"] != sum(len(l.events) for p in xs.planes for l in p.lines):
                 fail("%s: --unpack event count" % path)
             print("ok %s (%d tracks)" % (path, len(tracks)))
+        # trace.json only (the other views keep int64 ps): epoch-based line timestamps
+        for path in [epoch_copy(pb2, f, tmp) for f in gen[:1]]:
+            xs = pb2.XSpace()
+            with open(path, "rb") as f:
+                xs.ParseFromString(f.read())
+            oracle_trace.check(path, xs, run([path, "--view", "trace"], parse=False),
+                               run([path, "--view", "trace.json.gz"], parse=False),
+                               os.path.basename(path)[:-len(".xplane.pb")], stat_value, fail)
+            print("ok %s (trace only)" % path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

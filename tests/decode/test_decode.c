@@ -213,22 +213,64 @@ static struct xprofs_xspace *open_mem(const uint8_t *p, size_t n, struct xprofs_
 	return x;
 }
 
-/* Render view @v (or track @track when @v < 0) as a NUL-terminated string. */
-static char *render(struct xprofs_xspace *x, int v, size_t track)
+/* gunzip(@p, @n) as a NUL-terminated string (fails the test on a bad stream). */
+static char *gunzip(const uint8_t *p, size_t n)
+{
+	struct xprofs_buf out;
+	uint8_t chunk[65536];
+	z_stream z;
+	int zr;
+
+	memset(&z, 0, sizeof(z));
+	assert_int_equal(inflateInit2(&z, 15 + 16), Z_OK);
+	xprofs_buf_init(&out, (size_t)1 << 30);
+	z.next_in = (unsigned char *)(uintptr_t)p;
+	z.avail_in = (unsigned)n;
+	do {
+		z.next_out = chunk;
+		z.avail_out = sizeof(chunk);
+		zr = inflate(&z, Z_NO_FLUSH);
+		if (zr != Z_OK && zr != Z_STREAM_END)
+			fail_msg("bad gzip stream: %d", zr);
+		assert_int_equal(xprofs_buf_add(&out, chunk, sizeof(chunk) - z.avail_out), 0);
+	} while (zr != Z_STREAM_END);
+	assert_int_equal(z.avail_in, 0); /* nothing after the stream */
+	inflateEnd(&z);
+	assert_int_equal(xprofs_buf_add(&out, "", 0), 0);
+	return xprofs_buf_steal(&out, NULL);
+}
+
+/* Render view @v (or track @track when @v < 0) with @ro as a string; trace.json.gz gunzipped. */
+static char *render_opts(struct xprofs_xspace *x, int v, size_t track,
+			 const struct xprofs_render_opts *ro)
 {
 	struct xprofs_buf out, err;
 	struct xprofs_sink s;
+	char *txt;
+	size_t n;
 	int rc;
 
 	xprofs_buf_init(&out, (size_t)1 << 30);
 	xprofs_buf_init(&err, 4096);
 	s = xprofs_sink_buf(&out);
-	rc = v >= 0 ? xprofs_xspace_render(x, v, &s, &err)
+	rc = v >= 0 ? xprofs_xspace_render_opts(x, v, ro, &s, &err)
 		    : xprofs_xspace_render_track(x, track, &s, &err);
 	if (rc < 0)
 		fail_msg("render %d failed: %d %s", v, rc, err.data ? err.data : "");
 	xprofs_buf_deinit(&err);
-	return xprofs_buf_steal(&out, NULL);
+	if (v != XPROFS_VIEW_TRACE_GZ)
+		return xprofs_buf_steal(&out, NULL);
+	txt = gunzip((const uint8_t *)out.data, out.len);
+	n = out.len;
+	xprofs_buf_deinit(&out);
+	assert_true(n > 18); /* a gzip header and trailer at least */
+	return txt;
+}
+
+/* Render view @v (or track @track when @v < 0) as a NUL-terminated string. */
+static char *render(struct xprofs_xspace *x, int v, size_t track)
+{
+	return render_opts(x, v, track, NULL);
 }
 
 static json_t *render_json(struct xprofs_xspace *x, int v, size_t track)
@@ -688,15 +730,210 @@ static void test_trace(void **state)
 	assert_int_equal(nx, 7);
 	assert_int_equal(ni, 0);
 	assert_int_equal(nc, 1);
-	assert_int_equal(nm, 1 + 3 * 2 + 4 * 2);
+	/* xprofs, 2 processes (Task Environment is not one), 3 threads (_counters_ is not one) */
+	assert_int_equal(nm, 1 + 2 * 2 + 3 * 2);
 	/* exact microseconds: 1000 ps = 0.001 us; 10001000 ps = 10.001 us */
 	assert_non_null(strstr(s, "\"ts\":0.001,\"dur\":100,\"name\":\"Outer\""));
 	assert_non_null(strstr(s, "\"ts\":10.001,\"dur\":20,\"name\":\"Inner\""));
 	assert_non_null(strstr(s, "\"long_name\":\"my/Inner:Inner\""));
 	assert_non_null(strstr(s, "\"ph\":\"C\""));
+	/* XProf's pids: host threads 701, GPU 1 + plane id; tid = (uint32) line id */
+	assert_non_null(strstr(s, "\"pid\":701,\"tid\":5,"));
+	assert_non_null(strstr(s, "\"pid\":701,\"tid\":4294967295,"));
+	assert_non_null(strstr(s, "\"pid\":2,\"tid\":1,"));
+	assert_null(strstr(s, "Task Environment"));
+	assert_null(strstr(s, "\"flops\"")); /* IsInternalStat */
 	json_decref(j);
 	free(s);
 	opened_free(&o);
+}
+
+/* A uint64 stat @v on @arr with metadata @md. */
+static void tb_stat_u(struct tb *b, XStat ***arr, size_t *n, int64_t md, uint64_t v)
+{
+	tb_stat(b, arr, n, md, VC(UINT64))->uint64_value = v;
+}
+
+/* XFlow's stat value: direction, 56-bit id, category. */
+static uint64_t xflow(uint64_t id, unsigned dir, unsigned cat)
+{
+	return (uint64_t)dir | (id << 2) | ((uint64_t)cat << 58);
+}
+
+/* The trace event of @j named @name with phase @ph, or NULL. */
+static json_t *trace_find(json_t *j, const char *name, const char *ph)
+{
+	size_t i;
+	json_t *ev;
+
+	json_array_foreach(json_object_get(j, "traceEvents"), i, ev)
+	{
+		if (!strcmp(json_string_value(json_object_get(ev, "ph")), ph) &&
+		    !strcmp(json_string_value(json_object_get(ev, "name")), name))
+			return ev;
+	}
+	return NULL;
+}
+
+/* XProf's rules: planes, pids, names, hidden events and stats, flows, async events. */
+static void test_trace_xprof(void **state)
+{
+	struct tb *b = tb_new();
+	struct xprofs_render_opts ro = {.host = "h1"};
+	XPlane *host = tb_plane(b, 0, "/host:CPU");
+	XPlane *gpu = tb_plane(b, 600, "/device:GPU:0"); /* past kLastDeviceId: pid 1 */
+	XPlane *tpu = tb_plane(b, 0, "/device:TPU:0");   /* GPUs win: not shown */
+	XPlane *cust = tb_plane(b, 3, "/device:CUSTOM:acc");
+	XPlane *meta = tb_plane(b, 0, "/host:metadata");
+	XPlane *empty = tb_plane(b, 9, "/device:CUSTOM:empty"); /* no lines: not shown */
+	XLine *l, *l2;
+	XEvent *e;
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n;
+	char *s, *gz;
+	json_t *j, *ev;
+
+	(void)empty;
+	for (int i = 0; i < 2; i++) {
+		XPlane *p = i ? gpu : host;
+
+		tb_stmd(b, p, 1, "flow");
+		tb_stmd(b, p, 2, "_a");
+		tb_stmd(b, p, 3, "step_name");
+		tb_stmd(b, p, 4, "group_id");
+		tb_stmd(b, p, 5, "_pt");
+		tb_stmd(b, p, 6, "program_id");
+		tb_stmd(b, p, 7, "kernel_details");
+		tb_stmd(b, p, 8, "shown");
+	}
+	tb_evmd(b, host, 1, "Launch", NULL);
+	tb_evmd(b, host, 2, "MemoryAllocation", NULL);
+	tb_evmd(b, host, 3, "Step", NULL);
+	tb_evmd(b, host, 4, "Zero", NULL);
+	l = tb_line(b, host, 11, "main", 1000);
+	l->display_id = 77;
+	l->display_name = tb_str(b, "Main thread");
+	e = tb_event(b, l, 1, 0, 5000000);
+	tb_stat_u(b, &e->stats, &e->n_stats, 1, xflow(5, 2, 2)); /* flow out, tf_exec */
+	tb_stat_i(b, &e->stats, &e->n_stats, 4, 42);
+	tb_stat_i(b, &e->stats, &e->n_stats, 5, 1);
+	tb_stat_i(b, &e->stats, &e->n_stats, 6, 1);
+	tb_stat_s(b, &e->stats, &e->n_stats, 7, "regs");
+	tb_stat_i(b, &e->stats, &e->n_stats, 8, 3);
+	tb_event(b, l, 2, 1000, 10); /* internal: hidden */
+	e = tb_event(b, l, 3, 6000000, 1000000);
+	tb_stat_s(b, &e->stats, &e->n_stats, 3, "step 12");
+	tb_event(b, l, 4, 8000000, 0); /* zero duration: 1 ps */
+	e = tb_event(b, l, 1, 9000000, 10);
+	tb_stat_u(b, &e->stats, &e->n_stats, 1, xflow(9, 2, 0)); /* flow out, no partner */
+	tb_line(b, host, 12, "idle", 0);                         /* no events: no thread */
+	l = tb_line(b, host, 13, "counters_x", 0);               /* skipped */
+	tb_event(b, l, 1, 0, 10);
+
+	tb_evmd(b, gpu, 1, "kernel", NULL);
+	tb_evmd(b, gpu, 2, "copy-start", "copy");
+	l = tb_line(b, gpu, 1, "Stream #1", 1700000000000000000); /* epoch ns */
+	e = tb_event(b, l, 1, 1234567, 2000);
+	tb_stat_u(b, &e->stats, &e->n_stats, 1, xflow(5, 1, 2)); /* flow in: pairs with out 5 */
+	l2 = tb_line(b, gpu, 2, "Async XLA Ops", 1000);
+	e = tb_event(b, l2, 2, 0, 3000000);
+	tb_stat_u(b, &e->stats, &e->n_stats, 1, xflow(7, 3, 0)); /* async in-out: b + e */
+	tb_stat_i(b, &e->stats, &e->n_stats, 2, 1);
+	e = tb_event(b, l2, 2, 1000000, 3000000);
+	tb_stat_u(b, &e->stats, &e->n_stats, 1, xflow(8, 3, 0)); /* overlaps the first */
+	tb_stat_i(b, &e->stats, &e->n_stats, 2, 1);
+	e = tb_event(b, l2, 2, 6000000, 10);
+	tb_stat_u(b, &e->stats, &e->n_stats, 1, xflow(20, 2, 5)); /* a begin ... */
+	tb_stat_i(b, &e->stats, &e->n_stats, 2, 1);
+	e = tb_event(b, l2, 2, 8000000, 10);
+	tb_stat_u(b, &e->stats, &e->n_stats, 1, xflow(20, 1, 5)); /* ... and its end (PjRt) */
+	tb_stat_i(b, &e->stats, &e->n_stats, 2, 1);
+	e = tb_event(b, l2, 2, 9000000, 10);
+	tb_stat_u(b, &e->stats, &e->n_stats, 1, xflow(99, 1, 0)); /* an end without begin */
+	tb_stat_i(b, &e->stats, &e->n_stats, 2, 0);
+	l = tb_line(b, gpu, 3, "huge", INT64_MAX); /* 2^63 - 1 ns: no overflow */
+	tb_event(b, l, 1, INT64_MAX, INT64_MAX);
+	l = tb_line(b, gpu, 4, "negative", INT64_MIN);
+	tb_event(b, l, 1, INT64_MIN, -5);
+
+	tb_evmd(b, tpu, 1, "tpu_op", NULL);
+	tb_event(b, tb_line(b, tpu, 1, "XLA Ops", 0), 1, 0, 10);
+	tb_evmd(b, cust, 1, "custom_op", NULL);
+	tb_event(b, tb_line(b, cust, 1, "ops", 0), 1, 0, 10);
+	tb_evmd(b, meta, 1, "meta_op", NULL);
+	tb_event(b, tb_line(b, meta, 1, "m", 0), 1, 0, 10);
+
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	j = json_loads(s, 0, NULL);
+	assert_non_null(j);
+	/* processes: "<host> <plane>", XProf's pids; no TPU, metadata or lineless plane */
+	assert_non_null(strstr(s, "\"pid\":701,\"args\":{\"name\":\"h1 /host:CPU\"}"));
+	assert_non_null(strstr(s, "\"pid\":1,\"args\":{\"name\":\"h1 /device:GPU:0\"}"));
+	assert_non_null(strstr(s, "\"pid\":504,\"args\":{\"name\":\"h1 /device:CUSTOM:acc\"}"));
+	assert_null(strstr(s, "tpu_op"));
+	assert_null(strstr(s, "meta_op"));
+	assert_null(strstr(s, "CUSTOM:empty"));
+	/* threads: display id and name; no empty or counters_ lines */
+	assert_non_null(strstr(s, "\"tid\":77,\"args\":{\"name\":\"Main thread\"}"));
+	assert_null(strstr(s, "idle"));
+	assert_null(strstr(s, "counters_x"));
+	/* hidden events and stats; group_id shown, step_name renames */
+	assert_null(strstr(s, "MemoryAllocation"));
+	assert_null(strstr(s, "_pt"));
+	assert_null(strstr(s, "program_id"));
+	assert_null(strstr(s, "kernel_details"));
+	assert_null(strstr(s, "\"_a\""));
+	assert_null(strstr(s, "\"flow\""));
+	ev = trace_find(j, "Launch", "X");
+	assert_non_null(ev);
+	assert_int_equal(jint(ev, "args.group_id"), 42);
+	assert_int_equal(jint(ev, "args.shown"), 3);
+	assert_int_equal(jint(ev, "bind_id"), 5);
+	assert_true(json_is_true(json_object_get(ev, "flow_out")));
+	assert_string_equal(jstr(ev, "cat"), "tf_exec");
+	assert_non_null(trace_find(j, "step 12", "X"));
+	assert_null(trace_find(j, "Step", "X"));
+	assert_non_null(strstr(s, "\"ts\":9,\"dur\":0.000001,\"name\":\"Zero\""));
+	/* the flow's other end, at an exact epoch time */
+	ev = trace_find(j, "kernel", "X");
+	assert_non_null(ev);
+	assert_true(json_is_true(json_object_get(ev, "flow_in")));
+	assert_int_equal(jint(ev, "bind_id"), 5);
+	assert_non_null(strstr(s, "\"ts\":1700000000000001.234567,\"dur\":0.002,"));
+	/* 2^63 - 1 ns + 2^63 - 1 ps, and the most negative: exact, no wrap */
+	assert_non_null(strstr(s, "\"ts\":9232595408891630.582807,"));
+	assert_non_null(strstr(s, "\"ts\":-9232595408891630.583808,\"dur\":0.000001,"));
+	/* async: overlapping in-out events are b/e pairs with their flow id, not X slices */
+	assert_non_null(strstr(s, "{\"ph\":\"b\",\"pid\":1,\"tid\":2,\"ts\":1,\"name\":\"copy\","
+				  "\"id\":7,\"cat\":\"\""));
+	assert_non_null(strstr(s, "{\"ph\":\"e\",\"pid\":1,\"tid\":2,\"ts\":4,\"name\":\"copy\","
+				  "\"id\":7,\"cat\":\"\"}"));
+	assert_non_null(strstr(s, "\"ts\":2,\"name\":\"copy\",\"id\":8,"));
+	assert_non_null(strstr(s, "\"ts\":5,\"name\":\"copy\",\"id\":8,"));
+	/* single-ended: a begin and an end sharing id and cat */
+	assert_non_null(strstr(s, "{\"ph\":\"b\",\"pid\":1,\"tid\":2,\"ts\":7,\"name\":\"copy\","
+				  "\"id\":20,\"cat\":\"PjRt\""));
+	assert_non_null(strstr(s, "{\"ph\":\"e\",\"pid\":1,\"tid\":2,\"ts\":9,\"name\":\"copy\","
+				  "\"id\":20,\"cat\":\"PjRt\""));
+	/* an end without its begin: a complete event, no unbalanced "e" */
+	ev = trace_find(j, "copy", "X");
+	assert_non_null(ev);
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":10,\"dur\":0.00001,"
+				  "\"name\":\"copy\",\"args\""));
+	assert_null(strstr(s, "\"id\":99"));
+	/* trace.json.gz: the same bytes, gzip-compressed */
+	gz = render_opts(x, XPROFS_VIEW_TRACE_GZ, 0, &ro);
+	assert_string_equal(gz, s);
+	free(gz);
+	json_decref(j);
+	free(s);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
 }
 
 static json_t *find_op(json_t *plane, const char *name)
@@ -955,7 +1192,10 @@ static void *par_render(void *arg)
 	xprofs_buf_init(&out, (size_t)1 << 30);
 	s = xprofs_sink_buf(&out);
 	if (xprofs_xspace_render(p->x, p->view, &s, NULL) == 0)
-		p->out = xprofs_buf_steal(&out, NULL);
+		p->out = p->view == XPROFS_VIEW_TRACE_GZ
+				 ? gunzip((const uint8_t *)out.data,
+					  out.len) /* as render() gives it */
+				 : xprofs_buf_steal(&out, NULL);
 	xprofs_buf_deinit(&out);
 	return NULL;
 }
@@ -1279,6 +1519,11 @@ static void test_view_names(void **state)
 	assert_int_equal(xprofs_view_parse("steps.json"), XPROFS_VIEW_STEPS);
 	assert_int_equal(xprofs_view_parse("nope"), -EINVAL);
 	assert_int_equal(xprofs_view_parse("op"), -EINVAL);
+	assert_string_equal(xprofs_view_name(XPROFS_VIEW_TRACE_GZ), "trace.json.gz");
+	assert_int_equal(xprofs_view_parse("trace.json.gz"), XPROFS_VIEW_TRACE_GZ);
+	assert_int_equal(xprofs_view_parse("trace"), XPROFS_VIEW_TRACE);
+	assert_int_equal(xprofs_view_parse("trace.json"), XPROFS_VIEW_TRACE);
+	assert_int_equal(xprofs_view_parse("trace.json.g"), -EINVAL);
 }
 
 int main(void)
@@ -1293,6 +1538,7 @@ int main(void)
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_track),
 		cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_session_summary),

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # views_jq.sh - every JSON view and every track of every shared sample must
-# parse with jq; trace.json must have displayTimeUnit as its first key; the
+# parse with jq; trace.json must have displayTimeUnit as its first key and
+# trace.json.gz must gunzip to it; the
 # CLI must fail (non-zero, message on stderr) on missing, truncated and
 # garbage files. Runs on generated profiles, plus the shared samples when
 # ../shared is there. Exit 77 when jq is absent.
@@ -33,6 +34,9 @@ for f in "${samples[@]}"; do
 		fi
 		jq -e . "$tmp/out.json" >/dev/null 2>&1 || bad "$f $v: jq cannot parse it"
 	done
+	"$CLI" "$f" --view trace.json.gz >"$tmp/out.gz" || bad "$f trace.json.gz: exit $?"
+	"$CLI" "$f" --view trace >"$tmp/out.json"
+	gzip -dc "$tmp/out.gz" | cmp -s - "$tmp/out.json" || bad "$f: trace.json.gz does not gunzip to trace.json"
 	first=$("$CLI" "$f" --view trace | jq -r 'keys_unsorted[0]')
 	[ "$first" = displayTimeUnit ] || bad "$f: trace.json first key is '$first'"
 	ntracks=0

@@ -9,7 +9,8 @@ Read-only checks that hold for any source tree:
   runs     every (run, session, host) is a directory under MNT/runs with
            the expected files
   views    every generated file under MNT/runs opens, st_size after open
-           equals the bytes read, *.json parses (profiles listed in
+           equals the bytes read, *.json parses, trace.json.gz gunzips to
+           trace.json (zcat | cmp) (profiles listed in
            XP_BAD_PROFILES may fail with EIO instead)
 Prints "ok - ..." lines; exits 1 on the first failure.
 """
@@ -17,6 +18,7 @@ import errno
 import json
 import os
 import random
+import subprocess
 import sys
 
 SRC, MNT = sys.argv[1], sys.argv[2]
@@ -106,7 +108,8 @@ def check_runs(walk):
                 fail("hosts of %s: %s != %s" % (sd, os.listdir(sd), hosts))
             for h in hosts:
                 hd = os.path.join(sd, h)
-                want = {"summary.json", "trace.json", "ops.json", "steps.json", "errors", "planes"}
+                want = {"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
+                        "errors", "planes"}
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))
                 n += 1
@@ -148,7 +151,7 @@ def check_views(walk):
                 fail("%s/summary.json: %s" % (sd, e))
             for h in hosts:
                 hd = os.path.join(sd, h)
-                names = ["summary.json", "trace.json", "ops.json", "steps.json"]
+                names = ["summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz"]
                 try:
                     for p in sorted(os.listdir(os.path.join(hd, "planes"))):
                         for line in sorted(os.listdir(os.path.join(hd, "planes", p))):
@@ -166,10 +169,25 @@ def check_views(walk):
                             bad += 1
                             continue
                         fail("%s/%s: %s" % (hd, v, e))
+                    if v == "trace.json.gz":
+                        # zcat MOUNT/.../trace.json.gz | cmp - MOUNT/.../trace.json
+                        z = subprocess.run(["zcat", os.path.join(hd, v)], stdout=subprocess.PIPE)
+                        c = subprocess.run(["cmp", "-", os.path.join(hd, "trace.json")],
+                                           input=z.stdout, stdout=subprocess.PIPE)
+                        if z.returncode != 0 or c.returncode != 0:
+                            fail("%s: zcat trace.json.gz | cmp - trace.json: %d/%d"
+                                 % (hd, z.returncode, c.returncode))
+                        n += 1
+                        continue
                     try:
-                        json.loads(data)
+                        j = json.loads(data)
                     except ValueError as e:
                         fail("%s/%s is not JSON: %s" % (hd, v, e))
+                    if v == "trace.json":  # processes are "<host> <plane>", as in XProf
+                        for ev in j["traceEvents"]:
+                            if ev["ph"] == "M" and ev["name"] == "process_name" and \
+                                    ev["pid"] and not ev["args"]["name"].startswith(h + " "):
+                                fail("%s/trace.json: process %r" % (hd, ev["args"]["name"]))
                     n += 1
                 err = open(os.path.join(hd, "errors"), "rb").read()
                 if h not in BAD and err:

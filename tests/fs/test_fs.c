@@ -143,6 +143,9 @@ static void test_classify(void **state)
 	assert_string_equal(xprofs_view_name(t.view), "trace.json");
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/steps.json", &t), 0);
 	assert_int_equal(t.view, XPROFS_VIEW_STEPS);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/trace.json.gz", &t), 0);
+	assert_int_equal(t.kind, FS_K_VIEW);
+	assert_int_equal(t.view, XPROFS_VIEW_TRACE_GZ);
 	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/errors", FS_K_ERRORS);
 	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/planes", FS_K_PLANES);
 	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/planes/%2Fdevice:TPU:0", FS_K_PLANE);
