@@ -75,6 +75,20 @@ struct dec_plane {
 	bool has_events;
 };
 
+/*
+ * One checkpoint of a line's time -> file offset map (slices): every
+ * DEC_CKPT_EVERY-th event of the line, recorded by the structural pass from
+ * the event headers it parses anyway. A windowed walk seeks to the last
+ * checkpoint whose earlier events all end at or before the window start, so
+ * a long event that began before the checkpoint is never skipped.
+ */
+#define DEC_CKPT_EVERY 4096
+struct dec_ckpt {
+	uint64_t off;    /* file offset of the event's field in the XLine (its tag) */
+	int64_t max_end; /* the latest line-relative end (at least start + 1 ps) of the events
+			      before it; INT64_MAX: saturated, unknown */
+};
+
 struct dec_line {
 	size_t plane;
 	int64_t id, display_id, timestamp_ns, duration_ps;
@@ -85,6 +99,9 @@ struct dec_line {
 	uint64_t events;
 	int64_t first_ps, last_ps;
 	bool has_events;
+	bool unsorted;         /* an event starts before the one before it (no early stop) */
+	struct dec_ckpt *ckpt; /* owned; events / DEC_CKPT_EVERY entries (none if tracks_only) */
+	size_t n_ckpt;
 };
 
 struct dec_strs {
@@ -105,6 +122,16 @@ struct xprofs_xspace {
 };
 
 /* ---- helpers shared by the files ---------------------------------- */
+
+/* dec_event_end_rel() - an event's line-relative end as slices see it: never before start + 1 ps. */
+static inline int64_t dec_event_end_rel(int64_t offset_ps, int64_t duration_ps)
+{
+	int64_t e;
+
+	if (__builtin_add_overflow(offset_ps, duration_ps > 0 ? duration_ps : 1, &e))
+		return INT64_MAX;
+	return e;
+}
 
 static inline int64_t dec_sat_add(int64_t a, int64_t b)
 {

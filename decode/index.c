@@ -100,18 +100,46 @@ static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t fiel
 struct line_acc {
 	struct dec_line *l;
 	int64_t first, last;
+	int64_t prev, max_end; /* the previous event's start; the latest end so far (slices) */
+	size_t ckpt_cap;
 };
 
-static inline void line_note(struct line_acc *a, const struct dec_evhdr *h)
+/* A checkpoint before event number l->events (at file offset @off): the slices' seek map. */
+static int line_ckpt(struct ix *ix, struct line_acc *a, uint64_t off)
+{
+	struct dec_line *l = a->l;
+	int r;
+
+	if ((r = ix_count(ix, 1)) < 0 ||
+	    (r = xprofs_grow(&l->ckpt, &a->ckpt_cap, l->n_ckpt, sizeof(*l->ckpt), 16)) < 0)
+		return r;
+	l->ckpt[l->n_ckpt].off = off;
+	l->ckpt[l->n_ckpt++].max_end = a->max_end;
+	return 0;
+}
+
+/* Note event @h, whose field starts at file offset @off, into @a. */
+static inline int line_note(struct ix *ix, struct line_acc *a, const struct dec_evhdr *h,
+			    uint64_t off)
 {
 	int64_t end = dec_sat_add(h->offset_ps, h->duration_ps);
+	int r;
 
+	if (a->l->has_events && !(a->l->events % DEC_CKPT_EVERY) && (r = line_ckpt(ix, a, off)) < 0)
+		return r;
 	if (!a->l->has_events || h->offset_ps < a->first)
 		a->first = h->offset_ps;
 	if (!a->l->has_events || end > a->last)
 		a->last = end;
+	if (a->l->has_events && h->offset_ps < a->prev)
+		a->l->unsorted = true;
+	a->prev = h->offset_ps;
+	end = dec_event_end_rel(h->offset_ps, h->duration_ps);
+	if (!a->l->has_events || end > a->max_end)
+		a->max_end = end;
 	a->l->has_events = true;
 	a->l->events++;
+	return 0;
 }
 
 /*
@@ -141,7 +169,10 @@ static int ix_window_events(struct ix *ix, struct line_acc *a)
 				c->pos += (uint64_t)(bq - bp);
 				return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
 			}
-			line_note(a, &h);
+			int r = line_note(ix, a, &h, c->pos + (uint64_t)(bq - bp));
+
+			if (r < 0)
+				return r;
 		}
 		bq = q + el;
 	}
@@ -150,7 +181,7 @@ static int ix_window_events(struct ix *ix, struct line_acc *a)
 }
 
 /* One event outside the window (field XLINE_F_EVENTS, wire type @wt): the general path. */
-static int ix_event(struct ix *ix, struct line_acc *a, int wt)
+static int ix_event(struct ix *ix, struct line_acc *a, int wt, uint64_t tag_off)
 {
 	struct dec_cur *c = &ix->c;
 	uint64_t elen, eend;
@@ -170,8 +201,7 @@ static int ix_event(struct ix *ix, struct line_acc *a, int wt)
 	if (dec_parse_event(ep, ep + elen, &h) < 0)
 		return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
 	c->pos = eend;
-	line_note(a, &h);
-	return 0;
+	return line_note(ix, a, &h, tag_off);
 }
 
 /* One XLine field other than the events. */
@@ -213,7 +243,8 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 {
 	struct dec_cur *c = &ix->c;
 	uint64_t end = c->pos + len, saved_end = c->end;
-	struct line_acc a = {NULL, 0, 0};
+	struct line_acc a = {0};
+	uint64_t tag_off;
 	uint32_t f;
 	int wt, r;
 
@@ -232,9 +263,11 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 			return r;
 		if (c->pos >= end)
 			break;
+		tag_off = c->pos;
 		if ((r = dec_tag(c, &f, &wt)) < 0)
 			return r;
-		r = f == XLINE_F_EVENTS ? ix_event(ix, &a, wt) : ix_line_field(ix, a.l, f, wt);
+		r = f == XLINE_F_EVENTS ? ix_event(ix, &a, wt, tag_off)
+					: ix_line_field(ix, a.l, f, wt);
 		if (r < 0)
 			return r;
 	}
@@ -469,6 +502,7 @@ void dec_line_deinit(struct dec_line *l)
 	free(l->name);
 	free(l->display_name);
 	free(l->file);
+	free(l->ckpt);
 }
 
 void dec_plane_deinit(struct dec_plane *p)

@@ -64,6 +64,8 @@ struct dec_rctx {
 	struct xprofs_buf tmp;
 	bool trace;       /* a trace render: event metadata also gets its dec_trace_md */
 	const char *host; /* borrowed, may be NULL: the host name of trace.json's processes */
+	bool win;         /* a slice: line walks keep events overlapping [win_from, win_to) */
+	xprofs_ps128 win_from, win_to;
 };
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */
@@ -224,7 +226,9 @@ typedef int (*dec_event_fn)(struct dec_rctx *rc, const struct dec_event *e, stru
 typedef bool (*dec_stop_fn)(void *arg);
 /*
  * dec_line_each() - call @fn for each event of line @li in file order, until
- * @stop (NULL: never) says enough; 0, or the first error.
+ * @stop (NULL: never) says enough; 0, or the first error. In a slice
+ * (rc->win) only the events overlapping the window, found through the
+ * line's checkpoints.
  */
 int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg);
 
@@ -247,6 +251,8 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_trace(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o);
+/* dec_steps_windows() - xprofs_xspace_steps() on render context @rc. */
+int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n);
 /* dec_view_track() - planes/<plane>/<line>.json of line @li. */
 int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o);
 /*

@@ -73,16 +73,59 @@ int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *of
 	return 1;
 }
 
+/*
+ * win_seek() - start a slice's walk of @it at the last checkpoint before
+ * which every event ends at or before the window start (max_end is a
+ * running maximum, so that is a prefix: binary search).
+ */
+static void win_seek(struct dec_rctx *rc, struct dec_line_it *it)
+{
+	const struct dec_line *l = it->l;
+	xprofs_ps128 from = rc->win_from - (xprofs_ps128)l->timestamp_ns * 1000;
+	size_t lo = 0, hi = l->n_ckpt;
+
+	while (lo < hi) { /* first checkpoint that may not be skipped to */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->ckpt[mid].max_end < INT64_MAX && l->ckpt[mid].max_end <= from)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo)
+		rc->ev.pos = l->ckpt[lo - 1].off;
+}
+
+/* win_test() - event @e in a slice: 0 keep, 1 skip, 2 nothing more of the line overlaps. */
+static int win_test(const struct dec_rctx *rc, const struct dec_line_it *it,
+		    const struct dec_event *e)
+{
+	xprofs_ps128 start = (xprofs_ps128)it->l->timestamp_ns * 1000 + e->offset_ps;
+
+	if (start >= rc->win_to) /* sorted lines: so is every later event */
+		return it->l->unsorted || rc->x->tracks_only ? 1 : 2;
+	if (start + (e->duration_ps > 0 ? e->duration_ps : 1) <= rc->win_from)
+		return 1;
+	return 0;
+}
+
 int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg)
 {
 	struct dec_line_it it;
 	struct dec_event e;
 	struct dec_evmd *m;
-	int r;
+	int r, w;
 
 	if ((r = dec_line_begin(rc, li, &it)) < 0)
 		return r;
+	if (rc->win)
+		win_seek(rc, &it);
 	while ((r = dec_line_next(&it, &e)) > 0) {
+		if (rc->win && (w = win_test(rc, &it, &e)) != 0) {
+			if (w == 2)
+				return 0;
+			continue;
+		}
 		if (stop && stop(arg))
 			return 0;
 		dec_md_gc(rc);
@@ -134,7 +177,12 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 		sink = &gzs;
 	}
 	rctx_init(&rc, x, err);
-	rc.host = opts ? opts->host : NULL;
+	if (opts) {
+		rc.host = opts->host;
+		rc.win = opts->window;
+		rc.win_from = opts->from_ps;
+		rc.win_to = opts->to_ps;
+	}
 	dec_out_init(&o, sink);
 	if (view >= 0 && view < XPROFS_VIEW_COUNT)
 		r = view_fns[view](&rc, &o);
@@ -167,4 +215,22 @@ int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const stru
 			 struct xprofs_buf *err)
 {
 	return xprofs_xspace_render_opts(x, v, NULL, out, err);
+}
+
+int xprofs_xspace_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,
+			struct xprofs_buf *err)
+{
+	struct dec_rctx rc;
+	int r;
+
+	*out = NULL;
+	*n = 0;
+	if (!x)
+		return -EINVAL;
+	rctx_init(&rc, x, err);
+	r = dec_steps_windows(&rc, out, n);
+	if (r < 0)
+		render_fail(err, r, "steps");
+	rctx_deinit(&rc);
+	return r;
 }

@@ -20,14 +20,15 @@
 struct step {
 	size_t plane;
 	int64_t start, dur, device;
-	char *label; /* owned; a JSON value (number or string) */
+	xprofs_ps128 begin, end; /* exact window (xprofs_xspace_steps()) */
+	char *label;             /* owned; a JSON value (number or string) */
 };
 
 struct steps {
 	struct step *s;
 	size_t n, cap;
 	bool cut;
-	size_t plane; /* of the line being collected */
+	size_t plane, line; /* of the line being collected */
 };
 
 static int step_cmp(const void *a, const void *b)
@@ -87,6 +88,8 @@ static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	s->start = e->start_ps;
 	s->dur = e->duration_ps;
 	s->device = 0;
+	s->begin = (xprofs_ps128)rc->x->lines[st->line].timestamp_ns * 1000 + e->offset_ps;
+	s->end = s->begin + (e->duration_ps > 0 ? e->duration_ps : 1);
 	s->label = dec_out_steal(&lo, NULL);
 	dec_out_deinit(&lo);
 	if (!s->label) {
@@ -99,6 +102,7 @@ static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 {
 	st->plane = rc->x->lines[li].plane;
+	st->line = li;
 	return dec_line_each(rc, li, steps_full, steps_event, st);
 }
 
@@ -128,6 +132,52 @@ static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64
 	}
 }
 
+/* steps_gather() - the steps of every "Steps" line, in steps.json's order. */
+static int steps_gather(struct dec_rctx *rc, struct steps *st)
+{
+	struct xprofs_xspace *x = rc->x;
+	int r;
+
+	for (size_t li = 0; li < x->n_lines; li++) {
+		const struct dec_line *l = &x->lines[li];
+
+		if (dec_str_eq(l->name, l->name_len, "Steps") &&
+		    (r = steps_collect(rc, li, st)) < 0)
+			return r;
+	}
+	if (st->n)
+		qsort(st->s, st->n, sizeof(*st->s), step_cmp);
+	return 0;
+}
+
+static void steps_free(struct steps *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		free(st->s[i].label);
+	free(st->s);
+}
+
+int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n)
+{
+	struct steps st = {0};
+	int r;
+
+	if ((r = steps_gather(rc, &st)) == 0 && st.n) {
+		*out = calloc(st.n, sizeof(**out));
+		if (!*out)
+			r = -ENOMEM;
+		for (size_t i = 0; r == 0 && i < st.n; i++) {
+			(*out)[i].plane = st.s[i].plane;
+			(*out)[i].begin_ps = st.s[i].begin;
+			(*out)[i].end_ps = st.s[i].end;
+		}
+		if (r == 0)
+			*n = st.n;
+	}
+	steps_free(&st);
+	return r;
+}
+
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
@@ -135,15 +185,8 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 	size_t *ra = NULL, *rb = NULL; /* per plane: range of its steps */
 	int r = 0;
 
-	for (size_t li = 0; li < x->n_lines; li++) {
-		const struct dec_line *l = &x->lines[li];
-
-		if (dec_str_eq(l->name, l->name_len, "Steps") &&
-		    (r = steps_collect(rc, li, &st)) < 0)
-			goto out;
-	}
-	if (st.n)
-		qsort(st.s, st.n, sizeof(*st.s), step_cmp);
+	if ((r = steps_gather(rc, &st)) < 0)
+		goto out;
 	ra = calloc(x->n_planes + 1, sizeof(*ra));
 	rb = calloc(x->n_planes + 1, sizeof(*rb));
 	if (!ra || !rb) {
@@ -199,9 +242,7 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 	OUT_RAW(o, st.cut ? "\n],\"truncated\":true}\n" : "\n],\"truncated\":false}\n");
 	r = 0;
 out:
-	for (size_t i = 0; i < st.n; i++)
-		free(st.s[i].label);
-	free(st.s);
+	steps_free(&st);
 	free(ra);
 	free(rb);
 	return r;

@@ -32,6 +32,61 @@ const char *xprofs_view_name(enum xprofs_view v)
 	return view_names[v];
 }
 
+/* One number of a window name: [s, e) = digits[.digits] in µs -> *ps. */
+static int us_parse(const char *s, const char *e, xprofs_ps128 *ps)
+{
+	xprofs_ps128 v = 0;
+	size_t ints = 0, decs = 0;
+	bool dot = false;
+
+	for (; s < e; s++) {
+		if (*s == '.' && !dot) {
+			dot = true;
+			continue;
+		}
+		if (*s < '0' || *s > '9')
+			return -ENOENT;
+		if (dot ? ++decs > 6 : ++ints > 20) /* 10^20 µs = 10^26 ps: no overflow */
+			return -ENOENT;
+		v = v * 10 + (*s - '0');
+	}
+	if (!ints || (dot && !decs))
+		return -ENOENT;
+	for (; decs < 6; decs++)
+		v *= 10;
+	*ps = v;
+	return 0;
+}
+
+int xprofs_window_parse(const char *s, size_t len, xprofs_ps128 *from_ps, xprofs_ps128 *to_ps)
+{
+	const char *dash;
+
+	if (!s || !len || len > XPROFS_WINDOW_NAME_MAX)
+		return -ENOENT;
+	dash = memchr(s, '-', len);
+	if (!dash || us_parse(s, dash, from_ps) < 0 || us_parse(dash + 1, s + len, to_ps) < 0)
+		return -ENOENT;
+	return *from_ps < *to_ps ? 0 : -ENOENT;
+}
+
+int xprofs_step_parse(const char *s, size_t len, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	if (!s || !len || len > 7 || (s[0] == '0' && len > 1))
+		return -ENOENT;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -ENOENT;
+		v = v * 10 + (uint32_t)(s[i] - '0');
+	}
+	if (v >= (1u << 20))
+		return -ENOENT;
+	*out = v;
+	return 0;
+}
+
 int xprofs_view_parse(const char *name)
 {
 	if (!name)

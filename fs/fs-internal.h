@@ -28,6 +28,7 @@
 
 #include "xprofs/cache.h"
 #include "xprofs/capture.h"
+#include "xprofs/decode.h"
 #include "xprofs/store.h"
 #include "xprofs/util.h"
 
@@ -39,6 +40,8 @@
 #define FS_NAME_CAPTURE "capture"
 #define FS_NAME_ERRORS "errors"
 #define FS_NAME_PLANES "planes"
+#define FS_NAME_STEPS "steps"   /* host/steps/<n>/: slices by step (docs/trace.md "Slices") */
+#define FS_NAME_WINDOW "window" /* host/window/<from>-<to>/: slices by time */
 #define FS_NAME_SESSION_SUMMARY "summary.json" /* in a session directory */
 #define FS_NAME_ROOT_RUN "_root"               /* how the logdir-root run is shown under runs/ */
 #define FS_PLUGINS_DIR "plugins"               /* <run>/plugins/profile/<session>/ */
@@ -143,13 +146,23 @@ enum fs_kind {
 	FS_K_RUNS,    /* /runs or an inner run node (node set) */
 	FS_K_SESSION, /* session dir */
 	FS_K_SESSION_SUMMARY,
-	FS_K_HOST,   /* host dir */
-	FS_K_VIEW,   /* host/<view>.json (view set) */
-	FS_K_ERRORS, /* host/errors */
-	FS_K_PLANES, /* host/planes */
-	FS_K_PLANE,  /* host/planes/<plane> */
-	FS_K_TRACK,  /* host/planes/<plane>/<line> */
+	FS_K_HOST,    /* host dir */
+	FS_K_VIEW,    /* host/<view>.json (view set) */
+	FS_K_ERRORS,  /* host/errors */
+	FS_K_PLANES,  /* host/planes */
+	FS_K_PLANE,   /* host/planes/<plane> */
+	FS_K_TRACK,   /* host/planes/<plane>/<line> */
+	FS_K_STEPS,   /* host/steps */
+	FS_K_SLICE,   /* host/steps/<n> or host/window/<from>-<to> (slice set) */
+	FS_K_WINDOWS, /* host/window (lists nothing; any valid name resolves) */
 };
+
+/* What a view in a slice directory keeps (FS_K_SLICE, and FS_K_VIEW below one). */
+enum fs_slice { FS_SLICE_NONE = 0, FS_SLICE_STEP, FS_SLICE_WINDOW };
+
+/* The views a slice directory offers, in readdir order (fs/index.c); one entry per view. */
+extern const enum xprofs_view fs_slice_views[];
+extern const size_t fs_slice_nviews;
 
 /* Where a mount path points. Pointers borrow the index and the path. */
 struct fs_target {
@@ -158,7 +171,10 @@ struct fs_target {
 	const struct fs_run_node *node; /* FS_K_RUNS, _CAPTURE (NULL: root capture), below */
 	const struct fs_session *session;
 	const struct fs_host *host;
-	int view; /* enum xprofs_view */
+	int view;                    /* enum xprofs_view */
+	enum fs_slice slice;         /* FS_K_SLICE, and FS_K_VIEW inside one */
+	uint32_t step;               /* FS_SLICE_STEP: index into steps.json's steps[] */
+	xprofs_ps128 from_ps, to_ps; /* FS_SLICE_WINDOW: [from, to) in trace.json's base */
 	char plane[XPROFS_NAME_MAX + 1];
 	char line[XPROFS_NAME_MAX + 1];
 };
@@ -389,6 +405,11 @@ int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprof
  * *@out valid until the caller unlocks it.
  */
 int fs_tracks_get(struct fs_ctx *ctx, const struct fs_target *t, struct fs_track_list **out);
+/**
+ * fs_steps_count() - how many steps @t's host has (steps.json's length),
+ * indexing the profile (no cache: readdir of steps/ only). 0 or -errno.
+ */
+int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n);
 /** fs_view_size() - the size generated file @t will have, if known; else 0. */
 uint64_t fs_view_size(struct fs_ctx *ctx, const struct fs_target *t);
 /**

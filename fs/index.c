@@ -437,6 +437,43 @@ static const struct fs_host *find_host(const struct fs_session *s, const char *c
 	return NULL;
 }
 
+/*
+ * The views of a slice directory: trace.json (and later trace.pftrace: one
+ * more entry). Every one must render through the line walk, which applies
+ * the window.
+ */
+const enum xprofs_view fs_slice_views[] = {XPROFS_VIEW_TRACE};
+const size_t fs_slice_nviews = sizeof(fs_slice_views) / sizeof(fs_slice_views[0]);
+
+/* classify_slice() - below steps/ or window/ (@kind says which; rest @p). */
+static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind)
+{
+	const char *c;
+	size_t len;
+
+	c = next_comp(&p, &len);
+	if (!c) {
+		t->kind = kind == FS_SLICE_STEP ? FS_K_STEPS : FS_K_WINDOWS;
+		return 0;
+	}
+	if (kind == FS_SLICE_STEP ? xprofs_step_parse(c, len, &t->step) < 0
+				  : xprofs_window_parse(c, len, &t->from_ps, &t->to_ps) < 0)
+		return -ENOENT;
+	t->slice = kind;
+	c = next_comp(&p, &len);
+	if (!c) {
+		t->kind = FS_K_SLICE;
+		return 0;
+	}
+	for (size_t i = 0; i < fs_slice_nviews; i++) {
+		if (comp_is(c, len, xprofs_view_name(fs_slice_views[i]))) {
+			t->view = (int)fs_slice_views[i];
+			return leaf(p, t, FS_K_VIEW);
+		}
+	}
+	return -ENOENT;
+}
+
 /* classify_host() - the part below a host dir. */
 static int classify_host(const char *p, struct fs_target *t)
 {
@@ -448,6 +485,10 @@ static int classify_host(const char *p, struct fs_target *t)
 		t->kind = FS_K_HOST;
 		return 0;
 	}
+	if (comp_is(c, len, FS_NAME_STEPS))
+		return classify_slice(p, t, FS_SLICE_STEP);
+	if (comp_is(c, len, FS_NAME_WINDOW))
+		return classify_slice(p, t, FS_SLICE_WINDOW);
 	for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
 		if (comp_is(c, len, xprofs_view_name((enum xprofs_view)v))) {
 			t->kind = FS_K_VIEW;

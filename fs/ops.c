@@ -128,6 +128,9 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 		return 0;
 	case FS_K_HOST:
 	case FS_K_PLANES:
+	case FS_K_STEPS:
+	case FS_K_WINDOWS:
+	case FS_K_SLICE: /* a step past the last: its views fail to open with ENOENT */
 		fill_dir(ctx, st, t->host->st.mtime_ns);
 		return 0;
 	case FS_K_STATUS:
@@ -302,6 +305,25 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 			fill_name(&a, xprofs_view_name((enum xprofs_view)i));
 		fill_name(&a, FS_NAME_ERRORS);
 		fill_name(&a, FS_NAME_PLANES);
+		fill_name(&a, FS_NAME_STEPS);
+		fill_name(&a, FS_NAME_WINDOW);
+		break;
+	case FS_K_STEPS: {
+		size_t n = 0;
+		char num[24];
+
+		r = fs_steps_count(ctx, &t, &n);
+		for (i = 0; r == 0 && i < n; i++) {
+			snprintf(num, sizeof(num), "%zu", i);
+			fill_name(&a, num);
+		}
+		break;
+	}
+	case FS_K_WINDOWS: /* names are made up by the reader: nothing to list */
+		break;
+	case FS_K_SLICE:
+		for (i = 0; i < fs_slice_nviews; i++)
+			fill_name(&a, xprofs_view_name(fs_slice_views[i]));
 		break;
 	case FS_K_PLANES:
 	case FS_K_PLANE:

@@ -27,6 +27,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -291,6 +292,45 @@ static int key_add_file(struct xprofs_buf *k, const char *path, const struct xpr
 	return r;
 }
 
+/* ps_str() - non-negative @v in decimal into @buf (48 bytes hold any 128-bit value). */
+static void ps_str(xprofs_ps128 v, char *buf, size_t n)
+{
+	char tmp[48];
+	size_t k = sizeof(tmp);
+
+	tmp[--k] = '\0';
+	do {
+		tmp[--k] = (char)('0' + (int)(v % 10));
+		v /= 10;
+	} while (v > 0 && k > 0);
+	snprintf(buf, n, "%s", tmp + k);
+}
+
+/* slice_name() - "steps/<n>" or "window/<from_ps>-<to_ps>" (exact ps) of @t into @buf. */
+static void slice_name(const struct fs_target *t, char *buf, size_t n)
+{
+	char a[48], b[48];
+
+	if (t->slice == FS_SLICE_STEP) {
+		snprintf(buf, n, FS_NAME_STEPS "/%" PRIu32, t->step);
+		return;
+	}
+	ps_str(t->from_ps, a, sizeof(a));
+	ps_str(t->to_ps, b, sizeof(b));
+	snprintf(buf, n, FS_NAME_WINDOW "/%s-%sps", a, b);
+}
+
+/* key_add_slice() - which slice of the view: the cache key's last part. */
+static int key_add_slice(struct xprofs_buf *k, const struct fs_target *t)
+{
+	char name[128];
+
+	slice_name(t, name, sizeof(name));
+	int r = xprofs_buf_add(k, "", 1);
+
+	return r < 0 ? r : xprofs_buf_adds(k, name);
+}
+
 /*
  * view_id_make() - the cache key of generated file @t: "xprofs-view-v2" (v2:
  * trace.json with XProf's rules; older renders are never served),
@@ -329,6 +369,8 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 			r = key_add_file(&id->key, id->hpath, st);
 		if (r == 0 && t->kind == FS_K_VIEW)
 			r = xprofs_buf_adds(&id->key, xprofs_view_name(t->view));
+		if (r == 0 && t->kind == FS_K_VIEW && t->slice != FS_SLICE_NONE)
+			r = key_add_slice(&id->key, t);
 		if (r == 0 && t->kind == FS_K_TRACK) {
 			r = xprofs_buf_printf(&id->key, "track");
 			if (r == 0)
@@ -393,6 +435,64 @@ out:
 }
 
 /*
+ * slice_window() - the window of slice @t into @o: the named one, or that
+ * of step t->step (-ENOENT past the last step).
+ */
+static int slice_window(const struct fs_target *t, struct xprofs_xspace *x,
+			struct xprofs_render_opts *o, struct xprofs_buf *err)
+{
+	struct xprofs_step_window *w = NULL;
+	size_t n = 0;
+	int r;
+
+	o->window = true;
+	if (t->slice == FS_SLICE_WINDOW) {
+		o->from_ps = t->from_ps;
+		o->to_ps = t->to_ps;
+		return 0;
+	}
+	if ((r = xprofs_xspace_steps(x, &w, &n, err)) < 0)
+		return r;
+	if (t->step < n) {
+		o->from_ps = w[t->step].begin_ps;
+		o->to_ps = w[t->step].end_ps;
+	} else {
+		(void)!xprofs_buf_printf(err, "step %" PRIu32 ": the profile has %zu steps",
+					 t->step, n);
+		r = -ENOENT;
+	}
+	free(w);
+	return r;
+}
+
+int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n)
+{
+	struct xprofs_step_window *w = NULL;
+	char hp[XPROFS_PATH_MAX + 1];
+	struct xprofs_buf err;
+	struct prof p;
+	int r;
+
+	*n = 0;
+	if ((r = fs_host_path(t, hp, sizeof(hp))) < 0)
+		return r;
+	xprofs_buf_init(&err, 4096);
+	r = prof_open(ctx, hp, true, &p, &err);
+	if (r == 0) {
+		r = xprofs_xspace_steps(p.x, &w, n, &err);
+		prof_close(&p);
+	}
+	if (r < 0) {
+		fs_error_note(ctx, hp, &t->host->st, FS_NAME_STEPS,
+			      err.data ? err.data : strerror(-r));
+		r = r == -ENOENT ? r : -EIO;
+	}
+	free(w);
+	xprofs_buf_deinit(&err);
+	return r;
+}
+
+/*
  * render() - generated file @t from open profile @p (host views) into @out.
  * Borrows everything; @p->x is set if it was not (freed by prof_close()), so
  * a second render of the same open profile does not index it again.
@@ -409,10 +509,13 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 		if (r < 0)
 			return r;
 	}
-	if (t->kind == FS_K_VIEW) /* trace.json names its processes after the host */
-		return xprofs_xspace_render_opts(
-			p->x, t->view, &(struct xprofs_render_opts){.host = t->host->name}, out,
-			err);
+	if (t->kind == FS_K_VIEW) { /* trace.json names its processes after the host */
+		struct xprofs_render_opts o = {.host = t->host->name};
+
+		if (t->slice != FS_SLICE_NONE && (r = slice_window(t, p->x, &o, err)) < 0)
+			return r;
+		return xprofs_xspace_render_opts(p->x, t->view, &o, out, err);
+	}
 	i = xprofs_xspace_track_find(p->x, t->plane, t->line);
 	if (i < 0)
 		return i;
@@ -504,7 +607,13 @@ static void view_label(const struct fs_target *t, char *buf, size_t n)
 		return;
 	if (t->kind == FS_K_SESSION_SUMMARY)
 		snprintf(buf + k, n - (size_t)k, FS_NAME_SESSION_SUMMARY);
-	else if (t->kind == FS_K_VIEW)
+	else if (t->kind == FS_K_VIEW && t->slice != FS_SLICE_NONE) {
+		char sn[128];
+
+		slice_name(t, sn, sizeof(sn));
+		snprintf(buf + k, n - (size_t)k, "%s/%s/%s", t->host->name, sn,
+			 xprofs_view_name(t->view));
+	} else if (t->kind == FS_K_VIEW)
 		snprintf(buf + k, n - (size_t)k, "%s/%s", t->host->name, xprofs_view_name(t->view));
 	else
 		snprintf(buf + k, n - (size_t)k, "%s/" FS_NAME_PLANES "/%s/%s", t->host->name,
@@ -595,7 +704,8 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 		r = -EIO;
 	if (r < 0) {
 		/* the render noted why in the errors file */
-		r = r == -ENOENT && t->kind == FS_K_TRACK ? -ENOENT : -EIO;
+		r = r == -ENOENT && (t->kind == FS_K_TRACK || t->slice == FS_SLICE_STEP) ? -ENOENT
+											 : -EIO;
 		goto out;
 	}
 	if (r == 1) {

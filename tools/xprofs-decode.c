@@ -39,6 +39,8 @@ enum {
 	ARG_THREADS,
 	ARG_VERSION,
 	ARG_HOST,
+	ARG_WINDOW,
+	ARG_STEP,
 };
 
 static const struct option opts[] = {
@@ -52,6 +54,8 @@ static const struct option opts[] = {
 	{"help", no_argument, NULL, 'h'},
 	{"version", no_argument, NULL, ARG_VERSION},
 	{"host", required_argument, NULL, ARG_HOST},
+	{"window", required_argument, NULL, ARG_WINDOW},
+	{"step", required_argument, NULL, ARG_STEP},
 	{NULL, 0, NULL, 0},
 };
 
@@ -61,6 +65,8 @@ static void usage(FILE *f)
 		   "trace.json.gz]\n"
 		   "                    [--host NAME (trace's host; default: FILE minus "
 		   ".xplane.pb)]\n"
+		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "
+		   "(steps.json's steps[N])]\n"
 		   "       xprofs-decode FILE.xplane.pb --tracks\n"
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
 		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
@@ -112,6 +118,9 @@ static int do_unpack(int fd, uint64_t size)
 struct args {
 	const char *path, *track, *host;
 	int view;
+	bool window, step; /* a slice (docs/trace.md "Slices") */
+	xprofs_ps128 from_ps, to_ps;
+	uint32_t step_ix;
 	bool list, unpack, use_mmap;
 	unsigned threads;
 };
@@ -147,6 +156,24 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case ARG_HOST:
 			a->host = optarg;
+			break;
+		case ARG_WINDOW:
+			if (xprofs_window_parse(optarg, strlen(optarg), &a->from_ps, &a->to_ps) <
+			    0) {
+				fprintf(stderr,
+					"xprofs-decode: --window wants FROM-TO (µs), not '%s'\n",
+					optarg);
+				return 2;
+			}
+			a->window = true;
+			break;
+		case ARG_STEP:
+			if (xprofs_step_parse(optarg, strlen(optarg), &a->step_ix) < 0) {
+				fprintf(stderr, "xprofs-decode: --step wants an index, not '%s'\n",
+					optarg);
+				return 2;
+			}
+			a->step = true;
 			break;
 		case ARG_THREADS: {
 			char *end;
@@ -231,7 +258,7 @@ static int render_view(struct xprofs_xspace *x, const struct args *a,
 	const char *suffix = ".xplane.pb";
 	char *host = NULL;
 	size_t n;
-	int r;
+	int r = 0;
 
 	base = base ? base + 1 : a->path;
 	n = strlen(base);
@@ -240,7 +267,27 @@ static int render_view(struct xprofs_xspace *x, const struct args *a,
 	if (!a->host && !(host = strndup(base, n)))
 		return -ENOMEM;
 	ro.host = a->host ? a->host : host;
-	r = xprofs_xspace_render_opts(x, (enum xprofs_view)a->view, &ro, sink, err);
+	ro.window = a->window;
+	ro.from_ps = a->from_ps;
+	ro.to_ps = a->to_ps;
+	if (a->step) { /* the window of steps.json's steps[N] */
+		struct xprofs_step_window *w = NULL;
+		size_t ns = 0;
+
+		if ((r = xprofs_xspace_steps(x, &w, &ns, err)) == 0 && a->step_ix >= ns) {
+			(void)!xprofs_buf_printf(err, "no step %u (%zu steps)",
+						 (unsigned)a->step_ix, ns);
+			r = -ENOENT;
+		}
+		if (r == 0) {
+			ro.window = true;
+			ro.from_ps = w[a->step_ix].begin_ps;
+			ro.to_ps = w[a->step_ix].end_ps;
+		}
+		free(w);
+	}
+	if (r == 0)
+		r = xprofs_xspace_render_opts(x, (enum xprofs_view)a->view, &ro, sink, err);
 	free(host);
 	return r;
 }

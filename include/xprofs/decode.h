@@ -107,6 +107,12 @@ int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace
 int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err) XPROFS_WUR;
 
+/*
+ * Picoseconds in trace.json's base: line timestamp_ns * 1000 + offset_ps,
+ * exact (epoch-based profiles pass 2^63 ps).
+ */
+__extension__ typedef __int128 xprofs_ps128;
+
 /* Options of xprofs_xspace_render_opts(); zero-initialise, then set. */
 struct xprofs_render_opts {
 	/*
@@ -115,7 +121,47 @@ struct xprofs_render_opts {
 	 * "": the plane name alone. Borrowed for the call.
 	 */
 	const char *host;
+	/*
+	 * A slice: when @window is set, every line walk (the events of
+	 * trace.json, trace.json.gz, ops.json and the steps of steps.json)
+	 * keeps only the events overlapping [from_ps, to_ps), each whole
+	 * (never clipped): start < to_ps and max(end, start + 1 ps) > from_ps.
+	 * Seeks through the index's checkpoints, so a narrow window of a big
+	 * profile reads little of it. from_ps >= to_ps: no events.
+	 */
+	bool window;
+	xprofs_ps128 from_ps, to_ps;
 };
+
+/* The window of one step, as steps.json lists it (same order). */
+struct xprofs_step_window {
+	size_t plane;                  /* index of its plane in the file */
+	xprofs_ps128 begin_ps, end_ps; /* [start, start + max(duration, 1 ps)) */
+};
+
+/**
+ * xprofs_xspace_steps() - the windows of the steps of steps.json, in its
+ * order (steps[i] is window i), without rendering JSON; at most 1 Mi.
+ * @out: caller frees with free() (NULL when *@n is 0).
+ */
+int xprofs_xspace_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,
+			struct xprofs_buf *err) XPROFS_WUR;
+
+/* Longest window name "<from>-<to>" accepted by xprofs_window_parse(). */
+#define XPROFS_WINDOW_NAME_MAX 64
+/**
+ * xprofs_window_parse() - "<from>-<to>" (@len bytes, not NUL-terminated):
+ * two non-negative decimal microsecond numbers in trace.json's ts base,
+ * each with at most 20 integer digits and 6 decimals (1 ps), from < to,
+ * into picoseconds. -ENOENT for anything else (empty parts, signs,
+ * exponents, from >= to, more than XPROFS_WINDOW_NAME_MAX bytes).
+ */
+int xprofs_window_parse(const char *s, size_t len, xprofs_ps128 *from_ps, xprofs_ps128 *to_ps);
+/**
+ * xprofs_step_parse() - a step index: decimal, no sign, no leading zero,
+ * below 2^20 (steps.json's limit). -ENOENT otherwise.
+ */
+int xprofs_step_parse(const char *s, size_t len, uint32_t *out);
 
 /** xprofs_xspace_render_opts() - xprofs_xspace_render() with @opts (may be NULL). */
 int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,

@@ -2,7 +2,9 @@
  * fuzz_decode.c - libFuzzer target: index the input as an XSpace and render
  * every view and every track of it (zero-copy reader); index it again on two
  * threads in tracks-only mode (must agree with the first open) and render its
- * tracks; round-trip the input through the track file-name encoding. Any
+ * tracks; render trace.json sliced (each step's window, a 2^63 window, and
+ * an all-covering window that must give the same bytes as no window);
+ * round-trip the input through the track file-name encoding. Any
  * crash, leak, sanitizer report, disagreement or a failure other than
  * -EINVAL/-E2BIG on malformed input is a bug.
  */
@@ -21,6 +23,49 @@ static int discard(void *arg, const void *p, size_t n)
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+/* Render trace.json of @x with window [from, to) (NULL: none); its byte count, or (size_t)-1. */
+static size_t sliced(struct xprofs_xspace *x, const xprofs_ps128 *w, struct xprofs_buf *err)
+{
+	struct xprofs_render_opts ro = {.host = "h"};
+	size_t total = 0;
+	struct xprofs_sink s = {discard, &total};
+	int rc;
+
+	if (w) {
+		ro.window = true;
+		ro.from_ps = w[0];
+		ro.to_ps = w[1];
+	}
+	rc = xprofs_xspace_render_opts(x, XPROFS_VIEW_TRACE, &ro, &s, err);
+	if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
+		abort();
+	return rc < 0 ? (size_t)-1 : total;
+}
+
+static void fuzz_slices(struct xprofs_xspace *x, struct xprofs_buf *err)
+{
+	const xprofs_ps128 all[2] = {-((xprofs_ps128)1 << 100), (xprofs_ps128)1 << 100};
+	const xprofs_ps128 big[2] = {(xprofs_ps128)1 << 63, ((xprofs_ps128)1 << 63) + 1};
+	struct xprofs_step_window *w = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (sliced(x, NULL, err) != sliced(x, all, err))
+		abort(); /* a window holding every time keeps every event */
+	(void)sliced(x, big, err);
+	rc = xprofs_xspace_steps(x, &w, &n, err);
+	if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
+		abort();
+	for (size_t i = 0; rc == 0 && i < n && i < 4; i++) {
+		xprofs_ps128 sw[2] = {w[i].begin_ps, w[i].end_ps};
+
+		if (sw[0] >= sw[1])
+			abort(); /* a step's window is never empty */
+		(void)sliced(x, sw, err);
+	}
+	free(w);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -43,6 +88,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 				abort();
 		}
+		fuzz_slices(x, &err);
 		for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
 			const char *pf, *lf;
 

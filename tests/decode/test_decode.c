@@ -1015,6 +1015,116 @@ static void test_steps(void **state)
 	opened_free(&o);
 }
 
+/* ---- slices: the checkpoint index and windowed renders --------------- */
+
+/* How many times @needle occurs in @hay. */
+static size_t count_of(const char *hay, const char *needle)
+{
+	size_t n = 0;
+
+	for (const char *q = hay; (q = strstr(q, needle)); q += strlen(needle))
+		n++;
+	return n;
+}
+
+/* trace.json of @x with window [from, to) (ps, trace.json's base): its X events. */
+static size_t window_events(struct xprofs_xspace *x, xprofs_ps128 from, xprofs_ps128 to)
+{
+	struct xprofs_render_opts ro = {.window = true, .from_ps = from, .to_ps = to};
+	char *t = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	size_t n = count_of(t, "\"ph\":\"X\"");
+
+	free(t);
+	return n;
+}
+
+/*
+ * One line of 10,000 events: event 0 is long (it spans them all), event i
+ * in [i us, i us + 500 ps); a second, unsorted line. The index keeps a
+ * checkpoint every DEC_CKPT_EVERY events with the latest end before it,
+ * and a window render keeps exactly the overlapping events, the long one
+ * included although it lies before the checkpoint the walk seeks to.
+ */
+static void test_slices(void **state)
+{
+	struct tb *b = tb_new();
+	XPlane *p = tb_plane(b, 0, "/device:TPU:0");
+	XLine *l = tb_line(b, p, 1, "XLA Ops", 1000); /* base 1,000,000 ps */
+	XLine *u = tb_line(b, p, 2, "Stream #2", 1000);
+	const size_t nev = 10000;
+	const int64_t base = 1000000, long_end = 20000000000LL;
+	struct xprofs_step_window *w = NULL;
+	struct xprofs_buf err;
+	const struct dec_line *dl;
+	struct opened o;
+	struct xprofs_xspace *x;
+	size_t ns;
+
+	tb_evmd(b, p, 1, "op", NULL);
+	l->events = tb_alloc(b, nev * sizeof(*l->events));
+	for (size_t i = 0; i < nev; i++) {
+		XEvent *e = tb_alloc(b, sizeof(*e));
+
+		tensorflow__profiler__xevent__init(e);
+		e->metadata_id = 1;
+		e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_OFFSET_PS;
+		e->offset_ps = (int64_t)i * 1000000;
+		e->duration_ps = i ? 500 : long_end;
+		l->events[l->n_events++] = e;
+	}
+	tb_event(b, u, 1, 5000000000LL, 10); /* unsorted: the later event comes first */
+	tb_event(b, u, 1, 3000000000LL, 10);
+	x = opened_new(&o, b);
+	dl = &x->lines[0];
+	assert_int_equal(dl->events, nev);
+	assert_int_equal(dl->n_ckpt, (nev - 1) / DEC_CKPT_EVERY);
+	assert_false(dl->unsorted);
+	assert_true(x->lines[1].unsorted);
+	for (size_t k = 0; k < dl->n_ckpt; k++) {
+		assert_int_equal(dl->ckpt[k].max_end, long_end);
+		assert_true(dl->ckpt[k].off > dl->msg.off &&
+			    dl->ckpt[k].off < dl->msg.off + dl->msg.len);
+		assert_int_equal(o.buf[dl->ckpt[k].off], 0x22); /* XLine.events, wire type 2 */
+	}
+	/* events 5000 and 5001 overlap, the long event 0 and the unsorted line's first */
+	assert_int_equal(window_events(x, base + 5000000000LL, base + 5001000001LL), 4);
+	/* ends are exclusive: event 5000 ends at 5e9 + 500 */
+	assert_int_equal(window_events(x, base + 5000000500LL, base + 5001000000LL), 1);
+	/* both lines: the unsorted line's events are found past its first later one */
+	assert_int_equal(window_events(x, base + 2999999999LL, base + 3000000001LL), 3);
+	assert_int_equal(window_events(x, base + 2999999999LL, base + 5000000001LL), 2000 + 1 + 3);
+	assert_int_equal(window_events(x, base + long_end, base + long_end + 1), 0);
+	assert_int_equal(window_events(x, 0, (xprofs_ps128)1 << 100), nev + 2);
+	assert_int_equal(window_events(x, (xprofs_ps128)1 << 63, (xprofs_ps128)1 << 64), 0);
+	assert_int_equal(window_events(x, 7, 7), 0); /* empty */
+	/* no Steps line: no step windows */
+	xprofs_buf_init(&err, 4096);
+	assert_int_equal(xprofs_xspace_steps(x, &w, &ns, &err), 0);
+	assert_int_equal(ns, 0);
+	assert_null(w);
+	xprofs_buf_deinit(&err);
+	opened_free(&o);
+}
+
+/* xprofs_xspace_steps(): steps.json's steps, in its order, as exact windows. */
+static void test_step_windows(void **state)
+{
+	struct xprofs_step_window *w = NULL;
+	struct xprofs_buf err;
+	struct opened o;
+	struct xprofs_xspace *x;
+	size_t n = 0;
+
+	x = opened_new(&o, sample());
+	xprofs_buf_init(&err, 4096);
+	assert_int_equal(xprofs_xspace_steps(x, &w, &n, &err), 0);
+	assert_int_equal(n, 1); /* the step of test_steps: start 1000 ps, 200 us long */
+	assert_true(w[0].begin_ps == 1000 && w[0].end_ps == 1000 + 200000000);
+	free(w);
+	xprofs_buf_deinit(&err);
+	opened_free(&o);
+}
+
 static void test_session_summary(void **state)
 {
 	const char *hosts[] = {"a", "b"};
@@ -1541,6 +1651,8 @@ int main(void)
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_steps),
+		cmocka_unit_test(test_slices),
+		cmocka_unit_test(test_step_windows),
 		cmocka_unit_test(test_session_summary),
 		cmocka_unit_test(test_edge_values),
 		cmocka_unit_test(test_pread_matches_mem),

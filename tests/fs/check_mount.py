@@ -109,7 +109,7 @@ def check_runs(walk):
             for h in hosts:
                 hd = os.path.join(sd, h)
                 want = {"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
-                        "errors", "planes"}
+                        "errors", "planes", "steps", "window"}
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))
                 n += 1

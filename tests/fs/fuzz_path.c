@@ -2,7 +2,8 @@
  * tests/fs/fuzz_path.c - libFuzzer target for what fs/ parses from FUSE and
  * the command line: mount-path classification (against a small runs index
  * built over the in-memory fake store of tests/lib, and without an index),
- * store path validation, and size options.
+ * store path validation, size options, and slice names (steps/<n>,
+ * window/<from>-<to>: a classified window is never empty or past 10^26 ps).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -28,7 +29,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
+	const xprofs_ps128 max_ps = (xprofs_ps128)100000000000000000LL * 1000000000; /* 10^26 */
 	struct fs_target t;
+	xprofs_ps128 from, to;
+	uint32_t step;
 	uint64_t v;
 	char *s;
 
@@ -48,6 +52,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fs_path_classify(idx, s, &t) == 0 && t.kind == FS_K_LOGDIR &&
 	    !xprofs_store_path_valid(t.store_path))
 		abort(); /* a classified mirror path must be a valid store path */
+	if (fs_path_classify(idx, s, &t) == 0 && t.slice == FS_SLICE_WINDOW &&
+	    !(t.from_ps >= 0 && t.from_ps < t.to_ps && t.to_ps < max_ps))
+		abort(); /* a window name gives a non-empty window within its limits */
+	if (xprofs_window_parse((const char *)data, size, &from, &to) == 0 &&
+	    !(from >= 0 && from < to && to < max_ps))
+		abort();
+	if (xprofs_step_parse((const char *)data, size, &step) == 0 && step >= (1u << 20))
+		abort();
 	(void)fs_path_classify(NULL, s, &t);
 	(void)fs_path_classify(idx, s + 1, &t);
 	(void)xprofs_store_path_valid(s + 1);

@@ -171,6 +171,73 @@ static void test_classify(void **state)
 	}
 }
 
+/* Slices: steps/<n>/ and window/<from>-<to>/ (µs, trace.json's base) with their views. */
+static void test_classify_slices(void **state)
+{
+	static const char *const bad[] = {
+		"window/abc",
+		"window/5-5",
+		"window/6-5",
+		"window/1-",
+		"window/-1",
+		"window/1e3-2e3",
+		"window/+1-2",
+		"window/1.-2",
+		"window/.5-2",
+		"window/1-2-3",
+		"window/1 -2",
+		"window/1.1234567-2",
+		"window/123456789012345678901-123456789012345678902",
+		"window/0-99999999999999999999999999999999999999999999999999999999999999999",
+		"steps/01",
+		"steps/-1",
+		"steps/x",
+		"steps/1048576",
+		"steps/1.5",
+		"steps/0/ops.json",
+		"window/1-2/steps.json",
+		"window/1-2/nope",
+		"steps/0/trace.json/x",
+	};
+	struct fs_index *idx = *state;
+	char p[256];
+	struct fs_target t;
+
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/steps", FS_K_STEPS);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/window", FS_K_WINDOWS);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/steps/0", FS_K_SLICE);
+	assert_int_equal(t.slice, FS_SLICE_STEP);
+	assert_int_equal(t.step, 0);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/steps/1048575/trace.json", FS_K_VIEW);
+	assert_int_equal(t.slice, FS_SLICE_STEP);
+	assert_int_equal(t.step, 1048575);
+	assert_int_equal(t.view, XPROFS_VIEW_TRACE);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/window/1700000000000001.5-1700000000000100",
+		    FS_K_SLICE);
+	assert_int_equal(t.slice, FS_SLICE_WINDOW);
+	assert_true(t.from_ps == (xprofs_ps128)17000000000000015 * 100000);
+	assert_true(t.to_ps == (xprofs_ps128)1700000000000100 * 1000000);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/window/0-0.000001/trace.json", FS_K_VIEW);
+	assert_true(t.from_ps == 0 && t.to_ps == 1);
+	assert_int_equal(t.view, XPROFS_VIEW_TRACE);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/window/99999999999999999998-"
+		    "99999999999999999999.999999/trace.json",
+		    FS_K_VIEW);
+	assert_true(t.to_ps == (xprofs_ps128)100000000000000000LL * 1000000000 - 1); /* 10^26 - 1 */
+	/* a plain view after a slice: the slice fields are reset */
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/trace.json", FS_K_VIEW);
+	assert_int_equal(t.slice, FS_SLICE_NONE);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(p, sizeof(p), "/runs/tpu/2025_01_01/host2/%s", bad[i]);
+		int r = fs_path_classify(idx, p, &t);
+
+		if (r != -ENOENT && r != -ENOTDIR)
+			fail_msg("%s: %d", p, r);
+		if (strcmp(bad[i], "steps/0/trace.json/x"))
+			assert_int_equal(r, -ENOENT);
+	}
+}
+
 static void test_store_path_and_names(void **state)
 {
 	char buf[64], small[8];
@@ -216,6 +283,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_index_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_classify, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_classify_slices, setup, teardown),
 		cmocka_unit_test(test_store_path_and_names),
 		cmocka_unit_test(test_index_refcount_and_errors),
 	};

@@ -1,0 +1,224 @@
+#!/usr/bin/python3
+"""tests/fs/test_slices.py - slices through a real mount (docs/trace.md "Slices").
+
+An independent check: the full trace.json of each host is parsed here and
+its events are filtered by overlap with the window ([ts, ts + dur) against
+[from, to), times as exact picoseconds from the printed microseconds); the
+slice steps/<n>/trace.json or window/<from>-<to>/trace.json must hold
+exactly those events (X and C events as multisets; the process metadata
+equal; thread names and async b/e a subset of the full file's). Profiles:
+three generated ones (tpu with big lines so that the checkpoints are used,
+gpu, cpu) and every ../shared/samples/*/*.xplane.pb (skipped with a message
+when absent). Also: steps/ lists steps.json's indexes, a slice directory
+lists trace.json, bad names are ENOENT, 2^63 and empty windows render.
+
+TAP output; skipped without /dev/fuse or fusermount3.
+"""
+import errno
+import glob
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from decimal import Decimal
+
+import xtap
+
+BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
+XPROFS = os.path.join(BUILD, "fs", "xprofs")
+GEN = os.path.join(BUILD, "tools", "xprofs-gen")
+SRCROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SAMPLES = os.path.join(os.path.dirname(SRCROOT), "shared", "samples")
+
+
+def ps(us):
+    """A trace.json time (µs, printed with every ps digit) as exact ps."""
+    return int(Decimal(repr(us) if isinstance(us, float) else str(us)) * 1000000)
+
+
+def us_name(p):
+    """Exact ps as a µs window bound: "<int>[.<frac>]"."""
+    i, f = divmod(p, 1000000)
+    return "%d.%06d" % (i, f) if f else "%d" % i
+
+
+def load(path):
+    with open(path, "rb") as f:
+        return json.loads(f.read(), parse_float=Decimal)
+
+
+def key(e):
+    return json.dumps(e, sort_keys=True, default=str)
+
+
+def overlapping(full, lo, hi):
+    """The X and C events of @full overlapping [lo, hi) (ps), as sorted keys."""
+    out = []
+    for e in full["traceEvents"]:
+        if e["ph"] not in ("X", "C"):
+            continue
+        s = ps(e["ts"])
+        d = ps(e["dur"]) if "dur" in e else 1
+        if s < hi and s + max(d, 1) > lo:
+            out.append(key(e))
+    return sorted(out)
+
+
+def compare(t, full, sl, lo, hi, what):
+    want = overlapping(full, lo, hi)
+    got = sorted(key(e) for e in sl["traceEvents"] if e["ph"] in ("X", "C"))
+    t.ok(got == want, "%s: %d events, exactly those overlapping the window" % (what, len(got)),
+         "got %d want %d; extra %s; missing %s" % (
+             len(got), len(want), sorted(set(got) - set(want))[:3],
+             sorted(set(want) - set(got))[:3]))
+    procs = [key(e) for e in full["traceEvents"] if e["ph"] == "M" and "process" in e["name"]]
+    sprocs = [key(e) for e in sl["traceEvents"] if e["ph"] == "M" and "process" in e["name"]]
+    fullset = set(key(e) for e in full["traceEvents"])
+    rest = [key(e) for e in sl["traceEvents"] if e["ph"] not in ("X", "C")]
+    t.ok(procs == sprocs and all(k in fullset for k in rest),
+         "%s: same processes; thread names and async events from the full trace" % what)
+    return len(got)
+
+
+def windows(full):
+    """A few windows over @full's X events: a third, a point, before all, all."""
+    xs = [(ps(e["ts"]), ps(e["dur"])) for e in full["traceEvents"] if e["ph"] == "X"]
+    if not xs:
+        return []
+    lo = min(s for s, _ in xs)
+    hi = max(s + max(d, 1) for s, d in xs)
+    span = hi - lo
+    mid = sorted(xs)[len(xs) // 2]
+    return [(lo + span // 3, lo + 2 * span // 3), (mid[0], mid[0] + 1),
+            (lo + span // 2 + 1, lo + span // 2 + 7), (max(lo - 1000000, 0), max(lo, 1)),
+            (0, hi + 1)]
+
+
+def check_host(t, hd, name):
+    full = load(os.path.join(hd, "trace.json"))
+    steps = load(os.path.join(hd, "steps.json"))["steps"]
+    listed = sorted(os.listdir(os.path.join(hd, "steps")), key=int) \
+        if steps else os.listdir(os.path.join(hd, "steps"))
+    t.ok(listed == [str(i) for i in range(len(steps))],
+         "%s: steps/ lists %d steps" % (name, len(steps)), str(listed[:10]))
+    for i in sorted(set([0, len(steps) // 2, len(steps) - 1])) if steps else []:
+        s = steps[i]
+        lo = s["start_ps"]
+        hi = lo + max(s["duration_ps"], 1)
+        sd = os.path.join(hd, "steps", str(i))
+        t.ok(os.listdir(sd) == ["trace.json"], "%s: steps/%d lists trace.json" % (name, i))
+        compare(t, full, load(os.path.join(sd, "trace.json")), lo, hi, "%s steps/%d" % (name, i))
+    for lo, hi in windows(full):
+        n = "%s-%s" % (us_name(lo), us_name(hi))
+        compare(t, full, load(os.path.join(hd, "window", n, "trace.json")), lo, hi,
+                "%s window/%s" % (name, n))
+
+
+def check_names(t, hd):
+    bad = ["abc", "5-5", "6-5", "1-", "-1", "1e3-2e3", "+1-2", "1.-2", ".5-2", "1-2-3",
+           "1" * 21 + "-" + "2" * 21, "1.1234567-2", "0-" + "9" * 70, "1 -2", ""]
+    for b in bad:
+        p = os.path.join(hd, "window", b, "trace.json")
+        try:
+            os.stat(p)
+            t.ok(False, "window/%r is ENOENT" % b)
+        except OSError as e:
+            t.ok(e.errno == errno.ENOENT or (b == "" and e.errno == errno.ENOENT),
+                 "window/%r: ENOENT" % b, str(e))
+    for b in ["01", "-1", "x", "1048576", "1.5", "99999999"]:
+        try:
+            os.stat(os.path.join(hd, "steps", b))
+            t.ok(False, "steps/%r is ENOENT" % b)
+        except OSError as e:
+            t.ok(e.errno == errno.ENOENT, "steps/%r: ENOENT" % b, str(e))
+    try:
+        open(os.path.join(hd, "steps", "1048575", "trace.json")).read()
+        t.ok(False, "a step past the last fails to open")
+    except OSError as e:
+        t.ok(e.errno == errno.ENOENT, "a step past the last: ENOENT on open", str(e))
+    for n in ["window/1-2/ops.json", "window/1-2/x", "steps/0/steps.json"]:
+        t.ok(not os.path.exists(os.path.join(hd, n)), "%s does not exist" % n)
+    t.ok(os.listdir(os.path.join(hd, "window")) == [], "window/ lists nothing")
+    # 2^63 ps and the largest names: render, no crash, no hang
+    for n in ["9223372036854.775807-9223372036854.775809", "99999999999999999998-"
+              "99999999999999999999.999999", "0-99999999999999999999.999999"]:
+        t0 = time.monotonic()
+        j = load(os.path.join(hd, "window", n, "trace.json"))
+        t.ok("traceEvents" in j and time.monotonic() - t0 < 60, "window/%s renders" % n)
+
+
+class Mount:
+    def __init__(self, work, src):
+        self.mnt = os.path.join(work, "mnt")
+        os.makedirs(self.mnt)
+        self.log = open(os.path.join(work, "mnt.log"), "w")
+        self.proc = subprocess.Popen(
+            [XPROFS, src, self.mnt, "-f", "-o", "cache_dir=" + os.path.join(work, "cache")],
+            stdout=self.log, stderr=subprocess.STDOUT)
+        end = time.monotonic() + 60
+        while not os.path.ismount(self.mnt) and self.proc.poll() is None:
+            if time.monotonic() > end:
+                raise RuntimeError("mount did not come up")
+            time.sleep(0.01)
+        if self.proc.poll() is not None:
+            raise RuntimeError("xprofs exited with %d" % self.proc.returncode)
+
+    def close(self):
+        subprocess.call(["fusermount3", "-u", self.mnt])
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+def main():
+    if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
+        return xtap.skip_all("no /dev/fuse or fusermount3")
+    if not os.path.exists(XPROFS):
+        return xtap.skip_all("no %s" % XPROFS)
+    t = xtap.Tap()
+    work = tempfile.mkdtemp(prefix="xprofs-slices-")
+    m = None
+    try:
+        sess = os.path.join(work, "src", "run", "plugins", "profile", "s1")
+        os.makedirs(sess)
+        for kind, size in (("tpu", "6M"), ("gpu", "1M"), ("cpu", "1M")):
+            subprocess.check_call([GEN, "--kind", kind, "--size", size, "--seed", "5", "-o",
+                                   os.path.join(sess, "gen-%s.xplane.pb" % kind)])
+        samples = sorted(glob.glob(os.path.join(SAMPLES, "*", "*.xplane.pb")))
+        if not samples:
+            print("# no shared samples under %s: generated profiles only" % SAMPLES)
+        for i, p in enumerate(samples):
+            shutil.copy(p, os.path.join(sess, "s%d-%s" % (i, os.path.basename(p))))
+        m = Mount(work, os.path.join(work, "src"))
+        sd = os.path.join(m.mnt, "runs", "run", "s1")
+        for h in sorted(os.listdir(sd)):
+            if h == "summary.json":
+                continue
+            hd = os.path.join(sd, h)
+            try:
+                os.stat(os.path.join(hd, "trace.json"))
+                open(os.path.join(hd, "trace.json"), "rb").read(1)
+            except OSError as e:
+                print("# %s: trace.json fails (%s): skipped" % (h, e))
+                continue
+            check_host(t, hd, h)
+        check_names(t, os.path.join(sd, "gen-tpu"))
+    finally:
+        if m:
+            t.ok(m.close() == 0, "unmount: xprofs exits with 0")
+        if os.environ.get("XP_KEEP"):
+            print("# kept " + work)
+        else:
+            shutil.rmtree(work, ignore_errors=True)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
