@@ -27,43 +27,25 @@ import random
 import shutil
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
+import xmount
 import xtap
+from xmount import poll
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
-XPROFS = os.path.join(BUILD, "fs", "xprofs")
 GEN = os.path.join(BUILD, "tools", "xprofs-gen")
 DECODE = os.path.join(BUILD, "tools", "xprofs-decode")
 DELAY_MS_PER_MB = "100"  # a 27 MiB trace.json renders in about 3 s
 
 
-def poll(cond, deadline_s=60):
-    """Poll @cond until true or the deadline; returns its last value."""
-    end = time.monotonic() + deadline_s
-    while True:
-        v = cond()
-        if v or time.monotonic() > end:
-            return v
-        time.sleep(0.01)
+class Mount(xmount.Mount):
+    """The daemon with its renders slowed down (the test-only knob) and logging at info."""
 
-
-class Mount:
-    def __init__(self, work, src, name="mnt", opts=""):
-        self.mnt = os.path.join(work, name)
-        self.cache = os.path.join(work, name + "-cache")
-        os.makedirs(self.mnt)
-        env = dict(os.environ, XPROFS_TEST_RENDER_DELAY_MS_PER_MB=DELAY_MS_PER_MB)
-        self.log = open(os.path.join(work, name + ".log"), "w")
-        self.proc = subprocess.Popen(
-            [XPROFS, src, self.mnt, "-f", "-o", "cache_dir=" + self.cache + ",loglevel=info" + opts],
-            env=env, stdout=self.log, stderr=subprocess.STDOUT)
-        if not poll(lambda: os.path.ismount(self.mnt) or self.proc.poll() is not None):
-            raise RuntimeError("mount did not come up")
-        if self.proc.poll() is not None:
-            raise RuntimeError("xprofs exited with %d" % self.proc.returncode)
+    def __init__(self, work, src, name="mnt", opts="", env=None):
+        super().__init__(work, src, name, ",loglevel=info" + opts,
+                         {"XPROFS_TEST_RENDER_DELAY_MS_PER_MB": DELAY_MS_PER_MB})
 
     def status(self):
         with open(os.path.join(self.mnt, "status.json")) as f:
@@ -74,16 +56,6 @@ class Mount:
 
     def entries(self):
         return sorted(n for n in os.listdir(self.cache) if n.endswith(".xc"))
-
-    def close(self):
-        subprocess.call(["fusermount3", "-u", self.mnt])
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
 
 
 def read_all(path, out, key):
@@ -235,14 +207,12 @@ def check_refused(t, m, host, want):
 
 
 def main():
-    if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
-        return xtap.skip_all("no /dev/fuse or fusermount3")
-    if not os.path.exists(XPROFS):
-        return xtap.skip_all("no %s" % XPROFS)
+    why = xmount.usable()
+    if why:
+        return xtap.skip_all(why)
     t = xtap.Tap()
-    work = tempfile.mkdtemp(prefix="xprofs-progress-")
-    m = None
-    try:
+    with xmount.Workdir(t, "xprofs-progress-") as w:
+        work = w.path
         sess = os.path.join(work, "src", "run", "plugins", "profile", "s1")
         os.makedirs(sess)
         prof = os.path.join(sess, "h1.xplane.pb")
@@ -261,22 +231,14 @@ def main():
                                   stdout=subprocess.PIPE, check=True).stdout
                 for h in ("h1", "h2", "h3")}
         t.ok(len(want["h1"]) > 8 << 20, "the generated trace.json is %d bytes" % len(want["h1"]))
-        m = Mount(work, os.path.join(work, "src"))
+        m = w.mount(os.path.join(work, "src"), cls=Mount)
         check_stream(t, m, "h1", want["h1"])
         check_tools(t, m, "h2", want["h2"], work)
         check_failure(t, m, "bad")
         check_midway(t, m, "h3", os.path.join(sess, "h3.xplane.pb"), want["h3"])
         t.ok(m.close() == 0, "unmount: xprofs exits with 0")
-        m = None
-        m = Mount(work, os.path.join(work, "src"), "small", ",cache_max=2M")
+        m = w.mount(os.path.join(work, "src"), "small", ",cache_max=2M", cls=Mount)
         check_refused(t, m, "h1", want["h1"])
-    finally:
-        if m:
-            t.ok(m.close() == 0, "unmount: xprofs exits with 0")
-        if os.environ.get("XP_KEEP"):
-            print("# kept " + work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
     return t.done()
 
 

@@ -21,14 +21,13 @@ import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 from decimal import Decimal
 
+import xmount
 import xtap
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
-XPROFS = os.path.join(BUILD, "fs", "xprofs")
 GEN = os.path.join(BUILD, "tools", "xprofs-gen")
 SRCROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(os.path.dirname(SRCROOT), "shared", "samples")
@@ -78,8 +77,12 @@ def compare(t, full, sl, lo, hi, what):
     sprocs = [key(e) for e in sl["traceEvents"] if e["ph"] == "M" and "process" in e["name"]]
     fullset = set(key(e) for e in full["traceEvents"])
     rest = [key(e) for e in sl["traceEvents"] if e["ph"] not in ("X", "C")]
-    t.ok(procs == sprocs and all(k in fullset for k in rest),
-         "%s: same processes; thread names and async events from the full trace" % what)
+    foreign = [k for k in rest if k not in fullset]
+    t.ok(procs == sprocs and not foreign,
+         "%s: same processes; thread names and async events from the full trace" % what,
+         "processes %s / %s; not in the full trace: %s" % (
+             procs[:2] if procs != sprocs else "same", sprocs[:2] if procs != sprocs else "",
+             foreign[:3]))
     return len(got)
 
 
@@ -150,42 +153,13 @@ def check_names(t, hd):
         t.ok("traceEvents" in j and time.monotonic() - t0 < 60, "window/%s renders" % n)
 
 
-class Mount:
-    def __init__(self, work, src):
-        self.mnt = os.path.join(work, "mnt")
-        os.makedirs(self.mnt)
-        self.log = open(os.path.join(work, "mnt.log"), "w")
-        self.proc = subprocess.Popen(
-            [XPROFS, src, self.mnt, "-f", "-o", "cache_dir=" + os.path.join(work, "cache")],
-            stdout=self.log, stderr=subprocess.STDOUT)
-        end = time.monotonic() + 60
-        while not os.path.ismount(self.mnt) and self.proc.poll() is None:
-            if time.monotonic() > end:
-                raise RuntimeError("mount did not come up")
-            time.sleep(0.01)
-        if self.proc.poll() is not None:
-            raise RuntimeError("xprofs exited with %d" % self.proc.returncode)
-
-    def close(self):
-        subprocess.call(["fusermount3", "-u", self.mnt])
-        try:
-            self.proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.log.close()
-        return self.proc.returncode
-
-
 def main():
-    if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
-        return xtap.skip_all("no /dev/fuse or fusermount3")
-    if not os.path.exists(XPROFS):
-        return xtap.skip_all("no %s" % XPROFS)
+    why = xmount.usable()
+    if why:
+        return xtap.skip_all(why)
     t = xtap.Tap()
-    work = tempfile.mkdtemp(prefix="xprofs-slices-")
-    m = None
-    try:
+    with xmount.Workdir(t, "xprofs-slices-") as w:
+        work = w.path
         sess = os.path.join(work, "src", "run", "plugins", "profile", "s1")
         os.makedirs(sess)
         for kind, size in (("tpu", "6M"), ("gpu", "1M"), ("cpu", "1M")):
@@ -196,7 +170,7 @@ def main():
             print("# no shared samples under %s: generated profiles only" % SAMPLES)
         for i, p in enumerate(samples):
             shutil.copy(p, os.path.join(sess, "s%d-%s" % (i, os.path.basename(p))))
-        m = Mount(work, os.path.join(work, "src"))
+        m = w.mount(os.path.join(work, "src"))
         sd = os.path.join(m.mnt, "runs", "run", "s1")
         for h in sorted(os.listdir(sd)):
             if h == "summary.json":
@@ -210,13 +184,6 @@ def main():
                 continue
             check_host(t, hd, h)
         check_names(t, os.path.join(sd, "gen-tpu"))
-    finally:
-        if m:
-            t.ok(m.close() == 0, "unmount: xprofs exits with 0")
-        if os.environ.get("XP_KEEP"):
-            print("# kept " + work)
-        else:
-            shutil.rmtree(work, ignore_errors=True)
     return t.done()
 
 

@@ -1,0 +1,99 @@
+"""tests/lib/xmount.py - the xprofs daemon mounted in the foreground, for Python tests.
+
+    with xmount.Workdir(t, "xprofs-slices-") as w:   # a temp dir; every mount
+        m = w.mount(src)                              # still up is unmounted
+        ...                                           # (and checked) at exit
+    m = xmount.Mount(work, src, name, opts, env)      # one mount by hand
+
+Mount() waits (polling, with a deadline) until the mount is live or the
+daemon exits; close() unmounts and returns the daemon's exit status. The
+work directory is removed at exit unless XP_KEEP is set. No fixed sleeps.
+"""
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+
+BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
+XPROFS = os.path.join(BUILD, "fs", "xprofs")
+
+
+def usable():
+    """None when a mount can be made here, else why not (for xtap.skip_all)."""
+    if not os.path.exists("/dev/fuse") or not shutil.which("fusermount3"):
+        return "no /dev/fuse or fusermount3"
+    if not os.path.exists(XPROFS):
+        return "no %s" % XPROFS
+    return None
+
+
+def poll(cond, deadline_s=60):
+    """Poll @cond until true or the deadline; returns its last value."""
+    end = time.monotonic() + deadline_s
+    while True:
+        v = cond()
+        if v or time.monotonic() > end:
+            return v
+        time.sleep(0.01)
+
+
+class Mount:
+    """xprofs SRC WORK/NAME -f -o cache_dir=WORK/NAME-cache[OPTS], log in WORK/NAME.log."""
+
+    def __init__(self, work, src, name="mnt", opts="", env=None):
+        self.mnt = os.path.join(work, name)
+        self.cache = os.path.join(work, name + "-cache")
+        self.closed = False
+        os.makedirs(self.mnt)
+        self.log = open(os.path.join(work, name + ".log"), "w")
+        self.proc = subprocess.Popen(
+            [XPROFS, src, self.mnt, "-f", "-o", "cache_dir=" + self.cache + opts],
+            env=dict(os.environ, **(env or {})), stdout=self.log, stderr=subprocess.STDOUT)
+        if not poll(lambda: os.path.ismount(self.mnt) or self.proc.poll() is not None):
+            raise RuntimeError("mount did not come up")
+        if self.proc.poll() is not None:
+            raise RuntimeError("xprofs exited with %d" % self.proc.returncode)
+
+    def close(self):
+        """Unmount; the daemon's exit status."""
+        if self.closed:
+            return self.proc.returncode
+        self.closed = True
+        subprocess.call(["fusermount3", "-u", self.mnt])
+        try:
+            self.proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.log.close()
+        return self.proc.returncode
+
+
+class Workdir:
+    """A temporary work directory whose mounts are closed (each checked with
+    @t: the daemon exits with 0) when the with-block ends, however it ends."""
+
+    def __init__(self, t, prefix):
+        self.t = t
+        self.prefix = prefix
+        self.mounts = []
+
+    def __enter__(self):
+        self.path = tempfile.mkdtemp(prefix=self.prefix)
+        return self
+
+    def mount(self, src, name="mnt", opts="", env=None, cls=Mount):
+        m = cls(self.path, src, name, opts, env)
+        self.mounts.append(m)
+        return m
+
+    def __exit__(self, *exc):
+        for m in self.mounts:
+            if not m.closed:
+                self.t.ok(m.close() == 0, "unmount: xprofs exits with 0")
+        if os.environ.get("XP_KEEP"):
+            print("# kept " + self.path)
+        else:
+            shutil.rmtree(self.path, ignore_errors=True)
+        return False
