@@ -67,6 +67,8 @@ static int parse_u64(const char *s, bool suffix, uint64_t *out)
 	return 0;
 }
 
+/* main() - getopt_long over the options table, then one action; ~120 lines of
+ * plain option cases, kept together so every flag is read in one place. */
 int main(int argc, char **argv)
 {
 	static const struct option lopts[] = {
