@@ -1,7 +1,8 @@
 #!/usr/bin/python3
 """check_pftrace.py - strict checker of trace.pftrace (Perfetto's protobuf trace).
 
-Usage: check_pftrace.py BUILD_DIR SRC_DIR
+Usage: check_pftrace.py [PROFILE...] (env XPROFS_SOURCE_ROOT, XPROFS_BUILD_ROOT, XPROFS_SHARED;
+with PROFILEs, only those are checked)
 
 For each profile (shared samples, generated tpu/gpu/cpu profiles, the edge-case
 sample) it decodes trace.pftrace with protoc-generated code from
@@ -23,7 +24,9 @@ import sys
 import tempfile
 from decimal import Decimal
 
-BUILD, SRC = sys.argv[1], sys.argv[2]
+SRC = os.environ.get("XPROFS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
+BUILD = os.environ.get("XPROFS_BUILD_ROOT", os.path.join(SRC, "build"))
+SHARED = os.environ.get("XPROFS_SHARED", os.path.join(SRC, "..", "shared"))
 CLI = os.path.join(BUILD, "tools", "xprofs-decode")
 GEN = os.path.join(BUILD, "tools", "xprofs-gen")
 failures = []
@@ -72,6 +75,7 @@ def check_structure(pb, data, where):
     last_ts = {}
     stacks = collections.defaultdict(list)
     slices, counters, procs = [], [], {}
+    interned = collections.defaultdict(dict)
     T = pb.TrackEvent
     for i, p in enumerate(tr.packet):
         seq = p.trusted_packet_sequence_id
@@ -82,6 +86,7 @@ def check_structure(pb, data, where):
             if not p.sequence_flags & 1:
                 fail("%s: first packet of sequence %d does not clear state" % (where, seq))
             seen_seq.add(seq)
+            interned[seq] = {}
         elif not p.sequence_flags & 2:
             fail("%s: packet %d of sequence %d lacks NEEDS_INCREMENTAL_STATE" % (where, i, seq))
         if p.HasField("track_descriptor"):
@@ -98,6 +103,15 @@ def check_structure(pb, data, where):
             fail("%s: packet %d is neither a track nor an event" % (where, i))
             continue
         te = p.track_event
+        for en in p.interned_data.event_names:
+            interned[seq][en.iid] = en.name
+        name = te.name
+        if te.HasField("name_iid"):
+            if not p.sequence_flags & 2:
+                fail("%s: packet %d uses interned data without NEEDS flag" % (where, i))
+            if te.name_iid not in interned[seq]:
+                fail("%s: packet %d uses undefined iid %d" % (where, i, te.name_iid))
+            name = interned[seq].get(te.name_iid, "")
         ts = p.timestamp
         if ts < last_ts.get(seq, 0):
             fail("%s: sequence %d goes back in time at packet %d" % (where, seq, i))
@@ -111,7 +125,7 @@ def check_structure(pb, data, where):
             par = tracks[td.parent_uuid]
             pid = par.thread.pid if par.HasField("thread") else par.process.pid
         if te.type == T.TYPE_SLICE_BEGIN:
-            stacks[te.track_uuid].append((te.name, ts, pid))
+            stacks[te.track_uuid].append((name, ts, pid))
         elif te.type == T.TYPE_SLICE_END:
             st = stacks[te.track_uuid]
             if not st:
@@ -173,13 +187,13 @@ def check(pb, path, where):
 def main():
     pb = load_pb2()
     tmp = tempfile.mkdtemp(prefix="xprofs-pftrace-gen-")
-    profiles = []
-    samples = os.path.join(SRC, "..", "shared", "samples")
-    found = sorted(glob.glob(os.path.join(samples, "*", "**", "*.xplane.pb"), recursive=True))
-    if not found:
+    profiles = [(p, p) for p in sys.argv[1:]]
+    samples = os.path.join(SHARED, "samples")
+    found = [] if profiles else sorted(glob.glob(os.path.join(samples, "*", "**", "*.xplane.pb"), recursive=True))
+    if not found and not profiles:
         print("note: no shared samples under %s: that part is skipped" % samples)
     profiles += [(p, os.path.relpath(p, samples)) for p in found]
-    for kind in ("tpu", "gpu", "cpu"):
+    for kind in ("tpu", "gpu", "cpu") if not profiles else ():
         out = os.path.join(tmp, kind + ".xplane.pb")
         subprocess.run([GEN, "--kind", kind, "--size", "2M", "-o", out], check=True)
         profiles.append((out, "generated " + kind))
