@@ -164,8 +164,8 @@ static void describe(struct pf_line *pl, size_t k)
 
 /* A TrackEvent packet of @type at @ns on level @k, named by interned @iid (defined here
  * when @fresh) or else by @name (NULL: no name, for ends and counters). */
-static void track_event(struct pf_line *pl, size_t k, unsigned type, uint64_t ns,
-			const char *name, size_t name_len, uint64_t iid, bool fresh)
+static void track_event(struct pf_line *pl, size_t k, unsigned type, uint64_t ns, const char *name,
+			size_t name_len, uint64_t iid, bool fresh)
 {
 	struct pbw *pk = &pl->pk, *te = &pl->ev;
 
@@ -221,11 +221,21 @@ static size_t json_unescape(const char *j, size_t n, char *out, size_t cap)
 		}
 		c = j[++i];
 		switch (c) {
-		case 'b': out[k++] = '\b'; break;
-		case 'f': out[k++] = '\f'; break;
-		case 'n': out[k++] = '\n'; break;
-		case 'r': out[k++] = '\r'; break;
-		case 't': out[k++] = '\t'; break;
+		case 'b':
+			out[k++] = '\b';
+			break;
+		case 'f':
+			out[k++] = '\f';
+			break;
+		case 'n':
+			out[k++] = '\n';
+			break;
+		case 'r':
+			out[k++] = '\r';
+			break;
+		case 't':
+			out[k++] = '\t';
+			break;
 		case 'u':
 			for (int d = 0; d < 4 && i + 1 < n; d++) {
 				char h = j[++i];
@@ -263,7 +273,9 @@ static size_t json_unescape(const char *j, size_t n, char *out, size_t cap)
 				out[k++] = (char)(0x80 | (u & 0x3f));
 			}
 			break;
-		default: out[k++] = c; break;
+		default:
+			out[k++] = c;
+			break;
 		}
 	}
 	out[k] = '\0';
@@ -311,8 +323,8 @@ static void close_until(struct pf_line *pl, uint64_t ns)
 		}
 		if (best == LEVELS_MAX)
 			return;
-		track_event(pl, best, TYPE_END, pl->lv[best].end[--pl->lv[best].n], NULL, 0,
-			    0, false);
+		track_event(pl, best, TYPE_END, pl->lv[best].end[--pl->lv[best].n], NULL, 0, 0,
+			    false);
 	}
 }
 
