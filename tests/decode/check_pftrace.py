@@ -224,7 +224,7 @@ def main():
     if not found and not profiles:
         print("note: no shared samples under %s: that part is skipped" % samples)
     profiles += [(p, os.path.relpath(p, samples)) for p in found]
-    for kind in ("tpu", "gpu", "cpu") if not profiles else ():
+    for kind in ("tpu", "gpu", "cpu") if len(sys.argv) == 1 else ():
         out = os.path.join(tmp, kind + ".xplane.pb")
         subprocess.run([GEN, "--kind", kind, "--size", "2M", "-o", out], check=True)
         profiles.append((out, "generated " + kind))
