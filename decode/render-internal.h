@@ -249,6 +249,7 @@ static inline void dec_out_line_name(struct dec_out *o, const struct dec_line *l
 
 int dec_view_summary(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_trace(struct dec_rctx *rc, struct dec_out *o);
+int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o);
 /* dec_steps_windows() - xprofs_xspace_steps() on render context @rc. */

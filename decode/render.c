@@ -148,7 +148,7 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_out *o) = {
 	[XPROFS_VIEW_SUMMARY] = dec_view_summary, [XPROFS_VIEW_TRACE] = dec_view_trace,
 	[XPROFS_VIEW_OPS] = dec_view_ops,         [XPROFS_VIEW_STEPS] = dec_view_steps,
-	[XPROFS_VIEW_TRACE_GZ] = dec_view_trace,
+	[XPROFS_VIEW_TRACE_GZ] = dec_view_trace,  [XPROFS_VIEW_PFTRACE] = dec_view_pftrace,
 };
 
 int dec_render(struct xprofs_xspace *x, int view, size_t track,

@@ -442,7 +442,7 @@ static const struct fs_host *find_host(const struct fs_session *s, const char *c
  * more entry). Every one must render through the line walk, which applies
  * the window.
  */
-const enum xprofs_view fs_slice_views[] = {XPROFS_VIEW_TRACE};
+const enum xprofs_view fs_slice_views[] = {XPROFS_VIEW_TRACE, XPROFS_VIEW_PFTRACE};
 const size_t fs_slice_nviews = sizeof(fs_slice_views) / sizeof(fs_slice_views[0]);
 
 /* classify_slice() - below steps/ or window/ (@kind says which; rest @p). */

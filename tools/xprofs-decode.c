@@ -2,7 +2,7 @@
  * xprofs-decode - decode one *.xplane.pb host file into the JSON views that
  * xprofs mounts, without FUSE.
  *
- *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz   (default: summary)
+ *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz|trace.pftrace   (default: summary)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
  *   xprofs-decode FILE --tracks                          list PLANE_FILE/LINE_FILE
@@ -62,7 +62,7 @@ static const struct option opts[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
-		   "trace.json.gz]\n"
+		   "trace.json.gz|trace.pftrace]\n"
 		   "                    [--host NAME (trace's host; default: FILE minus "
 		   ".xplane.pb)]\n"
 		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "

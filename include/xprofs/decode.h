@@ -41,6 +41,7 @@ enum xprofs_view {
 	XPROFS_VIEW_OPS,         /* ops.json */
 	XPROFS_VIEW_STEPS,       /* steps.json */
 	XPROFS_VIEW_TRACE_GZ,    /* trace.json.gz: trace.json, gzip-compressed */
+	XPROFS_VIEW_PFTRACE,     /* trace.pftrace: Perfetto's protobuf trace */
 	XPROFS_VIEW_COUNT
 };
 

@@ -240,6 +240,19 @@ static char *gunzip(const uint8_t *p, size_t n)
 	return xprofs_buf_steal(&out, NULL);
 }
 
+/* trace.pftrace is binary: tests compare it as a hex string. Consumes @out. */
+static char *hex_steal(struct xprofs_buf *out)
+{
+	char *h = malloc(out->len * 2 + 1);
+
+	assert_non_null(h);
+	for (size_t i = 0; i < out->len; i++)
+		snprintf(h + 2 * i, 3, "%02x", (unsigned char)out->data[i]);
+	h[out->len * 2] = '\0';
+	xprofs_buf_deinit(out);
+	return h;
+}
+
 /* Render view @v (or track @track when @v < 0) with @ro as a string; trace.json.gz gunzipped. */
 static char *render_opts(struct xprofs_xspace *x, int v, size_t track,
 			 const struct xprofs_render_opts *ro)
@@ -258,6 +271,8 @@ static char *render_opts(struct xprofs_xspace *x, int v, size_t track,
 	if (rc < 0)
 		fail_msg("render %d failed: %d %s", v, rc, err.data ? err.data : "");
 	xprofs_buf_deinit(&err);
+	if (v == XPROFS_VIEW_PFTRACE)
+		return hex_steal(&out);
 	if (v != XPROFS_VIEW_TRACE_GZ)
 		return xprofs_buf_steal(&out, NULL);
 	txt = gunzip((const uint8_t *)out.data, out.len);
@@ -277,7 +292,7 @@ static json_t *render_json(struct xprofs_xspace *x, int v, size_t track)
 {
 	char *s = render(x, v, track);
 	json_error_t je;
-	json_t *j = json_loads(s, 0, &je);
+	json_t *j = v == XPROFS_VIEW_PFTRACE ? json_string(s) : json_loads(s, 0, &je);
 
 	if (!j)
 		fail_msg("invalid JSON (%s) in: %.300s", je.text, s);
@@ -1305,7 +1320,8 @@ static void *par_render(void *arg)
 		p->out = p->view == XPROFS_VIEW_TRACE_GZ
 				 ? gunzip((const uint8_t *)out.data,
 					  out.len) /* as render() gives it */
-				 : xprofs_buf_steal(&out, NULL);
+			 : p->view == XPROFS_VIEW_PFTRACE ? hex_steal(&out)
+							  : xprofs_buf_steal(&out, NULL);
 	xprofs_buf_deinit(&out);
 	return NULL;
 }

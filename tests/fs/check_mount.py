@@ -109,7 +109,7 @@ def check_runs(walk):
             for h in hosts:
                 hd = os.path.join(sd, h)
                 want = {"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
-                        "errors", "planes", "steps", "window"}
+                        "trace.pftrace", "errors", "planes", "steps", "window"}
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))
                 n += 1
@@ -151,7 +151,8 @@ def check_views(walk):
                 fail("%s/summary.json: %s" % (sd, e))
             for h in hosts:
                 hd = os.path.join(sd, h)
-                names = ["summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz"]
+                names = ["summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
+                         "trace.pftrace"]
                 try:
                     for p in sorted(os.listdir(os.path.join(hd, "planes"))):
                         for line in sorted(os.listdir(os.path.join(hd, "planes", p))):
@@ -177,6 +178,18 @@ def check_views(walk):
                         if z.returncode != 0 or c.returncode != 0:
                             fail("%s: zcat trace.json.gz | cmp - trace.json: %d/%d"
                                  % (hd, z.returncode, c.returncode))
+                        n += 1
+                        continue
+                    if v == "trace.pftrace":
+                        # its bytes equal xprofs-decode --view trace.pftrace --host <host>
+                        pb = os.path.join(SRC, run, "plugins", "profile", s, h + ".xplane.pb")
+                        cli = os.path.join(os.environ.get("XPROFS_BUILD_ROOT", "build"), "tools",
+                                           "xprofs-decode")
+                        d = subprocess.run([cli, pb, "--view", "trace.pftrace", "--host", h],
+                                           stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                        if d.returncode != 0 or d.stdout != data:
+                            fail("%s/trace.pftrace differs from xprofs-decode's (exit %d)"
+                                 % (hd, d.returncode))
                         n += 1
                         continue
                     try:

@@ -10,7 +10,8 @@ equal; thread names and async b/e a subset of the full file's). Profiles:
 three generated ones (tpu with big lines so that the checkpoints are used,
 gpu, cpu) and every ../shared/samples/*/*.xplane.pb (skipped with a message
 when absent). Also: steps/ lists steps.json's indexes, a slice directory
-lists trace.json, bad names are ENOENT, 2^63 and empty windows render.
+lists trace.json and trace.pftrace (the latter equal to xprofs-decode --step),
+bad names are ENOENT, 2^63 and empty windows render.
 
 TAP output; skipped without /dev/fuse or fusermount3.
 """
@@ -29,6 +30,7 @@ import xtap
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
 GEN = os.path.join(BUILD, "tools", "xprofs-gen")
+DECODE = os.path.join(BUILD, "tools", "xprofs-decode")
 SRCROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 SAMPLES = os.path.join(os.path.dirname(SRCROOT), "shared", "samples")
 
@@ -100,7 +102,7 @@ def windows(full):
             (0, hi + 1)]
 
 
-def check_host(t, hd, name):
+def check_host(t, hd, name, src):
     full = load(os.path.join(hd, "trace.json"))
     steps = load(os.path.join(hd, "steps.json"))["steps"]
     listed = sorted(os.listdir(os.path.join(hd, "steps")), key=int) \
@@ -112,8 +114,15 @@ def check_host(t, hd, name):
         lo = s["start_ps"]
         hi = lo + max(s["duration_ps"], 1)
         sd = os.path.join(hd, "steps", str(i))
-        t.ok(os.listdir(sd) == ["trace.json"], "%s: steps/%d lists trace.json" % (name, i))
+        t.ok(sorted(os.listdir(sd)) == ["trace.json", "trace.pftrace"],
+             "%s: steps/%d lists trace.json and trace.pftrace" % (name, i))
         compare(t, full, load(os.path.join(sd, "trace.json")), lo, hi, "%s steps/%d" % (name, i))
+        # the Perfetto slice is the CLI's of the same step (its format: decode-pftrace)
+        want = subprocess.run([DECODE, src, "--view", "trace.pftrace", "--host", name,
+                               "--step", str(i)], stdout=subprocess.PIPE, check=True).stdout
+        with open(os.path.join(sd, "trace.pftrace"), "rb") as f:
+            t.ok(f.read() == want, "%s steps/%d/trace.pftrace: %d bytes, as xprofs-decode --step"
+                 % (name, i, len(want)))
     for lo, hi in windows(full):
         n = "%s-%s" % (us_name(lo), us_name(hi))
         compare(t, full, load(os.path.join(hd, "window", n, "trace.json")), lo, hi,
@@ -182,7 +191,7 @@ def main():
             except OSError as e:
                 print("# %s: trace.json fails (%s): skipped" % (h, e))
                 continue
-            check_host(t, hd, h)
+            check_host(t, hd, h, os.path.join(sess, h + ".xplane.pb"))
         check_names(t, os.path.join(sd, "gen-tpu"))
     return t.done()
 
