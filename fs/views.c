@@ -494,10 +494,13 @@ int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n)
 
 /*
  * render() - generated file @t from open profile @p (host views) into @out.
- * Borrows everything; @p->x is set if it was not (freed by prof_close()), so
- * a second render of the same open profile does not index it again.
+ * @host is the host's name (trace.json names its processes after it); the
+ * render runs on a live.c thread, so it is the job's own copy, never the
+ * index's t->host->name, which an index rebuild frees meanwhile. Borrows
+ * everything; @p->x is set if it was not (freed by prof_close()), so a second
+ * render of the same open profile does not index it again.
  */
-static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
+static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *host, struct prof *p,
 		  const struct xprofs_sink *out, struct xprofs_buf *err)
 {
 	int r, i;
@@ -510,7 +513,7 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, struct prof *p,
 			return r;
 	}
 	if (t->kind == FS_K_VIEW) { /* trace.json names its processes after the host */
-		struct xprofs_render_opts o = {.host = t->host->name};
+		struct xprofs_render_opts o = {.host = host};
 
 		if (t->slice != FS_SLICE_NONE && (r = slice_window(t, p->x, &o, err)) < 0)
 			return r;
@@ -557,8 +560,9 @@ out:
  */
 struct view_job {
 	struct fs_ctx *ctx;
-	struct fs_target t; /* a copy; pointers used only by session summaries */
-	struct prof p;      /* owned: the host profile (host views and tracks) */
+	struct fs_target t;             /* a copy; pointers used only by session summaries */
+	char host[XPROFS_NAME_MAX + 1]; /* t.host->name, copied: the index may go */
+	struct prof p;                  /* owned: the host profile (host views and tracks) */
 	char hpath[XPROFS_PATH_MAX + 1];
 	uint64_t hash;
 };
@@ -567,7 +571,7 @@ static int job_render(void *arg, const struct xprofs_sink *out, struct xprofs_bu
 {
 	struct view_job *j = arg;
 
-	return render(j->ctx, &j->t, &j->p, out, err);
+	return render(j->ctx, &j->t, j->host, &j->p, out, err);
 }
 
 static void job_done(void *arg, int r, uint64_t size, const struct xprofs_buf *err)
@@ -640,6 +644,8 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct pro
 		return -ENOMEM;
 	j->ctx = ctx;
 	j->t = *t;
+	if (t->kind != FS_K_SESSION_SUMMARY && t->host)
+		snprintf(j->host, sizeof(j->host), "%s", t->host->name);
 	j->p = *p;
 	memset(p, 0, sizeof(*p));
 	j->hash = id->hash;

@@ -24,32 +24,13 @@ import sys
 import tempfile
 from decimal import Decimal
 
-SRC = os.environ.get("XPROFS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("XPROFS_BUILD_ROOT", os.path.join(SRC, "build"))
-SHARED = os.environ.get("XPROFS_SHARED", os.path.join(SRC, "..", "shared"))
-CLI = os.path.join(BUILD, "tools", "xprofs-decode")
-GEN = os.path.join(BUILD, "tools", "xprofs-gen")
-failures = []
+import xproto
 
-
-def fail(msg):
-    failures.append(msg)
-    if len(failures) <= 30:
-        print("FAIL:", msg)
+from xproto import CLI, GEN, SHARED, fail, failures
 
 
 def load_pb2():
-    protoc = shutil.which("protoc")
-    if not protoc:
-        print("SKIP: protoc (Debian protobuf-compiler) is not installed")
-        sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix="xprofs-pftrace-")
-    proto_dir = os.path.join(SRC, "decode", "proto")
-    subprocess.run([protoc, "--proto_path=" + proto_dir, "--python_out=" + tmp,
-                    os.path.join(proto_dir, "perfetto_trace.proto")], check=True)
-    sys.path.insert(0, tmp)
-    import perfetto_trace_pb2  # noqa: E402
-    return perfetto_trace_pb2
+    return xproto.load("perfetto_trace")[0]
 
 
 def decode(path, view):
@@ -147,12 +128,8 @@ def check_structure(pb, data, where):
 
 def hostile_profile(path):
     """Partial overlaps, unsorted starts, 2^63 and negative times (structure-only check)."""
-    tmp = tempfile.mkdtemp(prefix="xprofs-pftrace-x-")
-    subprocess.run(["protoc", "--proto_path=" + os.path.join(SRC, "decode", "proto"),
-                    "--python_out=" + tmp,
-                    os.path.join(SRC, "decode", "proto", "xplane.proto")], check=True)
-    sys.path.insert(0, tmp)
-    import xplane_pb2 as x  # noqa: E402
+    x, tmp = xproto.load("xplane")
+    shutil.rmtree(tmp, ignore_errors=True)
     sp = x.XSpace()
     p = sp.planes.add()
     p.id, p.name = 1, "/device:TPU:0"

@@ -19,44 +19,22 @@ Exit status: 0 pass, 1 mismatch, 77 skip (protoc absent, or neither the
 shared samples nor xprofs-gen).
 """
 import glob
-import gzip
 import json
 import os
 import shutil
 import subprocess
 import sys
-import tempfile
 import zlib
 from decimal import Decimal
 
 import oracle_trace
+import xproto
 
-SRC = os.environ.get("XPROFS_SOURCE_ROOT", os.path.join(os.path.dirname(__file__), "..", ".."))
-BUILD = os.environ.get("XPROFS_BUILD_ROOT", os.path.join(SRC, "build"))
-SHARED = os.environ.get("XPROFS_SHARED", os.path.join(SRC, "..", "shared"))
-CLI = os.path.join(BUILD, "tools", "xprofs-decode")
-
-failures = []
-
-
-def fail(msg):
-    failures.append(msg)
-    if len(failures) <= 30:
-        print("FAIL:", msg)
+from xproto import BUILD, CLI, SHARED, fail, failures
 
 
 def load_pb2():
-    protoc = shutil.which("protoc")
-    if not protoc:
-        print("SKIP: protoc (Debian protobuf-compiler) is not installed")
-        sys.exit(77)
-    tmp = tempfile.mkdtemp(prefix="xprofs-oracle-")
-    proto_dir = os.path.join(SRC, "decode", "proto")
-    subprocess.run([protoc, "--proto_path=" + proto_dir, "--python_out=" + tmp,
-                    os.path.join(proto_dir, "xplane.proto")], check=True)
-    sys.path.insert(0, tmp)
-    import xplane_pb2  # noqa: E402
-    return xplane_pb2, tmp
+    return xproto.load("xplane")
 
 
 def run(args, parse=True):

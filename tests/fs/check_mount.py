@@ -21,6 +21,8 @@ import random
 import subprocess
 import sys
 
+import xmount
+
 SRC, MNT = sys.argv[1], sys.argv[2]
 BAD = set(filter(None, os.environ.get("XP_BAD_PROFILES", "").split(":")))
 
@@ -121,23 +123,12 @@ def check_runs(walk):
 
 
 def read_gen(path):
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        size = os.fstat(fd).st_size
-        chunks = []
-        while True:
-            c = os.read(fd, 1 << 20)
-            if not c:
-                break
-            chunks.append(c)
-        data = b"".join(chunks)
-        if size != len(data):
-            fail("%s: st_size after open %d != %d bytes read" % (path, size, len(data)))
-        if os.stat(path).st_size != len(data):
-            fail("%s: stat after read %d != %d" % (path, os.stat(path).st_size, len(data)))
-        return data
-    finally:
-        os.close(fd)
+    size, data = xmount.read_whole(path)
+    if size != len(data):
+        fail("%s: st_size after open %d != %d bytes read" % (path, size, len(data)))
+    if os.stat(path).st_size != len(data):
+        fail("%s: stat after read %d != %d" % (path, os.stat(path).st_size, len(data)))
+    return data
 
 
 def check_views(walk):

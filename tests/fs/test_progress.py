@@ -28,10 +28,8 @@ import shutil
 import subprocess
 import sys
 import threading
-import time
 
 import xmount
-import xtap
 from xmount import poll
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
@@ -101,16 +99,8 @@ def check_stream(t, m, host, want):
     t.ok(poll(lambda: m.renders() == []), "the render leaves status.json once done")
     h0 = m.status()["counters"]["view_cache_hits"]
     t.ok(os.stat(path).st_size == len(want), "stat after the render: the real size")
-    fd = os.open(path, os.O_RDONLY)
-    size = os.fstat(fd).st_size
-    chunks = []
-    while True:
-        c = os.read(fd, 1 << 20)
-        if not c:
-            break
-        chunks.append(c)
-    os.close(fd)
-    t.ok(size == len(want) and b"".join(chunks) == want,
+    size, data = xmount.read_whole(path)
+    t.ok(size == len(want) and data == want,
          "a re-open after the render: st_size %d, same bytes" % size)
     t.ok(m.status()["counters"]["view_cache_hits"] == h0 + 1, "the re-open is a cache hit")
 
@@ -186,6 +176,23 @@ def check_midway(t, m, host, src_prof, want):
     t.ok(b"trace.json" in err, "midway: the errors file says why", err)
 
 
+def check_rebuild(t, m, host, want):
+    """The runs index is rebuilt (and the old one freed) while a view renders:
+    the render keeps its own copy of what it needs (the host name trace.json
+    puts in every process name), so the bytes stay whole and right."""
+    path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
+    f = open(path, "rb")
+    first = f.read(100)
+    busy = [r for r in m.renders() if r["path"].endswith("/%s/trace.json" % host)]
+    os.mkdir(os.path.join(m.mnt, "runs", "rebuilt"))  # a new run: the index is rebuilt
+    t.ok("rebuilt" in os.listdir(os.path.join(m.mnt, "runs")) and len(busy) == 1,
+         "rebuild: the index is rebuilt while the render runs")
+    rest = f.read()
+    f.close()
+    t.ok(first + rest == want, "rebuild: the view is whole and names its processes after %s"
+         % host)
+
+
 def check_refused(t, m, host, want):
     """The cache refuses the entry midway (cap): readers go on from a temporary file."""
     path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
@@ -206,41 +213,38 @@ def check_refused(t, m, host, want):
     t.ok(m.entries() == [], "cache_max below the view: nothing cached")
 
 
-def main():
-    why = xmount.usable()
-    if why:
-        return xtap.skip_all(why)
-    t = xtap.Tap()
-    with xmount.Workdir(t, "xprofs-progress-") as w:
-        work = w.path
-        sess = os.path.join(work, "src", "run", "plugins", "profile", "s1")
-        os.makedirs(sess)
-        prof = os.path.join(sess, "h1.xplane.pb")
-        subprocess.check_call([GEN, "--kind", "tpu", "--size", "4M", "--seed", "3", "-o", prof])
-        shutil.copy(prof, os.path.join(sess, "h2.xplane.pb"))
-        shutil.copy(prof, os.path.join(sess, "h3.xplane.pb"))
-        data = bytearray(open(prof, "rb").read())
-        # garbage in the middle of the events: the index may pass, the render fails
-        rnd = random.Random(1)
-        mid = len(data) * 2 // 3
-        for i in range(mid, mid + 400):
-            data[i] = rnd.randrange(256)
-        open(os.path.join(sess, "bad.xplane.pb"), "wb").write(bytes(data))
-        # trace.json names its processes after the host: one expected view per host
-        want = {h: subprocess.run([DECODE, prof, "--view", "trace", "--host", h],
-                                  stdout=subprocess.PIPE, check=True).stdout
-                for h in ("h1", "h2", "h3")}
-        t.ok(len(want["h1"]) > 8 << 20, "the generated trace.json is %d bytes" % len(want["h1"]))
-        m = w.mount(os.path.join(work, "src"), cls=Mount)
-        check_stream(t, m, "h1", want["h1"])
-        check_tools(t, m, "h2", want["h2"], work)
-        check_failure(t, m, "bad")
-        check_midway(t, m, "h3", os.path.join(sess, "h3.xplane.pb"), want["h3"])
-        t.ok(m.close() == 0, "unmount: xprofs exits with 0")
-        m = w.mount(os.path.join(work, "src"), "small", ",cache_max=2M", cls=Mount)
-        check_refused(t, m, "h1", want["h1"])
-    return t.done()
+
+def body(t, w):
+    """The test, in the work dir @w (xmount.Workdir); results to @t."""
+    work = w.path
+    sess = w.session()
+    prof = os.path.join(sess, "h1.xplane.pb")
+    subprocess.check_call([GEN, "--kind", "tpu", "--size", "4M", "--seed", "3", "-o", prof])
+    shutil.copy(prof, os.path.join(sess, "h2.xplane.pb"))
+    shutil.copy(prof, os.path.join(sess, "h3.xplane.pb"))
+    shutil.copy(prof, os.path.join(sess, "h4.xplane.pb"))
+    data = bytearray(open(prof, "rb").read())
+    # garbage in the middle of the events: the index may pass, the render fails
+    rnd = random.Random(1)
+    mid = len(data) * 2 // 3
+    for i in range(mid, mid + 400):
+        data[i] = rnd.randrange(256)
+    open(os.path.join(sess, "bad.xplane.pb"), "wb").write(bytes(data))
+    # trace.json names its processes after the host: one expected view per host
+    want = {h: subprocess.run([DECODE, prof, "--view", "trace", "--host", h],
+                              stdout=subprocess.PIPE, check=True).stdout
+            for h in ("h1", "h2", "h3", "h4")}
+    t.ok(len(want["h1"]) > 8 << 20, "the generated trace.json is %d bytes" % len(want["h1"]))
+    m = w.mount(os.path.join(work, "src"), cls=Mount)
+    check_stream(t, m, "h1", want["h1"])
+    check_tools(t, m, "h2", want["h2"], work)
+    check_failure(t, m, "bad")
+    check_midway(t, m, "h3", os.path.join(sess, "h3.xplane.pb"), want["h3"])
+    check_rebuild(t, m, "h4", want["h4"])
+    t.ok(m.close() == 0, "unmount: xprofs exits with 0")
+    m = w.mount(os.path.join(work, "src"), "small", ",cache_max=2M", cls=Mount)
+    check_refused(t, m, "h1", want["h1"])
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(xmount.run("xprofs-progress-", body))

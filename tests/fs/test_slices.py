@@ -26,7 +26,6 @@ import time
 from decimal import Decimal
 
 import xmount
-import xtap
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
 GEN = os.path.join(BUILD, "tools", "xprofs-gen")
@@ -162,39 +161,34 @@ def check_names(t, hd):
         t.ok("traceEvents" in j and time.monotonic() - t0 < 60, "window/%s renders" % n)
 
 
-def main():
-    why = xmount.usable()
-    if why:
-        return xtap.skip_all(why)
-    t = xtap.Tap()
-    with xmount.Workdir(t, "xprofs-slices-") as w:
-        work = w.path
-        sess = os.path.join(work, "src", "run", "plugins", "profile", "s1")
-        os.makedirs(sess)
-        for kind, size in (("tpu", "6M"), ("gpu", "1M"), ("cpu", "1M")):
-            subprocess.check_call([GEN, "--kind", kind, "--size", size, "--seed", "5", "-o",
-                                   os.path.join(sess, "gen-%s.xplane.pb" % kind)])
-        samples = sorted(glob.glob(os.path.join(SAMPLES, "*", "*.xplane.pb")))
-        if not samples:
-            print("# no shared samples under %s: generated profiles only" % SAMPLES)
-        for i, p in enumerate(samples):
-            shutil.copy(p, os.path.join(sess, "s%d-%s" % (i, os.path.basename(p))))
-        m = w.mount(os.path.join(work, "src"))
-        sd = os.path.join(m.mnt, "runs", "run", "s1")
-        for h in sorted(os.listdir(sd)):
-            if h == "summary.json":
-                continue
-            hd = os.path.join(sd, h)
-            try:
-                os.stat(os.path.join(hd, "trace.json"))
-                open(os.path.join(hd, "trace.json"), "rb").read(1)
-            except OSError as e:
-                print("# %s: trace.json fails (%s): skipped" % (h, e))
-                continue
-            check_host(t, hd, h, os.path.join(sess, h + ".xplane.pb"))
-        check_names(t, os.path.join(sd, "gen-tpu"))
-    return t.done()
+
+def body(t, w):
+    """The test, in the work dir @w (xmount.Workdir); results to @t."""
+    work = w.path
+    sess = w.session()
+    for kind, size in (("tpu", "6M"), ("gpu", "1M"), ("cpu", "1M")):
+        subprocess.check_call([GEN, "--kind", kind, "--size", size, "--seed", "5", "-o",
+                               os.path.join(sess, "gen-%s.xplane.pb" % kind)])
+    samples = sorted(glob.glob(os.path.join(SAMPLES, "*", "*.xplane.pb")))
+    if not samples:
+        print("# no shared samples under %s: generated profiles only" % SAMPLES)
+    for i, p in enumerate(samples):
+        shutil.copy(p, os.path.join(sess, "s%d-%s" % (i, os.path.basename(p))))
+    m = w.mount(os.path.join(work, "src"))
+    sd = os.path.join(m.mnt, "runs", "run", "s1")
+    for h in sorted(os.listdir(sd)):
+        if h == "summary.json":
+            continue
+        hd = os.path.join(sd, h)
+        try:
+            os.stat(os.path.join(hd, "trace.json"))
+            open(os.path.join(hd, "trace.json"), "rb").read(1)
+        except OSError as e:
+            print("# %s: trace.json fails (%s): skipped" % (h, e))
+            continue
+        check_host(t, hd, h, os.path.join(sess, h + ".xplane.pb"))
+    check_names(t, os.path.join(sd, "gen-tpu"))
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(xmount.run("xprofs-slices-", body))

@@ -1,8 +1,8 @@
 """tests/lib/xmount.py - the xprofs daemon mounted in the foreground, for Python tests.
 
     with xmount.Workdir(t, "xprofs-slices-") as w:   # a temp dir; every mount
-        m = w.mount(src)                              # still up is unmounted
-        ...                                           # (and checked) at exit
+        sess = w.session()                            # still up is unmounted
+        m = w.mount(os.path.join(w.path, "src"))      # (and checked) at exit
     m = xmount.Mount(work, src, name, opts, env)      # one mount by hand
 
 Mount() waits (polling, with a deadline) until the mount is live or the
@@ -36,6 +36,22 @@ def poll(cond, deadline_s=60):
         if v or time.monotonic() > end:
             return v
         time.sleep(0.01)
+
+
+def read_whole(path):
+    """(st_size right after open, every byte read until EOF) of @path, in 1 MiB reads."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        size = os.fstat(fd).st_size
+        chunks = []
+        while True:
+            c = os.read(fd, 1 << 20)
+            if not c:
+                break
+            chunks.append(c)
+        return size, b"".join(chunks)
+    finally:
+        os.close(fd)
 
 
 class Mount:
@@ -83,6 +99,12 @@ class Workdir:
         self.path = tempfile.mkdtemp(prefix=self.prefix)
         return self
 
+    def session(self, run="run", session="s1"):
+        """Make WORK/src/RUN/plugins/profile/SESSION (a logdir's session dir); its path."""
+        d = os.path.join(self.path, "src", run, "plugins", "profile", session)
+        os.makedirs(d)
+        return d
+
     def mount(self, src, name="mnt", opts="", env=None, cls=Mount):
         m = cls(self.path, src, name, opts, env)
         self.mounts.append(m)
@@ -97,3 +119,17 @@ class Workdir:
         else:
             shutil.rmtree(self.path, ignore_errors=True)
         return False
+
+
+def run(prefix, body):
+    """A mount test's main: skip (TAP plan) where no mount can be made, else
+    body(t, w) with a fresh xtap.Tap and Workdir; the exit status."""
+    import xtap
+
+    why = usable()
+    if why:
+        return xtap.skip_all(why)
+    t = xtap.Tap()
+    with Workdir(t, prefix) as w:
+        body(t, w)
+    return t.done()

@@ -1,0 +1,50 @@
+"""tests/lib/xproto.py - the project's .proto files as Python modules, for oracles.
+
+    xplane_pb2, tmp = xproto.load("xplane")          # decode/proto/xplane.proto
+    pf_pb2, _ = xproto.load("perfetto_trace")
+
+Runs Debian's protoc --python_out into a temporary directory (returned, the
+caller may remove it) and imports the module from there with python3-protobuf.
+Without protoc the test is skipped: "SKIP: ..." and exit 77 (exit-code tests).
+Also the paths oracles share (SRC, BUILD, SHARED, CLI, GEN) and fail().
+"""
+import importlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+
+SRC = os.environ.get("XPROFS_SOURCE_ROOT",
+                     os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+BUILD = os.environ.get("XPROFS_BUILD_ROOT", os.path.join(SRC, "build"))
+SHARED = os.environ.get("XPROFS_SHARED", os.path.join(SRC, "..", "shared"))
+CLI = os.path.join(BUILD, "tools", "xprofs-decode")
+GEN = os.path.join(BUILD, "tools", "xprofs-gen")
+
+# An oracle's findings: fail() records one (printing the first 30); the
+# script exits non-zero when the list is not empty.
+failures = []
+
+
+def fail(msg):
+    failures.append(msg)
+    if len(failures) <= 30:
+        print("FAIL:", msg)
+
+
+
+def load(name, proto_dir=os.path.join(SRC, "decode", "proto")):
+    """The generated module NAME_pb2 of PROTO_DIR/NAME.proto, and its temp dir."""
+    protoc = shutil.which("protoc")
+    if not protoc:
+        print("SKIP: protoc (Debian protobuf-compiler) is not installed")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="xprofs-%s-" % name)
+    subprocess.run([protoc, "--proto_path=" + proto_dir, "--python_out=" + tmp,
+                    os.path.join(proto_dir, name + ".proto")], check=True)
+    sys.path.insert(0, tmp)
+    try:
+        return importlib.import_module(name + "_pb2"), tmp
+    finally:
+        sys.path.remove(tmp)
