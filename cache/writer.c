@@ -180,19 +180,11 @@ static int spill_index(struct xprofs_cache_writer *w)
 	int r;
 
 	if (w->spill_fd < 0) {
-		w->spill_fd = open(w->c->tmpdir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-		if (w->spill_fd < 0) {
-			/* No O_TMPFILE on this filesystem: an unlinked named file. */
-			char path[PATH_MAX];
-			int n = snprintf(path, sizeof(path), "%s/s.XXXXXX", w->c->tmpdir);
+		int fd = xprofs_tmpfile(w->c->tmpdir, "s");
 
-			if (n < 0 || (size_t)n >= sizeof(path))
-				return -ENAMETOOLONG;
-			w->spill_fd = mkostemp(path, O_CLOEXEC);
-			if (w->spill_fd < 0)
-				return -errno;
-			unlink(path);
-		}
+		if (fd < 0)
+			return fd;
+		w->spill_fd = fd;
 	}
 	r = xprofs_write_full(w->spill_fd, w->idx, w->idx_n * CACHE_REC_SIZE);
 	if (r < 0)

@@ -207,14 +207,8 @@ static int defer_event(struct trace_line *tl, const struct trace_ev *v)
 		write_event(tl->o, tl, TF_ASYNC, v);
 		return 0;
 	}
-	if (d->n == d->cap) {
-		size_t cap = d->cap ? d->cap * 2 : 256;
-
-		if (!(it = realloc(d->items, cap * sizeof(*it))))
-			return -ENOMEM;
-		d->items = it;
-		d->cap = cap;
-	}
+	if ((r = xprofs_grow(&d->items, &d->cap, d->n, sizeof(*d->items), 256)) < 0)
+		return r;
 	it = &d->items[d->n++];
 	it->f = v->f;
 	it->off = at;

@@ -134,13 +134,15 @@ int xprofs_mkdir_p(const char *path)
 int xprofs_tmpfile(const char *dir, const char *prefix)
 {
 	char tmpl[PATH_MAX];
-	int fd;
+	int fd, n;
 
 	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		return fd;
 	/* No O_TMPFILE there (old kernel, some file systems): a named file, unlinked at once. */
-	snprintf(tmpl, sizeof(tmpl), "%s/%s-XXXXXX", dir, prefix);
+	n = snprintf(tmpl, sizeof(tmpl), "%s/%s-XXXXXX", dir, prefix);
+	if (n < 0 || (size_t)n >= sizeof(tmpl))
+		return -ENAMETOOLONG;
 	fd = mkostemp(tmpl, O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
