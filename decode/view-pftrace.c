@@ -800,7 +800,8 @@ static int plane_stats(struct pf_ctx *c, size_t pi, uint32_t pid, struct pf_seq 
 
 /*
  * Sequence PROC_SEQ: the process tracks, then each plane's stats at the
- * earliest time of the shown planes (so the sequence stays monotonic).
+ * earliest line timestamp of the shown planes (known without reading
+ * events, so tracks-only opens agree; one time keeps the sequence monotonic).
  */
 static int processes(struct pf_ctx *c, const struct dec_trace_plane *tp, size_t n)
 {
@@ -812,8 +813,12 @@ static int processes(struct pf_ctx *c, const struct dec_trace_plane *tp, size_t 
 	for (size_t i = 0; i < n; i++) {
 		const struct dec_plane *p = &x->planes[tp[i].plane];
 
-		if (i == 0 || p->first_ps < first)
-			first = p->first_ps;
+		for (size_t j = 0; j < p->n_lines; j++) {
+			dec_ps128 t = (dec_ps128)x->lines[p->first_line + j].timestamp_ns * 1000;
+
+			if ((i == 0 && j == 0) || t < first)
+				first = t;
+		}
 		describe_process(c, p, tp[i].pid);
 		if (i == 0) {
 			seq_open(c, &s, PROC_UUID(tp[i].pid), &c->td);

@@ -329,41 +329,89 @@ def check(pb, path, where, structure_only=False, data=None, tj_data=None):
         fail("%s: slices differ from trace.json: %d extra %r, %d missing %r" %
              (where, sum(extra.values()), list(extra)[:2], sum(missing.values()),
               list(missing)[:2]))
-    check_flows(got, where)
-    print("ok %s: %d slices (%d async), %d counters, %d flow ends, %d plane stats, %d bytes" %
+    check_flows(got, want, where)
+    print("ok %s: %d slices (%d async), %d counters, %d flow ends (%d dangling as in "
+          "trace.json), %d plane stats, %d bytes" %
           (where, len(got["slices"]), sum(1 for s in got["slices"] if s[6]),
-           len(got["counters"]), len(got["flows"]), len(got["instants"]), len(data)))
+           len(got["counters"]), len(got["flows"]), got["dangling"], len(got["instants"]),
+           len(data)))
     return got
 
 
-def check_flows(got, where):
-    """A flow id that ends was started; one that starts ends (as far as trace.json's do)."""
-    started = {f for k, f in got["flows"] if k == "f"}
-    ended = {f for k, f in got["flows"] if k == "t"}
-    for f in sorted(ended - started)[:3]:
-        fail("%s: flow %d terminates without a start" % (where, f))
-    got["dangling"] = len(started - ended)
+def dangling(flows):
+    """(ids that end without a start, ids that start and never end)."""
+    started = {f for k, f in flows if k == "f"}
+    ended = {f for k, f in flows if k == "t"}
+    return ended - started, started - ended
 
 
-def hostile_profile(path):
-    """Partial overlaps, unsorted starts, 2^63 and negative times (structure-only check)."""
+def check_flows(got, want, where):
+    """Every flow id that ends was started and every started one ends, except where
+    trace.json's own flows dangle (partners missing from the profile): the same ids."""
+    mine = dangling(pftrace_flow(got["flows"]))
+    theirs = dangling([f for w in want for f in w[5]])
+    if mine != theirs:
+        fail("%s: dangling flows (no start, no end) %r, trace.json's %r" % (where, mine, theirs))
+    got["dangling"] = sum(len(d) for d in mine)
+
+
+def xflow(fid, direction, cat=0):
+    """An XFlow stat value: bits 0-1 direction (1 in, 2 out, 3 both), 2-57 id, 58-63 category."""
+    return (cat << 58) | (fid << 2) | direction
+
+
+def hostile_profile(path, flowy=False):
+    """Partial overlaps, unsorted starts, 2^63 and negative times; or (@flowy) flow ids
+    without partners, async ends without begins, begins without ends, overlapping pairs."""
     x, tmp = xproto.load("xplane")
     shutil.rmtree(tmp, ignore_errors=True)
     sp = x.XSpace()
     p = sp.planes.add()
     p.id, p.name = 1, "/device:TPU:0"
-    for i, nm in ((1, "a"), (2, "b")):
+    for i, nm in ((1, "a"), (2, "b"), (3, "flowy"), (4, "async op")):
         p.event_metadata[i].id, p.event_metadata[i].name = i, nm
+    for i, nm in ((1, "flow"), (2, "_a"), (3, "group_id"), (4, "note")):
+        p.stat_metadata[i].id, p.stat_metadata[i].name = i, nm
     lines = [(1, "XLA Ops", 1000, 1, [(0, 10000), (5000, 10000), (6000, 20000), (7000, 30000),
                                       (7000, 1), (0, 0)]),
              (2, "huge", 2**63 - 1, 2, [(0, 2**63 - 1), (2**62, 2**62), (-5, 10)]),
              (3, "neg", -2**63, 2, [(0, 5)])]
-    for lid, name, ts, md, evs in lines:
+    for lid, name, ts, md, evs in lines if not flowy else ():
         ln = p.lines.add()
         ln.id, ln.name, ln.timestamp_ns = lid, name, ts
         for off, dur in evs:
             e = ln.events.add()
             e.metadata_id, e.offset_ps, e.duration_ps = md, off, dur
+    # (offset, duration, flow value, async, group): paired, lone in, lone out, in-out chain
+    flows = [(0, 1000, xflow(7, 2), False, 5), (2000, 1000, xflow(7, 1), False, None),
+             (4000, 1000, xflow(9, 1), False, None), (6000, 1000, xflow(11, 2, 5), False, 6),
+             (8000, 1000, xflow(13, 2), False, None), (9000, 500, xflow(13, 3), False, None),
+             (10000, 500, xflow(13, 1), False, None)]
+    # async: a pair, overlapping pairs, an end without begin, two begins and one end, in-out
+    asyncs = [(0, 100, xflow(20, 2), True, None), (5000, 100, xflow(20, 1), True, 1),
+              (1000, 100, xflow(24, 2, 11), True, None), (3000, 100, xflow(25, 2, 11), True, None),
+              (7000, 100, xflow(24, 1, 11), True, None), (9000, 100, xflow(25, 1, 11), True, None),
+              (2000, 100, xflow(21, 1), True, None),
+              (100, 50, xflow(22, 2), True, None), (200, 50, xflow(22, 2), True, None),
+              (300, 50, xflow(22, 1), True, None), (400, 700, xflow(23, 3), True, 2),
+              (500, 0, xflow(26, 3), True, None)]
+    for lid, name, md, evs in ((4, "Flows", 3, flows), (5, "Async XLA Ops", 4, asyncs)) \
+            if flowy else ():
+        ln = p.lines.add()
+        ln.id, ln.name, ln.timestamp_ns = lid, name, 50
+        for off, dur, fv, is_async, group in evs:
+            e = ln.events.add()
+            e.metadata_id, e.offset_ps, e.duration_ps = md, off * 1000, dur * 1000
+            st = e.stats.add()
+            st.metadata_id, st.uint64_value = 1, fv
+            if is_async:
+                st = e.stats.add()
+                st.metadata_id, st.int64_value = 2, 1
+            if group is not None:
+                st = e.stats.add()
+                st.metadata_id, st.int64_value = 3, group
+            st = e.stats.add()
+            st.metadata_id, st.str_value = 4, "x\n\"y\u00e9"
     with open(path, "wb") as f:
         f.write(sp.SerializeToString())
 
@@ -384,6 +432,8 @@ def main():
     if len(sys.argv) == 1:
         hostile_profile(os.path.join(tmp, "hostile.xplane.pb"))
         profiles.append((os.path.join(tmp, "hostile.xplane.pb"), "hostile"))
+        hostile_profile(os.path.join(tmp, "flows.xplane.pb"), True)
+        profiles.append((os.path.join(tmp, "flows.xplane.pb"), "hostile flows"))
     for path, where in profiles:
         try:
             check(pb, path, where, where == "hostile")
