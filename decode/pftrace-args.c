@@ -29,7 +29,7 @@
 
 /* One interned annotation name. */
 struct pf_name {
-	uint64_t hash; /* 0: free */
+	uint64_t hash;   /* 0: free */
 	size_t off, len; /* in pf_args.names */
 	uint64_t iid;
 	uint32_t seq; /* the last sequence that defined it */
@@ -108,8 +108,9 @@ static unsigned hex4(const char *h)
 		char c = h[d];
 
 		u = u * 16 + (unsigned)(c >= '0' && c <= '9' ? c - '0'
-					: ((c | 0x20) >= 'a' && (c | 0x20) <= 'f') ? (c | 0x20) - 'a' + 10
-										   : 0);
+					: ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+						? (c | 0x20) - 'a' + 10
+						: 0);
 	}
 	return u;
 }

@@ -47,8 +47,8 @@ struct pf_md {
 	size_t plane;
 	int64_t md;
 	uint64_t name_iid;
-	uint64_t str_iid; /* the first of its args' interned string values */
-	uint32_t seq;     /* the last sequence that defined its interned entries */
+	uint64_t str_iid;          /* the first of its args' interned string values */
+	uint32_t seq;              /* the last sequence that defined its interned entries */
 	size_t blob_off, blob_len; /* its args as encoded DebugAnnotations */
 };
 

@@ -95,12 +95,12 @@ struct pf_seq {
 
 /* A held-back async event of the current plane (a span once paired). */
 struct pf_async {
-	uint64_t key;              /* (flow id, category); 0: in-out */
-	uint64_t ts, x_end, end;   /* ns: start, end as a complete event, span end */
-	size_t off, len;           /* its TrackEvent fields (name, args) in pf_ctx.ablob */
-	size_t args_at;            /* where its args start (after the name) */
-	size_t end_off, end_len;   /* the paired end's args (len 0: none) */
-	uint32_t order, track;     /* arrival, assigned track */
+	uint64_t key;            /* (flow id, category); 0: in-out */
+	uint64_t ts, x_end, end; /* ns: start, end as a complete event, span end */
+	size_t off, len;         /* its TrackEvent fields (name, args) in pf_ctx.ablob */
+	size_t args_at;          /* where its args start (after the name) */
+	size_t end_off, end_len; /* the paired end's args (len 0: none) */
+	uint32_t order, track;   /* arrival, assigned track */
 	int dir;
 	bool dead; /* consumed as the end of a span */
 };
@@ -672,8 +672,8 @@ static uint32_t async_tracks(struct pf_async *as, size_t n)
 }
 
 /* The TrackEvent fields at @off (@len bytes) of the held-back store, after @type. */
-static void async_event(struct pf_ctx *c, struct pf_seq *s, unsigned type, uint64_t ns,
-			size_t off, size_t len)
+static void async_event(struct pf_ctx *c, struct pf_seq *s, unsigned type, uint64_t ns, size_t off,
+			size_t len)
 {
 	pbw_reset(&c->te);
 	pbw_u64(&c->te, F_TE_TYPE, type);

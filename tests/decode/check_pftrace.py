@@ -5,12 +5,24 @@ Usage: check_pftrace.py [PROFILE...] (env XPROFS_SOURCE_ROOT, XPROFS_BUILD_ROOT,
 with PROFILEs, only those are checked)
 
 For each profile (shared samples, generated tpu/gpu/cpu profiles, the edge-case
-sample) it decodes trace.pftrace with protoc-generated code from
-decode/proto/perfetto_trace.proto and checks: every event is on a described
-track; the first packet of each sequence clears incremental state and later
-ones need it; slices balance and nest per track; timestamps are monotonic per
-sequence; and the complete events ("X"), counters ("C") and process names
-equal trace.json's (names, begin/end times in ns).
+sample, two hostile ones; and a generated profile through a real mount, its
+host file and its steps/0 slice) it decodes trace.pftrace with protoc-generated
+code from decode/proto/perfetto_trace.proto and checks:
+- structure: every event on a described track (its own or the sequence's
+  TrackEventDefaults track); the first packet of each sequence clears
+  incremental state and later ones need it; interned ids (event names,
+  annotation names, annotation string values) defined on the sequence before
+  use, reset by SEQ_INCREMENTAL_STATE_CLEARED, and never naming two values in
+  one trace; timestamps resolved through the sequence's clocks (ClockSnapshot,
+  incremental clock, TracePacketDefaults.timestamp_clock_id) and monotonic per
+  sequence; slices balance and nest per track;
+- content against trace.json of the same profile: process names; every "X"
+  event and every async "b"/"e" pair (paired as view-pftrace.c pairs them) is
+  one slice with the same pid, name, begin and end (ns), args (same keys, order,
+  values and types; begin and end args merged for async pairs) and flow
+  (bind_id/flow_in/flow_out as flow_ids/terminating_flow_ids); counters at the
+  same times; flow ids that dangle (a start without an end or the reverse) are
+  exactly those trace.json's own flows leave dangling.
 
 Exit status: 0 pass, 1 mismatch, 77 skip (protoc absent).
 """
@@ -416,6 +428,32 @@ def hostile_profile(path, flowy=False):
         f.write(sp.SerializeToString())
 
 
+def check_mount(pb, tmp):
+    """Through a real mount: a generated tpu profile's host trace.pftrace and its
+    steps/0 slice, each against the mount's own trace.json."""
+    import xmount
+    why = xmount.usable()
+    if why:
+        print("note: no mount check (%s)" % why)
+        return
+    sess = os.path.join(tmp, "src", "run", "plugins", "profile", "s1")
+    os.makedirs(sess)
+    subprocess.run([GEN, "--kind", "tpu", "--size", "3M", "--seed", "9", "-o",
+                    os.path.join(sess, "mnt-host.xplane.pb")], check=True)
+    m = xmount.Mount(tmp, os.path.join(tmp, "src"))
+    try:
+        hd = os.path.join(m.mnt, "runs", "run", "s1", "mnt-host")
+        for sub in ("", os.path.join("steps", "0")):
+            d = os.path.join(hd, sub)
+            data = xmount.read_whole(os.path.join(d, "trace.pftrace"))[1]
+            tj = xmount.read_whole(os.path.join(d, "trace.json"))[1]
+            check(pb, None, "mount " + (sub or "host"), data=data, tj_data=tj)
+    finally:
+        rc = m.close()
+        if rc != 0:
+            fail("mount: xprofs exited with %d" % rc)
+
+
 def main():
     pb = load_pb2()
     tmp = tempfile.mkdtemp(prefix="xprofs-pftrace-gen-")
@@ -439,6 +477,11 @@ def main():
             check(pb, path, where, where == "hostile")
         except Exception as e:  # noqa: BLE001
             fail("%s: %s" % (where, e))
+    if len(sys.argv) == 1:
+        try:
+            check_mount(pb, tmp)
+        except Exception as e:  # noqa: BLE001
+            fail("mount: %s" % e)
     shutil.rmtree(tmp, ignore_errors=True)
     print("%d failures" % len(failures))
     return 1 if failures else 0
