@@ -19,6 +19,7 @@
  * not parse as trace.json writes them ends the annotations there.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -40,9 +41,10 @@ struct pf_args {
 	size_t md_cap, n_md;
 	struct pf_name *nm;
 	size_t nm_cap, n_nm;
-	struct pbw names;        /* the annotation names, back to back */
-	struct pbw blobs;        /* the metadata args, encoded */
-	struct pbw key, val, da; /* scratch: unescaped key and value, one annotation */
+	struct pbw names; /* the annotation names, back to back */
+	struct pbw blobs; /* the metadata args, encoded */
+	struct pbw key, val, da,
+		def; /* scratch: unescaped key and value, an annotation, an entry */
 	uint64_t next_name_iid, next_ann_iid, next_str_iid;
 };
 
@@ -77,6 +79,7 @@ void pf_args_free(struct pf_args *A)
 	pbw_free(&A->key);
 	pbw_free(&A->val);
 	pbw_free(&A->da);
+	pbw_free(&A->def);
 	free(A);
 }
 
@@ -86,6 +89,13 @@ static uint64_t mix(uint64_t h)
 	h *= UINT64_C(0xff51afd7ed558ccd);
 	h ^= h >> 33;
 	return h | 1; /* never 0 (the free mark) */
+}
+
+/* The home slot of hash @h in a table of @cap (a power of 2) slots: its high bits, as
+ * mix()'s low bit is always set. */
+static size_t slot(uint64_t h, size_t cap)
+{
+	return (size_t)(h >> 20) & (cap - 1);
 }
 
 static uint64_t hash_bytes(const void *p, size_t n)
@@ -281,7 +291,7 @@ static int name_grow(struct pf_args *A)
 
 		if (!A->nm[i].hash)
 			continue;
-		for (k = A->nm[i].hash & (cap - 1); nm[k].hash; k = (k + 1) & (cap - 1))
+		for (k = slot(A->nm[i].hash, cap); nm[k].hash; k = (k + 1) & (cap - 1))
 			;
 		nm[k] = A->nm[i];
 	}
@@ -299,7 +309,7 @@ static struct pf_name *name_get(struct pf_args *A, const char *s, size_t n)
 
 	if ((A->n_nm + 1) * 2 > A->nm_cap && name_grow(A) < 0)
 		return NULL;
-	for (k = h & (A->nm_cap - 1); A->nm[k].hash; k = (k + 1) & (A->nm_cap - 1)) {
+	for (k = slot(h, A->nm_cap); A->nm[k].hash; k = (k + 1) & (A->nm_cap - 1)) {
 		struct pf_name *e = &A->nm[k];
 
 		if (e->hash == h && e->len == n && !memcmp(A->names.buf + e->off, s, n))
@@ -321,7 +331,7 @@ static struct pf_name *name_get(struct pf_args *A, const char *s, size_t n)
 static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t iid, const void *s,
 		   size_t n)
 {
-	struct pbw *d = &A->da;
+	struct pbw *d = &A->def;
 
 	pbw_reset(d);
 	pbw_u64(d, F_EN_IID, iid);
@@ -412,35 +422,73 @@ void pf_args_encode(struct pf_args *A, const char *j, size_t n, enum pf_mode mod
 		k = text(kv.key, kv.key_len, kv.key_esc, &A->key, &kl);
 		if (mode == PF_MD && interned_str(&kv))
 			si = str_iid++;
-		/* @da is also define()'s scratch: the name goes in first */
 		pbw_reset(da);
-		if (mode == PF_EVENT) {
-			struct pf_name *e = name_get(A, k, kl);
-
-			if (e && e->seq != seq) {
-				define(A, id, F_ID_ANN_NAMES, e->iid, k, kl);
-				e->seq = seq;
-			}
-			pbw_reset(da);
-			if (e)
-				pbw_u64(da, F_DA_NAME_IID, e->iid);
-			else
-				pbw_str(da, F_DA_NAME, k, kl);
-		} else {
-			ann_name(A, da, k, kl, mode, seq, id);
-		}
+		ann_name(A, da, k, kl, mode, seq, id);
 		ann_value(A, da, &kv, si);
 		pbw_msg(te, F_TE_ANNOTATION, da);
 	}
 }
 
-void pf_arg_int(struct pf_args *A, const char *name, int64_t v, enum pf_mode mode, uint32_t seq,
-		struct pbw *te, struct pbw *id)
+void pf_arg_int(struct pf_args *A, const char *name, size_t len, int64_t v, enum pf_mode mode,
+		uint32_t seq, struct pbw *te, struct pbw *id)
 {
-	char buf[32];
-	int n = snprintf(buf, sizeof(buf), "\"%s\":%lld", name, (long long)v);
+	struct pbw *da = &A->da;
 
-	pf_args_encode(A, buf, (size_t)n, mode == PF_MD ? PF_EVENT : mode, seq, 0, te, id);
+	pbw_reset(da);
+	ann_name(A, da, name, len, mode, seq, id);
+	pbw_u64(da, F_DA_INT, (uint64_t)v);
+	pbw_msg(te, F_TE_ANNOTATION, da);
+}
+
+/* A number trace.json writes as a JSON number: not past 2^53 (XProf quotes those). */
+static bool plain_int(const struct dec_statv *s)
+{
+	uint64_t mag = s->kind == SV_I64 && (int64_t)s->u < 0 ? (uint64_t)0 - s->u : s->u;
+
+	return mag <= (UINT64_C(1) << 53);
+}
+
+int pf_event_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct pf_evstats *v = arg;
+	struct dec_out *o = v->a.o;
+	size_t at = o->len;
+	int r;
+
+	if (((s->kind == SV_U64 || s->kind == SV_I64) && plain_int(s)) ||
+	    (s->kind == SV_DOUBLE && isfinite(s->d))) {
+		const struct dec_stmd *cm;
+		struct dec_stmd *m;
+
+		if ((r = dec_md_stat(rc, s->md, &cm)) < 0)
+			return r;
+		m = (struct dec_stmd *)cm; /* the cache entry is the render's (as trace-model.c) */
+		if (!m->tkind)
+			m->tkind = (int8_t)(dec_trace_stat_kind(m->name, m->name_len) + 1);
+		if (m->tkind - 1 == TS_SHOW) { /* a plain number: no JSON round trip */
+			struct pbw *da = &v->A->da;
+
+			pbw_reset(da);
+			ann_name(v->A, da, m->name, m->name_len, v->mode, v->seq, v->id);
+			if (s->kind == SV_DOUBLE) {
+				uint64_t bits;
+
+				memcpy(&bits, &s->d, sizeof(bits));
+				pbw_fixed64(da, F_DA_DOUBLE, bits);
+			} else {
+				pbw_u64(da, F_DA_INT, s->u);
+			}
+			pbw_msg(v->ann, F_TE_ANNOTATION, da);
+			return 0;
+		}
+	}
+	/* anything else as trace.json renders it (special stats, strings, quoted numbers) */
+	v->a.first = true;
+	if ((r = dec_trace_stat(rc, c, s, &v->a)) < 0)
+		return r;
+	if (o->len > at && !o->r)
+		pf_args_encode(v->A, o->buf + at, o->len - at, v->mode, v->seq, 0, v->ann, v->id);
+	return 0;
 }
 
 /* ---- event metadata ------------------------------------------------------ */
@@ -457,7 +505,7 @@ static int md_grow(struct pf_args *A)
 
 		if (!A->mds[i].key)
 			continue;
-		for (k = mix(A->mds[i].key) & (cap - 1); m[k].key; k = (k + 1) & (cap - 1))
+		for (k = slot(A->mds[i].key, cap); m[k].key; k = (k + 1) & (cap - 1))
 			;
 		m[k] = A->mds[i];
 	}
@@ -477,7 +525,7 @@ int pf_md_get(struct pf_args *A, size_t plane, int64_t md, const struct dec_evmd
 
 	if ((A->n_md + 1) * 2 > A->md_cap && (r = md_grow(A)) < 0)
 		return r;
-	for (k = key & (A->md_cap - 1); A->mds[k].key; k = (k + 1) & (A->md_cap - 1)) {
+	for (k = slot(key, A->md_cap); A->mds[k].key; k = (k + 1) & (A->md_cap - 1)) {
 		e = &A->mds[k];
 		if (e->key == key && e->plane == plane && e->md == md) {
 			*out = e;

@@ -85,9 +85,26 @@ void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, 
  */
 void pf_args_encode(struct pf_args *A, const char *j, size_t n, enum pf_mode mode, uint32_t seq,
 		    uint64_t str_iid, struct pbw *te, struct pbw *id);
-/* pf_arg_int() - one integer annotation @name = @v (interned per @mode as above). */
-void pf_arg_int(struct pf_args *A, const char *name, int64_t v, enum pf_mode mode, uint32_t seq,
-		struct pbw *te, struct pbw *id);
+/* pf_arg_int() - one integer annotation @name (@len bytes) = @v (interned per @mode as above). */
+void pf_arg_int(struct pf_args *A, const char *name, size_t len, int64_t v, enum pf_mode mode,
+		uint32_t seq, struct pbw *te, struct pbw *id);
+
+/* What pf_event_stat() collects over an event's stats. */
+struct pf_evstats {
+	struct dec_trace_acc a; /* trace.json's special stats; a.o: JSON scratch (borrowed) */
+	struct pf_args *A;
+	enum pf_mode mode; /* PF_EVENT or PF_INLINE */
+	uint32_t seq;
+	struct pbw *ann, *id; /* out: the annotations; InternedData for new names */
+};
+
+/*
+ * pf_event_stat() - a dec_stat_fn (arg: struct pf_evstats): trace.json's
+ * dec_trace_stat() for what it treats specially, plain numbers encoded
+ * directly, and the rest converted from its JSON, so the annotations follow
+ * the stats' order.
+ */
+int pf_event_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
 
 /* pf_json_unescape() - JSON string @j (with its quotes) into @out (reset first); its length. */
 size_t pf_json_unescape(const char *j, size_t n, struct pbw *out);

@@ -113,9 +113,9 @@ struct pf_ctx {
 	uint32_t next_seq;
 	uint64_t next_async;
 	uint64_t proc_uuid;
-	struct pbw pk, te, id, td, sub, name; /* scratch */
-	struct dec_out ev;                    /* scratch: one event's shown stats (JSON) */
-	struct pf_async *as;                  /* the plane's held-back async events */
+	struct pbw pk, te, id, td, sub, name, evann; /* scratch */
+	struct dec_out ev;                           /* scratch: one event's shown stats (JSON) */
+	struct pf_async *as;                         /* the plane's held-back async events */
 	size_t n_as, cap_as;
 	struct pbw ablob;
 };
@@ -144,7 +144,7 @@ struct pf_line {
 static int pbw_err(const struct pf_ctx *c)
 {
 	return c->pk.overflow || c->te.overflow || c->id.overflow || c->td.overflow ||
-			       c->sub.overflow || c->ablob.overflow
+			       c->sub.overflow || c->ablob.overflow || c->evann.overflow
 		       ? -E2BIG
 		       : 0;
 }
@@ -195,6 +195,16 @@ static void emit_event(struct pf_ctx *c, struct pf_seq *s, uint64_t ns, const st
 		dec_out_add(c->o, h, k);
 		dec_out_add(c->o, id->buf, id->len);
 	}
+}
+
+/* A packet on @s holding only InternedData @id (entries defined ahead of their use). */
+static void emit_interned(struct pf_ctx *c, struct pf_seq *s, const struct pbw *id)
+{
+	pbw_reset(&c->pk);
+	pbw_u64(&c->pk, F_PK_SEQ, s->id);
+	pbw_u64(&c->pk, F_PK_FLAGS, SEQ_NEEDS);
+	pbw_msg(&c->pk, F_PK_INTERNED, id);
+	emit(c->o, &c->pk);
 }
 
 /*
@@ -389,25 +399,33 @@ struct pf_evinfo {
 	size_t step_len;
 };
 
+/*
+ * Walk @e's stats: its annotations to c->evann (names interned on sequence
+ * @seq, new ones defined in c->id, for PF_EVENT; all inline for PF_INLINE).
+ */
 static int event_info(struct pf_ctx *c, const struct dec_event *e, const struct dec_trace_md *t,
-		      struct pf_evinfo *v)
+		      struct pf_evinfo *v, enum pf_mode mode, uint32_t seq)
 {
 	struct dec_rctx *rc = c->rc;
+	struct pf_evstats es = {
+		.A = c->A, .mode = mode, .seq = seq, .ann = &c->evann, .id = &c->id};
 	int r;
 
 	memset(v, 0, sizeof(*v));
 	c->ev.len = 0;
-	v->a.o = &c->ev;
-	v->a.first = true;
+	pbw_reset(&c->evann);
+	es.a.o = &c->ev;
+	es.a.first = true;
 	if (t) {
-		v->a.flow = t->flow, v->a.has_flow = t->has_flow;
-		v->a.group = t->group, v->a.has_group = t->has_group;
-		v->a.is_async = t->is_async;
+		es.a.flow = t->flow, es.a.has_flow = t->has_flow;
+		es.a.group = t->group, es.a.has_group = t->has_group;
+		es.a.is_async = t->is_async;
 	}
 	if (e->has_stats &&
 	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, dec_trace_stat, &v->a)) < 0)
+				XEVENT_F_STATS, pf_event_stat, &es)) < 0)
 		return r;
+	v->a = es.a;
 	if ((r = c->ev.r) < 0)
 		return r;
 	if (v->a.has_step) {
@@ -436,10 +454,10 @@ static void inline_body(struct pf_ctx *c, const struct dec_evmd *m, const struct
 	}
 	*args_at = te->len;
 	if (v->a.has_group)
-		pf_arg_int(c->A, "group_id", v->a.group, PF_INLINE, 0, te, NULL);
+		pf_arg_int(c->A, "group_id", 8, v->a.group, PF_INLINE, 0, te, NULL);
 	if (m->trace && m->trace->args_len)
 		pf_args_encode(c->A, m->trace->args, m->trace->args_len, PF_INLINE, 0, 0, te, NULL);
-	pf_args_encode(c->A, c->ev.buf, c->ev.len, PF_INLINE, 0, 0, te, NULL);
+	pbw_bytes(te, c->evann.buf, c->evann.len);
 }
 
 /* Hold back async event @e: 1 when held, 0 when the store is full (a line slice then). */
@@ -501,11 +519,20 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 			return r;
 		return dec_out_flush(c->o, false);
 	}
-	if ((r = event_info(c, e, t, &v)) < 0)
+	need_track(pl, 0);
+	pbw_reset(id);
+	if ((r = event_info(c, e, t, &v, PF_EVENT, pl->s.id)) < 0)
 		return r;
-	if (v.a.has_flow && v.a.is_async && v.f.dir != XFLOW_NONE &&
-	    (r = async_hold(c, m, &v, ts, dur, e->duration_ps)) != 0)
-		return r < 0 ? r : 0;
+	if (v.a.has_flow && v.a.is_async && v.f.dir != XFLOW_NONE) {
+		/* held back for another sequence: names this one now has go out alone */
+		if (id->len)
+			emit_interned(c, &pl->s, id);
+		pbw_reset(id);
+		if ((r = event_info(c, e, t, &v, PF_INLINE, 0)) < 0)
+			return r;
+		if ((r = async_hold(c, m, &v, ts, dur, e->duration_ps)) != 0)
+			return r < 0 ? r : 0;
+	}
 	b = to_ns(ts);
 	en = to_ns(ts + dur);
 	if (b < pl->last_ns)
@@ -526,7 +553,6 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 		return r;
 	need_track(pl, k);
 	pbw_reset(te);
-	pbw_reset(id);
 	pbw_u64(te, F_TE_TYPE, TYPE_BEGIN);
 	if (k)
 		pbw_u64(te, F_TE_TRACK, pl->uuid + k);
@@ -539,9 +565,9 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 	}
 	pf_md_define(c->A, md, m, m->name, capped(m->name_len), pl->s.id, id);
 	if (v.a.has_group)
-		pf_arg_int(c->A, "group_id", v.a.group, PF_EVENT, pl->s.id, te, id);
+		pf_arg_int(c->A, "group_id", 8, v.a.group, PF_EVENT, pl->s.id, te, id);
 	pbw_bytes(te, pf_md_blob(c->A, md), md->blob_len);
-	pf_args_encode(c->A, c->ev.buf, c->ev.len, PF_EVENT, pl->s.id, 0, te, id);
+	pbw_bytes(te, c->evann.buf, c->evann.len);
 	if (v.a.has_flow && !v.a.is_async && v.f.dir != XFLOW_NONE)
 		/* flow_out starts (or continues) a flow, flow_in ends it */
 		pbw_fixed64(te, v.f.dir == XFLOW_IN ? F_TE_TFLOW : F_TE_FLOW,
@@ -886,6 +912,7 @@ out:
 	pbw_free(&c->td);
 	pbw_free(&c->sub);
 	pbw_free(&c->name);
+	pbw_free(&c->evann);
 	pbw_free(&c->ablob);
 	dec_out_deinit(&c->ev);
 	free(c);

@@ -195,8 +195,9 @@ def check_structure(pb, data, where):
                     tracks.get(td.parent_uuid, td).HasField("process"):
                 out["async_tracks"].add(td.uuid)
         if not p.HasField("track_event"):
-            if not (p.HasField("track_descriptor") or p.HasField("clock_snapshot")):
-                fail("%s is neither a track, a clock nor an event" % w)
+            if not (p.HasField("track_descriptor") or p.HasField("clock_snapshot") or
+                    p.HasField("interned_data")):
+                fail("%s is neither a track, a clock, interned data nor an event" % w)
             continue
         if ts is None:
             fail("%s: an event without a timestamp" % w)
