@@ -28,6 +28,11 @@
 
 #define STR_INTERN_MIN 4 /* shorter metadata strings are written inline */
 
+/* A cached table slot: valid while @gen is the table's generation (0: empty). */
+struct pf_slot {
+	uint32_t slot, gen;
+};
+
 /* One interned annotation name. */
 struct pf_name {
 	uint64_t hash;   /* 0: free */
@@ -46,6 +51,10 @@ struct pf_args {
 	struct pbw key, val, da,
 		def; /* scratch: unescaped key and value, an annotation, an entry */
 	uint64_t next_name_iid, next_ann_iid, next_str_iid;
+	/* per current plane, by metadata index: the table slot of its entry (a cache) */
+	struct pf_slot *ev_slot, *st_slot;
+	size_t ev_n, st_n, cache_plane;
+	uint32_t md_gen, nm_gen; /* bumped when a table grows (its slots move) */
 };
 
 int pf_args_new(struct pf_args **out)
@@ -64,6 +73,8 @@ int pf_args_new(struct pf_args **out)
 		return -ENOMEM;
 	}
 	A->next_name_iid = A->next_ann_iid = A->next_str_iid = 1;
+	A->md_gen = A->nm_gen = 1;
+	A->cache_plane = SIZE_MAX;
 	*out = A;
 	return 0;
 }
@@ -74,6 +85,8 @@ void pf_args_free(struct pf_args *A)
 		return;
 	free(A->mds);
 	free(A->nm);
+	free(A->ev_slot);
+	free(A->st_slot);
 	pbw_free(&A->names);
 	pbw_free(&A->blobs);
 	pbw_free(&A->key);
@@ -277,6 +290,42 @@ static const char *text(const char *s, size_t n, bool esc, struct pbw *scratch, 
 	return (const char *)scratch->buf;
 }
 
+/* ---- the per-plane slot caches --------------------------------------------- */
+
+/* The slot caches follow rc's current plane (emptied on a change); 0 or -ENOMEM. */
+static int cache_plane(struct pf_args *A, const struct dec_rctx *rc)
+{
+	const struct dec_plane *p = &rc->x->planes[rc->plane];
+	struct pf_slot *e, *st;
+
+	if (A->cache_plane == rc->plane)
+		return 0;
+	e = calloc(p->ev.n + 1, sizeof(*e));
+	st = calloc(p->st.n + 1, sizeof(*st));
+	if (!e || !st) {
+		free(e);
+		free(st);
+		return -ENOMEM;
+	}
+	free(A->ev_slot);
+	free(A->st_slot);
+	A->ev_slot = e, A->ev_n = p->ev.n;
+	A->st_slot = st, A->st_n = p->st.n;
+	A->cache_plane = rc->plane;
+	return 0;
+}
+
+/* The cache entry of metadata entry @m of array @base (@n entries), or NULL. */
+static struct pf_slot *cached(struct pf_slot *c, const void *base, size_t n, const void *m,
+			      size_t size)
+{
+	uintptr_t b = (uintptr_t)base, x = (uintptr_t)m;
+
+	if (!c || x < b || x >= b + n * size)
+		return NULL;
+	return &c[(x - b) / size];
+}
+
 /* ---- annotation names ---------------------------------------------------- */
 
 static int name_grow(struct pf_args *A)
@@ -298,6 +347,7 @@ static int name_grow(struct pf_args *A)
 	free(A->nm);
 	A->nm = nm;
 	A->nm_cap = cap;
+	A->nm_gen++;
 	return 0;
 }
 
@@ -327,6 +377,24 @@ static struct pf_name *name_get(struct pf_args *A, const char *s, size_t n)
 	return &A->nm[k];
 }
 
+/* The name entry of stat metadata @m (a cache hit is one compare); NULL on failure. */
+static struct pf_name *stat_name(struct pf_args *A, const struct dec_rctx *rc,
+				 const struct dec_stmd *m)
+{
+	struct pf_slot *c = NULL;
+	struct pf_name *e;
+
+	if (cache_plane(A, rc) == 0)
+		c = cached(A->st_slot, rc->stmd, A->st_n, m, sizeof(*m));
+	if (c && c->gen == A->nm_gen)
+		return &A->nm[c->slot];
+	if ((e = name_get(A, m->name, m->name_len)) && c) {
+		c->slot = (uint32_t)(e - A->nm);
+		c->gen = A->nm_gen;
+	}
+	return e;
+}
+
 /* An interned entry { iid, name } as field @field of InternedData @id. */
 static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t iid, const void *s,
 		   size_t n)
@@ -340,12 +408,10 @@ static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t i
 }
 
 /* Name @s of an annotation into @da, interned unless PF_INLINE (defined on @seq for PF_EVENT). */
-static void ann_name(struct pf_args *A, struct pbw *da, const char *s, size_t n, enum pf_mode mode,
-		     uint32_t seq, struct pbw *id)
+static void ann_name_e(struct pf_args *A, struct pbw *da, struct pf_name *e, const char *s,
+		       size_t n, enum pf_mode mode, uint32_t seq, struct pbw *id)
 {
-	struct pf_name *e;
-
-	if (mode == PF_INLINE || !(e = name_get(A, s, n))) {
+	if (mode == PF_INLINE || !e) {
 		pbw_str(da, F_DA_NAME, s, n);
 		return;
 	}
@@ -354,6 +420,12 @@ static void ann_name(struct pf_args *A, struct pbw *da, const char *s, size_t n,
 		e->seq = seq;
 	}
 	pbw_u64(da, F_DA_NAME_IID, e->iid);
+}
+
+static void ann_name(struct pf_args *A, struct pbw *da, const char *s, size_t n, enum pf_mode mode,
+		     uint32_t seq, struct pbw *id)
+{
+	ann_name_e(A, da, mode == PF_INLINE ? NULL : name_get(A, s, n), s, n, mode, seq, id);
 }
 
 /* The value of @kv into annotation @da (@str_iid: its interned string id, 0: inline). */
@@ -469,7 +541,8 @@ int pf_event_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv
 			struct pbw *da = &v->A->da;
 
 			pbw_reset(da);
-			ann_name(v->A, da, m->name, m->name_len, v->mode, v->seq, v->id);
+			ann_name_e(v->A, da, v->mode == PF_INLINE ? NULL : stat_name(v->A, rc, m),
+				   m->name, m->name_len, v->mode, v->seq, v->id);
 			if (s->kind == SV_DOUBLE) {
 				uint64_t bits;
 
@@ -512,25 +585,33 @@ static int md_grow(struct pf_args *A)
 	free(A->mds);
 	A->mds = m;
 	A->md_cap = cap;
+	A->md_gen++;
 	return 0;
 }
 
-int pf_md_get(struct pf_args *A, size_t plane, int64_t md, const struct dec_evmd *m,
+int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const struct dec_evmd *m,
 	      struct pf_md **out)
 {
+	size_t plane = rc->plane;
+	struct pf_slot *c = NULL;
 	uint64_t key = mix(((uint64_t)plane << 48) ^ (uint64_t)md ^ ((uint64_t)md >> 48));
 	struct pf_md *e;
 	size_t k, at;
 	int r;
 
+	if ((r = cache_plane(A, rc)) < 0)
+		return r;
+	c = cached(A->ev_slot, rc->evmd, A->ev_n, m, sizeof(*m));
+	if (c && c->gen == A->md_gen) {
+		*out = &A->mds[c->slot];
+		return 0;
+	}
 	if ((A->n_md + 1) * 2 > A->md_cap && (r = md_grow(A)) < 0)
 		return r;
 	for (k = slot(key, A->md_cap); A->mds[k].key; k = (k + 1) & (A->md_cap - 1)) {
 		e = &A->mds[k];
-		if (e->key == key && e->plane == plane && e->md == md) {
-			*out = e;
-			return 0;
-		}
+		if (e->key == key && e->plane == plane && e->md == md)
+			goto found;
 	}
 	e = &A->mds[k];
 	e->key = key;
@@ -555,6 +636,11 @@ int pf_md_get(struct pf_args *A, size_t plane, int64_t md, const struct dec_evmd
 		return -E2BIG;
 	e->blob_len = A->blobs.len - at;
 	A->n_md++;
+found:
+	if (c) {
+		c->slot = (uint32_t)k;
+		c->gen = A->md_gen;
+	}
 	*out = e;
 	return 0;
 }

@@ -63,11 +63,11 @@ int pf_args_new(struct pf_args **out);
 void pf_args_free(struct pf_args *A);
 
 /*
- * pf_md_get() - the entry of metadata @m (key @md of plane @plane), made on
+ * pf_md_get() - the entry of metadata @m (key @md of rc's current plane), made on
  * first sight: its name iid and its args (m->trace) encoded. Borrowed until
  * the next pf_md_get(). -ENOMEM or -E2BIG on failure.
  */
-int pf_md_get(struct pf_args *A, size_t plane, int64_t md, const struct dec_evmd *m,
+int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const struct dec_evmd *m,
 	      struct pf_md **out);
 /* pf_md_blob() - the encoded DebugAnnotations of @e (borrowed until the next pf_md_get()). */
 const uint8_t *pf_md_blob(const struct pf_args *A, const struct pf_md *e);

@@ -549,7 +549,7 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 	}
 	if (k == LEVELS_MAX)
 		return 0;
-	if ((r = pf_md_get(c->A, rc->plane, e->md, m, &md)) < 0)
+	if ((r = pf_md_get(c->A, rc, e->md, m, &md)) < 0)
 		return r;
 	need_track(pl, k);
 	pbw_reset(te);
