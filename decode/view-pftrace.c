@@ -547,8 +547,11 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 		if (tr->n < STACK_MAX && (!tr->n || tr->end[tr->n - 1] >= en))
 			break; /* else full, or a partial overlap: try the next track */
 	}
-	if (k == LEVELS_MAX)
+	if (k == LEVELS_MAX) { /* dropped; the names its stats defined still go out */
+		if (id->len)
+			emit_interned(c, &pl->s, id);
 		return 0;
+	}
 	if ((r = pf_md_get(c->A, rc, e->md, m, &md)) < 0)
 		return r;
 	need_track(pl, k);
