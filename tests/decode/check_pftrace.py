@@ -22,7 +22,8 @@ code from decode/proto/perfetto_trace.proto and checks:
   values and types; begin and end args merged for async pairs) and flow
   (bind_id/flow_in/flow_out as flow_ids/terminating_flow_ids); counters at the
   same times; flow ids that dangle (a start without an end or the reverse) are
-  exactly those trace.json's own flows leave dangling.
+  exactly those trace.json's own flows leave dangling; each process's "plane
+  stats" instant holds its plane's stats as summary.json shows them.
 
 Exit status: 0 pass, 1 mismatch, 77 skip (protoc absent).
 """
@@ -371,12 +372,32 @@ def check(pb, path, where, structure_only=False, data=None, tj_data=None):
              (where, sum(extra.values()), list(extra)[:2], sum(missing.values()),
               list(missing)[:2]))
     check_flows(got, want, where)
+    if path is not None:
+        check_plane_stats(got, json.loads(decode(path, "summary"), parse_float=Decimal,
+                                          object_pairs_hook=list), where)
     print("ok %s: %d slices (%d async), %d counters, %d flow ends (%d dangling as in "
           "trace.json), %d plane stats, %d bytes" %
           (where, len(got["slices"]), sum(1 for s in got["slices"] if s[6]),
            len(got["counters"]), len(got["flows"]), got["dangling"], len(got["instants"]),
            len(data)))
     return got
+
+
+def check_plane_stats(got, summary, where):
+    """Each process's "plane stats" instant holds its plane's stats as summary.json has them;
+    planes without stats have none."""
+    want = collections.Counter()
+    for name, pid in ((n, pid) for pid, n in got["procs"].items()):
+        for pl in (dict(p) for p in dict(summary)["planes"]):
+            if name == pl["name"] or name.endswith(" " + pl["name"]):
+                if pl["stats"]:
+                    want[(pid, norm_args((k, json_value(v)) for k, v in pl["stats"]))] += 1
+                break
+    have = collections.Counter((pid, a) for pid, n, ts, a in got["instants"]
+                               if n == "plane stats")
+    if have != want:
+        fail("%s: plane stats differ from summary.json: %r vs %r" %
+             (where, list(have)[:2], list(want)[:2]))
 
 
 def dangling(flows):
