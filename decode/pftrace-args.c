@@ -12,7 +12,10 @@
  * once per render (struct pf_md) with their string values interned
  * (string_value_iid, InternedData.debug_annotation_string_values: the HLO
  * text in long_name repeats on every event of the op), so an event costs a
- * copy of those bytes plus its own stats. Iids are unique per trace.
+ * copy of those bytes plus its own stats. Iids are unique per trace. Plain
+ * numeric stats skip the JSON (pf_event_stat()); the metadata and stat-name
+ * entries are found through per-plane caches indexed like the decoder's
+ * metadata cache, so the common look-up is one compare.
  *
  * Limits: the tables grow with the distinct metadata and stat names used
  * (O(metadata), as the decoder's own metadata cache); a fragment that does
