@@ -18,8 +18,10 @@
  * metadata cache, so the common look-up is one compare.
  *
  * Limits: the tables grow with the distinct metadata and stat names used
- * (O(metadata), as the decoder's own metadata cache); a fragment that does
- * not parse as trace.json writes them ends the annotations there.
+ * (O(metadata), as the decoder's own metadata cache); the encoded metadata
+ * args take at most BLOBS_MAX bytes (later metadata's args are encoded per
+ * event, strings inline); a fragment that does not parse as trace.json
+ * writes them ends the annotations there.
  */
 #include <errno.h>
 #include <math.h>
@@ -29,7 +31,8 @@
 
 #include "pftrace.h"
 
-#define STR_INTERN_MIN 4 /* shorter metadata strings are written inline */
+#define STR_INTERN_MIN 4             /* shorter metadata strings are written inline */
+#define BLOBS_MAX ((size_t)32 << 20) /* encoded metadata args kept; past it, per event */
 
 /* A cached table slot: valid while @gen is the table's generation (0: empty). */
 struct pf_slot {
@@ -623,6 +626,7 @@ int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const st
 	e->name_iid = A->next_name_iid++;
 	e->str_iid = A->next_str_iid;
 	e->seq = 0;
+	e->inline_args = false;
 	at = A->blobs.len;
 	e->blob_off = at;
 	if (m->trace && m->trace->args_len) {
@@ -635,8 +639,12 @@ int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const st
 			if (interned_str(&kv))
 				A->next_str_iid++;
 	}
-	if (A->blobs.overflow)
-		return -E2BIG;
+	if (A->blobs.overflow || A->blobs.len > BLOBS_MAX) {
+		/* past the budget: this metadata's args are encoded per event, strings inline */
+		A->blobs.len = at;
+		A->blobs.overflow = false;
+		e->inline_args = true;
+	}
 	e->blob_len = A->blobs.len - at;
 	A->n_md++;
 found:
@@ -676,7 +684,7 @@ void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, 
 			define(A, id, F_ID_ANN_NAMES, nm->iid, s, n);
 			nm->seq = seq;
 		}
-		if (interned_str(&kv)) {
+		if (interned_str(&kv) && !e->inline_args) {
 			s = text(kv.val, kv.val_len, kv.val_esc, &A->val, &n);
 			define(A, id, F_ID_ANN_STRINGS, si++, s, n);
 		}

@@ -49,6 +49,7 @@ struct pf_md {
 	uint64_t name_iid;
 	uint64_t str_iid;          /* the first of its args' interned string values */
 	uint32_t seq;              /* the last sequence that defined its interned entries */
+	bool inline_args;          /* past the blob budget: args encoded per event (PF_EVENT) */
 	size_t blob_off, blob_len; /* its args as encoded DebugAnnotations */
 };
 
@@ -69,7 +70,8 @@ void pf_args_free(struct pf_args *A);
  */
 int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const struct dec_evmd *m,
 	      struct pf_md **out);
-/* pf_md_blob() - the encoded DebugAnnotations of @e (borrowed until the next pf_md_get()). */
+/* pf_md_blob() - the encoded DebugAnnotations of @e (borrowed until the next pf_md_get());
+ * none when e->inline_args: the caller encodes m->trace->args per event. */
 const uint8_t *pf_md_blob(const struct pf_args *A, const struct pf_md *e);
 /*
  * pf_md_define() - when @e is not yet defined on sequence @seq: its event

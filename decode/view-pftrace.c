@@ -569,7 +569,10 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 	pf_md_define(c->A, md, m, m->name, capped(m->name_len), pl->s.id, id);
 	if (v.a.has_group)
 		pf_arg_int(c->A, "group_id", 8, v.a.group, PF_EVENT, pl->s.id, te, id);
-	pbw_bytes(te, pf_md_blob(c->A, md), md->blob_len);
+	if (md->inline_args && t && t->args_len)
+		pf_args_encode(c->A, t->args, t->args_len, PF_EVENT, pl->s.id, 0, te, id);
+	else
+		pbw_bytes(te, pf_md_blob(c->A, md), md->blob_len);
 	pbw_bytes(te, c->evann.buf, c->evann.len);
 	if (v.a.has_flow && !v.a.is_async && v.f.dir != XFLOW_NONE)
 		/* flow_out starts (or continues) a flow, flow_in ends it */
