@@ -1,57 +1,70 @@
 /*
  * view-pftrace.c - trace.pftrace: the profile as Perfetto's native protobuf
  * trace (a Trace message streamed packet by packet), with trace.json's event
- * set, names and process names (the rules are in trace-model.c).
+ * set, names, args, flows and async pairs (the rules are in trace-model.c;
+ * docs/pftrace.md has the mapping).
  *
- * Design: packet sequence 1 carries one TrackDescriptor per process (plane).
- * Each shown line gets a packet sequence of its own (the usual producer
- * layout), starting with its thread TrackDescriptor (parent: the process
- * track) in a packet with SEQ_INCREMENTAL_STATE_CLEARED; so timestamps are
- * monotonic per sequence. An XSpace complete event is a SLICE_BEGIN at its
- * start and a SLICE_END at its end (ns). Events of a line are sorted by start
- * and nest; an event that overlaps the open slice without nesting goes to an
- * overflow track ("<line> (overlap N)", a child of the line's track), so
- * BEGIN/END stay balanced and nested per track. Ends are written lazily, in
- * time order across the line's tracks, before the next begin that follows
- * them. Counter lines get a counter track whose events are TYPE_COUNTER
- * with the first numeric stat as double_counter_value. Event names are
- * interned per sequence (InternedData.event_names, keyed by metadata id),
- * defined in the packet of their first use.
+ * Design: packet sequence 1 carries one TrackDescriptor per process (plane)
+ * and the plane's stats as an instant on it. Each shown line gets a packet
+ * sequence of its own (the usual producer layout); its first packet clears
+ * incremental state, describes the line's thread track and sets
+ * TracePacketDefaults (the track, and an incremental sequence clock whose
+ * ClockSnapshot follows), so an event packet holds a timestamp delta and no
+ * track. An XSpace complete event is a SLICE_BEGIN at its start and a
+ * SLICE_END at its end (ns). Events of a line are sorted by start and nest;
+ * an event that overlaps the open slice without nesting goes to an overflow
+ * track ("<line> (overlap N)", a child of the line's track), so BEGIN/END
+ * stay balanced and nested per track. Ends are written lazily, in time order
+ * across the line's tracks, before the next begin that follows them. Args
+ * (pftrace-args.c) and flows go on the BEGIN. Async events are held back
+ * until their plane ends, paired as trace.json pairs them and written on
+ * async tracks of their own (async_flush()).
  *
  * Limits: times are whole ns (picoseconds are truncated); times before 0 or
  * past 2^64 ns are clamped; an event starting before the previous one of its
  * line is moved to that start (monotonic sequences). Each track keeps at
  * most STACK_MAX open slices and a line at most LEVELS_MAX overflow tracks;
- * an event that fits none is dropped. Names are written inline (not
- * interned past IID_SLOTS/2 per line, and step names always); args, flows
- * and async pairing are not written yet.
+ * an event that fits none is dropped. Held-back async events take at most
+ * ASYNC_MAX bytes per plane (past that they are slices of their line) and
+ * ASYNC_TRACKS_MAX tracks (past that they are dropped).
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "pb-writer.h"
-#include "render-internal.h"
+#include "pftrace.h"
 
 #define STACK_MAX 256
 #define LEVELS_MAX 8
 #define NAME_MAX_LEN 2048
 #define PROC_SEQ 1u
-#define IID_SLOTS 4096 /* interned names per line; more are written inline */
+#define CLOCK_BOOT 6u  /* BUILTIN_CLOCK_BOOTTIME: the trace's default clock */
+#define CLOCK_INCR 64u /* a sequence-scoped clock: each timestamp a delta */
+#define ASYNC_MAX ((size_t)16 << 20)
+#define ASYNC_TRACKS_MAX 1024
+#define PROC_UUID(pid) ((UINT64_C(1) << 63) | (pid))
+#define ASYNC_UUID(n) ((UINT64_C(1) << 62) | (n))
 
 /* Perfetto field numbers (decode/proto/perfetto_trace.proto) */
 enum {
 	F_TRACE_PACKET = 1,
+	F_PK_CLOCKS = 6,
 	F_PK_TS = 8,
 	F_PK_SEQ = 10,
 	F_PK_EVENT = 11,
 	F_PK_INTERNED = 12,
-	F_ID_EVENT_NAMES = 2,
-	F_EN_IID = 1,
-	F_EN_NAME = 2,
 	F_PK_FLAGS = 13,
+	F_PK_CLOCK_ID = 58,
+	F_PK_DEFAULTS = 59,
 	F_PK_TRACK = 60,
+	F_DEF_CLOCK = 58,
+	F_DEF_EVENT = 11,
+	F_TED_TRACK = 11,
+	F_CS_CLOCK = 1,
+	F_CL_ID = 1,
+	F_CL_TS = 2,
+	F_CL_INCR = 3,
 	F_TD_UUID = 1,
 	F_TD_NAME = 2,
 	F_TD_PROCESS = 3,
@@ -68,9 +81,44 @@ enum {
 	F_TE_TRACK = 11,
 	F_TE_NAME = 23,
 	F_TE_DCOUNTER = 44,
+	F_TE_FLOW = 47,
+	F_TE_TFLOW = 48,
 };
 enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
-enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_COUNTER = 4 };
+enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
+
+/* A packet sequence being written: its id and its clock's last value. */
+struct pf_seq {
+	uint32_t id;
+	uint64_t last;
+};
+
+/* A held-back async event of the current plane (a span once paired). */
+struct pf_async {
+	uint64_t key;            /* (flow id, category); 0: in-out */
+	uint64_t ts, x_end, end; /* ns: start, end as a complete event, span end */
+	size_t off, len;         /* its TrackEvent fields (name, args) in pf_ctx.ablob */
+	size_t args_at;          /* where its args start (after the name) */
+	size_t end_off, end_len; /* the paired end's args (len 0: none) */
+	uint32_t order, track;   /* arrival, assigned track */
+	int dir;
+	bool dead; /* consumed as the end of a span */
+};
+
+/* The render. */
+struct pf_ctx {
+	struct dec_rctx *rc;
+	struct dec_out *o;
+	struct pf_args *A;
+	uint32_t next_seq;
+	uint64_t next_async;
+	uint64_t proc_uuid;
+	struct pbw pk, te, id, td, sub, name, evann; /* scratch */
+	struct dec_out ev;                           /* scratch: one event's shown stats (JSON) */
+	struct pf_async *as;                         /* the plane's held-back async events */
+	size_t n_as, cap_as;
+	struct pbw ablob;
+};
 
 /* One track of a line: its open slices' end times (innermost last). */
 struct pf_track {
@@ -81,32 +129,123 @@ struct pf_track {
 
 /* One line being written. */
 struct pf_line {
-	struct dec_out *o;
+	struct pf_ctx *c;
 	const struct dec_line *l;
-	uint32_t pid, tid, seq;
+	struct pf_seq s;
+	uint32_t pid, tid;
 	uint64_t uuid; /* of level 0; level k is uuid + k */
-	uint64_t proc_uuid;
 	uint64_t last_ns;
 	bool counters;
 	struct pf_track lv[LEVELS_MAX];
-	struct pbw pk, ev, sub; /* scratch: packet, track event / descriptor, nested */
 	double cval;
 	bool has_cval;
-	struct dec_out *ev_stats; /* scratch: one event's shown stats (JSON) */
-	uint64_t *iids;           /* interned names: metadata id + 1 per slot, 0 free */
-	size_t n_iids;
-	char name[NAME_MAX_LEN + 8]; /* an unescaped step name */
 };
+
+static int pbw_err(const struct pf_ctx *c)
+{
+	return c->pk.overflow || c->te.overflow || c->id.overflow || c->td.overflow ||
+			       c->sub.overflow || c->ablob.overflow || c->evann.overflow
+		       ? -E2BIG
+		       : 0;
+}
 
 /* Write packet @pk as one Trace.packet record. */
 static void emit(struct dec_out *o, const struct pbw *pk)
 {
-	struct pbw head = {.len = 0};
+	uint8_t h[16];
+	size_t n = 0;
 
-	pbw_tag(&head, F_TRACE_PACKET, 2);
-	pbw_varint(&head, pk->len);
-	dec_out_add(o, head.buf, head.len);
+	h[n++] = (F_TRACE_PACKET << 3) | 2;
+	n += pbw_put_varint(h + n, pk->len);
+	dec_out_add(o, h, n);
 	dec_out_add(o, pk->buf, pk->len);
+}
+
+/* An event packet on @s at @ns: TrackEvent @te, InternedData @id (may be empty). */
+static void emit_event(struct pf_ctx *c, struct pf_seq *s, uint64_t ns, const struct pbw *te,
+		       const struct pbw *id)
+{
+	uint8_t f[64], h[16];
+	size_t n = 0, k = 0, body;
+
+	f[n++] = F_PK_TS << 3;
+	n += pbw_put_varint(f + n, ns - s->last);
+	s->last = ns;
+	f[n++] = F_PK_SEQ << 3;
+	n += pbw_put_varint(f + n, s->id);
+	f[n++] = F_PK_FLAGS << 3;
+	f[n++] = SEQ_NEEDS;
+	f[n++] = (F_PK_EVENT << 3) | 2;
+	n += pbw_put_varint(f + n, te->len);
+	body = n + te->len;
+	if (id && id->len) {
+		uint8_t t[12];
+
+		body += 1 + pbw_put_varint(t, id->len) + id->len;
+	}
+	h[k++] = (F_TRACE_PACKET << 3) | 2;
+	k += pbw_put_varint(h + k, body);
+	dec_out_add(c->o, h, k);
+	dec_out_add(c->o, f, n);
+	dec_out_add(c->o, te->buf, te->len);
+	if (id && id->len) {
+		k = 0;
+		h[k++] = (F_PK_INTERNED << 3) | 2;
+		k += pbw_put_varint(h + k, id->len);
+		dec_out_add(c->o, h, k);
+		dec_out_add(c->o, id->buf, id->len);
+	}
+}
+
+/* A packet on @s holding only InternedData @id (entries defined ahead of their use). */
+static void emit_interned(struct pf_ctx *c, struct pf_seq *s, const struct pbw *id)
+{
+	pbw_reset(&c->pk);
+	pbw_u64(&c->pk, F_PK_SEQ, s->id);
+	pbw_u64(&c->pk, F_PK_FLAGS, SEQ_NEEDS);
+	pbw_msg(&c->pk, F_PK_INTERNED, id);
+	emit(c->o, &c->pk);
+}
+
+/*
+ * Start sequence @s: a packet clearing incremental state with TrackDescriptor
+ * @td and the defaults (track @track, clock CLOCK_INCR), then the clock's
+ * snapshot (0 on both clocks: the first delta is the absolute time).
+ */
+static void seq_open(struct pf_ctx *c, struct pf_seq *s, uint64_t track, const struct pbw *td)
+{
+	struct pbw *pk = &c->pk, *d = &c->sub, *cl = &c->name;
+
+	s->id = c->next_seq++;
+	s->last = 0;
+	pbw_reset(pk);
+	pbw_reset(d);
+	pbw_reset(cl);
+	pbw_u64(pk, F_PK_SEQ, s->id);
+	pbw_u64(pk, F_PK_FLAGS, SEQ_CLEARED);
+	pbw_u64(cl, F_TED_TRACK, track);
+	pbw_u64(d, F_DEF_CLOCK, CLOCK_INCR);
+	pbw_msg(d, F_DEF_EVENT, cl);
+	pbw_msg(pk, F_PK_DEFAULTS, d);
+	pbw_msg(pk, F_PK_TRACK, td);
+	emit(c->o, pk);
+	pbw_reset(pk);
+	pbw_reset(d);
+	pbw_u64(pk, F_PK_TS, 0);
+	pbw_u64(pk, F_PK_CLOCK_ID, CLOCK_BOOT);
+	pbw_u64(pk, F_PK_SEQ, s->id);
+	pbw_u64(pk, F_PK_FLAGS, SEQ_NEEDS);
+	pbw_reset(cl);
+	pbw_u64(cl, F_CL_ID, CLOCK_BOOT);
+	pbw_u64(cl, F_CL_TS, 0);
+	pbw_msg(d, F_CS_CLOCK, cl);
+	pbw_reset(cl);
+	pbw_u64(cl, F_CL_ID, CLOCK_INCR);
+	pbw_u64(cl, F_CL_TS, 0);
+	pbw_u64(cl, F_CL_INCR, 1);
+	pbw_msg(d, F_CS_CLOCK, cl);
+	pbw_msg(pk, F_PK_CLOCKS, d);
+	emit(c->o, pk);
 }
 
 /* ps -> ns, clamped to [0, 2^64) */
@@ -125,19 +264,19 @@ static size_t capped(size_t n)
 	return n > NAME_MAX_LEN ? NAME_MAX_LEN : n;
 }
 
-/* The TrackDescriptor of level @k of line @pl. */
+/* The TrackDescriptor of level @k of line @pl into c->td. */
 static void describe(struct pf_line *pl, size_t k)
 {
-	struct pbw *pk = &pl->pk, *td = &pl->ev, *th = &pl->sub;
+	struct pbw *td = &pl->c->td, *th = &pl->c->sub;
 	const struct dec_line *l = pl->l;
 	const char *nm = l->display_name_len ? l->display_name : l->name;
 	size_t nl = capped(l->display_name_len ? l->display_name_len : l->name_len);
 
-	pk->len = td->len = th->len = 0;
-	pk->overflow = td->overflow = th->overflow = false;
+	pbw_reset(td);
+	pbw_reset(th);
 	pbw_u64(td, F_TD_UUID, pl->uuid + k);
 	if (k == 0 && !pl->counters) {
-		pbw_u64(td, F_TD_PARENT, pl->proc_uuid);
+		pbw_u64(td, F_TD_PARENT, pl->c->proc_uuid);
 		pbw_u64(th, F_THD_PID, pl->pid);
 		pbw_u64(th, F_THD_TID, pl->tid);
 		pbw_str(th, F_THD_NAME, nm, nl);
@@ -150,166 +289,38 @@ static void describe(struct pf_line *pl, size_t k)
 			n = snprintf(buf, sizeof(buf), "%.*s", (int)nl, nm);
 		else
 			n = snprintf(buf, sizeof(buf), "%.*s (overlap %zu)", (int)nl, nm, k);
-		pbw_u64(td, F_TD_PARENT, k == 0 ? pl->proc_uuid : pl->uuid);
+		pbw_u64(td, F_TD_PARENT, k == 0 ? pl->c->proc_uuid : pl->uuid);
 		pbw_str(td, F_TD_NAME, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
 		if (pl->counters)
 			pbw_str(td, F_TD_COUNTER, "", 0);
 	}
-	pbw_u64(pk, F_PK_SEQ, pl->seq);
-	pbw_u64(pk, F_PK_FLAGS, k == 0 ? SEQ_CLEARED : SEQ_NEEDS);
-	pbw_msg(pk, F_PK_TRACK, td);
-	emit(pl->o, pk);
 	pl->lv[k].described = true;
 }
 
-/* A TrackEvent packet of @type at @ns on level @k, named by interned @iid (defined here
- * when @fresh) or else by @name (NULL: no name, for ends and counters). */
-static void track_event(struct pf_line *pl, size_t k, unsigned type, uint64_t ns, const char *name,
-			size_t name_len, uint64_t iid, bool fresh)
+/* Level @k of line @pl is described on its sequence (level 0 opens the sequence). */
+static void need_track(struct pf_line *pl, size_t k)
 {
-	struct pbw *pk = &pl->pk, *te = &pl->ev;
+	struct pf_ctx *c = pl->c;
 
-	if (!pl->lv[k].described)
+	if (!pl->lv[0].described) {
+		describe(pl, 0);
+		seq_open(c, &pl->s, pl->uuid, &c->td);
+	}
+	if (k && !pl->lv[k].described) {
 		describe(pl, k);
-	pk->len = te->len = 0;
-	pk->overflow = te->overflow = false;
-	pbw_u64(te, F_TE_TYPE, type);
-	pbw_u64(te, F_TE_TRACK, pl->uuid + k);
-	if (iid)
-		pbw_u64(te, F_TE_NAME_IID, iid);
-	else if (name)
-		pbw_str(te, F_TE_NAME, name, capped(name_len));
-	if (type == TYPE_COUNTER) {
-		uint64_t bits;
-
-		memcpy(&bits, &pl->cval, sizeof(bits));
-		pbw_fixed64(te, F_TE_DCOUNTER, bits);
+		pbw_reset(&c->pk);
+		pbw_u64(&c->pk, F_PK_SEQ, pl->s.id);
+		pbw_u64(&c->pk, F_PK_FLAGS, SEQ_NEEDS);
+		pbw_msg(&c->pk, F_PK_TRACK, &c->td);
+		emit(c->o, &c->pk);
 	}
-	pbw_u64(pk, F_PK_TS, ns);
-	pbw_u64(pk, F_PK_SEQ, pl->seq);
-	pbw_u64(pk, F_PK_FLAGS, SEQ_NEEDS);
-	pbw_msg(pk, F_PK_EVENT, te);
-	if (iid && fresh) { /* InternedData { event_names { iid, name } } */
-		struct pbw *en = &pl->sub;
-
-		en->len = te->len = 0;
-		en->overflow = te->overflow = false;
-		pbw_u64(en, F_EN_IID, iid);
-		pbw_str(en, F_EN_NAME, name, capped(name_len));
-		pbw_msg(te, F_ID_EVENT_NAMES, en);
-		pbw_msg(pk, F_PK_INTERNED, te);
-	}
-	emit(pl->o, pk);
-}
-
-/* Unescape JSON string @j (with its quotes) into @out (at most @cap - 1 bytes); its length. */
-static size_t json_unescape(const char *j, size_t n, char *out, size_t cap)
-{
-	size_t k = 0;
-
-	if (n >= 2 && j[0] == '"') {
-		j++;
-		n -= 2;
-	}
-	for (size_t i = 0; i < n && k + 4 < cap; i++) {
-		char c = j[i];
-		unsigned u = 0;
-
-		if (c != '\\' || i + 1 >= n) {
-			out[k++] = c;
-			continue;
-		}
-		c = j[++i];
-		switch (c) {
-		case 'b':
-			out[k++] = '\b';
-			break;
-		case 'f':
-			out[k++] = '\f';
-			break;
-		case 'n':
-			out[k++] = '\n';
-			break;
-		case 'r':
-			out[k++] = '\r';
-			break;
-		case 't':
-			out[k++] = '\t';
-			break;
-		case 'u':
-			for (int d = 0; d < 4 && i + 1 < n; d++) {
-				char h = j[++i];
-
-				u = u * 16 + (unsigned)(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
-			}
-			if (u >= 0xd800 && u < 0xdc00 && i + 6 < n && j[i + 1] == '\\' &&
-			    j[i + 2] == 'u') {
-				unsigned lo = 0;
-
-				for (int d = 0; d < 4; d++) {
-					char h = j[i + 3 + d];
-
-					lo = lo * 16 +
-					     (unsigned)(h <= '9' ? h - '0' : (h | 0x20) - 'a' + 10);
-				}
-				if (lo >= 0xdc00 && lo < 0xe000) {
-					u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
-					i += 6;
-				}
-			}
-			if (u < 0x80) {
-				out[k++] = (char)u;
-			} else if (u < 0x800) {
-				out[k++] = (char)(0xc0 | (u >> 6));
-				out[k++] = (char)(0x80 | (u & 0x3f));
-			} else if (u < 0x10000) {
-				out[k++] = (char)(0xe0 | (u >> 12));
-				out[k++] = (char)(0x80 | ((u >> 6) & 0x3f));
-				out[k++] = (char)(0x80 | (u & 0x3f));
-			} else {
-				out[k++] = (char)(0xf0 | (u >> 18));
-				out[k++] = (char)(0x80 | ((u >> 12) & 0x3f));
-				out[k++] = (char)(0x80 | ((u >> 6) & 0x3f));
-				out[k++] = (char)(0x80 | (u & 0x3f));
-			}
-			break;
-		default:
-			out[k++] = c;
-			break;
-		}
-	}
-	out[k] = '\0';
-	return k;
-}
-
-/* The interned-name id of metadata @md on this line: *@fresh when new; 0 when the table is full. */
-static uint64_t intern(struct pf_line *pl, int64_t md, bool *fresh)
-{
-	uint64_t key = (uint64_t)md + 1, h = key * 0x9e3779b97f4a7c15ull;
-
-	*fresh = false;
-	if (!key)
-		return 0;
-	for (size_t i = 0; i < IID_SLOTS; i++) {
-		size_t at = (h + i) & (IID_SLOTS - 1);
-
-		if (pl->iids[at] == key)
-			return at + 1;
-		if (!pl->iids[at]) {
-			if (pl->n_iids >= IID_SLOTS / 2)
-				return 0;
-			pl->iids[at] = key;
-			pl->n_iids++;
-			*fresh = true;
-			return at + 1;
-		}
-	}
-	return 0;
 }
 
 /* Write the ends, in time order across levels, of slices ending at or before @ns. */
 static void close_until(struct pf_line *pl, uint64_t ns)
 {
+	struct pbw *te = &pl->c->te;
+
 	for (;;) {
 		size_t best = LEVELS_MAX;
 
@@ -323,8 +334,11 @@ static void close_until(struct pf_line *pl, uint64_t ns)
 		}
 		if (best == LEVELS_MAX)
 			return;
-		track_event(pl, best, TYPE_END, pl->lv[best].end[--pl->lv[best].n], NULL, 0, 0,
-			    false);
+		pbw_reset(te);
+		pbw_u64(te, F_TE_TYPE, TYPE_END);
+		if (best)
+			pbw_u64(te, F_TE_TRACK, pl->uuid + best);
+		emit_event(pl->c, &pl->s, pl->lv[best].end[--pl->lv[best].n], te, NULL);
 	}
 }
 
@@ -354,21 +368,171 @@ static int counter_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec
 	return 0;
 }
 
+/* A counter line's event: TYPE_COUNTER with the first numeric stat. */
+static int counter_event(struct dec_rctx *rc, struct pf_line *pl, const struct dec_event *e,
+			 uint64_t ns)
+{
+	struct pbw *te = &pl->c->te;
+	uint64_t bits;
+	int r;
+
+	pl->has_cval = false;
+	pl->cval = 0;
+	if (e->has_stats &&
+	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				XEVENT_F_STATS, counter_stat, pl)) < 0)
+		return r;
+	need_track(pl, 0);
+	pbw_reset(te);
+	pbw_u64(te, F_TE_TYPE, TYPE_COUNTER);
+	memcpy(&bits, &pl->cval, sizeof(bits));
+	pbw_fixed64(te, F_TE_DCOUNTER, bits);
+	emit_event(pl->c, &pl->s, ns, te, NULL);
+	return 0;
+}
+
+/* What the walk over an event's stats found, with its metadata's (as trace.json). */
+struct pf_evinfo {
+	struct dec_trace_acc a;
+	struct dec_xflow f;
+	const char *step; /* JSON string of a step_name rename, or NULL */
+	size_t step_len;
+};
+
+/*
+ * Walk @e's stats: its annotations to c->evann (names interned on sequence
+ * @seq, new ones defined in c->id, for PF_EVENT; all inline for PF_INLINE).
+ */
+static int event_info(struct pf_ctx *c, const struct dec_event *e, const struct dec_trace_md *t,
+		      struct pf_evinfo *v, enum pf_mode mode, uint32_t seq)
+{
+	struct dec_rctx *rc = c->rc;
+	struct pf_evstats es = {
+		.A = c->A, .mode = mode, .seq = seq, .ann = &c->evann, .id = &c->id};
+	int r;
+
+	memset(v, 0, sizeof(*v));
+	c->ev.len = 0;
+	pbw_reset(&c->evann);
+	es.a.o = &c->ev;
+	es.a.first = true;
+	if (t) {
+		es.a.flow = t->flow, es.a.has_flow = t->has_flow;
+		es.a.group = t->group, es.a.has_group = t->has_group;
+		es.a.is_async = t->is_async;
+	}
+	if (e->has_stats &&
+	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				XEVENT_F_STATS, pf_event_stat, &es)) < 0)
+		return r;
+	v->a = es.a;
+	if ((r = c->ev.r) < 0)
+		return r;
+	if (v->a.has_step) {
+		v->step = c->ev.buf + v->a.step_off;
+		v->step_len = v->a.step_len;
+	} else if (t && t->step_len) {
+		v->step = t->args + t->step_off;
+		v->step_len = t->step_len;
+	}
+	v->f = dec_xflow_decode(v->a.flow);
+	return 0;
+}
+
+/* The name (@v's rename or @m's) and args of an event into c->te, all inline (async). */
+static void inline_body(struct pf_ctx *c, const struct dec_evmd *m, const struct pf_evinfo *v,
+			size_t *args_at)
+{
+	struct pbw *te = &c->te;
+
+	if (v->step) {
+		size_t n = pf_json_unescape(v->step, v->step_len, &c->name);
+
+		pbw_str(te, F_TE_NAME, c->name.buf, capped(n));
+	} else {
+		pbw_str(te, F_TE_NAME, m->name, capped(m->name_len));
+	}
+	*args_at = te->len;
+	if (v->a.has_group)
+		pf_arg_int(c->A, "group_id", 8, v->a.group, PF_INLINE, 0, te, NULL);
+	if (m->trace && m->trace->args_len)
+		pf_args_encode(c->A, m->trace->args, m->trace->args_len, PF_INLINE, 0, 0, te, NULL);
+	pbw_bytes(te, c->evann.buf, c->evann.len);
+}
+
+/* Hold back async event @e: 1 when held, 0 when the store is full (a line slice then). */
+static int async_hold(struct pf_ctx *c, const struct dec_evmd *m, const struct pf_evinfo *v,
+		      dec_ps128 ts, int64_t dur, int64_t raw_dur)
+{
+	struct pf_async *it;
+	uint64_t b = to_ns(ts);
+	int r;
+
+	if (c->ablob.len > ASYNC_MAX)
+		return 0;
+	if ((r = xprofs_grow(&c->as, &c->cap_as, c->n_as, sizeof(*c->as), 64)) < 0)
+		return r;
+	it = &c->as[c->n_as];
+	memset(it, 0, sizeof(*it));
+	it->dir = v->f.dir;
+	it->key = v->f.dir == XFLOW_INOUT ? 0 : ((v->f.id << 6) | v->f.cat) + 1;
+	it->ts = b;
+	it->x_end = to_ns(ts + dur);
+	it->end = v->f.dir == XFLOW_INOUT ? to_ns(ts + raw_dur) : it->x_end;
+	if (it->end < b)
+		it->end = b;
+	if (it->x_end < b)
+		it->x_end = b;
+	it->order = (uint32_t)c->n_as;
+	pbw_reset(&c->te);
+	inline_body(c, m, v, &it->args_at);
+	it->off = c->ablob.len;
+	pbw_bytes(&c->ablob, c->te.buf, c->te.len);
+	it->len = c->te.len;
+	c->n_as++;
+	return pbw_err(c) ? pbw_err(c) : 1;
+}
+
 /* A dec_event_fn writing one event of a line (arg: struct pf_line). */
 static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m, void *arg)
 {
 	struct pf_line *pl = arg;
+	struct pf_ctx *c = pl->c;
 	const struct dec_trace_md *t = m->trace;
 	dec_ps128 ts = (dec_ps128)pl->l->timestamp_ns * 1000 + (e->has_num ? 0 : e->offset_ps);
 	int64_t dur = e->duration_ps > 0 ? e->duration_ps : 1;
-	uint64_t b, en, iid = 0;
-	const char *name = NULL;
-	size_t name_len = 0;
-	bool fresh = false;
+	struct pbw *te = &c->te, *id = &c->id;
+	struct pf_evinfo v;
+	struct pf_md *md;
+	uint64_t b, en;
+	size_t k;
 	int r;
 
 	if (t && t->internal)
 		return 0;
+	if (pl->counters) {
+		b = to_ns(ts);
+		if (b < pl->last_ns)
+			b = pl->last_ns;
+		pl->last_ns = b;
+		if ((r = counter_event(rc, pl, e, b)) < 0)
+			return r;
+		return dec_out_flush(c->o, false);
+	}
+	need_track(pl, 0);
+	pbw_reset(id);
+	if ((r = event_info(c, e, t, &v, PF_EVENT, pl->s.id)) < 0)
+		return r;
+	if (v.a.has_flow && v.a.is_async && v.f.dir != XFLOW_NONE) {
+		/* held back for another sequence: names this one now has go out alone */
+		if (id->len)
+			emit_interned(c, &pl->s, id);
+		pbw_reset(id);
+		if ((r = event_info(c, e, t, &v, PF_INLINE, 0)) < 0)
+			return r;
+		if ((r = async_hold(c, m, &v, ts, dur, e->duration_ps)) != 0)
+			return r < 0 ? r : 0;
+	}
 	b = to_ns(ts);
 	en = to_ns(ts + dur);
 	if (b < pl->last_ns)
@@ -376,70 +540,60 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 	if (en < b)
 		en = b;
 	pl->last_ns = b;
-	if (pl->counters) {
-		pl->has_cval = false;
-		pl->cval = 0;
-		if (e->has_stats &&
-		    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-					XEVENT_F_STATS, counter_stat, pl)) < 0)
-			return r;
-		track_event(pl, 0, TYPE_COUNTER, b, NULL, 0, 0, false);
-		return dec_out_flush(pl->o, false);
-	}
-	/* the name: step_name (the event's stat, else its metadata's), else interned */
-	if (e->has_stats) {
-		struct dec_trace_acc a = {0};
-
-		pl->ev_stats->len = 0;
-		a.o = pl->ev_stats;
-		a.first = true;
-		if ((r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-					XEVENT_F_STATS, dec_trace_stat, &a)) < 0)
-			return r;
-		if ((r = pl->ev_stats->r) < 0)
-			return r;
-		if (a.has_step)
-			name_len = json_unescape(pl->ev_stats->buf + a.step_off, a.step_len,
-						 pl->name, sizeof(pl->name));
-	}
-	if (!name_len && t && t->step_len)
-		name_len = json_unescape(t->args + t->step_off, t->step_len, pl->name,
-					 sizeof(pl->name));
-	if (name_len) {
-		name = pl->name;
-	} else {
-		name = m->name;
-		name_len = m->name_len;
-		iid = intern(pl, e->md, &fresh);
-	}
 	close_until(pl, b);
-	for (size_t k = 0; k < LEVELS_MAX; k++) {
+	for (k = 0; k < LEVELS_MAX; k++) {
 		struct pf_track *tr = &pl->lv[k];
 
-		if (tr->n == STACK_MAX || (tr->n && tr->end[tr->n - 1] < en))
-			continue; /* full, or a partial overlap: try the next track */
-		track_event(pl, k, TYPE_BEGIN, b, name, name_len, iid, fresh);
-		tr->end[tr->n++] = en;
-		break;
+		if (tr->n < STACK_MAX && (!tr->n || tr->end[tr->n - 1] >= en))
+			break; /* else full, or a partial overlap: try the next track */
 	}
-	return dec_out_flush(pl->o, false);
+	if (k == LEVELS_MAX) { /* dropped; the names its stats defined still go out */
+		if (id->len)
+			emit_interned(c, &pl->s, id);
+		return 0;
+	}
+	if ((r = pf_md_get(c->A, rc, e->md, m, &md)) < 0)
+		return r;
+	need_track(pl, k);
+	pbw_reset(te);
+	pbw_u64(te, F_TE_TYPE, TYPE_BEGIN);
+	if (k)
+		pbw_u64(te, F_TE_TRACK, pl->uuid + k);
+	if (v.step) {
+		size_t n = pf_json_unescape(v.step, v.step_len, &c->name);
+
+		pbw_str(te, F_TE_NAME, c->name.buf, capped(n));
+	} else {
+		pbw_u64(te, F_TE_NAME_IID, md->name_iid);
+	}
+	pf_md_define(c->A, md, m, m->name, capped(m->name_len), pl->s.id, id);
+	if (v.a.has_group)
+		pf_arg_int(c->A, "group_id", 8, v.a.group, PF_EVENT, pl->s.id, te, id);
+	if (md->inline_args && t && t->args_len)
+		pf_args_encode(c->A, t->args, t->args_len, PF_EVENT, pl->s.id, 0, te, id);
+	else
+		pbw_bytes(te, pf_md_blob(c->A, md), md->blob_len);
+	pbw_bytes(te, c->evann.buf, c->evann.len);
+	if (v.a.has_flow && !v.a.is_async && v.f.dir != XFLOW_NONE)
+		/* flow_out starts (or continues) a flow, flow_in ends it */
+		pbw_fixed64(te, v.f.dir == XFLOW_IN ? F_TE_TFLOW : F_TE_FLOW,
+			    (((uint64_t)v.f.cat << 56) | v.f.id) + 1);
+	if ((r = pbw_err(c)) < 0)
+		return r;
+	emit_event(c, &pl->s, b, te, id);
+	pl->lv[k].end[pl->lv[k].n++] = en;
+	return dec_out_flush(c->o, false);
 }
 
-/* The events of line @li of process @pid (@proc_uuid) as sequence @seq. */
-static int pf_line(struct dec_rctx *rc, struct dec_out *o, struct pf_line *pl, uint32_t pid,
-		   uint64_t proc_uuid, uint32_t seq, size_t li)
+/* The events of line @li of process @pid as a sequence of their own. */
+static int pf_line(struct pf_ctx *c, struct pf_line *pl, uint32_t pid, size_t li)
 {
+	struct dec_rctx *rc = c->rc;
 	enum dec_tline kind;
 	int r;
 
-	uint64_t *iids = pl->iids;
-	struct dec_out *ev = pl->ev_stats;
-
 	memset(pl, 0, sizeof(*pl));
-	memset(iids, 0, IID_SLOTS * sizeof(*iids));
-	pl->iids = iids;
-	pl->ev_stats = ev;
-	pl->o = o;
+	pl->c = c;
 	pl->l = &rc->x->lines[li];
 	kind = dec_trace_line_kind(pl->l);
 	if (kind == TL_SKIP)
@@ -447,40 +601,273 @@ static int pf_line(struct dec_rctx *rc, struct dec_out *o, struct pf_line *pl, u
 	pl->counters = kind == TL_COUNTERS;
 	pl->pid = pid;
 	pl->tid = dec_trace_tid(pl->l);
-	pl->seq = seq;
-	pl->proc_uuid = proc_uuid;
 	pl->uuid = ((uint64_t)(li + 1) << 8);
 	if ((r = dec_line_each(rc, li, NULL, pf_event, pl)) < 0)
 		return r;
 	close_until(pl, UINT64_MAX);
-	return dec_out_flush(o, false);
+	return dec_out_flush(c->o, false);
 }
 
-/* The process TrackDescriptor of plane @p as process @pid, on sequence PROC_SEQ. */
-static void pf_process(struct dec_rctx *rc, struct dec_out *o, struct pf_line *pl,
-		       const struct dec_plane *p, uint32_t pid, bool first)
+/* ---- async events ---------------------------------------------------------- */
+
+static int cmp_key(const void *pa, const void *pb)
 {
-	struct pbw *pk = &pl->pk, *td = &pl->ev, *pd = &pl->sub;
+	const struct pf_async *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	if (a->dir != b->dir) /* at one time, a begin (out) before an end (in) */
+		return a->dir == XFLOW_OUT ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static int cmp_start(const void *pa, const void *pb)
+{
+	const struct pf_async *a = pa, *b = pb;
+
+	if (a->dead != b->dead)
+		return a->dead ? 1 : -1;
+	if (a->ts != b->ts)
+		return a->ts < b->ts ? -1 : 1;
+	if (a->end != b->end)
+		return a->end > b->end ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+static int cmp_track(const void *pa, const void *pb)
+{
+	const struct pf_async *a = pa, *b = pb;
+
+	if (a->dead != b->dead)
+		return a->dead ? 1 : -1;
+	if (a->track != b->track)
+		return a->track < b->track ? -1 : 1;
+	return cmp_start(pa, pb);
+}
+
+/*
+ * Pair the single-ended events of one (id, category) key, [from, to) sorted
+ * by time: as trace.json, only a key with both an out (begin) and an in
+ * (end) on the plane has "b"/"e" events; each end closes the earliest open
+ * begin. What stays unpaired is a complete event (its own duration).
+ */
+static void async_pair(struct pf_async *as, size_t from, size_t to, size_t *open)
+{
+	size_t head = 0, tail = 0;
+	bool in = false, out = false;
+
+	for (size_t i = from; i < to; i++)
+		in |= as[i].dir == XFLOW_IN, out |= as[i].dir == XFLOW_OUT;
+	for (size_t i = from; i < to; i++) {
+		struct pf_async *it = &as[i];
+
+		it->end = it->x_end;
+		if (!in || !out)
+			continue;
+		if (it->dir == XFLOW_OUT) {
+			open[tail++] = i;
+		} else if (head < tail) {
+			struct pf_async *bg = &as[open[head++]];
+
+			bg->end = it->ts > bg->ts ? it->ts : bg->ts;
+			bg->end_off = it->off + it->args_at;
+			bg->end_len = it->len - it->args_at;
+			it->dead = true;
+		}
+	}
+}
+
+/* Assign each live span a track on which it overlaps nothing; the track count. */
+static uint32_t async_tracks(struct pf_async *as, size_t n)
+{
+	uint64_t last[ASYNC_TRACKS_MAX];
+	uint32_t nt = 0;
+
+	qsort(as, n, sizeof(*as), cmp_start);
+	for (size_t i = 0; i < n && !as[i].dead; i++) {
+		uint32_t k;
+
+		for (k = 0; k < nt && last[k] > as[i].ts; k++)
+			;
+		if (k == ASYNC_TRACKS_MAX) {
+			as[i].dead = true; /* no track left: dropped */
+			continue;
+		}
+		if (k == nt)
+			nt++;
+		last[k] = as[i].end;
+		as[i].track = k;
+	}
+	return nt;
+}
+
+/* The TrackEvent fields at @off (@len bytes) of the held-back store, after @type. */
+static void async_event(struct pf_ctx *c, struct pf_seq *s, unsigned type, uint64_t ns, size_t off,
+			size_t len)
+{
+	pbw_reset(&c->te);
+	pbw_u64(&c->te, F_TE_TYPE, type);
+	pbw_bytes(&c->te, c->ablob.buf + off, len);
+	emit_event(c, s, ns, &c->te, NULL);
+}
+
+/* Write the plane's held-back async events: spans on async tracks under process @pid. */
+static int async_flush(struct pf_ctx *c)
+{
+	struct pf_async *as = c->as;
+	size_t n = c->n_as, *open = NULL, i = 0;
+	struct pf_seq s = {0};
+	uint32_t nt, cur = UINT32_MAX;
+	uint64_t base = c->next_async;
+	int r = 0;
+
+	if (!n)
+		return 0;
+	if (!(open = malloc(n * sizeof(*open))))
+		return -ENOMEM;
+	qsort(as, n, sizeof(*as), cmp_key);
+	while (i < n) {
+		size_t j = i;
+
+		while (j < n && as[j].key == as[i].key)
+			j++;
+		if (as[i].key) /* in-out events (key 0) are whole spans already */
+			async_pair(as, i, j, open);
+		i = j;
+	}
+	nt = async_tracks(as, n);
+	c->next_async += nt;
+	qsort(as, n, sizeof(*as), cmp_track);
+	for (i = 0; i < n && !as[i].dead; i++) {
+		const struct pf_async *it = &as[i];
+
+		if (it->track != cur) {
+			char nm[48];
+			int k = snprintf(nm, sizeof(nm), "Async %u", it->track + 1);
+
+			cur = it->track;
+			pbw_reset(&c->td);
+			pbw_u64(&c->td, F_TD_UUID, ASYNC_UUID(base + cur));
+			pbw_u64(&c->td, F_TD_PARENT, c->proc_uuid);
+			pbw_str(&c->td, F_TD_NAME, nm, (size_t)k);
+			seq_open(c, &s, ASYNC_UUID(base + cur), &c->td);
+		}
+		async_event(c, &s, TYPE_BEGIN, it->ts, it->off, it->len);
+		/* the end carries the paired end event's args (Perfetto merges them) */
+		async_event(c, &s, TYPE_END, it->end, it->end_off, it->end_len);
+		if ((r = dec_out_flush(c->o, false)) < 0)
+			break;
+	}
+	free(open);
+	c->n_as = 0;
+	pbw_reset(&c->ablob);
+	return r;
+}
+
+/* ---- processes --------------------------------------------------------------- */
+
+/* The process TrackDescriptor of plane @p as process @pid into c->td. */
+static void describe_process(struct pf_ctx *c, const struct dec_plane *p, uint32_t pid)
+{
+	struct pbw *td = &c->td, *pd = &c->sub;
+	const char *host = c->rc->host;
 	char buf[NAME_MAX_LEN + 1];
 	int n;
 
-	if (rc->host && *rc->host) /* "<host> <plane name>", as trace.json */
-		n = snprintf(buf, sizeof(buf), "%s %.*s", rc->host, (int)capped(p->name_len),
-			     p->name);
+	if (host && *host) /* "<host> <plane name>", as trace.json */
+		n = snprintf(buf, sizeof(buf), "%s %.*s", host, (int)capped(p->name_len), p->name);
 	else
 		n = snprintf(buf, sizeof(buf), "%.*s", (int)capped(p->name_len), p->name);
 	if (n < 0)
 		n = 0;
-	pk->len = td->len = pd->len = 0;
-	pk->overflow = td->overflow = pd->overflow = false;
+	pbw_reset(td);
+	pbw_reset(pd);
 	pbw_u64(pd, F_PD_PID, pid);
 	pbw_str(pd, F_PD_NAME, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
-	pbw_u64(td, F_TD_UUID, (1ull << 63) | pid);
+	pbw_u64(td, F_TD_UUID, PROC_UUID(pid));
 	pbw_msg(td, F_TD_PROCESS, pd);
-	pbw_u64(pk, F_PK_SEQ, PROC_SEQ);
-	pbw_u64(pk, F_PK_FLAGS, first ? SEQ_CLEARED : SEQ_NEEDS);
-	pbw_msg(pk, F_PK_TRACK, td);
-	emit(o, pk);
+}
+
+/* The stats of plane @pi as an instant "plane stats" on its process track (at @ns on @s). */
+static int plane_stats(struct pf_ctx *c, size_t pi, uint32_t pid, struct pf_seq *s, uint64_t ns)
+{
+	struct dec_rctx *rc = c->rc;
+	const struct dec_plane *p = &rc->x->planes[pi];
+	struct dec_render_arg ra = {&c->ev, true};
+	int r;
+
+	if (!p->n_stats)
+		return 0;
+	if ((r = dec_plane_enter(rc, pi)) < 0)
+		return r;
+	c->ev.len = 0;
+	for (size_t i = 0; i < p->n_stats; i++) {
+		/* each plane stat is its own XStat message */
+		struct dec_cur *cu = &rc->md;
+		uint64_t pos = cu->pos, end = cu->end;
+		struct dec_statv sv;
+
+		cu->pos = p->stats[i].off;
+		cu->end = p->stats[i].off + p->stats[i].len;
+		r = dec_stat_parse(cu, &sv);
+		cu->pos = pos;
+		cu->end = end;
+		if (r < 0 || (r = dec_render_stat(rc, cu, &sv, &ra)) < 0)
+			return r;
+	}
+	if ((r = c->ev.r) < 0)
+		return r;
+	pbw_reset(&c->te);
+	pbw_u64(&c->te, F_TE_TYPE, TYPE_INSTANT);
+	pbw_u64(&c->te, F_TE_TRACK, PROC_UUID(pid));
+	pbw_str(&c->te, F_TE_NAME, "plane stats", 11);
+	pf_args_encode(c->A, c->ev.buf, c->ev.len, PF_INLINE, 0, 0, &c->te, NULL);
+	if ((r = pbw_err(c)) < 0)
+		return r;
+	emit_event(c, s, ns, &c->te, NULL);
+	return 0;
+}
+
+/*
+ * Sequence PROC_SEQ: the process tracks, then each plane's stats at the
+ * earliest line timestamp of the shown planes (known without reading
+ * events, so tracks-only opens agree; one time keeps the sequence monotonic).
+ */
+static int processes(struct pf_ctx *c, const struct dec_trace_plane *tp, size_t n)
+{
+	const struct xprofs_xspace *x = c->rc->x;
+	struct pf_seq s = {0};
+	dec_ps128 first = 0;
+	int r;
+
+	for (size_t i = 0; i < n; i++) {
+		const struct dec_plane *p = &x->planes[tp[i].plane];
+
+		for (size_t j = 0; j < p->n_lines; j++) {
+			dec_ps128 t = (dec_ps128)x->lines[p->first_line + j].timestamp_ns * 1000;
+
+			if ((i == 0 && j == 0) || t < first)
+				first = t;
+		}
+		describe_process(c, p, tp[i].pid);
+		if (i == 0) {
+			seq_open(c, &s, PROC_UUID(tp[i].pid), &c->td);
+			continue;
+		}
+		pbw_reset(&c->pk);
+		pbw_u64(&c->pk, F_PK_SEQ, s.id);
+		pbw_u64(&c->pk, F_PK_FLAGS, SEQ_NEEDS);
+		pbw_msg(&c->pk, F_PK_TRACK, &c->td);
+		emit(c->o, &c->pk);
+	}
+	if (c->rc->win && first < c->rc->win_from)
+		first = c->rc->win_from;
+	for (size_t i = 0; i < n; i++)
+		if ((r = plane_stats(c, tp[i].plane, tp[i].pid, &s, to_ns(first))) < 0)
+			return r;
+	return 0;
 }
 
 int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
@@ -488,37 +875,52 @@ int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
 	struct xprofs_xspace *x = rc->x;
 	struct dec_trace_plane *tp = NULL;
 	struct pf_line *pl;
-	struct dec_out ev;
-	uint32_t seq = PROC_SEQ + 1;
+	struct pf_ctx *c;
 	size_t n = 0;
 	int r;
 
 	rc->trace = true;
-	dec_out_init(&ev, NULL);
-	if (!(pl = calloc(1, sizeof(*pl))))
+	if (!(c = calloc(1, sizeof(*c))))
 		return -ENOMEM;
-	pl->ev_stats = &ev;
-	if (!(pl->iids = calloc(IID_SLOTS, sizeof(*pl->iids)))) {
+	c->rc = rc;
+	c->o = o;
+	c->next_seq = PROC_SEQ;
+	dec_out_init(&c->ev, NULL);
+	if (!(pl = calloc(1, sizeof(*pl)))) {
 		r = -ENOMEM;
 		goto out;
 	}
-	if ((r = dec_trace_planes(x, &tp, &n)) < 0)
+	if ((r = pf_args_new(&c->A)) < 0 || (r = dec_trace_planes(x, &tp, &n)) < 0)
 		goto out;
-	for (size_t i = 0; i < n; i++)
-		pf_process(rc, o, pl, &x->planes[tp[i].plane], tp[i].pid, i == 0);
+	if ((r = processes(c, tp, n)) < 0)
+		goto out;
 	for (size_t i = 0; i < n; i++) {
 		const struct dec_plane *p = &x->planes[tp[i].plane];
 
+		c->proc_uuid = PROC_UUID(tp[i].pid);
 		for (size_t j = 0; j < p->n_lines; j++)
-			if ((r = pf_line(rc, o, pl, tp[i].pid, (1ull << 63) | tp[i].pid, seq++,
-					 p->first_line + j)) < 0)
+			if ((r = pf_line(c, pl, tp[i].pid, p->first_line + j)) < 0)
 				goto out;
+		if ((r = async_flush(c)) < 0)
+			goto out;
 	}
-	r = dec_out_flush(o, false);
+	r = pbw_err(c);
+	if (!r)
+		r = dec_out_flush(o, false);
 out:
 	free(tp);
-	free(pl->iids);
 	free(pl);
-	dec_out_deinit(&ev);
+	free(c->as);
+	pf_args_free(c->A);
+	pbw_free(&c->pk);
+	pbw_free(&c->te);
+	pbw_free(&c->id);
+	pbw_free(&c->td);
+	pbw_free(&c->sub);
+	pbw_free(&c->name);
+	pbw_free(&c->evann);
+	pbw_free(&c->ablob);
+	dec_out_deinit(&c->ev);
+	free(c);
 	return r;
 }

@@ -3,7 +3,8 @@
  * every view and every track of it (zero-copy reader); index it again on two
  * threads in tracks-only mode (must agree with the first open) and render its
  * tracks; render trace.json sliced (each step's window, a 2^63 window, and
- * an all-covering window that must give the same bytes as no window);
+ * an all-covering window that must give the same bytes as no window; the
+ * last two for trace.pftrace too);
  * round-trip the input through the track file-name encoding. Any
  * crash, leak, sanitizer report, disagreement or a failure other than
  * -EINVAL/-E2BIG on malformed input is a bug.
@@ -24,8 +25,9 @@ static int discard(void *arg, const void *p, size_t n)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-/* Render trace.json of @x with window [from, to) (NULL: none); its byte count, or (size_t)-1. */
-static size_t sliced(struct xprofs_xspace *x, const xprofs_ps128 *w, struct xprofs_buf *err)
+/* Render @view of @x with window [from, to) (NULL: none); its byte count, or (size_t)-1. */
+static size_t sliced_view(struct xprofs_xspace *x, int view, const xprofs_ps128 *w,
+			  struct xprofs_buf *err)
 {
 	struct xprofs_render_opts ro = {.host = "h"};
 	size_t total = 0;
@@ -37,10 +39,15 @@ static size_t sliced(struct xprofs_xspace *x, const xprofs_ps128 *w, struct xpro
 		ro.from_ps = w[0];
 		ro.to_ps = w[1];
 	}
-	rc = xprofs_xspace_render_opts(x, XPROFS_VIEW_TRACE, &ro, &s, err);
+	rc = xprofs_xspace_render_opts(x, view, &ro, &s, err);
 	if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 		abort();
 	return rc < 0 ? (size_t)-1 : total;
+}
+
+static size_t sliced(struct xprofs_xspace *x, const xprofs_ps128 *w, struct xprofs_buf *err)
+{
+	return sliced_view(x, XPROFS_VIEW_TRACE, w, err);
 }
 
 static void fuzz_slices(struct xprofs_xspace *x, struct xprofs_buf *err)
@@ -53,7 +60,11 @@ static void fuzz_slices(struct xprofs_xspace *x, struct xprofs_buf *err)
 
 	if (sliced(x, NULL, err) != sliced(x, all, err))
 		abort(); /* a window holding every time keeps every event */
+	if (sliced_view(x, XPROFS_VIEW_PFTRACE, NULL, err) !=
+	    sliced_view(x, XPROFS_VIEW_PFTRACE, all, err))
+		abort(); /* the same for trace.pftrace */
 	(void)sliced(x, big, err);
+	(void)sliced_view(x, XPROFS_VIEW_PFTRACE, big, err);
 	rc = xprofs_xspace_steps(x, &w, &n, err);
 	if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 		abort();
