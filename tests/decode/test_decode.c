@@ -25,6 +25,7 @@
 #include <zlib.h>
 
 #include "decode-internal.h"
+#include "render-internal.h"
 #include "xplane.pb-c.h"
 #include "xprofs/decode.h"
 
@@ -714,6 +715,88 @@ static void test_track(void **state)
 	assert_string_equal(jstr(j, "events.0.stats.hlo_op"), "fusion.1");
 	json_decref(j);
 	opened_free(&o);
+}
+
+/* A sink that fails with -EIO once it has taken @left bytes. */
+struct failing_sink {
+	size_t left;
+	int calls;
+};
+
+static int failing_write(void *arg, const void *p, size_t n)
+{
+	struct failing_sink *f = arg;
+
+	(void)p;
+	f->calls++;
+	if (n > f->left)
+		return -EIO;
+	f->left -= n;
+	return 0;
+}
+
+/*
+ * trace.json.gz's deflating sink (gzip.c, a worker thread): 9 MiB written in
+ * odd-sized pieces come back exactly; a failing next sink fails the writer
+ * or the finish with its error (no hang); freeing it mid-stream is clean.
+ */
+static void test_gzip_sink(void **state)
+{
+	size_t total = (size_t)9 << 20, at = 0, piece = 1;
+	char *src = malloc(total), *back;
+	struct xprofs_buf out;
+	struct xprofs_sink s, gs;
+	struct dec_gzip *gz;
+	int r = 0;
+
+	(void)state;
+	assert_non_null(src);
+	for (size_t i = 0, v = 1; i < total; i++) { /* random letters: ~5.5 MB deflated */
+		v = v * 6364136223846793005u + 1442695040888963407u;
+		src[i] = (char)('a' + (v >> 33) % 26);
+	}
+	xprofs_buf_init(&out, (size_t)64 << 20);
+	s = xprofs_sink_buf(&out);
+	assert_int_equal(dec_gzip_new(&s, &gz), 0);
+	gs = dec_gzip_sink(gz);
+	while (at < total) {
+		size_t n = piece < total - at ? piece : total - at;
+
+		assert_int_equal(gs.write(gs.arg, src + at, n), 0);
+		at += n;
+		piece = piece * 3 + 1;
+		if (piece > ((size_t)3 << 20))
+			piece = 17;
+	}
+	assert_int_equal(dec_gzip_finish(gz), 0);
+	dec_gzip_free(gz);
+	back = gunzip((const uint8_t *)out.data, out.len);
+	assert_memory_equal(back, src, total);
+	free(back);
+	xprofs_buf_deinit(&out);
+
+	for (size_t fail_at = 0; fail_at < ((size_t)1 << 20); fail_at += 300000) {
+		struct failing_sink f = {fail_at, 0};
+		struct xprofs_sink fs = {failing_write, &f};
+
+		assert_int_equal(dec_gzip_new(&fs, &gz), 0);
+		gs = dec_gzip_sink(gz);
+		for (at = 0, r = 0; at < total && r == 0; at += 65536)
+			r = gs.write(gs.arg, src + at, 65536);
+		if (r == 0)
+			r = dec_gzip_finish(gz);
+		assert_int_equal(r, -EIO);
+		dec_gzip_free(gz);
+	}
+	/* freed mid-stream, without finish */
+	xprofs_buf_init(&out, (size_t)64 << 20);
+	s = xprofs_sink_buf(&out);
+	assert_int_equal(dec_gzip_new(&s, &gz), 0);
+	gs = dec_gzip_sink(gz);
+	assert_int_equal(gs.write(gs.arg, src, (size_t)5 << 20), 0);
+	dec_gzip_free(gz);
+	xprofs_buf_deinit(&out);
+	free(src);
 }
 
 static void test_trace(void **state)
@@ -1669,6 +1752,7 @@ int main(void)
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_track),
 		cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_gzip_sink),
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_steps),
