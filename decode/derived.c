@@ -53,7 +53,7 @@ const char *const dec_derived_names[DL_COUNT] = {
  * The derived lines' display ids follow the stream's, in id order: Framework
  * Name Scope +1, Framework Ops +2, XLA Modules +3, XLA Ops +4, Source code +5.
  */
-static const uint32_t tid_offset[DL_COUNT] = {[DL_MODULE] = 3, [DL_HLO_OP] = 4};
+static const uint32_t tid_offset[DL_COUNT + 1] = {[DL_MODULE] = 3, [DL_HLO_OP] = 4};
 
 bool dec_derived_tid(int64_t id)
 {
@@ -472,4 +472,185 @@ int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_
 	in->begin = begin;
 	in->end = begin + (e->duration_ps > 0 ? e->duration_ps : 0);
 	return 0;
+}
+
+/* ---- Steps from group_id (DeriveStepEventsFromGroups) ----------------------- */
+
+/* One line of the plane in the time-ordered merge: its own cursor and next event. */
+struct step_src {
+	struct dec_cur c;
+	uint64_t end;
+	int64_t base_ps;
+	bool has; /* ev holds the line's next event */
+	struct dec_event ev;
+};
+
+/* The next event of @s into s->ev (s->has false at the end). */
+static int step_next(struct step_src *s)
+{
+	struct dec_evhdr h;
+	const uint8_t *p;
+	uint64_t len;
+	int r;
+
+	s->has = false;
+	if ((r = dec_next_len_field(&s->c, s->end, "XLine", XLINE_F_EVENTS, &len)) <= 0)
+		return r;
+	if ((r = dec_at(&s->c, s->c.pos, (size_t)len, &p)) < 0)
+		return r;
+	if (dec_parse_event(p, p + len, &h) < 0)
+		return dec_fail(&s->c, "malformed XEvent at offset %" PRIu64, s->c.pos);
+	s->ev.off = s->c.pos;
+	s->ev.len = len;
+	s->ev.offset_ps = h.offset_ps;
+	s->ev.duration_ps = h.duration_ps;
+	s->ev.has_stats = h.has_stats;
+	s->ev.stats_off = s->ev.off + h.stats_at;
+	s->c.pos += len;
+	s->has = true;
+	return 1;
+}
+
+/* A dec_stat_fn: an integer group_id stat of an event (arg: struct dec_derived_in). */
+static int group_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct dec_derived_in *in = arg;
+	const struct dec_stmd *m;
+	int r;
+
+	(void)c;
+	if (s->kind != SV_U64 && s->kind != SV_I64)
+		return 0;
+	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+		return r;
+	if (dec_str_eq(m->name, m->name_len, "group_id")) {
+		in->group = (int64_t)s->u;
+		in->has_group = true;
+	}
+	return 0;
+}
+
+/* Whether plane @p (current in @rc) derives Steps: GPU, no Steps line, a group_id stat. */
+static bool steps_wanted(struct dec_rctx *rc, const struct dec_plane *p, size_t *n_src)
+{
+	bool has_group = false;
+
+	if (!is_gpu(p))
+		return false;
+	*n_src = 0;
+	for (size_t j = 0; j < p->n_lines; j++) {
+		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+
+		if (l->id == TID_DERIVED_MIN || dec_str_eq(l->name, l->name_len, "Steps"))
+			return false; /* kThreadIdStepInfo, kStepLineName: the profile has them */
+		if (l->msg.len)
+			(*n_src)++;
+	}
+	for (size_t k = 0; k < p->st.n && !has_group; k++) {
+		const struct dec_stmd *m;
+
+		if (dec_md_stat(rc, p->st.md[k].key, &m) == 0 &&
+		    dec_str_eq(m->name, m->name_len, "group_id"))
+			has_group = true;
+	}
+	return has_group && *n_src > 0 && *n_src <= DER_STEP_LINES;
+}
+
+/*
+ * The merge: events of all lines by (start, longer first), each event's
+ * group_id extending or starting the one open Steps event (named after the
+ * group; ExpandOrAddEvent() on a GPU plane).
+ */
+static int steps_merge(struct dec_rctx *rc, struct step_src *src, size_t n, struct dec_derive *d)
+{
+	struct der_line *dl = &d->lines[0];
+	struct dec_derived_in in;
+	int r;
+
+	for (;;) {
+		struct step_src *best = NULL;
+		dec_ps128 bs = 0, s;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!src[i].has)
+				continue;
+			s = (dec_ps128)src[i].base_ps + src[i].ev.offset_ps;
+			if (!best || s < bs ||
+			    (s == bs && src[i].ev.duration_ps > best->ev.duration_ps)) {
+				best = &src[i];
+				bs = s;
+			}
+		}
+		if (!best)
+			return d->r;
+		memset(&in, 0, sizeof(in));
+		if (best->ev.has_stats &&
+		    (r = dec_walk_stats(rc, &best->c, best->ev.stats_off,
+					best->ev.off + best->ev.len - best->ev.stats_off,
+					XEVENT_F_STATS, group_stat, &in)) < 0)
+			return r;
+		if (in.has_group) {
+			in.begin = bs;
+			in.end = bs + (best->ev.duration_ps > 0 ? best->ev.duration_ps : 0);
+			xprofs_buf_reset(&d->tmp);
+			if ((r = xprofs_buf_printf(&d->tmp, "%" PRId64, in.group)) < 0 ||
+			    (r = expand_or_add(d, dl, 0, &d->tmp, NULL, 0, &in)) < 0)
+				return r;
+		}
+		if ((r = step_next(best)) < 0)
+			return r;
+	}
+}
+
+int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, void *arg)
+{
+	const struct dec_plane *p = &rc->x->planes[pi];
+	struct step_src *src = NULL;
+	struct dec_derive *d = NULL;
+	size_t n = 0, k = 0;
+	int r;
+
+	if ((r = dec_plane_enter(rc, pi)) < 0 || !steps_wanted(rc, p, &n))
+		return r;
+	if (!(d = calloc(1, sizeof(*d))) || !(src = calloc(n, sizeof(*src)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	d->emit = emit;
+	d->arg = arg;
+	d->tid0 = (uint32_t)TID_DERIVED_MIN; /* kThreadIdStepInfo, display id unset */
+	if (rc->win)
+		dec_derive_window(d, rc->win_from, rc->win_to);
+	xprofs_buf_init(&d->tmp, 64);
+	xprofs_buf_init(&d->lines[0].title, 16);
+	d->lines[0].kind = DL_STEPS;
+	for (int i = 0; i < DER_LEVELS; i++) {
+		xprofs_buf_init(&d->lines[0].lv[i].name, 64);
+		xprofs_buf_init(&d->lines[0].lv[i].disp, 1);
+	}
+	if ((r = xprofs_buf_adds(&d->lines[0].title, "Steps")) < 0)
+		goto out;
+	for (size_t j = 0; j < p->n_lines; j++) {
+		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+
+		if (!l->msg.len)
+			continue;
+		dec_cur_init(&src[k].c, rc->x->r, rc->err);
+		src[k].c.pos = l->msg.off;
+		src[k].c.end = src[k].end = l->msg.off + l->msg.len;
+		src[k].base_ps = dec_line_base_ps(l->timestamp_ns);
+		if ((r = step_next(&src[k++])) < 0)
+			goto out;
+	}
+	if ((r = steps_merge(rc, src, k, d)) == 0) {
+		/* XProf resets nothing at the end: the last step stays as it is */
+		lv_close(d, &d->lines[0], 0);
+		r = d->r;
+	}
+out:
+	for (size_t i = 0; i < k; i++)
+		dec_cur_deinit(&src[i].c);
+	free(src);
+	dec_derive_free(d);
+	return r;
 }

@@ -12,10 +12,12 @@
 #include "render-internal.h"
 
 /* The derived lines, by their offset from kThreadIdTfNameScope's group (only two derived yet). */
-enum { DL_MODULE = 0, DL_HLO_OP, DL_COUNT };
+enum { DL_MODULE = 0, DL_HLO_OP, DL_COUNT, DL_STEPS = DL_COUNT };
 #define DL_ALL ((1u << DL_COUNT) - 1)
 /* Deepest hlo_op nesting ("a::b::...") followed; deeper levels are not derived. */
 #define DER_LEVELS 16
+/* Steps are derived on planes with at most this many lines (one cursor each). */
+#define DER_STEP_LINES 16
 /* Derived event names are cut at this many bytes. */
 #define DER_NAME_MAX 4096
 
@@ -90,6 +92,13 @@ int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_
 		    dec_ps128 begin, struct dec_derived_in *in);
 /* dec_derive_event() - feed one event of the stream (file order). */
 int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in);
+/*
+ * dec_derive_steps() - the "Steps" line XProf derives from group_id on GPU
+ * plane @pi when it has none: every event of the plane in time order (a
+ * merge over its lines, each read with a cursor of its own), consecutive
+ * events of one group merged. Events go to @emit(@arg) (kind DL_STEPS).
+ */
+int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, void *arg);
 /* dec_derive_finish() - emit what is still open. */
 int dec_derive_finish(struct dec_derive *d);
 void dec_derive_free(struct dec_derive *d);

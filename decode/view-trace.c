@@ -59,8 +59,8 @@ struct trace_line {
 	dec_ps128 base_ps;
 	char ids[48]; /* ,"pid":P,"tid":T */
 	int ids_len;
-	struct dec_derive *derive; /* owned; the stream's derived lines, NULL: none */
-	bool derived_named[DL_COUNT];
+	struct dec_derive *derive;        /* owned; the stream's derived lines, NULL: none */
+	bool derived_named[DL_COUNT + 1]; /* and Steps */
 	bool win; /* a slice walked whole for its derived lines: filter events here */
 	dec_ps128 from, to;
 };
@@ -456,10 +456,14 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 	for (size_t i = 0; i < n; i++) {
 		const struct dec_plane *p = &x->planes[tp[i].plane];
 
+		struct trace_line steps = {.o = o, .pid = tp[i].pid};
+
 		process_meta(rc, o, p, tp[i].pid);
 		for (size_t j = 0; j < p->n_lines; j++)
 			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j)) < 0)
 				goto out;
+		if ((r = dec_derive_steps(rc, tp[i].plane, derived_event, &steps)) < 0)
+			goto out;
 		if ((r = defer_flush(&d, o)) < 0)
 			goto out;
 	}

@@ -157,6 +157,38 @@ def derive_stream(p, l, k, value_of, skip):
     return out
 
 
+def derive_steps(p):
+    """DeriveStepEventsFromGroups() on GPU plane @p without a Steps line: events of all lines
+    by (start, longer first), consecutive ones of a group_id merged (at most 16 lines)."""
+    if not p.name.startswith("/device:GPU:") or \
+            not any(m.name == "group_id" for m in p.stat_metadata.values()):
+        return []
+    if any(i32(l.id) == DERIVED_MIN or l.name == "Steps" for l in p.lines):
+        return []
+    lines = [l for l in p.lines if l.ByteSize() > 0]
+    if not lines or len(lines) > 16:
+        return []
+    out = []
+    steps = DerivedLine("Steps", DERIVED_MIN & U32, out)
+    evs = []
+    for li, l in enumerate(lines):
+        for k, e in enumerate(l.events):
+            off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
+            evs.append((l.timestamp_ns * 1000 + off, -e.duration_ps, li, k, e))
+    gid = None
+    for start, _, _, _, e in sorted(evs, key=lambda v: v[:4]):
+        group = None
+        for x in e.stats:
+            kind = x.WhichOneof("value")
+            if kind in ("int64_value", "uint64_value") and x.metadata_id in p.stat_metadata \
+                    and p.stat_metadata[x.metadata_id].name == "group_id":
+                group = i64(getattr(x, kind))
+        if group is not None:
+            steps.add(0, str(group), "", (start, start + max(e.duration_ps, 0)), group)
+    steps.close()
+    return out
+
+
 def i64(v):
     v &= U64
     return v - (1 << 64) if v >> 63 else v
@@ -252,16 +284,18 @@ def expected(xs, host, value_of):
         ends = collections.defaultdict(int)
         tids, streams = line_tids(p)
         skip = {l.name for l in p.lines}
+        derived = derive_steps(p)
         for k, l in enumerate(streams):
-            for dl, ev in derive_stream(p, l, k, value_of, skip):
-                threads[(pid, dl.tid)] = dl.name
-                args = {}
-                if ev["group"] is not None:
-                    args["group_id"] = ev["group"]
-                if ev["disp"]:
-                    args["long_name"] = ev["name"]
-                evs.append((("X", ev["disp"] or ev["name"], ev["b"], max(ev["e"] - ev["b"], 1),
-                             pid, dl.tid, None), args))
+            derived += derive_stream(p, l, k, value_of, skip)
+        for dl, ev in derived:
+            threads[(pid, dl.tid)] = dl.name
+            args = {}
+            if ev["group"] is not None:
+                args["group_id"] = ev["group"]
+            if ev["disp"]:
+                args["long_name"] = ev["name"]
+            evs.append((("X", ev["disp"] or ev["name"], ev["b"], max(ev["e"] - ev["b"], 1),
+                         pid, dl.tid, None), args))
         for li, l in enumerate(p.lines):
             if not l.events or l.name.startswith("counters_"):
                 continue

@@ -423,9 +423,14 @@ def cmd_decode(gen, tmp, decode):
                     ok = check(False, "%s: %s is not JSON: %s" % (kind, view, e))
                     continue
                 if view == "trace":
-                    # lines XProf derives on GPU ("XLA Ops - from #16", ...) are not generated
+                    # lines XProf derives on GPU ("XLA Ops - from #16", ..., and Steps with
+                    # tid kThreadIdStepInfo = 0xdeadbeef) are not generated
+                    gpus = {e["pid"] for e in doc["traceEvents"] if e.get("name") == "process_name"
+                            and "/device:GPU:" in e["args"]["name"]}
                     derived = {(e["pid"], e["tid"]) for e in doc["traceEvents"]
-                               if e.get("name") == "thread_name" and " - from #" in e["args"]["name"]}
+                               if e.get("name") == "thread_name" and
+                               (" - from #" in e["args"]["name"] or
+                                (e["pid"] in gpus and e["tid"] == 0xdeadbeef))}
                     n = sum(1 for e in doc["traceEvents"] if e.get("ph") in ("X", "i", "C")
                             and (e.get("pid"), e.get("tid")) not in derived)
                     check(n == st["events"], "%s: trace has %d events, generated %d" % (kind, n, st["events"]))
