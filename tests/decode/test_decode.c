@@ -799,6 +799,84 @@ static void test_gzip_sink(void **state)
 	free(src);
 }
 
+/* A kernel of the derived-lines test: its annotations as event stats. */
+static void derived_kernel(struct tb *b, XLine *l, int64_t off_us, const char *op, int64_t group)
+{
+	XEvent *e = tb_event(b, l, 1, off_us * 1000000, 1000000);
+
+	tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
+	tb_stat_s(b, &e->stats, &e->n_stats, 2, op);
+	tb_stat_s(b, &e->stats, &e->n_stats, 3, "m");
+	tb_stat_i(b, &e->stats, &e->n_stats, 4, 9);
+	tb_stat_i(b, &e->stats, &e->n_stats, 5, group);
+}
+
+/*
+ * XProf's derived GPU lines (derived.c): stream order and display ids,
+ * XLA Modules / XLA Ops from kernel annotations with nesting, merging, a
+ * group change, the 1 ns shrink of equal spans, a memcpy deriving nothing,
+ * and Steps from group_id.
+ */
+static void test_trace_derived(void **state)
+{
+	struct tb *b = tb_new();
+	struct xprofs_render_opts ro = {.host = "h"};
+	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
+	XLine *k, *c;
+	XEvent *e;
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n;
+	char *s;
+
+	(void)state;
+	tb_stmd(b, gpu, 1, "kernel_details");
+	tb_stmd(b, gpu, 2, "hlo_op");
+	tb_stmd(b, gpu, 3, "hlo_module");
+	tb_stmd(b, gpu, 4, "program_id");
+	tb_stmd(b, gpu, 5, "group_id");
+	tb_evmd(b, gpu, 1, "kern", NULL);
+	c = tb_line(b, gpu, 8, "Stream #8(MemcpyH2D)", 0); /* more events, not Compute: second */
+	for (int i = 0; i < 5; i++)
+		tb_event(b, c, 1, (10 + i) * 1000000, 1000);
+	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
+	derived_kernel(b, k, 0, "fusion.1::dot.2", 1);
+	derived_kernel(b, k, 2, "fusion.1::dot.2", 1); /* same op and group: expands */
+	derived_kernel(b, k, 4, "add.3", 2);           /* new group: new module, new op */
+	e = tb_event(b, k, 1, 6000000, 500000);        /* no kernel_details: derives nothing */
+	tb_stat_s(b, &e->stats, &e->n_stats, 2, "x");
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	/* display ids: Compute stream 1, its XLA Modules 4 and XLA Ops 5; the other stream 7 */
+	assert_non_null(strstr(s, "\"tid\":1,\"args\":{\"name\":\"Stream #7(Compute)\"}"));
+	assert_non_null(strstr(s, "\"tid\":7,\"args\":{\"name\":\"Stream #8(MemcpyH2D)\"}"));
+	assert_non_null(strstr(s, "\"tid\":4,\"args\":{\"name\":\"XLA Modules - from #7\"}"));
+	assert_non_null(strstr(s, "\"tid\":5,\"args\":{\"name\":\"XLA Ops - from #7\"}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":0,\"dur\":3,"
+				  "\"name\":\"m(9)\",\"args\":{\"group_id\":1}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":4,\"dur\":1,"
+				  "\"name\":\"m(9)\",\"args\":{\"group_id\":2}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":3,"
+				  "\"name\":\"fusion.1\",\"args\":{\"group_id\":1,"
+				  "\"long_name\":\"9/fusion.1\"}}"));
+	/* the inner level of an equal-span stack is 1 ns shorter (AdjustDurationForTraceViewer) */
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":2.999,"
+				  "\"name\":\"dot.2\",\"args\":{\"group_id\":1,"
+				  "\"long_name\":\"9/dot.2\"}}"));
+	assert_non_null(strstr(s, "\"tid\":5,\"ts\":4,\"dur\":1,\"name\":\"add.3\""));
+	assert_null(strstr(s, "\"name\":\"x\""));
+	/* Steps from group_id over the whole plane, named after the group */
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3735928559,\"ts\":0,"
+				  "\"dur\":3,\"name\":\"1\",\"args\":{\"group_id\":1}}"));
+	assert_non_null(strstr(s, "\"tid\":3735928559,\"ts\":4,\"dur\":1,\"name\":\"2\""));
+	free(s);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
 static void test_trace(void **state)
 {
 	struct opened o;
@@ -1753,6 +1831,7 @@ int main(void)
 		cmocka_unit_test(test_track),
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_gzip_sink),
+		cmocka_unit_test(test_trace_derived),
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_steps),
