@@ -73,6 +73,7 @@ struct dec_plane {
 	uint64_t events;
 	int64_t first_ps, last_ps;
 	bool has_events;
+	uint8_t derived_have; /* derived line names the plane holds (derived.c) */
 };
 
 /*
@@ -102,6 +103,8 @@ struct dec_line {
 	bool unsorted;         /* an event starts before the one before it (no early stop) */
 	struct dec_ckpt *ckpt; /* owned; events / DEC_CKPT_EVERY entries (none if tracks_only) */
 	size_t n_ckpt;
+	uint32_t trace_tid;  /* trace.json's tid: the display id, renumbered on GPU (derived.c) */
+	int32_t derive_slot; /* its derived lines' group on a GPU plane, -1: none */
 };
 
 struct dec_strs {
@@ -154,6 +157,8 @@ static inline int64_t dec_line_base_ps(int64_t ts_ns)
 /* dec_index_build() - the structural pass (index.c): fill @x from x->r on up to @threads threads.
  */
 int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf *err);
+/* dec_derived_assign() - the lines' trace tids and derived groups (derived.c), after the index. */
+int dec_derived_assign(struct xprofs_xspace *x);
 /* dec_plane_deinit() / dec_line_deinit() - free what an index record owns. */
 void dec_plane_deinit(struct dec_plane *p);
 void dec_line_deinit(struct dec_line *l);

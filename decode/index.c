@@ -630,6 +630,8 @@ int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf
 	if ((ret = ix_space(&top, x)) == 0) {
 		index_planes(&oc, threads);
 		ret = merge_slots(&oc, x, err);
+		if (ret == 0)
+			ret = dec_derived_assign(x);
 	}
 	slots_free(&oc);
 	dec_cur_deinit(&top.c);

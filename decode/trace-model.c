@@ -212,7 +212,7 @@ enum dec_tline dec_trace_line_kind(const struct dec_line *l)
 
 uint32_t dec_trace_tid(const struct dec_line *l)
 {
-	return (uint32_t)(l->display_id ? l->display_id : l->id);
+	return l->trace_tid; /* DisplayId(), as derived.c orders GPU lines */
 }
 
 /* ---- stats --------------------------------------------------------------- */

@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "derived.h"
 #include "render-internal.h"
 
 #define DEFER_MAX ((size_t)64 << 20)
@@ -58,6 +59,10 @@ struct trace_line {
 	dec_ps128 base_ps;
 	char ids[48]; /* ,"pid":P,"tid":T */
 	int ids_len;
+	struct dec_derive *derive;        /* owned; the stream's derived lines, NULL: none */
+	bool derived_named[DL_COUNT + 1]; /* and Steps */
+	bool win; /* a slice walked whole for its derived lines: filter events here */
+	dec_ps128 from, to;
 };
 
 /* What one event is written as. */
@@ -251,6 +256,17 @@ static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	enum trace_form form = TF_X;
 	int r;
 
+	if (tl->derive) {
+		dec_ps128 start = tl->base_ps + e->offset_ps;
+		struct dec_derived_in in;
+
+		if ((r = dec_derive_read(tl->derive, rc, e, start, &in)) < 0 ||
+		    (r = dec_derive_event(tl->derive, &in)) < 0)
+			return r;
+		if (tl->win && !(start < tl->to &&
+				 start + (e->duration_ps > 0 ? e->duration_ps : 1) > tl->from))
+			return 0; /* the slice's rule (render.c win_test) */
+	}
 	if (tl->kind == TL_THREAD && !tl->named)
 		thread_meta(tl);
 	if (t && t->internal)
@@ -298,11 +314,64 @@ static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	return dec_out_flush(tl->o, false);
 }
 
-/* The events of line @li of process @pid. */
+/*
+ * A dec_derived_emit_fn: one derived event as a complete event on its own
+ * thread, named like any event (display name, the full name in long_name).
+ */
+static int derived_event(void *arg, const struct dec_derived_ev *e)
+{
+	struct trace_line *tl = arg;
+	struct dec_out *o = tl->o;
+	char ids[48];
+	int n = snprintf(ids, sizeof(ids), ",\"pid\":%u,\"tid\":%u", (unsigned)tl->pid,
+			 (unsigned)e->tid);
+
+	if (!tl->derived_named[e->kind]) {
+		OUT_LIT(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
+		dec_out_add(o, ids, (size_t)n);
+		OUT_LIT(o, ",\"args\":{\"name\":");
+		dec_out_str(o, e->line_name, e->line_name_len);
+		OUT_LIT(o, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\"");
+		dec_out_add(o, ids, (size_t)n);
+		OUT_LIT(o, ",\"args\":{\"sort_index\":");
+		dec_out_u64(o, e->tid);
+		OUT_LIT(o, "}}");
+		tl->derived_named[e->kind] = true;
+	}
+	OUT_LIT(o, ",\n{\"ph\":\"X\"");
+	dec_out_add(o, ids, (size_t)n);
+	OUT_LIT(o, ",\"ts\":");
+	dec_trace_out_ps(o, e->begin);
+	OUT_LIT(o, ",\"dur\":");
+	dec_out_us(o, e->end <= e->begin              ? 1
+		      : e->end - e->begin > INT64_MAX ? INT64_MAX
+						      : (int64_t)(e->end - e->begin));
+	OUT_LIT(o, ",\"name\":");
+	if (e->disp_len)
+		dec_out_str(o, e->disp, e->disp_len);
+	else
+		dec_out_str(o, e->name, e->name_len);
+	OUT_LIT(o, ",\"args\":{");
+	if (e->has_group) {
+		OUT_LIT(o, "\"group_id\":");
+		dec_out_i64(o, e->group);
+	}
+	if (e->disp_len) {
+		if (e->has_group)
+			OUT_LIT(o, ",");
+		OUT_LIT(o, "\"long_name\":");
+		dec_out_str(o, e->name, e->name_len);
+	}
+	OUT_LIT(o, "}}");
+	return dec_out_flush(o, false);
+}
+
+/* The events of line @li of process @pid, with the lines derived from it. */
 static int trace_line(struct dec_rctx *rc, struct dec_out *o, struct dec_out *ev,
 		      struct trace_defer *d, uint32_t pid, size_t li)
 {
 	struct trace_line tl = {0};
+	int r;
 
 	tl.o = o;
 	tl.ev = ev;
@@ -316,7 +385,26 @@ static int trace_line(struct dec_rctx *rc, struct dec_out *o, struct dec_out *ev
 	tl.base_ps = (dec_ps128)tl.l->timestamp_ns * 1000;
 	tl.ids_len = snprintf(tl.ids, sizeof(tl.ids), ",\"pid\":%u,\"tid\":%u", (unsigned)pid,
 			      (unsigned)tl.tid);
-	return dec_line_each(rc, li, NULL, trace_event, &tl);
+	if (tl.kind == TL_THREAD && (r = dec_derive_new(&rc->x->planes[tl.l->plane], tl.l,
+							derived_event, &tl, &tl.derive)) < 0)
+		return r;
+	if (!tl.derive)
+		return dec_line_each(rc, li, NULL, trace_event, &tl);
+	/* derived events are built from the whole line: a slice walks it all, filtering here */
+	tl.win = rc->win;
+	tl.from = rc->win_from;
+	tl.to = rc->win_to;
+	if (tl.win)
+		dec_derive_window(tl.derive, tl.from, tl.to);
+	rc->win = false;
+	r = dec_line_each(rc, li, NULL, trace_event, &tl);
+	rc->win = tl.win;
+	if (r == 0)
+		r = dec_derive_finish(tl.derive);
+	dec_derive_free(tl.derive);
+	if (r == 0)
+		r = dec_out_flush(o, false);
+	return r;
 }
 
 /* The process metadata of plane @p as process @pid. */
@@ -368,10 +456,14 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 	for (size_t i = 0; i < n; i++) {
 		const struct dec_plane *p = &x->planes[tp[i].plane];
 
+		struct trace_line steps = {.o = o, .pid = tp[i].pid};
+
 		process_meta(rc, o, p, tp[i].pid);
 		for (size_t j = 0; j < p->n_lines; j++)
 			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j)) < 0)
 				goto out;
+		if ((r = dec_derive_steps(rc, tp[i].plane, derived_event, &steps)) < 0)
+			goto out;
 		if ((r = defer_flush(&d, o)) < 0)
 			goto out;
 	}

@@ -199,6 +199,7 @@ int fs_host_path(const struct fs_target *t, char *buf, size_t size);
 #define FS_ERRHOSTS 256        /* hosts whose decode errors are remembered */
 #define FS_ERRMAX 8192         /* bytes of error text per host */
 #define FS_TRACKS 32           /* track lists kept in memory (LRU) */
+#define FS_KEPT 4              /* opened profile indexes kept between renders (views.c) */
 #define FS_INFLIGHT 64         /* concurrent distinct renders */
 #define FS_MEM_MAX (16u << 20) /* status.json / capture / errors snapshots */
 
@@ -228,6 +229,7 @@ struct fs_views {
 	struct fs_errors errors[FS_ERRHOSTS];
 	size_t errors_next;
 	struct fs_track_list tracks[FS_TRACKS];
+	struct fs_kept *kept[FS_KEPT]; /* owned; idle opened indexes (views.c), NULL: free slot */
 	uint64_t tick;
 	uint64_t inflight[FS_INFLIGHT];    /* single-flight keys of renders (live.c) */
 	struct fs_live *live[FS_INFLIGHT]; /* renders in progress (live.c); borrowed */
@@ -239,6 +241,8 @@ struct fs_views {
 struct fs_counters {
 	uint64_t lookups, readdirs, opens, bytes_read, bytes_written;
 	uint64_t renders, render_errors, render_waits, view_hits, index_builds;
+	uint64_t profile_indexes,
+		index_reuses; /* profiles indexed; kept indexes reused (views.c) */
 };
 
 #define FS_CNT(ctx, f) __atomic_add_fetch(&(ctx)->c.f, 1, __ATOMIC_RELAXED)

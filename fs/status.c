@@ -44,7 +44,7 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			"\"counters\":{\"lookups\":%lu,\"readdirs\":%lu,\"opens\":%lu,"
 			"\"bytes_read\":%lu,\"bytes_written\":%lu,\"renders\":%lu,"
 			"\"render_errors\":%lu,\"render_waits\":%lu,\"view_cache_hits\":%lu,"
-			"\"index_builds\":%lu},",
+			"\"index_builds\":%lu,\"profile_indexes\":%lu,\"index_reuses\":%lu},",
 			(unsigned long)FS_CNT_GET(ctx, lookups),
 			(unsigned long)FS_CNT_GET(ctx, readdirs),
 			(unsigned long)FS_CNT_GET(ctx, opens),
@@ -54,7 +54,9 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			(unsigned long)FS_CNT_GET(ctx, render_errors),
 			(unsigned long)FS_CNT_GET(ctx, render_waits),
 			(unsigned long)FS_CNT_GET(ctx, view_hits),
-			(unsigned long)FS_CNT_GET(ctx, index_builds));
+			(unsigned long)FS_CNT_GET(ctx, index_builds),
+			(unsigned long)FS_CNT_GET(ctx, profile_indexes),
+			(unsigned long)FS_CNT_GET(ctx, index_reuses));
 	if (r == 0)
 		r = xprofs_buf_adds(out, "\"renders\":");
 	if (r == 0)

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "xprofs/decode.h"
@@ -139,10 +140,14 @@ int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprof
 
 /* ---- decoding --------------------------------------------------------- */
 
-/* An opened profile: the store file and its index. */
+/*
+ * An opened profile: the store file and its index. The reader is on the
+ * heap: the index borrows it, and a struct prof moves (into a render job,
+ * into and out of the kept indexes) after indexing.
+ */
 struct prof {
 	struct xprofs_store_reader *f;
-	struct xprofs_reader r;
+	struct xprofs_reader *r; /* owned */
 	struct xprofs_xspace *x;
 	struct xprofs_store_stat st;
 };
@@ -152,6 +157,8 @@ static void prof_close(struct prof *p)
 	p->x = xprofs_xspace_free(p->x);
 	xprofs_store_reader_close(p->f);
 	p->f = NULL;
+	free(p->r);
+	p->r = NULL;
 }
 
 /*
@@ -169,13 +176,133 @@ static int prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct 
 	if (r < 0)
 		return r;
 	r = xprofs_store_reader_stat(p->f, &p->st);
+	if (r == 0 && !(p->r = calloc(1, sizeof(*p->r))))
+		r = -ENOMEM;
 	if (r == 0)
-		r = xprofs_store_reader_as_reader(p->f, &p->r);
-	if (r == 0 && decode)
-		r = xprofs_xspace_open(&p->r, err, &p->x);
+		r = xprofs_store_reader_as_reader(p->f, p->r);
+	if (r == 0 && decode) {
+		FS_CNT(ctx, profile_indexes);
+		r = xprofs_xspace_open(p->r, err, &p->x);
+	}
 	if (r < 0)
 		prof_close(p);
 	return r;
+}
+
+/*
+ * Kept indexes: an index (xprofs_xspace_open(), the whole-file pass) costs
+ * about a second per GiB, and a person usually reads several views of one
+ * host in a row (ls steps/, then steps/<n>/trace.json). So a profile opened
+ * for one use is kept, idle, for the next: up to FS_KEPT of them, each for
+ * FS_KEPT_NS after its last use, matched by path and store version. An
+ * entry is taken out while in use (one user at a time: the reader and the
+ * index are not shared between threads) and put back after; a concurrent
+ * user of the same host opens its own. Expired entries are closed on the
+ * next keep or take, all of them at unmount.
+ */
+#define FS_KEPT_NS ((int64_t)60 * 1000000000)
+
+struct fs_kept {
+	char hpath[XPROFS_PATH_MAX + 1];
+	struct prof p;
+	int64_t used_ns;
+};
+
+static int64_t mono_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+static bool same_version(const struct xprofs_store_stat *a, const struct xprofs_store_stat *b)
+{
+	return a->size == b->size && a->mtime_ns == b->mtime_ns && a->generation == b->generation;
+}
+
+static void kept_free(struct fs_kept *k)
+{
+	if (k) {
+		prof_close(&k->p);
+		free(k);
+	}
+}
+
+/* Move the expired entries of @v (lock held) to @old, to close after unlocking. */
+static void kept_expire(struct fs_views *v, int64_t now, struct fs_kept **old)
+{
+	for (size_t i = 0; i < FS_KEPT; i++) {
+		if (v->kept[i] && now - v->kept[i]->used_ns > FS_KEPT_NS) {
+			old[i] = v->kept[i];
+			v->kept[i] = NULL;
+		}
+	}
+}
+
+/*
+ * prof_take() - the kept index of @hpath at version @st into @p (which the
+ * caller then owns, as from prof_open(.., true, ..)); false when none.
+ */
+static bool prof_take(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		      struct prof *p)
+{
+	struct fs_views *v = &ctx->views;
+	struct fs_kept *old[FS_KEPT] = {0}, *hit = NULL;
+
+	pthread_mutex_lock(&v->lock);
+	kept_expire(v, mono_ns(), old);
+	for (size_t i = 0; i < FS_KEPT && !hit; i++) {
+		struct fs_kept *k = v->kept[i];
+
+		if (k && !strcmp(k->hpath, hpath) && same_version(&k->p.st, st)) {
+			hit = k;
+			v->kept[i] = NULL;
+		}
+	}
+	pthread_mutex_unlock(&v->lock);
+	for (size_t i = 0; i < FS_KEPT; i++)
+		kept_free(old[i]);
+	if (!hit)
+		return false;
+	FS_CNT(ctx, index_reuses);
+	*p = hit->p;
+	free(hit);
+	return true;
+}
+
+/* prof_keep() - keep @p (consumed) for the next use of @hpath; closes it if it has no index. */
+static void prof_keep(struct fs_ctx *ctx, const char *hpath, struct prof *p)
+{
+	struct fs_views *v = &ctx->views;
+	struct fs_kept *old[FS_KEPT] = {0}, *k, *evict = NULL;
+	size_t slot = 0;
+	int64_t now = mono_ns();
+
+	if (!p->x || strlen(hpath) > XPROFS_PATH_MAX || !(k = calloc(1, sizeof(*k)))) {
+		prof_close(p);
+		return;
+	}
+	strcpy(k->hpath, hpath);
+	k->p = *p;
+	k->used_ns = now;
+	memset(p, 0, sizeof(*p));
+	pthread_mutex_lock(&v->lock);
+	kept_expire(v, now, old);
+	for (size_t i = 0; i < FS_KEPT; i++) { /* a free slot, else the least recently used */
+		if (!v->kept[i]) {
+			slot = i;
+			break;
+		}
+		if (v->kept[i]->used_ns < v->kept[slot]->used_ns)
+			slot = i;
+	}
+	evict = v->kept[slot];
+	v->kept[slot] = k;
+	pthread_mutex_unlock(&v->lock);
+	kept_free(evict);
+	for (size_t i = 0; i < FS_KEPT; i++)
+		kept_free(old[i]);
 }
 
 static void tracks_free(struct fs_track_list *t)
@@ -216,7 +343,7 @@ static int tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs
 	pthread_mutex_unlock(&v->lock);
 
 	xprofs_buf_init(&err, 4096);
-	r = prof_open(ctx, hpath, true, &p, &err);
+	r = prof_take(ctx, hpath, st, &p) ? 0 : prof_open(ctx, hpath, true, &p, &err);
 	if (r < 0) {
 		fs_error_note(ctx, hpath, st, FS_NAME_PLANES, err.data ? err.data : strerror(-r));
 		xprofs_buf_deinit(&err);
@@ -237,7 +364,7 @@ static int tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs
 				r = -ENOMEM;
 		}
 	}
-	prof_close(&p);
+	prof_keep(ctx, hpath, &p);
 	xprofs_buf_deinit(&err);
 	if (r < 0) {
 		tracks_free(&nt);
@@ -477,10 +604,10 @@ int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n)
 	if ((r = fs_host_path(t, hp, sizeof(hp))) < 0)
 		return r;
 	xprofs_buf_init(&err, 4096);
-	r = prof_open(ctx, hp, true, &p, &err);
+	r = prof_take(ctx, hp, &t->host->st, &p) ? 0 : prof_open(ctx, hp, true, &p, &err);
 	if (r == 0) {
 		r = xprofs_xspace_steps(p.x, &w, n, &err);
-		prof_close(&p);
+		prof_keep(ctx, hp, &p);
 	}
 	if (r < 0) {
 		fs_error_note(ctx, hp, &t->host->st, FS_NAME_STEPS,
@@ -508,7 +635,8 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 	if (t->kind == FS_K_SESSION_SUMMARY)
 		return render_session(ctx, t, out, err);
 	if (!p->x) {
-		r = xprofs_xspace_open(&p->r, err, &p->x);
+		FS_CNT(ctx, profile_indexes);
+		r = xprofs_xspace_open(p->r, err, &p->x);
 		if (r < 0)
 			return r;
 	}
@@ -570,7 +698,13 @@ struct view_job {
 static int job_render(void *arg, const struct xprofs_sink *out, struct xprofs_buf *err)
 {
 	struct view_job *j = arg;
+	struct prof kept;
 
+	/* a kept index of the same file version saves the whole-file pass */
+	if (j->hpath[0] && j->p.f && !j->p.x && prof_take(j->ctx, j->hpath, &j->p.st, &kept)) {
+		prof_close(&j->p);
+		j->p = kept;
+	}
 	return render(j->ctx, &j->t, j->host, &j->p, out, err);
 }
 
@@ -596,7 +730,10 @@ static void job_free(void *arg)
 {
 	struct view_job *j = arg;
 
-	prof_close(&j->p);
+	if (j->hpath[0])
+		prof_keep(j->ctx, j->hpath, &j->p);
+	else
+		prof_close(&j->p);
 	free(j);
 }
 
@@ -802,6 +939,8 @@ void fs_view_close(struct fs_fh *fh)
 void fs_views_deinit(struct fs_views *v)
 {
 	fs_live_stop_all(v);
+	for (size_t i = 0; i < FS_KEPT; i++)
+		kept_free(v->kept[i]);
 	for (size_t i = 0; i < FS_TRACKS; i++)
 		tracks_free(&v->tracks[i]);
 	for (size_t i = 0; i < FS_ERRHOSTS; i++) {

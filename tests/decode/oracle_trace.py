@@ -36,6 +36,171 @@ CATEGORIES = ["", "", "tf_exec", "tfrt_exec", "batch_sched", "PjRt", "as_batch_s
               "pjrt_library_call"]
 U32 = 0xffffffff
 U64 = 0xffffffffffffffff
+# TSL trace_utils.h: derived thread ids are C ints (0xdeadbeef wraps negative)
+DERIVED_MIN = 0xdeadbeef - (1 << 32)
+DEVICE_DERIVED_MIN = DERIVED_MIN + 290          # kThreadIdHostXlaRegionEnd + 1
+DEVICE_DERIVED_MAX = DEVICE_DERIVED_MIN + 99
+PER_STREAM = 6                                  # kThreadIdSource - kThreadIdTfNameScope + 1
+
+
+def i32(v):
+    v &= U32
+    return v - (1 << 32) if v >> 31 else v
+
+
+def is_derived(line_id):
+    """IsDerivedThreadId()."""
+    return DERIVED_MIN <= i32(line_id) <= DEVICE_DERIVED_MAX
+
+
+def gpu_streams(p):
+    """DeriveEventsFromAnnotations(): the non-derived lines of GPU plane @p in derivation order."""
+    ls = [(i, l) for i, l in enumerate(p.lines) if not is_derived(l.id)]
+    ls.sort(key=lambda il: ("Compute" not in il[1].name, -len(il[1].events), il[0]))
+    out = []
+    nxt = DEVICE_DERIVED_MIN
+    for i, l in ls:
+        if nxt + PER_STREAM > DEVICE_DERIVED_MAX:
+            break
+        out.append((i, l))
+        nxt += PER_STREAM
+    return out
+
+
+class DerivedLine:
+    """DerivedXLineBuilder on a GPU plane: one open event per level."""
+
+    def __init__(self, name, tid, out):
+        self.name, self.tid, self.out, self.last, self.deps = name, tid, out, {}, []
+
+    def add(self, level, name, disp, span, group):
+        last = self.last.get(level)
+        if last is not None and last["name"] == name and last["group"] == group:
+            last["b"] = min(last["b"], span[0])
+            last["e"] = max(last["e"], span[1])
+            return
+        self.reset(level)
+        self.last[level] = {"name": name, "disp": disp, "group": group, "b": span[0], "e": span[1]}
+
+    def add_levels(self, names, span, group):
+        for level, (name, disp) in enumerate(names):
+            self.add(level, name, disp, span, group)
+        self.reset(len(names))
+
+    def shrink(self, level):
+        """AdjustDurationForTraceViewer()."""
+        if level not in self.last:
+            return
+        top = level
+        while top + 1 in self.last:
+            top += 1
+        if top <= level:
+            return
+        max_shrink = (self.last[top]["e"] - self.last[top]["b"]) // 1000 - 1
+        n, prev = 0, None
+        for i in range(level, top + 1):
+            ev = self.last[i]
+            if n < max_shrink and prev == (ev["b"], ev["e"]):
+                n += 1
+            prev = (ev["b"], ev["e"])
+            if n:
+                ev["e"] = max(ev["b"], ev["e"] - 1000 * n)
+
+    def reset(self, level):
+        self.shrink(level)
+        for i in sorted(k for k in self.last if k >= level):
+            self.out.append((self, self.last.pop(i)))
+        if level == 0:
+            for d in self.deps:
+                d.reset(0)
+
+    def close(self):
+        for i in sorted(self.last):
+            self.out.append((self, self.last.pop(i)))
+
+
+def derive_stream(p, l, k, value_of, skip):
+    """DeriveEventsFromAnnotationsForLines() for stream @l, the k-th: XLA Modules and XLA Ops."""
+    out = []
+    base = 6 * k + 1
+    mods = DerivedLine("XLA Modules - from #%d" % l.id, base + 3, out)
+    ops = DerivedLine("XLA Ops - from #%d" % l.id, base + 4, out)
+    mods.deps = [ops]
+    evs = []
+    for e in l.events:
+        off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
+        evs.append((l.timestamp_ns * 1000 + off, e))
+    for start, e in sorted(evs, key=lambda se: (se[0], -se[1].duration_ps)):
+        st = {}
+        for x in e.stats:
+            name = p.stat_metadata[x.metadata_id].name if x.metadata_id in p.stat_metadata else ""
+            kind = x.WhichOneof("value")
+            if name in ("kernel_details", "hlo_op", "hlo_module") and \
+                    kind in ("str_value", "ref_value"):
+                st[name] = value_of(p, x)
+            elif name in ("program_id", "group_id") and kind in ("int64_value", "uint64_value"):
+                v = getattr(x, kind)
+                st[name] = v & U64 if name == "program_id" else i64(v)
+        if not st.get("kernel_details"):
+            continue
+        span = (start, start + max(e.duration_ps, 0))
+        group = st.get("group_id")
+        pid = st.get("program_id")
+        module = st.get("hlo_module", "")
+        if module and "XLA Modules" not in skip:
+            mods.add(0, module if pid is None else "%s(%d)" % (module, pid), "", span, group)
+        if "hlo_op" in st and "XLA Ops" not in skip:
+            prefix = "%d/" % pid if pid is not None else module + "/"
+            ops.add_levels([(prefix + op, op) for op in st["hlo_op"].split("::")], span, group)
+    mods.close()
+    ops.close()
+    return out
+
+
+def derive_steps(p):
+    """DeriveStepEventsFromGroups() on GPU plane @p without a Steps line: events of all lines
+    by (start, longer first), consecutive ones of a group_id merged (at most 16 lines)."""
+    if not p.name.startswith("/device:GPU:") or \
+            not any(m.name == "group_id" for m in p.stat_metadata.values()):
+        return []
+    if any(i32(l.id) == DERIVED_MIN or l.name == "Steps" for l in p.lines):
+        return []
+    lines = [l for l in p.lines if l.ByteSize() > 0]
+    if not lines or len(lines) > 16:
+        return []
+    out = []
+    steps = DerivedLine("Steps", DERIVED_MIN & U32, out)
+    evs = []
+    for li, l in enumerate(lines):
+        for k, e in enumerate(l.events):
+            off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
+            evs.append((l.timestamp_ns * 1000 + off, -e.duration_ps, li, k, e))
+    gid = None
+    for start, _, _, _, e in sorted(evs, key=lambda v: v[:4]):
+        group = None
+        for x in e.stats:
+            kind = x.WhichOneof("value")
+            if kind in ("int64_value", "uint64_value") and x.metadata_id in p.stat_metadata \
+                    and p.stat_metadata[x.metadata_id].name == "group_id":
+                group = i64(getattr(x, kind))
+        if group is not None:
+            steps.add(0, str(group), "", (start, start + max(e.duration_ps, 0)), group)
+    steps.close()
+    return out
+
+
+def i64(v):
+    v &= U64
+    return v - (1 << 64) if v >> 63 else v
+
+
+def line_tids(p):
+    """trace tid of each line of @p: DisplayId(), renumbered on GPU planes; the derived streams."""
+    tids = [(l.display_id or l.id) & U32 for l in p.lines]
+    streams = gpu_streams(p) if p.name.startswith("/device:GPU:") else []
+    for k, (i, _) in enumerate(streams):
+        tids[i] = PER_STREAM * k + 1
+    return tids, [l for _, l in streams]
 
 
 def planes(xs):
@@ -117,11 +282,25 @@ def expected(xs, host, value_of):
         procs[pid] = "%s %s" % (host, p.name) if host else p.name
         facts = []
         ends = collections.defaultdict(int)
-        for l in p.lines:
+        tids, streams = line_tids(p)
+        skip = {l.name for l in p.lines}
+        derived = derive_steps(p)
+        for k, l in enumerate(streams):
+            derived += derive_stream(p, l, k, value_of, skip)
+        for dl, ev in derived:
+            threads[(pid, dl.tid)] = dl.name
+            args = {}
+            if ev["group"] is not None:
+                args["group_id"] = ev["group"]
+            if ev["disp"]:
+                args["long_name"] = ev["name"]
+            evs.append((("X", ev["disp"] or ev["name"], ev["b"], max(ev["e"] - ev["b"], 1),
+                         pid, dl.tid, None), args))
+        for li, l in enumerate(p.lines):
             if not l.events or l.name.startswith("counters_"):
                 continue
             counters = l.name == "_counters_"
-            tid = (l.display_id or l.id) & U32
+            tid = tids[li]
             if not counters:
                 threads[(pid, tid)] = l.display_name or l.name
             for e in l.events:

@@ -25,6 +25,7 @@
 #include <zlib.h>
 
 #include "decode-internal.h"
+#include "render-internal.h"
 #include "xplane.pb-c.h"
 #include "xprofs/decode.h"
 
@@ -716,6 +717,166 @@ static void test_track(void **state)
 	opened_free(&o);
 }
 
+/* A sink that fails with -EIO once it has taken @left bytes. */
+struct failing_sink {
+	size_t left;
+	int calls;
+};
+
+static int failing_write(void *arg, const void *p, size_t n)
+{
+	struct failing_sink *f = arg;
+
+	(void)p;
+	f->calls++;
+	if (n > f->left)
+		return -EIO;
+	f->left -= n;
+	return 0;
+}
+
+/*
+ * trace.json.gz's deflating sink (gzip.c, a worker thread): 9 MiB written in
+ * odd-sized pieces come back exactly; a failing next sink fails the writer
+ * or the finish with its error (no hang); freeing it mid-stream is clean.
+ */
+static void test_gzip_sink(void **state)
+{
+	size_t total = (size_t)9 << 20, at = 0, piece = 1;
+	char *src = malloc(total), *back;
+	struct xprofs_buf out;
+	struct xprofs_sink s, gs;
+	struct dec_gzip *gz;
+	int r = 0;
+
+	(void)state;
+	assert_non_null(src);
+	for (size_t i = 0, v = 1; i < total; i++) { /* random letters: ~5.5 MB deflated */
+		v = v * 6364136223846793005u + 1442695040888963407u;
+		src[i] = (char)('a' + (v >> 33) % 26);
+	}
+	xprofs_buf_init(&out, (size_t)64 << 20);
+	s = xprofs_sink_buf(&out);
+	assert_int_equal(dec_gzip_new(&s, &gz), 0);
+	gs = dec_gzip_sink(gz);
+	while (at < total) {
+		size_t n = piece < total - at ? piece : total - at;
+
+		assert_int_equal(gs.write(gs.arg, src + at, n), 0);
+		at += n;
+		piece = piece * 3 + 1;
+		if (piece > ((size_t)3 << 20))
+			piece = 17;
+	}
+	assert_int_equal(dec_gzip_finish(gz), 0);
+	dec_gzip_free(gz);
+	back = gunzip((const uint8_t *)out.data, out.len);
+	assert_memory_equal(back, src, total);
+	free(back);
+	xprofs_buf_deinit(&out);
+
+	for (size_t fail_at = 0; fail_at < ((size_t)1 << 20); fail_at += 300000) {
+		struct failing_sink f = {fail_at, 0};
+		struct xprofs_sink fs = {failing_write, &f};
+
+		assert_int_equal(dec_gzip_new(&fs, &gz), 0);
+		gs = dec_gzip_sink(gz);
+		for (at = 0, r = 0; at < total && r == 0; at += 65536)
+			r = gs.write(gs.arg, src + at, 65536);
+		if (r == 0)
+			r = dec_gzip_finish(gz);
+		assert_int_equal(r, -EIO);
+		dec_gzip_free(gz);
+	}
+	/* freed mid-stream, without finish */
+	xprofs_buf_init(&out, (size_t)64 << 20);
+	s = xprofs_sink_buf(&out);
+	assert_int_equal(dec_gzip_new(&s, &gz), 0);
+	gs = dec_gzip_sink(gz);
+	assert_int_equal(gs.write(gs.arg, src, (size_t)5 << 20), 0);
+	dec_gzip_free(gz);
+	xprofs_buf_deinit(&out);
+	free(src);
+}
+
+/* A kernel of the derived-lines test: its annotations as event stats. */
+static void derived_kernel(struct tb *b, XLine *l, int64_t off_us, const char *op, int64_t group)
+{
+	XEvent *e = tb_event(b, l, 1, off_us * 1000000, 1000000);
+
+	tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
+	tb_stat_s(b, &e->stats, &e->n_stats, 2, op);
+	tb_stat_s(b, &e->stats, &e->n_stats, 3, "m");
+	tb_stat_i(b, &e->stats, &e->n_stats, 4, 9);
+	tb_stat_i(b, &e->stats, &e->n_stats, 5, group);
+}
+
+/*
+ * XProf's derived GPU lines (derived.c): stream order and display ids,
+ * XLA Modules / XLA Ops from kernel annotations with nesting, merging, a
+ * group change, the 1 ns shrink of equal spans, a memcpy deriving nothing,
+ * and Steps from group_id.
+ */
+static void test_trace_derived(void **state)
+{
+	struct tb *b = tb_new();
+	struct xprofs_render_opts ro = {.host = "h"};
+	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
+	XLine *k, *c;
+	XEvent *e;
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n;
+	char *s;
+
+	(void)state;
+	tb_stmd(b, gpu, 1, "kernel_details");
+	tb_stmd(b, gpu, 2, "hlo_op");
+	tb_stmd(b, gpu, 3, "hlo_module");
+	tb_stmd(b, gpu, 4, "program_id");
+	tb_stmd(b, gpu, 5, "group_id");
+	tb_evmd(b, gpu, 1, "kern", NULL);
+	c = tb_line(b, gpu, 8, "Stream #8(MemcpyH2D)", 0); /* more events, not Compute: second */
+	for (int i = 0; i < 5; i++)
+		tb_event(b, c, 1, (10 + i) * 1000000, 1000);
+	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
+	derived_kernel(b, k, 0, "fusion.1::dot.2", 1);
+	derived_kernel(b, k, 2, "fusion.1::dot.2", 1); /* same op and group: expands */
+	derived_kernel(b, k, 4, "add.3", 2);           /* new group: new module, new op */
+	e = tb_event(b, k, 1, 6000000, 500000);        /* no kernel_details: derives nothing */
+	tb_stat_s(b, &e->stats, &e->n_stats, 2, "x");
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	/* display ids: Compute stream 1, its XLA Modules 4 and XLA Ops 5; the other stream 7 */
+	assert_non_null(strstr(s, "\"tid\":1,\"args\":{\"name\":\"Stream #7(Compute)\"}"));
+	assert_non_null(strstr(s, "\"tid\":7,\"args\":{\"name\":\"Stream #8(MemcpyH2D)\"}"));
+	assert_non_null(strstr(s, "\"tid\":4,\"args\":{\"name\":\"XLA Modules - from #7\"}"));
+	assert_non_null(strstr(s, "\"tid\":5,\"args\":{\"name\":\"XLA Ops - from #7\"}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":0,\"dur\":3,"
+				  "\"name\":\"m(9)\",\"args\":{\"group_id\":1}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":4,\"dur\":1,"
+				  "\"name\":\"m(9)\",\"args\":{\"group_id\":2}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":3,"
+				  "\"name\":\"fusion.1\",\"args\":{\"group_id\":1,"
+				  "\"long_name\":\"9/fusion.1\"}}"));
+	/* the inner level of an equal-span stack is 1 ns shorter (AdjustDurationForTraceViewer) */
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":2.999,"
+				  "\"name\":\"dot.2\",\"args\":{\"group_id\":1,"
+				  "\"long_name\":\"9/dot.2\"}}"));
+	assert_non_null(strstr(s, "\"tid\":5,\"ts\":4,\"dur\":1,\"name\":\"add.3\""));
+	assert_null(strstr(s, "\"name\":\"x\""));
+	/* Steps from group_id over the whole plane, named after the group */
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3735928559,\"ts\":0,"
+				  "\"dur\":3,\"name\":\"1\",\"args\":{\"group_id\":1}}"));
+	assert_non_null(strstr(s, "\"tid\":3735928559,\"ts\":4,\"dur\":1,\"name\":\"2\""));
+	free(s);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
 static void test_trace(void **state)
 {
 	struct opened o;
@@ -922,22 +1083,27 @@ static void test_trace_xprof(void **state)
 	/* 2^63 - 1 ns + 2^63 - 1 ps, and the most negative: exact, no wrap */
 	assert_non_null(strstr(s, "\"ts\":9232595408891630.582807,"));
 	assert_non_null(strstr(s, "\"ts\":-9232595408891630.583808,\"dur\":0.000001,"));
+	/*
+	 * GPU tids are XProf's renumbered display ids (DeriveEventsFromAnnotations):
+	 * streams by event count, 6 ids each; "Async XLA Ops" (5 events) first
+	 */
+	assert_non_null(strstr(s, "\"pid\":1,\"tid\":7,\"args\":{\"name\":\"Stream #1\"}"));
 	/* async: overlapping in-out events are b/e pairs with their flow id, not X slices */
-	assert_non_null(strstr(s, "{\"ph\":\"b\",\"pid\":1,\"tid\":2,\"ts\":1,\"name\":\"copy\","
+	assert_non_null(strstr(s, "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":1,\"name\":\"copy\","
 				  "\"id\":7,\"cat\":\"\""));
-	assert_non_null(strstr(s, "{\"ph\":\"e\",\"pid\":1,\"tid\":2,\"ts\":4,\"name\":\"copy\","
+	assert_non_null(strstr(s, "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":4,\"name\":\"copy\","
 				  "\"id\":7,\"cat\":\"\"}"));
 	assert_non_null(strstr(s, "\"ts\":2,\"name\":\"copy\",\"id\":8,"));
 	assert_non_null(strstr(s, "\"ts\":5,\"name\":\"copy\",\"id\":8,"));
 	/* single-ended: a begin and an end sharing id and cat */
-	assert_non_null(strstr(s, "{\"ph\":\"b\",\"pid\":1,\"tid\":2,\"ts\":7,\"name\":\"copy\","
+	assert_non_null(strstr(s, "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":7,\"name\":\"copy\","
 				  "\"id\":20,\"cat\":\"PjRt\""));
-	assert_non_null(strstr(s, "{\"ph\":\"e\",\"pid\":1,\"tid\":2,\"ts\":9,\"name\":\"copy\","
+	assert_non_null(strstr(s, "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":9,\"name\":\"copy\","
 				  "\"id\":20,\"cat\":\"PjRt\""));
 	/* an end without its begin: a complete event, no unbalanced "e" */
 	ev = trace_find(j, "copy", "X");
 	assert_non_null(ev);
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":10,\"dur\":0.00001,"
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":0.00001,"
 				  "\"name\":\"copy\",\"args\""));
 	assert_null(strstr(s, "\"id\":99"));
 	/* trace.json.gz: the same bytes, gzip-compressed */
@@ -1664,6 +1830,8 @@ int main(void)
 		cmocka_unit_test(test_summary),
 		cmocka_unit_test(test_track),
 		cmocka_unit_test(test_trace),
+		cmocka_unit_test(test_gzip_sink),
+		cmocka_unit_test(test_trace_derived),
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_steps),

@@ -161,6 +161,33 @@ def check_names(t, hd):
         t.ok("traceEvents" in j and time.monotonic() - t0 < 60, "window/%s renders" % n)
 
 
+def counters(mnt):
+    with open(os.path.join(mnt, "status.json")) as f:
+        return json.load(f)["counters"]
+
+
+def check_kept_index(t, mnt, hd, src):
+    """A slice after `ls steps/` reuses the index that listing built (fs/views.c kept indexes);
+    a replaced profile is indexed again."""
+    os.listdir(os.path.join(hd, "steps"))
+    c0 = counters(mnt)
+    load(os.path.join(hd, "window", "0-1.25", "trace.json"))  # not rendered before
+    c1 = counters(mnt)
+    t.ok(c1["profile_indexes"] == c0["profile_indexes"] and
+         c1["index_reuses"] == c0["index_reuses"] + 1,
+         "a new slice reuses the kept index", "%r -> %r" % (c0, c1))
+    tmp = src + ".new"
+    shutil.copy(src, tmp)
+    os.utime(tmp, ns=(os.stat(src).st_mtime_ns + 10**9,) * 2)
+    os.replace(tmp, src)
+    c2 = counters(mnt)
+    t.ok(xmount.poll(lambda: "traceEvents" in load(os.path.join(hd, "window", "0-1.5", "trace.json"))),
+         "the replaced profile's slice renders")
+    c3 = counters(mnt)
+    t.ok(c3["profile_indexes"] > c2["profile_indexes"],
+         "a replaced profile is indexed again, not served from the kept index",
+         "%r -> %r" % (c2, c3))
+
 
 def body(t, w):
     """The test, in the work dir @w (xmount.Workdir); results to @t."""
@@ -188,6 +215,7 @@ def body(t, w):
             continue
         check_host(t, hd, h, os.path.join(sess, h + ".xplane.pb"))
     check_names(t, os.path.join(sd, "gen-tpu"))
+    check_kept_index(t, m.mnt, os.path.join(sd, "gen-tpu"), os.path.join(sess, "gen-tpu.xplane.pb"))
 
 
 if __name__ == "__main__":

@@ -101,7 +101,12 @@ static void si_name(const struct gplane *p, int c, uint32_t i, char *dst, size_t
 			 gen_py_funcs[rng_below(&r, N_PY_FUNCS)], gen_opcodes[i % N_OPCODES].op);
 		break;
 	case SI_HLO_OP:
-		snprintf(dst, n, "%s.%u", gen_opcodes[i % N_OPCODES].op, i);
+		/* some kernels run inside a fusion: "outer::inner", as XLA GPU annotates them */
+		if (i % 5 == 4)
+			snprintf(dst, n, "fusion.%u::%s.%u", i / 5, gen_opcodes[i % N_OPCODES].op,
+				 i);
+		else
+			snprintf(dst, n, "%s.%u", gen_opcodes[i % N_OPCODES].op, i);
 		break;
 	case SI_HLO_MODULE:
 		snprintf(dst, n, "%s", gen_module_names[i % N_MODULES]);

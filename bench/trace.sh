@@ -1,0 +1,155 @@
+#!/usr/bin/env bash
+# bench/trace.sh - issue 9's trace targets, cold through a real xprofs mount.
+#
+# For each generated TPU profile (xprofs-gen, 100M and 1G by default; made in
+# bench/out/ when missing) and each view below, a fresh mount (empty view
+# cache, the profile dropped from the page cache) reads the view once and
+# reports: time to the first byte, total time, MB/s of profile (input), the
+# view's size, and the daemon's peak RSS (VmHWM). Views:
+#   trace.json, trace.json.gz, trace.pftrace     the whole host
+#   steps/<n>/trace.json                         the middle step of steps.json, read
+#                                                after `ls steps/` (timed apart: it
+#                                                indexes the profile, which the mount
+#                                                keeps for the slice, fs/views.c)
+# Targets (issue 9): trace.json >= 100 MB/s of input, trace.json.gz >= 60,
+# trace.pftrace >= 150 and <= 1.5x the profile, a step slice of the 1 GiB
+# profile < 1 s, first byte of any view < 1 s, daemon RSS < 128 MB.
+# The load average (uptime) is written with the results: this is a shared
+# machine. Writes bench/out/trace-results.md.
+#
+#   bench/trace.sh                          # 100M and 1G, build dir "build"
+#   SIZES=100M VIEWS="trace.json.gz" bench/trace.sh
+#   TRACE_MAX_MB=200  trace.json only for profiles up to this size (it is ~12x the
+#                     profile and lands in the cache dir: 1 GiB gives ~12 GB)
+#   KEEP=1            keep the generated profiles (default: deleted at the end)
+#
+# Needs /dev/fuse and fusermount3. Not a test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+. bench/lib.sh
+BUILD=${BUILD:-build}
+SIZES=${SIZES:-100M 1G}
+SEED=${SEED:-1}
+VIEWS=${VIEWS:-trace.json trace.json.gz trace.pftrace step}
+TRACE_MAX_MB=${TRACE_MAX_MB:-200}
+OUT=$ROOT/bench/out
+GEN=$ROOT/$BUILD/tools/xprofs-gen
+XPROFS=$ROOT/$BUILD/fs/xprofs
+RES=$OUT/trace-results.md
+SESSION=2026_11_21_10_00_00
+
+for b in "$GEN" "$XPROFS"; do
+	[ -x "$b" ] || { echo "trace.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
+done
+if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+	echo "trace.sh: needs /dev/fuse and fusermount3" >&2
+	exit 1
+fi
+mkdir -p "$OUT"
+MNT=$(mktemp -d /tmp/xprofs-bench-trace.XXXXXX)
+PID=
+MADE=
+cleanup() {
+	fusermount3 -u "$MNT" 2>/dev/null || true
+	[ -n "$PID" ] && wait "$PID" 2>/dev/null
+	rmdir "$MNT" 2>/dev/null || true
+	rm -rf "$OUT"/trace-logdir-* "$OUT"/trace-cache-*
+	if [ -z "${KEEP:-}" ] && [ -n "$MADE" ]; then
+		rm -f $MADE # the big generated profiles: the disk is shared
+	fi
+}
+trap cleanup EXIT
+
+mount_it() { # logdir cachedir
+	"$XPROFS" "$1" "$MNT" -f -o cache_dir="$2" >>"$OUT/trace-xprofs.log" 2>&1 &
+	PID=$!
+	for _ in $(seq 400); do
+		grep -q " $MNT fuse" /proc/mounts && return 0
+		kill -0 "$PID" 2>/dev/null || { echo "xprofs exited; see $OUT/trace-xprofs.log" >&2; exit 1; }
+		sleep 0.05
+	done
+	echo "mount did not appear" >&2
+	exit 1
+}
+
+umount_it() {
+	fusermount3 -u "$MNT"
+	wait "$PID" || true
+	PID=
+}
+
+timed_first() { # path -> "first_byte_s total_s bytes" (or "fail fail 0"); 128 KiB reads like cat
+	/usr/bin/python3 - "$1" <<'PY'
+import os, sys, time
+t0 = time.monotonic()
+first, n = None, 0
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    while True:
+        b = os.read(fd, 1 << 17)
+        if first is None:
+            first = time.monotonic() - t0
+        if not b:
+            break
+        n += len(b)
+except OSError:
+    print("fail fail 0")
+    sys.exit(0)
+print("%.3f %.2f %d" % (first, time.monotonic() - t0, n))
+PY
+}
+
+hwm_mb() { awk '/VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$PID/status" 2>/dev/null || echo "?"; }
+
+bench_head "xprofs trace views, cold through the mount" \
+	"$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, build \`$BUILD\`; profiles from \`xprofs-gen --kind tpu --seed $SEED --size N\`." \
+	"Each row: a fresh mount (empty view cache, profile dropped from the page cache), one read." \
+	"Load before: $(uptime | sed 's/.*load average/load average/')" \
+	-- profile view "view MB" "first byte s" "total s" "MB/s of profile" "view/profile" "daemon peak RSS MB" "load (1 min)" \
+	>"$RES.tmp"
+
+for size in $SIZES; do
+	f=$OUT/tpu-$size-s$SEED.xplane.pb
+	[ -s "$f" ] || MADE="$MADE $f $f.stats.json"
+	f=$(bench_profile "$GEN" "$OUT" tpu "$SEED" "$size")
+	bytes=$(stat -c %s "$f")
+	logdir=$OUT/trace-logdir-$size
+	rm -rf "$logdir"
+	mkdir -p "$logdir/bench/plugins/profile/$SESSION"
+	ln "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb" 2>/dev/null ||
+		cp "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
+	dir=$MNT/runs/bench/$SESSION/host0
+	for v in $VIEWS; do
+		[ "$v" = trace.json ] && [ "$bytes" -gt $((TRACE_MAX_MB * 1048576)) ] && continue
+		cache=$OUT/trace-cache-$size
+		rm -rf "$cache"
+		mkdir -p "$cache"
+		bench_drop_cache "$f" >/dev/null
+		mount_it "$logdir" "$cache"
+		path=$dir/$v
+		if [ "$v" = step ]; then
+			# a person lists steps/ first: that builds the index the slice then reuses
+			t0=$(now)
+			n=$(ls "$dir/steps" | wc -l)
+			lst=$(secs "$t0" "$(now)")
+			path=$dir/steps/$((n / 2))/trace.json
+			v="steps/$((n / 2))/trace.json (after ls steps/: $lst s)"
+		fi
+		read -r fb t nb < <(timed_first "$path")
+		rss=$(hwm_mb)
+		load=$(awk '{ print $1 }' /proc/loadavg)
+		umount_it
+		rm -rf "$cache"
+		echo "$size $v: first byte $fb s, total $t s, $nb bytes, RSS $rss MB, load $load" >&2
+		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
+			"$(awk -v n="$nb" 'BEGIN { printf "%.1f", n / 1048576 }')" "$fb" "$t" \
+			"$(awk -v b="$bytes" -v t="$t" 'BEGIN { if (t == "fail" || t <= 0) print "-"; else printf "%.0f", b / 1048576 / t }')" \
+			"$(awk -v n="$nb" -v b="$bytes" 'BEGIN { printf "%.2f", n / b }')" "$rss" "$load" >>"$RES.tmp"
+	done
+	rm -rf "$logdir"
+done
+echo >>"$RES.tmp"
+echo "Load after: $(uptime | sed 's/.*load average/load average/')" >>"$RES.tmp"
+mv "$RES.tmp" "$RES"
+cat "$RES"

@@ -1,0 +1,656 @@
+/*
+ * derived.c - the lines XProf derives on GPU planes from the annotations of
+ * kernels ("XLA Modules", "XLA Ops"), and the GPU line order (display ids)
+ * that goes with them, for trace.json and any view sharing the trace model.
+ *
+ * Sources (openxla/xprof xprof/utils/derived_timeline.cc):
+ * DeriveEventsFromAnnotations() (per GPU plane: the non-derived lines sorted
+ * compute streams first, then by event count; each stream k gets its own
+ * derived lines with ids kThreadIdDeviceDerivedMin + 6k + offset and names
+ * "<line> - from #<stream id>"; display ids renumbered 1, 2, ... in that
+ * order), DeriveEventsFromAnnotationsForLines() (per kernel: hlo_module and
+ * hlo_op), HloModuleEventName() / HloOpEventPrefix(),
+ * DerivedXLineBuilder::ExpandOrAddLevelEvent() / ExpandOrAddEvents() /
+ * ResetLastEvents() / AdjustDurationForTraceViewer() (the merging);
+ * GpuEventStats (IsKernel: kernel_details set; IsXlaOp: hlo_op set, split at
+ * "::"). Constants from TSL trace_utils.h and xplane_schema.cc.
+ *
+ * Design: derivation streams with the render of the stream line: each event
+ * of the line is fed in file order, and each derived line keeps one open
+ * event per nesting level (at most DER_LEVELS); an event goes out through
+ * the caller's emit function when XProf's builder would stop changing it.
+ * Memory: two derived lines of DER_LEVELS events, names capped at
+ * DER_NAME_MAX bytes; nothing grows with the profile.
+ *
+ * Limits (docs/trace.md lists them): Framework Ops / Name Scope / Source
+ * code need the HLO protos' instruction metadata (XProf's symbol resolver)
+ * or TensorFlow op-name parsing and are not derived; scope_range_id and
+ * CUDA-graph stats are not used; Steps from group_id are not derived.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "derived.h"
+
+/* TSL trace_utils.h: derived thread ids (int, so 0xdeadbeef wraps negative as in XProf) */
+#define TID_DERIVED_MIN ((int32_t)0xdeadbeefu)
+#define TID_DEVICE_DERIVED_MIN (TID_DERIVED_MIN + 290) /* kThreadIdHostXlaRegionEnd + 1 */
+#define TID_DEVICE_DERIVED_MAX (TID_DEVICE_DERIVED_MIN + 99)
+#define TID_DERIVED_MAX TID_DEVICE_DERIVED_MAX
+/* kThreadIdSource - kThreadIdTfNameScope + 1: ids reserved per stream */
+#define PER_STREAM 6
+/* streams that get derived lines: next + PER_STREAM must stay within the device range */
+#define MAX_STREAMS ((TID_DEVICE_DERIVED_MAX - TID_DEVICE_DERIVED_MIN) / PER_STREAM)
+
+const char *const dec_derived_names[DL_COUNT] = {
+	[DL_MODULE] = "XLA Modules", /* kXlaModuleLineName */
+	[DL_HLO_OP] = "XLA Ops",     /* kXlaOpLineName */
+};
+/*
+ * The derived lines' display ids follow the stream's, in id order: Framework
+ * Name Scope +1, Framework Ops +2, XLA Modules +3, XLA Ops +4, Source code +5.
+ */
+static const uint32_t tid_offset[DL_COUNT + 1] = {[DL_MODULE] = 3, [DL_HLO_OP] = 4};
+
+bool dec_derived_tid(int64_t id)
+{
+	int32_t t = (int32_t)id; /* IsDerivedThreadId() takes an int */
+
+	return t >= TID_DERIVED_MIN && t <= TID_DERIVED_MAX;
+}
+
+/* ---- line order ---------------------------------------------------------- */
+
+static bool is_gpu(const struct dec_plane *p)
+{
+	return !strncmp(p->name, "/device:GPU:", 12);
+}
+
+struct ord {
+	size_t li;
+	bool compute;
+	uint64_t size;
+};
+
+static int cmp_ord(const void *a, const void *b)
+{
+	const struct ord *x = a, *y = b;
+
+	if (x->compute != y->compute)
+		return x->compute ? -1 : 1;
+	if (x->size != y->size)
+		return x->size > y->size ? -1 : 1;
+	return x->li < y->li ? -1 : x->li > y->li;
+}
+
+/* Which derived line names plane @p already holds (bit per DL_*): those are not derived again. */
+static uint8_t plane_has(const struct xprofs_xspace *x, const struct dec_plane *p)
+{
+	uint8_t have = 0;
+
+	for (size_t j = 0; j < p->n_lines; j++) {
+		const struct dec_line *l = &x->lines[p->first_line + j];
+
+		for (int k = 0; k < DL_COUNT; k++)
+			if (dec_derived_names[k] &&
+			    dec_str_eq(l->name, l->name_len, dec_derived_names[k]))
+				have |= (uint8_t)(1u << k);
+	}
+	return have;
+}
+
+static int order_plane(struct xprofs_xspace *x, struct dec_plane *p)
+{
+	struct ord *o = calloc(p->n_lines ? p->n_lines : 1, sizeof(*o));
+	size_t n = 0;
+
+	if (!o)
+		return -ENOMEM;
+	p->derived_have = plane_has(x, p);
+	for (size_t j = 0; j < p->n_lines; j++) {
+		struct dec_line *l = &x->lines[p->first_line + j];
+
+		if (dec_derived_tid(l->id))
+			continue;
+		o[n].li = p->first_line + j;
+		o[n].compute = memmem(l->name, l->name_len, "Compute", 7) != NULL;
+		/* events_size(); an index without event counts sorts by message size */
+		o[n].size = x->tracks_only ? l->msg.len : l->events;
+		n++;
+	}
+	qsort(o, n, sizeof(*o), cmp_ord);
+	for (size_t k = 0; k < n && k < MAX_STREAMS; k++) {
+		x->lines[o[k].li].trace_tid = (uint32_t)(k * PER_STREAM + 1);
+		x->lines[o[k].li].derive_slot = (int32_t)k;
+	}
+	free(o);
+	return 0;
+}
+
+int dec_derived_assign(struct xprofs_xspace *x)
+{
+	int r;
+
+	for (size_t i = 0; i < x->n_lines; i++) {
+		struct dec_line *l = &x->lines[i];
+
+		l->trace_tid = (uint32_t)(l->display_id ? l->display_id : l->id);
+		l->derive_slot = -1;
+	}
+	for (size_t i = 0; i < x->n_planes; i++)
+		if (is_gpu(&x->planes[i]) && (r = order_plane(x, &x->planes[i])) < 0)
+			return r;
+	return 0;
+}
+
+/* ---- merging (DerivedXLineBuilder) ----------------------------------------- */
+
+static void lv_close(struct dec_derive *d, struct der_line *dl, int level)
+{
+	struct der_ev *v = &dl->lv[level];
+
+	if (!v->open)
+		return;
+	v->open = false;
+	if (d->r < 0)
+		return;
+	if (d->win && !(v->begin < d->to && (v->end > v->begin ? v->end : v->begin + 1) > d->from))
+		return; /* a slice keeps what overlaps its window */
+	{
+		struct dec_derived_ev e = {
+			.kind = dl->kind,
+			.tid = d->tid0 + tid_offset[dl->kind],
+			.line_name = dl->title.data,
+			.line_name_len = dl->title.len,
+			.name = v->name.data ? v->name.data : "",
+			.name_len = v->name.len,
+			.disp = v->disp.data ? v->disp.data : "",
+			.disp_len = v->disp.len,
+			.has_group = v->has_group,
+			.group = v->group,
+			.begin = v->begin,
+			.end = v->end,
+		};
+		int r = d->emit(d->arg, &e);
+
+		if (r < 0)
+			d->r = r;
+	}
+}
+
+/* AdjustDurationForTraceViewer(): equal spans of a stack shrink by 1 ns per level. */
+static void adjust(struct der_line *dl, int level)
+{
+	int top = level;
+	int64_t max_shrink, shrink = 0;
+	dec_ps128 lb = 0, le = 0;
+	bool have = false;
+
+	if (level >= DER_LEVELS || !dl->lv[level].open)
+		return;
+	while (top < DER_LEVELS && dl->lv[top].open)
+		top++;
+	top--;
+	if (top <= level)
+		return;
+	max_shrink = (int64_t)((dl->lv[top].end - dl->lv[top].begin) / 1000) - 1;
+	for (int i = level; i <= top; i++) {
+		struct der_ev *v = &dl->lv[i];
+
+		if (shrink < max_shrink && have && lb == v->begin && le == v->end)
+			shrink++;
+		lb = v->begin, le = v->end, have = true;
+		if (shrink) {
+			v->end -= (dec_ps128)shrink * 1000;
+			if (v->end < v->begin)
+				v->end = v->begin;
+		}
+	}
+}
+
+/* ResetLastEvents(): close @level and deeper; level 0 also resets the dependent lines. */
+static void reset(struct dec_derive *d, struct der_line *dl, int level)
+{
+	adjust(dl, level);
+	for (int i = level; i < DER_LEVELS; i++)
+		lv_close(d, dl, i);
+	if (level == 0)
+		for (int k = 0; k < DL_COUNT; k++)
+			if (dl->deps & (1u << k))
+				reset(d, &d->lines[k], 0);
+}
+
+static int set_str(struct xprofs_buf *b, const char *s, size_t n)
+{
+	xprofs_buf_reset(b);
+	if (n > DER_NAME_MAX)
+		n = DER_NAME_MAX;
+	return n ? xprofs_buf_add(b, s, n) : 0;
+}
+
+/* ExpandOrAddLevelEvent() (a GPU plane: equal name and group_id always expand). */
+static int expand_or_add(struct dec_derive *d, struct der_line *dl, int level,
+			 const struct xprofs_buf *name, const char *disp, size_t disp_len,
+			 const struct dec_derived_in *in)
+{
+	struct der_ev *v;
+	int r;
+
+	if (level >= DER_LEVELS)
+		return 0;
+	v = &dl->lv[level];
+	if (v->open && v->has_group == in->has_group && (!in->has_group || v->group == in->group) &&
+	    v->name.len == name->len && !memcmp(v->name.data, name->data, name->len)) {
+		if (in->begin < v->begin)
+			v->begin = in->begin;
+		if (in->end > v->end)
+			v->end = in->end;
+		return 0;
+	}
+	reset(d, dl, level);
+	if ((r = set_str(&v->name, name->data, name->len)) < 0 ||
+	    (r = set_str(&v->disp, disp, disp_len)) < 0)
+		return r;
+	v->open = true;
+	v->has_group = in->has_group;
+	v->group = in->group;
+	v->begin = in->begin;
+	v->end = in->end;
+	return 0;
+}
+
+/* The "XLA Ops" levels of hlo_op "a::b::c", each named "<prefix>/<op>", shown as "<op>". */
+static int hlo_ops(struct dec_derive *d, const struct dec_derived_in *in)
+{
+	struct der_line *dl = &d->lines[DL_HLO_OP];
+	const char *s = in->hlo_op, *end = in->hlo_op + in->hlo_op_len;
+	int level = 0, r;
+
+	for (;;) {
+		const char *sep = memmem(s, (size_t)(end - s), "::", 2);
+		const char *e = sep ? sep : end;
+
+		xprofs_buf_reset(&d->tmp);
+		if (in->has_program_id)
+			r = xprofs_buf_printf(&d->tmp, "%" PRIu64 "/", in->program_id);
+		else if ((r = set_str(&d->tmp, in->module, in->module_len)) == 0)
+			r = xprofs_buf_adds(&d->tmp, "/");
+		if (r == 0 && (size_t)(e - s) + d->tmp.len <= DER_NAME_MAX)
+			r = xprofs_buf_add(&d->tmp, s, (size_t)(e - s));
+		if (r < 0)
+			return r;
+		if ((r = expand_or_add(d, dl, level++, &d->tmp, s, (size_t)(e - s), in)) < 0)
+			return r;
+		if (!sep)
+			break;
+		s = sep + 2;
+	}
+	reset(d, dl, level);
+	return 0;
+}
+
+int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in)
+{
+	int r;
+
+	if (!in->is_kernel) /* memcpy and other stream events derive nothing */
+		return d->r;
+	if (in->module_len && !(d->have & (1u << DL_MODULE))) {
+		/* HloModuleEventName(): "<module>(<program_id>)" */
+		if ((r = set_str(&d->tmp, in->module, in->module_len)) < 0 ||
+		    (in->has_program_id &&
+		     (r = xprofs_buf_printf(&d->tmp, "(%" PRIu64 ")", in->program_id)) < 0) ||
+		    (r = expand_or_add(d, &d->lines[DL_MODULE], 0, &d->tmp, NULL, 0, in)) < 0)
+			return r;
+	}
+	if (in->has_hlo_op && !(d->have & (1u << DL_HLO_OP)) && (r = hlo_ops(d, in)) < 0)
+		return r;
+	return d->r;
+}
+
+/* ---- a stream's derivation ------------------------------------------------- */
+
+int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_derived_emit_fn emit,
+		   void *arg, struct dec_derive **out)
+{
+	struct dec_derive *d;
+	int r = 0;
+
+	*out = NULL;
+	if (l->derive_slot < 0 || (p->derived_have & DL_ALL) == DL_ALL)
+		return 0;
+	if (!(d = calloc(1, sizeof(*d))))
+		return -ENOMEM;
+	d->emit = emit;
+	d->arg = arg;
+	d->tid0 = l->trace_tid;
+	d->have = p->derived_have;
+	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
+	xprofs_buf_init(&d->s_op, DER_NAME_MAX + 1);
+	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);
+	for (int k = 0; k < DL_COUNT; k++) {
+		struct der_line *dl = &d->lines[k];
+
+		dl->kind = k;
+		xprofs_buf_init(&dl->title, DEC_NAME_MAX + 64);
+		for (int i = 0; i < DER_LEVELS; i++) {
+			xprofs_buf_init(&dl->lv[i].name, DER_NAME_MAX + 1);
+			xprofs_buf_init(&dl->lv[i].disp, DER_NAME_MAX + 1);
+		}
+		/* GetDerivedLineName(): "<name> - from #<stream line id>" */
+		if (dec_derived_names[k] && r == 0)
+			r = xprofs_buf_printf(&dl->title, "%s - from #%" PRId64,
+					      dec_derived_names[k], l->id);
+	}
+	/* hlo_modules' dependents: a new module closes the open XLA ops */
+	d->lines[DL_MODULE].deps = 1u << DL_HLO_OP;
+	if (r < 0) {
+		dec_derive_free(d);
+		return r;
+	}
+	*out = d;
+	return 0;
+}
+
+void dec_derive_window(struct dec_derive *d, dec_ps128 from, dec_ps128 to)
+{
+	d->win = true;
+	d->from = from;
+	d->to = to;
+}
+
+int dec_derive_finish(struct dec_derive *d)
+{
+	/* XProf does not reset the builders at the end: no duration adjustment here */
+	for (int k = 0; k < DL_COUNT; k++)
+		for (int i = 0; i < DER_LEVELS; i++)
+			lv_close(d, &d->lines[k], i);
+	return d->r;
+}
+
+void dec_derive_free(struct dec_derive *d)
+{
+	if (!d)
+		return;
+	xprofs_buf_deinit(&d->tmp);
+	xprofs_buf_deinit(&d->s_op);
+	xprofs_buf_deinit(&d->s_mod);
+	for (int k = 0; k < DL_COUNT; k++) {
+		xprofs_buf_deinit(&d->lines[k].title);
+		for (int i = 0; i < DER_LEVELS; i++) {
+			xprofs_buf_deinit(&d->lines[k].lv[i].name);
+			xprofs_buf_deinit(&d->lines[k].lv[i].disp);
+		}
+	}
+	free(d);
+}
+
+/* ---- the annotations of an event (GpuEventStats) ------------------------- */
+
+/* The string of stat @s (str or ref; compressed or other kinds: none) into @b. */
+static int stat_str(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
+		    struct xprofs_buf *b, bool *has)
+{
+	const struct dec_stmd *ref;
+	const uint8_t *p;
+	size_t n;
+	int r;
+
+	if (s->kind == SV_REF) {
+		if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+			return r;
+		*has = true;
+		return set_str(b, ref->name, ref->name_len);
+	}
+	if (s->kind != SV_STR)
+		return 0;
+	n = s->len > DER_NAME_MAX ? DER_NAME_MAX : (size_t)s->len;
+	if ((r = dec_at(c, s->off, n, &p)) < 0)
+		return r;
+	*has = true;
+	return set_str(b, (const char *)p, n);
+}
+
+/* A dec_stat_fn filling struct dec_derived_in (arg) from one event stat. */
+static int read_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct dec_derived_in *in = arg;
+	struct dec_derive *d = in->d;
+	const struct dec_stmd *m;
+	bool is_int = s->kind == SV_U64 || s->kind == SV_I64, has = false;
+	int r;
+
+	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+		return r;
+	if (dec_str_eq(m->name, m->name_len, "kernel_details")) {
+		/* IsKernel(): a non-empty kernel_details string */
+		if (s->kind == SV_REF) {
+			const struct dec_stmd *ref;
+
+			if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+				return r;
+			in->is_kernel = ref->name_len > 0;
+		} else {
+			in->is_kernel = s->kind == SV_STR && s->len > 0;
+		}
+	} else if (dec_str_eq(m->name, m->name_len, "hlo_op")) {
+		if ((r = stat_str(rc, c, s, &d->s_op, &in->has_hlo_op)) < 0)
+			return r;
+	} else if (dec_str_eq(m->name, m->name_len, "hlo_module")) {
+		if ((r = stat_str(rc, c, s, &d->s_mod, &has)) < 0)
+			return r;
+	} else if (is_int && dec_str_eq(m->name, m->name_len, "program_id")) {
+		in->program_id = s->u;
+		in->has_program_id = true;
+	} else if (is_int && dec_str_eq(m->name, m->name_len, "group_id")) {
+		in->group = (int64_t)s->u;
+		in->has_group = true;
+	}
+	return 0;
+}
+
+int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_event *e,
+		    dec_ps128 begin, struct dec_derived_in *in)
+{
+	int r;
+
+	memset(in, 0, sizeof(*in));
+	in->d = d;
+	xprofs_buf_reset(&d->s_op);
+	xprofs_buf_reset(&d->s_mod);
+	if (e->has_stats &&
+	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				XEVENT_F_STATS, read_stat, in)) < 0)
+		return r;
+	in->hlo_op = d->s_op.data ? d->s_op.data : "";
+	in->hlo_op_len = d->s_op.len;
+	in->module = d->s_mod.data ? d->s_mod.data : "";
+	in->module_len = d->s_mod.len;
+	in->begin = begin;
+	in->end = begin + (e->duration_ps > 0 ? e->duration_ps : 0);
+	return 0;
+}
+
+/* ---- Steps from group_id (DeriveStepEventsFromGroups) ----------------------- */
+
+/* One line of the plane in the time-ordered merge: its own cursor and next event. */
+struct step_src {
+	struct dec_cur c;
+	uint64_t end;
+	int64_t base_ps;
+	bool has; /* ev holds the line's next event */
+	struct dec_event ev;
+};
+
+/* The next event of @s into s->ev (s->has false at the end). */
+static int step_next(struct step_src *s)
+{
+	struct dec_evhdr h;
+	const uint8_t *p;
+	uint64_t len;
+	int r;
+
+	s->has = false;
+	if ((r = dec_next_len_field(&s->c, s->end, "XLine", XLINE_F_EVENTS, &len)) <= 0)
+		return r;
+	if ((r = dec_at(&s->c, s->c.pos, (size_t)len, &p)) < 0)
+		return r;
+	if (dec_parse_event(p, p + len, &h) < 0)
+		return dec_fail(&s->c, "malformed XEvent at offset %" PRIu64, s->c.pos);
+	s->ev.off = s->c.pos;
+	s->ev.len = len;
+	s->ev.offset_ps = h.offset_ps;
+	s->ev.duration_ps = h.duration_ps;
+	s->ev.has_stats = h.has_stats;
+	s->ev.stats_off = s->ev.off + h.stats_at;
+	s->c.pos += len;
+	s->has = true;
+	return 1;
+}
+
+/* A dec_stat_fn: an integer group_id stat of an event (arg: struct dec_derived_in). */
+static int group_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct dec_derived_in *in = arg;
+	const struct dec_stmd *m;
+	int r;
+
+	(void)c;
+	if (s->kind != SV_U64 && s->kind != SV_I64)
+		return 0;
+	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+		return r;
+	if (dec_str_eq(m->name, m->name_len, "group_id")) {
+		in->group = (int64_t)s->u;
+		in->has_group = true;
+	}
+	return 0;
+}
+
+/* Whether plane @p (current in @rc) derives Steps: GPU, no Steps line, a group_id stat. */
+static bool steps_wanted(struct dec_rctx *rc, const struct dec_plane *p, size_t *n_src)
+{
+	bool has_group = false;
+
+	if (!is_gpu(p))
+		return false;
+	*n_src = 0;
+	for (size_t j = 0; j < p->n_lines; j++) {
+		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+
+		if (l->id == TID_DERIVED_MIN || dec_str_eq(l->name, l->name_len, "Steps"))
+			return false; /* kThreadIdStepInfo, kStepLineName: the profile has them */
+		if (l->msg.len)
+			(*n_src)++;
+	}
+	for (size_t k = 0; k < p->st.n && !has_group; k++) {
+		const struct dec_stmd *m;
+
+		if (dec_md_stat(rc, p->st.md[k].key, &m) == 0 &&
+		    dec_str_eq(m->name, m->name_len, "group_id"))
+			has_group = true;
+	}
+	return has_group && *n_src > 0 && *n_src <= DER_STEP_LINES;
+}
+
+/*
+ * The merge: events of all lines by (start, longer first), each event's
+ * group_id extending or starting the one open Steps event (named after the
+ * group; ExpandOrAddEvent() on a GPU plane).
+ */
+static int steps_merge(struct dec_rctx *rc, struct step_src *src, size_t n, struct dec_derive *d)
+{
+	struct der_line *dl = &d->lines[0];
+	struct dec_derived_in in;
+	int r;
+
+	for (;;) {
+		struct step_src *best = NULL;
+		dec_ps128 bs = 0, s;
+
+		for (size_t i = 0; i < n; i++) {
+			if (!src[i].has)
+				continue;
+			s = (dec_ps128)src[i].base_ps + src[i].ev.offset_ps;
+			if (!best || s < bs ||
+			    (s == bs && src[i].ev.duration_ps > best->ev.duration_ps)) {
+				best = &src[i];
+				bs = s;
+			}
+		}
+		if (!best)
+			return d->r;
+		memset(&in, 0, sizeof(in));
+		if (best->ev.has_stats &&
+		    (r = dec_walk_stats(rc, &best->c, best->ev.stats_off,
+					best->ev.off + best->ev.len - best->ev.stats_off,
+					XEVENT_F_STATS, group_stat, &in)) < 0)
+			return r;
+		if (in.has_group) {
+			in.begin = bs;
+			in.end = bs + (best->ev.duration_ps > 0 ? best->ev.duration_ps : 0);
+			xprofs_buf_reset(&d->tmp);
+			if ((r = xprofs_buf_printf(&d->tmp, "%" PRId64, in.group)) < 0 ||
+			    (r = expand_or_add(d, dl, 0, &d->tmp, NULL, 0, &in)) < 0)
+				return r;
+		}
+		if ((r = step_next(best)) < 0)
+			return r;
+	}
+}
+
+int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, void *arg)
+{
+	const struct dec_plane *p = &rc->x->planes[pi];
+	struct step_src *src = NULL;
+	struct dec_derive *d = NULL;
+	size_t n = 0, k = 0;
+	int r;
+
+	if ((r = dec_plane_enter(rc, pi)) < 0 || !steps_wanted(rc, p, &n))
+		return r;
+	if (!(d = calloc(1, sizeof(*d))) || !(src = calloc(n, sizeof(*src)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	d->emit = emit;
+	d->arg = arg;
+	d->tid0 = (uint32_t)TID_DERIVED_MIN; /* kThreadIdStepInfo, display id unset */
+	if (rc->win)
+		dec_derive_window(d, rc->win_from, rc->win_to);
+	xprofs_buf_init(&d->tmp, 64);
+	xprofs_buf_init(&d->lines[0].title, 16);
+	d->lines[0].kind = DL_STEPS;
+	for (int i = 0; i < DER_LEVELS; i++) {
+		xprofs_buf_init(&d->lines[0].lv[i].name, 64);
+		xprofs_buf_init(&d->lines[0].lv[i].disp, 1);
+	}
+	if ((r = xprofs_buf_adds(&d->lines[0].title, "Steps")) < 0)
+		goto out;
+	for (size_t j = 0; j < p->n_lines; j++) {
+		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+
+		if (!l->msg.len)
+			continue;
+		dec_cur_init(&src[k].c, rc->x->r, rc->err);
+		src[k].c.pos = l->msg.off;
+		src[k].c.end = src[k].end = l->msg.off + l->msg.len;
+		src[k].base_ps = dec_line_base_ps(l->timestamp_ns);
+		if ((r = step_next(&src[k++])) < 0)
+			goto out;
+	}
+	if ((r = steps_merge(rc, src, k, d)) == 0) {
+		/* XProf resets nothing at the end: the last step stays as it is */
+		lv_close(d, &d->lines[0], 0);
+		r = d->r;
+	}
+out:
+	for (size_t i = 0; i < k; i++)
+		dec_cur_deinit(&src[i].c);
+	free(src);
+	dec_derive_free(d);
+	return r;
+}

@@ -1,0 +1,106 @@
+/*
+ * derived.h - the lines XProf derives from GPU kernel annotations
+ * (derived.c): the GPU line order, and a streaming per-stream derivation
+ * that hands finished events to the view writing them.
+ */
+#ifndef XPROFS_DECODE_DERIVED_H
+#define XPROFS_DECODE_DERIVED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "render-internal.h"
+
+/* The derived lines, by their offset from kThreadIdTfNameScope's group (only two derived yet). */
+enum { DL_MODULE = 0, DL_HLO_OP, DL_COUNT, DL_STEPS = DL_COUNT };
+#define DL_ALL ((1u << DL_COUNT) - 1)
+/* Deepest hlo_op nesting ("a::b::...") followed; deeper levels are not derived. */
+#define DER_LEVELS 16
+/* Steps are derived on planes with at most this many lines (one cursor each). */
+#define DER_STEP_LINES 16
+/* Derived event names are cut at this many bytes. */
+#define DER_NAME_MAX 4096
+
+/* The name of each derived line (kXlaModuleLineName, ...). */
+extern const char *const dec_derived_names[DL_COUNT];
+
+/* One finished derived event, borrowed by the emit function for the call. */
+struct dec_derived_ev {
+	int kind;     /* DL_* */
+	uint32_t tid; /* its line's display id */
+	const char *line_name, *name, *disp;
+	size_t line_name_len, name_len, disp_len; /* disp_len 0: no display name */
+	bool has_group;
+	int64_t group;
+	dec_ps128 begin, end; /* absolute ps */
+};
+typedef int (*dec_derived_emit_fn)(void *arg, const struct dec_derived_ev *e);
+
+struct der_ev { /* one open derived event */
+	bool open, has_group;
+	int64_t group;
+	dec_ps128 begin, end;
+	struct xprofs_buf name, disp;
+};
+struct der_line { /* DerivedXLineBuilder */
+	int kind;
+	unsigned deps; /* DL_* bits reset with this line's level 0 */
+	struct xprofs_buf title;
+	struct der_ev lv[DER_LEVELS];
+};
+struct dec_derive {
+	dec_derived_emit_fn emit;
+	void *arg;
+	int r; /* first emit error */
+	uint32_t tid0;
+	uint8_t have; /* lines the plane already holds: not derived */
+	bool win;
+	dec_ps128 from, to;
+	struct der_line lines[DL_COUNT];
+	struct xprofs_buf tmp, s_op, s_mod;
+};
+
+/* The annotations of one stream event (GpuEventStats), strings borrowed from the derivation. */
+struct dec_derived_in {
+	struct dec_derive *d;
+	bool is_kernel, has_hlo_op, has_program_id, has_group;
+	const char *hlo_op, *module;
+	size_t hlo_op_len, module_len;
+	uint64_t program_id;
+	int64_t group;
+	dec_ps128 begin, end;
+};
+
+/* dec_derived_tid() - IsDerivedThreadId() of a line id. */
+bool dec_derived_tid(int64_t id);
+/*
+ * dec_derived_assign() - every line's trace_tid (its display id, renumbered
+ * on GPU planes as DeriveEventsFromAnnotations() does) and derive_slot.
+ */
+int dec_derived_assign(struct xprofs_xspace *x);
+/*
+ * dec_derive_new() - the derivation of stream line @l of plane @p, handing
+ * events to @emit(@arg). *out stays NULL when the line derives nothing.
+ * Caller frees *out with dec_derive_free().
+ */
+int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_derived_emit_fn emit,
+		   void *arg, struct dec_derive **out);
+/* dec_derive_window() - emit only derived events overlapping [from, to) (a slice). */
+void dec_derive_window(struct dec_derive *d, dec_ps128 from, dec_ps128 to);
+/* dec_derive_read() - the annotations of event @e (starting at @begin) into @in. */
+int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_event *e,
+		    dec_ps128 begin, struct dec_derived_in *in);
+/* dec_derive_event() - feed one event of the stream (file order). */
+int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in);
+/*
+ * dec_derive_steps() - the "Steps" line XProf derives from group_id on GPU
+ * plane @pi when it has none: every event of the plane in time order (a
+ * merge over its lines, each read with a cursor of its own), consecutive
+ * events of one group merged. Events go to @emit(@arg) (kind DL_STEPS).
+ */
+int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, void *arg);
+/* dec_derive_finish() - emit what is still open. */
+int dec_derive_finish(struct dec_derive *d);
+void dec_derive_free(struct dec_derive *d);
+
+#endif
