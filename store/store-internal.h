@@ -23,6 +23,7 @@ struct local_store {
 	int rootfd;
 	char *root;
 	int no_openat2; /* set once openat2 proved unavailable; relaxed atomic */
+	int follow_outside; /* follow symlinks out of the root (xprofs_store_local_follow_outside()) */
 	struct local_counters c;
 };
 
