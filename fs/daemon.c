@@ -100,32 +100,33 @@ static void unescape_mountinfo(char *s)
 	*w = '\0';
 }
 
-/*
- * fuse_mounted_at() - whether @dir (absolute, resolved) is the mount point of a
- * FUSE mount (type "fuse" or "fuse.*"); its type into @type. Reads
- * /proc/self/mountinfo: "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - TYPE ...".
- */
+bool fs_mountinfo_fuse_at(const char *line, const char *dir, char *type, size_t tsize)
+{
+	char mp[XPROFS_PATH_MAX + 1], fstype[64];
+	const char *sep = strstr(line, " - ");
+
+	if (!sep || sscanf(line, "%*s %*s %*s %*s %4096s", mp) != 1 ||
+	    sscanf(sep + 3, "%63s", fstype) != 1)
+		return false;
+	unescape_mountinfo(mp);
+	if (strcmp(mp, dir) || (strcmp(fstype, "fuse") && strncmp(fstype, "fuse.", 5)))
+		return false;
+	snprintf(type, tsize, "%s", fstype);
+	return true;
+}
+
+/* fuse_mounted_at() - whether @dir (absolute, resolved) is a FUSE mount point now. */
 static bool fuse_mounted_at(const char *dir, char *type, size_t tsize)
 {
-	char line[2 * XPROFS_PATH_MAX + 512], mp[XPROFS_PATH_MAX + 1], fstype[64];
+	char line[2 * XPROFS_PATH_MAX + 512];
 	bool found = false;
-	char *sep;
 	FILE *f;
 
 	f = fopen("/proc/self/mountinfo", "re");
 	if (!f)
 		return false;
-	while (!found && fgets(line, sizeof(line), f)) {
-		sep = strstr(line, " - ");
-		if (!sep || sscanf(line, "%*s %*s %*s %*s %4096s", mp) != 1 ||
-		    sscanf(sep + 3, "%63s", fstype) != 1)
-			continue;
-		unescape_mountinfo(mp);
-		if (strcmp(mp, dir) || (strcmp(fstype, "fuse") && strncmp(fstype, "fuse.", 5)))
-			continue;
-		snprintf(type, tsize, "%s", fstype);
-		found = true;
-	}
+	while (!found && fgets(line, sizeof(line), f))
+		found = fs_mountinfo_fuse_at(line, dir, type, tsize);
 	fclose(f);
 	return found;
 }

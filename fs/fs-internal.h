@@ -479,6 +479,16 @@ void fs_writer_release(struct fs_ctx *ctx, struct fs_fh *fh, const char *path);
 /** fs_status_json() - MOUNT/status.json into @out. */
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 
+/* ---- start-up (daemon.c) ------------------------------------------------ */
+
+/**
+ * fs_mountinfo_fuse_at() - whether one /proc/self/mountinfo line @line
+ * ("ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - TYPE ...", octal escapes
+ * such as \040 undone; borrowed) is a FUSE mount ("fuse", "fuse.*") at
+ * @dir; its type into @type (@tsize bytes).
+ */
+bool fs_mountinfo_fuse_at(const char *line, const char *dir, char *type, size_t tsize);
+
 /* ---- the operations (ops.c) --------------------------------------------- */
 
 struct fuse_operations;
