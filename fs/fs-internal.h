@@ -479,6 +479,34 @@ void fs_writer_release(struct fs_ctx *ctx, struct fs_fh *fh, const char *path);
 /** fs_status_json() - MOUNT/status.json into @out. */
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 
+/* ---- attributes of mount entries (attr.c; no FUSE) ---------------------- */
+
+struct stat;
+
+/* The mode bits and owners one entry reports. */
+struct fs_perm {
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+};
+
+/** fs_perm_own() - an entry of the mount itself: @mode, the mounting user's. */
+struct fs_perm fs_perm_own(const struct fs_ctx *ctx, mode_t mode);
+/** fs_perm_src() - a source object's own mode and owners, or the fixed ones (gs://: mode 0). */
+struct fs_perm fs_perm_src(const struct fs_ctx *ctx, uint32_t mode, uint32_t uid, uint32_t gid,
+			   bool dir);
+/** fs_perm_host() - a host directory (@dir) or a file in it: as its profile is readable. */
+struct fs_perm fs_perm_host(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/** fs_perm_session() - a session directory (@dir) or its summary.json. */
+struct fs_perm fs_perm_session(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/** fs_set_ts() - @ns since the epoch into @ts. */
+void fs_set_ts(struct timespec *ts, int64_t ns);
+/** fs_fill_dir() - @st of a directory; @mtime_ns 0: the mount's start time. -o ro drops w bits. */
+void fs_fill_dir(struct fs_ctx *ctx, struct stat *st, int64_t mtime_ns, struct fs_perm p);
+/** fs_fill_file() - @st of a regular file of @size bytes. */
+void fs_fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mtime_ns,
+		  struct fs_perm p);
+
 /* ---- start-up (daemon.c) ------------------------------------------------ */
 
 /**

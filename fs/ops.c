@@ -21,7 +21,7 @@
  *   memory at open.
  *
  * - Permissions: the kernel checks them (default_permissions) against the
- *   modes and owners getattr reports (see "Permissions" below); chmod/chown/
+ *   modes and owners getattr reports (attr.c); chmod/chown/
  *   utimens change logdir/ files in the source, never a profile.
  * - Symlinks in logdir/ are symlinks (getattr, readlink, symlink): the kernel
  *   follows them itself, so no lookup through one reaches the store.
@@ -84,126 +84,28 @@ static int mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xpr
 	}
 }
 
-/*
- * Permissions (docs/fs.md "Permissions"): the kernel checks them
- * (default_permissions) against what getattr reports here.
- * - logdir/: the source's own modes, owners and times; a source without
- *   modes (gs://) shows uid=/gid= (default: the mounting user) and
- *   0666/0777 & ~umask=.
- * - runs/: a host directory and its views are readable (and searchable)
- *   exactly by whom may read the profile (read bits only); a session
- *   directory and its summary.json as the session directory (no write bits);
- *   a run as its plugins/profile directory (write bits kept: mkdir of a
- *   nested run needs them, as in the source).
- * - The mount's own entries (/, runs/, intermediate directories, status.json,
- *   capture files) belong to the mounting user: capture is 0644, so only that
- *   user (and root) may write it, even with allow_other.
- * With -o ro every write bit is dropped.
- */
-struct perm {
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-};
-
-static struct perm own_perm(const struct fs_ctx *ctx, mode_t mode)
-{
-	return (struct perm){mode, ctx->uid, ctx->gid};
-}
-
-/* src_perm() - an object of the source: its own mode and owners, or the fixed ones (gs://). */
-static struct perm src_perm(const struct fs_ctx *ctx, uint32_t mode, uint32_t uid, uint32_t gid,
-			    bool dir)
-{
-	if (mode)
-		return (struct perm){mode & 07777, uid, gid};
-	return (struct perm){(dir ? 0777 : 0666) & ~ctx->o->umask, ctx->o->uid, ctx->o->gid};
-}
-
-/* made_from() - a file (@dir: a directory) generated from @p: read bits, plus x where readable. */
-static struct perm made_from(struct perm p, bool dir)
-{
-	mode_t r = p.mode & 0444;
-
-	p.mode = dir ? r | (r >> 2) : r;
-	return p;
-}
-
-static struct perm host_perm(const struct fs_ctx *ctx, const struct fs_target *t, bool dir)
-{
-	const struct xprofs_store_stat *h = &t->host->st;
-
-	return made_from(src_perm(ctx, h->mode, h->uid, h->gid, false), dir);
-}
-
-static struct perm session_perm(const struct fs_ctx *ctx, const struct fs_target *t, bool dir)
-{
-	const struct fs_session *s = t->session;
-	struct perm p = src_perm(ctx, s->mode, s->uid, s->gid, true);
-
-	p.mode &= dir ? 0555 : 0444;
-	return p;
-}
-
-static void set_ts(struct timespec *ts, int64_t ns)
-{
-	ts->tv_sec = ns / 1000000000LL;
-	ts->tv_nsec = ns % 1000000000LL;
-}
-
-static void fill_dir(struct fs_ctx *ctx, struct stat *st, int64_t mtime_ns, struct perm p)
-{
-	memset(st, 0, sizeof(*st));
-	st->st_mode = S_IFDIR | (ctx->o->ro ? p.mode & ~0222u : p.mode);
-	st->st_nlink = 2;
-	st->st_uid = p.uid;
-	st->st_gid = p.gid;
-	if (!mtime_ns)
-		mtime_ns = xprofs_now_ns() - (xprofs_mono_ns() - ctx->start_mono_ns);
-	set_ts(&st->st_mtim, mtime_ns);
-	st->st_atim = st->st_ctim = st->st_mtim;
-}
-
-static void fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mtime_ns,
-		      struct perm p)
-{
-	fill_dir(ctx, st, mtime_ns, p);
-	st->st_mode = S_IFREG | (st->st_mode & 07777);
-	st->st_nlink = 1;
-	st->st_size = (off_t)size;
-	/*
-	 * The preferred I/O size sizes cat's and most readers' buffers. 256 KiB
-	 * (the cache's block size) lets a sequential read of a view decompress
-	 * each block straight into the FUSE buffer; 128 KiB reads go through the
-	 * entry's block copy, and 1 MiB reads measured no faster (bench/mount.sh,
-	 * docs/fs.md).
-	 */
-	st->st_blksize = FS_IO_SIZE;
-	st->st_blocks = (blkcnt_t)((size + 511) / 512);
-}
-
 /* logdir_getattr() - a logdir/ entry as the source has it; a symlink as a symlink. */
 static int logdir_getattr(struct fs_ctx *ctx, const char *sp, struct stat *st)
 {
 	struct xprofs_store_stat ss;
-	struct perm p;
+	struct fs_perm p;
 	int r;
 
 	r = xprofs_store_lstat(ctx->store, sp, &ss);
 	if (r < 0)
 		return r;
-	p = src_perm(ctx, ss.mode, ss.uid, ss.gid, ss.type == XPROFS_STORE_DIR);
+	p = fs_perm_src(ctx, ss.mode, ss.uid, ss.gid, ss.type == XPROFS_STORE_DIR);
 	if (ss.type == XPROFS_STORE_DIR) {
-		fill_dir(ctx, st, ss.mtime_ns, p);
+		fs_fill_dir(ctx, st, ss.mtime_ns, p);
 	} else {
-		fill_file(ctx, st, ss.size, ss.mtime_ns, p);
+		fs_fill_file(ctx, st, ss.size, ss.mtime_ns, p);
 		if (ss.type == XPROFS_STORE_LINK)
 			st->st_mode = S_IFLNK | 0777;
 	}
 	if (ss.atime_ns)
-		set_ts(&st->st_atim, ss.atime_ns);
+		fs_set_ts(&st->st_atim, ss.atime_ns);
 	if (ss.ctime_ns)
-		set_ts(&st->st_ctim, ss.ctime_ns);
+		fs_set_ts(&st->st_ctim, ss.ctime_ns);
 	return 0;
 }
 
@@ -218,43 +120,43 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 	xprofs_buf_init(&b, FS_MEM_MAX);
 	switch (t->kind) {
 	case FS_K_ROOT:
-		fill_dir(ctx, st, 0, own_perm(ctx, 0755));
+		fs_fill_dir(ctx, st, 0, fs_perm_own(ctx, 0755));
 		return 0;
 	case FS_K_RUNS:
-		fill_dir(ctx, st, 0,
-			 t->node->is_run
-				 ? src_perm(ctx, t->node->mode, t->node->uid, t->node->gid, true)
-				 : own_perm(ctx, 0755));
+		fs_fill_dir(ctx, st, 0,
+			    t->node->is_run ? fs_perm_src(ctx, t->node->mode, t->node->uid,
+							  t->node->gid, true)
+					    : fs_perm_own(ctx, 0755));
 		return 0;
 	case FS_K_SESSION:
-		fill_dir(ctx, st, t->session->mtime_ns, session_perm(ctx, t, true));
+		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_session(ctx, t, true));
 		return 0;
 	case FS_K_HOST:
 	case FS_K_PLANES:
 	case FS_K_STEPS:
 	case FS_K_WINDOWS:
 	case FS_K_SLICE: /* a step past the last: its views fail to open with ENOENT */
-		fill_dir(ctx, st, t->host->st.mtime_ns, host_perm(ctx, t, true));
+		fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
 		return 0;
 	case FS_K_STATUS:
 	case FS_K_CAPTURE:
 	case FS_K_ERRORS:
 		/* small and in memory: report the size the content has now */
 		r = mem_content(ctx, t, &b);
-		fill_file(ctx, st, r == 0 ? b.len : 0,
-			  t->kind == FS_K_ERRORS ? t->host->st.mtime_ns : 0,
-			  t->kind == FS_K_ERRORS    ? host_perm(ctx, t, false)
-			  : t->kind == FS_K_CAPTURE ? own_perm(ctx, 0644)
-						    : own_perm(ctx, 0444));
+		fs_fill_file(ctx, st, r == 0 ? b.len : 0,
+			     t->kind == FS_K_ERRORS ? t->host->st.mtime_ns : 0,
+			     t->kind == FS_K_ERRORS    ? fs_perm_host(ctx, t, false)
+			     : t->kind == FS_K_CAPTURE ? fs_perm_own(ctx, 0644)
+						       : fs_perm_own(ctx, 0444));
 		xprofs_buf_deinit(&b);
 		return 0;
 	case FS_K_VIEW:
-		fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
-			  host_perm(ctx, t, false));
+		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
+			     fs_perm_host(ctx, t, false));
 		return 0;
 	case FS_K_SESSION_SUMMARY:
-		fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
-			  session_perm(ctx, t, false));
+		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
+			     fs_perm_session(ctx, t, false));
 		return 0;
 	case FS_K_PLANE:
 	case FS_K_TRACK:
@@ -268,10 +170,10 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 		if (!found)
 			return -ENOENT;
 		if (t->kind == FS_K_PLANE)
-			fill_dir(ctx, st, t->host->st.mtime_ns, host_perm(ctx, t, true));
+			fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
 		else
-			fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
-				  host_perm(ctx, t, false));
+			fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
+				     fs_perm_host(ctx, t, false));
 		return 0;
 	case FS_K_LOGDIR:
 		return logdir_getattr(ctx, t->store_path, st);
@@ -306,7 +208,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		bool local = fs_store_is_local(ctx);
 
 		if (r < 0 && fh->kind == FS_FH_WRITER)
-			fill_file(ctx, st, 0, xprofs_now_ns(), own_perm(ctx, fh->mode));
+			fs_fill_file(ctx, st, 0, xprofs_now_ns(), fs_perm_own(ctx, fh->mode));
 		/* local in-place writers: the file itself is the truth (other fds may write) */
 		if (fh->kind != FS_FH_WRITER || r < 0 || !local)
 			st->st_size = (off_t)(fh->kind == FS_FH_WRITER ? fh->wsize : fh->size);
