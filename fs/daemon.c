@@ -10,6 +10,12 @@
  * (curl, capture) is ever created before fork(). libcurl's global state is
  * set up here, once, in the process that serves (after the fork, before any
  * backend or thread), and torn down at exit: the libraries do not do it.
+ *
+ * Identity and permissions: the mount is named after SOURCE (fsname) with
+ * subtype "xprofs" (findmnt: "SOURCE ... fuse.xprofs"), the kernel checks
+ * permissions (default_permissions; fs/ops.c reports the modes), and a
+ * MOUNTPOINT that already is a FUSE mount is refused (/proc/self/mountinfo)
+ * rather than stacked over.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -77,6 +83,77 @@ static int open_backends(struct fs_options *o, struct xprofs_store **store,
 	return r;
 }
 
+/* unescape_mountinfo() - undo mountinfo's octal escapes (\040 ...) in place. */
+static void unescape_mountinfo(char *s)
+{
+	char *w = s;
+
+	for (; *s; s++) {
+		if (s[0] == '\\' && s[1] >= '0' && s[1] <= '3' && s[2] >= '0' && s[2] <= '7' &&
+		    s[3] >= '0' && s[3] <= '7') {
+			*w++ = (char)((s[1] - '0') * 64 + (s[2] - '0') * 8 + (s[3] - '0'));
+			s += 3;
+		} else {
+			*w++ = *s;
+		}
+	}
+	*w = '\0';
+}
+
+bool fs_mountinfo_fuse_at(const char *line, const char *dir, char *type, size_t tsize)
+{
+	char mp[XPROFS_PATH_MAX + 1], fstype[64];
+	const char *sep = strstr(line, " - ");
+
+	if (!sep || sscanf(line, "%*s %*s %*s %*s %4096s", mp) != 1 ||
+	    sscanf(sep + 3, "%63s", fstype) != 1)
+		return false;
+	unescape_mountinfo(mp);
+	if (strcmp(mp, dir) || (strcmp(fstype, "fuse") && strncmp(fstype, "fuse.", 5)))
+		return false;
+	snprintf(type, tsize, "%s", fstype);
+	return true;
+}
+
+/* fuse_mounted_at() - whether @dir (absolute, resolved) is a FUSE mount point now. */
+static bool fuse_mounted_at(const char *dir, char *type, size_t tsize)
+{
+	char line[2 * XPROFS_PATH_MAX + 512];
+	bool found = false;
+	FILE *f;
+
+	f = fopen("/proc/self/mountinfo", "re");
+	if (!f)
+		return false;
+	while (!found && fgets(line, sizeof(line), f))
+		found = fs_mountinfo_fuse_at(line, dir, type, tsize);
+	fclose(f);
+	return found;
+}
+
+/*
+ * identity_args() - what every xprofs mount adds to libfuse's options, before
+ * the user's (a later one wins): fsname=SOURCE (',' and '\\' escaped),
+ * subtype=xprofs, default_permissions.
+ */
+static int identity_args(struct fuse_args *args, const char *source)
+{
+	char opt[2 * XPROFS_PATH_MAX + 16], *w;
+
+	w = opt + snprintf(opt, sizeof(opt), "-ofsname=");
+	for (const char *s = source; *s && w < opt + sizeof(opt) - 3; s++) {
+		if (*s == ',' || *s == '\\')
+			*w++ = '\\';
+		*w++ = *s;
+	}
+	*w = '\0';
+	if (fuse_opt_insert_arg(args, 1, opt) < 0 ||
+	    fuse_opt_insert_arg(args, 2, "-osubtype=xprofs") < 0 ||
+	    fuse_opt_insert_arg(args, 3, "-odefault_permissions") < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 /* daemonise() - fork; the parent exits with what the child reports on the pipe. */
 static int daemonise(int *notify_fd)
 {
@@ -137,6 +214,7 @@ int xprofs_fs_main(int argc, char *argv[])
 	struct fuse *fuse = NULL;
 	bool curl_live = false, ctx_live = false, mounted = false, handlers = false;
 	int notify_fd = -1, ret = 1, r;
+	char fstype[64];
 
 	if (fs_options_parse(&args, &o) < 0)
 		goto out;
@@ -152,6 +230,15 @@ int xprofs_fs_main(int argc, char *argv[])
 	}
 	if (fs_options_check(&o) < 0)
 		goto out;
+	if (fuse_mounted_at(o.mountpoint, fstype, sizeof(fstype))) {
+		fprintf(stderr,
+			"xprofs: MOUNTPOINT %s is already a FUSE mount (%s); unmount it first "
+			"(fusermount3 -u %s)\n",
+			o.mountpoint, fstype, o.mountpoint);
+		goto out;
+	}
+	if (identity_args(&args, o.source) < 0)
+		goto out;
 	fuse_set_log_func(fuse_log_to_ours);
 	if (!o.foreground && daemonise(&notify_fd) < 0) {
 		fprintf(stderr, "xprofs: cannot daemonise: %s\n", strerror(errno));
@@ -164,6 +251,8 @@ int xprofs_fs_main(int argc, char *argv[])
 	curl_live = true;
 	if (open_backends(&o, &store, &cache) < 0)
 		goto out;
+	if (o.follow_outside && !strncmp(xprofs_store_backend(store), "local", 5))
+		(void)xprofs_store_local_follow_outside(store, true);
 	r = fs_ctx_init(&ctx, &o, store, cache);
 	store = NULL;
 	cache = NULL;

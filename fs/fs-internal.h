@@ -75,6 +75,13 @@ struct fs_options {
 	char *credentials; /* owned */
 	int show_help;
 	int show_version;
+	/* permissions of a source without modes (gs://): uid=, gid=, umask= */
+	char *uid_s, *gid_s, *umask_s; /* owned; parsed by fs_options_check() */
+	uid_t uid;                     /* owner shown (default: the mounting user) */
+	gid_t gid;
+	mode_t umask;          /* files 0666 & ~umask, dirs 0777 & ~umask (default 022) */
+	char *follow_symlinks; /* owned; "inside" (default) or "outside" */
+	bool follow_outside;   /* follow_symlinks=outside */
 };
 
 struct fuse_args;
@@ -102,6 +109,7 @@ struct fs_session {
 	struct fs_host *hosts; /* sorted by name; owned */
 	size_t nhosts;
 	int64_t mtime_ns;
+	uint32_t mode, uid, gid; /* the session directory's (mode 0: the backend has none) */
 };
 
 struct fs_run_node {
@@ -112,6 +120,7 @@ struct fs_run_node {
 	size_t nchildren;
 	struct fs_session *sessions; /* sorted by name; owned */
 	size_t nsessions;
+	uint32_t mode, uid, gid; /* is_run: <path>/plugins/profile's (mode 0: none known) */
 };
 
 /* An immutable snapshot of every run/session/host; shared by reference. */
@@ -319,6 +328,7 @@ struct fs_fh {
 	uint64_t size;        /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
 	char *mem;            /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
 	char *run;            /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
+	mode_t mode;          /* FS_FH_WRITER: the mode a new file was created with */
 };
 
 /** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */
@@ -445,10 +455,12 @@ void fs_view_close(struct fs_fh *fh);
 
 /**
  * fs_logdir_writer() - a writer handle for store path @sp (borrowed),
- * applying the profile rules; @flags are open(2) flags. Caller owns *@out
- * (fs_fh_free() aborts an uncommitted writer).
+ * applying the profile rules; @flags are open(2) flags, @mode the exact
+ * permission bits of a file @create makes (the caller's mode, umask applied
+ * by the kernel). Caller owns *@out (fs_fh_free() aborts an uncommitted
+ * writer).
  */
-int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags,
+int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags, mode_t mode,
 		     struct fs_fh **out);
 /** fs_writer_read() - pread from writer @fh. */
 ssize_t fs_writer_read(struct fs_ctx *ctx, struct fs_fh *fh, void *buf, size_t n, uint64_t off);
@@ -470,6 +482,44 @@ void fs_writer_release(struct fs_ctx *ctx, struct fs_fh *fh, const char *path);
 
 /** fs_status_json() - MOUNT/status.json into @out. */
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
+
+/* ---- attributes of mount entries (attr.c; no FUSE) ---------------------- */
+
+struct stat;
+
+/* The mode bits and owners one entry reports. */
+struct fs_perm {
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+};
+
+/** fs_perm_own() - an entry of the mount itself: @mode, the mounting user's. */
+struct fs_perm fs_perm_own(const struct fs_ctx *ctx, mode_t mode);
+/** fs_perm_src() - a source object's own mode and owners, or the fixed ones (gs://: mode 0). */
+struct fs_perm fs_perm_src(const struct fs_ctx *ctx, uint32_t mode, uint32_t uid, uint32_t gid,
+			   bool dir);
+/** fs_perm_host() - a host directory (@dir) or a file in it: as its profile is readable. */
+struct fs_perm fs_perm_host(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/** fs_perm_session() - a session directory (@dir) or its summary.json. */
+struct fs_perm fs_perm_session(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/** fs_set_ts() - @ns since the epoch into @ts. */
+void fs_set_ts(struct timespec *ts, int64_t ns);
+/** fs_fill_dir() - @st of a directory; @mtime_ns 0: the mount's start time. -o ro drops w bits. */
+void fs_fill_dir(struct fs_ctx *ctx, struct stat *st, int64_t mtime_ns, struct fs_perm p);
+/** fs_fill_file() - @st of a regular file of @size bytes. */
+void fs_fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mtime_ns,
+		  struct fs_perm p);
+
+/* ---- start-up (daemon.c) ------------------------------------------------ */
+
+/**
+ * fs_mountinfo_fuse_at() - whether one /proc/self/mountinfo line @line
+ * ("ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTS ... - TYPE ...", octal escapes
+ * such as \040 undone; borrowed) is a FUSE mount ("fuse", "fuse.*") at
+ * @dir; its type into @type (@tsize bytes).
+ */
+bool fs_mountinfo_fuse_at(const char *line, const char *dir, char *type, size_t tsize);
 
 /* ---- the operations (ops.c) --------------------------------------------- */
 

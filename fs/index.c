@@ -9,6 +9,13 @@
  * "_root". Readers take a reference to a snapshot, so a rebuild never
  * changes what a running request sees. Nothing here opens a profile.
  *
+ * Symlinks: the store's list() follows a symlink that stays inside the root
+ * (anywhere with follow_symlinks=outside), so a linked run, session or host
+ * appears under the link's name, as TensorBoard's and XProf's walks of a
+ * logdir (tf.io.gfile.walk / listdir + isdir, which follow links) list it.
+ * A link to a directory the walk is already inside (e.g. "loop -> ..") is
+ * never entered: directories are identified by their store fileid.
+ *
  * Limits: FS_INDEX_MAX_DEPTH directory levels and FS_INDEX_MAX_ENTRIES listed
  * entries per walk (beyond that the walk stops, logs, and keeps what it has).
  * The contents of session directories are not walked further.
@@ -237,6 +244,9 @@ static int load_sessions(struct xprofs_store *s, struct fs_index *idx, struct fs
 		sess->name = se.v[i].name;
 		se.v[i].name = NULL;
 		sess->mtime_ns = se.v[i].st.mtime_ns;
+		sess->mode = se.v[i].st.mode;
+		sess->uid = se.v[i].st.uid;
+		sess->gid = se.v[i].st.gid;
 		r = fs_store_path(sdir, sizeof(sdir), run->path, sess->name, NULL);
 		if (r < 0)
 			goto out;
@@ -291,8 +301,18 @@ static bool is_plugins_dir(const char *dir)
 	       (n > p + 1 && dir[n - p - 1] == '/' && !strcmp(dir + n - p, FS_PLUGINS_DIR));
 }
 
+/* on_path() - @id is one of the @n directories the walk is inside (a symlink loop). */
+static bool on_path(const uint64_t *anc, unsigned n, uint64_t id)
+{
+	for (unsigned i = 0; id && i < n; i++)
+		if (anc[i] == id)
+			return true;
+	return false;
+}
+
+/* walk() - index @dir; @anc[0..@depth] are the fileids of the directories down to @dir. */
 static int walk(struct xprofs_store *s, struct fs_index *idx, const char *dir, unsigned depth,
-		size_t *budget)
+		uint64_t *anc, size_t *budget)
 {
 	char sub[XPROFS_PATH_MAX + 1], pl[XPROFS_PATH_MAX + 1];
 	struct fs_run_node *run;
@@ -315,14 +335,19 @@ static int walk(struct xprofs_store *s, struct fs_index *idx, const char *dir, u
 		if (xprofs_store_stat(s, pl, &st) < 0 || st.type != XPROFS_STORE_DIR)
 			continue;
 		r = add_run(idx, dir, &run);
-		if (r == 0 && !run->sessions)
+		if (r == 0 && !run->sessions) {
+			run->mode = st.mode;
+			run->uid = st.uid;
+			run->gid = st.gid;
 			r = load_sessions(s, idx, run, budget);
+		}
 		if (r == -ENOMEM || r == -E2BIG)
 			goto out;
 		r = 0;
 	}
 	for (i = 0; i < e.n; i++) {
-		if (e.v[i].st.type != XPROFS_STORE_DIR)
+		if (e.v[i].st.type != XPROFS_STORE_DIR ||
+		    (e.v[i].st.link && on_path(anc, depth + 1, e.v[i].st.fileid)))
 			continue;
 		/* "<x>/plugins/profile" holds sessions, already read above */
 		if (!strcmp(e.v[i].name, FS_PROFILE_DIR) && is_plugins_dir(dir))
@@ -330,7 +355,8 @@ static int walk(struct xprofs_store *s, struct fs_index *idx, const char *dir, u
 		n = snprintf(sub, sizeof(sub), "%s%s%s", dir, *dir ? "/" : "", e.v[i].name);
 		if (n < 0 || (size_t)n >= sizeof(sub))
 			continue;
-		r = walk(s, idx, sub, depth + 1, budget);
+		anc[depth + 1] = e.v[i].st.fileid;
+		r = walk(s, idx, sub, depth + 1, anc, budget);
 		if (r < 0)
 			goto out;
 	}
@@ -343,6 +369,8 @@ out:
 int fs_index_build(struct xprofs_store *store, struct fs_index **out)
 {
 	size_t budget = FS_INDEX_MAX_ENTRIES;
+	uint64_t anc[FS_INDEX_MAX_DEPTH + 2] = {0};
+	struct xprofs_store_stat rst;
 	struct fs_index *idx;
 	int r;
 
@@ -351,7 +379,9 @@ int fs_index_build(struct xprofs_store *store, struct fs_index **out)
 		return -ENOMEM;
 	idx->refs = 1;
 	idx->built_mono_ns = xprofs_mono_ns();
-	r = walk(store, idx, "", 0, &budget);
+	if (xprofs_store_stat(store, "", &rst) == 0)
+		anc[0] = rst.fileid;
+	r = walk(store, idx, "", 0, anc, &budget);
 	if (r == -E2BIG) {
 		xprofs_warn("runs index: more than %d entries in the source, index is partial",
 			    FS_INDEX_MAX_ENTRIES);

@@ -25,7 +25,8 @@
 
 #include "fs-internal.h"
 
-int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags, struct fs_fh **out)
+int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags, mode_t mode,
+		     struct fs_fh **out)
 {
 	const char *base = strrchr(sp, '/');
 	struct xprofs_store_stat st;
@@ -56,6 +57,8 @@ int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags,
 	}
 	if (!exists && !create)
 		return -ENOENT;
+	if (!exists)
+		sflags |= XPROFS_STORE_WITH_MODE(mode);
 	fh = fs_fh_new(FS_FH_WRITER);
 	if (!fh)
 		return -ENOMEM;
@@ -66,6 +69,7 @@ int fs_logdir_writer(struct fs_ctx *ctx, const char *sp, bool create, int flags,
 		return r;
 	}
 	fh->profile = sflags & XPROFS_STORE_EXCL;
+	fh->mode = exists ? 0 : mode & 07777;
 	fh->wsize = exists && !(sflags & XPROFS_STORE_TRUNC) ? st.size : 0;
 	*out = fh;
 	return 0;
@@ -141,7 +145,7 @@ int fs_logdir_truncate(struct fs_ctx *ctx, const char *sp, uint64_t size)
 	struct fs_fh *fh;
 	int r;
 
-	r = fs_logdir_writer(ctx, sp, false, O_WRONLY, &fh);
+	r = fs_logdir_writer(ctx, sp, false, O_WRONLY, 0, &fh);
 	if (r < 0)
 		return r;
 	r = xprofs_store_writer_truncate(fh->w, size);

@@ -20,8 +20,13 @@
  * - Small virtual files (status.json, errors, capture) are snapshotted into
  *   memory at open.
  *
- * Limits: see fs-internal.h (FS_*). Timestamps/modes of logdir files cannot
- * be changed (chmod/chown/utimens succeed without effect).
+ * - Permissions: the kernel checks them (default_permissions) against the
+ *   modes and owners getattr reports (attr.c); chmod/chown/
+ *   utimens change logdir/ files in the source, never a profile.
+ * - Symlinks in logdir/ are symlinks (getattr, readlink, symlink): the kernel
+ *   follows them itself, so no lookup through one reaches the store.
+ *
+ * Limits: see fs-internal.h (FS_*).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -34,6 +39,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include "xprofs/capture.h"
 #include "xprofs/decode.h"
 #include "fs-internal.h"
 
@@ -78,42 +84,34 @@ static int mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xpr
 	}
 }
 
-static void fill_dir(struct fs_ctx *ctx, struct stat *st, int64_t mtime_ns)
+/* logdir_getattr() - a logdir/ entry as the source has it; a symlink as a symlink. */
+static int logdir_getattr(struct fs_ctx *ctx, const char *sp, struct stat *st)
 {
-	memset(st, 0, sizeof(*st));
-	st->st_mode = S_IFDIR | (ctx->o->ro ? 0555 : 0755);
-	st->st_nlink = 2;
-	st->st_uid = ctx->uid;
-	st->st_gid = ctx->gid;
-	if (!mtime_ns)
-		mtime_ns = xprofs_now_ns() - (xprofs_mono_ns() - ctx->start_mono_ns);
-	st->st_mtim.tv_sec = mtime_ns / 1000000000LL;
-	st->st_mtim.tv_nsec = mtime_ns % 1000000000LL;
-	st->st_atim = st->st_ctim = st->st_mtim;
-}
+	struct xprofs_store_stat ss;
+	struct fs_perm p;
+	int r;
 
-static void fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mtime_ns,
-		      mode_t mode)
-{
-	fill_dir(ctx, st, mtime_ns);
-	st->st_mode = S_IFREG | (ctx->o->ro ? (mode & 0555) : mode);
-	st->st_nlink = 1;
-	st->st_size = (off_t)size;
-	/*
-	 * The preferred I/O size sizes cat's and most readers' buffers. 256 KiB
-	 * (the cache's block size) lets a sequential read of a view decompress
-	 * each block straight into the FUSE buffer; 128 KiB reads go through the
-	 * entry's block copy, and 1 MiB reads measured no faster (bench/mount.sh,
-	 * docs/fs.md).
-	 */
-	st->st_blksize = FS_IO_SIZE;
-	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+	r = xprofs_store_lstat(ctx->store, sp, &ss);
+	if (r < 0)
+		return r;
+	p = fs_perm_src(ctx, ss.mode, ss.uid, ss.gid, ss.type == XPROFS_STORE_DIR);
+	if (ss.type == XPROFS_STORE_DIR) {
+		fs_fill_dir(ctx, st, ss.mtime_ns, p);
+	} else {
+		fs_fill_file(ctx, st, ss.size, ss.mtime_ns, p);
+		if (ss.type == XPROFS_STORE_LINK)
+			st->st_mode = S_IFLNK | 0777;
+	}
+	if (ss.atime_ns)
+		fs_set_ts(&st->st_atim, ss.atime_ns);
+	if (ss.ctime_ns)
+		fs_set_ts(&st->st_ctim, ss.ctime_ns);
+	return 0;
 }
 
 static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_target *t,
 			  struct stat *st)
 {
-	struct xprofs_store_stat ss;
 	struct fs_track_list *tl;
 	struct xprofs_buf b;
 	bool found = false;
@@ -122,32 +120,43 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 	xprofs_buf_init(&b, FS_MEM_MAX);
 	switch (t->kind) {
 	case FS_K_ROOT:
+		fs_fill_dir(ctx, st, 0, fs_perm_own(ctx, 0755));
+		return 0;
 	case FS_K_RUNS:
+		fs_fill_dir(ctx, st, 0,
+			    t->node->is_run ? fs_perm_src(ctx, t->node->mode, t->node->uid,
+							  t->node->gid, true)
+					    : fs_perm_own(ctx, 0755));
+		return 0;
 	case FS_K_SESSION:
-		fill_dir(ctx, st, t->kind == FS_K_SESSION ? t->session->mtime_ns : 0);
+		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_session(ctx, t, true));
 		return 0;
 	case FS_K_HOST:
 	case FS_K_PLANES:
 	case FS_K_STEPS:
 	case FS_K_WINDOWS:
 	case FS_K_SLICE: /* a step past the last: its views fail to open with ENOENT */
-		fill_dir(ctx, st, t->host->st.mtime_ns);
+		fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
 		return 0;
 	case FS_K_STATUS:
 	case FS_K_CAPTURE:
 	case FS_K_ERRORS:
 		/* small and in memory: report the size the content has now */
 		r = mem_content(ctx, t, &b);
-		fill_file(ctx, st, r == 0 ? b.len : 0,
-			  t->kind == FS_K_ERRORS ? t->host->st.mtime_ns : 0,
-			  t->kind == FS_K_CAPTURE ? 0644 : 0444);
+		fs_fill_file(ctx, st, r == 0 ? b.len : 0,
+			     t->kind == FS_K_ERRORS ? t->host->st.mtime_ns : 0,
+			     t->kind == FS_K_ERRORS    ? fs_perm_host(ctx, t, false)
+			     : t->kind == FS_K_CAPTURE ? fs_perm_own(ctx, 0644)
+						       : fs_perm_own(ctx, 0444));
 		xprofs_buf_deinit(&b);
 		return 0;
 	case FS_K_VIEW:
-		fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns, 0444);
+		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
+			     fs_perm_host(ctx, t, false));
 		return 0;
 	case FS_K_SESSION_SUMMARY:
-		fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns, 0444);
+		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
+			     fs_perm_session(ctx, t, false));
 		return 0;
 	case FS_K_PLANE:
 	case FS_K_TRACK:
@@ -161,19 +170,13 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 		if (!found)
 			return -ENOENT;
 		if (t->kind == FS_K_PLANE)
-			fill_dir(ctx, st, t->host->st.mtime_ns);
+			fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
 		else
-			fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns, 0444);
+			fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
+				     fs_perm_host(ctx, t, false));
 		return 0;
 	case FS_K_LOGDIR:
-		r = xprofs_store_stat(ctx->store, t->store_path, &ss);
-		if (r < 0)
-			return r;
-		if (ss.type == XPROFS_STORE_DIR)
-			fill_dir(ctx, st, ss.mtime_ns);
-		else
-			fill_file(ctx, st, ss.size, ss.mtime_ns, 0644);
-		return 0;
+		return logdir_getattr(ctx, t->store_path, st);
 	default:
 		(void)path;
 		return -ENOENT;
@@ -205,7 +208,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 		bool local = fs_store_is_local(ctx);
 
 		if (r < 0 && fh->kind == FS_FH_WRITER)
-			fill_file(ctx, st, 0, xprofs_now_ns(), 0644);
+			fs_fill_file(ctx, st, 0, xprofs_now_ns(), fs_perm_own(ctx, fh->mode));
 		/* local in-place writers: the file itself is the truth (other fds may write) */
 		if (fh->kind != FS_FH_WRITER || r < 0 || !local)
 			st->st_size = (off_t)(fh->kind == FS_FH_WRITER ? fh->wsize : fh->size);
@@ -359,6 +362,41 @@ static int mem_fh(struct xprofs_buf *b, enum fs_fh_kind kind, struct fs_fh **out
 	return 0;
 }
 
+/*
+ * give_to_caller() - a file or directory just created at store path @sp
+ * belongs to the user who created it, as on a local filesystem: when the
+ * daemon runs as root over a local source, chown it to the caller (the
+ * group stays the directory's under a setgid directory). Failures are logged.
+ */
+static void give_to_caller(struct fs_ctx *ctx, const char *sp)
+{
+	struct fuse_context *fc = fuse_get_context();
+	struct xprofs_store_attr a = {
+		.valid = XPROFS_ATTR_UID | XPROFS_ATTR_GID, .uid = fc->uid, .gid = fc->gid};
+	char parent[XPROFS_PATH_MAX + 1];
+	struct xprofs_store_stat pst;
+	const char *slash = strrchr(sp, '/');
+	int r;
+
+	if (geteuid() != 0 || !fs_store_is_local(ctx) || (fc->uid == 0 && fc->gid == 0))
+		return;
+	snprintf(parent, sizeof(parent), "%.*s", slash ? (int)(slash - sp) : 0, sp);
+	if (xprofs_store_stat(ctx->store, parent, &pst) == 0 && (pst.mode & S_ISGID))
+		a.valid = XPROFS_ATTR_UID;
+	r = xprofs_store_setattr(ctx->store, sp, &a);
+	if (r < 0)
+		xprofs_warn("%s: cannot give it to its creator (uid %u): %s", sp, (unsigned)fc->uid,
+			    strerror(-r));
+}
+
+/* may_control() - the caller is the mounting user or root: who may write capture files. */
+static bool may_control(const struct fs_ctx *ctx)
+{
+	uid_t uid = fuse_get_context()->uid;
+
+	return uid == 0 || uid == ctx->uid;
+}
+
 static int op_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
@@ -381,7 +419,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	switch (t.kind) {
 	case FS_K_LOGDIR:
 		if (wants_write(fi->flags)) {
-			r = fs_logdir_writer(ctx, t.store_path, false, fi->flags, &fh);
+			r = fs_logdir_writer(ctx, t.store_path, false, fi->flags, 0, &fh);
 			break;
 		}
 		fh = fs_fh_new(FS_FH_READER);
@@ -397,6 +435,10 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	case FS_K_CAPTURE:
 		if (wants_write(fi->flags) && ctx->o->ro) {
 			r = -EROFS;
+			break;
+		}
+		if (wants_write(fi->flags) && !may_control(ctx)) {
+			r = -EACCES; /* also without default_permissions */
 			break;
 		}
 		r = mem_content(ctx, &t, &b);
@@ -461,11 +503,13 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 		return r;
 	if (t.kind != FS_K_LOGDIR)
 		return t.kind == FS_K_CAPTURE ? -EEXIST : -EACCES;
-	r = fs_logdir_writer(ctx, t.store_path, true, fi->flags, &fh);
+	/* @mode has the caller's umask applied (the kernel does it) */
+	r = fs_logdir_writer(ctx, t.store_path, true, fi->flags, mode & 07777, &fh);
 	if (r < 0)
 		return r;
+	if (fh->mode && !fh->profile)
+		give_to_caller(ctx, t.store_path); /* a new profile stays the daemon's */
 	fi->fh = (uint64_t)(uintptr_t)fh;
-	(void)mode;
 	return 0;
 }
 
@@ -660,8 +704,13 @@ static int op_rmdir(const char *path)
 	return logdir_remove(path, true);
 }
 
-/* mkdir_run() - "mkdir runs/NAME": create NAME/plugins/profile in the store. */
-static int mkdir_run(struct fs_ctx *ctx, const char *path)
+/*
+ * mkdir_run() - "mkdir runs/NAME": create NAME/plugins/profile in the store,
+ * each level made with @mode. NAME follows the capture grammar's run names
+ * (capture_run_valid(), the one rule: no control characters, no '\\', no
+ * "." or ".." components).
+ */
+static int mkdir_run(struct fs_ctx *ctx, const char *path, mode_t mode)
 {
 	const char *rel = path + strlen(RUNS_DIR "/");
 	char p[XPROFS_PATH_MAX + 1];
@@ -691,6 +740,8 @@ static int mkdir_run(struct fs_ctx *ctx, const char *path)
 	else if (!strncmp(rel, FS_NAME_ROOT_RUN "/", strlen(FS_NAME_ROOT_RUN) + 1) ||
 		 !xprofs_store_path_valid(rel))
 		return -EPERM;
+	else if (!capture_run_valid(rel, strlen(rel)))
+		return -EINVAL; /* a name no capture line could name */
 	r = fs_store_path(p, sizeof(p), rel, NULL, NULL);
 	if (r < 0)
 		return r;
@@ -698,7 +749,9 @@ static int mkdir_run(struct fs_ctx *ctx, const char *path)
 	for (char *s = strchr(p, '/');; s = strchr(s + 1, '/')) {
 		if (s)
 			*s = '\0';
-		r = xprofs_store_mkdir(ctx->store, p);
+		r = xprofs_store_mkdir_mode(ctx->store, p, mode & 07777);
+		if (r == 0)
+			give_to_caller(ctx, p);
 		if (r == -EEXIST)
 			r = 0;
 		if (s)
@@ -716,14 +769,16 @@ static int op_mkdir(const char *path, mode_t mode)
 	struct fs_target t;
 	int r;
 
+	/* @mode has the caller's umask applied (the kernel does it) */
 	if (!strncmp(path, RUNS_DIR "/", strlen(RUNS_DIR "/")))
-		return mkdir_run(ctx, path);
+		return mkdir_run(ctx, path, mode);
 	r = logdir_target(ctx, path, &t);
 	if (r < 0)
 		return r;
-	r = xprofs_store_mkdir(ctx->store, t.store_path);
+	r = xprofs_store_mkdir_mode(ctx->store, t.store_path, mode & 07777);
+	if (r == 0)
+		give_to_caller(ctx, t.store_path);
 	fs_invalidate_index(ctx);
-	(void)mode;
 	return r;
 }
 
@@ -755,26 +810,93 @@ static int op_rename(const char *from, const char *to, unsigned int flags)
 	return r;
 }
 
+/*
+ * set_attr() - chmod/chown/utimens of a logdir/ entry: applied to the source
+ * object itself (local). Refused with EPERM everywhere else: under runs/, on
+ * the mount's own files, and on an existing profile (profiles never change).
+ * A new profile still being written (not visible yet, e.g. "cp -p") accepts
+ * them without effect, as does a gs:// source (no modes or owners there).
+ */
+static int set_attr(const char *path, const struct xprofs_store_attr *a, struct fuse_file_info *fi)
+{
+	struct fs_ctx *ctx = ctx_get();
+	struct fs_fh *fh = fi ? (struct fs_fh *)(uintptr_t)fi->fh : NULL;
+	const char *base;
+	struct fs_target t;
+	int r;
+
+	if (fh && fh->kind == FS_FH_WRITER && fh->profile)
+		return ctx->o->ro ? -EROFS : 0;
+	r = classify_for_change(ctx, path, &t);
+	if (r < 0 && r != -EROFS)
+		return r;
+	if (t.kind != FS_K_LOGDIR)
+		return r < 0 ? r : -EPERM;
+	if (r < 0)
+		return r;
+	base = strrchr(t.store_path, '/');
+	if (fs_is_profile_name(base ? base + 1 : t.store_path))
+		return -EPERM;
+	if (!fs_store_is_local(ctx))
+		return 0;
+	return xprofs_store_setattr(ctx->store, t.store_path, a);
+}
+
 static int op_chmod(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-	struct stat st;
-	int r = op_getattr(path, &st, fi);
+	struct xprofs_store_attr a = {.valid = XPROFS_ATTR_MODE, .mode = mode & 07777};
 
-	(void)mode;
-	return r < 0 ? r : ctx_get()->o->ro ? -EROFS : 0;
+	return set_attr(path, &a, fi);
 }
 
 static int op_chown(const char *path, uid_t uid, gid_t gid, struct fuse_file_info *fi)
 {
-	(void)uid;
-	(void)gid;
-	return op_chmod(path, 0, fi);
+	struct xprofs_store_attr a = {.uid = uid, .gid = gid};
+
+	a.valid =
+		(uid != (uid_t)-1 ? XPROFS_ATTR_UID : 0) | (gid != (gid_t)-1 ? XPROFS_ATTR_GID : 0);
+	return set_attr(path, &a, fi);
 }
 
 static int op_utimens(const char *path, const struct timespec tv[2], struct fuse_file_info *fi)
 {
-	(void)tv;
-	return op_chmod(path, 0, fi);
+	struct xprofs_store_attr a = {.valid = XPROFS_ATTR_TIMES};
+
+	a.times[0] = tv[0];
+	a.times[1] = tv[1];
+	return set_attr(path, &a, fi);
+}
+
+/* op_readlink() - a symlink in logdir/: its target, as the source has it. */
+static int op_readlink(const char *path, char *buf, size_t size)
+{
+	struct fs_ctx *ctx = ctx_get();
+	struct fs_index *idx;
+	struct fs_target t;
+	int r;
+
+	r = fs_classify(ctx, path, &idx, &t);
+	if (r == 0)
+		r = t.kind == FS_K_LOGDIR
+			    ? xprofs_store_readlink(ctx->store, t.store_path, buf, size)
+			    : -EINVAL;
+	fs_index_put(idx);
+	return r < 0 ? r : 0;
+}
+
+/* op_symlink() - "ln -s TARGET logdir/NAME": the link is made in the source as given. */
+static int op_symlink(const char *target, const char *path)
+{
+	struct fs_ctx *ctx = ctx_get();
+	struct fs_target t;
+	int r;
+
+	r = logdir_target(ctx, path, &t);
+	if (r < 0)
+		return r;
+	r = xprofs_store_symlink(ctx->store, target, t.store_path);
+	fs_invalidate_index(ctx);
+	return r;
 }
 
 static int op_statfs(const char *path, struct statvfs *sv)
@@ -844,6 +966,8 @@ static const struct fuse_operations fs_ops = {
 	.chmod = op_chmod,
 	.chown = op_chown,
 	.utimens = op_utimens,
+	.readlink = op_readlink,
+	.symlink = op_symlink,
 	.statfs = op_statfs,
 };
 

@@ -42,7 +42,9 @@ static const struct fuse_opt fs_opts[] = {
 	XOPT("refresh=%d", refresh, 0), XOPT("loglevel=%s", loglevel, 0),
 	XOPT("endpoint=%s", endpoint, 0), XOPT("anonymous", anonymous, 1),
 	XOPT("credentials=%s", credentials, 0), XOPT("connections=%u", connections, 0),
-	FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
+	XOPT("uid=%s", uid_s, 0), XOPT("gid=%s", gid_s, 0), XOPT("umask=%s", umask_s, 0),
+	XOPT("follow_symlinks=%s", follow_symlinks, 0), FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION), FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG), FUSE_OPT_KEY("-s", KEY_SINGLE),
@@ -81,6 +83,11 @@ static const char usage_text[] =
 	"  -o anonymous          GCS without credentials\n"
 	"  -o credentials=FILE   GCS credentials JSON file\n"
 	"  -o connections=N      parallel GCS connections\n"
+	"  -o uid=N,gid=N        owner shown for a gs:// source (default: the mounting user)\n"
+	"  -o umask=OCTAL        modes of a gs:// source: 0666/0777 & ~umask (default 022)\n"
+	"  -o follow_symlinks=inside|outside   follow symlinks out of SOURCE for runs/\n"
+	"                        (outside: anyone who can make a link in SOURCE exposes\n"
+	"                        what xprofs can read; default inside)\n"
 	"  -o allow_other, max_read=N, ...   passed to FUSE\n";
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -166,6 +173,64 @@ static int make_absolute(char **path)
 	return 0;
 }
 
+/* parse_id() - a decimal uid/gid @s into *@v; false when it is not one. */
+static bool parse_id(const char *s, uint32_t *v)
+{
+	char *end;
+	unsigned long n;
+
+	errno = 0;
+	n = strtoul(s, &end, 10);
+	if (!*s || *end || errno || n >= (uint32_t)-1 || *s == '-')
+		return false;
+	*v = (uint32_t)n;
+	return true;
+}
+
+/*
+ * perm_options_check() - uid=, gid=, umask= (a source without modes: gs://
+ * only) and follow_symlinks=; prints the problem. Defaults: the mounting
+ * user, umask 022, inside.
+ */
+static int perm_options_check(struct fs_options *o, bool gcs)
+{
+	uint32_t uid = getuid(), gid = getgid();
+	char *end;
+	long um = 022;
+
+	if (!gcs && (o->uid_s || o->gid_s || o->umask_s)) {
+		fprintf(stderr, "xprofs: uid=, gid= and umask= are for gs:// sources (a local "
+				"SOURCE shows its own owners and modes)\n");
+		return -EINVAL;
+	}
+	if ((o->uid_s && !parse_id(o->uid_s, &uid)) || (o->gid_s && !parse_id(o->gid_s, &gid))) {
+		fprintf(stderr, "xprofs: bad %s '%s' (a number)\n", o->uid_s ? "uid" : "gid",
+			o->uid_s && !parse_id(o->uid_s, &uid) ? o->uid_s : o->gid_s);
+		return -EINVAL;
+	}
+	if (o->umask_s) {
+		errno = 0;
+		um = strtol(o->umask_s, &end, 8);
+		if (!*o->umask_s || *end || errno || um < 0 || um > 0777) {
+			fprintf(stderr, "xprofs: bad umask '%s' (octal, e.g. 022)\n", o->umask_s);
+			return -EINVAL;
+		}
+	}
+	o->uid = uid;
+	o->gid = gid;
+	o->umask = (mode_t)um;
+	if (o->follow_symlinks && strcmp(o->follow_symlinks, "inside") &&
+	    strcmp(o->follow_symlinks, "outside")) {
+		fprintf(stderr, "xprofs: bad follow_symlinks '%s' (inside or outside)\n",
+			o->follow_symlinks);
+		return -EINVAL;
+	}
+	o->follow_outside = o->follow_symlinks && !strcmp(o->follow_symlinks, "outside");
+	if (o->follow_outside && gcs)
+		xprofs_warn("follow_symlinks=outside has no effect on gs:// (no symlinks there)");
+	return 0;
+}
+
 int fs_options_check(struct fs_options *o)
 {
 	bool gcs;
@@ -217,6 +282,9 @@ int fs_options_check(struct fs_options *o)
 		if (r < 0)
 			return r;
 	}
+	r = perm_options_check(o, gcs);
+	if (r < 0)
+		return r;
 	errno = 0;
 	if (stat(o->mountpoint, &st) < 0 || !S_ISDIR(st.st_mode)) {
 		fprintf(stderr, "xprofs: MOUNTPOINT %s: %s\n", o->mountpoint,

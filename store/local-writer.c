@@ -34,6 +34,7 @@ struct local_writer {
 	bool excl;     /* publish with linkat() on commit */
 	bool tmpfile;  /* fd is an O_TMPFILE */
 	bool created;  /* in-place writer created the file (abort removes it) */
+	int mode;      /* exact mode of a file this writer creates; -1: 0644 under our umask */
 };
 
 static void writer_free(struct local_writer *w)
@@ -56,7 +57,7 @@ static int excl_open(struct local_writer *w)
 	w->fd = openat(w->dirfd, ".", O_TMPFILE | O_RDWR | O_CLOEXEC, 0644);
 	if (w->fd >= 0) {
 		w->tmpfile = true;
-		return 0;
+		return w->mode >= 0 && fchmod(w->fd, (mode_t)w->mode) < 0 ? -errno : 0;
 	}
 	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 		return -errno;
@@ -67,7 +68,9 @@ static int excl_open(struct local_writer *w)
 			       0644);
 		if (w->fd >= 0) {
 			w->tmpname = strdup(tmp);
-			return w->tmpname ? 0 : -ENOMEM;
+			if (!w->tmpname)
+				return -ENOMEM;
+			return w->mode >= 0 && fchmod(w->fd, (mode_t)w->mode) < 0 ? -errno : 0;
 		}
 		if (errno != EEXIST)
 			return -errno;
@@ -83,7 +86,8 @@ static int inplace_open(struct local_writer *w, unsigned flags)
 	w->fd = openat(w->dirfd, w->name, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (w->fd >= 0) {
 		w->created = true;
-		return 0;
+		/* exactly the creator's mode, whatever our own umask is */
+		return w->mode >= 0 && fchmod(w->fd, (mode_t)w->mode) < 0 ? -errno : 0;
 	}
 	if (errno != EEXIST)
 		return -errno;
@@ -111,6 +115,7 @@ int store_local_writer_new(struct xprofs_store *s, const char *path, unsigned fl
 	w->fd = -1;
 	w->dirfd = -1;
 	w->excl = flags & XPROFS_STORE_EXCL;
+	w->mode = (flags & XPROFS_STORE_MODE) ? (int)XPROFS_STORE_MODE_OF(flags) : -1;
 	r = store_local_mkparents(ls, path);
 	if (r < 0)
 		goto err;

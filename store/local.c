@@ -8,16 +8,23 @@
  *   with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): even a symlink or a
  *   concurrent rename inside SOURCE cannot make a lookup leave the root. On
  *   kernels without openat2 we walk component by component with O_NOFOLLOW
- *   (symlinks are then not followed at all). Symlinks that resolve inside the
- *   root are served like their targets; others are hidden from listings.
+ *   (symlinks are then not followed at all). stat(), list() and readers
+ *   follow symlinks that resolve inside the root (or anywhere with
+ *   follow_outside: then only RESOLVE_NO_MAGICLINKS; paths are validated, so
+ *   only a symlink can lead out); lstat() and list() report a link as a link
+ *   (list(): .link, and type XPROFS_STORE_LINK when it is not followed).
+ * - Owners, modes and times are the source's (struct xprofs_store_stat);
+ *   setattr() changes them on the object itself through an O_PATH|O_NOFOLLOW
+ *   fd and its /proc/self/fd name, so a symlink swapped in meanwhile is never
+ *   followed.
  * - Readers are open fds: a file replaced by rename() after open keeps serving
  *   the old bytes (pinned version); pread() at any offset.
  * - generation = hash(dev, inode, ctime): it changes when the file is replaced
  *   or rewritten, which is what view caches need in their keys.
  * - Writers (local-writer.c): exclusive ones publish with linkat(), others
  *   write in place; list() hides the exclusive writers' TMP_PREFIX files.
- * - Only regular files and directories are exposed; fifos, sockets and device
- *   nodes are invisible (-ENOENT).
+ * - Only regular files, directories and symlinks are exposed; fifos, sockets
+ *   and device nodes are invisible (-ENOENT).
  *
  * Limits: counters are approximate under concurrency (relaxed atomics).
  */
@@ -96,7 +103,9 @@ static int resolve(struct local_store *ls, const char *path, int flags, mode_t m
 		memset(&how, 0, sizeof(how));
 		how.flags = (uint64_t)(flags | O_CLOEXEC);
 		how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
-		how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+		how.resolve = RESOLVE_NO_MAGICLINKS;
+		if (!__atomic_load_n(&ls->follow_outside, __ATOMIC_RELAXED))
+			how.resolve |= RESOLVE_BENEATH;
 		fd = (int)syscall(SYS_openat2, ls->rootfd, path, &how, sizeof(how));
 		if (fd >= 0)
 			return fd;
@@ -142,20 +151,34 @@ static uint64_t make_generation(const struct stat *st)
 	return xprofs_hash64(v, sizeof(v));
 }
 
+static int64_t ts_ns(const struct timespec *t)
+{
+	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
+}
+
 /* store_local_fill() - translate @st; -ENOENT for what we do not expose. */
 int store_local_fill(const struct stat *st, struct xprofs_store_stat *out)
 {
+	uint64_t id[2] = {(uint64_t)st->st_dev, (uint64_t)st->st_ino};
+
 	memset(out, 0, sizeof(*out));
-	if (S_ISREG(st->st_mode)) {
-		out->type = XPROFS_STORE_FILE;
+	if (S_ISREG(st->st_mode) || S_ISLNK(st->st_mode)) {
+		out->type = S_ISREG(st->st_mode) ? XPROFS_STORE_FILE : XPROFS_STORE_LINK;
 		out->size = (uint64_t)st->st_size;
 	} else if (S_ISDIR(st->st_mode)) {
 		out->type = XPROFS_STORE_DIR;
 	} else {
 		return -ENOENT;
 	}
-	out->mtime_ns = (int64_t)st->st_mtim.tv_sec * 1000000000LL + st->st_mtim.tv_nsec;
+	out->mtime_ns = ts_ns(&st->st_mtim);
+	out->atime_ns = ts_ns(&st->st_atim);
+	out->ctime_ns = ts_ns(&st->st_ctim);
 	out->generation = make_generation(st);
+	out->mode = st->st_mode & 07777;
+	out->uid = st->st_uid;
+	out->gid = st->st_gid;
+	out->fileid = xprofs_hash64(id, sizeof(id)) | 1; /* never 0 (unknown) */
+	out->link = S_ISLNK(st->st_mode);
 	return 0;
 }
 
@@ -224,13 +247,13 @@ static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list
 			continue;
 		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* vanished meanwhile */
-		if (S_ISLNK(st.st_mode)) {
-			/* follow it only if it stays inside the root */
-			snprintf(full, sizeof(full), "%s%s%s", dir, *dir ? "/" : "", de->d_name);
-			if (!xprofs_store_path_valid(full) || local_stat(s, full, &xst) < 0)
-				continue;
-		} else if (store_local_fill(&st, &xst) < 0) {
+		if (store_local_fill(&st, &xst) < 0)
 			continue;
+		if (S_ISLNK(st.st_mode)) {
+			/* followed where allowed (inside the root), else listed as a link */
+			snprintf(full, sizeof(full), "%s%s%s", dir, *dir ? "/" : "", de->d_name);
+			if (xprofs_store_path_valid(full) && local_stat(s, full, &xst) == 0)
+				xst.link = true;
 		}
 		r = cb(arg, de->d_name, &xst);
 		if (r)
@@ -335,7 +358,14 @@ int store_local_mkparents(struct local_store *ls, const char *path)
 /* at_op() - run one *at() syscall on @path's parent; 0 or -errno. */
 enum at_kind { AT_UNLINK, AT_RMDIR, AT_MKDIR };
 
+static int at_op_mode(struct local_store *ls, const char *path, enum at_kind k, mode_t mode);
+
 static int at_op(struct local_store *ls, const char *path, enum at_kind k)
+{
+	return at_op_mode(ls, path, k, 0755);
+}
+
+static int at_op_mode(struct local_store *ls, const char *path, enum at_kind k, mode_t mode)
 {
 	const char *name;
 	int pfd, r;
@@ -351,10 +381,117 @@ static int at_op(struct local_store *ls, const char *path, enum at_kind k)
 		r = unlinkat(pfd, name, AT_REMOVEDIR);
 		break;
 	default:
-		r = mkdirat(pfd, name, 0755);
+		r = mkdirat(pfd, name, mode);
 		break;
 	}
 	r = r < 0 ? -errno : 0;
+	close(pfd);
+	return count_err(ls, r);
+}
+
+/*
+ * local_setattr() - change what @a selects on @path itself: an O_PATH fd of
+ * the object (never following a symlink at the last component), then
+ * chmod/chown/utimensat on its /proc/self/fd name, which names that very
+ * object. A symlink itself is refused (-EPERM): the kernel follows links
+ * before it asks a FUSE filesystem to change attributes.
+ */
+static int local_setattr(struct xprofs_store *s, const char *path,
+			 const struct xprofs_store_attr *a)
+{
+	struct local_store *ls = to_local(s);
+	char proc[64];
+	struct stat st;
+	int fd, r = 0;
+
+	fd = resolve(ls, path, O_PATH | O_NOFOLLOW, 0);
+	if (fd < 0)
+		return count_err(ls, fd);
+	if (fstat(fd, &st) < 0) {
+		r = -errno;
+		goto out;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		r = -EPERM;
+		goto out;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	if ((a->valid & XPROFS_ATTR_MODE) && chmod(proc, a->mode & 07777) < 0)
+		r = -errno;
+	if (r == 0 && (a->valid & (XPROFS_ATTR_UID | XPROFS_ATTR_GID)) &&
+	    chown(proc, (a->valid & XPROFS_ATTR_UID) ? a->uid : (uid_t)-1,
+		  (a->valid & XPROFS_ATTR_GID) ? a->gid : (gid_t)-1) < 0)
+		r = -errno;
+	if (r == 0 && (a->valid & XPROFS_ATTR_TIMES) && utimensat(AT_FDCWD, proc, a->times, 0) < 0)
+		r = -errno;
+out:
+	close(fd);
+	return count_err(ls, r);
+}
+
+/* local_mkdir_mode() - mkdir, then exactly @mode (our own umask may have masked it). */
+static int local_mkdir_mode(struct xprofs_store *s, const char *path, uint32_t mode)
+{
+	struct xprofs_store_attr a = {.valid = XPROFS_ATTR_MODE, .mode = mode};
+	int r;
+
+	CNT(to_local(s), mkdirs);
+	r = at_op_mode(to_local(s), path, AT_MKDIR, mode & 07777);
+	return r < 0 ? r : local_setattr(s, path, &a);
+}
+
+static int local_lstat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *out)
+{
+	struct local_store *ls = to_local(s);
+	const char *name;
+	struct stat st;
+	int pfd, r;
+
+	if (!*path)
+		return local_stat(s, path, out);
+	CNT(ls, stats);
+	pfd = store_local_parent_open(ls, path, &name);
+	if (pfd < 0)
+		return count_err(ls, pfd);
+	r = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : store_local_fill(&st, out);
+	close(pfd);
+	return count_err(ls, r);
+}
+
+static int local_readlink(struct xprofs_store *s, const char *path, char *buf, size_t size)
+{
+	struct local_store *ls = to_local(s);
+	char tmp[XPROFS_PATH_MAX + 1];
+	const char *name;
+	ssize_t n;
+	int pfd;
+
+	pfd = store_local_parent_open(ls, path, &name);
+	if (pfd < 0)
+		return count_err(ls, pfd);
+	n = readlinkat(pfd, name, tmp, sizeof(tmp));
+	if (n < 0)
+		n = -errno;
+	close(pfd);
+	if (n < 0)
+		return count_err(ls, (int)n);
+	if ((size_t)n >= sizeof(tmp) || (size_t)n >= size)
+		return -ENAMETOOLONG;
+	memcpy(buf, tmp, (size_t)n);
+	buf[n] = '\0';
+	return (int)n;
+}
+
+static int local_symlink(struct xprofs_store *s, const char *target, const char *path)
+{
+	struct local_store *ls = to_local(s);
+	const char *name;
+	int pfd, r;
+
+	pfd = store_local_parent_open(ls, path, &name);
+	if (pfd < 0)
+		return count_err(ls, pfd);
+	r = symlinkat(target, pfd, name) < 0 ? -errno : 0;
 	close(pfd);
 	return count_err(ls, r);
 }
@@ -477,10 +614,23 @@ static const struct xprofs_store_ops local_ops = {
 	.rename = local_rename,
 	.mkdir = local_mkdir,
 	.rmdir = local_rmdir,
+	.mkdir_mode = local_mkdir_mode,
+	.lstat = local_lstat,
+	.readlink = local_readlink,
+	.symlink = local_symlink,
+	.setattr = local_setattr,
 	.refresh = local_refresh,
 	.status_json = local_status_json,
 	.free = local_free,
 };
+
+int xprofs_store_local_follow_outside(struct xprofs_store *s, bool on)
+{
+	if (!s || s->ops != &local_ops)
+		return -EINVAL;
+	__atomic_store_n(&to_local(s)->follow_outside, on, __ATOMIC_RELAXED);
+	return 0;
+}
 
 int xprofs_store_local_new(const char *root, struct xprofs_store **out)
 {

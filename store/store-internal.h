@@ -22,7 +22,8 @@ struct local_store {
 	struct xprofs_store base; /* first: the wrappers cast */
 	int rootfd;
 	char *root;
-	int no_openat2; /* set once openat2 proved unavailable; relaxed atomic */
+	int no_openat2;     /* set once openat2 proved unavailable; relaxed atomic */
+	int follow_outside; /* follow symlinks out of the root (xprofs_store_local_follow_outside()) */
 	struct local_counters c;
 };
 

@@ -68,7 +68,41 @@ int xprofs_store_stat(struct xprofs_store *s, const char *path, struct xprofs_st
 {
 	if (!xprofs_store_path_valid(path))
 		return -EINVAL;
+	memset(st, 0, sizeof(*st));
 	return s->ops->stat ? s->ops->stat(s, path, st) : -ENOTSUP;
+}
+
+int xprofs_store_lstat(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st)
+{
+	if (!xprofs_store_path_valid(path))
+		return -EINVAL;
+	memset(st, 0, sizeof(*st));
+	if (s->ops->lstat)
+		return s->ops->lstat(s, path, st);
+	return s->ops->stat ? s->ops->stat(s, path, st) : -ENOTSUP;
+}
+
+int xprofs_store_readlink(struct xprofs_store *s, const char *path, char *buf, size_t size)
+{
+	if (!xprofs_store_path_valid(path) || !*path || !size)
+		return -EINVAL;
+	return s->ops->readlink ? s->ops->readlink(s, path, buf, size) : -EINVAL;
+}
+
+int xprofs_store_symlink(struct xprofs_store *s, const char *target, const char *path)
+{
+	if (!xprofs_store_path_valid(path) || !*path || !target || !*target ||
+	    strnlen(target, XPROFS_PATH_MAX + 1) > XPROFS_PATH_MAX)
+		return -EINVAL;
+	return s->ops->symlink ? s->ops->symlink(s, target, path) : -EPERM;
+}
+
+int xprofs_store_setattr(struct xprofs_store *s, const char *path,
+			 const struct xprofs_store_attr *a)
+{
+	if (!xprofs_store_path_valid(path))
+		return -EINVAL;
+	return s->ops->setattr ? s->ops->setattr(s, path, a) : -EPERM;
 }
 
 int xprofs_store_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg)
@@ -129,7 +163,8 @@ int xprofs_store_writer_new(struct xprofs_store *s, const char *path, unsigned f
 {
 	if (!xprofs_store_path_valid(path) || !*path)
 		return -EINVAL;
-	if (flags & ~(unsigned)(XPROFS_STORE_EXCL | XPROFS_STORE_TRUNC))
+	if (flags &
+	    ~(unsigned)(XPROFS_STORE_EXCL | XPROFS_STORE_TRUNC | XPROFS_STORE_WITH_MODE(07777)))
 		return -EINVAL;
 	return s->ops->create ? s->ops->create(s, path, flags, out) : -EROFS;
 }
@@ -190,6 +225,15 @@ int xprofs_store_mkdir(struct xprofs_store *s, const char *path)
 {
 	if (!xprofs_store_path_valid(path) || !*path)
 		return -EINVAL;
+	return s->ops->mkdir ? s->ops->mkdir(s, path) : -EROFS;
+}
+
+int xprofs_store_mkdir_mode(struct xprofs_store *s, const char *path, uint32_t mode)
+{
+	if (!xprofs_store_path_valid(path) || !*path || (mode & ~07777u))
+		return -EINVAL;
+	if (s->ops->mkdir_mode)
+		return s->ops->mkdir_mode(s, path, mode);
 	return s->ops->mkdir ? s->ops->mkdir(s, path) : -EROFS;
 }
 

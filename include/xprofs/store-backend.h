@@ -53,6 +53,12 @@ struct xprofs_store_ops {
 	int (*rename)(struct xprofs_store *s, const char *from, const char *to);
 	int (*mkdir)(struct xprofs_store *s, const char *path);
 	int (*rmdir)(struct xprofs_store *s, const char *path);
+	/* optional (NULL: see store.h): modes, symlinks, attributes */
+	int (*mkdir_mode)(struct xprofs_store *s, const char *path, uint32_t mode);
+	int (*lstat)(struct xprofs_store *s, const char *path, struct xprofs_store_stat *st);
+	int (*readlink)(struct xprofs_store *s, const char *path, char *buf, size_t size);
+	int (*symlink)(struct xprofs_store *s, const char *target, const char *path);
+	int (*setattr)(struct xprofs_store *s, const char *path, const struct xprofs_store_attr *a);
 	int (*refresh)(struct xprofs_store
 			       *s); /* drop listing caches so the next list() sees the source */
 	int (*status_json)(struct xprofs_store *s,

@@ -31,6 +31,7 @@
 
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "xprofs/util.h"
 
@@ -47,6 +48,12 @@
 enum xprofs_store_type {
 	XPROFS_STORE_FILE = 1,
 	XPROFS_STORE_DIR = 2,
+	/*
+	 * A symbolic link seen as itself: from xprofs_store_lstat(), and from
+	 * list() for a link the store does not follow (dangling, a loop, or
+	 * leading out of the root where that is not allowed).
+	 */
+	XPROFS_STORE_LINK = 3,
 };
 
 struct xprofs_store_stat {
@@ -55,12 +62,39 @@ struct xprofs_store_stat {
 	int64_t mtime_ns; /* ns since the epoch */
 	uint64_t
 		generation; /* GCS generation; local: a value that changes when the file is replaced */
+	/* Owners, modes and times where the backend has them (local); gs:// leaves them 0. */
+	uint32_t mode;              /* permission bits (07777); 0: the backend has no modes */
+	uint32_t uid, gid;          /* owners (valid when mode != 0) */
+	int64_t atime_ns, ctime_ns; /* 0: unknown */
+	uint64_t fileid;            /* which object (local: device + inode); 0: unknown */
+	bool link; /* list(): the entry is a symlink (followed when type != LINK) */
+};
+
+/*
+ * What xprofs_store_setattr() changes (local backend only): each XPROFS_ATTR_*
+ * bit in @valid selects a field; times take UTIME_NOW / UTIME_OMIT in tv_nsec.
+ */
+#define XPROFS_ATTR_MODE 0x1
+#define XPROFS_ATTR_UID 0x2
+#define XPROFS_ATTR_GID 0x4
+#define XPROFS_ATTR_TIMES 0x8
+struct xprofs_store_attr {
+	unsigned valid;
+	uint32_t mode, uid, gid;
+	struct timespec times[2]; /* atime, mtime as utimensat() takes them */
 };
 
 /* Flags for xprofs_store_writer_new(). */
 #define XPROFS_STORE_EXCL 0x1 /* fail with -EEXIST if the path exists (GCS: ifGenerationMatch=0) */
 #define XPROFS_STORE_TRUNC                                                                         \
 	0x2 /* start empty even if the file exists; otherwise start from its content */
+/*
+ * XPROFS_STORE_WITH_MODE(m): a file this writer creates gets exactly the
+ * permission bits @m (local; backends without modes ignore it).
+ */
+#define XPROFS_STORE_MODE 0x4
+#define XPROFS_STORE_WITH_MODE(m) (XPROFS_STORE_MODE | (((unsigned)(m)&07777u) << 16))
+#define XPROFS_STORE_MODE_OF(flags) (((flags) >> 16) & 07777u)
 
 /*
  * list() callback: @name is one directory entry (borrowed, valid during the
@@ -137,6 +171,33 @@ int xprofs_store_unlink(struct xprofs_store *s, const char *path) XPROFS_WUR;
 int xprofs_store_rename(struct xprofs_store *s, const char *from, const char *to) XPROFS_WUR;
 int xprofs_store_mkdir(struct xprofs_store *s, const char *path) XPROFS_WUR;
 int xprofs_store_rmdir(struct xprofs_store *s, const char *path) XPROFS_WUR;
+/** xprofs_store_mkdir_mode() - mkdir with exactly the permission bits @mode (where modes exist). */
+int xprofs_store_mkdir_mode(struct xprofs_store *s, const char *path, uint32_t mode) XPROFS_WUR;
+
+/*
+ * Symlinks and attributes. stat() and list() follow symlinks (inside the
+ * root, or anywhere after xprofs_store_local_follow_outside()); lstat()
+ * reports a symlink at @path itself (type XPROFS_STORE_LINK, size = length of
+ * its target). Backends without symlinks (gs://): lstat() is stat(),
+ * readlink() -EINVAL, symlink() and setattr() -EPERM.
+ */
+int xprofs_store_lstat(struct xprofs_store *s, const char *path,
+		       struct xprofs_store_stat *st) XPROFS_WUR;
+/** xprofs_store_readlink() - @path's target into @buf (NUL-terminated); its length or -errno. */
+int xprofs_store_readlink(struct xprofs_store *s, const char *path, char *buf,
+			  size_t size) XPROFS_WUR;
+/** xprofs_store_symlink() - create the symlink @path pointing at @target (borrowed). */
+int xprofs_store_symlink(struct xprofs_store *s, const char *target, const char *path) XPROFS_WUR;
+/** xprofs_store_setattr() - change what @a selects on @path itself (never through a symlink). */
+int xprofs_store_setattr(struct xprofs_store *s, const char *path,
+			 const struct xprofs_store_attr *a) XPROFS_WUR;
+/**
+ * xprofs_store_local_follow_outside() - let a local store follow symlinks
+ * that lead out of its root (stat, list, readers). Off by default: then a
+ * link out of the root reads as a link (lstat/list) and is not followed.
+ * -EINVAL for a store that is not local.
+ */
+int xprofs_store_local_follow_outside(struct xprofs_store *s, bool on);
 int xprofs_store_refresh(struct xprofs_store *s);
 /** xprofs_store_status_json() - append the backend's counters as one JSON object to @out. */
 int xprofs_store_status_json(struct xprofs_store *s, struct xprofs_buf *out);

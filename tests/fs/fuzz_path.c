@@ -3,7 +3,8 @@
  * the command line: mount-path classification (against a small runs index
  * built over the in-memory fake store of tests/lib, and without an index),
  * store path validation, size options, and slice names (steps/<n>,
- * window/<from>-<to>: a classified window is never empty or past 10^26 ps).
+ * window/<from>-<to>: a classified window is never empty or past 10^26 ps),
+ * and /proc/self/mountinfo lines (the check for a FUSE mount at MOUNTPOINT).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -65,6 +66,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	(void)xprofs_store_path_valid(s + 1);
 	(void)xprofs_size_parse(s + 1, &v);
 	(void)fs_is_profile_name(s + 1);
+	{
+		char type[64];
+
+		if (fs_mountinfo_fuse_at(s + 1, "/mnt/x y", type, sizeof(type)) &&
+		    strncmp(type, "fuse", 4))
+			abort(); /* only FUSE types match */
+	}
 	free(s);
 	return 0;
 }

@@ -335,7 +335,7 @@ MF=$(command -v mount.fuse3 || echo /sbin/mount.fuse3)
 if [ "$(id -u)" = 0 ] && [ -x "$MF" ]; then
 	"$MF" "$XP_BIN#$SRC" "$MNT" -o ro,defaults,noauto,user,_netdev,nofail,x-systemd.automount,dev,suid,no_cache ||
 		xp_fail "mount.fuse3 with fstab options"
-	xp_ok "fstab-style mount is live and read-only" bash -c "grep -q ' $MNT fuse ro,' /proc/mounts && test -d '$MNT/runs/$run'"
+	xp_ok "fstab-style mount is live and read-only" bash -c "grep -q ' $MNT fuse.xprofs ro,' /proc/mounts && test -d '$MNT/runs/$run'"
 	xp_ok "fstab-style mount unmounts" fusermount3 -u "$MNT"
 else
 	echo "# not root or no mount.fuse3: fstab-style mount not tested"

@@ -159,7 +159,11 @@ static void snapshot(struct fs_ctx *ctx, const char *h, const struct xprofs_stor
 static void test_error_notes(void **state)
 {
 	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
-	struct xprofs_store_stat v1 = {XPROFS_STORE_FILE, 10, 1000, 1}, v2 = v1;
+	struct xprofs_store_stat v1 = {.type = XPROFS_STORE_FILE,
+				       .size = 10,
+				       .mtime_ns = 1000,
+				       .generation = 1},
+				 v2 = v1;
 	char host[64], big[FS_ERRMAX];
 
 	v2.generation = 2;

@@ -212,12 +212,13 @@ static void test_list_and_symlinks(void **state)
 	assert_int_equal(xprofs_store_list(f->s, "", xt_names_add, &n), 0);
 	assert_int_equal(xt_names_type(&n, "run"), XPROFS_STORE_DIR);
 	assert_int_equal(xt_names_type(&n, "top.txt"), XPROFS_STORE_FILE);
-	/* a symlink inside the root is followed with openat2, hidden by the fallback walk */
-	assert_int_equal(xt_names_type(&n, "inside"), have_openat2() ? XPROFS_STORE_FILE : 0);
-	assert_int_equal(xt_names_type(&n, "escape"), 0); /* leaves the root: hidden */
+	/* a symlink inside the root is followed with openat2, a link for the fallback walk */
+	assert_int_equal(xt_names_type(&n, "inside"),
+			 have_openat2() ? XPROFS_STORE_FILE : XPROFS_STORE_LINK);
+	assert_int_equal(xt_names_type(&n, "escape"), XPROFS_STORE_LINK); /* not followed */
 	assert_int_equal(xt_names_type(&n, "fifo"), 0);
 	assert_int_equal(xt_names_type(&n, ".xprofs-tmp-leftover"), 0);
-	assert_int_equal(n.n, have_openat2() ? 3 : 2);
+	assert_int_equal(n.n, 4);
 	assert_int_equal(xprofs_store_stat(f->s, "escape", &st), -ENOENT);
 	assert_int_equal(xprofs_store_stat(f->s, "escape/passwd", &st), -ENOENT);
 	assert_int_equal(xprofs_store_reader_open(f->s, "escape/passwd", &file), -ENOENT);
@@ -333,6 +334,74 @@ static void test_namespace_ops(void **state)
 	xprofs_buf_deinit(&b);
 }
 
+/* lstat/readlink see links as links; modes, owners, times; exact create modes; outside links */
+static void test_modes_and_links(void **state)
+{
+	struct fx *f = *state;
+	struct xprofs_store_attr a = {.valid = XPROFS_ATTR_MODE, .mode = 0600};
+	struct xprofs_store_writer *w;
+	struct xprofs_store_stat st;
+	char p[512], buf[64];
+	struct stat ks;
+	mode_t old = umask(022);
+
+	snprintf(p, sizeof(p), "%s/loop", f->dir);
+	assert_int_equal(symlink(".", p), 0);
+	snprintf(p, sizeof(p), "%s/escape", f->dir);
+	assert_int_equal(symlink("/etc", p), 0);
+	assert_int_equal(xprofs_store_lstat(f->s, "loop", &st), 0);
+	assert_int_equal(st.type, XPROFS_STORE_LINK);
+	assert_int_equal(st.size, 1);
+	assert_int_equal(xprofs_store_readlink(f->s, "loop", buf, sizeof(buf)), 1);
+	assert_string_equal(buf, ".");
+	assert_int_equal(xprofs_store_readlink(f->s, "top.txt", buf, sizeof(buf)), -EINVAL);
+	assert_int_equal(xprofs_store_readlink(f->s, "loop", buf, 1), -ENAMETOOLONG);
+	/* modes and owners are the source's */
+	assert_int_equal(xprofs_store_setattr(f->s, "top.txt", &a), 0);
+	assert_int_equal(xprofs_store_lstat(f->s, "top.txt", &st), 0);
+	assert_int_equal(st.mode, 0600);
+	assert_int_equal(st.uid, getuid());
+	assert_int_not_equal(st.fileid, 0);
+	assert_int_equal(xprofs_store_setattr(f->s, "loop", &a), -EPERM); /* never through a link */
+	a.valid = XPROFS_ATTR_TIMES;
+	a.times[0].tv_sec = a.times[1].tv_sec = 1000;
+	a.times[0].tv_nsec = a.times[1].tv_nsec = 0;
+	assert_int_equal(xprofs_store_setattr(f->s, "top.txt", &a), 0);
+	assert_int_equal(xprofs_store_stat(f->s, "top.txt", &st), 0);
+	assert_int_equal(st.mtime_ns, 1000000000000LL);
+	/* creates get exactly the mode asked for, whatever our umask */
+	assert_int_equal(xprofs_store_mkdir_mode(f->s, "d", 0771), 0);
+	snprintf(p, sizeof(p), "%s/d", f->dir);
+	assert_int_equal(stat(p, &ks), 0);
+	assert_int_equal(ks.st_mode & 07777, 0771);
+	assert_int_equal(xprofs_store_writer_new(f->s, "d/n.txt", XPROFS_STORE_WITH_MODE(0664), &w),
+			 0);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
+	snprintf(p, sizeof(p), "%s/d/n.txt", f->dir);
+	assert_int_equal(stat(p, &ks), 0);
+	assert_int_equal(ks.st_mode & 07777, 0664);
+	assert_int_equal(xprofs_store_writer_new(f->s, "d/x.xplane.pb",
+						 XPROFS_STORE_EXCL | XPROFS_STORE_WITH_MODE(0640),
+						 &w),
+			 0);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
+	snprintf(p, sizeof(p), "%s/d/x.xplane.pb", f->dir);
+	assert_int_equal(stat(p, &ks), 0);
+	assert_int_equal(ks.st_mode & 07777, 0640);
+	assert_int_equal(xprofs_store_symlink(f->s, "top.txt", "d/l"), 0);
+	assert_int_equal(xprofs_store_readlink(f->s, "d/l", buf, sizeof(buf)), 7);
+	/* a link out of the root is followed only when allowed */
+	if (have_openat2()) {
+		assert_int_equal(xprofs_store_stat(f->s, "escape/passwd", &st), -ENOENT);
+		assert_int_equal(xprofs_store_local_follow_outside(f->s, true), 0);
+		assert_int_equal(xprofs_store_stat(f->s, "escape/passwd", &st), 0);
+		assert_int_equal(st.type, XPROFS_STORE_FILE);
+		assert_int_equal(xprofs_store_local_follow_outside(f->s, false), 0);
+		assert_int_equal(xprofs_store_stat(f->s, "escape/passwd", &st), -ENOENT);
+	}
+	umask(old);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -343,6 +412,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_excl_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inplace_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_namespace_ops, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_modes_and_links, setup, teardown),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
