@@ -39,7 +39,7 @@ static void fmt_time(int64_t ns, char *out, size_t cap)
 
 static int session_json(const struct capture_session *s, struct xprofs_buf *out)
 {
-	char t[96];
+	char t[96], note[160];
 	int r;
 
 	r = xprofs_buf_printf(out, "{\"id\":%" PRIu64 ",\"command\":\"%s\",\"run\":", s->id,
@@ -87,9 +87,16 @@ static int session_json(const struct capture_session *s, struct xprofs_buf *out)
 		r = r ? r : xprofs_buf_adds(out, "null");
 	}
 	r = r ? r
-	      : xprofs_buf_printf(out,
-				  ",\"duration_ms\":%" PRIu64 ",\"deadline_ms\":%" PRIu64 "}\n",
+	      : xprofs_buf_printf(out, ",\"duration_ms\":%" PRIu64 ",\"deadline_ms\":%" PRIu64,
 				  s->req->duration_ms, s->deadline_ms);
+	if (s->new_run) {
+		r = r ? r : xprofs_buf_adds(out, ",\"new_run\":true,\"note\":");
+		snprintf(note, sizeof(note),
+			 "run '%.40s%s' did not exist: it is created when a host's data arrives",
+			 s->run[0] ? s->run : ".", strlen(s->run) > 40 ? "..." : "");
+		r = r ? r : xprofs_buf_add_json_str(out, note, strlen(note));
+	}
+	r = r ? r : xprofs_buf_adds(out, "}\n");
 	return r;
 }
 
@@ -101,17 +108,22 @@ static int cmp_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int rejection_json(const char *line, const char *reason, struct xprofs_buf *out)
+/* rejections_json() - the refused lines of @q, oldest first, with reasons and times. */
+static int rejections_json(const struct capture_rejects *q, struct xprofs_buf *out)
 {
-	int r;
+	char t[96];
+	int r = 0;
 
-	if (!line)
-		return 0;
-	r = xprofs_buf_adds(out, "{\"rejected\":");
-	r = r ? r : xprofs_buf_add_json_str(out, line, strlen(line));
-	r = r ? r : xprofs_buf_adds(out, ",\"reason\":");
-	r = r ? r : xprofs_buf_add_json_str(out, reason, strlen(reason));
-	r = r ? r : xprofs_buf_adds(out, "}\n");
+	for (unsigned k = 0; k < q->n && r == 0; k++) {
+		unsigned i = (q->next + CAPTURE_REJECTS - q->n + k) % CAPTURE_REJECTS;
+
+		fmt_time(q->e[i].at_ns, t, sizeof(t));
+		r = xprofs_buf_adds(out, "{\"rejected\":");
+		r = r ? r : xprofs_buf_add_json_str(out, q->e[i].line, strlen(q->e[i].line));
+		r = r ? r : xprofs_buf_adds(out, ",\"reason\":");
+		r = r ? r : xprofs_buf_add_json_str(out, q->e[i].reason, strlen(q->e[i].reason));
+		r = r ? r : xprofs_buf_printf(out, ",\"at\":\"%s\"}\n", t);
+	}
 	return r;
 }
 
@@ -119,34 +131,31 @@ int xprofs_capture_status(struct xprofs_capture *c, const char *run, struct xpro
 {
 	struct capture_session **all = NULL;
 	size_t n = 0, cap = 0;
-	const char *rl = NULL, *rr = NULL;
+	const struct capture_rejects *rej = NULL;
 	int r = 0;
 
 	pthread_mutex_lock(&c->lock);
 	for (struct capture_run *cr = c->runs; cr; cr = cr->next) {
 		if (run && strcmp(cr->run, run) != 0)
 			continue;
-		if (run) {
-			rl = cr->rej_line;
-			rr = cr->rej_reason;
-		}
+		if (run)
+			rej = &cr->rej;
 		for (struct capture_session *s = cr->head; s; s = s->next) {
 			if ((r = xprofs_grow(&all, &cap, n, sizeof(*all), 64)) < 0)
 				goto out;
 			all[n++] = s;
 		}
 	}
-	if (!run) {
-		rl = c->rej_line;
-		rr = c->rej_reason;
-	}
+	if (!run)
+		rej = &c->rej;
 	if (n == 0)
 		r = xprofs_buf_adds(out, xprofs_capture_help());
 	if (n > 1)
 		qsort(all, n, sizeof(*all), cmp_id);
 	for (size_t i = 0; i < n && r == 0; i++)
 		r = session_json(all[i], out);
-	r = r ? r : rejection_json(rl, rr, out);
+	if (rej)
+		r = r ? r : rejections_json(rej, out);
 out:
 	pthread_mutex_unlock(&c->lock);
 	free(all);

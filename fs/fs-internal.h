@@ -318,6 +318,7 @@ struct fs_fh {
 	uint64_t size;        /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
 	char *mem;            /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
 	char *run;            /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
+	struct xprofs_capture_input *cin; /* FS_FH_CAPTURE opened for writing: lines; owned */
 };
 
 /** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */

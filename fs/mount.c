@@ -132,6 +132,7 @@ void fs_fh_free(struct fs_fh *fh)
 	xprofs_cache_reader_close(fh->ce);
 	free(fh->mem);
 	free(fh->run);
+	xprofs_capture_input_free(fh->cin);
 	free(fh->spath);
 	pthread_mutex_destroy(&fh->lock);
 	free(fh);
