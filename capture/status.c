@@ -13,6 +13,9 @@
 
 #include "capture-internal.h"
 
+#define XPROFS_CAPTURE_MAX_LINE_STR "8192"
+_Static_assert(CAPTURE_MAX_LINE == 8192, "the help text says 8192");
+
 const char *const capture_state_names[] = {
 	[ST_RUNNING] = "running",         [ST_OK] = "ok",           [ST_EMPTY] = "empty",
 	[ST_UNREACHABLE] = "unreachable", [ST_TIMEOUT] = "timeout", [ST_ERROR] = "error",
@@ -170,7 +173,7 @@ const char *xprofs_capture_help(void)
 	       "#\n"
 	       "#   [run=NAME] HOST:PORT[,HOST:PORT...] [duration_ms=N] [host_tracer_level=N]\n"
 	       "#       [device_tracer_level=N] [python_tracer_level=N] [delay_ms=N]\n"
-	       "#       [session=NAME] [host=NAME] [deadline_ms=N] [KEY=VALUE ...]\n"
+	       "#       [session=NAME] [host=NAME] [deadline_ms=N] [advanced.KEY=VALUE ...]\n"
 	       "#   [run=NAME] stop                         Terminate the running capture; its "
 	       "data is kept\n"
 	       "#   [run=NAME] snapshot HOST:PORT[,...]     profile of the recent past (continuous "
@@ -184,11 +187,16 @@ const char *xprofs_capture_help(void)
 	       "# one host, 3000 for several); deadline_ms 1000..86400000 (default\n"
 	       "# max(60000, 2*duration_ms + delay_ms + 10000)). session= names the session\n"
 	       "# directory (default: local time YYYY_MM_DD_HH_MM_SS, made unique); host= names\n"
-	       "# the host file (default HOST_PORT; one host only). Any other KEY=VALUE goes\n"
-	       "# to ProfileOptions.advanced_configuration (integer, true/false, or string).\n"
+	       "# the host file (default HOST_PORT; one host only). advanced.KEY=VALUE goes to\n"
+	       "# ProfileOptions.advanced_configuration[KEY] (integer, true/false, or string);\n"
+	       "# any other KEY=VALUE is refused.\n"
 	       "# run= (top-level file only; default \"" CAPTURE_DEFAULT_RUN
 	       "\", \".\" = the logdir\n"
 	       "# root) may be nested (a/b). A top-level 'stop' without run= stops every run.\n"
 	       "# Files: logdir/<run>/plugins/profile/<session>/<host>.xplane.pb, never\n"
-	       "# overwritten. Read this file again for the captures' status (JSON lines).\n";
+	       "# overwritten. Read this file again for the captures' status (JSON lines)\n"
+	       "# and the last 8 refused lines with their reasons.\n"
+	       "# A command is a line: bytes are collected per open file until a newline or\n"
+	       "# close(); several lines in one write are several commands; a line is at\n"
+	       "# most " XPROFS_CAPTURE_MAX_LINE_STR " bytes.\n";
 }
