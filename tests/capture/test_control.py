@@ -206,7 +206,7 @@ def case_sweep(t, w, src):
          "staging directories are not listed in logdir/", repr(names))
     runs = os.listdir(os.path.join(m.mnt, "runs"))
     t.ok("k9" not in runs, "no empty run or session shows after the remount", repr(runs))
-    m.close()
+    t.ok(m.close() == 0, "unmount: xprofs exits with 0")
 
 
 def case_errors(t, w, tmpdir, srv):
@@ -229,7 +229,7 @@ def case_errors(t, w, tmpdir, srv):
                  "a full source: the error carries its errno text", json.dumps(c))
             t.ok(not os.path.exists(os.path.join(small, "captures")),
                  "and leaves no directory behind")
-            m.close()
+            t.ok(m.close() == 0, "unmount: xprofs exits with 0")
         finally:
             big.stop()
     finally:
@@ -259,7 +259,7 @@ def case_errors(t, w, tmpdir, srv):
         res, _ = write_all(os.path.join(m.mnt, "runs", "exp", "capture"),
                            [("%s session=ro2\n" % srv.addr).encode()])
         t.ok(res == [-errno.EROFS], "the same through the run's own control file", repr(res))
-        m.close()
+        t.ok(m.close() == 0, "unmount: xprofs exits with 0")
     finally:
         subprocess.call(["umount", "-l", ro])
 
