@@ -280,39 +280,12 @@ static uint64_t fs_free(const struct xprofs_cache *c)
  * disk. The freed bytes are estimated from the entries' sizes while
  * evicting, then measured again.
  */
-int cache_make_room(struct xprofs_cache *c, uint64_t need)
-{
-	uint64_t want = c->min_free + need, fr = fs_free(c);
-	struct cache_node *n = c->lru;
-	bool evicted = false;
-
-	if (fr >= want)
-		return 0;
-	while (fr < want && n) {
-		struct cache_node *prev = n->prev;
-		uint64_t size = n->size;
-
-		if (evict_one(c, n)) {
-			fr += size;
-			c->st.space_evictions++;
-			evicted = true;
-		}
-		n = prev;
-	}
-	if (evicted)
-		fr = fs_free(c);
-	if (fr >= want)
-		return 0;
-	c->st.nospace++;
-	return -ENOSPC;
-}
-
-uint64_t cache_evict_bytes(struct xprofs_cache *c, uint64_t bytes)
+/* evict_lru_bytes() - evicts LRU entries (never open ones) of at least @bytes; bytes evicted. */
+static uint64_t evict_lru_bytes(struct xprofs_cache *c, uint64_t bytes)
 {
 	struct cache_node *n = c->lru;
 	uint64_t done = 0;
 
-	c->st.nospace++;
 	while (done < bytes && n) {
 		struct cache_node *prev = n->prev;
 		uint64_t size = n->size;
@@ -324,6 +297,22 @@ uint64_t cache_evict_bytes(struct xprofs_cache *c, uint64_t bytes)
 		n = prev;
 	}
 	return done;
+}
+
+int cache_make_room(struct xprofs_cache *c, uint64_t need)
+{
+	uint64_t want = c->min_free + need, fr = fs_free(c);
+
+	if (fr >= want || (evict_lru_bytes(c, want - fr) && fs_free(c) >= want))
+		return 0;
+	c->st.nospace++;
+	return -ENOSPC;
+}
+
+uint64_t cache_evict_bytes(struct xprofs_cache *c, uint64_t bytes)
+{
+	c->st.nospace++;
+	return evict_lru_bytes(c, bytes);
 }
 
 int xprofs_cache_set_min_free(struct xprofs_cache *c, uint64_t bytes)
