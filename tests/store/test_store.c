@@ -275,6 +275,45 @@ static void test_excl_create(void **state)
 			 6);
 	assert_string_equal(buf, "hello!");
 	assert_true(no_staging_left(f->dir));
+	/* two writers of one new session: each is published, no staging is left */
+	assert_int_equal(xprofs_store_writer_new(f->s, "n2/plugins/profile/s/a.xplane.pb",
+						 XPROFS_STORE_EXCL, &w),
+			 0);
+	assert_int_equal(xprofs_store_writer_new(f->s, "n2/plugins/profile/s/b.xplane.pb",
+						 XPROFS_STORE_EXCL, &w2),
+			 0);
+	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
+	assert_int_equal(xprofs_store_writer_write(w2, "B", 1, 0), 1);
+	assert_int_equal(read_file(f->dir, "n2", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(xprofs_store_writer_commit(w2), 0);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
+	assert_int_equal(read_file(f->dir, "n2/plugins/profile/s/a.xplane.pb", buf, sizeof(buf)),
+			 1);
+	assert_int_equal(read_file(f->dir, "n2/plugins/profile/s/b.xplane.pb", buf, sizeof(buf)),
+			 1);
+	assert_true(no_staging_left(f->dir));
+	/* two new sessions of one new run: the second finds the run made meanwhile */
+	assert_int_equal(xprofs_store_writer_new(f->s, "n4/plugins/profile/s/a.xplane.pb",
+						 XPROFS_STORE_EXCL, &w),
+			 0);
+	assert_int_equal(xprofs_store_writer_new(f->s, "n4/plugins/profile/t/b.xplane.pb",
+						 XPROFS_STORE_EXCL, &w2),
+			 0);
+	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
+	assert_int_equal(xprofs_store_writer_write(w2, "BB", 2, 0), 2);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
+	assert_int_equal(xprofs_store_writer_commit(w2), 0);
+	assert_int_equal(read_file(f->dir, "n4/plugins/profile/t/b.xplane.pb", buf, sizeof(buf)),
+			 2);
+	assert_true(no_staging_left(f->dir));
+	/* an aborted writer of a new directory leaves nothing at all */
+	assert_int_equal(xprofs_store_writer_new(f->s, "n3/plugins/profile/s/a.xplane.pb",
+						 XPROFS_STORE_EXCL, &w),
+			 0);
+	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
+	xprofs_store_writer_abort(w);
+	assert_int_equal(read_file(f->dir, "n3", buf, sizeof(buf)), -ENOENT);
+	assert_true(no_staging_left(f->dir));
 	/* and an existing file is refused up front */
 	assert_int_equal(xprofs_store_writer_new(f->s, "top.txt", XPROFS_STORE_EXCL, &w), -EEXIST);
 	/* abort leaves nothing behind */
