@@ -5,6 +5,11 @@
  *   an anonymous O_TMPFILE in the target directory and publish on commit
  *   with linkat(), which fails with EEXIST instead of replacing: an existing
  *   file is never overwritten and a half-written profile is never visible.
+ *   When the target's parents do not exist yet, nothing is created before
+ *   the commit: the file lives in the deepest existing ancestor, and the
+ *   commit builds the missing directories in a marked staging directory in
+ *   the root and renames them into place (stage_publish(); leftovers of a
+ *   daemon killed right then are swept by store_local_sweep() at start-up).
  *   Where O_TMPFILE is unsupported a hidden ".xprofs-tmp-*" file is linked
  *   then unlinked instead (list() hides that prefix).
  * - Other writers write IN PLACE (O_CREAT on the real file): this is what
