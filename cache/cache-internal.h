@@ -134,6 +134,7 @@ struct xprofs_cache {
 	char *dir;
 	char *tmpdir;
 	uint64_t max_bytes;
+	uint64_t min_free; /* protected by lock; bytes kept free on the filesystem */
 	pthread_mutex_t lock;
 	uint32_t bs;                  /* protected by lock */
 	int accel;                    /* protected by lock; lz4 acceleration of new writers */
@@ -174,6 +175,16 @@ void cache_seen_now(struct xprofs_cache *c, struct cache_node *n);
 void cache_node_put(struct xprofs_cache *c, struct cache_node *n);
 /** cache_evict() - evicts LRU entries until under the cap; spares @keep and open ones. */
 void cache_evict(struct xprofs_cache *c, const struct cache_node *keep);
+/**
+ * cache_make_room() - evicts LRU entries (never open ones) until the cache's
+ * filesystem has @need bytes free above c->min_free. 0, or -ENOSPC.
+ */
+int cache_make_room(struct xprofs_cache *c, uint64_t need);
+/**
+ * cache_evict_bytes() - after a write met ENOSPC: evicts LRU entries (never
+ * open ones) of at least @bytes in all; returns the bytes evicted.
+ */
+uint64_t cache_evict_bytes(struct xprofs_cache *c, uint64_t bytes);
 /** cache_drop_corrupt() - unlinks @n's file if it is still the inode (@dev, @ino) we judged. */
 void cache_drop_corrupt(struct xprofs_cache *c, struct cache_node *n, dev_t dev, ino_t ino);
 

@@ -20,7 +20,10 @@
  * enforced per process on what it knows: its scans of DIR (at start, then by
  * a commit at most every 5 minutes, or xprofs_cache_rescan()) plus what it
  * writes and opens, so two mounts sharing DIR may together exceed the cap by
- * what they wrote since their last rescan. Temp files older than an hour
+ * what they wrote since their last rescan. Free space: before each block a
+ * writer appends, entries are evicted until the filesystem keeps min_free
+ * bytes free (measured with statvfs(), since other programs share the
+ * disk); a write that cannot get room fails with -ENOSPC. Temp files older than an hour
  * (crashed writers; a live writer's temp mtime moves with every block) are
  * removed at startup.
  *
@@ -37,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "cache-internal.h"
@@ -227,30 +231,108 @@ void cache_node_put(struct xprofs_cache *c, struct cache_node *n)
 	free(n);
 }
 
+/* evict_one() - removes @n's file and forgets it; false when it may not go (open). */
+static bool evict_one(struct xprofs_cache *c, struct cache_node *n)
+{
+	char path[PATH_MAX];
+
+	if (n->opens || cache_entry_path(c, n->id, path, sizeof(path)) < 0)
+		return false;
+	if (unlink(path) < 0 && errno != ENOENT)
+		xprofs_warn("cache: cannot evict %s: %s", path, strerror(errno));
+	else
+		c->st.evictions++;
+	cache_node_set_absent(c, n);
+	cache_node_put(c, n);
+	return true;
+}
+
 /* Evicts least recently used entries until under the cap; spares @keep and open ones. */
 void cache_evict(struct xprofs_cache *c, const struct cache_node *keep)
 {
 	struct cache_node *n = c->lru;
-	char path[PATH_MAX];
 
 	while (c->st.bytes > c->max_bytes && n) {
 		struct cache_node *prev = n->prev;
 
-		if (n != keep && n->opens == 0 &&
-		    cache_entry_path(c, n->id, path, sizeof(path)) == 0) {
-			if (unlink(path) < 0 && errno != ENOENT)
-				xprofs_warn("cache: cannot cache_evict %s: %s", path,
-					    strerror(errno));
-			else
-				c->st.evictions++;
-			cache_node_set_absent(c, n);
-			cache_node_put(c, n);
-		}
+		if (n != keep)
+			(void)evict_one(c, n);
 		n = prev;
 	}
 	if (c->st.bytes > c->max_bytes)
 		xprofs_debug("cache: %" PRIu64 " bytes over the cap, all of it open",
 			     c->st.bytes - c->max_bytes);
+}
+
+/* fs_free() - bytes an unprivileged writer may still use on the cache's filesystem. */
+static uint64_t fs_free(const struct xprofs_cache *c)
+{
+	struct statvfs sv;
+
+	if (statvfs(c->dir, &sv) < 0)
+		return UINT64_MAX; /* unknown: let the write itself find out */
+	return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+/*
+ * Called before every block a writer appends (a statvfs() each, ~1 us):
+ * the free space is measured, not tracked, because other programs share the
+ * disk. The freed bytes are estimated from the entries' sizes while
+ * evicting, then measured again.
+ */
+/* evict_lru_bytes() - evicts LRU entries (never open ones) of at least @bytes; bytes evicted. */
+static uint64_t evict_lru_bytes(struct xprofs_cache *c, uint64_t bytes)
+{
+	struct cache_node *n = c->lru;
+	uint64_t done = 0;
+
+	while (done < bytes && n) {
+		struct cache_node *prev = n->prev;
+		uint64_t size = n->size;
+
+		if (evict_one(c, n)) {
+			done += size;
+			c->st.space_evictions++;
+		}
+		n = prev;
+	}
+	return done;
+}
+
+int cache_make_room(struct xprofs_cache *c, uint64_t need)
+{
+	uint64_t want = c->min_free + need, fr = fs_free(c);
+
+	if (fr >= want || (evict_lru_bytes(c, want - fr) && fs_free(c) >= want))
+		return 0;
+	c->st.nospace++;
+	return -ENOSPC;
+}
+
+uint64_t cache_evict_bytes(struct xprofs_cache *c, uint64_t bytes)
+{
+	c->st.nospace++;
+	return evict_lru_bytes(c, bytes);
+}
+
+int xprofs_cache_set_min_free(struct xprofs_cache *c, uint64_t bytes)
+{
+	struct statvfs sv;
+	uint64_t v = bytes;
+
+	if (bytes == XPROFS_CACHE_MIN_FREE_DEFAULT) {
+		if (statvfs(c->dir, &sv) < 0)
+			return -errno;
+		v = (uint64_t)sv.f_blocks * sv.f_frsize / 100 * XPROFS_CACHE_MIN_FREE_PCT;
+		if (v > XPROFS_CACHE_MIN_FREE_CAP)
+			v = XPROFS_CACHE_MIN_FREE_CAP;
+	}
+	pthread_mutex_lock(&c->lock);
+	c->min_free = v;
+	c->st.min_free = v;
+	(void)cache_make_room(c, 0); /* a refusal here only counts */
+	pthread_mutex_unlock(&c->lock);
+	return 0;
 }
 
 /* Unlinks the corrupt file of @n if it is still the inode we judged. */
@@ -457,10 +539,13 @@ int xprofs_cache_new(const char *dir, uint64_t max_bytes, struct xprofs_cache **
 	}
 	clean_tmp(c);
 	r = xprofs_cache_rescan(c);
+	if (r == 0)
+		r = xprofs_cache_set_min_free(c, XPROFS_CACHE_MIN_FREE_DEFAULT);
 	if (r < 0)
 		goto fail;
-	xprofs_info("cache: %s: %" PRIu64 " entries, %" PRIu64 " bytes, cap %" PRIu64, c->dir,
-		    c->st.entries, c->st.bytes, c->max_bytes);
+	xprofs_info("cache: %s: %" PRIu64 " entries, %" PRIu64 " bytes, cap %" PRIu64
+		    ", keeping %" PRIu64 " bytes free",
+		    c->dir, c->st.entries, c->st.bytes, c->max_bytes, c->min_free);
 	*out = c;
 	return 0;
 fail:

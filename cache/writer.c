@@ -217,6 +217,36 @@ static const uint8_t *compress_block(struct xprofs_cache_writer *w, uint8_t *cbu
 	return cbuf;
 }
 
+/*
+ * write_room() - write @n bytes (borrowed) at w->off, keeping the cache's
+ * free-space floor: entries are evicted first if the disk is short of room;
+ * a write that meets ENOSPC or EDQUOT anyway evicts about twice its size,
+ * drops what it wrote and retries once. 0 or -errno (-ENOSPC: no room to
+ * be had; the caller serves the data uncached).
+ */
+static int write_room(struct xprofs_cache_writer *w, const void *p, size_t n)
+{
+	struct xprofs_cache *c = w->c;
+	uint64_t freed;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	r = cache_make_room(c, n);
+	pthread_mutex_unlock(&c->lock);
+	if (r < 0)
+		return r;
+	r = xprofs_write_full(w->fd, p, n);
+	if (r != -ENOSPC && r != -EDQUOT)
+		return r;
+	pthread_mutex_lock(&c->lock);
+	freed = cache_evict_bytes(c, 2 * (uint64_t)n);
+	pthread_mutex_unlock(&c->lock);
+	if (!freed || ftruncate(w->fd, (off_t)w->off) < 0 ||
+	    lseek(w->fd, (off_t)w->off, SEEK_SET) < 0)
+		return -ENOSPC;
+	return xprofs_write_full(w->fd, p, n);
+}
+
 /* Appends the next block: @stored (borrowed) as described by @rec. Blocks must come in order. */
 static int append_block(struct xprofs_cache_writer *w, const uint8_t *stored, struct cache_rec *rec)
 {
@@ -228,7 +258,7 @@ static int append_block(struct xprofs_cache_writer *w, const uint8_t *stored, st
 	if (w->off + rec->stored + (w->nblocks + 1) * CACHE_REC_SIZE + CACHE_FOOTER_SIZE >
 	    w->c->max_bytes)
 		return -EFBIG;
-	r = xprofs_write_full(w->fd, stored, rec->stored);
+	r = write_room(w, stored, rec->stored);
 	if (r < 0)
 		return r;
 	pthread_mutex_lock(&w->ilock);

@@ -85,6 +85,28 @@ struct capture_req {
 int capture_line_parse(const char *line, size_t len, struct capture_req *out,
 		       struct xprofs_buf *reason);
 
+/* Assembles the bytes written to one open control file into lines (input.c). */
+struct capture_asm {
+	size_t len;    /* bytes of the pending (unterminated) line in buf */
+	bool overflow; /* a line passed CAPTURE_MAX_LINE: drop bytes up to its '\n' */
+	char buf[CAPTURE_MAX_LINE];
+};
+
+void capture_asm_init(struct capture_asm *a);
+/**
+ * capture_asm_feed() - take bytes @p[0..@n) (borrowed), *@used of them.
+ * 1: a whole line (no newline) in @line and @len, pointing into @p or @a (valid
+ * until the next call); 0: all taken, kept as the start of a line;
+ * -EMSGSIZE: the line passed CAPTURE_MAX_LINE (refused; its rest up to its
+ * '\n' is dropped, in this call or later ones).
+ */
+int capture_asm_feed(struct capture_asm *a, const char *p, size_t n, size_t *used,
+		     const char **line, size_t *len);
+/** capture_asm_end() - at close: 1 with the unterminated last line in @line and @len, else 0. */
+int capture_asm_end(struct capture_asm *a, const char **line, size_t *len);
+/** capture_line_blank() - blank or a '#' comment: nothing to act on. */
+bool capture_line_blank(const char *line, size_t len);
+
 /** capture_name_valid() - a safe single path component (no '/', not "." / "..", no control chars). */
 bool capture_name_valid(const char *s, size_t len);
 /** capture_run_valid() - '/'-separated components each capture_name_valid(). */
@@ -280,6 +302,7 @@ struct capture_session {
 	char *repo_root;         /* repository_root sent to the server; owned */
 	uint64_t start_ts_ns;
 	uint64_t deadline_ms;
+	bool new_run;      /* the run's profile directory did not exist when it started */
 	atomic_int cancel; /* set by free() after the grace period */
 	int64_t started_ns, finished_ns;
 	pthread_t coord;
@@ -295,14 +318,25 @@ struct capture_session {
 	struct capture_host hosts[];
 };
 
+/* The last CAPTURE_REJECTS refused lines of a control file, with reasons and times. */
+#define CAPTURE_REJECTS 8
+#define CAPTURE_REJECT_LINE_MAX 1024 /* bytes of a refused line kept */
+struct capture_rejects {
+	struct {
+		char *line, *reason; /* owned */
+		int64_t at_ns;       /* CLOCK_REALTIME */
+	} e[CAPTURE_REJECTS];
+	unsigned next, n; /* ring: e[next] is overwritten next */
+};
+
 struct capture_run {
 	struct capture_run *next;
 	char *run; /* owned */
 	struct capture_session *head, *tail;
 	size_t n;
 	struct capture_session *running;
-	char *rej_line, *rej_reason; /* owned */
-	uint64_t touched;            /* LRU for eviction */
+	struct capture_rejects rej;
+	uint64_t touched; /* LRU for eviction */
 };
 
 struct xprofs_capture {
@@ -317,8 +351,8 @@ struct xprofs_capture {
 	uint64_t next_id, tick;
 	size_t active_hosts;
 	bool closing;
-	char *rej_line, *rej_reason; /* top-level control file's last rejection */
-	bool top_used;               /* a capture was ever submitted */
+	struct capture_rejects rej; /* the top-level control file's */
+	bool top_used;              /* a capture was ever submitted */
 };
 
 extern const char *const capture_state_names[]; /* indexed by enum capture_state */
@@ -331,6 +365,17 @@ struct capture_run *capture_run_find(struct xprofs_capture *c, const char *run, 
 void capture_reap(struct xprofs_capture *c);
 /** capture_request_stop() - Terminate @s's hosts from a stopper thread; c->lock held. 0 or -errno. */
 int capture_request_stop(struct capture_session *s);
+/** capture_rejects_free() - frees the lines and reasons of @q. */
+void capture_rejects_free(struct capture_rejects *q);
+/**
+ * capture_reject() - record that @line (@len bytes, borrowed; cut to
+ * CAPTURE_REJECT_LINE_MAX) of the control file of @run (NULL: top-level)
+ * was refused for the printf reason @fmt, also appended to @out (optional)
+ * and logged. Takes c->lock.
+ */
+void capture_reject(struct xprofs_capture *c, const char *run, const char *line, size_t len,
+		    struct xprofs_buf *out, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
 /** capture_coord_main() - the coordinator thread of the session @arg. */
 void *capture_coord_main(void *arg);
 

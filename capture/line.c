@@ -21,6 +21,8 @@
 #include "xprofs/store.h"
 
 #define MAX_WORDS 256
+#define ADV_PREFIX "advanced." /* KEY=VALUE for advanced_configuration */
+#define ADV_PREFIX_LEN (sizeof(ADV_PREFIX) - 1)
 
 struct word {
 	const char *p;
@@ -216,6 +218,71 @@ static bool adv_key_valid(const char *p, size_t n)
 	return true;
 }
 
+/* The keys a line knows, for "did you mean" (advanced ones are advanced.KEY=). */
+static const char *const known_keys[] = {
+	"duration_ms",
+	"host_tracer_level",
+	"device_tracer_level",
+	"python_tracer_level",
+	"delay_ms",
+	"deadline_ms",
+	"session",
+	"host",
+	"run",
+};
+
+/* edit_distance() - Levenshtein distance of @a and @b (@b at most 31 bytes), capped at 9. */
+static size_t edit_distance(const char *a, size_t na, const char *b)
+{
+	size_t nb = strlen(b), row[32], i, j;
+
+	if (na > 40 || nb >= sizeof(row) / sizeof(row[0]))
+		return 9;
+	for (j = 0; j <= nb; j++)
+		row[j] = j;
+	for (i = 1; i <= na; i++) {
+		size_t diag = row[0];
+
+		row[0] = i;
+		for (j = 1; j <= nb; j++) {
+			size_t up = row[j], best = diag + (a[i - 1] != b[j - 1]);
+
+			if (up + 1 < best)
+				best = up + 1;
+			if (row[j - 1] + 1 < best)
+				best = row[j - 1] + 1;
+			diag = up;
+			row[j] = best;
+		}
+	}
+	return row[nb] > 9 ? 9 : row[nb];
+}
+
+/*
+ * unknown_option() - refuse @k: a typo of a known key must not turn into
+ * an advanced option and a capture with defaults. Suggests the nearest key
+ * (edit distance at most 2).
+ */
+static int unknown_option(const struct word *k, struct xprofs_buf *reason)
+{
+	const char *best = NULL;
+	size_t bd = 3;
+
+	for (size_t i = 0; i < sizeof(known_keys) / sizeof(known_keys[0]); i++) {
+		size_t d = edit_distance(k->p, k->n, known_keys[i]);
+
+		if (d < bd) {
+			bd = d;
+			best = known_keys[i];
+		}
+	}
+	return reject(reason,
+		      "unknown option '%.*s'%s%s%s; options for "
+		      "ProfileOptions.advanced_configuration are written " ADV_PREFIX "KEY=VALUE",
+		      (int)k->n, k->p, best ? " (did you mean '" : "", best ? best : "",
+		      best ? "'?)" : "");
+}
+
 /* One KEY=VALUE option; @k/@v split at the first '='. */
 static int parse_option(const struct word *k, const struct word *v, struct capture_req *out,
 			struct xprofs_buf *reason)
@@ -230,6 +297,7 @@ static int parse_option(const struct word *k, const struct word *v, struct captu
 	};
 	uint64_t x;
 	struct capture_adv *a;
+	struct word adv;
 
 	for (size_t i = 0; i < sizeof(nums) / sizeof(nums[0]); i++) {
 		if (!word_is(k, nums[i].name))
@@ -275,6 +343,11 @@ static int parse_option(const struct word *k, const struct word *v, struct captu
 		dst[v->n] = '\0';
 		return 0;
 	}
+	if (k->n <= ADV_PREFIX_LEN || memcmp(k->p, ADV_PREFIX, ADV_PREFIX_LEN) != 0)
+		return unknown_option(k, reason);
+	adv.p = k->p + ADV_PREFIX_LEN;
+	adv.n = k->n - ADV_PREFIX_LEN;
+	k = &adv;
 	if (!adv_key_valid(k->p, k->n))
 		return reject(reason, "bad option name '%.*s'", (int)k->n, k->p);
 	if (v->n > CAPTURE_MAX_ADV_VAL)

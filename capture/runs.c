@@ -53,8 +53,7 @@ static void run_free(struct capture_run *r)
 		capture_session_free(s);
 	}
 	free(r->run);
-	free(r->rej_line);
-	free(r->rej_reason);
+	capture_rejects_free(&r->rej);
 	free(r);
 }
 
@@ -195,8 +194,7 @@ struct xprofs_capture *xprofs_capture_free(struct xprofs_capture *c)
 		n = r->next;
 		run_free(r);
 	}
-	free(c->rej_line);
-	free(c->rej_reason);
+	capture_rejects_free(&c->rej);
 	pthread_cond_destroy(&c->cond);
 	pthread_mutex_destroy(&c->lock);
 	free(c);

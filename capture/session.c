@@ -157,6 +157,15 @@ static int state_of(int err)
 	}
 }
 
+/* store_error() - the text of a store failure @r, with its errno text, in @buf. */
+static const char *store_error(int r, char *buf, size_t n)
+{
+	if (r == -EEXIST)
+		return "the profile file already exists (not overwritten)";
+	snprintf(buf, n, "storing the profile failed: %s", strerror(-r));
+	return buf;
+}
+
 static void *host_main(void *arg)
 {
 	struct capture_host *h = arg;
@@ -170,6 +179,7 @@ static void *host_main(void *arg)
 	size_t req_len = 0;
 	const char *what = NULL;
 	char server_name[CAPTURE_MAX_NAME + 1];
+	char whatbuf[160];
 	int r, state;
 
 	capture_resp_init(&resp, (struct xprofs_sink){host_sink_write, h});
@@ -223,6 +233,9 @@ static void *host_main(void *arg)
 	r = capture_grpc_unary(&call);
 	if (r < 0) {
 		(void)capture_grpc_errno(&call, &what);
+		if (r == call.stream_err && r != -EMSGSIZE && r != -EPROTO)
+			what = store_error(r, whatbuf,
+					   sizeof(whatbuf)); /* from host_sink_write() */
 		goto out;
 	}
 	if (h->file && resp.has_xspace) {
@@ -230,17 +243,14 @@ static void *host_main(void *arg)
 			/* a present but empty XSpace is still a (tiny) valid profile */
 			r = host_sink_write(h, "", 0);
 			if (r < 0) {
-				what = r == -EEXIST
-					       ? "the profile file already exists (not overwritten)"
-					       : "storing the profile failed";
+				what = store_error(r, whatbuf, sizeof(whatbuf));
 				goto out;
 			}
 		}
 		r = xprofs_store_writer_commit(h->w);
 		h->w = NULL;
 		if (r < 0)
-			what = r == -EEXIST ? "the profile file already exists (not overwritten)"
-					    : "storing the profile failed";
+			what = store_error(r, whatbuf, sizeof(whatbuf));
 	}
 out:
 	state = state_of(r);

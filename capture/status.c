@@ -13,6 +13,9 @@
 
 #include "capture-internal.h"
 
+#define XPROFS_CAPTURE_MAX_LINE_STR "8192"
+_Static_assert(CAPTURE_MAX_LINE == 8192, "the help text says 8192");
+
 const char *const capture_state_names[] = {
 	[ST_RUNNING] = "running",         [ST_OK] = "ok",           [ST_EMPTY] = "empty",
 	[ST_UNREACHABLE] = "unreachable", [ST_TIMEOUT] = "timeout", [ST_ERROR] = "error",
@@ -39,7 +42,7 @@ static void fmt_time(int64_t ns, char *out, size_t cap)
 
 static int session_json(const struct capture_session *s, struct xprofs_buf *out)
 {
-	char t[96];
+	char t[96], note[160];
 	int r;
 
 	r = xprofs_buf_printf(out, "{\"id\":%" PRIu64 ",\"command\":\"%s\",\"run\":", s->id,
@@ -87,9 +90,16 @@ static int session_json(const struct capture_session *s, struct xprofs_buf *out)
 		r = r ? r : xprofs_buf_adds(out, "null");
 	}
 	r = r ? r
-	      : xprofs_buf_printf(out,
-				  ",\"duration_ms\":%" PRIu64 ",\"deadline_ms\":%" PRIu64 "}\n",
+	      : xprofs_buf_printf(out, ",\"duration_ms\":%" PRIu64 ",\"deadline_ms\":%" PRIu64,
 				  s->req->duration_ms, s->deadline_ms);
+	if (s->new_run) {
+		r = r ? r : xprofs_buf_adds(out, ",\"new_run\":true,\"note\":");
+		snprintf(note, sizeof(note),
+			 "run '%.40s%s' did not exist: it is created when a host's data arrives",
+			 s->run[0] ? s->run : ".", strlen(s->run) > 40 ? "..." : "");
+		r = r ? r : xprofs_buf_add_json_str(out, note, strlen(note));
+	}
+	r = r ? r : xprofs_buf_adds(out, "}\n");
 	return r;
 }
 
@@ -101,17 +111,22 @@ static int cmp_id(const void *a, const void *b)
 	return x->id < y->id ? -1 : x->id > y->id;
 }
 
-static int rejection_json(const char *line, const char *reason, struct xprofs_buf *out)
+/* rejections_json() - the refused lines of @q, oldest first, with reasons and times. */
+static int rejections_json(const struct capture_rejects *q, struct xprofs_buf *out)
 {
-	int r;
+	char t[96];
+	int r = 0;
 
-	if (!line)
-		return 0;
-	r = xprofs_buf_adds(out, "{\"rejected\":");
-	r = r ? r : xprofs_buf_add_json_str(out, line, strlen(line));
-	r = r ? r : xprofs_buf_adds(out, ",\"reason\":");
-	r = r ? r : xprofs_buf_add_json_str(out, reason, strlen(reason));
-	r = r ? r : xprofs_buf_adds(out, "}\n");
+	for (unsigned k = 0; k < q->n && r == 0; k++) {
+		unsigned i = (q->next + CAPTURE_REJECTS - q->n + k) % CAPTURE_REJECTS;
+
+		fmt_time(q->e[i].at_ns, t, sizeof(t));
+		r = xprofs_buf_adds(out, "{\"rejected\":");
+		r = r ? r : xprofs_buf_add_json_str(out, q->e[i].line, strlen(q->e[i].line));
+		r = r ? r : xprofs_buf_adds(out, ",\"reason\":");
+		r = r ? r : xprofs_buf_add_json_str(out, q->e[i].reason, strlen(q->e[i].reason));
+		r = r ? r : xprofs_buf_printf(out, ",\"at\":\"%s\"}\n", t);
+	}
 	return r;
 }
 
@@ -119,34 +134,31 @@ int xprofs_capture_status(struct xprofs_capture *c, const char *run, struct xpro
 {
 	struct capture_session **all = NULL;
 	size_t n = 0, cap = 0;
-	const char *rl = NULL, *rr = NULL;
+	const struct capture_rejects *rej = NULL;
 	int r = 0;
 
 	pthread_mutex_lock(&c->lock);
 	for (struct capture_run *cr = c->runs; cr; cr = cr->next) {
 		if (run && strcmp(cr->run, run) != 0)
 			continue;
-		if (run) {
-			rl = cr->rej_line;
-			rr = cr->rej_reason;
-		}
+		if (run)
+			rej = &cr->rej;
 		for (struct capture_session *s = cr->head; s; s = s->next) {
 			if ((r = xprofs_grow(&all, &cap, n, sizeof(*all), 64)) < 0)
 				goto out;
 			all[n++] = s;
 		}
 	}
-	if (!run) {
-		rl = c->rej_line;
-		rr = c->rej_reason;
-	}
+	if (!run)
+		rej = &c->rej;
 	if (n == 0)
 		r = xprofs_buf_adds(out, xprofs_capture_help());
 	if (n > 1)
 		qsort(all, n, sizeof(*all), cmp_id);
 	for (size_t i = 0; i < n && r == 0; i++)
 		r = session_json(all[i], out);
-	r = r ? r : rejection_json(rl, rr, out);
+	if (rej)
+		r = r ? r : rejections_json(rej, out);
 out:
 	pthread_mutex_unlock(&c->lock);
 	free(all);
@@ -161,7 +173,7 @@ const char *xprofs_capture_help(void)
 	       "#\n"
 	       "#   [run=NAME] HOST:PORT[,HOST:PORT...] [duration_ms=N] [host_tracer_level=N]\n"
 	       "#       [device_tracer_level=N] [python_tracer_level=N] [delay_ms=N]\n"
-	       "#       [session=NAME] [host=NAME] [deadline_ms=N] [KEY=VALUE ...]\n"
+	       "#       [session=NAME] [host=NAME] [deadline_ms=N] [advanced.KEY=VALUE ...]\n"
 	       "#   [run=NAME] stop                         Terminate the running capture; its "
 	       "data is kept\n"
 	       "#   [run=NAME] snapshot HOST:PORT[,...]     profile of the recent past (continuous "
@@ -175,11 +187,16 @@ const char *xprofs_capture_help(void)
 	       "# one host, 3000 for several); deadline_ms 1000..86400000 (default\n"
 	       "# max(60000, 2*duration_ms + delay_ms + 10000)). session= names the session\n"
 	       "# directory (default: local time YYYY_MM_DD_HH_MM_SS, made unique); host= names\n"
-	       "# the host file (default HOST_PORT; one host only). Any other KEY=VALUE goes\n"
-	       "# to ProfileOptions.advanced_configuration (integer, true/false, or string).\n"
+	       "# the host file (default HOST_PORT; one host only). advanced.KEY=VALUE goes to\n"
+	       "# ProfileOptions.advanced_configuration[KEY] (integer, true/false, or string);\n"
+	       "# any other KEY=VALUE is refused.\n"
 	       "# run= (top-level file only; default \"" CAPTURE_DEFAULT_RUN
 	       "\", \".\" = the logdir\n"
 	       "# root) may be nested (a/b). A top-level 'stop' without run= stops every run.\n"
 	       "# Files: logdir/<run>/plugins/profile/<session>/<host>.xplane.pb, never\n"
-	       "# overwritten. Read this file again for the captures' status (JSON lines).\n";
+	       "# overwritten. Read this file again for the captures' status (JSON lines)\n"
+	       "# and the last 8 refused lines with their reasons.\n"
+	       "# A command is a line: bytes are collected per open file until a newline or\n"
+	       "# close(); several lines in one write are several commands; a line is at\n"
+	       "# most " XPROFS_CAPTURE_MAX_LINE_STR " bytes.\n";
 }

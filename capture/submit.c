@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -45,22 +46,61 @@ static char *profile_dir(const char *run)
 	return run[0] ? join3(run, "/", "plugins/profile") : strdup("plugins/profile");
 }
 
-/* Duplicates @line (truncated to 1 KiB) and @reason into the slots, freeing the old values. */
-static int set_rejection(char **line_slot, char **reason_slot, const char *line, size_t len,
-			 const char *reason)
+void capture_rejects_free(struct capture_rejects *q)
 {
-	char *l = strndup(line, len > 1024 ? 1024 : len), *why = strdup(reason);
-
-	if (!l || !why) {
-		free(l);
-		free(why);
-		return -ENOMEM;
+	for (unsigned i = 0; i < CAPTURE_REJECTS; i++) {
+		free(q->e[i].line);
+		free(q->e[i].reason);
 	}
-	free(*line_slot);
-	free(*reason_slot);
-	*line_slot = l;
-	*reason_slot = why;
-	return 0;
+	memset(q, 0, sizeof(*q));
+}
+
+/* rejects_add() - @line (@len bytes) and @why (both copied) as the newest entry of @q. */
+static void rejects_add(struct capture_rejects *q, const char *line, size_t len, const char *why)
+{
+	char *l = strndup(line, len > CAPTURE_REJECT_LINE_MAX ? CAPTURE_REJECT_LINE_MAX : len);
+	char *w = strdup(why);
+
+	if (!l || !w) {
+		free(l);
+		free(w);
+		return; /* out of memory: the rejection is still logged */
+	}
+	free(q->e[q->next].line);
+	free(q->e[q->next].reason);
+	q->e[q->next].line = l;
+	q->e[q->next].reason = w;
+	q->e[q->next].at_ns = xprofs_now_ns();
+	q->next = (q->next + 1) % CAPTURE_REJECTS;
+	if (q->n < CAPTURE_REJECTS)
+		q->n++;
+}
+
+void capture_reject(struct xprofs_capture *c, const char *run, const char *line, size_t len,
+		    struct xprofs_buf *out, const char *fmt, ...)
+{
+	struct xprofs_buf why;
+	va_list ap;
+
+	xprofs_buf_init(&why, 4096);
+	va_start(ap, fmt);
+	(void)!xprofs_buf_vprintf(&why, fmt, ap);
+	va_end(ap);
+	if (out)
+		(void)!xprofs_buf_adds(out, why.data ? why.data : "");
+	pthread_mutex_lock(&c->lock);
+	if (run) {
+		struct capture_run *r = capture_run_find(c, run, true);
+
+		if (r)
+			rejects_add(&r->rej, line, len, why.data ? why.data : "");
+	} else {
+		rejects_add(&c->rej, line, len, why.data ? why.data : "");
+	}
+	pthread_mutex_unlock(&c->lock);
+	xprofs_info("capture: rejected '%.*s': %s", (int)(len > 200 ? 200 : len), line,
+		    why.data ? why.data : "");
+	xprofs_buf_deinit(&why);
 }
 
 /* ---- submit ----------------------------------------------------------- */
@@ -215,6 +255,22 @@ static int start_session(struct xprofs_capture *c, struct capture_run *r, struct
 			}
 		}
 	}
+	if (s->hosts[0].file) {
+		struct xprofs_store_stat st;
+
+		/* refuse now what could never be stored, before any server profiles */
+		ret = xprofs_store_writable(c->store, s->hosts[0].file);
+		if (ret < 0) {
+			(void)!xprofs_buf_printf(reason, "cannot store profiles in run '%s': %s",
+						 r->run[0] ? r->run : ".", strerror(-ret));
+			goto fail;
+		}
+		s->new_run = xprofs_store_stat(c->store, pdir, &st) == -ENOENT;
+		if (s->new_run)
+			xprofs_info("capture: run '%s' does not exist yet: it is created when a "
+				    "host's data arrives",
+				    r->run);
+	}
 	ret = pthread_create(&s->coord, NULL, capture_coord_main, s);
 	if (ret) {
 		ret = -ret;
@@ -359,25 +415,9 @@ int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char 
 	}
 	pthread_mutex_unlock(&c->lock);
 out:
-	if (ret < 0) {
-		const char *msg = why.len ? why.data : strerror(-ret);
-
-		if (reason)
-			(void)!xprofs_buf_adds(reason, msg);
-		pthread_mutex_lock(&c->lock);
-		if (run) {
-			struct capture_run *r = capture_run_find(c, run, true);
-
-			if (r)
-				(void)set_rejection(&r->rej_line, &r->rej_reason, bad_line, bad_len,
-						    msg);
-		} else {
-			(void)set_rejection(&c->rej_line, &c->rej_reason, bad_line, bad_len, msg);
-		}
-		pthread_mutex_unlock(&c->lock);
-		xprofs_info("capture: rejected '%.*s': %s", (int)(bad_len > 200 ? 200 : bad_len),
-			    bad_line, msg);
-	}
+	if (ret < 0)
+		capture_reject(c, run, bad_line, bad_len, reason, "%s",
+			       why.len ? why.data : strerror(-ret));
 	for (size_t i = 0; i < nreq; i++)
 		free(reqs[i]);
 	xprofs_buf_deinit(&why);

@@ -56,6 +56,8 @@ static int open_backends(struct fs_options *o, struct xprofs_store **store,
 		r = xprofs_cache_new(o->cache_dir, o->cache_max_bytes, cache);
 		if (r == 0 && o->cache_accel)
 			r = xprofs_cache_set_acceleration(*cache, o->cache_accel);
+		if (r == 0 && o->cache_min_free_bytes != XPROFS_CACHE_MIN_FREE_DEFAULT)
+			r = xprofs_cache_set_min_free(*cache, o->cache_min_free_bytes);
 		if (r < 0) {
 			*cache = xprofs_cache_free(*cache);
 			xprofs_warn("cache %s unusable (%s): rendering to temporary files",

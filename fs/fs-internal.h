@@ -69,10 +69,13 @@ struct fs_options {
 	char *cache_dir; /* owned */
 	char *cache_max; /* owned, e.g. "2G" */
 	uint64_t cache_max_bytes;
-	int cache_accel;   /* lz4 acceleration of cache entries; 0 = the cache's default */
-	char *loglevel;    /* owned */
-	char *endpoint;    /* owned */
-	char *credentials; /* owned */
+	int cache_accel;      /* lz4 acceleration of cache entries; 0 = the cache's default */
+	char *tmp_dir;        /* owned; temporary renders (default $TMPDIR, else /tmp) */
+	char *cache_min_free; /* owned; free space kept on the cache's disk ("" = default) */
+	uint64_t cache_min_free_bytes; /* XPROFS_CACHE_MIN_FREE_DEFAULT unless given */
+	char *loglevel;                /* owned */
+	char *endpoint;                /* owned */
+	char *credentials;             /* owned */
 	int show_help;
 	int show_version;
 	/* permissions of a source without modes (gs://): uid=, gid=, umask= */
@@ -329,6 +332,7 @@ struct fs_fh {
 	char *mem;            /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
 	char *run;            /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
 	mode_t mode;          /* FS_FH_WRITER: the mode a new file was created with */
+	struct xprofs_capture_input *cin; /* FS_FH_CAPTURE opened for writing: lines; owned */
 };
 
 /** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */

@@ -132,6 +132,7 @@ void fs_fh_free(struct fs_fh *fh)
 	xprofs_cache_reader_close(fh->ce);
 	free(fh->mem);
 	free(fh->run);
+	xprofs_capture_input_free(fh->cin);
 	free(fh->spath);
 	pthread_mutex_destroy(&fh->lock);
 	free(fh);
@@ -161,7 +162,11 @@ int fs_ctx_init(struct fs_ctx *ctx, struct fs_options *o, struct xprofs_store *s
 	ctx->gid = getgid();
 	ctx->start_mono_ns = xprofs_mono_ns();
 	ctx->refresh_ns = (int64_t)o->refresh * 1000000000LL;
-	ctx->tmp_dir = cache ? xprofs_cache_dir(cache) : getenv("TMPDIR");
+	/*
+	 * Never the cache dir: a render falls back to a temp file when the
+	 * cache's disk is full, so it must not land on that same disk.
+	 */
+	ctx->tmp_dir = o->tmp_dir ? o->tmp_dir : getenv("TMPDIR");
 	if (!ctx->tmp_dir || !*ctx->tmp_dir)
 		ctx->tmp_dir = "/tmp";
 	pthread_mutex_init(&ctx->index_lock, NULL);

@@ -449,6 +449,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 			if (!fh->run)
 				r = -ENOMEM;
 		}
+		if (r == 0 && wants_write(fi->flags))
+			r = xprofs_capture_input_new(fh->run, &fh->cin);
 		fi->direct_io = 1;
 		break;
 	case FS_K_VIEW:
@@ -580,14 +582,17 @@ static int op_write(const char *path, const char *buf, size_t size, off_t off,
 	if (off < 0)
 		return -EINVAL;
 	if (fh->kind == FS_FH_CAPTURE) {
-		if (!ctx->capture)
-			return -ENOSYS;
+		if (!ctx->capture || !fh->cin)
+			return !ctx->capture ? -ENOSYS : -EBADF;
+		/* a command is a line: assembled per open file until '\n' or close */
 		xprofs_buf_init(&reason, 4096);
-		r = xprofs_capture_submit(ctx->capture, fh->run, buf, size, &reason);
+		pthread_mutex_lock(&fh->lock);
+		r = xprofs_capture_input_write(ctx->capture, fh->cin, buf, size, &reason);
+		pthread_mutex_unlock(&fh->lock);
 		if (r < 0)
 			xprofs_warn("capture: %s", reason.data ? reason.data : strerror((int)-r));
 		xprofs_buf_deinit(&reason);
-		return r < 0 ? (int)r : (int)size;
+		return r > INT_MAX ? INT_MAX : (int)r;
 	}
 	if (fh->kind != FS_FH_WRITER)
 		return -EBADF;
@@ -625,8 +630,22 @@ static int op_truncate(const char *path, off_t size, struct fuse_file_info *fi)
 static int op_flush(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_fh *fh = (struct fs_fh *)(uintptr_t)fi->fh;
+	struct fs_ctx *ctx = ctx_get();
+	struct xprofs_buf reason;
+	int r;
 
-	return fh->kind == FS_FH_WRITER ? fs_writer_flush(ctx_get(), fh, path) : 0;
+	if (fh->kind == FS_FH_CAPTURE && fh->cin && ctx->capture) {
+		/* close() ends an unterminated last line: act on it, its error is close()'s */
+		xprofs_buf_init(&reason, 4096);
+		pthread_mutex_lock(&fh->lock);
+		r = xprofs_capture_input_close(ctx->capture, fh->cin, &reason);
+		pthread_mutex_unlock(&fh->lock);
+		if (r < 0)
+			xprofs_warn("capture: %s", reason.data ? reason.data : strerror(-r));
+		xprofs_buf_deinit(&reason);
+		return r;
+	}
+	return fh->kind == FS_FH_WRITER ? fs_writer_flush(ctx, fh, path) : 0;
 }
 
 static int op_fsync(const char *path, int datasync, struct fuse_file_info *fi)

@@ -43,8 +43,9 @@ static const struct fuse_opt fs_opts[] = {
 	XOPT("endpoint=%s", endpoint, 0), XOPT("anonymous", anonymous, 1),
 	XOPT("credentials=%s", credentials, 0), XOPT("connections=%u", connections, 0),
 	XOPT("uid=%s", uid_s, 0), XOPT("gid=%s", gid_s, 0), XOPT("umask=%s", umask_s, 0),
-	XOPT("follow_symlinks=%s", follow_symlinks, 0), FUSE_OPT_KEY("ro", KEY_RO),
-	FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
+	XOPT("follow_symlinks=%s", follow_symlinks, 0),
+	XOPT("tmp_dir=%s", tmp_dir, 0), XOPT("cache_min_free=%s", cache_min_free, 0),
+	FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION), FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG), FUSE_OPT_KEY("-s", KEY_SINGLE),
@@ -77,6 +78,9 @@ static const char usage_text[] =
 	"  -o cache_accel=N      lz4 acceleration of cached views, 1 (smallest) to 65537 (default "
 	"1)\n"
 	"  -o no_cache           render views into temporary files, cache nothing\n"
+	"  -o cache_min_free=SIZE  free space the cache keeps on its disk, evicting old\n"
+	"                        entries (default 5% of that filesystem, at most 1G; 0: none)\n"
+	"  -o tmp_dir=DIR        temporary renders (uncached views; default $TMPDIR or /tmp)\n"
 	"  -o refresh=SECS       max age of the runs index (default 5 local, 30 gs://)\n"
 	"  -o loglevel=LEVEL     err|warning|notice|info|debug (default notice)\n"
 	"  -o endpoint=URL       GCS JSON API endpoint (emulators)\n"
@@ -256,6 +260,18 @@ int fs_options_check(struct fs_options *o)
 		o->refresh = gcs ? 30 : 5;
 	if (xprofs_size_parse(o->cache_max, &o->cache_max_bytes) < 0 || !o->cache_max_bytes) {
 		fprintf(stderr, "xprofs: bad cache_max '%s' (e.g. 512M, 2G)\n", o->cache_max);
+		return -EINVAL;
+	}
+	o->cache_min_free_bytes = XPROFS_CACHE_MIN_FREE_DEFAULT;
+	if (o->cache_min_free &&
+	    xprofs_size_parse(o->cache_min_free, &o->cache_min_free_bytes) < 0) {
+		fprintf(stderr, "xprofs: bad cache_min_free '%s' (e.g. 0, 100M, 1G)\n",
+			o->cache_min_free);
+		return -EINVAL;
+	}
+	if (o->tmp_dir && (stat(o->tmp_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||
+			   access(o->tmp_dir, W_OK | X_OK) < 0 || make_absolute(&o->tmp_dir) < 0)) {
+		fprintf(stderr, "xprofs: tmp_dir %s: not a writable directory\n", o->tmp_dir);
 		return -EINVAL;
 	}
 	if (o->cache_accel && (o->cache_accel < 1 || o->cache_accel > XPROFS_CACHE_ACCEL_MAX)) {

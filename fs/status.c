@@ -74,11 +74,13 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 				out,
 				",\"hits\":%lu,\"misses\":%lu,\"bytes\":%lu,\"raw_bytes_written\":%"
 				"lu,"
-				"\"entries\":%lu,\"evictions\":%lu,\"corrupt\":%lu},",
+				"\"entries\":%lu,\"evictions\":%lu,\"corrupt\":%lu,"
+				"\"space_evictions\":%lu,\"nospace\":%lu,\"min_free\":%lu},",
 				(unsigned long)cs.hits, (unsigned long)cs.misses,
 				(unsigned long)cs.bytes, (unsigned long)cs.raw_bytes_written,
 				(unsigned long)cs.entries, (unsigned long)cs.evictions,
-				(unsigned long)cs.corrupt);
+				(unsigned long)cs.corrupt, (unsigned long)cs.space_evictions,
+				(unsigned long)cs.nospace, (unsigned long)cs.min_free);
 	} else if (r == 0) {
 		r = xprofs_buf_adds(out, "\"cache\":null,");
 	}

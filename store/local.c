@@ -37,6 +37,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -45,6 +46,75 @@
 #define TMP_PREFIX ".xprofs-tmp-"
 
 const char store_local_tmp_prefix[] = TMP_PREFIX;
+const char store_local_stage_prefix[] = TMP_PREFIX "stage-";
+
+#define STAGE_MARKER ".xprofs-staging"
+#define STAGE_MARKER_TEXT "xprofs staging directory: removed by xprofs at start-up if left behind\n"
+#define STAGE_MIN_AGE_S 60 /* a live publish takes microseconds; another mount's is spared */
+
+int store_local_mark(int dirfd)
+{
+	int fd = openat(dirfd, STAGE_MARKER, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+			0644);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = xprofs_write_full(fd, STAGE_MARKER_TEXT, sizeof(STAGE_MARKER_TEXT) - 1);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
+}
+
+/* is_stage() - @name in the root is one of our staging directories, left for a minute. */
+static bool is_stage(struct local_store *ls, const char *name)
+{
+	char buf[sizeof(STAGE_MARKER_TEXT) + 1];
+	struct stat st;
+	ssize_t n;
+	int dfd, fd;
+	bool ours = false;
+
+	if (strncmp(name, store_local_stage_prefix, strlen(store_local_stage_prefix)) != 0)
+		return false;
+	dfd = openat(ls->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return false;
+	fd = openat(dfd, STAGE_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_mtime + STAGE_MIN_AGE_S < xprofs_now_ns() / 1000000000) {
+		n = xprofs_pread_full(fd, buf, sizeof(buf), 0);
+		ours = n == (ssize_t)sizeof(STAGE_MARKER_TEXT) - 1 &&
+		       !memcmp(buf, STAGE_MARKER_TEXT, (size_t)n);
+	}
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return ours;
+}
+
+void store_local_sweep(struct local_store *ls)
+{
+	struct dirent *de;
+	int fd = openat(ls->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!is_stage(ls, de->d_name))
+			continue;
+		store_local_rm_tree(ls->rootfd, de->d_name, 0);
+		xprofs_log(XPROFS_LOG_NOTICE,
+			   "store: removed %s/%s, left by an xprofs that was killed while "
+			   "publishing a profile",
+			   ls->root ? ls->root : "", de->d_name);
+	}
+	closedir(d);
+}
 
 struct local_file {
 	struct xprofs_store_reader base;
@@ -141,6 +211,58 @@ int store_local_parent_open(struct local_store *ls, const char *path, const char
 	parent[n] = '\0';
 	*name = slash + 1;
 	return resolve(ls, parent, O_PATH | O_DIRECTORY, 0);
+}
+
+int store_local_ancestor_open(struct local_store *ls, const char *dir, size_t *len)
+{
+	char buf[XPROFS_PATH_MAX + 1];
+	size_t n = strlen(dir);
+	int fd;
+
+	if (n > XPROFS_PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(buf, dir, n + 1);
+	for (;;) {
+		fd = resolve(ls, buf, O_PATH | O_DIRECTORY, 0);
+		if (fd >= 0 || fd != -ENOENT || n == 0)
+			break;
+		while (n > 0 && buf[n - 1] != '/')
+			n--;
+		if (n > 0)
+			n--; /* the '/' before the component */
+		buf[n] = '\0';
+	}
+	*len = n;
+	return fd;
+}
+
+/*
+ * local_writable() - can a file be created at @path? Checks the deepest
+ * directory of its parents that exists (the writer creates the rest): a
+ * read-only filesystem is -EROFS, no write or search permission -EACCES.
+ */
+static int local_writable(struct xprofs_store *s, const char *path)
+{
+	struct local_store *ls = to_local(s);
+	char dir[XPROFS_PATH_MAX + 1];
+	const char *slash = strrchr(path, '/');
+	struct statvfs sv;
+	size_t n = slash ? (size_t)(slash - path) : 0, len;
+	int fd, r = 0;
+
+	if (n > XPROFS_PATH_MAX)
+		return -ENAMETOOLONG;
+	memcpy(dir, path, n);
+	dir[n] = '\0';
+	fd = store_local_ancestor_open(ls, dir, &len);
+	if (fd < 0)
+		return fd;
+	if (fstatvfs(fd, &sv) == 0 && (sv.f_flag & ST_RDONLY))
+		r = -EROFS;
+	else if (faccessat(fd, ".", W_OK | X_OK, AT_EACCESS) < 0)
+		r = -errno;
+	close(fd);
+	return r;
 }
 
 static uint64_t make_generation(const struct stat *st)
@@ -622,6 +744,7 @@ static const struct xprofs_store_ops local_ops = {
 	.refresh = local_refresh,
 	.status_json = local_status_json,
 	.free = local_free,
+	.writable = local_writable,
 };
 
 int xprofs_store_local_follow_outside(struct xprofs_store *s, bool on)
@@ -658,6 +781,7 @@ int xprofs_store_local_new(const char *root, struct xprofs_store **out)
 		r = -ENOMEM;
 		goto err;
 	}
+	store_local_sweep(ls);
 	*out = &ls->base;
 	return 0;
 

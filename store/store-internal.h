@@ -33,6 +33,13 @@ struct local_store {
 /* The hidden prefix of fallback temp files of exclusive writers; list() hides it. */
 extern const char store_local_tmp_prefix[];
 
+/* The staging directories of exclusive writers (local-writer.c), in the root. */
+extern const char store_local_stage_prefix[];
+/** store_local_mark() - write the staging marker file into the directory @dirfd. */
+int store_local_mark(int dirfd);
+/** store_local_rm_tree() - remove @name in @dfd and all below it; follows no symlink. */
+void store_local_rm_tree(int dfd, const char *name, int depth);
+
 /* Small enough to inline; kept under the names local.c always used. */
 static inline struct local_store *to_local(struct xprofs_store *s)
 {
@@ -54,6 +61,18 @@ static inline int count_err(struct local_store *ls, int r)
 int store_local_parent_open(struct local_store *ls, const char *path, const char **name);
 /** store_local_mkparents() - create the directories above @path (mode 0755). */
 int store_local_mkparents(struct local_store *ls, const char *path);
+/**
+ * store_local_ancestor_open() - O_PATH fd (caller closes) of the deepest
+ * existing directory among @dir and its parents; *@len: the length of its
+ * path, a prefix of @dir (0: the root). -errno other than a missing one.
+ */
+int store_local_ancestor_open(struct local_store *ls, const char *dir, size_t *len);
+/**
+ * store_local_sweep() - remove the staging directories (STAGE_PREFIX,
+ * holding the STAGE_MARKER file with its exact text, older than a minute)
+ * that a writer killed while publishing left in the root; nothing else.
+ */
+void store_local_sweep(struct local_store *ls);
 /** store_local_fill() - translate @st; -ENOENT for what the store does not expose. */
 int store_local_fill(const struct stat *st, struct xprofs_store_stat *out);
 

@@ -244,6 +244,13 @@ int xprofs_store_rmdir(struct xprofs_store *s, const char *path)
 	return s->ops->rmdir ? s->ops->rmdir(s, path) : -EROFS;
 }
 
+int xprofs_store_writable(struct xprofs_store *s, const char *path)
+{
+	if (!xprofs_store_path_valid(path) || !*path)
+		return -EINVAL;
+	return s->ops->writable ? s->ops->writable(s, path) : 0;
+}
+
 int xprofs_store_refresh(struct xprofs_store *s)
 {
 	return s->ops->refresh ? s->ops->refresh(s) : 0;

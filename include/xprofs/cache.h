@@ -47,7 +47,10 @@ struct xprofs_cache_stats {
 	uint64_t raw_bytes_written; /* uncompressed bytes committed since start */
 	uint64_t entries;
 	uint64_t evictions;
-	uint64_t corrupt; /* entries found corrupt and dropped */
+	uint64_t corrupt;         /* entries found corrupt and dropped */
+	uint64_t space_evictions; /* evictions to keep min_free bytes free on the disk */
+	uint64_t nospace;         /* writes refused or failed for disk space (ENOSPC) */
+	uint64_t min_free;        /* the free space kept on the cache's filesystem */
 };
 
 /**
@@ -77,6 +80,24 @@ int xprofs_cache_set_block_size(struct xprofs_cache *c, uint32_t bs) XPROFS_WUR;
  * 0 or -EINVAL.
  */
 int xprofs_cache_set_acceleration(struct xprofs_cache *c, int accel) XPROFS_WUR;
+/*
+ * Free space: the cache keeps at least min_free bytes free on its
+ * filesystem (statvfs f_bavail), evicting least recently used entries
+ * before each block it writes; when it cannot (everything left is open), the
+ * write fails with -ENOSPC and the caller serves the data uncached. A write
+ * that meets ENOSPC anyway (another program filled the disk) evicts and
+ * retries once. The default is 5% of the filesystem, at most 1 GiB.
+ */
+#define XPROFS_CACHE_MIN_FREE_DEFAULT UINT64_MAX
+#define XPROFS_CACHE_MIN_FREE_PCT 5
+#define XPROFS_CACHE_MIN_FREE_CAP (1ULL << 30)
+/**
+ * xprofs_cache_set_min_free() - keep @bytes free on the cache's filesystem
+ * (0: none but what the disk has; XPROFS_CACHE_MIN_FREE_DEFAULT: 5% of the
+ * filesystem, at most 1 GiB, which xprofs_cache_new() sets). Evicts at once
+ * to reach it. 0 or -errno (statvfs failing for the default).
+ */
+int xprofs_cache_set_min_free(struct xprofs_cache *c, uint64_t bytes) XPROFS_WUR;
 /**
  * xprofs_cache_free() - accepts NULL; returns NULL. Open entries must be
  * closed and writers ended first.

@@ -17,6 +17,7 @@
 #define XPROFS_CAPTURE_H
 
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "xprofs/store.h"
 #include "xprofs/util.h"
@@ -60,6 +61,33 @@ struct xprofs_capture *xprofs_capture_free(struct xprofs_capture *c);
  */
 int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char *line, size_t len,
 			  struct xprofs_buf *reason) XPROFS_WUR;
+
+/*
+ * One open control file: bytes written are assembled into lines (until
+ * '\n' or close) and each line is acted on by xprofs_capture_submit() in
+ * order. Not thread-safe per input (the front end serializes one open file's
+ * writes); any number of inputs may be used at once.
+ */
+struct xprofs_capture_input;
+/** xprofs_capture_input_new() - for the control file of @run (borrowed; NULL: top-level). */
+int xprofs_capture_input_new(const char *run, struct xprofs_capture_input **out) XPROFS_WUR;
+/** xprofs_capture_input_free() - drops an unterminated line; accepts NULL. */
+void xprofs_capture_input_free(struct xprofs_capture_input *in);
+/**
+ * xprofs_capture_input_write() - @n bytes written (borrowed). Returns the
+ * bytes consumed: @n, or fewer when a line after the first whole one of
+ * this write was refused (the write ends before it; a retry of the rest
+ * gets its error); or the -errno of xprofs_capture_submit() for the first
+ * line (also -EINVAL for a line over the limit), reason in @reason.
+ */
+ssize_t xprofs_capture_input_write(struct xprofs_capture *c, struct xprofs_capture_input *in,
+				   const char *p, size_t n, struct xprofs_buf *reason) XPROFS_WUR;
+/**
+ * xprofs_capture_input_close() - act on an unterminated last line, if any
+ * (at close()); 0 or its -errno.
+ */
+int xprofs_capture_input_close(struct xprofs_capture *c, struct xprofs_capture_input *in,
+			       struct xprofs_buf *reason) XPROFS_WUR;
 
 /**
  * xprofs_capture_status() - the control file's content for @run (NULL: all

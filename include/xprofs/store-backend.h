@@ -64,6 +64,8 @@ struct xprofs_store_ops {
 	int (*status_json)(struct xprofs_store *s,
 			   struct xprofs_buf *out); /* appends one JSON object */
 	void (*free)(struct xprofs_store *s);
+	/* may a file be created at path? 0, -EROFS, -EACCES; NULL: cannot tell (0) */
+	int (*writable)(struct xprofs_store *s, const char *path);
 };
 
 struct xprofs_store {

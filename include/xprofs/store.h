@@ -170,6 +170,13 @@ void xprofs_store_writer_abort(struct xprofs_store_writer *w);
 int xprofs_store_unlink(struct xprofs_store *s, const char *path) XPROFS_WUR;
 int xprofs_store_rename(struct xprofs_store *s, const char *from, const char *to) XPROFS_WUR;
 int xprofs_store_mkdir(struct xprofs_store *s, const char *path) XPROFS_WUR;
+/**
+ * xprofs_store_writable() - could a writer create @path now? Checks what a
+ * backend can tell cheaply (local: the deepest existing parent directory's
+ * filesystem is not read-only and is writable by us). 0 (also when the
+ * backend cannot tell), -EROFS, -EACCES, or another -errno.
+ */
+int xprofs_store_writable(struct xprofs_store *s, const char *path) XPROFS_WUR;
 int xprofs_store_rmdir(struct xprofs_store *s, const char *path) XPROFS_WUR;
 /** xprofs_store_mkdir_mode() - mkdir with exactly the permission bits @mode (where modes exist). */
 int xprofs_store_mkdir_mode(struct xprofs_store *s, const char *path, uint32_t mode) XPROFS_WUR;

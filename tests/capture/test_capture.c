@@ -55,8 +55,8 @@ static void test_line_full(void **state)
 	assert_int_equal(
 		parse("  run=exp/a/b  10.0.0.1:9012,worker-2.local:8466,[::1]:9 duration_ms=2500 "
 		      "host_tracer_level=3 device_tracer_level=0 python_tracer_level=1 delay_ms=0 "
-		      "session=s1 deadline_ms=5000 gpu_max_events=100 tpu_trace_mode=TRACE_ONLY "
-		      "enable_x=true neg=-5\r",
+		      "session=s1 deadline_ms=5000 advanced.gpu_max_events=100 "
+		      "advanced.tpu_trace_mode=TRACE_ONLY advanced.enable_x=true advanced.neg=-5\r",
 		      q, NULL),
 		0);
 	assert_true(q->has_run);
@@ -213,15 +213,99 @@ static void test_line_limits(void **state)
 	xprofs_buf_reset(&b);
 	assert_int_equal(xprofs_buf_adds(&b, "h:1"), 0);
 	for (int i = 0; i <= CAPTURE_MAX_ADV; i++)
-		assert_int_equal(xprofs_buf_printf(&b, " k%d=%d", i, i), 0);
+		assert_int_equal(xprofs_buf_printf(&b, " advanced.k%d=%d", i, i), 0);
 	assert_int_equal(parse(b.data, q, NULL), -EINVAL);
 	xprofs_buf_deinit(&b);
 	/* NUL inside */
 	assert_int_equal(capture_line_parse(with_nul, sizeof(with_nul) - 1, q, NULL), -EINVAL);
 	/* int64 overflow falls back to a string value */
-	assert_int_equal(parse("h:1 k=99999999999999999999", q, NULL), 0);
+	assert_int_equal(parse("h:1 advanced.k=99999999999999999999", q, NULL), 0);
 	assert_int_equal(q->adv[0].type, CAPTURE_ADV_STRING);
 	free(q);
+}
+
+/* Unknown keys are refused (with the nearest known one), advanced.KEY= is the way out. */
+static void test_line_unknown_keys(void **state)
+{
+	struct capture_req *q = malloc(sizeof(*q));
+	struct xprofs_buf why;
+
+	xprofs_buf_init(&why, 4096);
+	assert_int_equal(parse("h:1 durationms=300", q, &why), -EINVAL);
+	assert_non_null(strstr(why.data, "unknown option 'durationms'"));
+	assert_non_null(strstr(why.data, "did you mean 'duration_ms'"));
+	assert_non_null(strstr(why.data, "advanced.KEY=VALUE"));
+	xprofs_buf_reset(&why);
+	assert_int_equal(parse("h:1 gpu_max_events=7", q, &why), -EINVAL);
+	assert_null(strstr(why.data, "did you mean"));
+	assert_int_equal(parse("h:1 advanced.=7", q, NULL), -EINVAL);
+	assert_int_equal(parse("h:1 advanced.a/b=7", q, NULL), -EINVAL);
+	assert_int_equal(parse("h:1 advanced.durationms=300", q, NULL), 0);
+	assert_int_equal(q->n_adv, 1);
+	assert_string_equal(q->adv[0].key, "durationms");
+	assert_int_equal(q->duration_ms, CAPTURE_DEFAULT_DURATION_MS);
+	xprofs_buf_deinit(&why);
+	free(q);
+}
+
+/* feed() - the lines @a makes of @in written in pieces of @step bytes, joined by '|'. */
+static int feed(struct capture_asm *a, const char *in, size_t step, char *out, size_t cap)
+{
+	size_t n = strlen(in), pos = 0, used, len, o = 0;
+	const char *line;
+	int errs = 0;
+
+	out[0] = '\0';
+	while (pos < n) {
+		size_t k = n - pos < step ? n - pos : step, off = 0;
+
+		while (off < k) {
+			int r = capture_asm_feed(a, in + pos + off, k - off, &used, &line, &len);
+
+			off += used;
+			if (r < 0)
+				errs++;
+			if (r == 1)
+				o += (size_t)snprintf(out + o, cap - o, "%.*s|", (int)len, line);
+		}
+		pos += k;
+	}
+	if (capture_asm_end(a, &line, &len))
+		o += (size_t)snprintf(out + o, cap - o, "%.*s|", (int)len, line);
+	return errs;
+}
+
+static void test_line_assembly(void **state)
+{
+	struct capture_asm *a = malloc(sizeof(*a));
+	char *big = malloc(CAPTURE_MAX_LINE + 64), *out = malloc(CAPTURE_MAX_LINE + 64);
+	size_t cap = CAPTURE_MAX_LINE + 64;
+
+	for (size_t step = 1; step <= 12; step++) {
+		capture_asm_init(a);
+		assert_int_equal(feed(a, "h:1 duration_ms=5\nstop\n\nlast", step, out, cap), 0);
+		assert_string_equal(out, "h:1 duration_ms=5|stop||last|");
+	}
+	/* a line of exactly the limit passes; one byte more is refused and dropped */
+	memset(big, 'x', CAPTURE_MAX_LINE);
+	strcpy(big + CAPTURE_MAX_LINE, "\nok\n");
+	capture_asm_init(a);
+	assert_int_equal(feed(a, big, 1000, out, cap), 0);
+	assert_int_equal(strlen(out), CAPTURE_MAX_LINE + strlen("|ok|"));
+	assert_string_equal(out + CAPTURE_MAX_LINE, "|ok|");
+	memset(big, 'x', CAPTURE_MAX_LINE + 1);
+	strcpy(big + CAPTURE_MAX_LINE + 1, "\nok\n");
+	for (size_t step = 1000; step <= CAPTURE_MAX_LINE + 8; step += 1111) {
+		capture_asm_init(a);
+		assert_int_equal(feed(a, big, step, out, cap), 1);
+		assert_string_equal(out, "ok|");
+	}
+	assert_true(capture_line_blank(" \t# c", 6));
+	assert_true(capture_line_blank("", 0));
+	assert_false(capture_line_blank(" h:1", 4));
+	free(out);
+	free(big);
+	free(a);
 }
 
 static void test_names(void **state)
@@ -688,7 +772,8 @@ int main(void)
 	/* The library leaves libcurl's global state to the program. */
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK)
 		return 1;
-	r = XT_RUN_TESTS(test_line_defaults, test_line_full, test_line_commands, test_line_invalid,
+	r = XT_RUN_TESTS(test_line_defaults, test_line_full, test_line_unknown_keys,
+			 test_line_assembly, test_line_commands, test_line_invalid,
 			 test_line_limits, test_names, test_resp_every_split,
 			 test_resp_byte_by_byte, test_resp_malformed, test_resp_sink_error,
 			 test_buf_consumer, test_errno_map, test_headers, test_status_json,

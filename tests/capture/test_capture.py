@@ -269,7 +269,7 @@ class T:
     def case_single(self):
         s = self.server()
         r, why = self.fe.submit(None, "run=r1 %s duration_ms=300 session=s1 host_tracer_level=3 "
-                                "python_tracer_level=1 gpu_max_events=7 mode=fast flag=true" % s.addr)
+                                "python_tracer_level=1 advanced.gpu_max_events=7 advanced.mode=fast advanced.flag=true" % s.addr)
         assert r == 0, (r, why)
         c = wait_done(self.fe, "r1")
         assert c["state"] == "ok", c

@@ -227,6 +227,21 @@ static void test_list_and_symlinks(void **state)
 	assert_int_equal(xprofs_store_list(f->s, "top.txt", xt_names_add, &n), -ENOTDIR);
 }
 
+/* no_staging_left() - @dir holds no ".xprofs-tmp-*" entry (a staging directory). */
+static bool no_staging_left(const char *dir)
+{
+	struct dirent *de;
+	DIR *d = opendir(dir);
+	bool none = true;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, ".xprofs-tmp-", 12))
+			none = false;
+	closedir(d);
+	return none;
+}
+
 static void test_excl_create(void **state)
 {
 	struct fx *f = *state;
@@ -234,7 +249,7 @@ static void test_excl_create(void **state)
 	struct xt_names n = {0};
 	char buf[64];
 
-	/* parents are created; nothing is visible before commit */
+	/* parents are created at commit only; nothing is visible before it, not even them */
 	assert_int_equal(xprofs_store_writer_new(f->s, "new/plugins/profile/s/h.xplane.pb",
 						 XPROFS_STORE_EXCL, &w),
 			 0);
@@ -243,8 +258,10 @@ static void test_excl_create(void **state)
 	assert_int_equal(xprofs_store_writer_pread(w, buf, sizeof(buf), 0), 6);
 	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)),
 			 -ENOENT);
-	assert_int_equal(xprofs_store_list(f->s, "new/plugins/profile/s", xt_names_add, &n), 0);
+	assert_int_equal(xprofs_store_list(f->s, "new/plugins/profile/s", xt_names_add, &n),
+			 -ENOENT);
 	assert_int_equal(n.n, 0);
+	assert_int_equal(read_file(f->dir, "new", buf, sizeof(buf)), -ENOENT);
 	/* a second exclusive writer for the same path loses at commit */
 	assert_int_equal(xprofs_store_writer_new(f->s, "new/plugins/profile/s/h.xplane.pb",
 						 XPROFS_STORE_EXCL, &w2),
@@ -258,6 +275,46 @@ static void test_excl_create(void **state)
 	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)),
 			 6);
 	assert_string_equal(buf, "hello!");
+	assert_true(no_staging_left(f->dir));
+	/* two writers of one new session: each is published, no staging is left */
+	assert_int_equal(xprofs_store_writer_new(f->s, "n2/plugins/profile/s/a.xplane.pb",
+						 XPROFS_STORE_EXCL, &w),
+			 0);
+	assert_int_equal(xprofs_store_writer_new(f->s, "n2/plugins/profile/s/b.xplane.pb",
+						 XPROFS_STORE_EXCL, &w2),
+			 0);
+	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
+	assert_int_equal(xprofs_store_writer_write(w2, "B", 1, 0), 1);
+	assert_int_equal(read_file(f->dir, "n2", buf, sizeof(buf)), -ENOENT);
+	assert_int_equal(xprofs_store_writer_commit(w2), 0);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
+	assert_int_equal(read_file(f->dir, "n2/plugins/profile/s/a.xplane.pb", buf, sizeof(buf)),
+			 1);
+	assert_int_equal(read_file(f->dir, "n2/plugins/profile/s/b.xplane.pb", buf, sizeof(buf)),
+			 1);
+	assert_true(no_staging_left(f->dir));
+	/* two new sessions of one new run: the second finds the run made meanwhile */
+	assert_int_equal(xprofs_store_writer_new(f->s, "n4/plugins/profile/s/a.xplane.pb",
+						 XPROFS_STORE_EXCL, &w),
+			 0);
+	assert_int_equal(xprofs_store_writer_new(f->s, "n4/plugins/profile/t/b.xplane.pb",
+						 XPROFS_STORE_EXCL, &w2),
+			 0);
+	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
+	assert_int_equal(xprofs_store_writer_write(w2, "BB", 2, 0), 2);
+	assert_int_equal(xprofs_store_writer_commit(w), 0);
+	assert_int_equal(xprofs_store_writer_commit(w2), 0);
+	assert_int_equal(read_file(f->dir, "n4/plugins/profile/t/b.xplane.pb", buf, sizeof(buf)),
+			 2);
+	assert_true(no_staging_left(f->dir));
+	/* an aborted writer of a new directory leaves nothing at all */
+	assert_int_equal(xprofs_store_writer_new(f->s, "n3/plugins/profile/s/a.xplane.pb",
+						 XPROFS_STORE_EXCL, &w),
+			 0);
+	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
+	xprofs_store_writer_abort(w);
+	assert_int_equal(read_file(f->dir, "n3", buf, sizeof(buf)), -ENOENT);
+	assert_true(no_staging_left(f->dir));
 	/* and an existing file is refused up front */
 	assert_int_equal(xprofs_store_writer_new(f->s, "top.txt", XPROFS_STORE_EXCL, &w), -EEXIST);
 	/* abort leaves nothing behind */
