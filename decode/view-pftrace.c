@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "derived.h"
 #include "pftrace.h"
 
 #define STACK_MAX 256
@@ -115,7 +116,10 @@ struct pf_ctx {
 	uint64_t proc_uuid;
 	struct pbw pk, te, id, td, sub, name, evann; /* scratch */
 	struct dec_out ev;                           /* scratch: one event's shown stats (JSON) */
-	struct pf_async *as;                         /* the plane's held-back async events */
+	struct pf_dline *dl; /* [DL_COUNT + 1]: the derived lines of a stream, and Steps */
+	struct pbw dte;      /* scratch: a derived event's body */
+	struct dec_out dj;   /* scratch: a derived event's long_name as JSON */
+	struct pf_async *as; /* the plane's held-back async events */
 	size_t n_as, cap_as;
 	struct pbw ablob;
 };
@@ -131,6 +135,10 @@ struct pf_track {
 struct pf_line {
 	struct pf_ctx *c;
 	const struct dec_line *l;
+	const char *title; /* a derived line: its name (else l's) */
+	size_t title_len;
+	struct dec_derive *derive; /* owned; the lines derived from this one, NULL: none */
+	bool win;                  /* a slice walked whole for its derivation: filter here */
 	struct pf_seq s;
 	uint32_t pid, tid;
 	uint64_t uuid; /* of level 0; level k is uuid + k */
@@ -144,7 +152,8 @@ struct pf_line {
 static int pbw_err(const struct pf_ctx *c)
 {
 	return c->pk.overflow || c->te.overflow || c->id.overflow || c->td.overflow ||
-			       c->sub.overflow || c->ablob.overflow || c->evann.overflow
+			       c->sub.overflow || c->ablob.overflow || c->evann.overflow ||
+			       c->dte.overflow
 		       ? -E2BIG
 		       : 0;
 }
@@ -269,8 +278,10 @@ static void describe(struct pf_line *pl, size_t k)
 {
 	struct pbw *td = &pl->c->td, *th = &pl->c->sub;
 	const struct dec_line *l = pl->l;
-	const char *nm = l->display_name_len ? l->display_name : l->name;
-	size_t nl = capped(l->display_name_len ? l->display_name_len : l->name_len);
+	const char *nm = pl->title ? pl->title : l->display_name_len ? l->display_name : l->name;
+	size_t nl = capped(pl->title             ? pl->title_len
+			   : l->display_name_len ? l->display_name_len
+						 : l->name_len);
 
 	pbw_reset(td);
 	pbw_reset(th);
@@ -340,6 +351,32 @@ static void close_until(struct pf_line *pl, uint64_t ns)
 			pbw_u64(te, F_TE_TRACK, pl->uuid + best);
 		emit_event(pl->c, &pl->s, pl->lv[best].end[--pl->lv[best].n], te, NULL);
 	}
+}
+
+/*
+ * The track level of line @pl that a slice [*b, *en) goes on, described and
+ * with the ends before *b written (*b kept monotonic, *en >= *b); LEVELS_MAX
+ * when it fits none (then dropped).
+ */
+static size_t place(struct pf_line *pl, uint64_t *b, uint64_t *en)
+{
+	size_t k;
+
+	if (*b < pl->last_ns)
+		*b = pl->last_ns;
+	if (*en < *b)
+		*en = *b;
+	pl->last_ns = *b;
+	close_until(pl, *b);
+	for (k = 0; k < LEVELS_MAX; k++) {
+		struct pf_track *tr = &pl->lv[k];
+
+		if (tr->n < STACK_MAX && (!tr->n || tr->end[tr->n - 1] >= *en))
+			break; /* else full, or a partial overlap: try the next track */
+	}
+	if (k < LEVELS_MAX)
+		need_track(pl, k);
+	return k;
 }
 
 /* A dec_stat_fn keeping the first numeric stat (counter value). */
@@ -493,6 +530,9 @@ static int async_hold(struct pf_ctx *c, const struct dec_evmd *m, const struct p
 	return pbw_err(c) ? pbw_err(c) : 1;
 }
 
+struct dec_derive;
+static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv, bool all);
+
 /* A dec_event_fn writing one event of a line (arg: struct pf_line). */
 static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m, void *arg)
 {
@@ -508,6 +548,17 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 	size_t k;
 	int r;
 
+	if (pl->derive) {
+		dec_ps128 start = (dec_ps128)pl->l->timestamp_ns * 1000 + e->offset_ps;
+		struct dec_derived_in in;
+
+		if ((r = dec_derive_read(pl->derive, rc, e, start, &in)) < 0 ||
+		    (r = dec_derive_event(pl->derive, &in)) < 0 ||
+		    (r = derived_flush(c, pl->derive, false)) < 0)
+			return r;
+		if (pl->win && !(start < rc->win_to && start + dur > rc->win_from))
+			return 0; /* the slice's rule (render.c win_test) */
+	}
 	if (t && t->internal)
 		return 0;
 	if (pl->counters) {
@@ -535,18 +586,7 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 	}
 	b = to_ns(ts);
 	en = to_ns(ts + dur);
-	if (b < pl->last_ns)
-		b = pl->last_ns;
-	if (en < b)
-		en = b;
-	pl->last_ns = b;
-	close_until(pl, b);
-	for (k = 0; k < LEVELS_MAX; k++) {
-		struct pf_track *tr = &pl->lv[k];
-
-		if (tr->n < STACK_MAX && (!tr->n || tr->end[tr->n - 1] >= en))
-			break; /* else full, or a partial overlap: try the next track */
-	}
+	k = place(pl, &b, &en);
 	if (k == LEVELS_MAX) { /* dropped; the names its stats defined still go out */
 		if (id->len)
 			emit_interned(c, &pl->s, id);
@@ -554,7 +594,6 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 	}
 	if ((r = pf_md_get(c->A, rc, e->md, m, &md)) < 0)
 		return r;
-	need_track(pl, k);
 	pbw_reset(te);
 	pbw_u64(te, F_TE_TYPE, TYPE_BEGIN);
 	if (k)
@@ -585,6 +624,170 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 	return dec_out_flush(c->o, false);
 }
 
+/* ---- derived lines ------------------------------------------------------------ */
+
+/* A finished derived event waiting for its turn: its times and body in pf_dline.blob. */
+struct pf_dev {
+	uint64_t b, en;
+	size_t off, len;
+	uint32_t order;
+};
+
+/*
+ * A derived line (derived.c): a sequence of its own. Its events come out as
+ * they close, a parent after its children, so they wait here and are written
+ * in start order once no event still open on the line can start before them.
+ */
+struct pf_dline {
+	struct pf_line pl;
+	char title[256];
+	struct pf_dev *ev;
+	size_t n, cap;
+	uint32_t order;
+	struct pbw blob; /* the waiting events' TrackEvent bodies (name, args) */
+};
+
+/* Past these, waiting events are written as they are (start order then not guaranteed). */
+#define DLINE_WAIT_MAX 65536
+#define DLINE_BLOB_MAX ((size_t)64 << 20)
+
+/* Make @d the empty derived line of source line @l (NULL: a plane's Steps) of process @pid. */
+static void dline_start(struct pf_dline *d, struct pf_ctx *c, const struct dec_line *l,
+			uint32_t pid, uint64_t uuid)
+{
+	memset(&d->pl, 0, sizeof(d->pl));
+	d->pl.c = c;
+	d->pl.l = l;
+	d->pl.pid = pid;
+	d->pl.uuid = uuid;
+	d->n = 0;
+	d->order = 0;
+	pbw_reset(&d->blob);
+}
+
+/* start order; a parent (ending later) before the children that start with it */
+static int cmp_dev(const void *pa, const void *pb)
+{
+	const struct pf_dev *a = pa, *b = pb;
+
+	if (a->b != b->b)
+		return a->b < b->b ? -1 : 1;
+	if (a->en != b->en)
+		return a->en > b->en ? -1 : 1;
+	return a->order < b->order ? -1 : a->order > b->order;
+}
+
+/* Write the waiting events of @d starting before @until (sorted), keep the rest. */
+static int dline_write(struct pf_dline *d, uint64_t until)
+{
+	struct pf_ctx *c = d->pl.c;
+	struct pbw *te = &c->te;
+	size_t i, k;
+
+	qsort(d->ev, d->n, sizeof(*d->ev), cmp_dev);
+	for (i = 0; i < d->n && d->ev[i].b < until; i++) {
+		uint64_t b = d->ev[i].b, en = d->ev[i].en;
+
+		if ((k = place(&d->pl, &b, &en)) == LEVELS_MAX)
+			continue;
+		pbw_reset(te);
+		pbw_u64(te, F_TE_TYPE, TYPE_BEGIN);
+		if (k)
+			pbw_u64(te, F_TE_TRACK, d->pl.uuid + k);
+		pbw_bytes(te, d->blob.buf + d->ev[i].off, d->ev[i].len);
+		emit_event(c, &d->pl.s, b, te, NULL);
+		d->pl.lv[k].end[d->pl.lv[k].n++] = en;
+	}
+	memmove(d->ev, d->ev + i, (d->n - i) * sizeof(*d->ev));
+	d->n -= i;
+	if (!d->n)
+		pbw_reset(&d->blob);
+	return pbw_err(c) ? pbw_err(c) : dec_out_flush(c->o, false);
+}
+
+/* Write what @d still holds and close its slices. */
+static int dline_end(struct pf_dline *d)
+{
+	int r = dline_write(d, UINT64_MAX);
+
+	close_until(&d->pl, UINT64_MAX);
+	return r ? r : dec_out_flush(d->pl.c->o, false);
+}
+
+/* Write the waiting events of stream derivation @dv's lines that nothing open precedes. */
+static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv, bool all)
+{
+	int r;
+
+	for (int k = 0; k < DL_COUNT; k++) {
+		struct pf_dline *d = &c->dl[k];
+		uint64_t until = UINT64_MAX;
+
+		if (!d->n)
+			continue;
+		for (size_t i = 0; !all && i < DER_LEVELS; i++)
+			if (dv->lines[k].lv[i].open && to_ns(dv->lines[k].lv[i].begin) < until)
+				until = to_ns(dv->lines[k].lv[i].begin);
+		if ((r = dline_write(d, until)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * A dec_derived_emit_fn (arg: struct pf_ctx): one derived event, named and
+ * with args as trace.json's derived_event() writes them (all inline: few
+ * events), waiting in its line until its turn.
+ */
+static int derived_emit(void *arg, const struct dec_derived_ev *e)
+{
+	struct pf_ctx *c = arg;
+	struct pf_dline *d = &c->dl[e->kind];
+	struct pbw *te = &c->dte;
+	dec_ps128 dur = e->end <= e->begin ? 1 : e->end - e->begin;
+	struct pf_dev *v;
+	int r;
+
+	if (!d->pl.title) {
+		size_t n = e->line_name_len < sizeof(d->title) ? e->line_name_len
+							       : sizeof(d->title) - 1;
+
+		memcpy(d->title, e->line_name, n);
+		d->title[n] = '\0';
+		d->pl.title = d->title;
+		d->pl.title_len = n;
+		d->pl.tid = e->tid;
+	}
+	pbw_reset(te);
+	if (e->disp_len)
+		pbw_str(te, F_TE_NAME, e->disp, capped(e->disp_len));
+	else
+		pbw_str(te, F_TE_NAME, e->name, capped(e->name_len));
+	if (e->has_group)
+		pf_arg_int(c->A, "group_id", 8, e->group, PF_INLINE, 0, te, NULL);
+	if (e->disp_len) {
+		c->dj.len = 0;
+		OUT_LIT(&c->dj, "\"long_name\":");
+		dec_out_str(&c->dj, e->name, e->name_len);
+		if (c->dj.r < 0)
+			return c->dj.r;
+		pf_args_encode(c->A, c->dj.buf, c->dj.len, PF_INLINE, 0, 0, te, NULL);
+	}
+	if (d->n >= DLINE_WAIT_MAX || d->blob.len > DLINE_BLOB_MAX)
+		if ((r = dline_write(d, UINT64_MAX)) < 0)
+			return r;
+	if ((r = xprofs_grow(&d->ev, &d->cap, d->n, sizeof(*d->ev), 64)) < 0)
+		return r;
+	v = &d->ev[d->n++];
+	v->b = to_ns(e->begin);
+	v->en = to_ns(e->begin + (dur > INT64_MAX ? INT64_MAX : dur));
+	v->off = d->blob.len;
+	v->len = te->len;
+	v->order = d->order++;
+	pbw_bytes(&d->blob, te->buf, te->len);
+	return pbw_err(c) ? pbw_err(c) : d->blob.overflow ? -E2BIG : 0;
+}
+
 /* The events of line @li of process @pid as a sequence of their own. */
 static int pf_line(struct pf_ctx *c, struct pf_line *pl, uint32_t pid, size_t li)
 {
@@ -602,10 +805,33 @@ static int pf_line(struct pf_ctx *c, struct pf_line *pl, uint32_t pid, size_t li
 	pl->pid = pid;
 	pl->tid = dec_trace_tid(pl->l);
 	pl->uuid = ((uint64_t)(li + 1) << 8);
-	if ((r = dec_line_each(rc, li, NULL, pf_event, pl)) < 0)
+	if (kind == TL_THREAD && (r = dec_derive_new(&rc->x->planes[pl->l->plane], pl->l,
+						     derived_emit, c, &pl->derive)) < 0)
 		return r;
-	close_until(pl, UINT64_MAX);
-	return dec_out_flush(c->o, false);
+	if (!pl->derive) {
+		if ((r = dec_line_each(rc, li, NULL, pf_event, pl)) < 0)
+			return r;
+		close_until(pl, UINT64_MAX);
+		return dec_out_flush(c->o, false);
+	}
+	/* derived events are built from the whole line: a slice walks it all, filtering in pf_event */
+	for (int k = 0; k < DL_COUNT; k++)
+		dline_start(&c->dl[k], c, pl->l, pid, pl->uuid + LEVELS_MAX * (uint64_t)(k + 1));
+	pl->win = rc->win;
+	if (pl->win)
+		dec_derive_window(pl->derive, rc->win_from, rc->win_to);
+	rc->win = false;
+	r = dec_line_each(rc, li, NULL, pf_event, pl);
+	rc->win = pl->win;
+	if (r == 0)
+		r = dec_derive_finish(pl->derive);
+	dec_derive_free(pl->derive);
+	pl->derive = NULL;
+	if (r == 0)
+		close_until(pl, UINT64_MAX);
+	for (int k = 0; k < DL_COUNT && r == 0; k++)
+		r = dline_end(&c->dl[k]);
+	return r ? r : dec_out_flush(c->o, false);
 }
 
 /* ---- async events ---------------------------------------------------------- */
@@ -886,7 +1112,8 @@ int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
 	c->o = o;
 	c->next_seq = PROC_SEQ;
 	dec_out_init(&c->ev, NULL);
-	if (!(pl = calloc(1, sizeof(*pl)))) {
+	dec_out_init(&c->dj, NULL);
+	if (!(pl = calloc(1, sizeof(*pl))) || !(c->dl = calloc(DL_COUNT + 1, sizeof(*c->dl)))) {
 		r = -ENOMEM;
 		goto out;
 	}
@@ -901,6 +1128,11 @@ int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
 		for (size_t j = 0; j < p->n_lines; j++)
 			if ((r = pf_line(c, pl, tp[i].pid, p->first_line + j)) < 0)
 				goto out;
+		dline_start(&c->dl[DL_STEPS], c, NULL, tp[i].pid,
+			    (uint64_t)(x->n_lines + 1 + tp[i].plane) << 8);
+		if ((r = dec_derive_steps(rc, tp[i].plane, derived_emit, c)) < 0 ||
+		    (r = dline_end(&c->dl[DL_STEPS])) < 0)
+			goto out;
 		if ((r = async_flush(c)) < 0)
 			goto out;
 	}
@@ -910,6 +1142,13 @@ int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
 out:
 	free(tp);
 	free(pl);
+	for (int k = 0; c->dl && k <= DL_COUNT; k++) {
+		free(c->dl[k].ev);
+		pbw_free(&c->dl[k].blob);
+	}
+	free(c->dl);
+	pbw_free(&c->dte);
+	dec_out_deinit(&c->dj);
 	free(c->as);
 	pf_args_free(c->A);
 	pbw_free(&c->pk);
