@@ -72,6 +72,8 @@ static int open_backends(struct fs_options *o, struct xprofs_store **store,
 		go.credentials = o->credentials;
 		go.list_ttl_s = (unsigned)o->refresh;
 		go.connections = o->connections;
+		go.retry_deadline_s = o->retry_deadline;
+		go.stall_timeout_s = o->stall_timeout;
 		go.read_only = o->ro;
 		go.cache = *cache;
 		r = xprofs_gcs_store_new(o->source, &go, store);

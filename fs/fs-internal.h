@@ -66,6 +66,7 @@ struct fs_options {
 	int single;  /* -s: single-threaded loop */
 	int refresh; /* seconds; -1 = backend default */
 	unsigned connections;
+	unsigned retry_deadline, stall_timeout; /* gs:// seconds; 0 = the gcs defaults */
 	char *cache_dir; /* owned */
 	char *cache_max; /* owned, e.g. "2G" */
 	uint64_t cache_max_bytes;

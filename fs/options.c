@@ -42,6 +42,7 @@ static const struct fuse_opt fs_opts[] = {
 	XOPT("refresh=%d", refresh, 0), XOPT("loglevel=%s", loglevel, 0),
 	XOPT("endpoint=%s", endpoint, 0), XOPT("anonymous", anonymous, 1),
 	XOPT("credentials=%s", credentials, 0), XOPT("connections=%u", connections, 0),
+	XOPT("retry_deadline=%u", retry_deadline, 0), XOPT("stall_timeout=%u", stall_timeout, 0),
 	XOPT("uid=%s", uid_s, 0), XOPT("gid=%s", gid_s, 0), XOPT("umask=%s", umask_s, 0),
 	XOPT("follow_symlinks=%s", follow_symlinks, 0),
 	XOPT("tmp_dir=%s", tmp_dir, 0), XOPT("cache_min_free=%s", cache_min_free, 0),
@@ -87,6 +88,8 @@ static const char usage_text[] =
 	"  -o anonymous          GCS without credentials\n"
 	"  -o credentials=FILE   GCS credentials JSON file\n"
 	"  -o connections=N      parallel GCS connections\n"
+	"  -o retry_deadline=SECS  GCS: give up retrying a request after this long (default 60)\n"
+	"  -o stall_timeout=SECS   GCS: abort a transfer that moved nothing for this long (30)\n"
 	"  -o uid=N,gid=N        owner shown for a gs:// source (default: the mounting user)\n"
 	"  -o umask=OCTAL        modes of a gs:// source: 0666/0777 & ~umask (default 022)\n"
 	"  -o follow_symlinks=inside|outside   follow symlinks out of SOURCE for runs/\n"

@@ -9,7 +9,10 @@ a body that stalls half way, a random 30 % of reads reset, faults on the
 mount-time listing, and a retried upload that the Node client then reads
 back. Permanent failures must end, not hang: reads of an object that always
 fails (503, or a stall) give EIO, and a mount whose listing always fails
-exits non-zero, all within the retry deadline (60 s) plus the stall timeout.
+exits non-zero, all within the retry deadline plus the stall timeout (short
+ones, -o retry_deadline= and -o stall_timeout=, so the suite does not wait
+out the 60 s / 30 s defaults; the permanent failures also show the deadline
+is honoured: no EIO before it).
 TAP output; exit 77 when FUSE, the xprofs binary or the emulator is absent.
 """
 import errno
@@ -25,8 +28,13 @@ from fault_proxy import Rule
 URL = "gs://bkt/logs"
 MEDIA = r"alt=media|/download/"
 LIST = r"^GET /storage/v1/b/bkt/o\?"
-# 60 s retry deadline + 30 s stall timeout + one backoff step + slack.
-PERMANENT_LIMIT_S = 110
+# -o retry_deadline + -o stall_timeout + one backoff step + slack.
+RETRY_DEADLINE_S = 10
+STALL_TIMEOUT_S = 4
+SHORT = ["retry_deadline=%d" % RETRY_DEADLINE_S, "stall_timeout=%d" % STALL_TIMEOUT_S]
+# faults a mount recovers from: the stall timeout short, the deadline ample
+RECOVER = ["retry_deadline=60", "stall_timeout=%d" % STALL_TIMEOUT_S]
+PERMANENT_LIMIT_S = RETRY_DEADLINE_S + STALL_TIMEOUT_S + 40
 
 
 def main(t, h):
@@ -43,7 +51,7 @@ def main(t, h):
 
     def run_scenario(name, rules, list_rules, expect_kinds):
         p = h.proxy(faults=list_rules)
-        mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
+        mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"] + RECOVER)
         with p.lock:  # armed after the mount: the listing is clean
             p.rules.extend(Rule.parse(r) for r in rules)
         diff = gh.compare_tree(src, os.path.join(mnt, "logdir"), rels)
@@ -92,7 +100,7 @@ def main(t, h):
     # Permanent failures, in parallel so the test takes one deadline.
     p = h.proxy(faults=["503,match=blob3\\.bin.*alt=media", "stall,stall=600,match=blob4\\.bin.*alt=media"])
     bad = h.proxy(faults=["503,match=" + LIST])
-    mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
+    mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"] + SHORT)
     results = {}
 
     def read(name):
@@ -108,7 +116,7 @@ def main(t, h):
     for th in ths:
         th.start()
     t0 = time.monotonic()
-    _, bad_proc, bad_log = h.mount(URL, bad.url, ["anonymous", "no_cache"], wait=False)
+    _, bad_proc, bad_log = h.mount(URL, bad.url, ["anonymous", "no_cache"] + SHORT, wait=False)
     try:
         bad_rc = bad_proc.wait(timeout=PERMANENT_LIMIT_S + 30)
     except Exception:
@@ -118,7 +126,7 @@ def main(t, h):
         th.join(PERMANENT_LIMIT_S + 30)
     for name, kind in (("blob3.bin", "503"), ("blob4.bin", "stall")):
         e, dt = results.get(name, (None, -1))
-        t.ok(e == errno.EIO and 0 < dt < PERMANENT_LIMIT_S,
+        t.ok(e == errno.EIO and RETRY_DEADLINE_S - 1 <= dt < PERMANENT_LIMIT_S,
              "permanent %s on a read: EIO after %.0f s (limit %d s)" % (kind, dt, PERMANENT_LIMIT_S),
              "errno %s\n%s" % (e, h.log(log)))
     # The mount still serves other files after those failures.
@@ -129,7 +137,7 @@ def main(t, h):
     except OSError:
         ok_other = False
     t.ok(ok_other, "the mount keeps serving other objects after permanent failures")
-    t.ok(bad_rc not in (None, 0) and bad_dt < PERMANENT_LIMIT_S,
+    t.ok(bad_rc not in (None, 0) and RETRY_DEADLINE_S - 1 <= bad_dt < PERMANENT_LIMIT_S,
          "a listing that always fails: mount exits %s after %.0f s" % (bad_rc, bad_dt), h.log(bad_log))
     h.umount(mnt)
 
