@@ -534,8 +534,8 @@ static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, 
 			continue;
 		if (dw_push(s, v[i]))
 			v[i] = NULL;
-		else if (!s->dw_started)
-			disk_put(s, v[i]); /* no writer thread: the old, synchronous way */
+		else /* no writer thread, or it is stopping (a prefetch ending at unmount) */
+			disk_put(s, v[i]);
 	}
 	pthread_mutex_lock(&s->blk_lock);
 	for (i = 0; i < n; i++)
