@@ -49,6 +49,11 @@ struct dec_evmd { /* one XEventMetadata */
 	bool has_flops, has_bytes;
 	int64_t step_num;
 	bool has_step_num;
+	char *hlo_module; /* owned, NULL when absent */
+	double model_flops;
+	bool has_model_flops;
+	uint64_t program_id;
+	bool has_program_id;
 	int64_t group;              /* ops group in the current aggregation, -1 unknown */
 	struct dec_trace_md *trace; /* owned; trace renders only (trace-model.c) */
 };
@@ -168,10 +173,34 @@ struct dec_opstats {
 	bool has_flops, has_bytes;
 	int64_t step_num;
 	bool has_step_num;
+	/* for ops.json / overview.json / kernels.json (docs/stats.md) */
+	char *hlo_module, *kernel_details, *tf_op; /* owned */
+	double model_flops;
+	bool has_model_flops;
+	uint64_t program_id;
+	bool has_program_id;
+	int64_t dev_off, dev_dur; /* device_offset_ps / device_duration_ps */
+	bool has_dev_off, has_dev_dur;
 };
 void dec_opstats_clear(struct dec_opstats *s);
 /* dec_collect_stat() - a dec_stat_fn filling a struct dec_opstats. */
 int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+
+/*
+ * What the analyses read from a plane's own stats (TSL StatType names, see
+ * docs/stats.md): peak rates (TPU: peak_teraflops_per_second,
+ * peak_hbm_bw_gigabytes_per_second; GPU: memory_bandwidth in bytes/s) and
+ * the device description. peak_flops / peak_bw: per second, 0 = unknown.
+ */
+struct dec_plane_facts {
+	char *device_type, *vendor; /* owned, NULL when absent */
+	double peak_tflops, peak_hbm_gbps, mem_bw, clock_khz, core_count, cc_major, cc_minor;
+	bool has_peak_tflops, has_peak_hbm_gbps, has_mem_bw, has_clock, has_core_count, has_cc;
+	double peak_flops, peak_bw;
+};
+/* dec_plane_facts_get() - the facts of plane @pi (enters it); clear with dec_plane_facts_clear(). */
+int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *f);
+void dec_plane_facts_clear(struct dec_plane_facts *f);
 
 /* ---- the events of a line (render.c) ------------------------------------ */
 

@@ -346,7 +346,34 @@ void dec_opstats_clear(struct dec_opstats *s)
 	free(s->category);
 	free(s->hlo_op);
 	free(s->step_name);
+	free(s->hlo_module);
+	free(s->kernel_details);
+	free(s->tf_op);
 	memset(s, 0, sizeof(*s));
+}
+
+/* collect_more() - the stats the analyses add (docs/stats.md); a string's destination or NULL. */
+static char **collect_more(struct dec_opstats *os, const struct dec_stmd *m,
+			   const struct dec_statv *s)
+{
+	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
+	double d;
+
+	if (dec_str_eq(m->name, m->name_len, "hlo_module"))
+		return &os->hlo_module;
+	if (dec_str_eq(m->name, m->name_len, "kernel_details"))
+		return &os->kernel_details;
+	if (dec_str_eq(m->name, m->name_len, "tf_op"))
+		return &os->tf_op;
+	if (dec_str_eq(m->name, m->name_len, "model_flops") && stat_number(s, &d))
+		os->model_flops = d, os->has_model_flops = true;
+	else if (dec_str_eq(m->name, m->name_len, "program_id") && integer)
+		os->program_id = s->u, os->has_program_id = true;
+	else if (dec_str_eq(m->name, m->name_len, "device_offset_ps") && integer)
+		os->dev_off = (int64_t)s->u, os->has_dev_off = true;
+	else if (dec_str_eq(m->name, m->name_len, "device_duration_ps") && integer)
+		os->dev_dur = (int64_t)s->u, os->has_dev_dur = true;
+	return NULL;
 }
 
 int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
@@ -372,6 +399,8 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 	else if (dec_str_eq(m->name, m->name_len, "step_num") &&
 		 (s->kind == SV_U64 || s->kind == SV_I64))
 		os->step_num = (int64_t)s->u, os->has_step_num = true;
+	else
+		dst = collect_more(os, m, s);
 	if (dst) {
 		free(*dst);
 		*dst = NULL;
@@ -436,4 +465,81 @@ int64_t dec_plane_stat_int(const struct dec_plane *p, struct dec_cur *c, const c
 		}
 	}
 	return 0;
+}
+
+/* facts_stat() - a dec_stat_fn: one plane stat into struct dec_plane_facts (by TSL StatType name). */
+static int facts_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct dec_plane_facts *f = arg;
+	const struct dec_stmd *m;
+	double d;
+	int r;
+
+	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+		return r;
+	if (dec_str_eq(m->name, m->name_len, "device_type_string") && !f->device_type)
+		return stat_string(rc, c, s, &f->device_type);
+	if (dec_str_eq(m->name, m->name_len, "device_vendor") && !f->vendor)
+		return stat_string(rc, c, s, &f->vendor);
+	if (!stat_number(s, &d))
+		return 0;
+	if (dec_str_eq(m->name, m->name_len, "peak_teraflops_per_second"))
+		f->peak_tflops = d, f->has_peak_tflops = true;
+	else if (dec_str_eq(m->name, m->name_len, "peak_hbm_bw_gigabytes_per_second"))
+		f->peak_hbm_gbps = d, f->has_peak_hbm_gbps = true;
+	else if (dec_str_eq(m->name, m->name_len, "memory_bandwidth"))
+		f->mem_bw = d, f->has_mem_bw = true;
+	else if (dec_str_eq(m->name, m->name_len, "clock_rate"))
+		f->clock_khz = d, f->has_clock = true;
+	else if (dec_str_eq(m->name, m->name_len, "core_count"))
+		f->core_count = d, f->has_core_count = true;
+	else if (dec_str_eq(m->name, m->name_len, "compute_cap_major"))
+		f->cc_major = d, f->has_cc = true;
+	else if (dec_str_eq(m->name, m->name_len, "compute_cap_minor"))
+		f->cc_minor = d;
+	return 0;
+}
+
+int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *f)
+{
+	const struct dec_plane *p = &rc->x->planes[pi];
+	int r;
+
+	memset(f, 0, sizeof(*f));
+	if ((r = dec_plane_enter(rc, pi)) < 0)
+		return r;
+	for (size_t i = 0; i < p->n_stats; i++) {
+		/* each plane stat is its own XStat message */
+		struct dec_cur *c = &rc->md;
+		uint64_t pos = c->pos, end = c->end;
+		struct dec_statv s;
+
+		c->pos = p->stats[i].off;
+		c->end = p->stats[i].off + p->stats[i].len;
+		r = dec_stat_parse(c, &s);
+		c->pos = pos;
+		c->end = end;
+		if (r < 0 || (r = facts_stat(rc, c, &s, f)) < 0) {
+			dec_plane_facts_clear(f);
+			return r;
+		}
+	}
+	/* peak rates are used only when positive and finite (a hostile 0 or -1 is "unknown") */
+	f->peak_flops = f->has_peak_tflops && f->peak_tflops > 0 ? f->peak_tflops * 1e12 : 0;
+	if (f->has_peak_hbm_gbps && f->peak_hbm_gbps > 0)
+		f->peak_bw = f->peak_hbm_gbps * 1e9;
+	else if (f->has_mem_bw && f->mem_bw > 0)
+		f->peak_bw = f->mem_bw;
+	if (!isfinite(f->peak_flops))
+		f->peak_flops = 0;
+	if (!isfinite(f->peak_bw))
+		f->peak_bw = 0;
+	return 0;
+}
+
+void dec_plane_facts_clear(struct dec_plane_facts *f)
+{
+	free(f->device_type);
+	free(f->vendor);
+	memset(f, 0, sizeof(*f));
 }

@@ -1,13 +1,15 @@
 /*
  * view-steps.c - steps.json: the events of every "Steps" line, labelled by
- * step number (or step name, or the event name), with the device time that
- * the top-level device ops of the op lines spend inside each step.
+ * step number (or step name, or the event name), with the time inside each
+ * step during which any device op line is busy.
  *
- * Design: steps are collected, sorted by plane and start, then every
- * top-level event of the device op lines (dec_op_line_kind()) adds its
- * overlap to the steps of its own plane and of the host planes (binary
- * search for the last step starting before the event ends). Limits: at most
- * STEPS_MAX steps ("truncated": true beyond).
+ * Design: steps are collected, sorted by plane and start; then the op lines
+ * of each device plane (dec_op_line_kind()) are merged by start time and
+ * every interval of their union adds its overlap to the plane's steps
+ * (binary search for the last step starting before it ends); the union of
+ * all device planes' op lines does the same for host steps. Concurrent
+ * streams count once. Limits: at most STEPS_MAX steps ("truncated": true
+ * beyond); at most MERGE_MAX lines merged at once (16 KiB read-ahead each).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -178,6 +180,223 @@ int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size
 	return r;
 }
 
+/*
+ * Device busy time as a union: the events of several op lines merged by
+ * start time (a k-way merge, one small cursor per line), so that concurrent
+ * streams count once (XProf's step breakdown unions device activity,
+ * event_span.cc ToNonOverlappedEvents()). Lines are in time order after
+ * XProf's SortXSpace(); a line the index marks unsorted is merged as it
+ * comes, so its out-of-order events can count twice.
+ */
+#define MERGE_MAX 1024               /* lines merged at once (more: groups, summed) */
+#define MERGE_WIN ((size_t)16 << 10) /* read-ahead of each line's cursor */
+
+struct mline {
+	struct dec_rctx rc; /* only rc.x and rc.ev are used */
+	struct dec_line_it it;
+	struct dec_event e; /* the line's next event */
+};
+
+struct merge {
+	struct mline *ml; /* owned, n of them */
+	size_t *heap;     /* indexes into ml, a min-heap by e.start_ps */
+	size_t n, nheap;
+};
+
+static bool mless(const struct merge *m, size_t a, size_t b)
+{
+	return m->ml[m->heap[a]].e.start_ps < m->ml[m->heap[b]].e.start_ps;
+}
+
+static void msift(struct merge *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, k = i, t;
+
+		if (l < m->nheap && mless(m, l, k))
+			k = l;
+		if (r < m->nheap && mless(m, r, k))
+			k = r;
+		if (k == i)
+			return;
+		t = m->heap[i], m->heap[i] = m->heap[k], m->heap[k] = t;
+		i = k;
+	}
+}
+
+/* mnext() - advance line @k to its next positioned event: 1, 0 at its end, -errno. */
+static int mnext(struct mline *ml)
+{
+	int r;
+
+	while ((r = dec_line_next(&ml->it, &ml->e)) > 0)
+		if (!ml->e.has_num) /* num_occurrences events have no place in time */
+			return 1;
+	return r;
+}
+
+static void merge_free(struct merge *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		dec_cur_deinit(&m->ml[i].rc.ev);
+	free(m->ml);
+	free(m->heap);
+	memset(m, 0, sizeof(*m));
+}
+
+/* merge_open() - a merge over the lines @li[0..n) (n <= MERGE_MAX). */
+static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, struct merge *m)
+{
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	m->ml = calloc(n ? n : 1, sizeof(*m->ml));
+	m->heap = calloc(n ? n : 1, sizeof(*m->heap));
+	if (!m->ml || !m->heap)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct mline *ml = &m->ml[m->n++];
+		const struct dec_line *l = &rc->x->lines[li[i]];
+
+		ml->rc.x = rc->x;
+		dec_cur_init(&ml->rc.ev, rc->x->r, rc->err);
+		ml->rc.ev.win_pref = MERGE_WIN;
+		ml->it.rc = &ml->rc;
+		ml->it.l = l;
+		ml->it.end = l->msg.off + l->msg.len;
+		ml->it.base_ps = dec_line_base_ps(l->timestamp_ns);
+		ml->rc.ev.pos = l->msg.off;
+		ml->rc.ev.end = ml->it.end;
+		if ((r = mnext(ml)) < 0)
+			return r;
+		if (r > 0)
+			m->heap[m->nheap++] = m->n - 1;
+	}
+	for (size_t i = m->nheap; i-- > 0;)
+		msift(m, i);
+	return 0;
+}
+
+/*
+ * merge_union() - the union of the events of lines @li[0..n), as disjoint
+ * intervals in time order, each added to the steps by @add(arg, from, to).
+ */
+static int merge_union(struct dec_rctx *rc, const size_t *li, size_t n,
+		       void (*add)(void *arg, int64_t from, int64_t to), void *arg)
+{
+	struct merge m;
+	int64_t cs = 0, ce = 0;
+	bool open = false;
+	int r;
+
+	if ((r = merge_open(rc, li, n, &m)) < 0)
+		goto out;
+	while (m.nheap) {
+		struct mline *ml = &m.ml[m.heap[0]];
+		int64_t s = ml->e.start_ps, t = ml->e.end_ps;
+
+		if (open && s > ce) {
+			add(arg, cs, ce);
+			open = false;
+		}
+		if (!open) {
+			cs = s, ce = t, open = true;
+		} else if (t > ce) {
+			ce = t;
+		}
+		if ((r = mnext(ml)) < 0)
+			goto out;
+		if (r == 0)
+			m.heap[0] = m.heap[--m.nheap];
+		msift(&m, 0);
+	}
+	if (open)
+		add(arg, cs, ce);
+	r = 0;
+out:
+	merge_free(&m);
+	return r;
+}
+
+/* What a union interval is added to: the steps of device plane @plane, or of every host plane. */
+struct busy_add {
+	struct steps *st;
+	const size_t *ra, *rb;
+	size_t plane; /* the device plane whose lines are merged, or SIZE_MAX: all */
+	size_t n_planes;
+	const struct xprofs_xspace *x;
+};
+
+static void busy_add_fn(void *arg, int64_t from, int64_t to)
+{
+	struct busy_add *b = arg;
+
+	if (b->plane != SIZE_MAX) {
+		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to);
+		return;
+	}
+	for (size_t q = 0; q < b->n_planes; q++) {
+		bool dev = dec_plane_is_device(&b->x->planes[q]);
+
+		if (b->rb[q] <= b->ra[q])
+			continue;
+		if (!dev)
+			steps_add(b->st, b->ra[q], b->rb[q], from, to);
+	}
+}
+
+/*
+ * steps_device() - device_ps: per device plane with steps, the union of its
+ * op lines; for the steps of the other planes (host), the union of the op
+ * lines of every device plane.
+ */
+static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
+	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
+	bool host_steps = false;
+	int r = 0;
+
+	if (!li)
+		return -ENOMEM;
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+			host_steps = true;
+	/* pass 0: each device plane's own steps; pass 1: the host steps, all device lines */
+	for (int pass = 0; pass < 2 && r == 0; pass++) {
+		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+			const struct dec_plane *p = &x->planes[q];
+
+			if (pass == 0 && (rb[q] <= ra[q] || !dec_plane_is_device(p)))
+				continue;
+			if (pass == 1 && (!host_steps || q > 0))
+				break;
+			b.plane = pass == 0 ? q : SIZE_MAX;
+			n = 0;
+			for (size_t j = 0; j < x->n_lines && r == 0; j++) {
+				const struct dec_line *l = &x->lines[j];
+				enum dec_line_kind k;
+
+				if (pass == 0 && l->plane != q)
+					continue;
+				k = dec_op_line_kind(x, &x->planes[l->plane], l, false);
+				if (k != LK_XLA_OPS && k != LK_STREAM)
+					continue;
+				li[n++] = j;
+				if (n == MERGE_MAX) {
+					r = merge_union(rc, li, n, busy_add_fn, &b);
+					n = 0;
+				}
+			}
+			if (r == 0 && n)
+				r = merge_union(rc, li, n, busy_add_fn, &b);
+		}
+	}
+	free(li);
+	return r;
+}
+
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
@@ -198,32 +417,8 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 			ra[st.s[i].plane] = i;
 		rb[st.s[i].plane] = i + 1;
 	}
-	/* device time: top-level events of the device op lines */
-	for (size_t li = 0; st.n && li < x->n_lines; li++) {
-		const struct dec_line *l = &x->lines[li];
-		const struct dec_plane *p = &x->planes[l->plane];
-		enum dec_line_kind k = dec_op_line_kind(x, p, l, false);
-		int64_t top_end = INT64_MIN;
-		struct dec_line_it it;
-		struct dec_event e;
-
-		if (k != LK_XLA_OPS && k != LK_STREAM)
-			continue;
-		if ((r = dec_line_begin(rc, li, &it)) < 0)
-			goto out;
-		while ((r = dec_line_next(&it, &e)) > 0) {
-			if (e.has_num || e.start_ps < top_end)
-				continue;
-			top_end = e.end_ps;
-			steps_add(&st, ra[l->plane], rb[l->plane], e.start_ps, e.end_ps);
-			for (size_t q = 0; q < x->n_planes; q++)
-				if (q != l->plane && rb[q] > ra[q] &&
-				    !dec_plane_is_device(&x->planes[q]))
-					steps_add(&st, ra[q], rb[q], e.start_ps, e.end_ps);
-		}
-		if (r < 0)
-			goto out;
-	}
+	if (st.n && (r = steps_device(rc, &st, ra, rb)) < 0)
+		goto out;
 	OUT_LIT(o, "{\"steps\":[");
 	for (size_t i = 0; i < st.n; i++) {
 		const struct step *s = &st.s[i];

@@ -25,13 +25,23 @@ static void out_strs(struct dec_out *o, const char *key, const struct dec_strs *
 	OUT_LIT(o, "]");
 }
 
-/* out_counts() - ,"events":N,"first_ps":N,"last_ps":N */
+/* out_span() - ,"first_ps":N,"last_ps":N; both null when there are no events (no time). */
+static void out_span(struct dec_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
+{
+	if (!events) {
+		OUT_LIT(o, ",\"first_ps\":null,\"last_ps\":null");
+		return;
+	}
+	dec_out_key_i64(o, ",\"first_ps\":", first_ps);
+	dec_out_key_i64(o, ",\"last_ps\":", last_ps);
+}
+
+/* out_counts() - ,"events":N,"first_ps":N,"last_ps":N (null times when N is 0) */
 static void out_counts(struct dec_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
 {
 	OUT_LIT(o, ",\"events\":");
 	dec_out_u64(o, events);
-	dec_out_key_i64(o, ",\"first_ps\":", first_ps);
-	dec_out_key_i64(o, ",\"last_ps\":", last_ps);
+	out_span(o, events, first_ps, last_ps);
 }
 
 /* out_host_counts() - ,"planes":N,"lines":N and out_counts() of @t (session summary). */
@@ -96,12 +106,14 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 	out_strs(o, "warnings", &x->warnings);
 	out_walltime(o, ",\"profile_start_walltime_ns\":", t->start_walltime_ns);
 	out_walltime(o, ",\"profile_stop_walltime_ns\":", t->stop_walltime_ns);
-	dec_out_key_i64(o, ",\"first_ps\":", t->first_ps);
-	dec_out_key_i64(o, ",\"last_ps\":", t->last_ps);
+	out_span(o, t->events, t->first_ps, t->last_ps);
 	/* saturated: first_ps may be INT64_MIN in a hostile file (no -INT64_MIN) */
-	dec_out_key_i64(o, ",\"span_ps\":",
-			t->first_ps == INT64_MIN ? INT64_MAX
-						 : dec_sat_add(t->last_ps, -t->first_ps));
+	if (!t->events)
+		OUT_LIT(o, ",\"span_ps\":null");
+	else
+		dec_out_key_i64(o, ",\"span_ps\":",
+				t->first_ps == INT64_MIN ? INT64_MAX
+							 : dec_sat_add(t->last_ps, -t->first_ps));
 	OUT_LIT(o, ",\"events\":");
 	dec_out_u64(o, t->events);
 	OUT_LIT(o, ",\"planes\":[");
@@ -172,8 +184,8 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 		OUT_RAW(&o, i ? ",\n{\"host\":" : "\n{\"host\":");
 		dec_out_cstr(&o, hosts[i] ? hosts[i] : "");
 		if (!xs[i] || xprofs_xspace_get_totals(xs[i], &t) < 0) {
-			OUT_LIT(&o, ",\"planes\":0,\"lines\":0,\"events\":0,\"first_ps\":0,\"last_"
-				    "ps\":0,\"error\":");
+			OUT_LIT(&o, ",\"planes\":0,\"lines\":0,\"events\":0,\"first_ps\":null,"
+				    "\"last_ps\":null,\"error\":");
 			dec_out_cstr(&o, host_errors && host_errors[i] ? host_errors[i]
 								       : "cannot open");
 			OUT_LIT(&o, "}");

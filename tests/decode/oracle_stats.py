@@ -1,0 +1,322 @@
+"""oracle_stats.py - XProf's analyses recomputed from a python3-protobuf parse.
+
+Used by oracle.py (every shared sample, generated profiles) and
+test_stats.py (small profiles with the edge cases). It follows the XProf
+functions named in docs/stats.md, written from those rules and not from
+decode/'s C code:
+
+- op table: ConvertTensorCoreDeviceTraceXPlaneToOpMetricsDb()'s self time
+  (an ancestor stack whose parent test is Timespan::Includes(); a parent
+  loses the whole duration of each direct child), GetDeviceEventTimespan()
+  on "XLA Ops" lines, SetRooflineMetrics(), op_profile_builder.cc's
+  UpdateNodeMetrics() for the rollups;
+- the device busy time of steps as a union of the device op lines.
+
+Every time must be equal, every rate within 1e-9 relative.
+"""
+import math
+import re
+from decimal import Decimal
+
+U64 = 1 << 64
+
+
+def signed(v):
+    return v - U64 if v >= 1 << 63 else v
+
+
+class Stats:
+    """The stats of one XEvent / XEventMetadata / XPlane by name, in file order."""
+
+    def __init__(self, plane, stats, stat_value, stat_name):
+        self.items = [(stat_name(plane, st.metadata_id), st) for st in stats]
+        self.plane = plane
+        self.stat_value = stat_value
+
+    def last(self, name, kinds):
+        """The last stat @name whose value kind is in @kinds (None: any)."""
+        got = None
+        for k, st in self.items:
+            if k == name and (kinds is None or st.WhichOneof("value") in kinds):
+                got = st
+        return got
+
+    def number(self, name):
+        """stat_number(): finite doubles and integers; the last such stat wins."""
+        got = None
+        for k, st in self.items:
+            if k != name:
+                continue
+            kind = st.WhichOneof("value")
+            if kind == "double_value" and math.isfinite(st.double_value):
+                got = st.double_value
+            elif kind == "uint64_value":
+                got = float(st.uint64_value)
+            elif kind == "int64_value":
+                got = float(st.int64_value)
+        return got
+
+    def integer(self, name):
+        st = self.last(name, ("uint64_value", "int64_value"))
+        return None if st is None else getattr(st, st.WhichOneof("value")) % U64
+
+    def string(self, name):
+        st = None
+        for k, s in self.items:
+            if k == name:
+                st = s
+        return None if st is None else str(self.stat_value(self.plane, st))
+
+
+def plane_facts(p, stat_value, stat_name):
+    """Peak FLOP/s and HBM bytes/s from the plane's stats (0: unknown)."""
+    s = Stats(p, p.stats, stat_value, stat_name)
+    tf, hbm, mem = (s.number("peak_teraflops_per_second"),
+                    s.number("peak_hbm_bw_gigabytes_per_second"), s.number("memory_bandwidth"))
+    flops = tf * 1e12 if tf is not None and tf > 0 else 0.0
+    if hbm is not None and hbm > 0:
+        bw = hbm * 1e9
+    elif mem is not None and mem > 0:
+        bw = mem
+    else:
+        bw = 0.0
+    if not math.isfinite(flops):
+        flops = 0.0
+    if not math.isfinite(bw):
+        bw = 0.0
+    return {"peak_flops": flops, "peak_bw": bw, "stats": s}
+
+
+DERIVED = ("Steps", "_counters_", "Framework Name Scope", "XLA Modules", "Launch Stats",
+           "Source code")
+
+
+def op_lines(p):
+    """The lines feeding ops.json (docs/decode.md), with their kind."""
+    if p.name.startswith("/device:"):
+        return [(l, "stream" if l.name.startswith("Stream #") else "xla") for l in p.lines
+                if l.name == "XLA Ops" or l.name.startswith("Stream #")]
+    if p.name != "/host:CPU":
+        return []
+    fw = [l for l in p.lines if l.name in ("Framework Ops", "TensorFlow Ops")]
+    if fw:
+        return [(l, "host") for l in fw]
+    return [(l, "host") for l in p.lines if l.name not in DERIVED]
+
+
+def programs(p, names):
+    """program_id -> the "XLA Modules" event named "<module>(<id>)" (first name wins)."""
+    out = {}
+    if not p.name.startswith("/device:"):
+        return out
+    for l in p.lines:
+        if l.name != "XLA Modules":
+            continue
+        for e in l.events:
+            name = names(p, e.metadata_id)[0]
+            m = re.fullmatch(r"(.*)\(([0-9]+)\)", name, re.S)
+            if m and int(m.group(2)) < U64 and len(out) < 1 << 16:
+                out.setdefault(int(m.group(2)), name)
+    return out
+
+
+def op_table(p, stat_value, stat_name, names):
+    """(events, total_ps, {name: op}) of plane @p, as XProf's OpMetricsDb keyed by name."""
+    progs = programs(p, names)
+    ops = {}
+    events = total = 0
+    for l, kind in op_lines(p):
+        base = l.timestamp_ns * 1000
+        stack = []  # [start, end, dur, children, name]
+
+        def finish(fr):
+            ops[fr[4]]["self"] += max(0, fr[2] - fr[3])
+
+        for e in l.events:
+            name, _, m = names(p, e.metadata_id)
+            ms = Stats(p, m.stats if m is not None else [], stat_value, stat_name)
+            es = Stats(p, e.stats if kind != "host" else [], stat_value, stat_name)
+            if kind == "stream":
+                hlo = es.string("hlo_op")
+                if hlo is None:
+                    hlo = ms.string("hlo_op")
+                if hlo is not None:
+                    name = hlo
+            d = e.duration_ps
+            positioned = e.WhichOneof("data") != "num_occurrences"
+            s = base + (e.offset_ps if positioned else 0)
+            doff, ddur = es.integer("device_offset_ps"), es.integer("device_duration_ps")
+            if kind == "xla" and positioned and doff is not None and ddur is not None:
+                s, d = signed(doff), signed(ddur)  # GetDeviceEventTimespan()
+            o = ops.get(name)
+            if o is None:
+                cat = es.string("hlo_category")
+                if cat is None:
+                    cat = ms.string("hlo_category")
+                mod = es.string("hlo_module")
+                if mod is None:
+                    mod = ms.string("hlo_module")
+                pid = es.integer("program_id")
+                if pid is None:
+                    pid = ms.integer("program_id")
+                if mod is not None and pid is not None:
+                    prog = "%s(%d)" % (mod, pid)
+                elif mod is not None:
+                    prog = mod
+                else:
+                    prog = progs.get(pid) if pid is not None else None
+                o = ops[name] = {"name": name, "category": cat or "", "program": prog,
+                                 "count": 0, "occurrences": 0, "total": 0, "self": 0,
+                                 "min": None, "max": None, "flops": None, "bytes": None,
+                                 "model_flops": None}
+            o["count"] += 1
+            o["occurrences"] += max(0, e.num_occurrences) if not positioned else 1
+            o["total"] += d
+            o["min"] = d if o["min"] is None else min(o["min"], d)
+            o["max"] = d if o["max"] is None else max(o["max"], d)
+            for key, stat in (("flops", "flops"), ("bytes", "bytes_accessed"),
+                              ("model_flops", "model_flops")):
+                v = es.number(stat)
+                if v is None:
+                    v = ms.number(stat)
+                if v is not None:
+                    o[key] = v if o[key] is None else o[key] + v
+            events += 1
+            total += d
+            if not positioned:
+                o["self"] += max(0, d)
+                continue
+            end = s + d
+            while stack and not (stack[-1][0] <= s and end <= stack[-1][1]):
+                finish(stack.pop())
+            if stack:
+                stack[-1][3] += max(0, d)
+            stack.append([s, end, d, 0, name])
+        while stack:
+            finish(stack.pop())
+    return events, total, ops
+
+
+def trunc_div(a, b):
+    """C's integer division (towards zero)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def rate(amount, ps):
+    return amount / ps * 1e12 if amount is not None and ps > 0 else None
+
+
+def op_fields(o, facts, plane_self):
+    """Every field of one ops.json op (docs/stats.md)."""
+    flops, nbytes = o["flops"], o["bytes"]
+    f0, b0 = flops or 0.0, nbytes or 0.0
+    pf, pb = facts["peak_flops"], facts["peak_bw"]
+    if not (pf > 0 and pb > 0):
+        bound = None
+    elif b0 != 0:
+        bound = "Compute" if f0 / b0 >= pf / pb else "Memory"
+    else:
+        bound = "Compute" if f0 != 0 else "Unknown"
+    return {
+        "name": o["name"], "category": o["category"], "program": o["program"],
+        "count": o["count"], "occurrences": o["occurrences"], "total_ps": o["total"],
+        "self_ps": o["self"], "min_ps": o["min"], "max_ps": o["max"],
+        "mean_ps": trunc_div(o["total"], o["count"]),
+        "avg_ps": o["total"] / o["occurrences"] if o["occurrences"] > 0 else None,
+        "flops": flops, "model_flops": o["model_flops"], "bytes_accessed": nbytes,
+        "flops_per_s": rate(flops, o["total"]),
+        "model_flops_per_s": rate(o["model_flops"], o["total"]),
+        "bytes_per_s": rate(nbytes, o["total"]),
+        "intensity": f0 / b0 if flops is not None and b0 != 0 else None,
+        "bound": bound,
+        "share": o["self"] / plane_self if plane_self > 0 else None,
+    }
+
+
+def rollup(ops, key, plane_self):
+    """by_category / by_program: UpdateNodeMetrics() over the ops of each group."""
+    groups = {}
+    for o in ops.values():
+        g = groups.setdefault(o[key], {"name": o[key], "ops": 0, "occurrences": 0, "self_ps": 0,
+                                       "total_ps": 0, "flops": None, "model_flops": None,
+                                       "bytes_accessed": None})
+        g["ops"] += 1
+        g["occurrences"] += o["occurrences"]
+        g["self_ps"] += o["self"]
+        g["total_ps"] += o["total"]
+        if o["total"] == o["self"]:  # no children time: its flops and bytes count
+            for k, ok in (("flops", "flops"), ("model_flops", "model_flops"),
+                          ("bytes_accessed", "bytes")):
+                if o[ok] is not None:
+                    g[k] = o[ok] if g[k] is None else g[k] + o[ok]
+    for g in groups.values():
+        g["flops_per_s"] = rate(g["flops"], g["self_ps"])
+        g["bytes_per_s"] = rate(g["bytes_accessed"], g["self_ps"])
+        g["share"] = g["self_ps"] / plane_self if plane_self > 0 else None
+    return groups
+
+
+def close(a, b):
+    """Equal, or both floats within 1e-9 relative."""
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, Decimal):
+        a = float(a)
+    if isinstance(b, Decimal):
+        b = float(b)
+    if isinstance(a, float) or isinstance(b, float):
+        return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+    return a == b
+
+
+def check_ops(path, xs, jops, obj, stat_value, stat_name, names, fail):
+    """Every number of ops.json against the recomputed op tables."""
+    got = {obj(jp)["name"]: obj(jp) for jp in obj(jops)["planes"]}
+    for p in xs.planes:
+        events, total, ops = op_table(p, stat_value, stat_name, names)
+        if events == 0:
+            if p.name in got:
+                fail("%s: ops has plane %s without op events" % (path, p.name))
+            continue
+        jp = got.get(p.name)
+        if jp is None:
+            fail("%s: ops lacks plane %s" % (path, p.name))
+            continue
+        facts = plane_facts(p, stat_value, stat_name)
+        pself = sum(o["self"] for o in ops.values())
+        pf, pb = facts["peak_flops"], facts["peak_bw"]
+        want = {"events": events, "total_ps": total, "self_ps": pself,
+                "peak_flops_per_s": pf if pf > 0 else None,
+                "peak_hbm_bytes_per_s": pb if pb > 0 else None,
+                "ridge_flops_per_byte": pf / pb if pf > 0 and pb > 0 else None}
+        for k, v in want.items():
+            if not close(jp[k], v):
+                fail("%s: ops %s: %s %r vs %r" % (path, p.name, k, jp[k], v))
+        order = sorted(ops.values(), key=lambda o: (-o["self"], -o["total"],
+                                                    o["name"].encode("utf-8", "replace")))
+        jnames = [obj(o)["name"] for o in jp["ops"]]
+        if jnames != [o["name"] for o in order]:
+            fail("%s: ops %s: order/names differ: %r vs %r" % (
+                path, p.name, jnames[:5], [o["name"] for o in order][:5]))
+            continue
+        for o, jo in zip(order, jp["ops"]):
+            jo = obj(jo)
+            for k, v in op_fields(o, facts, pself).items():
+                if not close(jo.get(k, "<absent>"), v):
+                    fail("%s: ops %s/%s: %s %r vs %r" % (path, p.name, o["name"], k, jo.get(k), v))
+        for jkey, key in (("by_category", "category"), ("by_program", "program")):
+            groups = rollup(ops, key, pself)
+            jg = [obj(g) for g in jp[jkey]]
+            order = sorted(groups.values(), key=lambda g: (-g["self_ps"], g["name"] is not None,
+                                                           (g["name"] or "").encode()))
+            if [g["name"] for g in jg] != [g["name"] for g in order]:
+                fail("%s: ops %s: %s names %r vs %r" % (path, p.name, jkey,
+                                                        [g["name"] for g in jg][:5],
+                                                        [g["name"] for g in order][:5]))
+                continue
+            for g, w in zip(jg, order):
+                for k, v in w.items():
+                    if not close(g.get(k, "<absent>"), v):
+                        fail("%s: ops %s %s %r: %s %r vs %r" % (path, p.name, jkey, w["name"],
+                                                                 k, g.get(k), v))
