@@ -403,5 +403,7 @@ enum dec_line_kind { LK_NONE = 0, LK_XLA_OPS, LK_STREAM, LK_HOST };
 /* dec_op_line_kind() - the kind of line @l of plane @p (rule: docs/decode.md). */
 enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct dec_plane *p,
 				    const struct dec_line *l, bool host_has_fw);
+/* dec_host_has_fw() - @p has "Framework Ops" / "TensorFlow Ops" lines (then only they hold ops). */
+bool dec_host_has_fw(const struct xprofs_xspace *x, const struct dec_plane *p);
 
 #endif

@@ -131,7 +131,7 @@ enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct 
 	return LK_HOST;
 }
 
-static bool host_has_framework_lines(const struct xprofs_xspace *x, const struct dec_plane *p)
+bool dec_host_has_fw(const struct xprofs_xspace *x, const struct dec_plane *p)
 {
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
 		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Framework Ops") ||
@@ -577,7 +577,7 @@ int dec_ops_plane(struct dec_rctx *rc, size_t pi, struct dec_ops *out)
 {
 	struct xprofs_xspace *x = rc->x;
 	const struct dec_plane *p = &x->planes[pi];
-	bool fw = is_host_plane(p) && host_has_framework_lines(x, p);
+	bool fw = is_host_plane(p) && dec_host_has_fw(x, p);
 	struct ops_acc *acc = NULL;
 	int r = 0;
 

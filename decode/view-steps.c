@@ -12,16 +12,53 @@
  * beyond); at most MERGE_MAX lines merged at once (16 KiB read-ahead each).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "render-internal.h"
 
 #define STEPS_MAX ((size_t)1 << 20)
 
+struct busy_add;
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot);
+
+/*
+ * XProf's step-time event types (event_span.h EventType), in its priority
+ * order: where events overlap, the highest type owns the time
+ * (ToNonOverlappedEvents()). BD_IDLE is UNKNOWN_TIME: no event at all.
+ */
+enum {
+	BD_IDLE = 0,
+	BD_HOST_COMPUTE,
+	BD_HOST_TO_HOST,
+	BD_HOST_TO_DEVICE,
+	BD_DEVICE_COLLECTIVES,
+	BD_HOST_WAIT_INPUT,
+	BD_DEVICE_TO_DEVICE,
+	BD_DEVICE_TO_HOST,
+	BD_DEVICE_COMPUTE,
+	BD_N
+};
+
+/* steps.json's breakdown keys, by type. */
+static const char *const bd_keys[BD_N] = {
+	"idle_ps",
+	"host_compute_ps",
+	"host_to_host_ps",
+	"host_to_device_ps",
+	"device_collectives_ps",
+	"host_wait_input_ps",
+	"device_to_device_ps",
+	"device_to_host_ps",
+	"device_compute_ps",
+};
+
 struct step {
 	size_t plane;
 	int64_t start, dur, device;
+	int64_t bd[BD_N];        /* time by event type (bd[BD_IDLE] is filled at the end) */
 	xprofs_ps128 begin, end; /* exact window (xprofs_xspace_steps()) */
 	char *label;             /* owned; a JSON value (number or string) */
 };
@@ -90,6 +127,7 @@ static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	s->start = e->start_ps;
 	s->dur = e->duration_ps;
 	s->device = 0;
+	memset(s->bd, 0, sizeof(s->bd));
 	s->begin = (xprofs_ps128)rc->x->lines[st->line].timestamp_ns * 1000 + e->offset_ps;
 	s->end = s->begin + (e->duration_ps > 0 ? e->duration_ps : 1);
 	s->label = dec_out_steal(&lo, NULL);
@@ -108,8 +146,8 @@ static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 	return dec_line_each(rc, li, steps_full, steps_event, st);
 }
 
-/* Add the overlap of [start, end) to the steps of plane range [a, b). */
-static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end)
+/* Add the overlap of [start, end) to @slot (BD_N: device time) of the steps of plane range [a, b). */
+static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end, int slot)
 {
 	size_t lo = a, hi = b;
 
@@ -126,11 +164,12 @@ static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64
 		int64_t s_end = dec_sat_add(s->start, s->dur);
 		int64_t from = start > s->start ? start : s->start;
 		int64_t to = end < s_end ? end : s_end;
+		int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
 
 		if (s_end <= start)
 			break;
 		if (to > from)
-			s->device = dec_sat_add(s->device, to - from);
+			*acc = dec_sat_add(*acc, to - from);
 	}
 }
 
@@ -194,7 +233,9 @@ int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size
 struct mline {
 	struct dec_rctx rc; /* only rc.x and rc.ev are used */
 	struct dec_line_it it;
-	struct dec_event e; /* the line's next event */
+	struct dec_event e;         /* the line's next event */
+	const uint8_t *cls;         /* borrowed: its plane's event type by metadata index */
+	const struct dec_mdix *evx; /* its plane's event metadata index */
 };
 
 struct merge {
@@ -245,7 +286,8 @@ static void merge_free(struct merge *m)
 }
 
 /* merge_open() - a merge over the lines @li[0..n) (n <= MERGE_MAX). */
-static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, struct merge *m)
+static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		      struct merge *m)
 {
 	int r;
 
@@ -259,6 +301,8 @@ static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, struct me
 		const struct dec_line *l = &rc->x->lines[li[i]];
 
 		ml->rc.x = rc->x;
+		ml->cls = cls ? cls[l->plane] : NULL;
+		ml->evx = &rc->x->planes[l->plane].ev;
 		dec_cur_init(&ml->rc.ev, rc->x->r, rc->err);
 		ml->rc.ev.win_pref = MERGE_WIN;
 		ml->it.rc = &ml->rc;
@@ -289,7 +333,7 @@ static int merge_union(struct dec_rctx *rc, const size_t *li, size_t n,
 	bool open = false;
 	int r;
 
-	if ((r = merge_open(rc, li, n, &m)) < 0)
+	if ((r = merge_open(rc, li, n, NULL, &m)) < 0)
 		goto out;
 	while (m.nheap) {
 		struct mline *ml = &m.ml[m.heap[0]];
@@ -327,12 +371,10 @@ struct busy_add {
 	const struct xprofs_xspace *x;
 };
 
-static void busy_add_fn(void *arg, int64_t from, int64_t to)
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot)
 {
-	struct busy_add *b = arg;
-
 	if (b->plane != SIZE_MAX) {
-		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to);
+		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to, slot);
 		return;
 	}
 	for (size_t q = 0; q < b->n_planes; q++) {
@@ -341,8 +383,225 @@ static void busy_add_fn(void *arg, int64_t from, int64_t to)
 		if (b->rb[q] <= b->ra[q])
 			continue;
 		if (!dev)
-			steps_add(b->st, b->ra[q], b->rb[q], from, to);
+			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot);
 	}
+}
+
+/* ---- the step-time breakdown (XProf's ToNonOverlappedEvents()) --------- */
+
+#define ACTIVE_MAX ((size_t)1 << 20) /* events open at once in a sweep (more: ignored) */
+
+static bool prefix_icase(const char *s, size_t n, const char *lit)
+{
+	size_t k = strlen(lit);
+
+	return n >= k && !strncasecmp(s, lit, k);
+}
+
+static bool has_sub(const char *s, size_t n, const char *lit)
+{
+	return memmem(s, n, lit, strlen(lit)) != NULL;
+}
+
+/* The collective HLO categories (hlo_category) of TPU ops. */
+static bool is_collective(const char *cat)
+{
+	static const char *const c[] = {"all-reduce",
+					"all-gather",
+					"reduce-scatter",
+					"all-to-all",
+					"ragged-all-to-all",
+					"collective-permute",
+					"collective-broadcast",
+					"send",
+					"recv"};
+
+	for (size_t i = 0; cat && i < sizeof(c) / sizeof(c[0]); i++)
+		if (!strncmp(cat, c[i], strlen(c[i])))
+			return true;
+	return false;
+}
+
+/* ClassifyGpuEvent() (by name), and for TPU ops their hlo_category. */
+static uint8_t classify_device(const struct dec_evmd *m)
+{
+	if (prefix_icase(m->name, m->name_len, "memcpyhtod"))
+		return BD_HOST_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "memcpydtoh"))
+		return BD_DEVICE_TO_HOST;
+	if (prefix_icase(m->name, m->name_len, "memcpydtod"))
+		return BD_DEVICE_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "nccl") || is_collective(m->category))
+		return BD_DEVICE_COLLECTIVES;
+	if (m->category && !strcmp(m->category, "infeed"))
+		return BD_HOST_TO_DEVICE;
+	if (m->category && !strcmp(m->category, "outfeed"))
+		return BD_DEVICE_TO_HOST;
+	return BD_DEVICE_COMPUTE;
+}
+
+/* ClassifyCpuEvent() without the correlation id (HOST_PREPARE is not told apart). */
+static uint8_t classify_host(const struct dec_evmd *m)
+{
+	if (prefix_icase(m->name, m->name_len, "memcpyhtod") ||
+	    has_sub(m->name, m->name_len, "InfeedEnqueue"))
+		return BD_HOST_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "memcpyhtoh"))
+		return BD_HOST_TO_HOST;
+	if (prefix_icase(m->name, m->name_len, "IteratorGetNext"))
+		return BD_HOST_WAIT_INPUT;
+	return BD_HOST_COMPUTE;
+}
+
+/* classify_plane() - the event type of every event metadata of plane @q. *out: caller frees. */
+static int classify_plane(struct dec_rctx *rc, size_t q, uint8_t **out)
+{
+	const struct dec_plane *p = &rc->x->planes[q];
+	bool dev = dec_plane_is_device(p);
+	uint8_t *cls = malloc(p->ev.n ? p->ev.n : 1);
+	struct dec_evmd *m;
+	int r;
+
+	*out = NULL;
+	if (!cls)
+		return -ENOMEM;
+	if ((r = dec_plane_enter(rc, q)) < 0)
+		goto fail;
+	for (size_t k = 0; k < p->ev.n; k++) {
+		dec_md_gc(rc);
+		if ((r = dec_md_event(rc, p->ev.md[k].key, &m)) < 0)
+			goto fail;
+		cls[k] = dev ? classify_device(m) : classify_host(m);
+	}
+	*out = cls;
+	return 0;
+fail:
+	free(cls);
+	return r;
+}
+
+struct active { /* an open event of a sweep */
+	int64_t end;
+	uint8_t type;
+};
+
+struct sweep {
+	struct active *a; /* owned: a min-heap by end */
+	size_t n, cap;
+	int64_t cnt[BD_N]; /* open events by type */
+	int64_t t;         /* where the last segment ended */
+};
+
+static void act_sift_down(struct sweep *w, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, k = i;
+		struct active t;
+
+		if (l < w->n && w->a[l].end < w->a[k].end)
+			k = l;
+		if (r < w->n && w->a[r].end < w->a[k].end)
+			k = r;
+		if (k == i)
+			return;
+		t = w->a[i], w->a[i] = w->a[k], w->a[k] = t;
+		i = k;
+	}
+}
+
+static int act_push(struct sweep *w, int64_t end, uint8_t type)
+{
+	size_t i;
+	int r;
+
+	if (w->n >= ACTIVE_MAX)
+		return 0;
+	if ((r = xprofs_grow(&w->a, &w->cap, w->n, sizeof(*w->a), 64)) < 0)
+		return r;
+	i = w->n++;
+	w->a[i] = (struct active){end, type};
+	while (i && w->a[(i - 1) / 2].end > w->a[i].end) {
+		struct active t = w->a[i];
+
+		w->a[i] = w->a[(i - 1) / 2];
+		w->a[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+	w->cnt[type]++;
+	return 0;
+}
+
+static int sweep_top(const struct sweep *w)
+{
+	for (int k = BD_N - 1; k > BD_IDLE; k--)
+		if (w->cnt[k] > 0)
+			return k;
+	return BD_IDLE;
+}
+
+/* sweep_to() - the time up to @t goes to the highest open type. */
+static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
+{
+	int top = sweep_top(w);
+
+	if (t > w->t && top != BD_IDLE)
+		busy_add_typed(b, w->t, t, top);
+	if (t > w->t)
+		w->t = t;
+}
+
+/*
+ * merge_sweep() - ToNonOverlappedEvents() over the events of lines @li[0..n)
+ * in start order: every piece of time goes to the highest-priority type open
+ * then; ends come before starts at the same time.
+ */
+static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		       struct busy_add *b)
+{
+	struct sweep w = {0};
+	struct merge m;
+	int r;
+
+	if ((r = merge_open(rc, li, n, cls, &m)) < 0)
+		goto out;
+	while (m.nheap || w.n) {
+		struct mline *ml = m.nheap ? &m.ml[m.heap[0]] : NULL;
+		ssize_t k;
+		uint8_t type;
+
+		if (w.n && (!ml || w.a[0].end <= ml->e.start_ps)) {
+			sweep_to(&w, w.a[0].end, b);
+			w.cnt[w.a[0].type]--;
+			w.a[0] = w.a[--w.n];
+			act_sift_down(&w, 0);
+			continue;
+		}
+		if (!w.n)
+			w.t = ml->e.start_ps;
+		sweep_to(&w, ml->e.start_ps, b);
+		k = dec_md_find(ml->evx, ml->e.md);
+		type = k >= 0 && ml->cls ? ml->cls[k]
+					 : (dec_plane_is_device(&rc->x->planes[ml->it.l->plane])
+						    ? BD_DEVICE_COMPUTE
+						    : BD_HOST_COMPUTE);
+		if ((r = act_push(&w, ml->e.end_ps, type)) < 0)
+			goto out;
+		if ((r = mnext(ml)) < 0)
+			goto out;
+		if (r == 0)
+			m.heap[0] = m.heap[--m.nheap];
+		msift(&m, 0);
+	}
+	r = 0;
+out:
+	merge_free(&m);
+	free(w.a);
+	return r;
+}
+
+static void busy_add_fn(void *arg, int64_t from, int64_t to)
+{
+	busy_add_typed(arg, from, to, BD_N);
 }
 
 /*
@@ -397,6 +656,132 @@ static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra,
 	return r;
 }
 
+/* bd_lines() - the op lines of the steps of plane @q (SIZE_MAX: host steps) into @li. */
+static size_t bd_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < x->n_lines && n < max; j++) {
+		const struct dec_line *l = &x->lines[j];
+		const struct dec_plane *p = &x->planes[l->plane];
+		bool dev = dec_plane_is_device(p);
+		enum dec_line_kind k;
+
+		if (q != SIZE_MAX && l->plane != q)
+			continue;
+		k = dec_op_line_kind(x, p, l, !dev && dec_host_has_fw(x, p));
+		if (k == LK_XLA_OPS || k == LK_STREAM || (q == SIZE_MAX && k == LK_HOST))
+			li[n++] = j;
+	}
+	return n;
+}
+
+/*
+ * steps_breakdown() - every step's time by XProf's event types: a device plane's
+ * steps from its op lines, host steps from every device op line and the host op
+ * lines; the rest of the step is idle. More than MERGE_MAX lines: the first ones only.
+ */
+static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *ra,
+			   const size_t *rb)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
+	uint8_t **cls = calloc(x->n_planes + 1, sizeof(*cls));
+	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
+	bool host_steps = false;
+	int r = 0;
+
+	if (!cls || !li) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+		host_steps |= rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]);
+		r = classify_plane(rc, q, &cls[q]);
+	}
+	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+		if (rb[q] <= ra[q] || !dec_plane_is_device(&x->planes[q]))
+			continue;
+		b.plane = q;
+		if ((n = bd_lines(x, q, li, MERGE_MAX)))
+			r = merge_sweep(rc, li, n, cls, &b);
+	}
+	if (r == 0 && host_steps && (n = bd_lines(x, SIZE_MAX, li, MERGE_MAX))) {
+		b.plane = SIZE_MAX;
+		r = merge_sweep(rc, li, n, cls, &b);
+	}
+	for (size_t i = 0; r == 0 && i < st->n; i++) {
+		struct step *s = &st->s[i];
+		int64_t busy = 0;
+
+		for (int k = BD_IDLE + 1; k < BD_N; k++)
+			busy = dec_sat_add(busy, s->bd[k]);
+		s->bd[BD_IDLE] = s->dur > busy ? s->dur - busy : 0;
+	}
+out:
+	for (size_t q = 0; cls && q < x->n_planes; q++)
+		free(cls[q]);
+	free(cls);
+	free(li);
+	return r;
+}
+
+static void out_breakdown(struct dec_out *o, const int64_t *bd)
+{
+	for (int k = 0; k < BD_N; k++) {
+		OUT_RAW(o, k ? ",\"" : "{\"");
+		dec_out_add(o, bd_keys[k], strlen(bd_keys[k]));
+		OUT_LIT(o, "\":");
+		dec_out_i64(o, bd[k]);
+	}
+	OUT_LIT(o, "}");
+}
+
+/*
+ * out_summary() - per plane with steps, the overview page's step-time summary
+ * (XProf's StepSummary: average, standard deviation (of the population),
+ * minimum, maximum) of duration_ps, and the average of each breakdown key.
+ */
+static void out_summary(struct dec_out *o, const struct xprofs_xspace *x, const struct steps *st)
+{
+	bool first = true;
+
+	for (size_t a = 0, b; a < st->n; a = b) {
+		double sum = 0, var = 0, avg, bd[BD_N] = {0};
+		int64_t mn = INT64_MAX, mx = INT64_MIN;
+
+		for (b = a; b < st->n && st->s[b].plane == st->s[a].plane; b++) {
+			sum += (double)st->s[b].dur;
+			mn = st->s[b].dur < mn ? st->s[b].dur : mn;
+			mx = st->s[b].dur > mx ? st->s[b].dur : mx;
+			for (int k = 0; k < BD_N; k++)
+				bd[k] += (double)st->s[b].bd[k];
+		}
+		avg = sum / (double)(b - a);
+		for (size_t i = a; i < b; i++)
+			var += ((double)st->s[i].dur - avg) * ((double)st->s[i].dur - avg);
+		OUT_RAW(o, first ? "\n{\"plane\":" : ",\n{\"plane\":");
+		first = false;
+		dec_out_str(o, x->planes[st->s[a].plane].name, x->planes[st->s[a].plane].name_len);
+		OUT_LIT(o, ",\"steps\":");
+		dec_out_u64(o, b - a);
+		OUT_LIT(o, ",\"avg_ps\":");
+		dec_out_double(o, avg);
+		OUT_LIT(o, ",\"stddev_ps\":");
+		dec_out_double(o, sqrt(var / (double)(b - a)));
+		dec_out_key_i64(o, ",\"min_ps\":", mn);
+		dec_out_key_i64(o, ",\"max_ps\":", mx);
+		OUT_LIT(o, ",\"breakdown_avg\":{");
+		for (int k = 0; k < BD_N; k++) {
+			OUT_RAW(o, k ? ",\"" : "\"");
+			dec_out_add(o, bd_keys[k], strlen(bd_keys[k]));
+			OUT_LIT(o, "\":");
+			dec_out_double(o, bd[k] / (double)(b - a));
+		}
+		OUT_LIT(o, "}}");
+	}
+}
+
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
@@ -417,7 +802,8 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 			ra[st.s[i].plane] = i;
 		rb[st.s[i].plane] = i + 1;
 	}
-	if (st.n && (r = steps_device(rc, &st, ra, rb)) < 0)
+	if (st.n &&
+	    ((r = steps_device(rc, &st, ra, rb)) < 0 || (r = steps_breakdown(rc, &st, ra, rb)) < 0))
 		goto out;
 	OUT_LIT(o, "{\"steps\":[");
 	for (size_t i = 0; i < st.n; i++) {
@@ -430,11 +816,16 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 		dec_out_key_i64(o, ",\"start_ps\":", s->start);
 		dec_out_key_i64(o, ",\"duration_ps\":", s->dur);
 		dec_out_key_i64(o, ",\"device_ps\":", s->device);
+		OUT_LIT(o, ",\"breakdown\":");
+		out_breakdown(o, s->bd);
 		OUT_LIT(o, "}");
 		if ((r = dec_out_flush(o, false)) < 0)
 			goto out;
 	}
-	OUT_RAW(o, st.cut ? "\n],\"truncated\":true}\n" : "\n],\"truncated\":false}\n");
+	OUT_RAW(o, st.cut ? "\n],\"truncated\":true" : "\n],\"truncated\":false");
+	OUT_LIT(o, ",\"summary\":[");
+	out_summary(o, x, &st);
+	OUT_LIT(o, "\n]}\n");
 	r = 0;
 out:
 	steps_free(&st);

@@ -356,7 +356,9 @@ def main():
             for p, l, tr in tracks:
                 check_track(path, p, l, run([path, "--track", tr]))
             check_ops(path, xs, run([path, "--view", "ops"]))
-            check_steps(path, xs, run([path, "--view", "steps"]))
+            steps = run([path, "--view", "steps"])
+            check_steps(path, xs, steps)
+            oracle_stats.check_breakdown(path, xs, steps, obj, stat_value, stat_name, fail)
             host = os.path.basename(path)[:-len(".xplane.pb")]
             oracle_trace.check(path, xs, run([path, "--view", "trace"], parse=False),
                                run([path, "--view", "trace.json.gz"], parse=False), host,

@@ -320,3 +320,160 @@ def check_ops(path, xs, jops, obj, stat_value, stat_name, names, fail):
                     if not close(g.get(k, "<absent>"), v):
                         fail("%s: ops %s %s %r: %s %r vs %r" % (path, p.name, jkey, w["name"],
                                                                  k, g.get(k), v))
+
+
+# ---- steps.json: XProf's step-time breakdown -------------------------------
+
+# event_span.h EventType, in priority order (index 0: UNKNOWN_TIME = idle)
+BD_KEYS = ["idle_ps", "host_compute_ps", "host_to_host_ps", "host_to_device_ps",
+           "device_collectives_ps", "host_wait_input_ps", "device_to_device_ps",
+           "device_to_host_ps", "device_compute_ps"]
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "ragged-all-to-all",
+               "collective-permute", "collective-broadcast", "send", "recv")
+
+
+def classify(dev, m, names_fn, p, stat_value, stat_name):
+    """ClassifyGpuEvent() / ClassifyCpuEvent() (docs/stats.md), by event metadata."""
+    if m is None:
+        return BD_KEYS.index("device_compute_ps" if dev else "host_compute_ps")
+    name = m.display_name or m.name
+    low = name.lower()
+    if dev:
+        cat = Stats(p, m.stats, stat_value, stat_name).string("hlo_category")
+        if low.startswith("memcpyhtod"):
+            k = "host_to_device_ps"
+        elif low.startswith("memcpydtoh"):
+            k = "device_to_host_ps"
+        elif low.startswith("memcpydtod"):
+            k = "device_to_device_ps"
+        elif low.startswith("nccl") or (cat is not None and cat.startswith(COLLECTIVES)):
+            k = "device_collectives_ps"
+        elif cat == "infeed":
+            k = "host_to_device_ps"
+        elif cat == "outfeed":
+            k = "device_to_host_ps"
+        else:
+            k = "device_compute_ps"
+    else:
+        if low.startswith("memcpyhtod") or "InfeedEnqueue" in name:
+            k = "host_to_device_ps"
+        elif low.startswith("memcpyhtoh"):
+            k = "host_to_host_ps"
+        elif low.startswith("iteratorgetnext"):
+            k = "host_wait_input_ps"
+        else:
+            k = "host_compute_ps"
+    return BD_KEYS.index(k)
+
+
+def non_overlapped(spans):
+    """ToNonOverlappedEvents(): boundaries sorted (ends first at equal times, higher type
+    first), each piece of time owned by the highest type open."""
+    bounds = []
+    for s, e, t in spans:
+        bounds.append((s, 1, -t, t, True))
+        bounds.append((e, 0, -t, t, False))
+    bounds.sort(key=lambda b: b[:3])
+    count = [0] * len(BD_KEYS)
+    out = []
+    for i in range(len(bounds) - 1):
+        _, _, _, t, start = bounds[i]
+        count[t] += 1 if start else -1
+        top = max([k for k in range(1, len(BD_KEYS)) if count[k] > 0], default=0)
+        if top and bounds[i + 1][0] > bounds[i][0]:
+            out.append((bounds[i][0], bounds[i + 1][0], top))
+    return out
+
+
+def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
+    """steps[].breakdown and summary[] of steps.json, recomputed."""
+    steps = []
+    for pi, p in enumerate(xs.planes):
+        for l in p.lines:
+            if l.name != "Steps":
+                continue
+            for e in l.events:
+                off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
+                steps.append([pi, l.timestamp_ns * 1000 + off, e.duration_ps, [0] * len(BD_KEYS)])
+    steps.sort(key=lambda s: (s[0], s[1]))
+
+    def spans(planes, host):
+        out = []
+        for pi in planes:
+            p = xs.planes[pi]
+            dev = p.name.startswith("/device:")
+            for l, kind in op_lines(p):
+                if kind == "host" and not host:
+                    continue
+                base = l.timestamp_ns * 1000
+                for e in l.events:
+                    if e.WhichOneof("data") == "num_occurrences" or e.duration_ps < 0:
+                        continue
+                    m = p.event_metadata[e.metadata_id] \
+                        if e.metadata_id in p.event_metadata else None
+                    s = base + e.offset_ps
+                    out.append((s, s + e.duration_ps,
+                                classify(dev, m, None, p, stat_value, stat_name)))
+        return out
+
+    def add(targets, pieces):
+        for s, e, t in pieces:
+            for st in steps:
+                if st[0] in targets:
+                    ov = min(e, st[1] + st[2]) - max(s, st[1])
+                    if ov > 0:
+                        st[3][t] += ov
+
+    with_steps = sorted({s[0] for s in steps})
+    devs = [q for q, p in enumerate(xs.planes) if p.name.startswith("/device:")]
+    for q in with_steps:
+        if q in devs:
+            add({q}, non_overlapped(spans([q], False)))
+    hosts = {q for q in with_steps if q not in devs}
+    if hosts:
+        add(hosts, non_overlapped(spans(range(len(xs.planes)), True)))
+    for st in steps:
+        st[3][0] = max(0, st[2] - sum(st[3][1:]))
+    got = [obj(s) for s in obj(jsteps)["steps"]]
+    if len(got) != len(steps):
+        fail("%s: %d steps, oracle %d" % (path, len(got), len(steps)))
+        return
+    for g, w in zip(got, steps):
+        b = obj(g["breakdown"])
+        want = dict(zip(BD_KEYS, w[3]))
+        if b != want:
+            fail("%s: step %r breakdown %r, oracle %r" % (path, g["step"], b, want))
+            return
+        if sum(b.values()) > g["duration_ps"] and g["duration_ps"] >= 0:
+            fail("%s: step %r breakdown sums past the step" % (path, g["step"]))
+    summ = [obj(s) for s in obj(jsteps)["summary"]]
+    want = []
+    for q in with_steps:
+        d = [s for s in steps if s[0] == q]
+        total = 0.0
+        for s in d:
+            total += float(s[2])
+        avg = total / len(d)
+        var = 0.0
+        for s in d:
+            var += (float(s[2]) - avg) * (float(s[2]) - avg)
+        bd = {}
+        for k, key in enumerate(BD_KEYS):
+            acc = 0.0
+            for s in d:
+                acc += float(s[3][k])
+            bd[key] = acc / len(d)
+        want.append({"plane": xs.planes[q].name, "steps": len(d), "avg_ps": avg,
+                     "stddev_ps": math.sqrt(var / len(d)), "min_ps": min(s[2] for s in d),
+                     "max_ps": max(s[2] for s in d), "breakdown_avg": bd})
+    if len(summ) != len(want):
+        fail("%s: %d step summaries, oracle %d" % (path, len(summ), len(want)))
+        return
+    for g, w in zip(summ, want):
+        for k, v in w.items():
+            gv = obj(g[k]) if k == "breakdown_avg" else g[k]
+            if k == "breakdown_avg":
+                if set(gv) != set(v) or not all(close(gv[x], v[x]) for x in v):
+                    fail("%s: summary %s %s %r vs %r" % (path, w["plane"], k, gv, v))
+            elif not close(gv, v):
+                fail("%s: summary %s %s %r vs %r" % (path, w["plane"], k, gv, v))

@@ -77,6 +77,10 @@ def hand_checks(paths, out):
     if [s["device_ps"] for s in steps] != [1150000, 750000]:
         fail("streams: device_ps %r, by hand [1150000, 750000] (the union of the streams)"
              % [s["device_ps"] for s in steps])
+    # the nccl kernel [751000, 951000) of GPU 0 is under a gemm until 801000 (compute wins)
+    bd = {k: v for k, v in steps[0]["breakdown"].items() if v}
+    if bd != {"device_compute_ps": 1000000, "device_collectives_ps": 150000, "idle_ps": 50000}:
+        fail("streams: step 1 breakdown %r" % bd)
     for s in steps:
         if s["device_ps"] > s["duration_ps"]:
             fail("streams: device_ps %r > duration %r" % (s["device_ps"], s["duration_ps"]))
@@ -113,6 +117,8 @@ def main():
             oracle.check_summary(path, xs, pairs["summary"])
             oracle.check_ops(path, xs, pairs["ops"])
             oracle.check_steps(path, xs, pairs["steps"])
+            oracle_stats.check_breakdown(path, xs, pairs["steps"], oracle.obj, oracle.stat_value,
+                                         oracle.stat_name, fail)
             print("ok %s" % name)
         if not failures:
             hand_checks(paths, out)
