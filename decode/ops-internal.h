@@ -49,7 +49,36 @@ struct dec_ops {
 /* dec_ops_plane() - aggregate the op lines of plane @pi; free with dec_ops_free(). */
 int dec_ops_plane(struct dec_rctx *rc, size_t pi, struct dec_ops *out);
 void dec_ops_free(struct dec_ops *d);
+/* dec_ops_merge() - add @src's ops to @dst's by name (XProf's OpMetricsDbCombiner); @dst
+ * starts zeroed. Its facts and programs map stay empty. */
+int dec_ops_merge(struct dec_ops *dst, const struct dec_ops *src);
 /* dec_ops_sorted() - indexes of d->m.ops by self time (desc), total, name; caller frees. */
 size_t *dec_ops_sorted(struct dec_ops *d);
+
+/* ---- steps (view-steps.c), for overview.json ---- */
+
+#define DEC_BD_N 9 /* steps.json's breakdown types (view-steps.c) */
+
+/* One plane's step-time summary (XProf's StepSummary) and breakdown averages. */
+struct dec_step_summary {
+	bool has; /* false: no steps */
+	size_t plane;
+	uint64_t n;
+	double avg, stddev;
+	int64_t min, max;
+	double bd[DEC_BD_N]; /* average ps per step, by type (steps.json's breakdown order) */
+};
+/* dec_steps_overview() - the summary of the host steps, else of the first plane with steps. */
+int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum);
+/* dec_step_summary_write() - @sum as steps.json's summary object. */
+void dec_step_summary_write(struct dec_out *o, const struct xprofs_xspace *x,
+			    const struct dec_step_summary *sum);
+
+/* A device plane's busy time: the union of its op lines, and their first start / last end. */
+struct dec_busy {
+	int64_t busy, first, last;
+	bool any;
+};
+int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b);
 
 #endif

@@ -624,6 +624,40 @@ void dec_ops_free(struct dec_ops *d)
 	dec_plane_facts_clear(&d->f);
 }
 
+int dec_ops_merge(struct dec_ops *dst, const struct dec_ops *src)
+{
+	if (!dst->m.slot)
+		dst->m.other = -1;
+	for (size_t i = 0; i < src->m.n; i++) {
+		const struct op *a = &src->m.ops[i];
+		int64_t gi = opmap_get(&dst->m, a->name, a->category);
+		struct op *b;
+
+		if (gi < 0)
+			return (int)gi;
+		b = &dst->m.ops[gi];
+		if (!b->program_tried && a->program && !(b->program = strdup(a->program)))
+			return -ENOMEM;
+		b->program_tried = true;
+		b->count += a->count;
+		b->occurrences = dec_sat_add(b->occurrences, a->occurrences);
+		b->total = dec_sat_add(b->total, a->total);
+		b->self = dec_sat_add(b->self, a->self);
+		b->min = a->min < b->min ? a->min : b->min;
+		b->max = a->max > b->max ? a->max : b->max;
+		if (a->has_flops)
+			b->flops += a->flops, b->has_flops = true;
+		if (a->has_bytes)
+			b->bytes += a->bytes, b->has_bytes = true;
+		if (a->has_model_flops)
+			b->model_flops += a->model_flops, b->has_model_flops = true;
+	}
+	dst->events += src->events;
+	dst->total = dec_sat_add(dst->total, src->total);
+	dst->self = dec_sat_add(dst->self, src->self);
+	return 0;
+}
+
 /* dec_ops_sorted() - the ops' indexes by self time (desc), total, name. Caller frees. */
 size_t *dec_ops_sorted(struct dec_ops *d)
 {

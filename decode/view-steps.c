@@ -17,7 +17,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "render-internal.h"
+#include "ops-internal.h"
 
 #define STEPS_MAX ((size_t)1 << 20)
 
@@ -41,6 +41,7 @@ enum {
 	BD_DEVICE_COMPUTE,
 	BD_N
 };
+_Static_assert(BD_N == DEC_BD_N, "ops-internal.h counts the breakdown types");
 
 /* steps.json's breakdown keys, by type. */
 static const char *const bd_keys[BD_N] = {
@@ -738,48 +739,148 @@ static void out_breakdown(struct dec_out *o, const int64_t *bd)
 }
 
 /*
- * out_summary() - per plane with steps, the overview page's step-time summary
- * (XProf's StepSummary: average, standard deviation (of the population),
- * minimum, maximum) of duration_ps, and the average of each breakdown key.
+ * steps_summarize() - the overview page's step-time summary of steps [a, b) (one
+ * plane's): XProf's StepSummary (average, standard deviation of the population,
+ * minimum, maximum) of duration_ps, and the average of each breakdown type.
  */
+static void steps_summarize(const struct steps *st, size_t a, size_t b,
+			    struct dec_step_summary *sum)
+{
+	double total = 0, var = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	sum->has = true;
+	sum->plane = st->s[a].plane;
+	sum->n = b - a;
+	sum->min = INT64_MAX;
+	sum->max = INT64_MIN;
+	for (size_t i = a; i < b; i++) {
+		total += (double)st->s[i].dur;
+		sum->min = st->s[i].dur < sum->min ? st->s[i].dur : sum->min;
+		sum->max = st->s[i].dur > sum->max ? st->s[i].dur : sum->max;
+		for (int k = 0; k < BD_N; k++)
+			sum->bd[k] += (double)st->s[i].bd[k];
+	}
+	sum->avg = total / (double)(b - a);
+	for (size_t i = a; i < b; i++)
+		var += ((double)st->s[i].dur - sum->avg) * ((double)st->s[i].dur - sum->avg);
+	sum->stddev = sqrt(var / (double)(b - a));
+	for (int k = 0; k < BD_N; k++)
+		sum->bd[k] /= (double)(b - a);
+}
+
+void dec_step_summary_write(struct dec_out *o, const struct xprofs_xspace *x,
+			    const struct dec_step_summary *sum)
+{
+	OUT_LIT(o, "{\"plane\":");
+	dec_out_str(o, x->planes[sum->plane].name, x->planes[sum->plane].name_len);
+	OUT_LIT(o, ",\"steps\":");
+	dec_out_u64(o, sum->n);
+	OUT_LIT(o, ",\"avg_ps\":");
+	dec_out_double(o, sum->avg);
+	OUT_LIT(o, ",\"stddev_ps\":");
+	dec_out_double(o, sum->stddev);
+	dec_out_key_i64(o, ",\"min_ps\":", sum->min);
+	dec_out_key_i64(o, ",\"max_ps\":", sum->max);
+	OUT_LIT(o, ",\"breakdown_avg\":{");
+	for (int k = 0; k < BD_N; k++) {
+		OUT_RAW(o, k ? ",\"" : "\"");
+		dec_out_add(o, bd_keys[k], strlen(bd_keys[k]));
+		OUT_LIT(o, "\":");
+		dec_out_double(o, sum->bd[k]);
+	}
+	OUT_LIT(o, "}}");
+}
+
+/* out_summary() - summary[]: one dec_step_summary per plane with steps. */
 static void out_summary(struct dec_out *o, const struct xprofs_xspace *x, const struct steps *st)
 {
-	bool first = true;
+	struct dec_step_summary sum;
 
 	for (size_t a = 0, b; a < st->n; a = b) {
-		double sum = 0, var = 0, avg, bd[BD_N] = {0};
-		int64_t mn = INT64_MAX, mx = INT64_MIN;
-
-		for (b = a; b < st->n && st->s[b].plane == st->s[a].plane; b++) {
-			sum += (double)st->s[b].dur;
-			mn = st->s[b].dur < mn ? st->s[b].dur : mn;
-			mx = st->s[b].dur > mx ? st->s[b].dur : mx;
-			for (int k = 0; k < BD_N; k++)
-				bd[k] += (double)st->s[b].bd[k];
-		}
-		avg = sum / (double)(b - a);
-		for (size_t i = a; i < b; i++)
-			var += ((double)st->s[i].dur - avg) * ((double)st->s[i].dur - avg);
-		OUT_RAW(o, first ? "\n{\"plane\":" : ",\n{\"plane\":");
-		first = false;
-		dec_out_str(o, x->planes[st->s[a].plane].name, x->planes[st->s[a].plane].name_len);
-		OUT_LIT(o, ",\"steps\":");
-		dec_out_u64(o, b - a);
-		OUT_LIT(o, ",\"avg_ps\":");
-		dec_out_double(o, avg);
-		OUT_LIT(o, ",\"stddev_ps\":");
-		dec_out_double(o, sqrt(var / (double)(b - a)));
-		dec_out_key_i64(o, ",\"min_ps\":", mn);
-		dec_out_key_i64(o, ",\"max_ps\":", mx);
-		OUT_LIT(o, ",\"breakdown_avg\":{");
-		for (int k = 0; k < BD_N; k++) {
-			OUT_RAW(o, k ? ",\"" : "\"");
-			dec_out_add(o, bd_keys[k], strlen(bd_keys[k]));
-			OUT_LIT(o, "\":");
-			dec_out_double(o, bd[k] / (double)(b - a));
-		}
-		OUT_LIT(o, "}}");
+		for (b = a; b < st->n && st->s[b].plane == st->s[a].plane; b++)
+			;
+		steps_summarize(st, a, b, &sum);
+		OUT_RAW(o, a ? ",\n" : "\n");
+		dec_step_summary_write(o, x, &sum);
 	}
+}
+
+/* steps_compute() - every step with its device time and breakdown; *ra, *rb: per plane
+ * the range of its steps (caller frees both and the steps). */
+static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb)
+{
+	struct xprofs_xspace *x = rc->x;
+	int r;
+
+	*ra = calloc(x->n_planes + 1, sizeof(**ra));
+	*rb = calloc(x->n_planes + 1, sizeof(**rb));
+	if (!*ra || !*rb)
+		return -ENOMEM;
+	if ((r = steps_gather(rc, st)) < 0)
+		return r;
+	for (size_t i = 0; i < st->n; i++) {
+		if ((*ra)[st->s[i].plane] == (*rb)[st->s[i].plane])
+			(*ra)[st->s[i].plane] = i;
+		(*rb)[st->s[i].plane] = i + 1;
+	}
+	if (st->n && ((r = steps_device(rc, st, *ra, *rb)) < 0 ||
+		      (r = steps_breakdown(rc, st, *ra, *rb)) < 0))
+		return r;
+	return 0;
+}
+
+int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct steps st = {0};
+	size_t *ra = NULL, *rb = NULL, pick = SIZE_MAX;
+	int r;
+
+	memset(sum, 0, sizeof(*sum));
+	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+		goto out;
+	/* host steps first (the steps XProf groups by), else the first device plane's */
+	for (size_t q = 0; q < x->n_planes && pick == SIZE_MAX; q++)
+		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+			pick = q;
+	for (size_t q = 0; q < x->n_planes && pick == SIZE_MAX; q++)
+		if (rb[q] > ra[q])
+			pick = q;
+	if (pick != SIZE_MAX)
+		steps_summarize(&st, ra[pick], rb[pick], sum);
+out:
+	steps_free(&st);
+	free(ra);
+	free(rb);
+	return r;
+}
+
+/* A union interval: adds to struct dec_busy. */
+static void busy_sum_fn(void *arg, int64_t from, int64_t to)
+{
+	struct dec_busy *b = arg;
+
+	b->busy = dec_sat_add(b->busy, to - from);
+	if (!b->any || from < b->first)
+		b->first = from;
+	if (!b->any || to > b->last)
+		b->last = to;
+	b->any = true;
+}
+
+int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b)
+{
+	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
+	int r = 0;
+
+	memset(b, 0, sizeof(*b));
+	if (!li)
+		return -ENOMEM;
+	if ((n = bd_lines(rc->x, q, li, MERGE_MAX)))
+		r = merge_union(rc, li, n, busy_sum_fn, b);
+	free(li);
+	return r;
 }
 
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
@@ -789,21 +890,7 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 	size_t *ra = NULL, *rb = NULL; /* per plane: range of its steps */
 	int r = 0;
 
-	if ((r = steps_gather(rc, &st)) < 0)
-		goto out;
-	ra = calloc(x->n_planes + 1, sizeof(*ra));
-	rb = calloc(x->n_planes + 1, sizeof(*rb));
-	if (!ra || !rb) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < st.n; i++) {
-		if (ra[st.s[i].plane] == rb[st.s[i].plane])
-			ra[st.s[i].plane] = i;
-		rb[st.s[i].plane] = i + 1;
-	}
-	if (st.n &&
-	    ((r = steps_device(rc, &st, ra, rb)) < 0 || (r = steps_breakdown(rc, &st, ra, rb)) < 0))
+	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
 		goto out;
 	OUT_LIT(o, "{\"steps\":[");
 	for (size_t i = 0; i < st.n; i++) {
