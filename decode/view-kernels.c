@@ -18,7 +18,7 @@
 
 #include "render-internal.h"
 
-#define KERNELS_SHOWN 1000         /* kMaxNumOfKernels */
+#define KERNELS_SHOWN 1000            /* kMaxNumOfKernels */
 #define KERNELS_MAX ((size_t)1 << 20) /* distinct keys held */
 
 struct kernel {
@@ -170,8 +170,9 @@ static uint64_t khash(const struct kernel *k)
 {
 	uint64_t h = xprofs_hash64(k->name, strlen(k->name)) ^
 		     (xprofs_hash64(k->op, strlen(k->op)) * 31);
-	uint32_t v[11] = {k->grid[0],  k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2],
-			  k->regs,     k->sshm,    k->dshm,    k->tc_used,   k->tc_eligible};
+	uint32_t v[11] = {k->grid[0],  k->grid[1],  k->grid[2],    k->block[0],
+			  k->block[1], k->block[2], k->regs,       k->sshm,
+			  k->dshm,     k->tc_used,  k->tc_eligible};
 
 	return h ^ xprofs_hash64(v, sizeof(v));
 }

@@ -338,7 +338,7 @@ static int merge_union(struct dec_rctx *rc, const size_t *li, size_t n,
 		goto out;
 	while (m.nheap) {
 		struct mline *ml = &m.ml[m.heap[0]];
-		int64_t s = ml->e.start_ps, t = ml->e.end_ps;
+		int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
 
 		if (open && s > ce) {
 			add(arg, cs, ce);

@@ -48,6 +48,28 @@ def run(args, parse=True):
     return json.loads(p.stdout, object_pairs_hook=list, parse_float=Decimal)
 
 
+def run_view(path, view):
+    """(exit status, the view as strict JSON or None) of `xprofs-decode PATH --view VIEW`."""
+    p = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        return p.returncode, None
+
+    def bad(c):
+        raise ValueError("%s --view %s: non-JSON constant %s" % (path, view, c))
+    return 0, json.loads(p.stdout, parse_constant=bad)
+
+
+def check_analyses(path, xs):
+    """overview.json and kernels.json against oracle_stats (docs/stats.md)."""
+    rc, ov = run_view(path, "overview")
+    if rc != 0:
+        fail("%s: overview.json failed (%d)" % (path, rc))
+    else:
+        oracle_stats.check_overview(path, xs, ov, stat_value, stat_name, names, fail)
+    oracle_stats.check_kernels(path, xs, lambda: run_view(path, "kernels"), stat_value,
+                               stat_name, names, fail)
+
+
 def obj(pairs):
     return dict(pairs)
 
@@ -359,6 +381,7 @@ def main():
             steps = run([path, "--view", "steps"])
             check_steps(path, xs, steps)
             oracle_stats.check_breakdown(path, xs, steps, obj, stat_value, stat_name, fail)
+            check_analyses(path, xs)
             host = os.path.basename(path)[:-len(".xplane.pb")]
             oracle_trace.check(path, xs, run([path, "--view", "trace"], parse=False),
                                run([path, "--view", "trace.json.gz"], parse=False), host,

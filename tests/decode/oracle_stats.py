@@ -385,8 +385,8 @@ def non_overlapped(spans):
     return out
 
 
-def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
-    """steps[].breakdown and summary[] of steps.json, recomputed."""
+def breakdown_model(xs, stat_value, stat_name):
+    """(steps [plane, start, duration, breakdown], {plane: summary}) as steps.json."""
     steps = []
     for pi, p in enumerate(xs.planes):
         for l in p.lines:
@@ -434,20 +434,7 @@ def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
         add(hosts, non_overlapped(spans(range(len(xs.planes)), True)))
     for st in steps:
         st[3][0] = max(0, st[2] - sum(st[3][1:]))
-    got = [obj(s) for s in obj(jsteps)["steps"]]
-    if len(got) != len(steps):
-        fail("%s: %d steps, oracle %d" % (path, len(got), len(steps)))
-        return
-    for g, w in zip(got, steps):
-        b = obj(g["breakdown"])
-        want = dict(zip(BD_KEYS, w[3]))
-        if b != want:
-            fail("%s: step %r breakdown %r, oracle %r" % (path, g["step"], b, want))
-            return
-        if sum(b.values()) > g["duration_ps"] and g["duration_ps"] >= 0:
-            fail("%s: step %r breakdown sums past the step" % (path, g["step"]))
-    summ = [obj(s) for s in obj(jsteps)["summary"]]
-    want = []
+    summaries = {}
     for q in with_steps:
         d = [s for s in steps if s[0] == q]
         total = 0.0
@@ -463,9 +450,29 @@ def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
             for s in d:
                 acc += float(s[3][k])
             bd[key] = acc / len(d)
-        want.append({"plane": xs.planes[q].name, "steps": len(d), "avg_ps": avg,
-                     "stddev_ps": math.sqrt(var / len(d)), "min_ps": min(s[2] for s in d),
-                     "max_ps": max(s[2] for s in d), "breakdown_avg": bd})
+        summaries[q] = {"plane": xs.planes[q].name, "steps": len(d), "avg_ps": avg,
+                        "stddev_ps": math.sqrt(var / len(d)), "min_ps": min(s[2] for s in d),
+                        "max_ps": max(s[2] for s in d), "breakdown_avg": bd}
+    return steps, summaries
+
+
+def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
+    """steps[].breakdown and summary[] of steps.json, recomputed."""
+    steps, summaries = breakdown_model(xs, stat_value, stat_name)
+    got = [obj(s) for s in obj(jsteps)["steps"]]
+    if len(got) != len(steps):
+        fail("%s: %d steps, oracle %d" % (path, len(got), len(steps)))
+        return
+    for g, w in zip(got, steps):
+        b = obj(g["breakdown"])
+        want = dict(zip(BD_KEYS, w[3]))
+        if b != want:
+            fail("%s: step %r breakdown %r, oracle %r" % (path, g["step"], b, want))
+            return
+        if sum(b.values()) > g["duration_ps"] and g["duration_ps"] >= 0:
+            fail("%s: step %r breakdown sums past the step" % (path, g["step"]))
+    summ = [obj(s) for s in obj(jsteps)["summary"]]
+    want = list(summaries.values())
     if len(summ) != len(want):
         fail("%s: %d step summaries, oracle %d" % (path, len(summ), len(want)))
         return
@@ -477,3 +484,292 @@ def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
                     fail("%s: summary %s %s %r vs %r" % (path, w["plane"], k, gv, v))
             elif not close(gv, v):
                 fail("%s: summary %s %s %r vs %r" % (path, w["plane"], k, gv, v))
+
+
+def first_string(p, stats, name, stat_value, stat_name):
+    for st in stats:
+        if stat_name(p, st.metadata_id) == name:
+            return str(stat_value(p, st))
+    return None
+
+
+# ---- overview.json -----------------------------------------------------------
+
+def union(spans):
+    out = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def device_busy(p):
+    """Union of the plane's device op lines: (busy, first, last) or None."""
+    spans = []
+    for l, kind in op_lines(p):
+        if kind == "host":
+            continue
+        base = l.timestamp_ns * 1000
+        for e in l.events:
+            if e.WhichOneof("data") == "num_occurrences":
+                continue
+            s = base + e.offset_ps
+            spans.append((s, max(s, s + e.duration_ps)))
+    u = union(spans)
+    if not u:
+        return 0, None, None
+    return sum(b - a for a, b in u), u[0][0], max(b for _, b in u)
+
+
+def level(pct, high, moderate):
+    return "high" if pct >= high else "moderate" if pct >= moderate else "no"
+
+
+def bottleneck(summ):
+    if summ is None or not summ["avg_ps"] > 0:
+        return None
+    bd, avg = summ["breakdown_avg"], summ["avg_ps"]
+    inp = 100.0 * (bd["host_wait_input_ps"] + bd["host_to_device_ps"]) / avg
+    coll = 100.0 * bd["device_collectives_ps"] / avg
+    other = 100.0 * bd["idle_ps"] / avg
+    out = 100.0 * bd["device_to_host_ps"] / avg
+    comp = 100.0 * bd["device_compute_ps"] / avg
+    li, lc = level(inp, 20.0, 5.0), level(coll, 15.0, 3.0)
+    lo, lt = level(other, 15.0, 3.0), level(out, 20.0, 5.0)
+    kind = "none"
+    for want in ("high", "moderate"):
+        for k, lv in (("input", li), ("communication", lc), ("host", lo), ("output", lt)):
+            if lv == want:
+                kind = k
+                break
+        else:
+            if want == "high" and comp >= 50.0:
+                kind = "compute"
+        if kind != "none":
+            break
+    text = ("%s-bound: of the average step (%.6g ps), %.1f %% is input (%s), %.1f %% "
+            "device collectives (%s), %.1f %% idle or host (%s), %.1f %% output (%s), "
+            "%.1f %% device compute" % (kind, avg, inp, li, coll, lc, other, lo, out, lt, comp))
+    return {"kind": kind, "input_percent": inp, "input": li, "collectives_percent": coll,
+            "collectives": lc, "all_other_percent": other, "all_other": lo,
+            "output_percent": out, "output": lt, "device_compute_percent": comp,
+            "statement": text}
+
+
+def overview_model(xs, stat_value, stat_name, names):
+    steps, summaries = breakdown_model(xs, stat_value, stat_name)
+    pick = next((q for q in summaries if not xs.planes[q].name.startswith("/device:")),
+                next(iter(summaries), None))
+    dev = {"planes": 0, "busy": 0, "span": 0, "flops": None, "model_flops": None,
+           "peak_flop_s": 0.0, "all_peaks": True, "facts": None, "p": None}
+    host_occ = dev_occ = host_self = dev_self = 0
+    merged = {}
+    for p in xs.planes:
+        events, _, ops = op_table(p, stat_value, stat_name, names)
+        if not events:
+            continue
+        isdev = p.name.startswith("/device:")
+        for o in ops.values():
+            if not isdev:
+                host_occ += o["occurrences"]
+                continue
+            dev_occ += o["occurrences"]
+            if o["total"] == o["self"]:
+                for k in ("flops", "model_flops"):
+                    if o[k] is not None:
+                        dev[k] = o[k] if dev[k] is None else dev[k] + o[k]
+        pself = sum(o["self"] for o in ops.values())
+        if not isdev:
+            host_self += pself
+            continue
+        facts = plane_facts(p, stat_value, stat_name)
+        busy, first, last = device_busy(p)
+        if facts["peak_flops"] > 0:
+            dev["peak_flop_s"] += facts["peak_flops"] * float(busy) * 1e-12
+        else:
+            dev["all_peaks"] = False
+        if dev["planes"] == 0:
+            dev["facts"], dev["p"] = facts, p
+        dev["planes"] += 1
+        dev["busy"] += busy
+        dev["span"] += (last - first) if first is not None else 0
+        dev_self += pself
+        for o in ops.values():
+            m = merged.get(o["name"])
+            if m is None:
+                merged[o["name"]] = dict(o)
+                continue
+            m["self"] += o["self"]
+            m["total"] += o["total"]
+            if o["flops"] is not None:
+                m["flops"] = o["flops"] if m["flops"] is None else m["flops"] + o["flops"]
+    f = dev["facts"]
+    p0 = dev["p"]
+    env = {"host": xs.hostnames[0] if xs.hostnames else None,
+           "device_type": (first_string(p0, p0.stats, "device_type_string", stat_value,
+                                        stat_name) if p0 is not None else "CPU"),
+           "device_vendor": (first_string(p0, p0.stats, "device_vendor", stat_value, stat_name)
+                             if p0 is not None else None),
+           "device_planes": dev["planes"],
+           "device_core_count": f["stats"].number("core_count") if f else None,
+           "peak_flops_per_s": f["peak_flops"] if f and f["peak_flops"] > 0 else None,
+           "peak_hbm_bytes_per_s": f["peak_bw"] if f and f["peak_bw"] > 0 else None}
+    device = None
+    if dev["planes"]:
+        b, sp, fl, mf, pk = dev["busy"], dev["span"], dev["flops"], dev["model_flops"], \
+            dev["peak_flop_s"]
+        ok = dev["all_peaks"] and pk > 0
+        device = {"busy_ps": b, "span_ps": sp,
+                  "duty_cycle": b / sp if sp > 0 else None,
+                  "idle_share": 1.0 - b / sp if sp > 0 else None,
+                  "flops": fl, "model_flops": mf,
+                  "flops_per_s": fl / b * 1e12 if fl is not None and b > 0 else None,
+                  "hfu": fl / pk if fl is not None and ok else None,
+                  "mfu": mf / pk if mf is not None and ok else None}
+    allops = host_occ + dev_occ
+    op_time = {"host_ops": host_occ, "device_ops": dev_occ,
+               "host_op_share": host_occ / allops if allops > 0 else None,
+               "device_op_share": dev_occ / allops if allops > 0 else None,
+               "host_self_ps": host_self, "device_self_ps": dev_self}
+    top, cum = [], 0.0
+    for o in sorted(merged.values(), key=lambda o: (-o["self"], -o["total"],
+                                                    o["name"].encode("utf-8", "replace")))[:10]:
+        frac = o["self"] / dev_self if dev_self > 0 else 0.0
+        cum += frac
+        top.append({"name": o["name"], "category": o["category"], "self_ps": o["self"],
+                    "self_share": frac if dev_self > 0 else None,
+                    "cumulative_share": cum if dev_self > 0 else None,
+                    "flops_per_s": rate(o["flops"], o["total"])})
+    summ = summaries.get(pick) if pick is not None else None
+    return {"run_environment": env, "step_time": summ, "device": device, "op_time": op_time,
+            "top_ops": top, "bottleneck": bottleneck(summ)}
+
+
+def same(a, b, where, fail):
+    """Deep comparison: times exact, floats within 1e-9 relative."""
+    if isinstance(b, dict):
+        if not isinstance(a, dict) or set(a) != set(b):
+            fail("%s: keys %r vs %r" % (where, sorted(a) if isinstance(a, dict) else a,
+                                        sorted(b)))
+            return
+        for k in b:
+            same(a[k], b[k], "%s.%s" % (where, k), fail)
+    elif isinstance(b, list):
+        if not isinstance(a, list) or len(a) != len(b):
+            fail("%s: %r vs %r" % (where, a, b))
+            return
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, "%s[%d]" % (where, i), fail)
+    elif not close(a, b):
+        fail("%s: %r vs %r" % (where, a, b))
+
+
+def check_overview(path, xs, jov, stat_value, stat_name, names, fail):
+    """overview.json (parsed with json.loads) against overview_model()."""
+    same(jov, overview_model(xs, stat_value, stat_name, names), path + ": overview", fail)
+
+
+# ---- kernels.json ------------------------------------------------------------
+
+TC_PATTERNS = ("16816", "c1688", "conv1x1", "conv2d_c1_k1", "dgrad_1x1_stride_2x2", "direct_group",
+               "first_layer_wgrad_kernel", "h1688", "h884", "hmma", "i16832", "i8816", "s884",
+               "s1688", "xmma_gemm", "xmma_implicit_gemm", "xmma_sparse_conv",
+               "xmma_sparse_gemm", "xmma_warp_specialized_implicit_gemm")
+TC_ENDS = ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Conv3D",
+           "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropFilter",
+           "DepthwiseConv2dNativeBackpropInput", "/MatMul", "FusedMatMul", "/CudnnRNN", "XlaDot",
+           "XlaDotV2")
+TC_HAS = ("BatchMatMul", "CudnnRNNV", "CudnnRNNForward", "CudnnRNNBackprop")
+
+
+def atou32(s):
+    t = s[1:] if s.startswith("+") else s
+    if not t or not all("0" <= c <= "9" for c in t) or int(t) > 0xFFFFFFFF:
+        return None
+    return int(t)
+
+
+def launch_params(details):
+    """ParseKernelLaunchParams()."""
+    k = {"grid": [1, 1, 1], "block": [1, 1, 1], "regs": 0, "sshm": 0, "dshm": 0}
+    for tok in details.replace("\n", " ").split(" "):
+        kv = tok.split(":")
+        if len(kv) != 2:
+            continue
+        key, v = kv
+        if key in ("regs", "static_shared", "dynamic_shared"):
+            n = atou32(v)
+            if n is not None:
+                k[{"regs": "regs", "static_shared": "sshm", "dynamic_shared": "dshm"}[key]] = n
+        elif key in ("grid", "block"):
+            parts = v.split(",")
+            if len(parts) == 3:
+                d = [atou32(x) for x in parts]
+                if None not in d:
+                    k[key] = d
+    return k
+
+
+def kernels_model(xs, stat_value, stat_name, names):
+    """kernels.json's content, or None without GPU planes."""
+    gpus = [p for p in xs.planes if p.name.startswith("/device:GPU:")]
+    if not gpus:
+        return None
+    table = {}
+    for p in gpus:
+        for l, kind in op_lines(p):
+            if kind != "stream":
+                continue
+            for e in l.events:
+                es = Stats(p, e.stats, stat_value, stat_name)
+                details = es.string("kernel_details")
+                if details is None:
+                    continue
+                name, _, m = names(p, e.metadata_id)
+                ms = Stats(p, m.stats if m is not None else [], stat_value, stat_name)
+                op = es.string("hlo_op")
+                if op is None:
+                    op = ms.string("hlo_op")
+                if op is None:
+                    tf = es.string("tf_op")
+                    op = tf.split(":", 1)[0] if tf is not None else ""
+                lp = launch_params(details)
+                tc = any(x in name for x in TC_PATTERNS)
+                el = op.endswith(TC_ENDS) or any(x in op for x in TC_HAS)
+                key = (name, tuple(lp["grid"]), tuple(lp["block"]), lp["regs"], lp["sshm"],
+                       lp["dshm"], tc, el, op)
+                d = e.duration_ps
+                k = table.get(key)
+                if k is None:
+                    k = table[key] = {"occurrences": 0, "total": 0, "min": d, "max": d}
+                k["occurrences"] += 1
+                k["total"] += d
+                k["min"] = min(k["min"], d)
+                k["max"] = max(k["max"], d)
+    order = sorted(table.items(), key=lambda kv: (-kv[1]["total"], kv[0][0].encode(),
+                                                  kv[0][1:8], kv[0][8].encode()))
+    out = []
+    for key, k in order[:1000]:
+        out.append({"name": key[0], "op": key[8], "grid": list(key[1]), "block": list(key[2]),
+                    "registers_per_thread": key[3], "static_shmem_bytes": key[4],
+                    "dynamic_shmem_bytes": key[5], "tensor_core_used": key[6],
+                    "op_tensor_core_eligible": key[7], "occurrences": k["occurrences"],
+                    "total_ps": k["total"], "min_ps": k["min"], "max_ps": k["max"],
+                    "avg_ps": k["total"] / k["occurrences"]})
+    return {"kernels": out, "distinct": len(table), "truncated": len(table) > 1000}
+
+
+def check_kernels(path, xs, run_view, stat_value, stat_name, names, fail):
+    """kernels.json: run_view() gives (exit status, parsed JSON or None)."""
+    want = kernels_model(xs, stat_value, stat_name, names)
+    rc, got = run_view()
+    if want is None:
+        if rc == 0:
+            fail("%s: kernels.json rendered for a host without GPU planes" % path)
+        return
+    if rc != 0:
+        fail("%s: kernels.json failed (%d)" % (path, rc))
+        return
+    same(got, want, path + ": kernels", fail)

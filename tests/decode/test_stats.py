@@ -25,7 +25,7 @@ import xproto
 
 from xproto import CLI, fail, failures
 
-VIEWS = ("summary", "ops", "steps")
+VIEWS = ("summary", "ops", "steps", "overview")
 
 
 def strict(raw, what):
@@ -119,6 +119,7 @@ def main():
             oracle.check_steps(path, xs, pairs["steps"])
             oracle_stats.check_breakdown(path, xs, pairs["steps"], oracle.obj, oracle.stat_value,
                                          oracle.stat_name, fail)
+            oracle.check_analyses(path, xs)
             print("ok %s" % name)
         if not failures:
             hand_checks(paths, out)
