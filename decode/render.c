@@ -145,12 +145,15 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 
 /* The renderer of each view, by enum xprofs_view; any other @view is a track.
  * trace.json.gz is trace.json written through a deflating sink. */
+/* clang-format off */
 static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_out *o) = {
-	[XPROFS_VIEW_SUMMARY] = dec_view_summary,   [XPROFS_VIEW_TRACE] = dec_view_trace,
-	[XPROFS_VIEW_OPS] = dec_view_ops,           [XPROFS_VIEW_STEPS] = dec_view_steps,
-	[XPROFS_VIEW_TRACE_GZ] = dec_view_trace,    [XPROFS_VIEW_PFTRACE] = dec_view_pftrace,
-	[XPROFS_VIEW_OVERVIEW] = dec_view_overview, [XPROFS_VIEW_KERNELS] = dec_view_kernels,
+	[XPROFS_VIEW_SUMMARY] = dec_view_summary, [XPROFS_VIEW_TRACE] = dec_view_trace,
+	[XPROFS_VIEW_OPS] = dec_view_ops,         [XPROFS_VIEW_STEPS] = dec_view_steps,
+	[XPROFS_VIEW_TRACE_GZ] = dec_view_trace,  [XPROFS_VIEW_PFTRACE] = dec_view_pftrace,
+	[XPROFS_VIEW_OVERVIEW] = dec_view_overview,
+	[XPROFS_VIEW_KERNELS] = dec_view_kernels,
 };
+/* clang-format on */
 
 int dec_render(struct xprofs_xspace *x, int view, size_t track,
 	       const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
