@@ -709,6 +709,9 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 	if (r == -EAGAIN)
 		r = -EIO;
 	if (r < 0) {
+		/* kernels.json of a host without GPU planes does not exist (docs/stats.md) */
+		if (r == -ENOENT && t->kind == FS_K_VIEW && t->view == XPROFS_VIEW_KERNELS)
+			goto out;
 		/* the render noted why in the errors file */
 		r = r == -ENOENT && (t->kind == FS_K_TRACK || t->slice == FS_SLICE_STEP) ? -ENOENT
 											 : -EIO;
