@@ -583,6 +583,8 @@ static void job_done(void *arg, int r, uint64_t size, const struct xprofs_buf *e
 		fs_size_store(j->ctx, j->hash, size);
 		return;
 	}
+	if (r == -ENOENT && t->kind == FS_K_VIEW && t->view == XPROFS_VIEW_KERNELS)
+		return; /* no GPU planes: kernels.json does not exist, not an error */
 	FS_CNT(j->ctx, render_errors);
 	fs_error_note(j->ctx, j->hpath[0] ? j->hpath : t->session->name,
 		      j->hpath[0] ? &j->p.st : NULL,
