@@ -192,7 +192,7 @@ static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint
 {
 	char *full = NULL, *disp = NULL;
 	size_t full_len = 0, disp_len = 0;
-	struct dec_opstats os = {0};
+	struct dec_opstats os = {.strings = true};
 	struct dec_render_arg ra;
 	struct dec_out so;
 	int r;

@@ -174,6 +174,7 @@ struct dec_opstats {
 	int64_t step_num;
 	bool has_step_num;
 	/* for ops.json / overview.json / kernels.json (docs/stats.md) */
+	bool strings;                              /* set by the caller: also collect these */
 	char *hlo_module, *kernel_details, *tf_op; /* owned */
 	double model_flops;
 	bool has_model_flops;

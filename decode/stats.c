@@ -359,11 +359,11 @@ static char **collect_more(struct dec_opstats *os, const struct dec_stmd *m,
 	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
 	double d;
 
-	if (dec_str_eq(m->name, m->name_len, "hlo_module"))
+	if (os->strings && dec_str_eq(m->name, m->name_len, "hlo_module"))
 		return &os->hlo_module;
-	if (dec_str_eq(m->name, m->name_len, "kernel_details"))
+	if (os->strings && dec_str_eq(m->name, m->name_len, "kernel_details"))
 		return &os->kernel_details;
-	if (dec_str_eq(m->name, m->name_len, "tf_op"))
+	if (os->strings && dec_str_eq(m->name, m->name_len, "tf_op"))
 		return &os->tf_op;
 	if (dec_str_eq(m->name, m->name_len, "model_flops") && stat_number(s, &d))
 		os->model_flops = d, os->has_model_flops = true;

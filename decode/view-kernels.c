@@ -281,7 +281,7 @@ static const char *op_name(const struct dec_opstats *os, const struct dec_evmd *
 static int kernel_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md,
 			void *arg)
 {
-	struct dec_opstats os = {0};
+	struct dec_opstats os = {.strings = true};
 	struct kernel k;
 	char *tmp = NULL;
 	int r = 0;

@@ -324,8 +324,19 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec
 	if ((r = (int)(gi = op_group(a, md, &os))) < 0)
 		goto out;
 	op = &a->m->ops[gi];
-	if (!op->program_tried && (r = op_program(a, op, md, &os)) < 0)
-		goto out;
+	if (!op->program_tried) { /* the first occurrence: its strings too (hlo_module) */
+		struct dec_opstats ps = {.strings = true};
+
+		r = 0;
+		if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
+			r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+					   XEVENT_F_STATS, dec_collect_stat, &ps);
+		if (r == 0)
+			r = op_program(a, op, md, &ps);
+		dec_opstats_clear(&ps);
+		if (r < 0)
+			goto out;
+	}
 	op->count++;
 	op->occurrences = dec_sat_add(op->occurrences, e->has_num ? (e->num > 0 ? e->num : 0) : 1);
 	op->total = dec_sat_add(op->total, e->duration_ps);
