@@ -329,8 +329,9 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec
 
 		r = 0;
 		if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
-			r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-					   XEVENT_F_STATS, dec_collect_stat, &ps);
+			r = dec_walk_stats(rc, &rc->ev, e->stats_off,
+					   e->off + e->len - e->stats_off, XEVENT_F_STATS,
+					   dec_collect_stat, &ps);
 		if (r == 0)
 			r = op_program(a, op, md, &ps);
 		dec_opstats_clear(&ps);
