@@ -9,7 +9,8 @@
  * (binary search for the last step starting before it ends); the union of
  * all device planes' op lines does the same for host steps. Concurrent
  * streams count once. Limits: at most STEPS_MAX steps ("truncated": true
- * beyond); at most MERGE_MAX lines merged at once (16 KiB read-ahead each).
+ * beyond); at most MERGE_MAX lines merged at once (16 KiB to 1 MiB
+ * read-ahead each, 16 MiB in all for up to 1024 lines).
  */
 #include <errno.h>
 #include <math.h>
@@ -228,8 +229,10 @@ int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size
  * XProf's SortXSpace(); a line the index marks unsorted is merged as it
  * comes, so its out-of-order events can count twice.
  */
-#define MERGE_MAX 1024               /* lines merged at once (more: groups, summed) */
-#define MERGE_WIN ((size_t)16 << 10) /* read-ahead of each line's cursor */
+#define MERGE_MAX 1024                     /* lines merged at once (more: groups, summed) */
+#define MERGE_WIN ((size_t)16 << 10)       /* least read-ahead of each line's cursor */
+#define MERGE_WIN_MAX ((size_t)1 << 20)    /* most (DEC_WIN_SIZE) */
+#define MERGE_WIN_TOTAL ((size_t)16 << 20) /* all cursors' read-ahead together */
 
 struct mline {
 	struct dec_rctx rc; /* only rc.x and rc.ev are used */
@@ -305,7 +308,10 @@ static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *
 		ml->cls = cls ? cls[l->plane] : NULL;
 		ml->evx = &rc->x->planes[l->plane].ev;
 		dec_cur_init(&ml->rc.ev, rc->x->r, rc->err);
-		ml->rc.ev.win_pref = MERGE_WIN;
+		/* few lines: bigger windows, fewer reads; many: 16 MiB in all */
+		ml->rc.ev.win_pref = MERGE_WIN_TOTAL / n < MERGE_WIN       ? MERGE_WIN
+				     : MERGE_WIN_TOTAL / n > MERGE_WIN_MAX ? MERGE_WIN_MAX
+									   : MERGE_WIN_TOTAL / n;
 		ml->it.rc = &ml->rc;
 		ml->it.l = l;
 		ml->it.end = l->msg.off + l->msg.len;
