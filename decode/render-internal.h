@@ -297,6 +297,10 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 	       const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
 	       struct xprofs_buf *err);
 
+/* dec_with_rctx() - @fn(rc, @arg) with a fresh render context over @x (render.c). */
+int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
+		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg);
+
 /* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
 
 struct dec_gzip;

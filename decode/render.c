@@ -221,6 +221,18 @@ int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const stru
 	return xprofs_xspace_render_opts(x, v, NULL, out, err);
 }
 
+int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
+		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg)
+{
+	struct dec_rctx rc;
+	int r;
+
+	rctx_init(&rc, x, err);
+	r = fn(&rc, arg);
+	rctx_deinit(&rc);
+	return r;
+}
+
 int xprofs_xspace_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,
 			struct xprofs_buf *err)
 {

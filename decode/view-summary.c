@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "render-internal.h"
+#include "ops-internal.h"
 
 static void out_strs(struct dec_out *o, const char *key, const struct dec_strs *s)
 {
@@ -163,17 +163,114 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 	return 0;
 }
 
+/* One host's numbers for the session summary (docs/stats.md "Session summary"). */
+struct host_stat {
+	struct dec_step_summary steps;
+	int64_t busy, span;
+	bool ok;
+};
+
+/* host_stat_fn() - a dec_with_rctx() function: the step summary and device busy share. */
+static int host_stat_fn(struct dec_rctx *rc, void *arg)
+{
+	struct host_stat *h = arg;
+	struct dec_busy b;
+	int r;
+
+	if ((r = dec_steps_overview(rc, &h->steps)) < 0)
+		return r;
+	for (size_t q = 0; q < rc->x->n_planes; q++) {
+		if (!dec_plane_is_device(&rc->x->planes[q]))
+			continue;
+		if ((r = dec_device_busy(rc, q, &b)) < 0)
+			return r;
+		h->busy = dec_sat_add(h->busy, b.busy);
+		h->span = dec_sat_add(h->span, b.any ? dec_sat_add(b.last, -b.first) : 0);
+	}
+	h->ok = true;
+	return 0;
+}
+
+static void out_host_stat(struct dec_out *o, const struct host_stat *h)
+{
+	if (h->ok && h->steps.has) {
+		OUT_LIT(o, ",\"step_avg_ps\":");
+		dec_out_double(o, h->steps.avg);
+		dec_out_key_i64(o, ",\"step_max_ps\":", h->steps.max);
+		OUT_LIT(o, ",\"steps\":");
+		dec_out_u64(o, h->steps.n);
+	} else {
+		OUT_LIT(o, ",\"step_avg_ps\":null,\"step_max_ps\":null,\"steps\":0");
+	}
+	OUT_LIT(o, ",\"device_busy_share\":");
+	if (h->ok && h->span > 0)
+		dec_out_double(o, (double)h->busy / (double)h->span);
+	else
+		OUT_LIT(o, "null");
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * out_straggler() - the host with the highest average step time against the
+ * median of the hosts' averages (mean of the middle two for an even count);
+ * null with fewer than one host with steps.
+ */
+static void out_straggler(struct dec_out *o, const char *const *hosts, const struct host_stat *hs,
+			  size_t n)
+{
+	double *v = malloc((n + 1) * sizeof(*v)), med;
+	size_t k = 0, worst = SIZE_MAX;
+
+	OUT_LIT(o, ",\"straggler\":");
+	for (size_t i = 0; v && i < n; i++) {
+		if (!hs[i].ok || !hs[i].steps.has)
+			continue;
+		v[k++] = hs[i].steps.avg;
+		if (worst == SIZE_MAX || hs[i].steps.avg > hs[worst].steps.avg)
+			worst = i;
+	}
+	if (!k) {
+		OUT_LIT(o, "null");
+		free(v);
+		return;
+	}
+	qsort(v, k, sizeof(*v), dbl_cmp);
+	med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	OUT_LIT(o, "{\"host\":");
+	dec_out_cstr(o, hosts[worst] ? hosts[worst] : "");
+	OUT_LIT(o, ",\"step_avg_ps\":");
+	dec_out_double(o, hs[worst].steps.avg);
+	OUT_LIT(o, ",\"median_step_avg_ps\":");
+	dec_out_double(o, med);
+	OUT_LIT(o, ",\"ratio\":");
+	if (med > 0)
+		dec_out_double(o, hs[worst].steps.avg / med);
+	else
+		OUT_LIT(o, "null");
+	OUT_LIT(o, "}");
+	free(v);
+}
+
 int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 				  struct xprofs_xspace *const *xs, const char *const *host_errors,
 				  size_t n, const struct xprofs_sink *sink)
 {
 	struct xprofs_xspace_totals sum = {0};
+	struct host_stat *hs;
 	bool any = false;
 	struct dec_out o;
 	int r;
 
 	if (!sink || !sink->write || (n && (!hosts || !xs)))
 		return -EINVAL;
+	if (!(hs = calloc(n + 1, sizeof(*hs))))
+		return -ENOMEM;
 	dec_out_init(&o, sink);
 	OUT_LIT(&o, "{\"session\":");
 	dec_out_cstr(&o, session ? session : "");
@@ -188,10 +285,14 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 				    "\"last_ps\":null,\"error\":");
 			dec_out_cstr(&o, host_errors && host_errors[i] ? host_errors[i]
 								       : "cannot open");
+			out_host_stat(&o, &hs[i]);
 			OUT_LIT(&o, "}");
 			continue;
 		}
 		out_host_counts(&o, &t);
+		/* a host whose analyses fail still has its counts (its views say why) */
+		(void)dec_with_rctx(xs[i], NULL, host_stat_fn, &hs[i]);
+		out_host_stat(&o, &hs[i]);
 		OUT_LIT(&o, ",\"error\":null}");
 		sum.planes += t.planes;
 		sum.lines += t.lines;
@@ -206,8 +307,10 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 	}
 	OUT_LIT(&o, "\n]");
 	out_host_counts(&o, &sum);
+	out_straggler(&o, hosts, hs, n);
 	OUT_LIT(&o, "}\n");
 	r = o.r ? o.r : dec_out_flush(&o, true);
 	dec_out_deinit(&o);
+	free(hs);
 	return r;
 }

@@ -8,7 +8,8 @@ overview.json read through the mount are the CLI's bytes and equal the
 independent recomputation (oracle_stats.py); kernels.json equals the oracle
 on the GPU host and does not exist (ENOENT) on the TPU host. Each jq recipe
 of docs/stats.md runs on the mounted GPU host's file and must succeed with
-output.
+output. The session's summary.json gives each host's step time and device
+busy share, and the straggler against the median, as recomputed.
 """
 import errno
 import json
@@ -84,6 +85,37 @@ def body(t, w):
                     err = e.errno
                 t.ok(err == errno.ENOENT, "tpuhost/kernels.json: ENOENT (no GPU plane)",
                      os.strerror(err) if err else "it opened")
+        # the session summary: per host step time and device busy share, the straggler
+        _, raw = xmount.read_whole(os.path.join(base, "summary.json"))
+        ss = json.loads(raw)
+        avgs = {}
+        for jh in ss["hosts"]:
+            xs = pb2.XSpace()
+            with open(hosts[jh["host"]], "rb") as f:
+                xs.ParseFromString(f.read())
+            ov = oracle_stats.overview_model(xs, oracle.stat_value, oracle.stat_name, oracle.names)
+            st, dev = ov["step_time"], ov["device"]
+            want = {"step_avg_ps": st["avg_ps"] if st else None,
+                    "step_max_ps": st["max_ps"] if st else None,
+                    "steps": st["steps"] if st else 0,
+                    "device_busy_share": dev["duty_cycle"] if dev else None}
+            before = len(oracle.failures)
+            oracle_stats.same({k: jh.get(k) for k in want}, want, "session " + jh["host"],
+                              oracle.fail)
+            t.ok(len(oracle.failures) == before, "session summary.json: %s's step time and "
+                 "device busy share" % jh["host"], oracle.failures[before:][:3])
+            if st:
+                avgs[jh["host"]] = st["avg_ps"]
+        srt = sorted(avgs.values())
+        med = (srt[len(srt) // 2] if len(srt) % 2 else
+               (srt[len(srt) // 2 - 1] + srt[len(srt) // 2]) / 2)
+        worst = max(avgs, key=lambda h: avgs[h])
+        want = {"host": worst, "step_avg_ps": avgs[worst], "median_step_avg_ps": med,
+                "ratio": avgs[worst] / med}
+        before = len(oracle.failures)
+        oracle_stats.same(ss["straggler"], want, "straggler", oracle.fail)
+        t.ok(len(oracle.failures) == before, "session summary.json: the straggler against the "
+             "median", ss["straggler"])
         rs = recipes()
         t.ok(len(rs) >= 4, "docs/stats.md has a jq recipe per view", rs)
         for view, cmd in rs:
