@@ -170,9 +170,9 @@ static uint64_t khash(const struct kernel *k)
 {
 	uint64_t h = xprofs_hash64(k->name, strlen(k->name)) ^
 		     (xprofs_hash64(k->op, strlen(k->op)) * 31);
-	uint32_t v[11] = {k->grid[0],  k->grid[1],  k->grid[2],    k->block[0],
-			  k->block[1], k->block[2], k->regs,       k->sshm,
-			  k->dshm,     k->tc_used,  k->tc_eligible};
+	/* tc_used / tc_eligible follow from name / op: not hashed */
+	uint32_t v[9] = {k->grid[0],  k->grid[1], k->grid[2], k->block[0], k->block[1],
+			 k->block[2], k->regs,    k->sshm,    k->dshm};
 
 	return h ^ xprofs_hash64(v, sizeof(v));
 }
@@ -181,8 +181,7 @@ static bool ksame(const struct kernel *a, const struct kernel *b)
 {
 	return !memcmp(a->grid, b->grid, sizeof(a->grid)) &&
 	       !memcmp(a->block, b->block, sizeof(a->block)) && a->regs == b->regs &&
-	       a->sshm == b->sshm && a->dshm == b->dshm && a->tc_used == b->tc_used &&
-	       a->tc_eligible == b->tc_eligible && !strcmp(a->name, b->name) &&
+	       a->sshm == b->sshm && a->dshm == b->dshm && !strcmp(a->name, b->name) &&
 	       !strcmp(a->op, b->op);
 }
 
@@ -228,6 +227,8 @@ static int kmap_add(struct kmap *m, const struct kernel *k, int64_t dur)
 			return r;
 		e = &m->k[m->n];
 		*e = *k;
+		e->tc_used = tc_used(k->name); /* once per key: they follow from the strings */
+		e->tc_eligible = tc_eligible(k->op);
 		e->name = strdup(k->name);
 		e->op = strdup(k->op);
 		if (!e->name || !e->op) {
@@ -296,8 +297,6 @@ static int kernel_event(struct dec_rctx *rc, const struct dec_event *e, struct d
 	parse_details(os.kernel_details, &k);
 	k.name = md->name;
 	k.op = (char *)op_name(&os, md, &tmp);
-	k.tc_used = tc_used(k.name);
-	k.tc_eligible = tc_eligible(k.op);
 	r = kmap_add(arg, &k, e->duration_ps);
 out:
 	free(tmp);
