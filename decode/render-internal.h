@@ -32,6 +32,7 @@ struct dec_stmd { /* one XStatMetadata */
 	char *json; /* the name as a JSON string, followed by ':' (a stat's key) */
 	size_t json_len;
 	int8_t tkind; /* trace.json's class of the name + 1 (0: not yet known; trace-model.c) */
+	int8_t ckind; /* dec_collect_stat()'s class of the name (0: not yet known; stats.c) */
 };
 
 struct dec_trace_md;

@@ -352,55 +352,115 @@ void dec_opstats_clear(struct dec_opstats *s)
 	memset(s, 0, sizeof(*s));
 }
 
-/* collect_more() - the stats the analyses add (docs/stats.md); a string's destination or NULL. */
-static char **collect_more(struct dec_opstats *os, const struct dec_stmd *m,
-			   const struct dec_statv *s)
-{
-	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
-	double d;
+/* The stats dec_collect_stat() looks at, by name (class 0: not yet known). */
+enum {
+	CK_UNKNOWN = 0,
+	CK_CATEGORY,
+	CK_HLO_OP,
+	CK_STEP_NAME,
+	CK_FLOPS,
+	CK_BYTES,
+	CK_STEP_NUM,
+	CK_HLO_MODULE,
+	CK_KERNEL_DETAILS,
+	CK_TF_OP,
+	CK_MODEL_FLOPS,
+	CK_PROGRAM_ID,
+	CK_DEV_OFF,
+	CK_DEV_DUR,
+	CK_OTHER,
+};
 
-	if (os->strings && dec_str_eq(m->name, m->name_len, "hlo_module"))
-		return &os->hlo_module;
-	if (os->strings && dec_str_eq(m->name, m->name_len, "kernel_details"))
-		return &os->kernel_details;
-	if (os->strings && dec_str_eq(m->name, m->name_len, "tf_op"))
-		return &os->tf_op;
-	if (dec_str_eq(m->name, m->name_len, "model_flops") && stat_number(s, &d))
-		os->model_flops = d, os->has_model_flops = true;
-	else if (dec_str_eq(m->name, m->name_len, "program_id") && integer)
-		os->program_id = s->u, os->has_program_id = true;
-	else if (dec_str_eq(m->name, m->name_len, "device_offset_ps") && integer)
-		os->dev_off = (int64_t)s->u, os->has_dev_off = true;
-	else if (dec_str_eq(m->name, m->name_len, "device_duration_ps") && integer)
-		os->dev_dur = (int64_t)s->u, os->has_dev_dur = true;
-	return NULL;
+static int8_t collect_kind(const char *name, size_t len)
+{
+	static const char *const names[] = {
+		[CK_CATEGORY] = "hlo_category",
+		[CK_HLO_OP] = "hlo_op",
+		[CK_STEP_NAME] = "step_name",
+		[CK_FLOPS] = "flops",
+		[CK_BYTES] = "bytes_accessed",
+		[CK_STEP_NUM] = "step_num",
+		[CK_HLO_MODULE] = "hlo_module",
+		[CK_KERNEL_DETAILS] = "kernel_details",
+		[CK_TF_OP] = "tf_op",
+		[CK_MODEL_FLOPS] = "model_flops",
+		[CK_PROGRAM_ID] = "program_id",
+		[CK_DEV_OFF] = "device_offset_ps",
+		[CK_DEV_DUR] = "device_duration_ps",
+	};
+
+	for (int8_t k = CK_CATEGORY; k < CK_OTHER; k++)
+		if (dec_str_eq(name, len, names[k]))
+			return k;
+	return CK_OTHER;
 }
 
 int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
 {
 	struct dec_opstats *os = arg;
 	const struct dec_stmd *m;
+	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
 	char **dst = NULL;
+	int8_t kind;
 	double d;
 	int r;
 
 	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
 		return r;
-	if (dec_str_eq(m->name, m->name_len, "hlo_category"))
+	/* a named entry is this render's own cache entry: note its class once (the shared
+	 * empty entry of a missing key has no name and is never written) */
+	if (!m->name_len)
+		kind = CK_OTHER;
+	else if (!(kind = m->ckind))
+		kind = ((struct dec_stmd *)m)->ckind = collect_kind(m->name, m->name_len);
+	switch (kind) {
+	case CK_CATEGORY:
 		dst = &os->category;
-	else if (dec_str_eq(m->name, m->name_len, "hlo_op"))
+		break;
+	case CK_HLO_OP:
 		dst = &os->hlo_op;
-	else if (dec_str_eq(m->name, m->name_len, "step_name"))
+		break;
+	case CK_STEP_NAME:
 		dst = &os->step_name;
-	else if (dec_str_eq(m->name, m->name_len, "flops") && stat_number(s, &d))
-		os->flops = d, os->has_flops = true;
-	else if (dec_str_eq(m->name, m->name_len, "bytes_accessed") && stat_number(s, &d))
-		os->bytes = d, os->has_bytes = true;
-	else if (dec_str_eq(m->name, m->name_len, "step_num") &&
-		 (s->kind == SV_U64 || s->kind == SV_I64))
-		os->step_num = (int64_t)s->u, os->has_step_num = true;
-	else
-		dst = collect_more(os, m, s);
+		break;
+	case CK_FLOPS:
+		if (stat_number(s, &d))
+			os->flops = d, os->has_flops = true;
+		break;
+	case CK_BYTES:
+		if (stat_number(s, &d))
+			os->bytes = d, os->has_bytes = true;
+		break;
+	case CK_STEP_NUM:
+		if (integer)
+			os->step_num = (int64_t)s->u, os->has_step_num = true;
+		break;
+	case CK_HLO_MODULE: /* the analyses' strings, only when asked for (docs/stats.md) */
+		dst = os->strings ? &os->hlo_module : NULL;
+		break;
+	case CK_KERNEL_DETAILS:
+		dst = os->strings ? &os->kernel_details : NULL;
+		break;
+	case CK_TF_OP:
+		dst = os->strings ? &os->tf_op : NULL;
+		break;
+	case CK_MODEL_FLOPS:
+		if (stat_number(s, &d))
+			os->model_flops = d, os->has_model_flops = true;
+		break;
+	case CK_PROGRAM_ID:
+		if (integer)
+			os->program_id = s->u, os->has_program_id = true;
+		break;
+	case CK_DEV_OFF:
+		if (integer)
+			os->dev_off = (int64_t)s->u, os->has_dev_off = true;
+		break;
+	case CK_DEV_DUR:
+		if (integer)
+			os->dev_dur = (int64_t)s->u, os->has_dev_dur = true;
+		break;
+	}
 	if (dst) {
 		free(*dst);
 		*dst = NULL;
