@@ -160,6 +160,9 @@ typedef int (*dec_stat_fn)(struct dec_rctx *rc, struct dec_cur *c, const struct 
 int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
 		   uint32_t field, dec_stat_fn fn, void *arg);
 
+/* dec_walk_plane_stats() - call @fn for each stat of plane @pi (enters the plane). */
+int dec_walk_plane_stats(struct dec_rctx *rc, size_t pi, dec_stat_fn fn, void *arg);
+
 struct dec_render_arg {
 	struct dec_out *o;
 	bool first;

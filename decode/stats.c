@@ -560,12 +560,11 @@ static int facts_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_s
 	return 0;
 }
 
-int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *f)
+int dec_walk_plane_stats(struct dec_rctx *rc, size_t pi, dec_stat_fn fn, void *arg)
 {
 	const struct dec_plane *p = &rc->x->planes[pi];
 	int r;
 
-	memset(f, 0, sizeof(*f));
 	if ((r = dec_plane_enter(rc, pi)) < 0)
 		return r;
 	for (size_t i = 0; i < p->n_stats; i++) {
@@ -579,10 +578,20 @@ int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *
 		r = dec_stat_parse(c, &s);
 		c->pos = pos;
 		c->end = end;
-		if (r < 0 || (r = facts_stat(rc, c, &s, f)) < 0) {
-			dec_plane_facts_clear(f);
+		if (r < 0 || (r = fn(rc, c, &s, arg)) < 0)
 			return r;
-		}
+	}
+	return 0;
+}
+
+int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *f)
+{
+	int r;
+
+	memset(f, 0, sizeof(*f));
+	if ((r = dec_walk_plane_stats(rc, pi, facts_stat, f)) < 0) {
+		dec_plane_facts_clear(f);
+		return r;
 	}
 	/* peak rates are used only when positive and finite (a hostile 0 or -1 is "unknown") */
 	f->peak_flops = f->has_peak_tflops && f->peak_tflops > 0 ? f->peak_tflops * 1e12 : 0;

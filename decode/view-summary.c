@@ -66,27 +66,12 @@ static void out_walltime(struct dec_out *o, const char *lit, int64_t ns)
 
 static int plane_stats(struct dec_rctx *rc, size_t pi, struct dec_out *o)
 {
-	const struct dec_plane *p = &rc->x->planes[pi];
 	struct dec_render_arg ra = {o, true};
 	int r;
 
-	if ((r = dec_plane_enter(rc, pi)) < 0)
-		return r;
 	OUT_LIT(o, "{");
-	for (size_t i = 0; i < p->n_stats; i++) {
-		/* each plane stat is its own XStat message */
-		struct dec_cur *c = &rc->md;
-		uint64_t pos = c->pos, end = c->end;
-		struct dec_statv s;
-
-		c->pos = p->stats[i].off;
-		c->end = p->stats[i].off + p->stats[i].len;
-		r = dec_stat_parse(c, &s);
-		c->pos = pos;
-		c->end = end;
-		if (r < 0 || (r = dec_render_stat(rc, c, &s, &ra)) < 0)
-			return r;
-	}
+	if ((r = dec_walk_plane_stats(rc, pi, dec_render_stat, &ra)) < 0)
+		return r;
 	OUT_LIT(o, "}");
 	dec_md_gc(rc);
 	return 0;

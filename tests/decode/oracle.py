@@ -283,14 +283,7 @@ def check_steps(path, xs, steps):
             if ov > 0:
                 w_[4] += ov
 
-    def union(spans):
-        out = []
-        for a, b in sorted(spans):
-            if out and a <= out[-1][1]:
-                out[-1][1] = max(out[-1][1], b)
-            else:
-                out.append([a, b])
-        return out
+    union = oracle_stats.union
 
     if want:
         spans = {}  # device plane -> its op events' [start, end)
