@@ -49,6 +49,7 @@ static void evmd_clear(struct dec_evmd *e)
 	free(e->stats_json);
 	free(e->category);
 	free(e->hlo_op);
+	free(e->hlo_module);
 	dec_trace_md_free(e->trace);
 	memset(e, 0, sizeof(*e));
 }
@@ -191,7 +192,7 @@ static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint
 {
 	char *full = NULL, *disp = NULL;
 	size_t full_len = 0, disp_len = 0;
-	struct dec_opstats os = {0};
+	struct dec_opstats os = {.strings = true};
 	struct dec_render_arg ra;
 	struct dec_out so;
 	int r;
@@ -228,6 +229,12 @@ static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint
 	e->has_bytes = os.has_bytes;
 	e->step_num = os.step_num;
 	e->has_step_num = os.has_step_num;
+	e->hlo_module = os.hlo_module;
+	os.hlo_module = NULL;
+	e->model_flops = os.model_flops;
+	e->has_model_flops = os.has_model_flops;
+	e->program_id = os.program_id;
+	e->has_program_id = os.has_program_id;
 	e->group = -1;
 	e->loaded = true;
 	rc->md_bytes += sizeof(*e) + len + e->name_len + e->name_json_len + e->full_json_len +

@@ -32,6 +32,7 @@ struct dec_stmd { /* one XStatMetadata */
 	char *json; /* the name as a JSON string, followed by ':' (a stat's key) */
 	size_t json_len;
 	int8_t tkind; /* trace.json's class of the name + 1 (0: not yet known; trace-model.c) */
+	int8_t ckind; /* dec_collect_stat()'s class of the name (0: not yet known; stats.c) */
 };
 
 struct dec_trace_md;
@@ -49,6 +50,11 @@ struct dec_evmd { /* one XEventMetadata */
 	bool has_flops, has_bytes;
 	int64_t step_num;
 	bool has_step_num;
+	char *hlo_module; /* owned, NULL when absent */
+	double model_flops;
+	bool has_model_flops;
+	uint64_t program_id;
+	bool has_program_id;
 	int64_t group;              /* ops group in the current aggregation, -1 unknown */
 	struct dec_trace_md *trace; /* owned; trace renders only (trace-model.c) */
 };
@@ -154,6 +160,9 @@ typedef int (*dec_stat_fn)(struct dec_rctx *rc, struct dec_cur *c, const struct 
 int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
 		   uint32_t field, dec_stat_fn fn, void *arg);
 
+/* dec_walk_plane_stats() - call @fn for each stat of plane @pi (enters the plane). */
+int dec_walk_plane_stats(struct dec_rctx *rc, size_t pi, dec_stat_fn fn, void *arg);
+
 struct dec_render_arg {
 	struct dec_out *o;
 	bool first;
@@ -168,10 +177,35 @@ struct dec_opstats {
 	bool has_flops, has_bytes;
 	int64_t step_num;
 	bool has_step_num;
+	/* for ops.json / overview.json / kernels.json (docs/stats.md) */
+	bool strings;                              /* set by the caller: also collect these */
+	char *hlo_module, *kernel_details, *tf_op; /* owned */
+	double model_flops;
+	bool has_model_flops;
+	uint64_t program_id;
+	bool has_program_id;
+	int64_t dev_off, dev_dur; /* device_offset_ps / device_duration_ps */
+	bool has_dev_off, has_dev_dur;
 };
 void dec_opstats_clear(struct dec_opstats *s);
 /* dec_collect_stat() - a dec_stat_fn filling a struct dec_opstats. */
 int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+
+/*
+ * What the analyses read from a plane's own stats (TSL StatType names, see
+ * docs/stats.md): peak rates (TPU: peak_teraflops_per_second,
+ * peak_hbm_bw_gigabytes_per_second; GPU: memory_bandwidth in bytes/s) and
+ * the device description. peak_flops / peak_bw: per second, 0 = unknown.
+ */
+struct dec_plane_facts {
+	char *device_type, *vendor; /* owned, NULL when absent */
+	double peak_tflops, peak_hbm_gbps, mem_bw, clock_khz, core_count, cc_major, cc_minor;
+	bool has_peak_tflops, has_peak_hbm_gbps, has_mem_bw, has_clock, has_core_count, has_cc;
+	double peak_flops, peak_bw;
+};
+/* dec_plane_facts_get() - the facts of plane @pi (enters it); clear with dec_plane_facts_clear(). */
+int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *f);
+void dec_plane_facts_clear(struct dec_plane_facts *f);
 
 /* ---- the events of a line (render.c) ------------------------------------ */
 
@@ -252,6 +286,9 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o);
+int dec_view_overview(struct dec_rctx *rc, struct dec_out *o);
+/* dec_view_kernels() - kernels.json; -ENOENT (nothing written) without GPU planes. */
+int dec_view_kernels(struct dec_rctx *rc, struct dec_out *o);
 /* dec_steps_windows() - xprofs_xspace_steps() on render context @rc. */
 int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n);
 /* dec_view_track() - planes/<plane>/<line>.json of line @li. */
@@ -263,6 +300,10 @@ int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o);
 int dec_render(struct xprofs_xspace *x, int view, size_t track,
 	       const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
 	       struct xprofs_buf *err);
+
+/* dec_with_rctx() - @fn(rc, @arg) with a fresh render context over @x (render.c). */
+int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
+		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg);
 
 /* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
 
@@ -374,5 +415,7 @@ enum dec_line_kind { LK_NONE = 0, LK_XLA_OPS, LK_STREAM, LK_HOST };
 /* dec_op_line_kind() - the kind of line @l of plane @p (rule: docs/decode.md). */
 enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct dec_plane *p,
 				    const struct dec_line *l, bool host_has_fw);
+/* dec_host_has_fw() - @p has "Framework Ops" / "TensorFlow Ops" lines (then only they hold ops). */
+bool dec_host_has_fw(const struct xprofs_xspace *x, const struct dec_plane *p);
 
 #endif

@@ -145,11 +145,15 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 
 /* The renderer of each view, by enum xprofs_view; any other @view is a track.
  * trace.json.gz is trace.json written through a deflating sink. */
+/* clang-format off */
 static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_out *o) = {
 	[XPROFS_VIEW_SUMMARY] = dec_view_summary, [XPROFS_VIEW_TRACE] = dec_view_trace,
 	[XPROFS_VIEW_OPS] = dec_view_ops,         [XPROFS_VIEW_STEPS] = dec_view_steps,
 	[XPROFS_VIEW_TRACE_GZ] = dec_view_trace,  [XPROFS_VIEW_PFTRACE] = dec_view_pftrace,
+	[XPROFS_VIEW_OVERVIEW] = dec_view_overview,
+	[XPROFS_VIEW_KERNELS] = dec_view_kernels,
 };
+/* clang-format on */
 
 int dec_render(struct xprofs_xspace *x, int view, size_t track,
 	       const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
@@ -215,6 +219,18 @@ int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const stru
 			 struct xprofs_buf *err)
 {
 	return xprofs_xspace_render_opts(x, v, NULL, out, err);
+}
+
+int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
+		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg)
+{
+	struct dec_rctx rc;
+	int r;
+
+	rctx_init(&rc, x, err);
+	r = fn(&rc, arg);
+	rctx_deinit(&rc);
+	return r;
 }
 
 int xprofs_xspace_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,

@@ -346,32 +346,121 @@ void dec_opstats_clear(struct dec_opstats *s)
 	free(s->category);
 	free(s->hlo_op);
 	free(s->step_name);
+	free(s->hlo_module);
+	free(s->kernel_details);
+	free(s->tf_op);
 	memset(s, 0, sizeof(*s));
+}
+
+/* The stats dec_collect_stat() looks at, by name (class 0: not yet known). */
+enum {
+	CK_UNKNOWN = 0,
+	CK_CATEGORY,
+	CK_HLO_OP,
+	CK_STEP_NAME,
+	CK_FLOPS,
+	CK_BYTES,
+	CK_STEP_NUM,
+	CK_HLO_MODULE,
+	CK_KERNEL_DETAILS,
+	CK_TF_OP,
+	CK_MODEL_FLOPS,
+	CK_PROGRAM_ID,
+	CK_DEV_OFF,
+	CK_DEV_DUR,
+	CK_OTHER,
+};
+
+static int8_t collect_kind(const char *name, size_t len)
+{
+	static const char *const names[] = {
+		[CK_CATEGORY] = "hlo_category",
+		[CK_HLO_OP] = "hlo_op",
+		[CK_STEP_NAME] = "step_name",
+		[CK_FLOPS] = "flops",
+		[CK_BYTES] = "bytes_accessed",
+		[CK_STEP_NUM] = "step_num",
+		[CK_HLO_MODULE] = "hlo_module",
+		[CK_KERNEL_DETAILS] = "kernel_details",
+		[CK_TF_OP] = "tf_op",
+		[CK_MODEL_FLOPS] = "model_flops",
+		[CK_PROGRAM_ID] = "program_id",
+		[CK_DEV_OFF] = "device_offset_ps",
+		[CK_DEV_DUR] = "device_duration_ps",
+	};
+
+	for (int8_t k = CK_CATEGORY; k < CK_OTHER; k++)
+		if (dec_str_eq(name, len, names[k]))
+			return k;
+	return CK_OTHER;
 }
 
 int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
 {
 	struct dec_opstats *os = arg;
 	const struct dec_stmd *m;
+	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
 	char **dst = NULL;
+	int8_t kind;
 	double d;
 	int r;
 
 	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
 		return r;
-	if (dec_str_eq(m->name, m->name_len, "hlo_category"))
+	/* a named entry is this render's own cache entry: note its class once (the shared
+	 * empty entry of a missing key has no name and is never written) */
+	if (!m->name_len)
+		kind = CK_OTHER;
+	else if (!(kind = m->ckind))
+		kind = ((struct dec_stmd *)m)->ckind = collect_kind(m->name, m->name_len);
+	switch (kind) {
+	case CK_CATEGORY:
 		dst = &os->category;
-	else if (dec_str_eq(m->name, m->name_len, "hlo_op"))
+		break;
+	case CK_HLO_OP:
 		dst = &os->hlo_op;
-	else if (dec_str_eq(m->name, m->name_len, "step_name"))
+		break;
+	case CK_STEP_NAME:
 		dst = &os->step_name;
-	else if (dec_str_eq(m->name, m->name_len, "flops") && stat_number(s, &d))
-		os->flops = d, os->has_flops = true;
-	else if (dec_str_eq(m->name, m->name_len, "bytes_accessed") && stat_number(s, &d))
-		os->bytes = d, os->has_bytes = true;
-	else if (dec_str_eq(m->name, m->name_len, "step_num") &&
-		 (s->kind == SV_U64 || s->kind == SV_I64))
-		os->step_num = (int64_t)s->u, os->has_step_num = true;
+		break;
+	case CK_FLOPS:
+		if (stat_number(s, &d))
+			os->flops = d, os->has_flops = true;
+		break;
+	case CK_BYTES:
+		if (stat_number(s, &d))
+			os->bytes = d, os->has_bytes = true;
+		break;
+	case CK_STEP_NUM:
+		if (integer)
+			os->step_num = (int64_t)s->u, os->has_step_num = true;
+		break;
+	case CK_HLO_MODULE: /* the analyses' strings, only when asked for (docs/stats.md) */
+		dst = os->strings ? &os->hlo_module : NULL;
+		break;
+	case CK_KERNEL_DETAILS:
+		dst = os->strings ? &os->kernel_details : NULL;
+		break;
+	case CK_TF_OP:
+		dst = os->strings ? &os->tf_op : NULL;
+		break;
+	case CK_MODEL_FLOPS:
+		if (stat_number(s, &d))
+			os->model_flops = d, os->has_model_flops = true;
+		break;
+	case CK_PROGRAM_ID:
+		if (integer)
+			os->program_id = s->u, os->has_program_id = true;
+		break;
+	case CK_DEV_OFF:
+		if (integer)
+			os->dev_off = (int64_t)s->u, os->has_dev_off = true;
+		break;
+	case CK_DEV_DUR:
+		if (integer)
+			os->dev_dur = (int64_t)s->u, os->has_dev_dur = true;
+		break;
+	}
 	if (dst) {
 		free(*dst);
 		*dst = NULL;
@@ -436,4 +525,90 @@ int64_t dec_plane_stat_int(const struct dec_plane *p, struct dec_cur *c, const c
 		}
 	}
 	return 0;
+}
+
+/* facts_stat() - a dec_stat_fn: one plane stat into struct dec_plane_facts (by TSL StatType name). */
+static int facts_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct dec_plane_facts *f = arg;
+	const struct dec_stmd *m;
+	double d;
+	int r;
+
+	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+		return r;
+	if (dec_str_eq(m->name, m->name_len, "device_type_string") && !f->device_type)
+		return stat_string(rc, c, s, &f->device_type);
+	if (dec_str_eq(m->name, m->name_len, "device_vendor") && !f->vendor)
+		return stat_string(rc, c, s, &f->vendor);
+	if (!stat_number(s, &d))
+		return 0;
+	if (dec_str_eq(m->name, m->name_len, "peak_teraflops_per_second"))
+		f->peak_tflops = d, f->has_peak_tflops = true;
+	else if (dec_str_eq(m->name, m->name_len, "peak_hbm_bw_gigabytes_per_second"))
+		f->peak_hbm_gbps = d, f->has_peak_hbm_gbps = true;
+	else if (dec_str_eq(m->name, m->name_len, "memory_bandwidth"))
+		f->mem_bw = d, f->has_mem_bw = true;
+	else if (dec_str_eq(m->name, m->name_len, "clock_rate"))
+		f->clock_khz = d, f->has_clock = true;
+	else if (dec_str_eq(m->name, m->name_len, "core_count"))
+		f->core_count = d, f->has_core_count = true;
+	else if (dec_str_eq(m->name, m->name_len, "compute_cap_major"))
+		f->cc_major = d, f->has_cc = true;
+	else if (dec_str_eq(m->name, m->name_len, "compute_cap_minor"))
+		f->cc_minor = d;
+	return 0;
+}
+
+int dec_walk_plane_stats(struct dec_rctx *rc, size_t pi, dec_stat_fn fn, void *arg)
+{
+	const struct dec_plane *p = &rc->x->planes[pi];
+	int r;
+
+	if ((r = dec_plane_enter(rc, pi)) < 0)
+		return r;
+	for (size_t i = 0; i < p->n_stats; i++) {
+		/* each plane stat is its own XStat message */
+		struct dec_cur *c = &rc->md;
+		uint64_t pos = c->pos, end = c->end;
+		struct dec_statv s;
+
+		c->pos = p->stats[i].off;
+		c->end = p->stats[i].off + p->stats[i].len;
+		r = dec_stat_parse(c, &s);
+		c->pos = pos;
+		c->end = end;
+		if (r < 0 || (r = fn(rc, c, &s, arg)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *f)
+{
+	int r;
+
+	memset(f, 0, sizeof(*f));
+	if ((r = dec_walk_plane_stats(rc, pi, facts_stat, f)) < 0) {
+		dec_plane_facts_clear(f);
+		return r;
+	}
+	/* peak rates are used only when positive and finite (a hostile 0 or -1 is "unknown") */
+	f->peak_flops = f->has_peak_tflops && f->peak_tflops > 0 ? f->peak_tflops * 1e12 : 0;
+	if (f->has_peak_hbm_gbps && f->peak_hbm_gbps > 0)
+		f->peak_bw = f->peak_hbm_gbps * 1e9;
+	else if (f->has_mem_bw && f->mem_bw > 0)
+		f->peak_bw = f->mem_bw;
+	if (!isfinite(f->peak_flops))
+		f->peak_flops = 0;
+	if (!isfinite(f->peak_bw))
+		f->peak_bw = 0;
+	return 0;
+}
+
+void dec_plane_facts_clear(struct dec_plane_facts *f)
+{
+	free(f->device_type);
+	free(f->vendor);
+	memset(f, 0, sizeof(*f));
 }

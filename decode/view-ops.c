@@ -6,40 +6,27 @@
  * docs/decode.md): "XLA Ops" and GPU stream lines of device planes, the
  * framework-op lines of /host:CPU. Ops are aggregated per plane in a hash
  * map by name (GPU kernels by their hlo_op); self time = duration minus the
- * direct children's overlap, from a stack of open events. Limits: at most
+ * durations of the direct children wholly inside it (XProf's rule), from a
+ * stack of open events. Limits: at most
  * OPS_MAX distinct ops per plane (the rest go to "(other)"), nesting at most
  * OPS_DEPTH_MAX deep (deeper events count as leaves).
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "render-internal.h"
+#include "ops-internal.h"
 
-#define OPS_MAX ((size_t)1 << 20)
 #define OPS_DEPTH_MAX 1024
-
-struct op {
-	char *name, *category; /* owned */
-	uint64_t count;
-	int64_t total, self, min, max;
-	double flops, bytes;
-	bool has_flops, has_bytes;
-};
-
-struct opmap {
-	struct op *ops; /* owned */
-	size_t n, cap;
-	uint32_t *slot; /* 1 + op index, 0 empty */
-	size_t nslot;
-	int64_t other; /* index of "(other)" or -1 */
-};
 
 static void opmap_free(struct opmap *m)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		free(m->ops[i].name);
 		free(m->ops[i].category);
+		free(m->ops[i].program);
 	}
 	free(m->ops);
 	free(m->slot);
@@ -100,6 +87,7 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 		return -ENOMEM;
 	}
 	op->min = INT64_MAX;
+	op->max = INT64_MIN;
 	m->n++;
 	if (m->n >= OPS_MAX)
 		m->other = (int64_t)m->n - 1;
@@ -143,7 +131,7 @@ enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct 
 	return LK_HOST;
 }
 
-static bool host_has_framework_lines(const struct xprofs_xspace *x, const struct dec_plane *p)
+bool dec_host_has_fw(const struct xprofs_xspace *x, const struct dec_plane *p)
 {
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
 		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Framework Ops") ||
@@ -153,7 +141,7 @@ static bool host_has_framework_lines(const struct xprofs_xspace *x, const struct
 }
 
 struct frame {
-	int64_t end, dur, child;
+	int64_t start, end, dur, child;
 	int64_t op;
 };
 
@@ -167,6 +155,7 @@ static void op_finish(struct opmap *m, const struct frame *f)
 /* One line's aggregation: the op map, the line's kind and the stack of open events. */
 struct ops_acc {
 	struct opmap *m;
+	struct progmap *pm;
 	enum dec_line_kind kind;
 	uint64_t events;
 	int64_t total;
@@ -190,64 +179,167 @@ static int64_t op_group(struct ops_acc *a, struct dec_evmd *md, const struct dec
 	return gi;
 }
 
-/* Self time: @e (of op @gi) is a child of the innermost open event it starts in. */
+/*
+ * Self time, XProf's rule (ConvertTensorCoreDeviceTraceXPlaneToOpMetricsDb():
+ * an AncestorStack whose parent test is Timespan::Includes()): @e (of op
+ * @gi) is a child of the innermost open event that wholly contains it
+ * (start <= e.start and e.end <= end); open events that do not are closed
+ * first. The parent's children time grows by @e's whole duration; an event
+ * that only partly overlaps the open one is not its child.
+ */
 static void ops_nest(struct ops_acc *a, const struct dec_event *e, int64_t gi)
 {
-	struct frame *top;
+	struct frame f = {e->start_ps, e->end_ps, e->duration_ps, 0, gi};
 
 	if (e->has_num) { /* aggregated: no position on the timeline */
-		struct frame f = {0, e->duration_ps, 0, gi};
-
 		op_finish(a->m, &f);
 		return;
 	}
-	while (a->depth > 0 && a->stack[a->depth - 1].end <= e->start_ps)
+	while (a->depth > 0 && !(a->stack[a->depth - 1].start <= e->start_ps &&
+				 e->end_ps <= a->stack[a->depth - 1].end))
 		op_finish(a->m, &a->stack[--a->depth]);
 	if (a->depth > 0) {
-		top = &a->stack[a->depth - 1];
-		int64_t end = e->end_ps < top->end ? e->end_ps : top->end;
-		int64_t ov = end - e->start_ps;
+		struct frame *top = &a->stack[a->depth - 1];
 
-		if (ov > 0)
-			top->child = dec_sat_add(top->child, ov);
+		top->child = dec_sat_add(top->child, e->duration_ps > 0 ? e->duration_ps : 0);
 	}
-	if (a->depth < OPS_DEPTH_MAX) {
-		a->stack[a->depth++] = (struct frame){e->end_ps, e->duration_ps, 0, gi};
-	} else {
-		struct frame f = {e->end_ps, e->duration_ps, 0, gi};
-
+	if (a->depth < OPS_DEPTH_MAX)
+		a->stack[a->depth++] = f;
+	else
 		op_finish(a->m, &f);
+}
+
+#define PROGS_MAX ((size_t)1 << 16)
+
+static void progmap_free(struct progmap *pm)
+{
+	for (size_t i = 0; i < pm->n; i++)
+		free(pm->name[i]);
+	free(pm->id);
+	free(pm->name);
+	memset(pm, 0, sizeof(*pm));
+}
+
+/* prog_event() - a dec_event_fn: an "XLA Modules" event "<module>(<id>)" names program <id>. */
+static int prog_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md,
+		      void *arg)
+{
+	struct progmap *pm = arg;
+	const char *open = md->name_len ? memrchr(md->name, '(', md->name_len) : NULL;
+	uint64_t id = 0;
+	size_t cap;
+	int r;
+
+	(void)rc;
+	(void)e;
+	if (!open || md->name[md->name_len - 1] != ')' || open + 2 >= md->name + md->name_len ||
+	    pm->n >= PROGS_MAX)
+		return 0;
+	for (const char *q = open + 1; q < md->name + md->name_len - 1; q++) {
+		uint64_t dgt = (uint64_t)(*q - '0');
+
+		if (*q < '0' || *q > '9' || id > (UINT64_MAX - dgt) / 10)
+			return 0;
+		id = id * 10 + dgt;
 	}
+	for (size_t i = 0; i < pm->n; i++) /* few modules; keep the first name of an id */
+		if (pm->id[i] == id)
+			return 0;
+	cap = pm->cap;
+	if ((r = xprofs_grow(&pm->id, &cap, pm->n, sizeof(*pm->id), 16)) < 0 ||
+	    (r = xprofs_grow(&pm->name, &pm->cap, pm->n, sizeof(*pm->name), 16)) < 0)
+		return r;
+	if (!(pm->name[pm->n] = strndup(md->name, md->name_len)))
+		return -ENOMEM;
+	pm->id[pm->n++] = id;
+	return 0;
+}
+
+static const char *progmap_find(const struct progmap *pm, uint64_t id)
+{
+	for (size_t i = 0; i < pm->n; i++)
+		if (pm->id[i] == id)
+			return pm->name[i];
+	return NULL;
+}
+
+/*
+ * op_program() - @op's program, from its first occurrence: "<hlo_module>(<program_id>)"
+ * (XProf's HloModuleNameWithProgramId()), else the "XLA Modules" event of its program_id.
+ */
+static int op_program(const struct ops_acc *a, struct op *op, const struct dec_evmd *md,
+		      const struct dec_opstats *os)
+{
+	const char *mod = os->hlo_module ? os->hlo_module : md->hlo_module;
+	bool has_id = os->has_program_id || md->has_program_id;
+	uint64_t id = os->has_program_id ? os->program_id : md->program_id;
+	const char *known;
+
+	op->program_tried = true;
+	if (mod && has_id) {
+		if (asprintf(&op->program, "%s(%" PRIu64 ")", mod, id) < 0) {
+			op->program = NULL;
+			return -ENOMEM;
+		}
+	} else if (mod) {
+		op->program = strdup(mod);
+	} else if (has_id && (known = progmap_find(a->pm, id))) {
+		op->program = strdup(known);
+	} else {
+		return 0;
+	}
+	return op->program ? 0 : -ENOMEM;
 }
 
 /* A dec_event_fn: add one event to its op (arg: struct ops_acc). */
-static int ops_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md, void *arg)
+static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec_evmd *md,
+		     void *arg)
 {
 	struct ops_acc *a = arg;
 	struct dec_opstats os = {0};
-	double flops = md->flops, bytes = md->bytes;
-	bool has_flops = md->has_flops, has_bytes = md->has_bytes;
+	struct dec_event dev = *ev, *e = &dev;
+	double flops = md->flops, bytes = md->bytes, mflops = md->model_flops;
+	bool has_flops = md->has_flops, has_bytes = md->has_bytes, has_mf = md->has_model_flops;
 	struct op *op;
 	int64_t gi;
 	int r;
 
 	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS)) {
 		if ((r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-					XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
-			dec_opstats_clear(&os);
-			return r;
-		}
+					XEVENT_F_STATS, dec_collect_stat, &os)) < 0)
+			goto out;
 		if (os.has_flops)
 			flops = os.flops, has_flops = true;
 		if (os.has_bytes)
 			bytes = os.bytes, has_bytes = true;
+		if (os.has_model_flops)
+			mflops = os.model_flops, has_mf = true;
+		/* GetDeviceEventTimespan(): the device's own clock when the event has it */
+		if (a->kind == LK_XLA_OPS && os.has_dev_off && os.has_dev_dur && !e->has_num) {
+			e->start_ps = os.dev_off;
+			e->duration_ps = os.dev_dur;
+			e->end_ps = dec_sat_add(os.dev_off, os.dev_dur);
+		}
 	}
-	gi = op_group(a, md, &os);
-	dec_opstats_clear(&os);
-	if (gi < 0)
-		return (int)gi;
+	if ((r = (int)(gi = op_group(a, md, &os))) < 0)
+		goto out;
 	op = &a->m->ops[gi];
+	if (!op->program_tried) { /* the first occurrence: its strings too (hlo_module) */
+		struct dec_opstats ps = {.strings = true};
+
+		r = 0;
+		if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
+			r = dec_walk_stats(rc, &rc->ev, e->stats_off,
+					   e->off + e->len - e->stats_off, XEVENT_F_STATS,
+					   dec_collect_stat, &ps);
+		if (r == 0)
+			r = op_program(a, op, md, &ps);
+		dec_opstats_clear(&ps);
+		if (r < 0)
+			goto out;
+	}
 	op->count++;
+	op->occurrences = dec_sat_add(op->occurrences, e->has_num ? (e->num > 0 ? e->num : 0) : 1);
 	op->total = dec_sat_add(op->total, e->duration_ps);
 	if (e->duration_ps < op->min)
 		op->min = e->duration_ps;
@@ -257,10 +349,15 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_
 		op->flops += flops, op->has_flops = true;
 	if (has_bytes)
 		op->bytes += bytes, op->has_bytes = true;
+	if (has_mf)
+		op->model_flops += mflops, op->has_model_flops = true;
 	a->events++;
 	a->total = dec_sat_add(a->total, e->duration_ps);
 	ops_nest(a, e, gi);
-	return 0;
+	r = 0;
+out:
+	dec_opstats_clear(&os);
+	return r;
 }
 
 /* Aggregate one line's events into @a->m; adds to a->events and a->total. */
@@ -296,89 +393,356 @@ static void out_opt_double(struct dec_out *o, const char *lit, bool has, double 
 		OUT_LIT(o, "null");
 }
 
-static int ops_write(struct opmap *m, struct dec_out *o)
+/* out_rate() - @lit then @amount per second of @ps (XProf's SafeDivide over time), null if unknown. */
+static void out_rate(struct dec_out *o, const char *lit, bool has, double amount, int64_t ps)
 {
-	size_t *idx = malloc((m->n + 1) * sizeof(*idx));
+	out_opt_double(o, lit, has && ps > 0, amount / (double)ps * 1e12);
+}
 
-	if (!idx)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->n; i++)
-		idx[i] = i;
-	qsort_r(idx, m->n, sizeof(*idx), op_cmp, m);
+/*
+ * out_roofline() - arithmetic intensity and XProf's SetRooflineMetrics() bound:
+ * bytes != 0 ? (flops/bytes >= ridge ? Compute : Memory) : (flops != 0 ? Compute : Unknown);
+ * null without peak rates (no ridge point).
+ */
+static void out_roofline(struct dec_out *o, const struct op *op, const struct dec_plane_facts *f)
+{
+	double flops = op->has_flops ? op->flops : 0, bytes = op->has_bytes ? op->bytes : 0;
+	const char *bound;
+
+	out_opt_double(o, ",\"intensity\":", op->has_flops && bytes != 0, flops / bytes);
+	OUT_LIT(o, ",\"bound\":");
+	if (!(f->peak_flops > 0 && f->peak_bw > 0)) {
+		OUT_LIT(o, "null");
+		return;
+	}
+	if (bytes != 0)
+		bound = flops / bytes >= f->peak_flops / f->peak_bw ? "\"Compute\"" : "\"Memory\"";
+	else
+		bound = flops != 0 ? "\"Compute\"" : "\"Unknown\"";
+	dec_out_add(o, bound, strlen(bound));
+}
+
+/* out_share() - ,"share": @part / @whole, null when @whole is 0. */
+static void out_share(struct dec_out *o, int64_t part, int64_t whole)
+{
+	out_opt_double(o, ",\"share\":", whole > 0, (double)part / (double)whole);
+}
+
+static void op_write(struct dec_out *o, const struct op *op, const struct dec_plane_facts *f,
+		     int64_t plane_self)
+{
+	dec_out_cstr(o, op->name);
+	OUT_LIT(o, ",\"category\":");
+	dec_out_cstr(o, op->category);
+	OUT_LIT(o, ",\"program\":");
+	if (op->program)
+		dec_out_cstr(o, op->program);
+	else
+		OUT_LIT(o, "null");
+	OUT_LIT(o, ",\"count\":");
+	dec_out_u64(o, op->count);
+	dec_out_key_i64(o, ",\"occurrences\":", op->occurrences);
+	dec_out_key_i64(o, ",\"total_ps\":", op->total);
+	dec_out_key_i64(o, ",\"self_ps\":", op->self);
+	dec_out_key_i64(o, ",\"min_ps\":", op->count ? op->min : 0);
+	dec_out_key_i64(o, ",\"mean_ps\":", op->count ? op->total / (int64_t)op->count : 0);
+	dec_out_key_i64(o, ",\"max_ps\":", op->count ? op->max : 0);
+	out_opt_double(o, ",\"avg_ps\":", op->occurrences > 0,
+		       (double)op->total / (double)op->occurrences);
+	out_opt_double(o, ",\"flops\":", op->has_flops, op->flops);
+	out_opt_double(o, ",\"model_flops\":", op->has_model_flops, op->model_flops);
+	out_opt_double(o, ",\"bytes_accessed\":", op->has_bytes, op->bytes);
+	out_rate(o, ",\"flops_per_s\":", op->has_flops, op->flops, op->total);
+	out_rate(o, ",\"model_flops_per_s\":", op->has_model_flops, op->model_flops, op->total);
+	out_rate(o, ",\"bytes_per_s\":", op->has_bytes, op->bytes, op->total);
+	out_roofline(o, op, f);
+	out_share(o, op->self, plane_self);
+}
+
+static int ops_write(struct opmap *m, const size_t *idx, const struct dec_plane_facts *f,
+		     int64_t plane_self, struct dec_out *o)
+{
 	for (size_t i = 0; i < m->n; i++) {
-		const struct op *op = &m->ops[idx[i]];
-
 		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
-		dec_out_cstr(o, op->name);
-		OUT_LIT(o, ",\"category\":");
-		dec_out_cstr(o, op->category);
-		OUT_LIT(o, ",\"count\":");
-		dec_out_u64(o, op->count);
-		dec_out_key_i64(o, ",\"total_ps\":", op->total);
-		dec_out_key_i64(o, ",\"self_ps\":", op->self);
-		dec_out_key_i64(o, ",\"min_ps\":", op->count ? op->min : 0);
-		dec_out_key_i64(o, ",\"mean_ps\":", op->count ? op->total / (int64_t)op->count : 0);
-		dec_out_key_i64(o, ",\"max_ps\":", op->max);
-		out_opt_double(o, ",\"flops\":", op->has_flops, op->flops);
-		out_opt_double(o, ",\"bytes_accessed\":", op->has_bytes, op->bytes);
+		op_write(o, &m->ops[idx[i]], f, plane_self);
 		OUT_LIT(o, "}");
 		if (dec_out_flush(o, false) < 0)
 			break;
 	}
-	free(idx);
 	return o->r;
+}
+
+/* ---- rollups: XProf's op profile by category / by program ------------- */
+
+/* One group of ops (op_profile_builder.cc: a category or program node). */
+struct rollup {
+	const char *key; /* borrowed from an op; NULL: no program */
+	uint64_t ops;
+	int64_t occurrences, self, total;
+	double flops, bytes, model_flops;
+	bool has_flops, has_bytes, has_model_flops;
+};
+
+static const char *op_key(const struct op *op, bool by_program)
+{
+	return by_program ? op->program : op->category;
+}
+
+static int key_cmp(const char *x, const char *y)
+{
+	if (!x || !y)
+		return x ? 1 : y ? -1 : 0;
+	return strcmp(x, y);
+}
+
+struct key_sort_arg {
+	const struct opmap *m;
+	bool by_program;
+};
+
+static int key_sort(const void *a, const void *b, void *arg)
+{
+	const struct key_sort_arg *k = arg;
+	const struct op *x = &k->m->ops[*(const size_t *)a], *y = &k->m->ops[*(const size_t *)b];
+
+	return key_cmp(op_key(x, k->by_program), op_key(y, k->by_program));
+}
+
+static int rollup_cmp(const void *a, const void *b)
+{
+	const struct rollup *x = a, *y = b;
+
+	if (x->self != y->self)
+		return x->self > y->self ? -1 : 1;
+	return key_cmp(x->key, y->key);
+}
+
+/*
+ * ops_rollup() - "by_category" or "by_program": as XProf's UpdateNodeMetrics(), a
+ * group's time is the sum of its ops' self times, and an op's flops / bytes count
+ * only when it has no children time (total == self).
+ */
+static int ops_rollup(struct opmap *m, bool by_program, int64_t plane_self, struct dec_out *o)
+{
+	size_t *idx = malloc((m->n + 1) * sizeof(*idx)), ng = 0;
+	struct rollup *g = calloc(m->n + 1, sizeof(*g));
+	struct key_sort_arg ka = {m, by_program};
+	int r = 0;
+
+	if (!idx || !g) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < m->n; i++)
+		idx[i] = i;
+	qsort_r(idx, m->n, sizeof(*idx), key_sort, &ka);
+	for (size_t i = 0; i < m->n; i++) {
+		const struct op *op = &m->ops[idx[i]];
+		struct rollup *cur;
+		bool leaf = op->total == op->self;
+
+		if (!ng || key_cmp(g[ng - 1].key, op_key(op, by_program)))
+			g[ng++].key = op_key(op, by_program);
+		cur = &g[ng - 1];
+		cur->ops++;
+		cur->occurrences = dec_sat_add(cur->occurrences, op->occurrences);
+		cur->self = dec_sat_add(cur->self, op->self);
+		cur->total = dec_sat_add(cur->total, op->total);
+		if (leaf && op->has_flops)
+			cur->flops += op->flops, cur->has_flops = true;
+		if (leaf && op->has_bytes)
+			cur->bytes += op->bytes, cur->has_bytes = true;
+		if (leaf && op->has_model_flops)
+			cur->model_flops += op->model_flops, cur->has_model_flops = true;
+	}
+	qsort(g, ng, sizeof(*g), rollup_cmp);
+	for (size_t i = 0; i < ng; i++) {
+		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
+		if (g[i].key)
+			dec_out_cstr(o, g[i].key);
+		else
+			OUT_LIT(o, "null");
+		OUT_LIT(o, ",\"ops\":");
+		dec_out_u64(o, g[i].ops);
+		dec_out_key_i64(o, ",\"occurrences\":", g[i].occurrences);
+		dec_out_key_i64(o, ",\"self_ps\":", g[i].self);
+		dec_out_key_i64(o, ",\"total_ps\":", g[i].total);
+		out_opt_double(o, ",\"flops\":", g[i].has_flops, g[i].flops);
+		out_opt_double(o, ",\"model_flops\":", g[i].has_model_flops, g[i].model_flops);
+		out_opt_double(o, ",\"bytes_accessed\":", g[i].has_bytes, g[i].bytes);
+		out_rate(o, ",\"flops_per_s\":", g[i].has_flops, g[i].flops, g[i].self);
+		out_rate(o, ",\"bytes_per_s\":", g[i].has_bytes, g[i].bytes, g[i].self);
+		out_share(o, g[i].self, plane_self);
+		OUT_LIT(o, "}");
+		if ((r = dec_out_flush(o, false)) < 0)
+			break;
+	}
+out:
+	free(idx);
+	free(g);
+	return r < 0 ? r : o->r;
+}
+
+/* ---- one plane ---------------------------------------------------------- */
+
+int dec_ops_plane(struct dec_rctx *rc, size_t pi, struct dec_ops *out)
+{
+	struct xprofs_xspace *x = rc->x;
+	const struct dec_plane *p = &x->planes[pi];
+	bool fw = is_host_plane(p) && dec_host_has_fw(x, p);
+	struct ops_acc *acc = NULL;
+	int r = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->m.other = -1;
+	if (!(acc = malloc(sizeof(*acc))))
+		return -ENOMEM;
+	acc->m = &out->m;
+	acc->pm = &out->pm;
+	acc->events = 0;
+	acc->total = 0;
+	acc->depth = 0;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+		if (dec_plane_is_device(p) &&
+		    dec_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
+		    (r = dec_line_each(rc, j, NULL, prog_event, &out->pm)) < 0)
+			goto out;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
+		enum dec_line_kind k = dec_op_line_kind(x, p, &x->lines[j], fw);
+
+		if (k == LK_NONE)
+			continue;
+		acc->kind = k;
+		if ((r = ops_line(rc, j, acc)) < 0)
+			goto out;
+	}
+	out->events = acc->events;
+	out->total = acc->total;
+	for (size_t i = 0; i < out->m.n; i++)
+		out->self = dec_sat_add(out->self, out->m.ops[i].self);
+	if (out->events)
+		r = dec_plane_facts_get(rc, pi, &out->f);
+out:
+	free(acc);
+	if (r < 0)
+		dec_ops_free(out);
+	return r;
+}
+
+void dec_ops_free(struct dec_ops *d)
+{
+	opmap_free(&d->m);
+	progmap_free(&d->pm);
+	dec_plane_facts_clear(&d->f);
+}
+
+int dec_ops_merge(struct dec_ops *dst, const struct dec_ops *src)
+{
+	if (!dst->m.slot)
+		dst->m.other = -1;
+	for (size_t i = 0; i < src->m.n; i++) {
+		const struct op *a = &src->m.ops[i];
+		int64_t gi = opmap_get(&dst->m, a->name, a->category);
+		struct op *b;
+
+		if (gi < 0)
+			return (int)gi;
+		b = &dst->m.ops[gi];
+		if (!b->program_tried && a->program && !(b->program = strdup(a->program)))
+			return -ENOMEM;
+		b->program_tried = true;
+		b->count += a->count;
+		b->occurrences = dec_sat_add(b->occurrences, a->occurrences);
+		b->total = dec_sat_add(b->total, a->total);
+		b->self = dec_sat_add(b->self, a->self);
+		b->min = a->min < b->min ? a->min : b->min;
+		b->max = a->max > b->max ? a->max : b->max;
+		if (a->has_flops)
+			b->flops += a->flops, b->has_flops = true;
+		if (a->has_bytes)
+			b->bytes += a->bytes, b->has_bytes = true;
+		if (a->has_model_flops)
+			b->model_flops += a->model_flops, b->has_model_flops = true;
+	}
+	dst->events += src->events;
+	dst->total = dec_sat_add(dst->total, src->total);
+	dst->self = dec_sat_add(dst->self, src->self);
+	return 0;
+}
+
+/* dec_ops_sorted() - the ops' indexes by self time (desc), total, name. Caller frees. */
+size_t *dec_ops_sorted(struct dec_ops *d)
+{
+	size_t *idx = malloc((d->m.n + 1) * sizeof(*idx));
+
+	if (!idx)
+		return NULL;
+	for (size_t i = 0; i < d->m.n; i++)
+		idx[i] = i;
+	qsort_r(idx, d->m.n, sizeof(*idx), op_cmp, &d->m);
+	return idx;
+}
+
+static void out_peak(struct dec_out *o, const struct dec_plane_facts *f)
+{
+	out_opt_double(o, ",\"peak_flops_per_s\":", f->peak_flops > 0, f->peak_flops);
+	out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", f->peak_bw > 0, f->peak_bw);
+	out_opt_double(o, ",\"ridge_flops_per_byte\":", f->peak_flops > 0 && f->peak_bw > 0,
+		       f->peak_flops / f->peak_bw);
+}
+
+static int ops_plane_write(struct dec_rctx *rc, size_t pi, struct dec_ops *d, struct dec_out *o)
+{
+	const struct dec_plane *p = &rc->x->planes[pi];
+	size_t *idx = dec_ops_sorted(d);
+	int r;
+
+	if (!idx)
+		return -ENOMEM;
+	dec_out_str(o, p->name, p->name_len);
+	OUT_LIT(o, ",\"file\":");
+	dec_out_cstr(o, p->file);
+	OUT_RAW(o, dec_plane_is_device(p) ? ",\"kind\":\"device\"" : ",\"kind\":\"host\"");
+	OUT_LIT(o, ",\"events\":");
+	dec_out_u64(o, d->events);
+	dec_out_key_i64(o, ",\"total_ps\":", d->total);
+	dec_out_key_i64(o, ",\"self_ps\":", d->self);
+	out_peak(o, &d->f);
+	OUT_LIT(o, ",\"ops\":[");
+	r = ops_write(&d->m, idx, &d->f, d->self, o);
+	free(idx);
+	if (r < 0)
+		return r;
+	OUT_LIT(o, "],\"by_category\":[");
+	if ((r = ops_rollup(&d->m, false, d->self, o)) < 0)
+		return r;
+	OUT_LIT(o, "],\"by_program\":[");
+	if ((r = ops_rollup(&d->m, true, d->self, o)) < 0)
+		return r;
+	OUT_LIT(o, "]}");
+	return dec_out_flush(o, false);
 }
 
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
-	struct ops_acc acc; /* one plane's, reset per plane (its stack is 32 KiB) */
-	struct opmap m;
 	bool first_plane = true;
+	struct dec_ops d;
 	int r = 0;
 
-	memset(&m, 0, sizeof(m));
-	m.other = -1;
 	OUT_LIT(o, "{\"planes\":[");
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
-		const struct dec_plane *p = &x->planes[pi];
-		bool fw = is_host_plane(p) && host_has_framework_lines(x, p);
-
-		acc.m = &m;
-		acc.events = 0;
-		acc.total = 0;
-		acc.depth = 0;
-
-		for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
-			enum dec_line_kind k = dec_op_line_kind(x, p, &x->lines[j], fw);
-
-			if (k == LK_NONE)
-				continue;
-			acc.kind = k;
-			if ((r = ops_line(rc, j, &acc)) < 0)
-				goto out;
+		if ((r = dec_ops_plane(rc, pi, &d)) < 0)
+			return r;
+		if (d.events) { /* else: not an op plane, or no op events */
+			OUT_RAW(o, first_plane ? "\n{\"name\":" : ",\n{\"name\":");
+			first_plane = false;
+			r = ops_plane_write(rc, pi, &d, o);
 		}
-		if (acc.events == 0) /* not an op plane, or no op events */
-			continue;
-		OUT_RAW(o, first_plane ? "\n{\"name\":" : ",\n{\"name\":");
-		first_plane = false;
-		dec_out_str(o, p->name, p->name_len);
-		OUT_LIT(o, ",\"file\":");
-		dec_out_cstr(o, p->file);
-		OUT_RAW(o, dec_plane_is_device(p) ? ",\"kind\":\"device\"" : ",\"kind\":\"host\"");
-		OUT_LIT(o, ",\"events\":");
-		dec_out_u64(o, acc.events);
-		dec_out_key_i64(o, ",\"total_ps\":", acc.total);
-		OUT_LIT(o, ",\"ops\":[");
-		if ((r = ops_write(&m, o)) < 0)
-			goto out;
-		OUT_LIT(o, "]}");
-		opmap_free(&m);
-		if ((r = dec_out_flush(o, false)) < 0)
-			goto out;
+		dec_ops_free(&d);
+		if (r < 0)
+			return r;
 	}
 	OUT_LIT(o, "\n]}\n");
-out:
-	opmap_free(&m);
-	return r;
+	return 0;
 }

@@ -1,25 +1,66 @@
 /*
  * view-steps.c - steps.json: the events of every "Steps" line, labelled by
- * step number (or step name, or the event name), with the device time that
- * the top-level device ops of the op lines spend inside each step.
+ * step number (or step name, or the event name), with the time inside each
+ * step during which any device op line is busy.
  *
- * Design: steps are collected, sorted by plane and start, then every
- * top-level event of the device op lines (dec_op_line_kind()) adds its
- * overlap to the steps of its own plane and of the host planes (binary
- * search for the last step starting before the event ends). Limits: at most
- * STEPS_MAX steps ("truncated": true beyond).
+ * Design: steps are collected, sorted by plane and start; then the op lines
+ * of each device plane (dec_op_line_kind()) are merged by start time and
+ * every interval of their union adds its overlap to the plane's steps
+ * (binary search for the last step starting before it ends); the union of
+ * all device planes' op lines does the same for host steps. Concurrent
+ * streams count once. Limits: at most STEPS_MAX steps ("truncated": true
+ * beyond); at most MERGE_MAX lines merged at once (16 KiB to 1 MiB
+ * read-ahead each, 16 MiB in all for up to 1024 lines).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
-#include "render-internal.h"
+#include "ops-internal.h"
 
 #define STEPS_MAX ((size_t)1 << 20)
+
+struct busy_add;
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot);
+
+/*
+ * XProf's step-time event types (event_span.h EventType), in its priority
+ * order: where events overlap, the highest type owns the time
+ * (ToNonOverlappedEvents()). BD_IDLE is UNKNOWN_TIME: no event at all.
+ */
+enum {
+	BD_IDLE = 0,
+	BD_HOST_COMPUTE,
+	BD_HOST_TO_HOST,
+	BD_HOST_TO_DEVICE,
+	BD_DEVICE_COLLECTIVES,
+	BD_HOST_WAIT_INPUT,
+	BD_DEVICE_TO_DEVICE,
+	BD_DEVICE_TO_HOST,
+	BD_DEVICE_COMPUTE,
+	BD_N
+};
+_Static_assert(BD_N == DEC_BD_N, "ops-internal.h counts the breakdown types");
+
+/* steps.json's breakdown keys, by type. */
+static const char *const bd_keys[BD_N] = {
+	"idle_ps",
+	"host_compute_ps",
+	"host_to_host_ps",
+	"host_to_device_ps",
+	"device_collectives_ps",
+	"host_wait_input_ps",
+	"device_to_device_ps",
+	"device_to_host_ps",
+	"device_compute_ps",
+};
 
 struct step {
 	size_t plane;
 	int64_t start, dur, device;
+	int64_t bd[BD_N];        /* time by event type (bd[BD_IDLE] is filled at the end) */
 	xprofs_ps128 begin, end; /* exact window (xprofs_xspace_steps()) */
 	char *label;             /* owned; a JSON value (number or string) */
 };
@@ -88,6 +129,7 @@ static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	s->start = e->start_ps;
 	s->dur = e->duration_ps;
 	s->device = 0;
+	memset(s->bd, 0, sizeof(s->bd));
 	s->begin = (xprofs_ps128)rc->x->lines[st->line].timestamp_ns * 1000 + e->offset_ps;
 	s->end = s->begin + (e->duration_ps > 0 ? e->duration_ps : 1);
 	s->label = dec_out_steal(&lo, NULL);
@@ -106,8 +148,8 @@ static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 	return dec_line_each(rc, li, steps_full, steps_event, st);
 }
 
-/* Add the overlap of [start, end) to the steps of plane range [a, b). */
-static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end)
+/* Add the overlap of [start, end) to @slot (BD_N: device time) of the steps of plane range [a, b). */
+static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end, int slot)
 {
 	size_t lo = a, hi = b;
 
@@ -124,11 +166,12 @@ static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64
 		int64_t s_end = dec_sat_add(s->start, s->dur);
 		int64_t from = start > s->start ? start : s->start;
 		int64_t to = end < s_end ? end : s_end;
+		int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
 
 		if (s_end <= start)
 			break;
 		if (to > from)
-			s->device = dec_sat_add(s->device, to - from);
+			*acc = dec_sat_add(*acc, to - from);
 	}
 }
 
@@ -178,6 +221,674 @@ int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size
 	return r;
 }
 
+/*
+ * Device busy time as a union: the events of several op lines merged by
+ * start time (a k-way merge, one small cursor per line), so that concurrent
+ * streams count once (XProf's step breakdown unions device activity,
+ * event_span.cc ToNonOverlappedEvents()). Lines are in time order after
+ * XProf's SortXSpace(); a line the index marks unsorted is merged as it
+ * comes, so its out-of-order events can count twice.
+ */
+#define MERGE_MAX 1024                     /* lines merged at once (more: groups, summed) */
+#define MERGE_WIN ((size_t)16 << 10)       /* least read-ahead of each line's cursor */
+#define MERGE_WIN_MAX ((size_t)1 << 20)    /* most (DEC_WIN_SIZE) */
+#define MERGE_WIN_TOTAL ((size_t)16 << 20) /* all cursors' read-ahead together */
+
+struct mline {
+	struct dec_rctx rc; /* only rc.x and rc.ev are used */
+	struct dec_line_it it;
+	struct dec_event e;         /* the line's next event */
+	const uint8_t *cls;         /* borrowed: its plane's event type by metadata index */
+	const struct dec_mdix *evx; /* its plane's event metadata index */
+};
+
+struct merge {
+	struct mline *ml; /* owned, n of them */
+	size_t *heap;     /* indexes into ml, a min-heap by e.start_ps */
+	size_t n, nheap;
+};
+
+static bool mless(const struct merge *m, size_t a, size_t b)
+{
+	return m->ml[m->heap[a]].e.start_ps < m->ml[m->heap[b]].e.start_ps;
+}
+
+static void msift(struct merge *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, k = i, t;
+
+		if (l < m->nheap && mless(m, l, k))
+			k = l;
+		if (r < m->nheap && mless(m, r, k))
+			k = r;
+		if (k == i)
+			return;
+		t = m->heap[i], m->heap[i] = m->heap[k], m->heap[k] = t;
+		i = k;
+	}
+}
+
+/* mnext() - advance line @k to its next positioned event: 1, 0 at its end, -errno. */
+static int mnext(struct mline *ml)
+{
+	int r;
+
+	while ((r = dec_line_next(&ml->it, &ml->e)) > 0)
+		if (!ml->e.has_num) /* num_occurrences events have no place in time */
+			return 1;
+	return r;
+}
+
+static void merge_free(struct merge *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		dec_cur_deinit(&m->ml[i].rc.ev);
+	free(m->ml);
+	free(m->heap);
+	memset(m, 0, sizeof(*m));
+}
+
+/* merge_open() - a merge over the lines @li[0..n) (n <= MERGE_MAX). */
+static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		      struct merge *m)
+{
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	m->ml = calloc(n ? n : 1, sizeof(*m->ml));
+	m->heap = calloc(n ? n : 1, sizeof(*m->heap));
+	if (!m->ml || !m->heap)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct mline *ml = &m->ml[m->n++];
+		const struct dec_line *l = &rc->x->lines[li[i]];
+
+		ml->rc.x = rc->x;
+		ml->cls = cls ? cls[l->plane] : NULL;
+		ml->evx = &rc->x->planes[l->plane].ev;
+		dec_cur_init(&ml->rc.ev, rc->x->r, rc->err);
+		/* few lines: bigger windows, fewer reads; many: 16 MiB in all */
+		ml->rc.ev.win_pref = MERGE_WIN_TOTAL / n < MERGE_WIN       ? MERGE_WIN
+				     : MERGE_WIN_TOTAL / n > MERGE_WIN_MAX ? MERGE_WIN_MAX
+									   : MERGE_WIN_TOTAL / n;
+		ml->it.rc = &ml->rc;
+		ml->it.l = l;
+		ml->it.end = l->msg.off + l->msg.len;
+		ml->it.base_ps = dec_line_base_ps(l->timestamp_ns);
+		ml->rc.ev.pos = l->msg.off;
+		ml->rc.ev.end = ml->it.end;
+		if ((r = mnext(ml)) < 0)
+			return r;
+		if (r > 0)
+			m->heap[m->nheap++] = m->n - 1;
+	}
+	for (size_t i = m->nheap; i-- > 0;)
+		msift(m, i);
+	return 0;
+}
+
+/*
+ * merge_union() - the union of the events of lines @li[0..n), as disjoint
+ * intervals in time order, each added to the steps by @add(arg, from, to).
+ */
+static int merge_union(struct dec_rctx *rc, const size_t *li, size_t n,
+		       void (*add)(void *arg, int64_t from, int64_t to), void *arg)
+{
+	struct merge m;
+	int64_t cs = 0, ce = 0;
+	bool open = false;
+	int r;
+
+	if ((r = merge_open(rc, li, n, NULL, &m)) < 0)
+		goto out;
+	while (m.nheap) {
+		struct mline *ml = &m.ml[m.heap[0]];
+		int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
+
+		if (open && s > ce) {
+			add(arg, cs, ce);
+			open = false;
+		}
+		if (!open) {
+			cs = s, ce = t, open = true;
+		} else if (t > ce) {
+			ce = t;
+		}
+		if ((r = mnext(ml)) < 0)
+			goto out;
+		if (r == 0)
+			m.heap[0] = m.heap[--m.nheap];
+		msift(&m, 0);
+	}
+	if (open)
+		add(arg, cs, ce);
+	r = 0;
+out:
+	merge_free(&m);
+	return r;
+}
+
+/* What a union interval is added to: the steps of device plane @plane, or of every host plane. */
+struct busy_add {
+	struct steps *st;
+	const size_t *ra, *rb;
+	size_t plane; /* the device plane whose lines are merged, or SIZE_MAX: all */
+	size_t n_planes;
+	const struct xprofs_xspace *x;
+};
+
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot)
+{
+	if (b->plane != SIZE_MAX) {
+		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to, slot);
+		return;
+	}
+	for (size_t q = 0; q < b->n_planes; q++) {
+		bool dev = dec_plane_is_device(&b->x->planes[q]);
+
+		if (b->rb[q] <= b->ra[q])
+			continue;
+		if (!dev)
+			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot);
+	}
+}
+
+/* ---- the step-time breakdown (XProf's ToNonOverlappedEvents()) --------- */
+
+#define ACTIVE_MAX ((size_t)1 << 20) /* events open at once in a sweep (more: ignored) */
+
+static bool prefix_icase(const char *s, size_t n, const char *lit)
+{
+	size_t k = strlen(lit);
+
+	return n >= k && !strncasecmp(s, lit, k);
+}
+
+static bool has_sub(const char *s, size_t n, const char *lit)
+{
+	return memmem(s, n, lit, strlen(lit)) != NULL;
+}
+
+/* The collective HLO categories (hlo_category) of TPU ops. */
+static bool is_collective(const char *cat)
+{
+	static const char *const c[] = {"all-reduce",
+					"all-gather",
+					"reduce-scatter",
+					"all-to-all",
+					"ragged-all-to-all",
+					"collective-permute",
+					"collective-broadcast",
+					"send",
+					"recv"};
+
+	for (size_t i = 0; cat && i < sizeof(c) / sizeof(c[0]); i++)
+		if (!strncmp(cat, c[i], strlen(c[i])))
+			return true;
+	return false;
+}
+
+/* ClassifyGpuEvent() (by name), and for TPU ops their hlo_category. */
+static uint8_t classify_device(const struct dec_evmd *m)
+{
+	if (prefix_icase(m->name, m->name_len, "memcpyhtod"))
+		return BD_HOST_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "memcpydtoh"))
+		return BD_DEVICE_TO_HOST;
+	if (prefix_icase(m->name, m->name_len, "memcpydtod"))
+		return BD_DEVICE_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "nccl") || is_collective(m->category))
+		return BD_DEVICE_COLLECTIVES;
+	if (m->category && !strcmp(m->category, "infeed"))
+		return BD_HOST_TO_DEVICE;
+	if (m->category && !strcmp(m->category, "outfeed"))
+		return BD_DEVICE_TO_HOST;
+	return BD_DEVICE_COMPUTE;
+}
+
+/* ClassifyCpuEvent() without the correlation id (HOST_PREPARE is not told apart). */
+static uint8_t classify_host(const struct dec_evmd *m)
+{
+	if (prefix_icase(m->name, m->name_len, "memcpyhtod") ||
+	    has_sub(m->name, m->name_len, "InfeedEnqueue"))
+		return BD_HOST_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "memcpyhtoh"))
+		return BD_HOST_TO_HOST;
+	if (prefix_icase(m->name, m->name_len, "IteratorGetNext"))
+		return BD_HOST_WAIT_INPUT;
+	return BD_HOST_COMPUTE;
+}
+
+/* classify_plane() - the event type of every event metadata of plane @q. *out: caller frees. */
+static int classify_plane(struct dec_rctx *rc, size_t q, uint8_t **out)
+{
+	const struct dec_plane *p = &rc->x->planes[q];
+	bool dev = dec_plane_is_device(p);
+	uint8_t *cls = malloc(p->ev.n ? p->ev.n : 1);
+	struct dec_evmd *m;
+	int r;
+
+	*out = NULL;
+	if (!cls)
+		return -ENOMEM;
+	if ((r = dec_plane_enter(rc, q)) < 0)
+		goto fail;
+	for (size_t k = 0; k < p->ev.n; k++) {
+		dec_md_gc(rc);
+		if ((r = dec_md_event(rc, p->ev.md[k].key, &m)) < 0)
+			goto fail;
+		cls[k] = dev ? classify_device(m) : classify_host(m);
+	}
+	*out = cls;
+	return 0;
+fail:
+	free(cls);
+	return r;
+}
+
+struct active { /* an open event of a sweep */
+	int64_t end;
+	uint8_t type;
+};
+
+struct sweep {
+	struct active *a; /* owned: a min-heap by end */
+	size_t n, cap;
+	int64_t cnt[BD_N]; /* open events by type */
+	int64_t t;         /* where the last segment ended */
+};
+
+static void act_sift_down(struct sweep *w, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, k = i;
+		struct active t;
+
+		if (l < w->n && w->a[l].end < w->a[k].end)
+			k = l;
+		if (r < w->n && w->a[r].end < w->a[k].end)
+			k = r;
+		if (k == i)
+			return;
+		t = w->a[i], w->a[i] = w->a[k], w->a[k] = t;
+		i = k;
+	}
+}
+
+static int act_push(struct sweep *w, int64_t end, uint8_t type)
+{
+	size_t i;
+	int r;
+
+	if (w->n >= ACTIVE_MAX)
+		return 0;
+	if ((r = xprofs_grow(&w->a, &w->cap, w->n, sizeof(*w->a), 64)) < 0)
+		return r;
+	i = w->n++;
+	w->a[i] = (struct active){end, type};
+	while (i && w->a[(i - 1) / 2].end > w->a[i].end) {
+		struct active t = w->a[i];
+
+		w->a[i] = w->a[(i - 1) / 2];
+		w->a[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+	w->cnt[type]++;
+	return 0;
+}
+
+static int sweep_top(const struct sweep *w)
+{
+	for (int k = BD_N - 1; k > BD_IDLE; k--)
+		if (w->cnt[k] > 0)
+			return k;
+	return BD_IDLE;
+}
+
+/* sweep_to() - the time up to @t goes to the highest open type. */
+static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
+{
+	int top = sweep_top(w);
+
+	if (t > w->t && top != BD_IDLE)
+		busy_add_typed(b, w->t, t, top);
+	if (t > w->t)
+		w->t = t;
+}
+
+/*
+ * merge_sweep() - ToNonOverlappedEvents() over the events of lines @li[0..n)
+ * in start order: every piece of time goes to the highest-priority type open
+ * then; ends come before starts at the same time.
+ */
+static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		       struct busy_add *b)
+{
+	struct sweep w = {0};
+	struct merge m;
+	int r;
+
+	if ((r = merge_open(rc, li, n, cls, &m)) < 0)
+		goto out;
+	while (m.nheap || w.n) {
+		struct mline *ml = m.nheap ? &m.ml[m.heap[0]] : NULL;
+		ssize_t k;
+		uint8_t type;
+
+		if (w.n && (!ml || w.a[0].end <= ml->e.start_ps)) {
+			sweep_to(&w, w.a[0].end, b);
+			w.cnt[w.a[0].type]--;
+			w.a[0] = w.a[--w.n];
+			act_sift_down(&w, 0);
+			continue;
+		}
+		if (!w.n)
+			w.t = ml->e.start_ps;
+		sweep_to(&w, ml->e.start_ps, b);
+		k = dec_md_find(ml->evx, ml->e.md);
+		type = k >= 0 && ml->cls ? ml->cls[k]
+					 : (dec_plane_is_device(&rc->x->planes[ml->it.l->plane])
+						    ? BD_DEVICE_COMPUTE
+						    : BD_HOST_COMPUTE);
+		if ((r = act_push(&w, ml->e.end_ps, type)) < 0)
+			goto out;
+		if ((r = mnext(ml)) < 0)
+			goto out;
+		if (r == 0)
+			m.heap[0] = m.heap[--m.nheap];
+		msift(&m, 0);
+	}
+	r = 0;
+out:
+	merge_free(&m);
+	free(w.a);
+	return r;
+}
+
+static void busy_add_fn(void *arg, int64_t from, int64_t to)
+{
+	busy_add_typed(arg, from, to, BD_N);
+}
+
+/*
+ * steps_device() - device_ps: per device plane with steps, the union of its
+ * op lines; for the steps of the other planes (host), the union of the op
+ * lines of every device plane.
+ */
+static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
+	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
+	bool host_steps = false;
+	int r = 0;
+
+	if (!li)
+		return -ENOMEM;
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+			host_steps = true;
+	/* pass 0: each device plane's own steps; pass 1: the host steps, all device lines */
+	for (int pass = 0; pass < 2 && r == 0; pass++) {
+		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+			const struct dec_plane *p = &x->planes[q];
+
+			if (pass == 0 && (rb[q] <= ra[q] || !dec_plane_is_device(p)))
+				continue;
+			if (pass == 1 && (!host_steps || q > 0))
+				break;
+			b.plane = pass == 0 ? q : SIZE_MAX;
+			n = 0;
+			for (size_t j = 0; j < x->n_lines && r == 0; j++) {
+				const struct dec_line *l = &x->lines[j];
+				enum dec_line_kind k;
+
+				if (pass == 0 && l->plane != q)
+					continue;
+				k = dec_op_line_kind(x, &x->planes[l->plane], l, false);
+				if (k != LK_XLA_OPS && k != LK_STREAM)
+					continue;
+				li[n++] = j;
+				if (n == MERGE_MAX) {
+					r = merge_union(rc, li, n, busy_add_fn, &b);
+					n = 0;
+				}
+			}
+			if (r == 0 && n)
+				r = merge_union(rc, li, n, busy_add_fn, &b);
+		}
+	}
+	free(li);
+	return r;
+}
+
+/* bd_lines() - the op lines of the steps of plane @q (SIZE_MAX: host steps) into @li. */
+static size_t bd_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < x->n_lines && n < max; j++) {
+		const struct dec_line *l = &x->lines[j];
+		const struct dec_plane *p = &x->planes[l->plane];
+		bool dev = dec_plane_is_device(p);
+		enum dec_line_kind k;
+
+		if (q != SIZE_MAX && l->plane != q)
+			continue;
+		k = dec_op_line_kind(x, p, l, !dev && dec_host_has_fw(x, p));
+		if (k == LK_XLA_OPS || k == LK_STREAM || (q == SIZE_MAX && k == LK_HOST))
+			li[n++] = j;
+	}
+	return n;
+}
+
+/*
+ * steps_breakdown() - every step's time by XProf's event types: a device plane's
+ * steps from its op lines, host steps from every device op line and the host op
+ * lines; the rest of the step is idle. More than MERGE_MAX lines: the first ones only.
+ */
+static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *ra,
+			   const size_t *rb)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
+	uint8_t **cls = calloc(x->n_planes + 1, sizeof(*cls));
+	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
+	bool host_steps = false;
+	int r = 0;
+
+	if (!cls || !li) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+		host_steps |= rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]);
+		r = classify_plane(rc, q, &cls[q]);
+	}
+	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+		if (rb[q] <= ra[q] || !dec_plane_is_device(&x->planes[q]))
+			continue;
+		b.plane = q;
+		if ((n = bd_lines(x, q, li, MERGE_MAX)))
+			r = merge_sweep(rc, li, n, cls, &b);
+	}
+	if (r == 0 && host_steps && (n = bd_lines(x, SIZE_MAX, li, MERGE_MAX))) {
+		b.plane = SIZE_MAX;
+		r = merge_sweep(rc, li, n, cls, &b);
+	}
+	for (size_t i = 0; r == 0 && i < st->n; i++) {
+		struct step *s = &st->s[i];
+		int64_t busy = 0;
+
+		for (int k = BD_IDLE + 1; k < BD_N; k++)
+			busy = dec_sat_add(busy, s->bd[k]);
+		s->bd[BD_IDLE] = s->dur > busy ? s->dur - busy : 0;
+	}
+out:
+	for (size_t q = 0; cls && q < x->n_planes; q++)
+		free(cls[q]);
+	free(cls);
+	free(li);
+	return r;
+}
+
+static void out_breakdown(struct dec_out *o, const int64_t *bd)
+{
+	for (int k = 0; k < BD_N; k++) {
+		OUT_RAW(o, k ? ",\"" : "{\"");
+		dec_out_add(o, bd_keys[k], strlen(bd_keys[k]));
+		OUT_LIT(o, "\":");
+		dec_out_i64(o, bd[k]);
+	}
+	OUT_LIT(o, "}");
+}
+
+/*
+ * steps_summarize() - the overview page's step-time summary of steps [a, b) (one
+ * plane's): XProf's StepSummary (average, standard deviation of the population,
+ * minimum, maximum) of duration_ps, and the average of each breakdown type.
+ */
+static void steps_summarize(const struct steps *st, size_t a, size_t b,
+			    struct dec_step_summary *sum)
+{
+	double total = 0, var = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	sum->has = true;
+	sum->plane = st->s[a].plane;
+	sum->n = b - a;
+	sum->min = INT64_MAX;
+	sum->max = INT64_MIN;
+	for (size_t i = a; i < b; i++) {
+		total += (double)st->s[i].dur;
+		sum->min = st->s[i].dur < sum->min ? st->s[i].dur : sum->min;
+		sum->max = st->s[i].dur > sum->max ? st->s[i].dur : sum->max;
+		for (int k = 0; k < BD_N; k++)
+			sum->bd[k] += (double)st->s[i].bd[k];
+	}
+	sum->avg = total / (double)(b - a);
+	for (size_t i = a; i < b; i++)
+		var += ((double)st->s[i].dur - sum->avg) * ((double)st->s[i].dur - sum->avg);
+	sum->stddev = sqrt(var / (double)(b - a));
+	for (int k = 0; k < BD_N; k++)
+		sum->bd[k] /= (double)(b - a);
+}
+
+void dec_step_summary_write(struct dec_out *o, const struct xprofs_xspace *x,
+			    const struct dec_step_summary *sum)
+{
+	OUT_LIT(o, "{\"plane\":");
+	dec_out_str(o, x->planes[sum->plane].name, x->planes[sum->plane].name_len);
+	OUT_LIT(o, ",\"steps\":");
+	dec_out_u64(o, sum->n);
+	OUT_LIT(o, ",\"avg_ps\":");
+	dec_out_double(o, sum->avg);
+	OUT_LIT(o, ",\"stddev_ps\":");
+	dec_out_double(o, sum->stddev);
+	dec_out_key_i64(o, ",\"min_ps\":", sum->min);
+	dec_out_key_i64(o, ",\"max_ps\":", sum->max);
+	OUT_LIT(o, ",\"breakdown_avg\":{");
+	for (int k = 0; k < BD_N; k++) {
+		OUT_RAW(o, k ? ",\"" : "\"");
+		dec_out_add(o, bd_keys[k], strlen(bd_keys[k]));
+		OUT_LIT(o, "\":");
+		dec_out_double(o, sum->bd[k]);
+	}
+	OUT_LIT(o, "}}");
+}
+
+/* out_summary() - summary[]: one dec_step_summary per plane with steps. */
+static void out_summary(struct dec_out *o, const struct xprofs_xspace *x, const struct steps *st)
+{
+	struct dec_step_summary sum;
+
+	for (size_t a = 0, b; a < st->n; a = b) {
+		for (b = a; b < st->n && st->s[b].plane == st->s[a].plane; b++)
+			;
+		steps_summarize(st, a, b, &sum);
+		OUT_RAW(o, a ? ",\n" : "\n");
+		dec_step_summary_write(o, x, &sum);
+	}
+}
+
+/* steps_compute() - every step with its device time and breakdown; *ra, *rb: per plane
+ * the range of its steps (caller frees both and the steps). */
+static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb)
+{
+	struct xprofs_xspace *x = rc->x;
+	int r;
+
+	*ra = calloc(x->n_planes + 1, sizeof(**ra));
+	*rb = calloc(x->n_planes + 1, sizeof(**rb));
+	if (!*ra || !*rb)
+		return -ENOMEM;
+	if ((r = steps_gather(rc, st)) < 0)
+		return r;
+	for (size_t i = 0; i < st->n; i++) {
+		if ((*ra)[st->s[i].plane] == (*rb)[st->s[i].plane])
+			(*ra)[st->s[i].plane] = i;
+		(*rb)[st->s[i].plane] = i + 1;
+	}
+	if (st->n && ((r = steps_device(rc, st, *ra, *rb)) < 0 ||
+		      (r = steps_breakdown(rc, st, *ra, *rb)) < 0))
+		return r;
+	return 0;
+}
+
+int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct steps st = {0};
+	size_t *ra = NULL, *rb = NULL, pick = SIZE_MAX;
+	int r;
+
+	memset(sum, 0, sizeof(*sum));
+	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+		goto out;
+	/* host steps first (the steps XProf groups by), else the first device plane's */
+	for (size_t q = 0; q < x->n_planes && pick == SIZE_MAX; q++)
+		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+			pick = q;
+	for (size_t q = 0; q < x->n_planes && pick == SIZE_MAX; q++)
+		if (rb[q] > ra[q])
+			pick = q;
+	if (pick != SIZE_MAX)
+		steps_summarize(&st, ra[pick], rb[pick], sum);
+out:
+	steps_free(&st);
+	free(ra);
+	free(rb);
+	return r;
+}
+
+/* A union interval: adds to struct dec_busy. */
+static void busy_sum_fn(void *arg, int64_t from, int64_t to)
+{
+	struct dec_busy *b = arg;
+
+	b->busy = dec_sat_add(b->busy, to - from);
+	if (!b->any || from < b->first)
+		b->first = from;
+	if (!b->any || to > b->last)
+		b->last = to;
+	b->any = true;
+}
+
+int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b)
+{
+	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
+	int r = 0;
+
+	memset(b, 0, sizeof(*b));
+	if (!li)
+		return -ENOMEM;
+	if ((n = bd_lines(rc->x, q, li, MERGE_MAX)))
+		r = merge_union(rc, li, n, busy_sum_fn, b);
+	free(li);
+	return r;
+}
+
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
@@ -185,45 +896,8 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 	size_t *ra = NULL, *rb = NULL; /* per plane: range of its steps */
 	int r = 0;
 
-	if ((r = steps_gather(rc, &st)) < 0)
+	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
 		goto out;
-	ra = calloc(x->n_planes + 1, sizeof(*ra));
-	rb = calloc(x->n_planes + 1, sizeof(*rb));
-	if (!ra || !rb) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < st.n; i++) {
-		if (ra[st.s[i].plane] == rb[st.s[i].plane])
-			ra[st.s[i].plane] = i;
-		rb[st.s[i].plane] = i + 1;
-	}
-	/* device time: top-level events of the device op lines */
-	for (size_t li = 0; st.n && li < x->n_lines; li++) {
-		const struct dec_line *l = &x->lines[li];
-		const struct dec_plane *p = &x->planes[l->plane];
-		enum dec_line_kind k = dec_op_line_kind(x, p, l, false);
-		int64_t top_end = INT64_MIN;
-		struct dec_line_it it;
-		struct dec_event e;
-
-		if (k != LK_XLA_OPS && k != LK_STREAM)
-			continue;
-		if ((r = dec_line_begin(rc, li, &it)) < 0)
-			goto out;
-		while ((r = dec_line_next(&it, &e)) > 0) {
-			if (e.has_num || e.start_ps < top_end)
-				continue;
-			top_end = e.end_ps;
-			steps_add(&st, ra[l->plane], rb[l->plane], e.start_ps, e.end_ps);
-			for (size_t q = 0; q < x->n_planes; q++)
-				if (q != l->plane && rb[q] > ra[q] &&
-				    !dec_plane_is_device(&x->planes[q]))
-					steps_add(&st, ra[q], rb[q], e.start_ps, e.end_ps);
-		}
-		if (r < 0)
-			goto out;
-	}
 	OUT_LIT(o, "{\"steps\":[");
 	for (size_t i = 0; i < st.n; i++) {
 		const struct step *s = &st.s[i];
@@ -235,11 +909,16 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 		dec_out_key_i64(o, ",\"start_ps\":", s->start);
 		dec_out_key_i64(o, ",\"duration_ps\":", s->dur);
 		dec_out_key_i64(o, ",\"device_ps\":", s->device);
+		OUT_LIT(o, ",\"breakdown\":");
+		out_breakdown(o, s->bd);
 		OUT_LIT(o, "}");
 		if ((r = dec_out_flush(o, false)) < 0)
 			goto out;
 	}
-	OUT_RAW(o, st.cut ? "\n],\"truncated\":true}\n" : "\n],\"truncated\":false}\n");
+	OUT_RAW(o, st.cut ? "\n],\"truncated\":true" : "\n],\"truncated\":false");
+	OUT_LIT(o, ",\"summary\":[");
+	out_summary(o, x, &st);
+	OUT_LIT(o, "\n]}\n");
 	r = 0;
 out:
 	steps_free(&st);

@@ -22,8 +22,11 @@
 
 #include "decode-internal.h"
 
+/* clang-format off */
 static const char *const view_names[XPROFS_VIEW_COUNT] = {
-	"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz", "trace.pftrace"};
+	"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz", "trace.pftrace",
+	"overview.json", "kernels.json"};
+/* clang-format on */
 
 const char *xprofs_view_name(enum xprofs_view v)
 {

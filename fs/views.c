@@ -717,6 +717,8 @@ static void job_done(void *arg, int r, uint64_t size, const struct xprofs_buf *e
 		fs_size_store(j->ctx, j->hash, size);
 		return;
 	}
+	if (r == -ENOENT && t->kind == FS_K_VIEW && t->view == XPROFS_VIEW_KERNELS)
+		return; /* no GPU planes: kernels.json does not exist, not an error */
 	FS_CNT(j->ctx, render_errors);
 	fs_error_note(j->ctx, j->hpath[0] ? j->hpath : t->session->name,
 		      j->hpath[0] ? &j->p.st : NULL,
@@ -846,6 +848,9 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 	if (r == -EAGAIN)
 		r = -EIO;
 	if (r < 0) {
+		/* kernels.json of a host without GPU planes does not exist (docs/stats.md) */
+		if (r == -ENOENT && t->kind == FS_K_VIEW && t->view == XPROFS_VIEW_KERNELS)
+			goto out;
 		/* the render noted why in the errors file */
 		r = r == -ENOENT && (t->kind == FS_K_TRACK || t->slice == FS_SLICE_STEP) ? -ENOENT
 											 : -EIO;

@@ -3,6 +3,7 @@
  * xprofs mounts, without FUSE.
  *
  *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz|trace.pftrace   (default: summary)
+ *                      or overview|kernels (docs/stats.md; kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
  *   xprofs-decode FILE --tracks                          list PLANE_FILE/LINE_FILE
@@ -62,7 +63,8 @@ static const struct option opts[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
-		   "trace.json.gz|trace.pftrace]\n"
+		   "trace.json.gz|trace.pftrace|\n"
+		   "                    overview|kernels]\n"
 		   "                    [--host NAME (trace's host; default: FILE minus "
 		   ".xplane.pb)]\n"
 		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "

@@ -42,6 +42,8 @@ enum xprofs_view {
 	XPROFS_VIEW_STEPS,       /* steps.json */
 	XPROFS_VIEW_TRACE_GZ,    /* trace.json.gz: trace.json, gzip-compressed */
 	XPROFS_VIEW_PFTRACE,     /* trace.pftrace: Perfetto's protobuf trace */
+	XPROFS_VIEW_OVERVIEW,    /* overview.json: XProf's overview page (docs/stats.md) */
+	XPROFS_VIEW_KERNELS,     /* kernels.json: GPU kernel stats; -ENOENT without GPU planes */
 	XPROFS_VIEW_COUNT
 };
 

@@ -9,7 +9,8 @@ compared with what that parse says: summary (planes, lines, ids, event
 counts, first/last ps, plane stats), every track (every event's name, start,
 duration, num_occurrences and every resolved stat value, in order), ops
 (per-plane and per-op count/total/self/min/max, recomputed here from the
-rules in docs/decode.md), steps (labels, times, device_ps recomputed) and trace.json
+rules in docs/decode.md: XProf's self time), steps (labels, times, device_ps
+recomputed as the union of the device op lines) and trace.json
 with XProf's rules (oracle_trace.py: the same events, names, exact microsecond
 times, pids, tids, flows, async pairs and args; trace.json.gz gunzips to it),
 also on an epoch-shifted copy of the generated tpu profile (line timestamps
@@ -27,6 +28,7 @@ import sys
 import zlib
 from decimal import Decimal
 
+import oracle_stats
 import oracle_trace
 import xproto
 
@@ -44,6 +46,28 @@ def run(args, parse=True):
     if not parse:
         return p.stdout
     return json.loads(p.stdout, object_pairs_hook=list, parse_float=Decimal)
+
+
+def run_view(path, view):
+    """(exit status, the view as strict JSON or None) of `xprofs-decode PATH --view VIEW`."""
+    p = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    if p.returncode != 0:
+        return p.returncode, None
+
+    def bad(c):
+        raise ValueError("%s --view %s: non-JSON constant %s" % (path, view, c))
+    return 0, json.loads(p.stdout, parse_constant=bad)
+
+
+def check_analyses(path, xs):
+    """overview.json and kernels.json against oracle_stats (docs/stats.md)."""
+    rc, ov = run_view(path, "overview")
+    if rc != 0:
+        fail("%s: overview.json failed (%d)" % (path, rc))
+    else:
+        oracle_stats.check_overview(path, xs, ov, stat_value, stat_name, names, fail)
+    oracle_stats.check_kernels(path, xs, lambda: run_view(path, "kernels"), stat_value,
+                               stat_name, names, fail)
 
 
 def obj(pairs):
@@ -101,7 +125,7 @@ def line_range(line):
         first = s if first is None or s < first else first
         last = t if last is None or t > last else last
     if first is None:
-        return 0, 0
+        return None, None  # no events: no time (null in summary.json)
     return base + first, base + last
 
 
@@ -126,6 +150,12 @@ def check_summary(path, xs, summ):
         jp = obj(jp)
         if jp["name"] != p.name or jp["id"] != p.id:
             fail("%s: plane %r/%r vs %r" % (path, jp["name"], jp["id"], p.name))
+        rs = [r for r in (line_range(l) for l in p.lines) if r[0] is not None]
+        pfirst = min(r[0] for r in rs) if rs else None
+        plast = max(r[1] for r in rs) if rs else None
+        if jp["first_ps"] != pfirst or jp["last_ps"] != plast:
+            fail("%s: plane %s first/last %r/%r, oracle %r/%r" % (
+                path, p.name, jp["first_ps"], jp["last_ps"], pfirst, plast))
         stats = jp["stats"]
         want = [(stat_name(p, st.metadata_id), stat_value(p, st)) for st in p.stats]
         if len(stats) != len(want) or not all(k == wk and same_value(v, wv)
@@ -148,6 +178,12 @@ def check_summary(path, xs, summ):
             tracks.append((p, l, jp["file"] + "/" + jl["file"]))
     if s["events"] != total:
         fail("%s: events %d, oracle %d" % (path, s["events"], total))
+    pf = [obj(jp)["first_ps"] for jp in planes if obj(jp)["first_ps"] is not None]
+    pl = [obj(jp)["last_ps"] for jp in planes if obj(jp)["last_ps"] is not None]
+    span = (min(pf), max(pl), max(pl) - min(pf)) if pf else (None, None, None)
+    if (s["first_ps"], s["last_ps"], s["span_ps"]) != span:
+        fail("%s: first/last/span %r, oracle %r" % (
+            path, (s["first_ps"], s["last_ps"], s["span_ps"]), span))
     return tracks
 
 
@@ -181,99 +217,15 @@ def check_track(path, p, l, tr):
             fail("%s: stats %r, oracle %r" % (where, got, want))
 
 
-DERIVED = {"Steps", "_counters_", "Framework Name Scope", "XLA Modules", "Launch Stats", "Source code"}
 
 
-def op_lines(p):
-    """The lines feeding ops.json, as documented in docs/decode.md."""
-    if p.name.startswith("/device:"):
-        return [(l, "stream" if l.name.startswith("Stream #") else "xla") for l in p.lines
-                if l.name == "XLA Ops" or l.name.startswith("Stream #")]
-    if p.name != "/host:CPU":
-        return []
-    fw = [l for l in p.lines if l.name in ("Framework Ops", "TensorFlow Ops")]
-    if fw:
-        return [(l, "host") for l in fw]
-    return [(l, "host") for l in p.lines if l.name not in DERIVED]
-
-
-def oracle_ops(p):
-    ops = {}
-    events = total = 0
-    for l, kind in op_lines(p):
-        base = l.timestamp_ns * 1000
-        stack = []  # [end, dur, child, name]
-
-        def finish(fr):
-            ops[fr[3]]["self"] += max(0, fr[1] - fr[2])
-
-        for e in l.events:
-            name, _, m = event_names(p, e.metadata_id)
-            name = text(name)
-            if kind == "stream":
-                hlo = None
-                for st in e.stats:
-                    if stat_name(p, st.metadata_id) == "hlo_op":
-                        hlo = stat_value(p, st)
-                if hlo is None and m is not None:
-                    for st in m.stats:
-                        if stat_name(p, st.metadata_id) == "hlo_op":
-                            hlo = stat_value(p, st)
-                if hlo is not None:
-                    name = str(hlo)
-            o = ops.setdefault(name, {"count": 0, "total": 0, "self": 0, "min": None, "max": None})
-            d = e.duration_ps
-            o["count"] += 1
-            o["total"] += d
-            o["min"] = d if o["min"] is None else min(o["min"], d)
-            o["max"] = d if o["max"] is None else max(o["max"], d)
-            events += 1
-            total += d
-            if e.WhichOneof("data") == "num_occurrences":
-                o["self"] += max(0, d)
-                continue
-            s = base + e.offset_ps
-            end = s + d
-            while stack and stack[-1][0] <= s:
-                finish(stack.pop())
-            if stack:
-                ov = min(end, stack[-1][0]) - s
-                if ov > 0:
-                    stack[-1][2] += ov
-            stack.append([end, d, 0, name])
-        while stack:
-            finish(stack.pop())
-    return events, total, ops
+def names(p, md_id):
+    name, full, m = event_names(p, md_id)
+    return text(name), full, m
 
 
 def check_ops(path, xs, jops):
-    got = {obj(jp)["name"]: obj(jp) for jp in obj(jops)["planes"]}
-    for p in xs.planes:
-        events, total, ops = oracle_ops(p)
-        if events == 0:
-            if p.name in got:
-                fail("%s: ops has plane %s without op events" % (path, p.name))
-            continue
-        jp = got.get(p.name)
-        if jp is None:
-            fail("%s: ops lacks plane %s" % (path, p.name))
-            continue
-        if jp["events"] != events or jp["total_ps"] != total:
-            fail("%s: ops %s: events/total %r/%r vs %r/%r" % (path, p.name, jp["events"],
-                                                            jp["total_ps"], events, total))
-        jo = {obj(o)["name"]: obj(o) for o in jp["ops"]}
-        if set(jo) != set(ops):
-            fail("%s: ops %s: names differ: %r" % (path, p.name, sorted(set(jo) ^ set(ops))[:5]))
-            continue
-        for name, o in ops.items():
-            j = jo[name]
-            for k, jk in (("count", "count"), ("total", "total_ps"), ("self", "self_ps"),
-                          ("min", "min_ps"), ("max", "max_ps")):
-                if j[jk] != o[k]:
-                    fail("%s: ops %s/%s: %s %r vs %r" % (path, p.name, name, jk, j[jk], o[k]))
-        selfs = [obj(o)["self_ps"] for o in jp["ops"]]
-        if selfs != sorted(selfs, reverse=True):
-            fail("%s: ops %s not sorted by self_ps" % (path, p.name))
+    oracle_stats.check_ops(path, xs, jops, obj, stat_value, stat_name, names, fail)
 
 
 def step_label(p, e):
@@ -331,7 +283,10 @@ def check_steps(path, xs, steps):
             if ov > 0:
                 w_[4] += ov
 
+    union = oracle_stats.union
+
     if want:
+        spans = {}  # device plane -> its op events' [start, end)
         for pi, p in enumerate(xs.planes):
             if not p.name.startswith("/device:"):
                 continue
@@ -339,18 +294,18 @@ def check_steps(path, xs, steps):
                 if not (l.name == "XLA Ops" or l.name.startswith("Stream #")):
                     continue
                 base = l.timestamp_ns * 1000
-                top_end = None
                 for e in l.events:
                     if e.WhichOneof("data") == "num_occurrences":
                         continue
                     s = base + e.offset_ps
-                    if top_end is not None and s < top_end:
-                        continue
-                    top_end = s + e.duration_ps
-                    add(pi, s, top_end)
-                    for q, qp in enumerate(xs.planes):
-                        if q != pi and not qp.name.startswith("/device:"):
-                            add(q, s, top_end)
+                    spans.setdefault(pi, []).append((s, s + e.duration_ps))
+        for pi, sp in spans.items():  # a device plane's steps: the union of its streams
+            for s, t in union(sp):
+                add(pi, s, t)
+        host = [q for q, qp in enumerate(xs.planes) if not qp.name.startswith("/device:")]
+        for s, t in union([x for sp in spans.values() for x in sp]):  # host steps: all devices
+            for q in host:
+                add(q, s, t)
     got = obj(steps)["steps"]
     if len(got) != len(want):
         fail("%s: %d steps, oracle %d" % (path, len(got), len(want)))
@@ -416,7 +371,10 @@ def main():
             for p, l, tr in tracks:
                 check_track(path, p, l, run([path, "--track", tr]))
             check_ops(path, xs, run([path, "--view", "ops"]))
-            check_steps(path, xs, run([path, "--view", "steps"]))
+            steps = run([path, "--view", "steps"])
+            check_steps(path, xs, steps)
+            oracle_stats.check_breakdown(path, xs, steps, obj, stat_value, stat_name, fail)
+            check_analyses(path, xs)
             host = os.path.basename(path)[:-len(".xplane.pb")]
             oracle_trace.check(path, xs, run([path, "--view", "trace"], parse=False),
                                run([path, "--view", "trace.json.gz"], parse=False), host,

@@ -269,6 +269,12 @@ static char *render_opts(struct xprofs_xspace *x, int v, size_t track,
 	s = xprofs_sink_buf(&out);
 	rc = v >= 0 ? xprofs_xspace_render_opts(x, v, ro, &s, &err)
 		    : xprofs_xspace_render_track(x, track, &s, &err);
+	/* kernels.json does not exist without GPU planes (docs/stats.md): compare its absence */
+	if (rc == -ENOENT && v == XPROFS_VIEW_KERNELS && out.len == 0) {
+		xprofs_buf_deinit(&err);
+		xprofs_buf_deinit(&out);
+		return strdup("<ENOENT>");
+	}
 	if (rc < 0)
 		fail_msg("render %d failed: %d %s", v, rc, err.data ? err.data : "");
 	xprofs_buf_deinit(&err);
@@ -293,7 +299,8 @@ static json_t *render_json(struct xprofs_xspace *x, int v, size_t track)
 {
 	char *s = render(x, v, track);
 	json_error_t je;
-	json_t *j = v == XPROFS_VIEW_PFTRACE ? json_string(s) : json_loads(s, 0, &je);
+	json_t *j = v == XPROFS_VIEW_PFTRACE || !strcmp(s, "<ENOENT>") ? json_string(s)
+								       : json_loads(s, 0, &je);
 
 	if (!j)
 		fail_msg("invalid JSON (%s) in: %.300s", je.text, s);

@@ -1,0 +1,84 @@
+/*
+ * ops-internal.h - one plane's op table (view-ops.c), shared by ops.json and
+ * overview.json: ops aggregated by name as XProf's OpMetricsDb, the plane's
+ * programs and its peak rates. Memory: O(distinct ops), at most OPS_MAX.
+ */
+#ifndef XPROFS_DECODE_OPS_INTERNAL_H
+#define XPROFS_DECODE_OPS_INTERNAL_H
+
+#include "render-internal.h"
+
+#define OPS_MAX ((size_t)1 << 20)
+
+struct op {
+	char *name, *category; /* owned */
+	char *program;         /* owned, NULL: none known (set by the first occurrence) */
+	bool program_tried;
+	uint64_t count;
+	int64_t occurrences; /* positioned events 1, num_occurrences events their count */
+	int64_t total, self, min, max;
+	double flops, bytes, model_flops;
+	bool has_flops, has_bytes, has_model_flops;
+};
+
+struct opmap {
+	struct op *ops; /* owned */
+	size_t n, cap;
+	uint32_t *slot; /* 1 + op index, 0 empty */
+	size_t nslot;
+	int64_t other; /* index of "(other)" or -1 */
+};
+
+/* A plane's XLA programs: program_id -> the "XLA Modules" event named "<module>(<id>)". */
+struct progmap {
+	uint64_t *id;
+	char **name; /* owned */
+	size_t n, cap;
+	bool sorted;
+};
+
+/* One plane's ops (dec_ops_plane()). */
+struct dec_ops {
+	struct opmap m;
+	struct progmap pm;
+	struct dec_plane_facts f; /* filled when events > 0 */
+	uint64_t events;
+	int64_t total, self; /* sums of the op events' durations / of the ops' self times */
+};
+
+/* dec_ops_plane() - aggregate the op lines of plane @pi; free with dec_ops_free(). */
+int dec_ops_plane(struct dec_rctx *rc, size_t pi, struct dec_ops *out);
+void dec_ops_free(struct dec_ops *d);
+/* dec_ops_merge() - add @src's ops to @dst's by name (XProf's OpMetricsDbCombiner); @dst
+ * starts zeroed. Its facts and programs map stay empty. */
+int dec_ops_merge(struct dec_ops *dst, const struct dec_ops *src);
+/* dec_ops_sorted() - indexes of d->m.ops by self time (desc), total, name; caller frees. */
+size_t *dec_ops_sorted(struct dec_ops *d);
+
+/* ---- steps (view-steps.c), for overview.json ---- */
+
+#define DEC_BD_N 9 /* steps.json's breakdown types (view-steps.c) */
+
+/* One plane's step-time summary (XProf's StepSummary) and breakdown averages. */
+struct dec_step_summary {
+	bool has; /* false: no steps */
+	size_t plane;
+	uint64_t n;
+	double avg, stddev;
+	int64_t min, max;
+	double bd[DEC_BD_N]; /* average ps per step, by type (steps.json's breakdown order) */
+};
+/* dec_steps_overview() - the summary of the host steps, else of the first plane with steps. */
+int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum);
+/* dec_step_summary_write() - @sum as steps.json's summary object. */
+void dec_step_summary_write(struct dec_out *o, const struct xprofs_xspace *x,
+			    const struct dec_step_summary *sum);
+
+/* A device plane's busy time: the union of its op lines, and their first start / last end. */
+struct dec_busy {
+	int64_t busy, first, last;
+	bool any;
+};
+int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b);
+
+#endif

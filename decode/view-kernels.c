@@ -1,0 +1,424 @@
+/*
+ * view-kernels.c - kernels.json: XProf's kernel stats (kernel_stats_utils.cc,
+ * xplane_to_kernel_stats_db.cc) for the GPU planes of a host.
+ *
+ * Design: every event of a GPU plane's "Stream #" line that has a
+ * kernel_details stat is a kernel launch; launches are grouped by XProf's
+ * KernelReport key (name, grid, block, registers per thread, static and
+ * dynamic shared memory, Tensor Core use, op eligibility, op name) in a hash
+ * map, then sorted by total time (then by the key, as
+ * KernelReportLessThanComparator) and the first KERNELS_SHOWN written.
+ * Without GPU planes the view does not exist: -ENOENT, nothing written.
+ * Limits: KERNELS_MAX distinct keys held (launches of further keys are
+ * dropped, and "truncated" is true).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "render-internal.h"
+
+#define KERNELS_SHOWN 1000            /* kMaxNumOfKernels */
+#define KERNELS_MAX ((size_t)1 << 20) /* distinct keys held */
+
+struct kernel {
+	char *name, *op; /* owned */
+	uint32_t grid[3], block[3], regs, sshm, dshm;
+	bool tc_used, tc_eligible;
+	uint64_t occurrences;
+	int64_t total, min, max;
+};
+
+struct kmap {
+	struct kernel *k; /* owned */
+	size_t n, cap;
+	uint32_t *slot; /* 1 + index, 0 empty */
+	size_t nslot;
+	bool full;
+};
+
+/* kTensorCoreKernelNamePatterns: a kernel uses Tensor Cores if its name contains one. */
+static bool tc_used(const char *name)
+{
+	static const char *const pat[] = {"16816",
+					  "c1688",
+					  "conv1x1",
+					  "conv2d_c1_k1",
+					  "dgrad_1x1_stride_2x2",
+					  "direct_group",
+					  "first_layer_wgrad_kernel",
+					  "h1688",
+					  "h884",
+					  "hmma",
+					  "i16832",
+					  "i8816",
+					  "s884",
+					  "s1688",
+					  "xmma_gemm",
+					  "xmma_implicit_gemm",
+					  "xmma_sparse_conv",
+					  "xmma_sparse_gemm",
+					  "xmma_warp_specialized_implicit_gemm"};
+
+	for (size_t i = 0; i < sizeof(pat) / sizeof(pat[0]); i++)
+		if (strstr(name, pat[i]))
+			return true;
+	return false;
+}
+
+static bool ends_with(const char *s, const char *lit)
+{
+	size_t n = strlen(s), k = strlen(lit);
+
+	return n >= k && !strcmp(s + n - k, lit);
+}
+
+/* IsOpTensorCoreEligible() of the op's name. */
+static bool tc_eligible(const char *op)
+{
+	static const char *const ends[] = {"Conv2D",
+					   "Conv2DBackpropFilter",
+					   "Conv2DBackpropInput",
+					   "Conv3D",
+					   "DepthwiseConv2dNative",
+					   "DepthwiseConv2dNativeBackpropFilter",
+					   "DepthwiseConv2dNativeBackpropInput",
+					   "/MatMul",
+					   "FusedMatMul",
+					   "/CudnnRNN",
+					   "XlaDot",
+					   "XlaDotV2"};
+	static const char *const has[] = {"BatchMatMul", "CudnnRNNV", "CudnnRNNForward",
+					  "CudnnRNNBackprop"};
+
+	for (size_t i = 0; i < sizeof(ends) / sizeof(ends[0]); i++)
+		if (ends_with(op, ends[i]))
+			return true;
+	for (size_t i = 0; i < sizeof(has) / sizeof(has[0]); i++)
+		if (strstr(op, has[i]))
+			return true;
+	return false;
+}
+
+/* SimpleAtoi() into a uint32: optional '+', digits, nothing else. */
+static bool atou32(const char *s, size_t n, uint32_t *out)
+{
+	uint64_t v = 0;
+	size_t i = 0;
+
+	if (i < n && s[i] == '+')
+		i++;
+	if (i == n)
+		return false;
+	for (; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+		if (v > UINT32_MAX)
+			return false;
+	}
+	*out = (uint32_t)v;
+	return true;
+}
+
+/* Three comma-separated uint32s, all or nothing. */
+static void dims(const char *s, size_t n, uint32_t d[3])
+{
+	const char *c1 = memchr(s, ',', n), *c2, *end = s + n;
+	uint32_t t[3];
+
+	if (!c1 || !(c2 = memchr(c1 + 1, ',', (size_t)(end - c1 - 1))) ||
+	    memchr(c2 + 1, ',', (size_t)(end - c2 - 1)))
+		return;
+	if (atou32(s, (size_t)(c1 - s), &t[0]) && atou32(c1 + 1, (size_t)(c2 - c1 - 1), &t[1]) &&
+	    atou32(c2 + 1, (size_t)(end - c2 - 1), &t[2]))
+		memcpy(d, t, sizeof(t));
+}
+
+/* ParseKernelLaunchParams(): "key:value" tokens split on spaces and newlines. */
+static void parse_details(const char *s, struct kernel *k)
+{
+	for (int i = 0; i < 3; i++)
+		k->grid[i] = k->block[i] = 1;
+	while (*s) {
+		size_t n = strcspn(s, " \n");
+		const char *colon = memchr(s, ':', n), *v;
+		size_t kl, vl;
+
+		if (colon && !memchr(colon + 1, ':', n - (size_t)(colon - s) - 1)) {
+			kl = (size_t)(colon - s);
+			v = colon + 1;
+			vl = n - kl - 1;
+			if (kl == 4 && !memcmp(s, "regs", 4))
+				atou32(v, vl, &k->regs);
+			else if (kl == 13 && !memcmp(s, "static_shared", 13))
+				atou32(v, vl, &k->sshm);
+			else if (kl == 14 && !memcmp(s, "dynamic_shared", 14))
+				atou32(v, vl, &k->dshm);
+			else if (kl == 5 && !memcmp(s, "block", 5))
+				dims(v, vl, k->block);
+			else if (kl == 4 && !memcmp(s, "grid", 4))
+				dims(v, vl, k->grid);
+		}
+		s += n;
+		if (*s)
+			s++;
+	}
+}
+
+static uint64_t khash(const struct kernel *k)
+{
+	uint64_t h = xprofs_hash64(k->name, strlen(k->name)) ^
+		     (xprofs_hash64(k->op, strlen(k->op)) * 31);
+	/* tc_used / tc_eligible follow from name / op: not hashed */
+	uint32_t v[9] = {k->grid[0],  k->grid[1], k->grid[2], k->block[0], k->block[1],
+			 k->block[2], k->regs,    k->sshm,    k->dshm};
+
+	return h ^ xprofs_hash64(v, sizeof(v));
+}
+
+static bool ksame(const struct kernel *a, const struct kernel *b)
+{
+	return !memcmp(a->grid, b->grid, sizeof(a->grid)) &&
+	       !memcmp(a->block, b->block, sizeof(a->block)) && a->regs == b->regs &&
+	       a->sshm == b->sshm && a->dshm == b->dshm && !strcmp(a->name, b->name) &&
+	       !strcmp(a->op, b->op);
+}
+
+static int kmap_rehash(struct kmap *m, size_t nslot)
+{
+	uint32_t *s = calloc(nslot, sizeof(*s));
+
+	if (!s)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n; i++) {
+		size_t h = (size_t)khash(&m->k[i]) & (nslot - 1);
+
+		while (s[h])
+			h = (h + 1) & (nslot - 1);
+		s[h] = (uint32_t)(i + 1);
+	}
+	free(m->slot);
+	m->slot = s;
+	m->nslot = nslot;
+	return 0;
+}
+
+/* kmap_add() - one launch of @k (its strings borrowed; copied on insert) lasting @dur. */
+static int kmap_add(struct kmap *m, const struct kernel *k, int64_t dur)
+{
+	struct kernel *e;
+	size_t h;
+	int r;
+
+	if (!m->slot && (r = kmap_rehash(m, 1024)) < 0)
+		return r;
+	h = (size_t)khash(k) & (m->nslot - 1);
+	while (m->slot[h] && !ksame(&m->k[m->slot[h] - 1], k))
+		h = (h + 1) & (m->nslot - 1);
+	if (m->slot[h]) {
+		e = &m->k[m->slot[h] - 1];
+	} else {
+		if (m->n >= KERNELS_MAX) {
+			m->full = true;
+			return 0;
+		}
+		if ((r = xprofs_grow(&m->k, &m->cap, m->n, sizeof(*m->k), 256)) < 0)
+			return r;
+		e = &m->k[m->n];
+		*e = *k;
+		e->tc_used = tc_used(k->name); /* once per key: they follow from the strings */
+		e->tc_eligible = tc_eligible(k->op);
+		e->name = strdup(k->name);
+		e->op = strdup(k->op);
+		if (!e->name || !e->op) {
+			free(e->name);
+			free(e->op);
+			return -ENOMEM;
+		}
+		e->min = INT64_MAX;
+		e->max = INT64_MIN;
+		m->slot[h] = (uint32_t)++m->n;
+		if (m->n * 2 > m->nslot && (r = kmap_rehash(m, m->nslot * 2)) < 0)
+			return r;
+		e = &m->k[m->n - 1];
+	}
+	e->occurrences++;
+	e->total = dec_sat_add(e->total, dur);
+	e->min = dur < e->min ? dur : e->min;
+	e->max = dur > e->max ? dur : e->max;
+	return 0;
+}
+
+static void kmap_free(struct kmap *m)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		free(m->k[i].name);
+		free(m->k[i].op);
+	}
+	free(m->k);
+	free(m->slot);
+}
+
+/* The op that launched a kernel: its hlo_op, else the name part of its tf_op ("name:type"). */
+static const char *op_name(const struct dec_opstats *os, const struct dec_evmd *md, char **tmp)
+{
+	const char *colon;
+
+	if (os->hlo_op)
+		return os->hlo_op;
+	if (md->hlo_op)
+		return md->hlo_op;
+	if (!os->tf_op)
+		return "";
+	colon = strchr(os->tf_op, ':');
+	if (!colon)
+		return os->tf_op;
+	*tmp = strndup(os->tf_op, (size_t)(colon - os->tf_op));
+	return *tmp ? *tmp : "";
+}
+
+/* A dec_event_fn: a stream event with kernel_details is a launch (arg: struct kmap). */
+static int kernel_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md,
+			void *arg)
+{
+	struct dec_opstats os = {.strings = true};
+	struct kernel k;
+	char *tmp = NULL;
+	int r = 0;
+
+	if (!e->has_stats)
+		return 0;
+	if ((r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				XEVENT_F_STATS, dec_collect_stat, &os)) < 0 ||
+	    !os.kernel_details)
+		goto out;
+	memset(&k, 0, sizeof(k));
+	parse_details(os.kernel_details, &k);
+	k.name = md->name;
+	k.op = (char *)op_name(&os, md, &tmp);
+	r = kmap_add(arg, &k, e->duration_ps);
+out:
+	free(tmp);
+	dec_opstats_clear(&os);
+	return r;
+}
+
+/* KernelReportLessThanComparator after total time, descending. */
+static int kernel_cmp(const void *a, const void *b, void *arg)
+{
+	const struct kmap *m = arg;
+	const struct kernel *x = &m->k[*(const size_t *)a], *y = &m->k[*(const size_t *)b];
+	int c;
+
+	if (x->total != y->total)
+		return x->total > y->total ? -1 : 1;
+	if ((c = strcmp(x->name, y->name)))
+		return c;
+	for (int i = 0; i < 3; i++)
+		if (x->grid[i] != y->grid[i])
+			return x->grid[i] < y->grid[i] ? -1 : 1;
+	for (int i = 0; i < 3; i++)
+		if (x->block[i] != y->block[i])
+			return x->block[i] < y->block[i] ? -1 : 1;
+	if (x->regs != y->regs)
+		return x->regs < y->regs ? -1 : 1;
+	if (x->sshm != y->sshm)
+		return x->sshm < y->sshm ? -1 : 1;
+	if (x->dshm != y->dshm)
+		return x->dshm < y->dshm ? -1 : 1;
+	if (x->tc_used != y->tc_used)
+		return x->tc_used < y->tc_used ? -1 : 1;
+	if (x->tc_eligible != y->tc_eligible)
+		return x->tc_eligible < y->tc_eligible ? -1 : 1;
+	return strcmp(x->op, y->op);
+}
+
+static void out_dims(struct dec_out *o, const char *lit, const uint32_t d[3])
+{
+	dec_out_add(o, lit, strlen(lit));
+	for (int i = 0; i < 3; i++) {
+		OUT_RAW(o, i ? "," : "[");
+		dec_out_u64(o, d[i]);
+	}
+	OUT_LIT(o, "]");
+}
+
+static void kernel_write(struct dec_out *o, const struct kernel *k)
+{
+	dec_out_cstr(o, k->name);
+	OUT_LIT(o, ",\"op\":");
+	dec_out_cstr(o, k->op);
+	out_dims(o, ",\"grid\":", k->grid);
+	out_dims(o, ",\"block\":", k->block);
+	OUT_LIT(o, ",\"registers_per_thread\":");
+	dec_out_u64(o, k->regs);
+	OUT_LIT(o, ",\"static_shmem_bytes\":");
+	dec_out_u64(o, k->sshm);
+	OUT_LIT(o, ",\"dynamic_shmem_bytes\":");
+	dec_out_u64(o, k->dshm);
+	OUT_RAW(o, k->tc_used ? ",\"tensor_core_used\":true" : ",\"tensor_core_used\":false");
+	OUT_RAW(o, k->tc_eligible ? ",\"op_tensor_core_eligible\":true"
+				  : ",\"op_tensor_core_eligible\":false");
+	OUT_LIT(o, ",\"occurrences\":");
+	dec_out_u64(o, k->occurrences);
+	dec_out_key_i64(o, ",\"total_ps\":", k->total);
+	dec_out_key_i64(o, ",\"min_ps\":", k->min);
+	dec_out_key_i64(o, ",\"max_ps\":", k->max);
+	OUT_LIT(o, ",\"avg_ps\":");
+	dec_out_double(o, (double)k->total / (double)k->occurrences);
+}
+
+static bool is_gpu_plane(const struct dec_plane *p)
+{
+	return !strncmp(p->name, "/device:GPU:", 12);
+}
+
+int dec_view_kernels(struct dec_rctx *rc, struct dec_out *o)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct kmap m = {0};
+	size_t *idx = NULL, shown;
+	bool gpu = false;
+	int r = 0;
+
+	for (size_t li = 0; li < x->n_lines; li++) {
+		const struct dec_plane *p = &x->planes[x->lines[li].plane];
+
+		if (!is_gpu_plane(p))
+			continue;
+		gpu = true;
+		if (dec_op_line_kind(x, p, &x->lines[li], false) == LK_STREAM &&
+		    (r = dec_line_each(rc, li, NULL, kernel_event, &m)) < 0)
+			goto out;
+	}
+	for (size_t pi = 0; pi < x->n_planes && !gpu; pi++)
+		gpu = is_gpu_plane(&x->planes[pi]);
+	if (!gpu) {
+		r = -ENOENT;
+		goto out;
+	}
+	if (!(idx = malloc((m.n + 1) * sizeof(*idx)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < m.n; i++)
+		idx[i] = i;
+	qsort_r(idx, m.n, sizeof(*idx), kernel_cmp, &m);
+	shown = m.n < KERNELS_SHOWN ? m.n : KERNELS_SHOWN;
+	OUT_LIT(o, "{\"kernels\":[");
+	for (size_t i = 0; i < shown; i++) {
+		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
+		kernel_write(o, &m.k[idx[i]]);
+		OUT_LIT(o, "}");
+		if ((r = dec_out_flush(o, false)) < 0)
+			goto out;
+	}
+	OUT_LIT(o, "\n],\"distinct\":");
+	dec_out_u64(o, m.n);
+	OUT_RAW(o, m.n > shown || m.full ? ",\"truncated\":true}\n" : ",\"truncated\":false}\n");
+out:
+	free(idx);
+	kmap_free(&m);
+	return r;
+}

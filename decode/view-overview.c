@@ -1,0 +1,303 @@
+/*
+ * view-overview.c - overview.json: XProf's overview page as data
+ * (op_stats_to_overview_page.cc, op_stats_to_input_pipeline_analysis.cc):
+ * run environment, step-time summary, device duty cycle, host vs device op
+ * time, the top device ops, FLOP utilization where peak rates are known and
+ * a bottleneck statement with XProf's thresholds. docs/stats.md has every
+ * field and what is missing without the HLO protos.
+ *
+ * Design: built from the other analyses' parts: dec_steps_overview() (steps,
+ * breakdown), dec_device_busy() per device plane (union of its op lines),
+ * dec_ops_plane() per plane, the device planes' ops combined by name
+ * (dec_ops_merge()). Memory: O(distinct ops + steps).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ops-internal.h"
+
+#define TOP_OPS 10 /* kNumTopOpsShown */
+
+/* op_stats_to_input_pipeline_analysis.cc's thresholds, in percent of the step time. */
+#define INPUT_HIGH 20.0 /* kHighlyInfeedBoundThresholdInPercent */
+#define INPUT_MODERATE 5.0
+#define OUTPUT_HIGH 20.0 /* kHighlyOutfeedBoundThresholdInPercent */
+#define OUTPUT_MODERATE 5.0
+#define COLL_HIGH 15.0 /* kHighlyDeviceCollectivesBoundThresholdInPercent */
+#define COLL_MODERATE 3.0
+#define OTHER_HIGH 15.0 /* kHighlyAllOtherBoundThresholdInPercent */
+#define OTHER_MODERATE 3.0
+
+/* steps.json's breakdown indexes (view-steps.c's order) */
+enum { B_IDLE, B_HCOMP, B_H2H, B_H2D, B_COLL, B_WAIT, B_D2D, B_D2H, B_DCOMP };
+
+/* What the device planes add up to. */
+struct ov_dev {
+	uint64_t planes;
+	int64_t busy, span;
+	double flops, model_flops, peak_flop_s; /* peak_flop_s: Σ peak × busy seconds */
+	bool has_flops, has_model_flops, all_peaks;
+	struct dec_plane_facts f; /* the first device plane's */
+	struct dec_ops ops;       /* combined by name */
+	int64_t host_self;
+	int64_t host_occ, dev_occ;
+};
+
+static void out_opt(struct dec_out *o, const char *lit, bool has, double d)
+{
+	dec_out_add(o, lit, strlen(lit));
+	if (has)
+		dec_out_double(o, d);
+	else
+		OUT_LIT(o, "null");
+}
+
+static void out_cstr_or_null(struct dec_out *o, const char *s)
+{
+	if (s)
+		dec_out_cstr(o, s);
+	else
+		OUT_LIT(o, "null");
+}
+
+/* ov_plane() - add device or host plane @q to @d. */
+static int ov_plane(struct dec_rctx *rc, size_t q, struct ov_dev *d)
+{
+	const struct dec_plane *p = &rc->x->planes[q];
+	struct dec_ops ops;
+	struct dec_busy b;
+	int r;
+
+	if ((r = dec_ops_plane(rc, q, &ops)) < 0)
+		return r;
+	if (!ops.events)
+		goto out;
+	for (size_t i = 0; i < ops.m.n; i++) {
+		const struct op *op = &ops.m.ops[i];
+
+		if (!dec_plane_is_device(p)) {
+			d->host_occ = dec_sat_add(d->host_occ, op->occurrences);
+			continue;
+		}
+		d->dev_occ = dec_sat_add(d->dev_occ, op->occurrences);
+		if (op->total != op->self) /* UpdateNodeMetrics(): leaf ops only */
+			continue;
+		if (op->has_flops)
+			d->flops += op->flops, d->has_flops = true;
+		if (op->has_model_flops)
+			d->model_flops += op->model_flops, d->has_model_flops = true;
+	}
+	if (!dec_plane_is_device(p)) {
+		d->host_self = dec_sat_add(d->host_self, ops.self);
+		goto out;
+	}
+	if ((r = dec_device_busy(rc, q, &b)) < 0)
+		goto out;
+	if (ops.f.peak_flops > 0)
+		d->peak_flop_s += ops.f.peak_flops * (double)b.busy * 1e-12;
+	else
+		d->all_peaks = false;
+	if (!d->planes++) {
+		d->f = ops.f;
+		memset(&ops.f, 0, sizeof(ops.f)); /* moved */
+	}
+	d->busy = dec_sat_add(d->busy, b.busy);
+	d->span = dec_sat_add(d->span, b.any ? dec_sat_add(b.last, -b.first) : 0);
+	r = dec_ops_merge(&d->ops, &ops);
+out:
+	dec_ops_free(&ops);
+	return r;
+}
+
+static void out_env(struct dec_out *o, const struct xprofs_xspace *x, const struct ov_dev *d)
+{
+	OUT_LIT(o, "{\"host\":");
+	if (x->hostnames.n)
+		dec_out_str(o, x->hostnames.s[0], x->hostnames.len[0]);
+	else
+		OUT_LIT(o, "null");
+	OUT_LIT(o, ",\"device_type\":");
+	out_cstr_or_null(o, d->planes ? d->f.device_type : "CPU");
+	OUT_LIT(o, ",\"device_vendor\":");
+	out_cstr_or_null(o, d->f.vendor);
+	OUT_LIT(o, ",\"device_planes\":");
+	dec_out_u64(o, d->planes);
+	out_opt(o, ",\"device_core_count\":", d->f.has_core_count, d->f.core_count);
+	out_opt(o, ",\"peak_flops_per_s\":", d->f.peak_flops > 0, d->f.peak_flops);
+	out_opt(o, ",\"peak_hbm_bytes_per_s\":", d->f.peak_bw > 0, d->f.peak_bw);
+	OUT_LIT(o, "}");
+}
+
+static void out_device(struct dec_out *o, const struct ov_dev *d)
+{
+	if (!d->planes) {
+		OUT_LIT(o, "null");
+		return;
+	}
+	dec_out_key_i64(o, "{\"busy_ps\":", d->busy);
+	dec_out_key_i64(o, ",\"span_ps\":", d->span);
+	out_opt(o, ",\"duty_cycle\":", d->span > 0, (double)d->busy / (double)d->span);
+	out_opt(o, ",\"idle_share\":", d->span > 0, 1.0 - (double)d->busy / (double)d->span);
+	out_opt(o, ",\"flops\":", d->has_flops, d->flops);
+	out_opt(o, ",\"model_flops\":", d->has_model_flops, d->model_flops);
+	out_opt(o, ",\"flops_per_s\":", d->has_flops && d->busy > 0,
+		d->flops / (double)d->busy * 1e12);
+	out_opt(o, ",\"hfu\":", d->has_flops && d->all_peaks && d->peak_flop_s > 0,
+		d->flops / d->peak_flop_s);
+	out_opt(o, ",\"mfu\":", d->has_model_flops && d->all_peaks && d->peak_flop_s > 0,
+		d->model_flops / d->peak_flop_s);
+	OUT_LIT(o, "}");
+}
+
+static void out_op_time(struct dec_out *o, const struct ov_dev *d)
+{
+	int64_t all = dec_sat_add(d->host_occ, d->dev_occ);
+
+	dec_out_key_i64(o, "{\"host_ops\":", d->host_occ);
+	dec_out_key_i64(o, ",\"device_ops\":", d->dev_occ);
+	out_opt(o, ",\"host_op_share\":", all > 0, (double)d->host_occ / (double)all);
+	out_opt(o, ",\"device_op_share\":", all > 0, (double)d->dev_occ / (double)all);
+	dec_out_key_i64(o, ",\"host_self_ps\":", d->host_self);
+	dec_out_key_i64(o, ",\"device_self_ps\":", d->ops.self);
+	OUT_LIT(o, "}");
+}
+
+/* The top device ops (ComputeAnalysisResult(): by self time, fractions of the device op time). */
+static int out_top(struct dec_out *o, struct ov_dev *d)
+{
+	size_t *idx = dec_ops_sorted(&d->ops), n = d->ops.m.n < TOP_OPS ? d->ops.m.n : TOP_OPS;
+	double cum = 0;
+
+	if (!idx)
+		return -ENOMEM;
+	OUT_LIT(o, "[");
+	for (size_t i = 0; i < n; i++) {
+		const struct op *op = &d->ops.m.ops[idx[i]];
+		double frac = d->ops.self > 0 ? (double)op->self / (double)d->ops.self : 0;
+
+		cum += frac;
+		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
+		dec_out_cstr(o, op->name);
+		OUT_LIT(o, ",\"category\":");
+		dec_out_cstr(o, op->category);
+		dec_out_key_i64(o, ",\"self_ps\":", op->self);
+		out_opt(o, ",\"self_share\":", d->ops.self > 0, frac);
+		out_opt(o, ",\"cumulative_share\":", d->ops.self > 0, cum);
+		out_opt(o, ",\"flops_per_s\":", op->has_flops && op->total > 0,
+			op->flops / (double)op->total * 1e12);
+		OUT_LIT(o, "}");
+	}
+	OUT_LIT(o, "]");
+	free(idx);
+	return 0;
+}
+
+static const char *level(double pct, double high, double moderate)
+{
+	return pct >= high ? "high" : pct >= moderate ? "moderate" : "no";
+}
+
+/*
+ * out_bottleneck() - GenericBottleneck's classifications from the average
+ * step breakdown (input = host wait + host to device; all other = idle), the
+ * verdict (the first "high" of input, communication, host/idle, output; else
+ * compute when device compute is half the step or more; else the first
+ * "moderate"; else "none") and a statement in words with the numbers.
+ */
+static void out_bottleneck(struct dec_out *o, const struct dec_step_summary *s)
+{
+	double in, coll, other, out, comp;
+	const char *li, *lc, *lo, *lt, *kind = "none";
+	char text[512];
+
+	if (!s->has || !(s->avg > 0)) {
+		OUT_LIT(o, "null");
+		return;
+	}
+	in = 100.0 * (s->bd[B_WAIT] + s->bd[B_H2D]) / s->avg;
+	coll = 100.0 * s->bd[B_COLL] / s->avg;
+	other = 100.0 * s->bd[B_IDLE] / s->avg;
+	out = 100.0 * s->bd[B_D2H] / s->avg;
+	comp = 100.0 * s->bd[B_DCOMP] / s->avg;
+	li = level(in, INPUT_HIGH, INPUT_MODERATE);
+	lc = level(coll, COLL_HIGH, COLL_MODERATE);
+	lo = level(other, OTHER_HIGH, OTHER_MODERATE);
+	lt = level(out, OUTPUT_HIGH, OUTPUT_MODERATE);
+	for (int pass = 0; pass < 2 && !strcmp(kind, "none"); pass++) {
+		const char *want = pass ? "moderate" : "high";
+
+		if (!strcmp(li, want))
+			kind = "input";
+		else if (!strcmp(lc, want))
+			kind = "communication";
+		else if (!strcmp(lo, want))
+			kind = "host";
+		else if (!strcmp(lt, want))
+			kind = "output";
+		else if (!pass && comp >= 50.0)
+			kind = "compute";
+	}
+	snprintf(text, sizeof(text),
+		 "%s-bound: of the average step (%.6g ps), %.1f %% is input (%s), %.1f %% "
+		 "device collectives (%s), %.1f %% idle or host (%s), %.1f %% output (%s), "
+		 "%.1f %% device compute",
+		 kind, s->avg, in, li, coll, lc, other, lo, out, lt, comp);
+	OUT_LIT(o, "{\"kind\":");
+	dec_out_cstr(o, kind);
+	out_opt(o, ",\"input_percent\":", true, in);
+	OUT_LIT(o, ",\"input\":");
+	dec_out_cstr(o, li);
+	out_opt(o, ",\"collectives_percent\":", true, coll);
+	OUT_LIT(o, ",\"collectives\":");
+	dec_out_cstr(o, lc);
+	out_opt(o, ",\"all_other_percent\":", true, other);
+	OUT_LIT(o, ",\"all_other\":");
+	dec_out_cstr(o, lo);
+	out_opt(o, ",\"output_percent\":", true, out);
+	OUT_LIT(o, ",\"output\":");
+	dec_out_cstr(o, lt);
+	out_opt(o, ",\"device_compute_percent\":", true, comp);
+	OUT_LIT(o, ",\"statement\":");
+	dec_out_cstr(o, text);
+	OUT_LIT(o, "}");
+}
+
+int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct dec_step_summary steps;
+	struct ov_dev d;
+	int r;
+
+	memset(&d, 0, sizeof(d));
+	d.ops.m.other = -1;
+	d.all_peaks = true;
+	if ((r = dec_steps_overview(rc, &steps)) < 0)
+		goto out;
+	for (size_t q = 0; q < x->n_planes; q++)
+		if ((r = ov_plane(rc, q, &d)) < 0)
+			goto out;
+	OUT_LIT(o, "{\"run_environment\":");
+	out_env(o, x, &d);
+	OUT_LIT(o, ",\n\"step_time\":");
+	if (steps.has)
+		dec_step_summary_write(o, x, &steps);
+	else
+		OUT_LIT(o, "null");
+	OUT_LIT(o, ",\n\"device\":");
+	out_device(o, &d);
+	OUT_LIT(o, ",\n\"op_time\":");
+	out_op_time(o, &d);
+	OUT_LIT(o, ",\n\"top_ops\":");
+	if ((r = out_top(o, &d)) < 0)
+		goto out;
+	OUT_LIT(o, ",\n\"bottleneck\":");
+	out_bottleneck(o, &steps);
+	OUT_LIT(o, "}\n");
+out:
+	dec_ops_free(&d.ops);
+	dec_plane_facts_clear(&d.f);
+	return r;
+}

@@ -1,0 +1,775 @@
+"""oracle_stats.py - XProf's analyses recomputed from a python3-protobuf parse.
+
+Used by oracle.py (every shared sample, generated profiles) and
+test_stats.py (small profiles with the edge cases). It follows the XProf
+functions named in docs/stats.md, written from those rules and not from
+decode/'s C code:
+
+- op table: ConvertTensorCoreDeviceTraceXPlaneToOpMetricsDb()'s self time
+  (an ancestor stack whose parent test is Timespan::Includes(); a parent
+  loses the whole duration of each direct child), GetDeviceEventTimespan()
+  on "XLA Ops" lines, SetRooflineMetrics(), op_profile_builder.cc's
+  UpdateNodeMetrics() for the rollups;
+- the device busy time of steps as a union of the device op lines.
+
+Every time must be equal, every rate within 1e-9 relative.
+"""
+import math
+import re
+from decimal import Decimal
+
+U64 = 1 << 64
+
+
+def signed(v):
+    return v - U64 if v >= 1 << 63 else v
+
+
+class Stats:
+    """The stats of one XEvent / XEventMetadata / XPlane by name, in file order."""
+
+    def __init__(self, plane, stats, stat_value, stat_name):
+        self.items = [(stat_name(plane, st.metadata_id), st) for st in stats]
+        self.plane = plane
+        self.stat_value = stat_value
+
+    def last(self, name, kinds):
+        """The last stat @name whose value kind is in @kinds (None: any)."""
+        got = None
+        for k, st in self.items:
+            if k == name and (kinds is None or st.WhichOneof("value") in kinds):
+                got = st
+        return got
+
+    def number(self, name):
+        """stat_number(): finite doubles and integers; the last such stat wins."""
+        got = None
+        for k, st in self.items:
+            if k != name:
+                continue
+            kind = st.WhichOneof("value")
+            if kind == "double_value" and math.isfinite(st.double_value):
+                got = st.double_value
+            elif kind == "uint64_value":
+                got = float(st.uint64_value)
+            elif kind == "int64_value":
+                got = float(st.int64_value)
+        return got
+
+    def integer(self, name):
+        st = self.last(name, ("uint64_value", "int64_value"))
+        return None if st is None else getattr(st, st.WhichOneof("value")) % U64
+
+    def string(self, name):
+        st = None
+        for k, s in self.items:
+            if k == name:
+                st = s
+        return None if st is None else str(self.stat_value(self.plane, st))
+
+
+def plane_facts(p, stat_value, stat_name):
+    """Peak FLOP/s and HBM bytes/s from the plane's stats (0: unknown)."""
+    s = Stats(p, p.stats, stat_value, stat_name)
+    tf, hbm, mem = (s.number("peak_teraflops_per_second"),
+                    s.number("peak_hbm_bw_gigabytes_per_second"), s.number("memory_bandwidth"))
+    flops = tf * 1e12 if tf is not None and tf > 0 else 0.0
+    if hbm is not None and hbm > 0:
+        bw = hbm * 1e9
+    elif mem is not None and mem > 0:
+        bw = mem
+    else:
+        bw = 0.0
+    if not math.isfinite(flops):
+        flops = 0.0
+    if not math.isfinite(bw):
+        bw = 0.0
+    return {"peak_flops": flops, "peak_bw": bw, "stats": s}
+
+
+DERIVED = ("Steps", "_counters_", "Framework Name Scope", "XLA Modules", "Launch Stats",
+           "Source code")
+
+
+def op_lines(p):
+    """The lines feeding ops.json (docs/decode.md), with their kind."""
+    if p.name.startswith("/device:"):
+        return [(l, "stream" if l.name.startswith("Stream #") else "xla") for l in p.lines
+                if l.name == "XLA Ops" or l.name.startswith("Stream #")]
+    if p.name != "/host:CPU":
+        return []
+    fw = [l for l in p.lines if l.name in ("Framework Ops", "TensorFlow Ops")]
+    if fw:
+        return [(l, "host") for l in fw]
+    return [(l, "host") for l in p.lines if l.name not in DERIVED]
+
+
+def programs(p, names):
+    """program_id -> the "XLA Modules" event named "<module>(<id>)" (first name wins)."""
+    out = {}
+    if not p.name.startswith("/device:"):
+        return out
+    for l in p.lines:
+        if l.name != "XLA Modules":
+            continue
+        for e in l.events:
+            name = names(p, e.metadata_id)[0]
+            m = re.fullmatch(r"(.*)\(([0-9]+)\)", name, re.S)
+            if m and int(m.group(2)) < U64 and len(out) < 1 << 16:
+                out.setdefault(int(m.group(2)), name)
+    return out
+
+
+def op_table(p, stat_value, stat_name, names):
+    """(events, total_ps, {name: op}) of plane @p, as XProf's OpMetricsDb keyed by name."""
+    progs = programs(p, names)
+    ops = {}
+    events = total = 0
+    for l, kind in op_lines(p):
+        base = l.timestamp_ns * 1000
+        stack = []  # [start, end, dur, children, name]
+
+        def finish(fr):
+            ops[fr[4]]["self"] += max(0, fr[2] - fr[3])
+
+        for e in l.events:
+            name, _, m = names(p, e.metadata_id)
+            ms = Stats(p, m.stats if m is not None else [], stat_value, stat_name)
+            es = Stats(p, e.stats if kind != "host" else [], stat_value, stat_name)
+            if kind == "stream":
+                hlo = es.string("hlo_op")
+                if hlo is None:
+                    hlo = ms.string("hlo_op")
+                if hlo is not None:
+                    name = hlo
+            d = e.duration_ps
+            positioned = e.WhichOneof("data") != "num_occurrences"
+            s = base + (e.offset_ps if positioned else 0)
+            doff, ddur = es.integer("device_offset_ps"), es.integer("device_duration_ps")
+            if kind == "xla" and positioned and doff is not None and ddur is not None:
+                s, d = signed(doff), signed(ddur)  # GetDeviceEventTimespan()
+            o = ops.get(name)
+            if o is None:
+                cat = es.string("hlo_category")
+                if cat is None:
+                    cat = ms.string("hlo_category")
+                mod = es.string("hlo_module")
+                if mod is None:
+                    mod = ms.string("hlo_module")
+                pid = es.integer("program_id")
+                if pid is None:
+                    pid = ms.integer("program_id")
+                if mod is not None and pid is not None:
+                    prog = "%s(%d)" % (mod, pid)
+                elif mod is not None:
+                    prog = mod
+                else:
+                    prog = progs.get(pid) if pid is not None else None
+                o = ops[name] = {"name": name, "category": cat or "", "program": prog,
+                                 "count": 0, "occurrences": 0, "total": 0, "self": 0,
+                                 "min": None, "max": None, "flops": None, "bytes": None,
+                                 "model_flops": None}
+            o["count"] += 1
+            o["occurrences"] += max(0, e.num_occurrences) if not positioned else 1
+            o["total"] += d
+            o["min"] = d if o["min"] is None else min(o["min"], d)
+            o["max"] = d if o["max"] is None else max(o["max"], d)
+            for key, stat in (("flops", "flops"), ("bytes", "bytes_accessed"),
+                              ("model_flops", "model_flops")):
+                v = es.number(stat)
+                if v is None:
+                    v = ms.number(stat)
+                if v is not None:
+                    o[key] = v if o[key] is None else o[key] + v
+            events += 1
+            total += d
+            if not positioned:
+                o["self"] += max(0, d)
+                continue
+            end = s + d
+            while stack and not (stack[-1][0] <= s and end <= stack[-1][1]):
+                finish(stack.pop())
+            if stack:
+                stack[-1][3] += max(0, d)
+            stack.append([s, end, d, 0, name])
+        while stack:
+            finish(stack.pop())
+    return events, total, ops
+
+
+def trunc_div(a, b):
+    """C's integer division (towards zero)."""
+    q = abs(a) // abs(b)
+    return q if (a < 0) == (b < 0) else -q
+
+
+def rate(amount, ps):
+    return amount / ps * 1e12 if amount is not None and ps > 0 else None
+
+
+def op_fields(o, facts, plane_self):
+    """Every field of one ops.json op (docs/stats.md)."""
+    flops, nbytes = o["flops"], o["bytes"]
+    f0, b0 = flops or 0.0, nbytes or 0.0
+    pf, pb = facts["peak_flops"], facts["peak_bw"]
+    if not (pf > 0 and pb > 0):
+        bound = None
+    elif b0 != 0:
+        bound = "Compute" if f0 / b0 >= pf / pb else "Memory"
+    else:
+        bound = "Compute" if f0 != 0 else "Unknown"
+    return {
+        "name": o["name"], "category": o["category"], "program": o["program"],
+        "count": o["count"], "occurrences": o["occurrences"], "total_ps": o["total"],
+        "self_ps": o["self"], "min_ps": o["min"], "max_ps": o["max"],
+        "mean_ps": trunc_div(o["total"], o["count"]),
+        "avg_ps": o["total"] / o["occurrences"] if o["occurrences"] > 0 else None,
+        "flops": flops, "model_flops": o["model_flops"], "bytes_accessed": nbytes,
+        "flops_per_s": rate(flops, o["total"]),
+        "model_flops_per_s": rate(o["model_flops"], o["total"]),
+        "bytes_per_s": rate(nbytes, o["total"]),
+        "intensity": f0 / b0 if flops is not None and b0 != 0 else None,
+        "bound": bound,
+        "share": o["self"] / plane_self if plane_self > 0 else None,
+    }
+
+
+def rollup(ops, key, plane_self):
+    """by_category / by_program: UpdateNodeMetrics() over the ops of each group."""
+    groups = {}
+    for o in ops.values():
+        g = groups.setdefault(o[key], {"name": o[key], "ops": 0, "occurrences": 0, "self_ps": 0,
+                                       "total_ps": 0, "flops": None, "model_flops": None,
+                                       "bytes_accessed": None})
+        g["ops"] += 1
+        g["occurrences"] += o["occurrences"]
+        g["self_ps"] += o["self"]
+        g["total_ps"] += o["total"]
+        if o["total"] == o["self"]:  # no children time: its flops and bytes count
+            for k, ok in (("flops", "flops"), ("model_flops", "model_flops"),
+                          ("bytes_accessed", "bytes")):
+                if o[ok] is not None:
+                    g[k] = o[ok] if g[k] is None else g[k] + o[ok]
+    for g in groups.values():
+        g["flops_per_s"] = rate(g["flops"], g["self_ps"])
+        g["bytes_per_s"] = rate(g["bytes_accessed"], g["self_ps"])
+        g["share"] = g["self_ps"] / plane_self if plane_self > 0 else None
+    return groups
+
+
+def close(a, b):
+    """Equal, or both floats within 1e-9 relative."""
+    if a is None or b is None:
+        return a is b
+    if isinstance(a, Decimal):
+        a = float(a)
+    if isinstance(b, Decimal):
+        b = float(b)
+    if isinstance(a, float) or isinstance(b, float):
+        return a == b or abs(a - b) <= 1e-9 * max(abs(a), abs(b))
+    return a == b
+
+
+def check_ops(path, xs, jops, obj, stat_value, stat_name, names, fail):
+    """Every number of ops.json against the recomputed op tables."""
+    got = {obj(jp)["name"]: obj(jp) for jp in obj(jops)["planes"]}
+    for p in xs.planes:
+        events, total, ops = op_table(p, stat_value, stat_name, names)
+        if events == 0:
+            if p.name in got:
+                fail("%s: ops has plane %s without op events" % (path, p.name))
+            continue
+        jp = got.get(p.name)
+        if jp is None:
+            fail("%s: ops lacks plane %s" % (path, p.name))
+            continue
+        facts = plane_facts(p, stat_value, stat_name)
+        pself = sum(o["self"] for o in ops.values())
+        pf, pb = facts["peak_flops"], facts["peak_bw"]
+        want = {"events": events, "total_ps": total, "self_ps": pself,
+                "peak_flops_per_s": pf if pf > 0 else None,
+                "peak_hbm_bytes_per_s": pb if pb > 0 else None,
+                "ridge_flops_per_byte": pf / pb if pf > 0 and pb > 0 else None}
+        for k, v in want.items():
+            if not close(jp[k], v):
+                fail("%s: ops %s: %s %r vs %r" % (path, p.name, k, jp[k], v))
+        order = sorted(ops.values(), key=lambda o: (-o["self"], -o["total"],
+                                                    o["name"].encode("utf-8", "replace")))
+        jnames = [obj(o)["name"] for o in jp["ops"]]
+        if jnames != [o["name"] for o in order]:
+            fail("%s: ops %s: order/names differ: %r vs %r" % (
+                path, p.name, jnames[:5], [o["name"] for o in order][:5]))
+            continue
+        for o, jo in zip(order, jp["ops"]):
+            jo = obj(jo)
+            for k, v in op_fields(o, facts, pself).items():
+                if not close(jo.get(k, "<absent>"), v):
+                    fail("%s: ops %s/%s: %s %r vs %r" % (path, p.name, o["name"], k, jo.get(k), v))
+        for jkey, key in (("by_category", "category"), ("by_program", "program")):
+            groups = rollup(ops, key, pself)
+            jg = [obj(g) for g in jp[jkey]]
+            order = sorted(groups.values(), key=lambda g: (-g["self_ps"], g["name"] is not None,
+                                                           (g["name"] or "").encode()))
+            if [g["name"] for g in jg] != [g["name"] for g in order]:
+                fail("%s: ops %s: %s names %r vs %r" % (path, p.name, jkey,
+                                                        [g["name"] for g in jg][:5],
+                                                        [g["name"] for g in order][:5]))
+                continue
+            for g, w in zip(jg, order):
+                for k, v in w.items():
+                    if not close(g.get(k, "<absent>"), v):
+                        fail("%s: ops %s %s %r: %s %r vs %r" % (path, p.name, jkey, w["name"],
+                                                                 k, g.get(k), v))
+
+
+# ---- steps.json: XProf's step-time breakdown -------------------------------
+
+# event_span.h EventType, in priority order (index 0: UNKNOWN_TIME = idle)
+BD_KEYS = ["idle_ps", "host_compute_ps", "host_to_host_ps", "host_to_device_ps",
+           "device_collectives_ps", "host_wait_input_ps", "device_to_device_ps",
+           "device_to_host_ps", "device_compute_ps"]
+COLLECTIVES = ("all-reduce", "all-gather", "reduce-scatter", "all-to-all", "ragged-all-to-all",
+               "collective-permute", "collective-broadcast", "send", "recv")
+
+
+def classify(dev, m, names_fn, p, stat_value, stat_name):
+    """ClassifyGpuEvent() / ClassifyCpuEvent() (docs/stats.md), by event metadata."""
+    if m is None:
+        return BD_KEYS.index("device_compute_ps" if dev else "host_compute_ps")
+    name = m.display_name or m.name
+    low = name.lower()
+    if dev:
+        cat = Stats(p, m.stats, stat_value, stat_name).string("hlo_category")
+        if low.startswith("memcpyhtod"):
+            k = "host_to_device_ps"
+        elif low.startswith("memcpydtoh"):
+            k = "device_to_host_ps"
+        elif low.startswith("memcpydtod"):
+            k = "device_to_device_ps"
+        elif low.startswith("nccl") or (cat is not None and cat.startswith(COLLECTIVES)):
+            k = "device_collectives_ps"
+        elif cat == "infeed":
+            k = "host_to_device_ps"
+        elif cat == "outfeed":
+            k = "device_to_host_ps"
+        else:
+            k = "device_compute_ps"
+    else:
+        if low.startswith("memcpyhtod") or "InfeedEnqueue" in name:
+            k = "host_to_device_ps"
+        elif low.startswith("memcpyhtoh"):
+            k = "host_to_host_ps"
+        elif low.startswith("iteratorgetnext"):
+            k = "host_wait_input_ps"
+        else:
+            k = "host_compute_ps"
+    return BD_KEYS.index(k)
+
+
+def non_overlapped(spans):
+    """ToNonOverlappedEvents(): boundaries sorted (ends first at equal times, higher type
+    first), each piece of time owned by the highest type open."""
+    bounds = []
+    for s, e, t in spans:
+        bounds.append((s, 1, -t, t, True))
+        bounds.append((e, 0, -t, t, False))
+    bounds.sort(key=lambda b: b[:3])
+    count = [0] * len(BD_KEYS)
+    out = []
+    for i in range(len(bounds) - 1):
+        _, _, _, t, start = bounds[i]
+        count[t] += 1 if start else -1
+        top = max([k for k in range(1, len(BD_KEYS)) if count[k] > 0], default=0)
+        if top and bounds[i + 1][0] > bounds[i][0]:
+            out.append((bounds[i][0], bounds[i + 1][0], top))
+    return out
+
+
+def breakdown_model(xs, stat_value, stat_name):
+    """(steps [plane, start, duration, breakdown], {plane: summary}) as steps.json."""
+    steps = []
+    for pi, p in enumerate(xs.planes):
+        for l in p.lines:
+            if l.name != "Steps":
+                continue
+            for e in l.events:
+                off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
+                steps.append([pi, l.timestamp_ns * 1000 + off, e.duration_ps, [0] * len(BD_KEYS)])
+    steps.sort(key=lambda s: (s[0], s[1]))
+
+    def spans(planes, host):
+        out = []
+        for pi in planes:
+            p = xs.planes[pi]
+            dev = p.name.startswith("/device:")
+            for l, kind in op_lines(p):
+                if kind == "host" and not host:
+                    continue
+                base = l.timestamp_ns * 1000
+                for e in l.events:
+                    if e.WhichOneof("data") == "num_occurrences" or e.duration_ps < 0:
+                        continue
+                    m = p.event_metadata[e.metadata_id] \
+                        if e.metadata_id in p.event_metadata else None
+                    s = base + e.offset_ps
+                    out.append((s, s + e.duration_ps,
+                                classify(dev, m, None, p, stat_value, stat_name)))
+        return out
+
+    def add(targets, pieces):
+        for s, e, t in pieces:
+            for st in steps:
+                if st[0] in targets:
+                    ov = min(e, st[1] + st[2]) - max(s, st[1])
+                    if ov > 0:
+                        st[3][t] += ov
+
+    with_steps = sorted({s[0] for s in steps})
+    devs = [q for q, p in enumerate(xs.planes) if p.name.startswith("/device:")]
+    for q in with_steps:
+        if q in devs:
+            add({q}, non_overlapped(spans([q], False)))
+    hosts = {q for q in with_steps if q not in devs}
+    if hosts:
+        add(hosts, non_overlapped(spans(range(len(xs.planes)), True)))
+    for st in steps:
+        st[3][0] = max(0, st[2] - sum(st[3][1:]))
+    summaries = {}
+    for q in with_steps:
+        d = [s for s in steps if s[0] == q]
+        total = 0.0
+        for s in d:
+            total += float(s[2])
+        avg = total / len(d)
+        var = 0.0
+        for s in d:
+            var += (float(s[2]) - avg) * (float(s[2]) - avg)
+        bd = {}
+        for k, key in enumerate(BD_KEYS):
+            acc = 0.0
+            for s in d:
+                acc += float(s[3][k])
+            bd[key] = acc / len(d)
+        summaries[q] = {"plane": xs.planes[q].name, "steps": len(d), "avg_ps": avg,
+                        "stddev_ps": math.sqrt(var / len(d)), "min_ps": min(s[2] for s in d),
+                        "max_ps": max(s[2] for s in d), "breakdown_avg": bd}
+    return steps, summaries
+
+
+def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
+    """steps[].breakdown and summary[] of steps.json, recomputed."""
+    steps, summaries = breakdown_model(xs, stat_value, stat_name)
+    got = [obj(s) for s in obj(jsteps)["steps"]]
+    if len(got) != len(steps):
+        fail("%s: %d steps, oracle %d" % (path, len(got), len(steps)))
+        return
+    for g, w in zip(got, steps):
+        b = obj(g["breakdown"])
+        want = dict(zip(BD_KEYS, w[3]))
+        if b != want:
+            fail("%s: step %r breakdown %r, oracle %r" % (path, g["step"], b, want))
+            return
+        if sum(b.values()) > g["duration_ps"] and g["duration_ps"] >= 0:
+            fail("%s: step %r breakdown sums past the step" % (path, g["step"]))
+    summ = [obj(s) for s in obj(jsteps)["summary"]]
+    want = list(summaries.values())
+    if len(summ) != len(want):
+        fail("%s: %d step summaries, oracle %d" % (path, len(summ), len(want)))
+        return
+    for g, w in zip(summ, want):
+        for k, v in w.items():
+            gv = obj(g[k]) if k == "breakdown_avg" else g[k]
+            if k == "breakdown_avg":
+                if set(gv) != set(v) or not all(close(gv[x], v[x]) for x in v):
+                    fail("%s: summary %s %s %r vs %r" % (path, w["plane"], k, gv, v))
+            elif not close(gv, v):
+                fail("%s: summary %s %s %r vs %r" % (path, w["plane"], k, gv, v))
+
+
+def first_string(p, stats, name, stat_value, stat_name):
+    for st in stats:
+        if stat_name(p, st.metadata_id) == name:
+            return str(stat_value(p, st))
+    return None
+
+
+# ---- overview.json -----------------------------------------------------------
+
+def union(spans):
+    out = []
+    for a, b in sorted(spans):
+        if out and a <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], b)
+        else:
+            out.append([a, b])
+    return out
+
+
+def device_busy(p):
+    """Union of the plane's device op lines: (busy, first, last) or None."""
+    spans = []
+    for l, kind in op_lines(p):
+        if kind == "host":
+            continue
+        base = l.timestamp_ns * 1000
+        for e in l.events:
+            if e.WhichOneof("data") == "num_occurrences":
+                continue
+            s = base + e.offset_ps
+            spans.append((s, max(s, s + e.duration_ps)))
+    u = union(spans)
+    if not u:
+        return 0, None, None
+    return sum(b - a for a, b in u), u[0][0], max(b for _, b in u)
+
+
+def level(pct, high, moderate):
+    return "high" if pct >= high else "moderate" if pct >= moderate else "no"
+
+
+def bottleneck(summ):
+    if summ is None or not summ["avg_ps"] > 0:
+        return None
+    bd, avg = summ["breakdown_avg"], summ["avg_ps"]
+    inp = 100.0 * (bd["host_wait_input_ps"] + bd["host_to_device_ps"]) / avg
+    coll = 100.0 * bd["device_collectives_ps"] / avg
+    other = 100.0 * bd["idle_ps"] / avg
+    out = 100.0 * bd["device_to_host_ps"] / avg
+    comp = 100.0 * bd["device_compute_ps"] / avg
+    li, lc = level(inp, 20.0, 5.0), level(coll, 15.0, 3.0)
+    lo, lt = level(other, 15.0, 3.0), level(out, 20.0, 5.0)
+    kind = "none"
+    for want in ("high", "moderate"):
+        for k, lv in (("input", li), ("communication", lc), ("host", lo), ("output", lt)):
+            if lv == want:
+                kind = k
+                break
+        else:
+            if want == "high" and comp >= 50.0:
+                kind = "compute"
+        if kind != "none":
+            break
+    text = ("%s-bound: of the average step (%.6g ps), %.1f %% is input (%s), %.1f %% "
+            "device collectives (%s), %.1f %% idle or host (%s), %.1f %% output (%s), "
+            "%.1f %% device compute" % (kind, avg, inp, li, coll, lc, other, lo, out, lt, comp))
+    return {"kind": kind, "input_percent": inp, "input": li, "collectives_percent": coll,
+            "collectives": lc, "all_other_percent": other, "all_other": lo,
+            "output_percent": out, "output": lt, "device_compute_percent": comp,
+            "statement": text}
+
+
+def overview_model(xs, stat_value, stat_name, names):
+    steps, summaries = breakdown_model(xs, stat_value, stat_name)
+    pick = next((q for q in summaries if not xs.planes[q].name.startswith("/device:")),
+                next(iter(summaries), None))
+    dev = {"planes": 0, "busy": 0, "span": 0, "flops": None, "model_flops": None,
+           "peak_flop_s": 0.0, "all_peaks": True, "facts": None, "p": None}
+    host_occ = dev_occ = host_self = dev_self = 0
+    merged = {}
+    for p in xs.planes:
+        events, _, ops = op_table(p, stat_value, stat_name, names)
+        if not events:
+            continue
+        isdev = p.name.startswith("/device:")
+        for o in ops.values():
+            if not isdev:
+                host_occ += o["occurrences"]
+                continue
+            dev_occ += o["occurrences"]
+            if o["total"] == o["self"]:
+                for k in ("flops", "model_flops"):
+                    if o[k] is not None:
+                        dev[k] = o[k] if dev[k] is None else dev[k] + o[k]
+        pself = sum(o["self"] for o in ops.values())
+        if not isdev:
+            host_self += pself
+            continue
+        facts = plane_facts(p, stat_value, stat_name)
+        busy, first, last = device_busy(p)
+        if facts["peak_flops"] > 0:
+            dev["peak_flop_s"] += facts["peak_flops"] * float(busy) * 1e-12
+        else:
+            dev["all_peaks"] = False
+        if dev["planes"] == 0:
+            dev["facts"], dev["p"] = facts, p
+        dev["planes"] += 1
+        dev["busy"] += busy
+        dev["span"] += (last - first) if first is not None else 0
+        dev_self += pself
+        for o in ops.values():
+            m = merged.get(o["name"])
+            if m is None:
+                merged[o["name"]] = dict(o)
+                continue
+            m["self"] += o["self"]
+            m["total"] += o["total"]
+            if o["flops"] is not None:
+                m["flops"] = o["flops"] if m["flops"] is None else m["flops"] + o["flops"]
+    f = dev["facts"]
+    p0 = dev["p"]
+    env = {"host": xs.hostnames[0] if xs.hostnames else None,
+           "device_type": (first_string(p0, p0.stats, "device_type_string", stat_value,
+                                        stat_name) if p0 is not None else "CPU"),
+           "device_vendor": (first_string(p0, p0.stats, "device_vendor", stat_value, stat_name)
+                             if p0 is not None else None),
+           "device_planes": dev["planes"],
+           "device_core_count": f["stats"].number("core_count") if f else None,
+           "peak_flops_per_s": f["peak_flops"] if f and f["peak_flops"] > 0 else None,
+           "peak_hbm_bytes_per_s": f["peak_bw"] if f and f["peak_bw"] > 0 else None}
+    device = None
+    if dev["planes"]:
+        b, sp, fl, mf, pk = dev["busy"], dev["span"], dev["flops"], dev["model_flops"], \
+            dev["peak_flop_s"]
+        ok = dev["all_peaks"] and pk > 0
+        device = {"busy_ps": b, "span_ps": sp,
+                  "duty_cycle": b / sp if sp > 0 else None,
+                  "idle_share": 1.0 - b / sp if sp > 0 else None,
+                  "flops": fl, "model_flops": mf,
+                  "flops_per_s": fl / b * 1e12 if fl is not None and b > 0 else None,
+                  "hfu": fl / pk if fl is not None and ok else None,
+                  "mfu": mf / pk if mf is not None and ok else None}
+    allops = host_occ + dev_occ
+    op_time = {"host_ops": host_occ, "device_ops": dev_occ,
+               "host_op_share": host_occ / allops if allops > 0 else None,
+               "device_op_share": dev_occ / allops if allops > 0 else None,
+               "host_self_ps": host_self, "device_self_ps": dev_self}
+    top, cum = [], 0.0
+    for o in sorted(merged.values(), key=lambda o: (-o["self"], -o["total"],
+                                                    o["name"].encode("utf-8", "replace")))[:10]:
+        frac = o["self"] / dev_self if dev_self > 0 else 0.0
+        cum += frac
+        top.append({"name": o["name"], "category": o["category"], "self_ps": o["self"],
+                    "self_share": frac if dev_self > 0 else None,
+                    "cumulative_share": cum if dev_self > 0 else None,
+                    "flops_per_s": rate(o["flops"], o["total"])})
+    summ = summaries.get(pick) if pick is not None else None
+    return {"run_environment": env, "step_time": summ, "device": device, "op_time": op_time,
+            "top_ops": top, "bottleneck": bottleneck(summ)}
+
+
+def same(a, b, where, fail):
+    """Deep comparison: times exact, floats within 1e-9 relative."""
+    if isinstance(b, dict):
+        if not isinstance(a, dict) or set(a) != set(b):
+            fail("%s: keys %r vs %r" % (where, sorted(a) if isinstance(a, dict) else a,
+                                        sorted(b)))
+            return
+        for k in b:
+            same(a[k], b[k], "%s.%s" % (where, k), fail)
+    elif isinstance(b, list):
+        if not isinstance(a, list) or len(a) != len(b):
+            fail("%s: %r vs %r" % (where, a, b))
+            return
+        for i, (x, y) in enumerate(zip(a, b)):
+            same(x, y, "%s[%d]" % (where, i), fail)
+    elif not close(a, b):
+        fail("%s: %r vs %r" % (where, a, b))
+
+
+def check_overview(path, xs, jov, stat_value, stat_name, names, fail):
+    """overview.json (parsed with json.loads) against overview_model()."""
+    same(jov, overview_model(xs, stat_value, stat_name, names), path + ": overview", fail)
+
+
+# ---- kernels.json ------------------------------------------------------------
+
+TC_PATTERNS = ("16816", "c1688", "conv1x1", "conv2d_c1_k1", "dgrad_1x1_stride_2x2", "direct_group",
+               "first_layer_wgrad_kernel", "h1688", "h884", "hmma", "i16832", "i8816", "s884",
+               "s1688", "xmma_gemm", "xmma_implicit_gemm", "xmma_sparse_conv",
+               "xmma_sparse_gemm", "xmma_warp_specialized_implicit_gemm")
+TC_ENDS = ("Conv2D", "Conv2DBackpropFilter", "Conv2DBackpropInput", "Conv3D",
+           "DepthwiseConv2dNative", "DepthwiseConv2dNativeBackpropFilter",
+           "DepthwiseConv2dNativeBackpropInput", "/MatMul", "FusedMatMul", "/CudnnRNN", "XlaDot",
+           "XlaDotV2")
+TC_HAS = ("BatchMatMul", "CudnnRNNV", "CudnnRNNForward", "CudnnRNNBackprop")
+
+
+def atou32(s):
+    t = s[1:] if s.startswith("+") else s
+    if not t or not all("0" <= c <= "9" for c in t) or int(t) > 0xFFFFFFFF:
+        return None
+    return int(t)
+
+
+def launch_params(details):
+    """ParseKernelLaunchParams()."""
+    k = {"grid": [1, 1, 1], "block": [1, 1, 1], "regs": 0, "sshm": 0, "dshm": 0}
+    for tok in details.replace("\n", " ").split(" "):
+        kv = tok.split(":")
+        if len(kv) != 2:
+            continue
+        key, v = kv
+        if key in ("regs", "static_shared", "dynamic_shared"):
+            n = atou32(v)
+            if n is not None:
+                k[{"regs": "regs", "static_shared": "sshm", "dynamic_shared": "dshm"}[key]] = n
+        elif key in ("grid", "block"):
+            parts = v.split(",")
+            if len(parts) == 3:
+                d = [atou32(x) for x in parts]
+                if None not in d:
+                    k[key] = d
+    return k
+
+
+def kernels_model(xs, stat_value, stat_name, names):
+    """kernels.json's content, or None without GPU planes."""
+    gpus = [p for p in xs.planes if p.name.startswith("/device:GPU:")]
+    if not gpus:
+        return None
+    table = {}
+    for p in gpus:
+        for l, kind in op_lines(p):
+            if kind != "stream":
+                continue
+            for e in l.events:
+                es = Stats(p, e.stats, stat_value, stat_name)
+                details = es.string("kernel_details")
+                if details is None:
+                    continue
+                name, _, m = names(p, e.metadata_id)
+                ms = Stats(p, m.stats if m is not None else [], stat_value, stat_name)
+                op = es.string("hlo_op")
+                if op is None:
+                    op = ms.string("hlo_op")
+                if op is None:
+                    tf = es.string("tf_op")
+                    op = tf.split(":", 1)[0] if tf is not None else ""
+                lp = launch_params(details)
+                tc = any(x in name for x in TC_PATTERNS)
+                el = op.endswith(TC_ENDS) or any(x in op for x in TC_HAS)
+                key = (name, tuple(lp["grid"]), tuple(lp["block"]), lp["regs"], lp["sshm"],
+                       lp["dshm"], tc, el, op)
+                d = e.duration_ps
+                k = table.get(key)
+                if k is None:
+                    k = table[key] = {"occurrences": 0, "total": 0, "min": d, "max": d}
+                k["occurrences"] += 1
+                k["total"] += d
+                k["min"] = min(k["min"], d)
+                k["max"] = max(k["max"], d)
+    order = sorted(table.items(), key=lambda kv: (-kv[1]["total"], kv[0][0].encode(),
+                                                  kv[0][1:8], kv[0][8].encode()))
+    out = []
+    for key, k in order[:1000]:
+        out.append({"name": key[0], "op": key[8], "grid": list(key[1]), "block": list(key[2]),
+                    "registers_per_thread": key[3], "static_shmem_bytes": key[4],
+                    "dynamic_shmem_bytes": key[5], "tensor_core_used": key[6],
+                    "op_tensor_core_eligible": key[7], "occurrences": k["occurrences"],
+                    "total_ps": k["total"], "min_ps": k["min"], "max_ps": k["max"],
+                    "avg_ps": k["total"] / k["occurrences"]})
+    return {"kernels": out, "distinct": len(table), "truncated": len(table) > 1000}
+
+
+def check_kernels(path, xs, run_view, stat_value, stat_name, names, fail):
+    """kernels.json: run_view() gives (exit status, parsed JSON or None)."""
+    want = kernels_model(xs, stat_value, stat_name, names)
+    rc, got = run_view()
+    if want is None:
+        if rc == 0:
+            fail("%s: kernels.json rendered for a host without GPU planes" % path)
+        return
+    if rc != 0:
+        fail("%s: kernels.json failed (%d)" % (path, rc))
+        return
+    same(got, want, path + ": kernels", fail)

@@ -1,0 +1,225 @@
+"""stats_profiles.py - small XSpaces with the edge cases of XProf's analyses.
+
+build(pb2, dir) writes them and returns {name: path}. Each is made to hit
+one rule of docs/stats.md:
+
+- nested:   TPU "XLA Ops" with a child wholly inside its parent, a partial
+            overlap (not a child), a zero-duration event at the parent's
+            end, two events with the same span, a num_occurrences event,
+            device_offset_ps/device_duration_ps, peak rates, two steps,
+            XLA Modules naming the programs;
+- streams:  two GPU planes with concurrent kernels on two streams each,
+            host steps, kernel_details, no peak FLOP/s (bandwidth only);
+- nosteps:  device ops, no Steps line;
+- onestep:  one step on the device plane;
+- hostonly: only /host:CPU with framework ops and host steps;
+- nodevice: a host plane and an empty device plane (no lines);
+- hostile:  NaN / negative / 2^64-1 stat values, negative and zero
+            durations, peak rates of 0, NaN and -1.
+"""
+import os
+
+U64MAX = (1 << 64) - 1
+
+
+class Plane:
+    def __init__(self, xs, pid, name):
+        self.p = xs.planes.add()
+        self.p.id = pid
+        self.p.name = name
+        self.ev = {}
+        self.st = {}
+
+    def stat_id(self, name):
+        if name not in self.st:
+            k = len(self.st) + 1
+            self.st[name] = k
+            self.p.stat_metadata[k].id = k
+            self.p.stat_metadata[k].name = name
+        return self.st[name]
+
+    def set_stat(self, msg, name, v):
+        st = msg.stats.add()
+        st.metadata_id = self.stat_id(name)
+        if isinstance(v, float):
+            st.double_value = v
+        elif isinstance(v, str):
+            st.str_value = v
+        elif isinstance(v, tuple):  # ("u", n) / ("i", n)
+            if v[0] == "u":
+                st.uint64_value = v[1]
+            else:
+                st.int64_value = v[1]
+        elif v < 0:
+            st.int64_value = v
+        else:
+            st.uint64_value = v
+
+    def md(self, name, **stats):
+        key = (name, tuple(sorted(stats.items())))
+        if key not in self.ev:
+            k = len(self.ev) + 1
+            self.ev[key] = k
+            m = self.p.event_metadata[k]
+            m.id = k
+            m.name = name
+            for sk, sv in stats.items():
+                self.set_stat(m, sk, sv)
+        return self.ev[key]
+
+    def line(self, lid, name, ts_ns=0):
+        l = self.p.lines.add()
+        l.id = lid
+        l.name = name
+        l.timestamp_ns = ts_ns
+        return l
+
+    def event(self, line, name, off, dur, md_stats=None, num=None, **stats):
+        e = line.events.add()
+        e.metadata_id = self.md(name, **(md_stats or {}))
+        if num is not None:
+            e.num_occurrences = num
+        else:
+            e.offset_ps = off
+        e.duration_ps = dur
+        for k, v in stats.items():
+            self.set_stat(e, k, v)
+        return e
+
+
+def tpu_peaks(pl, tflops=100.0, gbps=1000.0):
+    pl.set_stat(pl.p, "device_type_string", "TPU test")
+    pl.set_stat(pl.p, "peak_teraflops_per_second", tflops)
+    pl.set_stat(pl.p, "peak_hbm_bw_gigabytes_per_second", gbps)
+
+
+def nested(xs):
+    pl = Plane(xs, 1, "/device:TPU:0")
+    tpu_peaks(pl)
+    mods = pl.line(1, "XLA Modules", 1)
+    pl.event(mods, "jit_step(77)", 0, 10000000)
+    ops = pl.line(2, "XLA Ops", 1)
+    cat = {"hlo_category": "convolution", "program_id": 77}
+    # parent [0, 1000000); child [100000, 300000) wholly inside; partial
+    # [900000, 1500000) is not a child; zero-duration at the partial's end
+    pl.event(ops, "fusion.1", 0, 1000000, dict(cat), flops=4000000, bytes_accessed=1000)
+    pl.event(ops, "conv.2", 100000, 200000, dict(cat), flops=1000000, bytes_accessed=100000)
+    pl.event(ops, "copy.3", 900000, 600000, {"hlo_category": "copy", "program_id": 77},
+             bytes_accessed=600000)
+    pl.event(ops, "tiny.4", 1500000, 0, {"hlo_category": "copy"})
+    # the same span twice: the second is the first's child (Includes() is inclusive)
+    pl.event(ops, "twin.5", 2000000, 100000, {"hlo_category": "twin"}, flops=10)
+    pl.event(ops, "twin.6", 2000000, 100000, {"hlo_category": "twin"}, flops=10)
+    pl.event(ops, "agg.7", 0, 5000, {"hlo_category": "agg"}, num=3)
+    # device clock: the event's own span differs from device_offset/duration_ps
+    pl.event(ops, "dev.8", 3000000, 500000, {"hlo_category": "dev"},
+             device_offset_ps=3000100, device_duration_ps=400000, model_flops=7)
+    pl.event(ops, "dev.9", 3100000, 100000, {"hlo_category": "dev"},
+             device_offset_ps=3100100, device_duration_ps=100000)
+    steps = pl.line(3, "Steps", 1)
+    pl.event(steps, "step", 0, 2000000, step_num=0)
+    pl.event(steps, "step", 2000000, 2000000, step_num=1)
+
+
+def streams(xs):
+    for g in range(2):
+        pl = Plane(xs, 10 + g, "/device:GPU:%d" % g)
+        pl.set_stat(pl.p, "device_vendor", "Nvidia")
+        pl.set_stat(pl.p, "memory_bandwidth", 2000000000000)
+        pl.set_stat(pl.p, "clock_rate", 1410000)
+        pl.set_stat(pl.p, "core_count", 108)
+        pl.set_stat(pl.p, "compute_cap_major", 8)
+        pl.set_stat(pl.p, "compute_cap_minor", 0)
+        a = pl.line(1, "Stream #1(Kernel)", 1)
+        b = pl.line(2, "Stream #2(Kernel)", 1)
+        kd = "regs:32 static_shared:0 dynamic_shared:1024 grid:8,1,1 block:128,1,1 occ_pct:50.0"
+        base = 1000000 * g
+        pl.event(a, "gemm_kernel", base + 0, 600000, hlo_op="dot.1", hlo_module="jit_train",
+                 program_id=5, kernel_details=kd, flops=1000)
+        pl.event(b, "reduce_kernel", base + 400000, 400000, hlo_op="reduce.2",
+                 hlo_module="jit_train", program_id=5, kernel_details=kd)
+        pl.event(a, "gemm_kernel", base + 700000, 100000, hlo_op="dot.1", hlo_module="jit_train",
+                 program_id=5, kernel_details=kd, flops=1000)
+        pl.event(b, "nccl_all_reduce", base + 750000, 200000, hlo_op="all-reduce.3",
+                 hlo_module="jit_train", program_id=5)
+    h = Plane(xs, 100, "/host:CPU")
+    steps = h.line(1, "Steps", 1)
+    h.event(steps, "train", 0, 1200000, step_num=1)
+    h.event(steps, "train", 1200000, 1000000, step_num=2)
+
+
+def nosteps(xs):
+    pl = Plane(xs, 1, "/device:TPU:0")
+    tpu_peaks(pl)
+    ops = pl.line(1, "XLA Ops", 1)
+    pl.event(ops, "fusion.1", 0, 1000, {"hlo_category": "loop fusion"}, flops=5, bytes_accessed=5)
+
+
+def onestep(xs):
+    pl = Plane(xs, 1, "/device:TPU:0")
+    tpu_peaks(pl)
+    ops = pl.line(1, "XLA Ops", 1)
+    pl.event(ops, "fusion.1", 100, 1000, {"hlo_category": "loop fusion"}, flops=5)
+    pl.event(ops, "all-reduce.2", 1500, 300, {"hlo_category": "all-reduce"})
+    steps = pl.line(2, "Steps", 1)
+    pl.event(steps, "step 7", 0, 4000)
+
+
+def hostonly(xs):
+    h = Plane(xs, 1, "/host:CPU")
+    fw = h.line(1, "Framework Ops", 5)
+    h.event(fw, "MatMul", 0, 1000)
+    h.event(fw, "Add", 100, 200)
+    h.event(fw, "MatMul", 2000, 500)
+    steps = h.line(2, "Steps", 5)
+    h.event(steps, "s", 0, 3000, step_name="first")
+
+
+def nodevice(xs):
+    h = Plane(xs, 1, "/host:CPU")
+    t = h.line(1, "python", 0)
+    h.event(t, "f", 0, 1000)
+    h.event(t, "g", 200, 300)
+    Plane(xs, 2, "/device:TPU:0")  # no lines at all
+
+
+def hostile(xs):
+    pl = Plane(xs, 1, "/device:TPU:0")
+    pl.set_stat(pl.p, "peak_teraflops_per_second", float("nan"))
+    pl.set_stat(pl.p, "peak_hbm_bw_gigabytes_per_second", -1.0)
+    ops = pl.line(1, "XLA Ops", 1)
+    pl.event(ops, "nan", 0, 1000, {"hlo_category": "x"}, flops=float("nan"),
+             bytes_accessed=float("inf"))
+    pl.event(ops, "neg", 2000, 1000, {"hlo_category": "x"}, flops=-5, bytes_accessed=-7)
+    pl.event(ops, "big", 4000, 1000, {"hlo_category": "x"}, flops=("u", U64MAX),
+             bytes_accessed=("u", U64MAX), program_id=("u", U64MAX))
+    pl.event(ops, "negdur", 6000, -500, {"hlo_category": "y"})
+    pl.event(ops, "zero", 7000, 0, {"hlo_category": "y"})
+    pl.event(ops, "numneg", 0, 10, {"hlo_category": "y"}, num=-4)
+    pl.event(ops, "devneg", 8000, 100, {"hlo_category": "y"}, device_offset_ps=-5,
+             device_duration_ps=("u", U64MAX))
+    steps = pl.line(2, "Steps", 1)
+    pl.event(steps, "s", 0, 5000, step_num=("u", U64MAX))
+    pl.event(steps, "s", 5000, -100, step_num=-3)
+    pl2 = Plane(xs, 2, "/device:TPU:1")
+    pl2.set_stat(pl2.p, "peak_teraflops_per_second", 0.0)
+    pl2.set_stat(pl2.p, "peak_hbm_bw_gigabytes_per_second", float("inf"))
+    o2 = pl2.line(1, "XLA Ops", 1)
+    pl2.event(o2, "a", 0, 10, flops=1, bytes_accessed=0)
+
+
+PROFILES = {"nested": nested, "streams": streams, "nosteps": nosteps, "onestep": onestep,
+            "hostonly": hostonly, "nodevice": nodevice, "hostile": hostile}
+
+
+def build(pb2, out_dir):
+    paths = {}
+    for name, fn in PROFILES.items():
+        xs = pb2.XSpace()
+        xs.hostnames.append("edge-" + name)
+        fn(xs)
+        path = os.path.join(out_dir, "edge-%s.xplane.pb" % name)
+        with open(path, "wb") as f:
+            f.write(xs.SerializeToString())
+        paths[name] = path
+    return paths

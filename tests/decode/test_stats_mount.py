@@ -1,0 +1,131 @@
+#!/usr/bin/python3
+"""test_stats_mount.py - XProf's analyses through a real mount (TAP).
+
+A session with a GPU host (edge-streams: concurrent streams, kernels) and a
+TPU host (edge-nested) from stats_profiles.py is mounted. For each host the
+directory lists overview.json and kernels.json; ops.json, steps.json and
+overview.json read through the mount are the CLI's bytes and equal the
+independent recomputation (oracle_stats.py); kernels.json equals the oracle
+on the GPU host and does not exist (ENOENT) on the TPU host. Each jq recipe
+of docs/stats.md runs on the mounted GPU host's file and must succeed with
+output. The session's summary.json gives each host's step time and device
+busy share, and the straggler against the median, as recomputed.
+"""
+import errno
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import oracle
+import oracle_stats
+import stats_profiles
+import xmount
+import xproto
+
+from xproto import CLI
+
+
+def recipes():
+    """The jq recipes of docs/stats.md: (view, filter) for each ```jq block."""
+    path = os.path.join(xproto.SRC, "docs", "stats.md")
+    out, view = [], None
+    with open(path) as f:
+        lines = f.read().split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith("<!-- recipe: ") and line.endswith(" -->"):
+            view = line[len("<!-- recipe: "):-len(" -->")]
+        elif line.startswith("jq ") and view:
+            out.append((view, line))
+            view = None
+    return out
+
+
+def body(t, w):
+    pb2, tmp = xproto.load("xplane")
+    try:
+        paths = stats_profiles.build(pb2, tmp)
+        sess = w.session()
+        hosts = {"gpuhost": paths["streams"], "tpuhost": paths["nested"]}
+        for h, p in hosts.items():
+            shutil.copy(p, os.path.join(sess, h + ".xplane.pb"))
+        m = w.mount(os.path.join(w.path, "src"))
+        base = os.path.join(m.mnt, "runs", "run", "s1")
+        for h, p in hosts.items():
+            d = os.path.join(base, h)
+            names = set(os.listdir(d))
+            t.ok({"overview.json", "kernels.json", "ops.json", "steps.json"} <= names,
+                 "%s: ls shows the analyses" % h, sorted(names))
+            xs = pb2.XSpace()
+            with open(p, "rb") as f:
+                xs.ParseFromString(f.read())
+            for view in ("ops", "steps", "overview"):
+                _, got = xmount.read_whole(os.path.join(d, view + ".json"))
+                want = subprocess.run([CLI, p, "--view", view], capture_output=True).stdout
+                t.ok(got == want, "%s/%s.json: the CLI's bytes" % (h, view))
+            before = len(oracle.failures)
+            _, raw = xmount.read_whole(os.path.join(d, "overview.json"))
+            oracle_stats.check_overview(h, xs, json.loads(raw), oracle.stat_value,
+                                        oracle.stat_name, oracle.names, oracle.fail)
+            t.ok(len(oracle.failures) == before, "%s/overview.json equals the recomputation" % h,
+                 oracle.failures[before:][:3])
+            kpath = os.path.join(d, "kernels.json")
+            if h == "gpuhost":
+                _, raw = xmount.read_whole(kpath)
+                oracle_stats.check_kernels(h, xs, lambda: (0, json.loads(raw)), oracle.stat_value,
+                                           oracle.stat_name, oracle.names, oracle.fail)
+                t.ok(len(oracle.failures) == before, "gpuhost/kernels.json equals the oracle",
+                     oracle.failures[before:][:3])
+            else:
+                try:
+                    xmount.read_whole(kpath)
+                    err = 0
+                except OSError as e:
+                    err = e.errno
+                t.ok(err == errno.ENOENT, "tpuhost/kernels.json: ENOENT (no GPU plane)",
+                     os.strerror(err) if err else "it opened")
+        # the session summary: per host step time and device busy share, the straggler
+        _, raw = xmount.read_whole(os.path.join(base, "summary.json"))
+        ss = json.loads(raw)
+        avgs = {}
+        for jh in ss["hosts"]:
+            xs = pb2.XSpace()
+            with open(hosts[jh["host"]], "rb") as f:
+                xs.ParseFromString(f.read())
+            ov = oracle_stats.overview_model(xs, oracle.stat_value, oracle.stat_name, oracle.names)
+            st, dev = ov["step_time"], ov["device"]
+            want = {"step_avg_ps": st["avg_ps"] if st else None,
+                    "step_max_ps": st["max_ps"] if st else None,
+                    "steps": st["steps"] if st else 0,
+                    "device_busy_share": dev["duty_cycle"] if dev else None}
+            before = len(oracle.failures)
+            oracle_stats.same({k: jh.get(k) for k in want}, want, "session " + jh["host"],
+                              oracle.fail)
+            t.ok(len(oracle.failures) == before, "session summary.json: %s's step time and "
+                 "device busy share" % jh["host"], oracle.failures[before:][:3])
+            if st:
+                avgs[jh["host"]] = st["avg_ps"]
+        srt = sorted(avgs.values())
+        med = (srt[len(srt) // 2] if len(srt) % 2 else
+               (srt[len(srt) // 2 - 1] + srt[len(srt) // 2]) / 2)
+        worst = max(avgs, key=lambda h: avgs[h])
+        want = {"host": worst, "step_avg_ps": avgs[worst], "median_step_avg_ps": med,
+                "ratio": avgs[worst] / med}
+        before = len(oracle.failures)
+        oracle_stats.same(ss["straggler"], want, "straggler", oracle.fail)
+        t.ok(len(oracle.failures) == before, "session summary.json: the straggler against the "
+             "median", ss["straggler"])
+        rs = recipes()
+        t.ok(len(rs) >= 4, "docs/stats.md has a jq recipe per view", rs)
+        for view, cmd in rs:
+            f = os.path.join(base, "gpuhost", view)
+            r = subprocess.run(["bash", "-c", cmd + " " + f], capture_output=True)
+            t.ok(r.returncode == 0 and r.stdout.strip() != b"",
+                 "recipe on %s: %s" % (view, cmd), r.stderr.decode()[:200])
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(xmount.run("xprofs-stats-", body))
