@@ -684,6 +684,8 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 	struct pbw *te = &c->te;
 	size_t i, k;
 
+	if (!d->n)
+		return 0;
 	qsort(d->ev, d->n, sizeof(*d->ev), cmp_dev);
 	for (i = 0; i < d->n && d->ev[i].b < until; i++) {
 		uint64_t b = d->ev[i].b, en = d->ev[i].en;
