@@ -215,6 +215,7 @@ struct gcs_req {
 	char location[2048];      /* resumable session URI */
 	uint64_t goog_generation; /* x-goog-generation, 0 if absent */
 	char errmsg[256];         /* the error message of a non-2xx answer, or why no answer came */
+	unsigned sends;           /* times it went out: retries and libcurl's own resends */
 };
 
 /*
