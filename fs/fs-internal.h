@@ -73,6 +73,8 @@ struct fs_options {
 	char *loglevel;    /* owned */
 	char *endpoint;    /* owned */
 	char *credentials; /* owned */
+	/* owned; gs:// requester pays (userProject=) */
+	char *billing_project;
 	int show_help;
 	int show_version;
 };

@@ -42,7 +42,8 @@ static const struct fuse_opt fs_opts[] = {
 	XOPT("refresh=%d", refresh, 0), XOPT("loglevel=%s", loglevel, 0),
 	XOPT("endpoint=%s", endpoint, 0), XOPT("anonymous", anonymous, 1),
 	XOPT("credentials=%s", credentials, 0), XOPT("connections=%u", connections, 0),
-	FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
+	XOPT("billing_project=%s", billing_project, 0), FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION), FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG), FUSE_OPT_KEY("-s", KEY_SINGLE),
@@ -81,6 +82,7 @@ static const char usage_text[] =
 	"  -o anonymous          GCS without credentials\n"
 	"  -o credentials=FILE   GCS credentials JSON file\n"
 	"  -o connections=N      parallel GCS connections\n"
+	"  -o billing_project=P  bill GCS requests to project P (requester pays)\n"
 	"  -o allow_other, max_read=N, ...   passed to FUSE\n";
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)

@@ -94,11 +94,12 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 	while (!done) {
 		struct gcs_req rq = GCS_REQ_POST_EMPTY_JSON(GCS_REQ_OTHER);
 
-		if ((r = gcs_url_object(s, &url, "storage/v1", from)) < 0 ||
+		if ((r = gcs_url_path(s, &url, "storage/v1", from)) < 0 ||
 		    (r = xprofs_buf_adds(&url, "/rewriteTo/b/")) < 0 ||
 		    (r = gcs_pct_encode(&url, s->bucket, strlen(s->bucket))) < 0 ||
 		    (r = xprofs_buf_adds(&url, "/o/")) < 0 ||
 		    (r = gcs_pct_encode(&url, to, strlen(to))) < 0 ||
+		    (r = gcs_url_user_project(s, &url)) < 0 ||
 		    (r = gcs_url_param_u64(&url, "sourceGeneration", gen)) < 0 ||
 		    (r = gcs_url_param_u64(&url, "ifGenerationMatch", to_gen)) < 0 ||
 		    (token && (r = gcs_url_param(&url, "rewriteToken", token)) < 0))
