@@ -11,7 +11,7 @@
  * mutate.c (delete, rename, mkdir, rmdir). struct gcs_store and the lock
  * order are in gcs-internal.h.
  *
- * Limits: directory renames are -EXDEV (callers copy); a directory exists as
+ * Limits: directory renames move object by object (not atomic); a directory exists as
  * long as objects below it exist (or it was mkdir'ed in this mount, or has a
  * "dir/" placeholder object).
  */

@@ -380,6 +380,9 @@ int gcs_data_errno(struct gcs_store *s, int r, const char *obj);
 /* ---- namespace.c: the tree, listings, refresh ---- */
 
 enum { GCS_J_ADD_FILE, GCS_J_REMOVE, GCS_J_ADD_DIR };
+/** gcs_object_meta() - @obj's metadata JSON into @resp (borrowed); *@found false when absent. */
+int gcs_object_meta(struct gcs_store *s, const char *obj, struct xprofs_buf *resp,
+		    bool *found) XPROFS_WUR;
 
 int gcs_ns_apply(struct gcs_store *s, int op, const char *path, const struct xprofs_store_stat *st);
 int gcs_ns_stat(struct gcs_store *s, const char *path, struct xprofs_store_stat *st);

@@ -35,7 +35,7 @@
 #define RESUME_MAX 20 /* failed chunks before a resumable upload gives up */
 
 /* @obj's metadata into @resp (*@found false when absent), asked from GCS itself. */
-static int object_meta(struct gcs_store *s, const char *obj, struct xprofs_buf *resp, bool *found)
+int gcs_object_meta(struct gcs_store *s, const char *obj, struct xprofs_buf *resp, bool *found)
 {
 	struct gcs_req rq = {.kind = GCS_REQ_OTHER, .method = "GET", .idempotent = true};
 	struct xprofs_buf url;
@@ -70,7 +70,7 @@ int gcs_object_generation(struct gcs_store *s, const char *obj, uint64_t *gen)
 
 	xprofs_buf_init(&resp, GCS_SMALL_MAX);
 	*gen = 0;
-	r = object_meta(s, obj, &resp, &found);
+	r = gcs_object_meta(s, obj, &resp, &found);
 	if (r == 0 && found) {
 		r = gcs_object_parse(resp.data ? resp.data : "", resp.len, &st, NULL);
 		if (r == 0)
@@ -143,7 +143,7 @@ static int upload_is_ours(struct gcs_store *s, struct gcs_writer *w, uint64_t si
 	int r;
 
 	xprofs_buf_init(&resp, GCS_SMALL_MAX);
-	r = object_meta(s, w->obj, &resp, &found);
+	r = gcs_object_meta(s, w->obj, &resp, &found);
 	if (r < 0 || !found)
 		goto out;
 	r = gcs_object_parse(resp.data, resp.len, st, NULL);
