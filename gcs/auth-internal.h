@@ -88,6 +88,7 @@ enum gcs_auth_kind {
 	GCS_AUTH_SERVICE_ACCOUNT,
 	GCS_AUTH_AUTHORIZED_USER,
 	GCS_AUTH_METADATA,
+	GCS_AUTH_EXTERNAL_ACCOUNT,
 };
 
 /* The credentials: immutable after gcs_auth_new() except the token state under @lock. */
@@ -106,6 +107,12 @@ struct gcs_auth {
 	char *token_uri;
 	/* metadata */
 	char *metadata_url;
+	/* external_account: a subject token (file or URL; text, or a JSON field) exchanged at STS */
+	char *audience;
+	char *subject_token_type;
+	char *subject_file;
+	char *subject_url;
+	char *subject_field; /* "format": {"type": "json"}'s subject_token_field_name; NULL: text */
 
 	pthread_mutex_t lock;
 	pthread_cond_t refreshed; /* signalled when a refresh ends, with lock */
@@ -127,6 +134,26 @@ struct gcs_auth {
  * to another identity. Borrows @o.
  */
 int gcs_auth_source(struct gcs_auth *a, const struct xprofs_gcs_options *o) XPROFS_WUR;
+/**
+ * gcs_auth_subject_token() - an external_account's subject token, from its
+ * file or (through @a->http) its URL, as text or the JSON field named by
+ * subject_token_field_name; surrounding whitespace dropped. *@out: caller
+ * owns, free with gcs_secret_free(). -EACCES when absent or empty; logged.
+ */
+int gcs_auth_subject_token(struct gcs_auth *a, char **out) XPROFS_WUR;
+/**
+ * gcs_auth_subject_extract() - the subject token in @b (borrowed, hostile):
+ * its text, or its JSON string member @field (NULL: text), without
+ * surrounding whitespace. *@out: caller owns. -EACCES when empty or absent.
+ */
+int gcs_auth_subject_extract(const struct xprofs_buf *b, const char *field, char **out) XPROFS_WUR;
+/**
+ * gcs_auth_external_parse() - the external_account members of the
+ * credentials JSON @root (borrowed, hostile: a file) into @a. -EINVAL when
+ * malformed, -ENOTSUP for what is not supported (impersonation, AWS,
+ * executables); messages name @path.
+ */
+int gcs_auth_external_parse(struct gcs_auth *a, const void *root, const char *path) XPROFS_WUR;
 /** gcs_secret_free() - overwrite then free a secret string; accepts NULL; returns NULL. */
 char *gcs_secret_free(char *s);
 /** gcs_secret_buf_deinit() - wipe and release a buffer that held secrets. */

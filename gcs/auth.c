@@ -29,6 +29,7 @@
 #include "auth-internal.h"
 
 #define AUTH_SCOPE "https://www.googleapis.com/auth/devstorage.read_write"
+#define AUTH_SCOPE_EXTERNAL "https://www.googleapis.com/auth/cloud-platform"
 #define AUTH_REFRESH_MARGIN_NS (300LL * 1000000000LL)
 #define AUTH_RETRY_AFTER_NS (5LL * 1000000000LL)
 #define AUTH_ATTEMPTS 3
@@ -129,12 +130,41 @@ static int form_add(struct xprofs_buf *form, const char *name, const char *value
 	return r < 0 ? r : gcs_pct_encode(form, value, strlen(value));
 }
 
-/* Build the POST body of a service_account or authorized_user grant. */
-static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
+/*
+ * An external_account's STS token exchange (RFC 8693, as Google's clients
+ * send it: google-auth's identity_pool credentials): the subject token for
+ * an access token with the cloud-platform scope.
+ */
+static int sts_form(struct gcs_auth *a, struct xprofs_buf *form)
+{
+	char *subject = NULL;
+	int r = gcs_auth_subject_token(a, &subject);
+
+	if (r == 0)
+		r = form_add(form, "grant_type", "urn:ietf:params:oauth:grant-type:token-exchange");
+	if (r == 0)
+		r = form_add(form, "audience", a->audience);
+	if (r == 0)
+		r = form_add(form, "scope", AUTH_SCOPE_EXTERNAL);
+	if (r == 0)
+		r = form_add(form, "requested_token_type",
+			     "urn:ietf:params:oauth:token-type:access_token");
+	if (r == 0)
+		r = form_add(form, "subject_token_type", a->subject_token_type);
+	if (r == 0)
+		r = form_add(form, "subject_token", subject);
+	gcs_secret_free(subject);
+	return r;
+}
+
+/* Build the POST body of a service_account, authorized_user or external_account grant. */
+static int token_form(struct gcs_auth *a, struct xprofs_buf *form)
 {
 	struct xprofs_buf jwt;
 	int r;
 
+	if (a->kind == GCS_AUTH_EXTERNAL_ACCOUNT)
+		return sts_form(a, form);
 	xprofs_buf_init(&jwt, GCS_AUTH_JWT_MAX);
 	if (a->kind == GCS_AUTH_SERVICE_ACCOUNT) {
 		r = gcs_auth_jwt_build(&jwt, a->private_key, a->private_key_id, a->client_email,
@@ -265,6 +295,11 @@ struct gcs_auth *gcs_auth_free(struct gcs_auth *a)
 		return NULL;
 	gcs_secret_free(a->token);
 	free(a->metadata_url);
+	free(a->audience);
+	free(a->subject_token_type);
+	free(a->subject_file);
+	free(a->subject_url);
+	free(a->subject_field);
 	free(a->token_uri);
 	gcs_secret_free(a->refresh_token);
 	gcs_secret_free(a->client_secret);
@@ -348,6 +383,8 @@ const char *gcs_auth_kind(const struct gcs_auth *a)
 		return "authorized_user";
 	case GCS_AUTH_METADATA:
 		return "metadata";
+	case GCS_AUTH_EXTERNAL_ACCOUNT:
+		return "external_account";
 	default:
 		return "anonymous";
 	}

@@ -11,6 +11,14 @@ POST /token
         devstorage, exp - iat == 3600 and iat within 5 minutes of now.
     grant_type=refresh_token&client_id&client_secret&refresh_token
         Must match --client-id / --client-secret / --refresh-token.
+    grant_type=urn:ietf:params:oauth:grant-type:token-exchange (STS, RFC 8693,
+        what external_account credentials send): audience, subject_token and
+        subject_token_type must match the server's (subject_token=,
+        audience=, subject_token_type=), requested_token_type must be an
+        access token and scope must name cloud-platform.
+GET /subject[?format=json]
+    The subject token a URL-sourced external_account reads: as text, or as
+    {"id_token": TOKEN} (--subject-token).
     Anything else: 400 {"error": "invalid_grant", ...} like Google's.
 GET /computeMetadata/v1/instance/service-accounts/default/token
     Requires "Metadata-Flavor: Google" (403 otherwise).
@@ -39,6 +47,7 @@ import urllib.parse
 import httpd
 
 JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+STS_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
 METADATA_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
 
 
@@ -85,17 +94,21 @@ def rs256_verify(numbers, signing_input, signature):
 
 class TokenServer(httpd.Served):
     def __init__(self, pubkey=None, email=None, client_id=None, client_secret=None,
-                 refresh_token=None, expires_in=3600, port=0):
+                 refresh_token=None, expires_in=3600, port=0, subject_token=None, audience=None,
+                 subject_token_type="urn:ietf:params:oauth:token-type:jwt"):
         self.pubkey = pubkey
         self.pubkey_numbers = rsa_public_numbers(pubkey) if pubkey else None
         self.email = email
         self.client_id = client_id
         self.client_secret = client_secret
         self.refresh_token = refresh_token
+        self.subject_token = subject_token
+        self.audience = audience
+        self.subject_token_type = subject_token_type
         self.expires_in = expires_in
         self.lock = threading.Lock()
         self.issued = []      # {"token", "kind", "expires_at"}
-        self.grants = {"jwt": 0, "refresh": 0, "metadata": 0}
+        self.grants = {"jwt": 0, "refresh": 0, "metadata": 0, "sts": 0, "subject": 0}
         self.rejected = []    # reasons
         self.failed = 0       # injected failures served
         self.fail_count = 0
@@ -194,6 +207,18 @@ class TokenServer(httpd.Served):
                 elif u.path == "/_control/check":
                     tok = q.get("token", [""])[0]
                     self._send(200 if server.valid(tok) else 401, {"valid": server.valid(tok)})
+                elif u.path == "/subject" and server.subject_token:
+                    with server.lock:
+                        server.grants["subject"] += 1
+                    if "format=json" in u.query:
+                        self._send(200, {"id_token": server.subject_token})
+                    else:
+                        data = (server.subject_token + "\n").encode()
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/plain")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
                 elif u.path == METADATA_PATH:
                     if self.headers.get("Metadata-Flavor") != "Google":
                         server._reject("metadata request without Metadata-Flavor: Google")
@@ -242,6 +267,24 @@ class TokenServer(httpd.Served):
                     with server.lock:
                         server.grants["refresh"] += 1
                     return self._token("authorized_user")
+                if grant == STS_GRANT:
+                    why = None
+                    if not server.subject_token or f.get("subject_token") != server.subject_token:
+                        why = "bad subject_token"
+                    elif f.get("audience") != server.audience:
+                        why = "bad audience %r" % f.get("audience")
+                    elif f.get("subject_token_type") != server.subject_token_type:
+                        why = "bad subject_token_type %r" % f.get("subject_token_type")
+                    elif f.get("requested_token_type") != "urn:ietf:params:oauth:token-type:access_token":
+                        why = "bad requested_token_type"
+                    elif "cloud-platform" not in f.get("scope", ""):
+                        why = "no cloud-platform scope"
+                    if why:
+                        server._reject(why)
+                        return self._send(400, {"error": "invalid_grant", "error_description": why})
+                    with server.lock:
+                        server.grants["sts"] += 1
+                    return self._token("external_account")
                 server._reject("unsupported grant %r" % grant)
                 self._send(400, {"error": "unsupported_grant_type"})
 
