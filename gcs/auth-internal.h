@@ -81,6 +81,16 @@ int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
 int gcs_auth_token_parse(const char *body, size_t n, char **token,
 			 int64_t *expires_in_s) XPROFS_WUR;
 
+/**
+ * gcs_auth_imp_token_parse() - parse an IAM generateAccessToken answer
+ * {accessToken, expireTime (RFC 3339)} received at @now_ns (wall clock).
+ * @token: caller owns (wipe, free). *@expires_in_s: seconds left. -EPROTO
+ * on anything malformed, a token that cannot go in a header, or a time
+ * that has passed or is more than a week away.
+ */
+int gcs_auth_imp_token_parse(const char *body, size_t n, int64_t now_ns, char **token,
+			     int64_t *expires_in_s) XPROFS_WUR;
+
 /* ---- shared by auth.c, auth-source.c, auth-jwt.c ---------------------- */
 
 enum gcs_auth_kind {
@@ -113,6 +123,9 @@ struct gcs_auth {
 	char *subject_file;
 	char *subject_url;
 	char *subject_field; /* "format": {"type": "json"}'s subject_token_field_name; NULL: text */
+	/* impersonation: the token above is traded at this IAM generateAccessToken URL */
+	char *imp_url;
+	char *imp_delegates; /* JSON array text of "delegates", or NULL */
 
 	pthread_mutex_t lock;
 	pthread_cond_t refreshed; /* signalled when a refresh ends, with lock */
@@ -147,6 +160,12 @@ int gcs_auth_subject_token(struct gcs_auth *a, char **out) XPROFS_WUR;
  * surrounding whitespace. *@out: caller owns. -EACCES when empty or absent.
  */
 int gcs_auth_subject_extract(const struct xprofs_buf *b, const char *field, char **out) XPROFS_WUR;
+/**
+ * gcs_auth_json_load() - the credentials of the parsed credentials file
+ * @root (a json_t object; borrowed, hostile) into @a, by its "type". Every
+ * failure is logged naming @path. The caller frees @a's members.
+ */
+int gcs_auth_json_load(struct gcs_auth *a, const void *root, const char *path) XPROFS_WUR;
 /**
  * gcs_auth_external_parse() - the external_account members of the
  * credentials JSON @root (borrowed, hostile: a file) into @a. -EINVAL when

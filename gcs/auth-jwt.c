@@ -277,3 +277,47 @@ out:
 	json_decref(root);
 	return r;
 }
+
+int gcs_auth_imp_token_parse(const char *body, size_t n, int64_t now_ns, char **token,
+			     int64_t *expires_in_s)
+{
+	json_t *root, *tok, *exp;
+	const char *s;
+	size_t len, i;
+	int64_t at_ns, e;
+	int r = -EPROTO;
+
+	root = json_loadb(body, n, JSON_REJECT_DUPLICATES, NULL);
+	if (!root || !json_is_object(root))
+		goto out;
+	tok = json_object_get(root, "accessToken");
+	exp = json_object_get(root, "expireTime");
+	if (!json_is_string(tok) || !json_is_string(exp) ||
+	    gcs_time_parse(json_string_value(exp), &at_ns) < 0)
+		goto out;
+	s = json_string_value(tok);
+	len = json_string_length(tok);
+	if (len == 0 || len > GCS_AUTH_TOKEN_MAX)
+		goto out;
+	for (i = 0; i < len; i++) /* it goes into an HTTP header */
+		if (!isgraph((unsigned char)s[i]))
+			goto out;
+	e = (at_ns - now_ns) / 1000000000LL;
+	if (e <= 0 || e > 7 * 24 * 3600)
+		goto out;
+	*token = strdup(s);
+	if (!*token) {
+		r = -ENOMEM;
+		goto out;
+	}
+	*expires_in_s = e;
+	r = 0;
+out:
+	if (root) {
+		tok = json_object_get(root, "accessToken");
+		if (json_is_string(tok))
+			OPENSSL_cleanse((char *)json_string_value(tok), json_string_length(tok));
+	}
+	json_decref(root);
+	return r;
+}

@@ -14,10 +14,13 @@
  *   4. the metadata server ($GCE_METADATA_HOST, $GCE_METADATA_ROOT, default
  *      metadata.google.internal).
  *
+ * impersonated_service_account files (service_account or authorized_user
+ * source credentials) and an external_account's
+ * service_account_impersonation_url trade the token at IAM (auth.c).
+ *
  * Limits: credentials files are capped at GCS_AUTH_FILE_MAX (64 KiB);
- * service-account impersonation (impersonated_service_account files,
- * external_account's service_account_impersonation_url), AWS and executable
- * subject tokens and URL headers are not supported (-ENOTSUP with a message). jansson's copies of the secrets are
+ * AWS and executable subject tokens and URL headers are not supported
+ * (-ENOTSUP with a message). jansson's copies of the secrets are
  * wiped before they are freed.
  */
 #include <errno.h>
@@ -153,6 +156,10 @@ static void wipe_json_secrets(json_t *root)
 						json_string_length(v));
 		}
 	}
+	/* an impersonated_service_account's secrets sit one level down */
+	root = json_object_get(root, "source_credentials");
+	if (json_is_object(root))
+		wipe_json_secrets(root);
 }
 
 /* Read and parse the credentials file @path; *@root: caller owns (json_decref()). Logs failures. */
@@ -189,6 +196,8 @@ out:
 	return r;
 }
 
+static int imp_parse(struct gcs_auth *a, const json_t *root, const char *path);
+
 /*
  * Load the credentials JSON file @path (borrowed) into @a. Every failure is
  * logged with the file name and what is wrong, and is final: the caller does
@@ -196,10 +205,7 @@ out:
  */
 static int load_file(struct gcs_auth *a, const char *path)
 {
-	const struct cred_type *t = NULL;
 	json_t *root = NULL;
-	const char *type;
-	size_t i;
 	int r;
 
 	a->source = strdup(path);
@@ -208,6 +214,20 @@ static int load_file(struct gcs_auth *a, const char *path)
 	r = read_json_file(path, &root);
 	if (r < 0)
 		return r;
+	r = gcs_auth_json_load(a, root, path);
+	wipe_json_secrets(root);
+	json_decref(root);
+	return r;
+}
+
+int gcs_auth_json_load(struct gcs_auth *a, const void *jroot, const char *path)
+{
+	const struct cred_type *t = NULL;
+	const json_t *root = jroot;
+	const char *type;
+	size_t i;
+	int r;
+
 	type = json_string_value(json_object_get(root, "type"));
 	for (i = 0; type && i < N_CRED_TYPES && !t; i++)
 		if (strcmp(type, cred_types[i].type) == 0)
@@ -216,9 +236,12 @@ static int load_file(struct gcs_auth *a, const char *path)
 		r = load_fields(a, t, root, path);
 	} else if (type && strcmp(type, "external_account") == 0) {
 		r = gcs_auth_external_parse(a, root, path);
+	} else if (type && strcmp(type, "impersonated_service_account") == 0) {
+		r = imp_parse(a, root, path);
 	} else {
 		xprofs_err("gcs auth: credentials file %s has type \"%.40s\"; supported: "
-			   "service_account, authorized_user, external_account",
+			   "service_account, authorized_user, external_account, "
+			   "impersonated_service_account",
 			   path, type ? type : "(none)");
 		r = type ? -ENOTSUP : -EINVAL;
 	}
@@ -232,12 +255,51 @@ static int load_file(struct gcs_auth *a, const char *path)
 		xprofs_err("gcs auth: credentials file %s: token_uri is not an http(s) URL", path);
 		r = -EINVAL;
 	}
-	wipe_json_secrets(root);
-	json_decref(root);
 	return r;
 }
 
-/* ---- external_account ------------------------------------------------------ */
+/* ---- impersonation and external_account ----------------------------------- */
+
+/* The impersonation URL (and delegates) of @root into @a; @required for impersonated_service_account. */
+static int imp_url_parse(struct gcs_auth *a, const json_t *root, bool required, const char *path)
+{
+	const json_t *d = json_object_get(root, "delegates"), *v;
+	size_t i;
+	int r = json_dup(root, "service_account_impersonation_url", required, &a->imp_url);
+
+	if (r == 0 && a->imp_url && strncmp(a->imp_url, "https://", 8) != 0 &&
+	    strncmp(a->imp_url, "http://", 7) != 0)
+		r = -EINVAL;
+	json_array_foreach(d, i, v) if (!json_is_string(v)) r = -EINVAL;
+	if (r == 0 && d && (!json_is_array(d) || !(a->imp_delegates = json_dumps(d, JSON_COMPACT))))
+		r = json_is_array(d) ? -ENOMEM : -EINVAL;
+	if (r == -EINVAL)
+		xprofs_err("gcs auth: credentials file %s: service_account_impersonation_url is "
+			   "missing or not an http(s) URL, or delegates is not a list of names",
+			   path);
+	return r;
+}
+
+/* An impersonated_service_account file: its source_credentials, then impersonation. */
+static int imp_parse(struct gcs_auth *a, const json_t *root, const char *path)
+{
+	const json_t *src = json_object_get(root, "source_credentials");
+	const char *type = json_string_value(json_object_get(src, "type"));
+	size_t i;
+	int r;
+
+	for (i = 0; type && i < N_CRED_TYPES; i++)
+		if (strcmp(type, cred_types[i].type) == 0)
+			break;
+	if (!type || i == N_CRED_TYPES) {
+		xprofs_err("gcs auth: impersonated_service_account file %s: source_credentials "
+			   "must be service_account or authorized_user credentials",
+			   path);
+		return type ? -ENOTSUP : -EINVAL;
+	}
+	r = load_fields(a, &cred_types[i], src, path);
+	return r < 0 ? r : imp_url_parse(a, root, true, path);
+}
 
 int gcs_auth_external_parse(struct gcs_auth *a, const void *jroot, const char *path)
 {
@@ -246,12 +308,8 @@ int gcs_auth_external_parse(struct gcs_auth *a, const void *jroot, const char *p
 	int r;
 
 	a->kind = GCS_AUTH_EXTERNAL_ACCOUNT;
-	if (json_object_get(root, "service_account_impersonation_url")) {
-		xprofs_err("gcs auth: external_account file %s: service account impersonation is "
-			   "not supported",
-			   path);
-		return -ENOTSUP;
-	}
+	if ((r = imp_url_parse(a, root, false, path)) < 0)
+		return r;
 	if (!json_is_object(cs) || json_object_get(cs, "environment_id") ||
 	    json_object_get(cs, "executable")) {
 		xprofs_err("gcs auth: external_account file %s: credential_source %s", path,

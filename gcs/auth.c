@@ -192,6 +192,63 @@ static int token_form(struct gcs_auth *a, struct xprofs_buf *form)
 }
 
 /*
+ * Trade *@token (the source credentials' token; consumed and replaced) for
+ * the impersonated service account's at IAM's generateAccessToken
+ * (@a->imp_url), as Google's auth libraries do for
+ * impersonated_service_account and an external_account's
+ * service_account_impersonation_url.
+ */
+static int impersonate(struct gcs_auth *a, char **token, int64_t *expires_in)
+{
+	struct gcs_req rq = {.kind = GCS_REQ_OTHER,
+			     .method = "POST",
+			     .url = a->imp_url,
+			     .idempotent = true,
+			     .send_body = true};
+	struct xprofs_buf hdr, req, body;
+	char *t = NULL;
+	int hr, r;
+
+	xprofs_buf_init(&hdr, GCS_AUTH_TOKEN_MAX + 64);
+	xprofs_buf_init(&req, AUTH_FORM_MAX);
+	xprofs_buf_init(&body, GCS_AUTH_RESPONSE_MAX);
+	r = xprofs_buf_printf(&hdr, "Authorization: Bearer %s", *token);
+	if (r == 0)
+		r = xprofs_buf_printf(&req, "{\"scope\":[\"%s\"],\"lifetime\":\"3600s\"%s%s}",
+				      AUTH_SCOPE, a->imp_delegates ? ",\"delegates\":" : "",
+				      a->imp_delegates ? a->imp_delegates : "");
+	if (r < 0)
+		goto out;
+	rq.headers[0] = "Content-Type: application/json";
+	rq.headers[1] = hdr.data;
+	rq.body = req.data;
+	rq.body_len = req.len;
+	rq.resp = &body;
+	hr = gcs_http_do(&a->http, &rq);
+	r = token_errno(hr, rq.status);
+	if (r < 0) {
+		xprofs_err("gcs auth: impersonation for %s credentials from %s at %s: %s%s%s",
+			   gcs_auth_kind(a), a->source, a->imp_url,
+			   hr < 0 ? "cannot reach it" : "HTTP error", rq.errmsg[0] ? ": " : "",
+			   rq.errmsg);
+		goto out;
+	}
+	r = gcs_auth_imp_token_parse(body.data, body.len, xprofs_now_ns(), &t, expires_in);
+	if (r < 0) {
+		xprofs_err("gcs auth: impersonation for %s credentials from %s: malformed answer",
+			   gcs_auth_kind(a), a->source);
+		goto out;
+	}
+	gcs_secret_free(*token);
+	*token = t;
+out:
+	gcs_secret_buf_deinit(&body);
+	xprofs_buf_deinit(&req);
+	gcs_secret_buf_deinit(&hdr);
+	return r;
+}
+
+/*
  * Ask the token endpoint or metadata server for a new token. Touches no
  * shared state (only the immutable credentials), so it runs without a->lock.
  * @token: caller owns; free with gcs_secret_free().
@@ -216,6 +273,11 @@ static int auth_fetch(struct gcs_auth *a, char **token, int64_t *expires_in)
 	if (r < 0)
 		xprofs_err("gcs auth: %s credentials from %s: malformed token response",
 			   gcs_auth_kind(a), a->source);
+	if (r == 0 && a->imp_url) {
+		r = impersonate(a, token, expires_in);
+		if (r < 0)
+			*token = gcs_secret_free(*token);
+	}
 out:
 	gcs_secret_buf_deinit(&body);
 	gcs_secret_buf_deinit(&form);
@@ -300,6 +362,8 @@ struct gcs_auth *gcs_auth_free(struct gcs_auth *a)
 	free(a->subject_file);
 	free(a->subject_url);
 	free(a->subject_field);
+	free(a->imp_url);
+	free(a->imp_delegates);
 	free(a->token_uri);
 	gcs_secret_free(a->refresh_token);
 	gcs_secret_free(a->client_secret);
@@ -376,6 +440,8 @@ const char *gcs_auth_kind(const struct gcs_auth *a)
 {
 	if (!a)
 		return "anonymous";
+	if (a->imp_url && a->kind != GCS_AUTH_EXTERNAL_ACCOUNT)
+		return "impersonated_service_account";
 	switch (a->kind) {
 	case GCS_AUTH_SERVICE_ACCOUNT:
 		return "service_account";

@@ -2,8 +2,8 @@
  * tests/gcs/fuzz_auth_token.c - libFuzzer target for the parsers of bytes
  * that come from a token endpoint or metadata server (gcs/auth-jwt.c): the token
  * answer (JSON, token characters, lifetime) and base64url; and of a
- * credentials file's external_account members and a subject token answer
- * (gcs/auth-source.c).
+ * credentials file of any type (gcs_auth_json_load()), a subject token
+ * answer (gcs/auth-source.c) and an IAM impersonation answer (auth-jwt.c).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -20,9 +20,18 @@ static void fuzz_external(const uint8_t *data, size_t size)
 	struct gcs_auth a = {0};
 	json_t *root = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
 	char *s = NULL;
+	int64_t exp = 0;
 
 	if (json_is_object(root)) {
-		(void)!gcs_auth_external_parse(&a, root, "fuzz");
+		(void)!gcs_auth_json_load(&a, root, "fuzz");
+		free(a.client_email);
+		free(a.private_key);
+		free(a.private_key_id);
+		free(a.client_id);
+		free(a.client_secret);
+		free(a.refresh_token);
+		free(a.imp_url);
+		free(a.imp_delegates);
 		free(a.audience);
 		free(a.subject_token_type);
 		free(a.token_uri);
@@ -31,6 +40,11 @@ static void fuzz_external(const uint8_t *data, size_t size)
 		free(a.subject_field);
 	}
 	json_decref(root);
+	if (gcs_auth_imp_token_parse((const char *)data, size, 0, &s, &exp) == 0 &&
+	    (!s || !*s || exp <= 0))
+		abort();
+	free(s);
+	s = NULL;
 	if (gcs_auth_subject_extract(&b, size > 0 && data[0] == '{' ? "id_token" : NULL, &s) == 0 &&
 	    (!s || !*s || strlen(s) > size))
 		abort();

@@ -353,10 +353,18 @@ static void test_bad_files_do_not_fall_through(void **state)
 		{"{\"type\":\"external_account\",\"credential_source\":{\"environment_id\":"
 		 "\"aws1\"}}",
 		 -ENOTSUP},
-		{"{\"type\":\"external_account\",\"service_account_impersonation_url\":\"http://"
+		{"{\"type\":\"external_account\",\"service_account_impersonation_url\":\"ftp://"
 		 "x\"}",
+		 -EINVAL},
+		{"{\"type\":\"impersonated_service_account\"}", -EINVAL},
+		{"{\"type\":\"impersonated_service_account\",\"service_account_impersonation_url\":"
+		 "\"http://x\",\"source_credentials\":{\"type\":\"external_account\"}}",
 		 -ENOTSUP},
-		{"{\"type\":\"impersonated_service_account\"}", -ENOTSUP},
+		{"{\"type\":\"impersonated_service_account\",\"source_credentials\":{\"type\":"
+		 "\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\",\"refresh_"
+		 "token\":"
+		 "\"z\"},\"service_account_impersonation_url\":\"http://x\",\"delegates\":[1]}",
+		 -EINVAL},
 		{"{\"client_email\":\"x\"}", -EINVAL},
 		{"{\"type\":\"service_account\",\"client_email\":\"x\"}", -EINVAL},
 		{"{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\"}",

@@ -10,14 +10,20 @@ subject token at /subject. Then:
     byte-identical logdir, every request carries an issued token, and tokens
     living 6 s are exchanged again while the mount works (refresh);
   - a URL-sourced one with a JSON subject ({"id_token": ...}) mounts too;
-  - a wrong subject token, a missing subject file and service-account
-    impersonation (not supported) fail the mount with a clear message.
+  - a wrong subject token, a missing subject file and a bad impersonation
+    URL fail the mount with a clear message;
+  - service-account impersonation (IAM generateAccessToken, played by
+    token_server.py), with the proxy now accepting only impersonated tokens:
+    an external_account with service_account_impersonation_url, and an
+    impersonated_service_account file over authorized_user credentials
+    (with delegates) both mount byte-identical.
 TAP output; exit 77 when FUSE, xprofs or the emulator is absent.
 """
 import json
 import os
 import sys
 import time
+import urllib.parse
 
 import gcs_harness as gh
 from token_server import TokenServer
@@ -26,10 +32,12 @@ URL = "gs://bkt/logs"
 AUDIENCE = "//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/p/providers/q"
 SUBJECT = "eyJhbGciOiJSUzI1NiJ9.test-subject.sig"
 JWT_TYPE = "urn:ietf:params:oauth:token-type:jwt"
+SA = "target@example-project.iam.gserviceaccount.com"
 
 
 def main(t, h):
-    ts = TokenServer(subject_token=SUBJECT, audience=AUDIENCE, expires_in=6).start()
+    ts = TokenServer(subject_token=SUBJECT, audience=AUDIENCE, client_id="cid", client_secret="cs",
+                     refresh_token="1//rt", expires_in=6).start()
     h.cleanups.append(ts.stop)
 
     def write(name, data):
@@ -101,9 +109,35 @@ def main(t, h):
           ["external_account", "HTTP 400"])
     fails("a missing subject file", ext("missing.json", {"file": os.path.join(h.work, "nope.txt")}),
           ["subject token"])
-    fails("service-account impersonation", ext("imp.json", {"file": subj},
-                                               service_account_impersonation_url="http://x/y:generateAccessToken"),
-          ["impersonation is not supported"])
+    fails("an impersonation URL that is not http(s)", ext("imp.json", {"file": subj},
+                                                          service_account_impersonation_url="file:///x"),
+          ["service_account_impersonation_url"])
+
+    # 4. impersonation: only the impersonated account's tokens are let through now.
+    ts.check_kind = "impersonated"
+    imp_url = ts.url + "/v1/projects/-/serviceAccounts/%s:generateAccessToken" % urllib.parse.quote(SA)
+    cases = [
+        ("external_account with service_account_impersonation_url",
+         ext("ext-imp.json", {"file": subj}, service_account_impersonation_url=imp_url), "external_account"),
+        ("impersonated_service_account from authorized_user",
+         write("imp-user.json", {"type": "impersonated_service_account", "service_account_impersonation_url": imp_url,
+                                 "delegates": ["projects/-/serviceAccounts/d@x.iam.gserviceaccount.com"],
+                                 "source_credentials": {"type": "authorized_user", "client_id": "cid",
+                                                        "client_secret": "cs", "refresh_token": "1//rt",
+                                                        "token_uri": ts.token_url}}), "authorized_user"),
+    ]
+    for name, cred, kind in cases:
+        n0 = len(ts.impersonations)
+        mnt, proc, log = h.mount(URL, p.url, ["credentials=" + cred, "no_cache"], env=env)
+        diff = gh.compare_tree(src, os.path.join(mnt, "logdir"), rels)
+        imps = ts.impersonations[n0:]
+        t.ok(diff is None and imps and all(i["source_kind"] == kind and i["email"] == SA for i in imps),
+             "%s: byte-identical with only impersonated tokens (%s)" % (name, imps[:1]),
+             "%s\nrejected %s\n%s" % (diff, ts.rejected, h.log(log)))
+        h.umount(mnt)
+    t.ok(ts.impersonations[-1]["delegates"] == ["projects/-/serviceAccounts/d@x.iam.gserviceaccount.com"],
+         "delegates are passed on")
+    ts.check_kind = None
 
 
 if __name__ == "__main__":
