@@ -20,8 +20,9 @@
  * gcs_auth_new() - resolve credentials in ADC order:
  * @o->anonymous or an emulator from the environment -> none;
  * @o->credentials or GOOGLE_APPLICATION_CREDENTIALS (unreadable = error, no
- * fall-through) -> service_account (RS256 JWT grant) or authorized_user
- * (refresh token); then $CLOUDSDK_CONFIG or ~/.config/gcloud
+ * fall-through) -> service_account (RS256 JWT grant), authorized_user
+ * (refresh token), external_account (subject token exchanged at STS) or
+ * impersonated_service_account (a source token traded at IAM); then $CLOUDSDK_CONFIG or ~/.config/gcloud
  * application_default_credentials.json; then the metadata server
  * (GCE_METADATA_HOST, default metadata.google.internal). The first token is
  * fetched here so bad credentials fail fast.
@@ -36,7 +37,10 @@ struct gcs_auth *gcs_auth_free(struct gcs_auth *a);
  * expiry (serialised; a failed refresh keeps a still-valid token). Thread-safe.
  */
 int gcs_auth_header(struct gcs_auth *a, struct xprofs_buf *out) XPROFS_WUR;
-/** gcs_auth_kind() - "anonymous", "service_account", "authorized_user", "metadata". */
+/**
+ * gcs_auth_kind() - "anonymous", "service_account", "authorized_user",
+ * "metadata", "external_account", "impersonated_service_account".
+ */
 const char *gcs_auth_kind(const struct gcs_auth *a);
 
 #define GCS_AUTH_JWT_LIFETIME_S 3600 /* of an assertion; also a token answer's default */
