@@ -70,6 +70,7 @@ static int open_backends(struct fs_options *o, struct xprofs_store **store,
 		go.endpoint = o->endpoint;
 		go.anonymous = o->anonymous;
 		go.credentials = o->credentials;
+		go.billing_project = o->billing_project;
 		go.list_ttl_s = (unsigned)o->refresh;
 		go.connections = o->connections;
 		go.retry_deadline_s = o->retry_deadline;

@@ -67,8 +67,8 @@ struct fs_options {
 	int refresh; /* seconds; -1 = backend default */
 	unsigned connections;
 	unsigned retry_deadline, stall_timeout; /* gs:// seconds; 0 = the gcs defaults */
-	char *cache_dir; /* owned */
-	char *cache_max; /* owned, e.g. "2G" */
+	char *cache_dir;                        /* owned */
+	char *cache_max;                        /* owned, e.g. "2G" */
 	uint64_t cache_max_bytes;
 	int cache_accel;      /* lz4 acceleration of cache entries; 0 = the cache's default */
 	char *tmp_dir;        /* owned; temporary renders (default $TMPDIR, else /tmp) */
@@ -77,6 +77,7 @@ struct fs_options {
 	char *loglevel;                /* owned */
 	char *endpoint;                /* owned */
 	char *credentials;             /* owned */
+	char *billing_project;         /* owned; gs:// requester pays (userProject=) */
 	int show_help;
 	int show_version;
 	/* permissions of a source without modes (gs://): uid=, gid=, umask= */

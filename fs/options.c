@@ -44,9 +44,10 @@ static const struct fuse_opt fs_opts[] = {
 	XOPT("credentials=%s", credentials, 0), XOPT("connections=%u", connections, 0),
 	XOPT("retry_deadline=%u", retry_deadline, 0), XOPT("stall_timeout=%u", stall_timeout, 0),
 	XOPT("uid=%s", uid_s, 0), XOPT("gid=%s", gid_s, 0), XOPT("umask=%s", umask_s, 0),
-	XOPT("follow_symlinks=%s", follow_symlinks, 0),
-	XOPT("tmp_dir=%s", tmp_dir, 0), XOPT("cache_min_free=%s", cache_min_free, 0),
-	FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
+	XOPT("follow_symlinks=%s", follow_symlinks, 0), XOPT("tmp_dir=%s", tmp_dir, 0),
+	XOPT("cache_min_free=%s", cache_min_free, 0),
+	XOPT("billing_project=%s", billing_project, 0), FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION), FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG), FUSE_OPT_KEY("-s", KEY_SINGLE),
@@ -95,6 +96,7 @@ static const char usage_text[] =
 	"  -o follow_symlinks=inside|outside   follow symlinks out of SOURCE for runs/\n"
 	"                        (outside: anyone who can make a link in SOURCE exposes\n"
 	"                        what xprofs can read; default inside)\n"
+	"  -o billing_project=P  bill GCS requests to project P (requester pays)\n"
 	"  -o allow_other, max_read=N, ...   passed to FUSE\n";
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)

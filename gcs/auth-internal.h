@@ -20,8 +20,9 @@
  * gcs_auth_new() - resolve credentials in ADC order:
  * @o->anonymous or an emulator from the environment -> none;
  * @o->credentials or GOOGLE_APPLICATION_CREDENTIALS (unreadable = error, no
- * fall-through) -> service_account (RS256 JWT grant) or authorized_user
- * (refresh token); then $CLOUDSDK_CONFIG or ~/.config/gcloud
+ * fall-through) -> service_account (RS256 JWT grant), authorized_user
+ * (refresh token), external_account (subject token exchanged at STS) or
+ * impersonated_service_account (a source token traded at IAM); then $CLOUDSDK_CONFIG or ~/.config/gcloud
  * application_default_credentials.json; then the metadata server
  * (GCE_METADATA_HOST, default metadata.google.internal). The first token is
  * fetched here so bad credentials fail fast.
@@ -36,7 +37,10 @@ struct gcs_auth *gcs_auth_free(struct gcs_auth *a);
  * expiry (serialised; a failed refresh keeps a still-valid token). Thread-safe.
  */
 int gcs_auth_header(struct gcs_auth *a, struct xprofs_buf *out) XPROFS_WUR;
-/** gcs_auth_kind() - "anonymous", "service_account", "authorized_user", "metadata". */
+/**
+ * gcs_auth_kind() - "anonymous", "service_account", "authorized_user",
+ * "metadata", "external_account", "impersonated_service_account".
+ */
 const char *gcs_auth_kind(const struct gcs_auth *a);
 
 #define GCS_AUTH_JWT_LIFETIME_S 3600 /* of an assertion; also a token answer's default */
@@ -81,6 +85,16 @@ int gcs_auth_jwt_build(struct xprofs_buf *out, const char *pem, const char *kid,
 int gcs_auth_token_parse(const char *body, size_t n, char **token,
 			 int64_t *expires_in_s) XPROFS_WUR;
 
+/**
+ * gcs_auth_imp_token_parse() - parse an IAM generateAccessToken answer
+ * {accessToken, expireTime (RFC 3339)} received at @now_ns (wall clock).
+ * @token: caller owns (wipe, free). *@expires_in_s: seconds left. -EPROTO
+ * on anything malformed, a token that cannot go in a header, or a time
+ * that has passed or is more than a week away.
+ */
+int gcs_auth_imp_token_parse(const char *body, size_t n, int64_t now_ns, char **token,
+			     int64_t *expires_in_s) XPROFS_WUR;
+
 /* ---- shared by auth.c, auth-source.c, auth-jwt.c ---------------------- */
 
 enum gcs_auth_kind {
@@ -88,6 +102,7 @@ enum gcs_auth_kind {
 	GCS_AUTH_SERVICE_ACCOUNT,
 	GCS_AUTH_AUTHORIZED_USER,
 	GCS_AUTH_METADATA,
+	GCS_AUTH_EXTERNAL_ACCOUNT,
 };
 
 /* The credentials: immutable after gcs_auth_new() except the token state under @lock. */
@@ -106,6 +121,15 @@ struct gcs_auth {
 	char *token_uri;
 	/* metadata */
 	char *metadata_url;
+	/* external_account: a subject token (file or URL; text, or a JSON field) exchanged at STS */
+	char *audience;
+	char *subject_token_type;
+	char *subject_file;
+	char *subject_url;
+	char *subject_field; /* "format": {"type": "json"}'s subject_token_field_name; NULL: text */
+	/* impersonation: the token above is traded at this IAM generateAccessToken URL */
+	char *imp_url;
+	char *imp_delegates; /* JSON array text of "delegates", or NULL */
 
 	pthread_mutex_t lock;
 	pthread_cond_t refreshed; /* signalled when a refresh ends, with lock */
@@ -127,6 +151,32 @@ struct gcs_auth {
  * to another identity. Borrows @o.
  */
 int gcs_auth_source(struct gcs_auth *a, const struct xprofs_gcs_options *o) XPROFS_WUR;
+/**
+ * gcs_auth_subject_token() - an external_account's subject token, from its
+ * file or (through @a->http) its URL, as text or the JSON field named by
+ * subject_token_field_name; surrounding whitespace dropped. *@out: caller
+ * owns, free with gcs_secret_free(). -EACCES when absent or empty; logged.
+ */
+int gcs_auth_subject_token(struct gcs_auth *a, char **out) XPROFS_WUR;
+/**
+ * gcs_auth_subject_extract() - the subject token in @b (borrowed, hostile):
+ * its text, or its JSON string member @field (NULL: text), without
+ * surrounding whitespace. *@out: caller owns. -EACCES when empty or absent.
+ */
+int gcs_auth_subject_extract(const struct xprofs_buf *b, const char *field, char **out) XPROFS_WUR;
+/**
+ * gcs_auth_json_load() - the credentials of the parsed credentials file
+ * @root (a json_t object; borrowed, hostile) into @a, by its "type". Every
+ * failure is logged naming @path. The caller frees @a's members.
+ */
+int gcs_auth_json_load(struct gcs_auth *a, const void *root, const char *path) XPROFS_WUR;
+/**
+ * gcs_auth_external_parse() - the external_account members of the
+ * credentials JSON @root (borrowed, hostile: a file) into @a. -EINVAL when
+ * malformed, -ENOTSUP for what is not supported (impersonation, AWS,
+ * executables); messages name @path.
+ */
+int gcs_auth_external_parse(struct gcs_auth *a, const void *root, const char *path) XPROFS_WUR;
 /** gcs_secret_free() - overwrite then free a secret string; accepts NULL; returns NULL. */
 char *gcs_secret_free(char *s);
 /** gcs_secret_buf_deinit() - wipe and release a buffer that held secrets. */

@@ -227,9 +227,34 @@ out:
 
 /* ---- token responses ----------------------------------------------------- */
 
-int gcs_auth_token_parse(const char *body, size_t n, char **token, int64_t *expires_in_s)
+/* A token answer's lifetime member @exp (absent: the default) in seconds; -EPROTO if bad. */
+static int answer_lifetime(const json_t *exp, bool is_time, int64_t now_ns, int64_t *e)
 {
-	json_t *root, *tok, *exp;
+	int64_t at_ns;
+
+	if (is_time) { /* IAM: "expireTime": RFC 3339 */
+		if (!json_is_string(exp) || gcs_time_parse(json_string_value(exp), &at_ns) < 0)
+			return -EPROTO;
+		*e = (at_ns - now_ns) / 1000000000LL;
+	} else if (json_is_integer(exp)) { /* OAuth: "expires_in": seconds */
+		*e = json_integer_value(exp);
+	} else if (json_is_real(exp)) {
+		*e = (int64_t)json_real_value(exp);
+	} else if (exp) {
+		return -EPROTO;
+	}
+	return *e <= 0 || *e > 7 * 24 * 3600 ? -EPROTO : 0;
+}
+
+/*
+ * The token answers of OAuth endpoints ({access_token, expires_in}) and of
+ * IAM ({accessToken, expireTime}): the token member @tok_key and its
+ * lifetime; the token must fit in an HTTP header.
+ */
+static int token_answer_parse(const char *body, size_t n, const char *tok_key, const char *exp_key,
+			      bool exp_is_time, int64_t now_ns, char **token, int64_t *expires_in_s)
+{
+	json_t *root, *tok;
 	const char *s;
 	size_t len, i;
 	int64_t e = GCS_AUTH_JWT_LIFETIME_S;
@@ -238,7 +263,7 @@ int gcs_auth_token_parse(const char *body, size_t n, char **token, int64_t *expi
 	root = json_loadb(body, n, JSON_REJECT_DUPLICATES, NULL);
 	if (!root || !json_is_object(root))
 		goto out;
-	tok = json_object_get(root, "access_token");
+	tok = json_object_get(root, tok_key);
 	if (!json_is_string(tok))
 		goto out;
 	s = json_string_value(tok);
@@ -249,17 +274,8 @@ int gcs_auth_token_parse(const char *body, size_t n, char **token, int64_t *expi
 	for (i = 0; i < len; i++)
 		if (!isgraph((unsigned char)s[i]))
 			goto out;
-	exp = json_object_get(root, "expires_in");
-	if (exp) {
-		if (json_is_integer(exp))
-			e = json_integer_value(exp);
-		else if (json_is_real(exp))
-			e = (int64_t)json_real_value(exp);
-		else
-			goto out;
-		if (e <= 0 || e > 7 * 24 * 3600)
-			goto out;
-	}
+	if (answer_lifetime(json_object_get(root, exp_key), exp_is_time, now_ns, &e) < 0)
+		goto out;
 	*token = strdup(s);
 	if (!*token) {
 		r = -ENOMEM;
@@ -270,10 +286,23 @@ int gcs_auth_token_parse(const char *body, size_t n, char **token, int64_t *expi
 out:
 	if (root) {
 		/* jansson copied the token; wipe its copy before freeing. */
-		tok = json_object_get(root, "access_token");
+		tok = json_object_get(root, tok_key);
 		if (json_is_string(tok))
 			OPENSSL_cleanse((char *)json_string_value(tok), json_string_length(tok));
 	}
 	json_decref(root);
 	return r;
+}
+
+int gcs_auth_token_parse(const char *body, size_t n, char **token, int64_t *expires_in_s)
+{
+	return token_answer_parse(body, n, "access_token", "expires_in", false, 0, token,
+				  expires_in_s);
+}
+
+int gcs_auth_imp_token_parse(const char *body, size_t n, int64_t now_ns, char **token,
+			     int64_t *expires_in_s)
+{
+	return token_answer_parse(body, n, "accessToken", "expireTime", true, now_ns, token,
+				  expires_in_s);
 }

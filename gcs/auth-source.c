@@ -4,7 +4,9 @@
  *   1. o->anonymous, or an emulator named in the environment (and no explicit
  *      credentials) -> no Authorization header;
  *   2. o->credentials, else $GOOGLE_APPLICATION_CREDENTIALS: a JSON file of
- *      type "service_account" or "authorized_user". Unreadable or malformed
+ *      type "service_account", "authorized_user" or "external_account"
+ *      (workload identity federation: a file- or URL-sourced subject token
+ *      exchanged at STS; google-auth's identity_pool). Unreadable or malformed
  *      is an error: never fall through to another identity;
  *   3. $CLOUDSDK_CONFIG/application_default_credentials.json, else
  *      ~/.config/gcloud/application_default_credentials.json (same types);
@@ -12,9 +14,13 @@
  *   4. the metadata server ($GCE_METADATA_HOST, $GCE_METADATA_ROOT, default
  *      metadata.google.internal).
  *
+ * impersonated_service_account files (service_account or authorized_user
+ * source credentials) and an external_account's
+ * service_account_impersonation_url trade the token at IAM (auth.c).
+ *
  * Limits: credentials files are capped at GCS_AUTH_FILE_MAX (64 KiB);
- * external_account (workload identity federation) and impersonation are not
- * supported (-ENOTSUP with a message). jansson's copies of the secrets are
+ * AWS and executable subject tokens and URL headers are not supported
+ * (-ENOTSUP with a message). jansson's copies of the secrets are
  * wiped before they are freed.
  */
 #include <errno.h>
@@ -150,6 +156,10 @@ static void wipe_json_secrets(json_t *root)
 						json_string_length(v));
 		}
 	}
+	/* an impersonated_service_account's secrets sit one level down */
+	root = json_object_get(root, "source_credentials");
+	if (json_is_object(root))
+		wipe_json_secrets(root);
 }
 
 /* Read and parse the credentials file @path; *@root: caller owns (json_decref()). Logs failures. */
@@ -186,6 +196,8 @@ out:
 	return r;
 }
 
+static int imp_parse(struct gcs_auth *a, const json_t *root, const char *path);
+
 /*
  * Load the credentials JSON file @path (borrowed) into @a. Every failure is
  * logged with the file name and what is wrong, and is final: the caller does
@@ -193,10 +205,7 @@ out:
  */
 static int load_file(struct gcs_auth *a, const char *path)
 {
-	const struct cred_type *t = NULL;
 	json_t *root = NULL;
-	const char *type;
-	size_t i;
 	int r;
 
 	a->source = strdup(path);
@@ -205,15 +214,34 @@ static int load_file(struct gcs_auth *a, const char *path)
 	r = read_json_file(path, &root);
 	if (r < 0)
 		return r;
+	r = gcs_auth_json_load(a, root, path);
+	wipe_json_secrets(root);
+	json_decref(root);
+	return r;
+}
+
+int gcs_auth_json_load(struct gcs_auth *a, const void *jroot, const char *path)
+{
+	const struct cred_type *t = NULL;
+	const json_t *root = jroot;
+	const char *type;
+	size_t i;
+	int r;
+
 	type = json_string_value(json_object_get(root, "type"));
 	for (i = 0; type && i < N_CRED_TYPES && !t; i++)
 		if (strcmp(type, cred_types[i].type) == 0)
 			t = &cred_types[i];
 	if (t) {
 		r = load_fields(a, t, root, path);
+	} else if (type && strcmp(type, "external_account") == 0) {
+		r = gcs_auth_external_parse(a, root, path);
+	} else if (type && strcmp(type, "impersonated_service_account") == 0) {
+		r = imp_parse(a, root, path);
 	} else {
 		xprofs_err("gcs auth: credentials file %s has type \"%.40s\"; supported: "
-			   "service_account, authorized_user",
+			   "service_account, authorized_user, external_account, "
+			   "impersonated_service_account",
 			   path, type ? type : "(none)");
 		r = type ? -ENOTSUP : -EINVAL;
 	}
@@ -227,8 +255,165 @@ static int load_file(struct gcs_auth *a, const char *path)
 		xprofs_err("gcs auth: credentials file %s: token_uri is not an http(s) URL", path);
 		r = -EINVAL;
 	}
-	wipe_json_secrets(root);
-	json_decref(root);
+	return r;
+}
+
+/* ---- impersonation and external_account ----------------------------------- */
+
+/* The impersonation URL (and delegates) of @root into @a; @required for impersonated_service_account. */
+static int imp_url_parse(struct gcs_auth *a, const json_t *root, bool required, const char *path)
+{
+	const json_t *d = json_object_get(root, "delegates"), *v;
+	size_t i;
+	int r = json_dup(root, "service_account_impersonation_url", required, &a->imp_url);
+
+	if (r == 0 && a->imp_url && strncmp(a->imp_url, "https://", 8) != 0 &&
+	    strncmp(a->imp_url, "http://", 7) != 0)
+		r = -EINVAL;
+	json_array_foreach(d, i, v) if (!json_is_string(v)) r = -EINVAL;
+	if (r == 0 && d && (!json_is_array(d) || !(a->imp_delegates = json_dumps(d, JSON_COMPACT))))
+		r = json_is_array(d) ? -ENOMEM : -EINVAL;
+	if (r == -EINVAL)
+		xprofs_err("gcs auth: credentials file %s: service_account_impersonation_url is "
+			   "missing or not an http(s) URL, or delegates is not a list of names",
+			   path);
+	return r;
+}
+
+/* An impersonated_service_account file: its source_credentials, then impersonation. */
+static int imp_parse(struct gcs_auth *a, const json_t *root, const char *path)
+{
+	const json_t *src = json_object_get(root, "source_credentials");
+	const char *type = json_string_value(json_object_get(src, "type"));
+	size_t i;
+	int r;
+
+	for (i = 0; type && i < N_CRED_TYPES; i++)
+		if (strcmp(type, cred_types[i].type) == 0)
+			break;
+	if (!type || i == N_CRED_TYPES) {
+		xprofs_err("gcs auth: impersonated_service_account file %s: source_credentials "
+			   "must be service_account or authorized_user credentials",
+			   path);
+		return type ? -ENOTSUP : -EINVAL;
+	}
+	r = load_fields(a, &cred_types[i], src, path);
+	return r < 0 ? r : imp_url_parse(a, root, true, path);
+}
+
+int gcs_auth_external_parse(struct gcs_auth *a, const void *jroot, const char *path)
+{
+	const json_t *root = jroot, *cs = json_object_get(root, "credential_source"), *fmt;
+	const char *ftype = NULL;
+	int r;
+
+	a->kind = GCS_AUTH_EXTERNAL_ACCOUNT;
+	if ((r = imp_url_parse(a, root, false, path)) < 0)
+		return r;
+	if (!json_is_object(cs) || json_object_get(cs, "environment_id") ||
+	    json_object_get(cs, "executable")) {
+		xprofs_err("gcs auth: external_account file %s: credential_source %s", path,
+			   json_is_object(cs) ? "of AWS or an executable is not supported"
+					      : "is missing");
+		return json_is_object(cs) ? -ENOTSUP : -EINVAL;
+	}
+	if ((r = json_dup(root, "audience", true, &a->audience)) < 0 ||
+	    (r = json_dup(root, "subject_token_type", true, &a->subject_token_type)) < 0 ||
+	    (r = json_dup(root, "token_url", true, &a->token_uri)) < 0 ||
+	    (r = json_dup(cs, "file", false, &a->subject_file)) < 0 ||
+	    (r = json_dup(cs, "url", false, &a->subject_url)) < 0)
+		goto bad;
+	if (!a->subject_file == !a->subject_url || json_object_get(cs, "headers")) {
+		r = json_object_get(cs, "headers") ? -ENOTSUP : -EINVAL;
+		xprofs_err(
+			"gcs auth: external_account file %s: credential_source needs exactly one "
+			"of file and url (and no headers)",
+			path);
+		return r;
+	}
+	fmt = json_object_get(cs, "format");
+	if (fmt && !json_is_object(fmt)) {
+		r = -EINVAL;
+		goto bad;
+	}
+	ftype = fmt ? json_string_value(json_object_get(fmt, "type")) : NULL;
+	if (ftype && strcmp(ftype, "json") == 0)
+		r = json_dup(fmt, "subject_token_field_name", true, &a->subject_field);
+	else if (ftype && strcmp(ftype, "text") != 0)
+		r = -EINVAL;
+	if (r < 0)
+		goto bad;
+	return 0;
+bad:
+	if (r == -EINVAL)
+		xprofs_err("gcs auth: external_account file %s lacks audience, subject_token_type, "
+			   "token_url or a valid credential_source",
+			   path);
+	return r;
+}
+
+int gcs_auth_subject_extract(const struct xprofs_buf *b, const char *field, char **out)
+{
+	const char *p = b->data ? b->data : "";
+	size_t n = b->len;
+	json_t *j = NULL;
+
+	if (field) {
+		j = json_loadb(p, n, 0, NULL);
+		p = json_string_value(json_object_get(j, field));
+		n = p ? strlen(p) : 0;
+		if (!p)
+			p = "";
+	}
+	while (n > 0 && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n')) {
+		p++;
+		n--;
+	}
+	while (n > 0 &&
+	       (p[n - 1] == ' ' || p[n - 1] == '\t' || p[n - 1] == '\r' || p[n - 1] == '\n'))
+		n--;
+	if (memchr(p, '\0', n))
+		n = 0; /* a token with a NUL in it is no token */
+	*out = n ? strndup(p, n) : NULL;
+	if (j) {
+		const char *v = json_string_value(json_object_get(j, field));
+
+		if (v)
+			OPENSSL_cleanse((char *)v, strlen(v));
+		json_decref(j);
+	}
+	return n == 0 ? -EACCES : *out ? 0 : -ENOMEM;
+}
+
+int gcs_auth_subject_token(struct gcs_auth *a, char **out)
+{
+	struct xprofs_buf b;
+	int r;
+
+	xprofs_buf_init(&b, GCS_AUTH_FILE_MAX);
+	if (a->subject_file) {
+		r = read_small_file(a->subject_file, &b);
+	} else {
+		struct gcs_req rq = {.kind = GCS_REQ_OTHER,
+				     .method = "GET",
+				     .url = a->subject_url,
+				     .idempotent = true,
+				     .resp = &b};
+
+		r = gcs_http_do(&a->http, &rq);
+		if (r == 0 && rq.status != 200)
+			r = -EACCES;
+	}
+	if (r == 0)
+		r = gcs_auth_subject_extract(&b, a->subject_field, out);
+	if (r < 0)
+		xprofs_err(
+			"gcs auth: external_account credentials from %s: no subject token from %s: "
+			"%s",
+			a->source, a->subject_file ? a->subject_file : a->subject_url,
+			r == -EACCES ? "empty, unreadable or not the named JSON field"
+				     : strerror(-r));
+	gcs_secret_buf_deinit(&b);
 	return r;
 }
 

@@ -29,6 +29,7 @@
 #include "auth-internal.h"
 
 #define AUTH_SCOPE "https://www.googleapis.com/auth/devstorage.read_write"
+#define AUTH_SCOPE_EXTERNAL "https://www.googleapis.com/auth/cloud-platform"
 #define AUTH_REFRESH_MARGIN_NS (300LL * 1000000000LL)
 #define AUTH_RETRY_AFTER_NS (5LL * 1000000000LL)
 #define AUTH_ATTEMPTS 3
@@ -129,12 +130,41 @@ static int form_add(struct xprofs_buf *form, const char *name, const char *value
 	return r < 0 ? r : gcs_pct_encode(form, value, strlen(value));
 }
 
-/* Build the POST body of a service_account or authorized_user grant. */
-static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
+/*
+ * An external_account's STS token exchange (RFC 8693, as Google's clients
+ * send it: google-auth's identity_pool credentials): the subject token for
+ * an access token with the cloud-platform scope.
+ */
+static int sts_form(struct gcs_auth *a, struct xprofs_buf *form)
+{
+	char *subject = NULL;
+	int r = gcs_auth_subject_token(a, &subject);
+
+	if (r == 0)
+		r = form_add(form, "grant_type", "urn:ietf:params:oauth:grant-type:token-exchange");
+	if (r == 0)
+		r = form_add(form, "audience", a->audience);
+	if (r == 0)
+		r = form_add(form, "scope", AUTH_SCOPE_EXTERNAL);
+	if (r == 0)
+		r = form_add(form, "requested_token_type",
+			     "urn:ietf:params:oauth:token-type:access_token");
+	if (r == 0)
+		r = form_add(form, "subject_token_type", a->subject_token_type);
+	if (r == 0)
+		r = form_add(form, "subject_token", subject);
+	gcs_secret_free(subject);
+	return r;
+}
+
+/* Build the POST body of a service_account, authorized_user or external_account grant. */
+static int token_form(struct gcs_auth *a, struct xprofs_buf *form)
 {
 	struct xprofs_buf jwt;
 	int r;
 
+	if (a->kind == GCS_AUTH_EXTERNAL_ACCOUNT)
+		return sts_form(a, form);
 	xprofs_buf_init(&jwt, GCS_AUTH_JWT_MAX);
 	if (a->kind == GCS_AUTH_SERVICE_ACCOUNT) {
 		r = gcs_auth_jwt_build(&jwt, a->private_key, a->private_key_id, a->client_email,
@@ -158,6 +188,63 @@ static int token_form(const struct gcs_auth *a, struct xprofs_buf *form)
 			r = form_add(form, "refresh_token", a->refresh_token);
 	}
 	gcs_secret_buf_deinit(&jwt);
+	return r;
+}
+
+/*
+ * Trade *@token (the source credentials' token; consumed and replaced) for
+ * the impersonated service account's at IAM's generateAccessToken
+ * (@a->imp_url), as Google's auth libraries do for
+ * impersonated_service_account and an external_account's
+ * service_account_impersonation_url.
+ */
+static int impersonate(struct gcs_auth *a, char **token, int64_t *expires_in)
+{
+	struct gcs_req rq = {.kind = GCS_REQ_OTHER,
+			     .method = "POST",
+			     .url = a->imp_url,
+			     .idempotent = true,
+			     .send_body = true};
+	struct xprofs_buf hdr, req, body;
+	char *t = NULL;
+	int hr, r;
+
+	xprofs_buf_init(&hdr, GCS_AUTH_TOKEN_MAX + 64);
+	xprofs_buf_init(&req, AUTH_FORM_MAX);
+	xprofs_buf_init(&body, GCS_AUTH_RESPONSE_MAX);
+	r = xprofs_buf_printf(&hdr, "Authorization: Bearer %s", *token);
+	if (r == 0)
+		r = xprofs_buf_printf(&req, "{\"scope\":[\"%s\"],\"lifetime\":\"3600s\"%s%s}",
+				      AUTH_SCOPE, a->imp_delegates ? ",\"delegates\":" : "",
+				      a->imp_delegates ? a->imp_delegates : "");
+	if (r < 0)
+		goto out;
+	rq.headers[0] = "Content-Type: application/json";
+	rq.headers[1] = hdr.data;
+	rq.body = req.data;
+	rq.body_len = req.len;
+	rq.resp = &body;
+	hr = gcs_http_do(&a->http, &rq);
+	r = token_errno(hr, rq.status);
+	if (r < 0) {
+		xprofs_err("gcs auth: impersonation for %s credentials from %s at %s: %s%s%s",
+			   gcs_auth_kind(a), a->source, a->imp_url,
+			   hr < 0 ? "cannot reach it" : "HTTP error", rq.errmsg[0] ? ": " : "",
+			   rq.errmsg);
+		goto out;
+	}
+	r = gcs_auth_imp_token_parse(body.data, body.len, xprofs_now_ns(), &t, expires_in);
+	if (r < 0) {
+		xprofs_err("gcs auth: impersonation for %s credentials from %s: malformed answer",
+			   gcs_auth_kind(a), a->source);
+		goto out;
+	}
+	gcs_secret_free(*token);
+	*token = t;
+out:
+	gcs_secret_buf_deinit(&body);
+	xprofs_buf_deinit(&req);
+	gcs_secret_buf_deinit(&hdr);
 	return r;
 }
 
@@ -186,6 +273,11 @@ static int auth_fetch(struct gcs_auth *a, char **token, int64_t *expires_in)
 	if (r < 0)
 		xprofs_err("gcs auth: %s credentials from %s: malformed token response",
 			   gcs_auth_kind(a), a->source);
+	if (r == 0 && a->imp_url) {
+		r = impersonate(a, token, expires_in);
+		if (r < 0)
+			*token = gcs_secret_free(*token);
+	}
 out:
 	gcs_secret_buf_deinit(&body);
 	gcs_secret_buf_deinit(&form);
@@ -265,6 +357,13 @@ struct gcs_auth *gcs_auth_free(struct gcs_auth *a)
 		return NULL;
 	gcs_secret_free(a->token);
 	free(a->metadata_url);
+	free(a->audience);
+	free(a->subject_token_type);
+	free(a->subject_file);
+	free(a->subject_url);
+	free(a->subject_field);
+	free(a->imp_url);
+	free(a->imp_delegates);
 	free(a->token_uri);
 	gcs_secret_free(a->refresh_token);
 	gcs_secret_free(a->client_secret);
@@ -341,6 +440,8 @@ const char *gcs_auth_kind(const struct gcs_auth *a)
 {
 	if (!a)
 		return "anonymous";
+	if (a->imp_url && a->kind != GCS_AUTH_EXTERNAL_ACCOUNT)
+		return "impersonated_service_account";
 	switch (a->kind) {
 	case GCS_AUTH_SERVICE_ACCOUNT:
 		return "service_account";
@@ -348,6 +449,8 @@ const char *gcs_auth_kind(const struct gcs_auth *a)
 		return "authorized_user";
 	case GCS_AUTH_METADATA:
 		return "metadata";
+	case GCS_AUTH_EXTERNAL_ACCOUNT:
+		return "external_account";
 	default:
 		return "anonymous";
 	}

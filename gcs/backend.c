@@ -11,7 +11,7 @@
  * mutate.c (delete, rename, mkdir, rmdir). struct gcs_store and the lock
  * order are in gcs-internal.h.
  *
- * Limits: directory renames are -EXDEV (callers copy); a directory exists as
+ * Limits: directory renames move object by object (not atomic); a directory exists as
  * long as objects below it exist (or it was mkdir'ed in this mount, or has a
  * "dir/" placeholder object).
  */
@@ -146,6 +146,7 @@ static void gcs_free(struct xprofs_store *base)
 	pthread_mutex_destroy(&s->list_lock);
 	pthread_rwlock_destroy(&s->tree_lock);
 	free(s->endpoint);
+	free(s->user_project);
 	free(s->prefix);
 	free(s->bucket);
 	free(s->base.source);
@@ -183,6 +184,7 @@ static void options_set(struct xprofs_gcs_options *dst, const struct xprofs_gcs_
 	*dst = *o;
 	dst->endpoint = NULL;
 	dst->credentials = NULL;
+	dst->billing_project = NULL;
 	if (!dst->list_ttl_s)
 		dst->list_ttl_s = 30;
 	if (!dst->connections)
@@ -241,6 +243,19 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 	if (!s->base.source || !s->endpoint) {
 		r = -ENOMEM;
 		goto err;
+	}
+	if (o->billing_project) {
+		if (!gcs_project_valid(o->billing_project)) {
+			xprofs_err("gcs: billing_project '%.80s' is not a project id or number",
+				   o->billing_project);
+			r = -EINVAL;
+			goto err;
+		}
+		s->user_project = strdup(o->billing_project);
+		if (!s->user_project) {
+			r = -ENOMEM;
+			goto err;
+		}
 	}
 	r = gcs_auth_new(o, &s->auth);
 	if (r < 0) {

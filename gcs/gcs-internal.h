@@ -215,6 +215,7 @@ struct gcs_req {
 	char location[2048];      /* resumable session URI */
 	uint64_t goog_generation; /* x-goog-generation, 0 if absent */
 	char errmsg[256];         /* the error message of a non-2xx answer, or why no answer came */
+	unsigned sends;           /* times it went out: retries and libcurl's own resends */
 };
 
 /*
@@ -285,6 +286,7 @@ struct blk {
 struct gcs_store {
 	struct xprofs_store base;
 	char *bucket, *prefix, *endpoint;
+	char *user_project; /* -o billing_project: userProject= on every storage URL; or NULL */
 	struct xprofs_gcs_options o; /* pointers in it are not kept, except cache */
 	struct gcs_auth *auth;
 	struct gcs_http http;
@@ -354,7 +356,12 @@ struct gcs_writer {
 
 /** gcs_object_name() - the object name of store path @path plus @suffix; caller owns (free()); NULL if too long or ENOMEM. */
 char *gcs_object_name(struct gcs_store *s, const char *path, const char *suffix);
-/** gcs_url_object() - reset @out to endpoint/@api/b/BUCKET/o[/@obj] (percent-encoded). */
+/** gcs_url_path() - reset @out to endpoint/@api/b/BUCKET/o[/@obj] (percent-encoded). */
+int gcs_url_path(struct gcs_store *s, struct xprofs_buf *out, const char *api,
+		 const char *obj) XPROFS_WUR;
+/** gcs_url_user_project() - add userProject= (-o billing_project) to @out, if set. */
+int gcs_url_user_project(struct gcs_store *s, struct xprofs_buf *out) XPROFS_WUR;
+/** gcs_url_object() - gcs_url_path() and the store's userProject parameter. */
 int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api,
 		   const char *obj) XPROFS_WUR;
 /** gcs_url_param() - append ?@key=@val or &@key=@val (value percent-encoded). */
@@ -362,6 +369,8 @@ int gcs_url_param(struct xprofs_buf *out, const char *key, const char *val) XPRO
 int gcs_url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v) XPROFS_WUR;
 /** gcs_same_origin() - whether @url has the scheme, host and port of @endpoint. */
 bool gcs_same_origin(const char *endpoint, const char *url);
+/** gcs_project_valid() - whether @p may be a billing project (id or number). */
+bool gcs_project_valid(const char *p);
 
 /* ---- backend.c: errno helpers of the store calls ---- */
 
@@ -371,6 +380,9 @@ int gcs_data_errno(struct gcs_store *s, int r, const char *obj);
 /* ---- namespace.c: the tree, listings, refresh ---- */
 
 enum { GCS_J_ADD_FILE, GCS_J_REMOVE, GCS_J_ADD_DIR };
+/** gcs_object_meta() - @obj's metadata JSON into @resp (borrowed); *@found false when absent. */
+int gcs_object_meta(struct gcs_store *s, const char *obj, struct xprofs_buf *resp,
+		    bool *found) XPROFS_WUR;
 
 int gcs_ns_apply(struct gcs_store *s, int op, const char *path, const struct xprofs_store_stat *st);
 int gcs_ns_stat(struct gcs_store *s, const char *path, struct xprofs_store_stat *st);

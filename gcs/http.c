@@ -27,6 +27,16 @@
  * equal jitter from retry_initial_ms, capped at retry_max_ms, until
  * retry_deadline_s has passed since the first attempt, or max_attempts were
  * made. A fail_fast pool does not retry a server that cannot be reached.
+ * libcurl itself resends a request once when a reused connection dies
+ * before any answer: request bodies can be rewound for that (a seek
+ * callback; without one the resend fails with CURLE_SEND_FAIL_REWIND), and
+ * each resend is counted as a retry (the pre-request callback runs per send).
+ *
+ * A 200 to a ranged GET whose length is the range's, not the object's (a
+ * range answered with the wrong status) is not another version: it is
+ * retried like a truncation. ESTALE needs evidence of another version: a
+ * different x-goog-generation, a 206 total or a whole-object 200 of another
+ * size.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -58,6 +68,7 @@ static const struct curl_meaning {
 	{CURLE_RECV_ERROR, -ECONNRESET, true, false},
 	{CURLE_GOT_NOTHING, -ECONNRESET, true, false},
 	{CURLE_PARTIAL_FILE, -ECONNRESET, true, false},
+	{CURLE_SEND_FAIL_REWIND, -ECONNRESET, true, false}, /* a resend that could not rewind */
 	{CURLE_PEER_FAILED_VERIFICATION, -EACCES, false, false},
 	{CURLE_SSL_CONNECT_ERROR, -EACCES, false, false},
 	{CURLE_SSL_CACERT_BADFILE, -EACCES, false, false},
@@ -215,6 +226,8 @@ struct attempt {
 	uint64_t down_pos;     /* response body bytes seen */
 	struct xprofs_buf err; /* non-2xx body, for the error message */
 	int cb_err;            /* -errno raised inside a callback */
+	unsigned sends;        /* pre-request callbacks: >1 when libcurl resent on its own */
+	bool partial_200;      /* a 200 carrying only the asked range: retried, not ESTALE */
 };
 
 static void copy_header_value(char *dst, size_t dstn, const char *v, size_t n)
@@ -283,8 +296,13 @@ static int dst_check(struct attempt *a, long status)
 	    t != rq->expect_size)
 		return -ESTALE;
 	curl_easy_getinfo(a->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-	if (status == 200 && cl >= 0 && (uint64_t)cl != rq->expect_size)
-		return -ESTALE;
+	if (status == 200 && cl >= 0 && (uint64_t)cl != rq->expect_size) {
+		if ((uint64_t)cl != rq->dst_len ||
+		    (rq->goog_generation && rq->goog_generation != rq->expect_generation))
+			return -ESTALE;
+		a->partial_200 = true; /* our range under the wrong status: not a new version */
+		return -EAGAIN;
+	}
 	return 0;
 }
 
@@ -372,6 +390,31 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 		rq->dst_frozen = rq->dst_got;
 	}
 	return n;
+}
+
+/* libcurl rewinds the request body before resending it on a fresh connection. */
+static int on_seek(void *arg, curl_off_t off, int origin)
+{
+	struct attempt *a = arg;
+
+	if (origin != SEEK_SET || off < 0 || (uint64_t)off > a->rq->body_len)
+		return CURL_SEEKFUNC_CANTSEEK;
+	a->up_pos = (uint64_t)off;
+	return CURL_SEEKFUNC_OK;
+}
+
+/* Called before every send of the request, libcurl's own resends included. */
+static int on_prereq(void *arg, char *conn_primary_ip, char *conn_local_ip, int conn_primary_port,
+		     int conn_local_port)
+{
+	struct attempt *a = arg;
+
+	(void)conn_primary_ip;
+	(void)conn_local_ip;
+	(void)conn_primary_port;
+	(void)conn_local_port;
+	a->sends++;
+	return CURL_PREREQFUNC_OK;
 }
 
 static size_t on_read(char *p, size_t size, size_t nmemb, void *arg)
@@ -483,7 +526,11 @@ static void setup_handle(struct gcs_http *h, struct gcs_req *rq, CURL *c, struct
 	if (rq->send_body) {
 		curl_easy_setopt(c, CURLOPT_READFUNCTION, on_read);
 		curl_easy_setopt(c, CURLOPT_READDATA, a);
+		curl_easy_setopt(c, CURLOPT_SEEKFUNCTION, on_seek);
+		curl_easy_setopt(c, CURLOPT_SEEKDATA, a);
 	}
+	curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_prereq);
+	curl_easy_setopt(c, CURLOPT_PREREQDATA, a);
 	if (rq->dst) {
 		char range[96];
 
@@ -525,6 +572,18 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 		atomic_fetch_add(&h->ctr->bytes_up, a.up_pos);
 	if (a.down_pos)
 		atomic_fetch_add(&h->ctr->bytes_down, a.down_pos);
+	rq->sends += a.sends ? a.sends : 1;
+	if (a.sends > 1) {
+		xprofs_debug("gcs: %s %s: resent %u time(s) by libcurl", rq->method, rq->url,
+			     a.sends - 1);
+		atomic_fetch_add(&h->ctr->retries, a.sends - 1);
+	}
+	if (a.partial_200) {
+		xprofs_debug("gcs: %s %s: a 200 carrying only the range", rq->method, rq->url);
+		*truncated = true;
+		r = 0;
+		goto out;
+	}
 	if (a.cb_err < 0) {
 		r = a.cb_err;
 		goto out;
@@ -539,6 +598,11 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 	if (rq->status >= 200 && rq->status < 300) {
 		/* a server that ignored generation= may have served another version */
 		r = dst_check(&a, rq->status);
+		if (a.partial_200) {
+			*truncated = true;
+			r = 0;
+			goto out;
+		}
 		if (r < 0)
 			goto out;
 		curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
@@ -596,6 +660,7 @@ int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
 	CURL *c;
 	int r;
 
+	rq->sends = 0;
 	for (;;) {
 		int cc = 0;
 		bool truncated = false;

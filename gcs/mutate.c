@@ -6,9 +6,22 @@
  * mkdir_placeholders) and rmdir. Each updates the tree at once through
  * gcs_ns_apply().
  *
- * Limits: directory renames are -EXDEV (callers copy file by file).
+ * A directory rename moves object by object (rewriteTo with
+ * ifGenerationMatch=0, then a DELETE pinned to the source generation; a
+ * failed DELETE deletes the copy again), so an interrupted rename leaves
+ * every object in exactly one of the two places, and running it again
+ * finishes it: a destination that already holds an identical copy (size and
+ * CRC-32C) of a source, left by a crash between copy and delete, counts as
+ * copied.
+ *
+ * Limits: a directory rename is not atomic (other clients see it half
+ * done) and holds the list of the directory's files in memory. Unlike
+ * rename(2) it merges into an existing destination directory (so that an
+ * interrupted rename can be run again), never replacing a file there
+ * (-EEXIST unless it is an identical copy).
  */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -94,11 +107,12 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 	while (!done) {
 		struct gcs_req rq = GCS_REQ_POST_EMPTY_JSON(GCS_REQ_OTHER);
 
-		if ((r = gcs_url_object(s, &url, "storage/v1", from)) < 0 ||
+		if ((r = gcs_url_path(s, &url, "storage/v1", from)) < 0 ||
 		    (r = xprofs_buf_adds(&url, "/rewriteTo/b/")) < 0 ||
 		    (r = gcs_pct_encode(&url, s->bucket, strlen(s->bucket))) < 0 ||
 		    (r = xprofs_buf_adds(&url, "/o/")) < 0 ||
 		    (r = gcs_pct_encode(&url, to, strlen(to))) < 0 ||
+		    (r = gcs_url_user_project(s, &url)) < 0 ||
 		    (r = gcs_url_param_u64(&url, "sourceGeneration", gen)) < 0 ||
 		    (r = gcs_url_param_u64(&url, "ifGenerationMatch", to_gen)) < 0 ||
 		    (token && (r = gcs_url_param(&url, "rewriteToken", token)) < 0))
@@ -165,6 +179,165 @@ static int copy_via_spool(struct gcs_store *s, const char *from,
 	return r;
 }
 
+/* Whether objects @a and @b hold the same bytes: the same size and CRC-32C. 1, 0 or -errno. */
+static int same_content(struct gcs_store *s, const char *a, const char *b)
+{
+	struct xprofs_buf ra, rb;
+	struct xprofs_store_stat sa, sb;
+	char *ca = NULL, *cb = NULL;
+	bool fa, fb;
+	int r;
+
+	xprofs_buf_init(&ra, GCS_SMALL_MAX);
+	xprofs_buf_init(&rb, GCS_SMALL_MAX);
+	if ((r = gcs_object_meta(s, a, &ra, &fa)) < 0 || (r = gcs_object_meta(s, b, &rb, &fb)) < 0)
+		goto out;
+	r = 0;
+	if (!fa || !fb || gcs_object_parse(ra.data, ra.len, &sa, NULL) < 0 ||
+	    gcs_object_parse(rb.data, rb.len, &sb, NULL) < 0 || sa.size != sb.size ||
+	    gcs_json_string(ra.data, ra.len, "crc32c", &ca) < 0 ||
+	    gcs_json_string(rb.data, rb.len, "crc32c", &cb) < 0)
+		goto out;
+	r = strcmp(ca, cb) == 0;
+out:
+	free(ca);
+	free(cb);
+	xprofs_buf_deinit(&rb);
+	xprofs_buf_deinit(&ra);
+	return r;
+}
+
+/* Move file @from to the absent @to (a step of a directory rename); see the header. */
+static int move_file(struct gcs_store *s, const char *from, const char *to)
+{
+	struct xprofs_store_stat st, nst = {0};
+	char *ofrom = gcs_object_name(s, from, ""), *oto = gcs_object_name(s, to, "");
+	int r;
+
+	if (!ofrom || !oto) {
+		r = -ENAMETOOLONG;
+		goto out;
+	}
+	r = gcs_ns_stat(s, from, &st);
+	if (r < 0)
+		goto out;
+	r = rewrite_object(s, ofrom, st.generation, oto, 0, &nst);
+	if (r == -ENOTSUP)
+		r = copy_via_spool(s, ofrom, &st, to, oto, 0, &nst);
+	if (r == -EEXIST && same_content(s, ofrom, oto) == 1) {
+		xprofs_info("gcs: rename: %s already holds a copy of %s", oto, ofrom);
+		r = gcs_ns_stat(s, to, &nst);
+		if (r < 0) /* not in our tree yet: any generation will do for the rollback below */
+			r = gcs_object_generation(s, oto, &nst.generation);
+		nst.size = st.size;
+		nst.mtime_ns = st.mtime_ns;
+	}
+	if (r < 0)
+		goto out;
+	nst.type = XPROFS_STORE_FILE;
+	(void)gcs_ns_apply(s, GCS_J_ADD_FILE, to, &nst);
+	r = delete_object(s, ofrom, st.generation);
+	if (r < 0) {
+		/* not in two places: take the copy back */
+		if (delete_object(s, oto, nst.generation) == 0)
+			(void)gcs_ns_apply(s, GCS_J_REMOVE, to, NULL);
+		goto out;
+	}
+	(void)gcs_ns_apply(s, GCS_J_REMOVE, from, NULL);
+out:
+	free(oto);
+	free(ofrom);
+	return r;
+}
+
+/* A directory walk for a rename: every file and directory under @dir, parents first. */
+struct walk {
+	struct gcs_store *s;
+	struct walk_entry {
+		char *path; /* owned */
+		bool is_dir;
+	} * v;
+	size_t n, cap;
+	const char *dir;
+};
+
+static int walk_dir(struct walk *w, const char *dir);
+
+static int walk_cb(void *arg, const char *name, const struct xprofs_store_stat *st)
+{
+	struct walk *w = arg;
+	char *p;
+	int r;
+
+	if (asprintf(&p, "%s/%s", w->dir, name) < 0)
+		return -ENOMEM;
+	if ((r = xprofs_grow(&w->v, &w->cap, w->n, sizeof(*w->v), 64)) < 0) {
+		free(p);
+		return r;
+	}
+	w->v[w->n].path = p;
+	w->v[w->n++].is_dir = st->type == XPROFS_STORE_DIR;
+	return st->type == XPROFS_STORE_DIR ? walk_dir(w, p) : 0;
+}
+
+static int walk_dir(struct walk *w, const char *dir)
+{
+	const char *saved = w->dir;
+	int r;
+
+	w->dir = dir;
+	r = gcs_list(&w->s->base, dir, walk_cb, w);
+	w->dir = saved;
+	return r;
+}
+
+/* Rename directory @from to @to, object by object; files already at @to are kept (-EEXIST). */
+static int rename_dir(struct gcs_store *s, const char *from, const char *to)
+{
+	struct walk w = {.s = s};
+	struct xprofs_store_stat dst;
+	size_t i, flen = strlen(from);
+	char *dpath = NULL;
+	int r;
+
+	if (strncmp(to, from, flen) == 0 && to[flen] == '/')
+		return -EINVAL; /* into itself */
+	r = gcs_ns_stat(s, to, &dst);
+	if (r == 0 && dst.type != XPROFS_STORE_DIR)
+		return -ENOTDIR;
+	/* an existing @to (an interrupted rename's) is merged into; a file there is not replaced */
+	r = gcs_ns_apply(s, GCS_J_ADD_DIR, to, NULL);
+	if (r < 0 && r != -EEXIST)
+		goto out;
+	r = walk_dir(&w, from);
+	for (i = 0; r == 0 && i < w.n; i++) {
+		free(dpath);
+		if (asprintf(&dpath, "%s%s", to, w.v[i].path + flen) < 0) {
+			dpath = NULL;
+			r = -ENOMEM;
+			break;
+		}
+		if (w.v[i].is_dir) {
+			r = gcs_ns_apply(s, GCS_J_ADD_DIR, dpath, NULL);
+			r = r == -EEXIST ? 0 : r;
+		} else {
+			r = move_file(s, w.v[i].path, dpath);
+		}
+	}
+	/* the source's directories, deepest first (empty now unless a step failed) */
+	for (i = w.n; r == 0 && i > 0; i--)
+		if (w.v[i - 1].is_dir)
+			(void)gcs_rmdir(&s->base, w.v[i - 1].path);
+	if (r == 0)
+		r = gcs_rmdir(&s->base, from);
+out:
+	free(dpath);
+	for (i = 0; i < w.n; i++)
+		free(w.v[i].path);
+	free(w.v);
+	return r;
+}
+
 int gcs_rename(struct xprofs_store *base, const char *from, const char *to)
 {
 	struct gcs_store *s = (struct gcs_store *)base;
@@ -176,10 +349,10 @@ int gcs_rename(struct xprofs_store *base, const char *from, const char *to)
 	r = stat_to_change(s, from, &st);
 	if (r < 0)
 		return r;
-	if (st.type == XPROFS_STORE_DIR)
-		return -EXDEV; /* many objects: let the caller copy */
 	if (strcmp(from, to) == 0)
 		return 0;
+	if (st.type == XPROFS_STORE_DIR)
+		return rename_dir(s, from, to);
 	r = gcs_ns_stat(s, to, &dst);
 	if (r == 0 && dst.type == XPROFS_STORE_DIR)
 		return -EISDIR;

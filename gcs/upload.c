@@ -10,6 +10,14 @@
  * loses the precondition re-reads the generation and tries again (last
  * writer wins).
  *
+ * An answer that is lost is not a failure before GCS was asked: a final
+ * resumable chunk whose 2xx body cannot be read queries the session
+ * (an empty PUT with "Content-Range: bytes * /N", as Google's clients do), and
+ * an upload whose retry met its own ifGenerationMatch (412 after the request
+ * went out twice), or whose session cannot tell, compares the stored
+ * object's generation, size and CRC-32C with the spool (upload_is_ours()):
+ * close() succeeds exactly when the object stored is ours.
+ *
  * Limits: a resumable upload gives up after RESUME_MAX failed chunks; a
  * session URI on another origin than the endpoint is refused (it would get
  * our Authorization header).
@@ -26,38 +34,133 @@
 
 #define RESUME_MAX 20 /* failed chunks before a resumable upload gives up */
 
-/* The current generation of @obj (0 when absent), asked from GCS itself. */
-int gcs_object_generation(struct gcs_store *s, const char *obj, uint64_t *gen)
+/* @obj's metadata into @resp (*@found false when absent), asked from GCS itself. */
+int gcs_object_meta(struct gcs_store *s, const char *obj, struct xprofs_buf *resp, bool *found)
 {
 	struct gcs_req rq = {.kind = GCS_REQ_OTHER, .method = "GET", .idempotent = true};
-	struct xprofs_store_stat st;
-	struct xprofs_buf url, resp;
+	struct xprofs_buf url;
 	int r;
 
 	xprofs_buf_init(&url, GCS_URL_MAX);
-	xprofs_buf_init(&resp, GCS_SMALL_MAX);
+	*found = false;
 	if ((r = gcs_url_object(s, &url, "storage/v1", obj)) < 0)
 		goto out;
 	rq.url = url.data;
-	rq.resp = &resp;
+	rq.resp = resp;
 	r = gcs_http_do(&s->http, &rq);
-	if (r < 0)
+	if (r < 0 || rq.status == 404)
 		goto out;
-	if (rq.status == 404) {
-		*gen = 0;
-		goto out;
-	}
 	if (rq.status != 200) {
 		r = gcs_status_errno(s, &rq, obj);
 		goto out;
 	}
-	r = gcs_object_parse(resp.data ? resp.data : "", resp.len, &st, NULL);
-	if (r == 0)
-		*gen = st.generation;
+	*found = true;
 out:
-	xprofs_buf_deinit(&resp);
 	xprofs_buf_deinit(&url);
 	return r;
+}
+
+/* The current generation of @obj (0 when absent), asked from GCS itself. */
+int gcs_object_generation(struct gcs_store *s, const char *obj, uint64_t *gen)
+{
+	struct xprofs_store_stat st;
+	struct xprofs_buf resp;
+	bool found;
+	int r;
+
+	xprofs_buf_init(&resp, GCS_SMALL_MAX);
+	*gen = 0;
+	r = gcs_object_meta(s, obj, &resp, &found);
+	if (r == 0 && found) {
+		r = gcs_object_parse(resp.data ? resp.data : "", resp.len, &st, NULL);
+		if (r == 0)
+			*gen = st.generation;
+	}
+	xprofs_buf_deinit(&resp);
+	return r;
+}
+
+/* CRC-32C (Castagnoli, reflected 0x82F63B78) of @n bytes at @p, continuing @crc. */
+static uint32_t crc32c(uint32_t crc, const uint8_t *p, size_t n)
+{
+	unsigned k;
+
+	crc = ~crc;
+	while (n--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = (crc >> 1) ^ (0x82F63B78u & (0u - (crc & 1)));
+	}
+	return ~crc;
+}
+
+/* GCS's "crc32c" field for the first @size bytes of @fd: base64 of the big-endian CRC. */
+static int spool_crc32c(int fd, uint64_t size, char out[9])
+{
+	static const char b64[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint8_t buf[64 * 1024], be[4];
+	uint32_t crc = 0, v;
+	uint64_t off = 0;
+
+	while (off < size) {
+		size_t n = size - off < sizeof(buf) ? (size_t)(size - off) : sizeof(buf);
+		ssize_t k = xprofs_pread_full(fd, buf, n, off);
+
+		if (k != (ssize_t)n)
+			return k < 0 ? (int)k : -EIO;
+		crc = crc32c(crc, buf, n);
+		off += n;
+	}
+	be[0] = (uint8_t)(crc >> 24);
+	be[1] = (uint8_t)(crc >> 16);
+	be[2] = (uint8_t)(crc >> 8);
+	be[3] = (uint8_t)crc;
+	v = (uint32_t)be[0] << 16 | (uint32_t)be[1] << 8 | be[2];
+	out[0] = b64[v >> 18 & 63];
+	out[1] = b64[v >> 12 & 63];
+	out[2] = b64[v >> 6 & 63];
+	out[3] = b64[v & 63];
+	out[4] = b64[be[3] >> 2];
+	out[5] = b64[(be[3] & 3) << 4];
+	out[6] = out[7] = '=';
+	out[8] = '\0';
+	return 0;
+}
+
+/*
+ * After an upload whose answer was lost, or whose retry met its own
+ * precondition (412: the first attempt did store it), whether the object GCS
+ * now holds is @w's spool: a new generation (not the one we replaced) of
+ * @size bytes with our CRC-32C. 1 (and *@st) when it is, 0 when not, -errno.
+ */
+static int upload_is_ours(struct gcs_store *s, struct gcs_writer *w, uint64_t size,
+			  struct xprofs_store_stat *st)
+{
+	struct xprofs_buf resp;
+	char ours[9], *theirs = NULL;
+	bool found;
+	int r;
+
+	xprofs_buf_init(&resp, GCS_SMALL_MAX);
+	r = gcs_object_meta(s, w->obj, &resp, &found);
+	if (r < 0 || !found)
+		goto out;
+	r = gcs_object_parse(resp.data, resp.len, st, NULL);
+	if (r < 0 || st->size != size || st->generation == w->if_gen)
+		goto out;
+	r = gcs_json_string(resp.data, resp.len, "crc32c", &theirs);
+	if (r < 0)
+		goto out;
+	r = spool_crc32c(w->fd, size, ours);
+	if (r == 0)
+		r = strcmp(ours, theirs) == 0;
+	xprofs_info("gcs: upload of %s: answer lost; the stored object %s ours", w->obj,
+		    r == 1 ? "is" : "is not");
+out:
+	free(theirs);
+	xprofs_buf_deinit(&resp);
+	return r == -ENOENT ? 0 : r;
 }
 
 /* @url = the upload endpoint for @w's object, with uploadType=@type and its precondition. */
@@ -107,6 +210,13 @@ static int upload_media(struct gcs_store *s, struct gcs_writer *w, uint64_t size
 		r = upload_status(s, w, &rq);
 	if (r == 0)
 		r = gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
+	/* sent more than once: a 412 may be our own first attempt's object */
+	if ((r == -EEXIST && rq.sends > 1) || r == -EBADMSG) {
+		int ours = upload_is_ours(s, w, size, st);
+
+		if (ours != 0)
+			r = ours == 1 ? 0 : ours;
+	}
 out:
 	xprofs_buf_deinit(&resp);
 	xprofs_buf_deinit(&url);
@@ -225,6 +335,7 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 	char *session = NULL;
 	uint64_t off = 0, chunk = s->o.upload_chunk;
 	unsigned failures = 0;
+	bool sent_last = false;
 	int r;
 
 	xprofs_buf_init(&resp, GCS_SMALL_MAX);
@@ -236,9 +347,12 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 		uint64_t len = size - off < chunk ? size - off : chunk;
 
 		r = resumable_put(s, w, session, off, len, size, &pq, &resp);
+		sent_last = sent_last || off + len == size;
 		if (r == 0 && (pq.status == 200 || pq.status == 201)) {
 			r = gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
-			goto out;
+			if (r == 0)
+				goto out;
+			/* stored, but the answer is unreadable: ask the session (below) */
 		}
 		if (r == 0 && pq.status == 308) {
 			uint64_t committed;
@@ -278,6 +392,13 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 			goto out;
 	}
 out:
+	if (r < 0 && r != -EEXIST && sent_last) {
+		/* the session is gone or will not say: the object tells whether we are done */
+		int ours = upload_is_ours(s, w, size, st);
+
+		if (ours != 0)
+			r = ours == 1 ? 0 : ours;
+	}
 	if (r == 0 && st->size != size) {
 		xprofs_err("gcs: upload of %s finished with %llu of %llu bytes", w->obj,
 			   (unsigned long long)st->size, (unsigned long long)size);

@@ -150,8 +150,8 @@ char *gcs_object_name(struct gcs_store *s, const char *path, const char *suffix)
 	return n;
 }
 
-/* @out = endpoint + "/" + @api + "/b/BUCKET/o[/OBJECT]" */
-int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api, const char *obj)
+/* @out = endpoint + "/" + @api + "/b/BUCKET/o[/OBJECT]", no query */
+int gcs_url_path(struct gcs_store *s, struct xprofs_buf *out, const char *api, const char *obj)
 {
 	int r;
 
@@ -164,6 +164,33 @@ int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api,
 		    (r = gcs_pct_encode(out, obj, strlen(obj))) < 0))
 		return r;
 	return 0;
+}
+
+/* Requester pays: every storage request names the billed project. */
+int gcs_url_user_project(struct gcs_store *s, struct xprofs_buf *out)
+{
+	return s->user_project ? gcs_url_param(out, "userProject", s->user_project) : 0;
+}
+
+/* @out = gcs_url_path() + the store's userProject, ready for more gcs_url_param()s. */
+int gcs_url_object(struct gcs_store *s, struct xprofs_buf *out, const char *api, const char *obj)
+{
+	int r = gcs_url_path(s, out, api, obj);
+
+	return r < 0 ? r : gcs_url_user_project(s, out);
+}
+
+/* A project id (lowercase letters, digits, '-') or number, as userProject takes: 1-63 bytes. */
+bool gcs_project_valid(const char *p)
+{
+	size_t i, n = strlen(p);
+
+	if (n == 0 || n > 63)
+		return false;
+	for (i = 0; i < n; i++)
+		if (!is_lower_alnum(p[i]) && p[i] != '-')
+			return false;
+	return true;
 }
 
 int gcs_url_param(struct xprofs_buf *out, const char *key, const char *val)

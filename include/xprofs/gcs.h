@@ -48,6 +48,8 @@ struct xprofs_gcs_options {
 	uint64_t upload_chunk;        /* resumable chunk size, rounded down to 256 KiB (8 MiB) */
 	uint64_t block_mem_max;       /* RAM for cached read blocks (64 MiB) */
 	bool mkdir_placeholders; /* mkdir also writes a "dir/" object, so it survives remounts */
+	/* requester pays: the project billed for every storage request (userProject=); NULL: none */
+	const char *billing_project;
 };
 
 /**

@@ -337,7 +337,34 @@ static void test_bad_files_do_not_fall_through(void **state)
 	} cases[] = {
 		{"{not json", -EINVAL},
 		{"[1,2]", -EINVAL},
-		{"{\"type\":\"external_account\"}", -ENOTSUP},
+		/* external_account: malformed, or what is not supported */
+		{"{\"type\":\"external_account\"}", -EINVAL},
+		{"{\"type\":\"external_account\",\"audience\":\"a\",\"subject_token_type\":\"t\","
+		 "\"token_url\":\"http://127.0.0.1:1/token\",\"credential_source\":{}}",
+		 -EINVAL},
+		{"{\"type\":\"external_account\",\"audience\":\"a\",\"subject_token_type\":\"t\","
+		 "\"token_url\":\"http://127.0.0.1:1/token\",\"credential_source\":{\"file\":\"f\","
+		 "\"url\":\"http://u\"}}",
+		 -EINVAL},
+		{"{\"type\":\"external_account\",\"audience\":\"a\",\"subject_token_type\":\"t\","
+		 "\"token_url\":\"http://127.0.0.1:1/token\",\"credential_source\":{\"file\":\"f\","
+		 "\"format\":{\"type\":\"json\"}}}",
+		 -EINVAL},
+		{"{\"type\":\"external_account\",\"credential_source\":{\"environment_id\":"
+		 "\"aws1\"}}",
+		 -ENOTSUP},
+		{"{\"type\":\"external_account\",\"service_account_impersonation_url\":\"ftp://"
+		 "x\"}",
+		 -EINVAL},
+		{"{\"type\":\"impersonated_service_account\"}", -EINVAL},
+		{"{\"type\":\"impersonated_service_account\",\"service_account_impersonation_url\":"
+		 "\"http://x\",\"source_credentials\":{\"type\":\"external_account\"}}",
+		 -ENOTSUP},
+		{"{\"type\":\"impersonated_service_account\",\"source_credentials\":{\"type\":"
+		 "\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\",\"refresh_"
+		 "token\":"
+		 "\"z\"},\"service_account_impersonation_url\":\"http://x\",\"delegates\":[1]}",
+		 -EINVAL},
 		{"{\"client_email\":\"x\"}", -EINVAL},
 		{"{\"type\":\"service_account\",\"client_email\":\"x\"}", -EINVAL},
 		{"{\"type\":\"authorized_user\",\"client_id\":\"x\",\"client_secret\":\"y\"}",

@@ -2,7 +2,8 @@
 """tests/gcs/test_emulator.py - the launcher patches other tests rely on
 (tests/gcs/emulator/launch.js), checked with plain HTTP: ranged reads and
 416 past the end, generation-pinned reads, ifGenerationMatch=0 -> 412 for
-media, multipart and resumable uploads, chunked resumable uploads (308 +
+media, multipart and resumable uploads, rewriteTo's preconditions
+(ifGenerationMatch on the destination, sourceGeneration) and new generation, chunked resumable uploads (308 +
 Range), a handler that throws (bad multipart JSON) answering 500 without
 killing the emulator, and the Node client reading back what was written.
 TAP output; exit 77 when the emulator is not installed.
@@ -91,6 +92,24 @@ def main(t, h):
     loc = urllib.parse.urlsplit(hd.get("location", ""))
     st, _, _ = req("PUT", loc.path + "?" + loc.query, b"x", {"Content-Range": "bytes 0-0/1"})
     t.ok(st == 412, "resumable create-only over an existing object gets 412", st)
+
+    # rewriteTo: a server-side copy with its preconditions (patch 8).
+    st, _, body = req("POST", up % "r%2Fsrc.bin", data)
+    sgen = json.loads(body).get("generation") if st == 200 else "0"
+    rw = "/storage/v1/b/emu/o/r%%2Fsrc.bin/rewriteTo/b/emu/o/r%%2F%s?sourceGeneration=%s&ifGenerationMatch=%s"
+    st, _, body = req("POST", rw % ("dst.bin", sgen, "0"), b"{}", {"Content-Type": "application/json"})
+    ans = json.loads(body) if st == 200 else {}
+    dgen = ans.get("resource", {}).get("generation", "0")
+    st2, _, got = req("GET", "/storage/v1/b/emu/o/r%2Fdst.bin?alt=media")
+    t.ok(st == 200 and ans.get("done") is True and int(dgen) > int(sgen) and got == data,
+         "rewriteTo with ifGenerationMatch=0 copies, with a new generation", (st, body[:200], sgen, dgen))
+    st, _, body = req("POST", rw % ("dst.bin", sgen, "0"), b"{}", {"Content-Type": "application/json"})
+    t.ok(st == 412 and b"conditionNotMet" in body, "rewriteTo onto an existing object with 0 gets 412", st)
+    st, _, body = req("POST", rw % ("dst.bin", sgen, dgen), b"{}", {"Content-Type": "application/json"})
+    t.ok(st == 200, "rewriteTo with the destination's live generation replaces it", (st, body[:200]))
+    st, _, body = req("POST", rw % ("other.bin", int(sgen) - 1, "0"), b"{}", {"Content-Type": "application/json"})
+    st2, _, _ = req("GET", "/storage/v1/b/emu/o/r%2Fother.bin")
+    t.ok(st == 404 and st2 == 404, "rewriteTo of a source generation that is not live gets 404, no copy", (st, st2))
 
     # The official client reads back what plain HTTP wrote.
     exp = os.path.join(h.work, "expect")

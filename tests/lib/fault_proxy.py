@@ -13,7 +13,15 @@ A fault SPEC is "KIND[,nth=N][,count=K][,fraction=F][,match=REGEX][,stall=S][,se
             stall     (read the request, then send nothing for S s, default 300),
             stall_body (send headers and half the body, then nothing for S s),
             truncate  (send headers with the full Content-Length, half the
-                       body, then reset).
+                       body, then reset),
+            reset_body (read half the request body, then reset: an upload cut
+                       in the middle; nothing is forwarded),
+            reset_after (forward the request - the upstream acts on it - then
+                       reset instead of answering: a lost answer),
+            garble    (forward; a 2xx answer's body is replaced by as many
+                       bytes that are not JSON),
+            partial200 (forward; a 206 answer is sent as a 200 with the same
+                       partial body and no Content-Range).
   match     regex searched in "METHOD /path?query" (default: every request).
   nth=N     fire on the N-th matching request (1-based) and the count-1 next
             ones (count defaults to 1).
@@ -58,7 +66,8 @@ CHUNK = 256 * 1024
 class Rule:
     def __init__(self, kind, nth=None, count=None, fraction=None, match=None, stall=300.0, seed=1):
         self.kind = str(kind)
-        if not (self.kind in ("reset", "stall", "stall_body", "truncate") or re.fullmatch(r"[1-5]\d\d", self.kind)):
+        if not (self.kind in ("reset", "stall", "stall_body", "truncate", "reset_body", "reset_after",
+                              "garble", "partial200") or re.fullmatch(r"[1-5]\d\d", self.kind)):
             raise ValueError("unknown fault kind %r" % kind)
         self.nth = int(nth) if nth is not None else None
         self.fraction = float(fraction) if fraction is not None else None
@@ -232,11 +241,11 @@ class FaultProxy(httpd.Served):
 
             def _proxy(self):
                 u = urllib.parse.urlsplit(self.path)
-                body = self._read_body()
                 if u.path.startswith("/_proxy/"):
-                    return self._control(u, body)
+                    return self._control(u, self._read_body())
                 cls = proxy.classify(self.command, u.path, u.query)
                 if proxy.require_bearer and not proxy.token_ok(self.headers.get("Authorization")):
+                    self._read_body()
                     with proxy.lock:
                         proxy.stats["unauthorized"] += 1
                     return self._json(401, {"error": {"code": 401, "message": "Invalid Credentials",
@@ -246,6 +255,11 @@ class FaultProxy(httpd.Served):
                 with proxy.lock:
                     proxy.log.append([round(time.time(), 3), self.command, self.path,
                                       self.headers.get("Range"), rule.kind if rule else None])
+                if rule and rule.kind == "reset_body":
+                    n = int(self.headers.get("Content-Length") or 0)
+                    self.rfile.read(n // 2)
+                    return self._reset()
+                body = self._read_body()
                 if rule and re.fullmatch(r"\d\d\d", rule.kind):
                     code = int(rule.kind)
                     return self._json(code, {"error": {"code": code, "message": "injected fault",
@@ -265,15 +279,23 @@ class FaultProxy(httpd.Served):
                     except (OSError, http.client.HTTPException):
                         if attempt:
                             return self._json(502, {"error": {"code": 502, "message": "upstream down"}})
+                if rule and rule.kind == "reset_after":
+                    resp.read()
+                    return self._reset()
                 length = resp.getheader("Content-Length")
                 data = None
-                if length is None:
+                status, reason, drop = resp.status, resp.reason, ("content-length",)
+                if length is None or (rule and rule.kind in ("garble", "partial200")):
                     data = resp.read()
                     length = str(len(data))
+                if rule and rule.kind == "garble" and 200 <= status < 300:
+                    data = b"\x00garbled" * (len(data) // 8) + b"\x00" * (len(data) % 8)
+                if rule and rule.kind == "partial200" and status == 206:
+                    status, reason, drop = 200, "OK", ("content-length", "content-range")
                 total = int(length)
-                self.send_response(resp.status, resp.reason)
+                self.send_response(status, reason)
                 for k, v in resp.getheaders():
-                    if k.lower() not in HOP_BY_HOP and k.lower() != "content-length":
+                    if k.lower() not in HOP_BY_HOP and k.lower() not in drop:
                         self.send_header(k, v)
                 self.send_header("Content-Length", length)
                 self.end_headers()

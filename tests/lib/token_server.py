@@ -11,6 +11,18 @@ POST /token
         devstorage, exp - iat == 3600 and iat within 5 minutes of now.
     grant_type=refresh_token&client_id&client_secret&refresh_token
         Must match --client-id / --client-secret / --refresh-token.
+    grant_type=urn:ietf:params:oauth:grant-type:token-exchange (STS, RFC 8693,
+        what external_account credentials send): audience, subject_token and
+        subject_token_type must match the server's (subject_token=,
+        audience=, subject_token_type=), requested_token_type must be an
+        access token and scope must name cloud-platform.
+POST /v1/projects/-/serviceAccounts/EMAIL:generateAccessToken
+    IAM's impersonation: "Authorization: Bearer T" with T issued here and
+    still valid, a JSON body with a non-empty "scope" list (and optional
+    "delegates", recorded); answers {"accessToken", "expireTime"} (RFC 3339).
+GET /subject[?format=json]
+    The subject token a URL-sourced external_account reads: as text, or as
+    {"id_token": TOKEN} (--subject-token).
     Anything else: 400 {"error": "invalid_grant", ...} like Google's.
 GET /computeMetadata/v1/instance/service-accounts/default/token
     Requires "Metadata-Flavor: Google" (403 otherwise).
@@ -20,6 +32,7 @@ Control (for tests and the fault proxy):
     GET  /_control/state            {"issued": [...], "grants": {...}, "rejected": [...]}
     POST /_control/fail?count=K&status=S   the next K token requests answer S
     GET  /_control/check?token=T    200 if T was issued here and has not expired, else 401
+                                    (with .check_kind set: and is of that kind)
 
 CLI: token_server.py --pubkey PEM [--email E] [--client-id I --client-secret S
      --refresh-token R] [--expires-in N] [--port 0] [--parent-pid PID]
@@ -29,6 +42,7 @@ import argparse
 import base64
 import hashlib
 import json
+import re
 import secrets
 import subprocess
 import sys
@@ -39,6 +53,8 @@ import urllib.parse
 import httpd
 
 JWT_GRANT = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+STS_GRANT = "urn:ietf:params:oauth:grant-type:token-exchange"
+IMP_PATH = re.compile(r"/v1/projects/-/serviceAccounts/([^/]+):generateAccessToken")
 METADATA_PATH = "/computeMetadata/v1/instance/service-accounts/default/token"
 
 
@@ -85,22 +101,28 @@ def rs256_verify(numbers, signing_input, signature):
 
 class TokenServer(httpd.Served):
     def __init__(self, pubkey=None, email=None, client_id=None, client_secret=None,
-                 refresh_token=None, expires_in=3600, port=0):
+                 refresh_token=None, expires_in=3600, port=0, subject_token=None, audience=None,
+                 subject_token_type="urn:ietf:params:oauth:token-type:jwt"):
         self.pubkey = pubkey
         self.pubkey_numbers = rsa_public_numbers(pubkey) if pubkey else None
         self.email = email
         self.client_id = client_id
         self.client_secret = client_secret
         self.refresh_token = refresh_token
+        self.subject_token = subject_token
+        self.audience = audience
+        self.subject_token_type = subject_token_type
         self.expires_in = expires_in
         self.lock = threading.Lock()
         self.issued = []      # {"token", "kind", "expires_at"}
-        self.grants = {"jwt": 0, "refresh": 0, "metadata": 0}
+        self.grants = {"jwt": 0, "refresh": 0, "metadata": 0, "sts": 0, "subject": 0, "impersonate": 0}
+        self.impersonations = []  # {"email", "source_kind", "delegates"}
         self.rejected = []    # reasons
         self.failed = 0       # injected failures served
         self.fail_count = 0
         self.fail_status = 503
         self.delay = 0.0      # seconds to wait before answering a token request
+        self.check_kind = None  # /_control/check accepts only tokens of this kind
         self.httpd = httpd.QuietServer(("127.0.0.1", port), self._handler())
         self.port = self.httpd.server_address[1]
         self.url = "http://127.0.0.1:%d" % self.port
@@ -184,6 +206,29 @@ class TokenServer(httpd.Served):
                 self._send(200, {"access_token": tok, "expires_in": server.expires_in,
                                  "token_type": "Bearer"})
 
+            def _impersonate(self, email, body):
+                auth = self.headers.get("Authorization", "")
+                tok = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
+                with server.lock:
+                    src = [i["kind"] for i in server.issued if i["token"] == tok and i["expires_at"] > time.time()]
+                try:
+                    req = json.loads(body)
+                except ValueError:
+                    req = None
+                if not src or src[0] == "impersonated":
+                    server._reject("impersonation without a valid source token")
+                    return self._send(401, {"error": {"code": 401, "message": "bad source token"}})
+                if not isinstance(req, dict) or not req.get("scope") or not isinstance(req["scope"], list):
+                    server._reject("impersonation without scope")
+                    return self._send(400, {"error": {"code": 400, "message": "scope required"}})
+                with server.lock:
+                    server.grants["impersonate"] += 1
+                    server.impersonations.append({"email": email, "source_kind": src[0],
+                                                  "delegates": req.get("delegates")})
+                new = server.issue("impersonated")
+                exp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(time.time() + server.expires_in))
+                self._send(200, {"accessToken": new, "expireTime": exp})
+
             def do_GET(self):
                 u = urllib.parse.urlsplit(self.path)
                 q = urllib.parse.parse_qs(u.query)
@@ -193,7 +238,20 @@ class TokenServer(httpd.Served):
                                          "rejected": list(server.rejected), "failed": server.failed})
                 elif u.path == "/_control/check":
                     tok = q.get("token", [""])[0]
-                    self._send(200 if server.valid(tok) else 401, {"valid": server.valid(tok)})
+                    ok = server.valid(tok) and (not server.check_kind or tok in server.tokens(server.check_kind))
+                    self._send(200 if ok else 401, {"valid": ok})
+                elif u.path == "/subject" and server.subject_token:
+                    with server.lock:
+                        server.grants["subject"] += 1
+                    if "format=json" in u.query:
+                        self._send(200, {"id_token": server.subject_token})
+                    else:
+                        data = (server.subject_token + "\n").encode()
+                        self.send_response(200)
+                        self.send_header("Content-Type", "text/plain")
+                        self.send_header("Content-Length", str(len(data)))
+                        self.end_headers()
+                        self.wfile.write(data)
                 elif u.path == METADATA_PATH:
                     if self.headers.get("Metadata-Flavor") != "Google":
                         server._reject("metadata request without Metadata-Flavor: Google")
@@ -215,6 +273,9 @@ class TokenServer(httpd.Served):
                     q = urllib.parse.parse_qs(u.query)
                     server.set_fail(int(q.get("count", ["1"])[0]), int(q.get("status", ["503"])[0]))
                     return self._send(200, {})
+                m = IMP_PATH.fullmatch(u.path)
+                if m:
+                    return self._impersonate(urllib.parse.unquote(m.group(1)), body)
                 if u.path != "/token":
                     return self._send(404, {"error": "not_found"})
                 if self.headers.get("Content-Type", "").split(";")[0] != "application/x-www-form-urlencoded":
@@ -242,6 +303,24 @@ class TokenServer(httpd.Served):
                     with server.lock:
                         server.grants["refresh"] += 1
                     return self._token("authorized_user")
+                if grant == STS_GRANT:
+                    why = None
+                    if not server.subject_token or f.get("subject_token") != server.subject_token:
+                        why = "bad subject_token"
+                    elif f.get("audience") != server.audience:
+                        why = "bad audience %r" % f.get("audience")
+                    elif f.get("subject_token_type") != server.subject_token_type:
+                        why = "bad subject_token_type %r" % f.get("subject_token_type")
+                    elif f.get("requested_token_type") != "urn:ietf:params:oauth:token-type:access_token":
+                        why = "bad requested_token_type"
+                    elif "cloud-platform" not in f.get("scope", ""):
+                        why = "no cloud-platform scope"
+                    if why:
+                        server._reject(why)
+                        return self._send(400, {"error": "invalid_grant", "error_description": why})
+                    with server.lock:
+                        server.grants["sts"] += 1
+                    return self._token("external_account")
                 server._reject("unsupported grant %r" % grant)
                 self._send(400, {"error": "unsupported_grant_type"})
 

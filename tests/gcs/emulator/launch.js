@@ -33,6 +33,14 @@
 //  7. Each instance keeps its blobs in its own temporary directory (the stock
 //     emulator shares $TMPDIR/firebase/storage/blobs between instances and
 //     deletes it on stop).
+//  8. rewriteTo/copyTo (server-side copies) are served on the JSON API path
+//     /storage/v1/b/... too (the stock route only knows /b/..., so xprofs got
+//     501 and copied through the client), and honour their preconditions as
+//     GCS does: `sourceGeneration=G` that is not the live source generation
+//     gets 404, `ifGenerationMatch=G` on the destination gets 412 unless the
+//     destination's live generation is G (0: absent); the copy gets a new,
+//     strictly increasing generation (the stock route copies unconditionally
+//     and keeps the source's).
 // GET /_emulator/stats answers {"requests": N}; every other path is the
 // emulator's.
 'use strict';
@@ -321,6 +329,34 @@ function wrapApp(emulator, inner) {
       else rs.destroy();
     });
     s.pipe(rs);
+  });
+
+  // 8. Preconditions of server-side copies.
+  const origCopy = layer.copyObject.bind(layer);
+  layer.copyObject = (a) => {
+    const md = origCopy(a);
+    let g = Number(md.generation);
+    if (!(g > lastGeneration)) g = lastGeneration + 1;
+    lastGeneration = g;
+    md.generation = g;
+    return md;
+  };
+  const copyRoutes = ['/storage/v1', ''].map(
+    (p) => `${p}/b/:bucket/o/:object/:method(rewriteTo|copyTo)/b/:dbucket/o/:dobject`);
+  app.post(copyRoutes, (rq, rs, next) => {
+    const src = layer.getMetadata(rq.params.bucket, rq.params.object);
+    const sg = rq.query.sourceGeneration;
+    if (src && sg !== undefined && String(sg) !== String(src.generation))
+      return gcsError(rs, 404, `No such object: ${rq.params.bucket}/${rq.params.object}#${sg}`, 'notFound');
+    rq.url = rq.url.replace(/^\/storage\/v1\//, '/'); // the stock route's path
+    const q = rq.query.ifGenerationMatch;
+    if (q === undefined) return next();
+    if (!/^\d+$/.test(String(q))) return gcsError(rs, 400, 'Invalid ifGenerationMatch', 'invalid');
+    const md = layer.getMetadata(rq.params.dbucket, rq.params.dobject);
+    const live = md ? String(md.generation) : '0';
+    if (live !== String(Number(q)))
+      return gcsError(rs, 412, `At least one of the pre-conditions you specified did not hold. (object ${rq.params.dobject}, generation ${live}, wanted ${q})`, 'conditionNotMet');
+    return next();
   });
 
   app.use(inner);
