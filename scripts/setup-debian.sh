@@ -12,6 +12,7 @@ PKGS=(
   libjansson-dev liblz4-dev libcmocka-dev
   python3 python3-grpcio python3-protobuf
   jq curl rclone hyperfine time procps openssl bc clang-format
+  groff-base bash-completion
 )
 
 SUDO=""
