@@ -165,6 +165,62 @@ out:
 	return r;
 }
 
+/* Turn the newline-ended JSON objects appended to @out since @from into array elements. */
+static void lines_to_elements(struct xprofs_buf *out, size_t from)
+{
+	for (size_t i = from; i < out->len; i++)
+		if (out->data[i] == '\n')
+			out->data[i] = ',';
+	if (out->len > from && out->data[out->len - 1] == ',')
+		out->len--;
+}
+
+int xprofs_capture_status_json(struct xprofs_capture *c, struct xprofs_buf *out)
+{
+	struct capture_session **all = NULL;
+	size_t n = 0, cap = 0, at;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	for (struct capture_run *cr = c->runs; cr; cr = cr->next)
+		for (struct capture_session *s = cr->head; s; s = s->next) {
+			if ((r = xprofs_grow(&all, &cap, n, sizeof(*all), 64)) < 0)
+				goto out;
+			all[n++] = s;
+		}
+	if (n > 1)
+		qsort(all, n, sizeof(*all), cmp_id);
+	r = xprofs_buf_adds(out, "{\"captures\":[");
+	at = out->len;
+	for (size_t i = 0; i < n && r == 0; i++)
+		r = session_json(all[i], out);
+	if (r == 0)
+		lines_to_elements(out, at);
+	r = r ? r : xprofs_buf_adds(out, "],\"rejections\":{\"capture\":[");
+	at = out->len;
+	r = r ? r : rejections_json(&c->rej, out);
+	if (r == 0)
+		lines_to_elements(out, at);
+	r = r ? r : xprofs_buf_adds(out, "]");
+	for (struct capture_run *cr = c->runs; cr && r == 0; cr = cr->next) {
+		if (!cr->rej.n)
+			continue;
+		r = xprofs_buf_adds(out, ",");
+		r = r ? r : xprofs_buf_add_json_str(out, cr->run, strlen(cr->run));
+		r = r ? r : xprofs_buf_adds(out, ":[");
+		at = out->len;
+		r = r ? r : rejections_json(&cr->rej, out);
+		if (r == 0)
+			lines_to_elements(out, at);
+		r = r ? r : xprofs_buf_adds(out, "]");
+	}
+	r = r ? r : xprofs_buf_adds(out, "}}");
+out:
+	pthread_mutex_unlock(&c->lock);
+	free(all);
+	return r;
+}
+
 const char *xprofs_capture_help(void)
 {
 	return "# xprofs capture control file: write one line to capture a profile from a\n"

@@ -10,8 +10,48 @@
  * rebuilds the runs index (it shows the current snapshot's totals).
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "fs-internal.h"
+
+/* A string option as JSON, null when not given. */
+static int opt_str(struct xprofs_buf *out, const char *key, const char *v)
+{
+	int r = xprofs_buf_printf(out, ",\"%s\":", key);
+
+	if (r == 0)
+		r = v ? xprofs_buf_add_json_str(out, v, strlen(v)) : xprofs_buf_adds(out, "null");
+	return r;
+}
+
+/* "options": what is in force after defaults (docs/fs.md names each). */
+static int options_json(const struct fs_options *o, struct xprofs_buf *out)
+{
+	int r = xprofs_buf_printf(
+		out,
+		",\"options\":{\"cache_max_bytes\":%llu,"
+		"\"cache_accel\":%d,\"no_cache\":%s,\"connections\":%u,\"retry_deadline_s\":%u,"
+		"\"stall_timeout_s\":%u,\"follow_symlinks\":\"%s\",\"uid\":%lu,\"gid\":%lu,"
+		"\"umask\":\"%04o\"",
+		(unsigned long long)o->cache_max_bytes, o->cache_accel,
+		o->no_cache ? "true" : "false", o->connections, o->retry_deadline, o->stall_timeout,
+		o->follow_outside ? "outside" : "inside", (unsigned long)o->uid,
+		(unsigned long)o->gid, (unsigned)o->umask);
+
+	/* null: the default, 5% of the cache's filesystem (cache.min_free has the bytes) */
+	if (o->cache_min_free_bytes == XPROFS_CACHE_MIN_FREE_DEFAULT)
+		r = r ? r : xprofs_buf_adds(out, ",\"cache_min_free_bytes\":null");
+	else
+		r = r ? r
+		      : xprofs_buf_printf(out, ",\"cache_min_free_bytes\":%llu",
+					  (unsigned long long)o->cache_min_free_bytes);
+	r = r ? r : opt_str(out, "tmp_dir", o->tmp_dir);
+	r = r ? r : opt_str(out, "endpoint", o->endpoint);
+	r = r ? r : opt_str(out, "credentials", o->credentials);
+	r = r ? r : opt_str(out, "billing_project", o->billing_project);
+	r = r ? r : xprofs_buf_printf(out, ",\"anonymous\":%s},", o->anonymous ? "true" : "false");
+	return r;
+}
 
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 {
@@ -26,11 +66,15 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 	if (r == 0)
 		r = xprofs_buf_printf(
 			out,
-			",\"backend\":\"%s\",\"version\":\"%s\",\"uptime_s\":%ld,"
-			"\"read_only\":%s,\"refresh_s\":%ld,",
-			xprofs_store_backend(ctx->store), XPROFS_VERSION,
+			",\"backend\":\"%s\",\"version\":\"%s\",\"pid\":%ld,\"uptime_s\":%ld,"
+			"\"read_only\":%s,\"refresh_s\":%ld,\"mountpoint\":",
+			xprofs_store_backend(ctx->store), XPROFS_VERSION, (long)getpid(),
 			(long)((xprofs_mono_ns() - ctx->start_mono_ns) / 1000000000LL),
 			ctx->o->ro ? "true" : "false", (long)(ctx->refresh_ns / 1000000000LL));
+	if (r == 0)
+		r = xprofs_buf_add_json_str(out, ctx->o->mountpoint, strlen(ctx->o->mountpoint));
+	if (r == 0)
+		r = options_json(ctx->o, out);
 	idx = fs_index_snapshot(ctx);
 	if (r == 0)
 		r = xprofs_buf_printf(out, "\"runs\":%lu,\"sessions\":%lu,\"hosts\":%lu,",
@@ -91,13 +135,7 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 	if (r == 0)
 		r = xprofs_buf_adds(out, ",\"capture\":");
 	if (r == 0 && ctx->capture) {
-		struct xprofs_buf cap;
-
-		xprofs_buf_init(&cap, 1 << 20);
-		r = xprofs_capture_status(ctx->capture, NULL, &cap);
-		if (r == 0)
-			r = xprofs_buf_add_json_str(out, cap.data ? cap.data : "", cap.len);
-		xprofs_buf_deinit(&cap);
+		r = xprofs_capture_status_json(ctx->capture, out);
 	} else if (r == 0) {
 		r = xprofs_buf_adds(out, "null");
 	}

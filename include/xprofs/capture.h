@@ -95,6 +95,13 @@ int xprofs_capture_input_close(struct xprofs_capture *c, struct xprofs_capture_i
  * recent capture (state, hosts, session, bytes, error), newest last, plus the
  * last rejected line's reason. Appends to @out.
  */
+/**
+ * xprofs_capture_status_json() - the same as data, for status.json: one JSON
+ * object {"captures":[...], "rejections":{"capture":[...], "<run>":[...]}}
+ * (captures oldest first; rejections per control file: the top-level one
+ * and each run's that has any). No help text. Appends to @out.
+ */
+int xprofs_capture_status_json(struct xprofs_capture *c, struct xprofs_buf *out) XPROFS_WUR;
 int xprofs_capture_status(struct xprofs_capture *c, const char *run,
 			  struct xprofs_buf *out) XPROFS_WUR;
 
