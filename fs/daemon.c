@@ -31,17 +31,39 @@
 #include "xprofs/gcs.h"
 #include "fs-internal.h"
 
+/*
+ * libfuse's messages, through our logger. libfuse writes some in pieces
+ * ("unknown option(s): `", the option, "'\n"), so pieces are gathered per
+ * thread until the newline. An unknown-option message is kept for
+ * xprofs_fs_main() to print as its one error line instead of logging it.
+ */
+static char fuse_opt_err[512];
+static __thread char fuse_line[1024];
+static __thread size_t fuse_line_len;
+
 __attribute__((format(printf, 2, 0))) static void fuse_log_to_ours(enum fuse_log_level level,
 								   const char *fmt, va_list ap)
 {
-	char buf[1024];
+	char *b = fuse_line;
 	size_t n;
+	int k;
 
-	vsnprintf(buf, sizeof(buf), fmt, ap);
-	n = strlen(buf);
-	if (n && buf[n - 1] == '\n')
-		buf[n - 1] = '\0';
-	xprofs_log((int)level, "fuse: %s", buf);
+	k = vsnprintf(b + fuse_line_len, sizeof(fuse_line) - fuse_line_len, fmt, ap);
+	if (k > 0)
+		fuse_line_len = strlen(b);
+	n = fuse_line_len;
+	if (n && b[n - 1] != '\n' && n < sizeof(fuse_line) - 1)
+		return; /* a piece: wait for the rest of the line */
+	fuse_line_len = 0;
+	if (n && b[n - 1] == '\n')
+		b[n - 1] = '\0';
+	if (!strncmp(b, "fuse: ", 6))
+		b += 6;
+	if (!strncmp(b, "unknown option", 14)) {
+		snprintf(fuse_opt_err, sizeof(fuse_opt_err), "%.500s", b);
+		return;
+	}
+	xprofs_log((int)level, "fuse: %s", b);
 }
 
 /* open_backends() - the store and the cache for @o; caller owns both. */
@@ -267,7 +289,8 @@ int xprofs_fs_main(int argc, char *argv[])
 	ctx_live = true;
 	fuse = fuse_new(&args, fs_operations(), sizeof(struct fuse_operations), &ctx);
 	if (!fuse) {
-		fprintf(stderr, "xprofs: bad FUSE options (see xprofs --help)\n");
+		fprintf(stderr, "xprofs: %s (see xprofs --help)\n",
+			fuse_opt_err[0] ? fuse_opt_err : "bad FUSE options");
 		goto out;
 	}
 	if (fuse_mount(fuse, o.mountpoint) < 0) {

@@ -247,8 +247,10 @@ int fs_options_check(struct fs_options *o)
 	int lvl, r;
 
 	if (!o->source || !o->mountpoint) {
-		fprintf(stderr, "xprofs: %s\n%s",
-			!o->source ? "missing SOURCE" : "missing MOUNTPOINT", usage_text);
+		fprintf(stderr,
+			"xprofs: %s (usage: xprofs SOURCE MOUNTPOINT [-o opt,...]; see xprofs "
+			"--help)\n",
+			!o->source ? "missing SOURCE" : "missing MOUNTPOINT");
 		return -EINVAL;
 	}
 	gcs = !strncmp(o->source, "gs://", 5);

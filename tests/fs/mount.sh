@@ -34,7 +34,12 @@ xp_ok "missing SOURCE exits 1 (daemon mode) with a message" bash -c "[ $rc = 1 ]
 xp_ok "missing MOUNTPOINT exits 1 with a message" bash -c "[ $rc = 1 ] && grep -q MOUNTPOINT '$W/err'"
 touch "$W/afile"
 "$XP_BIN" "$W/afile" "$MNT" 2>/dev/null; xp_ok "SOURCE that is a file exits 1" test $? = 1
-"$XP_BIN" "$SRC" "$MNT" -o no_such_option 2>/dev/null; xp_ok "unknown -o option exits 1" test $? = 1
+"$XP_BIN" "$SRC" "$MNT" -o no_such_option 2>"$W/err"; rc=$?
+xp_ok "unknown -o option exits 1 with one line naming it and --help" \
+	test $rc = 1 -a "$(wc -l <"$W/err")" = 1 -a -n "$(grep "no_such_option.*--help" "$W/err")"
+"$XP_BIN" "$SRC" 2>"$W/err"; rc=$?
+xp_ok "a missing argument: one line pointing to --help, not the whole help" \
+	test $rc = 1 -a "$(wc -l <"$W/err")" = 1 -a -n "$(grep "MOUNTPOINT.*--help" "$W/err")"
 "$XP_BIN" "$SRC" "$MNT" -o cache_accel=65538 2>"$W/err"; rc=$?
 xp_ok "cache_accel out of range exits 1 and says why" test $rc = 1 -a -n "$(grep cache_accel "$W/err")"
 if grep -q " $MNT fuse" /proc/mounts; then xp_fail "a failed start left a mount"; fi

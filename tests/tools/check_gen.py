@@ -249,9 +249,19 @@ def cmd_cli(gen, tmp):
                  ["--hosts", "0", "--logdir", tmp, "--run", "r", "--session", "s"], ["stray"]):
         rc, _, err = run_gen(gen, *args)
         check(rc == 2 and err, "%r: expected usage error, rc %d" % (args, rc))
+    # -o into a directory not made yet makes it (issue 13)
     rc, _, err = run_gen(gen, "--events", "10", "-o", os.path.join(tmp, "no", "such", "dir.pb"))
-    check(rc == 1 and "No such file" in err, "unwritable output: rc %d %r" % (rc, err))
-    check(not os.path.exists(os.path.join(tmp, "no")), "unwritable output left files")
+    check(rc == 0 and os.path.getsize(os.path.join(tmp, "no", "such", "dir.pb")) > 0,
+          "-o into missing directories: rc %d %r" % (rc, err))
+    # an output that cannot be made: exit 1 with one line naming it, nothing left behind
+    bad = os.path.join(tmp, "file-not-dir")
+    open(bad, "w").close()
+    rc, _, err = run_gen(gen, "--events", "10", "-o", os.path.join(bad, "x.pb"))
+    lines = err.decode().strip().splitlines() if isinstance(err, bytes) else err.strip().splitlines()
+    check(rc == 1 and len(lines) == 1 and os.path.join(bad, "x.pb") in lines[0],
+          "unwritable output: rc %d, one error line naming it: %r" % (rc, err))
+    check(os.listdir(tmp).count("file-not-dir") == 1 and os.path.getsize(bad) == 0,
+          "unwritable output left files")
     rc, out, _ = run_gen(gen, "--help")
     check(rc == 0 and "--demo" in out, "--help")
     rc, out, err = run_gen(gen, "--events", "0", "-o", os.path.join(tmp, "empty.pb"), "--stats")

@@ -51,6 +51,16 @@ int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host, 
 		o.fd = STDOUT_FILENO;
 	} else {
 		/* write beside and rename, so readers never see a partial profile */
+		const char *slash = strrchr(path, '/');
+
+		if (slash && slash != path) { /* -o into a directory not made yet: make it */
+			char *dir = strndup(path, (size_t)(slash - path));
+
+			ret = dir ? xprofs_mkdir_p(dir) : -ENOMEM;
+			free(dir);
+			if (ret)
+				goto out_buf;
+		}
 		if (asprintf(&tmp, "%s.tmp.%d", path, (int)getpid()) < 0) {
 			tmp = NULL;
 			ret = -ENOMEM;
@@ -59,7 +69,6 @@ int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host, 
 		o.fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
 		if (o.fd < 0) {
 			ret = -errno;
-			xprofs_err("xprofs-gen: %s: %s", tmp, strerror(errno));
 			goto out_buf;
 		}
 	}
@@ -77,8 +86,6 @@ int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host, 
 		if (ret)
 			unlink(tmp);
 	}
-	if (ret)
-		xprofs_err("xprofs-gen: %s: %s", path, strerror(-ret));
 	if (!ret && j)
 		ret = gen_stats_json(s, path, &st, j);
 out_buf:

@@ -181,8 +181,13 @@ int main(int argc, char **argv)
 	if (!ret && o.stats)
 		printf("{\"files\":%s}\n", j.data);
 	xprofs_buf_deinit(&j);
-	if (ret) {
-		fprintf(stderr, "xprofs-gen: failed: %s\n", strerror(-ret));
+	if (ret) { /* one line: what we were writing and why it failed */
+		fprintf(stderr, "xprofs-gen: %s: %s\n",
+			o.out      ? o.out
+			: o.demo   ? o.demo
+			: o.logdir ? o.logdir
+				   : "failed",
+			strerror(-ret));
 		return 1;
 	}
 	return 0;
