@@ -68,6 +68,13 @@ struct dec_step_summary {
 	int64_t min, max;
 	double bd[DEC_BD_N]; /* average ps per step, by type (steps.json's breakdown order) */
 };
+/* steps.json's breakdown keys ("idle_ps", ...), by type. */
+extern const char *const dec_bd_keys[DEC_BD_N];
+/* One step of the plane dec_steps_overview() summarizes: index @i of @n, its duration and
+ * breakdown (ps, DEC_BD_N types, summing to @dur). Nonzero return stops the walk. */
+typedef int (*dec_step_fn)(void *arg, uint64_t i, uint64_t n, int64_t dur, const int64_t *bd);
+/* dec_steps_each() - @fn for each step dec_steps_overview() summarizes, in order. */
+int dec_steps_each(struct dec_rctx *rc, dec_step_fn fn, void *arg);
 /* dec_steps_overview() - the summary of the host steps, else of the first plane with steps. */
 int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum);
 /* dec_step_summary_write() - @sum as steps.json's summary object. */

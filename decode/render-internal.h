@@ -287,6 +287,7 @@ int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_steps(struct dec_rctx *rc, struct dec_out *o);
 int dec_view_overview(struct dec_rctx *rc, struct dec_out *o);
+int dec_view_svg(struct dec_rctx *rc, struct dec_out *o);
 /* dec_view_kernels() - kernels.json; -ENOENT (nothing written) without GPU planes. */
 int dec_view_kernels(struct dec_rctx *rc, struct dec_out *o);
 /* dec_steps_windows() - xprofs_xspace_steps() on render context @rc. */

@@ -152,6 +152,7 @@ static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_
 	[XPROFS_VIEW_TRACE_GZ] = dec_view_trace,  [XPROFS_VIEW_PFTRACE] = dec_view_pftrace,
 	[XPROFS_VIEW_OVERVIEW] = dec_view_overview,
 	[XPROFS_VIEW_KERNELS] = dec_view_kernels,
+	[XPROFS_VIEW_SVG] = dec_view_svg,
 };
 /* clang-format on */
 

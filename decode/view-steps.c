@@ -44,8 +44,8 @@ enum {
 };
 _Static_assert(BD_N == DEC_BD_N, "ops-internal.h counts the breakdown types");
 
-/* steps.json's breakdown keys, by type. */
-static const char *const bd_keys[BD_N] = {
+/* steps.json's breakdown keys, by type (also overview.svg's legend). */
+const char *const dec_bd_keys[BD_N] = {
 	"idle_ps",
 	"host_compute_ps",
 	"host_to_host_ps",
@@ -737,7 +737,7 @@ static void out_breakdown(struct dec_out *o, const int64_t *bd)
 {
 	for (int k = 0; k < BD_N; k++) {
 		OUT_RAW(o, k ? ",\"" : "{\"");
-		dec_out_add(o, bd_keys[k], strlen(bd_keys[k]));
+		dec_out_add(o, dec_bd_keys[k], strlen(dec_bd_keys[k]));
 		OUT_LIT(o, "\":");
 		dec_out_i64(o, bd[k]);
 	}
@@ -791,7 +791,7 @@ void dec_step_summary_write(struct dec_out *o, const struct xprofs_xspace *x,
 	OUT_LIT(o, ",\"breakdown_avg\":{");
 	for (int k = 0; k < BD_N; k++) {
 		OUT_RAW(o, k ? ",\"" : "\"");
-		dec_out_add(o, bd_keys[k], strlen(bd_keys[k]));
+		dec_out_add(o, dec_bd_keys[k], strlen(dec_bd_keys[k]));
 		OUT_LIT(o, "\":");
 		dec_out_double(o, sum->bd[k]);
 	}
@@ -836,23 +836,51 @@ static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, siz
 	return 0;
 }
 
+/* The plane whose steps the overview shows: host steps first (the steps XProf groups
+ * by), else the first device plane's; SIZE_MAX: no steps. */
+static size_t steps_pick(const struct xprofs_xspace *x, const size_t *ra, const size_t *rb)
+{
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+			return q;
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (rb[q] > ra[q])
+			return q;
+	return SIZE_MAX;
+}
+
+int dec_steps_each(struct dec_rctx *rc, dec_step_fn fn, void *arg)
+{
+	struct steps st = {0};
+	size_t *ra = NULL, *rb = NULL, pick;
+	int r;
+
+	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+		goto out;
+	pick = steps_pick(rc->x, ra, rb);
+	for (size_t i = 0; pick != SIZE_MAX && i < rb[pick] - ra[pick] && r == 0; i++) {
+		const struct step *s = &st.s[ra[pick] + i];
+
+		r = fn(arg, i, rb[pick] - ra[pick], s->dur, s->bd);
+	}
+out:
+	steps_free(&st);
+	free(ra);
+	free(rb);
+	return r;
+}
+
 int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct steps st = {0};
-	size_t *ra = NULL, *rb = NULL, pick = SIZE_MAX;
+	size_t *ra = NULL, *rb = NULL, pick;
 	int r;
 
 	memset(sum, 0, sizeof(*sum));
 	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
 		goto out;
-	/* host steps first (the steps XProf groups by), else the first device plane's */
-	for (size_t q = 0; q < x->n_planes && pick == SIZE_MAX; q++)
-		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
-			pick = q;
-	for (size_t q = 0; q < x->n_planes && pick == SIZE_MAX; q++)
-		if (rb[q] > ra[q])
-			pick = q;
+	pick = steps_pick(x, ra, rb);
 	if (pick != SIZE_MAX)
 		steps_summarize(&st, ra[pick], rb[pick], sum);
 out:

@@ -25,7 +25,7 @@
 /* clang-format off */
 static const char *const view_names[XPROFS_VIEW_COUNT] = {
 	"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz", "trace.pftrace",
-	"overview.json", "kernels.json"};
+	"overview.json", "kernels.json", "overview.svg"};
 /* clang-format on */
 
 const char *xprofs_view_name(enum xprofs_view v)

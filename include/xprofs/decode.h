@@ -44,6 +44,7 @@ enum xprofs_view {
 	XPROFS_VIEW_PFTRACE,     /* trace.pftrace: Perfetto's protobuf trace */
 	XPROFS_VIEW_OVERVIEW,    /* overview.json: XProf's overview page (docs/stats.md) */
 	XPROFS_VIEW_KERNELS,     /* kernels.json: GPU kernel stats; -ENOENT without GPU planes */
+	XPROFS_VIEW_SVG,         /* overview.svg: step-time bars and top ops (view-svg.c) */
 	XPROFS_VIEW_COUNT
 };
 

@@ -299,8 +299,13 @@ static json_t *render_json(struct xprofs_xspace *x, int v, size_t track)
 {
 	char *s = render(x, v, track);
 	json_error_t je;
-	json_t *j = v == XPROFS_VIEW_PFTRACE || !strcmp(s, "<ENOENT>") ? json_string(s)
-								       : json_loads(s, 0, &je);
+	json_t *j;
+
+	if (v == XPROFS_VIEW_SVG) /* a whole SVG document, never cut short */
+		assert_true(!strncmp(s, "<?xml", 5) && strstr(s, "</svg>\n"));
+	j = v == XPROFS_VIEW_PFTRACE || v == XPROFS_VIEW_SVG || !strcmp(s, "<ENOENT>")
+		    ? json_string(s)
+		    : json_loads(s, 0, &je);
 
 	if (!j)
 		fail_msg("invalid JSON (%s) in: %.300s", je.text, s);

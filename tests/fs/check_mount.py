@@ -112,7 +112,7 @@ def check_runs(walk):
                 hd = os.path.join(sd, h)
                 want = {"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
                         "trace.pftrace", "errors", "planes", "steps", "window"}
-                want |= {"overview.json", "kernels.json"}  # docs/stats.md
+                want |= {"overview.json", "kernels.json", "overview.svg"}  # docs/stats.md
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))
                 n += 1

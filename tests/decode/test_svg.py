@@ -1,0 +1,120 @@
+#!/usr/bin/python3
+"""tests/decode/test_svg.py - overview.svg (decode/view-svg.c) against the JSON views.
+
+For generated profiles (steps within and past the 200-bar cap) and the
+shared samples (skipped with a message when absent): the SVG parses as XML;
+it has one <g class="bar"> per step of the plane overview.json's step_time
+summarizes (or per group of consecutive steps past 200 bars, saying so);
+each bar's segments stack to its step's duration scaled like the others
+(the breakdown of steps.json); one <rect class="op"> per top op, in
+overview.json's top_ops order and names; "no steps" when there are none.
+Through a real mount: the host's overview.svg is the CLI's bytes.
+TAP output.
+"""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import xml.etree.ElementTree as ET
+
+import xmount
+import xtap
+
+BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
+GEN = os.path.join(BUILD, "tools", "xprofs-gen")
+DECODE = os.path.join(BUILD, "tools", "xprofs-decode")
+SHARED = os.environ.get("XPROFS_SHARED", "../shared")
+NS = "{http://www.w3.org/2000/svg}"
+
+
+def view(path, v):
+    return subprocess.run([DECODE, path, "--view", v], check=True, capture_output=True).stdout
+
+
+def check_profile(t, path, name):
+    svg = view(path, "overview.svg")
+    try:
+        root = ET.fromstring(svg)
+    except ET.ParseError as e:
+        t.ok(False, "%s: overview.svg parses as XML" % name, str(e))
+        return
+    ov = json.loads(view(path, "overview"))
+    steps = json.loads(view(path, "steps"))["steps"]
+    bars = [g for g in root.iter(NS + "g") if g.get("class") == "bar"]
+    st = ov["step_time"]
+    texts = "".join(root.itertext())
+    if st is None:
+        t.ok(not bars and "no steps" in texts, "%s: no steps: no bars, says so" % name)
+    else:
+        mine = [s for s in steps if s["plane"] == st["plane"]]
+        n = len(mine)
+        per = 1 if n <= 200 else math.ceil(n / 200)
+        t.ok(len(mine) == st["steps"] and len(bars) == math.ceil(n / per),
+             "%s: %d bars for %d steps of %s (%d per bar)" % (name, len(bars), n, st["plane"], per))
+        if per > 1:
+            t.ok("average of %d steps" % per in texts, "%s: the title says bars are averages" % name)
+        # heights: each bar's segments sum to its (averaged) duration, on one common scale
+        hs = [sum(float(r.get("height")) for r in g.iter(NS + "rect")) for g in bars]
+        durs = [sum(s["duration_ps"] for s in mine[i * per:(i + 1) * per]) /
+                len(mine[i * per:(i + 1) * per]) for i in range(len(bars))]
+        scale = max(hs) / max(durs) if durs and max(durs) > 0 else 0
+        bad = [i for i, (h, d) in enumerate(zip(hs, durs)) if abs(h - d * scale) > 0.05 * len(
+            list(bars[i].iter(NS + "rect"))) + 1e-6]
+        t.ok(not bad and abs(max(hs) - 300) < 0.01,
+             "%s: stacked segments add up to each step's duration (tallest 300 px)" % name,
+             "bars off: %s" % bad[:5])
+        seg = {r.get("fill") for g in bars for r in g.iter(NS + "rect")}
+        keys = [k for k in mine[0].get("breakdown", {})] if mine else []
+        t.ok(seg and len(seg) <= len(keys), "%s: segments coloured by breakdown type (%d of %d)"
+             % (name, len(seg), len(keys)))
+    ops = [r for r in root.iter(NS + "rect") if r.get("class") == "op"]
+    top = ov["top_ops"]
+    names = [e.text for e in root.iter(NS + "text") if e.get("text-anchor") == "end"]
+    t.ok(len(ops) == min(10, len(top)) and names == [o["name"][:60] for o in top[:10]],
+         "%s: %d op rows in overview.json's top_ops order" % (name, len(ops)),
+         "svg %s\njson %s" % (names, [o["name"] for o in top[:10]]))
+
+
+def main():
+    for p in (GEN, DECODE):
+        if not os.path.exists(p):
+            return xtap.skip_all("no %s" % p)
+    t = xtap.Tap()
+    tmp = tempfile.mkdtemp(prefix="xprofs-svg-")
+    try:
+        for kind, size in (("tpu", "3M"), ("gpu", "2M"), ("cpu", "1M"), ("tpu", "40M")):
+            p = os.path.join(tmp, "%s-%s.xplane.pb" % (kind, size))
+            subprocess.check_call([GEN, "--kind", kind, "--size", size, "-o", p],
+                                  stdout=subprocess.DEVNULL)
+            check_profile(t, p, "generated %s %s" % (kind, size))
+        samples = os.path.join(SHARED, "samples")
+        if os.path.isdir(samples):
+            for d in sorted(x for x in os.listdir(samples) if os.path.isdir(os.path.join(samples, x))):
+                for f in sorted(os.listdir(os.path.join(samples, d))):
+                    if f.endswith(".xplane.pb"):
+                        check_profile(t, os.path.join(samples, d, f), "%s/%s" % (d, f))
+        else:
+            print("# %s absent: shared samples skipped" % samples)
+        why = xmount.usable()
+        if why:
+            print("# mount part skipped: %s" % why)
+        else:
+            with xmount.Workdir(t, "xprofs-svg-mnt-") as w:
+                sess = w.session()
+                shutil.copyfile(os.path.join(tmp, "tpu-3M.xplane.pb"),
+                                os.path.join(sess, "host0.xplane.pb"))
+                m = w.mount(os.path.join(w.path, "src"))
+                got = open(os.path.join(m.mnt, "runs", "run", "s1", "host0", "overview.svg"),
+                           "rb").read()
+                want = view(os.path.join(sess, "host0.xplane.pb"), "overview.svg")
+                t.ok(got == want, "through the mount: overview.svg is the CLI's bytes")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return t.done()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
