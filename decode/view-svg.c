@@ -223,8 +223,8 @@ static int out_ops(struct dec_out *o, struct dec_ops *all)
 
 	OUT_LIT(o, "<text x=\"70\" y=\"420\" class=\"h\">Top ops by self time</text>\n");
 	if (!n) {
-		OUT_LIT(o,
-			"<text x=\"70\" y=\"450\" class=\"none\">no device ops in this profile</text>\n");
+		OUT_LIT(o, "<text x=\"70\" y=\"450\" class=\"none\">no device ops in this "
+			   "profile</text>\n");
 		return 0;
 	}
 	if (!(idx = dec_ops_sorted(all)))
