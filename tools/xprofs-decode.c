@@ -11,6 +11,9 @@
  *   xprofs-decode FILE --unpack                          baseline: whole-message
  *                                                        protobuf_c unpack
  *
+ * FILE "-" is standard input, spooled to an unlinked file in $TMPDIR (or
+ * /tmp) first: the decoder seeks. Its host name is then "stdin".
+ *
  * The file is read with pread() through a bounded window (memory does not
  * grow with the file); --mmap uses the zero-copy path instead (faster, but
  * the mapped pages count in the process's RSS). Planes are indexed on
@@ -64,7 +67,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
 		   "trace.json.gz|trace.pftrace|\n"
-		   "                    overview|kernels]\n"
+		   "                    overview|kernels|overview.svg]   (FILE \"-\": standard "
+		   "input)\n"
 		   "                    [--host NAME (trace's host; default: FILE minus "
 		   ".xplane.pb)]\n"
 		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "
@@ -251,6 +255,30 @@ static int render_track(struct xprofs_xspace *x, const struct args *a,
 	return xprofs_xspace_render_track(x, (size_t)i, sink, err);
 }
 
+/* spool_stdin() - standard input copied to an unlinked temporary file; its fd or -errno. */
+static int spool_stdin(void)
+{
+	const char *dir = getenv("TMPDIR");
+	char buf[1 << 16];
+	int fd = xprofs_tmpfile(dir && *dir ? dir : "/tmp", "xprofs-decode-stdin");
+	ssize_t n;
+	int r = 0;
+
+	if (fd < 0)
+		return fd;
+	while (r == 0 && (n = read(STDIN_FILENO, buf, sizeof(buf))) != 0) {
+		if (n < 0)
+			r = errno == EINTR ? 0 : -errno;
+		else
+			r = xprofs_write_full(fd, buf, (size_t)n);
+	}
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
 /* render_view() - view a.view; its host name from --host, else the file's name. */
 static int render_view(struct xprofs_xspace *x, const struct args *a,
 		       const struct xprofs_sink *sink, struct xprofs_buf *err)
@@ -268,7 +296,7 @@ static int render_view(struct xprofs_xspace *x, const struct args *a,
 		n -= strlen(suffix);
 	if (!a->host && !(host = strndup(base, n)))
 		return -ENOMEM;
-	ro.host = a->host ? a->host : host;
+	ro.host = a->host ? a->host : !strcmp(a->path, "-") ? "stdin" : host;
 	ro.window = a->window;
 	ro.from_ps = a->from_ps;
 	ro.to_ps = a->to_ps;
@@ -309,7 +337,16 @@ int main(int argc, char **argv)
 	if ((r = parse_args(argc, argv, &a)) >= 0)
 		return r;
 	xprofs_buf_init(&err, 4096);
-	fd = open(a.path, O_RDONLY | O_CLOEXEC);
+	if (!strcmp(a.path, "-")) {
+		fd = spool_stdin();
+		if (fd < 0) {
+			fprintf(stderr, "xprofs-decode: standard input: %s\n", strerror(-fd));
+			r = 1;
+			goto out;
+		}
+	} else {
+		fd = open(a.path, O_RDONLY | O_CLOEXEC);
+	}
 	if (fd < 0 || fstat(fd, &st) < 0) {
 		fprintf(stderr, "xprofs-decode: %s: %s\n", a.path, strerror(errno));
 		r = 1;

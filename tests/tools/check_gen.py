@@ -419,6 +419,15 @@ def cmd_decode(gen, tmp, decode):
                  [(l["name"], l["id"], l["events"]) for l in p["lines"]]) for p in st["planes"]]
         check(got == want, "%s: decoded planes/lines differ from generated:\n got %r\nwant %r"
               % (kind, got[:2], want[:2]))
+        # "-": standard input gives the file's bytes (issue 13); a directory: exit 1, one line
+        with open(path, "rb") as f:
+            i = subprocess.run([decode, "-", "--view", "ops"], stdin=f, capture_output=True)
+        o = subprocess.run([decode, path, "--view", "ops"], capture_output=True)
+        check(i.returncode == 0 and i.stdout == o.stdout,
+              "%s: xprofs-decode - (stdin) = the file's ops.json (rc %d)" % (kind, i.returncode))
+        dd = subprocess.run([decode, tmp], capture_output=True)
+        check(dd.returncode == 1 and len(dd.stderr.decode().strip().splitlines()) == 1,
+              "a directory: exit %d with %r" % (dd.returncode, dd.stderr))
         t = subprocess.run([decode, path, "--tracks"], capture_output=True, check=False)
         nlines = sum(len(p["lines"]) for p in st["planes"])
         check(t.returncode == 0 and len(t.stdout.splitlines()) == nlines,
