@@ -23,6 +23,7 @@
 #include "auth-internal.h"
 
 #define CHUNK_ALIGN (256u << 10) /* resumable chunks are multiples of 256 KiB */
+#define MOUNT_CHECK_S 10u        /* the longest the mount-time listing is retried, seconds */
 
 /* What a failed answer means for a store call, logged once here. */
 int gcs_status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what)
@@ -207,6 +208,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 {
 	static const struct xprofs_gcs_options defaults = {0};
 	struct gcs_store *s;
+	unsigned check_s;
 	int r;
 
 	if (!o)
@@ -271,11 +273,19 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 	if (o->stall_timeout_s)
 		s->http.stall_timeout_s = o->stall_timeout_s;
 
-	/* fail fast: the first listing validates endpoint, credentials and bucket */
+	/*
+	 * Fail fast: the first listing validates endpoint, credentials and bucket,
+	 * retried for at most MOUNT_CHECK_S (or the retry deadline if shorter), so
+	 * a mount without network says so in seconds, not after the whole deadline.
+	 */
+	check_s = s->o.retry_deadline_s < MOUNT_CHECK_S ? s->o.retry_deadline_s : MOUNT_CHECK_S;
+	s->http.retry_deadline_s = check_s;
 	r = gcs_ns_refresh(s);
+	s->http.retry_deadline_s = s->o.retry_deadline_s;
 	if (r < 0) {
 		if (r == -ECONNREFUSED || r == -EHOSTUNREACH || r == -ETIMEDOUT)
-			xprofs_err("gcs: cannot reach %s: %s", s->endpoint, strerror(-r));
+			xprofs_err("gcs: cannot reach %s (tried for up to %u s): %s", s->endpoint,
+				   check_s, strerror(-r));
 		goto err;
 	}
 	if (pthread_create(&s->bg, NULL, gcs_ns_bg_main, s) == 0)

@@ -37,6 +37,13 @@ touch "$W/afile"
 "$XP_BIN" "$SRC" "$MNT" -o no_such_option 2>"$W/err"; rc=$?
 xp_ok "unknown -o option exits 1 with one line naming it and --help" \
 	test $rc = 1 -a "$(wc -l <"$W/err")" = 1 -a -n "$(grep "no_such_option.*--help" "$W/err")"
+# gs:// with nothing listening: the mount-time check is bounded (10 s, not the 60 s
+# retry deadline) and says what it could not reach
+t0=$(date +%s)
+"$XP_BIN" gs://bkt/logs "$MNT" -f -o endpoint=http://127.0.0.1:9,anonymous 2>"$W/err"; rc=$?
+dt=$(($(date +%s) - t0))
+xp_ok "gs:// unreachable at mount: exit 1 after ${dt} s (bounded), saying so" \
+	test $rc = 1 -a $dt -lt 45 -a -n "$(grep 'cannot reach http://127.0.0.1:9' "$W/err")"
 "$XP_BIN" "$SRC" 2>"$W/err"; rc=$?
 xp_ok "a missing argument: one line pointing to --help, not the whole help" \
 	test $rc = 1 -a "$(wc -l <"$W/err")" = 1 -a -n "$(grep "MOUNTPOINT.*--help" "$W/err")"
