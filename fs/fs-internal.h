@@ -60,6 +60,7 @@ struct fs_options {
 	char *mountpoint; /* owned */
 	int ro;
 	int no_cache;
+	int exact_sizes; /* stat of a view not rendered yet renders it (archivers) */
 	int anonymous;
 	int foreground;
 	int debug;

@@ -45,7 +45,7 @@ static const struct fuse_opt fs_opts[] = {
 	XOPT("retry_deadline=%u", retry_deadline, 0), XOPT("stall_timeout=%u", stall_timeout, 0),
 	XOPT("uid=%s", uid_s, 0), XOPT("gid=%s", gid_s, 0), XOPT("umask=%s", umask_s, 0),
 	XOPT("follow_symlinks=%s", follow_symlinks, 0), XOPT("tmp_dir=%s", tmp_dir, 0),
-	XOPT("cache_min_free=%s", cache_min_free, 0),
+	XOPT("exact_sizes", exact_sizes, 1), XOPT("cache_min_free=%s", cache_min_free, 0),
 	XOPT("billing_project=%s", billing_project, 0), FUSE_OPT_KEY("ro", KEY_RO),
 	FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION), FUSE_OPT_KEY("--version", KEY_VERSION),
@@ -83,6 +83,7 @@ static const char usage_text[] =
 	"  -o cache_min_free=SIZE  free space the cache keeps on its disk, evicting old\n"
 	"                        entries (default 5% of that filesystem, at most 1G; 0: none)\n"
 	"  -o tmp_dir=DIR        temporary renders (uncached views; default $TMPDIR or /tmp)\n"
+	"  -o exact_sizes        stat renders a view first, so tar/rsync see its true size\n"
 	"  -o refresh=SECS       max age of the runs index (default 5 local, 30 gs://)\n"
 	"  -o loglevel=LEVEL     err|warning|notice|info|debug (default notice)\n"
 	"  -o endpoint=URL       GCS JSON API endpoint (emulators)\n"

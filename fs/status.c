@@ -30,13 +30,14 @@ static int options_json(const struct fs_options *o, struct xprofs_buf *out)
 	int r = xprofs_buf_printf(
 		out,
 		",\"options\":{\"cache_max_bytes\":%llu,"
-		"\"cache_accel\":%d,\"no_cache\":%s,\"connections\":%u,\"retry_deadline_s\":%u,"
+		"\"cache_accel\":%d,\"no_cache\":%s,\"exact_sizes\":%s,\"connections\":%u,\"retry_"
+		"deadline_s\":%u,"
 		"\"stall_timeout_s\":%u,\"follow_symlinks\":\"%s\",\"uid\":%lu,\"gid\":%lu,"
 		"\"umask\":\"%04o\"",
 		(unsigned long long)o->cache_max_bytes, o->cache_accel,
-		o->no_cache ? "true" : "false", o->connections, o->retry_deadline, o->stall_timeout,
-		o->follow_outside ? "outside" : "inside", (unsigned long)o->uid,
-		(unsigned long)o->gid, (unsigned)o->umask);
+		o->no_cache ? "true" : "false", o->exact_sizes ? "true" : "false", o->connections,
+		o->retry_deadline, o->stall_timeout, o->follow_outside ? "outside" : "inside",
+		(unsigned long)o->uid, (unsigned long)o->gid, (unsigned)o->umask);
 
 	/* null: the default, 5% of the cache's filesystem (cache.min_free has the bytes) */
 	if (o->cache_min_free_bytes == XPROFS_CACHE_MIN_FREE_DEFAULT)

@@ -655,7 +655,28 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 
 #define SIZE_UNKNOWN UINT64_MAX /* in the sizes table: not rendered, not in the cache */
 
-/* fs_view_size() - the size a generated file will have, if known; else 0. */
+static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
+		     bool *size_changed, bool sync);
+
+/*
+ * -o exact_sizes: render @t now (waiting for the end, as a reopen does) so
+ * stat reports its true size; archivers (tar, rsync) trust stat's size. The
+ * render is cached like any open's. 0 when it cannot be rendered.
+ */
+static uint64_t exact_size(struct fs_ctx *ctx, const struct fs_target *t)
+{
+	struct fs_fh *fh = fs_fh_new(FS_FH_FD);
+	bool changed;
+	uint64_t size = 0;
+
+	if (fh && view_open(ctx, t, fh, &changed, true) == 0)
+		size = fh->size;
+	fs_fh_free(fh);
+	return size;
+}
+
+/* fs_view_size() - the size a generated file will have, if known; else 0 (rendered first
+ * with -o exact_sizes). */
 uint64_t fs_view_size(struct fs_ctx *ctx, const struct fs_target *t)
 {
 	struct view_id id;
@@ -665,12 +686,14 @@ uint64_t fs_view_size(struct fs_ctx *ctx, const struct fs_target *t)
 		goto out;
 	if (fs_size_lookup(ctx, id.hash, &size)) {
 		if (size == SIZE_UNKNOWN)
-			size = 0;
+			size = ctx->o->exact_sizes ? exact_size(ctx, t) : 0;
 		goto out;
 	}
 	/* a peek is not a use: no hit in status.json, no recency bump for ls -l */
 	if (ctx->cache && xprofs_cache_peek_size(ctx->cache, id.key.data, id.key.len, &size) == 0) {
 		fs_size_store(ctx, id.hash, size);
+	} else if (ctx->o->exact_sizes) {
+		size = exact_size(ctx, t);
 	} else {
 		/* remembered so repeated getattr/ls does not probe the disk cache */
 		fs_size_store(ctx, id.hash, SIZE_UNKNOWN);
