@@ -20,7 +20,9 @@
  * --threads threads (files of 64 MiB and more). Output goes to stdout,
  * errors to stderr with a non-zero exit.
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -43,6 +45,7 @@ enum {
 	ARG_THREADS,
 	ARG_VERSION,
 	ARG_HOST,
+	ARG_SESSION,
 	ARG_WINDOW,
 	ARG_STEP,
 };
@@ -50,6 +53,7 @@ enum {
 static const struct option opts[] = {
 	{"view", required_argument, NULL, 'V'},
 	{"tracks", no_argument, NULL, ARG_TRACKS},
+	{"session", no_argument, NULL, ARG_SESSION},
 	{"track", required_argument, NULL, ARG_TRACK},
 	{"unpack", no_argument, NULL, ARG_UNPACK},
 	{"mmap", no_argument, NULL, ARG_MMAP},
@@ -73,6 +77,7 @@ static void usage(FILE *f)
 		   ".xplane.pb)]\n"
 		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "
 		   "(steps.json's steps[N])]\n"
+		   "       xprofs-decode SESSION_DIR --session   (the session's summary.json)\n"
 		   "       xprofs-decode FILE.xplane.pb --tracks\n"
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
 		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
@@ -127,7 +132,7 @@ struct args {
 	bool window, step; /* a slice (docs/trace.md "Slices") */
 	xprofs_ps128 from_ps, to_ps;
 	uint32_t step_ix;
-	bool list, unpack, use_mmap;
+	bool list, unpack, use_mmap, session;
 	unsigned threads;
 };
 
@@ -162,6 +167,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case ARG_HOST:
 			a->host = optarg;
+			break;
+		case ARG_SESSION:
+			a->session = true;
 			break;
 		case ARG_WINDOW:
 			if (xprofs_window_parse(optarg, strlen(optarg), &a->from_ps, &a->to_ps) <
@@ -255,6 +263,108 @@ static int render_track(struct xprofs_xspace *x, const struct args *a,
 	return xprofs_xspace_render_track(x, (size_t)i, sink, err);
 }
 
+#define SESSION_HOSTS_MAX 4096
+
+/* A profile of a session directory: "<host>.xplane.pb", not hidden. */
+static int is_profile(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name), k = strlen(".xplane.pb");
+
+	return d->d_name[0] != '.' && n > k && !strcmp(d->d_name + n - k, ".xplane.pb");
+}
+
+/*
+ * do_session() - the session summary.json of directory a->path, as the mount
+ * shows runs/<run>/<session>/summary.json: every <host>.xplane.pb in it, in
+ * name order, a host that does not open listed with its error. Exit status.
+ */
+static int do_session(const struct args *a)
+{
+	struct dirent **ents = NULL;
+	int n = scandir(a->path, &ents, is_profile, alphasort), out_fd = STDOUT_FILENO, r = 1;
+	char **hosts = NULL, **errs = NULL, *dir = strdup(a->path), *session;
+	struct xprofs_xspace **xs = NULL;
+	struct xprofs_reader *rd = NULL;
+	struct xprofs_sink sink = xprofs_sink_fd(&out_fd);
+	int *fds = NULL;
+	size_t len;
+
+	if (n < 0 || !dir) {
+		fprintf(stderr, "xprofs-decode: --session %s: %s\n", a->path, strerror(errno));
+		goto out;
+	}
+	if (n > (int)SESSION_HOSTS_MAX) {
+		fprintf(stderr, "xprofs-decode: --session %s: more than %u hosts\n", a->path,
+			(unsigned)SESSION_HOSTS_MAX);
+		goto out;
+	}
+	hosts = calloc((size_t)n + 1, sizeof(*hosts));
+	errs = calloc((size_t)n + 1, sizeof(*errs));
+	xs = calloc((size_t)n + 1, sizeof(*xs));
+	rd = calloc((size_t)n + 1, sizeof(*rd));
+	fds = calloc((size_t)n + 1, sizeof(*fds));
+	if (!hosts || !errs || !xs || !rd || !fds)
+		goto out;
+	for (int i = 0; i < n; i++)
+		fds[i] = -1;
+	for (int i = 0; i < n; i++) {
+		struct xprofs_buf err;
+		struct stat st;
+		char p[PATH_MAX];
+
+		hosts[i] = strndup(ents[i]->d_name, strlen(ents[i]->d_name) - strlen(".xplane.pb"));
+		if (!hosts[i])
+			goto out;
+		xprofs_buf_init(&err, 4096);
+		snprintf(p, sizeof(p), "%s/%s", a->path, ents[i]->d_name);
+		fds[i] = open(p, O_RDONLY | O_CLOEXEC);
+		if (fds[i] < 0 || fstat(fds[i], &st) < 0) {
+			errs[i] = strdup(strerror(errno));
+		} else {
+			rd[i] = (struct xprofs_reader){.pread = fd_pread,
+						       .arg = &fds[i],
+						       .size = (uint64_t)st.st_size,
+						       .data = NULL};
+			if ((r = xprofs_xspace_open(&rd[i], &err, &xs[i])) < 0) {
+				errs[i] = xprofs_buf_steal(&err, NULL);
+				if (!errs[i])
+					errs[i] = strdup(strerror(-r));
+				xs[i] = NULL;
+			}
+		}
+		xprofs_buf_deinit(&err);
+	}
+	len = strlen(dir);
+	while (len > 1 && dir[len - 1] == '/')
+		dir[--len] = '\0';
+	session = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
+	r = xprofs_decode_session_summary(session, (const char *const *)hosts, xs,
+					  (const char *const *)errs, (size_t)n, &sink);
+	if (r < 0)
+		fprintf(stderr, "xprofs-decode: --session %s: %s\n", a->path, strerror(-r));
+	r = r < 0;
+out:
+	for (int i = 0; i < n; i++) {
+		if (xs && xs[i])
+			xprofs_xspace_free(xs[i]);
+		if (fds && fds[i] >= 0)
+			close(fds[i]);
+		if (hosts)
+			free(hosts[i]);
+		if (errs)
+			free(errs[i]);
+		free(ents[i]);
+	}
+	free(ents);
+	free(hosts);
+	free(errs);
+	free(xs);
+	free(rd);
+	free(fds);
+	free(dir);
+	return r;
+}
+
 /* spool_stdin() - standard input copied to an unlinked temporary file; its fd or -errno. */
 static int spool_stdin(void)
 {
@@ -336,6 +446,8 @@ int main(int argc, char **argv)
 
 	if ((r = parse_args(argc, argv, &a)) >= 0)
 		return r;
+	if (a.session)
+		return do_session(&a);
 	xprofs_buf_init(&err, 4096);
 	if (!strcmp(a.path, "-")) {
 		fd = spool_stdin();
