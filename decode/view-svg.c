@@ -117,7 +117,7 @@ static void out_ms(struct dec_out *o, double ps)
 
 static void out_bars(struct dec_out *o, struct svg *g)
 {
-	double max = 0, bw;
+	double max = 0, bw, gap;
 
 	for (size_t i = 0; i < g->nb; i++) {
 		for (int k = 0; k < DEC_BD_N; k++)
@@ -144,6 +144,7 @@ static void out_bars(struct dec_out *o, struct svg *g)
 	out_ms(o, max);
 	OUT_LIT(o, "</text>\n");
 	bw = (double)CHART_W / (double)g->nb;
+	gap = bw > 10 ? bw * 0.15 : bw > 2 ? 1 : 0; /* white between bars, for the eye */
 	for (size_t i = 0; i < g->nb; i++) {
 		const struct bar *b = &g->b[i];
 		double y = CHART_Y + CHART_H, x = CHART_X + bw * (double)i;
@@ -166,7 +167,7 @@ static void out_bars(struct dec_out *o, struct svg *g)
 			OUT_LIT(o, "\" y=\"");
 			out_f(o, y);
 			OUT_LIT(o, "\" width=\"");
-			out_f(o, bw > 2 ? bw - 1 : bw);
+			out_f(o, bw - gap);
 			OUT_LIT(o, "\" height=\"");
 			out_f(o, h);
 			OUT_LIT(o, "\" fill=\"");

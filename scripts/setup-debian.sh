@@ -13,6 +13,7 @@ PKGS=(
   python3 python3-grpcio python3-protobuf
   jq curl rclone hyperfine time procps openssl bc clang-format
   groff-base bash-completion
+  chromium
 )
 
 SUDO=""

@@ -20,6 +20,9 @@ import sys
 import tempfile
 import xml.etree.ElementTree as ET
 
+import struct
+import zlib
+
 import xmount
 import xtap
 
@@ -32,6 +35,82 @@ NS = "{http://www.w3.org/2000/svg}"
 
 def view(path, v):
     return subprocess.run([DECODE, path, "--view", v], check=True, capture_output=True).stdout
+
+
+def png_rgb(path):
+    """(width, height, rows of (r, g, b) tuples) of an 8-bit RGB/RGBA PNG, pure Python."""
+    data = open(path, "rb").read()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n", "not a PNG"
+    pos, idat, w = 8, b"", 0
+    while pos < len(data):
+        n, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + n]
+        if kind == b"IHDR":
+            w, h, depth, ctype = struct.unpack(">IIBB", body[:10])
+            assert depth == 8 and ctype in (2, 6), "8-bit RGB(A) only"
+            bpp = 3 if ctype == 2 else 4
+        elif kind == b"IDAT":
+            idat += body
+        pos += 12 + n
+    raw, stride, rows, prev = zlib.decompress(idat), w * bpp, [], bytearray(w * bpp)
+    for y in range(h):
+        f, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            a = line[i - bpp] if i >= bpp else 0
+            b, c = prev[i], prev[i - bpp] if i >= bpp else 0
+            if f == 1:
+                line[i] = (line[i] + a) & 255
+            elif f == 2:
+                line[i] = (line[i] + b) & 255
+            elif f == 3:
+                line[i] = (line[i] + (a + b) // 2) & 255
+            elif f == 4:
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                line[i] = (line[i] + (a if pa <= pb and pa <= pc else b if pb <= pc else c)) & 255
+        rows.append([tuple(line[x * bpp:x * bpp + 3]) for x in range(w)])
+        prev = line
+    return w, h, rows
+
+
+def runs(pixels):
+    """How many runs of non-white pixels."""
+    n, inside = 0, False
+    for px in pixels:
+        ink = min(px) < 235
+        n += ink and not inside
+        inside = ink
+    return n
+
+
+def check_chromium(t, tmp):
+    """Render a few-step overview.svg with headless chromium: bars and op rows on the PNG."""
+    chromium = shutil.which("chromium")
+    if not chromium:
+        print("# chromium absent (scripts/setup-debian.sh installs it): PNG check skipped")
+        return
+    prof = os.path.join(tmp, "few.xplane.pb")
+    subprocess.check_call([GEN, "--kind", "tpu", "--events", "3000", "-o", prof],
+                          stdout=subprocess.DEVNULL)
+    svg, png = os.path.join(tmp, "few.svg"), os.path.join(tmp, "few.png")
+    open(svg, "wb").write(view(prof, "overview.svg"))
+    root = ET.parse(svg).getroot()
+    nbars = len([g for g in root.iter(NS + "g") if g.get("class") == "bar"])
+    nops = len([r for r in root.iter(NS + "rect") if r.get("class") == "op"])
+    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                        "--user-data-dir=" + os.path.join(tmp, "chromium"),
+                        "--window-size=%s,%s" % (root.get("width"), root.get("height")),
+                        "--screenshot=" + png, "file://" + svg], capture_output=True, timeout=120)
+    if not t.ok(r.returncode == 0 and os.path.exists(png), "chromium renders overview.svg to PNG",
+                r.stderr.decode(errors="replace")[-800:]):
+        return
+    w, h, rows = png_rgb(png)
+    ink = sum(1 for row in rows for px in row if min(px) < 235)
+    t.ok(ink > w * h // 20, "the PNG is not blank (%d of %d pixels drawn)" % (ink, w * h))
+    bars = runs(rows[358][70:970])        # just above the chart's base line (y 360)
+    t.ok(nbars > 1 and bars == nbars, "the PNG shows %d bars (the SVG has %d)" % (bars, nbars))
+    oprows = runs([rows[y][425] for y in range(425, h)])   # down the op bars' left edge
+    t.ok(oprows == nops, "the PNG shows %d op rows (the SVG has %d)" % (oprows, nops))
 
 
 def check_profile(t, path, name):
@@ -98,6 +177,7 @@ def main():
                         check_profile(t, os.path.join(samples, d, f), "%s/%s" % (d, f))
         else:
             print("# %s absent: shared samples skipped" % samples)
+        check_chromium(t, tmp)
         why = xmount.usable()
         if why:
             print("# mount part skipped: %s" % why)
