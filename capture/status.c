@@ -130,31 +130,49 @@ static int rejections_json(const struct capture_rejects *q, struct xprofs_buf *o
 	return r;
 }
 
-int xprofs_capture_status(struct xprofs_capture *c, const char *run, struct xprofs_buf *out)
+/*
+ * c->lock held: the sessions of @run (NULL: every run), oldest first, into
+ * *@all (caller frees) and *@n.
+ */
+static int sessions_sorted(struct xprofs_capture *c, const char *run, struct capture_session ***all,
+			   size_t *n)
 {
-	struct capture_session **all = NULL;
-	size_t n = 0, cap = 0;
-	const struct capture_rejects *rej = NULL;
-	int r = 0;
+	size_t cap = 0;
+	int r;
 
-	pthread_mutex_lock(&c->lock);
+	*all = NULL;
+	*n = 0;
 	for (struct capture_run *cr = c->runs; cr; cr = cr->next) {
 		if (run && strcmp(cr->run, run) != 0)
 			continue;
-		if (run)
-			rej = &cr->rej;
 		for (struct capture_session *s = cr->head; s; s = s->next) {
-			if ((r = xprofs_grow(&all, &cap, n, sizeof(*all), 64)) < 0)
-				goto out;
-			all[n++] = s;
+			if ((r = xprofs_grow(all, &cap, *n, sizeof(**all), 64)) < 0)
+				return r;
+			(*all)[(*n)++] = s;
 		}
 	}
+	if (*n > 1)
+		qsort(*all, *n, sizeof(**all), cmp_id);
+	return 0;
+}
+
+int xprofs_capture_status(struct xprofs_capture *c, const char *run, struct xprofs_buf *out)
+{
+	struct capture_session **all = NULL;
+	const struct capture_rejects *rej = NULL;
+	size_t n = 0;
+	int r;
+
+	pthread_mutex_lock(&c->lock);
+	if ((r = sessions_sorted(c, run, &all, &n)) < 0)
+		goto out;
 	if (!run)
 		rej = &c->rej;
+	for (struct capture_run *cr = c->runs; run && cr; cr = cr->next)
+		if (!strcmp(cr->run, run))
+			rej = &cr->rej;
 	if (n == 0)
 		r = xprofs_buf_adds(out, xprofs_capture_help());
-	if (n > 1)
-		qsort(all, n, sizeof(*all), cmp_id);
 	for (size_t i = 0; i < n && r == 0; i++)
 		r = session_json(all[i], out);
 	if (rej)
@@ -175,44 +193,43 @@ static void lines_to_elements(struct xprofs_buf *out, size_t from)
 		out->len--;
 }
 
+/* The refused lines of @q as a JSON array. */
+static int rejections_array(const struct capture_rejects *q, struct xprofs_buf *out)
+{
+	size_t at;
+	int r = xprofs_buf_adds(out, "[");
+
+	at = out->len;
+	r = r ? r : rejections_json(q, out);
+	if (r == 0)
+		lines_to_elements(out, at);
+	return r ? r : xprofs_buf_adds(out, "]");
+}
+
 int xprofs_capture_status_json(struct xprofs_capture *c, struct xprofs_buf *out)
 {
 	struct capture_session **all = NULL;
-	size_t n = 0, cap = 0, at;
+	size_t n = 0, at;
 	int r;
 
 	pthread_mutex_lock(&c->lock);
-	for (struct capture_run *cr = c->runs; cr; cr = cr->next)
-		for (struct capture_session *s = cr->head; s; s = s->next) {
-			if ((r = xprofs_grow(&all, &cap, n, sizeof(*all), 64)) < 0)
-				goto out;
-			all[n++] = s;
-		}
-	if (n > 1)
-		qsort(all, n, sizeof(*all), cmp_id);
+	if ((r = sessions_sorted(c, NULL, &all, &n)) < 0)
+		goto out;
 	r = xprofs_buf_adds(out, "{\"captures\":[");
 	at = out->len;
 	for (size_t i = 0; i < n && r == 0; i++)
 		r = session_json(all[i], out);
 	if (r == 0)
 		lines_to_elements(out, at);
-	r = r ? r : xprofs_buf_adds(out, "],\"rejections\":{\"capture\":[");
-	at = out->len;
-	r = r ? r : rejections_json(&c->rej, out);
-	if (r == 0)
-		lines_to_elements(out, at);
-	r = r ? r : xprofs_buf_adds(out, "]");
+	r = r ? r : xprofs_buf_adds(out, "],\"rejections\":{\"capture\":");
+	r = r ? r : rejections_array(&c->rej, out);
 	for (struct capture_run *cr = c->runs; cr && r == 0; cr = cr->next) {
 		if (!cr->rej.n)
 			continue;
 		r = xprofs_buf_adds(out, ",");
 		r = r ? r : xprofs_buf_add_json_str(out, cr->run, strlen(cr->run));
-		r = r ? r : xprofs_buf_adds(out, ":[");
-		at = out->len;
-		r = r ? r : rejections_json(&cr->rej, out);
-		if (r == 0)
-			lines_to_elements(out, at);
-		r = r ? r : xprofs_buf_adds(out, "]");
+		r = r ? r : xprofs_buf_adds(out, ":");
+		r = r ? r : rejections_array(&cr->rej, out);
 	}
 	r = r ? r : xprofs_buf_adds(out, "}}");
 out:
