@@ -531,7 +531,7 @@ static int async_hold(struct pf_ctx *c, const struct dec_evmd *m, const struct p
 }
 
 struct dec_derive;
-static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv, bool all);
+static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv);
 
 /* A dec_event_fn writing one event of a line (arg: struct pf_line). */
 static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m, void *arg)
@@ -554,7 +554,7 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 
 		if ((r = dec_derive_read(pl->derive, rc, e, start, &in)) < 0 ||
 		    (r = dec_derive_event(pl->derive, &in)) < 0 ||
-		    (r = derived_flush(c, pl->derive, false)) < 0)
+		    (r = derived_flush(c, pl->derive)) < 0)
 			return r;
 		if (pl->win && !(start < rc->win_to && start + dur > rc->win_from))
 			return 0; /* the slice's rule (render.c win_test) */
@@ -644,6 +644,7 @@ struct pf_dline {
 	struct pf_dev *ev;
 	size_t n, cap;
 	uint32_t order;
+	bool sorted;     /* ev[] is in start order (new events arrive unsorted) */
 	struct pbw blob; /* the waiting events' TrackEvent bodies (name, args) */
 };
 
@@ -662,6 +663,7 @@ static void dline_start(struct pf_dline *d, struct pf_ctx *c, const struct dec_l
 	d->pl.uuid = uuid;
 	d->n = 0;
 	d->order = 0;
+	d->sorted = true;
 	pbw_reset(&d->blob);
 }
 
@@ -686,7 +688,9 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 
 	if (!d->n)
 		return 0;
-	qsort(d->ev, d->n, sizeof(*d->ev), cmp_dev);
+	if (!d->sorted) /* called after every event of the line: sort only what is new */
+		qsort(d->ev, d->n, sizeof(*d->ev), cmp_dev);
+	d->sorted = true;
 	for (i = 0; i < d->n && d->ev[i].b < until; i++) {
 		uint64_t b = d->ev[i].b, en = d->ev[i].en;
 
@@ -717,7 +721,7 @@ static int dline_end(struct pf_dline *d)
 }
 
 /* Write the waiting events of stream derivation @dv's lines that nothing open precedes. */
-static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv, bool all)
+static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv)
 {
 	int r;
 
@@ -727,7 +731,7 @@ static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv, bool all
 
 		if (!d->n)
 			continue;
-		for (size_t i = 0; !all && i < DER_LEVELS; i++)
+		for (size_t i = 0; i < DER_LEVELS; i++)
 			if (dv->lines[k].lv[i].open && to_ns(dv->lines[k].lv[i].begin) < until)
 				until = to_ns(dv->lines[k].lv[i].begin);
 		if ((r = dline_write(d, until)) < 0)
@@ -786,6 +790,7 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 	v->off = d->blob.len;
 	v->len = te->len;
 	v->order = d->order++;
+	d->sorted = false;
 	pbw_bytes(&d->blob, te->buf, te->len);
 	return pbw_err(c) ? pbw_err(c) : d->blob.overflow ? -E2BIG : 0;
 }
