@@ -176,23 +176,16 @@ static void out_bars(struct dec_out *o, struct svg *g)
 		}
 		OUT_LIT(o, "</g>\n");
 	}
-	/* legend */
+	/* legend: two rows of five; the key's name without its "_ps" */
 	for (int k = 0; k < DEC_BD_N; k++) {
+		int x = CHART_X + (k % 5) * 180, y = 372 + (k / 5) * 16;
 		char buf[160];
 		int n = snprintf(buf, sizeof(buf),
-				 "<rect x=\"%d\" y=\"372\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-				 "<text x=\"%d\" y=\"381\" class=\"l\">%.*s</text>\n",
-				 CHART_X + (k % 5) * 180, bd_colour[k],
-				 CHART_X + 14 + (k % 5) * 180, (int)(strlen(dec_bd_keys[k]) - 3),
-				 dec_bd_keys[k]);
+				 "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
+				 "<text x=\"%d\" y=\"%d\" class=\"l\">%.*s</text>\n",
+				 x, y, bd_colour[k], x + 14, y + 9,
+				 (int)(strlen(dec_bd_keys[k]) - 3), dec_bd_keys[k]);
 
-		if (k >= 5) /* the second row */
-			n = snprintf(
-				buf, sizeof(buf),
-				"<rect x=\"%d\" y=\"388\" width=\"10\" height=\"10\" "
-				"fill=\"%s\"/><text x=\"%d\" y=\"397\" class=\"l\">%.*s</text>\n",
-				CHART_X + (k % 5) * 180, bd_colour[k], CHART_X + 14 + (k % 5) * 180,
-				(int)(strlen(dec_bd_keys[k]) - 3), dec_bd_keys[k]);
 		dec_out_add(o, buf, (size_t)n);
 	}
 }
