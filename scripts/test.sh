@@ -12,9 +12,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+TEST_JOBS=${XPROFS_TEST_JOBS:-6}
+START=$SECONDS
+LAST=$SECONDS
+phase() { # $1 = what just finished: prints its wall time
+	echo "time: $1 $((SECONDS - LAST)) s (total $((SECONDS - START)) s)"
+	LAST=$SECONDS
+}
 
 bash scripts/setup-debian.sh
 bash tests/gcs/setup-emulator.sh
+phase setup
 
 passed=0 failed=0 skipped=0
 count_results() { # $1 = build dir
@@ -34,8 +42,12 @@ run_suite() { # $1 = build dir, rest = meson setup args
 		meson setup "$dir" --werror "$@" >/dev/null
 	fi
 	meson compile -C "$dir"
-	meson test -C "$dir" --print-errorlogs --num-processes 2 || true
+	# Most integration tests wait on mounts, servers and deadlines rather than
+	# compute, so more of them than cores run at once (none depends on being
+	# alone: ports are ephemeral, each test has its own scratch directory).
+	meson test -C "$dir" --print-errorlogs --num-processes "$TEST_JOBS" || true
 	count_results "$dir"
+	phase "build and tests in $dir"
 }
 
 # The sources must be formatted as .clang-format says (clang-format -i FILE).
@@ -44,6 +56,7 @@ if bash scripts/check-format.sh; then
 else
 	echo "format: FAILED (the files above; fix with clang-format -i)"; failed=$((failed + 1))
 fi
+phase "format check"
 
 run_suite build
 if [ -z "${XPROFS_TEST_QUICK:-}" ]; then
@@ -58,19 +71,37 @@ if [ "$FUZZ_SECONDS" != 0 ]; then
 			-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
 	fi
 	meson compile -C build-fuzz
-	for f in $(find build-fuzz/tests -type f -name 'fuzz-*' -executable | sort); do
+	phase "fuzz build"
+	# Two targets at a time, one per core; each gets FUZZ_SECONDS of its own.
+	# Logs and results go to a private directory, so two copies of the suite
+	# can run side by side.
+	fuzz_one() { # $1 = target binary, $2 = results dir; prints one result line
+		local f=$1 name corpus work
 		name=$(basename "$f")
 		corpus="tests/fuzz/corpus/${name#fuzz-}"
 		work=$(mktemp -d)
 		[ -d "$corpus" ] && cp -r "$corpus/." "$work/"
 		if "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=10 \
-			-print_final_stats=0 "$work" >"/tmp/$name.log" 2>&1; then
-			echo "fuzz $name: ok ($FUZZ_SECONDS s)"; passed=$((passed + 1))
+			-print_final_stats=0 "$work" >"$2/$name.log" 2>&1; then
+			echo "fuzz $name: ok ($FUZZ_SECONDS s)"
 		else
-			echo "fuzz $name: FAILED"; tail -40 "/tmp/$name.log"; failed=$((failed + 1))
+			echo "fuzz $name: FAILED"; tail -40 "$2/$name.log"
 		fi
 		rm -rf "$work"
+	}
+	fuzz_dir=$(mktemp -d)
+	n=0
+	for f in $(find build-fuzz/tests -type f -name 'fuzz-*' -executable | sort); do
+		fuzz_one "$f" "$fuzz_dir" >"$fuzz_dir/$(basename "$f").result" &
+		n=$((n + 1))
+		[ $((n % 2)) = 0 ] && wait
 	done
+	wait
+	cat "$fuzz_dir"/*.result
+	passed=$((passed + $(cat "$fuzz_dir"/*.result | grep -c '^fuzz .*: ok' || true)))
+	failed=$((failed + $(cat "$fuzz_dir"/*.result | grep -c '^fuzz .*: FAILED' || true)))
+	rm -rf "$fuzz_dir"
+	phase fuzzing
 fi
 
 echo

@@ -148,6 +148,8 @@ def main():
                 record(rec)
                 ctx.abort(grpc.StatusCode.INTERNAL, "Another profiling session active.")
             state["active"] = req.session_id
+        # an event tests can wait on: the request arrived (the Profile line comes at the end)
+        record({"method": "ProfileStart", "session_id": req.session_id, "received_ns": now})
         try:
             if args.die:
                 record(dict(rec, result="die"))

@@ -212,6 +212,16 @@ def captures(text):
     return [json.loads(l) for l in text.splitlines() if l.startswith('{"id"')]
 
 
+def wait_for(cond, timeout=60):
+    """Poll @cond until it is true or @timeout s pass; returns its last value."""
+    end = time.monotonic() + timeout
+    while True:
+        v = cond()
+        if v or time.monotonic() > end:
+            return v
+        time.sleep(0.02)
+
+
 def wait_done(fe, run, session=None, timeout=60):
     t0 = time.time()
     while True:
@@ -347,7 +357,7 @@ class T:
         s = self.server()
         r, why = self.fe.submit("r3", "%s duration_ms=600000 session=long" % s.addr)
         assert r == 0, why
-        time.sleep(0.7)
+        assert wait_for(lambda: s.records("ProfileStart")), "the server never got the request"
         c = captures(self.fe.status("r3"))[-1]
         assert c["state"] == "running" and c["finished"] is None, c
         # same run while running: EBUSY at once
@@ -518,7 +528,7 @@ class T:
         s = self.server()
         r, why = self.fe.submit("r13", "%s duration_ms=600000 session=q" % s.addr)
         assert r == 0, why
-        time.sleep(0.7)
+        assert wait_for(lambda: s.records("ProfileStart")), "the server never got the request"
         ms = self.fe.quit()
         assert ms < 12000, "shutdown took %d ms" % ms
         rec = [x for x in s.records("Profile") if x["session_id"] == "q"][0]
@@ -573,7 +583,7 @@ class T:
         try:
             r, why = fe.submit(None, "run=h %s duration_ms=600000 session=hang" % s.addr)
             assert r == 0, why
-            time.sleep(0.5)
+            assert wait_for(lambda: s.records("Profile")), "the server never got the request"
             ms = fe.quit()
         finally:
             fe.close()
