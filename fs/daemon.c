@@ -328,6 +328,7 @@ out:
 	if (fuse)
 		fuse_destroy(fuse);
 	if (ctx_live) {
+		fs_fh_free_unreleased();
 		fs_views_deinit(&ctx.views);
 		fs_ctx_deinit(&ctx);
 	}

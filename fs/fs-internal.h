@@ -335,13 +335,20 @@ struct fs_fh {
 	char *mem;            /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
 	char *run;            /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
 	mode_t mode;          /* FS_FH_WRITER: the mode a new file was created with */
-	struct xprofs_capture_input *cin; /* FS_FH_CAPTURE opened for writing: lines; owned */
+	struct xprofs_capture_input *cin;    /* FS_FH_CAPTURE opened for writing: lines; owned */
+	struct fs_fh *open_prev, *open_next; /* the unreleased handles (mount.c); under its lock */
 };
 
 /** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */
 struct fs_fh *fs_fh_new(enum fs_fh_kind kind);
 /** fs_fh_free() - closes what @fh holds (aborts an uncommitted writer); accepts NULL. */
 void fs_fh_free(struct fs_fh *fh);
+/**
+ * fs_fh_free_unreleased() - at teardown, after the FUSE loop: free the handles
+ * FUSE never released. A close just before an unmount can leave its RELEASE
+ * unread when the kernel ends the connection, and the handle would leak.
+ */
+void fs_fh_free_unreleased(void);
 
 /* ---- renders in progress (live.c; no FUSE) ------------------------------ */
 
