@@ -202,7 +202,7 @@ static int live_into_cache(struct fs_live *L, struct xprofs_buf *err)
 	}
 	r = xprofs_cache_writer_commit(w);
 	if (r == 0)
-		r = xprofs_cache_reader_open(c, L->key.data, L->key.len, &e);
+		r = xprofs_cache_reader_reopen(c, L->key.data, L->key.len, &e);
 	if (r < 0) {
 		xprofs_warn("cache: entry not stored or gone at once (%s): rendering to a "
 			    "temporary file",
@@ -467,7 +467,7 @@ int fs_live_attach(struct fs_live *L, struct fs_fh *fh)
 		fh->kind = FS_FH_FD;
 	} else if (r == 0) {
 		if (own)
-			r = xprofs_cache_reader_open(L->ctx->cache, L->key.data, L->key.len, &e);
+			r = xprofs_cache_reader_reopen(L->ctx->cache, L->key.data, L->key.len, &e);
 		fh->kind = FS_FH_CACHE;
 		fh->ce = e;
 	}

@@ -117,15 +117,17 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 		if (r == 0)
 			r = xprofs_buf_printf(
 				out,
-				",\"hits\":%lu,\"misses\":%lu,\"bytes\":%lu,\"raw_bytes_written\":%"
+				",\"hits\":%lu,\"misses\":%lu,\"reopens\":%lu,\"bytes\":%lu,\"raw_"
+				"bytes_written\":%"
 				"lu,"
 				"\"entries\":%lu,\"evictions\":%lu,\"corrupt\":%lu,"
 				"\"space_evictions\":%lu,\"nospace\":%lu,\"min_free\":%lu},",
 				(unsigned long)cs.hits, (unsigned long)cs.misses,
-				(unsigned long)cs.bytes, (unsigned long)cs.raw_bytes_written,
-				(unsigned long)cs.entries, (unsigned long)cs.evictions,
-				(unsigned long)cs.corrupt, (unsigned long)cs.space_evictions,
-				(unsigned long)cs.nospace, (unsigned long)cs.min_free);
+				(unsigned long)cs.reopens, (unsigned long)cs.bytes,
+				(unsigned long)cs.raw_bytes_written, (unsigned long)cs.entries,
+				(unsigned long)cs.evictions, (unsigned long)cs.corrupt,
+				(unsigned long)cs.space_evictions, (unsigned long)cs.nospace,
+				(unsigned long)cs.min_free);
 	} else if (r == 0) {
 		r = xprofs_buf_adds(out, "\"cache\":null,");
 	}

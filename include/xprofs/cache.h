@@ -42,7 +42,8 @@ struct xprofs_cache_writer;
 struct xprofs_cache_reader;
 
 struct xprofs_cache_stats {
-	uint64_t hits, misses;      /* xprofs_cache_reader_open() results */
+	uint64_t hits, misses;      /* xprofs_cache_reader_open() results: lookups */
+	uint64_t reopens;           /* xprofs_cache_reader_reopen()s that succeeded */
 	uint64_t bytes;             /* compressed bytes on disk (approximate, as tracked) */
 	uint64_t raw_bytes_written; /* uncompressed bytes committed since start */
 	uint64_t entries;
@@ -158,6 +159,14 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w);
  */
 int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
 			     struct xprofs_cache_reader **out) XPROFS_WUR;
+/**
+ * xprofs_cache_reader_reopen() - xprofs_cache_reader_open() of an entry the
+ * caller knows is there (it just committed it, or waited for the render that
+ * did): counted in reopens, not as a hit or miss, so hits and misses count
+ * lookups only. Same ownership as open.
+ */
+int xprofs_cache_reader_reopen(struct xprofs_cache *c, const void *key, size_t keylen,
+			       struct xprofs_cache_reader **out) XPROFS_WUR;
 /**
  * xprofs_cache_peek_size() - the uncompressed size of the entry for @key
  * (@keylen bytes, borrowed) into *@size, without opening it for reading: not

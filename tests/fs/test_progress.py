@@ -241,6 +241,10 @@ def body(t, w):
     check_failure(t, m, "bad")
     check_midway(t, m, "h3", os.path.join(sess, "h3.xplane.pb"), want["h3"])
     check_rebuild(t, m, "h4", want["h4"])
+    st = m.status()
+    t.ok(st["cache"]["hits"] == st["counters"]["view_cache_hits"] and st["cache"]["reopens"] > 0,
+         "one set of counters: cache.hits %d = view_cache_hits %d; reopens %d (renders and waiters)"
+         % (st["cache"]["hits"], st["counters"]["view_cache_hits"], st["cache"]["reopens"]))
     t.ok(m.close() == 0, "unmount: xprofs exits with 0")
     m = w.mount(os.path.join(work, "src"), "small", ",cache_max=2M", cls=Mount)
     check_refused(t, m, "h1", want["h1"])

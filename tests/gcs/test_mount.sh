@@ -164,5 +164,8 @@ if jq -e '.store | .requests.get > 0 and .requests.list > 0 and .requests.upload
 else
 	xp_fail "status.json has the gcs request counters"
 fi
+# one set of counters (docs/fs.md): a gs:// mount's cache lookups are its views' and its blocks'
+xp_okq "cache.hits = counters.view_cache_hits + store.blocks.disk_hits ($(jq -c '[.cache.hits, .counters.view_cache_hits, .store.blocks.disk_hits]' "$MNT/status.json"))" \
+	jq -e '.cache.hits == .counters.view_cache_hits + .store.blocks.disk_hits' "$MNT/status.json"
 xp_ok "clean unmount" xp_umount "$MNT"
 echo "# all gcs mount checks passed"
