@@ -337,19 +337,23 @@ class T:
         c = wait_done(self.fe, "r2")
         assert c["state"] == "ok" and len(c["hosts"]) == 2, c
         ra, rb = a.records("Profile")[0], b.records("Profile")[0]
-        # one start timestamp for all, 3 s ahead by default with several hosts
+        # one start timestamp for all, 3 s ahead by default with several hosts: the
+        # client's clock read is after t0 and before the server got the request
+        # (one clock), whatever the load
         assert ra["start_timestamp_ns"] == rb["start_timestamp_ns"] != 0, (ra, rb)
-        assert 2.5e9 < ra["start_timestamp_ns"] - t0 < 4e9, ra["start_timestamp_ns"] - t0
+        first = min(ra["received_ns"], rb["received_ns"])
+        assert t0 + 3e9 <= ra["start_timestamp_ns"] <= first + 3e9, (ra["start_timestamp_ns"] - t0, first - t0)
         assert ra["started_ns"] >= ra["start_timestamp_ns"] and rb["started_ns"] >= rb["start_timestamp_ns"]
         for s, rec in ((a, ra), (b, rb)):
             f = self.file("r2", "m", s.addr.replace(":", "_"))
             assert sha(f) == rec["sha256"]
         # an explicit delay and the host= override
+        t0 = time.time_ns()
         r, why = self.fe.submit(None, "run=r2 %s duration_ms=50 delay_ms=700 session=m2 host=worker0" % a.addr)
         assert r == 0, why
         c = wait_done(self.fe, "r2", "m2")
         rec = a.records("Profile")[-1]
-        assert c["state"] == "ok" and 0.5e9 < rec["start_timestamp_ns"] - rec["received_ns"] < 0.8e9, rec
+        assert c["state"] == "ok" and t0 + 0.7e9 <= rec["start_timestamp_ns"] <= rec["received_ns"] + 0.7e9, rec
         assert os.path.exists(self.file("r2", "m2", "worker0"))
         self.check_mount_view("r2", "m", a.addr.replace(":", "_"))
 
@@ -390,7 +394,7 @@ class T:
         a, b = self.server(), self.server()
         r, why = self.fe.submit(None, "run=r3m %s,%s duration_ms=600000 session=sm" % (a.addr, b.addr))
         assert r == 0, why
-        time.sleep(0.5)
+        assert wait_for(lambda: a.records("ProfileStart") and b.records("ProfileStart")), "no requests"
         t0 = time.time()
         r, why = self.fe.submit(None, "stop")  # top level without run=: every running capture
         assert r == 0, why
@@ -448,7 +452,7 @@ class T:
         r, why = self.fe.submit("r6", "127.0.0.1:%d duration_ms=100" % port)
         assert r == 0, why
         c = wait_done(self.fe, "r6")
-        assert time.time() - t0 < 3, "unreachable took %.1fs" % (time.time() - t0)
+        assert time.time() - t0 < 10, "unreachable took %.1fs" % (time.time() - t0)  # refused: no retry wait
         assert c["state"] == "unreachable" and "refused" in c["hosts"][0]["error"], c
 
     def case_timeout(self):
