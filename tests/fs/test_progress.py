@@ -172,8 +172,10 @@ def check_midway(t, m, host, src_prof, want):
          "midway: the reader gets EIO after %d bytes, not EOF" % n, repr(e))
     t.ok(poll(lambda: m.renders() == []), "midway: the failed render leaves status.json")
     t.ok(m.entries() == before, "midway: the cache entry was aborted")
-    err = open(os.path.join(m.mnt, "runs", "run", "s1", host, "errors"), "rb").read()
-    t.ok(b"trace.json" in err, "midway: the errors file says why", err)
+    errors = os.path.join(m.mnt, "runs", "run", "s1", host, "errors")
+    # the note is written as the render ends, beside its removal from status.json
+    err = poll(lambda: (lambda b: b if b"trace.json" in b else None)(open(errors, "rb").read()), 30)
+    t.ok(err is not None, "midway: the errors file says why", open(errors, "rb").read())
 
 
 def check_rebuild(t, m, host, want):
