@@ -129,6 +129,9 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 					    : fs_perm_own(ctx, 0755));
 		return 0;
 	case FS_K_SESSION:
+	case FS_K_COMPARE:
+	case FS_K_COMPARE_RUN:
+	case FS_K_COMPARE_DIR:
 		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_session(ctx, t, true));
 		return 0;
 	case FS_K_HOST:
@@ -155,6 +158,8 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 			     fs_perm_host(ctx, t, false));
 		return 0;
 	case FS_K_SESSION_SUMMARY:
+	case FS_K_SESSION_OPS:
+	case FS_K_COMPARE_VIEW:
 		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
 			     fs_perm_session(ctx, t, false));
 		return 0;
@@ -302,6 +307,19 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 		for (i = 0; i < t.session->nhosts; i++)
 			fill_name(&a, t.session->hosts[i].name);
 		fill_name(&a, FS_NAME_SESSION_SUMMARY);
+		fill_name(&a, FS_NAME_SESSION_OPS);
+		fill_name(&a, FS_NAME_COMPARE);
+		break;
+	case FS_K_COMPARE: /* the run's other sessions; other runs resolve, unlisted */
+		for (i = 0; i < t.node->nsessions; i++)
+			if (&t.node->sessions[i] != t.session)
+				fill_name(&a, t.node->sessions[i].name);
+		break;
+	case FS_K_COMPARE_RUN: /* a run path on the way to a session: lists nothing */
+		break;
+	case FS_K_COMPARE_DIR:
+		fill_name(&a, xprofs_view_name(XPROFS_VIEW_OPS));
+		fill_name(&a, xprofs_view_name(XPROFS_VIEW_STEPS));
 		break;
 	case FS_K_HOST:
 		for (i = 0; i < XPROFS_VIEW_COUNT; i++)
@@ -456,6 +474,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	case FS_K_VIEW:
 	case FS_K_TRACK:
 	case FS_K_SESSION_SUMMARY:
+	case FS_K_SESSION_OPS:
+	case FS_K_COMPARE_VIEW:
 		fh = fs_fh_new(FS_FH_FD);
 		r = fh ? fs_view_open(ctx, &t, fh, &changed) : -ENOMEM;
 		if (r == 0 && changed)
