@@ -449,11 +449,15 @@ struct drow {
 	struct side a, b; /* base, new */
 };
 
+/* By name, then program (none first): a name's first category is then well defined. */
 static int name_cmp(const void *a, const void *b, void *arg)
 {
-	const struct op *ops = arg;
+	const struct op *ops = arg, *x = &ops[*(const size_t *)a], *y = &ops[*(const size_t *)b];
+	int c = strcmp(x->name, y->name);
 
-	return strcmp(ops[*(const size_t *)a].name, ops[*(const size_t *)b].name);
+	if (c || !x->program || !y->program)
+		return c ? c : x->program ? 1 : y->program ? -1 : 0;
+	return strcmp(x->program, y->program);
 }
 
 /* by_name() - indexes of @d's ops sorted by name; caller frees. */
