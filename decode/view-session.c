@@ -598,7 +598,8 @@ static int diff_write(struct dec_out *o, const struct sdb *a, const struct sdb *
 		OUT_RAW(o, k ? ",\n{\"name\":" : "\n{\"name\":");
 		dec_out_cstr(o, w->name);
 		OUT_LIT(o, ",\"category\":");
-		dec_out_cstr(o, w->b.has && w->b.category[0] ? w->b.category : w->a.category);
+		dec_out_cstr(o, w->b.has && (w->b.category[0] || !w->a.has) ? w->b.category
+									    : w->a.category);
 		OUT_RAW(o, w->a.has && w->b.has ? ",\"in\":\"both\""
 			   : w->a.has           ? ",\"in\":\"base\""
 						: ",\"in\":\"new\"");
