@@ -1,0 +1,132 @@
+#!/usr/bin/python3
+"""test_compare_mount.py - session ops.json and compare/ through a real mount (TAP).
+
+A logdir with run "r" (sessions s1: 2 TPU hosts plus a corrupt one, s2: 3
+TPU hosts, s3: 2 GPU hosts) and run "team/other" (session o1) is mounted:
+
+- a session directory lists ops.json and compare; compare/ lists the run's
+  other sessions only (not itself, not other runs); compare/<s>/ lists
+  ops.json and steps.json;
+- runs/r/s2/ops.json and compare/s1/{ops,steps}.json are the bytes of
+  `xprofs-decode DIR --session --view ops` / `--compare S1 S2 --view V`;
+  the other-run form compare/team/other/o1/ops.json resolves (unlisted:
+  compare/team lists nothing) and is the CLI's bytes too;
+- the corrupt host is listed with its error in the session's ops.json;
+- bad names are ENOENT (a session that does not exist, a view compare does
+  not have, a run path without a session) or ENOTDIR, never a crash: the
+  daemon still answers and exits 0 at unmount;
+- a `find` over runs/ terminates, never enters another run through
+  compare/, and renders nothing (status.json's render counter unchanged).
+"""
+import errno
+import json
+import os
+import subprocess
+import sys
+
+import xmount
+
+BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
+GEN = os.path.join(BUILD, "tools", "xprofs-gen")
+DECODE = os.path.join(BUILD, "tools", "xprofs-decode")
+
+
+def gen(src, run, session, hosts, seed, kind="tpu"):
+    subprocess.check_call([GEN, "--kind", kind, "--hosts", str(hosts), "--logdir", src, "--run",
+                           run, "--session", session, "--size", "200K", "--seed", str(seed)],
+                          stdout=subprocess.DEVNULL)
+    return os.path.join(src, run, "plugins", "profile", session)
+
+
+def errno_of(fn):
+    try:
+        fn()
+    except OSError as e:
+        return e.errno
+    return 0
+
+
+def renders(mnt):
+    with open(os.path.join(mnt, "status.json")) as f:
+        return json.load(f)["counters"]["renders"]
+
+
+def body(t, w):
+    src = os.path.join(w.path, "src")
+    d1 = gen(src, "r", "s1", 2, 3)
+    d2 = gen(src, "r", "s2", 3, 4)
+    gen(src, "r", "s3", 2, 5, "gpu")
+    do = gen(src, "team/other", "o1", 1, 6)
+    with open(os.path.join(d1, "broken.xplane.pb"), "wb") as f:
+        f.write(b"\x0a\x75junk")
+    m = w.mount(src)
+    sd = os.path.join(m.mnt, "runs", "r", "s2")
+    cmp_dir = os.path.join(sd, "compare")
+    names = set(os.listdir(sd))
+    t.ok({"ops.json", "compare", "summary.json", "host0"} <= names,
+         "a session lists ops.json and compare/", sorted(names))
+    t.ok(sorted(os.listdir(cmp_dir)) == ["s1", "s3"],
+         "compare/ lists the run's other sessions only", os.listdir(cmp_dir))
+    t.ok(sorted(os.listdir(os.path.join(cmp_dir, "s1"))) == ["ops.json", "steps.json"],
+         "compare/s1/ lists ops.json and steps.json")
+
+    n0 = renders(m.mnt)
+    walk = subprocess.run(["find", os.path.join(m.mnt, "runs"), "-name", "planes", "-prune",
+                           "-o", "-name", "steps", "-prune", "-o", "-print"],
+                          capture_output=True, timeout=120)
+    paths = walk.stdout.decode().splitlines()
+    t.ok(walk.returncode == 0 and len(paths) < 500,
+         "find over runs/ terminates (%d entries)" % len(paths), walk.stderr.decode()[-300:])
+    t.ok(not any("/compare/team" in p or "/compare/r/" in p for p in paths),
+         "find never enters another run through compare/")
+    t.ok(any(p.endswith("/compare/s1/ops.json") for p in paths),
+         "find sees compare/<session>/ops.json as a file")
+    t.ok(renders(m.mnt) == n0, "the walk rendered nothing (renders %d -> %d)" %
+         (n0, renders(m.mnt)))
+
+    _, got = xmount.read_whole(os.path.join(sd, "ops.json"))
+    want = subprocess.run([DECODE, d2, "--session", "--view", "ops"], capture_output=True).stdout
+    t.ok(got == want and got, "s2/ops.json: the CLI's bytes (%d)" % len(got))
+    j = json.loads(got)
+    t.ok(j["device"] and j["device"]["planes"] > 0 and len(j["hosts"]) == 3,
+         "s2/ops.json: 3 hosts, a device table")
+    _, got = xmount.read_whole(os.path.join(m.mnt, "runs", "r", "s1", "ops.json"))
+    hosts = {h["host"]: h["error"] for h in json.loads(got)["hosts"]}
+    t.ok(hosts.get("broken") and hosts.get("host0") is None,
+         "the corrupt host is listed with its error", hosts)
+    for view in ("ops", "steps"):
+        p = os.path.join(cmp_dir, "s1", view + ".json")
+        size, got = xmount.read_whole(p)
+        want = subprocess.run([DECODE, "--compare", d1, d2, "--view", view],
+                              capture_output=True).stdout
+        t.ok(got == want and got and size in (0, len(got)),
+             "compare/s1/%s.json: the CLI's bytes (%d)" % (view, len(got)))
+        t.ok(os.stat(p).st_size == len(got), "compare/s1/%s.json: stat after read" % view)
+    j = json.loads(xmount.read_whole(os.path.join(cmp_dir, "s1", "ops.json"))[1])
+    ops = j["device"]["ops"]
+    t.ok(all(abs(a["delta_self_ps"]) >= abs(b["delta_self_ps"]) for a, b in zip(ops, ops[1:])),
+         "compare ops sorted by |delta self time|")
+    t.ok(j["base"]["session"] == "s1" and j["new"]["session"] == "s2",
+         "s2/compare/s1: base s1, new s2")
+
+    other = os.path.join(cmp_dir, "team", "other", "o1", "ops.json")
+    _, got = xmount.read_whole(other)
+    want = subprocess.run([DECODE, "--compare", do, d2], capture_output=True).stdout
+    t.ok(got == want and got, "compare/team/other/o1/ops.json (another run): the CLI's bytes")
+    t.ok(os.listdir(os.path.join(cmp_dir, "team")) == [],
+         "compare/team/ (a run path) lists nothing")
+
+    bad = {"compare/nope": errno.ENOENT, "compare/nope/ops.json": errno.ENOENT,
+           "compare/s1/trace.json": errno.ENOENT, "compare/team/nope": errno.ENOENT,
+           "compare/team/other/nope/ops.json": errno.ENOENT,
+           "compare/s1/ops.json/x": errno.ENOTDIR, "ops.json/x": errno.ENOTDIR,
+           "compare/" + "x" * 300: errno.ENAMETOOLONG}
+    for rel, want in bad.items():
+        e = errno_of(lambda: os.stat(os.path.join(sd, rel)))
+        t.ok(e == want, "%s: %s" % (rel[:60], errno.errorcode.get(want)),
+             os.strerror(e) if e else "it exists")
+    t.ok(renders(m.mnt) >= n0, "the daemon still answers after the bad names")
+
+
+if __name__ == "__main__":
+    sys.exit(xmount.run("xprofs-compare-", body))
