@@ -536,6 +536,8 @@ struct fs_perm fs_perm_src(const struct fs_ctx *ctx, uint32_t mode, uint32_t uid
 struct fs_perm fs_perm_host(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
 /** fs_perm_session() - a session directory (@dir) or its summary.json. */
 struct fs_perm fs_perm_session(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/** fs_perm_compare() - compare/<other>/ (@dir) or a file in it: what both sessions allow. */
+struct fs_perm fs_perm_compare(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
 /** fs_set_ts() - @ns since the epoch into @ts. */
 void fs_set_ts(struct timespec *ts, int64_t ns);
 /** fs_fill_dir() - @st of a directory; @mtime_ns 0: the mount's start time. -o ro drops w bits. */

@@ -131,8 +131,10 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 	case FS_K_SESSION:
 	case FS_K_COMPARE:
 	case FS_K_COMPARE_RUN:
-	case FS_K_COMPARE_DIR:
 		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_session(ctx, t, true));
+		return 0;
+	case FS_K_COMPARE_DIR:
+		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_compare(ctx, t, true));
 		return 0;
 	case FS_K_HOST:
 	case FS_K_PLANES:
@@ -161,7 +163,8 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 	case FS_K_SESSION_OPS:
 	case FS_K_COMPARE_VIEW:
 		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
-			     fs_perm_session(ctx, t, false));
+			     t->kind == FS_K_COMPARE_VIEW ? fs_perm_compare(ctx, t, false)
+							  : fs_perm_session(ctx, t, false));
 		return 0;
 	case FS_K_PLANE:
 	case FS_K_TRACK:

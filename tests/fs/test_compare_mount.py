@@ -16,7 +16,9 @@ TPU hosts, s3: 2 GPU hosts) and run "team/other" (session o1) is mounted:
   not have, a run path without a session) or ENOTDIR, never a crash: the
   daemon still answers and exits 0 at unmount;
 - a `find` over runs/ terminates, never enters another run through
-  compare/, and renders nothing (status.json's render counter unchanged).
+  compare/, and renders nothing (status.json's render counter unchanged);
+- compare/s3/ (s3's directory is 0700) is 0400, compare/s1/ 0444: what
+  both sessions allow.
 """
 import errno
 import json
@@ -55,7 +57,8 @@ def body(t, w):
     src = os.path.join(w.path, "src")
     d1 = gen(src, "r", "s1", 2, 3)
     d2 = gen(src, "r", "s2", 3, 4)
-    gen(src, "r", "s3", 2, 5, "gpu")
+    d3 = gen(src, "r", "s3", 2, 5, "gpu")
+    os.chmod(d3, 0o700)  # compare/s3/ may be read only as both sessions allow
     do = gen(src, "team/other", "o1", 1, 6)
     with open(os.path.join(d1, "broken.xplane.pb"), "wb") as f:
         f.write(b"\x0a\x75junk")
@@ -70,6 +73,10 @@ def body(t, w):
     t.ok(sorted(os.listdir(os.path.join(cmp_dir, "s1"))) == ["ops.json", "steps.json"],
          "compare/s1/ lists ops.json and steps.json")
 
+    modes = {b: os.stat(os.path.join(cmp_dir, b, "ops.json")).st_mode & 0o777
+             for b in ("s1", "s3")}
+    t.ok(modes == {"s1": 0o444, "s3": 0o400},
+         "compare/<base>/ files: the modes both sessions allow (s3 is 0700)", modes)
     n0 = renders(m.mnt)
     walk = subprocess.run(["find", os.path.join(m.mnt, "runs"), "-name", "planes", "-prune",
                            "-o", "-name", "steps", "-prune", "-o", "-print"],
