@@ -45,6 +45,7 @@
 #define FS_NAME_SESSION_SUMMARY "summary.json" /* in a session directory */
 #define FS_NAME_SESSION_OPS "ops.json"         /* in a session directory: hosts combined */
 #define FS_NAME_COMPARE "compare"              /* session/compare/<other>/: docs/fs.md "Compare" */
+#define FS_COMPARE_LISTED 64                   /* other sessions compare/ lists (all resolve) */
 #define FS_NAME_ROOT_RUN "_root"               /* how the logdir-root run is shown under runs/ */
 #define FS_PLUGINS_DIR "plugins"               /* <run>/plugins/profile/<session>/ */
 #define FS_PROFILE_DIR "profile"

@@ -268,6 +268,22 @@ static int fill_tracks(struct fs_ctx *ctx, const struct fs_target *t, struct fil
 	return 0;
 }
 
+/*
+ * compare_listed() - which sessions compare/ lists: at most FS_COMPARE_LISTED
+ * others, those nearest session @self of @n in name order (for timestamped
+ * names, the captures just before and after), as [@lo, @hi) around it. A
+ * walk of a run of N sessions then sees at most N x FS_COMPARE_LISTED
+ * compare directories, not N x N; the others still resolve by name.
+ */
+static void compare_listed(size_t n, size_t self, size_t *lo, size_t *hi)
+{
+	size_t want = n - 1 < FS_COMPARE_LISTED ? n - 1 : FS_COMPARE_LISTED;
+
+	*lo = self > want / 2 ? self - want / 2 : 0;
+	*hi = *lo + want + 1 < n ? *lo + want + 1 : n;
+	*lo = *hi > want + 1 ? *hi - want - 1 : 0;
+}
+
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
 		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
@@ -313,11 +329,15 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 		fill_name(&a, FS_NAME_SESSION_OPS);
 		fill_name(&a, FS_NAME_COMPARE);
 		break;
-	case FS_K_COMPARE: /* the run's other sessions; other runs resolve, unlisted */
-		for (i = 0; i < t.node->nsessions; i++)
-			if (&t.node->sessions[i] != t.session)
+	case FS_K_COMPARE: { /* the run's other sessions nearest by name; all resolve */
+		size_t self = (size_t)(t.session - t.node->sessions), lo, hi;
+
+		compare_listed(t.node->nsessions, self, &lo, &hi);
+		for (i = lo; i < hi; i++)
+			if (i != self)
 				fill_name(&a, t.node->sessions[i].name);
 		break;
+	}
 	case FS_K_COMPARE_RUN: /* a run path on the way to a session: lists nothing */
 		break;
 	case FS_K_COMPARE_DIR:

@@ -15,8 +15,10 @@ TPU hosts, s3: 2 GPU hosts) and run "team/other" (session o1) is mounted:
 - bad names are ENOENT (a session that does not exist, a view compare does
   not have, a run path without a session) or ENOTDIR, never a crash: the
   daemon still answers and exits 0 at unmount;
-- a `find` over runs/ terminates, never enters another run through
+- a `find` over runs/r terminates, never enters another run through
   compare/, and renders nothing (status.json's render counter unchanged);
+- in a run of 70 sessions compare/ lists the 64 nearest by name (so a walk
+  is not N x N), and an unlisted one still resolves;
 - compare/s3/ (s3's directory is 0700) is 0400, compare/s1/ 0444: what
   both sessions allow.
 """
@@ -60,6 +62,11 @@ def body(t, w):
     d3 = gen(src, "r", "s3", 2, 5, "gpu")
     os.chmod(d3, 0o700)  # compare/s3/ may be read only as both sessions allow
     do = gen(src, "team/other", "o1", 1, 6)
+    # run "many": 70 sessions (hard links of one host): compare/ lists 64 of them
+    for i in range(70):
+        d = os.path.join(src, "many", "plugins", "profile", "m%02d" % i)
+        os.makedirs(d)
+        os.link(os.path.join(d1, "host0.xplane.pb"), os.path.join(d, "h.xplane.pb"))
     with open(os.path.join(d1, "broken.xplane.pb"), "wb") as f:
         f.write(b"\x0a\x75junk")
     m = w.mount(src)
@@ -77,13 +84,23 @@ def body(t, w):
              for b in ("s1", "s3")}
     t.ok(modes == {"s1": 0o444, "s3": 0o400},
          "compare/<base>/ files: the modes both sessions allow (s3 is 0700)", modes)
+    many = os.path.join(m.mnt, "runs", "many")
+    lists = {s: sorted(os.listdir(os.path.join(many, s, "compare")))
+             for s in ("m00", "m35", "m69")}
+    want = {"m00": ["m%02d" % i for i in range(1, 65)],
+            "m35": ["m%02d" % i for i in range(3, 68) if i != 35],
+            "m69": ["m%02d" % i for i in range(5, 69)]}
+    t.ok(lists == want, "70 sessions: compare/ lists the 64 nearest by name",
+         {k: (v[0], v[-1], len(v)) for k, v in lists.items()})
+    t.ok(os.path.exists(os.path.join(many, "m00", "compare", "m69", "steps.json")),
+         "an unlisted session of the run still resolves (m00/compare/m69/)")
     n0 = renders(m.mnt)
-    walk = subprocess.run(["find", os.path.join(m.mnt, "runs"), "-name", "planes", "-prune",
+    walk = subprocess.run(["find", os.path.join(m.mnt, "runs", "r"), "-name", "planes", "-prune",
                            "-o", "-name", "steps", "-prune", "-o", "-print"],
                           capture_output=True, timeout=120)
     paths = walk.stdout.decode().splitlines()
     t.ok(walk.returncode == 0 and len(paths) < 500,
-         "find over runs/ terminates (%d entries)" % len(paths), walk.stderr.decode()[-300:])
+         "find over runs/r terminates (%d entries)" % len(paths), walk.stderr.decode()[-300:])
     t.ok(not any("/compare/team" in p or "/compare/r/" in p for p in paths),
          "find never enters another run through compare/")
     t.ok(any(p.endswith("/compare/s1/ops.json") for p in paths),
