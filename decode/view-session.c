@@ -460,7 +460,7 @@ static int name_cmp(const void *a, const void *b, void *arg)
 	return strcmp(x->program, y->program);
 }
 
-/* by_name() - indexes of @d's ops sorted by name; caller frees. */
+/* by_name() - indexes of @d's ops sorted by name, then program; caller frees (NULL: no memory). */
 static size_t *by_name(const struct sdb *d)
 {
 	size_t *idx = malloc((d->m.n + 1) * sizeof(*idx));
@@ -712,6 +712,7 @@ static int host_cmp(const void *a, const void *b, void *arg)
 	return strcmp(x, y);
 }
 
+/* hosts_sorted() - indexes of @in's hosts by name; caller frees (NULL: no memory). */
 static size_t *hosts_sorted(const struct xprofs_session_in *in)
 {
 	size_t *idx = malloc((in->n + 1) * sizeof(*idx));
