@@ -278,6 +278,7 @@ struct fs_counters {
 	uint64_t renders, render_errors, render_waits, view_hits, index_builds;
 	uint64_t profile_indexes,
 		index_reuses; /* profiles indexed; kept indexes reused (views.c) */
+	int64_t open_dirs;    /* a gauge: opendir() minus releasedir() (ops.c) */
 };
 
 #define FS_CNT(ctx, f) __atomic_add_fetch(&(ctx)->c.f, 1, __ATOMIC_RELAXED)
@@ -369,6 +370,8 @@ void fs_fh_free(struct fs_fh *fh);
  * unread when the kernel ends the connection, and the handle would leak.
  */
 void fs_fh_free_unreleased(void);
+/** fs_fh_count() - how many file handles are open (not freed yet). */
+uint64_t fs_fh_count(void);
 
 /* ---- renders in progress (live.c; no FUSE) ------------------------------ */
 

@@ -284,6 +284,24 @@ static void compare_listed(size_t n, size_t self, size_t *lo, size_t *hi)
 	*lo = *hi > want + 1 ? *hi - want - 1 : 0;
 }
 
+/*
+ * op_opendir(), op_releasedir() - only count open directories: libfuse keeps
+ * their state. status.json shows the count, so a caller about to unmount can
+ * wait until the kernel has released them (a RELEASEDIR still queued at
+ * unmount is dropped, and libfuse's handle with it).
+ */
+static int op_opendir(const char *path, struct fuse_file_info *fi)
+{
+	FS_CNT(ctx_get(), open_dirs);
+	return 0;
+}
+
+static int op_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	__atomic_sub_fetch(&ctx_get()->c.open_dirs, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
 		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
@@ -1012,7 +1030,9 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 static const struct fuse_operations fs_ops = {
 	.init = op_init,
 	.getattr = op_getattr,
+	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.releasedir = op_releasedir,
 	.open = op_open,
 	.create = op_create,
 	.read = op_read,

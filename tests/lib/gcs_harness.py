@@ -18,6 +18,7 @@ import tempfile
 import time
 
 from fault_proxy import FaultProxy
+from xmount import wait_released
 from xtap import SKIP, Skip, Tap, skip_all
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -187,6 +188,7 @@ class Harness:
         and only a hang should fail here."""
         for m, p, _ in self.mounts:
             if m == mnt:
+                wait_released(mnt)
                 end = time.monotonic() + 60
                 while os.path.ismount(mnt) and p.poll() is None and time.monotonic() < end:
                     if subprocess.run(["fusermount3", "-u", mnt], capture_output=True).returncode == 0:
