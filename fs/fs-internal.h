@@ -1,7 +1,8 @@
 /*
  * fs/fs-internal.h - what the files of the fs module share. One section per
  * file, in layering order: each .c file uses only the sections above its own
- * (ops.c -> logdir.c, views.c, status.c -> live.c -> mount.c -> index.c),
+ * (ops.c -> logdir.c, views.c, status.c -> live.c -> shared.c -> mount.c ->
+ * index.c),
  * so no two
  * files call each other. Only ops.c and daemon.c/options.c include FUSE
  * headers; FUSE_USE_VERSION is set once, in fs/meson.build.
@@ -13,6 +14,8 @@
  *   open-file handle (mount.c);
  * - renders in progress: single-flight, render threads, readers of a view
  *   while it renders (live.c, FUSE-free);
+ * - the shared view cache in a bucket: fetch before a render, upload after
+ *   (shared.c, FUSE-free);
  * - rendered views: cache hits, remembered sizes, error notes, track lists
  *   (views.c, FUSE-free, unit-tested);
  * - logdir/ writers and uploads (logdir.c), status.json (status.c), the
@@ -82,6 +85,7 @@ struct fs_options {
 	char *endpoint;                /* owned */
 	char *credentials;             /* owned */
 	char *billing_project;         /* owned; gs:// requester pays (userProject=) */
+	char *shared_cache;            /* owned; gs://BUCKET[/PREFIX] of shared views, or NULL */
 	int show_help;
 	int show_version;
 	/* permissions of a source without modes (gs://): uid=, gid=, umask= */
@@ -290,6 +294,7 @@ struct fs_ctx {
 	struct xprofs_store *store;     /* owned */
 	struct xprofs_cache *cache;     /* owned; NULL: no cache (render to temp files) */
 	struct xprofs_capture *capture; /* owned; NULL when unavailable */
+	struct fs_shared *shared;       /* owned (shared.c); NULL: no shared view cache */
 	const char *tmp_dir;            /* where unlinked render files go */
 	int64_t start_mono_ns;
 	int64_t refresh_ns;
@@ -389,6 +394,7 @@ struct fs_live_job {
 	void (*done)(void *arg, int r, uint64_t size, const struct xprofs_buf *err);
 	void (*free)(void *arg);
 	void *arg;
+	bool shared; /* a view of the shared cache: fetched before, offered after a render */
 };
 
 /**
@@ -429,6 +435,32 @@ void fs_live_close(struct fs_live *L);
 int fs_live_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 /** fs_live_stop_all() - cancel the renders in progress and wait for their threads. */
 void fs_live_stop_all(struct fs_views *v);
+
+/* ---- the shared view cache (shared.c; no FUSE) --------------------------- */
+
+struct fs_shared;
+/**
+ * fs_shared_start() - open -o shared_cache (checked with one listing) and
+ * start its uploader into @ctx->shared; 0 without the option. -errno
+ * (reported) when the bucket cannot be used: the mount fails.
+ */
+int fs_shared_start(struct fs_ctx *ctx);
+/** fs_shared_stop() - stop the uploader (queued uploads are dropped) and free; idempotent. */
+void fs_shared_stop(struct fs_ctx *ctx);
+/** fs_shared_wanted() - whether generated file @t goes through the shared cache. */
+bool fs_shared_wanted(const struct fs_ctx *ctx, const struct fs_target *t);
+/**
+ * fs_shared_fetch() - fetch the shared copy of the view with cache key @key
+ * (borrowed) and import it into the local cache. 0: the local cache has it
+ * now; -ENOENT: absent; -ESTALE/-EBADMSG: a foreign/damaged copy (rejected);
+ * -EAGAIN: fetching paused after a fault; another -errno. Any failure means
+ * "render it".
+ */
+int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key);
+/** fs_shared_offer() - queue the upload of the local entry of @key (copied); never blocks on I/O. */
+void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key);
+/** fs_shared_status_json() - status.json's "shared_cache" value (null without one) into @out. */
+int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 
 /* ---- rendered views (views.c; no FUSE) ---------------------------------- */
 

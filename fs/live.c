@@ -295,17 +295,51 @@ static void live_unlist(struct fs_live *L)
 	fs_render_end(L->ctx, L->hash);
 }
 
-/* The render thread: cache, else temporary file; then tell the readers. */
+/*
+ * live_from_shared() - the view from the shared cache (shared.c) into the
+ * local cache, opened as the finished entry: true, and nothing to render.
+ */
+static bool live_from_shared(struct fs_live *L)
+{
+	struct xprofs_cache_reader *e = NULL;
+
+	if (fs_shared_fetch(L->ctx, &L->key) < 0 ||
+	    xprofs_cache_reader_open(L->ctx->cache, L->key.data, L->key.len, &e) < 0)
+		return false;
+	pthread_mutex_lock(&L->lock);
+	L->entry = e;
+	L->size = xprofs_cache_reader_size(e);
+	pthread_mutex_unlock(&L->lock);
+	return true;
+}
+
+/*
+ * The render thread: the shared cache (a shared view), else render into the
+ * cache, else into a temporary file; then tell the readers. A view rendered
+ * into the cache is offered to the shared cache after its readers were told,
+ * so uploading never delays them.
+ */
 static void *live_main(void *arg)
 {
 	struct fs_live *L = arg;
 	struct fs_views *v = &L->ctx->views;
 	struct xprofs_buf err;
+	bool shared = L->job.shared && L->ctx->shared && L->ctx->cache, fetched = false;
+	bool offer;
 	int r = RENDER_NO_CACHE;
 
 	xprofs_buf_init(&err, 4096);
-	if (L->ctx->cache)
+	if (shared) {
+		fetched = live_from_shared(L);
+		if (!fetched)
+			FS_CNT(L->ctx, renders);
+	}
+	if (fetched)
+		r = 0;
+	else if (L->ctx->cache)
 		r = live_into_cache(L, &err);
+	/* only a render committed into the cache has an entry to share */
+	offer = shared && !fetched && r == 0;
 	if (r == RENDER_NO_CACHE)
 		r = live_into_file(L, &err);
 	/* before readers see the end: the errors note and the size are in place */
@@ -317,6 +351,8 @@ static void *live_main(void *arg)
 	L->err = r < 0 ? r : 0;
 	pthread_cond_broadcast(&L->cond);
 	pthread_mutex_unlock(&L->lock);
+	if (offer)
+		fs_shared_offer(L->ctx, &L->key);
 	live_unlist(L);
 	live_put(L);
 	/* the last touch of the mount: fs_views_deinit() waits for this */
@@ -397,7 +433,8 @@ int fs_live_start(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t has
 		job->free(job->arg);
 		return -ENOMEM;
 	}
-	FS_CNT(ctx, renders);
+	if (!(job->shared && ctx->shared && ctx->cache))
+		FS_CNT(ctx, renders); /* else counted once the shared cache did not have it */
 	pthread_mutex_lock(&v->lock);
 	for (size_t i = 0; i < FS_INFLIGHT; i++) {
 		if (!v->live[i]) {

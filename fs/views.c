@@ -891,7 +891,7 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct pro
 		       const struct view_id *id, bool sync, struct fs_fh *fh)
 {
 	struct view_job *j = calloc(1, sizeof(*j));
-	struct fs_live_job job = {job_render, job_done, job_free, j};
+	struct fs_live_job job = {job_render, job_done, job_free, j, fs_shared_wanted(ctx, t)};
 	char label[2 * XPROFS_PATH_MAX];
 	struct fs_live *L;
 	int r;

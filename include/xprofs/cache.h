@@ -185,6 +185,30 @@ struct xprofs_reader xprofs_cache_reader_as_reader(struct xprofs_cache_reader *e
 /** xprofs_cache_reader_close() - accepts NULL. */
 void xprofs_cache_reader_close(struct xprofs_cache_reader *e);
 
+/*
+ * The portable form of an entry (cache/portable.c, docs/cache.md): a header
+ * with the full key and a checksum of the payload, then the entry file as it
+ * is (already compressed). It is how an entry is copied to another machine
+ * (the mount's shared view cache in a bucket).
+ */
+/**
+ * xprofs_cache_export() - write the portable form of the entry for @key
+ * (@keylen bytes, borrowed) at offset 0 of @out (borrowed; a file the caller
+ * owns), its length into *@len. Not a use of the entry (no hit, no recency).
+ * 0, -ENOENT (no sound entry), or another -errno.
+ */
+int xprofs_cache_export(struct xprofs_cache *c, const void *key, size_t keylen, int out,
+			uint64_t *len) XPROFS_WUR;
+/**
+ * xprofs_cache_import() - check the portable copy in @in (borrowed; @len
+ * bytes from offset 0) against @key and publish it as the local entry for
+ * @key. Nothing is published unless the header, key, payload checksum, the
+ * entry's own structure and every block check out. 0; -ESTALE: a sound copy
+ * of another key; -EBADMSG: damaged; -EFBIG: over the cap; -ENOSPC; -errno.
+ */
+int xprofs_cache_import(struct xprofs_cache *c, const void *key, size_t keylen, int in,
+			uint64_t len) XPROFS_WUR;
+
 /** xprofs_cache_remove() - drop the entry for @key if present; 0 or -ENOENT. */
 int xprofs_cache_remove(struct xprofs_cache *c, const void *key, size_t keylen);
 /**

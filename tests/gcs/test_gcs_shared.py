@@ -1,0 +1,239 @@
+#!/usr/bin/python3
+"""tests/gcs/test_gcs_shared.py - `-o shared_cache=gs://BUCKET/PREFIX`, the
+shared view cache (docs/gcs.md "Shared view cache"), through real /dev/fuse
+mounts of the daemon against the offline emulator behind
+tests/lib/fault_proxy.py (which logs every request).
+
+- A first mount renders ops.json, misses the shared copy and uploads it
+  (ifGenerationMatch=0) after the render, off the reader's path.
+- A second mount with an empty local cache gets the same bytes with one GET of
+  the shared object: no render, no index pass, not one byte of the profile read.
+- A shared object with a flipped payload byte (damaged) and one holding another
+  view's copy (a foreign key) are rejected: the view is rendered, the bytes are
+  right, and the upload meets the existing object (412, counted, no error).
+- A replaced profile (a new generation) never gets the old view: its key, and
+  so its object, differ; the view is rendered from the new profile.
+- A mount the bucket refuses uploads to (403) fetches and renders as usual,
+  reports read_only and stops trying after the first refusal.
+- A shared cache that resets every fetch costs one retry deadline, then
+  fetching pauses; views render correctly meanwhile.
+- The option needs a gs:// SOURCE and a gs:// URL, and a shared bucket
+  that cannot be read (403 at mount) fails the mount.
+TAP output; exit 77 when FUSE, the xprofs binary or the emulator is absent.
+"""
+import json
+import os
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
+
+import fault_proxy
+import gcs_harness as gh
+
+URL = "gs://bkt/logs"
+SHARED = "gs://bkt/shared"
+REL = "run/plugins/profile/s1"
+HOST = "host0"
+VIEW = "runs/run/s1/%s/ops.json" % HOST
+
+
+def status(mnt):
+    with open(os.path.join(mnt, "status.json")) as f:
+        return json.load(f)
+
+
+def shared_of(mnt):
+    return status(mnt)["shared_cache"]
+
+
+def wait_for(mnt, pred, what, timeout=60):
+    """Poll status.json until pred(status) holds; the last status either way."""
+    end = time.monotonic() + timeout
+    st = status(mnt)
+    while not pred(st) and time.monotonic() < end:
+        time.sleep(0.05)
+        st = status(mnt)
+    return st
+
+
+def read(mnt, rel):
+    with open(os.path.join(mnt, rel), "rb") as f:
+        return f.read()
+
+
+def emu_get(h, path):
+    with urllib.request.urlopen(h.emu_url + path, timeout=30) as r:
+        return r.read()
+
+
+def emu_put(h, name, data):
+    """Store @data as object @name of bkt (replacing it: no precondition)."""
+    q = urllib.parse.urlencode({"uploadType": "media", "name": name})
+    req = urllib.request.Request(h.emu_url + "/upload/storage/v1/b/bkt/o?" + q, data=data, method="POST",
+                                 headers={"Content-Type": "application/octet-stream"})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return json.loads(r.read())
+
+
+def shared_objects(h):
+    q = urllib.parse.urlencode({"prefix": "shared/"})
+    items = json.loads(emu_get(h, "/storage/v1/b/bkt/o?" + q)).get("items", [])
+    return sorted(i["name"] for i in items)
+
+
+def obj_bytes(h, name):
+    return emu_get(h, "/storage/v1/b/bkt/o/%s?alt=media" % urllib.parse.quote(name, safe=""))
+
+
+def requests_for(p, needle):
+    with p.lock:
+        return [(m, path) for _, m, path, _, _ in p.log if needle in path]
+
+
+def gen(out, seed, size="3M"):
+    subprocess.run([os.path.join(gh.build_root(), "tools", "xprofs-gen"), "--size", size, "--seed",
+                    str(seed), "-o", out], check=True, capture_output=True)
+
+
+def main(t, h):
+    src = os.path.join(h.work, "src")
+    os.makedirs(os.path.join(src, REL))
+    gen(os.path.join(src, REL, HOST + ".xplane.pb"), 1)
+    h.start_emulator()
+    h.seed(src, URL)
+    opts = ["anonymous", "shared_cache=" + SHARED, "retry_deadline=5"]
+
+    # 1. the first mount renders and uploads
+    p = h.proxy()
+    mnt, _, log = h.mount(URL, p.url, opts)
+    want = read(mnt, VIEW)
+    st = wait_for(mnt, lambda s: s["shared_cache"]["uploads"] >= 1, "upload")
+    sh = st["shared_cache"]
+    t.ok(len(want) > 100 and sh["misses"] == 1 and sh["uploads"] == 1 and st["counters"]["renders"] == 1,
+         "first mount: rendered ops.json (%d bytes), shared miss then upload (%s)" % (len(want), sh), h.log(log))
+    names = shared_objects(h)
+    t.ok(len(names) == 1 and names[0].endswith("-ops.json"), "one shared object, named for its view: %s" % names)
+    ups = [path for m, path in requests_for(p, "uploadType=media") if m == "POST"]
+    t.ok(len(ups) == 1 and "ifGenerationMatch=0" in ups[0], "the upload carries ifGenerationMatch=0: %s" % ups)
+    h.umount(mnt)
+    obj = names[0]
+    good = obj_bytes(h, obj)
+
+    # 2. a second mount with an empty local cache fetches instead of rendering
+    p2 = h.proxy()
+    mnt, _, log = h.mount(URL, p2.url, opts)
+    with p2.lock:
+        p2.log.clear()
+    got = read(mnt, VIEW)
+    st = status(mnt)
+    sh, c = st["shared_cache"], st["counters"]
+    media = [(m, path) for m, path in requests_for(p2, "alt=media")]
+    profile_reads = [x for x in media if "xplane.pb" in urllib.parse.unquote(x[1])]
+    t.ok(got == want, "second mount: ops.json byte-identical (%d bytes)" % len(got), h.log(log))
+    t.ok(sh["hits"] == 1 and c["renders"] == 0 and c["profile_indexes"] == 0,
+         "second mount: a shared hit, no render, no index pass (%s, renders %d, indexes %d)"
+         % (sh, c["renders"], c["profile_indexes"]), h.log(log))
+    t.ok(len(media) == 1 and not profile_reads and urllib.parse.quote(obj, safe="") in media[0][1],
+         "second mount: exactly one GET, of the shared object; no byte of the profile read: %s" % media)
+    t.ok(read(mnt, VIEW) == want and status(mnt)["counters"]["view_cache_hits"] >= 1,
+         "second mount: the fetched view is a local cache hit from then on")
+    h.umount(mnt)
+
+    # 3. damaged and foreign shared objects are rejected, the view is rendered
+    bad = bytearray(good)
+    bad[len(bad) * 2 // 3] ^= 0x40
+    other = shared_objects(h)
+    # a sound copy of another view: summary.json's object, made by a mount
+    mnt, _, log = h.mount(URL, p2.url, opts)
+    read(mnt, "runs/run/s1/%s/summary.json" % HOST)
+    wait_for(mnt, lambda s: s["shared_cache"]["uploads"] >= 1, "upload")
+    h.umount(mnt)
+    summary_obj = [n for n in shared_objects(h) if n.endswith("-summary.json")]
+    t.ok(len(summary_obj) == 1, "a second view was shared: %s (before: %s)" % (summary_obj, other))
+    foreign = obj_bytes(h, summary_obj[0]) if summary_obj else b"x"
+    for what, data in [("damaged", bytes(bad)), ("truncated", good[: len(good) // 2]),
+                       ("foreign", foreign), ("not an object of ours", b"{}\n" * 100)]:
+        emu_put(h, obj, data)
+        mnt, _, log = h.mount(URL, p2.url, opts)
+        got = read(mnt, VIEW)
+        st = wait_for(mnt, lambda s: s["shared_cache"]["upload_exists"] >= 1, "412")
+        sh, c = st["shared_cache"], st["counters"]
+        t.ok(got == want and sh["rejects"] == 1 and sh["hits"] == 0 and c["renders"] == 1,
+             "%s shared object: rejected, rendered, right bytes (%s)" % (what, sh), h.log(log))
+        t.ok(sh["upload_exists"] == 1 and sh["upload_errors"] == 0 and obj_bytes(h, obj) == data,
+             "%s shared object: our upload meets it (412), no error, nothing clobbered" % what)
+        h.umount(mnt)
+    emu_put(h, obj, good)
+
+    # 4. a replaced profile (new generation) never gets the old view
+    src2 = os.path.join(h.work, "src2")
+    os.makedirs(os.path.join(src2, REL))
+    gen(os.path.join(src2, REL, HOST + ".xplane.pb"), 2)
+    h.seed(src2, URL)
+    ref, _, log = h.mount(URL, p2.url, ["anonymous"])
+    want2 = read(ref, VIEW)
+    h.umount(ref)
+    mnt, _, log = h.mount(URL, p2.url, opts)
+    got = read(mnt, VIEW)
+    st = wait_for(mnt, lambda s: s["shared_cache"]["uploads"] >= 1, "upload")
+    sh = st["shared_cache"]
+    t.ok(want2 != want and got == want2 and sh["hits"] == 0 and sh["misses"] == 1 and sh["uploads"] == 1,
+         "replaced profile: its own view (rendered, %d bytes, not the old %d), a miss, then its upload (%s)"
+         % (len(got), len(want), sh), h.log(log))
+    t.ok(len([n for n in shared_objects(h) if n.endswith("-ops.json")]) == 2,
+         "replaced profile: a second ops.json object beside the old one")
+    h.umount(mnt)
+    mnt, _, log = h.mount(URL, p2.url, opts)
+    got = read(mnt, VIEW)
+    sh = shared_of(mnt)
+    t.ok(got == want2 and sh["hits"] == 1, "replaced profile: the next mount fetches the new view (%s)" % sh)
+    h.umount(mnt)
+
+    # 5. no write access: fetch and render as usual, stop uploading after one 403
+    p3 = h.proxy(faults=["403,match=^POST /upload"])
+    mnt, _, log = h.mount(URL, p3.url, opts)
+    steps = read(mnt, "runs/run/s1/%s/steps.json" % HOST)
+    st = wait_for(mnt, lambda s: s["shared_cache"]["read_only"], "403")
+    read(mnt, "runs/run/s1/%s/overview.json" % HOST)
+    got = read(mnt, VIEW)
+    st = wait_for(mnt, lambda s: s["shared_cache"]["misses"] >= 2 and s["shared_cache"]["upload_queued"] == 0,
+                  "idle")
+    sh = st["shared_cache"]
+    ups = [x for x in requests_for(p3, "uploadType=media")]
+    t.ok(len(steps) > 10 and got == want2 and sh["read_only"] and sh["upload_errors"] == 0 and sh["hits"] == 1,
+         "read-only bucket: views served, read_only reported, no upload error (%s)" % sh, h.log(log))
+    t.ok(len(ups) == 1, "read-only bucket: one refused upload, then no more tries (%d)" % len(ups))
+    h.umount(mnt)
+
+    # 6. a shared cache whose fetches fail: one deadline, then fetching pauses
+    p4 = h.proxy()
+    mnt, _, log = h.mount(URL, p4.url, opts + ["retry_deadline=2"])
+    with p4.lock:
+        p4.rules.append(fault_proxy.Rule("reset", match=r"^GET /storage/v1/b/bkt/o/shared%2F"))
+    got = read(mnt, VIEW)
+    summary = read(mnt, "runs/run/s1/%s/summary.json" % HOST)
+    sh = shared_of(mnt)
+    t.ok(got == want2 and len(summary) > 10 and sh["fetch_errors"] == 1 and sh["skipped"] >= 1,
+         "failing shared cache: views rendered, one fetch error, later fetches skipped (%s)" % sh, h.log(log))
+    h.umount(mnt)
+
+    # 7. option checks
+    local = os.path.join(h.work, "local")
+    os.makedirs(local)
+    p5 = h.proxy(faults=["403,match=^GET /storage/v1/b/bkt/o\\?.*prefix=shared"])
+    for url, opt, why in [(local, "shared_cache=" + SHARED, "gs:// SOURCE"),
+                          (URL, "shared_cache=/tmp/x", "gs://BUCKET"),
+                          (URL, "shared_cache=" + SHARED, "Permission denied")]:
+        _, proc, blog = h.mount(url, p5.url, ["anonymous", opt], wait=False)
+        try:
+            rc = proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            rc = None
+        t.ok(rc not in (None, 0) and why in h.log(blog), "%s on %s fails the mount (rc %s)" % (opt, url, rc),
+             h.log(blog))
+
+
+if __name__ == "__main__":
+    sys.exit(gh.run(main))
