@@ -10,7 +10,7 @@
  *   key      key length bytes (at most XPROFS_CACHE_KEY_MAX)
  *   payload  the entry file itself (cache-internal.h), byte for byte
  *
- * payload hash = xxh64 chained over the payload in PORT_PIECE pieces from
+ * payload hash = xxh64 chained over the payload in CACHE_PORT_PIECE pieces from
  * seed 0 (h = xxh64(piece, h)); header hash = xxh64(header[0..32) ++ key).
  * The payload already carries the key and its own hashes; the outer header
  * lets an importer reject a foreign or damaged copy before copying it, and
@@ -25,7 +25,7 @@
  * -EBADMSG (damaged) or -ESTALE (a sound copy of another key): the caller
  * renders instead.
  *
- * Limits: one PORT_PIECE buffer and one block buffer per call; a payload
+ * Limits: one CACHE_PORT_PIECE buffer and one block buffer per call; a payload
  * bigger than the cache's cap is refused (-EFBIG).
  */
 #include <errno.h>
@@ -37,11 +37,6 @@
 #include <unistd.h>
 
 #include "cache-internal.h"
-
-#define PORT_MAGIC "XPFSHARE"
-#define PORT_VERSION 1u
-#define PORT_HDR 40u
-#define PORT_PIECE (1u << 20)
 
 static void put32(uint8_t *p, uint32_t v)
 {
@@ -88,7 +83,7 @@ static int copy_hashed(int in, uint64_t in_off, int out, uint64_t out_off, uint6
 		       uint8_t *buf, uint64_t *h)
 {
 	while (len > 0) {
-		size_t n = len < PORT_PIECE ? (size_t)len : PORT_PIECE;
+		size_t n = len < CACHE_PORT_PIECE ? (size_t)len : CACHE_PORT_PIECE;
 		ssize_t got = xprofs_pread_full(in, buf, n, in_off);
 		ssize_t put;
 
@@ -114,7 +109,7 @@ static int copy_hashed(int in, uint64_t in_off, int out, uint64_t out_off, uint6
 int xprofs_cache_export(struct xprofs_cache *c, const void *key, size_t keylen, int out,
 			uint64_t *len)
 {
-	uint8_t hdr[PORT_HDR], *buf = NULL;
+	uint8_t hdr[CACHE_PORT_HDR], *buf = NULL;
 	char path[PATH_MAX];
 	struct cache_layout L;
 	uint64_t id[2], h = 0;
@@ -134,29 +129,30 @@ int xprofs_cache_export(struct xprofs_cache *c, const void *key, size_t keylen, 
 		r = -ENOENT; /* not ours to ship; the next open drops a corrupt one */
 	if (r < 0)
 		goto out;
-	buf = malloc(PORT_PIECE);
+	buf = malloc(CACHE_PORT_PIECE);
 	if (!buf) {
 		r = -ENOMEM;
 		goto out;
 	}
-	r = copy_hashed(fd, 0, out, PORT_HDR + keylen, L.file_size, buf, &h);
+	r = copy_hashed(fd, 0, out, CACHE_PORT_HDR + keylen, L.file_size, buf, &h);
 	if (r < 0)
 		goto out;
-	memcpy(hdr, PORT_MAGIC, CACHE_MAGIC_LEN);
-	put32(hdr + 8, PORT_VERSION);
+	memcpy(hdr, CACHE_PORT_MAGIC, CACHE_MAGIC_LEN);
+	put32(hdr + 8, CACHE_PORT_VERSION);
 	put32(hdr + 12, (uint32_t)keylen);
 	put64(hdr + 16, L.file_size);
 	put64(hdr + 24, h);
 	put64(hdr + 32, header_hash(hdr, key, keylen));
-	put = pwrite(out, hdr, PORT_HDR, 0);
-	if (put == (ssize_t)PORT_HDR && keylen)
-		put = pwrite(out, key, keylen, PORT_HDR) == (ssize_t)keylen ? (ssize_t)PORT_HDR
-									    : -1;
-	if (put != (ssize_t)PORT_HDR) {
+	put = pwrite(out, hdr, CACHE_PORT_HDR, 0);
+	if (put == (ssize_t)CACHE_PORT_HDR && keylen)
+		put = pwrite(out, key, keylen, CACHE_PORT_HDR) == (ssize_t)keylen
+			      ? (ssize_t)CACHE_PORT_HDR
+			      : -1;
+	if (put != (ssize_t)CACHE_PORT_HDR) {
 		r = put < 0 ? -errno : -EIO;
 		goto out;
 	}
-	*len = PORT_HDR + keylen + L.file_size;
+	*len = CACHE_PORT_HDR + keylen + L.file_size;
 out:
 	free(buf);
 	close(fd);
@@ -170,31 +166,31 @@ out:
 static int check_portable_header(int in, uint64_t len, const void *key, size_t keylen,
 				 uint64_t *plen, uint64_t *phash)
 {
-	uint8_t hdr[PORT_HDR];
+	uint8_t hdr[CACHE_PORT_HDR];
 	uint8_t *k = NULL;
 	uint32_t klen;
 	ssize_t got;
 	int r;
 
-	if (len < PORT_HDR)
+	if (len < CACHE_PORT_HDR)
 		return -EBADMSG;
-	got = xprofs_pread_full(in, hdr, PORT_HDR, 0);
+	got = xprofs_pread_full(in, hdr, CACHE_PORT_HDR, 0);
 	if (got < 0)
 		return (int)got;
-	if (got != PORT_HDR || memcmp(hdr, PORT_MAGIC, CACHE_MAGIC_LEN) != 0 ||
-	    get32(hdr + 8) != PORT_VERSION)
+	if (got != CACHE_PORT_HDR || memcmp(hdr, CACHE_PORT_MAGIC, CACHE_MAGIC_LEN) != 0 ||
+	    get32(hdr + 8) != CACHE_PORT_VERSION)
 		return -EBADMSG;
 	klen = get32(hdr + 12);
-	if (klen > XPROFS_CACHE_KEY_MAX || len < PORT_HDR + (uint64_t)klen)
+	if (klen > XPROFS_CACHE_KEY_MAX || len < CACHE_PORT_HDR + (uint64_t)klen)
 		return -EBADMSG;
 	*plen = get64(hdr + 16);
 	*phash = get64(hdr + 24);
-	if (*plen != len - PORT_HDR - klen)
+	if (*plen != len - CACHE_PORT_HDR - klen)
 		return -EBADMSG;
 	k = malloc(klen ? klen : 1);
 	if (!k)
 		return -ENOMEM;
-	got = xprofs_pread_full(in, k, klen, PORT_HDR);
+	got = xprofs_pread_full(in, k, klen, CACHE_PORT_HDR);
 	if (got < 0)
 		r = (int)got;
 	else if ((size_t)got != klen || get64(hdr + 32) != header_hash(hdr, k, klen))
@@ -283,8 +279,8 @@ int xprofs_cache_import(struct xprofs_cache *c, const void *key, size_t keylen, 
 		tmp[0] = '\0';
 		goto out;
 	}
-	buf = malloc(PORT_PIECE);
-	r = buf ? copy_hashed(in, PORT_HDR + keylen, fd, 0, plen, buf, &h) : -ENOMEM;
+	buf = malloc(CACHE_PORT_PIECE);
+	r = buf ? copy_hashed(in, CACHE_PORT_HDR + keylen, fd, 0, plen, buf, &h) : -ENOMEM;
 	if (r == 0 && h != want)
 		r = -EBADMSG;
 	if (r == 0)
