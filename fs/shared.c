@@ -21,10 +21,15 @@
  *
  * Only gs:// sources share: their generation names the profile's version
  * everywhere, where a local file's size, mtime and inode do not (and hashing
- * its content would cost a good part of a render). Only whole host views
- * (summary, trace, ops, steps, overview, kernels, ...) are shared: every one
- * of them costs a pass over the profile; tracks, slices and session
- * summaries are rendered locally.
+ * its content would cost a good part of a render). Whole host views are
+ * shared (summary, ops, steps, overview, kernels, overview.svg, trace.json.gz,
+ * trace.pftrace): each costs a pass over the profile, and all but the two
+ * traces are small next to it. trace.json is not: its render streams about
+ * 700 MB/s of JSON from the first byte on (docs/fs.md), while its lz4 copy is
+ * a fifth of it and must arrive whole and be checked before the first byte is
+ * served, so fetching it is no faster on a good link and slower on the others
+ * (bench/shared.sh). Tracks, slices and session summaries are rendered
+ * locally.
  *
  * Faults: a fetch that fails on transport (not a 404) pauses fetching for
  * SHARED_PAUSE_S, so a broken bucket costs one retry deadline, not one per
@@ -92,7 +97,9 @@ static void object_name(const struct xprofs_buf *key, char *out, size_t n)
 
 bool fs_shared_wanted(const struct fs_ctx *ctx, const struct fs_target *t)
 {
-	return ctx->shared && ctx->cache && t->kind == FS_K_VIEW && t->slice == FS_SLICE_NONE;
+	/* trace.json: a render streams it faster than its copy arrives (see the head comment) */
+	return ctx->shared && ctx->cache && t->kind == FS_K_VIEW && t->slice == FS_SLICE_NONE &&
+	       t->view != XPROFS_VIEW_TRACE;
 }
 
 int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key)
@@ -117,8 +124,14 @@ int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key)
 		return fd;
 	r = xprofs_gcs_blobs_get(sh->blobs, name, fd, sh->max_object, &len);
 	if (r == 0) {
+		int64_t got = xprofs_mono_ns();
+
 		__atomic_add_fetch(&sh->bytes_fetched, len, __ATOMIC_RELAXED);
 		r = xprofs_cache_import(ctx->cache, key->data, key->len, fd, len);
+		xprofs_debug("shared cache: %s: %" PRIu64 " bytes fetched in %.3f s, checked and "
+			     "imported in %.3f s: %s",
+			     name, len, (double)(got - now) / 1e9,
+			     (double)(xprofs_mono_ns() - got) / 1e9, r < 0 ? strerror(-r) : "ok");
 		if (r == -ESTALE || r == -EBADMSG) {
 			SH_CNT(sh, rejects);
 			xprofs_warn("shared cache: %s/%s is %s: rendering instead", sh->url, name,

@@ -8,6 +8,7 @@ tests/lib/fault_proxy.py (which logs every request).
   (ifGenerationMatch=0) after the render, off the reader's path.
 - A second mount with an empty local cache gets the same bytes with one GET of
   the shared object: no render, no index pass, not one byte of the profile read.
+  trace.json is not shared (its render streams faster than a copy arrives).
 - A shared object with a flipped payload byte (damaged) and one holding another
   view's copy (a foreign key) are rejected: the view is rendered, the bytes are
   right, and the upload meets the existing object (412, counted, no error).
@@ -139,6 +140,12 @@ def main(t, h):
          "second mount: exactly one GET, of the shared object; no byte of the profile read: %s" % media)
     t.ok(read(mnt, VIEW) == want and status(mnt)["counters"]["view_cache_hits"] >= 1,
          "second mount: the fetched view is a local cache hit from then on")
+    with p2.lock:
+        p2.log.clear()
+    trace = read(mnt, "runs/run/s1/%s/trace.json" % HOST)
+    sh2 = shared_of(mnt)
+    t.ok(len(trace) > 1000 and sh2["misses"] == 0 and sh2["hits"] == 1 and not requests_for(p2, "shared"),
+         "trace.json is rendered, never looked up in the shared cache (%s)" % sh2)
     h.umount(mnt)
 
     # 3. damaged and foreign shared objects are rejected, the view is rendered
