@@ -34,7 +34,7 @@ case "$BUILD" in /*) ;; *) BUILD="$ROOT/$BUILD" ;; esac
 XPROFS="$BUILD/fs/xprofs"
 GEN="$BUILD/tools/xprofs-gen"
 SIZE=${SIZE:-100M}
-VIEWS=${VIEWS:-"summary.json ops.json steps.json overview.json overview.svg trace.json.gz trace.pftrace trace.json"}
+VIEWS=${VIEWS:-"ops.json summary.json steps.json overview.json overview.svg trace.json.gz trace.pftrace trace.json"}
 OUT="$ROOT/bench/out"
 RES=${RES:-"$OUT/shared-results.md"}
 for tool in fusermount3 jq node; do
