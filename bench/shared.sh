@@ -75,6 +75,7 @@ mount_one() {
 	cat "$W/$1.log" >&2
 	exit 1
 }
+ms() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.3f", b - a }'; } # seconds, 3 decimals
 cpu() { awk '{ printf "%.2f", ($14 + $15) / 100 }' "/proc/$1/stat"; } # utime + stime, s (USER_HZ 100)
 st() { jq -r "$2" "$W/$1/status.json"; }
 
@@ -87,7 +88,7 @@ for v in $VIEWS; do
 	t0=$(now)
 	cat "$W/a/runs/$H/$v" >"$W/a-$v"
 	t1=$(now)
-	TA[$v]=$(secs "$t0" "$t1")
+	TA[$v]=$(ms "$t0" "$t1")
 	# the upload runs after the render, off the reader's path: wait until every
 	# lookup that found nothing has had its upload (trace.json has no lookup)
 	for _ in $(seq 1200); do
@@ -109,7 +110,7 @@ for v in $VIEWS; do
 	t0=$(now)
 	cat "$W/b/runs/$H/$v" >"$W/b-$v"
 	t1=$(now)
-	TB[$v]=$(secs "$t0" "$t1")
+	TB[$v]=$(ms "$t0" "$t1")
 	CB[$v]=$(awk -v a="$c0" -v b="$(cpu $PB)" 'BEGIN { printf "%.2f", b - a }')
 	GB[$v]=$(($(st b .store.requests.get) - g0))
 	SB[$v]=$(($(st b .shared_cache.store.requests.get) - s0))
@@ -126,6 +127,6 @@ fusermount3 -u "$W/b"
 		"Mount B: $HITS shared hits, $RENDERS renders. Mount A uploaded $UPLOADED bytes of shared objects." \
 		-- view "view bytes" "shared object bytes" "A: render s" "A: CPU s" "A: GETs profile / shared" "B: fetch s" "B: CPU s" "B: GETs profile / shared" "speed-up"
 	for v in $VIEWS; do
-		echo "| $v | ${BYTES[$v]} | ${OBJ[$v]} | ${TA[$v]} | ${CA[$v]} | ${GA[$v]} / ${SA[$v]} | ${TB[$v]} | ${CB[$v]} | ${GB[$v]} / ${SB[$v]} | $(awk -v a="${TA[$v]}" -v b="${TB[$v]}" 'BEGIN { printf "%.1fx", (b > 0 ? a / b : 0) }') |"
+		echo "| $v | ${BYTES[$v]} | ${OBJ[$v]} | ${TA[$v]} | ${CA[$v]} | ${GA[$v]} / ${SA[$v]} | ${TB[$v]} | ${CB[$v]} | ${GB[$v]} / ${SB[$v]} | $(awk -v a="${TA[$v]}" -v b="${TB[$v]}" 'BEGIN { if (b < 0.001) b = 0.001; printf "%.1fx", a / b }') |"
 	done
 } | tee "$RES"

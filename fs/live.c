@@ -18,6 +18,9 @@
  * midway restarts the render into such a file and readers wait until it
  * catches up (the bytes are the same). A reader that closes early cancels
  * nothing: the thread holds its own reference and the entry is cached.
+ * With a shared view cache (shared.c), the thread of a shared view first
+ * fetches the view's checked copy into the cache (then nothing is rendered)
+ * and, after rendering one, queues its upload once the readers were told.
  *
  * Locks: L->lock guards a render's state, source and readable end and is
  * never held across I/O; ctx->views.lock guards the table of renders (slots

@@ -145,6 +145,8 @@ int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key)
 		}
 	} else if (r == -ENOENT) {
 		SH_CNT(sh, misses);
+	} else if (r == -EFBIG) {
+		SH_CNT(sh, fetch_errors); /* bigger than this mount's cache may hold: not a fault */
 	} else {
 		SH_CNT(sh, fetch_errors);
 		xprofs_warn("shared cache: %s/%s: %s; not asking again for %d s", sh->url, name,
