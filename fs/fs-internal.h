@@ -452,13 +452,17 @@ bool fs_shared_wanted(const struct fs_ctx *ctx, const struct fs_target *t);
 /**
  * fs_shared_fetch() - fetch the shared copy of the view with cache key @key
  * (borrowed) and import it into the local cache. 0: the local cache has it
- * now; -ENOENT: absent; -ESTALE/-EBADMSG: a foreign/damaged copy (rejected);
- * -EAGAIN: fetching paused after a fault; another -errno. Any failure means
- * "render it".
+ * now; -ENOENT: absent; -ESTALE/-EBADMSG: a foreign/damaged copy (rejected;
+ * a damaged one's generation into *@damaged_gen, else 0); -EAGAIN: fetching
+ * paused after a fault; another -errno. Any failure means "render it".
  */
-int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key);
-/** fs_shared_offer() - queue the upload of the local entry of @key (copied); never blocks on I/O. */
-void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key);
+int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t *damaged_gen);
+/**
+ * fs_shared_offer() - queue the upload of the local entry of @key (copied);
+ * @replace_gen: the generation of a damaged copy there to replace (from
+ * fs_shared_fetch()), else 0. Never blocks on I/O.
+ */
+void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t replace_gen);
 /** fs_shared_status_json() - status.json's "shared_cache" value (null without one) into @out. */
 int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 

@@ -20,7 +20,8 @@
  * nothing: the thread holds its own reference and the entry is cached.
  * With a shared view cache (shared.c), the thread of a shared view first
  * fetches the view's checked copy into the cache (then nothing is rendered)
- * and, after rendering one, queues its upload once the readers were told.
+ * and, after rendering one, queues its upload (replacing a damaged copy)
+ * once the readers were told.
  *
  * Locks: L->lock guards a render's state, source and readable end and is
  * never held across I/O; ctx->views.lock guards the table of renders (slots
@@ -302,11 +303,11 @@ static void live_unlist(struct fs_live *L)
  * live_from_shared() - the view from the shared cache (shared.c) into the
  * local cache, opened as the finished entry: true, and nothing to render.
  */
-static bool live_from_shared(struct fs_live *L)
+static bool live_from_shared(struct fs_live *L, uint64_t *damaged_gen)
 {
 	struct xprofs_cache_reader *e = NULL;
 
-	if (fs_shared_fetch(L->ctx, &L->key) < 0 ||
+	if (fs_shared_fetch(L->ctx, &L->key, damaged_gen) < 0 ||
 	    xprofs_cache_reader_open(L->ctx->cache, L->key.data, L->key.len, &e) < 0)
 		return false;
 	pthread_mutex_lock(&L->lock);
@@ -328,12 +329,13 @@ static void *live_main(void *arg)
 	struct fs_views *v = &L->ctx->views;
 	struct xprofs_buf err;
 	bool shared = L->job.shared && L->ctx->shared && L->ctx->cache, fetched = false;
+	uint64_t damaged_gen = 0;
 	bool offer;
 	int r = RENDER_NO_CACHE;
 
 	xprofs_buf_init(&err, 4096);
 	if (shared) {
-		fetched = live_from_shared(L);
+		fetched = live_from_shared(L, &damaged_gen);
 		if (!fetched)
 			FS_CNT(L->ctx, renders);
 	}
@@ -355,7 +357,7 @@ static void *live_main(void *arg)
 	pthread_cond_broadcast(&L->cond);
 	pthread_mutex_unlock(&L->lock);
 	if (offer)
-		fs_shared_offer(L->ctx, &L->key);
+		fs_shared_offer(L->ctx, &L->key, damaged_gen);
 	live_unlist(L);
 	live_put(L);
 	/* the last touch of the mount: fs_views_deinit() waits for this */

@@ -17,7 +17,10 @@
  * which exports the entry and uploads it with ifGenerationMatch=0: the
  * reader never waits for an upload, concurrent writers never clobber each
  * other (412: stored already, fine), and a mount without write access (403)
- * stops trying after the first refusal, without an error for the user.
+ * stops trying after the first refusal, without an error for the user. A
+ * damaged copy found by the fetch is replaced, with ifGenerationMatch set to
+ * its generation, so only that version is ever overwritten (a copy of
+ * another key is left alone: it is sound, just not ours).
  *
  * Only gs:// sources share: their generation names the profile's version
  * everywhere, where a local file's size, mtime and inode do not (and hashing
@@ -65,6 +68,7 @@ struct fs_shared {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	struct xprofs_buf queue[SHARED_QUEUE]; /* keys to upload; under lock */
+	uint64_t qgen[SHARED_QUEUE];           /* ... each with the generation it replaces */
 	unsigned q_head, q_len;                /* under lock */
 	bool stop, no_write;                   /* under lock */
 	int64_t paused_until;                  /* mono ns; under lock */
@@ -72,7 +76,7 @@ struct fs_shared {
 	pthread_t th;
 	/* counters (atomic) */
 	uint64_t hits, misses, rejects, fetch_errors, skipped;
-	uint64_t uploads, upload_exists, upload_errors, upload_dropped, bytes_fetched,
+	uint64_t uploads, repairs, upload_exists, upload_errors, upload_dropped, bytes_fetched,
 		bytes_uploaded;
 };
 
@@ -102,15 +106,16 @@ bool fs_shared_wanted(const struct fs_ctx *ctx, const struct fs_target *t)
 	       t->view != XPROFS_VIEW_TRACE;
 }
 
-int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key)
+int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t *damaged_gen)
 {
 	struct fs_shared *sh = ctx->shared;
 	char name[128];
-	uint64_t len = 0;
+	uint64_t len = 0, gen = 0;
 	int64_t now = xprofs_mono_ns();
 	bool paused;
 	int fd, r;
 
+	*damaged_gen = 0;
 	pthread_mutex_lock(&sh->lock);
 	paused = now < sh->paused_until;
 	pthread_mutex_unlock(&sh->lock);
@@ -122,7 +127,7 @@ int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key)
 	fd = xprofs_tmpfile(ctx->tmp_dir, "xprofs-shared");
 	if (fd < 0)
 		return fd;
-	r = xprofs_gcs_blobs_get(sh->blobs, name, fd, sh->max_object, &len);
+	r = xprofs_gcs_blobs_get(sh->blobs, name, fd, sh->max_object, &len, &gen);
 	if (r == 0) {
 		int64_t got = xprofs_mono_ns();
 
@@ -134,6 +139,8 @@ int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key)
 			     (double)(xprofs_mono_ns() - got) / 1e9, r < 0 ? strerror(-r) : "ok");
 		if (r == -ESTALE || r == -EBADMSG) {
 			SH_CNT(sh, rejects);
+			/* a damaged copy is replaced by ours; another key's sound one is left */
+			*damaged_gen = r == -EBADMSG ? gen : 0;
 			xprofs_warn("shared cache: %s/%s is %s: rendering instead", sh->url, name,
 				    r == -ESTALE ? "another view's (foreign key)" : "damaged");
 		} else if (r < 0) {
@@ -159,7 +166,7 @@ int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key)
 	return r;
 }
 
-void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key)
+void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t replace_gen)
 {
 	struct fs_shared *sh = ctx->shared;
 	struct xprofs_buf *slot;
@@ -175,10 +182,12 @@ void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key)
 	} else {
 		slot = &sh->queue[(sh->q_head + sh->q_len) % SHARED_QUEUE];
 		xprofs_buf_reset(slot);
-		if (xprofs_buf_add(slot, key->data, key->len) < 0)
+		if (xprofs_buf_add(slot, key->data, key->len) < 0) {
 			dropped = true;
-		else
+		} else {
+			sh->qgen[(sh->q_head + sh->q_len) % SHARED_QUEUE] = replace_gen;
 			sh->q_len++;
+		}
 		pthread_cond_signal(&sh->cond);
 	}
 	pthread_mutex_unlock(&sh->lock);
@@ -186,8 +195,11 @@ void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key)
 		SH_CNT(sh, upload_dropped);
 }
 
-/* upload() - export the local entry of @key and store it unless someone did. */
-static void upload(struct fs_shared *sh, const struct xprofs_buf *key)
+/*
+ * upload() - export the local entry of @key and store it unless someone did
+ * (@gen 0), or in place of exactly the damaged copy of generation @gen.
+ */
+static void upload(struct fs_shared *sh, const struct xprofs_buf *key, uint64_t gen)
 {
 	struct fs_ctx *ctx = sh->ctx;
 	char name[128];
@@ -202,10 +214,12 @@ static void upload(struct fs_shared *sh, const struct xprofs_buf *key)
 	}
 	r = xprofs_cache_export(ctx->cache, key->data, key->len, fd, &len);
 	if (r == 0)
-		r = xprofs_gcs_blobs_put(sh->blobs, name, fd, len);
+		r = xprofs_gcs_blobs_put(sh->blobs, name, fd, len, gen);
 	close(fd);
 	if (r == 0) {
 		SH_CNT(sh, uploads);
+		if (gen)
+			SH_CNT(sh, repairs);
 		__atomic_add_fetch(&sh->bytes_uploaded, len, __ATOMIC_RELAXED);
 	} else if (r == -EEXIST) {
 		SH_CNT(sh, upload_exists); /* another mount stored it first */
@@ -225,6 +239,7 @@ static void *uploader_main(void *arg)
 {
 	struct fs_shared *sh = arg;
 	struct xprofs_buf key;
+	uint64_t gen;
 
 	xprofs_buf_init(&key, XPROFS_CACHE_KEY_MAX);
 	pthread_mutex_lock(&sh->lock);
@@ -236,11 +251,12 @@ static void *uploader_main(void *arg)
 		xprofs_buf_reset(&key);
 		if (xprofs_buf_add(&key, sh->queue[sh->q_head].data, sh->queue[sh->q_head].len) < 0)
 			xprofs_buf_reset(&key);
+		gen = sh->qgen[sh->q_head];
 		sh->q_head = (sh->q_head + 1) % SHARED_QUEUE;
 		sh->q_len--;
 		pthread_mutex_unlock(&sh->lock);
 		if (key.len)
-			upload(sh, &key);
+			upload(sh, &key, gen);
 		pthread_mutex_lock(&sh->lock);
 	}
 	pthread_mutex_unlock(&sh->lock);
@@ -338,12 +354,13 @@ int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			out,
 			",\"hits\":%" PRIu64 ",\"misses\":%" PRIu64 ",\"rejects\":%" PRIu64
 			",\"fetch_errors\":%" PRIu64 ",\"skipped\":%" PRIu64 ",\"uploads\":%" PRIu64
-			",\"upload_exists\":%" PRIu64 ",\"upload_errors\":%" PRIu64
-			",\"upload_dropped\":%" PRIu64 ",\"upload_queued\":%u,\"read_only\":%s"
+			",\"repairs\":%" PRIu64 ",\"upload_exists\":%" PRIu64
+			",\"upload_errors\":%" PRIu64 ",\"upload_dropped\":%" PRIu64
+			",\"upload_queued\":%u,\"read_only\":%s"
 			",\"bytes_fetched\":%" PRIu64 ",\"bytes_uploaded\":%" PRIu64 ",\"store\":",
 			SH_GET(sh, hits), SH_GET(sh, misses), SH_GET(sh, rejects),
 			SH_GET(sh, fetch_errors), SH_GET(sh, skipped), SH_GET(sh, uploads),
-			SH_GET(sh, upload_exists), SH_GET(sh, upload_errors),
+			SH_GET(sh, repairs), SH_GET(sh, upload_exists), SH_GET(sh, upload_errors),
 			SH_GET(sh, upload_dropped), queued, no_write ? "true" : "false",
 			SH_GET(sh, bytes_fetched), SH_GET(sh, bytes_uploaded));
 	if (r == 0)

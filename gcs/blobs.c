@@ -9,9 +9,10 @@
  * credentials and an HTTP pool with its counters); its tree, threads and
  * block table are never set up. A read streams the object into the caller's
  * file (bounded by the caller's maximum), so memory does not grow with the
- * object. A write is a media upload with ifGenerationMatch=0: objects are
- * never replaced, so concurrent writers of one name cannot clobber each
- * other (412 = stored already: -EEXIST) and the upload is safe to retry.
+ * object. A write is a media upload with ifGenerationMatch=0 (or the one
+ * generation a caller means to replace): a sound object is never replaced,
+ * so concurrent writers of one name cannot clobber each other (412 = stored
+ * already: -EEXIST) and the upload is safe to retry.
  * Retries, backoff and the errno mapping are http.c's.
  *
  * Limits: names are at most GCS_NAME_MAX bytes with the prefix; every
@@ -135,7 +136,7 @@ static int object(const struct xprofs_gcs_blobs *b, const char *name, char *obj)
 }
 
 int xprofs_gcs_blobs_get(struct xprofs_gcs_blobs *b, const char *name, int fd, uint64_t max,
-			 uint64_t *len)
+			 uint64_t *len, uint64_t *gen)
 {
 	struct gcs_req rq = {.kind = GCS_REQ_GET,
 			     .method = "GET",
@@ -158,18 +159,21 @@ int xprofs_gcs_blobs_get(struct xprofs_gcs_blobs *b, const char *name, int fd, u
 	r = gcs_http_do(&b->s.http, &rq);
 	if (r == 0 && rq.status != 200)
 		r = rq.status == 404 ? -ENOENT : gcs_status_errno(&b->s, &rq, obj);
-	if (r == 0)
+	if (r == 0) {
 		*len = rq.fd_len;
+		*gen = rq.goog_generation;
+	}
 out:
 	xprofs_buf_deinit(&url);
 	return r;
 }
 
-int xprofs_gcs_blobs_put(struct xprofs_gcs_blobs *b, const char *name, int fd, uint64_t len)
+int xprofs_gcs_blobs_put(struct xprofs_gcs_blobs *b, const char *name, int fd, uint64_t len,
+			 uint64_t if_gen)
 {
 	struct gcs_req rq = {.kind = GCS_REQ_UPLOAD,
 			     .method = "POST",
-			     .idempotent = true, /* ifGenerationMatch=0 */
+			     .idempotent = true, /* ifGenerationMatch */
 			     .send_body = true,
 			     .body_fd = fd,
 			     .body_len = len};
@@ -183,7 +187,7 @@ int xprofs_gcs_blobs_put(struct xprofs_gcs_blobs *b, const char *name, int fd, u
 	    (r = gcs_url_object(&b->s, &url, "upload/storage/v1", NULL)) < 0 ||
 	    (r = gcs_url_param(&url, "uploadType", "media")) < 0 ||
 	    (r = gcs_url_param(&url, "name", obj)) < 0 ||
-	    (r = gcs_url_param_u64(&url, "ifGenerationMatch", 0)) < 0 ||
+	    (r = gcs_url_param_u64(&url, "ifGenerationMatch", if_gen)) < 0 ||
 	    (r = gcs_url_param(&url, "fields", "generation")) < 0)
 		goto out;
 	rq.url = url.data;

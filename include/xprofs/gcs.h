@@ -83,19 +83,21 @@ int xprofs_gcs_blobs_new(const char *url, const struct xprofs_gcs_options *o,
 struct xprofs_gcs_blobs *xprofs_gcs_blobs_free(struct xprofs_gcs_blobs *b);
 /**
  * xprofs_gcs_blobs_get() - object PREFIX/@name into @fd (borrowed) from
- * offset 0, its length into *@len (bytes past it in @fd are stale). One GET,
- * retried under the deadline. 0, -ENOENT (absent), -EFBIG (over @max bytes),
- * -EACCES, -EIO, ...
+ * offset 0, its length into *@len (bytes past it in @fd are stale) and its
+ * generation into *@gen (0: the server did not say). One GET, retried under
+ * the deadline. 0, -ENOENT (absent), -EFBIG (over @max bytes), -EACCES, -EIO, ...
  */
 int xprofs_gcs_blobs_get(struct xprofs_gcs_blobs *b, const char *name, int fd, uint64_t max,
-			 uint64_t *len) XPROFS_WUR;
+			 uint64_t *len, uint64_t *gen) XPROFS_WUR;
 /**
  * xprofs_gcs_blobs_put() - store @len bytes of @fd (borrowed, from offset 0)
- * as PREFIX/@name unless that object exists. 0; -EEXIST when it exists (or a
- * lost answer's first attempt stored it); -EACCES without write access; ...
+ * as PREFIX/@name if its generation is @if_gen now (0: only if it does not
+ * exist; else it replaces exactly that version). 0; -EEXIST when the
+ * precondition failed (or a lost answer's first attempt stored it);
+ * -EACCES without write access; ...
  */
-int xprofs_gcs_blobs_put(struct xprofs_gcs_blobs *b, const char *name, int fd,
-			 uint64_t len) XPROFS_WUR;
+int xprofs_gcs_blobs_put(struct xprofs_gcs_blobs *b, const char *name, int fd, uint64_t len,
+			 uint64_t if_gen) XPROFS_WUR;
 /** xprofs_gcs_blobs_status_json() - the client's request counters as one JSON object into @out. */
 int xprofs_gcs_blobs_status_json(struct xprofs_gcs_blobs *b, struct xprofs_buf *out) XPROFS_WUR;
 

@@ -9,9 +9,11 @@ tests/lib/fault_proxy.py (which logs every request).
 - A second mount with an empty local cache gets the same bytes with one GET of
   the shared object: no render, no index pass, not one byte of the profile read.
   trace.json is not shared (its render streams faster than a copy arrives).
-- A shared object with a flipped payload byte (damaged) and one holding another
-  view's copy (a foreign key) are rejected: the view is rendered, the bytes are
-  right, and the upload meets the existing object (412, counted, no error).
+- A shared object with a flipped payload byte (damaged), a truncated one, one
+  that is not ours at all, and one holding another view's copy (a foreign
+  key) are rejected: the view is rendered and the bytes are right. A damaged
+  one is then replaced by the rendered copy (ifGenerationMatch = its
+  generation); the foreign one is left alone (our upload meets it: 412).
 - A replaced profile (a new generation) never gets the old view: its key, and
   so its object, differ; the view is rendered from the new profile.
 - A mount the bucket refuses uploads to (403) fetches and renders as usual,
@@ -162,16 +164,24 @@ def main(t, h):
     foreign = obj_bytes(h, summary_obj[0]) if summary_obj else b"x"
     for what, data in [("damaged", bytes(bad)), ("truncated", good[: len(good) // 2]),
                        ("foreign", foreign), ("not an object of ours", b"{}\n" * 100)]:
-        emu_put(h, obj, data)
+        dgen = emu_put(h, obj, data)["generation"]
         mnt, _, log = h.mount(URL, p2.url, opts)
         got = read(mnt, VIEW)
-        st = wait_for(mnt, lambda s: s["shared_cache"]["upload_exists"] >= 1, "412")
+        st = wait_for(mnt, lambda s: s["shared_cache"]["upload_exists"] + s["shared_cache"]["uploads"] >= 1,
+                      "upload")
         sh, c = st["shared_cache"], st["counters"]
         t.ok(got == want and sh["rejects"] == 1 and sh["hits"] == 0 and c["renders"] == 1,
              "%s shared object: rejected, rendered, right bytes (%s)" % (what, sh), h.log(log))
-        t.ok(sh["upload_exists"] == 1 and sh["upload_errors"] == 0 and obj_bytes(h, obj) == data,
-             "%s shared object: our upload meets it (412), no error, nothing clobbered" % what)
         h.umount(mnt)
+        ups = [path for m, path in requests_for(p2, "uploadType=media") if m == "POST"]
+        if what == "foreign":
+            t.ok(sh["upload_exists"] == 1 and sh["upload_errors"] == 0 and obj_bytes(h, obj) == data,
+                 "foreign shared object: our upload meets it (412), no error, it is left alone")
+        else:
+            t.ok(sh["repairs"] == 1 and sh["upload_errors"] == 0 and obj_bytes(h, obj) == good and
+                 ups and "ifGenerationMatch=%s" % dgen in ups[-1],
+                 "%s shared object: replaced by the rendered copy, only that generation (%s)"
+                 % (what, ups[-1:]))
     emu_put(h, obj, good)
 
     # 4. a replaced profile (new generation) never gets the old view
