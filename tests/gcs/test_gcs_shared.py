@@ -28,6 +28,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -186,6 +187,31 @@ def main(t, h):
                  "%s shared object: replaced by the rendered copy, only that generation (%s)"
                  % (what, ups[-1:]))
     emu_put(h, obj, good)
+
+    # 3b. two mounts rendering the same view at once: one object, never clobbered
+    svg = "runs/run/s1/%s/overview.svg" % HOST
+    pair = [h.mount(URL, p2.url, opts)[0] for _ in range(2)]
+    out = [None, None]
+    ths = [threading.Thread(target=lambda i=i: out.__setitem__(i, read(pair[i], svg))) for i in range(2)]
+    for th in ths:
+        th.start()
+    for th in ths:
+        th.join()
+    done = lambda s: s["shared_cache"]["upload_queued"] == 0 and (
+        s["shared_cache"]["hits"] + s["shared_cache"]["uploads"] + s["shared_cache"]["upload_exists"] >= 1)
+    sts = [wait_for(m, done, "upload")["shared_cache"] for m in pair]
+    for m in pair:
+        h.umount(m)
+    svg_obj = [n for n in shared_objects(h) if n.endswith("-overview.svg")]
+    mnt, _, log = h.mount(URL, p2.url, opts)
+    again = read(mnt, svg)
+    sh = shared_of(mnt)
+    h.umount(mnt)
+    t.ok(out[0] == out[1] == again and len(again) > 100 and sum(x["uploads"] for x in sts) == 1 and
+         all(x["hits"] + x["uploads"] + x["upload_exists"] == 1 for x in sts) and len(svg_obj) == 1 and
+         sh["hits"] == 1,
+         "two mounts rendering one view at once: one upload wins, the other hits or meets 412; "
+         "the object serves the next mount (%s)" % [(x["hits"], x["uploads"], x["upload_exists"]) for x in sts])
 
     # 4. a replaced profile (new generation) never gets the old view
     src2 = os.path.join(h.work, "src2")
