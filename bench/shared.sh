@@ -46,9 +46,12 @@ mkdir -p "$OUT"
 
 W=$(mktemp -d /tmp/xprofs-bench-shared.XXXXXX)
 MOUNTS=()
+DAEMONS=()
 cleanup() {
-	local m
+	local m p
 	for m in "${MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; done
+	# before the emulator goes: a daemon still rendering would retry its reads against it
+	for p in "${DAEMONS[@]}"; do kill "$p" 2>/dev/null || true; done
 	bash "$ROOT/tests/lib/emulator.sh" stop "$W/emu" >/dev/null 2>&1 || true
 	rm -rf "$W"
 }
@@ -70,6 +73,7 @@ mount_one() {
 		>"$W/$1.log" 2>&1 &
 	PID=$!
 	MOUNTS+=("$m")
+	DAEMONS+=("$PID")
 	for _ in $(seq 600); do mountpoint -q "$m" && return 0; sleep 0.1; done
 	echo "bench/shared.sh: mount $1 did not appear" >&2
 	cat "$W/$1.log" >&2
