@@ -18,6 +18,8 @@ tests/lib/fault_proxy.py (which logs every request).
   so its object, differ; the view is rendered from the new profile.
 - A mount the bucket refuses uploads to (403) fetches and renders as usual,
   reports read_only and stops trying after the first refusal.
+- An upload that gets no answer for 4 s does not delay the reader: the read
+  ends with the render, and the upload is retried after the reset.
 - A shared cache that resets every fetch costs one retry deadline, then
   fetching pauses; views render correctly meanwhile.
 - The option needs a gs:// SOURCE and a gs:// URL, and a shared bucket
@@ -251,6 +253,21 @@ def main(t, h):
     t.ok(len(steps) > 10 and got == want2 and sh["read_only"] and sh["upload_errors"] == 0 and sh["hits"] == 1,
          "read-only bucket: views served, read_only reported, no upload error (%s)" % sh, h.log(log))
     t.ok(len(ups) == 1, "read-only bucket: one refused upload, then no more tries (%d)" % len(ups))
+    h.umount(mnt)
+
+    # 5b. the reader never waits for the upload: the first upload gets no answer for 4 s (then
+    # a reset; the client retries it), yet the read ends as soon as the render does
+    p6 = h.proxy(faults=["stall,match=^POST /upload,count=1,stall=4"])
+    mnt, _, log = h.mount(URL, p6.url, opts + ["retry_deadline=20"])
+    t0 = time.monotonic()
+    svg2 = read(mnt, "runs/run/s1/%s/overview.svg" % HOST)
+    took = time.monotonic() - t0
+    at_eof = shared_of(mnt)
+    st = wait_for(mnt, lambda s: s["shared_cache"]["uploads"] >= 1, "upload", timeout=90)
+    t.ok(len(svg2) > 100 and at_eof["uploads"] == 0 and st["shared_cache"]["uploads"] == 1 and
+         st["shared_cache"]["store"]["retries"] >= 1,
+         "a stalled upload does not delay the reader: read in %.2f s with no upload done (%s), "
+         "then the retried upload (%s)" % (took, at_eof["uploads"], st["shared_cache"]), h.log(log))
     h.umount(mnt)
 
     # 6. a shared cache whose fetches fail: one deadline, then fetching pauses
