@@ -239,6 +239,16 @@ def main(t, h):
     t.ok(got == want2 and sh["hits"] == 1, "replaced profile: the next mount fetches the new view (%s)" % sh)
     h.umount(mnt)
 
+    # 4b. a fetch whose body is cut half way is retried from the start: a hit, the right bytes
+    p7 = h.proxy(faults=["truncate,match=^GET /storage/v1/b/bkt/o/shared%2F,count=1"])
+    mnt, _, log = h.mount(URL, p7.url, opts)
+    got = read(mnt, VIEW)
+    sh = shared_of(mnt)
+    t.ok(got == want2 and sh["hits"] == 1 and sh["rejects"] == 0 and sh["store"]["retries"] >= 1 and
+         p7.stats["faults"].get("truncate") == 1,
+         "a truncated fetch is retried: a hit with the right bytes (%s)" % sh, h.log(log))
+    h.umount(mnt)
+
     # 5. no write access: fetch and render as usual, stop uploading after one 403
     p3 = h.proxy(faults=["403,match=^POST /upload"])
     mnt, _, log = h.mount(URL, p3.url, opts)
