@@ -308,7 +308,7 @@ static bool live_from_shared(struct fs_live *L, uint64_t *damaged_gen)
 	struct xprofs_cache_reader *e = NULL;
 
 	if (fs_shared_fetch(L->ctx, &L->key, damaged_gen) < 0 ||
-	    xprofs_cache_reader_open(L->ctx->cache, L->key.data, L->key.len, &e) < 0)
+	    xprofs_cache_reader_reopen(L->ctx->cache, L->key.data, L->key.len, &e) < 0)
 		return false;
 	pthread_mutex_lock(&L->lock);
 	L->entry = e;

@@ -148,6 +148,10 @@ def main(t, h):
          "second mount: exactly one GET, of the shared object; no byte of the profile read: %s" % media)
     t.ok(read(mnt, VIEW) == want and status(mnt)["counters"]["view_cache_hits"] >= 1,
          "second mount: the fetched view is a local cache hit from then on")
+    st = status(mnt)
+    t.ok(st["cache"]["hits"] == st["counters"]["view_cache_hits"] + st["store"]["blocks"]["disk_hits"],
+         "second mount: cache.hits = view_cache_hits + disk_hits (an imported entry is a reopen: %s, %s, %s)"
+         % (st["cache"]["hits"], st["counters"]["view_cache_hits"], st["store"]["blocks"]["disk_hits"]))
     with p2.lock:
         p2.log.clear()
     trace = read(mnt, "runs/run/s1/%s/trace.json" % HOST)
