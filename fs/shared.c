@@ -36,7 +36,9 @@
  *
  * Faults: a fetch that fails on transport (not a 404) pauses fetching for
  * SHARED_PAUSE_S, so a broken bucket costs one retry deadline, not one per
- * view; the client's retry deadline is at most SHARED_DEADLINE_S.
+ * view; the client's retry deadline and its stall timeout are at most
+ * SHARED_DEADLINE_S, since a reader waits for a fetch where a render would
+ * have served it.
  *
  * Locks: sh->lock guards the upload queue and the flags; it is a leaf, never
  * held across a request or a cache call.
@@ -295,7 +297,9 @@ int fs_shared_start(struct fs_ctx *ctx)
 	go.retry_deadline_s = o->retry_deadline && o->retry_deadline < SHARED_DEADLINE_S
 				      ? o->retry_deadline
 				      : SHARED_DEADLINE_S;
-	go.stall_timeout_s = o->stall_timeout;
+	go.stall_timeout_s = o->stall_timeout && o->stall_timeout < SHARED_DEADLINE_S
+				     ? o->stall_timeout
+				     : SHARED_DEADLINE_S;
 	r = sh->url ? xprofs_gcs_blobs_new(o->shared_cache, &go, &sh->blobs) : -ENOMEM;
 	if (r == 0) {
 		r = -pthread_create(&sh->th, NULL, uploader_main, sh);

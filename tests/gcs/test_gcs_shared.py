@@ -22,6 +22,9 @@ tests/lib/fault_proxy.py (which logs every request).
   ends with the render, and the upload is retried after the reset.
 - A shared cache that resets every fetch costs one retry deadline, then
   fetching pauses; views render correctly meanwhile.
+- A fetch stalled half way (90 s) is given up after the shared client's
+  stall timeout (at most 10 s, though -o stall_timeout=40) and the view
+  rendered.
 - The option needs a gs:// SOURCE and a gs:// URL, and a shared bucket
   that cannot be read (403 at mount) fails the mount.
 TAP output; exit 77 when FUSE, the xprofs binary or the emulator is absent.
@@ -112,7 +115,16 @@ def main(t, h):
     opts = ["anonymous", "shared_cache=" + SHARED, "retry_deadline=5"]
     rcs = []  # every unmount's exit status: in an ASan build, errors and leaks make it non-zero
     umount = h.umount
-    h.umount = lambda m: rcs.append(umount(m)) or rcs[-1]
+    logs = {m: lg for m, _, lg in h.mounts}
+
+    def umount_checked(m):
+        logs.update({mm: lg for mm, _, lg in h.mounts})
+        rc = umount(m)
+        rcs.append(rc)
+        if rc != 0:
+            print("# unmount of %s exited %s; its log:\n# %s" % (m, rc, h.log(logs[m], 40).replace("\n", "\n# ")))
+        return rc
+    h.umount = umount_checked
 
     # 1. the first mount renders and uploads
     p = h.proxy()
@@ -297,6 +309,21 @@ def main(t, h):
     h.umount(mnt)
 
     t.ok(len(rcs) >= 10 and all(rc == 0 for rc in rcs), "every daemon exited 0 at unmount: %s" % rcs)
+
+    # 6b. a fetch that stalls half way is given up after the shared client's stall timeout
+    # (at most 10 s, whatever -o stall_timeout says: 40 here), not after the server's 90 s
+    # stall nor the 40 s (libcurl notices a stall some seconds late: 10 s gives about 16)
+    p8 = h.proxy(faults=["stall_body,match=^GET /storage/v1/b/bkt/o/shared%2F,stall=90"])
+    mnt, _, log = h.mount(URL, p8.url, ["anonymous", "shared_cache=" + SHARED, "stall_timeout=40"])
+    t0 = time.monotonic()
+    got = read(mnt, VIEW)
+    took = time.monotonic() - t0
+    sh = shared_of(mnt)
+    t.ok(got == want2 and sh["fetch_errors"] == 1 and sh["hits"] == 0 and took < 38,
+         "a stalled fetch: given up in %.1f s (the server stalls 90 s, stall_timeout=40), the view "
+         "rendered (%s)" % (took, sh),
+         h.log(log))
+    h.umount(mnt)
 
     # 7. option checks
     local = os.path.join(h.work, "local")
