@@ -11,10 +11,16 @@
 
 #include "render-internal.h"
 
-/* The derived lines, by their offset from kThreadIdTfNameScope's group (only two derived yet). */
-enum { DL_MODULE = 0, DL_HLO_OP, DL_COUNT, DL_STEPS = DL_COUNT };
+/*
+ * The derived lines of a stream (Source code is not derived); DL_STEPS is a
+ * plane's Steps line. The values index arrays only; the line order is tid_offset[].
+ */
+enum { DL_MODULE = 0, DL_HLO_OP, DL_NAME_SCOPE, DL_TF_OP, DL_COUNT, DL_STEPS = DL_COUNT };
 #define DL_ALL ((1u << DL_COUNT) - 1)
-/* Deepest hlo_op nesting ("a::b::...") followed; deeper levels are not derived. */
+/*
+ * Deepest hlo_op nesting ("a::b::...") and name-scope nesting ("a/b/.../op")
+ * followed; deeper levels are not derived.
+ */
 #define DER_LEVELS 16
 /* Steps are derived on planes with at most this many lines (one cursor each). */
 #define DER_STEP_LINES 16
@@ -57,15 +63,15 @@ struct dec_derive {
 	bool win;
 	dec_ps128 from, to;
 	struct der_line lines[DL_COUNT];
-	struct xprofs_buf tmp, s_op, s_mod;
+	struct xprofs_buf tmp, s_op, s_mod, s_tf, disp;
 };
 
 /* The annotations of one stream event (GpuEventStats), strings borrowed from the derivation. */
 struct dec_derived_in {
 	struct dec_derive *d;
 	bool is_kernel, has_hlo_op, has_program_id, has_group;
-	const char *hlo_op, *module;
-	size_t hlo_op_len, module_len;
+	const char *hlo_op, *module, *tf_op; /* tf_op: the tf_op stat ("" when absent) */
+	size_t hlo_op_len, module_len, tf_op_len;
 	uint64_t program_id;
 	int64_t group;
 	dec_ps128 begin, end;
@@ -90,6 +96,30 @@ void dec_derive_window(struct dec_derive *d, dec_ps128 from, dec_ps128 to);
 /* dec_derive_read() - the annotations of event @e (starting at @begin) into @in. */
 int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_event *e,
 		    dec_ps128 begin, struct dec_derived_in *in);
+/* TSL's tf_op_utils.h Category, the subset ParseTfOpFullname() gives. */
+enum dec_tfop_cat {
+	TFOP_UNKNOWN,
+	TFOP_TENSORFLOW,
+	TFOP_JAX,
+	TFOP_TF_DATA,
+	TFOP_MEMCPY_HTOD,
+	TFOP_MEMCPY_DTOH,
+	TFOP_MEMCPY_DTOD,
+	TFOP_MEMCPY_HTOH,
+};
+/* TfOp: pieces of the parsed string (borrowed), or constants. */
+struct dec_tfop {
+	enum dec_tfop_cat cat;
+	const char *name, *type;
+	size_t name_len, type_len;
+};
+/* dec_tfop_parse() - ParseTfOpFullname() of @s (@n bytes, borrowed by *op). */
+void dec_tfop_parse(const char *s, size_t n, struct dec_tfop *op);
+/*
+ * dec_tfop_event_name() - TfOpEventName() of @op into @b (reset first);
+ * 0 or -errno from the buffer.
+ */
+int dec_tfop_event_name(const struct dec_tfop *op, struct xprofs_buf *b);
 /* dec_derive_event() - feed one event of the stream (file order). */
 int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in);
 /*

@@ -889,6 +889,131 @@ static void test_trace_derived(void **state)
 	tb_free(b);
 }
 
+/* A kernel of 1 us at @off_us with tf_op @op (NULL: none) and group 1. */
+static XEvent *fw_kernel(struct tb *b, XLine *l, int64_t off_us, const char *op)
+{
+	XEvent *e = tb_event(b, l, 1, off_us * 1000000, 1000000);
+
+	tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
+	if (op)
+		tb_stat_s(b, &e->stats, &e->n_stats, 6, op);
+	tb_stat_i(b, &e->stats, &e->n_stats, 5, 1);
+	return e;
+}
+
+/*
+ * The Framework lines XProf derives from a non-XLA kernel's tf_op
+ * (ProcessTfOpEvent()): ParseTfOpFullname()'s categories and
+ * TfOpEventName()s, name scopes of TensorFlow and JAX ops, merging, a new
+ * scope closing the open op, an op without scopes leaving the scopes open
+ * (not expanded), an XLA kernel's tf_op ignored, a new module closing the
+ * scopes and the op, empty, 20-deep and 100 KB tf_ops.
+ */
+static void test_trace_framework(void **state)
+{
+	static const char *const ops[] = {
+		"model/dense/MatMul:MatMul",                  /* 0: TensorFlow */
+		"model/dense/MatMul:MatMul",                  /* 1: expands */
+		"model/dense/BiasAdd:BiasAdd",                /* 2: scopes expand, new op */
+		"jit(f)/jvp(g)/dot_general_7:",               /* 3: JAX, type from the name */
+		"transpose_op:transpose[permutation=(1, 0)]", /* 4: JAX, no scope */
+		"aten::addmm ",                               /* 5: unknown */
+		"MEMCPYHToD",                                 /* 6: memcpy */
+		"Iterator::Batch::Map",                       /* 7: tf.data */
+		"",                                           /* 8: not a tf op */
+		"outer/Conv2D_3:",                            /* 9: TensorFlow, type derived */
+	};
+	struct tb *b = tb_new();
+	struct xprofs_render_opts ro = {.host = "h"};
+	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
+	XLine *k;
+	XEvent *e;
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n;
+	char *s, *deep, *huge;
+	json_t *j;
+
+	(void)state;
+	tb_stmd(b, gpu, 1, "kernel_details");
+	tb_stmd(b, gpu, 2, "hlo_op");
+	tb_stmd(b, gpu, 3, "hlo_module");
+	tb_stmd(b, gpu, 5, "group_id");
+	tb_stmd(b, gpu, 6, "tf_op");
+	tb_evmd(b, gpu, 1, "kern", NULL);
+	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
+	for (int i = 0; i < 10; i++)
+		fw_kernel(b, k, i, ops[i]);
+	e = fw_kernel(b, k, 10, "xla/Op:Op"); /* an XLA kernel: its tf_op is not used */
+	tb_stat_s(b, &e->stats, &e->n_stats, 2, "add.1");
+	e = fw_kernel(b, k, 11, "outer/Conv2D_3:"); /* a module closes the scopes (and the op) */
+	tb_stat_s(b, &e->stats, &e->n_stats, 3, "m");
+	deep = calloc(1, 20 * 4 + 8);
+	for (int i = 0; i < 20; i++)
+		sprintf(deep + strlen(deep), "s%02d/", i);
+	strcat(deep, "Op:Op");
+	fw_kernel(b, k, 12, deep);
+	huge = malloc(100001);
+	memset(huge, 'a', 100000);
+	huge[100000] = '\0';
+	huge[50000] = '/';
+	fw_kernel(b, k, 13, huge);
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	j = json_loads(s, 0, NULL);
+	assert_non_null(j);
+	/* line names and display ids: the stream 1, Name Scope 2, Framework Ops 3 */
+	assert_non_null(
+		strstr(s, "\"tid\":2,\"args\":{\"name\":\"Framework Name Scope - from #7\"}"));
+	assert_non_null(strstr(s, "\"tid\":3,\"args\":{\"name\":\"Framework Ops - from #7\"}"));
+	/* scopes of 0-2 nest with equal spans: the inner one 1 ns shorter when a new scope comes */
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":3,"
+				  "\"name\":\"model\",\"args\":{\"group_id\":1}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":2.999,"
+				  "\"name\":\"dense\",\"args\":{\"group_id\":1}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":2,"
+				  "\"name\":\"MatMul\",\"args\":{\"group_id\":1,"
+				  "\"long_name\":\"model/dense/MatMul:MatMul\"}}"));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":2,\"dur\":1,\"name\":\"BiasAdd\""));
+	/* JAX: scopes jit(f) and jvp(g), left open (not expanded) by the scope-less ops after */
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":3,\"dur\":1,\"name\":\"jit(f)\""));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":3,\"dur\":0.999,\"name\":\"jvp(g)\""));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":3,\"dur\":1,\"name\":\"dot_general\","
+				  "\"args\":{\"group_id\":1,\"long_name\":\"jit(f)/jvp(g)/"
+				  "dot_general_7:\"}}"));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":4,\"dur\":1,\"name\":\"transpose\""));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":5,\"dur\":1,\"name\":\"aten::addmm\","
+				  "\"args\":{\"group_id\":1,\"long_name\":\"aten::addmm \"}}"));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":6,\"dur\":1,\"name\":\"MemcpyHToD\""));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":7,\"dur\":1,\"name\":\"Iterator::Map\""));
+	/* Conv2D at 9 stays open over the XLA kernel at 10; the module at 11 closes it and its scope */
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":9,\"dur\":1,\"name\":\"Conv2D\""));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":11,\"dur\":1,\"name\":\"Conv2D\""));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":9,\"dur\":1,\"name\":\"outer\""));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":11,\"dur\":1,\"name\":\"outer\""));
+	assert_null(strstr(s, "\"tid\":3,\"ts\":10,"));
+	assert_null(strstr(s, "\"long_name\":\"xla/Op:Op\""));
+	/* 20 scopes: the first DER_LEVELS are derived */
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":12,\"dur\":1,\"name\":\"s15\""));
+	assert_null(strstr(s, "\"name\":\"s16\""));
+	/* the huge tf_op: cut at DER_NAME_MAX bytes, so no ':' and no scope: an unknown op */
+	assert_null(strstr(s, "\"tid\":2,\"ts\":13,"));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":13,\"dur\":1,\"name\":\"aaaa"));
+	memcpy(huge, "\"name\":\"", 8);
+	memset(huge + 8, 'a', 4096);
+	strcpy(huge + 8 + 4096, "\",");
+	assert_non_null(strstr(s, huge));
+	json_decref(j);
+	free(s);
+	free(deep);
+	free(huge);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
 static void test_trace(void **state)
 {
 	struct opened o;
@@ -1844,6 +1969,7 @@ int main(void)
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_gzip_sink),
 		cmocka_unit_test(test_trace_derived),
+		cmocka_unit_test(test_trace_framework),
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_steps),
