@@ -19,6 +19,7 @@ in any args, and trace.json.gz gunzips to trace.json.
 import collections
 import gzip
 import json
+import re
 import zlib
 from decimal import Decimal
 
@@ -119,13 +120,72 @@ class DerivedLine:
             self.out.append((self, self.last.pop(i)))
 
 
+# TSL tf_op_utils.cc: IsTfOpName(), IsTfOpType(), IsJaxOpType() (RE2: '.' stops at newlines,
+# as Python's does), GetMemcpyOp()'s prefixes, absl's ASCII whitespace
+TF_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\/>-]*")
+TF_OP_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
+JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?")
+MEMCPY_OPS = [(b"memcpyhtod", "MemcpyHToD"), (b"memcpydtoh", "MemcpyDToH"),
+              (b"memcpydtod", "MemcpyDToD"), (b"memcpyhtoh", "MemcpyHToH")]
+ASCII_WS = " \t\n\v\f\r"
+NAME_SCOPE_LEVELS = 16   # xprofs derives at most this many name-scope levels (docs/trace.md)
+
+
+def simple_atoi(s):
+    """absl::SimpleAtoi() into an int64: does @s parse?"""
+    m = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?[0-9]+)[ \t\n\v\f\r]*", s)
+    return m is not None and -(1 << 63) <= int(m.group(1)) < (1 << 63)
+
+
+def derive_op_type(full):
+    """DeriveOpType(): the last '/' piece without a numeric '_' suffix."""
+    op_name = full.split("/")[-1]
+    pieces = op_name.split("_")
+    if len(pieces) > 1 and simple_atoi(pieces[-1]):
+        return op_name[:len(op_name) - len(pieces[-1]) - 1]
+    return op_name
+
+
+def parse_tf_op(full):
+    """ParseTfOpFullname(): (category, name, type)."""
+    parts = full.split(":", 1)
+    if len(parts) != 2:
+        for prefix, typ in MEMCPY_OPS:
+            if full.encode()[:len(prefix)].lower() == prefix:
+                return "memcpy", full, typ
+        return "unknown", full, ""
+    if parts[0] == "Iterator":
+        return "tf_data", full, "Dataset"
+    if TF_OP_NAME.fullmatch(parts[0]) and TF_OP_TYPE.fullmatch(parts[1]):
+        return "tensorflow", parts[0], parts[1]
+    op_type = parts[1] or derive_op_type(parts[0])
+    if JAX_OP_TYPE.fullmatch(op_type):
+        return "jax", parts[0], op_type.split("[")[0]
+    if not parts[1]:
+        return "tensorflow", parts[0], op_type
+    return "unknown", full, ""
+
+
+def tf_op_event_name(cat, name, typ):
+    """TfOpEventName()."""
+    if cat == "unknown":
+        return name.rstrip(ASCII_WS)
+    if cat == "tf_data":
+        return "Iterator::" + name.split("::")[-1]
+    return typ
+
+
 def derive_stream(p, l, k, value_of, skip):
-    """DeriveEventsFromAnnotationsForLines() for stream @l, the k-th: XLA Modules and XLA Ops."""
+    """DeriveEventsFromAnnotationsForLines() for stream @l, the k-th: XLA Modules, XLA Ops and,
+    from a non-XLA kernel's tf_op (ProcessTfOpEvent()), Framework Name Scope and Framework Ops."""
     out = []
     base = 6 * k + 1
+    scopes = DerivedLine("Framework Name Scope - from #%d" % l.id, base + 1, out)
+    tf_ops = DerivedLine("Framework Ops - from #%d" % l.id, base + 2, out)
     mods = DerivedLine("XLA Modules - from #%d" % l.id, base + 3, out)
     ops = DerivedLine("XLA Ops - from #%d" % l.id, base + 4, out)
-    mods.deps = [ops]
+    mods.deps = [scopes, ops]
+    scopes.deps = [tf_ops]
     evs = []
     for e in l.events:
         off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
@@ -135,7 +195,7 @@ def derive_stream(p, l, k, value_of, skip):
         for x in e.stats:
             name = p.stat_metadata[x.metadata_id].name if x.metadata_id in p.stat_metadata else ""
             kind = x.WhichOneof("value")
-            if name in ("kernel_details", "hlo_op", "hlo_module") and \
+            if name in ("kernel_details", "hlo_op", "hlo_module", "tf_op") and \
                     kind in ("str_value", "ref_value"):
                 st[name] = value_of(p, x)
             elif name in ("program_id", "group_id") and kind in ("int64_value", "uint64_value"):
@@ -152,8 +212,15 @@ def derive_stream(p, l, k, value_of, skip):
         if "hlo_op" in st and "XLA Ops" not in skip:
             prefix = "%d/" % pid if pid is not None else module + "/"
             ops.add_levels([(prefix + op, op) for op in st["hlo_op"].split("::")], span, group)
-    mods.close()
-    ops.close()
+        elif st.get("tf_op") and "hlo_op" not in st:
+            cat, name, typ = parse_tf_op(st["tf_op"])
+            levels = name.split("/")[:-1][:NAME_SCOPE_LEVELS]
+            if cat in ("tensorflow", "jax") and levels and "Framework Name Scope" not in skip:
+                scopes.add_levels([(x, "") for x in levels], span, group)
+            if "Framework Ops" not in skip:
+                tf_ops.add(0, st["tf_op"], tf_op_event_name(cat, name, typ), span, group)
+    for dl in (mods, ops, scopes, tf_ops):
+        dl.close()
     return out
 
 
