@@ -55,13 +55,14 @@ const char *const dec_derived_names[DL_COUNT] = {
 	[DL_HLO_OP] = "XLA Ops",                  /* kXlaOpLineName */
 	[DL_NAME_SCOPE] = "Framework Name Scope", /* kTensorFlowNameScopeLineName */
 	[DL_TF_OP] = "Framework Ops",             /* kTensorFlowOpLineName */
+	[DL_SOURCE] = "Source code",              /* kSourceLineName */
 };
 /*
  * The derived lines' display ids follow the stream's, in id order: Framework
  * Name Scope +1, Framework Ops +2, XLA Modules +3, XLA Ops +4, Source code +5.
  */
 static const uint32_t tid_offset[DL_COUNT + 1] = {
-	[DL_NAME_SCOPE] = 1, [DL_TF_OP] = 2, [DL_MODULE] = 3, [DL_HLO_OP] = 4};
+	[DL_NAME_SCOPE] = 1, [DL_TF_OP] = 2, [DL_MODULE] = 3, [DL_HLO_OP] = 4, [DL_SOURCE] = 5};
 
 bool dec_derived_tid(int64_t id)
 {
@@ -530,23 +531,52 @@ static int name_scopes(struct dec_derive *d, const struct dec_tfop *op,
 	return 0;
 }
 
-/* ProcessTfOpEvent() of a non-XLA kernel's tf_op. */
-static int tf_op_event(struct dec_derive *d, const struct dec_derived_in *in)
+/* ProcessTfOpEvent() of tf_op @s (@n bytes, cut at DER_NAME_MAX) for kernel @in. */
+static int tf_op_event(struct dec_derive *d, const char *s, size_t n,
+		       const struct dec_derived_in *in)
 {
 	struct dec_tfop op;
 	int r;
 
-	dec_tfop_parse(in->tf_op, in->tf_op_len, &op);
+	if (n > DER_NAME_MAX)
+		n = DER_NAME_MAX;
+	dec_tfop_parse(s, n, &op);
 	if ((op.cat == TFOP_TENSORFLOW || op.cat == TFOP_JAX) &&
 	    !(d->have & (1u << DL_NAME_SCOPE)) && (r = name_scopes(d, &op, in)) < 0)
 		return r;
 	if (d->have & (1u << DL_TF_OP))
 		return 0;
 	/* the event is named by the whole tf_op and shown as TfOpEventName() */
-	if ((r = dec_tfop_event_name(&op, &d->disp)) < 0 ||
-	    (r = set_str(&d->tmp, in->tf_op, in->tf_op_len)) < 0)
+	if ((r = dec_tfop_event_name(&op, &d->disp)) < 0 || (r = set_str(&d->tmp, s, n)) < 0)
 		return r;
 	return expand_or_add(d, &d->lines[DL_TF_OP], 0, &d->tmp, d->disp.data, d->disp.len, in);
+}
+
+/*
+ * An XLA kernel's symbol (the instruction named by the last "::" part of its
+ * hlo_op in program program_id): its framework op through ProcessTfOpEvent(),
+ * its source line on Source code.
+ */
+static int xla_symbol(struct dec_derive *d, const struct dec_derived_in *in)
+{
+	const char *last = in->hlo_op, *end = in->hlo_op + in->hlo_op_len, *hit;
+	struct dec_hlo_sym sym;
+	int r;
+
+	if (!d->syms || !in->has_program_id)
+		return 0;
+	while ((hit = memmem(last, (size_t)(end - last), "::", 2)) != NULL)
+		last = hit + 2;
+	if (!dec_hlo_syms_find(d->syms, in->program_id, last, (size_t)(end - last), &sym))
+		return 0;
+	if (sym.tf_op_len && (r = tf_op_event(d, sym.tf_op, sym.tf_op_len, in)) < 0)
+		return r;
+	if (sym.source_len && !(d->have & (1u << DL_SOURCE))) {
+		if ((r = set_str(&d->tmp, sym.source, sym.source_len)) < 0)
+			return r;
+		return expand_or_add(d, &d->lines[DL_SOURCE], 0, &d->tmp, NULL, 0, in);
+	}
+	return 0;
 }
 
 int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in)
@@ -564,19 +594,20 @@ int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in)
 			return r;
 	}
 	if (in->has_hlo_op) {
-		/* an XLA kernel's framework op and source come from the HLO protos: not derived */
 		if (!(d->have & (1u << DL_HLO_OP)) && (r = hlo_ops(d, in)) < 0)
 			return r;
-	} else if (in->tf_op_len && (r = tf_op_event(d, in)) < 0) { /* IsTfOp() */
-		return r;
+		if ((r = xla_symbol(d, in)) < 0)
+			return r;
+	} else if (in->tf_op_len && (r = tf_op_event(d, in->tf_op, in->tf_op_len, in)) < 0) {
+		return r; /* IsTfOp(): a framework kernel */
 	}
 	return d->r;
 }
 
 /* ---- a stream's derivation ------------------------------------------------- */
 
-int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_derived_emit_fn emit,
-		   void *arg, struct dec_derive **out)
+int dec_derive_new(struct dec_rctx *rc, const struct dec_plane *p, const struct dec_line *l,
+		   dec_derived_emit_fn emit, void *arg, struct dec_derive **out)
 {
 	struct dec_derive *d;
 	int r = 0;
@@ -584,12 +615,18 @@ int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_deri
 	*out = NULL;
 	if (l->derive_slot < 0 || (p->derived_have & DL_ALL) == DL_ALL)
 		return 0;
+	if (!rc->hlo_syms_loaded) {
+		rc->hlo_syms_loaded = true;
+		if ((r = dec_hlo_syms_load(rc->x, &rc->hlo_syms)) < 0)
+			return r;
+	}
 	if (!(d = calloc(1, sizeof(*d))))
 		return -ENOMEM;
 	d->emit = emit;
 	d->arg = arg;
 	d->tid0 = l->trace_tid;
 	d->have = p->derived_have;
+	d->syms = rc->hlo_syms;
 	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
 	xprofs_buf_init(&d->s_op, DER_NAME_MAX + 1);
 	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);

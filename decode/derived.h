@@ -12,10 +12,18 @@
 #include "render-internal.h"
 
 /*
- * The derived lines of a stream (Source code is not derived); DL_STEPS is a
- * plane's Steps line. The values index arrays only; the line order is tid_offset[].
+ * The derived lines of a stream; DL_STEPS is a plane's Steps line. The
+ * values index arrays only; the line order is tid_offset[].
  */
-enum { DL_MODULE = 0, DL_HLO_OP, DL_NAME_SCOPE, DL_TF_OP, DL_COUNT, DL_STEPS = DL_COUNT };
+enum {
+	DL_MODULE = 0,
+	DL_HLO_OP,
+	DL_NAME_SCOPE,
+	DL_TF_OP,
+	DL_SOURCE,
+	DL_COUNT,
+	DL_STEPS = DL_COUNT
+};
 #define DL_ALL ((1u << DL_COUNT) - 1)
 /*
  * Deepest hlo_op nesting ("a::b::...") and name-scope nesting ("a/b/.../op")
@@ -59,7 +67,8 @@ struct dec_derive {
 	void *arg;
 	int r; /* first emit error */
 	uint32_t tid0;
-	uint8_t have; /* lines the plane already holds: not derived */
+	uint8_t have;                    /* lines the plane already holds: not derived */
+	const struct dec_hlo_syms *syms; /* borrowed, may be NULL: XLA kernels' symbols */
 	bool win;
 	dec_ps128 from, to;
 	struct der_line lines[DL_COUNT];
@@ -77,6 +86,21 @@ struct dec_derived_in {
 	dec_ps128 begin, end;
 };
 
+/* An XLA instruction's symbol (hlo-syms.c), borrowed from its table. */
+struct dec_hlo_sym {
+	const char *tf_op, *source; /* TraceMeOp(op_name, op_type); "<file>:<line>" or "" */
+	size_t tf_op_len, source_len;
+};
+/*
+ * dec_hlo_syms_load() - the symbols of the HLO protos in @x's "/host:metadata"
+ * plane (XProf's symbol resolver). Caller frees *out with dec_hlo_syms_free().
+ */
+int dec_hlo_syms_load(const struct xprofs_xspace *x, struct dec_hlo_syms **out);
+/* dec_hlo_syms_find() - instruction @name of program @program_id into *out (borrowed from @t). */
+bool dec_hlo_syms_find(const struct dec_hlo_syms *t, uint64_t program_id, const char *name,
+		       size_t n, struct dec_hlo_sym *out);
+void dec_hlo_syms_free(struct dec_hlo_syms *t);
+
 /* dec_derived_tid() - IsDerivedThreadId() of a line id. */
 bool dec_derived_tid(int64_t id);
 /*
@@ -86,11 +110,12 @@ bool dec_derived_tid(int64_t id);
 int dec_derived_assign(struct xprofs_xspace *x);
 /*
  * dec_derive_new() - the derivation of stream line @l of plane @p, handing
- * events to @emit(@arg). *out stays NULL when the line derives nothing.
- * Caller frees *out with dec_derive_free().
+ * events to @emit(@arg); the render's HLO symbols are loaded into @rc on the
+ * first call (rc->hlo_syms, freed with the render). *out stays NULL when the
+ * line derives nothing. Caller frees *out with dec_derive_free().
  */
-int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_derived_emit_fn emit,
-		   void *arg, struct dec_derive **out);
+int dec_derive_new(struct dec_rctx *rc, const struct dec_plane *p, const struct dec_line *l,
+		   dec_derived_emit_fn emit, void *arg, struct dec_derive **out);
 /* dec_derive_window() - emit only derived events overlapping [from, to) (a slice). */
 void dec_derive_window(struct dec_derive *d, dec_ps128 from, dec_ps128 to);
 /* dec_derive_read() - the annotations of event @e (starting at @begin) into @in. */

@@ -20,6 +20,7 @@ import collections
 import gzip
 import json
 import re
+import shutil
 import zlib
 from decimal import Decimal
 
@@ -175,7 +176,54 @@ def tf_op_event_name(cat, name, typ):
     return typ
 
 
-def derive_stream(p, l, k, value_of, skip):
+_HLO = []
+
+
+def hlo_pb2():
+    """xla.HloProto (decode/proto/hlo.proto, the subset xprofs reads) as a Python module."""
+    if not _HLO:
+        import xproto
+        mod, tmp = xproto.load("hlo")
+        shutil.rmtree(tmp, ignore_errors=True)
+        _HLO.append(mod)
+    return _HLO[0]
+
+
+def hlo_symbols(xs):
+    """XProf's symbol resolver: (program id, instruction name) -> (tf_op_name, source_info),
+    from the HLO protos of the "/host:metadata" plane (ParseHloProtosFromXSpace(),
+    HloModuleWrapper: op_full_name() = TraceMeOp(op_name, op_type), source_info())."""
+    syms = {}
+    for p in xs.planes:
+        if p.name != "/host:metadata":
+            continue
+        protos = []
+        if len(p.stats):     # legacy: every bytes plane stat, keyed by its metadata id
+            protos = [(st.metadata_id, st.bytes_value) for st in p.stats
+                      if st.WhichOneof("value") == "bytes_value"]
+        else:
+            want = sorted(k for k, m in p.stat_metadata.items() if m.name == "Hlo Proto")
+            for key in sorted(p.event_metadata):
+                m = p.event_metadata[key]
+                st = [x for x in m.stats if want and x.metadata_id == want[0]]
+                if st and st[0].WhichOneof("value") == "bytes_value":
+                    protos.append((m.id, st[0].bytes_value))
+        for pid, data in protos:
+            h = hlo_pb2().HloProto()
+            try:
+                h.ParseFromString(data)
+            except Exception:       # a proto that does not parse resolves nothing
+                continue
+            for comp in h.hlo_module.computations:
+                for ins in comp.instructions:
+                    md = ins.metadata
+                    src = "%s:%d" % (md.source_file.rsplit("/", 1)[-1], md.source_line) \
+                        if md.source_file else ""
+                    syms.setdefault((pid & U64, ins.name), (md.op_name + ":" + md.op_type, src))
+    return syms
+
+
+def derive_stream(p, l, k, value_of, skip, syms):
     """DeriveEventsFromAnnotationsForLines() for stream @l, the k-th: XLA Modules, XLA Ops and,
     from a non-XLA kernel's tf_op (ProcessTfOpEvent()), Framework Name Scope and Framework Ops."""
     out = []
@@ -184,8 +232,18 @@ def derive_stream(p, l, k, value_of, skip):
     tf_ops = DerivedLine("Framework Ops - from #%d" % l.id, base + 2, out)
     mods = DerivedLine("XLA Modules - from #%d" % l.id, base + 3, out)
     ops = DerivedLine("XLA Ops - from #%d" % l.id, base + 4, out)
+    source = DerivedLine("Source code - from #%d" % l.id, base + 5, out)
     mods.deps = [scopes, ops]
     scopes.deps = [tf_ops]
+
+    def process_tf_op(tf_op, span, group):
+        """ProcessTfOpEvent()."""
+        cat, name, typ = parse_tf_op(tf_op)
+        levels = name.split("/")[:-1][:NAME_SCOPE_LEVELS]
+        if cat in ("tensorflow", "jax") and levels and "Framework Name Scope" not in skip:
+            scopes.add_levels([(x, "") for x in levels], span, group)
+        if "Framework Ops" not in skip:
+            tf_ops.add(0, tf_op, tf_op_event_name(cat, name, typ), span, group)
     evs = []
     for e in l.events:
         off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
@@ -209,17 +267,19 @@ def derive_stream(p, l, k, value_of, skip):
         module = st.get("hlo_module", "")
         if module and "XLA Modules" not in skip:
             mods.add(0, module if pid is None else "%s(%d)" % (module, pid), "", span, group)
-        if "hlo_op" in st and "XLA Ops" not in skip:
-            prefix = "%d/" % pid if pid is not None else module + "/"
-            ops.add_levels([(prefix + op, op) for op in st["hlo_op"].split("::")], span, group)
-        elif st.get("tf_op") and "hlo_op" not in st:
-            cat, name, typ = parse_tf_op(st["tf_op"])
-            levels = name.split("/")[:-1][:NAME_SCOPE_LEVELS]
-            if cat in ("tensorflow", "jax") and levels and "Framework Name Scope" not in skip:
-                scopes.add_levels([(x, "") for x in levels], span, group)
-            if "Framework Ops" not in skip:
-                tf_ops.add(0, st["tf_op"], tf_op_event_name(cat, name, typ), span, group)
-    for dl in (mods, ops, scopes, tf_ops):
+        if "hlo_op" in st:
+            if "XLA Ops" not in skip:
+                prefix = "%d/" % pid if pid is not None else module + "/"
+                ops.add_levels([(prefix + op, op) for op in st["hlo_op"].split("::")],
+                               span, group)
+            sym = syms.get((pid, st["hlo_op"].split("::")[-1])) if pid is not None else None
+            if sym and sym[0]:
+                process_tf_op(sym[0], span, group)
+            if sym and sym[1] and "Source code" not in skip:
+                source.add(0, sym[1], "", span, group)
+        elif st.get("tf_op"):
+            process_tf_op(st["tf_op"], span, group)
+    for dl in (mods, ops, scopes, tf_ops, source):
         dl.close()
     return out
 
@@ -352,8 +412,9 @@ def expected(xs, host, value_of):
         tids, streams = line_tids(p)
         skip = {l.name for l in p.lines}
         derived = derive_steps(p)
+        syms = hlo_symbols(xs) if streams else {}
         for k, l in enumerate(streams):
-            derived += derive_stream(p, l, k, value_of, skip)
+            derived += derive_stream(p, l, k, value_of, skip, syms)
         for dl, ev in derived:
             threads[(pid, dl.tid)] = dl.name
             args = {}

@@ -221,6 +221,9 @@ void gen_plan_free(struct gspace *s);
 
 /* ---- metadata (meta.c) --------------------------------------------------- */
 
+/* Instructions in each generated HloProto, and the most bytes one takes. */
+#define GEN_HLO_INSTRS 48
+#define GEN_HLO_PROTO_MAX 16384
 /** gen_hlo_proto() - a small serialized HloProto for module @name into @dst (@cap bytes); its size.
  */
 size_t gen_hlo_proto(const char *name, uint64_t id, uint8_t *dst, size_t cap);
