@@ -1014,6 +1014,111 @@ static void test_trace_framework(void **state)
 	tb_free(b);
 }
 
+/* Protobuf LEN field @f holding @n bytes of @v, appended at @o (a test encoder). */
+static size_t pb_len(uint8_t *o, unsigned f, const void *v, size_t n)
+{
+	size_t k = 0;
+
+	o[k++] = (uint8_t)(f << 3 | 2);
+	for (size_t x = n;; x >>= 7) {
+		o[k++] = (uint8_t)((x & 127) | (x >= 128 ? 128 : 0));
+		if (x < 128)
+			break;
+	}
+	memcpy(o + k, v, n);
+	return k + n;
+}
+
+/*
+ * XLA kernels' symbols (hlo-syms.c): the HloProto of program 42 in
+ * /host:metadata resolves dot.1 (the last hlo_op part) to its OpMetadata
+ * (Framework Name Scope, Framework Ops "<op_name>:<op_type>", Source code
+ * "<basename>:<line>"), an instruction without metadata to XProf's ":" op;
+ * a malformed proto and a kernel without program_id resolve nothing.
+ */
+static void test_trace_hlo_symbols(void **state)
+{
+	struct tb *b = tb_new();
+	struct xprofs_render_opts ro = {.host = "h"};
+	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0"), *meta = tb_plane(b, 1, "/host:metadata");
+	Tensorflow__Profiler__XEventMetadata *m;
+	XStat *st;
+	XLine *k;
+	XEvent *e;
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t md[128], in1[160], in2[32], comp[256], mod[300], proto[320], *buf;
+	size_t n, nm, ni1, ni2, nc, nmod, np;
+	char *s;
+	static const char *const hlo_ops[] = {"fusion.1::dot.1", "copy.2", "dot.1", "dot.1"};
+	static const int64_t pids[] = {42, 42, 43, -1};
+
+	(void)state;
+	/* OpMetadata {op_type "MatMul", op_name "model/dense/MatMul", source_file, line 12} */
+	nm = pb_len(md, 1, "MatMul", 6);
+	nm += pb_len(md + nm, 2, "model/dense/MatMul", 18);
+	nm += pb_len(md + nm, 3, "/a/b/model.py", 13);
+	md[nm++] = 4 << 3;
+	md[nm++] = 12;
+	ni1 = pb_len(in1, 1, "dot.1", 5);
+	ni1 += pb_len(in1 + ni1, 7, md, nm);
+	ni2 = pb_len(in2, 1, "copy.2", 6);
+	nc = pb_len(comp, 2, in1, ni1);
+	nc += pb_len(comp + nc, 2, in2, ni2);
+	nmod = pb_len(mod, 3, comp, nc);
+	np = pb_len(proto, 1, mod, nmod);
+	tb_stmd(b, meta, 1, "Hlo Proto");
+	m = tb_evmd(b, meta, 42, "jit_f(42)", NULL);
+	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
+	st->bytes_value.data = proto;
+	st->bytes_value.len = np;
+	m = tb_evmd(b, meta, 43, "jit_g(43)", NULL); /* cut inside a length: does not parse */
+	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
+	st->bytes_value.data = proto;
+	st->bytes_value.len = np - 3;
+	tb_stmd(b, gpu, 1, "kernel_details");
+	tb_stmd(b, gpu, 2, "hlo_op");
+	tb_stmd(b, gpu, 4, "program_id");
+	tb_evmd(b, gpu, 1, "kern", NULL);
+	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
+	for (int i = 0; i < 4; i++) {
+		e = tb_event(b, k, 1, i * 2000000, 1000000);
+		tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
+		tb_stat_s(b, &e->stats, &e->n_stats, 2, hlo_ops[i]);
+		if (pids[i] >= 0)
+			tb_stat_i(b, &e->stats, &e->n_stats, 4, pids[i]);
+	}
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	assert_non_null(strstr(s, "\"tid\":6,\"args\":{\"name\":\"Source code - from #7\"}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":6,\"ts\":0,\"dur\":1,"
+				  "\"name\":\"model.py:12\",\"args\":{}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":1,"
+				  "\"name\":\"MatMul\",\"args\":{\"long_name\":"
+				  "\"model/dense/MatMul:MatMul\"}}"));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":0,\"dur\":1,\"name\":\"model\""));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":0,\"dur\":1,\"name\":\"dense\""));
+	/* no metadata: TraceMeOp("", "") = ":" is still a framework op (a TensorFlow op, type "") */
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":2,\"dur\":1,"
+				  "\"name\":\":\",\"args\":{}}"));
+	assert_null(strstr(s, "\"tid\":6,\"ts\":2,"));
+	/* program 43 does not parse; the last kernel has no program_id */
+	assert_null(strstr(s, "\"ts\":4,\"dur\":1,\"name\":\"MatMul\""));
+	assert_null(strstr(s, "\"ts\":6,\"dur\":1,\"name\":\"MatMul\""));
+	assert_null(strstr(s, "\"tid\":6,\"ts\":4,"));
+	free(s);
+	/* trace.pftrace (hex here) names the Source code track and its event */
+	s = render_opts(x, XPROFS_VIEW_PFTRACE, 0, &ro);
+	assert_non_null(strstr(
+		s, "536f7572636520636f6465202d2066726f6d202337")); /* "Source code - from #7" */
+	assert_non_null(strstr(s, "6d6f64656c2e70793a3132"));      /* "model.py:12" */
+	free(s);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
 static void test_trace(void **state)
 {
 	struct opened o;
@@ -1970,6 +2075,7 @@ int main(void)
 		cmocka_unit_test(test_gzip_sink),
 		cmocka_unit_test(test_trace_derived),
 		cmocka_unit_test(test_trace_framework),
+		cmocka_unit_test(test_trace_hlo_symbols),
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_steps),
