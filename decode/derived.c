@@ -1,21 +1,23 @@
 /*
  * derived.c - the lines XProf derives on GPU planes from the annotations of
- * kernels ("XLA Modules", "XLA Ops", and for non-XLA kernels "Framework Name
- * Scope" and "Framework Ops"), and the GPU line order (display ids) that goes
- * with them, for trace.json and any view sharing the trace model.
+ * kernels ("XLA Modules", "XLA Ops", "Framework Name Scope", "Framework
+ * Ops", "Source code"), and the GPU line order (display ids) that goes with
+ * them, for trace.json and any view sharing the trace model.
  *
  * Sources (openxla/xprof xprof/utils/derived_timeline.cc):
  * DeriveEventsFromAnnotations() (per GPU plane: the non-derived lines sorted
  * compute streams first, then by event count; each stream k gets its own
  * derived lines with ids kThreadIdDeviceDerivedMin + 6k + offset and names
  * "<line> - from #<stream id>"; display ids renumbered 1, 2, ... in that
- * order), DeriveEventsFromAnnotationsForLines() (per kernel: hlo_module and
- * hlo_op), HloModuleEventName() / HloOpEventPrefix(),
+ * order), DeriveEventsFromAnnotationsForLines() (per kernel: hlo_module,
+ * hlo_op and, through the symbol resolver of GenerateDerivedTimeLines()
+ * (hlo-syms.c), the XLA instruction's framework op and source line),
+ * HloModuleEventName() / HloOpEventPrefix(),
  * DerivedXLineBuilder::ExpandOrAddLevelEvent() / ExpandOrAddEvents() /
  * ResetLastEvents() / AdjustDurationForTraceViewer() (the merging);
  * GpuEventStats (IsKernel: kernel_details set; IsXlaOp: hlo_op set, split at
- * "::"; IsTfOp: tf_op non-empty), ProcessTfOpEvent() (a non-XLA kernel's
- * tf_op: name scopes for TensorFlow and JAX ops, the op itself shown by its
+ * "::"; IsTfOp: tf_op non-empty), ProcessTfOpEvent() (a framework op: name
+ * scopes for TensorFlow and JAX ops, the op itself shown by its
  * TfOpEventName()); TSL tf_op_utils.cc ParseTfOpFullname(), ParseTfNameScopes(),
  * TfOpEventName(), whose regular expressions are matched by hand here.
  * Constants from TSL trace_utils.h and xplane_schema.cc.
@@ -24,13 +26,13 @@
  * of the line is fed in file order, and each derived line keeps one open
  * event per nesting level (at most DER_LEVELS); an event goes out through
  * the caller's emit function when XProf's builder would stop changing it.
- * Memory: four derived lines of DER_LEVELS events, names (and the tf_op
- * string parsed) capped at DER_NAME_MAX bytes; nothing grows with the profile.
+ * Memory: five derived lines of DER_LEVELS events, names (and the tf_op
+ * string parsed) capped at DER_NAME_MAX bytes; nothing grows with the
+ * profile (the render's symbol table is bounded in hlo-syms.c).
  *
- * Limits (docs/trace.md lists them): the Framework lines of XLA kernels and
- * Source code need the HLO protos' instruction metadata (XProf's symbol
- * resolver) and are not derived; name scopes deeper than DER_LEVELS are
- * dropped; scope_range_id and CUDA-graph stats are not used.
+ * Limits (docs/trace.md lists them): name scopes deeper than DER_LEVELS are
+ * dropped; scope_range_id and CUDA-graph stats are not used; a line the
+ * plane already holds by name is not derived again.
  */
 #include <errno.h>
 #include <inttypes.h>
