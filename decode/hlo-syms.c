@@ -8,7 +8,7 @@
  * the resolver gives, for a kernel's program_id and the last part of its
  * hlo_op, tf_op_name = the instruction's op_full_name() and source_info),
  * ParseHloProtosFromXSpace() / HloProtoMap (hlo_proto_map.cc: the
- * "/host:metadata" plane's event metadata whose "Hlo Proto" stat holds a
+ * first "/host:metadata" plane's event metadata whose "Hlo Proto" stat holds a
  * bytes HloProto, keyed by the metadata's id = program id; a plane with
  * plane stats is the legacy form: each bytes plane stat is one HloProto,
  * keyed by its metadata id), HloModuleWrapper / HloInstructionWrapper
@@ -395,9 +395,11 @@ int dec_hlo_syms_load(const struct xprofs_xspace *x, struct dec_hlo_syms **out)
 		return -ENOMEM;
 	xprofs_buf_init(&t->arena, HLO_ARENA_MAX);
 	dec_cur_init(&c, x->r, NULL);
-	for (size_t i = 0; i < x->n_planes && r == 0; i++)
-		if (dec_str_eq(x->planes[i].name, x->planes[i].name_len, "/host:metadata"))
-			r = read_plane(t, &c, &x->planes[i]);
+	for (size_t i = 0; i < x->n_planes; i++)
+		if (dec_str_eq(x->planes[i].name, x->planes[i].name_len, "/host:metadata")) {
+			r = read_plane(t, &c, &x->planes[i]); /* FindPlaneWithName(): the first */
+			break;
+		}
 	dec_cur_deinit(&c);
 	if (r == -E2BIG || r == -ENOBUFS || r == -EOVERFLOW)
 		r = 0; /* a cap reached: what was read so far is kept */

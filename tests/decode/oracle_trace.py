@@ -194,9 +194,7 @@ def hlo_symbols(xs):
     from the HLO protos of the "/host:metadata" plane (ParseHloProtosFromXSpace(),
     HloModuleWrapper: op_full_name() = TraceMeOp(op_name, op_type), source_info())."""
     syms = {}
-    for p in xs.planes:
-        if p.name != "/host:metadata":
-            continue
+    for p in [p for p in xs.planes if p.name == "/host:metadata"][:1]:   # FindPlaneWithName()
         protos = []
         if len(p.stats):     # legacy: every bytes plane stat, keyed by its metadata id
             protos = [(st.metadata_id, st.bytes_value) for st in p.stats
