@@ -932,7 +932,8 @@ static void test_trace_framework(void **state)
 	struct xprofs_xspace *x;
 	uint8_t *buf;
 	size_t n;
-	char *s, *deep, *huge;
+	char *s, *deep, *huge, *want;
+	struct xprofs_buf name;
 	json_t *j;
 
 	(void)state;
@@ -950,11 +951,13 @@ static void test_trace_framework(void **state)
 	e = fw_kernel(b, k, 11, "outer/Conv2D_3:"); /* a module closes the scopes (and the op) */
 	tb_stat_s(b, &e->stats, &e->n_stats, 3, "m");
 	deep = calloc(1, 20 * 4 + 8);
+	assert_non_null(deep);
 	for (int i = 0; i < 20; i++)
 		sprintf(deep + strlen(deep), "s%02d/", i);
 	strcat(deep, "Op:Op");
 	fw_kernel(b, k, 12, deep);
 	huge = malloc(100001);
+	assert_non_null(huge);
 	memset(huge, 'a', 100000);
 	huge[100000] = '\0';
 	huge[50000] = '/';
@@ -1000,11 +1003,17 @@ static void test_trace_framework(void **state)
 	assert_null(strstr(s, "\"name\":\"s16\""));
 	/* the huge tf_op: cut at DER_NAME_MAX bytes, so no ':' and no scope: an unknown op */
 	assert_null(strstr(s, "\"tid\":2,\"ts\":13,"));
+	/* the name: 4096 of the 100,000 bytes */
+	xprofs_buf_init(&name, 8192);
+	assert_int_equal(xprofs_buf_adds(&name, "\"name\":\""), 0);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(xprofs_buf_add(&name, "a", 1), 0);
+	assert_int_equal(xprofs_buf_adds(&name, "\","), 0);
 	assert_non_null(strstr(s, "\"tid\":3,\"ts\":13,\"dur\":1,\"name\":\"aaaa"));
-	memcpy(huge, "\"name\":\"", 8);
-	memset(huge + 8, 'a', 4096);
-	strcpy(huge + 8 + 4096, "\",");
-	assert_non_null(strstr(s, huge));
+	want = xprofs_buf_steal(&name, NULL);
+	assert_non_null(want);
+	assert_non_null(strstr(s, want));
+	free(want);
 	json_decref(j);
 	free(s);
 	free(deep);
