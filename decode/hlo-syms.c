@@ -29,7 +29,8 @@
  * arena; looked up by binary search per XLA kernel.
  *
  * Limits: at most HLO_SYMS_MAX instructions and HLO_ARENA_MAX bytes of
- * strings (further instructions are not resolved); each string cut at
+ * strings, 52 MiB in all, from at most HLO_PROTOS_MAX protos (further
+ * instructions are not resolved); each string cut at
  * DER_NAME_MAX bytes. A proto that does not parse (a wire error) adds
  * nothing, as XProf's ParseFromString() failing; unlike XProf, which builds
  * an HloModule and drops protos that fail to convert, the instructions'
@@ -44,19 +45,25 @@
 
 #include "derived.h"
 
-#define HLO_SYMS_MAX ((size_t)1 << 20)
-#define HLO_ARENA_MAX ((size_t)64 << 20)
+/* 2^19 entries of 40 bytes (20 MiB) and 32 MiB of strings: at most 52 MiB per render */
+#define HLO_SYMS_MAX ((size_t)1 << 19)
+#define HLO_ARENA_MAX ((size_t)32 << 20)
+/* HLO protos read (their program ids are compared one by one) */
+#define HLO_PROTOS_MAX ((size_t)1 << 14)
 
 struct hlo_sym {
 	uint64_t program_id;
-	size_t order; /* insertion order: the first of a name wins */
-	size_t name_off, name_len, op_off, op_len, src_off, src_len;
+	uint32_t order; /* insertion order: the first of a name wins */
+	/* into the arena (below HLO_ARENA_MAX, so 32 bits suffice) */
+	uint32_t name_off, name_len, op_off, op_len, src_off, src_len;
 };
 
 struct dec_hlo_syms {
 	struct hlo_sym *s;
 	size_t n, cap;
 	struct xprofs_buf arena;
+	uint64_t *pids; /* the program ids read (HloModuleMap's try_emplace: the first wins) */
+	size_t n_pids, cap_pids;
 };
 
 /* One instruction being read: where its strings lie in the file (last occurrence wins). */
@@ -66,15 +73,15 @@ struct instr {
 };
 
 /* The string at @sp (cut at DER_NAME_MAX) appended to the arena; its offset and length. */
-static int put(struct dec_hlo_syms *t, struct dec_cur *c, const struct dec_span *sp, size_t *off,
-	       size_t *len)
+static int put(struct dec_hlo_syms *t, struct dec_cur *c, const struct dec_span *sp, uint32_t *off,
+	       uint32_t *len)
 {
 	size_t n = sp->len > DER_NAME_MAX ? DER_NAME_MAX : (size_t)sp->len;
 	const uint8_t *p;
 	int r;
 
-	*off = t->arena.len;
-	*len = n;
+	*off = (uint32_t)t->arena.len;
+	*len = (uint32_t)n;
 	if (!n)
 		return 0;
 	if ((r = dec_at(c, sp->off, n, &p)) < 0)
@@ -87,7 +94,8 @@ static int add_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t pid,
 		     const struct instr *in)
 {
 	struct hlo_sym *s;
-	size_t off, len, base;
+	uint32_t off, len;
+	size_t base;
 	int r;
 
 	if (t->n >= HLO_SYMS_MAX)
@@ -97,14 +105,14 @@ static int add_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t pid,
 	s = &t->s[t->n];
 	memset(s, 0, sizeof(*s));
 	s->program_id = pid;
-	s->order = t->n;
+	s->order = (uint32_t)t->n;
 	if ((r = put(t, c, &in->name, &s->name_off, &s->name_len)) < 0 ||
 	    (r = put(t, c, &in->op_name, &s->op_off, &len)) < 0 ||
 	    (r = xprofs_buf_add(&t->arena, ":", 1)) < 0 ||
 	    (r = put(t, c, &in->op_type, &off, &len)) < 0)
 		return r;
-	s->op_len = t->arena.len - s->op_off;
-	s->src_off = t->arena.len;
+	s->op_len = (uint32_t)(t->arena.len - s->op_off);
+	s->src_off = (uint32_t)t->arena.len;
 	if (in->file.len) {
 		/* tsl::io::Basename(): what follows the last '/' */
 		struct dec_span f = in->file;
@@ -120,7 +128,7 @@ static int add_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t pid,
 		    (r = xprofs_buf_printf(&t->arena, ":%" PRId32, in->line)) < 0)
 			return r;
 	}
-	s->src_len = t->arena.len - s->src_off;
+	s->src_len = (uint32_t)(t->arena.len - s->src_off);
 	t->n++;
 	return 0;
 }
@@ -220,7 +228,10 @@ static int read_module(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, 
 	return each_len(t, c, end, "HloModuleProto", 3, pid, read_comp);
 }
 
-/* One HloProto at @sp, program @pid; a proto that does not parse adds nothing. */
+/*
+ * One HloProto at @sp, program @pid; a proto that does not parse adds
+ * nothing, one of a program id already read is not read.
+ */
 static int read_proto(struct dec_hlo_syms *t, struct dec_cur *c, const struct dec_span *sp,
 		      uint64_t pid)
 {
@@ -228,6 +239,9 @@ static int read_proto(struct dec_hlo_syms *t, struct dec_cur *c, const struct de
 	uint64_t save = c->end;
 	int r;
 
+	for (size_t i = 0; i < t->n_pids; i++)
+		if (t->pids[i] == pid)
+			return 0;
 	c->pos = sp->off;
 	c->end = sp->off + sp->len;
 	r = each_len(t, c, c->end, "HloProto", 1, pid, read_module);
@@ -237,6 +251,11 @@ static int read_proto(struct dec_hlo_syms *t, struct dec_cur *c, const struct de
 		t->arena.len = a0;
 		return 0;
 	}
+	if (r == 0 && t->n_pids >= HLO_PROTOS_MAX)
+		return -E2BIG;
+	if (r == 0 &&
+	    (r = xprofs_grow(&t->pids, &t->cap_pids, t->n_pids, sizeof(*t->pids), 64)) == 0)
+		t->pids[t->n_pids++] = pid;
 	return r;
 }
 
@@ -447,6 +466,7 @@ void dec_hlo_syms_free(struct dec_hlo_syms *t)
 	if (!t)
 		return;
 	free(t->s);
+	free(t->pids);
 	xprofs_buf_deinit(&t->arena);
 	free(t);
 }

@@ -206,12 +206,16 @@ def hlo_symbols(xs):
                 st = [x for x in m.stats if want and x.metadata_id == want[0]]
                 if st and st[0].WhichOneof("value") == "bytes_value":
                     protos.append((m.id, st[0].bytes_value))
+        done = set()
         for pid, data in protos:
             h = hlo_pb2().HloProto()
             try:
                 h.ParseFromString(data)
             except Exception:       # a proto that does not parse resolves nothing
                 continue
+            if pid & U64 in done:   # HloModuleMap.try_emplace(): the first proto of a program
+                continue
+            done.add(pid & U64)
             for comp in h.hlo_module.computations:
                 for ins in comp.instructions:
                     md = ins.metadata

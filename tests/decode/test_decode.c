@@ -1042,8 +1042,9 @@ static size_t pb_len(uint8_t *o, unsigned f, const void *v, size_t n)
  * XLA kernels' symbols (hlo-syms.c): the HloProto of program 42 in
  * /host:metadata resolves dot.1 (the last hlo_op part) to its OpMetadata
  * (Framework Name Scope, Framework Ops "<op_name>:<op_type>", Source code
- * "<basename>:<line>"), an instruction without metadata to XProf's ":" op;
- * a malformed proto and a kernel without program_id resolve nothing.
+ * "<basename>:<line>"), an instruction without metadata to XProf's ":" op
+ * (a second proto of program 42 is not used); a malformed proto and a
+ * kernel without program_id resolve nothing.
  */
 static void test_trace_hlo_symbols(void **state)
 {
@@ -1057,10 +1058,12 @@ static void test_trace_hlo_symbols(void **state)
 	struct xprofs_reader r;
 	struct xprofs_xspace *x;
 	uint8_t md[128], in1[160], in2[32], comp[256], mod[300], proto[320], *buf;
-	size_t n, nm, ni1, ni2, nc, nmod, np;
+	uint8_t md2[32], in3[64], comp2[80], mod2[96], proto2[112];
+	size_t n, nm, ni1, ni2, nc, nmod, np, n2;
 	char *s;
-	static const char *const hlo_ops[] = {"fusion.1::dot.1", "copy.2", "dot.1", "dot.1"};
-	static const int64_t pids[] = {42, 42, 43, -1};
+	static const char *const hlo_ops[] = {"fusion.1::dot.1", "copy.2", "dot.1", "dot.1",
+					      "add.3"};
+	static const int64_t pids[] = {42, 42, 43, -1, 42};
 
 	(void)state;
 	/* OpMetadata {op_type "MatMul", op_name "model/dense/MatMul", source_file, line 12} */
@@ -1081,6 +1084,20 @@ static void test_trace_hlo_symbols(void **state)
 	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
 	st->bytes_value.data = proto;
 	st->bytes_value.len = np;
+	/* a second proto of program 42 (another metadata entry, add.3): XProf keeps the first */
+	n2 = pb_len(md2, 3, "other.py", 8);
+	md2[n2++] = 4 << 3;
+	md2[n2++] = 1;
+	n2 = pb_len(in3, 7, md2, n2);
+	n2 += pb_len(in3 + n2, 1, "add.3", 5);
+	n2 = pb_len(comp2, 2, in3, n2);
+	n2 = pb_len(mod2, 3, comp2, n2);
+	n2 = pb_len(proto2, 1, mod2, n2);
+	m = tb_evmd(b, meta, 44, "jit_f(42)", NULL);
+	m->id = 42;
+	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
+	st->bytes_value.data = proto2;
+	st->bytes_value.len = n2;
 	m = tb_evmd(b, meta, 43, "jit_g(43)", NULL); /* cut inside a length: does not parse */
 	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
 	st->bytes_value.data = proto;
@@ -1090,7 +1107,7 @@ static void test_trace_hlo_symbols(void **state)
 	tb_stmd(b, gpu, 4, "program_id");
 	tb_evmd(b, gpu, 1, "kern", NULL);
 	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
-	for (int i = 0; i < 4; i++) {
+	for (int i = 0; i < 5; i++) {
 		e = tb_event(b, k, 1, i * 2000000, 1000000);
 		tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
 		tb_stat_s(b, &e->stats, &e->n_stats, 2, hlo_ops[i]);
@@ -1112,6 +1129,7 @@ static void test_trace_hlo_symbols(void **state)
 	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":2,\"dur\":1,"
 				  "\"name\":\":\",\"args\":{}}"));
 	assert_null(strstr(s, "\"tid\":6,\"ts\":2,"));
+	assert_null(strstr(s, "other.py"));
 	/* program 43 does not parse; the last kernel has no program_id */
 	assert_null(strstr(s, "\"ts\":4,\"dur\":1,\"name\":\"MatMul\""));
 	assert_null(strstr(s, "\"ts\":6,\"dur\":1,\"name\":\"MatMul\""));
