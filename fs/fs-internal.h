@@ -43,6 +43,9 @@
 #define FS_NAME_STEPS "steps"   /* host/steps/<n>/: slices by step (docs/trace.md "Slices") */
 #define FS_NAME_WINDOW "window" /* host/window/<from>-<to>/: slices by time */
 #define FS_NAME_SESSION_SUMMARY "summary.json" /* in a session directory */
+#define FS_NAME_SESSION_OPS "ops.json"         /* in a session directory: hosts combined */
+#define FS_NAME_COMPARE "compare"              /* session/compare/<other>/: docs/fs.md "Compare" */
+#define FS_COMPARE_LISTED 64                   /* other sessions compare/ lists (all resolve) */
 #define FS_NAME_ROOT_RUN "_root"               /* how the logdir-root run is shown under runs/ */
 #define FS_PLUGINS_DIR "plugins"               /* <run>/plugins/profile/<session>/ */
 #define FS_PROFILE_DIR "profile"
@@ -161,16 +164,31 @@ enum fs_kind {
 	FS_K_RUNS,    /* /runs or an inner run node (node set) */
 	FS_K_SESSION, /* session dir */
 	FS_K_SESSION_SUMMARY,
-	FS_K_HOST,    /* host dir */
-	FS_K_VIEW,    /* host/<view>.json (view set) */
-	FS_K_ERRORS,  /* host/errors */
-	FS_K_PLANES,  /* host/planes */
-	FS_K_PLANE,   /* host/planes/<plane> */
-	FS_K_TRACK,   /* host/planes/<plane>/<line> */
-	FS_K_STEPS,   /* host/steps */
-	FS_K_SLICE,   /* host/steps/<n> or host/window/<from>-<to> (slice set) */
-	FS_K_WINDOWS, /* host/window (lists nothing; any valid name resolves) */
+	FS_K_HOST,         /* host dir */
+	FS_K_VIEW,         /* host/<view>.json (view set) */
+	FS_K_ERRORS,       /* host/errors */
+	FS_K_PLANES,       /* host/planes */
+	FS_K_PLANE,        /* host/planes/<plane> */
+	FS_K_TRACK,        /* host/planes/<plane>/<line> */
+	FS_K_STEPS,        /* host/steps */
+	FS_K_SLICE,        /* host/steps/<n> or host/window/<from>-<to> (slice set) */
+	FS_K_WINDOWS,      /* host/window (lists nothing; any valid name resolves) */
+	FS_K_SESSION_OPS,  /* session/ops.json */
+	FS_K_COMPARE,      /* session/compare (lists the run's other sessions) */
+	FS_K_COMPARE_RUN,  /* session/compare/<run path>... (lists nothing) */
+	FS_K_COMPARE_DIR,  /* session/compare/<other> (other, other_node set) */
+	FS_K_COMPARE_VIEW, /* session/compare/<other>/{ops,steps}.json (view set) */
 };
+
+/*
+ * fs_kind_session_file() - a file rendered from a whole session (or two):
+ * summary.json, ops.json of a session, compare/<other>/<view>; these borrow
+ * the index while they render and have no host.
+ */
+static inline bool fs_kind_session_file(enum fs_kind k)
+{
+	return k == FS_K_SESSION_SUMMARY || k == FS_K_SESSION_OPS || k == FS_K_COMPARE_VIEW;
+}
 
 /* What a view in a slice directory keeps (FS_K_SLICE, and FS_K_VIEW below one). */
 enum fs_slice { FS_SLICE_NONE = 0, FS_SLICE_STEP, FS_SLICE_WINDOW };
@@ -186,10 +204,12 @@ struct fs_target {
 	const struct fs_run_node *node; /* FS_K_RUNS, _CAPTURE (NULL: root capture), below */
 	const struct fs_session *session;
 	const struct fs_host *host;
-	int view;                    /* enum xprofs_view */
-	enum fs_slice slice;         /* FS_K_SLICE, and FS_K_VIEW inside one */
-	uint32_t step;               /* FS_SLICE_STEP: index into steps.json's steps[] */
-	xprofs_ps128 from_ps, to_ps; /* FS_SLICE_WINDOW: [from, to) in trace.json's base */
+	const struct fs_run_node *other_node; /* FS_K_COMPARE_DIR/_VIEW: the base's run */
+	const struct fs_session *other;       /* FS_K_COMPARE_DIR/_VIEW: the base session */
+	int view;                             /* enum xprofs_view */
+	enum fs_slice slice;                  /* FS_K_SLICE, and FS_K_VIEW inside one */
+	uint32_t step;                        /* FS_SLICE_STEP: index into steps.json's steps[] */
+	xprofs_ps128 from_ps, to_ps;          /* FS_SLICE_WINDOW: [from, to) in trace.json's base */
 	char plane[XPROFS_NAME_MAX + 1];
 	char line[XPROFS_NAME_MAX + 1];
 };
@@ -258,6 +278,7 @@ struct fs_counters {
 	uint64_t renders, render_errors, render_waits, view_hits, index_builds;
 	uint64_t profile_indexes,
 		index_reuses; /* profiles indexed; kept indexes reused (views.c) */
+	int64_t open_dirs;    /* a gauge: opendir() minus releasedir() (ops.c) */
 };
 
 #define FS_CNT(ctx, f) __atomic_add_fetch(&(ctx)->c.f, 1, __ATOMIC_RELAXED)
@@ -349,6 +370,8 @@ void fs_fh_free(struct fs_fh *fh);
  * unread when the kernel ends the connection, and the handle would leak.
  */
 void fs_fh_free_unreleased(void);
+/** fs_fh_count() - how many file handles are open (not freed yet). */
+uint64_t fs_fh_count(void);
 
 /* ---- renders in progress (live.c; no FUSE) ------------------------------ */
 
@@ -517,6 +540,8 @@ struct fs_perm fs_perm_src(const struct fs_ctx *ctx, uint32_t mode, uint32_t uid
 struct fs_perm fs_perm_host(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
 /** fs_perm_session() - a session directory (@dir) or its summary.json. */
 struct fs_perm fs_perm_session(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/** fs_perm_compare() - compare/<other>/ (@dir) or a file in it: what both sessions allow. */
+struct fs_perm fs_perm_compare(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
 /** fs_set_ts() - @ns since the epoch into @ts. */
 void fs_set_ts(struct timespec *ts, int64_t ns);
 /** fs_fill_dir() - @st of a directory; @mtime_ns 0: the mount's start time. -o ro drops w bits. */

@@ -134,6 +134,17 @@ struct fs_fh *fs_fh_new(enum fs_fh_kind kind)
 	return fh;
 }
 
+uint64_t fs_fh_count(void)
+{
+	uint64_t n = 0;
+
+	pthread_mutex_lock(&fh_open_lock);
+	for (struct fs_fh *fh = fh_open; fh; fh = fh->open_next)
+		n++;
+	pthread_mutex_unlock(&fh_open_lock);
+	return n;
+}
+
 void fs_fh_free_unreleased(void)
 {
 	struct fs_fh *fh;

@@ -103,6 +103,10 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			(unsigned long)FS_CNT_GET(ctx, profile_indexes),
 			(unsigned long)FS_CNT_GET(ctx, index_reuses));
 	if (r == 0)
+		r = xprofs_buf_printf(out, "\"open\":{\"files\":%llu,\"dirs\":%lld},",
+				      (unsigned long long)fs_fh_count(),
+				      (long long)FS_CNT_GET(ctx, open_dirs));
+	if (r == 0)
 		r = xprofs_buf_adds(out, "\"renders\":");
 	if (r == 0)
 		r = fs_live_status_json(ctx, out);

@@ -1601,6 +1601,103 @@ static void test_session_summary(void **state)
 	opened_free(&o);
 }
 
+/* session_json() - @fn's output parsed (asserts success). */
+static json_t *session_json(struct xprofs_buf *out)
+{
+	json_t *j = json_loads(out->data, 0, NULL);
+
+	assert_non_null(j);
+	xprofs_buf_reset(out);
+	return j;
+}
+
+/*
+ * The session-wide views (view-session.c): a host that did not open keeps
+ * its error and adds nothing; empty sessions give null tables; bad
+ * arguments are -EINVAL; a failing sink fails the call, never a crash.
+ */
+static void test_session_views(void **state)
+{
+	const char *hosts[] = {"a", "b"}, *errs[] = {NULL, "truncated"};
+	struct xprofs_xspace *xs[2];
+	struct opened o;
+	struct xprofs_buf out;
+	struct xprofs_sink s;
+	json_t *j;
+
+	xs[0] = opened_new(&o, sample());
+	xs[1] = NULL;
+	xprofs_buf_init(&out, 1 << 20);
+	s = xprofs_sink_buf(&out);
+	struct xprofs_session_in both = {"s2", hosts, xs, errs, 2},
+				 one = {"s1", hosts, xs, NULL, 1};
+	struct xprofs_session_in none = {"s0", NULL, NULL, NULL, 0}, bad = {"x", NULL, xs, NULL, 1};
+
+	assert_int_equal(xprofs_decode_session_ops(&both, &s), 0);
+	j = session_json(&out);
+	assert_string_equal(jstr(j, "session"), "s2");
+	assert_true(json_is_null(jget(j, "hosts.0.error")));
+	assert_string_equal(jstr(j, "hosts.1.error"), "truncated");
+	json_decref(j);
+
+	assert_int_equal(xprofs_decode_session_ops(&none, &s), 0);
+	j = session_json(&out);
+	assert_true(json_is_null(jget(j, "device")) && json_is_null(jget(j, "host")));
+	json_decref(j);
+
+	/* a session against itself: every delta 0 */
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_OPS, &one, &both, &s), 0);
+	j = session_json(&out);
+	assert_string_equal(jstr(j, "base.session"), "s1");
+	assert_string_equal(jstr(j, "new.session"), "s2");
+	for (size_t i = 0; i < 2; i++) {
+		json_t *t = json_object_get(j, i ? "host" : "device"), *op;
+		size_t k;
+
+		if (json_is_null(t))
+			continue;
+		json_array_foreach(json_object_get(t, "ops"), k, op)
+		{
+			assert_int_equal(json_integer_value(json_object_get(op, "delta_self_ps")),
+					 0);
+			assert_string_equal(json_string_value(json_object_get(op, "in")), "both");
+		}
+	}
+	json_decref(j);
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_STEPS, &none, &one, &s), 0);
+	j = session_json(&out);
+	assert_true(json_is_null(jget(j, "step_time.avg_ps_base")));
+	assert_true(json_is_null(jget(j, "step_time.delta_avg_ps")));
+	assert_string_equal(jstr(j, "hosts.0.in"), "new");
+	json_decref(j);
+
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_TRACE, &one, &one, &s), -EINVAL);
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_OPS, &bad, &one, &s), -EINVAL);
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_OPS, NULL, &one, &s), -EINVAL);
+	assert_int_equal(xprofs_decode_session_ops(&one, NULL), -EINVAL);
+	assert_int_equal(xprofs_decode_session_ops(&bad, &s), -EINVAL);
+	/* the sink fails anywhere before the end: an error back, never a crash */
+	assert_int_equal(xprofs_decode_session_ops(&both, &s), 0);
+	size_t n_ops = out.len;
+	xprofs_buf_reset(&out);
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_STEPS, &one, &both, &s), 0);
+	size_t n_steps = out.len;
+	xprofs_buf_reset(&out);
+	assert_true(n_ops > 0 && n_steps > 0);
+	for (size_t at = 0; at < n_ops || at < n_steps; at += 37) {
+		struct failing_sink f = {at, 0};
+		struct xprofs_sink fs = {failing_write, &f};
+
+		if (at < n_ops)
+			assert_true(xprofs_decode_session_ops(&both, &fs) < 0);
+		f = (struct failing_sink){at, 0};
+		if (at < n_steps)
+			assert_true(xprofs_decode_compare(XPROFS_VIEW_STEPS, &one, &both, &fs) < 0);
+	}
+	xprofs_buf_deinit(&out);
+	opened_free(&o);
+}
+
 /* Edge semantics: missing ids, num_occurrences, bytes, gzip, non-UTF-8. */
 static void test_edge_values(void **state)
 {
@@ -2109,6 +2206,7 @@ int main(void)
 		cmocka_unit_test(test_slices),
 		cmocka_unit_test(test_step_windows),
 		cmocka_unit_test(test_session_summary),
+		cmocka_unit_test(test_session_views),
 		cmocka_unit_test(test_edge_values),
 		cmocka_unit_test(test_pread_matches_mem),
 		cmocka_unit_test(test_parallel_renders),

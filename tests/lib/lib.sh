@@ -81,7 +81,14 @@ xp_mount() {
 }
 
 xp_umount() {
-	local mnt=$1 rc
+	local mnt=$1 rc i
+	# wait until the kernel has released what was closed (xmount.wait_released())
+	for i in $(seq 300); do
+		[ -e "$mnt/status.json" ] || break
+		jq -e '(.open.dirs // 0) <= 0 and (.open.files // 0) <= 0' "$mnt/status.json" \
+			>/dev/null 2>&1 && break
+		sleep 0.1
+	done
 	fusermount3 -u "$mnt" || return 1
 	wait "$XP_PID"; rc=$?
 	XP_PID=
