@@ -1,7 +1,8 @@
 /*
  * derived.h - the lines XProf derives from GPU kernel annotations
- * (derived.c): the GPU line order, and a streaming per-stream derivation
- * that hands finished events to the view writing them.
+ * (derived.c): the GPU line order, a streaming per-stream derivation that
+ * hands finished events to the view writing them, TSL's tf_op parsing, and
+ * the XLA kernels' symbol table from the profile's HLO protos (hlo-syms.c).
  */
 #ifndef XPROFS_DECODE_DERIVED_H
 #define XPROFS_DECODE_DERIVED_H
