@@ -72,6 +72,9 @@ struct dec_rctx {
 	const char *host; /* borrowed, may be NULL: the host name of trace.json's processes */
 	bool win;         /* a slice: line walks keep events overlapping [win_from, win_to) */
 	xprofs_ps128 win_from, win_to;
+	struct dec_hlo_syms
+		*hlo_syms; /* owned; loaded by the first derived GPU stream (derived.c) */
+	bool hlo_syms_loaded;
 };
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */
