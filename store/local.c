@@ -66,6 +66,70 @@ int store_local_mark(int dirfd)
 	return r;
 }
 
+/*
+ * tmp_hidden() - @path names one of the exclusive writers' TMP_PREFIX files or
+ * staging directories, or something inside one: list() never shows them, so
+ * stat(), open() and creation act as if they were not there either.
+ */
+static bool tmp_hidden(const char *path)
+{
+	const char *c = path;
+
+	while (c && *c) {
+		if (!strncmp(c, TMP_PREFIX, strlen(TMP_PREFIX)))
+			return true;
+		c = strchr(c, '/');
+		if (c)
+			c++;
+	}
+	return false;
+}
+
+/*
+ * is_abandoned_stage() - an aged staging directory a kill left before its
+ * marker was whole: it holds nothing, or only the marker file with a prefix of
+ * its text. Only xprofs makes such a name and such a content, so removing it
+ * cannot lose anything; removal is rmdir(), which refuses anything non-empty.
+ */
+static bool is_abandoned_stage(int dfd)
+{
+	char buf[sizeof(STAGE_MARKER_TEXT) + 1];
+	struct dirent *de;
+	struct stat st;
+	bool ok = true;
+	int fd = dup(dfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if (fstat(dfd, &st) < 0 || st.st_mtime + STAGE_MIN_AGE_S >= xprofs_now_ns() / 1000000000)
+		ok = false;
+	while (ok && (de = readdir(d))) {
+		ssize_t n;
+		int mfd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (strcmp(de->d_name, STAGE_MARKER) != 0) {
+			ok = false;
+			break;
+		}
+		mfd = openat(dfd, STAGE_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		n = mfd < 0 || fstat(mfd, &st) < 0 || !S_ISREG(st.st_mode)
+			    ? -1
+			    : xprofs_pread_full(mfd, buf, sizeof(buf), 0);
+		ok = n >= 0 && n < (ssize_t)sizeof(STAGE_MARKER_TEXT) &&
+		     !memcmp(buf, STAGE_MARKER_TEXT, (size_t)n);
+		if (mfd >= 0)
+			close(mfd);
+	}
+	closedir(d);
+	return ok;
+}
+
 /* is_stage() - @name in the root is one of our staging directories, left for a minute. */
 static bool is_stage(struct local_store *ls, const char *name)
 {
@@ -89,6 +153,10 @@ static bool is_stage(struct local_store *ls, const char *name)
 	}
 	if (fd >= 0)
 		close(fd);
+	if (!ours && is_abandoned_stage(dfd)) {
+		(void)unlinkat(dfd, STAGE_MARKER, 0);
+		ours = true; /* now empty: the sweep's removal is an rmdir */
+	}
 	close(dfd);
 	return ours;
 }
@@ -252,6 +320,8 @@ static int local_writable(struct xprofs_store *s, const char *path)
 
 	if (n > XPROFS_PATH_MAX)
 		return -ENAMETOOLONG;
+	if (tmp_hidden(path))
+		return -EPERM; /* names reserved for the exclusive writers' temporaries */
 	memcpy(dir, path, n);
 	dir[n] = '\0';
 	fd = store_local_ancestor_open(ls, dir, &len);
@@ -330,6 +400,8 @@ static int local_stat(struct xprofs_store *s, const char *path, struct xprofs_st
 	int fd;
 
 	CNT(ls, stats);
+	if (tmp_hidden(path))
+		return count_err(ls, -ENOENT);
 	fd = resolve_stat(ls, path, O_PATH, &st);
 	if (fd < 0)
 		return fd;
@@ -393,6 +465,8 @@ static int local_open(struct xprofs_store *s, const char *path, struct xprofs_st
 	int fd, r;
 
 	CNT(ls, opens);
+	if (tmp_hidden(path))
+		return count_err(ls, -ENOENT);
 	fd = resolve_stat(ls, path, O_RDONLY, &st);
 	if (fd < 0)
 		return fd;
@@ -572,6 +646,8 @@ static int local_lstat(struct xprofs_store *s, const char *path, struct xprofs_s
 	if (!*path)
 		return local_stat(s, path, out);
 	CNT(ls, stats);
+	if (tmp_hidden(path))
+		return count_err(ls, -ENOENT);
 	pfd = store_local_parent_open(ls, path, &name);
 	if (pfd < 0)
 		return count_err(ls, pfd);

@@ -14,6 +14,7 @@
 #include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -225,6 +226,61 @@ static void test_list_and_symlinks(void **state)
 	assert_int_equal(xprofs_store_list(f->s, "", stop_at_first, NULL), 42);
 	assert_int_equal(xprofs_store_list(f->s, "nope", xt_names_add, &n), -ENOENT);
 	assert_int_equal(xprofs_store_list(f->s, "top.txt", xt_names_add, &n), -ENOTDIR);
+}
+
+/* backdate() - @path's times an hour back (the sweep's age rule is about age). */
+static void backdate(const char *path)
+{
+	struct timespec ts[2] = {{.tv_sec = time(NULL) - 3600}, {.tv_sec = time(NULL) - 3600}};
+
+	assert_int_equal(utimensat(AT_FDCWD, path, ts, 0), 0);
+}
+
+/*
+ * A kill between a staging directory's mkdir and its whole marker leaves it
+ * empty or with part of the marker: the start-up sweep removes those once
+ * aged, and never one holding anything else. Such names are hidden from
+ * stat and open too, as from listings.
+ */
+static void test_sweep_abandoned_stages(void **state)
+{
+	struct fx *f = *state;
+	struct xprofs_store *s2 = NULL;
+	struct xprofs_store_stat st;
+	char p[512];
+
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-1-empty", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	backdate(p);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-2-partial", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put_file(p, ".xprofs-staging", "xprofs stag");
+	backdate(p);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-3-other", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put_file(p, "data", "not ours to remove");
+	backdate(p);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-4-young", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-5-wrongtext", f->dir);
+	assert_int_equal(mkdir(p, 0755), 0);
+	put_file(p, ".xprofs-staging", "something else");
+	backdate(p);
+
+	assert_int_equal(xprofs_store_local_new(f->dir, &s2), 0);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-1-empty", f->dir);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-2-partial", f->dir);
+	assert_int_equal(access(p, F_OK), -1);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-3-other/data", f->dir);
+	assert_int_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-4-young", f->dir);
+	assert_int_equal(access(p, F_OK), 0);
+	snprintf(p, sizeof(p), "%s/.xprofs-tmp-stage-5-wrongtext/.xprofs-staging", f->dir);
+	assert_int_equal(access(p, F_OK), 0);
+	assert_int_equal(xprofs_store_stat(s2, ".xprofs-tmp-stage-4-young", &st), -ENOENT);
+	assert_int_equal(xprofs_store_lstat(s2, ".xprofs-tmp-stage-3-other/data", &st), -ENOENT);
+	xprofs_store_free(s2);
 }
 
 /* no_staging_left() - @dir holds no ".xprofs-tmp-*" entry (a staging directory). */
@@ -466,6 +522,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_new_errors, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stat_and_read, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_list_and_symlinks, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_sweep_abandoned_stages, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_excl_create, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inplace_writer, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_namespace_ops, setup, teardown),
