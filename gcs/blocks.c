@@ -38,6 +38,7 @@
 #define PARALLEL_MIN 4     /* blocks: split a fetch this large into parallel GETs */
 #define PARALLEL_MAX 4     /* ranged GETs at once for one fetch */
 #define NEG_TTL_NS (10LL * 1000000000LL) /* how long a failed block fetch is remembered */
+#define STREAM_MIN 8 /* blocks: a shorter rest is read with ranged GETs, not a stream */
 
 /*
  * One ranged GET of a fetch: [off, off+len) of the pinned version, into @dst
@@ -345,6 +346,28 @@ static void blk_evict(struct gcs_store *s)
 	(void)blk_make_room(s, 0);
 }
 
+bool gcs_blk_room(struct gcs_store *s, uint64_t need)
+{
+	return blk_make_room(s, need);
+}
+
+bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b)
+{
+	return disk_get(s, b, b->len);
+}
+
+bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx)
+{
+	char key[GCS_NAME_MAX + 512];
+	size_t klen = cache_key(key, sizeof(key), s, obj, gen, idx);
+	struct xprofs_cache_reader *e = NULL;
+
+	if (!s->o.cache || !klen || xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0)
+		return false;
+	xprofs_cache_reader_close(e);
+	return true;
+}
+
 /* Fill the loading blocks @v[0..@n) (consecutive indices) from the disk cache or GCS. */
 static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
 {
@@ -410,34 +433,43 @@ static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, u
 	size_t n = 0, i;
 
 	for (i = 0; i < window && idx + i < nblocks; i++) {
-		struct blk *nb;
-
-		if (blk_find(s, f->obj, f->st.generation, idx + i))
+		if (gcs_blk_claim_one(s, f->obj, f->st.generation, idx + i, &v[n]) < 0)
 			break;
-		nb = calloc(1, sizeof(*nb));
-		if (nb && !(nb->obj = strdup(f->obj))) {
-			free(nb);
-			nb = NULL;
-		}
-		if (nb && !(nb->data = malloc(GCS_BLOCK_SIZE))) {
-			free(nb->obj);
-			free(nb);
-			nb = NULL;
-		}
-		if (!nb)
-			break;
-		nb->gen = f->st.generation;
-		nb->idx = idx + i;
-		nb->hash = blk_hash(f->obj, nb->gen, nb->idx);
-		nb->state = GCS_BLK_LOADING;
-		nb->refs = 1; /* the loader's */
-		nb->in_table = true;
-		nb->hnext = s->blk_slots[nb->hash % GCS_BLK_SLOTS];
-		s->blk_slots[nb->hash % GCS_BLK_SLOTS] = nb;
-		s->blk_mem += GCS_BLOCK_SIZE;
-		v[n++] = nb;
+		n++;
 	}
 	return n;
+}
+
+int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx,
+		      struct blk **out)
+{
+	struct blk *nb;
+
+	if (blk_find(s, obj, gen, idx))
+		return -EEXIST;
+	nb = calloc(1, sizeof(*nb));
+	if (nb && !(nb->obj = strdup(obj))) {
+		free(nb);
+		nb = NULL;
+	}
+	if (nb && !(nb->data = malloc(GCS_BLOCK_SIZE))) {
+		free(nb->obj);
+		free(nb);
+		nb = NULL;
+	}
+	if (!nb)
+		return -ENOMEM;
+	nb->gen = gen;
+	nb->idx = idx;
+	nb->hash = blk_hash(obj, gen, idx);
+	nb->state = GCS_BLK_LOADING;
+	nb->refs = 1; /* the loader's */
+	nb->in_table = true;
+	nb->hnext = s->blk_slots[nb->hash % GCS_BLK_SLOTS];
+	s->blk_slots[nb->hash % GCS_BLK_SLOTS] = nb;
+	s->blk_mem += GCS_BLOCK_SIZE;
+	*out = nb;
+	return 0;
 }
 
 /*
@@ -502,9 +534,14 @@ void *gcs_dw_main(void *arg)
  */
 static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
 {
+	blk_load(s, f, v, n);
+	return gcs_blk_publish(s, v, n);
+}
+
+size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n)
+{
 	size_t i, ok = 0;
 
-	blk_load(s, f, v, n);
 	pthread_mutex_lock(&s->blk_lock);
 	for (i = 0; i < n; i++) {
 		v[i]->state = GCS_BLK_READY;
@@ -546,16 +583,37 @@ static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, 
 	return ok;
 }
 
-/* The ready block @idx of @f, fetched (with read-ahead @window) if needed. */
-static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window,
-		   struct blk **out)
+void gcs_blk_abandon(struct gcs_store *s, struct blk *b)
+{
+	pthread_mutex_lock(&s->blk_lock);
+	b->abandoned = true;
+	b->state = GCS_BLK_READY;
+	blk_table_del(s, b);
+	pthread_cond_broadcast(&s->blk_cond);
+	blk_unref(s, b);
+	pthread_mutex_unlock(&s->blk_lock);
+}
+
+/*
+ * The ready block @idx of @f, fetched (with read-ahead @window) if needed.
+ * With a live stream @st (or NULL) that will reach @idx, wait for it instead.
+ */
+static int blk_get(struct gcs_store *s, struct gcs_file *f, struct gcs_stream *st, uint64_t idx,
+		   unsigned window, struct blk **out)
 {
 	struct blk *v[WINDOW_MAX] = {0}, *b;
 	size_t n;
 	int r;
 
 	pthread_mutex_lock(&s->blk_lock);
+again:
 	b = blk_find(s, f->obj, f->st.generation, idx);
+	if (!b && gcs_stream_will_fill(st, idx)) {
+		atomic_fetch_add(&s->ctr.block_waits, 1);
+		while (!(b = blk_find(s, f->obj, f->st.generation, idx)) &&
+		       gcs_stream_will_fill(st, idx))
+			pthread_cond_wait(&s->blk_cond, &s->blk_lock);
+	}
 	if (b && b->err && b->state == GCS_BLK_READY && xprofs_mono_ns() >= b->err_until) {
 		blk_table_del(s, b); /* the remembered failure is old: try again */
 		if (b->refs == 0)
@@ -568,6 +626,11 @@ static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsign
 			atomic_fetch_add(&s->ctr.block_waits, 1);
 			while (b->state == GCS_BLK_LOADING)
 				pthread_cond_wait(&s->blk_cond, &s->blk_lock);
+			if (b->abandoned) {
+				/* a stream dropped it half filled: fetch it another way */
+				blk_unref(s, b);
+				goto again;
+			}
 		} else {
 			atomic_fetch_add(&s->ctr.block_hits, 1);
 			if (b->in_table)
@@ -575,6 +638,8 @@ static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsign
 		}
 		goto done;
 	}
+	if (gcs_stream_running(st))
+		window = 1; /* a block the stream passed (evicted) or skipped: no read-ahead */
 	if (!blk_make_room(s, (uint64_t)window * GCS_BLOCK_SIZE))
 		window = 1; /* in-flight blocks fill the budget: no read-ahead */
 	n = blk_claim(s, f, idx, window, v);
@@ -693,6 +758,42 @@ static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end
 }
 
 /*
+ * After a sequential read ending at @end: make sure a stream (stream.c)
+ * fills what comes next, starting one at the first missing block within
+ * PREFETCH_AHEAD. Returns false when the old way fits better (prefetch
+ * jobs, which read the disk cache): the rest is short, the next block is in
+ * the disk cache (a re-read after a remount), or the last stream is still
+ * ending (a seek just cancelled it).
+ */
+static bool stream_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
+{
+	uint64_t nblocks = (f->st.size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE, idx,
+		 first = UINT64_MAX;
+	bool running, ok = true;
+
+	pthread_mutex_lock(&f->lock);
+	pthread_mutex_lock(&s->blk_lock);
+	running = gcs_stream_running(f->stream);
+	for (idx = end / GCS_BLOCK_SIZE + 1;
+	     !running && idx < nblocks && idx <= end / GCS_BLOCK_SIZE + PREFETCH_AHEAD; idx++) {
+		if (!blk_find(s, f->obj, f->st.generation, idx)) {
+			first = idx;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->blk_lock);
+	if (!running && first != UINT64_MAX) {
+		if (nblocks - first < STREAM_MIN ||
+		    gcs_blk_on_disk(s, f->obj, f->st.generation, first))
+			ok = false;
+		else
+			ok = gcs_stream_start(s, f, first) == 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ok;
+}
+
+/*
  * Drop a reader's reference. @consumed: a sequential reader has read the
  * block to its end and will not come back, so it is the first to go, before
  * the read-ahead blocks it is about to need (plain LRU would evict those).
@@ -739,6 +840,7 @@ int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_re
 ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off)
 {
 	struct gcs_file *f = (struct gcs_file *)base;
+	struct gcs_stream *st; /* lives until close */
 	size_t got = 0;
 	unsigned window, seq_window;
 
@@ -769,6 +871,10 @@ ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_
 	}
 	if (off + n > f->next_off || f->window == 1)
 		f->next_off = off + n;
+	if (f->window == 1)
+		gcs_stream_cancel(f->stream); /* a seek: ranged GETs until it is sequential again */
+	st = f->stream;
+	gcs_stream_reader_at(st, (off + n - 1) / GCS_BLOCK_SIZE);
 	pthread_mutex_unlock(&f->lock);
 
 	while (got < n) {
@@ -777,7 +883,7 @@ ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_
 		struct blk *b;
 		int r;
 
-		r = blk_get(f->s, f, idx, window, &b);
+		r = blk_get(f->s, f, st, idx, window, &b);
 		if (r < 0)
 			return got ? (ssize_t)got : r;
 		k = b->len > boff ? b->len - boff : 0;
@@ -789,7 +895,7 @@ ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_
 			break;
 		got += k;
 	}
-	if (seq_window >= 4)
+	if (seq_window >= 4 && !stream_after(f->s, f, off + got))
 		prefetch_after(f->s, f, off + got);
 	return (ssize_t)got;
 }
@@ -804,6 +910,7 @@ void gcs_close(struct xprofs_store_reader *base)
 {
 	struct gcs_file *f = (struct gcs_file *)base;
 
+	gcs_stream_free(f->stream);
 	pthread_mutex_destroy(&f->lock);
 	free(f->obj);
 	free(f);
