@@ -10,9 +10,13 @@
  * blocks, and a prefetch thread keeps 16-32 blocks ahead of it; fetches of 4
  * blocks or more are split into parallel ranged GETs that write straight
  * into the block buffers and publish each block as soon as it has arrived
- * (a reader consumes a GET while it streams). Blocks a sequential reader has
- * finished are evicted first; fetched blocks go to the disk cache from a
- * writer thread (a short queue; a loader waits for room).
+ * (a reader consumes a GET while it streams). Once a reader is sequential it
+ * gets a stream instead (gcs/stream.c: one GET of the rest of the object
+ * that fills this table as it arrives); the window and prefetch jobs are
+ * what random readers, re-reads from the disk cache and short rests use.
+ * Blocks a sequential reader has finished are evicted first; fetched blocks
+ * go to the disk cache from a writer thread (a short queue; a loader waits
+ * for room).
  *
  * How a gs:// block is fetched: gcs_pread() -> blk_get() -> blk_claim() +
  * blk_fill() -> blk_load() (disk cache first) -> gcs_fetch_range() ->

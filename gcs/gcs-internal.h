@@ -276,7 +276,9 @@ unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, 
  * Lock order (never take an earlier lock while holding a later one):
  *   s->list_lock -> s->tree_lock -> s->bg_lock
  *   s->w_lock -> w->lock -> s->tree_lock
- * s->blk_lock and f->lock are never held together with another store lock.
+ * f->lock -> s->blk_lock (stream.c: starting, cancelling, positioning a
+ * file's stream); otherwise s->blk_lock and f->lock are never held together
+ * with another store lock.
  * HTTP requests (and so the pool's h->lock and the credentials' lock, both
  * leaves) run with at most s->list_lock (a listing) or w->lock (an upload)
  * held, never with s->tree_lock, s->bg_lock or s->blk_lock.

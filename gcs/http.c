@@ -32,6 +32,13 @@
  * callback; without one the resend fails with CURLE_SEND_FAIL_REWIND), and
  * each resend is counted as a retry (the pre-request callback runs per send).
  *
+ * A ranged GET's bytes go to a buffer, to block buffers, or to a sink (a
+ * streaming read, stream.c) that takes them in order and may block for flow
+ * control. Bytes handed out (dst_frozen) are never asked for again: a retry's
+ * Range starts after them, so a stream reset 200 MB in re-downloads nothing.
+ * A request with a cancel flag ends with -ECANCELED within about a second of
+ * it being set (libcurl's progress callback, the sliced backoff sleep).
+ *
  * A 200 to a ranged GET whose length is the range's, not the object's (a
  * range answered with the wrong status) is not another version: it is
  * retried like a truncation. ESTALE needs evidence of another version: a
