@@ -58,6 +58,7 @@
 #define STREAM_AHEAD 32                        /* blocks filled past the reader's position */
 #define STREAM_IDLE_NS (10LL * 1000000000LL)   /* a reader that long away: end the stream */
 #define STREAM_WAIT_SLICE_NS (100LL * 1000000) /* re-check of the budget and the idle time */
+#define STREAM_SKIP_MAX 4 /* blocks in a row someone else fetched: leave the rest to them */
 
 struct gcs_stream {
 	struct gcs_store *s;
@@ -73,8 +74,9 @@ struct gcs_stream {
 	bool done;       /* the run's thread has finished with the store */
 	struct gcs_stream *sprev, *snext; /* in s->streams */
 	/* the run's thread only */
-	struct blk *cur; /* the block being filled (the loader's reference), or NULL: skipping */
-	bool in_block;   /* the bytes arriving belong to block @next */
+	struct blk *cur;  /* the block being filled (the loader's reference), or NULL: skipping */
+	bool in_block;    /* the bytes arriving belong to block @next */
+	unsigned skipped; /* blocks in a row that were present already */
 };
 
 static size_t block_len(const struct gcs_stream *st, uint64_t idx)
@@ -150,8 +152,15 @@ static int stream_begin_block(struct gcs_stream *st, uint64_t idx)
 	r = gcs_blk_claim_one(s, st->obj, st->gen, idx, &b);
 	pthread_cond_broadcast(&s->blk_cond); /* readers waiting for the stream to get there */
 	if (r == -EEXIST) {
-		b = NULL; /* another reader's: skip its bytes */
-		r = 0;
+		/*
+		 * Another reader's (or its stream's): skip its bytes. Several in
+		 * a row: another stream is ahead on this object; downloading
+		 * what it fetches only to drop it is a waste.
+		 */
+		b = NULL;
+		r = ++st->skipped > STREAM_SKIP_MAX ? -ECANCELED : 0;
+	} else {
+		st->skipped = 0;
 	}
 out:
 	pthread_mutex_unlock(&s->blk_lock);
@@ -325,6 +334,7 @@ int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx)
 	st->done = false;
 	st->in_block = false;
 	st->cur = NULL;
+	st->skipped = 0;
 	pthread_mutex_unlock(&s->blk_lock);
 	if (pthread_create(&st->th, NULL, stream_main, st) != 0) {
 		pthread_mutex_lock(&s->blk_lock);
