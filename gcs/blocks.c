@@ -204,26 +204,49 @@ int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t
 	return r;
 }
 
+/*
+ * The disk cache's key of block @idx ("gcs"), or with @group of the
+ * GCS_DISK_GROUP blocks from @idx on that a stream wrote as one entry
+ * ("gcsg": one file per 16 MiB instead of per 1 MiB; creating a file and
+ * starting the writer's threads per entry cost more CPU than the bytes).
+ */
 static size_t cache_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
-			uint64_t idx)
+			uint64_t idx, bool group)
 {
-	int k = snprintf(key, n, "gcs%c%s/%s%c%llu%c%llu", 0, s->bucket, obj, 0,
-			 (unsigned long long)gen, 0, (unsigned long long)idx);
+	int k = snprintf(key, n, "%s%c%s/%s%c%llu%c%llu", group ? "gcsg" : "gcs", 0, s->bucket, obj,
+			 0, (unsigned long long)gen, 0, (unsigned long long)idx);
 
 	return k < 0 || (size_t)k >= n ? 0 : (size_t)k;
 }
 
+size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
+			  uint64_t first)
+{
+	return cache_key(key, n, s, obj, gen, first, true);
+}
+
+/* @len bytes of @b from its own entry, else from the group entry holding it. */
 static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
 {
 	char key[GCS_NAME_MAX + 512];
-	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx);
+	uint64_t at = 0, first = b->idx - b->idx % GCS_DISK_GROUP;
+	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx, false);
 	struct xprofs_cache_reader *e = NULL;
-	bool ok = false;
+	bool grouped = false, ok = false;
 
-	if (!s->o.cache || !klen || xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0)
+	if (!s->o.cache || !klen)
 		return false;
-	if (xprofs_cache_reader_size(e) == len &&
-	    xprofs_cache_reader_pread(e, b->data, len, 0) == (ssize_t)len)
+	if (xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0) {
+		klen = cache_key(key, sizeof(key), s, b->obj, b->gen, first, true);
+		if (!klen || xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0)
+			return false;
+		grouped = true;
+		at = (b->idx - first) * GCS_BLOCK_SIZE;
+	}
+	/* a block entry is the block; a group entry covers it (a group may end early) */
+	if ((grouped ? xprofs_cache_reader_size(e) >= at + len
+		     : xprofs_cache_reader_size(e) == len) &&
+	    xprofs_cache_reader_pread(e, b->data, len, at) == (ssize_t)len)
 		ok = true;
 	xprofs_cache_reader_close(e);
 	return ok;
@@ -232,7 +255,7 @@ static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
 static void disk_put(struct gcs_store *s, struct blk *b)
 {
 	char key[GCS_NAME_MAX + 512];
-	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx);
+	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx, false);
 	struct xprofs_cache_writer *w = NULL;
 
 	if (!s->o.cache || !klen || xprofs_cache_writer_new(s->o.cache, key, klen, &w) < 0)
@@ -363,13 +386,16 @@ bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b)
 bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx)
 {
 	char key[GCS_NAME_MAX + 512];
-	size_t klen = cache_key(key, sizeof(key), s, obj, gen, idx);
-	struct xprofs_cache_reader *e = NULL;
+	uint64_t first = idx - idx % GCS_DISK_GROUP, size;
+	size_t klen = cache_key(key, sizeof(key), s, obj, gen, idx, false);
 
-	if (!s->o.cache || !klen || xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0)
+	if (!s->o.cache || !klen)
 		return false;
-	xprofs_cache_reader_close(e);
-	return true;
+	if (xprofs_cache_peek_size(s->o.cache, key, klen, &size) == 0)
+		return true;
+	klen = cache_key(key, sizeof(key), s, obj, gen, first, true);
+	return klen && xprofs_cache_peek_size(s->o.cache, key, klen, &size) == 0 &&
+	       size > (idx - first) * GCS_BLOCK_SIZE;
 }
 
 /* Fill the loading blocks @v[0..@n) (consecutive indices) from the disk cache or GCS. */
@@ -585,6 +611,14 @@ size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n)
 	blk_evict(s);
 	pthread_mutex_unlock(&s->blk_lock);
 	return ok;
+}
+
+void gcs_blk_release(struct gcs_store *s, struct blk *b)
+{
+	pthread_mutex_lock(&s->blk_lock);
+	blk_unref(s, b);
+	blk_evict(s);
+	pthread_mutex_unlock(&s->blk_lock);
 }
 
 void gcs_blk_abandon(struct gcs_store *s, struct blk *b)

@@ -450,6 +450,17 @@ int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64
 bool gcs_blk_room(struct gcs_store *s, uint64_t need);
 bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b);
 bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx);
+/* gcs_blk_release(): drop a reference taken under blk_lock (b->refs++). */
+void gcs_blk_release(struct gcs_store *s, struct blk *b);
+/*
+ * A stream writes its blocks to the disk cache GCS_DISK_GROUP at a time as
+ * one entry (key: gcs_disk_group_key() of the group's first block, which is
+ * a multiple of GCS_DISK_GROUP); disk_get() looks for a block's own entry,
+ * then for its group's. A group entry may end early (the stream ended).
+ */
+#define GCS_DISK_GROUP 16
+size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
+			  uint64_t first);
 size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n);
 void gcs_blk_abandon(struct gcs_store *s, struct blk *b);
 

@@ -77,6 +77,8 @@ struct gcs_stream {
 	struct blk *cur;  /* the block being filled (the loader's reference), or NULL: skipping */
 	bool in_block;    /* the bytes arriving belong to block @next */
 	unsigned skipped; /* blocks in a row that were present already */
+	struct xprofs_cache_writer *cw; /* the disk cache entry of the current block group */
+	uint64_t cw_next;               /* the block @cw takes next */
 };
 
 static size_t block_len(const struct gcs_stream *st, uint64_t idx)
@@ -177,18 +179,80 @@ out:
 	return 0;
 }
 
-/* The block being filled is complete: publish it (and queue it for the disk cache). */
+/* Commit the group entry so far (its blocks are complete and in order). */
+static void group_end(struct gcs_stream *st)
+{
+	if (st->cw)
+		(void)xprofs_cache_writer_commit(st->cw); /* the cache is best effort */
+	st->cw = NULL;
+}
+
+/*
+ * Whether block @idx goes into a group entry of the disk cache: the next
+ * block of the open one, or the first of a group (a new entry). Other
+ * blocks (a stream starting mid-group, after a skipped block) go to the
+ * disk cache one by one, as fetched blocks always did.
+ */
+static bool group_want(struct gcs_stream *st, uint64_t idx)
+{
+	struct gcs_store *s = st->s;
+	char key[GCS_NAME_MAX + 512];
+	size_t klen;
+
+	if (!s->o.cache)
+		return false;
+	if (st->cw && idx == st->cw_next)
+		return true;
+	group_end(st);
+	if (idx % GCS_DISK_GROUP != 0)
+		return false;
+	klen = gcs_disk_group_key(key, sizeof(key), s, st->obj, st->gen, idx);
+	if (!klen || xprofs_cache_writer_new(s->o.cache, key, klen, &st->cw) < 0) {
+		st->cw = NULL;
+		return false;
+	}
+	st->cw_next = idx;
+	return true;
+}
+
+/*
+ * The block being filled is complete: publish it, then hand it to the disk
+ * cache (its group entry, written here once readers have it, or the disk
+ * writer thread's queue).
+ */
 static void stream_end_block(struct gcs_stream *st)
 {
-	struct blk *b = st->cur;
+	struct gcs_store *s = st->s;
+	struct blk *b = st->cur, *v[1];
+	uint64_t nblocks = (st->size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE;
+	bool grouped;
 
 	st->in_block = false;
 	st->cur = NULL;
-	if (!b)
+	if (!b) {
+		group_end(st); /* a skipped block ends the group's run */
 		return;
-	b->fetched = true;
-	atomic_fetch_add(&st->s->ctr.block_misses, 1);
-	(void)gcs_blk_publish(st->s, &b, 1);
+	}
+	grouped = group_want(st, b->idx);
+	atomic_fetch_add(&s->ctr.block_misses, 1);
+	if (grouped) {
+		pthread_mutex_lock(&s->blk_lock);
+		b->refs++; /* ours: a ready block's data no longer changes */
+		pthread_mutex_unlock(&s->blk_lock);
+	} else {
+		b->fetched = true; /* for the disk writer thread */
+	}
+	v[0] = b;
+	(void)gcs_blk_publish(s, v, 1); /* consumes the loader's reference */
+	if (!grouped)
+		return;
+	if (xprofs_cache_writer_write(st->cw, b->data, b->len) < 0) {
+		xprofs_cache_writer_abort(st->cw);
+		st->cw = NULL;
+	} else if (++st->cw_next % GCS_DISK_GROUP == 0 || st->cw_next == nblocks) {
+		group_end(st);
+	}
+	gcs_blk_release(s, b);
 }
 
 /* gcs_req's sink: @n bytes at @rel from the run's first byte, in order, each once. */
@@ -279,6 +343,7 @@ out:
 			(void)gcs_blk_publish(s, &b, 1);
 		}
 	}
+	group_end(st); /* the blocks it has are whole */
 	xprofs_buf_deinit(&url);
 	pthread_mutex_lock(&s->blk_lock);
 	st->done = true;

@@ -195,7 +195,33 @@ def main(t, h):
          "bad %s\n%s" % (bad, json.dumps(st)))
     done(p, mnt)
 
-    # 4. The object replaced in the middle of a stream.
+    # 4. The disk cache: a stream stores its blocks 16 to an entry (a few
+    # files, not one per MiB); a remount reads them all back from there.
+    p = h.proxy()
+    mnt, _, log = h.mount(URL, p.url, [o for o in OPTS if o != "no_cache"])
+    cache_dir = os.path.join(h.work, "cache-%d" % (len(h.mounts) - 1))
+    fd = os.open(os.path.join(mnt, "logdir", "big.bin"), os.O_RDONLY)
+    got, e = read_seq(fd, 0, SIZE)
+    os.close(fd)
+    done(p, mnt)  # joins the disk writer: every entry is on disk now
+    files = sum(len(fs) for d, _, fs in os.walk(cache_dir) if os.path.basename(d) != "tmp")
+    os.symlink(cache_dir, os.path.join(h.work, "cache-%d" % len(h.mounts)))  # the next mount's
+    p = h.proxy()
+    mnt, _, log = h.mount(URL, p.url, [o for o in OPTS if o != "no_cache"])
+    fd = os.open(os.path.join(mnt, "logdir", "big.bin"), os.O_RDONLY)
+    got2, e2 = read_seq(fd, 0, SIZE)
+    os.close(fd)
+    st, gets = status(mnt), media_gets(p)
+    t.ok(e is None and got == want and files <= 32,  # one per block: 65
+         "the stream's blocks went to the disk cache as %d files (65 blocks; the first group one by one)" % files,
+         "errno %s, bytes equal %s" % (e, got == want))
+    t.ok(e2 is None and got2 == want and gets == 0 and st["blocks"]["disk_hits"] >= 64,
+         "after a remount every block comes from the disk cache: %d GETs, %d disk hits"
+         % (gets, st["blocks"]["disk_hits"]), "errno %s, bytes equal %s\n%s\n%s"
+         % (e2, got2 == want, json.dumps(st), h.log(log)))
+    done(p, mnt)
+
+    # 5. The object replaced in the middle of a stream.
     old = [rng.randbytes(SIZE), rng.randbytes(SIZE)]
     upload(h, "r0.bin", old[0])
     upload(h, "r1.bin", old[1])
