@@ -648,9 +648,11 @@ again:
 	b = blk_find(s, f->obj, f->st.generation, idx);
 	if (!b && gcs_stream_will_fill(st, idx)) {
 		atomic_fetch_add(&s->ctr.block_waits, 1);
+		s->stream_waiters++;
 		while (!(b = blk_find(s, f->obj, f->st.generation, idx)) &&
 		       gcs_stream_will_fill(st, idx))
 			pthread_cond_wait(&s->blk_cond, &s->blk_lock);
+		s->stream_waiters--;
 	}
 	if (b && b->err && b->state == GCS_BLK_READY && xprofs_mono_ns() >= b->err_until) {
 		blk_table_del(s, b); /* the remembered failure is old: try again */

@@ -354,6 +354,7 @@ struct gcs_store {
 	uint64_t blk_mem;                     /* protected by blk_lock */
 	struct gcs_stream *streams;           /* every file's stream; protected by blk_lock */
 	bool streams_stop;                    /* unmount: no new streams; protected by blk_lock */
+	unsigned stream_waiters; /* readers waiting for a stream to claim a block; blk_lock */
 };
 
 struct gcs_file {

@@ -72,6 +72,7 @@ struct gcs_stream {
 	uint64_t next;   /* the block being filled, or the next one to claim */
 	uint64_t reader; /* the reader's block: the run stays within STREAM_AHEAD of it */
 	bool done;       /* the run's thread has finished with the store */
+	bool waiting;    /* the run waits for its reader or for room (wake it on a move) */
 	struct gcs_stream *sprev, *snext; /* in s->streams */
 	/* the run's thread only */
 	struct blk *cur;  /* the block being filled (the loader's reference), or NULL: skipping */
@@ -149,10 +150,13 @@ static int stream_begin_block(struct gcs_stream *st, uint64_t idx)
 			goto out;
 		}
 		deadline_in(&ts, STREAM_WAIT_SLICE_NS);
+		st->waiting = true;
 		pthread_cond_timedwait(&s->blk_cond, &s->blk_lock, &ts);
+		st->waiting = false;
 	}
 	r = gcs_blk_claim_one(s, st->obj, st->gen, idx, &b);
-	pthread_cond_broadcast(&s->blk_cond); /* readers waiting for the stream to get there */
+	if (s->stream_waiters) /* readers waiting for the stream to get there */
+		pthread_cond_broadcast(&s->blk_cond);
 	if (r == -EEXIST) {
 		/*
 		 * Another reader's (or its stream's): skip its bytes. Several in
@@ -430,7 +434,8 @@ void gcs_stream_reader_at(struct gcs_stream *st, uint64_t idx)
 	pthread_mutex_lock(&st->s->blk_lock);
 	if (idx > st->reader || !gcs_stream_running(st)) {
 		st->reader = idx;
-		pthread_cond_broadcast(&st->s->blk_cond);
+		if (st->waiting) /* every broadcast wakes every reader waiting for a block */
+			pthread_cond_broadcast(&st->s->blk_cond);
 	}
 	pthread_mutex_unlock(&st->s->blk_lock);
 }
