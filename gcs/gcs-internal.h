@@ -354,7 +354,8 @@ struct gcs_store {
 	uint64_t blk_mem;                     /* protected by blk_lock */
 	struct gcs_stream *streams;           /* every file's stream; protected by blk_lock */
 	bool streams_stop;                    /* unmount: no new streams; protected by blk_lock */
-	unsigned stream_waiters; /* readers waiting for a stream to claim a block; blk_lock */
+	unsigned stream_waiters;  /* readers waiting for a stream to claim a block; blk_lock */
+	unsigned streams_running; /* runs going: at most half the HTTP handles; blk_lock */
 };
 
 struct gcs_file {
@@ -470,8 +471,10 @@ void gcs_blk_abandon(struct gcs_store *s, struct blk *b);
 struct gcs_stream;
 /**
  * gcs_stream_start() - with @f->lock held: (create @f's stream and) start a
- * run of it at block @idx. -EBUSY while the last run is still ending,
- * -ESHUTDOWN at unmount, -ENOMEM, -EAGAIN (no thread).
+ * run of it at block @idx. -EBUSY while the last run is still ending or
+ * when half the store's HTTP handles already carry streams (each holds one
+ * for as long as it runs; listings, uploads and random reads need the
+ * rest), -ESHUTDOWN at unmount, -ENOMEM, -EAGAIN (no thread).
  */
 int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx);
 /** gcs_stream_cancel() - end the run (a seek); returns at once. NULL is fine. */

@@ -351,6 +351,7 @@ out:
 	xprofs_buf_deinit(&url);
 	pthread_mutex_lock(&s->blk_lock);
 	st->done = true;
+	s->streams_running--;
 	pthread_cond_broadcast(&s->blk_cond);
 	pthread_mutex_unlock(&s->blk_lock);
 	return NULL;
@@ -396,6 +397,11 @@ int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx)
 		pthread_mutex_unlock(&s->blk_lock);
 		return -ESHUTDOWN;
 	}
+	if (s->streams_running >= (s->http.max_handles > 1 ? s->http.max_handles / 2 : 1)) {
+		pthread_mutex_unlock(&s->blk_lock);
+		return -EBUSY;
+	}
+	s->streams_running++;
 	atomic_store(&st->cancel, false);
 	st->start = st->next = idx;
 	if (st->reader < idx)
@@ -408,6 +414,7 @@ int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx)
 	if (pthread_create(&st->th, NULL, stream_main, st) != 0) {
 		pthread_mutex_lock(&s->blk_lock);
 		st->done = true;
+		s->streams_running--;
 		pthread_cond_broadcast(&s->blk_cond);
 		pthread_mutex_unlock(&s->blk_lock);
 		return -EAGAIN;
