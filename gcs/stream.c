@@ -15,9 +15,13 @@
  * sink: each 1 MiB block is claimed in the block table just before its first
  * byte arrives (single-flight: readers of it wait for the stream like for any
  * other loading block) and published as soon as its last byte has arrived,
- * then handed to the disk cache's writer. A block already present (another
- * reader's fetch) is skipped over; a block in the disk cache is loaded from
- * there and its bytes from the network are dropped. Retries (resets,
+ * then handed to the disk cache: 16 blocks to an entry (GCS_DISK_GROUP,
+ * written by this thread once readers have the block), or one by one
+ * through the disk writer thread when the run starts or resumes mid-group.
+ * A block already present (another reader's fetch) is skipped over, and
+ * after STREAM_SKIP_MAX in a row the run ends (another stream is ahead); a
+ * block in the disk cache is loaded from there and its bytes from the
+ * network are dropped. Retries (resets,
  * truncations, stalls, 5xx) go through gcs_http_do()'s policy and resume
  * after the last byte taken, so a retry never re-downloads or rewrites what a
  * reader may already have.
@@ -45,8 +49,11 @@
  * blocks already wait on. No other lock is taken with blk_lock held; no
  * request runs with it held.
  *
- * Limits: one stream per open file; at most STREAM_AHEAD MiB of read-ahead
- * per stream, within block_mem_max for the whole store.
+ * Limits: one stream per open file, at most half the store's HTTP handles
+ * streaming at once (each run holds one); at most STREAM_AHEAD MiB of
+ * read-ahead per stream, within block_mem_max for the whole store. An
+ * object replaced while a stream reads it is served in its pinned
+ * generation for as long as the server keeps serving that request.
  */
 #include <errno.h>
 #include <stdlib.h>
