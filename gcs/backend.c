@@ -92,7 +92,7 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 		"\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_"
 		"uploaded\":%llu,"
 		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
-		"\"prefetched\":%llu,\"streams\":%llu,"
+		"\"prefetched\":%llu,\"streams\":%llu,\"streams_ended\":%llu,"
 		"\"mem_bytes\":%llu}}",
 		gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
 		(unsigned long long)atomic_load(&s->skipped),
@@ -113,7 +113,8 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 		(unsigned long long)atomic_load(&c->block_misses),
 		(unsigned long long)atomic_load(&c->block_waits),
 		(unsigned long long)atomic_load(&c->prefetched),
-		(unsigned long long)atomic_load(&c->streams), (unsigned long long)mem);
+		(unsigned long long)atomic_load(&c->streams),
+		(unsigned long long)atomic_load(&c->streams_ended), (unsigned long long)mem);
 }
 
 static void gcs_free(struct xprofs_store *base)

@@ -42,7 +42,8 @@
 #define PARALLEL_MIN 4     /* blocks: split a fetch this large into parallel GETs */
 #define PARALLEL_MAX 4     /* ranged GETs at once for one fetch */
 #define NEG_TTL_NS (10LL * 1000000000LL) /* how long a failed block fetch is remembered */
-#define STREAM_MIN 8 /* blocks: a shorter rest is read with ranged GETs, not a stream */
+#define STREAM_MIN 8     /* blocks: a shorter rest is read with ranged GETs, not a stream */
+#define STREAM_SCAN 4096 /* blocks looked at for where a stream may stop (then: a new one) */
 
 /*
  * One ranged GET of a fetch: [off, off+len) of the pinned version, into @dst
@@ -808,7 +809,7 @@ static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end
 static bool stream_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
 {
 	uint64_t nblocks = (f->st.size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE, idx,
-		 first = UINT64_MAX;
+		 first = UINT64_MAX, stop = nblocks;
 	bool running, ok = true;
 
 	pthread_mutex_lock(&f->lock);
@@ -821,13 +822,24 @@ static bool stream_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
 			break;
 		}
 	}
+	/*
+	 * The run ends where blocks are present again (an earlier stream's):
+	 * a GET of them would download bytes only to drop them.
+	 */
+	for (idx = first + 1; first != UINT64_MAX && idx < nblocks && idx < first + STREAM_SCAN;
+	     idx++) {
+		if (blk_find(s, f->obj, f->st.generation, idx)) {
+			stop = idx;
+			break;
+		}
+	}
 	pthread_mutex_unlock(&s->blk_lock);
 	if (!running && first != UINT64_MAX) {
-		if (nblocks - first < STREAM_MIN ||
+		if (stop - first < STREAM_MIN ||
 		    gcs_blk_on_disk(s, f->obj, f->st.generation, first))
 			ok = false;
 		else
-			ok = gcs_stream_start(s, f, first) == 0;
+			ok = gcs_stream_start(s, f, first, stop) == 0;
 	}
 	pthread_mutex_unlock(&f->lock);
 	return ok;

@@ -153,6 +153,7 @@ struct gcs_counters {
 	atomic_uint_fast64_t block_waits;     /* coalesced onto another reader's fetch */
 	atomic_uint_fast64_t prefetched;      /* blocks fetched ahead by the prefetch thread */
 	atomic_uint_fast64_t streams;         /* streaming GETs started (stream.c) */
+	atomic_uint_fast64_t streams_ended; /* ... ended early: a seek, close, idle reader, skips */
 	atomic_uint_fast64_t stale;
 };
 
@@ -471,12 +472,13 @@ void gcs_blk_abandon(struct gcs_store *s, struct blk *b);
 struct gcs_stream;
 /**
  * gcs_stream_start() - with @f->lock held: (create @f's stream and) start a
- * run of it at block @idx. -EBUSY while the last run is still ending or
+ * run of it at block @idx, up to block @end (exclusive; the object's block
+ * count, or the next block present). -EBUSY while the last run is still ending or
  * when half the store's HTTP handles already carry streams (each holds one
  * for as long as it runs; listings, uploads and random reads need the
  * rest), -ESHUTDOWN at unmount, -ENOMEM, -EAGAIN (no thread).
  */
-int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx);
+int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx, uint64_t end);
 /** gcs_stream_cancel() - end the run (a seek); returns at once. NULL is fine. */
 void gcs_stream_cancel(struct gcs_stream *st);
 /** gcs_stream_reader_at() - the reader is at block @idx: the run may go STREAM_AHEAD past it. */

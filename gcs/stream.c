@@ -76,6 +76,7 @@ struct gcs_stream {
 	bool joinable; /* a thread was started and not joined yet (the owner's, under f->lock) */
 	/* protected by s->blk_lock */
 	uint64_t start;  /* first block of this run */
+	uint64_t end;    /* block after its last: the object's end or the next block present */
 	uint64_t next;   /* the block being filled, or the next one to claim */
 	uint64_t reader; /* the reader's block: the run stays within STREAM_AHEAD of it */
 	bool done;       /* the run's thread has finished with the store */
@@ -325,7 +326,9 @@ static void *stream_main(void *arg)
 	rq.sink_arg = st;
 	rq.cancel = &st->cancel;
 	rq.range_first = first;
-	rq.dst_len = (size_t)(st->size - first);
+	rq.dst_len = (size_t)((st->end * GCS_BLOCK_SIZE < st->size ? st->end * GCS_BLOCK_SIZE
+								   : st->size) -
+			      first);
 	rq.expect_generation = st->gen;
 	rq.expect_size = st->size;
 	r = gcs_http_do(&s->http, &rq);
@@ -341,6 +344,8 @@ static void *stream_main(void *arg)
 			    st->obj, (unsigned long long)st->gen);
 	}
 out:
+	if (r == -ECANCELED)
+		atomic_fetch_add(&s->ctr.streams_ended, 1);
 	if (r < 0 && r != -ECANCELED)
 		r = gcs_data_errno(s, r, st->obj);
 	if (st->cur) {
@@ -364,7 +369,7 @@ out:
 	return NULL;
 }
 
-int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx)
+int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx, uint64_t end)
 {
 	struct gcs_stream *st = f->stream;
 	bool running;
@@ -411,6 +416,7 @@ int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx)
 	s->streams_running++;
 	atomic_store(&st->cancel, false);
 	st->start = st->next = idx;
+	st->end = end;
 	if (st->reader < idx)
 		st->reader = idx;
 	st->done = false;
