@@ -7,18 +7,22 @@ A sequential reader of a 64 MiB object must cost one long GET (plus the
 ranged GETs of its first blocks), not one GET per few MiB; a reset, a cut
 (RST or FIN) or a stall in the middle of that stream is retried from the
 byte where it stopped (the retry's Range says so), 503s are retried; a seek
-in the middle of a stream drops it and reads go on correctly (a new stream
-once sequential again), and random reads start no stream. An object
-replaced in the middle of a stream never gives spliced bytes: the reader
-gets its version's bytes and then ESTALE (after a seek to bytes not fetched
-yet, or when the stream is cut and its retry finds the generation gone).
-Every byte read is compared with the object.
+in the middle of a stream drops it (status.json's streams_ended) and reads
+go on correctly with each byte downloaded about once, and random reads
+start no stream. The stream's blocks reach the disk cache as group entries
+(a few files, not one per MiB) that a remount reads back with no GET. An
+object replaced in the middle of a stream never gives spliced bytes: the
+reader gets its version's bytes and then ESTALE (after a seek to bytes not
+fetched yet, or when the stream is cut and its retry finds the generation
+gone). Every byte read is compared with the object. Every mount must exit 0
+(under ASan: no error or leak report).
 
 The faults are aimed at the stream's request alone: the only GET whose
 Range ends at the object's last byte (fault_proxy's range= option). No
-fixed sleeps: every wait is a read that blocks until its bytes arrive, and
-the stall is detected by the daemon's -o stall_timeout. TAP output; exit 77
-without FUSE, the daemon or the emulator.
+fixed sleeps: every wait is a read that blocks until its bytes arrive, the
+stall is detected by the daemon's -o stall_timeout, and the one poll
+(streams_ended) has a deadline. TAP output; exit 77 without FUSE, the
+daemon or the emulator.
 """
 import errno
 import json
