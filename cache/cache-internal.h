@@ -54,6 +54,12 @@
 #define CACHE_BS_DEFAULT (256u << 10)
 #define CACHE_RAW_FLAG 0x80000000u
 
+/* The portable form of an entry (portable.c): header, key, the entry file. */
+#define CACHE_PORT_MAGIC "XPFSHARE"
+#define CACHE_PORT_VERSION 1u
+#define CACHE_PORT_HDR 40u          /* magic, version, key length, payload length/hash, hash */
+#define CACHE_PORT_PIECE (1u << 20) /* the payload hash chains over pieces this big */
+
 /* One index record, decoded. */
 struct cache_rec {
 	uint64_t off;

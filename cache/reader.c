@@ -49,8 +49,14 @@ static void touch_mtime(int fd)
 	(void)futimens(fd, ts);
 }
 
-int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
-			     struct xprofs_cache_reader **out)
+/*
+ * reader_open() - xprofs_cache_reader_open() and _reopen(); @lookup: count
+ * the result as a hit or a miss (a reopen is neither: the caller knew the
+ * entry was there, so counting it would make hits exceed the lookups that found
+ * something, which is what status.json's readers compare).
+ */
+static int reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
+		       struct xprofs_cache_reader **out, bool lookup)
 {
 	struct xprofs_cache_reader *e = NULL;
 	char path[PATH_MAX];
@@ -128,7 +134,10 @@ int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t key
 	pthread_mutex_lock(&c->lock);
 	cache_node_set_present(c, n, (uint64_t)st.st_size);
 	cache_seen_now(c, n);
-	c->st.hits++;
+	if (lookup)
+		c->st.hits++;
+	else
+		c->st.reopens++;
 	if (now - n->touched >= CACHE_TOUCH_EVERY_S) {
 		n->touched = now;
 		touch = true;
@@ -143,11 +152,24 @@ fail:
 	if (fd >= 0)
 		close(fd);
 	pthread_mutex_lock(&c->lock);
-	c->st.misses++;
+	if (lookup)
+		c->st.misses++;
 	n->opens--;
 	cache_node_put(c, n);
 	pthread_mutex_unlock(&c->lock);
 	return r;
+}
+
+int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
+			     struct xprofs_cache_reader **out)
+{
+	return reader_open(c, key, keylen, out, true);
+}
+
+int xprofs_cache_reader_reopen(struct xprofs_cache *c, const void *key, size_t keylen,
+			       struct xprofs_cache_reader **out)
+{
+	return reader_open(c, key, keylen, out, false);
 }
 
 int xprofs_cache_peek_size(struct xprofs_cache *c, const void *key, size_t keylen, uint64_t *size)

@@ -1,31 +1,38 @@
 /*
  * derived.c - the lines XProf derives on GPU planes from the annotations of
- * kernels ("XLA Modules", "XLA Ops"), and the GPU line order (display ids)
- * that goes with them, for trace.json and any view sharing the trace model.
+ * kernels ("XLA Modules", "XLA Ops", "Framework Name Scope", "Framework
+ * Ops", "Source code"), and the GPU line order (display ids) that goes with
+ * them, for trace.json and any view sharing the trace model.
  *
  * Sources (openxla/xprof xprof/utils/derived_timeline.cc):
  * DeriveEventsFromAnnotations() (per GPU plane: the non-derived lines sorted
  * compute streams first, then by event count; each stream k gets its own
  * derived lines with ids kThreadIdDeviceDerivedMin + 6k + offset and names
  * "<line> - from #<stream id>"; display ids renumbered 1, 2, ... in that
- * order), DeriveEventsFromAnnotationsForLines() (per kernel: hlo_module and
- * hlo_op), HloModuleEventName() / HloOpEventPrefix(),
+ * order), DeriveEventsFromAnnotationsForLines() (per kernel: hlo_module,
+ * hlo_op and, through the symbol resolver of GenerateDerivedTimeLines()
+ * (hlo-syms.c), the XLA instruction's framework op and source line),
+ * HloModuleEventName() / HloOpEventPrefix(),
  * DerivedXLineBuilder::ExpandOrAddLevelEvent() / ExpandOrAddEvents() /
  * ResetLastEvents() / AdjustDurationForTraceViewer() (the merging);
  * GpuEventStats (IsKernel: kernel_details set; IsXlaOp: hlo_op set, split at
- * "::"). Constants from TSL trace_utils.h and xplane_schema.cc.
+ * "::"; IsTfOp: tf_op non-empty), ProcessTfOpEvent() (a framework op: name
+ * scopes for TensorFlow and JAX ops, the op itself shown by its
+ * TfOpEventName()); TSL tf_op_utils.cc ParseTfOpFullname(), ParseTfNameScopes(),
+ * TfOpEventName(), whose regular expressions are matched by hand here.
+ * Constants from TSL trace_utils.h and xplane_schema.cc.
  *
  * Design: derivation streams with the render of the stream line: each event
  * of the line is fed in file order, and each derived line keeps one open
  * event per nesting level (at most DER_LEVELS); an event goes out through
  * the caller's emit function when XProf's builder would stop changing it.
- * Memory: two derived lines of DER_LEVELS events, names capped at
- * DER_NAME_MAX bytes; nothing grows with the profile.
+ * Memory: five derived lines of DER_LEVELS events, names (and the tf_op
+ * string parsed) capped at DER_NAME_MAX bytes; nothing grows with the
+ * profile (the render's symbol table is bounded in hlo-syms.c).
  *
- * Limits (docs/trace.md lists them): Framework Ops / Name Scope / Source
- * code need the HLO protos' instruction metadata (XProf's symbol resolver)
- * or TensorFlow op-name parsing and are not derived; scope_range_id and
- * CUDA-graph stats are not used; Steps from group_id are not derived.
+ * Limits (docs/trace.md lists them): name scopes deeper than DER_LEVELS are
+ * dropped; scope_range_id and CUDA-graph stats are not used; a line the
+ * plane already holds by name is not derived again.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -46,14 +53,18 @@
 #define MAX_STREAMS ((TID_DEVICE_DERIVED_MAX - TID_DEVICE_DERIVED_MIN) / PER_STREAM)
 
 const char *const dec_derived_names[DL_COUNT] = {
-	[DL_MODULE] = "XLA Modules", /* kXlaModuleLineName */
-	[DL_HLO_OP] = "XLA Ops",     /* kXlaOpLineName */
+	[DL_MODULE] = "XLA Modules",              /* kXlaModuleLineName */
+	[DL_HLO_OP] = "XLA Ops",                  /* kXlaOpLineName */
+	[DL_NAME_SCOPE] = "Framework Name Scope", /* kTensorFlowNameScopeLineName */
+	[DL_TF_OP] = "Framework Ops",             /* kTensorFlowOpLineName */
+	[DL_SOURCE] = "Source code",              /* kSourceLineName */
 };
 /*
  * The derived lines' display ids follow the stream's, in id order: Framework
  * Name Scope +1, Framework Ops +2, XLA Modules +3, XLA Ops +4, Source code +5.
  */
-static const uint32_t tid_offset[DL_COUNT + 1] = {[DL_MODULE] = 3, [DL_HLO_OP] = 4};
+static const uint32_t tid_offset[DL_COUNT + 1] = {
+	[DL_NAME_SCOPE] = 1, [DL_TF_OP] = 2, [DL_MODULE] = 3, [DL_HLO_OP] = 4, [DL_SOURCE] = 5};
 
 bool dec_derived_tid(int64_t id)
 {
@@ -292,6 +303,284 @@ static int hlo_ops(struct dec_derive *d, const struct dec_derived_in *in)
 	return 0;
 }
 
+/* ---- ProcessTfOpEvent() and TSL's tf_op_utils.cc ------------------------------ */
+
+/* ASCII classes as RE2 reads them (no locale) */
+static bool a_lower(char c)
+{
+	return c >= 'a' && c <= 'z';
+}
+
+static bool a_upper(char c)
+{
+	return c >= 'A' && c <= 'Z';
+}
+
+static bool a_digit(char c)
+{
+	return c >= '0' && c <= '9';
+}
+
+static bool a_space(char c) /* absl::ascii_isspace() */
+{
+	return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r';
+}
+
+/* IsTfOpName(): [A-Za-z0-9.][A-Za-z0-9_.\/>-]* */
+static bool tf_op_name_ok(const char *s, size_t n)
+{
+	if (!n || !(a_lower(s[0]) || a_upper(s[0]) || a_digit(s[0]) || s[0] == '.'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(a_lower(s[i]) || a_upper(s[i]) || a_digit(s[i]) || s[i] == '_' ||
+		      s[i] == '.' || s[i] == '/' || s[i] == '>' || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* IsTfOpType(): [A-Z_][a-zA-Z0-9_]* */
+static bool tf_op_type_ok(const char *s, size_t n)
+{
+	if (!n || !(a_upper(s[0]) || s[0] == '_'))
+		return false;
+	for (size_t i = 1; i < n; i++)
+		if (!(a_lower(s[i]) || a_upper(s[i]) || a_digit(s[i]) || s[i] == '_'))
+			return false;
+	return true;
+}
+
+/* IsJaxOpType(): [a-z_][a-z0-9_]*(\[.*\])? ('.' matches any byte but a newline) */
+static bool jax_op_type_ok(const char *s, size_t n)
+{
+	size_t i = 1;
+
+	if (!n || !(a_lower(s[0]) || s[0] == '_'))
+		return false;
+	while (i < n && (a_lower(s[i]) || a_digit(s[i]) || s[i] == '_'))
+		i++;
+	if (i == n)
+		return true;
+	if (s[i] != '[' || n - i < 2 || s[n - 1] != ']')
+		return false;
+	return !memchr(s + i + 1, '\n', n - i - 2);
+}
+
+/* absl::SimpleAtoi() into an int64: whitespace around, one sign, digits, no overflow. */
+static bool is_int64(const char *s, size_t n)
+{
+	uint64_t v = 0, lim = (uint64_t)INT64_MAX;
+
+	while (n && a_space(s[0]))
+		s++, n--;
+	while (n && a_space(s[n - 1]))
+		n--;
+	if (n && (s[0] == '-' || s[0] == '+')) {
+		if (s[0] == '-')
+			lim++;
+		s++, n--;
+	}
+	if (!n)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!a_digit(s[i]) || v > (lim - (uint64_t)(s[i] - '0')) / 10)
+			return false;
+		v = v * 10 + (uint64_t)(s[i] - '0');
+	}
+	return true;
+}
+
+/* DeriveOpType(): the last '/' piece without a "_<integer>" suffix. */
+static void derive_op_type(const char *s, size_t n, const char **t, size_t *tn)
+{
+	const char *op = s, *us = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (s[i] == '/')
+			op = s + i + 1;
+	n -= (size_t)(op - s);
+	for (size_t i = 0; i < n; i++)
+		if (op[i] == '_')
+			us = op + i;
+	*t = op;
+	*tn = n;
+	if (us && is_int64(us + 1, n - (size_t)(us + 1 - op)))
+		*tn = (size_t)(us - op);
+}
+
+/* absl::StartsWithIgnoreCase() (ASCII) */
+static bool starts_icase(const char *s, size_t n, const char *p)
+{
+	size_t k = strlen(p);
+
+	if (n < k)
+		return false;
+	for (size_t i = 0; i < k; i++) {
+		char a = s[i], b = p[i];
+
+		if (a_upper(a))
+			a = (char)(a - 'A' + 'a');
+		if (a_upper(b))
+			b = (char)(b - 'A' + 'a');
+		if (a != b)
+			return false;
+	}
+	return true;
+}
+
+static void tfop_set(struct dec_tfop *op, enum dec_tfop_cat cat, const char *type, size_t type_len)
+{
+	op->cat = cat;
+	op->type = type;
+	op->type_len = type_len;
+}
+
+void dec_tfop_parse(const char *s, size_t n, struct dec_tfop *op)
+{
+	static const struct {
+		const char *prefix, *type;
+		enum dec_tfop_cat cat;
+	} memcpys[] = {
+		{"MEMCPYHToD", "MemcpyHToD", TFOP_MEMCPY_HTOD},
+		{"MEMCPYDToH", "MemcpyDToH", TFOP_MEMCPY_DTOH},
+		{"MEMCPYDToD", "MemcpyDToD", TFOP_MEMCPY_DTOD},
+		{"MEMCPYHToH", "MemcpyHToH", TFOP_MEMCPY_HTOH},
+	};
+	const char *colon = memchr(s, ':', n), *p1, *t;
+	size_t n0, n1, tn;
+
+	op->name = s;
+	op->name_len = n;
+	tfop_set(op, TFOP_UNKNOWN, "", 0); /* kUnknownOp */
+	if (!colon) {
+		/* "<op_name>:<op_type>" or else a GPU memcpy op (GetMemcpyOp()) */
+		for (size_t i = 0; i < sizeof(memcpys) / sizeof(memcpys[0]); i++)
+			if (starts_icase(s, n, memcpys[i].prefix)) {
+				tfop_set(op, memcpys[i].cat, memcpys[i].type,
+					 strlen(memcpys[i].type));
+				break;
+			}
+		return;
+	}
+	n0 = (size_t)(colon - s);
+	p1 = colon + 1;
+	n1 = n - n0 - 1;
+	if (n0 == 8 && !memcmp(s, "Iterator", 8)) { /* kIterator: a tf.data op */
+		tfop_set(op, TFOP_TF_DATA, "Dataset", 7);
+		return;
+	}
+	if (tf_op_name_ok(s, n0) && tf_op_type_ok(p1, n1)) {
+		op->name_len = n0;
+		tfop_set(op, TFOP_TENSORFLOW, p1, n1);
+		return;
+	}
+	t = p1, tn = n1;
+	if (!n1)
+		derive_op_type(s, n0, &t, &tn);
+	if (jax_op_type_ok(t, tn)) {
+		const char *br =
+			memchr(t, '[', tn); /* "transpose[permutation=...]" -> "transpose" */
+
+		op->name_len = n0;
+		tfop_set(op, TFOP_JAX, t, br ? (size_t)(br - t) : tn);
+	} else if (!n1) {
+		op->name_len = n0;
+		tfop_set(op, TFOP_TENSORFLOW, t, tn);
+	}
+}
+
+int dec_tfop_event_name(const struct dec_tfop *op, struct xprofs_buf *b)
+{
+	const char *s = op->name, *last = s, *hit;
+	size_t n = op->name_len;
+	int r;
+
+	xprofs_buf_reset(b);
+	switch (op->cat) {
+	case TFOP_UNKNOWN: /* the name without trailing whitespace */
+		while (n && a_space(s[n - 1]))
+			n--;
+		return set_str(b, s, n);
+	case TFOP_TF_DATA: /* DatasetOpEventName(): "Iterator::" + the last "::" piece */
+		while ((hit = memmem(last, n - (size_t)(last - s), "::", 2)) != NULL)
+			last = hit + 2;
+		n -= (size_t)(last - s);
+		if ((r = xprofs_buf_adds(b, "Iterator::")) < 0)
+			return r;
+		return xprofs_buf_add(b, last, n > DER_NAME_MAX - 10 ? DER_NAME_MAX - 10 : n);
+	default:
+		return set_str(b, op->type, op->type_len);
+	}
+}
+
+/* ParseTfNameScopes(): every '/' piece of the op name but the last, one level each. */
+static int name_scopes(struct dec_derive *d, const struct dec_tfop *op,
+		       const struct dec_derived_in *in)
+{
+	struct der_line *dl = &d->lines[DL_NAME_SCOPE];
+	const char *s = op->name, *end = op->name + op->name_len, *slash;
+	int level = 0, r;
+
+	while ((slash = memchr(s, '/', (size_t)(end - s))) != NULL) {
+		if (level < DER_LEVELS &&
+		    ((r = set_str(&d->tmp, s, (size_t)(slash - s))) < 0 ||
+		     (r = expand_or_add(d, dl, level, &d->tmp, NULL, 0, in)) < 0))
+			return r;
+		level++;
+		s = slash + 1;
+	}
+	if (level) /* ExpandOrAddEvents() of no scope changes nothing */
+		reset(d, dl, level);
+	return 0;
+}
+
+/* ProcessTfOpEvent() of tf_op @s (@n bytes, cut at DER_NAME_MAX) for kernel @in. */
+static int tf_op_event(struct dec_derive *d, const char *s, size_t n,
+		       const struct dec_derived_in *in)
+{
+	struct dec_tfop op;
+	int r;
+
+	if (n > DER_NAME_MAX)
+		n = DER_NAME_MAX;
+	dec_tfop_parse(s, n, &op);
+	if ((op.cat == TFOP_TENSORFLOW || op.cat == TFOP_JAX) &&
+	    !(d->have & (1u << DL_NAME_SCOPE)) && (r = name_scopes(d, &op, in)) < 0)
+		return r;
+	if (d->have & (1u << DL_TF_OP))
+		return 0;
+	/* the event is named by the whole tf_op and shown as TfOpEventName() */
+	if ((r = dec_tfop_event_name(&op, &d->disp)) < 0 || (r = set_str(&d->tmp, s, n)) < 0)
+		return r;
+	return expand_or_add(d, &d->lines[DL_TF_OP], 0, &d->tmp, d->disp.data, d->disp.len, in);
+}
+
+/*
+ * An XLA kernel's symbol (the instruction named by the last "::" part of its
+ * hlo_op in program program_id): its framework op through ProcessTfOpEvent(),
+ * its source line on Source code.
+ */
+static int xla_symbol(struct dec_derive *d, const struct dec_derived_in *in)
+{
+	const char *last = in->hlo_op, *end = in->hlo_op + in->hlo_op_len, *hit;
+	struct dec_hlo_sym sym;
+	int r;
+
+	if (!d->syms || !in->has_program_id)
+		return 0;
+	while ((hit = memmem(last, (size_t)(end - last), "::", 2)) != NULL)
+		last = hit + 2;
+	if (!dec_hlo_syms_find(d->syms, in->program_id, last, (size_t)(end - last), &sym))
+		return 0;
+	if (sym.tf_op_len && (r = tf_op_event(d, sym.tf_op, sym.tf_op_len, in)) < 0)
+		return r;
+	if (sym.source_len && !(d->have & (1u << DL_SOURCE))) {
+		if ((r = set_str(&d->tmp, sym.source, sym.source_len)) < 0)
+			return r;
+		return expand_or_add(d, &d->lines[DL_SOURCE], 0, &d->tmp, NULL, 0, in);
+	}
+	return 0;
+}
+
 int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in)
 {
 	int r;
@@ -306,15 +595,21 @@ int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in)
 		    (r = expand_or_add(d, &d->lines[DL_MODULE], 0, &d->tmp, NULL, 0, in)) < 0)
 			return r;
 	}
-	if (in->has_hlo_op && !(d->have & (1u << DL_HLO_OP)) && (r = hlo_ops(d, in)) < 0)
-		return r;
+	if (in->has_hlo_op) {
+		if (!(d->have & (1u << DL_HLO_OP)) && (r = hlo_ops(d, in)) < 0)
+			return r;
+		if ((r = xla_symbol(d, in)) < 0)
+			return r;
+	} else if (in->tf_op_len && (r = tf_op_event(d, in->tf_op, in->tf_op_len, in)) < 0) {
+		return r; /* IsTfOp(): a framework kernel */
+	}
 	return d->r;
 }
 
 /* ---- a stream's derivation ------------------------------------------------- */
 
-int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_derived_emit_fn emit,
-		   void *arg, struct dec_derive **out)
+int dec_derive_new(struct dec_rctx *rc, const struct dec_plane *p, const struct dec_line *l,
+		   dec_derived_emit_fn emit, void *arg, struct dec_derive **out)
 {
 	struct dec_derive *d;
 	int r = 0;
@@ -322,15 +617,23 @@ int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_deri
 	*out = NULL;
 	if (l->derive_slot < 0 || (p->derived_have & DL_ALL) == DL_ALL)
 		return 0;
+	if (!rc->hlo_syms_loaded) {
+		rc->hlo_syms_loaded = true;
+		if ((r = dec_hlo_syms_load(rc->x, &rc->hlo_syms)) < 0)
+			return r;
+	}
 	if (!(d = calloc(1, sizeof(*d))))
 		return -ENOMEM;
 	d->emit = emit;
 	d->arg = arg;
 	d->tid0 = l->trace_tid;
 	d->have = p->derived_have;
+	d->syms = rc->hlo_syms;
 	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
 	xprofs_buf_init(&d->s_op, DER_NAME_MAX + 1);
 	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);
+	xprofs_buf_init(&d->s_tf, DER_NAME_MAX + 1);
+	xprofs_buf_init(&d->disp, DER_NAME_MAX + 1);
 	for (int k = 0; k < DL_COUNT; k++) {
 		struct der_line *dl = &d->lines[k];
 
@@ -345,8 +648,9 @@ int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_deri
 			r = xprofs_buf_printf(&dl->title, "%s - from #%" PRId64,
 					      dec_derived_names[k], l->id);
 	}
-	/* hlo_modules' dependents: a new module closes the open XLA ops */
-	d->lines[DL_MODULE].deps = 1u << DL_HLO_OP;
+	/* dependents: a new module closes the open name scopes and XLA ops, a new scope the op */
+	d->lines[DL_MODULE].deps = 1u << DL_NAME_SCOPE | 1u << DL_HLO_OP;
+	d->lines[DL_NAME_SCOPE].deps = 1u << DL_TF_OP;
 	if (r < 0) {
 		dec_derive_free(d);
 		return r;
@@ -378,6 +682,8 @@ void dec_derive_free(struct dec_derive *d)
 	xprofs_buf_deinit(&d->tmp);
 	xprofs_buf_deinit(&d->s_op);
 	xprofs_buf_deinit(&d->s_mod);
+	xprofs_buf_deinit(&d->s_tf);
+	xprofs_buf_deinit(&d->disp);
 	for (int k = 0; k < DL_COUNT; k++) {
 		xprofs_buf_deinit(&d->lines[k].title);
 		for (int i = 0; i < DER_LEVELS; i++) {
@@ -439,6 +745,9 @@ static int read_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 	} else if (dec_str_eq(m->name, m->name_len, "hlo_op")) {
 		if ((r = stat_str(rc, c, s, &d->s_op, &in->has_hlo_op)) < 0)
 			return r;
+	} else if (dec_str_eq(m->name, m->name_len, "tf_op")) {
+		if ((r = stat_str(rc, c, s, &d->s_tf, &has)) < 0)
+			return r;
 	} else if (dec_str_eq(m->name, m->name_len, "hlo_module")) {
 		if ((r = stat_str(rc, c, s, &d->s_mod, &has)) < 0)
 			return r;
@@ -461,6 +770,7 @@ int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_
 	in->d = d;
 	xprofs_buf_reset(&d->s_op);
 	xprofs_buf_reset(&d->s_mod);
+	xprofs_buf_reset(&d->s_tf);
 	if (e->has_stats &&
 	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
 				XEVENT_F_STATS, read_stat, in)) < 0)
@@ -469,6 +779,8 @@ int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_
 	in->hlo_op_len = d->s_op.len;
 	in->module = d->s_mod.data ? d->s_mod.data : "";
 	in->module_len = d->s_mod.len;
+	in->tf_op = d->s_tf.data ? d->s_tf.data : "";
+	in->tf_op_len = d->s_tf.len;
 	in->begin = begin;
 	in->end = begin + (e->duration_ps > 0 ? e->duration_ps : 0);
 	return 0;

@@ -1,7 +1,8 @@
 /*
  * derived.h - the lines XProf derives from GPU kernel annotations
- * (derived.c): the GPU line order, and a streaming per-stream derivation
- * that hands finished events to the view writing them.
+ * (derived.c): the GPU line order, a streaming per-stream derivation that
+ * hands finished events to the view writing them, TSL's tf_op parsing, and
+ * the XLA kernels' symbol table from the profile's HLO protos (hlo-syms.c).
  */
 #ifndef XPROFS_DECODE_DERIVED_H
 #define XPROFS_DECODE_DERIVED_H
@@ -11,10 +12,24 @@
 
 #include "render-internal.h"
 
-/* The derived lines, by their offset from kThreadIdTfNameScope's group (only two derived yet). */
-enum { DL_MODULE = 0, DL_HLO_OP, DL_COUNT, DL_STEPS = DL_COUNT };
+/*
+ * The derived lines of a stream; DL_STEPS is a plane's Steps line. The
+ * values index arrays only; the line order is tid_offset[].
+ */
+enum {
+	DL_MODULE = 0,
+	DL_HLO_OP,
+	DL_NAME_SCOPE,
+	DL_TF_OP,
+	DL_SOURCE,
+	DL_COUNT,
+	DL_STEPS = DL_COUNT
+};
 #define DL_ALL ((1u << DL_COUNT) - 1)
-/* Deepest hlo_op nesting ("a::b::...") followed; deeper levels are not derived. */
+/*
+ * Deepest hlo_op nesting ("a::b::...") and name-scope nesting ("a/b/.../op")
+ * followed; deeper levels are not derived.
+ */
 #define DER_LEVELS 16
 /* Steps are derived on planes with at most this many lines (one cursor each). */
 #define DER_STEP_LINES 16
@@ -53,23 +68,39 @@ struct dec_derive {
 	void *arg;
 	int r; /* first emit error */
 	uint32_t tid0;
-	uint8_t have; /* lines the plane already holds: not derived */
+	uint8_t have;                    /* lines the plane already holds: not derived */
+	const struct dec_hlo_syms *syms; /* borrowed, may be NULL: XLA kernels' symbols */
 	bool win;
 	dec_ps128 from, to;
 	struct der_line lines[DL_COUNT];
-	struct xprofs_buf tmp, s_op, s_mod;
+	struct xprofs_buf tmp, s_op, s_mod, s_tf, disp;
 };
 
 /* The annotations of one stream event (GpuEventStats), strings borrowed from the derivation. */
 struct dec_derived_in {
 	struct dec_derive *d;
 	bool is_kernel, has_hlo_op, has_program_id, has_group;
-	const char *hlo_op, *module;
-	size_t hlo_op_len, module_len;
+	const char *hlo_op, *module, *tf_op; /* tf_op: the tf_op stat ("" when absent) */
+	size_t hlo_op_len, module_len, tf_op_len;
 	uint64_t program_id;
 	int64_t group;
 	dec_ps128 begin, end;
 };
+
+/* An XLA instruction's symbol (hlo-syms.c), borrowed from its table. */
+struct dec_hlo_sym {
+	const char *tf_op, *source; /* TraceMeOp(op_name, op_type); "<file>:<line>" or "" */
+	size_t tf_op_len, source_len;
+};
+/*
+ * dec_hlo_syms_load() - the symbols of the HLO protos in @x's "/host:metadata"
+ * plane (XProf's symbol resolver). Caller frees *out with dec_hlo_syms_free().
+ */
+int dec_hlo_syms_load(const struct xprofs_xspace *x, struct dec_hlo_syms **out);
+/* dec_hlo_syms_find() - instruction @name of program @program_id into *out (borrowed from @t). */
+bool dec_hlo_syms_find(const struct dec_hlo_syms *t, uint64_t program_id, const char *name,
+		       size_t n, struct dec_hlo_sym *out);
+void dec_hlo_syms_free(struct dec_hlo_syms *t);
 
 /* dec_derived_tid() - IsDerivedThreadId() of a line id. */
 bool dec_derived_tid(int64_t id);
@@ -80,16 +111,41 @@ bool dec_derived_tid(int64_t id);
 int dec_derived_assign(struct xprofs_xspace *x);
 /*
  * dec_derive_new() - the derivation of stream line @l of plane @p, handing
- * events to @emit(@arg). *out stays NULL when the line derives nothing.
- * Caller frees *out with dec_derive_free().
+ * events to @emit(@arg); the render's HLO symbols are loaded into @rc on the
+ * first call (rc->hlo_syms, freed with the render). *out stays NULL when the
+ * line derives nothing. Caller frees *out with dec_derive_free().
  */
-int dec_derive_new(const struct dec_plane *p, const struct dec_line *l, dec_derived_emit_fn emit,
-		   void *arg, struct dec_derive **out);
+int dec_derive_new(struct dec_rctx *rc, const struct dec_plane *p, const struct dec_line *l,
+		   dec_derived_emit_fn emit, void *arg, struct dec_derive **out);
 /* dec_derive_window() - emit only derived events overlapping [from, to) (a slice). */
 void dec_derive_window(struct dec_derive *d, dec_ps128 from, dec_ps128 to);
 /* dec_derive_read() - the annotations of event @e (starting at @begin) into @in. */
 int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_event *e,
 		    dec_ps128 begin, struct dec_derived_in *in);
+/* TSL's tf_op_utils.h Category, the subset ParseTfOpFullname() gives. */
+enum dec_tfop_cat {
+	TFOP_UNKNOWN,
+	TFOP_TENSORFLOW,
+	TFOP_JAX,
+	TFOP_TF_DATA,
+	TFOP_MEMCPY_HTOD,
+	TFOP_MEMCPY_DTOH,
+	TFOP_MEMCPY_DTOD,
+	TFOP_MEMCPY_HTOH,
+};
+/* TfOp: pieces of the parsed string (borrowed), or constants. */
+struct dec_tfop {
+	enum dec_tfop_cat cat;
+	const char *name, *type;
+	size_t name_len, type_len;
+};
+/* dec_tfop_parse() - ParseTfOpFullname() of @s (@n bytes, borrowed by *op). */
+void dec_tfop_parse(const char *s, size_t n, struct dec_tfop *op);
+/*
+ * dec_tfop_event_name() - TfOpEventName() of @op into @b (reset first);
+ * 0 or -errno from the buffer.
+ */
+int dec_tfop_event_name(const struct dec_tfop *op, struct xprofs_buf *b);
 /* dec_derive_event() - feed one event of the stream (file order). */
 int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in);
 /*

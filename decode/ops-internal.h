@@ -55,6 +55,17 @@ int dec_ops_merge(struct dec_ops *dst, const struct dec_ops *src);
 /* dec_ops_sorted() - indexes of d->m.ops by self time (desc), total, name; caller frees. */
 size_t *dec_ops_sorted(struct dec_ops *d);
 
+/*
+ * For the session-wide views (view-session.c), ops.json's writers: one op's
+ * fields after its opening "{\"name\":" (dec_op_write()), a by_category /
+ * by_program rollup's elements over m->ops[0..n) (dec_ops_rollup_write()),
+ * and the ",\"peak_flops_per_s\":..." keys of @f (dec_ops_peak_write()).
+ */
+void dec_op_write(struct dec_out *o, const struct op *op, const struct dec_plane_facts *f,
+		  int64_t plane_self);
+int dec_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct dec_out *o);
+void dec_ops_peak_write(struct dec_out *o, const struct dec_plane_facts *f);
+
 /* ---- steps (view-steps.c), for overview.json ---- */
 
 #define DEC_BD_N 9 /* steps.json's breakdown types (view-steps.c) */

@@ -72,6 +72,9 @@ struct dec_rctx {
 	const char *host; /* borrowed, may be NULL: the host name of trace.json's processes */
 	bool win;         /* a slice: line walks keep events overlapping [win_from, win_to) */
 	xprofs_ps128 win_from, win_to;
+	struct dec_hlo_syms
+		*hlo_syms; /* owned; loaded by the first derived GPU stream (derived.c) */
+	bool hlo_syms_loaded;
 };
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */
@@ -199,6 +202,7 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
  */
 struct dec_plane_facts {
 	char *device_type, *vendor; /* owned, NULL when absent */
+	char *gpu_device_name;      /* owned, NULL when absent (AMD: "gfx942:...") */
 	double peak_tflops, peak_hbm_gbps, mem_bw, clock_khz, core_count, cc_major, cc_minor;
 	bool has_peak_tflops, has_peak_hbm_gbps, has_mem_bw, has_clock, has_core_count, has_cc;
 	double peak_flops, peak_bw;
@@ -206,6 +210,11 @@ struct dec_plane_facts {
 /* dec_plane_facts_get() - the facts of plane @pi (enters it); clear with dec_plane_facts_clear(). */
 int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *f);
 void dec_plane_facts_clear(struct dec_plane_facts *f);
+/*
+ * dec_gpu_peak_flops() - XProf's GPU peak FLOP/s from @f's device
+ * capabilities (gpu-peak.c, hardware_type_utils.cc); 0 when unknown.
+ */
+double dec_gpu_peak_flops(const struct dec_plane_facts *f);
 
 /* ---- the events of a line (render.c) ------------------------------------ */
 

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "derived.h"
 #include "render-internal.h"
 
 static void rctx_init(struct dec_rctx *rc, struct xprofs_xspace *x, struct xprofs_buf *err)
@@ -37,6 +38,7 @@ static void rctx_deinit(struct dec_rctx *rc)
 	dec_cur_deinit(&rc->ev);
 	dec_cur_deinit(&rc->md);
 	xprofs_buf_deinit(&rc->tmp);
+	dec_hlo_syms_free(rc->hlo_syms);
 }
 
 int dec_line_begin(struct dec_rctx *rc, size_t li, struct dec_line_it *it)

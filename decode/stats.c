@@ -541,6 +541,8 @@ static int facts_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_s
 		return stat_string(rc, c, s, &f->device_type);
 	if (dec_str_eq(m->name, m->name_len, "device_vendor") && !f->vendor)
 		return stat_string(rc, c, s, &f->vendor);
+	if (dec_str_eq(m->name, m->name_len, "gpu_device_name") && !f->gpu_device_name)
+		return stat_string(rc, c, s, &f->gpu_device_name);
 	if (!stat_number(s, &d))
 		return 0;
 	if (dec_str_eq(m->name, m->name_len, "peak_teraflops_per_second"))
@@ -599,6 +601,9 @@ int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *
 		f->peak_bw = f->peak_hbm_gbps * 1e9;
 	else if (f->has_mem_bw && f->mem_bw > 0)
 		f->peak_bw = f->mem_bw;
+	/* GPU planes: GetPerfEnvFromXPlane() derives it (gpu-peak.c); else the stat, if any */
+	if (!strncmp(rc->x->planes[pi].name, "/device:GPU:", 12) && dec_gpu_peak_flops(f) > 0)
+		f->peak_flops = dec_gpu_peak_flops(f);
 	if (!isfinite(f->peak_flops))
 		f->peak_flops = 0;
 	if (!isfinite(f->peak_bw))
@@ -610,5 +615,6 @@ void dec_plane_facts_clear(struct dec_plane_facts *f)
 {
 	free(f->device_type);
 	free(f->vendor);
+	free(f->gpu_device_name);
 	memset(f, 0, sizeof(*f));
 }

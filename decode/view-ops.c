@@ -746,3 +746,21 @@ int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 	OUT_LIT(o, "\n]}\n");
 	return 0;
 }
+
+/* ---- for the session-wide views (view-session.c) ----------------------- */
+
+void dec_op_write(struct dec_out *o, const struct op *op, const struct dec_plane_facts *f,
+		  int64_t plane_self)
+{
+	op_write(o, op, f, plane_self);
+}
+
+int dec_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct dec_out *o)
+{
+	return ops_rollup(m, by_program, plane_self, o);
+}
+
+void dec_ops_peak_write(struct dec_out *o, const struct dec_plane_facts *f)
+{
+	out_peak(o, f);
+}

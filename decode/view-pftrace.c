@@ -812,7 +812,7 @@ static int pf_line(struct pf_ctx *c, struct pf_line *pl, uint32_t pid, size_t li
 	pl->pid = pid;
 	pl->tid = dec_trace_tid(pl->l);
 	pl->uuid = ((uint64_t)(li + 1) << 8);
-	if (kind == TL_THREAD && (r = dec_derive_new(&rc->x->planes[pl->l->plane], pl->l,
+	if (kind == TL_THREAD && (r = dec_derive_new(rc, &rc->x->planes[pl->l->plane], pl->l,
 						     derived_emit, c, &pl->derive)) < 0)
 		return r;
 	if (!pl->derive) {

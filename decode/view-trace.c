@@ -385,7 +385,7 @@ static int trace_line(struct dec_rctx *rc, struct dec_out *o, struct dec_out *ev
 	tl.base_ps = (dec_ps128)tl.l->timestamp_ns * 1000;
 	tl.ids_len = snprintf(tl.ids, sizeof(tl.ids), ",\"pid\":%u,\"tid\":%u", (unsigned)pid,
 			      (unsigned)tl.tid);
-	if (tl.kind == TL_THREAD && (r = dec_derive_new(&rc->x->planes[tl.l->plane], tl.l,
+	if (tl.kind == TL_THREAD && (r = dec_derive_new(rc, &rc->x->planes[tl.l->plane], tl.l,
 							derived_event, &tl, &tl.derive)) < 0)
 		return r;
 	if (!tl.derive)

@@ -10,6 +10,10 @@
  * - runs/: a host directory and its views are readable (and searchable)
  *   exactly by whom may read the profile (read bits only); a session
  *   directory and its summary.json as the session directory (no write bits);
+ *   compare/<other>/ and its files as both session directories allow (the
+ *   bits of each; the other's "others" bits for every class when the two
+ *   have different owners), so no one reads numbers made from a session
+ *   they could not list;
  *   a run as its plugins/profile directory (write bits kept: mkdir of a
  *   nested run needs them, as in the source).
  * - The mount's own entries (/, runs/, intermediate directories, status.json,
@@ -58,6 +62,19 @@ struct fs_perm fs_perm_session(const struct fs_ctx *ctx, const struct fs_target 
 	struct fs_perm p = fs_perm_src(ctx, s->mode, s->uid, s->gid, true);
 
 	p.mode &= dir ? 0555 : 0444;
+	return p;
+}
+
+struct fs_perm fs_perm_compare(const struct fs_ctx *ctx, const struct fs_target *t, bool dir)
+{
+	const struct fs_session *o = t->other;
+	struct fs_perm p = fs_perm_session(ctx, t, dir);
+	struct fs_perm q = fs_perm_src(ctx, o->mode, o->uid, o->gid, true);
+	mode_t m = q.mode & 0777, oth = m & 07;
+
+	if (q.uid != p.uid || q.gid != p.gid)
+		m = oth | oth << 3 | oth << 6;
+	p.mode &= m;
 	return p;
 }
 

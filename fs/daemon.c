@@ -287,6 +287,11 @@ int xprofs_fs_main(int argc, char *argv[])
 		goto out;
 	fs_views_init(&ctx.views);
 	ctx_live = true;
+	if (fs_shared_start(&ctx) < 0) {
+		fprintf(stderr, "xprofs: cannot use shared_cache=%s (see the log)\n",
+			o.shared_cache);
+		goto out;
+	}
 	fuse = fuse_new(&args, fs_operations(), sizeof(struct fuse_operations), &ctx);
 	if (!fuse) {
 		fprintf(stderr, "xprofs: %s (see xprofs --help)\n",
@@ -328,7 +333,9 @@ out:
 	if (fuse)
 		fuse_destroy(fuse);
 	if (ctx_live) {
-		fs_views_deinit(&ctx.views);
+		fs_fh_free_unreleased();
+		fs_views_deinit(&ctx.views); /* no render offers an upload after this */
+		fs_shared_stop(&ctx);
 		fs_ctx_deinit(&ctx);
 	}
 	xprofs_store_free(store); /* before the cache its threads write to */

@@ -1,7 +1,8 @@
 /*
  * fs/fs-internal.h - what the files of the fs module share. One section per
  * file, in layering order: each .c file uses only the sections above its own
- * (ops.c -> logdir.c, views.c, status.c -> live.c -> mount.c -> index.c),
+ * (ops.c -> logdir.c, views.c, status.c -> live.c -> shared.c -> mount.c ->
+ * index.c),
  * so no two
  * files call each other. Only ops.c and daemon.c/options.c include FUSE
  * headers; FUSE_USE_VERSION is set once, in fs/meson.build.
@@ -13,6 +14,8 @@
  *   open-file handle (mount.c);
  * - renders in progress: single-flight, render threads, readers of a view
  *   while it renders (live.c, FUSE-free);
+ * - the shared view cache in a bucket: fetch before a render, upload after
+ *   (shared.c, FUSE-free);
  * - rendered views: cache hits, remembered sizes, error notes, track lists
  *   (views.c, FUSE-free, unit-tested);
  * - logdir/ writers and uploads (logdir.c), status.json (status.c), the
@@ -43,6 +46,9 @@
 #define FS_NAME_STEPS "steps"   /* host/steps/<n>/: slices by step (docs/trace.md "Slices") */
 #define FS_NAME_WINDOW "window" /* host/window/<from>-<to>/: slices by time */
 #define FS_NAME_SESSION_SUMMARY "summary.json" /* in a session directory */
+#define FS_NAME_SESSION_OPS "ops.json"         /* in a session directory: hosts combined */
+#define FS_NAME_COMPARE "compare"              /* session/compare/<other>/: docs/fs.md "Compare" */
+#define FS_COMPARE_LISTED 64                   /* other sessions compare/ lists (all resolve) */
 #define FS_NAME_ROOT_RUN "_root"               /* how the logdir-root run is shown under runs/ */
 #define FS_PLUGINS_DIR "plugins"               /* <run>/plugins/profile/<session>/ */
 #define FS_PROFILE_DIR "profile"
@@ -79,6 +85,7 @@ struct fs_options {
 	char *endpoint;                /* owned */
 	char *credentials;             /* owned */
 	char *billing_project;         /* owned; gs:// requester pays (userProject=) */
+	char *shared_cache;            /* owned; gs://BUCKET[/PREFIX] of shared views, or NULL */
 	int show_help;
 	int show_version;
 	/* permissions of a source without modes (gs://): uid=, gid=, umask= */
@@ -161,16 +168,31 @@ enum fs_kind {
 	FS_K_RUNS,    /* /runs or an inner run node (node set) */
 	FS_K_SESSION, /* session dir */
 	FS_K_SESSION_SUMMARY,
-	FS_K_HOST,    /* host dir */
-	FS_K_VIEW,    /* host/<view>.json (view set) */
-	FS_K_ERRORS,  /* host/errors */
-	FS_K_PLANES,  /* host/planes */
-	FS_K_PLANE,   /* host/planes/<plane> */
-	FS_K_TRACK,   /* host/planes/<plane>/<line> */
-	FS_K_STEPS,   /* host/steps */
-	FS_K_SLICE,   /* host/steps/<n> or host/window/<from>-<to> (slice set) */
-	FS_K_WINDOWS, /* host/window (lists nothing; any valid name resolves) */
+	FS_K_HOST,         /* host dir */
+	FS_K_VIEW,         /* host/<view>.json (view set) */
+	FS_K_ERRORS,       /* host/errors */
+	FS_K_PLANES,       /* host/planes */
+	FS_K_PLANE,        /* host/planes/<plane> */
+	FS_K_TRACK,        /* host/planes/<plane>/<line> */
+	FS_K_STEPS,        /* host/steps */
+	FS_K_SLICE,        /* host/steps/<n> or host/window/<from>-<to> (slice set) */
+	FS_K_WINDOWS,      /* host/window (lists nothing; any valid name resolves) */
+	FS_K_SESSION_OPS,  /* session/ops.json */
+	FS_K_COMPARE,      /* session/compare (lists the run's other sessions) */
+	FS_K_COMPARE_RUN,  /* session/compare/<run path>... (lists nothing) */
+	FS_K_COMPARE_DIR,  /* session/compare/<other> (other, other_node set) */
+	FS_K_COMPARE_VIEW, /* session/compare/<other>/{ops,steps}.json (view set) */
 };
+
+/*
+ * fs_kind_session_file() - a file rendered from a whole session (or two):
+ * summary.json, ops.json of a session, compare/<other>/<view>; these borrow
+ * the index while they render and have no host.
+ */
+static inline bool fs_kind_session_file(enum fs_kind k)
+{
+	return k == FS_K_SESSION_SUMMARY || k == FS_K_SESSION_OPS || k == FS_K_COMPARE_VIEW;
+}
 
 /* What a view in a slice directory keeps (FS_K_SLICE, and FS_K_VIEW below one). */
 enum fs_slice { FS_SLICE_NONE = 0, FS_SLICE_STEP, FS_SLICE_WINDOW };
@@ -186,10 +208,12 @@ struct fs_target {
 	const struct fs_run_node *node; /* FS_K_RUNS, _CAPTURE (NULL: root capture), below */
 	const struct fs_session *session;
 	const struct fs_host *host;
-	int view;                    /* enum xprofs_view */
-	enum fs_slice slice;         /* FS_K_SLICE, and FS_K_VIEW inside one */
-	uint32_t step;               /* FS_SLICE_STEP: index into steps.json's steps[] */
-	xprofs_ps128 from_ps, to_ps; /* FS_SLICE_WINDOW: [from, to) in trace.json's base */
+	const struct fs_run_node *other_node; /* FS_K_COMPARE_DIR/_VIEW: the base's run */
+	const struct fs_session *other;       /* FS_K_COMPARE_DIR/_VIEW: the base session */
+	int view;                             /* enum xprofs_view */
+	enum fs_slice slice;                  /* FS_K_SLICE, and FS_K_VIEW inside one */
+	uint32_t step;                        /* FS_SLICE_STEP: index into steps.json's steps[] */
+	xprofs_ps128 from_ps, to_ps;          /* FS_SLICE_WINDOW: [from, to) in trace.json's base */
 	char plane[XPROFS_NAME_MAX + 1];
 	char line[XPROFS_NAME_MAX + 1];
 };
@@ -258,6 +282,7 @@ struct fs_counters {
 	uint64_t renders, render_errors, render_waits, view_hits, index_builds;
 	uint64_t profile_indexes,
 		index_reuses; /* profiles indexed; kept indexes reused (views.c) */
+	int64_t open_dirs;    /* a gauge: opendir() minus releasedir() (ops.c) */
 };
 
 #define FS_CNT(ctx, f) __atomic_add_fetch(&(ctx)->c.f, 1, __ATOMIC_RELAXED)
@@ -269,6 +294,7 @@ struct fs_ctx {
 	struct xprofs_store *store;     /* owned */
 	struct xprofs_cache *cache;     /* owned; NULL: no cache (render to temp files) */
 	struct xprofs_capture *capture; /* owned; NULL when unavailable */
+	struct fs_shared *shared;       /* owned (shared.c); NULL: no shared view cache */
 	const char *tmp_dir;            /* where unlinked render files go */
 	int64_t start_mono_ns;
 	int64_t refresh_ns;
@@ -335,13 +361,22 @@ struct fs_fh {
 	char *mem;            /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
 	char *run;            /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
 	mode_t mode;          /* FS_FH_WRITER: the mode a new file was created with */
-	struct xprofs_capture_input *cin; /* FS_FH_CAPTURE opened for writing: lines; owned */
+	struct xprofs_capture_input *cin;    /* FS_FH_CAPTURE opened for writing: lines; owned */
+	struct fs_fh *open_prev, *open_next; /* the unreleased handles (mount.c); under its lock */
 };
 
 /** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */
 struct fs_fh *fs_fh_new(enum fs_fh_kind kind);
 /** fs_fh_free() - closes what @fh holds (aborts an uncommitted writer); accepts NULL. */
 void fs_fh_free(struct fs_fh *fh);
+/**
+ * fs_fh_free_unreleased() - at teardown, after the FUSE loop: free the handles
+ * FUSE never released. A close just before an unmount can leave its RELEASE
+ * unread when the kernel ends the connection, and the handle would leak.
+ */
+void fs_fh_free_unreleased(void);
+/** fs_fh_count() - how many file handles are open (not freed yet). */
+uint64_t fs_fh_count(void);
 
 /* ---- renders in progress (live.c; no FUSE) ------------------------------ */
 
@@ -359,6 +394,7 @@ struct fs_live_job {
 	void (*done)(void *arg, int r, uint64_t size, const struct xprofs_buf *err);
 	void (*free)(void *arg);
 	void *arg;
+	bool shared; /* a view of the shared cache: fetched before, offered after a render */
 };
 
 /**
@@ -399,6 +435,36 @@ void fs_live_close(struct fs_live *L);
 int fs_live_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 /** fs_live_stop_all() - cancel the renders in progress and wait for their threads. */
 void fs_live_stop_all(struct fs_views *v);
+
+/* ---- the shared view cache (shared.c; no FUSE) --------------------------- */
+
+struct fs_shared;
+/**
+ * fs_shared_start() - open -o shared_cache (checked with one listing) and
+ * start its uploader into @ctx->shared; 0 without the option. -errno
+ * (reported) when the bucket cannot be used: the mount fails.
+ */
+int fs_shared_start(struct fs_ctx *ctx);
+/** fs_shared_stop() - stop the uploader (queued uploads are dropped) and free; idempotent. */
+void fs_shared_stop(struct fs_ctx *ctx);
+/** fs_shared_wanted() - whether generated file @t goes through the shared cache. */
+bool fs_shared_wanted(const struct fs_ctx *ctx, const struct fs_target *t);
+/**
+ * fs_shared_fetch() - fetch the shared copy of the view with cache key @key
+ * (borrowed) and import it into the local cache. 0: the local cache has it
+ * now; -ENOENT: absent; -ESTALE/-EBADMSG: a foreign/damaged copy (rejected;
+ * a damaged one's generation into *@damaged_gen, else 0); -EAGAIN: fetching
+ * paused after a fault; another -errno. Any failure means "render it".
+ */
+int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t *damaged_gen);
+/**
+ * fs_shared_offer() - queue the upload of the local entry of @key (copied);
+ * @replace_gen: the generation of a damaged copy there to replace (from
+ * fs_shared_fetch()), else 0. Never blocks on I/O.
+ */
+void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t replace_gen);
+/** fs_shared_status_json() - status.json's "shared_cache" value (null without one) into @out. */
+int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 
 /* ---- rendered views (views.c; no FUSE) ---------------------------------- */
 
@@ -510,6 +576,8 @@ struct fs_perm fs_perm_src(const struct fs_ctx *ctx, uint32_t mode, uint32_t uid
 struct fs_perm fs_perm_host(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
 /** fs_perm_session() - a session directory (@dir) or its summary.json. */
 struct fs_perm fs_perm_session(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/** fs_perm_compare() - compare/<other>/ (@dir) or a file in it: what both sessions allow. */
+struct fs_perm fs_perm_compare(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
 /** fs_set_ts() - @ns since the epoch into @ts. */
 void fs_set_ts(struct timespec *ts, int64_t ns);
 /** fs_fill_dir() - @st of a directory; @mtime_ns 0: the mount's start time. -o ro drops w bits. */

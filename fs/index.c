@@ -547,6 +547,64 @@ static int classify_host(const char *p, struct fs_target *t)
 	return leaf(p, t, FS_K_TRACK);
 }
 
+/* classify_compare_dir() - below compare/<other> (other set; rest @p). */
+static int classify_compare_dir(const char *p, struct fs_target *t)
+{
+	const char *c;
+	size_t len;
+
+	c = next_comp(&p, &len);
+	if (!c) {
+		t->kind = FS_K_COMPARE_DIR;
+		return 0;
+	}
+	if (comp_is(c, len, xprofs_view_name(XPROFS_VIEW_OPS)))
+		t->view = XPROFS_VIEW_OPS;
+	else if (comp_is(c, len, xprofs_view_name(XPROFS_VIEW_STEPS)))
+		t->view = XPROFS_VIEW_STEPS;
+	else
+		return -ENOENT;
+	return leaf(p, t, FS_K_COMPARE_VIEW);
+}
+
+/*
+ * classify_compare() - below session/compare/ (rest @p): a session of the
+ * same run, else a run path as under runs/ followed by one of its sessions
+ * (docs/fs.md "Compare"). The run path's directories resolve but list
+ * nothing, so a walk never enters another run from here.
+ */
+static int classify_compare(const struct fs_index *idx, const char *p, struct fs_target *t)
+{
+	const struct fs_run_node *n = &idx->top, *child;
+	const char *c;
+	size_t len;
+
+	c = next_comp(&p, &len);
+	if (!c) {
+		t->kind = FS_K_COMPARE;
+		return 0;
+	}
+	if ((t->other = find_session(t->node, c, len))) {
+		t->other_node = t->node;
+		return classify_compare_dir(p, t);
+	}
+	for (;;) {
+		child = node_child(n, c, len);
+		if (child) {
+			n = child;
+			if (!(c = next_comp(&p, &len))) {
+				t->kind = FS_K_COMPARE_RUN;
+				return 0;
+			}
+			continue;
+		}
+		if (!n->is_run || !(t->other = find_session(n, c, len)))
+			return -ENOENT;
+		t->other_node = n;
+		return classify_compare_dir(p, t);
+	}
+}
+
 static int classify_runs(const struct fs_index *idx, const char *p, struct fs_target *t)
 {
 	const struct fs_run_node *n;
@@ -585,6 +643,10 @@ static int classify_runs(const struct fs_index *idx, const char *p, struct fs_ta
 		}
 		if (comp_is(c, len, FS_NAME_SESSION_SUMMARY))
 			return leaf(p, t, FS_K_SESSION_SUMMARY);
+		if (comp_is(c, len, FS_NAME_SESSION_OPS))
+			return leaf(p, t, FS_K_SESSION_OPS);
+		if (comp_is(c, len, FS_NAME_COMPARE))
+			return classify_compare(idx, p, t);
 		t->host = find_host(t->session, c, len);
 		if (!t->host)
 			return -ENOENT;

@@ -18,6 +18,10 @@
  * midway restarts the render into such a file and readers wait until it
  * catches up (the bytes are the same). A reader that closes early cancels
  * nothing: the thread holds its own reference and the entry is cached.
+ * With a shared view cache (shared.c), the thread of a shared view first
+ * fetches the view's checked copy into the cache (then nothing is rendered)
+ * and, after rendering one, queues its upload (replacing a damaged copy)
+ * once the readers were told.
  *
  * Locks: L->lock guards a render's state, source and readable end and is
  * never held across I/O; ctx->views.lock guards the table of renders (slots
@@ -202,7 +206,7 @@ static int live_into_cache(struct fs_live *L, struct xprofs_buf *err)
 	}
 	r = xprofs_cache_writer_commit(w);
 	if (r == 0)
-		r = xprofs_cache_reader_open(c, L->key.data, L->key.len, &e);
+		r = xprofs_cache_reader_reopen(c, L->key.data, L->key.len, &e);
 	if (r < 0) {
 		xprofs_warn("cache: entry not stored or gone at once (%s): rendering to a "
 			    "temporary file",
@@ -295,17 +299,52 @@ static void live_unlist(struct fs_live *L)
 	fs_render_end(L->ctx, L->hash);
 }
 
-/* The render thread: cache, else temporary file; then tell the readers. */
+/*
+ * live_from_shared() - the view from the shared cache (shared.c) into the
+ * local cache, opened as the finished entry: true, and nothing to render.
+ */
+static bool live_from_shared(struct fs_live *L, uint64_t *damaged_gen)
+{
+	struct xprofs_cache_reader *e = NULL;
+
+	if (fs_shared_fetch(L->ctx, &L->key, damaged_gen) < 0 ||
+	    xprofs_cache_reader_reopen(L->ctx->cache, L->key.data, L->key.len, &e) < 0)
+		return false;
+	pthread_mutex_lock(&L->lock);
+	L->entry = e;
+	L->size = xprofs_cache_reader_size(e);
+	pthread_mutex_unlock(&L->lock);
+	return true;
+}
+
+/*
+ * The render thread: the shared cache (a shared view), else render into the
+ * cache, else into a temporary file; then tell the readers. A view rendered
+ * into the cache is offered to the shared cache after its readers were told,
+ * so uploading never delays them.
+ */
 static void *live_main(void *arg)
 {
 	struct fs_live *L = arg;
 	struct fs_views *v = &L->ctx->views;
 	struct xprofs_buf err;
+	bool shared = L->job.shared && L->ctx->shared && L->ctx->cache, fetched = false;
+	uint64_t damaged_gen = 0;
+	bool offer;
 	int r = RENDER_NO_CACHE;
 
 	xprofs_buf_init(&err, 4096);
-	if (L->ctx->cache)
+	if (shared) {
+		fetched = live_from_shared(L, &damaged_gen);
+		if (!fetched)
+			FS_CNT(L->ctx, renders);
+	}
+	if (fetched)
+		r = 0;
+	else if (L->ctx->cache)
 		r = live_into_cache(L, &err);
+	/* only a render committed into the cache has an entry to share */
+	offer = shared && !fetched && r == 0;
 	if (r == RENDER_NO_CACHE)
 		r = live_into_file(L, &err);
 	/* before readers see the end: the errors note and the size are in place */
@@ -317,6 +356,8 @@ static void *live_main(void *arg)
 	L->err = r < 0 ? r : 0;
 	pthread_cond_broadcast(&L->cond);
 	pthread_mutex_unlock(&L->lock);
+	if (offer)
+		fs_shared_offer(L->ctx, &L->key, damaged_gen);
 	live_unlist(L);
 	live_put(L);
 	/* the last touch of the mount: fs_views_deinit() waits for this */
@@ -397,7 +438,8 @@ int fs_live_start(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t has
 		job->free(job->arg);
 		return -ENOMEM;
 	}
-	FS_CNT(ctx, renders);
+	if (!(job->shared && ctx->shared && ctx->cache))
+		FS_CNT(ctx, renders); /* else counted once the shared cache did not have it */
 	pthread_mutex_lock(&v->lock);
 	for (size_t i = 0; i < FS_INFLIGHT; i++) {
 		if (!v->live[i]) {
@@ -467,7 +509,7 @@ int fs_live_attach(struct fs_live *L, struct fs_fh *fh)
 		fh->kind = FS_FH_FD;
 	} else if (r == 0) {
 		if (own)
-			r = xprofs_cache_reader_open(L->ctx->cache, L->key.data, L->key.len, &e);
+			r = xprofs_cache_reader_reopen(L->ctx->cache, L->key.data, L->key.len, &e);
 		fh->kind = FS_FH_CACHE;
 		fh->ce = e;
 	}

@@ -129,7 +129,12 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 					    : fs_perm_own(ctx, 0755));
 		return 0;
 	case FS_K_SESSION:
+	case FS_K_COMPARE:
+	case FS_K_COMPARE_RUN:
 		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_session(ctx, t, true));
+		return 0;
+	case FS_K_COMPARE_DIR:
+		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_compare(ctx, t, true));
 		return 0;
 	case FS_K_HOST:
 	case FS_K_PLANES:
@@ -155,8 +160,11 @@ static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_
 			     fs_perm_host(ctx, t, false));
 		return 0;
 	case FS_K_SESSION_SUMMARY:
+	case FS_K_SESSION_OPS:
+	case FS_K_COMPARE_VIEW:
 		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
-			     fs_perm_session(ctx, t, false));
+			     t->kind == FS_K_COMPARE_VIEW ? fs_perm_compare(ctx, t, false)
+							  : fs_perm_session(ctx, t, false));
 		return 0;
 	case FS_K_PLANE:
 	case FS_K_TRACK:
@@ -260,6 +268,40 @@ static int fill_tracks(struct fs_ctx *ctx, const struct fs_target *t, struct fil
 	return 0;
 }
 
+/*
+ * compare_listed() - which sessions compare/ lists: at most FS_COMPARE_LISTED
+ * others, those nearest session @self of @n in name order (for timestamped
+ * names, the captures just before and after), as [@lo, @hi) around it. A
+ * walk of a run of N sessions then sees at most N x FS_COMPARE_LISTED
+ * compare directories, not N x N; the others still resolve by name.
+ */
+static void compare_listed(size_t n, size_t self, size_t *lo, size_t *hi)
+{
+	size_t want = n - 1 < FS_COMPARE_LISTED ? n - 1 : FS_COMPARE_LISTED;
+
+	*lo = self > want / 2 ? self - want / 2 : 0;
+	*hi = *lo + want + 1 < n ? *lo + want + 1 : n;
+	*lo = *hi > want + 1 ? *hi - want - 1 : 0;
+}
+
+/*
+ * op_opendir(), op_releasedir() - only count open directories: libfuse keeps
+ * their state. status.json shows the count, so a caller about to unmount can
+ * wait until the kernel has released them (a RELEASEDIR still queued at
+ * unmount is dropped, and libfuse's handle with it).
+ */
+static int op_opendir(const char *path, struct fuse_file_info *fi)
+{
+	FS_CNT(ctx_get(), open_dirs);
+	return 0;
+}
+
+static int op_releasedir(const char *path, struct fuse_file_info *fi)
+{
+	__atomic_sub_fetch(&ctx_get()->c.open_dirs, 1, __ATOMIC_RELAXED);
+	return 0;
+}
+
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
 		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
@@ -302,6 +344,23 @@ static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t
 		for (i = 0; i < t.session->nhosts; i++)
 			fill_name(&a, t.session->hosts[i].name);
 		fill_name(&a, FS_NAME_SESSION_SUMMARY);
+		fill_name(&a, FS_NAME_SESSION_OPS);
+		fill_name(&a, FS_NAME_COMPARE);
+		break;
+	case FS_K_COMPARE: { /* the run's other sessions nearest by name; all resolve */
+		size_t self = (size_t)(t.session - t.node->sessions), lo, hi;
+
+		compare_listed(t.node->nsessions, self, &lo, &hi);
+		for (i = lo; i < hi; i++)
+			if (i != self)
+				fill_name(&a, t.node->sessions[i].name);
+		break;
+	}
+	case FS_K_COMPARE_RUN: /* a run path on the way to a session: lists nothing */
+		break;
+	case FS_K_COMPARE_DIR:
+		fill_name(&a, xprofs_view_name(XPROFS_VIEW_OPS));
+		fill_name(&a, xprofs_view_name(XPROFS_VIEW_STEPS));
 		break;
 	case FS_K_HOST:
 		for (i = 0; i < XPROFS_VIEW_COUNT; i++)
@@ -456,6 +515,8 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	case FS_K_VIEW:
 	case FS_K_TRACK:
 	case FS_K_SESSION_SUMMARY:
+	case FS_K_SESSION_OPS:
+	case FS_K_COMPARE_VIEW:
 		fh = fs_fh_new(FS_FH_FD);
 		r = fh ? fs_view_open(ctx, &t, fh, &changed) : -ENOMEM;
 		if (r == 0 && changed)
@@ -969,7 +1030,9 @@ static void *op_init(struct fuse_conn_info *conn, struct fuse_config *cfg)
 static const struct fuse_operations fs_ops = {
 	.init = op_init,
 	.getattr = op_getattr,
+	.opendir = op_opendir,
 	.readdir = op_readdir,
+	.releasedir = op_releasedir,
 	.open = op_open,
 	.create = op_create,
 	.read = op_read,

@@ -46,8 +46,8 @@ static const struct fuse_opt fs_opts[] = {
 	XOPT("uid=%s", uid_s, 0), XOPT("gid=%s", gid_s, 0), XOPT("umask=%s", umask_s, 0),
 	XOPT("follow_symlinks=%s", follow_symlinks, 0), XOPT("tmp_dir=%s", tmp_dir, 0),
 	XOPT("exact_sizes", exact_sizes, 1), XOPT("cache_min_free=%s", cache_min_free, 0),
-	XOPT("billing_project=%s", billing_project, 0), FUSE_OPT_KEY("ro", KEY_RO),
-	FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
+	XOPT("billing_project=%s", billing_project, 0), XOPT("shared_cache=%s", shared_cache, 0),
+	FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION), FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG), FUSE_OPT_KEY("-s", KEY_SINGLE),
@@ -98,6 +98,8 @@ static const char usage_text[] =
 	"                        (outside: anyone who can make a link in SOURCE exposes\n"
 	"                        what xprofs can read; default inside)\n"
 	"  -o billing_project=P  bill GCS requests to project P (requester pays)\n"
+	"  -o shared_cache=gs://BUCKET[/PREFIX]   fetch rendered views of a gs:// SOURCE\n"
+	"                        from there instead of rendering; upload what is rendered\n"
 	"  -o allow_other, max_read=N, ...   passed to FUSE\n";
 
 static int opt_proc(void *data, const char *arg, int key, struct fuse_args *outargs)
@@ -305,6 +307,14 @@ int fs_options_check(struct fs_options *o)
 		r = make_absolute(&o->source);
 		if (r < 0)
 			return r;
+	}
+	if (o->shared_cache && (!gcs || strncmp(o->shared_cache, "gs://", 5) || o->no_cache)) {
+		fprintf(stderr, "xprofs: shared_cache=%s: %s\n", o->shared_cache,
+			strncmp(o->shared_cache, "gs://", 5) ? "must be gs://BUCKET[/PREFIX]"
+			: !gcs ? "needs a gs:// SOURCE (only GCS generations name a profile's "
+				 "version on every machine)"
+			       : "needs the local cache (not no_cache)");
+		return -EINVAL;
 	}
 	r = perm_options_check(o, gcs);
 	if (r < 0)

@@ -2,7 +2,8 @@
  * fs/status.c - MOUNT/status.json: what the mount serves and how it is doing
  * (source, backend, version, uptime, runs index totals, counters, the
  * renders in progress (live.c: path, bytes done, start, elapsed), the view
- * cache, the store's and the capture service's own status), one JSON object
+ * cache, the shared view cache (shared.c), the store's and the capture
+ * service's own status), one JSON object
  * and a newline. No FUSE here.
  *
  * Design: built fresh at every open and getattr (ops.c snapshots it into the
@@ -50,6 +51,7 @@ static int options_json(const struct fs_options *o, struct xprofs_buf *out)
 	r = r ? r : opt_str(out, "endpoint", o->endpoint);
 	r = r ? r : opt_str(out, "credentials", o->credentials);
 	r = r ? r : opt_str(out, "billing_project", o->billing_project);
+	r = r ? r : opt_str(out, "shared_cache", o->shared_cache);
 	r = r ? r : xprofs_buf_printf(out, ",\"anonymous\":%s},", o->anonymous ? "true" : "false");
 	return r;
 }
@@ -103,6 +105,10 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			(unsigned long)FS_CNT_GET(ctx, profile_indexes),
 			(unsigned long)FS_CNT_GET(ctx, index_reuses));
 	if (r == 0)
+		r = xprofs_buf_printf(out, "\"open\":{\"files\":%llu,\"dirs\":%lld},",
+				      (unsigned long long)fs_fh_count(),
+				      (long long)FS_CNT_GET(ctx, open_dirs));
+	if (r == 0)
 		r = xprofs_buf_adds(out, "\"renders\":");
 	if (r == 0)
 		r = fs_live_status_json(ctx, out);
@@ -117,18 +123,26 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 		if (r == 0)
 			r = xprofs_buf_printf(
 				out,
-				",\"hits\":%lu,\"misses\":%lu,\"bytes\":%lu,\"raw_bytes_written\":%"
+				",\"hits\":%lu,\"misses\":%lu,\"reopens\":%lu,\"bytes\":%lu,\"raw_"
+				"bytes_written\":%"
 				"lu,"
 				"\"entries\":%lu,\"evictions\":%lu,\"corrupt\":%lu,"
 				"\"space_evictions\":%lu,\"nospace\":%lu,\"min_free\":%lu},",
 				(unsigned long)cs.hits, (unsigned long)cs.misses,
-				(unsigned long)cs.bytes, (unsigned long)cs.raw_bytes_written,
-				(unsigned long)cs.entries, (unsigned long)cs.evictions,
-				(unsigned long)cs.corrupt, (unsigned long)cs.space_evictions,
-				(unsigned long)cs.nospace, (unsigned long)cs.min_free);
+				(unsigned long)cs.reopens, (unsigned long)cs.bytes,
+				(unsigned long)cs.raw_bytes_written, (unsigned long)cs.entries,
+				(unsigned long)cs.evictions, (unsigned long)cs.corrupt,
+				(unsigned long)cs.space_evictions, (unsigned long)cs.nospace,
+				(unsigned long)cs.min_free);
 	} else if (r == 0) {
 		r = xprofs_buf_adds(out, "\"cache\":null,");
 	}
+	if (r == 0)
+		r = xprofs_buf_adds(out, "\"shared_cache\":");
+	if (r == 0)
+		r = fs_shared_status_json(ctx, out);
+	if (r == 0)
+		r = xprofs_buf_adds(out, ",");
 	if (r == 0)
 		r = xprofs_buf_adds(out, "\"store\":");
 	if (r == 0)

@@ -458,6 +458,21 @@ static int key_add_slice(struct xprofs_buf *k, const struct fs_target *t)
 	return r < 0 ? r : xprofs_buf_adds(k, name);
 }
 
+/* key_add_session() - the store path and version of every host of @sess (run @node). */
+static int key_add_session(struct xprofs_buf *k, const struct fs_run_node *node,
+			   const struct fs_session *sess)
+{
+	char p[XPROFS_PATH_MAX + 1];
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < sess->nhosts; i++) {
+		r = fs_store_path(p, sizeof(p), node->path, sess->name, sess->hosts[i].name);
+		if (r == 0)
+			r = key_add_file(k, p, &sess->hosts[i].st);
+	}
+	return r;
+}
+
 /*
  * view_id_make() - the cache key of generated file @t: "xprofs-view-v2" (v2:
  * trace.json with XProf's rules; older renders are never served),
@@ -470,7 +485,6 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 			const struct xprofs_store_stat *st, struct view_id *id)
 {
 	const char *src = xprofs_store_source(ctx->store);
-	char p[XPROFS_PATH_MAX + 1];
 	int r;
 
 	xprofs_buf_init(&id->key, XPROFS_CACHE_KEY_MAX);
@@ -481,15 +495,20 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 		r = xprofs_buf_add(&id->key, src, strlen(src) + 1);
 	if (r < 0)
 		return r;
-	if (t->kind == FS_K_SESSION_SUMMARY) {
-		for (size_t i = 0; r == 0 && i < t->session->nhosts; i++) {
-			r = fs_store_path(p, sizeof(p), t->node->path, t->session->name,
-					  t->session->hosts[i].name);
-			if (r == 0)
-				r = key_add_file(&id->key, p, &t->session->hosts[i].st);
-		}
+	if (fs_kind_session_file(t->kind)) {
+		r = key_add_session(&id->key, t->node, t->session);
+		if (r == 0 && t->kind == FS_K_COMPARE_VIEW) /* the base, after a separator */
+			r = xprofs_buf_adds(&id->key, "compare-base");
+		if (r == 0 && t->kind == FS_K_COMPARE_VIEW)
+			r = xprofs_buf_add(&id->key, "", 1);
+		if (r == 0 && t->kind == FS_K_COMPARE_VIEW)
+			r = key_add_session(&id->key, t->other_node, t->other);
 		if (r == 0)
-			r = xprofs_buf_adds(&id->key, "session-summary");
+			r = xprofs_buf_adds(&id->key,
+					    t->kind == FS_K_SESSION_SUMMARY ? "session-summary"
+					    : t->kind == FS_K_SESSION_OPS   ? "session-ops"
+					    : t->view == XPROFS_VIEW_OPS    ? "compare-ops"
+									    : "compare-steps");
 	} else {
 		r = fs_host_path(t, id->hpath, sizeof(id->hpath));
 		if (r == 0)
@@ -514,50 +533,120 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 	return 0;
 }
 
-/* render_session() - the session summary.json into @out (borrowed); opens and frees every host. */
+/* The hosts of one session, opened and indexed for a session-wide view. */
+struct sess_profs {
+	size_t n;
+	struct prof *ps;
+	const char **names; /* borrowed from the index */
+	struct xprofs_xspace **xs;
+	char **errs; /* owned; why a host did not open */
+};
+
+static void sess_profs_close(struct sess_profs *s)
+{
+	for (size_t i = 0; s->ps && s->errs && i < s->n; i++) {
+		prof_close(&s->ps[i]);
+		free(s->errs[i]);
+	}
+	free(s->ps);
+	free(s->names);
+	free(s->xs);
+	free(s->errs);
+	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * sess_profs_open() - open and index every host of session @sess of run
+ * @node (both borrowed from the index); a host that fails is noted in its
+ * errors file under @what and left NULL. Close with sess_profs_close().
+ */
+static int sess_profs_open(struct fs_ctx *ctx, const struct fs_run_node *node,
+			   const struct fs_session *sess, const char *what, struct sess_profs *s)
+{
+	char p[XPROFS_PATH_MAX + 1];
+	struct xprofs_buf e;
+	size_t n = sess->nhosts;
+	int r;
+
+	memset(s, 0, sizeof(*s));
+	s->ps = calloc(n ? n : 1, sizeof(*s->ps));
+	s->names = calloc(n ? n : 1, sizeof(char *));
+	s->xs = calloc(n ? n : 1, sizeof(*s->xs));
+	s->errs = calloc(n ? n : 1, sizeof(char *));
+	if (!s->ps || !s->names || !s->xs || !s->errs)
+		return -ENOMEM;
+	s->n = n;
+	for (size_t i = 0; i < n; i++) {
+		s->names[i] = sess->hosts[i].name;
+		xprofs_buf_init(&e, 4096);
+		r = fs_store_path(p, sizeof(p), node->path, sess->name, s->names[i]);
+		if (r == 0)
+			r = prof_open(ctx, p, true, &s->ps[i], &e);
+		if (r < 0) {
+			s->errs[i] = xprofs_buf_steal(&e, NULL);
+			if (!s->errs[i])
+				s->errs[i] = strdup(strerror(-r));
+			fs_error_note(ctx, p, &sess->hosts[i].st, what,
+				      s->errs[i] ? s->errs[i] : "?");
+		}
+		s->xs[i] = s->ps[i].x;
+		xprofs_buf_deinit(&e);
+	}
+	return 0;
+}
+
+static struct xprofs_session_in sess_in(const struct fs_session *sess, const struct sess_profs *s)
+{
+	return (struct xprofs_session_in){.name = sess->name,
+					  .hosts = s->names,
+					  .xs = s->xs,
+					  .host_errors = (const char *const *)s->errs,
+					  .n = s->n};
+}
+
+/* session_file_name() - what a session-wide file is called in errors and logs. */
+static const char *session_file_name(const struct fs_target *t)
+{
+	if (t->kind == FS_K_SESSION_OPS)
+		return "session ops";
+	if (t->kind == FS_K_COMPARE_VIEW)
+		return t->view == XPROFS_VIEW_OPS ? "compare ops" : "compare steps";
+	return "session summary";
+}
+
+/*
+ * render_session() - a session-wide file (summary.json, ops.json,
+ * compare/<other>/<view>) into @out (borrowed); opens and frees every host
+ * of the session(s) it is made from.
+ */
 static int render_session(struct fs_ctx *ctx, const struct fs_target *t,
 			  const struct xprofs_sink *out, struct xprofs_buf *err)
 {
-	size_t n = t->session->nhosts, i;
-	struct prof *ps = calloc(n ? n : 1, sizeof(*ps));
-	const char **names = calloc(n ? n : 1, sizeof(char *));
-	struct xprofs_xspace **xs = calloc(n ? n : 1, sizeof(*xs));
-	char **errs = calloc(n ? n : 1, sizeof(char *));
-	char p[XPROFS_PATH_MAX + 1];
-	struct xprofs_buf e;
-	int r = -ENOMEM;
+	const char *what = session_file_name(t);
+	struct sess_profs a = {0}, b = {0};
+	struct xprofs_session_in ai, bi;
+	int r;
 
-	if (!ps || !names || !xs || !errs)
+	r = sess_profs_open(ctx, t->node, t->session, what, &a);
+	if (r == 0 && t->kind == FS_K_COMPARE_VIEW)
+		r = sess_profs_open(ctx, t->other_node, t->other, what, &b);
+	if (r < 0)
 		goto out;
-	for (i = 0; i < n; i++) {
-		names[i] = t->session->hosts[i].name;
-		xprofs_buf_init(&e, 4096);
-		r = fs_store_path(p, sizeof(p), t->node->path, t->session->name, names[i]);
-		if (r == 0)
-			r = prof_open(ctx, p, true, &ps[i], &e);
-		if (r < 0) {
-			errs[i] = xprofs_buf_steal(&e, NULL);
-			if (!errs[i])
-				errs[i] = strdup(strerror(-r));
-			fs_error_note(ctx, p, &t->session->hosts[i].st, "summary",
-				      errs[i] ? errs[i] : "?");
-		}
-		xs[i] = ps[i].x;
-		xprofs_buf_deinit(&e);
+	ai = sess_in(t->session, &a);
+	if (t->kind == FS_K_SESSION_OPS) {
+		r = xprofs_decode_session_ops(&ai, out);
+	} else if (t->kind == FS_K_COMPARE_VIEW) {
+		bi = sess_in(t->other, &b);
+		r = xprofs_decode_compare((enum xprofs_view)t->view, &bi, &ai, out);
+	} else {
+		r = xprofs_decode_session_summary(t->session->name, a.names, a.xs,
+						  (const char *const *)a.errs, a.n, out);
 	}
-	r = xprofs_decode_session_summary(t->session->name, names, xs, (const char *const *)errs, n,
-					  out);
-	if (r < 0 && xprofs_buf_printf(err, "session summary: %s", strerror(-r)) < 0)
-		xprofs_buf_reset(err);
 out:
-	for (i = 0; ps && errs && i < n; i++) {
-		prof_close(&ps[i]);
-		free(errs[i]);
-	}
-	free(ps);
-	free(names);
-	free(xs);
-	free(errs);
+	if (r < 0 && xprofs_buf_printf(err, "%s: %s", what, strerror(-r)) < 0)
+		xprofs_buf_reset(err);
+	sess_profs_close(&a);
+	sess_profs_close(&b);
 	return r;
 }
 
@@ -632,7 +721,7 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 {
 	int r, i;
 
-	if (t->kind == FS_K_SESSION_SUMMARY)
+	if (fs_kind_session_file(t->kind))
 		return render_session(ctx, t, out, err);
 	if (!p->x) {
 		FS_CNT(ctx, profile_indexes);
@@ -747,7 +836,7 @@ static void job_done(void *arg, int r, uint64_t size, const struct xprofs_buf *e
 		      j->hpath[0] ? &j->p.st : NULL,
 		      t->kind == FS_K_VIEW    ? xprofs_view_name(t->view)
 		      : t->kind == FS_K_TRACK ? "track"
-					      : "session summary",
+					      : session_file_name(t),
 		      err->data ? err->data : strerror(-r));
 }
 
@@ -773,6 +862,11 @@ static void view_label(const struct fs_target *t, char *buf, size_t n)
 		return;
 	if (t->kind == FS_K_SESSION_SUMMARY)
 		snprintf(buf + k, n - (size_t)k, FS_NAME_SESSION_SUMMARY);
+	else if (t->kind == FS_K_SESSION_OPS)
+		snprintf(buf + k, n - (size_t)k, FS_NAME_SESSION_OPS);
+	else if (t->kind == FS_K_COMPARE_VIEW)
+		snprintf(buf + k, n - (size_t)k, FS_NAME_COMPARE "/%s/%s", t->other->name,
+			 xprofs_view_name(t->view));
 	else if (t->kind == FS_K_VIEW && t->slice != FS_SLICE_NONE) {
 		char sn[128];
 
@@ -797,7 +891,7 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct pro
 		       const struct view_id *id, bool sync, struct fs_fh *fh)
 {
 	struct view_job *j = calloc(1, sizeof(*j));
-	struct fs_live_job job = {job_render, job_done, job_free, j};
+	struct fs_live_job job = {job_render, job_done, job_free, j, fs_shared_wanted(ctx, t)};
 	char label[2 * XPROFS_PATH_MAX];
 	struct fs_live *L;
 	int r;
@@ -806,7 +900,7 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct pro
 		return -ENOMEM;
 	j->ctx = ctx;
 	j->t = *t;
-	if (t->kind != FS_K_SESSION_SUMMARY && t->host)
+	if (!fs_kind_session_file(t->kind) && t->host)
 		snprintf(j->host, sizeof(j->host), "%s", t->host->name);
 	j->p = *p;
 	memset(p, 0, sizeof(*p));
@@ -840,7 +934,7 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 
 	*size_changed = false;
 	xprofs_buf_init(&err, 4096);
-	if (t->kind != FS_K_SESSION_SUMMARY) {
+	if (!fs_kind_session_file(t->kind)) {
 		/* the open file's own version names the cache entry */
 		r = fs_host_path(t, id.hpath, sizeof(id.hpath));
 		if (r == 0)
@@ -852,7 +946,7 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 	if (r < 0)
 		goto out;
 	had_size = fs_size_lookup(ctx, id.hash, &known);
-	sync = sync || t->kind == FS_K_SESSION_SUMMARY;
+	sync = sync || fs_kind_session_file(t->kind);
 	for (attempt = 0, r = -EAGAIN; r == -EAGAIN && attempt < 3; attempt++) {
 		if (ctx->cache &&
 		    xprofs_cache_reader_open(ctx->cache, id.key.data, id.key.len, &e) == 0) {
@@ -863,7 +957,7 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 			r = 1;
 			break;
 		}
-		if (t->kind != FS_K_SESSION_SUMMARY && !p.f)
+		if (!fs_kind_session_file(t->kind) && !p.f)
 			r = prof_open(ctx, id.hpath, false, &p, &err);
 		if (r == -EAGAIN || r == 0)
 			r = view_render(ctx, t, &p, &id, sync, fh);
@@ -912,7 +1006,7 @@ int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool
 
 	*size_changed = false;
 	r = fs_classify(ctx, mpath, &idx, &t);
-	if (r == 0 && t.kind != FS_K_VIEW && t.kind != FS_K_TRACK && t.kind != FS_K_SESSION_SUMMARY)
+	if (r == 0 && t.kind != FS_K_VIEW && t.kind != FS_K_TRACK && !fs_kind_session_file(t.kind))
 		r = -EIO;
 	if (r == 0) {
 		nfh = fs_fh_new(FS_FH_FD);

@@ -193,6 +193,15 @@ struct gcs_req {
 	uint64_t expect_generation; /* ranged GET: -ESTALE when the answer is another version ... */
 	uint64_t expect_size;       /* ... or has another total size */
 	struct xprofs_buf *resp;    /* 2xx response body goes here (borrowed; bounded by its max) */
+	/*
+	 * ... or, with @to_fd, into @resp_fd (borrowed) from offset 0, at most
+	 * @resp_max bytes (-EFBIG past it): a whole object of any size with
+	 * bounded memory. Each attempt rewrites from 0; @fd_len says how many
+	 * bytes the last one wrote (stale bytes beyond it are the caller's to ignore).
+	 */
+	bool to_fd;
+	int resp_fd;
+	uint64_t resp_max;
 	uint8_t *dst; /* ... or a ranged GET: bytes [range_first, range_first+dst_len) land here */
 	/*
 	 * A retried ranged GET asks only for the bytes after the ones already
@@ -239,6 +248,7 @@ struct gcs_req {
 	uint64_t goog_generation; /* x-goog-generation, 0 if absent */
 	char errmsg[256];         /* the error message of a non-2xx answer, or why no answer came */
 	unsigned sends;           /* times it went out: retries and libcurl's own resends */
+	uint64_t fd_len;          /* @to_fd: body bytes the last attempt wrote */
 };
 
 /*

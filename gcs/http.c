@@ -16,6 +16,8 @@
  * are never decoded by curl (no CURLOPT_ACCEPT_ENCODING): ranged reads send
  * "Accept-Encoding: gzip" themselves so GCS returns the stored bytes.
  *
+ * Whole-object GETs may stream into a file (to_fd, bounded by resp_max)
+ * instead of a memory buffer; each attempt rewrites it from offset 0.
  * Ranged GETs write straight into the caller's buffer. A server answering
  * 200 with the whole object instead of 206 (the firebase emulator does) is
  * handled by skipping to the wanted offset; a 206 whose Content-Range does
@@ -368,7 +370,19 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 		return n;
 	}
 	if (!is_ranged(rq)) {
-		if (rq->resp) {
+		if (rq->to_fd) {
+			ssize_t put;
+
+			if (a->down_pos + n > rq->resp_max) {
+				a->cb_err = -EFBIG;
+				return CURL_WRITEFUNC_ERROR;
+			}
+			put = pwrite(rq->resp_fd, p, n, (off_t)a->down_pos);
+			if (put != (ssize_t)n) {
+				a->cb_err = put < 0 ? -errno : -EIO;
+				return CURL_WRITEFUNC_ERROR;
+			}
+		} else if (rq->resp) {
 			a->cb_err = xprofs_buf_add(rq->resp, p, n);
 			if (a->cb_err < 0)
 				return CURL_WRITEFUNC_ERROR;
@@ -619,6 +633,7 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 		atomic_fetch_add(&h->ctr->bytes_up, a.up_pos);
 	if (a.down_pos)
 		atomic_fetch_add(&h->ctr->bytes_down, a.down_pos);
+	rq->fd_len = a.down_pos;
 	rq->sends += a.sends ? a.sends : 1;
 	if (a.sends > 1) {
 		xprofs_debug("gcs: %s %s: resent %u time(s) by libcurl", rq->method, rq->url,

@@ -12,9 +12,17 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 ROOT=$PWD
 FUZZ_SECONDS=${FUZZ_SECONDS:-20}
+TEST_JOBS=${XPROFS_TEST_JOBS:-6}
+START=$SECONDS
+LAST=$SECONDS
+phase() { # $1 = what just finished: prints its wall time
+	echo "time: $1 $((SECONDS - LAST)) s (total $((SECONDS - START)) s)"
+	LAST=$SECONDS
+}
 
 bash scripts/setup-debian.sh
 bash tests/gcs/setup-emulator.sh
+phase setup
 
 passed=0 failed=0 skipped=0
 count_results() { # $1 = build dir
@@ -28,14 +36,20 @@ count_results() { # $1 = build dir
 	echo "suite $1: $p passed, $f failed, $s skipped"
 }
 
-run_suite() { # $1 = build dir, rest = meson setup args
+setup_build() { # $1 = build dir, rest = meson setup args
 	local dir=$1; shift
 	if [ ! -f "$dir/build.ninja" ]; then
-		meson setup "$dir" --werror "$@" >/dev/null
+		meson setup "$dir" "$@" >/dev/null
 	fi
-	meson compile -C "$dir"
-	meson test -C "$dir" --print-errorlogs --num-processes 2 || true
-	count_results "$dir"
+}
+
+run_tests() { # $1 = build dir (compiled)
+	# Most integration tests wait on mounts, servers and deadlines rather than
+	# compute, so more of them than cores run at once (none depends on being
+	# alone: ports are ephemeral, each test has its own scratch directory).
+	meson test -C "$1" --no-rebuild --print-errorlogs --num-processes "$TEST_JOBS" || true
+	count_results "$1"
+	phase "tests in $1"
 }
 
 # The sources must be formatted as .clang-format says (clang-format -i FILE).
@@ -44,33 +58,74 @@ if bash scripts/check-format.sh; then
 else
 	echo "format: FAILED (the files above; fix with clang-format -i)"; failed=$((failed + 1))
 fi
+phase "format check"
 
-run_suite build
+setup_build build --werror
+meson compile -C build
+phase "plain build"
+# The sanitizer and fuzzing builds compile while the plain tests run: those
+# mostly wait (on mounts, servers, deadlines), which leaves the CPU to the
+# compiler.
+bg=()
+if [ -z "${XPROFS_TEST_QUICK:-}" ]; then
+	setup_build build-asan --werror -Db_sanitize=address,undefined -Db_lundef=false
+	bg+=(build-asan)
+fi
+if [ "$FUZZ_SECONDS" != 0 ]; then
+	CC=clang setup_build build-fuzz -Dfuzz=true -Dtests=true \
+		-Db_sanitize=address,undefined -Db_lundef=false
+	bg+=(build-fuzz)
+fi
+bg_log=$(mktemp)
+(for d in "${bg[@]}"; do meson compile -C "$d" || exit 1; done) >"$bg_log" 2>&1 &
+bg_pid=$!
+run_tests build
+if ! wait "$bg_pid"; then
+	cat "$bg_log"
+	echo "build of ${bg[*]}: FAILED"
+	echo
+	echo "tests: $passed passed, $((failed + 1)) failed, $skipped skipped"
+	exit 1
+fi
+rm -f "$bg_log"
+phase "sanitizer and fuzzing builds (after the plain tests)"
 if [ -z "${XPROFS_TEST_QUICK:-}" ]; then
 	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1} \
 	UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1} \
-		run_suite build-asan -Db_sanitize=address,undefined -Db_lundef=false
+		run_tests build-asan
 fi
 
 if [ "$FUZZ_SECONDS" != 0 ]; then
-	if [ ! -f build-fuzz/build.ninja ]; then
-		CC=clang meson setup build-fuzz -Dfuzz=true -Dtests=true \
-			-Db_sanitize=address,undefined -Db_lundef=false >/dev/null
-	fi
-	meson compile -C build-fuzz
-	for f in $(find build-fuzz/tests -type f -name 'fuzz-*' -executable | sort); do
+	# Two targets at a time, one per core; each gets FUZZ_SECONDS of its own.
+	# Logs and results go to a private directory, so two copies of the suite
+	# can run side by side.
+	fuzz_one() { # $1 = target binary, $2 = results dir; prints one result line
+		local f=$1 name corpus work
 		name=$(basename "$f")
 		corpus="tests/fuzz/corpus/${name#fuzz-}"
 		work=$(mktemp -d)
 		[ -d "$corpus" ] && cp -r "$corpus/." "$work/"
 		if "$f" -max_total_time="$FUZZ_SECONDS" -rss_limit_mb=2048 -timeout=10 \
-			-print_final_stats=0 "$work" >"/tmp/$name.log" 2>&1; then
-			echo "fuzz $name: ok ($FUZZ_SECONDS s)"; passed=$((passed + 1))
+			-print_final_stats=0 "$work" >"$2/$name.log" 2>&1; then
+			echo "fuzz $name: ok ($FUZZ_SECONDS s)"
 		else
-			echo "fuzz $name: FAILED"; tail -40 "/tmp/$name.log"; failed=$((failed + 1))
+			echo "fuzz $name: FAILED"; tail -40 "$2/$name.log"
 		fi
 		rm -rf "$work"
+	}
+	fuzz_dir=$(mktemp -d)
+	n=0
+	for f in $(find build-fuzz/tests -type f -name 'fuzz-*' -executable | sort); do
+		fuzz_one "$f" "$fuzz_dir" >"$fuzz_dir/$(basename "$f").result" &
+		n=$((n + 1))
+		[ $((n % 2)) = 0 ] && wait
 	done
+	wait
+	cat "$fuzz_dir"/*.result
+	passed=$((passed + $(cat "$fuzz_dir"/*.result | grep -c '^fuzz .*: ok' || true)))
+	failed=$((failed + $(cat "$fuzz_dir"/*.result | grep -c '^fuzz .*: FAILED' || true)))
+	rm -rf "$fuzz_dir"
+	phase fuzzing
 fi
 
 echo

@@ -6,6 +6,11 @@
  *                      or overview|kernels (docs/stats.md; kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
+ *   xprofs-decode SESSION_DIR --session [--view ops]     a session's summary.json
+ *                                                        or ops.json (hosts combined)
+ *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]
+ *                                                        the mount's
+ *                                                        SESSION/compare/BASE/ views
  *   xprofs-decode FILE --tracks                          list PLANE_FILE/LINE_FILE
  *   xprofs-decode FILE --track PLANE_FILE/LINE_FILE      one track
  *   xprofs-decode FILE --unpack                          baseline: whole-message
@@ -48,6 +53,7 @@ enum {
 	ARG_SESSION,
 	ARG_WINDOW,
 	ARG_STEP,
+	ARG_COMPARE,
 };
 
 static const struct option opts[] = {
@@ -64,6 +70,7 @@ static const struct option opts[] = {
 	{"host", required_argument, NULL, ARG_HOST},
 	{"window", required_argument, NULL, ARG_WINDOW},
 	{"step", required_argument, NULL, ARG_STEP},
+	{"compare", required_argument, NULL, ARG_COMPARE},
 	{NULL, 0, NULL, 0},
 };
 
@@ -77,7 +84,12 @@ static void usage(FILE *f)
 		   ".xplane.pb)]\n"
 		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "
 		   "(steps.json's steps[N])]\n"
-		   "       xprofs-decode SESSION_DIR --session   (the session's summary.json)\n"
+		   "       xprofs-decode SESSION_DIR --session [--view summary|ops]   (the "
+		   "session's\n"
+		   "                    summary.json, or its ops.json: the hosts combined)\n"
+		   "       xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]   "
+		   "(SESSION's\n"
+		   "                    compare/<BASE>/ops.json or steps.json: BASE to SESSION)\n"
 		   "       xprofs-decode FILE.xplane.pb --tracks\n"
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
 		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
@@ -128,6 +140,7 @@ static int do_unpack(int fd, uint64_t size)
 /* What the command line asks for. */
 struct args {
 	const char *path, *track, *host;
+	const char *compare; /* --compare BASE_DIR (path: the new session) */
 	int view;
 	bool window, step; /* a slice (docs/trace.md "Slices") */
 	xprofs_ps128 from_ps, to_ps;
@@ -170,6 +183,9 @@ static int parse_args(int argc, char **argv, struct args *a)
 			break;
 		case ARG_SESSION:
 			a->session = true;
+			break;
+		case ARG_COMPARE:
+			a->compare = optarg;
 			break;
 		case ARG_WINDOW:
 			if (xprofs_window_parse(optarg, strlen(optarg), &a->from_ps, &a->to_ps) <
@@ -273,95 +289,180 @@ static int is_profile(const struct dirent *d)
 	return d->d_name[0] != '.' && n > k && !strcmp(d->d_name + n - k, ".xplane.pb");
 }
 
+/* The profiles of one session directory, opened (sess_open()). */
+struct sess_files {
+	int n;
+	char **hosts, **errs, *dir;
+	const char *name; /* into @dir: its last component */
+	struct xprofs_xspace **xs;
+	struct xprofs_reader *rd;
+	int *fds;
+};
+
+static void sess_close(struct sess_files *s)
+{
+	for (int i = 0; i < s->n; i++) {
+		if (s->xs && s->xs[i])
+			xprofs_xspace_free(s->xs[i]);
+		if (s->fds && s->fds[i] >= 0)
+			close(s->fds[i]);
+		if (s->hosts)
+			free(s->hosts[i]);
+		if (s->errs)
+			free(s->errs[i]);
+	}
+	free(s->hosts);
+	free(s->errs);
+	free(s->xs);
+	free(s->rd);
+	free(s->fds);
+	free(s->dir);
+	memset(s, 0, sizeof(*s));
+}
+
 /*
- * do_session() - the session summary.json of directory a->path, as the mount
- * shows runs/<run>/<session>/summary.json: every <host>.xplane.pb in it, in
- * name order, a host that does not open listed with its error. Exit status.
+ * sess_open() - every <host>.xplane.pb of directory @path, in name order, as
+ * the mount lists runs/<run>/<session>/: a host that does not open keeps its
+ * error. 0, or -1 after printing why (@what: the option, for the message).
+ * Close with sess_close() either way.
  */
-static int do_session(const struct args *a)
+static int sess_open(const char *path, const char *what, struct sess_files *s)
 {
 	struct dirent **ents = NULL;
-	int n = scandir(a->path, &ents, is_profile, alphasort), out_fd = STDOUT_FILENO, r = 1;
-	char **hosts = NULL, **errs = NULL, *dir = strdup(a->path), *session;
-	struct xprofs_xspace **xs = NULL;
-	struct xprofs_reader *rd = NULL;
-	struct xprofs_sink sink = xprofs_sink_fd(&out_fd);
-	int *fds = NULL;
+	int n = scandir(path, &ents, is_profile, alphasort), r = -1;
 	size_t len;
 
-	if (n < 0 || !dir) {
-		fprintf(stderr, "xprofs-decode: --session %s: %s\n", a->path, strerror(errno));
+	memset(s, 0, sizeof(*s));
+	if (n < 0 || !(s->dir = strdup(path))) {
+		fprintf(stderr, "xprofs-decode: %s %s: %s\n", what, path, strerror(errno));
+		n = n < 0 ? 0 : n;
 		goto out;
 	}
 	if (n > (int)SESSION_HOSTS_MAX) {
-		fprintf(stderr, "xprofs-decode: --session %s: more than %u hosts\n", a->path,
+		fprintf(stderr, "xprofs-decode: %s %s: more than %u hosts\n", what, path,
 			(unsigned)SESSION_HOSTS_MAX);
 		goto out;
 	}
-	hosts = calloc((size_t)n + 1, sizeof(*hosts));
-	errs = calloc((size_t)n + 1, sizeof(*errs));
-	xs = calloc((size_t)n + 1, sizeof(*xs));
-	rd = calloc((size_t)n + 1, sizeof(*rd));
-	fds = calloc((size_t)n + 1, sizeof(*fds));
-	if (!hosts || !errs || !xs || !rd || !fds)
+	s->hosts = calloc((size_t)n + 1, sizeof(*s->hosts));
+	s->errs = calloc((size_t)n + 1, sizeof(*s->errs));
+	s->xs = calloc((size_t)n + 1, sizeof(*s->xs));
+	s->rd = calloc((size_t)n + 1, sizeof(*s->rd));
+	s->fds = calloc((size_t)n + 1, sizeof(*s->fds));
+	if (!s->hosts || !s->errs || !s->xs || !s->rd || !s->fds)
 		goto out;
+	s->n = n;
 	for (int i = 0; i < n; i++)
-		fds[i] = -1;
+		s->fds[i] = -1;
 	for (int i = 0; i < n; i++) {
 		struct xprofs_buf err;
 		struct stat st;
 		char p[PATH_MAX];
 
-		hosts[i] = strndup(ents[i]->d_name, strlen(ents[i]->d_name) - strlen(".xplane.pb"));
-		if (!hosts[i])
+		s->hosts[i] =
+			strndup(ents[i]->d_name, strlen(ents[i]->d_name) - strlen(".xplane.pb"));
+		if (!s->hosts[i])
 			goto out;
 		xprofs_buf_init(&err, 4096);
-		snprintf(p, sizeof(p), "%s/%s", a->path, ents[i]->d_name);
-		fds[i] = open(p, O_RDONLY | O_CLOEXEC);
-		if (fds[i] < 0 || fstat(fds[i], &st) < 0) {
-			errs[i] = strdup(strerror(errno));
+		snprintf(p, sizeof(p), "%s/%s", path, ents[i]->d_name);
+		s->fds[i] = open(p, O_RDONLY | O_CLOEXEC);
+		if (s->fds[i] < 0 || fstat(s->fds[i], &st) < 0) {
+			s->errs[i] = strdup(strerror(errno));
 		} else {
-			rd[i] = (struct xprofs_reader){.pread = fd_pread,
-						       .arg = &fds[i],
-						       .size = (uint64_t)st.st_size,
-						       .data = NULL};
-			if ((r = xprofs_xspace_open(&rd[i], &err, &xs[i])) < 0) {
-				errs[i] = xprofs_buf_steal(&err, NULL);
-				if (!errs[i])
-					errs[i] = strdup(strerror(-r));
-				xs[i] = NULL;
+			s->rd[i] = (struct xprofs_reader){.pread = fd_pread,
+							  .arg = &s->fds[i],
+							  .size = (uint64_t)st.st_size,
+							  .data = NULL};
+			if ((r = xprofs_xspace_open(&s->rd[i], &err, &s->xs[i])) < 0) {
+				s->errs[i] = xprofs_buf_steal(&err, NULL);
+				if (!s->errs[i])
+					s->errs[i] = strdup(strerror(-r));
+				s->xs[i] = NULL;
 			}
 		}
 		xprofs_buf_deinit(&err);
 	}
-	len = strlen(dir);
-	while (len > 1 && dir[len - 1] == '/')
-		dir[--len] = '\0';
-	session = strrchr(dir, '/') ? strrchr(dir, '/') + 1 : dir;
-	r = xprofs_decode_session_summary(session, (const char *const *)hosts, xs,
-					  (const char *const *)errs, (size_t)n, &sink);
+	len = strlen(s->dir);
+	while (len > 1 && s->dir[len - 1] == '/')
+		s->dir[--len] = '\0';
+	s->name = strrchr(s->dir, '/') ? strrchr(s->dir, '/') + 1 : s->dir;
+	r = 0;
+out:
+	for (int i = 0; ents && i < n; i++)
+		free(ents[i]);
+	free(ents);
+	return r;
+}
+
+static struct xprofs_session_in sess_in(const struct sess_files *s)
+{
+	return (struct xprofs_session_in){.name = s->name,
+					  .hosts = (const char *const *)s->hosts,
+					  .xs = s->xs,
+					  .host_errors = (const char *const *)s->errs,
+					  .n = (size_t)s->n};
+}
+
+/*
+ * do_session() - the session summary.json (or, with --view ops, the
+ * session's ops.json) of directory a->path, as the mount shows
+ * runs/<run>/<session>/summary.json and ops.json. Exit status.
+ */
+static int do_session(const struct args *a)
+{
+	int out_fd = STDOUT_FILENO, r = 1;
+	struct xprofs_sink sink = xprofs_sink_fd(&out_fd);
+	struct xprofs_session_in in;
+	struct sess_files s;
+
+	if (a->view != XPROFS_VIEW_SUMMARY && a->view != XPROFS_VIEW_OPS) {
+		fprintf(stderr, "xprofs-decode: --session has the views summary and ops\n");
+		return 2;
+	}
+	if (sess_open(a->path, "--session", &s) < 0)
+		goto out;
+	in = sess_in(&s);
+	if (a->view == XPROFS_VIEW_OPS)
+		r = xprofs_decode_session_ops(&in, &sink);
+	else
+		r = xprofs_decode_session_summary(in.name, in.hosts, s.xs, in.host_errors, in.n,
+						  &sink);
 	if (r < 0)
 		fprintf(stderr, "xprofs-decode: --session %s: %s\n", a->path, strerror(-r));
 	r = r < 0;
 out:
-	for (int i = 0; i < n; i++) {
-		if (xs && xs[i])
-			xprofs_xspace_free(xs[i]);
-		if (fds && fds[i] >= 0)
-			close(fds[i]);
-		if (hosts)
-			free(hosts[i]);
-		if (errs)
-			free(errs[i]);
-		free(ents[i]);
+	sess_close(&s);
+	return r;
+}
+
+/*
+ * do_compare() - compare/<base>/ops.json or steps.json (--view; default ops)
+ * of session directory a->path against session directory a->compare, as the
+ * mount shows runs/<run>/<session>/compare/<base>/. Exit status.
+ */
+static int do_compare(const struct args *a)
+{
+	int out_fd = STDOUT_FILENO, r = 1;
+	struct xprofs_sink sink = xprofs_sink_fd(&out_fd);
+	struct xprofs_session_in bi, ci;
+	struct sess_files b, c;
+	int v = a->view == XPROFS_VIEW_SUMMARY ? XPROFS_VIEW_OPS : a->view;
+
+	memset(&c, 0, sizeof(c));
+	if (v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS) {
+		fprintf(stderr, "xprofs-decode: --compare has the views ops and steps\n");
+		return 2;
 	}
-	free(ents);
-	free(hosts);
-	free(errs);
-	free(xs);
-	free(rd);
-	free(fds);
-	free(dir);
+	if (sess_open(a->compare, "--compare", &b) < 0 || sess_open(a->path, "--compare", &c) < 0)
+		goto out;
+	bi = sess_in(&b);
+	ci = sess_in(&c);
+	if ((r = xprofs_decode_compare((enum xprofs_view)v, &bi, &ci, &sink)) < 0)
+		fprintf(stderr, "xprofs-decode: --compare %s %s: %s\n", a->compare, a->path,
+			strerror(-r));
+	r = r < 0;
+out:
+	sess_close(&b);
+	sess_close(&c);
 	return r;
 }
 
@@ -446,6 +547,8 @@ int main(int argc, char **argv)
 
 	if ((r = parse_args(argc, argv, &a)) >= 0)
 		return r;
+	if (a.compare)
+		return do_compare(&a);
 	if (a.session)
 		return do_session(&a);
 	xprofs_buf_init(&err, 4096);

@@ -42,7 +42,8 @@ struct xprofs_cache_writer;
 struct xprofs_cache_reader;
 
 struct xprofs_cache_stats {
-	uint64_t hits, misses;      /* xprofs_cache_reader_open() results */
+	uint64_t hits, misses;      /* xprofs_cache_reader_open() results: lookups */
+	uint64_t reopens;           /* xprofs_cache_reader_reopen()s that succeeded */
 	uint64_t bytes;             /* compressed bytes on disk (approximate, as tracked) */
 	uint64_t raw_bytes_written; /* uncompressed bytes committed since start */
 	uint64_t entries;
@@ -159,6 +160,14 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w);
 int xprofs_cache_reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
 			     struct xprofs_cache_reader **out) XPROFS_WUR;
 /**
+ * xprofs_cache_reader_reopen() - xprofs_cache_reader_open() of an entry the
+ * caller knows is there (it just committed it, or waited for the render that
+ * did): counted in reopens, not as a hit or miss, so hits and misses count
+ * lookups only. Same ownership as open.
+ */
+int xprofs_cache_reader_reopen(struct xprofs_cache *c, const void *key, size_t keylen,
+			       struct xprofs_cache_reader **out) XPROFS_WUR;
+/**
  * xprofs_cache_peek_size() - the uncompressed size of the entry for @key
  * (@keylen bytes, borrowed) into *@size, without opening it for reading: not
  * counted as a hit or miss and not a use (recency is unchanged). The entry's
@@ -175,6 +184,30 @@ ssize_t xprofs_cache_reader_pread(struct xprofs_cache_reader *e, void *buf, size
 struct xprofs_reader xprofs_cache_reader_as_reader(struct xprofs_cache_reader *e);
 /** xprofs_cache_reader_close() - accepts NULL. */
 void xprofs_cache_reader_close(struct xprofs_cache_reader *e);
+
+/*
+ * The portable form of an entry (cache/portable.c, docs/cache.md): a header
+ * with the full key and a checksum of the payload, then the entry file as it
+ * is (already compressed). It is how an entry is copied to another machine
+ * (the mount's shared view cache in a bucket).
+ */
+/**
+ * xprofs_cache_export() - write the portable form of the entry for @key
+ * (@keylen bytes, borrowed) at offset 0 of @out (borrowed; a file the caller
+ * owns), its length into *@len. Not a use of the entry (no hit, no recency).
+ * 0, -ENOENT (no sound entry), or another -errno.
+ */
+int xprofs_cache_export(struct xprofs_cache *c, const void *key, size_t keylen, int out,
+			uint64_t *len) XPROFS_WUR;
+/**
+ * xprofs_cache_import() - check the portable copy in @in (borrowed; @len
+ * bytes from offset 0) against @key and publish it as the local entry for
+ * @key. Nothing is published unless the header, key, payload checksum, the
+ * entry's own structure and every block check out. 0; -ESTALE: a sound copy
+ * of another key; -EBADMSG: damaged; -EFBIG: over the cap; -ENOSPC; -errno.
+ */
+int xprofs_cache_import(struct xprofs_cache *c, const void *key, size_t keylen, int in,
+			uint64_t len) XPROFS_WUR;
 
 /** xprofs_cache_remove() - drop the entry for @key if present; 0 or -ENOENT. */
 int xprofs_cache_remove(struct xprofs_cache *c, const void *key, size_t keylen);

@@ -202,6 +202,36 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 				  struct xprofs_xspace *const *xs, const char *const *host_errors,
 				  size_t n, const struct xprofs_sink *out) XPROFS_WUR;
 
+/*
+ * A session for the session-wide views: @n hosts, as for
+ * xprofs_decode_session_summary() (parallel arrays, all borrowed; an entry
+ * of @xs may be NULL for a host that failed to open, its reason in
+ * @host_errors[i]; @host_errors may be NULL).
+ */
+struct xprofs_session_in {
+	const char *name; /* the session's name */
+	const char *const *hosts;
+	struct xprofs_xspace *const *xs;
+	const char *const *host_errors;
+	size_t n;
+};
+
+/**
+ * xprofs_decode_session_ops() - the session's ops.json: the hosts' op
+ * tables combined as XProf's OpMetricsDbCombiner (docs/stats.md "Session
+ * ops"). Memory: O(distinct ops); one host analysed at a time.
+ */
+int xprofs_decode_session_ops(const struct xprofs_session_in *s,
+			      const struct xprofs_sink *out) XPROFS_WUR;
+/**
+ * xprofs_decode_compare() - compare/<base>/ops.json (@v XPROFS_VIEW_OPS)
+ * or steps.json (XPROFS_VIEW_STEPS) of session @cur: the change from
+ * @base to @cur (docs/stats.md "Compare"). -EINVAL for another view.
+ */
+int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *base,
+			  const struct xprofs_session_in *cur,
+			  const struct xprofs_sink *out) XPROFS_WUR;
+
 /**
  * xprofs_decode_name_encode() / _decode() - the reversible, safe mapping of a
  * plane or line name to a file name component. Caller owns the result (free()).

@@ -63,4 +63,42 @@ struct xprofs_gcs_options {
 int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 			 struct xprofs_store **out) XPROFS_WUR;
 
+/*
+ * A bucket prefix as a store of whole, never-replaced objects addressed by
+ * name (gcs/blobs.c): the mount's shared view cache. No listing and no tree:
+ * one GET per read, one media upload with ifGenerationMatch=0 per write.
+ */
+struct xprofs_gcs_blobs;
+
+/**
+ * xprofs_gcs_blobs_new() - a client for "gs://BUCKET[/PREFIX]" @url with the
+ * endpoint and credentials of @o (both borrowed; @o may be NULL). Checks
+ * with one listing request (at most 10 s of retries) that the bucket exists
+ * and can be read: -ENOENT, -EACCES, -ECONNREFUSED, ... otherwise.
+ * Caller owns *@out; free with xprofs_gcs_blobs_free().
+ */
+int xprofs_gcs_blobs_new(const char *url, const struct xprofs_gcs_options *o,
+			 struct xprofs_gcs_blobs **out) XPROFS_WUR;
+/** xprofs_gcs_blobs_free() - accepts NULL; returns NULL. No request may be running. */
+struct xprofs_gcs_blobs *xprofs_gcs_blobs_free(struct xprofs_gcs_blobs *b);
+/**
+ * xprofs_gcs_blobs_get() - object PREFIX/@name into @fd (borrowed) from
+ * offset 0, its length into *@len (bytes past it in @fd are stale) and its
+ * generation into *@gen (0: the server did not say). One GET, retried under
+ * the deadline. 0, -ENOENT (absent), -EFBIG (over @max bytes), -EACCES, -EIO, ...
+ */
+int xprofs_gcs_blobs_get(struct xprofs_gcs_blobs *b, const char *name, int fd, uint64_t max,
+			 uint64_t *len, uint64_t *gen) XPROFS_WUR;
+/**
+ * xprofs_gcs_blobs_put() - store @len bytes of @fd (borrowed, from offset 0)
+ * as PREFIX/@name if its generation is @if_gen now (0: only if it does not
+ * exist; else it replaces exactly that version). 0; -EEXIST when the
+ * precondition failed (or a lost answer's first attempt stored it);
+ * -EACCES without write access; ...
+ */
+int xprofs_gcs_blobs_put(struct xprofs_gcs_blobs *b, const char *name, int fd, uint64_t len,
+			 uint64_t if_gen) XPROFS_WUR;
+/** xprofs_gcs_blobs_status_json() - the client's request counters as one JSON object into @out. */
+int xprofs_gcs_blobs_status_json(struct xprofs_gcs_blobs *b, struct xprofs_buf *out) XPROFS_WUR;
+
 #endif

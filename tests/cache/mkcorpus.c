@@ -1,7 +1,9 @@
 /*
  * mkcorpus.c - writes seed inputs for fuzz-cache-entry: real entries made by
  * the cache (lz4 blocks, raw blocks, empty, multi-block), each prefixed with
- * the 0x03 fix-up byte the harness reads. Usage: mkcorpus-cache OUTDIR
+ * the 0x03 fix-up byte the harness reads; with IMPORT_OUTDIR also their
+ * portable forms for fuzz-cache-import (same prefix).
+ * Usage: mkcorpus-cache OUTDIR [IMPORT_OUTDIR]
  */
 #include <dirent.h>
 #include <stdio.h>
@@ -40,13 +42,38 @@ static int emit(const char *cdir, const char *outdir, const char *name)
 	return 0;
 }
 
+/* The portable form of the entry "fuzz-key" of @c, prefixed with 0x03, as @outdir/@name. */
+static int emit_portable(struct xprofs_cache *c, const char *outdir, const char *name)
+{
+	char path[1024], buf[65536];
+	uint64_t len = 0, off = 0;
+	int fd = xprofs_tmpfile("/tmp", "xprofs-mkcorpus");
+	FILE *out;
+	ssize_t n;
+
+	if (fd < 0 || xprofs_cache_export(c, "fuzz-key", 8, fd, &len) < 0)
+		return -1;
+	snprintf(path, sizeof(path), "%s/%s", outdir, name);
+	out = fopen(path, "wb");
+	if (!out)
+		return -1;
+	fputc(3, out);
+	while (off < len && (n = xprofs_pread_full(fd, buf, sizeof(buf), off)) > 0) {
+		fwrite(buf, 1, (size_t)n, out);
+		off += (uint64_t)n;
+	}
+	fclose(out);
+	close(fd);
+	return off == len ? 0 : -1;
+}
+
 int main(int argc, char **argv)
 {
 	const char *names[] = {"empty", "json-3-blocks", "raw-2-blocks"};
 	char json[10000];
 	size_t jl = 0;
 
-	if (argc != 2)
+	if (argc != 2 && argc != 3)
 		return 2;
 	while (jl < sizeof(json) - 64)
 		jl += (size_t)snprintf(json + jl, sizeof(json) - jl,
@@ -73,6 +100,8 @@ int main(int argc, char **argv)
 			r = xprofs_cache_writer_write(w, &b, 1);
 		}
 		if (r < 0 || xprofs_cache_writer_commit(w) < 0 || emit(dir, argv[1], names[i]) < 0)
+			return 1;
+		if (argc == 3 && emit_portable(c, argv[2], names[i]) < 0)
 			return 1;
 		xprofs_cache_free(c);
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);

@@ -44,6 +44,12 @@ h0=$(st .cache.hits)
 cmp -s "$V/trace.json" "$W/trace.ref" || xp_fail "second read differs"
 xp_ok "second read is a cache hit ($h0 -> $(st .cache.hits))" test "$(st .cache.hits)" -gt "$h0"
 xp_ok "no temp files left in the cache dir" test -z "$(ls -A "$C/tmp")"
+# one set of counters: every cache lookup of a local mount is a view's, and
+# reopening an entry a render just wrote is not a lookup (docs/fs.md)
+xp_ok "cache.hits ($(st .cache.hits)) = counters.view_cache_hits ($(st .counters.view_cache_hits))" \
+	test "$(st .cache.hits)" = "$(st .counters.view_cache_hits)"
+xp_ok "cache.reopens counts the renders served from their new entry ($(st .cache.reopens))" \
+	test "$(st .cache.reopens)" -ge 2
 xp_umount "$MNT" || xp_fail "umount"
 
 xp_mount "$SRC" "$MNT" -o cache_dir="$C"

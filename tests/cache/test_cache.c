@@ -2,7 +2,8 @@
  * test_cache.c - unit tests for cache/: round trips at block boundaries,
  * random-offset reads, persistence, sharing a directory, concurrency, the
  * size cap and LRU order, and hostile entry files (each one a counted miss
- * or an -EIO read, never a crash and never wrong bytes). Hostile files with
+ * or an -EIO read, never a crash and never wrong bytes), and the portable
+ * form's export and import (every damaged byte refused). Hostile files with
  * valid hashes are crafted with format.c's own encoders (white box), since
  * otherwise the hash checks would hide the bounds checks behind them.
  */
@@ -1223,6 +1224,90 @@ static void test_bad_args(void **state)
 	free(key);
 }
 
+/* export() - the portable form of @key into a new unlinked file; its fd, length into *@len. */
+static int export_to_file(struct xprofs_cache *c, const char *key, uint64_t *len)
+{
+	int fd = xprofs_tmpfile("/tmp", "xprofs-port-test");
+
+	assert_true(fd >= 0);
+	assert_int_equal(xprofs_cache_export(c, key, strlen(key), fd, len), 0);
+	return fd;
+}
+
+/* @n bytes of @fd from 0 into a new unlinked file, with byte @flip (if < n) xor-ed with @mask. */
+static int copy_flipped(int fd, uint64_t n, uint64_t flip, uint8_t mask)
+{
+	uint8_t *buf = malloc(n ? n : 1);
+	int out = xprofs_tmpfile("/tmp", "xprofs-port-test");
+
+	assert_true(out >= 0);
+	assert_int_equal(xprofs_pread_full(fd, buf, n, 0), (ssize_t)n);
+	if (flip < n)
+		buf[flip] ^= mask;
+	assert_int_equal(pwrite(out, buf, n, 0), (ssize_t)n);
+	free(buf);
+	return out;
+}
+
+/*
+ * The portable form (cache/portable.c): a round trip into another cache
+ * gives the same bytes; every flipped byte, every truncation, another key
+ * and a payload over the cap are refused, and nothing is published then.
+ */
+static void test_portable(void **state)
+{
+	struct fixture *f = *state;
+	char d1[128], d2[128];
+	struct xprofs_cache *a, *b;
+	struct xprofs_cache_reader *e;
+	uint8_t *p = json_data(300000), *small = json_data(9000);
+	uint64_t len, slen;
+	int fd, sfd, bad;
+
+	snprintf(d1, sizeof(d1), "%s/a", f->dir);
+	snprintf(d2, sizeof(d2), "%s/b", f->dir);
+	assert_int_equal(xprofs_cache_new(d1, 0, &a), 0);
+	assert_int_equal(xprofs_cache_new(d2, 0, &b), 0);
+	assert_int_equal(xprofs_cache_set_block_size(a, 4096), 0);
+	put_entry(a, "view-big", p, 300000, 7777);
+	put_entry(a, "view-small", small, 9000, 9000);
+	assert_int_equal(xprofs_cache_export(a, "absent", 6, 0, &len), -ENOENT);
+
+	fd = export_to_file(a, "view-big", &len);
+	assert_int_equal(xprofs_cache_import(b, "view-big", 8, fd, len), 0);
+	check_entry(b, "view-big", p, 300000);
+	/* another key's sound copy is never served for ours */
+	assert_int_equal(xprofs_cache_import(b, "view-other", 10, fd, len), -ESTALE);
+	assert_int_equal(xprofs_cache_reader_open(b, "view-other", 10, &e), -ENOENT);
+	/* the length must be the object's */
+	assert_int_equal(xprofs_cache_import(b, "view-big", 8, fd, len - 1), -EBADMSG);
+	close(fd);
+
+	/* every byte of a small copy flipped, and every truncation: refused, nothing published */
+	sfd = export_to_file(a, "view-small", &slen);
+	for (uint64_t i = 0; i < slen; i++) {
+		bad = copy_flipped(sfd, slen, i, (uint8_t)(1u << (i % 8)));
+		assert_int_not_equal(xprofs_cache_import(b, "view-small", 10, bad, slen), 0);
+		assert_int_not_equal(xprofs_cache_import(b, "view-small", 10, bad, i), 0);
+		close(bad);
+	}
+	assert_int_equal(xprofs_cache_reader_open(b, "view-small", 10, &e), -ENOENT);
+	assert_int_equal(xprofs_cache_import(b, "view-small", 10, sfd, slen), 0);
+	check_entry(b, "view-small", small, 9000);
+	close(sfd);
+	xprofs_cache_free(b);
+
+	/* over the importing cache's cap */
+	assert_int_equal(xprofs_cache_new(d2, 4096, &b), 0);
+	fd = export_to_file(a, "view-big", &len);
+	assert_int_equal(xprofs_cache_import(b, "view-big", 8, fd, len), -EFBIG);
+	close(fd);
+	xprofs_cache_free(b);
+	xprofs_cache_free(a);
+	free(p);
+	free(small);
+}
+
 int main(void)
 {
 	return XT_RUN_FIXTURE_TESTS(
@@ -1232,5 +1317,5 @@ int main(void)
 		test_eviction_lru, test_rescan_shared_cap, test_too_big, test_acceleration,
 		test_writer_thread, test_corrupt_exhaustive_lz4, test_corrupt_exhaustive_raw,
 		test_hostile_files, test_peek_size, test_key_mismatch, test_stale_tmp_cleanup,
-		test_cleared_under_us, test_bad_args, test_writer_pread);
+		test_cleared_under_us, test_bad_args, test_writer_pread, test_portable);
 }

@@ -83,6 +83,7 @@ def base_xspace(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--port", type=int, default=0)
+    ap.add_argument("--bind", default="127.0.0.1")
     ap.add_argument("--port-file")
     ap.add_argument("--xspace")
     ap.add_argument("--record")
@@ -148,6 +149,8 @@ def main():
                 record(rec)
                 ctx.abort(grpc.StatusCode.INTERNAL, "Another profiling session active.")
             state["active"] = req.session_id
+        # an event tests can wait on: the request arrived (the Profile line comes at the end)
+        record({"method": "ProfileStart", "session_id": req.session_id, "received_ns": now})
         try:
             if args.die:
                 record(dict(rec, result="die"))
@@ -242,7 +245,7 @@ def main():
                                   ("grpc.max_receive_message_length", 64 << 20)])
     server.add_generic_rpc_handlers(
         (grpc.method_handlers_generic_handler("tensorflow.ProfilerService", handlers),))
-    port = server.add_insecure_port("127.0.0.1:%d" % args.port)
+    port = server.add_insecure_port("%s:%d" % (args.bind, args.port))
     server.start()
     if args.port_file:
         with open(args.port_file + ".tmp", "w") as f:

@@ -5,6 +5,8 @@
  * tracks; render trace.json sliced (each step's window, a 2^63 window, and
  * an all-covering window that must give the same bytes as no window; the
  * last two for trace.pftrace too);
+ * render the session-wide views with the profile as two hosts (session
+ * ops.json, compare ops/steps with itself);
  * round-trip the input through the track file-name encoding. Any
  * crash, leak, sanitizer report, disagreement or a failure other than
  * -EINVAL/-E2BIG on malformed input is a bug.
@@ -78,6 +80,28 @@ static void fuzz_slices(struct xprofs_xspace *x, struct xprofs_buf *err)
 	free(w);
 }
 
+/*
+ * fuzz_sessions() - the session-wide views with @x as both hosts of a
+ * session and compared with itself: a host's own failure is reported in the
+ * output, so anything but 0 (or -ENOMEM) is a bug.
+ */
+static void fuzz_sessions(struct xprofs_xspace *x)
+{
+	const char *hosts[] = {"a", "b"};
+	struct xprofs_xspace *xs[] = {x, x};
+	struct xprofs_session_in in = {"s", hosts, xs, NULL, 2};
+	size_t total = 0;
+	struct xprofs_sink s = {discard, &total};
+	int rc[3];
+
+	rc[0] = xprofs_decode_session_ops(&in, &s);
+	rc[1] = xprofs_decode_compare(XPROFS_VIEW_OPS, &in, &in, &s);
+	rc[2] = xprofs_decode_compare(XPROFS_VIEW_STEPS, &in, &in, &s);
+	for (int i = 0; i < 3; i++)
+		if (rc[i] < 0 && rc[i] != -ENOMEM)
+			abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct xprofs_reader r = xprofs_reader_mem(data, size);
@@ -101,6 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 				abort();
 		}
+		fuzz_sessions(x);
 		fuzz_slices(x, &err);
 		for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
 			const char *pf, *lf;

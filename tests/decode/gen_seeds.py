@@ -98,3 +98,45 @@ def trace_space():
 
 with open(os.path.join(OUT, "seed-trace.pb"), "wb") as f:
     f.write(trace_space().SerializeToString())
+
+
+def derived_space():
+    """A GPU stream of XLA and framework kernels and the HLO proto that resolves them."""
+    def ld(field, body):
+        n, out = len(body), bytearray([field << 3 | 2])
+        while True:
+            out.append((n & 127) | (128 if n >= 128 else 0))
+            n >>= 7
+            if not n:
+                return bytes(out) + body
+    md = ld(1, b"MatMul") + ld(2, b"model/dense/MatMul") + ld(3, b"/a/model.py") + b"\x20\x0c"
+    comp = ld(2, ld(1, b"dot.1") + ld(7, md)) + ld(2, ld(1, b"copy.2"))
+    hlo = ld(1, ld(3, comp))
+    xs = pb.XSpace()
+    meta = xs.planes.add(id=2, name="/host:metadata")
+    meta.stat_metadata[1].CopyFrom(pb.XStatMetadata(id=1, name="Hlo Proto"))
+    meta.event_metadata[42].CopyFrom(pb.XEventMetadata(id=42, name="jit_f(42)"))
+    meta.event_metadata[42].stats.add(metadata_id=1, bytes_value=hlo)
+    p = xs.planes.add(id=1, name="/device:GPU:0")
+    for k, n in enumerate(["kernel_details", "hlo_op", "program_id", "tf_op", "group_id",
+                           "hlo_module"]):
+        p.stat_metadata[k + 1].CopyFrom(pb.XStatMetadata(id=k + 1, name=n))
+    p.event_metadata[1].CopyFrom(pb.XEventMetadata(id=1, name="kern"))
+    ln = p.lines.add(id=7, name="Stream #7(Compute)", timestamp_ns=1000)
+    kernels = [("fusion.1::dot.1", None), ("copy.2", None), (None, "a/b/MatMul:MatMul"),
+               (None, "jit(f)/transpose:transpose[perm=(1, 0)]"), (None, "Iterator::Map")]
+    for i, (op, tf) in enumerate(kernels):
+        e = ln.events.add(metadata_id=1, offset_ps=i * 1000, duration_ps=900)
+        e.stats.add(metadata_id=1, str_value="regs:32")
+        e.stats.add(metadata_id=5, int64_value=i // 2)
+        if op:
+            e.stats.add(metadata_id=2, str_value=op)
+            e.stats.add(metadata_id=3, uint64_value=42)
+            e.stats.add(metadata_id=6, str_value="m")
+        if tf:
+            e.stats.add(metadata_id=4, str_value=tf)
+    return xs
+
+
+with open(os.path.join(OUT, "seed-derived.pb"), "wb") as f:
+    f.write(derived_space().SerializeToString())

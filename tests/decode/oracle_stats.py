@@ -60,6 +60,13 @@ class Stats:
         st = self.last(name, ("uint64_value", "int64_value"))
         return None if st is None else getattr(st, st.WhichOneof("value")) % U64
 
+    def first_string(self, name):
+        """The first stat @name as a string (facts_stat() keeps the first)."""
+        for k, st in self.items:
+            if k == name:
+                return str(self.stat_value(self.plane, st))
+        return None
+
     def string(self, name):
         st = None
         for k, s in self.items:
@@ -68,12 +75,47 @@ class Stats:
         return None if st is None else str(self.stat_value(self.plane, st))
 
 
+# hardware_type_utils.cc: per SM (CU) per cycle, max(vector FP32/FP16, matrix FP32/FP16)
+NVIDIA_PER_CYCLE = [((2, 0), 64), ((3, 0), 384), ((5, 0), 256), ((6, 0), 256), ((6, 1), 256),
+                    ((7, 0), 1024), ((7, 5), 1024), ((8, 0), 2048), ((8, 6), 1024),
+                    ((8, 9), 1024), ((9, 0), 4096), ((10, 0), 8192)]
+AMD_PER_CYCLE = {"gfx908": 1024, "gfx90a": 2048, "gfx942": 2048, "gfx950": 4096}
+
+
+def gpu_peak_flops(s):
+    """GetFlopMaxThroughputPerSM() x num_cores (GetPerfEnvFromXPlane()), FLOP/s; 0: unknown."""
+    vendor, clock, cores = s.first_string("device_vendor"), s.number("clock_rate"), \
+        s.number("core_count")
+    major, minor = s.number("compute_cap_major") or 0.0, s.number("compute_cap_minor") or 0.0
+    if vendor is None or clock is None or cores is None:
+        return 0.0
+    per = 0.0
+    if vendor == "Nvidia":
+        # the highest capability not above major.minor, else the oldest
+        cc = major * 1000 + minor * 10
+        per = NVIDIA_PER_CYCLE[0][1]
+        for (ma, mi), v in NVIDIA_PER_CYCLE:
+            if ma * 1000 + mi * 10 <= cc:
+                per = v
+    elif vendor == "AMD":
+        name = s.first_string("gpu_device_name")
+        if name:
+            gfx = name.split(":")[0]
+        else:
+            gfx = {(9, 4): "gfx942", (9, 5): "gfx950"}.get((major, minor), "")
+        per = AMD_PER_CYCLE.get(gfx, 0.0)
+    peak = per * (clock / 1e6) * cores * 1e9
+    return peak if math.isfinite(peak) and peak > 0 and clock > 0 and cores > 0 else 0.0
+
+
 def plane_facts(p, stat_value, stat_name):
     """Peak FLOP/s and HBM bytes/s from the plane's stats (0: unknown)."""
     s = Stats(p, p.stats, stat_value, stat_name)
     tf, hbm, mem = (s.number("peak_teraflops_per_second"),
                     s.number("peak_hbm_bw_gigabytes_per_second"), s.number("memory_bandwidth"))
     flops = tf * 1e12 if tf is not None and tf > 0 else 0.0
+    if p.name.startswith("/device:GPU:") and gpu_peak_flops(s) > 0:
+        flops = gpu_peak_flops(s)
     if hbm is not None and hbm > 0:
         bw = hbm * 1e9
     elif mem is not None and mem > 0:

@@ -19,6 +19,8 @@ in any args, and trace.json.gz gunzips to trace.json.
 import collections
 import gzip
 import json
+import re
+import shutil
 import zlib
 from decimal import Decimal
 
@@ -119,13 +121,131 @@ class DerivedLine:
             self.out.append((self, self.last.pop(i)))
 
 
-def derive_stream(p, l, k, value_of, skip):
-    """DeriveEventsFromAnnotationsForLines() for stream @l, the k-th: XLA Modules and XLA Ops."""
+# TSL tf_op_utils.cc: IsTfOpName(), IsTfOpType(), IsJaxOpType() (RE2: '.' stops at newlines,
+# as Python's does), GetMemcpyOp()'s prefixes, absl's ASCII whitespace
+TF_OP_NAME = re.compile(r"[A-Za-z0-9.][A-Za-z0-9_.\/>-]*")
+TF_OP_TYPE = re.compile(r"[A-Z_][a-zA-Z0-9_]*")
+JAX_OP_TYPE = re.compile(r"[a-z_][a-z0-9_]*(\[.*\])?")
+MEMCPY_OPS = [(b"memcpyhtod", "MemcpyHToD"), (b"memcpydtoh", "MemcpyDToH"),
+              (b"memcpydtod", "MemcpyDToD"), (b"memcpyhtoh", "MemcpyHToH")]
+ASCII_WS = " \t\n\v\f\r"
+NAME_SCOPE_LEVELS = 16   # xprofs derives at most this many name-scope levels (docs/trace.md)
+
+
+def simple_atoi(s):
+    """absl::SimpleAtoi() into an int64: does @s parse?"""
+    m = re.fullmatch(r"[ \t\n\v\f\r]*([+-]?[0-9]+)[ \t\n\v\f\r]*", s)
+    return m is not None and -(1 << 63) <= int(m.group(1)) < (1 << 63)
+
+
+def derive_op_type(full):
+    """DeriveOpType(): the last '/' piece without a numeric '_' suffix."""
+    op_name = full.split("/")[-1]
+    pieces = op_name.split("_")
+    if len(pieces) > 1 and simple_atoi(pieces[-1]):
+        return op_name[:len(op_name) - len(pieces[-1]) - 1]
+    return op_name
+
+
+def parse_tf_op(full):
+    """ParseTfOpFullname(): (category, name, type)."""
+    parts = full.split(":", 1)
+    if len(parts) != 2:
+        for prefix, typ in MEMCPY_OPS:
+            if full.encode()[:len(prefix)].lower() == prefix:
+                return "memcpy", full, typ
+        return "unknown", full, ""
+    if parts[0] == "Iterator":
+        return "tf_data", full, "Dataset"
+    if TF_OP_NAME.fullmatch(parts[0]) and TF_OP_TYPE.fullmatch(parts[1]):
+        return "tensorflow", parts[0], parts[1]
+    op_type = parts[1] or derive_op_type(parts[0])
+    if JAX_OP_TYPE.fullmatch(op_type):
+        return "jax", parts[0], op_type.split("[")[0]
+    if not parts[1]:
+        return "tensorflow", parts[0], op_type
+    return "unknown", full, ""
+
+
+def tf_op_event_name(cat, name, typ):
+    """TfOpEventName()."""
+    if cat == "unknown":
+        return name.rstrip(ASCII_WS)
+    if cat == "tf_data":
+        return "Iterator::" + name.split("::")[-1]
+    return typ
+
+
+_HLO = []
+
+
+def hlo_pb2():
+    """xla.HloProto (decode/proto/hlo.proto, the subset xprofs reads) as a Python module."""
+    if not _HLO:
+        import xproto
+        mod, tmp = xproto.load("hlo")
+        shutil.rmtree(tmp, ignore_errors=True)
+        _HLO.append(mod)
+    return _HLO[0]
+
+
+def hlo_symbols(xs):
+    """XProf's symbol resolver: (program id, instruction name) -> (tf_op_name, source_info),
+    from the HLO protos of the "/host:metadata" plane (ParseHloProtosFromXSpace(),
+    HloModuleWrapper: op_full_name() = TraceMeOp(op_name, op_type), source_info())."""
+    syms = {}
+    for p in [p for p in xs.planes if p.name == "/host:metadata"][:1]:   # FindPlaneWithName()
+        protos = []
+        if len(p.stats):     # legacy: every bytes plane stat, keyed by its metadata id
+            protos = [(st.metadata_id, st.bytes_value) for st in p.stats
+                      if st.WhichOneof("value") == "bytes_value"]
+        else:
+            want = sorted(k for k, m in p.stat_metadata.items() if m.name == "Hlo Proto")
+            for key in sorted(p.event_metadata):
+                m = p.event_metadata[key]
+                st = [x for x in m.stats if want and x.metadata_id == want[0]]
+                if st and st[0].WhichOneof("value") == "bytes_value":
+                    protos.append((m.id, st[0].bytes_value))
+        done = set()
+        for pid, data in protos:
+            h = hlo_pb2().HloProto()
+            try:
+                h.ParseFromString(data)
+            except Exception:       # a proto that does not parse resolves nothing
+                continue
+            if pid & U64 in done:   # HloModuleMap.try_emplace(): the first proto of a program
+                continue
+            done.add(pid & U64)
+            for comp in h.hlo_module.computations:
+                for ins in comp.instructions:
+                    md = ins.metadata
+                    src = "%s:%d" % (md.source_file.rsplit("/", 1)[-1], md.source_line) \
+                        if md.source_file else ""
+                    syms.setdefault((pid & U64, ins.name), (md.op_name + ":" + md.op_type, src))
+    return syms
+
+
+def derive_stream(p, l, k, value_of, skip, syms):
+    """DeriveEventsFromAnnotationsForLines() for stream @l, the k-th: XLA Modules, XLA Ops and,
+    from a non-XLA kernel's tf_op (ProcessTfOpEvent()), Framework Name Scope and Framework Ops."""
     out = []
     base = 6 * k + 1
+    scopes = DerivedLine("Framework Name Scope - from #%d" % l.id, base + 1, out)
+    tf_ops = DerivedLine("Framework Ops - from #%d" % l.id, base + 2, out)
     mods = DerivedLine("XLA Modules - from #%d" % l.id, base + 3, out)
     ops = DerivedLine("XLA Ops - from #%d" % l.id, base + 4, out)
-    mods.deps = [ops]
+    source = DerivedLine("Source code - from #%d" % l.id, base + 5, out)
+    mods.deps = [scopes, ops]
+    scopes.deps = [tf_ops]
+
+    def process_tf_op(tf_op, span, group):
+        """ProcessTfOpEvent()."""
+        cat, name, typ = parse_tf_op(tf_op)
+        levels = name.split("/")[:-1][:NAME_SCOPE_LEVELS]
+        if cat in ("tensorflow", "jax") and levels and "Framework Name Scope" not in skip:
+            scopes.add_levels([(x, "") for x in levels], span, group)
+        if "Framework Ops" not in skip:
+            tf_ops.add(0, tf_op, tf_op_event_name(cat, name, typ), span, group)
     evs = []
     for e in l.events:
         off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
@@ -135,7 +255,7 @@ def derive_stream(p, l, k, value_of, skip):
         for x in e.stats:
             name = p.stat_metadata[x.metadata_id].name if x.metadata_id in p.stat_metadata else ""
             kind = x.WhichOneof("value")
-            if name in ("kernel_details", "hlo_op", "hlo_module") and \
+            if name in ("kernel_details", "hlo_op", "hlo_module", "tf_op") and \
                     kind in ("str_value", "ref_value"):
                 st[name] = value_of(p, x)
             elif name in ("program_id", "group_id") and kind in ("int64_value", "uint64_value"):
@@ -149,11 +269,20 @@ def derive_stream(p, l, k, value_of, skip):
         module = st.get("hlo_module", "")
         if module and "XLA Modules" not in skip:
             mods.add(0, module if pid is None else "%s(%d)" % (module, pid), "", span, group)
-        if "hlo_op" in st and "XLA Ops" not in skip:
-            prefix = "%d/" % pid if pid is not None else module + "/"
-            ops.add_levels([(prefix + op, op) for op in st["hlo_op"].split("::")], span, group)
-    mods.close()
-    ops.close()
+        if "hlo_op" in st:
+            if "XLA Ops" not in skip:
+                prefix = "%d/" % pid if pid is not None else module + "/"
+                ops.add_levels([(prefix + op, op) for op in st["hlo_op"].split("::")],
+                               span, group)
+            sym = syms.get((pid, st["hlo_op"].split("::")[-1])) if pid is not None else None
+            if sym and sym[0]:
+                process_tf_op(sym[0], span, group)
+            if sym and sym[1] and "Source code" not in skip:
+                source.add(0, sym[1], "", span, group)
+        elif st.get("tf_op"):
+            process_tf_op(st["tf_op"], span, group)
+    for dl in (mods, ops, scopes, tf_ops, source):
+        dl.close()
     return out
 
 
@@ -285,8 +414,9 @@ def expected(xs, host, value_of):
         tids, streams = line_tids(p)
         skip = {l.name for l in p.lines}
         derived = derive_steps(p)
+        syms = hlo_symbols(xs) if streams else {}
         for k, l in enumerate(streams):
-            derived += derive_stream(p, l, k, value_of, skip)
+            derived += derive_stream(p, l, k, value_of, skip, syms)
         for dl, ev in derived:
             threads[(pid, dl.tid)] = dl.name
             args = {}

@@ -15,7 +15,11 @@ one rule of docs/stats.md:
 - hostonly: only /host:CPU with framework ops and host steps;
 - nodevice: a host plane and an empty device plane (no lines);
 - hostile:  NaN / negative / 2^64-1 stat values, negative and zero
-            durations, peak rates of 0, NaN and -1.
+            durations, peak rates of 0, NaN and -1;
+- gpucaps:  GPU planes whose peak FLOP/s comes from the device
+            capabilities (GPU_CAPS: Nvidia by compute capability with the
+            fallbacks, AMD by gfx name or capability, unknown vendors and
+            architectures, NaN / negative / 2^64-1 values).
 """
 import os
 
@@ -208,8 +212,42 @@ def hostile(xs):
     pl2.event(o2, "a", 0, 10, flops=1, bytes_accessed=0)
 
 
+# GPU planes for GetFlopMaxThroughputPerSM() (docs/stats.md): (vendor, clock kHz, cores,
+# cc major, cc minor, gpu_device_name, peak FLOP/s worked by hand or None = unknown)
+GPU_CAPS = [
+    ("Nvidia", 1980000, 132, 9, 0, None, 4096 * 1.98 * 132 * 1e9),   # H100 SXM: 1070.5 T
+    ("Nvidia", 1500000, 10, 8, 7, None, 1024 * 1.5 * 10 * 1e9),      # 8.7: the 8.6 entry
+    ("Nvidia", 2000000, 10, 12, 0, None, 8192 * 2.0 * 10 * 1e9),     # 12.0: the 10.0 entry
+    ("Nvidia", 1000000, 10, 1, 0, None, 64 * 1.0 * 10 * 1e9),        # 1.0: the oldest (2.0)
+    ("AMD", 1700000, 104, 9, 0, "gfx90a:sramecc+:xnack-", 2048 * 1.7 * 104 * 1e9),  # MI250X
+    ("AMD", 2100000, 304, 9, 4, None, 2048 * 2.1 * 304 * 1e9),      # MI300X by cc 9.4
+    ("AMD", 2100000, 304, 11, 0, "gfx1100", None),                   # unknown gfx: unknown
+    ("Intel", 1600000, 64, 1, 0, None, None),                        # unknown vendor
+    ("Nvidia", float("nan"), 10, 9, 0, None, None),                  # NaN clock: no clock
+    ("Nvidia", 1000000, -5, 9, 0, None, None),                       # negative cores
+    ("Nvidia", 1000000, ("u", U64MAX), 9, 0, None, 4096 * 1.0 * float(U64MAX) * 1e9),
+]
+
+
+def gpucaps(xs):
+    """One GPU plane per GPU_CAPS row, each with an op that has flops and bytes."""
+    for i, (vendor, clock, cores, major, minor, name, _) in enumerate(GPU_CAPS):
+        pl = Plane(xs, 10 + i, "/device:GPU:%d" % i)
+        pl.set_stat(pl.p, "device_vendor", vendor)
+        pl.set_stat(pl.p, "clock_rate", clock)
+        pl.set_stat(pl.p, "core_count", cores)
+        pl.set_stat(pl.p, "compute_cap_major", major)
+        pl.set_stat(pl.p, "compute_cap_minor", minor)
+        pl.set_stat(pl.p, "memory_bandwidth", 1000000000000)
+        if name:
+            pl.set_stat(pl.p, "gpu_device_name", name)
+        a = pl.line(1, "Stream #1(Kernel)", 1)
+        pl.event(a, "gemm_kernel", 0, 1000000, hlo_op="dot.%d" % i, flops=1000000,
+                 bytes_accessed=100)
+
+
 PROFILES = {"nested": nested, "streams": streams, "nosteps": nosteps, "onestep": onestep,
-            "hostonly": hostonly, "nodevice": nodevice, "hostile": hostile}
+            "hostonly": hostonly, "nodevice": nodevice, "hostile": hostile, "gpucaps": gpucaps}
 
 
 def build(pb2, out_dir):

@@ -889,6 +889,263 @@ static void test_trace_derived(void **state)
 	tb_free(b);
 }
 
+/* A kernel of 1 us at @off_us with tf_op @op (NULL: none) and group 1. */
+static XEvent *fw_kernel(struct tb *b, XLine *l, int64_t off_us, const char *op)
+{
+	XEvent *e = tb_event(b, l, 1, off_us * 1000000, 1000000);
+
+	tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
+	if (op)
+		tb_stat_s(b, &e->stats, &e->n_stats, 6, op);
+	tb_stat_i(b, &e->stats, &e->n_stats, 5, 1);
+	return e;
+}
+
+/*
+ * The Framework lines XProf derives from a non-XLA kernel's tf_op
+ * (ProcessTfOpEvent()): ParseTfOpFullname()'s categories and
+ * TfOpEventName()s, name scopes of TensorFlow and JAX ops, merging, a new
+ * scope closing the open op, an op without scopes leaving the scopes open
+ * (not expanded), an XLA kernel's tf_op ignored, a new module closing the
+ * scopes and the op, empty, 20-deep and 100 KB tf_ops.
+ */
+static void test_trace_framework(void **state)
+{
+	static const char *const ops[] = {
+		"model/dense/MatMul:MatMul",                  /* 0: TensorFlow */
+		"model/dense/MatMul:MatMul",                  /* 1: expands */
+		"model/dense/BiasAdd:BiasAdd",                /* 2: scopes expand, new op */
+		"jit(f)/jvp(g)/dot_general_7:",               /* 3: JAX, type from the name */
+		"transpose_op:transpose[permutation=(1, 0)]", /* 4: JAX, no scope */
+		"aten::addmm ",                               /* 5: unknown */
+		"MEMCPYHToD",                                 /* 6: memcpy */
+		"Iterator::Batch::Map",                       /* 7: tf.data */
+		"",                                           /* 8: not a tf op */
+		"outer/Conv2D_3:",                            /* 9: TensorFlow, type derived */
+	};
+	struct tb *b = tb_new();
+	struct xprofs_render_opts ro = {.host = "h"};
+	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
+	XLine *k;
+	XEvent *e;
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t *buf;
+	size_t n;
+	char *s, *deep, *huge, *want;
+	struct xprofs_buf name;
+	json_t *j;
+
+	(void)state;
+	tb_stmd(b, gpu, 1, "kernel_details");
+	tb_stmd(b, gpu, 2, "hlo_op");
+	tb_stmd(b, gpu, 3, "hlo_module");
+	tb_stmd(b, gpu, 5, "group_id");
+	tb_stmd(b, gpu, 6, "tf_op");
+	tb_evmd(b, gpu, 1, "kern", NULL);
+	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
+	for (int i = 0; i < 10; i++)
+		fw_kernel(b, k, i, ops[i]);
+	e = fw_kernel(b, k, 10, "xla/Op:Op"); /* an XLA kernel: its tf_op is not used */
+	tb_stat_s(b, &e->stats, &e->n_stats, 2, "add.1");
+	e = fw_kernel(b, k, 11, "outer/Conv2D_3:"); /* a module closes the scopes (and the op) */
+	tb_stat_s(b, &e->stats, &e->n_stats, 3, "m");
+	deep = calloc(1, 20 * 4 + 8);
+	assert_non_null(deep);
+	for (int i = 0; i < 20; i++)
+		sprintf(deep + strlen(deep), "s%02d/", i);
+	strcat(deep, "Op:Op");
+	fw_kernel(b, k, 12, deep);
+	huge = malloc(100001);
+	assert_non_null(huge);
+	memset(huge, 'a', 100000);
+	huge[100000] = '\0';
+	huge[50000] = '/';
+	fw_kernel(b, k, 13, huge);
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	j = json_loads(s, 0, NULL);
+	assert_non_null(j);
+	/* line names and display ids: the stream 1, Name Scope 2, Framework Ops 3 */
+	assert_non_null(
+		strstr(s, "\"tid\":2,\"args\":{\"name\":\"Framework Name Scope - from #7\"}"));
+	assert_non_null(strstr(s, "\"tid\":3,\"args\":{\"name\":\"Framework Ops - from #7\"}"));
+	/* scopes of 0-2 nest with equal spans: the inner one 1 ns shorter when a new scope comes */
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":3,"
+				  "\"name\":\"model\",\"args\":{\"group_id\":1}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":2.999,"
+				  "\"name\":\"dense\",\"args\":{\"group_id\":1}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":2,"
+				  "\"name\":\"MatMul\",\"args\":{\"group_id\":1,"
+				  "\"long_name\":\"model/dense/MatMul:MatMul\"}}"));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":2,\"dur\":1,\"name\":\"BiasAdd\""));
+	/* JAX: scopes jit(f) and jvp(g), left open (not expanded) by the scope-less ops after */
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":3,\"dur\":1,\"name\":\"jit(f)\""));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":3,\"dur\":0.999,\"name\":\"jvp(g)\""));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":3,\"dur\":1,\"name\":\"dot_general\","
+				  "\"args\":{\"group_id\":1,\"long_name\":\"jit(f)/jvp(g)/"
+				  "dot_general_7:\"}}"));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":4,\"dur\":1,\"name\":\"transpose\""));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":5,\"dur\":1,\"name\":\"aten::addmm\","
+				  "\"args\":{\"group_id\":1,\"long_name\":\"aten::addmm \"}}"));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":6,\"dur\":1,\"name\":\"MemcpyHToD\""));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":7,\"dur\":1,\"name\":\"Iterator::Map\""));
+	/* Conv2D at 9 stays open over the XLA kernel at 10; the module at 11 closes it and its scope */
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":9,\"dur\":1,\"name\":\"Conv2D\""));
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":11,\"dur\":1,\"name\":\"Conv2D\""));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":9,\"dur\":1,\"name\":\"outer\""));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":11,\"dur\":1,\"name\":\"outer\""));
+	assert_null(strstr(s, "\"tid\":3,\"ts\":10,"));
+	assert_null(strstr(s, "\"long_name\":\"xla/Op:Op\""));
+	/* 20 scopes: the first DER_LEVELS are derived */
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":12,\"dur\":1,\"name\":\"s15\""));
+	assert_null(strstr(s, "\"name\":\"s16\""));
+	/* the huge tf_op: cut at DER_NAME_MAX bytes, so no ':' and no scope: an unknown op */
+	assert_null(strstr(s, "\"tid\":2,\"ts\":13,"));
+	/* the name: 4096 of the 100,000 bytes */
+	xprofs_buf_init(&name, 8192);
+	assert_int_equal(xprofs_buf_adds(&name, "\"name\":\""), 0);
+	for (int i = 0; i < 4096; i++)
+		assert_int_equal(xprofs_buf_add(&name, "a", 1), 0);
+	assert_int_equal(xprofs_buf_adds(&name, "\","), 0);
+	assert_non_null(strstr(s, "\"tid\":3,\"ts\":13,\"dur\":1,\"name\":\"aaaa"));
+	want = xprofs_buf_steal(&name, NULL);
+	assert_non_null(want);
+	assert_non_null(strstr(s, want));
+	free(want);
+	json_decref(j);
+	free(s);
+	free(deep);
+	free(huge);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
+/* Protobuf LEN field @f holding @n bytes of @v, appended at @o (a test encoder). */
+static size_t pb_len(uint8_t *o, unsigned f, const void *v, size_t n)
+{
+	size_t k = 0;
+
+	o[k++] = (uint8_t)(f << 3 | 2);
+	for (size_t x = n;; x >>= 7) {
+		o[k++] = (uint8_t)((x & 127) | (x >= 128 ? 128 : 0));
+		if (x < 128)
+			break;
+	}
+	memcpy(o + k, v, n);
+	return k + n;
+}
+
+/*
+ * XLA kernels' symbols (hlo-syms.c): the HloProto of program 42 in
+ * /host:metadata resolves dot.1 (the last hlo_op part) to its OpMetadata
+ * (Framework Name Scope, Framework Ops "<op_name>:<op_type>", Source code
+ * "<basename>:<line>"), an instruction without metadata to XProf's ":" op
+ * (a second proto of program 42 is not used); a malformed proto and a
+ * kernel without program_id resolve nothing.
+ */
+static void test_trace_hlo_symbols(void **state)
+{
+	struct tb *b = tb_new();
+	struct xprofs_render_opts ro = {.host = "h"};
+	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0"), *meta = tb_plane(b, 1, "/host:metadata");
+	Tensorflow__Profiler__XEventMetadata *m;
+	XStat *st;
+	XLine *k;
+	XEvent *e;
+	struct xprofs_reader r;
+	struct xprofs_xspace *x;
+	uint8_t md[128], in1[160], in2[32], comp[256], mod[300], proto[320], *buf;
+	uint8_t md2[32], in3[64], comp2[80], mod2[96], proto2[112];
+	size_t n, nm, ni1, ni2, nc, nmod, np, n2;
+	char *s;
+	static const char *const hlo_ops[] = {"fusion.1::dot.1", "copy.2", "dot.1", "dot.1",
+					      "add.3"};
+	static const int64_t pids[] = {42, 42, 43, -1, 42};
+
+	(void)state;
+	/* OpMetadata {op_type "MatMul", op_name "model/dense/MatMul", source_file, line 12} */
+	nm = pb_len(md, 1, "MatMul", 6);
+	nm += pb_len(md + nm, 2, "model/dense/MatMul", 18);
+	nm += pb_len(md + nm, 3, "/a/b/model.py", 13);
+	md[nm++] = 4 << 3;
+	md[nm++] = 12;
+	ni1 = pb_len(in1, 1, "dot.1", 5);
+	ni1 += pb_len(in1 + ni1, 7, md, nm);
+	ni2 = pb_len(in2, 1, "copy.2", 6);
+	nc = pb_len(comp, 2, in1, ni1);
+	nc += pb_len(comp + nc, 2, in2, ni2);
+	nmod = pb_len(mod, 3, comp, nc);
+	np = pb_len(proto, 1, mod, nmod);
+	tb_stmd(b, meta, 1, "Hlo Proto");
+	m = tb_evmd(b, meta, 42, "jit_f(42)", NULL);
+	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
+	st->bytes_value.data = proto;
+	st->bytes_value.len = np;
+	/* a second proto of program 42 (another metadata entry, add.3): XProf keeps the first */
+	n2 = pb_len(md2, 3, "other.py", 8);
+	md2[n2++] = 4 << 3;
+	md2[n2++] = 1;
+	n2 = pb_len(in3, 7, md2, n2);
+	n2 += pb_len(in3 + n2, 1, "add.3", 5);
+	n2 = pb_len(comp2, 2, in3, n2);
+	n2 = pb_len(mod2, 3, comp2, n2);
+	n2 = pb_len(proto2, 1, mod2, n2);
+	m = tb_evmd(b, meta, 44, "jit_f(42)", NULL);
+	m->id = 42;
+	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
+	st->bytes_value.data = proto2;
+	st->bytes_value.len = n2;
+	m = tb_evmd(b, meta, 43, "jit_g(43)", NULL); /* cut inside a length: does not parse */
+	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
+	st->bytes_value.data = proto;
+	st->bytes_value.len = np - 3;
+	tb_stmd(b, gpu, 1, "kernel_details");
+	tb_stmd(b, gpu, 2, "hlo_op");
+	tb_stmd(b, gpu, 4, "program_id");
+	tb_evmd(b, gpu, 1, "kern", NULL);
+	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
+	for (int i = 0; i < 5; i++) {
+		e = tb_event(b, k, 1, i * 2000000, 1000000);
+		tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
+		tb_stat_s(b, &e->stats, &e->n_stats, 2, hlo_ops[i]);
+		if (pids[i] >= 0)
+			tb_stat_i(b, &e->stats, &e->n_stats, 4, pids[i]);
+	}
+	buf = tb_pack(b, &n);
+	x = open_mem(buf, n, &r);
+	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	assert_non_null(strstr(s, "\"tid\":6,\"args\":{\"name\":\"Source code - from #7\"}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":6,\"ts\":0,\"dur\":1,"
+				  "\"name\":\"model.py:12\",\"args\":{}}"));
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":1,"
+				  "\"name\":\"MatMul\",\"args\":{\"long_name\":"
+				  "\"model/dense/MatMul:MatMul\"}}"));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":0,\"dur\":1,\"name\":\"model\""));
+	assert_non_null(strstr(s, "\"tid\":2,\"ts\":0,\"dur\":1,\"name\":\"dense\""));
+	/* no metadata: TraceMeOp("", "") = ":" is still a framework op (a TensorFlow op, type "") */
+	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":2,\"dur\":1,"
+				  "\"name\":\":\",\"args\":{}}"));
+	assert_null(strstr(s, "\"tid\":6,\"ts\":2,"));
+	assert_null(strstr(s, "other.py"));
+	/* program 43 does not parse; the last kernel has no program_id */
+	assert_null(strstr(s, "\"ts\":4,\"dur\":1,\"name\":\"MatMul\""));
+	assert_null(strstr(s, "\"ts\":6,\"dur\":1,\"name\":\"MatMul\""));
+	assert_null(strstr(s, "\"tid\":6,\"ts\":4,"));
+	free(s);
+	/* trace.pftrace (hex here) names the Source code track and its event */
+	s = render_opts(x, XPROFS_VIEW_PFTRACE, 0, &ro);
+	assert_non_null(strstr(
+		s, "536f7572636520636f6465202d2066726f6d202337")); /* "Source code - from #7" */
+	assert_non_null(strstr(s, "6d6f64656c2e70793a3132"));      /* "model.py:12" */
+	free(s);
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
 static void test_trace(void **state)
 {
 	struct opened o;
@@ -1340,6 +1597,103 @@ static void test_session_summary(void **state)
 	assert_string_equal(jstr(j, "hosts.1.error"), "truncated");
 	assert_int_equal(jint(j, "events"), 8);
 	json_decref(j);
+	xprofs_buf_deinit(&out);
+	opened_free(&o);
+}
+
+/* session_json() - @fn's output parsed (asserts success). */
+static json_t *session_json(struct xprofs_buf *out)
+{
+	json_t *j = json_loads(out->data, 0, NULL);
+
+	assert_non_null(j);
+	xprofs_buf_reset(out);
+	return j;
+}
+
+/*
+ * The session-wide views (view-session.c): a host that did not open keeps
+ * its error and adds nothing; empty sessions give null tables; bad
+ * arguments are -EINVAL; a failing sink fails the call, never a crash.
+ */
+static void test_session_views(void **state)
+{
+	const char *hosts[] = {"a", "b"}, *errs[] = {NULL, "truncated"};
+	struct xprofs_xspace *xs[2];
+	struct opened o;
+	struct xprofs_buf out;
+	struct xprofs_sink s;
+	json_t *j;
+
+	xs[0] = opened_new(&o, sample());
+	xs[1] = NULL;
+	xprofs_buf_init(&out, 1 << 20);
+	s = xprofs_sink_buf(&out);
+	struct xprofs_session_in both = {"s2", hosts, xs, errs, 2},
+				 one = {"s1", hosts, xs, NULL, 1};
+	struct xprofs_session_in none = {"s0", NULL, NULL, NULL, 0}, bad = {"x", NULL, xs, NULL, 1};
+
+	assert_int_equal(xprofs_decode_session_ops(&both, &s), 0);
+	j = session_json(&out);
+	assert_string_equal(jstr(j, "session"), "s2");
+	assert_true(json_is_null(jget(j, "hosts.0.error")));
+	assert_string_equal(jstr(j, "hosts.1.error"), "truncated");
+	json_decref(j);
+
+	assert_int_equal(xprofs_decode_session_ops(&none, &s), 0);
+	j = session_json(&out);
+	assert_true(json_is_null(jget(j, "device")) && json_is_null(jget(j, "host")));
+	json_decref(j);
+
+	/* a session against itself: every delta 0 */
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_OPS, &one, &both, &s), 0);
+	j = session_json(&out);
+	assert_string_equal(jstr(j, "base.session"), "s1");
+	assert_string_equal(jstr(j, "new.session"), "s2");
+	for (size_t i = 0; i < 2; i++) {
+		json_t *t = json_object_get(j, i ? "host" : "device"), *op;
+		size_t k;
+
+		if (json_is_null(t))
+			continue;
+		json_array_foreach(json_object_get(t, "ops"), k, op)
+		{
+			assert_int_equal(json_integer_value(json_object_get(op, "delta_self_ps")),
+					 0);
+			assert_string_equal(json_string_value(json_object_get(op, "in")), "both");
+		}
+	}
+	json_decref(j);
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_STEPS, &none, &one, &s), 0);
+	j = session_json(&out);
+	assert_true(json_is_null(jget(j, "step_time.avg_ps_base")));
+	assert_true(json_is_null(jget(j, "step_time.delta_avg_ps")));
+	assert_string_equal(jstr(j, "hosts.0.in"), "new");
+	json_decref(j);
+
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_TRACE, &one, &one, &s), -EINVAL);
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_OPS, &bad, &one, &s), -EINVAL);
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_OPS, NULL, &one, &s), -EINVAL);
+	assert_int_equal(xprofs_decode_session_ops(&one, NULL), -EINVAL);
+	assert_int_equal(xprofs_decode_session_ops(&bad, &s), -EINVAL);
+	/* the sink fails anywhere before the end: an error back, never a crash */
+	assert_int_equal(xprofs_decode_session_ops(&both, &s), 0);
+	size_t n_ops = out.len;
+	xprofs_buf_reset(&out);
+	assert_int_equal(xprofs_decode_compare(XPROFS_VIEW_STEPS, &one, &both, &s), 0);
+	size_t n_steps = out.len;
+	xprofs_buf_reset(&out);
+	assert_true(n_ops > 0 && n_steps > 0);
+	for (size_t at = 0; at < n_ops || at < n_steps; at += 37) {
+		struct failing_sink f = {at, 0};
+		struct xprofs_sink fs = {failing_write, &f};
+
+		if (at < n_ops)
+			assert_true(xprofs_decode_session_ops(&both, &fs) < 0);
+		f = (struct failing_sink){at, 0};
+		if (at < n_steps)
+			assert_true(xprofs_decode_compare(XPROFS_VIEW_STEPS, &one, &both, &fs) < 0);
+	}
 	xprofs_buf_deinit(&out);
 	opened_free(&o);
 }
@@ -1844,12 +2198,15 @@ int main(void)
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_gzip_sink),
 		cmocka_unit_test(test_trace_derived),
+		cmocka_unit_test(test_trace_framework),
+		cmocka_unit_test(test_trace_hlo_symbols),
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_steps),
 		cmocka_unit_test(test_slices),
 		cmocka_unit_test(test_step_windows),
 		cmocka_unit_test(test_session_summary),
+		cmocka_unit_test(test_session_views),
 		cmocka_unit_test(test_edge_values),
 		cmocka_unit_test(test_pread_matches_mem),
 		cmocka_unit_test(test_parallel_renders),

@@ -84,6 +84,28 @@ def hand_checks(paths, out):
     for s in steps:
         if s["device_ps"] > s["duration_ps"]:
             fail("streams: device_ps %r > duration %r" % (s["device_ps"], s["duration_ps"]))
+    # GPU peak (hardware_type_utils.cc): A100 = cc 8.0, 2048 FLOP/SM/cycle (matrix FP16)
+    # x 1.41 GHz x 108 SMs = 311.86944 TFLOP/s; HBM from memory_bandwidth: 2 TB/s
+    gp = out["streams"]["ops"]["planes"]
+    gp = [p for p in gp if p["name"].startswith("/device:GPU:")]
+    if not gp or any(abs(p["peak_flops_per_s"] - 311.86944e12) > 1e-3 or
+                     p["ridge_flops_per_byte"] is None for p in gp):
+        fail("streams: GPU peak FLOP/s %r, by hand 311.86944e12" %
+             [p["peak_flops_per_s"] for p in gp])
+    # gemm_kernel: 1000 flops, no bytes: Compute (SetRooflineMetrics()), now that the peak is known
+    gops = by_name(gp[0]["ops"]) if gp else {}
+    if gops.get("dot.1", {}).get("bound") != "Compute":
+        fail("streams: dot.1 bound %r, want Compute" % gops.get("dot.1", {}).get("bound"))
+    # every GPU_CAPS row's peak, worked by hand (None: unknown, so bound is null)
+    caps = {p["name"]: p for p in out["gpucaps"]["ops"]["planes"]}
+    for i, row in enumerate(stats_profiles.GPU_CAPS):
+        p = caps.get("/device:GPU:%d" % i)
+        got, want = (p or {}).get("peak_flops_per_s"), row[-1]
+        if p is None or (want is None) != (got is None) or \
+                (want is not None and abs(got - want) > 1e-9 * want):
+            fail("gpucaps: GPU:%d %r peak %r, by hand %r" % (i, row[:6], got, want))
+        elif (p["ops"][0]["bound"] is None) != (want is None):
+            fail("gpucaps: GPU:%d bound %r with peak %r" % (i, p["ops"][0]["bound"], got))
     summ = out["nodevice"]["summary"]
     empty = [p for p in summ["planes"] if p["events"] == 0]
     if not empty or any(p["first_ps"] is not None or p["last_ps"] is not None for p in empty):

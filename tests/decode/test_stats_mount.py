@@ -8,8 +8,10 @@ overview.json read through the mount are the CLI's bytes and equal the
 independent recomputation (oracle_stats.py); kernels.json equals the oracle
 on the GPU host and does not exist (ENOENT) on the TPU host. Each jq recipe
 of docs/stats.md runs on the mounted GPU host's file and must succeed with
-output. The session's summary.json gives each host's step time and device
-busy share, and the straggler against the median, as recomputed.
+output (the session and compare recipes on the session's ops.json and on
+compare/s2/ against a second session). The session's summary.json gives
+each host's step time and device busy share, and the straggler against the
+median, as recomputed.
 """
 import errno
 import json
@@ -50,6 +52,10 @@ def body(t, w):
         hosts = {"gpuhost": paths["streams"], "tpuhost": paths["nested"]}
         for h, p in hosts.items():
             shutil.copy(p, os.path.join(sess, h + ".xplane.pb"))
+        # a second session of the run, for the compare recipes (s1/compare/s2/)
+        sess2 = w.session(session="s2")
+        shutil.copy(paths["streams"], os.path.join(sess2, "gpuhost.xplane.pb"))
+        shutil.copy(paths["onestep"], os.path.join(sess2, "tpuhost.xplane.pb"))
         m = w.mount(os.path.join(w.path, "src"))
         base = os.path.join(m.mnt, "runs", "run", "s1")
         for h, p in hosts.items():
@@ -119,7 +125,12 @@ def body(t, w):
         rs = recipes()
         t.ok(len(rs) >= 4, "docs/stats.md has a jq recipe per view", rs)
         for view, cmd in rs:
-            f = os.path.join(base, "gpuhost", view)
+            if view.startswith("session/"):  # the session's own files
+                f = os.path.join(base, view[len("session/"):])
+            elif view.startswith("compare/"):  # s1 compared with s2
+                f = os.path.join(base, "compare", "s2", view[len("compare/"):])
+            else:
+                f = os.path.join(base, "gpuhost", view)
             r = subprocess.run(["bash", "-c", cmd + " " + f], capture_output=True)
             t.ok(r.returncode == 0 and r.stdout.strip() != b"",
                  "recipe on %s: %s" % (view, cmd), r.stderr.decode()[:200])

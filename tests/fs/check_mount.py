@@ -106,7 +106,8 @@ def check_runs(walk):
             fail("%s/capture missing" % rd)
         for s, hosts in sessions.items():
             sd = os.path.join(rd, s)
-            if sorted(x for x in os.listdir(sd) if x != "summary.json") != sorted(hosts):
+            if sorted(x for x in os.listdir(sd)
+                      if x not in ("summary.json", "ops.json", "compare")) != sorted(hosts):
                 fail("hosts of %s: %s != %s" % (sd, os.listdir(sd), hosts))
             for h in hosts:
                 hd = os.path.join(sd, h)

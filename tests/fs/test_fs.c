@@ -136,6 +136,42 @@ static void test_classify(void **state)
 
 	CLASSIFY_AS("/runs/tpu/2025_01_01", FS_K_SESSION);
 	CLASSIFY_AS("/runs/tpu/2025_01_01/summary.json", FS_K_SESSION_SUMMARY);
+	/* session-wide views and compare/ (docs/fs.md "Compare") */
+	CLASSIFY_AS("/runs/tpu/2025_01_01/ops.json", FS_K_SESSION_OPS);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare", FS_K_COMPARE);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/2025_01_02", FS_K_COMPARE_DIR);
+	assert_string_equal(t.other->name, "2025_01_02");
+	assert_string_equal(t.other_node->path, "tpu");
+	assert_string_equal(t.session->name, "2025_01_01");
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/2025_01_02/ops.json", FS_K_COMPARE_VIEW);
+	assert_int_equal(t.view, XPROFS_VIEW_OPS);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/2025_01_02/steps.json", FS_K_COMPARE_VIEW);
+	assert_int_equal(t.view, XPROFS_VIEW_STEPS);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/gpu", FS_K_COMPARE_RUN);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/gpu/gemm", FS_K_COMPARE_RUN);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/gpu/gemm/s1/ops.json", FS_K_COMPARE_VIEW);
+	assert_string_equal(t.other_node->path, "gpu/gemm");
+	assert_string_equal(t.other->name, "s1");
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/gpu/gemm/deeper/s2", FS_K_COMPARE_DIR);
+	assert_string_equal(t.other_node->path, "gpu/gemm/deeper");
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/_root/rootsess", FS_K_COMPARE_DIR);
+	assert_string_equal(t.other_node->path, "");
+	CLASSIFY_AS("/runs/tpu/2025_01_01/compare/tpu/2025_01_02/steps.json", FS_K_COMPARE_VIEW);
+	assert_ptr_equal(t.other_node, t.node);
+	/* bad names: ENOENT, never a guess */
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/compare/nope", &t), -ENOENT);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/compare/gpu/nope", &t),
+			 -ENOENT);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/compare/gpu/s1", &t),
+			 -ENOENT); /* gpu is not a run */
+	assert_int_equal(
+		fs_path_classify(idx, "/runs/tpu/2025_01_01/compare/2025_01_02/trace.json", &t),
+		-ENOENT);
+	assert_int_equal(
+		fs_path_classify(idx, "/runs/tpu/2025_01_01/compare/2025_01_02/ops.json/x", &t),
+		-ENOTDIR);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/ops.json/x", &t), -ENOTDIR);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/compare/..", &t), -ENOENT);
 	CLASSIFY_AS("/runs/tpu/2025_01_01/host2", FS_K_HOST);
 	assert_string_equal(t.host->name, "host2");
 	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/trace.json", FS_K_VIEW);

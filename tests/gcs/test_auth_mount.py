@@ -87,9 +87,14 @@ def main(t, h):
         shutil.copyfile(os.path.join(src, new_rel), os.path.join(mnt, "logdir", new_rel))
     except OSError as e:
         err = e
-    time.sleep(1.5)
     rels = sorted(rels + [new_rel])
-    diff = err or gh.compare_tree(src, os.path.join(mnt, "logdir"), rels)
+    # refresh=1: the re-listing that shows the upload comes within a refresh interval
+    end = time.monotonic() + 30
+    while True:
+        diff = err or gh.compare_tree(src, os.path.join(mnt, "logdir"), rels)
+        if diff is None or err or time.monotonic() > end:
+            break
+        time.sleep(0.1)
     t.ok(diff is None and ts.grants["jwt"] >= 2,
          "upload and re-listing after the token was refreshed (%d JWT grants)" % ts.grants["jwt"],
          "%s\n%s" % (diff, h.log(log)))

@@ -5,7 +5,8 @@
 #   PORT=$(tests/lib/emulator.sh start DIR)   # DIR: the test's scratch folder
 #   tests/lib/emulator.sh stop DIR
 #
-# start runs tests/gcs/emulator/launch.js on a free port chosen by the kernel, waits
+# start runs tests/gcs/emulator/launch.js on a free port chosen by the kernel
+# ($EMULATOR_PORT instead, where a test has a network namespace of its own), waits
 # (up to 30 s) for it to print "ready PORT", records DIR/emulator.pid and
 # DIR/emulator.port, logs to DIR/emulator.log, and prints the port. The
 # emulator also exits by itself once the calling process is gone, so a killed
@@ -33,7 +34,7 @@ start)
 	: >"$log"
 	# The caller of this script is the test: tie the emulator's life to it.
 	parent=${EMULATOR_PARENT_PID:-$PPID}
-	node "$emu/launch.js" --port 0 --quiet --parent-pid "$parent" \
+	node "$emu/launch.js" --port "${EMULATOR_PORT:-0}" --quiet --parent-pid "$parent" \
 		>>"$log" 2>&1 </dev/null &
 	pid=$!
 	echo "$pid" >"$dir/emulator.pid"

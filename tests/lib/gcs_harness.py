@@ -18,6 +18,7 @@ import tempfile
 import time
 
 from fault_proxy import FaultProxy
+from xmount import wait_released
 from xtap import SKIP, Skip, Tap, skip_all
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -181,11 +182,20 @@ class Harness:
             return ""
 
     def umount(self, mnt):
+        """Unmount and return the daemon's exit status. A busy mount point is
+        retried, and the daemon gets minutes to exit: under load an ASan
+        build's exit (uploads flushed, threads joined, the leak check) is slow,
+        and only a hang should fail here."""
         for m, p, _ in self.mounts:
             if m == mnt:
-                subprocess.run(["fusermount3", "-u", mnt], capture_output=True)
+                wait_released(mnt)
+                end = time.monotonic() + 60
+                while os.path.ismount(mnt) and p.poll() is None and time.monotonic() < end:
+                    if subprocess.run(["fusermount3", "-u", mnt], capture_output=True).returncode == 0:
+                        break
+                    time.sleep(0.2)
                 try:
-                    return p.wait(timeout=30)
+                    return p.wait(timeout=180)
                 except subprocess.TimeoutExpired:
                     p.kill()
                     return p.wait()

@@ -10,6 +10,9 @@
 #                                    # wait for the mount; $XP_PID, log in $XP_WORK/xprofs.log
 #   xp_umount MNT                    # fusermount3 -u, wait; returns xprofs' exit status
 #   xp_ok MSG CMD... / xp_okq MSG CMD... (stdout discarded) / xp_fail MSG
+#   xp_eventually MSG CMD...         # xp_ok, but CMD is retried until it succeeds or
+#                                    # $XP_EVENTUALLY_S (default 30) seconds pass: for
+#                                    # what shows after a refresh interval (never a fixed sleep)
 #                                    # "ok - ..." lines; xp_fail exits 1
 #   xp_sample_logdir DIR             # runs/sessions/hosts from $XPROFS_SHARED/samples
 #                                    # (returns 1 with a message when the samples are absent)
@@ -39,6 +42,15 @@ xp_pass() { echo "ok - $*"; }
 # xp_ok MSG CMD...: run CMD, pass or fail with MSG
 xp_ok() { local m=$1; shift; if "$@"; then xp_pass "$m"; else xp_fail "$m"; fi; }
 # xp_okq MSG CMD...: the same with CMD's stdout discarded
+xp_eventually() {
+	local m=$1 end=$((SECONDS + ${XP_EVENTUALLY_S:-30}))
+	shift
+	until "$@"; do
+		[ "$SECONDS" -ge "$end" ] && xp_fail "$m (still false after ${XP_EVENTUALLY_S:-30} s)"
+		sleep 0.1
+	done
+	xp_pass "$m"
+}
 xp_okq() { local m=$1; shift; if "$@" >/dev/null; then xp_pass "$m"; else xp_fail "$m"; fi; }
 
 xp_cleanup() {
@@ -69,7 +81,14 @@ xp_mount() {
 }
 
 xp_umount() {
-	local mnt=$1 rc
+	local mnt=$1 rc i
+	# wait until the kernel has released what was closed (xmount.wait_released())
+	for i in $(seq 300); do
+		[ -e "$mnt/status.json" ] || break
+		jq -e '(.open.dirs // 0) <= 0 and (.open.files // 0) <= 0' "$mnt/status.json" \
+			>/dev/null 2>&1 && break
+		sleep 0.1
+	done
 	fusermount3 -u "$mnt" || return 1
 	wait "$XP_PID"; rc=$?
 	XP_PID=

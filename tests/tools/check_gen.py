@@ -151,7 +151,10 @@ def check_file(path, stats, kind):
                 if lname == "Steps":
                     check("step_num" in sn, "%s: Steps event without step_num" % pname)
                 if lname.startswith("Stream #") and "(Kernel" in lname:
-                    check({"hlo_op", "hlo_module", "correlation_id"} <= sn,
+                    # an XLA kernel, or a framework kernel: tf_op without HLO stats
+                    check({"kernel_details", "correlation_id"} <= sn and
+                          ({"hlo_op", "hlo_module"} <= sn or
+                           ("tf_op" in sn and not {"hlo_op", "hlo_module"} & sn)),
                           "%s/%s: kernel stats %r" % (pname, lname, sn))
             if lname == "XLA Ops" and evs:
                 ops = [em[one(e, "metadata_id")] for e in evs[:200]]

@@ -42,6 +42,9 @@ xp_ok "completion: xprofs-decode --view tr -> trace views ($(echo $got))" \
 got=$(complete_words xprofs x y -o cache_m)
 xp_ok "completion: xprofs -o cache_m -> cache_max=, cache_min_free= ($(echo $got))" \
 	test "$(echo $got)" = "cache_max= cache_min_free="
+got=$(complete_words xprofs x y -o ro,sha)
+xp_ok "completion: xprofs -o ro,sha -> ro,shared_cache= ($(echo $got))" \
+	test "$(echo $got)" = "ro,shared_cache="
 got=$(complete_words xprofs x y -o ro,loglevel=d)
 xp_ok "completion: xprofs -o ro,loglevel=d -> ro,loglevel=debug ($(echo $got))" \
 	test "$(echo $got)" = "ro,loglevel=debug"

@@ -146,7 +146,7 @@ int gen_session(const char *logdir, const char *run, const char *session, enum k
 	}
 	for (uint32_t m = 0; sidecars && !ret && m < N_MODULES; m++) {
 		char name[NAME_MAX_LEN];
-		uint8_t hp[600];
+		static uint8_t hp[GEN_HLO_PROTO_MAX];
 		size_t n;
 
 		gen_module_name(m, name, sizeof(name));

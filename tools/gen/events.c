@@ -177,6 +177,15 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 		stat_u(ev, 4, SM_CORRELATION_ID, ST_U64, g->corr++);
 		stat_u(ev, 4, SM_KERNEL_DETAILS, ST_REF,
 		       p->si_base[SI_KERNEL_DETAILS] + k % p->si_n[SI_KERNEL_DETAILS]);
+		if (k % 4 == 3) {
+			/* a framework kernel (TensorFlow, PyTorch, JAX eager): tf_op, no HLO */
+			char op[160];
+
+			gen_framework_op(k / 4, op, sizeof(op));
+			stat_s(ev, 4, SM_TF_OP, op);
+			stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+			break;
+		}
 		stat_u(ev, 4, SM_TF_OP, ST_REF, p->si_base[SI_TF_OP] + k % p->si_n[SI_TF_OP]);
 		stat_u(ev, 4, SM_HLO_OP, ST_REF, p->si_base[SI_HLO_OP] + k % p->si_n[SI_HLO_OP]);
 		stat_u(ev, 4, SM_HLO_MODULE, ST_REF,

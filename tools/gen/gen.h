@@ -206,6 +206,8 @@ extern const char *const gen_kernel_names[N_KERNEL_FORMS];
 uint64_t gen_program_id_of(uint32_t module);
 /** gen_module_name() - the module's name "jit_x(<program id>)" as XLA writes it, into @dst. */
 void gen_module_name(uint32_t module, char *dst, size_t n);
+/** gen_framework_op() - the tf_op of framework (non-XLA) GPU kernel @i into @dst. */
+void gen_framework_op(uint32_t i, char *dst, size_t n);
 /** gen_shape_text() - a random bf16 shape with layout, drawn from @r, into @dst. */
 void gen_shape_text(struct rng *r, char *dst, size_t n);
 
@@ -219,6 +221,9 @@ void gen_plan_free(struct gspace *s);
 
 /* ---- metadata (meta.c) --------------------------------------------------- */
 
+/* Instructions in each generated HloProto, and the most bytes one takes. */
+#define GEN_HLO_INSTRS 48
+#define GEN_HLO_PROTO_MAX 16384
 /** gen_hlo_proto() - a small serialized HloProto for module @name into @dst (@cap bytes); its size.
  */
 size_t gen_hlo_proto(const char *name, uint64_t id, uint8_t *dst, size_t cap);

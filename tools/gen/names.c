@@ -114,3 +114,31 @@ void gen_shape_text(struct rng *r, char *dst, size_t n)
 	snprintf(dst, n, "bf16[%u,%u,%u]{2,1,0:T(8,128)(2,1)}", dims[rng_below(r, 8)],
 		 dims[rng_below(r, 8)], dims[rng_below(r, 8)]);
 }
+
+/*
+ * The tf_op of framework kernel @i: the forms TensorFlow, JAX and PyTorch
+ * write, covering each category of TSL's ParseTfOpFullname() (TensorFlow
+ * with and without a type, JAX with a type, a bracketed type or one derived
+ * from the name, tf.data, memcpy, unknown, trailing whitespace).
+ */
+void gen_framework_op(uint32_t i, char *dst, size_t n)
+{
+	static const char *const forms[] = {
+		"model/dense_%u/MatMul:MatMul",
+		"model/dense_%u/BiasAdd:BiasAdd",
+		"model/conv_%u/Conv2D_3:",
+		"jit(train_step)/jvp(model)/dense_%u/dot_general:dot_general",
+		"jit(train_step)/transpose_%u:transpose[permutation=(0, 2, 1)]",
+		"jit(train_step)/jvp(model)/add_%u:",
+		"aten::addmm",
+		"MemcpyDToD",
+		"Iterator::Batch::Map_%u",
+		"model/dense_%u/Relu:Relu ",
+	};
+	const char *form = forms[i % (sizeof(forms) / sizeof(forms[0]))], *pct = strstr(form, "%u");
+
+	if (pct) /* "%u" stands for the layer: kernels i, i + 10, ... share the form */
+		snprintf(dst, n, "%.*s%u%s", (int)(pct - form), form, i / 10, pct + 2);
+	else
+		snprintf(dst, n, "%s", form);
+}
