@@ -32,6 +32,8 @@
 #    (about 320 MB/s) would cap every number, the local page cache's included.
 #    A local 500 MB file read with O_DIRECT and from the page cache is the
 #    local-disk reference.
+# 3. Random reads: $RANDOM_N (300) preads of 64 KiB at seeded random offsets
+#    of that object through a fresh xprofs mount with an empty disk cache.
 # Results: bench/out/gcs-results.md. Needs: fusermount3, rclone, curl, jq,
 # node + tests/gcs/setup-emulator.sh, /usr/bin/python3, a built xprofs.
 set -euo pipefail
@@ -251,6 +253,28 @@ xprofs_mount gs://bench/big "$EMU" "$W/bx2"
 e0=$(ereqs); read -r x_remount s <<<"$(ddread "$W/bx2/logdir/big.bin")"; check_sum "$s" "xprofs (remount)"; x_remount_n=$(since "$e0")
 umount_wait "$W/bx2"
 
+# Random reads: $RANDOM_N preads of 64 KiB at seeded random offsets of the
+# same object, through a fresh mount with an empty disk cache (each one a
+# miss: what a viewer jumping around a big profile costs).
+RANDOM_N=${RANDOM_N:-300}
+rm -rf "$W/xcache"
+xprofs_mount gs://bench/big "$EMU" "$W/bx3"
+e0=$(ereqs)
+x_rand=$(/usr/bin/python3 - "$W/bx3/logdir/big.bin" "$RANDOM_N" <<'EOF'
+import os, random, sys, time
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+rng = random.Random(5)
+offs = [rng.randrange(0, size - 65536) for _ in range(int(sys.argv[2]))]
+t0 = time.monotonic()
+for off in offs:
+    assert len(os.pread(fd, 65536, off)) == 65536
+print("%.3f" % (time.monotonic() - t0))
+EOF
+)
+x_rand_n=$(since "$e0")
+umount_wait "$W/bx3"
+
 rclone_mount bench/big "$EMU" "$W/br"
 e0=$(ereqs); read -r r_cold s <<<"$(ddread "$W/br/big.bin")"; check_sum "$s" "rclone"; r_cold_n=$(since "$e0")
 e0=$(ereqs); read -r r_warm s <<<"$(ddread "$W/br/big.bin")"; check_sum "$s" "rclone (warm)"; r_warm_n=$(since "$e0")
@@ -294,6 +318,12 @@ MB=$BIG_MB
 	echo "| rclone mount | $r_cold | $(mbps "$MB" "$r_cold") | $r_cold_n | $r_warm | $(mbps "$MB" "$r_warm") | $r_warm_n |"
 	echo "| curl | $c_read | $(mbps "$MB" "$c_read") | 1 | - | - | - |"
 	echo "| local file (O_DIRECT cold, page cache warm) | $l_cold | $(mbps "$MB" "$l_cold") | - | $l_warm | $(mbps "$MB" "$l_warm") | - |"
+	echo
+	echo "## random reads: $RANDOM_N preads of 64 KiB at seeded random offsets of the same object (fresh mount, empty cache)"
+	echo
+	echo "| client | s | reads/s | requests |"
+	echo "|---|---|---|---|"
+	echo "| xprofs | $x_rand | $(awk -v n="$RANDOM_N" -v s="$x_rand" 'BEGIN { printf "%.0f", (s > 0 ? n / s : 0) }') | $x_rand_n |"
 	echo
 	echo "The emulator (Node, one process) bounds every cold number; the ratios matter more than the MB/s."
 } >"$RES"

@@ -338,8 +338,8 @@ out:
 		fs_shared_stop(&ctx);
 		fs_ctx_deinit(&ctx);
 	}
+	xprofs_store_free(store); /* before the cache its threads write to */
 	xprofs_cache_free(cache);
-	xprofs_store_free(store);
 	if (curl_live)
 		curl_global_cleanup();
 	fuse_opt_free_args(&args);

@@ -235,8 +235,9 @@ void fs_ctx_deinit(struct fs_ctx *ctx)
 	ctx->capture = xprofs_capture_free(ctx->capture);
 	fs_index_put(ctx->index);
 	ctx->index = NULL;
-	ctx->cache = xprofs_cache_free(ctx->cache);
+	/* the store first: a gs:// store's threads write to the cache until it is freed */
 	ctx->store = xprofs_store_free(ctx->store);
+	ctx->cache = xprofs_cache_free(ctx->cache);
 	pthread_mutex_destroy(&ctx->index_lock);
 	pthread_cond_destroy(&ctx->index_cond);
 }

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "auth-internal.h"
 
@@ -91,7 +92,7 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 		"\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_"
 		"uploaded\":%llu,"
 		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
-		"\"prefetched\":%llu,"
+		"\"prefetched\":%llu,\"streams\":%llu,\"streams_ended\":%llu,"
 		"\"mem_bytes\":%llu}}",
 		gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
 		(unsigned long long)atomic_load(&s->skipped),
@@ -111,13 +112,16 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 		(unsigned long long)atomic_load(&c->block_disk_hits),
 		(unsigned long long)atomic_load(&c->block_misses),
 		(unsigned long long)atomic_load(&c->block_waits),
-		(unsigned long long)atomic_load(&c->prefetched), (unsigned long long)mem);
+		(unsigned long long)atomic_load(&c->prefetched),
+		(unsigned long long)atomic_load(&c->streams),
+		(unsigned long long)atomic_load(&c->streams_ended), (unsigned long long)mem);
 }
 
 static void gcs_free(struct xprofs_store *base)
 {
 	struct gcs_store *s = (struct gcs_store *)base;
 
+	gcs_streams_stop(s); /* before the pool and the block table go */
 	pthread_mutex_lock(&s->bg_lock);
 	s->bg_stop = true;
 	pthread_cond_signal(&s->bg_cond);
@@ -225,7 +229,15 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 	pthread_cond_init(&s->dw_cond, NULL);
 	pthread_cond_init(&s->dw_room, NULL);
 	pthread_mutex_init(&s->blk_lock, NULL);
-	pthread_cond_init(&s->blk_cond, NULL);
+	{
+		/* stream.c waits on it with timeouts on the monotonic clock */
+		pthread_condattr_t ca;
+
+		pthread_condattr_init(&ca);
+		pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+		pthread_cond_init(&s->blk_cond, &ca);
+		pthread_condattr_destroy(&ca);
+	}
 	pthread_mutex_init(&s->w_lock, NULL);
 	s->lru.lru_next = s->lru.lru_prev = &s->lru;
 	s->journal_tail = &s->journal;

@@ -10,9 +10,13 @@
  * blocks, and a prefetch thread keeps 16-32 blocks ahead of it; fetches of 4
  * blocks or more are split into parallel ranged GETs that write straight
  * into the block buffers and publish each block as soon as it has arrived
- * (a reader consumes a GET while it streams). Blocks a sequential reader has
- * finished are evicted first; fetched blocks go to the disk cache from a
- * writer thread (a short queue; a loader waits for room).
+ * (a reader consumes a GET while it streams). Once a reader is sequential it
+ * gets a stream instead (gcs/stream.c: one GET of the rest of the object
+ * that fills this table as it arrives); the window and prefetch jobs are
+ * what random readers, re-reads from the disk cache and short rests use.
+ * Blocks a sequential reader has finished are evicted first; fetched blocks
+ * go to the disk cache from a writer thread (a short queue; a loader waits
+ * for room).
  *
  * How a gs:// block is fetched: gcs_pread() -> blk_get() -> blk_claim() +
  * blk_fill() -> blk_load() (disk cache first) -> gcs_fetch_range() ->
@@ -38,6 +42,8 @@
 #define PARALLEL_MIN 4     /* blocks: split a fetch this large into parallel GETs */
 #define PARALLEL_MAX 4     /* ranged GETs at once for one fetch */
 #define NEG_TTL_NS (10LL * 1000000000LL) /* how long a failed block fetch is remembered */
+#define STREAM_MIN 8     /* blocks: a shorter rest is read with ranged GETs, not a stream */
+#define STREAM_SCAN 4096 /* blocks looked at for where a stream may stop (then: a new one) */
 
 /*
  * One ranged GET of a fetch: [off, off+len) of the pinned version, into @dst
@@ -199,26 +205,49 @@ int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t
 	return r;
 }
 
+/*
+ * The disk cache's key of block @idx ("gcs"), or with @group of the
+ * GCS_DISK_GROUP blocks from @idx on that a stream wrote as one entry
+ * ("gcsg": one file per 16 MiB instead of per 1 MiB; creating a file and
+ * starting the writer's threads per entry cost more CPU than the bytes).
+ */
 static size_t cache_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
-			uint64_t idx)
+			uint64_t idx, bool group)
 {
-	int k = snprintf(key, n, "gcs%c%s/%s%c%llu%c%llu", 0, s->bucket, obj, 0,
-			 (unsigned long long)gen, 0, (unsigned long long)idx);
+	int k = snprintf(key, n, "%s%c%s/%s%c%llu%c%llu", group ? "gcsg" : "gcs", 0, s->bucket, obj,
+			 0, (unsigned long long)gen, 0, (unsigned long long)idx);
 
 	return k < 0 || (size_t)k >= n ? 0 : (size_t)k;
 }
 
+size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
+			  uint64_t first)
+{
+	return cache_key(key, n, s, obj, gen, first, true);
+}
+
+/* @len bytes of @b from its own entry, else from the group entry holding it. */
 static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
 {
 	char key[GCS_NAME_MAX + 512];
-	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx);
+	uint64_t at = 0, first = b->idx - b->idx % GCS_DISK_GROUP;
+	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx, false);
 	struct xprofs_cache_reader *e = NULL;
-	bool ok = false;
+	bool grouped = false, ok = false;
 
-	if (!s->o.cache || !klen || xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0)
+	if (!s->o.cache || !klen)
 		return false;
-	if (xprofs_cache_reader_size(e) == len &&
-	    xprofs_cache_reader_pread(e, b->data, len, 0) == (ssize_t)len)
+	if (xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0) {
+		klen = cache_key(key, sizeof(key), s, b->obj, b->gen, first, true);
+		if (!klen || xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0)
+			return false;
+		grouped = true;
+		at = (b->idx - first) * GCS_BLOCK_SIZE;
+	}
+	/* a block entry is the block; a group entry covers it (a group may end early) */
+	if ((grouped ? xprofs_cache_reader_size(e) >= at + len
+		     : xprofs_cache_reader_size(e) == len) &&
+	    xprofs_cache_reader_pread(e, b->data, len, at) == (ssize_t)len)
 		ok = true;
 	xprofs_cache_reader_close(e);
 	return ok;
@@ -227,7 +256,7 @@ static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
 static void disk_put(struct gcs_store *s, struct blk *b)
 {
 	char key[GCS_NAME_MAX + 512];
-	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx);
+	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx, false);
 	struct xprofs_cache_writer *w = NULL;
 
 	if (!s->o.cache || !klen || xprofs_cache_writer_new(s->o.cache, key, klen, &w) < 0)
@@ -345,6 +374,31 @@ static void blk_evict(struct gcs_store *s)
 	(void)blk_make_room(s, 0);
 }
 
+bool gcs_blk_room(struct gcs_store *s, uint64_t need)
+{
+	return blk_make_room(s, need);
+}
+
+bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b)
+{
+	return disk_get(s, b, b->len);
+}
+
+bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx)
+{
+	char key[GCS_NAME_MAX + 512];
+	uint64_t first = idx - idx % GCS_DISK_GROUP, size;
+	size_t klen = cache_key(key, sizeof(key), s, obj, gen, idx, false);
+
+	if (!s->o.cache || !klen)
+		return false;
+	if (xprofs_cache_peek_size(s->o.cache, key, klen, &size) == 0)
+		return true;
+	klen = cache_key(key, sizeof(key), s, obj, gen, first, true);
+	return klen && xprofs_cache_peek_size(s->o.cache, key, klen, &size) == 0 &&
+	       size > (idx - first) * GCS_BLOCK_SIZE;
+}
+
 /* Fill the loading blocks @v[0..@n) (consecutive indices) from the disk cache or GCS. */
 static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
 {
@@ -410,34 +464,43 @@ static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, u
 	size_t n = 0, i;
 
 	for (i = 0; i < window && idx + i < nblocks; i++) {
-		struct blk *nb;
-
-		if (blk_find(s, f->obj, f->st.generation, idx + i))
+		if (gcs_blk_claim_one(s, f->obj, f->st.generation, idx + i, &v[n]) < 0)
 			break;
-		nb = calloc(1, sizeof(*nb));
-		if (nb && !(nb->obj = strdup(f->obj))) {
-			free(nb);
-			nb = NULL;
-		}
-		if (nb && !(nb->data = malloc(GCS_BLOCK_SIZE))) {
-			free(nb->obj);
-			free(nb);
-			nb = NULL;
-		}
-		if (!nb)
-			break;
-		nb->gen = f->st.generation;
-		nb->idx = idx + i;
-		nb->hash = blk_hash(f->obj, nb->gen, nb->idx);
-		nb->state = GCS_BLK_LOADING;
-		nb->refs = 1; /* the loader's */
-		nb->in_table = true;
-		nb->hnext = s->blk_slots[nb->hash % GCS_BLK_SLOTS];
-		s->blk_slots[nb->hash % GCS_BLK_SLOTS] = nb;
-		s->blk_mem += GCS_BLOCK_SIZE;
-		v[n++] = nb;
+		n++;
 	}
 	return n;
+}
+
+int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx,
+		      struct blk **out)
+{
+	struct blk *nb;
+
+	if (blk_find(s, obj, gen, idx))
+		return -EEXIST;
+	nb = calloc(1, sizeof(*nb));
+	if (nb && !(nb->obj = strdup(obj))) {
+		free(nb);
+		nb = NULL;
+	}
+	if (nb && !(nb->data = malloc(GCS_BLOCK_SIZE))) {
+		free(nb->obj);
+		free(nb);
+		nb = NULL;
+	}
+	if (!nb)
+		return -ENOMEM;
+	nb->gen = gen;
+	nb->idx = idx;
+	nb->hash = blk_hash(obj, gen, idx);
+	nb->state = GCS_BLK_LOADING;
+	nb->refs = 1; /* the loader's */
+	nb->in_table = true;
+	nb->hnext = s->blk_slots[nb->hash % GCS_BLK_SLOTS];
+	s->blk_slots[nb->hash % GCS_BLK_SLOTS] = nb;
+	s->blk_mem += GCS_BLOCK_SIZE;
+	*out = nb;
+	return 0;
 }
 
 /*
@@ -502,9 +565,14 @@ void *gcs_dw_main(void *arg)
  */
 static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
 {
+	blk_load(s, f, v, n);
+	return gcs_blk_publish(s, v, n);
+}
+
+size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n)
+{
 	size_t i, ok = 0;
 
-	blk_load(s, f, v, n);
 	pthread_mutex_lock(&s->blk_lock);
 	for (i = 0; i < n; i++) {
 		v[i]->state = GCS_BLK_READY;
@@ -546,16 +614,47 @@ static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, 
 	return ok;
 }
 
-/* The ready block @idx of @f, fetched (with read-ahead @window) if needed. */
-static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsigned window,
-		   struct blk **out)
+void gcs_blk_release(struct gcs_store *s, struct blk *b)
+{
+	pthread_mutex_lock(&s->blk_lock);
+	blk_unref(s, b);
+	blk_evict(s);
+	pthread_mutex_unlock(&s->blk_lock);
+}
+
+void gcs_blk_abandon(struct gcs_store *s, struct blk *b)
+{
+	pthread_mutex_lock(&s->blk_lock);
+	b->abandoned = true;
+	b->state = GCS_BLK_READY;
+	blk_table_del(s, b);
+	pthread_cond_broadcast(&s->blk_cond);
+	blk_unref(s, b);
+	pthread_mutex_unlock(&s->blk_lock);
+}
+
+/*
+ * The ready block @idx of @f, fetched (with read-ahead @window) if needed.
+ * With a live stream @st (or NULL) that will reach @idx, wait for it instead.
+ */
+static int blk_get(struct gcs_store *s, struct gcs_file *f, struct gcs_stream *st, uint64_t idx,
+		   unsigned window, struct blk **out)
 {
 	struct blk *v[WINDOW_MAX] = {0}, *b;
 	size_t n;
 	int r;
 
 	pthread_mutex_lock(&s->blk_lock);
+again:
 	b = blk_find(s, f->obj, f->st.generation, idx);
+	if (!b && gcs_stream_will_fill(st, idx)) {
+		atomic_fetch_add(&s->ctr.block_waits, 1);
+		s->stream_waiters++;
+		while (!(b = blk_find(s, f->obj, f->st.generation, idx)) &&
+		       gcs_stream_will_fill(st, idx))
+			pthread_cond_wait(&s->blk_cond, &s->blk_lock);
+		s->stream_waiters--;
+	}
 	if (b && b->err && b->state == GCS_BLK_READY && xprofs_mono_ns() >= b->err_until) {
 		blk_table_del(s, b); /* the remembered failure is old: try again */
 		if (b->refs == 0)
@@ -568,6 +667,11 @@ static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsign
 			atomic_fetch_add(&s->ctr.block_waits, 1);
 			while (b->state == GCS_BLK_LOADING)
 				pthread_cond_wait(&s->blk_cond, &s->blk_lock);
+			if (b->abandoned) {
+				/* a stream dropped it half filled: fetch it another way */
+				blk_unref(s, b);
+				goto again;
+			}
 		} else {
 			atomic_fetch_add(&s->ctr.block_hits, 1);
 			if (b->in_table)
@@ -575,6 +679,8 @@ static int blk_get(struct gcs_store *s, struct gcs_file *f, uint64_t idx, unsign
 		}
 		goto done;
 	}
+	if (gcs_stream_running(st))
+		window = 1; /* a block the stream passed (evicted) or skipped: no read-ahead */
 	if (!blk_make_room(s, (uint64_t)window * GCS_BLOCK_SIZE))
 		window = 1; /* in-flight blocks fill the budget: no read-ahead */
 	n = blk_claim(s, f, idx, window, v);
@@ -693,6 +799,53 @@ static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end
 }
 
 /*
+ * After a sequential read ending at @end: make sure a stream (stream.c)
+ * fills what comes next, starting one at the first missing block within
+ * PREFETCH_AHEAD. Returns false when the old way fits better (prefetch
+ * jobs, which read the disk cache): the rest is short, the next block is in
+ * the disk cache (a re-read after a remount), or the last stream is still
+ * ending (a seek just cancelled it).
+ */
+static bool stream_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
+{
+	uint64_t nblocks = (f->st.size + GCS_BLOCK_SIZE - 1) / GCS_BLOCK_SIZE, idx,
+		 first = UINT64_MAX, stop = nblocks;
+	bool running, ok = true;
+
+	pthread_mutex_lock(&f->lock);
+	pthread_mutex_lock(&s->blk_lock);
+	running = gcs_stream_running(f->stream);
+	for (idx = end / GCS_BLOCK_SIZE + 1;
+	     !running && idx < nblocks && idx <= end / GCS_BLOCK_SIZE + PREFETCH_AHEAD; idx++) {
+		if (!blk_find(s, f->obj, f->st.generation, idx)) {
+			first = idx;
+			break;
+		}
+	}
+	/*
+	 * The run ends where blocks are present again (an earlier stream's):
+	 * a GET of them would download bytes only to drop them.
+	 */
+	for (idx = first + 1; first != UINT64_MAX && idx < nblocks && idx < first + STREAM_SCAN;
+	     idx++) {
+		if (blk_find(s, f->obj, f->st.generation, idx)) {
+			stop = idx;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->blk_lock);
+	if (!running && first != UINT64_MAX) {
+		if (stop - first < STREAM_MIN ||
+		    gcs_blk_on_disk(s, f->obj, f->st.generation, first))
+			ok = false;
+		else
+			ok = gcs_stream_start(s, f, first, stop) == 0;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return ok;
+}
+
+/*
  * Drop a reader's reference. @consumed: a sequential reader has read the
  * block to its end and will not come back, so it is the first to go, before
  * the read-ahead blocks it is about to need (plain LRU would evict those).
@@ -739,6 +892,7 @@ int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_re
 ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off)
 {
 	struct gcs_file *f = (struct gcs_file *)base;
+	struct gcs_stream *st; /* lives until close */
 	size_t got = 0;
 	unsigned window, seq_window;
 
@@ -769,6 +923,10 @@ ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_
 	}
 	if (off + n > f->next_off || f->window == 1)
 		f->next_off = off + n;
+	if (f->window == 1)
+		gcs_stream_cancel(f->stream); /* a seek: ranged GETs until it is sequential again */
+	st = f->stream;
+	gcs_stream_reader_at(st, (off + n - 1) / GCS_BLOCK_SIZE);
 	pthread_mutex_unlock(&f->lock);
 
 	while (got < n) {
@@ -777,7 +935,7 @@ ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_
 		struct blk *b;
 		int r;
 
-		r = blk_get(f->s, f, idx, window, &b);
+		r = blk_get(f->s, f, st, idx, window, &b);
 		if (r < 0)
 			return got ? (ssize_t)got : r;
 		k = b->len > boff ? b->len - boff : 0;
@@ -789,7 +947,7 @@ ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_
 			break;
 		got += k;
 	}
-	if (seq_window >= 4)
+	if (seq_window >= 4 && !stream_after(f->s, f, off + got))
 		prefetch_after(f->s, f, off + got);
 	return (ssize_t)got;
 }
@@ -804,6 +962,7 @@ void gcs_close(struct xprofs_store_reader *base)
 {
 	struct gcs_file *f = (struct gcs_file *)base;
 
+	gcs_stream_free(f->stream);
 	pthread_mutex_destroy(&f->lock);
 	free(f->obj);
 	free(f);

@@ -152,6 +152,8 @@ struct gcs_counters {
 	atomic_uint_fast64_t block_misses;    /* fetched from GCS */
 	atomic_uint_fast64_t block_waits;     /* coalesced onto another reader's fetch */
 	atomic_uint_fast64_t prefetched;      /* blocks fetched ahead by the prefetch thread */
+	atomic_uint_fast64_t streams;         /* streaming GETs started (stream.c) */
+	atomic_uint_fast64_t streams_ended; /* ... ended early: a seek, close, idle reader, skips */
 	atomic_uint_fast64_t stale;
 };
 
@@ -201,6 +203,10 @@ struct gcs_req {
 	int resp_fd;
 	uint64_t resp_max;
 	uint8_t *dst; /* ... or a ranged GET: bytes [range_first, range_first+dst_len) land here */
+	/*
+	 * A retried ranged GET asks only for the bytes after the ones already
+	 * reported (dst_frozen): a reset 200 MB into a stream costs no re-download.
+	 */
 	size_t dst_len;
 	uint64_t range_first;
 	/*
@@ -215,6 +221,23 @@ struct gcs_req {
 	size_t dst_block_size;
 	void (*on_progress)(void *progress_arg, size_t n);
 	void *progress_arg;
+	/*
+	 * Optional, instead of @dst: a streaming GET. @sink(@sink_arg, rel, p, n)
+	 * takes the @n bytes at @rel (relative to range_first) of the
+	 * [range_first, range_first+dst_len) range, in order and each byte
+	 * once (after the answer's generation and size were checked; a retry
+	 * resumes after the last byte taken). It may block (flow control);
+	 * it returns 0 or -errno, which ends the request with that error and
+	 * no retry.
+	 */
+	int (*sink)(void *sink_arg, uint64_t rel, const uint8_t *p, size_t n);
+	void *sink_arg;
+	/*
+	 * Optional: once *@cancel is true the request ends with -ECANCELED
+	 * within about a second (libcurl's progress callback, the backoff
+	 * sleep) and is not retried; not counted as an error.
+	 */
+	const atomic_bool *cancel; /* borrowed */
 	/* out */
 	long status;
 	size_t dst_got;    /* bytes placed into dst */
@@ -264,7 +287,9 @@ unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, 
  * Lock order (never take an earlier lock while holding a later one):
  *   s->list_lock -> s->tree_lock -> s->bg_lock
  *   s->w_lock -> w->lock -> s->tree_lock
- * s->blk_lock and f->lock are never held together with another store lock.
+ * f->lock -> s->blk_lock (stream.c: starting, cancelling, positioning a
+ * file's stream); otherwise s->blk_lock and f->lock are never held together
+ * with another store lock.
  * HTTP requests (and so the pool's h->lock and the credentials' lock, both
  * leaves) run with at most s->list_lock (a listing) or w->lock (an upload)
  * held, never with s->tree_lock, s->bg_lock or s->blk_lock.
@@ -288,6 +313,7 @@ struct blk {
 	bool in_table;
 	bool fetched;      /* came from GCS: goes to the disk cache once published */
 	bool published;    /* made ready by the streaming GET before its fetch ended */
+	bool abandoned;    /* a stream dropped it half filled: its waiters fetch it again */
 	int64_t err_until; /* a failed block answers its error until then (mono ns) */
 	struct blk *hnext;
 	struct blk *lru_prev, *lru_next;
@@ -337,6 +363,10 @@ struct gcs_store {
 	struct blk *blk_slots[GCS_BLK_SLOTS]; /* protected by blk_lock */
 	struct blk lru;                       /* sentinel; protected by blk_lock */
 	uint64_t blk_mem;                     /* protected by blk_lock */
+	struct gcs_stream *streams;           /* every file's stream; protected by blk_lock */
+	bool streams_stop;                    /* unmount: no new streams; protected by blk_lock */
+	unsigned stream_waiters;  /* readers waiting for a stream to claim a block; blk_lock */
+	unsigned streams_running; /* runs going: at most half the HTTP handles; blk_lock */
 };
 
 struct gcs_file {
@@ -345,8 +375,9 @@ struct gcs_file {
 	char *obj;
 	struct xprofs_store_stat st;
 	pthread_mutex_t lock;
-	uint64_t next_off; /* protected by lock */
-	unsigned window;   /* blocks; protected by lock */
+	uint64_t next_off;         /* protected by lock */
+	unsigned window;           /* blocks; protected by lock */
+	struct gcs_stream *stream; /* NULL until the first; protected by lock, freed at close */
 };
 
 struct gcs_writer {
@@ -414,6 +445,62 @@ int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_re
 ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off);
 int gcs_file_stat(struct xprofs_store_reader *base, struct xprofs_store_stat *st);
 void gcs_close(struct xprofs_store_reader *base);
+
+/*
+ * blocks.c's block table for stream.c. gcs_blk_claim_one(): blk_lock held; a
+ * new loading block @idx (the loader's reference) into *@out, -EEXIST when
+ * present, -ENOMEM. gcs_blk_room(): blk_lock held; evict idle blocks until
+ * @need more bytes fit, and say whether they do. gcs_blk_disk_get(): @b->len
+ * bytes from the disk cache into @b (no lock). gcs_blk_publish(): make the
+ * loading blocks @v ready (failed ones remember their error), wake their
+ * waiters, hand fetched ones to the disk cache and drop the loader's
+ * references (consumes them); returns how many loaded without error.
+ * gcs_blk_abandon(): drop the loading block @b (and the loader's reference)
+ * half filled; its waiters fetch it again.
+ */
+int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx,
+		      struct blk **out);
+bool gcs_blk_room(struct gcs_store *s, uint64_t need);
+bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b);
+bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx);
+/* gcs_blk_release(): drop a reference taken under blk_lock (b->refs++). */
+void gcs_blk_release(struct gcs_store *s, struct blk *b);
+/*
+ * A stream writes its blocks to the disk cache GCS_DISK_GROUP at a time as
+ * one entry (key: gcs_disk_group_key() of the group's first block, which is
+ * a multiple of GCS_DISK_GROUP); disk_get() looks for a block's own entry,
+ * then for its group's. A group entry may end early (the stream ended).
+ */
+#define GCS_DISK_GROUP 16
+size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
+			  uint64_t first);
+size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n);
+void gcs_blk_abandon(struct gcs_store *s, struct blk *b);
+
+/* ---- stream.c: one streaming GET per sequential reader ---- */
+
+struct gcs_stream;
+/**
+ * gcs_stream_start() - with @f->lock held: (create @f's stream and) start a
+ * run of it at block @idx, up to block @end (exclusive; the object's block
+ * count, or the next block present). -EBUSY while the last run is still ending or
+ * when half the store's HTTP handles already carry streams (each holds one
+ * for as long as it runs; listings, uploads and random reads need the
+ * rest), -ESHUTDOWN at unmount, -ENOMEM, -EAGAIN (no thread).
+ */
+int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx, uint64_t end);
+/** gcs_stream_cancel() - end the run (a seek); returns at once. NULL is fine. */
+void gcs_stream_cancel(struct gcs_stream *st);
+/** gcs_stream_reader_at() - the reader is at block @idx: the run may go STREAM_AHEAD past it. */
+void gcs_stream_reader_at(struct gcs_stream *st, uint64_t idx);
+/** gcs_stream_running() - blk_lock held: a run is going and not cancelled (@st may be NULL). */
+bool gcs_stream_running(const struct gcs_stream *st);
+/** gcs_stream_will_fill() - blk_lock held: the running run will claim block @idx. */
+bool gcs_stream_will_fill(const struct gcs_stream *st, uint64_t idx);
+/** gcs_stream_free() - cancel, join and free @st (at close; consumes it). */
+void gcs_stream_free(struct gcs_stream *st);
+/** gcs_streams_stop() - unmount: cancel every run and wait until they are done. */
+void gcs_streams_stop(struct gcs_store *s);
 
 /* ---- upload.c: spooled writers and uploads ---- */
 

@@ -34,6 +34,13 @@
  * callback; without one the resend fails with CURLE_SEND_FAIL_REWIND), and
  * each resend is counted as a retry (the pre-request callback runs per send).
  *
+ * A ranged GET's bytes go to a buffer, to block buffers, or to a sink (a
+ * streaming read, stream.c) that takes them in order and may block for flow
+ * control. Bytes handed out (dst_frozen) are never asked for again: a retry's
+ * Range starts after them, so a stream reset 200 MB in re-downloads nothing.
+ * A request with a cancel flag ends with -ECANCELED within about a second of
+ * it being set (libcurl's progress callback, the sliced backoff sleep).
+ *
  * A 200 to a ranged GET whose length is the range's, not the object's (a
  * range answered with the wrong status) is not another version: it is
  * retried like a truncation. ESTALE needs evidence of another version: a
@@ -230,7 +237,15 @@ struct attempt {
 	int cb_err;            /* -errno raised inside a callback */
 	unsigned sends;        /* pre-request callbacks: >1 when libcurl resent on its own */
 	bool partial_200;      /* a 200 carrying only the asked range: retried, not ESTALE */
+	uint64_t first;        /* ranged GET: the first byte this attempt asks for */
+	size_t want;           /* ... and how many (a retry resumes after dst_frozen) */
 };
+
+/* A ranged GET: into a buffer, into blocks, or into a streaming sink. */
+static bool is_ranged(const struct gcs_req *rq)
+{
+	return rq->dst || rq->sink;
+}
 
 static void copy_header_value(char *dst, size_t dstn, const char *v, size_t n)
 {
@@ -299,7 +314,7 @@ static int dst_check(struct attempt *a, long status)
 		return -ESTALE;
 	curl_easy_getinfo(a->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
 	if (status == 200 && cl >= 0 && (uint64_t)cl != rq->expect_size) {
-		if ((uint64_t)cl != rq->dst_len ||
+		if ((uint64_t)cl != a->want ||
 		    (rq->goog_generation && rq->goog_generation != rq->expect_generation))
 			return -ESTALE;
 		a->partial_200 = true; /* our range under the wrong status: not a new version */
@@ -308,19 +323,24 @@ static int dst_check(struct attempt *a, long status)
 	return 0;
 }
 
-/* @n bytes at @rel (relative to range_first) into the destination, skipping frozen ones. */
-static void dst_copy(struct gcs_req *rq, size_t rel, const char *p, size_t n)
+/*
+ * @n bytes at @rel (relative to range_first) into the destination, skipping
+ * frozen ones. 0, or the sink's -errno.
+ */
+static int dst_copy(struct gcs_req *rq, size_t rel, const char *p, size_t n)
 {
 	if (rel + n <= rq->dst_frozen)
-		return;
+		return 0;
 	if (rel < rq->dst_frozen) {
 		p += rq->dst_frozen - rel;
 		n -= rq->dst_frozen - rel;
 		rel = rq->dst_frozen;
 	}
+	if (rq->sink)
+		return rq->sink(rq->sink_arg, rel, (const uint8_t *)p, n);
 	if (!rq->dst_blocks) {
 		memcpy(rq->dst + rel, p, n);
-		return;
+		return 0;
 	}
 	while (n > 0) {
 		size_t bi = rel / rq->dst_block_size, bo = rel % rq->dst_block_size;
@@ -331,6 +351,7 @@ static void dst_copy(struct gcs_req *rq, size_t rel, const char *p, size_t n)
 		rel += k;
 		n -= k;
 	}
+	return 0;
 }
 
 static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
@@ -348,7 +369,7 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 		(void)!xprofs_buf_add(&a->err, p, n);
 		return n;
 	}
-	if (!rq->dst) {
+	if (!is_ranged(rq)) {
 		if (rq->to_fd) {
 			ssize_t put;
 
@@ -375,11 +396,11 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 
 		if (a->down_pos == 0 &&
 		    (gcs_content_range_parse(rq->content_range, &first, &last, &total) < 0 ||
-		     first != rq->range_first)) {
+		     first != a->first)) {
 			a->cb_err = -EPROTO;
 			return CURL_WRITEFUNC_ERROR;
 		}
-		start = rq->range_first + a->down_pos;
+		start = a->first + a->down_pos;
 	} else {
 		start = a->down_pos; /* 200: the whole object from byte 0 */
 	}
@@ -396,12 +417,14 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 	take = n - skip;
 	if (take > rq->dst_len - (start - rq->range_first))
 		take = (size_t)(rq->dst_len - (start - rq->range_first));
-	dst_copy(rq, (size_t)(start - rq->range_first), p + skip, take);
+	if ((a->cb_err = dst_copy(rq, (size_t)(start - rq->range_first), p + skip, take)) < 0)
+		return CURL_WRITEFUNC_ERROR;
 	if (start - rq->range_first + take > rq->dst_got)
 		rq->dst_got = (size_t)(start - rq->range_first + take);
-	if (rq->on_progress && rq->dst_got > rq->dst_frozen) {
-		rq->on_progress(rq->progress_arg, rq->dst_got);
-		rq->dst_frozen = rq->dst_got;
+	if ((rq->on_progress || rq->sink) && rq->dst_got > rq->dst_frozen) {
+		if (rq->on_progress)
+			rq->on_progress(rq->progress_arg, rq->dst_got);
+		rq->dst_frozen = rq->dst_got; /* a retry resumes after these */
 	}
 	return n;
 }
@@ -429,6 +452,22 @@ static int on_prereq(void *arg, char *conn_primary_ip, char *conn_local_ip, int 
 	(void)conn_local_port;
 	a->sends++;
 	return CURL_PREREQFUNC_OK;
+}
+
+/* libcurl calls this at least once a second, also while no byte moves. */
+static int on_xferinfo(void *arg, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
+		       curl_off_t ulnow)
+{
+	struct attempt *a = arg;
+
+	(void)dltotal;
+	(void)dlnow;
+	(void)ultotal;
+	(void)ulnow;
+	if (!atomic_load(a->rq->cancel))
+		return 0;
+	a->cb_err = -ECANCELED;
+	return 1; /* CURLE_ABORTED_BY_CALLBACK */
 }
 
 static size_t on_read(char *p, size_t size, size_t nmemb, void *arg)
@@ -520,7 +559,7 @@ static void setup_handle(struct gcs_http *h, struct gcs_req *rq, CURL *c, struct
 	curl_easy_setopt(c, CURLOPT_HEADERDATA, a);
 	curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(c, CURLOPT_WRITEDATA, a);
-	if (rq->dst)
+	if (is_ranged(rq))
 		/* object reads: fewer, larger recv()s and write callbacks than curl's 16 KiB default */
 		curl_easy_setopt(c, CURLOPT_BUFFERSIZE, 512L * 1024);
 	curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
@@ -545,11 +584,16 @@ static void setup_handle(struct gcs_http *h, struct gcs_req *rq, CURL *c, struct
 	}
 	curl_easy_setopt(c, CURLOPT_PREREQFUNCTION, on_prereq);
 	curl_easy_setopt(c, CURLOPT_PREREQDATA, a);
-	if (rq->dst) {
+	if (rq->cancel) {
+		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, on_xferinfo);
+		curl_easy_setopt(c, CURLOPT_XFERINFODATA, a);
+		curl_easy_setopt(c, CURLOPT_NOPROGRESS, 0L);
+	}
+	if (is_ranged(rq)) {
 		char range[96];
 
-		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)rq->range_first,
-			 (unsigned long long)(rq->range_first + rq->dst_len - 1));
+		snprintf(range, sizeof(range), "%llu-%llu", (unsigned long long)a->first,
+			 (unsigned long long)(a->first + a->want - 1));
 		curl_easy_setopt(c, CURLOPT_RANGE, range); /* curl copies it */
 	}
 }
@@ -568,7 +612,10 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 	*truncated = false;
 	xprofs_buf_init(&a.err, 64 * 1024);
 	rq->status = 0;
-	rq->dst_got = 0;
+	/* bytes already handed out are not asked for again */
+	rq->dst_got = rq->dst_frozen;
+	a.first = rq->range_first + rq->dst_frozen;
+	a.want = rq->dst_len - rq->dst_frozen;
 	rq->content_range[0] = rq->range[0] = rq->location[0] = rq->errmsg[0] = '\0';
 	rq->goog_generation = 0;
 	if (rq->resp)
@@ -623,7 +670,7 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 		curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
 		if (cl >= 0 && (uint64_t)cl != a.down_pos)
 			*truncated = true;
-		if (rq->dst && rq->dst_got < rq->dst_len)
+		if (is_ranged(rq) && rq->dst_got < rq->dst_len)
 			*truncated = true; /* the caller asked only for bytes that exist */
 	} else if (a.err.len > 0) {
 		gcs_error_message(a.err.data, a.err.len, rq->errmsg, sizeof(rq->errmsg));
@@ -661,10 +708,16 @@ static void backoff(struct gcs_http *h, const struct gcs_req *rq, unsigned attem
 				 : "server error",
 		     rq->status, attempt, ms);
 	atomic_fetch_add(&h->ctr->retries, 1);
-	ts.tv_sec = ms / 1000;
-	ts.tv_nsec = (long)(ms % 1000) * 1000000L;
-	while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-		;
+	/* in slices, so a cancelled request does not sleep out a 10 s step */
+	while (ms > 0 && !(rq->cancel && atomic_load(rq->cancel))) {
+		unsigned step = ms < 100 ? ms : 100;
+
+		ts.tv_sec = 0;
+		ts.tv_nsec = (long)step * 1000000L;
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+		ms -= step;
+	}
 }
 
 int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
@@ -681,13 +734,18 @@ int gcs_http_do(struct gcs_http *h, struct gcs_req *rq)
 		bool truncated = false;
 
 		attempt++;
+		if (rq->cancel && atomic_load(rq->cancel))
+			return -ECANCELED;
+		if (attempt > 1 && is_ranged(rq) && rq->dst_len && rq->dst_frozen >= rq->dst_len)
+			return 0; /* every byte arrived before the failure: rq->status is that answer's */
 		c = handle_get(h);
 		if (!c)
 			return -ENOMEM;
 		r = attempt_once(h, rq, c, &cc, &truncated);
 		handle_put(h, c, cc != CURLE_OK);
 		if (r < 0) {
-			atomic_fetch_add(&h->ctr->errors, 1);
+			if (r != -ECANCELED)
+				atomic_fetch_add(&h->ctr->errors, 1);
 			return r;
 		}
 		if (!should_retry(h, rq, cc, truncated)) {

@@ -7,13 +7,15 @@ emulator that injects faults, counts requests and can demand OAuth tokens.
                    [--parent-pid PID]
 prints "ready PORT" once listening.
 
-A fault SPEC is "KIND[,nth=N][,count=K][,fraction=F][,match=REGEX][,stall=S][,seed=N]":
+A fault SPEC is "KIND[,nth=N][,count=K][,fraction=F][,match=REGEX][,range=REGEX][,cut=B]
+[,stall=S][,seed=N]":
   KIND      503, 429 or any HTTP status (answered with a GCS JSON error),
             reset     (close the connection with a TCP RST, no answer),
             stall     (read the request, then send nothing for S s, default 300),
             stall_body (send headers and half the body, then nothing for S s),
             truncate  (send headers with the full Content-Length, half the
                        body, then reset),
+            close_body (the same, then a clean close (FIN) instead of a reset),
             reset_body (read half the request body, then reset: an upload cut
                        in the middle; nothing is forwarded),
             reset_after (forward the request - the upstream acts on it - then
@@ -23,6 +25,9 @@ A fault SPEC is "KIND[,nth=N][,count=K][,fraction=F][,match=REGEX][,stall=S][,se
             partial200 (forward; a 206 answer is sent as a 200 with the same
                        partial body and no Content-Range).
   match     regex searched in "METHOD /path?query" (default: every request).
+  range     regex searched in the request's Range header ("" when it has none).
+  cut       truncate, close_body, stall_body: stop after B body bytes instead
+            of half.
   nth=N     fire on the N-th matching request (1-based) and the count-1 next
             ones (count defaults to 1).
   fraction  fire on each matching request with probability F (seeded RNG),
@@ -64,10 +69,11 @@ CHUNK = 256 * 1024
 
 
 class Rule:
-    def __init__(self, kind, nth=None, count=None, fraction=None, match=None, stall=300.0, seed=1):
+    def __init__(self, kind, nth=None, count=None, fraction=None, match=None, stall=300.0, seed=1,
+                 range=None, cut=None):
         self.kind = str(kind)
-        if not (self.kind in ("reset", "stall", "stall_body", "truncate", "reset_body", "reset_after",
-                              "garble", "partial200") or re.fullmatch(r"[1-5]\d\d", self.kind)):
+        if not (self.kind in ("reset", "stall", "stall_body", "truncate", "close_body", "reset_body",
+                              "reset_after", "garble", "partial200") or re.fullmatch(r"[1-5]\d\d", self.kind)):
             raise ValueError("unknown fault kind %r" % kind)
         self.nth = int(nth) if nth is not None else None
         self.fraction = float(fraction) if fraction is not None else None
@@ -76,6 +82,8 @@ class Rule:
         else:
             self.count = 1 if self.nth is not None else -1  # -1: unlimited
         self.match = re.compile(match) if match else None
+        self.range = re.compile(range) if range else None
+        self.cut = int(cut) if cut is not None else None
         self.stall = float(stall)
         self.rng = random.Random(int(seed))
         self.seen = 0
@@ -92,9 +100,11 @@ class Rule:
             kw[k.strip()] = v
         return cls(parts[0].strip(), **kw)
 
-    def decide(self, line):
+    def decide(self, line, range_header=""):
         """Called under the proxy lock for each request: fire or not."""
         if self.match and not self.match.search(line):
+            return False
+        if self.range and not self.range.search(range_header or ""):
             return False
         self.seen += 1
         if self.count >= 0 and self.fired >= self.count:
@@ -139,12 +149,12 @@ class FaultProxy(httpd.Served):
             return "meta"
         return "other"
 
-    def pick_fault(self, line, cls):
+    def pick_fault(self, line, cls, range_header=""):
         with self.lock:
             self.stats["requests"] += 1
             self.stats["by_class"][cls] += 1
             for r in self.rules:
-                if r.decide(line):
+                if r.decide(line, range_header):
                     self.stats["faults"][r.kind] = self.stats["faults"].get(r.kind, 0) + 1
                     return r
         return None
@@ -251,7 +261,7 @@ class FaultProxy(httpd.Served):
                     return self._json(401, {"error": {"code": 401, "message": "Invalid Credentials",
                                                       "errors": [{"reason": "authError"}]}},
                                       [("WWW-Authenticate", 'Bearer realm="https://accounts.google.com/"')])
-                rule = proxy.pick_fault("%s %s" % (self.command, self.path), cls)
+                rule = proxy.pick_fault("%s %s" % (self.command, self.path), cls, self.headers.get("Range"))
                 with proxy.lock:
                     proxy.log.append([round(time.time(), 3), self.command, self.path,
                                       self.headers.get("Range"), rule.kind if rule else None])
@@ -302,7 +312,9 @@ class FaultProxy(httpd.Served):
                 if self.command == "HEAD" or total == 0:
                     resp.read()
                     return
-                cut = total // 2 if rule and rule.kind in ("truncate", "stall_body") else total
+                cut = total
+                if rule and rule.kind in ("truncate", "stall_body", "close_body"):
+                    cut = min(total, rule.cut) if rule.cut is not None else total // 2
                 sent = 0
                 try:
                     while sent < total:
@@ -328,6 +340,9 @@ class FaultProxy(httpd.Served):
                     proxy.upstream(fresh=True)
                     if rule and rule.kind == "stall_body":
                         return self._stall(rule.stall)
+                    if rule and rule.kind == "close_body":
+                        self.close_connection = True  # the server closes after a short body
+                        return
                     return self._reset()
 
             do_GET = do_POST = do_PUT = do_DELETE = do_PATCH = do_HEAD = _proxy
