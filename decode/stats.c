@@ -287,15 +287,89 @@ static int stat_string(struct dec_rctx *rc, struct dec_cur *c, const struct dec_
 	return *out ? 0 : -ENOMEM;
 }
 
+/*
+ * walk_fast() - dec_walk_stats()'s common case, field by field from memory:
+ * while the next field lies wholly in @c's window and is plain (a stats field
+ * of at most 4 KiB, or another field of a well-formed wire type), it is taken
+ * here without the cursor's per-field calls. Anything else (a window edge, a
+ * big stat, a malformed tag) stops it with c->pos at that field's start, where
+ * the general loop takes over, so errors and their messages are the general
+ * loop's. Returns 0 to go on there, or <0 (a callback's error, a malformed
+ * XStat); *done is true when the message was walked to its end.
+ */
+static int walk_fast(struct dec_rctx *rc, struct dec_cur *c, uint64_t mend, uint32_t field,
+		     dec_stat_fn fn, void *arg, bool *done)
+{
+	struct dec_statv s;
+	int r;
+
+	*done = false;
+	while (c->pos < mend) {
+		const uint8_t *p, *q, *e;
+		size_t n = dec_avail(c, &p);
+		uint64_t t, v, at;
+
+		if (n == 0)
+			return 0;
+		q = p;
+		e = p + n;
+		if (rd_varint(&q, e, &t) < 0 || (t >> 3) == 0 || (t >> 3) > 536870911u)
+			return 0;
+		if ((t >> 3) == field) {
+			if ((t & 7) != WT_LEN || rd_varint(&q, e, &v) < 0 || v > 4096 ||
+			    v > (uint64_t)(e - q))
+				return 0;
+			at = c->pos + (uint64_t)(q - p);
+			if (rd_stat(q, q + v, at, &s) < 0)
+				return dec_fail(c, "malformed XStat at offset %" PRIu64, at);
+			c->pos = at + v;
+			if ((r = fn(rc, c, &s, arg)) < 0)
+				return r;
+			c->pos = at + v; /* as the general loop leaves it */
+			c->end = mend;
+			continue;
+		}
+		switch (t & 7) {
+		case WT_VARINT:
+			if (rd_varint(&q, e, &v) < 0)
+				return 0;
+			break;
+		case WT_I64:
+			if (e - q < 8)
+				return 0;
+			q += 8;
+			break;
+		case WT_I32:
+			if (e - q < 4)
+				return 0;
+			q += 4;
+			break;
+		case WT_LEN:
+			if (rd_varint(&q, e, &v) < 0 || v > (uint64_t)(e - q))
+				return 0;
+			q += v;
+			break;
+		default:
+			return 0;
+		}
+		c->pos += (uint64_t)(q - p);
+	}
+	*done = true;
+	return 0;
+}
+
 int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
 		   uint32_t field, dec_stat_fn fn, void *arg)
 {
 	uint64_t pos = c->pos, end = c->end, mend = off + len, slen, send;
 	struct dec_statv s;
+	bool done;
 	int r;
 
 	c->pos = off;
 	c->end = mend;
+	if ((r = walk_fast(rc, c, mend, field, fn, arg, &done)) < 0 || done)
+		goto out;
 	while ((r = dec_next_len_field(c, mend, "stats", field, &slen)) > 0) {
 		send = c->pos + slen;
 		if (slen <= 4096) {
