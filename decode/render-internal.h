@@ -306,6 +306,17 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
 		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg);
 
+/* A task of dec_tasks_run(): task @i on render context @rc (its own when on another thread). */
+typedef int (*dec_task_fn)(struct dec_rctx *rc, size_t i, void *arg);
+/*
+ * dec_tasks_run() - @fn(rc, i, @arg) for i in [0, @n): on the calling thread with @rc when
+ * the profile allows one thread (x->threads), else on up to x->threads threads, each
+ * with a render context of its own, taking the tasks in order. The tasks must be
+ * independent (each writes only its own result). Returns 0, or the error of the lowest
+ * failing task (its message in rc->err), as a loop that stops there would.
+ */
+int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, void *arg);
+
 /* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
 
 struct dec_gzip;

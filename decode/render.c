@@ -13,6 +13,8 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -231,6 +233,93 @@ int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
 	rctx_init(&rc, x, err);
 	r = fn(&rc, arg);
 	rctx_deinit(&rc);
+	return r;
+}
+
+/* What the threads of one dec_tasks_run() share. */
+struct tasks {
+	struct dec_rctx *rc; /* the caller's: settings copied from it */
+	size_t n;
+	dec_task_fn fn;
+	void *arg;
+	atomic_size_t next;   /* the next task to take */
+	atomic_size_t failed; /* the lowest failed task so far (n: none) */
+	int *r;               /* owned: each task's result */
+	char **msg;           /* owned: each failed task's message (NULL: none) */
+};
+
+/* A thread of dec_tasks_run(): takes tasks in order until none is left (or one before failed). */
+static void *tasks_worker(void *arg)
+{
+	struct tasks *t = arg;
+	struct xprofs_buf err;
+	struct dec_rctx rc;
+	size_t i;
+
+	xprofs_buf_init(&err, (size_t)64 << 10);
+	rctx_init(&rc, t->rc->x, &err);
+	rc.host = t->rc->host;
+	rc.win = t->rc->win;
+	rc.win_from = t->rc->win_from;
+	rc.win_to = t->rc->win_to;
+	while ((i = atomic_fetch_add(&t->next, 1)) < t->n) {
+		size_t f = atomic_load(&t->failed);
+
+		if (f < i) /* a loop would have stopped before this one */
+			continue;
+		xprofs_buf_reset(&err);
+		if ((t->r[i] = t->fn(&rc, i, t->arg)) < 0) {
+			t->msg[i] = err.len ? strdup(err.data) : NULL;
+			while (f > i && !atomic_compare_exchange_weak(&t->failed, &f, i))
+				;
+		}
+	}
+	rctx_deinit(&rc);
+	xprofs_buf_deinit(&err);
+	return NULL;
+}
+
+int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, void *arg)
+{
+	pthread_t th[DEC_THREADS_MAX];
+	struct tasks t = {.rc = rc, .n = n, .fn = fn, .arg = arg};
+	size_t nth = 0, f;
+	unsigned want = rc->x->threads;
+	int r = 0;
+
+	if (want <= 1 || n <= 1) { /* the plain loop */
+		for (size_t i = 0; i < n; i++)
+			if ((r = fn(rc, i, arg)) < 0)
+				return r;
+		return 0;
+	}
+	atomic_init(&t.next, 0);
+	atomic_init(&t.failed, n);
+	t.r = calloc(n, sizeof(*t.r));
+	t.msg = calloc(n, sizeof(*t.msg));
+	if (!t.r || !t.msg) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t k = 1; k < want && k < n && k < DEC_THREADS_MAX; k++) {
+		if (pthread_create(&th[nth], NULL, tasks_worker, &t) != 0)
+			break; /* fewer threads is fine */
+		nth++;
+	}
+	tasks_worker(&t);
+	for (size_t k = 0; k < nth; k++)
+		pthread_join(th[k], NULL);
+	f = atomic_load(&t.failed);
+	if (f < n) {
+		r = t.r[f];
+		if (t.msg[f] && rc->err && rc->err->len == 0)
+			(void)!xprofs_buf_adds(rc->err, t.msg[f]);
+	}
+out:
+	for (size_t i = 0; t.msg && i < n; i++)
+		free(t.msg[i]);
+	free(t.msg);
+	free(t.r);
 	return r;
 }
 

@@ -723,26 +723,54 @@ static int ops_plane_write(struct dec_rctx *rc, size_t pi, struct dec_ops *d, st
 	return dec_out_flush(o, false);
 }
 
+/* One plane of ops.json, computed by dec_tasks_run(). */
+struct ops_slot {
+	struct dec_ops d;
+	int r;
+};
+
+/* A dec_task_fn: plane @pi's op table into slot @pi (arg: struct ops_slot[]). */
+static int ops_task(struct dec_rctx *rc, size_t pi, void *arg)
+{
+	struct ops_slot *s = &((struct ops_slot *)arg)[pi];
+
+	return s->r = dec_ops_plane(rc, pi, &s->d);
+}
+
+/*
+ * dec_view_ops() - the planes' op tables are independent: they are computed
+ * first (on several threads when the profile allows, dec_tasks_run()), then
+ * written in plane order; a failing plane ends the output where a plane-by-plane
+ * loop would have.
+ */
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
+	struct ops_slot *slot = calloc(x->n_planes + 1, sizeof(*slot));
 	bool first_plane = true;
-	struct dec_ops d;
 	int r = 0;
 
+	if (!slot)
+		return -ENOMEM;
+	(void)dec_tasks_run(rc, x->n_planes, ops_task, slot); /* each slot has its result */
 	OUT_LIT(o, "{\"planes\":[");
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
-		if ((r = dec_ops_plane(rc, pi, &d)) < 0)
-			return r;
-		if (d.events) { /* else: not an op plane, or no op events */
+		struct dec_ops *d = &slot[pi].d;
+
+		if ((r = slot[pi].r) < 0)
+			goto out;
+		if (d->events) { /* else: not an op plane, or no op events */
 			OUT_RAW(o, first_plane ? "\n{\"name\":" : ",\n{\"name\":");
 			first_plane = false;
-			r = ops_plane_write(rc, pi, &d, o);
+			if ((r = ops_plane_write(rc, pi, d, o)) < 0)
+				goto out;
 		}
-		dec_ops_free(&d);
-		if (r < 0)
-			return r;
+		dec_ops_free(d);
 	}
 	OUT_LIT(o, "\n]}\n");
-	return 0;
+out:
+	for (size_t pi = 0; pi < x->n_planes; pi++)
+		dec_ops_free(&slot[pi].d);
+	free(slot);
+	return r;
 }
