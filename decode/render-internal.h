@@ -308,14 +308,17 @@ int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
 
 /* A task of dec_tasks_run(): task @i on render context @rc (its own when on another thread). */
 typedef int (*dec_task_fn)(struct dec_rctx *rc, size_t i, void *arg);
+/* What task @i costs, roughly (events it reads): the costliest are started first. */
+typedef uint64_t (*dec_task_cost_fn)(const struct xprofs_xspace *x, size_t i, void *arg);
 /*
  * dec_tasks_run() - @fn(rc, i, @arg) for i in [0, @n): on the calling thread with @rc when
  * the profile allows one thread (x->threads), else on up to x->threads threads, each
- * with a render context of its own, taking the tasks in order. The tasks must be
- * independent (each writes only its own result). Returns 0, or the error of the lowest
- * failing task (its message in rc->err), as a loop that stops there would.
+ * with a render context of its own, taking the tasks costliest first (@cost, may be
+ * NULL: in order), so that a big plane does not run alone at the end. The tasks must
+ * be independent (each writes only its own result). Returns 0, or the error of the
+ * lowest failing task (its message in rc->err), as a loop that stops there would.
  */
-int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, void *arg);
+int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_fn cost, void *arg);
 
 /* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
 

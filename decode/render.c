@@ -242,7 +242,8 @@ struct tasks {
 	size_t n;
 	dec_task_fn fn;
 	void *arg;
-	atomic_size_t next;   /* the next task to take */
+	size_t *order;        /* owned: the tasks, costliest first */
+	atomic_size_t next;   /* the next task to take (index into order) */
 	atomic_size_t failed; /* the lowest failed task so far (n: none) */
 	int *r;               /* owned: each task's result */
 	char **msg;           /* owned: each failed task's message (NULL: none) */
@@ -265,6 +266,7 @@ static void *tasks_worker(void *arg)
 	while ((i = atomic_fetch_add(&t->next, 1)) < t->n) {
 		size_t f = atomic_load(&t->failed);
 
+		i = t->order[i];
 		if (f < i) /* a loop would have stopped before this one */
 			continue;
 		xprofs_buf_reset(&err);
@@ -279,10 +281,26 @@ static void *tasks_worker(void *arg)
 	return NULL;
 }
 
-int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, void *arg)
+/* For sorting the tasks: cost descending, then index. */
+struct task_key {
+	uint64_t cost;
+	size_t i;
+};
+
+static int task_key_cmp(const void *a, const void *b)
+{
+	const struct task_key *x = a, *y = b;
+
+	if (x->cost != y->cost)
+		return x->cost > y->cost ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_fn cost, void *arg)
 {
 	pthread_t th[DEC_THREADS_MAX];
 	struct tasks t = {.rc = rc, .n = n, .fn = fn, .arg = arg};
+	struct task_key *key = NULL;
 	size_t nth = 0, f;
 	unsigned want = rc->x->threads;
 	int r = 0;
@@ -297,10 +315,17 @@ int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, void *arg)
 	atomic_init(&t.failed, n);
 	t.r = calloc(n, sizeof(*t.r));
 	t.msg = calloc(n, sizeof(*t.msg));
-	if (!t.r || !t.msg) {
+	t.order = malloc(n * sizeof(*t.order));
+	key = malloc(n * sizeof(*key));
+	if (!t.r || !t.msg || !t.order || !key) {
 		r = -ENOMEM;
 		goto out;
 	}
+	for (size_t i = 0; i < n; i++)
+		key[i] = (struct task_key){cost ? cost(rc->x, i, arg) : 0, i};
+	qsort(key, n, sizeof(*key), task_key_cmp);
+	for (size_t i = 0; i < n; i++)
+		t.order[i] = key[i].i;
 	for (size_t k = 1; k < want && k < n && k < DEC_THREADS_MAX; k++) {
 		if (pthread_create(&th[nth], NULL, tasks_worker, &t) != 0)
 			break; /* fewer threads is fine */
@@ -320,6 +345,8 @@ out:
 		free(t.msg[i]);
 	free(t.msg);
 	free(t.r);
+	free(t.order);
+	free(key);
 	return r;
 }
 

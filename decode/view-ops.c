@@ -737,6 +737,13 @@ static int ops_task(struct dec_rctx *rc, size_t pi, void *arg)
 	return s->r = dec_ops_plane(rc, pi, &s->d);
 }
 
+/* A dec_task_cost_fn: a plane's events. */
+static uint64_t ops_cost(const struct xprofs_xspace *x, size_t pi, void *arg)
+{
+	(void)arg;
+	return x->planes[pi].events;
+}
+
 /*
  * dec_view_ops() - the planes' op tables are independent: they are computed
  * first (on several threads when the profile allows, dec_tasks_run()), then
@@ -752,7 +759,8 @@ int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 
 	if (!slot)
 		return -ENOMEM;
-	(void)dec_tasks_run(rc, x->n_planes, ops_task, slot); /* each slot has its result */
+	(void)dec_tasks_run(rc, x->n_planes, ops_task, ops_cost,
+			    slot); /* each slot has its result */
 	OUT_LIT(o, "{\"planes\":[");
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
 		struct dec_ops *d = &slot[pi].d;
