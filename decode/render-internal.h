@@ -170,6 +170,17 @@ struct dec_render_arg {
 /* dec_render_stat() - a dec_stat_fn writing "name":value pairs (arg: struct dec_render_arg). */
 int dec_render_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
 
+/* The strings of a struct dec_opstats, as bits of its owned / plain masks. */
+enum {
+	DEC_OS_CATEGORY,
+	DEC_OS_HLO_OP,
+	DEC_OS_STEP_NAME,
+	DEC_OS_HLO_MODULE,
+	DEC_OS_KERNEL_DETAILS,
+	DEC_OS_TF_OP,
+	DEC_OS_NSTR
+};
+
 /* Interesting stats for ops/steps, from metadata or event stats. */
 struct dec_opstats {
 	char *category, *hlo_op, *step_name; /* owned */
@@ -186,6 +197,17 @@ struct dec_opstats {
 	bool has_program_id;
 	int64_t dev_off, dev_dur; /* device_offset_ps / device_duration_ps */
 	bool has_dev_off, has_dev_dur;
+	/*
+	 * Per-event walks: with @borrow (set by the caller) a string whose stat is a
+	 * ref points at the stat metadata's name (borrowed until the next
+	 * dec_md_gc(), so for the event being handled) instead of a copy, and
+	 * ref[i] is that ref: the string's identity within the plane, for caches
+	 * keyed by it. Bit i of @owned: string i is a copy (dec_opstats_clear()
+	 * frees it); of @plain: it came from a value, not a ref (no identity).
+	 */
+	bool borrow;
+	uint8_t owned, plain;
+	int64_t ref[DEC_OS_NSTR];
 };
 void dec_opstats_clear(struct dec_opstats *s);
 /* dec_collect_stat() - a dec_stat_fn filling a struct dec_opstats. */

@@ -415,15 +415,77 @@ int dec_render_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_sta
 	return stat_value(rc, c, s, a->o);
 }
 
+/* The string field of @os for bit @i (DEC_OS_*). */
+static char **opstats_str(struct dec_opstats *os, int i)
+{
+	switch (i) {
+	case DEC_OS_CATEGORY:
+		return &os->category;
+	case DEC_OS_HLO_OP:
+		return &os->hlo_op;
+	case DEC_OS_STEP_NAME:
+		return &os->step_name;
+	case DEC_OS_HLO_MODULE:
+		return &os->hlo_module;
+	case DEC_OS_KERNEL_DETAILS:
+		return &os->kernel_details;
+	default:
+		return &os->tf_op;
+	}
+}
+
 void dec_opstats_clear(struct dec_opstats *s)
 {
-	free(s->category);
-	free(s->hlo_op);
-	free(s->step_name);
-	free(s->hlo_module);
-	free(s->kernel_details);
-	free(s->tf_op);
+	if (s->borrow) { /* only the copies are ours */
+		for (int i = 0; s->owned && i < DEC_OS_NSTR; i++)
+			if (s->owned & (1u << i))
+				free(*opstats_str(s, i));
+	} else {
+		free(s->category);
+		free(s->hlo_op);
+		free(s->step_name);
+		free(s->hlo_module);
+		free(s->kernel_details);
+		free(s->tf_op);
+	}
 	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * opstats_set() - string @i of @os from stat @s: a copy, or in borrow mode the
+ * ref'd stat metadata's name itself (the same characters a copy would have:
+ * stat_string() copies that NUL-terminated name).
+ */
+static int opstats_set(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
+		       struct dec_opstats *os, int i)
+{
+	char **dst = opstats_str(os, i);
+	const struct dec_stmd *ref;
+	uint8_t bit = (uint8_t)(1u << i);
+	int r;
+
+	if (!os->borrow) {
+		free(*dst);
+		*dst = NULL;
+		return stat_string(rc, c, s, dst);
+	}
+	if (os->owned & bit)
+		free(*dst);
+	*dst = NULL;
+	os->owned &= (uint8_t)~bit;
+	os->plain &= (uint8_t)~bit;
+	if (s->kind == SV_REF) {
+		if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+			return r;
+		*dst = ref->name;
+		os->ref[i] = (int64_t)s->u;
+		return 0;
+	}
+	os->plain |= bit;
+	if ((r = stat_string(rc, c, s, dst)) < 0)
+		return r;
+	os->owned |= bit;
+	return 0;
 }
 
 /* The stats dec_collect_stat() looks at, by name (class 0: not yet known). */
@@ -474,7 +536,7 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 	struct dec_opstats *os = arg;
 	const struct dec_stmd *m;
 	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
-	char **dst = NULL;
+	int si = -1;
 	int8_t kind;
 	double d;
 	int r;
@@ -489,13 +551,13 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 		kind = ((struct dec_stmd *)m)->ckind = collect_kind(m->name, m->name_len);
 	switch (kind) {
 	case CK_CATEGORY:
-		dst = &os->category;
+		si = DEC_OS_CATEGORY;
 		break;
 	case CK_HLO_OP:
-		dst = &os->hlo_op;
+		si = DEC_OS_HLO_OP;
 		break;
 	case CK_STEP_NAME:
-		dst = &os->step_name;
+		si = DEC_OS_STEP_NAME;
 		break;
 	case CK_FLOPS:
 		if (stat_number(s, &d))
@@ -510,13 +572,13 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 			os->step_num = (int64_t)s->u, os->has_step_num = true;
 		break;
 	case CK_HLO_MODULE: /* the analyses' strings, only when asked for (docs/stats.md) */
-		dst = os->strings ? &os->hlo_module : NULL;
+		si = os->strings ? DEC_OS_HLO_MODULE : -1;
 		break;
 	case CK_KERNEL_DETAILS:
-		dst = os->strings ? &os->kernel_details : NULL;
+		si = os->strings ? DEC_OS_KERNEL_DETAILS : -1;
 		break;
 	case CK_TF_OP:
-		dst = os->strings ? &os->tf_op : NULL;
+		si = os->strings ? DEC_OS_TF_OP : -1;
 		break;
 	case CK_MODEL_FLOPS:
 		if (stat_number(s, &d))
@@ -535,12 +597,7 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 			os->dev_dur = (int64_t)s->u, os->has_dev_dur = true;
 		break;
 	}
-	if (dst) {
-		free(*dst);
-		*dst = NULL;
-		return stat_string(rc, c, s, dst);
-	}
-	return 0;
+	return si >= 0 ? opstats_set(rc, c, s, os, si) : 0;
 }
 
 int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct dec_event *e,

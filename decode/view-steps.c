@@ -99,7 +99,7 @@ static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 		       void *arg)
 {
 	struct steps *st = arg;
-	struct dec_opstats os = {0};
+	struct dec_opstats os = {.borrow = true};
 	struct step *s;
 	struct dec_out lo;
 	int r;
