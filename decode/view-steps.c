@@ -236,6 +236,7 @@ int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size
 
 struct mline {
 	struct dec_rctx rc; /* only rc.x and rc.ev are used */
+	bool dev;           /* a device plane's op line (counts towards device_ps) */
 	struct dec_line_it it;
 	struct dec_event e;         /* the line's next event */
 	const uint8_t *cls;         /* borrowed: its plane's event type by metadata index */
@@ -305,6 +306,7 @@ static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *
 		const struct dec_line *l = &rc->x->lines[li[i]];
 
 		ml->rc.x = rc->x;
+		ml->dev = dec_plane_is_device(&rc->x->planes[l->plane]);
 		ml->cls = cls ? cls[l->plane] : NULL;
 		ml->evx = &rc->x->planes[l->plane].ev;
 		dec_cur_init(&ml->rc.ev, rc->x->r, rc->err);
@@ -490,13 +492,17 @@ fail:
 struct active { /* an open event of a sweep */
 	int64_t end;
 	uint8_t type;
+	bool dev; /* of a device op line */
 };
 
 struct sweep {
 	struct active *a; /* owned: a min-heap by end */
 	size_t n, cap;
 	int64_t cnt[BD_N]; /* open events by type */
+	int64_t ndev;      /* open events of device op lines */
 	int64_t t;         /* where the last segment ended */
+	bool fuse;         /* also add device_ps: the time any device op event is open */
+	bool lost;         /* an event was not pushed (ACTIVE_MAX): device_ps is not the union */
 };
 
 static void act_sift_down(struct sweep *w, size_t i)
@@ -516,17 +522,20 @@ static void act_sift_down(struct sweep *w, size_t i)
 	}
 }
 
-static int act_push(struct sweep *w, int64_t end, uint8_t type)
+static int act_push(struct sweep *w, int64_t end, uint8_t type, bool dev)
 {
 	size_t i;
 	int r;
 
-	if (w->n >= ACTIVE_MAX)
+	if (w->n >= ACTIVE_MAX) {
+		w->lost = true;
 		return 0;
+	}
 	if ((r = xprofs_grow(&w->a, &w->cap, w->n, sizeof(*w->a), 64)) < 0)
 		return r;
 	i = w->n++;
-	w->a[i] = (struct active){end, type};
+	w->a[i] = (struct active){end, type, dev};
+	w->ndev += dev;
 	while (i && w->a[(i - 1) / 2].end > w->a[i].end) {
 		struct active t = w->a[i];
 
@@ -546,13 +555,19 @@ static int sweep_top(const struct sweep *w)
 	return BD_IDLE;
 }
 
-/* sweep_to() - the time up to @t goes to the highest open type. */
+/*
+ * sweep_to() - the time up to @t goes to the highest open type, and (fused) to
+ * device_ps when a device op event is open: the pieces where one is open are
+ * the union of the device op events that merge_union() would add, in parts.
+ */
 static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
 {
 	int top = sweep_top(w);
 
 	if (t > w->t && top != BD_IDLE)
 		busy_add_typed(b, w->t, t, top);
+	if (t > w->t && w->fuse && w->ndev > 0)
+		busy_add_typed(b, w->t, t, BD_N);
 	if (t > w->t)
 		w->t = t;
 }
@@ -560,12 +575,13 @@ static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
 /*
  * merge_sweep() - ToNonOverlappedEvents() over the events of lines @li[0..n)
  * in start order: every piece of time goes to the highest-priority type open
- * then; ends come before starts at the same time.
+ * then; ends come before starts at the same time. With @fuse, device_ps too
+ * (the union of the device op lines among @li); *lost: it is not exact.
  */
 static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
-		       struct busy_add *b)
+		       struct busy_add *b, bool fuse, bool *lost)
 {
-	struct sweep w = {0};
+	struct sweep w = {.fuse = fuse};
 	struct merge m;
 	int r;
 
@@ -579,6 +595,7 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 		if (w.n && (!ml || w.a[0].end <= ml->e.start_ps)) {
 			sweep_to(&w, w.a[0].end, b);
 			w.cnt[w.a[0].type]--;
+			w.ndev -= w.a[0].dev;
 			w.a[0] = w.a[--w.n];
 			act_sift_down(&w, 0);
 			continue;
@@ -591,7 +608,7 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 					 : (dec_plane_is_device(&rc->x->planes[ml->it.l->plane])
 						    ? BD_DEVICE_COMPUTE
 						    : BD_HOST_COMPUTE);
-		if ((r = act_push(&w, ml->e.end_ps, type)) < 0)
+		if ((r = act_push(&w, ml->e.end_ps, type, ml->dev)) < 0)
 			goto out;
 		if ((r = mnext(ml)) < 0)
 			goto out;
@@ -601,6 +618,7 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 	}
 	r = 0;
 out:
+	*lost = w.lost;
 	merge_free(&m);
 	free(w.a);
 	return r;
@@ -614,9 +632,11 @@ static void busy_add_fn(void *arg, int64_t from, int64_t to)
 /*
  * steps_device() - device_ps: per device plane with steps, the union of its
  * op lines; for the steps of the other planes (host), the union of the op
- * lines of every device plane.
+ * lines of every device plane. @done: per plane (and [n_planes] for the host
+ * steps) whether steps_breakdown()'s sweep already added it.
  */
-static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb)
+static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb,
+			const bool *done)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
@@ -634,9 +654,9 @@ static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra,
 		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
 			const struct dec_plane *p = &x->planes[q];
 
-			if (pass == 0 && (rb[q] <= ra[q] || !dec_plane_is_device(p)))
+			if (pass == 0 && (rb[q] <= ra[q] || !dec_plane_is_device(p) || done[q]))
 				continue;
-			if (pass == 1 && (!host_steps || q > 0))
+			if (pass == 1 && (!host_steps || q > 0 || done[x->n_planes]))
 				break;
 			b.plane = pass == 0 ? q : SIZE_MAX;
 			n = 0;
@@ -684,12 +704,38 @@ static size_t bd_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size
 }
 
 /*
+ * sweep_fusable() - whether a sweep over @li[0..n) (bd_lines() of a group) can also
+ * give that group's device_ps exactly: it has every device op line merge_union()
+ * would take (bd_lines() was not cut at MERGE_MAX), and each line is known to be in
+ * time order (the union's and the sweep's treatments of out-of-order events differ).
+ */
+static bool sweep_fusable(const struct xprofs_xspace *x, const size_t *li, size_t n)
+{
+	if (n >= MERGE_MAX || x->tracks_only)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (x->lines[li[i]].unsorted)
+			return false;
+	return true;
+}
+
+/* device_reset() - device_ps back to 0 for steps [a, b) (a sweep's partial union). */
+static void device_reset(struct steps *st, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++)
+		st->s[i].device = 0;
+}
+
+/*
  * steps_breakdown() - every step's time by XProf's event types: a device plane's
  * steps from its op lines, host steps from every device op line and the host op
  * lines; the rest of the step is idle. More than MERGE_MAX lines: the first ones only.
+ * Where the sweep has every line the union needs (sweep_fusable()), it adds
+ * device_ps as well, and done[q] (done[n_planes]: the host steps) says so: one pass
+ * over those lines instead of two.
  */
 static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *ra,
-			   const size_t *rb)
+			   const size_t *rb, bool *done)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
@@ -707,15 +753,31 @@ static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *
 		r = classify_plane(rc, q, &cls[q]);
 	}
 	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+		bool fuse, lost = false;
+
 		if (rb[q] <= ra[q] || !dec_plane_is_device(&x->planes[q]))
 			continue;
 		b.plane = q;
-		if ((n = bd_lines(x, q, li, MERGE_MAX)))
-			r = merge_sweep(rc, li, n, cls, &b);
+		n = bd_lines(x, q, li, MERGE_MAX);
+		fuse = sweep_fusable(x, li, n);
+		if (n)
+			r = merge_sweep(rc, li, n, cls, &b, fuse, &lost);
+		done[q] = fuse && !lost;
+		if (fuse && lost)
+			device_reset(st, ra[q], rb[q]);
 	}
-	if (r == 0 && host_steps && (n = bd_lines(x, SIZE_MAX, li, MERGE_MAX))) {
+	if (r == 0 && host_steps) {
+		bool fuse, lost = false;
+
 		b.plane = SIZE_MAX;
-		r = merge_sweep(rc, li, n, cls, &b);
+		n = bd_lines(x, SIZE_MAX, li, MERGE_MAX);
+		fuse = sweep_fusable(x, li, n);
+		if (n)
+			r = merge_sweep(rc, li, n, cls, &b, fuse, &lost);
+		done[x->n_planes] = fuse && !lost;
+		for (size_t q = 0; fuse && lost && q < x->n_planes; q++)
+			if (!dec_plane_is_device(&x->planes[q]))
+				device_reset(st, ra[q], rb[q]);
 	}
 	for (size_t i = 0; r == 0 && i < st->n; i++) {
 		struct step *s = &st->s[i];
@@ -817,6 +879,7 @@ static void out_summary(struct dec_out *o, const struct xprofs_xspace *x, const 
 static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb)
 {
 	struct xprofs_xspace *x = rc->x;
+	bool *done;
 	int r;
 
 	*ra = calloc(x->n_planes + 1, sizeof(**ra));
@@ -830,10 +893,14 @@ static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, siz
 			(*ra)[st->s[i].plane] = i;
 		(*rb)[st->s[i].plane] = i + 1;
 	}
-	if (st->n && ((r = steps_device(rc, st, *ra, *rb)) < 0 ||
-		      (r = steps_breakdown(rc, st, *ra, *rb)) < 0))
-		return r;
-	return 0;
+	if (!st->n)
+		return 0;
+	if (!(done = calloc(x->n_planes + 1, sizeof(*done))))
+		return -ENOMEM;
+	if ((r = steps_breakdown(rc, st, *ra, *rb, done)) == 0)
+		r = steps_device(rc, st, *ra, *rb, done);
+	free(done);
+	return r;
 }
 
 /* The plane whose steps the overview shows: host steps first (the steps XProf groups
