@@ -23,7 +23,7 @@
 #define STEPS_MAX ((size_t)1 << 20)
 
 struct busy_add;
-static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot);
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot, bool dev);
 
 /*
  * XProf's step-time event types (event_span.h EventType), in its priority
@@ -70,6 +70,7 @@ struct steps {
 	size_t n, cap;
 	bool cut;
 	size_t plane, line; /* of the line being collected */
+	size_t *hint;       /* owned, per plane: steps_add()'s last answer (where to look first) */
 };
 
 static int step_cmp(const void *a, const void *b)
@@ -148,11 +149,22 @@ static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 	return dec_line_each(rc, li, steps_full, steps_event, st);
 }
 
-/* Add the overlap of [start, end) to @slot (BD_N: device time) of the steps of plane range [a, b). */
-static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end, int slot)
+/*
+ * steps_find() - the first step of [a, b) starting at or after @end. The pieces
+ * of a sweep come in time order, so the last answer (*hint) or the next one
+ * usually is it; else a binary search.
+ */
+static size_t steps_find(const struct steps *st, size_t a, size_t b, int64_t end, size_t *hint)
 {
-	size_t lo = a, hi = b;
+	size_t lo = *hint, hi;
 
+	if (lo >= a && lo <= b && (lo == a || st->s[lo - 1].start < end)) {
+		while (lo < b && st->s[lo].start < end && lo - *hint < 2)
+			lo++;
+		if (lo == b || st->s[lo].start >= end)
+			return *hint = lo;
+	}
+	lo = a, hi = b;
 	while (lo < hi) { /* first step starting at or after @end */
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -161,17 +173,35 @@ static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64
 		else
 			hi = mid;
 	}
+	return *hint = lo;
+}
+
+/*
+ * steps_add() - add the overlap of [start, end) to @slot (BD_N: device time; -1:
+ * none) and, with @dev, to the device time too, of the steps of plane range [a, b).
+ */
+static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end, int slot,
+		      bool dev, size_t *hint)
+{
+	size_t lo = steps_find(st, a, b, end, hint);
+
 	for (size_t k = lo; k > a; k--) {
 		struct step *s = &st->s[k - 1];
 		int64_t s_end = dec_sat_add(s->start, s->dur);
 		int64_t from = start > s->start ? start : s->start;
 		int64_t to = end < s_end ? end : s_end;
-		int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
 
 		if (s_end <= start)
 			break;
-		if (to > from)
-			*acc = dec_sat_add(*acc, to - from);
+		if (to > from) {
+			if (slot >= 0) {
+				int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
+
+				*acc = dec_sat_add(*acc, to - from);
+			}
+			if (dev)
+				s->device = dec_sat_add(s->device, to - from);
+		}
 	}
 }
 
@@ -198,6 +228,7 @@ static void steps_free(struct steps *st)
 	for (size_t i = 0; i < st->n; i++)
 		free(st->s[i].label);
 	free(st->s);
+	free(st->hint);
 }
 
 int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n)
@@ -380,19 +411,19 @@ struct busy_add {
 	const struct xprofs_xspace *x;
 };
 
-static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot)
+/* busy_add_typed() - [from, to) to type @slot (-1: none; BD_N: device) and, with @dev, device. */
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot, bool dev)
 {
 	if (b->plane != SIZE_MAX) {
-		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to, slot);
+		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to, slot, dev,
+			  &b->st->hint[b->plane]);
 		return;
 	}
 	for (size_t q = 0; q < b->n_planes; q++) {
-		bool dev = dec_plane_is_device(&b->x->planes[q]);
-
 		if (b->rb[q] <= b->ra[q])
 			continue;
-		if (!dev)
-			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot);
+		if (!dec_plane_is_device(&b->x->planes[q]))
+			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot, dev, &b->st->hint[q]);
 	}
 }
 
@@ -563,11 +594,10 @@ static int sweep_top(const struct sweep *w)
 static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
 {
 	int top = sweep_top(w);
+	bool dev = w->fuse && w->ndev > 0;
 
-	if (t > w->t && top != BD_IDLE)
-		busy_add_typed(b, w->t, t, top);
-	if (t > w->t && w->fuse && w->ndev > 0)
-		busy_add_typed(b, w->t, t, BD_N);
+	if (t > w->t && (top != BD_IDLE || dev))
+		busy_add_typed(b, w->t, t, top != BD_IDLE ? top : -1, dev);
 	if (t > w->t)
 		w->t = t;
 }
@@ -626,7 +656,7 @@ out:
 
 static void busy_add_fn(void *arg, int64_t from, int64_t to)
 {
-	busy_add_typed(arg, from, to, BD_N);
+	busy_add_typed(arg, from, to, BD_N, false);
 }
 
 /*
@@ -895,6 +925,8 @@ static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, siz
 	}
 	if (!st->n)
 		return 0;
+	if (!(st->hint = calloc(x->n_planes + 1, sizeof(*st->hint))))
+		return -ENOMEM;
 	if (!(done = calloc(x->n_planes + 1, sizeof(*done))))
 		return -ENOMEM;
 	if ((r = steps_breakdown(rc, st, *ra, *rb, done)) == 0)
