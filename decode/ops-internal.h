@@ -87,5 +87,12 @@ struct dec_busy {
 	bool any;
 };
 int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b);
+/*
+ * dec_steps_overview_busy() - dec_steps_overview(), and where the step sweep of a
+ * device plane q already merged all its op lines, busy_ok[q] true and busy[q] what
+ * dec_device_busy(q) gives (@busy, @busy_ok: x->n_planes each, or both NULL).
+ */
+int dec_steps_overview_busy(struct dec_rctx *rc, struct dec_step_summary *sum,
+			    struct dec_busy *busy, bool *busy_ok);
 
 #endif

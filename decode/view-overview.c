@@ -66,13 +66,34 @@ static void out_cstr_or_null(struct dec_out *o, const char *s)
 struct ov_slot {
 	struct dec_ops ops;
 	struct dec_busy busy; /* device planes */
+	bool from_steps;      /* busy is left to the steps' sweep (ov_busy_in_steps()) */
 };
 
 /* The tasks of one overview: the steps' summary, then per plane its ops and its busy time. */
 struct ov_tasks {
 	struct dec_step_summary steps;
-	struct ov_slot *slot; /* owned, one per plane */
+	struct ov_slot *slot;   /* owned, one per plane */
+	struct dec_busy *sbusy; /* owned: the busy times the steps' sweep gave */
+	bool *sbusy_ok;         /* owned: which */
 };
+
+/*
+ * ov_busy_in_steps() - whether device plane @q's busy time will likely come with
+ * the steps (it has steps, so their sweep merges its op lines: one pass less); when
+ * it does not after all, it is computed afterwards.
+ */
+static bool ov_busy_in_steps(const struct xprofs_xspace *x, size_t q)
+{
+	const struct dec_plane *p = &x->planes[q];
+
+	if (x->tracks_only || !dec_plane_is_device(p))
+		return false;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps") &&
+		    x->lines[j].events)
+			return true;
+	return false;
+}
 
 /*
  * ov_task() - a dec_task_fn: task 0 is dec_steps_overview(), task 1 + 2q plane
@@ -84,10 +105,10 @@ static int ov_task(struct dec_rctx *rc, size_t i, void *arg)
 	size_t q = (i - 1) / 2;
 
 	if (i == 0)
-		return dec_steps_overview(rc, &t->steps);
+		return dec_steps_overview_busy(rc, &t->steps, t->sbusy, t->sbusy_ok);
 	if (i % 2)
 		return dec_ops_plane(rc, q, &t->slot[q].ops);
-	if (!dec_plane_is_device(&rc->x->planes[q]))
+	if (!dec_plane_is_device(&rc->x->planes[q]) || t->slot[q].from_steps)
 		return 0;
 	return dec_device_busy(rc, q, &t->slot[q].busy);
 }
@@ -99,14 +120,16 @@ static int ov_task(struct dec_rctx *rc, size_t i, void *arg)
  */
 static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 {
-	(void)arg;
+	const struct ov_tasks *t = arg;
+	size_t q = (i - 1) / 2;
+
 	if (i == 0)
 		return x->totals.events;
 	if (i % 2 == 0) /* busy time: a merge without stats, device planes only */
-		return dec_plane_is_device(&x->planes[(i - 1) / 2])
-			       ? x->planes[(i - 1) / 2].events / 2
+		return dec_plane_is_device(&x->planes[q]) && !t->slot[q].from_steps
+			       ? x->planes[q].events / 2
 			       : 0;
-	return x->planes[(i - 1) / 2].events;
+	return x->planes[q].events;
 }
 
 /* ov_plane() - add device or host plane @q (its ops and busy time in @s) to @d. */
@@ -320,10 +343,25 @@ int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
 	memset(&t, 0, sizeof(t));
 	d.ops.m.other = -1;
 	d.all_peaks = true;
-	if (!(t.slot = calloc(x->n_planes + 1, sizeof(*t.slot))))
-		return -ENOMEM;
+	t.slot = calloc(x->n_planes + 1, sizeof(*t.slot));
+	t.sbusy = calloc(x->n_planes + 1, sizeof(*t.sbusy));
+	t.sbusy_ok = calloc(x->n_planes + 1, sizeof(*t.sbusy_ok));
+	if (!t.slot || !t.sbusy || !t.sbusy_ok) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t q = 0; q < x->n_planes; q++)
+		t.slot[q].from_steps = ov_busy_in_steps(x, q);
 	if ((r = dec_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
 		goto out;
+	for (size_t q = 0; q < x->n_planes; q++) {
+		if (!t.slot[q].from_steps)
+			continue;
+		if (t.sbusy_ok[q])
+			t.slot[q].busy = t.sbusy[q];
+		else if ((r = dec_device_busy(rc, q, &t.slot[q].busy)) < 0)
+			goto out;
+	}
 	for (size_t q = 0; q < x->n_planes; q++)
 		if ((r = ov_plane(rc, q, &t.slot[q], &d)) < 0)
 			goto out;
@@ -345,9 +383,11 @@ int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
 	out_bottleneck(o, steps);
 	OUT_LIT(o, "}\n");
 out:
-	for (size_t q = 0; q < x->n_planes; q++)
+	for (size_t q = 0; t.slot && q < x->n_planes; q++)
 		dec_ops_free(&t.slot[q].ops);
 	free(t.slot);
+	free(t.sbusy);
+	free(t.sbusy_ok);
 	dec_ops_free(&d.ops);
 	dec_plane_facts_clear(&d.f);
 	return r;

@@ -71,6 +71,7 @@ struct steps {
 	bool cut;
 	size_t plane, line; /* of the line being collected */
 	size_t *hint;       /* owned, per plane: steps_add()'s last answer (where to look first) */
+	struct dec_busy *busy; /* owned, per plane: its op lines' union, where done[q] */
 };
 
 static int step_cmp(const void *a, const void *b)
@@ -229,6 +230,7 @@ static void steps_free(struct steps *st)
 		free(st->s[i].label);
 	free(st->s);
 	free(st->hint);
+	free(st->busy);
 }
 
 int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n)
@@ -529,11 +531,12 @@ struct active { /* an open event of a sweep */
 struct sweep {
 	struct active *a; /* owned: a min-heap by end */
 	size_t n, cap;
-	int64_t cnt[BD_N]; /* open events by type */
-	int64_t ndev;      /* open events of device op lines */
-	int64_t t;         /* where the last segment ended */
-	bool fuse;         /* also add device_ps: the time any device op event is open */
-	bool lost;         /* an event was not pushed (ACTIVE_MAX): device_ps is not the union */
+	int64_t cnt[BD_N];    /* open events by type */
+	int64_t ndev;         /* open events of device op lines */
+	int64_t t;            /* where the last segment ended */
+	bool fuse;            /* also add device_ps: the time any device op event is open */
+	bool lost;            /* an event was not pushed (ACTIVE_MAX): device_ps is not the union */
+	struct dec_busy busy; /* fused: the union of the device op events, as dec_device_busy() */
 };
 
 static void act_sift_down(struct sweep *w, size_t i)
@@ -598,6 +601,8 @@ static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
 
 	if (t > w->t && (top != BD_IDLE || dev))
 		busy_add_typed(b, w->t, t, top != BD_IDLE ? top : -1, dev);
+	if (t > w->t && dev)
+		w->busy.busy = dec_sat_add(w->busy.busy, t - w->t);
 	if (t > w->t)
 		w->t = t;
 }
@@ -609,7 +614,7 @@ static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
  * (the union of the device op lines among @li); *lost: it is not exact.
  */
 static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
-		       struct busy_add *b, bool fuse, bool *lost)
+		       struct busy_add *b, bool fuse, bool *lost, struct dec_busy *busy)
 {
 	struct sweep w = {.fuse = fuse};
 	struct merge m;
@@ -638,6 +643,15 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 					 : (dec_plane_is_device(&rc->x->planes[ml->it.l->plane])
 						    ? BD_DEVICE_COMPUTE
 						    : BD_HOST_COMPUTE);
+		if (ml->dev) { /* busy_sum_fn()'s first / last: the union's ends */
+			int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
+
+			if (!w.busy.any || s < w.busy.first)
+				w.busy.first = s;
+			if (!w.busy.any || t > w.busy.last)
+				w.busy.last = t;
+			w.busy.any = true;
+		}
 		if ((r = act_push(&w, ml->e.end_ps, type, ml->dev)) < 0)
 			goto out;
 		if ((r = mnext(ml)) < 0)
@@ -649,6 +663,7 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 	r = 0;
 out:
 	*lost = w.lost;
+	*busy = w.busy;
 	merge_free(&m);
 	free(w.a);
 	return r;
@@ -790,8 +805,9 @@ static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *
 		b.plane = q;
 		n = bd_lines(x, q, li, MERGE_MAX);
 		fuse = sweep_fusable(x, li, n);
+		memset(&st->busy[q], 0, sizeof(st->busy[q]));
 		if (n)
-			r = merge_sweep(rc, li, n, cls, &b, fuse, &lost);
+			r = merge_sweep(rc, li, n, cls, &b, fuse, &lost, &st->busy[q]);
 		done[q] = fuse && !lost;
 		if (fuse && lost)
 			device_reset(st, ra[q], rb[q]);
@@ -799,11 +815,13 @@ static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *
 	if (r == 0 && host_steps) {
 		bool fuse, lost = false;
 
+		struct dec_busy all;
+
 		b.plane = SIZE_MAX;
 		n = bd_lines(x, SIZE_MAX, li, MERGE_MAX);
 		fuse = sweep_fusable(x, li, n);
 		if (n)
-			r = merge_sweep(rc, li, n, cls, &b, fuse, &lost);
+			r = merge_sweep(rc, li, n, cls, &b, fuse, &lost, &all);
 		done[x->n_planes] = fuse && !lost;
 		for (size_t q = 0; fuse && lost && q < x->n_planes; q++)
 			if (!dec_plane_is_device(&x->planes[q]))
@@ -906,7 +924,8 @@ static void out_summary(struct dec_out *o, const struct xprofs_xspace *x, const 
 
 /* steps_compute() - every step with its device time and breakdown; *ra, *rb: per plane
  * the range of its steps (caller frees both and the steps). */
-static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb)
+static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb,
+			 bool **done_out)
 {
 	struct xprofs_xspace *x = rc->x;
 	bool *done;
@@ -925,13 +944,17 @@ static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, siz
 	}
 	if (!st->n)
 		return 0;
-	if (!(st->hint = calloc(x->n_planes + 1, sizeof(*st->hint))))
+	if (!(st->hint = calloc(x->n_planes + 1, sizeof(*st->hint))) ||
+	    !(st->busy = calloc(x->n_planes + 1, sizeof(*st->busy))))
 		return -ENOMEM;
 	if (!(done = calloc(x->n_planes + 1, sizeof(*done))))
 		return -ENOMEM;
 	if ((r = steps_breakdown(rc, st, *ra, *rb, done)) == 0)
 		r = steps_device(rc, st, *ra, *rb, done);
-	free(done);
+	if (done_out)
+		*done_out = done;
+	else
+		free(done);
 	return r;
 }
 
@@ -954,7 +977,7 @@ int dec_steps_each(struct dec_rctx *rc, dec_step_fn fn, void *arg)
 	size_t *ra = NULL, *rb = NULL, pick;
 	int r;
 
-	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+	if ((r = steps_compute(rc, &st, &ra, &rb, NULL)) < 0)
 		goto out;
 	pick = steps_pick(rc->x, ra, rb);
 	for (size_t i = 0; pick != SIZE_MAX && i < rb[pick] - ra[pick] && r == 0; i++) {
@@ -969,24 +992,37 @@ out:
 	return r;
 }
 
-int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
+int dec_steps_overview_busy(struct dec_rctx *rc, struct dec_step_summary *sum,
+			    struct dec_busy *busy, bool *busy_ok)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct steps st = {0};
 	size_t *ra = NULL, *rb = NULL, pick;
+	bool *done = NULL;
 	int r;
 
 	memset(sum, 0, sizeof(*sum));
-	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+	if ((r = steps_compute(rc, &st, &ra, &rb, &done)) < 0)
 		goto out;
 	pick = steps_pick(x, ra, rb);
 	if (pick != SIZE_MAX)
 		steps_summarize(&st, ra[pick], rb[pick], sum);
+	for (size_t q = 0; busy && q < x->n_planes; q++) {
+		busy_ok[q] = done && done[q] && dec_plane_is_device(&x->planes[q]);
+		if (busy_ok[q])
+			busy[q] = st.busy[q];
+	}
 out:
 	steps_free(&st);
 	free(ra);
 	free(rb);
+	free(done);
 	return r;
+}
+
+int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
+{
+	return dec_steps_overview_busy(rc, sum, NULL, NULL);
 }
 
 /* A union interval: adds to struct dec_busy. */
@@ -1023,7 +1059,7 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 	size_t *ra = NULL, *rb = NULL; /* per plane: range of its steps */
 	int r = 0;
 
-	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+	if ((r = steps_compute(rc, &st, &ra, &rb, NULL)) < 0)
 		goto out;
 	OUT_LIT(o, "{\"steps\":[");
 	for (size_t i = 0; i < st.n; i++) {
