@@ -72,6 +72,7 @@ struct dec_rctx {
 	const char *host; /* borrowed, may be NULL: the host name of trace.json's processes */
 	bool win;         /* a slice: line walks keep events overlapping [win_from, win_to) */
 	xprofs_ps128 win_from, win_to;
+	bool in_task; /* a dec_tasks_run() thread's: its tasks run their own tasks in a loop */
 };
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */

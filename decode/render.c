@@ -263,6 +263,7 @@ static void *tasks_worker(void *arg)
 	rc.win = t->rc->win;
 	rc.win_from = t->rc->win_from;
 	rc.win_to = t->rc->win_to;
+	rc.in_task = true;
 	while ((i = atomic_fetch_add(&t->next, 1)) < t->n) {
 		size_t f = atomic_load(&t->failed);
 
@@ -305,7 +306,7 @@ int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_f
 	unsigned want = rc->x->threads;
 	int r = 0;
 
-	if (want <= 1 || n <= 1) { /* the plain loop */
+	if (want <= 1 || n <= 1 || rc->in_task) { /* the plain loop */
 		for (size_t i = 0; i < n; i++)
 			if ((r = fn(rc, i, arg)) < 0)
 				return r;

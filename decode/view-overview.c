@@ -66,7 +66,7 @@ static void out_cstr_or_null(struct dec_out *o, const char *s)
 struct ov_slot {
 	struct dec_ops ops;
 	struct dec_busy busy; /* device planes */
-	bool from_steps;      /* busy is left to the steps' sweep (ov_busy_in_steps()) */
+	bool from_steps;      /* busy is left to the steps' sweep (dec_busy_in_steps()) */
 };
 
 /* The tasks of one overview: the steps' summary, then per plane its ops and its busy time. */
@@ -76,24 +76,6 @@ struct ov_tasks {
 	struct dec_busy *sbusy; /* owned: the busy times the steps' sweep gave */
 	bool *sbusy_ok;         /* owned: which */
 };
-
-/*
- * ov_busy_in_steps() - whether device plane @q's busy time will likely come with
- * the steps (it has steps, so their sweep merges its op lines: one pass less); when
- * it does not after all, it is computed afterwards.
- */
-static bool ov_busy_in_steps(const struct xprofs_xspace *x, size_t q)
-{
-	const struct dec_plane *p = &x->planes[q];
-
-	if (x->tracks_only || !dec_plane_is_device(p))
-		return false;
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
-		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps") &&
-		    x->lines[j].events)
-			return true;
-	return false;
-}
 
 /*
  * ov_task() - a dec_task_fn: task 0 is dec_steps_overview(), task 1 + 2q plane
@@ -351,7 +333,7 @@ int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
 		goto out;
 	}
 	for (size_t q = 0; q < x->n_planes; q++)
-		t.slot[q].from_steps = ov_busy_in_steps(x, q);
+		t.slot[q].from_steps = dec_busy_in_steps(x, q);
 	if ((r = dec_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++) {

@@ -771,62 +771,79 @@ static void device_reset(struct steps *st, size_t a, size_t b)
 		st->s[i].device = 0;
 }
 
+/* The sweeps of one steps_breakdown(), as dec_tasks_run() tasks. */
+struct bd_tasks {
+	struct steps *st;
+	const size_t *ra, *rb;
+	uint8_t **cls; /* per plane: its event types by metadata index */
+	bool *done;
+	bool host_steps;
+};
+
+/*
+ * bd_task() - a dec_task_fn: task q < n_planes sweeps device plane q's op lines
+ * for its steps, task n_planes every op line for the host steps. They write to
+ * disjoint steps (their planes'), hints, busy times and done flags.
+ */
+static int bd_task(struct dec_rctx *rc, size_t q, void *arg)
+{
+	struct bd_tasks *t = arg;
+	struct xprofs_xspace *x = rc->x;
+	struct steps *st = t->st;
+	struct busy_add b = {st, t->ra, t->rb, q, x->n_planes, x};
+	size_t *li, n;
+	bool fuse, lost = false, host = q == x->n_planes;
+	struct dec_busy all, *busy = host ? &all : &st->busy[q];
+	int r = 0;
+
+	if (host ? !t->host_steps : t->rb[q] <= t->ra[q] || !dec_plane_is_device(&x->planes[q]))
+		return 0;
+	if (!(li = malloc(MERGE_MAX * sizeof(*li))))
+		return -ENOMEM;
+	b.plane = host ? SIZE_MAX : q;
+	n = bd_lines(x, b.plane, li, MERGE_MAX);
+	fuse = sweep_fusable(x, li, n);
+	memset(busy, 0, sizeof(*busy));
+	if (n)
+		r = merge_sweep(rc, li, n, t->cls, &b, fuse, &lost, busy);
+	t->done[q] = fuse && !lost;
+	for (size_t p = 0; fuse && lost && p < x->n_planes; p++)
+		if (host ? !dec_plane_is_device(&x->planes[p]) : p == q)
+			device_reset(st, t->ra[p], t->rb[p]);
+	free(li);
+	return r;
+}
+
+/* A dec_task_cost_fn: the events a sweep reads, roughly. */
+static uint64_t bd_cost(const struct xprofs_xspace *x, size_t q, void *arg)
+{
+	(void)arg;
+	return q < x->n_planes ? x->planes[q].events : x->totals.events;
+}
+
 /*
  * steps_breakdown() - every step's time by XProf's event types: a device plane's
  * steps from its op lines, host steps from every device op line and the host op
  * lines; the rest of the step is idle. More than MERGE_MAX lines: the first ones only.
  * Where the sweep has every line the union needs (sweep_fusable()), it adds
  * device_ps as well, and done[q] (done[n_planes]: the host steps) says so: one pass
- * over those lines instead of two.
+ * over those lines instead of two. The sweeps run as dec_tasks_run() tasks.
  */
 static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *ra,
 			   const size_t *rb, bool *done)
 {
 	struct xprofs_xspace *x = rc->x;
-	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
-	uint8_t **cls = calloc(x->n_planes + 1, sizeof(*cls));
-	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
-	bool host_steps = false;
+	struct bd_tasks t = {st, ra, rb, calloc(x->n_planes + 1, sizeof(*t.cls)), done, false};
 	int r = 0;
 
-	if (!cls || !li) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!t.cls)
+		return -ENOMEM;
 	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		host_steps |= rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]);
-		r = classify_plane(rc, q, &cls[q]);
+		t.host_steps |= rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]);
+		r = classify_plane(rc, q, &t.cls[q]);
 	}
-	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		bool fuse, lost = false;
-
-		if (rb[q] <= ra[q] || !dec_plane_is_device(&x->planes[q]))
-			continue;
-		b.plane = q;
-		n = bd_lines(x, q, li, MERGE_MAX);
-		fuse = sweep_fusable(x, li, n);
-		memset(&st->busy[q], 0, sizeof(st->busy[q]));
-		if (n)
-			r = merge_sweep(rc, li, n, cls, &b, fuse, &lost, &st->busy[q]);
-		done[q] = fuse && !lost;
-		if (fuse && lost)
-			device_reset(st, ra[q], rb[q]);
-	}
-	if (r == 0 && host_steps) {
-		bool fuse, lost = false;
-
-		struct dec_busy all;
-
-		b.plane = SIZE_MAX;
-		n = bd_lines(x, SIZE_MAX, li, MERGE_MAX);
-		fuse = sweep_fusable(x, li, n);
-		if (n)
-			r = merge_sweep(rc, li, n, cls, &b, fuse, &lost, &all);
-		done[x->n_planes] = fuse && !lost;
-		for (size_t q = 0; fuse && lost && q < x->n_planes; q++)
-			if (!dec_plane_is_device(&x->planes[q]))
-				device_reset(st, ra[q], rb[q]);
-	}
+	if (r == 0)
+		r = dec_tasks_run(rc, x->n_planes + 1, bd_task, bd_cost, &t);
 	for (size_t i = 0; r == 0 && i < st->n; i++) {
 		struct step *s = &st->s[i];
 		int64_t busy = 0;
@@ -835,11 +852,9 @@ static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *
 			busy = dec_sat_add(busy, s->bd[k]);
 		s->bd[BD_IDLE] = s->dur > busy ? s->dur - busy : 0;
 	}
-out:
-	for (size_t q = 0; cls && q < x->n_planes; q++)
-		free(cls[q]);
-	free(cls);
-	free(li);
+	for (size_t q = 0; q < x->n_planes; q++)
+		free(t.cls[q]);
+	free(t.cls);
 	return r;
 }
 
@@ -1023,6 +1038,86 @@ out:
 int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
 {
 	return dec_steps_overview_busy(rc, sum, NULL, NULL);
+}
+
+bool dec_busy_in_steps(const struct xprofs_xspace *x, size_t q)
+{
+	const struct dec_plane *p = &x->planes[q];
+
+	if (x->tracks_only || !dec_plane_is_device(p))
+		return false;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps") &&
+		    x->lines[j].events)
+			return true;
+	return false;
+}
+
+/* The tasks of one dec_steps_busy_sum(): the steps, then each device plane's union. */
+struct sb_tasks {
+	struct dec_step_summary *sum;
+	struct dec_busy *busy, *sbusy; /* owned, per plane: the union; the steps' sweep's */
+	bool *pred, *sok;              /* owned, per plane: left to the steps; given by them */
+};
+
+static int sb_task(struct dec_rctx *rc, size_t i, void *arg)
+{
+	struct sb_tasks *t = arg;
+
+	if (i == 0)
+		return dec_steps_overview_busy(rc, t->sum, t->sbusy, t->sok);
+	if (!dec_plane_is_device(&rc->x->planes[i - 1]) || t->pred[i - 1])
+		return 0;
+	return dec_device_busy(rc, i - 1, &t->busy[i - 1]);
+}
+
+static uint64_t sb_cost(const struct xprofs_xspace *x, size_t i, void *arg)
+{
+	const struct sb_tasks *t = arg;
+
+	if (i == 0)
+		return x->totals.events;
+	return dec_plane_is_device(&x->planes[i - 1]) && !t->pred[i - 1] ? x->planes[i - 1].events
+									 : 0;
+}
+
+int dec_steps_busy_sum(struct dec_rctx *rc, struct dec_step_summary *sum, int64_t *busy,
+		       int64_t *span)
+{
+	struct xprofs_xspace *x = rc->x;
+	size_t n = x->n_planes + 1;
+	struct sb_tasks t = {sum, calloc(n, sizeof(*t.busy)), calloc(n, sizeof(*t.sbusy)),
+			     calloc(n, sizeof(*t.pred)), calloc(n, sizeof(*t.sok))};
+	int r = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	*busy = *span = 0;
+	if (!t.busy || !t.sbusy || !t.pred || !t.sok) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t q = 0; q < x->n_planes; q++)
+		t.pred[q] = dec_busy_in_steps(x, q);
+	if ((r = dec_tasks_run(rc, n, sb_task, sb_cost, &t)) < 0)
+		goto out;
+	for (size_t q = 0; q < x->n_planes; q++) {
+		const struct dec_busy *b = &t.busy[q];
+
+		if (!dec_plane_is_device(&x->planes[q]))
+			continue;
+		if (t.pred[q] && t.sok[q])
+			b = &t.sbusy[q];
+		else if (t.pred[q] && (r = dec_device_busy(rc, q, &t.busy[q])) < 0)
+			goto out;
+		*busy = dec_sat_add(*busy, b->busy);
+		*span = dec_sat_add(*span, b->any ? dec_sat_add(b->last, -b->first) : 0);
+	}
+out:
+	free(t.busy);
+	free(t.sbusy);
+	free(t.pred);
+	free(t.sok);
+	return r;
 }
 
 /* A union interval: adds to struct dec_busy. */

@@ -325,7 +325,11 @@ static int do_session(const struct args *a)
 						       .arg = &fds[i],
 						       .size = (uint64_t)st.st_size,
 						       .data = NULL};
-			if ((r = xprofs_xspace_open(&rd[i], &err, &xs[i])) < 0) {
+			/* fd_pread() is pread(2): thread-safe, so the index and the
+			 * analyses may use --threads */
+			struct xprofs_xspace_opts xo = {.threads = a->threads};
+
+			if ((r = xprofs_xspace_open_opts(&rd[i], &xo, &err, &xs[i])) < 0) {
 				errs[i] = xprofs_buf_steal(&err, NULL);
 				if (!errs[i])
 					errs[i] = strdup(strerror(-r));
