@@ -17,7 +17,8 @@
  * The file is read with pread() through a bounded window (memory does not
  * grow with the file); --mmap uses the zero-copy path instead (faster, but
  * the mapped pages count in the process's RSS). Planes are indexed on
- * --threads threads (files of 64 MiB and more). Output goes to stdout,
+ * --threads threads (files of 64 MiB and more), and the stats views split
+ * their planes over as many. Output goes to stdout,
  * errors to stderr with a non-zero exit.
  */
 #include <dirent.h>
@@ -82,9 +83,9 @@ static void usage(FILE *f)
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
 		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
 		   "baseline)\n"
-		   "options: --mmap (zero-copy reads), --threads N (index planes on N threads;\n"
-		   "         default: online CPUs, at most 4), --log-level LEVEL, --help, "
-		   "--version\n");
+		   "options: --mmap (zero-copy reads), --threads N (index planes and compute the\n"
+		   "         stats views on N threads; default: online CPUs, at most 4),\n"
+		   "         --log-level LEVEL, --help, --version\n");
 }
 
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
