@@ -105,6 +105,53 @@ int dec_stat_parse(struct dec_cur *c, struct dec_statv *s)
 	return 0;
 }
 
+/*
+ * rd_stat_canonical() - the form every serializer writes: metadata_id, then one
+ * value field, nothing else. 1 and @s filled (as the general loop would), or 0:
+ * anything else, for the general loop.
+ */
+static inline int rd_stat_canonical(const uint8_t *p, const uint8_t *e, uint64_t off,
+				    struct dec_statv *s)
+{
+	const uint8_t *b = p, *q = p + 1;
+	uint64_t md, v = 0;
+	unsigned t;
+
+	if (e - p < 3 || p[0] != DEC_TAG(XSTAT_F_METADATA_ID, WT_VARINT) ||
+	    rd_varint(&q, e, &md) < 0 || q >= e)
+		return 0;
+	t = *q++;
+	switch (t) {
+	case DEC_TAG(XSTAT_F_UINT64, WT_VARINT):
+	case DEC_TAG(XSTAT_F_INT64, WT_VARINT):
+	case DEC_TAG(XSTAT_F_REF, WT_VARINT):
+		if (rd_varint(&q, e, &v) < 0 || q != e)
+			return 0;
+		*s = (struct dec_statv){.md = (int64_t)md, .kind = (int)(t >> 3), .u = v};
+		return 1;
+	case DEC_TAG(XSTAT_F_DOUBLE, WT_I64):
+		if (e - q != 8)
+			return 0;
+		for (int i = 7; i >= 0; i--)
+			v = (v << 8) | q[i];
+		*s = (struct dec_statv){.md = (int64_t)md, .kind = SV_DOUBLE};
+		memcpy(&s->d, &v, sizeof(v));
+		return 1;
+	case DEC_TAG(XSTAT_F_STR, WT_LEN):
+	case DEC_TAG(XSTAT_F_BYTES, WT_LEN):
+	case DEC_TAG(XSTAT_F_COMPRESSED, WT_LEN):
+		if (rd_varint(&q, e, &v) < 0 || v != (uint64_t)(e - q))
+			return 0;
+		*s = (struct dec_statv){.md = (int64_t)md,
+					.kind = (int)(t >> 3),
+					.off = off + (uint64_t)(q - b),
+					.len = v};
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* The fast path: an XStat body [p, e) in memory that starts at file offset @off; -1: malformed. */
 static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_statv *s)
 {
@@ -113,6 +160,8 @@ static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_
 	uint32_t f;
 	int known;
 
+	if (rd_stat_canonical(p, e, off, s))
+		return 0;
 	memset(s, 0, sizeof(*s));
 	while (p < e) {
 		if ((known = rd_known_field(&p, e, xstat_field_wire, &f, &v, &data)) < 0)
