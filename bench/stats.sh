@@ -17,6 +17,8 @@
 #   bench/stats.sh                       # 1G TPU and GPU, 8 x 100M session, build dir "build"
 #   BUILD=build-x SIZE=100M KINDS=gpu SESSION_HOSTS=0 bench/stats.sh
 #   REPEAT=3 KEEP=1 bench/stats.sh       # min of 3, keep the profiles for the next run
+#   BEFORE=/tmp/old-build bench/stats.sh # also that build's xprofs-decode, run by turns
+#                                        # with this one (same load), in a "before s" column
 #
 # Targets (issue 10): each view of a 1 GiB profile < 3 s and < 64 MB RSS,
 # cold; the session summary of 8 x 100 MB < 10 s cold; misses are marked,
@@ -33,6 +35,7 @@ REPEAT=${REPEAT:-1}
 SESSION_HOSTS=${SESSION_HOSTS:-8}
 SESSION_SIZE=${SESSION_SIZE:-100M}
 SESSION_KIND=${SESSION_KIND:-tpu}
+BEFORE=${BEFORE:-}
 OUT=bench/out
 GEN=$BUILD/tools/xprofs-gen
 DEC=$BUILD/tools/xprofs-decode
@@ -43,8 +46,8 @@ for b in "$GEN" "$DEC"; do
 done
 mkdir -p "$OUT"
 
-bench_head "stats views, cold" "$(date -u '+%F %H:%M UTC'), $(nproc) CPUs, build $BUILD" \
-	-- kind size view "wall s" "RSS MB" "load (1 min)" target >"$RES"
+bench_head "stats views, cold" "$(date -u '+%F %H:%M UTC'), $(nproc) CPUs, build $BUILD${BEFORE:+, before: $BEFORE}" \
+	-- kind size view "wall s" "RSS MB" "load (1 min)" target "before s" >"$RES"
 made=()
 
 # measure WHAT TARGET_S FILE... -- CMD...: the fastest of REPEAT cold runs of CMD
@@ -78,17 +81,43 @@ measure() {
 	rm -f "$log" "$log.err"
 }
 
-row() { # kind size view target_s result...
-	local kind=$1 size=$2 v=$3 target=$4 t mb method rc rest load ok
-	shift 4
+row() { # kind size view target_s before_s result...
+	local kind=$1 size=$2 v=$3 target=$4 before=$5 t mb method rc rest load ok
+	shift 5
 	read -r t mb method rc rest <<<"$*"
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	if [ "$rc" != 0 ]; then
-		echo "| $kind | $size | $v | fail | | $load | $rest |"
+		echo "| $kind | $size | $v | fail | | $load | $rest | $before |"
 		return
 	fi
 	ok=$(awk -v t="$t" -v m="$mb" -v T="$target" 'BEGIN { print (t < T && m < 64) ? "ok" : "MISS" }')
-	echo "| $kind | $size | $v | $t | $mb | $load | < $target s, < 64 MB: $ok ($method, min of $REPEAT) |"
+	echo "| $kind | $size | $v | $t | $mb | $load | < $target s, < 64 MB: $ok ($method, min of $REPEAT) | $before |"
+}
+
+# timed FILES... -- ARGS...: measure() of this build's xprofs-decode ARGS; with BEFORE,
+# that build's too, by turns (REPEAT rounds of one run each), so both see the same load.
+# Prints "before_s result..." (before_s "-" without BEFORE).
+timed() {
+	local files=() a b t bt="" r="" rep=$REPEAT
+	while [ "$1" != -- ]; do
+		files+=("$1")
+		shift
+	done
+	shift
+	if [ -z "$BEFORE" ]; then
+		echo "- $(measure "${files[@]}" -- "$DEC" "$@")"
+		return
+	fi
+	REPEAT=1
+	for _ in $(seq "$rep"); do
+		b=$(measure "${files[@]}" -- "$BEFORE/tools/xprofs-decode" "$@")
+		a=$(measure "${files[@]}" -- "$DEC" "$@")
+		t=${b%% *}
+		if [ -z "$bt" ] || awk -v x="$t" -v y="$bt" 'BEGIN { exit !(x < y) }'; then bt=$t; fi
+		if [ -z "$r" ] || awk -v x="${a%% *}" -v y="${r%% *}" 'BEGIN { exit !(x < y) }'; then r=$a; fi
+	done
+	REPEAT=$rep
+	echo "$bt $r"
 }
 
 for kind in $KINDS; do
@@ -97,7 +126,7 @@ for kind in $KINDS; do
 	views="ops steps overview"
 	[ "$kind" = gpu ] && views="$views kernels"
 	for v in $views; do
-		row "$kind" "$SIZE" "$v" 3 "$(measure "$f" -- "$DEC" "$f" --view "$v")" | tee -a "$RES"
+		row "$kind" "$SIZE" "$v" 3 $(timed "$f" -- "$f" --view "$v") | tee -a "$RES"
 	done
 done
 if [ "$SESSION_HOSTS" -gt 0 ]; then
@@ -109,7 +138,7 @@ if [ "$SESSION_HOSTS" -gt 0 ]; then
 			--hosts "$SESSION_HOSTS" --logdir "$sd" --run r --session s >/dev/null
 	fi
 	row "$SESSION_KIND session" "${SESSION_HOSTS}x$SESSION_SIZE" summary.json 10 \
-		"$(measure "$dir"/*.xplane.pb -- "$DEC" "$dir" --session)" | tee -a "$RES"
+		$(timed "$dir"/*.xplane.pb -- "$dir" --session) | tee -a "$RES"
 	[ "${KEEP:-0}" != 1 ] && rm -rf "$sd"
 fi
 if [ "${KEEP:-0}" != 1 ]; then
