@@ -9,7 +9,11 @@
  * a time. The common event (tag, short length, wholly in the window) is
  * parsed inline by dec_event_fast(); dec_line_next_slow() takes any other
  * field order or size. Output already written before a failure is not
- * retracted; the reason goes to @err once.
+ * retracted; the reason goes to @err once. dec_tasks_run() splits a view's
+ * independent parts over the profile's thread allowance (x->threads), each
+ * thread with a render context of its own; the tasks' results land in
+ * their own slots and the lowest failing task's error is the one reported,
+ * so any thread count gives the same bytes and error.
  */
 #include <errno.h>
 #include <inttypes.h>

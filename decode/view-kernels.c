@@ -9,6 +9,9 @@
  * map, then sorted by total time (then by the key, as
  * KernelReportLessThanComparator) and the first KERNELS_SHOWN written.
  * Without GPU planes the view does not exist: -ENOENT, nothing written.
+ * Each GPU plane is counted into its own map (on several threads when the
+ * profile allows) and the maps are merged in plane order; a small cache
+ * from the launch's metadata and stat refs to its key skips re-parsing.
  * Limits: KERNELS_MAX distinct keys held (launches of further keys are
  * dropped, and "truncated" is true).
  */

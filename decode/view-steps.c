@@ -8,7 +8,9 @@
  * every interval of their union adds its overlap to the plane's steps
  * (binary search for the last step starting before it ends); the union of
  * all device planes' op lines does the same for host steps. Concurrent
- * streams count once. Limits: at most STEPS_MAX steps ("truncated": true
+ * streams count once. The breakdown's sweep over the same lines adds the
+ * union too where it has them all (steps_breakdown()), so the union pass
+ * runs only for the rest; the sweeps are dec_tasks_run() tasks. Limits: at most STEPS_MAX steps ("truncated": true
  * beyond); at most MERGE_MAX lines merged at once (16 KiB to 1 MiB
  * read-ahead each, 16 MiB in all for up to 1024 lines).
  */
