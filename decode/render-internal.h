@@ -210,6 +210,8 @@ struct dec_opstats {
 	uint8_t owned, plain;
 	int64_t ref[DEC_OS_NSTR];
 };
+/* dec_opstats_clear() - free what @s owns; zeroes it, except in borrow mode (per-event
+ * structs, dropped right after: only the copies are freed, the rest is left). */
 void dec_opstats_clear(struct dec_opstats *s);
 /* dec_collect_stat() - a dec_stat_fn filling a struct dec_opstats. */
 int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);

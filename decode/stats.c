@@ -485,10 +485,12 @@ static char **opstats_str(struct dec_opstats *os, int i)
 
 void dec_opstats_clear(struct dec_opstats *s)
 {
-	if (s->borrow) { /* only the copies are ours */
+	if (s->borrow) { /* only the copies are ours; a per-event struct is dropped next */
 		for (int i = 0; s->owned && i < DEC_OS_NSTR; i++)
 			if (s->owned & (1u << i))
 				free(*opstats_str(s, i));
+		s->owned = 0;
+		return;
 	} else {
 		free(s->category);
 		free(s->hlo_op);
