@@ -122,6 +122,8 @@ struct xprofs_xspace {
 	struct dec_strs hostnames, errors, warnings;
 	struct xprofs_xspace_totals totals;
 	bool tracks_only; /* opened without event statistics */
+	unsigned threads; /* the caller's thread allowance (opts->threads, at least 1): the reader's
+			   * pread is thread-safe when > 1, so renders may use that many too */
 };
 
 /* ---- helpers shared by the files ---------------------------------- */

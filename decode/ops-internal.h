@@ -98,5 +98,25 @@ struct dec_busy {
 	bool any;
 };
 int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b);
+/*
+ * dec_steps_overview_busy() - dec_steps_overview(), and where the step sweep of a
+ * device plane q already merged all its op lines, busy_ok[q] true and busy[q] what
+ * dec_device_busy(q) gives (@busy, @busy_ok: x->n_planes each, or both NULL).
+ */
+int dec_steps_overview_busy(struct dec_rctx *rc, struct dec_step_summary *sum,
+			    struct dec_busy *busy, bool *busy_ok);
+/*
+ * dec_busy_in_steps() - whether device plane @q's busy time will likely come with
+ * dec_steps_overview_busy() (it has steps, so their sweep merges its op lines):
+ * its own union pass can be left out, and run afterwards only if it did not.
+ */
+bool dec_busy_in_steps(const struct xprofs_xspace *x, size_t q);
+/*
+ * dec_steps_busy_sum() - dec_steps_overview() into @sum, and Σ over the device
+ * planes (in plane order) of dec_device_busy()'s busy time and span (last end −
+ * first start) into *busy, *span: the session summary's per-host numbers.
+ */
+int dec_steps_busy_sum(struct dec_rctx *rc, struct dec_step_summary *sum, int64_t *busy,
+		       int64_t *span);
 
 #endif

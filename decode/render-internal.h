@@ -75,6 +75,7 @@ struct dec_rctx {
 	struct dec_hlo_syms
 		*hlo_syms; /* owned; loaded by the first derived GPU stream (derived.c) */
 	bool hlo_syms_loaded;
+	bool in_task; /* a dec_tasks_run() thread's: its tasks run their own tasks in a loop */
 };
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */
@@ -173,6 +174,17 @@ struct dec_render_arg {
 /* dec_render_stat() - a dec_stat_fn writing "name":value pairs (arg: struct dec_render_arg). */
 int dec_render_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
 
+/* The strings of a struct dec_opstats, as bits of its owned / plain masks. */
+enum {
+	DEC_OS_CATEGORY,
+	DEC_OS_HLO_OP,
+	DEC_OS_STEP_NAME,
+	DEC_OS_HLO_MODULE,
+	DEC_OS_KERNEL_DETAILS,
+	DEC_OS_TF_OP,
+	DEC_OS_NSTR
+};
+
 /* Interesting stats for ops/steps, from metadata or event stats. */
 struct dec_opstats {
 	char *category, *hlo_op, *step_name; /* owned */
@@ -189,7 +201,20 @@ struct dec_opstats {
 	bool has_program_id;
 	int64_t dev_off, dev_dur; /* device_offset_ps / device_duration_ps */
 	bool has_dev_off, has_dev_dur;
+	/*
+	 * Per-event walks: with @borrow (set by the caller) a string whose stat is a
+	 * ref points at the stat metadata's name (borrowed until the next
+	 * dec_md_gc(), so for the event being handled) instead of a copy, and
+	 * ref[i] is that ref: the string's identity within the plane, for caches
+	 * keyed by it. Bit i of @owned: string i is a copy (dec_opstats_clear()
+	 * frees it); of @plain: it came from a value, not a ref (no identity).
+	 */
+	bool borrow;
+	uint8_t owned, plain;
+	int64_t ref[DEC_OS_NSTR];
 };
+/* dec_opstats_clear() - free what @s owns; zeroes it, except in borrow mode (per-event
+ * structs, dropped right after: only the copies are freed, the rest is left). */
 void dec_opstats_clear(struct dec_opstats *s);
 /* dec_collect_stat() - a dec_stat_fn filling a struct dec_opstats. */
 int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
@@ -314,6 +339,20 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 /* dec_with_rctx() - @fn(rc, @arg) with a fresh render context over @x (render.c). */
 int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
 		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg);
+
+/* A task of dec_tasks_run(): task @i on render context @rc (its own when on another thread). */
+typedef int (*dec_task_fn)(struct dec_rctx *rc, size_t i, void *arg);
+/* What task @i costs, roughly (events it reads): the costliest are started first. */
+typedef uint64_t (*dec_task_cost_fn)(const struct xprofs_xspace *x, size_t i, void *arg);
+/*
+ * dec_tasks_run() - @fn(rc, i, @arg) for i in [0, @n): on the calling thread with @rc when
+ * the profile allows one thread (x->threads), else on up to x->threads threads, each
+ * with a render context of its own, taking the tasks costliest first (@cost, may be
+ * NULL: in order), so that a big plane does not run alone at the end. The tasks must
+ * be independent (each writes only its own result). Returns 0, or the error of the
+ * lowest failing task (its message in rc->err), as a loop that stops there would.
+ */
+int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_fn cost, void *arg);
 
 /* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
 

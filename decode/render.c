@@ -9,10 +9,16 @@
  * a time. The common event (tag, short length, wholly in the window) is
  * parsed inline by dec_event_fast(); dec_line_next_slow() takes any other
  * field order or size. Output already written before a failure is not
- * retracted; the reason goes to @err once.
+ * retracted; the reason goes to @err once. dec_tasks_run() splits a view's
+ * independent parts over the profile's thread allowance (x->threads), each
+ * thread with a render context of its own; the tasks' results land in
+ * their own slots and the lowest failing task's error is the one reported,
+ * so any thread count gives the same bytes and error.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -233,6 +239,121 @@ int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
 	rctx_init(&rc, x, err);
 	r = fn(&rc, arg);
 	rctx_deinit(&rc);
+	return r;
+}
+
+/* What the threads of one dec_tasks_run() share. */
+struct tasks {
+	struct dec_rctx *rc; /* the caller's: settings copied from it */
+	size_t n;
+	dec_task_fn fn;
+	void *arg;
+	size_t *order;        /* owned: the tasks, costliest first */
+	atomic_size_t next;   /* the next task to take (index into order) */
+	atomic_size_t failed; /* the lowest failed task so far (n: none) */
+	int *r;               /* owned: each task's result */
+	char **msg;           /* owned: each failed task's message (NULL: none) */
+};
+
+/* A thread of dec_tasks_run(): takes tasks in order until none is left (or one before failed). */
+static void *tasks_worker(void *arg)
+{
+	struct tasks *t = arg;
+	struct xprofs_buf err;
+	struct dec_rctx rc;
+	size_t i;
+
+	xprofs_buf_init(&err, (size_t)64 << 10);
+	rctx_init(&rc, t->rc->x, &err);
+	rc.host = t->rc->host;
+	rc.win = t->rc->win;
+	rc.win_from = t->rc->win_from;
+	rc.win_to = t->rc->win_to;
+	rc.in_task = true;
+	while ((i = atomic_fetch_add(&t->next, 1)) < t->n) {
+		size_t f = atomic_load(&t->failed);
+
+		i = t->order[i];
+		if (f < i) /* a loop would have stopped before this one */
+			continue;
+		xprofs_buf_reset(&err);
+		if ((t->r[i] = t->fn(&rc, i, t->arg)) < 0) {
+			t->msg[i] = err.len ? strdup(err.data) : NULL;
+			while (f > i && !atomic_compare_exchange_weak(&t->failed, &f, i))
+				;
+		}
+	}
+	rctx_deinit(&rc);
+	xprofs_buf_deinit(&err);
+	return NULL;
+}
+
+/* For sorting the tasks: cost descending, then index. */
+struct task_key {
+	uint64_t cost;
+	size_t i;
+};
+
+static int task_key_cmp(const void *a, const void *b)
+{
+	const struct task_key *x = a, *y = b;
+
+	if (x->cost != y->cost)
+		return x->cost > y->cost ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_fn cost, void *arg)
+{
+	pthread_t th[DEC_THREADS_MAX];
+	struct tasks t = {.rc = rc, .n = n, .fn = fn, .arg = arg};
+	struct task_key *key = NULL;
+	size_t nth = 0, f;
+	unsigned want = rc->x->threads;
+	int r = 0;
+
+	if (want <= 1 || n <= 1 || rc->in_task) { /* the plain loop */
+		for (size_t i = 0; i < n; i++)
+			if ((r = fn(rc, i, arg)) < 0)
+				return r;
+		return 0;
+	}
+	atomic_init(&t.next, 0);
+	atomic_init(&t.failed, n);
+	t.r = calloc(n, sizeof(*t.r));
+	t.msg = calloc(n, sizeof(*t.msg));
+	t.order = malloc(n * sizeof(*t.order));
+	key = malloc(n * sizeof(*key));
+	if (!t.r || !t.msg || !t.order || !key) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		key[i] = (struct task_key){cost ? cost(rc->x, i, arg) : 0, i};
+	qsort(key, n, sizeof(*key), task_key_cmp);
+	for (size_t i = 0; i < n; i++)
+		t.order[i] = key[i].i;
+	for (size_t k = 1; k < want && k < n && k < DEC_THREADS_MAX; k++) {
+		if (pthread_create(&th[nth], NULL, tasks_worker, &t) != 0)
+			break; /* fewer threads is fine */
+		nth++;
+	}
+	tasks_worker(&t);
+	for (size_t k = 0; k < nth; k++)
+		pthread_join(th[k], NULL);
+	f = atomic_load(&t.failed);
+	if (f < n) {
+		r = t.r[f];
+		if (t.msg[f] && rc->err && rc->err->len == 0)
+			(void)!xprofs_buf_adds(rc->err, t.msg[f]);
+	}
+out:
+	for (size_t i = 0; t.msg && i < n; i++)
+		free(t.msg[i]);
+	free(t.msg);
+	free(t.r);
+	free(t.order);
+	free(key);
 	return r;
 }
 

@@ -105,6 +105,53 @@ int dec_stat_parse(struct dec_cur *c, struct dec_statv *s)
 	return 0;
 }
 
+/*
+ * rd_stat_canonical() - the form every serializer writes: metadata_id, then one
+ * value field, nothing else. 1 and @s filled (as the general loop would), or 0:
+ * anything else, for the general loop.
+ */
+static inline int rd_stat_canonical(const uint8_t *p, const uint8_t *e, uint64_t off,
+				    struct dec_statv *s)
+{
+	const uint8_t *b = p, *q = p + 1;
+	uint64_t md, v = 0;
+	unsigned t;
+
+	if (e - p < 3 || p[0] != DEC_TAG(XSTAT_F_METADATA_ID, WT_VARINT) ||
+	    rd_varint(&q, e, &md) < 0 || q >= e)
+		return 0;
+	t = *q++;
+	switch (t) {
+	case DEC_TAG(XSTAT_F_UINT64, WT_VARINT):
+	case DEC_TAG(XSTAT_F_INT64, WT_VARINT):
+	case DEC_TAG(XSTAT_F_REF, WT_VARINT):
+		if (rd_varint(&q, e, &v) < 0 || q != e)
+			return 0;
+		*s = (struct dec_statv){.md = (int64_t)md, .kind = (int)(t >> 3), .u = v};
+		return 1;
+	case DEC_TAG(XSTAT_F_DOUBLE, WT_I64):
+		if (e - q != 8)
+			return 0;
+		for (int i = 7; i >= 0; i--)
+			v = (v << 8) | q[i];
+		*s = (struct dec_statv){.md = (int64_t)md, .kind = SV_DOUBLE};
+		memcpy(&s->d, &v, sizeof(v));
+		return 1;
+	case DEC_TAG(XSTAT_F_STR, WT_LEN):
+	case DEC_TAG(XSTAT_F_BYTES, WT_LEN):
+	case DEC_TAG(XSTAT_F_COMPRESSED, WT_LEN):
+		if (rd_varint(&q, e, &v) < 0 || v != (uint64_t)(e - q))
+			return 0;
+		*s = (struct dec_statv){.md = (int64_t)md,
+					.kind = (int)(t >> 3),
+					.off = off + (uint64_t)(q - b),
+					.len = v};
+		return 1;
+	default:
+		return 0;
+	}
+}
+
 /* The fast path: an XStat body [p, e) in memory that starts at file offset @off; -1: malformed. */
 static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_statv *s)
 {
@@ -113,6 +160,8 @@ static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_
 	uint32_t f;
 	int known;
 
+	if (rd_stat_canonical(p, e, off, s))
+		return 0;
 	memset(s, 0, sizeof(*s));
 	while (p < e) {
 		if ((known = rd_known_field(&p, e, xstat_field_wire, &f, &v, &data)) < 0)
@@ -287,15 +336,89 @@ static int stat_string(struct dec_rctx *rc, struct dec_cur *c, const struct dec_
 	return *out ? 0 : -ENOMEM;
 }
 
+/*
+ * walk_fast() - dec_walk_stats()'s common case, field by field from memory:
+ * while the next field lies wholly in @c's window and is plain (a stats field
+ * of at most 4 KiB, or another field of a well-formed wire type), it is taken
+ * here without the cursor's per-field calls. Anything else (a window edge, a
+ * big stat, a malformed tag) stops it with c->pos at that field's start, where
+ * the general loop takes over, so errors and their messages are the general
+ * loop's. Returns 0 to go on there, or <0 (a callback's error, a malformed
+ * XStat); *done is true when the message was walked to its end.
+ */
+static int walk_fast(struct dec_rctx *rc, struct dec_cur *c, uint64_t mend, uint32_t field,
+		     dec_stat_fn fn, void *arg, bool *done)
+{
+	struct dec_statv s;
+	int r;
+
+	*done = false;
+	while (c->pos < mend) {
+		const uint8_t *p, *q, *e;
+		size_t n = dec_avail(c, &p);
+		uint64_t t, v, at;
+
+		if (n == 0)
+			return 0;
+		q = p;
+		e = p + n;
+		if (rd_varint(&q, e, &t) < 0 || (t >> 3) == 0 || (t >> 3) > 536870911u)
+			return 0;
+		if ((t >> 3) == field) {
+			if ((t & 7) != WT_LEN || rd_varint(&q, e, &v) < 0 || v > 4096 ||
+			    v > (uint64_t)(e - q))
+				return 0;
+			at = c->pos + (uint64_t)(q - p);
+			if (rd_stat(q, q + v, at, &s) < 0)
+				return dec_fail(c, "malformed XStat at offset %" PRIu64, at);
+			c->pos = at + v;
+			if ((r = fn(rc, c, &s, arg)) < 0)
+				return r;
+			c->pos = at + v; /* as the general loop leaves it */
+			c->end = mend;
+			continue;
+		}
+		switch (t & 7) {
+		case WT_VARINT:
+			if (rd_varint(&q, e, &v) < 0)
+				return 0;
+			break;
+		case WT_I64:
+			if (e - q < 8)
+				return 0;
+			q += 8;
+			break;
+		case WT_I32:
+			if (e - q < 4)
+				return 0;
+			q += 4;
+			break;
+		case WT_LEN:
+			if (rd_varint(&q, e, &v) < 0 || v > (uint64_t)(e - q))
+				return 0;
+			q += v;
+			break;
+		default:
+			return 0;
+		}
+		c->pos += (uint64_t)(q - p);
+	}
+	*done = true;
+	return 0;
+}
+
 int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
 		   uint32_t field, dec_stat_fn fn, void *arg)
 {
 	uint64_t pos = c->pos, end = c->end, mend = off + len, slen, send;
 	struct dec_statv s;
+	bool done;
 	int r;
 
 	c->pos = off;
 	c->end = mend;
+	if ((r = walk_fast(rc, c, mend, field, fn, arg, &done)) < 0 || done)
+		goto out;
 	while ((r = dec_next_len_field(c, mend, "stats", field, &slen)) > 0) {
 		send = c->pos + slen;
 		if (slen <= 4096) {
@@ -341,15 +464,79 @@ int dec_render_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_sta
 	return stat_value(rc, c, s, a->o);
 }
 
+/* The string field of @os for bit @i (DEC_OS_*). */
+static char **opstats_str(struct dec_opstats *os, int i)
+{
+	switch (i) {
+	case DEC_OS_CATEGORY:
+		return &os->category;
+	case DEC_OS_HLO_OP:
+		return &os->hlo_op;
+	case DEC_OS_STEP_NAME:
+		return &os->step_name;
+	case DEC_OS_HLO_MODULE:
+		return &os->hlo_module;
+	case DEC_OS_KERNEL_DETAILS:
+		return &os->kernel_details;
+	default:
+		return &os->tf_op;
+	}
+}
+
 void dec_opstats_clear(struct dec_opstats *s)
 {
-	free(s->category);
-	free(s->hlo_op);
-	free(s->step_name);
-	free(s->hlo_module);
-	free(s->kernel_details);
-	free(s->tf_op);
+	if (s->borrow) { /* only the copies are ours; a per-event struct is dropped next */
+		for (int i = 0; s->owned && i < DEC_OS_NSTR; i++)
+			if (s->owned & (1u << i))
+				free(*opstats_str(s, i));
+		s->owned = 0;
+		return;
+	} else {
+		free(s->category);
+		free(s->hlo_op);
+		free(s->step_name);
+		free(s->hlo_module);
+		free(s->kernel_details);
+		free(s->tf_op);
+	}
 	memset(s, 0, sizeof(*s));
+}
+
+/*
+ * opstats_set() - string @i of @os from stat @s: a copy, or in borrow mode the
+ * ref'd stat metadata's name itself (the same characters a copy would have:
+ * stat_string() copies that NUL-terminated name).
+ */
+static int opstats_set(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
+		       struct dec_opstats *os, int i)
+{
+	char **dst = opstats_str(os, i);
+	const struct dec_stmd *ref;
+	uint8_t bit = (uint8_t)(1u << i);
+	int r;
+
+	if (!os->borrow) {
+		free(*dst);
+		*dst = NULL;
+		return stat_string(rc, c, s, dst);
+	}
+	if (os->owned & bit)
+		free(*dst);
+	*dst = NULL;
+	os->owned &= (uint8_t)~bit;
+	os->plain &= (uint8_t)~bit;
+	if (s->kind == SV_REF) {
+		if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+			return r;
+		*dst = ref->name;
+		os->ref[i] = (int64_t)s->u;
+		return 0;
+	}
+	os->plain |= bit;
+	if ((r = stat_string(rc, c, s, dst)) < 0)
+		return r;
+	os->owned |= bit;
+	return 0;
 }
 
 /* The stats dec_collect_stat() looks at, by name (class 0: not yet known). */
@@ -400,7 +587,7 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 	struct dec_opstats *os = arg;
 	const struct dec_stmd *m;
 	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
-	char **dst = NULL;
+	int si = -1;
 	int8_t kind;
 	double d;
 	int r;
@@ -415,13 +602,13 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 		kind = ((struct dec_stmd *)m)->ckind = collect_kind(m->name, m->name_len);
 	switch (kind) {
 	case CK_CATEGORY:
-		dst = &os->category;
+		si = DEC_OS_CATEGORY;
 		break;
 	case CK_HLO_OP:
-		dst = &os->hlo_op;
+		si = DEC_OS_HLO_OP;
 		break;
 	case CK_STEP_NAME:
-		dst = &os->step_name;
+		si = DEC_OS_STEP_NAME;
 		break;
 	case CK_FLOPS:
 		if (stat_number(s, &d))
@@ -436,13 +623,13 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 			os->step_num = (int64_t)s->u, os->has_step_num = true;
 		break;
 	case CK_HLO_MODULE: /* the analyses' strings, only when asked for (docs/stats.md) */
-		dst = os->strings ? &os->hlo_module : NULL;
+		si = os->strings ? DEC_OS_HLO_MODULE : -1;
 		break;
 	case CK_KERNEL_DETAILS:
-		dst = os->strings ? &os->kernel_details : NULL;
+		si = os->strings ? DEC_OS_KERNEL_DETAILS : -1;
 		break;
 	case CK_TF_OP:
-		dst = os->strings ? &os->tf_op : NULL;
+		si = os->strings ? DEC_OS_TF_OP : -1;
 		break;
 	case CK_MODEL_FLOPS:
 		if (stat_number(s, &d))
@@ -461,12 +648,7 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 			os->dev_dur = (int64_t)s->u, os->has_dev_dur = true;
 		break;
 	}
-	if (dst) {
-		free(*dst);
-		*dst = NULL;
-		return stat_string(rc, c, s, dst);
-	}
-	return 0;
+	return si >= 0 ? opstats_set(rc, c, s, os, si) : 0;
 }
 
 int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct dec_event *e,

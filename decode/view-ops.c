@@ -152,6 +152,18 @@ static void op_finish(struct opmap *m, const struct frame *f)
 	m->ops[f->op].self += self > 0 ? self : 0;
 }
 
+/*
+ * GPU ops are grouped by their hlo_op string; when it is a ref (the usual
+ * case), the ref names the op within the plane, so a small direct-mapped
+ * cache from the ref to the op's index skips hashing the string.
+ */
+#define REFC_SIZE 1024
+
+struct refc {
+	int64_t ref;
+	int64_t gi; /* -1: empty */
+};
+
 /* One line's aggregation: the op map, the line's kind and the stack of open events. */
 struct ops_acc {
 	struct opmap *m;
@@ -161,13 +173,29 @@ struct ops_acc {
 	int64_t total;
 	size_t depth;
 	struct frame stack[OPS_DEPTH_MAX];
+	struct refc hc[REFC_SIZE]; /* hlo_op ref -> op, for this plane's aggregation */
 };
+
+static struct refc *refc_slot(struct ops_acc *a, int64_t ref)
+{
+	return &a->hc[((uint64_t)ref * 0x9e3779b97f4a7c15ull) >> 54];
+}
 
 /* The op event @e of metadata @md counts towards (GPU kernels: their hlo_op), or -errno. */
 static int64_t op_group(struct ops_acc *a, struct dec_evmd *md, const struct dec_opstats *os)
 {
 	int64_t gi;
 
+	if (a->kind == LK_STREAM && os->hlo_op && !(os->plain & (1u << DEC_OS_HLO_OP))) {
+		struct refc *c = refc_slot(a, os->ref[DEC_OS_HLO_OP]);
+
+		if (c->gi >= 0 && c->ref == os->ref[DEC_OS_HLO_OP])
+			return c->gi;
+		gi = opmap_get(a->m, os->hlo_op, os->category ? os->category : md->category);
+		if (gi >= 0)
+			*c = (struct refc){os->ref[DEC_OS_HLO_OP], gi};
+		return gi;
+	}
 	if (a->kind == LK_STREAM && (os->hlo_op || md->hlo_op))
 		return opmap_get(a->m, os->hlo_op ? os->hlo_op : md->hlo_op,
 				 os->category ? os->category : md->category);
@@ -296,7 +324,7 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec
 		     void *arg)
 {
 	struct ops_acc *a = arg;
-	struct dec_opstats os = {0};
+	struct dec_opstats os = {.borrow = true};
 	struct dec_event dev = *ev, *e = &dev;
 	double flops = md->flops, bytes = md->bytes, mflops = md->model_flops;
 	bool has_flops = md->has_flops, has_bytes = md->has_bytes, has_mf = md->has_model_flops;
@@ -325,7 +353,7 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec
 		goto out;
 	op = &a->m->ops[gi];
 	if (!op->program_tried) { /* the first occurrence: its strings too (hlo_module) */
-		struct dec_opstats ps = {.strings = true};
+		struct dec_opstats ps = {.strings = true, .borrow = true};
 
 		r = 0;
 		if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
@@ -602,6 +630,8 @@ int dec_ops_plane(struct dec_rctx *rc, size_t pi, struct dec_ops *out)
 	acc->events = 0;
 	acc->total = 0;
 	acc->depth = 0;
+	for (size_t i = 0; i < REFC_SIZE; i++)
+		acc->hc[i].gi = -1;
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
 		if (dec_plane_is_device(p) &&
 		    dec_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
@@ -723,28 +753,64 @@ static int ops_plane_write(struct dec_rctx *rc, size_t pi, struct dec_ops *d, st
 	return dec_out_flush(o, false);
 }
 
+/* One plane of ops.json, computed by dec_tasks_run(). */
+struct ops_slot {
+	struct dec_ops d;
+	int r;
+};
+
+/* A dec_task_fn: plane @pi's op table into slot @pi (arg: struct ops_slot[]). */
+static int ops_task(struct dec_rctx *rc, size_t pi, void *arg)
+{
+	struct ops_slot *s = &((struct ops_slot *)arg)[pi];
+
+	return s->r = dec_ops_plane(rc, pi, &s->d);
+}
+
+/* A dec_task_cost_fn: a plane's events. */
+static uint64_t ops_cost(const struct xprofs_xspace *x, size_t pi, void *arg)
+{
+	(void)arg;
+	return x->planes[pi].events;
+}
+
+/*
+ * dec_view_ops() - the planes' op tables are independent: they are computed
+ * first (on several threads when the profile allows, dec_tasks_run()), then
+ * written in plane order; a failing plane ends the output where a plane-by-plane
+ * loop would have.
+ */
 int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
+	struct ops_slot *slot = calloc(x->n_planes + 1, sizeof(*slot));
 	bool first_plane = true;
-	struct dec_ops d;
 	int r = 0;
 
+	if (!slot)
+		return -ENOMEM;
+	(void)dec_tasks_run(rc, x->n_planes, ops_task, ops_cost,
+			    slot); /* each slot has its result */
 	OUT_LIT(o, "{\"planes\":[");
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
-		if ((r = dec_ops_plane(rc, pi, &d)) < 0)
-			return r;
-		if (d.events) { /* else: not an op plane, or no op events */
+		struct dec_ops *d = &slot[pi].d;
+
+		if ((r = slot[pi].r) < 0)
+			goto out;
+		if (d->events) { /* else: not an op plane, or no op events */
 			OUT_RAW(o, first_plane ? "\n{\"name\":" : ",\n{\"name\":");
 			first_plane = false;
-			r = ops_plane_write(rc, pi, &d, o);
+			if ((r = ops_plane_write(rc, pi, d, o)) < 0)
+				goto out;
 		}
-		dec_ops_free(&d);
-		if (r < 0)
-			return r;
+		dec_ops_free(d);
 	}
 	OUT_LIT(o, "\n]}\n");
-	return 0;
+out:
+	for (size_t pi = 0; pi < x->n_planes; pi++)
+		dec_ops_free(&slot[pi].d);
+	free(slot);
+	return r;
 }
 
 /* ---- for the session-wide views (view-session.c) ----------------------- */

@@ -62,20 +62,69 @@ static void out_cstr_or_null(struct dec_out *o, const char *s)
 		OUT_LIT(o, "null");
 }
 
-/* ov_plane() - add device or host plane @q to @d. */
-static int ov_plane(struct dec_rctx *rc, size_t q, struct ov_dev *d)
+/* What one plane contributes, computed by dec_tasks_run() (ov_task()). */
+struct ov_slot {
+	struct dec_ops ops;
+	struct dec_busy busy; /* device planes */
+	bool from_steps;      /* busy is left to the steps' sweep (dec_busy_in_steps()) */
+};
+
+/* The tasks of one overview: the steps' summary, then per plane its ops and its busy time. */
+struct ov_tasks {
+	struct dec_step_summary steps;
+	struct ov_slot *slot;   /* owned, one per plane */
+	struct dec_busy *sbusy; /* owned: the busy times the steps' sweep gave */
+	bool *sbusy_ok;         /* owned: which */
+};
+
+/*
+ * ov_task() - a dec_task_fn: task 0 is dec_steps_overview(), task 1 + 2q plane
+ * q's ops, task 2 + 2q its busy time: the order a plane-by-plane loop takes.
+ */
+static int ov_task(struct dec_rctx *rc, size_t i, void *arg)
+{
+	struct ov_tasks *t = arg;
+	size_t q = (i - 1) / 2;
+
+	if (i == 0)
+		return dec_steps_overview_busy(rc, &t->steps, t->sbusy, t->sbusy_ok);
+	if (i % 2)
+		return dec_ops_plane(rc, q, &t->slot[q].ops);
+	if (!dec_plane_is_device(&rc->x->planes[q]) || t->slot[q].from_steps)
+		return 0;
+	return dec_device_busy(rc, q, &t->slot[q].busy);
+}
+
+/*
+ * A dec_task_cost_fn: the events each task reads. The steps' sweep reads the
+ * device op lines of the planes with steps twice (their union and breakdown),
+ * and the host op lines for host steps: counted as all events, which puts it first.
+ */
+static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
+{
+	const struct ov_tasks *t = arg;
+	size_t q = (i - 1) / 2;
+
+	if (i == 0)
+		return x->totals.events;
+	if (i % 2 == 0) /* busy time: a merge without stats, device planes only */
+		return dec_plane_is_device(&x->planes[q]) && !t->slot[q].from_steps
+			       ? x->planes[q].events / 2
+			       : 0;
+	return x->planes[q].events;
+}
+
+/* ov_plane() - add device or host plane @q (its ops and busy time in @s) to @d. */
+static int ov_plane(struct dec_rctx *rc, size_t q, struct ov_slot *s, struct ov_dev *d)
 {
 	const struct dec_plane *p = &rc->x->planes[q];
-	struct dec_ops ops;
-	struct dec_busy b;
-	int r;
+	struct dec_ops *ops = &s->ops;
+	const struct dec_busy *b = &s->busy;
 
-	if ((r = dec_ops_plane(rc, q, &ops)) < 0)
-		return r;
-	if (!ops.events)
-		goto out;
-	for (size_t i = 0; i < ops.m.n; i++) {
-		const struct op *op = &ops.m.ops[i];
+	if (!ops->events)
+		return 0;
+	for (size_t i = 0; i < ops->m.n; i++) {
+		const struct op *op = &ops->m.ops[i];
 
 		if (!dec_plane_is_device(p)) {
 			d->host_occ = dec_sat_add(d->host_occ, op->occurrences);
@@ -90,25 +139,20 @@ static int ov_plane(struct dec_rctx *rc, size_t q, struct ov_dev *d)
 			d->model_flops += op->model_flops, d->has_model_flops = true;
 	}
 	if (!dec_plane_is_device(p)) {
-		d->host_self = dec_sat_add(d->host_self, ops.self);
-		goto out;
+		d->host_self = dec_sat_add(d->host_self, ops->self);
+		return 0;
 	}
-	if ((r = dec_device_busy(rc, q, &b)) < 0)
-		goto out;
-	if (ops.f.peak_flops > 0)
-		d->peak_flop_s += ops.f.peak_flops * (double)b.busy * 1e-12;
+	if (ops->f.peak_flops > 0)
+		d->peak_flop_s += ops->f.peak_flops * (double)b->busy * 1e-12;
 	else
 		d->all_peaks = false;
 	if (!d->planes++) {
-		d->f = ops.f;
-		memset(&ops.f, 0, sizeof(ops.f)); /* moved */
+		d->f = ops->f;
+		memset(&ops->f, 0, sizeof(ops->f)); /* moved */
 	}
-	d->busy = dec_sat_add(d->busy, b.busy);
-	d->span = dec_sat_add(d->span, b.any ? dec_sat_add(b.last, -b.first) : 0);
-	r = dec_ops_merge(&d->ops, &ops);
-out:
-	dec_ops_free(&ops);
-	return r;
+	d->busy = dec_sat_add(d->busy, b->busy);
+	d->span = dec_sat_add(d->span, b->any ? dec_sat_add(b->last, -b->first) : 0);
+	return dec_ops_merge(&d->ops, ops);
 }
 
 static void out_env(struct dec_out *o, const struct xprofs_xspace *x, const struct ov_dev *d)
@@ -264,26 +308,50 @@ static void out_bottleneck(struct dec_out *o, const struct dec_step_summary *s)
 	OUT_LIT(o, "}");
 }
 
+/*
+ * dec_view_overview() - the steps' summary and each plane's ops and busy time
+ * are independent: they are computed first (dec_tasks_run(), on several threads
+ * when the profile allows), then the planes are added up in order.
+ */
 int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
-	struct dec_step_summary steps;
+	struct ov_tasks t;
+	struct dec_step_summary *steps = &t.steps;
 	struct ov_dev d;
 	int r;
 
 	memset(&d, 0, sizeof(d));
+	memset(&t, 0, sizeof(t));
 	d.ops.m.other = -1;
 	d.all_peaks = true;
-	if ((r = dec_steps_overview(rc, &steps)) < 0)
+	t.slot = calloc(x->n_planes + 1, sizeof(*t.slot));
+	t.sbusy = calloc(x->n_planes + 1, sizeof(*t.sbusy));
+	t.sbusy_ok = calloc(x->n_planes + 1, sizeof(*t.sbusy_ok));
+	if (!t.slot || !t.sbusy || !t.sbusy_ok) {
+		r = -ENOMEM;
 		goto out;
+	}
 	for (size_t q = 0; q < x->n_planes; q++)
-		if ((r = ov_plane(rc, q, &d)) < 0)
+		t.slot[q].from_steps = dec_busy_in_steps(x, q);
+	if ((r = dec_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
+		goto out;
+	for (size_t q = 0; q < x->n_planes; q++) {
+		if (!t.slot[q].from_steps)
+			continue;
+		if (t.sbusy_ok[q])
+			t.slot[q].busy = t.sbusy[q];
+		else if ((r = dec_device_busy(rc, q, &t.slot[q].busy)) < 0)
+			goto out;
+	}
+	for (size_t q = 0; q < x->n_planes; q++)
+		if ((r = ov_plane(rc, q, &t.slot[q], &d)) < 0)
 			goto out;
 	OUT_LIT(o, "{\"run_environment\":");
 	out_env(o, x, &d);
 	OUT_LIT(o, ",\n\"step_time\":");
-	if (steps.has)
-		dec_step_summary_write(o, x, &steps);
+	if (steps->has)
+		dec_step_summary_write(o, x, steps);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\n\"device\":");
@@ -294,9 +362,14 @@ int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
 	if ((r = out_top(o, &d)) < 0)
 		goto out;
 	OUT_LIT(o, ",\n\"bottleneck\":");
-	out_bottleneck(o, &steps);
+	out_bottleneck(o, steps);
 	OUT_LIT(o, "}\n");
 out:
+	for (size_t q = 0; t.slot && q < x->n_planes; q++)
+		dec_ops_free(&t.slot[q].ops);
+	free(t.slot);
+	free(t.sbusy);
+	free(t.sbusy_ok);
 	dec_ops_free(&d.ops);
 	dec_plane_facts_clear(&d.f);
 	return r;

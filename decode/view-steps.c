@@ -8,7 +8,9 @@
  * every interval of their union adds its overlap to the plane's steps
  * (binary search for the last step starting before it ends); the union of
  * all device planes' op lines does the same for host steps. Concurrent
- * streams count once. Limits: at most STEPS_MAX steps ("truncated": true
+ * streams count once. The breakdown's sweep over the same lines adds the
+ * union too where it has them all (steps_breakdown()), so the union pass
+ * runs only for the rest; the sweeps are dec_tasks_run() tasks. Limits: at most STEPS_MAX steps ("truncated": true
  * beyond); at most MERGE_MAX lines merged at once (16 KiB to 1 MiB
  * read-ahead each, 16 MiB in all for up to 1024 lines).
  */
@@ -23,7 +25,7 @@
 #define STEPS_MAX ((size_t)1 << 20)
 
 struct busy_add;
-static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot);
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot, bool dev);
 
 /*
  * XProf's step-time event types (event_span.h EventType), in its priority
@@ -70,6 +72,8 @@ struct steps {
 	size_t n, cap;
 	bool cut;
 	size_t plane, line; /* of the line being collected */
+	size_t *hint;       /* owned, per plane: steps_add()'s last answer (where to look first) */
+	struct dec_busy *busy; /* owned, per plane: its op lines' union, where done[q] */
 };
 
 static int step_cmp(const void *a, const void *b)
@@ -99,7 +103,7 @@ static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 		       void *arg)
 {
 	struct steps *st = arg;
-	struct dec_opstats os = {0};
+	struct dec_opstats os = {.borrow = true};
 	struct step *s;
 	struct dec_out lo;
 	int r;
@@ -148,11 +152,22 @@ static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
 	return dec_line_each(rc, li, steps_full, steps_event, st);
 }
 
-/* Add the overlap of [start, end) to @slot (BD_N: device time) of the steps of plane range [a, b). */
-static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end, int slot)
+/*
+ * steps_find() - the first step of [a, b) starting at or after @end. The pieces
+ * of a sweep come in time order, so the last answer (*hint) or the next one
+ * usually is it; else a binary search.
+ */
+static size_t steps_find(const struct steps *st, size_t a, size_t b, int64_t end, size_t *hint)
 {
-	size_t lo = a, hi = b;
+	size_t lo = *hint, hi;
 
+	if (lo >= a && lo <= b && (lo == a || st->s[lo - 1].start < end)) {
+		while (lo < b && st->s[lo].start < end && lo - *hint < 2)
+			lo++;
+		if (lo == b || st->s[lo].start >= end)
+			return *hint = lo;
+	}
+	lo = a, hi = b;
 	while (lo < hi) { /* first step starting at or after @end */
 		size_t mid = lo + (hi - lo) / 2;
 
@@ -161,17 +176,35 @@ static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64
 		else
 			hi = mid;
 	}
+	return *hint = lo;
+}
+
+/*
+ * steps_add() - add the overlap of [start, end) to @slot (BD_N: device time; -1:
+ * none) and, with @dev, to the device time too, of the steps of plane range [a, b).
+ */
+static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end, int slot,
+		      bool dev, size_t *hint)
+{
+	size_t lo = steps_find(st, a, b, end, hint);
+
 	for (size_t k = lo; k > a; k--) {
 		struct step *s = &st->s[k - 1];
 		int64_t s_end = dec_sat_add(s->start, s->dur);
 		int64_t from = start > s->start ? start : s->start;
 		int64_t to = end < s_end ? end : s_end;
-		int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
 
 		if (s_end <= start)
 			break;
-		if (to > from)
-			*acc = dec_sat_add(*acc, to - from);
+		if (to > from) {
+			if (slot >= 0) {
+				int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
+
+				*acc = dec_sat_add(*acc, to - from);
+			}
+			if (dev)
+				s->device = dec_sat_add(s->device, to - from);
+		}
 	}
 }
 
@@ -198,6 +231,8 @@ static void steps_free(struct steps *st)
 	for (size_t i = 0; i < st->n; i++)
 		free(st->s[i].label);
 	free(st->s);
+	free(st->hint);
+	free(st->busy);
 }
 
 int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n)
@@ -236,6 +271,7 @@ int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size
 
 struct mline {
 	struct dec_rctx rc; /* only rc.x and rc.ev are used */
+	bool dev;           /* a device plane's op line (counts towards device_ps) */
 	struct dec_line_it it;
 	struct dec_event e;         /* the line's next event */
 	const uint8_t *cls;         /* borrowed: its plane's event type by metadata index */
@@ -305,6 +341,7 @@ static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *
 		const struct dec_line *l = &rc->x->lines[li[i]];
 
 		ml->rc.x = rc->x;
+		ml->dev = dec_plane_is_device(&rc->x->planes[l->plane]);
 		ml->cls = cls ? cls[l->plane] : NULL;
 		ml->evx = &rc->x->planes[l->plane].ev;
 		dec_cur_init(&ml->rc.ev, rc->x->r, rc->err);
@@ -378,19 +415,19 @@ struct busy_add {
 	const struct xprofs_xspace *x;
 };
 
-static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot)
+/* busy_add_typed() - [from, to) to type @slot (-1: none; BD_N: device) and, with @dev, device. */
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot, bool dev)
 {
 	if (b->plane != SIZE_MAX) {
-		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to, slot);
+		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to, slot, dev,
+			  &b->st->hint[b->plane]);
 		return;
 	}
 	for (size_t q = 0; q < b->n_planes; q++) {
-		bool dev = dec_plane_is_device(&b->x->planes[q]);
-
 		if (b->rb[q] <= b->ra[q])
 			continue;
-		if (!dev)
-			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot);
+		if (!dec_plane_is_device(&b->x->planes[q]))
+			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot, dev, &b->st->hint[q]);
 	}
 }
 
@@ -490,13 +527,18 @@ fail:
 struct active { /* an open event of a sweep */
 	int64_t end;
 	uint8_t type;
+	bool dev; /* of a device op line */
 };
 
 struct sweep {
 	struct active *a; /* owned: a min-heap by end */
 	size_t n, cap;
-	int64_t cnt[BD_N]; /* open events by type */
-	int64_t t;         /* where the last segment ended */
+	int64_t cnt[BD_N];    /* open events by type */
+	int64_t ndev;         /* open events of device op lines */
+	int64_t t;            /* where the last segment ended */
+	bool fuse;            /* also add device_ps: the time any device op event is open */
+	bool lost;            /* an event was not pushed (ACTIVE_MAX): device_ps is not the union */
+	struct dec_busy busy; /* fused: the union of the device op events, as dec_device_busy() */
 };
 
 static void act_sift_down(struct sweep *w, size_t i)
@@ -516,17 +558,20 @@ static void act_sift_down(struct sweep *w, size_t i)
 	}
 }
 
-static int act_push(struct sweep *w, int64_t end, uint8_t type)
+static int act_push(struct sweep *w, int64_t end, uint8_t type, bool dev)
 {
 	size_t i;
 	int r;
 
-	if (w->n >= ACTIVE_MAX)
+	if (w->n >= ACTIVE_MAX) {
+		w->lost = true;
 		return 0;
+	}
 	if ((r = xprofs_grow(&w->a, &w->cap, w->n, sizeof(*w->a), 64)) < 0)
 		return r;
 	i = w->n++;
-	w->a[i] = (struct active){end, type};
+	w->a[i] = (struct active){end, type, dev};
+	w->ndev += dev;
 	while (i && w->a[(i - 1) / 2].end > w->a[i].end) {
 		struct active t = w->a[i];
 
@@ -546,13 +591,20 @@ static int sweep_top(const struct sweep *w)
 	return BD_IDLE;
 }
 
-/* sweep_to() - the time up to @t goes to the highest open type. */
+/*
+ * sweep_to() - the time up to @t goes to the highest open type, and (fused) to
+ * device_ps when a device op event is open: the pieces where one is open are
+ * the union of the device op events that merge_union() would add, in parts.
+ */
 static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
 {
 	int top = sweep_top(w);
+	bool dev = w->fuse && w->ndev > 0;
 
-	if (t > w->t && top != BD_IDLE)
-		busy_add_typed(b, w->t, t, top);
+	if (t > w->t && (top != BD_IDLE || dev))
+		busy_add_typed(b, w->t, t, top != BD_IDLE ? top : -1, dev);
+	if (t > w->t && dev)
+		w->busy.busy = dec_sat_add(w->busy.busy, t - w->t);
 	if (t > w->t)
 		w->t = t;
 }
@@ -560,12 +612,13 @@ static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
 /*
  * merge_sweep() - ToNonOverlappedEvents() over the events of lines @li[0..n)
  * in start order: every piece of time goes to the highest-priority type open
- * then; ends come before starts at the same time.
+ * then; ends come before starts at the same time. With @fuse, device_ps too
+ * (the union of the device op lines among @li); *lost: it is not exact.
  */
 static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
-		       struct busy_add *b)
+		       struct busy_add *b, bool fuse, bool *lost, struct dec_busy *busy)
 {
-	struct sweep w = {0};
+	struct sweep w = {.fuse = fuse};
 	struct merge m;
 	int r;
 
@@ -579,6 +632,7 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 		if (w.n && (!ml || w.a[0].end <= ml->e.start_ps)) {
 			sweep_to(&w, w.a[0].end, b);
 			w.cnt[w.a[0].type]--;
+			w.ndev -= w.a[0].dev;
 			w.a[0] = w.a[--w.n];
 			act_sift_down(&w, 0);
 			continue;
@@ -591,7 +645,16 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 					 : (dec_plane_is_device(&rc->x->planes[ml->it.l->plane])
 						    ? BD_DEVICE_COMPUTE
 						    : BD_HOST_COMPUTE);
-		if ((r = act_push(&w, ml->e.end_ps, type)) < 0)
+		if (ml->dev) { /* busy_sum_fn()'s first / last: the union's ends */
+			int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
+
+			if (!w.busy.any || s < w.busy.first)
+				w.busy.first = s;
+			if (!w.busy.any || t > w.busy.last)
+				w.busy.last = t;
+			w.busy.any = true;
+		}
+		if ((r = act_push(&w, ml->e.end_ps, type, ml->dev)) < 0)
 			goto out;
 		if ((r = mnext(ml)) < 0)
 			goto out;
@@ -601,6 +664,8 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 	}
 	r = 0;
 out:
+	*lost = w.lost;
+	*busy = w.busy;
 	merge_free(&m);
 	free(w.a);
 	return r;
@@ -608,15 +673,17 @@ out:
 
 static void busy_add_fn(void *arg, int64_t from, int64_t to)
 {
-	busy_add_typed(arg, from, to, BD_N);
+	busy_add_typed(arg, from, to, BD_N, false);
 }
 
 /*
  * steps_device() - device_ps: per device plane with steps, the union of its
  * op lines; for the steps of the other planes (host), the union of the op
- * lines of every device plane.
+ * lines of every device plane. @done: per plane (and [n_planes] for the host
+ * steps) whether steps_breakdown()'s sweep already added it.
  */
-static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb)
+static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb,
+			const bool *done)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
@@ -634,9 +701,9 @@ static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra,
 		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
 			const struct dec_plane *p = &x->planes[q];
 
-			if (pass == 0 && (rb[q] <= ra[q] || !dec_plane_is_device(p)))
+			if (pass == 0 && (rb[q] <= ra[q] || !dec_plane_is_device(p) || done[q]))
 				continue;
-			if (pass == 1 && (!host_steps || q > 0))
+			if (pass == 1 && (!host_steps || q > 0 || done[x->n_planes]))
 				break;
 			b.plane = pass == 0 ? q : SIZE_MAX;
 			n = 0;
@@ -684,39 +751,101 @@ static size_t bd_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size
 }
 
 /*
+ * sweep_fusable() - whether a sweep over @li[0..n) (bd_lines() of a group) can also
+ * give that group's device_ps exactly: it has every device op line merge_union()
+ * would take (bd_lines() was not cut at MERGE_MAX), and each line is known to be in
+ * time order (the union's and the sweep's treatments of out-of-order events differ).
+ */
+static bool sweep_fusable(const struct xprofs_xspace *x, const size_t *li, size_t n)
+{
+	if (n >= MERGE_MAX || x->tracks_only)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (x->lines[li[i]].unsorted)
+			return false;
+	return true;
+}
+
+/* device_reset() - device_ps back to 0 for steps [a, b) (a sweep's partial union). */
+static void device_reset(struct steps *st, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++)
+		st->s[i].device = 0;
+}
+
+/* The sweeps of one steps_breakdown(), as dec_tasks_run() tasks. */
+struct bd_tasks {
+	struct steps *st;
+	const size_t *ra, *rb;
+	uint8_t **cls; /* per plane: its event types by metadata index */
+	bool *done;
+	bool host_steps;
+};
+
+/*
+ * bd_task() - a dec_task_fn: task q < n_planes sweeps device plane q's op lines
+ * for its steps, task n_planes every op line for the host steps. They write to
+ * disjoint steps (their planes'), hints, busy times and done flags.
+ */
+static int bd_task(struct dec_rctx *rc, size_t q, void *arg)
+{
+	struct bd_tasks *t = arg;
+	struct xprofs_xspace *x = rc->x;
+	struct steps *st = t->st;
+	struct busy_add b = {st, t->ra, t->rb, q, x->n_planes, x};
+	size_t *li, n;
+	bool fuse, lost = false, host = q == x->n_planes;
+	struct dec_busy all, *busy = host ? &all : &st->busy[q];
+	int r = 0;
+
+	if (host ? !t->host_steps : t->rb[q] <= t->ra[q] || !dec_plane_is_device(&x->planes[q]))
+		return 0;
+	if (!(li = malloc(MERGE_MAX * sizeof(*li))))
+		return -ENOMEM;
+	b.plane = host ? SIZE_MAX : q;
+	n = bd_lines(x, b.plane, li, MERGE_MAX);
+	fuse = sweep_fusable(x, li, n);
+	memset(busy, 0, sizeof(*busy));
+	if (n)
+		r = merge_sweep(rc, li, n, t->cls, &b, fuse, &lost, busy);
+	t->done[q] = fuse && !lost;
+	for (size_t p = 0; fuse && lost && p < x->n_planes; p++)
+		if (host ? !dec_plane_is_device(&x->planes[p]) : p == q)
+			device_reset(st, t->ra[p], t->rb[p]);
+	free(li);
+	return r;
+}
+
+/* A dec_task_cost_fn: the events a sweep reads, roughly. */
+static uint64_t bd_cost(const struct xprofs_xspace *x, size_t q, void *arg)
+{
+	(void)arg;
+	return q < x->n_planes ? x->planes[q].events : x->totals.events;
+}
+
+/*
  * steps_breakdown() - every step's time by XProf's event types: a device plane's
  * steps from its op lines, host steps from every device op line and the host op
  * lines; the rest of the step is idle. More than MERGE_MAX lines: the first ones only.
+ * Where the sweep has every line the union needs (sweep_fusable()), it adds
+ * device_ps as well, and done[q] (done[n_planes]: the host steps) says so: one pass
+ * over those lines instead of two. The sweeps run as dec_tasks_run() tasks.
  */
 static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *ra,
-			   const size_t *rb)
+			   const size_t *rb, bool *done)
 {
 	struct xprofs_xspace *x = rc->x;
-	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
-	uint8_t **cls = calloc(x->n_planes + 1, sizeof(*cls));
-	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
-	bool host_steps = false;
+	struct bd_tasks t = {st, ra, rb, calloc(x->n_planes + 1, sizeof(*t.cls)), done, false};
 	int r = 0;
 
-	if (!cls || !li) {
-		r = -ENOMEM;
-		goto out;
-	}
+	if (!t.cls)
+		return -ENOMEM;
 	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		host_steps |= rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]);
-		r = classify_plane(rc, q, &cls[q]);
+		t.host_steps |= rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]);
+		r = classify_plane(rc, q, &t.cls[q]);
 	}
-	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		if (rb[q] <= ra[q] || !dec_plane_is_device(&x->planes[q]))
-			continue;
-		b.plane = q;
-		if ((n = bd_lines(x, q, li, MERGE_MAX)))
-			r = merge_sweep(rc, li, n, cls, &b);
-	}
-	if (r == 0 && host_steps && (n = bd_lines(x, SIZE_MAX, li, MERGE_MAX))) {
-		b.plane = SIZE_MAX;
-		r = merge_sweep(rc, li, n, cls, &b);
-	}
+	if (r == 0)
+		r = dec_tasks_run(rc, x->n_planes + 1, bd_task, bd_cost, &t);
 	for (size_t i = 0; r == 0 && i < st->n; i++) {
 		struct step *s = &st->s[i];
 		int64_t busy = 0;
@@ -725,11 +854,9 @@ static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *
 			busy = dec_sat_add(busy, s->bd[k]);
 		s->bd[BD_IDLE] = s->dur > busy ? s->dur - busy : 0;
 	}
-out:
-	for (size_t q = 0; cls && q < x->n_planes; q++)
-		free(cls[q]);
-	free(cls);
-	free(li);
+	for (size_t q = 0; q < x->n_planes; q++)
+		free(t.cls[q]);
+	free(t.cls);
 	return r;
 }
 
@@ -814,9 +941,11 @@ static void out_summary(struct dec_out *o, const struct xprofs_xspace *x, const 
 
 /* steps_compute() - every step with its device time and breakdown; *ra, *rb: per plane
  * the range of its steps (caller frees both and the steps). */
-static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb)
+static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb,
+			 bool **done_out)
 {
 	struct xprofs_xspace *x = rc->x;
+	bool *done;
 	int r;
 
 	*ra = calloc(x->n_planes + 1, sizeof(**ra));
@@ -830,10 +959,20 @@ static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, siz
 			(*ra)[st->s[i].plane] = i;
 		(*rb)[st->s[i].plane] = i + 1;
 	}
-	if (st->n && ((r = steps_device(rc, st, *ra, *rb)) < 0 ||
-		      (r = steps_breakdown(rc, st, *ra, *rb)) < 0))
-		return r;
-	return 0;
+	if (!st->n)
+		return 0;
+	if (!(st->hint = calloc(x->n_planes + 1, sizeof(*st->hint))) ||
+	    !(st->busy = calloc(x->n_planes + 1, sizeof(*st->busy))))
+		return -ENOMEM;
+	if (!(done = calloc(x->n_planes + 1, sizeof(*done))))
+		return -ENOMEM;
+	if ((r = steps_breakdown(rc, st, *ra, *rb, done)) == 0)
+		r = steps_device(rc, st, *ra, *rb, done);
+	if (done_out)
+		*done_out = done;
+	else
+		free(done);
+	return r;
 }
 
 /* The plane whose steps the overview shows: host steps first (the steps XProf groups
@@ -855,7 +994,7 @@ int dec_steps_each(struct dec_rctx *rc, dec_step_fn fn, void *arg)
 	size_t *ra = NULL, *rb = NULL, pick;
 	int r;
 
-	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+	if ((r = steps_compute(rc, &st, &ra, &rb, NULL)) < 0)
 		goto out;
 	pick = steps_pick(rc->x, ra, rb);
 	for (size_t i = 0; pick != SIZE_MAX && i < rb[pick] - ra[pick] && r == 0; i++) {
@@ -870,23 +1009,116 @@ out:
 	return r;
 }
 
-int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
+int dec_steps_overview_busy(struct dec_rctx *rc, struct dec_step_summary *sum,
+			    struct dec_busy *busy, bool *busy_ok)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct steps st = {0};
 	size_t *ra = NULL, *rb = NULL, pick;
+	bool *done = NULL;
 	int r;
 
 	memset(sum, 0, sizeof(*sum));
-	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+	if ((r = steps_compute(rc, &st, &ra, &rb, &done)) < 0)
 		goto out;
 	pick = steps_pick(x, ra, rb);
 	if (pick != SIZE_MAX)
 		steps_summarize(&st, ra[pick], rb[pick], sum);
+	for (size_t q = 0; busy && q < x->n_planes; q++) {
+		busy_ok[q] = done && done[q] && dec_plane_is_device(&x->planes[q]);
+		if (busy_ok[q])
+			busy[q] = st.busy[q];
+	}
 out:
 	steps_free(&st);
 	free(ra);
 	free(rb);
+	free(done);
+	return r;
+}
+
+int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
+{
+	return dec_steps_overview_busy(rc, sum, NULL, NULL);
+}
+
+bool dec_busy_in_steps(const struct xprofs_xspace *x, size_t q)
+{
+	const struct dec_plane *p = &x->planes[q];
+
+	if (x->tracks_only || !dec_plane_is_device(p))
+		return false;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps") &&
+		    x->lines[j].events)
+			return true;
+	return false;
+}
+
+/* The tasks of one dec_steps_busy_sum(): the steps, then each device plane's union. */
+struct sb_tasks {
+	struct dec_step_summary *sum;
+	struct dec_busy *busy, *sbusy; /* owned, per plane: the union; the steps' sweep's */
+	bool *pred, *sok;              /* owned, per plane: left to the steps; given by them */
+};
+
+static int sb_task(struct dec_rctx *rc, size_t i, void *arg)
+{
+	struct sb_tasks *t = arg;
+
+	if (i == 0)
+		return dec_steps_overview_busy(rc, t->sum, t->sbusy, t->sok);
+	if (!dec_plane_is_device(&rc->x->planes[i - 1]) || t->pred[i - 1])
+		return 0;
+	return dec_device_busy(rc, i - 1, &t->busy[i - 1]);
+}
+
+static uint64_t sb_cost(const struct xprofs_xspace *x, size_t i, void *arg)
+{
+	const struct sb_tasks *t = arg;
+
+	if (i == 0)
+		return x->totals.events;
+	return dec_plane_is_device(&x->planes[i - 1]) && !t->pred[i - 1] ? x->planes[i - 1].events
+									 : 0;
+}
+
+int dec_steps_busy_sum(struct dec_rctx *rc, struct dec_step_summary *sum, int64_t *busy,
+		       int64_t *span)
+{
+	struct xprofs_xspace *x = rc->x;
+	size_t n = x->n_planes + 1;
+	struct sb_tasks t = {sum, calloc(n, sizeof(*t.busy)), calloc(n, sizeof(*t.sbusy)),
+			     calloc(n, sizeof(*t.pred)), calloc(n, sizeof(*t.sok))};
+	int r = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	*busy = *span = 0;
+	if (!t.busy || !t.sbusy || !t.pred || !t.sok) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t q = 0; q < x->n_planes; q++)
+		t.pred[q] = dec_busy_in_steps(x, q);
+	if ((r = dec_tasks_run(rc, n, sb_task, sb_cost, &t)) < 0)
+		goto out;
+	for (size_t q = 0; q < x->n_planes; q++) {
+		const struct dec_busy *b = &t.busy[q];
+
+		if (!dec_plane_is_device(&x->planes[q]))
+			continue;
+		if (t.pred[q] && t.sok[q])
+			b = &t.sbusy[q];
+		else if (t.pred[q] && (r = dec_device_busy(rc, q, &t.busy[q])) < 0)
+			goto out;
+		*busy = dec_sat_add(*busy, b->busy);
+		*span = dec_sat_add(*span, b->any ? dec_sat_add(b->last, -b->first) : 0);
+	}
+out:
+	free(t.busy);
+	free(t.sbusy);
+	free(t.pred);
+	free(t.sok);
 	return r;
 }
 
@@ -924,7 +1156,7 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 	size_t *ra = NULL, *rb = NULL; /* per plane: range of its steps */
 	int r = 0;
 
-	if ((r = steps_compute(rc, &st, &ra, &rb)) < 0)
+	if ((r = steps_compute(rc, &st, &ra, &rb, NULL)) < 0)
 		goto out;
 	OUT_LIT(o, "{\"steps\":[");
 	for (size_t i = 0; i < st.n; i++) {

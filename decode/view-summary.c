@@ -159,19 +159,10 @@ struct host_stat {
 static int host_stat_fn(struct dec_rctx *rc, void *arg)
 {
 	struct host_stat *h = arg;
-	struct dec_busy b;
 	int r;
 
-	if ((r = dec_steps_overview(rc, &h->steps)) < 0)
+	if ((r = dec_steps_busy_sum(rc, &h->steps, &h->busy, &h->span)) < 0)
 		return r;
-	for (size_t q = 0; q < rc->x->n_planes; q++) {
-		if (!dec_plane_is_device(&rc->x->planes[q]))
-			continue;
-		if ((r = dec_device_busy(rc, q, &b)) < 0)
-			return r;
-		h->busy = dec_sat_add(h->busy, b.busy);
-		h->span = dec_sat_add(h->span, b.any ? dec_sat_add(b.last, -b.first) : 0);
-	}
 	h->ok = true;
 	return 0;
 }

@@ -402,6 +402,7 @@ int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_x
 	}
 	x->r = r;
 	x->tracks_only = opts && opts->tracks_only;
+	x->threads = threads > DEC_THREADS_MAX ? DEC_THREADS_MAX : threads;
 	if ((ret = dec_index_build(x, threads, err)) < 0 || (ret = ix_names(x)) < 0)
 		goto fail;
 	dec_cur_init(&c, r, NULL);

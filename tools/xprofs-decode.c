@@ -22,7 +22,8 @@
  * The file is read with pread() through a bounded window (memory does not
  * grow with the file); --mmap uses the zero-copy path instead (faster, but
  * the mapped pages count in the process's RSS). Planes are indexed on
- * --threads threads (files of 64 MiB and more). Output goes to stdout,
+ * --threads threads (files of 64 MiB and more), and the stats views split
+ * their planes over as many. Output goes to stdout,
  * errors to stderr with a non-zero exit.
  */
 #include <dirent.h>
@@ -94,9 +95,9 @@ static void usage(FILE *f)
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
 		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
 		   "baseline)\n"
-		   "options: --mmap (zero-copy reads), --threads N (index planes on N threads;\n"
-		   "         default: online CPUs, at most 4), --log-level LEVEL, --help, "
-		   "--version\n");
+		   "options: --mmap (zero-copy reads), --threads N (index planes and compute the\n"
+		   "         stats views on N threads; default: online CPUs, at most 4),\n"
+		   "         --log-level LEVEL, --help, --version\n");
 }
 
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
@@ -326,7 +327,7 @@ static void sess_close(struct sess_files *s)
  * error. 0, or -1 after printing why (@what: the option, for the message).
  * Close with sess_close() either way.
  */
-static int sess_open(const char *path, const char *what, struct sess_files *s)
+static int sess_open(const char *path, const char *what, unsigned threads, struct sess_files *s)
 {
 	struct dirent **ents = NULL;
 	int n = scandir(path, &ents, is_profile, alphasort), r = -1;
@@ -372,7 +373,11 @@ static int sess_open(const char *path, const char *what, struct sess_files *s)
 							  .arg = &s->fds[i],
 							  .size = (uint64_t)st.st_size,
 							  .data = NULL};
-			if ((r = xprofs_xspace_open(&s->rd[i], &err, &s->xs[i])) < 0) {
+			/* fd_pread() is pread(2): thread-safe, so the index and the
+			 * analyses may use --threads */
+			struct xprofs_xspace_opts xo = {.threads = threads};
+
+			if ((r = xprofs_xspace_open_opts(&s->rd[i], &xo, &err, &s->xs[i])) < 0) {
 				s->errs[i] = xprofs_buf_steal(&err, NULL);
 				if (!s->errs[i])
 					s->errs[i] = strdup(strerror(-r));
@@ -418,7 +423,7 @@ static int do_session(const struct args *a)
 		fprintf(stderr, "xprofs-decode: --session has the views summary and ops\n");
 		return 2;
 	}
-	if (sess_open(a->path, "--session", &s) < 0)
+	if (sess_open(a->path, "--session", a->threads, &s) < 0)
 		goto out;
 	in = sess_in(&s);
 	if (a->view == XPROFS_VIEW_OPS)
@@ -452,7 +457,8 @@ static int do_compare(const struct args *a)
 		fprintf(stderr, "xprofs-decode: --compare has the views ops and steps\n");
 		return 2;
 	}
-	if (sess_open(a->compare, "--compare", &b) < 0 || sess_open(a->path, "--compare", &c) < 0)
+	if (sess_open(a->compare, "--compare", a->threads, &b) < 0 ||
+	    sess_open(a->path, "--compare", a->threads, &c) < 0)
 		goto out;
 	bi = sess_in(&b);
 	ci = sess_in(&c);

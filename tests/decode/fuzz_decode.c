@@ -6,7 +6,9 @@
  * an all-covering window that must give the same bytes as no window; the
  * last two for trace.pftrace too);
  * render the session-wide views with the profile as two hosts (session
- * ops.json, compare ops/steps with itself);
+ * ops.json, compare ops/steps with itself); render the stats views of a
+ * two-thread open (split over threads) and of the one-thread open: the same
+ * result, bytes and first error;
  * round-trip the input through the track file-name encoding. Any
  * crash, leak, sanitizer report, disagreement or a failure other than
  * -EINVAL/-E2BIG on malformed input is a bug.
@@ -26,6 +28,39 @@ static int discard(void *arg, const void *p, size_t n)
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static int collect(void *arg, const void *p, size_t n)
+{
+	return xprofs_buf_add(arg, p, n);
+}
+
+/* The stats views of @x1 (one thread) and @x2 (two): same result, bytes and error. */
+static void fuzz_threads(struct xprofs_xspace *x1, struct xprofs_xspace *x2)
+{
+	static const int views[] = {XPROFS_VIEW_OPS, XPROFS_VIEW_STEPS, XPROFS_VIEW_OVERVIEW,
+				    XPROFS_VIEW_KERNELS, XPROFS_VIEW_SVG};
+	struct xprofs_buf b[2], e[2];
+
+	for (size_t i = 0; i < sizeof(views) / sizeof(views[0]); i++) {
+		int rc[2];
+
+		for (int k = 0; k < 2; k++) {
+			struct xprofs_sink s = {collect, &b[k]};
+
+			xprofs_buf_init(&b[k], (size_t)64 << 20);
+			xprofs_buf_init(&e[k], 4096);
+			rc[k] = xprofs_xspace_render(k ? x2 : x1, views[i], &s, &e[k]);
+		}
+		if (rc[0] != rc[1] || b[0].len != b[1].len ||
+		    (b[0].len && memcmp(b[0].data, b[1].data, b[0].len)) || e[0].len != e[1].len ||
+		    (e[0].len && memcmp(e[0].data, e[1].data, e[0].len)))
+			abort(); /* threads change nothing but the time */
+		for (int k = 0; k < 2; k++) {
+			xprofs_buf_deinit(&b[k]);
+			xprofs_buf_deinit(&e[k]);
+		}
+	}
+}
 
 /* Render @view of @x with window [from, to) (NULL: none); its byte count, or (size_t)-1. */
 static size_t sliced_view(struct xprofs_xspace *x, int view, const xprofs_ps128 *w,
@@ -127,6 +162,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		fuzz_sessions(x);
 		fuzz_slices(x, &err);
+		{
+			struct xprofs_xspace_opts o = {.threads = 2};
+			struct xprofs_xspace *x2 = NULL;
+
+			xprofs_buf_reset(&err);
+			if (xprofs_xspace_open_opts(&r, &o, &err, &x2) != 0)
+				abort(); /* the one-thread open accepted it */
+			fuzz_threads(x, x2);
+			xprofs_xspace_free(x2);
+		}
 		for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
 			const char *pf, *lf;
 
