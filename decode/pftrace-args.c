@@ -658,7 +658,8 @@ found:
 
 const uint8_t *pf_md_blob(const struct pf_args *A, const struct pf_md *e)
 {
-	return A->blobs.buf + e->blob_off;
+	/* no blob stored yet: the buffer may be NULL, and NULL + 0 is undefined in C */
+	return A->blobs.buf ? A->blobs.buf + e->blob_off : (const uint8_t *)"";
 }
 
 void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, const char *name,
