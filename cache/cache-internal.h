@@ -34,13 +34,47 @@
 #ifndef XPROFS_CACHE_INTERNAL_H
 #define XPROFS_CACHE_INTERNAL_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 #include <pthread.h>
 #include <sys/types.h>
 
 #include "xprofs/cache.h"
+
+/*
+ * Little-endian fields of the on-disk formats (format.c, portable.c);
+ * memcpy + le*toh compile to single loads, so the hash runs at memory speed.
+ */
+static inline void cache_put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline void cache_put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static inline uint32_t cache_get32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
+}
+
+static inline uint64_t cache_get64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
 
 #define CACHE_MAGIC_HEAD "XPFCACHE"
 #define CACHE_MAGIC_FOOT "XPFC_END"

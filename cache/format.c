@@ -21,36 +21,7 @@
 /* Index records validated per read() on open: bounds open-time memory. */
 #define CACHE_CHECK_CHUNK 2048u
 
-/* ---- little-endian helpers --------------------------------------------- */
-
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-/* memcpy + le*toh compile to single loads: the hash runs at memory speed. */
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le32toh(v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v;
-
-	memcpy(&v, p, sizeof(v));
-	return le64toh(v);
-}
+/* The little-endian helpers are cache_put32() & co. in cache-internal.h. */
 
 /* ---- xxh64 --------------------------------------------------------------- */
 
@@ -88,10 +59,10 @@ uint64_t cache_hash64(const void *p, size_t n, uint64_t seed)
 		uint64_t v1 = seed + P1 + P2, v2 = seed + P2, v3 = seed, v4 = seed - P1;
 
 		do {
-			v1 = xxh_round(v1, get64(s));
-			v2 = xxh_round(v2, get64(s + 8));
-			v3 = xxh_round(v3, get64(s + 16));
-			v4 = xxh_round(v4, get64(s + 24));
+			v1 = xxh_round(v1, cache_get64(s));
+			v2 = xxh_round(v2, cache_get64(s + 8));
+			v3 = xxh_round(v3, cache_get64(s + 16));
+			v4 = xxh_round(v4, cache_get64(s + 24));
 			s += 32;
 		} while ((size_t)(end - s) >= 32);
 		h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
@@ -104,12 +75,12 @@ uint64_t cache_hash64(const void *p, size_t n, uint64_t seed)
 	}
 	h += (uint64_t)n;
 	while ((size_t)(end - s) >= 8) {
-		h ^= xxh_round(0, get64(s));
+		h ^= xxh_round(0, cache_get64(s));
 		h = rotl64(h, 27) * P1 + P4;
 		s += 8;
 	}
 	if ((size_t)(end - s) >= 4) {
-		h ^= (uint64_t)get32(s) * P1;
+		h ^= (uint64_t)cache_get32(s) * P1;
 		h = rotl64(h, 23) * P2 + P3;
 		s += 4;
 	}
@@ -145,42 +116,42 @@ uint64_t cache_header_encode(uint8_t out[CACHE_HDR_FIXED], const void *key, uint
 	uint64_t h;
 
 	memcpy(out, CACHE_MAGIC_HEAD, CACHE_MAGIC_LEN);
-	put32(out + 8, CACHE_VERSION);
-	put32(out + 12, keylen);
-	put32(out + 16, bs);
-	put32(out + 20, 0);
+	cache_put32(out + 8, CACHE_VERSION);
+	cache_put32(out + 12, keylen);
+	cache_put32(out + 16, bs);
+	cache_put32(out + 20, 0);
 	h = cache_hash64(key, keylen, cache_hash64(out, 24, 0));
-	put64(out + 24, h);
+	cache_put64(out + 24, h);
 	return h;
 }
 
 void cache_rec_encode(uint8_t out[CACHE_REC_SIZE], const struct cache_rec *r)
 {
-	put64(out, r->off);
-	put32(out + 8, r->stored);
-	put32(out + 12, r->raw | (r->plain ? CACHE_RAW_FLAG : 0));
-	put64(out + 16, r->sum);
+	cache_put64(out, r->off);
+	cache_put32(out + 8, r->stored);
+	cache_put32(out + 12, r->raw | (r->plain ? CACHE_RAW_FLAG : 0));
+	cache_put64(out + 16, r->sum);
 }
 
 static void rec_decode(const uint8_t in[CACHE_REC_SIZE], struct cache_rec *r)
 {
-	uint32_t raw = get32(in + 12);
+	uint32_t raw = cache_get32(in + 12);
 
-	r->off = get64(in);
-	r->stored = get32(in + 8);
+	r->off = cache_get64(in);
+	r->stored = cache_get32(in + 8);
 	r->plain = (raw & CACHE_RAW_FLAG) != 0;
 	r->raw = raw & ~CACHE_RAW_FLAG;
-	r->sum = get64(in + 16);
+	r->sum = cache_get64(in + 16);
 }
 
 void cache_footer_encode(uint8_t out[CACHE_FOOTER_SIZE], uint64_t raw_size, uint64_t nblocks,
 			 uint64_t index_off, uint64_t index_hash, uint64_t header_hash)
 {
-	put64(out, raw_size);
-	put64(out + 8, nblocks);
-	put64(out + 16, index_off);
-	put64(out + 24, index_hash);
-	put64(out + 32, cache_hash64(out, 32, header_hash));
+	cache_put64(out, raw_size);
+	cache_put64(out + 8, nblocks);
+	cache_put64(out + 16, index_off);
+	cache_put64(out + 24, index_hash);
+	cache_put64(out + 32, cache_hash64(out, 32, header_hash));
 	memcpy(out + 40, CACHE_MAGIC_FOOT, CACHE_MAGIC_LEN);
 }
 
@@ -224,10 +195,10 @@ static int check_header(int fd, const void *key, size_t keylen, struct cache_lay
 		goto out;
 	r = -EBADMSG;
 	if (memcmp(hdr, CACHE_MAGIC_HEAD, CACHE_MAGIC_LEN) != 0 ||
-	    get32(hdr + 8) != CACHE_VERSION || get32(hdr + 20) != 0)
+	    cache_get32(hdr + 8) != CACHE_VERSION || cache_get32(hdr + 20) != 0)
 		goto out;
-	fkeylen = get32(hdr + 12);
-	L->bs = get32(hdr + 16);
+	fkeylen = cache_get32(hdr + 12);
+	L->bs = cache_get32(hdr + 16);
 	if (fkeylen > XPROFS_CACHE_KEY_MAX || !cache_bs_valid(L->bs))
 		goto out;
 	L->hdr_len = CACHE_HDR_FIXED + (uint64_t)fkeylen;
@@ -242,7 +213,7 @@ static int check_header(int fd, const void *key, size_t keylen, struct cache_lay
 	if (r < 0)
 		goto out;
 	L->header_hash = cache_hash64(fkey, fkeylen, cache_hash64(hdr, 24, 0));
-	if (L->header_hash != get64(hdr + 24)) {
+	if (L->header_hash != cache_get64(hdr + 24)) {
 		r = -EBADMSG;
 		goto out;
 	}
@@ -263,12 +234,12 @@ static int check_footer(int fd, struct cache_layout *L, uint64_t *index_hash)
 	if (r < 0)
 		return r;
 	if (memcmp(f + 40, CACHE_MAGIC_FOOT, CACHE_MAGIC_LEN) != 0 ||
-	    get64(f + 32) != cache_hash64(f, 32, L->header_hash))
+	    cache_get64(f + 32) != cache_hash64(f, 32, L->header_hash))
 		return -EBADMSG;
-	L->raw_size = get64(f);
-	L->nblocks = get64(f + 8);
-	L->index_off = get64(f + 16);
-	*index_hash = get64(f + 24);
+	L->raw_size = cache_get64(f);
+	L->nblocks = cache_get64(f + 8);
+	L->index_off = cache_get64(f + 16);
+	*index_hash = cache_get64(f + 24);
 	/* Everything between the key and the footer is blocks then index. */
 	room = L->file_size - CACHE_FOOTER_SIZE - L->hdr_len;
 	if (L->nblocks > room / CACHE_REC_SIZE)

@@ -38,36 +38,6 @@
 
 #include "cache-internal.h"
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	uint32_t v = 0;
-
-	for (int i = 3; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
 /* The header hash: the fixed fields before it, then the key. */
 static uint64_t header_hash(const uint8_t *hdr, const void *key, size_t keylen)
 {
@@ -138,11 +108,11 @@ int xprofs_cache_export(struct xprofs_cache *c, const void *key, size_t keylen, 
 	if (r < 0)
 		goto out;
 	memcpy(hdr, CACHE_PORT_MAGIC, CACHE_MAGIC_LEN);
-	put32(hdr + 8, CACHE_PORT_VERSION);
-	put32(hdr + 12, (uint32_t)keylen);
-	put64(hdr + 16, L.file_size);
-	put64(hdr + 24, h);
-	put64(hdr + 32, header_hash(hdr, key, keylen));
+	cache_put32(hdr + 8, CACHE_PORT_VERSION);
+	cache_put32(hdr + 12, (uint32_t)keylen);
+	cache_put64(hdr + 16, L.file_size);
+	cache_put64(hdr + 24, h);
+	cache_put64(hdr + 32, header_hash(hdr, key, keylen));
 	put = pwrite(out, hdr, CACHE_PORT_HDR, 0);
 	if (put == (ssize_t)CACHE_PORT_HDR && keylen)
 		put = pwrite(out, key, keylen, CACHE_PORT_HDR) == (ssize_t)keylen
@@ -178,13 +148,13 @@ static int check_portable_header(int in, uint64_t len, const void *key, size_t k
 	if (got < 0)
 		return (int)got;
 	if (got != CACHE_PORT_HDR || memcmp(hdr, CACHE_PORT_MAGIC, CACHE_MAGIC_LEN) != 0 ||
-	    get32(hdr + 8) != CACHE_PORT_VERSION)
+	    cache_get32(hdr + 8) != CACHE_PORT_VERSION)
 		return -EBADMSG;
-	klen = get32(hdr + 12);
+	klen = cache_get32(hdr + 12);
 	if (klen > XPROFS_CACHE_KEY_MAX || len < CACHE_PORT_HDR + (uint64_t)klen)
 		return -EBADMSG;
-	*plen = get64(hdr + 16);
-	*phash = get64(hdr + 24);
+	*plen = cache_get64(hdr + 16);
+	*phash = cache_get64(hdr + 24);
 	if (*plen != len - CACHE_PORT_HDR - klen)
 		return -EBADMSG;
 	k = malloc(klen ? klen : 1);
@@ -193,7 +163,7 @@ static int check_portable_header(int in, uint64_t len, const void *key, size_t k
 	got = xprofs_pread_full(in, k, klen, CACHE_PORT_HDR);
 	if (got < 0)
 		r = (int)got;
-	else if ((size_t)got != klen || get64(hdr + 32) != header_hash(hdr, k, klen))
+	else if ((size_t)got != klen || cache_get64(hdr + 32) != header_hash(hdr, k, klen))
 		r = -EBADMSG;
 	else if (klen != keylen || memcmp(k, key, keylen) != 0)
 		r = -ESTALE; /* a sound copy of another key: never served for ours */

@@ -107,6 +107,15 @@ const char dec_digits2[201] = "0001020304050607080910111213141516171819202122232
 			      "50515253545556575859606162636465666768697071727374"
 			      "75767778798081828384858687888990919293949596979899";
 
+void dec_out_opt_double(struct dec_out *o, const char *lit, bool has, double d)
+{
+	dec_out_add(o, lit, strlen(lit));
+	if (has)
+		dec_out_double(o, d);
+	else
+		OUT_LIT(o, "null");
+}
+
 void dec_out_double(struct dec_out *o, double d)
 {
 	char buf[40];

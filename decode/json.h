@@ -49,6 +49,8 @@ void dec_out_str(struct dec_out *o, const char *s, size_t n);
 void dec_out_cstr(struct dec_out *o, const char *s);
 /* dec_out_double() - shortest round-tripping form; null for NaN and infinities. */
 void dec_out_double(struct dec_out *o, double d);
+/* dec_out_opt_double() - @lit (a key and colon, borrowed), then @d, or null without @has. */
+void dec_out_opt_double(struct dec_out *o, const char *lit, bool has, double d);
 /* dec_out_flush() - the sticky error; with @force, also write what is buffered. */
 int dec_out_flush(struct dec_out *o, bool force);
 /* dec_json_dup() - JSON-quote @s (@n bytes) into a new string. Caller owns *out (free()). */

@@ -45,15 +45,6 @@ struct ov_dev {
 	int64_t host_occ, dev_occ;
 };
 
-static void out_opt(struct dec_out *o, const char *lit, bool has, double d)
-{
-	dec_out_add(o, lit, strlen(lit));
-	if (has)
-		dec_out_double(o, d);
-	else
-		OUT_LIT(o, "null");
-}
-
 static void out_cstr_or_null(struct dec_out *o, const char *s)
 {
 	if (s)
@@ -168,9 +159,9 @@ static void out_env(struct dec_out *o, const struct xprofs_xspace *x, const stru
 	out_cstr_or_null(o, d->f.vendor);
 	OUT_LIT(o, ",\"device_planes\":");
 	dec_out_u64(o, d->planes);
-	out_opt(o, ",\"device_core_count\":", d->f.has_core_count, d->f.core_count);
-	out_opt(o, ",\"peak_flops_per_s\":", d->f.peak_flops > 0, d->f.peak_flops);
-	out_opt(o, ",\"peak_hbm_bytes_per_s\":", d->f.peak_bw > 0, d->f.peak_bw);
+	dec_out_opt_double(o, ",\"device_core_count\":", d->f.has_core_count, d->f.core_count);
+	dec_out_opt_double(o, ",\"peak_flops_per_s\":", d->f.peak_flops > 0, d->f.peak_flops);
+	dec_out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", d->f.peak_bw > 0, d->f.peak_bw);
 	OUT_LIT(o, "}");
 }
 
@@ -182,16 +173,17 @@ static void out_device(struct dec_out *o, const struct ov_dev *d)
 	}
 	dec_out_key_i64(o, "{\"busy_ps\":", d->busy);
 	dec_out_key_i64(o, ",\"span_ps\":", d->span);
-	out_opt(o, ",\"duty_cycle\":", d->span > 0, (double)d->busy / (double)d->span);
-	out_opt(o, ",\"idle_share\":", d->span > 0, 1.0 - (double)d->busy / (double)d->span);
-	out_opt(o, ",\"flops\":", d->has_flops, d->flops);
-	out_opt(o, ",\"model_flops\":", d->has_model_flops, d->model_flops);
-	out_opt(o, ",\"flops_per_s\":", d->has_flops && d->busy > 0,
-		d->flops / (double)d->busy * 1e12);
-	out_opt(o, ",\"hfu\":", d->has_flops && d->all_peaks && d->peak_flop_s > 0,
-		d->flops / d->peak_flop_s);
-	out_opt(o, ",\"mfu\":", d->has_model_flops && d->all_peaks && d->peak_flop_s > 0,
-		d->model_flops / d->peak_flop_s);
+	dec_out_opt_double(o, ",\"duty_cycle\":", d->span > 0, (double)d->busy / (double)d->span);
+	dec_out_opt_double(o, ",\"idle_share\":", d->span > 0,
+			   1.0 - (double)d->busy / (double)d->span);
+	dec_out_opt_double(o, ",\"flops\":", d->has_flops, d->flops);
+	dec_out_opt_double(o, ",\"model_flops\":", d->has_model_flops, d->model_flops);
+	dec_out_opt_double(o, ",\"flops_per_s\":", d->has_flops && d->busy > 0,
+			   d->flops / (double)d->busy * 1e12);
+	dec_out_opt_double(o, ",\"hfu\":", d->has_flops && d->all_peaks && d->peak_flop_s > 0,
+			   d->flops / d->peak_flop_s);
+	dec_out_opt_double(o, ",\"mfu\":", d->has_model_flops && d->all_peaks && d->peak_flop_s > 0,
+			   d->model_flops / d->peak_flop_s);
 	OUT_LIT(o, "}");
 }
 
@@ -201,8 +193,8 @@ static void out_op_time(struct dec_out *o, const struct ov_dev *d)
 
 	dec_out_key_i64(o, "{\"host_ops\":", d->host_occ);
 	dec_out_key_i64(o, ",\"device_ops\":", d->dev_occ);
-	out_opt(o, ",\"host_op_share\":", all > 0, (double)d->host_occ / (double)all);
-	out_opt(o, ",\"device_op_share\":", all > 0, (double)d->dev_occ / (double)all);
+	dec_out_opt_double(o, ",\"host_op_share\":", all > 0, (double)d->host_occ / (double)all);
+	dec_out_opt_double(o, ",\"device_op_share\":", all > 0, (double)d->dev_occ / (double)all);
 	dec_out_key_i64(o, ",\"host_self_ps\":", d->host_self);
 	dec_out_key_i64(o, ",\"device_self_ps\":", d->ops.self);
 	OUT_LIT(o, "}");
@@ -227,10 +219,10 @@ static int out_top(struct dec_out *o, struct ov_dev *d)
 		OUT_LIT(o, ",\"category\":");
 		dec_out_cstr(o, op->category);
 		dec_out_key_i64(o, ",\"self_ps\":", op->self);
-		out_opt(o, ",\"self_share\":", d->ops.self > 0, frac);
-		out_opt(o, ",\"cumulative_share\":", d->ops.self > 0, cum);
-		out_opt(o, ",\"flops_per_s\":", op->has_flops && op->total > 0,
-			op->flops / (double)op->total * 1e12);
+		dec_out_opt_double(o, ",\"self_share\":", d->ops.self > 0, frac);
+		dec_out_opt_double(o, ",\"cumulative_share\":", d->ops.self > 0, cum);
+		dec_out_opt_double(o, ",\"flops_per_s\":", op->has_flops && op->total > 0,
+				   op->flops / (double)op->total * 1e12);
 		OUT_LIT(o, "}");
 	}
 	OUT_LIT(o, "]");
@@ -290,19 +282,19 @@ static void out_bottleneck(struct dec_out *o, const struct dec_step_summary *s)
 		 kind, s->avg, in, li, coll, lc, other, lo, out, lt, comp);
 	OUT_LIT(o, "{\"kind\":");
 	dec_out_cstr(o, kind);
-	out_opt(o, ",\"input_percent\":", true, in);
+	dec_out_opt_double(o, ",\"input_percent\":", true, in);
 	OUT_LIT(o, ",\"input\":");
 	dec_out_cstr(o, li);
-	out_opt(o, ",\"collectives_percent\":", true, coll);
+	dec_out_opt_double(o, ",\"collectives_percent\":", true, coll);
 	OUT_LIT(o, ",\"collectives\":");
 	dec_out_cstr(o, lc);
-	out_opt(o, ",\"all_other_percent\":", true, other);
+	dec_out_opt_double(o, ",\"all_other_percent\":", true, other);
 	OUT_LIT(o, ",\"all_other\":");
 	dec_out_cstr(o, lo);
-	out_opt(o, ",\"output_percent\":", true, out);
+	dec_out_opt_double(o, ",\"output_percent\":", true, out);
 	OUT_LIT(o, ",\"output\":");
 	dec_out_cstr(o, lt);
-	out_opt(o, ",\"device_compute_percent\":", true, comp);
+	dec_out_opt_double(o, ",\"device_compute_percent\":", true, comp);
 	OUT_LIT(o, ",\"statement\":");
 	dec_out_cstr(o, text);
 	OUT_LIT(o, "}");

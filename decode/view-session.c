@@ -651,27 +651,18 @@ static void sstep_of(const struct sess *s, struct sstep *t)
 		t->bd[k] /= (double)t->n;
 }
 
-static void out_opt(struct dec_out *o, const char *lit, bool has, double d)
-{
-	dec_out_add(o, lit, strlen(lit));
-	if (has)
-		dec_out_double(o, d);
-	else
-		OUT_LIT(o, "null");
-}
-
 /* out_avg3() - "<k>_base", "<k>_new", "delta_<k>" of two averages (null without steps). */
 static void out_avg3(struct dec_out *o, const char *k, bool ha, double a, bool hb, double b)
 {
 	OUT_LIT(o, ",\"");
 	dec_out_add(o, k, strlen(k));
-	out_opt(o, "_base\":", ha, a);
+	dec_out_opt_double(o, "_base\":", ha, a);
 	OUT_LIT(o, ",\"");
 	dec_out_add(o, k, strlen(k));
-	out_opt(o, "_new\":", hb, b);
+	dec_out_opt_double(o, "_new\":", hb, b);
 	OUT_LIT(o, ",\"delta_");
 	dec_out_add(o, k, strlen(k));
-	out_opt(o, "\":", ha && hb, b - a);
+	dec_out_opt_double(o, "\":", ha && hb, b - a);
 }
 
 static void out_step_time(struct dec_out *o, const struct sstep *a, const struct sstep *b)
@@ -687,7 +678,7 @@ static void out_step_time(struct dec_out *o, const struct sstep *a, const struct
 	OUT_LIT(o, ",\"steps_new\":");
 	dec_out_u64(o, b->n);
 	out_avg3(o, "avg_ps", ha, a->avg, hb, b->avg);
-	out_opt(o, ",\"ratio\":", ha && hb && a->avg > 0, b->avg / a->avg);
+	dec_out_opt_double(o, ",\"ratio\":", ha && hb && a->avg > 0, b->avg / a->avg);
 	out_avg3(o, "min_ps", ha, (double)a->min, hb, (double)b->min);
 	out_avg3(o, "max_ps", ha, (double)a->max, hb, (double)b->max);
 	OUT_LIT(o, ",\"breakdown_avg\":{");
@@ -695,9 +686,9 @@ static void out_step_time(struct dec_out *o, const struct sstep *a, const struct
 		OUT_RAW(o, k ? ",\"" : "\"");
 		dec_out_add(o, dec_bd_keys[k], strlen(dec_bd_keys[k]));
 		OUT_LIT(o, "\":{");
-		out_opt(o, "\"base\":", ha, a->bd[k]);
-		out_opt(o, ",\"new\":", hb, b->bd[k]);
-		out_opt(o, ",\"delta\":", ha && hb, b->bd[k] - a->bd[k]);
+		dec_out_opt_double(o, "\"base\":", ha, a->bd[k]);
+		dec_out_opt_double(o, ",\"new\":", hb, b->bd[k]);
+		dec_out_opt_double(o, ",\"delta\":", ha && hb, b->bd[k] - a->bd[k]);
 		OUT_LIT(o, "}");
 	}
 	OUT_LIT(o, "}}");
@@ -749,7 +740,7 @@ static void out_host_row(struct dec_out *o, const char *name, const char *in,
 	OUT_LIT(o, ",\"steps_new\":");
 	dec_out_u64(o, b ? b->n : 0);
 	out_avg3(o, "avg_ps", a, a ? a->avg : 0, b, b ? b->avg : 0);
-	out_opt(o, ",\"ratio\":", a && b && a->avg > 0, b && a ? b->avg / a->avg : 0);
+	dec_out_opt_double(o, ",\"ratio\":", a && b && a->avg > 0, b && a ? b->avg / a->avg : 0);
 	OUT_LIT(o, "}");
 }
 

@@ -24,23 +24,6 @@ static char cache_dir[64];
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static void cleanup(void)
 {
 	char cmd[128];
@@ -58,18 +41,18 @@ static void fixup(uint8_t *p, size_t n, unsigned mode)
 	if (n < CACHE_PORT_HDR)
 		return;
 	if ((mode & 1) && n >= CACHE_PORT_HDR + strlen(FUZZ_KEY)) {
-		put32(p + 12, (uint32_t)strlen(FUZZ_KEY));
+		cache_put32(p + 12, (uint32_t)strlen(FUZZ_KEY));
 		memcpy(p + CACHE_PORT_HDR, FUZZ_KEY, strlen(FUZZ_KEY));
 	}
-	keylen = get32(p + 12);
+	keylen = cache_get32(p + 12);
 	if (!(mode & 2) || keylen > n - CACHE_PORT_HDR)
 		return;
-	put64(p + 16, n - CACHE_PORT_HDR - keylen);
+	cache_put64(p + 16, n - CACHE_PORT_HDR - keylen);
 	for (size_t off = CACHE_PORT_HDR + keylen; off < n; off += CACHE_PORT_PIECE)
 		h = cache_hash64(p + off, n - off < CACHE_PORT_PIECE ? n - off : CACHE_PORT_PIECE,
 				 h);
-	put64(p + 24, h);
-	put64(p + 32, cache_hash64(p + CACHE_PORT_HDR, keylen, cache_hash64(p, 32, 0)));
+	cache_put64(p + 24, h);
+	cache_put64(p + 32, cache_hash64(p + CACHE_PORT_HDR, keylen, cache_hash64(p, 32, 0)));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -28,6 +28,7 @@ import time
 import traceback
 
 import xtap
+from xmount import poll as wait_for
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "profiler_server.py")
@@ -210,16 +211,6 @@ class Mount:
 
 def captures(text):
     return [json.loads(l) for l in text.splitlines() if l.startswith('{"id"')]
-
-
-def wait_for(cond, timeout=60):
-    """Poll @cond until it is true or @timeout s pass; returns its last value."""
-    end = time.monotonic() + timeout
-    while True:
-        v = cond()
-        if v or time.monotonic() > end:
-            return v
-        time.sleep(0.02)
 
 
 def wait_done(fe, run, session=None, timeout=60):
