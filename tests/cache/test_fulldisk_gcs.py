@@ -15,6 +15,7 @@ import os
 import subprocess
 
 import gcs_harness
+from xmount import poll
 from gcs_harness import Skip
 
 URL = "gs://bkt/logs"
@@ -53,8 +54,12 @@ def body(t, h):
         got = f.read()
     t.ok(sha(got) == sha(blob), "a 6 MiB object reads exactly through a 2 MiB cache disk",
          "%d bytes\n%s" % (len(got), h.log(log)))
-    with open(os.path.join(mnt, "status.json")) as f:
-        st = json.load(f)["cache"]
+    # blocks reach the disk cache on its writer thread, after the read returned
+    def cache_st():
+        with open(os.path.join(mnt, "status.json")) as f:
+            return json.load(f)["cache"]
+    poll(lambda: cache_st()["space_evictions"] > 0, 30)
+    st = cache_st()
     t.ok(st["space_evictions"] > 0, "the block cache evicted older blocks for space",
          json.dumps(st))
     with open(os.path.join(mnt, "runs", "run", "s1", "h", "trace.json"), "rb") as f:
