@@ -170,7 +170,8 @@ def main(t, h):
     # streams_ended, polled: the stream's thread ends on its own), and
     # reads go on right; once sequential again a new stream may start, or
     # ranged GETs and prefetch jobs cover the rest if the dropped one is
-    # still ending. Each byte is downloaded about once.
+    # still ending. Each byte is downloaded once, plus at most what a dropped
+    # stream had fetched ahead of its reader.
     p, mnt, log = mount()
     fd = os.open(os.path.join(mnt, "logdir", "big.bin"), os.O_RDONLY)
     parts = [(0, 16 * MIB), (44 * MIB, 46 * MIB), (20 * MIB, 24 * MIB), (46 * MIB, SIZE)]
@@ -184,7 +185,10 @@ def main(t, h):
         time.sleep(0.05)  # polling for the event, with a deadline
     st = status(mnt)
     starts = stream_starts(p)
-    t.ok(not bad and st["blocks"]["streams_ended"] >= 1 and st["bytes_downloaded"] <= SIZE + 6 * MIB,
+    # a dropped stream wastes at most what it ran ahead of its reader (32 MiB by
+    # design); how far ahead it was at the seek depends on the machine's load
+    budget = SIZE + st["blocks"]["streams_ended"] * 32 * MIB + 2 * MIB
+    t.ok(not bad and st["blocks"]["streams_ended"] >= 1 and st["bytes_downloaded"] <= budget,
          "seek in the middle of a stream: bytes right, the stream dropped (%d ended early), "
          "%d bytes downloaded for %d (streams from %s)"
          % (st["blocks"]["streams_ended"], st["bytes_downloaded"], SIZE, starts),
