@@ -136,7 +136,16 @@ class World:
         sh("mount -t tmpfs xprofs-docs /mnt")
         self.w = "/mnt/.xprofs-docs"
         os.mkdir(self.w)
+        # a private /tmp; a checkout or build under the real /tmp (a CI clone)
+        # is bound back at its own path so the test still sees itself
+        real = os.path.join(self.w, "realtmp")
+        os.mkdir(real)
+        sh("mount --bind /tmp %s" % real)
         sh("mount -t tmpfs xprofs-docs-tmp /tmp")
+        for d in sorted({ROOT, BUILD}):
+            if d.startswith("/tmp/"):
+                os.makedirs(d, exist_ok=True)
+                sh("mount --bind %s %s" % (os.path.join(real, d[len("/tmp/"):]), d))
         hosts = os.path.join(self.w, "hosts")
         with open(hosts, "w") as f:
             f.write("127.0.0.1 localhost\n::1 localhost ip6-localhost\n")
