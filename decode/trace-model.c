@@ -67,6 +67,7 @@ static const struct {
 	{"_c", TS_INTERNAL},
 	{"_r", TS_INTERNAL},
 	{"flops", TS_INTERNAL},
+	{"bytes_accessed", TS_INTERNAL},
 	{"program_id", TS_INTERNAL},
 	{"symbol_id", TS_INTERNAL},
 	/* ConvertXStatToTraceEventArgument() */

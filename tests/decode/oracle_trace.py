@@ -32,7 +32,7 @@ INTERNAL_EVENTS = {
     "ParallelInterleaveProduce", "ParallelInterleaveConsume", "ParallelInterleaveInitializeInput",
     "ParallelMapProduce", "ParallelMapConsume", "MapAndBatchProduce", "MapAndBatchConsume",
     "ParseExampleProduce", "ParseExampleConsume"}
-INTERNAL_STATS = {"kernel_details", "_pt", "_p", "_ct", "_c", "_r", "flops", "program_id", "symbol_id"}
+INTERNAL_STATS = {"kernel_details", "_pt", "_p", "_ct", "_c", "_r", "flops", "bytes_accessed", "program_id", "symbol_id"}
 CATEGORIES = ["", "", "tf_exec", "tfrt_exec", "batch_sched", "PjRt", "as_batch_sched", "tfrt_rt",
               "tpu_embed", "gpu_launch", "batcher", "tpu_stream", "tpu_launch", "pathways_exec",
               "pjrt_library_call"]
