@@ -162,6 +162,28 @@ static void prof_close(struct prof *p)
 }
 
 /*
+ * prof_index() - index @p's profile into @p->x (reason appended to @err).
+ * A local file is indexed, and its stats views computed, on up to
+ * PROF_THREADS threads, as xprofs-decode does (the index pass is most of a
+ * big view's first-byte time); a gs:// file on one, since its reader
+ * follows one sequential stream per open file and two threads reading apart
+ * would cut it at every switch.
+ */
+#define PROF_THREADS 4
+static int prof_index(struct fs_ctx *ctx, struct prof *p, struct xprofs_buf *err)
+{
+	struct xprofs_xspace_opts xo = {.threads = 1};
+
+	if (fs_store_is_local(ctx)) {
+		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+
+		xo.threads = ncpu < 1 ? 1 : ncpu > PROF_THREADS ? PROF_THREADS : (unsigned)ncpu;
+	}
+	FS_CNT(ctx, profile_indexes);
+	return xprofs_xspace_open_opts(p->r, &xo, err, &p->x);
+}
+
+/*
  * prof_open() - open store file @hpath (borrowed) into @p; with @decode also
  * index it (reason appended to @err). Caller owns @p's members on success;
  * release with prof_close().
@@ -180,10 +202,8 @@ static int prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct 
 		r = -ENOMEM;
 	if (r == 0)
 		r = xprofs_store_reader_as_reader(p->f, p->r);
-	if (r == 0 && decode) {
-		FS_CNT(ctx, profile_indexes);
-		r = xprofs_xspace_open(p->r, err, &p->x);
-	}
+	if (r == 0 && decode)
+		r = prof_index(ctx, p, err);
 	if (r < 0)
 		prof_close(p);
 	return r;
@@ -724,12 +744,8 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 
 	if (fs_kind_session_file(t->kind))
 		return render_session(ctx, t, out, err);
-	if (!p->x) {
-		FS_CNT(ctx, profile_indexes);
-		r = xprofs_xspace_open(p->r, err, &p->x);
-		if (r < 0)
-			return r;
-	}
+	if (!p->x && (r = prof_index(ctx, p, err)) < 0)
+		return r;
 	if (t->kind == FS_K_VIEW) { /* trace.json names its processes after the host */
 		struct xprofs_render_opts o = {.host = host};
 
