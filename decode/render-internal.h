@@ -357,8 +357,12 @@ int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_f
 /* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
 
 struct dec_gzip;
-/* dec_gzip_new() - a gzip stream into @to (borrowed; must outlive it). Caller frees *out. */
-int dec_gzip_new(const struct xprofs_sink *to, struct dec_gzip **out);
+/*
+ * dec_gzip_new() - a gzip stream into @to (borrowed; must outlive it),
+ * deflated on up to @threads worker threads (the bytes do not depend on it).
+ * Caller frees *out with dec_gzip_free().
+ */
+int dec_gzip_new(const struct xprofs_sink *to, unsigned threads, struct dec_gzip **out);
 /* dec_gzip_sink() - the sink that compresses into the stream (borrows @gz). */
 struct xprofs_sink dec_gzip_sink(struct dec_gzip *gz);
 /* dec_gzip_finish() - end the stream: the gzip trailer and what is buffered go out. */

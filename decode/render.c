@@ -184,7 +184,7 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 	}
 	if (view == XPROFS_VIEW_TRACE_GZ) {
 		/* the same bytes as trace.json, deflated on their way to @sink */
-		if ((r = dec_gzip_new(sink, &gz)) < 0)
+		if ((r = dec_gzip_new(sink, x->threads, &gz)) < 0)
 			return render_fail(err, r, xprofs_view_name(view));
 		gzs = dec_gzip_sink(gz);
 		sink = &gzs;
