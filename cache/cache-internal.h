@@ -197,7 +197,11 @@ struct xprofs_cache {
  * c->lock held.
  */
 
-/** cache_key_path() - the id of @key (borrowed) into @id and its entry file name into @path. */
+/**
+ * cache_key_path() - the id of @key (borrowed) into @id and its entry file
+ * name into @path; the one check of a caller's key: -EINVAL when it is
+ * longer than XPROFS_CACHE_KEY_MAX or NULL with a length.
+ */
 int cache_key_path(const struct xprofs_cache *c, const void *key, size_t keylen, uint64_t id[2],
 		   char *path, size_t n);
 /** cache_entry_path() - the entry file name of @id into @out (@n bytes); 0 or -ENAMETOOLONG. */

@@ -86,8 +86,6 @@ int xprofs_cache_export(struct xprofs_cache *c, const void *key, size_t keylen, 
 	ssize_t put;
 	int fd = -1, r;
 
-	if (keylen > XPROFS_CACHE_KEY_MAX || (keylen && !key))
-		return -EINVAL;
 	r = cache_key_path(c, key, keylen, id, path, sizeof(path));
 	if (r < 0)
 		return r;

@@ -68,8 +68,6 @@ static int reader_open(struct xprofs_cache *c, const void *key, size_t keylen,
 	int64_t now;
 	int fd = -1, r;
 
-	if (keylen > XPROFS_CACHE_KEY_MAX || (keylen && !key))
-		return -EINVAL;
 	r = cache_key_path(c, key, keylen, id, path, sizeof(path));
 	if (r < 0)
 		return r;
@@ -179,8 +177,6 @@ int xprofs_cache_peek_size(struct xprofs_cache *c, const void *key, size_t keyle
 	uint64_t id[2];
 	int fd, r;
 
-	if (keylen > XPROFS_CACHE_KEY_MAX || (keylen && !key))
-		return -EINVAL;
 	r = cache_key_path(c, key, keylen, id, path, sizeof(path));
 	if (r < 0)
 		return r;

@@ -68,6 +68,8 @@ int cache_entry_path(const struct xprofs_cache *c, const uint64_t id[2], char *o
 int cache_key_path(const struct xprofs_cache *c, const void *key, size_t keylen, uint64_t id[2],
 		   char *path, size_t n)
 {
+	if (keylen > XPROFS_CACHE_KEY_MAX || (keylen && !key))
+		return -EINVAL;
 	cache_key_id(key, keylen, id);
 	return cache_entry_path(c, id, path, n);
 }
@@ -615,11 +617,9 @@ int xprofs_cache_remove(struct xprofs_cache *c, const void *key, size_t keylen)
 	struct cache_node *n;
 	int r;
 
-	if (keylen > XPROFS_CACHE_KEY_MAX)
-		return -ENOENT;
 	r = cache_key_path(c, key, keylen, id, path, sizeof(path));
 	if (r < 0)
-		return r;
+		return r == -EINVAL ? -ENOENT : r; /* no such key can be stored */
 	pthread_mutex_lock(&c->lock);
 	r = unlink(path) < 0 ? -errno : 0;
 	n = node_find(c, id);
