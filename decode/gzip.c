@@ -46,9 +46,9 @@ enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 
 struct gz_slot {
 	enum slot_state state;
-	uint64_t seq;        /* the chunk's number */
-	bool last;           /* ends the stream */
-	unsigned char *in;   /* owned, DEC_GZ_IN */
+	uint64_t seq;      /* the chunk's number */
+	bool last;         /* ends the stream */
+	unsigned char *in; /* owned, DEC_GZ_IN */
 	size_t in_len;
 	unsigned char *dict; /* owned, DEC_GZ_DICT: the previous chunk's tail */
 	size_t dict_len;
@@ -90,8 +90,8 @@ static int gz_state(struct dec_gzip *gz, unsigned w, z_stream **out)
 {
 	if (!gz->z_ready[w]) {
 		/* windowBits -15: raw deflate; the gzip wrapper is written here */
-		int r = dec_zlib_errno(
-		    deflateInit2(&gz->z[w], DEC_GZ_LEVEL, Z_DEFLATED, -15, 8, Z_DEFAULT_STRATEGY));
+		int r = dec_zlib_errno(deflateInit2(&gz->z[w], DEC_GZ_LEVEL, Z_DEFLATED, -15, 8,
+						    Z_DEFAULT_STRATEGY));
 
 		if (r < 0)
 			return r;
@@ -112,8 +112,7 @@ static int gz_chunk(z_stream *z, struct gz_slot *sl)
 
 	if ((zr = deflateReset(z)) != Z_OK)
 		return dec_zlib_errno(zr);
-	if (sl->dict_len &&
-	    (zr = deflateSetDictionary(z, sl->dict, (uInt)sl->dict_len)) != Z_OK)
+	if (sl->dict_len && (zr = deflateSetDictionary(z, sl->dict, (uInt)sl->dict_len)) != Z_OK)
 		return dec_zlib_errno(zr);
 	z->next_in = sl->in;
 	z->avail_in = (uInt)sl->in_len;
@@ -279,7 +278,9 @@ int dec_gzip_new(const struct xprofs_sink *to, unsigned threads, struct dec_gzip
 		return -ENOMEM;
 	gz->to = to;
 	gz->fill = -1;
-	gz->nworkers = threads < 1 ? 1 : threads > DEC_GZ_WORKERS_MAX ? DEC_GZ_WORKERS_MAX : threads;
+	gz->nworkers = threads < 1                    ? 1
+		       : threads > DEC_GZ_WORKERS_MAX ? DEC_GZ_WORKERS_MAX
+						      : threads;
 	gz->nslots = 2 * gz->nworkers + 1;
 	for (unsigned i = 0; i < gz->nslots; i++) {
 		struct gz_slot *sl = &gz->slots[i];
