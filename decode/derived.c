@@ -65,6 +65,12 @@ const char *const dec_derived_names[DL_COUNT] = {
  */
 static const uint32_t tid_offset[DL_COUNT + 1] = {
 	[DL_NAME_SCOPE] = 1, [DL_TF_OP] = 2, [DL_MODULE] = 3, [DL_HLO_OP] = 4, [DL_SOURCE] = 5};
+/*
+ * A TensorCore plane's derived lines keep their line ids (no display id):
+ * kThreadIdTfNameScope, kThreadIdTfOp and kThreadIdSource, from kThreadIdDerivedMin.
+ */
+static const uint32_t tpu_tid_offset[DL_COUNT + 1] = {
+	[DL_NAME_SCOPE] = 2, [DL_TF_OP] = 3, [DL_SOURCE] = 7};
 
 bool dec_derived_tid(int64_t id)
 {
@@ -173,7 +179,7 @@ static void lv_close(struct dec_derive *d, struct der_line *dl, int level)
 	{
 		struct dec_derived_ev e = {
 			.kind = dl->kind,
-			.tid = d->tid0 + tid_offset[dl->kind],
+			.tid = d->tid0 + (d->tpu ? tpu_tid_offset : tid_offset)[dl->kind],
 			.line_name = dl->title.data,
 			.line_name_len = dl->title.len,
 			.name = v->name.data ? v->name.data : "",
@@ -242,7 +248,11 @@ static int set_str(struct xprofs_buf *b, const char *s, size_t n)
 	return n ? xprofs_buf_add(b, s, n) : 0;
 }
 
-/* ExpandOrAddLevelEvent() (a GPU plane: equal name and group_id always expand). */
+/*
+ * ExpandOrAddLevelEvent(): an equal name and group_id expand the open event;
+ * on other than GPU planes (d->tpu) an event without a group_id expands it
+ * only when it starts within twice the open event's duration after its end.
+ */
 static int expand_or_add(struct dec_derive *d, struct der_line *dl, int level,
 			 const struct xprofs_buf *name, const char *disp, size_t disp_len,
 			 const struct dec_derived_in *in)
@@ -254,7 +264,8 @@ static int expand_or_add(struct dec_derive *d, struct der_line *dl, int level,
 		return 0;
 	v = &dl->lv[level];
 	if (v->open && v->has_group == in->has_group && (!in->has_group || v->group == in->group) &&
-	    v->name.len == name->len && !memcmp(v->name.data, name->data, name->len)) {
+	    v->name.len == name->len && !memcmp(v->name.data, name->data, name->len) &&
+	    (!d->tpu || in->has_group || v->end + 2 * (v->end - v->begin) >= in->begin)) {
 		if (in->begin < v->begin)
 			v->begin = in->begin;
 		if (in->end > v->end)
@@ -792,8 +803,8 @@ int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_
 struct step_src {
 	struct dec_cur c;
 	uint64_t end;
-	int64_t base_ps;
-	bool has; /* ev holds the line's next event */
+	dec_ps128 base_ps; /* 128 bits: epoch line timestamps (1.7e18 ns) overflow int64 ps */
+	bool has;          /* ev holds the line's next event */
 	struct dec_event ev;
 };
 
@@ -814,6 +825,7 @@ static int step_next(struct step_src *s)
 		return dec_fail(&s->c, "malformed XEvent at offset %" PRIu64, s->c.pos);
 	s->ev.off = s->c.pos;
 	s->ev.len = len;
+	s->ev.md = h.md;
 	s->ev.offset_ps = h.offset_ps;
 	s->ev.duration_ps = h.duration_ps;
 	s->ev.has_stats = h.has_stats;
@@ -886,7 +898,7 @@ static int steps_merge(struct dec_rctx *rc, struct step_src *src, size_t n, stru
 		for (size_t i = 0; i < n; i++) {
 			if (!src[i].has)
 				continue;
-			s = (dec_ps128)src[i].base_ps + src[i].ev.offset_ps;
+			s = src[i].base_ps + src[i].ev.offset_ps;
 			if (!best || s < bs ||
 			    (s == bs && src[i].ev.duration_ps > best->ev.duration_ps)) {
 				best = &src[i];
@@ -950,7 +962,7 @@ int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, v
 		dec_cur_init(&src[k].c, rc->x->r, rc->err);
 		src[k].c.pos = l->msg.off;
 		src[k].c.end = src[k].end = l->msg.off + l->msg.len;
-		src[k].base_ps = dec_line_base_ps(l->timestamp_ns);
+		src[k].base_ps = (dec_ps128)l->timestamp_ns * 1000;
 		if ((r = step_next(&src[k++])) < 0)
 			goto out;
 	}
@@ -963,6 +975,288 @@ out:
 	for (size_t i = 0; i < k; i++)
 		dec_cur_deinit(&src[i].c);
 	free(src);
+	dec_derive_free(d);
+	return r;
+}
+
+/* ---- TensorCore planes (DeriveLinesFromStats) -------------------------------- */
+
+/* What DeriveLinesFromStats() reads of one event: its metadata's stats, then its own. */
+struct tpu_in {
+	struct dec_derive *d;
+	bool has_tf, has_src, has_group;
+	int64_t group;
+	uint64_t is_async;
+};
+
+/* A stat's IntOrUintValue(): the integer, 0 for other kinds (as a protobuf oneof reads). */
+static uint64_t int_or_uint(const struct dec_statv *s)
+{
+	return s->kind == SV_U64 || s->kind == SV_I64 ? s->u : 0;
+}
+
+/* A dec_stat_fn: tf_op, source, group_id and _a of one stat (arg: struct tpu_in); last wins. */
+static int tpu_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct tpu_in *t = arg;
+	const struct dec_stmd *m;
+	int r;
+
+	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+		return r;
+	if (dec_str_eq(m->name, m->name_len, "tf_op")) { /* kTfOp: StrOrRefValue() */
+		xprofs_buf_reset(&t->d->s_tf);
+		t->has_tf = true;
+		return stat_str(rc, c, s, &t->d->s_tf, &t->has_tf);
+	}
+	if (dec_str_eq(m->name, m->name_len, "source")) { /* kSourceInfo */
+		xprofs_buf_reset(&t->d->s_mod);
+		t->has_src = true;
+		return stat_str(rc, c, s, &t->d->s_mod, &t->has_src);
+	}
+	if (dec_str_eq(m->name, m->name_len, "group_id")) { /* kGroupId */
+		t->group = (int64_t)int_or_uint(s);
+		t->has_group = true;
+	} else if (dec_str_eq(m->name, m->name_len, "_a")) { /* kIsAsync */
+		t->is_async = int_or_uint(s);
+	}
+	return 0;
+}
+
+/*
+ * What an event metadata's stats give (struct tpu_in without the strings,
+ * which sit in the derivation's arena): read once per metadata, since every
+ * event of an op repeats them.
+ */
+struct tpu_md {
+	bool done, has_tf, has_src, has_group;
+	int64_t group;
+	uint64_t is_async;
+	size_t tf_off, tf_len, src_off, src_len;
+};
+#define TPU_ARENA_MAX ((size_t)32 << 20) /* past this, metadata are read for every event */
+
+struct tpu_cache {
+	struct tpu_md *md; /* parallel to the plane's event metadata index */
+	size_t n;
+	struct xprofs_buf arena;
+};
+
+/*
+ * The stats of event metadata @key of the current plane into @t (none when
+ * the plane has no such entry), from @tc when read before.
+ */
+static int tpu_md_stats(struct dec_rctx *rc, struct tpu_cache *tc, int64_t key, struct tpu_in *t)
+{
+	const struct dec_mdix *ix = &rc->x->planes[rc->plane].ev;
+	ssize_t k = dec_md_find(ix, key);
+	struct dec_cur *c = &rc->md;
+	uint64_t pos = c->pos, end = c->end;
+	struct tpu_md *m;
+	int r;
+
+	if (k < 0)
+		return 0;
+	m = (size_t)k < tc->n ? &tc->md[k] : NULL;
+	if (m && m->done) {
+		t->has_tf = m->has_tf;
+		t->has_src = m->has_src;
+		t->has_group = m->has_group;
+		t->group = m->group;
+		t->is_async = m->is_async;
+		if ((r = set_str(&t->d->s_tf, tc->arena.data + m->tf_off, m->tf_len)) < 0)
+			return r;
+		return set_str(&t->d->s_mod, tc->arena.data + m->src_off, m->src_len);
+	}
+	c->pos = ix->md[k].off;
+	c->end = ix->md[k].off + ix->md[k].len;
+	r = dec_walk_stats(rc, c, ix->md[k].off, ix->md[k].len, XEVMD_F_STATS, tpu_stat, t);
+	c->pos = pos;
+	c->end = end;
+	if (r < 0 || !m || tc->arena.len + t->d->s_tf.len + t->d->s_mod.len + 2 > TPU_ARENA_MAX)
+		return r;
+	*m = (struct tpu_md){.done = true,
+			     .has_tf = t->has_tf,
+			     .has_src = t->has_src,
+			     .has_group = t->has_group,
+			     .group = t->group,
+			     .is_async = t->is_async,
+			     .tf_off = tc->arena.len,
+			     .tf_len = t->d->s_tf.len};
+	if (xprofs_buf_add(&tc->arena, t->d->s_tf.data ? t->d->s_tf.data : "", m->tf_len) < 0 ||
+	    xprofs_buf_add(&tc->arena, "", 0) < 0) {
+		m->done = false;
+		return 0; /* no room: read again next time */
+	}
+	m->src_off = tc->arena.len;
+	m->src_len = t->d->s_mod.len;
+	if (xprofs_buf_add(&tc->arena, t->d->s_mod.data ? t->d->s_mod.data : "", m->src_len) < 0)
+		m->done = false;
+	return 0;
+}
+
+/* FindTensorCorePlanes(): a name matching "/device:TPU:[0-9]*" whole. */
+static bool is_tensor_core(const struct dec_plane *p)
+{
+	if (p->name_len < 12 || memcmp(p->name, "/device:TPU:", 12) != 0)
+		return false;
+	for (size_t i = 12; i < p->name_len; i++)
+		if (p->name[i] < '0' || p->name[i] > '9')
+			return false;
+	return true;
+}
+
+/* The derived line ids a TensorCore plane already holds (bit per DL_*): not derived again. */
+static uint8_t tpu_have(const struct xprofs_xspace *x, const struct dec_plane *p)
+{
+	uint8_t have = 0;
+
+	for (size_t j = 0; j < p->n_lines; j++) {
+		const struct dec_line *l = &x->lines[p->first_line + j];
+
+		for (int k = 0; k < DL_COUNT; k++)
+			if (tpu_tid_offset[k] &&
+			    (int32_t)l->id == TID_DERIVED_MIN + (int32_t)tpu_tid_offset[k])
+				have |= (uint8_t)(1u << k);
+	}
+	/* only these three are derived here */
+	return have | (uint8_t)(1u << DL_MODULE | 1u << DL_HLO_OP);
+}
+
+/* One event of the merge: ProcessTfOpEvent() of its tf_op, its source on Source code. */
+static int tpu_event(struct dec_rctx *rc, struct tpu_cache *tc, struct step_src *src,
+		     dec_ps128 begin, struct dec_derive *d)
+{
+	struct tpu_in t = {.d = d};
+	struct dec_derived_in in;
+	int r;
+
+	xprofs_buf_reset(&d->s_tf);
+	xprofs_buf_reset(&d->s_mod);
+	if ((r = tpu_md_stats(rc, tc, src->ev.md, &t)) < 0)
+		return r;
+	if (src->ev.has_stats && (r = dec_walk_stats(rc, &src->c, src->ev.stats_off,
+						     src->ev.off + src->ev.len - src->ev.stats_off,
+						     XEVENT_F_STATS, tpu_stat, &t)) < 0)
+		return r;
+	if (t.is_async) /* asynchronous events are left out */
+		return 0;
+	memset(&in, 0, sizeof(in));
+	in.d = d;
+	in.has_group = t.has_group;
+	in.group = t.group;
+	in.begin = begin;
+	in.end = begin + (src->ev.duration_ps > 0 ? src->ev.duration_ps : 0);
+	if (t.has_tf && d->s_tf.len) {
+		/* tf_op_event() overwrites d->tmp only: the source string is in s_mod */
+		if ((r = tf_op_event(d, d->s_tf.data, d->s_tf.len, &in)) < 0)
+			return r;
+	}
+	if (t.has_src && d->s_mod.len && !(d->have & (1u << DL_SOURCE))) {
+		if ((r = set_str(&d->tmp, d->s_mod.data, d->s_mod.len)) < 0 ||
+		    (r = expand_or_add(d, &d->lines[DL_SOURCE], 0, &d->tmp, NULL, 0, &in)) < 0)
+			return r;
+	}
+	return d->r;
+}
+
+int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
+		   int (*after)(void *arg, const struct dec_derive *d), void *arg)
+{
+	const struct dec_plane *p = &rc->x->planes[pi];
+	struct step_src *src = NULL;
+	struct dec_derive *d = NULL;
+	struct tpu_cache tc = {0};
+	size_t n = 0, k = 0;
+	uint8_t have;
+	int r;
+
+	xprofs_buf_init(&tc.arena, TPU_ARENA_MAX);
+	if ((r = dec_plane_enter(rc, pi)) < 0 || !is_tensor_core(p))
+		return r;
+	if ((have = tpu_have(rc->x, p)) == DL_ALL)
+		return 0;
+	for (size_t j = 0; j < p->n_lines; j++)
+		if (rc->x->lines[p->first_line + j].msg.len)
+			n++;
+	if (n == 0 || n > DER_STEP_LINES) /* one cursor per line, as for Steps */
+		return 0;
+	tc.n = p->ev.n;
+	if (!(d = calloc(1, sizeof(*d))) || !(src = calloc(n, sizeof(*src))) ||
+	    !(tc.md = calloc(tc.n ? tc.n : 1, sizeof(*tc.md)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	d->emit = emit;
+	d->arg = arg;
+	d->tpu = true;
+	d->have = have;
+	d->tid0 = (uint32_t)TID_DERIVED_MIN;
+	if (rc->win)
+		dec_derive_window(d, rc->win_from, rc->win_to);
+	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
+	xprofs_buf_init(&d->s_tf, DER_NAME_MAX + 1);
+	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);
+	xprofs_buf_init(&d->s_op, 1);
+	xprofs_buf_init(&d->disp, DER_NAME_MAX + 1);
+	for (int kk = 0; kk < DL_COUNT; kk++) {
+		struct der_line *dl = &d->lines[kk];
+
+		dl->kind = kk;
+		xprofs_buf_init(&dl->title, 64);
+		for (int i = 0; i < DER_LEVELS; i++) {
+			xprofs_buf_init(&dl->lv[i].name, DER_NAME_MAX + 1);
+			xprofs_buf_init(&dl->lv[i].disp, DER_NAME_MAX + 1);
+		}
+		/* the plain line names: first_derived_line_id is kThreadIdTfNameScope */
+		if (r == 0 && dec_derived_names[kk])
+			r = xprofs_buf_adds(&dl->title, dec_derived_names[kk]);
+	}
+	d->lines[DL_NAME_SCOPE].deps = 1u << DL_TF_OP;
+	if (r < 0)
+		goto out;
+	for (size_t j = 0; j < p->n_lines; j++) {
+		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+
+		if (!l->msg.len)
+			continue;
+		dec_cur_init(&src[k].c, rc->x->r, rc->err);
+		src[k].c.pos = l->msg.off;
+		src[k].c.end = src[k].end = l->msg.off + l->msg.len;
+		src[k].base_ps = (dec_ps128)l->timestamp_ns * 1000;
+		if ((r = step_next(&src[k++])) < 0)
+			goto out;
+	}
+	for (;;) { /* GetSortedEvents(plane, true): by start, longer first */
+		struct step_src *best = NULL;
+		dec_ps128 bs = 0, st;
+
+		for (size_t i = 0; i < k; i++) {
+			if (!src[i].has)
+				continue;
+			st = src[i].base_ps + src[i].ev.offset_ps;
+			if (!best || st < bs ||
+			    (st == bs && src[i].ev.duration_ps > best->ev.duration_ps)) {
+				best = &src[i];
+				bs = st;
+			}
+		}
+		if (!best)
+			break;
+		if ((r = tpu_event(rc, &tc, best, bs, d)) < 0 || (r = step_next(best)) < 0 ||
+		    (after && (r = after(arg, d)) < 0))
+			goto out;
+		dec_md_gc(rc);
+	}
+	/* xprof resets the name scopes (and so Framework Ops) at the end, not Source code */
+	reset(d, &d->lines[DL_NAME_SCOPE], 0);
+	r = dec_derive_finish(d);
+out:
+	for (size_t i = 0; i < k; i++)
+		dec_cur_deinit(&src[i].c);
+	free(src);
+	free(tc.md);
+	xprofs_buf_deinit(&tc.arena);
 	dec_derive_free(d);
 	return r;
 }

@@ -68,7 +68,8 @@ struct dec_derive {
 	void *arg;
 	int r; /* first emit error */
 	uint32_t tid0;
-	uint8_t have;                    /* lines the plane already holds: not derived */
+	uint8_t have; /* lines the plane already holds: not derived */
+	bool tpu; /* a TensorCore plane's lines (DeriveLinesFromStats): their ids, the gap test */
 	const struct dec_hlo_syms *syms; /* borrowed, may be NULL: XLA kernels' symbols */
 	bool win;
 	dec_ps128 from, to;
@@ -155,6 +156,17 @@ int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in);
  * events of one group merged. Events go to @emit(@arg) (kind DL_STEPS).
  */
 int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, void *arg);
+/*
+ * dec_derive_tpu() - the lines XProf derives on TensorCore plane @pi
+ * ("/device:TPU:<n>") from its events' stats (DeriveLinesFromStats()):
+ * Framework Name Scope and Framework Ops from tf_op, Source code from
+ * source, over every event of the plane in time order (a merge over its
+ * lines, as dec_derive_steps()). Events go to @emit(@arg); @after (may be
+ * NULL) is called with the derivation after each source event, so a writer
+ * that must order events can see what is still open.
+ */
+int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
+		   int (*after)(void *arg, const struct dec_derive *d), void *arg);
 /* dec_derive_finish() - emit what is still open. */
 int dec_derive_finish(struct dec_derive *d);
 void dec_derive_free(struct dec_derive *d);

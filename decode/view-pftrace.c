@@ -740,6 +740,12 @@ static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv)
 	return 0;
 }
 
+/* dec_derive_tpu()'s after-each-event hook: write what nothing open precedes. */
+static int tpu_flush(void *arg, const struct dec_derive *dv)
+{
+	return derived_flush(arg, dv);
+}
+
 /*
  * A dec_derived_emit_fn (arg: struct pf_ctx): one derived event, named and
  * with args as trace.json's derived_event() writes them (all inline: few
@@ -1140,6 +1146,16 @@ int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
 		if ((r = dec_derive_steps(rc, tp[i].plane, derived_emit, c)) < 0 ||
 		    (r = dline_end(&c->dl[DL_STEPS])) < 0)
 			goto out;
+		/* a TensorCore plane's derived lines: ids past Steps' and every stream's */
+		for (int k = 0; k < DL_COUNT; k++)
+			dline_start(&c->dl[k], c, NULL, tp[i].pid,
+				    ((uint64_t)(x->n_lines + 1 + x->n_planes + tp[i].plane) << 8) +
+					    LEVELS_MAX * (uint64_t)(k + 1));
+		if ((r = dec_derive_tpu(rc, tp[i].plane, derived_emit, tpu_flush, c)) < 0)
+			goto out;
+		for (int k = 0; k < DL_COUNT; k++)
+			if ((r = dline_end(&c->dl[k])) < 0)
+				goto out;
 		if ((r = async_flush(c)) < 0)
 			goto out;
 	}

@@ -457,12 +457,15 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 		const struct dec_plane *p = &x->planes[tp[i].plane];
 
 		struct trace_line steps = {.o = o, .pid = tp[i].pid};
+		struct trace_line tpu = {.o = o, .pid = tp[i].pid};
 
 		process_meta(rc, o, p, tp[i].pid);
 		for (size_t j = 0; j < p->n_lines; j++)
 			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j)) < 0)
 				goto out;
 		if ((r = dec_derive_steps(rc, tp[i].plane, derived_event, &steps)) < 0)
+			goto out;
+		if ((r = dec_derive_tpu(rc, tp[i].plane, derived_event, NULL, &tpu)) < 0)
 			goto out;
 		if ((r = defer_flush(&d, o)) < 0)
 			goto out;

@@ -72,12 +72,17 @@ def gpu_streams(p):
 class DerivedLine:
     """DerivedXLineBuilder on a GPU plane: one open event per level."""
 
-    def __init__(self, name, tid, out):
+    def __init__(self, name, tid, out, gpu=True):
         self.name, self.tid, self.out, self.last, self.deps = name, tid, out, {}, []
+        self.gpu = gpu
 
     def add(self, level, name, disp, span, group):
         last = self.last.get(level)
-        if last is not None and last["name"] == name and last["group"] == group:
+        # xprof's ExpandOrAddLevelEvent(): off GPU planes an event without a group_id
+        # expands only within twice the open event's duration after its end
+        if last is not None and last["name"] == name and last["group"] == group and \
+                (self.gpu or group is not None or
+                 last["e"] + 2 * (last["e"] - last["b"]) >= span[0]):
             last["b"] = min(last["b"], span[0])
             last["e"] = max(last["e"], span[1])
             return
@@ -318,6 +323,62 @@ def derive_steps(p):
     return out
 
 
+def derive_tpu(p, value_of):
+    """DeriveLinesFromStats() on TensorCore plane @p ("/device:TPU:<digits>"): every event of
+    every line by (start, longer first); its metadata's then its own stats (last wins): tf_op
+    gives Framework Name Scope and Framework Ops (ProcessTfOpEvent()), source gives Source
+    code, _a != 0 skips it. Lines the plane holds by id are not derived (at most 16 lines)."""
+    if not re.fullmatch(r"/device:TPU:[0-9]*", p.name):
+        return []
+    ids = {i32(l.id) for l in p.lines}
+    lines = [l for l in p.lines if l.ByteSize() > 0]
+    if not lines or len(lines) > 16:
+        return []
+    out = []
+    scopes = DerivedLine("Framework Name Scope", (DERIVED_MIN + 2) & U32, out, gpu=False)
+    tf_ops = DerivedLine("Framework Ops", (DERIVED_MIN + 3) & U32, out, gpu=False)
+    source = DerivedLine("Source code", (DERIVED_MIN + 7) & U32, out, gpu=False)
+    scopes.deps = [tf_ops]
+    evs = []
+    for li, l in enumerate(lines):
+        for k, e in enumerate(l.events):
+            off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
+            evs.append((l.timestamp_ns * 1000 + off, -e.duration_ps, li, k, e))
+    for start, _, _, _, e in sorted(evs, key=lambda v: v[:4]):
+        tf_op = src = group = None
+        is_async = 0
+        md = p.event_metadata[e.metadata_id].stats if e.metadata_id in p.event_metadata else []
+        for x in list(md) + list(e.stats):
+            name = p.stat_metadata[x.metadata_id].name if x.metadata_id in p.stat_metadata else ""
+            kind = x.WhichOneof("value")
+            as_int = i64(getattr(x, kind)) if kind in ("int64_value", "uint64_value") else 0
+            as_str = value_of(p, x) if kind in ("str_value", "ref_value") else ""
+            if name == "tf_op":
+                tf_op = as_str
+            elif name == "source":
+                src = as_str
+            elif name == "group_id":
+                group = as_int
+            elif name == "_a":
+                is_async = as_int
+        if is_async:
+            continue
+        span = (start, start + max(e.duration_ps, 0))
+        if tf_op:
+            cat, name, typ = parse_tf_op(tf_op)
+            levels = name.split("/")[:-1][:NAME_SCOPE_LEVELS]
+            if cat in ("tensorflow", "jax") and levels and i32(DERIVED_MIN + 2) not in ids:
+                scopes.add_levels([(x, "") for x in levels], span, group)
+            if i32(DERIVED_MIN + 3) not in ids:
+                tf_ops.add(0, tf_op, tf_op_event_name(cat, name, typ), span, group)
+        if src and i32(DERIVED_MIN + 7) not in ids:
+            source.add(0, src, "", span, group)
+    scopes.reset(0)  # xprof resets the name scopes (and Framework Ops) at the end
+    for dl in (scopes, tf_ops, source):
+        dl.close()
+    return out
+
+
 def i64(v):
     v &= U64
     return v - (1 << 64) if v >> 63 else v
@@ -413,7 +474,7 @@ def expected(xs, host, value_of):
         ends = collections.defaultdict(int)
         tids, streams = line_tids(p)
         skip = {l.name for l in p.lines}
-        derived = derive_steps(p)
+        derived = derive_steps(p) + derive_tpu(p, value_of)
         syms = hlo_symbols(xs) if streams else {}
         for k, l in enumerate(streams):
             derived += derive_stream(p, l, k, value_of, skip, syms)
