@@ -176,6 +176,11 @@ static void lv_close(struct dec_derive *d, struct der_line *dl, int level)
 		return;
 	if (d->win && !(v->begin < d->to && (v->end > v->begin ? v->end : v->begin + 1) > d->from))
 		return; /* a slice keeps what overlaps its window */
+	if (d->dry) {
+		if (v->unsure)
+			d->inexact = true;
+		return;
+	}
 	{
 		struct dec_derived_ev e = {
 			.kind = dl->kind,
@@ -206,13 +211,18 @@ static void adjust(struct der_line *dl, int level)
 	dec_ps128 lb = 0, le = 0;
 	bool have = false;
 
+	bool unsure = false;
+
 	if (level >= DER_LEVELS || !dl->lv[level].open)
 		return;
 	while (top < DER_LEVELS && dl->lv[top].open)
-		top++;
+		unsure |= dl->lv[top++].unsure;
 	top--;
 	if (top <= level)
 		return;
+	if (unsure) /* equal spans decide the shrink: one unsure span makes the stack unsure */
+		for (int i = level; i <= top; i++)
+			dl->lv[i].unsure = true;
 	max_shrink = (int64_t)((dl->lv[top].end - dl->lv[top].begin) / 1000) - 1;
 	for (int i = level; i <= top; i++) {
 		struct der_ev *v = &dl->lv[i];
@@ -228,16 +238,29 @@ static void adjust(struct der_line *dl, int level)
 	}
 }
 
-/* ResetLastEvents(): close @level and deeper; level 0 also resets the dependent lines. */
-static void reset(struct dec_derive *d, struct der_line *dl, int level)
+/*
+ * ResetLastEvents(): close @level and deeper; level 0 also resets the
+ * dependent lines. In a lookback walk (see dec_derive_tpu()) a @sure reset
+ * is one the whole walk makes too, so those levels are empty in both after
+ * it; an unsure one (the whole walk may have expanded instead) leaves the
+ * whole walk's state there unknown.
+ */
+static void reset_as(struct dec_derive *d, struct der_line *dl, int level, bool sure)
 {
 	adjust(dl, level);
-	for (int i = level; i < DER_LEVELS; i++)
+	for (int i = level; i < DER_LEVELS; i++) {
 		lv_close(d, dl, i);
+		dl->fresh[i] = d->lookback && !sure;
+	}
 	if (level == 0)
 		for (int k = 0; k < DL_COUNT; k++)
 			if (dl->deps & (1u << k))
-				reset(d, &d->lines[k], 0);
+				reset_as(d, &d->lines[k], 0, sure);
+}
+
+static void reset(struct dec_derive *d, struct der_line *dl, int level)
+{
+	reset_as(d, dl, level, true);
 }
 
 static int set_str(struct xprofs_buf *b, const char *s, size_t n)
@@ -263,16 +286,26 @@ static int expand_or_add(struct dec_derive *d, struct der_line *dl, int level,
 	if (level >= DER_LEVELS)
 		return 0;
 	v = &dl->lv[level];
-	if (v->open && v->has_group == in->has_group && (!in->has_group || v->group == in->group) &&
-	    v->name.len == name->len && !memcmp(v->name.data, name->data, name->len) &&
-	    (!d->tpu || in->has_group || v->end + 2 * (v->end - v->begin) >= in->begin)) {
+	bool same = v->open && v->has_group == in->has_group &&
+		    (!in->has_group || v->group == in->group) && v->name.len == name->len &&
+		    !memcmp(v->name.data, name->data, name->len);
+	if (same && (!d->tpu || in->has_group || v->end + 2 * (v->end - v->begin) >= in->begin)) {
 		if (in->begin < v->begin)
 			v->begin = in->begin;
 		if (in->end > v->end)
 			v->end = in->end;
 		return 0;
 	}
-	reset(d, dl, level);
+	/*
+	 * A lookback walk: a new event where the whole walk's state is unknown,
+	 * or one that the gap test made from an unsure event (the whole walk's
+	 * copy started earlier, so is longer and may have been expanded), is
+	 * unsure, and so is what the whole walk may still hold below it.
+	 */
+	bool unsure = d->lookback && (dl->fresh[level] || (same && v->unsure));
+	reset_as(d, dl, level, !unsure);
+	v->unsure = unsure;
+	dl->fresh[level] = false; /* both walks now hold an event of this name here */
 	if ((r = set_str(&v->name, name->data, name->len)) < 0 ||
 	    (r = set_str(&v->disp, disp, disp_len)) < 0)
 		return r;
@@ -1095,6 +1128,16 @@ static int tpu_md_stats(struct dec_rctx *rc, struct tpu_cache *tc, int64_t key, 
 	return 0;
 }
 
+/* Whether an open derived event of @d began before @t (it may still grow into a slice). */
+static bool open_before(const struct dec_derive *d, dec_ps128 t)
+{
+	for (int k = 0; k < DL_COUNT; k++)
+		for (int i = 0; i < DER_LEVELS; i++)
+			if (d->lines[k].lv[i].open && d->lines[k].lv[i].begin < t)
+				return true;
+	return false;
+}
+
 /* FindTensorCorePlanes(): a name matching "/device:TPU:[0-9]*" whole. */
 static bool is_tensor_core(const struct dec_plane *p)
 {
@@ -1160,27 +1203,43 @@ static int tpu_event(struct dec_rctx *rc, struct tpu_cache *tc, struct step_src 
 	return d->r;
 }
 
-int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
-		   int (*after)(void *arg, const struct dec_derive *d), void *arg)
+/* The last checkpoint of line @l before which every event ends by @t (absolute ps): its offset. */
+static uint64_t tpu_seek(const struct dec_line *l, dec_ps128 t)
 {
-	const struct dec_plane *p = &rc->x->planes[pi];
+	dec_ps128 rel = t - (dec_ps128)l->timestamp_ns * 1000;
+	size_t lo = 0, hi = l->n_ckpt;
+
+	while (lo < hi) { /* as win_seek(): max_end is a running maximum */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->ckpt[mid].max_end < INT64_MAX && l->ckpt[mid].max_end <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? l->ckpt[lo - 1].off : l->msg.off;
+}
+
+/*
+ * One walk of dec_derive_tpu(): from the plane's start, or (@from_ps > the
+ * minimum) from each line's checkpoint before @from_ps (a lookback walk);
+ * @dry: emit nothing, set *@inexact when an unsure event would overlap the
+ * slice's window.
+ */
+static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, uint8_t have,
+		    dec_derived_emit_fn emit, int (*after)(void *arg, const struct dec_derive *d),
+		    void *arg, bool lookback, dec_ps128 from_ps, bool dry, bool *inexact)
+{
 	struct step_src *src = NULL;
 	struct dec_derive *d = NULL;
 	struct tpu_cache tc = {0};
 	size_t n = 0, k = 0;
-	uint8_t have;
-	int r;
+	int r = 0;
 
 	xprofs_buf_init(&tc.arena, TPU_ARENA_MAX);
-	if ((r = dec_plane_enter(rc, pi)) < 0 || !is_tensor_core(p))
-		return r;
-	if ((have = tpu_have(rc->x, p)) == DL_ALL)
-		return 0;
 	for (size_t j = 0; j < p->n_lines; j++)
 		if (rc->x->lines[p->first_line + j].msg.len)
 			n++;
-	if (n == 0 || n > DER_STEP_LINES) /* one cursor per line, as for Steps */
-		return 0;
 	tc.n = p->ev.n;
 	if (!(d = calloc(1, sizeof(*d))) || !(src = calloc(n, sizeof(*src))) ||
 	    !(tc.md = calloc(tc.n ? tc.n : 1, sizeof(*tc.md)))) {
@@ -1191,6 +1250,8 @@ int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
 	d->arg = arg;
 	d->tpu = true;
 	d->have = have;
+	d->lookback = lookback;
+	d->dry = dry;
 	d->tid0 = (uint32_t)TID_DERIVED_MIN;
 	if (rc->win)
 		dec_derive_window(d, rc->win_from, rc->win_to);
@@ -1207,6 +1268,7 @@ int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
 		for (int i = 0; i < DER_LEVELS; i++) {
 			xprofs_buf_init(&dl->lv[i].name, DER_NAME_MAX + 1);
 			xprofs_buf_init(&dl->lv[i].disp, DER_NAME_MAX + 1);
+			dl->fresh[i] = lookback; /* what came before is unknown */
 		}
 		/* the plain line names: first_derived_line_id is kThreadIdTfNameScope */
 		if (r == 0 && dec_derived_names[kk])
@@ -1221,7 +1283,7 @@ int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
 		if (!l->msg.len)
 			continue;
 		dec_cur_init(&src[k].c, rc->x->r, rc->err);
-		src[k].c.pos = l->msg.off;
+		src[k].c.pos = lookback ? tpu_seek(l, from_ps) : l->msg.off;
 		src[k].c.end = src[k].end = l->msg.off + l->msg.len;
 		src[k].base_ps = (dec_ps128)l->timestamp_ns * 1000;
 		if ((r = step_next(&src[k++])) < 0)
@@ -1241,16 +1303,18 @@ int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
 				bs = st;
 			}
 		}
-		if (!best)
-			break;
+		if (!best || (d->win && bs >= d->to && !open_before(d, d->to)))
+			break; /* a slice: later events change nothing it shows */
 		if ((r = tpu_event(rc, &tc, best, bs, d)) < 0 || (r = step_next(best)) < 0 ||
-		    (after && (r = after(arg, d)) < 0))
+		    (!dry && after && (r = after(arg, d)) < 0))
 			goto out;
 		dec_md_gc(rc);
 	}
 	/* xprof resets the name scopes (and so Framework Ops) at the end, not Source code */
 	reset(d, &d->lines[DL_NAME_SCOPE], 0);
 	r = dec_derive_finish(d);
+	if (inexact)
+		*inexact = d->inexact;
 out:
 	for (size_t i = 0; i < k; i++)
 		dec_cur_deinit(&src[i].c);
@@ -1259,4 +1323,49 @@ out:
 	xprofs_buf_deinit(&tc.arena);
 	dec_derive_free(d);
 	return r;
+}
+
+/* A slice looks this far before its window (at least), as a multiple of its length. */
+#define TPU_LOOKBACK_WINDOWS 2
+#define TPU_LOOKBACK_MIN_PS ((dec_ps128)1000000000) /* 1 ms */
+
+/*
+ * A slice does not walk the plane from its start. It walks from each line's
+ * checkpoint before (window start - lookback), where nothing earlier ends
+ * later, marking the derived events that the whole walk might have made
+ * differently (an event that may continue one begun before the lookback,
+ * and what follows from it: struct der_ev's unsure, struct der_line's
+ * fresh). A dry run says whether any such event overlaps the window; if
+ * none does, the lookback walk's output is the whole walk's, and it is
+ * written; otherwise the plane is walked from its start.
+ */
+int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
+		   int (*after)(void *arg, const struct dec_derive *d), void *arg)
+{
+	const struct dec_plane *p = &rc->x->planes[pi];
+	size_t n = 0;
+	uint8_t have;
+	bool inexact = true;
+	int r;
+
+	if ((r = dec_plane_enter(rc, pi)) < 0 || !is_tensor_core(p))
+		return r;
+	if ((have = tpu_have(rc->x, p)) == DL_ALL)
+		return 0;
+	for (size_t j = 0; j < p->n_lines; j++)
+		if (rc->x->lines[p->first_line + j].msg.len)
+			n++;
+	if (n == 0 || n > DER_STEP_LINES) /* one cursor per line, as for Steps */
+		return 0;
+	if (rc->win && !rc->x->tracks_only) {
+		dec_ps128 len = rc->win_to - rc->win_from, back = len * TPU_LOOKBACK_WINDOWS;
+		dec_ps128 from =
+			rc->win_from - (back > TPU_LOOKBACK_MIN_PS ? back : TPU_LOOKBACK_MIN_PS);
+
+		if ((r = tpu_walk(rc, p, have, emit, after, arg, true, from, true, &inexact)) < 0)
+			return r;
+		if (!inexact)
+			return tpu_walk(rc, p, have, emit, after, arg, true, from, false, NULL);
+	}
+	return tpu_walk(rc, p, have, emit, after, arg, false, 0, false, NULL);
 }

@@ -53,6 +53,7 @@ typedef int (*dec_derived_emit_fn)(void *arg, const struct dec_derived_ev *e);
 
 struct der_ev { /* one open derived event */
 	bool open, has_group;
+	bool unsure; /* a lookback walk: may differ from the whole walk's (derived.c) */
 	int64_t group;
 	dec_ps128 begin, end;
 	struct xprofs_buf name, disp;
@@ -62,6 +63,7 @@ struct der_line { /* DerivedXLineBuilder */
 	unsigned deps; /* DL_* bits reset with this line's level 0 */
 	struct xprofs_buf title;
 	struct der_ev lv[DER_LEVELS];
+	bool fresh[DER_LEVELS]; /* a lookback walk: the whole walk's state here is unknown */
 };
 struct dec_derive {
 	dec_derived_emit_fn emit;
@@ -70,6 +72,9 @@ struct dec_derive {
 	uint32_t tid0;
 	uint8_t have; /* lines the plane already holds: not derived */
 	bool tpu; /* a TensorCore plane's lines (DeriveLinesFromStats): their ids, the gap test */
+	bool lookback; /* a slice's walk from before its window, not from the plane's start */
+	bool dry;      /* emit nothing: only find out whether the lookback walk is exact */
+	bool inexact;  /* the dry walk met an unsure event overlapping the window */
 	const struct dec_hlo_syms *syms; /* borrowed, may be NULL: XLA kernels' symbols */
 	bool win;
 	dec_ps128 from, to;
