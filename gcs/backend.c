@@ -252,6 +252,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 	s->tmpdir = getenv("TMPDIR");
 	if (!s->tmpdir || !*s->tmpdir)
 		s->tmpdir = "/tmp";
+	s->stream_idle_ns = gcs_stream_idle_ns();
 	s->base.source = strdup(url);
 	s->endpoint = gcs_endpoint_resolve(o);
 	if (!s->base.source || !s->endpoint) {

@@ -328,6 +328,7 @@ struct gcs_store {
 	struct gcs_http http;
 	struct gcs_counters ctr;
 	const char *tmpdir;
+	int64_t stream_idle_ns; /* stream.c: a reader away this long ends its stream */
 
 	pthread_rwlock_t tree_lock;
 	struct gcs_tree *tree; /* protected by tree_lock */
@@ -489,6 +490,8 @@ struct gcs_stream;
  * rest), -ESHUTDOWN at unmount, -ENOMEM, -EAGAIN (no thread).
  */
 int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx, uint64_t end);
+/* gcs_stream_idle_ns() - how long a stream waits for its reader (the store's setting). */
+int64_t gcs_stream_idle_ns(void);
 /** gcs_stream_cancel() - end the run (a seek); returns at once. NULL is fine. */
 void gcs_stream_cancel(struct gcs_stream *st);
 /** gcs_stream_reader_at() - the reader is at block @idx: the run may go STREAM_AHEAD past it. */

@@ -151,7 +151,7 @@ static int stream_begin_block(struct gcs_stream *st, uint64_t idx)
 			reader = st->reader;
 			idle_since = xprofs_mono_ns();
 		}
-		if (xprofs_mono_ns() - idle_since > STREAM_IDLE_NS) {
+		if (xprofs_mono_ns() - idle_since > s->stream_idle_ns) {
 			xprofs_debug("gcs: stream of gs://%s/%s: reader idle, stream ended",
 				     s->bucket, st->obj);
 			r = -ECANCELED;
@@ -295,6 +295,27 @@ static int stream_sink(void *arg, uint64_t rel, const uint8_t *p, size_t n)
 			stream_end_block(st);
 	}
 	return 0;
+}
+
+/*
+ * How long a stream waits for a reader that stopped reading: STREAM_IDLE_NS,
+ * or (tests only) XPROFS_TEST_STREAM_IDLE_MS, for tests whose reader pauses
+ * on purpose (an upload between two reads) on a machine loaded enough to
+ * make that pause longer than STREAM_IDLE_NS.
+ */
+int64_t gcs_stream_idle_ns(void)
+{
+	const char *v = getenv("XPROFS_TEST_STREAM_IDLE_MS");
+	char *end;
+	long long ms;
+
+	if (!v || !*v)
+		return STREAM_IDLE_NS;
+	errno = 0;
+	ms = strtoll(v, &end, 10);
+	if (errno || *end || ms < 1 || ms > 3600LL * 1000)
+		return STREAM_IDLE_NS;
+	return ms * 1000000LL;
 }
 
 /* The run: one GET of [start block, end of object) of the pinned generation. */

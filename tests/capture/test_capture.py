@@ -194,7 +194,7 @@ class Mount:
     def quit(self):
         t0 = time.time()
         subprocess.run(["fusermount3", "-u", self.mnt], check=False)
-        rc = self.p.wait(timeout=60)
+        rc = self.p.wait(timeout=180)  # an ASan daemon's exit under load: tens of seconds
         assert rc == 0, "daemon exited with %d (sanitizer report in daemon.log?)" % rc
         return int((time.time() - t0) * 1000)
 
@@ -390,7 +390,9 @@ class T:
         r, why = self.fe.submit(None, "stop")  # top level without run=: every running capture
         assert r == 0, why
         c = wait_done(self.fe, "r3m", timeout=30)
-        assert time.time() - t0 < 8, "stop took %.1fs" % (time.time() - t0)
+        # bounds here separate "ended" from "waited out" (600 s; a 60 s default
+        # deadline), with room for a loaded machine: they are not speed checks
+        assert time.time() - t0 < 60, "stop took %.1fs" % (time.time() - t0)
         assert c["state"] == "stopped" and [h["state"] for h in c["hosts"]] == ["ok", "ok"], c
         for s in (a, b):
             rec = s.records("Profile")[0]
@@ -443,7 +445,8 @@ class T:
         r, why = self.fe.submit("r6", "127.0.0.1:%d duration_ms=100" % port)
         assert r == 0, why
         c = wait_done(self.fe, "r6")
-        assert time.time() - t0 < 10, "unreachable took %.1fs" % (time.time() - t0)  # refused: no retry wait
+        # refused: no retry wait (retrying would run to the 60 s deadline)
+        assert time.time() - t0 < 30, "unreachable took %.1fs" % (time.time() - t0)
         assert c["state"] == "unreachable" and "refused" in c["hosts"][0]["error"], c
 
     def case_timeout(self):
@@ -454,7 +457,7 @@ class T:
         c = wait_done(self.fe, "r7")
         dt = time.time() - t0
         assert c["state"] == "timeout" and c["deadline_ms"] == 2000, c
-        assert 1.8 < dt < 6, dt
+        assert 1.8 < dt < 30, dt  # the 2 s deadline, not the 60 s default (room for load)
         rec = s.records("Profile")[0]
         assert rec["time_remaining"] <= 2.0, rec
         self.no_profiles("r7")
@@ -525,7 +528,10 @@ class T:
         assert r == 0, why
         assert wait_for(lambda: s.records("ProfileStart")), "the server never got the request"
         ms = self.fe.quit()
-        assert ms < 12000, "shutdown took %d ms" % ms
+        # the capture asked for 600 s: shutdown must end it, not wait it out. The
+        # bound is far below that, not a speed check (an ASan daemon's exit under
+        # load took 27 s in a proof run); rec["terminated"] says it was ended.
+        assert ms < 120000, "shutdown took %d ms" % ms
         rec = [x for x in s.records("Profile") if x["session_id"] == "q"][0]
         assert rec["terminated"], rec
         f = self.file("r13", "q", s.addr.replace(":", "_"))
@@ -582,7 +588,9 @@ class T:
             ms = fe.quit()
         finally:
             fe.close()
-        assert 5000 <= ms < 15000, "shutdown took %d ms" % ms
+        # about the grace period (FREE_GRACE_MS, 10 s; 5 s checked), far below the 600 s asked: the
+        # cancel came (load can stretch the exit, so no tight upper bound)
+        assert 5000 <= ms < 120000, "shutdown took %d ms" % ms
         assert s.records("Terminate") and s.records("Terminate")[0]["session_id"] == "hang"
         for d, _, files in os.walk(logdir):
             assert not files, (d, files)
