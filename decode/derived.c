@@ -1355,7 +1355,7 @@ int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
 	for (size_t j = 0; j < p->n_lines; j++)
 		if (rc->x->lines[p->first_line + j].msg.len)
 			n++;
-	if (n == 0 || n > DER_STEP_LINES) /* one cursor per line, as for Steps */
+	if (n == 0 || n > DER_TPU_LINES) /* one cursor per line */
 		return 0;
 	if (rc->win && !rc->x->tracks_only) {
 		dec_ps128 len = rc->win_to - rc->win_from, back = len * TPU_LOOKBACK_WINDOWS;

@@ -33,6 +33,8 @@ enum {
 #define DER_LEVELS 16
 /* Steps are derived on planes with at most this many lines (one cursor each). */
 #define DER_STEP_LINES 16
+/* A TensorCore plane's lines are derived when it has at most this many (one 1 MiB cursor each). */
+#define DER_TPU_LINES 32
 /* Derived event names are cut at this many bytes. */
 #define DER_NAME_MAX 4096
 

@@ -327,12 +327,12 @@ def derive_tpu(p, value_of):
     """DeriveLinesFromStats() on TensorCore plane @p ("/device:TPU:<digits>"): every event of
     every line by (start, longer first); its metadata's then its own stats (last wins): tf_op
     gives Framework Name Scope and Framework Ops (ProcessTfOpEvent()), source gives Source
-    code, _a != 0 skips it. Lines the plane holds by id are not derived (at most 16 lines)."""
+    code, _a != 0 skips it. Lines the plane holds by id are not derived (at most 32 lines)."""
     if not re.fullmatch(r"/device:TPU:[0-9]*", p.name):
         return []
     ids = {i32(l.id) for l in p.lines}
     lines = [l for l in p.lines if l.ByteSize() > 0]
-    if not lines or len(lines) > 16:
+    if not lines or len(lines) > 32:
         return []
     out = []
     scopes = DerivedLine("Framework Name Scope", (DERIVED_MIN + 2) & U32, out, gpu=False)

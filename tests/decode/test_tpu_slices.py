@@ -11,7 +11,8 @@ of the whole trace that overlap its window, times, names and args included.
 Checked for seeded random windows (1 us to 5 ms) over a generated TPU
 profile (group ids on every op: merges break at steps), a made-up profile
 whose derived events run 40 ms from its start (so every lookback walk
-would get them wrong and the walk from the start must be taken) and, when
+would get them wrong and the walk from the start must be taken), a plane of
+24 lines (more than the GPU Steps merge takes) and, when
 ../shared is there, the real TPU sample (no group ids: the gap test decides
 merges, and both walks are taken). Exit 0 pass, 1 fail.
 """
@@ -77,6 +78,32 @@ def long_chains(path):
     shutil.rmtree(tmp, ignore_errors=True)
 
 
+def wide(path):
+    """One TPU plane of 24 lines (more than the GPU Steps merge takes), each with
+    300 ops of one of 7 tf_ops, the lines' events interleaved in time."""
+    x, tmp = xproto.load("xplane")
+    sp = x.XSpace()
+    p = sp.planes.add()
+    p.id, p.name = 1, "/device:TPU:3"
+    p.stat_metadata[1].id, p.stat_metadata[1].name = 1, "tf_op"
+    for m in range(7):
+        md = p.event_metadata[m + 1]
+        md.id, md.name = m + 1, "op.%d" % m
+        st = md.stats.add()
+        st.metadata_id, st.str_value = 1, "jit(f)/scope%d/op%d:op_type%d" % (m % 3, m, m)
+    for li in range(24):
+        ln = p.lines.add()
+        ln.id, ln.name, ln.timestamp_ns = li + 1, "line %d" % li, 500
+        for i in range(300):
+            e = ln.events.add()
+            e.metadata_id = (li * 300 + i) // 40 % 7 + 1
+            e.offset_ps, e.duration_ps = (i * 24 + li) * 1000000, 700000
+    with open(path, "wb") as f:
+        f.write(sp.SerializeToString())
+    import shutil
+    shutil.rmtree(tmp, ignore_errors=True)
+
+
 def check(path, n, seed, span=None):
     full = trace(path)
     if not full:
@@ -108,6 +135,9 @@ def main():
         chains = os.path.join(tmp, "chains.xplane.pb")
         long_chains(chains)
         check(chains, 12, 2, (ps(5000), ps(40000)))
+        w = os.path.join(tmp, "wide.xplane.pb")
+        wide(w)
+        check(w, 8, 4)
     samples = sorted(glob.glob(os.path.join(SHARED, "samples", "tpu_*", "*.xplane.pb")))
     if not samples:
         print("note: %s/samples absent: the real TPU sample's slices are not checked" % SHARED)
