@@ -47,13 +47,20 @@ struct pf_name {
 	uint32_t seq; /* the last sequence that defined it */
 };
 
+/* Derived events' names (pf_event_name()): at most this many, of at most this many bytes. */
+#define PF_ENAMES_MAX ((size_t)1 << 18)
+#define PF_ENAMES_BYTES ((size_t)32 << 20)
+
 struct pf_args {
 	struct pf_md *mds; /* open addressing by key */
 	size_t md_cap, n_md;
 	struct pf_name *nm;
 	size_t nm_cap, n_nm;
-	struct pbw names; /* the annotation names, back to back */
-	struct pbw blobs; /* the metadata args, encoded */
+	struct pbw names;   /* the annotation names, back to back */
+	struct pf_name *en; /* event names by string (pf_event_name()); iid from next_name_iid */
+	size_t en_cap, n_en;
+	struct pbw enames; /* their strings, back to back */
+	struct pbw blobs;  /* the metadata args, encoded */
 	struct pbw key, val, da,
 		def; /* scratch: unescaped key and value, an annotation, an entry */
 	uint64_t next_name_iid, next_ann_iid, next_str_iid;
@@ -91,6 +98,8 @@ void pf_args_free(struct pf_args *A)
 		return;
 	free(A->mds);
 	free(A->nm);
+	free(A->en);
+	pbw_free(&A->enames);
 	free(A->ev_slot);
 	free(A->st_slot);
 	pbw_free(&A->names);
@@ -411,6 +420,60 @@ static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t i
 	pbw_u64(d, F_EN_IID, iid);
 	pbw_str(d, F_EN_NAME, s, n);
 	pbw_msg(id, field, d);
+}
+
+/* ---- derived events' names ------------------------------------------------ */
+
+uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq, struct pbw *id)
+{
+	uint64_t h = hash_bytes(s, n);
+	struct pf_name *e = NULL;
+	size_t k;
+
+	if ((A->n_en + 1) * 2 > A->en_cap) {
+		size_t cap = A->en_cap ? A->en_cap * 2 : 1024;
+		struct pf_name *t;
+
+		if (A->n_en >= PF_ENAMES_MAX || !(t = calloc(cap, sizeof(*t))))
+			goto lookup; /* full: known names still resolve */
+		for (size_t i = 0; i < A->en_cap; i++) {
+			if (!A->en[i].hash)
+				continue;
+			for (k = slot(A->en[i].hash, cap); t[k].hash; k = (k + 1) & (cap - 1))
+				;
+			t[k] = A->en[i];
+		}
+		free(A->en);
+		A->en = t;
+		A->en_cap = cap;
+	}
+lookup:
+	if (!A->en_cap)
+		return 0;
+	for (k = slot(h, A->en_cap); A->en[k].hash; k = (k + 1) & (A->en_cap - 1))
+		if (A->en[k].hash == h && A->en[k].len == n &&
+		    !memcmp(A->enames.buf + A->en[k].off, s, n)) {
+			e = &A->en[k];
+			break;
+		}
+	if (!e) {
+		if ((A->n_en + 1) * 2 > A->en_cap || A->enames.len + n > PF_ENAMES_BYTES)
+			return 0;
+		e = &A->en[k];
+		*e = (struct pf_name){
+			.hash = h, .off = A->enames.len, .len = n, .iid = A->next_name_iid++};
+		pbw_bytes(&A->enames, s, n);
+		if (A->enames.overflow) {
+			e->hash = 0;
+			return 0;
+		}
+		A->n_en++;
+	}
+	if (e->seq != seq) {
+		e->seq = seq;
+		define(A, id, F_ID_EVENT_NAMES, e->iid, s, n);
+	}
+	return e->iid;
 }
 
 /* Name @s of an annotation into @da, interned unless PF_INLINE (defined on @seq for PF_EVENT). */

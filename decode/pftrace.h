@@ -87,6 +87,13 @@ void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, 
  */
 void pf_args_encode(struct pf_args *A, const char *j, size_t n, enum pf_mode mode, uint32_t seq,
 		    uint64_t str_iid, struct pbw *te, struct pbw *id);
+/*
+ * pf_event_name() - the InternedData.event_names iid of name @s (@n bytes,
+ * borrowed), defined into @id when not yet defined on sequence @seq; 0 when
+ * the table is full (PF_ENAMES_MAX names or PF_ENAMES_BYTES of them): the
+ * caller writes the name inline.
+ */
+uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq, struct pbw *id);
 /* pf_arg_int() - one integer annotation @name (@len bytes) = @v (interned per @mode as above). */
 void pf_arg_int(struct pf_args *A, const char *name, size_t len, int64_t v, enum pf_mode mode,
 		uint32_t seq, struct pbw *te, struct pbw *id);

@@ -629,7 +629,8 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 /* A finished derived event waiting for its turn: its times and body in pf_dline.blob. */
 struct pf_dev {
 	uint64_t b, en;
-	size_t off, len;
+	size_t off, len; /* in pf_dline.blob: its name (name_len bytes), then its body */
+	size_t name_len;
 	uint32_t order;
 };
 
@@ -696,12 +697,23 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 
 		if ((k = place(&d->pl, &b, &en)) == LEVELS_MAX)
 			continue;
+		const uint8_t *name = d->blob.buf + d->ev[i].off + d->ev[i].len;
+		uint64_t iid;
+
 		pbw_reset(te);
+		pbw_reset(&c->id);
 		pbw_u64(te, F_TE_TYPE, TYPE_BEGIN);
 		if (k)
 			pbw_u64(te, F_TE_TRACK, d->pl.uuid + k);
+		/* names repeat (one per op or scope): interned on the sequence, inline past the table's cap */
+		iid = pf_event_name(c->A, (const char *)name, d->ev[i].name_len, d->pl.s.id,
+				    &c->id);
+		if (iid)
+			pbw_u64(te, F_TE_NAME_IID, iid);
+		else
+			pbw_str(te, F_TE_NAME, (const char *)name, d->ev[i].name_len);
 		pbw_bytes(te, d->blob.buf + d->ev[i].off, d->ev[i].len);
-		emit_event(c, &d->pl.s, b, te, NULL);
+		emit_event(c, &d->pl.s, b, te, &c->id);
 		d->pl.lv[k].end[d->pl.lv[k].n++] = en;
 	}
 	memmove(d->ev, d->ev + i, (d->n - i) * sizeof(*d->ev));
@@ -771,10 +783,6 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 		d->pl.tid = e->tid;
 	}
 	pbw_reset(te);
-	if (e->disp_len)
-		pbw_str(te, F_TE_NAME, e->disp, capped(e->disp_len));
-	else
-		pbw_str(te, F_TE_NAME, e->name, capped(e->name_len));
 	if (e->has_group)
 		pf_arg_int(c->A, "group_id", 8, e->group, PF_INLINE, 0, te, NULL);
 	if (e->disp_len) {
@@ -798,6 +806,9 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 	v->order = d->order++;
 	d->sorted = false;
 	pbw_bytes(&d->blob, te->buf, te->len);
+	/* then its name, apart: interned on the line's sequence when written */
+	v->name_len = capped(e->disp_len ? e->disp_len : e->name_len);
+	pbw_bytes(&d->blob, e->disp_len ? e->disp : e->name, v->name_len);
 	return pbw_err(c) ? pbw_err(c) : d->blob.overflow ? -E2BIG : 0;
 }
 
