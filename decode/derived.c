@@ -868,6 +868,82 @@ static int step_next(struct step_src *s)
 	return 1;
 }
 
+/* The last checkpoint of line @l before which every event ends by @t (absolute ps): its offset. */
+static uint64_t line_seek(const struct dec_line *l, dec_ps128 t)
+{
+	dec_ps128 rel = t - (dec_ps128)l->timestamp_ns * 1000;
+	size_t lo = 0, hi = l->n_ckpt;
+
+	while (lo < hi) { /* as win_seek(): max_end is a running maximum */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->ckpt[mid].max_end < INT64_MAX && l->ckpt[mid].max_end <= rel)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo ? l->ckpt[lo - 1].off : l->msg.off;
+}
+
+/*
+ * A merge of a plane's lines by time: a cursor on each line of @p with
+ * events, in @src (room for all of them), at its first event or, with
+ * @seek, at line_seek(@from); *@k counts the cursors opened (close them
+ * with merge_close(), also on failure).
+ */
+static int merge_open(struct dec_rctx *rc, const struct dec_plane *p, struct step_src *src,
+		      size_t *k, bool seek, dec_ps128 from)
+{
+	int r;
+
+	*k = 0;
+	for (size_t j = 0; j < p->n_lines; j++) {
+		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+		struct step_src *c = &src[*k];
+
+		if (!l->msg.len)
+			continue;
+		dec_cur_init(&c->c, rc->x->r, rc->err);
+		(*k)++;
+		c->c.pos = seek ? line_seek(l, from) : l->msg.off;
+		c->c.end = c->end = l->msg.off + l->msg.len;
+		c->base_ps = (dec_ps128)l->timestamp_ns * 1000;
+		if ((r = step_next(c)) < 0)
+			return r;
+	}
+	return 0;
+}
+
+/*
+ * The cursor of @src (@n) whose next event comes first, by start then
+ * longer first (GetSortedEvents()' order), with that start in *@start;
+ * NULL when every line is done.
+ */
+static struct step_src *merge_next(struct step_src *src, size_t n, dec_ps128 *start)
+{
+	struct step_src *best = NULL;
+
+	for (size_t i = 0; i < n; i++) {
+		dec_ps128 st;
+
+		if (!src[i].has)
+			continue;
+		st = src[i].base_ps + src[i].ev.offset_ps;
+		if (!best || st < *start ||
+		    (st == *start && src[i].ev.duration_ps > best->ev.duration_ps)) {
+			best = &src[i];
+			*start = st;
+		}
+	}
+	return best;
+}
+
+static void merge_close(struct step_src *src, size_t k)
+{
+	for (size_t i = 0; i < k; i++)
+		dec_cur_deinit(&src[i].c);
+}
+
 /* A dec_stat_fn: an integer group_id stat of an event (arg: struct dec_derived_in). */
 static int group_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
 {
@@ -925,19 +1001,9 @@ static int steps_merge(struct dec_rctx *rc, struct step_src *src, size_t n, stru
 	int r;
 
 	for (;;) {
-		struct step_src *best = NULL;
-		dec_ps128 bs = 0, s;
+		dec_ps128 bs = 0;
+		struct step_src *best = merge_next(src, n, &bs);
 
-		for (size_t i = 0; i < n; i++) {
-			if (!src[i].has)
-				continue;
-			s = src[i].base_ps + src[i].ev.offset_ps;
-			if (!best || s < bs ||
-			    (s == bs && src[i].ev.duration_ps > best->ev.duration_ps)) {
-				best = &src[i];
-				bs = s;
-			}
-		}
 		if (!best)
 			return d->r;
 		memset(&in, 0, sizeof(in));
@@ -985,28 +1051,16 @@ int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, v
 		xprofs_buf_init(&d->lines[0].lv[i].name, 64);
 		xprofs_buf_init(&d->lines[0].lv[i].disp, 1);
 	}
-	if ((r = xprofs_buf_adds(&d->lines[0].title, "Steps")) < 0)
+	if ((r = xprofs_buf_adds(&d->lines[0].title, "Steps")) < 0 ||
+	    (r = merge_open(rc, p, src, &k, false, 0)) < 0)
 		goto out;
-	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct dec_line *l = &rc->x->lines[p->first_line + j];
-
-		if (!l->msg.len)
-			continue;
-		dec_cur_init(&src[k].c, rc->x->r, rc->err);
-		src[k].c.pos = l->msg.off;
-		src[k].c.end = src[k].end = l->msg.off + l->msg.len;
-		src[k].base_ps = (dec_ps128)l->timestamp_ns * 1000;
-		if ((r = step_next(&src[k++])) < 0)
-			goto out;
-	}
 	if ((r = steps_merge(rc, src, k, d)) == 0) {
 		/* XProf resets nothing at the end: the last step stays as it is */
 		lv_close(d, &d->lines[0], 0);
 		r = d->r;
 	}
 out:
-	for (size_t i = 0; i < k; i++)
-		dec_cur_deinit(&src[i].c);
+	merge_close(src, k);
 	free(src);
 	dec_derive_free(d);
 	return r;
@@ -1016,8 +1070,8 @@ out:
 
 /* What DeriveLinesFromStats() reads of one event: its metadata's stats, then its own. */
 struct tpu_in {
-	struct dec_derive *d;
-	bool has_tf, has_src, has_group;
+	struct dec_derive *d; /* its s_tf and s_mod hold tf_op and source ("" when absent) */
+	bool has_group;
 	int64_t group;
 	uint64_t is_async;
 };
@@ -1033,19 +1087,22 @@ static int tpu_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_sta
 {
 	struct tpu_in *t = arg;
 	const struct dec_stmd *m;
+	bool has;
 	int r;
 
 	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
 		return r;
-	if (dec_str_eq(m->name, m->name_len, "tf_op")) { /* kTfOp: StrOrRefValue() */
+	/*
+	 * kTfOp, kSourceInfo: StrOrRefValue(), "" for another kind; an empty
+	 * string derives nothing, so only the strings (s_tf, s_mod) are kept.
+	 */
+	if (dec_str_eq(m->name, m->name_len, "tf_op")) {
 		xprofs_buf_reset(&t->d->s_tf);
-		t->has_tf = true;
-		return stat_str(rc, c, s, &t->d->s_tf, &t->has_tf);
+		return stat_str(rc, c, s, &t->d->s_tf, &has);
 	}
-	if (dec_str_eq(m->name, m->name_len, "source")) { /* kSourceInfo */
+	if (dec_str_eq(m->name, m->name_len, "source")) {
 		xprofs_buf_reset(&t->d->s_mod);
-		t->has_src = true;
-		return stat_str(rc, c, s, &t->d->s_mod, &t->has_src);
+		return stat_str(rc, c, s, &t->d->s_mod, &has);
 	}
 	if (dec_str_eq(m->name, m->name_len, "group_id")) { /* kGroupId */
 		t->group = (int64_t)int_or_uint(s);
@@ -1062,7 +1119,7 @@ static int tpu_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_sta
  * event of an op repeats them.
  */
 struct tpu_md {
-	bool done, has_tf, has_src, has_group;
+	bool done, has_group;
 	int64_t group;
 	uint64_t is_async;
 	size_t tf_off, tf_len, src_off, src_len;
@@ -1092,8 +1149,6 @@ static int tpu_md_stats(struct dec_rctx *rc, struct tpu_cache *tc, int64_t key, 
 		return 0;
 	m = (size_t)k < tc->n ? &tc->md[k] : NULL;
 	if (m && m->done) {
-		t->has_tf = m->has_tf;
-		t->has_src = m->has_src;
 		t->has_group = m->has_group;
 		t->group = m->group;
 		t->is_async = m->is_async;
@@ -1109,8 +1164,6 @@ static int tpu_md_stats(struct dec_rctx *rc, struct tpu_cache *tc, int64_t key, 
 	if (r < 0 || !m || tc->arena.len + t->d->s_tf.len + t->d->s_mod.len + 2 > TPU_ARENA_MAX)
 		return r;
 	*m = (struct tpu_md){.done = true,
-			     .has_tf = t->has_tf,
-			     .has_src = t->has_src,
 			     .has_group = t->has_group,
 			     .group = t->group,
 			     .is_async = t->is_async,
@@ -1190,34 +1243,17 @@ static int tpu_event(struct dec_rctx *rc, struct tpu_cache *tc, struct step_src 
 	in.group = t.group;
 	in.begin = begin;
 	in.end = begin + (src->ev.duration_ps > 0 ? src->ev.duration_ps : 0);
-	if (t.has_tf && d->s_tf.len) {
+	if (d->s_tf.len) {
 		/* tf_op_event() overwrites d->tmp only: the source string is in s_mod */
 		if ((r = tf_op_event(d, d->s_tf.data, d->s_tf.len, &in)) < 0)
 			return r;
 	}
-	if (t.has_src && d->s_mod.len && !(d->have & (1u << DL_SOURCE))) {
+	if (d->s_mod.len && !(d->have & (1u << DL_SOURCE))) {
 		if ((r = set_str(&d->tmp, d->s_mod.data, d->s_mod.len)) < 0 ||
 		    (r = expand_or_add(d, &d->lines[DL_SOURCE], 0, &d->tmp, NULL, 0, &in)) < 0)
 			return r;
 	}
 	return d->r;
-}
-
-/* The last checkpoint of line @l before which every event ends by @t (absolute ps): its offset. */
-static uint64_t tpu_seek(const struct dec_line *l, dec_ps128 t)
-{
-	dec_ps128 rel = t - (dec_ps128)l->timestamp_ns * 1000;
-	size_t lo = 0, hi = l->n_ckpt;
-
-	while (lo < hi) { /* as win_seek(): max_end is a running maximum */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (l->ckpt[mid].max_end < INT64_MAX && l->ckpt[mid].max_end <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? l->ckpt[lo - 1].off : l->msg.off;
 }
 
 /*
@@ -1226,20 +1262,17 @@ static uint64_t tpu_seek(const struct dec_line *l, dec_ps128 t)
  * @dry: emit nothing, set *@inexact when an unsure event would overlap the
  * slice's window.
  */
-static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, uint8_t have,
+static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, size_t n, uint8_t have,
 		    dec_derived_emit_fn emit, int (*after)(void *arg, const struct dec_derive *d),
 		    void *arg, bool lookback, dec_ps128 from_ps, bool dry, bool *inexact)
 {
 	struct step_src *src = NULL;
 	struct dec_derive *d = NULL;
 	struct tpu_cache tc = {0};
-	size_t n = 0, k = 0;
+	size_t k = 0;
 	int r = 0;
 
 	xprofs_buf_init(&tc.arena, TPU_ARENA_MAX);
-	for (size_t j = 0; j < p->n_lines; j++)
-		if (rc->x->lines[p->first_line + j].msg.len)
-			n++;
 	tc.n = p->ev.n;
 	if (!(d = calloc(1, sizeof(*d))) || !(src = calloc(n, sizeof(*src))) ||
 	    !(tc.md = calloc(tc.n ? tc.n : 1, sizeof(*tc.md)))) {
@@ -1275,34 +1308,12 @@ static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, uint8_t have
 			r = xprofs_buf_adds(&dl->title, dec_derived_names[kk]);
 	}
 	d->lines[DL_NAME_SCOPE].deps = 1u << DL_TF_OP;
-	if (r < 0)
+	if (r < 0 || (r = merge_open(rc, p, src, &k, lookback, from_ps)) < 0)
 		goto out;
-	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+	for (;;) { /* GetSortedEvents(plane, true) */
+		dec_ps128 bs = 0;
+		struct step_src *best = merge_next(src, k, &bs);
 
-		if (!l->msg.len)
-			continue;
-		dec_cur_init(&src[k].c, rc->x->r, rc->err);
-		src[k].c.pos = lookback ? tpu_seek(l, from_ps) : l->msg.off;
-		src[k].c.end = src[k].end = l->msg.off + l->msg.len;
-		src[k].base_ps = (dec_ps128)l->timestamp_ns * 1000;
-		if ((r = step_next(&src[k++])) < 0)
-			goto out;
-	}
-	for (;;) { /* GetSortedEvents(plane, true): by start, longer first */
-		struct step_src *best = NULL;
-		dec_ps128 bs = 0, st;
-
-		for (size_t i = 0; i < k; i++) {
-			if (!src[i].has)
-				continue;
-			st = src[i].base_ps + src[i].ev.offset_ps;
-			if (!best || st < bs ||
-			    (st == bs && src[i].ev.duration_ps > best->ev.duration_ps)) {
-				best = &src[i];
-				bs = st;
-			}
-		}
 		if (!best || (d->win && bs >= d->to && !open_before(d, d->to)))
 			break; /* a slice: later events change nothing it shows */
 		if ((r = tpu_event(rc, &tc, best, bs, d)) < 0 || (r = step_next(best)) < 0 ||
@@ -1316,8 +1327,7 @@ static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, uint8_t have
 	if (inexact)
 		*inexact = d->inexact;
 out:
-	for (size_t i = 0; i < k; i++)
-		dec_cur_deinit(&src[i].c);
+	merge_close(src, k);
 	free(src);
 	free(tc.md);
 	xprofs_buf_deinit(&tc.arena);
@@ -1362,10 +1372,11 @@ int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
 		dec_ps128 from =
 			rc->win_from - (back > TPU_LOOKBACK_MIN_PS ? back : TPU_LOOKBACK_MIN_PS);
 
-		if ((r = tpu_walk(rc, p, have, emit, after, arg, true, from, true, &inexact)) < 0)
+		if ((r = tpu_walk(rc, p, n, have, emit, after, arg, true, from, true, &inexact)) <
+		    0)
 			return r;
 		if (!inexact)
-			return tpu_walk(rc, p, have, emit, after, arg, true, from, false, NULL);
+			return tpu_walk(rc, p, n, have, emit, after, arg, true, from, false, NULL);
 	}
-	return tpu_walk(rc, p, have, emit, after, arg, false, 0, false, NULL);
+	return tpu_walk(rc, p, n, have, emit, after, arg, false, 0, false, NULL);
 }

@@ -42,9 +42,16 @@ struct pf_slot {
 /* One interned annotation name. */
 struct pf_name {
 	uint64_t hash;   /* 0: free */
-	size_t off, len; /* in pf_args.names */
+	size_t off, len; /* in its table's strs */
 	uint64_t iid;
 	uint32_t seq; /* the last sequence that defined it */
+};
+
+/* A string-keyed interning table: open addressing (a power of two slots), strings back to back. */
+struct pf_strtab {
+	struct pf_name *t;
+	size_t cap, n;
+	struct pbw strs;
 };
 
 /* Derived events' names (pf_event_name()): at most this many, of at most this many bytes. */
@@ -54,13 +61,9 @@ struct pf_name {
 struct pf_args {
 	struct pf_md *mds; /* open addressing by key */
 	size_t md_cap, n_md;
-	struct pf_name *nm;
-	size_t nm_cap, n_nm;
-	struct pbw names;   /* the annotation names, back to back */
-	struct pf_name *en; /* event names by string (pf_event_name()); iid from next_name_iid */
-	size_t en_cap, n_en;
-	struct pbw enames; /* their strings, back to back */
-	struct pbw blobs;  /* the metadata args, encoded */
+	struct pf_strtab nm; /* annotation names; iid from next_ann_iid */
+	struct pf_strtab en; /* derived events' names (pf_event_name()); iid from next_name_iid */
+	struct pbw blobs;    /* the metadata args, encoded */
 	struct pbw key, val, da,
 		def; /* scratch: unescaped key and value, an annotation, an entry */
 	uint64_t next_name_iid, next_ann_iid, next_str_iid;
@@ -78,10 +81,10 @@ int pf_args_new(struct pf_args **out)
 	if (!A)
 		return -ENOMEM;
 	A->md_cap = 1024;
-	A->nm_cap = 256;
+	A->nm.cap = 256;
 	A->mds = calloc(A->md_cap, sizeof(*A->mds));
-	A->nm = calloc(A->nm_cap, sizeof(*A->nm));
-	if (!A->mds || !A->nm) {
+	A->nm.t = calloc(A->nm.cap, sizeof(*A->nm.t));
+	if (!A->mds || !A->nm.t) {
 		pf_args_free(A);
 		return -ENOMEM;
 	}
@@ -97,12 +100,12 @@ void pf_args_free(struct pf_args *A)
 	if (!A)
 		return;
 	free(A->mds);
-	free(A->nm);
-	free(A->en);
-	pbw_free(&A->enames);
+	free(A->nm.t);
+	pbw_free(&A->nm.strs);
+	free(A->en.t);
+	pbw_free(&A->en.strs);
 	free(A->ev_slot);
 	free(A->st_slot);
-	pbw_free(&A->names);
 	pbw_free(&A->blobs);
 	pbw_free(&A->key);
 	pbw_free(&A->val);
@@ -341,55 +344,78 @@ static struct pf_slot *cached(struct pf_slot *c, const void *base, size_t n, con
 	return &c[(x - b) / size];
 }
 
-/* ---- annotation names ---------------------------------------------------- */
+/* ---- string tables (annotation names, derived events' names) ------------ */
 
-static int name_grow(struct pf_args *A)
+/* Double @tab's slots (1024 when it has none); 0 or -ENOMEM. */
+static int strtab_grow(struct pf_strtab *tab)
 {
-	size_t cap = A->nm_cap * 2;
-	struct pf_name *nm = calloc(cap, sizeof(*nm));
+	size_t cap = tab->cap ? tab->cap * 2 : 1024;
+	struct pf_name *t = calloc(cap, sizeof(*t));
 
-	if (!nm)
+	if (!t)
 		return -ENOMEM;
-	for (size_t i = 0; i < A->nm_cap; i++) {
+	for (size_t i = 0; i < tab->cap; i++) {
 		size_t k;
 
-		if (!A->nm[i].hash)
+		if (!tab->t[i].hash)
 			continue;
-		for (k = slot(A->nm[i].hash, cap); nm[k].hash; k = (k + 1) & (cap - 1))
+		for (k = slot(tab->t[i].hash, cap); t[k].hash; k = (k + 1) & (cap - 1))
 			;
-		nm[k] = A->nm[i];
+		t[k] = tab->t[i];
 	}
-	free(A->nm);
-	A->nm = nm;
-	A->nm_cap = cap;
-	A->nm_gen++;
+	free(tab->t);
+	tab->t = t;
+	tab->cap = cap;
 	return 0;
+}
+
+/*
+ * The entry of @s (@n bytes, hash @h) in @tab (which has slots), or NULL
+ * with *@k the free slot where it would go.
+ */
+static struct pf_name *strtab_find(const struct pf_strtab *tab, uint64_t h, const char *s, size_t n,
+				   size_t *k)
+{
+	for (*k = slot(h, tab->cap); tab->t[*k].hash; *k = (*k + 1) & (tab->cap - 1)) {
+		struct pf_name *e = &tab->t[*k];
+
+		if (e->hash == h && e->len == n && !memcmp(tab->strs.buf + e->off, s, n))
+			return e;
+	}
+	return NULL;
+}
+
+/* A new entry @s (@n bytes, hash @h) with @iid at free slot @k of @tab; NULL when its strings overflow. */
+static struct pf_name *strtab_add(struct pf_strtab *tab, size_t k, uint64_t h, const char *s,
+				  size_t n, uint64_t iid)
+{
+	struct pf_name *e = &tab->t[k];
+
+	*e = (struct pf_name){.hash = h, .off = tab->strs.len, .len = n, .iid = iid};
+	pbw_bytes(&tab->strs, s, n);
+	if (tab->strs.overflow) {
+		e->hash = 0; /* not stored: the slot stays free */
+		return NULL;
+	}
+	tab->n++;
+	return e;
 }
 
 /* The entry of annotation name @s (@n bytes), made when new; NULL when out of memory. */
 static struct pf_name *name_get(struct pf_args *A, const char *s, size_t n)
 {
 	uint64_t h = hash_bytes(s, n);
+	struct pf_name *e;
 	size_t k;
 
-	if ((A->n_nm + 1) * 2 > A->nm_cap && name_grow(A) < 0)
-		return NULL;
-	for (k = slot(h, A->nm_cap); A->nm[k].hash; k = (k + 1) & (A->nm_cap - 1)) {
-		struct pf_name *e = &A->nm[k];
-
-		if (e->hash == h && e->len == n && !memcmp(A->names.buf + e->off, s, n))
-			return e;
+	if ((A->nm.n + 1) * 2 > A->nm.cap) {
+		if (strtab_grow(&A->nm) < 0)
+			return NULL;
+		A->nm_gen++; /* the slots moved: pf_slot caches are stale */
 	}
-	A->nm[k].hash = h;
-	A->nm[k].off = A->names.len;
-	A->nm[k].len = n;
-	A->nm[k].iid = A->next_ann_iid++;
-	A->nm[k].seq = 0;
-	pbw_bytes(&A->names, s, n);
-	if (A->names.overflow)
-		return NULL;
-	A->n_nm++;
-	return &A->nm[k];
+	if ((e = strtab_find(&A->nm, h, s, n, &k)))
+		return e;
+	return strtab_add(&A->nm, k, h, s, n, A->next_ann_iid++);
 }
 
 /* The name entry of stat metadata @m (a cache hit is one compare); NULL on failure. */
@@ -402,9 +428,9 @@ static struct pf_name *stat_name(struct pf_args *A, const struct dec_rctx *rc,
 	if (cache_plane(A, rc) == 0)
 		c = cached(A->st_slot, rc->stmd, A->st_n, m, sizeof(*m));
 	if (c && c->gen == A->nm_gen)
-		return &A->nm[c->slot];
+		return &A->nm.t[c->slot];
 	if ((e = name_get(A, m->name, m->name_len)) && c) {
-		c->slot = (uint32_t)(e - A->nm);
+		c->slot = (uint32_t)(e - A->nm.t);
 		c->gen = A->nm_gen;
 	}
 	return e;
@@ -427,47 +453,18 @@ static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t i
 uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq, struct pbw *id)
 {
 	uint64_t h = hash_bytes(s, n);
-	struct pf_name *e = NULL;
+	struct pf_name *e;
 	size_t k;
 
-	if ((A->n_en + 1) * 2 > A->en_cap) {
-		size_t cap = A->en_cap ? A->en_cap * 2 : 1024;
-		struct pf_name *t;
-
-		if (A->n_en >= PF_ENAMES_MAX || !(t = calloc(cap, sizeof(*t))))
-			goto lookup; /* full: known names still resolve */
-		for (size_t i = 0; i < A->en_cap; i++) {
-			if (!A->en[i].hash)
-				continue;
-			for (k = slot(A->en[i].hash, cap); t[k].hash; k = (k + 1) & (cap - 1))
-				;
-			t[k] = A->en[i];
-		}
-		free(A->en);
-		A->en = t;
-		A->en_cap = cap;
-	}
-lookup:
-	if (!A->en_cap)
+	/* full (or out of memory): known names still resolve */
+	if ((A->en.n + 1) * 2 > A->en.cap && A->en.n < PF_ENAMES_MAX)
+		(void)strtab_grow(&A->en);
+	if (!A->en.cap)
 		return 0;
-	for (k = slot(h, A->en_cap); A->en[k].hash; k = (k + 1) & (A->en_cap - 1))
-		if (A->en[k].hash == h && A->en[k].len == n &&
-		    !memcmp(A->enames.buf + A->en[k].off, s, n)) {
-			e = &A->en[k];
-			break;
-		}
-	if (!e) {
-		if ((A->n_en + 1) * 2 > A->en_cap || A->enames.len + n > PF_ENAMES_BYTES)
+	if (!(e = strtab_find(&A->en, h, s, n, &k))) {
+		if ((A->en.n + 1) * 2 > A->en.cap || A->en.strs.len + n > PF_ENAMES_BYTES ||
+		    !(e = strtab_add(&A->en, k, h, s, n, A->next_name_iid++)))
 			return 0;
-		e = &A->en[k];
-		*e = (struct pf_name){
-			.hash = h, .off = A->enames.len, .len = n, .iid = A->next_name_iid++};
-		pbw_bytes(&A->enames, s, n);
-		if (A->enames.overflow) {
-			e->hash = 0;
-			return 0;
-		}
-		A->n_en++;
 	}
 	if (e->seq != seq) {
 		e->seq = seq;

@@ -456,16 +456,16 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 	for (size_t i = 0; i < n; i++) {
 		const struct dec_plane *p = &x->planes[tp[i].plane];
 
-		struct trace_line steps = {.o = o, .pid = tp[i].pid};
-		struct trace_line tpu = {.o = o, .pid = tp[i].pid};
+		/* the plane's own derived lines (Steps, TPU lines): named once each by kind */
+		struct trace_line plane = {.o = o, .pid = tp[i].pid};
 
 		process_meta(rc, o, p, tp[i].pid);
 		for (size_t j = 0; j < p->n_lines; j++)
 			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j)) < 0)
 				goto out;
-		if ((r = dec_derive_steps(rc, tp[i].plane, derived_event, &steps)) < 0)
+		if ((r = dec_derive_steps(rc, tp[i].plane, derived_event, &plane)) < 0)
 			goto out;
-		if ((r = dec_derive_tpu(rc, tp[i].plane, derived_event, NULL, &tpu)) < 0)
+		if ((r = dec_derive_tpu(rc, tp[i].plane, derived_event, NULL, &plane)) < 0)
 			goto out;
 		if ((r = defer_flush(&d, o)) < 0)
 			goto out;
