@@ -39,13 +39,31 @@ struct pf_slot {
 	uint32_t slot, gen;
 };
 
-/* One interned annotation name. */
+#define PF_SEQ_MEMO 4
+
+/* One interned string (an annotation name, a derived event's name or string arg). */
 struct pf_name {
 	uint64_t hash;   /* 0: free */
 	size_t off, len; /* in its table's strs */
 	uint64_t iid;
-	uint32_t seq; /* the last sequence that defined it */
+	/*
+	 * The last sequences that defined it: a derived line's events go out
+	 * interleaved with its siblings' and its source line's, which share
+	 * names ("group_id"), so one would flip on every event.
+	 */
+	uint32_t seq[PF_SEQ_MEMO];
+	uint32_t seq_next;
 };
+
+/* Whether @e is defined on @seq; if not, it is remembered as defined there (the caller defines it). */
+static bool name_defined(struct pf_name *e, uint32_t seq)
+{
+	for (int i = 0; i < PF_SEQ_MEMO; i++)
+		if (e->seq[i] == seq)
+			return true;
+	e->seq[e->seq_next++ % PF_SEQ_MEMO] = seq;
+	return false;
+}
 
 /* A string-keyed interning table: open addressing (a power of two slots), strings back to back. */
 struct pf_strtab {
@@ -54,7 +72,7 @@ struct pf_strtab {
 	struct pbw strs;
 };
 
-/* Derived events' names (pf_event_name()): at most this many, of at most this many bytes. */
+/* Derived events' names and string args, each table: at most this many, of at most this many bytes. */
 #define PF_ENAMES_MAX ((size_t)1 << 18)
 #define PF_ENAMES_BYTES ((size_t)32 << 20)
 
@@ -63,6 +81,7 @@ struct pf_args {
 	size_t md_cap, n_md;
 	struct pf_strtab nm; /* annotation names; iid from next_ann_iid */
 	struct pf_strtab en; /* derived events' names (pf_event_name()); iid from next_name_iid */
+	struct pf_strtab sv; /* derived events' string args (pf_arg_str()); iid from next_str_iid */
 	struct pbw blobs;    /* the metadata args, encoded */
 	struct pbw key, val, da,
 		def; /* scratch: unescaped key and value, an annotation, an entry */
@@ -104,6 +123,8 @@ void pf_args_free(struct pf_args *A)
 	pbw_free(&A->nm.strs);
 	free(A->en.t);
 	pbw_free(&A->en.strs);
+	free(A->sv.t);
+	pbw_free(&A->sv.strs);
 	free(A->ev_slot);
 	free(A->st_slot);
 	pbw_free(&A->blobs);
@@ -448,29 +469,40 @@ static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t i
 	pbw_msg(id, field, d);
 }
 
-/* ---- derived events' names ------------------------------------------------ */
+/* ---- derived events' names and strings ------------------------------------ */
 
-uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq, struct pbw *id)
+/*
+ * The iid of @s (@n bytes) in @tab (a new one from *@next), defined as
+ * InternedData field @field into @id when not yet defined on @seq; 0 when
+ * the table is full (PF_ENAMES_MAX strings or PF_ENAMES_BYTES of them).
+ */
+static uint64_t strtab_intern(struct pf_args *A, struct pf_strtab *tab, uint32_t field,
+			      uint64_t *next, const char *s, size_t n, uint32_t seq, struct pbw *id)
 {
 	uint64_t h = hash_bytes(s, n);
 	struct pf_name *e;
 	size_t k;
 
-	/* full (or out of memory): known names still resolve */
-	if ((A->en.n + 1) * 2 > A->en.cap && A->en.n < PF_ENAMES_MAX)
-		(void)strtab_grow(&A->en);
-	if (!A->en.cap)
+	/* full (or out of memory): known strings still resolve */
+	if ((tab->n + 1) * 2 > tab->cap && tab->n < PF_ENAMES_MAX)
+		(void)strtab_grow(tab);
+	if (!tab->cap)
 		return 0;
-	if (!(e = strtab_find(&A->en, h, s, n, &k))) {
-		if ((A->en.n + 1) * 2 > A->en.cap || A->en.strs.len + n > PF_ENAMES_BYTES ||
-		    !(e = strtab_add(&A->en, k, h, s, n, A->next_name_iid++)))
+	if (!(e = strtab_find(tab, h, s, n, &k))) {
+		if ((tab->n + 1) * 2 > tab->cap || tab->strs.len + n > PF_ENAMES_BYTES ||
+		    !(e = strtab_add(tab, k, h, s, n, *next)))
 			return 0;
+		(*next)++;
 	}
-	if (e->seq != seq) {
-		e->seq = seq;
-		define(A, id, F_ID_EVENT_NAMES, e->iid, s, n);
+	if (!name_defined(e, seq)) {
+		define(A, id, field, e->iid, s, n);
 	}
 	return e->iid;
+}
+
+uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq, struct pbw *id)
+{
+	return strtab_intern(A, &A->en, F_ID_EVENT_NAMES, &A->next_name_iid, s, n, seq, id);
 }
 
 /* Name @s of an annotation into @da, interned unless PF_INLINE (defined on @seq for PF_EVENT). */
@@ -481,9 +513,8 @@ static void ann_name_e(struct pf_args *A, struct pbw *da, struct pf_name *e, con
 		pbw_str(da, F_DA_NAME, s, n);
 		return;
 	}
-	if (mode == PF_EVENT && e->seq != seq) {
+	if (mode == PF_EVENT && !name_defined(e, seq)) {
 		define(A, id, F_ID_ANN_NAMES, e->iid, s, n);
-		e->seq = seq;
 	}
 	pbw_u64(da, F_DA_NAME_IID, e->iid);
 }
@@ -741,13 +772,29 @@ void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, 
 		struct pf_name *nm;
 
 		s = text(kv.key, kv.key_len, kv.key_esc, &A->key, &n);
-		if ((nm = name_get(A, s, n)) && nm->seq != seq) {
+		if ((nm = name_get(A, s, n)) && !name_defined(nm, seq)) {
 			define(A, id, F_ID_ANN_NAMES, nm->iid, s, n);
-			nm->seq = seq;
 		}
 		if (interned_str(&kv) && !e->inline_args) {
 			s = text(kv.val, kv.val_len, kv.val_esc, &A->val, &n);
 			define(A, id, F_ID_ANN_STRINGS, si++, s, n);
 		}
 	}
+}
+
+void pf_arg_str(struct pf_args *A, const char *name, size_t len, const char *v, size_t n,
+		uint32_t seq, struct pbw *te, struct pbw *id)
+{
+	struct pbw *da = &A->da;
+	uint64_t iid = 0;
+
+	pbw_reset(da);
+	ann_name(A, da, name, len, PF_EVENT, seq, id);
+	if (n >= STR_INTERN_MIN)
+		iid = strtab_intern(A, &A->sv, F_ID_ANN_STRINGS, &A->next_str_iid, v, n, seq, id);
+	if (iid)
+		pbw_u64(da, F_DA_STRING_IID, iid);
+	else
+		pbw_str(da, F_DA_STRING, v, n);
+	pbw_msg(te, F_TE_ANNOTATION, da);
 }

@@ -98,6 +98,15 @@ uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq,
 void pf_arg_int(struct pf_args *A, const char *name, size_t len, int64_t v, enum pf_mode mode,
 		uint32_t seq, struct pbw *te, struct pbw *id);
 
+/*
+ * pf_arg_str() - one string annotation @name (@len bytes) = @v (@n bytes,
+ * borrowed): the name interned as PF_EVENT, the value interned by string
+ * (InternedData.debug_annotation_string_values, defined into @id when not yet
+ * on @seq), inline when short or the table is full.
+ */
+void pf_arg_str(struct pf_args *A, const char *name, size_t len, const char *v, size_t n,
+		uint32_t seq, struct pbw *te, struct pbw *id);
+
 /* What pf_event_stat() collects over an event's stats. */
 struct pf_evstats {
 	struct dec_trace_acc a; /* trace.json's special stats; a.o: JSON scratch (borrowed) */

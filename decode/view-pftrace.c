@@ -117,7 +117,7 @@ struct pf_ctx {
 	struct pbw pk, te, id, td, sub, name, evann; /* scratch */
 	struct dec_out ev;                           /* scratch: one event's shown stats (JSON) */
 	struct pf_dline *dl; /* [DL_COUNT + 1]: the derived lines of a stream, and Steps */
-	struct pbw dte;      /* scratch: a derived event's body */
+	struct pbw dte;      /* scratch: a derived event's long_name */
 	struct dec_out dj;   /* scratch: a derived event's long_name as JSON */
 	struct pf_async *as; /* the plane's held-back async events */
 	size_t n_as, cap_as;
@@ -626,12 +626,14 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 
 /* ---- derived lines ------------------------------------------------------------ */
 
-/* A finished derived event waiting for its turn: its times and body in pf_dline.blob. */
+/* A finished derived event waiting for its turn: its times, args and strings in pf_dline.blob. */
 struct pf_dev {
 	uint64_t b, en;
-	size_t off, len; /* in pf_dline.blob: its name (name_len bytes), then its body */
-	size_t name_len;
+	int64_t group;
+	size_t off; /* in pf_dline.blob: its name (name_len bytes), then its long_name */
+	size_t name_len, ln_len;
 	uint32_t order;
+	bool has_group, has_ln;
 };
 
 /*
@@ -646,7 +648,7 @@ struct pf_dline {
 	size_t n, cap;
 	uint32_t order;
 	bool sorted;     /* ev[] is in start order (new events arrive unsorted) */
-	struct pbw blob; /* the waiting events' TrackEvent bodies (name, args) */
+	struct pbw blob; /* the waiting events' names and long_names */
 };
 
 /* Past these, waiting events are written as they are (start order then not guaranteed). */
@@ -697,7 +699,8 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 
 		if ((k = place(&d->pl, &b, &en)) == LEVELS_MAX)
 			continue;
-		const uint8_t *name = d->blob.buf + d->ev[i].off + d->ev[i].len;
+		const struct pf_dev *v = &d->ev[i];
+		const char *name = (const char *)d->blob.buf + v->off;
 		uint64_t iid;
 
 		pbw_reset(te);
@@ -705,14 +708,21 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 		pbw_u64(te, F_TE_TYPE, TYPE_BEGIN);
 		if (k)
 			pbw_u64(te, F_TE_TRACK, d->pl.uuid + k);
-		/* names repeat (one per op or scope): interned on the sequence, inline past the table's cap */
-		iid = pf_event_name(c->A, (const char *)name, d->ev[i].name_len, d->pl.s.id,
-				    &c->id);
+		/*
+		 * Names and long_names repeat (one per op or scope): interned on the
+		 * sequence, inline past the tables' caps; args as trace.json's
+		 * derived_event() writes them.
+		 */
+		iid = pf_event_name(c->A, name, v->name_len, d->pl.s.id, &c->id);
 		if (iid)
 			pbw_u64(te, F_TE_NAME_IID, iid);
 		else
-			pbw_str(te, F_TE_NAME, (const char *)name, d->ev[i].name_len);
-		pbw_bytes(te, d->blob.buf + d->ev[i].off, d->ev[i].len);
+			pbw_str(te, F_TE_NAME, name, v->name_len);
+		if (v->has_group)
+			pf_arg_int(c->A, "group_id", 8, v->group, PF_EVENT, d->pl.s.id, te, &c->id);
+		if (v->has_ln)
+			pf_arg_str(c->A, "long_name", 9, name + v->name_len, v->ln_len, d->pl.s.id,
+				   te, &c->id);
 		emit_event(c, &d->pl.s, b, te, &c->id);
 		d->pl.lv[k].end[d->pl.lv[k].n++] = en;
 	}
@@ -759,15 +769,15 @@ static int tpu_flush(void *arg, const struct dec_derive *dv)
 }
 
 /*
- * A dec_derived_emit_fn (arg: struct pf_ctx): one derived event, named and
- * with args as trace.json's derived_event() writes them (all inline: few
- * events), waiting in its line until its turn.
+ * A dec_derived_emit_fn (arg: struct pf_ctx): one derived event, its name
+ * and long_name kept (as trace.json escapes and pf_args_encode() reads them
+ * back), waiting in its line until its turn.
  */
 static int derived_emit(void *arg, const struct dec_derived_ev *e)
 {
 	struct pf_ctx *c = arg;
 	struct pf_dline *d = &c->dl[e->kind];
-	struct pbw *te = &c->dte;
+	struct pbw *ln = &c->dte;
 	dec_ps128 dur = e->end <= e->begin ? 1 : e->end - e->begin;
 	struct pf_dev *v;
 	int r;
@@ -782,16 +792,14 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 		d->pl.title_len = n;
 		d->pl.tid = e->tid;
 	}
-	pbw_reset(te);
-	if (e->has_group)
-		pf_arg_int(c->A, "group_id", 8, e->group, PF_INLINE, 0, te, NULL);
+	pbw_reset(ln);
 	if (e->disp_len) {
+		/* through trace.json's string escaping, so both views show the same text */
 		c->dj.len = 0;
-		OUT_LIT(&c->dj, "\"long_name\":");
 		dec_out_str(&c->dj, e->name, e->name_len);
 		if (c->dj.r < 0)
 			return c->dj.r;
-		pf_args_encode(c->A, c->dj.buf, c->dj.len, PF_INLINE, 0, 0, te, NULL);
+		pf_json_unescape(c->dj.buf, c->dj.len, ln);
 	}
 	if (d->n >= DLINE_WAIT_MAX || d->blob.len > DLINE_BLOB_MAX)
 		if ((r = dline_write(d, UINT64_MAX)) < 0)
@@ -801,14 +809,16 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 	v = &d->ev[d->n++];
 	v->b = to_ns(e->begin);
 	v->en = to_ns(e->begin + (dur > INT64_MAX ? INT64_MAX : dur));
+	v->group = e->group;
+	v->has_group = e->has_group;
+	v->has_ln = e->disp_len != 0;
 	v->off = d->blob.len;
-	v->len = te->len;
 	v->order = d->order++;
 	d->sorted = false;
-	pbw_bytes(&d->blob, te->buf, te->len);
-	/* then its name, apart: interned on the line's sequence when written */
 	v->name_len = capped(e->disp_len ? e->disp_len : e->name_len);
 	pbw_bytes(&d->blob, e->disp_len ? e->disp : e->name, v->name_len);
+	v->ln_len = ln->len;
+	pbw_bytes(&d->blob, ln->buf, ln->len);
 	return pbw_err(c) ? pbw_err(c) : d->blob.overflow ? -E2BIG : 0;
 }
 
