@@ -86,13 +86,14 @@ struct pf_args {
 	struct pbw key, val, da,
 		def; /* scratch: unescaped key and value, an annotation, an entry */
 	uint64_t next_name_iid, next_ann_iid, next_str_iid;
+	uint64_t iid_step; /* iids go first, first + step, ... (pf_args_new()) */
 	/* per current plane, by metadata index: the table slot of its entry (a cache) */
 	struct pf_slot *ev_slot, *st_slot;
 	size_t ev_n, st_n, cache_plane;
 	uint32_t md_gen, nm_gen; /* bumped when a table grows (its slots move) */
 };
 
-int pf_args_new(struct pf_args **out)
+int pf_args_new(uint64_t first, uint64_t step, struct pf_args **out)
 {
 	struct pf_args *A = calloc(1, sizeof(*A));
 
@@ -107,7 +108,8 @@ int pf_args_new(struct pf_args **out)
 		pf_args_free(A);
 		return -ENOMEM;
 	}
-	A->next_name_iid = A->next_ann_iid = A->next_str_iid = 1;
+	A->next_name_iid = A->next_ann_iid = A->next_str_iid = first ? first : 1;
+	A->iid_step = step ? step : 1;
 	A->md_gen = A->nm_gen = 1;
 	A->cache_plane = SIZE_MAX;
 	*out = A;
@@ -443,7 +445,10 @@ static struct pf_name *name_get(struct pf_args *A, const char *s, size_t n)
 	}
 	if ((e = strtab_find(&A->nm, h, s, n, &k)))
 		return e;
-	return strtab_add(&A->nm, k, h, s, n, A->next_ann_iid++);
+	if (!(e = strtab_add(&A->nm, k, h, s, n, A->next_ann_iid)))
+		return NULL;
+	A->next_ann_iid += A->iid_step;
+	return e;
 }
 
 /* The name entry of stat metadata @m (a cache hit is one compare); NULL on failure. */
@@ -499,7 +504,7 @@ static uint64_t strtab_intern(struct pf_args *A, struct pf_strtab *tab, uint32_t
 		if ((tab->n + 1) * 2 > tab->cap || tab->strs.len + n > PF_ENAMES_BYTES ||
 		    !(e = strtab_add(tab, k, h, s, n, *next)))
 			return 0;
-		(*next)++;
+		*next += A->iid_step;
 	}
 	if (!name_defined(e, seq)) {
 		define(A, id, field, e->iid, s, n);
@@ -597,7 +602,7 @@ void pf_args_encode(struct pf_args *A, const char *j, size_t n, enum pf_mode mod
 
 		k = text(kv.key, kv.key_len, kv.key_esc, &A->key, &kl);
 		if (mode == PF_MD && interned_str(&kv))
-			si = str_iid++;
+			si = str_iid, str_iid += A->iid_step;
 		pbw_reset(da);
 		ann_name(A, da, k, kl, mode, seq, id);
 		ann_value(A, da, &kv, si);
@@ -721,7 +726,8 @@ int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const st
 	e->key = key;
 	e->plane = plane;
 	e->md = md;
-	e->name_iid = A->next_name_iid++;
+	e->name_iid = A->next_name_iid;
+	A->next_name_iid += A->iid_step;
 	e->str_iid = A->next_str_iid;
 	e->seq = 0;
 	e->inline_args = false;
@@ -735,7 +741,7 @@ int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const st
 			       &A->blobs, NULL);
 		while (next_kv(m->trace->args, m->trace->args_len, &p, &kv) == 1)
 			if (interned_str(&kv))
-				A->next_str_iid++;
+				A->next_str_iid += A->iid_step;
 	}
 	if (A->blobs.overflow || A->blobs.len > BLOBS_MAX) {
 		/* past the budget: this metadata's args are encoded per event, strings inline */
@@ -784,7 +790,8 @@ void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, 
 		}
 		if (interned_str(&kv) && !e->inline_args) {
 			s = text(kv.val, kv.val_len, kv.val_esc, &A->val, &n);
-			define(A, id, F_ID_ANN_STRINGS, si++, s, n);
+			define(A, id, F_ID_ANN_STRINGS, si, s, n);
+			si += A->iid_step;
 		}
 	}
 }

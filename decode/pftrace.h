@@ -60,7 +60,13 @@ enum pf_mode {
 	PF_INLINE, /* names and strings inline (a sequence without interning state) */
 };
 
-int pf_args_new(struct pf_args **out);
+/*
+ * pf_args_new() - empty tables whose interning ids go @first, @first + @step,
+ * ... (0: 1): a trace made in parts gives each part its own residue, so ids
+ * stay unique in the trace whichever thread makes which part. Caller frees
+ * with pf_args_free().
+ */
+int pf_args_new(uint64_t first, uint64_t step, struct pf_args **out);
 void pf_args_free(struct pf_args *A);
 
 /*

@@ -76,7 +76,16 @@ struct dec_rctx {
 		*hlo_syms; /* owned; loaded by the first derived GPU stream (derived.c) */
 	bool hlo_syms_loaded;
 	bool in_task; /* a dec_tasks_run() thread's: its tasks run their own tasks in a loop */
+	const char *spill_dir; /* borrowed, may be NULL: dec_parts_run()'s temporary files */
 };
+
+/*
+ * dec_rctx_child() - a fresh render context over @parent's profile with its
+ * settings (host, window, spill_dir), for another thread; messages go to
+ * @err (borrowed). Free with dec_rctx_deinit().
+ */
+void dec_rctx_child(struct dec_rctx *rc, const struct dec_rctx *parent, struct xprofs_buf *err);
+void dec_rctx_deinit(struct dec_rctx *rc);
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */
 extern struct dec_evmd dec_empty_evmd;
@@ -353,6 +362,22 @@ typedef uint64_t (*dec_task_cost_fn)(const struct xprofs_xspace *x, size_t i, vo
  * lowest failing task (its message in rc->err), as a loop that stops there would.
  */
 int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_fn cost, void *arg);
+
+/* Part @i of an ordered render, written to @o, on render context @rc (its own off the caller's thread). */
+typedef int (*dec_part_fn)(struct dec_rctx *rc, size_t i, struct dec_out *o, void *arg);
+/*
+ * dec_parts_run() - @fn(rc, i, o, @arg) for i in [0, @n), their bytes in @o
+ * in order (parts.c). The caller's thread writes the parts it takes straight
+ * into @o, so the first bytes come as soon as they would in a loop; up to
+ * x->threads - 1 more threads each take the next part not yet taken and
+ * write it to an unlinked temporary file (in rc->spill_dir, else $TMPDIR or
+ * /tmp), copied into @o at its turn. A part that failed on another thread
+ * is made again on the caller's, so only the caller's errors count (a full
+ * disk costs time, not the render). The parts must be independent and
+ * their bytes must not depend on the thread that makes them. Returns 0, or
+ * the first failing part's error (the loop stops there).
+ */
+int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, struct dec_out *o);
 
 /* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
 

@@ -47,6 +47,22 @@ static void rctx_deinit(struct dec_rctx *rc)
 	dec_hlo_syms_free(rc->hlo_syms);
 }
 
+void dec_rctx_child(struct dec_rctx *rc, const struct dec_rctx *parent, struct xprofs_buf *err)
+{
+	rctx_init(rc, parent->x, err);
+	rc->host = parent->host;
+	rc->win = parent->win;
+	rc->win_from = parent->win_from;
+	rc->win_to = parent->win_to;
+	rc->spill_dir = parent->spill_dir;
+	rc->in_task = true;
+}
+
+void dec_rctx_deinit(struct dec_rctx *rc)
+{
+	rctx_deinit(rc);
+}
+
 int dec_line_begin(struct dec_rctx *rc, size_t li, struct dec_line_it *it)
 {
 	const struct dec_line *l = &rc->x->lines[li];
@@ -195,6 +211,7 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 		rc.win = opts->window;
 		rc.win_from = opts->from_ps;
 		rc.win_to = opts->to_ps;
+		rc.spill_dir = opts->spill_dir;
 	}
 	dec_out_init(&o, sink);
 	if (view >= 0 && view < XPROFS_VIEW_COUNT)
@@ -264,12 +281,7 @@ static void *tasks_worker(void *arg)
 	size_t i;
 
 	xprofs_buf_init(&err, (size_t)64 << 10);
-	rctx_init(&rc, t->rc->x, &err);
-	rc.host = t->rc->host;
-	rc.win = t->rc->win;
-	rc.win_from = t->rc->win_from;
-	rc.win_to = t->rc->win_to;
-	rc.in_task = true;
+	dec_rctx_child(&rc, t->rc, &err);
 	while ((i = atomic_fetch_add(&t->next, 1)) < t->n) {
 		size_t f = atomic_load(&t->failed);
 

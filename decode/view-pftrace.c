@@ -111,8 +111,9 @@ struct pf_ctx {
 	struct dec_rctx *rc;
 	struct dec_out *o;
 	struct pf_args *A;
-	uint32_t next_seq;
+	uint32_t next_seq, seq_step; /* the next sequence id; ids go next_seq, + seq_step, ... */
 	uint64_t next_async;
+	struct pf_line *pl; /* the line being written */
 	uint64_t proc_uuid;
 	struct pbw pk, te, id, td, sub, name, evann; /* scratch */
 	struct dec_out ev;                           /* scratch: one event's shown stats (JSON) */
@@ -225,7 +226,8 @@ static void seq_open(struct pf_ctx *c, struct pf_seq *s, uint64_t track, const s
 {
 	struct pbw *pk = &c->pk, *d = &c->sub, *cl = &c->name;
 
-	s->id = c->next_seq++;
+	s->id = c->next_seq;
+	c->next_seq += c->seq_step;
 	s->last = 0;
 	pbw_reset(pk);
 	pbw_reset(d);
@@ -1130,62 +1132,12 @@ static int processes(struct pf_ctx *c, const struct dec_trace_plane *tp, size_t 
 	return 0;
 }
 
-int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
+/* Free @c (NULL is fine). */
+static void ctx_free(struct pf_ctx *c)
 {
-	struct xprofs_xspace *x = rc->x;
-	struct dec_trace_plane *tp = NULL;
-	struct pf_line *pl;
-	struct pf_ctx *c;
-	size_t n = 0;
-	int r;
-
-	rc->trace = true;
-	if (!(c = calloc(1, sizeof(*c))))
-		return -ENOMEM;
-	c->rc = rc;
-	c->o = o;
-	c->next_seq = PROC_SEQ;
-	dec_out_init(&c->ev, NULL);
-	dec_out_init(&c->dj, NULL);
-	if (!(pl = calloc(1, sizeof(*pl))) || !(c->dl = calloc(DL_COUNT + 1, sizeof(*c->dl)))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if ((r = pf_args_new(&c->A)) < 0 || (r = dec_trace_planes(x, &tp, &n)) < 0)
-		goto out;
-	if ((r = processes(c, tp, n)) < 0)
-		goto out;
-	for (size_t i = 0; i < n; i++) {
-		const struct dec_plane *p = &x->planes[tp[i].plane];
-
-		c->proc_uuid = PROC_UUID(tp[i].pid);
-		for (size_t j = 0; j < p->n_lines; j++)
-			if ((r = pf_line(c, pl, tp[i].pid, p->first_line + j)) < 0)
-				goto out;
-		dline_start(&c->dl[DL_STEPS], c, NULL, tp[i].pid,
-			    (uint64_t)(x->n_lines + 1 + tp[i].plane) << 8);
-		if ((r = dec_derive_steps(rc, tp[i].plane, derived_emit, c)) < 0 ||
-		    (r = dline_end(&c->dl[DL_STEPS])) < 0)
-			goto out;
-		/* a TensorCore plane's derived lines: ids past Steps' and every stream's */
-		for (int k = 0; k < DL_COUNT; k++)
-			dline_start(&c->dl[k], c, NULL, tp[i].pid,
-				    ((uint64_t)(x->n_lines + 1 + x->n_planes + tp[i].plane) << 8) +
-					    LEVELS_MAX * (uint64_t)(k + 1));
-		if ((r = dec_derive_tpu(rc, tp[i].plane, derived_emit, tpu_flush, c)) < 0)
-			goto out;
-		for (int k = 0; k < DL_COUNT; k++)
-			if ((r = dline_end(&c->dl[k])) < 0)
-				goto out;
-		if ((r = async_flush(c)) < 0)
-			goto out;
-	}
-	r = pbw_err(c);
-	if (!r)
-		r = dec_out_flush(o, false);
-out:
-	free(tp);
-	free(pl);
+	if (!c)
+		return;
+	free(c->pl);
 	for (int k = 0; c->dl && k <= DL_COUNT; k++) {
 		free(c->dl[k].ev);
 		pbw_free(&c->dl[k].blob);
@@ -1205,5 +1157,113 @@ out:
 	pbw_free(&c->ablob);
 	dec_out_deinit(&c->ev);
 	free(c);
+}
+
+/*
+ * A context writing to @o on @rc: part @part of @parts (sequence ids, interning
+ * ids and async track uuids of its own residue, so parts made on different
+ * threads never share one), or the processes' sequence when @part is
+ * SIZE_MAX. Caller frees *@out with ctx_free().
+ */
+static int ctx_new(struct dec_rctx *rc, struct dec_out *o, size_t part, size_t parts,
+		   struct pf_ctx **out)
+{
+	struct pf_ctx *c = calloc(1, sizeof(*c));
+	bool head = part == SIZE_MAX;
+	int r;
+
+	*out = NULL;
+	if (!c)
+		return -ENOMEM;
+	c->rc = rc;
+	c->o = o;
+	c->next_seq = head ? PROC_SEQ : PROC_SEQ + 1 + (uint32_t)part;
+	c->seq_step = head ? 1 : (uint32_t)parts;
+	c->next_async = head ? 0 : (uint64_t)part * (ASYNC_TRACKS_MAX + 1);
+	dec_out_init(&c->ev, NULL);
+	dec_out_init(&c->dj, NULL);
+	if (!(c->pl = calloc(1, sizeof(*c->pl))) ||
+	    !(c->dl = calloc(DL_COUNT + 1, sizeof(*c->dl)))) {
+		ctx_free(c);
+		return -ENOMEM;
+	}
+	if ((r = pf_args_new(head ? 1 : part + 1, head ? 1 : parts, &c->A)) < 0) {
+		ctx_free(c);
+		return r;
+	}
+	*out = c;
+	return 0;
+}
+
+/* What the planes' parts share. */
+struct pf_parts {
+	const struct dec_trace_plane *tp;
+	size_t n;
+};
+
+/* A dec_part_fn (arg: struct pf_parts): plane @i's lines, Steps, TPU derived lines and async tracks. */
+static int plane_part(struct dec_rctx *rc, size_t i, struct dec_out *o, void *arg)
+{
+	const struct pf_parts *P = arg;
+	const struct dec_trace_plane *tp = &P->tp[i];
+	struct xprofs_xspace *x = rc->x;
+	const struct dec_plane *p = &x->planes[tp->plane];
+	struct pf_ctx *c;
+	int r;
+
+	rc->trace = true;
+	if ((r = ctx_new(rc, o, i, P->n, &c)) < 0)
+		return r;
+	c->proc_uuid = PROC_UUID(tp->pid);
+	for (size_t j = 0; j < p->n_lines; j++)
+		if ((r = pf_line(c, c->pl, tp->pid, p->first_line + j)) < 0)
+			goto out;
+	dline_start(&c->dl[DL_STEPS], c, NULL, tp->pid,
+		    (uint64_t)(x->n_lines + 1 + tp->plane) << 8);
+	if ((r = dec_derive_steps(rc, tp->plane, derived_emit, c)) < 0 ||
+	    (r = dline_end(&c->dl[DL_STEPS])) < 0)
+		goto out;
+	/* a TensorCore plane's derived lines: ids past Steps' and every stream's */
+	for (int k = 0; k < DL_COUNT; k++)
+		dline_start(&c->dl[k], c, NULL, tp->pid,
+			    ((uint64_t)(x->n_lines + 1 + x->n_planes + tp->plane) << 8) +
+				    LEVELS_MAX * (uint64_t)(k + 1));
+	if ((r = dec_derive_tpu(rc, tp->plane, derived_emit, tpu_flush, c)) < 0)
+		goto out;
+	for (int k = 0; k < DL_COUNT; k++)
+		if ((r = dline_end(&c->dl[k])) < 0)
+			goto out;
+	if ((r = async_flush(c)) < 0)
+		goto out;
+	r = pbw_err(c);
+	if (!r)
+		r = dec_out_flush(o, false);
+out:
+	ctx_free(c);
+	return r;
+}
+
+int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
+{
+	struct dec_trace_plane *tp = NULL;
+	struct pf_parts P;
+	struct pf_ctx *c = NULL;
+	size_t n = 0;
+	int r;
+
+	rc->trace = true;
+	if ((r = dec_trace_planes(rc->x, &tp, &n)) < 0)
+		goto out;
+	if ((r = ctx_new(rc, o, SIZE_MAX, n, &c)) < 0 || (r = processes(c, tp, n)) < 0 ||
+	    (r = pbw_err(c)) < 0)
+		goto out;
+	/* the planes are independent parts: on several threads when the profile allows */
+	P = (struct pf_parts){.tp = tp, .n = n};
+	r = dec_parts_run(rc, n, plane_part, &P, o);
+	if (!r)
+		r = dec_out_flush(o, false);
+out:
+	ctx_free(c);
+	free(tp);
 	return r;
 }

@@ -135,6 +135,12 @@ struct xprofs_render_opts {
 	 */
 	bool window;
 	xprofs_ps128 from_ps, to_ps;
+	/*
+	 * Where a render on several threads (x->threads) keeps the parts made
+	 * ahead of their turn (unlinked temporary files, at most the render's
+	 * size). NULL: $TMPDIR, else /tmp. Borrowed for the call.
+	 */
+	const char *spill_dir;
 };
 
 /* The window of one step, as steps.json lists it (same order). */

@@ -1959,6 +1959,68 @@ static void test_parallel_open(void **state)
 	tb_free(b);
 }
 
+/*
+ * trace.pftrace made in parts on 4 threads (parts.c): the same bytes as on
+ * one, whether the parts made ahead go to a spill directory or none can be
+ * had (then the caller makes every part itself); nothing is left behind.
+ */
+static void test_parallel_parts(void **state)
+{
+	struct tb *b = sample();
+	size_t saved = dec_parallel_min_bytes, n;
+	char dir[] = "/tmp/xprofs-parts.XXXXXX";
+	struct xprofs_xspace *x1 = NULL, *x4 = NULL;
+	struct xprofs_xspace_opts o1 = {.threads = 1}, o4 = {.threads = 4};
+	struct xprofs_render_opts ro = {.host = "h"};
+	struct xprofs_reader r;
+	uint8_t *buf;
+	char *want, *got;
+
+	(void)state;
+	dec_parallel_min_bytes = 0;
+	for (int i = 0; i < 6; i++) { /* more planes than threads, each with events */
+		char name[32];
+		XPlane *p;
+		XLine *l;
+
+		snprintf(name, sizeof(name), "/device:%s:%d", i % 2 ? "GPU" : "TPU", 10 + i);
+		p = tb_plane(b, 20 + i, name);
+		tb_evmd(b, p, 1, "fusion.1", NULL);
+		tb_evmd(b, p, 2, "%dot.2 = f32[8] dot(f32[8] %p)", "dot.2");
+		tb_stmd(b, p, 1, "tf_op");
+		tb_stmd(b, p, 2, "group_id");
+		l = tb_line(b, p, 1, "XLA Ops", 1000 + i);
+		for (int k = 0; k < 30 * (i + 1); k++) {
+			XEvent *e = tb_event(b, l, 1 + k % 2, k * 1000, 900);
+
+			tb_stat_s(b, &e->stats, &e->n_stats, 1,
+				  k % 3 ? "jit(f)/dot" : "jit(f)/add");
+			tb_stat_i(b, &e->stats, &e->n_stats, 2, k / 10);
+		}
+	}
+	buf = tb_pack(b, &n);
+	r = xprofs_reader_mem(buf, n);
+	assert_int_equal(xprofs_xspace_open_opts(&r, &o1, NULL, &x1), 0);
+	assert_int_equal(xprofs_xspace_open_opts(&r, &o4, NULL, &x4), 0);
+	want = render_opts(x1, XPROFS_VIEW_PFTRACE, 0, &ro);
+	assert_non_null(mkdtemp(dir));
+	ro.spill_dir = dir;
+	got = render_opts(x4, XPROFS_VIEW_PFTRACE, 0, &ro);
+	assert_string_equal(want, got);
+	free(got);
+	assert_int_equal(rmdir(dir), 0); /* empty: the parts' files are gone */
+	ro.spill_dir = "/nonexistent/xprofs-parts";
+	got = render_opts(x4, XPROFS_VIEW_PFTRACE, 0, &ro);
+	assert_string_equal(want, got);
+	free(got);
+	free(want);
+	xprofs_xspace_free(x1);
+	xprofs_xspace_free(x4);
+	dec_parallel_min_bytes = saved;
+	free(buf);
+	tb_free(b);
+}
+
 /* tracks_only: the same tracks, ops, steps and trace; no summary */
 static void test_tracks_only(void **state)
 {
@@ -2236,6 +2298,7 @@ int main(void)
 		cmocka_unit_test(test_pread_matches_mem),
 		cmocka_unit_test(test_parallel_renders),
 		cmocka_unit_test(test_parallel_open),
+		cmocka_unit_test(test_parallel_parts),
 		cmocka_unit_test(test_tracks_only),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_hostile_bytes),
