@@ -17,7 +17,8 @@
  * which exports the entry and uploads it with ifGenerationMatch=0: the
  * reader never waits for an upload, concurrent writers never clobber each
  * other (412: stored already, fine), and a mount without write access (403)
- * stops trying after the first refusal, without an error for the user. A
+ * stops trying after the first refusal, without an error for the user; a
+ * read-only mount (-o ro) never uploads (read_only from the start). A
  * damaged copy found by the fetch is replaced, with ifGenerationMatch set to
  * its generation, so only that version is ever overwritten (a copy of
  * another key is left alone: it is sound, just not ours).
@@ -288,6 +289,8 @@ int fs_shared_start(struct fs_ctx *ctx)
 	for (size_t i = 0; i < SHARED_QUEUE; i++)
 		xprofs_buf_init(&sh->queue[i], XPROFS_CACHE_KEY_MAX);
 	sh->max_object = o->cache_max_bytes + SHARED_HDR_SLACK;
+	/* -o ro promises no writes through this mount: fetch, never upload */
+	sh->no_write = o->ro;
 	sh->url = strdup(o->shared_cache);
 	go.endpoint = o->endpoint;
 	go.anonymous = o->anonymous;
@@ -311,7 +314,7 @@ int fs_shared_start(struct fs_ctx *ctx)
 		return r;
 	}
 	ctx->shared = sh;
-	xprofs_info("shared cache: %s", sh->url);
+	xprofs_info("shared cache: %s%s", sh->url, o->ro ? " (read-only mount: fetch only)" : "");
 	return 0;
 }
 

@@ -17,7 +17,8 @@ tests/lib/fault_proxy.py (which logs every request).
 - A replaced profile (a new generation) never gets the old view: its key, and
   so its object, differ; the view is rendered from the new profile.
 - A mount the bucket refuses uploads to (403) fetches and renders as usual,
-  reports read_only and stops trying after the first refusal.
+  reports read_only and stops trying after the first refusal; a read-only
+  mount (-o ro) never tries.
 - An upload that gets no answer for 4 s does not delay the reader: the read
   ends with the render, and the upload is retried after the reset.
 - A shared cache that resets every fetch costs one retry deadline, then
@@ -279,6 +280,22 @@ def main(t, h):
     t.ok(len(steps) > 10 and got == want2 and sh["read_only"] and sh["upload_errors"] == 0 and sh["hits"] == 1,
          "read-only bucket: views served, read_only reported, no upload error (%s)" % sh, h.log(log))
     t.ok(len(ups) == 1, "read-only bucket: one refused upload, then no more tries (%d)" % len(ups))
+    h.umount(mnt)
+
+    # 5a. a read-only mount (-o ro) fetches but never uploads: not one upload request
+    p8 = h.proxy()
+    mnt, _, log = h.mount(URL, p8.url, opts + ["ro"])
+    st0 = status(mnt)["shared_cache"]
+    got = read(mnt, VIEW)
+    summ = read(mnt, "runs/run/s1/%s/summary.json" % HOST)
+    st = wait_for(mnt, lambda s: s["counters"]["renders"] >= 1 and s["shared_cache"]["upload_queued"] == 0,
+                  "idle")
+    sh = st["shared_cache"]
+    ups = requests_for(p8, "uploadType")
+    t.ok(st0["read_only"] and got == want2 and len(summ) > 10 and sh["hits"] >= 1 and sh["misses"] >= 1 and
+         sh["uploads"] == 0 and sh["upload_errors"] == 0 and not ups,
+         "-o ro: read_only from the start, a hit served, a miss rendered, no upload request (%s; %s)" %
+         (sh, ups), h.log(log))
     h.umount(mnt)
 
     # 5b. the reader never waits for the upload: the first upload gets no answer for 4 s (then
