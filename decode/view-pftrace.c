@@ -770,6 +770,15 @@ static int tpu_flush(void *arg, const struct dec_derive *dv)
 	return derived_flush(arg, dv);
 }
 
+/* Whether @s (@n bytes) is all ASCII. */
+static bool ascii(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] >= 0x80)
+			return false;
+	return true;
+}
+
 /*
  * A dec_derived_emit_fn (arg: struct pf_ctx): one derived event, its name
  * and long_name kept (as trace.json escapes and pf_args_encode() reads them
@@ -795,8 +804,11 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 		d->pl.tid = e->tid;
 	}
 	pbw_reset(ln);
-	if (e->disp_len) {
-		/* through trace.json's string escaping, so both views show the same text */
+	if (e->disp_len && ascii(e->name, e->name_len)) {
+		pbw_bytes(ln, e->name,
+			  e->name_len); /* escaping ASCII and reading it back is a copy */
+	} else if (e->disp_len) {
+		/* through trace.json's string escaping (invalid UTF-8 becomes U+FFFD), as both views show it */
 		c->dj.len = 0;
 		dec_out_str(&c->dj, e->name, e->name_len);
 		if (c->dj.r < 0)
