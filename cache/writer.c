@@ -468,6 +468,31 @@ uint64_t xprofs_cache_writer_readable(const struct xprofs_cache_writer *w)
 	return w->raw_total - w->raw_len;
 }
 
+bool xprofs_cache_writer_near_cap(struct xprofs_cache_writer *w, size_t n)
+{
+	uint64_t stored, appended, handed, pending, worst;
+
+	pthread_mutex_lock(&w->qlock);
+	handed = w->handed;
+	pthread_mutex_unlock(&w->qlock);
+	pthread_mutex_lock(&w->ilock);
+	stored = w->off;
+	appended = w->nblocks;
+	pthread_mutex_unlock(&w->ilock);
+	/* blocks not appended yet: queued, the one being filled, those @n makes; each stored
+	 * at most at its raw size (lz4's output is kept only when smaller) */
+	pending = (handed - appended) + (w->raw_len + n) / w->bs + 1;
+	worst = stored + pending * w->bs + (appended + pending) * CACHE_REC_SIZE +
+		CACHE_FOOTER_SIZE;
+	return worst > w->c->max_bytes;
+}
+
+const void *xprofs_cache_writer_tail(const struct xprofs_cache_writer *w, size_t *n)
+{
+	*n = w->raw_len;
+	return w->raw;
+}
+
 /*
  * Finds block @b for a reader of the entry being written: 1 with its index
  * record in @recb (appended: read it from the temp file), 0 with up to @n

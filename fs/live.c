@@ -14,9 +14,12 @@
  * gives its readers -EIO (never a short file that looks complete). After the
  * commit the published entry serves the rest. Without a usable cache (no
  * cache, writer refused, entry too big for the cap) the render goes to an
- * unlinked temporary file instead, which readers pread; a cache refusal met
- * midway restarts the render into such a file and readers wait until it
- * catches up (the bytes are the same). A reader that closes early cancels
+ * unlinked temporary file instead, which readers pread. An entry about to
+ * pass the cache's cap (xprofs_cache_writer_near_cap(), asked before each
+ * write) is moved out midway: what the writer holds is copied into such a
+ * file and the render goes on there, so a view bigger than the cache costs
+ * one render; a refusal met anyway (no file could be made) restarts the
+ * render into a file and readers wait until it catches up (the same bytes). A reader that closes early cancels
  * nothing: the thread holds its own reference and the entry is cached.
  * With a shared view cache (shared.c), the thread of a shared view first
  * fetches the view's checked copy into the cache (then nothing is rendered)
@@ -68,11 +71,12 @@ struct fs_live {
 	pthread_mutex_t lock;
 	pthread_cond_t cond; /* CLOCK_MONOTONIC: progress, quiesce, the end */
 	enum live_state state;
-	int err;                           /* LIVE_FAILED: the render's -errno */
-	uint64_t readable;                 /* bytes readers may read now, from offset 0 */
-	bool quiesce;                      /* the thread wants the writer to itself */
-	unsigned preads;                   /* readers inside xprofs_cache_writer_pread() */
-	unsigned handles;                  /* live handles attached (FS_FH_LIVE) */
+	int err;           /* LIVE_FAILED: the render's -errno */
+	uint64_t readable; /* bytes readers may read now, from offset 0 */
+	bool quiesce;      /* the thread wants the writer to itself */
+	unsigned preads;   /* readers inside xprofs_cache_writer_pread() */
+	unsigned handles;  /* live handles attached (FS_FH_LIVE) */
+	bool moved_out;    /* the writer passed the cap: on in L->fd (live_move_out()) */
 	struct xprofs_cache_writer *w;     /* the entry being written; or NULL */
 	int fd;                            /* the temporary file; or -1 */
 	struct xprofs_cache_reader *entry; /* LIVE_DONE from the cache */
@@ -117,6 +121,56 @@ static void live_throttle(struct fs_live *L)
 	nanosleep(&ts, NULL);
 }
 
+static void live_quiesce(struct fs_live *L);
+
+/*
+ * live_move_out() - the entry being written would pass the cache's cap: copy
+ * what the writer holds into a temporary file and go on there, uncached, so
+ * the render is not started over; readers wait while the source changes and
+ * go on from the file at the same offsets. 0, or -errno with the writer kept.
+ */
+static int live_move_out(struct fs_live *L)
+{
+	struct xprofs_cache_writer *w = L->w;
+	uint64_t done = xprofs_cache_writer_readable(w), off = 0;
+	size_t cap = (size_t)1 << 20, tn;
+	const void *tail;
+	char *buf = malloc(cap);
+	int fd = -1, r = buf ? 0 : -ENOMEM;
+
+	if (r == 0 && (fd = xprofs_tmpfile(L->ctx->tmp_dir, "xprofs-render")) < 0)
+		r = fd;
+	while (r == 0 && off < done) {
+		ssize_t k =
+			xprofs_cache_writer_pread(w, buf, done - off < cap ? done - off : cap, off);
+
+		if (k <= 0)
+			r = k < 0 ? (int)k : -EIO;
+		else if ((r = xprofs_write_full(fd, buf, (size_t)k)) == 0)
+			off += (uint64_t)k;
+	}
+	tail = xprofs_cache_writer_tail(w, &tn);
+	if (r == 0)
+		r = xprofs_write_full(fd, tail, tn);
+	free(buf);
+	if (r < 0) {
+		if (fd >= 0)
+			close(fd);
+		return r;
+	}
+	live_quiesce(L); /* no reader inside the writer from here: L->w is NULL */
+	xprofs_cache_writer_abort(w);
+	pthread_mutex_lock(&L->lock);
+	L->fd = fd;
+	L->moved_out = true;
+	L->quiesce = false;
+	pthread_cond_broadcast(&L->cond);
+	pthread_mutex_unlock(&L->lock);
+	xprofs_info("cache: %s passes the cache's cap: going on uncached in a temporary file",
+		    L->label);
+	return 0;
+}
+
 /* The render's sink: into the cache writer or the temporary file, then progress. */
 static int live_write(void *arg, const void *p, size_t n)
 {
@@ -126,6 +180,9 @@ static int live_write(void *arg, const void *p, size_t n)
 
 	if (__atomic_load_n(&L->ctx->views.stopping, __ATOMIC_RELAXED))
 		return -ECANCELED;
+	/* an entry the cache would refuse midway leaves it while all its bytes are there */
+	if (L->w && xprofs_cache_writer_near_cap(L->w, n))
+		(void)live_move_out(L);
 	if (L->w) {
 		r = xprofs_cache_writer_write(L->w, p, n);
 		if (r < 0) {
@@ -194,6 +251,12 @@ static int live_into_cache(struct fs_live *L, struct xprofs_buf *err)
 	L->sink_err = 0;
 	live_source(L, w, -1);
 	r = L->job.render(L->job.arg, &sink, err);
+	if (L->moved_out) { /* the writer is gone: the render went on in L->fd */
+		pthread_mutex_lock(&L->lock);
+		L->size = L->produced;
+		pthread_mutex_unlock(&L->lock);
+		return r;
+	}
 	live_quiesce(L);
 	if (r < 0) {
 		xprofs_cache_writer_abort(w);
@@ -344,7 +407,7 @@ static void *live_main(void *arg)
 	else if (L->ctx->cache)
 		r = live_into_cache(L, &err);
 	/* only a render committed into the cache has an entry to share */
-	offer = shared && !fetched && r == 0;
+	offer = shared && !fetched && r == 0 && !L->moved_out;
 	if (r == RENDER_NO_CACHE)
 		r = live_into_file(L, &err);
 	/* before readers see the end: the errors note and the size are in place */

@@ -30,6 +30,8 @@
 #ifndef XPROFS_CACHE_H
 #define XPROFS_CACHE_H
 
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -134,6 +136,20 @@ int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int acce
  * one being filled). Call it on the writing thread.
  */
 uint64_t xprofs_cache_writer_readable(const struct xprofs_cache_writer *w);
+/**
+ * xprofs_cache_writer_near_cap() - whether writing @n more bytes to @w could
+ * make the entry pass the cache's cap (counting every block not yet stored
+ * at its raw size), after which the writer would refuse it with -EFBIG and
+ * drop blocks. Asked before a write, it lets the caller move the bytes
+ * elsewhere while they are all still readable. Call it on the writing thread.
+ */
+bool xprofs_cache_writer_near_cap(struct xprofs_cache_writer *w, size_t n);
+/**
+ * xprofs_cache_writer_tail() - the bytes written to @w that are past
+ * xprofs_cache_writer_readable() (the block being filled): *@n bytes,
+ * borrowed until the next write, commit or abort. Call it on the writing thread.
+ */
+const void *xprofs_cache_writer_tail(const struct xprofs_cache_writer *w, size_t *n);
 /**
  * xprofs_cache_writer_pread() - read the entry while it is written: up to
  * @n bytes at @off into @buf (borrowed), from blocks already compressed

@@ -641,6 +641,49 @@ static void test_too_big(void **state)
 	free(r);
 }
 
+/*
+ * near_cap() says so before a write would pass the cap, and while it does not,
+ * every byte written is still there: pread() of the full blocks plus tail().
+ */
+static void test_near_cap(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_writer *w;
+	struct xprofs_cache *c;
+	size_t n = 300000, done = 0, chunk = 1000, tn;
+	uint8_t *r = random_data(n), *back = malloc(n);
+	const uint8_t *tail;
+	uint64_t rd;
+
+	assert_int_equal(xprofs_cache_new(f->dir, 100000, &c), 0);
+	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	assert_int_equal(xprofs_cache_writer_new(c, "big", 3, &w), 0);
+	assert_false(xprofs_cache_writer_near_cap(w, chunk));
+	while (!xprofs_cache_writer_near_cap(w, chunk)) {
+		assert_int_equal(xprofs_cache_writer_write(w, r + done, chunk), 0);
+		done += chunk;
+	}
+	/* conservative (random data is stored raw), but not by more than a few blocks */
+	assert_true(done > 100000 - 8 * 4096 && done <= 100000);
+	rd = xprofs_cache_writer_readable(w);
+	for (uint64_t off = 0; off < rd;) {
+		ssize_t k = xprofs_cache_writer_pread(w, back + off, (size_t)(rd - off), off);
+
+		assert_true(k > 0);
+		off += (uint64_t)k;
+	}
+	tail = xprofs_cache_writer_tail(w, &tn);
+	assert_int_equal(rd + tn, done);
+	memcpy(back + rd, tail, tn);
+	assert_memory_equal(back, r, done);
+	/* writing on does pass the cap */
+	assert_int_equal(xprofs_cache_writer_write(w, r, n), -EFBIG);
+	xprofs_cache_writer_abort(w);
+	xprofs_cache_free(c);
+	free(back);
+	free(r);
+}
+
 /* Bytes the cache counts on disk for one entry of @p written with lz4 @accel (writer setting). */
 static uint64_t entry_bytes_at(struct xprofs_cache *c, const char *key, const uint8_t *p, size_t n,
 			       int accel)
@@ -1314,8 +1357,9 @@ int main(void)
 		setup, teardown, test_round_trip_sizes, test_multi_mb, test_index_spill,
 		test_sink_reader_abort_remove, test_persistence, test_two_caches_one_dir,
 		test_concurrent_same_key, test_concurrent_reads_one_entry, test_two_processes,
-		test_eviction_lru, test_rescan_shared_cap, test_too_big, test_acceleration,
-		test_writer_thread, test_corrupt_exhaustive_lz4, test_corrupt_exhaustive_raw,
-		test_hostile_files, test_peek_size, test_key_mismatch, test_stale_tmp_cleanup,
-		test_cleared_under_us, test_bad_args, test_writer_pread, test_portable);
+		test_eviction_lru, test_rescan_shared_cap, test_too_big, test_near_cap,
+		test_acceleration, test_writer_thread, test_corrupt_exhaustive_lz4,
+		test_corrupt_exhaustive_raw, test_hostile_files, test_peek_size, test_key_mismatch,
+		test_stale_tmp_cleanup, test_cleared_under_us, test_bad_args, test_writer_pread,
+		test_portable);
 }

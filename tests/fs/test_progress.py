@@ -11,8 +11,8 @@ render is slowed by the test-only knob XPROFS_TEST_RENDER_DELAY_MS_PER_MB
   with the right st_size (fstat and stat);
 - during a render, cat | head -c 100 answers before the render ends, and
   cp, jq and Python's open().read() get the whole file;
-- with a cache cap below the view, the cache refuses the entry midway and
-  the readers still get the whole view (the render restarts into a temporary
+- with a cache cap below the view, the entry moves out of the cache midway and
+  the readers still get the whole view from one render (it goes on in a temporary
   file);
 - a profile that fails to render gives EIO, a note in its errors file, and
   no cache entry; so does one truncated in SOURCE while it renders, after
@@ -222,9 +222,14 @@ def check_refused(t, m, host, want):
     f.close()
     other.join()
     t.ok(a == want and got.get("b") == want,
-         "cache_max below the view: both readers get the whole view (render restarted "
-         "into a temporary file)", repr(a)[:100] if not isinstance(a, bytes) else "")
+         "cache_max below the view: both readers get the whole view (moved out of the "
+         "cache into a temporary file midway)", repr(a)[:100] if not isinstance(a, bytes) else "")
     t.ok(m.entries() == [], "cache_max below the view: nothing cached")
+    m.log.flush()
+    log = open(m.log.name, errors="replace").read()
+    t.ok("passes the cache's cap: going on uncached" in log and "rendering to a temporary file"
+         not in log and m.status()["counters"]["renders"] == 1,
+         "cache_max below the view: one render, moved out, never started over", log[-2000:])
 
 
 
