@@ -1015,8 +1015,16 @@ static int steps_merge(struct dec_rctx *rc, struct step_src *src, size_t n, stru
 		if (in.has_group) {
 			in.begin = bs;
 			in.end = bs + (best->ev.duration_ps > 0 ? best->ev.duration_ps : 0);
+			char num[24];
+			size_t nl = 0;
+
+			/* by hand: one per grouped event, and printf showed in profiles */
+			if (in.group < 0)
+				num[nl++] = '-';
+			nl += dec_fmt_u64(num + nl, in.group < 0 ? 0 - (uint64_t)in.group
+								 : (uint64_t)in.group);
 			xprofs_buf_reset(&d->tmp);
-			if ((r = xprofs_buf_printf(&d->tmp, "%" PRId64, in.group)) < 0 ||
+			if ((r = xprofs_buf_add(&d->tmp, num, nl)) < 0 ||
 			    (r = expand_or_add(d, dl, 0, &d->tmp, NULL, 0, &in)) < 0)
 				return r;
 		}

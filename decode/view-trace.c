@@ -323,23 +323,29 @@ static int derived_event(void *arg, const struct dec_derived_ev *e)
 	struct trace_line *tl = arg;
 	struct dec_out *o = tl->o;
 	char ids[48];
-	int n = snprintf(ids, sizeof(ids), ",\"pid\":%u,\"tid\":%u", (unsigned)tl->pid,
-			 (unsigned)e->tid);
+	size_t n = 0;
+
+	/* formatted by hand: one per derived event, and printf showed in profiles */
+	memcpy(ids, ",\"pid\":", 7);
+	n = 7 + dec_fmt_u64(ids + 7, tl->pid);
+	memcpy(ids + n, ",\"tid\":", 7);
+	n += 7;
+	n += dec_fmt_u64(ids + n, e->tid);
 
 	if (!tl->derived_named[e->kind]) {
 		OUT_LIT(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
-		dec_out_add(o, ids, (size_t)n);
+		dec_out_add(o, ids, n);
 		OUT_LIT(o, ",\"args\":{\"name\":");
 		dec_out_str(o, e->line_name, e->line_name_len);
 		OUT_LIT(o, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\"");
-		dec_out_add(o, ids, (size_t)n);
+		dec_out_add(o, ids, n);
 		OUT_LIT(o, ",\"args\":{\"sort_index\":");
 		dec_out_u64(o, e->tid);
 		OUT_LIT(o, "}}");
 		tl->derived_named[e->kind] = true;
 	}
 	OUT_LIT(o, ",\n{\"ph\":\"X\"");
-	dec_out_add(o, ids, (size_t)n);
+	dec_out_add(o, ids, n);
 	OUT_LIT(o, ",\"ts\":");
 	dec_trace_out_ps(o, e->begin);
 	OUT_LIT(o, ",\"dur\":");
