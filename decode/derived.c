@@ -133,7 +133,7 @@ static int order_plane(struct xprofs_xspace *x, struct dec_plane *p)
 		if (dec_derived_tid(l->id))
 			continue;
 		o[n].li = p->first_line + j;
-		o[n].compute = memmem(l->name, l->name_len, "Compute", 7) != NULL;
+		o[n].compute = l->name && memmem(l->name, l->name_len, "Compute", 7) != NULL;
 		/* events_size(); an index without event counts sorts by message size */
 		o[n].size = x->tracks_only ? l->msg.len : l->events;
 		n++;

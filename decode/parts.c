@@ -11,7 +11,10 @@
  * helper makes part 1, then the caller copies 1 and makes 2 while the
  * helper makes 3, and so on. A part a helper could not make (a full disk, a
  * failed allocation) is made again by the caller, whose result is the one
- * that counts, so the bytes and errors do not depend on the threads.
+ * that counts, so the bytes and errors do not depend on the threads (after
+ * a failure, the bytes already handed to the sink may be a longer prefix of
+ * the same stream than a loop would have handed on: a copied part is
+ * flushed through at once).
  *
  * Limits: the temporary files hold at most the parts made ahead (the
  * render's size, on disk, never in memory); the helpers stop at the next
@@ -216,6 +219,11 @@ int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, stru
 	struct parts t = {.rc = rc, .n = n, .fn = fn, .arg = arg};
 	unsigned want = rc->x->threads;
 	size_t nth = 0, out = 0;
+	/* parts this thread makes ahead: a context of their own, so their messages never
+	 * reach rc->err (which keeps the first: that of the first part failing in order) */
+	struct dec_rctx ahead;
+	struct xprofs_buf ahead_err;
+	bool have_ahead = false;
 	int r = 0;
 
 	if (want <= 1 || n <= 1 || rc->in_task) { /* the plain loop */
@@ -250,7 +258,13 @@ int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, stru
 			t.next++;
 			live = true;
 		} else if (!p->done) {
-			if (!take_ahead(&t, rc))
+			if (!have_ahead) {
+				xprofs_buf_init(&ahead_err, (size_t)64 << 10);
+				dec_rctx_child(&ahead, rc, &ahead_err);
+				have_ahead = true;
+			}
+			xprofs_buf_reset(&ahead_err);
+			if (!take_ahead(&t, &ahead))
 				pthread_cond_wait(&t.cv, &t.mu);
 			continue;
 		}
@@ -273,6 +287,10 @@ int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, stru
 	for (size_t i = 0; i < n; i++)
 		if (t.p[i].fd >= 0)
 			close(t.p[i].fd);
+	if (have_ahead) {
+		dec_rctx_deinit(&ahead);
+		xprofs_buf_deinit(&ahead_err);
+	}
 	pthread_cond_destroy(&t.cv);
 	pthread_mutex_destroy(&t.mu);
 	free(t.p);

@@ -409,7 +409,8 @@ static struct pf_name *strtab_find(const struct pf_strtab *tab, uint64_t h, cons
 	for (*k = slot(h, tab->cap); tab->t[*k].hash; *k = (*k + 1) & (tab->cap - 1)) {
 		struct pf_name *e = &tab->t[*k];
 
-		if (e->hash == h && e->len == n && !memcmp(tab->strs.buf + e->off, s, n))
+		/* an empty string has no bytes (and the buffer may have none yet) */
+		if (e->hash == h && e->len == n && (!n || !memcmp(tab->strs.buf + e->off, s, n)))
 			return e;
 	}
 	return NULL;
