@@ -937,8 +937,9 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct pro
 /*
  * view_open() - a cache hit, else render (once across concurrent opens) on a
  * render thread straight into the cache (live.c), serving what is done while
- * it runs. Session summaries (which borrow the index) always wait for the
- * end, as does @sync (fs_view_reopen()).
+ * it runs. Session summaries (which borrow the index) and kernels.json
+ * (ENOENT without GPU planes) always wait for the end, as does @sync
+ * (fs_view_reopen()).
  */
 static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
 		     bool *size_changed, bool sync)
@@ -965,7 +966,14 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 	if (r < 0)
 		goto out;
 	had_size = fs_size_lookup(ctx, id.hash, &known);
-	sync = sync || fs_kind_session_file(t->kind);
+	/*
+	 * kernels.json exists only with GPU planes, which its render finds out:
+	 * its open waits for the end, so a host without them gets ENOENT
+	 * however slow the render (EIO from a read after a shorter wait). It
+	 * costs no first byte: the stats views write only when done.
+	 */
+	sync = sync || fs_kind_session_file(t->kind) ||
+	       (t->kind == FS_K_VIEW && t->view == XPROFS_VIEW_KERNELS);
 	for (attempt = 0, r = -EAGAIN; r == -EAGAIN && attempt < 3; attempt++) {
 		if (ctx->cache &&
 		    xprofs_cache_reader_open(ctx->cache, id.key.data, id.key.len, &e) == 0) {
