@@ -275,6 +275,7 @@ struct fs_views {
 	unsigned live_threads;             /* render threads not finished */
 	int stopping;                      /* atomic: unmounting, renders cancel */
 	uint64_t delay_ms_per_mb;          /* test-only render throttle (live.c) */
+	uint64_t start_delay_ms;           /* test-only: each render thread starts this late */
 };
 
 struct fs_counters {

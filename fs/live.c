@@ -35,9 +35,10 @@
  *
  * Limits: FS_INFLIGHT renders at once (more wait for a slot); unmounting
  * cancels renders in progress (their sinks fail with -ECANCELED) and waits
- * for their threads. Test-only knob: XPROFS_TEST_RENDER_DELAY_MS_PER_MB
+ * for their threads. Test-only knobs: XPROFS_TEST_RENDER_DELAY_MS_PER_MB
  * slows every render by that many milliseconds per MiB written, so tests can
- * observe a render in progress on a small profile.
+ * observe a render in progress on a small profile;
+ * XPROFS_TEST_RENDER_START_DELAY_MS starts every render that late.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -396,6 +397,12 @@ static void *live_main(void *arg)
 	bool offer;
 	int r = RENDER_NO_CACHE;
 
+	if (v->start_delay_ms) { /* the test-only knob: a render slower than any open's wait */
+		struct timespec ts = {(time_t)(v->start_delay_ms / 1000),
+				      (long)(v->start_delay_ms % 1000) * 1000000};
+
+		nanosleep(&ts, NULL);
+	}
 	xprofs_buf_init(&err, 4096);
 	if (shared) {
 		fetched = live_from_shared(L, &damaged_gen);

@@ -42,9 +42,11 @@
 void fs_views_init(struct fs_views *v)
 {
 	const char *slow = getenv("XPROFS_TEST_RENDER_DELAY_MS_PER_MB"); /* test-only */
+	const char *late = getenv("XPROFS_TEST_RENDER_START_DELAY_MS");  /* test-only */
 
 	memset(v, 0, sizeof(*v));
 	v->delay_ms_per_mb = slow ? strtoull(slow, NULL, 10) : 0;
+	v->start_delay_ms = late ? strtoull(late, NULL, 10) : 0;
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_cond_init(&v->cond, NULL);
 }
@@ -899,6 +901,13 @@ static void view_label(const struct fs_target *t, char *buf, size_t n)
 			 t->plane, t->line);
 }
 
+/* Whether @t's ENOENT is found by its render (view_open() maps it), not by a lookup. */
+static bool render_finds_missing(const struct fs_target *t)
+{
+	return t->kind == FS_K_TRACK || t->slice == FS_SLICE_STEP ||
+	       (t->kind == FS_K_VIEW && t->view == XPROFS_VIEW_KERNELS);
+}
+
 /*
  * view_render() - start (or join) the render of @t under @id and attach it
  * to @fh. Consumes @p (the open host profile). Waits for the end when @sync,
@@ -929,17 +938,28 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct pro
 	r = fs_live_start(ctx, &id->key, id->hash, label, &job, &L);
 	if (r < 0)
 		return r;
-	/* whatever the wait says, attach() looks at the state again (and fails a failed render) */
-	(void)fs_live_wait(L, sync ? -1 : FS_LIVE_OPEN_MS, sync ? UINT64_MAX : FS_LIVE_OPEN_BYTES);
+	/*
+	 * Whatever the wait says, attach() looks at the state again (and fails a
+	 * failed render). A file that only its render finds missing (kernels.json
+	 * without GPU planes, a step past the last, a line that is gone) waits for
+	 * its first bytes or its end: ENOENT, never an EIO on a later read because
+	 * the render was slower than the usual wait. No first byte comes later:
+	 * the open returns as soon as there is one to read.
+	 */
+	if (sync)
+		(void)fs_live_wait(L, -1, UINT64_MAX);
+	else if (render_finds_missing(t))
+		(void)fs_live_wait(L, -1, 1);
+	else
+		(void)fs_live_wait(L, FS_LIVE_OPEN_MS, FS_LIVE_OPEN_BYTES);
 	return fs_live_attach(L, fh);
 }
 
 /*
  * view_open() - a cache hit, else render (once across concurrent opens) on a
  * render thread straight into the cache (live.c), serving what is done while
- * it runs. Session summaries (which borrow the index) and kernels.json
- * (ENOENT without GPU planes) always wait for the end, as does @sync
- * (fs_view_reopen()).
+ * it runs. Session summaries (which borrow the index) always wait for the
+ * end, as does @sync (fs_view_reopen()).
  */
 static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
 		     bool *size_changed, bool sync)
@@ -966,14 +986,7 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 	if (r < 0)
 		goto out;
 	had_size = fs_size_lookup(ctx, id.hash, &known);
-	/*
-	 * kernels.json exists only with GPU planes, which its render finds out:
-	 * its open waits for the end, so a host without them gets ENOENT
-	 * however slow the render (EIO from a read after a shorter wait). It
-	 * costs no first byte: the stats views write only when done.
-	 */
-	sync = sync || fs_kind_session_file(t->kind) ||
-	       (t->kind == FS_K_VIEW && t->view == XPROFS_VIEW_KERNELS);
+	sync = sync || fs_kind_session_file(t->kind);
 	for (attempt = 0, r = -EAGAIN; r == -EAGAIN && attempt < 3; attempt++) {
 		if (ctx->cache &&
 		    xprofs_cache_reader_open(ctx->cache, id.key.data, id.key.len, &e) == 0) {

@@ -14,6 +14,9 @@ render is slowed by the test-only knob XPROFS_TEST_RENDER_DELAY_MS_PER_MB
 - with a cache cap below the view, the entry moves out of the cache midway and
   the readers still get the whole view from one render (it goes on in a temporary
   file);
+- a file that only its render finds missing (kernels.json on a TPU host, a
+  step past the last) is ENOENT on open even when renders start 1.5 s late
+  (longer than an open's usual wait);
 - a profile that fails to render gives EIO, a note in its errors file, and
   no cache entry; so does one truncated in SOURCE while it renders, after
   its readers got the first bytes (EIO, never a short file that looks whole).
@@ -276,6 +279,27 @@ def body(t, w):
     t.ok(m.close() == 0, "unmount: xprofs exits with 0")
     m = w.mount(os.path.join(work, "src"), "small", ",cache_max=2M", cls=Mount)
     check_refused(t, m, "h1", want["h1"])
+    check_late(t, w, work)
+
+
+def check_late(t, w, work):
+    """A file only its render finds missing is ENOENT on open however slow the render."""
+    m = w.mount(os.path.join(work, "src"), "late", "",
+                env={"XPROFS_TEST_RENDER_START_DELAY_MS": "1500"}, cls=xmount.Mount)
+    hd = os.path.join(m.mnt, "runs", "run", "s1", "h1")
+    for rel in ["kernels.json", "steps/1048575/trace.json"]:
+        try:
+            with open(os.path.join(hd, rel), "rb") as f:
+                f.read()
+            t.ok(False, "%s on a TPU host: ENOENT with renders starting 1.5 s late" % rel)
+        except OSError as e:
+            t.ok(e.errno == errno.ENOENT,
+                 "%s on a TPU host: ENOENT with renders starting 1.5 s late (an open's usual "
+                 "wait is 0.4 s)" % rel, str(e))
+    with open(os.path.join(hd, "steps", "0", "trace.json"), "rb") as f:
+        data = f.read()
+    t.ok(data.startswith(b"{") and data.rstrip().endswith(b"}"),
+         "steps/0/trace.json exists and reads whole with renders starting late (%d bytes)" % len(data))
 
 
 if __name__ == "__main__":
