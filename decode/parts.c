@@ -21,11 +21,8 @@
  * 64 KiB they write once the caller has failed.
  */
 #include <errno.h>
-#include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdatomic.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -55,23 +52,11 @@ struct parts {
 /* An unlinked temporary file in @dir (NULL: $TMPDIR, else /tmp); its fd or -errno. */
 static int spill_open(const char *dir)
 {
-	char path[PATH_MAX];
-	int fd;
-
 	if (!dir || !*dir)
 		dir = getenv("TMPDIR");
 	if (!dir || !*dir)
 		dir = "/tmp";
-	fd = open(dir, O_TMPFILE | O_RDWR | O_EXCL | O_CLOEXEC, 0600);
-	if (fd >= 0)
-		return fd;
-	/* a file system without O_TMPFILE */
-	if (snprintf(path, sizeof(path), "%s/xprofs-part.XXXXXX", dir) >= (int)sizeof(path))
-		return -ENAMETOOLONG;
-	if ((fd = mkostemp(path, O_CLOEXEC)) < 0)
-		return -errno;
-	unlink(path);
-	return fd;
+	return xprofs_tmpfile(dir, "xprofs-part");
 }
 
 /* What a helper's output writes to: its part's file, unless the caller has failed. */
@@ -83,21 +68,10 @@ struct spill_sink {
 static int spill_write(void *arg, const void *p, size_t n)
 {
 	struct spill_sink *s = arg;
-	const char *b = p;
 
 	if (atomic_load(s->stop))
 		return -ECANCELED;
-	while (n) {
-		ssize_t w = write(s->fd, b, n);
-
-		if (w < 0 && errno == EINTR)
-			continue;
-		if (w < 0)
-			return -errno;
-		b += w;
-		n -= (size_t)w;
-	}
-	return 0;
+	return xprofs_write_full(s->fd, p, n);
 }
 
 /* Make part @i of @t on @rc into file @fd; 0 or -errno. */
@@ -154,12 +128,10 @@ static int copy_part(int fd, struct dec_out *o)
 	if ((r = dec_out_flush(o, true)) < 0)
 		goto out;
 	for (;;) {
-		ssize_t k = pread(fd, buf, cap, at);
+		ssize_t k = xprofs_pread_full(fd, buf, cap, (uint64_t)at);
 
-		if (k < 0 && errno == EINTR)
-			continue;
 		if (k < 0) {
-			r = -errno;
+			r = (int)k;
 			break;
 		}
 		if (k == 0)
