@@ -750,8 +750,8 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 	if (!p->x && (r = prof_index(ctx, p, err)) < 0)
 		return r;
 	if (t->kind == FS_K_VIEW) { /* trace.json names its processes after the host */
-		/* parts made ahead on other threads wait in the cache's directory (disk, not /tmp) */
-		struct xprofs_render_opts o = {.host = host, .spill_dir = ctx->o->cache_dir};
+		/* parts made ahead on other threads wait where temporary renders go (-o tmp_dir) */
+		struct xprofs_render_opts o = {.host = host, .spill_dir = ctx->tmp_dir};
 
 		if (t->slice != FS_SLICE_NONE && (r = slice_window(t, p->x, &o, err)) < 0)
 			return r;
