@@ -28,7 +28,9 @@
  * the caller's emit function when XProf's builder would stop changing it.
  * Memory: five derived lines of DER_LEVELS events, names (and the tf_op
  * string parsed) capped at DER_NAME_MAX bytes; nothing grows with the
- * profile (the render's symbol table is bounded in hlo-syms.c).
+ * profile (the render's symbol table is bounded in hlo-syms.c) but a TPU
+ * plane's host-offload starts waiting for their dones (at most
+ * OFF_PENDING_MAX, OFF_BYTES_MAX bytes of keys and shapes).
  *
  * Limits (docs/trace.md lists them): name scopes deeper than DER_LEVELS are
  * dropped; scope_range_id and CUDA-graph stats are not used; a line the
@@ -719,6 +721,8 @@ int dec_derive_finish(struct dec_derive *d)
 	return d->r;
 }
 
+static void offload_free(struct der_offload *o);
+
 void dec_derive_free(struct dec_derive *d)
 {
 	if (!d)
@@ -728,6 +732,7 @@ void dec_derive_free(struct dec_derive *d)
 	xprofs_buf_deinit(&d->s_mod);
 	xprofs_buf_deinit(&d->s_tf);
 	xprofs_buf_deinit(&d->disp);
+	offload_free(d->off);
 	for (int k = 0; k < DL_COUNT; k++) {
 		xprofs_buf_deinit(&d->lines[k].title);
 		for (int i = 0; i < DER_LEVELS; i++) {
@@ -1227,6 +1232,248 @@ static uint8_t tpu_have(const struct xprofs_xspace *x, const struct dec_plane *p
 	return have | (uint8_t)(1u << DL_MODULE | 1u << DL_HLO_OP);
 }
 
+/* ---- host-offload rows (HostOffloadEventProcessor) -------------------------- */
+
+#define OFF_TID 8             /* kThreadIdHostOffloadOpStart - kThreadIdDerivedMin */
+#define OFF_PENDING_MAX 65536 /* starts waiting for their done; past it, new ones are dropped */
+#define OFF_BYTES_MAX ((size_t)16 << 20) /* and the bytes of their keys and shapes */
+
+/* A start event waiting for its done: its key and its metadata's shape_with_layout arg. */
+struct off_start {
+	dec_ps128 begin;
+	char *key, *shape; /* owned; shape: "\"shape_with_layout\":..." or NULL */
+	size_t key_len, shape_len;
+};
+
+struct der_offload {
+	struct off_start *s; /* in arrival order; s[0, n) */
+	size_t n, cap, bytes;
+	dec_ps128 frontier[DER_OFFLOAD_ROWS]; /* each row's latest end */
+	size_t rows;
+	struct dec_out args; /* scratch: an event's args */
+	char title[64];
+};
+
+static void offload_free(struct der_offload *o)
+{
+	if (!o)
+		return;
+	for (size_t i = 0; i < o->n; i++) {
+		free(o->s[i].key);
+		free(o->s[i].shape);
+	}
+	free(o->s);
+	dec_out_deinit(&o->args);
+	free(o);
+}
+
+/* IsHostOffloadOpName(): a copy/dynamic-slice start or done whose name holds the host memory space. */
+static int offload_kind(const struct dec_evmd *m)
+{
+	static const char *const kw[] = {"copy-start",
+					 "copy-done",
+					 "dynamic-slice-start",
+					 "dynamic-slice-done",
+					 "dynamic-update-slice-start",
+					 "dynamic-update-slice-done"};
+	bool hit = false;
+
+	/* the full name as JSON: escaping leaves "S(5)" (xla::Layout::kHostMemorySpace) alone */
+	if (!m->name || !m->full_json || !memmem(m->full_json, m->full_json_len, "S(5)", 4))
+		return 0;
+	for (size_t i = 0; i < sizeof(kw) / sizeof(kw[0]) && !hit; i++)
+		hit = memmem(m->name, m->name_len, kw[i], strlen(kw[i])) != NULL;
+	if (!hit)
+		return 0;
+	if (memmem(m->name, m->name_len, "-start", 6))
+		return 1;
+	return memmem(m->name, m->name_len, "-done", 5) ? 2 : 0;
+}
+
+/*
+ * GetOffloadInstructionName() of display name @n (@len bytes) into @b:
+ * "offload-" + the name before "-start" (else "-done") + "." + the part
+ * after its last '.' ("0" without one).
+ */
+static int offload_key(struct xprofs_buf *b, const char *n, size_t len)
+{
+	const char *dot = memrchr(n, '.', len), *st = memmem(n, len, "-start", 6);
+	const char *dn = memmem(n, len, "-done", 5);
+	size_t op = st ? (size_t)(st - n) : dn ? (size_t)(dn - n) : len;
+	int r;
+
+	xprofs_buf_reset(b);
+	if ((r = xprofs_buf_adds(b, "offload-")) < 0 || (r = xprofs_buf_add(b, n, op)) < 0 ||
+	    (r = xprofs_buf_adds(b, ".")) < 0)
+		return r;
+	return dot ? xprofs_buf_add(b, dot + 1, len - (size_t)(dot + 1 - n))
+		   : xprofs_buf_adds(b, "0");
+}
+
+/* What offload_arg() keeps: the trace.json pair of one metadata stat, by name. */
+struct off_arg {
+	const char *name;
+	struct dec_render_arg ra;
+};
+
+static int offload_arg(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct off_arg *a = arg;
+	const struct dec_stmd *m;
+	int r;
+
+	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+		return r;
+	if (!dec_str_eq(m->name, m->name_len, a->name))
+		return 0;
+	return dec_render_stat(rc, c, s, &a->ra);
+}
+
+/* The "name":value pairs of event metadata @key's stats called @name, appended to @o. */
+static int offload_md_arg(struct dec_rctx *rc, int64_t key, const char *name, struct dec_out *o)
+{
+	const struct dec_mdix *ix = &rc->x->planes[rc->plane].ev;
+	ssize_t k = dec_md_find(ix, key);
+	struct off_arg a = {name, {o, o->len == 0}};
+	struct dec_cur *c = &rc->md;
+	uint64_t pos = c->pos, end = c->end;
+	int r;
+
+	if (k < 0)
+		return 0;
+	c->pos = ix->md[k].off;
+	c->end = ix->md[k].off + ix->md[k].len;
+	r = dec_walk_stats(rc, c, ix->md[k].off, ix->md[k].len, XEVMD_F_STATS, offload_arg, &a);
+	c->pos = pos;
+	c->end = end;
+	return r < 0 ? r : o->r;
+}
+
+/* Whether a start still waiting for its done began before @t (its event may overlap a window). */
+static bool offload_pending_before(const struct dec_derive *d, dec_ps128 t)
+{
+	for (size_t i = 0; d->off && i < d->off->n; i++)
+		if (d->off->s[i].begin < t)
+			return true;
+	return false;
+}
+
+/*
+ * ProcessHostOffloadOpEvent(): a start waits (by key, first in first out);
+ * a done takes the oldest start of its key and makes one event [start,
+ * done's end] named by the key, on the row whose latest end is the
+ * earliest at or before its start (a new row when none fits, at most
+ * DER_OFFLOAD_ROWS: then the last), with its done's raw_bytes_accessed and
+ * its start's shape_with_layout (metadata stats) as args.
+ */
+static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct step_src *src,
+			 dec_ps128 begin, dec_ps128 end)
+{
+	struct der_offload *o = d->off;
+	struct dec_evmd *m;
+	struct off_start st;
+	size_t i, row;
+	int kind, r;
+	bool found = false;
+
+	if ((r = dec_md_event(rc, src->ev.md, &m)) < 0)
+		return r;
+	if (!(kind = offload_kind(m)))
+		return 0;
+	if ((r = offload_key(&d->tmp, m->name, m->name_len)) < 0)
+		return r;
+	if (kind == 1) {
+		if (o->n >= OFF_PENDING_MAX || o->bytes + d->tmp.len > OFF_BYTES_MAX)
+			return 0; /* past the bounds: this start is not paired */
+		o->args.len = 0;
+		if ((r = offload_md_arg(rc, src->ev.md, "shape_with_layout", &o->args)) < 0)
+			return r;
+		if ((r = xprofs_grow(&o->s, &o->cap, o->n, sizeof(*o->s), 16)) < 0)
+			return r;
+		st = (struct off_start){
+			.begin = begin, .key_len = d->tmp.len, .shape_len = o->args.len};
+		if (!(st.key = malloc(d->tmp.len + 1)) ||
+		    (o->args.len && !(st.shape = malloc(o->args.len)))) {
+			free(st.key);
+			return -ENOMEM;
+		}
+		memcpy(st.key, d->tmp.data, d->tmp.len);
+		if (o->args.len)
+			memcpy(st.shape, o->args.buf, o->args.len);
+		o->bytes += st.key_len + st.shape_len;
+		o->s[o->n++] = st;
+		return 0;
+	}
+	for (i = 0; i < o->n && !found; i++)
+		found = o->s[i].key_len == d->tmp.len &&
+			!memcmp(o->s[i].key, d->tmp.data, d->tmp.len);
+	if (!found)
+		return 0; /* a done without a traced start */
+	st = o->s[--i];
+	memmove(o->s + i, o->s + i + 1, (o->n - i - 1) * sizeof(*o->s));
+	o->n--;
+	o->bytes -= st.key_len + st.shape_len;
+	begin = st.begin;
+	if (end < begin)
+		end = begin;
+	/* the row with the earliest latest end at or before the start; ties: the later row */
+	{
+		dec_ps128 least = begin;
+		bool fits = false;
+
+		row = 0;
+		for (size_t k = 0; k < o->rows; k++)
+			if (o->frontier[k] <= least) {
+				row = k;
+				least = o->frontier[k];
+				fits = true;
+			}
+		if (!fits) {
+			if (o->rows < DER_OFFLOAD_ROWS)
+				o->frontier[o->rows++] = end;
+			row = o->rows - 1;
+		}
+	}
+	if (o->frontier[row] < end)
+		o->frontier[row] = end;
+	/* the args: long_name (the new metadata has no name), then the event's stats in order */
+	o->args.len = 0;
+	if ((r = offload_md_arg(rc, src->ev.md, "raw_bytes_accessed", &o->args)) < 0)
+		goto out;
+	if (st.shape_len) {
+		if (o->args.len)
+			OUT_LIT(&o->args, ",");
+		dec_out_add(&o->args, st.shape, st.shape_len);
+	}
+	if ((r = o->args.r) < 0)
+		goto out;
+	if (d->dry || (d->win && !(begin < d->to && (end > begin ? end : begin + 1) > d->from)))
+		goto out; /* a slice keeps what overlaps its window */
+	snprintf(o->title, sizeof(o->title), "Host Offload Ops row %zu", row);
+	{
+		struct dec_derived_ev e = {
+			.kind = DL_OFFLOAD + (int)row,
+			.tid = d->tid0 + OFF_TID + (uint32_t)row,
+			.line_name = o->title,
+			.line_name_len = strlen(o->title),
+			.name = "",
+			.name_len = 0,
+			.disp = st.key,
+			.disp_len = st.key_len,
+			.begin = begin,
+			.end = end,
+			.args = o->args.buf,
+			.args_len = o->args.len,
+		};
+
+		r = d->emit(d->arg, &e);
+	}
+out:
+	free(st.key);
+	free(st.shape);
+	return r;
+}
+
 /* One event of the merge: ProcessTfOpEvent() of its tf_op, its source on Source code. */
 static int tpu_event(struct dec_rctx *rc, struct tpu_cache *tc, struct step_src *src,
 		     dec_ps128 begin, struct dec_derive *d)
@@ -1261,6 +1508,8 @@ static int tpu_event(struct dec_rctx *rc, struct tpu_cache *tc, struct step_src 
 		    (r = expand_or_add(d, &d->lines[DL_SOURCE], 0, &d->tmp, NULL, 0, &in)) < 0)
 			return r;
 	}
+	if (d->off && (r = offload_event(rc, d, src, in.begin, in.end)) < 0)
+		return r;
 	return d->r;
 }
 
@@ -1271,8 +1520,9 @@ static int tpu_event(struct dec_rctx *rc, struct tpu_cache *tc, struct step_src 
  * slice's window.
  */
 static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, size_t n, uint8_t have,
-		    dec_derived_emit_fn emit, int (*after)(void *arg, const struct dec_derive *d),
-		    void *arg, bool lookback, dec_ps128 from_ps, bool dry, bool *inexact)
+		    bool offload, dec_derived_emit_fn emit,
+		    int (*after)(void *arg, const struct dec_derive *d), void *arg, bool lookback,
+		    dec_ps128 from_ps, bool dry, bool *inexact)
 {
 	struct step_src *src = NULL;
 	struct dec_derive *d = NULL;
@@ -1316,13 +1566,20 @@ static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, size_t n, ui
 			r = xprofs_buf_adds(&dl->title, dec_derived_names[kk]);
 	}
 	d->lines[DL_NAME_SCOPE].deps = 1u << DL_TF_OP;
+	if (r == 0 && offload) {
+		if (!(d->off = calloc(1, sizeof(*d->off))))
+			r = -ENOMEM;
+		else
+			dec_out_init(&d->off->args, NULL);
+	}
 	if (r < 0 || (r = merge_open(rc, p, src, &k, lookback, from_ps)) < 0)
 		goto out;
 	for (;;) { /* GetSortedEvents(plane, true) */
 		dec_ps128 bs = 0;
 		struct step_src *best = merge_next(src, k, &bs);
 
-		if (!best || (d->win && bs >= d->to && !open_before(d, d->to)))
+		if (!best || (d->win && bs >= d->to && !open_before(d, d->to) &&
+			      !offload_pending_before(d, d->to)))
 			break; /* a slice: later events change nothing it shows */
 		if ((r = tpu_event(rc, &tc, best, bs, d)) < 0 || (r = step_next(best)) < 0 ||
 		    (!dry && after && (r = after(arg, d)) < 0))
@@ -1341,6 +1598,35 @@ out:
 	xprofs_buf_deinit(&tc.arena);
 	dec_derive_free(d);
 	return r;
+}
+
+/*
+ * Whether TensorCore plane @p (the current one) gets host-offload rows: it
+ * has an event metadata IsHostOffloadOpName() takes, and no line of its own
+ * with a row's id (kThreadIdHostOffloadOpStart..End).
+ */
+static int tpu_offload(struct dec_rctx *rc, const struct dec_plane *p, bool *out)
+{
+	const struct dec_mdix *ix = &p->ev;
+	int r;
+
+	*out = false;
+	for (size_t j = 0; j < p->n_lines; j++) {
+		int32_t id = (int32_t)rc->x->lines[p->first_line + j].id;
+
+		if (id >= TID_DERIVED_MIN + OFF_TID &&
+		    id < TID_DERIVED_MIN + OFF_TID + DER_OFFLOAD_ROWS)
+			return 0;
+	}
+	for (size_t k = 0; k < ix->n && !*out; k++) {
+		struct dec_evmd *m;
+
+		if ((r = dec_md_event(rc, ix->md[k].key, &m)) < 0)
+			return r;
+		*out = offload_kind(m) != 0;
+		dec_md_gc(rc);
+	}
+	return 0;
 }
 
 /* A slice looks this far before its window (at least), as a multiple of its length. */
@@ -1363,28 +1649,32 @@ int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
 	const struct dec_plane *p = &rc->x->planes[pi];
 	size_t n = 0;
 	uint8_t have;
-	bool inexact = true;
+	bool inexact = true, offload = false;
 	int r;
 
 	if ((r = dec_plane_enter(rc, pi)) < 0 || !is_tensor_core(p))
 		return r;
-	if ((have = tpu_have(rc->x, p)) == DL_ALL)
+	if ((r = tpu_offload(rc, p, &offload)) < 0)
+		return r;
+	if ((have = tpu_have(rc->x, p)) == DL_ALL && !offload)
 		return 0;
 	for (size_t j = 0; j < p->n_lines; j++)
 		if (rc->x->lines[p->first_line + j].msg.len)
 			n++;
 	if (n == 0 || n > DER_TPU_LINES) /* one cursor per line */
 		return 0;
-	if (rc->win && !rc->x->tracks_only) {
+	/* a start's pairing needs every start before it: host-offload rows take the whole walk */
+	if (rc->win && !rc->x->tracks_only && !offload) {
 		dec_ps128 len = rc->win_to - rc->win_from, back = len * TPU_LOOKBACK_WINDOWS;
 		dec_ps128 from =
 			rc->win_from - (back > TPU_LOOKBACK_MIN_PS ? back : TPU_LOOKBACK_MIN_PS);
 
-		if ((r = tpu_walk(rc, p, n, have, emit, after, arg, true, from, true, &inexact)) <
-		    0)
+		if ((r = tpu_walk(rc, p, n, have, false, emit, after, arg, true, from, true,
+				  &inexact)) < 0)
 			return r;
 		if (!inexact)
-			return tpu_walk(rc, p, n, have, emit, after, arg, true, from, false, NULL);
+			return tpu_walk(rc, p, n, have, false, emit, after, arg, true, from, false,
+					NULL);
 	}
-	return tpu_walk(rc, p, n, have, emit, after, arg, false, 0, false, NULL);
+	return tpu_walk(rc, p, n, have, offload, emit, after, arg, false, 0, false, NULL);
 }

@@ -27,6 +27,13 @@ enum {
 };
 #define DL_ALL ((1u << DL_COUNT) - 1)
 /*
+ * The host-offload rows of a TensorCore plane (HostOffloadEventProcessor):
+ * kinds DL_OFFLOAD + row, row < DER_OFFLOAD_ROWS (kThreadIdHostOffloadOpEnd -
+ * kThreadIdHostOffloadOpStart + 1); DL_KINDS kinds in all.
+ */
+#define DER_OFFLOAD_ROWS 41
+enum { DL_OFFLOAD = DL_STEPS + 1, DL_KINDS = DL_OFFLOAD + DER_OFFLOAD_ROWS };
+/*
  * Deepest hlo_op nesting ("a::b::...") and name-scope nesting ("a/b/.../op")
  * followed; deeper levels are not derived.
  */
@@ -50,8 +57,12 @@ struct dec_derived_ev {
 	bool has_group;
 	int64_t group;
 	dec_ps128 begin, end; /* absolute ps */
+	const char *args; /* more args, after long_name, as trace.json writes them ("k":v,...) */
+	size_t args_len;  /* 0: none */
 };
 typedef int (*dec_derived_emit_fn)(void *arg, const struct dec_derived_ev *e);
+
+struct der_offload; /* host-offload pairing (derived.c) */
 
 struct der_ev { /* one open derived event */
 	bool open, has_group;
@@ -82,6 +93,7 @@ struct dec_derive {
 	dec_ps128 from, to;
 	struct der_line lines[DL_COUNT];
 	struct xprofs_buf tmp, s_op, s_mod, s_tf, disp;
+	struct der_offload *off; /* owned; a TensorCore plane's host-offload rows, NULL: none */
 };
 
 /* The annotations of one stream event (GpuEventStats), strings borrowed from the derivation. */

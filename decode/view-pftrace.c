@@ -117,7 +117,7 @@ struct pf_ctx {
 	uint64_t proc_uuid;
 	struct pbw pk, te, id, td, sub, name, evann; /* scratch */
 	struct dec_out ev;                           /* scratch: one event's shown stats (JSON) */
-	struct pf_dline *dl; /* [DL_COUNT + 1]: the derived lines of a stream, and Steps */
+	struct pf_dline *dl; /* [DL_KINDS]: a stream's derived lines, Steps, host-offload rows */
 	struct pbw dte;      /* scratch: a derived event's long_name */
 	struct dec_out dj;   /* scratch: a derived event's long_name as JSON */
 	struct pf_async *as; /* the plane's held-back async events */
@@ -632,8 +632,8 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 struct pf_dev {
 	uint64_t b, en;
 	int64_t group;
-	size_t off; /* in pf_dline.blob: its name (name_len bytes), then its long_name */
-	size_t name_len, ln_len;
+	size_t off; /* in pf_dline.blob: its name (name_len bytes), long_name, more args */
+	size_t name_len, ln_len, args_len;
 	uint32_t order;
 	bool has_group, has_ln;
 };
@@ -725,6 +725,9 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 		if (v->has_ln)
 			pf_arg_str(c->A, "long_name", 9, name + v->name_len, v->ln_len, d->pl.s.id,
 				   te, &c->id);
+		if (v->args_len) /* trace.json's "k":v pairs (host-offload rows) */
+			pf_args_encode(c->A, name + v->name_len + v->ln_len, v->args_len, PF_EVENT,
+				       d->pl.s.id, 0, te, &c->id);
 		emit_event(c, &d->pl.s, b, te, &c->id);
 		d->pl.lv[k].end[d->pl.lv[k].n++] = en;
 	}
@@ -833,7 +836,12 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 	pbw_bytes(&d->blob, e->disp_len ? e->disp : e->name, v->name_len);
 	v->ln_len = ln->len;
 	pbw_bytes(&d->blob, ln->buf, ln->len);
-	return pbw_err(c) ? pbw_err(c) : d->blob.overflow ? -E2BIG : 0;
+	v->args_len = e->args_len;
+	pbw_bytes(&d->blob, e->args, e->args_len);
+	if ((r = pbw_err(c) ? pbw_err(c) : d->blob.overflow ? -E2BIG : 0) < 0)
+		return r;
+	/* a host-offload row's events come in start order (each starts after its row's last end) */
+	return e->kind >= DL_OFFLOAD ? dline_write(d, UINT64_MAX) : 0;
 }
 
 /* The events of line @li of process @pid as a sequence of their own. */
@@ -1150,7 +1158,7 @@ static void ctx_free(struct pf_ctx *c)
 	if (!c)
 		return;
 	free(c->pl);
-	for (int k = 0; c->dl && k <= DL_COUNT; k++) {
+	for (int k = 0; c->dl && k < DL_KINDS; k++) {
 		free(c->dl[k].ev);
 		pbw_free(&c->dl[k].blob);
 	}
@@ -1194,8 +1202,7 @@ static int ctx_new(struct dec_rctx *rc, struct dec_out *o, size_t part, size_t p
 	c->next_async = head ? 0 : (uint64_t)part * (ASYNC_TRACKS_MAX + 1);
 	dec_out_init(&c->ev, NULL);
 	dec_out_init(&c->dj, NULL);
-	if (!(c->pl = calloc(1, sizeof(*c->pl))) ||
-	    !(c->dl = calloc(DL_COUNT + 1, sizeof(*c->dl)))) {
+	if (!(c->pl = calloc(1, sizeof(*c->pl))) || !(c->dl = calloc(DL_KINDS, sizeof(*c->dl)))) {
 		ctx_free(c);
 		return -ENOMEM;
 	}
@@ -1240,10 +1247,15 @@ static int plane_part(struct dec_rctx *rc, size_t i, struct dec_out *o, void *ar
 		dline_start(&c->dl[k], c, NULL, tp->pid,
 			    ((uint64_t)(x->n_lines + 1 + x->n_planes + tp->plane) << 8) +
 				    LEVELS_MAX * (uint64_t)(k + 1));
+	/* its host-offload rows: two 256-id slots per plane past those */
+	for (int k = DL_OFFLOAD; k < DL_KINDS; k++)
+		dline_start(&c->dl[k], c, NULL, tp->pid,
+			    ((uint64_t)(x->n_lines + 1 + 2 * x->n_planes + 2 * tp->plane) << 8) +
+				    LEVELS_MAX * (uint64_t)(k - DL_OFFLOAD + 1));
 	if ((r = dec_derive_tpu(rc, tp->plane, derived_emit, tpu_flush, c)) < 0)
 		goto out;
-	for (int k = 0; k < DL_COUNT; k++)
-		if ((r = dline_end(&c->dl[k])) < 0)
+	for (int k = 0; k < DL_KINDS; k++)
+		if (k != DL_STEPS && (r = dline_end(&c->dl[k])) < 0)
 			goto out;
 	if ((r = async_flush(c)) < 0)
 		goto out;

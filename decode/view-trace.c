@@ -59,8 +59,8 @@ struct trace_line {
 	dec_ps128 base_ps;
 	char ids[48]; /* ,"pid":P,"tid":T */
 	int ids_len;
-	struct dec_derive *derive;        /* owned; the stream's derived lines, NULL: none */
-	bool derived_named[DL_COUNT + 1]; /* and Steps */
+	struct dec_derive *derive;    /* owned; the stream's derived lines, NULL: none */
+	bool derived_named[DL_KINDS]; /* and Steps, and the host-offload rows */
 	bool win; /* a slice walked whole for its derived lines: filter events here */
 	dec_ps128 from, to;
 };
@@ -367,6 +367,11 @@ static int derived_event(void *arg, const struct dec_derived_ev *e)
 			OUT_LIT(o, ",");
 		OUT_LIT(o, "\"long_name\":");
 		dec_out_str(o, e->name, e->name_len);
+	}
+	if (e->args_len) {
+		if (e->has_group || e->disp_len)
+			OUT_LIT(o, ",");
+		dec_out_add(o, e->args, e->args_len);
 	}
 	OUT_LIT(o, "}}");
 	return dec_out_flush(o, false);

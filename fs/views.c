@@ -499,7 +499,7 @@ static int key_add_session(struct xprofs_buf *k, const struct fs_run_node *node,
  * view_id_make() - the cache key of generated file @t: "xprofs-view-v5" (v2:
  * trace.json with XProf's rules; v3: bytes_accessed hidden as IsInternalStat()
  * hides it; v4: TPU lines derived from stats; v5: trace.pftrace interns derived
- * events' args; older renders are never served),
+ * events' args, TPU host-offload rows; older renders are never served),
  * version, source, then the store path and version (size, mtime,
  * generation) of each profile it is made from, then what is rendered.
  * @st: the host's version (from the open file, or the index); borrowed.

@@ -37,6 +37,7 @@ import sys
 import tempfile
 from decimal import Decimal
 
+import offload_profile
 import xproto
 
 from xproto import CLI, GEN, SHARED, fail, failures
@@ -524,6 +525,8 @@ def main():
         profiles.append((os.path.join(tmp, "flows.xplane.pb"), "hostile flows"))
         deep_profile(os.path.join(tmp, "deep.xplane.pb"))
         profiles.append((os.path.join(tmp, "deep.xplane.pb"), "hostile deep"))
+        offload_profile.write(os.path.join(tmp, "offload.xplane.pb"))  # host-offload rows
+        profiles.append((os.path.join(tmp, "offload.xplane.pb"), "host offload"))
     for path, where in profiles:
         try:
             check(pb, path, where, {"hostile": True, "hostile deep": "deep"}.get(where, False))

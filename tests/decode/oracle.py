@@ -28,6 +28,7 @@ import sys
 import zlib
 from decimal import Decimal
 
+import offload_profile
 import oracle_stats
 import oracle_trace
 import xproto
@@ -360,6 +361,10 @@ def main():
     try:
         gen = generated(tmp)
         samples += gen
+        # host-offload rows: no sample or generated profile has them
+        off = os.path.join(tmp, "offload.xplane.pb")
+        offload_profile.write(off)
+        samples.append(off)
         if not samples:
             print("SKIP: neither shared samples nor xprofs-gen")
             return 77

@@ -339,6 +339,10 @@ def derive_tpu(p, value_of):
     tf_ops = DerivedLine("Framework Ops", (DERIVED_MIN + 3) & U32, out, gpu=False)
     source = DerivedLine("Source code", (DERIVED_MIN + 7) & U32, out, gpu=False)
     scopes.deps = [tf_ops]
+    offloads = []
+    rows = None
+    if not any(DERIVED_MIN + 8 <= i32(l.id) < DERIVED_MIN + 8 + OFFLOAD_ROWS for l in p.lines):
+        rows = OffloadRows(offloads)
     evs = []
     for li, l in enumerate(lines):
         for k, e in enumerate(l.events):
@@ -373,10 +377,76 @@ def derive_tpu(p, value_of):
                 tf_ops.add(0, tf_op, tf_op_event_name(cat, name, typ), span, group)
         if src and i32(DERIVED_MIN + 7) not in ids:
             source.add(0, src, "", span, group)
+        if rows is not None and e.metadata_id in p.event_metadata:
+            m = p.event_metadata[e.metadata_id]
+            md_args = {}
+            for x in m.stats:  # the metadata's stats, as trace.json shows them
+                name = p.stat_metadata[x.metadata_id].name if x.metadata_id in p.stat_metadata else ""
+                kind = x.WhichOneof("value")
+                if name in ("raw_bytes_accessed", "shape_with_layout"):
+                    md_args[name] = value_of(p, x) if kind in ("str_value", "ref_value") else \
+                        getattr(x, kind)
+            rows.event(m.name, m.display_name or m.name, span, md_args)
     scopes.reset(0)  # xprof resets the name scopes (and Framework Ops) at the end
     for dl in (scopes, tf_ops, source):
         dl.close()
-    return out
+    return out + offloads
+
+
+OFFLOAD_WORDS = ("copy-start", "copy-done", "dynamic-slice-start", "dynamic-slice-done",
+                 "dynamic-update-slice-start", "dynamic-update-slice-done")
+OFFLOAD_ROWS = 41  # kThreadIdHostOffloadOpEnd - kThreadIdHostOffloadOpStart + 1
+
+
+class OffloadRows:
+    """HostOffloadEventProcessor: copy/dynamic-slice start and done events on the host memory
+    space (S(5) in the name) paired by GetOffloadInstructionName(), first in first out, each
+    pair one event on the row whose latest end is the earliest at or before its start."""
+
+    class Row:
+        def __init__(self, i):
+            self.tid = (DERIVED_MIN + 8 + i) & U32
+            self.name = "Host Offload Ops row %d" % i
+
+    def __init__(self, out):
+        self.out, self.waiting, self.rows, self.frontier = out, {}, [], []
+
+    @staticmethod
+    def key(disp):
+        parts = disp.split(".")
+        ident = parts[-1] if len(parts) >= 2 else "0"
+        st, dn = disp.find("-start"), disp.find("-done")
+        op = disp[:st] if st >= 0 else disp[:dn] if dn >= 0 else disp
+        return "offload-%s.%s" % (op, ident)
+
+    def event(self, name, disp, span, md_args):
+        if "S(5)" not in name or not any(w in disp for w in OFFLOAD_WORDS):
+            return
+        k = self.key(disp)
+        if "-start" in disp:
+            self.waiting.setdefault(k, []).append((span[0], md_args.get("shape_with_layout")))
+            return
+        if "-done" not in disp or not self.waiting.get(k):
+            return
+        begin, shape = self.waiting[k].pop(0)
+        end = max(span[1], begin)
+        row, least = -1, begin
+        for i, f in enumerate(self.frontier):
+            if f <= least:
+                row, least = i, f
+        if row < 0:
+            if len(self.rows) < OFFLOAD_ROWS:
+                self.rows.append(self.Row(len(self.rows)))
+                self.frontier.append(end)
+            row = len(self.rows) - 1
+        self.frontier[row] = max(self.frontier[row], end)
+        args = {}
+        if "raw_bytes_accessed" in md_args:
+            args["raw_bytes_accessed"] = md_args["raw_bytes_accessed"]
+        if shape is not None:
+            args["shape_with_layout"] = shape
+        self.out.append((self.rows[row], {"name": "", "disp": k, "group": None, "b": begin,
+                                          "e": end, "args": args}))
 
 
 def i64(v):
@@ -485,6 +555,7 @@ def expected(xs, host, value_of):
                 args["group_id"] = ev["group"]
             if ev["disp"]:
                 args["long_name"] = ev["name"]
+            args.update(ev.get("args", {}))
             evs.append((("X", ev["disp"] or ev["name"], ev["b"], max(ev["e"] - ev["b"], 1),
                          pid, dl.tid, None), args))
         for li, l in enumerate(p.lines):

@@ -12,7 +12,8 @@ Checked for seeded random windows (1 us to 5 ms) over a generated TPU
 profile (group ids on every op: merges break at steps), a made-up profile
 whose derived events run 40 ms from its start (so every lookback walk
 would get them wrong and the walk from the start must be taken), a plane of
-24 lines (more than the GPU Steps merge takes) and, when
+24 lines (more than the GPU Steps merge takes), a plane with host-offload
+rows (offload_profile.py: their pairs take the walk from the start) and, when
 ../shared is there, the real TPU sample (no group ids: the gap test decides
 merges, and both walks are taken). Exit 0 pass, 1 fail.
 """
@@ -25,10 +26,12 @@ import sys
 import tempfile
 from decimal import Decimal
 
+import offload_profile
 import xproto
 from xproto import CLI, GEN, SHARED, fail, failures
 
-DERIVED = (0xdeadbef1, 0xdeadbef2, 0xdeadbef6)  # kThreadIdTfNameScope, kThreadIdTfOp, kThreadIdSource
+# kThreadIdTfNameScope, kThreadIdTfOp, kThreadIdSource, the host-offload rows (kThreadIdHostOffloadOp*)
+DERIVED = (0xdeadbef1, 0xdeadbef2, 0xdeadbef6) + tuple(range(0xdeadbef7, 0xdeadbef7 + 41))
 
 
 def ps(v):
@@ -138,6 +141,9 @@ def main():
         w = os.path.join(tmp, "wide.xplane.pb")
         wide(w)
         check(w, 8, 4)
+        off = os.path.join(tmp, "offload.xplane.pb")  # host-offload rows: the whole walk
+        offload_profile.write(off)
+        check(off, 20, 6)
     samples = sorted(glob.glob(os.path.join(SHARED, "samples", "tpu_*", "*.xplane.pb")))
     if not samples:
         print("note: %s/samples absent: the real TPU sample's slices are not checked" % SHARED)
