@@ -1238,16 +1238,27 @@ static uint8_t tpu_have(const struct xprofs_xspace *x, const struct dec_plane *p
 #define OFF_PENDING_MAX 65536 /* starts waiting for their done; past it, new ones are dropped */
 #define OFF_BYTES_MAX ((size_t)16 << 20) /* and the bytes of their keys and shapes */
 
-/* A start event waiting for its done: its key and its metadata's shape_with_layout arg. */
+/* A start event waiting for its done: its begin and its metadata's shape_with_layout arg. */
 struct off_start {
 	dec_ps128 begin;
-	char *key, *shape; /* owned; shape: "\"shape_with_layout\":..." or NULL */
-	size_t key_len, shape_len;
+	char *shape; /* owned: "\"shape_with_layout\":..." or NULL */
+	size_t shape_len;
+};
+
+/* The starts of one key waiting, oldest first: q[head, n). */
+struct off_key {
+	uint64_t hash; /* 0: free slot */
+	char *key;     /* owned */
+	size_t key_len;
+	struct off_start *q;
+	size_t head, n, cap;
 };
 
 struct der_offload {
-	struct off_start *s; /* in arrival order; s[0, n) */
-	size_t n, cap, bytes;
+	struct off_key *t; /* open addressing by key hash, a power of two slots */
+	size_t cap, keys;
+	size_t pending, bytes; /* starts waiting, and their keys' and shapes' bytes */
+	size_t before_to;      /* of them, begun before the slice's window end (d->to) */
 	dec_ps128 frontier[DER_OFFLOAD_ROWS]; /* each row's latest end */
 	size_t rows;
 	struct dec_out args; /* scratch: an event's args */
@@ -1258,13 +1269,55 @@ static void offload_free(struct der_offload *o)
 {
 	if (!o)
 		return;
-	for (size_t i = 0; i < o->n; i++) {
-		free(o->s[i].key);
-		free(o->s[i].shape);
+	for (size_t i = 0; i < o->cap; i++) {
+		struct off_key *k = &o->t[i];
+
+		for (size_t j = k->head; j < k->n; j++)
+			free(k->q[j].shape);
+		free(k->q);
+		free(k->key);
 	}
-	free(o->s);
+	free(o->t);
 	dec_out_deinit(&o->args);
 	free(o);
+}
+
+/* The queue of key @s (@n bytes) in @o; made when @add (NULL past the bounds or out of memory). */
+static struct off_key *offload_queue(struct der_offload *o, const char *s, size_t n, bool add)
+{
+	uint64_t h = xprofs_hash64(s, n) | 1;
+	size_t i;
+
+	if (add && (o->keys + 1) * 2 > o->cap) {
+		size_t cap = o->cap ? o->cap * 2 : 64;
+		struct off_key *t = calloc(cap, sizeof(*t));
+
+		if (!t)
+			return NULL;
+		for (size_t j = 0; j < o->cap; j++) {
+			if (!o->t[j].hash)
+				continue;
+			for (i = o->t[j].hash & (cap - 1); t[i].hash; i = (i + 1) & (cap - 1))
+				;
+			t[i] = o->t[j];
+		}
+		free(o->t);
+		o->t = t;
+		o->cap = cap;
+	}
+	if (!o->cap)
+		return NULL;
+	for (i = h & (o->cap - 1); o->t[i].hash; i = (i + 1) & (o->cap - 1))
+		if (o->t[i].hash == h && o->t[i].key_len == n && !memcmp(o->t[i].key, s, n))
+			return &o->t[i];
+	if (!add || !(o->t[i].key = malloc(n + 1)))
+		return NULL;
+	memcpy(o->t[i].key, s, n);
+	o->t[i].key_len = n;
+	o->t[i].hash = h;
+	o->keys++;
+	o->bytes += n;
+	return &o->t[i];
 }
 
 /* IsHostOffloadOpName(): a copy/dynamic-slice start or done whose name holds the host memory space. */
@@ -1349,13 +1402,10 @@ static int offload_md_arg(struct dec_rctx *rc, int64_t key, const char *name, st
 	return r < 0 ? r : o->r;
 }
 
-/* Whether a start still waiting for its done began before @t (its event may overlap a window). */
-static bool offload_pending_before(const struct dec_derive *d, dec_ps128 t)
+/* Whether a start still waiting for its done began before the slice's end (its event may overlap). */
+static bool offload_pending_before_to(const struct dec_derive *d)
 {
-	for (size_t i = 0; d->off && i < d->off->n; i++)
-		if (d->off->s[i].begin < t)
-			return true;
-	return false;
+	return d->off && d->off->before_to > 0;
 }
 
 /*
@@ -1370,11 +1420,11 @@ static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct
 			 dec_ps128 begin, dec_ps128 end)
 {
 	struct der_offload *o = d->off;
+	struct off_key *q;
 	struct dec_evmd *m;
 	struct off_start st;
-	size_t i, row;
-	int kind, r;
-	bool found = false;
+	size_t row;
+	int kind, r = 0;
 
 	if ((r = dec_md_event(rc, src->ev.md, &m)) < 0)
 		return r;
@@ -1383,36 +1433,33 @@ static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct
 	if ((r = offload_key(&d->tmp, m->name, m->name_len)) < 0)
 		return r;
 	if (kind == 1) {
-		if (o->n >= OFF_PENDING_MAX || o->bytes + d->tmp.len > OFF_BYTES_MAX)
+		if (o->pending >= OFF_PENDING_MAX || o->bytes + d->tmp.len > OFF_BYTES_MAX ||
+		    !(q = offload_queue(o, d->tmp.data, d->tmp.len, true)))
 			return 0; /* past the bounds: this start is not paired */
 		o->args.len = 0;
 		if ((r = offload_md_arg(rc, src->ev.md, "shape_with_layout", &o->args)) < 0)
 			return r;
-		if ((r = xprofs_grow(&o->s, &o->cap, o->n, sizeof(*o->s), 16)) < 0)
+		if (q->head && q->head == q->n)
+			q->head = q->n = 0;
+		if ((r = xprofs_grow(&q->q, &q->cap, q->n, sizeof(*q->q), 4)) < 0)
 			return r;
-		st = (struct off_start){
-			.begin = begin, .key_len = d->tmp.len, .shape_len = o->args.len};
-		if (!(st.key = malloc(d->tmp.len + 1)) ||
-		    (o->args.len && !(st.shape = malloc(o->args.len)))) {
-			free(st.key);
+		st = (struct off_start){.begin = begin, .shape_len = o->args.len};
+		if (o->args.len && !(st.shape = malloc(o->args.len)))
 			return -ENOMEM;
-		}
-		memcpy(st.key, d->tmp.data, d->tmp.len);
 		if (o->args.len)
 			memcpy(st.shape, o->args.buf, o->args.len);
-		o->bytes += st.key_len + st.shape_len;
-		o->s[o->n++] = st;
+		q->q[q->n++] = st;
+		o->pending++;
+		o->bytes += st.shape_len;
+		o->before_to += d->win && begin < d->to;
 		return 0;
 	}
-	for (i = 0; i < o->n && !found; i++)
-		found = o->s[i].key_len == d->tmp.len &&
-			!memcmp(o->s[i].key, d->tmp.data, d->tmp.len);
-	if (!found)
+	if (!(q = offload_queue(o, d->tmp.data, d->tmp.len, false)) || q->head == q->n)
 		return 0; /* a done without a traced start */
-	st = o->s[--i];
-	memmove(o->s + i, o->s + i + 1, (o->n - i - 1) * sizeof(*o->s));
-	o->n--;
-	o->bytes -= st.key_len + st.shape_len;
+	st = q->q[q->head++];
+	o->pending--;
+	o->bytes -= st.shape_len;
+	o->before_to -= d->win && st.begin < d->to;
 	begin = st.begin;
 	if (end < begin)
 		end = begin;
@@ -1458,8 +1505,8 @@ static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct
 			.line_name_len = strlen(o->title),
 			.name = "",
 			.name_len = 0,
-			.disp = st.key,
-			.disp_len = st.key_len,
+			.disp = d->tmp.data,
+			.disp_len = d->tmp.len,
 			.begin = begin,
 			.end = end,
 			.args = o->args.buf,
@@ -1469,7 +1516,6 @@ static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct
 		r = d->emit(d->arg, &e);
 	}
 out:
-	free(st.key);
 	free(st.shape);
 	return r;
 }
@@ -1579,7 +1625,7 @@ static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, size_t n, ui
 		struct step_src *best = merge_next(src, k, &bs);
 
 		if (!best || (d->win && bs >= d->to && !open_before(d, d->to) &&
-			      !offload_pending_before(d, d->to)))
+			      !offload_pending_before_to(d)))
 			break; /* a slice: later events change nothing it shows */
 		if ((r = tpu_event(rc, &tc, best, bs, d)) < 0 || (r = step_next(best)) < 0 ||
 		    (!dry && after && (r = after(arg, d)) < 0))
