@@ -1146,6 +1146,25 @@ struct tpu_cache {
 };
 
 /*
+ * @fn over the stats of the current plane's event metadata entry @k (an
+ * index into its map), on the metadata cursor, which is left where it was.
+ */
+static int md_entry_stats(struct dec_rctx *rc, size_t k, dec_stat_fn fn, void *arg)
+{
+	const struct dec_md *e = &rc->x->planes[rc->plane].ev.md[k];
+	struct dec_cur *c = &rc->md;
+	uint64_t pos = c->pos, end = c->end;
+	int r;
+
+	c->pos = e->off;
+	c->end = e->off + e->len;
+	r = dec_walk_stats(rc, c, e->off, e->len, XEVMD_F_STATS, fn, arg);
+	c->pos = pos;
+	c->end = end;
+	return r;
+}
+
+/*
  * The stats of event metadata @key of the current plane into @t (none when
  * the plane has no such entry), from @tc when read before.
  */
@@ -1153,8 +1172,6 @@ static int tpu_md_stats(struct dec_rctx *rc, struct tpu_cache *tc, int64_t key, 
 {
 	const struct dec_mdix *ix = &rc->x->planes[rc->plane].ev;
 	ssize_t k = dec_md_find(ix, key);
-	struct dec_cur *c = &rc->md;
-	uint64_t pos = c->pos, end = c->end;
 	struct tpu_md *m;
 	int r;
 
@@ -1169,11 +1186,7 @@ static int tpu_md_stats(struct dec_rctx *rc, struct tpu_cache *tc, int64_t key, 
 			return r;
 		return set_str(&t->d->s_mod, tc->arena.data + m->src_off, m->src_len);
 	}
-	c->pos = ix->md[k].off;
-	c->end = ix->md[k].off + ix->md[k].len;
-	r = dec_walk_stats(rc, c, ix->md[k].off, ix->md[k].len, XEVMD_F_STATS, tpu_stat, t);
-	c->pos = pos;
-	c->end = end;
+	r = md_entry_stats(rc, (size_t)k, tpu_stat, t);
 	if (r < 0 || !m || tc->arena.len + t->d->s_tf.len + t->d->s_mod.len + 2 > TPU_ARENA_MAX)
 		return r;
 	*m = (struct tpu_md){.done = true,
@@ -1385,20 +1398,13 @@ static int offload_arg(struct dec_rctx *rc, struct dec_cur *c, const struct dec_
 /* The "name":value pairs of event metadata @key's stats called @name, appended to @o. */
 static int offload_md_arg(struct dec_rctx *rc, int64_t key, const char *name, struct dec_out *o)
 {
-	const struct dec_mdix *ix = &rc->x->planes[rc->plane].ev;
-	ssize_t k = dec_md_find(ix, key);
+	ssize_t k = dec_md_find(&rc->x->planes[rc->plane].ev, key);
 	struct off_arg a = {name, {o, o->len == 0}};
-	struct dec_cur *c = &rc->md;
-	uint64_t pos = c->pos, end = c->end;
 	int r;
 
 	if (k < 0)
 		return 0;
-	c->pos = ix->md[k].off;
-	c->end = ix->md[k].off + ix->md[k].len;
-	r = dec_walk_stats(rc, c, ix->md[k].off, ix->md[k].len, XEVMD_F_STATS, offload_arg, &a);
-	c->pos = pos;
-	c->end = end;
+	r = md_entry_stats(rc, (size_t)k, offload_arg, &a);
 	return r < 0 ? r : o->r;
 }
 

@@ -19,8 +19,9 @@
  * write) is moved out midway: what the writer holds is copied into such a
  * file and the render goes on there, so a view bigger than the cache costs
  * one render; a refusal met anyway (no file could be made) restarts the
- * render into a file and readers wait until it catches up (the same bytes). A reader that closes early cancels
- * nothing: the thread holds its own reference and the entry is cached.
+ * render into a file and readers wait until it catches up (the same bytes).
+ * A reader that closes early cancels nothing: the thread holds its own
+ * reference and the entry is cached.
  * With a shared view cache (shared.c), the thread of a shared view first
  * fetches the view's checked copy into the cache (then nothing is rendered)
  * and, after rendering one, queues its upload (replacing a damaged copy)
@@ -78,6 +79,7 @@ struct fs_live {
 	unsigned preads;   /* readers inside xprofs_cache_writer_pread() */
 	unsigned handles;  /* live handles attached (FS_FH_LIVE) */
 	bool moved_out;    /* the writer passed the cap: on in L->fd (live_move_out()) */
+	bool move_failed;  /* live_move_out() failed once: not tried again (render thread only) */
 	struct xprofs_cache_writer *w;     /* the entry being written; or NULL */
 	int fd;                            /* the temporary file; or -1 */
 	struct xprofs_cache_reader *entry; /* LIVE_DONE from the cache */
@@ -181,9 +183,14 @@ static int live_write(void *arg, const void *p, size_t n)
 
 	if (__atomic_load_n(&L->ctx->views.stopping, __ATOMIC_RELAXED))
 		return -ECANCELED;
-	/* an entry the cache would refuse midway leaves it while all its bytes are there */
-	if (L->w && xprofs_cache_writer_near_cap(L->w, n))
-		(void)live_move_out(L);
+	/*
+	 * An entry the cache would refuse midway leaves it while all its bytes
+	 * are there; once only: a failed move (no file, a full disk) would copy
+	 * it all again on every write, and the writer's refusal restarts the
+	 * render instead.
+	 */
+	if (L->w && !L->move_failed && xprofs_cache_writer_near_cap(L->w, n))
+		L->move_failed = live_move_out(L) < 0;
 	if (L->w) {
 		r = xprofs_cache_writer_write(L->w, p, n);
 		if (r < 0) {
