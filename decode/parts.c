@@ -49,16 +49,6 @@ struct parts {
 	atomic_bool stop; /* the caller failed: helpers give up */
 };
 
-/* An unlinked temporary file in @dir (NULL: $TMPDIR, else /tmp); its fd or -errno. */
-static int spill_open(const char *dir)
-{
-	if (!dir || !*dir)
-		dir = getenv("TMPDIR");
-	if (!dir || !*dir)
-		dir = "/tmp";
-	return xprofs_tmpfile(dir, "xprofs-part");
-}
-
 /* What a helper's output writes to: its part's file, unless the caller has failed. */
 struct spill_sink {
 	int fd;
@@ -166,7 +156,7 @@ static bool take_ahead(struct parts *t, struct dec_rctx *rc)
 	if (t->next >= t->n)
 		return false;
 	pthread_mutex_unlock(&t->mu);
-	fd = spill_open(t->rc->spill_dir);
+	fd = xprofs_tmpfile(t->rc->spill_dir, "xprofs-part");
 	pthread_mutex_lock(&t->mu);
 	if (fd < 0)
 		return false;

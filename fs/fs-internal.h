@@ -296,7 +296,7 @@ struct fs_ctx {
 	struct xprofs_cache *cache;     /* owned; NULL: no cache (render to temp files) */
 	struct xprofs_capture *capture; /* owned; NULL when unavailable */
 	struct fs_shared *shared;       /* owned (shared.c); NULL: no shared view cache */
-	const char *tmp_dir;            /* where unlinked render files go */
+	const char *tmp_dir;            /* where unlinked render files go (xprofs_tmpdir()) */
 	int64_t start_mono_ns;
 	int64_t refresh_ns;
 	uid_t uid;

@@ -217,9 +217,7 @@ int fs_ctx_init(struct fs_ctx *ctx, struct fs_options *o, struct xprofs_store *s
 	 * Never the cache dir: a render falls back to a temp file when the
 	 * cache's disk is full, so it must not land on that same disk.
 	 */
-	ctx->tmp_dir = o->tmp_dir ? o->tmp_dir : getenv("TMPDIR");
-	if (!ctx->tmp_dir || !*ctx->tmp_dir)
-		ctx->tmp_dir = "/tmp";
+	ctx->tmp_dir = xprofs_tmpdir(o->tmp_dir);
 	pthread_mutex_init(&ctx->index_lock, NULL);
 	pthread_cond_init(&ctx->index_cond, NULL);
 	if (!o->ro) {

@@ -249,9 +249,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 		goto err;
 	}
 	options_set(&s->o, o);
-	s->tmpdir = getenv("TMPDIR");
-	if (!s->tmpdir || !*s->tmpdir)
-		s->tmpdir = "/tmp";
+	s->tmpdir = xprofs_tmpdir(NULL);
 	s->stream_idle_ns = gcs_stream_idle_ns();
 	s->base.source = strdup(url);
 	s->endpoint = gcs_endpoint_resolve(o);

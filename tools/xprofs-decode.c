@@ -475,9 +475,8 @@ out:
 /* spool_stdin() - standard input copied to an unlinked temporary file; its fd or -errno. */
 static int spool_stdin(void)
 {
-	const char *dir = getenv("TMPDIR");
 	char buf[1 << 16];
-	int fd = xprofs_tmpfile(dir && *dir ? dir : "/tmp", "xprofs-decode-stdin");
+	int fd = xprofs_tmpfile(NULL, "xprofs-decode-stdin");
 	ssize_t n;
 	int r = 0;
 

@@ -131,11 +131,19 @@ int xprofs_mkdir_p(const char *path)
 	return 0;
 }
 
+const char *xprofs_tmpdir(const char *dir)
+{
+	if (!dir || !*dir)
+		dir = getenv("TMPDIR");
+	return dir && *dir ? dir : "/tmp";
+}
+
 int xprofs_tmpfile(const char *dir, const char *prefix)
 {
 	char tmpl[PATH_MAX];
 	int fd, n;
 
+	dir = xprofs_tmpdir(dir);
 	fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
 	if (fd >= 0)
 		return fd;

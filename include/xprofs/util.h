@@ -158,9 +158,17 @@ int64_t xprofs_mono_ns(void);
 int xprofs_mkdir_p(const char *path) XPROFS_WUR;
 
 /**
- * xprofs_tmpfile() - an unlinked temporary file in @dir, read-write, close-on-exec:
- * O_TMPFILE, or where @dir does not support it a "@prefix-XXXXXX" file unlinked
- * at once. Returns the fd (caller closes it) or -errno.
+ * xprofs_tmpdir() - where temporary files go: @dir (borrowed) when set and
+ * not empty, else $TMPDIR when set and not empty, else "/tmp". Returns @dir,
+ * the environment's string or a literal: borrowed, never NULL.
+ */
+const char *xprofs_tmpdir(const char *dir);
+
+/**
+ * xprofs_tmpfile() - an unlinked temporary file in xprofs_tmpdir(@dir) (@dir
+ * may be NULL), read-write, close-on-exec: O_TMPFILE, or where the directory
+ * does not support it a "@prefix-XXXXXX" file unlinked at once. Returns the
+ * fd (caller closes it) or -errno.
  */
 int xprofs_tmpfile(const char *dir, const char *prefix) XPROFS_WUR;
 

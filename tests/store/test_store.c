@@ -30,9 +30,10 @@ struct fx {
 static void put_file(const char *dir, const char *rel, const char *content)
 {
 	char p[512];
+	int n = snprintf(p, sizeof(p), "%s/%s", dir, rel);
 	FILE *f;
 
-	snprintf(p, sizeof(p), "%s/%s", dir, rel);
+	assert_true(n > 0 && (size_t)n < sizeof(p));
 	f = fopen(p, "w");
 	assert_non_null(f);
 	fputs(content, f);

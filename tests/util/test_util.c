@@ -174,18 +174,47 @@ static void test_tmpfile(void **state)
 	assert_int_equal(xprofs_tmpfile("/nonexistent-xprofs-dir", "t"), -ENOENT);
 }
 
+/* xprofs_tmpdir(): the given dir, else $TMPDIR, else /tmp; empty strings count as unset. */
+static void test_tmpdir(void **state)
+{
+	char *saved = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+	char dir[] = "/tmp/xprofs-test-tmpdir-XXXXXX";
+	struct stat st;
+	int fd;
+
+	assert_non_null(mkdtemp(dir));
+	assert_int_equal(setenv("TMPDIR", "/var/tmp", 1), 0);
+	assert_string_equal(xprofs_tmpdir("/x"), "/x");
+	assert_string_equal(xprofs_tmpdir(NULL), "/var/tmp");
+	assert_string_equal(xprofs_tmpdir(""), "/var/tmp");
+	assert_int_equal(setenv("TMPDIR", "", 1), 0);
+	assert_string_equal(xprofs_tmpdir(NULL), "/tmp");
+	assert_int_equal(unsetenv("TMPDIR"), 0);
+	assert_string_equal(xprofs_tmpdir(""), "/tmp");
+	/* a NULL dir takes $TMPDIR: a file there, and ENOENT once $TMPDIR is gone */
+	assert_int_equal(setenv("TMPDIR", dir, 1), 0);
+	fd = xprofs_tmpfile(NULL, "t");
+	assert_true(fd >= 0);
+	assert_int_equal(fstat(fd, &st), 0);
+	close(fd);
+	assert_int_equal(setenv("TMPDIR", "/nonexistent-xprofs-dir", 1), 0);
+	assert_int_equal(xprofs_tmpfile(NULL, "t"), -ENOENT);
+	assert_int_equal(rmdir(dir), 0);
+	if (saved)
+		assert_int_equal(setenv("TMPDIR", saved, 1), 0);
+	else
+		assert_int_equal(unsetenv("TMPDIR"), 0);
+	free(saved);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buf_cap),
-		cmocka_unit_test(test_buf_steal),
-		cmocka_unit_test(test_json_str),
-		cmocka_unit_test(test_reader_mem),
-		cmocka_unit_test(test_log_level_parse),
-		cmocka_unit_test(test_hash),
-		cmocka_unit_test(test_size_parse),
-		cmocka_unit_test(test_tmpfile),
-		cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_buf_cap),         cmocka_unit_test(test_buf_steal),
+		cmocka_unit_test(test_json_str),        cmocka_unit_test(test_reader_mem),
+		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_hash),
+		cmocka_unit_test(test_size_parse),      cmocka_unit_test(test_tmpfile),
+		cmocka_unit_test(test_tmpdir),          cmocka_unit_test(test_grow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
