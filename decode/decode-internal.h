@@ -74,6 +74,7 @@ struct dec_plane {
 	int64_t first_ps, last_ps;
 	bool has_events;
 	uint8_t derived_have; /* derived line names the plane holds (derived.c) */
+	bool group_ids;       /* a stat metadata is named "group_id" (XProf: already grouped) */
 };
 
 /*
@@ -122,6 +123,14 @@ struct xprofs_xspace {
 	struct dec_strs hostnames, errors, warnings;
 	struct xprofs_xspace_totals totals;
 	bool tracks_only; /* opened without event statistics */
+	/*
+	 * XProf's trace preprocessing (PreprocessSingleHostXSpace) runs only on a
+	 * space no plane of which has a "group_id" stat metadata
+	 * (IsXSpaceGrouped()); host_id stands for its hostname in the flow ids
+	 * that preprocessing makes (trace-model.c, dec_trace_xflows()).
+	 */
+	bool grouped;
+	uint64_t host_id;
 	unsigned threads; /* the caller's thread allowance (opts->threads, at least 1): the reader's
 			   * pread is thread-safe when > 1, so renders may use that many too */
 };

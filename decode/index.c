@@ -326,6 +326,30 @@ static int md_finish(struct dec_mdix *ix)
 }
 
 /* One map entry (a key, and a value message whose location is kept). */
+/*
+ * Whether the XStatMetadata message [p, e) is named "group_id" (its last name
+ * field, as protobuf reads a repeated singular field). A malformed message is
+ * not: the render reports it when it reads the entry.
+ */
+static bool stmd_is_group_id(const uint8_t *p, const uint8_t *e)
+{
+	static const char want[] = "group_id";
+	bool is = false;
+
+	while (p < e) {
+		const uint8_t *d = NULL;
+		uint64_t v;
+		uint32_t f;
+		int wt;
+
+		if (rd_field(&p, e, &f, &wt, &v, &d) < 0)
+			return false;
+		if (f == XSTMD_F_NAME && wt == WT_LEN)
+			is = v == sizeof(want) - 1 && !memcmp(d, want, v);
+	}
+	return is;
+}
+
 static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t *n, size_t *cap)
 {
 	struct dec_cur *c = &ix->c;
@@ -404,6 +428,14 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 			break;
 		case XPLANE_F_STAT_METADATA:
 			r = ix_map_entry(ix, sub, &p->st.md, &p->st.n, &st_cap);
+			/* "group_id" is short: a longer value is another name */
+			if (r == 0 && !p->group_ids && p->st.md[p->st.n - 1].len <= 64) {
+				const struct dec_md *m = &p->st.md[p->st.n - 1];
+				const uint8_t *v;
+
+				if ((r = dec_at(c, m->off, m->len, &v)) == 0)
+					p->group_ids = stmd_is_group_id(v, v + m->len);
+			}
 			break;
 		case XPLANE_F_STATS:
 			if ((r = ix_count(ix, 1)) < 0 ||
@@ -630,8 +662,15 @@ int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf
 	if ((ret = ix_space(&top, x)) == 0) {
 		index_planes(&oc, threads);
 		ret = merge_slots(&oc, x, err);
-		if (ret == 0)
+		if (ret == 0) {
+			for (size_t i = 0; i < x->n_planes; i++)
+				x->grouped |= x->planes[i].group_ids;
+			/* any stable hash: XProf's (absl::HashOf) is salted per process */
+			x->host_id = x->hostnames.n
+					     ? xprofs_hash64(x->hostnames.s[0], x->hostnames.len[0])
+					     : 0;
 			ret = dec_derived_assign(x);
+		}
 	}
 	slots_free(&oc);
 	dec_cur_deinit(&top.c);

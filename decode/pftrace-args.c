@@ -647,9 +647,11 @@ int pf_event_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv
 		m = (struct dec_stmd *)cm; /* the cache entry is the render's (as trace-model.c) */
 		if (!m->tkind)
 			m->tkind = (int8_t)(dec_trace_stat_kind(m->name, m->name_len) + 1);
-		if (m->tkind - 1 == TS_SHOW) { /* a plain number: no JSON round trip */
+		if (m->tkind - 1 == TS_SHOW || m->tkind - 1 == TS_CORR) {
+			/* a plain number: no JSON round trip */
 			struct pbw *da = &v->A->da;
 
+			dec_trace_stat_note(&v->a, (enum dec_tstat)(m->tkind - 1), s);
 			pbw_reset(da);
 			ann_name_e(v->A, da, v->mode == PF_INLINE ? NULL : stat_name(v->A, rc, m),
 				   m->name, m->name_len, v->mode, v->seq, v->id);

@@ -422,7 +422,21 @@ int dec_trace_md_fill(struct dec_rctx *rc, struct dec_evmd *e, const char *full,
 void dec_trace_md_free(struct dec_trace_md *t);
 
 /* What a stat means to the trace (by its name: StatType). */
-enum dec_tstat { TS_SHOW = 0, TS_INTERNAL, TS_FLOW, TS_GROUP, TS_ASYNC, TS_STEP };
+enum dec_tstat {
+	TS_SHOW = 0,
+	TS_INTERNAL,
+	TS_FLOW,
+	TS_GROUP,
+	TS_ASYNC,
+	TS_STEP,
+	/* what AddFlowsToXplane() makes flows of: correlation_id is shown too, the rest hidden */
+	TS_CORR,
+	TS_PTYPE,
+	TS_PID,
+	TS_CTYPE,
+	TS_CID,
+};
+#define DEC_XF_N (TS_CID - TS_CORR + 1)
 enum dec_tstat dec_trace_stat_kind(const char *name, size_t len);
 /* dec_trace_event_internal() - IsInternalEvent() of an event metadata's (full) name. */
 bool dec_trace_event_internal(const char *name, size_t len);
@@ -460,9 +474,22 @@ struct dec_trace_acc {
 	int64_t group;
 	bool has_flow, has_group, is_async, has_step;
 	size_t step_off, step_len; /* the step_name value inside o's buffer */
+	/* the values of the TS_CORR..TS_CID stats seen, bit k of xf_has for xf[k] */
+	uint64_t xf[DEC_XF_N];
+	unsigned xf_has;
 };
 /* dec_trace_stat() - a dec_stat_fn: shown stats to a->o, special ones into @arg (dec_trace_acc). */
 int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+/* dec_trace_stat_note() - record @s into @a when its kind @k is one of TS_CORR..TS_CID. */
+void dec_trace_stat_note(struct dec_trace_acc *a, enum dec_tstat k, const struct dec_statv *s);
+/*
+ * dec_trace_xflows() - XProf's preprocessing flows (AddFlowsToXplane()) of an
+ * event of plane @p whose own stats went into @a: after those stats, as if
+ * appended to them, so the last one made is the event's flow. Nothing on a
+ * grouped space.
+ */
+void dec_trace_xflows(const struct xprofs_xspace *x, const struct dec_plane *p,
+		      struct dec_trace_acc *a);
 /* The ends seen of a plane's single-ended async events (trace-model.c explains). */
 struct dec_async_set {
 	uint64_t *keys; /* owned; 0 = empty slot */

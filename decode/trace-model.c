@@ -61,10 +61,10 @@ static const struct {
 } stat_kinds[] = {
 	/* IsInternalStat() */
 	{"kernel_details", TS_INTERNAL},
-	{"_pt", TS_INTERNAL},
-	{"_p", TS_INTERNAL},
-	{"_ct", TS_INTERNAL},
-	{"_c", TS_INTERNAL},
+	{"_pt", TS_PTYPE},
+	{"_p", TS_PID},
+	{"_ct", TS_CTYPE},
+	{"_c", TS_CID},
 	{"_r", TS_INTERNAL},
 	{"flops", TS_INTERNAL},
 	{"bytes_accessed", TS_INTERNAL},
@@ -75,6 +75,8 @@ static const struct {
 	{"group_id", TS_GROUP},
 	{"_a", TS_ASYNC},
 	{"step_name", TS_STEP},
+	/* AddFlowsToXplane(): shown, and a flow */
+	{"correlation_id", TS_CORR},
 };
 
 /* GetContextTypeString() by ContextType; "" for kGeneric and kLegacy */
@@ -94,7 +96,12 @@ static const char *const context_types[] = {
 	"tpu_launch",
 	"pathways_exec",
 	"pjrt_library_call",
+	"threadpool_event",
+	"", /* kJaxServingExecutor: its string is not in the sources read */
 };
+/* ContextType::kLastContextType (kJaxServingExecutor): GetSafeContextType() maps above it to 0 */
+#define CONTEXT_LAST 16
+#define CONTEXT_GPU_LAUNCH 9
 
 enum dec_tstat dec_trace_stat_kind(const char *name, size_t len)
 {
@@ -120,6 +127,82 @@ struct dec_xflow dec_xflow_decode(uint64_t v)
 	f.id = (v >> 2) & ((UINT64_C(1) << 56) - 1);
 	f.cat = (unsigned)(v >> 58);
 	return f;
+}
+
+/*
+ * XFlow::GetFlowId(host_id, local_id[, context]): XProf hashes them with
+ * absl::HashOf, salted per process, so its ids differ from run to run; any
+ * stable hash keeps the pairing. FNV-1a over host_id, local_id and
+ * context + 1 (0 for the two-argument form of correlation ids), each 8
+ * bytes little-endian, masked to 56 bits.
+ */
+static uint64_t flow_id(uint64_t host, uint64_t local, uint64_t ctx_plus1)
+{
+	const uint64_t w[3] = {host, local, ctx_plus1};
+	uint64_t h = UINT64_C(0xcbf29ce484222325);
+
+	for (int i = 0; i < 3; i++)
+		for (int b = 0; b < 8; b++) {
+			h ^= (w[i] >> (8 * b)) & 0xff;
+			h *= UINT64_C(0x100000001b3);
+		}
+	return h & ((UINT64_C(1) << 56) - 1);
+}
+
+/* XFlow::ToStatValue() */
+static uint64_t xflow_encode(uint64_t id, int dir, unsigned cat)
+{
+	return (uint64_t)dir | (id << 2) | ((uint64_t)cat << 58);
+}
+
+/* IsDevicePlane(): /device..., #Chip... (TPU non-core) or custom planes; no host plane name starts so */
+static bool plane_is_device(const struct dec_plane *p)
+{
+	return !strncmp(p->name, "/device", 7) || !strncmp(p->name, "#Chip", 5) ||
+	       !strncmp(p->name, "/custom:", 8);
+}
+
+void dec_trace_stat_note(struct dec_trace_acc *a, enum dec_tstat k, const struct dec_statv *s)
+{
+	unsigned i = (unsigned)(k - TS_CORR);
+
+	if (k < TS_CORR || k > TS_CID)
+		return;
+	/* correlation_id: uint64_value(), 0 for another kind; the others IntOrUintValue() */
+	a->xf[i] = s->kind == SV_U64 || (k != TS_CORR && s->kind == SV_I64) ? s->u : 0;
+	a->xf_has |= 1u << i;
+}
+
+void dec_trace_xflows(const struct xprofs_xspace *x, const struct dec_plane *p,
+		      struct dec_trace_acc *a)
+{
+	const unsigned both_p = 1u << (TS_PTYPE - TS_CORR) | 1u << (TS_PID - TS_CORR);
+	const unsigned both_c = 1u << (TS_CTYPE - TS_CORR) | 1u << (TS_CID - TS_CORR);
+	uint32_t t;
+
+	if (!a->xf_has || x->grouped)
+		return;
+	if (a->xf_has & 1u) {
+		/* GPU launch: out of the host's launch, into the device's kernel */
+		a->flow =
+			xflow_encode(flow_id(x->host_id, a->xf[0], 0),
+				     plane_is_device(p) ? XFLOW_IN : XFLOW_OUT, CONTEXT_GPU_LAUNCH);
+		a->has_flow = true;
+	}
+	if ((a->xf_has & both_p) == both_p) {
+		t = (uint32_t)a->xf[TS_PTYPE - TS_CORR]; /* GetSafeContextType(uint32_t) */
+		t = t > CONTEXT_LAST ? 0 : t;
+		a->flow = xflow_encode(flow_id(x->host_id, a->xf[TS_PID - TS_CORR], t + 1),
+				       XFLOW_OUT, t);
+		a->has_flow = true;
+	}
+	if ((a->xf_has & both_c) == both_c) {
+		t = (uint32_t)a->xf[TS_CTYPE - TS_CORR];
+		t = t > CONTEXT_LAST ? 0 : t;
+		a->flow = xflow_encode(flow_id(x->host_id, a->xf[TS_CID - TS_CORR], t + 1),
+				       XFLOW_IN, t);
+		a->has_flow = true;
+	}
 }
 
 const char *dec_trace_category(unsigned cat)
@@ -253,12 +336,17 @@ int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_stat
 	size_t at;
 	int r;
 
-	if (s->kind == SV_NONE || s->kind == SV_BYTES) /* XProf shows neither */
-		return 0;
 	if ((r = dec_md_stat(rc, s->md, &cm)) < 0)
 		return r;
 	m = (struct dec_stmd *)cm; /* the cache entry is ours for the render */
 	k = stat_kind(m);
+	if (k >= TS_CORR) {
+		dec_trace_stat_note(a, k, s);
+		if (k != TS_CORR) /* IsInternalStat() */
+			return 0;
+	}
+	if (s->kind == SV_NONE || s->kind == SV_BYTES) /* XProf shows neither */
+		return 0;
 	if (k == TS_INTERNAL)
 		return 0;
 	if (is_int && k == TS_FLOW) {

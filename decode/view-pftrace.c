@@ -464,6 +464,7 @@ static int event_info(struct pf_ctx *c, const struct dec_event *e, const struct 
 	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
 				XEVENT_F_STATS, pf_event_stat, &es)) < 0)
 		return r;
+	dec_trace_xflows(rc->x, &rc->x->planes[c->pl->l->plane], &es.a);
 	v->a = es.a;
 	if ((r = c->ev.r) < 0)
 		return r;

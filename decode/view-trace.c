@@ -284,6 +284,7 @@ static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
 				XEVENT_F_STATS, dec_trace_stat, &a)) < 0)
 		return r;
+	dec_trace_xflows(rc->x, &rc->x->planes[tl->l->plane], &a);
 	if ((r = tl->ev->r) < 0)
 		return r;
 	v.name = m->name_json;

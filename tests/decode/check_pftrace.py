@@ -37,6 +37,7 @@ import sys
 import tempfile
 from decimal import Decimal
 
+import flows_profile
 import offload_profile
 import xproto
 
@@ -527,6 +528,8 @@ def main():
         profiles.append((os.path.join(tmp, "deep.xplane.pb"), "hostile deep"))
         offload_profile.write(os.path.join(tmp, "offload.xplane.pb"))  # host-offload rows
         profiles.append((os.path.join(tmp, "offload.xplane.pb"), "host offload"))
+        flows_profile.write(os.path.join(tmp, "xflows.xplane.pb"))  # preprocessing flows
+        profiles.append((os.path.join(tmp, "xflows.xplane.pb"), "preprocessing flows"))
     for path, where in profiles:
         try:
             check(pb, path, where, {"hostile": True, "hostile deep": "deep"}.get(where, False))

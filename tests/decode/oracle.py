@@ -28,6 +28,7 @@ import sys
 import zlib
 from decimal import Decimal
 
+import flows_profile
 import offload_profile
 import oracle_stats
 import oracle_trace
@@ -365,6 +366,11 @@ def main():
         off = os.path.join(tmp, "offload.xplane.pb")
         offload_profile.write(off)
         samples.append(off)
+        # the flows XProf's preprocessing adds, and none on a grouped space
+        for name, grouped in (("flows", False), ("flows-grouped", True)):
+            fp = os.path.join(tmp, name + ".xplane.pb")
+            flows_profile.write(fp, grouped)
+            samples.append(fp)
         if not samples:
             print("SKIP: neither shared samples nor xprofs-gen")
             return 77

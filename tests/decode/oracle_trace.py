@@ -6,7 +6,10 @@ xplane_to_trace_container.cc) with the constants of TSL's trace_utils.h;
 lines, hidden events and stats, step_name, flow, _a and group_id of
 ConvertXLineToTraceEventsContainer() / ConvertXStatsToTraceEventArguments()
 (IsInternalEvent(), IsInternalStat(), XFlow in TSL's xplane_schema); the
-JSON phases of JsonEventWriter (trace_events_to_json.h). xprofs' documented
+JSON phases of JsonEventWriter (trace_events_to_json.h); the flows the
+trace viewer's preprocessing adds (PreprocessSingleHostXSpace() in
+xprof/convert/preprocess_single_host_xplane.cc: AddFlowsToXplane() and
+IsXSpaceGrouped() in TSL's xplane_utils.cc). xprofs' documented
 differences (docs/trace.md) are applied on top: an async event whose flow id
 has only one end on its plane is a complete event.
 
@@ -35,7 +38,10 @@ INTERNAL_EVENTS = {
 INTERNAL_STATS = {"kernel_details", "_pt", "_p", "_ct", "_c", "_r", "flops", "bytes_accessed", "program_id", "symbol_id"}
 CATEGORIES = ["", "", "tf_exec", "tfrt_exec", "batch_sched", "PjRt", "as_batch_sched", "tfrt_rt",
               "tpu_embed", "gpu_launch", "batcher", "tpu_stream", "tpu_launch", "pathways_exec",
-              "pjrt_library_call"]
+              "pjrt_library_call", "threadpool_event", ""]
+CONTEXT_LAST = 16      # ContextType::kLastContextType (kJaxServingExecutor)
+GPU_LAUNCH = 9         # ContextType::kGpuLaunch
+FLOW_STATS = ("correlation_id", "_pt", "_p", "_ct", "_c")
 U32 = 0xffffffff
 U64 = 0xffffffffffffffff
 # TSL trace_utils.h: derived thread ids are C ints (0xdeadbeef wraps negative)
@@ -492,13 +498,63 @@ def arg_int(v):
     return str(v) if abs(v) > (1 << 53) else v
 
 
+def fnv1a64(b):
+    h = 0xcbf29ce484222325
+    for x in b:
+        h = ((h ^ x) * 0x100000001b3) & U64
+    return h
+
+
+def flow_id(host, local, ctx_plus1):
+    """XFlow::GetFlowId(): XProf's absl::HashOf is salted per process; xprofs documents
+    FNV-1a over three little-endian 64-bit words (docs/trace.md)."""
+    b = b"".join((v & U64).to_bytes(8, "little") for v in (host, local, ctx_plus1))
+    return fnv1a64(b) & ((1 << 56) - 1)
+
+
+def is_grouped(xs):
+    """IsXSpaceGrouped(): some plane has a stat metadata named group_id."""
+    return any(m.name == "group_id" for p in xs.planes for m in p.stat_metadata.values())
+
+
+def is_device_plane(p):
+    """IsDevicePlane() for the planes a trace shows."""
+    return p.name.startswith(("/device", "#Chip", "/custom:"))
+
+
+def preprocess_flow(f, own, device, host):
+    """AddFlowsToXplane(host_id, is_host_plane=!device, connect_traceme=true): flow stats
+    appended after the event's own stats, the last one being the event's flow."""
+    def safe(t):
+        t &= U32
+        return 0 if t > CONTEXT_LAST else t
+    if "correlation_id" in own:
+        f["flow"] = (1 if device else 2) | flow_id(host, own["correlation_id"], 0) << 2 \
+            | GPU_LAUNCH << 58
+    if "_pt" in own and "_p" in own:
+        t = safe(own["_pt"])
+        f["flow"] = 2 | flow_id(host, own["_p"], t + 1) << 2 | t << 58
+    if "_ct" in own and "_c" in own:
+        t = safe(own["_ct"])
+        f["flow"] = 1 | flow_id(host, own["_c"], t + 1) << 2 | t << 58
+
+
 def event_facts(p, e, value_of):
-    """name, args and the special stats of event @e of plane @p."""
+    """name, args and the special stats of event @e of plane @p; "own" holds the event's own
+    correlation_id (uint64_value(): 0 for another kind) and _pt/_p/_ct/_c (IntOrUintValue())."""
     md = p.event_metadata[e.metadata_id] if e.metadata_id in p.event_metadata else None
     full = md.name if md is not None else ""
     disp = md.display_name if md is not None else ""
     f = {"internal": full in INTERNAL_EVENTS, "name": disp or full, "args": {},
-         "flow": None, "group": None, "async": False, "step": ""}
+         "flow": None, "group": None, "async": False, "step": "", "own": {}}
+    for st in e.stats:
+        name = p.stat_metadata[st.metadata_id].name if st.metadata_id in p.stat_metadata else ""
+        kind = st.WhichOneof("value")
+        if name == "correlation_id":
+            f["own"][name] = st.uint64_value if kind == "uint64_value" else 0
+        elif name in FLOW_STATS:
+            f["own"][name] = getattr(st, kind) & U64 if kind in ("int64_value", "uint64_value") \
+                else 0
     if disp:
         b = full.encode()
         f["args"]["long_name"] = full if len(b) <= 10000 else \
@@ -538,6 +594,8 @@ def event_facts(p, e, value_of):
 def expected(xs, host, value_of):
     """The events XProf's rules give: (key, args) pairs, process and thread names."""
     evs, procs, threads = [], {}, {}
+    grouped = is_grouped(xs)
+    host_id = fnv1a64(xs.hostnames[0].encode()) if xs.hostnames else 0
     for p, pid in planes(xs):
         procs[pid] = "%s %s" % (host, p.name) if host else p.name
         facts = []
@@ -569,6 +627,8 @@ def expected(xs, host, value_of):
                 f = event_facts(p, e, value_of)
                 if f["internal"]:
                     continue
+                if not grouped:
+                    preprocess_flow(f, f["own"], is_device_plane(p), host_id)
                 off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
                 facts.append((counters, tid, l.timestamp_ns * 1000 + off, e.duration_ps, f))
                 if not counters and f["async"] and f["flow"] is not None:
