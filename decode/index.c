@@ -325,7 +325,6 @@ static int md_finish(struct dec_mdix *ix)
 	return 0;
 }
 
-/* One map entry (a key, and a value message whose location is kept). */
 /*
  * Whether the XStatMetadata message [p, e) is named "group_id" (its last name
  * field, as protobuf reads a repeated singular field). A malformed message is
@@ -350,6 +349,7 @@ static bool stmd_is_group_id(const uint8_t *p, const uint8_t *e)
 	return is;
 }
 
+/* One map entry (a key, and a value message whose location is kept). */
 static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t *n, size_t *cap)
 {
 	struct dec_cur *c = &ix->c;

@@ -2,9 +2,10 @@
  * trace-model.c - what XProf shows of an XSpace in its trace viewer, apart
  * from any output format: which planes become processes and their pids,
  * which lines become threads and their tids, which events and stats are
- * hidden, what the special stats (flow, _a, group_id, step_name) mean, and
- * the XFlow encoding. view-trace.c writes Chrome JSON from it; a Perfetto
- * encoder can share it.
+ * hidden, what the special stats (flow, _a, group_id, step_name) mean, the
+ * flows XProf's preprocessing makes of correlation_id and _pt/_p/_ct/_c
+ * (dec_trace_xflows()), and the XFlow encoding. view-trace.c writes Chrome
+ * JSON from it, view-pftrace.c Perfetto's protobuf trace.
  *
  * Sources (openxla/xprof, TSL in openxla/xla; docs/trace.md has the list):
  * ConvertXSpaceToTraceEventsContainer(), ConvertXPlaneToTraceEventsContainer(),
@@ -12,7 +13,9 @@
  * in xprof/convert/xplane_to_trace_container.cc; IsInternalEvent(),
  * IsInternalStat() and XFlow in xla/tsl/profiler/utils/xplane_schema.{h,cc};
  * the pid constants in xla/tsl/profiler/utils/trace_utils.h;
- * GetContextTypeString() in xla/tsl/profiler/lib/context_types.cc.
+ * GetContextTypeString() in xla/tsl/profiler/lib/context_types.cc;
+ * PreprocessSingleHostXSpace() (xprof/convert/preprocess_single_host_xplane.cc)
+ * with AddFlowsToXplane() and IsXSpaceGrouped() (TSL xplane_utils.cc).
  *
  * Design: names are classified once per stat metadata entry (cached in
  * struct dec_stmd) and an event metadata's shown stats are rendered once
