@@ -968,12 +968,14 @@ static int group_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_s
 	return 0;
 }
 
-/* Whether plane @p (current in @rc) derives Steps: GPU, no Steps line, a group_id stat. */
+/*
+ * Whether plane @p derives Steps: GPU, no Steps line, a group_id stat metadata
+ * (found by the index, which never reports a malformed entry it only looked at:
+ * loading every entry here left its message behind in a render that succeeds).
+ */
 static bool steps_wanted(struct dec_rctx *rc, const struct dec_plane *p, size_t *n_src)
 {
-	bool has_group = false;
-
-	if (!is_gpu(p))
+	if (!is_gpu(p) || !p->group_ids)
 		return false;
 	*n_src = 0;
 	for (size_t j = 0; j < p->n_lines; j++) {
@@ -984,14 +986,7 @@ static bool steps_wanted(struct dec_rctx *rc, const struct dec_plane *p, size_t 
 		if (l->msg.len)
 			(*n_src)++;
 	}
-	for (size_t k = 0; k < p->st.n && !has_group; k++) {
-		const struct dec_stmd *m;
-
-		if (dec_md_stat(rc, p->st.md[k].key, &m) == 0 &&
-		    dec_str_eq(m->name, m->name_len, "group_id"))
-			has_group = true;
-	}
-	return has_group && *n_src > 0 && *n_src <= DER_STEP_LINES;
+	return *n_src > 0 && *n_src <= DER_STEP_LINES;
 }
 
 /*

@@ -325,6 +325,9 @@ static int md_finish(struct dec_mdix *ix)
 	return 0;
 }
 
+/* Stat metadata values longer than this are not looked at for their name (never seen). */
+#define IX_STMD_PEEK_MAX 4096
+
 /*
  * Whether the XStatMetadata message [p, e) is named "group_id" (its last name
  * field, as protobuf reads a repeated singular field). A malformed message is
@@ -428,8 +431,9 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 			break;
 		case XPLANE_F_STAT_METADATA:
 			r = ix_map_entry(ix, sub, &p->st.md, &p->st.n, &st_cap);
-			/* "group_id" is short: a longer value is another name */
-			if (r == 0 && !p->group_ids && p->st.md[p->st.n - 1].len <= 64) {
+			/* an XStatMetadata is an id, a name and a description: a few bytes */
+			if (r == 0 && !p->group_ids &&
+			    p->st.md[p->st.n - 1].len <= IX_STMD_PEEK_MAX) {
 				const struct dec_md *m = &p->st.md[p->st.n - 1];
 				const uint8_t *v;
 

@@ -188,6 +188,7 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 	struct xprofs_sink gzs;
 	struct dec_rctx rc;
 	struct dec_out o;
+	size_t err_len = err ? err->len : 0;
 	int r;
 
 	if (!x || !sink || !sink->write)
@@ -226,6 +227,13 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 		r = dec_gzip_finish(gz);
 	if (r < 0)
 		render_fail(err, r, view < XPROFS_VIEW_COUNT ? xprofs_view_name(view) : "track");
+	else if (err)
+		/*
+		 * A success leaves @err as it was: a part a render could do without
+		 * (an unused metadata entry that does not parse) may have noted why,
+		 * and whether it did depends on the thread that made the part.
+		 */
+		xprofs_buf_truncate(err, err_len);
 	dec_out_deinit(&o);
 	rctx_deinit(&rc);
 	dec_gzip_free(gz);

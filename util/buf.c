@@ -27,9 +27,16 @@ void xprofs_buf_deinit(struct xprofs_buf *b)
 
 void xprofs_buf_reset(struct xprofs_buf *b)
 {
-	b->len = 0;
+	xprofs_buf_truncate(b, 0);
+}
+
+void xprofs_buf_truncate(struct xprofs_buf *b, size_t n)
+{
+	if (n >= b->len)
+		return;
+	b->len = n;
 	if (b->data)
-		b->data[0] = '\0';
+		b->data[n] = '\0';
 }
 
 /* Make room for @n more bytes plus the terminating NUL. */

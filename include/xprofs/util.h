@@ -72,6 +72,8 @@ void xprofs_buf_init(struct xprofs_buf *b, size_t max);
 void xprofs_buf_deinit(struct xprofs_buf *b);
 /** xprofs_buf_reset() - length 0, keeps the allocation. */
 void xprofs_buf_reset(struct xprofs_buf *b);
+/** xprofs_buf_truncate() - length min(len, @n), keeps the allocation. */
+void xprofs_buf_truncate(struct xprofs_buf *b, size_t n);
 /** xprofs_buf_add() - append @n bytes (borrows @p). 0, -ENOMEM or -E2BIG (buffer unchanged). */
 int xprofs_buf_add(struct xprofs_buf *b, const void *p, size_t n) XPROFS_WUR;
 /** xprofs_buf_adds() - append the string @s (borrowed) without its NUL; as xprofs_buf_add(). */

@@ -49,6 +49,28 @@ static void test_buf_steal(void **state)
 	free(p);
 }
 
+/* xprofs_buf_truncate(): shortens, never lengthens, keeps the NUL; on an empty buffer a no-op. */
+static void test_buf_truncate(void **state)
+{
+	struct xprofs_buf b;
+
+	xprofs_buf_init(&b, 64);
+	xprofs_buf_truncate(&b, 0);
+	assert_null(b.data);
+	assert_int_equal(xprofs_buf_adds(&b, "abcdef"), 0);
+	xprofs_buf_truncate(&b, 10);
+	assert_string_equal(b.data, "abcdef");
+	xprofs_buf_truncate(&b, 3);
+	assert_int_equal(b.len, 3);
+	assert_string_equal(b.data, "abc");
+	assert_int_equal(xprofs_buf_adds(&b, "xy"), 0);
+	assert_string_equal(b.data, "abcxy");
+	xprofs_buf_reset(&b);
+	assert_int_equal(b.len, 0);
+	assert_string_equal(b.data, "");
+	xprofs_buf_deinit(&b);
+}
+
 static void test_json_str(void **state)
 {
 	struct xprofs_buf b;
@@ -210,11 +232,12 @@ static void test_tmpdir(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test(test_buf_cap),         cmocka_unit_test(test_buf_steal),
-		cmocka_unit_test(test_json_str),        cmocka_unit_test(test_reader_mem),
-		cmocka_unit_test(test_log_level_parse), cmocka_unit_test(test_hash),
-		cmocka_unit_test(test_size_parse),      cmocka_unit_test(test_tmpfile),
-		cmocka_unit_test(test_tmpdir),          cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_buf_cap),      cmocka_unit_test(test_buf_steal),
+		cmocka_unit_test(test_buf_truncate), cmocka_unit_test(test_json_str),
+		cmocka_unit_test(test_reader_mem),   cmocka_unit_test(test_log_level_parse),
+		cmocka_unit_test(test_hash),         cmocka_unit_test(test_size_parse),
+		cmocka_unit_test(test_tmpfile),      cmocka_unit_test(test_tmpdir),
+		cmocka_unit_test(test_grow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
