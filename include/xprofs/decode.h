@@ -105,8 +105,9 @@ int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace
 
 /**
  * xprofs_xspace_render() - write view @v as JSON to @out.
- * @err: optional; receives the reason on failure. Output already written to
- * @out before a failure is not retracted: callers that cache must discard it.
+ * @err: optional; receives the reason on failure, and is left as it was on
+ * success (whatever the thread count). Output already written to @out
+ * before a failure is not retracted: callers that cache must discard it.
  */
 int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err) XPROFS_WUR;
