@@ -113,15 +113,12 @@ static void live_publish(struct fs_live *L, uint64_t readable)
 /* live_throttle() - the test-only delay, applied per MiB produced. */
 static void live_throttle(struct fs_live *L)
 {
-	uint64_t mb = L->produced >> 20;
-	struct timespec ts;
+	uint64_t mb = L->produced >> 20, ms = L->ctx->views.delay_ms_per_mb * (mb - L->slept_mb);
 
 	if (!L->ctx->views.delay_ms_per_mb || mb == L->slept_mb)
 		return;
-	ts.tv_sec = (time_t)(L->ctx->views.delay_ms_per_mb * (mb - L->slept_mb) / 1000);
-	ts.tv_nsec = (long)(L->ctx->views.delay_ms_per_mb * (mb - L->slept_mb) % 1000) * 1000000;
 	L->slept_mb = mb;
-	nanosleep(&ts, NULL);
+	xprofs_sleep_ms(ms);
 }
 
 static void live_quiesce(struct fs_live *L);
@@ -404,12 +401,8 @@ static void *live_main(void *arg)
 	bool offer;
 	int r = RENDER_NO_CACHE;
 
-	if (v->start_delay_ms) { /* the test-only knob: a render slower than any open's wait */
-		struct timespec ts = {(time_t)(v->start_delay_ms / 1000),
-				      (long)(v->start_delay_ms % 1000) * 1000000};
-
-		nanosleep(&ts, NULL);
-	}
+	if (v->start_delay_ms) /* the test-only knob: a render slower than any open's wait */
+		xprofs_sleep_ms(v->start_delay_ms);
 	xprofs_buf_init(&err, 4096);
 	if (shared) {
 		fetched = live_from_shared(L, &damaged_gen);

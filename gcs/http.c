@@ -698,7 +698,6 @@ static void backoff(struct gcs_http *h, const struct gcs_req *rq, unsigned attem
 {
 	unsigned ms = gcs_backoff_ms(h->retry_initial_ms, h->retry_max_ms, attempt, seed);
 	int64_t left_ms = (deadline - xprofs_mono_ns()) / 1000000;
-	struct timespec ts;
 
 	if (left_ms < (int64_t)ms)
 		ms = left_ms > 0 ? (unsigned)left_ms : 0;
@@ -712,10 +711,7 @@ static void backoff(struct gcs_http *h, const struct gcs_req *rq, unsigned attem
 	while (ms > 0 && !(rq->cancel && atomic_load(rq->cancel))) {
 		unsigned step = ms < 100 ? ms : 100;
 
-		ts.tv_sec = 0;
-		ts.tv_nsec = (long)step * 1000000L;
-		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
-			;
+		xprofs_sleep_ms(step);
 		ms -= step;
 	}
 }

@@ -155,6 +155,8 @@ int xprofs_write_full(int fd, const void *buf, size_t n) XPROFS_WUR;
 /** xprofs_now_ns() - CLOCK_REALTIME in ns; xprofs_mono_ns() - CLOCK_MONOTONIC in ns. */
 int64_t xprofs_now_ns(void);
 int64_t xprofs_mono_ns(void);
+/** xprofs_sleep_ms() - sleep @ms milliseconds, resumed after signals. */
+void xprofs_sleep_ms(uint64_t ms);
 
 /** xprofs_mkdir_p() - create @path and its parents (mode 0755); 0 or -errno. */
 int xprofs_mkdir_p(const char *path) XPROFS_WUR;

@@ -196,6 +196,16 @@ static void test_tmpfile(void **state)
 	assert_int_equal(xprofs_tmpfile("/nonexistent-xprofs-dir", "t"), -ENOENT);
 }
 
+/* xprofs_sleep_ms(): at least that long (no upper bound: a loaded machine may sleep longer). */
+static void test_sleep_ms(void **state)
+{
+	int64_t t0 = xprofs_mono_ns();
+
+	xprofs_sleep_ms(0);
+	xprofs_sleep_ms(1030);
+	assert_true(xprofs_mono_ns() - t0 >= 1030LL * 1000000);
+}
+
 /* xprofs_tmpdir(): the given dir, else $TMPDIR, else /tmp; empty strings count as unset. */
 static void test_tmpdir(void **state)
 {
@@ -237,7 +247,7 @@ int main(void)
 		cmocka_unit_test(test_reader_mem),   cmocka_unit_test(test_log_level_parse),
 		cmocka_unit_test(test_hash),         cmocka_unit_test(test_size_parse),
 		cmocka_unit_test(test_tmpfile),      cmocka_unit_test(test_tmpdir),
-		cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_sleep_ms),     cmocka_unit_test(test_grow),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
