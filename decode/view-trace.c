@@ -57,8 +57,8 @@ struct trace_line {
 	enum dec_tline kind;
 	bool named; /* its thread metadata is out */
 	dec_ps128 base_ps;
-	char ids[48]; /* ,"pid":P,"tid":T */
-	int ids_len;
+	char ids[48]; /* ,"pid":P,"tid":T (ids_fmt()) */
+	size_t ids_len;
 	struct dec_derive *derive;    /* owned; the stream's derived lines, NULL: none */
 	bool derived_named[DL_KINDS]; /* and Steps, and the host-offload rows */
 	bool win; /* a slice walked whole for its derived lines: filter events here */
@@ -85,17 +85,29 @@ static void out_pid(struct dec_out *o, uint32_t pid)
 	dec_out_u64(o, pid);
 }
 
+/* ,"pid":@pid,"tid":@tid into @buf (room for 48 bytes); its length. By hand: once per derived event. */
+static size_t ids_fmt(char *buf, uint32_t pid, uint32_t tid)
+{
+	size_t n = 0;
+
+	memcpy(buf, ",\"pid\":", 7);
+	n = 7 + dec_fmt_u64(buf + 7, pid);
+	memcpy(buf + n, ",\"tid\":", 7);
+	n += 7;
+	return n + dec_fmt_u64(buf + n, tid);
+}
+
 /* The thread_name and thread_sort_index metadata of @tl's line. */
 static void thread_meta(struct trace_line *tl)
 {
 	struct dec_out *o = tl->o;
 
 	OUT_LIT(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
-	dec_out_add(o, tl->ids, (size_t)tl->ids_len);
+	dec_out_add(o, tl->ids, tl->ids_len);
 	OUT_LIT(o, ",\"args\":{\"name\":");
 	dec_out_line_name(o, tl->l);
 	OUT_LIT(o, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\"");
-	dec_out_add(o, tl->ids, (size_t)tl->ids_len);
+	dec_out_add(o, tl->ids, tl->ids_len);
 	OUT_LIT(o, ",\"args\":{\"sort_index\":");
 	dec_out_u64(o, tl->tid);
 	OUT_LIT(o, "}}");
@@ -135,7 +147,7 @@ static void out_head(struct dec_out *o, const struct trace_line *tl, const char 
 	dec_out_add(o, ph, strlen(ph));
 	OUT_LIT(o, "\"");
 	if (tid)
-		dec_out_add(o, tl->ids, (size_t)tl->ids_len);
+		dec_out_add(o, tl->ids, tl->ids_len);
 	else
 		out_pid(o, tl->pid);
 	OUT_LIT(o, ",\"ts\":");
@@ -324,14 +336,7 @@ static int derived_event(void *arg, const struct dec_derived_ev *e)
 	struct trace_line *tl = arg;
 	struct dec_out *o = tl->o;
 	char ids[48];
-	size_t n = 0;
-
-	/* formatted by hand: one per derived event, and printf showed in profiles */
-	memcpy(ids, ",\"pid\":", 7);
-	n = 7 + dec_fmt_u64(ids + 7, tl->pid);
-	memcpy(ids + n, ",\"tid\":", 7);
-	n += 7;
-	n += dec_fmt_u64(ids + n, e->tid);
+	size_t n = ids_fmt(ids, tl->pid, e->tid);
 
 	if (!tl->derived_named[e->kind]) {
 		OUT_LIT(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
@@ -395,8 +400,7 @@ static int trace_line(struct dec_rctx *rc, struct dec_out *o, struct dec_out *ev
 	tl.pid = pid;
 	tl.tid = dec_trace_tid(tl.l);
 	tl.base_ps = (dec_ps128)tl.l->timestamp_ns * 1000;
-	tl.ids_len = snprintf(tl.ids, sizeof(tl.ids), ",\"pid\":%u,\"tid\":%u", (unsigned)pid,
-			      (unsigned)tl.tid);
+	tl.ids_len = ids_fmt(tl.ids, pid, tl.tid);
 	if (tl.kind == TL_THREAD && (r = dec_derive_new(rc, &rc->x->planes[tl.l->plane], tl.l,
 							derived_event, &tl, &tl.derive)) < 0)
 		return r;
