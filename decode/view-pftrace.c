@@ -809,8 +809,8 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 	}
 	pbw_reset(ln);
 	if (e->disp_len && ascii(e->name, e->name_len)) {
-		pbw_bytes(ln, e->name,
-			  e->name_len); /* escaping ASCII and reading it back is a copy */
+		/* escaping ASCII and reading it back is a copy */
+		pbw_bytes(ln, e->name, e->name_len);
 	} else if (e->disp_len) {
 		/* through trace.json's string escaping (invalid UTF-8 becomes U+FFFD), as both views show it */
 		c->dj.len = 0;
