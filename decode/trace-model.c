@@ -176,36 +176,38 @@ void dec_trace_stat_note(struct dec_trace_acc *a, enum dec_tstat k, const struct
 	a->xf_has |= 1u << i;
 }
 
+/*
+ * A TraceMe producer (@type_k _pt, @id_k _p) or consumer (_ct, _c) flow in
+ * direction @dir when the event has both stats; its category is
+ * GetSafeContextType() of the type (as uint32_t).
+ */
+static void traceme_flow(const struct xprofs_xspace *x, struct dec_trace_acc *a,
+			 enum dec_tstat type_k, enum dec_tstat id_k, int dir)
+{
+	unsigned ti = (unsigned)(type_k - TS_CORR), ii = (unsigned)(id_k - TS_CORR);
+	uint32_t t = (uint32_t)a->xf[ti];
+
+	if (!(a->xf_has & 1u << ti) || !(a->xf_has & 1u << ii))
+		return;
+	t = t > CONTEXT_LAST ? 0 : t;
+	a->flow = xflow_encode(flow_id(x->host_id, a->xf[ii], t + 1), dir, t);
+	a->has_flow = true;
+}
+
 void dec_trace_xflows(const struct xprofs_xspace *x, const struct dec_plane *p,
 		      struct dec_trace_acc *a)
 {
-	const unsigned both_p = 1u << (TS_PTYPE - TS_CORR) | 1u << (TS_PID - TS_CORR);
-	const unsigned both_c = 1u << (TS_CTYPE - TS_CORR) | 1u << (TS_CID - TS_CORR);
-	uint32_t t;
-
 	if (!a->xf_has || x->grouped)
 		return;
-	if (a->xf_has & 1u) {
+	if (a->xf_has & 1u << (TS_CORR - TS_CORR)) {
 		/* GPU launch: out of the host's launch, into the device's kernel */
 		a->flow =
-			xflow_encode(flow_id(x->host_id, a->xf[0], 0),
+			xflow_encode(flow_id(x->host_id, a->xf[TS_CORR - TS_CORR], 0),
 				     plane_is_device(p) ? XFLOW_IN : XFLOW_OUT, CONTEXT_GPU_LAUNCH);
 		a->has_flow = true;
 	}
-	if ((a->xf_has & both_p) == both_p) {
-		t = (uint32_t)a->xf[TS_PTYPE - TS_CORR]; /* GetSafeContextType(uint32_t) */
-		t = t > CONTEXT_LAST ? 0 : t;
-		a->flow = xflow_encode(flow_id(x->host_id, a->xf[TS_PID - TS_CORR], t + 1),
-				       XFLOW_OUT, t);
-		a->has_flow = true;
-	}
-	if ((a->xf_has & both_c) == both_c) {
-		t = (uint32_t)a->xf[TS_CTYPE - TS_CORR];
-		t = t > CONTEXT_LAST ? 0 : t;
-		a->flow = xflow_encode(flow_id(x->host_id, a->xf[TS_CID - TS_CORR], t + 1),
-				       XFLOW_IN, t);
-		a->has_flow = true;
-	}
+	traceme_flow(x, a, TS_PTYPE, TS_PID, XFLOW_OUT);
+	traceme_flow(x, a, TS_CTYPE, TS_CID, XFLOW_IN);
 }
 
 const char *dec_trace_category(unsigned cat)
