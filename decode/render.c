@@ -1,162 +1,105 @@
 /*
- * render.c - drives a render: the per-render context, the walk over one
- * line's events, and the entry points that dispatch to the views
- * (view-*.c).
+ * render.c - the decode front: the views' names, and the one entry point
+ * that renders a view of a profile by dispatching to the analysis that
+ * makes it (trace/ for the traces and tracks, stats/ for the rest).
  *
- * Design: a render owns a struct dec_rctx (two cursors and the metadata
- * cache, see metadata.c) and a struct dec_out; the views stream each line's
- * events once through dec_line_begin()/dec_line_next(), holding one event at
- * a time. The common event (tag, short length, wholly in the window) is
- * parsed inline by dec_event_fast(); dec_line_next_slow() takes any other
- * field order or size. Output already written before a failure is not
- * retracted; the reason goes to @err once. dec_tasks_run() splits a view's
- * independent parts over the profile's thread allowance (x->threads), each
- * thread with a render context of its own; the tasks' results land in
- * their own slots and the lowest failing task's error is the one reported,
- * so any thread count gives the same bytes and error.
+ * Design: a render owns a render context (xprofs/xspace.h) and a JSON
+ * writer over the caller's sink; trace.json.gz is trace.json written
+ * through a deflating sink. Output already written before a failure is not
+ * retracted; the reason goes to @err once, and a success leaves @err as it
+ * found it. The views never call back up here.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
-#include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "derived.h"
-#include "render-internal.h"
+#include "xprofs/decode.h"
+#include "xprofs/stats.h"
+#include "xprofs/trace.h"
 
-static void rctx_init(struct dec_rctx *rc, struct xprofs_xspace *x, struct xprofs_buf *err)
+/* clang-format off */
+static const char *const view_names[XPROFS_VIEW_COUNT] = {
+	"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz", "trace.pftrace",
+	"overview.json", "kernels.json", "overview.svg"};
+/* clang-format on */
+
+const char *xprofs_view_name(enum xprofs_view v)
 {
-	memset(rc, 0, sizeof(*rc));
-	rc->x = x;
-	rc->err = err;
-	rc->plane = SIZE_MAX;
-	dec_cur_init(&rc->ev, x->r, err);
-	dec_cur_init(&rc->md, x->r, err);
-	xprofs_buf_init(&rc->tmp, DEC_STR_MAX + 64);
+	if ((unsigned)v >= XPROFS_VIEW_COUNT)
+		return NULL;
+	return view_names[v];
 }
 
-static void rctx_deinit(struct dec_rctx *rc)
+/* One number of a window name: [s, e) = digits[.digits] in µs -> *ps. */
+static int us_parse(const char *s, const char *e, xprofs_ps128 *ps)
 {
-	dec_md_drop(rc);
-	free(rc->evmd);
-	free(rc->stmd);
-	dec_cur_deinit(&rc->ev);
-	dec_cur_deinit(&rc->md);
-	xprofs_buf_deinit(&rc->tmp);
-	dec_hlo_syms_free(rc->hlo_syms);
-}
+	xprofs_ps128 v = 0;
+	size_t ints = 0, decs = 0;
+	bool dot = false;
 
-void dec_rctx_child(struct dec_rctx *rc, const struct dec_rctx *parent, struct xprofs_buf *err)
-{
-	rctx_init(rc, parent->x, err);
-	rc->host = parent->host;
-	rc->win = parent->win;
-	rc->win_from = parent->win_from;
-	rc->win_to = parent->win_to;
-	rc->spill_dir = parent->spill_dir;
-	rc->in_task = true;
-}
-
-void dec_rctx_deinit(struct dec_rctx *rc)
-{
-	rctx_deinit(rc);
-}
-
-int dec_line_begin(struct dec_rctx *rc, size_t li, struct dec_line_it *it)
-{
-	const struct dec_line *l = &rc->x->lines[li];
-	int r;
-
-	if ((r = dec_plane_enter(rc, l->plane)) < 0)
-		return r;
-	it->rc = rc;
-	it->l = l;
-	it->end = l->msg.off + l->msg.len;
-	it->base_ps = dec_line_base_ps(l->timestamp_ns);
-	rc->ev.pos = l->msg.off;
-	rc->ev.end = it->end;
-	return 0;
-}
-
-/* Any field order, events of any size (dec_event_fast() takes the common case). */
-int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *off, uint64_t *len)
-{
-	struct dec_cur *c = &it->rc->ev;
-	const uint8_t *p;
-	int r;
-
-	if ((r = dec_next_len_field(c, it->end, "XLine", XLINE_F_EVENTS, len)) <= 0)
-		return r;
-	if ((r = dec_at(c, c->pos, (size_t)*len, &p)) < 0)
-		return r;
-	if (dec_parse_event(p, p + *len, h) < 0)
-		return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
-	*off = c->pos;
-	c->pos += *len;
-	return 1;
-}
-
-/*
- * win_seek() - start a slice's walk of @it at the last checkpoint before
- * which every event ends at or before the window start (max_end is a
- * running maximum, so that is a prefix: binary search).
- */
-static void win_seek(struct dec_rctx *rc, struct dec_line_it *it)
-{
-	const struct dec_line *l = it->l;
-	xprofs_ps128 from = rc->win_from - (xprofs_ps128)l->timestamp_ns * 1000;
-	size_t lo = 0, hi = l->n_ckpt;
-
-	while (lo < hi) { /* first checkpoint that may not be skipped to */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (l->ckpt[mid].max_end < INT64_MAX && l->ckpt[mid].max_end <= from)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo)
-		rc->ev.pos = l->ckpt[lo - 1].off;
-}
-
-/* win_test() - event @e in a slice: 0 keep, 1 skip, 2 nothing more of the line overlaps. */
-static int win_test(const struct dec_rctx *rc, const struct dec_line_it *it,
-		    const struct dec_event *e)
-{
-	xprofs_ps128 start = (xprofs_ps128)it->l->timestamp_ns * 1000 + e->offset_ps;
-
-	if (start >= rc->win_to) /* sorted lines: so is every later event */
-		return it->l->unsorted || rc->x->tracks_only ? 1 : 2;
-	if (start + (e->duration_ps > 0 ? e->duration_ps : 1) <= rc->win_from)
-		return 1;
-	return 0;
-}
-
-int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg)
-{
-	struct dec_line_it it;
-	struct dec_event e;
-	struct dec_evmd *m;
-	int r, w;
-
-	if ((r = dec_line_begin(rc, li, &it)) < 0)
-		return r;
-	if (rc->win)
-		win_seek(rc, &it);
-	while ((r = dec_line_next(&it, &e)) > 0) {
-		if (rc->win && (w = win_test(rc, &it, &e)) != 0) {
-			if (w == 2)
-				return 0;
+	for (; s < e; s++) {
+		if (*s == '.' && !dot) {
+			dot = true;
 			continue;
 		}
-		if (stop && stop(arg))
-			return 0;
-		dec_md_gc(rc);
-		if ((r = dec_md_event(rc, e.md, &m)) < 0 || (r = fn(rc, &e, m, arg)) < 0)
-			return r;
+		if (*s < '0' || *s > '9')
+			return -ENOENT;
+		if (dot ? ++decs > 6 : ++ints > 20) /* 10^20 µs = 10^26 ps: no overflow */
+			return -ENOENT;
+		v = v * 10 + (*s - '0');
 	}
-	return r;
+	if (!ints || (dot && !decs))
+		return -ENOENT;
+	for (; decs < 6; decs++)
+		v *= 10;
+	*ps = v;
+	return 0;
+}
+
+int xprofs_window_parse(const char *s, size_t len, xprofs_ps128 *from_ps, xprofs_ps128 *to_ps)
+{
+	const char *dash;
+
+	if (!s || !len || len > XPROFS_WINDOW_NAME_MAX)
+		return -ENOENT;
+	dash = memchr(s, '-', len);
+	if (!dash || us_parse(s, dash, from_ps) < 0 || us_parse(dash + 1, s + len, to_ps) < 0)
+		return -ENOENT;
+	return *from_ps < *to_ps ? 0 : -ENOENT;
+}
+
+int xprofs_step_parse(const char *s, size_t len, uint32_t *out)
+{
+	uint32_t v = 0;
+
+	if (!s || !len || len > 7 || (s[0] == '0' && len > 1))
+		return -ENOENT;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -ENOENT;
+		v = v * 10 + (uint32_t)(s[i] - '0');
+	}
+	if (v >= (1u << 20))
+		return -ENOENT;
+	*out = v;
+	return 0;
+}
+
+int xprofs_view_parse(const char *name)
+{
+	if (!name)
+		return -EINVAL;
+	for (int i = 0; i < XPROFS_VIEW_COUNT; i++) {
+		size_t n = strlen(view_names[i]);
+		size_t l = n > 5 && !strcmp(view_names[i] + n - 5, ".json") ? n - 5 : n;
+
+		if (!strcmp(name, view_names[i]) ||
+		    (strlen(name) == l && !strncmp(name, view_names[i], l)))
+			return i;
+	}
+	return -EINVAL;
 }
 
 /* Record @r as the reason in @err unless one is already there. */
@@ -180,9 +123,9 @@ static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_
 };
 /* clang-format on */
 
-int dec_render(struct xprofs_xspace *x, int view, size_t track,
-	       const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
-	       struct xprofs_buf *err)
+static int render(struct xprofs_xspace *x, int view, size_t track,
+		  const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
+		  struct xprofs_buf *err)
 {
 	struct dec_gzip *gz = NULL;
 	struct xprofs_sink gzs;
@@ -206,7 +149,7 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 		gzs = dec_gzip_sink(gz);
 		sink = &gzs;
 	}
-	rctx_init(&rc, x, err);
+	dec_rctx_init(&rc, x, err);
 	if (opts) {
 		rc.host = opts->host;
 		rc.win = opts->window;
@@ -235,7 +178,7 @@ int dec_render(struct xprofs_xspace *x, int view, size_t track,
 		 */
 		xprofs_buf_truncate(err, err_len);
 	dec_out_deinit(&o);
-	rctx_deinit(&rc);
+	dec_rctx_deinit(&rc);
 	dec_gzip_free(gz);
 	return r;
 }
@@ -246,135 +189,13 @@ int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
 {
 	if ((unsigned)v >= XPROFS_VIEW_COUNT)
 		return -EINVAL;
-	return dec_render(x, (int)v, 0, opts, out, err);
+	return render(x, (int)v, 0, opts, out, err);
 }
 
 int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err)
 {
 	return xprofs_xspace_render_opts(x, v, NULL, out, err);
-}
-
-int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
-		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg)
-{
-	struct dec_rctx rc;
-	int r;
-
-	rctx_init(&rc, x, err);
-	r = fn(&rc, arg);
-	rctx_deinit(&rc);
-	return r;
-}
-
-/* What the threads of one dec_tasks_run() share. */
-struct tasks {
-	struct dec_rctx *rc; /* the caller's: settings copied from it */
-	size_t n;
-	dec_task_fn fn;
-	void *arg;
-	size_t *order;        /* owned: the tasks, costliest first */
-	atomic_size_t next;   /* the next task to take (index into order) */
-	atomic_size_t failed; /* the lowest failed task so far (n: none) */
-	int *r;               /* owned: each task's result */
-	char **msg;           /* owned: each failed task's message (NULL: none) */
-};
-
-/* A thread of dec_tasks_run(): takes tasks in order until none is left (or one before failed). */
-static void *tasks_worker(void *arg)
-{
-	struct tasks *t = arg;
-	struct xprofs_buf err;
-	struct dec_rctx rc;
-	size_t i;
-
-	xprofs_buf_init(&err, (size_t)64 << 10);
-	dec_rctx_child(&rc, t->rc, &err);
-	while ((i = atomic_fetch_add(&t->next, 1)) < t->n) {
-		size_t f = atomic_load(&t->failed);
-
-		i = t->order[i];
-		if (f < i) /* a loop would have stopped before this one */
-			continue;
-		xprofs_buf_reset(&err);
-		if ((t->r[i] = t->fn(&rc, i, t->arg)) < 0) {
-			t->msg[i] = err.len ? strdup(err.data) : NULL;
-			while (f > i && !atomic_compare_exchange_weak(&t->failed, &f, i))
-				;
-		}
-	}
-	rctx_deinit(&rc);
-	xprofs_buf_deinit(&err);
-	return NULL;
-}
-
-/* For sorting the tasks: cost descending, then index. */
-struct task_key {
-	uint64_t cost;
-	size_t i;
-};
-
-static int task_key_cmp(const void *a, const void *b)
-{
-	const struct task_key *x = a, *y = b;
-
-	if (x->cost != y->cost)
-		return x->cost > y->cost ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_fn cost, void *arg)
-{
-	pthread_t th[DEC_THREADS_MAX];
-	struct tasks t = {.rc = rc, .n = n, .fn = fn, .arg = arg};
-	struct task_key *key = NULL;
-	size_t nth = 0, f;
-	unsigned want = rc->x->threads;
-	int r = 0;
-
-	if (want <= 1 || n <= 1 || rc->in_task) { /* the plain loop */
-		for (size_t i = 0; i < n; i++)
-			if ((r = fn(rc, i, arg)) < 0)
-				return r;
-		return 0;
-	}
-	atomic_init(&t.next, 0);
-	atomic_init(&t.failed, n);
-	t.r = calloc(n, sizeof(*t.r));
-	t.msg = calloc(n, sizeof(*t.msg));
-	t.order = malloc(n * sizeof(*t.order));
-	key = malloc(n * sizeof(*key));
-	if (!t.r || !t.msg || !t.order || !key) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		key[i] = (struct task_key){cost ? cost(rc->x, i, arg) : 0, i};
-	qsort(key, n, sizeof(*key), task_key_cmp);
-	for (size_t i = 0; i < n; i++)
-		t.order[i] = key[i].i;
-	for (size_t k = 1; k < want && k < n && k < DEC_THREADS_MAX; k++) {
-		if (pthread_create(&th[nth], NULL, tasks_worker, &t) != 0)
-			break; /* fewer threads is fine */
-		nth++;
-	}
-	tasks_worker(&t);
-	for (size_t k = 0; k < nth; k++)
-		pthread_join(th[k], NULL);
-	f = atomic_load(&t.failed);
-	if (f < n) {
-		r = t.r[f];
-		if (t.msg[f] && rc->err && rc->err->len == 0)
-			(void)!xprofs_buf_adds(rc->err, t.msg[f]);
-	}
-out:
-	for (size_t i = 0; t.msg && i < n; i++)
-		free(t.msg[i]);
-	free(t.msg);
-	free(t.r);
-	free(t.order);
-	free(key);
-	return r;
 }
 
 int xprofs_xspace_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,
@@ -387,10 +208,18 @@ int xprofs_xspace_steps(struct xprofs_xspace *x, struct xprofs_step_window **out
 	*n = 0;
 	if (!x)
 		return -EINVAL;
-	rctx_init(&rc, x, err);
+	dec_rctx_init(&rc, x, err);
 	r = dec_steps_windows(&rc, out, n);
 	if (r < 0)
 		render_fail(err, r, "steps");
-	rctx_deinit(&rc);
+	dec_rctx_deinit(&rc);
 	return r;
+}
+
+int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i, const struct xprofs_sink *out,
+			       struct xprofs_buf *err)
+{
+	if (!x || i >= x->n_lines)
+		return -ERANGE;
+	return render(x, XPROFS_VIEW_COUNT, i, NULL, out, err);
 }

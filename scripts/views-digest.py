@@ -33,10 +33,14 @@ MAX_TRACKS = 64
 MAX_STEPS = 3
 
 
+TMP = [b""]  # the run's temporary directory: left out of error messages
+
+
 def run(cli, args):
     p = subprocess.run([cli] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if p.returncode != 0:
-        return "exit%d:%s" % (p.returncode, hashlib.sha256(p.stderr).hexdigest()[:16]), p.stdout
+        err = p.stderr.replace(TMP[0], b"TMP") if TMP[0] else p.stderr
+        return "exit%d:%s" % (p.returncode, hashlib.sha256(err).hexdigest()[:16]), p.stdout
     return hashlib.sha256(p.stdout).hexdigest(), p.stdout
 
 
@@ -44,7 +48,7 @@ def profiles(build, tmp):
     """(name, path) of every single-host profile, and (name, dir) of sessions."""
     gen = os.path.join(build, "tools", "xprofs-gen")
     hosts, sessions = [], []
-    shared = os.path.join(SRC, "..", "shared", "samples")
+    shared = os.path.realpath(os.path.join(SRC, "..", "shared", "samples"))
     if os.path.isdir(shared):
         for root, _, files in sorted(os.walk(shared)):
             for f in sorted(files):
@@ -114,6 +118,7 @@ def main():
     cli = os.path.join(build, "tools", "xprofs-decode")
     out = []
     with tempfile.TemporaryDirectory() as tmp:
+        TMP[0] = tmp.encode()
         hosts, sessions = profiles(build, tmp)
         for name, path in hosts:
             digest_host(cli, name, path, out)

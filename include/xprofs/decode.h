@@ -1,30 +1,10 @@
 /*
- * xprofs/decode.h - XSpace (*.xplane.pb) decoding into JSON views, streaming
- * and in bounded memory. No FUSE here: tools/xprofs-decode and fs/ share it.
- *
- * Model: xprofs_xspace_open() makes one structural pass over the file through
- * a struct xprofs_reader (skipping event bodies) and keeps a small index:
- * planes, lines, event counts, first/last times, and where each plane's
- * metadata maps lie. Views are then rendered from the index plus one more
- * streaming pass over just the bytes they need: summary.json needs no event
- * bodies; a track reads one line; ops/steps/trace read every event once,
- * holding one line's events at a time, never the whole profile.
- *
- * Every length, offset and id from the file is bounds-checked; a truncated,
- * corrupt or hostile file makes the call fail with -EINVAL (malformed) or
- * -EIO (read error) and a human-readable reason in @err, never a crash, a
- * hang or an allocation sized by the file's claims alone. -E2BIG: a single
- * item (event, string) larger than 32 MiB read through pread. Files with
- * more than 65,536 planes, 1 Mi lines or 8 Mi index entries are refused
- * (-EINVAL).
- *
- * Memory: the index is O(planes + lines + metadata entries); a render holds
- * a 1 MiB event window, its plane's metadata region (<= 16 MiB) and at most
- * ~64 MiB of decoded metadata, whatever the profile size. Schemas and rules
- * of the views: docs/decode.md.
- *
- * Thread safety: an xprofs_xspace may be rendered from several threads at
- * once provided the reader's pread() is thread-safe.
+ * xprofs/decode.h - the views of a profile: names, and rendering one to a
+ * sink, streaming and in bounded memory. No FUSE here: tools/xprofs-decode
+ * and fs/ share it. A profile is opened with xprofs/xspace.h (included);
+ * the views are made by the analyses in trace/ and stats/ behind
+ * decode/render.c. Schemas and rules of the views: docs/decode.md,
+ * docs/trace.md, docs/stats.md.
  */
 #ifndef XPROFS_DECODE_H
 #define XPROFS_DECODE_H
@@ -34,6 +14,7 @@
 #include <stdint.h>
 
 #include "xprofs/util.h"
+#include "xprofs/xspace.h"
 
 enum xprofs_view {
 	XPROFS_VIEW_SUMMARY = 0, /* summary.json */
@@ -56,53 +37,6 @@ const char *xprofs_view_name(enum xprofs_view v);
  */
 int xprofs_view_parse(const char *name);
 
-struct xprofs_xspace;
-
-/* Whole-profile totals, cheap (from the index). Times in ps, profile-relative. */
-struct xprofs_xspace_totals {
-	uint64_t planes, lines, events;
-	int64_t first_ps, last_ps;                   /* 0/0 when there are no events */
-	int64_t start_walltime_ns, stop_walltime_ns; /* Task Environment stats, 0 if absent */
-	uint64_t errors, warnings;
-};
-
-/**
- * xprofs_xspace_open() - index the profile behind @r.
- * @r:   borrowed; must stay valid (and its pread usable) until xprofs_xspace_free().
- * @err: optional; receives the reason on failure.
- * @out: written on success; caller owns, free with xprofs_xspace_free().
- */
-int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
-		       struct xprofs_xspace **out) XPROFS_WUR;
-/* Options of xprofs_xspace_open_opts(); zero-initialise, then set. */
-struct xprofs_xspace_opts {
-	/*
-	 * Index the planes on up to this many threads (the caller's included,
-	 * at most 8; 0 or 1 = the calling thread). Requires a thread-safe
-	 * reader pread (pread(2) on a file is). Files under 64 MiB are indexed
-	 * on the calling thread alone.
-	 */
-	unsigned threads;
-	/*
-	 * Tracks only: skip the per-event work of the index (event counts and
-	 * first/last times stay 0). Tracks, trace, ops and steps render as
-	 * usual; the summary view fails with -EOPNOTSUPP. For one-shot callers
-	 * that render a single track (xprofs-decode --track).
-	 */
-	bool tracks_only;
-};
-
-/**
- * xprofs_xspace_open_opts() - xprofs_xspace_open() with @opts (may be NULL).
- * Same result and same first error, whatever the thread count.
- */
-int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_xspace_opts *opts,
-			    struct xprofs_buf *err, struct xprofs_xspace **out) XPROFS_WUR;
-/** xprofs_xspace_free() - accepts NULL; returns NULL. */
-struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x);
-
-int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t);
-
 /**
  * xprofs_xspace_render() - write view @v as JSON to @out.
  * @err: optional; receives the reason on failure, and is left as it was on
@@ -111,12 +45,6 @@ int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace
  */
 int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err) XPROFS_WUR;
-
-/*
- * Picoseconds in trace.json's base: line timestamp_ns * 1000 + offset_ps,
- * exact (epoch-based profiles pass 2^63 ps).
- */
-__extension__ typedef __int128 xprofs_ps128;
 
 /* Options of xprofs_xspace_render_opts(); zero-initialise, then set. */
 struct xprofs_render_opts {
@@ -179,22 +107,6 @@ int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
 			      const struct xprofs_render_opts *opts, const struct xprofs_sink *out,
 			      struct xprofs_buf *err) XPROFS_WUR;
 
-/*
- * Tracks: one per (plane, line). Their file names are the plane/line names
- * mapped reversibly to safe file names (no '/', no NUL, never "." or "..",
- * at most 255 bytes, unique within their directory; the line file name ends
- * in ".json"). planes/<plane_file>/<line_file> is the track's path.
- */
-size_t xprofs_xspace_track_count(const struct xprofs_xspace *x);
-/**
- * xprofs_xspace_track_names() - borrowed names of track @i (valid until the
- * xspace is freed); -ERANGE for a bad @i.
- */
-int xprofs_xspace_track_names(const struct xprofs_xspace *x, size_t i, const char **plane_file,
-			      const char **line_file);
-/** xprofs_xspace_track_find() - index of the track with these file names, or -ENOENT. */
-int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_file,
-			     const char *line_file);
 /** xprofs_xspace_render_track() - planes/<plane>/<line>.json of track @i. */
 int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i, const struct xprofs_sink *out,
 			       struct xprofs_buf *err) XPROFS_WUR;
@@ -238,12 +150,5 @@ int xprofs_decode_session_ops(const struct xprofs_session_in *s,
 int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *base,
 			  const struct xprofs_session_in *cur,
 			  const struct xprofs_sink *out) XPROFS_WUR;
-
-/**
- * xprofs_decode_name_encode() / _decode() - the reversible, safe mapping of a
- * plane or line name to a file name component. Caller owns the result (free()).
- */
-char *xprofs_decode_name_encode(const char *name, size_t len);
-char *xprofs_decode_name_decode(const char *file, size_t *len);
 
 #endif

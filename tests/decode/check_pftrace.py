@@ -7,7 +7,7 @@ with PROFILEs, only those are checked)
 For each profile (shared samples, generated tpu/gpu/cpu profiles, the edge-case
 sample, two hostile ones; and a generated profile through a real mount, its
 host file and its steps/0 slice) it decodes trace.pftrace with protoc-generated
-code from decode/proto/perfetto_trace.proto and checks:
+code from trace/proto/perfetto_trace.proto and checks:
 - structure: every event on a described track (its own or the sequence's
   TrackEventDefaults track); the first packet of each sequence clears
   incremental state and later ones need it; interned ids (event names,

@@ -18,7 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "decode-internal.h"
+#include "xprofs/xspace.h"
 #include "xprofs/decode.h"
 
 static int discard(void *arg, const void *p, size_t n)

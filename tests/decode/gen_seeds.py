@@ -18,7 +18,7 @@ ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 OUT = os.path.join(ROOT, "tests", "fuzz", "corpus", "decode")
 
 tmp = tempfile.mkdtemp()
-subprocess.run(["protoc", "--proto_path=" + os.path.join(ROOT, "decode", "proto"),
+subprocess.run(["protoc", "--proto_path=" + os.path.join(ROOT, "xspace", "proto"),
                 "--python_out=" + tmp, os.path.join(ROOT, "decode", "proto", "xplane.proto")],
                check=True)
 sys.path.insert(0, tmp)

@@ -24,10 +24,12 @@
 #include <jansson.h>
 #include <zlib.h>
 
-#include "decode-internal.h"
-#include "render-internal.h"
+#include "xprofs/xspace.h"
+#include "xprofs/decode.h"
+#include "xprofs/trace.h"
 #include "xplane.pb-c.h"
 #include "xprofs/decode.h"
+#include "xprofs/trace.h"
 
 typedef Tensorflow__Profiler__XSpace XSpace;
 typedef Tensorflow__Profiler__XPlane XPlane;

@@ -1,6 +1,6 @@
 """tests/lib/xproto.py - the project's .proto files as Python modules, for oracles.
 
-    xplane_pb2, tmp = xproto.load("xplane")          # decode/proto/xplane.proto
+    xplane_pb2, tmp = xproto.load("xplane")          # xspace/proto/xplane.proto
     pf_pb2, _ = xproto.load("perfetto_trace")
 
 Runs Debian's protoc --python_out into a temporary directory (returned, the
@@ -34,8 +34,16 @@ def fail(msg):
 
 
 
-def load(name, proto_dir=os.path.join(SRC, "decode", "proto")):
-    """The generated module NAME_pb2 of PROTO_DIR/NAME.proto, and its temp dir."""
+# Where the project's .proto files are: the module that reads each.
+PROTO_DIRS = [os.path.join(SRC, m, "proto") for m in ("xspace", "trace", "capture")]
+
+
+def load(name, proto_dir=None):
+    """The generated module NAME_pb2 of PROTO_DIR/NAME.proto (default: the
+    module folder that has it), and its temp dir."""
+    if proto_dir is None:
+        proto_dir = next((d for d in PROTO_DIRS
+                          if os.path.exists(os.path.join(d, name + ".proto"))), PROTO_DIRS[0])
     protoc = shutil.which("protoc")
     if not protoc:
         print("SKIP: protoc (Debian protobuf-compiler) is not installed")

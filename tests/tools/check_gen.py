@@ -2,7 +2,7 @@
 """Checks tools/xprofs-gen against an independent oracle: protoc.
 
 Each generated file is decoded with `protoc --decode=tensorflow.profiler.XSpace`
-(schema decode/proto/xplane.proto, written from the reference; protoc shares
+(schema xspace/proto/xplane.proto, written from the reference; protoc shares
 no code with the generator, which has its own encoder) and the decoded tree is compared with what `--stats` claims
 (planes, lines, event counts, metadata counts) and checked for the XSpace
 invariants the decoder relies on: events sorted by offset and properly
@@ -24,7 +24,7 @@ import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PROTO_DIR = os.path.join(os.environ.get("XPROFS_SOURCE_ROOT", os.path.join(HERE, "..", "..")),
-                         "decode", "proto")
+                         "xspace", "proto")
 failures = []
 
 

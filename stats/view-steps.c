@@ -1,0 +1,1188 @@
+/*
+ * view-steps.c - steps.json: the events of every "Steps" line, labelled by
+ * step number (or step name, or the event name), with the time inside each
+ * step during which any device op line is busy.
+ *
+ * Design: steps are collected, sorted by plane and start; then the op lines
+ * of each device plane (dec_op_line_kind()) are merged by start time and
+ * every interval of their union adds its overlap to the plane's steps
+ * (binary search for the last step starting before it ends); the union of
+ * all device planes' op lines does the same for host steps. Concurrent
+ * streams count once. The breakdown's sweep over the same lines adds the
+ * union too where it has them all (steps_breakdown()), so the union pass
+ * runs only for the rest; the sweeps are dec_tasks_run() tasks. Limits: at most STEPS_MAX steps ("truncated": true
+ * beyond); at most MERGE_MAX lines merged at once (16 KiB to 1 MiB
+ * read-ahead each, 16 MiB in all for up to 1024 lines).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "stats-internal.h"
+
+#define STEPS_MAX ((size_t)1 << 20)
+
+struct busy_add;
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot, bool dev);
+
+/*
+ * XProf's step-time event types (event_span.h EventType), in its priority
+ * order: where events overlap, the highest type owns the time
+ * (ToNonOverlappedEvents()). BD_IDLE is UNKNOWN_TIME: no event at all.
+ */
+enum {
+	BD_IDLE = 0,
+	BD_HOST_COMPUTE,
+	BD_HOST_TO_HOST,
+	BD_HOST_TO_DEVICE,
+	BD_DEVICE_COLLECTIVES,
+	BD_HOST_WAIT_INPUT,
+	BD_DEVICE_TO_DEVICE,
+	BD_DEVICE_TO_HOST,
+	BD_DEVICE_COMPUTE,
+	BD_N
+};
+_Static_assert(BD_N == DEC_BD_N, "ops-internal.h counts the breakdown types");
+
+/* steps.json's breakdown keys, by type (also overview.svg's legend). */
+const char *const dec_bd_keys[BD_N] = {
+	"idle_ps",
+	"host_compute_ps",
+	"host_to_host_ps",
+	"host_to_device_ps",
+	"device_collectives_ps",
+	"host_wait_input_ps",
+	"device_to_device_ps",
+	"device_to_host_ps",
+	"device_compute_ps",
+};
+
+struct step {
+	size_t plane;
+	int64_t start, dur, device;
+	int64_t bd[BD_N];        /* time by event type (bd[BD_IDLE] is filled at the end) */
+	xprofs_ps128 begin, end; /* exact window (xprofs_xspace_steps()) */
+	char *label;             /* owned; a JSON value (number or string) */
+};
+
+struct steps {
+	struct step *s;
+	size_t n, cap;
+	bool cut;
+	size_t plane, line; /* of the line being collected */
+	size_t *hint;       /* owned, per plane: steps_add()'s last answer (where to look first) */
+	struct dec_busy *busy; /* owned, per plane: its op lines' union, where done[q] */
+};
+
+static int step_cmp(const void *a, const void *b)
+{
+	const struct step *x = a, *y = b;
+
+	if (x->plane != y->plane)
+		return x->plane < y->plane ? -1 : 1;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return 0;
+}
+
+/* A dec_stop_fn: the step cap, checked before an event's metadata is looked up. */
+static bool steps_full(void *arg)
+{
+	struct steps *st = arg;
+
+	if (st->n < STEPS_MAX)
+		return false;
+	st->cut = true;
+	return true;
+}
+
+/* A dec_event_fn: one step of the "Steps" line being collected (arg: struct steps). */
+static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
+		       void *arg)
+{
+	struct steps *st = arg;
+	struct dec_opstats os = {.borrow = true};
+	struct step *s;
+	struct dec_out lo;
+	int r;
+
+	if (e->has_stats &&
+	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
+		dec_opstats_clear(&os);
+		return r;
+	}
+	dec_out_init(&lo, NULL);
+	if (os.has_step_num)
+		dec_out_i64(&lo, os.step_num);
+	else if (m->has_step_num)
+		dec_out_i64(&lo, m->step_num);
+	else if (os.step_name)
+		dec_out_cstr(&lo, os.step_name);
+	else
+		dec_out_add(&lo, m->name_json, m->name_json_len);
+	dec_opstats_clear(&os);
+	if (lo.r < 0 || xprofs_grow(&st->s, &st->cap, st->n, sizeof(*st->s), 64) < 0) {
+		dec_out_deinit(&lo);
+		return -ENOMEM;
+	}
+	s = &st->s[st->n++];
+	s->plane = st->plane;
+	s->start = e->start_ps;
+	s->dur = e->duration_ps;
+	s->device = 0;
+	memset(s->bd, 0, sizeof(s->bd));
+	s->begin = (xprofs_ps128)rc->x->lines[st->line].timestamp_ns * 1000 + e->offset_ps;
+	s->end = s->begin + (e->duration_ps > 0 ? e->duration_ps : 1);
+	s->label = dec_out_steal(&lo, NULL);
+	dec_out_deinit(&lo);
+	if (!s->label) {
+		st->n--;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
+{
+	st->plane = rc->x->lines[li].plane;
+	st->line = li;
+	return dec_line_each(rc, li, steps_full, steps_event, st);
+}
+
+/*
+ * steps_find() - the first step of [a, b) starting at or after @end. The pieces
+ * of a sweep come in time order, so the last answer (*hint) or the next one
+ * usually is it; else a binary search.
+ */
+static size_t steps_find(const struct steps *st, size_t a, size_t b, int64_t end, size_t *hint)
+{
+	size_t lo = *hint, hi;
+
+	if (lo >= a && lo <= b && (lo == a || st->s[lo - 1].start < end)) {
+		while (lo < b && st->s[lo].start < end && lo - *hint < 2)
+			lo++;
+		if (lo == b || st->s[lo].start >= end)
+			return *hint = lo;
+	}
+	lo = a, hi = b;
+	while (lo < hi) { /* first step starting at or after @end */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (st->s[mid].start < end)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return *hint = lo;
+}
+
+/*
+ * steps_add() - add the overlap of [start, end) to @slot (BD_N: device time; -1:
+ * none) and, with @dev, to the device time too, of the steps of plane range [a, b).
+ */
+static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64_t end, int slot,
+		      bool dev, size_t *hint)
+{
+	size_t lo = steps_find(st, a, b, end, hint);
+
+	for (size_t k = lo; k > a; k--) {
+		struct step *s = &st->s[k - 1];
+		int64_t s_end = dec_sat_add(s->start, s->dur);
+		int64_t from = start > s->start ? start : s->start;
+		int64_t to = end < s_end ? end : s_end;
+
+		if (s_end <= start)
+			break;
+		if (to > from) {
+			if (slot >= 0) {
+				int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
+
+				*acc = dec_sat_add(*acc, to - from);
+			}
+			if (dev)
+				s->device = dec_sat_add(s->device, to - from);
+		}
+	}
+}
+
+/* steps_gather() - the steps of every "Steps" line, in steps.json's order. */
+static int steps_gather(struct dec_rctx *rc, struct steps *st)
+{
+	struct xprofs_xspace *x = rc->x;
+	int r;
+
+	for (size_t li = 0; li < x->n_lines; li++) {
+		const struct dec_line *l = &x->lines[li];
+
+		if (dec_str_eq(l->name, l->name_len, "Steps") &&
+		    (r = steps_collect(rc, li, st)) < 0)
+			return r;
+	}
+	if (st->n)
+		qsort(st->s, st->n, sizeof(*st->s), step_cmp);
+	return 0;
+}
+
+static void steps_free(struct steps *st)
+{
+	for (size_t i = 0; i < st->n; i++)
+		free(st->s[i].label);
+	free(st->s);
+	free(st->hint);
+	free(st->busy);
+}
+
+int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n)
+{
+	struct steps st = {0};
+	int r;
+
+	if ((r = steps_gather(rc, &st)) == 0 && st.n) {
+		*out = calloc(st.n, sizeof(**out));
+		if (!*out)
+			r = -ENOMEM;
+		for (size_t i = 0; r == 0 && i < st.n; i++) {
+			(*out)[i].plane = st.s[i].plane;
+			(*out)[i].begin_ps = st.s[i].begin;
+			(*out)[i].end_ps = st.s[i].end;
+		}
+		if (r == 0)
+			*n = st.n;
+	}
+	steps_free(&st);
+	return r;
+}
+
+/*
+ * Device busy time as a union: the events of several op lines merged by
+ * start time (a k-way merge, one small cursor per line), so that concurrent
+ * streams count once (XProf's step breakdown unions device activity,
+ * event_span.cc ToNonOverlappedEvents()). Lines are in time order after
+ * XProf's SortXSpace(); a line the index marks unsorted is merged as it
+ * comes, so its out-of-order events can count twice.
+ */
+#define MERGE_MAX 1024                     /* lines merged at once (more: groups, summed) */
+#define MERGE_WIN ((size_t)16 << 10)       /* least read-ahead of each line's cursor */
+#define MERGE_WIN_MAX ((size_t)1 << 20)    /* most (DEC_WIN_SIZE) */
+#define MERGE_WIN_TOTAL ((size_t)16 << 20) /* all cursors' read-ahead together */
+
+struct mline {
+	struct dec_rctx rc; /* only rc.x and rc.ev are used */
+	bool dev;           /* a device plane's op line (counts towards device_ps) */
+	struct dec_line_it it;
+	struct dec_event e;         /* the line's next event */
+	const uint8_t *cls;         /* borrowed: its plane's event type by metadata index */
+	const struct dec_mdix *evx; /* its plane's event metadata index */
+};
+
+struct merge {
+	struct mline *ml; /* owned, n of them */
+	size_t *heap;     /* indexes into ml, a min-heap by e.start_ps */
+	size_t n, nheap;
+};
+
+static bool mless(const struct merge *m, size_t a, size_t b)
+{
+	return m->ml[m->heap[a]].e.start_ps < m->ml[m->heap[b]].e.start_ps;
+}
+
+static void msift(struct merge *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, k = i, t;
+
+		if (l < m->nheap && mless(m, l, k))
+			k = l;
+		if (r < m->nheap && mless(m, r, k))
+			k = r;
+		if (k == i)
+			return;
+		t = m->heap[i], m->heap[i] = m->heap[k], m->heap[k] = t;
+		i = k;
+	}
+}
+
+/* mnext() - advance line @k to its next positioned event: 1, 0 at its end, -errno. */
+static int mnext(struct mline *ml)
+{
+	int r;
+
+	while ((r = dec_line_next(&ml->it, &ml->e)) > 0)
+		if (!ml->e.has_num) /* num_occurrences events have no place in time */
+			return 1;
+	return r;
+}
+
+static void merge_free(struct merge *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		dec_cur_deinit(&m->ml[i].rc.ev);
+	free(m->ml);
+	free(m->heap);
+	memset(m, 0, sizeof(*m));
+}
+
+/* merge_open() - a merge over the lines @li[0..n) (n <= MERGE_MAX). */
+static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		      struct merge *m)
+{
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	m->ml = calloc(n ? n : 1, sizeof(*m->ml));
+	m->heap = calloc(n ? n : 1, sizeof(*m->heap));
+	if (!m->ml || !m->heap)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct mline *ml = &m->ml[m->n++];
+		const struct dec_line *l = &rc->x->lines[li[i]];
+
+		ml->rc.x = rc->x;
+		ml->dev = dec_plane_is_device(&rc->x->planes[l->plane]);
+		ml->cls = cls ? cls[l->plane] : NULL;
+		ml->evx = &rc->x->planes[l->plane].ev;
+		dec_cur_init(&ml->rc.ev, rc->x->r, rc->err);
+		/* few lines: bigger windows, fewer reads; many: 16 MiB in all */
+		ml->rc.ev.win_pref = MERGE_WIN_TOTAL / n < MERGE_WIN       ? MERGE_WIN
+				     : MERGE_WIN_TOTAL / n > MERGE_WIN_MAX ? MERGE_WIN_MAX
+									   : MERGE_WIN_TOTAL / n;
+		ml->it.rc = &ml->rc;
+		ml->it.l = l;
+		ml->it.end = l->msg.off + l->msg.len;
+		ml->it.base_ps = dec_line_base_ps(l->timestamp_ns);
+		ml->rc.ev.pos = l->msg.off;
+		ml->rc.ev.end = ml->it.end;
+		if ((r = mnext(ml)) < 0)
+			return r;
+		if (r > 0)
+			m->heap[m->nheap++] = m->n - 1;
+	}
+	for (size_t i = m->nheap; i-- > 0;)
+		msift(m, i);
+	return 0;
+}
+
+/*
+ * merge_union() - the union of the events of lines @li[0..n), as disjoint
+ * intervals in time order, each added to the steps by @add(arg, from, to).
+ */
+static int merge_union(struct dec_rctx *rc, const size_t *li, size_t n,
+		       void (*add)(void *arg, int64_t from, int64_t to), void *arg)
+{
+	struct merge m;
+	int64_t cs = 0, ce = 0;
+	bool open = false;
+	int r;
+
+	if ((r = merge_open(rc, li, n, NULL, &m)) < 0)
+		goto out;
+	while (m.nheap) {
+		struct mline *ml = &m.ml[m.heap[0]];
+		int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
+
+		if (open && s > ce) {
+			add(arg, cs, ce);
+			open = false;
+		}
+		if (!open) {
+			cs = s, ce = t, open = true;
+		} else if (t > ce) {
+			ce = t;
+		}
+		if ((r = mnext(ml)) < 0)
+			goto out;
+		if (r == 0)
+			m.heap[0] = m.heap[--m.nheap];
+		msift(&m, 0);
+	}
+	if (open)
+		add(arg, cs, ce);
+	r = 0;
+out:
+	merge_free(&m);
+	return r;
+}
+
+/* What a union interval is added to: the steps of device plane @plane, or of every host plane. */
+struct busy_add {
+	struct steps *st;
+	const size_t *ra, *rb;
+	size_t plane; /* the device plane whose lines are merged, or SIZE_MAX: all */
+	size_t n_planes;
+	const struct xprofs_xspace *x;
+};
+
+/* busy_add_typed() - [from, to) to type @slot (-1: none; BD_N: device) and, with @dev, device. */
+static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot, bool dev)
+{
+	if (b->plane != SIZE_MAX) {
+		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to, slot, dev,
+			  &b->st->hint[b->plane]);
+		return;
+	}
+	for (size_t q = 0; q < b->n_planes; q++) {
+		if (b->rb[q] <= b->ra[q])
+			continue;
+		if (!dec_plane_is_device(&b->x->planes[q]))
+			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot, dev, &b->st->hint[q]);
+	}
+}
+
+/* ---- the step-time breakdown (XProf's ToNonOverlappedEvents()) --------- */
+
+#define ACTIVE_MAX ((size_t)1 << 20) /* events open at once in a sweep (more: ignored) */
+
+static bool prefix_icase(const char *s, size_t n, const char *lit)
+{
+	size_t k = strlen(lit);
+
+	return n >= k && !strncasecmp(s, lit, k);
+}
+
+static bool has_sub(const char *s, size_t n, const char *lit)
+{
+	return memmem(s, n, lit, strlen(lit)) != NULL;
+}
+
+/* The collective HLO categories (hlo_category) of TPU ops. */
+static bool is_collective(const char *cat)
+{
+	static const char *const c[] = {"all-reduce",
+					"all-gather",
+					"reduce-scatter",
+					"all-to-all",
+					"ragged-all-to-all",
+					"collective-permute",
+					"collective-broadcast",
+					"send",
+					"recv"};
+
+	for (size_t i = 0; cat && i < sizeof(c) / sizeof(c[0]); i++)
+		if (!strncmp(cat, c[i], strlen(c[i])))
+			return true;
+	return false;
+}
+
+/* ClassifyGpuEvent() (by name), and for TPU ops their hlo_category. */
+static uint8_t classify_device(const struct dec_evmd *m)
+{
+	if (prefix_icase(m->name, m->name_len, "memcpyhtod"))
+		return BD_HOST_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "memcpydtoh"))
+		return BD_DEVICE_TO_HOST;
+	if (prefix_icase(m->name, m->name_len, "memcpydtod"))
+		return BD_DEVICE_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "nccl") || is_collective(m->category))
+		return BD_DEVICE_COLLECTIVES;
+	if (m->category && !strcmp(m->category, "infeed"))
+		return BD_HOST_TO_DEVICE;
+	if (m->category && !strcmp(m->category, "outfeed"))
+		return BD_DEVICE_TO_HOST;
+	return BD_DEVICE_COMPUTE;
+}
+
+/* ClassifyCpuEvent() without the correlation id (HOST_PREPARE is not told apart). */
+static uint8_t classify_host(const struct dec_evmd *m)
+{
+	if (prefix_icase(m->name, m->name_len, "memcpyhtod") ||
+	    has_sub(m->name, m->name_len, "InfeedEnqueue"))
+		return BD_HOST_TO_DEVICE;
+	if (prefix_icase(m->name, m->name_len, "memcpyhtoh"))
+		return BD_HOST_TO_HOST;
+	if (prefix_icase(m->name, m->name_len, "IteratorGetNext"))
+		return BD_HOST_WAIT_INPUT;
+	return BD_HOST_COMPUTE;
+}
+
+/* classify_plane() - the event type of every event metadata of plane @q. *out: caller frees. */
+static int classify_plane(struct dec_rctx *rc, size_t q, uint8_t **out)
+{
+	const struct dec_plane *p = &rc->x->planes[q];
+	bool dev = dec_plane_is_device(p);
+	uint8_t *cls = malloc(p->ev.n ? p->ev.n : 1);
+	struct dec_evmd *m;
+	int r;
+
+	*out = NULL;
+	if (!cls)
+		return -ENOMEM;
+	if ((r = dec_plane_enter(rc, q)) < 0)
+		goto fail;
+	for (size_t k = 0; k < p->ev.n; k++) {
+		dec_md_gc(rc);
+		if ((r = dec_md_event(rc, p->ev.md[k].key, &m)) < 0)
+			goto fail;
+		cls[k] = dev ? classify_device(m) : classify_host(m);
+	}
+	*out = cls;
+	return 0;
+fail:
+	free(cls);
+	return r;
+}
+
+struct active { /* an open event of a sweep */
+	int64_t end;
+	uint8_t type;
+	bool dev; /* of a device op line */
+};
+
+struct sweep {
+	struct active *a; /* owned: a min-heap by end */
+	size_t n, cap;
+	int64_t cnt[BD_N];    /* open events by type */
+	int64_t ndev;         /* open events of device op lines */
+	int64_t t;            /* where the last segment ended */
+	bool fuse;            /* also add device_ps: the time any device op event is open */
+	bool lost;            /* an event was not pushed (ACTIVE_MAX): device_ps is not the union */
+	struct dec_busy busy; /* fused: the union of the device op events, as dec_device_busy() */
+};
+
+static void act_sift_down(struct sweep *w, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, k = i;
+		struct active t;
+
+		if (l < w->n && w->a[l].end < w->a[k].end)
+			k = l;
+		if (r < w->n && w->a[r].end < w->a[k].end)
+			k = r;
+		if (k == i)
+			return;
+		t = w->a[i], w->a[i] = w->a[k], w->a[k] = t;
+		i = k;
+	}
+}
+
+static int act_push(struct sweep *w, int64_t end, uint8_t type, bool dev)
+{
+	size_t i;
+	int r;
+
+	if (w->n >= ACTIVE_MAX) {
+		w->lost = true;
+		return 0;
+	}
+	if ((r = xprofs_grow(&w->a, &w->cap, w->n, sizeof(*w->a), 64)) < 0)
+		return r;
+	i = w->n++;
+	w->a[i] = (struct active){end, type, dev};
+	w->ndev += dev;
+	while (i && w->a[(i - 1) / 2].end > w->a[i].end) {
+		struct active t = w->a[i];
+
+		w->a[i] = w->a[(i - 1) / 2];
+		w->a[(i - 1) / 2] = t;
+		i = (i - 1) / 2;
+	}
+	w->cnt[type]++;
+	return 0;
+}
+
+static int sweep_top(const struct sweep *w)
+{
+	for (int k = BD_N - 1; k > BD_IDLE; k--)
+		if (w->cnt[k] > 0)
+			return k;
+	return BD_IDLE;
+}
+
+/*
+ * sweep_to() - the time up to @t goes to the highest open type, and (fused) to
+ * device_ps when a device op event is open: the pieces where one is open are
+ * the union of the device op events that merge_union() would add, in parts.
+ */
+static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
+{
+	int top = sweep_top(w);
+	bool dev = w->fuse && w->ndev > 0;
+
+	if (t > w->t && (top != BD_IDLE || dev))
+		busy_add_typed(b, w->t, t, top != BD_IDLE ? top : -1, dev);
+	if (t > w->t && dev)
+		w->busy.busy = dec_sat_add(w->busy.busy, t - w->t);
+	if (t > w->t)
+		w->t = t;
+}
+
+/*
+ * merge_sweep() - ToNonOverlappedEvents() over the events of lines @li[0..n)
+ * in start order: every piece of time goes to the highest-priority type open
+ * then; ends come before starts at the same time. With @fuse, device_ps too
+ * (the union of the device op lines among @li); *lost: it is not exact.
+ */
+static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		       struct busy_add *b, bool fuse, bool *lost, struct dec_busy *busy)
+{
+	struct sweep w = {.fuse = fuse};
+	struct merge m;
+	int r;
+
+	if ((r = merge_open(rc, li, n, cls, &m)) < 0)
+		goto out;
+	while (m.nheap || w.n) {
+		struct mline *ml = m.nheap ? &m.ml[m.heap[0]] : NULL;
+		ssize_t k;
+		uint8_t type;
+
+		if (w.n && (!ml || w.a[0].end <= ml->e.start_ps)) {
+			sweep_to(&w, w.a[0].end, b);
+			w.cnt[w.a[0].type]--;
+			w.ndev -= w.a[0].dev;
+			w.a[0] = w.a[--w.n];
+			act_sift_down(&w, 0);
+			continue;
+		}
+		if (!w.n)
+			w.t = ml->e.start_ps;
+		sweep_to(&w, ml->e.start_ps, b);
+		k = dec_md_find(ml->evx, ml->e.md);
+		type = k >= 0 && ml->cls ? ml->cls[k]
+					 : (dec_plane_is_device(&rc->x->planes[ml->it.l->plane])
+						    ? BD_DEVICE_COMPUTE
+						    : BD_HOST_COMPUTE);
+		if (ml->dev) { /* busy_sum_fn()'s first / last: the union's ends */
+			int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
+
+			if (!w.busy.any || s < w.busy.first)
+				w.busy.first = s;
+			if (!w.busy.any || t > w.busy.last)
+				w.busy.last = t;
+			w.busy.any = true;
+		}
+		if ((r = act_push(&w, ml->e.end_ps, type, ml->dev)) < 0)
+			goto out;
+		if ((r = mnext(ml)) < 0)
+			goto out;
+		if (r == 0)
+			m.heap[0] = m.heap[--m.nheap];
+		msift(&m, 0);
+	}
+	r = 0;
+out:
+	*lost = w.lost;
+	*busy = w.busy;
+	merge_free(&m);
+	free(w.a);
+	return r;
+}
+
+static void busy_add_fn(void *arg, int64_t from, int64_t to)
+{
+	busy_add_typed(arg, from, to, BD_N, false);
+}
+
+/*
+ * steps_device() - device_ps: per device plane with steps, the union of its
+ * op lines; for the steps of the other planes (host), the union of the op
+ * lines of every device plane. @done: per plane (and [n_planes] for the host
+ * steps) whether steps_breakdown()'s sweep already added it.
+ */
+static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb,
+			const bool *done)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
+	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
+	bool host_steps = false;
+	int r = 0;
+
+	if (!li)
+		return -ENOMEM;
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+			host_steps = true;
+	/* pass 0: each device plane's own steps; pass 1: the host steps, all device lines */
+	for (int pass = 0; pass < 2 && r == 0; pass++) {
+		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+			const struct dec_plane *p = &x->planes[q];
+
+			if (pass == 0 && (rb[q] <= ra[q] || !dec_plane_is_device(p) || done[q]))
+				continue;
+			if (pass == 1 && (!host_steps || q > 0 || done[x->n_planes]))
+				break;
+			b.plane = pass == 0 ? q : SIZE_MAX;
+			n = 0;
+			for (size_t j = 0; j < x->n_lines && r == 0; j++) {
+				const struct dec_line *l = &x->lines[j];
+				enum dec_line_kind k;
+
+				if (pass == 0 && l->plane != q)
+					continue;
+				k = dec_op_line_kind(x, &x->planes[l->plane], l, false);
+				if (k != LK_XLA_OPS && k != LK_STREAM)
+					continue;
+				li[n++] = j;
+				if (n == MERGE_MAX) {
+					r = merge_union(rc, li, n, busy_add_fn, &b);
+					n = 0;
+				}
+			}
+			if (r == 0 && n)
+				r = merge_union(rc, li, n, busy_add_fn, &b);
+		}
+	}
+	free(li);
+	return r;
+}
+
+/* bd_lines() - the op lines of the steps of plane @q (SIZE_MAX: host steps) into @li. */
+static size_t bd_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < x->n_lines && n < max; j++) {
+		const struct dec_line *l = &x->lines[j];
+		const struct dec_plane *p = &x->planes[l->plane];
+		bool dev = dec_plane_is_device(p);
+		enum dec_line_kind k;
+
+		if (q != SIZE_MAX && l->plane != q)
+			continue;
+		k = dec_op_line_kind(x, p, l, !dev && dec_host_has_fw(x, p));
+		if (k == LK_XLA_OPS || k == LK_STREAM || (q == SIZE_MAX && k == LK_HOST))
+			li[n++] = j;
+	}
+	return n;
+}
+
+/*
+ * sweep_fusable() - whether a sweep over @li[0..n) (bd_lines() of a group) can also
+ * give that group's device_ps exactly: it has every device op line merge_union()
+ * would take (bd_lines() was not cut at MERGE_MAX), and each line is known to be in
+ * time order (the union's and the sweep's treatments of out-of-order events differ).
+ */
+static bool sweep_fusable(const struct xprofs_xspace *x, const size_t *li, size_t n)
+{
+	if (n >= MERGE_MAX || x->tracks_only)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (x->lines[li[i]].unsorted)
+			return false;
+	return true;
+}
+
+/* device_reset() - device_ps back to 0 for steps [a, b) (a sweep's partial union). */
+static void device_reset(struct steps *st, size_t a, size_t b)
+{
+	for (size_t i = a; i < b; i++)
+		st->s[i].device = 0;
+}
+
+/* The sweeps of one steps_breakdown(), as dec_tasks_run() tasks. */
+struct bd_tasks {
+	struct steps *st;
+	const size_t *ra, *rb;
+	uint8_t **cls; /* per plane: its event types by metadata index */
+	bool *done;
+	bool host_steps;
+};
+
+/*
+ * bd_task() - a dec_task_fn: task q < n_planes sweeps device plane q's op lines
+ * for its steps, task n_planes every op line for the host steps. They write to
+ * disjoint steps (their planes'), hints, busy times and done flags.
+ */
+static int bd_task(struct dec_rctx *rc, size_t q, void *arg)
+{
+	struct bd_tasks *t = arg;
+	struct xprofs_xspace *x = rc->x;
+	struct steps *st = t->st;
+	struct busy_add b = {st, t->ra, t->rb, q, x->n_planes, x};
+	size_t *li, n;
+	bool fuse, lost = false, host = q == x->n_planes;
+	struct dec_busy all, *busy = host ? &all : &st->busy[q];
+	int r = 0;
+
+	if (host ? !t->host_steps : t->rb[q] <= t->ra[q] || !dec_plane_is_device(&x->planes[q]))
+		return 0;
+	if (!(li = malloc(MERGE_MAX * sizeof(*li))))
+		return -ENOMEM;
+	b.plane = host ? SIZE_MAX : q;
+	n = bd_lines(x, b.plane, li, MERGE_MAX);
+	fuse = sweep_fusable(x, li, n);
+	memset(busy, 0, sizeof(*busy));
+	if (n)
+		r = merge_sweep(rc, li, n, t->cls, &b, fuse, &lost, busy);
+	t->done[q] = fuse && !lost;
+	for (size_t p = 0; fuse && lost && p < x->n_planes; p++)
+		if (host ? !dec_plane_is_device(&x->planes[p]) : p == q)
+			device_reset(st, t->ra[p], t->rb[p]);
+	free(li);
+	return r;
+}
+
+/* A dec_task_cost_fn: the events a sweep reads, roughly. */
+static uint64_t bd_cost(const struct xprofs_xspace *x, size_t q, void *arg)
+{
+	(void)arg;
+	return q < x->n_planes ? x->planes[q].events : x->totals.events;
+}
+
+/*
+ * steps_breakdown() - every step's time by XProf's event types: a device plane's
+ * steps from its op lines, host steps from every device op line and the host op
+ * lines; the rest of the step is idle. More than MERGE_MAX lines: the first ones only.
+ * Where the sweep has every line the union needs (sweep_fusable()), it adds
+ * device_ps as well, and done[q] (done[n_planes]: the host steps) says so: one pass
+ * over those lines instead of two. The sweeps run as dec_tasks_run() tasks.
+ */
+static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *ra,
+			   const size_t *rb, bool *done)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct bd_tasks t = {st, ra, rb, calloc(x->n_planes + 1, sizeof(*t.cls)), done, false};
+	int r = 0;
+
+	if (!t.cls)
+		return -ENOMEM;
+	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+		t.host_steps |= rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]);
+		r = classify_plane(rc, q, &t.cls[q]);
+	}
+	if (r == 0)
+		r = dec_tasks_run(rc, x->n_planes + 1, bd_task, bd_cost, &t);
+	for (size_t i = 0; r == 0 && i < st->n; i++) {
+		struct step *s = &st->s[i];
+		int64_t busy = 0;
+
+		for (int k = BD_IDLE + 1; k < BD_N; k++)
+			busy = dec_sat_add(busy, s->bd[k]);
+		s->bd[BD_IDLE] = s->dur > busy ? s->dur - busy : 0;
+	}
+	for (size_t q = 0; q < x->n_planes; q++)
+		free(t.cls[q]);
+	free(t.cls);
+	return r;
+}
+
+static void out_breakdown(struct dec_out *o, const int64_t *bd)
+{
+	for (int k = 0; k < BD_N; k++) {
+		OUT_RAW(o, k ? ",\"" : "{\"");
+		dec_out_add(o, dec_bd_keys[k], strlen(dec_bd_keys[k]));
+		OUT_LIT(o, "\":");
+		dec_out_i64(o, bd[k]);
+	}
+	OUT_LIT(o, "}");
+}
+
+/*
+ * steps_summarize() - the overview page's step-time summary of steps [a, b) (one
+ * plane's): XProf's StepSummary (average, standard deviation of the population,
+ * minimum, maximum) of duration_ps, and the average of each breakdown type.
+ */
+static void steps_summarize(const struct steps *st, size_t a, size_t b,
+			    struct dec_step_summary *sum)
+{
+	double total = 0, var = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	sum->has = true;
+	sum->plane = st->s[a].plane;
+	sum->n = b - a;
+	sum->min = INT64_MAX;
+	sum->max = INT64_MIN;
+	for (size_t i = a; i < b; i++) {
+		total += (double)st->s[i].dur;
+		sum->min = st->s[i].dur < sum->min ? st->s[i].dur : sum->min;
+		sum->max = st->s[i].dur > sum->max ? st->s[i].dur : sum->max;
+		for (int k = 0; k < BD_N; k++)
+			sum->bd[k] += (double)st->s[i].bd[k];
+	}
+	sum->avg = total / (double)(b - a);
+	for (size_t i = a; i < b; i++)
+		var += ((double)st->s[i].dur - sum->avg) * ((double)st->s[i].dur - sum->avg);
+	sum->stddev = sqrt(var / (double)(b - a));
+	for (int k = 0; k < BD_N; k++)
+		sum->bd[k] /= (double)(b - a);
+}
+
+void dec_step_summary_write(struct dec_out *o, const struct xprofs_xspace *x,
+			    const struct dec_step_summary *sum)
+{
+	OUT_LIT(o, "{\"plane\":");
+	dec_out_str(o, x->planes[sum->plane].name, x->planes[sum->plane].name_len);
+	OUT_LIT(o, ",\"steps\":");
+	dec_out_u64(o, sum->n);
+	OUT_LIT(o, ",\"avg_ps\":");
+	dec_out_double(o, sum->avg);
+	OUT_LIT(o, ",\"stddev_ps\":");
+	dec_out_double(o, sum->stddev);
+	dec_out_key_i64(o, ",\"min_ps\":", sum->min);
+	dec_out_key_i64(o, ",\"max_ps\":", sum->max);
+	OUT_LIT(o, ",\"breakdown_avg\":{");
+	for (int k = 0; k < BD_N; k++) {
+		OUT_RAW(o, k ? ",\"" : "\"");
+		dec_out_add(o, dec_bd_keys[k], strlen(dec_bd_keys[k]));
+		OUT_LIT(o, "\":");
+		dec_out_double(o, sum->bd[k]);
+	}
+	OUT_LIT(o, "}}");
+}
+
+/* out_summary() - summary[]: one dec_step_summary per plane with steps. */
+static void out_summary(struct dec_out *o, const struct xprofs_xspace *x, const struct steps *st)
+{
+	struct dec_step_summary sum;
+
+	for (size_t a = 0, b; a < st->n; a = b) {
+		for (b = a; b < st->n && st->s[b].plane == st->s[a].plane; b++)
+			;
+		steps_summarize(st, a, b, &sum);
+		OUT_RAW(o, a ? ",\n" : "\n");
+		dec_step_summary_write(o, x, &sum);
+	}
+}
+
+/* steps_compute() - every step with its device time and breakdown; *ra, *rb: per plane
+ * the range of its steps (caller frees both and the steps). */
+static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb,
+			 bool **done_out)
+{
+	struct xprofs_xspace *x = rc->x;
+	bool *done;
+	int r;
+
+	*ra = calloc(x->n_planes + 1, sizeof(**ra));
+	*rb = calloc(x->n_planes + 1, sizeof(**rb));
+	if (!*ra || !*rb)
+		return -ENOMEM;
+	if ((r = steps_gather(rc, st)) < 0)
+		return r;
+	for (size_t i = 0; i < st->n; i++) {
+		if ((*ra)[st->s[i].plane] == (*rb)[st->s[i].plane])
+			(*ra)[st->s[i].plane] = i;
+		(*rb)[st->s[i].plane] = i + 1;
+	}
+	if (!st->n)
+		return 0;
+	if (!(st->hint = calloc(x->n_planes + 1, sizeof(*st->hint))) ||
+	    !(st->busy = calloc(x->n_planes + 1, sizeof(*st->busy))))
+		return -ENOMEM;
+	if (!(done = calloc(x->n_planes + 1, sizeof(*done))))
+		return -ENOMEM;
+	if ((r = steps_breakdown(rc, st, *ra, *rb, done)) == 0)
+		r = steps_device(rc, st, *ra, *rb, done);
+	if (done_out)
+		*done_out = done;
+	else
+		free(done);
+	return r;
+}
+
+/* The plane whose steps the overview shows: host steps first (the steps XProf groups
+ * by), else the first device plane's; SIZE_MAX: no steps. */
+static size_t steps_pick(const struct xprofs_xspace *x, const size_t *ra, const size_t *rb)
+{
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+			return q;
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (rb[q] > ra[q])
+			return q;
+	return SIZE_MAX;
+}
+
+int dec_steps_each(struct dec_rctx *rc, dec_step_fn fn, void *arg)
+{
+	struct steps st = {0};
+	size_t *ra = NULL, *rb = NULL, pick;
+	int r;
+
+	if ((r = steps_compute(rc, &st, &ra, &rb, NULL)) < 0)
+		goto out;
+	pick = steps_pick(rc->x, ra, rb);
+	for (size_t i = 0; pick != SIZE_MAX && i < rb[pick] - ra[pick] && r == 0; i++) {
+		const struct step *s = &st.s[ra[pick] + i];
+
+		r = fn(arg, i, rb[pick] - ra[pick], s->dur, s->bd);
+	}
+out:
+	steps_free(&st);
+	free(ra);
+	free(rb);
+	return r;
+}
+
+int dec_steps_overview_busy(struct dec_rctx *rc, struct dec_step_summary *sum,
+			    struct dec_busy *busy, bool *busy_ok)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct steps st = {0};
+	size_t *ra = NULL, *rb = NULL, pick;
+	bool *done = NULL;
+	int r;
+
+	memset(sum, 0, sizeof(*sum));
+	if ((r = steps_compute(rc, &st, &ra, &rb, &done)) < 0)
+		goto out;
+	pick = steps_pick(x, ra, rb);
+	if (pick != SIZE_MAX)
+		steps_summarize(&st, ra[pick], rb[pick], sum);
+	for (size_t q = 0; busy && q < x->n_planes; q++) {
+		busy_ok[q] = done && done[q] && dec_plane_is_device(&x->planes[q]);
+		if (busy_ok[q])
+			busy[q] = st.busy[q];
+	}
+out:
+	steps_free(&st);
+	free(ra);
+	free(rb);
+	free(done);
+	return r;
+}
+
+int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
+{
+	return dec_steps_overview_busy(rc, sum, NULL, NULL);
+}
+
+bool dec_busy_in_steps(const struct xprofs_xspace *x, size_t q)
+{
+	const struct dec_plane *p = &x->planes[q];
+
+	if (x->tracks_only || !dec_plane_is_device(p))
+		return false;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps") &&
+		    x->lines[j].events)
+			return true;
+	return false;
+}
+
+/* The tasks of one dec_steps_busy_sum(): the steps, then each device plane's union. */
+struct sb_tasks {
+	struct dec_step_summary *sum;
+	struct dec_busy *busy, *sbusy; /* owned, per plane: the union; the steps' sweep's */
+	bool *pred, *sok;              /* owned, per plane: left to the steps; given by them */
+};
+
+static int sb_task(struct dec_rctx *rc, size_t i, void *arg)
+{
+	struct sb_tasks *t = arg;
+
+	if (i == 0)
+		return dec_steps_overview_busy(rc, t->sum, t->sbusy, t->sok);
+	if (!dec_plane_is_device(&rc->x->planes[i - 1]) || t->pred[i - 1])
+		return 0;
+	return dec_device_busy(rc, i - 1, &t->busy[i - 1]);
+}
+
+static uint64_t sb_cost(const struct xprofs_xspace *x, size_t i, void *arg)
+{
+	const struct sb_tasks *t = arg;
+
+	if (i == 0)
+		return x->totals.events;
+	return dec_plane_is_device(&x->planes[i - 1]) && !t->pred[i - 1] ? x->planes[i - 1].events
+									 : 0;
+}
+
+int dec_steps_busy_sum(struct dec_rctx *rc, struct dec_step_summary *sum, int64_t *busy,
+		       int64_t *span)
+{
+	struct xprofs_xspace *x = rc->x;
+	size_t n = x->n_planes + 1;
+	struct sb_tasks t = {sum, calloc(n, sizeof(*t.busy)), calloc(n, sizeof(*t.sbusy)),
+			     calloc(n, sizeof(*t.pred)), calloc(n, sizeof(*t.sok))};
+	int r = 0;
+
+	memset(sum, 0, sizeof(*sum));
+	*busy = *span = 0;
+	if (!t.busy || !t.sbusy || !t.pred || !t.sok) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t q = 0; q < x->n_planes; q++)
+		t.pred[q] = dec_busy_in_steps(x, q);
+	if ((r = dec_tasks_run(rc, n, sb_task, sb_cost, &t)) < 0)
+		goto out;
+	for (size_t q = 0; q < x->n_planes; q++) {
+		const struct dec_busy *b = &t.busy[q];
+
+		if (!dec_plane_is_device(&x->planes[q]))
+			continue;
+		if (t.pred[q] && t.sok[q])
+			b = &t.sbusy[q];
+		else if (t.pred[q] && (r = dec_device_busy(rc, q, &t.busy[q])) < 0)
+			goto out;
+		*busy = dec_sat_add(*busy, b->busy);
+		*span = dec_sat_add(*span, b->any ? dec_sat_add(b->last, -b->first) : 0);
+	}
+out:
+	free(t.busy);
+	free(t.sbusy);
+	free(t.pred);
+	free(t.sok);
+	return r;
+}
+
+/* A union interval: adds to struct dec_busy. */
+static void busy_sum_fn(void *arg, int64_t from, int64_t to)
+{
+	struct dec_busy *b = arg;
+
+	b->busy = dec_sat_add(b->busy, to - from);
+	if (!b->any || from < b->first)
+		b->first = from;
+	if (!b->any || to > b->last)
+		b->last = to;
+	b->any = true;
+}
+
+int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b)
+{
+	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
+	int r = 0;
+
+	memset(b, 0, sizeof(*b));
+	if (!li)
+		return -ENOMEM;
+	if ((n = bd_lines(rc->x, q, li, MERGE_MAX)))
+		r = merge_union(rc, li, n, busy_sum_fn, b);
+	free(li);
+	return r;
+}
+
+int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
+{
+	struct xprofs_xspace *x = rc->x;
+	struct steps st = {0};
+	size_t *ra = NULL, *rb = NULL; /* per plane: range of its steps */
+	int r = 0;
+
+	if ((r = steps_compute(rc, &st, &ra, &rb, NULL)) < 0)
+		goto out;
+	OUT_LIT(o, "{\"steps\":[");
+	for (size_t i = 0; i < st.n; i++) {
+		const struct step *s = &st.s[i];
+
+		OUT_RAW(o, i ? ",\n{\"plane\":" : "\n{\"plane\":");
+		dec_out_str(o, x->planes[s->plane].name, x->planes[s->plane].name_len);
+		OUT_LIT(o, ",\"step\":");
+		OUT_RAW(o, s->label);
+		dec_out_key_i64(o, ",\"start_ps\":", s->start);
+		dec_out_key_i64(o, ",\"duration_ps\":", s->dur);
+		dec_out_key_i64(o, ",\"device_ps\":", s->device);
+		OUT_LIT(o, ",\"breakdown\":");
+		out_breakdown(o, s->bd);
+		OUT_LIT(o, "}");
+		if ((r = dec_out_flush(o, false)) < 0)
+			goto out;
+	}
+	OUT_RAW(o, st.cut ? "\n],\"truncated\":true" : "\n],\"truncated\":false");
+	OUT_LIT(o, ",\"summary\":[");
+	out_summary(o, x, &st);
+	OUT_LIT(o, "\n]}\n");
+	r = 0;
+out:
+	steps_free(&st);
+	free(ra);
+	free(rb);
+	return r;
+}

@@ -1,0 +1,292 @@
+/*
+ * view-summary.c - summary.json of one host (from the index, plus the
+ * plane-level stats) and the session-level summary over several hosts.
+ *
+ * Design: no event bodies are read: counts and first/last times come from
+ * the index built by xprofs_xspace_open(). Limits: a profile opened with
+ * tracks_only has no event statistics, so its summary is refused
+ * (-EOPNOTSUPP, in dec_render()).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats-internal.h"
+
+static void out_strs(struct dec_out *o, const char *key, const struct dec_strs *s)
+{
+	dec_out_str(o, key, strlen(key));
+	OUT_LIT(o, ":[");
+	for (size_t i = 0; i < s->n; i++) {
+		if (i)
+			OUT_LIT(o, ",");
+		dec_out_str(o, s->s[i], s->len[i]);
+	}
+	OUT_LIT(o, "]");
+}
+
+/* out_span() - ,"first_ps":N,"last_ps":N; both null when there are no events (no time). */
+static void out_span(struct dec_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
+{
+	if (!events) {
+		OUT_LIT(o, ",\"first_ps\":null,\"last_ps\":null");
+		return;
+	}
+	dec_out_key_i64(o, ",\"first_ps\":", first_ps);
+	dec_out_key_i64(o, ",\"last_ps\":", last_ps);
+}
+
+/* out_counts() - ,"events":N,"first_ps":N,"last_ps":N (null times when N is 0) */
+static void out_counts(struct dec_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
+{
+	OUT_LIT(o, ",\"events\":");
+	dec_out_u64(o, events);
+	out_span(o, events, first_ps, last_ps);
+}
+
+/* out_host_counts() - ,"planes":N,"lines":N and out_counts() of @t (session summary). */
+static void out_host_counts(struct dec_out *o, const struct xprofs_xspace_totals *t)
+{
+	OUT_LIT(o, ",\"planes\":");
+	dec_out_u64(o, t->planes);
+	OUT_LIT(o, ",\"lines\":");
+	dec_out_u64(o, t->lines);
+	out_counts(o, t->events, t->first_ps, t->last_ps);
+}
+
+/* out_walltime() - @lit then @ns, or null for 0 (absent). */
+static void out_walltime(struct dec_out *o, const char *lit, int64_t ns)
+{
+	dec_out_add(o, lit, strlen(lit));
+	if (ns)
+		dec_out_i64(o, ns);
+	else
+		OUT_LIT(o, "null");
+}
+
+static int plane_stats(struct dec_rctx *rc, size_t pi, struct dec_out *o)
+{
+	struct dec_render_arg ra = {o, true};
+	int r;
+
+	OUT_LIT(o, "{");
+	if ((r = dec_walk_plane_stats(rc, pi, dec_render_stat, &ra)) < 0)
+		return r;
+	OUT_LIT(o, "}");
+	dec_md_gc(rc);
+	return 0;
+}
+
+int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
+{
+	struct xprofs_xspace *x = rc->x;
+	const struct xprofs_xspace_totals *t = &x->totals;
+	int r;
+
+	OUT_LIT(o, "{");
+	out_strs(o, "hostnames", &x->hostnames);
+	OUT_LIT(o, ",");
+	out_strs(o, "errors", &x->errors);
+	OUT_LIT(o, ",");
+	out_strs(o, "warnings", &x->warnings);
+	out_walltime(o, ",\"profile_start_walltime_ns\":", t->start_walltime_ns);
+	out_walltime(o, ",\"profile_stop_walltime_ns\":", t->stop_walltime_ns);
+	out_span(o, t->events, t->first_ps, t->last_ps);
+	/* saturated: first_ps may be INT64_MIN in a hostile file (no -INT64_MIN) */
+	if (!t->events)
+		OUT_LIT(o, ",\"span_ps\":null");
+	else
+		dec_out_key_i64(o, ",\"span_ps\":",
+				t->first_ps == INT64_MIN ? INT64_MAX
+							 : dec_sat_add(t->last_ps, -t->first_ps));
+	OUT_LIT(o, ",\"events\":");
+	dec_out_u64(o, t->events);
+	OUT_LIT(o, ",\"planes\":[");
+	for (size_t pi = 0; pi < x->n_planes; pi++) {
+		const struct dec_plane *p = &x->planes[pi];
+
+		if (pi)
+			OUT_LIT(o, ",");
+		dec_out_key_i64(o, "{\"id\":", p->id);
+		OUT_LIT(o, ",\"name\":");
+		dec_out_str(o, p->name, p->name_len);
+		OUT_LIT(o, ",\"file\":");
+		dec_out_cstr(o, p->file);
+		out_counts(o, p->events, p->first_ps, p->last_ps);
+		OUT_LIT(o, ",\"event_metadata\":");
+		dec_out_u64(o, p->ev.n);
+		OUT_LIT(o, ",\"stat_metadata\":");
+		dec_out_u64(o, p->st.n);
+		OUT_LIT(o, ",\"stats\":");
+		if ((r = plane_stats(rc, pi, o)) < 0)
+			return r;
+		OUT_LIT(o, ",\"lines\":[");
+		for (size_t j = 0; j < p->n_lines; j++) {
+			const struct dec_line *l = &x->lines[p->first_line + j];
+
+			if (j)
+				OUT_LIT(o, ",");
+			dec_out_key_i64(o, "{\"id\":", l->id);
+			dec_out_key_i64(o,
+					",\"display_id\":", l->display_id ? l->display_id : l->id);
+			OUT_LIT(o, ",\"name\":");
+			dec_out_str(o, l->name, l->name_len);
+			OUT_LIT(o, ",\"display_name\":");
+			dec_out_line_name(o, l);
+			OUT_LIT(o, ",\"file\":");
+			dec_out_cstr(o, l->file);
+			dec_out_key_i64(o, ",\"timestamp_ns\":", l->timestamp_ns);
+			dec_out_key_i64(o, ",\"duration_ps\":", l->duration_ps);
+			out_counts(o, l->events, l->first_ps, l->last_ps);
+			OUT_LIT(o, "}");
+		}
+		OUT_LIT(o, "]}");
+		if ((r = dec_out_flush(o, false)) < 0)
+			return r;
+	}
+	OUT_LIT(o, "]}\n");
+	return 0;
+}
+
+/* One host's numbers for the session summary (docs/stats.md "Session summary"). */
+struct host_stat {
+	struct dec_step_summary steps;
+	int64_t busy, span;
+	bool ok;
+};
+
+/* host_stat_fn() - a dec_with_rctx() function: the step summary and device busy share. */
+static int host_stat_fn(struct dec_rctx *rc, void *arg)
+{
+	struct host_stat *h = arg;
+	int r;
+
+	if ((r = dec_steps_busy_sum(rc, &h->steps, &h->busy, &h->span)) < 0)
+		return r;
+	h->ok = true;
+	return 0;
+}
+
+static void out_host_stat(struct dec_out *o, const struct host_stat *h)
+{
+	if (h->ok && h->steps.has) {
+		OUT_LIT(o, ",\"step_avg_ps\":");
+		dec_out_double(o, h->steps.avg);
+		dec_out_key_i64(o, ",\"step_max_ps\":", h->steps.max);
+		OUT_LIT(o, ",\"steps\":");
+		dec_out_u64(o, h->steps.n);
+	} else {
+		OUT_LIT(o, ",\"step_avg_ps\":null,\"step_max_ps\":null,\"steps\":0");
+	}
+	OUT_LIT(o, ",\"device_busy_share\":");
+	if (h->ok && h->span > 0)
+		dec_out_double(o, (double)h->busy / (double)h->span);
+	else
+		OUT_LIT(o, "null");
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * out_straggler() - the host with the highest average step time against the
+ * median of the hosts' averages (mean of the middle two for an even count);
+ * null with fewer than one host with steps.
+ */
+static void out_straggler(struct dec_out *o, const char *const *hosts, const struct host_stat *hs,
+			  size_t n)
+{
+	double *v = malloc((n + 1) * sizeof(*v)), med;
+	size_t k = 0, worst = SIZE_MAX;
+
+	OUT_LIT(o, ",\"straggler\":");
+	for (size_t i = 0; v && i < n; i++) {
+		if (!hs[i].ok || !hs[i].steps.has)
+			continue;
+		v[k++] = hs[i].steps.avg;
+		if (worst == SIZE_MAX || hs[i].steps.avg > hs[worst].steps.avg)
+			worst = i;
+	}
+	if (!k) {
+		OUT_LIT(o, "null");
+		free(v);
+		return;
+	}
+	qsort(v, k, sizeof(*v), dbl_cmp);
+	med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
+	OUT_LIT(o, "{\"host\":");
+	dec_out_cstr(o, hosts[worst] ? hosts[worst] : "");
+	OUT_LIT(o, ",\"step_avg_ps\":");
+	dec_out_double(o, hs[worst].steps.avg);
+	OUT_LIT(o, ",\"median_step_avg_ps\":");
+	dec_out_double(o, med);
+	OUT_LIT(o, ",\"ratio\":");
+	if (med > 0)
+		dec_out_double(o, hs[worst].steps.avg / med);
+	else
+		OUT_LIT(o, "null");
+	OUT_LIT(o, "}");
+	free(v);
+}
+
+int xprofs_decode_session_summary(const char *session, const char *const *hosts,
+				  struct xprofs_xspace *const *xs, const char *const *host_errors,
+				  size_t n, const struct xprofs_sink *sink)
+{
+	struct xprofs_xspace_totals sum = {0};
+	struct host_stat *hs;
+	bool any = false;
+	struct dec_out o;
+	int r;
+
+	if (!sink || !sink->write || (n && (!hosts || !xs)))
+		return -EINVAL;
+	if (!(hs = calloc(n + 1, sizeof(*hs))))
+		return -ENOMEM;
+	dec_out_init(&o, sink);
+	OUT_LIT(&o, "{\"session\":");
+	dec_out_cstr(&o, session ? session : "");
+	OUT_LIT(&o, ",\"hosts\":[");
+	for (size_t i = 0; i < n; i++) {
+		struct xprofs_xspace_totals t;
+
+		OUT_RAW(&o, i ? ",\n{\"host\":" : "\n{\"host\":");
+		dec_out_cstr(&o, hosts[i] ? hosts[i] : "");
+		if (!xs[i] || xprofs_xspace_get_totals(xs[i], &t) < 0) {
+			OUT_LIT(&o, ",\"planes\":0,\"lines\":0,\"events\":0,\"first_ps\":null,"
+				    "\"last_ps\":null,\"error\":");
+			dec_out_cstr(&o, host_errors && host_errors[i] ? host_errors[i]
+								       : "cannot open");
+			out_host_stat(&o, &hs[i]);
+			OUT_LIT(&o, "}");
+			continue;
+		}
+		out_host_counts(&o, &t);
+		/* a host whose analyses fail still has its counts (its views say why) */
+		(void)dec_with_rctx(xs[i], NULL, host_stat_fn, &hs[i]);
+		out_host_stat(&o, &hs[i]);
+		OUT_LIT(&o, ",\"error\":null}");
+		sum.planes += t.planes;
+		sum.lines += t.lines;
+		sum.events += t.events;
+		if (t.events) {
+			if (!any || t.first_ps < sum.first_ps)
+				sum.first_ps = t.first_ps;
+			if (!any || t.last_ps > sum.last_ps)
+				sum.last_ps = t.last_ps;
+			any = true;
+		}
+	}
+	OUT_LIT(&o, "\n]");
+	out_host_counts(&o, &sum);
+	out_straggler(&o, hosts, hs, n);
+	OUT_LIT(&o, "}\n");
+	r = o.r ? o.r : dec_out_flush(&o, true);
+	dec_out_deinit(&o);
+	free(hs);
+	return r;
+}

@@ -1,0 +1,175 @@
+/*
+ * derived.h - the lines XProf derives from GPU kernel annotations
+ * (derived.c): the GPU line order, a streaming per-stream derivation that
+ * hands finished events to the view writing them, TSL's tf_op parsing, and
+ * the XLA kernels' symbol table from the profile's HLO protos (hlo-syms.c).
+ */
+#ifndef XPROFS_DECODE_DERIVED_H
+#define XPROFS_DECODE_DERIVED_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "trace-internal.h"
+
+/*
+ * The derived lines of a stream; DL_STEPS is a plane's Steps line. The
+ * values index arrays only; the line order is tid_offset[].
+ */
+enum { DL_STEPS = DL_COUNT }; /* DL_MODULE ... DL_COUNT: xprofs/xspace.h */
+#define DL_ALL ((1u << DL_COUNT) - 1)
+/*
+ * The host-offload rows of a TensorCore plane (HostOffloadEventProcessor):
+ * kinds DL_OFFLOAD + row, row < DER_OFFLOAD_ROWS (kThreadIdHostOffloadOpEnd -
+ * kThreadIdHostOffloadOpStart + 1); DL_KINDS kinds in all.
+ */
+#define DER_OFFLOAD_ROWS 41
+enum { DL_OFFLOAD = DL_STEPS + 1, DL_KINDS = DL_OFFLOAD + DER_OFFLOAD_ROWS };
+/*
+ * Deepest hlo_op nesting ("a::b::...") and name-scope nesting ("a/b/.../op")
+ * followed; deeper levels are not derived.
+ */
+#define DER_LEVELS 16
+/* Steps are derived on planes with at most this many lines (one cursor each). */
+#define DER_STEP_LINES 16
+/* A TensorCore plane's lines are derived when it has at most this many (one 1 MiB cursor each). */
+#define DER_TPU_LINES 32
+/* Derived event names are cut at this many bytes. */
+#define DER_NAME_MAX 4096
+
+/* One finished derived event, borrowed by the emit function for the call. */
+struct dec_derived_ev {
+	int kind;     /* DL_* */
+	uint32_t tid; /* its line's display id */
+	const char *line_name, *name, *disp;
+	size_t line_name_len, name_len, disp_len; /* disp_len 0: no display name */
+	bool has_group;
+	int64_t group;
+	dec_ps128 begin, end; /* absolute ps */
+	const char *args; /* more args, after long_name, as trace.json writes them ("k":v,...) */
+	size_t args_len;  /* 0: none */
+};
+typedef int (*dec_derived_emit_fn)(void *arg, const struct dec_derived_ev *e);
+
+struct der_offload; /* host-offload pairing (derived.c) */
+
+struct der_ev { /* one open derived event */
+	bool open, has_group;
+	bool unsure; /* a lookback walk: may differ from the whole walk's (derived.c) */
+	int64_t group;
+	dec_ps128 begin, end;
+	struct xprofs_buf name, disp;
+};
+struct der_line { /* DerivedXLineBuilder */
+	int kind;
+	unsigned deps; /* DL_* bits reset with this line's level 0 */
+	struct xprofs_buf title;
+	struct der_ev lv[DER_LEVELS];
+	bool fresh[DER_LEVELS]; /* a lookback walk: the whole walk's state here is unknown */
+};
+struct dec_derive {
+	dec_derived_emit_fn emit;
+	void *arg;
+	int r; /* first emit error */
+	uint32_t tid0;
+	uint8_t have; /* lines the plane already holds: not derived */
+	bool tpu; /* a TensorCore plane's lines (DeriveLinesFromStats): their ids, the gap test */
+	bool lookback; /* a slice's walk from before its window, not from the plane's start */
+	bool dry;      /* emit nothing: only find out whether the lookback walk is exact */
+	bool inexact;  /* the dry walk met an unsure event overlapping the window */
+	const struct dec_hlo_syms *syms; /* borrowed, may be NULL: XLA kernels' symbols */
+	bool win;
+	dec_ps128 from, to;
+	struct der_line lines[DL_COUNT];
+	struct xprofs_buf tmp, s_op, s_mod, s_tf, disp;
+	struct der_offload *off; /* owned; a TensorCore plane's host-offload rows, NULL: none */
+};
+
+/* The annotations of one stream event (GpuEventStats), strings borrowed from the derivation. */
+struct dec_derived_in {
+	struct dec_derive *d;
+	bool is_kernel, has_hlo_op, has_program_id, has_group;
+	const char *hlo_op, *module, *tf_op; /* tf_op: the tf_op stat ("" when absent) */
+	size_t hlo_op_len, module_len, tf_op_len;
+	uint64_t program_id;
+	int64_t group;
+	dec_ps128 begin, end;
+};
+
+/* An XLA instruction's symbol (hlo-syms.c), borrowed from its table. */
+struct dec_hlo_sym {
+	const char *tf_op, *source; /* TraceMeOp(op_name, op_type); "<file>:<line>" or "" */
+	size_t tf_op_len, source_len;
+};
+/*
+ * dec_hlo_syms_load() - the symbols of the HLO protos in @x's "/host:metadata"
+ * plane (XProf's symbol resolver). Caller frees *out with dec_hlo_syms_free().
+ */
+int dec_hlo_syms_load(const struct xprofs_xspace *x, struct dec_hlo_syms **out);
+/* dec_hlo_syms_find() - instruction @name of program @program_id into *out (borrowed from @t). */
+bool dec_hlo_syms_find(const struct dec_hlo_syms *t, uint64_t program_id, const char *name,
+		       size_t n, struct dec_hlo_sym *out);
+void dec_hlo_syms_free(struct dec_hlo_syms *t);
+
+/*
+ * dec_derive_new() - the derivation of stream line @l of plane @p, handing
+ * events to @emit(@arg); the render's HLO symbols are loaded into @rc on the
+ * first call (rc->hlo_syms, freed with the render). *out stays NULL when the
+ * line derives nothing. Caller frees *out with dec_derive_free().
+ */
+int dec_derive_new(struct dec_rctx *rc, const struct dec_plane *p, const struct dec_line *l,
+		   dec_derived_emit_fn emit, void *arg, struct dec_derive **out);
+/* dec_derive_window() - emit only derived events overlapping [from, to) (a slice). */
+void dec_derive_window(struct dec_derive *d, dec_ps128 from, dec_ps128 to);
+/* dec_derive_read() - the annotations of event @e (starting at @begin) into @in. */
+int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_event *e,
+		    dec_ps128 begin, struct dec_derived_in *in);
+/* TSL's tf_op_utils.h Category, the subset ParseTfOpFullname() gives. */
+enum dec_tfop_cat {
+	TFOP_UNKNOWN,
+	TFOP_TENSORFLOW,
+	TFOP_JAX,
+	TFOP_TF_DATA,
+	TFOP_MEMCPY_HTOD,
+	TFOP_MEMCPY_DTOH,
+	TFOP_MEMCPY_DTOD,
+	TFOP_MEMCPY_HTOH,
+};
+/* TfOp: pieces of the parsed string (borrowed), or constants. */
+struct dec_tfop {
+	enum dec_tfop_cat cat;
+	const char *name, *type;
+	size_t name_len, type_len;
+};
+/* dec_tfop_parse() - ParseTfOpFullname() of @s (@n bytes, borrowed by *op). */
+void dec_tfop_parse(const char *s, size_t n, struct dec_tfop *op);
+/*
+ * dec_tfop_event_name() - TfOpEventName() of @op into @b (reset first);
+ * 0 or -errno from the buffer.
+ */
+int dec_tfop_event_name(const struct dec_tfop *op, struct xprofs_buf *b);
+/* dec_derive_event() - feed one event of the stream (file order). */
+int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in);
+/*
+ * dec_derive_steps() - the "Steps" line XProf derives from group_id on GPU
+ * plane @pi when it has none: every event of the plane in time order (a
+ * merge over its lines, each read with a cursor of its own), consecutive
+ * events of one group merged. Events go to @emit(@arg) (kind DL_STEPS).
+ */
+int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, void *arg);
+/*
+ * dec_derive_tpu() - the lines XProf derives on TensorCore plane @pi
+ * ("/device:TPU:<n>") from its events' stats (DeriveLinesFromStats()):
+ * Framework Name Scope and Framework Ops from tf_op, Source code from
+ * source, over every event of the plane in time order (a merge over its
+ * lines, as dec_derive_steps()). Events go to @emit(@arg); @after (may be
+ * NULL) is called with the derivation after each source event, so a writer
+ * that must order events can see what is still open.
+ */
+int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
+		   int (*after)(void *arg, const struct dec_derive *d), void *arg);
+/* dec_derive_finish() - emit what is still open. */
+int dec_derive_finish(struct dec_derive *d);
+void dec_derive_free(struct dec_derive *d);
+
+#endif

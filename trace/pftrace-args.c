@@ -1,0 +1,817 @@
+/*
+ * pftrace-args.c - trace.pftrace's args: the "k":v,... JSON fragments that
+ * trace.json writes as an event's args (trace-model.c renders them) turned
+ * into Perfetto DebugAnnotations, and the interning tables of the render.
+ *
+ * Design: parsing trace.json's own fragments keeps the args equal to
+ * trace.json's by construction (same keys, order and value types: a JSON
+ * string is string_value, an integer int_value (uint_value past 2^63), a
+ * number with a fraction or exponent double_value, true/false bool_value).
+ * Annotation names are interned (DebugAnnotation.name_iid,
+ * InternedData.debug_annotation_names); an event metadata's args are encoded
+ * once per render (struct pf_md) with their string values interned
+ * (string_value_iid, InternedData.debug_annotation_string_values: the HLO
+ * text in long_name repeats on every event of the op), so an event costs a
+ * copy of those bytes plus its own stats. Iids are unique per trace. Plain
+ * numeric stats skip the JSON (pf_event_stat()); the metadata and stat-name
+ * entries are found through per-plane caches indexed like the decoder's
+ * metadata cache, so the common look-up is one compare.
+ *
+ * Limits: the tables grow with the distinct metadata and stat names used
+ * (O(metadata), as the decoder's own metadata cache); the encoded metadata
+ * args take at most BLOBS_MAX bytes (later metadata's args are encoded per
+ * event, strings inline); a fragment that does not parse as trace.json
+ * writes them ends the annotations there.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pftrace.h"
+
+#define STR_INTERN_MIN 4             /* shorter metadata strings are written inline */
+#define BLOBS_MAX ((size_t)32 << 20) /* encoded metadata args kept; past it, per event */
+
+/* A cached table slot: valid while @gen is the table's generation (0: empty). */
+struct pf_slot {
+	uint32_t slot, gen;
+};
+
+#define PF_SEQ_MEMO 4
+
+/* One interned string (an annotation name, a derived event's name or string arg). */
+struct pf_name {
+	uint64_t hash;   /* 0: free */
+	size_t off, len; /* in its table's strs */
+	uint64_t iid;
+	/*
+	 * The last sequences that defined it: a derived line's events go out
+	 * interleaved with its siblings' and its source line's, which share
+	 * names ("group_id"), so one would flip on every event.
+	 */
+	uint32_t seq[PF_SEQ_MEMO];
+	uint32_t seq_next;
+};
+
+/* Whether @e is defined on @seq; if not, it is remembered as defined there (the caller defines it). */
+static bool name_defined(struct pf_name *e, uint32_t seq)
+{
+	for (int i = 0; i < PF_SEQ_MEMO; i++)
+		if (e->seq[i] == seq)
+			return true;
+	e->seq[e->seq_next++ % PF_SEQ_MEMO] = seq;
+	return false;
+}
+
+/* A string-keyed interning table: open addressing (a power of two slots), strings back to back. */
+struct pf_strtab {
+	struct pf_name *t;
+	size_t cap, n;
+	struct pbw strs;
+};
+
+/* Derived events' names and string args, each table: at most this many, of at most this many bytes. */
+#define PF_ENAMES_MAX ((size_t)1 << 18)
+#define PF_ENAMES_BYTES ((size_t)32 << 20)
+
+struct pf_args {
+	struct pf_md *mds; /* open addressing by key */
+	size_t md_cap, n_md;
+	struct pf_strtab nm; /* annotation names; iid from next_ann_iid */
+	struct pf_strtab en; /* derived events' names (pf_event_name()); iid from next_name_iid */
+	struct pf_strtab sv; /* derived events' string args (pf_arg_str()); iid from next_str_iid */
+	struct pbw blobs;    /* the metadata args, encoded */
+	struct pbw key, val, da,
+		def; /* scratch: unescaped key and value, an annotation, an entry */
+	uint64_t next_name_iid, next_ann_iid, next_str_iid;
+	uint64_t iid_step; /* iids go first, first + step, ... (pf_args_new()) */
+	/* per current plane, by metadata index: the table slot of its entry (a cache) */
+	struct pf_slot *ev_slot, *st_slot;
+	size_t ev_n, st_n, cache_plane;
+	uint32_t md_gen, nm_gen; /* bumped when a table grows (its slots move) */
+};
+
+int pf_args_new(uint64_t first, uint64_t step, struct pf_args **out)
+{
+	struct pf_args *A = calloc(1, sizeof(*A));
+
+	*out = NULL;
+	if (!A)
+		return -ENOMEM;
+	A->md_cap = 1024;
+	A->nm.cap = 256;
+	A->mds = calloc(A->md_cap, sizeof(*A->mds));
+	A->nm.t = calloc(A->nm.cap, sizeof(*A->nm.t));
+	if (!A->mds || !A->nm.t) {
+		pf_args_free(A);
+		return -ENOMEM;
+	}
+	A->next_name_iid = A->next_ann_iid = A->next_str_iid = first ? first : 1;
+	A->iid_step = step ? step : 1;
+	A->md_gen = A->nm_gen = 1;
+	A->cache_plane = SIZE_MAX;
+	*out = A;
+	return 0;
+}
+
+void pf_args_free(struct pf_args *A)
+{
+	if (!A)
+		return;
+	free(A->mds);
+	free(A->nm.t);
+	pbw_free(&A->nm.strs);
+	free(A->en.t);
+	pbw_free(&A->en.strs);
+	free(A->sv.t);
+	pbw_free(&A->sv.strs);
+	free(A->ev_slot);
+	free(A->st_slot);
+	pbw_free(&A->blobs);
+	pbw_free(&A->key);
+	pbw_free(&A->val);
+	pbw_free(&A->da);
+	pbw_free(&A->def);
+	free(A);
+}
+
+static uint64_t mix(uint64_t h)
+{
+	h ^= h >> 33;
+	h *= UINT64_C(0xff51afd7ed558ccd);
+	h ^= h >> 33;
+	return h | 1; /* never 0 (the free mark) */
+}
+
+/* The home slot of hash @h in a table of @cap (a power of 2) slots: its high bits, as
+ * mix()'s low bit is always set. */
+static size_t slot(uint64_t h, size_t cap)
+{
+	return (size_t)(h >> 20) & (cap - 1);
+}
+
+/* Eight bytes at a time: the names and HLO strings hashed per event are tens of bytes long. */
+static uint64_t hash_bytes(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ n, w;
+
+	for (; n >= 8; b += 8, n -= 8) {
+		memcpy(&w, b, 8);
+		h = (h ^ w) * UINT64_C(0xbf58476d1ce4e5b9);
+		h ^= h >> 31;
+	}
+	w = 0;
+	memcpy(&w, b, n);
+	h = (h ^ w) * UINT64_C(0x94d049bb133111eb);
+	return mix(h);
+}
+
+/* ---- JSON fragments ---------------------------------------------------- */
+
+static unsigned hex4(const char *h)
+{
+	unsigned u = 0;
+
+	for (int d = 0; d < 4; d++) {
+		char c = h[d];
+
+		u = u * 16 + (unsigned)(c >= '0' && c <= '9' ? c - '0'
+					: ((c | 0x20) >= 'a' && (c | 0x20) <= 'f')
+						? (c | 0x20) - 'a' + 10
+						: 0);
+	}
+	return u;
+}
+
+static void put_utf8(struct pbw *o, unsigned u)
+{
+	uint8_t b[4];
+	size_t n;
+
+	if (u < 0x80) {
+		b[0] = (uint8_t)u, n = 1;
+	} else if (u < 0x800) {
+		b[0] = (uint8_t)(0xc0 | (u >> 6)), b[1] = (uint8_t)(0x80 | (u & 0x3f)), n = 2;
+	} else if (u < 0x10000) {
+		b[0] = (uint8_t)(0xe0 | (u >> 12)), b[1] = (uint8_t)(0x80 | ((u >> 6) & 0x3f));
+		b[2] = (uint8_t)(0x80 | (u & 0x3f)), n = 3;
+	} else {
+		b[0] = (uint8_t)(0xf0 | (u >> 18)), b[1] = (uint8_t)(0x80 | ((u >> 12) & 0x3f));
+		b[2] = (uint8_t)(0x80 | ((u >> 6) & 0x3f)), b[3] = (uint8_t)(0x80 | (u & 0x3f));
+		n = 4;
+	}
+	pbw_bytes(o, b, n);
+}
+
+size_t pf_json_unescape(const char *j, size_t n, struct pbw *out)
+{
+	pbw_reset(out);
+	if (n >= 2 && j[0] == '"') {
+		j++;
+		n -= 2;
+	}
+	for (size_t i = 0; i < n; i++) {
+		size_t run = i;
+		char c;
+
+		while (run < n && j[run] != '\\')
+			run++;
+		pbw_bytes(out, j + i, run - i);
+		if ((i = run) + 1 >= n)
+			break;
+		c = j[++i];
+		switch (c) {
+		case 'b':
+			pbw_bytes(out, "\b", 1);
+			break;
+		case 'f':
+			pbw_bytes(out, "\f", 1);
+			break;
+		case 'n':
+			pbw_bytes(out, "\n", 1);
+			break;
+		case 'r':
+			pbw_bytes(out, "\r", 1);
+			break;
+		case 't':
+			pbw_bytes(out, "\t", 1);
+			break;
+		case 'u': {
+			unsigned u;
+
+			if (i + 4 >= n)
+				return out->len;
+			u = hex4(j + i + 1);
+			i += 4;
+			if (u >= 0xd800 && u < 0xdc00 && i + 6 < n && j[i + 1] == '\\' &&
+			    j[i + 2] == 'u') {
+				unsigned lo = hex4(j + i + 3);
+
+				if (lo >= 0xdc00 && lo < 0xe000) {
+					u = 0x10000 + ((u - 0xd800) << 10) + (lo - 0xdc00);
+					i += 6;
+				}
+			}
+			put_utf8(out, u);
+			break;
+		}
+		default:
+			pbw_bytes(out, &c, 1);
+			break;
+		}
+	}
+	return out->len;
+}
+
+/* The end of the JSON string starting at @j[0] == '"' (index past its closing quote), or 0;
+ * *@esc: it holds escapes. */
+static size_t str_end(const char *j, size_t n, bool *esc)
+{
+	*esc = false;
+	for (size_t i = 1; i < n; i++) {
+		const char *q = memchr(j + i, '"', n - i);
+		size_t k;
+
+		if (!q)
+			return 0;
+		i = (size_t)(q - j);
+		for (k = i; k > 1 && j[k - 1] == '\\'; k--)
+			;
+		if ((i - k) % 2 == 0) {
+			*esc = memchr(j + 1, '\\', i - 1) != NULL;
+			return i + 1;
+		}
+	}
+	return 0;
+}
+
+/* One "k":v pair of a fragment. */
+struct pf_kv {
+	const char *key, *val; /* key: its JSON string; val: the raw JSON value */
+	size_t key_len, val_len;
+	bool key_esc, val_esc, val_str;
+};
+
+/* The pair at @j[*at..n) (commas skipped): 1 and @kv set, 0 at the end or on a bad fragment. */
+static int next_kv(const char *j, size_t n, size_t *at, struct pf_kv *kv)
+{
+	size_t i = *at, e;
+
+	while (i < n && (j[i] == ',' || j[i] == ' ' || j[i] == '\n'))
+		i++;
+	if (i >= n || j[i] != '"' || !(e = str_end(j + i, n - i, &kv->key_esc)))
+		return 0;
+	kv->key = j + i;
+	kv->key_len = e;
+	i += e;
+	if (i >= n || j[i] != ':')
+		return 0;
+	i++;
+	if (i >= n)
+		return 0;
+	kv->val = j + i;
+	kv->val_str = j[i] == '"';
+	if (kv->val_str) {
+		if (!(e = str_end(j + i, n - i, &kv->val_esc)))
+			return 0;
+	} else {
+		for (e = 0; i + e < n && j[i + e] != ','; e++)
+			;
+		kv->val_esc = false;
+	}
+	kv->val_len = e;
+	*at = i + e;
+	return 1;
+}
+
+/* The unescaped text of JSON string @s (@n bytes with quotes): borrowed or in @scratch. */
+static const char *text(const char *s, size_t n, bool esc, struct pbw *scratch, size_t *len)
+{
+	if (!esc) {
+		*len = n - 2;
+		return s + 1;
+	}
+	*len = pf_json_unescape(s, n, scratch);
+	return (const char *)scratch->buf;
+}
+
+/* ---- the per-plane slot caches --------------------------------------------- */
+
+/* The slot caches follow rc's current plane (emptied on a change); 0 or -ENOMEM. */
+static int cache_plane(struct pf_args *A, const struct dec_rctx *rc)
+{
+	const struct dec_plane *p = &rc->x->planes[rc->plane];
+	struct pf_slot *e, *st;
+
+	if (A->cache_plane == rc->plane)
+		return 0;
+	e = calloc(p->ev.n + 1, sizeof(*e));
+	st = calloc(p->st.n + 1, sizeof(*st));
+	if (!e || !st) {
+		free(e);
+		free(st);
+		return -ENOMEM;
+	}
+	free(A->ev_slot);
+	free(A->st_slot);
+	A->ev_slot = e, A->ev_n = p->ev.n;
+	A->st_slot = st, A->st_n = p->st.n;
+	A->cache_plane = rc->plane;
+	return 0;
+}
+
+/* The cache entry of metadata entry @m of array @base (@n entries), or NULL. */
+static struct pf_slot *cached(struct pf_slot *c, const void *base, size_t n, const void *m,
+			      size_t size)
+{
+	uintptr_t b = (uintptr_t)base, x = (uintptr_t)m;
+
+	if (!c || x < b || x >= b + n * size)
+		return NULL;
+	return &c[(x - b) / size];
+}
+
+/* ---- string tables (annotation names, derived events' names) ------------ */
+
+/* Double @tab's slots (1024 when it has none); 0 or -ENOMEM. */
+static int strtab_grow(struct pf_strtab *tab)
+{
+	size_t cap = tab->cap ? tab->cap * 2 : 1024;
+	struct pf_name *t = calloc(cap, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	for (size_t i = 0; i < tab->cap; i++) {
+		size_t k;
+
+		if (!tab->t[i].hash)
+			continue;
+		for (k = slot(tab->t[i].hash, cap); t[k].hash; k = (k + 1) & (cap - 1))
+			;
+		t[k] = tab->t[i];
+	}
+	free(tab->t);
+	tab->t = t;
+	tab->cap = cap;
+	return 0;
+}
+
+/*
+ * The entry of @s (@n bytes, hash @h) in @tab (which has slots), or NULL
+ * with *@k the free slot where it would go.
+ */
+static struct pf_name *strtab_find(const struct pf_strtab *tab, uint64_t h, const char *s, size_t n,
+				   size_t *k)
+{
+	for (*k = slot(h, tab->cap); tab->t[*k].hash; *k = (*k + 1) & (tab->cap - 1)) {
+		struct pf_name *e = &tab->t[*k];
+
+		/* an empty string has no bytes (and the buffer may have none yet) */
+		if (e->hash == h && e->len == n && (!n || !memcmp(tab->strs.buf + e->off, s, n)))
+			return e;
+	}
+	return NULL;
+}
+
+/* A new entry @s (@n bytes, hash @h) with @iid at free slot @k of @tab; NULL when its strings overflow. */
+static struct pf_name *strtab_add(struct pf_strtab *tab, size_t k, uint64_t h, const char *s,
+				  size_t n, uint64_t iid)
+{
+	struct pf_name *e = &tab->t[k];
+
+	*e = (struct pf_name){.hash = h, .off = tab->strs.len, .len = n, .iid = iid};
+	pbw_bytes(&tab->strs, s, n);
+	if (tab->strs.overflow) {
+		e->hash = 0; /* not stored: the slot stays free */
+		return NULL;
+	}
+	tab->n++;
+	return e;
+}
+
+/* The entry of annotation name @s (@n bytes), made when new; NULL when out of memory. */
+static struct pf_name *name_get(struct pf_args *A, const char *s, size_t n)
+{
+	uint64_t h = hash_bytes(s, n);
+	struct pf_name *e;
+	size_t k;
+
+	if ((A->nm.n + 1) * 2 > A->nm.cap) {
+		if (strtab_grow(&A->nm) < 0)
+			return NULL;
+		A->nm_gen++; /* the slots moved: pf_slot caches are stale */
+	}
+	if ((e = strtab_find(&A->nm, h, s, n, &k)))
+		return e;
+	if (!(e = strtab_add(&A->nm, k, h, s, n, A->next_ann_iid)))
+		return NULL;
+	A->next_ann_iid += A->iid_step;
+	return e;
+}
+
+/* The name entry of stat metadata @m (a cache hit is one compare); NULL on failure. */
+static struct pf_name *stat_name(struct pf_args *A, const struct dec_rctx *rc,
+				 const struct dec_stmd *m)
+{
+	struct pf_slot *c = NULL;
+	struct pf_name *e;
+
+	if (cache_plane(A, rc) == 0)
+		c = cached(A->st_slot, rc->stmd, A->st_n, m, sizeof(*m));
+	if (c && c->gen == A->nm_gen)
+		return &A->nm.t[c->slot];
+	if ((e = name_get(A, m->name, m->name_len)) && c) {
+		c->slot = (uint32_t)(e - A->nm.t);
+		c->gen = A->nm_gen;
+	}
+	return e;
+}
+
+/* An interned entry { iid, name } as field @field of InternedData @id. */
+static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t iid, const void *s,
+		   size_t n)
+{
+	struct pbw *d = &A->def;
+
+	pbw_reset(d);
+	pbw_u64(d, F_EN_IID, iid);
+	pbw_str(d, F_EN_NAME, s, n);
+	pbw_msg(id, field, d);
+}
+
+/* ---- derived events' names and strings ------------------------------------ */
+
+/*
+ * The iid of @s (@n bytes) in @tab (a new one from *@next), defined as
+ * InternedData field @field into @id when not yet defined on @seq; 0 when
+ * the table is full (PF_ENAMES_MAX strings or PF_ENAMES_BYTES of them).
+ */
+static uint64_t strtab_intern(struct pf_args *A, struct pf_strtab *tab, uint32_t field,
+			      uint64_t *next, const char *s, size_t n, uint32_t seq, struct pbw *id)
+{
+	uint64_t h = hash_bytes(s, n);
+	struct pf_name *e;
+	size_t k;
+
+	/* full (or out of memory): known strings still resolve */
+	if ((tab->n + 1) * 2 > tab->cap && tab->n < PF_ENAMES_MAX)
+		(void)strtab_grow(tab);
+	if (!tab->cap)
+		return 0;
+	if (!(e = strtab_find(tab, h, s, n, &k))) {
+		if ((tab->n + 1) * 2 > tab->cap || tab->strs.len + n > PF_ENAMES_BYTES ||
+		    !(e = strtab_add(tab, k, h, s, n, *next)))
+			return 0;
+		*next += A->iid_step;
+	}
+	if (!name_defined(e, seq)) {
+		define(A, id, field, e->iid, s, n);
+	}
+	return e->iid;
+}
+
+uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq, struct pbw *id)
+{
+	return strtab_intern(A, &A->en, F_ID_EVENT_NAMES, &A->next_name_iid, s, n, seq, id);
+}
+
+/* Name @s of an annotation into @da, interned unless PF_INLINE (defined on @seq for PF_EVENT). */
+static void ann_name_e(struct pf_args *A, struct pbw *da, struct pf_name *e, const char *s,
+		       size_t n, enum pf_mode mode, uint32_t seq, struct pbw *id)
+{
+	if (mode == PF_INLINE || !e) {
+		pbw_str(da, F_DA_NAME, s, n);
+		return;
+	}
+	if (mode == PF_EVENT && !name_defined(e, seq)) {
+		define(A, id, F_ID_ANN_NAMES, e->iid, s, n);
+	}
+	pbw_u64(da, F_DA_NAME_IID, e->iid);
+}
+
+static void ann_name(struct pf_args *A, struct pbw *da, const char *s, size_t n, enum pf_mode mode,
+		     uint32_t seq, struct pbw *id)
+{
+	ann_name_e(A, da, mode == PF_INLINE ? NULL : name_get(A, s, n), s, n, mode, seq, id);
+}
+
+/* The value of @kv into annotation @da (@str_iid: its interned string id, 0: inline). */
+static void ann_value(struct pf_args *A, struct pbw *da, const struct pf_kv *kv, uint64_t str_iid)
+{
+	char num[64];
+	size_t n = kv->val_len;
+
+	if (kv->val_str) {
+		const char *s;
+		size_t len;
+
+		if (str_iid) {
+			pbw_u64(da, F_DA_STRING_IID, str_iid);
+			return;
+		}
+		s = text(kv->val, kv->val_len, kv->val_esc, &A->val, &len);
+		pbw_str(da, F_DA_STRING, s, len);
+		return;
+	}
+	if (n == 4 && !memcmp(kv->val, "true", 4)) {
+		pbw_u64(da, F_DA_BOOL, 1);
+		return;
+	}
+	if (n == 5 && !memcmp(kv->val, "false", 5)) {
+		pbw_u64(da, F_DA_BOOL, 0);
+		return;
+	}
+	if (n >= sizeof(num))
+		n = sizeof(num) - 1;
+	memcpy(num, kv->val, n);
+	num[n] = '\0';
+	if (strpbrk(num, ".eE")) {
+		double d = strtod(num, NULL);
+		uint64_t bits;
+
+		memcpy(&bits, &d, sizeof(bits));
+		pbw_fixed64(da, F_DA_DOUBLE, bits);
+	} else if (num[0] == '-') {
+		pbw_u64(da, F_DA_INT, (uint64_t)strtoll(num, NULL, 10));
+	} else {
+		unsigned long long u = strtoull(num, NULL, 10);
+
+		pbw_u64(da, u > INT64_MAX ? F_DA_UINT : F_DA_INT, u);
+	}
+}
+
+/* A metadata string value long enough to intern. */
+static bool interned_str(const struct pf_kv *kv)
+{
+	return kv->val_str && kv->val_len >= STR_INTERN_MIN + 2;
+}
+
+void pf_args_encode(struct pf_args *A, const char *j, size_t n, enum pf_mode mode, uint32_t seq,
+		    uint64_t str_iid, struct pbw *te, struct pbw *id)
+{
+	struct pbw *da = &A->da;
+	struct pf_kv kv;
+	size_t at = 0;
+
+	while (next_kv(j, n, &at, &kv) == 1) {
+		const char *k;
+		size_t kl;
+		uint64_t si = 0;
+
+		k = text(kv.key, kv.key_len, kv.key_esc, &A->key, &kl);
+		if (mode == PF_MD && interned_str(&kv))
+			si = str_iid, str_iid += A->iid_step;
+		pbw_reset(da);
+		ann_name(A, da, k, kl, mode, seq, id);
+		ann_value(A, da, &kv, si);
+		pbw_msg(te, F_TE_ANNOTATION, da);
+	}
+}
+
+void pf_arg_int(struct pf_args *A, const char *name, size_t len, int64_t v, enum pf_mode mode,
+		uint32_t seq, struct pbw *te, struct pbw *id)
+{
+	struct pbw *da = &A->da;
+
+	pbw_reset(da);
+	ann_name(A, da, name, len, mode, seq, id);
+	pbw_u64(da, F_DA_INT, (uint64_t)v);
+	pbw_msg(te, F_TE_ANNOTATION, da);
+}
+
+/* A number trace.json writes as a JSON number: not past 2^53 (XProf quotes those). */
+static bool plain_int(const struct dec_statv *s)
+{
+	uint64_t mag = s->kind == SV_I64 && (int64_t)s->u < 0 ? (uint64_t)0 - s->u : s->u;
+
+	return mag <= (UINT64_C(1) << 53);
+}
+
+int pf_event_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+{
+	struct pf_evstats *v = arg;
+	struct dec_out *o = v->a.o;
+	size_t at = o->len;
+	int r;
+
+	if (((s->kind == SV_U64 || s->kind == SV_I64) && plain_int(s)) ||
+	    (s->kind == SV_DOUBLE && isfinite(s->d))) {
+		const struct dec_stmd *cm;
+		struct dec_stmd *m;
+
+		if ((r = dec_md_stat(rc, s->md, &cm)) < 0)
+			return r;
+		m = (struct dec_stmd *)cm; /* the cache entry is the render's (as trace-model.c) */
+		if (!m->tkind)
+			m->tkind = (int8_t)(dec_trace_stat_kind(m->name, m->name_len) + 1);
+		if (m->tkind - 1 == TS_SHOW || m->tkind - 1 == TS_CORR) {
+			/* a plain number: no JSON round trip */
+			struct pbw *da = &v->A->da;
+
+			dec_trace_stat_note(&v->a, (enum dec_tstat)(m->tkind - 1), s);
+			pbw_reset(da);
+			ann_name_e(v->A, da, v->mode == PF_INLINE ? NULL : stat_name(v->A, rc, m),
+				   m->name, m->name_len, v->mode, v->seq, v->id);
+			if (s->kind == SV_DOUBLE) {
+				uint64_t bits;
+
+				memcpy(&bits, &s->d, sizeof(bits));
+				pbw_fixed64(da, F_DA_DOUBLE, bits);
+			} else {
+				pbw_u64(da, F_DA_INT, s->u);
+			}
+			pbw_msg(v->ann, F_TE_ANNOTATION, da);
+			return 0;
+		}
+	}
+	/* anything else as trace.json renders it (special stats, strings, quoted numbers) */
+	v->a.first = true;
+	if ((r = dec_trace_stat(rc, c, s, &v->a)) < 0)
+		return r;
+	if (o->len > at && !o->r)
+		pf_args_encode(v->A, o->buf + at, o->len - at, v->mode, v->seq, 0, v->ann, v->id);
+	return 0;
+}
+
+/* ---- event metadata ------------------------------------------------------ */
+
+static int md_grow(struct pf_args *A)
+{
+	size_t cap = A->md_cap * 2;
+	struct pf_md *m = calloc(cap, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	for (size_t i = 0; i < A->md_cap; i++) {
+		size_t k;
+
+		if (!A->mds[i].key)
+			continue;
+		for (k = slot(A->mds[i].key, cap); m[k].key; k = (k + 1) & (cap - 1))
+			;
+		m[k] = A->mds[i];
+	}
+	free(A->mds);
+	A->mds = m;
+	A->md_cap = cap;
+	A->md_gen++;
+	return 0;
+}
+
+int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const struct dec_evmd *m,
+	      struct pf_md **out)
+{
+	size_t plane = rc->plane;
+	struct pf_slot *c = NULL;
+	uint64_t key = mix(((uint64_t)plane << 48) ^ (uint64_t)md ^ ((uint64_t)md >> 48));
+	struct pf_md *e;
+	size_t k, at;
+	int r;
+
+	if ((r = cache_plane(A, rc)) < 0)
+		return r;
+	c = cached(A->ev_slot, rc->evmd, A->ev_n, m, sizeof(*m));
+	if (c && c->gen == A->md_gen) {
+		*out = &A->mds[c->slot];
+		return 0;
+	}
+	if ((A->n_md + 1) * 2 > A->md_cap && (r = md_grow(A)) < 0)
+		return r;
+	for (k = slot(key, A->md_cap); A->mds[k].key; k = (k + 1) & (A->md_cap - 1)) {
+		e = &A->mds[k];
+		if (e->key == key && e->plane == plane && e->md == md)
+			goto found;
+	}
+	e = &A->mds[k];
+	e->key = key;
+	e->plane = plane;
+	e->md = md;
+	e->name_iid = A->next_name_iid;
+	A->next_name_iid += A->iid_step;
+	e->str_iid = A->next_str_iid;
+	e->seq = 0;
+	e->inline_args = false;
+	at = A->blobs.len;
+	e->blob_off = at;
+	if (dec_trace_md(m) && dec_trace_md(m)->args_len) {
+		struct pf_kv kv;
+		size_t p = 0;
+
+		pf_args_encode(A, dec_trace_md(m)->args, dec_trace_md(m)->args_len, PF_MD, 0,
+			       e->str_iid, &A->blobs, NULL);
+		while (next_kv(dec_trace_md(m)->args, dec_trace_md(m)->args_len, &p, &kv) == 1)
+			if (interned_str(&kv))
+				A->next_str_iid += A->iid_step;
+	}
+	if (A->blobs.overflow || A->blobs.len > BLOBS_MAX) {
+		/* past the budget: this metadata's args are encoded per event, strings inline */
+		A->blobs.len = at;
+		A->blobs.overflow = false;
+		e->inline_args = true;
+	}
+	e->blob_len = A->blobs.len - at;
+	A->n_md++;
+found:
+	if (c) {
+		c->slot = (uint32_t)k;
+		c->gen = A->md_gen;
+	}
+	*out = e;
+	return 0;
+}
+
+const uint8_t *pf_md_blob(const struct pf_args *A, const struct pf_md *e)
+{
+	/* no blob stored yet: the buffer may be NULL, and NULL + 0 is undefined in C */
+	return A->blobs.buf ? A->blobs.buf + e->blob_off : (const uint8_t *)"";
+}
+
+void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, const char *name,
+		  size_t len, uint32_t seq, struct pbw *id)
+{
+	uint64_t si = e->str_iid;
+	struct pf_kv kv;
+	size_t at = 0;
+
+	if (e->seq == seq)
+		return;
+	e->seq = seq;
+	define(A, id, F_ID_EVENT_NAMES, e->name_iid, name, len);
+	if (!dec_trace_md(m) || !dec_trace_md(m)->args_len)
+		return;
+	while (next_kv(dec_trace_md(m)->args, dec_trace_md(m)->args_len, &at, &kv) == 1) {
+		const char *s;
+		size_t n;
+		struct pf_name *nm;
+
+		s = text(kv.key, kv.key_len, kv.key_esc, &A->key, &n);
+		if ((nm = name_get(A, s, n)) && !name_defined(nm, seq)) {
+			define(A, id, F_ID_ANN_NAMES, nm->iid, s, n);
+		}
+		if (interned_str(&kv) && !e->inline_args) {
+			s = text(kv.val, kv.val_len, kv.val_esc, &A->val, &n);
+			define(A, id, F_ID_ANN_STRINGS, si, s, n);
+			si += A->iid_step;
+		}
+	}
+}
+
+void pf_arg_str(struct pf_args *A, const char *name, size_t len, const char *v, size_t n,
+		uint32_t seq, struct pbw *te, struct pbw *id)
+{
+	struct pbw *da = &A->da;
+	uint64_t iid = 0;
+
+	pbw_reset(da);
+	ann_name(A, da, name, len, PF_EVENT, seq, id);
+	if (n >= STR_INTERN_MIN)
+		iid = strtab_intern(A, &A->sv, F_ID_ANN_STRINGS, &A->next_str_iid, v, n, seq, id);
+	if (iid)
+		pbw_u64(da, F_DA_STRING_IID, iid);
+	else
+		pbw_str(da, F_DA_STRING, v, n);
+	pbw_msg(te, F_TE_ANNOTATION, da);
+}

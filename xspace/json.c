@@ -1,0 +1,157 @@
+/*
+ * json.c - the streaming JSON writer's out-of-line half: buffer growth and
+ * sink writes, JSON string escaping, doubles (see json.h for the design).
+ *
+ * Limits: a string is escaped in a scratch buffer of at most 6 x DEC_STR_MAX
+ * bytes; without a sink the output stops at DEC_OUT_MAX (-E2BIG).
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xprofs/xspace.h"
+
+void dec_out_init(struct dec_out *o, const struct xprofs_sink *sink)
+{
+	memset(o, 0, sizeof(*o));
+	o->sink = sink;
+	xprofs_buf_init(&o->esc, DEC_STR_MAX * 6 + 64);
+}
+
+void dec_out_deinit(struct dec_out *o)
+{
+	free(o->buf);
+	o->buf = NULL;
+	o->len = o->cap = 0;
+	xprofs_buf_deinit(&o->esc);
+}
+
+char *dec_out_steal(struct dec_out *o, size_t *len)
+{
+	char *p = o->buf;
+
+	if (o->r || !p) {
+		if (len)
+			*len = 0;
+		return NULL;
+	}
+	if (len)
+		*len = o->len;
+	p[o->len] = '\0';
+	o->buf = NULL;
+	o->len = o->cap = 0;
+	return p;
+}
+
+static int out_write(struct dec_out *o)
+{
+	int r;
+
+	if (o->len && (r = o->sink->write(o->sink->arg, o->buf, o->len)) < 0)
+		o->r = r;
+	o->len = 0;
+	return o->r;
+}
+
+/* Make room for @n more bytes (plus a NUL for dec_out_steal()). */
+int dec_out_room(struct dec_out *o, size_t n)
+{
+	size_t cap;
+	char *p;
+
+	if (o->sink && o->len && out_write(o) < 0)
+		return o->r;
+	if (n < o->cap - o->len)
+		return 0;
+	if (n > DEC_OUT_MAX - o->len - 1) {
+		o->r = -E2BIG;
+		return o->r;
+	}
+	cap = o->cap ? o->cap : (o->sink ? DEC_OUT_CHUNK : 256);
+	while (cap < o->len + n + 1)
+		cap *= 2;
+	p = realloc(o->buf, cap);
+	if (!p) {
+		o->r = -ENOMEM;
+		return o->r;
+	}
+	o->buf = p;
+	o->cap = cap;
+	return 0;
+}
+
+void dec_out_str(struct dec_out *o, const char *s, size_t n)
+{
+	int r;
+
+	if (o->r)
+		return;
+	xprofs_buf_reset(&o->esc);
+	if ((r = xprofs_buf_add_json_str(&o->esc, s, n)) < 0) {
+		o->r = r;
+		return;
+	}
+	dec_out_add(o, o->esc.data, o->esc.len);
+}
+
+void dec_out_cstr(struct dec_out *o, const char *s)
+{
+	dec_out_str(o, s, strlen(s));
+}
+
+const char dec_digits2[201] = "00010203040506070809101112131415161718192021222324"
+			      "25262728293031323334353637383940414243444546474849"
+			      "50515253545556575859606162636465666768697071727374"
+			      "75767778798081828384858687888990919293949596979899";
+
+void dec_out_opt_double(struct dec_out *o, const char *lit, bool has, double d)
+{
+	dec_out_add(o, lit, strlen(lit));
+	if (has)
+		dec_out_double(o, d);
+	else
+		OUT_LIT(o, "null");
+}
+
+void dec_out_double(struct dec_out *o, double d)
+{
+	char buf[40];
+	int n;
+
+	if (!isfinite(d)) {
+		OUT_LIT(o, "null");
+		return;
+	}
+	/* integral values (counters mostly) need no printf */
+	if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(int64_t)d) {
+		dec_out_i64(o, (int64_t)d);
+		return;
+	}
+	n = snprintf(buf, sizeof(buf), "%.15g", d);
+	if (strtod(buf, NULL) != d)
+		n = snprintf(buf, sizeof(buf), "%.17g", d);
+	dec_out_add(o, buf, (size_t)n);
+}
+
+int dec_out_flush(struct dec_out *o, bool force)
+{
+	if (o->r || !o->sink || !force)
+		return o->r;
+	return out_write(o);
+}
+
+int dec_json_dup(const char *s, size_t n, char **out, size_t *out_len)
+{
+	struct xprofs_buf b;
+	int r;
+
+	xprofs_buf_init(&b, SIZE_MAX / 2);
+	if ((r = xprofs_buf_add_json_str(&b, s, n)) < 0) {
+		xprofs_buf_deinit(&b);
+		return r;
+	}
+	*out = xprofs_buf_steal(&b, out_len);
+	return 0;
+}

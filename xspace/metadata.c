@@ -1,0 +1,279 @@
+/*
+ * metadata.c - the render's cache of the current plane's decoded metadata.
+ *
+ * Design: the cache is two arrays parallel to the plane's key indexes (event
+ * and stat metadata), filled on demand by one loader, md_load(), and dropped
+ * entirely when it passes DEC_MD_BUDGET bytes (checked between events) or
+ * when the render moves to another plane, so memory is O(metadata entries)
+ * + DEC_MD_BUDGET whatever the profile size. Names are kept pre-escaped as
+ * JSON and an event metadata's own stats pre-rendered, since the views
+ * write them once per event. The plane's metadata region is read into the
+ * metadata window in one go when it is at most dec_md_region_max (16 MiB);
+ * larger regions are read entry by entry with 16 KiB refills (look-ups come
+ * in no particular order).
+ *
+ * Limits: names are cut at DEC_STR_MAX; a missing entry reads as the empty
+ * name with no stats.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xprofs/xspace.h"
+
+size_t dec_md_region_max = (size_t)16 << 20;
+
+static struct dec_stmd empty_stmd = {
+	.loaded = true, .name = (char *)"", .json = (char *)"\"\":", .json_len = 2};
+struct dec_evmd dec_empty_evmd = {.loaded = true,
+				  .name = (char *)"",
+				  .name_json = (char *)"\"\"",
+				  .name_json_len = 2,
+				  .full_json = (char *)"\"\"",
+				  .full_json_len = 2,
+				  .stats_json = (char *)"",
+				  .group = -1};
+
+static void stmd_clear(struct dec_stmd *s)
+{
+	free(s->name);
+	free(s->json);
+	memset(s, 0, sizeof(*s));
+}
+
+static void evmd_clear(const struct dec_rctx *rc, struct dec_evmd *e)
+{
+	free(e->name);
+	free(e->name_json);
+	free(e->full_json);
+	free(e->stats_json);
+	free(e->category);
+	free(e->hlo_op);
+	free(e->hlo_module);
+	if (e->view_md && rc->md_ext)
+		rc->md_ext->free(e->view_md);
+	memset(e, 0, sizeof(*e));
+}
+
+void dec_md_drop(struct dec_rctx *rc)
+{
+	const struct dec_plane *p;
+
+	if (rc->plane >= rc->x->n_planes)
+		return;
+	p = &rc->x->planes[rc->plane];
+	for (size_t i = 0; rc->evmd && i < p->ev.n; i++)
+		if (rc->evmd[i].loaded)
+			evmd_clear(rc, &rc->evmd[i]);
+	for (size_t i = 0; rc->stmd && i < p->st.n; i++)
+		if (rc->stmd[i].loaded)
+			stmd_clear(&rc->stmd[i]);
+	rc->md_bytes = 0;
+}
+
+int dec_plane_enter(struct dec_rctx *rc, size_t pi)
+{
+	const struct dec_plane *p = &rc->x->planes[pi];
+
+	if (rc->plane == pi)
+		return 0;
+	dec_md_drop(rc);
+	free(rc->evmd);
+	free(rc->stmd);
+	rc->evmd = calloc(p->ev.n + 1, sizeof(*rc->evmd));
+	rc->stmd = calloc(p->st.n + 1, sizeof(*rc->stmd));
+	rc->plane = pi;
+	if (!rc->evmd || !rc->stmd) {
+		free(rc->evmd);
+		free(rc->stmd);
+		rc->evmd = NULL;
+		rc->stmd = NULL;
+		rc->plane = SIZE_MAX;
+		return -ENOMEM;
+	}
+	/*
+	 * Metadata is looked up in no particular order: read the plane's whole
+	 * metadata region into the metadata window at once when it is small
+	 * enough, so that look-ups never refill.
+	 */
+	if (!rc->md.base && p->md_hi > p->md_lo && p->md_hi - p->md_lo <= dec_md_region_max) {
+		const uint8_t *q;
+
+		rc->md.win_pref = DEC_WIN_SIZE;
+		return dec_at(&rc->md, p->md_lo, (size_t)(p->md_hi - p->md_lo), &q);
+	}
+	/* a huge region is read entry by entry: small refills, no 1 MiB per miss */
+	rc->md.win_pref = (size_t)16 << 10;
+	return 0;
+}
+
+/*
+ * md_names() - the name (field XSTMD_F_NAME = XEVMD_F_NAME = 2) and, when
+ * @disp is not NULL, the display name (XEVMD_F_DISPLAY_NAME) of the metadata
+ * message at the cursor. *name and *disp: caller owns (free()), NULL if absent.
+ */
+static int md_names(struct dec_cur *c, const char *msg, char **name, size_t *name_len, char **disp,
+		    size_t *disp_len)
+{
+	uint32_t f;
+	int wt, r;
+
+	while (c->pos < c->end) {
+		if ((r = dec_tag(c, &f, &wt)) < 0)
+			return r;
+		if (f == XEVMD_F_NAME || (disp && f == XEVMD_F_DISPLAY_NAME)) {
+			if ((r = dec_expect(c, wt, WT_LEN, msg, f)) < 0)
+				return r;
+			r = f == XEVMD_F_NAME ? dec_string(c, DEC_STR_MAX, name, name_len)
+					      : dec_string(c, DEC_STR_MAX, disp, disp_len);
+			if (r < 0)
+				return r;
+		} else if ((r = dec_skip(c, wt)) < 0) {
+			return r;
+		}
+	}
+	return 0;
+}
+
+/* Decode the XStatMetadata at the metadata cursor into @s (cleared on failure). */
+static int stmd_fill(struct dec_rctx *rc, struct dec_stmd *s)
+{
+	char *kj;
+	int r;
+
+	if ((r = md_names(&rc->md, "XStatMetadata", &s->name, &s->name_len, NULL, NULL)) < 0)
+		goto out;
+	if (!s->name && !(s->name = strdup(""))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if ((r = dec_json_dup(s->name, s->name_len, &s->json, &s->json_len)) < 0)
+		goto out;
+	/* keep a ':' after the name: stats write (json, json_len + 1) as their key */
+	if (!(kj = realloc(s->json, s->json_len + 2))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	kj[s->json_len] = ':';
+	kj[s->json_len + 1] = '\0';
+	s->json = kj;
+	s->loaded = true;
+	rc->md_bytes += sizeof(*s) + s->name_len + s->json_len;
+out:
+	if (r < 0)
+		stmd_clear(s);
+	return r;
+}
+
+/* The names of @e: the display name when set, the full name kept as JSON. Consumes *disp. */
+static int evmd_set_names(struct dec_evmd *e, const char *full, size_t full_len, char **disp,
+			  size_t disp_len)
+{
+	int r;
+
+	e->has_display = disp_len > 0 && (disp_len != full_len || memcmp(*disp, full, disp_len));
+	if (disp_len > 0) {
+		e->name = *disp;
+		e->name_len = disp_len;
+		*disp = NULL;
+	} else if (!(e->name = malloc(full_len + 1))) { /* names may hold NUL bytes */
+		return -ENOMEM;
+	} else {
+		memcpy(e->name, full, full_len + 1);
+		e->name_len = full_len;
+	}
+	if ((r = dec_json_dup(e->name, e->name_len, &e->name_json, &e->name_json_len)) < 0 ||
+	    (r = dec_json_dup(full, full_len, &e->full_json, &e->full_json_len)) < 0)
+		return r;
+	return 0;
+}
+
+/* Decode the XEventMetadata [off, off+len) at the metadata cursor into @e (cleared on failure). */
+static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint64_t len)
+{
+	char *full = NULL, *disp = NULL;
+	size_t full_len = 0, disp_len = 0;
+	struct dec_opstats os = {.strings = true};
+	struct dec_render_arg ra;
+	struct dec_out so;
+	int r;
+
+	dec_out_init(&so, NULL);
+	if ((r = md_names(&rc->md, "XEventMetadata", &full, &full_len, &disp, &disp_len)) < 0)
+		goto out;
+	ra.o = &so;
+	ra.first = true;
+	if ((r = dec_walk_stats(rc, &rc->md, off, len, XEVMD_F_STATS, dec_render_stat, &ra)) < 0 ||
+	    (r = dec_walk_stats(rc, &rc->md, off, len, XEVMD_F_STATS, dec_collect_stat, &os)) < 0)
+		goto out;
+	if ((r = so.r) < 0)
+		goto out;
+	if (!full && !(full = strdup(""))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	if (rc->md_ext && (r = rc->md_ext->fill(rc, e, full, full_len, disp_len, off, len)) < 0)
+		goto out;
+	if ((r = evmd_set_names(e, full, full_len, &disp, disp_len)) < 0)
+		goto out;
+	e->stats_json = dec_out_steal(&so, &e->stats_json_len);
+	if (!e->stats_json && !(e->stats_json = strdup(""))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	e->category = os.category;
+	e->hlo_op = os.hlo_op;
+	os.category = os.hlo_op = NULL;
+	e->flops = os.flops;
+	e->has_flops = os.has_flops;
+	e->bytes = os.bytes;
+	e->has_bytes = os.has_bytes;
+	e->step_num = os.step_num;
+	e->has_step_num = os.has_step_num;
+	e->hlo_module = os.hlo_module;
+	os.hlo_module = NULL;
+	e->model_flops = os.model_flops;
+	e->has_model_flops = os.has_model_flops;
+	e->program_id = os.program_id;
+	e->has_program_id = os.has_program_id;
+	e->group = -1;
+	e->loaded = true;
+	rc->md_bytes += sizeof(*e) + len + e->name_len + e->name_json_len + e->full_json_len +
+			e->stats_json_len + e->view_md_bytes;
+out:
+	if (r < 0)
+		evmd_clear(rc, e);
+	dec_opstats_clear(&os);
+	dec_out_deinit(&so);
+	free(full);
+	free(disp);
+	return r;
+}
+
+int dec_md_load(struct dec_rctx *rc, enum dec_md_kind kind, int64_t key, void **out)
+{
+	const struct dec_plane *p = &rc->x->planes[rc->plane];
+	const struct dec_mdix *ix = kind == DEC_MD_EVENT ? &p->ev : &p->st;
+	ssize_t k = dec_md_find(ix, key);
+	struct dec_cur *c = &rc->md;
+	uint64_t pos = c->pos, end = c->end;
+	const struct dec_md *m;
+	int r = 0;
+
+	if (k < 0) {
+		*out = kind == DEC_MD_EVENT ? (void *)&dec_empty_evmd : (void *)&empty_stmd;
+		return 0;
+	}
+	*out = kind == DEC_MD_EVENT ? (void *)&rc->evmd[k] : (void *)&rc->stmd[k];
+	if (kind == DEC_MD_EVENT ? rc->evmd[k].loaded : rc->stmd[k].loaded)
+		return 0;
+	/* decode the entry with the metadata cursor narrowed to it */
+	m = &ix->md[k];
+	c->pos = m->off;
+	c->end = m->off + m->len;
+	r = kind == DEC_MD_EVENT ? evmd_fill(rc, &rc->evmd[k], m->off, m->len)
+				 : stmd_fill(rc, &rc->stmd[k]);
+	c->pos = pos;
+	c->end = end;
+	return r;
+}
