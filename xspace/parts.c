@@ -226,7 +226,8 @@ int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, stru
 				have_ahead = true;
 			}
 			xprofs_buf_reset(&ahead_err);
-			if (!take_ahead(&t, &ahead))
+			/* take_ahead() lets go of t.mu: the part may have been done meanwhile */
+			if (!take_ahead(&t, &ahead) && !p->done)
 				pthread_cond_wait(&t.cv, &t.mu);
 			continue;
 		}
