@@ -9,7 +9,7 @@
  *   go through logdir.c's writers. The no-overwrite rule for "*.xplane.pb"
  *   in the namespace: an existing profile cannot be unlinked, renamed or
  *   renamed over (EPERM); opening and truncating it are refused in logdir.c.
- * - runs/... is resolved against the runs index snapshot (mount.c, index.c).
+ * - runs/... is resolved against the runs index snapshot (context.c, index.c).
  * - Generated files (views, tracks, session summaries) are rendered on open
  *   by views.c and served with direct_io; after a render that changed the
  *   size getattr could report, the kernel's attributes are invalidated here,
@@ -729,11 +729,11 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	if (fh->kind == FS_FH_LIVE) {
 		/* opened while rendering: getattr may have cached size 0 since */
 		fs_view_fh_size(fh, &done);
-		fs_view_close(fh);
 		if (done)
 			invalidate_attrs(path);
 	}
-	fs_fh_free(fh); /* aborts a writer not committed: its data was flushed or reported */
+	/* aborts a writer not committed (its data was flushed or reported), drops a render */
+	fs_fh_free(fh);
 	return 0;
 }
 
