@@ -21,6 +21,7 @@
  *   user (and root) may write it, even with allow_other.
  * With -o ro every write bit is dropped.
  */
+#include <errno.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -113,4 +114,109 @@ void fs_fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mt
 	 */
 	st->st_blksize = FS_IO_SIZE;
 	st->st_blocks = (blkcnt_t)((size + 511) / 512);
+}
+
+/* logdir_getattr() - a logdir/ entry as the source has it; a symlink as a symlink. */
+static int logdir_getattr(struct fs_ctx *ctx, const char *sp, struct stat *st)
+{
+	struct xprofs_store_stat ss;
+	struct fs_perm p;
+	int r;
+
+	r = xprofs_store_lstat(ctx->store, sp, &ss);
+	if (r < 0)
+		return r;
+	p = fs_perm_src(ctx, ss.mode, ss.uid, ss.gid, ss.type == XPROFS_STORE_DIR);
+	if (ss.type == XPROFS_STORE_DIR) {
+		fs_fill_dir(ctx, st, ss.mtime_ns, p);
+	} else {
+		fs_fill_file(ctx, st, ss.size, ss.mtime_ns, p);
+		if (ss.type == XPROFS_STORE_LINK)
+			st->st_mode = S_IFLNK | 0777;
+	}
+	if (ss.atime_ns)
+		fs_set_ts(&st->st_atim, ss.atime_ns);
+	if (ss.ctime_ns)
+		fs_set_ts(&st->st_ctim, ss.ctime_ns);
+	return 0;
+}
+
+int fs_getattr(struct fs_ctx *ctx, const struct fs_target *t, struct stat *st)
+{
+	struct fs_track_list *tl;
+	struct xprofs_buf b;
+	bool found = false;
+	int r;
+
+	xprofs_buf_init(&b, FS_MEM_MAX);
+	switch (t->kind) {
+	case FS_K_ROOT:
+		fs_fill_dir(ctx, st, 0, fs_perm_own(ctx, 0755));
+		return 0;
+	case FS_K_RUNS:
+		fs_fill_dir(ctx, st, 0,
+			    t->node->is_run ? fs_perm_src(ctx, t->node->mode, t->node->uid,
+							  t->node->gid, true)
+					    : fs_perm_own(ctx, 0755));
+		return 0;
+	case FS_K_SESSION:
+	case FS_K_COMPARE:
+	case FS_K_COMPARE_RUN:
+		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_session(ctx, t, true));
+		return 0;
+	case FS_K_COMPARE_DIR:
+		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_compare(ctx, t, true));
+		return 0;
+	case FS_K_HOST:
+	case FS_K_PLANES:
+	case FS_K_STEPS:
+	case FS_K_WINDOWS:
+	case FS_K_SLICE: /* a step past the last: its views fail to open with ENOENT */
+		fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
+		return 0;
+	case FS_K_STATUS:
+	case FS_K_CAPTURE:
+	case FS_K_ERRORS:
+		/* small and in memory: report the size the content has now */
+		r = fs_mem_content(ctx, t, &b);
+		fs_fill_file(ctx, st, r == 0 ? b.len : 0,
+			     t->kind == FS_K_ERRORS ? t->host->st.mtime_ns : 0,
+			     t->kind == FS_K_ERRORS    ? fs_perm_host(ctx, t, false)
+			     : t->kind == FS_K_CAPTURE ? fs_perm_own(ctx, 0644)
+						       : fs_perm_own(ctx, 0444));
+		xprofs_buf_deinit(&b);
+		return 0;
+	case FS_K_VIEW:
+		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
+			     fs_perm_host(ctx, t, false));
+		return 0;
+	case FS_K_SESSION_SUMMARY:
+	case FS_K_SESSION_OPS:
+	case FS_K_COMPARE_VIEW:
+		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
+			     t->kind == FS_K_COMPARE_VIEW ? fs_perm_compare(ctx, t, false)
+							  : fs_perm_session(ctx, t, false));
+		return 0;
+	case FS_K_PLANE:
+	case FS_K_TRACK:
+		r = fs_tracks_get(ctx, t, &tl);
+		if (r < 0)
+			return r;
+		for (size_t i = 0; i < tl->n && !found; i++)
+			found = !strcmp(tl->planes[i], t->plane) &&
+				(t->kind == FS_K_PLANE || !strcmp(tl->lines[i], t->line));
+		pthread_mutex_unlock(&ctx->views.lock);
+		if (!found)
+			return -ENOENT;
+		if (t->kind == FS_K_PLANE)
+			fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
+		else
+			fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
+				     fs_perm_host(ctx, t, false));
+		return 0;
+	case FS_K_LOGDIR:
+		return logdir_getattr(ctx, t->store_path, st);
+	default:
+		return -ENOENT;
+	}
 }

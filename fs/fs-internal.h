@@ -2,9 +2,10 @@
  * fs/fs-internal.h - what the files of the fs module share. One section per
  * file, lowest first; the files call each other in one direction only, so
  * no two files call each other (directly or in a loop):
- *   ops.c -> attr.c, logdir.c, status.c, views.c; views.c -> session.c
- *   -> profiles.c -> memo.c; views.c -> handles.c -> live.c -> shared.c;
- *   context.c (the mount context) -> index.c, under all of them
+ *   ops.c -> attr.c, dirs.c, logdir.c; attr.c -> status.c, views.c;
+ *   views.c -> session.c -> profiles.c -> memo.c; dirs.c -> profiles.c;
+ *   views.c -> handles.c -> live.c -> shared.c; context.c (the mount
+ *   context) -> index.c, under all of them
  * (docs/fs.md "Files" has the exact graph). Only ops.c and daemon.c/options.c
  * include FUSE headers; FUSE_USE_VERSION is set once, in fs/meson.build.
  *
@@ -21,8 +22,9 @@
  * - remembered sizes and error notes (memo.c), opened profiles, kept
  *   indexes and track lists (profiles.c), session-wide renders (session.c),
  *   opening generated files (views.c): FUSE-free, unit-tested;
- * - logdir/ writers and uploads (logdir.c), status.json (status.c),
- *   attributes (attr.c), the operation table (ops.c).
+ * - logdir/ writers and uploads (logdir.c), status.json and the other small
+ *   files (status.c), directory listings (dirs.c), attributes (attr.c), the
+ *   operation table (ops.c).
  */
 #ifndef XPROFS_FS_INTERNAL_H
 #define XPROFS_FS_INTERNAL_H
@@ -616,10 +618,26 @@ int fs_writer_fsync(struct fs_fh *fh, const char *path);
 /** fs_writer_release() - the last close of writer @fh: commit what is left (does not free). */
 void fs_writer_release(struct fs_ctx *ctx, struct fs_fh *fh, const char *path);
 
-/* ---- status.json (status.c) -------------------------------------------- */
+/* ---- small files made in memory (status.c; no FUSE) ---------------------- */
 
 /** fs_status_json() - MOUNT/status.json into @out. */
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
+/**
+ * fs_mem_content() - the current content of @t, which is status.json, a
+ * host's errors file or a capture file, appended to @b. -EINVAL for other kinds.
+ */
+int fs_mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xprofs_buf *b);
+
+/* ---- directory listings (dirs.c; no FUSE) -------------------------------- */
+
+/* One name of a listing into the caller's buffer @arg; nonzero: it is full. */
+typedef int (*fs_dir_fill)(void *arg, const char *name);
+/**
+ * fs_dir_list() - every name directory @t (borrowed, classified against an
+ * index the caller holds) lists, "." and ".." first, through @fill. 0,
+ * -ENOTDIR when @t is no directory, or the listing's -errno.
+ */
+int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill, void *arg);
 
 /* ---- attributes of mount entries (attr.c; no FUSE) ---------------------- */
 
@@ -650,6 +668,13 @@ void fs_fill_dir(struct fs_ctx *ctx, struct stat *st, int64_t mtime_ns, struct f
 /** fs_fill_file() - @st of a regular file of @size bytes. */
 void fs_fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mtime_ns,
 		  struct fs_perm p);
+/**
+ * fs_getattr() - @st of mount entry @t (borrowed, classified against an
+ * index the caller holds): a logdir/ entry as the source has it (a symlink
+ * as a symlink), a generated file with the size known so far. 0 or -errno
+ * (-ENOENT: a plane or line its profile does not have).
+ */
+int fs_getattr(struct fs_ctx *ctx, const struct fs_target *t, struct stat *st);
 
 /* ---- start-up (daemon.c) ------------------------------------------------ */
 
