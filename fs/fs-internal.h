@@ -657,10 +657,23 @@ struct fs_perm fs_perm_src(const struct fs_ctx *ctx, uint32_t mode, uint32_t uid
 			   bool dir);
 /** fs_perm_host() - a host directory (@dir) or a file in it: as its profile is readable. */
 struct fs_perm fs_perm_host(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
-/** fs_perm_session() - a session directory (@dir) or its summary.json. */
+/**
+ * fs_perm_session() - a session directory (@dir: its own bits) or its
+ * summary.json/ops.json: readable only by whom may read the directory and
+ * every host profile in it.
+ */
 struct fs_perm fs_perm_session(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
-/** fs_perm_compare() - compare/<other>/ (@dir) or a file in it: what both sessions allow. */
+/**
+ * fs_perm_compare() - compare/<other>/ (@dir: what both session directories
+ * allow) or a file in it (also every host profile of both sessions).
+ */
 struct fs_perm fs_perm_compare(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/**
+ * fs_perm_readable() - whether user @uid (primary group @gid, supplementary
+ * @groups: @ngroups of them, < 0 when unknown) may read a file with @p, as
+ * default_permissions judges it (root always may).
+ */
+bool fs_perm_readable(struct fs_perm p, uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
 /** fs_set_ts() - @ns since the epoch into @ts. */
 void fs_set_ts(struct timespec *ts, int64_t ns);
 /** fs_fill_dir() - @st of a directory; @mtime_ns 0: the mount's start time. -o ro drops w bits. */

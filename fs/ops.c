@@ -21,7 +21,8 @@
  * - Small virtual files (status.json, errors, capture) are snapshotted into
  *   memory at open.
  * - Permissions: the kernel checks them (default_permissions) against the
- *   modes and owners getattr reports (attr.c); chmod/chown/
+ *   modes and owners getattr reports (attr.c); the open of a file made from
+ *   several profiles checks the caller here too (caller_may_read()); chmod/chown/
  *   utimens change logdir/ files in the source, never a profile.
  * - Symlinks in logdir/ are symlinks (getattr, readlink, symlink): the kernel
  *   follows them itself, so no lookup through one reaches the store.
@@ -203,6 +204,25 @@ static bool may_control(const struct fs_ctx *ctx)
 	return uid == 0 || uid == ctx->uid;
 }
 
+/*
+ * caller_may_read() - whether the caller may read a file with @p, judged here
+ * as the kernel judges it (uid, then gid and supplementary groups). A
+ * session-wide file's @p comes from the same index snapshot as the hosts its
+ * render combines, while the kernel may check attributes it cached from an
+ * older one (a host added since); groups that cannot be read count as
+ * unknown (meet()'s rule: group and others bits both).
+ */
+static bool caller_may_read(struct fs_perm p)
+{
+	const struct fuse_context *fc = fuse_get_context();
+	gid_t groups[256];
+	int n = fuse_getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+
+	if (n > (int)(sizeof(groups) / sizeof(groups[0])))
+		n = -1;
+	return fs_perm_readable(p, fc->uid, fc->gid, groups, n);
+}
+
 static int op_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
@@ -259,11 +279,18 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 			r = xprofs_capture_input_new(fh->run, &fh->cin);
 		fi->direct_io = 1;
 		break;
-	case FS_K_VIEW:
-	case FS_K_TRACK:
 	case FS_K_SESSION_SUMMARY:
 	case FS_K_SESSION_OPS:
 	case FS_K_COMPARE_VIEW:
+		if (!caller_may_read(t.kind == FS_K_COMPARE_VIEW
+					     ? fs_perm_compare(ctx, &t, false)
+					     : fs_perm_session(ctx, &t, false))) {
+			r = -EACCES; /* also with attributes the kernel cached from an older index */
+			break;
+		}
+		/* fall through */
+	case FS_K_VIEW:
+	case FS_K_TRACK:
 		fh = fs_fh_new(FS_FH_FD);
 		r = fh ? fs_view_open(ctx, &t, fh, &changed) : -ENOMEM;
 		if (r == 0 && changed)
