@@ -13,7 +13,7 @@
  *
  * Identity and permissions: the mount is named after SOURCE (fsname) with
  * subtype "xprofs" (findmnt: "SOURCE ... fuse.xprofs"), the kernel checks
- * permissions (default_permissions; fs/ops.c reports the modes), and a
+ * permissions (default_permissions; fs/attr.c makes the modes), and a
  * MOUNTPOINT that already is a FUSE mount is refused (/proc/self/mountinfo)
  * rather than stacked over.
  */

@@ -1,24 +1,29 @@
 /*
  * fs/fs-internal.h - what the files of the fs module share. One section per
- * file, in layering order: each .c file uses only the sections above its own
- * (ops.c -> logdir.c, views.c, status.c -> live.c -> shared.c -> mount.c ->
- * index.c),
- * so no two
- * files call each other. Only ops.c and daemon.c/options.c include FUSE
- * headers; FUSE_USE_VERSION is set once, in fs/meson.build.
+ * file, lowest first; the files call each other in one direction only, so
+ * no two files call each other (directly or in a loop):
+ *   ops.c -> attr.c, dirs.c, logdir.c; attr.c -> status.c, views.c;
+ *   views.c -> session.c -> profiles.c -> memo.c; dirs.c -> profiles.c;
+ *   views.c -> handles.c -> live.c -> shared.c; context.c (the mount
+ *   context) -> index.c, under all of them
+ * (docs/fs.md "Files" has the exact graph). Only ops.c and daemon.c/options.c
+ * include FUSE headers; FUSE_USE_VERSION is set once, in fs/meson.build.
  *
  * - the fixed names of the mount and the options struct (options.c);
  * - the runs index and mount-path classification (index.c, FUSE-free,
  *   unit-tested over a fake store);
- * - the mount context: store, cache, capture, index snapshot, counters, the
- *   open-file handle (mount.c);
- * - renders in progress: single-flight, render threads, readers of a view
- *   while it renders (live.c, FUSE-free);
+ * - the mount context: store, cache, capture, index snapshot, counters
+ *   (context.c);
  * - the shared view cache in a bucket: fetch before a render, upload after
  *   (shared.c, FUSE-free);
- * - rendered views: cache hits, remembered sizes, error notes, track lists
- *   (views.c, FUSE-free, unit-tested);
- * - logdir/ writers and uploads (logdir.c), status.json (status.c), the
+ * - renders in progress: single-flight, render threads, readers of a view
+ *   while it renders (live.c, FUSE-free);
+ * - the open-file handle (handles.c);
+ * - remembered sizes and error notes (memo.c), opened profiles, kept
+ *   indexes and track lists (profiles.c), session-wide renders (session.c),
+ *   opening generated files (views.c): FUSE-free, unit-tested;
+ * - logdir/ writers and uploads (logdir.c), status.json and the other small
+ *   files (status.c), directory listings (dirs.c), attributes (attr.c), the
  *   operation table (ops.c).
  */
 #ifndef XPROFS_FS_INTERNAL_H
@@ -232,7 +237,7 @@ bool fs_is_profile_name(const char *name);
 /** fs_host_path() - the store path of @t's host profile (@t is at or below a host). */
 int fs_host_path(const struct fs_target *t, char *buf, size_t size);
 
-/* ---- the mount context (mount.c) --------------------------------------- */
+/* ---- the mount context (context.c) ------------------------------------- */
 
 #define FS_SIZES 1024          /* remembered sizes of rendered files (hash slots) */
 #define FS_ERRHOSTS 256        /* hosts whose decode errors are remembered */
@@ -333,51 +338,35 @@ struct fs_index *fs_index_snapshot(struct fs_ctx *ctx);
 /** fs_store_is_local() - the store writes in place (no uploads; statvfs of the source). */
 bool fs_store_is_local(const struct fs_ctx *ctx);
 
-enum fs_fh_kind {
-	FS_FH_READER = 1,
-	FS_FH_WRITER,
-	FS_FH_FD,
-	FS_FH_CACHE,
-	FS_FH_MEM,
-	FS_FH_CAPTURE,
-	FS_FH_LIVE,
-};
+/* ---- the shared view cache (shared.c; no FUSE) --------------------------- */
 
-/* An open file. Writers are serialised by @lock (backends need not be). */
-struct fs_fh {
-	enum fs_fh_kind kind;
-	pthread_mutex_t lock;
-	struct xprofs_store_reader *rf; /* FS_FH_READER; owned */
-	struct xprofs_store_writer *w;  /* FS_FH_WRITER; owned */
-	uint64_t wsize;                 /* FS_FH_WRITER: size as written so far */
-	bool profile;                   /* FS_FH_WRITER of a new *.xplane.pb */
-	bool dirty;      /* FS_FH_WRITER: changed since the last flush; under @lock */
-	bool published;  /* FS_FH_WRITER: a local new profile linked in by a flush */
-	int publish_err; /* FS_FH_WRITER: why that publish failed (-errno), else 0 */
-	char *spath;     /* FS_FH_WRITER: store path; owned */
-	int fd;          /* FS_FH_FD: unlinked rendered file; owned */
-	struct xprofs_cache_reader *ce; /* FS_FH_CACHE: a cache hit; owned */
-	struct fs_live *live; /* FS_FH_LIVE: a render in progress; a reference (fs_view_close()) */
-	uint64_t size;        /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
-	char *mem;            /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
-	char *run;            /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
-	mode_t mode;          /* FS_FH_WRITER: the mode a new file was created with */
-	struct xprofs_capture_input *cin;    /* FS_FH_CAPTURE opened for writing: lines; owned */
-	struct fs_fh *open_prev, *open_next; /* the unreleased handles (mount.c); under its lock */
-};
-
-/** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */
-struct fs_fh *fs_fh_new(enum fs_fh_kind kind);
-/** fs_fh_free() - closes what @fh holds (aborts an uncommitted writer); accepts NULL. */
-void fs_fh_free(struct fs_fh *fh);
+struct fs_shared;
 /**
- * fs_fh_free_unreleased() - at teardown, after the FUSE loop: free the handles
- * FUSE never released. A close just before an unmount can leave its RELEASE
- * unread when the kernel ends the connection, and the handle would leak.
+ * fs_shared_start() - open -o shared_cache (checked with one listing) and
+ * start its uploader into @ctx->shared; 0 without the option. -errno
+ * (reported) when the bucket cannot be used: the mount fails.
  */
-void fs_fh_free_unreleased(void);
-/** fs_fh_count() - how many file handles are open (not freed yet). */
-uint64_t fs_fh_count(void);
+int fs_shared_start(struct fs_ctx *ctx);
+/** fs_shared_stop() - stop the uploader (queued uploads are dropped) and free; idempotent. */
+void fs_shared_stop(struct fs_ctx *ctx);
+/** fs_shared_wanted() - whether generated file @t goes through the shared cache. */
+bool fs_shared_wanted(const struct fs_ctx *ctx, const struct fs_target *t);
+/**
+ * fs_shared_fetch() - fetch the shared copy of the view with cache key @key
+ * (borrowed) and import it into the local cache. 0: the local cache has it
+ * now; -ENOENT: absent; -ESTALE/-EBADMSG: a foreign/damaged copy (rejected;
+ * a damaged one's generation into *@damaged_gen, else 0); -EAGAIN: fetching
+ * paused after a fault; another -errno. Any failure means "render it".
+ */
+int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t *damaged_gen);
+/**
+ * fs_shared_offer() - queue the upload of the local entry of @key (copied);
+ * @replace_gen: the generation of a damaged copy there to replace (from
+ * fs_shared_fetch()), else 0. Never blocks on I/O.
+ */
+void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t replace_gen);
+/** fs_shared_status_json() - status.json's "shared_cache" value (null without one) into @out. */
+int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 
 /* ---- renders in progress (live.c; no FUSE) ------------------------------ */
 
@@ -386,6 +375,7 @@ uint64_t fs_fh_count(void);
 #define FS_LIVE_PUBLISH (64u << 10)    /* readers are woken every this many bytes */
 
 struct fs_live;
+struct fs_fh; /* handles.c, below: a finished or running render is attached to one */
 
 /* What a render thread renders: callbacks on that thread, @arg owned by the job. */
 struct fs_live_job {
@@ -437,42 +427,62 @@ int fs_live_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 /** fs_live_stop_all() - cancel the renders in progress and wait for their threads. */
 void fs_live_stop_all(struct fs_views *v);
 
-/* ---- the shared view cache (shared.c; no FUSE) --------------------------- */
+/* ---- open-file handles (handles.c; no FUSE) ----------------------------- */
 
-struct fs_shared;
+enum fs_fh_kind {
+	FS_FH_READER = 1,
+	FS_FH_WRITER,
+	FS_FH_FD,
+	FS_FH_CACHE,
+	FS_FH_MEM,
+	FS_FH_CAPTURE,
+	FS_FH_LIVE,
+};
+
+/* An open file. Writers are serialised by @lock (backends need not be). */
+struct fs_fh {
+	enum fs_fh_kind kind;
+	pthread_mutex_t lock;
+	struct xprofs_store_reader *rf; /* FS_FH_READER; owned */
+	struct xprofs_store_writer *w;  /* FS_FH_WRITER; owned */
+	uint64_t wsize;                 /* FS_FH_WRITER: size as written so far */
+	bool profile;                   /* FS_FH_WRITER of a new *.xplane.pb */
+	bool dirty;      /* FS_FH_WRITER: changed since the last flush; under @lock */
+	bool published;  /* FS_FH_WRITER: a local new profile linked in by a flush */
+	int publish_err; /* FS_FH_WRITER: why that publish failed (-errno), else 0 */
+	char *spath;     /* FS_FH_WRITER: store path; owned */
+	int fd;          /* FS_FH_FD: unlinked rendered file; owned */
+	struct xprofs_cache_reader *ce; /* FS_FH_CACHE: a cache hit; owned */
+	struct fs_live *live;           /* FS_FH_LIVE: a render in progress; a reference */
+	uint64_t size;                  /* FS_FH_FD, FS_FH_CACHE, FS_FH_MEM */
+	char *mem;                      /* FS_FH_MEM, FS_FH_CAPTURE (read snapshot); owned */
+	char *run;                      /* FS_FH_CAPTURE: run store path; NULL = top level; owned */
+	mode_t mode;                    /* FS_FH_WRITER: the mode a new file was created with */
+	struct xprofs_capture_input *cin; /* FS_FH_CAPTURE opened for writing: lines; owned */
+	struct fs_fh *open_prev,
+		*open_next; /* the unreleased handles (handles.c); under its lock */
+};
+
+/** fs_fh_new() - an empty handle; caller owns, free with fs_fh_free(). NULL: no memory. */
+struct fs_fh *fs_fh_new(enum fs_fh_kind kind);
 /**
- * fs_shared_start() - open -o shared_cache (checked with one listing) and
- * start its uploader into @ctx->shared; 0 without the option. -errno
- * (reported) when the bucket cannot be used: the mount fails.
+ * fs_fh_free() - closes what @fh holds (aborts an uncommitted writer, drops
+ * a render in progress: fs_live_close()); accepts NULL.
  */
-int fs_shared_start(struct fs_ctx *ctx);
-/** fs_shared_stop() - stop the uploader (queued uploads are dropped) and free; idempotent. */
-void fs_shared_stop(struct fs_ctx *ctx);
-/** fs_shared_wanted() - whether generated file @t goes through the shared cache. */
-bool fs_shared_wanted(const struct fs_ctx *ctx, const struct fs_target *t);
+void fs_fh_free(struct fs_fh *fh);
 /**
- * fs_shared_fetch() - fetch the shared copy of the view with cache key @key
- * (borrowed) and import it into the local cache. 0: the local cache has it
- * now; -ENOENT: absent; -ESTALE/-EBADMSG: a foreign/damaged copy (rejected;
- * a damaged one's generation into *@damaged_gen, else 0); -EAGAIN: fetching
- * paused after a fault; another -errno. Any failure means "render it".
+ * fs_fh_free_unreleased() - at teardown, after the FUSE loop: free the handles
+ * FUSE never released. A close just before an unmount can leave its RELEASE
+ * unread when the kernel ends the connection, and the handle would leak.
  */
-int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t *damaged_gen);
-/**
- * fs_shared_offer() - queue the upload of the local entry of @key (copied);
- * @replace_gen: the generation of a damaged copy there to replace (from
- * fs_shared_fetch()), else 0. Never blocks on I/O.
- */
-void fs_shared_offer(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t replace_gen);
-/** fs_shared_status_json() - status.json's "shared_cache" value (null without one) into @out. */
-int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
+void fs_fh_free_unreleased(void);
+/** fs_fh_count() - how many file handles are open (not freed yet). */
+uint64_t fs_fh_count(void);
 
-/* ---- rendered views (views.c; no FUSE) ---------------------------------- */
+/* ---- remembered sizes and error notes (memo.c; no FUSE) ------------------ */
 
-/** fs_views_init() - empty tables; pair with fs_views_deinit(). */
-void fs_views_init(struct fs_views *v);
-void fs_views_deinit(struct fs_views *v);
-
+/** fs_version_key() - a hash (never 0) of store file @path at version @st, for use @what. */
+uint64_t fs_version_key(const char *path, const struct xprofs_store_stat *st, const char *what);
 /** fs_size_lookup() - the remembered size for @key into *@size; false when none. */
 bool fs_size_lookup(struct fs_ctx *ctx, uint64_t key, uint64_t *size);
 /** fs_size_store() - remember @size for @key (replaces whatever shared its slot). */
@@ -487,6 +497,42 @@ void fs_error_note(struct fs_ctx *ctx, const char *hpath, const struct xprofs_st
 /** fs_errors_snapshot() - append the errors of host @hpath at version @st to @out. */
 int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		       struct xprofs_buf *out);
+/** fs_memo_free() - at unmount: free the error notes of @v. */
+void fs_memo_free(struct fs_views *v);
+
+/* ---- opened profiles (profiles.c; no FUSE) ------------------------------ */
+
+/*
+ * An opened profile: the store file and its index. The reader is on the
+ * heap: the index borrows it, and a struct fs_prof moves (into a render job,
+ * into and out of the kept indexes) after indexing.
+ */
+struct fs_prof {
+	struct xprofs_store_reader *f; /* owned */
+	struct xprofs_reader *r;       /* owned */
+	struct xprofs_xspace *x;       /* owned; NULL until indexed */
+	struct xprofs_store_stat st;   /* the open file's version */
+};
+
+/**
+ * fs_prof_open() - open store file @hpath (borrowed) into @p; with @decode
+ * also index it (reason appended to @err). Caller owns @p's members on
+ * success; release with fs_prof_close().
+ */
+int fs_prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct fs_prof *p,
+		 struct xprofs_buf *err);
+/** fs_prof_index() - index open profile @p into @p->x (reason appended to @err). */
+int fs_prof_index(struct fs_ctx *ctx, struct fs_prof *p, struct xprofs_buf *err);
+/** fs_prof_close() - close what @p holds; @p may be empty (zeroed). */
+void fs_prof_close(struct fs_prof *p);
+/**
+ * fs_prof_take() - the kept index of @hpath at version @st into @p (which the
+ * caller then owns, as from fs_prof_open(.., true, ..)); false when none.
+ */
+bool fs_prof_take(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		  struct fs_prof *p);
+/** fs_prof_keep() - keep @p (consumed) for the next use of @hpath; closes it if it has no index. */
+void fs_prof_keep(struct fs_ctx *ctx, const char *hpath, struct fs_prof *p);
 /**
  * fs_tracks_get() - the track list of @t's host (at its indexed version),
  * decoded once per version. On success returns with ctx->views.lock HELD and
@@ -498,6 +544,28 @@ int fs_tracks_get(struct fs_ctx *ctx, const struct fs_target *t, struct fs_track
  * indexing the profile (no cache: readdir of steps/ only). 0 or -errno.
  */
 int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n);
+/** fs_profiles_free() - at unmount: close the kept indexes and free the track lists of @v. */
+void fs_profiles_free(struct fs_views *v);
+
+/* ---- session-wide files (session.c; no FUSE) ----------------------------- */
+
+/**
+ * fs_session_render() - session-wide file @t (summary.json, ops.json,
+ * compare/<other>/<view>; borrowed, with the index it points into) into
+ * @out; opens, indexes and closes every host of the session(s). The reason
+ * of a failure into @err.
+ */
+int fs_session_render(struct fs_ctx *ctx, const struct fs_target *t, const struct xprofs_sink *out,
+		      struct xprofs_buf *err);
+/** fs_session_file_name() - what session-wide file @t is called in errors and logs. */
+const char *fs_session_file_name(const struct fs_target *t);
+
+/* ---- opening generated files (views.c; no FUSE) ------------------------- */
+
+/** fs_views_init() - empty tables; pair with fs_views_deinit(). */
+void fs_views_init(struct fs_views *v);
+void fs_views_deinit(struct fs_views *v);
+
 /** fs_view_size() - the size generated file @t will have, if known; else 0. */
 uint64_t fs_view_size(struct fs_ctx *ctx, const struct fs_target *t);
 /**
@@ -522,8 +590,6 @@ int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool
 ssize_t fs_view_pread(struct fs_fh *fh, void *buf, size_t n, uint64_t off);
 /** fs_view_fh_size() - the size of open view @fh: 0 while it still renders. */
 uint64_t fs_view_fh_size(struct fs_fh *fh, bool *done);
-/** fs_view_close() - before fs_fh_free(): drop what only views.c/live.c can (a live render). */
-void fs_view_close(struct fs_fh *fh);
 
 /* ---- logdir/ writers (logdir.c; no FUSE) -------------------------------- */
 
@@ -552,10 +618,26 @@ int fs_writer_fsync(struct fs_fh *fh, const char *path);
 /** fs_writer_release() - the last close of writer @fh: commit what is left (does not free). */
 void fs_writer_release(struct fs_ctx *ctx, struct fs_fh *fh, const char *path);
 
-/* ---- status.json (status.c) -------------------------------------------- */
+/* ---- small files made in memory (status.c; no FUSE) ---------------------- */
 
 /** fs_status_json() - MOUNT/status.json into @out. */
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
+/**
+ * fs_mem_content() - the current content of @t, which is status.json, a
+ * host's errors file or a capture file, appended to @b. -EINVAL for other kinds.
+ */
+int fs_mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xprofs_buf *b);
+
+/* ---- directory listings (dirs.c; no FUSE) -------------------------------- */
+
+/* One name of a listing into the caller's buffer @arg; nonzero: it is full. */
+typedef int (*fs_dir_fill)(void *arg, const char *name);
+/**
+ * fs_dir_list() - every name directory @t (borrowed, classified against an
+ * index the caller holds) lists, "." and ".." first, through @fill. 0,
+ * -ENOTDIR when @t is no directory, or the listing's -errno.
+ */
+int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill, void *arg);
 
 /* ---- attributes of mount entries (attr.c; no FUSE) ---------------------- */
 
@@ -575,10 +657,23 @@ struct fs_perm fs_perm_src(const struct fs_ctx *ctx, uint32_t mode, uint32_t uid
 			   bool dir);
 /** fs_perm_host() - a host directory (@dir) or a file in it: as its profile is readable. */
 struct fs_perm fs_perm_host(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
-/** fs_perm_session() - a session directory (@dir) or its summary.json. */
+/**
+ * fs_perm_session() - a session directory (@dir: its own bits) or its
+ * summary.json/ops.json: readable only by whom may read the directory and
+ * every host profile in it.
+ */
 struct fs_perm fs_perm_session(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
-/** fs_perm_compare() - compare/<other>/ (@dir) or a file in it: what both sessions allow. */
+/**
+ * fs_perm_compare() - compare/<other>/ (@dir: what both session directories
+ * allow) or a file in it (also every host profile of both sessions).
+ */
 struct fs_perm fs_perm_compare(const struct fs_ctx *ctx, const struct fs_target *t, bool dir);
+/**
+ * fs_perm_readable() - whether user @uid (primary group @gid, supplementary
+ * @groups: @ngroups of them, < 0 when unknown) may read a file with @p, as
+ * default_permissions judges it (root always may).
+ */
+bool fs_perm_readable(struct fs_perm p, uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
 /** fs_set_ts() - @ns since the epoch into @ts. */
 void fs_set_ts(struct timespec *ts, int64_t ns);
 /** fs_fill_dir() - @st of a directory; @mtime_ns 0: the mount's start time. -o ro drops w bits. */
@@ -586,6 +681,13 @@ void fs_fill_dir(struct fs_ctx *ctx, struct stat *st, int64_t mtime_ns, struct f
 /** fs_fill_file() - @st of a regular file of @size bytes. */
 void fs_fill_file(struct fs_ctx *ctx, struct stat *st, uint64_t size, int64_t mtime_ns,
 		  struct fs_perm p);
+/**
+ * fs_getattr() - @st of mount entry @t (borrowed, classified against an
+ * index the caller holds): a logdir/ entry as the source has it (a symlink
+ * as a symlink), a generated file with the size known so far. 0 or -errno
+ * (-ENOENT: a plane or line its profile does not have).
+ */
+int fs_getattr(struct fs_ctx *ctx, const struct fs_target *t, struct stat *st);
 
 /* ---- start-up (daemon.c) ------------------------------------------------ */
 

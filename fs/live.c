@@ -2,8 +2,8 @@
  * fs/live.c - renders in progress: a generated file is rendered on a thread
  * of its own while its readers read what is already done. No FUSE here.
  *
- * Design: fs_live_start() claims the view's single-flight slot (views.c's
- * fs_render_begin(), which also bounds renders at FS_INFLIGHT) and starts one
+ * Design: fs_live_start() claims the view's single-flight slot
+ * (fs_render_begin(), which also bounds renders at FS_INFLIGHT) and starts one
  * detached thread per render. The thread streams the JSON into a cache
  * writer; readers read the writer's full blocks (xprofs_cache_writer_pread():
  * compressed ones back from its temp file, queued ones copied), so no

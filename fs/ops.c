@@ -1,15 +1,16 @@
 /*
  * fs/ops.c - the FUSE operations of xprofs (high-level, path-based API) and
  * their table. Each handler resolves the mount path (fs_classify()) and hands
- * the work to the file that owns it; this is the only fs file that calls
- * libfuse during a request.
+ * the work to the file that owns it (attributes: attr.c; listings: dirs.c;
+ * generated files: views.c; logdir/ writes: logdir.c; small files:
+ * status.c); this is the only fs file that calls libfuse during a request.
  *
  * Design:
  * - logdir/... maps 1:1 onto the store. Reads pread the store file; writes
  *   go through logdir.c's writers. The no-overwrite rule for "*.xplane.pb"
  *   in the namespace: an existing profile cannot be unlinked, renamed or
  *   renamed over (EPERM); opening and truncating it are refused in logdir.c.
- * - runs/... is resolved against the runs index snapshot (mount.c, index.c).
+ * - runs/... is resolved against the runs index snapshot (context.c, index.c).
  * - Generated files (views, tracks, session summaries) are rendered on open
  *   by views.c and served with direct_io; after a render that changed the
  *   size getattr could report, the kernel's attributes are invalidated here,
@@ -19,9 +20,9 @@
  *   once the real size is known.
  * - Small virtual files (status.json, errors, capture) are snapshotted into
  *   memory at open.
- *
  * - Permissions: the kernel checks them (default_permissions) against the
- *   modes and owners getattr reports (attr.c); chmod/chown/
+ *   modes and owners getattr reports (attr.c); the open of a file made from
+ *   several profiles checks the caller here too (caller_may_read()); chmod/chown/
  *   utimens change logdir/ files in the source, never a profile.
  * - Symlinks in logdir/ are symlinks (getattr, readlink, symlink): the kernel
  *   follows them itself, so no lookup through one reaches the store.
@@ -60,138 +61,8 @@ static void invalidate_attrs(const char *path)
 	fuse_invalidate_path(fuse_get_context()->fuse, path);
 }
 
-/* ---- attributes -------------------------------------------------------- */
+/* ---- attributes (attr.c) ------------------------------------------------ */
 
-/* mem_content() - the current content of status.json, an errors or a capture file. */
-static int mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xprofs_buf *b)
-{
-	char hp[XPROFS_PATH_MAX + 1];
-	int r;
-
-	switch (t->kind) {
-	case FS_K_STATUS:
-		return fs_status_json(ctx, b);
-	case FS_K_ERRORS:
-		r = fs_host_path(t, hp, sizeof(hp));
-		return r < 0 ? r : fs_errors_snapshot(ctx, hp, &t->host->st, b);
-	case FS_K_CAPTURE:
-		if (ctx->capture)
-			return xprofs_capture_status(ctx->capture, t->node ? t->node->path : NULL,
-						     b);
-		return xprofs_buf_adds(b, "capture: unavailable in this mount\n");
-	default:
-		return -EINVAL;
-	}
-}
-
-/* logdir_getattr() - a logdir/ entry as the source has it; a symlink as a symlink. */
-static int logdir_getattr(struct fs_ctx *ctx, const char *sp, struct stat *st)
-{
-	struct xprofs_store_stat ss;
-	struct fs_perm p;
-	int r;
-
-	r = xprofs_store_lstat(ctx->store, sp, &ss);
-	if (r < 0)
-		return r;
-	p = fs_perm_src(ctx, ss.mode, ss.uid, ss.gid, ss.type == XPROFS_STORE_DIR);
-	if (ss.type == XPROFS_STORE_DIR) {
-		fs_fill_dir(ctx, st, ss.mtime_ns, p);
-	} else {
-		fs_fill_file(ctx, st, ss.size, ss.mtime_ns, p);
-		if (ss.type == XPROFS_STORE_LINK)
-			st->st_mode = S_IFLNK | 0777;
-	}
-	if (ss.atime_ns)
-		fs_set_ts(&st->st_atim, ss.atime_ns);
-	if (ss.ctime_ns)
-		fs_set_ts(&st->st_ctim, ss.ctime_ns);
-	return 0;
-}
-
-static int target_getattr(struct fs_ctx *ctx, const char *path, const struct fs_target *t,
-			  struct stat *st)
-{
-	struct fs_track_list *tl;
-	struct xprofs_buf b;
-	bool found = false;
-	int r;
-
-	xprofs_buf_init(&b, FS_MEM_MAX);
-	switch (t->kind) {
-	case FS_K_ROOT:
-		fs_fill_dir(ctx, st, 0, fs_perm_own(ctx, 0755));
-		return 0;
-	case FS_K_RUNS:
-		fs_fill_dir(ctx, st, 0,
-			    t->node->is_run ? fs_perm_src(ctx, t->node->mode, t->node->uid,
-							  t->node->gid, true)
-					    : fs_perm_own(ctx, 0755));
-		return 0;
-	case FS_K_SESSION:
-	case FS_K_COMPARE:
-	case FS_K_COMPARE_RUN:
-		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_session(ctx, t, true));
-		return 0;
-	case FS_K_COMPARE_DIR:
-		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_compare(ctx, t, true));
-		return 0;
-	case FS_K_HOST:
-	case FS_K_PLANES:
-	case FS_K_STEPS:
-	case FS_K_WINDOWS:
-	case FS_K_SLICE: /* a step past the last: its views fail to open with ENOENT */
-		fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
-		return 0;
-	case FS_K_STATUS:
-	case FS_K_CAPTURE:
-	case FS_K_ERRORS:
-		/* small and in memory: report the size the content has now */
-		r = mem_content(ctx, t, &b);
-		fs_fill_file(ctx, st, r == 0 ? b.len : 0,
-			     t->kind == FS_K_ERRORS ? t->host->st.mtime_ns : 0,
-			     t->kind == FS_K_ERRORS    ? fs_perm_host(ctx, t, false)
-			     : t->kind == FS_K_CAPTURE ? fs_perm_own(ctx, 0644)
-						       : fs_perm_own(ctx, 0444));
-		xprofs_buf_deinit(&b);
-		return 0;
-	case FS_K_VIEW:
-		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
-			     fs_perm_host(ctx, t, false));
-		return 0;
-	case FS_K_SESSION_SUMMARY:
-	case FS_K_SESSION_OPS:
-	case FS_K_COMPARE_VIEW:
-		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
-			     t->kind == FS_K_COMPARE_VIEW ? fs_perm_compare(ctx, t, false)
-							  : fs_perm_session(ctx, t, false));
-		return 0;
-	case FS_K_PLANE:
-	case FS_K_TRACK:
-		r = fs_tracks_get(ctx, t, &tl);
-		if (r < 0)
-			return r;
-		for (size_t i = 0; i < tl->n && !found; i++)
-			found = !strcmp(tl->planes[i], t->plane) &&
-				(t->kind == FS_K_PLANE || !strcmp(tl->lines[i], t->line));
-		pthread_mutex_unlock(&ctx->views.lock);
-		if (!found)
-			return -ENOENT;
-		if (t->kind == FS_K_PLANE)
-			fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
-		else
-			fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
-				     fs_perm_host(ctx, t, false));
-		return 0;
-	case FS_K_LOGDIR:
-		return logdir_getattr(ctx, t->store_path, st);
-	default:
-		(void)path;
-		return -ENOENT;
-	}
-}
-
-/* fs_classify() - resolve @path; takes an index reference in *@idx only when needed. */
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
@@ -203,7 +74,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	FS_CNT(ctx, lookups);
 	r = fs_classify(ctx, path, &idx, &t);
 	if (r == 0)
-		r = target_getattr(ctx, path, &t, st);
+		r = fs_getattr(ctx, &t, st);
 	if (fh && fh->kind == FS_FH_LIVE) {
 		bool done;
 
@@ -226,63 +97,7 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 	return r;
 }
 
-/* ---- directories ------------------------------------------------------- */
-
-struct fill_arg {
-	void *buf;
-	fuse_fill_dir_t filler;
-};
-
-static int fill_name(struct fill_arg *a, const char *name)
-{
-	return a->filler(a->buf, name, NULL, 0, 0) ? 1 : 0;
-}
-
-static int list_cb(void *arg, const char *name, const struct xprofs_store_stat *st)
-{
-	return fill_name(arg, name);
-}
-
-/* fill_tracks() - planes/ (each plane once) or planes/<plane>/ (its lines). */
-static int fill_tracks(struct fs_ctx *ctx, const struct fs_target *t, struct fill_arg *a)
-{
-	struct fs_track_list *tl;
-	size_t i, j;
-	int r;
-
-	r = fs_tracks_get(ctx, t, &tl);
-	if (r < 0)
-		return r;
-	for (i = 0; i < tl->n; i++) {
-		if (t->kind == FS_K_PLANE) {
-			if (!strcmp(tl->planes[i], t->plane))
-				fill_name(a, tl->lines[i]);
-			continue;
-		}
-		for (j = 0; j < i && strcmp(tl->planes[j], tl->planes[i]); j++)
-			;
-		if (j == i)
-			fill_name(a, tl->planes[i]);
-	}
-	pthread_mutex_unlock(&ctx->views.lock);
-	return 0;
-}
-
-/*
- * compare_listed() - which sessions compare/ lists: at most FS_COMPARE_LISTED
- * others, those nearest session @self of @n in name order (for timestamped
- * names, the captures just before and after), as [@lo, @hi) around it. A
- * walk of a run of N sessions then sees at most N x FS_COMPARE_LISTED
- * compare directories, not N x N; the others still resolve by name.
- */
-static void compare_listed(size_t n, size_t self, size_t *lo, size_t *hi)
-{
-	size_t want = n - 1 < FS_COMPARE_LISTED ? n - 1 : FS_COMPARE_LISTED;
-
-	*lo = self > want / 2 ? self - want / 2 : 0;
-	*hi = *lo + want + 1 < n ? *lo + want + 1 : n;
-	*lo = *hi > want + 1 ? *hi - want - 1 : 0;
-}
+/* ---- directories (dirs.c) ----------------------------------------------- */
 
 /*
  * op_opendir(), op_releasedir() - only count open directories: libfuse keeps
@@ -302,99 +117,32 @@ static int op_releasedir(const char *path, struct fuse_file_info *fi)
 	return 0;
 }
 
+struct fill_fuse_arg {
+	void *buf;
+	fuse_fill_dir_t filler;
+};
+
+/* fill_fuse() - one name into libfuse's readdir buffer @arg; 1 when it is full. */
+static int fill_fuse(void *arg, const char *name)
+{
+	const struct fill_fuse_arg *a = arg;
+
+	return a->filler(a->buf, name, NULL, 0, 0) ? 1 : 0;
+}
+
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
 		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
 	struct fs_ctx *ctx = ctx_get();
-	struct fill_arg a = {buf, filler};
+	struct fill_fuse_arg a = {buf, filler};
 	struct fs_index *idx;
 	struct fs_target t;
-	size_t i;
 	int r;
 
 	FS_CNT(ctx, readdirs);
 	r = fs_classify(ctx, path, &idx, &t);
-	if (r < 0)
-		goto out;
-	fill_name(&a, ".");
-	fill_name(&a, "..");
-	switch (t.kind) {
-	case FS_K_ROOT:
-		fill_name(&a, FS_NAME_LOGDIR);
-		fill_name(&a, FS_NAME_RUNS);
-		fill_name(&a, FS_NAME_STATUS);
-		fill_name(&a, FS_NAME_CAPTURE);
-		break;
-	case FS_K_LOGDIR:
-		r = xprofs_store_list(ctx->store, t.store_path, list_cb, &a);
-		if (r > 0)
-			r = 0;
-		break;
-	case FS_K_RUNS:
-		for (i = 0; i < t.node->nchildren; i++)
-			fill_name(&a, t.node->children[i]->name);
-		if (t.node->is_run) {
-			for (i = 0; i < t.node->nsessions; i++)
-				if (!fs_node_child(t.node, t.node->sessions[i].name))
-					fill_name(&a, t.node->sessions[i].name);
-			fill_name(&a, FS_NAME_CAPTURE);
-		}
-		break;
-	case FS_K_SESSION:
-		for (i = 0; i < t.session->nhosts; i++)
-			fill_name(&a, t.session->hosts[i].name);
-		fill_name(&a, FS_NAME_SESSION_SUMMARY);
-		fill_name(&a, FS_NAME_SESSION_OPS);
-		fill_name(&a, FS_NAME_COMPARE);
-		break;
-	case FS_K_COMPARE: { /* the run's other sessions nearest by name; all resolve */
-		size_t self = (size_t)(t.session - t.node->sessions), lo, hi;
-
-		compare_listed(t.node->nsessions, self, &lo, &hi);
-		for (i = lo; i < hi; i++)
-			if (i != self)
-				fill_name(&a, t.node->sessions[i].name);
-		break;
-	}
-	case FS_K_COMPARE_RUN: /* a run path on the way to a session: lists nothing */
-		break;
-	case FS_K_COMPARE_DIR:
-		fill_name(&a, xprofs_view_name(XPROFS_VIEW_OPS));
-		fill_name(&a, xprofs_view_name(XPROFS_VIEW_STEPS));
-		break;
-	case FS_K_HOST:
-		for (i = 0; i < XPROFS_VIEW_COUNT; i++)
-			fill_name(&a, xprofs_view_name((enum xprofs_view)i));
-		fill_name(&a, FS_NAME_ERRORS);
-		fill_name(&a, FS_NAME_PLANES);
-		fill_name(&a, FS_NAME_STEPS);
-		fill_name(&a, FS_NAME_WINDOW);
-		break;
-	case FS_K_STEPS: {
-		size_t n = 0;
-		char num[24];
-
-		r = fs_steps_count(ctx, &t, &n);
-		for (i = 0; r == 0 && i < n; i++) {
-			snprintf(num, sizeof(num), "%zu", i);
-			fill_name(&a, num);
-		}
-		break;
-	}
-	case FS_K_WINDOWS: /* names are made up by the reader: nothing to list */
-		break;
-	case FS_K_SLICE:
-		for (i = 0; i < fs_slice_nviews; i++)
-			fill_name(&a, xprofs_view_name(fs_slice_views[i]));
-		break;
-	case FS_K_PLANES:
-	case FS_K_PLANE:
-		r = fill_tracks(ctx, &t, &a);
-		break;
-	default:
-		r = -ENOTDIR;
-	}
-out:
+	if (r == 0)
+		r = fs_dir_list(ctx, &t, fill_fuse, &a);
 	fs_index_put(idx);
 	(void)off;
 	(void)fi;
@@ -456,6 +204,25 @@ static bool may_control(const struct fs_ctx *ctx)
 	return uid == 0 || uid == ctx->uid;
 }
 
+/*
+ * caller_may_read() - whether the caller may read a file with @p, judged here
+ * as the kernel judges it (uid, then gid and supplementary groups). A
+ * session-wide file's @p comes from the same index snapshot as the hosts its
+ * render combines, while the kernel may check attributes it cached from an
+ * older one (a host added since); groups that cannot be read count as
+ * unknown (meet()'s rule: group and others bits both).
+ */
+static bool caller_may_read(struct fs_perm p)
+{
+	const struct fuse_context *fc = fuse_get_context();
+	gid_t groups[256];
+	int n = fuse_getgroups((int)(sizeof(groups) / sizeof(groups[0])), groups);
+
+	if (n > (int)(sizeof(groups) / sizeof(groups[0])))
+		n = -1;
+	return fs_perm_readable(p, fc->uid, fc->gid, groups, n);
+}
+
 static int op_open(const char *path, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
@@ -486,7 +253,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		break;
 	case FS_K_STATUS:
 	case FS_K_ERRORS:
-		r = mem_content(ctx, &t, &b);
+		r = fs_mem_content(ctx, &t, &b);
 		if (r == 0)
 			r = mem_fh(&b, FS_FH_MEM, &fh);
 		fi->direct_io = 1;
@@ -500,7 +267,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 			r = -EACCES; /* also without default_permissions */
 			break;
 		}
-		r = mem_content(ctx, &t, &b);
+		r = fs_mem_content(ctx, &t, &b);
 		if (r == 0)
 			r = mem_fh(&b, FS_FH_CAPTURE, &fh);
 		if (r == 0 && t.node) {
@@ -512,11 +279,18 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 			r = xprofs_capture_input_new(fh->run, &fh->cin);
 		fi->direct_io = 1;
 		break;
-	case FS_K_VIEW:
-	case FS_K_TRACK:
 	case FS_K_SESSION_SUMMARY:
 	case FS_K_SESSION_OPS:
 	case FS_K_COMPARE_VIEW:
+		if (!caller_may_read(t.kind == FS_K_COMPARE_VIEW
+					     ? fs_perm_compare(ctx, &t, false)
+					     : fs_perm_session(ctx, &t, false))) {
+			r = -EACCES; /* also with attributes the kernel cached from an older index */
+			break;
+		}
+		/* fall through */
+	case FS_K_VIEW:
+	case FS_K_TRACK:
 		fh = fs_fh_new(FS_FH_FD);
 		r = fh ? fs_view_open(ctx, &t, fh, &changed) : -ENOMEM;
 		if (r == 0 && changed)
@@ -729,11 +503,11 @@ static int op_release(const char *path, struct fuse_file_info *fi)
 	if (fh->kind == FS_FH_LIVE) {
 		/* opened while rendering: getattr may have cached size 0 since */
 		fs_view_fh_size(fh, &done);
-		fs_view_close(fh);
 		if (done)
 			invalidate_attrs(path);
 	}
-	fs_fh_free(fh); /* aborts a writer not committed: its data was flushed or reported */
+	/* aborts a writer not committed (its data was flushed or reported), drops a render */
+	fs_fh_free(fh);
 	return 0;
 }
 

@@ -1,18 +1,22 @@
 /*
- * fs/status.c - MOUNT/status.json: what the mount serves and how it is doing
+ * fs/status.c - the small files made in memory: a host's errors file, a
+ * capture file (the capture service's status), and MOUNT/status.json: what
+ * the mount serves and how it is doing
  * (source, backend, version, uptime, runs index totals, counters, the
  * renders in progress (live.c: path, bytes done, start, elapsed), the view
  * cache, the shared view cache (shared.c), the store's and the capture
  * service's own status), one JSON object
  * and a newline. No FUSE here.
  *
- * Design: built fresh at every open and getattr (ops.c snapshots it into the
- * open file), from atomics and each part's own status call; it never
+ * Design: each is built fresh at every open and getattr (fs_mem_content();
+ * ops.c snapshots it into the open file). status.json is made from atomics and each part's own status call; it never
  * rebuilds the runs index (it shows the current snapshot's totals).
  */
+#include <errno.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "xprofs/capture.h"
 #include "fs-internal.h"
 
 /* A string option as JSON, null when not given. */
@@ -157,4 +161,25 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 	if (r == 0)
 		r = xprofs_buf_adds(out, "}\n");
 	return r;
+}
+
+int fs_mem_content(struct fs_ctx *ctx, const struct fs_target *t, struct xprofs_buf *b)
+{
+	char hp[XPROFS_PATH_MAX + 1];
+	int r;
+
+	switch (t->kind) {
+	case FS_K_STATUS:
+		return fs_status_json(ctx, b);
+	case FS_K_ERRORS:
+		r = fs_host_path(t, hp, sizeof(hp));
+		return r < 0 ? r : fs_errors_snapshot(ctx, hp, &t->host->st, b);
+	case FS_K_CAPTURE:
+		if (ctx->capture)
+			return xprofs_capture_status(ctx->capture, t->node ? t->node->path : NULL,
+						     b);
+		return xprofs_buf_adds(b, "capture: unavailable in this mount\n");
+	default:
+		return -EINVAL;
+	}
 }

@@ -1,7 +1,8 @@
 /*
  * tests/fs/test_fs.c - unit tests of fs/'s FUSE-free parts: the runs index
  * built over the in-memory fake store (tests/lib), mount-path classification
- * against it, and the option helpers.
+ * against it, the option helpers, and the permissions of files made from
+ * several profiles (attr.c).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -293,6 +294,100 @@ static void test_store_path_and_names(void **state)
 	assert_false(fs_is_profile_name("pb"));
 }
 
+/* A user as default_permissions sees one: uid, primary gid, supplementary groups. */
+struct user {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[2];
+	int n;
+};
+
+static bool may_read(struct fs_perm p, const struct user *u)
+{
+	return fs_perm_readable(p, u->uid, u->gid, u->groups, u->n);
+}
+
+/*
+ * A session file (summary.json, ops.json) is readable only by whom may read
+ * its directory and every host: checked for every read-bit pattern and owner
+ * pair of the directory and one host, and every user of a small world.
+ */
+static void test_session_perms(void **state)
+{
+	struct fs_options o = {.umask = 022};
+	struct fs_ctx ctx = {.o = &o};
+	char a[] = "a", b[] = "b", s[] = "s";
+	struct fs_host hosts[2] = {{.name = a}, {.name = b}};
+	struct fs_session sess = {.name = s, .hosts = hosts, .nhosts = 1};
+	struct fs_target t = {.kind = FS_K_SESSION_OPS, .session = &sess};
+	struct user users[64];
+	size_t nu = 0;
+	struct fs_perm p;
+
+	(void)state;
+	for (uid_t uid = 1; uid <= 3; uid++)
+		for (gid_t gid = 10; gid <= 30; gid += 10)
+			for (int g = 0; g < 4; g++)
+				users[nu++] = (struct user){
+					uid, gid, {g & 1 ? 10 : 30, g & 2 ? 20 : 30}, 2};
+	for (unsigned dm = 0; dm < 8; dm++) {
+		for (unsigned hm = 0; hm < 8; hm++) {
+			for (unsigned own = 0; own < 16; own++) {
+				struct fs_perm d, h;
+
+				sess.mode = 040000 | (dm & 4 ? 0500 : 0) | (dm & 2 ? 050 : 0) |
+					    (dm & 1 ? 05 : 0);
+				sess.uid = 1 + (own & 1);
+				sess.gid = own & 2 ? 10 : 20;
+				hosts[0].st.mode = 0100000 | (hm & 4 ? 0600 : 0) |
+						   (hm & 2 ? 060 : 0) | (hm & 1 ? 06 : 0);
+				hosts[0].st.uid = 1 + (own >> 2 & 1);
+				hosts[0].st.gid = own & 8 ? 10 : 20;
+				p = fs_perm_session(&ctx, &t, false);
+				d = fs_perm_src(&ctx, sess.mode, sess.uid, sess.gid, true);
+				h = fs_perm_src(&ctx, hosts[0].st.mode, hosts[0].st.uid,
+						hosts[0].st.gid, false);
+				for (size_t i = 0; i < nu; i++)
+					if (may_read(p, &users[i]) &&
+					    (!may_read(d, &users[i]) || !may_read(h, &users[i])))
+						fail_msg("dir %o %u:%u host %o %u:%u -> %o %u:%u: "
+							 "uid %u "
+							 "gid %u reads it",
+							 sess.mode, sess.uid, sess.gid,
+							 hosts[0].st.mode, hosts[0].st.uid,
+							 hosts[0].st.gid, p.mode, p.uid, p.gid,
+							 users[i].uid, users[i].gid);
+				/* the same owners: exactly the bits both grant */
+				if (sess.uid == hosts[0].st.uid && sess.gid == hosts[0].st.gid)
+					assert_int_equal(p.mode,
+							 sess.mode & hosts[0].st.mode & 0444);
+			}
+		}
+	}
+	/* issue 25 item 0: a 0600 root host in a 0755 session makes its files 0400 root */
+	sess.mode = 040755;
+	sess.uid = sess.gid = 0;
+	hosts[0].st = (struct xprofs_store_stat){.mode = 0100644};
+	hosts[1].st = (struct xprofs_store_stat){.mode = 0100600};
+	sess.nhosts = 2;
+	p = fs_perm_session(&ctx, &t, false);
+	assert_int_equal(p.mode, 0400);
+	assert_false(may_read(p, &users[0]));
+	assert_true(fs_perm_readable(p, 0, 0, NULL, 0));
+	/* the same through a link a user made: their session, root's target */
+	sess.uid = sess.gid = 65534;
+	hosts[0].st.uid = hosts[0].st.gid = 65534;
+	p = fs_perm_session(&ctx, &t, false);
+	assert_false(fs_perm_readable(p, 65534, 65534, NULL, 0));
+	/* every host readable: the session directory's bits */
+	hosts[1].st = hosts[0].st;
+	p = fs_perm_session(&ctx, &t, false);
+	assert_int_equal(p.mode, 0444);
+	/* groups unknown: a group-only grant is not enough */
+	assert_false(fs_perm_readable((struct fs_perm){0040, 1, 10}, 2, 20, NULL, -1));
+	assert_true(fs_perm_readable((struct fs_perm){0044, 1, 10}, 2, 20, NULL, -1));
+}
+
 static void test_index_refcount_and_errors(void **state)
 {
 	static const char *const empty[] = {NULL};
@@ -322,6 +417,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_classify_slices, setup, teardown),
 		cmocka_unit_test(test_store_path_and_names),
 		cmocka_unit_test(test_index_refcount_and_errors),
+		cmocka_unit_test(test_session_perms),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -11,6 +11,10 @@ file, symlinks inside and out of the source):
   shown 0600 root and cannot be read or appended to, cache files cannot be
   deleted, runs/ takes no mkdir, capture takes no write (root's open works);
   views of a 0600 profile are 0400 and unreadable, of a 0644 one readable;
+- session-wide files (summary.json, ops.json, compare/<other>/{ops,steps}.json)
+  are readable only by whom may read every profile they combine, also when a
+  host is a symlink a user made to a root-only profile (judged by its target,
+  as the host view is), and also after root's read left the render cached;
 - modes: creates and mkdirs honour the caller's mode and umask exactly,
   chmod/chown/utimens change logdir/ files in the source and are refused on
   an existing profile and under runs/;
@@ -139,6 +143,64 @@ def permissions(t, src, mnt, sess_rel):
     p = subprocess.run(NOBODY + ["cat", os.path.join(H, "open", "summary.json")],
                        capture_output=True, timeout=120)
     t.ok(p.returncode == 0 and "planes" in json.loads(p.stdout), "nobody reads it (valid JSON)")
+
+
+def session_setup(src):
+    """run/s2: one 0644 host. shared/ (owned by nobody): s = nobody's 0644 host plus a
+    link nobody made to a 0600 root profile behind a 0700 directory; t = one 0644 host."""
+    gen(os.path.join(src, "run", "plugins", "profile", "s2", "open2.xplane.pb"), "cpu", 4)
+    hidden = os.path.join(src, "hidden")
+    gen(os.path.join(hidden, "root.xplane.pb"), "cpu", 5)
+    os.chmod(os.path.join(hidden, "root.xplane.pb"), 0o600)
+    os.chmod(hidden, 0o700)
+    sp = os.path.join(src, "shared", "plugins", "profile")
+    gen(os.path.join(sp, "s", "mine.xplane.pb"), "cpu", 6)
+    gen(os.path.join(sp, "t", "mine.xplane.pb"), "cpu", 7)
+    for d, dirs, files in os.walk(os.path.join(src, "shared")):
+        for n in [d] + [os.path.join(d, x) for x in files]:
+            os.chown(n, 65534, 65534)
+    rc, e = as_nobody("ln", "-s", "../../../../hidden/root.xplane.pb",
+                      os.path.join(sp, "s", "k.xplane.pb"))
+    if rc != 0:
+        raise RuntimeError("nobody could not make the link: " + e)
+
+
+def session_permissions(t, mnt):
+    """Session-wide files combine hosts: readable only if every host is (issue 25 item 0)."""
+    R = os.path.join(mnt, "runs")
+    denied = [os.path.join("run", "s1", "summary.json"), os.path.join("run", "s1", "ops.json"),
+              os.path.join("run", "s1", "compare", "s2", "ops.json"),
+              os.path.join("run", "s1", "compare", "s2", "steps.json"),
+              os.path.join("run", "s2", "compare", "s1", "ops.json"),
+              os.path.join("run", "s2", "compare", "s1", "steps.json"),
+              os.path.join("shared", "s", "summary.json"), os.path.join("shared", "s", "ops.json"),
+              os.path.join("shared", "t", "compare", "s", "ops.json"),
+              os.path.join("shared", "s", "compare", "t", "steps.json")]
+    allowed = [os.path.join("run", "s2", "summary.json"), os.path.join("run", "s2", "ops.json"),
+               os.path.join("shared", "t", "summary.json"), os.path.join("shared", "t", "ops.json"),
+               os.path.join("shared", "s", "mine", "ops.json")]
+    # root reads everything first, so each render is in the cache when nobody asks
+    for rel in denied + allowed:
+        with open(os.path.join(R, rel), "rb") as f:
+            data = f.read()
+        t.ok(len(data) > 0 and json.loads(data) is not None, "root reads runs/%s" % rel)
+    rc, e = as_nobody("cat", os.path.join(R, "shared", "s", "k", "ops.json"))
+    t.ok(rc != 0 and "Permission denied" in e, "nobody cannot read the linked host's view", e)
+    for rel in denied:
+        st = os.stat(os.path.join(R, rel))
+        rc, e = as_nobody("cat", os.path.join(R, rel))
+        t.ok(rc != 0 and "Permission denied" in e,
+             "nobody cannot read runs/%s (a host in it is root-only; mode %o uid %d, cached)"
+             % (rel, stat.S_IMODE(st.st_mode), st.st_uid), e)
+    for rel in allowed:
+        p = subprocess.run(NOBODY + ["cat", os.path.join(R, rel)], capture_output=True, timeout=120)
+        t.ok(p.returncode == 0 and json.loads(p.stdout) is not None,
+             "nobody reads runs/%s (every host readable)" % rel, p.stderr.decode()[-300:])
+    st = os.stat(os.path.join(R, "run", "s2", "ops.json"))
+    t.ok(stat.S_IMODE(st.st_mode) == 0o444, "run/s2/ops.json stays 0444", oct(st.st_mode))
+    st = os.stat(os.path.join(R, "run", "s1", "ops.json"))
+    t.ok(stat.S_IMODE(st.st_mode) == 0o400 and st.st_uid == 0,
+         "run/s1/ops.json is 0400 root, as its 0600 root host", oct(st.st_mode))
 
 
 def modes(t, src, mnt, sess_rel):
@@ -277,10 +339,12 @@ def body(t, w):
     ext_run = os.path.join(w.path, "ext", "extrun")
     gen(os.path.join(ext_run, "plugins", "profile", "s9", "h.xplane.pb"), "gpu", 3)
     os.symlink(ext_run, os.path.join(src, "extlink"))
+    session_setup(src)
 
     m = w.mount(src, opts=",allow_other")
     identity(t, w, src, m)
     permissions(t, src, m.mnt, sess_rel)
+    session_permissions(t, m.mnt)
     symlinks(t, src, m.mnt, ext_run)
     modes(t, src, m.mnt, sess_rel)
     names(t, src, m.mnt)

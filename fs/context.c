@@ -1,8 +1,7 @@
 /*
- * fs/mount.c - the mount context every other fs file works in: its life
+ * fs/context.c - the mount context every other fs file works in: its life
  * cycle (store, cache, capture service), access to the runs index snapshot
- * and its invalidation, path classification against it, and the open-file
- * handle. No FUSE here.
+ * and its invalidation, and path classification against it. No FUSE here.
  *
  * Design: the runs index (index.c) is an immutable snapshot shared by
  * reference. It is rebuilt when older than `refresh`, or after a change made
@@ -105,88 +104,6 @@ int fs_classify(struct fs_ctx *ctx, const char *path, struct fs_index **idx, str
 bool fs_store_is_local(const struct fs_ctx *ctx)
 {
 	return !strcmp(xprofs_store_backend(ctx->store), "local");
-}
-
-/* ---- open files --------------------------------------------------------- */
-
-/*
- * Every handle not freed yet, so teardown can free the ones whose RELEASE
- * never came. One mount per process, so one list; its lock is a leaf.
- */
-static pthread_mutex_t fh_open_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct fs_fh *fh_open;
-
-struct fs_fh *fs_fh_new(enum fs_fh_kind kind)
-{
-	struct fs_fh *fh = calloc(1, sizeof(*fh));
-
-	if (fh) {
-		fh->kind = kind;
-		fh->fd = -1;
-		pthread_mutex_init(&fh->lock, NULL);
-		pthread_mutex_lock(&fh_open_lock);
-		fh->open_next = fh_open;
-		if (fh_open)
-			fh_open->open_prev = fh;
-		fh_open = fh;
-		pthread_mutex_unlock(&fh_open_lock);
-	}
-	return fh;
-}
-
-uint64_t fs_fh_count(void)
-{
-	uint64_t n = 0;
-
-	pthread_mutex_lock(&fh_open_lock);
-	for (struct fs_fh *fh = fh_open; fh; fh = fh->open_next)
-		n++;
-	pthread_mutex_unlock(&fh_open_lock);
-	return n;
-}
-
-void fs_fh_free_unreleased(void)
-{
-	struct fs_fh *fh;
-	unsigned n = 0;
-
-	for (;;) {
-		pthread_mutex_lock(&fh_open_lock);
-		fh = fh_open;
-		pthread_mutex_unlock(&fh_open_lock);
-		if (!fh)
-			break;
-		fs_view_close(fh);
-		fs_fh_free(fh);
-		n++;
-	}
-	if (n)
-		xprofs_debug("freed %u handles the kernel never released", n);
-}
-
-void fs_fh_free(struct fs_fh *fh)
-{
-	if (!fh)
-		return;
-	pthread_mutex_lock(&fh_open_lock);
-	if (fh->open_prev)
-		fh->open_prev->open_next = fh->open_next;
-	else
-		fh_open = fh->open_next;
-	if (fh->open_next)
-		fh->open_next->open_prev = fh->open_prev;
-	pthread_mutex_unlock(&fh_open_lock);
-	xprofs_store_reader_close(fh->rf);
-	xprofs_store_writer_abort(fh->w);
-	if (fh->fd >= 0)
-		close(fh->fd);
-	xprofs_cache_reader_close(fh->ce);
-	free(fh->mem);
-	free(fh->run);
-	xprofs_capture_input_free(fh->cin);
-	free(fh->spath);
-	pthread_mutex_destroy(&fh->lock);
-	free(fh);
 }
 
 /* ---- life cycle ---------------------------------------------------------- */
