@@ -276,7 +276,7 @@ int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char 
 	int ret = 0;
 
 	xprofs_buf_init(&why, 4096);
-	if (run && run[0] && !capture_run_valid(run, strlen(run))) {
+	if (run && run[0] && !xprofs_capture_run_valid(run, strlen(run))) {
 		(void)!xprofs_buf_printf(&why, "bad run path");
 		ret = -EINVAL;
 		goto out;
