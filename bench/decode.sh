@@ -35,9 +35,7 @@ GEN=$BUILD/tools/xprofs-gen
 DEC=$BUILD/tools/xprofs-decode
 RES=$OUT/decode-results.md
 
-for b in "$GEN" "$DEC"; do
-	[ -x "$b" ] || { echo "decode.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
-done
+bench_need_built "$BUILD" "$GEN" "$DEC"
 mkdir -p "$OUT"
 
 # run_one CMD... : sets T (s) and M (peak RSS KB), or T=fail

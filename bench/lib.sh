@@ -12,6 +12,29 @@
 #                               # a results file's head: "# TITLE", the LINEs of
 #                               # context between blank lines, then the Markdown
 #                               # table header with COLUMNs
+#   bench_need_built BUILD FILE...
+#                               # exit 1 unless every FILE is an executable
+#                               # (the message names the script and BUILD)
+#   bench_need_fuse             # exit 1 without /dev/fuse and fusermount3
+#   bench_link_profile PROFILE DEST
+#                               # PROFILE at DEST (its directories made), hard-
+#                               # linked, or copied across filesystems
+#   bench_mount XPROFS SOURCE MNT LOG [ARG...]
+#                               # the daemon in the foreground (-f), in the
+#                               # background, output appended to LOG; sets
+#                               # BENCH_PID; returns once MNT is mounted (polled,
+#                               # at most 20 s), fails if the daemon exits first
+#   bench_mount_one XPROFS PROFILE NAME
+#                               # a new temp dir W=/tmp/xprofs-bench-NAME.*: a
+#                               # one-host logdir around PROFILE (W/src, run r,
+#                               # session s1, host h) mounted on W/mnt with an
+#                               # empty cache W/cache, the daemon's log in W/log
+#   bench_umount MNT            # unmount MNT and wait for the daemon
+#   bench_mount_cleanup MNT     # for an EXIT trap: unmount if still mounted,
+#                               # wait for the daemon, remove the empty MNT
+#   bench_hwm_mb                # the daemon's peak RSS (VmHWM), MB, or "?"
+#   bench_timed_first PATH      # reads PATH in 128 KiB reads like cat; prints
+#                               # "first_byte_s total_s bytes" ("fail fail 0")
 # Benchmarks measure; they assert nothing beyond "the bytes read are right".
 
 now() { date +%s.%N; }
@@ -53,4 +76,82 @@ bench_head() {
 	printf '\n|'
 	printf -- '---|%.0s' "$@"
 	printf '\n'
+}
+
+bench_need_built() {
+	local build=$1 b
+	shift
+	for b in "$@"; do
+		[ -x "$b" ] || { echo "$(basename "$0"): $b missing (meson compile -C $build)" >&2; exit 1; }
+	done
+}
+
+bench_need_fuse() {
+	if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
+		echo "$(basename "$0"): needs /dev/fuse and fusermount3" >&2
+		exit 1
+	fi
+}
+
+bench_link_profile() {
+	mkdir -p "$(dirname "$2")"
+	ln "$1" "$2" 2>/dev/null || cp "$1" "$2"
+}
+
+BENCH_PID=
+bench_mount() {
+	local bin=$1 src=$2 mnt=$3 log=$4
+	shift 4
+	"$bin" "$src" "$mnt" -f "$@" >>"$log" 2>&1 &
+	BENCH_PID=$!
+	for _ in $(seq 400); do
+		grep -q " $mnt fuse" /proc/mounts && return 0
+		kill -0 "$BENCH_PID" 2>/dev/null || { echo "xprofs exited; see $log" >&2; return 1; }
+		sleep 0.05
+	done
+	echo "mount did not appear on $mnt; see $log" >&2
+	return 1
+}
+
+bench_mount_one() {
+	W=$(mktemp -d "/tmp/xprofs-bench-$3.XXXX")
+	mkdir -p "$W/mnt" "$W/cache"
+	bench_link_profile "$2" "$W/src/r/plugins/profile/s1/h.xplane.pb"
+	bench_mount "$1" "$W/src" "$W/mnt" "$W/log" -o cache_dir="$W/cache"
+}
+
+bench_umount() {
+	fusermount3 -u "$1"
+	wait "$BENCH_PID" || true
+	BENCH_PID=
+}
+
+bench_mount_cleanup() {
+	fusermount3 -u "$1" 2>/dev/null || true
+	[ -z "$BENCH_PID" ] || wait "$BENCH_PID" 2>/dev/null || true
+	BENCH_PID=
+	rmdir "$1" 2>/dev/null || true
+}
+
+bench_hwm_mb() { awk '/VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$BENCH_PID/status" 2>/dev/null || echo "?"; }
+
+bench_timed_first() {
+	/usr/bin/python3 - "$1" <<'PY'
+import os, sys, time
+t0 = time.monotonic()
+first, n = None, 0
+try:
+    fd = os.open(sys.argv[1], os.O_RDONLY)
+    while True:
+        b = os.read(fd, 1 << 17)
+        if first is None:
+            first = time.monotonic() - t0
+        if not b:
+            break
+        n += len(b)
+except OSError:
+    print("fail fail 0")
+    sys.exit(0)
+print("%.3f %.2f %d" % (first, time.monotonic() - t0, n))
+PY
 }

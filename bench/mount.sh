@@ -34,40 +34,13 @@ XPROFS=$ROOT/$BUILD/fs/xprofs
 RES=$OUT/mount-results.md
 SESSION=2026_11_21_10_00_00
 
-for b in "$GEN" "$XPROFS"; do
-	[ -x "$b" ] || { echo "mount.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
-done
-if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-	echo "mount.sh: needs /dev/fuse and fusermount3" >&2
-	exit 1
-fi
+bench_need_built "$BUILD" "$GEN" "$XPROFS"
+bench_need_fuse
 mkdir -p "$OUT"
 MNT=$(mktemp -d /tmp/xprofs-bench-mnt.XXXXXX)
-PID=
-cleanup() {
-	fusermount3 -u "$MNT" 2>/dev/null || true
-	[ -n "$PID" ] && wait "$PID" 2>/dev/null
-	rmdir "$MNT" 2>/dev/null || true
-}
-trap cleanup EXIT
+trap 'bench_mount_cleanup "$MNT"' EXIT
 
-mount_it() { # logdir cachedir
-	"$XPROFS" "$1" "$MNT" -f -o cache_dir="$2" >>"$OUT/mount-xprofs.log" 2>&1 &
-	PID=$!
-	for _ in $(seq 200); do
-		grep -q " $MNT fuse" /proc/mounts && return 0
-		kill -0 "$PID" 2>/dev/null || { echo "xprofs exited; see $OUT/mount-xprofs.log" >&2; exit 1; }
-		sleep 0.05
-	done
-	echo "mount did not appear" >&2
-	exit 1
-}
-
-umount_it() {
-	fusermount3 -u "$MNT"
-	wait "$PID" || true
-	PID=
-}
+mount_it() { bench_mount "$XPROFS" "$1" "$MNT" "$OUT/mount-xprofs.log" -o cache_dir="$2"; } # logdir cachedir
 
 timed_cat() { # path -> prints "seconds bytes" (or "fail 0")
 	local t0 t1 n
@@ -79,29 +52,6 @@ timed_cat() { # path -> prints "seconds bytes" (or "fail 0")
 		echo "fail 0"
 	fi
 }
-
-timed_first() { # path -> prints "first_byte_s total_s bytes" (or "fail fail 0"); 128 KiB reads like cat
-	python3 - "$1" <<'PY'
-import os, sys, time
-t0 = time.monotonic()
-first, n = None, 0
-try:
-    fd = os.open(sys.argv[1], os.O_RDONLY)
-    while True:
-        b = os.read(fd, 1 << 17)
-        if first is None:
-            first = time.monotonic() - t0
-        if not b:
-            break
-        n += len(b)
-except OSError:
-    print("fail fail 0")
-    sys.exit(0)
-print("%.3f %.2f %d" % (first, time.monotonic() - t0, n))
-PY
-}
-
-hwm_mb() { awk '/VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$PID/status" 2>/dev/null || echo "?"; }
 
 bench_head "xprofs mount benchmark" \
 	"$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, build \`$BUILD\`; profiles from \`xprofs-gen --kind $KIND --seed $SEED --size N\`." \
@@ -122,22 +72,21 @@ for size in $SIZES; do
 	logdir=$OUT/mount-logdir-$size
 	cache=$OUT/mount-cache-$size
 	rm -rf "$logdir" "$cache"
-	mkdir -p "$logdir/bench/plugins/profile/$SESSION" "$cache"
-	ln "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb" 2>/dev/null ||
-		cp "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
+	mkdir -p "$cache"
+	bench_link_profile "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
 	dir=$MNT/runs/bench/$SESSION/host0
 	declare -A cold=() first=() warm=() vbytes=()
 	bench_drop_cache "$f" >/dev/null
 	mount_it "$logdir" "$cache"
 	for v in $views; do
-		read -r fb t n < <(timed_first "$dir/$v")
+		read -r fb t n < <(bench_timed_first "$dir/$v")
 		cold[$v]=$t first[$v]=$fb vbytes[$v]=$n
 		read -r t _ < <(timed_cat "$dir/$v")
 		warm[$v]=$t
 		echo "$size $v: cold ${cold[$v]} s (first byte ${first[$v]} s), warm ${warm[$v]} s, $n bytes" >&2
 	done
-	rss=$(hwm_mb)
-	umount_it
+	rss=$(bench_hwm_mb)
+	bench_umount "$MNT"
 	bench_drop_cache "$f" >/dev/null
 	mount_it "$logdir" "$cache"
 	for v in $views; do
@@ -148,7 +97,7 @@ for size in $SIZES; do
 			"$(awk -v b="$bytes" -v t="${cold[$v]}" 'BEGIN { if (t == "fail" || t <= 0) print "-"; else printf "%.0f", b / 1048576 / t }')" \
 			"${warm[$v]}" "$rst" "$rss" >>"$RES.tmp"
 	done
-	umount_it
+	bench_umount "$MNT"
 	unset cold first warm vbytes
 	rm -rf "$logdir" "$cache"
 done

@@ -17,16 +17,12 @@ if [ $# != 3 ] || [ ! -x "$1" ] || [ ! -f "$3" ]; then
 	exit 2
 fi
 BIN=$1 LABEL=$2 PROF=$3
-W=$(mktemp -d /tmp/xprofs-bench-pftrace.XXXX); mkdir -p $W/src/r/plugins/profile/s1 $W/mnt $W/cache
-ln "$PROF" $W/src/r/plugins/profile/s1/h.xplane.pb 2>/dev/null || cp "$PROF" $W/src/r/plugins/profile/s1/h.xplane.pb
-$BIN $W/src $W/mnt -f -o cache_dir=$W/cache >$W/log 2>&1 & pid=$!
-for i in $(seq 100); do grep -q " $W/mnt fuse" /proc/mounts && break; sleep 0.1; done
+bench_mount_one "$BIN" "$PROF" pftrace || exit 1
 in=$(stat -c %s "$PROF")
 drop=$(bench_drop_cache "$PROF")
 t0=$(now); out=$(cat $W/mnt/runs/r/s1/h/trace.pftrace | wc -c); t1=$(now)
-hwm=$(awk '/VmHWM/ {print $2}' /proc/$pid/status)
 s=$(secs $t0 $t1)
 echo "$LABEL: input $((in / 1048576)) MiB; trace.pftrace $out bytes ($(echo "scale=2; $out/$in" | bc)x);" \
-	"cold $s s = $(echo "scale=1; $in/1048576/$s" | bc) MiB/s of input; daemon peak RSS $((hwm / 1024)) MiB;" \
+	"cold $s s = $(echo "scale=1; $in/1048576/$s" | bc) MiB/s of input; daemon peak RSS $(bench_hwm_mb) MiB;" \
 	"page cache: $drop; load $(cut -d' ' -f1-3 /proc/loadavg)"
-fusermount3 -u $W/mnt; wait $pid; rm -rf $W
+bench_umount $W/mnt; rm -rf $W

@@ -8,19 +8,17 @@
 # files count there, unlike in du). Make a profile with
 #   build/tools/xprofs-gen --kind tpu --size 100M -o /tmp/p.xplane.pb
 set -u
+. "$(dirname "$0")/lib.sh"
 if [ $# != 3 ] || [ ! -x "$1" ] || [ ! -f "$3" ]; then
 	echo "usage: bench/render.sh XPROFS_BIN LABEL PROFILE.xplane.pb" >&2
 	exit 2
 fi
 BIN=$1 LABEL=$2 PROF=$3
-W=$(mktemp -d /tmp/xprofs-bench-render.XXXX); mkdir -p $W/src/r/plugins/profile/s1 $W/mnt $W/cache
-ln "$PROF" $W/src/r/plugins/profile/s1/h.xplane.pb 2>/dev/null || cp "$PROF" $W/src/r/plugins/profile/s1/h.xplane.pb
-$BIN $W/src $W/mnt -f -o cache_dir=$W/cache >$W/log 2>&1 & pid=$!
-for i in $(seq 100); do grep -q " $W/mnt fuse" /proc/mounts && break; sleep 0.1; done
+bench_mount_one "$BIN" "$PROF" render || exit 1
 base=$(df --output=used -B1 $W/cache | tail -1); echo $base > $W/peak
 ( while :; do u=$(df --output=used -B1 $W/cache | tail -1); p=$(cat $W/peak); [ $u -gt $p ] && echo $u > $W/peak; sleep 0.05; done ) & mon=$!
 t0=$(date +%s.%N); cat $W/mnt/runs/r/s1/h/trace.json | wc -c > $W/size; t1=$(date +%s.%N)
 kill $mon; wait $mon 2>/dev/null
 t2=$(date +%s.%N); cat $W/mnt/runs/r/s1/h/trace.json >/dev/null; t3=$(date +%s.%N)
 echo "$LABEL: trace.json $(cat $W/size) bytes; first open+read $(echo "$t1-$t0"|bc) s; cached $(echo "$t3-$t2"|bc) s; peak extra disk $(( ($(cat $W/peak)-base)/1048576 )) MiB; cache entry $(du -sm $W/cache|cut -f1) MiB; $(jq -c '{renders:.counters.renders,hits:.cache.hits,raw:.cache.raw_bytes_written}' $W/mnt/status.json)"
-fusermount3 -u $W/mnt; wait $pid; rm -rf $W
+bench_umount $W/mnt; rm -rf $W

@@ -30,9 +30,7 @@ DEC=$BUILD/tools/xprofs-decode
 RES=$OUT/session-results.md
 LD=$OUT/session-logdir
 
-for b in "$GEN" "$DEC"; do
-	[ -x "$b" ] || { echo "session.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
-done
+bench_need_built "$BUILD" "$GEN" "$DEC"
 mkdir -p "$OUT"
 P=$LD/r/plugins/profile
 for s in a b; do

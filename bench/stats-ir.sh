@@ -26,9 +26,7 @@ DEC=$BUILD/tools/xprofs-decode
 RES=$OUT/stats-ir.md
 
 command -v valgrind >/dev/null || { echo "stats-ir.sh: valgrind missing" >&2; exit 1; }
-for b in "$GEN" "$DEC"; do
-	[ -x "$b" ] || { echo "stats-ir.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
-done
+bench_need_built "$BUILD" "$GEN" "$DEC"
 mkdir -p "$OUT"
 
 # ir CMD...: the instructions callgrind counted for CMD

@@ -41,9 +41,7 @@ GEN=$BUILD/tools/xprofs-gen
 DEC=$BUILD/tools/xprofs-decode
 RES=$OUT/stats-results.md
 
-for b in "$GEN" "$DEC"; do
-	[ -x "$b" ] || { echo "stats.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
-done
+bench_need_built "$BUILD" "$GEN" "$DEC"
 mkdir -p "$OUT"
 
 bench_head "stats views, cold" "$(date -u '+%F %H:%M UTC'), $(nproc) CPUs, build $BUILD${BEFORE:+, before: $BEFORE}" \

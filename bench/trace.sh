@@ -44,21 +44,13 @@ XPROFS=$ROOT/$BUILD/fs/xprofs
 RES=$OUT/trace-results.md
 SESSION=2026_11_21_10_00_00
 
-for b in "$GEN" "$XPROFS"; do
-	[ -x "$b" ] || { echo "trace.sh: $b missing (meson compile -C $BUILD)" >&2; exit 1; }
-done
-if [ ! -c /dev/fuse ] || ! command -v fusermount3 >/dev/null; then
-	echo "trace.sh: needs /dev/fuse and fusermount3" >&2
-	exit 1
-fi
+bench_need_built "$BUILD" "$GEN" "$XPROFS"
+bench_need_fuse
 mkdir -p "$OUT"
 MNT=$(mktemp -d /tmp/xprofs-bench-trace.XXXXXX)
-PID=
 MADE=
 cleanup() {
-	fusermount3 -u "$MNT" 2>/dev/null || true
-	[ -n "$PID" ] && wait "$PID" 2>/dev/null
-	rmdir "$MNT" 2>/dev/null || true
+	bench_mount_cleanup "$MNT"
 	rm -rf "$OUT"/trace-logdir-* "$OUT"/trace-cache-*
 	if [ -z "${KEEP:-}" ] && [ -n "$MADE" ]; then
 		rm -f $MADE # the big generated profiles: the disk is shared
@@ -66,50 +58,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
-mount_it() { # logdir cachedir
-	"$XPROFS" "$1" "$MNT" -f -o cache_dir="$2" >>"$OUT/trace-xprofs.log" 2>&1 &
-	PID=$!
-	for _ in $(seq 400); do
-		grep -q " $MNT fuse" /proc/mounts && return 0
-		kill -0 "$PID" 2>/dev/null || { echo "xprofs exited; see $OUT/trace-xprofs.log" >&2; exit 1; }
-		sleep 0.05
-	done
-	echo "mount did not appear" >&2
-	exit 1
-}
-
-umount_it() {
-	fusermount3 -u "$MNT"
-	wait "$PID" || true
-	PID=
-}
-
-timed_first() { # path -> "first_byte_s total_s bytes" (or "fail fail 0"); 128 KiB reads like cat
-	/usr/bin/python3 - "$1" <<'PY'
-import os, sys, time
-t0 = time.monotonic()
-first, n = None, 0
-try:
-    fd = os.open(sys.argv[1], os.O_RDONLY)
-    while True:
-        b = os.read(fd, 1 << 17)
-        if first is None:
-            first = time.monotonic() - t0
-        if not b:
-            break
-        n += len(b)
-except OSError:
-    print("fail fail 0")
-    sys.exit(0)
-print("%.3f %.2f %d" % (first, time.monotonic() - t0, n))
-PY
-}
-
-cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$PID/stat" 2>/dev/null || echo 0; }
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$BENCH_PID/stat" 2>/dev/null || echo 0; }
 TICKS=$(getconf CLK_TCK)
 NCPU=$(nproc)
-
-hwm_mb() { awk '/VmHWM/ { printf "%d", $2 / 1024 }' "/proc/$PID/status" 2>/dev/null || echo "?"; }
 
 bench_head "xprofs trace views, cold through the mount" \
 	"$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, build \`$BUILD\`; profiles from \`xprofs-gen --kind tpu --seed $SEED --size N\`." \
@@ -126,9 +77,7 @@ for size in $SIZES; do
 	bytes=$(stat -c %s "$f")
 	logdir=$OUT/trace-logdir-$size
 	rm -rf "$logdir"
-	mkdir -p "$logdir/bench/plugins/profile/$SESSION"
-	ln "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb" 2>/dev/null ||
-		cp "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
+	bench_link_profile "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
 	dir=$MNT/runs/bench/$SESSION/host0
 	for v in $VIEWS; do
 		[ "$v" = trace.json ] && [ "$bytes" -gt $((TRACE_MAX_MB * 1048576)) ] && continue
@@ -136,7 +85,7 @@ for size in $SIZES; do
 		rm -rf "$cache"
 		mkdir -p "$cache"
 		bench_drop_cache "$f" >/dev/null
-		mount_it "$logdir" "$cache"
+		bench_mount "$XPROFS" "$logdir" "$MNT" "$OUT/trace-xprofs.log" -o cache_dir="$cache"
 		path=$dir/$v
 		if [ "$v" = step ]; then
 			# a person lists steps/ first: that builds the index the slice then reuses
@@ -147,13 +96,13 @@ for size in $SIZES; do
 			v="steps/$((n / 2))/trace.json (after ls steps/: $lst s)"
 		fi
 		c0=$(cpu_ticks)
-		read -r fb t nb < <(timed_first "$path")
+		read -r fb t nb < <(bench_timed_first "$path")
 		c1=$(cpu_ticks)
 		cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$TICKS" 'BEGIN { printf "%.2f", (b - a) / hz }')
 		ceil=$(awk -v c="$cpu" -v b="$bytes" -v n="$NCPU" 'BEGIN { if (c <= 0) print "-"; else printf "%.0f", b / 1048576 / (c / n) }')
-		rss=$(hwm_mb)
+		rss=$(bench_hwm_mb)
 		load=$(awk '{ print $1 }' /proc/loadavg)
-		umount_it
+		bench_umount "$MNT"
 		rm -rf "$cache"
 		echo "$size $v: first byte $fb s, total $t s, $nb bytes, RSS $rss MB, CPU $cpu s (ceiling $ceil MB/s), load $load" >&2
 		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \

@@ -109,8 +109,6 @@ bool capture_line_blank(const char *line, size_t len);
 
 /** capture_name_valid() - a safe single path component (no '/', not "." / "..", no control chars). */
 bool capture_name_valid(const char *s, size_t len);
-/** capture_run_valid() - '/'-separated components each capture_name_valid(). */
-bool capture_run_valid(const char *s, size_t len);
 /** capture_host_dirname() - "host:port" -> "host_port" into @out (@cap bytes); 0 or -ENAMETOOLONG. */
 int capture_host_dirname(const char *host, char *out, size_t cap);
 

@@ -65,7 +65,7 @@ bool capture_name_valid(const char *s, size_t len)
 	return true;
 }
 
-bool capture_run_valid(const char *s, size_t len)
+bool xprofs_capture_run_valid(const char *s, size_t len)
 {
 	size_t start = 0;
 
@@ -443,7 +443,7 @@ int capture_line_parse(const char *line, size_t len, struct capture_req *out,
 				if (v.n == 1 && v.p[0] == '.') {
 					out->run[0] = '\0'; /* the logdir root itself */
 				} else {
-					if (!capture_run_valid(v.p, v.n))
+					if (!xprofs_capture_run_valid(v.p, v.n))
 						return reject(
 							reason,
 							"bad run name '%.*s': '/'-separated plain "

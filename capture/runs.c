@@ -1,8 +1,10 @@
 /*
  * runs.c - the capture manager object and its run records: new/free, the
  * per-run history of sessions (at most CAPTURE_HISTORY each, at most
- * MAX_RUNS runs; the oldest idle run is evicted) and reaping finished
- * coordinators.
+ * MAX_RUNS runs; the oldest idle run is evicted), the last CAPTURE_REJECTS
+ * refused lines of each control file (a run's or the top-level one's) and
+ * reaping finished coordinators. input.c and submit.c call in here, never
+ * the other way.
  *
  * free() never cancels an RPC first: it sends Terminate to every running
  * session (capture_request_stop()), waits FREE_GRACE_MS for them to end
@@ -15,6 +17,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,6 +127,65 @@ void capture_reap(struct xprofs_capture *c)
 			capture_session_free(s);
 		}
 	}
+}
+
+/* ---- rejected lines --------------------------------------------------- */
+
+void capture_rejects_free(struct capture_rejects *q)
+{
+	for (unsigned i = 0; i < CAPTURE_REJECTS; i++) {
+		free(q->e[i].line);
+		free(q->e[i].reason);
+	}
+	memset(q, 0, sizeof(*q));
+}
+
+/* rejects_add() - @line (@len bytes) and @why (both copied) as the newest entry of @q. */
+static void rejects_add(struct capture_rejects *q, const char *line, size_t len, const char *why)
+{
+	char *l = strndup(line, len > CAPTURE_REJECT_LINE_MAX ? CAPTURE_REJECT_LINE_MAX : len);
+	char *w = strdup(why);
+
+	if (!l || !w) {
+		free(l);
+		free(w);
+		return; /* out of memory: the rejection is still logged */
+	}
+	free(q->e[q->next].line);
+	free(q->e[q->next].reason);
+	q->e[q->next].line = l;
+	q->e[q->next].reason = w;
+	q->e[q->next].at_ns = xprofs_now_ns();
+	q->next = (q->next + 1) % CAPTURE_REJECTS;
+	if (q->n < CAPTURE_REJECTS)
+		q->n++;
+}
+
+void capture_reject(struct xprofs_capture *c, const char *run, const char *line, size_t len,
+		    struct xprofs_buf *out, const char *fmt, ...)
+{
+	struct xprofs_buf why;
+	va_list ap;
+
+	xprofs_buf_init(&why, 4096);
+	va_start(ap, fmt);
+	(void)!xprofs_buf_vprintf(&why, fmt, ap);
+	va_end(ap);
+	if (out)
+		(void)!xprofs_buf_adds(out, why.data ? why.data : "");
+	pthread_mutex_lock(&c->lock);
+	if (run) {
+		struct capture_run *r = capture_run_find(c, run, true);
+
+		if (r)
+			rejects_add(&r->rej, line, len, why.data ? why.data : "");
+	} else {
+		rejects_add(&c->rej, line, len, why.data ? why.data : "");
+	}
+	pthread_mutex_unlock(&c->lock);
+	xprofs_info("capture: rejected '%.*s': %s", (int)(len > 200 ? 200 : len), line,
+		    why.data ? why.data : "");
+	xprofs_buf_deinit(&why);
 }
 
 /* ---- lifecycle -------------------------------------------------------- */

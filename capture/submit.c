@@ -3,7 +3,7 @@
  *
  * Every line is parsed first (line.c) and the manager acts only when all are
  * valid, so a write() either fails at once with -EINVAL and a readable
- * reason or starts something. One session per accepted line; its
+ * reason (kept with the run's record, runs.c) or starts something. One session per accepted line; its
  * coordinator thread (session.c) does the work. Finished coordinators are
  * reaped on each submit.
  *
@@ -15,7 +15,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -44,63 +43,6 @@ static char *join3(const char *a, const char *b, const char *c)
 static char *profile_dir(const char *run)
 {
 	return run[0] ? join3(run, "/", "plugins/profile") : strdup("plugins/profile");
-}
-
-void capture_rejects_free(struct capture_rejects *q)
-{
-	for (unsigned i = 0; i < CAPTURE_REJECTS; i++) {
-		free(q->e[i].line);
-		free(q->e[i].reason);
-	}
-	memset(q, 0, sizeof(*q));
-}
-
-/* rejects_add() - @line (@len bytes) and @why (both copied) as the newest entry of @q. */
-static void rejects_add(struct capture_rejects *q, const char *line, size_t len, const char *why)
-{
-	char *l = strndup(line, len > CAPTURE_REJECT_LINE_MAX ? CAPTURE_REJECT_LINE_MAX : len);
-	char *w = strdup(why);
-
-	if (!l || !w) {
-		free(l);
-		free(w);
-		return; /* out of memory: the rejection is still logged */
-	}
-	free(q->e[q->next].line);
-	free(q->e[q->next].reason);
-	q->e[q->next].line = l;
-	q->e[q->next].reason = w;
-	q->e[q->next].at_ns = xprofs_now_ns();
-	q->next = (q->next + 1) % CAPTURE_REJECTS;
-	if (q->n < CAPTURE_REJECTS)
-		q->n++;
-}
-
-void capture_reject(struct xprofs_capture *c, const char *run, const char *line, size_t len,
-		    struct xprofs_buf *out, const char *fmt, ...)
-{
-	struct xprofs_buf why;
-	va_list ap;
-
-	xprofs_buf_init(&why, 4096);
-	va_start(ap, fmt);
-	(void)!xprofs_buf_vprintf(&why, fmt, ap);
-	va_end(ap);
-	if (out)
-		(void)!xprofs_buf_adds(out, why.data ? why.data : "");
-	pthread_mutex_lock(&c->lock);
-	if (run) {
-		struct capture_run *r = capture_run_find(c, run, true);
-
-		if (r)
-			rejects_add(&r->rej, line, len, why.data ? why.data : "");
-	} else {
-		rejects_add(&c->rej, line, len, why.data ? why.data : "");
-	}
-	pthread_mutex_unlock(&c->lock);
-	xprofs_info("capture: rejected '%.*s': %s", (int)(len > 200 ? 200 : len), line,
-		    why.data ? why.data : "");
-	xprofs_buf_deinit(&why);
 }
 
 /* ---- submit ----------------------------------------------------------- */
@@ -334,7 +276,7 @@ int xprofs_capture_submit(struct xprofs_capture *c, const char *run, const char 
 	int ret = 0;
 
 	xprofs_buf_init(&why, 4096);
-	if (run && run[0] && !capture_run_valid(run, strlen(run))) {
+	if (run && run[0] && !xprofs_capture_run_valid(run, strlen(run))) {
 		(void)!xprofs_buf_printf(&why, "bad run path");
 		ret = -EINVAL;
 		goto out;

@@ -561,8 +561,8 @@ static int op_rmdir(const char *path)
 /*
  * mkdir_run() - "mkdir runs/NAME": create NAME/plugins/profile in the store,
  * each level made with @mode. NAME follows the capture grammar's run names
- * (capture_run_valid(), the one rule: no control characters, no '\\', no
- * "." or ".." components).
+ * (xprofs_capture_run_valid(), the one rule: no control characters, no
+ * '\\', no "." or ".." components).
  */
 static int mkdir_run(struct fs_ctx *ctx, const char *path, mode_t mode)
 {
@@ -594,7 +594,7 @@ static int mkdir_run(struct fs_ctx *ctx, const char *path, mode_t mode)
 	else if (!strncmp(rel, FS_NAME_ROOT_RUN "/", strlen(FS_NAME_ROOT_RUN) + 1) ||
 		 !xprofs_store_path_valid(rel))
 		return -EPERM;
-	else if (!capture_run_valid(rel, strlen(rel)))
+	else if (!xprofs_capture_run_valid(rel, strlen(rel)))
 		return -EINVAL; /* a name no capture line could name */
 	r = fs_store_path(p, sizeof(p), rel, NULL, NULL);
 	if (r < 0)

@@ -8,8 +8,10 @@
  *   When the target's parents do not exist yet, nothing is created before
  *   the commit: the file lives in the deepest existing ancestor, and the
  *   commit builds the missing directories in a marked staging directory in
- *   the root and renames them into place (stage_publish(); leftovers of a
- *   daemon killed right then are swept by store_local_sweep() at start-up).
+ *   the root and renames them into place (stage_publish()). The leftovers
+ *   of a daemon killed right then are swept at the next start-up by
+ *   store_local_sweep(), at the end of this file: the staging directories'
+ *   format (name, marker) is known here alone.
  *   Where O_TMPFILE is unsupported a hidden ".xprofs-tmp-*" file is linked
  *   then unlinked instead (list() hides that prefix).
  * - Other writers write IN PLACE (O_CREAT on the real file): this is what
@@ -30,6 +32,11 @@
 #include <unistd.h>
 
 #include "store-internal.h"
+
+#define STAGE_PREFIX STORE_LOCAL_TMP_PREFIX "stage-"
+#define STAGE_MARKER ".xprofs-staging"
+#define STAGE_MARKER_TEXT "xprofs staging directory: removed by xprofs at start-up if left behind\n"
+#define STAGE_MIN_AGE_S 60 /* a live publish takes microseconds; another mount's is spared */
 
 struct local_writer {
 	struct xprofs_store_writer base;
@@ -72,7 +79,7 @@ static int excl_open(struct local_writer *w)
 	if (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL)
 		return -errno;
 	for (i = 0; i < 100; i++) {
-		snprintf(tmp, sizeof(tmp), "%s%ld-%08x", store_local_tmp_prefix, (long)getpid(),
+		snprintf(tmp, sizeof(tmp), "%s%ld-%08x", STORE_LOCAL_TMP_PREFIX, (long)getpid(),
 			 (unsigned)random());
 		w->fd = openat(w->dirfd, tmp, O_CREAT | O_EXCL | O_RDWR | O_NOFOLLOW | O_CLOEXEC,
 			       0644);
@@ -146,7 +153,6 @@ int store_local_writer_new(struct xprofs_store *s, const char *path, unsigned fl
 			   struct xprofs_store_writer **out)
 {
 	struct local_store *ls = to_local(s);
-	struct xprofs_store_stat xst;
 	struct local_writer *w;
 	const char *name;
 	struct stat st;
@@ -175,8 +181,9 @@ int store_local_writer_new(struct xprofs_store *s, const char *path, unsigned fl
 		}
 		if (r == 0)
 			r = inplace_open(w, flags);
-		if (r == 0 && fstat(w->fd, &st) == 0 && store_local_fill(&st, &xst) == 0 &&
-		    xst.type != XPROFS_STORE_FILE)
+		/* a directory or a link, which the store never shows as a file */
+		if (r == 0 && fstat(w->fd, &st) == 0 &&
+		    (S_ISDIR(st.st_mode) || S_ISLNK(st.st_mode)))
 			r = -EISDIR;
 	}
 	if (r < 0)
@@ -252,7 +259,8 @@ static int excl_link(struct local_writer *w, int dfd, const char *name)
 	return linkat(w->fd, "", dfd, name, AT_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
-void store_local_rm_tree(int dfd, const char *name, int depth)
+/* rm_tree() - remove @name in @dfd and all below it; follows no symlink. */
+static void rm_tree(int dfd, const char *name, int depth)
 {
 	struct dirent *de;
 	DIR *d;
@@ -270,9 +278,24 @@ void store_local_rm_tree(int dfd, const char *name, int depth)
 	}
 	while ((de = readdir(d)))
 		if (strcmp(de->d_name, ".") && strcmp(de->d_name, ".."))
-			store_local_rm_tree(dirfd(d), de->d_name, depth + 1);
+			rm_tree(dirfd(d), de->d_name, depth + 1);
 	closedir(d);
 	(void)unlinkat(dfd, name, AT_REMOVEDIR);
+}
+
+/* stage_mark() - write the STAGE_MARKER file into the staging directory @dirfd. */
+static int stage_mark(int dirfd)
+{
+	int fd = openat(dirfd, STAGE_MARKER, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
+			0644);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = xprofs_write_full(fd, STAGE_MARKER_TEXT, sizeof(STAGE_MARKER_TEXT) - 1);
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	return r;
 }
 
 /*
@@ -311,12 +334,12 @@ static int stage_publish(struct local_store *ls, struct local_writer *w)
 	char stage[64], comps[XPROFS_PATH_MAX + 1], *comp, *next;
 	int sfd = -1, cur = -1, nfd, afd = -1, r;
 
-	snprintf(stage, sizeof(stage), "%s%ld-%08x", store_local_stage_prefix, (long)getpid(),
+	snprintf(stage, sizeof(stage), "%s%ld-%08x", STAGE_PREFIX, (long)getpid(),
 		 (unsigned)random());
 	if (mkdirat(ls->rootfd, stage, 0755) < 0)
 		return -errno;
 	sfd = openat(ls->rootfd, stage, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	r = sfd < 0 ? -errno : store_local_mark(sfd);
+	r = sfd < 0 ? -errno : stage_mark(sfd);
 	if (r < 0)
 		goto out;
 	snprintf(comps, sizeof(comps), "%s", w->missing);
@@ -356,8 +379,7 @@ out:
 		close(afd);
 	if (sfd >= 0)
 		close(sfd);
-	store_local_rm_tree(ls->rootfd, stage,
-			    0); /* the marker, and our chain when it was not moved */
+	rm_tree(ls->rootfd, stage, 0); /* the marker, and our chain when it was not moved */
 	return r;
 }
 
@@ -416,4 +438,105 @@ void store_local_writer_abort(struct xprofs_store_writer *base)
 	if (w->created)
 		unlinkat(w->dirfd, w->name, 0);
 	writer_free(w);
+}
+
+/* ---- the start-up sweep -------------------------------------------------- */
+
+/*
+ * is_abandoned_stage() - an aged staging directory a kill left before its
+ * marker was whole: it holds nothing, or only the marker file with a prefix of
+ * its text. Only xprofs makes such a name and such a content, so removing it
+ * cannot lose anything; removal is rmdir(), which refuses anything non-empty.
+ */
+static bool is_abandoned_stage(int dfd)
+{
+	char buf[sizeof(STAGE_MARKER_TEXT) + 1];
+	struct dirent *de;
+	struct stat st;
+	bool ok = true;
+	int fd = dup(dfd);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	if (fstat(dfd, &st) < 0 || st.st_mtime + STAGE_MIN_AGE_S >= xprofs_now_ns() / 1000000000)
+		ok = false;
+	while (ok && (de = readdir(d))) {
+		ssize_t n;
+		int mfd;
+
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		if (strcmp(de->d_name, STAGE_MARKER) != 0) {
+			ok = false;
+			break;
+		}
+		mfd = openat(dfd, STAGE_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+		n = mfd < 0 || fstat(mfd, &st) < 0 || !S_ISREG(st.st_mode)
+			    ? -1
+			    : xprofs_pread_full(mfd, buf, sizeof(buf), 0);
+		ok = n >= 0 && n < (ssize_t)sizeof(STAGE_MARKER_TEXT) &&
+		     !memcmp(buf, STAGE_MARKER_TEXT, (size_t)n);
+		if (mfd >= 0)
+			close(mfd);
+	}
+	closedir(d);
+	return ok;
+}
+
+/* is_stage() - @name in the root is one of our staging directories, left for a minute. */
+static bool is_stage(struct local_store *ls, const char *name)
+{
+	char buf[sizeof(STAGE_MARKER_TEXT) + 1];
+	struct stat st;
+	ssize_t n;
+	int dfd, fd;
+	bool ours = false;
+
+	if (strncmp(name, STAGE_PREFIX, strlen(STAGE_PREFIX)) != 0)
+		return false;
+	dfd = openat(ls->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return false;
+	fd = openat(dfd, STAGE_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    st.st_mtime + STAGE_MIN_AGE_S < xprofs_now_ns() / 1000000000) {
+		n = xprofs_pread_full(fd, buf, sizeof(buf), 0);
+		ours = n == (ssize_t)sizeof(STAGE_MARKER_TEXT) - 1 &&
+		       !memcmp(buf, STAGE_MARKER_TEXT, (size_t)n);
+	}
+	if (fd >= 0)
+		close(fd);
+	if (!ours && is_abandoned_stage(dfd)) {
+		(void)unlinkat(dfd, STAGE_MARKER, 0);
+		ours = true; /* now empty: the sweep's removal is an rmdir */
+	}
+	close(dfd);
+	return ours;
+}
+
+void store_local_sweep(struct local_store *ls)
+{
+	struct dirent *de;
+	int fd = openat(ls->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
+
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((de = readdir(d))) {
+		if (!is_stage(ls, de->d_name))
+			continue;
+		rm_tree(ls->rootfd, de->d_name, 0);
+		xprofs_log(XPROFS_LOG_NOTICE,
+			   "store: removed %s/%s, left by an xprofs that was killed while "
+			   "publishing a profile",
+			   ls->root ? ls->root : "", de->d_name);
+	}
+	closedir(d);
 }

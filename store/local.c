@@ -1,18 +1,16 @@
 /*
  * store/local.c - the local-directory backend of struct xprofs_store: the
- * store object, path resolution beneath the root, stat/list, readers and
- * the namespace operations. Its writers live in local-writer.c.
+ * store object, stat/list, readers and the namespace operations. Its
+ * writers (and the start-up sweep of their staging directories) live in
+ * local-writer.c; both resolve paths beneath the root through local-path.c.
  *
  * Design:
- * - Every path is resolved relative to one directory fd opened at mount time,
- *   with openat2(RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS): even a symlink or a
- *   concurrent rename inside SOURCE cannot make a lookup leave the root. On
- *   kernels without openat2 we walk component by component with O_NOFOLLOW
- *   (symlinks are then not followed at all). stat(), list() and readers
- *   follow symlinks that resolve inside the root (or anywhere with
- *   follow_outside: then only RESOLVE_NO_MAGICLINKS; paths are validated, so
- *   only a symlink can lead out); lstat() and list() report a link as a link
- *   (list(): .link, and type XPROFS_STORE_LINK when it is not followed).
+ * - Every path is resolved beneath one directory fd opened at mount time
+ *   (store_local_resolve(): openat2 RESOLVE_BENEATH, or a walk with
+ *   O_NOFOLLOW on kernels without it). stat(), list() and readers follow
+ *   symlinks that resolve inside the root (or anywhere with follow_outside);
+ *   lstat() and list() report a link as a link (list(): .link, and type
+ *   XPROFS_STORE_LINK when it is not followed).
  * - Owners, modes and times are the source's (struct xprofs_store_stat);
  *   setattr() changes them on the object itself through an O_PATH|O_NOFOLLOW
  *   fd and its /proc/self/fd name, so a symlink swapped in meanwhile is never
@@ -22,7 +20,8 @@
  * - generation = hash(dev, inode, ctime): it changes when the file is replaced
  *   or rewritten, which is what view caches need in their keys.
  * - Writers (local-writer.c): exclusive ones publish with linkat(), others
- *   write in place; list() hides the exclusive writers' TMP_PREFIX files.
+ *   write in place; list() hides the exclusive writers' temporaries
+ *   (STORE_LOCAL_TMP_PREFIX), and stat() and open() act as if absent.
  * - Only regular files, directories and symlinks are exposed; fifos, sockets
  *   and device nodes are invisible (-ENOENT).
  *
@@ -32,42 +31,17 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "store-internal.h"
 
-#define TMP_PREFIX ".xprofs-tmp-"
-
-const char store_local_tmp_prefix[] = TMP_PREFIX;
-const char store_local_stage_prefix[] = TMP_PREFIX "stage-";
-
-#define STAGE_MARKER ".xprofs-staging"
-#define STAGE_MARKER_TEXT "xprofs staging directory: removed by xprofs at start-up if left behind\n"
-#define STAGE_MIN_AGE_S 60 /* a live publish takes microseconds; another mount's is spared */
-
-int store_local_mark(int dirfd)
-{
-	int fd = openat(dirfd, STAGE_MARKER, O_CREAT | O_EXCL | O_WRONLY | O_NOFOLLOW | O_CLOEXEC,
-			0644);
-	int r;
-
-	if (fd < 0)
-		return -errno;
-	r = xprofs_write_full(fd, STAGE_MARKER_TEXT, sizeof(STAGE_MARKER_TEXT) - 1);
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	return r;
-}
-
 /*
- * tmp_hidden() - @path names one of the exclusive writers' TMP_PREFIX files or
+ * tmp_hidden() - @path names one of the exclusive writers' temp files or
  * staging directories, or something inside one: list() never shows them, so
  * stat(), open() and creation act as if they were not there either.
  */
@@ -76,7 +50,7 @@ static bool tmp_hidden(const char *path)
 	const char *c = path;
 
 	while (c && *c) {
-		if (!strncmp(c, TMP_PREFIX, strlen(TMP_PREFIX)))
+		if (!strncmp(c, STORE_LOCAL_TMP_PREFIX, strlen(STORE_LOCAL_TMP_PREFIX)))
 			return true;
 		c = strchr(c, '/');
 		if (c)
@@ -85,224 +59,10 @@ static bool tmp_hidden(const char *path)
 	return false;
 }
 
-/*
- * is_abandoned_stage() - an aged staging directory a kill left before its
- * marker was whole: it holds nothing, or only the marker file with a prefix of
- * its text. Only xprofs makes such a name and such a content, so removing it
- * cannot lose anything; removal is rmdir(), which refuses anything non-empty.
- */
-static bool is_abandoned_stage(int dfd)
-{
-	char buf[sizeof(STAGE_MARKER_TEXT) + 1];
-	struct dirent *de;
-	struct stat st;
-	bool ok = true;
-	int fd = dup(dfd);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return false;
-	}
-	if (fstat(dfd, &st) < 0 || st.st_mtime + STAGE_MIN_AGE_S >= xprofs_now_ns() / 1000000000)
-		ok = false;
-	while (ok && (de = readdir(d))) {
-		ssize_t n;
-		int mfd;
-
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		if (strcmp(de->d_name, STAGE_MARKER) != 0) {
-			ok = false;
-			break;
-		}
-		mfd = openat(dfd, STAGE_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-		n = mfd < 0 || fstat(mfd, &st) < 0 || !S_ISREG(st.st_mode)
-			    ? -1
-			    : xprofs_pread_full(mfd, buf, sizeof(buf), 0);
-		ok = n >= 0 && n < (ssize_t)sizeof(STAGE_MARKER_TEXT) &&
-		     !memcmp(buf, STAGE_MARKER_TEXT, (size_t)n);
-		if (mfd >= 0)
-			close(mfd);
-	}
-	closedir(d);
-	return ok;
-}
-
-/* is_stage() - @name in the root is one of our staging directories, left for a minute. */
-static bool is_stage(struct local_store *ls, const char *name)
-{
-	char buf[sizeof(STAGE_MARKER_TEXT) + 1];
-	struct stat st;
-	ssize_t n;
-	int dfd, fd;
-	bool ours = false;
-
-	if (strncmp(name, store_local_stage_prefix, strlen(store_local_stage_prefix)) != 0)
-		return false;
-	dfd = openat(ls->rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dfd < 0)
-		return false;
-	fd = openat(dfd, STAGE_MARKER, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd >= 0 && fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
-	    st.st_mtime + STAGE_MIN_AGE_S < xprofs_now_ns() / 1000000000) {
-		n = xprofs_pread_full(fd, buf, sizeof(buf), 0);
-		ours = n == (ssize_t)sizeof(STAGE_MARKER_TEXT) - 1 &&
-		       !memcmp(buf, STAGE_MARKER_TEXT, (size_t)n);
-	}
-	if (fd >= 0)
-		close(fd);
-	if (!ours && is_abandoned_stage(dfd)) {
-		(void)unlinkat(dfd, STAGE_MARKER, 0);
-		ours = true; /* now empty: the sweep's removal is an rmdir */
-	}
-	close(dfd);
-	return ours;
-}
-
-void store_local_sweep(struct local_store *ls)
-{
-	struct dirent *de;
-	int fd = openat(ls->rootfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	DIR *d = fd < 0 ? NULL : fdopendir(fd);
-
-	if (!d) {
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	while ((de = readdir(d))) {
-		if (!is_stage(ls, de->d_name))
-			continue;
-		store_local_rm_tree(ls->rootfd, de->d_name, 0);
-		xprofs_log(XPROFS_LOG_NOTICE,
-			   "store: removed %s/%s, left by an xprofs that was killed while "
-			   "publishing a profile",
-			   ls->root ? ls->root : "", de->d_name);
-	}
-	closedir(d);
-}
-
 struct local_file {
 	struct xprofs_store_reader base;
 	int fd;
 };
-
-/* Open @path below the root by walking components without following symlinks. */
-static int walk_open(struct local_store *ls, const char *path, int flags, mode_t mode)
-{
-	char buf[XPROFS_PATH_MAX + 1];
-	char *comp, *slash;
-	struct stat st;
-	int cur, next, saved;
-
-	if (strlen(path) > XPROFS_PATH_MAX)
-		return -ENAMETOOLONG;
-	strcpy(buf, path);
-	cur = dup(ls->rootfd);
-	if (cur < 0)
-		return -errno;
-	comp = buf;
-	while ((slash = strchr(comp, '/'))) {
-		*slash = '\0';
-		next = openat(cur, comp, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		saved = errno;
-		if (next < 0 && saved == ENOTDIR &&
-		    fstatat(cur, comp, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode))
-			saved = ENOENT; /* a symlink we do not follow reads as absent */
-		close(cur);
-		if (next < 0)
-			return saved == ELOOP ? -ENOENT : -saved;
-		cur = next;
-		comp = slash + 1;
-	}
-	next = openat(cur, comp, flags | O_NOFOLLOW | O_CLOEXEC, mode);
-	saved = errno;
-	close(cur);
-	if (next < 0)
-		return saved == ELOOP ? -ENOENT : -saved;
-	return next;
-}
-
-/*
- * resolve() - open @path (valid, relative; "" = the root) below the root.
- * Returns an fd the caller owns, or -errno. A lookup that would escape the
- * root reads as -ENOENT.
- */
-static int resolve(struct local_store *ls, const char *path, int flags, mode_t mode)
-{
-	struct open_how how;
-	int fd;
-
-	if (!*path)
-		path = ".";
-	if (!__atomic_load_n(&ls->no_openat2, __ATOMIC_RELAXED)) {
-		memset(&how, 0, sizeof(how));
-		how.flags = (uint64_t)(flags | O_CLOEXEC);
-		how.mode = (flags & (O_CREAT | O_TMPFILE)) ? mode : 0;
-		how.resolve = RESOLVE_NO_MAGICLINKS;
-		if (!__atomic_load_n(&ls->follow_outside, __ATOMIC_RELAXED))
-			how.resolve |= RESOLVE_BENEATH;
-		fd = (int)syscall(SYS_openat2, ls->rootfd, path, &how, sizeof(how));
-		if (fd >= 0)
-			return fd;
-		if (errno != ENOSYS)
-			return errno == EXDEV || errno == ELOOP ? -ENOENT : -errno;
-		__atomic_store_n(&ls->no_openat2, 1, __ATOMIC_RELAXED);
-	}
-	if (!strcmp(path, ".")) {
-		fd = openat(ls->rootfd, ".", flags | O_CLOEXEC, mode);
-		return fd < 0 ? -errno : fd;
-	}
-	return walk_open(ls, path, flags, mode);
-}
-
-/*
- * store_local_parent_open() - O_PATH fd of @path's parent directory and, in *@name, a
- * pointer into @path (borrowed) at the last component.
- */
-int store_local_parent_open(struct local_store *ls, const char *path, const char **name)
-{
-	char parent[XPROFS_PATH_MAX + 1];
-	const char *slash = strrchr(path, '/');
-	size_t n;
-
-	if (!slash) {
-		*name = path;
-		return resolve(ls, "", O_PATH | O_DIRECTORY, 0);
-	}
-	n = (size_t)(slash - path);
-	if (n > XPROFS_PATH_MAX)
-		return -ENAMETOOLONG;
-	memcpy(parent, path, n);
-	parent[n] = '\0';
-	*name = slash + 1;
-	return resolve(ls, parent, O_PATH | O_DIRECTORY, 0);
-}
-
-int store_local_ancestor_open(struct local_store *ls, const char *dir, size_t *len)
-{
-	char buf[XPROFS_PATH_MAX + 1];
-	size_t n = strlen(dir);
-	int fd;
-
-	if (n > XPROFS_PATH_MAX)
-		return -ENAMETOOLONG;
-	memcpy(buf, dir, n + 1);
-	for (;;) {
-		fd = resolve(ls, buf, O_PATH | O_DIRECTORY, 0);
-		if (fd >= 0 || fd != -ENOENT || n == 0)
-			break;
-		while (n > 0 && buf[n - 1] != '/')
-			n--;
-		if (n > 0)
-			n--; /* the '/' before the component */
-		buf[n] = '\0';
-	}
-	*len = n;
-	return fd;
-}
 
 /*
  * local_writable() - can a file be created at @path? Checks the deepest
@@ -348,8 +108,8 @@ static int64_t ts_ns(const struct timespec *t)
 	return (int64_t)t->tv_sec * 1000000000LL + t->tv_nsec;
 }
 
-/* store_local_fill() - translate @st; -ENOENT for what we do not expose. */
-int store_local_fill(const struct stat *st, struct xprofs_store_stat *out)
+/* stat_fill() - translate @st; -ENOENT for what we do not expose. */
+static int stat_fill(const struct stat *st, struct xprofs_store_stat *out)
 {
 	uint64_t id[2] = {(uint64_t)st->st_dev, (uint64_t)st->st_ino};
 
@@ -375,14 +135,14 @@ int store_local_fill(const struct stat *st, struct xprofs_store_stat *out)
 }
 
 /*
- * resolve_stat() - resolve(@path, @flags) and fstat() it into @st: the fd
+ * resolve_stat() - store_local_resolve(@path, @flags) and fstat() it into @st: the fd
  * (caller closes) or a counted -errno.
  */
 static int resolve_stat(struct local_store *ls, const char *path, int flags, struct stat *st)
 {
 	int fd, r;
 
-	fd = resolve(ls, path, flags, 0);
+	fd = store_local_resolve(ls, path, flags, 0);
 	if (fd < 0)
 		return count_err(ls, fd);
 	if (fstat(fd, st) < 0) {
@@ -406,7 +166,7 @@ static int local_stat(struct xprofs_store *s, const char *path, struct xprofs_st
 	if (fd < 0)
 		return fd;
 	close(fd);
-	return count_err(ls, store_local_fill(&st, out));
+	return count_err(ls, stat_fill(&st, out));
 }
 
 static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list_cb cb, void *arg)
@@ -420,7 +180,7 @@ static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list
 	int fd, r = 0;
 
 	CNT(ls, lists);
-	fd = resolve(ls, dir, O_RDONLY | O_DIRECTORY, 0);
+	fd = store_local_resolve(ls, dir, O_RDONLY | O_DIRECTORY, 0);
 	if (fd < 0)
 		return count_err(ls, fd);
 	d = fdopendir(fd);
@@ -437,11 +197,11 @@ static int local_list(struct xprofs_store *s, const char *dir, xprofs_store_list
 			break;
 		}
 		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, "..") ||
-		    !strncmp(de->d_name, TMP_PREFIX, strlen(TMP_PREFIX)))
+		    !strncmp(de->d_name, STORE_LOCAL_TMP_PREFIX, strlen(STORE_LOCAL_TMP_PREFIX)))
 			continue;
 		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue; /* vanished meanwhile */
-		if (store_local_fill(&st, &xst) < 0)
+		if (stat_fill(&st, &xst) < 0)
 			continue;
 		if (S_ISLNK(st.st_mode)) {
 			/* followed where allowed (inside the root), else listed as a link */
@@ -515,7 +275,7 @@ static int local_file_stat(struct xprofs_store_reader *base, struct xprofs_store
 
 	if (fstat(f->fd, &st) < 0)
 		return -errno;
-	return store_local_fill(&st, out);
+	return stat_fill(&st, out);
 }
 
 static void local_close(struct xprofs_store_reader *base)
@@ -524,31 +284,6 @@ static void local_close(struct xprofs_store_reader *base)
 
 	close(f->fd);
 	free(f);
-}
-
-/* store_local_mkparents() - create the directories above @path (mode 0755), EEXIST is fine. */
-int store_local_mkparents(struct local_store *ls, const char *path)
-{
-	char prefix[XPROFS_PATH_MAX + 1];
-	const char *p, *name;
-	int pfd, r;
-
-	for (p = strchr(path, '/'); p; p = strchr(p + 1, '/')) {
-		size_t n = (size_t)(p - path);
-
-		if (n > XPROFS_PATH_MAX)
-			return -ENAMETOOLONG;
-		memcpy(prefix, path, n);
-		prefix[n] = '\0';
-		pfd = store_local_parent_open(ls, prefix, &name);
-		if (pfd < 0)
-			return pfd;
-		r = mkdirat(pfd, name, 0755) < 0 && errno != EEXIST ? -errno : 0;
-		close(pfd);
-		if (r < 0)
-			return r;
-	}
-	return 0;
 }
 
 /* at_op() - run one *at() syscall on @path's parent; 0 or -errno. */
@@ -600,7 +335,7 @@ static int local_setattr(struct xprofs_store *s, const char *path,
 	struct stat st;
 	int fd, r = 0;
 
-	fd = resolve(ls, path, O_PATH | O_NOFOLLOW, 0);
+	fd = store_local_resolve(ls, path, O_PATH | O_NOFOLLOW, 0);
 	if (fd < 0)
 		return count_err(ls, fd);
 	if (fstat(fd, &st) < 0) {
@@ -651,7 +386,7 @@ static int local_lstat(struct xprofs_store *s, const char *path, struct xprofs_s
 	pfd = store_local_parent_open(ls, path, &name);
 	if (pfd < 0)
 		return count_err(ls, pfd);
-	r = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : store_local_fill(&st, out);
+	r = fstatat(pfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ? -errno : stat_fill(&st, out);
 	close(pfd);
 	return count_err(ls, r);
 }

@@ -1,8 +1,10 @@
 /*
  * store-internal.h - what the local backend's files share: store/local.c
- * (the store object, path resolution beneath the root, stat/list/readers
- * and namespace operations) and store/local-writer.c (writers: exclusive
- * publish with linkat(), in-place writes). Not part of the public API.
+ * (the store object, stat/list/readers and namespace operations) calls
+ * store/local-writer.c (writers: exclusive publish with linkat(), in-place
+ * writes, the start-up sweep of staging directories), and both call
+ * store/local-path.c (path resolution beneath the root). Not part of the
+ * public API.
  */
 #ifndef XPROFS_STORE_INTERNAL_H
 #define XPROFS_STORE_INTERNAL_H
@@ -30,15 +32,11 @@ struct local_store {
 #define CNT(ls, field) __atomic_add_fetch(&(ls)->c.field, 1, __ATOMIC_RELAXED)
 #define CNT_ADD(ls, field, n) __atomic_add_fetch(&(ls)->c.field, (n), __ATOMIC_RELAXED)
 
-/* The hidden prefix of fallback temp files of exclusive writers; list() hides it. */
-extern const char store_local_tmp_prefix[];
-
-/* The staging directories of exclusive writers (local-writer.c), in the root. */
-extern const char store_local_stage_prefix[];
-/** store_local_mark() - write the staging marker file into the directory @dirfd. */
-int store_local_mark(int dirfd);
-/** store_local_rm_tree() - remove @name in @dfd and all below it; follows no symlink. */
-void store_local_rm_tree(int dfd, const char *name, int depth);
+/*
+ * The hidden prefix of the exclusive writers' fallback temp files and
+ * staging directories (local-writer.c); local.c hides these names.
+ */
+#define STORE_LOCAL_TMP_PREFIX ".xprofs-tmp-"
 
 /* Small enough to inline; kept under the names local.c always used. */
 static inline struct local_store *to_local(struct xprofs_store *s)
@@ -54,6 +52,14 @@ static inline int count_err(struct local_store *ls, int r)
 	return r;
 }
 
+/* ---- path resolution beneath the root (local-path.c) ---- */
+
+/**
+ * store_local_resolve() - open @path (valid, relative; "" = the root) below
+ * the root with @flags (and @mode for O_CREAT). An fd the caller closes, or
+ * -errno; a lookup that would escape the root reads as -ENOENT.
+ */
+int store_local_resolve(struct local_store *ls, const char *path, int flags, mode_t mode);
 /**
  * store_local_parent_open() - O_PATH fd of @path's parent directory (caller
  * closes) and, in *@name, a pointer into @path (borrowed) at the last component.
@@ -67,16 +73,17 @@ int store_local_mkparents(struct local_store *ls, const char *path);
  * path, a prefix of @dir (0: the root). -errno other than a missing one.
  */
 int store_local_ancestor_open(struct local_store *ls, const char *dir, size_t *len);
+
+/* ---- writers and their staging directories (local-writer.c) ---- */
+
 /**
  * store_local_sweep() - remove the staging directories (STAGE_PREFIX,
  * holding the STAGE_MARKER file with its exact text, older than a minute)
  * that a writer killed while publishing left in the root; nothing else.
  */
 void store_local_sweep(struct local_store *ls);
-/** store_local_fill() - translate @st; -ENOENT for what the store does not expose. */
-int store_local_fill(const struct stat *st, struct xprofs_store_stat *out);
 
-/* The writer ops (local-writer.c); see struct xprofs_store_ops. */
+/* The writer ops; see struct xprofs_store_ops. */
 int store_local_writer_new(struct xprofs_store *s, const char *path, unsigned flags,
 			   struct xprofs_store_writer **out);
 ssize_t store_local_writer_write(struct xprofs_store_writer *base, const void *buf, size_t n,

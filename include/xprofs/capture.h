@@ -106,11 +106,12 @@ int xprofs_capture_status(struct xprofs_capture *c, const char *run,
 			  struct xprofs_buf *out) XPROFS_WUR;
 
 /**
- * capture_run_valid() - whether @s (@len bytes, borrowed) is a run name the
- * capture grammar accepts ('/'-separated plain names; no "." or "..", '\\'
- * or control characters). Exported so "mkdir runs/NAME" applies the same rule.
+ * xprofs_capture_run_valid() - whether @s (@len bytes, borrowed) is a run
+ * name the capture grammar accepts ('/'-separated plain names; no "." or
+ * "..", '\\' or control characters). Exported so "mkdir runs/NAME" applies
+ * the same rule.
  */
-bool capture_run_valid(const char *s, size_t len);
+bool xprofs_capture_run_valid(const char *s, size_t len);
 
 /** xprofs_capture_help() - the grammar as text (static storage). */
 const char *xprofs_capture_help(void);

@@ -26,7 +26,7 @@ static void check_line(const char *line, size_t len)
 	xprofs_buf_init(&why, 4096);
 	if (capture_line_parse(line, len, &q, &why) == 0) {
 		/* what was accepted must be safe to use as paths */
-		if (q.has_run && q.run[0] && !capture_run_valid(q.run, strlen(q.run)))
+		if (q.has_run && q.run[0] && !xprofs_capture_run_valid(q.run, strlen(q.run)))
 			abort();
 		if (q.session[0] && !capture_name_valid(q.session, strlen(q.session)))
 			abort();

@@ -315,8 +315,8 @@ static void test_names(void **state)
 	assert_true(capture_name_valid("a b", 3));
 	assert_false(capture_name_valid("..", 2));
 	assert_false(capture_name_valid("a\x7f", 2));
-	assert_true(capture_run_valid("a/b/c", 5));
-	assert_false(capture_run_valid("a/./c", 5));
+	assert_true(xprofs_capture_run_valid("a/b/c", 5));
+	assert_false(xprofs_capture_run_valid("a/./c", 5));
 	assert_int_equal(capture_host_dirname("h:1", out, sizeof(out)), 0);
 	assert_string_equal(out, "h_1");
 	assert_int_equal(capture_host_dirname("0123456789abcdef", out, sizeof(out)), -ENAMETOOLONG);
