@@ -8,6 +8,7 @@
 #   xp_workdir                       # $XP_WORK: temp dir, cleaned (and unmounted) on exit
 #   xp_mount SRC MNT [xprofs args]   # start "xprofs SRC MNT -f ARGS" in the background,
 #                                    # wait for the mount; $XP_PID, log in $XP_WORK/xprofs.log
+#                                    # (every mount's, each after a "=== xp_mount" line)
 #   xp_umount MNT                    # fusermount3 -u, wait; returns xprofs' exit status
 #   xp_ok MSG CMD... / xp_okq MSG CMD... (stdout discarded) / xp_fail MSG
 #                                    # a failed CMD is shown with its exit status and
@@ -133,6 +134,8 @@ xp_workdir() {
 
 xp_mount() {
 	local src=$1 mnt=$2 i; shift 2
+	# one log for all the test's mounts: a line says where each one starts
+	echo "=== xp_mount $src $mnt $*" >>"$XP_WORK/xprofs.log"
 	"$XP_BIN" "$src" "$mnt" -f "$@" >>"$XP_WORK/xprofs.log" 2>&1 &
 	XP_PID=$!
 	XP_MOUNTS+=("$mnt")
