@@ -46,6 +46,12 @@ def main():
     t.ok(failed and "for a negative" in out, "eventually() says what it waited for", out)
     t.ok("deadline 0.2 s" in out, "  and how long", out)
     t.ok("last seen: False" in out, "  and what it saw last", out)
+    out, failed = failing(lambda i: i.eventually(lambda: {"evictions": 0}, "evictions", 0.05,
+                                                 check=lambda s: s["evictions"] > 0))
+    t.ok(failed and "last seen: {'evictions': 0}" in out, "eventually(check=): the whole state", out)
+    out, failed = failing(lambda i: i.eventually(lambda: {"evictions": 1}, "evictions", 5,
+                                                 check=lambda s: s["evictions"] > 0))
+    t.ok(not failed, "eventually(check=) passes once the check does", out)
 
     with tempfile.TemporaryDirectory(prefix="xp-selftest-") as d:
         a, b = os.path.join(d, "a"), os.path.join(d, "b")

@@ -6,7 +6,7 @@
                                           # open, and why a read failed (errno)
     why = xcheck.same_files(got, want)    # both of the above for two paths
     tail = xcheck.log_tail(path, 20)      # the last lines of a daemon's log
-    ok, why = xcheck.wait_for(cond, what, deadline_s)   # poll, say what was seen
+    v, why = xcheck.wait_for(cond, what, deadline_s)    # poll, say what was seen
 
 Used by xtap.Tap.same()/eventually() and, as a command, by tests/lib/lib.sh's
 xp_same:  xcheck.py same GOT WANT  (exit 0 equal, 1 different, 2 usage).
@@ -110,14 +110,15 @@ def log_tail(path, n=20):
     return "\n".join(["last %d lines of %s:" % (len(lines), path)] + lines)
 
 
-def wait_for(cond, what, deadline_s=30, interval_s=0.01):
-    """Poll @cond() until it returns something true or @deadline_s pass:
-    (its last value, None) on success, (its last value, why) on a timeout:
-    what was waited for, how long, and the last value seen."""
+def wait_for(cond, what, deadline_s=30, interval_s=0.01, check=None):
+    """Poll @cond() until its value is true (or passes @check(value), so
+    that what is shown can be a whole state) or @deadline_s pass: (the last
+    value, None) on success, (the last value, why) on a timeout: what was
+    waited for, how long, and the last value seen."""
     t0 = time.monotonic()
     while True:
         v = cond()
-        if v:
+        if (check(v) if check else v):
             return v, None
         took = time.monotonic() - t0
         if took > deadline_s:

@@ -4,8 +4,8 @@
     t.ok(cond, "name", detail)   # "ok N - name" / "not ok N - name" + "# detail"
     t.same(got, want, "name", detail)   # bytes equal; else sizes, first differing
                                         # offset with context (xcheck.diff_bytes)
-    t.eventually(cond, "name", deadline_s, detail)  # poll cond(); else how long,
-                                        # and the last value it returned
+    t.eventually(cond, "name", deadline_s, detail, check)  # poll cond() (until
+                                        # check(value)); else how long, last value
     return t.done()              # prints the plan "1..N" last; 0 or 1
     return xtap.skip_all(why)    # "1..0 # SKIP why"; returns 0
 
@@ -68,11 +68,12 @@ class Tap:
         why = xcheck.diff_bytes(got, want)
         return self.ok(why is None, name, detail, why)
 
-    def eventually(self, cond, name, deadline_s=30, detail=""):
-        """ok() of cond() turning true within @deadline_s (polled, never a
-        fixed sleep); a timeout says what was waited for, how long, and the
-        last value cond() returned. Returns that value."""
-        v, why = xcheck.wait_for(cond, name, deadline_s)
+    def eventually(self, cond, name, deadline_s=30, detail="", check=None):
+        """ok() of cond() turning true (or passing @check(value): cond may
+        return a whole state, shown on failure) within @deadline_s (polled,
+        never a fixed sleep); a timeout says what was waited for, how long,
+        and the last value cond() returned. Returns that value."""
+        v, why = xcheck.wait_for(cond, name, deadline_s, check=check)
         self.ok(why is None, name, detail, why)
         return v
 
