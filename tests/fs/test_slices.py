@@ -120,8 +120,8 @@ def check_host(t, hd, name, src):
         want = subprocess.run([DECODE, src, "--view", "trace.pftrace", "--host", name,
                                "--step", str(i)], stdout=subprocess.PIPE, check=True).stdout
         with open(os.path.join(sd, "trace.pftrace"), "rb") as f:
-            t.ok(f.read() == want, "%s steps/%d/trace.pftrace: %d bytes, as xprofs-decode --step"
-                 % (name, i, len(want)))
+            t.same(f.read(), want, "%s steps/%d/trace.pftrace: %d bytes, as xprofs-decode --step"
+                   % (name, i, len(want)))
     for lo, hi in windows(full):
         n = "%s-%s" % (us_name(lo), us_name(hi))
         compare(t, full, load(os.path.join(hd, "window", n, "trace.json")), lo, hi,
