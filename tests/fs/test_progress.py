@@ -100,7 +100,8 @@ def check_stream(t, m, host, want):
            m.log_tail() if isinstance(b, bytes) else "reader 2: %r" % b)
     t.ok(fst == len(want), "fstat after EOF gives the real size (%d)" % fst)
     t.ok(m.status()["counters"]["renders"] == r0 + 1, "the two readers shared one render")
-    t.ok(poll(lambda: m.renders() == []), "the render leaves status.json once done")
+    t.eventually(m.renders, "the render leaves status.json once done", 60, m.log_tail,
+                 check=lambda rs: rs == [])
     h0 = m.status()["counters"]["view_cache_hits"]
     t.ok(os.stat(path).st_size == len(want), "stat after the render: the real size")
     size, data = xmount.read_whole(path)
@@ -153,7 +154,8 @@ def check_failure(t, m, host):
     e = got["r"]
     t.ok(isinstance(e, OSError) and e.errno == errno.EIO, "a failing render gives EIO",
          repr(e)[:200])
-    t.ok(poll(lambda: m.renders() == []), "the failed render leaves status.json")
+    t.eventually(m.renders, "the failed render leaves status.json", 60, m.log_tail,
+                 check=lambda rs: rs == [])
     err = open(os.path.join(hd, "errors"), "rb").read()
     t.ok(b"trace.json" in err, "the errors file says why", err)
     t.ok(m.entries() == before, "no cache entry for the failed render")
@@ -182,7 +184,8 @@ def check_midway(t, m, host, src_prof, want):
     f.close()
     t.ok(isinstance(e, OSError) and e.errno == errno.EIO,
          "midway: the reader gets EIO after %d bytes, not EOF" % n, repr(e))
-    t.ok(poll(lambda: m.renders() == []), "midway: the failed render leaves status.json")
+    t.eventually(m.renders, "midway: the failed render leaves status.json", 60, m.log_tail,
+                 check=lambda rs: rs == [])
     t.ok(m.entries() == before, "midway: the cache entry was aborted")
     errors = os.path.join(m.mnt, "runs", "run", "s1", host, "errors")
     # The note names the profile version it is about: once the index has seen
@@ -275,12 +278,13 @@ def body(t, w):
     # status.json's open counts follow opens and releases (the unmount helpers wait on them)
     fd = os.open(os.path.join(m.mnt, "runs"), os.O_RDONLY | os.O_DIRECTORY)
     f = open(os.path.join(m.mnt, "runs", "run", "s1", "h1", "summary.json"), "rb")
-    t.ok(poll(lambda: m.status()["open"]["dirs"] >= 1 and m.status()["open"]["files"] >= 1, 30),
-         "status.json counts an open directory and an open file", json.dumps(m.status()["open"]))
+    t.eventually(lambda: m.status()["open"], "status.json counts an open directory and an open file",
+                 30, check=lambda o: o["dirs"] >= 1 and o["files"] >= 1)
     os.close(fd)
     f.close()
-    t.ok(poll(lambda: m.status()["open"] == {"files": 0, "dirs": 0}, 30),
-         "... and their release (a status read does not count itself)", json.dumps(m.status()["open"]))
+    t.eventually(lambda: m.status()["open"],
+                 "... and their release (a status read does not count itself)", 30,
+                 check=lambda o: o == {"files": 0, "dirs": 0})
     st = m.status()
     t.ok(st["cache"]["hits"] == st["counters"]["view_cache_hits"] and st["cache"]["reopens"] > 0,
          "one set of counters: cache.hits %d = view_cache_hits %d; reopens %d (renders and waiters)"

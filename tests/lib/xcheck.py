@@ -122,8 +122,11 @@ def wait_for(cond, what, deadline_s=30, interval_s=0.01, check=None):
             return v, None
         took = time.monotonic() - t0
         if took > deadline_s:
-            return v, "waited %.1f s (deadline %g s) for %s; last seen: %r" % (
-                took, deadline_s, what, v)
+            seen = repr(v)
+            if len(seen) > 500:
+                seen = seen[:500] + "... (%d chars)" % len(seen)
+            return v, "waited %.1f s (deadline %g s) for %s; last seen: %s" % (
+                took, deadline_s, what, seen)
         time.sleep(interval_s)
 
 
