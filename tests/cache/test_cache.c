@@ -117,15 +117,13 @@ static void check_entry(struct xprofs_cache *c, const char *key, const uint8_t *
 
 	assert_int_equal(xprofs_cache_reader_open(c, key, strlen(key), &e), 0);
 	assert_int_equal(xprofs_cache_reader_size(e), n);
-	assert_int_equal(xprofs_cache_reader_pread(e, got, n + 100, 0), (ssize_t)n);
-	assert_memory_equal(got, p, n);
+	XT_SAME_BYTES(got, xprofs_cache_reader_pread(e, got, n + 100, 0), p, n);
 	for (int i = 0; i < 200 && n; i++) {
 		uint64_t off = rnd() % n;
 		size_t len = (size_t)(rnd() % (i % 4 == 0 ? n : 70000)) + 1;
 		size_t want = len < n - off ? len : (size_t)(n - off);
 
-		assert_int_equal(xprofs_cache_reader_pread(e, got, len, off), (ssize_t)want);
-		assert_memory_equal(got, p + off, want);
+		XT_SAME_BYTES(got, xprofs_cache_reader_pread(e, got, len, off), p + off, want);
 	}
 	assert_int_equal(xprofs_cache_reader_pread(e, got, 10, n), 0);
 	assert_int_equal(xprofs_cache_reader_pread(e, got, 10, n + 12345), 0);
@@ -255,8 +253,7 @@ static void test_sink_reader_abort_remove(void **state)
 	assert_int_equal(xprofs_cache_reader_open(c, "k", 1, &e), 0);
 	rd = xprofs_cache_reader_as_reader(e);
 	assert_int_equal(rd.size, 11);
-	assert_int_equal(xprofs_reader_pread(&rd, got, sizeof(got), 6), 5);
-	assert_memory_equal(got, "world", 5);
+	XT_SAME_BYTES(got, xprofs_reader_pread(&rd, got, sizeof(got), 6), "world", 5);
 	xprofs_cache_reader_close(e);
 
 	/* abort publishes nothing and leaves no temp file */
@@ -317,8 +314,7 @@ static void test_two_caches_one_dir(void **state)
 	{
 		uint8_t got[16];
 
-		assert_int_equal(xprofs_cache_reader_pread(e, got, 16, 0), 16);
-		assert_memory_equal(got, r, 16);
+		XT_SAME_BYTES(got, xprofs_cache_reader_pread(e, got, 16, 0), r, 16);
 	}
 	xprofs_cache_reader_close(e);
 	check_entry(b, "shared", (const uint8_t *)"new", 3);
@@ -675,7 +671,7 @@ static void test_near_cap(void **state)
 	tail = xprofs_cache_writer_tail(w, &tn);
 	assert_int_equal(rd + tn, done);
 	memcpy(back + rd, tail, tn);
-	assert_memory_equal(back, r, done);
+	XT_SAME_BYTES(back, done, r, done);
 	/* writing on does pass the cap */
 	assert_int_equal(xprofs_cache_writer_write(w, r, n), -EFBIG);
 	xprofs_cache_writer_abort(w);
@@ -825,8 +821,7 @@ static void test_writer_pread(void **state)
 	assert_int_equal(xprofs_cache_writer_commit(ch.w), 0);
 	assert_int_equal(xprofs_cache_reader_open(c, "live", 4, &e), 0);
 	assert_int_equal(xprofs_cache_reader_size(e), n);
-	assert_int_equal(xprofs_cache_reader_pread(e, buf, 100, n - 100), 100);
-	assert_memory_equal(buf, p + n - 100, 100);
+	XT_SAME_BYTES(buf, xprofs_cache_reader_pread(e, buf, 100, n - 100), p + n - 100, 100);
 	xprofs_cache_reader_close(e);
 	xprofs_cache_free(c);
 	free(p);

@@ -15,11 +15,11 @@ the test; it needs root, and is skipped with a message otherwise):
   is a hit).
 TAP output; the tmpfs is unmounted whatever happens.
 """
-import hashlib
 import json
 import os
 import subprocess
 
+import xcheck
 import xmount
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
@@ -28,13 +28,10 @@ DECODE = os.path.join(BUILD, "tools", "xprofs-decode")
 BLOCK = 256 << 10
 
 
-def sha(data):
-    return hashlib.sha256(data).hexdigest()
-
-
-def decode_sha(prof):
-    p = subprocess.run([DECODE, prof, "--view", "trace"], stdout=subprocess.PIPE, check=True)
-    return sha(p.stdout), len(p.stdout)
+def decode_trace(prof):
+    """trace.json of @prof as xprofs-decode renders it: the bytes a mount must serve."""
+    return subprocess.run([DECODE, prof, "--view", "trace"], stdout=subprocess.PIPE,
+                          check=True).stdout
 
 
 def status(m):
@@ -76,11 +73,11 @@ def body(t, w):
             return
         mounted.append(cache)
         m = w.mount(src, "a", ",tmp_dir=" + tmp)
-        want, wlen = decode_sha(big)
+        want = decode_trace(big)
         size, got = xmount.read_whole(os.path.join(m.mnt, "runs/run/s1/big/trace.json"))
-        t.ok(len(got) == wlen and sha(got) == want,
-             "trace.json (%d bytes, cache entry > 2 MiB disk) reads whole and exact" % wlen,
-             "got %d bytes" % len(got))
+        t.same(got, want,
+               "trace.json (%d bytes, cache entry > 2 MiB disk) reads whole and exact" % len(want),
+               m.log_tail)
         st = status(m)["cache"]
         t.ok(st["nospace"] > 0, "the cache counted the refusal for space", json.dumps(st))
         t.ok(st["min_free"] > 0, "a default free-space floor is set (5% of the disk)",
@@ -95,13 +92,15 @@ def body(t, w):
         ok, err = tmpfs(t, cache, "2m")
         mounted.append(cache)
         m = w.mount(src, "b", ",tmp_dir=%s,cache_min_free=512K" % tmp)
-        good = 0
+        bad = []
         for p in small:
             host = os.path.basename(p)[:-len(".xplane.pb")]
-            want, wlen = decode_sha(p)
             _, got = xmount.read_whole(os.path.join(m.mnt, "runs/run/s1", host, "trace.json"))
-            good += len(got) == wlen and sha(got) == want
-        t.ok(good == len(small), "all %d views read exactly while the disk fills" % len(small))
+            why = xcheck.diff_bytes(got, decode_trace(p), host + "/trace.json")
+            if why:
+                bad.append(why)
+        t.ok(not bad, "all %d views read exactly while the disk fills" % len(small), m.log_tail,
+             "\n".join(bad))
         st = status(m)["cache"]
         t.ok(st["space_evictions"] > 0, "the cache evicted entries for space", json.dumps(st))
         fr = free_bytes(cache)

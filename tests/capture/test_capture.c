@@ -392,9 +392,7 @@ static void feed_split(const uint8_t *msg, size_t len, size_t a, size_t b, const
 	assert_int_equal(capture_frames_finish(&f), 0);
 	assert_int_equal(resp.has_xspace, xs != NULL);
 	assert_int_equal(resp.xspace_bytes, xn);
-	assert_int_equal(col.b.len, xn);
-	if (xn)
-		assert_memory_equal(col.b.data, xs, xn);
+	XT_SAME_BYTES(col.b.data, col.b.len, xs, xn);
 	assert_int_equal(resp.empty_trace, empty);
 	assert_int_equal(resp.n_tools, tool ? 1 : 0);
 	if (tool)
@@ -452,7 +450,7 @@ static void test_resp_byte_by_byte(void **state)
 			assert_int_equal(capture_frames_finish(&f), -EPROTO); /* truncated so far */
 	}
 	assert_int_equal(capture_frames_finish(&f), 0);
-	assert_memory_equal(col.b.data, xs, sizeof(xs));
+	XT_SAME_BYTES(col.b.data, col.b.len, xs, sizeof(xs));
 	capture_resp_deinit(&resp);
 	xprofs_buf_deinit(&col.b);
 	free(msg);
@@ -571,8 +569,7 @@ static void test_buf_consumer(void **state)
 	capture_frames_init(&f, &capture_buf_ops, &b, 1 << 20, 1);
 	assert_int_equal(capture_frames_feed(&f, m, sizeof(m)), 0);
 	assert_int_equal(capture_frames_finish(&f), 0);
-	assert_int_equal(b.len, 3);
-	assert_memory_equal(b.data, "abc", 3);
+	XT_SAME_BYTES(b.data, b.len, "abc", 3);
 	xprofs_buf_deinit(&b);
 }
 

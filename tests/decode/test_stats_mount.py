@@ -69,7 +69,7 @@ def body(t, w):
             for view in ("ops", "steps", "overview"):
                 _, got = xmount.read_whole(os.path.join(d, view + ".json"))
                 want = subprocess.run([CLI, p, "--view", view], capture_output=True).stdout
-                t.ok(got == want, "%s/%s.json: the CLI's bytes" % (h, view))
+                t.same(got, want, "%s/%s.json: the CLI's bytes" % (h, view), m.log_tail)
             before = len(oracle.failures)
             _, raw = xmount.read_whole(os.path.join(d, "overview.json"))
             oracle_stats.check_overview(h, xs, json.loads(raw), oracle.stat_value,

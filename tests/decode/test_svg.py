@@ -190,7 +190,7 @@ def main():
                 got = open(os.path.join(m.mnt, "runs", "run", "s1", "host0", "overview.svg"),
                            "rb").read()
                 want = view(os.path.join(sess, "host0.xplane.pb"), "overview.svg")
-                t.ok(got == want, "through the mount: overview.svg is the CLI's bytes")
+                t.same(got, want, "through the mount: overview.svg is the CLI's bytes", m.log_tail)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return t.done()

@@ -93,9 +93,9 @@ xp_ok "getattr reports the rendered size once known ($sz)" test "$sz" = "$(cat "
 
 # ---- writes TensorBoard makes ---------------------------------------------
 echo '{"a":1}' >"$L/$sess/.cached_tools.json" || xp_fail "create .cached_tools.json"
-xp_ok "new file lands in SOURCE" cmp -s "$L/$sess/.cached_tools.json" "$SRC/$sess/.cached_tools.json"
+xp_same "new file lands in SOURCE" "$SRC/$sess/.cached_tools.json" "$L/$sess/.cached_tools.json"
 xp_write_sstable "$L/$sess/$hname.SSTABLE" || xp_fail "random-access write of an SSTABLE"
-xp_ok "SSTABLE written at offsets equals SOURCE" cmp -s "$L/$sess/$hname.SSTABLE" "$SRC/$sess/$hname.SSTABLE"
+xp_same "SSTABLE written at offsets equals SOURCE" "$SRC/$sess/$hname.SSTABLE" "$L/$sess/$hname.SSTABLE"
 echo 1 >"$L/$sess/cache_version.txt"
 mv "$L/$sess/.cached_tools.json" "$L/$sess/.cached_tools.json.tmp" || xp_fail "rename"
 xp_ok "rename lands in SOURCE" test -f "$SRC/$sess/.cached_tools.json.tmp" -a ! -e "$SRC/$sess/.cached_tools.json"
@@ -145,7 +145,7 @@ xp_ok "the profile is unchanged in SOURCE" test "$(md5sum <"$SRC/$prof")" = "$or
 newsess=${sess%/*}/new_session
 mkdir "$L/$newsess" || xp_fail "mkdir new session"
 cp "$SRC/$prof" "$L/$newsess/newhost.xplane.pb" || xp_fail "create a new profile"
-xp_ok "new profile is in SOURCE, identical" cmp -s "$SRC/$prof" "$SRC/$newsess/newhost.xplane.pb"
+xp_same "new profile is in SOURCE, identical" "$SRC/$newsess/newhost.xplane.pb" "$SRC/$prof"
 xp_ok "new session and host appear in runs/ immediately" test -d "$MNT/runs/$run/new_session/newhost"
 expect_err "overwrite the new profile" "Operation not permitted" cp "$SRC/$prof" "$L/$newsess/newhost.xplane.pb"
 
@@ -302,12 +302,12 @@ assert got == open(want, "rb").read(), "re-rendered bytes differ (%d vs %d)" % (
 PY
 xp_ok "a damaged entry under an open view was dropped and rendered again" \
 	test "$(jq .cache.corrupt "$MNT/status.json")" -ge 1 -a "$(jq .counters.renders "$MNT/status.json")" = 2
-xp_ok "and the next open is a cache hit with the same bytes" cmp -s "$V/trace.json" "$W/trace.want"
+xp_same "and the next open is a cache hit with the same bytes" "$V/trace.json" "$W/trace.want"
 xp_ok "unmount" xp_umount "$MNT"
 
 # ---- a view the cache refuses (bigger than cache_max) renders to a temp file ----
 xp_mount "$SRC" "$MNT" -o cache_dir="$W/cache_tiny",cache_max=4k
-xp_ok "a view bigger than cache_max is still served, identical" cmp -s "$V/trace.json" "$W/trace.want"
+xp_same "a view bigger than cache_max is still served, identical" "$V/trace.json" "$W/trace.want"
 xp_ok "  from a temporary file: nothing stored, no render error" \
 	test "$(jq '.cache.entries + .counters.render_errors' "$MNT/status.json")" = 0
 xp_ok "unmount" xp_umount "$MNT"
@@ -315,7 +315,7 @@ xp_ok "unmount" xp_umount "$MNT"
 # ---- cache_accel: the fastest lz4 setting stores bigger entries, same bytes ----
 for a in 1 65537; do
 	xp_mount "$SRC" "$MNT" -o cache_dir="$W/cache_accel$a",cache_accel=$a
-	xp_ok "cache_accel=$a: trace.json identical" cmp -s "$V/trace.json" "$W/trace.want"
+	xp_same "cache_accel=$a: trace.json identical" "$V/trace.json" "$W/trace.want"
 	xp_ok "  stored in the cache" test "$(jq .cache.entries "$MNT/status.json")" = 1
 	if [ $a = 1 ]; then xp_ok "unmount" xp_umount "$MNT"; fi
 done
@@ -330,7 +330,7 @@ expect_err "ro: create" "Read-only" touch "$L/$sess/newfile"
 expect_err "ro: mkdir" "Read-only" mkdir "$L/$sess/newdir"
 expect_err "ro: unlink" "Read-only" rm -f "$L/$prof"
 expect_err "ro: mkdir a run" "Read-only" mkdir "$MNT/runs/other_new"
-xp_ok "ro: reads still work" cmp -s "$L/$prof" "$SRC/$prof"
+xp_same "ro: reads still work" "$L/$prof" "$SRC/$prof"
 xp_okq "ro, no_cache: views render" jq -e . "$V/summary.json"
 xp_ok "unmount" xp_umount "$MNT"
 

@@ -32,6 +32,7 @@ import subprocess
 import sys
 import threading
 
+import xcheck
 import xmount
 from xmount import poll
 
@@ -75,7 +76,7 @@ def check_stream(t, m, host, want):
     first = f.read(100)
     rs = m.renders()
     mine = [r for r in rs if r["path"].endswith("/%s/trace.json" % host)]
-    t.ok(first == want[:100], "the first read of trace.json returns its first bytes")
+    t.same(first, want[:100], "the first read of trace.json returns its first bytes", m.log_tail)
     t.ok(len(mine) == 1, "the render is still in progress when the first read returned",
          json.dumps(rs))
     if mine:
@@ -92,19 +93,21 @@ def check_stream(t, m, host, want):
     f.close()
     other.join()
     a = first + rest
-    t.ok(a == want, "reader 1 gets the whole view (%d bytes, want %d)" % (len(a), len(want)))
+    t.same(a, want, "reader 1 gets the whole view (%d bytes, want %d)" % (len(a), len(want)),
+           m.log_tail)
     b = got.get("b")
-    t.ok(isinstance(b, bytes) and b == want,
-         "a concurrent reader 2 gets the same whole view",
-         repr(b)[:200] if not isinstance(b, bytes) else "%d bytes" % len(b))
+    t.same(b if isinstance(b, bytes) else b"", want, "a concurrent reader 2 gets the same whole view",
+           m.log_tail() if isinstance(b, bytes) else "reader 2: %r" % b)
     t.ok(fst == len(want), "fstat after EOF gives the real size (%d)" % fst)
     t.ok(m.status()["counters"]["renders"] == r0 + 1, "the two readers shared one render")
-    t.ok(poll(lambda: m.renders() == []), "the render leaves status.json once done")
+    t.eventually(m.renders, "the render leaves status.json once done", 60, m.log_tail,
+                 check=lambda rs: rs == [])
     h0 = m.status()["counters"]["view_cache_hits"]
     t.ok(os.stat(path).st_size == len(want), "stat after the render: the real size")
     size, data = xmount.read_whole(path)
     t.ok(size == len(want) and data == want,
-         "a re-open after the render: st_size %d, same bytes" % size)
+         "a re-open after the render: st_size %d, same bytes" % size,
+         why=xcheck.diff_bytes(data, want))
     t.ok(m.status()["counters"]["view_cache_hits"] == h0 + 1, "the re-open is a cache hit")
 
 
@@ -124,15 +127,22 @@ def check_tools(t, m, host, want, work):
     busy = [r for r in m.renders() if r["path"].endswith("/%s/trace.json" % host)]
     t.ok(head.stdout == want[:100] and len(busy) == 1,
          "cat | head -c 100 answers while the render runs", json.dumps(m.renders()))
-    t.ok(cp.wait() == 0 and open(cp_to, "rb").read() == want, "cp copies the whole view")
+    rc = cp.wait()
+    cp_got = open(cp_to, "rb").read() if rc == 0 else b""
+    t.ok(rc == 0 and cp_got == want, "cp copies the whole view",
+         why="cp: exit status %d\n%s" % (rc, xcheck.diff_bytes(cp_got, want)))
     if jq:
         out = jq.communicate()[0]
         t.ok(jq.returncode == 0 and out.strip() == str(events).encode(),
              "jq reads the whole view (%s events)" % events, out)
     py.join()
-    t.ok(got.get("py") == want, "Python open().read() gets the whole view")
+    py_got = got.get("py")
+    t.same(py_got if isinstance(py_got, bytes) else b"", want,
+           "Python open().read() gets the whole view",
+           "" if isinstance(py_got, bytes) else "read: %r" % py_got)
     after = subprocess.run(["cat", path], stdout=subprocess.PIPE)
-    t.ok(after.returncode == 0 and after.stdout == want, "cat after the render: the whole view")
+    t.ok(after.returncode == 0 and after.stdout == want, "cat after the render: the whole view",
+         why="cat: exit status %d\n%s" % (after.returncode, xcheck.diff_bytes(after.stdout, want)))
 
 
 def check_failure(t, m, host):
@@ -144,7 +154,8 @@ def check_failure(t, m, host):
     e = got["r"]
     t.ok(isinstance(e, OSError) and e.errno == errno.EIO, "a failing render gives EIO",
          repr(e)[:200])
-    t.ok(poll(lambda: m.renders() == []), "the failed render leaves status.json")
+    t.eventually(m.renders, "the failed render leaves status.json", 60, m.log_tail,
+                 check=lambda rs: rs == [])
     err = open(os.path.join(hd, "errors"), "rb").read()
     t.ok(b"trace.json" in err, "the errors file says why", err)
     t.ok(m.entries() == before, "no cache entry for the failed render")
@@ -173,7 +184,8 @@ def check_midway(t, m, host, src_prof, want):
     f.close()
     t.ok(isinstance(e, OSError) and e.errno == errno.EIO,
          "midway: the reader gets EIO after %d bytes, not EOF" % n, repr(e))
-    t.ok(poll(lambda: m.renders() == []), "midway: the failed render leaves status.json")
+    t.eventually(m.renders, "midway: the failed render leaves status.json", 60, m.log_tail,
+                 check=lambda rs: rs == [])
     t.ok(m.entries() == before, "midway: the cache entry was aborted")
     errors = os.path.join(m.mnt, "runs", "run", "s1", host, "errors")
     # The note names the profile version it is about: once the index has seen
@@ -266,12 +278,13 @@ def body(t, w):
     # status.json's open counts follow opens and releases (the unmount helpers wait on them)
     fd = os.open(os.path.join(m.mnt, "runs"), os.O_RDONLY | os.O_DIRECTORY)
     f = open(os.path.join(m.mnt, "runs", "run", "s1", "h1", "summary.json"), "rb")
-    t.ok(poll(lambda: m.status()["open"]["dirs"] >= 1 and m.status()["open"]["files"] >= 1, 30),
-         "status.json counts an open directory and an open file", json.dumps(m.status()["open"]))
+    t.eventually(lambda: m.status()["open"], "status.json counts an open directory and an open file",
+                 30, check=lambda o: o["dirs"] >= 1 and o["files"] >= 1)
     os.close(fd)
     f.close()
-    t.ok(poll(lambda: m.status()["open"] == {"files": 0, "dirs": 0}, 30),
-         "... and their release (a status read does not count itself)", json.dumps(m.status()["open"]))
+    t.eventually(lambda: m.status()["open"],
+                 "... and their release (a status read does not count itself)", 30,
+                 check=lambda o: o == {"files": 0, "dirs": 0})
     st = m.status()
     t.ok(st["cache"]["hits"] == st["counters"]["view_cache_hits"] and st["cache"]["reopens"] > 0,
          "one set of counters: cache.hits %d = view_cache_hits %d; reopens %d (renders and waiters)"

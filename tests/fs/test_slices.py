@@ -120,8 +120,8 @@ def check_host(t, hd, name, src):
         want = subprocess.run([DECODE, src, "--view", "trace.pftrace", "--host", name,
                                "--step", str(i)], stdout=subprocess.PIPE, check=True).stdout
         with open(os.path.join(sd, "trace.pftrace"), "rb") as f:
-            t.ok(f.read() == want, "%s steps/%d/trace.pftrace: %d bytes, as xprofs-decode --step"
-                 % (name, i, len(want)))
+            t.same(f.read(), want, "%s steps/%d/trace.pftrace: %d bytes, as xprofs-decode --step"
+                   % (name, i, len(want)))
     for lo, hi in windows(full):
         n = "%s-%s" % (us_name(lo), us_name(hi))
         compare(t, full, load(os.path.join(hd, "window", n, "trace.json")), lo, hi,
@@ -181,8 +181,8 @@ def check_kept_index(t, mnt, hd, src):
     os.utime(tmp, ns=(os.stat(src).st_mtime_ns + 10**9,) * 2)
     os.replace(tmp, src)
     c2 = counters(mnt)
-    t.ok(xmount.poll(lambda: "traceEvents" in load(os.path.join(hd, "window", "0-1.5", "trace.json"))),
-         "the replaced profile's slice renders")
+    t.eventually(lambda: load(os.path.join(hd, "window", "0-1.5", "trace.json")),
+                 "the replaced profile's slice renders", 60, check=lambda j: "traceEvents" in j)
     c3 = counters(mnt)
     t.ok(c3["profile_indexes"] > c2["profile_indexes"],
          "a replaced profile is indexed again, not served from the kept index",

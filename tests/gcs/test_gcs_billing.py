@@ -44,7 +44,7 @@ def main(t, h):
         reqs = [(m, path) for _, m, path, _, _ in p.log]
     kinds = {(m, path.split("?")[0].split("/")[1]) for m, path in reqs}
     missing = [(m, path) for m, path in reqs if "upload_id=" not in path and "userProject=" + PROJECT not in path]
-    t.ok(got == seeded, "reads with billing_project are byte-identical", h.log(log))
+    t.same(got, seeded, "reads with billing_project are byte-identical", h.log(log))
     t.ok(len(reqs) >= 6 and not missing,
          "every storage request carries userProject=%s (%d requests, %s; missing: %s)"
          % (PROJECT, len(reqs), sorted(kinds), missing[:3]), h.log(log))

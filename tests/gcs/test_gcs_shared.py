@@ -153,7 +153,7 @@ def main(t, h):
     sh, c = st["shared_cache"], st["counters"]
     media = [(m, path) for m, path in requests_for(p2, "alt=media")]
     profile_reads = [x for x in media if "xplane.pb" in urllib.parse.unquote(x[1])]
-    t.ok(got == want, "second mount: ops.json byte-identical (%d bytes)" % len(got), h.log(log))
+    t.same(got, want, "second mount: ops.json byte-identical (%d bytes)" % len(got), h.log(log))
     t.ok(sh["hits"] == 1 and c["renders"] == 0 and c["profile_indexes"] == 0,
          "second mount: a shared hit, no render, no index pass (%s, renders %d, indexes %d)"
          % (sh, c["renders"], c["profile_indexes"]), h.log(log))

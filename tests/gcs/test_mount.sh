@@ -76,7 +76,7 @@ xp_ok "a new file is an object in the bucket" bash -c "[ \"\$(curl -sf '$(obj_ur
 xp_write_sstable "$L/$sess/host.SSTABLE" || xp_fail "random-access write of an SSTABLE"
 xp_sstable_bytes >"$W/sstable"
 obj_get "$sess/host.SSTABLE" >"$W/sstable.got"
-xp_ok "SSTABLE written at offsets is the object's content" cmp -s "$W/sstable" "$W/sstable.got"
+xp_same "SSTABLE written at offsets is the object's content" "$W/sstable.got" "$W/sstable"
 mv "$L/$sess/.cached_tools.json" "$L/$sess/.cached_tools.json.tmp" || xp_fail "rename"
 xp_ok "rename moves the object" bash -c "! curl -sf -o /dev/null '$(obj_url "$sess/.cached_tools.json")' && curl -sf -o /dev/null '$(obj_url "$sess/.cached_tools.json.tmp")'"
 rm "$L/$sess/.cached_tools.json.tmp" "$L/$sess/host.SSTABLE" || xp_fail "unlink"
@@ -90,12 +90,12 @@ if [ "${prof%.xplane.pb}" != "$prof" ]; then
 	xp_ok "appending to a profile: EPERM" grep -q "Operation not permitted" <<<"$out"
 	if out=$(cp "$SRC/$prof" "$L/$prof" 2>&1); then xp_fail "overwriting a profile succeeded"; fi
 	xp_ok "overwriting a profile: EPERM" grep -q "Operation not permitted" <<<"$out"
-	xp_ok "the profile object is unchanged" bash -c "cmp -s <(curl -sf '$(obj_url "$prof")?alt=media') '$SRC/$prof'"
+	xp_same "the profile object is unchanged" <(curl -sf "$(obj_url "$prof")?alt=media") "$SRC/$prof"
 	run=${prof%%/plugins/profile/*}
 	[ "${prof#plugins/profile/}" != "$prof" ] && run=_root
 	newsess=${sess%/*}/gcs_new_session
 	mkdir "$L/$newsess" && cp "$SRC/$prof" "$L/$newsess/newhost.xplane.pb" || xp_fail "create a new profile"
-	xp_ok "the new profile is in the bucket, identical" bash -c "cmp -s <(curl -sf '$(obj_url "$newsess/newhost.xplane.pb")?alt=media') '$SRC/$prof'"
+	xp_same "the new profile is in the bucket, identical" <(curl -sf "$(obj_url "$newsess/newhost.xplane.pb")?alt=media") "$SRC/$prof"
 	xp_ok "the new session and host appear in runs/" test -d "$MNT/runs/$run/gcs_new_session/newhost"
 	xp_ok "its summary.json decodes" bash -c "jq -e . '$MNT/runs/$run/gcs_new_session/newhost/summary.json' >/dev/null"
 fi
@@ -148,7 +148,7 @@ curl -sf -o /dev/null -X POST --data-binary @"$W/stream.bin" \
 	xp_fail "upload stream/big.bin"
 xp_eventually "the uploaded stream/big.bin shows after the refresh" test -e "$L/stream/big.bin"
 g0=$(jq '.store.requests.get' "$MNT/status.json")
-xp_ok "a 100 MB sequential read is byte-identical" cmp -s "$W/stream.bin" "$L/stream/big.bin"
+xp_same "a 100 MB sequential read is byte-identical" "$L/stream/big.bin" "$W/stream.bin"
 g1=$(jq '.store.requests.get' "$MNT/status.json")
 echo "# 100 MB sequential read: $((g1 - g0)) GETs"
 xp_ok "... in large ranges ($((g1 - g0)) GETs, at most 40)" test $((g1 - g0)) -le 40

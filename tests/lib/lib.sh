@@ -8,12 +8,22 @@
 #   xp_workdir                       # $XP_WORK: temp dir, cleaned (and unmounted) on exit
 #   xp_mount SRC MNT [xprofs args]   # start "xprofs SRC MNT -f ARGS" in the background,
 #                                    # wait for the mount; $XP_PID, log in $XP_WORK/xprofs.log
+#                                    # (every mount's, each after a "=== xp_mount" line)
 #   xp_umount MNT                    # fusermount3 -u, wait; returns xprofs' exit status
 #   xp_ok MSG CMD... / xp_okq MSG CMD... (stdout discarded) / xp_fail MSG
+#                                    # a failed CMD is shown with its exit status and
+#                                    # stderr; xp_fail adds $XP_WHY and the last 20
+#                                    # lines of $XP_WORK/xprofs.log, then exits 1
+#   xp_same MSG GOT WANT             # GOT and WANT read whole (never trusting st_size: a
+#                                    # view still rendering reports 0) hold the same bytes;
+#                                    # else the read's errno, both sizes, the first
+#                                    # differing offset with context (tests/lib/xcheck.py)
 #   xp_eventually MSG CMD...         # xp_ok, but CMD is retried until it succeeds or
 #                                    # $XP_EVENTUALLY_S (default 30) seconds pass: for
-#                                    # what shows after a refresh interval (never a fixed sleep)
-#                                    # "ok - ..." lines; xp_fail exits 1
+#                                    # what shows after a refresh interval (never a fixed
+#                                    # sleep); a timeout says how long, the command and
+#                                    # what it printed and returned last
+#                                    # "ok - ..." lines
 #   xp_sample_logdir DIR             # runs/sessions/hosts from $XPROFS_SHARED/samples
 #                                    # (returns 1 with a message when the samples are absent)
 #   xp_emulator_start DIR            # the GCS emulator (tests/lib/emulator.sh), stopped
@@ -37,21 +47,76 @@ xp_require_fuse() {
 	fi
 }
 
-xp_fail() { echo "not ok - $*"; [ -n "${XP_WORK:-}" ] && [ -f "$XP_WORK/xprofs.log" ] && tail -20 "$XP_WORK/xprofs.log"; exit 1; }
+XP_WHY= # why the next xp_fail fails: printed under its "not ok" line
+
+# xp_fail MSG: "not ok - MSG", why (XP_WHY) and the daemon's log tail, as TAP
+# comments, then exit 1
+xp_fail() {
+	echo "not ok - $*"
+	[ -n "$XP_WHY" ] && printf '%s\n' "$XP_WHY" | sed 's/^/# /'
+	if [ -n "${XP_WORK:-}" ] && [ -s "$XP_WORK/xprofs.log" ]; then
+		echo "# last 20 lines of $XP_WORK/xprofs.log:"
+		tail -20 "$XP_WORK/xprofs.log" | sed 's/^/#   /'
+	fi
+	exit 1
+}
 xp_pass() { echo "ok - $*"; }
-# xp_ok MSG CMD...: run CMD, pass or fail with MSG
-xp_ok() { local m=$1; shift; if "$@"; then xp_pass "$m"; else xp_fail "$m"; fi; }
-# xp_okq MSG CMD...: the same with CMD's stdout discarded
-xp_eventually() {
-	local m=$1 end=$((SECONDS + ${XP_EVENTUALLY_S:-30}))
+
+# xp_run_why QUIET CMD...: run CMD (in this shell), its stderr kept (and
+# passed on) so that a failure can show it; QUIET=1: stdout discarded. Sets
+# XP_WHY to the command, its exit status and stderr's last lines.
+xp_run_why() {
+	local quiet=$1 err rc
 	shift
-	until "$@"; do
-		[ "$SECONDS" -ge "$end" ] && xp_fail "$m (still false after ${XP_EVENTUALLY_S:-30} s)"
+	XP_WHY=
+	err=$(mktemp "${TMPDIR:-/tmp}/xp-err.XXXXXX")
+	if [ "$quiet" = 1 ]; then "$@" >/dev/null 2>"$err"; else "$@" 2>"$err"; fi
+	rc=$?
+	if [ $rc != 0 ]; then
+		XP_WHY="command: $(printf '%q ' "$@")"$'\n'"exit status: $rc"
+		[ -s "$err" ] && XP_WHY+=$'\n'"stderr (last lines):"$'\n'"$(tail -10 "$err")"
+	fi
+	cat "$err" >&2
+	rm -f "$err"
+	return $rc
+}
+# xp_ok MSG CMD...: run CMD, pass or fail with MSG (saying how CMD failed)
+xp_ok() { local m=$1; shift; if xp_run_why 0 "$@"; then xp_pass "$m"; else xp_fail "$m"; fi; }
+# xp_okq MSG CMD...: the same with CMD's stdout discarded
+xp_okq() { local m=$1; shift; if xp_run_why 1 "$@"; then xp_pass "$m"; else xp_fail "$m"; fi; }
+# xp_same MSG GOT WANT: the two files read whole hold the same bytes
+xp_same() {
+	local m=$1
+	if XP_WHY=$(/usr/bin/python3 "$XPROFS_SOURCE_ROOT/tests/lib/xcheck.py" same "$2" "$3" 2>&1); then
+		XP_WHY=
+		xp_pass "$m"
+	else
+		xp_fail "$m"
+	fi
+}
+# xp_eventually MSG CMD...: CMD retried until it succeeds or XP_EVENTUALLY_S pass
+xp_eventually() {
+	local m=$1 lim=${XP_EVENTUALLY_S:-30} t0=$SECONDS out rc
+	shift
+	while :; do
+		out=$("$@" 2>&1)
+		rc=$?
+		[ $rc = 0 ] && break
+		if [ $((SECONDS - t0)) -ge "$lim" ]; then
+			XP_WHY="waited $((SECONDS - t0)) s (limit XP_EVENTUALLY_S=$lim) for: $(printf '%q ' "$@")"
+			XP_WHY+=$'\n'"last try: exit status $rc, "
+			if [ -n "$out" ]; then
+				XP_WHY+="output (last lines):"$'\n'"$(printf '%s\n' "$out" | tail -10)"
+			else
+				XP_WHY+="no output"
+			fi
+			xp_fail "$m (still false after $lim s)"
+		fi
 		sleep 0.1
 	done
+	[ -n "$out" ] && printf '%s\n' "$out"
 	xp_pass "$m"
 }
-xp_okq() { local m=$1; shift; if "$@" >/dev/null; then xp_pass "$m"; else xp_fail "$m"; fi; }
 
 xp_cleanup() {
 	local m
@@ -69,6 +134,8 @@ xp_workdir() {
 
 xp_mount() {
 	local src=$1 mnt=$2 i; shift 2
+	# one log for all the test's mounts: a line says where each one starts
+	echo "=== xp_mount $src $mnt $*" >>"$XP_WORK/xprofs.log"
 	"$XP_BIN" "$src" "$mnt" -f "$@" >>"$XP_WORK/xprofs.log" 2>&1 &
 	XP_PID=$!
 	XP_MOUNTS+=("$mnt")

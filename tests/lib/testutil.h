@@ -4,6 +4,8 @@
  * Design: small, assertion-making helpers, so that a test reads as the list
  * of facts it checks. Checks that should point at the test's own line are
  * macros; the rest are functions in testutil.c. Include after <cmocka.h>.
+ * A failing comparison says why (XT_SAME_BYTES: sizes, first differing
+ * offset, errno), as the shell and Python helpers do (tests/lib/xcheck.py).
  * Limits: xt_names holds XT_NAMES_MAX names of up to 63 bytes; a listing
  * with more entries fails with -ENOSPC. XT_RUN_FIXTURE_TESTS takes up to
  * XT_TESTS_MAX tests.
@@ -12,6 +14,7 @@
 #define XPROFS_TESTUTIL_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 #include "xprofs/store.h"
 #include "xprofs/util.h"
@@ -26,6 +29,31 @@
 		assert_string_equal((b)->data, (want));                                            \
 		xprofs_buf_reset(b);                                                               \
 	} while (0)
+
+#define XT_WHY_MAX 512 /* bytes of an XT_SAME_BYTES failure message */
+
+/*
+ * Assert that a read returned exactly the @want_n bytes at @want: @got_n is
+ * the read's result (bytes at @got, or -errno). A failure says why at the
+ * caller's line: the read's errno, or both sizes and the first differing
+ * offset with the bytes around it (xt_bytes_diff()).
+ */
+#define XT_SAME_BYTES(got, got_n, want, want_n)                                                    \
+	do {                                                                                       \
+		char xt_why_[XT_WHY_MAX];                                                          \
+		if (xt_bytes_diff(xt_why_, sizeof(xt_why_), (got), (ssize_t)(got_n), (want),       \
+				  (size_t)(want_n)))                                               \
+			fail_msg("%s", xt_why_);                                                   \
+	} while (0)
+
+/*
+ * xt_bytes_diff() - whether @got_n (bytes at @got, or a -errno) differs from
+ * the @want_n bytes at @want; if so, why into @why (@n bytes, always
+ * terminated): the errno, or both sizes, the first differing offset and up
+ * to 8 bytes each side (printable as is, others as \xNN). Borrows all.
+ */
+bool xt_bytes_diff(char *why, size_t n, const void *got, ssize_t got_n, const void *want,
+		   size_t want_n);
 
 #define XT_TESTS_MAX 64
 

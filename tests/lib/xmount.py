@@ -6,8 +6,10 @@
     m = xmount.Mount(work, src, name, opts, env)      # one mount by hand
 
 Mount() waits (polling, with a deadline) until the mount is live or the
-daemon exits; close() unmounts and returns the daemon's exit status. The
-work directory is removed at exit unless XP_KEEP is set. No fixed sleeps.
+daemon exits; close() unmounts and returns the daemon's exit status;
+log_tail() gives the last lines of its log for a failing check:
+    t.same(got, want, "trace.json", m.log_tail)
+The work directory is removed at exit unless XP_KEEP is set. No fixed sleeps.
 """
 import json
 import os
@@ -15,6 +17,8 @@ import shutil
 import subprocess
 import tempfile
 import time
+
+import xcheck
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
 XPROFS = os.path.join(BUILD, "fs", "xprofs")
@@ -84,9 +88,14 @@ class Mount:
             [XPROFS, src, self.mnt, "-f", "-o", "cache_dir=" + self.cache + opts],
             env=dict(os.environ, **(env or {})), stdout=self.log, stderr=subprocess.STDOUT)
         if not poll(lambda: os.path.ismount(self.mnt) or self.proc.poll() is not None):
-            raise RuntimeError("mount did not come up")
+            raise RuntimeError("mount did not come up in 60 s\n" + self.log_tail())
         if self.proc.poll() is not None:
-            raise RuntimeError("xprofs exited with %d" % self.proc.returncode)
+            raise RuntimeError("xprofs exited with %d\n%s" % (self.proc.returncode, self.log_tail()))
+
+    def log_tail(self, n=20):
+        """The last @n lines of the daemon's log, for a failing check's detail."""
+        self.log.flush()
+        return xcheck.log_tail(self.log.name, n)
 
     def close(self):
         """Unmount; the daemon's exit status."""

@@ -2,6 +2,10 @@
 
     t = xtap.Tap()
     t.ok(cond, "name", detail)   # "ok N - name" / "not ok N - name" + "# detail"
+    t.same(got, want, "name", detail)   # bytes equal; else sizes, first differing
+                                        # offset with context (xcheck.diff_bytes)
+    t.eventually(cond, "name", deadline_s, detail, check)  # poll cond() (until
+                                        # check(value)); else how long, last value
     return t.done()              # prints the plan "1..N" last; 0 or 1
     return xtap.skip_all(why)    # "1..0 # SKIP why"; returns 0
 
@@ -12,6 +16,10 @@ with meson's default exit-code protocol (check_gen.py, oracle.py and the
 shell tests through tests/lib/lib.sh's xp_skip) print "SKIP: why" and exit
 77 instead; their "ok" lines are information only.
 """
+import sys
+
+import xcheck
+
 SKIP = 77
 
 
@@ -35,17 +43,39 @@ class Tap:
         self.n = 0
         self.failed = 0
 
-    def ok(self, cond, name, detail=""):
-        """One numbered result; on failure the last 30 lines of @detail
-        follow as TAP comments. Returns @cond."""
+    def ok(self, cond, name, detail="", why=""):
+        """One numbered result; on failure @why (a few lines, all shown) and
+        the last 30 lines of @detail (a log, say) follow as TAP comments.
+        @detail may be a callable, called only on failure. Returns @cond."""
         self.n += 1
         if not cond:
             self.failed += 1
         print("%s %d - %s" % ("ok" if cond else "not ok", self.n, name), flush=True)
-        if not cond and detail:
-            for ln in str(detail).splitlines()[-30:]:
+        if not cond:
+            if callable(detail):
+                detail = detail()
+            for ln in str(why or "").splitlines():
                 print("# " + ln)
+            for ln in str(detail or "").splitlines()[-30:]:
+                print("# " + ln)
+            sys.stdout.flush()
         return cond
+
+    def same(self, got, want, name, detail=""):
+        """ok() of got == want (bytes or str); a failure says both sizes and
+        the first differing offset with the bytes around it. Returns the
+        result."""
+        why = xcheck.diff_bytes(got, want)
+        return self.ok(why is None, name, detail, why)
+
+    def eventually(self, cond, name, deadline_s=30, detail="", check=None):
+        """ok() of cond() turning true (or passing @check(value): cond may
+        return a whole state, shown on failure) within @deadline_s (polled,
+        never a fixed sleep); a timeout says what was waited for, how long,
+        and the last value cond() returned. Returns that value."""
+        v, why = xcheck.wait_for(cond, name, deadline_s, check=check)
+        self.ok(why is None, name, detail, why)
+        return v
 
     def done(self):
         """Print the plan; return the exit status (1 when anything failed)."""

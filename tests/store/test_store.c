@@ -143,14 +143,12 @@ static void test_stat_and_read(void **state)
 
 	assert_int_equal(
 		xprofs_store_reader_open(f->s, "run/plugins/profile/s1/h.xplane.pb", &file), 0);
-	assert_int_equal(xprofs_store_reader_pread(file, buf, 4, 3), 4);
-	assert_memory_equal(buf, "3456", 4);
+	XT_SAME_BYTES(buf, xprofs_store_reader_pread(file, buf, 4, 3), "3456", 4);
 	assert_int_equal(xprofs_store_reader_pread(file, buf, 100, 8), 2);
 	assert_int_equal(xprofs_store_reader_pread(file, buf, 100, 1ULL << 40), 0);
 	assert_int_equal(xprofs_store_reader_as_reader(file, &rd), 0);
 	assert_int_equal(rd.size, 10);
-	assert_int_equal(xprofs_reader_pread(&rd, buf, 3, 0), 3);
-	assert_memory_equal(buf, "012", 3);
+	XT_SAME_BYTES(buf, xprofs_reader_pread(&rd, buf, 3, 0), "012", 3);
 	assert_int_equal(xprofs_store_reader_stat(file, &st2), 0);
 	assert_int_equal(st2.generation, st.generation);
 
@@ -163,8 +161,7 @@ static void test_stat_and_read(void **state)
 		snprintf(b, sizeof(b), "%s/run/plugins/profile/s1/h.xplane.pb", f->dir);
 		assert_int_equal(rename(a, b), 0);
 	}
-	assert_int_equal(xprofs_store_reader_pread(file, buf, 4, 0), 4);
-	assert_memory_equal(buf, "0123", 4);
+	XT_SAME_BYTES(buf, xprofs_store_reader_pread(file, buf, 4, 0), "0123", 4);
 	assert_int_equal(xprofs_store_stat(f->s, "run/plugins/profile/s1/h.xplane.pb", &st2), 0);
 	assert_int_equal(st2.size, 13);
 	assert_int_not_equal(st2.generation, st.generation);

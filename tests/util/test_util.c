@@ -99,10 +99,8 @@ static void test_reader_mem(void **state)
 	struct xprofs_reader r = xprofs_reader_mem("hello", 5);
 	char buf[8];
 
-	assert_int_equal(xprofs_reader_pread(&r, buf, 8, 0), 5);
-	assert_memory_equal(buf, "hello", 5);
-	assert_int_equal(xprofs_reader_pread(&r, buf, 8, 3), 2);
-	assert_memory_equal(buf, "lo", 2);
+	XT_SAME_BYTES(buf, xprofs_reader_pread(&r, buf, 8, 0), "hello", 5);
+	XT_SAME_BYTES(buf, xprofs_reader_pread(&r, buf, 8, 3), "lo", 2);
 	assert_int_equal(xprofs_reader_pread(&r, buf, 8, 5), 0);
 	assert_int_equal(xprofs_reader_pread(&r, buf, 8, UINT64_MAX), 0);
 }
@@ -187,8 +185,7 @@ static void test_tmpfile(void **state)
 	fd = xprofs_tmpfile(dir, "t");
 	assert_true(fd >= 0);
 	assert_int_equal(xprofs_write_full(fd, "abc", 3), 0);
-	assert_int_equal(xprofs_pread_full(fd, got, 3, 0), 3);
-	assert_memory_equal(got, "abc", 3);
+	XT_SAME_BYTES(got, xprofs_pread_full(fd, got, 3, 0), "abc", 3);
 	assert_int_equal(fstat(fd, &st), 0);
 	assert_int_equal(st.st_nlink, 0); /* never visible in @dir */
 	close(fd);
