@@ -25,7 +25,7 @@ static const char *const view_names[XPROFS_VIEW_COUNT] = {
 	"overview.json", "kernels.json", "overview.svg"};
 /* clang-format on */
 
-const char *xprofs_view_name(enum xprofs_view v)
+const char *xprofs_decode_view_name(enum xprofs_view v)
 {
 	if ((unsigned)v >= XPROFS_VIEW_COUNT)
 		return NULL;
@@ -58,7 +58,8 @@ static int us_parse(const char *s, const char *e, xprofs_ps128 *ps)
 	return 0;
 }
 
-int xprofs_window_parse(const char *s, size_t len, xprofs_ps128 *from_ps, xprofs_ps128 *to_ps)
+int xprofs_decode_window_parse(const char *s, size_t len, xprofs_ps128 *from_ps,
+			       xprofs_ps128 *to_ps)
 {
 	const char *dash;
 
@@ -70,7 +71,7 @@ int xprofs_window_parse(const char *s, size_t len, xprofs_ps128 *from_ps, xprofs
 	return *from_ps < *to_ps ? 0 : -ENOENT;
 }
 
-int xprofs_step_parse(const char *s, size_t len, uint32_t *out)
+int xprofs_decode_step_parse(const char *s, size_t len, uint32_t *out)
 {
 	uint32_t v = 0;
 
@@ -87,7 +88,7 @@ int xprofs_step_parse(const char *s, size_t len, uint32_t *out)
 	return 0;
 }
 
-int xprofs_view_parse(const char *name)
+int xprofs_decode_view_parse(const char *name)
 {
 	if (!name)
 		return -EINVAL;
@@ -113,13 +114,13 @@ static int render_fail(struct xprofs_buf *err, int r, const char *what)
 /* The renderer of each view, by enum xprofs_view; any other @view is a track.
  * trace.json.gz is trace.json written through a deflating sink. */
 /* clang-format off */
-static int (*const view_fns[XPROFS_VIEW_COUNT])(struct dec_rctx *rc, struct dec_out *o) = {
-	[XPROFS_VIEW_SUMMARY] = dec_view_summary, [XPROFS_VIEW_TRACE] = dec_view_trace,
-	[XPROFS_VIEW_OPS] = dec_view_ops,         [XPROFS_VIEW_STEPS] = dec_view_steps,
-	[XPROFS_VIEW_TRACE_GZ] = dec_view_trace,  [XPROFS_VIEW_PFTRACE] = dec_view_pftrace,
-	[XPROFS_VIEW_OVERVIEW] = dec_view_overview,
-	[XPROFS_VIEW_KERNELS] = dec_view_kernels,
-	[XPROFS_VIEW_SVG] = dec_view_svg,
+static int (*const view_fns[XPROFS_VIEW_COUNT])(struct xs_rctx *rc, struct xs_out *o) = {
+	[XPROFS_VIEW_SUMMARY] = stats_view_summary, [XPROFS_VIEW_TRACE] = trace_view_trace,
+	[XPROFS_VIEW_OPS] = stats_view_ops,         [XPROFS_VIEW_STEPS] = stats_view_steps,
+	[XPROFS_VIEW_TRACE_GZ] = trace_view_trace,  [XPROFS_VIEW_PFTRACE] = trace_view_pftrace,
+	[XPROFS_VIEW_OVERVIEW] = stats_view_overview,
+	[XPROFS_VIEW_KERNELS] = stats_view_kernels,
+	[XPROFS_VIEW_SVG] = stats_view_svg,
 };
 /* clang-format on */
 
@@ -127,10 +128,10 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 		  const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
 		  struct xprofs_buf *err)
 {
-	struct dec_gzip *gz = NULL;
+	struct trace_gzip *gz = NULL;
 	struct xprofs_sink gzs;
-	struct dec_rctx rc;
-	struct dec_out o;
+	struct xs_rctx rc;
+	struct xs_out o;
 	size_t err_len = err ? err->len : 0;
 	int r;
 
@@ -144,12 +145,12 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 	}
 	if (view == XPROFS_VIEW_TRACE_GZ) {
 		/* the same bytes as trace.json, deflated on their way to @sink */
-		if ((r = dec_gzip_new(sink, x->threads, &gz)) < 0)
-			return render_fail(err, r, xprofs_view_name(view));
-		gzs = dec_gzip_sink(gz);
+		if ((r = trace_gzip_new(sink, x->threads, &gz)) < 0)
+			return render_fail(err, r, xprofs_decode_view_name(view));
+		gzs = trace_gzip_sink(gz);
 		sink = &gzs;
 	}
-	dec_rctx_init(&rc, x, err);
+	xs_rctx_init(&rc, x, err);
 	if (opts) {
 		rc.host = opts->host;
 		rc.win = opts->window;
@@ -157,19 +158,20 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 		rc.win_to = opts->to_ps;
 		rc.spill_dir = opts->spill_dir;
 	}
-	dec_out_init(&o, sink);
+	xs_out_init(&o, sink);
 	if (view >= 0 && view < XPROFS_VIEW_COUNT)
 		r = view_fns[view](&rc, &o);
 	else
-		r = dec_view_track(&rc, track, &o);
+		r = trace_view_track(&rc, track, &o);
 	if (r == 0)
 		r = o.r;
 	if (r == 0)
-		r = dec_out_flush(&o, true);
+		r = xs_out_flush(&o, true);
 	if (r == 0 && gz)
-		r = dec_gzip_finish(gz);
+		r = trace_gzip_finish(gz);
 	if (r < 0)
-		render_fail(err, r, view < XPROFS_VIEW_COUNT ? xprofs_view_name(view) : "track");
+		render_fail(err, r,
+			    view < XPROFS_VIEW_COUNT ? xprofs_decode_view_name(view) : "track");
 	else if (err)
 		/*
 		 * A success leaves @err as it was: a part a render could do without
@@ -177,13 +179,13 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 		 * and whether it did depends on the thread that made the part.
 		 */
 		xprofs_buf_truncate(err, err_len);
-	dec_out_deinit(&o);
-	dec_rctx_deinit(&rc);
-	dec_gzip_free(gz);
+	xs_out_deinit(&o);
+	xs_rctx_deinit(&rc);
+	trace_gzip_free(gz);
 	return r;
 }
 
-int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
+int xprofs_decode_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
 			      const struct xprofs_render_opts *opts, const struct xprofs_sink *out,
 			      struct xprofs_buf *err)
 {
@@ -192,31 +194,31 @@ int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
 	return render(x, (int)v, 0, opts, out, err);
 }
 
-int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
+int xprofs_decode_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err)
 {
-	return xprofs_xspace_render_opts(x, v, NULL, out, err);
+	return xprofs_decode_render_opts(x, v, NULL, out, err);
 }
 
-int xprofs_xspace_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,
+int xprofs_decode_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,
 			struct xprofs_buf *err)
 {
-	struct dec_rctx rc;
+	struct xs_rctx rc;
 	int r;
 
 	*out = NULL;
 	*n = 0;
 	if (!x)
 		return -EINVAL;
-	dec_rctx_init(&rc, x, err);
-	r = dec_steps_windows(&rc, out, n);
+	xs_rctx_init(&rc, x, err);
+	r = stats_steps_windows(&rc, out, n);
 	if (r < 0)
 		render_fail(err, r, "steps");
-	dec_rctx_deinit(&rc);
+	xs_rctx_deinit(&rc);
 	return r;
 }
 
-int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i, const struct xprofs_sink *out,
+int xprofs_decode_render_track(struct xprofs_xspace *x, size_t i, const struct xprofs_sink *out,
 			       struct xprofs_buf *err)
 {
 	if (!x || i >= x->n_lines)

@@ -126,12 +126,12 @@ int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill,
 	case FS_K_COMPARE_RUN: /* a run path on the way to a session: lists nothing */
 		break;
 	case FS_K_COMPARE_DIR:
-		fill_name(&a, xprofs_view_name(XPROFS_VIEW_OPS));
-		fill_name(&a, xprofs_view_name(XPROFS_VIEW_STEPS));
+		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_OPS));
+		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_STEPS));
 		break;
 	case FS_K_HOST:
 		for (i = 0; i < XPROFS_VIEW_COUNT; i++)
-			fill_name(&a, xprofs_view_name((enum xprofs_view)i));
+			fill_name(&a, xprofs_decode_view_name((enum xprofs_view)i));
 		fill_name(&a, FS_NAME_ERRORS);
 		fill_name(&a, FS_NAME_PLANES);
 		fill_name(&a, FS_NAME_STEPS);
@@ -152,7 +152,7 @@ int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill,
 		break;
 	case FS_K_SLICE:
 		for (i = 0; i < fs_slice_nviews; i++)
-			fill_name(&a, xprofs_view_name(fs_slice_views[i]));
+			fill_name(&a, xprofs_decode_view_name(fs_slice_views[i]));
 		break;
 	case FS_K_PLANES:
 	case FS_K_PLANE:

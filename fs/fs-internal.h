@@ -40,7 +40,7 @@
 #include "xprofs/store.h"
 #include "xprofs/util.h"
 
-/* ---- fixed names of the mount (defined once; view names: xprofs_view_name()) ---- */
+/* ---- fixed names of the mount (defined once; view names: xprofs_decode_view_name()) ---- */
 
 #define FS_NAME_LOGDIR "logdir"
 #define FS_NAME_RUNS "runs"

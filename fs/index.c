@@ -486,8 +486,8 @@ static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind
 		t->kind = kind == FS_SLICE_STEP ? FS_K_STEPS : FS_K_WINDOWS;
 		return 0;
 	}
-	if (kind == FS_SLICE_STEP ? xprofs_step_parse(c, len, &t->step) < 0
-				  : xprofs_window_parse(c, len, &t->from_ps, &t->to_ps) < 0)
+	if (kind == FS_SLICE_STEP ? xprofs_decode_step_parse(c, len, &t->step) < 0
+				  : xprofs_decode_window_parse(c, len, &t->from_ps, &t->to_ps) < 0)
 		return -ENOENT;
 	t->slice = kind;
 	c = next_comp(&p, &len);
@@ -496,7 +496,7 @@ static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind
 		return 0;
 	}
 	for (size_t i = 0; i < fs_slice_nviews; i++) {
-		if (comp_is(c, len, xprofs_view_name(fs_slice_views[i]))) {
+		if (comp_is(c, len, xprofs_decode_view_name(fs_slice_views[i]))) {
 			t->view = (int)fs_slice_views[i];
 			return leaf(p, t, FS_K_VIEW);
 		}
@@ -520,7 +520,7 @@ static int classify_host(const char *p, struct fs_target *t)
 	if (comp_is(c, len, FS_NAME_WINDOW))
 		return classify_slice(p, t, FS_SLICE_WINDOW);
 	for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
-		if (comp_is(c, len, xprofs_view_name((enum xprofs_view)v))) {
+		if (comp_is(c, len, xprofs_decode_view_name((enum xprofs_view)v))) {
 			t->kind = FS_K_VIEW;
 			t->view = v;
 			break;
@@ -558,9 +558,9 @@ static int classify_compare_dir(const char *p, struct fs_target *t)
 		t->kind = FS_K_COMPARE_DIR;
 		return 0;
 	}
-	if (comp_is(c, len, xprofs_view_name(XPROFS_VIEW_OPS)))
+	if (comp_is(c, len, xprofs_decode_view_name(XPROFS_VIEW_OPS)))
 		t->view = XPROFS_VIEW_OPS;
-	else if (comp_is(c, len, xprofs_view_name(XPROFS_VIEW_STEPS)))
+	else if (comp_is(c, len, xprofs_decode_view_name(XPROFS_VIEW_STEPS)))
 		t->view = XPROFS_VIEW_STEPS;
 	else
 		return -ENOENT;

@@ -299,7 +299,7 @@ int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n)
 	xprofs_buf_init(&err, 4096);
 	r = fs_prof_take(ctx, hp, &t->host->st, &p) ? 0 : fs_prof_open(ctx, hp, true, &p, &err);
 	if (r == 0) {
-		r = xprofs_xspace_steps(p.x, &w, n, &err);
+		r = xprofs_decode_steps(p.x, &w, n, &err);
 		fs_prof_keep(ctx, hp, &p);
 	}
 	if (r < 0) {

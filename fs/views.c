@@ -170,7 +170,7 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 		if (r == 0)
 			r = key_add_file(&id->key, id->hpath, st);
 		if (r == 0 && t->kind == FS_K_VIEW)
-			r = xprofs_buf_adds(&id->key, xprofs_view_name(t->view));
+			r = xprofs_buf_adds(&id->key, xprofs_decode_view_name(t->view));
 		if (r == 0 && t->kind == FS_K_VIEW && t->slice != FS_SLICE_NONE)
 			r = key_add_slice(&id->key, t);
 		if (r == 0 && t->kind == FS_K_TRACK) {
@@ -206,7 +206,7 @@ static int slice_window(const struct fs_target *t, struct xprofs_xspace *x,
 		o->to_ps = t->to_ps;
 		return 0;
 	}
-	if ((r = xprofs_xspace_steps(x, &w, &n, err)) < 0)
+	if ((r = xprofs_decode_steps(x, &w, &n, err)) < 0)
 		return r;
 	if (t->step < n) {
 		o->from_ps = w[t->step].begin_ps;
@@ -243,12 +243,12 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 
 		if (t->slice != FS_SLICE_NONE && (r = slice_window(t, p->x, &o, err)) < 0)
 			return r;
-		return xprofs_xspace_render_opts(p->x, t->view, &o, out, err);
+		return xprofs_decode_render_opts(p->x, t->view, &o, out, err);
 	}
 	i = xprofs_xspace_track_find(p->x, t->plane, t->line);
 	if (i < 0)
 		return i;
-	return xprofs_xspace_render_track(p->x, (size_t)i, out, err);
+	return xprofs_decode_render_track(p->x, (size_t)i, out, err);
 }
 
 #define SIZE_UNKNOWN UINT64_MAX /* in the sizes table: not rendered, not in the cache */
@@ -343,7 +343,7 @@ static void job_done(void *arg, int r, uint64_t size, const struct xprofs_buf *e
 	FS_CNT(j->ctx, render_errors);
 	fs_error_note(j->ctx, j->hpath[0] ? j->hpath : t->session->name,
 		      j->hpath[0] ? &j->p.st : NULL,
-		      t->kind == FS_K_VIEW    ? xprofs_view_name(t->view)
+		      t->kind == FS_K_VIEW    ? xprofs_decode_view_name(t->view)
 		      : t->kind == FS_K_TRACK ? "track"
 					      : fs_session_file_name(t),
 		      err->data ? err->data : strerror(-r));
@@ -375,15 +375,16 @@ static void view_label(const struct fs_target *t, char *buf, size_t n)
 		snprintf(buf + k, n - (size_t)k, FS_NAME_SESSION_OPS);
 	else if (t->kind == FS_K_COMPARE_VIEW)
 		snprintf(buf + k, n - (size_t)k, FS_NAME_COMPARE "/%s/%s", t->other->name,
-			 xprofs_view_name(t->view));
+			 xprofs_decode_view_name(t->view));
 	else if (t->kind == FS_K_VIEW && t->slice != FS_SLICE_NONE) {
 		char sn[128];
 
 		slice_name(t, sn, sizeof(sn));
 		snprintf(buf + k, n - (size_t)k, "%s/%s/%s", t->host->name, sn,
-			 xprofs_view_name(t->view));
+			 xprofs_decode_view_name(t->view));
 	} else if (t->kind == FS_K_VIEW)
-		snprintf(buf + k, n - (size_t)k, "%s/%s", t->host->name, xprofs_view_name(t->view));
+		snprintf(buf + k, n - (size_t)k, "%s/%s", t->host->name,
+			 xprofs_decode_view_name(t->view));
 	else
 		snprintf(buf + k, n - (size_t)k, "%s/" FS_NAME_PLANES "/%s/%s", t->host->name,
 			 t->plane, t->line);

@@ -14,48 +14,48 @@
 
 #include "stats-internal.h"
 
-/* facts_stat() - a dec_stat_fn: one plane stat into struct dec_plane_facts (by TSL StatType name). */
-static int facts_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+/* facts_stat() - a xs_stat_fn: one plane stat into struct stats_plane_facts (by TSL StatType name). */
+static int facts_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct dec_plane_facts *f = arg;
-	const struct dec_stmd *m;
+	struct stats_plane_facts *f = arg;
+	const struct xs_stmd *m;
 	double d;
 	int r;
 
-	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
 		return r;
-	if (dec_str_eq(m->name, m->name_len, "device_type_string") && !f->device_type)
-		return dec_stat_string(rc, c, s, &f->device_type);
-	if (dec_str_eq(m->name, m->name_len, "device_vendor") && !f->vendor)
-		return dec_stat_string(rc, c, s, &f->vendor);
-	if (dec_str_eq(m->name, m->name_len, "gpu_device_name") && !f->gpu_device_name)
-		return dec_stat_string(rc, c, s, &f->gpu_device_name);
-	if (!dec_stat_number(s, &d))
+	if (xs_str_eq(m->name, m->name_len, "device_type_string") && !f->device_type)
+		return xs_stat_string(rc, c, s, &f->device_type);
+	if (xs_str_eq(m->name, m->name_len, "device_vendor") && !f->vendor)
+		return xs_stat_string(rc, c, s, &f->vendor);
+	if (xs_str_eq(m->name, m->name_len, "gpu_device_name") && !f->gpu_device_name)
+		return xs_stat_string(rc, c, s, &f->gpu_device_name);
+	if (!xs_stat_number(s, &d))
 		return 0;
-	if (dec_str_eq(m->name, m->name_len, "peak_teraflops_per_second"))
+	if (xs_str_eq(m->name, m->name_len, "peak_teraflops_per_second"))
 		f->peak_tflops = d, f->has_peak_tflops = true;
-	else if (dec_str_eq(m->name, m->name_len, "peak_hbm_bw_gigabytes_per_second"))
+	else if (xs_str_eq(m->name, m->name_len, "peak_hbm_bw_gigabytes_per_second"))
 		f->peak_hbm_gbps = d, f->has_peak_hbm_gbps = true;
-	else if (dec_str_eq(m->name, m->name_len, "memory_bandwidth"))
+	else if (xs_str_eq(m->name, m->name_len, "memory_bandwidth"))
 		f->mem_bw = d, f->has_mem_bw = true;
-	else if (dec_str_eq(m->name, m->name_len, "clock_rate"))
+	else if (xs_str_eq(m->name, m->name_len, "clock_rate"))
 		f->clock_khz = d, f->has_clock = true;
-	else if (dec_str_eq(m->name, m->name_len, "core_count"))
+	else if (xs_str_eq(m->name, m->name_len, "core_count"))
 		f->core_count = d, f->has_core_count = true;
-	else if (dec_str_eq(m->name, m->name_len, "compute_cap_major"))
+	else if (xs_str_eq(m->name, m->name_len, "compute_cap_major"))
 		f->cc_major = d, f->has_cc = true;
-	else if (dec_str_eq(m->name, m->name_len, "compute_cap_minor"))
+	else if (xs_str_eq(m->name, m->name_len, "compute_cap_minor"))
 		f->cc_minor = d;
 	return 0;
 }
 
-int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *f)
+int stats_plane_facts_get(struct xs_rctx *rc, size_t pi, struct stats_plane_facts *f)
 {
 	int r;
 
 	memset(f, 0, sizeof(*f));
-	if ((r = dec_walk_plane_stats(rc, pi, facts_stat, f)) < 0) {
-		dec_plane_facts_clear(f);
+	if ((r = xs_walk_plane_stats(rc, pi, facts_stat, f)) < 0) {
+		stats_plane_facts_clear(f);
 		return r;
 	}
 	/* peak rates are used only when positive and finite (a hostile 0 or -1 is "unknown") */
@@ -65,8 +65,8 @@ int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *
 	else if (f->has_mem_bw && f->mem_bw > 0)
 		f->peak_bw = f->mem_bw;
 	/* GPU planes: GetPerfEnvFromXPlane() derives it (gpu-peak.c); else the stat, if any */
-	if (!strncmp(rc->x->planes[pi].name, "/device:GPU:", 12) && dec_gpu_peak_flops(f) > 0)
-		f->peak_flops = dec_gpu_peak_flops(f);
+	if (!strncmp(rc->x->planes[pi].name, "/device:GPU:", 12) && stats_gpu_peak_flops(f) > 0)
+		f->peak_flops = stats_gpu_peak_flops(f);
 	if (!isfinite(f->peak_flops))
 		f->peak_flops = 0;
 	if (!isfinite(f->peak_bw))
@@ -74,7 +74,7 @@ int dec_plane_facts_get(struct dec_rctx *rc, size_t pi, struct dec_plane_facts *
 	return 0;
 }
 
-void dec_plane_facts_clear(struct dec_plane_facts *f)
+void stats_plane_facts_clear(struct stats_plane_facts *f)
 {
 	free(f->device_type);
 	free(f->vendor);

@@ -69,7 +69,7 @@ static double nvidia_per_cycle(double major, double minor)
  * amd_per_cycle() - ResolveAmdGfxVersion(): the device name up to its first
  * ':', else gfx942 / gfx950 for compute capability 9.4 / 9.5; 0 if unknown.
  */
-static double amd_per_cycle(const struct dec_plane_facts *f)
+static double amd_per_cycle(const struct stats_plane_facts *f)
 {
 	const char *gfx = NULL;
 	size_t len = 0;
@@ -90,7 +90,7 @@ static double amd_per_cycle(const struct dec_plane_facts *f)
 	return 0;
 }
 
-double dec_gpu_peak_flops(const struct dec_plane_facts *f)
+double stats_gpu_peak_flops(const struct stats_plane_facts *f)
 {
 	double per_cycle = 0, peak;
 

@@ -232,7 +232,7 @@ static void kmap_count(struct kmap *m, struct kernel *e, int64_t dur)
 	if (__builtin_add_overflow(e->total, dur, &t))
 		m->sat = true;
 	e->occurrences++;
-	e->total = dec_sat_add(e->total, dur);
+	e->total = xs_sat_add(e->total, dur);
 	e->min = dur < e->min ? dur : e->min;
 	e->max = dur > e->max ? dur : e->max;
 }
@@ -342,7 +342,7 @@ static void kmap_free(struct kmap *m)
 }
 
 /* The op that launched a kernel: its hlo_op, else the name part of its tf_op ("name:type"). */
-static const char *op_name(const struct dec_opstats *os, const struct dec_evmd *md, char **tmp)
+static const char *op_name(const struct xs_opstats *os, const struct xs_evmd *md, char **tmp)
 {
 	const char *colon;
 
@@ -360,13 +360,13 @@ static const char *op_name(const struct dec_opstats *os, const struct dec_evmd *
 }
 
 /* kc_find() - the cache entry of (@md, the refs of @os), or NULL when @os has plain strings. */
-static struct kcache *kc_find(struct kmap *m, int64_t md, const struct dec_opstats *os)
+static struct kcache *kc_find(struct kmap *m, int64_t md, const struct xs_opstats *os)
 {
 	const uint8_t used =
-		(1u << DEC_OS_KERNEL_DETAILS) | (1u << DEC_OS_HLO_OP) | (1u << DEC_OS_TF_OP);
-	int64_t kd = os->ref[DEC_OS_KERNEL_DETAILS];
-	int64_t hlo = os->hlo_op ? os->ref[DEC_OS_HLO_OP] : INT64_MIN;
-	int64_t tf = os->tf_op ? os->ref[DEC_OS_TF_OP] : INT64_MIN;
+		(1u << XS_OS_KERNEL_DETAILS) | (1u << XS_OS_HLO_OP) | (1u << XS_OS_TF_OP);
+	int64_t kd = os->ref[XS_OS_KERNEL_DETAILS];
+	int64_t hlo = os->hlo_op ? os->ref[XS_OS_HLO_OP] : INT64_MIN;
+	int64_t tf = os->tf_op ? os->ref[XS_OS_TF_OP] : INT64_MIN;
 	uint64_t h;
 	struct kcache *c;
 
@@ -381,11 +381,10 @@ static struct kcache *kc_find(struct kmap *m, int64_t md, const struct dec_opsta
 	return c;
 }
 
-/* A dec_event_fn: a stream event with kernel_details is a launch (arg: struct kmap). */
-static int kernel_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md,
-			void *arg)
+/* A xs_event_fn: a stream event with kernel_details is a launch (arg: struct kmap). */
+static int kernel_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
 {
-	struct dec_opstats os = {.strings = true, .borrow = true};
+	struct xs_opstats os = {.strings = true, .borrow = true};
 	struct kmap *m = arg;
 	struct kcache *c;
 	struct kernel k;
@@ -395,8 +394,8 @@ static int kernel_event(struct dec_rctx *rc, const struct dec_event *e, struct d
 
 	if (!e->has_stats)
 		return 0;
-	if ((r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, dec_collect_stat, &os)) < 0 ||
+	if ((r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, xs_collect_stat, &os)) < 0 ||
 	    !os.kernel_details)
 		goto out;
 	if (m->kc && m->kc_plane != rc->plane) { /* refs name strings of their plane only */
@@ -417,7 +416,7 @@ static int kernel_event(struct dec_rctx *rc, const struct dec_event *e, struct d
 		c->idx = idx;
 out:
 	free(tmp);
-	dec_opstats_clear(&os);
+	xs_opstats_clear(&os);
 	return r;
 }
 
@@ -451,51 +450,51 @@ static int kernel_cmp(const void *a, const void *b, void *arg)
 	return strcmp(x->op, y->op);
 }
 
-static void out_dims(struct dec_out *o, const char *lit, const uint32_t d[3])
+static void out_dims(struct xs_out *o, const char *lit, const uint32_t d[3])
 {
-	dec_out_add(o, lit, strlen(lit));
+	xs_out_add(o, lit, strlen(lit));
 	for (int i = 0; i < 3; i++) {
 		OUT_RAW(o, i ? "," : "[");
-		dec_out_u64(o, d[i]);
+		xs_out_u64(o, d[i]);
 	}
 	OUT_LIT(o, "]");
 }
 
-static void kernel_write(struct dec_out *o, const struct kernel *k)
+static void kernel_write(struct xs_out *o, const struct kernel *k)
 {
-	dec_out_cstr(o, k->name);
+	xs_out_cstr(o, k->name);
 	OUT_LIT(o, ",\"op\":");
-	dec_out_cstr(o, k->op);
+	xs_out_cstr(o, k->op);
 	out_dims(o, ",\"grid\":", k->grid);
 	out_dims(o, ",\"block\":", k->block);
 	OUT_LIT(o, ",\"registers_per_thread\":");
-	dec_out_u64(o, k->regs);
+	xs_out_u64(o, k->regs);
 	OUT_LIT(o, ",\"static_shmem_bytes\":");
-	dec_out_u64(o, k->sshm);
+	xs_out_u64(o, k->sshm);
 	OUT_LIT(o, ",\"dynamic_shmem_bytes\":");
-	dec_out_u64(o, k->dshm);
+	xs_out_u64(o, k->dshm);
 	OUT_RAW(o, k->tc_used ? ",\"tensor_core_used\":true" : ",\"tensor_core_used\":false");
 	OUT_RAW(o, k->tc_eligible ? ",\"op_tensor_core_eligible\":true"
 				  : ",\"op_tensor_core_eligible\":false");
 	OUT_LIT(o, ",\"occurrences\":");
-	dec_out_u64(o, k->occurrences);
-	dec_out_key_i64(o, ",\"total_ps\":", k->total);
-	dec_out_key_i64(o, ",\"min_ps\":", k->min);
-	dec_out_key_i64(o, ",\"max_ps\":", k->max);
+	xs_out_u64(o, k->occurrences);
+	xs_out_key_i64(o, ",\"total_ps\":", k->total);
+	xs_out_key_i64(o, ",\"min_ps\":", k->min);
+	xs_out_key_i64(o, ",\"max_ps\":", k->max);
 	OUT_LIT(o, ",\"avg_ps\":");
-	dec_out_double(o, (double)k->total / (double)k->occurrences);
+	xs_out_double(o, (double)k->total / (double)k->occurrences);
 }
 
-static bool is_gpu_plane(const struct dec_plane *p)
+static bool is_gpu_plane(const struct xs_plane *p)
 {
 	return !strncmp(p->name, "/device:GPU:", 12);
 }
 
 /* kernels_plane() - the launches of the stream lines of GPU plane @pi into @m. */
-static int kernels_plane(struct dec_rctx *rc, size_t pi, struct kmap *m)
+static int kernels_plane(struct xs_rctx *rc, size_t pi, struct kmap *m)
 {
 	const struct xprofs_xspace *x = rc->x;
-	const struct dec_plane *p = &x->planes[pi];
+	const struct xs_plane *p = &x->planes[pi];
 	int r;
 
 	if (!m->kc && (m->kc = malloc(KC_SIZE * sizeof(*m->kc))) != NULL) {
@@ -504,19 +503,19 @@ static int kernels_plane(struct dec_rctx *rc, size_t pi, struct kmap *m)
 		m->kc_plane = SIZE_MAX;
 	}
 	for (size_t li = p->first_line; li < p->first_line + p->n_lines; li++)
-		if (dec_op_line_kind(x, p, &x->lines[li], false) == LK_STREAM &&
-		    (r = dec_line_each(rc, li, NULL, kernel_event, m)) < 0)
+		if (stats_op_line_kind(x, p, &x->lines[li], false) == LK_STREAM &&
+		    (r = xs_line_each(rc, li, NULL, kernel_event, m)) < 0)
 			return r;
 	return 0;
 }
 
-/* The GPU planes' maps of one kernels.json, computed by dec_tasks_run(). */
+/* The GPU planes' maps of one kernels.json, computed by xs_tasks_run(). */
 struct ktasks {
 	size_t *plane;  /* owned: the GPU planes */
 	struct kmap *m; /* owned: one map each */
 };
 
-static int ktask(struct dec_rctx *rc, size_t i, void *arg)
+static int ktask(struct xs_rctx *rc, size_t i, void *arg)
 {
 	struct ktasks *t = arg;
 
@@ -530,11 +529,11 @@ static uint64_t ktask_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 
 /*
  * kernels_collect() - every GPU plane's launches into @m: with several threads,
- * one map per plane (dec_tasks_run()) merged in plane order, which gives the
+ * one map per plane (xs_tasks_run()) merged in plane order, which gives the
  * same map as counting launch by launch unless a map filled up or a total
  * saturated; then, and with one thread, launch by launch in line order.
  */
-static int kernels_collect(struct dec_rctx *rc, const size_t *plane, size_t n, struct kmap *m)
+static int kernels_collect(struct xs_rctx *rc, const size_t *plane, size_t n, struct kmap *m)
 {
 	struct ktasks t = {NULL, NULL};
 	bool redo = false;
@@ -544,7 +543,7 @@ static int kernels_collect(struct dec_rctx *rc, const size_t *plane, size_t n, s
 		if (!(t.m = calloc(n, sizeof(*t.m))))
 			return -ENOMEM;
 		t.plane = (size_t *)plane;
-		if ((r = dec_tasks_run(rc, n, ktask, ktask_cost, &t)) < 0)
+		if ((r = xs_tasks_run(rc, n, ktask, ktask_cost, &t)) < 0)
 			goto out;
 		for (size_t i = 0; i < n && !redo; i++)
 			redo = t.m[i].full || t.m[i].sat;
@@ -565,7 +564,7 @@ out:
 	return r;
 }
 
-int dec_view_kernels(struct dec_rctx *rc, struct dec_out *o)
+int stats_view_kernels(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct kmap m = {0};
@@ -600,11 +599,11 @@ int dec_view_kernels(struct dec_rctx *rc, struct dec_out *o)
 		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
 		kernel_write(o, &m.k[idx[i]]);
 		OUT_LIT(o, "}");
-		if ((r = dec_out_flush(o, false)) < 0)
+		if ((r = xs_out_flush(o, false)) < 0)
 			goto out;
 	}
 	OUT_LIT(o, "\n],\"distinct\":");
-	dec_out_u64(o, m.n);
+	xs_out_u64(o, m.n);
 	OUT_RAW(o, m.n > shown || m.full ? ",\"truncated\":true}\n" : ",\"truncated\":false}\n");
 out:
 	free(idx);

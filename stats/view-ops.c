@@ -2,7 +2,7 @@
  * view-ops.c - ops.json: per plane, every op with its count, total, self,
  * min/mean/max time and flops / bytes accessed, sorted by self time.
  *
- * Design: which lines feed an op plane is dec_op_line_kind() (the rule is in
+ * Design: which lines feed an op plane is stats_op_line_kind() (the rule is in
  * docs/decode.md): "XLA Ops" and GPU stream lines of device planes, the
  * framework-op lines of /host:CPU. Ops are aggregated per plane in a hash
  * map by name (GPU kernels by their hlo_op); self time = duration minus the
@@ -100,17 +100,17 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 	return (int64_t)m->n - 1;
 }
 
-static bool is_host_plane(const struct dec_plane *p)
+static bool is_host_plane(const struct xs_plane *p)
 {
 	return !strcmp(p->name, "/host:CPU");
 }
 
 /* Which lines of @p feed ops.json (see docs/decode.md for the rule). */
-enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct dec_plane *p,
-				    const struct dec_line *l, bool host_has_fw)
+enum stats_line_kind stats_op_line_kind(const struct xprofs_xspace *x, const struct xs_plane *p,
+					const struct xs_line *l, bool host_has_fw)
 {
-	if (dec_plane_is_device(p)) {
-		if (dec_str_eq(l->name, l->name_len, "XLA Ops"))
+	if (xs_plane_is_device(p)) {
+		if (xs_str_eq(l->name, l->name_len, "XLA Ops"))
 			return LK_XLA_OPS;
 		if (!strncmp(l->name, "Stream #", 8))
 			return LK_STREAM;
@@ -119,23 +119,23 @@ enum dec_line_kind dec_op_line_kind(const struct xprofs_xspace *x, const struct 
 	if (!is_host_plane(p))
 		return LK_NONE;
 	if (host_has_fw)
-		return dec_str_eq(l->name, l->name_len, "Framework Ops") ||
-				       dec_str_eq(l->name, l->name_len, "TensorFlow Ops")
+		return xs_str_eq(l->name, l->name_len, "Framework Ops") ||
+				       xs_str_eq(l->name, l->name_len, "TensorFlow Ops")
 			       ? LK_HOST
 			       : LK_NONE;
 	static const char *const derived[] = {"Steps",       "_counters_",   "Framework Name Scope",
 					      "XLA Modules", "Launch Stats", "Source code"};
 	for (size_t i = 0; i < sizeof(derived) / sizeof(derived[0]); i++)
-		if (dec_str_eq(l->name, l->name_len, derived[i]))
+		if (xs_str_eq(l->name, l->name_len, derived[i]))
 			return LK_NONE;
 	return LK_HOST;
 }
 
-bool dec_host_has_fw(const struct xprofs_xspace *x, const struct dec_plane *p)
+bool stats_host_has_fw(const struct xprofs_xspace *x, const struct xs_plane *p)
 {
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
-		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Framework Ops") ||
-		    dec_str_eq(x->lines[j].name, x->lines[j].name_len, "TensorFlow Ops"))
+		if (xs_str_eq(x->lines[j].name, x->lines[j].name_len, "Framework Ops") ||
+		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "TensorFlow Ops"))
 			return true;
 	return false;
 }
@@ -168,7 +168,7 @@ struct refc {
 struct ops_acc {
 	struct opmap *m;
 	struct progmap *pm;
-	enum dec_line_kind kind;
+	enum stats_line_kind kind;
 	uint64_t events;
 	int64_t total;
 	size_t depth;
@@ -182,27 +182,27 @@ static struct refc *refc_slot(struct ops_acc *a, int64_t ref)
 }
 
 /* The op event @e of metadata @md counts towards (GPU kernels: their hlo_op), or -errno. */
-static int64_t op_group(struct ops_acc *a, struct dec_evmd *md, const struct dec_opstats *os)
+static int64_t op_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os)
 {
 	int64_t gi;
 
-	if (a->kind == LK_STREAM && os->hlo_op && !(os->plain & (1u << DEC_OS_HLO_OP))) {
-		struct refc *c = refc_slot(a, os->ref[DEC_OS_HLO_OP]);
+	if (a->kind == LK_STREAM && os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
+		struct refc *c = refc_slot(a, os->ref[XS_OS_HLO_OP]);
 
-		if (c->gi >= 0 && c->ref == os->ref[DEC_OS_HLO_OP])
+		if (c->gi >= 0 && c->ref == os->ref[XS_OS_HLO_OP])
 			return c->gi;
 		gi = opmap_get(a->m, os->hlo_op, os->category ? os->category : md->category);
 		if (gi >= 0)
-			*c = (struct refc){os->ref[DEC_OS_HLO_OP], gi};
+			*c = (struct refc){os->ref[XS_OS_HLO_OP], gi};
 		return gi;
 	}
 	if (a->kind == LK_STREAM && (os->hlo_op || md->hlo_op))
 		return opmap_get(a->m, os->hlo_op ? os->hlo_op : md->hlo_op,
 				 os->category ? os->category : md->category);
-	if (md->group >= 0 && md != &dec_empty_evmd)
+	if (md->group >= 0 && md != &xs_empty_evmd)
 		return md->group;
 	gi = opmap_get(a->m, md->name, os->category ? os->category : md->category);
-	if (gi >= 0 && md != &dec_empty_evmd && !os->category)
+	if (gi >= 0 && md != &xs_empty_evmd && !os->category)
 		md->group = gi; /* the next occurrence skips the look-up */
 	return gi;
 }
@@ -215,7 +215,7 @@ static int64_t op_group(struct ops_acc *a, struct dec_evmd *md, const struct dec
  * first. The parent's children time grows by @e's whole duration; an event
  * that only partly overlaps the open one is not its child.
  */
-static void ops_nest(struct ops_acc *a, const struct dec_event *e, int64_t gi)
+static void ops_nest(struct ops_acc *a, const struct xs_event *e, int64_t gi)
 {
 	struct frame f = {e->start_ps, e->end_ps, e->duration_ps, 0, gi};
 
@@ -229,7 +229,7 @@ static void ops_nest(struct ops_acc *a, const struct dec_event *e, int64_t gi)
 	if (a->depth > 0) {
 		struct frame *top = &a->stack[a->depth - 1];
 
-		top->child = dec_sat_add(top->child, e->duration_ps > 0 ? e->duration_ps : 0);
+		top->child = xs_sat_add(top->child, e->duration_ps > 0 ? e->duration_ps : 0);
 	}
 	if (a->depth < OPS_DEPTH_MAX)
 		a->stack[a->depth++] = f;
@@ -248,9 +248,8 @@ static void progmap_free(struct progmap *pm)
 	memset(pm, 0, sizeof(*pm));
 }
 
-/* prog_event() - a dec_event_fn: an "XLA Modules" event "<module>(<id>)" names program <id>. */
-static int prog_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *md,
-		      void *arg)
+/* prog_event() - a xs_event_fn: an "XLA Modules" event "<module>(<id>)" names program <id>. */
+static int prog_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
 {
 	struct progmap *pm = arg;
 	const char *open = md->name_len ? memrchr(md->name, '(', md->name_len) : NULL;
@@ -295,8 +294,8 @@ static const char *progmap_find(const struct progmap *pm, uint64_t id)
  * op_program() - @op's program, from its first occurrence: "<hlo_module>(<program_id>)"
  * (XProf's HloModuleNameWithProgramId()), else the "XLA Modules" event of its program_id.
  */
-static int op_program(const struct ops_acc *a, struct op *op, const struct dec_evmd *md,
-		      const struct dec_opstats *os)
+static int op_program(const struct ops_acc *a, struct op *op, const struct xs_evmd *md,
+		      const struct xs_opstats *os)
 {
 	const char *mod = os->hlo_module ? os->hlo_module : md->hlo_module;
 	bool has_id = os->has_program_id || md->has_program_id;
@@ -319,13 +318,12 @@ static int op_program(const struct ops_acc *a, struct op *op, const struct dec_e
 	return op->program ? 0 : -ENOMEM;
 }
 
-/* A dec_event_fn: add one event to its op (arg: struct ops_acc). */
-static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec_evmd *md,
-		     void *arg)
+/* A xs_event_fn: add one event to its op (arg: struct ops_acc). */
+static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_evmd *md, void *arg)
 {
 	struct ops_acc *a = arg;
-	struct dec_opstats os = {.borrow = true};
-	struct dec_event dev = *ev, *e = &dev;
+	struct xs_opstats os = {.borrow = true};
+	struct xs_event dev = *ev, *e = &dev;
 	double flops = md->flops, bytes = md->bytes, mflops = md->model_flops;
 	bool has_flops = md->has_flops, has_bytes = md->has_bytes, has_mf = md->has_model_flops;
 	struct op *op;
@@ -333,8 +331,8 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec
 	int r;
 
 	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS)) {
-		if ((r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-					XEVENT_F_STATS, dec_collect_stat, &os)) < 0)
+		if ((r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				       XEVENT_F_STATS, xs_collect_stat, &os)) < 0)
 			goto out;
 		if (os.has_flops)
 			flops = os.flops, has_flops = true;
@@ -346,29 +344,28 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec
 		if (a->kind == LK_XLA_OPS && os.has_dev_off && os.has_dev_dur && !e->has_num) {
 			e->start_ps = os.dev_off;
 			e->duration_ps = os.dev_dur;
-			e->end_ps = dec_sat_add(os.dev_off, os.dev_dur);
+			e->end_ps = xs_sat_add(os.dev_off, os.dev_dur);
 		}
 	}
 	if ((r = (int)(gi = op_group(a, md, &os))) < 0)
 		goto out;
 	op = &a->m->ops[gi];
 	if (!op->program_tried) { /* the first occurrence: its strings too (hlo_module) */
-		struct dec_opstats ps = {.strings = true, .borrow = true};
+		struct xs_opstats ps = {.strings = true, .borrow = true};
 
 		r = 0;
 		if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
-			r = dec_walk_stats(rc, &rc->ev, e->stats_off,
-					   e->off + e->len - e->stats_off, XEVENT_F_STATS,
-					   dec_collect_stat, &ps);
+			r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+					  XEVENT_F_STATS, xs_collect_stat, &ps);
 		if (r == 0)
 			r = op_program(a, op, md, &ps);
-		dec_opstats_clear(&ps);
+		xs_opstats_clear(&ps);
 		if (r < 0)
 			goto out;
 	}
 	op->count++;
-	op->occurrences = dec_sat_add(op->occurrences, e->has_num ? (e->num > 0 ? e->num : 0) : 1);
-	op->total = dec_sat_add(op->total, e->duration_ps);
+	op->occurrences = xs_sat_add(op->occurrences, e->has_num ? (e->num > 0 ? e->num : 0) : 1);
+	op->total = xs_sat_add(op->total, e->duration_ps);
 	if (e->duration_ps < op->min)
 		op->min = e->duration_ps;
 	if (e->duration_ps > op->max)
@@ -380,18 +377,18 @@ static int ops_event(struct dec_rctx *rc, const struct dec_event *ev, struct dec
 	if (has_mf)
 		op->model_flops += mflops, op->has_model_flops = true;
 	a->events++;
-	a->total = dec_sat_add(a->total, e->duration_ps);
+	a->total = xs_sat_add(a->total, e->duration_ps);
 	ops_nest(a, e, gi);
 	r = 0;
 out:
-	dec_opstats_clear(&os);
+	xs_opstats_clear(&os);
 	return r;
 }
 
 /* Aggregate one line's events into @a->m; adds to a->events and a->total. */
-static int ops_line(struct dec_rctx *rc, size_t li, struct ops_acc *a)
+static int ops_line(struct xs_rctx *rc, size_t li, struct ops_acc *a)
 {
-	int r = dec_line_each(rc, li, NULL, ops_event, a);
+	int r = xs_line_each(rc, li, NULL, ops_event, a);
 
 	while (a->depth > 0)
 		op_finish(a->m, &a->stack[--a->depth]);
@@ -412,17 +409,17 @@ static int op_cmp(const void *a, const void *b, void *arg)
 }
 
 /* out_opt_double() - @lit then @d, or null when not @has. */
-static void out_opt_double(struct dec_out *o, const char *lit, bool has, double d)
+static void out_opt_double(struct xs_out *o, const char *lit, bool has, double d)
 {
-	dec_out_add(o, lit, strlen(lit));
+	xs_out_add(o, lit, strlen(lit));
 	if (has)
-		dec_out_double(o, d);
+		xs_out_double(o, d);
 	else
 		OUT_LIT(o, "null");
 }
 
 /* out_rate() - @lit then @amount per second of @ps (XProf's SafeDivide over time), null if unknown. */
-static void out_rate(struct dec_out *o, const char *lit, bool has, double amount, int64_t ps)
+static void out_rate(struct xs_out *o, const char *lit, bool has, double amount, int64_t ps)
 {
 	out_opt_double(o, lit, has && ps > 0, amount / (double)ps * 1e12);
 }
@@ -432,7 +429,7 @@ static void out_rate(struct dec_out *o, const char *lit, bool has, double amount
  * bytes != 0 ? (flops/bytes >= ridge ? Compute : Memory) : (flops != 0 ? Compute : Unknown);
  * null without peak rates (no ridge point).
  */
-static void out_roofline(struct dec_out *o, const struct op *op, const struct dec_plane_facts *f)
+static void out_roofline(struct xs_out *o, const struct op *op, const struct stats_plane_facts *f)
 {
 	double flops = op->has_flops ? op->flops : 0, bytes = op->has_bytes ? op->bytes : 0;
 	const char *bound;
@@ -447,34 +444,34 @@ static void out_roofline(struct dec_out *o, const struct op *op, const struct de
 		bound = flops / bytes >= f->peak_flops / f->peak_bw ? "\"Compute\"" : "\"Memory\"";
 	else
 		bound = flops != 0 ? "\"Compute\"" : "\"Unknown\"";
-	dec_out_add(o, bound, strlen(bound));
+	xs_out_add(o, bound, strlen(bound));
 }
 
 /* out_share() - ,"share": @part / @whole, null when @whole is 0. */
-static void out_share(struct dec_out *o, int64_t part, int64_t whole)
+static void out_share(struct xs_out *o, int64_t part, int64_t whole)
 {
 	out_opt_double(o, ",\"share\":", whole > 0, (double)part / (double)whole);
 }
 
-static void op_write(struct dec_out *o, const struct op *op, const struct dec_plane_facts *f,
+static void op_write(struct xs_out *o, const struct op *op, const struct stats_plane_facts *f,
 		     int64_t plane_self)
 {
-	dec_out_cstr(o, op->name);
+	xs_out_cstr(o, op->name);
 	OUT_LIT(o, ",\"category\":");
-	dec_out_cstr(o, op->category);
+	xs_out_cstr(o, op->category);
 	OUT_LIT(o, ",\"program\":");
 	if (op->program)
-		dec_out_cstr(o, op->program);
+		xs_out_cstr(o, op->program);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\"count\":");
-	dec_out_u64(o, op->count);
-	dec_out_key_i64(o, ",\"occurrences\":", op->occurrences);
-	dec_out_key_i64(o, ",\"total_ps\":", op->total);
-	dec_out_key_i64(o, ",\"self_ps\":", op->self);
-	dec_out_key_i64(o, ",\"min_ps\":", op->count ? op->min : 0);
-	dec_out_key_i64(o, ",\"mean_ps\":", op->count ? op->total / (int64_t)op->count : 0);
-	dec_out_key_i64(o, ",\"max_ps\":", op->count ? op->max : 0);
+	xs_out_u64(o, op->count);
+	xs_out_key_i64(o, ",\"occurrences\":", op->occurrences);
+	xs_out_key_i64(o, ",\"total_ps\":", op->total);
+	xs_out_key_i64(o, ",\"self_ps\":", op->self);
+	xs_out_key_i64(o, ",\"min_ps\":", op->count ? op->min : 0);
+	xs_out_key_i64(o, ",\"mean_ps\":", op->count ? op->total / (int64_t)op->count : 0);
+	xs_out_key_i64(o, ",\"max_ps\":", op->count ? op->max : 0);
 	out_opt_double(o, ",\"avg_ps\":", op->occurrences > 0,
 		       (double)op->total / (double)op->occurrences);
 	out_opt_double(o, ",\"flops\":", op->has_flops, op->flops);
@@ -487,14 +484,14 @@ static void op_write(struct dec_out *o, const struct op *op, const struct dec_pl
 	out_share(o, op->self, plane_self);
 }
 
-static int ops_write(struct opmap *m, const size_t *idx, const struct dec_plane_facts *f,
-		     int64_t plane_self, struct dec_out *o)
+static int ops_write(struct opmap *m, const size_t *idx, const struct stats_plane_facts *f,
+		     int64_t plane_self, struct xs_out *o)
 {
 	for (size_t i = 0; i < m->n; i++) {
 		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
 		op_write(o, &m->ops[idx[i]], f, plane_self);
 		OUT_LIT(o, "}");
-		if (dec_out_flush(o, false) < 0)
+		if (xs_out_flush(o, false) < 0)
 			break;
 	}
 	return o->r;
@@ -550,7 +547,7 @@ static int rollup_cmp(const void *a, const void *b)
  * group's time is the sum of its ops' self times, and an op's flops / bytes count
  * only when it has no children time (total == self).
  */
-static int ops_rollup(struct opmap *m, bool by_program, int64_t plane_self, struct dec_out *o)
+static int ops_rollup(struct opmap *m, bool by_program, int64_t plane_self, struct xs_out *o)
 {
 	size_t *idx = malloc((m->n + 1) * sizeof(*idx)), ng = 0;
 	struct rollup *g = calloc(m->n + 1, sizeof(*g));
@@ -573,9 +570,9 @@ static int ops_rollup(struct opmap *m, bool by_program, int64_t plane_self, stru
 			g[ng++].key = op_key(op, by_program);
 		cur = &g[ng - 1];
 		cur->ops++;
-		cur->occurrences = dec_sat_add(cur->occurrences, op->occurrences);
-		cur->self = dec_sat_add(cur->self, op->self);
-		cur->total = dec_sat_add(cur->total, op->total);
+		cur->occurrences = xs_sat_add(cur->occurrences, op->occurrences);
+		cur->self = xs_sat_add(cur->self, op->self);
+		cur->total = xs_sat_add(cur->total, op->total);
 		if (leaf && op->has_flops)
 			cur->flops += op->flops, cur->has_flops = true;
 		if (leaf && op->has_bytes)
@@ -587,14 +584,14 @@ static int ops_rollup(struct opmap *m, bool by_program, int64_t plane_self, stru
 	for (size_t i = 0; i < ng; i++) {
 		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
 		if (g[i].key)
-			dec_out_cstr(o, g[i].key);
+			xs_out_cstr(o, g[i].key);
 		else
 			OUT_LIT(o, "null");
 		OUT_LIT(o, ",\"ops\":");
-		dec_out_u64(o, g[i].ops);
-		dec_out_key_i64(o, ",\"occurrences\":", g[i].occurrences);
-		dec_out_key_i64(o, ",\"self_ps\":", g[i].self);
-		dec_out_key_i64(o, ",\"total_ps\":", g[i].total);
+		xs_out_u64(o, g[i].ops);
+		xs_out_key_i64(o, ",\"occurrences\":", g[i].occurrences);
+		xs_out_key_i64(o, ",\"self_ps\":", g[i].self);
+		xs_out_key_i64(o, ",\"total_ps\":", g[i].total);
 		out_opt_double(o, ",\"flops\":", g[i].has_flops, g[i].flops);
 		out_opt_double(o, ",\"model_flops\":", g[i].has_model_flops, g[i].model_flops);
 		out_opt_double(o, ",\"bytes_accessed\":", g[i].has_bytes, g[i].bytes);
@@ -602,7 +599,7 @@ static int ops_rollup(struct opmap *m, bool by_program, int64_t plane_self, stru
 		out_rate(o, ",\"bytes_per_s\":", g[i].has_bytes, g[i].bytes, g[i].self);
 		out_share(o, g[i].self, plane_self);
 		OUT_LIT(o, "}");
-		if ((r = dec_out_flush(o, false)) < 0)
+		if ((r = xs_out_flush(o, false)) < 0)
 			break;
 	}
 out:
@@ -613,11 +610,11 @@ out:
 
 /* ---- one plane ---------------------------------------------------------- */
 
-int dec_ops_plane(struct dec_rctx *rc, size_t pi, struct dec_ops *out)
+int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 {
 	struct xprofs_xspace *x = rc->x;
-	const struct dec_plane *p = &x->planes[pi];
-	bool fw = is_host_plane(p) && dec_host_has_fw(x, p);
+	const struct xs_plane *p = &x->planes[pi];
+	bool fw = is_host_plane(p) && stats_host_has_fw(x, p);
 	struct ops_acc *acc = NULL;
 	int r = 0;
 
@@ -633,12 +630,12 @@ int dec_ops_plane(struct dec_rctx *rc, size_t pi, struct dec_ops *out)
 	for (size_t i = 0; i < REFC_SIZE; i++)
 		acc->hc[i].gi = -1;
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
-		if (dec_plane_is_device(p) &&
-		    dec_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
-		    (r = dec_line_each(rc, j, NULL, prog_event, &out->pm)) < 0)
+		if (xs_plane_is_device(p) &&
+		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
+		    (r = xs_line_each(rc, j, NULL, prog_event, &out->pm)) < 0)
 			goto out;
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
-		enum dec_line_kind k = dec_op_line_kind(x, p, &x->lines[j], fw);
+		enum stats_line_kind k = stats_op_line_kind(x, p, &x->lines[j], fw);
 
 		if (k == LK_NONE)
 			continue;
@@ -649,24 +646,24 @@ int dec_ops_plane(struct dec_rctx *rc, size_t pi, struct dec_ops *out)
 	out->events = acc->events;
 	out->total = acc->total;
 	for (size_t i = 0; i < out->m.n; i++)
-		out->self = dec_sat_add(out->self, out->m.ops[i].self);
+		out->self = xs_sat_add(out->self, out->m.ops[i].self);
 	if (out->events)
-		r = dec_plane_facts_get(rc, pi, &out->f);
+		r = stats_plane_facts_get(rc, pi, &out->f);
 out:
 	free(acc);
 	if (r < 0)
-		dec_ops_free(out);
+		stats_ops_free(out);
 	return r;
 }
 
-void dec_ops_free(struct dec_ops *d)
+void stats_ops_free(struct stats_ops *d)
 {
 	opmap_free(&d->m);
 	progmap_free(&d->pm);
-	dec_plane_facts_clear(&d->f);
+	stats_plane_facts_clear(&d->f);
 }
 
-int dec_ops_merge(struct dec_ops *dst, const struct dec_ops *src)
+int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 {
 	if (!dst->m.slot)
 		dst->m.other = -1;
@@ -682,9 +679,9 @@ int dec_ops_merge(struct dec_ops *dst, const struct dec_ops *src)
 			return -ENOMEM;
 		b->program_tried = true;
 		b->count += a->count;
-		b->occurrences = dec_sat_add(b->occurrences, a->occurrences);
-		b->total = dec_sat_add(b->total, a->total);
-		b->self = dec_sat_add(b->self, a->self);
+		b->occurrences = xs_sat_add(b->occurrences, a->occurrences);
+		b->total = xs_sat_add(b->total, a->total);
+		b->self = xs_sat_add(b->self, a->self);
 		b->min = a->min < b->min ? a->min : b->min;
 		b->max = a->max > b->max ? a->max : b->max;
 		if (a->has_flops)
@@ -695,13 +692,13 @@ int dec_ops_merge(struct dec_ops *dst, const struct dec_ops *src)
 			b->model_flops += a->model_flops, b->has_model_flops = true;
 	}
 	dst->events += src->events;
-	dst->total = dec_sat_add(dst->total, src->total);
-	dst->self = dec_sat_add(dst->self, src->self);
+	dst->total = xs_sat_add(dst->total, src->total);
+	dst->self = xs_sat_add(dst->self, src->self);
 	return 0;
 }
 
-/* dec_ops_sorted() - the ops' indexes by self time (desc), total, name. Caller frees. */
-size_t *dec_ops_sorted(struct dec_ops *d)
+/* stats_ops_sorted() - the ops' indexes by self time (desc), total, name. Caller frees. */
+size_t *stats_ops_sorted(struct stats_ops *d)
 {
 	size_t *idx = malloc((d->m.n + 1) * sizeof(*idx));
 
@@ -713,7 +710,7 @@ size_t *dec_ops_sorted(struct dec_ops *d)
 	return idx;
 }
 
-static void out_peak(struct dec_out *o, const struct dec_plane_facts *f)
+static void out_peak(struct xs_out *o, const struct stats_plane_facts *f)
 {
 	out_opt_double(o, ",\"peak_flops_per_s\":", f->peak_flops > 0, f->peak_flops);
 	out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", f->peak_bw > 0, f->peak_bw);
@@ -721,22 +718,22 @@ static void out_peak(struct dec_out *o, const struct dec_plane_facts *f)
 		       f->peak_flops / f->peak_bw);
 }
 
-static int ops_plane_write(struct dec_rctx *rc, size_t pi, struct dec_ops *d, struct dec_out *o)
+static int ops_plane_write(struct xs_rctx *rc, size_t pi, struct stats_ops *d, struct xs_out *o)
 {
-	const struct dec_plane *p = &rc->x->planes[pi];
-	size_t *idx = dec_ops_sorted(d);
+	const struct xs_plane *p = &rc->x->planes[pi];
+	size_t *idx = stats_ops_sorted(d);
 	int r;
 
 	if (!idx)
 		return -ENOMEM;
-	dec_out_str(o, p->name, p->name_len);
+	xs_out_str(o, p->name, p->name_len);
 	OUT_LIT(o, ",\"file\":");
-	dec_out_cstr(o, p->file);
-	OUT_RAW(o, dec_plane_is_device(p) ? ",\"kind\":\"device\"" : ",\"kind\":\"host\"");
+	xs_out_cstr(o, p->file);
+	OUT_RAW(o, xs_plane_is_device(p) ? ",\"kind\":\"device\"" : ",\"kind\":\"host\"");
 	OUT_LIT(o, ",\"events\":");
-	dec_out_u64(o, d->events);
-	dec_out_key_i64(o, ",\"total_ps\":", d->total);
-	dec_out_key_i64(o, ",\"self_ps\":", d->self);
+	xs_out_u64(o, d->events);
+	xs_out_key_i64(o, ",\"total_ps\":", d->total);
+	xs_out_key_i64(o, ",\"self_ps\":", d->self);
 	out_peak(o, &d->f);
 	OUT_LIT(o, ",\"ops\":[");
 	r = ops_write(&d->m, idx, &d->f, d->self, o);
@@ -750,24 +747,24 @@ static int ops_plane_write(struct dec_rctx *rc, size_t pi, struct dec_ops *d, st
 	if ((r = ops_rollup(&d->m, true, d->self, o)) < 0)
 		return r;
 	OUT_LIT(o, "]}");
-	return dec_out_flush(o, false);
+	return xs_out_flush(o, false);
 }
 
-/* One plane of ops.json, computed by dec_tasks_run(). */
+/* One plane of ops.json, computed by xs_tasks_run(). */
 struct ops_slot {
-	struct dec_ops d;
+	struct stats_ops d;
 	int r;
 };
 
-/* A dec_task_fn: plane @pi's op table into slot @pi (arg: struct ops_slot[]). */
-static int ops_task(struct dec_rctx *rc, size_t pi, void *arg)
+/* A xs_task_fn: plane @pi's op table into slot @pi (arg: struct ops_slot[]). */
+static int ops_task(struct xs_rctx *rc, size_t pi, void *arg)
 {
 	struct ops_slot *s = &((struct ops_slot *)arg)[pi];
 
-	return s->r = dec_ops_plane(rc, pi, &s->d);
+	return s->r = stats_ops_plane(rc, pi, &s->d);
 }
 
-/* A dec_task_cost_fn: a plane's events. */
+/* A xs_task_cost_fn: a plane's events. */
 static uint64_t ops_cost(const struct xprofs_xspace *x, size_t pi, void *arg)
 {
 	(void)arg;
@@ -775,12 +772,12 @@ static uint64_t ops_cost(const struct xprofs_xspace *x, size_t pi, void *arg)
 }
 
 /*
- * dec_view_ops() - the planes' op tables are independent: they are computed
- * first (on several threads when the profile allows, dec_tasks_run()), then
+ * stats_view_ops() - the planes' op tables are independent: they are computed
+ * first (on several threads when the profile allows, xs_tasks_run()), then
  * written in plane order; a failing plane ends the output where a plane-by-plane
  * loop would have.
  */
-int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
+int stats_view_ops(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct ops_slot *slot = calloc(x->n_planes + 1, sizeof(*slot));
@@ -789,11 +786,11 @@ int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 
 	if (!slot)
 		return -ENOMEM;
-	(void)dec_tasks_run(rc, x->n_planes, ops_task, ops_cost,
-			    slot); /* each slot has its result */
+	(void)xs_tasks_run(rc, x->n_planes, ops_task, ops_cost,
+			   slot); /* each slot has its result */
 	OUT_LIT(o, "{\"planes\":[");
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
-		struct dec_ops *d = &slot[pi].d;
+		struct stats_ops *d = &slot[pi].d;
 
 		if ((r = slot[pi].r) < 0)
 			goto out;
@@ -803,30 +800,30 @@ int dec_view_ops(struct dec_rctx *rc, struct dec_out *o)
 			if ((r = ops_plane_write(rc, pi, d, o)) < 0)
 				goto out;
 		}
-		dec_ops_free(d);
+		stats_ops_free(d);
 	}
 	OUT_LIT(o, "\n]}\n");
 out:
 	for (size_t pi = 0; pi < x->n_planes; pi++)
-		dec_ops_free(&slot[pi].d);
+		stats_ops_free(&slot[pi].d);
 	free(slot);
 	return r;
 }
 
 /* ---- for the session-wide views (view-session.c) ----------------------- */
 
-void dec_op_write(struct dec_out *o, const struct op *op, const struct dec_plane_facts *f,
-		  int64_t plane_self)
+void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_plane_facts *f,
+		    int64_t plane_self)
 {
 	op_write(o, op, f, plane_self);
 }
 
-int dec_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct dec_out *o)
+int stats_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct xs_out *o)
 {
 	return ops_rollup(m, by_program, plane_self, o);
 }
 
-void dec_ops_peak_write(struct dec_out *o, const struct dec_plane_facts *f)
+void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f)
 {
 	out_peak(o, f);
 }

@@ -6,10 +6,10 @@
  * a bottleneck statement with XProf's thresholds. docs/stats.md has every
  * field and what is missing without the HLO protos.
  *
- * Design: built from the other analyses' parts: dec_steps_overview() (steps,
- * breakdown), dec_device_busy() per device plane (union of its op lines),
- * dec_ops_plane() per plane, the device planes' ops combined by name
- * (dec_ops_merge()). Memory: O(distinct ops + steps).
+ * Design: built from the other analyses' parts: stats_steps_overview() (steps,
+ * breakdown), stats_device_busy() per device plane (union of its op lines),
+ * stats_ops_plane() per plane, the device planes' ops combined by name
+ * (stats_ops_merge()). Memory: O(distinct ops + steps).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -39,55 +39,55 @@ struct ov_dev {
 	int64_t busy, span;
 	double flops, model_flops, peak_flop_s; /* peak_flop_s: Σ peak × busy seconds */
 	bool has_flops, has_model_flops, all_peaks;
-	struct dec_plane_facts f; /* the first device plane's */
-	struct dec_ops ops;       /* combined by name */
+	struct stats_plane_facts f; /* the first device plane's */
+	struct stats_ops ops;       /* combined by name */
 	int64_t host_self;
 	int64_t host_occ, dev_occ;
 };
 
-static void out_cstr_or_null(struct dec_out *o, const char *s)
+static void out_cstr_or_null(struct xs_out *o, const char *s)
 {
 	if (s)
-		dec_out_cstr(o, s);
+		xs_out_cstr(o, s);
 	else
 		OUT_LIT(o, "null");
 }
 
-/* What one plane contributes, computed by dec_tasks_run() (ov_task()). */
+/* What one plane contributes, computed by xs_tasks_run() (ov_task()). */
 struct ov_slot {
-	struct dec_ops ops;
-	struct dec_busy busy; /* device planes */
-	bool from_steps;      /* busy is left to the steps' sweep (dec_busy_in_steps()) */
+	struct stats_ops ops;
+	struct stats_busy busy; /* device planes */
+	bool from_steps;        /* busy is left to the steps' sweep (stats_busy_in_steps()) */
 };
 
 /* The tasks of one overview: the steps' summary, then per plane its ops and its busy time. */
 struct ov_tasks {
-	struct dec_step_summary steps;
-	struct ov_slot *slot;   /* owned, one per plane */
-	struct dec_busy *sbusy; /* owned: the busy times the steps' sweep gave */
-	bool *sbusy_ok;         /* owned: which */
+	struct stats_step_summary steps;
+	struct ov_slot *slot;     /* owned, one per plane */
+	struct stats_busy *sbusy; /* owned: the busy times the steps' sweep gave */
+	bool *sbusy_ok;           /* owned: which */
 };
 
 /*
- * ov_task() - a dec_task_fn: task 0 is dec_steps_overview(), task 1 + 2q plane
+ * ov_task() - a xs_task_fn: task 0 is stats_steps_overview(), task 1 + 2q plane
  * q's ops, task 2 + 2q its busy time: the order a plane-by-plane loop takes.
  */
-static int ov_task(struct dec_rctx *rc, size_t i, void *arg)
+static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 {
 	struct ov_tasks *t = arg;
 	size_t q = (i - 1) / 2;
 
 	if (i == 0)
-		return dec_steps_overview_busy(rc, &t->steps, t->sbusy, t->sbusy_ok);
+		return stats_steps_overview_busy(rc, &t->steps, t->sbusy, t->sbusy_ok);
 	if (i % 2)
-		return dec_ops_plane(rc, q, &t->slot[q].ops);
-	if (!dec_plane_is_device(&rc->x->planes[q]) || t->slot[q].from_steps)
+		return stats_ops_plane(rc, q, &t->slot[q].ops);
+	if (!xs_plane_is_device(&rc->x->planes[q]) || t->slot[q].from_steps)
 		return 0;
-	return dec_device_busy(rc, q, &t->slot[q].busy);
+	return stats_device_busy(rc, q, &t->slot[q].busy);
 }
 
 /*
- * A dec_task_cost_fn: the events each task reads. The steps' sweep reads the
+ * A xs_task_cost_fn: the events each task reads. The steps' sweep reads the
  * device op lines of the planes with steps twice (their union and breakdown),
  * and the host op lines for host steps: counted as all events, which puts it first.
  */
@@ -99,29 +99,29 @@ static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 	if (i == 0)
 		return x->totals.events;
 	if (i % 2 == 0) /* busy time: a merge without stats, device planes only */
-		return dec_plane_is_device(&x->planes[q]) && !t->slot[q].from_steps
+		return xs_plane_is_device(&x->planes[q]) && !t->slot[q].from_steps
 			       ? x->planes[q].events / 2
 			       : 0;
 	return x->planes[q].events;
 }
 
 /* ov_plane() - add device or host plane @q (its ops and busy time in @s) to @d. */
-static int ov_plane(struct dec_rctx *rc, size_t q, struct ov_slot *s, struct ov_dev *d)
+static int ov_plane(struct xs_rctx *rc, size_t q, struct ov_slot *s, struct ov_dev *d)
 {
-	const struct dec_plane *p = &rc->x->planes[q];
-	struct dec_ops *ops = &s->ops;
-	const struct dec_busy *b = &s->busy;
+	const struct xs_plane *p = &rc->x->planes[q];
+	struct stats_ops *ops = &s->ops;
+	const struct stats_busy *b = &s->busy;
 
 	if (!ops->events)
 		return 0;
 	for (size_t i = 0; i < ops->m.n; i++) {
 		const struct op *op = &ops->m.ops[i];
 
-		if (!dec_plane_is_device(p)) {
-			d->host_occ = dec_sat_add(d->host_occ, op->occurrences);
+		if (!xs_plane_is_device(p)) {
+			d->host_occ = xs_sat_add(d->host_occ, op->occurrences);
 			continue;
 		}
-		d->dev_occ = dec_sat_add(d->dev_occ, op->occurrences);
+		d->dev_occ = xs_sat_add(d->dev_occ, op->occurrences);
 		if (op->total != op->self) /* UpdateNodeMetrics(): leaf ops only */
 			continue;
 		if (op->has_flops)
@@ -129,8 +129,8 @@ static int ov_plane(struct dec_rctx *rc, size_t q, struct ov_slot *s, struct ov_
 		if (op->has_model_flops)
 			d->model_flops += op->model_flops, d->has_model_flops = true;
 	}
-	if (!dec_plane_is_device(p)) {
-		d->host_self = dec_sat_add(d->host_self, ops->self);
+	if (!xs_plane_is_device(p)) {
+		d->host_self = xs_sat_add(d->host_self, ops->self);
 		return 0;
 	}
 	if (ops->f.peak_flops > 0)
@@ -141,16 +141,16 @@ static int ov_plane(struct dec_rctx *rc, size_t q, struct ov_slot *s, struct ov_
 		d->f = ops->f;
 		memset(&ops->f, 0, sizeof(ops->f)); /* moved */
 	}
-	d->busy = dec_sat_add(d->busy, b->busy);
-	d->span = dec_sat_add(d->span, b->any ? dec_sat_add(b->last, -b->first) : 0);
-	return dec_ops_merge(&d->ops, ops);
+	d->busy = xs_sat_add(d->busy, b->busy);
+	d->span = xs_sat_add(d->span, b->any ? xs_sat_add(b->last, -b->first) : 0);
+	return stats_ops_merge(&d->ops, ops);
 }
 
-static void out_env(struct dec_out *o, const struct xprofs_xspace *x, const struct ov_dev *d)
+static void out_env(struct xs_out *o, const struct xprofs_xspace *x, const struct ov_dev *d)
 {
 	OUT_LIT(o, "{\"host\":");
 	if (x->hostnames.n)
-		dec_out_str(o, x->hostnames.s[0], x->hostnames.len[0]);
+		xs_out_str(o, x->hostnames.s[0], x->hostnames.len[0]);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\"device_type\":");
@@ -158,52 +158,52 @@ static void out_env(struct dec_out *o, const struct xprofs_xspace *x, const stru
 	OUT_LIT(o, ",\"device_vendor\":");
 	out_cstr_or_null(o, d->f.vendor);
 	OUT_LIT(o, ",\"device_planes\":");
-	dec_out_u64(o, d->planes);
-	dec_out_opt_double(o, ",\"device_core_count\":", d->f.has_core_count, d->f.core_count);
-	dec_out_opt_double(o, ",\"peak_flops_per_s\":", d->f.peak_flops > 0, d->f.peak_flops);
-	dec_out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", d->f.peak_bw > 0, d->f.peak_bw);
+	xs_out_u64(o, d->planes);
+	xs_out_opt_double(o, ",\"device_core_count\":", d->f.has_core_count, d->f.core_count);
+	xs_out_opt_double(o, ",\"peak_flops_per_s\":", d->f.peak_flops > 0, d->f.peak_flops);
+	xs_out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", d->f.peak_bw > 0, d->f.peak_bw);
 	OUT_LIT(o, "}");
 }
 
-static void out_device(struct dec_out *o, const struct ov_dev *d)
+static void out_device(struct xs_out *o, const struct ov_dev *d)
 {
 	if (!d->planes) {
 		OUT_LIT(o, "null");
 		return;
 	}
-	dec_out_key_i64(o, "{\"busy_ps\":", d->busy);
-	dec_out_key_i64(o, ",\"span_ps\":", d->span);
-	dec_out_opt_double(o, ",\"duty_cycle\":", d->span > 0, (double)d->busy / (double)d->span);
-	dec_out_opt_double(o, ",\"idle_share\":", d->span > 0,
-			   1.0 - (double)d->busy / (double)d->span);
-	dec_out_opt_double(o, ",\"flops\":", d->has_flops, d->flops);
-	dec_out_opt_double(o, ",\"model_flops\":", d->has_model_flops, d->model_flops);
-	dec_out_opt_double(o, ",\"flops_per_s\":", d->has_flops && d->busy > 0,
-			   d->flops / (double)d->busy * 1e12);
-	dec_out_opt_double(o, ",\"hfu\":", d->has_flops && d->all_peaks && d->peak_flop_s > 0,
-			   d->flops / d->peak_flop_s);
-	dec_out_opt_double(o, ",\"mfu\":", d->has_model_flops && d->all_peaks && d->peak_flop_s > 0,
-			   d->model_flops / d->peak_flop_s);
+	xs_out_key_i64(o, "{\"busy_ps\":", d->busy);
+	xs_out_key_i64(o, ",\"span_ps\":", d->span);
+	xs_out_opt_double(o, ",\"duty_cycle\":", d->span > 0, (double)d->busy / (double)d->span);
+	xs_out_opt_double(o, ",\"idle_share\":", d->span > 0,
+			  1.0 - (double)d->busy / (double)d->span);
+	xs_out_opt_double(o, ",\"flops\":", d->has_flops, d->flops);
+	xs_out_opt_double(o, ",\"model_flops\":", d->has_model_flops, d->model_flops);
+	xs_out_opt_double(o, ",\"flops_per_s\":", d->has_flops && d->busy > 0,
+			  d->flops / (double)d->busy * 1e12);
+	xs_out_opt_double(o, ",\"hfu\":", d->has_flops && d->all_peaks && d->peak_flop_s > 0,
+			  d->flops / d->peak_flop_s);
+	xs_out_opt_double(o, ",\"mfu\":", d->has_model_flops && d->all_peaks && d->peak_flop_s > 0,
+			  d->model_flops / d->peak_flop_s);
 	OUT_LIT(o, "}");
 }
 
-static void out_op_time(struct dec_out *o, const struct ov_dev *d)
+static void out_op_time(struct xs_out *o, const struct ov_dev *d)
 {
-	int64_t all = dec_sat_add(d->host_occ, d->dev_occ);
+	int64_t all = xs_sat_add(d->host_occ, d->dev_occ);
 
-	dec_out_key_i64(o, "{\"host_ops\":", d->host_occ);
-	dec_out_key_i64(o, ",\"device_ops\":", d->dev_occ);
-	dec_out_opt_double(o, ",\"host_op_share\":", all > 0, (double)d->host_occ / (double)all);
-	dec_out_opt_double(o, ",\"device_op_share\":", all > 0, (double)d->dev_occ / (double)all);
-	dec_out_key_i64(o, ",\"host_self_ps\":", d->host_self);
-	dec_out_key_i64(o, ",\"device_self_ps\":", d->ops.self);
+	xs_out_key_i64(o, "{\"host_ops\":", d->host_occ);
+	xs_out_key_i64(o, ",\"device_ops\":", d->dev_occ);
+	xs_out_opt_double(o, ",\"host_op_share\":", all > 0, (double)d->host_occ / (double)all);
+	xs_out_opt_double(o, ",\"device_op_share\":", all > 0, (double)d->dev_occ / (double)all);
+	xs_out_key_i64(o, ",\"host_self_ps\":", d->host_self);
+	xs_out_key_i64(o, ",\"device_self_ps\":", d->ops.self);
 	OUT_LIT(o, "}");
 }
 
 /* The top device ops (ComputeAnalysisResult(): by self time, fractions of the device op time). */
-static int out_top(struct dec_out *o, struct ov_dev *d)
+static int out_top(struct xs_out *o, struct ov_dev *d)
 {
-	size_t *idx = dec_ops_sorted(&d->ops), n = d->ops.m.n < TOP_OPS ? d->ops.m.n : TOP_OPS;
+	size_t *idx = stats_ops_sorted(&d->ops), n = d->ops.m.n < TOP_OPS ? d->ops.m.n : TOP_OPS;
 	double cum = 0;
 
 	if (!idx)
@@ -215,14 +215,14 @@ static int out_top(struct dec_out *o, struct ov_dev *d)
 
 		cum += frac;
 		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
-		dec_out_cstr(o, op->name);
+		xs_out_cstr(o, op->name);
 		OUT_LIT(o, ",\"category\":");
-		dec_out_cstr(o, op->category);
-		dec_out_key_i64(o, ",\"self_ps\":", op->self);
-		dec_out_opt_double(o, ",\"self_share\":", d->ops.self > 0, frac);
-		dec_out_opt_double(o, ",\"cumulative_share\":", d->ops.self > 0, cum);
-		dec_out_opt_double(o, ",\"flops_per_s\":", op->has_flops && op->total > 0,
-				   op->flops / (double)op->total * 1e12);
+		xs_out_cstr(o, op->category);
+		xs_out_key_i64(o, ",\"self_ps\":", op->self);
+		xs_out_opt_double(o, ",\"self_share\":", d->ops.self > 0, frac);
+		xs_out_opt_double(o, ",\"cumulative_share\":", d->ops.self > 0, cum);
+		xs_out_opt_double(o, ",\"flops_per_s\":", op->has_flops && op->total > 0,
+				  op->flops / (double)op->total * 1e12);
 		OUT_LIT(o, "}");
 	}
 	OUT_LIT(o, "]");
@@ -242,7 +242,7 @@ static const char *level(double pct, double high, double moderate)
  * compute when device compute is half the step or more; else the first
  * "moderate"; else "none") and a statement in words with the numbers.
  */
-static void out_bottleneck(struct dec_out *o, const struct dec_step_summary *s)
+static void out_bottleneck(struct xs_out *o, const struct stats_step_summary *s)
 {
 	double in, coll, other, out, comp;
 	const char *li, *lc, *lo, *lt, *kind = "none";
@@ -281,35 +281,35 @@ static void out_bottleneck(struct dec_out *o, const struct dec_step_summary *s)
 		 "%.1f %% device compute",
 		 kind, s->avg, in, li, coll, lc, other, lo, out, lt, comp);
 	OUT_LIT(o, "{\"kind\":");
-	dec_out_cstr(o, kind);
-	dec_out_opt_double(o, ",\"input_percent\":", true, in);
+	xs_out_cstr(o, kind);
+	xs_out_opt_double(o, ",\"input_percent\":", true, in);
 	OUT_LIT(o, ",\"input\":");
-	dec_out_cstr(o, li);
-	dec_out_opt_double(o, ",\"collectives_percent\":", true, coll);
+	xs_out_cstr(o, li);
+	xs_out_opt_double(o, ",\"collectives_percent\":", true, coll);
 	OUT_LIT(o, ",\"collectives\":");
-	dec_out_cstr(o, lc);
-	dec_out_opt_double(o, ",\"all_other_percent\":", true, other);
+	xs_out_cstr(o, lc);
+	xs_out_opt_double(o, ",\"all_other_percent\":", true, other);
 	OUT_LIT(o, ",\"all_other\":");
-	dec_out_cstr(o, lo);
-	dec_out_opt_double(o, ",\"output_percent\":", true, out);
+	xs_out_cstr(o, lo);
+	xs_out_opt_double(o, ",\"output_percent\":", true, out);
 	OUT_LIT(o, ",\"output\":");
-	dec_out_cstr(o, lt);
-	dec_out_opt_double(o, ",\"device_compute_percent\":", true, comp);
+	xs_out_cstr(o, lt);
+	xs_out_opt_double(o, ",\"device_compute_percent\":", true, comp);
 	OUT_LIT(o, ",\"statement\":");
-	dec_out_cstr(o, text);
+	xs_out_cstr(o, text);
 	OUT_LIT(o, "}");
 }
 
 /*
- * dec_view_overview() - the steps' summary and each plane's ops and busy time
- * are independent: they are computed first (dec_tasks_run(), on several threads
+ * stats_view_overview() - the steps' summary and each plane's ops and busy time
+ * are independent: they are computed first (xs_tasks_run(), on several threads
  * when the profile allows), then the planes are added up in order.
  */
-int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
+int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct ov_tasks t;
-	struct dec_step_summary *steps = &t.steps;
+	struct stats_step_summary *steps = &t.steps;
 	struct ov_dev d;
 	int r;
 
@@ -325,15 +325,15 @@ int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
 		goto out;
 	}
 	for (size_t q = 0; q < x->n_planes; q++)
-		t.slot[q].from_steps = dec_busy_in_steps(x, q);
-	if ((r = dec_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
+		t.slot[q].from_steps = stats_busy_in_steps(x, q);
+	if ((r = xs_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++) {
 		if (!t.slot[q].from_steps)
 			continue;
 		if (t.sbusy_ok[q])
 			t.slot[q].busy = t.sbusy[q];
-		else if ((r = dec_device_busy(rc, q, &t.slot[q].busy)) < 0)
+		else if ((r = stats_device_busy(rc, q, &t.slot[q].busy)) < 0)
 			goto out;
 	}
 	for (size_t q = 0; q < x->n_planes; q++)
@@ -343,7 +343,7 @@ int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
 	out_env(o, x, &d);
 	OUT_LIT(o, ",\n\"step_time\":");
 	if (steps->has)
-		dec_step_summary_write(o, x, steps);
+		stats_step_summary_write(o, x, steps);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\n\"device\":");
@@ -358,11 +358,11 @@ int dec_view_overview(struct dec_rctx *rc, struct dec_out *o)
 	OUT_LIT(o, "}\n");
 out:
 	for (size_t q = 0; t.slot && q < x->n_planes; q++)
-		dec_ops_free(&t.slot[q].ops);
+		stats_ops_free(&t.slot[q].ops);
 	free(t.slot);
 	free(t.sbusy);
 	free(t.sbusy_ok);
-	dec_ops_free(&d.ops);
-	dec_plane_facts_clear(&d.f);
+	stats_ops_free(&d.ops);
+	stats_plane_facts_clear(&d.f);
 	return r;
 }

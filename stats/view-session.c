@@ -4,8 +4,8 @@
  * as XProf combines op metrics across hosts, and compare/<other>/ops.json
  * and steps.json, the change from one session to another.
  *
- * Design: each host is analysed alone (dec_ops_plane() per plane,
- * dec_steps_overview()) and folded into two session tables, device and
+ * Design: each host is analysed alone (stats_ops_plane() per plane,
+ * stats_steps_overview()) and folded into two session tables, device and
  * host, as XProf's CombineAllOpStats() folds each host's
  * device_op_metrics_db and host_op_metrics_db with OpMetricsDbCombiner:
  * ops keyed by (program, name) (LookupOrInsertNewOpMetrics(hlo_module_id,
@@ -35,7 +35,7 @@ struct sdb {
 	int64_t other; /* index of "(other)" or -1 */
 	uint64_t planes, events;
 	int64_t total, self;
-	struct dec_plane_facts f; /* peak rates only (no strings) */
+	struct stats_plane_facts f; /* peak rates only (no strings) */
 	bool has_f;
 };
 
@@ -163,9 +163,9 @@ static int op_combine(struct op *b, const struct op *a)
 	b->min = b->occurrences == 0 || a->min < b->min ? a->min : b->min;
 	b->max = a->max > b->max ? a->max : b->max;
 	b->count += a->count;
-	b->occurrences = dec_sat_add(b->occurrences, a->occurrences);
-	b->total = dec_sat_add(b->total, a->total);
-	b->self = dec_sat_add(b->self, a->self);
+	b->occurrences = xs_sat_add(b->occurrences, a->occurrences);
+	b->total = xs_sat_add(b->total, a->total);
+	b->self = xs_sat_add(b->self, a->self);
 	if (a->has_flops)
 		b->flops += a->flops, b->has_flops = true;
 	if (a->has_bytes)
@@ -199,8 +199,8 @@ static int sdb_merge(struct sdb *d, const struct sdb *src)
 		return r;
 	d->planes += src->planes;
 	d->events += src->events;
-	d->total = dec_sat_add(d->total, src->total);
-	d->self = dec_sat_add(d->self, src->self);
+	d->total = xs_sat_add(d->total, src->total);
+	d->self = xs_sat_add(d->self, src->self);
 	if (src->has_f && src->f.peak_flops > 0)
 		d->f.peak_flops = src->f.peak_flops; /* the last host's */
 	if (src->has_f && src->f.peak_bw > 0 && !(d->f.peak_bw > 0))
@@ -214,7 +214,7 @@ static int sdb_merge(struct sdb *d, const struct sdb *src)
 /* One host's contribution while it is analysed (folded in only on success). */
 struct host_acc {
 	struct sdb dev, host;
-	struct dec_step_summary steps;
+	struct stats_step_summary steps;
 	bool want_ops, want_steps;
 };
 
@@ -222,31 +222,31 @@ struct host_acc {
 struct sess {
 	const struct xprofs_session_in *in;
 	struct sdb dev, host;
-	struct dec_step_summary *steps; /* per host, in @in's order */
-	char **errors;                  /* per host: why its analysis failed; owned */
+	struct stats_step_summary *steps; /* per host, in @in's order */
+	char **errors;                    /* per host: why its analysis failed; owned */
 };
 
-/* host_fn() - a dec_with_rctx() function: one host's op tables and step summary. */
-static int host_fn(struct dec_rctx *rc, void *arg)
+/* host_fn() - a xs_with_rctx() function: one host's op tables and step summary. */
+static int host_fn(struct xs_rctx *rc, void *arg)
 {
 	struct host_acc *h = arg;
-	struct dec_ops ops;
+	struct stats_ops ops;
 	int r;
 
-	if (h->want_steps && (r = dec_steps_overview(rc, &h->steps)) < 0)
+	if (h->want_steps && (r = stats_steps_overview(rc, &h->steps)) < 0)
 		return r;
 	for (size_t q = 0; h->want_ops && q < rc->x->n_planes; q++) {
-		bool dev = dec_plane_is_device(&rc->x->planes[q]);
+		bool dev = xs_plane_is_device(&rc->x->planes[q]);
 		struct sdb *d = dev ? &h->dev : &h->host;
 
-		if ((r = dec_ops_plane(rc, q, &ops)) < 0)
+		if ((r = stats_ops_plane(rc, q, &ops)) < 0)
 			return r;
 		if (ops.events) {
 			r = sdb_add(d, &ops.m);
 			d->planes++;
 			d->events += ops.events;
-			d->total = dec_sat_add(d->total, ops.total);
-			d->self = dec_sat_add(d->self, ops.self);
+			d->total = xs_sat_add(d->total, ops.total);
+			d->self = xs_sat_add(d->self, ops.self);
 			/* a host's PerfEnv: its first device plane's (GetPerfEnvFromXPlane()) */
 			if (dev && !d->has_f) {
 				d->f.peak_flops = ops.f.peak_flops;
@@ -254,7 +254,7 @@ static int host_fn(struct dec_rctx *rc, void *arg)
 				d->has_f = true;
 			}
 		}
-		dec_ops_free(&ops);
+		stats_ops_free(&ops);
 		if (r < 0)
 			return r;
 	}
@@ -299,7 +299,7 @@ static int sess_load(struct sess *s, const struct xprofs_session_in *in, bool op
 		sdb_init(&h.host);
 		xprofs_buf_init(&err, 1024);
 		if (in->xs[i])
-			hr = dec_with_rctx(in->xs[i], &err, host_fn, &h);
+			hr = xs_with_rctx(in->xs[i], &err, host_fn, &h);
 		if (hr == 0) {
 			s->steps[i] = h.steps;
 			r = sdb_merge(&s->dev, &h.dev);
@@ -343,15 +343,15 @@ static int sop_cmp(const void *a, const void *b, void *arg)
 }
 
 /* out_hosts() - "hosts":[{"host":..,"error":..|null}...] of @s. */
-static void out_hosts(struct dec_out *o, const struct sess *s)
+static void out_hosts(struct xs_out *o, const struct sess *s)
 {
 	OUT_LIT(o, "\"hosts\":[");
 	for (size_t i = 0; i < s->in->n; i++) {
 		OUT_RAW(o, i ? ",{\"host\":" : "{\"host\":");
-		dec_out_cstr(o, s->in->hosts[i] ? s->in->hosts[i] : "");
+		xs_out_cstr(o, s->in->hosts[i] ? s->in->hosts[i] : "");
 		OUT_LIT(o, ",\"error\":");
 		if (s->errors[i])
-			dec_out_cstr(o, s->errors[i]);
+			xs_out_cstr(o, s->errors[i]);
 		else
 			OUT_LIT(o, "null");
 		OUT_LIT(o, "}");
@@ -360,7 +360,7 @@ static void out_hosts(struct dec_out *o, const struct sess *s)
 }
 
 /* table_write() - one session table as ops.json's plane object minus name/file/kind. */
-static int table_write(struct dec_out *o, struct sdb *d)
+static int table_write(struct xs_out *o, struct sdb *d)
 {
 	size_t *idx;
 	int r;
@@ -375,26 +375,26 @@ static int table_write(struct dec_out *o, struct sdb *d)
 		idx[i] = i;
 	qsort_r(idx, d->m.n, sizeof(*idx), sop_cmp, d->m.ops);
 	OUT_LIT(o, "{\"planes\":");
-	dec_out_u64(o, d->planes);
+	xs_out_u64(o, d->planes);
 	OUT_LIT(o, ",\"events\":");
-	dec_out_u64(o, d->events);
-	dec_out_key_i64(o, ",\"total_ps\":", d->total);
-	dec_out_key_i64(o, ",\"self_ps\":", d->self);
-	dec_ops_peak_write(o, &d->f);
+	xs_out_u64(o, d->events);
+	xs_out_key_i64(o, ",\"total_ps\":", d->total);
+	xs_out_key_i64(o, ",\"self_ps\":", d->self);
+	stats_ops_peak_write(o, &d->f);
 	OUT_LIT(o, ",\"ops\":[");
 	for (size_t i = 0; i < d->m.n; i++) {
 		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
-		dec_op_write(o, &d->m.ops[idx[i]], &d->f, d->self);
+		stats_op_write(o, &d->m.ops[idx[i]], &d->f, d->self);
 		OUT_LIT(o, "}");
-		if (dec_out_flush(o, false) < 0)
+		if (xs_out_flush(o, false) < 0)
 			break;
 	}
 	free(idx);
 	OUT_LIT(o, "],\"by_category\":[");
-	if ((r = dec_ops_rollup_write(&d->m, false, d->self, o)) < 0)
+	if ((r = stats_ops_rollup_write(&d->m, false, d->self, o)) < 0)
 		return r;
 	OUT_LIT(o, "],\"by_program\":[");
-	if ((r = dec_ops_rollup_write(&d->m, true, d->self, o)) < 0)
+	if ((r = stats_ops_rollup_write(&d->m, true, d->self, o)) < 0)
 		return r;
 	OUT_LIT(o, "]}");
 	return o->r;
@@ -407,17 +407,17 @@ static int valid(const struct xprofs_session_in *s)
 
 int xprofs_decode_session_ops(const struct xprofs_session_in *in, const struct xprofs_sink *sink)
 {
-	struct dec_out o;
+	struct xs_out o;
 	struct sess s;
 	int r;
 
 	if (!sink || !sink->write || !valid(in))
 		return -EINVAL;
-	dec_out_init(&o, sink);
+	xs_out_init(&o, sink);
 	if ((r = sess_load(&s, in, true, false)) < 0)
 		goto out;
 	OUT_LIT(&o, "{\"session\":");
-	dec_out_cstr(&o, in->name ? in->name : "");
+	xs_out_cstr(&o, in->name ? in->name : "");
 	OUT_LIT(&o, ",");
 	out_hosts(&o, &s);
 	OUT_LIT(&o, ",\n\"device\":");
@@ -427,10 +427,10 @@ int xprofs_decode_session_ops(const struct xprofs_session_in *in, const struct x
 	if ((r = table_write(&o, &s.host)) < 0)
 		goto out;
 	OUT_LIT(&o, "}\n");
-	r = o.r ? o.r : dec_out_flush(&o, true);
+	r = o.r ? o.r : xs_out_flush(&o, true);
 out:
 	sess_free(&s);
-	dec_out_deinit(&o);
+	xs_out_deinit(&o);
 	return r;
 }
 
@@ -485,8 +485,8 @@ static const char *side_take(const struct sdb *d, const size_t *idx, size_t *i, 
 
 		if (!s->category[0])
 			s->category = op->category;
-		s->occ = dec_sat_add(s->occ, op->occurrences);
-		s->self = dec_sat_add(s->self, op->self);
+		s->occ = xs_sat_add(s->occ, op->occurrences);
+		s->self = xs_sat_add(s->self, op->self);
 	}
 	return name;
 }
@@ -511,39 +511,39 @@ static int drow_cmp(const void *a, const void *b)
 }
 
 /* out_share3() - ,"share_base":..,"share_new":..,"delta_share":.. (null when a total is 0). */
-static void out_share3(struct dec_out *o, int64_t a, int64_t ta, int64_t b, int64_t tb)
+static void out_share3(struct xs_out *o, int64_t a, int64_t ta, int64_t b, int64_t tb)
 {
 	double sa = ta > 0 ? (double)a / (double)ta : 0, sb = tb > 0 ? (double)b / (double)tb : 0;
 
 	OUT_LIT(o, ",\"share_base\":");
 	if (ta > 0)
-		dec_out_double(o, sa);
+		xs_out_double(o, sa);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\"share_new\":");
 	if (tb > 0)
-		dec_out_double(o, sb);
+		xs_out_double(o, sb);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\"delta_share\":");
 	if (ta > 0 && tb > 0)
-		dec_out_double(o, sb - sa);
+		xs_out_double(o, sb - sa);
 	else
 		OUT_LIT(o, "null");
 }
 
 /* out_i64_3() - ,"<k>_base":a,"<k>_new":b,"delta_<k>":b-a (saturated). */
-static void out_i64_3(struct dec_out *o, const char *k, int64_t a, int64_t b)
+static void out_i64_3(struct xs_out *o, const char *k, int64_t a, int64_t b)
 {
 	OUT_LIT(o, ",\"");
-	dec_out_add(o, k, strlen(k));
-	dec_out_key_i64(o, "_base\":", a);
+	xs_out_add(o, k, strlen(k));
+	xs_out_key_i64(o, "_base\":", a);
 	OUT_LIT(o, ",\"");
-	dec_out_add(o, k, strlen(k));
-	dec_out_key_i64(o, "_new\":", b);
+	xs_out_add(o, k, strlen(k));
+	xs_out_key_i64(o, "_new\":", b);
 	OUT_LIT(o, ",\"delta_");
-	dec_out_add(o, k, strlen(k));
-	dec_out_key_i64(o, "\":", dec_sat_add(b, -a));
+	xs_out_add(o, k, strlen(k));
+	xs_out_key_i64(o, "\":", xs_sat_add(b, -a));
 }
 
 /*
@@ -551,7 +551,7 @@ static void out_i64_3(struct dec_out *o, const char *k, int64_t a, int64_t b)
  * sorted by the absolute change of self time (then of occurrences, then
  * name); null when neither session has the table.
  */
-static int diff_write(struct dec_out *o, const struct sdb *a, const struct sdb *b)
+static int diff_write(struct xs_out *o, const struct sdb *a, const struct sdb *b)
 {
 	size_t *ia = NULL, *ib = NULL, i = 0, j = 0, n = 0, na = 0, nb = 0;
 	struct drow *rows = NULL;
@@ -583,23 +583,23 @@ static int diff_write(struct dec_out *o, const struct sdb *a, const struct sdb *
 	}
 	qsort(rows, n, sizeof(*rows), drow_cmp);
 	OUT_LIT(o, "{\"planes_base\":");
-	dec_out_u64(o, a->planes);
+	xs_out_u64(o, a->planes);
 	OUT_LIT(o, ",\"planes_new\":");
-	dec_out_u64(o, b->planes);
+	xs_out_u64(o, b->planes);
 	out_i64_3(o, "self_ps", a->self, b->self);
 	OUT_LIT(o, ",\"ops_base\":");
-	dec_out_u64(o, na);
+	xs_out_u64(o, na);
 	OUT_LIT(o, ",\"ops_new\":");
-	dec_out_u64(o, nb);
+	xs_out_u64(o, nb);
 	OUT_LIT(o, ",\"ops\":[");
 	for (size_t k = 0; k < n; k++) {
 		const struct drow *w = &rows[k];
 
 		OUT_RAW(o, k ? ",\n{\"name\":" : "\n{\"name\":");
-		dec_out_cstr(o, w->name);
+		xs_out_cstr(o, w->name);
 		OUT_LIT(o, ",\"category\":");
-		dec_out_cstr(o, w->b.has && (w->b.category[0] || !w->a.has) ? w->b.category
-									    : w->a.category);
+		xs_out_cstr(o, w->b.has && (w->b.category[0] || !w->a.has) ? w->b.category
+									   : w->a.category);
 		OUT_RAW(o, w->a.has && w->b.has ? ",\"in\":\"both\""
 			   : w->a.has           ? ",\"in\":\"base\""
 						: ",\"in\":\"new\"");
@@ -607,7 +607,7 @@ static int diff_write(struct dec_out *o, const struct sdb *a, const struct sdb *
 		out_i64_3(o, "self_ps", w->a.self, w->b.self);
 		out_share3(o, w->a.self, a->self, w->b.self, b->self);
 		OUT_LIT(o, "}");
-		if (dec_out_flush(o, false) < 0)
+		if (xs_out_flush(o, false) < 0)
 			break;
 	}
 	OUT_LIT(o, "]}");
@@ -624,7 +624,7 @@ out:
 /* A session's step time: every host's steps together (averages weighted by steps). */
 struct sstep {
 	uint64_t hosts, n;
-	double avg, bd[DEC_BD_N];
+	double avg, bd[STATS_BD_N];
 	int64_t min, max;
 };
 
@@ -632,7 +632,7 @@ static void sstep_of(const struct sess *s, struct sstep *t)
 {
 	memset(t, 0, sizeof(*t));
 	for (size_t i = 0; i < s->in->n; i++) {
-		const struct dec_step_summary *h = &s->steps[i];
+		const struct stats_step_summary *h = &s->steps[i];
 
 		if (!h->has || s->errors[i])
 			continue;
@@ -641,54 +641,54 @@ static void sstep_of(const struct sess *s, struct sstep *t)
 		t->hosts++;
 		t->n += h->n;
 		t->avg += h->avg * (double)h->n;
-		for (int k = 0; k < DEC_BD_N; k++)
+		for (int k = 0; k < STATS_BD_N; k++)
 			t->bd[k] += h->bd[k] * (double)h->n;
 	}
 	if (!t->n)
 		return;
 	t->avg /= (double)t->n;
-	for (int k = 0; k < DEC_BD_N; k++)
+	for (int k = 0; k < STATS_BD_N; k++)
 		t->bd[k] /= (double)t->n;
 }
 
 /* out_avg3() - "<k>_base", "<k>_new", "delta_<k>" of two averages (null without steps). */
-static void out_avg3(struct dec_out *o, const char *k, bool ha, double a, bool hb, double b)
+static void out_avg3(struct xs_out *o, const char *k, bool ha, double a, bool hb, double b)
 {
 	OUT_LIT(o, ",\"");
-	dec_out_add(o, k, strlen(k));
-	dec_out_opt_double(o, "_base\":", ha, a);
+	xs_out_add(o, k, strlen(k));
+	xs_out_opt_double(o, "_base\":", ha, a);
 	OUT_LIT(o, ",\"");
-	dec_out_add(o, k, strlen(k));
-	dec_out_opt_double(o, "_new\":", hb, b);
+	xs_out_add(o, k, strlen(k));
+	xs_out_opt_double(o, "_new\":", hb, b);
 	OUT_LIT(o, ",\"delta_");
-	dec_out_add(o, k, strlen(k));
-	dec_out_opt_double(o, "\":", ha && hb, b - a);
+	xs_out_add(o, k, strlen(k));
+	xs_out_opt_double(o, "\":", ha && hb, b - a);
 }
 
-static void out_step_time(struct dec_out *o, const struct sstep *a, const struct sstep *b)
+static void out_step_time(struct xs_out *o, const struct sstep *a, const struct sstep *b)
 {
 	bool ha = a->n > 0, hb = b->n > 0;
 
 	OUT_LIT(o, "{\"hosts_base\":");
-	dec_out_u64(o, a->hosts);
+	xs_out_u64(o, a->hosts);
 	OUT_LIT(o, ",\"hosts_new\":");
-	dec_out_u64(o, b->hosts);
+	xs_out_u64(o, b->hosts);
 	OUT_LIT(o, ",\"steps_base\":");
-	dec_out_u64(o, a->n);
+	xs_out_u64(o, a->n);
 	OUT_LIT(o, ",\"steps_new\":");
-	dec_out_u64(o, b->n);
+	xs_out_u64(o, b->n);
 	out_avg3(o, "avg_ps", ha, a->avg, hb, b->avg);
-	dec_out_opt_double(o, ",\"ratio\":", ha && hb && a->avg > 0, b->avg / a->avg);
+	xs_out_opt_double(o, ",\"ratio\":", ha && hb && a->avg > 0, b->avg / a->avg);
 	out_avg3(o, "min_ps", ha, (double)a->min, hb, (double)b->min);
 	out_avg3(o, "max_ps", ha, (double)a->max, hb, (double)b->max);
 	OUT_LIT(o, ",\"breakdown_avg\":{");
-	for (int k = 0; k < DEC_BD_N; k++) {
+	for (int k = 0; k < STATS_BD_N; k++) {
 		OUT_RAW(o, k ? ",\"" : "\"");
-		dec_out_add(o, dec_bd_keys[k], strlen(dec_bd_keys[k]));
+		xs_out_add(o, stats_bd_keys[k], strlen(stats_bd_keys[k]));
 		OUT_LIT(o, "\":{");
-		dec_out_opt_double(o, "\"base\":", ha, a->bd[k]);
-		dec_out_opt_double(o, ",\"new\":", hb, b->bd[k]);
-		dec_out_opt_double(o, ",\"delta\":", ha && hb, b->bd[k] - a->bd[k]);
+		xs_out_opt_double(o, "\"base\":", ha, a->bd[k]);
+		xs_out_opt_double(o, ",\"new\":", hb, b->bd[k]);
+		xs_out_opt_double(o, ",\"delta\":", ha && hb, b->bd[k] - a->bd[k]);
 		OUT_LIT(o, "}");
 	}
 	OUT_LIT(o, "}}");
@@ -722,30 +722,30 @@ static const char *host_name(const struct sess *s, size_t i)
 }
 
 /* One host of one side (NULL: absent, or without steps). */
-static const struct dec_step_summary *host_steps(const struct sess *s, size_t i)
+static const struct stats_step_summary *host_steps(const struct sess *s, size_t i)
 {
 	return s->steps[i].has && !s->errors[i] ? &s->steps[i] : NULL;
 }
 
 /* out_host_row() - one host of the per-host comparison (@a / @b: NULL when absent there). */
-static void out_host_row(struct dec_out *o, const char *name, const char *in,
-			 const struct dec_step_summary *a, const struct dec_step_summary *b)
+static void out_host_row(struct xs_out *o, const char *name, const char *in,
+			 const struct stats_step_summary *a, const struct stats_step_summary *b)
 {
 	OUT_LIT(o, "{\"host\":");
-	dec_out_cstr(o, name);
+	xs_out_cstr(o, name);
 	OUT_LIT(o, ",\"in\":");
-	dec_out_cstr(o, in);
+	xs_out_cstr(o, in);
 	OUT_LIT(o, ",\"steps_base\":");
-	dec_out_u64(o, a ? a->n : 0);
+	xs_out_u64(o, a ? a->n : 0);
 	OUT_LIT(o, ",\"steps_new\":");
-	dec_out_u64(o, b ? b->n : 0);
+	xs_out_u64(o, b ? b->n : 0);
 	out_avg3(o, "avg_ps", a, a ? a->avg : 0, b, b ? b->avg : 0);
-	dec_out_opt_double(o, ",\"ratio\":", a && b && a->avg > 0, b && a ? b->avg / a->avg : 0);
+	xs_out_opt_double(o, ",\"ratio\":", a && b && a->avg > 0, b && a ? b->avg / a->avg : 0);
 	OUT_LIT(o, "}");
 }
 
 /* out_hosts_diff() - the hosts of both sessions by name, each with its step time change. */
-static int out_hosts_diff(struct dec_out *o, const struct sess *a, const struct sess *b)
+static int out_hosts_diff(struct xs_out *o, const struct sess *a, const struct sess *b)
 {
 	size_t *ia = hosts_sorted(a->in), *ib = hosts_sorted(b->in), i = 0, j = 0, k = 0;
 
@@ -784,22 +784,22 @@ int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *ba
 	bool ops = v == XPROFS_VIEW_OPS;
 	struct sess a, b;
 	struct sstep sa, sb;
-	struct dec_out o;
+	struct xs_out o;
 	int r;
 
 	if ((v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS) || !sink || !sink->write ||
 	    !valid(base) || !valid(cur))
 		return -EINVAL;
-	dec_out_init(&o, sink);
+	xs_out_init(&o, sink);
 	memset(&b, 0, sizeof(b));
 	if ((r = sess_load(&a, base, ops, !ops)) < 0 || (r = sess_load(&b, cur, ops, !ops)) < 0)
 		goto out;
 	OUT_LIT(&o, "{\"base\":{\"session\":");
-	dec_out_cstr(&o, base->name ? base->name : "");
+	xs_out_cstr(&o, base->name ? base->name : "");
 	OUT_LIT(&o, ",");
 	out_hosts(&o, &a);
 	OUT_LIT(&o, "},\n\"new\":{\"session\":");
-	dec_out_cstr(&o, cur->name ? cur->name : "");
+	xs_out_cstr(&o, cur->name ? cur->name : "");
 	OUT_LIT(&o, ",");
 	out_hosts(&o, &b);
 	OUT_LIT(&o, "}");
@@ -820,10 +820,10 @@ int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *ba
 			goto out;
 	}
 	OUT_LIT(&o, "}\n");
-	r = o.r ? o.r : dec_out_flush(&o, true);
+	r = o.r ? o.r : xs_out_flush(&o, true);
 out:
 	sess_free(&a);
 	sess_free(&b);
-	dec_out_deinit(&o);
+	xs_out_deinit(&o);
 	return r;
 }

@@ -4,13 +4,13 @@
  * step during which any device op line is busy.
  *
  * Design: steps are collected, sorted by plane and start; then the op lines
- * of each device plane (dec_op_line_kind()) are merged by start time and
+ * of each device plane (stats_op_line_kind()) are merged by start time and
  * every interval of their union adds its overlap to the plane's steps
  * (binary search for the last step starting before it ends); the union of
  * all device planes' op lines does the same for host steps. Concurrent
  * streams count once. The breakdown's sweep over the same lines adds the
  * union too where it has them all (steps_breakdown()), so the union pass
- * runs only for the rest; the sweeps are dec_tasks_run() tasks. Limits: at most STEPS_MAX steps ("truncated": true
+ * runs only for the rest; the sweeps are xs_tasks_run() tasks. Limits: at most STEPS_MAX steps ("truncated": true
  * beyond); at most MERGE_MAX lines merged at once (16 KiB to 1 MiB
  * read-ahead each, 16 MiB in all for up to 1024 lines).
  */
@@ -44,10 +44,10 @@ enum {
 	BD_DEVICE_COMPUTE,
 	BD_N
 };
-_Static_assert(BD_N == DEC_BD_N, "ops-internal.h counts the breakdown types");
+_Static_assert(BD_N == STATS_BD_N, "ops-internal.h counts the breakdown types");
 
 /* steps.json's breakdown keys, by type (also overview.svg's legend). */
-const char *const dec_bd_keys[BD_N] = {
+const char *const stats_bd_keys[BD_N] = {
 	"idle_ps",
 	"host_compute_ps",
 	"host_to_host_ps",
@@ -63,7 +63,7 @@ struct step {
 	size_t plane;
 	int64_t start, dur, device;
 	int64_t bd[BD_N];        /* time by event type (bd[BD_IDLE] is filled at the end) */
-	xprofs_ps128 begin, end; /* exact window (xprofs_xspace_steps()) */
+	xprofs_ps128 begin, end; /* exact window (xprofs_decode_steps()) */
 	char *label;             /* owned; a JSON value (number or string) */
 };
 
@@ -73,7 +73,7 @@ struct steps {
 	bool cut;
 	size_t plane, line; /* of the line being collected */
 	size_t *hint;       /* owned, per plane: steps_add()'s last answer (where to look first) */
-	struct dec_busy *busy; /* owned, per plane: its op lines' union, where done[q] */
+	struct stats_busy *busy; /* owned, per plane: its op lines' union, where done[q] */
 };
 
 static int step_cmp(const void *a, const void *b)
@@ -87,7 +87,7 @@ static int step_cmp(const void *a, const void *b)
 	return 0;
 }
 
-/* A dec_stop_fn: the step cap, checked before an event's metadata is looked up. */
+/* A xs_stop_fn: the step cap, checked before an event's metadata is looked up. */
 static bool steps_full(void *arg)
 {
 	struct steps *st = arg;
@@ -98,34 +98,33 @@ static bool steps_full(void *arg)
 	return true;
 }
 
-/* A dec_event_fn: one step of the "Steps" line being collected (arg: struct steps). */
-static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
-		       void *arg)
+/* A xs_event_fn: one step of the "Steps" line being collected (arg: struct steps). */
+static int steps_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
 {
 	struct steps *st = arg;
-	struct dec_opstats os = {.borrow = true};
+	struct xs_opstats os = {.borrow = true};
 	struct step *s;
-	struct dec_out lo;
+	struct xs_out lo;
 	int r;
 
 	if (e->has_stats &&
-	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, dec_collect_stat, &os)) < 0) {
-		dec_opstats_clear(&os);
+	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, xs_collect_stat, &os)) < 0) {
+		xs_opstats_clear(&os);
 		return r;
 	}
-	dec_out_init(&lo, NULL);
+	xs_out_init(&lo, NULL);
 	if (os.has_step_num)
-		dec_out_i64(&lo, os.step_num);
+		xs_out_i64(&lo, os.step_num);
 	else if (m->has_step_num)
-		dec_out_i64(&lo, m->step_num);
+		xs_out_i64(&lo, m->step_num);
 	else if (os.step_name)
-		dec_out_cstr(&lo, os.step_name);
+		xs_out_cstr(&lo, os.step_name);
 	else
-		dec_out_add(&lo, m->name_json, m->name_json_len);
-	dec_opstats_clear(&os);
+		xs_out_add(&lo, m->name_json, m->name_json_len);
+	xs_opstats_clear(&os);
 	if (lo.r < 0 || xprofs_grow(&st->s, &st->cap, st->n, sizeof(*st->s), 64) < 0) {
-		dec_out_deinit(&lo);
+		xs_out_deinit(&lo);
 		return -ENOMEM;
 	}
 	s = &st->s[st->n++];
@@ -136,8 +135,8 @@ static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	memset(s->bd, 0, sizeof(s->bd));
 	s->begin = (xprofs_ps128)rc->x->lines[st->line].timestamp_ns * 1000 + e->offset_ps;
 	s->end = s->begin + (e->duration_ps > 0 ? e->duration_ps : 1);
-	s->label = dec_out_steal(&lo, NULL);
-	dec_out_deinit(&lo);
+	s->label = xs_out_steal(&lo, NULL);
+	xs_out_deinit(&lo);
 	if (!s->label) {
 		st->n--;
 		return -ENOMEM;
@@ -145,11 +144,11 @@ static int steps_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	return 0;
 }
 
-static int steps_collect(struct dec_rctx *rc, size_t li, struct steps *st)
+static int steps_collect(struct xs_rctx *rc, size_t li, struct steps *st)
 {
 	st->plane = rc->x->lines[li].plane;
 	st->line = li;
-	return dec_line_each(rc, li, steps_full, steps_event, st);
+	return xs_line_each(rc, li, steps_full, steps_event, st);
 }
 
 /*
@@ -190,7 +189,7 @@ static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64
 
 	for (size_t k = lo; k > a; k--) {
 		struct step *s = &st->s[k - 1];
-		int64_t s_end = dec_sat_add(s->start, s->dur);
+		int64_t s_end = xs_sat_add(s->start, s->dur);
 		int64_t from = start > s->start ? start : s->start;
 		int64_t to = end < s_end ? end : s_end;
 
@@ -200,25 +199,24 @@ static void steps_add(struct steps *st, size_t a, size_t b, int64_t start, int64
 			if (slot >= 0) {
 				int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
 
-				*acc = dec_sat_add(*acc, to - from);
+				*acc = xs_sat_add(*acc, to - from);
 			}
 			if (dev)
-				s->device = dec_sat_add(s->device, to - from);
+				s->device = xs_sat_add(s->device, to - from);
 		}
 	}
 }
 
 /* steps_gather() - the steps of every "Steps" line, in steps.json's order. */
-static int steps_gather(struct dec_rctx *rc, struct steps *st)
+static int steps_gather(struct xs_rctx *rc, struct steps *st)
 {
 	struct xprofs_xspace *x = rc->x;
 	int r;
 
 	for (size_t li = 0; li < x->n_lines; li++) {
-		const struct dec_line *l = &x->lines[li];
+		const struct xs_line *l = &x->lines[li];
 
-		if (dec_str_eq(l->name, l->name_len, "Steps") &&
-		    (r = steps_collect(rc, li, st)) < 0)
+		if (xs_str_eq(l->name, l->name_len, "Steps") && (r = steps_collect(rc, li, st)) < 0)
 			return r;
 	}
 	if (st->n)
@@ -235,7 +233,7 @@ static void steps_free(struct steps *st)
 	free(st->busy);
 }
 
-int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n)
+int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n)
 {
 	struct steps st = {0};
 	int r;
@@ -266,16 +264,16 @@ int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size
  */
 #define MERGE_MAX 1024                     /* lines merged at once (more: groups, summed) */
 #define MERGE_WIN ((size_t)16 << 10)       /* least read-ahead of each line's cursor */
-#define MERGE_WIN_MAX ((size_t)1 << 20)    /* most (DEC_WIN_SIZE) */
+#define MERGE_WIN_MAX ((size_t)1 << 20)    /* most (WIRE_WIN_SIZE) */
 #define MERGE_WIN_TOTAL ((size_t)16 << 20) /* all cursors' read-ahead together */
 
 struct mline {
-	struct dec_rctx rc; /* only rc.x and rc.ev are used */
-	bool dev;           /* a device plane's op line (counts towards device_ps) */
-	struct dec_line_it it;
-	struct dec_event e;         /* the line's next event */
-	const uint8_t *cls;         /* borrowed: its plane's event type by metadata index */
-	const struct dec_mdix *evx; /* its plane's event metadata index */
+	struct xs_rctx rc; /* only rc.x and rc.ev are used */
+	bool dev;          /* a device plane's op line (counts towards device_ps) */
+	struct xs_line_it it;
+	struct xs_event e;         /* the line's next event */
+	const uint8_t *cls;        /* borrowed: its plane's event type by metadata index */
+	const struct xs_mdix *evx; /* its plane's event metadata index */
 };
 
 struct merge {
@@ -310,7 +308,7 @@ static int mnext(struct mline *ml)
 {
 	int r;
 
-	while ((r = dec_line_next(&ml->it, &ml->e)) > 0)
+	while ((r = xs_line_next(&ml->it, &ml->e)) > 0)
 		if (!ml->e.has_num) /* num_occurrences events have no place in time */
 			return 1;
 	return r;
@@ -319,14 +317,14 @@ static int mnext(struct mline *ml)
 static void merge_free(struct merge *m)
 {
 	for (size_t i = 0; i < m->n; i++)
-		dec_cur_deinit(&m->ml[i].rc.ev);
+		wire_cur_deinit(&m->ml[i].rc.ev);
 	free(m->ml);
 	free(m->heap);
 	memset(m, 0, sizeof(*m));
 }
 
 /* merge_open() - a merge over the lines @li[0..n) (n <= MERGE_MAX). */
-static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+static int merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
 		      struct merge *m)
 {
 	int r;
@@ -338,13 +336,13 @@ static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *
 		return -ENOMEM;
 	for (size_t i = 0; i < n; i++) {
 		struct mline *ml = &m->ml[m->n++];
-		const struct dec_line *l = &rc->x->lines[li[i]];
+		const struct xs_line *l = &rc->x->lines[li[i]];
 
 		ml->rc.x = rc->x;
-		ml->dev = dec_plane_is_device(&rc->x->planes[l->plane]);
+		ml->dev = xs_plane_is_device(&rc->x->planes[l->plane]);
 		ml->cls = cls ? cls[l->plane] : NULL;
 		ml->evx = &rc->x->planes[l->plane].ev;
-		dec_cur_init(&ml->rc.ev, rc->x->r, rc->err);
+		wire_cur_init(&ml->rc.ev, rc->x->r, rc->err);
 		/* few lines: bigger windows, fewer reads; many: 16 MiB in all */
 		ml->rc.ev.win_pref = MERGE_WIN_TOTAL / n < MERGE_WIN       ? MERGE_WIN
 				     : MERGE_WIN_TOTAL / n > MERGE_WIN_MAX ? MERGE_WIN_MAX
@@ -352,7 +350,7 @@ static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *
 		ml->it.rc = &ml->rc;
 		ml->it.l = l;
 		ml->it.end = l->msg.off + l->msg.len;
-		ml->it.base_ps = dec_line_base_ps(l->timestamp_ns);
+		ml->it.base_ps = xs_line_base_ps(l->timestamp_ns);
 		ml->rc.ev.pos = l->msg.off;
 		ml->rc.ev.end = ml->it.end;
 		if ((r = mnext(ml)) < 0)
@@ -369,7 +367,7 @@ static int merge_open(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *
  * merge_union() - the union of the events of lines @li[0..n), as disjoint
  * intervals in time order, each added to the steps by @add(arg, from, to).
  */
-static int merge_union(struct dec_rctx *rc, const size_t *li, size_t n,
+static int merge_union(struct xs_rctx *rc, const size_t *li, size_t n,
 		       void (*add)(void *arg, int64_t from, int64_t to), void *arg)
 {
 	struct merge m;
@@ -426,7 +424,7 @@ static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slo
 	for (size_t q = 0; q < b->n_planes; q++) {
 		if (b->rb[q] <= b->ra[q])
 			continue;
-		if (!dec_plane_is_device(&b->x->planes[q]))
+		if (!xs_plane_is_device(&b->x->planes[q]))
 			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot, dev, &b->st->hint[q]);
 	}
 }
@@ -467,7 +465,7 @@ static bool is_collective(const char *cat)
 }
 
 /* ClassifyGpuEvent() (by name), and for TPU ops their hlo_category. */
-static uint8_t classify_device(const struct dec_evmd *m)
+static uint8_t classify_device(const struct xs_evmd *m)
 {
 	if (prefix_icase(m->name, m->name_len, "memcpyhtod"))
 		return BD_HOST_TO_DEVICE;
@@ -485,7 +483,7 @@ static uint8_t classify_device(const struct dec_evmd *m)
 }
 
 /* ClassifyCpuEvent() without the correlation id (HOST_PREPARE is not told apart). */
-static uint8_t classify_host(const struct dec_evmd *m)
+static uint8_t classify_host(const struct xs_evmd *m)
 {
 	if (prefix_icase(m->name, m->name_len, "memcpyhtod") ||
 	    has_sub(m->name, m->name_len, "InfeedEnqueue"))
@@ -498,22 +496,22 @@ static uint8_t classify_host(const struct dec_evmd *m)
 }
 
 /* classify_plane() - the event type of every event metadata of plane @q. *out: caller frees. */
-static int classify_plane(struct dec_rctx *rc, size_t q, uint8_t **out)
+static int classify_plane(struct xs_rctx *rc, size_t q, uint8_t **out)
 {
-	const struct dec_plane *p = &rc->x->planes[q];
-	bool dev = dec_plane_is_device(p);
+	const struct xs_plane *p = &rc->x->planes[q];
+	bool dev = xs_plane_is_device(p);
 	uint8_t *cls = malloc(p->ev.n ? p->ev.n : 1);
-	struct dec_evmd *m;
+	struct xs_evmd *m;
 	int r;
 
 	*out = NULL;
 	if (!cls)
 		return -ENOMEM;
-	if ((r = dec_plane_enter(rc, q)) < 0)
+	if ((r = xs_plane_enter(rc, q)) < 0)
 		goto fail;
 	for (size_t k = 0; k < p->ev.n; k++) {
-		dec_md_gc(rc);
-		if ((r = dec_md_event(rc, p->ev.md[k].key, &m)) < 0)
+		xs_md_gc(rc);
+		if ((r = xs_md_event(rc, p->ev.md[k].key, &m)) < 0)
 			goto fail;
 		cls[k] = dev ? classify_device(m) : classify_host(m);
 	}
@@ -533,12 +531,13 @@ struct active { /* an open event of a sweep */
 struct sweep {
 	struct active *a; /* owned: a min-heap by end */
 	size_t n, cap;
-	int64_t cnt[BD_N];    /* open events by type */
-	int64_t ndev;         /* open events of device op lines */
-	int64_t t;            /* where the last segment ended */
-	bool fuse;            /* also add device_ps: the time any device op event is open */
-	bool lost;            /* an event was not pushed (ACTIVE_MAX): device_ps is not the union */
-	struct dec_busy busy; /* fused: the union of the device op events, as dec_device_busy() */
+	int64_t cnt[BD_N]; /* open events by type */
+	int64_t ndev;      /* open events of device op lines */
+	int64_t t;         /* where the last segment ended */
+	bool fuse;         /* also add device_ps: the time any device op event is open */
+	bool lost;         /* an event was not pushed (ACTIVE_MAX): device_ps is not the union */
+	struct stats_busy
+		busy; /* fused: the union of the device op events, as stats_device_busy() */
 };
 
 static void act_sift_down(struct sweep *w, size_t i)
@@ -604,7 +603,7 @@ static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
 	if (t > w->t && (top != BD_IDLE || dev))
 		busy_add_typed(b, w->t, t, top != BD_IDLE ? top : -1, dev);
 	if (t > w->t && dev)
-		w->busy.busy = dec_sat_add(w->busy.busy, t - w->t);
+		w->busy.busy = xs_sat_add(w->busy.busy, t - w->t);
 	if (t > w->t)
 		w->t = t;
 }
@@ -615,8 +614,8 @@ static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
  * then; ends come before starts at the same time. With @fuse, device_ps too
  * (the union of the device op lines among @li); *lost: it is not exact.
  */
-static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
-		       struct busy_add *b, bool fuse, bool *lost, struct dec_busy *busy)
+static int merge_sweep(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		       struct busy_add *b, bool fuse, bool *lost, struct stats_busy *busy)
 {
 	struct sweep w = {.fuse = fuse};
 	struct merge m;
@@ -640,9 +639,9 @@ static int merge_sweep(struct dec_rctx *rc, const size_t *li, size_t n, uint8_t 
 		if (!w.n)
 			w.t = ml->e.start_ps;
 		sweep_to(&w, ml->e.start_ps, b);
-		k = dec_md_find(ml->evx, ml->e.md);
+		k = xs_md_find(ml->evx, ml->e.md);
 		type = k >= 0 && ml->cls ? ml->cls[k]
-					 : (dec_plane_is_device(&rc->x->planes[ml->it.l->plane])
+					 : (xs_plane_is_device(&rc->x->planes[ml->it.l->plane])
 						    ? BD_DEVICE_COMPUTE
 						    : BD_HOST_COMPUTE);
 		if (ml->dev) { /* busy_sum_fn()'s first / last: the union's ends */
@@ -682,7 +681,7 @@ static void busy_add_fn(void *arg, int64_t from, int64_t to)
  * lines of every device plane. @done: per plane (and [n_planes] for the host
  * steps) whether steps_breakdown()'s sweep already added it.
  */
-static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb,
+static int steps_device(struct xs_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb,
 			const bool *done)
 {
 	struct xprofs_xspace *x = rc->x;
@@ -694,26 +693,26 @@ static int steps_device(struct dec_rctx *rc, struct steps *st, const size_t *ra,
 	if (!li)
 		return -ENOMEM;
 	for (size_t q = 0; q < x->n_planes; q++)
-		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+		if (rb[q] > ra[q] && !xs_plane_is_device(&x->planes[q]))
 			host_steps = true;
 	/* pass 0: each device plane's own steps; pass 1: the host steps, all device lines */
 	for (int pass = 0; pass < 2 && r == 0; pass++) {
 		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-			const struct dec_plane *p = &x->planes[q];
+			const struct xs_plane *p = &x->planes[q];
 
-			if (pass == 0 && (rb[q] <= ra[q] || !dec_plane_is_device(p) || done[q]))
+			if (pass == 0 && (rb[q] <= ra[q] || !xs_plane_is_device(p) || done[q]))
 				continue;
 			if (pass == 1 && (!host_steps || q > 0 || done[x->n_planes]))
 				break;
 			b.plane = pass == 0 ? q : SIZE_MAX;
 			n = 0;
 			for (size_t j = 0; j < x->n_lines && r == 0; j++) {
-				const struct dec_line *l = &x->lines[j];
-				enum dec_line_kind k;
+				const struct xs_line *l = &x->lines[j];
+				enum stats_line_kind k;
 
 				if (pass == 0 && l->plane != q)
 					continue;
-				k = dec_op_line_kind(x, &x->planes[l->plane], l, false);
+				k = stats_op_line_kind(x, &x->planes[l->plane], l, false);
 				if (k != LK_XLA_OPS && k != LK_STREAM)
 					continue;
 				li[n++] = j;
@@ -736,14 +735,14 @@ static size_t bd_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size
 	size_t n = 0;
 
 	for (size_t j = 0; j < x->n_lines && n < max; j++) {
-		const struct dec_line *l = &x->lines[j];
-		const struct dec_plane *p = &x->planes[l->plane];
-		bool dev = dec_plane_is_device(p);
-		enum dec_line_kind k;
+		const struct xs_line *l = &x->lines[j];
+		const struct xs_plane *p = &x->planes[l->plane];
+		bool dev = xs_plane_is_device(p);
+		enum stats_line_kind k;
 
 		if (q != SIZE_MAX && l->plane != q)
 			continue;
-		k = dec_op_line_kind(x, p, l, !dev && dec_host_has_fw(x, p));
+		k = stats_op_line_kind(x, p, l, !dev && stats_host_has_fw(x, p));
 		if (k == LK_XLA_OPS || k == LK_STREAM || (q == SIZE_MAX && k == LK_HOST))
 			li[n++] = j;
 	}
@@ -773,7 +772,7 @@ static void device_reset(struct steps *st, size_t a, size_t b)
 		st->s[i].device = 0;
 }
 
-/* The sweeps of one steps_breakdown(), as dec_tasks_run() tasks. */
+/* The sweeps of one steps_breakdown(), as xs_tasks_run() tasks. */
 struct bd_tasks {
 	struct steps *st;
 	const size_t *ra, *rb;
@@ -783,11 +782,11 @@ struct bd_tasks {
 };
 
 /*
- * bd_task() - a dec_task_fn: task q < n_planes sweeps device plane q's op lines
+ * bd_task() - a xs_task_fn: task q < n_planes sweeps device plane q's op lines
  * for its steps, task n_planes every op line for the host steps. They write to
  * disjoint steps (their planes'), hints, busy times and done flags.
  */
-static int bd_task(struct dec_rctx *rc, size_t q, void *arg)
+static int bd_task(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct bd_tasks *t = arg;
 	struct xprofs_xspace *x = rc->x;
@@ -795,10 +794,10 @@ static int bd_task(struct dec_rctx *rc, size_t q, void *arg)
 	struct busy_add b = {st, t->ra, t->rb, q, x->n_planes, x};
 	size_t *li, n;
 	bool fuse, lost = false, host = q == x->n_planes;
-	struct dec_busy all, *busy = host ? &all : &st->busy[q];
+	struct stats_busy all, *busy = host ? &all : &st->busy[q];
 	int r = 0;
 
-	if (host ? !t->host_steps : t->rb[q] <= t->ra[q] || !dec_plane_is_device(&x->planes[q]))
+	if (host ? !t->host_steps : t->rb[q] <= t->ra[q] || !xs_plane_is_device(&x->planes[q]))
 		return 0;
 	if (!(li = malloc(MERGE_MAX * sizeof(*li))))
 		return -ENOMEM;
@@ -810,13 +809,13 @@ static int bd_task(struct dec_rctx *rc, size_t q, void *arg)
 		r = merge_sweep(rc, li, n, t->cls, &b, fuse, &lost, busy);
 	t->done[q] = fuse && !lost;
 	for (size_t p = 0; fuse && lost && p < x->n_planes; p++)
-		if (host ? !dec_plane_is_device(&x->planes[p]) : p == q)
+		if (host ? !xs_plane_is_device(&x->planes[p]) : p == q)
 			device_reset(st, t->ra[p], t->rb[p]);
 	free(li);
 	return r;
 }
 
-/* A dec_task_cost_fn: the events a sweep reads, roughly. */
+/* A xs_task_cost_fn: the events a sweep reads, roughly. */
 static uint64_t bd_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 {
 	(void)arg;
@@ -829,10 +828,10 @@ static uint64_t bd_cost(const struct xprofs_xspace *x, size_t q, void *arg)
  * lines; the rest of the step is idle. More than MERGE_MAX lines: the first ones only.
  * Where the sweep has every line the union needs (sweep_fusable()), it adds
  * device_ps as well, and done[q] (done[n_planes]: the host steps) says so: one pass
- * over those lines instead of two. The sweeps run as dec_tasks_run() tasks.
+ * over those lines instead of two. The sweeps run as xs_tasks_run() tasks.
  */
-static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *ra,
-			   const size_t *rb, bool *done)
+static int steps_breakdown(struct xs_rctx *rc, struct steps *st, const size_t *ra, const size_t *rb,
+			   bool *done)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct bd_tasks t = {st, ra, rb, calloc(x->n_planes + 1, sizeof(*t.cls)), done, false};
@@ -841,17 +840,17 @@ static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *
 	if (!t.cls)
 		return -ENOMEM;
 	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		t.host_steps |= rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]);
+		t.host_steps |= rb[q] > ra[q] && !xs_plane_is_device(&x->planes[q]);
 		r = classify_plane(rc, q, &t.cls[q]);
 	}
 	if (r == 0)
-		r = dec_tasks_run(rc, x->n_planes + 1, bd_task, bd_cost, &t);
+		r = xs_tasks_run(rc, x->n_planes + 1, bd_task, bd_cost, &t);
 	for (size_t i = 0; r == 0 && i < st->n; i++) {
 		struct step *s = &st->s[i];
 		int64_t busy = 0;
 
 		for (int k = BD_IDLE + 1; k < BD_N; k++)
-			busy = dec_sat_add(busy, s->bd[k]);
+			busy = xs_sat_add(busy, s->bd[k]);
 		s->bd[BD_IDLE] = s->dur > busy ? s->dur - busy : 0;
 	}
 	for (size_t q = 0; q < x->n_planes; q++)
@@ -860,13 +859,13 @@ static int steps_breakdown(struct dec_rctx *rc, struct steps *st, const size_t *
 	return r;
 }
 
-static void out_breakdown(struct dec_out *o, const int64_t *bd)
+static void out_breakdown(struct xs_out *o, const int64_t *bd)
 {
 	for (int k = 0; k < BD_N; k++) {
 		OUT_RAW(o, k ? ",\"" : "{\"");
-		dec_out_add(o, dec_bd_keys[k], strlen(dec_bd_keys[k]));
+		xs_out_add(o, stats_bd_keys[k], strlen(stats_bd_keys[k]));
 		OUT_LIT(o, "\":");
-		dec_out_i64(o, bd[k]);
+		xs_out_i64(o, bd[k]);
 	}
 	OUT_LIT(o, "}");
 }
@@ -877,7 +876,7 @@ static void out_breakdown(struct dec_out *o, const int64_t *bd)
  * minimum, maximum) of duration_ps, and the average of each breakdown type.
  */
 static void steps_summarize(const struct steps *st, size_t a, size_t b,
-			    struct dec_step_summary *sum)
+			    struct stats_step_summary *sum)
 {
 	double total = 0, var = 0;
 
@@ -902,46 +901,46 @@ static void steps_summarize(const struct steps *st, size_t a, size_t b,
 		sum->bd[k] /= (double)(b - a);
 }
 
-void dec_step_summary_write(struct dec_out *o, const struct xprofs_xspace *x,
-			    const struct dec_step_summary *sum)
+void stats_step_summary_write(struct xs_out *o, const struct xprofs_xspace *x,
+			      const struct stats_step_summary *sum)
 {
 	OUT_LIT(o, "{\"plane\":");
-	dec_out_str(o, x->planes[sum->plane].name, x->planes[sum->plane].name_len);
+	xs_out_str(o, x->planes[sum->plane].name, x->planes[sum->plane].name_len);
 	OUT_LIT(o, ",\"steps\":");
-	dec_out_u64(o, sum->n);
+	xs_out_u64(o, sum->n);
 	OUT_LIT(o, ",\"avg_ps\":");
-	dec_out_double(o, sum->avg);
+	xs_out_double(o, sum->avg);
 	OUT_LIT(o, ",\"stddev_ps\":");
-	dec_out_double(o, sum->stddev);
-	dec_out_key_i64(o, ",\"min_ps\":", sum->min);
-	dec_out_key_i64(o, ",\"max_ps\":", sum->max);
+	xs_out_double(o, sum->stddev);
+	xs_out_key_i64(o, ",\"min_ps\":", sum->min);
+	xs_out_key_i64(o, ",\"max_ps\":", sum->max);
 	OUT_LIT(o, ",\"breakdown_avg\":{");
 	for (int k = 0; k < BD_N; k++) {
 		OUT_RAW(o, k ? ",\"" : "\"");
-		dec_out_add(o, dec_bd_keys[k], strlen(dec_bd_keys[k]));
+		xs_out_add(o, stats_bd_keys[k], strlen(stats_bd_keys[k]));
 		OUT_LIT(o, "\":");
-		dec_out_double(o, sum->bd[k]);
+		xs_out_double(o, sum->bd[k]);
 	}
 	OUT_LIT(o, "}}");
 }
 
-/* out_summary() - summary[]: one dec_step_summary per plane with steps. */
-static void out_summary(struct dec_out *o, const struct xprofs_xspace *x, const struct steps *st)
+/* out_summary() - summary[]: one stats_step_summary per plane with steps. */
+static void out_summary(struct xs_out *o, const struct xprofs_xspace *x, const struct steps *st)
 {
-	struct dec_step_summary sum;
+	struct stats_step_summary sum;
 
 	for (size_t a = 0, b; a < st->n; a = b) {
 		for (b = a; b < st->n && st->s[b].plane == st->s[a].plane; b++)
 			;
 		steps_summarize(st, a, b, &sum);
 		OUT_RAW(o, a ? ",\n" : "\n");
-		dec_step_summary_write(o, x, &sum);
+		stats_step_summary_write(o, x, &sum);
 	}
 }
 
 /* steps_compute() - every step with its device time and breakdown; *ra, *rb: per plane
  * the range of its steps (caller frees both and the steps). */
-static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, size_t **rb,
+static int steps_compute(struct xs_rctx *rc, struct steps *st, size_t **ra, size_t **rb,
 			 bool **done_out)
 {
 	struct xprofs_xspace *x = rc->x;
@@ -980,7 +979,7 @@ static int steps_compute(struct dec_rctx *rc, struct steps *st, size_t **ra, siz
 static size_t steps_pick(const struct xprofs_xspace *x, const size_t *ra, const size_t *rb)
 {
 	for (size_t q = 0; q < x->n_planes; q++)
-		if (rb[q] > ra[q] && !dec_plane_is_device(&x->planes[q]))
+		if (rb[q] > ra[q] && !xs_plane_is_device(&x->planes[q]))
 			return q;
 	for (size_t q = 0; q < x->n_planes; q++)
 		if (rb[q] > ra[q])
@@ -988,7 +987,7 @@ static size_t steps_pick(const struct xprofs_xspace *x, const size_t *ra, const 
 	return SIZE_MAX;
 }
 
-int dec_steps_each(struct dec_rctx *rc, dec_step_fn fn, void *arg)
+int stats_steps_each(struct xs_rctx *rc, stats_step_fn fn, void *arg)
 {
 	struct steps st = {0};
 	size_t *ra = NULL, *rb = NULL, pick;
@@ -1009,8 +1008,8 @@ out:
 	return r;
 }
 
-int dec_steps_overview_busy(struct dec_rctx *rc, struct dec_step_summary *sum,
-			    struct dec_busy *busy, bool *busy_ok)
+int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
+			      struct stats_busy *busy, bool *busy_ok)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct steps st = {0};
@@ -1025,7 +1024,7 @@ int dec_steps_overview_busy(struct dec_rctx *rc, struct dec_step_summary *sum,
 	if (pick != SIZE_MAX)
 		steps_summarize(&st, ra[pick], rb[pick], sum);
 	for (size_t q = 0; busy && q < x->n_planes; q++) {
-		busy_ok[q] = done && done[q] && dec_plane_is_device(&x->planes[q]);
+		busy_ok[q] = done && done[q] && xs_plane_is_device(&x->planes[q]);
 		if (busy_ok[q])
 			busy[q] = st.busy[q];
 	}
@@ -1037,40 +1036,40 @@ out:
 	return r;
 }
 
-int dec_steps_overview(struct dec_rctx *rc, struct dec_step_summary *sum)
+int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum)
 {
-	return dec_steps_overview_busy(rc, sum, NULL, NULL);
+	return stats_steps_overview_busy(rc, sum, NULL, NULL);
 }
 
-bool dec_busy_in_steps(const struct xprofs_xspace *x, size_t q)
+bool stats_busy_in_steps(const struct xprofs_xspace *x, size_t q)
 {
-	const struct dec_plane *p = &x->planes[q];
+	const struct xs_plane *p = &x->planes[q];
 
-	if (x->tracks_only || !dec_plane_is_device(p))
+	if (x->tracks_only || !xs_plane_is_device(p))
 		return false;
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
-		if (dec_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps") &&
+		if (xs_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps") &&
 		    x->lines[j].events)
 			return true;
 	return false;
 }
 
-/* The tasks of one dec_steps_busy_sum(): the steps, then each device plane's union. */
+/* The tasks of one stats_steps_busy_sum(): the steps, then each device plane's union. */
 struct sb_tasks {
-	struct dec_step_summary *sum;
-	struct dec_busy *busy, *sbusy; /* owned, per plane: the union; the steps' sweep's */
-	bool *pred, *sok;              /* owned, per plane: left to the steps; given by them */
+	struct stats_step_summary *sum;
+	struct stats_busy *busy, *sbusy; /* owned, per plane: the union; the steps' sweep's */
+	bool *pred, *sok;                /* owned, per plane: left to the steps; given by them */
 };
 
-static int sb_task(struct dec_rctx *rc, size_t i, void *arg)
+static int sb_task(struct xs_rctx *rc, size_t i, void *arg)
 {
 	struct sb_tasks *t = arg;
 
 	if (i == 0)
-		return dec_steps_overview_busy(rc, t->sum, t->sbusy, t->sok);
-	if (!dec_plane_is_device(&rc->x->planes[i - 1]) || t->pred[i - 1])
+		return stats_steps_overview_busy(rc, t->sum, t->sbusy, t->sok);
+	if (!xs_plane_is_device(&rc->x->planes[i - 1]) || t->pred[i - 1])
 		return 0;
-	return dec_device_busy(rc, i - 1, &t->busy[i - 1]);
+	return stats_device_busy(rc, i - 1, &t->busy[i - 1]);
 }
 
 static uint64_t sb_cost(const struct xprofs_xspace *x, size_t i, void *arg)
@@ -1079,12 +1078,12 @@ static uint64_t sb_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 
 	if (i == 0)
 		return x->totals.events;
-	return dec_plane_is_device(&x->planes[i - 1]) && !t->pred[i - 1] ? x->planes[i - 1].events
-									 : 0;
+	return xs_plane_is_device(&x->planes[i - 1]) && !t->pred[i - 1] ? x->planes[i - 1].events
+									: 0;
 }
 
-int dec_steps_busy_sum(struct dec_rctx *rc, struct dec_step_summary *sum, int64_t *busy,
-		       int64_t *span)
+int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int64_t *busy,
+			 int64_t *span)
 {
 	struct xprofs_xspace *x = rc->x;
 	size_t n = x->n_planes + 1;
@@ -1099,20 +1098,20 @@ int dec_steps_busy_sum(struct dec_rctx *rc, struct dec_step_summary *sum, int64_
 		goto out;
 	}
 	for (size_t q = 0; q < x->n_planes; q++)
-		t.pred[q] = dec_busy_in_steps(x, q);
-	if ((r = dec_tasks_run(rc, n, sb_task, sb_cost, &t)) < 0)
+		t.pred[q] = stats_busy_in_steps(x, q);
+	if ((r = xs_tasks_run(rc, n, sb_task, sb_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++) {
-		const struct dec_busy *b = &t.busy[q];
+		const struct stats_busy *b = &t.busy[q];
 
-		if (!dec_plane_is_device(&x->planes[q]))
+		if (!xs_plane_is_device(&x->planes[q]))
 			continue;
 		if (t.pred[q] && t.sok[q])
 			b = &t.sbusy[q];
-		else if (t.pred[q] && (r = dec_device_busy(rc, q, &t.busy[q])) < 0)
+		else if (t.pred[q] && (r = stats_device_busy(rc, q, &t.busy[q])) < 0)
 			goto out;
-		*busy = dec_sat_add(*busy, b->busy);
-		*span = dec_sat_add(*span, b->any ? dec_sat_add(b->last, -b->first) : 0);
+		*busy = xs_sat_add(*busy, b->busy);
+		*span = xs_sat_add(*span, b->any ? xs_sat_add(b->last, -b->first) : 0);
 	}
 out:
 	free(t.busy);
@@ -1122,12 +1121,12 @@ out:
 	return r;
 }
 
-/* A union interval: adds to struct dec_busy. */
+/* A union interval: adds to struct stats_busy. */
 static void busy_sum_fn(void *arg, int64_t from, int64_t to)
 {
-	struct dec_busy *b = arg;
+	struct stats_busy *b = arg;
 
-	b->busy = dec_sat_add(b->busy, to - from);
+	b->busy = xs_sat_add(b->busy, to - from);
 	if (!b->any || from < b->first)
 		b->first = from;
 	if (!b->any || to > b->last)
@@ -1135,7 +1134,7 @@ static void busy_sum_fn(void *arg, int64_t from, int64_t to)
 	b->any = true;
 }
 
-int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b)
+int stats_device_busy(struct xs_rctx *rc, size_t q, struct stats_busy *b)
 {
 	size_t *li = malloc(MERGE_MAX * sizeof(*li)), n;
 	int r = 0;
@@ -1149,7 +1148,7 @@ int dec_device_busy(struct dec_rctx *rc, size_t q, struct dec_busy *b)
 	return r;
 }
 
-int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
+int stats_view_steps(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct steps st = {0};
@@ -1163,16 +1162,16 @@ int dec_view_steps(struct dec_rctx *rc, struct dec_out *o)
 		const struct step *s = &st.s[i];
 
 		OUT_RAW(o, i ? ",\n{\"plane\":" : "\n{\"plane\":");
-		dec_out_str(o, x->planes[s->plane].name, x->planes[s->plane].name_len);
+		xs_out_str(o, x->planes[s->plane].name, x->planes[s->plane].name_len);
 		OUT_LIT(o, ",\"step\":");
 		OUT_RAW(o, s->label);
-		dec_out_key_i64(o, ",\"start_ps\":", s->start);
-		dec_out_key_i64(o, ",\"duration_ps\":", s->dur);
-		dec_out_key_i64(o, ",\"device_ps\":", s->device);
+		xs_out_key_i64(o, ",\"start_ps\":", s->start);
+		xs_out_key_i64(o, ",\"duration_ps\":", s->dur);
+		xs_out_key_i64(o, ",\"device_ps\":", s->device);
 		OUT_LIT(o, ",\"breakdown\":");
 		out_breakdown(o, s->bd);
 		OUT_LIT(o, "}");
-		if ((r = dec_out_flush(o, false)) < 0)
+		if ((r = xs_out_flush(o, false)) < 0)
 			goto out;
 	}
 	OUT_RAW(o, st.cut ? "\n],\"truncated\":true" : "\n],\"truncated\":false");

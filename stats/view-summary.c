@@ -5,7 +5,7 @@
  * Design: no event bodies are read: counts and first/last times come from
  * the index built by xprofs_xspace_open(). Limits: a profile opened with
  * tracks_only has no event statistics, so its summary is refused
- * (-EOPNOTSUPP, in dec_render()).
+ * (-EOPNOTSUPP, in render()).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -13,71 +13,71 @@
 
 #include "stats-internal.h"
 
-static void out_strs(struct dec_out *o, const char *key, const struct dec_strs *s)
+static void out_strs(struct xs_out *o, const char *key, const struct xs_strs *s)
 {
-	dec_out_str(o, key, strlen(key));
+	xs_out_str(o, key, strlen(key));
 	OUT_LIT(o, ":[");
 	for (size_t i = 0; i < s->n; i++) {
 		if (i)
 			OUT_LIT(o, ",");
-		dec_out_str(o, s->s[i], s->len[i]);
+		xs_out_str(o, s->s[i], s->len[i]);
 	}
 	OUT_LIT(o, "]");
 }
 
 /* out_span() - ,"first_ps":N,"last_ps":N; both null when there are no events (no time). */
-static void out_span(struct dec_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
+static void out_span(struct xs_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
 {
 	if (!events) {
 		OUT_LIT(o, ",\"first_ps\":null,\"last_ps\":null");
 		return;
 	}
-	dec_out_key_i64(o, ",\"first_ps\":", first_ps);
-	dec_out_key_i64(o, ",\"last_ps\":", last_ps);
+	xs_out_key_i64(o, ",\"first_ps\":", first_ps);
+	xs_out_key_i64(o, ",\"last_ps\":", last_ps);
 }
 
 /* out_counts() - ,"events":N,"first_ps":N,"last_ps":N (null times when N is 0) */
-static void out_counts(struct dec_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
+static void out_counts(struct xs_out *o, uint64_t events, int64_t first_ps, int64_t last_ps)
 {
 	OUT_LIT(o, ",\"events\":");
-	dec_out_u64(o, events);
+	xs_out_u64(o, events);
 	out_span(o, events, first_ps, last_ps);
 }
 
 /* out_host_counts() - ,"planes":N,"lines":N and out_counts() of @t (session summary). */
-static void out_host_counts(struct dec_out *o, const struct xprofs_xspace_totals *t)
+static void out_host_counts(struct xs_out *o, const struct xprofs_xspace_totals *t)
 {
 	OUT_LIT(o, ",\"planes\":");
-	dec_out_u64(o, t->planes);
+	xs_out_u64(o, t->planes);
 	OUT_LIT(o, ",\"lines\":");
-	dec_out_u64(o, t->lines);
+	xs_out_u64(o, t->lines);
 	out_counts(o, t->events, t->first_ps, t->last_ps);
 }
 
 /* out_walltime() - @lit then @ns, or null for 0 (absent). */
-static void out_walltime(struct dec_out *o, const char *lit, int64_t ns)
+static void out_walltime(struct xs_out *o, const char *lit, int64_t ns)
 {
-	dec_out_add(o, lit, strlen(lit));
+	xs_out_add(o, lit, strlen(lit));
 	if (ns)
-		dec_out_i64(o, ns);
+		xs_out_i64(o, ns);
 	else
 		OUT_LIT(o, "null");
 }
 
-static int plane_stats(struct dec_rctx *rc, size_t pi, struct dec_out *o)
+static int plane_stats(struct xs_rctx *rc, size_t pi, struct xs_out *o)
 {
-	struct dec_render_arg ra = {o, true};
+	struct xs_render_arg ra = {o, true};
 	int r;
 
 	OUT_LIT(o, "{");
-	if ((r = dec_walk_plane_stats(rc, pi, dec_render_stat, &ra)) < 0)
+	if ((r = xs_walk_plane_stats(rc, pi, xs_render_stat, &ra)) < 0)
 		return r;
 	OUT_LIT(o, "}");
-	dec_md_gc(rc);
+	xs_md_gc(rc);
 	return 0;
 }
 
-int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
+int stats_view_summary(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
 	const struct xprofs_xspace_totals *t = &x->totals;
@@ -96,52 +96,52 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 	if (!t->events)
 		OUT_LIT(o, ",\"span_ps\":null");
 	else
-		dec_out_key_i64(o, ",\"span_ps\":",
-				t->first_ps == INT64_MIN ? INT64_MAX
-							 : dec_sat_add(t->last_ps, -t->first_ps));
+		xs_out_key_i64(o, ",\"span_ps\":",
+			       t->first_ps == INT64_MIN ? INT64_MAX
+							: xs_sat_add(t->last_ps, -t->first_ps));
 	OUT_LIT(o, ",\"events\":");
-	dec_out_u64(o, t->events);
+	xs_out_u64(o, t->events);
 	OUT_LIT(o, ",\"planes\":[");
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
-		const struct dec_plane *p = &x->planes[pi];
+		const struct xs_plane *p = &x->planes[pi];
 
 		if (pi)
 			OUT_LIT(o, ",");
-		dec_out_key_i64(o, "{\"id\":", p->id);
+		xs_out_key_i64(o, "{\"id\":", p->id);
 		OUT_LIT(o, ",\"name\":");
-		dec_out_str(o, p->name, p->name_len);
+		xs_out_str(o, p->name, p->name_len);
 		OUT_LIT(o, ",\"file\":");
-		dec_out_cstr(o, p->file);
+		xs_out_cstr(o, p->file);
 		out_counts(o, p->events, p->first_ps, p->last_ps);
 		OUT_LIT(o, ",\"event_metadata\":");
-		dec_out_u64(o, p->ev.n);
+		xs_out_u64(o, p->ev.n);
 		OUT_LIT(o, ",\"stat_metadata\":");
-		dec_out_u64(o, p->st.n);
+		xs_out_u64(o, p->st.n);
 		OUT_LIT(o, ",\"stats\":");
 		if ((r = plane_stats(rc, pi, o)) < 0)
 			return r;
 		OUT_LIT(o, ",\"lines\":[");
 		for (size_t j = 0; j < p->n_lines; j++) {
-			const struct dec_line *l = &x->lines[p->first_line + j];
+			const struct xs_line *l = &x->lines[p->first_line + j];
 
 			if (j)
 				OUT_LIT(o, ",");
-			dec_out_key_i64(o, "{\"id\":", l->id);
-			dec_out_key_i64(o,
-					",\"display_id\":", l->display_id ? l->display_id : l->id);
+			xs_out_key_i64(o, "{\"id\":", l->id);
+			xs_out_key_i64(o,
+				       ",\"display_id\":", l->display_id ? l->display_id : l->id);
 			OUT_LIT(o, ",\"name\":");
-			dec_out_str(o, l->name, l->name_len);
+			xs_out_str(o, l->name, l->name_len);
 			OUT_LIT(o, ",\"display_name\":");
-			dec_out_line_name(o, l);
+			xs_out_line_name(o, l);
 			OUT_LIT(o, ",\"file\":");
-			dec_out_cstr(o, l->file);
-			dec_out_key_i64(o, ",\"timestamp_ns\":", l->timestamp_ns);
-			dec_out_key_i64(o, ",\"duration_ps\":", l->duration_ps);
+			xs_out_cstr(o, l->file);
+			xs_out_key_i64(o, ",\"timestamp_ns\":", l->timestamp_ns);
+			xs_out_key_i64(o, ",\"duration_ps\":", l->duration_ps);
 			out_counts(o, l->events, l->first_ps, l->last_ps);
 			OUT_LIT(o, "}");
 		}
 		OUT_LIT(o, "]}");
-		if ((r = dec_out_flush(o, false)) < 0)
+		if ((r = xs_out_flush(o, false)) < 0)
 			return r;
 	}
 	OUT_LIT(o, "]}\n");
@@ -150,37 +150,37 @@ int dec_view_summary(struct dec_rctx *rc, struct dec_out *o)
 
 /* One host's numbers for the session summary (docs/stats.md "Session summary"). */
 struct host_stat {
-	struct dec_step_summary steps;
+	struct stats_step_summary steps;
 	int64_t busy, span;
 	bool ok;
 };
 
-/* host_stat_fn() - a dec_with_rctx() function: the step summary and device busy share. */
-static int host_stat_fn(struct dec_rctx *rc, void *arg)
+/* host_stat_fn() - a xs_with_rctx() function: the step summary and device busy share. */
+static int host_stat_fn(struct xs_rctx *rc, void *arg)
 {
 	struct host_stat *h = arg;
 	int r;
 
-	if ((r = dec_steps_busy_sum(rc, &h->steps, &h->busy, &h->span)) < 0)
+	if ((r = stats_steps_busy_sum(rc, &h->steps, &h->busy, &h->span)) < 0)
 		return r;
 	h->ok = true;
 	return 0;
 }
 
-static void out_host_stat(struct dec_out *o, const struct host_stat *h)
+static void out_host_stat(struct xs_out *o, const struct host_stat *h)
 {
 	if (h->ok && h->steps.has) {
 		OUT_LIT(o, ",\"step_avg_ps\":");
-		dec_out_double(o, h->steps.avg);
-		dec_out_key_i64(o, ",\"step_max_ps\":", h->steps.max);
+		xs_out_double(o, h->steps.avg);
+		xs_out_key_i64(o, ",\"step_max_ps\":", h->steps.max);
 		OUT_LIT(o, ",\"steps\":");
-		dec_out_u64(o, h->steps.n);
+		xs_out_u64(o, h->steps.n);
 	} else {
 		OUT_LIT(o, ",\"step_avg_ps\":null,\"step_max_ps\":null,\"steps\":0");
 	}
 	OUT_LIT(o, ",\"device_busy_share\":");
 	if (h->ok && h->span > 0)
-		dec_out_double(o, (double)h->busy / (double)h->span);
+		xs_out_double(o, (double)h->busy / (double)h->span);
 	else
 		OUT_LIT(o, "null");
 }
@@ -197,7 +197,7 @@ static int dbl_cmp(const void *a, const void *b)
  * median of the hosts' averages (mean of the middle two for an even count);
  * null with fewer than one host with steps.
  */
-static void out_straggler(struct dec_out *o, const char *const *hosts, const struct host_stat *hs,
+static void out_straggler(struct xs_out *o, const char *const *hosts, const struct host_stat *hs,
 			  size_t n)
 {
 	double *v = malloc((n + 1) * sizeof(*v)), med;
@@ -219,14 +219,14 @@ static void out_straggler(struct dec_out *o, const char *const *hosts, const str
 	qsort(v, k, sizeof(*v), dbl_cmp);
 	med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 	OUT_LIT(o, "{\"host\":");
-	dec_out_cstr(o, hosts[worst] ? hosts[worst] : "");
+	xs_out_cstr(o, hosts[worst] ? hosts[worst] : "");
 	OUT_LIT(o, ",\"step_avg_ps\":");
-	dec_out_double(o, hs[worst].steps.avg);
+	xs_out_double(o, hs[worst].steps.avg);
 	OUT_LIT(o, ",\"median_step_avg_ps\":");
-	dec_out_double(o, med);
+	xs_out_double(o, med);
 	OUT_LIT(o, ",\"ratio\":");
 	if (med > 0)
-		dec_out_double(o, hs[worst].steps.avg / med);
+		xs_out_double(o, hs[worst].steps.avg / med);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, "}");
@@ -240,34 +240,34 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 	struct xprofs_xspace_totals sum = {0};
 	struct host_stat *hs;
 	bool any = false;
-	struct dec_out o;
+	struct xs_out o;
 	int r;
 
 	if (!sink || !sink->write || (n && (!hosts || !xs)))
 		return -EINVAL;
 	if (!(hs = calloc(n + 1, sizeof(*hs))))
 		return -ENOMEM;
-	dec_out_init(&o, sink);
+	xs_out_init(&o, sink);
 	OUT_LIT(&o, "{\"session\":");
-	dec_out_cstr(&o, session ? session : "");
+	xs_out_cstr(&o, session ? session : "");
 	OUT_LIT(&o, ",\"hosts\":[");
 	for (size_t i = 0; i < n; i++) {
 		struct xprofs_xspace_totals t;
 
 		OUT_RAW(&o, i ? ",\n{\"host\":" : "\n{\"host\":");
-		dec_out_cstr(&o, hosts[i] ? hosts[i] : "");
+		xs_out_cstr(&o, hosts[i] ? hosts[i] : "");
 		if (!xs[i] || xprofs_xspace_get_totals(xs[i], &t) < 0) {
 			OUT_LIT(&o, ",\"planes\":0,\"lines\":0,\"events\":0,\"first_ps\":null,"
 				    "\"last_ps\":null,\"error\":");
-			dec_out_cstr(&o, host_errors && host_errors[i] ? host_errors[i]
-								       : "cannot open");
+			xs_out_cstr(&o,
+				    host_errors && host_errors[i] ? host_errors[i] : "cannot open");
 			out_host_stat(&o, &hs[i]);
 			OUT_LIT(&o, "}");
 			continue;
 		}
 		out_host_counts(&o, &t);
 		/* a host whose analyses fail still has its counts (its views say why) */
-		(void)dec_with_rctx(xs[i], NULL, host_stat_fn, &hs[i]);
+		(void)xs_with_rctx(xs[i], NULL, host_stat_fn, &hs[i]);
 		out_host_stat(&o, &hs[i]);
 		OUT_LIT(&o, ",\"error\":null}");
 		sum.planes += t.planes;
@@ -285,8 +285,8 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 	out_host_counts(&o, &sum);
 	out_straggler(&o, hosts, hs, n);
 	OUT_LIT(&o, "}\n");
-	r = o.r ? o.r : dec_out_flush(&o, true);
-	dec_out_deinit(&o);
+	r = o.r ? o.r : xs_out_flush(&o, true);
+	xs_out_deinit(&o);
 	free(hs);
 	return r;
 }

@@ -5,7 +5,7 @@
  * (overview.json's top_ops: the device planes' ops combined).
  *
  * Design: plain SVG 1.1 written here (no dependency), from the same parts the
- * JSON views use: dec_steps_each() and dec_ops_plane()/dec_ops_merge(). Every
+ * JSON views use: stats_steps_each() and stats_ops_plane()/stats_ops_merge(). Every
  * bar is a <g class="bar"> of one <rect> per non-zero breakdown type, with a
  * <title> giving the numbers; every op row a <rect class="op">. Text is
  * escaped; names are cut at NAME_MAX_SHOWN bytes.
@@ -34,14 +34,14 @@
 #define OPS_Y 430
 #define OP_ROW 22
 
-/* The breakdown types' colours, by dec_bd_keys[] index (idle first). */
-static const char *const bd_colour[DEC_BD_N] = {
+/* The breakdown types' colours, by stats_bd_keys[] index (idle first). */
+static const char *const bd_colour[STATS_BD_N] = {
 	"#d0d0d0", "#8da0cb", "#a6d854", "#e78ac3", "#fc8d62",
 	"#ffd92f", "#e5c494", "#b3b3b3", "#66c2a5",
 };
 
 struct bar {
-	double dur, bd[DEC_BD_N]; /* averages over the steps of the bar, ps */
+	double dur, bd[STATS_BD_N]; /* averages over the steps of the bar, ps */
 	uint64_t first, count;
 };
 
@@ -70,13 +70,13 @@ static int add_step(void *arg, uint64_t i, uint64_t n, int64_t dur, const int64_
 	}
 	b->count++;
 	b->dur += (double)dur;
-	for (int k = 0; k < DEC_BD_N; k++)
+	for (int k = 0; k < STATS_BD_N; k++)
 		b->bd[k] += (double)bd[k];
 	return 0;
 }
 
 /* @s (@n bytes, borrowed) as SVG text: cut at NAME_MAX_SHOWN bytes, XML-escaped. */
-static void out_text(struct dec_out *o, const char *s, size_t n)
+static void out_text(struct xs_out *o, const char *s, size_t n)
 {
 	if (n > NAME_MAX_SHOWN)
 		n = NAME_MAX_SHOWN;
@@ -94,33 +94,33 @@ static void out_text(struct dec_out *o, const char *s, size_t n)
 		else if (c < 0x20 || c == 0x7f)
 			OUT_LIT(o, "?");
 		else
-			dec_out_add(o, s + i, 1);
+			xs_out_add(o, s + i, 1);
 	}
 }
 
-static void out_f(struct dec_out *o, double v)
+static void out_f(struct xs_out *o, double v)
 {
 	char buf[48];
 	int n = snprintf(buf, sizeof(buf), "%.2f", isfinite(v) ? v : 0.0);
 
-	dec_out_add(o, buf, (size_t)n);
+	xs_out_add(o, buf, (size_t)n);
 }
 
 /* A time in ms for labels. */
-static void out_ms(struct dec_out *o, double ps)
+static void out_ms(struct xs_out *o, double ps)
 {
 	char buf[48];
 	int n = snprintf(buf, sizeof(buf), "%.3f ms", isfinite(ps) ? ps / 1e9 : 0.0);
 
-	dec_out_add(o, buf, (size_t)n);
+	xs_out_add(o, buf, (size_t)n);
 }
 
-static void out_bars(struct dec_out *o, struct svg *g)
+static void out_bars(struct xs_out *o, struct svg *g)
 {
 	double max = 0, bw, gap;
 
 	for (size_t i = 0; i < g->nb; i++) {
-		for (int k = 0; k < DEC_BD_N; k++)
+		for (int k = 0; k < STATS_BD_N; k++)
 			g->b[i].bd[k] /= (double)g->b[i].count;
 		g->b[i].dur /= (double)g->b[i].count;
 		if (g->b[i].dur > max)
@@ -132,7 +132,7 @@ static void out_bars(struct dec_out *o, struct svg *g)
 		int n = snprintf(buf, sizeof(buf), " (each bar: the average of %" PRIu64 " steps)",
 				 g->per);
 
-		dec_out_add(o, buf, (size_t)n);
+		xs_out_add(o, buf, (size_t)n);
 	}
 	OUT_LIT(o, "</text>\n");
 	if (!g->nb) {
@@ -153,10 +153,10 @@ static void out_bars(struct dec_out *o, struct svg *g)
 				 b->count > 1 ? " and the next" : "");
 
 		OUT_LIT(o, "<g class=\"bar\"><title>");
-		dec_out_add(o, t, (size_t)n);
+		xs_out_add(o, t, (size_t)n);
 		out_ms(o, b->dur);
 		OUT_LIT(o, "</title>");
-		for (int k = DEC_BD_N - 1; k >= 0; k--) {
+		for (int k = STATS_BD_N - 1; k >= 0; k--) {
 			double h = max > 0 ? b->bd[k] / max * CHART_H : 0;
 
 			if (h <= 0)
@@ -177,40 +177,40 @@ static void out_bars(struct dec_out *o, struct svg *g)
 		OUT_LIT(o, "</g>\n");
 	}
 	/* legend: two rows of five; the key's name without its "_ps" */
-	for (int k = 0; k < DEC_BD_N; k++) {
+	for (int k = 0; k < STATS_BD_N; k++) {
 		int x = CHART_X + (k % 5) * 180, y = 372 + (k / 5) * 16;
 		char buf[160];
 		int n = snprintf(buf, sizeof(buf),
 				 "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
 				 "<text x=\"%d\" y=\"%d\" class=\"l\">%.*s</text>\n",
 				 x, y, bd_colour[k], x + 14, y + 9,
-				 (int)(strlen(dec_bd_keys[k]) - 3), dec_bd_keys[k]);
+				 (int)(strlen(stats_bd_keys[k]) - 3), stats_bd_keys[k]);
 
-		dec_out_add(o, buf, (size_t)n);
+		xs_out_add(o, buf, (size_t)n);
 	}
 }
 
 /* The ops overview.json ranks (top_ops): the device planes' ops, combined by name. */
-static int top_ops(struct dec_rctx *rc, struct dec_ops *all)
+static int top_ops(struct xs_rctx *rc, struct stats_ops *all)
 {
 	const struct xprofs_xspace *x = rc->x;
 	int r = 0;
 
 	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		struct dec_ops ops;
+		struct stats_ops ops;
 
-		if (!dec_plane_is_device(&x->planes[q]))
+		if (!xs_plane_is_device(&x->planes[q]))
 			continue;
-		if ((r = dec_ops_plane(rc, q, &ops)) < 0)
+		if ((r = stats_ops_plane(rc, q, &ops)) < 0)
 			return r;
 		if (ops.events)
-			r = dec_ops_merge(all, &ops);
-		dec_ops_free(&ops);
+			r = stats_ops_merge(all, &ops);
+		stats_ops_free(&ops);
 	}
 	return r;
 }
 
-static int out_ops(struct dec_out *o, struct dec_ops *all)
+static int out_ops(struct xs_out *o, struct stats_ops *all)
 {
 	size_t *idx, n = all->m.n < TOP_OPS ? all->m.n : TOP_OPS;
 	double max;
@@ -221,7 +221,7 @@ static int out_ops(struct dec_out *o, struct dec_ops *all)
 			   "profile</text>\n");
 		return 0;
 	}
-	if (!(idx = dec_ops_sorted(all)))
+	if (!(idx = stats_ops_sorted(all)))
 		return -ENOMEM;
 	max = (double)all->m.ops[idx[0]].self;
 	for (size_t i = 0; i < n; i++) {
@@ -231,17 +231,17 @@ static int out_ops(struct dec_out *o, struct dec_ops *all)
 		int k = snprintf(buf, sizeof(buf), "<rect class=\"op\" x=\"420\" y=\"%d\" width=\"",
 				 OPS_Y + (int)i * OP_ROW);
 
-		dec_out_add(o, buf, (size_t)k);
+		xs_out_add(o, buf, (size_t)k);
 		out_f(o, w > 0.5 ? w : 0.5);
 		k = snprintf(buf, sizeof(buf),
 			     "\" height=\"16\" fill=\"#66c2a5\"/><text x=\"410\" y=\"%d\" "
 			     "text-anchor=\"end\">",
 			     OPS_Y + 12 + (int)i * OP_ROW);
-		dec_out_add(o, buf, (size_t)k);
+		xs_out_add(o, buf, (size_t)k);
 		out_text(o, op->name, strlen(op->name));
 		k = snprintf(buf, sizeof(buf), "</text><text x=\"%d\" y=\"%d\" class=\"l\">",
 			     430 + (int)(w > 0.5 ? w : 0.5), OPS_Y + 12 + (int)i * OP_ROW);
-		dec_out_add(o, buf, (size_t)k);
+		xs_out_add(o, buf, (size_t)k);
 		out_ms(o, (double)op->self);
 		OUT_LIT(o, "</text>\n");
 	}
@@ -249,10 +249,10 @@ static int out_ops(struct dec_out *o, struct dec_ops *all)
 	return 0;
 }
 
-int dec_view_svg(struct dec_rctx *rc, struct dec_out *o)
+int stats_view_svg(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct svg *g = calloc(1, sizeof(*g));
-	struct dec_ops all;
+	struct stats_ops all;
 	char head[256];
 	int r, n;
 
@@ -260,14 +260,14 @@ int dec_view_svg(struct dec_rctx *rc, struct dec_out *o)
 	all.m.other = -1;
 	if (!g)
 		return -ENOMEM;
-	if ((r = dec_steps_each(rc, add_step, g)) < 0 || (r = top_ops(rc, &all)) < 0)
+	if ((r = stats_steps_each(rc, add_step, g)) < 0 || (r = top_ops(rc, &all)) < 0)
 		goto out;
 	n = snprintf(head, sizeof(head),
 		     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 		     "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
 		     "height=\"%d\" viewBox=\"0 0 %d %d\">\n",
 		     W, OPS_Y + TOP_OPS * OP_ROW + 20, W, OPS_Y + TOP_OPS * OP_ROW + 20);
-	dec_out_add(o, head, (size_t)n);
+	xs_out_add(o, head, (size_t)n);
 	OUT_LIT(o, "<style>text{font:12px sans-serif}.h{font-weight:bold;font-size:14px}"
 		   ".l{fill:#444}.none{fill:#888}</style>\n"
 		   "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
@@ -284,7 +284,7 @@ int dec_view_svg(struct dec_rctx *rc, struct dec_out *o)
 	OUT_LIT(o, "</svg>\n");
 	r = 0;
 out:
-	dec_ops_free(&all);
+	stats_ops_free(&all);
 	free(g);
 	return r;
 }

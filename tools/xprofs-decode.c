@@ -162,7 +162,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	while ((c = getopt_long(argc, argv, "V:h", opts, NULL)) != -1) {
 		switch (c) {
 		case 'V':
-			if ((a->view = xprofs_view_parse(optarg)) < 0) {
+			if ((a->view = xprofs_decode_view_parse(optarg)) < 0) {
 				fprintf(stderr, "xprofs-decode: unknown view '%s'\n", optarg);
 				return 2;
 			}
@@ -189,8 +189,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->compare = optarg;
 			break;
 		case ARG_WINDOW:
-			if (xprofs_window_parse(optarg, strlen(optarg), &a->from_ps, &a->to_ps) <
-			    0) {
+			if (xprofs_decode_window_parse(optarg, strlen(optarg), &a->from_ps,
+						       &a->to_ps) < 0) {
 				fprintf(stderr,
 					"xprofs-decode: --window wants FROM-TO (µs), not '%s'\n",
 					optarg);
@@ -199,7 +199,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 			a->window = true;
 			break;
 		case ARG_STEP:
-			if (xprofs_step_parse(optarg, strlen(optarg), &a->step_ix) < 0) {
+			if (xprofs_decode_step_parse(optarg, strlen(optarg), &a->step_ix) < 0) {
 				fprintf(stderr, "xprofs-decode: --step wants an index, not '%s'\n",
 					optarg);
 				return 2;
@@ -277,7 +277,7 @@ static int render_track(struct xprofs_xspace *x, const struct args *a,
 			a->track);
 		return 1;
 	}
-	return xprofs_xspace_render_track(x, (size_t)i, sink, err);
+	return xprofs_decode_render_track(x, (size_t)i, sink, err);
 }
 
 #define SESSION_HOSTS_MAX 4096
@@ -520,7 +520,7 @@ static int render_view(struct xprofs_xspace *x, const struct args *a,
 		struct xprofs_step_window *w = NULL;
 		size_t ns = 0;
 
-		if ((r = xprofs_xspace_steps(x, &w, &ns, err)) == 0 && a->step_ix >= ns) {
+		if ((r = xprofs_decode_steps(x, &w, &ns, err)) == 0 && a->step_ix >= ns) {
 			(void)!xprofs_buf_printf(err, "no step %u (%zu steps)",
 						 (unsigned)a->step_ix, ns);
 			r = -ENOENT;
@@ -533,7 +533,7 @@ static int render_view(struct xprofs_xspace *x, const struct args *a,
 		free(w);
 	}
 	if (r == 0)
-		r = xprofs_xspace_render_opts(x, (enum xprofs_view)a->view, &ro, sink, err);
+		r = xprofs_decode_render_opts(x, (enum xprofs_view)a->view, &ro, sink, err);
 	free(host);
 	return r;
 }

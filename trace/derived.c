@@ -59,7 +59,7 @@ static const uint32_t tpu_tid_offset[DL_COUNT + 1] = {
 
 /* ---- merging (DerivedXLineBuilder) ----------------------------------------- */
 
-static void lv_close(struct dec_derive *d, struct der_line *dl, int level)
+static void lv_close(struct trace_derive *d, struct der_line *dl, int level)
 {
 	struct der_ev *v = &dl->lv[level];
 
@@ -76,7 +76,7 @@ static void lv_close(struct dec_derive *d, struct der_line *dl, int level)
 		return;
 	}
 	{
-		struct dec_derived_ev e = {
+		struct trace_derived_ev e = {
 			.kind = dl->kind,
 			.tid = d->tid0 + (d->tpu ? tpu_tid_offset : tid_offset)[dl->kind],
 			.line_name = dl->title.data,
@@ -102,7 +102,7 @@ static void adjust(struct der_line *dl, int level)
 {
 	int top = level;
 	int64_t max_shrink, shrink = 0;
-	dec_ps128 lb = 0, le = 0;
+	xs_ps128 lb = 0, le = 0;
 	bool have = false;
 
 	bool unsure = false;
@@ -125,7 +125,7 @@ static void adjust(struct der_line *dl, int level)
 			shrink++;
 		lb = v->begin, le = v->end, have = true;
 		if (shrink) {
-			v->end -= (dec_ps128)shrink * 1000;
+			v->end -= (xs_ps128)shrink * 1000;
 			if (v->end < v->begin)
 				v->end = v->begin;
 		}
@@ -134,12 +134,12 @@ static void adjust(struct der_line *dl, int level)
 
 /*
  * ResetLastEvents(): close @level and deeper; level 0 also resets the
- * dependent lines. In a lookback walk (see dec_derive_tpu()) a @sure reset
+ * dependent lines. In a lookback walk (see trace_derive_tpu()) a @sure reset
  * is one the whole walk makes too, so those levels are empty in both after
  * it; an unsure one (the whole walk may have expanded instead) leaves the
  * whole walk's state there unknown.
  */
-static void reset_as(struct dec_derive *d, struct der_line *dl, int level, bool sure)
+static void reset_as(struct trace_derive *d, struct der_line *dl, int level, bool sure)
 {
 	adjust(dl, level);
 	for (int i = level; i < DER_LEVELS; i++) {
@@ -152,7 +152,7 @@ static void reset_as(struct dec_derive *d, struct der_line *dl, int level, bool 
 				reset_as(d, &d->lines[k], 0, sure);
 }
 
-static void reset(struct dec_derive *d, struct der_line *dl, int level)
+static void reset(struct trace_derive *d, struct der_line *dl, int level)
 {
 	reset_as(d, dl, level, true);
 }
@@ -170,9 +170,9 @@ static int set_str(struct xprofs_buf *b, const char *s, size_t n)
  * on other than GPU planes (d->tpu) an event without a group_id expands it
  * only when it starts within twice the open event's duration after its end.
  */
-static int expand_or_add(struct dec_derive *d, struct der_line *dl, int level,
+static int expand_or_add(struct trace_derive *d, struct der_line *dl, int level,
 			 const struct xprofs_buf *name, const char *disp, size_t disp_len,
-			 const struct dec_derived_in *in)
+			 const struct trace_derived_in *in)
 {
 	struct der_ev *v;
 	int r;
@@ -212,7 +212,7 @@ static int expand_or_add(struct dec_derive *d, struct der_line *dl, int level,
 }
 
 /* The "XLA Ops" levels of hlo_op "a::b::c", each named "<prefix>/<op>", shown as "<op>". */
-static int hlo_ops(struct dec_derive *d, const struct dec_derived_in *in)
+static int hlo_ops(struct trace_derive *d, const struct trace_derived_in *in)
 {
 	struct der_line *dl = &d->lines[DL_HLO_OP];
 	const char *s = in->hlo_op, *end = in->hlo_op + in->hlo_op_len;
@@ -365,18 +365,19 @@ static bool starts_icase(const char *s, size_t n, const char *p)
 	return true;
 }
 
-static void tfop_set(struct dec_tfop *op, enum dec_tfop_cat cat, const char *type, size_t type_len)
+static void tfop_set(struct trace_tfop *op, enum trace_tfop_cat cat, const char *type,
+		     size_t type_len)
 {
 	op->cat = cat;
 	op->type = type;
 	op->type_len = type_len;
 }
 
-void dec_tfop_parse(const char *s, size_t n, struct dec_tfop *op)
+void trace_tfop_parse(const char *s, size_t n, struct trace_tfop *op)
 {
 	static const struct {
 		const char *prefix, *type;
-		enum dec_tfop_cat cat;
+		enum trace_tfop_cat cat;
 	} memcpys[] = {
 		{"MEMCPYHToD", "MemcpyHToD", TFOP_MEMCPY_HTOD},
 		{"MEMCPYDToH", "MemcpyDToH", TFOP_MEMCPY_DTOH},
@@ -426,7 +427,7 @@ void dec_tfop_parse(const char *s, size_t n, struct dec_tfop *op)
 	}
 }
 
-int dec_tfop_event_name(const struct dec_tfop *op, struct xprofs_buf *b)
+int trace_tfop_event_name(const struct trace_tfop *op, struct xprofs_buf *b)
 {
 	const char *s = op->name, *last = s, *hit;
 	size_t n = op->name_len;
@@ -451,8 +452,8 @@ int dec_tfop_event_name(const struct dec_tfop *op, struct xprofs_buf *b)
 }
 
 /* ParseTfNameScopes(): every '/' piece of the op name but the last, one level each. */
-static int name_scopes(struct dec_derive *d, const struct dec_tfop *op,
-		       const struct dec_derived_in *in)
+static int name_scopes(struct trace_derive *d, const struct trace_tfop *op,
+		       const struct trace_derived_in *in)
 {
 	struct der_line *dl = &d->lines[DL_NAME_SCOPE];
 	const char *s = op->name, *end = op->name + op->name_len, *slash;
@@ -472,22 +473,22 @@ static int name_scopes(struct dec_derive *d, const struct dec_tfop *op,
 }
 
 /* ProcessTfOpEvent() of tf_op @s (@n bytes, cut at DER_NAME_MAX) for kernel @in. */
-static int tf_op_event(struct dec_derive *d, const char *s, size_t n,
-		       const struct dec_derived_in *in)
+static int tf_op_event(struct trace_derive *d, const char *s, size_t n,
+		       const struct trace_derived_in *in)
 {
-	struct dec_tfop op;
+	struct trace_tfop op;
 	int r;
 
 	if (n > DER_NAME_MAX)
 		n = DER_NAME_MAX;
-	dec_tfop_parse(s, n, &op);
+	trace_tfop_parse(s, n, &op);
 	if ((op.cat == TFOP_TENSORFLOW || op.cat == TFOP_JAX) &&
 	    !(d->have & (1u << DL_NAME_SCOPE)) && (r = name_scopes(d, &op, in)) < 0)
 		return r;
 	if (d->have & (1u << DL_TF_OP))
 		return 0;
 	/* the event is named by the whole tf_op and shown as TfOpEventName() */
-	if ((r = dec_tfop_event_name(&op, &d->disp)) < 0 || (r = set_str(&d->tmp, s, n)) < 0)
+	if ((r = trace_tfop_event_name(&op, &d->disp)) < 0 || (r = set_str(&d->tmp, s, n)) < 0)
 		return r;
 	return expand_or_add(d, &d->lines[DL_TF_OP], 0, &d->tmp, d->disp.data, d->disp.len, in);
 }
@@ -497,17 +498,17 @@ static int tf_op_event(struct dec_derive *d, const char *s, size_t n,
  * hlo_op in program program_id): its framework op through ProcessTfOpEvent(),
  * its source line on Source code.
  */
-static int xla_symbol(struct dec_derive *d, const struct dec_derived_in *in)
+static int xla_symbol(struct trace_derive *d, const struct trace_derived_in *in)
 {
 	const char *last = in->hlo_op, *end = in->hlo_op + in->hlo_op_len, *hit;
-	struct dec_hlo_sym sym;
+	struct trace_hlo_sym sym;
 	int r;
 
 	if (!d->syms || !in->has_program_id)
 		return 0;
 	while ((hit = memmem(last, (size_t)(end - last), "::", 2)) != NULL)
 		last = hit + 2;
-	if (!dec_hlo_syms_find(d->syms, in->program_id, last, (size_t)(end - last), &sym))
+	if (!trace_hlo_syms_find(d->syms, in->program_id, last, (size_t)(end - last), &sym))
 		return 0;
 	if (sym.tf_op_len && (r = tf_op_event(d, sym.tf_op, sym.tf_op_len, in)) < 0)
 		return r;
@@ -519,7 +520,7 @@ static int xla_symbol(struct dec_derive *d, const struct dec_derived_in *in)
 	return 0;
 }
 
-int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in)
+int trace_derive_event(struct trace_derive *d, const struct trace_derived_in *in)
 {
 	int r;
 
@@ -549,23 +550,23 @@ int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in)
 /* The render context's HLO symbols (rc->view_data) go with it. */
 static void syms_free(void *syms)
 {
-	dec_hlo_syms_free(syms);
+	trace_hlo_syms_free(syms);
 }
 
-int dec_derive_new(struct dec_rctx *rc, const struct dec_plane *p, const struct dec_line *l,
-		   dec_derived_emit_fn emit, void *arg, struct dec_derive **out)
+int trace_derive_new(struct xs_rctx *rc, const struct xs_plane *p, const struct xs_line *l,
+		     trace_derived_emit_fn emit, void *arg, struct trace_derive **out)
 {
-	struct dec_derive *d;
+	struct trace_derive *d;
 	int r = 0;
 
 	*out = NULL;
 	if (l->derive_slot < 0 || (p->derived_have & DL_ALL) == DL_ALL)
 		return 0;
 	if (!rc->view_data_loaded) {
-		struct dec_hlo_syms *syms = NULL;
+		struct trace_hlo_syms *syms = NULL;
 
 		rc->view_data_loaded = true;
-		r = dec_hlo_syms_load(rc->x, &syms);
+		r = trace_hlo_syms_load(rc->x, &syms);
 		rc->view_data = syms;
 		rc->view_data_free = syms_free;
 		if (r < 0)
@@ -587,35 +588,35 @@ int dec_derive_new(struct dec_rctx *rc, const struct dec_plane *p, const struct 
 		struct der_line *dl = &d->lines[k];
 
 		dl->kind = k;
-		xprofs_buf_init(&dl->title, DEC_NAME_MAX + 64);
+		xprofs_buf_init(&dl->title, XS_NAME_MAX + 64);
 		for (int i = 0; i < DER_LEVELS; i++) {
 			xprofs_buf_init(&dl->lv[i].name, DER_NAME_MAX + 1);
 			xprofs_buf_init(&dl->lv[i].disp, DER_NAME_MAX + 1);
 		}
 		/* GetDerivedLineName(): "<name> - from #<stream line id>" */
-		if (dec_derived_names[k] && r == 0)
+		if (xs_derived_names[k] && r == 0)
 			r = xprofs_buf_printf(&dl->title, "%s - from #%" PRId64,
-					      dec_derived_names[k], l->id);
+					      xs_derived_names[k], l->id);
 	}
 	/* dependents: a new module closes the open name scopes and XLA ops, a new scope the op */
 	d->lines[DL_MODULE].deps = 1u << DL_NAME_SCOPE | 1u << DL_HLO_OP;
 	d->lines[DL_NAME_SCOPE].deps = 1u << DL_TF_OP;
 	if (r < 0) {
-		dec_derive_free(d);
+		trace_derive_free(d);
 		return r;
 	}
 	*out = d;
 	return 0;
 }
 
-void dec_derive_window(struct dec_derive *d, dec_ps128 from, dec_ps128 to)
+void trace_derive_window(struct trace_derive *d, xs_ps128 from, xs_ps128 to)
 {
 	d->win = true;
 	d->from = from;
 	d->to = to;
 }
 
-int dec_derive_finish(struct dec_derive *d)
+int trace_derive_finish(struct trace_derive *d)
 {
 	/* XProf does not reset the builders at the end: no duration adjustment here */
 	for (int k = 0; k < DL_COUNT; k++)
@@ -626,7 +627,7 @@ int dec_derive_finish(struct dec_derive *d)
 
 static void offload_free(struct der_offload *o);
 
-void dec_derive_free(struct dec_derive *d)
+void trace_derive_free(struct trace_derive *d)
 {
 	if (!d)
 		return;
@@ -649,16 +650,16 @@ void dec_derive_free(struct dec_derive *d)
 /* ---- the annotations of an event (GpuEventStats) ------------------------- */
 
 /* The string of stat @s (str or ref; compressed or other kinds: none) into @b. */
-static int stat_str(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
+static int stat_str(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
 		    struct xprofs_buf *b, bool *has)
 {
-	const struct dec_stmd *ref;
+	const struct xs_stmd *ref;
 	const uint8_t *p;
 	size_t n;
 	int r;
 
 	if (s->kind == SV_REF) {
-		if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+		if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
 			return r;
 		*has = true;
 		return set_str(b, ref->name, ref->name_len);
@@ -666,55 +667,55 @@ static int stat_str(struct dec_rctx *rc, struct dec_cur *c, const struct dec_sta
 	if (s->kind != SV_STR)
 		return 0;
 	n = s->len > DER_NAME_MAX ? DER_NAME_MAX : (size_t)s->len;
-	if ((r = dec_at(c, s->off, n, &p)) < 0)
+	if ((r = wire_at(c, s->off, n, &p)) < 0)
 		return r;
 	*has = true;
 	return set_str(b, (const char *)p, n);
 }
 
-/* A dec_stat_fn filling struct dec_derived_in (arg) from one event stat. */
-static int read_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+/* A xs_stat_fn filling struct trace_derived_in (arg) from one event stat. */
+static int read_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct dec_derived_in *in = arg;
-	struct dec_derive *d = in->d;
-	const struct dec_stmd *m;
+	struct trace_derived_in *in = arg;
+	struct trace_derive *d = in->d;
+	const struct xs_stmd *m;
 	bool is_int = s->kind == SV_U64 || s->kind == SV_I64, has = false;
 	int r;
 
-	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
 		return r;
-	if (dec_str_eq(m->name, m->name_len, "kernel_details")) {
+	if (xs_str_eq(m->name, m->name_len, "kernel_details")) {
 		/* IsKernel(): a non-empty kernel_details string */
 		if (s->kind == SV_REF) {
-			const struct dec_stmd *ref;
+			const struct xs_stmd *ref;
 
-			if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+			if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
 				return r;
 			in->is_kernel = ref->name_len > 0;
 		} else {
 			in->is_kernel = s->kind == SV_STR && s->len > 0;
 		}
-	} else if (dec_str_eq(m->name, m->name_len, "hlo_op")) {
+	} else if (xs_str_eq(m->name, m->name_len, "hlo_op")) {
 		if ((r = stat_str(rc, c, s, &d->s_op, &in->has_hlo_op)) < 0)
 			return r;
-	} else if (dec_str_eq(m->name, m->name_len, "tf_op")) {
+	} else if (xs_str_eq(m->name, m->name_len, "tf_op")) {
 		if ((r = stat_str(rc, c, s, &d->s_tf, &has)) < 0)
 			return r;
-	} else if (dec_str_eq(m->name, m->name_len, "hlo_module")) {
+	} else if (xs_str_eq(m->name, m->name_len, "hlo_module")) {
 		if ((r = stat_str(rc, c, s, &d->s_mod, &has)) < 0)
 			return r;
-	} else if (is_int && dec_str_eq(m->name, m->name_len, "program_id")) {
+	} else if (is_int && xs_str_eq(m->name, m->name_len, "program_id")) {
 		in->program_id = s->u;
 		in->has_program_id = true;
-	} else if (is_int && dec_str_eq(m->name, m->name_len, "group_id")) {
+	} else if (is_int && xs_str_eq(m->name, m->name_len, "group_id")) {
 		in->group = (int64_t)s->u;
 		in->has_group = true;
 	}
 	return 0;
 }
 
-int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_event *e,
-		    dec_ps128 begin, struct dec_derived_in *in)
+int trace_derive_read(struct trace_derive *d, struct xs_rctx *rc, const struct xs_event *e,
+		      xs_ps128 begin, struct trace_derived_in *in)
 {
 	int r;
 
@@ -724,8 +725,8 @@ int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_
 	xprofs_buf_reset(&d->s_mod);
 	xprofs_buf_reset(&d->s_tf);
 	if (e->has_stats &&
-	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, read_stat, in)) < 0)
+	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, read_stat, in)) < 0)
 		return r;
 	in->hlo_op = d->s_op.data ? d->s_op.data : "";
 	in->hlo_op_len = d->s_op.len;
@@ -742,28 +743,28 @@ int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_
 
 /* One line of the plane in the time-ordered merge: its own cursor and next event. */
 struct step_src {
-	struct dec_cur c;
+	struct wire_cur c;
 	uint64_t end;
-	dec_ps128 base_ps; /* 128 bits: epoch line timestamps (1.7e18 ns) overflow int64 ps */
-	bool has;          /* ev holds the line's next event */
-	struct dec_event ev;
+	xs_ps128 base_ps; /* 128 bits: epoch line timestamps (1.7e18 ns) overflow int64 ps */
+	bool has;         /* ev holds the line's next event */
+	struct xs_event ev;
 };
 
 /* The next event of @s into s->ev (s->has false at the end). */
 static int step_next(struct step_src *s)
 {
-	struct dec_evhdr h;
+	struct xs_evhdr h;
 	const uint8_t *p;
 	uint64_t len;
 	int r;
 
 	s->has = false;
-	if ((r = dec_next_len_field(&s->c, s->end, "XLine", XLINE_F_EVENTS, &len)) <= 0)
+	if ((r = wire_next_len_field(&s->c, s->end, "XLine", XLINE_F_EVENTS, &len)) <= 0)
 		return r;
-	if ((r = dec_at(&s->c, s->c.pos, (size_t)len, &p)) < 0)
+	if ((r = wire_at(&s->c, s->c.pos, (size_t)len, &p)) < 0)
 		return r;
-	if (dec_parse_event(p, p + len, &h) < 0)
-		return dec_fail(&s->c, "malformed XEvent at offset %" PRIu64, s->c.pos);
+	if (xs_parse_event(p, p + len, &h) < 0)
+		return wire_fail(&s->c, "malformed XEvent at offset %" PRIu64, s->c.pos);
 	s->ev.off = s->c.pos;
 	s->ev.len = len;
 	s->ev.md = h.md;
@@ -777,9 +778,9 @@ static int step_next(struct step_src *s)
 }
 
 /* The last checkpoint of line @l before which every event ends by @t (absolute ps): its offset. */
-static uint64_t line_seek(const struct dec_line *l, dec_ps128 t)
+static uint64_t line_seek(const struct xs_line *l, xs_ps128 t)
 {
-	dec_ps128 rel = t - (dec_ps128)l->timestamp_ns * 1000;
+	xs_ps128 rel = t - (xs_ps128)l->timestamp_ns * 1000;
 	size_t lo = 0, hi = l->n_ckpt;
 
 	while (lo < hi) { /* as win_seek(): max_end is a running maximum */
@@ -799,23 +800,23 @@ static uint64_t line_seek(const struct dec_line *l, dec_ps128 t)
  * @seek, at line_seek(@from); *@k counts the cursors opened (close them
  * with merge_close(), also on failure).
  */
-static int merge_open(struct dec_rctx *rc, const struct dec_plane *p, struct step_src *src,
-		      size_t *k, bool seek, dec_ps128 from)
+static int merge_open(struct xs_rctx *rc, const struct xs_plane *p, struct step_src *src, size_t *k,
+		      bool seek, xs_ps128 from)
 {
 	int r;
 
 	*k = 0;
 	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+		const struct xs_line *l = &rc->x->lines[p->first_line + j];
 		struct step_src *c = &src[*k];
 
 		if (!l->msg.len)
 			continue;
-		dec_cur_init(&c->c, rc->x->r, rc->err);
+		wire_cur_init(&c->c, rc->x->r, rc->err);
 		(*k)++;
 		c->c.pos = seek ? line_seek(l, from) : l->msg.off;
 		c->c.end = c->end = l->msg.off + l->msg.len;
-		c->base_ps = (dec_ps128)l->timestamp_ns * 1000;
+		c->base_ps = (xs_ps128)l->timestamp_ns * 1000;
 		if ((r = step_next(c)) < 0)
 			return r;
 	}
@@ -827,12 +828,12 @@ static int merge_open(struct dec_rctx *rc, const struct dec_plane *p, struct ste
  * longer first (GetSortedEvents()' order), with that start in *@start;
  * NULL when every line is done.
  */
-static struct step_src *merge_next(struct step_src *src, size_t n, dec_ps128 *start)
+static struct step_src *merge_next(struct step_src *src, size_t n, xs_ps128 *start)
 {
 	struct step_src *best = NULL;
 
 	for (size_t i = 0; i < n; i++) {
-		dec_ps128 st;
+		xs_ps128 st;
 
 		if (!src[i].has)
 			continue;
@@ -849,22 +850,22 @@ static struct step_src *merge_next(struct step_src *src, size_t n, dec_ps128 *st
 static void merge_close(struct step_src *src, size_t k)
 {
 	for (size_t i = 0; i < k; i++)
-		dec_cur_deinit(&src[i].c);
+		wire_cur_deinit(&src[i].c);
 }
 
-/* A dec_stat_fn: an integer group_id stat of an event (arg: struct dec_derived_in). */
-static int group_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+/* A xs_stat_fn: an integer group_id stat of an event (arg: struct trace_derived_in). */
+static int group_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct dec_derived_in *in = arg;
-	const struct dec_stmd *m;
+	struct trace_derived_in *in = arg;
+	const struct xs_stmd *m;
 	int r;
 
 	(void)c;
 	if (s->kind != SV_U64 && s->kind != SV_I64)
 		return 0;
-	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
 		return r;
-	if (dec_str_eq(m->name, m->name_len, "group_id")) {
+	if (xs_str_eq(m->name, m->name_len, "group_id")) {
 		in->group = (int64_t)s->u;
 		in->has_group = true;
 	}
@@ -876,15 +877,15 @@ static int group_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_s
  * (found by the index, which never reports a malformed entry it only looked at:
  * loading every entry here left its message behind in a render that succeeds).
  */
-static bool steps_wanted(struct dec_rctx *rc, const struct dec_plane *p, size_t *n_src)
+static bool steps_wanted(struct xs_rctx *rc, const struct xs_plane *p, size_t *n_src)
 {
-	if (!dec_plane_is_gpu(p) || !p->group_ids)
+	if (!xs_plane_is_gpu(p) || !p->group_ids)
 		return false;
 	*n_src = 0;
 	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct dec_line *l = &rc->x->lines[p->first_line + j];
+		const struct xs_line *l = &rc->x->lines[p->first_line + j];
 
-		if (l->id == TID_DERIVED_MIN || dec_str_eq(l->name, l->name_len, "Steps"))
+		if (l->id == TID_DERIVED_MIN || xs_str_eq(l->name, l->name_len, "Steps"))
 			return false; /* kThreadIdStepInfo, kStepLineName: the profile has them */
 		if (l->msg.len)
 			(*n_src)++;
@@ -897,23 +898,23 @@ static bool steps_wanted(struct dec_rctx *rc, const struct dec_plane *p, size_t 
  * group_id extending or starting the one open Steps event (named after the
  * group; ExpandOrAddEvent() on a GPU plane).
  */
-static int steps_merge(struct dec_rctx *rc, struct step_src *src, size_t n, struct dec_derive *d)
+static int steps_merge(struct xs_rctx *rc, struct step_src *src, size_t n, struct trace_derive *d)
 {
 	struct der_line *dl = &d->lines[0];
-	struct dec_derived_in in;
+	struct trace_derived_in in;
 	int r;
 
 	for (;;) {
-		dec_ps128 bs = 0;
+		xs_ps128 bs = 0;
 		struct step_src *best = merge_next(src, n, &bs);
 
 		if (!best)
 			return d->r;
 		memset(&in, 0, sizeof(in));
 		if (best->ev.has_stats &&
-		    (r = dec_walk_stats(rc, &best->c, best->ev.stats_off,
-					best->ev.off + best->ev.len - best->ev.stats_off,
-					XEVENT_F_STATS, group_stat, &in)) < 0)
+		    (r = xs_walk_stats(rc, &best->c, best->ev.stats_off,
+				       best->ev.off + best->ev.len - best->ev.stats_off,
+				       XEVENT_F_STATS, group_stat, &in)) < 0)
 			return r;
 		if (in.has_group) {
 			in.begin = bs;
@@ -924,8 +925,8 @@ static int steps_merge(struct dec_rctx *rc, struct step_src *src, size_t n, stru
 			/* by hand: one per grouped event, and printf showed in profiles */
 			if (in.group < 0)
 				num[nl++] = '-';
-			nl += dec_fmt_u64(num + nl, in.group < 0 ? 0 - (uint64_t)in.group
-								 : (uint64_t)in.group);
+			nl += xs_fmt_u64(num + nl, in.group < 0 ? 0 - (uint64_t)in.group
+								: (uint64_t)in.group);
 			xprofs_buf_reset(&d->tmp);
 			if ((r = xprofs_buf_add(&d->tmp, num, nl)) < 0 ||
 			    (r = expand_or_add(d, dl, 0, &d->tmp, NULL, 0, &in)) < 0)
@@ -936,15 +937,15 @@ static int steps_merge(struct dec_rctx *rc, struct step_src *src, size_t n, stru
 	}
 }
 
-int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, void *arg)
+int trace_derive_steps(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit, void *arg)
 {
-	const struct dec_plane *p = &rc->x->planes[pi];
+	const struct xs_plane *p = &rc->x->planes[pi];
 	struct step_src *src = NULL;
-	struct dec_derive *d = NULL;
+	struct trace_derive *d = NULL;
 	size_t n = 0, k = 0;
 	int r;
 
-	if ((r = dec_plane_enter(rc, pi)) < 0 || !steps_wanted(rc, p, &n))
+	if ((r = xs_plane_enter(rc, pi)) < 0 || !steps_wanted(rc, p, &n))
 		return r;
 	if (!(d = calloc(1, sizeof(*d))) || !(src = calloc(n, sizeof(*src)))) {
 		r = -ENOMEM;
@@ -954,7 +955,7 @@ int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, v
 	d->arg = arg;
 	d->tid0 = (uint32_t)TID_DERIVED_MIN; /* kThreadIdStepInfo, display id unset */
 	if (rc->win)
-		dec_derive_window(d, rc->win_from, rc->win_to);
+		trace_derive_window(d, rc->win_from, rc->win_to);
 	xprofs_buf_init(&d->tmp, 64);
 	xprofs_buf_init(&d->lines[0].title, 16);
 	d->lines[0].kind = DL_STEPS;
@@ -973,7 +974,7 @@ int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, v
 out:
 	merge_close(src, k);
 	free(src);
-	dec_derive_free(d);
+	trace_derive_free(d);
 	return r;
 }
 
@@ -981,44 +982,44 @@ out:
 
 /* What DeriveLinesFromStats() reads of one event: its metadata's stats, then its own. */
 struct tpu_in {
-	struct dec_derive *d; /* its s_tf and s_mod hold tf_op and source ("" when absent) */
+	struct trace_derive *d; /* its s_tf and s_mod hold tf_op and source ("" when absent) */
 	bool has_group;
 	int64_t group;
 	uint64_t is_async;
 };
 
 /* A stat's IntOrUintValue(): the integer, 0 for other kinds (as a protobuf oneof reads). */
-static uint64_t int_or_uint(const struct dec_statv *s)
+static uint64_t int_or_uint(const struct xs_statv *s)
 {
 	return s->kind == SV_U64 || s->kind == SV_I64 ? s->u : 0;
 }
 
-/* A dec_stat_fn: tf_op, source, group_id and _a of one stat (arg: struct tpu_in); last wins. */
-static int tpu_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+/* A xs_stat_fn: tf_op, source, group_id and _a of one stat (arg: struct tpu_in); last wins. */
+static int tpu_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
 	struct tpu_in *t = arg;
-	const struct dec_stmd *m;
+	const struct xs_stmd *m;
 	bool has;
 	int r;
 
-	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
 		return r;
 	/*
 	 * kTfOp, kSourceInfo: StrOrRefValue(), "" for another kind; an empty
 	 * string derives nothing, so only the strings (s_tf, s_mod) are kept.
 	 */
-	if (dec_str_eq(m->name, m->name_len, "tf_op")) {
+	if (xs_str_eq(m->name, m->name_len, "tf_op")) {
 		xprofs_buf_reset(&t->d->s_tf);
 		return stat_str(rc, c, s, &t->d->s_tf, &has);
 	}
-	if (dec_str_eq(m->name, m->name_len, "source")) {
+	if (xs_str_eq(m->name, m->name_len, "source")) {
 		xprofs_buf_reset(&t->d->s_mod);
 		return stat_str(rc, c, s, &t->d->s_mod, &has);
 	}
-	if (dec_str_eq(m->name, m->name_len, "group_id")) { /* kGroupId */
+	if (xs_str_eq(m->name, m->name_len, "group_id")) { /* kGroupId */
 		t->group = (int64_t)int_or_uint(s);
 		t->has_group = true;
-	} else if (dec_str_eq(m->name, m->name_len, "_a")) { /* kIsAsync */
+	} else if (xs_str_eq(m->name, m->name_len, "_a")) { /* kIsAsync */
 		t->is_async = int_or_uint(s);
 	}
 	return 0;
@@ -1047,16 +1048,16 @@ struct tpu_cache {
  * @fn over the stats of the current plane's event metadata entry @k (an
  * index into its map), on the metadata cursor, which is left where it was.
  */
-static int md_entry_stats(struct dec_rctx *rc, size_t k, dec_stat_fn fn, void *arg)
+static int md_entry_stats(struct xs_rctx *rc, size_t k, xs_stat_fn fn, void *arg)
 {
-	const struct dec_md *e = &rc->x->planes[rc->plane].ev.md[k];
-	struct dec_cur *c = &rc->md;
+	const struct xs_md *e = &rc->x->planes[rc->plane].ev.md[k];
+	struct wire_cur *c = &rc->md;
 	uint64_t pos = c->pos, end = c->end;
 	int r;
 
 	c->pos = e->off;
 	c->end = e->off + e->len;
-	r = dec_walk_stats(rc, c, e->off, e->len, XEVMD_F_STATS, fn, arg);
+	r = xs_walk_stats(rc, c, e->off, e->len, XEVMD_F_STATS, fn, arg);
 	c->pos = pos;
 	c->end = end;
 	return r;
@@ -1066,10 +1067,10 @@ static int md_entry_stats(struct dec_rctx *rc, size_t k, dec_stat_fn fn, void *a
  * The stats of event metadata @key of the current plane into @t (none when
  * the plane has no such entry), from @tc when read before.
  */
-static int tpu_md_stats(struct dec_rctx *rc, struct tpu_cache *tc, int64_t key, struct tpu_in *t)
+static int tpu_md_stats(struct xs_rctx *rc, struct tpu_cache *tc, int64_t key, struct tpu_in *t)
 {
-	const struct dec_mdix *ix = &rc->x->planes[rc->plane].ev;
-	ssize_t k = dec_md_find(ix, key);
+	const struct xs_mdix *ix = &rc->x->planes[rc->plane].ev;
+	ssize_t k = xs_md_find(ix, key);
 	struct tpu_md *m;
 	int r;
 
@@ -1106,7 +1107,7 @@ static int tpu_md_stats(struct dec_rctx *rc, struct tpu_cache *tc, int64_t key, 
 }
 
 /* Whether an open derived event of @d began before @t (it may still grow into a slice). */
-static bool open_before(const struct dec_derive *d, dec_ps128 t)
+static bool open_before(const struct trace_derive *d, xs_ps128 t)
 {
 	for (int k = 0; k < DL_COUNT; k++)
 		for (int i = 0; i < DER_LEVELS; i++)
@@ -1116,7 +1117,7 @@ static bool open_before(const struct dec_derive *d, dec_ps128 t)
 }
 
 /* FindTensorCorePlanes(): a name matching "/device:TPU:[0-9]*" whole. */
-static bool is_tensor_core(const struct dec_plane *p)
+static bool is_tensor_core(const struct xs_plane *p)
 {
 	if (p->name_len < 12 || memcmp(p->name, "/device:TPU:", 12) != 0)
 		return false;
@@ -1127,12 +1128,12 @@ static bool is_tensor_core(const struct dec_plane *p)
 }
 
 /* The derived line ids a TensorCore plane already holds (bit per DL_*): not derived again. */
-static uint8_t tpu_have(const struct xprofs_xspace *x, const struct dec_plane *p)
+static uint8_t tpu_have(const struct xprofs_xspace *x, const struct xs_plane *p)
 {
 	uint8_t have = 0;
 
 	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct dec_line *l = &x->lines[p->first_line + j];
+		const struct xs_line *l = &x->lines[p->first_line + j];
 
 		for (int k = 0; k < DL_COUNT; k++)
 			if (tpu_tid_offset[k] &&
@@ -1151,7 +1152,7 @@ static uint8_t tpu_have(const struct xprofs_xspace *x, const struct dec_plane *p
 
 /* A start event waiting for its done: its begin and its metadata's shape_with_layout arg. */
 struct off_start {
-	dec_ps128 begin;
+	xs_ps128 begin;
 	char *shape; /* owned: "\"shape_with_layout\":..." or NULL */
 	size_t shape_len;
 };
@@ -1170,9 +1171,9 @@ struct der_offload {
 	size_t cap, keys;
 	size_t pending, bytes; /* starts waiting, and their keys' and shapes' bytes */
 	size_t before_to;      /* of them, begun before the slice's window end (d->to) */
-	dec_ps128 frontier[DER_OFFLOAD_ROWS]; /* each row's latest end */
+	xs_ps128 frontier[DER_OFFLOAD_ROWS]; /* each row's latest end */
 	size_t rows;
-	struct dec_out args; /* scratch: an event's args */
+	struct xs_out args; /* scratch: an event's args */
 	char title[64];
 };
 
@@ -1189,7 +1190,7 @@ static void offload_free(struct der_offload *o)
 		free(k->key);
 	}
 	free(o->t);
-	dec_out_deinit(&o->args);
+	xs_out_deinit(&o->args);
 	free(o);
 }
 
@@ -1232,7 +1233,7 @@ static struct off_key *offload_queue(struct der_offload *o, const char *s, size_
 }
 
 /* IsHostOffloadOpName(): a copy/dynamic-slice start or done whose name holds the host memory space. */
-static int offload_kind(const struct dec_evmd *m)
+static int offload_kind(const struct xs_evmd *m)
 {
 	static const char *const kw[] = {"copy-start",
 					 "copy-done",
@@ -1277,26 +1278,26 @@ static int offload_key(struct xprofs_buf *b, const char *n, size_t len)
 /* What offload_arg() keeps: the trace.json pair of one metadata stat, by name. */
 struct off_arg {
 	const char *name;
-	struct dec_render_arg ra;
+	struct xs_render_arg ra;
 };
 
-static int offload_arg(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+static int offload_arg(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
 	struct off_arg *a = arg;
-	const struct dec_stmd *m;
+	const struct xs_stmd *m;
 	int r;
 
-	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
 		return r;
-	if (!dec_str_eq(m->name, m->name_len, a->name))
+	if (!xs_str_eq(m->name, m->name_len, a->name))
 		return 0;
-	return dec_render_stat(rc, c, s, &a->ra);
+	return xs_render_stat(rc, c, s, &a->ra);
 }
 
 /* The "name":value pairs of event metadata @key's stats called @name, appended to @o. */
-static int offload_md_arg(struct dec_rctx *rc, int64_t key, const char *name, struct dec_out *o)
+static int offload_md_arg(struct xs_rctx *rc, int64_t key, const char *name, struct xs_out *o)
 {
-	ssize_t k = dec_md_find(&rc->x->planes[rc->plane].ev, key);
+	ssize_t k = xs_md_find(&rc->x->planes[rc->plane].ev, key);
 	struct off_arg a = {name, {o, o->len == 0}};
 	int r;
 
@@ -1307,7 +1308,7 @@ static int offload_md_arg(struct dec_rctx *rc, int64_t key, const char *name, st
 }
 
 /* Whether a start still waiting for its done began before the slice's end (its event may overlap). */
-static bool offload_pending_before_to(const struct dec_derive *d)
+static bool offload_pending_before_to(const struct trace_derive *d)
 {
 	return d->off && d->off->before_to > 0;
 }
@@ -1320,17 +1321,17 @@ static bool offload_pending_before_to(const struct dec_derive *d)
  * DER_OFFLOAD_ROWS: then the last), with its done's raw_bytes_accessed and
  * its start's shape_with_layout (metadata stats) as args.
  */
-static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct step_src *src,
-			 dec_ps128 begin, dec_ps128 end)
+static int offload_event(struct xs_rctx *rc, struct trace_derive *d, const struct step_src *src,
+			 xs_ps128 begin, xs_ps128 end)
 {
 	struct der_offload *o = d->off;
 	struct off_key *q;
-	struct dec_evmd *m;
+	struct xs_evmd *m;
 	struct off_start st;
 	size_t row;
 	int kind, r = 0;
 
-	if ((r = dec_md_event(rc, src->ev.md, &m)) < 0)
+	if ((r = xs_md_event(rc, src->ev.md, &m)) < 0)
 		return r;
 	if (!(kind = offload_kind(m)))
 		return 0;
@@ -1369,7 +1370,7 @@ static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct
 		end = begin;
 	/* the row with the earliest latest end at or before the start; ties: the later row */
 	{
-		dec_ps128 least = begin;
+		xs_ps128 least = begin;
 		bool fits = false;
 
 		row = 0;
@@ -1394,7 +1395,7 @@ static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct
 	if (st.shape_len) {
 		if (o->args.len)
 			OUT_LIT(&o->args, ",");
-		dec_out_add(&o->args, st.shape, st.shape_len);
+		xs_out_add(&o->args, st.shape, st.shape_len);
 	}
 	if ((r = o->args.r) < 0)
 		goto out;
@@ -1402,7 +1403,7 @@ static int offload_event(struct dec_rctx *rc, struct dec_derive *d, const struct
 		goto out; /* a slice keeps what overlaps its window */
 	snprintf(o->title, sizeof(o->title), "Host Offload Ops row %zu", row);
 	{
-		struct dec_derived_ev e = {
+		struct trace_derived_ev e = {
 			.kind = DL_OFFLOAD + (int)row,
 			.tid = d->tid0 + OFF_TID + (uint32_t)row,
 			.line_name = o->title,
@@ -1425,20 +1426,20 @@ out:
 }
 
 /* One event of the merge: ProcessTfOpEvent() of its tf_op, its source on Source code. */
-static int tpu_event(struct dec_rctx *rc, struct tpu_cache *tc, struct step_src *src,
-		     dec_ps128 begin, struct dec_derive *d)
+static int tpu_event(struct xs_rctx *rc, struct tpu_cache *tc, struct step_src *src, xs_ps128 begin,
+		     struct trace_derive *d)
 {
 	struct tpu_in t = {.d = d};
-	struct dec_derived_in in;
+	struct trace_derived_in in;
 	int r;
 
 	xprofs_buf_reset(&d->s_tf);
 	xprofs_buf_reset(&d->s_mod);
 	if ((r = tpu_md_stats(rc, tc, src->ev.md, &t)) < 0)
 		return r;
-	if (src->ev.has_stats && (r = dec_walk_stats(rc, &src->c, src->ev.stats_off,
-						     src->ev.off + src->ev.len - src->ev.stats_off,
-						     XEVENT_F_STATS, tpu_stat, &t)) < 0)
+	if (src->ev.has_stats && (r = xs_walk_stats(rc, &src->c, src->ev.stats_off,
+						    src->ev.off + src->ev.len - src->ev.stats_off,
+						    XEVENT_F_STATS, tpu_stat, &t)) < 0)
 		return r;
 	if (t.is_async) /* asynchronous events are left out */
 		return 0;
@@ -1464,18 +1465,18 @@ static int tpu_event(struct dec_rctx *rc, struct tpu_cache *tc, struct step_src 
 }
 
 /*
- * One walk of dec_derive_tpu(): from the plane's start, or (@from_ps > the
+ * One walk of trace_derive_tpu(): from the plane's start, or (@from_ps > the
  * minimum) from each line's checkpoint before @from_ps (a lookback walk);
  * @dry: emit nothing, set *@inexact when an unsure event would overlap the
  * slice's window.
  */
-static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, size_t n, uint8_t have,
-		    bool offload, dec_derived_emit_fn emit,
-		    int (*after)(void *arg, const struct dec_derive *d), void *arg, bool lookback,
-		    dec_ps128 from_ps, bool dry, bool *inexact)
+static int tpu_walk(struct xs_rctx *rc, const struct xs_plane *p, size_t n, uint8_t have,
+		    bool offload, trace_derived_emit_fn emit,
+		    int (*after)(void *arg, const struct trace_derive *d), void *arg, bool lookback,
+		    xs_ps128 from_ps, bool dry, bool *inexact)
 {
 	struct step_src *src = NULL;
-	struct dec_derive *d = NULL;
+	struct trace_derive *d = NULL;
 	struct tpu_cache tc = {0};
 	size_t k = 0;
 	int r = 0;
@@ -1495,7 +1496,7 @@ static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, size_t n, ui
 	d->dry = dry;
 	d->tid0 = (uint32_t)TID_DERIVED_MIN;
 	if (rc->win)
-		dec_derive_window(d, rc->win_from, rc->win_to);
+		trace_derive_window(d, rc->win_from, rc->win_to);
 	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
 	xprofs_buf_init(&d->s_tf, DER_NAME_MAX + 1);
 	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);
@@ -1512,20 +1513,20 @@ static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, size_t n, ui
 			dl->fresh[i] = lookback; /* what came before is unknown */
 		}
 		/* the plain line names: first_derived_line_id is kThreadIdTfNameScope */
-		if (r == 0 && dec_derived_names[kk])
-			r = xprofs_buf_adds(&dl->title, dec_derived_names[kk]);
+		if (r == 0 && xs_derived_names[kk])
+			r = xprofs_buf_adds(&dl->title, xs_derived_names[kk]);
 	}
 	d->lines[DL_NAME_SCOPE].deps = 1u << DL_TF_OP;
 	if (r == 0 && offload) {
 		if (!(d->off = calloc(1, sizeof(*d->off))))
 			r = -ENOMEM;
 		else
-			dec_out_init(&d->off->args, NULL);
+			xs_out_init(&d->off->args, NULL);
 	}
 	if (r < 0 || (r = merge_open(rc, p, src, &k, lookback, from_ps)) < 0)
 		goto out;
 	for (;;) { /* GetSortedEvents(plane, true) */
-		dec_ps128 bs = 0;
+		xs_ps128 bs = 0;
 		struct step_src *best = merge_next(src, k, &bs);
 
 		if (!best || (d->win && bs >= d->to && !open_before(d, d->to) &&
@@ -1534,11 +1535,11 @@ static int tpu_walk(struct dec_rctx *rc, const struct dec_plane *p, size_t n, ui
 		if ((r = tpu_event(rc, &tc, best, bs, d)) < 0 || (r = step_next(best)) < 0 ||
 		    (!dry && after && (r = after(arg, d)) < 0))
 			goto out;
-		dec_md_gc(rc);
+		xs_md_gc(rc);
 	}
 	/* xprof resets the name scopes (and so Framework Ops) at the end, not Source code */
 	reset(d, &d->lines[DL_NAME_SCOPE], 0);
-	r = dec_derive_finish(d);
+	r = trace_derive_finish(d);
 	if (inexact)
 		*inexact = d->inexact;
 out:
@@ -1546,7 +1547,7 @@ out:
 	free(src);
 	free(tc.md);
 	xprofs_buf_deinit(&tc.arena);
-	dec_derive_free(d);
+	trace_derive_free(d);
 	return r;
 }
 
@@ -1555,9 +1556,9 @@ out:
  * has an event metadata IsHostOffloadOpName() takes, and no line of its own
  * with a row's id (kThreadIdHostOffloadOpStart..End).
  */
-static int tpu_offload(struct dec_rctx *rc, const struct dec_plane *p, bool *out)
+static int tpu_offload(struct xs_rctx *rc, const struct xs_plane *p, bool *out)
 {
-	const struct dec_mdix *ix = &p->ev;
+	const struct xs_mdix *ix = &p->ev;
 	int r;
 
 	*out = false;
@@ -1569,19 +1570,19 @@ static int tpu_offload(struct dec_rctx *rc, const struct dec_plane *p, bool *out
 			return 0;
 	}
 	for (size_t k = 0; k < ix->n && !*out; k++) {
-		struct dec_evmd *m;
+		struct xs_evmd *m;
 
-		if ((r = dec_md_event(rc, ix->md[k].key, &m)) < 0)
+		if ((r = xs_md_event(rc, ix->md[k].key, &m)) < 0)
 			return r;
 		*out = offload_kind(m) != 0;
-		dec_md_gc(rc);
+		xs_md_gc(rc);
 	}
 	return 0;
 }
 
 /* A slice looks this far before its window (at least), as a multiple of its length. */
 #define TPU_LOOKBACK_WINDOWS 2
-#define TPU_LOOKBACK_MIN_PS ((dec_ps128)1000000000) /* 1 ms */
+#define TPU_LOOKBACK_MIN_PS ((xs_ps128)1000000000) /* 1 ms */
 
 /*
  * A slice does not walk the plane from its start. It walks from each line's
@@ -1593,16 +1594,16 @@ static int tpu_offload(struct dec_rctx *rc, const struct dec_plane *p, bool *out
  * none does, the lookback walk's output is the whole walk's, and it is
  * written; otherwise the plane is walked from its start.
  */
-int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
-		   int (*after)(void *arg, const struct dec_derive *d), void *arg)
+int trace_derive_tpu(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit,
+		     int (*after)(void *arg, const struct trace_derive *d), void *arg)
 {
-	const struct dec_plane *p = &rc->x->planes[pi];
+	const struct xs_plane *p = &rc->x->planes[pi];
 	size_t n = 0;
 	uint8_t have;
 	bool inexact = true, offload = false;
 	int r;
 
-	if ((r = dec_plane_enter(rc, pi)) < 0 || !is_tensor_core(p))
+	if ((r = xs_plane_enter(rc, pi)) < 0 || !is_tensor_core(p))
 		return r;
 	if ((r = tpu_offload(rc, p, &offload)) < 0)
 		return r;
@@ -1615,8 +1616,8 @@ int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
 		return 0;
 	/* a start's pairing needs every start before it: host-offload rows take the whole walk */
 	if (rc->win && !rc->x->tracks_only && !offload) {
-		dec_ps128 len = rc->win_to - rc->win_from, back = len * TPU_LOOKBACK_WINDOWS;
-		dec_ps128 from =
+		xs_ps128 len = rc->win_to - rc->win_from, back = len * TPU_LOOKBACK_WINDOWS;
+		xs_ps128 from =
 			rc->win_from - (back > TPU_LOOKBACK_MIN_PS ? back : TPU_LOOKBACK_MIN_PS);
 
 		if ((r = tpu_walk(rc, p, n, have, false, emit, after, arg, true, from, true,

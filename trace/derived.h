@@ -38,18 +38,18 @@ enum { DL_OFFLOAD = DL_STEPS + 1, DL_KINDS = DL_OFFLOAD + DER_OFFLOAD_ROWS };
 #define DER_NAME_MAX 4096
 
 /* One finished derived event, borrowed by the emit function for the call. */
-struct dec_derived_ev {
+struct trace_derived_ev {
 	int kind;     /* DL_* */
 	uint32_t tid; /* its line's display id */
 	const char *line_name, *name, *disp;
 	size_t line_name_len, name_len, disp_len; /* disp_len 0: no display name */
 	bool has_group;
 	int64_t group;
-	dec_ps128 begin, end; /* absolute ps */
-	const char *args; /* more args, after long_name, as trace.json writes them ("k":v,...) */
-	size_t args_len;  /* 0: none */
+	xs_ps128 begin, end; /* absolute ps */
+	const char *args;    /* more args, after long_name, as trace.json writes them ("k":v,...) */
+	size_t args_len;     /* 0: none */
 };
-typedef int (*dec_derived_emit_fn)(void *arg, const struct dec_derived_ev *e);
+typedef int (*trace_derived_emit_fn)(void *arg, const struct trace_derived_ev *e);
 
 struct der_offload; /* host-offload pairing (derived.c) */
 
@@ -57,7 +57,7 @@ struct der_ev { /* one open derived event */
 	bool open, has_group;
 	bool unsure; /* a lookback walk: may differ from the whole walk's (derived.c) */
 	int64_t group;
-	dec_ps128 begin, end;
+	xs_ps128 begin, end;
 	struct xprofs_buf name, disp;
 };
 struct der_line { /* DerivedXLineBuilder */
@@ -67,8 +67,8 @@ struct der_line { /* DerivedXLineBuilder */
 	struct der_ev lv[DER_LEVELS];
 	bool fresh[DER_LEVELS]; /* a lookback walk: the whole walk's state here is unknown */
 };
-struct dec_derive {
-	dec_derived_emit_fn emit;
+struct trace_derive {
+	trace_derived_emit_fn emit;
 	void *arg;
 	int r; /* first emit error */
 	uint32_t tid0;
@@ -77,55 +77,55 @@ struct dec_derive {
 	bool lookback; /* a slice's walk from before its window, not from the plane's start */
 	bool dry;      /* emit nothing: only find out whether the lookback walk is exact */
 	bool inexact;  /* the dry walk met an unsure event overlapping the window */
-	const struct dec_hlo_syms *syms; /* borrowed, may be NULL: XLA kernels' symbols */
+	const struct trace_hlo_syms *syms; /* borrowed, may be NULL: XLA kernels' symbols */
 	bool win;
-	dec_ps128 from, to;
+	xs_ps128 from, to;
 	struct der_line lines[DL_COUNT];
 	struct xprofs_buf tmp, s_op, s_mod, s_tf, disp;
 	struct der_offload *off; /* owned; a TensorCore plane's host-offload rows, NULL: none */
 };
 
 /* The annotations of one stream event (GpuEventStats), strings borrowed from the derivation. */
-struct dec_derived_in {
-	struct dec_derive *d;
+struct trace_derived_in {
+	struct trace_derive *d;
 	bool is_kernel, has_hlo_op, has_program_id, has_group;
 	const char *hlo_op, *module, *tf_op; /* tf_op: the tf_op stat ("" when absent) */
 	size_t hlo_op_len, module_len, tf_op_len;
 	uint64_t program_id;
 	int64_t group;
-	dec_ps128 begin, end;
+	xs_ps128 begin, end;
 };
 
 /* An XLA instruction's symbol (hlo-syms.c), borrowed from its table. */
-struct dec_hlo_sym {
+struct trace_hlo_sym {
 	const char *tf_op, *source; /* TraceMeOp(op_name, op_type); "<file>:<line>" or "" */
 	size_t tf_op_len, source_len;
 };
 /*
- * dec_hlo_syms_load() - the symbols of the HLO protos in @x's "/host:metadata"
- * plane (XProf's symbol resolver). Caller frees *out with dec_hlo_syms_free().
+ * trace_hlo_syms_load() - the symbols of the HLO protos in @x's "/host:metadata"
+ * plane (XProf's symbol resolver). Caller frees *out with trace_hlo_syms_free().
  */
-int dec_hlo_syms_load(const struct xprofs_xspace *x, struct dec_hlo_syms **out);
-/* dec_hlo_syms_find() - instruction @name of program @program_id into *out (borrowed from @t). */
-bool dec_hlo_syms_find(const struct dec_hlo_syms *t, uint64_t program_id, const char *name,
-		       size_t n, struct dec_hlo_sym *out);
-void dec_hlo_syms_free(struct dec_hlo_syms *t);
+int trace_hlo_syms_load(const struct xprofs_xspace *x, struct trace_hlo_syms **out);
+/* trace_hlo_syms_find() - instruction @name of program @program_id into *out (borrowed from @t). */
+bool trace_hlo_syms_find(const struct trace_hlo_syms *t, uint64_t program_id, const char *name,
+			 size_t n, struct trace_hlo_sym *out);
+void trace_hlo_syms_free(struct trace_hlo_syms *t);
 
 /*
- * dec_derive_new() - the derivation of stream line @l of plane @p, handing
+ * trace_derive_new() - the derivation of stream line @l of plane @p, handing
  * events to @emit(@arg); the render's HLO symbols are loaded into @rc on the
  * first call (rc->hlo_syms, freed with the render). *out stays NULL when the
- * line derives nothing. Caller frees *out with dec_derive_free().
+ * line derives nothing. Caller frees *out with trace_derive_free().
  */
-int dec_derive_new(struct dec_rctx *rc, const struct dec_plane *p, const struct dec_line *l,
-		   dec_derived_emit_fn emit, void *arg, struct dec_derive **out);
-/* dec_derive_window() - emit only derived events overlapping [from, to) (a slice). */
-void dec_derive_window(struct dec_derive *d, dec_ps128 from, dec_ps128 to);
-/* dec_derive_read() - the annotations of event @e (starting at @begin) into @in. */
-int dec_derive_read(struct dec_derive *d, struct dec_rctx *rc, const struct dec_event *e,
-		    dec_ps128 begin, struct dec_derived_in *in);
+int trace_derive_new(struct xs_rctx *rc, const struct xs_plane *p, const struct xs_line *l,
+		     trace_derived_emit_fn emit, void *arg, struct trace_derive **out);
+/* trace_derive_window() - emit only derived events overlapping [from, to) (a slice). */
+void trace_derive_window(struct trace_derive *d, xs_ps128 from, xs_ps128 to);
+/* trace_derive_read() - the annotations of event @e (starting at @begin) into @in. */
+int trace_derive_read(struct trace_derive *d, struct xs_rctx *rc, const struct xs_event *e,
+		      xs_ps128 begin, struct trace_derived_in *in);
 /* TSL's tf_op_utils.h Category, the subset ParseTfOpFullname() gives. */
-enum dec_tfop_cat {
+enum trace_tfop_cat {
 	TFOP_UNKNOWN,
 	TFOP_TENSORFLOW,
 	TFOP_JAX,
@@ -136,40 +136,40 @@ enum dec_tfop_cat {
 	TFOP_MEMCPY_HTOH,
 };
 /* TfOp: pieces of the parsed string (borrowed), or constants. */
-struct dec_tfop {
-	enum dec_tfop_cat cat;
+struct trace_tfop {
+	enum trace_tfop_cat cat;
 	const char *name, *type;
 	size_t name_len, type_len;
 };
-/* dec_tfop_parse() - ParseTfOpFullname() of @s (@n bytes, borrowed by *op). */
-void dec_tfop_parse(const char *s, size_t n, struct dec_tfop *op);
+/* trace_tfop_parse() - ParseTfOpFullname() of @s (@n bytes, borrowed by *op). */
+void trace_tfop_parse(const char *s, size_t n, struct trace_tfop *op);
 /*
- * dec_tfop_event_name() - TfOpEventName() of @op into @b (reset first);
+ * trace_tfop_event_name() - TfOpEventName() of @op into @b (reset first);
  * 0 or -errno from the buffer.
  */
-int dec_tfop_event_name(const struct dec_tfop *op, struct xprofs_buf *b);
-/* dec_derive_event() - feed one event of the stream (file order). */
-int dec_derive_event(struct dec_derive *d, const struct dec_derived_in *in);
+int trace_tfop_event_name(const struct trace_tfop *op, struct xprofs_buf *b);
+/* trace_derive_event() - feed one event of the stream (file order). */
+int trace_derive_event(struct trace_derive *d, const struct trace_derived_in *in);
 /*
- * dec_derive_steps() - the "Steps" line XProf derives from group_id on GPU
+ * trace_derive_steps() - the "Steps" line XProf derives from group_id on GPU
  * plane @pi when it has none: every event of the plane in time order (a
  * merge over its lines, each read with a cursor of its own), consecutive
  * events of one group merged. Events go to @emit(@arg) (kind DL_STEPS).
  */
-int dec_derive_steps(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit, void *arg);
+int trace_derive_steps(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit, void *arg);
 /*
- * dec_derive_tpu() - the lines XProf derives on TensorCore plane @pi
+ * trace_derive_tpu() - the lines XProf derives on TensorCore plane @pi
  * ("/device:TPU:<n>") from its events' stats (DeriveLinesFromStats()):
  * Framework Name Scope and Framework Ops from tf_op, Source code from
  * source, over every event of the plane in time order (a merge over its
- * lines, as dec_derive_steps()). Events go to @emit(@arg); @after (may be
+ * lines, as trace_derive_steps()). Events go to @emit(@arg); @after (may be
  * NULL) is called with the derivation after each source event, so a writer
  * that must order events can see what is still open.
  */
-int dec_derive_tpu(struct dec_rctx *rc, size_t pi, dec_derived_emit_fn emit,
-		   int (*after)(void *arg, const struct dec_derive *d), void *arg);
-/* dec_derive_finish() - emit what is still open. */
-int dec_derive_finish(struct dec_derive *d);
-void dec_derive_free(struct dec_derive *d);
+int trace_derive_tpu(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit,
+		     int (*after)(void *arg, const struct trace_derive *d), void *arg);
+/* trace_derive_finish() - emit what is still open. */
+int trace_derive_finish(struct trace_derive *d);
+void trace_derive_free(struct trace_derive *d);
 
 #endif

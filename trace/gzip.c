@@ -2,7 +2,7 @@
  * gzip.c - trace.json.gz: a sink that gzip-compresses what a render writes
  * and passes the compressed bytes on to the caller's sink.
  *
- * Design: the render's bytes are cut into chunks of DEC_GZ_IN bytes, and
+ * Design: the render's bytes are cut into chunks of TRACE_GZ_IN bytes, and
  * each chunk is deflated on its own (raw deflate, level 1: JSON this
  * repetitive deflates about 2x faster than at the default level 6 for ~30%
  * more bytes), primed with the last 32 KiB of the chunk before it as the
@@ -10,7 +10,7 @@
  * block), so the chunks' outputs, written in order between a gzip header
  * and trailer (the CRC-32s joined with crc32_combine()), are one ordinary
  * gzip member that decompresses to exactly the view: what pigz does. Being
- * independent, the chunks are deflated by up to DEC_GZ_WORKERS_MAX worker
+ * independent, the chunks are deflated by up to TRACE_GZ_WORKERS_MAX worker
  * threads at once (deflate, not the render, is what limits this view); the
  * render only copies its writes into a free chunk slot and waits when every
  * slot is taken. The bytes depend on the chunking alone, never on the
@@ -21,7 +21,7 @@
  * is written; whichever thread finds the next chunk done writes it (one
  * writer at a time, the lock released while the next sink runs), so the
  * next sink sees one call at a time, in order. The stream is complete when
- * dec_gzip_finish() returns.
+ * trace_gzip_finish() returns.
  *
  * Memory: per worker a zlib state (~270 KiB); per slot (2 per worker, plus
  * one) the chunk, its 32 KiB dictionary and its compressed form
@@ -36,11 +36,11 @@
 
 #include "trace-internal.h"
 
-#define DEC_GZ_IN ((size_t)1 << 20) /* a chunk */
-#define DEC_GZ_DICT ((size_t)32 << 10)
-#define DEC_GZ_WORKERS_MAX 4
-#define DEC_GZ_SLOTS (2 * DEC_GZ_WORKERS_MAX + 1)
-#define DEC_GZ_LEVEL 1
+#define TRACE_GZ_IN ((size_t)1 << 20) /* a chunk */
+#define TRACE_GZ_DICT ((size_t)32 << 10)
+#define TRACE_GZ_WORKERS_MAX 4
+#define TRACE_GZ_SLOTS (2 * TRACE_GZ_WORKERS_MAX + 1)
+#define TRACE_GZ_LEVEL 1
 
 enum slot_state { SLOT_FREE, SLOT_FILLING, SLOT_QUEUED, SLOT_BUSY, SLOT_DONE };
 
@@ -48,9 +48,9 @@ struct gz_slot {
 	enum slot_state state;
 	uint64_t seq;      /* the chunk's number */
 	bool last;         /* ends the stream */
-	unsigned char *in; /* owned, DEC_GZ_IN */
+	unsigned char *in; /* owned, TRACE_GZ_IN */
 	size_t in_len;
-	unsigned char *dict; /* owned, DEC_GZ_DICT: the previous chunk's tail */
+	unsigned char *dict; /* owned, TRACE_GZ_DICT: the previous chunk's tail */
 	size_t dict_len;
 	unsigned char *out; /* owned, out_cap */
 	size_t out_len, out_cap;
@@ -58,19 +58,19 @@ struct gz_slot {
 	int err;
 };
 
-struct dec_gzip {
+struct trace_gzip {
 	const struct xprofs_sink *to; /* borrowed */
 	unsigned nslots, nworkers, started;
-	struct gz_slot slots[DEC_GZ_SLOTS];
-	z_stream z[DEC_GZ_WORKERS_MAX + 1]; /* one per worker; the last: the caller's thread */
-	bool z_ready[DEC_GZ_WORKERS_MAX + 1];
-	pthread_t th[DEC_GZ_WORKERS_MAX];
+	struct gz_slot slots[TRACE_GZ_SLOTS];
+	z_stream z[TRACE_GZ_WORKERS_MAX + 1]; /* one per worker; the last: the caller's thread */
+	bool z_ready[TRACE_GZ_WORKERS_MAX + 1];
+	pthread_t th[TRACE_GZ_WORKERS_MAX];
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool sync_ready; /* mu and cv initialised */
 	/* the render's (one thread) */
-	int fill;                        /* the slot being filled, or -1 */
-	unsigned char tail[DEC_GZ_DICT]; /* the last DEC_GZ_DICT bytes of the chunks so far */
+	int fill;                          /* the slot being filled, or -1 */
+	unsigned char tail[TRACE_GZ_DICT]; /* the last TRACE_GZ_DICT bytes of the chunks so far */
 	size_t tail_len;
 	/* the writer's (the thread with @writing set) */
 	bool header_out;
@@ -85,13 +85,13 @@ struct dec_gzip {
 	int err;           /* the first error (or -ECANCELED) */
 };
 
-/* The state of worker @w (DEC_GZ_WORKERS_MAX: the caller's thread), made on first use. */
-static int gz_state(struct dec_gzip *gz, unsigned w, z_stream **out)
+/* The state of worker @w (TRACE_GZ_WORKERS_MAX: the caller's thread), made on first use. */
+static int gz_state(struct trace_gzip *gz, unsigned w, z_stream **out)
 {
 	if (!gz->z_ready[w]) {
 		/* windowBits -15: raw deflate; the gzip wrapper is written here */
-		int r = dec_zlib_errno(deflateInit2(&gz->z[w], DEC_GZ_LEVEL, Z_DEFLATED, -15, 8,
-						    Z_DEFAULT_STRATEGY));
+		int r = xs_zlib_errno(deflateInit2(&gz->z[w], TRACE_GZ_LEVEL, Z_DEFLATED, -15, 8,
+						   Z_DEFAULT_STRATEGY));
 
 		if (r < 0)
 			return r;
@@ -111,9 +111,9 @@ static int gz_chunk(z_stream *z, struct gz_slot *sl)
 	int zr, flush = sl->last ? Z_FINISH : Z_SYNC_FLUSH;
 
 	if ((zr = deflateReset(z)) != Z_OK)
-		return dec_zlib_errno(zr);
+		return xs_zlib_errno(zr);
 	if (sl->dict_len && (zr = deflateSetDictionary(z, sl->dict, (uInt)sl->dict_len)) != Z_OK)
-		return dec_zlib_errno(zr);
+		return xs_zlib_errno(zr);
 	z->next_in = sl->in;
 	z->avail_in = (uInt)sl->in_len;
 	sl->out_len = 0;
@@ -147,7 +147,7 @@ static void put_le32(unsigned char *p, uint32_t v)
 }
 
 /* The done slot holding chunk @seq, or NULL. Under mu. */
-static struct gz_slot *gz_done(struct dec_gzip *gz, uint64_t seq)
+static struct gz_slot *gz_done(struct trace_gzip *gz, uint64_t seq)
 {
 	for (unsigned i = 0; i < gz->nslots; i++)
 		if (gz->slots[i].state == SLOT_DONE && gz->slots[i].seq == seq)
@@ -160,7 +160,7 @@ static struct gz_slot *gz_done(struct dec_gzip *gz, uint64_t seq)
  * already doing so (it will see them). Called and returns with mu held;
  * drops it while the next sink runs.
  */
-static void gz_drain(struct dec_gzip *gz)
+static void gz_drain(struct trace_gzip *gz)
 {
 	static const unsigned char header[10] = {0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 4, 3};
 	struct gz_slot *sl;
@@ -201,7 +201,7 @@ static void gz_drain(struct dec_gzip *gz)
 }
 
 /* The queued slot with the lowest chunk number, or NULL. Under mu. */
-static struct gz_slot *gz_next_queued(struct dec_gzip *gz)
+static struct gz_slot *gz_next_queued(struct trace_gzip *gz)
 {
 	struct gz_slot *best = NULL;
 
@@ -212,14 +212,14 @@ static struct gz_slot *gz_next_queued(struct dec_gzip *gz)
 }
 
 struct gz_worker_arg {
-	struct dec_gzip *gz;
+	struct trace_gzip *gz;
 	unsigned w;
 };
 
 /* A worker: deflate queued chunks, lowest first; write out what is in order. */
 static void *gz_worker(void *arg)
 {
-	struct dec_gzip *gz = ((struct gz_worker_arg *)arg)->gz;
+	struct trace_gzip *gz = ((struct gz_worker_arg *)arg)->gz;
 	unsigned w = ((struct gz_worker_arg *)arg)->w;
 	struct gz_slot *sl;
 
@@ -253,7 +253,7 @@ static void *gz_worker(void *arg)
 	return NULL;
 }
 
-static void gz_start(struct dec_gzip *gz)
+static void gz_start(struct trace_gzip *gz)
 {
 	for (unsigned w = 0; w < gz->nworkers; w++) {
 		struct gz_worker_arg *a = malloc(sizeof(*a));
@@ -269,36 +269,37 @@ static void gz_start(struct dec_gzip *gz)
 	}
 }
 
-int dec_gzip_new(const struct xprofs_sink *to, unsigned threads, struct dec_gzip **out)
+int trace_gzip_new(const struct xprofs_sink *to, unsigned threads, struct trace_gzip **out)
 {
-	struct dec_gzip *gz = calloc(1, sizeof(*gz));
+	struct trace_gzip *gz = calloc(1, sizeof(*gz));
 
 	*out = NULL;
 	if (!gz)
 		return -ENOMEM;
 	gz->to = to;
 	gz->fill = -1;
-	gz->nworkers = threads < 1                    ? 1
-		       : threads > DEC_GZ_WORKERS_MAX ? DEC_GZ_WORKERS_MAX
-						      : threads;
+	gz->nworkers = threads < 1                      ? 1
+		       : threads > TRACE_GZ_WORKERS_MAX ? TRACE_GZ_WORKERS_MAX
+							: threads;
 	gz->nslots = 2 * gz->nworkers + 1;
 	for (unsigned i = 0; i < gz->nslots; i++) {
 		struct gz_slot *sl = &gz->slots[i];
 
-		sl->out_cap = DEC_GZ_IN + (DEC_GZ_IN >> 3) + 256; /* grows if deflate needs more */
-		if (!(sl->in = malloc(DEC_GZ_IN)) || !(sl->dict = malloc(DEC_GZ_DICT)) ||
+		sl->out_cap =
+			TRACE_GZ_IN + (TRACE_GZ_IN >> 3) + 256; /* grows if deflate needs more */
+		if (!(sl->in = malloc(TRACE_GZ_IN)) || !(sl->dict = malloc(TRACE_GZ_DICT)) ||
 		    !(sl->out = malloc(sl->out_cap))) {
-			dec_gzip_free(gz);
+			trace_gzip_free(gz);
 			return -ENOMEM;
 		}
 	}
 	if (pthread_mutex_init(&gz->mu, NULL)) {
-		dec_gzip_free(gz);
+		trace_gzip_free(gz);
 		return -ENOMEM;
 	}
 	if (pthread_cond_init(&gz->cv, NULL)) {
 		pthread_mutex_destroy(&gz->mu);
-		dec_gzip_free(gz);
+		trace_gzip_free(gz);
 		return -ENOMEM;
 	}
 	gz->sync_ready = true;
@@ -308,7 +309,7 @@ int dec_gzip_new(const struct xprofs_sink *to, unsigned threads, struct dec_gzip
 }
 
 /* Take a free slot to fill, primed with the tail of the chunks so far. */
-static int gz_take(struct dec_gzip *gz)
+static int gz_take(struct trace_gzip *gz)
 {
 	struct gz_slot *sl = NULL;
 	int r;
@@ -339,15 +340,15 @@ static int gz_take(struct dec_gzip *gz)
 }
 
 /* Hand the fill slot to the workers (or deflate it here when there are none). */
-static int gz_submit(struct dec_gzip *gz, bool last)
+static int gz_submit(struct trace_gzip *gz, bool last)
 {
 	struct gz_slot *sl = &gz->slots[gz->fill];
 	int r = 0;
 
 	sl->last = last;
-	if (sl->in_len >= DEC_GZ_DICT) {
-		memcpy(gz->tail, sl->in + sl->in_len - DEC_GZ_DICT, DEC_GZ_DICT);
-		gz->tail_len = DEC_GZ_DICT;
+	if (sl->in_len >= TRACE_GZ_DICT) {
+		memcpy(gz->tail, sl->in + sl->in_len - TRACE_GZ_DICT, TRACE_GZ_DICT);
+		gz->tail_len = TRACE_GZ_DICT;
 	} else if (!last) { /* cannot happen: only the last chunk is short */
 		return -EINVAL;
 	}
@@ -355,7 +356,7 @@ static int gz_submit(struct dec_gzip *gz, bool last)
 	if (!gz->started) {
 		z_stream *z;
 
-		if ((r = gz_state(gz, DEC_GZ_WORKERS_MAX, &z)) == 0)
+		if ((r = gz_state(gz, TRACE_GZ_WORKERS_MAX, &z)) == 0)
 			r = gz_chunk(z, sl);
 	}
 	pthread_mutex_lock(&gz->mu);
@@ -374,7 +375,7 @@ static int gz_submit(struct dec_gzip *gz, bool last)
 
 static int gz_write(void *arg, const void *p, size_t n)
 {
-	struct dec_gzip *gz = arg;
+	struct trace_gzip *gz = arg;
 	const unsigned char *q = p;
 	int r;
 
@@ -382,19 +383,19 @@ static int gz_write(void *arg, const void *p, size_t n)
 		if (gz->fill < 0 && (r = gz_take(gz)) < 0)
 			return r;
 		struct gz_slot *sl = &gz->slots[gz->fill];
-		size_t k = DEC_GZ_IN - sl->in_len < n ? DEC_GZ_IN - sl->in_len : n;
+		size_t k = TRACE_GZ_IN - sl->in_len < n ? TRACE_GZ_IN - sl->in_len : n;
 
 		memcpy(sl->in + sl->in_len, q, k);
 		sl->in_len += k;
 		q += k;
 		n -= k;
-		if (sl->in_len == DEC_GZ_IN && (r = gz_submit(gz, false)) < 0)
+		if (sl->in_len == TRACE_GZ_IN && (r = gz_submit(gz, false)) < 0)
 			return r;
 	}
 	return 0;
 }
 
-struct xprofs_sink dec_gzip_sink(struct dec_gzip *gz)
+struct xprofs_sink trace_gzip_sink(struct trace_gzip *gz)
 {
 	struct xprofs_sink s = {gz_write, gz};
 
@@ -402,7 +403,7 @@ struct xprofs_sink dec_gzip_sink(struct dec_gzip *gz)
 }
 
 /* End the workers (after what is queued, or at once with @cancel). */
-static void gz_stop(struct dec_gzip *gz, bool cancel)
+static void gz_stop(struct trace_gzip *gz, bool cancel)
 {
 	pthread_mutex_lock(&gz->mu);
 	if (cancel && !gz->err)
@@ -415,7 +416,7 @@ static void gz_stop(struct dec_gzip *gz, bool cancel)
 	gz->started = 0;
 }
 
-int dec_gzip_finish(struct dec_gzip *gz)
+int trace_gzip_finish(struct trace_gzip *gz)
 {
 	int r;
 
@@ -434,7 +435,7 @@ out:
 	return r;
 }
 
-void dec_gzip_free(struct dec_gzip *gz)
+void trace_gzip_free(struct trace_gzip *gz)
 {
 	if (!gz)
 		return;
@@ -444,10 +445,10 @@ void dec_gzip_free(struct dec_gzip *gz)
 		pthread_cond_destroy(&gz->cv);
 		pthread_mutex_destroy(&gz->mu);
 	}
-	for (unsigned w = 0; w <= DEC_GZ_WORKERS_MAX; w++)
+	for (unsigned w = 0; w <= TRACE_GZ_WORKERS_MAX; w++)
 		if (gz->z_ready[w])
 			deflateEnd(&gz->z[w]);
-	for (unsigned i = 0; i < DEC_GZ_SLOTS; i++) {
+	for (unsigned i = 0; i < TRACE_GZ_SLOTS; i++) {
 		free(gz->slots[i].in);
 		free(gz->slots[i].dict);
 		free(gz->slots[i].out);

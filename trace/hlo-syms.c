@@ -58,7 +58,7 @@ struct hlo_sym {
 	uint32_t name_off, name_len, op_off, op_len, src_off, src_len;
 };
 
-struct dec_hlo_syms {
+struct trace_hlo_syms {
 	struct hlo_sym *s;
 	size_t n, cap;
 	struct xprofs_buf arena;
@@ -68,13 +68,13 @@ struct dec_hlo_syms {
 
 /* One instruction being read: where its strings lie in the file (last occurrence wins). */
 struct instr {
-	struct dec_span name, op_type, op_name, file;
+	struct xs_span name, op_type, op_name, file;
 	int32_t line;
 };
 
 /* The string at @sp (cut at DER_NAME_MAX) appended to the arena; its offset and length. */
-static int put(struct dec_hlo_syms *t, struct dec_cur *c, const struct dec_span *sp, uint32_t *off,
-	       uint32_t *len)
+static int put(struct trace_hlo_syms *t, struct wire_cur *c, const struct xs_span *sp,
+	       uint32_t *off, uint32_t *len)
 {
 	size_t n = sp->len > DER_NAME_MAX ? DER_NAME_MAX : (size_t)sp->len;
 	const uint8_t *p;
@@ -84,13 +84,13 @@ static int put(struct dec_hlo_syms *t, struct dec_cur *c, const struct dec_span 
 	*len = (uint32_t)n;
 	if (!n)
 		return 0;
-	if ((r = dec_at(c, sp->off, n, &p)) < 0)
+	if ((r = wire_at(c, sp->off, n, &p)) < 0)
 		return r;
 	return xprofs_buf_add(&t->arena, p, n);
 }
 
 /* Record instruction @in of program @pid: name, TraceMeOp(op_name, op_type), source_info(). */
-static int add_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t pid,
+static int add_instr(struct trace_hlo_syms *t, struct wire_cur *c, uint64_t pid,
 		     const struct instr *in)
 {
 	struct hlo_sym *s;
@@ -115,11 +115,11 @@ static int add_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t pid,
 	s->src_off = (uint32_t)t->arena.len;
 	if (in->file.len) {
 		/* tsl::io::Basename(): what follows the last '/' */
-		struct dec_span f = in->file;
+		struct xs_span f = in->file;
 		size_t n = f.len > DER_NAME_MAX ? DER_NAME_MAX : (size_t)f.len;
 		const uint8_t *p;
 
-		if ((r = dec_at(c, f.off, n, &p)) < 0)
+		if ((r = wire_at(c, f.off, n, &p)) < 0)
 			return r;
 		base = n;
 		while (base && p[base - 1] != '/')
@@ -134,30 +134,30 @@ static int add_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t pid,
 }
 
 /* OpMetadata at [pos, end): op_type, op_name, source_file, source_line. */
-static int read_metadata(struct dec_cur *c, uint64_t end, struct instr *in)
+static int read_metadata(struct wire_cur *c, uint64_t end, struct instr *in)
 {
 	uint32_t f;
 	int wt, r;
 	uint64_t len, v;
 
 	while (c->pos < end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f >= 1 && f <= 3) {
-			struct dec_span *sp = f == 1   ? &in->op_type
-					      : f == 2 ? &in->op_name
-						       : &in->file;
+			struct xs_span *sp = f == 1   ? &in->op_type
+					     : f == 2 ? &in->op_name
+						      : &in->file;
 
-			if ((r = dec_len_field(c, wt, "OpMetadata", f, &len)) < 0)
+			if ((r = wire_len_field(c, wt, "OpMetadata", f, &len)) < 0)
 				return r;
 			sp->off = c->pos;
 			sp->len = len;
 			c->pos += len;
 		} else if (f == 4) {
-			if ((r = dec_varint_field(c, wt, "OpMetadata", f, &v)) < 0)
+			if ((r = wire_varint_field(c, wt, "OpMetadata", f, &v)) < 0)
 				return r;
 			in->line = (int32_t)(uint32_t)v; /* int32: the low 32 bits */
-		} else if ((r = dec_skip(c, wt)) < 0) {
+		} else if ((r = wire_skip(c, wt)) < 0) {
 			return r;
 		}
 	}
@@ -165,7 +165,7 @@ static int read_metadata(struct dec_cur *c, uint64_t end, struct instr *in)
 }
 
 /* HloInstructionProto at [pos, end): its name and metadata. */
-static int read_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, uint64_t pid)
+static int read_instr(struct trace_hlo_syms *t, struct wire_cur *c, uint64_t end, uint64_t pid)
 {
 	struct instr in;
 	uint32_t f;
@@ -174,16 +174,16 @@ static int read_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, u
 
 	memset(&in, 0, sizeof(in));
 	while (c->pos < end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == 1) {
-			if ((r = dec_len_field(c, wt, "HloInstructionProto", f, &len)) < 0)
+			if ((r = wire_len_field(c, wt, "HloInstructionProto", f, &len)) < 0)
 				return r;
 			in.name.off = c->pos;
 			in.name.len = len;
 			c->pos += len;
 		} else if (f == 7) { /* a repeated singular message merges: fields keep the last */
-			if ((r = dec_len_field(c, wt, "HloInstructionProto", f, &len)) < 0)
+			if ((r = wire_len_field(c, wt, "HloInstructionProto", f, &len)) < 0)
 				return r;
 			save = c->end;
 			c->end = c->pos + len;
@@ -191,7 +191,7 @@ static int read_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, u
 			c->end = save;
 			if (r < 0)
 				return r;
-		} else if ((r = dec_skip(c, wt)) < 0) {
+		} else if ((r = wire_skip(c, wt)) < 0) {
 			return r;
 		}
 	}
@@ -199,14 +199,14 @@ static int read_instr(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, u
 }
 
 /* Walk the LEN fields @field of the message [pos, end), calling @fn on each. */
-static int each_len(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, const char *msg,
+static int each_len(struct trace_hlo_syms *t, struct wire_cur *c, uint64_t end, const char *msg,
 		    uint32_t field, uint64_t pid,
-		    int (*fn)(struct dec_hlo_syms *, struct dec_cur *, uint64_t, uint64_t))
+		    int (*fn)(struct trace_hlo_syms *, struct wire_cur *, uint64_t, uint64_t))
 {
 	uint64_t len, save;
 	int r;
 
-	while ((r = dec_next_len_field(c, end, msg, field, &len)) > 0) {
+	while ((r = wire_next_len_field(c, end, msg, field, &len)) > 0) {
 		save = c->end;
 		c->end = c->pos + len;
 		r = fn(t, c, c->end, pid);
@@ -218,12 +218,12 @@ static int each_len(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, con
 	return r;
 }
 
-static int read_comp(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, uint64_t pid)
+static int read_comp(struct trace_hlo_syms *t, struct wire_cur *c, uint64_t end, uint64_t pid)
 {
 	return each_len(t, c, end, "HloComputationProto", 2, pid, read_instr);
 }
 
-static int read_module(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, uint64_t pid)
+static int read_module(struct trace_hlo_syms *t, struct wire_cur *c, uint64_t end, uint64_t pid)
 {
 	return each_len(t, c, end, "HloModuleProto", 3, pid, read_comp);
 }
@@ -232,7 +232,7 @@ static int read_module(struct dec_hlo_syms *t, struct dec_cur *c, uint64_t end, 
  * One HloProto at @sp, program @pid; a proto that does not parse adds
  * nothing, one of a program id already read is not read.
  */
-static int read_proto(struct dec_hlo_syms *t, struct dec_cur *c, const struct dec_span *sp,
+static int read_proto(struct trace_hlo_syms *t, struct wire_cur *c, const struct xs_span *sp,
 		      uint64_t pid)
 {
 	size_t n0 = t->n, a0 = t->arena.len;
@@ -260,7 +260,7 @@ static int read_proto(struct dec_hlo_syms *t, struct dec_cur *c, const struct de
 }
 
 /* XStat at [pos, end): metadata id and, if bytes, where the bytes lie. */
-static int read_stat(struct dec_cur *c, uint64_t end, uint64_t *md, struct dec_span *bytes,
+static int read_stat(struct wire_cur *c, uint64_t end, uint64_t *md, struct xs_span *bytes,
 		     bool *is_bytes)
 {
 	uint32_t f;
@@ -270,24 +270,24 @@ static int read_stat(struct dec_cur *c, uint64_t end, uint64_t *md, struct dec_s
 	*md = 0;
 	*is_bytes = false;
 	while (c->pos < end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == XSTAT_F_METADATA_ID) {
-			if ((r = dec_varint_field(c, wt, "XStat", f, md)) < 0)
+			if ((r = wire_varint_field(c, wt, "XStat", f, md)) < 0)
 				return r;
 		} else if (f >= XSTAT_F_DOUBLE &&
 			   f <= XSTAT_F_LAST) { /* the value oneof: last wins */
 			*is_bytes = f == XSTAT_F_BYTES;
 			if (*is_bytes) {
-				if ((r = dec_len_field(c, wt, "XStat", f, &len)) < 0)
+				if ((r = wire_len_field(c, wt, "XStat", f, &len)) < 0)
 					return r;
 				bytes->off = c->pos;
 				bytes->len = len;
 				c->pos += len;
-			} else if ((r = dec_skip(c, wt)) < 0) {
+			} else if ((r = wire_skip(c, wt)) < 0) {
 				return r;
 			}
-		} else if ((r = dec_skip(c, wt)) < 0) {
+		} else if ((r = wire_skip(c, wt)) < 0) {
 			return r;
 		}
 	}
@@ -295,18 +295,19 @@ static int read_stat(struct dec_cur *c, uint64_t end, uint64_t *md, struct dec_s
 }
 
 /* The id of @p's stat metadata named "Hlo Proto" (GetStatMetadataByType(kHloProto)), or -1. */
-static int64_t hlo_stat_id(struct dec_cur *c, const struct dec_plane *p)
+static int64_t hlo_stat_id(struct wire_cur *c, const struct xs_plane *p)
 {
 	for (size_t i = 0; i < p->st.n; i++) {
-		const struct dec_md *m = &p->st.md[i];
+		const struct xs_md *m = &p->st.md[i];
 		uint64_t len;
 
 		c->pos = m->off;
 		c->end = m->off + m->len;
-		while (dec_next_len_field(c, c->end, "XStatMetadata", XSTMD_F_NAME, &len) > 0) {
+		while (wire_next_len_field(c, c->end, "XStatMetadata", XSTMD_F_NAME, &len) > 0) {
 			const uint8_t *s;
 
-			if (len == 9 && dec_at(c, c->pos, 9, &s) == 0 && !memcmp(s, "Hlo Proto", 9))
+			if (len == 9 && wire_at(c, c->pos, 9, &s) == 0 &&
+			    !memcmp(s, "Hlo Proto", 9))
 				return m->key;
 			c->pos += len;
 		}
@@ -315,9 +316,9 @@ static int64_t hlo_stat_id(struct dec_cur *c, const struct dec_plane *p)
 }
 
 /* The HloProtos of metadata plane @p (ParseHloProtosFromXSpace()). */
-static int read_plane(struct dec_hlo_syms *t, struct dec_cur *c, const struct dec_plane *p)
+static int read_plane(struct trace_hlo_syms *t, struct wire_cur *c, const struct xs_plane *p)
 {
-	struct dec_span b = {0};
+	struct xs_span b = {0};
 	uint64_t md, len, id;
 	bool is_bytes;
 	int64_t want;
@@ -337,7 +338,7 @@ static int read_plane(struct dec_hlo_syms *t, struct dec_cur *c, const struct de
 	if ((want = hlo_stat_id(c, p)) < 0)
 		return 0;
 	for (size_t i = 0; i < p->ev.n; i++) {
-		const struct dec_md *m = &p->ev.md[i];
+		const struct xs_md *m = &p->ev.md[i];
 		bool found = false, bytes = false;
 		uint32_t f;
 		int wt;
@@ -346,16 +347,16 @@ static int read_plane(struct dec_hlo_syms *t, struct dec_cur *c, const struct de
 		c->pos = m->off;
 		c->end = m->off + m->len;
 		while (c->pos < c->end) { /* XEventMetadata: id, and the first "Hlo Proto" stat */
-			if (dec_tag(c, &f, &wt) < 0)
+			if (wire_tag(c, &f, &wt) < 0)
 				break;
 			if (f == XEVMD_F_ID) {
-				if (dec_varint_field(c, wt, "XEventMetadata", f, &id) < 0)
+				if (wire_varint_field(c, wt, "XEventMetadata", f, &id) < 0)
 					break;
 			} else if (f == XEVMD_F_STATS && wt == WT_LEN && !found) {
-				struct dec_span sb;
+				struct xs_span sb;
 				uint64_t save = c->end;
 
-				if (dec_len(c, &len) < 0)
+				if (wire_len(c, &len) < 0)
 					break;
 				c->end = c->pos + len;
 				r = read_stat(c, c->end, &md, &sb, &is_bytes);
@@ -368,7 +369,7 @@ static int read_plane(struct dec_hlo_syms *t, struct dec_cur *c, const struct de
 					bytes = is_bytes;
 					b = sb;
 				}
-			} else if (dec_skip(c, wt) < 0) {
+			} else if (wire_skip(c, wt) < 0) {
 				break;
 			}
 		}
@@ -378,7 +379,7 @@ static int read_plane(struct dec_hlo_syms *t, struct dec_cur *c, const struct de
 	return 0;
 }
 
-static int cmp_sym_arena(const struct dec_hlo_syms *t, const struct hlo_sym *a, uint64_t pid,
+static int cmp_sym_arena(const struct trace_hlo_syms *t, const struct hlo_sym *a, uint64_t pid,
 			 const char *name, size_t n)
 {
 	size_t k = a->name_len < n ? a->name_len : n;
@@ -393,7 +394,7 @@ static int cmp_sym_arena(const struct dec_hlo_syms *t, const struct hlo_sym *a, 
 
 static int cmp_sym(const void *pa, const void *pb, void *arg)
 {
-	const struct dec_hlo_syms *t = arg;
+	const struct trace_hlo_syms *t = arg;
 	const struct hlo_sym *a = pa, *b = pb;
 	int d = cmp_sym_arena(t, a, b->program_id, t->arena.data + b->name_off, b->name_len);
 
@@ -402,10 +403,10 @@ static int cmp_sym(const void *pa, const void *pb, void *arg)
 	return a->order < b->order ? -1 : a->order > b->order;
 }
 
-int dec_hlo_syms_load(const struct xprofs_xspace *x, struct dec_hlo_syms **out)
+int trace_hlo_syms_load(const struct xprofs_xspace *x, struct trace_hlo_syms **out)
 {
-	struct dec_hlo_syms *t;
-	struct dec_cur c;
+	struct trace_hlo_syms *t;
+	struct wire_cur c;
 	size_t k = 0;
 	int r = 0;
 
@@ -413,17 +414,17 @@ int dec_hlo_syms_load(const struct xprofs_xspace *x, struct dec_hlo_syms **out)
 	if (!(t = calloc(1, sizeof(*t))))
 		return -ENOMEM;
 	xprofs_buf_init(&t->arena, HLO_ARENA_MAX);
-	dec_cur_init(&c, x->r, NULL);
+	wire_cur_init(&c, x->r, NULL);
 	for (size_t i = 0; i < x->n_planes; i++)
-		if (dec_str_eq(x->planes[i].name, x->planes[i].name_len, "/host:metadata")) {
+		if (xs_str_eq(x->planes[i].name, x->planes[i].name_len, "/host:metadata")) {
 			r = read_plane(t, &c, &x->planes[i]); /* FindPlaneWithName(): the first */
 			break;
 		}
-	dec_cur_deinit(&c);
+	wire_cur_deinit(&c);
 	if (r == -E2BIG || r == -ENOBUFS || r == -EOVERFLOW)
 		r = 0; /* a cap reached: what was read so far is kept */
 	if (r < 0) {
-		dec_hlo_syms_free(t);
+		trace_hlo_syms_free(t);
 		return r;
 	}
 	if (t->n) {
@@ -439,8 +440,8 @@ int dec_hlo_syms_load(const struct xprofs_xspace *x, struct dec_hlo_syms **out)
 	return 0;
 }
 
-bool dec_hlo_syms_find(const struct dec_hlo_syms *t, uint64_t program_id, const char *name,
-		       size_t n, struct dec_hlo_sym *out)
+bool trace_hlo_syms_find(const struct trace_hlo_syms *t, uint64_t program_id, const char *name,
+			 size_t n, struct trace_hlo_sym *out)
 {
 	size_t lo = 0, hi = t ? t->n : 0;
 
@@ -461,7 +462,7 @@ bool dec_hlo_syms_find(const struct dec_hlo_syms *t, uint64_t program_id, const 
 	return true;
 }
 
-void dec_hlo_syms_free(struct dec_hlo_syms *t)
+void trace_hlo_syms_free(struct trace_hlo_syms *t)
 {
 	if (!t)
 		return;

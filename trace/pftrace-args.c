@@ -9,11 +9,11 @@
  * number with a fraction or exponent double_value, true/false bool_value).
  * Annotation names are interned (DebugAnnotation.name_iid,
  * InternedData.debug_annotation_names); an event metadata's args are encoded
- * once per render (struct pf_md) with their string values interned
+ * once per render (struct trace_pf_md) with their string values interned
  * (string_value_iid, InternedData.debug_annotation_string_values: the HLO
  * text in long_name repeats on every event of the op), so an event costs a
  * copy of those bytes plus its own stats. Iids are unique per trace. Plain
- * numeric stats skip the JSON (pf_event_stat()); the metadata and stat-name
+ * numeric stats skip the JSON (trace_pf_event_stat()); the metadata and stat-name
  * entries are found through per-plane caches indexed like the decoder's
  * metadata cache, so the common look-up is one compare.
  *
@@ -35,14 +35,14 @@
 #define BLOBS_MAX ((size_t)32 << 20) /* encoded metadata args kept; past it, per event */
 
 /* A cached table slot: valid while @gen is the table's generation (0: empty). */
-struct pf_slot {
+struct trace_pf_slot {
 	uint32_t slot, gen;
 };
 
 #define PF_SEQ_MEMO 4
 
 /* One interned string (an annotation name, a derived event's name or string arg). */
-struct pf_name {
+struct trace_pf_name {
 	uint64_t hash;   /* 0: free */
 	size_t off, len; /* in its table's strs */
 	uint64_t iid;
@@ -56,7 +56,7 @@ struct pf_name {
 };
 
 /* Whether @e is defined on @seq; if not, it is remembered as defined there (the caller defines it). */
-static bool name_defined(struct pf_name *e, uint32_t seq)
+static bool name_defined(struct trace_pf_name *e, uint32_t seq)
 {
 	for (int i = 0; i < PF_SEQ_MEMO; i++)
 		if (e->seq[i] == seq)
@@ -66,8 +66,8 @@ static bool name_defined(struct pf_name *e, uint32_t seq)
 }
 
 /* A string-keyed interning table: open addressing (a power of two slots), strings back to back. */
-struct pf_strtab {
-	struct pf_name *t;
+struct trace_pf_strtab {
+	struct trace_pf_name *t;
 	size_t cap, n;
 	struct pbw strs;
 };
@@ -76,26 +76,28 @@ struct pf_strtab {
 #define PF_ENAMES_MAX ((size_t)1 << 18)
 #define PF_ENAMES_BYTES ((size_t)32 << 20)
 
-struct pf_args {
-	struct pf_md *mds; /* open addressing by key */
+struct trace_pf_args {
+	struct trace_pf_md *mds; /* open addressing by key */
 	size_t md_cap, n_md;
-	struct pf_strtab nm; /* annotation names; iid from next_ann_iid */
-	struct pf_strtab en; /* derived events' names (pf_event_name()); iid from next_name_iid */
-	struct pf_strtab sv; /* derived events' string args (pf_arg_str()); iid from next_str_iid */
-	struct pbw blobs;    /* the metadata args, encoded */
+	struct trace_pf_strtab nm; /* annotation names; iid from next_ann_iid */
+	struct trace_pf_strtab
+		en; /* derived events' names (trace_pf_event_name()); iid from next_name_iid */
+	struct trace_pf_strtab
+		sv; /* derived events' string args (trace_pf_arg_str()); iid from next_str_iid */
+	struct pbw blobs; /* the metadata args, encoded */
 	struct pbw key, val, da,
 		def; /* scratch: unescaped key and value, an annotation, an entry */
 	uint64_t next_name_iid, next_ann_iid, next_str_iid;
-	uint64_t iid_step; /* iids go first, first + step, ... (pf_args_new()) */
+	uint64_t iid_step; /* iids go first, first + step, ... (trace_pf_args_new()) */
 	/* per current plane, by metadata index: the table slot of its entry (a cache) */
-	struct pf_slot *ev_slot, *st_slot;
+	struct trace_pf_slot *ev_slot, *st_slot;
 	size_t ev_n, st_n, cache_plane;
 	uint32_t md_gen, nm_gen; /* bumped when a table grows (its slots move) */
 };
 
-int pf_args_new(uint64_t first, uint64_t step, struct pf_args **out)
+int trace_pf_args_new(uint64_t first, uint64_t step, struct trace_pf_args **out)
 {
-	struct pf_args *A = calloc(1, sizeof(*A));
+	struct trace_pf_args *A = calloc(1, sizeof(*A));
 
 	*out = NULL;
 	if (!A)
@@ -105,7 +107,7 @@ int pf_args_new(uint64_t first, uint64_t step, struct pf_args **out)
 	A->mds = calloc(A->md_cap, sizeof(*A->mds));
 	A->nm.t = calloc(A->nm.cap, sizeof(*A->nm.t));
 	if (!A->mds || !A->nm.t) {
-		pf_args_free(A);
+		trace_pf_args_free(A);
 		return -ENOMEM;
 	}
 	A->next_name_iid = A->next_ann_iid = A->next_str_iid = first ? first : 1;
@@ -116,7 +118,7 @@ int pf_args_new(uint64_t first, uint64_t step, struct pf_args **out)
 	return 0;
 }
 
-void pf_args_free(struct pf_args *A)
+void trace_pf_args_free(struct trace_pf_args *A)
 {
 	if (!A)
 		return;
@@ -206,7 +208,7 @@ static void put_utf8(struct pbw *o, unsigned u)
 	pbw_bytes(o, b, n);
 }
 
-size_t pf_json_unescape(const char *j, size_t n, struct pbw *out)
+size_t trace_pf_json_unescape(const char *j, size_t n, struct pbw *out)
 {
 	pbw_reset(out);
 	if (n >= 2 && j[0] == '"') {
@@ -289,14 +291,14 @@ static size_t str_end(const char *j, size_t n, bool *esc)
 }
 
 /* One "k":v pair of a fragment. */
-struct pf_kv {
+struct trace_pf_kv {
 	const char *key, *val; /* key: its JSON string; val: the raw JSON value */
 	size_t key_len, val_len;
 	bool key_esc, val_esc, val_str;
 };
 
 /* The pair at @j[*at..n) (commas skipped): 1 and @kv set, 0 at the end or on a bad fragment. */
-static int next_kv(const char *j, size_t n, size_t *at, struct pf_kv *kv)
+static int next_kv(const char *j, size_t n, size_t *at, struct trace_pf_kv *kv)
 {
 	size_t i = *at, e;
 
@@ -334,17 +336,17 @@ static const char *text(const char *s, size_t n, bool esc, struct pbw *scratch, 
 		*len = n - 2;
 		return s + 1;
 	}
-	*len = pf_json_unescape(s, n, scratch);
+	*len = trace_pf_json_unescape(s, n, scratch);
 	return (const char *)scratch->buf;
 }
 
 /* ---- the per-plane slot caches --------------------------------------------- */
 
 /* The slot caches follow rc's current plane (emptied on a change); 0 or -ENOMEM. */
-static int cache_plane(struct pf_args *A, const struct dec_rctx *rc)
+static int cache_plane(struct trace_pf_args *A, const struct xs_rctx *rc)
 {
-	const struct dec_plane *p = &rc->x->planes[rc->plane];
-	struct pf_slot *e, *st;
+	const struct xs_plane *p = &rc->x->planes[rc->plane];
+	struct trace_pf_slot *e, *st;
 
 	if (A->cache_plane == rc->plane)
 		return 0;
@@ -364,8 +366,8 @@ static int cache_plane(struct pf_args *A, const struct dec_rctx *rc)
 }
 
 /* The cache entry of metadata entry @m of array @base (@n entries), or NULL. */
-static struct pf_slot *cached(struct pf_slot *c, const void *base, size_t n, const void *m,
-			      size_t size)
+static struct trace_pf_slot *cached(struct trace_pf_slot *c, const void *base, size_t n,
+				    const void *m, size_t size)
 {
 	uintptr_t b = (uintptr_t)base, x = (uintptr_t)m;
 
@@ -377,10 +379,10 @@ static struct pf_slot *cached(struct pf_slot *c, const void *base, size_t n, con
 /* ---- string tables (annotation names, derived events' names) ------------ */
 
 /* Double @tab's slots (1024 when it has none); 0 or -ENOMEM. */
-static int strtab_grow(struct pf_strtab *tab)
+static int strtab_grow(struct trace_pf_strtab *tab)
 {
 	size_t cap = tab->cap ? tab->cap * 2 : 1024;
-	struct pf_name *t = calloc(cap, sizeof(*t));
+	struct trace_pf_name *t = calloc(cap, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
@@ -403,11 +405,11 @@ static int strtab_grow(struct pf_strtab *tab)
  * The entry of @s (@n bytes, hash @h) in @tab (which has slots), or NULL
  * with *@k the free slot where it would go.
  */
-static struct pf_name *strtab_find(const struct pf_strtab *tab, uint64_t h, const char *s, size_t n,
-				   size_t *k)
+static struct trace_pf_name *strtab_find(const struct trace_pf_strtab *tab, uint64_t h,
+					 const char *s, size_t n, size_t *k)
 {
 	for (*k = slot(h, tab->cap); tab->t[*k].hash; *k = (*k + 1) & (tab->cap - 1)) {
-		struct pf_name *e = &tab->t[*k];
+		struct trace_pf_name *e = &tab->t[*k];
 
 		/* an empty string has no bytes (and the buffer may have none yet) */
 		if (e->hash == h && e->len == n && (!n || !memcmp(tab->strs.buf + e->off, s, n)))
@@ -417,12 +419,12 @@ static struct pf_name *strtab_find(const struct pf_strtab *tab, uint64_t h, cons
 }
 
 /* A new entry @s (@n bytes, hash @h) with @iid at free slot @k of @tab; NULL when its strings overflow. */
-static struct pf_name *strtab_add(struct pf_strtab *tab, size_t k, uint64_t h, const char *s,
-				  size_t n, uint64_t iid)
+static struct trace_pf_name *strtab_add(struct trace_pf_strtab *tab, size_t k, uint64_t h,
+					const char *s, size_t n, uint64_t iid)
 {
-	struct pf_name *e = &tab->t[k];
+	struct trace_pf_name *e = &tab->t[k];
 
-	*e = (struct pf_name){.hash = h, .off = tab->strs.len, .len = n, .iid = iid};
+	*e = (struct trace_pf_name){.hash = h, .off = tab->strs.len, .len = n, .iid = iid};
 	pbw_bytes(&tab->strs, s, n);
 	if (tab->strs.overflow) {
 		e->hash = 0; /* not stored: the slot stays free */
@@ -433,16 +435,16 @@ static struct pf_name *strtab_add(struct pf_strtab *tab, size_t k, uint64_t h, c
 }
 
 /* The entry of annotation name @s (@n bytes), made when new; NULL when out of memory. */
-static struct pf_name *name_get(struct pf_args *A, const char *s, size_t n)
+static struct trace_pf_name *name_get(struct trace_pf_args *A, const char *s, size_t n)
 {
 	uint64_t h = hash_bytes(s, n);
-	struct pf_name *e;
+	struct trace_pf_name *e;
 	size_t k;
 
 	if ((A->nm.n + 1) * 2 > A->nm.cap) {
 		if (strtab_grow(&A->nm) < 0)
 			return NULL;
-		A->nm_gen++; /* the slots moved: pf_slot caches are stale */
+		A->nm_gen++; /* the slots moved: trace_pf_slot caches are stale */
 	}
 	if ((e = strtab_find(&A->nm, h, s, n, &k)))
 		return e;
@@ -453,11 +455,11 @@ static struct pf_name *name_get(struct pf_args *A, const char *s, size_t n)
 }
 
 /* The name entry of stat metadata @m (a cache hit is one compare); NULL on failure. */
-static struct pf_name *stat_name(struct pf_args *A, const struct dec_rctx *rc,
-				 const struct dec_stmd *m)
+static struct trace_pf_name *stat_name(struct trace_pf_args *A, const struct xs_rctx *rc,
+				       const struct xs_stmd *m)
 {
-	struct pf_slot *c = NULL;
-	struct pf_name *e;
+	struct trace_pf_slot *c = NULL;
+	struct trace_pf_name *e;
 
 	if (cache_plane(A, rc) == 0)
 		c = cached(A->st_slot, rc->stmd, A->st_n, m, sizeof(*m));
@@ -471,8 +473,8 @@ static struct pf_name *stat_name(struct pf_args *A, const struct dec_rctx *rc,
 }
 
 /* An interned entry { iid, name } as field @field of InternedData @id. */
-static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t iid, const void *s,
-		   size_t n)
+static void define(struct trace_pf_args *A, struct pbw *id, uint32_t field, uint64_t iid,
+		   const void *s, size_t n)
 {
 	struct pbw *d = &A->def;
 
@@ -489,11 +491,11 @@ static void define(struct pf_args *A, struct pbw *id, uint32_t field, uint64_t i
  * InternedData field @field into @id when not yet defined on @seq; 0 when
  * the table is full (PF_ENAMES_MAX strings or PF_ENAMES_BYTES of them).
  */
-static uint64_t strtab_intern(struct pf_args *A, struct pf_strtab *tab, uint32_t field,
+static uint64_t strtab_intern(struct trace_pf_args *A, struct trace_pf_strtab *tab, uint32_t field,
 			      uint64_t *next, const char *s, size_t n, uint32_t seq, struct pbw *id)
 {
 	uint64_t h = hash_bytes(s, n);
-	struct pf_name *e;
+	struct trace_pf_name *e;
 	size_t k;
 
 	/* full (or out of memory): known strings still resolve */
@@ -513,14 +515,16 @@ static uint64_t strtab_intern(struct pf_args *A, struct pf_strtab *tab, uint32_t
 	return e->iid;
 }
 
-uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq, struct pbw *id)
+uint64_t trace_pf_event_name(struct trace_pf_args *A, const char *s, size_t n, uint32_t seq,
+			     struct pbw *id)
 {
 	return strtab_intern(A, &A->en, F_ID_EVENT_NAMES, &A->next_name_iid, s, n, seq, id);
 }
 
 /* Name @s of an annotation into @da, interned unless PF_INLINE (defined on @seq for PF_EVENT). */
-static void ann_name_e(struct pf_args *A, struct pbw *da, struct pf_name *e, const char *s,
-		       size_t n, enum pf_mode mode, uint32_t seq, struct pbw *id)
+static void ann_name_e(struct trace_pf_args *A, struct pbw *da, struct trace_pf_name *e,
+		       const char *s, size_t n, enum trace_pf_mode mode, uint32_t seq,
+		       struct pbw *id)
 {
 	if (mode == PF_INLINE || !e) {
 		pbw_str(da, F_DA_NAME, s, n);
@@ -532,14 +536,15 @@ static void ann_name_e(struct pf_args *A, struct pbw *da, struct pf_name *e, con
 	pbw_u64(da, F_DA_NAME_IID, e->iid);
 }
 
-static void ann_name(struct pf_args *A, struct pbw *da, const char *s, size_t n, enum pf_mode mode,
-		     uint32_t seq, struct pbw *id)
+static void ann_name(struct trace_pf_args *A, struct pbw *da, const char *s, size_t n,
+		     enum trace_pf_mode mode, uint32_t seq, struct pbw *id)
 {
 	ann_name_e(A, da, mode == PF_INLINE ? NULL : name_get(A, s, n), s, n, mode, seq, id);
 }
 
 /* The value of @kv into annotation @da (@str_iid: its interned string id, 0: inline). */
-static void ann_value(struct pf_args *A, struct pbw *da, const struct pf_kv *kv, uint64_t str_iid)
+static void ann_value(struct trace_pf_args *A, struct pbw *da, const struct trace_pf_kv *kv,
+		      uint64_t str_iid)
 {
 	char num[64];
 	size_t n = kv->val_len;
@@ -584,16 +589,16 @@ static void ann_value(struct pf_args *A, struct pbw *da, const struct pf_kv *kv,
 }
 
 /* A metadata string value long enough to intern. */
-static bool interned_str(const struct pf_kv *kv)
+static bool interned_str(const struct trace_pf_kv *kv)
 {
 	return kv->val_str && kv->val_len >= STR_INTERN_MIN + 2;
 }
 
-void pf_args_encode(struct pf_args *A, const char *j, size_t n, enum pf_mode mode, uint32_t seq,
-		    uint64_t str_iid, struct pbw *te, struct pbw *id)
+void trace_pf_args_encode(struct trace_pf_args *A, const char *j, size_t n, enum trace_pf_mode mode,
+			  uint32_t seq, uint64_t str_iid, struct pbw *te, struct pbw *id)
 {
 	struct pbw *da = &A->da;
-	struct pf_kv kv;
+	struct trace_pf_kv kv;
 	size_t at = 0;
 
 	while (next_kv(j, n, &at, &kv) == 1) {
@@ -611,8 +616,8 @@ void pf_args_encode(struct pf_args *A, const char *j, size_t n, enum pf_mode mod
 	}
 }
 
-void pf_arg_int(struct pf_args *A, const char *name, size_t len, int64_t v, enum pf_mode mode,
-		uint32_t seq, struct pbw *te, struct pbw *id)
+void trace_pf_arg_int(struct trace_pf_args *A, const char *name, size_t len, int64_t v,
+		      enum trace_pf_mode mode, uint32_t seq, struct pbw *te, struct pbw *id)
 {
 	struct pbw *da = &A->da;
 
@@ -623,35 +628,35 @@ void pf_arg_int(struct pf_args *A, const char *name, size_t len, int64_t v, enum
 }
 
 /* A number trace.json writes as a JSON number: not past 2^53 (XProf quotes those). */
-static bool plain_int(const struct dec_statv *s)
+static bool plain_int(const struct xs_statv *s)
 {
 	uint64_t mag = s->kind == SV_I64 && (int64_t)s->u < 0 ? (uint64_t)0 - s->u : s->u;
 
 	return mag <= (UINT64_C(1) << 53);
 }
 
-int pf_event_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+int trace_pf_event_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct pf_evstats *v = arg;
-	struct dec_out *o = v->a.o;
+	struct trace_pf_evstats *v = arg;
+	struct xs_out *o = v->a.o;
 	size_t at = o->len;
 	int r;
 
 	if (((s->kind == SV_U64 || s->kind == SV_I64) && plain_int(s)) ||
 	    (s->kind == SV_DOUBLE && isfinite(s->d))) {
-		const struct dec_stmd *cm;
-		struct dec_stmd *m;
+		const struct xs_stmd *cm;
+		struct xs_stmd *m;
 
-		if ((r = dec_md_stat(rc, s->md, &cm)) < 0)
+		if ((r = xs_md_stat(rc, s->md, &cm)) < 0)
 			return r;
-		m = (struct dec_stmd *)cm; /* the cache entry is the render's (as trace-model.c) */
+		m = (struct xs_stmd *)cm; /* the cache entry is the render's (as trace-model.c) */
 		if (!m->tkind)
-			m->tkind = (int8_t)(dec_trace_stat_kind(m->name, m->name_len) + 1);
+			m->tkind = (int8_t)(trace_stat_kind(m->name, m->name_len) + 1);
 		if (m->tkind - 1 == TS_SHOW || m->tkind - 1 == TS_CORR) {
 			/* a plain number: no JSON round trip */
 			struct pbw *da = &v->A->da;
 
-			dec_trace_stat_note(&v->a, (enum dec_tstat)(m->tkind - 1), s);
+			trace_stat_note(&v->a, (enum trace_tstat)(m->tkind - 1), s);
 			pbw_reset(da);
 			ann_name_e(v->A, da, v->mode == PF_INLINE ? NULL : stat_name(v->A, rc, m),
 				   m->name, m->name_len, v->mode, v->seq, v->id);
@@ -669,19 +674,20 @@ int pf_event_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv
 	}
 	/* anything else as trace.json renders it (special stats, strings, quoted numbers) */
 	v->a.first = true;
-	if ((r = dec_trace_stat(rc, c, s, &v->a)) < 0)
+	if ((r = trace_stat(rc, c, s, &v->a)) < 0)
 		return r;
 	if (o->len > at && !o->r)
-		pf_args_encode(v->A, o->buf + at, o->len - at, v->mode, v->seq, 0, v->ann, v->id);
+		trace_pf_args_encode(v->A, o->buf + at, o->len - at, v->mode, v->seq, 0, v->ann,
+				     v->id);
 	return 0;
 }
 
 /* ---- event metadata ------------------------------------------------------ */
 
-static int md_grow(struct pf_args *A)
+static int md_grow(struct trace_pf_args *A)
 {
 	size_t cap = A->md_cap * 2;
-	struct pf_md *m = calloc(cap, sizeof(*m));
+	struct trace_pf_md *m = calloc(cap, sizeof(*m));
 
 	if (!m)
 		return -ENOMEM;
@@ -701,13 +707,13 @@ static int md_grow(struct pf_args *A)
 	return 0;
 }
 
-int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const struct dec_evmd *m,
-	      struct pf_md **out)
+int trace_pf_md_get(struct trace_pf_args *A, const struct xs_rctx *rc, int64_t md,
+		    const struct xs_evmd *m, struct trace_pf_md **out)
 {
 	size_t plane = rc->plane;
-	struct pf_slot *c = NULL;
+	struct trace_pf_slot *c = NULL;
 	uint64_t key = mix(((uint64_t)plane << 48) ^ (uint64_t)md ^ ((uint64_t)md >> 48));
-	struct pf_md *e;
+	struct trace_pf_md *e;
 	size_t k, at;
 	int r;
 
@@ -736,13 +742,13 @@ int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const st
 	e->inline_args = false;
 	at = A->blobs.len;
 	e->blob_off = at;
-	if (dec_trace_md(m) && dec_trace_md(m)->args_len) {
-		struct pf_kv kv;
+	if (trace_md(m) && trace_md(m)->args_len) {
+		struct trace_pf_kv kv;
 		size_t p = 0;
 
-		pf_args_encode(A, dec_trace_md(m)->args, dec_trace_md(m)->args_len, PF_MD, 0,
-			       e->str_iid, &A->blobs, NULL);
-		while (next_kv(dec_trace_md(m)->args, dec_trace_md(m)->args_len, &p, &kv) == 1)
+		trace_pf_args_encode(A, trace_md(m)->args, trace_md(m)->args_len, PF_MD, 0,
+				     e->str_iid, &A->blobs, NULL);
+		while (next_kv(trace_md(m)->args, trace_md(m)->args_len, &p, &kv) == 1)
 			if (interned_str(&kv))
 				A->next_str_iid += A->iid_step;
 	}
@@ -763,29 +769,29 @@ found:
 	return 0;
 }
 
-const uint8_t *pf_md_blob(const struct pf_args *A, const struct pf_md *e)
+const uint8_t *trace_pf_md_blob(const struct trace_pf_args *A, const struct trace_pf_md *e)
 {
 	/* no blob stored yet: the buffer may be NULL, and NULL + 0 is undefined in C */
 	return A->blobs.buf ? A->blobs.buf + e->blob_off : (const uint8_t *)"";
 }
 
-void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, const char *name,
-		  size_t len, uint32_t seq, struct pbw *id)
+void trace_pf_md_define(struct trace_pf_args *A, struct trace_pf_md *e, const struct xs_evmd *m,
+			const char *name, size_t len, uint32_t seq, struct pbw *id)
 {
 	uint64_t si = e->str_iid;
-	struct pf_kv kv;
+	struct trace_pf_kv kv;
 	size_t at = 0;
 
 	if (e->seq == seq)
 		return;
 	e->seq = seq;
 	define(A, id, F_ID_EVENT_NAMES, e->name_iid, name, len);
-	if (!dec_trace_md(m) || !dec_trace_md(m)->args_len)
+	if (!trace_md(m) || !trace_md(m)->args_len)
 		return;
-	while (next_kv(dec_trace_md(m)->args, dec_trace_md(m)->args_len, &at, &kv) == 1) {
+	while (next_kv(trace_md(m)->args, trace_md(m)->args_len, &at, &kv) == 1) {
 		const char *s;
 		size_t n;
-		struct pf_name *nm;
+		struct trace_pf_name *nm;
 
 		s = text(kv.key, kv.key_len, kv.key_esc, &A->key, &n);
 		if ((nm = name_get(A, s, n)) && !name_defined(nm, seq)) {
@@ -799,8 +805,8 @@ void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, 
 	}
 }
 
-void pf_arg_str(struct pf_args *A, const char *name, size_t len, const char *v, size_t n,
-		uint32_t seq, struct pbw *te, struct pbw *id)
+void trace_pf_arg_str(struct trace_pf_args *A, const char *name, size_t len, const char *v,
+		      size_t n, uint32_t seq, struct pbw *te, struct pbw *id)
 {
 	struct pbw *da = &A->da;
 	uint64_t iid = 0;

@@ -39,10 +39,10 @@ enum {
 };
 
 /* The render's interning tables and argument scratch (pftrace-args.c). */
-struct pf_args;
+struct trace_pf_args;
 
 /* One event metadata (of one plane) as the trace uses it. */
-struct pf_md {
+struct trace_pf_md {
 	uint64_t key; /* a hash of (plane, md); 0: free slot */
 	size_t plane;
 	int64_t md;
@@ -53,84 +53,86 @@ struct pf_md {
 	size_t blob_off, blob_len; /* its args as encoded DebugAnnotations */
 };
 
-/* How pf_args_encode() writes names and string values. */
-enum pf_mode {
+/* How trace_pf_args_encode() writes names and string values. */
+enum trace_pf_mode {
 	PF_MD,     /* names interned, strings interned from the md's str_iid (no definitions) */
 	PF_EVENT,  /* names interned (defined on @seq as needed), strings inline */
 	PF_INLINE, /* names and strings inline (a sequence without interning state) */
 };
 
 /*
- * pf_args_new() - empty tables whose interning ids go @first, @first + @step,
+ * trace_pf_args_new() - empty tables whose interning ids go @first, @first + @step,
  * ... (0: 1): a trace made in parts gives each part its own residue, so ids
  * stay unique in the trace whichever thread makes which part. Caller frees
- * with pf_args_free().
+ * with trace_pf_args_free().
  */
-int pf_args_new(uint64_t first, uint64_t step, struct pf_args **out);
-void pf_args_free(struct pf_args *A);
+int trace_pf_args_new(uint64_t first, uint64_t step, struct trace_pf_args **out);
+void trace_pf_args_free(struct trace_pf_args *A);
 
 /*
- * pf_md_get() - the entry of metadata @m (key @md of rc's current plane), made on
+ * trace_pf_md_get() - the entry of metadata @m (key @md of rc's current plane), made on
  * first sight: its name iid and its args (m->trace) encoded. Borrowed until
- * the next pf_md_get(). -ENOMEM or -E2BIG on failure.
+ * the next trace_pf_md_get(). -ENOMEM or -E2BIG on failure.
  */
-int pf_md_get(struct pf_args *A, const struct dec_rctx *rc, int64_t md, const struct dec_evmd *m,
-	      struct pf_md **out);
-/* pf_md_blob() - the encoded DebugAnnotations of @e (borrowed until the next pf_md_get());
+int trace_pf_md_get(struct trace_pf_args *A, const struct xs_rctx *rc, int64_t md,
+		    const struct xs_evmd *m, struct trace_pf_md **out);
+/* trace_pf_md_blob() - the encoded DebugAnnotations of @e (borrowed until the next trace_pf_md_get());
  * none when e->inline_args: the caller encodes m->trace->args per event. */
-const uint8_t *pf_md_blob(const struct pf_args *A, const struct pf_md *e);
+const uint8_t *trace_pf_md_blob(const struct trace_pf_args *A, const struct trace_pf_md *e);
 /*
- * pf_md_define() - when @e is not yet defined on sequence @seq: its event
+ * trace_pf_md_define() - when @e is not yet defined on sequence @seq: its event
  * name (@name, @len), its args' annotation names and string values go to
  * InternedData @id.
  */
-void pf_md_define(struct pf_args *A, struct pf_md *e, const struct dec_evmd *m, const char *name,
-		  size_t len, uint32_t seq, struct pbw *id);
+void trace_pf_md_define(struct trace_pf_args *A, struct trace_pf_md *e, const struct xs_evmd *m,
+			const char *name, size_t len, uint32_t seq, struct pbw *id);
 /*
- * pf_args_encode() - the "k":v,... JSON fragment @j (@n bytes, as trace.json
+ * trace_pf_args_encode() - the "k":v,... JSON fragment @j (@n bytes, as trace.json
  * writes args) as DebugAnnotations appended to TrackEvent @te, in order and
  * with the same value types; new names go to @id (PF_EVENT).
  */
-void pf_args_encode(struct pf_args *A, const char *j, size_t n, enum pf_mode mode, uint32_t seq,
-		    uint64_t str_iid, struct pbw *te, struct pbw *id);
+void trace_pf_args_encode(struct trace_pf_args *A, const char *j, size_t n, enum trace_pf_mode mode,
+			  uint32_t seq, uint64_t str_iid, struct pbw *te, struct pbw *id);
 /*
- * pf_event_name() - the InternedData.event_names iid of name @s (@n bytes,
+ * trace_pf_event_name() - the InternedData.event_names iid of name @s (@n bytes,
  * borrowed), defined into @id when not yet defined on sequence @seq; 0 when
  * the table is full (PF_ENAMES_MAX names or PF_ENAMES_BYTES of them): the
  * caller writes the name inline.
  */
-uint64_t pf_event_name(struct pf_args *A, const char *s, size_t n, uint32_t seq, struct pbw *id);
-/* pf_arg_int() - one integer annotation @name (@len bytes) = @v (interned per @mode as above). */
-void pf_arg_int(struct pf_args *A, const char *name, size_t len, int64_t v, enum pf_mode mode,
-		uint32_t seq, struct pbw *te, struct pbw *id);
+uint64_t trace_pf_event_name(struct trace_pf_args *A, const char *s, size_t n, uint32_t seq,
+			     struct pbw *id);
+/* trace_pf_arg_int() - one integer annotation @name (@len bytes) = @v (interned per @mode as above). */
+void trace_pf_arg_int(struct trace_pf_args *A, const char *name, size_t len, int64_t v,
+		      enum trace_pf_mode mode, uint32_t seq, struct pbw *te, struct pbw *id);
 
 /*
- * pf_arg_str() - one string annotation @name (@len bytes) = @v (@n bytes,
+ * trace_pf_arg_str() - one string annotation @name (@len bytes) = @v (@n bytes,
  * borrowed): the name interned as PF_EVENT, the value interned by string
  * (InternedData.debug_annotation_string_values, defined into @id when not yet
  * on @seq), inline when short or the table is full.
  */
-void pf_arg_str(struct pf_args *A, const char *name, size_t len, const char *v, size_t n,
-		uint32_t seq, struct pbw *te, struct pbw *id);
+void trace_pf_arg_str(struct trace_pf_args *A, const char *name, size_t len, const char *v,
+		      size_t n, uint32_t seq, struct pbw *te, struct pbw *id);
 
-/* What pf_event_stat() collects over an event's stats. */
-struct pf_evstats {
-	struct dec_trace_acc a; /* trace.json's special stats; a.o: JSON scratch (borrowed) */
-	struct pf_args *A;
-	enum pf_mode mode; /* PF_EVENT or PF_INLINE */
+/* What trace_pf_event_stat() collects over an event's stats. */
+struct trace_pf_evstats {
+	struct trace_acc a; /* trace.json's special stats; a.o: JSON scratch (borrowed) */
+	struct trace_pf_args *A;
+	enum trace_pf_mode mode; /* PF_EVENT or PF_INLINE */
 	uint32_t seq;
 	struct pbw *ann, *id; /* out: the annotations; InternedData for new names */
 };
 
 /*
- * pf_event_stat() - a dec_stat_fn (arg: struct pf_evstats): trace.json's
- * dec_trace_stat() for what it treats specially, plain numbers encoded
+ * trace_pf_event_stat() - a xs_stat_fn (arg: struct trace_pf_evstats): trace.json's
+ * trace_stat() for what it treats specially, plain numbers encoded
  * directly, and the rest converted from its JSON, so the annotations follow
  * the stats' order.
  */
-int pf_event_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+int trace_pf_event_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
+			void *arg);
 
-/* pf_json_unescape() - JSON string @j (with its quotes) into @out (reset first); its length. */
-size_t pf_json_unescape(const char *j, size_t n, struct pbw *out);
+/* trace_pf_json_unescape() - JSON string @j (with its quotes) into @out (reset first); its length. */
+size_t trace_pf_json_unescape(const char *j, size_t n, struct pbw *out);
 
 #endif

@@ -18,7 +18,7 @@
 /* ---- trace.json's model (trace-model.c) ------------------------------- */
 
 /* The trace facts of one event metadata: its filtered stats and the special ones. */
-struct dec_trace_md {
+struct trace_md {
 	char *args;                /* owned: "long_name":..., then the shown stats, "k":v,... */
 	size_t args_len;           /* 0: none */
 	size_t step_off, step_len; /* the step_name value (JSON) inside @args; len 0: none */
@@ -29,16 +29,16 @@ struct dec_trace_md {
 };
 
 /*
- * dec_trace_md_fill() - the dec_trace_md of event metadata @e (message [off,
+ * trace_md_fill() - the trace_md of event metadata @e (message [off,
  * off+len) at the metadata cursor, full name @full, display name length
- * @disp_len). e->trace: caller owns, freed by dec_trace_md_free().
+ * @disp_len). e->trace: caller owns, freed by trace_md_free().
  */
-int dec_trace_md_fill(struct dec_rctx *rc, struct dec_evmd *e, const char *full, size_t full_len,
-		      size_t disp_len, uint64_t off, uint64_t len);
-void dec_trace_md_free(struct dec_trace_md *t);
+int trace_md_fill(struct xs_rctx *rc, struct xs_evmd *e, const char *full, size_t full_len,
+		  size_t disp_len, uint64_t off, uint64_t len);
+void trace_md_free(struct trace_md *t);
 
 /* What a stat means to the trace (by its name: StatType). */
-enum dec_tstat {
+enum trace_tstat {
 	TS_SHOW = 0,
 	TS_INTERNAL,
 	TS_FLOW,
@@ -52,95 +52,94 @@ enum dec_tstat {
 	TS_CTYPE,
 	TS_CID,
 };
-#define DEC_XF_N (TS_CID - TS_CORR + 1)
-enum dec_tstat dec_trace_stat_kind(const char *name, size_t len);
-/* dec_trace_event_internal() - IsInternalEvent() of an event metadata's (full) name. */
-bool dec_trace_event_internal(const char *name, size_t len);
+#define TRACE_XF_N (TS_CID - TS_CORR + 1)
+enum trace_tstat trace_stat_kind(const char *name, size_t len);
+/* trace_event_internal() - IsInternalEvent() of an event metadata's (full) name. */
+bool trace_event_internal(const char *name, size_t len);
 
 /* XFlow: bits 0-1 direction, 2-57 id, 58-63 category (a ContextType). */
 enum { XFLOW_NONE = 0, XFLOW_IN = 1, XFLOW_OUT = 2, XFLOW_INOUT = 3 };
-struct dec_xflow {
+struct trace_xflow {
 	uint64_t id;
 	int dir;
 	unsigned cat;
 };
-struct dec_xflow dec_xflow_decode(uint64_t v);
-/* dec_trace_category() - GetContextTypeString(GetSafeContextType(@cat)); "" if generic. */
-const char *dec_trace_category(unsigned cat);
+struct trace_xflow trace_xflow_decode(uint64_t v);
+/* trace_category() - GetContextTypeString(GetSafeContextType(@cat)); "" if generic. */
+const char *trace_category(unsigned cat);
 
 /* A plane shown as a process. */
-struct dec_trace_plane {
+struct trace_plane {
 	size_t plane; /* index into xprofs_xspace.planes */
 	uint32_t pid;
 };
-/* dec_trace_planes() - the shown planes in XProf's order. *out: caller frees (free()). */
-int dec_trace_planes(const struct xprofs_xspace *x, struct dec_trace_plane **out, size_t *n);
+/* trace_planes() - the shown planes in XProf's order. *out: caller frees (free()). */
+int trace_planes(const struct xprofs_xspace *x, struct trace_plane **out, size_t *n);
 
-enum dec_tline { TL_THREAD = 0, TL_COUNTERS, TL_SKIP };
-/* dec_trace_line_kind() - a thread, the counters line, or a line XProf skips. */
-enum dec_tline dec_trace_line_kind(const struct dec_line *l);
-/* dec_trace_tid() - (uint32) DisplayId(): display_id, or id when it is 0. */
-uint32_t dec_trace_tid(const struct dec_line *l);
+enum trace_tline { TL_THREAD = 0, TL_COUNTERS, TL_SKIP };
+/* trace_line_kind() - a thread, the counters line, or a line XProf skips. */
+enum trace_tline trace_line_kind(const struct xs_line *l);
+/* trace_tid() - (uint32) DisplayId(): display_id, or id when it is 0. */
+uint32_t trace_tid(const struct xs_line *l);
 
-/* What a walk over stats with dec_trace_stat() collects. */
-struct dec_trace_acc {
-	struct dec_out *o; /* borrowed: the shown stats go here, "k":v,... */
+/* What a walk over stats with trace_stat() collects. */
+struct trace_acc {
+	struct xs_out *o; /* borrowed: the shown stats go here, "k":v,... */
 	bool first;
 	uint64_t flow;
 	int64_t group;
 	bool has_flow, has_group, is_async, has_step;
 	size_t step_off, step_len; /* the step_name value inside o's buffer */
 	/* the values of the TS_CORR..TS_CID stats seen, bit k of xf_has for xf[k] */
-	uint64_t xf[DEC_XF_N];
+	uint64_t xf[TRACE_XF_N];
 	unsigned xf_has;
 };
-/* dec_trace_stat() - a dec_stat_fn: shown stats to a->o, special ones into @arg (dec_trace_acc). */
-int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
-/* dec_trace_stat_note() - record @s into @a when its kind @k is one of TS_CORR..TS_CID. */
-void dec_trace_stat_note(struct dec_trace_acc *a, enum dec_tstat k, const struct dec_statv *s);
+/* trace_stat() - a xs_stat_fn: shown stats to a->o, special ones into @arg (trace_acc). */
+int trace_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg);
+/* trace_stat_note() - record @s into @a when its kind @k is one of TS_CORR..TS_CID. */
+void trace_stat_note(struct trace_acc *a, enum trace_tstat k, const struct xs_statv *s);
 /*
- * dec_trace_xflows() - XProf's preprocessing flows (AddFlowsToXplane()) of an
+ * xs_trace_xflows() - XProf's preprocessing flows (AddFlowsToXplane()) of an
  * event of plane @p whose own stats went into @a: after those stats, as if
  * appended to them, so the last one made is the event's flow. Nothing on a
  * grouped space.
  */
-void dec_trace_xflows(const struct xprofs_xspace *x, const struct dec_plane *p,
-		      struct dec_trace_acc *a);
+void xs_trace_xflows(const struct xprofs_xspace *x, const struct xs_plane *p, struct trace_acc *a);
 /* The ends seen of a plane's single-ended async events (trace-model.c explains). */
-struct dec_async_set {
+struct trace_async_set {
 	uint64_t *keys; /* owned; 0 = empty slot */
 	uint8_t *ends;  /* owned; XFLOW_IN | XFLOW_OUT bits per key */
 	size_t cap, n;
-	bool full; /* past DEC_ASYNC_MAX keys: unknown ids count as paired */
+	bool full; /* past TRACE_ASYNC_MAX keys: unknown ids count as paired */
 };
-/* dec_async_note() - record the end @f (direction in or out). */
-int dec_async_note(struct dec_async_set *s, const struct dec_xflow *f);
-/* dec_async_paired() - @f's flow id has a begin and an end (in-out events always do). */
-bool dec_async_paired(const struct dec_async_set *s, const struct dec_xflow *f);
-void dec_async_reset(struct dec_async_set *s);
-void dec_async_deinit(struct dec_async_set *s);
+/* trace_async_note() - record the end @f (direction in or out). */
+int trace_async_note(struct trace_async_set *s, const struct trace_xflow *f);
+/* trace_async_paired() - @f's flow id has a begin and an end (in-out events always do). */
+bool trace_async_paired(const struct trace_async_set *s, const struct trace_xflow *f);
+void trace_async_reset(struct trace_async_set *s);
+void trace_async_deinit(struct trace_async_set *s);
 
-/* dec_trace_out_ps_wide() - @ps as exact decimal microseconds, for any 128-bit time. */
-void dec_trace_out_ps_wide(struct dec_out *o, dec_ps128 ps);
-/* dec_trace_out_ps() - the same, inline for times that fit 64 bits (the usual case). */
-static inline void dec_trace_out_ps(struct dec_out *o, dec_ps128 ps)
+/* trace_out_ps_wide() - @ps as exact decimal microseconds, for any 128-bit time. */
+void trace_out_ps_wide(struct xs_out *o, xs_ps128 ps);
+/* trace_out_ps() - the same, inline for times that fit 64 bits (the usual case). */
+static inline void trace_out_ps(struct xs_out *o, xs_ps128 ps)
 {
 	if (ps == (int64_t)ps)
-		dec_out_us(o, (int64_t)ps);
+		xs_out_us(o, (int64_t)ps);
 	else
-		dec_trace_out_ps_wide(o, ps);
+		trace_out_ps_wide(o, ps);
 }
 
 /*
- * dec_trace_md_ext - the trace's own facts of each event metadata entry
- * (struct dec_trace_md, made by dec_trace_md_fill()): a render that shows
+ * trace_md_ext - the trace's own facts of each event metadata entry
+ * (struct trace_md, made by trace_md_fill()): a render that shows
  * trace args sets rc->md_ext to it before its first look-up.
  */
-extern const struct dec_md_ext dec_trace_md_ext;
-/* dec_trace_md() - the dec_trace_md of @m (NULL: none; a render without dec_trace_md_ext). */
-static inline const struct dec_trace_md *dec_trace_md(const struct dec_evmd *m)
+extern const struct xs_md_ext trace_md_ext;
+/* trace_md() - the trace_md of @m (NULL: none; a render without trace_md_ext). */
+static inline const struct trace_md *trace_md(const struct xs_evmd *m)
 {
-	return (const struct dec_trace_md *)m->view_md;
+	return (const struct trace_md *)m->view_md;
 }
 
 #endif

@@ -4,7 +4,7 @@
  * which lines become threads and their tids, which events and stats are
  * hidden, what the special stats (flow, _a, group_id, step_name) mean, the
  * flows XProf's preprocessing makes of correlation_id and _pt/_p/_ct/_c
- * (dec_trace_xflows()), and the XFlow encoding. view-trace.c writes Chrome
+ * (xs_trace_xflows()), and the XFlow encoding. view-trace.c writes Chrome
  * JSON from it, view-pftrace.c Perfetto's protobuf trace.
  *
  * Sources (openxla/xprof, TSL in openxla/xla; docs/trace.md has the list):
@@ -18,8 +18,8 @@
  * with AddFlowsToXplane() and IsXSpaceGrouped() (TSL xplane_utils.cc).
  *
  * Design: names are classified once per stat metadata entry (cached in
- * struct dec_stmd) and an event metadata's shown stats are rendered once
- * (struct dec_trace_md), so the per-event cost is the event's own stats.
+ * struct xs_stmd) and an event metadata's shown stats are rendered once
+ * (struct trace_md), so the per-event cost is the event's own stats.
  * Limits: the plane list is O(planes).
  */
 #include <errno.h>
@@ -60,7 +60,7 @@ static const char *const internal_events[] = {
 /* StatType names with a meaning of their own in the trace */
 static const struct {
 	const char *name;
-	enum dec_tstat kind;
+	enum trace_tstat kind;
 } stat_kinds[] = {
 	/* IsInternalStat() */
 	{"kernel_details", TS_INTERNAL},
@@ -106,25 +106,25 @@ static const char *const context_types[] = {
 #define CONTEXT_LAST 16
 #define CONTEXT_GPU_LAUNCH 9
 
-enum dec_tstat dec_trace_stat_kind(const char *name, size_t len)
+enum trace_tstat trace_stat_kind(const char *name, size_t len)
 {
 	for (size_t i = 0; i < sizeof(stat_kinds) / sizeof(stat_kinds[0]); i++)
-		if (dec_str_eq(name, len, stat_kinds[i].name))
+		if (xs_str_eq(name, len, stat_kinds[i].name))
 			return stat_kinds[i].kind;
 	return TS_SHOW;
 }
 
-bool dec_trace_event_internal(const char *name, size_t len)
+bool trace_event_internal(const char *name, size_t len)
 {
 	for (size_t i = 0; i < sizeof(internal_events) / sizeof(internal_events[0]); i++)
-		if (dec_str_eq(name, len, internal_events[i]))
+		if (xs_str_eq(name, len, internal_events[i]))
 			return true;
 	return false;
 }
 
-struct dec_xflow dec_xflow_decode(uint64_t v)
+struct trace_xflow trace_xflow_decode(uint64_t v)
 {
-	struct dec_xflow f;
+	struct trace_xflow f;
 
 	f.dir = (int)(v & 3);
 	f.id = (v >> 2) & ((UINT64_C(1) << 56) - 1);
@@ -159,13 +159,13 @@ static uint64_t xflow_encode(uint64_t id, int dir, unsigned cat)
 }
 
 /* IsDevicePlane(): /device..., #Chip... (TPU non-core) or custom planes; no host plane name starts so */
-static bool plane_is_device(const struct dec_plane *p)
+static bool plane_is_device(const struct xs_plane *p)
 {
 	return !strncmp(p->name, "/device", 7) || !strncmp(p->name, "#Chip", 5) ||
 	       !strncmp(p->name, "/custom:", 8);
 }
 
-void dec_trace_stat_note(struct dec_trace_acc *a, enum dec_tstat k, const struct dec_statv *s)
+void trace_stat_note(struct trace_acc *a, enum trace_tstat k, const struct xs_statv *s)
 {
 	unsigned i = (unsigned)(k - TS_CORR);
 
@@ -181,8 +181,8 @@ void dec_trace_stat_note(struct dec_trace_acc *a, enum dec_tstat k, const struct
  * direction @dir when the event has both stats; its category is
  * GetSafeContextType() of the type (as uint32_t).
  */
-static void traceme_flow(const struct xprofs_xspace *x, struct dec_trace_acc *a,
-			 enum dec_tstat type_k, enum dec_tstat id_k, int dir)
+static void traceme_flow(const struct xprofs_xspace *x, struct trace_acc *a,
+			 enum trace_tstat type_k, enum trace_tstat id_k, int dir)
 {
 	unsigned ti = (unsigned)(type_k - TS_CORR), ii = (unsigned)(id_k - TS_CORR);
 	uint32_t t = (uint32_t)a->xf[ti];
@@ -194,8 +194,7 @@ static void traceme_flow(const struct xprofs_xspace *x, struct dec_trace_acc *a,
 	a->has_flow = true;
 }
 
-void dec_trace_xflows(const struct xprofs_xspace *x, const struct dec_plane *p,
-		      struct dec_trace_acc *a)
+void xs_trace_xflows(const struct xprofs_xspace *x, const struct xs_plane *p, struct trace_acc *a)
 {
 	if (!a->xf_has || x->grouped)
 		return;
@@ -210,7 +209,7 @@ void dec_trace_xflows(const struct xprofs_xspace *x, const struct dec_plane *p,
 	traceme_flow(x, a, TS_CTYPE, TS_CID, XFLOW_IN);
 }
 
-const char *dec_trace_category(unsigned cat)
+const char *trace_category(unsigned cat)
 {
 	/* GetSafeContextType(): unknown categories are kGeneric */
 	return cat < sizeof(context_types) / sizeof(context_types[0]) ? context_types[cat] : "";
@@ -218,7 +217,7 @@ const char *dec_trace_category(unsigned cat)
 
 /* ---- processes and threads --------------------------------------------- */
 
-static bool has_prefix(const struct dec_plane *p, const char *pre)
+static bool has_prefix(const struct xs_plane *p, const char *pre)
 {
 	return !strncmp(p->name, pre, strlen(pre));
 }
@@ -226,9 +225,9 @@ static bool has_prefix(const struct dec_plane *p, const char *pre)
 static int cmp_host(const void *a, const void *b, void *arg)
 {
 	const struct xprofs_xspace *x = arg;
-	size_t ia = ((const struct dec_trace_plane *)a)->plane;
-	size_t ib = ((const struct dec_trace_plane *)b)->plane;
-	const struct dec_plane *pa = &x->planes[ia], *pb = &x->planes[ib];
+	size_t ia = ((const struct trace_plane *)a)->plane;
+	size_t ib = ((const struct trace_plane *)b)->plane;
+	const struct xs_plane *pa = &x->planes[ia], *pb = &x->planes[ib];
 	size_t n = pa->name_len < pb->name_len ? pa->name_len : pb->name_len;
 	int c = memcmp(pa->name, pb->name, n);
 
@@ -240,8 +239,7 @@ static int cmp_host(const void *a, const void *b, void *arg)
 }
 
 /* Append the planes with prefix @pre (file order) to @tp; their count. */
-static size_t pick(const struct xprofs_xspace *x, const char *pre, struct dec_trace_plane *tp,
-		   size_t n)
+static size_t pick(const struct xprofs_xspace *x, const char *pre, struct trace_plane *tp, size_t n)
 {
 	size_t k = 0;
 
@@ -251,9 +249,9 @@ static size_t pick(const struct xprofs_xspace *x, const char *pre, struct dec_tr
 	return k;
 }
 
-int dec_trace_planes(const struct xprofs_xspace *x, struct dec_trace_plane **out, size_t *n_out)
+int trace_planes(const struct xprofs_xspace *x, struct trace_plane **out, size_t *n_out)
 {
-	struct dec_trace_plane *tp = calloc(x->n_planes + 1, sizeof(*tp));
+	struct trace_plane *tp = calloc(x->n_planes + 1, sizeof(*tp));
 	size_t n = 0, k, keep = 0;
 
 	*out = NULL;
@@ -290,16 +288,16 @@ int dec_trace_planes(const struct xprofs_xspace *x, struct dec_trace_plane **out
 	return 0;
 }
 
-enum dec_tline dec_trace_line_kind(const struct dec_line *l)
+enum trace_tline trace_line_kind(const struct xs_line *l)
 {
-	if (dec_str_eq(l->name, l->name_len, "_counters_"))
+	if (xs_str_eq(l->name, l->name_len, "_counters_"))
 		return TL_COUNTERS;
 	if (l->name_len >= 9 && !memcmp(l->name, "counters_", 9))
 		return TL_SKIP;
 	return TL_THREAD;
 }
 
-uint32_t dec_trace_tid(const struct dec_line *l)
+uint32_t trace_tid(const struct xs_line *l)
 {
 	return l->trace_tid; /* DisplayId(), as derived.c orders GPU lines */
 }
@@ -307,15 +305,15 @@ uint32_t dec_trace_tid(const struct dec_line *l)
 /* ---- stats --------------------------------------------------------------- */
 
 /* A stat's class, cached in its metadata entry. */
-static enum dec_tstat stat_kind(struct dec_stmd *m)
+static enum trace_tstat stat_kind(struct xs_stmd *m)
 {
 	if (!m->tkind)
-		m->tkind = (int8_t)(dec_trace_stat_kind(m->name, m->name_len) + 1);
-	return (enum dec_tstat)(m->tkind - 1);
+		m->tkind = (int8_t)(trace_stat_kind(m->name, m->name_len) + 1);
+	return (enum trace_tstat)(m->tkind - 1);
 }
 
 /* An integer XProf quotes: JavaScript doubles lose integers above 2^53. */
-static void out_int(struct dec_out *o, uint64_t u, bool neg)
+static void out_int(struct xs_out *o, uint64_t u, bool neg)
 {
 	uint64_t mag = neg ? (uint64_t)0 - u : u;
 	bool quote = mag > (UINT64_C(1) << 53);
@@ -323,30 +321,30 @@ static void out_int(struct dec_out *o, uint64_t u, bool neg)
 	if (quote)
 		OUT_LIT(o, "\"");
 	if (neg)
-		dec_out_i64(o, (int64_t)u);
+		xs_out_i64(o, (int64_t)u);
 	else
-		dec_out_u64(o, u);
+		xs_out_u64(o, u);
 	if (quote)
 		OUT_LIT(o, "\"");
 }
 
-int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+int trace_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct dec_trace_acc *a = arg;
-	struct dec_out *o = a->o;
-	const struct dec_stmd *cm;
-	struct dec_stmd *m;
-	enum dec_tstat k;
+	struct trace_acc *a = arg;
+	struct xs_out *o = a->o;
+	const struct xs_stmd *cm;
+	struct xs_stmd *m;
+	enum trace_tstat k;
 	bool is_int = s->kind == SV_U64 || s->kind == SV_I64;
 	size_t at;
 	int r;
 
-	if ((r = dec_md_stat(rc, s->md, &cm)) < 0)
+	if ((r = xs_md_stat(rc, s->md, &cm)) < 0)
 		return r;
-	m = (struct dec_stmd *)cm; /* the cache entry is ours for the render */
+	m = (struct xs_stmd *)cm; /* the cache entry is ours for the render */
 	k = stat_kind(m);
 	if (k >= TS_CORR) {
-		dec_trace_stat_note(a, k, s);
+		trace_stat_note(a, k, s);
 		if (k != TS_CORR) /* IsInternalStat() */
 			return 0;
 	}
@@ -372,7 +370,7 @@ int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_stat
 		OUT_LIT(o, ",");
 	a->first = false;
 	if (is_int || (s->kind == SV_DOUBLE && !isfinite(s->d))) {
-		dec_out_add(o, m->json, m->json_len + 1);
+		xs_out_add(o, m->json, m->json_len + 1);
 		if (s->kind == SV_DOUBLE)
 			OUT_RAW(o, isnan(s->d) ? "\"NaN\""
 				   : s->d > 0  ? "\"Infinity\""
@@ -383,9 +381,9 @@ int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_stat
 	}
 	at = o->len;
 	{
-		struct dec_render_arg ra = {o, true};
+		struct xs_render_arg ra = {o, true};
 
-		if ((r = dec_render_stat(rc, c, s, &ra)) < 0)
+		if ((r = xs_render_stat(rc, c, s, &ra)) < 0)
 			return r;
 	}
 	if (k == TS_STEP && (s->kind == SV_STR || s->kind == SV_REF) && !o->r) {
@@ -399,7 +397,7 @@ int dec_trace_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_stat
 
 /* ---- event metadata ------------------------------------------------------ */
 
-void dec_trace_md_free(struct dec_trace_md *t)
+void trace_md_free(struct trace_md *t)
 {
 	if (!t)
 		return;
@@ -407,20 +405,20 @@ void dec_trace_md_free(struct dec_trace_md *t)
 	free(t);
 }
 
-int dec_trace_md_fill(struct dec_rctx *rc, struct dec_evmd *e, const char *full, size_t full_len,
-		      size_t disp_len, uint64_t off, uint64_t len)
+int trace_md_fill(struct xs_rctx *rc, struct xs_evmd *e, const char *full, size_t full_len,
+		  size_t disp_len, uint64_t off, uint64_t len)
 {
-	struct dec_trace_md *t = calloc(1, sizeof(*t));
-	struct dec_trace_acc a = {0};
-	struct dec_out o;
+	struct trace_md *t = calloc(1, sizeof(*t));
+	struct trace_acc a = {0};
+	struct xs_out o;
 	int r;
 
 	if (!t)
 		return -ENOMEM;
-	dec_out_init(&o, NULL);
+	xs_out_init(&o, NULL);
 	a.o = &o;
 	a.first = true;
-	t->internal = full && dec_trace_event_internal(full, full_len);
+	t->internal = full && trace_event_internal(full, full_len);
 	/* HasDisplayName(): the full name goes to args.long_name, cut at kMaxLongName */
 	if (disp_len > 0) {
 		OUT_LIT(&o, "\"long_name\":");
@@ -434,14 +432,14 @@ int dec_trace_md_fill(struct dec_rctx *rc, struct dec_evmd *e, const char *full,
 				r = -ENOMEM;
 				goto out;
 			}
-			dec_out_str(&o, b.data, b.len);
+			xs_out_str(&o, b.data, b.len);
 			xprofs_buf_deinit(&b);
 		} else {
-			dec_out_str(&o, full ? full : "", full ? full_len : 0);
+			xs_out_str(&o, full ? full : "", full ? full_len : 0);
 		}
 		a.first = false;
 	}
-	if ((r = dec_walk_stats(rc, &rc->md, off, len, XEVMD_F_STATS, dec_trace_stat, &a)) < 0)
+	if ((r = xs_walk_stats(rc, &rc->md, off, len, XEVMD_F_STATS, trace_stat, &a)) < 0)
 		goto out;
 	if ((r = o.r) < 0)
 		goto out;
@@ -454,7 +452,7 @@ int dec_trace_md_fill(struct dec_rctx *rc, struct dec_evmd *e, const char *full,
 		t->step_off = a.step_off;
 		t->step_len = a.step_len;
 	}
-	t->args = dec_out_steal(&o, &t->args_len);
+	t->args = xs_out_steal(&o, &t->args_len);
 	if (!t->args && o.len) {
 		r = -ENOMEM;
 		goto out;
@@ -465,17 +463,17 @@ int dec_trace_md_fill(struct dec_rctx *rc, struct dec_evmd *e, const char *full,
 	e->view_md_bytes = t->args_len;
 	t = NULL;
 out:
-	dec_out_deinit(&o);
-	dec_trace_md_free(t);
+	xs_out_deinit(&o);
+	trace_md_free(t);
 	return r;
 }
 
 /* ---- times --------------------------------------------------------------- */
 
-void dec_trace_out_ps_wide(struct dec_out *o, dec_ps128 ps)
+void trace_out_ps_wide(struct xs_out *o, xs_ps128 ps)
 {
-	dec_ups128 u = ps < 0 ? (dec_ups128)0 - (dec_ups128)ps : (dec_ups128)ps;
-	dec_ups128 whole;
+	xs_ups128 u = ps < 0 ? (xs_ups128)0 - (xs_ups128)ps : (xs_ups128)ps;
+	xs_ups128 whole;
 	uint64_t hi, lo;
 	char *p;
 	size_t n = 0;
@@ -484,19 +482,19 @@ void dec_trace_out_ps_wide(struct dec_out *o, dec_ps128 ps)
 	whole = u / 1000000;
 	hi = (uint64_t)(whole / UINT64_C(1000000000000000000));
 	lo = (uint64_t)(whole % UINT64_C(1000000000000000000));
-	if (!(p = dec_out_reserve(o, 64)))
+	if (!(p = xs_out_reserve(o, 64)))
 		return;
 	if (ps < 0)
 		p[n++] = '-';
 	if (hi) {
 		char t[24];
 
-		n += dec_fmt_u64(p + n, hi);
+		n += xs_fmt_u64(p + n, hi);
 		snprintf(t, sizeof(t), "%018llu", (unsigned long long)lo);
 		memcpy(p + n, t, 18);
 		n += 18;
 	} else {
-		n += dec_fmt_u64(p + n, lo);
+		n += xs_fmt_u64(p + n, lo);
 	}
 	o->len += n;
 	{
@@ -511,7 +509,7 @@ void dec_trace_out_ps_wide(struct dec_out *o, dec_ps128 ps)
 		while (f[m - 1] == '0')
 			m--;
 		OUT_LIT(o, ".");
-		dec_out_add(o, f, m);
+		xs_out_add(o, f, m);
 	}
 }
 
@@ -522,17 +520,17 @@ void dec_trace_out_ps_wide(struct dec_out *o, dec_ps128 ps)
  * "e" only when its flow id has both ends on its plane; otherwise viewers
  * would show a slice that never ends (or an end of nothing), so it is
  * written as a complete event. The set holds (id, category) -> which ends
- * were seen, open addressing, at most DEC_ASYNC_MAX keys; past that,
+ * were seen, open addressing, at most TRACE_ASYNC_MAX keys; past that,
  * unknown ids count as paired (written as XProf writes them).
  */
-#define DEC_ASYNC_MAX ((size_t)1 << 22)
+#define TRACE_ASYNC_MAX ((size_t)1 << 22)
 
-static uint64_t async_key(const struct dec_xflow *f)
+static uint64_t async_key(const struct trace_xflow *f)
 {
 	return ((f->id << 6) | f->cat) + 1; /* id < 2^56: never 0, never wraps */
 }
 
-static size_t async_slot(const struct dec_async_set *s, uint64_t key)
+static size_t async_slot(const struct trace_async_set *s, uint64_t key)
 {
 	uint64_t h = key * UINT64_C(0x9e3779b97f4a7c15);
 	size_t i = (size_t)(h >> 20) & (s->cap - 1);
@@ -542,9 +540,9 @@ static size_t async_slot(const struct dec_async_set *s, uint64_t key)
 	return i;
 }
 
-static int async_grow(struct dec_async_set *s)
+static int async_grow(struct trace_async_set *s)
 {
-	struct dec_async_set g = {0};
+	struct trace_async_set g = {0};
 	size_t cap = s->cap ? s->cap * 2 : 1024;
 
 	g.keys = calloc(cap, sizeof(*g.keys));
@@ -570,7 +568,7 @@ static int async_grow(struct dec_async_set *s)
 	return 0;
 }
 
-int dec_async_note(struct dec_async_set *s, const struct dec_xflow *f)
+int trace_async_note(struct trace_async_set *s, const struct trace_xflow *f)
 {
 	uint64_t key = async_key(f);
 	size_t i;
@@ -579,7 +577,7 @@ int dec_async_note(struct dec_async_set *s, const struct dec_xflow *f)
 	if (s->full)
 		return 0;
 	if ((s->n + 1) * 2 > s->cap) {
-		if (s->n >= DEC_ASYNC_MAX) {
+		if (s->n >= TRACE_ASYNC_MAX) {
 			s->full = true;
 			return 0;
 		}
@@ -595,7 +593,7 @@ int dec_async_note(struct dec_async_set *s, const struct dec_xflow *f)
 	return 0;
 }
 
-bool dec_async_paired(const struct dec_async_set *s, const struct dec_xflow *f)
+bool trace_async_paired(const struct trace_async_set *s, const struct trace_xflow *f)
 {
 	size_t i;
 
@@ -609,7 +607,7 @@ bool dec_async_paired(const struct dec_async_set *s, const struct dec_xflow *f)
 	return s->ends[i] == XFLOW_INOUT;
 }
 
-void dec_async_reset(struct dec_async_set *s)
+void trace_async_reset(struct trace_async_set *s)
 {
 	if (s->cap) {
 		memset(s->keys, 0, s->cap * sizeof(*s->keys));
@@ -619,16 +617,16 @@ void dec_async_reset(struct dec_async_set *s)
 	s->full = false;
 }
 
-void dec_async_deinit(struct dec_async_set *s)
+void trace_async_deinit(struct trace_async_set *s)
 {
 	free(s->keys);
 	free(s->ends);
 	memset(s, 0, sizeof(*s));
 }
 
-static void trace_md_free(void *t)
+static void md_ext_free(void *t)
 {
-	dec_trace_md_free(t);
+	trace_md_free(t);
 }
 
-const struct dec_md_ext dec_trace_md_ext = {.fill = dec_trace_md_fill, .free = trace_md_free};
+const struct xs_md_ext trace_md_ext = {.fill = trace_md_fill, .free = md_ext_free};

@@ -89,16 +89,16 @@ enum { SEQ_CLEARED = 1, SEQ_NEEDS = 2 };
 enum { TYPE_BEGIN = 1, TYPE_END = 2, TYPE_INSTANT = 3, TYPE_COUNTER = 4 };
 
 /* A packet sequence being written: its id and its clock's last value. */
-struct pf_seq {
+struct trace_pf_seq {
 	uint32_t id;
 	uint64_t last;
 };
 
 /* A held-back async event of the current plane (a span once paired). */
-struct pf_async {
+struct trace_pf_async {
 	uint64_t key;            /* (flow id, category); 0: in-out */
 	uint64_t ts, x_end, end; /* ns: start, end as a complete event, span end */
-	size_t off, len;         /* its TrackEvent fields (name, args) in pf_ctx.ablob */
+	size_t off, len;         /* its TrackEvent fields (name, args) in trace_pf_ctx.ablob */
 	size_t args_at;          /* where its args start (after the name) */
 	size_t end_off, end_len; /* the paired end's args (len 0: none) */
 	uint32_t order, track;   /* arrival, assigned track */
@@ -107,50 +107,51 @@ struct pf_async {
 };
 
 /* The render. */
-struct pf_ctx {
-	struct dec_rctx *rc;
-	struct dec_out *o;
-	struct pf_args *A;
+struct trace_pf_ctx {
+	struct xs_rctx *rc;
+	struct xs_out *o;
+	struct trace_pf_args *A;
 	uint32_t next_seq, seq_step; /* the next sequence id; ids go next_seq, + seq_step, ... */
 	uint64_t next_async;
-	struct pf_line *pl; /* the line being written */
+	struct trace_pf_line *pl; /* the line being written */
 	uint64_t proc_uuid;
 	struct pbw pk, te, id, td, sub, name, evann; /* scratch */
-	struct dec_out ev;                           /* scratch: one event's shown stats (JSON) */
-	struct pf_dline *dl; /* [DL_KINDS]: a stream's derived lines, Steps, host-offload rows */
-	struct pbw dte;      /* scratch: a derived event's long_name */
-	struct dec_out dj;   /* scratch: a derived event's long_name as JSON */
-	struct pf_async *as; /* the plane's held-back async events */
+	struct xs_out ev;                            /* scratch: one event's shown stats (JSON) */
+	struct trace_pf_dline
+		*dl;      /* [DL_KINDS]: a stream's derived lines, Steps, host-offload rows */
+	struct pbw dte;   /* scratch: a derived event's long_name */
+	struct xs_out dj; /* scratch: a derived event's long_name as JSON */
+	struct trace_pf_async *as; /* the plane's held-back async events */
 	size_t n_as, cap_as;
 	struct pbw ablob;
 };
 
 /* One track of a line: its open slices' end times (innermost last). */
-struct pf_track {
+struct trace_pf_track {
 	uint64_t end[STACK_MAX];
 	size_t n;
 	bool described;
 };
 
 /* One line being written. */
-struct pf_line {
-	struct pf_ctx *c;
-	const struct dec_line *l;
+struct trace_pf_line {
+	struct trace_pf_ctx *c;
+	const struct xs_line *l;
 	const char *title; /* a derived line: its name (else l's) */
 	size_t title_len;
-	struct dec_derive *derive; /* owned; the lines derived from this one, NULL: none */
-	bool win;                  /* a slice walked whole for its derivation: filter here */
-	struct pf_seq s;
+	struct trace_derive *derive; /* owned; the lines derived from this one, NULL: none */
+	bool win;                    /* a slice walked whole for its derivation: filter here */
+	struct trace_pf_seq s;
 	uint32_t pid, tid;
 	uint64_t uuid; /* of level 0; level k is uuid + k */
 	uint64_t last_ns;
 	bool counters;
-	struct pf_track lv[LEVELS_MAX];
+	struct trace_pf_track lv[LEVELS_MAX];
 	double cval;
 	bool has_cval;
 };
 
-static int pbw_err(const struct pf_ctx *c)
+static int pbw_err(const struct trace_pf_ctx *c)
 {
 	return c->pk.overflow || c->te.overflow || c->id.overflow || c->td.overflow ||
 			       c->sub.overflow || c->ablob.overflow || c->evann.overflow ||
@@ -160,20 +161,20 @@ static int pbw_err(const struct pf_ctx *c)
 }
 
 /* Write packet @pk as one Trace.packet record. */
-static void emit(struct dec_out *o, const struct pbw *pk)
+static void emit(struct xs_out *o, const struct pbw *pk)
 {
 	uint8_t h[16];
 	size_t n = 0;
 
 	h[n++] = (F_TRACE_PACKET << 3) | 2;
 	n += pbw_put_varint(h + n, pk->len);
-	dec_out_add(o, h, n);
-	dec_out_add(o, pk->buf, pk->len);
+	xs_out_add(o, h, n);
+	xs_out_add(o, pk->buf, pk->len);
 }
 
 /* An event packet on @s at @ns: TrackEvent @te, InternedData @id (may be empty). */
-static void emit_event(struct pf_ctx *c, struct pf_seq *s, uint64_t ns, const struct pbw *te,
-		       const struct pbw *id)
+static void emit_event(struct trace_pf_ctx *c, struct trace_pf_seq *s, uint64_t ns,
+		       const struct pbw *te, const struct pbw *id)
 {
 	uint8_t f[64], h[16];
 	size_t n = 0, k = 0, body;
@@ -195,20 +196,20 @@ static void emit_event(struct pf_ctx *c, struct pf_seq *s, uint64_t ns, const st
 	}
 	h[k++] = (F_TRACE_PACKET << 3) | 2;
 	k += pbw_put_varint(h + k, body);
-	dec_out_add(c->o, h, k);
-	dec_out_add(c->o, f, n);
-	dec_out_add(c->o, te->buf, te->len);
+	xs_out_add(c->o, h, k);
+	xs_out_add(c->o, f, n);
+	xs_out_add(c->o, te->buf, te->len);
 	if (id && id->len) {
 		k = 0;
 		h[k++] = (F_PK_INTERNED << 3) | 2;
 		k += pbw_put_varint(h + k, id->len);
-		dec_out_add(c->o, h, k);
-		dec_out_add(c->o, id->buf, id->len);
+		xs_out_add(c->o, h, k);
+		xs_out_add(c->o, id->buf, id->len);
 	}
 }
 
 /* A packet on @s holding only InternedData @id (entries defined ahead of their use). */
-static void emit_interned(struct pf_ctx *c, struct pf_seq *s, const struct pbw *id)
+static void emit_interned(struct trace_pf_ctx *c, struct trace_pf_seq *s, const struct pbw *id)
 {
 	pbw_reset(&c->pk);
 	pbw_u64(&c->pk, F_PK_SEQ, s->id);
@@ -222,7 +223,8 @@ static void emit_interned(struct pf_ctx *c, struct pf_seq *s, const struct pbw *
  * @td and the defaults (track @track, clock CLOCK_INCR), then the clock's
  * snapshot (0 on both clocks: the first delta is the absolute time).
  */
-static void seq_open(struct pf_ctx *c, struct pf_seq *s, uint64_t track, const struct pbw *td)
+static void seq_open(struct trace_pf_ctx *c, struct trace_pf_seq *s, uint64_t track,
+		     const struct pbw *td)
 {
 	struct pbw *pk = &c->pk, *d = &c->sub, *cl = &c->name;
 
@@ -260,12 +262,12 @@ static void seq_open(struct pf_ctx *c, struct pf_seq *s, uint64_t track, const s
 }
 
 /* ps -> ns, clamped to [0, 2^64) */
-static uint64_t to_ns(dec_ps128 ps)
+static uint64_t to_ns(xs_ps128 ps)
 {
 	if (ps < 0)
 		return 0;
 	ps /= 1000;
-	if (ps > (dec_ps128)UINT64_MAX)
+	if (ps > (xs_ps128)UINT64_MAX)
 		return UINT64_MAX;
 	return (uint64_t)ps;
 }
@@ -276,10 +278,10 @@ static size_t capped(size_t n)
 }
 
 /* The TrackDescriptor of level @k of line @pl into c->td. */
-static void describe(struct pf_line *pl, size_t k)
+static void describe(struct trace_pf_line *pl, size_t k)
 {
 	struct pbw *td = &pl->c->td, *th = &pl->c->sub;
-	const struct dec_line *l = pl->l;
+	const struct xs_line *l = pl->l;
 	const char *nm = pl->title ? pl->title : l->display_name_len ? l->display_name : l->name;
 	size_t nl = capped(pl->title             ? pl->title_len
 			   : l->display_name_len ? l->display_name_len
@@ -311,9 +313,9 @@ static void describe(struct pf_line *pl, size_t k)
 }
 
 /* Level @k of line @pl is described on its sequence (level 0 opens the sequence). */
-static void need_track(struct pf_line *pl, size_t k)
+static void need_track(struct trace_pf_line *pl, size_t k)
 {
-	struct pf_ctx *c = pl->c;
+	struct trace_pf_ctx *c = pl->c;
 
 	if (!pl->lv[0].described) {
 		describe(pl, 0);
@@ -330,7 +332,7 @@ static void need_track(struct pf_line *pl, size_t k)
 }
 
 /* Write the ends, in time order across levels, of slices ending at or before @ns. */
-static void close_until(struct pf_line *pl, uint64_t ns)
+static void close_until(struct trace_pf_line *pl, uint64_t ns)
 {
 	struct pbw *te = &pl->c->te;
 
@@ -338,7 +340,7 @@ static void close_until(struct pf_line *pl, uint64_t ns)
 		size_t best = LEVELS_MAX;
 
 		for (size_t k = 0; k < LEVELS_MAX; k++) {
-			struct pf_track *t = &pl->lv[k];
+			struct trace_pf_track *t = &pl->lv[k];
 
 			if (t->n && t->end[t->n - 1] <= ns &&
 			    (best == LEVELS_MAX ||
@@ -360,7 +362,7 @@ static void close_until(struct pf_line *pl, uint64_t ns)
  * with the ends before *b written (*b kept monotonic, *en >= *b); LEVELS_MAX
  * when it fits none (then dropped).
  */
-static size_t place(struct pf_line *pl, uint64_t *b, uint64_t *en)
+static size_t place(struct trace_pf_line *pl, uint64_t *b, uint64_t *en)
 {
 	size_t k;
 
@@ -371,7 +373,7 @@ static size_t place(struct pf_line *pl, uint64_t *b, uint64_t *en)
 	pl->last_ns = *b;
 	close_until(pl, *b);
 	for (k = 0; k < LEVELS_MAX; k++) {
-		struct pf_track *tr = &pl->lv[k];
+		struct trace_pf_track *tr = &pl->lv[k];
 
 		if (tr->n < STACK_MAX && (!tr->n || tr->end[tr->n - 1] >= *en))
 			break; /* else full, or a partial overlap: try the next track */
@@ -381,11 +383,10 @@ static size_t place(struct pf_line *pl, uint64_t *b, uint64_t *en)
 	return k;
 }
 
-/* A dec_stat_fn keeping the first numeric stat (counter value). */
-static int counter_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
-			void *arg)
+/* A xs_stat_fn keeping the first numeric stat (counter value). */
+static int counter_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct pf_line *pl = arg;
+	struct trace_pf_line *pl = arg;
 
 	(void)rc, (void)c;
 	if (pl->has_cval)
@@ -408,7 +409,7 @@ static int counter_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec
 }
 
 /* A counter line's event: TYPE_COUNTER with the first numeric stat. */
-static int counter_event(struct dec_rctx *rc, struct pf_line *pl, const struct dec_event *e,
+static int counter_event(struct xs_rctx *rc, struct trace_pf_line *pl, const struct xs_event *e,
 			 uint64_t ns)
 {
 	struct pbw *te = &pl->c->te;
@@ -418,8 +419,8 @@ static int counter_event(struct dec_rctx *rc, struct pf_line *pl, const struct d
 	pl->has_cval = false;
 	pl->cval = 0;
 	if (e->has_stats &&
-	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, counter_stat, pl)) < 0)
+	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, counter_stat, pl)) < 0)
 		return r;
 	need_track(pl, 0);
 	pbw_reset(te);
@@ -431,9 +432,9 @@ static int counter_event(struct dec_rctx *rc, struct pf_line *pl, const struct d
 }
 
 /* What the walk over an event's stats found, with its metadata's (as trace.json). */
-struct pf_evinfo {
-	struct dec_trace_acc a;
-	struct dec_xflow f;
+struct trace_pf_evinfo {
+	struct trace_acc a;
+	struct trace_xflow f;
 	const char *step; /* JSON string of a step_name rename, or NULL */
 	size_t step_len;
 };
@@ -442,11 +443,11 @@ struct pf_evinfo {
  * Walk @e's stats: its annotations to c->evann (names interned on sequence
  * @seq, new ones defined in c->id, for PF_EVENT; all inline for PF_INLINE).
  */
-static int event_info(struct pf_ctx *c, const struct dec_event *e, const struct dec_trace_md *t,
-		      struct pf_evinfo *v, enum pf_mode mode, uint32_t seq)
+static int event_info(struct trace_pf_ctx *c, const struct xs_event *e, const struct trace_md *t,
+		      struct trace_pf_evinfo *v, enum trace_pf_mode mode, uint32_t seq)
 {
-	struct dec_rctx *rc = c->rc;
-	struct pf_evstats es = {
+	struct xs_rctx *rc = c->rc;
+	struct trace_pf_evstats es = {
 		.A = c->A, .mode = mode, .seq = seq, .ann = &c->evann, .id = &c->id};
 	int r;
 
@@ -461,10 +462,10 @@ static int event_info(struct pf_ctx *c, const struct dec_event *e, const struct 
 		es.a.is_async = t->is_async;
 	}
 	if (e->has_stats &&
-	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, pf_event_stat, &es)) < 0)
+	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, trace_pf_event_stat, &es)) < 0)
 		return r;
-	dec_trace_xflows(rc->x, &rc->x->planes[c->pl->l->plane], &es.a);
+	xs_trace_xflows(rc->x, &rc->x->planes[c->pl->l->plane], &es.a);
 	v->a = es.a;
 	if ((r = c->ev.r) < 0)
 		return r;
@@ -475,18 +476,18 @@ static int event_info(struct pf_ctx *c, const struct dec_event *e, const struct 
 		v->step = t->args + t->step_off;
 		v->step_len = t->step_len;
 	}
-	v->f = dec_xflow_decode(v->a.flow);
+	v->f = trace_xflow_decode(v->a.flow);
 	return 0;
 }
 
 /* The name (@v's rename or @m's) and args of an event into c->te, all inline (async). */
-static void inline_body(struct pf_ctx *c, const struct dec_evmd *m, const struct pf_evinfo *v,
-			size_t *args_at)
+static void inline_body(struct trace_pf_ctx *c, const struct xs_evmd *m,
+			const struct trace_pf_evinfo *v, size_t *args_at)
 {
 	struct pbw *te = &c->te;
 
 	if (v->step) {
-		size_t n = pf_json_unescape(v->step, v->step_len, &c->name);
+		size_t n = trace_pf_json_unescape(v->step, v->step_len, &c->name);
 
 		pbw_str(te, F_TE_NAME, c->name.buf, capped(n));
 	} else {
@@ -494,18 +495,18 @@ static void inline_body(struct pf_ctx *c, const struct dec_evmd *m, const struct
 	}
 	*args_at = te->len;
 	if (v->a.has_group)
-		pf_arg_int(c->A, "group_id", 8, v->a.group, PF_INLINE, 0, te, NULL);
-	if (dec_trace_md(m) && dec_trace_md(m)->args_len)
-		pf_args_encode(c->A, dec_trace_md(m)->args, dec_trace_md(m)->args_len, PF_INLINE, 0,
-			       0, te, NULL);
+		trace_pf_arg_int(c->A, "group_id", 8, v->a.group, PF_INLINE, 0, te, NULL);
+	if (trace_md(m) && trace_md(m)->args_len)
+		trace_pf_args_encode(c->A, trace_md(m)->args, trace_md(m)->args_len, PF_INLINE, 0,
+				     0, te, NULL);
 	pbw_bytes(te, c->evann.buf, c->evann.len);
 }
 
 /* Hold back async event @e: 1 when held, 0 when the store is full (a line slice then). */
-static int async_hold(struct pf_ctx *c, const struct dec_evmd *m, const struct pf_evinfo *v,
-		      dec_ps128 ts, int64_t dur, int64_t raw_dur)
+static int async_hold(struct trace_pf_ctx *c, const struct xs_evmd *m,
+		      const struct trace_pf_evinfo *v, xs_ps128 ts, int64_t dur, int64_t raw_dur)
 {
-	struct pf_async *it;
+	struct trace_pf_async *it;
 	uint64_t b = to_ns(ts);
 	int r;
 
@@ -534,30 +535,31 @@ static int async_hold(struct pf_ctx *c, const struct dec_evmd *m, const struct p
 	return pbw_err(c) ? pbw_err(c) : 1;
 }
 
-struct dec_derive;
-static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv);
+struct trace_derive;
+static int derived_flush(struct trace_pf_ctx *c, const struct trace_derive *dv);
 
-/* A dec_event_fn writing one event of a line (arg: struct pf_line). */
-static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m, void *arg)
+/* A xs_event_fn writing one event of a line (arg: struct trace_pf_line). */
+static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m,
+			  void *arg)
 {
-	struct pf_line *pl = arg;
-	struct pf_ctx *c = pl->c;
-	const struct dec_trace_md *t = dec_trace_md(m);
-	dec_ps128 ts = (dec_ps128)pl->l->timestamp_ns * 1000 + (e->has_num ? 0 : e->offset_ps);
+	struct trace_pf_line *pl = arg;
+	struct trace_pf_ctx *c = pl->c;
+	const struct trace_md *t = trace_md(m);
+	xs_ps128 ts = (xs_ps128)pl->l->timestamp_ns * 1000 + (e->has_num ? 0 : e->offset_ps);
 	int64_t dur = e->duration_ps > 0 ? e->duration_ps : 1;
 	struct pbw *te = &c->te, *id = &c->id;
-	struct pf_evinfo v;
-	struct pf_md *md;
+	struct trace_pf_evinfo v;
+	struct trace_pf_md *md;
 	uint64_t b, en;
 	size_t k;
 	int r;
 
 	if (pl->derive) {
-		dec_ps128 start = (dec_ps128)pl->l->timestamp_ns * 1000 + e->offset_ps;
-		struct dec_derived_in in;
+		xs_ps128 start = (xs_ps128)pl->l->timestamp_ns * 1000 + e->offset_ps;
+		struct trace_derived_in in;
 
-		if ((r = dec_derive_read(pl->derive, rc, e, start, &in)) < 0 ||
-		    (r = dec_derive_event(pl->derive, &in)) < 0 ||
+		if ((r = trace_derive_read(pl->derive, rc, e, start, &in)) < 0 ||
+		    (r = trace_derive_event(pl->derive, &in)) < 0 ||
 		    (r = derived_flush(c, pl->derive)) < 0)
 			return r;
 		if (pl->win && !(start < rc->win_to && start + dur > rc->win_from))
@@ -572,7 +574,7 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 		pl->last_ns = b;
 		if ((r = counter_event(rc, pl, e, b)) < 0)
 			return r;
-		return dec_out_flush(c->o, false);
+		return xs_out_flush(c->o, false);
 	}
 	need_track(pl, 0);
 	pbw_reset(id);
@@ -596,26 +598,26 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 			emit_interned(c, &pl->s, id);
 		return 0;
 	}
-	if ((r = pf_md_get(c->A, rc, e->md, m, &md)) < 0)
+	if ((r = trace_pf_md_get(c->A, rc, e->md, m, &md)) < 0)
 		return r;
 	pbw_reset(te);
 	pbw_u64(te, F_TE_TYPE, TYPE_BEGIN);
 	if (k)
 		pbw_u64(te, F_TE_TRACK, pl->uuid + k);
 	if (v.step) {
-		size_t n = pf_json_unescape(v.step, v.step_len, &c->name);
+		size_t n = trace_pf_json_unescape(v.step, v.step_len, &c->name);
 
 		pbw_str(te, F_TE_NAME, c->name.buf, capped(n));
 	} else {
 		pbw_u64(te, F_TE_NAME_IID, md->name_iid);
 	}
-	pf_md_define(c->A, md, m, m->name, capped(m->name_len), pl->s.id, id);
+	trace_pf_md_define(c->A, md, m, m->name, capped(m->name_len), pl->s.id, id);
 	if (v.a.has_group)
-		pf_arg_int(c->A, "group_id", 8, v.a.group, PF_EVENT, pl->s.id, te, id);
+		trace_pf_arg_int(c->A, "group_id", 8, v.a.group, PF_EVENT, pl->s.id, te, id);
 	if (md->inline_args && t && t->args_len)
-		pf_args_encode(c->A, t->args, t->args_len, PF_EVENT, pl->s.id, 0, te, id);
+		trace_pf_args_encode(c->A, t->args, t->args_len, PF_EVENT, pl->s.id, 0, te, id);
 	else
-		pbw_bytes(te, pf_md_blob(c->A, md), md->blob_len);
+		pbw_bytes(te, trace_pf_md_blob(c->A, md), md->blob_len);
 	pbw_bytes(te, c->evann.buf, c->evann.len);
 	if (v.a.has_flow && !v.a.is_async && v.f.dir != XFLOW_NONE)
 		/* flow_out starts (or continues) a flow, flow_in ends it */
@@ -625,16 +627,16 @@ static int pf_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_e
 		return r;
 	emit_event(c, &pl->s, b, te, id);
 	pl->lv[k].end[pl->lv[k].n++] = en;
-	return dec_out_flush(c->o, false);
+	return xs_out_flush(c->o, false);
 }
 
 /* ---- derived lines ------------------------------------------------------------ */
 
-/* A finished derived event waiting for its turn: its times, args and strings in pf_dline.blob. */
-struct pf_dev {
+/* A finished derived event waiting for its turn: its times, args and strings in trace_pf_dline.blob. */
+struct trace_pf_dev {
 	uint64_t b, en;
 	int64_t group;
-	size_t off; /* in pf_dline.blob: its name (name_len bytes), long_name, more args */
+	size_t off; /* in trace_pf_dline.blob: its name (name_len bytes), long_name, more args */
 	size_t name_len, ln_len, args_len;
 	uint32_t order;
 	bool has_group, has_ln;
@@ -645,10 +647,10 @@ struct pf_dev {
  * they close, a parent after its children, so they wait here and are written
  * in start order once no event still open on the line can start before them.
  */
-struct pf_dline {
-	struct pf_line pl;
+struct trace_pf_dline {
+	struct trace_pf_line pl;
 	char title[256];
-	struct pf_dev *ev;
+	struct trace_pf_dev *ev;
 	size_t n, cap;
 	uint32_t order;
 	bool sorted;     /* ev[] is in start order (new events arrive unsorted) */
@@ -660,7 +662,7 @@ struct pf_dline {
 #define DLINE_BLOB_MAX ((size_t)64 << 20)
 
 /* Make @d the empty derived line of source line @l (NULL: a plane's Steps) of process @pid. */
-static void dline_start(struct pf_dline *d, struct pf_ctx *c, const struct dec_line *l,
+static void dline_start(struct trace_pf_dline *d, struct trace_pf_ctx *c, const struct xs_line *l,
 			uint32_t pid, uint64_t uuid)
 {
 	memset(&d->pl, 0, sizeof(d->pl));
@@ -677,7 +679,7 @@ static void dline_start(struct pf_dline *d, struct pf_ctx *c, const struct dec_l
 /* start order; a parent (ending later) before the children that start with it */
 static int cmp_dev(const void *pa, const void *pb)
 {
-	const struct pf_dev *a = pa, *b = pb;
+	const struct trace_pf_dev *a = pa, *b = pb;
 
 	if (a->b != b->b)
 		return a->b < b->b ? -1 : 1;
@@ -687,9 +689,9 @@ static int cmp_dev(const void *pa, const void *pb)
 }
 
 /* Write the waiting events of @d starting before @until (sorted), keep the rest. */
-static int dline_write(struct pf_dline *d, uint64_t until)
+static int dline_write(struct trace_pf_dline *d, uint64_t until)
 {
-	struct pf_ctx *c = d->pl.c;
+	struct trace_pf_ctx *c = d->pl.c;
 	struct pbw *te = &c->te;
 	size_t i, k;
 
@@ -703,7 +705,7 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 
 		if ((k = place(&d->pl, &b, &en)) == LEVELS_MAX)
 			continue;
-		const struct pf_dev *v = &d->ev[i];
+		const struct trace_pf_dev *v = &d->ev[i];
 		const char *name = (const char *)d->blob.buf + v->off;
 		uint64_t iid;
 
@@ -717,19 +719,20 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 		 * sequence, inline past the tables' caps; args as trace.json's
 		 * derived_event() writes them.
 		 */
-		iid = pf_event_name(c->A, name, v->name_len, d->pl.s.id, &c->id);
+		iid = trace_pf_event_name(c->A, name, v->name_len, d->pl.s.id, &c->id);
 		if (iid)
 			pbw_u64(te, F_TE_NAME_IID, iid);
 		else
 			pbw_str(te, F_TE_NAME, name, v->name_len);
 		if (v->has_group)
-			pf_arg_int(c->A, "group_id", 8, v->group, PF_EVENT, d->pl.s.id, te, &c->id);
+			trace_pf_arg_int(c->A, "group_id", 8, v->group, PF_EVENT, d->pl.s.id, te,
+					 &c->id);
 		if (v->has_ln)
-			pf_arg_str(c->A, "long_name", 9, name + v->name_len, v->ln_len, d->pl.s.id,
-				   te, &c->id);
+			trace_pf_arg_str(c->A, "long_name", 9, name + v->name_len, v->ln_len,
+					 d->pl.s.id, te, &c->id);
 		if (v->args_len) /* trace.json's "k":v pairs (host-offload rows) */
-			pf_args_encode(c->A, name + v->name_len + v->ln_len, v->args_len, PF_EVENT,
-				       d->pl.s.id, 0, te, &c->id);
+			trace_pf_args_encode(c->A, name + v->name_len + v->ln_len, v->args_len,
+					     PF_EVENT, d->pl.s.id, 0, te, &c->id);
 		emit_event(c, &d->pl.s, b, te, &c->id);
 		d->pl.lv[k].end[d->pl.lv[k].n++] = en;
 	}
@@ -737,25 +740,25 @@ static int dline_write(struct pf_dline *d, uint64_t until)
 	d->n -= i;
 	if (!d->n)
 		pbw_reset(&d->blob);
-	return pbw_err(c) ? pbw_err(c) : dec_out_flush(c->o, false);
+	return pbw_err(c) ? pbw_err(c) : xs_out_flush(c->o, false);
 }
 
 /* Write what @d still holds and close its slices. */
-static int dline_end(struct pf_dline *d)
+static int dline_end(struct trace_pf_dline *d)
 {
 	int r = dline_write(d, UINT64_MAX);
 
 	close_until(&d->pl, UINT64_MAX);
-	return r ? r : dec_out_flush(d->pl.c->o, false);
+	return r ? r : xs_out_flush(d->pl.c->o, false);
 }
 
 /* Write the waiting events of stream derivation @dv's lines that nothing open precedes. */
-static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv)
+static int derived_flush(struct trace_pf_ctx *c, const struct trace_derive *dv)
 {
 	int r;
 
 	for (int k = 0; k < DL_COUNT; k++) {
-		struct pf_dline *d = &c->dl[k];
+		struct trace_pf_dline *d = &c->dl[k];
 		uint64_t until = UINT64_MAX;
 
 		if (!d->n)
@@ -769,8 +772,8 @@ static int derived_flush(struct pf_ctx *c, const struct dec_derive *dv)
 	return 0;
 }
 
-/* dec_derive_tpu()'s after-each-event hook: write what nothing open precedes. */
-static int tpu_flush(void *arg, const struct dec_derive *dv)
+/* trace_derive_tpu()'s after-each-event hook: write what nothing open precedes. */
+static int tpu_flush(void *arg, const struct trace_derive *dv)
 {
 	return derived_flush(arg, dv);
 }
@@ -785,17 +788,17 @@ static bool ascii(const char *s, size_t n)
 }
 
 /*
- * A dec_derived_emit_fn (arg: struct pf_ctx): one derived event, its name
- * and long_name kept (as trace.json escapes and pf_args_encode() reads them
+ * A trace_derived_emit_fn (arg: struct trace_pf_ctx): one derived event, its name
+ * and long_name kept (as trace.json escapes and trace_pf_args_encode() reads them
  * back), waiting in its line until its turn.
  */
-static int derived_emit(void *arg, const struct dec_derived_ev *e)
+static int derived_emit(void *arg, const struct trace_derived_ev *e)
 {
-	struct pf_ctx *c = arg;
-	struct pf_dline *d = &c->dl[e->kind];
+	struct trace_pf_ctx *c = arg;
+	struct trace_pf_dline *d = &c->dl[e->kind];
 	struct pbw *ln = &c->dte;
-	dec_ps128 dur = e->end <= e->begin ? 1 : e->end - e->begin;
-	struct pf_dev *v;
+	xs_ps128 dur = e->end <= e->begin ? 1 : e->end - e->begin;
+	struct trace_pf_dev *v;
 	int r;
 
 	if (!d->pl.title) {
@@ -815,10 +818,10 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 	} else if (e->disp_len) {
 		/* through trace.json's string escaping (invalid UTF-8 becomes U+FFFD), as both views show it */
 		c->dj.len = 0;
-		dec_out_str(&c->dj, e->name, e->name_len);
+		xs_out_str(&c->dj, e->name, e->name_len);
 		if (c->dj.r < 0)
 			return c->dj.r;
-		pf_json_unescape(c->dj.buf, c->dj.len, ln);
+		trace_pf_json_unescape(c->dj.buf, c->dj.len, ln);
 	}
 	if (d->n >= DLINE_WAIT_MAX || d->blob.len > DLINE_BLOB_MAX)
 		if ((r = dline_write(d, UINT64_MAX)) < 0)
@@ -847,56 +850,56 @@ static int derived_emit(void *arg, const struct dec_derived_ev *e)
 }
 
 /* The events of line @li of process @pid as a sequence of their own. */
-static int pf_line(struct pf_ctx *c, struct pf_line *pl, uint32_t pid, size_t li)
+static int trace_pf_line(struct trace_pf_ctx *c, struct trace_pf_line *pl, uint32_t pid, size_t li)
 {
-	struct dec_rctx *rc = c->rc;
-	enum dec_tline kind;
+	struct xs_rctx *rc = c->rc;
+	enum trace_tline kind;
 	int r;
 
 	memset(pl, 0, sizeof(*pl));
 	pl->c = c;
 	pl->l = &rc->x->lines[li];
-	kind = dec_trace_line_kind(pl->l);
+	kind = trace_line_kind(pl->l);
 	if (kind == TL_SKIP)
 		return 0;
 	pl->counters = kind == TL_COUNTERS;
 	pl->pid = pid;
-	pl->tid = dec_trace_tid(pl->l);
+	pl->tid = trace_tid(pl->l);
 	pl->uuid = ((uint64_t)(li + 1) << 8);
-	if (kind == TL_THREAD && (r = dec_derive_new(rc, &rc->x->planes[pl->l->plane], pl->l,
-						     derived_emit, c, &pl->derive)) < 0)
+	if (kind == TL_THREAD && (r = trace_derive_new(rc, &rc->x->planes[pl->l->plane], pl->l,
+						       derived_emit, c, &pl->derive)) < 0)
 		return r;
 	if (!pl->derive) {
-		if ((r = dec_line_each(rc, li, NULL, pf_event, pl)) < 0)
+		if ((r = xs_line_each(rc, li, NULL, trace_pf_event, pl)) < 0)
 			return r;
 		close_until(pl, UINT64_MAX);
-		return dec_out_flush(c->o, false);
+		return xs_out_flush(c->o, false);
 	}
-	/* derived events are built from the whole line: a slice walks it all, filtering in pf_event */
+	/* derived events are built from the whole line: a slice walks it all, filtering in trace_pf_event */
 	for (int k = 0; k < DL_COUNT; k++)
 		dline_start(&c->dl[k], c, pl->l, pid, pl->uuid + LEVELS_MAX * (uint64_t)(k + 1));
 	pl->win = rc->win;
 	if (pl->win)
-		dec_derive_window(pl->derive, rc->win_from, rc->win_to);
+		trace_derive_window(pl->derive, rc->win_from, rc->win_to);
 	rc->win = false;
-	r = dec_line_each(rc, li, NULL, pf_event, pl);
+	r = xs_line_each(rc, li, NULL, trace_pf_event, pl);
 	rc->win = pl->win;
 	if (r == 0)
-		r = dec_derive_finish(pl->derive);
-	dec_derive_free(pl->derive);
+		r = trace_derive_finish(pl->derive);
+	trace_derive_free(pl->derive);
 	pl->derive = NULL;
 	if (r == 0)
 		close_until(pl, UINT64_MAX);
 	for (int k = 0; k < DL_COUNT && r == 0; k++)
 		r = dline_end(&c->dl[k]);
-	return r ? r : dec_out_flush(c->o, false);
+	return r ? r : xs_out_flush(c->o, false);
 }
 
 /* ---- async events ---------------------------------------------------------- */
 
 static int cmp_key(const void *pa, const void *pb)
 {
-	const struct pf_async *a = pa, *b = pb;
+	const struct trace_pf_async *a = pa, *b = pb;
 
 	if (a->key != b->key)
 		return a->key < b->key ? -1 : 1;
@@ -909,7 +912,7 @@ static int cmp_key(const void *pa, const void *pb)
 
 static int cmp_start(const void *pa, const void *pb)
 {
-	const struct pf_async *a = pa, *b = pb;
+	const struct trace_pf_async *a = pa, *b = pb;
 
 	if (a->dead != b->dead)
 		return a->dead ? 1 : -1;
@@ -922,7 +925,7 @@ static int cmp_start(const void *pa, const void *pb)
 
 static int cmp_track(const void *pa, const void *pb)
 {
-	const struct pf_async *a = pa, *b = pb;
+	const struct trace_pf_async *a = pa, *b = pb;
 
 	if (a->dead != b->dead)
 		return a->dead ? 1 : -1;
@@ -937,7 +940,7 @@ static int cmp_track(const void *pa, const void *pb)
  * (end) on the plane has "b"/"e" events; each end closes the earliest open
  * begin. What stays unpaired is a complete event (its own duration).
  */
-static void async_pair(struct pf_async *as, size_t from, size_t to, size_t *open)
+static void async_pair(struct trace_pf_async *as, size_t from, size_t to, size_t *open)
 {
 	size_t head = 0, tail = 0;
 	bool in = false, out = false;
@@ -945,7 +948,7 @@ static void async_pair(struct pf_async *as, size_t from, size_t to, size_t *open
 	for (size_t i = from; i < to; i++)
 		in |= as[i].dir == XFLOW_IN, out |= as[i].dir == XFLOW_OUT;
 	for (size_t i = from; i < to; i++) {
-		struct pf_async *it = &as[i];
+		struct trace_pf_async *it = &as[i];
 
 		it->end = it->x_end;
 		if (!in || !out)
@@ -953,7 +956,7 @@ static void async_pair(struct pf_async *as, size_t from, size_t to, size_t *open
 		if (it->dir == XFLOW_OUT) {
 			open[tail++] = i;
 		} else if (head < tail) {
-			struct pf_async *bg = &as[open[head++]];
+			struct trace_pf_async *bg = &as[open[head++]];
 
 			bg->end = it->ts > bg->ts ? it->ts : bg->ts;
 			bg->end_off = it->off + it->args_at;
@@ -964,7 +967,7 @@ static void async_pair(struct pf_async *as, size_t from, size_t to, size_t *open
 }
 
 /* Assign each live span a track on which it overlaps nothing; the track count. */
-static uint32_t async_tracks(struct pf_async *as, size_t n)
+static uint32_t async_tracks(struct trace_pf_async *as, size_t n)
 {
 	uint64_t last[ASYNC_TRACKS_MAX];
 	uint32_t nt = 0;
@@ -988,8 +991,8 @@ static uint32_t async_tracks(struct pf_async *as, size_t n)
 }
 
 /* The TrackEvent fields at @off (@len bytes) of the held-back store, after @type. */
-static void async_event(struct pf_ctx *c, struct pf_seq *s, unsigned type, uint64_t ns, size_t off,
-			size_t len)
+static void async_event(struct trace_pf_ctx *c, struct trace_pf_seq *s, unsigned type, uint64_t ns,
+			size_t off, size_t len)
 {
 	pbw_reset(&c->te);
 	pbw_u64(&c->te, F_TE_TYPE, type);
@@ -998,11 +1001,11 @@ static void async_event(struct pf_ctx *c, struct pf_seq *s, unsigned type, uint6
 }
 
 /* Write the plane's held-back async events: spans on async tracks under process @pid. */
-static int async_flush(struct pf_ctx *c)
+static int async_flush(struct trace_pf_ctx *c)
 {
-	struct pf_async *as = c->as;
+	struct trace_pf_async *as = c->as;
 	size_t n = c->n_as, *open = NULL, i = 0;
-	struct pf_seq s = {0};
+	struct trace_pf_seq s = {0};
 	uint32_t nt, cur = UINT32_MAX;
 	uint64_t base = c->next_async;
 	int r = 0;
@@ -1025,7 +1028,7 @@ static int async_flush(struct pf_ctx *c)
 	c->next_async += nt;
 	qsort(as, n, sizeof(*as), cmp_track);
 	for (i = 0; i < n && !as[i].dead; i++) {
-		const struct pf_async *it = &as[i];
+		const struct trace_pf_async *it = &as[i];
 
 		if (it->track != cur) {
 			char nm[48];
@@ -1041,7 +1044,7 @@ static int async_flush(struct pf_ctx *c)
 		async_event(c, &s, TYPE_BEGIN, it->ts, it->off, it->len);
 		/* the end carries the paired end event's args (Perfetto merges them) */
 		async_event(c, &s, TYPE_END, it->end, it->end_off, it->end_len);
-		if ((r = dec_out_flush(c->o, false)) < 0)
+		if ((r = xs_out_flush(c->o, false)) < 0)
 			break;
 	}
 	free(open);
@@ -1053,7 +1056,7 @@ static int async_flush(struct pf_ctx *c)
 /* ---- processes --------------------------------------------------------------- */
 
 /* The process TrackDescriptor of plane @p as process @pid into c->td. */
-static void describe_process(struct pf_ctx *c, const struct dec_plane *p, uint32_t pid)
+static void describe_process(struct trace_pf_ctx *c, const struct xs_plane *p, uint32_t pid)
 {
 	struct pbw *td = &c->td, *pd = &c->sub;
 	const char *host = c->rc->host;
@@ -1075,30 +1078,31 @@ static void describe_process(struct pf_ctx *c, const struct dec_plane *p, uint32
 }
 
 /* The stats of plane @pi as an instant "plane stats" on its process track (at @ns on @s). */
-static int plane_stats(struct pf_ctx *c, size_t pi, uint32_t pid, struct pf_seq *s, uint64_t ns)
+static int plane_stats(struct trace_pf_ctx *c, size_t pi, uint32_t pid, struct trace_pf_seq *s,
+		       uint64_t ns)
 {
-	struct dec_rctx *rc = c->rc;
-	const struct dec_plane *p = &rc->x->planes[pi];
-	struct dec_render_arg ra = {&c->ev, true};
+	struct xs_rctx *rc = c->rc;
+	const struct xs_plane *p = &rc->x->planes[pi];
+	struct xs_render_arg ra = {&c->ev, true};
 	int r;
 
 	if (!p->n_stats)
 		return 0;
-	if ((r = dec_plane_enter(rc, pi)) < 0)
+	if ((r = xs_plane_enter(rc, pi)) < 0)
 		return r;
 	c->ev.len = 0;
 	for (size_t i = 0; i < p->n_stats; i++) {
 		/* each plane stat is its own XStat message */
-		struct dec_cur *cu = &rc->md;
+		struct wire_cur *cu = &rc->md;
 		uint64_t pos = cu->pos, end = cu->end;
-		struct dec_statv sv;
+		struct xs_statv sv;
 
 		cu->pos = p->stats[i].off;
 		cu->end = p->stats[i].off + p->stats[i].len;
-		r = dec_stat_parse(cu, &sv);
+		r = xs_stat_parse(cu, &sv);
 		cu->pos = pos;
 		cu->end = end;
-		if (r < 0 || (r = dec_render_stat(rc, cu, &sv, &ra)) < 0)
+		if (r < 0 || (r = xs_render_stat(rc, cu, &sv, &ra)) < 0)
 			return r;
 	}
 	if ((r = c->ev.r) < 0)
@@ -1107,7 +1111,7 @@ static int plane_stats(struct pf_ctx *c, size_t pi, uint32_t pid, struct pf_seq 
 	pbw_u64(&c->te, F_TE_TYPE, TYPE_INSTANT);
 	pbw_u64(&c->te, F_TE_TRACK, PROC_UUID(pid));
 	pbw_str(&c->te, F_TE_NAME, "plane stats", 11);
-	pf_args_encode(c->A, c->ev.buf, c->ev.len, PF_INLINE, 0, 0, &c->te, NULL);
+	trace_pf_args_encode(c->A, c->ev.buf, c->ev.len, PF_INLINE, 0, 0, &c->te, NULL);
 	if ((r = pbw_err(c)) < 0)
 		return r;
 	emit_event(c, s, ns, &c->te, NULL);
@@ -1119,18 +1123,18 @@ static int plane_stats(struct pf_ctx *c, size_t pi, uint32_t pid, struct pf_seq 
  * earliest line timestamp of the shown planes (known without reading
  * events, so tracks-only opens agree; one time keeps the sequence monotonic).
  */
-static int processes(struct pf_ctx *c, const struct dec_trace_plane *tp, size_t n)
+static int processes(struct trace_pf_ctx *c, const struct trace_plane *tp, size_t n)
 {
 	const struct xprofs_xspace *x = c->rc->x;
-	struct pf_seq s = {0};
-	dec_ps128 first = 0;
+	struct trace_pf_seq s = {0};
+	xs_ps128 first = 0;
 	int r;
 
 	for (size_t i = 0; i < n; i++) {
-		const struct dec_plane *p = &x->planes[tp[i].plane];
+		const struct xs_plane *p = &x->planes[tp[i].plane];
 
 		for (size_t j = 0; j < p->n_lines; j++) {
-			dec_ps128 t = (dec_ps128)x->lines[p->first_line + j].timestamp_ns * 1000;
+			xs_ps128 t = (xs_ps128)x->lines[p->first_line + j].timestamp_ns * 1000;
 
 			if ((i == 0 && j == 0) || t < first)
 				first = t;
@@ -1155,7 +1159,7 @@ static int processes(struct pf_ctx *c, const struct dec_trace_plane *tp, size_t 
 }
 
 /* Free @c (NULL is fine). */
-static void ctx_free(struct pf_ctx *c)
+static void ctx_free(struct trace_pf_ctx *c)
 {
 	if (!c)
 		return;
@@ -1166,9 +1170,9 @@ static void ctx_free(struct pf_ctx *c)
 	}
 	free(c->dl);
 	pbw_free(&c->dte);
-	dec_out_deinit(&c->dj);
+	xs_out_deinit(&c->dj);
 	free(c->as);
-	pf_args_free(c->A);
+	trace_pf_args_free(c->A);
 	pbw_free(&c->pk);
 	pbw_free(&c->te);
 	pbw_free(&c->id);
@@ -1177,7 +1181,7 @@ static void ctx_free(struct pf_ctx *c)
 	pbw_free(&c->name);
 	pbw_free(&c->evann);
 	pbw_free(&c->ablob);
-	dec_out_deinit(&c->ev);
+	xs_out_deinit(&c->ev);
 	free(c);
 }
 
@@ -1187,10 +1191,10 @@ static void ctx_free(struct pf_ctx *c)
  * threads never share one), or the processes' sequence when @part is
  * SIZE_MAX. Caller frees *@out with ctx_free().
  */
-static int ctx_new(struct dec_rctx *rc, struct dec_out *o, size_t part, size_t parts,
-		   struct pf_ctx **out)
+static int ctx_new(struct xs_rctx *rc, struct xs_out *o, size_t part, size_t parts,
+		   struct trace_pf_ctx **out)
 {
-	struct pf_ctx *c = calloc(1, sizeof(*c));
+	struct trace_pf_ctx *c = calloc(1, sizeof(*c));
 	bool head = part == SIZE_MAX;
 	int r;
 
@@ -1202,13 +1206,13 @@ static int ctx_new(struct dec_rctx *rc, struct dec_out *o, size_t part, size_t p
 	c->next_seq = head ? PROC_SEQ : PROC_SEQ + 1 + (uint32_t)part;
 	c->seq_step = head ? 1 : (uint32_t)parts;
 	c->next_async = head ? 0 : (uint64_t)part * (ASYNC_TRACKS_MAX + 1);
-	dec_out_init(&c->ev, NULL);
-	dec_out_init(&c->dj, NULL);
+	xs_out_init(&c->ev, NULL);
+	xs_out_init(&c->dj, NULL);
 	if (!(c->pl = calloc(1, sizeof(*c->pl))) || !(c->dl = calloc(DL_KINDS, sizeof(*c->dl)))) {
 		ctx_free(c);
 		return -ENOMEM;
 	}
-	if ((r = pf_args_new(head ? 1 : part + 1, head ? 1 : parts, &c->A)) < 0) {
+	if ((r = trace_pf_args_new(head ? 1 : part + 1, head ? 1 : parts, &c->A)) < 0) {
 		ctx_free(c);
 		return r;
 	}
@@ -1217,31 +1221,31 @@ static int ctx_new(struct dec_rctx *rc, struct dec_out *o, size_t part, size_t p
 }
 
 /* What the planes' parts share. */
-struct pf_parts {
-	const struct dec_trace_plane *tp;
+struct trace_pf_parts {
+	const struct trace_plane *tp;
 	size_t n;
 };
 
-/* A dec_part_fn (arg: struct pf_parts): plane @i's lines, Steps, TPU derived lines and async tracks. */
-static int plane_part(struct dec_rctx *rc, size_t i, struct dec_out *o, void *arg)
+/* A xs_part_fn (arg: struct trace_pf_parts): plane @i's lines, Steps, TPU derived lines and async tracks. */
+static int plane_part(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg)
 {
-	const struct pf_parts *P = arg;
-	const struct dec_trace_plane *tp = &P->tp[i];
+	const struct trace_pf_parts *P = arg;
+	const struct trace_plane *tp = &P->tp[i];
 	struct xprofs_xspace *x = rc->x;
-	const struct dec_plane *p = &x->planes[tp->plane];
-	struct pf_ctx *c;
+	const struct xs_plane *p = &x->planes[tp->plane];
+	struct trace_pf_ctx *c;
 	int r;
 
-	rc->md_ext = &dec_trace_md_ext;
+	rc->md_ext = &trace_md_ext;
 	if ((r = ctx_new(rc, o, i, P->n, &c)) < 0)
 		return r;
 	c->proc_uuid = PROC_UUID(tp->pid);
 	for (size_t j = 0; j < p->n_lines; j++)
-		if ((r = pf_line(c, c->pl, tp->pid, p->first_line + j)) < 0)
+		if ((r = trace_pf_line(c, c->pl, tp->pid, p->first_line + j)) < 0)
 			goto out;
 	dline_start(&c->dl[DL_STEPS], c, NULL, tp->pid,
 		    (uint64_t)(x->n_lines + 1 + tp->plane) << 8);
-	if ((r = dec_derive_steps(rc, tp->plane, derived_emit, c)) < 0 ||
+	if ((r = trace_derive_steps(rc, tp->plane, derived_emit, c)) < 0 ||
 	    (r = dline_end(&c->dl[DL_STEPS])) < 0)
 		goto out;
 	/* a TensorCore plane's derived lines: ids past Steps' and every stream's */
@@ -1254,7 +1258,7 @@ static int plane_part(struct dec_rctx *rc, size_t i, struct dec_out *o, void *ar
 		dline_start(&c->dl[k], c, NULL, tp->pid,
 			    ((uint64_t)(x->n_lines + 1 + 2 * x->n_planes + 2 * tp->plane) << 8) +
 				    LEVELS_MAX * (uint64_t)(k - DL_OFFLOAD + 1));
-	if ((r = dec_derive_tpu(rc, tp->plane, derived_emit, tpu_flush, c)) < 0)
+	if ((r = trace_derive_tpu(rc, tp->plane, derived_emit, tpu_flush, c)) < 0)
 		goto out;
 	for (int k = 0; k < DL_KINDS; k++)
 		if (k != DL_STEPS && (r = dline_end(&c->dl[k])) < 0)
@@ -1263,31 +1267,31 @@ static int plane_part(struct dec_rctx *rc, size_t i, struct dec_out *o, void *ar
 		goto out;
 	r = pbw_err(c);
 	if (!r)
-		r = dec_out_flush(o, false);
+		r = xs_out_flush(o, false);
 out:
 	ctx_free(c);
 	return r;
 }
 
-int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o)
+int trace_view_pftrace(struct xs_rctx *rc, struct xs_out *o)
 {
-	struct dec_trace_plane *tp = NULL;
-	struct pf_parts P;
-	struct pf_ctx *c = NULL;
+	struct trace_plane *tp = NULL;
+	struct trace_pf_parts P;
+	struct trace_pf_ctx *c = NULL;
 	size_t n = 0;
 	int r;
 
-	rc->md_ext = &dec_trace_md_ext;
-	if ((r = dec_trace_planes(rc->x, &tp, &n)) < 0)
+	rc->md_ext = &trace_md_ext;
+	if ((r = trace_planes(rc->x, &tp, &n)) < 0)
 		goto out;
 	if ((r = ctx_new(rc, o, SIZE_MAX, n, &c)) < 0 || (r = processes(c, tp, n)) < 0 ||
 	    (r = pbw_err(c)) < 0)
 		goto out;
 	/* the planes are independent parts: on several threads when the profile allows */
-	P = (struct pf_parts){.tp = tp, .n = n};
-	r = dec_parts_run(rc, n, plane_part, &P, o);
+	P = (struct trace_pf_parts){.tp = tp, .n = n};
+	r = xs_parts_run(rc, n, plane_part, &P, o);
 	if (!r)
-		r = dec_out_flush(o, false);
+		r = xs_out_flush(o, false);
 out:
 	ctx_free(c);
 	free(tp);

@@ -10,7 +10,7 @@
  * its first event, so empty lines cost nothing. An event's own stats are
  * rendered into a scratch buffer first, because step_name (the event's
  * name), flow and _a (its phase) and group_id come from them; the event
- * metadata's shown stats are rendered once per render (dec_trace_md).
+ * metadata's shown stats are rendered once per render (trace_md).
  * Single-ended async events (flow direction in or out) are held back until
  * their plane ends, rendered both ways, and written as "b"/"e" when their
  * flow id has both ends on the plane, else as a complete event ("X"), so
@@ -35,34 +35,34 @@
 
 /* A held-back single-ended async event: its "b"/"e" and its "X" form in trace_defer.buf. */
 struct defer_item {
-	struct dec_xflow f;
+	struct trace_xflow f;
 	size_t off, async_len, x_len; /* the "X" form follows the async one */
 };
 
 /* The held-back async events of the current plane. */
 struct trace_defer {
-	struct dec_out buf; /* no sink: a growing string */
+	struct xs_out buf; /* no sink: a growing string */
 	struct defer_item *items;
 	size_t n, cap;
-	struct dec_async_set ends;
+	struct trace_async_set ends;
 };
 
 /* One line being written. */
 struct trace_line {
-	struct dec_out *o;
-	struct dec_out *ev; /* scratch: the current event's shown stats */
+	struct xs_out *o;
+	struct xs_out *ev; /* scratch: the current event's shown stats */
 	struct trace_defer *defer;
-	const struct dec_line *l;
+	const struct xs_line *l;
 	uint32_t pid, tid;
-	enum dec_tline kind;
+	enum trace_tline kind;
 	bool named; /* its thread metadata is out */
-	dec_ps128 base_ps;
+	xs_ps128 base_ps;
 	char ids[48]; /* ,"pid":P,"tid":T (ids_fmt()) */
 	size_t ids_len;
-	struct dec_derive *derive;    /* owned; the stream's derived lines, NULL: none */
+	struct trace_derive *derive;  /* owned; the stream's derived lines, NULL: none */
 	bool derived_named[DL_KINDS]; /* and Steps, and the host-offload rows */
 	bool win; /* a slice walked whole for its derived lines: filter events here */
-	dec_ps128 from, to;
+	xs_ps128 from, to;
 };
 
 /* What one event is written as. */
@@ -72,17 +72,17 @@ enum trace_form { TF_X, TF_ASYNC, TF_COUNTER };
 struct trace_ev {
 	const char *name;
 	size_t name_len;
-	dec_ps128 ts;
+	xs_ps128 ts;
 	int64_t dur, raw_dur;
-	const struct dec_trace_md *t;
-	const struct dec_trace_acc *a;
-	struct dec_xflow f;
+	const struct trace_md *t;
+	const struct trace_acc *a;
+	struct trace_xflow f;
 };
 
-static void out_pid(struct dec_out *o, uint32_t pid)
+static void out_pid(struct xs_out *o, uint32_t pid)
 {
 	OUT_LIT(o, ",\"pid\":");
-	dec_out_u64(o, pid);
+	xs_out_u64(o, pid);
 }
 
 /* ,"pid":@pid,"tid":@tid into @buf (room for 48 bytes); its length. By hand: once per derived event. */
@@ -91,91 +91,91 @@ static size_t ids_fmt(char *buf, uint32_t pid, uint32_t tid)
 	size_t n = 0;
 
 	memcpy(buf, ",\"pid\":", 7);
-	n = 7 + dec_fmt_u64(buf + 7, pid);
+	n = 7 + xs_fmt_u64(buf + 7, pid);
 	memcpy(buf + n, ",\"tid\":", 7);
 	n += 7;
-	return n + dec_fmt_u64(buf + n, tid);
+	return n + xs_fmt_u64(buf + n, tid);
 }
 
 /* The thread_name and thread_sort_index metadata of @tl's line. */
 static void thread_meta(struct trace_line *tl)
 {
-	struct dec_out *o = tl->o;
+	struct xs_out *o = tl->o;
 
 	OUT_LIT(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
-	dec_out_add(o, tl->ids, tl->ids_len);
+	xs_out_add(o, tl->ids, tl->ids_len);
 	OUT_LIT(o, ",\"args\":{\"name\":");
-	dec_out_line_name(o, tl->l);
+	xs_out_line_name(o, tl->l);
 	OUT_LIT(o, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\"");
-	dec_out_add(o, tl->ids, tl->ids_len);
+	xs_out_add(o, tl->ids, tl->ids_len);
 	OUT_LIT(o, ",\"args\":{\"sort_index\":");
-	dec_out_u64(o, tl->tid);
+	xs_out_u64(o, tl->tid);
 	OUT_LIT(o, "}}");
 	tl->named = true;
 }
 
 /* ,"args":{group_id, metadata stats, event stats}} */
-static void out_args(struct dec_out *o, const struct trace_ev *v, const struct dec_out *ev)
+static void out_args(struct xs_out *o, const struct trace_ev *v, const struct xs_out *ev)
 {
 	bool first = true;
 
 	OUT_LIT(o, ",\"args\":{");
 	if (v->a->has_group) {
 		OUT_LIT(o, "\"group_id\":");
-		dec_out_i64(o, v->a->group);
+		xs_out_i64(o, v->a->group);
 		first = false;
 	}
 	if (v->t && v->t->args_len) {
 		if (!first)
 			OUT_LIT(o, ",");
-		dec_out_add(o, v->t->args, v->t->args_len);
+		xs_out_add(o, v->t->args, v->t->args_len);
 		first = false;
 	}
 	if (ev->len) {
 		if (!first)
 			OUT_LIT(o, ",");
-		dec_out_add(o, ev->buf, ev->len);
+		xs_out_add(o, ev->buf, ev->len);
 	}
 	OUT_LIT(o, "}}");
 }
 
 /* The common head of an event: ph, pid (tid), ts, then dur (@dur >= 0: "X" events), name. */
-static void out_head(struct dec_out *o, const struct trace_line *tl, const char *ph, bool tid,
-		     dec_ps128 ts, int64_t dur, const struct trace_ev *v)
+static void out_head(struct xs_out *o, const struct trace_line *tl, const char *ph, bool tid,
+		     xs_ps128 ts, int64_t dur, const struct trace_ev *v)
 {
 	OUT_LIT(o, ",\n{\"ph\":\"");
-	dec_out_add(o, ph, strlen(ph));
+	xs_out_add(o, ph, strlen(ph));
 	OUT_LIT(o, "\"");
 	if (tid)
-		dec_out_add(o, tl->ids, tl->ids_len);
+		xs_out_add(o, tl->ids, tl->ids_len);
 	else
 		out_pid(o, tl->pid);
 	OUT_LIT(o, ",\"ts\":");
-	dec_trace_out_ps(o, ts);
+	trace_out_ps(o, ts);
 	if (dur >= 0) {
 		OUT_LIT(o, ",\"dur\":");
-		dec_out_us(o, dur);
+		xs_out_us(o, dur);
 	}
 	OUT_LIT(o, ",\"name\":");
-	dec_out_add(o, v->name, v->name_len);
+	xs_out_add(o, v->name, v->name_len);
 }
 
 /* An async event's "b" or "e": shared id and cat (AddAsyncEvent, JsonEventWriter). */
-static void out_async(struct dec_out *o, const struct trace_line *tl, const char *ph, dec_ps128 ts,
+static void out_async(struct xs_out *o, const struct trace_line *tl, const char *ph, xs_ps128 ts,
 		      const struct trace_ev *v)
 {
 	out_head(o, tl, ph, true, ts, -1, v);
 	OUT_LIT(o, ",\"id\":");
-	dec_out_u64(o, v->f.id);
+	xs_out_u64(o, v->f.id);
 	OUT_LIT(o, ",\"cat\":");
-	dec_out_cstr(o, dec_trace_category(v->f.cat));
+	xs_out_cstr(o, trace_category(v->f.cat));
 }
 
 /* Write event @v to @o as @form. */
-static void write_event(struct dec_out *o, const struct trace_line *tl, enum trace_form form,
+static void write_event(struct xs_out *o, const struct trace_line *tl, enum trace_form form,
 			const struct trace_ev *v)
 {
-	const struct dec_trace_acc *a = v->a;
+	const struct trace_acc *a = v->a;
 
 	switch (form) {
 	case TF_COUNTER:
@@ -187,13 +187,13 @@ static void write_event(struct dec_out *o, const struct trace_line *tl, enum tra
 	case TF_X:
 		out_head(o, tl, "X", true, v->ts, v->dur, v);
 		if (a->has_flow && !a->is_async && v->f.dir != XFLOW_NONE) {
-			const char *cat = dec_trace_category(v->f.cat);
+			const char *cat = trace_category(v->f.cat);
 
 			OUT_LIT(o, ",\"bind_id\":");
-			dec_out_u64(o, v->f.id);
+			xs_out_u64(o, v->f.id);
 			if (*cat) {
 				OUT_LIT(o, ",\"cat\":");
-				dec_out_cstr(o, cat);
+				xs_out_cstr(o, cat);
 			}
 			if (v->f.dir & XFLOW_IN)
 				OUT_LIT(o, ",\"flow_in\":true");
@@ -218,7 +218,7 @@ static int defer_event(struct trace_line *tl, const struct trace_ev *v)
 	size_t at = d->buf.len;
 	int r;
 
-	if ((r = dec_async_note(&d->ends, &v->f)) < 0)
+	if ((r = trace_async_note(&d->ends, &v->f)) < 0)
 		return r;
 	if (d->buf.len > DEFER_MAX) { /* too many: written at once, as XProf writes them */
 		write_event(tl->o, tl, TF_ASYNC, v);
@@ -237,43 +237,42 @@ static int defer_event(struct trace_line *tl, const struct trace_ev *v)
 }
 
 /* Write the plane's held-back events: "b"/"e" when paired, else "X". */
-static int defer_flush(struct trace_defer *d, struct dec_out *o)
+static int defer_flush(struct trace_defer *d, struct xs_out *o)
 {
 	int r;
 
 	for (size_t i = 0; i < d->n; i++) {
 		const struct defer_item *it = &d->items[i];
 
-		if (dec_async_paired(&d->ends, &it->f))
-			dec_out_add(o, d->buf.buf + it->off, it->async_len);
+		if (trace_async_paired(&d->ends, &it->f))
+			xs_out_add(o, d->buf.buf + it->off, it->async_len);
 		else
-			dec_out_add(o, d->buf.buf + it->off + it->async_len, it->x_len);
-		if ((r = dec_out_flush(o, false)) < 0)
+			xs_out_add(o, d->buf.buf + it->off + it->async_len, it->x_len);
+		if ((r = xs_out_flush(o, false)) < 0)
 			return r;
 	}
 	d->n = 0;
 	d->buf.len = 0;
-	dec_async_reset(&d->ends);
+	trace_async_reset(&d->ends);
 	return 0;
 }
 
-/* A dec_event_fn writing one event of a line (arg: struct trace_line). */
-static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
-		       void *arg)
+/* A xs_event_fn writing one event of a line (arg: struct trace_line). */
+static int trace_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
 {
 	struct trace_line *tl = arg;
-	const struct dec_trace_md *t = dec_trace_md(m);
-	struct dec_trace_acc a = {0};
+	const struct trace_md *t = trace_md(m);
+	struct trace_acc a = {0};
 	struct trace_ev v;
 	enum trace_form form = TF_X;
 	int r;
 
 	if (tl->derive) {
-		dec_ps128 start = tl->base_ps + e->offset_ps;
-		struct dec_derived_in in;
+		xs_ps128 start = tl->base_ps + e->offset_ps;
+		struct trace_derived_in in;
 
-		if ((r = dec_derive_read(tl->derive, rc, e, start, &in)) < 0 ||
-		    (r = dec_derive_event(tl->derive, &in)) < 0)
+		if ((r = trace_derive_read(tl->derive, rc, e, start, &in)) < 0 ||
+		    (r = trace_derive_event(tl->derive, &in)) < 0)
 			return r;
 		if (tl->win && !(start < tl->to &&
 				 start + (e->duration_ps > 0 ? e->duration_ps : 1) > tl->from))
@@ -293,10 +292,10 @@ static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 		a.is_async = t->is_async;
 	}
 	if (e->has_stats &&
-	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, dec_trace_stat, &a)) < 0)
+	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, trace_stat, &a)) < 0)
 		return r;
-	dec_trace_xflows(rc->x, &rc->x->planes[tl->l->plane], &a);
+	xs_trace_xflows(rc->x, &rc->x->planes[tl->l->plane], &a);
 	if ((r = tl->ev->r) < 0)
 		return r;
 	v.name = m->name_json;
@@ -313,7 +312,7 @@ static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	v.dur = e->duration_ps > 0 ? e->duration_ps : 1; /* never an instant: 1 ps */
 	v.t = t;
 	v.a = &a;
-	v.f = dec_xflow_decode(a.flow);
+	v.f = trace_xflow_decode(a.flow);
 	if (tl->kind == TL_COUNTERS)
 		form = TF_COUNTER;
 	else if (a.has_flow && a.is_async && v.f.dir != XFLOW_NONE)
@@ -324,67 +323,67 @@ static int trace_event(struct dec_rctx *rc, const struct dec_event *e, struct de
 	} else {
 		write_event(tl->o, tl, form, &v);
 	}
-	return dec_out_flush(tl->o, false);
+	return xs_out_flush(tl->o, false);
 }
 
 /*
- * A dec_derived_emit_fn: one derived event as a complete event on its own
+ * A trace_derived_emit_fn: one derived event as a complete event on its own
  * thread, named like any event (display name, the full name in long_name).
  */
-static int derived_event(void *arg, const struct dec_derived_ev *e)
+static int derived_event(void *arg, const struct trace_derived_ev *e)
 {
 	struct trace_line *tl = arg;
-	struct dec_out *o = tl->o;
+	struct xs_out *o = tl->o;
 	char ids[48];
 	size_t n = ids_fmt(ids, tl->pid, e->tid);
 
 	if (!tl->derived_named[e->kind]) {
 		OUT_LIT(o, ",\n{\"ph\":\"M\",\"name\":\"thread_name\"");
-		dec_out_add(o, ids, n);
+		xs_out_add(o, ids, n);
 		OUT_LIT(o, ",\"args\":{\"name\":");
-		dec_out_str(o, e->line_name, e->line_name_len);
+		xs_out_str(o, e->line_name, e->line_name_len);
 		OUT_LIT(o, "}},\n{\"ph\":\"M\",\"name\":\"thread_sort_index\"");
-		dec_out_add(o, ids, n);
+		xs_out_add(o, ids, n);
 		OUT_LIT(o, ",\"args\":{\"sort_index\":");
-		dec_out_u64(o, e->tid);
+		xs_out_u64(o, e->tid);
 		OUT_LIT(o, "}}");
 		tl->derived_named[e->kind] = true;
 	}
 	OUT_LIT(o, ",\n{\"ph\":\"X\"");
-	dec_out_add(o, ids, n);
+	xs_out_add(o, ids, n);
 	OUT_LIT(o, ",\"ts\":");
-	dec_trace_out_ps(o, e->begin);
+	trace_out_ps(o, e->begin);
 	OUT_LIT(o, ",\"dur\":");
-	dec_out_us(o, e->end <= e->begin              ? 1
-		      : e->end - e->begin > INT64_MAX ? INT64_MAX
-						      : (int64_t)(e->end - e->begin));
+	xs_out_us(o, e->end <= e->begin              ? 1
+		     : e->end - e->begin > INT64_MAX ? INT64_MAX
+						     : (int64_t)(e->end - e->begin));
 	OUT_LIT(o, ",\"name\":");
 	if (e->disp_len)
-		dec_out_str(o, e->disp, e->disp_len);
+		xs_out_str(o, e->disp, e->disp_len);
 	else
-		dec_out_str(o, e->name, e->name_len);
+		xs_out_str(o, e->name, e->name_len);
 	OUT_LIT(o, ",\"args\":{");
 	if (e->has_group) {
 		OUT_LIT(o, "\"group_id\":");
-		dec_out_i64(o, e->group);
+		xs_out_i64(o, e->group);
 	}
 	if (e->disp_len) {
 		if (e->has_group)
 			OUT_LIT(o, ",");
 		OUT_LIT(o, "\"long_name\":");
-		dec_out_str(o, e->name, e->name_len);
+		xs_out_str(o, e->name, e->name_len);
 	}
 	if (e->args_len) {
 		if (e->has_group || e->disp_len)
 			OUT_LIT(o, ",");
-		dec_out_add(o, e->args, e->args_len);
+		xs_out_add(o, e->args, e->args_len);
 	}
 	OUT_LIT(o, "}}");
-	return dec_out_flush(o, false);
+	return xs_out_flush(o, false);
 }
 
 /* The events of line @li of process @pid, with the lines derived from it. */
-static int trace_line(struct dec_rctx *rc, struct dec_out *o, struct dec_out *ev,
+static int trace_line(struct xs_rctx *rc, struct xs_out *o, struct xs_out *ev,
 		      struct trace_defer *d, uint32_t pid, size_t li)
 {
 	struct trace_line tl = {0};
@@ -394,37 +393,37 @@ static int trace_line(struct dec_rctx *rc, struct dec_out *o, struct dec_out *ev
 	tl.ev = ev;
 	tl.defer = d;
 	tl.l = &rc->x->lines[li];
-	tl.kind = dec_trace_line_kind(tl.l);
+	tl.kind = trace_line_kind(tl.l);
 	if (tl.kind == TL_SKIP)
 		return 0;
 	tl.pid = pid;
-	tl.tid = dec_trace_tid(tl.l);
-	tl.base_ps = (dec_ps128)tl.l->timestamp_ns * 1000;
+	tl.tid = trace_tid(tl.l);
+	tl.base_ps = (xs_ps128)tl.l->timestamp_ns * 1000;
 	tl.ids_len = ids_fmt(tl.ids, pid, tl.tid);
-	if (tl.kind == TL_THREAD && (r = dec_derive_new(rc, &rc->x->planes[tl.l->plane], tl.l,
-							derived_event, &tl, &tl.derive)) < 0)
+	if (tl.kind == TL_THREAD && (r = trace_derive_new(rc, &rc->x->planes[tl.l->plane], tl.l,
+							  derived_event, &tl, &tl.derive)) < 0)
 		return r;
 	if (!tl.derive)
-		return dec_line_each(rc, li, NULL, trace_event, &tl);
+		return xs_line_each(rc, li, NULL, trace_event, &tl);
 	/* derived events are built from the whole line: a slice walks it all, filtering here */
 	tl.win = rc->win;
 	tl.from = rc->win_from;
 	tl.to = rc->win_to;
 	if (tl.win)
-		dec_derive_window(tl.derive, tl.from, tl.to);
+		trace_derive_window(tl.derive, tl.from, tl.to);
 	rc->win = false;
-	r = dec_line_each(rc, li, NULL, trace_event, &tl);
+	r = xs_line_each(rc, li, NULL, trace_event, &tl);
 	rc->win = tl.win;
 	if (r == 0)
-		r = dec_derive_finish(tl.derive);
-	dec_derive_free(tl.derive);
+		r = trace_derive_finish(tl.derive);
+	trace_derive_free(tl.derive);
 	if (r == 0)
-		r = dec_out_flush(o, false);
+		r = xs_out_flush(o, false);
 	return r;
 }
 
 /* The process metadata of plane @p as process @pid. */
-static void process_meta(struct dec_rctx *rc, struct dec_out *o, const struct dec_plane *p,
+static void process_meta(struct xs_rctx *rc, struct xs_out *o, const struct xs_plane *p,
 			 uint32_t pid)
 {
 	OUT_LIT(o, ",\n{\"ph\":\"M\",\"name\":\"process_name\"");
@@ -439,38 +438,38 @@ static void process_meta(struct dec_rctx *rc, struct dec_out *o, const struct de
 		    xprofs_buf_add(&b, p->name, p->name_len) < 0)
 			o->r = o->r ? o->r : -ENOMEM;
 		else
-			dec_out_str(o, b.data, b.len);
+			xs_out_str(o, b.data, b.len);
 		xprofs_buf_deinit(&b);
 	} else {
-		dec_out_str(o, p->name, p->name_len);
+		xs_out_str(o, p->name, p->name_len);
 	}
 	OUT_LIT(o, "}},\n{\"ph\":\"M\",\"name\":\"process_sort_index\"");
 	out_pid(o, pid);
 	OUT_LIT(o, ",\"args\":{\"sort_index\":");
-	dec_out_u64(o, pid);
+	xs_out_u64(o, pid);
 	OUT_LIT(o, "}}");
 }
 
-int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
+int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
-	struct dec_trace_plane *tp = NULL;
+	struct trace_plane *tp = NULL;
 	struct trace_defer d = {0};
-	struct dec_out ev;
+	struct xs_out ev;
 	size_t n = 0;
 	int r;
 
-	rc->md_ext = &dec_trace_md_ext;
-	dec_out_init(&ev, NULL);
-	dec_out_init(&d.buf, NULL);
-	if ((r = dec_trace_planes(x, &tp, &n)) < 0)
+	rc->md_ext = &trace_md_ext;
+	xs_out_init(&ev, NULL);
+	xs_out_init(&d.buf, NULL);
+	if ((r = trace_planes(x, &tp, &n)) < 0)
 		goto out;
 	/* displayTimeUnit first: Perfetto only looks for it near the start */
 	OUT_LIT(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"xprofs\"},"
 		   "\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\","
 		   "\"args\":{\"name\":\"xprofs\"}}");
 	for (size_t i = 0; i < n; i++) {
-		const struct dec_plane *p = &x->planes[tp[i].plane];
+		const struct xs_plane *p = &x->planes[tp[i].plane];
 
 		/* the plane's own derived lines (Steps, TPU lines): named once each by kind */
 		struct trace_line plane = {.o = o, .pid = tp[i].pid};
@@ -479,9 +478,9 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 		for (size_t j = 0; j < p->n_lines; j++)
 			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j)) < 0)
 				goto out;
-		if ((r = dec_derive_steps(rc, tp[i].plane, derived_event, &plane)) < 0)
+		if ((r = trace_derive_steps(rc, tp[i].plane, derived_event, &plane)) < 0)
 			goto out;
-		if ((r = dec_derive_tpu(rc, tp[i].plane, derived_event, NULL, &plane)) < 0)
+		if ((r = trace_derive_tpu(rc, tp[i].plane, derived_event, NULL, &plane)) < 0)
 			goto out;
 		if ((r = defer_flush(&d, o)) < 0)
 			goto out;
@@ -490,8 +489,8 @@ int dec_view_trace(struct dec_rctx *rc, struct dec_out *o)
 out:
 	free(tp);
 	free(d.items);
-	dec_async_deinit(&d.ends);
-	dec_out_deinit(&d.buf);
-	dec_out_deinit(&ev);
+	trace_async_deinit(&d.ends);
+	xs_out_deinit(&d.buf);
+	xs_out_deinit(&ev);
 	return r;
 }

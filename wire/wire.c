@@ -3,10 +3,10 @@
  * error reporting.
  *
  * Design: a cursor either points into the reader's zero-copy mapping, or
- * keeps one read-ahead window (DEC_WIN_SIZE, grown up to DEC_WIN_MAX only
+ * keeps one read-ahead window (WIRE_WIN_SIZE, grown up to WIRE_WIN_MAX only
  * when a single item needs it) filled with xprofs_reader_pread(). Skipping a
  * length-delimited field only moves the position, so bytes that no view
- * needs are never read. Limits: an item larger than DEC_WIN_MAX cannot be
+ * needs are never read. Limits: an item larger than WIRE_WIN_MAX cannot be
  * materialised (-E2BIG); groups (wire types 3/4) are rejected as malformed,
  * XSpace never uses them.
  */
@@ -19,7 +19,7 @@
 
 #include "xprofs/wire.h"
 
-void dec_cur_init(struct dec_cur *c, const struct xprofs_reader *r, struct xprofs_buf *err)
+void wire_cur_init(struct wire_cur *c, const struct xprofs_reader *r, struct xprofs_buf *err)
 {
 	memset(c, 0, sizeof(*c));
 	c->r = r;
@@ -27,10 +27,10 @@ void dec_cur_init(struct dec_cur *c, const struct xprofs_reader *r, struct xprof
 	c->size = r->size;
 	c->end = r->size;
 	c->err = err;
-	c->win_pref = DEC_WIN_SIZE;
+	c->win_pref = WIRE_WIN_SIZE;
 }
 
-void dec_cur_deinit(struct dec_cur *c)
+void wire_cur_deinit(struct wire_cur *c)
 {
 	free(c->win);
 	c->win = NULL;
@@ -38,7 +38,7 @@ void dec_cur_deinit(struct dec_cur *c)
 	c->win_len = 0;
 }
 
-int dec_fail(struct dec_cur *c, const char *fmt, ...)
+int wire_fail(struct wire_cur *c, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -50,20 +50,20 @@ int dec_fail(struct dec_cur *c, const char *fmt, ...)
 	return -EINVAL;
 }
 
-int dec_fill(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p)
+int wire_fill(struct wire_cur *c, uint64_t off, size_t n, const uint8_t **p)
 {
 	size_t want;
 	ssize_t got;
 
 	if (off > c->size || n > c->size - off)
-		return dec_fail(c, "read of %zu bytes at offset %" PRIu64 " past end of data", n,
-				off);
-	if (n > DEC_WIN_MAX) {
+		return wire_fail(c, "read of %zu bytes at offset %" PRIu64 " past end of data", n,
+				 off);
+	if (n > WIRE_WIN_MAX) {
 		if (c->err && c->err->len == 0)
 			(void)!xprofs_buf_printf(c->err,
 						 "item of %zu bytes at offset %" PRIu64
 						 " is larger than the %zu-byte limit",
-						 n, off, DEC_WIN_MAX);
+						 n, off, WIRE_WIN_MAX);
 		return -E2BIG;
 	}
 	want = n > c->win_pref ? n : c->win_pref;
@@ -93,13 +93,13 @@ int dec_fill(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p)
 	c->win_off = off;
 	c->win_len = (size_t)got;
 	if ((size_t)got < n)
-		return dec_fail(c, "short read at offset %" PRIu64 " (data shorter than its size)",
-				off);
+		return wire_fail(c, "short read at offset %" PRIu64 " (data shorter than its size)",
+				 off);
 	*p = c->win;
 	return 0;
 }
 
-int dec_varint_slow(struct dec_cur *c, uint64_t *v)
+int wire_varint_slow(struct wire_cur *c, uint64_t *v)
 {
 	const uint8_t *p, *q;
 	uint64_t avail = c->end - c->pos;
@@ -107,26 +107,26 @@ int dec_varint_slow(struct dec_cur *c, uint64_t *v)
 	int r;
 
 	if (n == 0)
-		return dec_fail(c, "truncated varint at offset %" PRIu64, c->pos);
-	if ((r = dec_at(c, c->pos, n, &p)) < 0)
+		return wire_fail(c, "truncated varint at offset %" PRIu64, c->pos);
+	if ((r = wire_at(c, c->pos, n, &p)) < 0)
 		return r;
 	q = p;
-	if (rd_varint(&q, p + n, v) < 0)
-		return dec_fail(c, "%s varint at offset %" PRIu64,
-				n < 10 ? "truncated" : "overlong", c->pos);
+	if (wire_rd_varint(&q, p + n, v) < 0)
+		return wire_fail(c, "%s varint at offset %" PRIu64,
+				 n < 10 ? "truncated" : "overlong", c->pos);
 	c->pos += (uint64_t)(q - p);
 	return 0;
 }
 
-int dec_fixed64(struct dec_cur *c, uint64_t *v)
+int wire_fixed64(struct wire_cur *c, uint64_t *v)
 {
 	const uint8_t *p;
 	uint64_t x = 0;
 	int r;
 
 	if (c->end - c->pos < 8)
-		return dec_fail(c, "truncated fixed64 at offset %" PRIu64, c->pos);
-	if ((r = dec_at(c, c->pos, 8, &p)) < 0)
+		return wire_fail(c, "truncated fixed64 at offset %" PRIu64, c->pos);
+	if ((r = wire_at(c, c->pos, 8, &p)) < 0)
 		return r;
 	for (int i = 7; i >= 0; i--)
 		x = (x << 8) | p[i];
@@ -135,44 +135,44 @@ int dec_fixed64(struct dec_cur *c, uint64_t *v)
 	return 0;
 }
 
-int dec_skip(struct dec_cur *c, int wt)
+int wire_skip(struct wire_cur *c, int wt)
 {
 	uint64_t v;
 	int r;
 
 	switch (wt) {
 	case WT_VARINT:
-		return dec_varint(c, &v);
+		return wire_varint(c, &v);
 	case WT_I64:
 		if (c->end - c->pos < 8)
-			return dec_fail(c, "truncated fixed64 at offset %" PRIu64, c->pos);
+			return wire_fail(c, "truncated fixed64 at offset %" PRIu64, c->pos);
 		c->pos += 8;
 		return 0;
 	case WT_I32:
 		if (c->end - c->pos < 4)
-			return dec_fail(c, "truncated fixed32 at offset %" PRIu64, c->pos);
+			return wire_fail(c, "truncated fixed32 at offset %" PRIu64, c->pos);
 		c->pos += 4;
 		return 0;
 	case WT_LEN:
-		if ((r = dec_len(c, &v)) < 0)
+		if ((r = wire_len(c, &v)) < 0)
 			return r;
 		c->pos += v;
 		return 0;
 	default:
-		return dec_fail(c, "unsupported wire type %d at offset %" PRIu64, wt, c->pos);
+		return wire_fail(c, "unsupported wire type %d at offset %" PRIu64, wt, c->pos);
 	}
 }
 
-int dec_expect(struct dec_cur *c, int wt, int want, const char *msg, uint32_t field)
+int wire_expect(struct wire_cur *c, int wt, int want, const char *msg, uint32_t field)
 {
 	if (wt == want)
 		return 0;
-	return dec_fail(c,
-			"%s field %" PRIu32 " has wire type %d, expected %d (offset %" PRIu64 ")",
-			msg, field, wt, want, c->pos);
+	return wire_fail(c,
+			 "%s field %" PRIu32 " has wire type %d, expected %d (offset %" PRIu64 ")",
+			 msg, field, wt, want, c->pos);
 }
 
-int dec_string(struct dec_cur *c, size_t cap, char **out, size_t *out_len)
+int wire_string(struct wire_cur *c, size_t cap, char **out, size_t *out_len)
 {
 	uint64_t len;
 	const uint8_t *p;
@@ -180,10 +180,10 @@ int dec_string(struct dec_cur *c, size_t cap, char **out, size_t *out_len)
 	char *str;
 	int r;
 
-	if ((r = dec_len(c, &len)) < 0)
+	if ((r = wire_len(c, &len)) < 0)
 		return r;
 	keep = len > cap ? cap : (size_t)len;
-	if ((r = dec_at(c, c->pos, keep, &p)) < 0)
+	if ((r = wire_at(c, c->pos, keep, &p)) < 0)
 		return r;
 	if (!(str = malloc(keep + 1)))
 		return -ENOMEM;

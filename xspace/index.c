@@ -16,7 +16,7 @@
  * skips the event headers.
  *
  * Limits: memory is O(planes + lines + metadata entries), capped at
- * DEC_INDEX_MAX entries, DEC_PLANES_MAX planes and DEC_LINES_MAX lines.
+ * XS_INDEX_MAX entries, XS_PLANES_MAX planes and XS_LINES_MAX lines.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -30,9 +30,9 @@
 
 /* One plane being indexed (by whichever thread takes it) and its lines. */
 struct pslot {
-	struct dec_span span;   /* the XPlane message */
-	struct dec_plane p;     /* moved into the xspace on success */
-	struct dec_line *lines; /* owned until the merge */
+	struct xs_span span;   /* the XPlane message */
+	struct xs_plane p;     /* moved into the xspace on success */
+	struct xs_line *lines; /* owned until the merge */
 	size_t n_lines, lines_cap;
 	struct xprofs_buf err; /* this plane's failure reason */
 	int r;
@@ -52,32 +52,32 @@ struct open_ctx {
 
 struct ix { /* one indexing thread's state */
 	struct open_ctx *oc;
-	struct dec_cur c;
+	struct wire_cur c;
 };
 
 static int ix_count(struct ix *ix, size_t n)
 {
 	size_t old = atomic_fetch_add(&ix->oc->entries, n);
 
-	if (old > DEC_INDEX_MAX || n > DEC_INDEX_MAX - old)
-		return dec_fail(&ix->c, "profile index would exceed %zu entries", DEC_INDEX_MAX);
+	if (old > XS_INDEX_MAX || n > XS_INDEX_MAX - old)
+		return wire_fail(&ix->c, "profile index would exceed %zu entries", XS_INDEX_MAX);
 	return 0;
 }
 
-/* Read a name at the cursor (cut to DEC_NAME_MAX). Caller owns *out. */
+/* Read a name at the cursor (cut to XS_NAME_MAX). Caller owns *out. */
 static int ix_string(struct ix *ix, char **out, size_t *out_len)
 {
-	return dec_string(&ix->c, DEC_NAME_MAX, out, out_len);
+	return wire_string(&ix->c, XS_NAME_MAX, out, out_len);
 }
 
-static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t field)
+static int ix_strs_add(struct ix *ix, struct xs_strs *st, int wt, uint32_t field)
 {
 	size_t cap = st->n;
 	char **s;
 	size_t *l;
 	int r;
 
-	if ((r = dec_expect(&ix->c, wt, WT_LEN, "XSpace", field)) < 0)
+	if ((r = wire_expect(&ix->c, wt, WT_LEN, "XSpace", field)) < 0)
 		return r;
 	if ((r = ix_count(ix, 1)) < 0)
 		return r;
@@ -98,7 +98,7 @@ static int ix_strs_add(struct ix *ix, struct dec_strs *st, int wt, uint32_t fiel
 
 /* What the index keeps of a line's events: count, first start, last end (line-relative). */
 struct line_acc {
-	struct dec_line *l;
+	struct xs_line *l;
 	int64_t first, last;
 	int64_t prev, max_end; /* the previous event's start; the latest end so far (slices) */
 	size_t ckpt_cap;
@@ -107,7 +107,7 @@ struct line_acc {
 /* A checkpoint before event number l->events (at file offset @off): the slices' seek map. */
 static int line_ckpt(struct ix *ix, struct line_acc *a, uint64_t off)
 {
-	struct dec_line *l = a->l;
+	struct xs_line *l = a->l;
 	int r;
 
 	if ((r = ix_count(ix, 1)) < 0 ||
@@ -119,13 +119,13 @@ static int line_ckpt(struct ix *ix, struct line_acc *a, uint64_t off)
 }
 
 /* Note event @h, whose field starts at file offset @off, into @a. */
-static inline int line_note(struct ix *ix, struct line_acc *a, const struct dec_evhdr *h,
+static inline int line_note(struct ix *ix, struct line_acc *a, const struct xs_evhdr *h,
 			    uint64_t off)
 {
-	int64_t end = dec_sat_add(h->offset_ps, h->duration_ps);
+	int64_t end = xs_sat_add(h->offset_ps, h->duration_ps);
 	int r;
 
-	if (a->l->has_events && !(a->l->events % DEC_CKPT_EVERY) && (r = line_ckpt(ix, a, off)) < 0)
+	if (a->l->has_events && !(a->l->events % XS_CKPT_EVERY) && (r = line_ckpt(ix, a, off)) < 0)
 		return r;
 	if (!a->l->has_events || h->offset_ps < a->first)
 		a->first = h->offset_ps;
@@ -134,7 +134,7 @@ static inline int line_note(struct ix *ix, struct line_acc *a, const struct dec_
 	if (a->l->has_events && h->offset_ps < a->prev)
 		a->l->unsorted = true;
 	a->prev = h->offset_ps;
-	end = dec_event_end_rel(h->offset_ps, h->duration_ps);
+	end = xs_event_end_rel(h->offset_ps, h->duration_ps);
 	if (!a->l->has_events || end > a->max_end)
 		a->max_end = end;
 	a->l->has_events = true;
@@ -149,10 +149,10 @@ static inline int line_note(struct ix *ix, struct line_acc *a, const struct dec_
  */
 static int ix_window_events(struct ix *ix, struct line_acc *a)
 {
-	struct dec_cur *c = &ix->c;
+	struct wire_cur *c = &ix->c;
 	const uint8_t *bp = NULL, *bq, *be;
-	size_t avail = dec_avail(c, &bp);
-	struct dec_evhdr h;
+	size_t avail = wire_avail(c, &bp);
+	struct xs_evhdr h;
 
 	if (avail < 2)
 		return 0;
@@ -162,12 +162,12 @@ static int ix_window_events(struct ix *ix, struct line_acc *a)
 		const uint8_t *q = bq + 1;
 		uint64_t el;
 
-		if (rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
+		if (wire_rd_varint(&q, be, &el) < 0 || el > (uint64_t)(be - q))
 			break;
 		if (!ix->oc->tracks_only) {
-			if (dec_parse_event(q, q + el, &h) < 0) {
+			if (xs_parse_event(q, q + el, &h) < 0) {
 				c->pos += (uint64_t)(bq - bp);
-				return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+				return wire_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
 			}
 			int r = line_note(ix, a, &h, c->pos + (uint64_t)(bq - bp));
 
@@ -183,31 +183,31 @@ static int ix_window_events(struct ix *ix, struct line_acc *a)
 /* One event outside the window (field XLINE_F_EVENTS, wire type @wt): the general path. */
 static int ix_event(struct ix *ix, struct line_acc *a, int wt, uint64_t tag_off)
 {
-	struct dec_cur *c = &ix->c;
+	struct wire_cur *c = &ix->c;
 	uint64_t elen, eend;
-	struct dec_evhdr h;
+	struct xs_evhdr h;
 	const uint8_t *ep;
 	int r;
 
-	if ((r = dec_len_field(c, wt, "XLine", XLINE_F_EVENTS, &elen)) < 0)
+	if ((r = wire_len_field(c, wt, "XLine", XLINE_F_EVENTS, &elen)) < 0)
 		return r;
 	if (ix->oc->tracks_only) { /* events are read when rendered */
 		c->pos += elen;
 		return 0;
 	}
 	eend = c->pos + elen;
-	if ((r = dec_at(c, c->pos, (size_t)elen, &ep)) < 0)
+	if ((r = wire_at(c, c->pos, (size_t)elen, &ep)) < 0)
 		return r;
-	if (dec_parse_event(ep, ep + elen, &h) < 0)
-		return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+	if (xs_parse_event(ep, ep + elen, &h) < 0)
+		return wire_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
 	c->pos = eend;
 	return line_note(ix, a, &h, tag_off);
 }
 
 /* One XLine field other than the events. */
-static int ix_line_field(struct ix *ix, struct dec_line *l, uint32_t f, int wt)
+static int ix_line_field(struct ix *ix, struct xs_line *l, uint32_t f, int wt)
 {
-	struct dec_cur *c = &ix->c;
+	struct wire_cur *c = &ix->c;
 	uint64_t v;
 	int r;
 
@@ -216,7 +216,7 @@ static int ix_line_field(struct ix *ix, struct dec_line *l, uint32_t f, int wt)
 	case XLINE_F_TIMESTAMP_NS:
 	case XLINE_F_DURATION_PS:
 	case XLINE_F_DISPLAY_ID:
-		if ((r = dec_varint_field(c, wt, "XLine", f, &v)) < 0)
+		if ((r = wire_varint_field(c, wt, "XLine", f, &v)) < 0)
 			return r;
 		if (f == XLINE_F_ID)
 			l->id = (int64_t)v;
@@ -229,27 +229,27 @@ static int ix_line_field(struct ix *ix, struct dec_line *l, uint32_t f, int wt)
 		return 0;
 	case XLINE_F_NAME:
 	case XLINE_F_DISPLAY_NAME:
-		if ((r = dec_expect(c, wt, WT_LEN, "XLine", f)) < 0)
+		if ((r = wire_expect(c, wt, WT_LEN, "XLine", f)) < 0)
 			return r;
 		return f == XLINE_F_NAME ? ix_string(ix, &l->name, &l->name_len)
 					 : ix_string(ix, &l->display_name, &l->display_name_len);
 	default:
-		return dec_skip(c, wt);
+		return wire_skip(c, wt);
 	}
 }
 
 /* Index the XLine of @len bytes at the cursor into a new line of @ps. */
 static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 {
-	struct dec_cur *c = &ix->c;
+	struct wire_cur *c = &ix->c;
 	uint64_t end = c->pos + len, saved_end = c->end;
 	struct line_acc a = {0};
 	uint64_t tag_off;
 	uint32_t f;
 	int wt, r;
 
-	if (atomic_fetch_add(&ix->oc->lines, 1) >= DEC_LINES_MAX)
-		return dec_fail(c, "profile has more than %zu lines", DEC_LINES_MAX);
+	if (atomic_fetch_add(&ix->oc->lines, 1) >= XS_LINES_MAX)
+		return wire_fail(c, "profile has more than %zu lines", XS_LINES_MAX);
 	if ((r = ix_count(ix, 1)) < 0 ||
 	    (r = xprofs_grow(&ps->lines, &ps->lines_cap, ps->n_lines, sizeof(*ps->lines), 8)) < 0)
 		return r;
@@ -264,7 +264,7 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 		if (c->pos >= end)
 			break;
 		tag_off = c->pos;
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		r = f == XLINE_F_EVENTS ? ix_event(ix, &a, wt, tag_off)
 					: ix_line_field(ix, a.l, f, wt);
@@ -273,17 +273,17 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 	}
 	c->end = saved_end;
 	if (a.l->has_events) {
-		int64_t base = dec_line_base_ps(a.l->timestamp_ns);
+		int64_t base = xs_line_base_ps(a.l->timestamp_ns);
 
-		a.l->first_ps = dec_sat_add(base, a.first);
-		a.l->last_ps = dec_sat_add(base, a.last);
+		a.l->first_ps = xs_sat_add(base, a.first);
+		a.l->last_ps = xs_sat_add(base, a.last);
 	}
 	return 0;
 }
 
 static int md_cmp(const void *a, const void *b)
 {
-	const struct dec_md *x = a, *y = b;
+	const struct xs_md *x = a, *y = b;
 
 	if (x->key != y->key)
 		return x->key < y->key ? -1 : 1;
@@ -295,9 +295,9 @@ static int md_cmp(const void *a, const void *b)
  * Sort by key, keep the last entry of each key (protobuf map semantics) and
  * build the dense key table when the keys span at most 4n + 1024 values.
  */
-static int md_finish(struct dec_mdix *ix)
+static int md_finish(struct xs_mdix *ix)
 {
-	struct dec_md *md = ix->md;
+	struct xs_md *md = ix->md;
 	size_t o = 0, n = ix->n;
 	uint64_t span;
 
@@ -344,7 +344,7 @@ static bool stmd_is_group_id(const uint8_t *p, const uint8_t *e)
 		uint32_t f;
 		int wt;
 
-		if (rd_field(&p, e, &f, &wt, &v, &d) < 0)
+		if (wire_rd_field(&p, e, &f, &wt, &v, &d) < 0)
 			return false;
 		if (f == XSTMD_F_NAME && wt == WT_LEN)
 			is = v == sizeof(want) - 1 && !memcmp(d, want, v);
@@ -353,11 +353,11 @@ static bool stmd_is_group_id(const uint8_t *p, const uint8_t *e)
 }
 
 /* One map entry (a key, and a value message whose location is kept). */
-static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t *n, size_t *cap)
+static int ix_map_entry(struct ix *ix, uint64_t len, struct xs_md **arr, size_t *n, size_t *cap)
 {
-	struct dec_cur *c = &ix->c;
+	struct wire_cur *c = &ix->c;
 	uint64_t end = c->pos + len, saved_end = c->end, vlen;
-	struct dec_md e = {0, 0, 0};
+	struct xs_md e = {0, 0, 0};
 	uint32_t f;
 	int wt, r;
 
@@ -366,18 +366,18 @@ static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t
 	e.off = end; /* absent value: an empty message */
 	c->end = end;
 	while (c->pos < end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == MAPENTRY_F_KEY) {
-			if ((r = dec_i64_field(c, wt, "map entry", f, &e.key)) < 0)
+			if ((r = wire_i64_field(c, wt, "map entry", f, &e.key)) < 0)
 				return r;
 		} else if (f == MAPENTRY_F_VALUE) {
-			if ((r = dec_len_field(c, wt, "map entry", f, &vlen)) < 0)
+			if ((r = wire_len_field(c, wt, "map entry", f, &vlen)) < 0)
 				return r;
 			e.off = c->pos;
 			e.len = vlen;
 			c->pos += vlen;
-		} else if ((r = dec_skip(c, wt)) < 0) {
+		} else if ((r = wire_skip(c, wt)) < 0) {
 			return r;
 		}
 	}
@@ -389,10 +389,10 @@ static int ix_map_entry(struct ix *ix, uint64_t len, struct dec_md **arr, size_t
 /* Index the XPlane of @ps (its span) with the thread's cursor. */
 static int ix_plane(struct ix *ix, struct pslot *ps)
 {
-	struct dec_cur *c = &ix->c;
+	struct wire_cur *c = &ix->c;
 	uint64_t end = ps->span.off + ps->span.len, sub;
 	size_t ev_cap = 0, st_cap = 0, stats_cap = 0;
-	struct dec_plane *p = &ps->p;
+	struct xs_plane *p = &ps->p;
 	uint32_t f;
 	int wt, r;
 
@@ -400,26 +400,26 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 	c->pos = ps->span.off;
 	c->end = end;
 	while (c->pos < end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == XPLANE_F_ID) {
-			if ((r = dec_i64_field(c, wt, "XPlane", f, &p->id)) < 0)
+			if ((r = wire_i64_field(c, wt, "XPlane", f, &p->id)) < 0)
 				return r;
 			continue;
 		}
 		if (f < XPLANE_F_NAME || f > XPLANE_F_STATS) {
-			if ((r = dec_skip(c, wt)) < 0)
+			if ((r = wire_skip(c, wt)) < 0)
 				return r;
 			continue;
 		}
-		if ((r = dec_expect(c, wt, WT_LEN, "XPlane", f)) < 0)
+		if ((r = wire_expect(c, wt, WT_LEN, "XPlane", f)) < 0)
 			return r;
 		if (f == XPLANE_F_NAME) {
 			if ((r = ix_string(ix, &p->name, &p->name_len)) < 0)
 				return r;
 			continue;
 		}
-		if ((r = dec_len(c, &sub)) < 0)
+		if ((r = wire_len(c, &sub)) < 0)
 			return r;
 		switch (f) {
 		case XPLANE_F_LINES:
@@ -434,10 +434,10 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 			/* an XStatMetadata is an id, a name and a description: a few bytes */
 			if (r == 0 && !p->group_ids &&
 			    p->st.md[p->st.n - 1].len <= IX_STMD_PEEK_MAX) {
-				const struct dec_md *m = &p->st.md[p->st.n - 1];
+				const struct xs_md *m = &p->st.md[p->st.n - 1];
 				const uint8_t *v;
 
-				if ((r = dec_at(c, m->off, m->len, &v)) == 0)
+				if ((r = wire_at(c, m->off, m->len, &v)) == 0)
 					p->group_ids = stmd_is_group_id(v, v + m->len);
 			}
 			break;
@@ -446,7 +446,7 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 			    (r = xprofs_grow(&p->stats, &stats_cap, p->n_stats, sizeof(*p->stats),
 					     8)) < 0)
 				break;
-			p->stats[p->n_stats++] = (struct dec_span){c->pos, sub};
+			p->stats[p->n_stats++] = (struct xs_span){c->pos, sub};
 			break;
 		}
 		if (r < 0)
@@ -460,7 +460,7 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 	if ((r = md_finish(&p->ev)) < 0 || (r = md_finish(&p->st)) < 0)
 		return r;
 	for (int k = 0; k < 2; k++) {
-		const struct dec_mdix *m = k ? &p->st : &p->ev;
+		const struct xs_mdix *m = k ? &p->st : &p->ev;
 
 		for (size_t i = 0; i < m->n; i++) {
 			if (m->md[i].len == 0)
@@ -472,7 +472,7 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 		}
 	}
 	for (size_t i = 0; i < ps->n_lines; i++) {
-		struct dec_line *l = &ps->lines[i];
+		struct xs_line *l = &ps->lines[i];
 
 		if (!l->has_events)
 			continue;
@@ -490,28 +490,28 @@ static int ix_plane(struct ix *ix, struct pslot *ps)
 static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 {
 	struct open_ctx *oc = ix->oc;
-	struct dec_cur *c = &ix->c;
+	struct wire_cur *c = &ix->c;
 	struct pslot *ps;
 	uint64_t len;
 	uint32_t f;
 	int wt, r;
 
 	while (c->pos < c->end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		switch (f) {
 		case XSPACE_F_PLANES:
-			if (oc->n_slots >= DEC_PLANES_MAX)
-				return dec_fail(c, "profile has more than %zu planes",
-						DEC_PLANES_MAX);
-			if ((r = dec_len_field(c, wt, "XSpace", f, &len)) < 0 ||
+			if (oc->n_slots >= XS_PLANES_MAX)
+				return wire_fail(c, "profile has more than %zu planes",
+						 XS_PLANES_MAX);
+			if ((r = wire_len_field(c, wt, "XSpace", f, &len)) < 0 ||
 			    (r = ix_count(ix, 1)) < 0 ||
 			    (r = xprofs_grow(&oc->slots, &oc->slots_cap, oc->n_slots,
 					     sizeof(*oc->slots), 8)) < 0)
 				return r;
 			ps = &oc->slots[oc->n_slots++];
 			memset(ps, 0, sizeof(*ps));
-			ps->span = (struct dec_span){c->pos, len};
+			ps->span = (struct xs_span){c->pos, len};
 			xprofs_buf_init(&ps->err, 1024);
 			c->pos += len;
 			break;
@@ -525,7 +525,7 @@ static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 			r = ix_strs_add(ix, &x->hostnames, wt, f);
 			break;
 		default:
-			r = dec_skip(c, wt);
+			r = wire_skip(c, wt);
 		}
 		if (r < 0)
 			return r;
@@ -533,7 +533,7 @@ static int ix_space(struct ix *ix, struct xprofs_xspace *x)
 	return 0;
 }
 
-void dec_line_deinit(struct dec_line *l)
+void xs_line_deinit(struct xs_line *l)
 {
 	free(l->name);
 	free(l->display_name);
@@ -541,7 +541,7 @@ void dec_line_deinit(struct dec_line *l)
 	free(l->ckpt);
 }
 
-void dec_plane_deinit(struct dec_plane *p)
+void xs_plane_deinit(struct xs_plane *p)
 {
 	free(p->name);
 	free(p->file);
@@ -559,7 +559,7 @@ static void *index_worker(void *arg)
 	struct ix ix = {.oc = oc};
 	size_t i;
 
-	dec_cur_init(&ix.c, oc->r, NULL);
+	wire_cur_init(&ix.c, oc->r, NULL);
 	while (!atomic_load(&oc->failed) && (i = atomic_fetch_add(&oc->next, 1)) < oc->n_slots) {
 		struct pslot *ps = &oc->slots[i];
 
@@ -568,21 +568,21 @@ static void *index_worker(void *arg)
 		if (ps->r < 0)
 			atomic_store(&oc->failed, true);
 	}
-	dec_cur_deinit(&ix.c);
+	wire_cur_deinit(&ix.c);
 	return NULL;
 }
 
-size_t dec_parallel_min_bytes = (size_t)64 << 20;
+size_t xs_parallel_min_bytes = (size_t)64 << 20;
 
 /* Index every slot on up to @threads threads (the caller's included). */
 static void index_planes(struct open_ctx *oc, unsigned threads)
 {
-	pthread_t th[DEC_THREADS_MAX];
+	pthread_t th[XS_THREADS_MAX];
 	size_t n = 0;
 
-	if (threads > DEC_THREADS_MAX)
-		threads = DEC_THREADS_MAX;
-	if (oc->r->size < dec_parallel_min_bytes)
+	if (threads > XS_THREADS_MAX)
+		threads = XS_THREADS_MAX;
+	if (oc->r->size < xs_parallel_min_bytes)
 		threads = 1;
 	for (size_t t = 1; t < threads && t < oc->n_slots; t++) {
 		if (pthread_create(&th[n], NULL, index_worker, oc) != 0)
@@ -635,20 +635,20 @@ static void slots_free(struct open_ctx *oc)
 		struct pslot *ps = &oc->slots[i];
 
 		for (size_t j = 0; j < ps->n_lines; j++)
-			dec_line_deinit(&ps->lines[j]);
+			xs_line_deinit(&ps->lines[j]);
 		free(ps->lines);
-		dec_plane_deinit(&ps->p);
+		xs_plane_deinit(&ps->p);
 		xprofs_buf_deinit(&ps->err);
 	}
 	free(oc->slots);
 }
 
 /*
- * dec_index_build() - the structural pass: index the profile behind x->r
+ * xs_index_build() - the structural pass: index the profile behind x->r
  * into @x (x->tracks_only set by the caller) on up to @threads threads.
  * On failure @x holds what was merged so far (free it with the xspace).
  */
-int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf *err)
+int xs_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf *err)
 {
 	struct open_ctx oc;
 	struct ix top;
@@ -662,7 +662,7 @@ int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf
 	atomic_init(&oc.next, 0);
 	atomic_init(&oc.failed, false);
 	top.oc = &oc;
-	dec_cur_init(&top.c, x->r, err);
+	wire_cur_init(&top.c, x->r, err);
 	if ((ret = ix_space(&top, x)) == 0) {
 		index_planes(&oc, threads);
 		ret = merge_slots(&oc, x, err);
@@ -673,10 +673,10 @@ int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf
 			x->host_id = x->hostnames.n
 					     ? xprofs_hash64(x->hostnames.s[0], x->hostnames.len[0])
 					     : 0;
-			ret = dec_derived_assign(x);
+			ret = xs_derived_assign(x);
 		}
 	}
 	slots_free(&oc);
-	dec_cur_deinit(&top.c);
+	wire_cur_deinit(&top.c);
 	return ret;
 }

@@ -2,8 +2,8 @@
  * json.c - the streaming JSON writer's out-of-line half: buffer growth and
  * sink writes, JSON string escaping, doubles (see json.h for the design).
  *
- * Limits: a string is escaped in a scratch buffer of at most 6 x DEC_STR_MAX
- * bytes; without a sink the output stops at DEC_OUT_MAX (-E2BIG).
+ * Limits: a string is escaped in a scratch buffer of at most 6 x XS_STR_MAX
+ * bytes; without a sink the output stops at XS_OUT_MAX (-E2BIG).
  */
 #include <errno.h>
 #include <math.h>
@@ -13,14 +13,14 @@
 
 #include "xprofs/xspace.h"
 
-void dec_out_init(struct dec_out *o, const struct xprofs_sink *sink)
+void xs_out_init(struct xs_out *o, const struct xprofs_sink *sink)
 {
 	memset(o, 0, sizeof(*o));
 	o->sink = sink;
-	xprofs_buf_init(&o->esc, DEC_STR_MAX * 6 + 64);
+	xprofs_buf_init(&o->esc, XS_STR_MAX * 6 + 64);
 }
 
-void dec_out_deinit(struct dec_out *o)
+void xs_out_deinit(struct xs_out *o)
 {
 	free(o->buf);
 	o->buf = NULL;
@@ -28,7 +28,7 @@ void dec_out_deinit(struct dec_out *o)
 	xprofs_buf_deinit(&o->esc);
 }
 
-char *dec_out_steal(struct dec_out *o, size_t *len)
+char *xs_out_steal(struct xs_out *o, size_t *len)
 {
 	char *p = o->buf;
 
@@ -45,7 +45,7 @@ char *dec_out_steal(struct dec_out *o, size_t *len)
 	return p;
 }
 
-static int out_write(struct dec_out *o)
+static int out_write(struct xs_out *o)
 {
 	int r;
 
@@ -55,8 +55,8 @@ static int out_write(struct dec_out *o)
 	return o->r;
 }
 
-/* Make room for @n more bytes (plus a NUL for dec_out_steal()). */
-int dec_out_room(struct dec_out *o, size_t n)
+/* Make room for @n more bytes (plus a NUL for xs_out_steal()). */
+int xs_out_room(struct xs_out *o, size_t n)
 {
 	size_t cap;
 	char *p;
@@ -65,11 +65,11 @@ int dec_out_room(struct dec_out *o, size_t n)
 		return o->r;
 	if (n < o->cap - o->len)
 		return 0;
-	if (n > DEC_OUT_MAX - o->len - 1) {
+	if (n > XS_OUT_MAX - o->len - 1) {
 		o->r = -E2BIG;
 		return o->r;
 	}
-	cap = o->cap ? o->cap : (o->sink ? DEC_OUT_CHUNK : 256);
+	cap = o->cap ? o->cap : (o->sink ? XS_OUT_CHUNK : 256);
 	while (cap < o->len + n + 1)
 		cap *= 2;
 	p = realloc(o->buf, cap);
@@ -82,7 +82,7 @@ int dec_out_room(struct dec_out *o, size_t n)
 	return 0;
 }
 
-void dec_out_str(struct dec_out *o, const char *s, size_t n)
+void xs_out_str(struct xs_out *o, const char *s, size_t n)
 {
 	int r;
 
@@ -93,29 +93,29 @@ void dec_out_str(struct dec_out *o, const char *s, size_t n)
 		o->r = r;
 		return;
 	}
-	dec_out_add(o, o->esc.data, o->esc.len);
+	xs_out_add(o, o->esc.data, o->esc.len);
 }
 
-void dec_out_cstr(struct dec_out *o, const char *s)
+void xs_out_cstr(struct xs_out *o, const char *s)
 {
-	dec_out_str(o, s, strlen(s));
+	xs_out_str(o, s, strlen(s));
 }
 
-const char dec_digits2[201] = "00010203040506070809101112131415161718192021222324"
-			      "25262728293031323334353637383940414243444546474849"
-			      "50515253545556575859606162636465666768697071727374"
-			      "75767778798081828384858687888990919293949596979899";
+const char xs_digits2[201] = "00010203040506070809101112131415161718192021222324"
+			     "25262728293031323334353637383940414243444546474849"
+			     "50515253545556575859606162636465666768697071727374"
+			     "75767778798081828384858687888990919293949596979899";
 
-void dec_out_opt_double(struct dec_out *o, const char *lit, bool has, double d)
+void xs_out_opt_double(struct xs_out *o, const char *lit, bool has, double d)
 {
-	dec_out_add(o, lit, strlen(lit));
+	xs_out_add(o, lit, strlen(lit));
 	if (has)
-		dec_out_double(o, d);
+		xs_out_double(o, d);
 	else
 		OUT_LIT(o, "null");
 }
 
-void dec_out_double(struct dec_out *o, double d)
+void xs_out_double(struct xs_out *o, double d)
 {
 	char buf[40];
 	int n;
@@ -126,23 +126,23 @@ void dec_out_double(struct dec_out *o, double d)
 	}
 	/* integral values (counters mostly) need no printf */
 	if (d > -9007199254740992.0 && d < 9007199254740992.0 && d == (double)(int64_t)d) {
-		dec_out_i64(o, (int64_t)d);
+		xs_out_i64(o, (int64_t)d);
 		return;
 	}
 	n = snprintf(buf, sizeof(buf), "%.15g", d);
 	if (strtod(buf, NULL) != d)
 		n = snprintf(buf, sizeof(buf), "%.17g", d);
-	dec_out_add(o, buf, (size_t)n);
+	xs_out_add(o, buf, (size_t)n);
 }
 
-int dec_out_flush(struct dec_out *o, bool force)
+int xs_out_flush(struct xs_out *o, bool force)
 {
 	if (o->r || !o->sink || !force)
 		return o->r;
 	return out_write(o);
 }
 
-int dec_json_dup(const char *s, size_t n, char **out, size_t *out_len)
+int xs_json_dup(const char *s, size_t n, char **out, size_t *out_len)
 {
 	struct xprofs_buf b;
 	int r;

@@ -3,16 +3,16 @@
  *
  * Design: the cache is two arrays parallel to the plane's key indexes (event
  * and stat metadata), filled on demand by one loader, md_load(), and dropped
- * entirely when it passes DEC_MD_BUDGET bytes (checked between events) or
+ * entirely when it passes XS_MD_BUDGET bytes (checked between events) or
  * when the render moves to another plane, so memory is O(metadata entries)
- * + DEC_MD_BUDGET whatever the profile size. Names are kept pre-escaped as
+ * + XS_MD_BUDGET whatever the profile size. Names are kept pre-escaped as
  * JSON and an event metadata's own stats pre-rendered, since the views
  * write them once per event. The plane's metadata region is read into the
- * metadata window in one go when it is at most dec_md_region_max (16 MiB);
+ * metadata window in one go when it is at most xs_md_region_max (16 MiB);
  * larger regions are read entry by entry with 16 KiB refills (look-ups come
  * in no particular order).
  *
- * Limits: names are cut at DEC_STR_MAX; a missing entry reads as the empty
+ * Limits: names are cut at XS_STR_MAX; a missing entry reads as the empty
  * name with no stats.
  */
 #include <errno.h>
@@ -21,27 +21,27 @@
 
 #include "xprofs/xspace.h"
 
-size_t dec_md_region_max = (size_t)16 << 20;
+size_t xs_md_region_max = (size_t)16 << 20;
 
-static struct dec_stmd empty_stmd = {
+static struct xs_stmd empty_stmd = {
 	.loaded = true, .name = (char *)"", .json = (char *)"\"\":", .json_len = 2};
-struct dec_evmd dec_empty_evmd = {.loaded = true,
-				  .name = (char *)"",
-				  .name_json = (char *)"\"\"",
-				  .name_json_len = 2,
-				  .full_json = (char *)"\"\"",
-				  .full_json_len = 2,
-				  .stats_json = (char *)"",
-				  .group = -1};
+struct xs_evmd xs_empty_evmd = {.loaded = true,
+				.name = (char *)"",
+				.name_json = (char *)"\"\"",
+				.name_json_len = 2,
+				.full_json = (char *)"\"\"",
+				.full_json_len = 2,
+				.stats_json = (char *)"",
+				.group = -1};
 
-static void stmd_clear(struct dec_stmd *s)
+static void stmd_clear(struct xs_stmd *s)
 {
 	free(s->name);
 	free(s->json);
 	memset(s, 0, sizeof(*s));
 }
 
-static void evmd_clear(const struct dec_rctx *rc, struct dec_evmd *e)
+static void evmd_clear(const struct xs_rctx *rc, struct xs_evmd *e)
 {
 	free(e->name);
 	free(e->name_json);
@@ -55,9 +55,9 @@ static void evmd_clear(const struct dec_rctx *rc, struct dec_evmd *e)
 	memset(e, 0, sizeof(*e));
 }
 
-void dec_md_drop(struct dec_rctx *rc)
+void xs_md_drop(struct xs_rctx *rc)
 {
-	const struct dec_plane *p;
+	const struct xs_plane *p;
 
 	if (rc->plane >= rc->x->n_planes)
 		return;
@@ -71,13 +71,13 @@ void dec_md_drop(struct dec_rctx *rc)
 	rc->md_bytes = 0;
 }
 
-int dec_plane_enter(struct dec_rctx *rc, size_t pi)
+int xs_plane_enter(struct xs_rctx *rc, size_t pi)
 {
-	const struct dec_plane *p = &rc->x->planes[pi];
+	const struct xs_plane *p = &rc->x->planes[pi];
 
 	if (rc->plane == pi)
 		return 0;
-	dec_md_drop(rc);
+	xs_md_drop(rc);
 	free(rc->evmd);
 	free(rc->stmd);
 	rc->evmd = calloc(p->ev.n + 1, sizeof(*rc->evmd));
@@ -96,11 +96,11 @@ int dec_plane_enter(struct dec_rctx *rc, size_t pi)
 	 * metadata region into the metadata window at once when it is small
 	 * enough, so that look-ups never refill.
 	 */
-	if (!rc->md.base && p->md_hi > p->md_lo && p->md_hi - p->md_lo <= dec_md_region_max) {
+	if (!rc->md.base && p->md_hi > p->md_lo && p->md_hi - p->md_lo <= xs_md_region_max) {
 		const uint8_t *q;
 
-		rc->md.win_pref = DEC_WIN_SIZE;
-		return dec_at(&rc->md, p->md_lo, (size_t)(p->md_hi - p->md_lo), &q);
+		rc->md.win_pref = WIRE_WIN_SIZE;
+		return wire_at(&rc->md, p->md_lo, (size_t)(p->md_hi - p->md_lo), &q);
 	}
 	/* a huge region is read entry by entry: small refills, no 1 MiB per miss */
 	rc->md.win_pref = (size_t)16 << 10;
@@ -112,23 +112,23 @@ int dec_plane_enter(struct dec_rctx *rc, size_t pi)
  * @disp is not NULL, the display name (XEVMD_F_DISPLAY_NAME) of the metadata
  * message at the cursor. *name and *disp: caller owns (free()), NULL if absent.
  */
-static int md_names(struct dec_cur *c, const char *msg, char **name, size_t *name_len, char **disp,
+static int md_names(struct wire_cur *c, const char *msg, char **name, size_t *name_len, char **disp,
 		    size_t *disp_len)
 {
 	uint32_t f;
 	int wt, r;
 
 	while (c->pos < c->end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == XEVMD_F_NAME || (disp && f == XEVMD_F_DISPLAY_NAME)) {
-			if ((r = dec_expect(c, wt, WT_LEN, msg, f)) < 0)
+			if ((r = wire_expect(c, wt, WT_LEN, msg, f)) < 0)
 				return r;
-			r = f == XEVMD_F_NAME ? dec_string(c, DEC_STR_MAX, name, name_len)
-					      : dec_string(c, DEC_STR_MAX, disp, disp_len);
+			r = f == XEVMD_F_NAME ? wire_string(c, XS_STR_MAX, name, name_len)
+					      : wire_string(c, XS_STR_MAX, disp, disp_len);
 			if (r < 0)
 				return r;
-		} else if ((r = dec_skip(c, wt)) < 0) {
+		} else if ((r = wire_skip(c, wt)) < 0) {
 			return r;
 		}
 	}
@@ -136,7 +136,7 @@ static int md_names(struct dec_cur *c, const char *msg, char **name, size_t *nam
 }
 
 /* Decode the XStatMetadata at the metadata cursor into @s (cleared on failure). */
-static int stmd_fill(struct dec_rctx *rc, struct dec_stmd *s)
+static int stmd_fill(struct xs_rctx *rc, struct xs_stmd *s)
 {
 	char *kj;
 	int r;
@@ -147,7 +147,7 @@ static int stmd_fill(struct dec_rctx *rc, struct dec_stmd *s)
 		r = -ENOMEM;
 		goto out;
 	}
-	if ((r = dec_json_dup(s->name, s->name_len, &s->json, &s->json_len)) < 0)
+	if ((r = xs_json_dup(s->name, s->name_len, &s->json, &s->json_len)) < 0)
 		goto out;
 	/* keep a ':' after the name: stats write (json, json_len + 1) as their key */
 	if (!(kj = realloc(s->json, s->json_len + 2))) {
@@ -166,7 +166,7 @@ out:
 }
 
 /* The names of @e: the display name when set, the full name kept as JSON. Consumes *disp. */
-static int evmd_set_names(struct dec_evmd *e, const char *full, size_t full_len, char **disp,
+static int evmd_set_names(struct xs_evmd *e, const char *full, size_t full_len, char **disp,
 			  size_t disp_len)
 {
 	int r;
@@ -182,29 +182,29 @@ static int evmd_set_names(struct dec_evmd *e, const char *full, size_t full_len,
 		memcpy(e->name, full, full_len + 1);
 		e->name_len = full_len;
 	}
-	if ((r = dec_json_dup(e->name, e->name_len, &e->name_json, &e->name_json_len)) < 0 ||
-	    (r = dec_json_dup(full, full_len, &e->full_json, &e->full_json_len)) < 0)
+	if ((r = xs_json_dup(e->name, e->name_len, &e->name_json, &e->name_json_len)) < 0 ||
+	    (r = xs_json_dup(full, full_len, &e->full_json, &e->full_json_len)) < 0)
 		return r;
 	return 0;
 }
 
 /* Decode the XEventMetadata [off, off+len) at the metadata cursor into @e (cleared on failure). */
-static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint64_t len)
+static int evmd_fill(struct xs_rctx *rc, struct xs_evmd *e, uint64_t off, uint64_t len)
 {
 	char *full = NULL, *disp = NULL;
 	size_t full_len = 0, disp_len = 0;
-	struct dec_opstats os = {.strings = true};
-	struct dec_render_arg ra;
-	struct dec_out so;
+	struct xs_opstats os = {.strings = true};
+	struct xs_render_arg ra;
+	struct xs_out so;
 	int r;
 
-	dec_out_init(&so, NULL);
+	xs_out_init(&so, NULL);
 	if ((r = md_names(&rc->md, "XEventMetadata", &full, &full_len, &disp, &disp_len)) < 0)
 		goto out;
 	ra.o = &so;
 	ra.first = true;
-	if ((r = dec_walk_stats(rc, &rc->md, off, len, XEVMD_F_STATS, dec_render_stat, &ra)) < 0 ||
-	    (r = dec_walk_stats(rc, &rc->md, off, len, XEVMD_F_STATS, dec_collect_stat, &os)) < 0)
+	if ((r = xs_walk_stats(rc, &rc->md, off, len, XEVMD_F_STATS, xs_render_stat, &ra)) < 0 ||
+	    (r = xs_walk_stats(rc, &rc->md, off, len, XEVMD_F_STATS, xs_collect_stat, &os)) < 0)
 		goto out;
 	if ((r = so.r) < 0)
 		goto out;
@@ -216,7 +216,7 @@ static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint
 		goto out;
 	if ((r = evmd_set_names(e, full, full_len, &disp, disp_len)) < 0)
 		goto out;
-	e->stats_json = dec_out_steal(&so, &e->stats_json_len);
+	e->stats_json = xs_out_steal(&so, &e->stats_json_len);
 	if (!e->stats_json && !(e->stats_json = strdup(""))) {
 		r = -ENOMEM;
 		goto out;
@@ -243,36 +243,36 @@ static int evmd_fill(struct dec_rctx *rc, struct dec_evmd *e, uint64_t off, uint
 out:
 	if (r < 0)
 		evmd_clear(rc, e);
-	dec_opstats_clear(&os);
-	dec_out_deinit(&so);
+	xs_opstats_clear(&os);
+	xs_out_deinit(&so);
 	free(full);
 	free(disp);
 	return r;
 }
 
-int dec_md_load(struct dec_rctx *rc, enum dec_md_kind kind, int64_t key, void **out)
+int xs_md_load(struct xs_rctx *rc, enum xs_md_kind kind, int64_t key, void **out)
 {
-	const struct dec_plane *p = &rc->x->planes[rc->plane];
-	const struct dec_mdix *ix = kind == DEC_MD_EVENT ? &p->ev : &p->st;
-	ssize_t k = dec_md_find(ix, key);
-	struct dec_cur *c = &rc->md;
+	const struct xs_plane *p = &rc->x->planes[rc->plane];
+	const struct xs_mdix *ix = kind == XS_MD_EVENT ? &p->ev : &p->st;
+	ssize_t k = xs_md_find(ix, key);
+	struct wire_cur *c = &rc->md;
 	uint64_t pos = c->pos, end = c->end;
-	const struct dec_md *m;
+	const struct xs_md *m;
 	int r = 0;
 
 	if (k < 0) {
-		*out = kind == DEC_MD_EVENT ? (void *)&dec_empty_evmd : (void *)&empty_stmd;
+		*out = kind == XS_MD_EVENT ? (void *)&xs_empty_evmd : (void *)&empty_stmd;
 		return 0;
 	}
-	*out = kind == DEC_MD_EVENT ? (void *)&rc->evmd[k] : (void *)&rc->stmd[k];
-	if (kind == DEC_MD_EVENT ? rc->evmd[k].loaded : rc->stmd[k].loaded)
+	*out = kind == XS_MD_EVENT ? (void *)&rc->evmd[k] : (void *)&rc->stmd[k];
+	if (kind == XS_MD_EVENT ? rc->evmd[k].loaded : rc->stmd[k].loaded)
 		return 0;
 	/* decode the entry with the metadata cursor narrowed to it */
 	m = &ix->md[k];
 	c->pos = m->off;
 	c->end = m->off + m->len;
-	r = kind == DEC_MD_EVENT ? evmd_fill(rc, &rc->evmd[k], m->off, m->len)
-				 : stmd_fill(rc, &rc->stmd[k]);
+	r = kind == XS_MD_EVENT ? evmd_fill(rc, &rc->evmd[k], m->off, m->len)
+				: stmd_fill(rc, &rc->stmd[k]);
 	c->pos = pos;
 	c->end = end;
 	return r;

@@ -6,7 +6,7 @@
  * derived_timeline.cc orders them, so that each stream's derived lines can
  * follow it) and which derived line names a plane already holds.
  *
- * Design: computed once after the index (dec_derived_assign()), so every
+ * Design: computed once after the index (xs_derived_assign()), so every
  * render and slice shares it; the derivation itself is trace/'s
  * (trace/derive-gpu.c). Limits: at most MAX_STREAMS streams of a plane get
  * derived lines; the rest keep their display ids.
@@ -22,7 +22,7 @@
 /* streams that get derived lines: next + PER_STREAM must stay within the device range */
 #define MAX_STREAMS ((TID_DEVICE_DERIVED_MAX - TID_DEVICE_DERIVED_MIN) / PER_STREAM)
 
-const char *const dec_derived_names[DL_COUNT] = {
+const char *const xs_derived_names[DL_COUNT] = {
 	[DL_MODULE] = "XLA Modules",              /* kXlaModuleLineName */
 	[DL_HLO_OP] = "XLA Ops",                  /* kXlaOpLineName */
 	[DL_NAME_SCOPE] = "Framework Name Scope", /* kTensorFlowNameScopeLineName */
@@ -30,7 +30,7 @@ const char *const dec_derived_names[DL_COUNT] = {
 	[DL_SOURCE] = "Source code",              /* kSourceLineName */
 };
 
-bool dec_derived_tid(int64_t id)
+bool xs_derived_tid(int64_t id)
 {
 	int32_t t = (int32_t)id; /* IsDerivedThreadId() takes an int */
 
@@ -57,22 +57,22 @@ static int cmp_ord(const void *a, const void *b)
 }
 
 /* Which derived line names plane @p already holds (bit per DL_*): those are not derived again. */
-static uint8_t plane_has(const struct xprofs_xspace *x, const struct dec_plane *p)
+static uint8_t plane_has(const struct xprofs_xspace *x, const struct xs_plane *p)
 {
 	uint8_t have = 0;
 
 	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct dec_line *l = &x->lines[p->first_line + j];
+		const struct xs_line *l = &x->lines[p->first_line + j];
 
 		for (int k = 0; k < DL_COUNT; k++)
-			if (dec_derived_names[k] &&
-			    dec_str_eq(l->name, l->name_len, dec_derived_names[k]))
+			if (xs_derived_names[k] &&
+			    xs_str_eq(l->name, l->name_len, xs_derived_names[k]))
 				have |= (uint8_t)(1u << k);
 	}
 	return have;
 }
 
-static int order_plane(struct xprofs_xspace *x, struct dec_plane *p)
+static int order_plane(struct xprofs_xspace *x, struct xs_plane *p)
 {
 	struct ord *o = calloc(p->n_lines ? p->n_lines : 1, sizeof(*o));
 	size_t n = 0;
@@ -81,9 +81,9 @@ static int order_plane(struct xprofs_xspace *x, struct dec_plane *p)
 		return -ENOMEM;
 	p->derived_have = plane_has(x, p);
 	for (size_t j = 0; j < p->n_lines; j++) {
-		struct dec_line *l = &x->lines[p->first_line + j];
+		struct xs_line *l = &x->lines[p->first_line + j];
 
-		if (dec_derived_tid(l->id))
+		if (xs_derived_tid(l->id))
 			continue;
 		o[n].li = p->first_line + j;
 		o[n].compute = l->name && memmem(l->name, l->name_len, "Compute", 7) != NULL;
@@ -100,18 +100,18 @@ static int order_plane(struct xprofs_xspace *x, struct dec_plane *p)
 	return 0;
 }
 
-int dec_derived_assign(struct xprofs_xspace *x)
+int xs_derived_assign(struct xprofs_xspace *x)
 {
 	int r;
 
 	for (size_t i = 0; i < x->n_lines; i++) {
-		struct dec_line *l = &x->lines[i];
+		struct xs_line *l = &x->lines[i];
 
 		l->trace_tid = (uint32_t)(l->display_id ? l->display_id : l->id);
 		l->derive_slot = -1;
 	}
 	for (size_t i = 0; i < x->n_planes; i++)
-		if (dec_plane_is_gpu(&x->planes[i]) && (r = order_plane(x, &x->planes[i])) < 0)
+		if (xs_plane_is_gpu(&x->planes[i]) && (r = order_plane(x, &x->planes[i])) < 0)
 			return r;
 	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * parts.c - an ordered render on several threads: dec_parts_run().
+ * parts.c - an ordered render on several threads: xs_parts_run().
  *
  * Design: the parts are taken in order from one counter. The caller's
  * thread takes the next part when its turn comes and nobody has it yet, and
@@ -36,11 +36,11 @@ struct part {
 	bool done; /* the helper is finished with it */
 };
 
-/* What the threads of one dec_parts_run() share. */
+/* What the threads of one xs_parts_run() share. */
 struct parts {
-	struct dec_rctx *rc; /* the caller's: settings copied from it */
+	struct xs_rctx *rc; /* the caller's: settings copied from it */
 	size_t n;
-	dec_part_fn fn;
+	xs_part_fn fn;
 	void *arg;
 	struct part *p; /* owned: [n] */
 	pthread_mutex_t mu;
@@ -65,34 +65,34 @@ static int spill_write(void *arg, const void *p, size_t n)
 }
 
 /* Make part @i of @t on @rc into file @fd; 0 or -errno. */
-static int helper_part(struct parts *t, struct dec_rctx *rc, size_t i, int fd)
+static int helper_part(struct parts *t, struct xs_rctx *rc, size_t i, int fd)
 {
 	struct spill_sink ss = {.fd = fd, .stop = &t->stop};
 	struct xprofs_sink sink = {.write = spill_write, .arg = &ss};
-	struct dec_out o;
+	struct xs_out o;
 	int r;
 
-	dec_out_init(&o, &sink);
+	xs_out_init(&o, &sink);
 	r = t->fn(rc, i, &o, t->arg);
 	if (r == 0)
 		r = o.r;
 	if (r == 0)
-		r = dec_out_flush(&o, true);
-	dec_out_deinit(&o);
+		r = xs_out_flush(&o, true);
+	xs_out_deinit(&o);
 	return r;
 }
 
-static bool take_ahead(struct parts *t, struct dec_rctx *rc);
+static bool take_ahead(struct parts *t, struct xs_rctx *rc);
 
 /* A helper thread: makes the next part not yet taken until none is left or the caller failed. */
 static void *helper(void *arg)
 {
 	struct parts *t = arg;
 	struct xprofs_buf err;
-	struct dec_rctx rc;
+	struct xs_rctx rc;
 
 	xprofs_buf_init(&err, (size_t)64 << 10);
-	dec_rctx_child(&rc, t->rc, &err);
+	xs_rctx_child(&rc, t->rc, &err);
 	pthread_mutex_lock(&t->mu);
 	while (!atomic_load(&t->stop)) {
 		xprofs_buf_reset(&err);
@@ -100,13 +100,13 @@ static void *helper(void *arg)
 			break;
 	}
 	pthread_mutex_unlock(&t->mu);
-	dec_rctx_deinit(&rc);
+	xs_rctx_deinit(&rc);
 	xprofs_buf_deinit(&err);
 	return NULL;
 }
 
 /* Append file @fd (a part made ahead) to @o: straight to its sink when it has one. */
-static int copy_part(int fd, struct dec_out *o)
+static int copy_part(int fd, struct xs_out *o)
 {
 	size_t cap = (size_t)1 << 20;
 	char *buf = malloc(cap);
@@ -115,7 +115,7 @@ static int copy_part(int fd, struct dec_out *o)
 
 	if (!buf)
 		return -ENOMEM;
-	if ((r = dec_out_flush(o, true)) < 0)
+	if ((r = xs_out_flush(o, true)) < 0)
 		goto out;
 	for (;;) {
 		ssize_t k = xprofs_pread_full(fd, buf, cap, (uint64_t)at);
@@ -132,7 +132,7 @@ static int copy_part(int fd, struct dec_out *o)
 				break;
 			}
 		} else {
-			dec_out_add(o, buf, (size_t)k);
+			xs_out_add(o, buf, (size_t)k);
 			if ((r = o->r) < 0)
 				break;
 		}
@@ -148,7 +148,7 @@ out:
  * holds t->mu, which is released while the part is made); false when none is
  * left or no file can be had.
  */
-static bool take_ahead(struct parts *t, struct dec_rctx *rc)
+static bool take_ahead(struct parts *t, struct xs_rctx *rc)
 {
 	size_t i;
 	int fd, r;
@@ -175,15 +175,15 @@ static bool take_ahead(struct parts *t, struct dec_rctx *rc)
 	return true;
 }
 
-int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, struct dec_out *o)
+int xs_parts_run(struct xs_rctx *rc, size_t n, xs_part_fn fn, void *arg, struct xs_out *o)
 {
-	pthread_t th[DEC_THREADS_MAX];
+	pthread_t th[XS_THREADS_MAX];
 	struct parts t = {.rc = rc, .n = n, .fn = fn, .arg = arg};
 	unsigned want = rc->x->threads;
 	size_t nth = 0, out = 0;
 	/* parts this thread makes ahead: a context of their own, so their messages never
 	 * reach rc->err (which keeps the first: that of the first part failing in order) */
-	struct dec_rctx ahead;
+	struct xs_rctx ahead;
 	struct xprofs_buf ahead_err;
 	bool have_ahead = false;
 	int r = 0;
@@ -201,7 +201,7 @@ int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, stru
 	pthread_mutex_init(&t.mu, NULL);
 	pthread_cond_init(&t.cv, NULL);
 	atomic_init(&t.stop, false);
-	for (size_t k = 1; k < want && k < n && k < DEC_THREADS_MAX; k++) {
+	for (size_t k = 1; k < want && k < n && k < XS_THREADS_MAX; k++) {
 		if (pthread_create(&th[nth], NULL, helper, &t) != 0)
 			break; /* fewer threads is fine */
 		nth++;
@@ -222,7 +222,7 @@ int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, stru
 		} else if (!p->done) {
 			if (!have_ahead) {
 				xprofs_buf_init(&ahead_err, (size_t)64 << 10);
-				dec_rctx_child(&ahead, rc, &ahead_err);
+				xs_rctx_child(&ahead, rc, &ahead_err);
 				have_ahead = true;
 			}
 			xprofs_buf_reset(&ahead_err);
@@ -251,7 +251,7 @@ int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, stru
 		if (t.p[i].fd >= 0)
 			close(t.p[i].fd);
 	if (have_ahead) {
-		dec_rctx_deinit(&ahead);
+		xs_rctx_deinit(&ahead);
 		xprofs_buf_deinit(&ahead_err);
 	}
 	pthread_cond_destroy(&t.cv);

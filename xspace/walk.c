@@ -2,13 +2,13 @@
  * walk.c - the per-render context, the walk over one line's events, and
  * the threads a render's independent tasks run on.
  *
- * Design: a render owns a struct dec_rctx (two cursors and the metadata
- * cache, see metadata.c) and a struct dec_out; the views stream each line's
- * events once through dec_line_begin()/dec_line_next(), holding one event at
+ * Design: a render owns a struct xs_rctx (two cursors and the metadata
+ * cache, see metadata.c) and a struct xs_out; the views stream each line's
+ * events once through xs_line_begin()/xs_line_next(), holding one event at
  * a time. The common event (tag, short length, wholly in the window) is
- * parsed inline by dec_event_fast(); dec_line_next_slow() takes any other
+ * parsed inline by xs_event_fast(); xs_line_next_slow() takes any other
  * field order or size. Output already written before a failure is not
- * retracted; the reason goes to @err once. dec_tasks_run() splits a view's
+ * retracted; the reason goes to @err once. xs_tasks_run() splits a view's
  * independent parts over the profile's thread allowance (x->threads), each
  * thread with a render context of its own; the tasks' results land in
  * their own slots and the lowest failing task's error is the one reported,
@@ -23,32 +23,32 @@
 
 #include "xprofs/xspace.h"
 
-void dec_rctx_init(struct dec_rctx *rc, struct xprofs_xspace *x, struct xprofs_buf *err)
+void xs_rctx_init(struct xs_rctx *rc, struct xprofs_xspace *x, struct xprofs_buf *err)
 {
 	memset(rc, 0, sizeof(*rc));
 	rc->x = x;
 	rc->err = err;
 	rc->plane = SIZE_MAX;
-	dec_cur_init(&rc->ev, x->r, err);
-	dec_cur_init(&rc->md, x->r, err);
-	xprofs_buf_init(&rc->tmp, DEC_STR_MAX + 64);
+	wire_cur_init(&rc->ev, x->r, err);
+	wire_cur_init(&rc->md, x->r, err);
+	xprofs_buf_init(&rc->tmp, XS_STR_MAX + 64);
 }
 
-void dec_rctx_deinit(struct dec_rctx *rc)
+void xs_rctx_deinit(struct xs_rctx *rc)
 {
-	dec_md_drop(rc);
+	xs_md_drop(rc);
 	free(rc->evmd);
 	free(rc->stmd);
-	dec_cur_deinit(&rc->ev);
-	dec_cur_deinit(&rc->md);
+	wire_cur_deinit(&rc->ev);
+	wire_cur_deinit(&rc->md);
 	xprofs_buf_deinit(&rc->tmp);
 	if (rc->view_data_free)
 		rc->view_data_free(rc->view_data);
 }
 
-void dec_rctx_child(struct dec_rctx *rc, const struct dec_rctx *parent, struct xprofs_buf *err)
+void xs_rctx_child(struct xs_rctx *rc, const struct xs_rctx *parent, struct xprofs_buf *err)
 {
-	dec_rctx_init(rc, parent->x, err);
+	xs_rctx_init(rc, parent->x, err);
 	rc->host = parent->host;
 	rc->win = parent->win;
 	rc->win_from = parent->win_from;
@@ -57,35 +57,35 @@ void dec_rctx_child(struct dec_rctx *rc, const struct dec_rctx *parent, struct x
 	rc->in_task = true;
 }
 
-int dec_line_begin(struct dec_rctx *rc, size_t li, struct dec_line_it *it)
+int xs_line_begin(struct xs_rctx *rc, size_t li, struct xs_line_it *it)
 {
-	const struct dec_line *l = &rc->x->lines[li];
+	const struct xs_line *l = &rc->x->lines[li];
 	int r;
 
-	if ((r = dec_plane_enter(rc, l->plane)) < 0)
+	if ((r = xs_plane_enter(rc, l->plane)) < 0)
 		return r;
 	it->rc = rc;
 	it->l = l;
 	it->end = l->msg.off + l->msg.len;
-	it->base_ps = dec_line_base_ps(l->timestamp_ns);
+	it->base_ps = xs_line_base_ps(l->timestamp_ns);
 	rc->ev.pos = l->msg.off;
 	rc->ev.end = it->end;
 	return 0;
 }
 
-/* Any field order, events of any size (dec_event_fast() takes the common case). */
-int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *off, uint64_t *len)
+/* Any field order, events of any size (xs_event_fast() takes the common case). */
+int xs_line_next_slow(struct xs_line_it *it, struct xs_evhdr *h, uint64_t *off, uint64_t *len)
 {
-	struct dec_cur *c = &it->rc->ev;
+	struct wire_cur *c = &it->rc->ev;
 	const uint8_t *p;
 	int r;
 
-	if ((r = dec_next_len_field(c, it->end, "XLine", XLINE_F_EVENTS, len)) <= 0)
+	if ((r = wire_next_len_field(c, it->end, "XLine", XLINE_F_EVENTS, len)) <= 0)
 		return r;
-	if ((r = dec_at(c, c->pos, (size_t)*len, &p)) < 0)
+	if ((r = wire_at(c, c->pos, (size_t)*len, &p)) < 0)
 		return r;
-	if (dec_parse_event(p, p + *len, h) < 0)
-		return dec_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
+	if (xs_parse_event(p, p + *len, h) < 0)
+		return wire_fail(c, "malformed XEvent at offset %" PRIu64, c->pos);
 	*off = c->pos;
 	c->pos += *len;
 	return 1;
@@ -96,9 +96,9 @@ int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *of
  * which every event ends at or before the window start (max_end is a
  * running maximum, so that is a prefix: binary search).
  */
-static void win_seek(struct dec_rctx *rc, struct dec_line_it *it)
+static void win_seek(struct xs_rctx *rc, struct xs_line_it *it)
 {
-	const struct dec_line *l = it->l;
+	const struct xs_line *l = it->l;
 	xprofs_ps128 from = rc->win_from - (xprofs_ps128)l->timestamp_ns * 1000;
 	size_t lo = 0, hi = l->n_ckpt;
 
@@ -115,8 +115,7 @@ static void win_seek(struct dec_rctx *rc, struct dec_line_it *it)
 }
 
 /* win_test() - event @e in a slice: 0 keep, 1 skip, 2 nothing more of the line overlaps. */
-static int win_test(const struct dec_rctx *rc, const struct dec_line_it *it,
-		    const struct dec_event *e)
+static int win_test(const struct xs_rctx *rc, const struct xs_line_it *it, const struct xs_event *e)
 {
 	xprofs_ps128 start = (xprofs_ps128)it->l->timestamp_ns * 1000 + e->offset_ps;
 
@@ -127,18 +126,18 @@ static int win_test(const struct dec_rctx *rc, const struct dec_line_it *it,
 	return 0;
 }
 
-int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg)
+int xs_line_each(struct xs_rctx *rc, size_t li, xs_stop_fn stop, xs_event_fn fn, void *arg)
 {
-	struct dec_line_it it;
-	struct dec_event e;
-	struct dec_evmd *m;
+	struct xs_line_it it;
+	struct xs_event e;
+	struct xs_evmd *m;
 	int r, w;
 
-	if ((r = dec_line_begin(rc, li, &it)) < 0)
+	if ((r = xs_line_begin(rc, li, &it)) < 0)
 		return r;
 	if (rc->win)
 		win_seek(rc, &it);
-	while ((r = dec_line_next(&it, &e)) > 0) {
+	while ((r = xs_line_next(&it, &e)) > 0) {
 		if (rc->win && (w = win_test(rc, &it, &e)) != 0) {
 			if (w == 2)
 				return 0;
@@ -146,30 +145,30 @@ int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn
 		}
 		if (stop && stop(arg))
 			return 0;
-		dec_md_gc(rc);
-		if ((r = dec_md_event(rc, e.md, &m)) < 0 || (r = fn(rc, &e, m, arg)) < 0)
+		xs_md_gc(rc);
+		if ((r = xs_md_event(rc, e.md, &m)) < 0 || (r = fn(rc, &e, m, arg)) < 0)
 			return r;
 	}
 	return r;
 }
 
-int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
-		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg)
+int xs_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
+		 int (*fn)(struct xs_rctx *rc, void *arg), void *arg)
 {
-	struct dec_rctx rc;
+	struct xs_rctx rc;
 	int r;
 
-	dec_rctx_init(&rc, x, err);
+	xs_rctx_init(&rc, x, err);
 	r = fn(&rc, arg);
-	dec_rctx_deinit(&rc);
+	xs_rctx_deinit(&rc);
 	return r;
 }
 
-/* What the threads of one dec_tasks_run() share. */
+/* What the threads of one xs_tasks_run() share. */
 struct tasks {
-	struct dec_rctx *rc; /* the caller's: settings copied from it */
+	struct xs_rctx *rc; /* the caller's: settings copied from it */
 	size_t n;
-	dec_task_fn fn;
+	xs_task_fn fn;
 	void *arg;
 	size_t *order;        /* owned: the tasks, costliest first */
 	atomic_size_t next;   /* the next task to take (index into order) */
@@ -178,16 +177,16 @@ struct tasks {
 	char **msg;           /* owned: each failed task's message (NULL: none) */
 };
 
-/* A thread of dec_tasks_run(): takes tasks in order until none is left (or one before failed). */
+/* A thread of xs_tasks_run(): takes tasks in order until none is left (or one before failed). */
 static void *tasks_worker(void *arg)
 {
 	struct tasks *t = arg;
 	struct xprofs_buf err;
-	struct dec_rctx rc;
+	struct xs_rctx rc;
 	size_t i;
 
 	xprofs_buf_init(&err, (size_t)64 << 10);
-	dec_rctx_child(&rc, t->rc, &err);
+	xs_rctx_child(&rc, t->rc, &err);
 	while ((i = atomic_fetch_add(&t->next, 1)) < t->n) {
 		size_t f = atomic_load(&t->failed);
 
@@ -201,7 +200,7 @@ static void *tasks_worker(void *arg)
 				;
 		}
 	}
-	dec_rctx_deinit(&rc);
+	xs_rctx_deinit(&rc);
 	xprofs_buf_deinit(&err);
 	return NULL;
 }
@@ -221,9 +220,9 @@ static int task_key_cmp(const void *a, const void *b)
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_fn cost, void *arg)
+int xs_tasks_run(struct xs_rctx *rc, size_t n, xs_task_fn fn, xs_task_cost_fn cost, void *arg)
 {
-	pthread_t th[DEC_THREADS_MAX];
+	pthread_t th[XS_THREADS_MAX];
 	struct tasks t = {.rc = rc, .n = n, .fn = fn, .arg = arg};
 	struct task_key *key = NULL;
 	size_t nth = 0, f;
@@ -251,7 +250,7 @@ int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_f
 	qsort(key, n, sizeof(*key), task_key_cmp);
 	for (size_t i = 0; i < n; i++)
 		t.order[i] = key[i].i;
-	for (size_t k = 1; k < want && k < n && k < DEC_THREADS_MAX; k++) {
+	for (size_t k = 1; k < want && k < n && k < XS_THREADS_MAX; k++) {
 		if (pthread_create(&th[nth], NULL, tasks_worker, &t) != 0)
 			break; /* fewer threads is fine */
 		nth++;

@@ -22,12 +22,12 @@
 
 #include "xprofs/xspace.h"
 
-bool dec_plane_is_device(const struct dec_plane *p)
+bool xs_plane_is_device(const struct xs_plane *p)
 {
 	return !strncmp(p->name, "/device:", 8);
 }
 
-bool dec_plane_is_gpu(const struct dec_plane *p)
+bool xs_plane_is_gpu(const struct xs_plane *p)
 {
 	return !strncmp(p->name, "/device:GPU:", 12);
 }
@@ -83,7 +83,7 @@ static char *name_encode_max(const char *name, size_t len, size_t max)
 	return s;
 }
 
-char *xprofs_decode_name_encode(const char *name, size_t len)
+char *xprofs_xspace_name_encode(const char *name, size_t len)
 {
 	return name_encode_max(name ? name : "", name ? len : 0, NAME_FILE_MAX);
 }
@@ -99,7 +99,7 @@ static int hexval(char c)
 	return -1;
 }
 
-char *xprofs_decode_name_decode(const char *file, size_t *len)
+char *xprofs_xspace_name_decode(const char *file, size_t *len)
 {
 	size_t n, o = 0;
 	char *s;
@@ -230,10 +230,10 @@ static int ix_names(struct xprofs_xspace *x)
 	for (size_t i = 0; i < x->n_planes; i++)
 		x->planes[i].file = files[i];
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
-		struct dec_plane *p = &x->planes[pi];
+		struct xs_plane *p = &x->planes[pi];
 
 		for (size_t j = 0; j < p->n_lines; j++) {
-			struct dec_line *l = &x->lines[p->first_line + j];
+			struct xs_line *l = &x->lines[p->first_line + j];
 
 			if (!l->name && !(l->name = strdup(""))) {
 				r = -ENOMEM;
@@ -255,7 +255,7 @@ out:
 	return r;
 }
 
-static void ix_totals(struct xprofs_xspace *x, struct dec_cur *c)
+static void ix_totals(struct xprofs_xspace *x, struct wire_cur *c)
 {
 	struct xprofs_xspace_totals *t = &x->totals;
 	bool any = false;
@@ -265,7 +265,7 @@ static void ix_totals(struct xprofs_xspace *x, struct dec_cur *c)
 	t->errors = x->errors.n;
 	t->warnings = x->warnings.n;
 	for (size_t i = 0; i < x->n_planes; i++) {
-		const struct dec_plane *p = &x->planes[i];
+		const struct xs_plane *p = &x->planes[i];
 
 		t->events += p->events;
 		if (p->has_events) {
@@ -276,13 +276,13 @@ static void ix_totals(struct xprofs_xspace *x, struct dec_cur *c)
 			any = true;
 		}
 		if (!strcmp(p->name, "Task Environment")) {
-			t->start_walltime_ns = dec_plane_stat_int(p, c, "profile_start_time");
-			t->stop_walltime_ns = dec_plane_stat_int(p, c, "profile_stop_time");
+			t->start_walltime_ns = xs_plane_stat_int(p, c, "profile_start_time");
+			t->stop_walltime_ns = xs_plane_stat_int(p, c, "profile_stop_time");
 		}
 	}
 }
 
-static void strs_free(struct dec_strs *s)
+static void strs_free(struct xs_strs *s)
 {
 	for (size_t i = 0; i < s->n; i++)
 		free(s->s[i]);
@@ -295,9 +295,9 @@ struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x)
 	if (!x)
 		return NULL;
 	for (size_t i = 0; i < x->n_lines; i++)
-		dec_line_deinit(&x->lines[i]);
+		xs_line_deinit(&x->lines[i]);
 	for (size_t i = 0; i < x->n_planes; i++)
-		dec_plane_deinit(&x->planes[i]);
+		xs_plane_deinit(&x->planes[i]);
 	free(x->lines);
 	free(x->planes);
 	strs_free(&x->hostnames);
@@ -312,7 +312,7 @@ int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_x
 {
 	unsigned threads = opts && opts->threads ? opts->threads : 1;
 	struct xprofs_xspace *x;
-	struct dec_cur c;
+	struct wire_cur c;
 	int ret;
 
 	if (!r || (!r->data && !r->pread) || !out)
@@ -324,12 +324,12 @@ int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_x
 	}
 	x->r = r;
 	x->tracks_only = opts && opts->tracks_only;
-	x->threads = threads > DEC_THREADS_MAX ? DEC_THREADS_MAX : threads;
-	if ((ret = dec_index_build(x, threads, err)) < 0 || (ret = ix_names(x)) < 0)
+	x->threads = threads > XS_THREADS_MAX ? XS_THREADS_MAX : threads;
+	if ((ret = xs_index_build(x, threads, err)) < 0 || (ret = ix_names(x)) < 0)
 		goto fail;
-	dec_cur_init(&c, r, NULL);
+	wire_cur_init(&c, r, NULL);
 	ix_totals(x, &c);
-	dec_cur_deinit(&c);
+	wire_cur_deinit(&c);
 	*out = x;
 	return 0;
 fail:
@@ -376,7 +376,7 @@ int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_fi
 	if (!x || !plane_file || !line_file)
 		return -ENOENT;
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
-		const struct dec_plane *p = &x->planes[pi];
+		const struct xs_plane *p = &x->planes[pi];
 
 		if (strcmp(p->file, plane_file))
 			continue;

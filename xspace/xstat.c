@@ -5,10 +5,10 @@
  * with a callback: rendering "name":value pairs, or collecting the few stats
  * ops.json and steps.json need.
  *
- * Design: a stat is parsed into a struct dec_statv that locates its value
+ * Design: a stat is parsed into a struct xs_statv that locates its value
  * (file offset and length) instead of copying it; stats up to 4 KiB are
  * parsed from memory in one go, larger ones (long strings) through the
- * cursor. Limits: strings longer than DEC_STR_MAX and compressed strings
+ * cursor. Limits: strings longer than XS_STR_MAX and compressed strings
  * inflating past ZSTR_MAX are cut; stats with a missing metadata entry get
  * the empty name; duplicate stat names are all written (JSON parsers keep
  * the last one).
@@ -49,7 +49,7 @@ static int xstat_field_wire(uint32_t f)
  * right wire type) to @s. @v: the varint, the double's bits, or a length
  * whose bytes start at file offset @at. The value is a oneof: last one wins.
  */
-static inline void stat_field(struct dec_statv *s, uint32_t f, uint64_t v, uint64_t at)
+static inline void stat_field(struct xs_statv *s, uint32_t f, uint64_t v, uint64_t at)
 {
 	switch (f) {
 	case XSTAT_F_METADATA_ID:
@@ -74,7 +74,7 @@ static inline void stat_field(struct dec_statv *s, uint32_t f, uint64_t v, uint6
 }
 
 /* The general path: an XStat body [c->pos, c->end) of any size, read through the cursor. */
-int dec_stat_parse(struct dec_cur *c, struct dec_statv *s)
+int xs_stat_parse(struct wire_cur *c, struct xs_statv *s)
 {
 	uint64_t v, at;
 	uint32_t f;
@@ -82,21 +82,21 @@ int dec_stat_parse(struct dec_cur *c, struct dec_statv *s)
 
 	memset(s, 0, sizeof(*s));
 	while (c->pos < c->end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		if ((want = xstat_field_wire(f)) < 0) {
-			if ((r = dec_skip(c, wt)) < 0)
+			if ((r = wire_skip(c, wt)) < 0)
 				return r;
 			continue;
 		}
-		if ((r = dec_expect(c, wt, want, "XStat", f)) < 0)
+		if ((r = wire_expect(c, wt, want, "XStat", f)) < 0)
 			return r;
 		at = 0;
 		if (want == WT_VARINT)
-			r = dec_varint(c, &v);
+			r = wire_varint(c, &v);
 		else if (want == WT_I64)
-			r = dec_fixed64(c, &v);
-		else if ((r = dec_len(c, &v)) == 0)
+			r = wire_fixed64(c, &v);
+		else if ((r = wire_len(c, &v)) == 0)
 			at = c->pos, c->pos += v;
 		if (r < 0)
 			return r;
@@ -111,41 +111,41 @@ int dec_stat_parse(struct dec_cur *c, struct dec_statv *s)
  * anything else, for the general loop.
  */
 static inline int rd_stat_canonical(const uint8_t *p, const uint8_t *e, uint64_t off,
-				    struct dec_statv *s)
+				    struct xs_statv *s)
 {
 	const uint8_t *b = p, *q = p + 1;
 	uint64_t md, v = 0;
 	unsigned t;
 
-	if (e - p < 3 || p[0] != DEC_TAG(XSTAT_F_METADATA_ID, WT_VARINT) ||
-	    rd_varint(&q, e, &md) < 0 || q >= e)
+	if (e - p < 3 || p[0] != WIRE_TAG(XSTAT_F_METADATA_ID, WT_VARINT) ||
+	    wire_rd_varint(&q, e, &md) < 0 || q >= e)
 		return 0;
 	t = *q++;
 	switch (t) {
-	case DEC_TAG(XSTAT_F_UINT64, WT_VARINT):
-	case DEC_TAG(XSTAT_F_INT64, WT_VARINT):
-	case DEC_TAG(XSTAT_F_REF, WT_VARINT):
-		if (rd_varint(&q, e, &v) < 0 || q != e)
+	case WIRE_TAG(XSTAT_F_UINT64, WT_VARINT):
+	case WIRE_TAG(XSTAT_F_INT64, WT_VARINT):
+	case WIRE_TAG(XSTAT_F_REF, WT_VARINT):
+		if (wire_rd_varint(&q, e, &v) < 0 || q != e)
 			return 0;
-		*s = (struct dec_statv){.md = (int64_t)md, .kind = (int)(t >> 3), .u = v};
+		*s = (struct xs_statv){.md = (int64_t)md, .kind = (int)(t >> 3), .u = v};
 		return 1;
-	case DEC_TAG(XSTAT_F_DOUBLE, WT_I64):
+	case WIRE_TAG(XSTAT_F_DOUBLE, WT_I64):
 		if (e - q != 8)
 			return 0;
 		for (int i = 7; i >= 0; i--)
 			v = (v << 8) | q[i];
-		*s = (struct dec_statv){.md = (int64_t)md, .kind = SV_DOUBLE};
+		*s = (struct xs_statv){.md = (int64_t)md, .kind = SV_DOUBLE};
 		memcpy(&s->d, &v, sizeof(v));
 		return 1;
-	case DEC_TAG(XSTAT_F_STR, WT_LEN):
-	case DEC_TAG(XSTAT_F_BYTES, WT_LEN):
-	case DEC_TAG(XSTAT_F_COMPRESSED, WT_LEN):
-		if (rd_varint(&q, e, &v) < 0 || v != (uint64_t)(e - q))
+	case WIRE_TAG(XSTAT_F_STR, WT_LEN):
+	case WIRE_TAG(XSTAT_F_BYTES, WT_LEN):
+	case WIRE_TAG(XSTAT_F_COMPRESSED, WT_LEN):
+		if (wire_rd_varint(&q, e, &v) < 0 || v != (uint64_t)(e - q))
 			return 0;
-		*s = (struct dec_statv){.md = (int64_t)md,
-					.kind = (int)(t >> 3),
-					.off = off + (uint64_t)(q - b),
-					.len = v};
+		*s = (struct xs_statv){.md = (int64_t)md,
+				       .kind = (int)(t >> 3),
+				       .off = off + (uint64_t)(q - b),
+				       .len = v};
 		return 1;
 	default:
 		return 0;
@@ -153,7 +153,7 @@ static inline int rd_stat_canonical(const uint8_t *p, const uint8_t *e, uint64_t
 }
 
 /* The fast path: an XStat body [p, e) in memory that starts at file offset @off; -1: malformed. */
-static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_statv *s)
+static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct xs_statv *s)
 {
 	const uint8_t *b = p, *data = p;
 	uint64_t v;
@@ -164,7 +164,7 @@ static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_
 		return 0;
 	memset(s, 0, sizeof(*s));
 	while (p < e) {
-		if ((known = rd_known_field(&p, e, xstat_field_wire, &f, &v, &data)) < 0)
+		if ((known = wire_rd_known_field(&p, e, xstat_field_wire, &f, &v, &data)) < 0)
 			return -1;
 		if (known)
 			stat_field(s, f, v, off + (uint64_t)(data - b));
@@ -172,8 +172,8 @@ static int rd_stat(const uint8_t *p, const uint8_t *e, uint64_t off, struct dec_
 	return 0;
 }
 
-/* dec_zlib_errno() - the module's one mapping of zlib results to -errno. */
-int dec_zlib_errno(int zr)
+/* xs_zlib_errno() - the module's one mapping of zlib results to -errno. */
+int xs_zlib_errno(int zr)
 {
 	switch (zr) {
 	case Z_OK:
@@ -196,7 +196,7 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 	int zr, r = 0;
 
 	memset(&z, 0, sizeof(z));
-	if ((r = dec_zlib_errno(inflateInit2(&z, 15 + 32))) < 0) /* auto-detect gzip / zlib */
+	if ((r = xs_zlib_errno(inflateInit2(&z, 15 + 32))) < 0) /* auto-detect gzip / zlib */
 		return r;
 	z.next_in = (unsigned char *)(uintptr_t)p;
 	z.avail_in = n > UINT32_MAX ? UINT32_MAX : (unsigned)n;
@@ -205,7 +205,7 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 		z.next_out = chunk;
 		z.avail_out = sizeof(chunk);
 		zr = inflate(&z, Z_NO_FLUSH);
-		if ((r = dec_zlib_errno(zr)) < 0)
+		if ((r = xs_zlib_errno(zr)) < 0)
 			break;
 		size_t got = sizeof(chunk) - z.avail_out;
 
@@ -216,7 +216,7 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 		if ((r = xprofs_buf_add(b, chunk, got)) < 0 || *cut)
 			break;
 		if (zr == Z_OK && z.avail_in == 0 && z.avail_out != 0) {
-			r = dec_zlib_errno(Z_BUF_ERROR); /* input ended before the stream */
+			r = xs_zlib_errno(Z_BUF_ERROR); /* input ended before the stream */
 			break;
 		}
 	} while (zr != Z_STREAM_END);
@@ -225,10 +225,10 @@ static int inflate_str(const uint8_t *p, size_t n, struct xprofs_buf *b, bool *c
 }
 
 /* Write the JSON value of @s. @c is the cursor @s was parsed from. */
-static int stat_value(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
-		      struct dec_out *o)
+static int stat_value(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
+		      struct xs_out *o)
 {
-	const struct dec_stmd *ref;
+	const struct xs_stmd *ref;
 	const uint8_t *p;
 	size_t n;
 	bool cut;
@@ -236,33 +236,33 @@ static int stat_value(struct dec_rctx *rc, struct dec_cur *c, const struct dec_s
 
 	switch (s->kind) {
 	case SV_DOUBLE:
-		dec_out_double(o, s->d);
+		xs_out_double(o, s->d);
 		return 0;
 	case SV_U64:
-		dec_out_u64(o, s->u);
+		xs_out_u64(o, s->u);
 		return 0;
 	case SV_I64:
-		dec_out_i64(o, (int64_t)s->u);
+		xs_out_i64(o, (int64_t)s->u);
 		return 0;
 	case SV_REF:
-		if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+		if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
 			return r;
-		dec_out_add(o, ref->json, ref->json_len);
+		xs_out_add(o, ref->json, ref->json_len);
 		return 0;
 	case SV_BYTES:
 		OUT_LIT(o, "\"<");
-		dec_out_u64(o, s->len);
+		xs_out_u64(o, s->len);
 		OUT_LIT(o, " bytes>\"");
 		return 0;
 	case SV_STR:
-		n = s->len > DEC_STR_MAX ? DEC_STR_MAX : (size_t)s->len;
-		if ((r = dec_at(c, s->off, n, &p)) < 0)
+		n = s->len > XS_STR_MAX ? XS_STR_MAX : (size_t)s->len;
+		if ((r = wire_at(c, s->off, n, &p)) < 0)
 			return r;
-		dec_out_str(o, (const char *)p, n);
+		xs_out_str(o, (const char *)p, n);
 		return 0;
 	case SV_ZSTR:
-		n = s->len > DEC_STR_MAX ? DEC_STR_MAX : (size_t)s->len;
-		if ((r = dec_at(c, s->off, n, &p)) < 0)
+		n = s->len > XS_STR_MAX ? XS_STR_MAX : (size_t)s->len;
+		if ((r = wire_at(c, s->off, n, &p)) < 0)
 			return r;
 		xprofs_buf_reset(&rc->tmp);
 		r = inflate_str(p, n, &rc->tmp, &cut);
@@ -270,13 +270,13 @@ static int stat_value(struct dec_rctx *rc, struct dec_cur *c, const struct dec_s
 			return r;
 		if (r < 0) {
 			OUT_LIT(o, "\"<invalid compressed string of ");
-			dec_out_u64(o, s->len);
+			xs_out_u64(o, s->len);
 			OUT_LIT(o, " bytes>\"");
 			return 0;
 		}
 		if (cut && xprofs_buf_adds(&rc->tmp, "...") < 0)
 			return -ENOMEM;
-		dec_out_str(o, rc->tmp.data ? rc->tmp.data : "", rc->tmp.len);
+		xs_out_str(o, rc->tmp.data ? rc->tmp.data : "", rc->tmp.len);
 		return 0;
 	default:
 		OUT_LIT(o, "null");
@@ -284,7 +284,7 @@ static int stat_value(struct dec_rctx *rc, struct dec_cur *c, const struct dec_s
 	}
 }
 
-bool dec_stat_number(const struct dec_statv *s, double *d)
+bool xs_stat_number(const struct xs_statv *s, double *d)
 {
 	switch (s->kind) {
 	case SV_DOUBLE:
@@ -301,40 +301,40 @@ bool dec_stat_number(const struct dec_statv *s, double *d)
 	}
 }
 
-int dec_stat_string(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, char **out)
+int xs_stat_string(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, char **out)
 {
-	const struct dec_stmd *ref;
+	const struct xs_stmd *ref;
 	const uint8_t *p;
 	size_t n;
 	int r;
 
 	if (s->kind == SV_REF) {
-		if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+		if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
 			return r;
 		*out = strndup(ref->name, ref->name_len);
 		return *out ? 0 : -ENOMEM;
 	}
 	if (s->kind != SV_STR) {
-		struct dec_out o;
+		struct xs_out o;
 
-		dec_out_init(&o, NULL);
+		xs_out_init(&o, NULL);
 		if ((r = stat_value(rc, c, s, &o)) < 0 || (r = o.r) < 0) {
-			dec_out_deinit(&o);
+			xs_out_deinit(&o);
 			return r;
 		}
-		*out = dec_out_steal(&o, NULL);
-		dec_out_deinit(&o);
+		*out = xs_out_steal(&o, NULL);
+		xs_out_deinit(&o);
 		return *out ? 0 : -ENOMEM;
 	}
-	n = s->len > DEC_NAME_MAX ? DEC_NAME_MAX : (size_t)s->len;
-	if ((r = dec_at(c, s->off, n, &p)) < 0)
+	n = s->len > XS_NAME_MAX ? XS_NAME_MAX : (size_t)s->len;
+	if ((r = wire_at(c, s->off, n, &p)) < 0)
 		return r;
 	*out = strndup((const char *)p, n);
 	return *out ? 0 : -ENOMEM;
 }
 
 /*
- * walk_fast() - dec_walk_stats()'s common case, field by field from memory:
+ * walk_fast() - xs_walk_stats()'s common case, field by field from memory:
  * while the next field lies wholly in @c's window and is plain (a stats field
  * of at most 4 KiB, or another field of a well-formed wire type), it is taken
  * here without the cursor's per-field calls. Anything else (a window edge, a
@@ -343,31 +343,31 @@ int dec_stat_string(struct dec_rctx *rc, struct dec_cur *c, const struct dec_sta
  * loop's. Returns 0 to go on there, or <0 (a callback's error, a malformed
  * XStat); *done is true when the message was walked to its end.
  */
-static int walk_fast(struct dec_rctx *rc, struct dec_cur *c, uint64_t mend, uint32_t field,
-		     dec_stat_fn fn, void *arg, bool *done)
+static int walk_fast(struct xs_rctx *rc, struct wire_cur *c, uint64_t mend, uint32_t field,
+		     xs_stat_fn fn, void *arg, bool *done)
 {
-	struct dec_statv s;
+	struct xs_statv s;
 	int r;
 
 	*done = false;
 	while (c->pos < mend) {
 		const uint8_t *p, *q, *e;
-		size_t n = dec_avail(c, &p);
+		size_t n = wire_avail(c, &p);
 		uint64_t t, v, at;
 
 		if (n == 0)
 			return 0;
 		q = p;
 		e = p + n;
-		if (rd_varint(&q, e, &t) < 0 || (t >> 3) == 0 || (t >> 3) > 536870911u)
+		if (wire_rd_varint(&q, e, &t) < 0 || (t >> 3) == 0 || (t >> 3) > 536870911u)
 			return 0;
 		if ((t >> 3) == field) {
-			if ((t & 7) != WT_LEN || rd_varint(&q, e, &v) < 0 || v > 4096 ||
+			if ((t & 7) != WT_LEN || wire_rd_varint(&q, e, &v) < 0 || v > 4096 ||
 			    v > (uint64_t)(e - q))
 				return 0;
 			at = c->pos + (uint64_t)(q - p);
 			if (rd_stat(q, q + v, at, &s) < 0)
-				return dec_fail(c, "malformed XStat at offset %" PRIu64, at);
+				return wire_fail(c, "malformed XStat at offset %" PRIu64, at);
 			c->pos = at + v;
 			if ((r = fn(rc, c, &s, arg)) < 0)
 				return r;
@@ -377,7 +377,7 @@ static int walk_fast(struct dec_rctx *rc, struct dec_cur *c, uint64_t mend, uint
 		}
 		switch (t & 7) {
 		case WT_VARINT:
-			if (rd_varint(&q, e, &v) < 0)
+			if (wire_rd_varint(&q, e, &v) < 0)
 				return 0;
 			break;
 		case WT_I64:
@@ -391,7 +391,7 @@ static int walk_fast(struct dec_rctx *rc, struct dec_cur *c, uint64_t mend, uint
 			q += 4;
 			break;
 		case WT_LEN:
-			if (rd_varint(&q, e, &v) < 0 || v > (uint64_t)(e - q))
+			if (wire_rd_varint(&q, e, &v) < 0 || v > (uint64_t)(e - q))
 				return 0;
 			q += v;
 			break;
@@ -404,11 +404,11 @@ static int walk_fast(struct dec_rctx *rc, struct dec_cur *c, uint64_t mend, uint
 	return 0;
 }
 
-int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
-		   uint32_t field, dec_stat_fn fn, void *arg)
+int xs_walk_stats(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uint64_t len,
+		  uint32_t field, xs_stat_fn fn, void *arg)
 {
 	uint64_t pos = c->pos, end = c->end, mend = off + len, slen, send;
-	struct dec_statv s;
+	struct xs_statv s;
 	bool done;
 	int r;
 
@@ -416,20 +416,20 @@ int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_
 	c->end = mend;
 	if ((r = walk_fast(rc, c, mend, field, fn, arg, &done)) < 0 || done)
 		goto out;
-	while ((r = dec_next_len_field(c, mend, "stats", field, &slen)) > 0) {
+	while ((r = wire_next_len_field(c, mend, "stats", field, &slen)) > 0) {
 		send = c->pos + slen;
 		if (slen <= 4096) {
 			const uint8_t *p;
 
-			if ((r = dec_at(c, c->pos, (size_t)slen, &p)) < 0)
+			if ((r = wire_at(c, c->pos, (size_t)slen, &p)) < 0)
 				goto out;
 			if (rd_stat(p, p + slen, c->pos, &s) < 0) {
-				r = dec_fail(c, "malformed XStat at offset %" PRIu64, c->pos);
+				r = wire_fail(c, "malformed XStat at offset %" PRIu64, c->pos);
 				goto out;
 			}
 		} else {
 			c->end = send;
-			r = dec_stat_parse(c, &s);
+			r = xs_stat_parse(c, &s);
 			c->end = mend;
 			if (r < 0)
 				goto out;
@@ -446,44 +446,44 @@ out:
 	return r;
 }
 
-int dec_render_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+int xs_render_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct dec_render_arg *a = arg;
-	const struct dec_stmd *m;
+	struct xs_render_arg *a = arg;
+	const struct xs_stmd *m;
 	int r;
 
-	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
 		return r;
 	if (!a->first)
 		OUT_LIT(a->o, ",");
 	a->first = false;
-	dec_out_add(a->o, m->json, m->json_len + 1);
+	xs_out_add(a->o, m->json, m->json_len + 1);
 	return stat_value(rc, c, s, a->o);
 }
 
-/* The string field of @os for bit @i (DEC_OS_*). */
-static char **opstats_str(struct dec_opstats *os, int i)
+/* The string field of @os for bit @i (XS_OS_*). */
+static char **opstats_str(struct xs_opstats *os, int i)
 {
 	switch (i) {
-	case DEC_OS_CATEGORY:
+	case XS_OS_CATEGORY:
 		return &os->category;
-	case DEC_OS_HLO_OP:
+	case XS_OS_HLO_OP:
 		return &os->hlo_op;
-	case DEC_OS_STEP_NAME:
+	case XS_OS_STEP_NAME:
 		return &os->step_name;
-	case DEC_OS_HLO_MODULE:
+	case XS_OS_HLO_MODULE:
 		return &os->hlo_module;
-	case DEC_OS_KERNEL_DETAILS:
+	case XS_OS_KERNEL_DETAILS:
 		return &os->kernel_details;
 	default:
 		return &os->tf_op;
 	}
 }
 
-void dec_opstats_clear(struct dec_opstats *s)
+void xs_opstats_clear(struct xs_opstats *s)
 {
 	if (s->borrow) { /* only the copies are ours; a per-event struct is dropped next */
-		for (int i = 0; s->owned && i < DEC_OS_NSTR; i++)
+		for (int i = 0; s->owned && i < XS_OS_NSTR; i++)
 			if (s->owned & (1u << i))
 				free(*opstats_str(s, i));
 		s->owned = 0;
@@ -502,20 +502,20 @@ void dec_opstats_clear(struct dec_opstats *s)
 /*
  * opstats_set() - string @i of @os from stat @s: a copy, or in borrow mode the
  * ref'd stat metadata's name itself (the same characters a copy would have:
- * dec_stat_string() copies that NUL-terminated name).
+ * xs_stat_string() copies that NUL-terminated name).
  */
-static int opstats_set(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
-		       struct dec_opstats *os, int i)
+static int opstats_set(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
+		       struct xs_opstats *os, int i)
 {
 	char **dst = opstats_str(os, i);
-	const struct dec_stmd *ref;
+	const struct xs_stmd *ref;
 	uint8_t bit = (uint8_t)(1u << i);
 	int r;
 
 	if (!os->borrow) {
 		free(*dst);
 		*dst = NULL;
-		return dec_stat_string(rc, c, s, dst);
+		return xs_stat_string(rc, c, s, dst);
 	}
 	if (os->owned & bit)
 		free(*dst);
@@ -523,20 +523,20 @@ static int opstats_set(struct dec_rctx *rc, struct dec_cur *c, const struct dec_
 	os->owned &= (uint8_t)~bit;
 	os->plain &= (uint8_t)~bit;
 	if (s->kind == SV_REF) {
-		if ((r = dec_md_stat(rc, (int64_t)s->u, &ref)) < 0)
+		if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
 			return r;
 		*dst = ref->name;
 		os->ref[i] = (int64_t)s->u;
 		return 0;
 	}
 	os->plain |= bit;
-	if ((r = dec_stat_string(rc, c, s, dst)) < 0)
+	if ((r = xs_stat_string(rc, c, s, dst)) < 0)
 		return r;
 	os->owned |= bit;
 	return 0;
 }
 
-/* The stats dec_collect_stat() looks at, by name (class 0: not yet known). */
+/* The stats xs_collect_stat() looks at, by name (class 0: not yet known). */
 enum {
 	CK_UNKNOWN = 0,
 	CK_CATEGORY,
@@ -574,45 +574,45 @@ static int8_t collect_kind(const char *name, size_t len)
 	};
 
 	for (int8_t k = CK_CATEGORY; k < CK_OTHER; k++)
-		if (dec_str_eq(name, len, names[k]))
+		if (xs_str_eq(name, len, names[k]))
 			return k;
 	return CK_OTHER;
 }
 
-int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg)
+int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct dec_opstats *os = arg;
-	const struct dec_stmd *m;
+	struct xs_opstats *os = arg;
+	const struct xs_stmd *m;
 	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
 	int si = -1;
 	int8_t kind;
 	double d;
 	int r;
 
-	if ((r = dec_md_stat(rc, s->md, &m)) < 0)
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
 		return r;
 	/* a named entry is this render's own cache entry: note its class once (the shared
 	 * empty entry of a missing key has no name and is never written) */
 	if (!m->name_len)
 		kind = CK_OTHER;
 	else if (!(kind = m->ckind))
-		kind = ((struct dec_stmd *)m)->ckind = collect_kind(m->name, m->name_len);
+		kind = ((struct xs_stmd *)m)->ckind = collect_kind(m->name, m->name_len);
 	switch (kind) {
 	case CK_CATEGORY:
-		si = DEC_OS_CATEGORY;
+		si = XS_OS_CATEGORY;
 		break;
 	case CK_HLO_OP:
-		si = DEC_OS_HLO_OP;
+		si = XS_OS_HLO_OP;
 		break;
 	case CK_STEP_NAME:
-		si = DEC_OS_STEP_NAME;
+		si = XS_OS_STEP_NAME;
 		break;
 	case CK_FLOPS:
-		if (dec_stat_number(s, &d))
+		if (xs_stat_number(s, &d))
 			os->flops = d, os->has_flops = true;
 		break;
 	case CK_BYTES:
-		if (dec_stat_number(s, &d))
+		if (xs_stat_number(s, &d))
 			os->bytes = d, os->has_bytes = true;
 		break;
 	case CK_STEP_NUM:
@@ -620,16 +620,16 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 			os->step_num = (int64_t)s->u, os->has_step_num = true;
 		break;
 	case CK_HLO_MODULE: /* the analyses' strings, only when asked for (docs/stats.md) */
-		si = os->strings ? DEC_OS_HLO_MODULE : -1;
+		si = os->strings ? XS_OS_HLO_MODULE : -1;
 		break;
 	case CK_KERNEL_DETAILS:
-		si = os->strings ? DEC_OS_KERNEL_DETAILS : -1;
+		si = os->strings ? XS_OS_KERNEL_DETAILS : -1;
 		break;
 	case CK_TF_OP:
-		si = os->strings ? DEC_OS_TF_OP : -1;
+		si = os->strings ? XS_OS_TF_OP : -1;
 		break;
 	case CK_MODEL_FLOPS:
-		if (dec_stat_number(s, &d))
+		if (xs_stat_number(s, &d))
 			os->model_flops = d, os->has_model_flops = true;
 		break;
 	case CK_PROGRAM_ID:
@@ -648,30 +648,30 @@ int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_st
 	return si >= 0 ? opstats_set(rc, c, s, os, si) : 0;
 }
 
-int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct dec_event *e,
-		    struct dec_out *o, bool *first)
+int xs_event_stats(struct xs_rctx *rc, const struct xs_evmd *m, const struct xs_event *e,
+		   struct xs_out *o, bool *first)
 {
-	struct dec_render_arg ra = {o, *first};
+	struct xs_render_arg ra = {o, *first};
 	int r;
 
 	if (m->stats_json_len) {
 		if (!ra.first)
 			OUT_LIT(o, ",");
-		dec_out_add(o, m->stats_json, m->stats_json_len);
+		xs_out_add(o, m->stats_json, m->stats_json_len);
 		ra.first = false;
 	}
 	if (e->has_stats &&
-	    (r = dec_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				XEVENT_F_STATS, dec_render_stat, &ra)) < 0)
+	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, xs_render_stat, &ra)) < 0)
 		return r;
 	*first = ra.first;
 	return 0;
 }
 
-int64_t dec_plane_stat_int(const struct dec_plane *p, struct dec_cur *c, const char *want)
+int64_t xs_plane_stat_int(const struct xs_plane *p, struct wire_cur *c, const char *want)
 {
 	for (size_t i = 0; i < p->n_stats; i++) {
-		struct dec_statv s;
+		struct xs_statv s;
 		const uint8_t *name;
 		uint64_t len;
 		uint32_t f;
@@ -680,25 +680,25 @@ int64_t dec_plane_stat_int(const struct dec_plane *p, struct dec_cur *c, const c
 
 		c->pos = p->stats[i].off;
 		c->end = p->stats[i].off + p->stats[i].len;
-		if (dec_stat_parse(c, &s) < 0)
+		if (xs_stat_parse(c, &s) < 0)
 			return 0;
-		k = dec_md_find(&p->st, s.md);
+		k = xs_md_find(&p->st, s.md);
 		if ((s.kind != SV_U64 && s.kind != SV_I64) || k < 0)
 			continue;
 		/* the stat metadata's name */
 		c->pos = p->st.md[k].off;
 		c->end = p->st.md[k].off + p->st.md[k].len;
 		while (c->pos < c->end) {
-			if (dec_tag(c, &f, &wt) < 0)
+			if (wire_tag(c, &f, &wt) < 0)
 				return 0;
 			if (f == XSTMD_F_NAME && wt == WT_LEN) {
-				if (dec_len(c, &len) < 0 ||
-				    dec_at(c, c->pos, (size_t)len, &name) < 0)
+				if (wire_len(c, &len) < 0 ||
+				    wire_at(c, c->pos, (size_t)len, &name) < 0)
 					return 0;
-				if (dec_str_eq((const char *)name, (size_t)len, want))
+				if (xs_str_eq((const char *)name, (size_t)len, want))
 					return (int64_t)s.u;
 				c->pos += len;
-			} else if (dec_skip(c, wt) < 0) {
+			} else if (wire_skip(c, wt) < 0) {
 				return 0;
 			}
 		}
@@ -706,22 +706,22 @@ int64_t dec_plane_stat_int(const struct dec_plane *p, struct dec_cur *c, const c
 	return 0;
 }
 
-int dec_walk_plane_stats(struct dec_rctx *rc, size_t pi, dec_stat_fn fn, void *arg)
+int xs_walk_plane_stats(struct xs_rctx *rc, size_t pi, xs_stat_fn fn, void *arg)
 {
-	const struct dec_plane *p = &rc->x->planes[pi];
+	const struct xs_plane *p = &rc->x->planes[pi];
 	int r;
 
-	if ((r = dec_plane_enter(rc, pi)) < 0)
+	if ((r = xs_plane_enter(rc, pi)) < 0)
 		return r;
 	for (size_t i = 0; i < p->n_stats; i++) {
 		/* each plane stat is its own XStat message */
-		struct dec_cur *c = &rc->md;
+		struct wire_cur *c = &rc->md;
 		uint64_t pos = c->pos, end = c->end;
-		struct dec_statv s;
+		struct xs_statv s;
 
 		c->pos = p->stats[i].off;
 		c->end = p->stats[i].off + p->stats[i].len;
-		r = dec_stat_parse(c, &s);
+		r = xs_stat_parse(c, &s);
 		c->pos = pos;
 		c->end = end;
 		if (r < 0 || (r = fn(rc, c, &s, arg)) < 0)

@@ -29,24 +29,24 @@ enum xprofs_view {
 	XPROFS_VIEW_COUNT
 };
 
-/** xprofs_view_name() - "summary.json", ...; NULL for an out-of-range @v. */
-const char *xprofs_view_name(enum xprofs_view v);
+/** xprofs_decode_view_name() - "summary.json", ...; NULL for an out-of-range @v. */
+const char *xprofs_decode_view_name(enum xprofs_view v);
 /**
- * xprofs_view_parse() - accepts "summary"/"summary.json" etc. (a ".json" name
+ * xprofs_decode_view_parse() - accepts "summary"/"summary.json" etc. (a ".json" name
  * also without it); -EINVAL otherwise.
  */
-int xprofs_view_parse(const char *name);
+int xprofs_decode_view_parse(const char *name);
 
 /**
- * xprofs_xspace_render() - write view @v as JSON to @out.
+ * xprofs_decode_render() - write view @v as JSON to @out.
  * @err: optional; receives the reason on failure, and is left as it was on
  * success (whatever the thread count). Output already written to @out
  * before a failure is not retracted: callers that cache must discard it.
  */
-int xprofs_xspace_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
+int xprofs_decode_render(struct xprofs_xspace *x, enum xprofs_view v, const struct xprofs_sink *out,
 			 struct xprofs_buf *err) XPROFS_WUR;
 
-/* Options of xprofs_xspace_render_opts(); zero-initialise, then set. */
+/* Options of xprofs_decode_render_opts(); zero-initialise, then set. */
 struct xprofs_render_opts {
 	/*
 	 * The profile's host name (the <host> of <host>.xplane.pb): trace.json
@@ -79,36 +79,37 @@ struct xprofs_step_window {
 };
 
 /**
- * xprofs_xspace_steps() - the windows of the steps of steps.json, in its
+ * xprofs_decode_steps() - the windows of the steps of steps.json, in its
  * order (steps[i] is window i), without rendering JSON; at most 1 Mi.
  * @out: caller frees with free() (NULL when *@n is 0).
  */
-int xprofs_xspace_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,
+int xprofs_decode_steps(struct xprofs_xspace *x, struct xprofs_step_window **out, size_t *n,
 			struct xprofs_buf *err) XPROFS_WUR;
 
-/* Longest window name "<from>-<to>" accepted by xprofs_window_parse(). */
+/* Longest window name "<from>-<to>" accepted by xprofs_decode_window_parse(). */
 #define XPROFS_WINDOW_NAME_MAX 64
 /**
- * xprofs_window_parse() - "<from>-<to>" (@len bytes, not NUL-terminated):
+ * xprofs_decode_window_parse() - "<from>-<to>" (@len bytes, not NUL-terminated):
  * two non-negative decimal microsecond numbers in trace.json's ts base,
  * each with at most 20 integer digits and 6 decimals (1 ps), from < to,
  * into picoseconds. -ENOENT for anything else (empty parts, signs,
  * exponents, from >= to, more than XPROFS_WINDOW_NAME_MAX bytes).
  */
-int xprofs_window_parse(const char *s, size_t len, xprofs_ps128 *from_ps, xprofs_ps128 *to_ps);
+int xprofs_decode_window_parse(const char *s, size_t len, xprofs_ps128 *from_ps,
+			       xprofs_ps128 *to_ps);
 /**
- * xprofs_step_parse() - a step index: decimal, no sign, no leading zero,
+ * xprofs_decode_step_parse() - a step index: decimal, no sign, no leading zero,
  * below 2^20 (steps.json's limit). -ENOENT otherwise.
  */
-int xprofs_step_parse(const char *s, size_t len, uint32_t *out);
+int xprofs_decode_step_parse(const char *s, size_t len, uint32_t *out);
 
-/** xprofs_xspace_render_opts() - xprofs_xspace_render() with @opts (may be NULL). */
-int xprofs_xspace_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
+/** xprofs_decode_render_opts() - xprofs_decode_render() with @opts (may be NULL). */
+int xprofs_decode_render_opts(struct xprofs_xspace *x, enum xprofs_view v,
 			      const struct xprofs_render_opts *opts, const struct xprofs_sink *out,
 			      struct xprofs_buf *err) XPROFS_WUR;
 
-/** xprofs_xspace_render_track() - planes/<plane>/<line>.json of track @i. */
-int xprofs_xspace_render_track(struct xprofs_xspace *x, size_t i, const struct xprofs_sink *out,
+/** xprofs_decode_render_track() - planes/<plane>/<line>.json of track @i. */
+int xprofs_decode_render_track(struct xprofs_xspace *x, size_t i, const struct xprofs_sink *out,
 			       struct xprofs_buf *err) XPROFS_WUR;
 
 /**

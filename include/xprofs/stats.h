@@ -12,14 +12,14 @@
 #include "xprofs/decode.h"
 #include "xprofs/xspace.h"
 
-int dec_view_summary(struct dec_rctx *rc, struct dec_out *o);
-int dec_view_ops(struct dec_rctx *rc, struct dec_out *o);
-int dec_view_steps(struct dec_rctx *rc, struct dec_out *o);
-int dec_view_overview(struct dec_rctx *rc, struct dec_out *o);
-int dec_view_svg(struct dec_rctx *rc, struct dec_out *o);
-/* dec_view_kernels() - kernels.json; -ENOENT (nothing written) without GPU planes. */
-int dec_view_kernels(struct dec_rctx *rc, struct dec_out *o);
-/* dec_steps_windows() - xprofs_xspace_steps() on render context @rc. */
-int dec_steps_windows(struct dec_rctx *rc, struct xprofs_step_window **out, size_t *n);
+int stats_view_summary(struct xs_rctx *rc, struct xs_out *o);
+int stats_view_ops(struct xs_rctx *rc, struct xs_out *o);
+int stats_view_steps(struct xs_rctx *rc, struct xs_out *o);
+int stats_view_overview(struct xs_rctx *rc, struct xs_out *o);
+int stats_view_svg(struct xs_rctx *rc, struct xs_out *o);
+/* stats_view_kernels() - kernels.json; -ENOENT (nothing written) without GPU planes. */
+int stats_view_kernels(struct xs_rctx *rc, struct xs_out *o);
+/* stats_steps_windows() - xprofs_decode_steps() on render context @rc. */
+int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n);
 
 #endif

@@ -13,27 +13,27 @@
 #include "xprofs/util.h"
 #include "xprofs/xspace.h"
 
-/* dec_view_trace() - trace.json (Chrome trace-event JSON). */
-int dec_view_trace(struct dec_rctx *rc, struct dec_out *o);
-/* dec_view_pftrace() - trace.pftrace (Perfetto's protobuf trace). */
-int dec_view_pftrace(struct dec_rctx *rc, struct dec_out *o);
-/* dec_view_track() - planes/<plane>/<line>.json of line @li. */
-int dec_view_track(struct dec_rctx *rc, size_t li, struct dec_out *o);
+/* trace_view_trace() - trace.json (Chrome trace-event JSON). */
+int trace_view_trace(struct xs_rctx *rc, struct xs_out *o);
+/* trace_view_pftrace() - trace.pftrace (Perfetto's protobuf trace). */
+int trace_view_pftrace(struct xs_rctx *rc, struct xs_out *o);
+/* trace_view_track() - planes/<plane>/<line>.json of line @li. */
+int trace_view_track(struct xs_rctx *rc, size_t li, struct xs_out *o);
 
 /* ---- gzip on the way to a sink (gzip.c) -------------------------------- */
 
-struct dec_gzip;
+struct trace_gzip;
 /*
- * dec_gzip_new() - a gzip stream into @to (borrowed; must outlive it),
+ * trace_gzip_new() - a gzip stream into @to (borrowed; must outlive it),
  * deflated on up to @threads worker threads (the bytes do not depend on it).
- * Caller frees *out with dec_gzip_free().
+ * Caller frees *out with trace_gzip_free().
  */
-int dec_gzip_new(const struct xprofs_sink *to, unsigned threads, struct dec_gzip **out);
-/* dec_gzip_sink() - the sink that compresses into the stream (borrows @gz). */
-struct xprofs_sink dec_gzip_sink(struct dec_gzip *gz);
-/* dec_gzip_finish() - end the stream: the gzip trailer and what is buffered go out. */
-int dec_gzip_finish(struct dec_gzip *gz);
-/* dec_gzip_free() - accepts NULL. */
-void dec_gzip_free(struct dec_gzip *gz);
+int trace_gzip_new(const struct xprofs_sink *to, unsigned threads, struct trace_gzip **out);
+/* trace_gzip_sink() - the sink that compresses into the stream (borrows @gz). */
+struct xprofs_sink trace_gzip_sink(struct trace_gzip *gz);
+/* trace_gzip_finish() - end the stream: the gzip trailer and what is buffered go out. */
+int trace_gzip_finish(struct trace_gzip *gz);
+/* trace_gzip_free() - accepts NULL. */
+void trace_gzip_free(struct trace_gzip *gz);
 
 #endif

@@ -1,12 +1,12 @@
 /*
  * xprofs/wire.h - the protobuf wire walker: bounded cursors over a reader.
  *
- * A struct dec_cur reads a struct xprofs_reader through a bounded read-ahead
+ * A struct wire_cur reads a struct xprofs_reader through a bounded read-ahead
  * window, or its zero-copy mapping (slow paths in wire/wire.c). The hot
- * paths are inline here: pointer-level varints (rd_varint), one field of a
- * message in memory (rd_field). It knows no schema: xspace/ walks XSpace
+ * paths are inline here: pointer-level varints (wire_rd_varint), one field of a
+ * message in memory (wire_rd_field). It knows no schema: xspace/ walks XSpace
  * with it, trace/ the HLO protos a profile carries. Limits: an item a cursor
- * materialises is at most DEC_WIN_MAX bytes; groups are malformed.
+ * materialises is at most WIRE_WIN_MAX bytes; groups are malformed.
  */
 #ifndef XPROFS_WIRE_H
 #define XPROFS_WIRE_H
@@ -18,52 +18,52 @@
 #include "xprofs/util.h"
 
 /* Wire types (protobuf encoding); groups (3, 4) never occur in XSpace. */
-enum dec_wire { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
+enum wire_wire { WT_VARINT = 0, WT_I64 = 1, WT_LEN = 2, WT_I32 = 5 };
 
 /* The one-byte tag of field @f (1..15) with wire type @wt. */
-#define DEC_TAG(f, wt) ((unsigned)(((f) << 3) | (wt)))
+#define WIRE_TAG(f, wt) ((unsigned)(((f) << 3) | (wt)))
 
 /* Read-ahead window of a cursor over a pread()-only reader. */
-#define DEC_WIN_SIZE ((size_t)1 << 20)
+#define WIRE_WIN_SIZE ((size_t)1 << 20)
 /* Largest single item (a string) a cursor materialises in its window. */
-#define DEC_WIN_MAX ((size_t)32 << 20)
+#define WIRE_WIN_MAX ((size_t)32 << 20)
 /*
  * A cursor reads the message bytes [pos, end) of the file. Nested messages
  * are walked by narrowing @end and restoring it afterwards (no recursion,
  * no stack: the XSpace schema is at most 5 levels deep and each level has
  * its own loop).
  */
-struct dec_cur {
+struct wire_cur {
 	const struct xprofs_reader *r; /* borrowed */
 	const uint8_t *base;           /* r->data when zero-copy, else NULL */
 	uint64_t size;
 	uint8_t *win; /* owned window buffer (pread mode) */
 	size_t win_cap;
-	size_t win_pref; /* read-ahead per refill: DEC_WIN_SIZE, less for random access */
+	size_t win_pref; /* read-ahead per refill: WIRE_WIN_SIZE, less for random access */
 	uint64_t win_off;
 	size_t win_len;
 	uint64_t pos, end;
 	struct xprofs_buf *err; /* borrowed, may be NULL */
 };
 
-/* dec_cur_init() - a cursor over all of @r (borrowed); @err borrowed. */
-void dec_cur_init(struct dec_cur *c, const struct xprofs_reader *r, struct xprofs_buf *err);
-void dec_cur_deinit(struct dec_cur *c);
-/* dec_fail() - record a "malformed" reason (first one wins); returns -EINVAL. */
-int dec_fail(struct dec_cur *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-/* dec_fill() - slow path of dec_need(). */
-int dec_fill(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p);
+/* wire_cur_init() - a cursor over all of @r (borrowed); @err borrowed. */
+void wire_cur_init(struct wire_cur *c, const struct xprofs_reader *r, struct xprofs_buf *err);
+void wire_cur_deinit(struct wire_cur *c);
+/* wire_fail() - record a "malformed" reason (first one wins); returns -EINVAL. */
+int wire_fail(struct wire_cur *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* wire_fill() - slow path of wire_need(). */
+int wire_fill(struct wire_cur *c, uint64_t off, size_t n, const uint8_t **p);
 
 /*
- * dec_at() - pointer to the @n bytes at file offset @off, valid until the
+ * wire_at() - pointer to the @n bytes at file offset @off, valid until the
  * next call on this cursor (borrowed from the window or the mapping).
  */
-static inline int dec_at(struct dec_cur *c, uint64_t off, size_t n, const uint8_t **p)
+static inline int wire_at(struct wire_cur *c, uint64_t off, size_t n, const uint8_t **p)
 {
 	if (c->base) {
 		if (off > c->size || n > c->size - off)
-			return dec_fail(c, "read of %zu bytes at offset %llu past end of data", n,
-					(unsigned long long)off);
+			return wire_fail(c, "read of %zu bytes at offset %llu past end of data", n,
+					 (unsigned long long)off);
 		*p = c->base + off;
 		return 0;
 	}
@@ -72,15 +72,15 @@ static inline int dec_at(struct dec_cur *c, uint64_t off, size_t n, const uint8_
 		*p = c->win + (off - c->win_off);
 		return 0;
 	}
-	return dec_fill(c, off, n, p);
+	return wire_fill(c, off, n, p);
 }
 
 /*
- * rd_varint() - pointer-level varint decode of [*p, e): the hot path of
+ * wire_rd_varint() - pointer-level varint decode of [*p, e): the hot path of
  * every parser here. Returns 0 and advances *p, or -1 (truncated/overlong).
  */
-static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, const uint8_t *e,
-							   uint64_t *v)
+static inline __attribute__((always_inline)) int wire_rd_varint(const uint8_t **pp,
+								const uint8_t *e, uint64_t *v)
 {
 	const uint8_t *p = *pp;
 	uint64_t x;
@@ -117,26 +117,26 @@ static inline __attribute__((always_inline)) int rd_varint(const uint8_t **pp, c
 }
 
 /*
- * rd_field() - one field of a message body [*pp, e) held in memory: its
+ * wire_rd_field() - one field of a message body [*pp, e) held in memory: its
  * number, wire type and value (a varint, the little-endian fixed64, 0 for a
  * fixed32, or a LEN field's length with its bytes at *data). Advances *pp
  * past the field. Returns 0, or -1 when malformed (bad varint, field 0, a
  * length past @e, a group).
  */
-static inline __attribute__((always_inline)) int rd_field(const uint8_t **pp, const uint8_t *e,
-							  uint32_t *f, int *wt, uint64_t *v,
-							  const uint8_t **data)
+static inline __attribute__((always_inline)) int wire_rd_field(const uint8_t **pp, const uint8_t *e,
+							       uint32_t *f, int *wt, uint64_t *v,
+							       const uint8_t **data)
 {
 	const uint8_t *p = *pp;
 	uint64_t t;
 
-	if (rd_varint(&p, e, &t) < 0 || (t >> 3) == 0)
+	if (wire_rd_varint(&p, e, &t) < 0 || (t >> 3) == 0)
 		return -1;
 	*f = (uint32_t)(t >> 3);
 	*wt = (int)(t & 7);
 	switch (*wt) {
 	case WT_VARINT:
-		if (rd_varint(&p, e, v) < 0)
+		if (wire_rd_varint(&p, e, v) < 0)
 			return -1;
 		break;
 	case WT_I64:
@@ -148,7 +148,7 @@ static inline __attribute__((always_inline)) int rd_field(const uint8_t **pp, co
 		p += 8;
 		break;
 	case WT_LEN:
-		if (rd_varint(&p, e, v) < 0 || *v > (uint64_t)(e - p))
+		if (wire_rd_varint(&p, e, v) < 0 || *v > (uint64_t)(e - p))
 			return -1;
 		*data = p;
 		p += *v;
@@ -167,25 +167,25 @@ static inline __attribute__((always_inline)) int rd_field(const uint8_t **pp, co
 }
 
 /*
- * rd_known_field() - rd_field() checked against a message's schema: 1 for a
+ * wire_rd_known_field() - wire_rd_field() checked against a message's schema: 1 for a
  * field @wire_of knows, with the wire type it must have; 0 for an unknown
  * field (skipped); -1 when malformed or of the wrong wire type.
  */
 static inline __attribute__((always_inline)) int
-rd_known_field(const uint8_t **pp, const uint8_t *e, int (*wire_of)(uint32_t f), uint32_t *f,
-	       uint64_t *v, const uint8_t **data)
+wire_rd_known_field(const uint8_t **pp, const uint8_t *e, int (*wire_of)(uint32_t f), uint32_t *f,
+		    uint64_t *v, const uint8_t **data)
 {
 	int wt, want;
 
-	if (rd_field(pp, e, f, &wt, v, data) < 0)
+	if (wire_rd_field(pp, e, f, &wt, v, data) < 0)
 		return -1;
 	if ((want = wire_of(*f)) < 0)
 		return 0;
 	return wt == want ? 1 : -1;
 }
 
-/* dec_avail() - pointer at c->pos and how many bytes lie there without a refill. */
-static inline size_t dec_avail(const struct dec_cur *c, const uint8_t **p)
+/* wire_avail() - pointer at c->pos and how many bytes lie there without a refill. */
+static inline size_t wire_avail(const struct wire_cur *c, const uint8_t **p)
 {
 	uint64_t lim;
 
@@ -203,11 +203,11 @@ static inline size_t dec_avail(const struct dec_cur *c, const uint8_t **p)
 	return 0;
 }
 
-/* dec_varint_slow() - the out-of-window path of dec_varint(). */
-int dec_varint_slow(struct dec_cur *c, uint64_t *v);
+/* wire_varint_slow() - the out-of-window path of wire_varint(). */
+int wire_varint_slow(struct wire_cur *c, uint64_t *v);
 
-/* dec_varint() - one varint at pos (within end); rejects overlong ones. */
-static inline int dec_varint(struct dec_cur *c, uint64_t *v)
+/* wire_varint() - one varint at pos (within end); rejects overlong ones. */
+static inline int wire_varint(struct wire_cur *c, uint64_t *v)
 {
 	const uint8_t *p, *e;
 	uint64_t lim;
@@ -221,110 +221,110 @@ static inline int dec_varint(struct dec_cur *c, uint64_t *v)
 		e = c->win + ((lim < c->end ? lim : c->end) - c->win_off);
 		/* a varint cut by the window edge (not by the message) goes slow */
 		if (e - p < 10 && lim < c->end)
-			return dec_varint_slow(c, v);
+			return wire_varint_slow(c, v);
 	} else {
-		return dec_varint_slow(c, v);
+		return wire_varint_slow(c, v);
 	}
 	const uint8_t *q = p;
 
-	if (rd_varint(&q, e, v) < 0)
-		return dec_varint_slow(c, v);
+	if (wire_rd_varint(&q, e, v) < 0)
+		return wire_varint_slow(c, v);
 	c->pos += (uint64_t)(q - p);
 	return 0;
 }
 
-/* dec_tag() - field number and wire type of the next field. */
-static inline int dec_tag(struct dec_cur *c, uint32_t *field, int *wt)
+/* wire_tag() - field number and wire type of the next field. */
+static inline int wire_tag(struct wire_cur *c, uint32_t *field, int *wt)
 {
 	uint64_t t = 0;
-	int r = dec_varint(c, &t);
+	int r = wire_varint(c, &t);
 
 	if (r < 0)
 		return r;
 	*field = (uint32_t)(t >> 3);
 	*wt = (int)(t & 7);
 	if (t >> 3 == 0 || t >> 3 > 536870911u)
-		return dec_fail(c, "invalid field number at offset %llu",
-				(unsigned long long)c->pos);
+		return wire_fail(c, "invalid field number at offset %llu",
+				 (unsigned long long)c->pos);
 	return 0;
 }
 
-/* dec_len() - a length prefix, checked against the enclosing message. */
-static inline int dec_len(struct dec_cur *c, uint64_t *len)
+/* wire_len() - a length prefix, checked against the enclosing message. */
+static inline int wire_len(struct wire_cur *c, uint64_t *len)
 {
-	int r = dec_varint(c, len);
+	int r = wire_varint(c, len);
 
 	if (r < 0)
 		return r;
 	if (*len > c->end - c->pos)
-		return dec_fail(c,
-				"length %llu at offset %llu exceeds its enclosing message (%llu "
-				"bytes left)",
-				(unsigned long long)*len, (unsigned long long)c->pos,
-				(unsigned long long)(c->end - c->pos));
+		return wire_fail(c,
+				 "length %llu at offset %llu exceeds its enclosing message (%llu "
+				 "bytes left)",
+				 (unsigned long long)*len, (unsigned long long)c->pos,
+				 (unsigned long long)(c->end - c->pos));
 	return 0;
 }
 
 /*
- * dec_string() - copy the length-delimited string at c->pos, cut to @cap
+ * wire_string() - copy the length-delimited string at c->pos, cut to @cap
  * bytes, NUL-terminated; the cursor moves past the whole field. Replaces
  * *@out (freed); caller owns the result (free()).
  */
-int dec_string(struct dec_cur *c, size_t cap, char **out, size_t *out_len);
-/* dec_skip() - skip the value of a field of wire type @wt. */
-int dec_skip(struct dec_cur *c, int wt);
-/* dec_fixed64() - 8 little-endian bytes. */
-int dec_fixed64(struct dec_cur *c, uint64_t *v);
-/* dec_expect() - fail unless @wt is @want (field @field of message @msg). */
-int dec_expect(struct dec_cur *c, int wt, int want, const char *msg, uint32_t field);
+int wire_string(struct wire_cur *c, size_t cap, char **out, size_t *out_len);
+/* wire_skip() - skip the value of a field of wire type @wt. */
+int wire_skip(struct wire_cur *c, int wt);
+/* wire_fixed64() - 8 little-endian bytes. */
+int wire_fixed64(struct wire_cur *c, uint64_t *v);
+/* wire_expect() - fail unless @wt is @want (field @field of message @msg). */
+int wire_expect(struct wire_cur *c, int wt, int want, const char *msg, uint32_t field);
 
-/* dec_varint_field() - the value of varint field @field of @msg, its wire type @wt checked. */
-static inline int dec_varint_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
-				   uint64_t *v)
+/* wire_varint_field() - the value of varint field @field of @msg, its wire type @wt checked. */
+static inline int wire_varint_field(struct wire_cur *c, int wt, const char *msg, uint32_t field,
+				    uint64_t *v)
 {
-	int r = dec_expect(c, wt, WT_VARINT, msg, field);
+	int r = wire_expect(c, wt, WT_VARINT, msg, field);
 
-	return r < 0 ? r : dec_varint(c, v);
+	return r < 0 ? r : wire_varint(c, v);
 }
 
-/* dec_i64_field() - an int64 field (a varint, two's complement) into *@out. */
-static inline int dec_i64_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
-				int64_t *out)
+/* wire_i64_field() - an int64 field (a varint, two's complement) into *@out. */
+static inline int wire_i64_field(struct wire_cur *c, int wt, const char *msg, uint32_t field,
+				 int64_t *out)
 {
 	uint64_t v;
-	int r = dec_varint_field(c, wt, msg, field, &v);
+	int r = wire_varint_field(c, wt, msg, field, &v);
 
 	if (r == 0)
 		*out = (int64_t)v;
 	return r;
 }
 
-/* dec_len_field() - the length of LEN field @field of @msg, its wire type @wt checked. */
-static inline int dec_len_field(struct dec_cur *c, int wt, const char *msg, uint32_t field,
-				uint64_t *len)
+/* wire_len_field() - the length of LEN field @field of @msg, its wire type @wt checked. */
+static inline int wire_len_field(struct wire_cur *c, int wt, const char *msg, uint32_t field,
+				 uint64_t *len)
 {
-	int r = dec_expect(c, wt, WT_LEN, msg, field);
+	int r = wire_expect(c, wt, WT_LEN, msg, field);
 
-	return r < 0 ? r : dec_len(c, len);
+	return r < 0 ? r : wire_len(c, len);
 }
 
 /*
- * dec_next_len_field() - skip the other fields up to the next LEN field @field
+ * wire_next_len_field() - skip the other fields up to the next LEN field @field
  * of @msg before @end: 1 with *@len its length and the cursor at its value,
  * 0 when @end is reached, or -errno.
  */
-static inline int dec_next_len_field(struct dec_cur *c, uint64_t end, const char *msg,
-				     uint32_t field, uint64_t *len)
+static inline int wire_next_len_field(struct wire_cur *c, uint64_t end, const char *msg,
+				      uint32_t field, uint64_t *len)
 {
 	uint32_t f;
 	int wt, r;
 
 	while (c->pos < end) {
-		if ((r = dec_tag(c, &f, &wt)) < 0)
+		if ((r = wire_tag(c, &f, &wt)) < 0)
 			return r;
 		if (f == field)
-			return (r = dec_len_field(c, wt, msg, f, len)) < 0 ? r : 1;
-		if ((r = dec_skip(c, wt)) < 0)
+			return (r = wire_len_field(c, wt, msg, f, len)) < 0 ? r : 1;
+		if ((r = wire_skip(c, wt)) < 0)
 			return r;
 	}
 	return 0;

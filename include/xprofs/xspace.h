@@ -9,11 +9,11 @@
  * index: planes, lines, event counts, first/last times, each line's
  * checkpoints and where each plane's metadata maps lie. An analysis then
  * reads the index plus one streaming pass over just the bytes it needs,
- * through a render context (struct dec_rctx): xspace_line_each() walks one
+ * through a render context (struct xs_rctx): xspace_line_each() walks one
  * line's events with their metadata decoded and cached (xspace/metadata.c),
- * dec_walk_stats() their XStats (xspace/xstat.c), dec_tasks_run() and
- * dec_parts_run() spread independent parts over threads, and every view
- * writes JSON through struct dec_out (xspace/json.c).
+ * xs_walk_stats() their XStats (xspace/xstat.c), xs_tasks_run() and
+ * xs_parts_run() spread independent parts over threads, and every view
+ * writes JSON through struct xs_out (xspace/json.c).
  *
  * Every length, offset and id from the file is bounds-checked; a truncated,
  * corrupt or hostile file makes the call fail with -EINVAL (malformed) or
@@ -115,11 +115,11 @@ int xprofs_xspace_track_find(const struct xprofs_xspace *x, const char *plane_fi
 			     const char *line_file);
 
 /**
- * xprofs_decode_name_encode() / _decode() - the reversible, safe mapping of a
+ * xprofs_xspace_name_encode() / _decode() - the reversible, safe mapping of a
  * plane or line name to a file name component. Caller owns the result (free()).
  */
-char *xprofs_decode_name_encode(const char *name, size_t len);
-char *xprofs_decode_name_decode(const char *file, size_t *len);
+char *xprofs_xspace_name_encode(const char *name, size_t len);
+char *xprofs_xspace_name_decode(const char *file, size_t *len);
 
 /* ==== for the analyses (trace/, stats/): the index and the walk ========= */
 
@@ -127,8 +127,8 @@ char *xprofs_decode_name_decode(const char *file, size_t *len);
  * Picoseconds since any epoch: line timestamp_ns * 1000 + offset_ps never
  * overflows (the same type as xprofs_ps128).
  */
-__extension__ typedef __int128 dec_ps128;
-__extension__ typedef unsigned __int128 dec_ups128;
+__extension__ typedef __int128 xs_ps128;
+__extension__ typedef unsigned __int128 xs_ups128;
 
 /* ---- XSpace field numbers (xspace/proto/xplane.proto) ---------------- */
 
@@ -192,16 +192,16 @@ __extension__ typedef unsigned __int128 dec_ups128;
 #define XSTMD_F_DESCRIPTION 3
 
 /* The tags the hot paths test for byte-wise. */
-#define TAG_XLINE_EVENT DEC_TAG(XLINE_F_EVENTS, WT_LEN)                 /* 0x22 */
-#define TAG_XEVENT_METADATA_ID DEC_TAG(XEVENT_F_METADATA_ID, WT_VARINT) /* 0x08 */
-#define TAG_XEVENT_OFFSET_PS DEC_TAG(XEVENT_F_OFFSET_PS, WT_VARINT)     /* 0x10 */
-#define TAG_XEVENT_DURATION_PS DEC_TAG(XEVENT_F_DURATION_PS, WT_VARINT) /* 0x18 */
-#define TAG_XEVENT_STAT DEC_TAG(XEVENT_F_STATS, WT_LEN)                 /* 0x22 */
+#define TAG_XLINE_EVENT WIRE_TAG(XLINE_F_EVENTS, WT_LEN)                 /* 0x22 */
+#define TAG_XEVENT_METADATA_ID WIRE_TAG(XEVENT_F_METADATA_ID, WT_VARINT) /* 0x08 */
+#define TAG_XEVENT_OFFSET_PS WIRE_TAG(XEVENT_F_OFFSET_PS, WT_VARINT)     /* 0x10 */
+#define TAG_XEVENT_DURATION_PS WIRE_TAG(XEVENT_F_DURATION_PS, WT_VARINT) /* 0x18 */
+#define TAG_XEVENT_STAT WIRE_TAG(XEVENT_F_STATS, WT_LEN)                 /* 0x22 */
 
 /* ---- XEvent headers, parsed inline (the hot path of every walk) -------- */
 
 /* The header fields of one XEvent (its stats are only noted, not read). */
-struct dec_evhdr {
+struct xs_evhdr {
 	int64_t md, offset_ps, duration_ps, num;
 	bool has_num, has_stats;
 	uint64_t stats_at; /* offset in the body of the first stats field */
@@ -216,11 +216,11 @@ static inline int xevent_field_wire(uint32_t f)
 }
 
 /*
- * dec_parse_event() - parse the XEvent body [p, e) held in memory.
+ * xs_parse_event() - parse the XEvent body [p, e) held in memory.
  * Returns 0, or -1 when malformed (bad varint, length past the end, a known
  * field with the wrong wire type, a group).
  */
-static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec_evhdr *h)
+static inline int xs_parse_event(const uint8_t *p, const uint8_t *e, struct xs_evhdr *h)
 {
 	const uint8_t *b = p, *data;
 	uint64_t v;
@@ -231,19 +231,19 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 	/* canonical serializers write fields 1, 2, 3 first: take them in order */
 	if (p < e && p[0] == TAG_XEVENT_METADATA_ID) {
 		p++;
-		if (rd_varint(&p, e, &v) < 0)
+		if (wire_rd_varint(&p, e, &v) < 0)
 			return -1;
 		h->md = (int64_t)v;
 	}
 	if (p < e && p[0] == TAG_XEVENT_OFFSET_PS) {
 		p++;
-		if (rd_varint(&p, e, &v) < 0)
+		if (wire_rd_varint(&p, e, &v) < 0)
 			return -1;
 		h->offset_ps = (int64_t)v;
 	}
 	if (p < e && p[0] == TAG_XEVENT_DURATION_PS) {
 		p++;
-		if (rd_varint(&p, e, &v) < 0)
+		if (wire_rd_varint(&p, e, &v) < 0)
 			return -1;
 		h->duration_ps = (int64_t)v;
 	}
@@ -266,7 +266,7 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 			continue;
 		}
 		fs = p;
-		if ((known = rd_known_field(&p, e, xevent_field_wire, &f, &v, &data)) < 0)
+		if ((known = wire_rd_known_field(&p, e, xevent_field_wire, &f, &v, &data)) < 0)
 			return -1;
 		if (!known)
 			continue;
@@ -295,24 +295,24 @@ static inline int dec_parse_event(const uint8_t *p, const uint8_t *e, struct dec
 }
 
 /*
- * dec_event_fast() - the hot path over a line's events: when the next field
+ * xs_event_fast() - the hot path over a line's events: when the next field
  * at c->pos is an event (TAG_XLINE_EVENT) lying wholly in the window, parse its
  * header and step over it. 1: done (*off, *len = the event body); 0: not
  * applicable, take the general path; -1: the event is malformed.
  */
-static inline int dec_event_fast(struct dec_cur *c, struct dec_evhdr *h, uint64_t *off,
-				 uint64_t *len)
+static inline int xs_event_fast(struct wire_cur *c, struct xs_evhdr *h, uint64_t *off,
+				uint64_t *len)
 {
 	const uint8_t *p, *q;
-	size_t n = dec_avail(c, &p);
+	size_t n = wire_avail(c, &p);
 	uint64_t l;
 
 	if (n < 2 || p[0] != TAG_XLINE_EVENT)
 		return 0;
 	q = p + 1;
-	if (rd_varint(&q, p + n, &l) < 0 || l > (uint64_t)(p + n - q))
+	if (wire_rd_varint(&q, p + n, &l) < 0 || l > (uint64_t)(p + n - q))
 		return 0;
-	if (dec_parse_event(q, q + l, h) < 0)
+	if (xs_parse_event(q, q + l, h) < 0)
 		return -1;
 	*off = c->pos + (uint64_t)(q - p);
 	*len = l;
@@ -323,16 +323,16 @@ static inline int dec_event_fast(struct dec_cur *c, struct dec_evhdr *h, uint64_
 /* ---- the JSON writer every view writes through (xspace/json.c) --------- */
 
 /* A sink is written to every this many bytes. */
-#define DEC_OUT_CHUNK ((size_t)64 << 10)
+#define XS_OUT_CHUNK ((size_t)64 << 10)
 /* Most bytes held without a sink (a pre-rendered string). */
-#define DEC_OUT_MAX ((size_t)256 << 20)
+#define XS_OUT_MAX ((size_t)256 << 20)
 
 /*
- * With a sink the buffer holds at most DEC_OUT_CHUNK bytes and is written out
+ * With a sink the buffer holds at most XS_OUT_CHUNK bytes and is written out
  * whenever the next piece does not fit (a single piece larger than that is
- * passed through whole); without a sink it grows up to DEC_OUT_MAX.
+ * passed through whole); without a sink it grows up to XS_OUT_MAX.
  */
-struct dec_out {
+struct xs_out {
 	char *buf; /* owned */
 	size_t len, cap;
 	const struct xprofs_sink *sink; /* borrowed, may be NULL */
@@ -340,56 +340,56 @@ struct dec_out {
 	int r;                          /* the sticky error */
 };
 
-/* dec_out_init() - @sink borrowed (NULL: collect into a string). */
-void dec_out_init(struct dec_out *o, const struct xprofs_sink *sink);
-void dec_out_deinit(struct dec_out *o);
-/* dec_out_steal() - the bytes written, NUL-terminated (caller owns; free()), or NULL. */
-char *dec_out_steal(struct dec_out *o, size_t *len);
-/* dec_out_room() - make room for @n more bytes (and a NUL); the slow path of the appends. */
-int dec_out_room(struct dec_out *o, size_t n);
-/* dec_out_str() - @s (@n bytes, borrowed) as a JSON string. */
-void dec_out_str(struct dec_out *o, const char *s, size_t n);
-void dec_out_cstr(struct dec_out *o, const char *s);
-/* dec_out_double() - shortest round-tripping form; null for NaN and infinities. */
-void dec_out_double(struct dec_out *o, double d);
-/* dec_out_opt_double() - @lit (a key and colon, borrowed), then @d, or null without @has. */
-void dec_out_opt_double(struct dec_out *o, const char *lit, bool has, double d);
-/* dec_out_flush() - the sticky error; with @force, also write what is buffered. */
-int dec_out_flush(struct dec_out *o, bool force);
-/* dec_json_dup() - JSON-quote @s (@n bytes) into a new string. Caller owns *out (free()). */
-int dec_json_dup(const char *s, size_t n, char **out, size_t *out_len);
+/* xs_out_init() - @sink borrowed (NULL: collect into a string). */
+void xs_out_init(struct xs_out *o, const struct xprofs_sink *sink);
+void xs_out_deinit(struct xs_out *o);
+/* xs_out_steal() - the bytes written, NUL-terminated (caller owns; free()), or NULL. */
+char *xs_out_steal(struct xs_out *o, size_t *len);
+/* xs_out_room() - make room for @n more bytes (and a NUL); the slow path of the appends. */
+int xs_out_room(struct xs_out *o, size_t n);
+/* xs_out_str() - @s (@n bytes, borrowed) as a JSON string. */
+void xs_out_str(struct xs_out *o, const char *s, size_t n);
+void xs_out_cstr(struct xs_out *o, const char *s);
+/* xs_out_double() - shortest round-tripping form; null for NaN and infinities. */
+void xs_out_double(struct xs_out *o, double d);
+/* xs_out_opt_double() - @lit (a key and colon, borrowed), then @d, or null without @has. */
+void xs_out_opt_double(struct xs_out *o, const char *lit, bool has, double d);
+/* xs_out_flush() - the sticky error; with @force, also write what is buffered. */
+int xs_out_flush(struct xs_out *o, bool force);
+/* xs_json_dup() - JSON-quote @s (@n bytes) into a new string. Caller owns *out (free()). */
+int xs_json_dup(const char *s, size_t n, char **out, size_t *out_len);
 
-static inline void dec_out_add(struct dec_out *o, const void *p, size_t n)
+static inline void xs_out_add(struct xs_out *o, const void *p, size_t n)
 {
 	if (o->r)
 		return;
-	if (n >= o->cap - o->len && dec_out_room(o, n) < 0)
+	if (n >= o->cap - o->len && xs_out_room(o, n) < 0)
 		return;
 	memcpy(o->buf + o->len, p, n);
 	o->len += n;
 }
 
 /* string literals only ("" s rejects anything else at compile time) */
-#define OUT_LIT(o, s) dec_out_add((o), "" s, sizeof("" s) - 1)
-#define OUT_RAW(o, s) dec_out_add((o), (s), strlen(s))
+#define OUT_LIT(o, s) xs_out_add((o), "" s, sizeof("" s) - 1)
+#define OUT_RAW(o, s) xs_out_add((o), (s), strlen(s))
 
 /* "00" "01" ... "99": two digits per table look-up. */
-extern const char dec_digits2[201];
+extern const char xs_digits2[201];
 
 /* Decimal digits of @v into @buf (at least 20 bytes); returns the length. */
-static inline size_t dec_fmt_u64(char *buf, uint64_t v)
+static inline size_t xs_fmt_u64(char *buf, uint64_t v)
 {
 	char t[24], *p = t + sizeof(t);
 	size_t n;
 
 	while (v >= 100) {
 		p -= 2;
-		memcpy(p, dec_digits2 + (v % 100) * 2, 2);
+		memcpy(p, xs_digits2 + (v % 100) * 2, 2);
 		v /= 100;
 	}
 	if (v >= 10) {
 		p -= 2;
-		memcpy(p, dec_digits2 + v * 2, 2);
+		memcpy(p, xs_digits2 + v * 2, 2);
 	} else {
 		*--p = (char)('0' + v);
 	}
@@ -399,48 +399,48 @@ static inline size_t dec_fmt_u64(char *buf, uint64_t v)
 }
 
 /* Reserve @n bytes at the end of the output; NULL after an error. */
-static inline char *dec_out_reserve(struct dec_out *o, size_t n)
+static inline char *xs_out_reserve(struct xs_out *o, size_t n)
 {
 	if (o->r)
 		return NULL;
-	if (n >= o->cap - o->len && dec_out_room(o, n) < 0)
+	if (n >= o->cap - o->len && xs_out_room(o, n) < 0)
 		return NULL;
 	return o->buf + o->len;
 }
 
-static inline void dec_out_u64(struct dec_out *o, uint64_t v)
+static inline void xs_out_u64(struct xs_out *o, uint64_t v)
 {
-	char *p = dec_out_reserve(o, 24);
+	char *p = xs_out_reserve(o, 24);
 
 	if (p)
-		o->len += dec_fmt_u64(p, v);
+		o->len += xs_fmt_u64(p, v);
 }
 
-static inline void dec_out_i64(struct dec_out *o, int64_t v)
+static inline void xs_out_i64(struct xs_out *o, int64_t v)
 {
-	char *p = dec_out_reserve(o, 24);
+	char *p = xs_out_reserve(o, 24);
 
 	if (!p)
 		return;
 	if (v < 0) {
 		*p = '-';
-		o->len += 1 + dec_fmt_u64(p + 1, (uint64_t)0 - (uint64_t)v);
+		o->len += 1 + xs_fmt_u64(p + 1, (uint64_t)0 - (uint64_t)v);
 	} else {
-		o->len += dec_fmt_u64(p, (uint64_t)v);
+		o->len += xs_fmt_u64(p, (uint64_t)v);
 	}
 }
 
-/* dec_out_key_i64() - the literal @lit (a key with its punctuation), then @v. */
-static inline void dec_out_key_i64(struct dec_out *o, const char *lit, int64_t v)
+/* xs_out_key_i64() - the literal @lit (a key with its punctuation), then @v. */
+static inline void xs_out_key_i64(struct xs_out *o, const char *lit, int64_t v)
 {
-	dec_out_add(o, lit, strlen(lit));
-	dec_out_i64(o, v);
+	xs_out_add(o, lit, strlen(lit));
+	xs_out_i64(o, v);
 }
 
 /* @ps picoseconds as an exact decimal number of microseconds. */
-static inline void dec_out_us(struct dec_out *o, int64_t ps)
+static inline void xs_out_us(struct xs_out *o, int64_t ps)
 {
-	char *p = dec_out_reserve(o, 40);
+	char *p = xs_out_reserve(o, 40);
 	uint64_t u = ps < 0 ? (uint64_t)0 - (uint64_t)ps : (uint64_t)ps;
 	uint32_t frac = (uint32_t)(u % 1000000);
 	size_t n = 0;
@@ -449,14 +449,14 @@ static inline void dec_out_us(struct dec_out *o, int64_t ps)
 		return;
 	if (ps < 0)
 		p[n++] = '-';
-	n += dec_fmt_u64(p + n, u / 1000000);
+	n += xs_fmt_u64(p + n, u / 1000000);
 	if (frac) {
 		char f[6];
 		size_t k = 6;
 
-		memcpy(f, dec_digits2 + (frac / 10000) * 2, 2);
-		memcpy(f + 2, dec_digits2 + (frac / 100 % 100) * 2, 2);
-		memcpy(f + 4, dec_digits2 + (frac % 100) * 2, 2);
+		memcpy(f, xs_digits2 + (frac / 10000) * 2, 2);
+		memcpy(f + 2, xs_digits2 + (frac / 100 % 100) * 2, 2);
+		memcpy(f + 4, xs_digits2 + (frac % 100) * 2, 2);
 		while (f[k - 1] == '0')
 			k--;
 		p[n++] = '.';
@@ -469,28 +469,28 @@ static inline void dec_out_us(struct dec_out *o, int64_t ps)
 /* ---- limits and the index (xspace/index.c, xspace/xspace.c) ----------- */
 
 /* Strings longer than this are truncated in the views (marked "..."). */
-#define DEC_STR_MAX ((size_t)16 << 20)
+#define XS_STR_MAX ((size_t)16 << 20)
 /* Plane and line names kept in the index are capped at this many bytes. */
-#define DEC_NAME_MAX ((size_t)64 << 10)
+#define XS_NAME_MAX ((size_t)64 << 10)
 /* Most threads one open() indexes planes with. */
-#define DEC_THREADS_MAX 8
+#define XS_THREADS_MAX 8
 /* Files smaller than this are indexed on the calling thread only (tests lower it). */
-extern size_t dec_parallel_min_bytes;
+extern size_t xs_parallel_min_bytes;
 /* A plane's metadata region up to this size is read in one go (tests lower it). */
-extern size_t dec_md_region_max;
+extern size_t xs_md_region_max;
 /* Most index entries (lines + metadata entries + plane stats + strings). */
-#define DEC_INDEX_MAX ((size_t)8 << 20)
+#define XS_INDEX_MAX ((size_t)8 << 20)
 /* Most planes and lines (their index records are ~200 bytes each). */
-#define DEC_PLANES_MAX ((size_t)1 << 16)
-#define DEC_LINES_MAX ((size_t)1 << 20)
+#define XS_PLANES_MAX ((size_t)1 << 16)
+#define XS_LINES_MAX ((size_t)1 << 20)
 
 /* ---- the index ------------------------------------------------------ */
 
-struct dec_span {
+struct xs_span {
 	uint64_t off, len;
 };
 
-struct dec_md { /* one map entry: its key and where its value lies */
+struct xs_md { /* one map entry: its key and where its value lies */
 	int64_t key;
 	uint64_t off, len;
 };
@@ -500,23 +500,23 @@ struct dec_md { /* one map entry: its key and where its value lies */
  * compact (the usual case: ids count up from 0 or 1), else binary search
  * over the sorted entries.
  */
-struct dec_mdix {
-	struct dec_md *md; /* owned; sorted by key, unique keys (last wins) */
+struct xs_mdix {
+	struct xs_md *md; /* owned; sorted by key, unique keys (last wins) */
 	size_t n;
 	int32_t *dense; /* owned; dense[key - base] = index or -1; NULL if sparse */
 	int64_t base;
 	uint64_t span;
 };
 
-struct dec_plane {
+struct xs_plane {
 	int64_t id;
-	char *name; /* owned, NUL-terminated, capped at DEC_NAME_MAX */
+	char *name; /* owned, NUL-terminated, capped at XS_NAME_MAX */
 	size_t name_len;
 	char *file; /* owned; unique plane directory name */
-	struct dec_span msg;
-	struct dec_mdix ev, st; /* event_metadata, stat_metadata */
-	uint64_t md_lo, md_hi;  /* file range holding all their values */
-	struct dec_span *stats; /* owned; plane-level XStat messages */
+	struct xs_span msg;
+	struct xs_mdix ev, st; /* event_metadata, stat_metadata */
+	uint64_t md_lo, md_hi; /* file range holding all their values */
+	struct xs_span *stats; /* owned; plane-level XStat messages */
 	size_t n_stats;
 	size_t first_line, n_lines; /* into xprofs_xspace.lines */
 	uint64_t events;
@@ -528,36 +528,36 @@ struct dec_plane {
 
 /*
  * One checkpoint of a line's time -> file offset map (slices): every
- * DEC_CKPT_EVERY-th event of the line, recorded by the structural pass from
+ * XS_CKPT_EVERY-th event of the line, recorded by the structural pass from
  * the event headers it parses anyway. A windowed walk seeks to the last
  * checkpoint whose earlier events all end at or before the window start, so
  * a long event that began before the checkpoint is never skipped.
  */
-#define DEC_CKPT_EVERY 4096
-struct dec_ckpt {
+#define XS_CKPT_EVERY 4096
+struct xs_ckpt {
 	uint64_t off;    /* file offset of the event's field in the XLine (its tag) */
 	int64_t max_end; /* the latest line-relative end (at least start + 1 ps) of the events
 			      before it; INT64_MAX: saturated, unknown */
 };
 
-struct dec_line {
+struct xs_line {
 	size_t plane;
 	int64_t id, display_id, timestamp_ns, duration_ps;
 	char *name, *display_name; /* owned, capped */
 	size_t name_len, display_name_len;
 	char *file; /* owned; unique within the plane, ends in ".json" */
-	struct dec_span msg;
+	struct xs_span msg;
 	uint64_t events;
 	int64_t first_ps, last_ps;
 	bool has_events;
-	bool unsorted;         /* an event starts before the one before it (no early stop) */
-	struct dec_ckpt *ckpt; /* owned; events / DEC_CKPT_EVERY entries (none if tracks_only) */
+	bool unsorted;        /* an event starts before the one before it (no early stop) */
+	struct xs_ckpt *ckpt; /* owned; events / XS_CKPT_EVERY entries (none if tracks_only) */
 	size_t n_ckpt;
 	uint32_t trace_tid;  /* trace.json's tid: the display id, renumbered on GPU (derived.c) */
 	int32_t derive_slot; /* its derived lines' group on a GPU plane, -1: none */
 };
 
-struct dec_strs {
+struct xs_strs {
 	char **s; /* owned */
 	size_t *len;
 	size_t n;
@@ -565,18 +565,18 @@ struct dec_strs {
 
 struct xprofs_xspace {
 	const struct xprofs_reader *r; /* borrowed */
-	struct dec_plane *planes;
+	struct xs_plane *planes;
 	size_t n_planes;
-	struct dec_line *lines;
+	struct xs_line *lines;
 	size_t n_lines;
-	struct dec_strs hostnames, errors, warnings;
+	struct xs_strs hostnames, errors, warnings;
 	struct xprofs_xspace_totals totals;
 	bool tracks_only; /* opened without event statistics */
 	/*
 	 * XProf's trace preprocessing (PreprocessSingleHostXSpace) runs only on a
 	 * space no plane of which has a "group_id" stat metadata
 	 * (IsXSpaceGrouped()); host_id stands for its hostname in the flow ids
-	 * that preprocessing makes (trace-model.c, dec_trace_xflows()).
+	 * that preprocessing makes (trace-model.c, xs_trace_xflows()).
 	 */
 	bool grouped;
 	uint64_t host_id;
@@ -586,8 +586,8 @@ struct xprofs_xspace {
 
 /* ---- helpers shared by the files ---------------------------------- */
 
-/* dec_event_end_rel() - an event's line-relative end as slices see it: never before start + 1 ps. */
-static inline int64_t dec_event_end_rel(int64_t offset_ps, int64_t duration_ps)
+/* xs_event_end_rel() - an event's line-relative end as slices see it: never before start + 1 ps. */
+static inline int64_t xs_event_end_rel(int64_t offset_ps, int64_t duration_ps)
 {
 	int64_t e;
 
@@ -596,7 +596,7 @@ static inline int64_t dec_event_end_rel(int64_t offset_ps, int64_t duration_ps)
 	return e;
 }
 
-static inline int64_t dec_sat_add(int64_t a, int64_t b)
+static inline int64_t xs_sat_add(int64_t a, int64_t b)
 {
 	int64_t s;
 
@@ -605,7 +605,7 @@ static inline int64_t dec_sat_add(int64_t a, int64_t b)
 	return s;
 }
 
-static inline int64_t dec_line_base_ps(int64_t ts_ns)
+static inline int64_t xs_line_base_ps(int64_t ts_ns)
 {
 	int64_t s;
 
@@ -614,53 +614,53 @@ static inline int64_t dec_line_base_ps(int64_t ts_ns)
 	return s;
 }
 
-/* dec_index_build() - the structural pass (index.c): fill @x from x->r on up to @threads threads.
+/* xs_index_build() - the structural pass (index.c): fill @x from x->r on up to @threads threads.
  */
-int dec_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf *err);
+int xs_index_build(struct xprofs_xspace *x, unsigned threads, struct xprofs_buf *err);
 /*
  * XProf's derived lines (openxla/xprof xprof/utils/derived_timeline.cc):
  * trace/ derives them; the index notes which a plane already holds by name
- * (dec_plane.derived_have, bit per DL_*), since those are not derived again.
+ * (xs_plane.derived_have, bit per DL_*), since those are not derived again.
  * The values index arrays only.
  */
 enum { DL_MODULE = 0, DL_HLO_OP, DL_NAME_SCOPE, DL_TF_OP, DL_SOURCE, DL_COUNT };
 /* The name of each derived line (kXlaModuleLineName, ...). */
-extern const char *const dec_derived_names[DL_COUNT];
+extern const char *const xs_derived_names[DL_COUNT];
 /* TSL trace_utils.h: derived thread ids (int, so 0xdeadbeef wraps negative as in XProf) */
 #define TID_DERIVED_MIN ((int32_t)0xdeadbeefu)
 #define TID_DEVICE_DERIVED_MIN (TID_DERIVED_MIN + 290) /* kThreadIdHostXlaRegionEnd + 1 */
 #define TID_DEVICE_DERIVED_MAX (TID_DEVICE_DERIVED_MIN + 99)
 #define TID_DERIVED_MAX TID_DEVICE_DERIVED_MAX
-/* dec_derived_tid() - IsDerivedThreadId() of a line id. */
-bool dec_derived_tid(int64_t id);
+/* xs_derived_tid() - IsDerivedThreadId() of a line id. */
+bool xs_derived_tid(int64_t id);
 /*
- * dec_derived_assign() - every line's trace_tid (its display id, renumbered
+ * xs_derived_assign() - every line's trace_tid (its display id, renumbered
  * on GPU planes as XProf's DeriveEventsFromAnnotations() orders streams) and
  * derive_slot, and each plane's derived_have (xspace/order.c), after the index.
  */
-int dec_derived_assign(struct xprofs_xspace *x);
-/* dec_plane_deinit() / dec_line_deinit() - free what an index record owns. */
-void dec_plane_deinit(struct dec_plane *p);
-void dec_line_deinit(struct dec_line *l);
+int xs_derived_assign(struct xprofs_xspace *x);
+/* xs_plane_deinit() / xs_line_deinit() - free what an index record owns. */
+void xs_plane_deinit(struct xs_plane *p);
+void xs_line_deinit(struct xs_line *l);
 /*
- * dec_plane_stat_int() - the integer value of @p's plane stat named @want
+ * xs_plane_stat_int() - the integer value of @p's plane stat named @want
  * (stats.c; for the Task Environment times), 0 when absent or malformed.
  * Moves @c (whose err should be NULL).
  */
-int64_t dec_plane_stat_int(const struct dec_plane *p, struct dec_cur *c, const char *want);
+int64_t xs_plane_stat_int(const struct xs_plane *p, struct wire_cur *c, const char *want);
 
-/* dec_str_eq() - @s (@n bytes) equals the C string @lit. */
-static inline bool dec_str_eq(const char *s, size_t n, const char *lit)
+/* xs_str_eq() - @s (@n bytes) equals the C string @lit. */
+static inline bool xs_str_eq(const char *s, size_t n, const char *lit)
 {
 	return n == strlen(lit) && !memcmp(s, lit, n);
 }
 
-/* dec_plane_is_device() - "/device:..." planes hold accelerator ops. */
-bool dec_plane_is_device(const struct dec_plane *p);
-/* dec_plane_is_gpu() - "/device:GPU:..." planes (XProf's GPU rules apply). */
-bool dec_plane_is_gpu(const struct dec_plane *p);
-/* dec_md_find() - index of @key in @ix, or -1. */
-static inline ssize_t dec_md_find(const struct dec_mdix *ix, int64_t key)
+/* xs_plane_is_device() - "/device:..." planes hold accelerator ops. */
+bool xs_plane_is_device(const struct xs_plane *p);
+/* xs_plane_is_gpu() - "/device:GPU:..." planes (XProf's GPU rules apply). */
+bool xs_plane_is_gpu(const struct xs_plane *p);
+/* xs_md_find() - index of @key in @ix, or -1. */
+static inline ssize_t xs_md_find(const struct xs_mdix *ix, int64_t key)
 {
 	size_t lo = 0, hi = ix->n;
 
@@ -681,21 +681,21 @@ static inline ssize_t dec_md_find(const struct dec_mdix *ix, int64_t key)
 }
 
 /* Decoded metadata is dropped between events once it passes this many bytes. */
-#define DEC_MD_BUDGET ((size_t)64 << 20)
+#define XS_MD_BUDGET ((size_t)64 << 20)
 
 /* ---- the metadata cache (xspace/metadata.c) --------------------------- */
 
-struct dec_stmd { /* one XStatMetadata */
+struct xs_stmd { /* one XStatMetadata */
 	bool loaded;
 	char *name; /* raw, NUL-terminated */
 	size_t name_len;
 	char *json; /* the name as a JSON string, followed by ':' (a stat's key) */
 	size_t json_len;
 	int8_t tkind; /* trace.json's class of the name + 1 (0: not yet known; trace-model.c) */
-	int8_t ckind; /* dec_collect_stat()'s class of the name (0: not yet known; stats.c) */
+	int8_t ckind; /* xs_collect_stat()'s class of the name (0: not yet known; stats.c) */
 };
 
-struct dec_evmd { /* one XEventMetadata */
+struct xs_evmd { /* one XEventMetadata */
 	bool loaded;
 	char *name; /* raw display name, else name */
 	size_t name_len;
@@ -718,31 +718,31 @@ struct dec_evmd { /* one XEventMetadata */
 	size_t view_md_bytes;
 };
 
-struct dec_rctx;
+struct xs_rctx;
 /*
  * What an analysis keeps of each event metadata entry besides what
- * struct dec_evmd holds (trace/: the trace args and special stats): @fill
+ * struct xs_evmd holds (trace/: the trace args and special stats): @fill
  * is called when the entry is loaded (message [off, off+len) at rc->md;
  * full name @full, display name length @disp_len) and sets e->view_md and
  * e->view_md_bytes; @free frees a view_md. Set rc->md_ext before the first
  * metadata look-up of the render.
  */
-struct dec_md_ext {
-	int (*fill)(struct dec_rctx *rc, struct dec_evmd *e, const char *full, size_t full_len,
+struct xs_md_ext {
+	int (*fill)(struct xs_rctx *rc, struct xs_evmd *e, const char *full, size_t full_len,
 		    size_t disp_len, uint64_t off, uint64_t len);
 	void (*free)(void *view_md);
 };
 
-struct dec_rctx {
+struct xs_rctx {
 	struct xprofs_xspace *x; /* borrowed */
-	struct dec_cur ev, md;
+	struct wire_cur ev, md;
 	struct xprofs_buf *err; /* borrowed, may be NULL */
 	size_t plane;
-	struct dec_evmd *evmd; /* owned, parallel to plane->ev.md */
-	struct dec_stmd *stmd; /* owned, parallel to plane->st.md */
+	struct xs_evmd *evmd; /* owned, parallel to plane->ev.md */
+	struct xs_stmd *stmd; /* owned, parallel to plane->st.md */
 	size_t md_bytes;
 	struct xprofs_buf tmp;
-	const struct dec_md_ext *md_ext; /* borrowed, may be NULL: makes each entry's view_md */
+	const struct xs_md_ext *md_ext; /* borrowed, may be NULL: makes each entry's view_md */
 	const char *host; /* borrowed, may be NULL: the host name of trace.json's processes */
 	bool win;         /* a slice: line walks keep events overlapping [win_from, win_to) */
 	xprofs_ps128 win_from, win_to;
@@ -753,72 +753,72 @@ struct dec_rctx {
 	void *view_data;
 	void (*view_data_free)(void *data);
 	bool view_data_loaded;
-	bool in_task; /* a dec_tasks_run() thread's: its tasks run their own tasks in a loop */
-	const char *spill_dir; /* borrowed, may be NULL: dec_parts_run()'s temporary files */
+	bool in_task; /* a xs_tasks_run() thread's: its tasks run their own tasks in a loop */
+	const char *spill_dir; /* borrowed, may be NULL: xs_parts_run()'s temporary files */
 };
 
 /*
- * dec_rctx_init() - a fresh render context over @x (borrowed), messages to
- * @err (borrowed, may be NULL). Free with dec_rctx_deinit().
+ * xs_rctx_init() - a fresh render context over @x (borrowed), messages to
+ * @err (borrowed, may be NULL). Free with xs_rctx_deinit().
  */
-void dec_rctx_init(struct dec_rctx *rc, struct xprofs_xspace *x, struct xprofs_buf *err);
+void xs_rctx_init(struct xs_rctx *rc, struct xprofs_xspace *x, struct xprofs_buf *err);
 /*
- * dec_rctx_child() - a fresh render context over @parent's profile with its
+ * xs_rctx_child() - a fresh render context over @parent's profile with its
  * settings (host, window, spill_dir), for another thread; messages go to
- * @err (borrowed). Free with dec_rctx_deinit().
+ * @err (borrowed). Free with xs_rctx_deinit().
  */
-void dec_rctx_child(struct dec_rctx *rc, const struct dec_rctx *parent, struct xprofs_buf *err);
-void dec_rctx_deinit(struct dec_rctx *rc);
+void xs_rctx_child(struct xs_rctx *rc, const struct xs_rctx *parent, struct xprofs_buf *err);
+void xs_rctx_deinit(struct xs_rctx *rc);
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */
-extern struct dec_evmd dec_empty_evmd;
+extern struct xs_evmd xs_empty_evmd;
 
-/* dec_plane_enter() - make plane @pi the current one (drops the cache on a change). */
-int dec_plane_enter(struct dec_rctx *rc, size_t pi);
-/* dec_md_drop() - free all decoded metadata of the current plane. */
-void dec_md_drop(struct dec_rctx *rc);
+/* xs_plane_enter() - make plane @pi the current one (drops the cache on a change). */
+int xs_plane_enter(struct xs_rctx *rc, size_t pi);
+/* xs_md_drop() - free all decoded metadata of the current plane. */
+void xs_md_drop(struct xs_rctx *rc);
 /* The two metadata maps of a plane. */
-enum dec_md_kind { DEC_MD_STAT, DEC_MD_EVENT };
+enum xs_md_kind { XS_MD_STAT, XS_MD_EVENT };
 /*
- * dec_md_load() - the one metadata loader, the slow path of dec_md_stat() and
- * dec_md_event(): decode entry @key of the current plane's map @kind into
+ * xs_md_load() - the one metadata loader, the slow path of xs_md_stat() and
+ * xs_md_event(): decode entry @key of the current plane's map @kind into
  * the cache, or give the empty entry when the map has no @key. *out: a
- * struct dec_stmd or struct dec_evmd, borrowed until dec_md_gc().
+ * struct xs_stmd or struct xs_evmd, borrowed until xs_md_gc().
  */
-int dec_md_load(struct dec_rctx *rc, enum dec_md_kind kind, int64_t key, void **out);
+int xs_md_load(struct xs_rctx *rc, enum xs_md_kind kind, int64_t key, void **out);
 
 /*
- * dec_md_stat() / dec_md_event() - the current plane's stat / event metadata
- * @key (borrowed, valid until dec_md_gc()). Inline: a cache hit (the common
+ * xs_md_stat() / xs_md_event() - the current plane's stat / event metadata
+ * @key (borrowed, valid until xs_md_gc()). Inline: a cache hit (the common
  * case, several per event) costs one index look-up, no call.
  */
-static inline int dec_md_stat(struct dec_rctx *rc, int64_t key, const struct dec_stmd **out)
+static inline int xs_md_stat(struct xs_rctx *rc, int64_t key, const struct xs_stmd **out)
 {
-	ssize_t k = dec_md_find(&rc->x->planes[rc->plane].st, key);
+	ssize_t k = xs_md_find(&rc->x->planes[rc->plane].st, key);
 
 	if (k >= 0 && rc->stmd[k].loaded) {
 		*out = &rc->stmd[k];
 		return 0;
 	}
-	return dec_md_load(rc, DEC_MD_STAT, key, (void **)out);
+	return xs_md_load(rc, XS_MD_STAT, key, (void **)out);
 }
 
-static inline int dec_md_event(struct dec_rctx *rc, int64_t key, struct dec_evmd **out)
+static inline int xs_md_event(struct xs_rctx *rc, int64_t key, struct xs_evmd **out)
 {
-	ssize_t k = dec_md_find(&rc->x->planes[rc->plane].ev, key);
+	ssize_t k = xs_md_find(&rc->x->planes[rc->plane].ev, key);
 
 	if (k >= 0 && rc->evmd[k].loaded) {
 		*out = &rc->evmd[k];
 		return 0;
 	}
-	return dec_md_load(rc, DEC_MD_EVENT, key, (void **)out);
+	return xs_md_load(rc, XS_MD_EVENT, key, (void **)out);
 }
 
-/* dec_md_gc() - between events: keep the decoded metadata under its budget. */
-static inline void dec_md_gc(struct dec_rctx *rc)
+/* xs_md_gc() - between events: keep the decoded metadata under its budget. */
+static inline void xs_md_gc(struct xs_rctx *rc)
 {
-	if (rc->md_bytes > DEC_MD_BUDGET)
-		dec_md_drop(rc);
+	if (rc->md_bytes > XS_MD_BUDGET)
+		xs_md_drop(rc);
 }
 
 /* ---- XStats (xspace/xstat.c) ------------------------------------------ */
@@ -835,7 +835,7 @@ enum {
 	SV_ZSTR = XSTAT_F_COMPRESSED,
 };
 
-struct dec_statv { /* one XStat, its value located, not copied */
+struct xs_statv { /* one XStat, its value located, not copied */
 	int64_t md;
 	int kind;
 	uint64_t u; /* u64, i64 (as bits), ref */
@@ -843,46 +843,46 @@ struct dec_statv { /* one XStat, its value located, not copied */
 	uint64_t off, len; /* str, bytes, compressed: where the bytes lie */
 };
 
-/* dec_zlib_errno() - the module's one mapping of zlib results to -errno (xstat.c). */
-int dec_zlib_errno(int zr);
+/* xs_zlib_errno() - the module's one mapping of zlib results to -errno (xstat.c). */
+int xs_zlib_errno(int zr);
 
-/* dec_stat_number() - @s's value as a number (flops etc.); false when not numeric. */
-bool dec_stat_number(const struct dec_statv *s, double *d);
-/* dec_stat_string() - @s's value (str or ref) as a new string; caller frees *out with free(). */
-int dec_stat_string(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, char **out);
-/* dec_stat_parse() - parse the XStat body [c->pos, c->end). */
-int dec_stat_parse(struct dec_cur *c, struct dec_statv *s);
+/* xs_stat_number() - @s's value as a number (flops etc.); false when not numeric. */
+bool xs_stat_number(const struct xs_statv *s, double *d);
+/* xs_stat_string() - @s's value (str or ref) as a new string; caller frees *out with free(). */
+int xs_stat_string(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, char **out);
+/* xs_stat_parse() - parse the XStat body [c->pos, c->end). */
+int xs_stat_parse(struct wire_cur *c, struct xs_statv *s);
 
-typedef int (*dec_stat_fn)(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s,
-			   void *arg);
-/* dec_walk_stats() - call @fn for each XStat in field @field of the message [off, off+len) on @c.
+typedef int (*xs_stat_fn)(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
+			  void *arg);
+/* xs_walk_stats() - call @fn for each XStat in field @field of the message [off, off+len) on @c.
  */
-int dec_walk_stats(struct dec_rctx *rc, struct dec_cur *c, uint64_t off, uint64_t len,
-		   uint32_t field, dec_stat_fn fn, void *arg);
+int xs_walk_stats(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uint64_t len,
+		  uint32_t field, xs_stat_fn fn, void *arg);
 
-/* dec_walk_plane_stats() - call @fn for each stat of plane @pi (enters the plane). */
-int dec_walk_plane_stats(struct dec_rctx *rc, size_t pi, dec_stat_fn fn, void *arg);
+/* xs_walk_plane_stats() - call @fn for each stat of plane @pi (enters the plane). */
+int xs_walk_plane_stats(struct xs_rctx *rc, size_t pi, xs_stat_fn fn, void *arg);
 
-struct dec_render_arg {
-	struct dec_out *o;
+struct xs_render_arg {
+	struct xs_out *o;
 	bool first;
 };
-/* dec_render_stat() - a dec_stat_fn writing "name":value pairs (arg: struct dec_render_arg). */
-int dec_render_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+/* xs_render_stat() - a xs_stat_fn writing "name":value pairs (arg: struct xs_render_arg). */
+int xs_render_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg);
 
-/* The strings of a struct dec_opstats, as bits of its owned / plain masks. */
+/* The strings of a struct xs_opstats, as bits of its owned / plain masks. */
 enum {
-	DEC_OS_CATEGORY,
-	DEC_OS_HLO_OP,
-	DEC_OS_STEP_NAME,
-	DEC_OS_HLO_MODULE,
-	DEC_OS_KERNEL_DETAILS,
-	DEC_OS_TF_OP,
-	DEC_OS_NSTR
+	XS_OS_CATEGORY,
+	XS_OS_HLO_OP,
+	XS_OS_STEP_NAME,
+	XS_OS_HLO_MODULE,
+	XS_OS_KERNEL_DETAILS,
+	XS_OS_TF_OP,
+	XS_OS_NSTR
 };
 
 /* Interesting stats for ops/steps, from metadata or event stats. */
-struct dec_opstats {
+struct xs_opstats {
 	char *category, *hlo_op, *step_name; /* owned */
 	double flops, bytes;
 	bool has_flops, has_bytes;
@@ -900,24 +900,24 @@ struct dec_opstats {
 	/*
 	 * Per-event walks: with @borrow (set by the caller) a string whose stat is a
 	 * ref points at the stat metadata's name (borrowed until the next
-	 * dec_md_gc(), so for the event being handled) instead of a copy, and
+	 * xs_md_gc(), so for the event being handled) instead of a copy, and
 	 * ref[i] is that ref: the string's identity within the plane, for caches
-	 * keyed by it. Bit i of @owned: string i is a copy (dec_opstats_clear()
+	 * keyed by it. Bit i of @owned: string i is a copy (xs_opstats_clear()
 	 * frees it); of @plain: it came from a value, not a ref (no identity).
 	 */
 	bool borrow;
 	uint8_t owned, plain;
-	int64_t ref[DEC_OS_NSTR];
+	int64_t ref[XS_OS_NSTR];
 };
-/* dec_opstats_clear() - free what @s owns; zeroes it, except in borrow mode (per-event
+/* xs_opstats_clear() - free what @s owns; zeroes it, except in borrow mode (per-event
  * structs, dropped right after: only the copies are freed, the rest is left). */
-void dec_opstats_clear(struct dec_opstats *s);
-/* dec_collect_stat() - a dec_stat_fn filling a struct dec_opstats. */
-int dec_collect_stat(struct dec_rctx *rc, struct dec_cur *c, const struct dec_statv *s, void *arg);
+void xs_opstats_clear(struct xs_opstats *s);
+/* xs_collect_stat() - a xs_stat_fn filling a struct xs_opstats. */
+int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg);
 
 /* ---- the events of a line (xspace/walk.c) ------------------------------ */
 
-struct dec_event {
+struct xs_event {
 	int64_t md, offset_ps, duration_ps, num;
 	bool has_num, has_stats;
 	int64_t start_ps, end_ps;
@@ -925,29 +925,29 @@ struct dec_event {
 	uint64_t stats_off; /* its first stats field */
 };
 
-struct dec_line_it {
-	struct dec_rctx *rc;
-	const struct dec_line *l;
+struct xs_line_it {
+	struct xs_rctx *rc;
+	const struct xs_line *l;
 	uint64_t end;
 	int64_t base_ps;
 };
 
-/* dec_line_begin() - start walking line @li (enters its plane). */
-int dec_line_begin(struct dec_rctx *rc, size_t li, struct dec_line_it *it);
-/* dec_line_next_slow() - the general path of dec_line_next(). */
-int dec_line_next_slow(struct dec_line_it *it, struct dec_evhdr *h, uint64_t *off, uint64_t *len);
+/* xs_line_begin() - start walking line @li (enters its plane). */
+int xs_line_begin(struct xs_rctx *rc, size_t li, struct xs_line_it *it);
+/* xs_line_next_slow() - the general path of xs_line_next(). */
+int xs_line_next_slow(struct xs_line_it *it, struct xs_evhdr *h, uint64_t *off, uint64_t *len);
 
-/* dec_line_next() - next event of the line: 1 and *e filled, 0 at the end, or -errno. */
-static inline int dec_line_next(struct dec_line_it *it, struct dec_event *e)
+/* xs_line_next() - next event of the line: 1 and *e filled, 0 at the end, or -errno. */
+static inline int xs_line_next(struct xs_line_it *it, struct xs_event *e)
 {
-	struct dec_cur *c = &it->rc->ev;
-	struct dec_evhdr h;
+	struct wire_cur *c = &it->rc->ev;
+	struct xs_evhdr h;
 	int r;
 
-	r = dec_event_fast(c, &h, &e->off, &e->len);
+	r = xs_event_fast(c, &h, &e->off, &e->len);
 	if (r < 0)
-		return dec_fail(c, "malformed XEvent at offset %llu", (unsigned long long)c->pos);
-	if (r == 0 && (r = dec_line_next_slow(it, &h, &e->off, &e->len)) <= 0)
+		return wire_fail(c, "malformed XEvent at offset %llu", (unsigned long long)c->pos);
+	if (r == 0 && (r = xs_line_next_slow(it, &h, &e->off, &e->len)) <= 0)
 		return r;
 	e->md = h.md;
 	e->offset_ps = h.offset_ps;
@@ -956,61 +956,61 @@ static inline int dec_line_next(struct dec_line_it *it, struct dec_event *e)
 	e->has_num = h.has_num;
 	e->has_stats = h.has_stats;
 	e->stats_off = e->off + h.stats_at;
-	e->start_ps = dec_sat_add(it->base_ps, e->offset_ps);
-	e->end_ps = dec_sat_add(e->start_ps, e->duration_ps);
+	e->start_ps = xs_sat_add(it->base_ps, e->offset_ps);
+	e->end_ps = xs_sat_add(e->start_ps, e->duration_ps);
 	return 1;
 }
 
 /* A per-event callback: @m is @e's metadata (borrowed until the next event); <0 stops. */
-typedef int (*dec_event_fn)(struct dec_rctx *rc, const struct dec_event *e, struct dec_evmd *m,
-			    void *arg);
+typedef int (*xs_event_fn)(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m,
+			   void *arg);
 /* A stop test, asked before each event's metadata is looked up: true ends the walk with 0. */
-typedef bool (*dec_stop_fn)(void *arg);
+typedef bool (*xs_stop_fn)(void *arg);
 /*
- * dec_line_each() - call @fn for each event of line @li in file order, until
+ * xs_line_each() - call @fn for each event of line @li in file order, until
  * @stop (NULL: never) says enough; 0, or the first error. In a slice
  * (rc->win) only the events overlapping the window, found through the
  * line's checkpoints.
  */
-int dec_line_each(struct dec_rctx *rc, size_t li, dec_stop_fn stop, dec_event_fn fn, void *arg);
+int xs_line_each(struct xs_rctx *rc, size_t li, xs_stop_fn stop, xs_event_fn fn, void *arg);
 
-/* dec_event_stats() - "k":v pairs of @m's then @e's stats; *first tracks commas. */
-int dec_event_stats(struct dec_rctx *rc, const struct dec_evmd *m, const struct dec_event *e,
-		    struct dec_out *o, bool *first);
+/* xs_event_stats() - "k":v pairs of @m's then @e's stats; *first tracks commas. */
+int xs_event_stats(struct xs_rctx *rc, const struct xs_evmd *m, const struct xs_event *e,
+		   struct xs_out *o, bool *first);
 
 /* ---- render contexts, tasks and parts (xspace/walk.c, xspace/parts.c) --- */
 
-/* dec_out_line_name() - a line's display name (its name when none is set) as a JSON string. */
-static inline void dec_out_line_name(struct dec_out *o, const struct dec_line *l)
+/* xs_out_line_name() - a line's display name (its name when none is set) as a JSON string. */
+static inline void xs_out_line_name(struct xs_out *o, const struct xs_line *l)
 {
 	if (l->display_name_len)
-		dec_out_str(o, l->display_name, l->display_name_len);
+		xs_out_str(o, l->display_name, l->display_name_len);
 	else
-		dec_out_str(o, l->name, l->name_len);
+		xs_out_str(o, l->name, l->name_len);
 }
 
-/* dec_with_rctx() - @fn(rc, @arg) with a fresh render context over @x. */
-int dec_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
-		  int (*fn)(struct dec_rctx *rc, void *arg), void *arg);
+/* xs_with_rctx() - @fn(rc, @arg) with a fresh render context over @x. */
+int xs_with_rctx(struct xprofs_xspace *x, struct xprofs_buf *err,
+		 int (*fn)(struct xs_rctx *rc, void *arg), void *arg);
 
-/* A task of dec_tasks_run(): task @i on render context @rc (its own when on another thread). */
-typedef int (*dec_task_fn)(struct dec_rctx *rc, size_t i, void *arg);
+/* A task of xs_tasks_run(): task @i on render context @rc (its own when on another thread). */
+typedef int (*xs_task_fn)(struct xs_rctx *rc, size_t i, void *arg);
 /* What task @i costs, roughly (events it reads): the costliest are started first. */
-typedef uint64_t (*dec_task_cost_fn)(const struct xprofs_xspace *x, size_t i, void *arg);
+typedef uint64_t (*xs_task_cost_fn)(const struct xprofs_xspace *x, size_t i, void *arg);
 /*
- * dec_tasks_run() - @fn(rc, i, @arg) for i in [0, @n): on the calling thread with @rc when
+ * xs_tasks_run() - @fn(rc, i, @arg) for i in [0, @n): on the calling thread with @rc when
  * the profile allows one thread (x->threads), else on up to x->threads threads, each
  * with a render context of its own, taking the tasks costliest first (@cost, may be
  * NULL: in order), so that a big plane does not run alone at the end. The tasks must
  * be independent (each writes only its own result). Returns 0, or the error of the
  * lowest failing task (its message in rc->err), as a loop that stops there would.
  */
-int dec_tasks_run(struct dec_rctx *rc, size_t n, dec_task_fn fn, dec_task_cost_fn cost, void *arg);
+int xs_tasks_run(struct xs_rctx *rc, size_t n, xs_task_fn fn, xs_task_cost_fn cost, void *arg);
 
 /* Part @i of an ordered render, written to @o, on render context @rc (its own off the caller's thread). */
-typedef int (*dec_part_fn)(struct dec_rctx *rc, size_t i, struct dec_out *o, void *arg);
+typedef int (*xs_part_fn)(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg);
 /*
- * dec_parts_run() - @fn(rc, i, o, @arg) for i in [0, @n), their bytes in @o
+ * xs_parts_run() - @fn(rc, i, o, @arg) for i in [0, @n), their bytes in @o
  * in order (parts.c). The caller's thread writes the parts it takes straight
  * into @o, so the first bytes come as soon as they would in a loop; up to
  * x->threads - 1 more threads each take the next part not yet taken and
@@ -1021,6 +1021,6 @@ typedef int (*dec_part_fn)(struct dec_rctx *rc, size_t i, struct dec_out *o, voi
  * their bytes must not depend on the thread that makes them. Returns 0, or
  * the first failing part's error (the loop stops there).
  */
-int dec_parts_run(struct dec_rctx *rc, size_t n, dec_part_fn fn, void *arg, struct dec_out *o);
+int xs_parts_run(struct xs_rctx *rc, size_t n, xs_part_fn fn, void *arg, struct xs_out *o);
 
 #endif

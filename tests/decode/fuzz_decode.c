@@ -53,7 +53,7 @@ static void fuzz_threads(struct xprofs_xspace *x1, struct xprofs_xspace *x2)
 
 			xprofs_buf_init(&b[k], (size_t)64 << 20);
 			xprofs_buf_init(&e[k], 4096);
-			rc[k] = xprofs_xspace_render(k ? x2 : x1, views[i], &s, &e[k]);
+			rc[k] = xprofs_decode_render(k ? x2 : x1, views[i], &s, &e[k]);
 		}
 		m = b[0].len < b[1].len ? b[0].len : b[1].len;
 		/*
@@ -85,7 +85,7 @@ static size_t sliced_view(struct xprofs_xspace *x, int view, const xprofs_ps128 
 		ro.from_ps = w[0];
 		ro.to_ps = w[1];
 	}
-	rc = xprofs_xspace_render_opts(x, view, &ro, &s, err);
+	rc = xprofs_decode_render_opts(x, view, &ro, &s, err);
 	if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 		abort();
 	return rc < 0 ? (size_t)-1 : total;
@@ -111,7 +111,7 @@ static void fuzz_slices(struct xprofs_xspace *x, struct xprofs_buf *err)
 		abort(); /* the same for trace.pftrace */
 	(void)sliced(x, big, err);
 	(void)sliced_view(x, XPROFS_VIEW_PFTRACE, big, err);
-	rc = xprofs_xspace_steps(x, &w, &n, err);
+	rc = xprofs_decode_steps(x, &w, &n, err);
 	if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 		abort();
 	for (size_t i = 0; rc == 0 && i < n && i < 4; i++) {
@@ -163,7 +163,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct xprofs_render_opts ro = {.host = "fuzz-host"};
 
 		for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
-			rc = xprofs_xspace_render_opts(x, v, v % 2 ? &ro : NULL, &s, &err);
+			rc = xprofs_decode_render_opts(x, v, v % 2 ? &ro : NULL, &s, &err);
 			if (rc == -ENOENT && v == XPROFS_VIEW_KERNELS) /* no GPU planes */
 				continue;
 			if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
@@ -187,7 +187,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			if (xprofs_xspace_track_names(x, i, &pf, &lf) < 0 ||
 			    xprofs_xspace_track_find(x, pf, lf) != (int)i)
 				abort();
-			rc = xprofs_xspace_render_track(x, i, &s, &err);
+			rc = xprofs_decode_render_track(x, i, &s, &err);
 			if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 				abort();
 		}
@@ -200,22 +200,22 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		struct xprofs_xspace *xt = NULL;
 		int rt;
 
-		dec_parallel_min_bytes = 0;
+		xs_parallel_min_bytes = 0;
 		xprofs_buf_reset(&err);
 		rt = xprofs_xspace_open_opts(&r, &o, &err, &xt);
 		/* tracks-only skips event headers, so it may accept what the full open rejects */
 		if (open_rc == 0 && rt != 0)
 			abort();
 		for (size_t i = 0; rt == 0 && i < xprofs_xspace_track_count(xt); i++)
-			(void)!xprofs_xspace_render_track(xt, i, &s, &err);
+			(void)!xprofs_decode_render_track(xt, i, &s, &err);
 		xprofs_xspace_free(xt);
 	}
 	xprofs_buf_deinit(&err);
 
-	enc = xprofs_decode_name_encode((const char *)data, size < 200 ? size : 200);
+	enc = xprofs_xspace_name_encode((const char *)data, size < 200 ? size : 200);
 	if (!enc || strchr(enc, '/') || strlen(enc) > 255)
 		abort();
-	dec = xprofs_decode_name_decode(enc, &n);
+	dec = xprofs_xspace_name_decode(enc, &n);
 	/* exact round trip unless the name was cut and hashed ("~h" suffix) */
 	if (!dec || (!strstr(enc, "~h") && n != (size < 200 ? size : 200)) || memcmp(dec, data, n))
 		abort();

@@ -269,8 +269,8 @@ static char *render_opts(struct xprofs_xspace *x, int v, size_t track,
 	xprofs_buf_init(&out, (size_t)1 << 30);
 	xprofs_buf_init(&err, 4096);
 	s = xprofs_sink_buf(&out);
-	rc = v >= 0 ? xprofs_xspace_render_opts(x, v, ro, &s, &err)
-		    : xprofs_xspace_render_track(x, track, &s, &err);
+	rc = v >= 0 ? xprofs_decode_render_opts(x, v, ro, &s, &err)
+		    : xprofs_decode_render_track(x, track, &s, &err);
 	/* kernels.json does not exist without GPU planes (docs/stats.md): compare its absence */
 	if (rc == -ENOENT && v == XPROFS_VIEW_KERNELS && out.len == 0) {
 		xprofs_buf_deinit(&err);
@@ -493,14 +493,14 @@ static struct tb *sample(void)
 static int varint_of(const uint8_t *p, size_t n, uint64_t *v)
 {
 	struct xprofs_reader r = xprofs_reader_mem(p, n);
-	struct dec_cur c;
+	struct wire_cur c;
 	int rc;
 
-	dec_cur_init(&c, &r, NULL);
-	rc = dec_varint(&c, v);
+	wire_cur_init(&c, &r, NULL);
+	rc = wire_varint(&c, v);
 	if (rc == 0)
 		assert_true(c.pos <= n);
-	dec_cur_deinit(&c);
+	wire_cur_deinit(&c);
 	return rc;
 }
 
@@ -534,31 +534,31 @@ static void test_wire_skip_and_len(void **state)
 				      4,    5, 6,   7,   8,   0x1d, 1,   2,    3, 4, 0x23};
 	struct xprofs_reader r = xprofs_reader_mem(msg, sizeof(msg));
 	struct xprofs_buf err;
-	struct dec_cur c;
+	struct wire_cur c;
 	uint32_t f = 0;
 	int wt = 0;
 
 	xprofs_buf_init(&err, 1024);
-	dec_cur_init(&c, &r, &err);
-	assert_int_equal(dec_tag(&c, &f, &wt), 0);
+	wire_cur_init(&c, &r, &err);
+	assert_int_equal(wire_tag(&c, &f, &wt), 0);
 	assert_int_equal(f, 1);
 	assert_int_equal(wt, WT_LEN);
-	assert_int_equal(dec_skip(&c, wt), 0);
+	assert_int_equal(wire_skip(&c, wt), 0);
 	assert_int_equal(c.pos, 7);
-	assert_int_equal(dec_tag(&c, &f, &wt), 0);
-	assert_int_equal(dec_skip(&c, wt), 0);
-	assert_int_equal(dec_tag(&c, &f, &wt), 0);
-	assert_int_equal(dec_skip(&c, wt), 0);
-	assert_int_equal(dec_tag(&c, &f, &wt), 0);
+	assert_int_equal(wire_tag(&c, &f, &wt), 0);
+	assert_int_equal(wire_skip(&c, wt), 0);
+	assert_int_equal(wire_tag(&c, &f, &wt), 0);
+	assert_int_equal(wire_skip(&c, wt), 0);
+	assert_int_equal(wire_tag(&c, &f, &wt), 0);
 	assert_int_equal(wt, 3);
-	assert_int_equal(dec_skip(&c, wt), -EINVAL);
+	assert_int_equal(wire_skip(&c, wt), -EINVAL);
 	assert_non_null(strstr(err.data, "wire type"));
 	/* a length past the enclosing message */
 	c.pos = 0;
 	c.end = 4;
-	assert_int_equal(dec_tag(&c, &f, &wt), 0);
-	assert_int_equal(dec_skip(&c, wt), -EINVAL);
-	dec_cur_deinit(&c);
+	assert_int_equal(wire_tag(&c, &f, &wt), 0);
+	assert_int_equal(wire_skip(&c, wt), -EINVAL);
+	wire_cur_deinit(&c);
 	xprofs_buf_deinit(&err);
 }
 
@@ -588,12 +588,12 @@ static void test_name_roundtrip(void **state)
 	unsigned seed = 1;
 
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		char *f = xprofs_decode_name_encode(names[i], strlen(names[i]));
+		char *f = xprofs_xspace_name_encode(names[i], strlen(names[i]));
 		size_t n;
 		char *d;
 
 		check_safe(f);
-		d = xprofs_decode_name_decode(f, &n);
+		d = xprofs_xspace_name_decode(f, &n);
 		assert_non_null(d);
 		assert_int_equal(n, strlen(names[i]));
 		assert_memory_equal(d, names[i], n);
@@ -608,17 +608,17 @@ static void test_name_roundtrip(void **state)
 
 		for (size_t i = 0; i < len; i++)
 			buf[i] = (char)(rand_r(&seed) & 0xff);
-		f = xprofs_decode_name_encode(buf, len);
+		f = xprofs_xspace_name_encode(buf, len);
 		check_safe(f);
-		d = xprofs_decode_name_decode(f, &n);
+		d = xprofs_xspace_name_decode(f, &n);
 		assert_non_null(d);
 		assert_int_equal(n, len);
 		assert_memory_equal(d, buf, len);
 		free(d);
 		free(f);
 	}
-	assert_null(xprofs_decode_name_decode("bad%zz", NULL));
-	assert_null(xprofs_decode_name_decode("bad%4", NULL));
+	assert_null(xprofs_xspace_name_decode("bad%zz", NULL));
+	assert_null(xprofs_xspace_name_decode("bad%4", NULL));
 }
 
 static void test_name_long(void **state)
@@ -629,8 +629,8 @@ static void test_name_long(void **state)
 	memset(a, '/', sizeof(a));
 	memcpy(b2, a, sizeof(b2));
 	b2[999] = 'x';
-	fa = xprofs_decode_name_encode(a, sizeof(a));
-	fb = xprofs_decode_name_encode(b2, sizeof(b2));
+	fa = xprofs_xspace_name_encode(a, sizeof(a));
+	fb = xprofs_xspace_name_encode(b2, sizeof(b2));
 	check_safe(fa);
 	check_safe(fb);
 	assert_string_not_equal(fa, fb); /* the hash suffix tells them apart */
@@ -761,11 +761,11 @@ static void gzip_roundtrip(const char *src, size_t total, unsigned threads, stru
 {
 	size_t at = 0, piece = 1;
 	struct xprofs_sink s = xprofs_sink_buf(out), gs;
-	struct dec_gzip *gz;
+	struct trace_gzip *gz;
 	char *back;
 
-	assert_int_equal(dec_gzip_new(&s, threads, &gz), 0);
-	gs = dec_gzip_sink(gz);
+	assert_int_equal(trace_gzip_new(&s, threads, &gz), 0);
+	gs = trace_gzip_sink(gz);
 	while (at < total) {
 		size_t n = piece < total - at ? piece : total - at;
 
@@ -775,8 +775,8 @@ static void gzip_roundtrip(const char *src, size_t total, unsigned threads, stru
 		if (piece > ((size_t)3 << 20))
 			piece = 17;
 	}
-	assert_int_equal(dec_gzip_finish(gz), 0);
-	dec_gzip_free(gz);
+	assert_int_equal(trace_gzip_finish(gz), 0);
+	trace_gzip_free(gz);
 	back = gunzip((const uint8_t *)out->data, out->len);
 	if (total)
 		assert_memory_equal(back, src, total);
@@ -789,7 +789,7 @@ static void test_gzip_sink(void **state)
 	char *src = malloc(total);
 	struct xprofs_buf out, first;
 	struct xprofs_sink s, gs;
-	struct dec_gzip *gz;
+	struct trace_gzip *gz;
 	int r = 0;
 
 	(void)state;
@@ -818,22 +818,22 @@ static void test_gzip_sink(void **state)
 		struct failing_sink f = {fail_at, 0};
 		struct xprofs_sink fs = {failing_write, &f};
 
-		assert_int_equal(dec_gzip_new(&fs, 2, &gz), 0);
-		gs = dec_gzip_sink(gz);
+		assert_int_equal(trace_gzip_new(&fs, 2, &gz), 0);
+		gs = trace_gzip_sink(gz);
 		for (at = 0, r = 0; at < total && r == 0; at += 65536)
 			r = gs.write(gs.arg, src + at, 65536);
 		if (r == 0)
-			r = dec_gzip_finish(gz);
+			r = trace_gzip_finish(gz);
 		assert_int_equal(r, -EIO);
-		dec_gzip_free(gz);
+		trace_gzip_free(gz);
 	}
 	/* freed mid-stream, without finish */
 	xprofs_buf_init(&out, (size_t)64 << 20);
 	s = xprofs_sink_buf(&out);
-	assert_int_equal(dec_gzip_new(&s, 2, &gz), 0);
-	gs = dec_gzip_sink(gz);
+	assert_int_equal(trace_gzip_new(&s, 2, &gz), 0);
+	gs = trace_gzip_sink(gz);
 	assert_int_equal(gs.write(gs.arg, src, (size_t)5 << 20), 0);
-	dec_gzip_free(gz);
+	trace_gzip_free(gz);
 	xprofs_buf_deinit(&out);
 	free(src);
 }
@@ -1518,7 +1518,7 @@ static size_t window_events(struct xprofs_xspace *x, xprofs_ps128 from, xprofs_p
 /*
  * One line of 10,000 events: event 0 is long (it spans them all), event i
  * in [i us, i us + 500 ps); a second, unsorted line. The index keeps a
- * checkpoint every DEC_CKPT_EVERY events with the latest end before it,
+ * checkpoint every XS_CKPT_EVERY events with the latest end before it,
  * and a window render keeps exactly the overlapping events, the long one
  * included although it lies before the checkpoint the walk seeks to.
  */
@@ -1532,7 +1532,7 @@ static void test_slices(void **state)
 	const int64_t base = 1000000, long_end = 20000000000LL;
 	struct xprofs_step_window *w = NULL;
 	struct xprofs_buf err;
-	const struct dec_line *dl;
+	const struct xs_line *dl;
 	struct opened o;
 	struct xprofs_xspace *x;
 	size_t ns;
@@ -1554,7 +1554,7 @@ static void test_slices(void **state)
 	x = opened_new(&o, b);
 	dl = &x->lines[0];
 	assert_int_equal(dl->events, nev);
-	assert_int_equal(dl->n_ckpt, (nev - 1) / DEC_CKPT_EVERY);
+	assert_int_equal(dl->n_ckpt, (nev - 1) / XS_CKPT_EVERY);
 	assert_false(dl->unsorted);
 	assert_true(x->lines[1].unsorted);
 	for (size_t k = 0; k < dl->n_ckpt; k++) {
@@ -1576,14 +1576,14 @@ static void test_slices(void **state)
 	assert_int_equal(window_events(x, 7, 7), 0); /* empty */
 	/* no Steps line: no step windows */
 	xprofs_buf_init(&err, 4096);
-	assert_int_equal(xprofs_xspace_steps(x, &w, &ns, &err), 0);
+	assert_int_equal(xprofs_decode_steps(x, &w, &ns, &err), 0);
 	assert_int_equal(ns, 0);
 	assert_null(w);
 	xprofs_buf_deinit(&err);
 	opened_free(&o);
 }
 
-/* xprofs_xspace_steps(): steps.json's steps, in its order, as exact windows. */
+/* xprofs_decode_steps(): steps.json's steps, in its order, as exact windows. */
 static void test_step_windows(void **state)
 {
 	struct xprofs_step_window *w = NULL;
@@ -1594,7 +1594,7 @@ static void test_step_windows(void **state)
 
 	x = opened_new(&o, sample());
 	xprofs_buf_init(&err, 4096);
-	assert_int_equal(xprofs_xspace_steps(x, &w, &n, &err), 0);
+	assert_int_equal(xprofs_decode_steps(x, &w, &n, &err), 0);
 	assert_int_equal(n, 1); /* the step of test_steps: start 1000 ps, 200 us long */
 	assert_true(w[0].begin_ps == 1000 && w[0].end_ps == 1000 + 200000000);
 	free(w);
@@ -1828,19 +1828,19 @@ static void test_pread_matches_mem(void **state)
 		s->str_value = i % 1000 ? shared : longer;
 	}
 	buf = tb_pack(b, &n);
-	assert_true(n > 2 * DEC_WIN_SIZE);
+	assert_true(n > 2 * WIRE_WIN_SIZE);
 	xm = open_mem(buf, n, &rm);
 	rp = (struct xprofs_reader){.pread = mem_pread, .arg = &rm, .size = n, .data = NULL};
 	xprofs_buf_init(&err, 4096);
 	assert_int_equal(xprofs_xspace_open(&rp, &err, &xp), 0);
 	for (int v = -1; v < XPROFS_VIEW_COUNT; v++) {
 		char *a = render(xm, v, 0), *c = render(xp, v, 0), *d;
-		size_t saved = dec_md_region_max;
+		size_t saved = xs_md_region_max;
 
 		assert_string_equal(a, c);
-		dec_md_region_max = 0; /* metadata read entry by entry */
+		xs_md_region_max = 0; /* metadata read entry by entry */
 		d = render(xp, v, 0);
-		dec_md_region_max = saved;
+		xs_md_region_max = saved;
 		assert_string_equal(a, d);
 		free(d);
 		if (v == XPROFS_VIEW_OPS) {
@@ -1875,7 +1875,7 @@ static void *par_render(void *arg)
 
 	xprofs_buf_init(&out, (size_t)1 << 30);
 	s = xprofs_sink_buf(&out);
-	if (xprofs_xspace_render(p->x, p->view, &s, NULL) == 0)
+	if (xprofs_decode_render(p->x, p->view, &s, NULL) == 0)
 		p->out = p->view == XPROFS_VIEW_TRACE_GZ
 				 ? gunzip((const uint8_t *)out.data,
 					  out.len) /* as render() gives it */
@@ -1922,10 +1922,10 @@ static void test_parallel_renders(void **state)
 static void test_parallel_open(void **state)
 {
 	struct tb *b = sample();
-	size_t saved = dec_parallel_min_bytes, n;
+	size_t saved = xs_parallel_min_bytes, n;
 	uint8_t *buf;
 
-	dec_parallel_min_bytes = 0;
+	xs_parallel_min_bytes = 0;
 	b->xs.n_hostnames = 0;
 	tb_plane(b, 7, "/device:GPU:1"); /* more planes than threads */
 	tb_plane(b, 8, "/device:GPU:2");
@@ -1956,7 +1956,7 @@ static void test_parallel_open(void **state)
 		if (cut == n)
 			break;
 	}
-	dec_parallel_min_bytes = saved;
+	xs_parallel_min_bytes = saved;
 	free(buf);
 	tb_free(b);
 }
@@ -1969,7 +1969,7 @@ static void test_parallel_open(void **state)
 static void test_parallel_parts(void **state)
 {
 	struct tb *b = sample();
-	size_t saved = dec_parallel_min_bytes, n;
+	size_t saved = xs_parallel_min_bytes, n;
 	char dir[] = "/tmp/xprofs-parts.XXXXXX";
 	struct xprofs_xspace *x1 = NULL, *x4 = NULL;
 	struct xprofs_xspace_opts o1 = {.threads = 1}, o4 = {.threads = 4};
@@ -1979,7 +1979,7 @@ static void test_parallel_parts(void **state)
 	char *want, *got;
 
 	(void)state;
-	dec_parallel_min_bytes = 0;
+	xs_parallel_min_bytes = 0;
 	for (int i = 0; i < 6; i++) { /* more planes than threads, each with events */
 		char name[32];
 		XPlane *p;
@@ -2018,7 +2018,7 @@ static void test_parallel_parts(void **state)
 	free(want);
 	xprofs_xspace_free(x1);
 	xprofs_xspace_free(x4);
-	dec_parallel_min_bytes = saved;
+	xs_parallel_min_bytes = saved;
 	free(buf);
 	tb_free(b);
 }
@@ -2042,7 +2042,7 @@ static void test_tracks_only(void **state)
 	xprofs_buf_init(&out, 1 << 20);
 	xprofs_buf_init(&err, 1024);
 	s = xprofs_sink_buf(&out);
-	assert_int_equal(xprofs_xspace_render(xt, XPROFS_VIEW_SUMMARY, &s, &err), -EOPNOTSUPP);
+	assert_int_equal(xprofs_decode_render(xt, XPROFS_VIEW_SUMMARY, &s, &err), -EOPNOTSUPP);
 	assert_non_null(strstr(err.data, "tracks only"));
 	xprofs_buf_deinit(&out);
 	xprofs_buf_deinit(&err);
@@ -2072,11 +2072,11 @@ static int try_all(const uint8_t *p, size_t n, bool want_msg)
 	} else {
 		for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
 			xprofs_buf_reset(&out);
-			(void)!xprofs_xspace_render(x, v, &s, &err);
+			(void)!xprofs_decode_render(x, v, &s, &err);
 		}
 		for (size_t i = 0; i < xprofs_xspace_track_count(x); i++) {
 			xprofs_buf_reset(&out);
-			(void)!xprofs_xspace_render_track(x, i, &s, &err);
+			(void)!xprofs_decode_render_track(x, i, &s, &err);
 		}
 		xprofs_xspace_free(x);
 	}
@@ -2158,7 +2158,7 @@ static void test_hostile_bytes(void **state)
 	xprofs_buf_init(&out, 1 << 20);
 	s = xprofs_sink_buf(&out);
 	assert_int_equal(xprofs_xspace_open(&r, &err, &x), 0);
-	assert_int_equal(xprofs_xspace_render_track(x, 0, &s, &err), -EINVAL);
+	assert_int_equal(xprofs_decode_render_track(x, 0, &s, &err), -EINVAL);
 	assert_non_null(strstr(err.data, "XStat"));
 	xprofs_xspace_free(x);
 	xprofs_buf_deinit(&out);
@@ -2215,7 +2215,7 @@ static void test_deep_nesting(void **state)
 /* Many tiny planes: refused past the cap, in bounded memory. */
 static void test_too_many_planes(void **state)
 {
-	size_t n = (DEC_PLANES_MAX + 1) * 2;
+	size_t n = (XS_PLANES_MAX + 1) * 2;
 	uint8_t *buf = malloc(n);
 
 	assert_non_null(buf);
@@ -2260,17 +2260,17 @@ static void test_shared_sample_truncations(void **state)
 
 static void test_view_names(void **state)
 {
-	assert_string_equal(xprofs_view_name(XPROFS_VIEW_TRACE), "trace.json");
-	assert_null(xprofs_view_name(XPROFS_VIEW_COUNT));
-	assert_int_equal(xprofs_view_parse("ops"), XPROFS_VIEW_OPS);
-	assert_int_equal(xprofs_view_parse("steps.json"), XPROFS_VIEW_STEPS);
-	assert_int_equal(xprofs_view_parse("nope"), -EINVAL);
-	assert_int_equal(xprofs_view_parse("op"), -EINVAL);
-	assert_string_equal(xprofs_view_name(XPROFS_VIEW_TRACE_GZ), "trace.json.gz");
-	assert_int_equal(xprofs_view_parse("trace.json.gz"), XPROFS_VIEW_TRACE_GZ);
-	assert_int_equal(xprofs_view_parse("trace"), XPROFS_VIEW_TRACE);
-	assert_int_equal(xprofs_view_parse("trace.json"), XPROFS_VIEW_TRACE);
-	assert_int_equal(xprofs_view_parse("trace.json.g"), -EINVAL);
+	assert_string_equal(xprofs_decode_view_name(XPROFS_VIEW_TRACE), "trace.json");
+	assert_null(xprofs_decode_view_name(XPROFS_VIEW_COUNT));
+	assert_int_equal(xprofs_decode_view_parse("ops"), XPROFS_VIEW_OPS);
+	assert_int_equal(xprofs_decode_view_parse("steps.json"), XPROFS_VIEW_STEPS);
+	assert_int_equal(xprofs_decode_view_parse("nope"), -EINVAL);
+	assert_int_equal(xprofs_decode_view_parse("op"), -EINVAL);
+	assert_string_equal(xprofs_decode_view_name(XPROFS_VIEW_TRACE_GZ), "trace.json.gz");
+	assert_int_equal(xprofs_decode_view_parse("trace.json.gz"), XPROFS_VIEW_TRACE_GZ);
+	assert_int_equal(xprofs_decode_view_parse("trace"), XPROFS_VIEW_TRACE);
+	assert_int_equal(xprofs_decode_view_parse("trace.json"), XPROFS_VIEW_TRACE);
+	assert_int_equal(xprofs_decode_view_parse("trace.json.g"), -EINVAL);
 }
 
 int main(void)

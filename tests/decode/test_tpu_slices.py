@@ -3,7 +3,7 @@
 
 A slice (--window, --step; steps/ and window/ in the mount) derives a
 TensorCore plane's Framework Name Scope, Framework Ops and Source code lines
-(docs/trace.md, dec_derive_tpu()) from a lookback walk that starts shortly
+(docs/trace.md, trace_derive_tpu()) from a lookback walk that starts shortly
 before its window, checked by a dry run and replaced by a walk from the
 plane's start when an event it may have made differently overlaps the
 window. Whichever walk ran, the slice must hold exactly the derived events

@@ -56,10 +56,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (fs_path_classify(idx, s, &t) == 0 && t.slice == FS_SLICE_WINDOW &&
 	    !(t.from_ps >= 0 && t.from_ps < t.to_ps && t.to_ps < max_ps))
 		abort(); /* a window name gives a non-empty window within its limits */
-	if (xprofs_window_parse((const char *)data, size, &from, &to) == 0 &&
+	if (xprofs_decode_window_parse((const char *)data, size, &from, &to) == 0 &&
 	    !(from >= 0 && from < to && to < max_ps))
 		abort();
-	if (xprofs_step_parse((const char *)data, size, &step) == 0 && step >= (1u << 20))
+	if (xprofs_decode_step_parse((const char *)data, size, &step) == 0 && step >= (1u << 20))
 		abort();
 	(void)fs_path_classify(NULL, s, &t);
 	(void)fs_path_classify(idx, s + 1, &t);

@@ -177,7 +177,7 @@ static void test_classify(void **state)
 	assert_string_equal(t.host->name, "host2");
 	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/trace.json", FS_K_VIEW);
 	assert_int_equal(t.view, XPROFS_VIEW_TRACE);
-	assert_string_equal(xprofs_view_name(t.view), "trace.json");
+	assert_string_equal(xprofs_decode_view_name(t.view), "trace.json");
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/steps.json", &t), 0);
 	assert_int_equal(t.view, XPROFS_VIEW_STEPS);
 	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/trace.json.gz", &t), 0);
