@@ -275,7 +275,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 		xprofs_err("gcs: no usable credentials for gs://%s: %s", s->bucket, strerror(-r));
 		goto err;
 	}
-	r = gcs_http_init(&s->http, s->auth, s->o.connections, &s->ctr);
+	r = gcs_http_init(&s->http, s->auth, gcs_auth_header, s->o.connections, &s->ctr);
 	if (r < 0)
 		goto err;
 	s->http.retry_deadline_s = s->o.retry_deadline_s;

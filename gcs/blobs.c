@@ -105,7 +105,8 @@ int xprofs_gcs_blobs_new(const char *url, const struct xprofs_gcs_options *o,
 		xprofs_err("gcs: no usable credentials for the shared cache: %s", strerror(-r));
 		goto err;
 	}
-	r = gcs_http_init(&b->s.http, b->s.auth, o->connections ? o->connections : 4, &b->s.ctr);
+	r = gcs_http_init(&b->s.http, b->s.auth, gcs_auth_header,
+			  o->connections ? o->connections : 4, &b->s.ctr);
 	if (r < 0)
 		goto err;
 	deadline = o->retry_deadline_s ? o->retry_deadline_s : 60;

@@ -158,12 +158,21 @@ struct gcs_counters {
 };
 
 /*
- * A pool of easy handles with its retry settings. Its @auth adds the
- * Authorization header to every request; the credentials' own pool (token
- * requests, auth.c) has none, so http.c never calls back into auth for them.
+ * gcs_auth_header_fn - appends "Authorization: ..." for @auth to @out (the
+ * store passes auth.c's gcs_auth_header()). 0 or -errno.
+ */
+typedef int (*gcs_auth_header_fn)(struct gcs_auth *auth, struct xprofs_buf *out);
+
+/*
+ * A pool of easy handles with its retry settings. Its @auth_header adds the
+ * Authorization header of @auth to every request; the credentials' own pool
+ * (token requests, auth.c) has none. The pool only holds the function its
+ * owner gave it, so http.c stays below auth.c: auth.c calls http.c, never
+ * the other way round.
  */
 struct gcs_http {
-	struct gcs_auth *auth; /* borrowed; NULL: no Authorization header */
+	struct gcs_auth *auth;          /* borrowed; passed to auth_header */
+	gcs_auth_header_fn auth_header; /* NULL: no Authorization header */
 	unsigned max_handles;
 	unsigned retry_initial_ms, retry_max_ms, retry_deadline_s;
 	unsigned max_attempts; /* 0: retry until retry_deadline_s */
@@ -262,8 +271,14 @@ struct gcs_req {
 		.body = "{}", .body_len = 2                                                        \
 	}
 
-int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
-		  struct gcs_counters *ctr) XPROFS_WUR;
+/**
+ * gcs_http_init() - an empty pool of at most @max_handles (0: 8) handles
+ * counting into @ctr (borrowed). Every request gets @auth_header(@auth)'s
+ * Authorization header (both borrowed; NULL: none). 0 or -ENOMEM; undo with
+ * gcs_http_deinit().
+ */
+int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, gcs_auth_header_fn auth_header,
+		  unsigned max_handles, struct gcs_counters *ctr) XPROFS_WUR;
 void gcs_http_deinit(struct gcs_http *h);
 /**
  * gcs_http_do() - run @rq (borrowed), retrying retryable failures of

@@ -3,7 +3,9 @@
  * libcurl easy handles, one request runner with Google's retry policy, and
  * the one mapping from HTTP status / CURLcode to -errno. Storage requests
  * and token requests (auth.c, on a pool of its own without Authorization
- * header) both go through gcs_http_do().
+ * header) both go through gcs_http_do(). The Authorization header comes
+ * from a function the pool's owner hands it (gcs_auth_header() for the
+ * store's pools): http.c calls nothing in auth.c, which sits above it.
  *
  * libcurl's global state is the program's: it calls curl_global_init()
  * once before starting threads; nothing here does.
@@ -55,7 +57,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth-internal.h"
+#include "gcs-internal.h"
 
 /*
  * What each CURLcode means: its errno, whether Google's retry policy retries
@@ -158,11 +160,12 @@ unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, 
 	return (unsigned)(cap / 2 + (uint64_t)rand_r(seed) % (cap / 2 + 1));
 }
 
-int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
-		  struct gcs_counters *ctr)
+int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, gcs_auth_header_fn auth_header,
+		  unsigned max_handles, struct gcs_counters *ctr)
 {
 	memset(h, 0, sizeof(*h));
 	h->auth = auth;
+	h->auth_header = auth_header;
 	h->ctr = ctr;
 	h->max_handles = max_handles ? max_handles : 8;
 	h->retry_initial_ms = 100;
@@ -514,8 +517,8 @@ static int build_headers(struct gcs_http *h, struct gcs_req *rq, struct curl_sli
 	int r;
 
 	xprofs_buf_init(&auth, 64 * 1024);
-	if (h->auth) {
-		r = gcs_auth_header(h->auth, &auth);
+	if (h->auth_header) {
+		r = h->auth_header(h->auth, &auth);
 		if (r < 0)
 			goto out;
 		while (auth.len > 0 &&
