@@ -3,8 +3,7 @@
  * over "gs://BUCKET[/PREFIX]" through the JSON API. Holds the store's ops
  * table, xprofs_gcs_store_new() (options, credentials, the HTTP pool, the
  * first listing that validates all of them, the background threads),
- * gcs_free(), the status JSON, and the two errno helpers every store call
- * uses.
+ * gcs_free() and the status JSON.
  *
  * The work is split by job: namespace.c (listing, tree, refresh; stat/list),
  * blocks.c (block cache and reads), upload.c (spooled writers, uploads),
@@ -25,40 +24,6 @@
 
 #define CHUNK_ALIGN (256u << 10) /* resumable chunks are multiples of 256 KiB */
 #define MOUNT_CHECK_S 10u        /* the longest the mount-time listing is retried, seconds */
-
-/* What a failed answer means for a store call, logged once here. */
-int gcs_status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what)
-{
-	int r = gcs_http_errno(rq->status, 0);
-
-	if (rq->status >= 400)
-		xprofs_debug("gcs: %s: HTTP %ld %s", what, rq->status, rq->errmsg);
-	if (r == 0 && (rq->status < 200 || rq->status >= 300))
-		r = -EIO; /* 1xx/3xx we did not ask for */
-	return r;
-}
-
-/*
- * What a read or an upload that exhausted its retries reports to the
- * application: transport trouble (timeouts, resets, refused connections,
- * 429s) is EIO, as for a failing disk; the cause goes to the log. Errors with
- * a meaning of their own (ESTALE, EACCES, ENOENT, EEXIST, ...) pass through.
- */
-int gcs_data_errno(struct gcs_store *s, int r, const char *obj)
-{
-	switch (r) {
-	case -ETIMEDOUT:
-	case -ECONNRESET:
-	case -ECONNREFUSED:
-	case -EHOSTUNREACH:
-	case -EAGAIN:
-	case -EPROTO:
-		xprofs_err("gcs: gs://%s/%s: %s after retries", s->bucket, obj, strerror(-r));
-		return -EIO;
-	default:
-		return r;
-	}
-}
 
 /* ---- status and lifecycle ---------------------------------------------- */
 

@@ -67,7 +67,7 @@ static int probe(struct xprofs_gcs_blobs *b)
 	rq.resp = &resp;
 	r = gcs_http_do(&b->s.http, &rq);
 	if (r == 0 && rq.status != 200)
-		r = gcs_status_errno(&b->s, &rq, "shared cache listing");
+		r = gcs_status_errno(&rq, "shared cache listing");
 	if (r < 0)
 		xprofs_err("gcs: shared cache gs://%s/%s: %s%s%s", b->s.bucket, b->s.prefix,
 			   strerror(-r), rq.errmsg[0] ? ": " : "", rq.errmsg);
@@ -159,7 +159,7 @@ int xprofs_gcs_blobs_get(struct xprofs_gcs_blobs *b, const char *name, int fd, u
 	rq.headers[0] = "Accept-Encoding: gzip";
 	r = gcs_http_do(&b->s.http, &rq);
 	if (r == 0 && rq.status != 200)
-		r = rq.status == 404 ? -ENOENT : gcs_status_errno(&b->s, &rq, obj);
+		r = rq.status == 404 ? -ENOENT : gcs_status_errno(&rq, obj);
 	if (r == 0) {
 		*len = rq.fd_len;
 		*gen = rq.goog_generation;
@@ -196,7 +196,7 @@ int xprofs_gcs_blobs_put(struct xprofs_gcs_blobs *b, const char *name, int fd, u
 	rq.resp = &resp;
 	r = gcs_http_do(&b->s.http, &rq);
 	if (r == 0 && rq.status != 200 && rq.status != 201)
-		r = gcs_status_errno(&b->s, &rq, obj); /* 412 -> -EEXIST, 403 -> -EACCES */
+		r = gcs_status_errno(&rq, obj); /* 412 -> -EEXIST, 403 -> -EACCES */
 out:
 	xprofs_buf_deinit(&resp);
 	xprofs_buf_deinit(&url);

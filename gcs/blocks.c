@@ -127,7 +127,7 @@ static int ranged_get(struct part *p)
 	if (rq.status == 404 || rq.status == 412 || rq.status == 416)
 		goto stale; /* the pinned generation is gone, or the object shrank */
 	if (rq.status != 200 && rq.status != 206) {
-		r = gcs_status_errno(s, &rq, obj);
+		r = gcs_status_errno(&rq, obj);
 		goto out;
 	}
 	if (rq.dst_got != len) {
@@ -143,7 +143,7 @@ stale:
 	r = -ESTALE;
 out:
 	xprofs_buf_deinit(&url);
-	return gcs_data_errno(s, r, obj);
+	return gcs_data_errno(r, s->bucket, obj);
 }
 
 static void *part_main(void *arg)

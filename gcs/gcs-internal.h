@@ -294,6 +294,20 @@ bool gcs_retryable(long http_status, int curl_code);
  * CURLcode (CURLE_OK: look at the status) to 0 or -errno.
  */
 int gcs_http_errno(long http_status, int curl_code);
+/**
+ * gcs_status_errno() - what the failed answer @rq (borrowed) means for a
+ * store call, from gcs_http_errno(): a 1xx/3xx not asked for is -EIO. Logs
+ * an HTTP error with @what (an object name, or what was being done).
+ */
+int gcs_status_errno(const struct gcs_req *rq, const char *what);
+/**
+ * gcs_data_errno() - what a read or an upload of gs://@bucket/@obj that
+ * exhausted its retries reports to the application: transport trouble
+ * (timeouts, resets, refused connections, 429s, protocol errors) is -EIO,
+ * logged with its cause; errors with a meaning of their own (ESTALE,
+ * EACCES, ENOENT, EEXIST, ...) pass through as @r.
+ */
+int gcs_data_errno(int r, const char *bucket, const char *obj);
 /** gcs_backoff_ms() - the delay before retry @attempt (1-based): jittered, capped. */
 unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed);
 
@@ -428,11 +442,6 @@ int gcs_url_param_u64(struct xprofs_buf *out, const char *key, uint64_t v) XPROF
 bool gcs_same_origin(const char *endpoint, const char *url);
 /** gcs_project_valid() - whether @p may be a billing project (id or number). */
 bool gcs_project_valid(const char *p);
-
-/* ---- backend.c: errno helpers of the store calls ---- */
-
-int gcs_status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what);
-int gcs_data_errno(struct gcs_store *s, int r, const char *obj);
 
 /* ---- namespace.c: the tree, listings, refresh ---- */
 

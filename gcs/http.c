@@ -1,7 +1,9 @@
 /*
  * gcs/http.c - the one HTTP path of the gcs module: a bounded pool of
  * libcurl easy handles, one request runner with Google's retry policy, and
- * the one mapping from HTTP status / CURLcode to -errno. Storage requests
+ * the one mapping from HTTP status / CURLcode to -errno (gcs_http_errno(),
+ * and on it what a failed answer or exhausted retries mean for a store
+ * call: gcs_status_errno(), gcs_data_errno()). Storage requests
  * and token requests (auth.c, on a pool of its own without Authorization
  * header) both go through gcs_http_do(). The Authorization header comes
  * from a function the pool's owner hands it (gcs_auth_header() for the
@@ -135,6 +137,37 @@ int gcs_http_errno(long http_status, int curl_code)
 		return -EPROTO;
 	default:
 		return -EIO;
+	}
+}
+
+int gcs_status_errno(const struct gcs_req *rq, const char *what)
+{
+	int r = gcs_http_errno(rq->status, 0);
+
+	if (rq->status >= 400)
+		xprofs_debug("gcs: %s: HTTP %ld %s", what, rq->status, rq->errmsg);
+	if (r == 0 && (rq->status < 200 || rq->status >= 300))
+		r = -EIO; /* 1xx/3xx we did not ask for */
+	return r;
+}
+
+/*
+ * Transport trouble is EIO for the application, as for a failing disk: what
+ * it was goes to the log, once, here.
+ */
+int gcs_data_errno(int r, const char *bucket, const char *obj)
+{
+	switch (r) {
+	case -ETIMEDOUT:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -EAGAIN:
+	case -EPROTO:
+		xprofs_err("gcs: gs://%s/%s: %s after retries", bucket, obj, strerror(-r));
+		return -EIO;
+	default:
+		return r;
 	}
 }
 
