@@ -311,7 +311,8 @@ int gcs_data_errno(int r, const char *bucket, const char *obj);
 /** gcs_backoff_ms() - the delay before retry @attempt (1-based): jittered, capped. */
 unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed);
 
-/* ---- the store backend (backend.c, namespace.c, blocks.c, upload.c, mutate.c) ----
+/* ---- the store backend (backend.c, namespace.c, block-table.c, blocks.c, stream.c,
+ * upload.c, mutate.c) ----
  *
  * Lock order (never take an earlier lock while holding a later one):
  *   s->list_lock -> s->tree_lock -> s->bg_lock
@@ -330,7 +331,7 @@ unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, 
 
 enum { GCS_BLK_LOADING, GCS_BLK_READY };
 
-/* One GCS_BLOCK_SIZE block of one object generation (blocks.c). */
+/* One GCS_BLOCK_SIZE block of one object generation (block-table.c). */
 struct blk {
 	char *obj;
 	uint64_t gen, idx, hash;
@@ -459,48 +460,74 @@ int gcs_stat(struct xprofs_store *base, const char *path, struct xprofs_store_st
 int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_list_cb cb, void *arg);
 int gcs_refresh(struct xprofs_store *base);
 
-/* ---- blocks.c: block cache and reads ---- */
+/* ---- block-table.c: the block table, its budget and the disk cache ---- */
 
+/*
+ * Readers (blocks.c) and streams (stream.c) fill the table through these;
+ * "held" means with s->blk_lock held, "no lock" without it.
+ * gcs_blk_find(): held; block @idx of @obj at generation @gen, or NULL.
+ * gcs_blk_claim_one(): held; a new loading block @idx (the loader's
+ * reference) into *@out, -EEXIST when present, -ENOMEM.
+ * gcs_blk_room(): held; evict idle blocks until @need more bytes fit, and
+ * say whether they do (loading and referenced blocks cannot be evicted).
+ * gcs_blk_retry_due(): held; @b failed and its error is no longer
+ * remembered: it leaves the table (freed once unreferenced) and the caller
+ * fetches the block anew.
+ * gcs_blk_touch(): held; @b (ready) was used: last in the LRU.
+ * gcs_blk_unref(): held; drop a reference taken with b->refs++.
+ * gcs_blk_release(): no lock; the same, then evict to the budget; with
+ * @consumed the block is evicted first (its reader has finished with it).
+ * gcs_blk_disk_get(): no lock; @b->len bytes from the disk cache into @b.
+ * gcs_blk_on_disk(): no lock; whether the disk cache has block @idx.
+ * gcs_blk_publish(): no lock; make the loading blocks @v ready (failed ones
+ * remember their error), wake their waiters, hand fetched ones to the disk
+ * cache and drop the loader's references (consumes them); returns how many
+ * loaded without error.
+ * gcs_blk_abandon(): no lock; drop the loading block @b (and the loader's
+ * reference) half filled; its waiters fetch it again.
+ */
+struct blk *gcs_blk_find(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx);
+int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx,
+		      struct blk **out);
+bool gcs_blk_room(struct gcs_store *s, uint64_t need);
+bool gcs_blk_retry_due(struct gcs_store *s, struct blk *b);
+void gcs_blk_touch(struct gcs_store *s, struct blk *b);
+void gcs_blk_unref(struct gcs_store *s, struct blk *b);
+void gcs_blk_release(struct gcs_store *s, struct blk *b, bool consumed);
+bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b);
+bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx);
+size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n);
+void gcs_blk_abandon(struct gcs_store *s, struct blk *b);
+/*
+ * A stream writes its blocks to the disk cache GCS_DISK_GROUP at a time as
+ * one entry (key: gcs_disk_group_key() of the group's first block, which is
+ * a multiple of GCS_DISK_GROUP); gcs_blk_disk_get() looks for a block's own
+ * entry, then for its group's. A group entry may end early (the stream ended).
+ */
+#define GCS_DISK_GROUP 16
+size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
+			  uint64_t first);
+/* gcs_dw_main() - the disk-cache writer thread (started by backend.c when a cache is set). */
+void *gcs_dw_main(void *arg);
+/* gcs_blk_table_free() - at unmount, with every thread stopped: free every block. */
+void gcs_blk_table_free(struct gcs_store *s);
+
+/* ---- blocks.c: reads ---- */
+
+/**
+ * gcs_fetch_range() - [@off, @off+@len) of @obj at generation @gen (size @size) into @dst,
+ * or (block mode, @dst NULL) into the loading blocks @blocks covering it,
+ * split into parallel ranged GETs when large. 0 or -errno (ESTALE first).
+ */
 int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t size, uint64_t off,
 		    size_t len, uint8_t *dst, struct blk **blocks);
-void *gcs_dw_main(void *arg);
 void *gcs_pf_main(void *arg);
+/* gcs_blocks_free() - at unmount, threads stopped: queued prefetch jobs and every block. */
 void gcs_blocks_free(struct gcs_store *s);
 int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_reader **out);
 ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off);
 int gcs_file_stat(struct xprofs_store_reader *base, struct xprofs_store_stat *st);
 void gcs_close(struct xprofs_store_reader *base);
-
-/*
- * blocks.c's block table for stream.c. gcs_blk_claim_one(): blk_lock held; a
- * new loading block @idx (the loader's reference) into *@out, -EEXIST when
- * present, -ENOMEM. gcs_blk_room(): blk_lock held; evict idle blocks until
- * @need more bytes fit, and say whether they do. gcs_blk_disk_get(): @b->len
- * bytes from the disk cache into @b (no lock). gcs_blk_publish(): make the
- * loading blocks @v ready (failed ones remember their error), wake their
- * waiters, hand fetched ones to the disk cache and drop the loader's
- * references (consumes them); returns how many loaded without error.
- * gcs_blk_abandon(): drop the loading block @b (and the loader's reference)
- * half filled; its waiters fetch it again.
- */
-int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx,
-		      struct blk **out);
-bool gcs_blk_room(struct gcs_store *s, uint64_t need);
-bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b);
-bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx);
-/* gcs_blk_release(): drop a reference taken under blk_lock (b->refs++). */
-void gcs_blk_release(struct gcs_store *s, struct blk *b);
-/*
- * A stream writes its blocks to the disk cache GCS_DISK_GROUP at a time as
- * one entry (key: gcs_disk_group_key() of the group's first block, which is
- * a multiple of GCS_DISK_GROUP); disk_get() looks for a block's own entry,
- * then for its group's. A group entry may end early (the stream ended).
- */
-#define GCS_DISK_GROUP 16
-size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
-			  uint64_t first);
-size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n);
-void gcs_blk_abandon(struct gcs_store *s, struct blk *b);
 
 /* ---- stream.c: one streaming GET per sequential reader ---- */
 

@@ -264,7 +264,7 @@ static void stream_end_block(struct gcs_stream *st)
 	} else if (++st->cw_next % GCS_DISK_GROUP == 0 || st->cw_next == nblocks) {
 		group_end(st);
 	}
-	gcs_blk_release(s, b);
+	gcs_blk_release(s, b, false);
 }
 
 /* gcs_req's sink: @n bytes at @rel from the run's first byte, in order, each once. */
