@@ -4,6 +4,30 @@
  * parser, the in-memory tree, header parsers, the HTTP layer, and the store
  * backend's state (struct gcs_store, its lock order) and cross-file
  * functions. Not part of the public contract (include/xprofs/gcs.h).
+ *
+ * Who calls whom: the files of gcs/ form a DAG. Each file below calls only
+ * files on later lines, so no two files call each other, directly or
+ * around a loop (check: `farm-studio look gcs` lists no circle in gcs/):
+ *
+ *   backend.c      the store: set-up, ops table, threads, status.json
+ *   blobs.c        the shared view cache's client -> auth, http, url
+ *   mutate.c       -> upload, namespace, tree, http, list, url
+ *   upload.c       -> blocks (gcs_fetch_range), namespace, http, list, url
+ *   blocks.c       -> stream, block-table, namespace, http, url
+ *   stream.c       -> block-table, http, url
+ *   namespace.c    -> tree, http, list, url
+ *   auth.c         -> auth-source, auth-jwt, http, url
+ *   auth-source.c  -> auth-jwt, http
+ *   auth-jwt.c     -> list
+ *   http.c         -> list
+ *   block-table.c, tree.c, url.c, list.c: no other gcs/ file
+ *
+ * Where a lower file needs something from a higher one, the higher one
+ * hands it down: the pool's Authorization header is a function its owner
+ * passes to gcs_http_init(), and a stream fills the block table
+ * (block-table.c) that readers (blocks.c) also use, never blocks.c itself.
+ * Foreign errors become errno in http.c alone (gcs_http_errno() and the
+ * store calls' gcs_status_errno(), gcs_data_errno()).
  */
 #ifndef GCS_INTERNAL_H
 #define GCS_INTERNAL_H
