@@ -47,32 +47,21 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 	    (r = xprofs_buf_adds(out, ",\"endpoint\":")) < 0 ||
 	    (r = xprofs_buf_add_json_str(out, s->endpoint, strlen(s->endpoint))) < 0)
 		return r;
+	if ((r = xprofs_buf_printf(
+		     out,
+		     ",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,"
+		     "\"skipped_objects\":%llu,\"listings\":%llu,\"last_listing_ms\":%llu},",
+		     gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
+		     (unsigned long long)atomic_load(&s->skipped),
+		     (unsigned long long)atomic_load(&s->listings),
+		     (unsigned long long)atomic_load(&s->last_list_ms))) < 0 ||
+	    (r = gcs_counters_json(c, GCS_CTR_ALL_KINDS | GCS_CTR_STALE, out)) < 0)
+		return r;
 	return xprofs_buf_printf(
 		out,
-		",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,\"skipped_objects\":%llu,"
-		"\"listings\":%llu,\"last_listing_ms\":%llu},"
-		"\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu,\"delete\":%llu,"
-		"\"other\":%"
-		"llu},"
-		"\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_"
-		"uploaded\":%llu,"
-		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
+		",\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
 		"\"prefetched\":%llu,\"streams\":%llu,\"streams_ended\":%llu,"
 		"\"mem_bytes\":%llu}}",
-		gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
-		(unsigned long long)atomic_load(&s->skipped),
-		(unsigned long long)atomic_load(&s->listings),
-		(unsigned long long)atomic_load(&s->last_list_ms),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_DELETE]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_OTHER]),
-		(unsigned long long)atomic_load(&c->retries),
-		(unsigned long long)atomic_load(&c->errors),
-		(unsigned long long)atomic_load(&c->stale),
-		(unsigned long long)atomic_load(&c->bytes_down),
-		(unsigned long long)atomic_load(&c->bytes_up),
 		(unsigned long long)atomic_load(&c->block_hits),
 		(unsigned long long)atomic_load(&c->block_disk_hits),
 		(unsigned long long)atomic_load(&c->block_misses),

@@ -205,17 +205,14 @@ out:
 
 int xprofs_gcs_blobs_status_json(struct xprofs_gcs_blobs *b, struct xprofs_buf *out)
 {
-	struct gcs_counters *c = &b->s.ctr;
+	int r;
 
-	return xprofs_buf_printf(
-		out,
-		"{\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu},\"retries\":%llu,"
-		"\"errors\":%llu,\"bytes_downloaded\":%llu,\"bytes_uploaded\":%llu}",
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
-		(unsigned long long)atomic_load(&c->retries),
-		(unsigned long long)atomic_load(&c->errors),
-		(unsigned long long)atomic_load(&c->bytes_down),
-		(unsigned long long)atomic_load(&c->bytes_up));
+	/* the kinds of request this client makes: no stale reads, no deletes */
+	if ((r = xprofs_buf_adds(out, "{")) < 0 ||
+	    (r = gcs_counters_json(&b->s.ctr,
+				   GCS_CTR_KIND(GCS_REQ_LIST) | GCS_CTR_KIND(GCS_REQ_GET) |
+					   GCS_CTR_KIND(GCS_REQ_UPLOAD),
+				   out)) < 0)
+		return r;
+	return xprofs_buf_adds(out, "}");
 }

@@ -182,6 +182,20 @@ struct gcs_counters {
 };
 
 /*
+ * gcs_counters_json() - the HTTP counters of @c (borrowed) as JSON members,
+ * without braces, appended to @out: "requests":{...} by kind, for the kinds
+ * in @what (GCS_CTR_KIND() bits, in enum order), "retries", "errors",
+ * "stale" (with GCS_CTR_STALE), "bytes_downloaded", "bytes_uploaded". The
+ * one writer of them, for status.json's store and shared-cache client.
+ * 0, -E2BIG or -ENOMEM.
+ */
+#define GCS_CTR_KIND(kind) (1u << (kind))
+#define GCS_CTR_ALL_KINDS (GCS_CTR_KIND(GCS_REQ_KINDS) - 1)
+#define GCS_CTR_STALE GCS_CTR_KIND(GCS_REQ_KINDS)
+int gcs_counters_json(const struct gcs_counters *c, unsigned what,
+		      struct xprofs_buf *out) XPROFS_WUR;
+
+/*
  * gcs_auth_header_fn - appends "Authorization: ..." for @auth to @out (the
  * store passes auth.c's gcs_auth_header()). 0 or -errno.
  */

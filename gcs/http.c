@@ -228,6 +228,39 @@ void gcs_http_deinit(struct gcs_http *h)
 	pthread_mutex_destroy(&h->lock);
 }
 
+int gcs_counters_json(const struct gcs_counters *c, unsigned what, struct xprofs_buf *out)
+{
+	static const char *const kind_names[GCS_REQ_KINDS] = {
+		[GCS_REQ_LIST] = "list",     [GCS_REQ_GET] = "get",     [GCS_REQ_UPLOAD] = "upload",
+		[GCS_REQ_DELETE] = "delete", [GCS_REQ_OTHER] = "other",
+	};
+	const char *sep = "";
+	int k, r;
+
+	if ((r = xprofs_buf_adds(out, "\"requests\":{")) < 0)
+		return r;
+	for (k = 0; k < GCS_REQ_KINDS; k++) {
+		if (!(what & GCS_CTR_KIND(k)))
+			continue;
+		r = xprofs_buf_printf(out, "%s\"%s\":%llu", sep, kind_names[k],
+				      (unsigned long long)atomic_load(&c->requests[k]));
+		if (r < 0)
+			return r;
+		sep = ",";
+	}
+	if ((r = xprofs_buf_printf(out, "},\"retries\":%llu,\"errors\":%llu",
+				   (unsigned long long)atomic_load(&c->retries),
+				   (unsigned long long)atomic_load(&c->errors))) < 0)
+		return r;
+	if ((what & GCS_CTR_STALE) &&
+	    (r = xprofs_buf_printf(out, ",\"stale\":%llu",
+				   (unsigned long long)atomic_load(&c->stale))) < 0)
+		return r;
+	return xprofs_buf_printf(out, ",\"bytes_downloaded\":%llu,\"bytes_uploaded\":%llu",
+				 (unsigned long long)atomic_load(&c->bytes_down),
+				 (unsigned long long)atomic_load(&c->bytes_up));
+}
+
 static CURL *handle_get(struct gcs_http *h)
 {
 	CURL *c = NULL;
