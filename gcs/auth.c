@@ -109,7 +109,7 @@ static int http_token_request(struct gcs_auth *a, const char *url, const struct 
  */
 static int auth_http_init(struct gcs_auth *a)
 {
-	int r = gcs_http_init(&a->http, NULL, 1, &a->ctr);
+	int r = gcs_http_init(&a->http, NULL, NULL, 1, &a->ctr);
 
 	if (r < 0)
 		return r;

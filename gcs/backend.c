@@ -3,8 +3,7 @@
  * over "gs://BUCKET[/PREFIX]" through the JSON API. Holds the store's ops
  * table, xprofs_gcs_store_new() (options, credentials, the HTTP pool, the
  * first listing that validates all of them, the background threads),
- * gcs_free(), the status JSON, and the two errno helpers every store call
- * uses.
+ * gcs_free() and the status JSON.
  *
  * The work is split by job: namespace.c (listing, tree, refresh; stat/list),
  * blocks.c (block cache and reads), upload.c (spooled writers, uploads),
@@ -25,40 +24,6 @@
 
 #define CHUNK_ALIGN (256u << 10) /* resumable chunks are multiples of 256 KiB */
 #define MOUNT_CHECK_S 10u        /* the longest the mount-time listing is retried, seconds */
-
-/* What a failed answer means for a store call, logged once here. */
-int gcs_status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what)
-{
-	int r = gcs_http_errno(rq->status, 0);
-
-	if (rq->status >= 400)
-		xprofs_debug("gcs: %s: HTTP %ld %s", what, rq->status, rq->errmsg);
-	if (r == 0 && (rq->status < 200 || rq->status >= 300))
-		r = -EIO; /* 1xx/3xx we did not ask for */
-	return r;
-}
-
-/*
- * What a read or an upload that exhausted its retries reports to the
- * application: transport trouble (timeouts, resets, refused connections,
- * 429s) is EIO, as for a failing disk; the cause goes to the log. Errors with
- * a meaning of their own (ESTALE, EACCES, ENOENT, EEXIST, ...) pass through.
- */
-int gcs_data_errno(struct gcs_store *s, int r, const char *obj)
-{
-	switch (r) {
-	case -ETIMEDOUT:
-	case -ECONNRESET:
-	case -ECONNREFUSED:
-	case -EHOSTUNREACH:
-	case -EAGAIN:
-	case -EPROTO:
-		xprofs_err("gcs: gs://%s/%s: %s after retries", s->bucket, obj, strerror(-r));
-		return -EIO;
-	default:
-		return r;
-	}
-}
 
 /* ---- status and lifecycle ---------------------------------------------- */
 
@@ -82,32 +47,21 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 	    (r = xprofs_buf_adds(out, ",\"endpoint\":")) < 0 ||
 	    (r = xprofs_buf_add_json_str(out, s->endpoint, strlen(s->endpoint))) < 0)
 		return r;
+	if ((r = xprofs_buf_printf(
+		     out,
+		     ",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,"
+		     "\"skipped_objects\":%llu,\"listings\":%llu,\"last_listing_ms\":%llu},",
+		     gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
+		     (unsigned long long)atomic_load(&s->skipped),
+		     (unsigned long long)atomic_load(&s->listings),
+		     (unsigned long long)atomic_load(&s->last_list_ms))) < 0 ||
+	    (r = gcs_counters_json(c, GCS_CTR_ALL_KINDS | GCS_CTR_STALE, out)) < 0)
+		return r;
 	return xprofs_buf_printf(
 		out,
-		",\"auth\":\"%s\",\"tree\":{\"nodes\":%llu,\"bytes\":%llu,\"skipped_objects\":%llu,"
-		"\"listings\":%llu,\"last_listing_ms\":%llu},"
-		"\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu,\"delete\":%llu,"
-		"\"other\":%"
-		"llu},"
-		"\"retries\":%llu,\"errors\":%llu,\"stale\":%llu,\"bytes_downloaded\":%llu,\"bytes_"
-		"uploaded\":%llu,"
-		"\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
+		",\"blocks\":{\"hits\":%llu,\"disk_hits\":%llu,\"misses\":%llu,\"coalesced\":%llu,"
 		"\"prefetched\":%llu,\"streams\":%llu,\"streams_ended\":%llu,"
 		"\"mem_bytes\":%llu}}",
-		gcs_auth_kind(s->auth), (unsigned long long)nodes, (unsigned long long)bytes,
-		(unsigned long long)atomic_load(&s->skipped),
-		(unsigned long long)atomic_load(&s->listings),
-		(unsigned long long)atomic_load(&s->last_list_ms),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_DELETE]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_OTHER]),
-		(unsigned long long)atomic_load(&c->retries),
-		(unsigned long long)atomic_load(&c->errors),
-		(unsigned long long)atomic_load(&c->stale),
-		(unsigned long long)atomic_load(&c->bytes_down),
-		(unsigned long long)atomic_load(&c->bytes_up),
 		(unsigned long long)atomic_load(&c->block_hits),
 		(unsigned long long)atomic_load(&c->block_disk_hits),
 		(unsigned long long)atomic_load(&c->block_misses),
@@ -275,7 +229,7 @@ int xprofs_gcs_store_new(const char *url, const struct xprofs_gcs_options *o,
 		xprofs_err("gcs: no usable credentials for gs://%s: %s", s->bucket, strerror(-r));
 		goto err;
 	}
-	r = gcs_http_init(&s->http, s->auth, s->o.connections, &s->ctr);
+	r = gcs_http_init(&s->http, s->auth, gcs_auth_header, s->o.connections, &s->ctr);
 	if (r < 0)
 		goto err;
 	s->http.retry_deadline_s = s->o.retry_deadline_s;

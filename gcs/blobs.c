@@ -67,7 +67,7 @@ static int probe(struct xprofs_gcs_blobs *b)
 	rq.resp = &resp;
 	r = gcs_http_do(&b->s.http, &rq);
 	if (r == 0 && rq.status != 200)
-		r = gcs_status_errno(&b->s, &rq, "shared cache listing");
+		r = gcs_status_errno(&rq, "shared cache listing");
 	if (r < 0)
 		xprofs_err("gcs: shared cache gs://%s/%s: %s%s%s", b->s.bucket, b->s.prefix,
 			   strerror(-r), rq.errmsg[0] ? ": " : "", rq.errmsg);
@@ -105,7 +105,8 @@ int xprofs_gcs_blobs_new(const char *url, const struct xprofs_gcs_options *o,
 		xprofs_err("gcs: no usable credentials for the shared cache: %s", strerror(-r));
 		goto err;
 	}
-	r = gcs_http_init(&b->s.http, b->s.auth, o->connections ? o->connections : 4, &b->s.ctr);
+	r = gcs_http_init(&b->s.http, b->s.auth, gcs_auth_header,
+			  o->connections ? o->connections : 4, &b->s.ctr);
 	if (r < 0)
 		goto err;
 	deadline = o->retry_deadline_s ? o->retry_deadline_s : 60;
@@ -158,7 +159,7 @@ int xprofs_gcs_blobs_get(struct xprofs_gcs_blobs *b, const char *name, int fd, u
 	rq.headers[0] = "Accept-Encoding: gzip";
 	r = gcs_http_do(&b->s.http, &rq);
 	if (r == 0 && rq.status != 200)
-		r = rq.status == 404 ? -ENOENT : gcs_status_errno(&b->s, &rq, obj);
+		r = rq.status == 404 ? -ENOENT : gcs_status_errno(&rq, obj);
 	if (r == 0) {
 		*len = rq.fd_len;
 		*gen = rq.goog_generation;
@@ -195,7 +196,7 @@ int xprofs_gcs_blobs_put(struct xprofs_gcs_blobs *b, const char *name, int fd, u
 	rq.resp = &resp;
 	r = gcs_http_do(&b->s.http, &rq);
 	if (r == 0 && rq.status != 200 && rq.status != 201)
-		r = gcs_status_errno(&b->s, &rq, obj); /* 412 -> -EEXIST, 403 -> -EACCES */
+		r = gcs_status_errno(&rq, obj); /* 412 -> -EEXIST, 403 -> -EACCES */
 out:
 	xprofs_buf_deinit(&resp);
 	xprofs_buf_deinit(&url);
@@ -204,17 +205,14 @@ out:
 
 int xprofs_gcs_blobs_status_json(struct xprofs_gcs_blobs *b, struct xprofs_buf *out)
 {
-	struct gcs_counters *c = &b->s.ctr;
+	int r;
 
-	return xprofs_buf_printf(
-		out,
-		"{\"requests\":{\"list\":%llu,\"get\":%llu,\"upload\":%llu},\"retries\":%llu,"
-		"\"errors\":%llu,\"bytes_downloaded\":%llu,\"bytes_uploaded\":%llu}",
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_LIST]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_GET]),
-		(unsigned long long)atomic_load(&c->requests[GCS_REQ_UPLOAD]),
-		(unsigned long long)atomic_load(&c->retries),
-		(unsigned long long)atomic_load(&c->errors),
-		(unsigned long long)atomic_load(&c->bytes_down),
-		(unsigned long long)atomic_load(&c->bytes_up));
+	/* the kinds of request this client makes: no stale reads, no deletes */
+	if ((r = xprofs_buf_adds(out, "{")) < 0 ||
+	    (r = gcs_counters_json(&b->s.ctr,
+				   GCS_CTR_KIND(GCS_REQ_LIST) | GCS_CTR_KIND(GCS_REQ_GET) |
+					   GCS_CTR_KIND(GCS_REQ_UPLOAD),
+				   out)) < 0)
+		return r;
+	return xprofs_buf_adds(out, "}");
 }

@@ -1,31 +1,28 @@
 /*
  * gcs/blocks.c - reads: open() pins the generation and size from the tree,
- * and data moves in GCS_BLOCK_SIZE (1 MiB) blocks.
+ * and data moves in GCS_BLOCK_SIZE (1 MiB) blocks through the store's block
+ * table (block-table.c: single-flight, LRU, memory budget, disk cache).
  *
- * Design: a per-store table of blocks (single-flight: the first reader of a
- * block fetches it, concurrent readers of the same block wait for that
- * fetch), an LRU of ready blocks bounded by block_mem_max, and the optional
- * shared lz4 cache (key: bucket/object/generation/block). A reader that
- * keeps reading sequentially doubles its read-ahead window from 1 to 16
- * blocks, and a prefetch thread keeps 16-32 blocks ahead of it; fetches of 4
- * blocks or more are split into parallel ranged GETs that write straight
- * into the block buffers and publish each block as soon as it has arrived
- * (a reader consumes a GET while it streams). Once a reader is sequential it
- * gets a stream instead (gcs/stream.c: one GET of the rest of the object
- * that fills this table as it arrives); the window and prefetch jobs are
- * what random readers, re-reads from the disk cache and short rests use.
- * Blocks a sequential reader has finished are evicted first; fetched blocks
- * go to the disk cache from a writer thread (a short queue; a loader waits
- * for room).
+ * Design: the first reader of a missing block claims it (with read-ahead)
+ * and loads it, from the disk cache or with ranged GETs; concurrent readers
+ * wait for that load. A reader that keeps reading sequentially doubles its
+ * read-ahead window from 1 to 16 blocks, and a prefetch thread keeps 16-32
+ * blocks ahead of it; fetches of 4 blocks or more are split into parallel
+ * ranged GETs that write straight into the block buffers and publish each
+ * block as soon as it has arrived (a reader consumes a GET while it
+ * streams). Once a reader is sequential it gets a stream instead
+ * (gcs/stream.c: one GET of the rest of the object that fills the block
+ * table as it arrives); the window and prefetch jobs are what random
+ * readers, re-reads from the disk cache and short rests use. Blocks a
+ * sequential reader has finished are evicted first.
  *
  * How a gs:// block is fetched: gcs_pread() -> blk_get() -> blk_claim() +
  * blk_fill() -> blk_load() (disk cache first) -> gcs_fetch_range() ->
  * ranged_get() -> gcs_http_do().
  *
- * Limits: memory is bounded by block_mem_max: idle cached blocks are
- * evicted to make room, and when loading or referenced blocks fill it a miss
+ * Limits: when loading or referenced blocks fill block_mem_max, a miss
  * fetches a single block and the prefetcher pauses. A failed block answers
- * its error for NEG_TTL_NS before it is fetched again.
+ * its error for a while before it is fetched again (block-table.c).
  */
 #include <errno.h>
 #include <limits.h>
@@ -41,9 +38,8 @@
 #define PREFETCH_AHEAD 32  /* blocks: a job starts when a missing block is this close */
 #define PARALLEL_MIN 4     /* blocks: split a fetch this large into parallel GETs */
 #define PARALLEL_MAX 4     /* ranged GETs at once for one fetch */
-#define NEG_TTL_NS (10LL * 1000000000LL) /* how long a failed block fetch is remembered */
-#define STREAM_MIN 8     /* blocks: a shorter rest is read with ranged GETs, not a stream */
-#define STREAM_SCAN 4096 /* blocks looked at for where a stream may stop (then: a new one) */
+#define STREAM_MIN 8       /* blocks: a shorter rest is read with ranged GETs, not a stream */
+#define STREAM_SCAN 4096   /* blocks looked at for where a stream may stop (then: a new one) */
 
 /*
  * One ranged GET of a fetch: [off, off+len) of the pinned version, into @dst
@@ -127,7 +123,7 @@ static int ranged_get(struct part *p)
 	if (rq.status == 404 || rq.status == 412 || rq.status == 416)
 		goto stale; /* the pinned generation is gone, or the object shrank */
 	if (rq.status != 200 && rq.status != 206) {
-		r = gcs_status_errno(s, &rq, obj);
+		r = gcs_status_errno(&rq, obj);
 		goto out;
 	}
 	if (rq.dst_got != len) {
@@ -143,7 +139,7 @@ stale:
 	r = -ESTALE;
 out:
 	xprofs_buf_deinit(&url);
-	return gcs_data_errno(s, r, obj);
+	return gcs_data_errno(r, s->bucket, obj);
 }
 
 static void *part_main(void *arg)
@@ -205,200 +201,6 @@ int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t
 	return r;
 }
 
-/*
- * The disk cache's key of block @idx ("gcs"), or with @group of the
- * GCS_DISK_GROUP blocks from @idx on that a stream wrote as one entry
- * ("gcsg": one file per 16 MiB instead of per 1 MiB; creating a file and
- * starting the writer's threads per entry cost more CPU than the bytes).
- */
-static size_t cache_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
-			uint64_t idx, bool group)
-{
-	int k = snprintf(key, n, "%s%c%s/%s%c%llu%c%llu", group ? "gcsg" : "gcs", 0, s->bucket, obj,
-			 0, (unsigned long long)gen, 0, (unsigned long long)idx);
-
-	return k < 0 || (size_t)k >= n ? 0 : (size_t)k;
-}
-
-size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
-			  uint64_t first)
-{
-	return cache_key(key, n, s, obj, gen, first, true);
-}
-
-/* @len bytes of @b from its own entry, else from the group entry holding it. */
-static bool disk_get(struct gcs_store *s, struct blk *b, size_t len)
-{
-	char key[GCS_NAME_MAX + 512];
-	uint64_t at = 0, first = b->idx - b->idx % GCS_DISK_GROUP;
-	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx, false);
-	struct xprofs_cache_reader *e = NULL;
-	bool grouped = false, ok = false;
-
-	if (!s->o.cache || !klen)
-		return false;
-	if (xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0) {
-		klen = cache_key(key, sizeof(key), s, b->obj, b->gen, first, true);
-		if (!klen || xprofs_cache_reader_open(s->o.cache, key, klen, &e) < 0)
-			return false;
-		grouped = true;
-		at = (b->idx - first) * GCS_BLOCK_SIZE;
-	}
-	/* a block entry is the block; a group entry covers it (a group may end early) */
-	if ((grouped ? xprofs_cache_reader_size(e) >= at + len
-		     : xprofs_cache_reader_size(e) == len) &&
-	    xprofs_cache_reader_pread(e, b->data, len, at) == (ssize_t)len)
-		ok = true;
-	xprofs_cache_reader_close(e);
-	return ok;
-}
-
-static void disk_put(struct gcs_store *s, struct blk *b)
-{
-	char key[GCS_NAME_MAX + 512];
-	size_t klen = cache_key(key, sizeof(key), s, b->obj, b->gen, b->idx, false);
-	struct xprofs_cache_writer *w = NULL;
-
-	if (!s->o.cache || !klen || xprofs_cache_writer_new(s->o.cache, key, klen, &w) < 0)
-		return;
-	if (xprofs_cache_writer_write(w, b->data, b->len) < 0) {
-		xprofs_cache_writer_abort(w);
-		return;
-	}
-	(void)xprofs_cache_writer_commit(w);
-}
-
-static uint64_t blk_hash(const char *obj, uint64_t gen, uint64_t idx)
-{
-	uint64_t h = xprofs_hash64(obj, strlen(obj));
-
-	return h ^ (gen * 0x9e3779b97f4a7c15ULL) ^ (idx * 0xff51afd7ed558ccdULL);
-}
-
-/* blk_lock held */
-static struct blk *blk_find(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx)
-{
-	uint64_t h = blk_hash(obj, gen, idx);
-	struct blk *b;
-
-	for (b = s->blk_slots[h % GCS_BLK_SLOTS]; b; b = b->hnext)
-		if (b->hash == h && b->gen == gen && b->idx == idx && strcmp(b->obj, obj) == 0)
-			return b;
-	return NULL;
-}
-
-static void lru_del(struct blk *b)
-{
-	if (b->lru_next) {
-		b->lru_prev->lru_next = b->lru_next;
-		b->lru_next->lru_prev = b->lru_prev;
-		b->lru_prev = b->lru_next = NULL;
-	}
-}
-
-/* Link @b (not on the list) between the neighbours @prev and @next. */
-static void lru_link(struct blk *b, struct blk *prev, struct blk *next)
-{
-	b->lru_prev = prev;
-	b->lru_next = next;
-	prev->lru_next = b;
-	next->lru_prev = b;
-}
-
-static void lru_push(struct gcs_store *s, struct blk *b)
-{
-	lru_del(b);
-	lru_link(b, &s->lru, s->lru.lru_next);
-}
-
-/* The other end: the next block to evict. */
-static void lru_push_oldest(struct gcs_store *s, struct blk *b)
-{
-	lru_del(b);
-	lru_link(b, s->lru.lru_prev, &s->lru);
-}
-
-static void blk_table_del(struct gcs_store *s, struct blk *b)
-{
-	struct blk **pp = &s->blk_slots[b->hash % GCS_BLK_SLOTS];
-
-	if (!b->in_table)
-		return;
-	while (*pp != b)
-		pp = &(*pp)->hnext;
-	*pp = b->hnext;
-	b->in_table = false;
-	lru_del(b);
-}
-
-static void blk_destroy(struct gcs_store *s, struct blk *b)
-{
-	if (b->data)
-		s->blk_mem -= GCS_BLOCK_SIZE;
-	free(b->data);
-	free(b->obj);
-	free(b);
-}
-
-/* blk_lock held */
-static void blk_unref(struct gcs_store *s, struct blk *b)
-{
-	if (--b->refs == 0 && !b->in_table)
-		blk_destroy(s, b);
-}
-
-/*
- * blk_lock held: drop unused ready blocks, oldest first, until @need more
- * bytes fit in the budget. Returns whether they fit: blocks that are loading
- * or referenced cannot be dropped, and only they make the budget "full"
- * (counting idle cached blocks as used would turn read-ahead off for good
- * once the cache has filled, one 1 MiB GET per block from then on).
- */
-static bool blk_make_room(struct gcs_store *s, uint64_t need)
-{
-	struct blk *b = s->lru.lru_prev, *p;
-
-	for (; b != &s->lru && s->blk_mem + need > s->o.block_mem_max; b = p) {
-		p = b->lru_prev;
-		if (b->refs == 0) {
-			blk_table_del(s, b);
-			blk_destroy(s, b);
-		}
-	}
-	return s->blk_mem + need <= s->o.block_mem_max;
-}
-
-/* blk_lock held: drop unused ready blocks, oldest first, until under budget. */
-static void blk_evict(struct gcs_store *s)
-{
-	(void)blk_make_room(s, 0);
-}
-
-bool gcs_blk_room(struct gcs_store *s, uint64_t need)
-{
-	return blk_make_room(s, need);
-}
-
-bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b)
-{
-	return disk_get(s, b, b->len);
-}
-
-bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx)
-{
-	char key[GCS_NAME_MAX + 512];
-	uint64_t first = idx - idx % GCS_DISK_GROUP, size;
-	size_t klen = cache_key(key, sizeof(key), s, obj, gen, idx, false);
-
-	if (!s->o.cache || !klen)
-		return false;
-	if (xprofs_cache_peek_size(s->o.cache, key, klen, &size) == 0)
-		return true;
-	klen = cache_key(key, sizeof(key), s, obj, gen, first, true);
-	return klen && xprofs_cache_peek_size(s->o.cache, key, klen, &size) == 0 &&
-	       size > (idx - first) * GCS_BLOCK_SIZE;
-}
-
 /* Fill the loading blocks @v[0..@n) (consecutive indices) from the disk cache or GCS. */
 static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, size_t n)
 {
@@ -410,7 +212,7 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 							       : GCS_BLOCK_SIZE;
 
 		v[i]->len = len;
-		if (disk_get(s, v[i], len)) {
+		if (gcs_blk_disk_get(s, v[i])) {
 			atomic_fetch_add(&s->ctr.block_disk_hits, 1);
 			i++;
 			continue;
@@ -421,7 +223,7 @@ static void blk_load(struct gcs_store *s, struct gcs_file *f, struct blk **v, si
 
 			v[j]->len = f->st.size - o2 < GCS_BLOCK_SIZE ? (size_t)(f->st.size - o2)
 								     : GCS_BLOCK_SIZE;
-			if (disk_get(s, v[j], v[j]->len))
+			if (gcs_blk_disk_get(s, v[j]))
 				break;
 		}
 		/* blocks i..j-1 go over the network, straight into their buffers; j (if < n) came
@@ -471,93 +273,6 @@ static size_t blk_claim(struct gcs_store *s, struct gcs_file *f, uint64_t idx, u
 	return n;
 }
 
-int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx,
-		      struct blk **out)
-{
-	struct blk *nb;
-
-	if (blk_find(s, obj, gen, idx))
-		return -EEXIST;
-	nb = calloc(1, sizeof(*nb));
-	if (nb && !(nb->obj = strdup(obj))) {
-		free(nb);
-		nb = NULL;
-	}
-	if (nb && !(nb->data = malloc(GCS_BLOCK_SIZE))) {
-		free(nb->obj);
-		free(nb);
-		nb = NULL;
-	}
-	if (!nb)
-		return -ENOMEM;
-	nb->gen = gen;
-	nb->idx = idx;
-	nb->hash = blk_hash(obj, gen, idx);
-	nb->state = GCS_BLK_LOADING;
-	nb->refs = 1; /* the loader's */
-	nb->in_table = true;
-	nb->hnext = s->blk_slots[nb->hash % GCS_BLK_SLOTS];
-	s->blk_slots[nb->hash % GCS_BLK_SLOTS] = nb;
-	s->blk_mem += GCS_BLOCK_SIZE;
-	*out = nb;
-	return 0;
-}
-
-/*
- * The disk-cache writer: lz4 compression and file I/O of fetched blocks run
- * on their own thread, after the blocks were published, so readers do not
- * wait for them and the next fetch overlaps them. The queue is short (it
- * pins its blocks in the memory budget); a loader that finds it full waits
- * for room, so a disk slower than the network slows fetching down instead
- * of leaving blocks out of the cache.
- */
-static bool dw_push(struct gcs_store *s, struct blk *b)
-{
-	bool ok = false;
-
-	pthread_mutex_lock(&s->bg_lock);
-	while (s->dw_started && !s->bg_stop && s->dw_len >= GCS_DW_MAX)
-		pthread_cond_wait(&s->dw_room, &s->bg_lock);
-	if (s->dw_started && !s->bg_stop && s->dw_len < GCS_DW_MAX) {
-		s->dw_q[(s->dw_head + s->dw_len++) % GCS_DW_MAX] = b;
-		pthread_cond_signal(&s->dw_cond);
-		ok = true;
-	}
-	pthread_mutex_unlock(&s->bg_lock);
-	return ok;
-}
-
-void *gcs_dw_main(void *arg)
-{
-	struct gcs_store *s = arg;
-
-	pthread_mutex_lock(&s->bg_lock);
-	for (;;) {
-		struct blk *b;
-		bool stop = s->bg_stop;
-
-		if (!s->dw_len) {
-			if (stop)
-				break;
-			pthread_cond_wait(&s->dw_cond, &s->bg_lock);
-			continue;
-		}
-		b = s->dw_q[s->dw_head];
-		s->dw_head = (s->dw_head + 1) % GCS_DW_MAX;
-		s->dw_len--;
-		pthread_cond_signal(&s->dw_room);
-		pthread_mutex_unlock(&s->bg_lock);
-		disk_put(s, b); /* at unmount too: the queue is short */
-		pthread_mutex_lock(&s->blk_lock);
-		blk_unref(s, b);
-		blk_evict(s);
-		pthread_mutex_unlock(&s->blk_lock);
-		pthread_mutex_lock(&s->bg_lock);
-	}
-	pthread_mutex_unlock(&s->bg_lock);
-	return NULL;
-}
-
 /*
  * Load claimed blocks (no lock held), then publish them and wake the waiters.
  * Drops the loader's references (@v is not to be used after). Returns how
@@ -567,70 +282,6 @@ static size_t blk_fill(struct gcs_store *s, struct gcs_file *f, struct blk **v, 
 {
 	blk_load(s, f, v, n);
 	return gcs_blk_publish(s, v, n);
-}
-
-size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n)
-{
-	size_t i, ok = 0;
-
-	pthread_mutex_lock(&s->blk_lock);
-	for (i = 0; i < n; i++) {
-		v[i]->state = GCS_BLK_READY;
-		ok += v[i]->err == 0;
-		if (v[i]->err) {
-			/*
-			 * Remember the failure briefly: the kernel re-asks a failed
-			 * read (readahead, then the read itself), and each fresh
-			 * attempt would spend the whole retry deadline again.
-			 */
-			v[i]->err_until = xprofs_mono_ns() + NEG_TTL_NS;
-			free(v[i]->data);
-			v[i]->data = NULL;
-			s->blk_mem -= GCS_BLOCK_SIZE;
-		}
-		lru_push(s, v[i]);
-	}
-	pthread_cond_broadcast(&s->blk_cond);
-	pthread_mutex_unlock(&s->blk_lock);
-	/*
-	 * Only now, off the waiters' path, hand fetched blocks to the disk
-	 * cache: a ready block's data no longer changes, and the loader's
-	 * reference, which the queue takes over, keeps it alive meanwhile.
-	 */
-	for (i = 0; i < n; i++) {
-		if (v[i]->err || !v[i]->fetched || !s->o.cache)
-			continue;
-		if (dw_push(s, v[i]))
-			v[i] = NULL;
-		else /* no writer thread, or it is stopping (a prefetch ending at unmount) */
-			disk_put(s, v[i]);
-	}
-	pthread_mutex_lock(&s->blk_lock);
-	for (i = 0; i < n; i++)
-		if (v[i])
-			blk_unref(s, v[i]);
-	blk_evict(s);
-	pthread_mutex_unlock(&s->blk_lock);
-	return ok;
-}
-
-void gcs_blk_release(struct gcs_store *s, struct blk *b)
-{
-	pthread_mutex_lock(&s->blk_lock);
-	blk_unref(s, b);
-	blk_evict(s);
-	pthread_mutex_unlock(&s->blk_lock);
-}
-
-void gcs_blk_abandon(struct gcs_store *s, struct blk *b)
-{
-	pthread_mutex_lock(&s->blk_lock);
-	b->abandoned = true;
-	b->state = GCS_BLK_READY;
-	blk_table_del(s, b);
-	pthread_cond_broadcast(&s->blk_cond);
-	blk_unref(s, b);
-	pthread_mutex_unlock(&s->blk_lock);
 }
 
 /*
@@ -646,21 +297,17 @@ static int blk_get(struct gcs_store *s, struct gcs_file *f, struct gcs_stream *s
 
 	pthread_mutex_lock(&s->blk_lock);
 again:
-	b = blk_find(s, f->obj, f->st.generation, idx);
+	b = gcs_blk_find(s, f->obj, f->st.generation, idx);
 	if (!b && gcs_stream_will_fill(st, idx)) {
 		atomic_fetch_add(&s->ctr.block_waits, 1);
 		s->stream_waiters++;
-		while (!(b = blk_find(s, f->obj, f->st.generation, idx)) &&
+		while (!(b = gcs_blk_find(s, f->obj, f->st.generation, idx)) &&
 		       gcs_stream_will_fill(st, idx))
 			pthread_cond_wait(&s->blk_cond, &s->blk_lock);
 		s->stream_waiters--;
 	}
-	if (b && b->err && b->state == GCS_BLK_READY && xprofs_mono_ns() >= b->err_until) {
-		blk_table_del(s, b); /* the remembered failure is old: try again */
-		if (b->refs == 0)
-			blk_destroy(s, b);
+	if (b && gcs_blk_retry_due(s, b))
 		b = NULL;
-	}
 	if (b) {
 		b->refs++;
 		if (b->state == GCS_BLK_LOADING) {
@@ -669,19 +316,18 @@ again:
 				pthread_cond_wait(&s->blk_cond, &s->blk_lock);
 			if (b->abandoned) {
 				/* a stream dropped it half filled: fetch it another way */
-				blk_unref(s, b);
+				gcs_blk_unref(s, b);
 				goto again;
 			}
 		} else {
 			atomic_fetch_add(&s->ctr.block_hits, 1);
-			if (b->in_table)
-				lru_push(s, b);
+			gcs_blk_touch(s, b);
 		}
 		goto done;
 	}
 	if (gcs_stream_running(st))
 		window = 1; /* a block the stream passed (evicted) or skipped: no read-ahead */
-	if (!blk_make_room(s, (uint64_t)window * GCS_BLOCK_SIZE))
+	if (!gcs_blk_room(s, (uint64_t)window * GCS_BLOCK_SIZE))
 		window = 1; /* in-flight blocks fill the budget: no read-ahead */
 	n = blk_claim(s, f, idx, window, v);
 	if (n == 0) {
@@ -696,7 +342,7 @@ again:
 done:
 	r = b->err;
 	if (r < 0) {
-		blk_unref(s, b);
+		gcs_blk_unref(s, b);
 		pthread_mutex_unlock(&s->blk_lock);
 		return r;
 	}
@@ -740,7 +386,7 @@ void *gcs_pf_main(void *arg)
 
 		pthread_mutex_lock(&s->blk_lock);
 		n = 0;
-		if (blk_make_room(s, (uint64_t)PREFETCH_BLOCKS * GCS_BLOCK_SIZE))
+		if (gcs_blk_room(s, (uint64_t)PREFETCH_BLOCKS * GCS_BLOCK_SIZE))
 			n = blk_claim(s, &j->f, j->idx, PREFETCH_BLOCKS, v);
 		pthread_mutex_unlock(&s->blk_lock);
 		if (n)
@@ -769,7 +415,7 @@ static void prefetch_after(struct gcs_store *s, struct gcs_file *f, uint64_t end
 	pthread_mutex_lock(&s->blk_lock);
 	for (idx = end / GCS_BLOCK_SIZE + 1;
 	     idx < nblocks && idx <= end / GCS_BLOCK_SIZE + PREFETCH_AHEAD; idx++) {
-		if (!blk_find(s, f->obj, f->st.generation, idx)) {
+		if (!gcs_blk_find(s, f->obj, f->st.generation, idx)) {
 			first = idx;
 			break;
 		}
@@ -817,7 +463,7 @@ static bool stream_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
 	running = gcs_stream_running(f->stream);
 	for (idx = end / GCS_BLOCK_SIZE + 1;
 	     !running && idx < nblocks && idx <= end / GCS_BLOCK_SIZE + PREFETCH_AHEAD; idx++) {
-		if (!blk_find(s, f->obj, f->st.generation, idx)) {
+		if (!gcs_blk_find(s, f->obj, f->st.generation, idx)) {
 			first = idx;
 			break;
 		}
@@ -828,7 +474,7 @@ static bool stream_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
 	 */
 	for (idx = first + 1; first != UINT64_MAX && idx < nblocks && idx < first + STREAM_SCAN;
 	     idx++) {
-		if (blk_find(s, f->obj, f->st.generation, idx)) {
+		if (gcs_blk_find(s, f->obj, f->st.generation, idx)) {
 			stop = idx;
 			break;
 		}
@@ -843,21 +489,6 @@ static bool stream_after(struct gcs_store *s, struct gcs_file *f, uint64_t end)
 	}
 	pthread_mutex_unlock(&f->lock);
 	return ok;
-}
-
-/*
- * Drop a reader's reference. @consumed: a sequential reader has read the
- * block to its end and will not come back, so it is the first to go, before
- * the read-ahead blocks it is about to need (plain LRU would evict those).
- */
-static void blk_put(struct gcs_store *s, struct blk *b, bool consumed)
-{
-	pthread_mutex_lock(&s->blk_lock);
-	if (consumed && b->in_table && b->lru_next)
-		lru_push_oldest(s, b);
-	blk_unref(s, b);
-	blk_evict(s);
-	pthread_mutex_unlock(&s->blk_lock);
 }
 
 int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_reader **out)
@@ -942,7 +573,8 @@ ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_
 		if (k > n - got)
 			k = n - got;
 		memcpy((char *)buf + got, b->data + boff, k);
-		blk_put(f->s, b, seq_window > 1 && boff + k == b->len);
+		/* a sequential reader at a block's end will not come back to it */
+		gcs_blk_release(f->s, b, seq_window > 1 && boff + k == b->len);
 		if (k == 0)
 			break;
 		got += k;
@@ -971,8 +603,6 @@ void gcs_close(struct xprofs_store_reader *base)
 /* At unmount, after the threads have stopped: the queued prefetch jobs and every block. */
 void gcs_blocks_free(struct gcs_store *s)
 {
-	size_t i;
-
 	while (s->pf_head) {
 		struct gcs_prefetch *j = s->pf_head;
 
@@ -980,14 +610,5 @@ void gcs_blocks_free(struct gcs_store *s)
 		free(j->f.obj);
 		free(j);
 	}
-	for (i = 0; i < GCS_BLK_SLOTS; i++) {
-		struct blk *b, *n;
-
-		for (b = s->blk_slots[i]; b; b = n) {
-			n = b->hnext;
-			free(b->data);
-			free(b->obj);
-			free(b);
-		}
-	}
+	gcs_blk_table_free(s);
 }

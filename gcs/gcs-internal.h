@@ -4,6 +4,30 @@
  * parser, the in-memory tree, header parsers, the HTTP layer, and the store
  * backend's state (struct gcs_store, its lock order) and cross-file
  * functions. Not part of the public contract (include/xprofs/gcs.h).
+ *
+ * Who calls whom: the files of gcs/ form a DAG. Each file below calls only
+ * files on later lines, so no two files call each other, directly or
+ * around a loop (check: `farm-studio look gcs` lists no circle in gcs/):
+ *
+ *   backend.c      the store: set-up, ops table, threads, status.json
+ *   blobs.c        the shared view cache's client -> auth, http, url
+ *   mutate.c       -> upload, namespace, tree, http, list, url
+ *   upload.c       -> blocks (gcs_fetch_range), namespace, http, list, url
+ *   blocks.c       -> stream, block-table, namespace, http, url
+ *   stream.c       -> block-table, http, url
+ *   namespace.c    -> tree, http, list, url
+ *   auth.c         -> auth-source, auth-jwt, http, url
+ *   auth-source.c  -> auth-jwt, http
+ *   auth-jwt.c     -> list
+ *   http.c         -> list
+ *   block-table.c, tree.c, url.c, list.c: no other gcs/ file
+ *
+ * Where a lower file needs something from a higher one, the higher one
+ * hands it down: the pool's Authorization header is a function its owner
+ * passes to gcs_http_init(), and a stream fills the block table
+ * (block-table.c) that readers (blocks.c) also use, never blocks.c itself.
+ * Foreign errors become errno in http.c alone (gcs_http_errno() and the
+ * store calls' gcs_status_errno(), gcs_data_errno()).
  */
 #ifndef GCS_INTERNAL_H
 #define GCS_INTERNAL_H
@@ -158,12 +182,35 @@ struct gcs_counters {
 };
 
 /*
- * A pool of easy handles with its retry settings. Its @auth adds the
- * Authorization header to every request; the credentials' own pool (token
- * requests, auth.c) has none, so http.c never calls back into auth for them.
+ * gcs_counters_json() - the HTTP counters of @c (borrowed) as JSON members,
+ * without braces, appended to @out: "requests":{...} by kind, for the kinds
+ * in @what (GCS_CTR_KIND() bits, in enum order), "retries", "errors",
+ * "stale" (with GCS_CTR_STALE), "bytes_downloaded", "bytes_uploaded". The
+ * one writer of them, for status.json's store and shared-cache client.
+ * 0, -E2BIG or -ENOMEM.
+ */
+#define GCS_CTR_KIND(kind) (1u << (kind))
+#define GCS_CTR_ALL_KINDS (GCS_CTR_KIND(GCS_REQ_KINDS) - 1)
+#define GCS_CTR_STALE GCS_CTR_KIND(GCS_REQ_KINDS)
+int gcs_counters_json(const struct gcs_counters *c, unsigned what,
+		      struct xprofs_buf *out) XPROFS_WUR;
+
+/*
+ * gcs_auth_header_fn - appends "Authorization: ..." for @auth to @out (the
+ * store passes auth.c's gcs_auth_header()). 0 or -errno.
+ */
+typedef int (*gcs_auth_header_fn)(struct gcs_auth *auth, struct xprofs_buf *out);
+
+/*
+ * A pool of easy handles with its retry settings. Its @auth_header adds the
+ * Authorization header of @auth to every request; the credentials' own pool
+ * (token requests, auth.c) has none. The pool only holds the function its
+ * owner gave it, so http.c stays below auth.c: auth.c calls http.c, never
+ * the other way round.
  */
 struct gcs_http {
-	struct gcs_auth *auth; /* borrowed; NULL: no Authorization header */
+	struct gcs_auth *auth;          /* borrowed; passed to auth_header */
+	gcs_auth_header_fn auth_header; /* NULL: no Authorization header */
 	unsigned max_handles;
 	unsigned retry_initial_ms, retry_max_ms, retry_deadline_s;
 	unsigned max_attempts; /* 0: retry until retry_deadline_s */
@@ -262,8 +309,14 @@ struct gcs_req {
 		.body = "{}", .body_len = 2                                                        \
 	}
 
-int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
-		  struct gcs_counters *ctr) XPROFS_WUR;
+/**
+ * gcs_http_init() - an empty pool of at most @max_handles (0: 8) handles
+ * counting into @ctr (borrowed). Every request gets @auth_header(@auth)'s
+ * Authorization header (both borrowed; NULL: none). 0 or -ENOMEM; undo with
+ * gcs_http_deinit().
+ */
+int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, gcs_auth_header_fn auth_header,
+		  unsigned max_handles, struct gcs_counters *ctr) XPROFS_WUR;
 void gcs_http_deinit(struct gcs_http *h);
 /**
  * gcs_http_do() - run @rq (borrowed), retrying retryable failures of
@@ -279,10 +332,25 @@ bool gcs_retryable(long http_status, int curl_code);
  * CURLcode (CURLE_OK: look at the status) to 0 or -errno.
  */
 int gcs_http_errno(long http_status, int curl_code);
+/**
+ * gcs_status_errno() - what the failed answer @rq (borrowed) means for a
+ * store call, from gcs_http_errno(): a 1xx/3xx not asked for is -EIO. Logs
+ * an HTTP error with @what (an object name, or what was being done).
+ */
+int gcs_status_errno(const struct gcs_req *rq, const char *what);
+/**
+ * gcs_data_errno() - what a read or an upload of gs://@bucket/@obj that
+ * exhausted its retries reports to the application: transport trouble
+ * (timeouts, resets, refused connections, 429s, protocol errors) is -EIO,
+ * logged with its cause; errors with a meaning of their own (ESTALE,
+ * EACCES, ENOENT, EEXIST, ...) pass through as @r.
+ */
+int gcs_data_errno(int r, const char *bucket, const char *obj);
 /** gcs_backoff_ms() - the delay before retry @attempt (1-based): jittered, capped. */
 unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, unsigned *seed);
 
-/* ---- the store backend (backend.c, namespace.c, blocks.c, upload.c, mutate.c) ----
+/* ---- the store backend (backend.c, namespace.c, block-table.c, blocks.c, stream.c,
+ * upload.c, mutate.c) ----
  *
  * Lock order (never take an earlier lock while holding a later one):
  *   s->list_lock -> s->tree_lock -> s->bg_lock
@@ -301,7 +369,7 @@ unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, 
 
 enum { GCS_BLK_LOADING, GCS_BLK_READY };
 
-/* One GCS_BLOCK_SIZE block of one object generation (blocks.c). */
+/* One GCS_BLOCK_SIZE block of one object generation (block-table.c). */
 struct blk {
 	char *obj;
 	uint64_t gen, idx, hash;
@@ -414,11 +482,6 @@ bool gcs_same_origin(const char *endpoint, const char *url);
 /** gcs_project_valid() - whether @p may be a billing project (id or number). */
 bool gcs_project_valid(const char *p);
 
-/* ---- backend.c: errno helpers of the store calls ---- */
-
-int gcs_status_errno(struct gcs_store *s, const struct gcs_req *rq, const char *what);
-int gcs_data_errno(struct gcs_store *s, int r, const char *obj);
-
 /* ---- namespace.c: the tree, listings, refresh ---- */
 
 enum { GCS_J_ADD_FILE, GCS_J_REMOVE, GCS_J_ADD_DIR };
@@ -435,48 +498,74 @@ int gcs_stat(struct xprofs_store *base, const char *path, struct xprofs_store_st
 int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_list_cb cb, void *arg);
 int gcs_refresh(struct xprofs_store *base);
 
-/* ---- blocks.c: block cache and reads ---- */
+/* ---- block-table.c: the block table, its budget and the disk cache ---- */
 
+/*
+ * Readers (blocks.c) and streams (stream.c) fill the table through these;
+ * "held" means with s->blk_lock held, "no lock" without it.
+ * gcs_blk_find(): held; block @idx of @obj at generation @gen, or NULL.
+ * gcs_blk_claim_one(): held; a new loading block @idx (the loader's
+ * reference) into *@out, -EEXIST when present, -ENOMEM.
+ * gcs_blk_room(): held; evict idle blocks until @need more bytes fit, and
+ * say whether they do (loading and referenced blocks cannot be evicted).
+ * gcs_blk_retry_due(): held; @b failed and its error is no longer
+ * remembered: it leaves the table (freed once unreferenced) and the caller
+ * fetches the block anew.
+ * gcs_blk_touch(): held; @b (ready) was used: last in the LRU.
+ * gcs_blk_unref(): held; drop a reference taken with b->refs++.
+ * gcs_blk_release(): no lock; the same, then evict to the budget; with
+ * @consumed the block is evicted first (its reader has finished with it).
+ * gcs_blk_disk_get(): no lock; @b->len bytes from the disk cache into @b.
+ * gcs_blk_on_disk(): no lock; whether the disk cache has block @idx.
+ * gcs_blk_publish(): no lock; make the loading blocks @v ready (failed ones
+ * remember their error), wake their waiters, hand fetched ones to the disk
+ * cache and drop the loader's references (consumes them); returns how many
+ * loaded without error.
+ * gcs_blk_abandon(): no lock; drop the loading block @b (and the loader's
+ * reference) half filled; its waiters fetch it again.
+ */
+struct blk *gcs_blk_find(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx);
+int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx,
+		      struct blk **out);
+bool gcs_blk_room(struct gcs_store *s, uint64_t need);
+bool gcs_blk_retry_due(struct gcs_store *s, struct blk *b);
+void gcs_blk_touch(struct gcs_store *s, struct blk *b);
+void gcs_blk_unref(struct gcs_store *s, struct blk *b);
+void gcs_blk_release(struct gcs_store *s, struct blk *b, bool consumed);
+bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b);
+bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx);
+size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n);
+void gcs_blk_abandon(struct gcs_store *s, struct blk *b);
+/*
+ * A stream writes its blocks to the disk cache GCS_DISK_GROUP at a time as
+ * one entry (key: gcs_disk_group_key() of the group's first block, which is
+ * a multiple of GCS_DISK_GROUP); gcs_blk_disk_get() looks for a block's own
+ * entry, then for its group's. A group entry may end early (the stream ended).
+ */
+#define GCS_DISK_GROUP 16
+size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
+			  uint64_t first);
+/* gcs_dw_main() - the disk-cache writer thread (started by backend.c when a cache is set). */
+void *gcs_dw_main(void *arg);
+/* gcs_blk_table_free() - at unmount, with every thread stopped: free every block. */
+void gcs_blk_table_free(struct gcs_store *s);
+
+/* ---- blocks.c: reads ---- */
+
+/**
+ * gcs_fetch_range() - [@off, @off+@len) of @obj at generation @gen (size @size) into @dst,
+ * or (block mode, @dst NULL) into the loading blocks @blocks covering it,
+ * split into parallel ranged GETs when large. 0 or -errno (ESTALE first).
+ */
 int gcs_fetch_range(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t size, uint64_t off,
 		    size_t len, uint8_t *dst, struct blk **blocks);
-void *gcs_dw_main(void *arg);
 void *gcs_pf_main(void *arg);
+/* gcs_blocks_free() - at unmount, threads stopped: queued prefetch jobs and every block. */
 void gcs_blocks_free(struct gcs_store *s);
 int gcs_open(struct xprofs_store *base, const char *path, struct xprofs_store_reader **out);
 ssize_t gcs_pread(struct xprofs_store_reader *base, void *buf, size_t n, uint64_t off);
 int gcs_file_stat(struct xprofs_store_reader *base, struct xprofs_store_stat *st);
 void gcs_close(struct xprofs_store_reader *base);
-
-/*
- * blocks.c's block table for stream.c. gcs_blk_claim_one(): blk_lock held; a
- * new loading block @idx (the loader's reference) into *@out, -EEXIST when
- * present, -ENOMEM. gcs_blk_room(): blk_lock held; evict idle blocks until
- * @need more bytes fit, and say whether they do. gcs_blk_disk_get(): @b->len
- * bytes from the disk cache into @b (no lock). gcs_blk_publish(): make the
- * loading blocks @v ready (failed ones remember their error), wake their
- * waiters, hand fetched ones to the disk cache and drop the loader's
- * references (consumes them); returns how many loaded without error.
- * gcs_blk_abandon(): drop the loading block @b (and the loader's reference)
- * half filled; its waiters fetch it again.
- */
-int gcs_blk_claim_one(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx,
-		      struct blk **out);
-bool gcs_blk_room(struct gcs_store *s, uint64_t need);
-bool gcs_blk_disk_get(struct gcs_store *s, struct blk *b);
-bool gcs_blk_on_disk(struct gcs_store *s, const char *obj, uint64_t gen, uint64_t idx);
-/* gcs_blk_release(): drop a reference taken under blk_lock (b->refs++). */
-void gcs_blk_release(struct gcs_store *s, struct blk *b);
-/*
- * A stream writes its blocks to the disk cache GCS_DISK_GROUP at a time as
- * one entry (key: gcs_disk_group_key() of the group's first block, which is
- * a multiple of GCS_DISK_GROUP); disk_get() looks for a block's own entry,
- * then for its group's. A group entry may end early (the stream ended).
- */
-#define GCS_DISK_GROUP 16
-size_t gcs_disk_group_key(char *key, size_t n, struct gcs_store *s, const char *obj, uint64_t gen,
-			  uint64_t first);
-size_t gcs_blk_publish(struct gcs_store *s, struct blk **v, size_t n);
-void gcs_blk_abandon(struct gcs_store *s, struct blk *b);
 
 /* ---- stream.c: one streaming GET per sequential reader ---- */
 

@@ -1,9 +1,13 @@
 /*
  * gcs/http.c - the one HTTP path of the gcs module: a bounded pool of
  * libcurl easy handles, one request runner with Google's retry policy, and
- * the one mapping from HTTP status / CURLcode to -errno. Storage requests
+ * the one mapping from HTTP status / CURLcode to -errno (gcs_http_errno(),
+ * and on it what a failed answer or exhausted retries mean for a store
+ * call: gcs_status_errno(), gcs_data_errno()). Storage requests
  * and token requests (auth.c, on a pool of its own without Authorization
- * header) both go through gcs_http_do().
+ * header) both go through gcs_http_do(). The Authorization header comes
+ * from a function the pool's owner hands it (gcs_auth_header() for the
+ * store's pools): http.c calls nothing in auth.c, which sits above it.
  *
  * libcurl's global state is the program's: it calls curl_global_init()
  * once before starting threads; nothing here does.
@@ -20,7 +24,9 @@
  * instead of a memory buffer; each attempt rewrites it from offset 0.
  * Ranged GETs write straight into the caller's buffer. A server answering
  * 200 with the whole object instead of 206 (the firebase emulator does) is
- * handled by skipping to the wanted offset; a 206 whose Content-Range does
+ * handled by skipping to the wanted offset, and the transfer is ended once
+ * the range is in; a 200 that carries a Content-Range (storage-testbench's
+ * broken-stream faults) is read like a 206. A 206 whose Content-Range does
  * not start at the wanted offset is a protocol error. A body shorter than
  * asked is a truncation and is retried like a reset.
  *
@@ -41,11 +47,12 @@
  * A request with a cancel flag ends with -ECANCELED within about a second of
  * it being set (libcurl's progress callback, the sliced backoff sleep).
  *
- * A 200 to a ranged GET whose length is the range's, not the object's (a
- * range answered with the wrong status) is not another version: it is
- * retried like a truncation. ESTALE needs evidence of another version: a
- * different x-goog-generation, a 206 total or a whole-object 200 of another
- * size.
+ * A 200 to a ranged GET without a Content-Range whose length is the
+ * range's, not the object's (a range answered with the wrong status, and
+ * nothing saying where it sits) is not another version: it is retried like
+ * a truncation. ESTALE needs evidence of another version: a different
+ * x-goog-generation, a Content-Range total (206 or 200) or a whole-object
+ * 200 of another size.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -55,7 +62,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "auth-internal.h"
+#include "gcs-internal.h"
 
 /*
  * What each CURLcode means: its errno, whether Google's retry policy retries
@@ -136,6 +143,37 @@ int gcs_http_errno(long http_status, int curl_code)
 	}
 }
 
+int gcs_status_errno(const struct gcs_req *rq, const char *what)
+{
+	int r = gcs_http_errno(rq->status, 0);
+
+	if (rq->status >= 400)
+		xprofs_debug("gcs: %s: HTTP %ld %s", what, rq->status, rq->errmsg);
+	if (r == 0 && (rq->status < 200 || rq->status >= 300))
+		r = -EIO; /* 1xx/3xx we did not ask for */
+	return r;
+}
+
+/*
+ * Transport trouble is EIO for the application, as for a failing disk: what
+ * it was goes to the log, once, here.
+ */
+int gcs_data_errno(int r, const char *bucket, const char *obj)
+{
+	switch (r) {
+	case -ETIMEDOUT:
+	case -ECONNRESET:
+	case -ECONNREFUSED:
+	case -EHOSTUNREACH:
+	case -EAGAIN:
+	case -EPROTO:
+		xprofs_err("gcs: gs://%s/%s: %s after retries", bucket, obj, strerror(-r));
+		return -EIO;
+	default:
+		return r;
+	}
+}
+
 bool gcs_retryable(long http_status, int curl_code)
 {
 	if (curl_code != CURLE_OK)
@@ -158,11 +196,12 @@ unsigned gcs_backoff_ms(unsigned initial_ms, unsigned max_ms, unsigned attempt, 
 	return (unsigned)(cap / 2 + (uint64_t)rand_r(seed) % (cap / 2 + 1));
 }
 
-int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, unsigned max_handles,
-		  struct gcs_counters *ctr)
+int gcs_http_init(struct gcs_http *h, struct gcs_auth *auth, gcs_auth_header_fn auth_header,
+		  unsigned max_handles, struct gcs_counters *ctr)
 {
 	memset(h, 0, sizeof(*h));
 	h->auth = auth;
+	h->auth_header = auth_header;
 	h->ctr = ctr;
 	h->max_handles = max_handles ? max_handles : 8;
 	h->retry_initial_ms = 100;
@@ -190,6 +229,39 @@ void gcs_http_deinit(struct gcs_http *h)
 	h->idle = NULL;
 	pthread_cond_destroy(&h->cond);
 	pthread_mutex_destroy(&h->lock);
+}
+
+int gcs_counters_json(const struct gcs_counters *c, unsigned what, struct xprofs_buf *out)
+{
+	static const char *const kind_names[GCS_REQ_KINDS] = {
+		[GCS_REQ_LIST] = "list",     [GCS_REQ_GET] = "get",     [GCS_REQ_UPLOAD] = "upload",
+		[GCS_REQ_DELETE] = "delete", [GCS_REQ_OTHER] = "other",
+	};
+	const char *sep = "";
+	int k, r;
+
+	if ((r = xprofs_buf_adds(out, "\"requests\":{")) < 0)
+		return r;
+	for (k = 0; k < GCS_REQ_KINDS; k++) {
+		if (!(what & GCS_CTR_KIND(k)))
+			continue;
+		r = xprofs_buf_printf(out, "%s\"%s\":%llu", sep, kind_names[k],
+				      (unsigned long long)atomic_load(&c->requests[k]));
+		if (r < 0)
+			return r;
+		sep = ",";
+	}
+	if ((r = xprofs_buf_printf(out, "},\"retries\":%llu,\"errors\":%llu",
+				   (unsigned long long)atomic_load(&c->retries),
+				   (unsigned long long)atomic_load(&c->errors))) < 0)
+		return r;
+	if ((what & GCS_CTR_STALE) &&
+	    (r = xprofs_buf_printf(out, ",\"stale\":%llu",
+				   (unsigned long long)atomic_load(&c->stale))) < 0)
+		return r;
+	return xprofs_buf_printf(out, ",\"bytes_downloaded\":%llu,\"bytes_uploaded\":%llu",
+				 (unsigned long long)atomic_load(&c->bytes_down),
+				 (unsigned long long)atomic_load(&c->bytes_up));
 }
 
 static CURL *handle_get(struct gcs_http *h)
@@ -237,6 +309,8 @@ struct attempt {
 	int cb_err;            /* -errno raised inside a callback */
 	unsigned sends;        /* pre-request callbacks: >1 when libcurl resent on its own */
 	bool partial_200;      /* a 200 carrying only the asked range: retried, not ESTALE */
+	bool range_done;       /* every byte asked for is in: the rest was cut off on purpose */
+	uint64_t body_first;   /* ranged GET: where the answer's body starts in the object */
 	uint64_t first;        /* ranged GET: the first byte this attempt asks for */
 	size_t want;           /* ... and how many (a retry resumes after dst_frozen) */
 };
@@ -304,22 +378,47 @@ static int dst_check(struct attempt *a, long status)
 	struct gcs_req *rq = a->rq;
 	curl_off_t cl = -1;
 	uint64_t f, l, t;
+	bool ranged;
 
 	if (!rq->expect_generation)
 		return 0;
 	if (rq->goog_generation && rq->goog_generation != rq->expect_generation)
 		return -ESTALE;
-	if (status == 206 && gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0 &&
-	    t != rq->expect_size)
+	/* a Content-Range's total is the object's size, whatever the status */
+	ranged = gcs_content_range_parse(rq->content_range, &f, &l, &t) == 0;
+	if (ranged && t != rq->expect_size)
 		return -ESTALE;
 	curl_easy_getinfo(a->c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-	if (status == 200 && cl >= 0 && (uint64_t)cl != rq->expect_size) {
+	if (status == 200 && !ranged && cl >= 0 && (uint64_t)cl != rq->expect_size) {
 		if ((uint64_t)cl != a->want ||
 		    (rq->goog_generation && rq->goog_generation != rq->expect_generation))
 			return -ESTALE;
 		a->partial_200 = true; /* our range under the wrong status: not a new version */
 		return -EAGAIN;
 	}
+	return 0;
+}
+
+/*
+ * Where the body of a ranged GET's answer starts in the object, into
+ * @a->body_first. A 206 is at its Content-Range, which must start where this
+ * attempt asked. A 200 with a Content-Range is a range answered with the
+ * wrong status (storage-testbench does it for its broken-stream faults) and
+ * is read like a 206, except that it may also start earlier (a whole object
+ * that says so: its leading bytes are skipped). A 200 without one is the
+ * whole object, from byte 0. -EPROTO for an answer that starts after the
+ * first byte asked for (the bytes before it would never come).
+ */
+static int body_at(struct attempt *a, long status)
+{
+	uint64_t first, last, total;
+	bool ranged = gcs_content_range_parse(a->rq->content_range, &first, &last, &total) == 0;
+
+	if (status == 206 && (!ranged || first != a->first))
+		return -EPROTO;
+	if (ranged && first > a->first)
+		return -EPROTO;
+	a->body_first = ranged ? first : 0;
 	return 0;
 }
 
@@ -391,29 +490,25 @@ static size_t on_body(char *p, size_t size, size_t nmemb, void *arg)
 		return n;
 	}
 	/* ranged GET: where does this chunk sit in the object? */
-	if (status == 206) {
-		uint64_t first, last, total;
-
-		if (a->down_pos == 0 &&
-		    (gcs_content_range_parse(rq->content_range, &first, &last, &total) < 0 ||
-		     first != a->first)) {
-			a->cb_err = -EPROTO;
-			return CURL_WRITEFUNC_ERROR;
-		}
-		start = a->first + a->down_pos;
-	} else {
-		start = a->down_pos; /* 200: the whole object from byte 0 */
-	}
-	if (a->down_pos == 0 && (a->cb_err = dst_check(a, status)) < 0)
+	if (a->down_pos == 0 &&
+	    ((a->cb_err = body_at(a, status)) < 0 || (a->cb_err = dst_check(a, status)) < 0))
 		return CURL_WRITEFUNC_ERROR;
+	start = a->body_first + a->down_pos;
 	a->down_pos += n;
 	if (start + n <= rq->range_first)
 		return n; /* before the wanted range: skip */
 	if (start < rq->range_first)
 		skip = (size_t)(rq->range_first - start);
 	start += skip;
-	if (start - rq->range_first >= rq->dst_len)
-		return n; /* past it (a 200 answer): discard the rest */
+	if (start - rq->range_first >= rq->dst_len) {
+		/*
+		 * Past it (a 200 with more than the range): every byte asked for
+		 * is in, so end the transfer instead of downloading the rest of
+		 * the object only to drop it.
+		 */
+		a->range_done = true;
+		return CURL_WRITEFUNC_ERROR;
+	}
 	take = n - skip;
 	if (take > rq->dst_len - (start - rq->range_first))
 		take = (size_t)(rq->dst_len - (start - rq->range_first));
@@ -514,8 +609,8 @@ static int build_headers(struct gcs_http *h, struct gcs_req *rq, struct curl_sli
 	int r;
 
 	xprofs_buf_init(&auth, 64 * 1024);
-	if (h->auth) {
-		r = gcs_auth_header(h->auth, &auth);
+	if (h->auth_header) {
+		r = h->auth_header(h->auth, &auth);
 		if (r < 0)
 			goto out;
 		while (auth.len > 0 &&
@@ -627,6 +722,8 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 
 	atomic_fetch_add(&h->ctr->requests[rq->kind], 1);
 	cc = curl_easy_perform(c);
+	if (a.range_done && cc == CURLE_WRITE_ERROR)
+		cc = CURLE_OK; /* we ended it: the rest of the body was not wanted */
 	*curl_code = (int)cc;
 	curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &rq->status);
 	if (a.up_pos)
@@ -668,7 +765,7 @@ static int attempt_once(struct gcs_http *h, struct gcs_req *rq, CURL *c, int *cu
 		if (r < 0)
 			goto out;
 		curl_easy_getinfo(c, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl);
-		if (cl >= 0 && (uint64_t)cl != a.down_pos)
+		if (cl >= 0 && (uint64_t)cl != a.down_pos && !a.range_done)
 			*truncated = true;
 		if (is_ranged(rq) && rq->dst_got < rq->dst_len)
 			*truncated = true; /* the caller asked only for bytes that exist */

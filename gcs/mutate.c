@@ -62,7 +62,7 @@ static int delete_object(struct gcs_store *s, const char *obj, uint64_t gen)
 	if (rq.status == 404 || rq.status == 204 || rq.status == 200)
 		r = 0;
 	else
-		r = gcs_status_errno(s, &rq, obj);
+		r = gcs_status_errno(&rq, obj);
 out:
 	xprofs_buf_deinit(&url);
 	return r;
@@ -136,7 +136,7 @@ static int rewrite_object(struct gcs_store *s, const char *from, uint64_t gen, c
 			goto out;
 		}
 		if (rq.status != 200) {
-			r = gcs_status_errno(s, &rq, from);
+			r = gcs_status_errno(&rq, from);
 			goto out;
 		}
 		r = gcs_object_parse(resp.data ? resp.data : "", resp.len, st, &done);

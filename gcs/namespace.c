@@ -167,7 +167,7 @@ static int list_all(struct gcs_store *s, struct gcs_tree **out)
 		if (r < 0)
 			goto out;
 		if (rq.status != 200) {
-			r = gcs_status_errno(s, &rq, "list");
+			r = gcs_status_errno(&rq, "list");
 			if (rq.status == 404)
 				xprofs_err("gcs: bucket '%s' does not exist (%s)", s->bucket,
 					   rq.errmsg);

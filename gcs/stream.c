@@ -264,7 +264,7 @@ static void stream_end_block(struct gcs_stream *st)
 	} else if (++st->cw_next % GCS_DISK_GROUP == 0 || st->cw_next == nblocks) {
 		group_end(st);
 	}
-	gcs_blk_release(s, b);
+	gcs_blk_release(s, b, false);
 }
 
 /* gcs_req's sink: @n bytes at @rel from the run's first byte, in order, each once. */
@@ -356,7 +356,7 @@ static void *stream_main(void *arg)
 	if (r == 0 && (rq.status == 404 || rq.status == 412 || rq.status == 416))
 		r = -ESTALE; /* the pinned generation is gone, or the object shrank */
 	else if (r == 0 && rq.status != 200 && rq.status != 206)
-		r = gcs_status_errno(s, &rq, st->obj);
+		r = gcs_status_errno(&rq, st->obj);
 	else if (r == 0 && rq.dst_got != rq.dst_len)
 		r = -EIO;
 	if (r == -ESTALE) {
@@ -368,7 +368,7 @@ out:
 	if (r == -ECANCELED)
 		atomic_fetch_add(&s->ctr.streams_ended, 1);
 	if (r < 0 && r != -ECANCELED)
-		r = gcs_data_errno(s, r, st->obj);
+		r = gcs_data_errno(r, s->bucket, st->obj);
 	if (st->cur) {
 		struct blk *b = st->cur;
 

@@ -51,7 +51,7 @@ int gcs_object_meta(struct gcs_store *s, const char *obj, struct xprofs_buf *res
 	if (r < 0 || rq.status == 404)
 		goto out;
 	if (rq.status != 200) {
-		r = gcs_status_errno(s, &rq, obj);
+		r = gcs_status_errno(&rq, obj);
 		goto out;
 	}
 	*found = true;
@@ -177,12 +177,12 @@ static int upload_url(struct gcs_store *s, struct gcs_writer *w, const char *typ
 }
 
 /* The answer to an upload's first request: 412 is -EEXIST (the caller decides what it means). */
-static int upload_status(struct gcs_store *s, struct gcs_writer *w, const struct gcs_req *rq)
+static int upload_status(const struct gcs_writer *w, const struct gcs_req *rq)
 {
 	if (rq->status == 412)
 		return -EEXIST;
 	if (rq->status != 200 && rq->status != 201)
-		return gcs_status_errno(s, rq, w->obj);
+		return gcs_status_errno(rq, w->obj);
 	return 0;
 }
 
@@ -207,7 +207,7 @@ static int upload_media(struct gcs_store *s, struct gcs_writer *w, uint64_t size
 	rq.resp = &resp;
 	r = gcs_http_do(&s->http, &rq);
 	if (r == 0)
-		r = upload_status(s, w, &rq);
+		r = upload_status(w, &rq);
 	if (r == 0)
 		r = gcs_object_parse(resp.data ? resp.data : "", resp.len, st, NULL);
 	/* sent more than once: a 412 may be our own first attempt's object */
@@ -254,8 +254,7 @@ static int resumable_query(struct gcs_store *s, const char *session, uint64_t si
 		if (r == 0)
 			r = 1;
 	} else {
-		r = rq.status == 412 ? -EEXIST
-				     : gcs_status_errno(s, &rq, "resumable upload session");
+		r = rq.status == 412 ? -EEXIST : gcs_status_errno(&rq, "resumable upload session");
 	}
 out:
 	xprofs_buf_deinit(&resp);
@@ -285,7 +284,7 @@ static int resumable_start(struct gcs_store *s, struct gcs_writer *w, uint64_t s
 	rq.headers[2] = len_hdr;
 	r = gcs_http_do(&s->http, &rq);
 	if (r == 0)
-		r = upload_status(s, w, &rq);
+		r = upload_status(w, &rq);
 	if (r < 0)
 		goto out;
 	if (!gcs_same_origin(s->endpoint, rq.location)) {
@@ -374,7 +373,7 @@ static int upload_resumable(struct gcs_store *s, struct gcs_writer *w, uint64_t 
 			goto out;
 		}
 		if (r == 0 && !gcs_retryable(pq.status, 0)) {
-			r = gcs_status_errno(s, &pq, w->obj);
+			r = gcs_status_errno(&pq, w->obj);
 			goto out;
 		}
 		/* a failed chunk: resume from what the session says it has */
@@ -439,7 +438,7 @@ static int writer_upload(struct gcs_writer *w)
 		if (r != -EEXIST)
 			xprofs_err("gcs: upload of gs://%s/%s failed: %s", s->bucket, w->obj,
 				   strerror(-r));
-		return gcs_data_errno(s, r, w->obj);
+		return gcs_data_errno(r, s->bucket, w->obj);
 	}
 	if (st.size != w->size) {
 		xprofs_err("gcs: upload of gs://%s/%s stored %llu of %llu bytes", s->bucket, w->obj,

@@ -276,6 +276,36 @@ static void test_errno_map(void **state)
 	assert_false(gcs_retryable(0, CURLE_URL_MALFORMAT));
 }
 
+/* status.json's store and shared-cache client: the kinds each asks for, in enum order. */
+static void test_counters_json(void **state)
+{
+	struct gcs_counters c;
+	struct xprofs_buf b;
+	int k;
+
+	memset(&c, 0, sizeof(c));
+	for (k = 0; k < GCS_REQ_KINDS; k++)
+		atomic_store(&c.requests[k], 10 + k);
+	atomic_store(&c.retries, 2);
+	atomic_store(&c.errors, 3);
+	atomic_store(&c.stale, 4);
+	atomic_store(&c.bytes_down, 5);
+	atomic_store(&c.bytes_up, 6);
+	xprofs_buf_init(&b, 4096);
+	XT_BUF_IS(&b, gcs_counters_json(&c, GCS_CTR_ALL_KINDS | GCS_CTR_STALE, &b),
+		  "\"requests\":{\"list\":10,\"get\":11,\"upload\":12,\"delete\":13,\"other\":14},"
+		  "\"retries\":2,\"errors\":3,\"stale\":4,\"bytes_downloaded\":5,"
+		  "\"bytes_uploaded\":6");
+	XT_BUF_IS(&b,
+		  gcs_counters_json(&c,
+				    GCS_CTR_KIND(GCS_REQ_LIST) | GCS_CTR_KIND(GCS_REQ_GET) |
+					    GCS_CTR_KIND(GCS_REQ_UPLOAD),
+				    &b),
+		  "\"requests\":{\"list\":10,\"get\":11,\"upload\":12},\"retries\":2,"
+		  "\"errors\":3,\"bytes_downloaded\":5,\"bytes_uploaded\":6");
+	xprofs_buf_deinit(&b);
+}
+
 static void test_backoff(void **state)
 {
 	unsigned seed = 1, i, ms;
@@ -411,6 +441,6 @@ int main(void)
 {
 	return XT_RUN_TESTS(test_url_parse, test_bucket_rules, test_endpoint, test_pct_encode,
 			    test_list_parse, test_list_parse_hostile, test_time_parse, test_ranges,
-			    test_errno_map, test_backoff, test_object_parse, test_error_message,
-			    test_tree, test_tree_many);
+			    test_errno_map, test_counters_json, test_backoff, test_object_parse,
+			    test_error_message, test_tree, test_tree_many);
 }

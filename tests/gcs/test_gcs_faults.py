@@ -7,7 +7,10 @@ emulator with the official Node client; then, for each fault, a fresh
 byte-identical MNT/logdir: 503s, 429s, connection resets, truncated bodies,
 a body that stalls half way, a random 30 % of reads reset, faults on the
 mount-time listing, and a retried upload that the Node client then reads
-back. Permanent failures must end, not hang: reads of an object that always
+back. Ranged GETs that every answer with 200 (issue 25 item 5): with the
+range's Content-Range (storage-testbench's broken-stream faults) or with the
+whole object; both read right, at an offset and whole, not EIO after the
+deadline. Permanent failures must end, not hang: reads of an object that always
 fails (503, or a stall) give EIO, and a mount whose listing always fails
 exits non-zero, all within the retry deadline plus the stall timeout (short
 ones, -o retry_deadline= and -o stall_timeout=, so the suite does not wait
@@ -16,6 +19,7 @@ is honoured: no EIO before it).
 TAP output; exit 77 when FUSE, the xprofs binary or the emulator is absent.
 """
 import errno
+import json
 import os
 import shutil
 import sys
@@ -35,6 +39,16 @@ SHORT = ["retry_deadline=%d" % RETRY_DEADLINE_S, "stall_timeout=%d" % STALL_TIME
 # faults a mount recovers from: the stall timeout short, the deadline ample
 RECOVER = ["retry_deadline=60", "stall_timeout=%d" % STALL_TIMEOUT_S]
 PERMANENT_LIMIT_S = RETRY_DEADLINE_S + STALL_TIMEOUT_S + 40
+
+
+def first_diff(got, want):
+    """Why @got is not @want: None when equal, else sizes and the first differing byte."""
+    if got == want:
+        return None
+    if got is None:
+        return "nothing read"
+    i = next((k for k in range(min(len(got), len(want))) if got[k] != want[k]), min(len(got), len(want)))
+    return "%d bytes, want %d; first difference at byte %d" % (len(got), len(want), i)
 
 
 def main(t, h):
@@ -77,6 +91,55 @@ def main(t, h):
     scenario("503 and reset on the mount-time listing", [],
              list_rules=["reset,nth=1,match=" + LIST, "503,nth=1,count=2,match=" + LIST],
              expect_kinds=["503", "reset"])
+
+    # Ranged GETs answered 200 by every request: with the range's
+    # Content-Range (read like a 206) or with the whole object (read from
+    # the offset asked). A random read at 5 MiB first (one ranged GET), then
+    # the whole object (parallel ranges, read-ahead). The short deadline
+    # makes a wrong answer fail fast: before the fix every retry of the
+    # first kind met the same 200 and the read gave EIO after it.
+    big = "blobs/plugins/profile/s1/blob4.bin"
+    with open(os.path.join(src, big), "rb") as f:
+        want = f.read()
+    at, n = 5 << 20, 100000
+
+    def downloaded(mnt):
+        with open(os.path.join(mnt, "status.json")) as f:
+            return json.load(f)["store"]["bytes_downloaded"]
+
+    for kind in ("range200", "whole200"):
+        p = h.proxy(faults=["%s,match=blob4\\.bin.*alt=media" % kind])
+        mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"] + SHORT)
+        part = whole = err = None
+        got0 = downloaded(mnt)
+        t0 = time.monotonic()
+        try:
+            with open(os.path.join(mnt, "logdir", big), "rb") as f:
+                f.seek(at)
+                part = f.read(n)
+                f.seek(0)
+                whole = f.read()
+        except OSError as e:
+            err = e
+        dt = time.monotonic() - t0
+        got = downloaded(mnt) - got0
+        fired = p.stats["faults"].get(kind, 0)
+        gets = [x for x in p.log if "blob4" in x[2]]
+        rc = h.umount(mnt)
+        t.ok(err is None and part == want[at:at + n] and whole == want and fired >= 2 and rc == 0,
+             "every ranged GET answered %s: right bytes at %d and whole (%s, %.1f s, fired %d)"
+             % (kind, at, err, dt, fired),
+             "offset read: %s; whole read: %s; unmount rc %s\n%s\n%s"
+             % (first_diff(part, want[at:at + n]), first_diff(whole, want), rc, gets[-6:], h.log(log)))
+        # Each GET stops once its range is in: at most up to its last byte
+        # and one 512 KiB receive past it (a relisting's few KiB aside), not
+        # on to the object's end.
+        ends = [int(x[3].rpartition("-")[2]) + 1 for x in gets if x[3] and x[3].startswith("bytes=")]
+        bound = sum(ends) + len(ends) * (512 << 10) + (64 << 10)
+        t.ok(0 < got <= bound, "%s: %d bytes downloaded for %d GETs, at most %d" % (kind, got, len(gets), bound),
+             "ranges asked: %s" % [x[3] for x in gets])
+        p.stop()
+        h.proxies.remove(p)
 
     # A retried upload through the mount, read back by the Node client.
     p = h.proxy(faults=["503,nth=1,match=^(POST|PUT) /upload/"])

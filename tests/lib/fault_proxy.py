@@ -23,7 +23,12 @@ A fault SPEC is "KIND[,nth=N][,count=K][,fraction=F][,match=REGEX][,range=REGEX]
             garble    (forward; a 2xx answer's body is replaced by as many
                        bytes that are not JSON),
             partial200 (forward; a 206 answer is sent as a 200 with the same
-                       partial body and no Content-Range).
+                       partial body and no Content-Range),
+            range200  (forward; a 206 answer is sent as a 200 with the same
+                       partial body and its Content-Range, as storage-testbench
+                       does for its broken-stream faults),
+            whole200  (forward without the Range header: the whole object
+                       answered 200, as by a server that ignores Range).
   match     regex searched in "METHOD /path?query" (default: every request).
   range     regex searched in the request's Range header ("" when it has none).
   cut       truncate, close_body, stall_body: stop after B body bytes instead
@@ -73,7 +78,7 @@ class Rule:
                  range=None, cut=None):
         self.kind = str(kind)
         if not (self.kind in ("reset", "stall", "stall_body", "truncate", "close_body", "reset_body",
-                              "reset_after", "garble", "partial200") or re.fullmatch(r"[1-5]\d\d", self.kind)):
+                              "reset_after", "garble", "partial200", "range200", "whole200") or re.fullmatch(r"[1-5]\d\d", self.kind)):
             raise ValueError("unknown fault kind %r" % kind)
         self.nth = int(nth) if nth is not None else None
         self.fraction = float(fraction) if fraction is not None else None
@@ -278,7 +283,8 @@ class FaultProxy(httpd.Served):
                     return self._reset()
                 if rule and rule.kind == "stall":
                     return self._stall(rule.stall)
-                headers = {k: v for k, v in self.headers.items() if k.lower() not in HOP_BY_HOP}
+                drop_in = HOP_BY_HOP | ({"range"} if rule and rule.kind == "whole200" else set())
+                headers = {k: v for k, v in self.headers.items() if k.lower() not in drop_in}
                 headers["Content-Length"] = str(len(body))
                 for attempt in (0, 1):
                     try:
@@ -302,6 +308,8 @@ class FaultProxy(httpd.Served):
                     data = b"\x00garbled" * (len(data) // 8) + b"\x00" * (len(data) % 8)
                 if rule and rule.kind == "partial200" and status == 206:
                     status, reason, drop = 200, "OK", ("content-length", "content-range")
+                if rule and rule.kind == "range200" and status == 206:
+                    status, reason = 200, "OK"
                 total = int(length)
                 self.send_response(status, reason)
                 for k, v in resp.getheaders():
