@@ -3,7 +3,7 @@
  * planes/<plane>/<line>.json, every event of that line with its name, times
  * and stats.
  *
- * Design: the track names come from the index (xspace.c assigns them); a
+ * Design: the track names come from the index (xspace/open.c assigns them); a
  * track render streams one line once. Limits: those of the line walk and
  * the stats (xprofs/xspace.h).
  */

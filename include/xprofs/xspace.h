@@ -466,7 +466,7 @@ static inline void xs_out_us(struct xs_out *o, int64_t ps)
 	o->len += n;
 }
 
-/* ---- limits and the index (xspace/index.c, xspace/xspace.c) ----------- */
+/* ---- limits and the index (xspace/index.c, xspace/open.c) ----------- */
 
 /* Strings longer than this are truncated in the views (marked "..."). */
 #define XS_STR_MAX ((size_t)16 << 20)
@@ -656,9 +656,16 @@ static inline bool xs_str_eq(const char *s, size_t n, const char *lit)
 }
 
 /* xs_plane_is_device() - "/device:..." planes hold accelerator ops. */
-bool xs_plane_is_device(const struct xs_plane *p);
+static inline bool xs_plane_is_device(const struct xs_plane *p)
+{
+	return !strncmp(p->name, "/device:", 8);
+}
+
 /* xs_plane_is_gpu() - "/device:GPU:..." planes (XProf's GPU rules apply). */
-bool xs_plane_is_gpu(const struct xs_plane *p);
+static inline bool xs_plane_is_gpu(const struct xs_plane *p)
+{
+	return !strncmp(p->name, "/device:GPU:", 12);
+}
 /* xs_md_find() - index of @key in @ix, or -1. */
 static inline ssize_t xs_md_find(const struct xs_mdix *ix, int64_t key)
 {

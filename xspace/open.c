@@ -1,5 +1,5 @@
 /*
- * xspace.c - the public face of an indexed XSpace: xprofs_xspace_open()
+ * open.c - the public face of an indexed XSpace: xprofs_xspace_open()
  * (the structural pass itself is index.c), free, totals, and the track
  * file-name mapping and look-ups.
  *
@@ -21,16 +21,6 @@
 #include <string.h>
 
 #include "xprofs/xspace.h"
-
-bool xs_plane_is_device(const struct xs_plane *p)
-{
-	return !strncmp(p->name, "/device:", 8);
-}
-
-bool xs_plane_is_gpu(const struct xs_plane *p)
-{
-	return !strncmp(p->name, "/device:GPU:", 12);
-}
 
 /* ---- file names ------------------------------------------------------ */
 
