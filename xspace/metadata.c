@@ -1,8 +1,11 @@
 /*
- * metadata.c - the render's cache of the current plane's decoded metadata.
+ * metadata.c - the render's cache of the current plane's decoded event
+ * metadata, and entering a plane (which drops the cache of the one before).
  *
  * Design: the cache is two arrays parallel to the plane's key indexes (event
- * and stat metadata), filled on demand by one loader, md_load(), and dropped
+ * and stat metadata), filled on demand (event metadata here, by
+ * xs_md_load_event(); stat metadata by xs_md_load_stat() in stmd.c, which
+ * an event's stats need: so this file sits above xstat.c and stmd.c), dropped
  * entirely when it passes XS_MD_BUDGET bytes (checked between events) or
  * when the render moves to another plane, so memory is O(metadata entries)
  * + XS_MD_BUDGET whatever the profile size. Names are kept pre-escaped as
@@ -23,8 +26,6 @@
 
 size_t xs_md_region_max = (size_t)16 << 20;
 
-static struct xs_stmd empty_stmd = {
-	.loaded = true, .name = (char *)"", .json = (char *)"\"\":", .json_len = 2};
 struct xs_evmd xs_empty_evmd = {.loaded = true,
 				.name = (char *)"",
 				.name_json = (char *)"\"\"",
@@ -33,13 +34,6 @@ struct xs_evmd xs_empty_evmd = {.loaded = true,
 				.full_json_len = 2,
 				.stats_json = (char *)"",
 				.group = -1};
-
-static void stmd_clear(struct xs_stmd *s)
-{
-	free(s->name);
-	free(s->json);
-	memset(s, 0, sizeof(*s));
-}
 
 static void evmd_clear(const struct xs_rctx *rc, struct xs_evmd *e)
 {
@@ -67,7 +61,7 @@ void xs_md_drop(struct xs_rctx *rc)
 			evmd_clear(rc, &rc->evmd[i]);
 	for (size_t i = 0; rc->stmd && i < p->st.n; i++)
 		if (rc->stmd[i].loaded)
-			stmd_clear(&rc->stmd[i]);
+			xs_stmd_clear(&rc->stmd[i]);
 	rc->md_bytes = 0;
 }
 
@@ -107,64 +101,6 @@ int xs_plane_enter(struct xs_rctx *rc, size_t pi)
 	return 0;
 }
 
-/*
- * md_names() - the name (field XSTMD_F_NAME = XEVMD_F_NAME = 2) and, when
- * @disp is not NULL, the display name (XEVMD_F_DISPLAY_NAME) of the metadata
- * message at the cursor. *name and *disp: caller owns (free()), NULL if absent.
- */
-static int md_names(struct wire_cur *c, const char *msg, char **name, size_t *name_len, char **disp,
-		    size_t *disp_len)
-{
-	uint32_t f;
-	int wt, r;
-
-	while (c->pos < c->end) {
-		if ((r = wire_tag(c, &f, &wt)) < 0)
-			return r;
-		if (f == XEVMD_F_NAME || (disp && f == XEVMD_F_DISPLAY_NAME)) {
-			if ((r = wire_expect(c, wt, WT_LEN, msg, f)) < 0)
-				return r;
-			r = f == XEVMD_F_NAME ? wire_string(c, XS_STR_MAX, name, name_len)
-					      : wire_string(c, XS_STR_MAX, disp, disp_len);
-			if (r < 0)
-				return r;
-		} else if ((r = wire_skip(c, wt)) < 0) {
-			return r;
-		}
-	}
-	return 0;
-}
-
-/* Decode the XStatMetadata at the metadata cursor into @s (cleared on failure). */
-static int stmd_fill(struct xs_rctx *rc, struct xs_stmd *s)
-{
-	char *kj;
-	int r;
-
-	if ((r = md_names(&rc->md, "XStatMetadata", &s->name, &s->name_len, NULL, NULL)) < 0)
-		goto out;
-	if (!s->name && !(s->name = strdup(""))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	if ((r = xs_json_dup(s->name, s->name_len, &s->json, &s->json_len)) < 0)
-		goto out;
-	/* keep a ':' after the name: stats write (json, json_len + 1) as their key */
-	if (!(kj = realloc(s->json, s->json_len + 2))) {
-		r = -ENOMEM;
-		goto out;
-	}
-	kj[s->json_len] = ':';
-	kj[s->json_len + 1] = '\0';
-	s->json = kj;
-	s->loaded = true;
-	rc->md_bytes += sizeof(*s) + s->name_len + s->json_len;
-out:
-	if (r < 0)
-		stmd_clear(s);
-	return r;
-}
-
 /* The names of @e: the display name when set, the full name kept as JSON. Consumes *disp. */
 static int evmd_set_names(struct xs_evmd *e, const char *full, size_t full_len, char **disp,
 			  size_t disp_len)
@@ -199,7 +135,7 @@ static int evmd_fill(struct xs_rctx *rc, struct xs_evmd *e, uint64_t off, uint64
 	int r;
 
 	xs_out_init(&so, NULL);
-	if ((r = md_names(&rc->md, "XEventMetadata", &full, &full_len, &disp, &disp_len)) < 0)
+	if ((r = xs_md_names(&rc->md, "XEventMetadata", &full, &full_len, &disp, &disp_len)) < 0)
 		goto out;
 	ra.o = &so;
 	ra.first = true;
@@ -250,30 +186,52 @@ out:
 	return r;
 }
 
-int xs_md_load(struct xs_rctx *rc, enum xs_md_kind kind, int64_t key, void **out)
+int xs_md_load_event(struct xs_rctx *rc, int64_t key, struct xs_evmd **out)
 {
 	const struct xs_plane *p = &rc->x->planes[rc->plane];
-	const struct xs_mdix *ix = kind == XS_MD_EVENT ? &p->ev : &p->st;
-	ssize_t k = xs_md_find(ix, key);
+	ssize_t k = xs_md_find(&p->ev, key);
 	struct wire_cur *c = &rc->md;
 	uint64_t pos = c->pos, end = c->end;
 	const struct xs_md *m;
-	int r = 0;
+	int r;
 
 	if (k < 0) {
-		*out = kind == XS_MD_EVENT ? (void *)&xs_empty_evmd : (void *)&empty_stmd;
+		*out = &xs_empty_evmd;
 		return 0;
 	}
-	*out = kind == XS_MD_EVENT ? (void *)&rc->evmd[k] : (void *)&rc->stmd[k];
-	if (kind == XS_MD_EVENT ? rc->evmd[k].loaded : rc->stmd[k].loaded)
+	*out = &rc->evmd[k];
+	if (rc->evmd[k].loaded)
 		return 0;
 	/* decode the entry with the metadata cursor narrowed to it */
-	m = &ix->md[k];
+	m = &p->ev.md[k];
 	c->pos = m->off;
 	c->end = m->off + m->len;
-	r = kind == XS_MD_EVENT ? evmd_fill(rc, &rc->evmd[k], m->off, m->len)
-				: stmd_fill(rc, &rc->stmd[k]);
+	r = evmd_fill(rc, &rc->evmd[k], m->off, m->len);
 	c->pos = pos;
 	c->end = end;
 	return r;
+}
+
+int xs_walk_plane_stats(struct xs_rctx *rc, size_t pi, xs_stat_fn fn, void *arg)
+{
+	const struct xs_plane *p = &rc->x->planes[pi];
+	int r;
+
+	if ((r = xs_plane_enter(rc, pi)) < 0)
+		return r;
+	for (size_t i = 0; i < p->n_stats; i++) {
+		/* each plane stat is its own XStat message */
+		struct wire_cur *c = &rc->md;
+		uint64_t pos = c->pos, end = c->end;
+		struct xs_statv s;
+
+		c->pos = p->stats[i].off;
+		c->end = p->stats[i].off + p->stats[i].len;
+		r = xs_stat_parse(c, &s);
+		c->pos = pos;
+		c->end = end;
+		if (r < 0 || (r = fn(rc, c, &s, arg)) < 0)
+			return r;
+	}
+	return 0;
 }

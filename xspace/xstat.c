@@ -705,27 +705,3 @@ int64_t xs_plane_stat_int(const struct xs_plane *p, struct wire_cur *c, const ch
 	}
 	return 0;
 }
-
-int xs_walk_plane_stats(struct xs_rctx *rc, size_t pi, xs_stat_fn fn, void *arg)
-{
-	const struct xs_plane *p = &rc->x->planes[pi];
-	int r;
-
-	if ((r = xs_plane_enter(rc, pi)) < 0)
-		return r;
-	for (size_t i = 0; i < p->n_stats; i++) {
-		/* each plane stat is its own XStat message */
-		struct wire_cur *c = &rc->md;
-		uint64_t pos = c->pos, end = c->end;
-		struct xs_statv s;
-
-		c->pos = p->stats[i].off;
-		c->end = p->stats[i].off + p->stats[i].len;
-		r = xs_stat_parse(c, &s);
-		c->pos = pos;
-		c->end = end;
-		if (r < 0 || (r = fn(rc, c, &s, arg)) < 0)
-			return r;
-	}
-	return 0;
-}

@@ -784,15 +784,24 @@ extern struct xs_evmd xs_empty_evmd;
 int xs_plane_enter(struct xs_rctx *rc, size_t pi);
 /* xs_md_drop() - free all decoded metadata of the current plane. */
 void xs_md_drop(struct xs_rctx *rc);
-/* The two metadata maps of a plane. */
-enum xs_md_kind { XS_MD_STAT, XS_MD_EVENT };
 /*
- * xs_md_load() - the one metadata loader, the slow path of xs_md_stat() and
- * xs_md_event(): decode entry @key of the current plane's map @kind into
- * the cache, or give the empty entry when the map has no @key. *out: a
- * struct xs_stmd or struct xs_evmd, borrowed until xs_md_gc().
+ * xs_md_load_stat() / xs_md_load_event() - the slow paths of xs_md_stat()
+ * and xs_md_event(): decode entry @key of the current plane's stat map
+ * (stmd.c) / event map (metadata.c) into the cache, or give the empty entry
+ * when the map has no @key. *out: borrowed until xs_md_gc().
  */
-int xs_md_load(struct xs_rctx *rc, enum xs_md_kind kind, int64_t key, void **out);
+int xs_md_load_stat(struct xs_rctx *rc, int64_t key, const struct xs_stmd **out);
+int xs_md_load_event(struct xs_rctx *rc, int64_t key, struct xs_evmd **out);
+/* xs_stmd_clear() - free what a stat metadata entry owns (stmd.c). */
+void xs_stmd_clear(struct xs_stmd *s);
+/*
+ * xs_md_names() - the name (field XSTMD_F_NAME = XEVMD_F_NAME = 2) and, when
+ * @disp is not NULL, the display name (XEVMD_F_DISPLAY_NAME) of the metadata
+ * message at cursor @c (stmd.c). *name and *disp: caller frees (free()),
+ * NULL if absent.
+ */
+int xs_md_names(struct wire_cur *c, const char *msg, char **name, size_t *name_len, char **disp,
+		size_t *disp_len);
 
 /*
  * xs_md_stat() / xs_md_event() - the current plane's stat / event metadata
@@ -807,7 +816,7 @@ static inline int xs_md_stat(struct xs_rctx *rc, int64_t key, const struct xs_st
 		*out = &rc->stmd[k];
 		return 0;
 	}
-	return xs_md_load(rc, XS_MD_STAT, key, (void **)out);
+	return xs_md_load_stat(rc, key, out);
 }
 
 static inline int xs_md_event(struct xs_rctx *rc, int64_t key, struct xs_evmd **out)
@@ -818,7 +827,7 @@ static inline int xs_md_event(struct xs_rctx *rc, int64_t key, struct xs_evmd **
 		*out = &rc->evmd[k];
 		return 0;
 	}
-	return xs_md_load(rc, XS_MD_EVENT, key, (void **)out);
+	return xs_md_load_event(rc, key, out);
 }
 
 /* xs_md_gc() - between events: keep the decoded metadata under its budget. */
