@@ -1,6 +1,6 @@
 """oracle_session.py - the session-wide views recomputed (docs/stats.md "Session ops", "Compare").
 
-Written from XProf's rules, not from decode/view-session.c:
+Written from XProf's rules, not from stats/view-session.c:
 
 - session ops.json: every host's op tables (oracle_stats.op_table() per
   plane) folded into a device and a host table as CombineAllOpStats() folds

@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""tests/decode/test_svg.py - overview.svg (decode/view-svg.c) against the JSON views.
+"""tests/decode/test_svg.py - overview.svg (stats/view-svg.c) against the JSON views.
 
 For generated profiles (steps within and past the 200-bar cap) and the
 shared samples (skipped with a message when absent): the SVG parses as XML;
