@@ -186,14 +186,16 @@ out:
 	return r;
 }
 
+/* evmd_decode() - an xs_md_decode_fn: the event metadata entry at the metadata cursor. */
+static int evmd_decode(struct xs_rctx *rc, void *entry, const struct xs_md *m)
+{
+	return evmd_fill(rc, entry, m->off, m->len);
+}
+
 int xs_md_load_event(struct xs_rctx *rc, int64_t key, struct xs_evmd **out)
 {
 	const struct xs_plane *p = &rc->x->planes[rc->plane];
 	ssize_t k = xs_md_find(&p->ev, key);
-	struct wire_cur *c = &rc->md;
-	uint64_t pos = c->pos, end = c->end;
-	const struct xs_md *m;
-	int r;
 
 	if (k < 0) {
 		*out = &xs_empty_evmd;
@@ -202,14 +204,7 @@ int xs_md_load_event(struct xs_rctx *rc, int64_t key, struct xs_evmd **out)
 	*out = &rc->evmd[k];
 	if (rc->evmd[k].loaded)
 		return 0;
-	/* decode the entry with the metadata cursor narrowed to it */
-	m = &p->ev.md[k];
-	c->pos = m->off;
-	c->end = m->off + m->len;
-	r = evmd_fill(rc, &rc->evmd[k], m->off, m->len);
-	c->pos = pos;
-	c->end = end;
-	return r;
+	return xs_md_decode(rc, &p->ev.md[k], evmd_decode, &rc->evmd[k]);
 }
 
 int xs_walk_plane_stats(struct xs_rctx *rc, size_t pi, xs_stat_fn fn, void *arg)

@@ -82,14 +82,30 @@ out:
 	return r;
 }
 
+int xs_md_decode(struct xs_rctx *rc, const struct xs_md *m, xs_md_decode_fn fn, void *entry)
+{
+	struct wire_cur *c = &rc->md;
+	uint64_t pos = c->pos, end = c->end;
+	int r;
+
+	c->pos = m->off;
+	c->end = m->off + m->len;
+	r = fn(rc, entry, m);
+	c->pos = pos;
+	c->end = end;
+	return r;
+}
+
+/* stmd_decode() - an xs_md_decode_fn: the stat metadata entry at the metadata cursor. */
+static int stmd_decode(struct xs_rctx *rc, void *entry, const struct xs_md *m)
+{
+	return stmd_fill(rc, entry);
+}
+
 int xs_md_load_stat(struct xs_rctx *rc, int64_t key, const struct xs_stmd **out)
 {
 	const struct xs_plane *p = &rc->x->planes[rc->plane];
 	ssize_t k = xs_md_find(&p->st, key);
-	struct wire_cur *c = &rc->md;
-	uint64_t pos = c->pos, end = c->end;
-	const struct xs_md *m;
-	int r;
 
 	if (k < 0) {
 		*out = &empty_stmd;
@@ -98,12 +114,5 @@ int xs_md_load_stat(struct xs_rctx *rc, int64_t key, const struct xs_stmd **out)
 	*out = &rc->stmd[k];
 	if (rc->stmd[k].loaded)
 		return 0;
-	/* decode the entry with the metadata cursor narrowed to it */
-	m = &p->st.md[k];
-	c->pos = m->off;
-	c->end = m->off + m->len;
-	r = stmd_fill(rc, &rc->stmd[k]);
-	c->pos = pos;
-	c->end = end;
-	return r;
+	return xs_md_decode(rc, &p->st.md[k], stmd_decode, &rc->stmd[k]);
 }

@@ -792,6 +792,13 @@ void xs_md_drop(struct xs_rctx *rc);
  */
 int xs_md_load_stat(struct xs_rctx *rc, int64_t key, const struct xs_stmd **out);
 int xs_md_load_event(struct xs_rctx *rc, int64_t key, struct xs_evmd **out);
+/* Decodes the metadata entry @m, at the narrowed metadata cursor, into @entry. */
+typedef int (*xs_md_decode_fn)(struct xs_rctx *rc, void *entry, const struct xs_md *m);
+/*
+ * xs_md_decode() - @fn(rc, @entry, @m) with rc->md narrowed to entry @m's
+ * bytes, restored afterwards (stmd.c); @entry borrowed.
+ */
+int xs_md_decode(struct xs_rctx *rc, const struct xs_md *m, xs_md_decode_fn fn, void *entry);
 /* xs_stmd_clear() - free what a stat metadata entry owns (stmd.c). */
 void xs_stmd_clear(struct xs_stmd *s);
 /*
