@@ -138,15 +138,20 @@ def main():
             f.write(text)
     if a.check:
         with open(a.check) as f:
-            before = f.read().splitlines()
-        after = text.splitlines()
-        bad = [(x, y) for x, y in zip(before, after) if x != y]
-        if len(before) != len(after):
-            print("views-digest: %d outputs before, %d now" % (len(before), len(after)))
-        for x, y in bad[:40]:
-            print("before: %s\n   now: %s" % (x, y))
-        print("views-digest: %d outputs, %d differ" % (len(after), len(bad)))
-        return 1 if bad or len(before) != len(after) else 0
+            before = dict(reversed(l.split(" ", 1)) for l in f.read().splitlines())
+        after = dict(reversed(l.split(" ", 1)) for l in text.splitlines())
+        bad = [w for w in after if w in before and before[w] != after[w]]
+        gone = [w for w in before if w not in after]
+        new = [w for w in after if w not in before]
+        for w in bad[:40]:
+            print("differs: %s (%s, was %s)" % (w, after[w][:16], before[w][:16]))
+        for w in gone[:10]:
+            print("gone: %s" % w)
+        for w in new[:10]:
+            print("new: %s" % w)
+        print("views-digest: %d outputs, %d differ, %d gone, %d new" %
+              (len(after), len(bad), len(gone), len(new)))
+        return 1 if bad or gone else 0
     if not a.out:
         sys.stdout.write(text)
     return 0

@@ -64,8 +64,12 @@ int stats_plane_facts_get(struct xs_rctx *rc, size_t pi, struct stats_plane_fact
 		f->peak_bw = f->peak_hbm_gbps * 1e9;
 	else if (f->has_mem_bw && f->mem_bw > 0)
 		f->peak_bw = f->mem_bw;
-	/* GPU planes: GetPerfEnvFromXPlane() derives it (gpu-peak.c); else the stat, if any */
-	if (!strncmp(rc->x->planes[pi].name, "/device:GPU:", 12) && stats_gpu_peak_flops(f) > 0)
+	/*
+	 * GPU planes: GetPerfEnvFromXPlane() prefers the plane's own positive
+	 * peak_teraflops_per_second, else derives it from the capabilities
+	 * (gpu-peak.c)
+	 */
+	if (xs_plane_is_gpu(&rc->x->planes[pi]) && f->peak_flops <= 0)
 		f->peak_flops = stats_gpu_peak_flops(f);
 	if (!isfinite(f->peak_flops))
 		f->peak_flops = 0;

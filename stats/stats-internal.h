@@ -30,6 +30,12 @@ void stats_plane_facts_clear(struct stats_plane_facts *f);
  * capabilities (gpu-peak.c, hardware_type_utils.cc); 0 when unknown.
  */
 double stats_gpu_peak_flops(const struct stats_plane_facts *f);
+/*
+ * stats_gpu_model_name() - XProf's GpuModelName() of @f ("Nvidia GPU
+ * (Hopper)", "AMD GPU - gfx942", "" for an unknown vendor) into @buf (@cap
+ * bytes); -ENAMETOOLONG when it does not fit.
+ */
+int stats_gpu_model_name(const struct stats_plane_facts *f, char *buf, size_t cap);
 
 /* Which lines feed ops.json (and the device time of steps.json). */
 enum stats_line_kind { LK_NONE = 0, LK_XLA_OPS, LK_STREAM, LK_HOST };

@@ -75,11 +75,12 @@ class Stats:
         return None if st is None else str(self.stat_value(self.plane, st))
 
 
-# hardware_type_utils.cc: per SM (CU) per cycle, max(vector FP32/FP16, matrix FP32/FP16)
+# cuda_type_utils.cc / rocm_type_utils.cc GetFlopMaxThroughputPerCore(): per SM (CU) per
+# cycle, max(vector FP32/FP16, matrix FP32/FP16)
 NVIDIA_PER_CYCLE = [((2, 0), 64), ((3, 0), 384), ((5, 0), 256), ((6, 0), 256), ((6, 1), 256),
                     ((7, 0), 1024), ((7, 5), 1024), ((8, 0), 2048), ((8, 6), 1024),
                     ((8, 9), 1024), ((9, 0), 4096), ((10, 0), 8192)]
-AMD_PER_CYCLE = {"gfx908": 1024, "gfx90a": 2048, "gfx942": 2048, "gfx950": 4096}
+AMD_PER_CYCLE = {"gfx908": 1024, "gfx90a": 1024, "gfx942": 2048, "gfx950": 4096}
 
 
 def gpu_peak_flops(s):
@@ -98,9 +99,10 @@ def gpu_peak_flops(s):
             if ma * 1000 + mi * 10 <= cc:
                 per = v
     elif vendor == "AMD":
-        name = s.first_string("gpu_device_name")
-        if name:
-            gfx = name.split(":")[0]
+        # ResolveAmdGfxVersion(): GfxVersionIfWellFormed(device name), else by cc
+        name = s.first_string("gpu_device_name") or ""
+        if re.fullmatch(r"gfx[0-9a-fA-F]{3,}", name):
+            gfx = name
         else:
             gfx = {(9, 4): "gfx942", (9, 5): "gfx950"}.get((major, minor), "")
         per = AMD_PER_CYCLE.get(gfx, 0.0)
@@ -114,7 +116,8 @@ def plane_facts(p, stat_value, stat_name):
     tf, hbm, mem = (s.number("peak_teraflops_per_second"),
                     s.number("peak_hbm_bw_gigabytes_per_second"), s.number("memory_bandwidth"))
     flops = tf * 1e12 if tf is not None and tf > 0 else 0.0
-    if p.name.startswith("/device:GPU:") and gpu_peak_flops(s) > 0:
+    # GetPerfEnvFromXPlane(): a GPU plane's own positive stat wins, else the tables
+    if p.name.startswith("/device:GPU:") and flops <= 0:
         flops = gpu_peak_flops(s)
     if hbm is not None and hbm > 0:
         bw = hbm * 1e9

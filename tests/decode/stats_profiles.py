@@ -212,16 +212,32 @@ def hostile(xs):
     pl2.event(o2, "a", 0, 10, flops=1, bytes_accessed=0)
 
 
-# GPU planes for GetFlopMaxThroughputPerSM() (docs/stats.md): (vendor, clock kHz, cores,
-# cc major, cc minor, gpu_device_name, peak FLOP/s worked by hand or None = unknown)
+# GPU planes for GetPerfEnvFromXPlane() (docs/stats.md): (vendor, clock kHz, cores,
+# cc major, cc minor, gpu_device_name, peak FLOP/s worked by hand or None = unknown
+# [, the plane's own peak_teraflops_per_second stat]). Per SM/CU per cycle:
+# cuda_type_utils.cc / rocm_type_utils.cc (the max of vector and matrix FP32/FP16).
 GPU_CAPS = [
     ("Nvidia", 1980000, 132, 9, 0, None, 4096 * 1.98 * 132 * 1e9),   # H100 SXM: 1070.5 T
     ("Nvidia", 1500000, 10, 8, 7, None, 1024 * 1.5 * 10 * 1e9),      # 8.7: the 8.6 entry
     ("Nvidia", 2000000, 10, 12, 0, None, 8192 * 2.0 * 10 * 1e9),     # 12.0: the 10.0 entry
     ("Nvidia", 1000000, 10, 1, 0, None, 64 * 1.0 * 10 * 1e9),        # 1.0: the oldest (2.0)
-    ("AMD", 1700000, 104, 9, 0, "gfx90a:sramecc+:xnack-", 2048 * 1.7 * 104 * 1e9),  # MI250X
+    # every entry of the NVIDIA table, at 1 GHz x 1 SM
+    ("Nvidia", 1000000, 1, 2, 0, None, 64e9), ("Nvidia", 1000000, 1, 3, 0, None, 384e9),
+    ("Nvidia", 1000000, 1, 5, 0, None, 256e9), ("Nvidia", 1000000, 1, 6, 0, None, 256e9),
+    ("Nvidia", 1000000, 1, 6, 1, None, 256e9), ("Nvidia", 1000000, 1, 7, 0, None, 1024e9),
+    ("Nvidia", 1000000, 1, 7, 5, None, 1024e9), ("Nvidia", 1000000, 1, 8, 0, None, 2048e9),
+    ("Nvidia", 1000000, 1, 8, 6, None, 1024e9), ("Nvidia", 1000000, 1, 8, 9, None, 1024e9),
+    ("Nvidia", 1000000, 1, 9, 0, None, 4096e9), ("Nvidia", 1000000, 1, 10, 0, None, 8192e9),
+    ("AMD", 1700000, 104, 9, 0, "gfx90a", 1024 * 1.7 * 104 * 1e9),  # MI250X: 1,024 per CU
+    ("AMD", 1700000, 104, 9, 0, "gfx90a", 383.0e12, 383.0),         # its own stat wins
+    ("AMD", 1502000, 120, 9, 0, "gfx908", 1024 * 1.502 * 120 * 1e9),  # MI100
+    ("AMD", 2400000, 256, 9, 5, "gfx950", 4096 * 2.4 * 256 * 1e9),   # MI355X
+    ("AMD", 1700000, 104, 9, 0, "gfx90a:sramecc+:xnack-", None),   # not well formed, cc 9.0
+    ("AMD", 2100000, 304, 9, 4, "gfx942:sramecc+", 2048 * 2.1 * 304 * 1e9),  # cc 9.4 decides
+    ("AMD", 2100000, 304, 9, 4, "AMD Instinct MI300X", 2048 * 2.1 * 304 * 1e9),  # the same
     ("AMD", 2100000, 304, 9, 4, None, 2048 * 2.1 * 304 * 1e9),      # MI300X by cc 9.4
     ("AMD", 2100000, 304, 11, 0, "gfx1100", None),                   # unknown gfx: unknown
+    ("AMD", 2100000, 304, 11, 0, "gfx1100", 61.4e12, 61.4),          # ... but its stat
     ("Intel", 1600000, 64, 1, 0, None, None),                        # unknown vendor
     ("Nvidia", float("nan"), 10, 9, 0, None, None),                  # NaN clock: no clock
     ("Nvidia", 1000000, -5, 9, 0, None, None),                       # negative cores
@@ -231,8 +247,11 @@ GPU_CAPS = [
 
 def gpucaps(xs):
     """One GPU plane per GPU_CAPS row, each with an op that has flops and bytes."""
-    for i, (vendor, clock, cores, major, minor, name, _) in enumerate(GPU_CAPS):
+    for i, row in enumerate(GPU_CAPS):
+        vendor, clock, cores, major, minor, name = row[:6]
         pl = Plane(xs, 10 + i, "/device:GPU:%d" % i)
+        if len(row) > 7:
+            pl.set_stat(pl.p, "peak_teraflops_per_second", row[7])
         pl.set_stat(pl.p, "device_vendor", vendor)
         pl.set_stat(pl.p, "clock_rate", clock)
         pl.set_stat(pl.p, "core_count", cores)

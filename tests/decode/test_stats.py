@@ -100,7 +100,7 @@ def hand_checks(paths, out):
     caps = {p["name"]: p for p in out["gpucaps"]["ops"]["planes"]}
     for i, row in enumerate(stats_profiles.GPU_CAPS):
         p = caps.get("/device:GPU:%d" % i)
-        got, want = (p or {}).get("peak_flops_per_s"), row[-1]
+        got, want = (p or {}).get("peak_flops_per_s"), row[6]
         if p is None or (want is None) != (got is None) or \
                 (want is not None and abs(got - want) > 1e-9 * want):
             fail("gpucaps: GPU:%d %r peak %r, by hand %r" % (i, row[:6], got, want))
