@@ -16,6 +16,11 @@
  * the same stream than a loop would have handed on: a copied part is
  * flushed through at once).
  *
+ * Each helper's render context is made from the caller's before any part
+ * runs: a part may change the caller's context while it runs (trace.pftrace
+ * turns its window off for a derived line's whole walk), so a helper
+ * copying it later could take a setting half-way (a slice rendered whole).
+ *
  * Limits: the temporary files hold at most the parts made ahead (the
  * render's size, on disk, never in memory); the helpers stop at the next
  * 64 KiB they write once the caller has failed.
@@ -38,7 +43,6 @@ struct part {
 
 /* What the threads of one xs_parts_run() share. */
 struct parts {
-	struct xs_rctx *rc; /* the caller's: settings copied from it */
 	size_t n;
 	xs_part_fn fn;
 	void *arg;
@@ -47,6 +51,13 @@ struct parts {
 	pthread_cond_t cv;
 	size_t next;      /* the next part not yet taken (under mu) */
 	atomic_bool stop; /* the caller failed: helpers give up */
+};
+
+/* A helper thread's own: its context, made on the caller's thread. */
+struct helper {
+	struct parts *t;
+	struct xs_rctx rc;
+	struct xprofs_buf err;
 };
 
 /* What a helper's output writes to: its part's file, unless the caller has failed. */
@@ -85,23 +96,18 @@ static int helper_part(struct parts *t, struct xs_rctx *rc, size_t i, int fd)
 static bool take_ahead(struct parts *t, struct xs_rctx *rc);
 
 /* A helper thread: makes the next part not yet taken until none is left or the caller failed. */
-static void *helper(void *arg)
+static void *helper_main(void *arg)
 {
-	struct parts *t = arg;
-	struct xprofs_buf err;
-	struct xs_rctx rc;
+	struct helper *h = arg;
+	struct parts *t = h->t;
 
-	xprofs_buf_init(&err, (size_t)64 << 10);
-	xs_rctx_child(&rc, t->rc, &err);
 	pthread_mutex_lock(&t->mu);
 	while (!atomic_load(&t->stop)) {
-		xprofs_buf_reset(&err);
-		if (!take_ahead(t, &rc))
+		xprofs_buf_reset(&h->err);
+		if (!take_ahead(t, &h->rc))
 			break;
 	}
 	pthread_mutex_unlock(&t->mu);
-	xs_rctx_deinit(&rc);
-	xprofs_buf_deinit(&err);
 	return NULL;
 }
 
@@ -156,7 +162,7 @@ static bool take_ahead(struct parts *t, struct xs_rctx *rc)
 	if (t->next >= t->n)
 		return false;
 	pthread_mutex_unlock(&t->mu);
-	fd = xprofs_tmpfile(t->rc->spill_dir, "xprofs-part");
+	fd = xprofs_tmpfile(rc->spill_dir, "xprofs-part");
 	pthread_mutex_lock(&t->mu);
 	if (fd < 0)
 		return false;
@@ -178,7 +184,8 @@ static bool take_ahead(struct parts *t, struct xs_rctx *rc)
 int xs_parts_run(struct xs_rctx *rc, size_t n, xs_part_fn fn, void *arg, struct xs_out *o)
 {
 	pthread_t th[XS_THREADS_MAX];
-	struct parts t = {.rc = rc, .n = n, .fn = fn, .arg = arg};
+	struct helper h[XS_THREADS_MAX];
+	struct parts t = {.n = n, .fn = fn, .arg = arg};
 	unsigned want = rc->x->threads;
 	size_t nth = 0, out = 0;
 	/* parts this thread makes ahead: a context of their own, so their messages never
@@ -202,8 +209,15 @@ int xs_parts_run(struct xs_rctx *rc, size_t n, xs_part_fn fn, void *arg, struct 
 	pthread_cond_init(&t.cv, NULL);
 	atomic_init(&t.stop, false);
 	for (size_t k = 1; k < want && k < n && k < XS_THREADS_MAX; k++) {
-		if (pthread_create(&th[nth], NULL, helper, &t) != 0)
+		/* its context now: the parts below change rc while it runs */
+		h[nth].t = &t;
+		xprofs_buf_init(&h[nth].err, (size_t)64 << 10);
+		xs_rctx_child(&h[nth].rc, rc, &h[nth].err);
+		if (pthread_create(&th[nth], NULL, helper_main, &h[nth]) != 0) {
+			xs_rctx_deinit(&h[nth].rc);
+			xprofs_buf_deinit(&h[nth].err);
 			break; /* fewer threads is fine */
+		}
 		nth++;
 	}
 	/*
@@ -245,8 +259,11 @@ int xs_parts_run(struct xs_rctx *rc, size_t n, xs_part_fn fn, void *arg, struct 
 	}
 	pthread_mutex_unlock(&t.mu);
 	atomic_store(&t.stop, true);
-	for (size_t k = 0; k < nth; k++)
+	for (size_t k = 0; k < nth; k++) {
 		pthread_join(th[k], NULL);
+		xs_rctx_deinit(&h[k].rc);
+		xprofs_buf_deinit(&h[k].err);
+	}
 	for (size_t i = 0; i < n; i++)
 		if (t.p[i].fd >= 0)
 			close(t.p[i].fd);

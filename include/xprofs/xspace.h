@@ -772,7 +772,9 @@ void xs_rctx_init(struct xs_rctx *rc, struct xprofs_xspace *x, struct xprofs_buf
 /*
  * xs_rctx_child() - a fresh render context over @parent's profile with its
  * settings (host, window, spill_dir), for another thread; messages go to
- * @err (borrowed). Free with xs_rctx_deinit().
+ * @err (borrowed). Nothing may change @parent meanwhile: a part run on it
+ * may (trace.pftrace turns the window off for a while), so xs_parts_run()
+ * makes its helpers' before any part. Free with xs_rctx_deinit().
  */
 void xs_rctx_child(struct xs_rctx *rc, const struct xs_rctx *parent, struct xprofs_buf *err);
 void xs_rctx_deinit(struct xs_rctx *rc);

@@ -11,13 +11,16 @@
  */
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -2023,6 +2026,90 @@ static void test_parallel_parts(void **state)
 	tb_free(b);
 }
 
+/* What parts_window_fn()'s parts share. */
+struct parts_window {
+	struct xs_rctx *caller;
+	atomic_int made_elsewhere; /* parts made on another context than the caller's */
+	bool saw[3];               /* each part saw the render's window */
+};
+
+/*
+ * A xs_part_fn: notes whether part @i saw the window [5, 9); the caller's
+ * part turns the caller's window off until another context has made a
+ * part, as trace.pftrace does for a derived line's whole walk.
+ */
+static int parts_window_fn(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg)
+{
+	struct parts_window *w = arg;
+	struct timespec t0, t;
+
+	w->saw[i] = rc->win && rc->win_from == 5 && rc->win_to == 9;
+	OUT_LIT(o, "p");
+	if (rc != w->caller) {
+		atomic_fetch_add(&w->made_elsewhere, 1);
+		return 0;
+	}
+	if (i != 0)
+		return 0;
+	rc->win = false;
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	do { /* polled, bounded: a helper that never starts fails below, not here */
+		sched_yield();
+		clock_gettime(CLOCK_MONOTONIC, &t);
+	} while (!atomic_load(&w->made_elsewhere) && t.tv_sec - t0.tv_sec < 10);
+	rc->win = true;
+	return 0;
+}
+
+/*
+ * xs_parts_run() on 2 threads: every part sees the caller's settings as they
+ * were when the run began, even when the caller's own part changes them for
+ * a while (a helper used to copy the caller's context once it got going, so
+ * a trace.pftrace slice sometimes rendered whole planes). Looped: the helper
+ * thread then started late enough to lose almost every time.
+ */
+static void test_parts_window(void **state)
+{
+	struct tb *b = sample();
+	struct xprofs_xspace_opts o2 = {.threads = 2};
+	struct xprofs_xspace *x = NULL;
+	struct xprofs_reader r;
+	uint8_t *buf;
+	size_t n;
+
+	(void)state;
+	buf = tb_pack(b, &n);
+	r = xprofs_reader_mem(buf, n);
+	assert_int_equal(xprofs_xspace_open_opts(&r, &o2, NULL, &x), 0);
+	for (int k = 0; k < 100; k++) {
+		struct parts_window w = {0};
+		struct xs_rctx rc;
+		struct xs_out o;
+		char *got;
+
+		xs_rctx_init(&rc, x, NULL);
+		rc.win = true;
+		rc.win_from = 5;
+		rc.win_to = 9;
+		w.caller = &rc;
+		xs_out_init(&o, NULL);
+		assert_int_equal(xs_parts_run(&rc, 3, parts_window_fn, &w, &o), 0);
+		got = xs_out_steal(&o, NULL);
+		assert_string_equal(got, "ppp");
+		free(got);
+		xs_out_deinit(&o);
+		xs_rctx_deinit(&rc);
+		if (!atomic_load(&w.made_elsewhere))
+			fail_msg("run %d: no part was made on a helper thread", k);
+		for (int i = 0; i < 3; i++)
+			if (!w.saw[i])
+				fail_msg("run %d: part %d did not see the window [5, 9)", k, i);
+	}
+	xprofs_xspace_free(x);
+	free(buf);
+	tb_free(b);
+}
+
 /* tracks_only: the same tracks, ops, steps and trace; no summary */
 static void test_tracks_only(void **state)
 {
@@ -2301,6 +2388,7 @@ int main(void)
 		cmocka_unit_test(test_parallel_renders),
 		cmocka_unit_test(test_parallel_open),
 		cmocka_unit_test(test_parallel_parts),
+		cmocka_unit_test(test_parts_window),
 		cmocka_unit_test(test_tracks_only),
 		cmocka_unit_test(test_truncated_everywhere),
 		cmocka_unit_test(test_hostile_bytes),
