@@ -1,7 +1,11 @@
 /*
- * stats-internal.h - one plane's op table (view-ops.c), shared by ops.json and
- * overview.json: ops aggregated by name as XProf's OpMetricsDb, the plane's
- * programs and its peak rates. Memory: O(distinct ops), at most OPS_MAX.
+ * stats-internal.h - the analyses the stats views share, by file: a plane's
+ * facts (facts.c, gpu-peak.c), which lines hold ops (lines.c), one plane's op
+ * table (ops.c: ops aggregated by name as XProf's OpMetricsDb, the plane's
+ * programs and its peak rates; its JSON in ops-json.c) and the steps
+ * (view-steps.c). The view-*.c files write their views from these and call
+ * no other view's file. Memory: an op table is O(distinct ops), at most
+ * OPS_MAX.
  */
 #ifndef XPROFS_STATS_INTERNAL_H
 #define XPROFS_STATS_INTERNAL_H
@@ -31,6 +35,8 @@ void stats_plane_facts_clear(struct stats_plane_facts *f);
  */
 double stats_gpu_peak_flops(const struct stats_plane_facts *f);
 
+/* ---- which lines hold ops (lines.c) ---- */
+
 /* Which lines feed ops.json (and the device time of steps.json). */
 enum stats_line_kind { LK_NONE = 0, LK_XLA_OPS, LK_STREAM, LK_HOST };
 /* stats_op_line_kind() - the kind of line @l of plane @p (rule: docs/decode.md). */
@@ -38,6 +44,10 @@ enum stats_line_kind stats_op_line_kind(const struct xprofs_xspace *x, const str
 					const struct xs_line *l, bool host_has_fw);
 /* stats_host_has_fw() - @p has "Framework Ops" / "TensorFlow Ops" lines (then only they hold ops). */
 bool stats_host_has_fw(const struct xprofs_xspace *x, const struct xs_plane *p);
+/* stats_plane_is_host() - @p is /host:CPU, the one host plane whose lines hold ops. */
+bool stats_plane_is_host(const struct xs_plane *p);
+
+/* ---- one plane's op table (ops.c) ---- */
 
 #define OPS_MAX ((size_t)1 << 20)
 
@@ -87,8 +97,8 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src);
 size_t *stats_ops_sorted(struct stats_ops *d);
 
 /*
- * For the session-wide views (view-session.c), ops.json's writers: one op's
- * fields after its opening "{\"name\":" (stats_op_write()), a by_category /
+ * ---- an op table's JSON (ops-json.c), for ops.json and the session's ops.json ----
+ * One op's fields after its opening "{\"name\":" (stats_op_write()), a by_category /
  * by_program rollup's elements over m->ops[0..n) (stats_ops_rollup_write()),
  * and the ",\"peak_flops_per_s\":..." keys of @f (stats_ops_peak_write()).
  */
