@@ -53,3 +53,23 @@ bool stats_host_has_fw(const struct xprofs_xspace *x, const struct xs_plane *p)
 			return true;
 	return false;
 }
+
+/* stats_step_lines() - the op lines of the steps of plane @q (SIZE_MAX: host steps) into @li. */
+size_t stats_step_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size_t max)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < x->n_lines && n < max; j++) {
+		const struct xs_line *l = &x->lines[j];
+		const struct xs_plane *p = &x->planes[l->plane];
+		bool dev = xs_plane_is_device(p);
+		enum stats_line_kind k;
+
+		if (q != SIZE_MAX && l->plane != q)
+			continue;
+		k = stats_op_line_kind(x, p, l, !dev && stats_host_has_fw(x, p));
+		if (k == LK_XLA_OPS || k == LK_STREAM || (q == SIZE_MAX && k == LK_HOST))
+			li[n++] = j;
+	}
+	return n;
+}
