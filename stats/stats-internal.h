@@ -1,7 +1,12 @@
 /*
- * stats-internal.h - one plane's op table (view-ops.c), shared by ops.json and
- * overview.json: ops aggregated by name as XProf's OpMetricsDb, the plane's
- * programs and its peak rates. Memory: O(distinct ops), at most OPS_MAX.
+ * stats-internal.h - the analyses the stats views share, by file: a plane's
+ * facts (facts.c, gpu-peak.c), which lines hold ops (lines.c), one plane's op
+ * table (ops.c: ops aggregated by name as XProf's OpMetricsDb, the plane's
+ * programs and its peak rates; its JSON in ops-json.c), several lines merged
+ * by time (merge.c), the steps and their breakdown (steps.c) and device busy
+ * time (busy.c). The view-*.c files write their views from these and call no
+ * other view's file. Memory: an op table is O(distinct ops), at most OPS_MAX;
+ * the steps O(steps), at most 1 Mi.
  */
 #ifndef XPROFS_STATS_INTERNAL_H
 #define XPROFS_STATS_INTERNAL_H
@@ -37,6 +42,8 @@ double stats_gpu_peak_flops(const struct stats_plane_facts *f);
  */
 int stats_gpu_model_name(const struct stats_plane_facts *f, char *buf, size_t cap);
 
+/* ---- which lines hold ops (lines.c) ---- */
+
 /* Which lines feed ops.json (and the device time of steps.json). */
 enum stats_line_kind { LK_NONE = 0, LK_XLA_OPS, LK_STREAM, LK_HOST };
 /* stats_op_line_kind() - the kind of line @l of plane @p (rule: docs/decode.md). */
@@ -44,6 +51,16 @@ enum stats_line_kind stats_op_line_kind(const struct xprofs_xspace *x, const str
 					const struct xs_line *l, bool host_has_fw);
 /* stats_host_has_fw() - @p has "Framework Ops" / "TensorFlow Ops" lines (then only they hold ops). */
 bool stats_host_has_fw(const struct xprofs_xspace *x, const struct xs_plane *p);
+/* stats_plane_is_host() - @p is /host:CPU, the one host plane whose lines hold ops. */
+bool stats_plane_is_host(const struct xs_plane *p);
+/*
+ * stats_step_lines() - the op lines whose time counts in the steps of plane @q (a
+ * device plane: its "XLA Ops" and stream lines; SIZE_MAX: the host steps, those of
+ * every device plane and the host's op lines), in line order, at most @max, into @li.
+ */
+size_t stats_step_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size_t max);
+
+/* ---- one plane's op table (ops.c) ---- */
 
 #define OPS_MAX ((size_t)1 << 20)
 
@@ -93,8 +110,8 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src);
 size_t *stats_ops_sorted(struct stats_ops *d);
 
 /*
- * For the session-wide views (view-session.c), ops.json's writers: one op's
- * fields after its opening "{\"name\":" (stats_op_write()), a by_category /
+ * ---- an op table's JSON (ops-json.c), for ops.json and the session's ops.json ----
+ * One op's fields after its opening "{\"name\":" (stats_op_write()), a by_category /
  * by_program rollup's elements over m->ops[0..n) (stats_ops_rollup_write()),
  * and the ",\"peak_flops_per_s\":..." keys of @f (stats_ops_peak_write()).
  */
@@ -103,9 +120,75 @@ void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_pl
 int stats_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct xs_out *o);
 void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f);
 
-/* ---- steps (view-steps.c), for overview.json ---- */
+/* ---- several lines' events merged by start time (merge.c) ---- */
 
-#define STATS_BD_N 9 /* steps.json's breakdown types (view-steps.c) */
+#define STATS_MERGE_MAX 1024 /* lines merged at once (more: groups, summed) */
+
+/* One line of a merge: its cursor and its next positioned event. */
+struct stats_mline {
+	struct xs_rctx rc; /* only rc.x and rc.ev are used */
+	bool dev;          /* a device plane's op line (counts towards device_ps) */
+	struct xs_line_it it;
+	struct xs_event e;         /* the line's next event */
+	const uint8_t *cls;        /* borrowed: its plane's event type by metadata index */
+	const struct xs_mdix *evx; /* its plane's event metadata index */
+};
+
+struct stats_merge {
+	struct stats_mline *ml; /* owned, n of them */
+	size_t *heap;           /* indexes into ml, a min-heap by e.start_ps */
+	size_t n, nheap;
+};
+
+/*
+ * stats_merge_open() - a merge over the lines @li[0..n) (n <= STATS_MERGE_MAX), each
+ * at its first positioned event; @cls: per plane its event types by metadata index
+ * (borrowed, may be NULL). Free with stats_merge_free(), also after a failure.
+ */
+int stats_merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		     struct stats_merge *m);
+void stats_merge_free(struct stats_merge *m);
+/* stats_merge_next() - advance @ml to its next positioned event: 1, 0 at its end, -errno. */
+int stats_merge_next(struct stats_mline *ml);
+/* stats_merge_sift() - restore the heap below m->heap[@i] (after its line advanced). */
+void stats_merge_sift(struct stats_merge *m, size_t i);
+/*
+ * stats_merge_union() - the union of the events of lines @li[0..n), as disjoint
+ * intervals in time order, each given to @add(arg, from, to).
+ */
+int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n,
+		      void (*add)(void *arg, int64_t from, int64_t to), void *arg);
+
+/* ---- the steps and their breakdown (steps.c) ---- */
+
+#define STATS_BD_N 9 /* steps.json's breakdown types (steps.c) */
+
+/* steps.json's breakdown keys ("idle_ps", ...), by type. */
+extern const char *const stats_bd_keys[STATS_BD_N];
+
+/* A device plane's busy time: the union of its op lines, and their first start / last end. */
+struct stats_busy {
+	int64_t busy, first, last;
+	bool any;
+};
+
+struct stats_step {
+	size_t plane;
+	int64_t start, dur, device;
+	int64_t bd[STATS_BD_N];  /* time by event type (bd[BD_IDLE] is filled at the end) */
+	xprofs_ps128 begin, end; /* exact window (xprofs_decode_steps()) */
+	char *label;             /* owned; a JSON value (number or string) */
+};
+
+/* Every step of a profile, sorted by plane and start (stats_steps_compute()). */
+struct stats_steps {
+	struct stats_step *s;
+	size_t n, cap;
+	bool cut;
+	size_t plane, line; /* of the line being collected */
+	size_t *hint;       /* owned, per plane: steps_add()'s last answer (where to look first) */
+	struct stats_busy *busy; /* owned, per plane: its op lines' union, where done[q] */
+};
 
 /* One plane's step-time summary (XProf's StepSummary) and breakdown averages. */
 struct stats_step_summary {
@@ -116,8 +199,19 @@ struct stats_step_summary {
 	int64_t min, max;
 	double bd[STATS_BD_N]; /* average ps per step, by type (steps.json's breakdown order) */
 };
-/* steps.json's breakdown keys ("idle_ps", ...), by type. */
-extern const char *const stats_bd_keys[STATS_BD_N];
+
+/*
+ * stats_steps_compute() - every step into @st (zeroed by the caller) with its device
+ * time and breakdown; *ra, *rb: per plane the range of its steps; *done_out (unless
+ * @done_out is NULL): per plane whether its sweep gave st->busy. Caller frees
+ * *ra, *rb, *done_out with free() and @st with stats_steps_free(), also after a failure.
+ */
+int stats_steps_compute(struct xs_rctx *rc, struct stats_steps *st, size_t **ra, size_t **rb,
+			bool **done_out);
+void stats_steps_free(struct stats_steps *st);
+/* stats_steps_summarize() - @sum of the steps [a, b) of @st (one plane's, a < b). */
+void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
+			   struct stats_step_summary *sum);
 /* One step of the plane stats_steps_overview() summarizes: index @i of @n, its duration and
  * breakdown (ps, STATS_BD_N types, summing to @dur). Nonzero return stops the walk. */
 typedef int (*stats_step_fn)(void *arg, uint64_t i, uint64_t n, int64_t dur, const int64_t *bd);
@@ -128,13 +222,6 @@ int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum);
 /* stats_step_summary_write() - @sum as steps.json's summary object. */
 void stats_step_summary_write(struct xs_out *o, const struct xprofs_xspace *x,
 			      const struct stats_step_summary *sum);
-
-/* A device plane's busy time: the union of its op lines, and their first start / last end. */
-struct stats_busy {
-	int64_t busy, first, last;
-	bool any;
-};
-int stats_device_busy(struct xs_rctx *rc, size_t q, struct stats_busy *b);
 /*
  * stats_steps_overview_busy() - stats_steps_overview(), and where the step sweep of a
  * device plane q already merged all its op lines, busy_ok[q] true and busy[q] what
@@ -142,6 +229,11 @@ int stats_device_busy(struct xs_rctx *rc, size_t q, struct stats_busy *b);
  */
 int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
 			      struct stats_busy *busy, bool *busy_ok);
+
+/* ---- device busy time (busy.c) ---- */
+
+/* stats_device_busy() - device plane @q's busy time into @b (the union of its op lines). */
+int stats_device_busy(struct xs_rctx *rc, size_t q, struct stats_busy *b);
 /*
  * stats_busy_in_steps() - whether device plane @q's busy time will likely come with
  * stats_steps_overview_busy() (it has steps, so their sweep merges its op lines):

@@ -30,7 +30,7 @@
 #define OTHER_HIGH 15.0 /* kHighlyAllOtherBoundThresholdInPercent */
 #define OTHER_MODERATE 3.0
 
-/* steps.json's breakdown indexes (view-steps.c's order) */
+/* steps.json's breakdown indexes (steps.c's order) */
 enum { B_IDLE, B_HCOMP, B_H2H, B_H2D, B_COLL, B_WAIT, B_D2D, B_D2H, B_DCOMP };
 
 /* What the device planes add up to. */

@@ -1,0 +1,144 @@
+/*
+ * merge.c - the events of several lines merged by start time, and their union
+ * as disjoint intervals: device busy time in which concurrent streams count
+ * once (XProf's step breakdown unions device activity, event_span.cc
+ * ToNonOverlappedEvents()). steps.c sweeps a merge for the step breakdown;
+ * steps.c and busy.c take unions.
+ *
+ * Design: a k-way merge, one small cursor per line and a min-heap by start
+ * time. Lines are in time order after XProf's SortXSpace(); a line the index
+ * marks unsorted is merged as it comes, so its out-of-order events can count
+ * twice. Limits: at most STATS_MERGE_MAX lines at once (callers merge more in
+ * groups); 16 KiB to 1 MiB read-ahead per line, 16 MiB in all.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stats-internal.h"
+
+#define MERGE_WIN ((size_t)16 << 10)       /* least read-ahead of each line's cursor */
+#define MERGE_WIN_MAX ((size_t)1 << 20)    /* most (WIRE_WIN_SIZE) */
+#define MERGE_WIN_TOTAL ((size_t)16 << 20) /* all cursors' read-ahead together */
+
+static bool mless(const struct stats_merge *m, size_t a, size_t b)
+{
+	return m->ml[m->heap[a]].e.start_ps < m->ml[m->heap[b]].e.start_ps;
+}
+
+void stats_merge_sift(struct stats_merge *m, size_t i)
+{
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, k = i, t;
+
+		if (l < m->nheap && mless(m, l, k))
+			k = l;
+		if (r < m->nheap && mless(m, r, k))
+			k = r;
+		if (k == i)
+			return;
+		t = m->heap[i], m->heap[i] = m->heap[k], m->heap[k] = t;
+		i = k;
+	}
+}
+
+/* stats_merge_next() - advance line @k to its next positioned event: 1, 0 at its end, -errno. */
+int stats_merge_next(struct stats_mline *ml)
+{
+	int r;
+
+	while ((r = xs_line_next(&ml->it, &ml->e)) > 0)
+		if (!ml->e.has_num) /* num_occurrences events have no place in time */
+			return 1;
+	return r;
+}
+
+void stats_merge_free(struct stats_merge *m)
+{
+	for (size_t i = 0; i < m->n; i++)
+		wire_cur_deinit(&m->ml[i].rc.ev);
+	free(m->ml);
+	free(m->heap);
+	memset(m, 0, sizeof(*m));
+}
+
+/* stats_merge_open() - a merge over the lines @li[0..n) (n <= STATS_MERGE_MAX). */
+int stats_merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+		     struct stats_merge *m)
+{
+	int r;
+
+	memset(m, 0, sizeof(*m));
+	m->ml = calloc(n ? n : 1, sizeof(*m->ml));
+	m->heap = calloc(n ? n : 1, sizeof(*m->heap));
+	if (!m->ml || !m->heap)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		struct stats_mline *ml = &m->ml[m->n++];
+		const struct xs_line *l = &rc->x->lines[li[i]];
+
+		ml->rc.x = rc->x;
+		ml->dev = xs_plane_is_device(&rc->x->planes[l->plane]);
+		ml->cls = cls ? cls[l->plane] : NULL;
+		ml->evx = &rc->x->planes[l->plane].ev;
+		wire_cur_init(&ml->rc.ev, rc->x->r, rc->err);
+		/* few lines: bigger windows, fewer reads; many: 16 MiB in all */
+		ml->rc.ev.win_pref = MERGE_WIN_TOTAL / n < MERGE_WIN       ? MERGE_WIN
+				     : MERGE_WIN_TOTAL / n > MERGE_WIN_MAX ? MERGE_WIN_MAX
+									   : MERGE_WIN_TOTAL / n;
+		ml->it.rc = &ml->rc;
+		ml->it.l = l;
+		ml->it.end = l->msg.off + l->msg.len;
+		ml->it.base_ps = xs_line_base_ps(l->timestamp_ns);
+		ml->rc.ev.pos = l->msg.off;
+		ml->rc.ev.end = ml->it.end;
+		if ((r = stats_merge_next(ml)) < 0)
+			return r;
+		if (r > 0)
+			m->heap[m->nheap++] = m->n - 1;
+	}
+	for (size_t i = m->nheap; i-- > 0;)
+		stats_merge_sift(m, i);
+	return 0;
+}
+
+/*
+ * stats_merge_union() - the union of the events of lines @li[0..n), as disjoint
+ * intervals in time order, each added to the steps by @add(arg, from, to).
+ */
+int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n,
+		      void (*add)(void *arg, int64_t from, int64_t to), void *arg)
+{
+	struct stats_merge m;
+	int64_t cs = 0, ce = 0;
+	bool open = false;
+	int r;
+
+	if ((r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
+		goto out;
+	while (m.nheap) {
+		struct stats_mline *ml = &m.ml[m.heap[0]];
+		int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
+
+		if (open && s > ce) {
+			add(arg, cs, ce);
+			open = false;
+		}
+		if (!open) {
+			cs = s, ce = t, open = true;
+		} else if (t > ce) {
+			ce = t;
+		}
+		if ((r = stats_merge_next(ml)) < 0)
+			goto out;
+		if (r == 0)
+			m.heap[0] = m.heap[--m.nheap];
+		stats_merge_sift(&m, 0);
+	}
+	if (open)
+		add(arg, cs, ce);
+	r = 0;
+out:
+	stats_merge_free(&m);
+	return r;
+}
