@@ -146,7 +146,57 @@ static int ov_plane(struct xs_rctx *rc, size_t q, struct ov_slot *s, struct ov_d
 	return stats_ops_merge(&d->ops, ops);
 }
 
-static void out_env(struct xs_out *o, const struct xprofs_xspace *x, const struct ov_dev *d)
+/*
+ * The accelerators as XProf's SetRunEnvironment() (xplane_to_op_stats.cc)
+ * counts them: every GPU plane, else every TensorCore plane, else none.
+ */
+struct ov_env {
+	uint64_t count;
+	char model[128];  /* GPU: GpuModelName() of the first GPU plane */
+	char *tpu_type;   /* owned; TPU: the first TensorCore's device_type_string */
+	const char *type; /* what device_type shows: one of the above, or "CPU" */
+};
+
+static int env_get(struct xs_rctx *rc, struct ov_env *e)
+{
+	const struct xprofs_xspace *x = rc->x;
+	struct stats_plane_facts f;
+	ssize_t first = -1;
+	bool gpu = false;
+	int r = 0;
+
+	memset(e, 0, sizeof(*e));
+	for (size_t q = 0; q < x->n_planes; q++)
+		gpu |= xs_plane_is_gpu(&x->planes[q]);
+	for (size_t q = 0; q < x->n_planes; q++) {
+		const struct xs_plane *p = &x->planes[q];
+
+		if (gpu ? xs_plane_is_gpu(p) : xs_plane_is_tensor_core(p)) {
+			if (first < 0)
+				first = (ssize_t)q;
+			e->count++;
+		}
+	}
+	e->type = "CPU";
+	if (first < 0)
+		return 0;
+	if ((r = stats_plane_facts_get(rc, (size_t)first, &f)) < 0)
+		return r;
+	if (gpu) {
+		if (stats_gpu_model_name(&f, e->model, sizeof(e->model)) < 0 || !e->model[0])
+			snprintf(e->model, sizeof(e->model), "GPU");
+		e->type = e->model;
+	} else {
+		e->tpu_type = f.device_type;
+		f.device_type = NULL; /* moved */
+		e->type = e->tpu_type;
+	}
+	stats_plane_facts_clear(&f);
+	return 0;
+}
+
+static void out_env(struct xs_out *o, const struct xprofs_xspace *x, const struct ov_dev *d,
+		    const struct ov_env *e)
 {
 	OUT_LIT(o, "{\"host\":");
 	if (x->hostnames.n)
@@ -154,12 +204,13 @@ static void out_env(struct xs_out *o, const struct xprofs_xspace *x, const struc
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\"device_type\":");
-	out_cstr_or_null(o, d->planes ? d->f.device_type : "CPU");
+	out_cstr_or_null(o, e->type);
 	OUT_LIT(o, ",\"device_vendor\":");
 	out_cstr_or_null(o, d->f.vendor);
 	OUT_LIT(o, ",\"device_planes\":");
 	xs_out_u64(o, d->planes);
-	xs_out_opt_double(o, ",\"device_core_count\":", d->f.has_core_count, d->f.core_count);
+	OUT_LIT(o, ",\"device_core_count\":");
+	xs_out_u64(o, e->count);
 	xs_out_opt_double(o, ",\"peak_flops_per_s\":", d->f.peak_flops > 0, d->f.peak_flops);
 	xs_out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", d->f.peak_bw > 0, d->f.peak_bw);
 	OUT_LIT(o, "}");
@@ -311,9 +362,11 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	struct ov_tasks t;
 	struct stats_step_summary *steps = &t.steps;
 	struct ov_dev d;
+	struct ov_env env;
 	int r;
 
 	memset(&d, 0, sizeof(d));
+	memset(&env, 0, sizeof(env));
 	memset(&t, 0, sizeof(t));
 	d.ops.m.other = -1;
 	d.all_peaks = true;
@@ -339,8 +392,10 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	for (size_t q = 0; q < x->n_planes; q++)
 		if ((r = ov_plane(rc, q, &t.slot[q], &d)) < 0)
 			goto out;
+	if ((r = env_get(rc, &env)) < 0)
+		goto out;
 	OUT_LIT(o, "{\"run_environment\":");
-	out_env(o, x, &d);
+	out_env(o, x, &d, &env);
 	OUT_LIT(o, ",\n\"step_time\":");
 	if (steps->has)
 		stats_step_summary_write(o, x, steps);
@@ -364,5 +419,6 @@ out:
 	free(t.sbusy_ok);
 	stats_ops_free(&d.ops);
 	stats_plane_facts_clear(&d.f);
+	free(env.tpu_type);
 	return r;
 }

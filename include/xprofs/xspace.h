@@ -661,6 +661,20 @@ static inline bool xs_plane_is_device(const struct xs_plane *p)
 	return !strncmp(p->name, "/device:", 8);
 }
 
+/*
+ * xs_plane_is_tensor_core() - "/device:TPU:<digits>" and nothing more: a
+ * TensorCore (TSL FindTensorCorePlanes(); SparseCores and others are not).
+ */
+static inline bool xs_plane_is_tensor_core(const struct xs_plane *p)
+{
+	if (p->name_len < 13 || memcmp(p->name, "/device:TPU:", 12) != 0)
+		return false;
+	for (size_t i = 12; i < p->name_len; i++)
+		if (p->name[i] < '0' || p->name[i] > '9')
+			return false;
+	return true;
+}
+
 /* xs_plane_is_gpu() - "/device:GPU:..." planes (XProf's GPU rules apply). */
 static inline bool xs_plane_is_gpu(const struct xs_plane *p)
 {

@@ -110,6 +110,47 @@ def gpu_peak_flops(s):
     return peak if math.isfinite(peak) and peak > 0 and clock > 0 and cores > 0 else 0.0
 
 
+NVIDIA_ARCH = {2: "Fermi", 3: "Kepler", 5: "Maxwell", 6: "Pascal", 8: "Ampere", 9: "Hopper",
+               10: "Blackwell"}
+
+
+def gpu_model_name(s):
+    """GpuModelName() (cuda_type_utils.cc, rocm_type_utils.cc) of a plane's stats."""
+    vendor = s.first_string("device_vendor")
+    major, minor = s.number("compute_cap_major") or 0.0, s.number("compute_cap_minor") or 0.0
+    if vendor == "Nvidia":
+        arch = NVIDIA_ARCH.get(int(major))
+        if major == 7:
+            arch = "Volta" if minor < 5 else "Turing"
+        if major == 8 and minor >= 9:
+            arch = "Ada Lovelace"
+        return "Nvidia GPU (%s)" % arch if arch else "Nvidia GPU"
+    if vendor == "AMD":
+        name = s.first_string("gpu_device_name") or ""
+        if re.fullmatch(r"gfx[0-9a-fA-F]{3,}", name):
+            return "AMD GPU - " + name
+        gfx = {(9, 4): "gfx942", (9, 5): "gfx950"}.get((major, minor))
+        if gfx:
+            return "AMD GPU - " + gfx
+        if int(major) in (9, 10, 11):
+            return "AMD GPU - gfx-%dXX series" % int(major)
+        return "AMD GPU"
+    return ""
+
+
+def run_environment(xs, stat_value, stat_name):
+    """SetRunEnvironment() (xplane_to_op_stats.cc): (device_type, device_core_count)."""
+    gpus = [p for p in xs.planes if p.name.startswith("/device:GPU:")]
+    if gpus:
+        s = Stats(gpus[0], gpus[0].stats, stat_value, stat_name)
+        return gpu_model_name(s) or "GPU", len(gpus)
+    tpus = [p for p in xs.planes if re.fullmatch(r"/device:TPU:[0-9]+", p.name)]
+    if tpus:
+        return first_string(tpus[0], tpus[0].stats, "device_type_string", stat_value,
+                            stat_name), len(tpus)
+    return "CPU", 0
+
+
 def plane_facts(p, stat_value, stat_name):
     """Peak FLOP/s and HBM bytes/s from the plane's stats (0: unknown)."""
     s = Stats(p, p.stats, stat_value, stat_name)
@@ -652,13 +693,13 @@ def overview_model(xs, stat_value, stat_name, names):
                 m["flops"] = o["flops"] if m["flops"] is None else m["flops"] + o["flops"]
     f = dev["facts"]
     p0 = dev["p"]
+    dtype, ncores = run_environment(xs, stat_value, stat_name)
     env = {"host": xs.hostnames[0] if xs.hostnames else None,
-           "device_type": (first_string(p0, p0.stats, "device_type_string", stat_value,
-                                        stat_name) if p0 is not None else "CPU"),
+           "device_type": dtype,
            "device_vendor": (first_string(p0, p0.stats, "device_vendor", stat_value, stat_name)
                              if p0 is not None else None),
            "device_planes": dev["planes"],
-           "device_core_count": f["stats"].number("core_count") if f else None,
+           "device_core_count": ncores,
            "peak_flops_per_s": f["peak_flops"] if f and f["peak_flops"] > 0 else None,
            "peak_hbm_bytes_per_s": f["peak_bw"] if f and f["peak_bw"] > 0 else None}
     device = None
