@@ -7,7 +7,7 @@
  * host-offload rows (offload.c), a plane's lines merged by time
  * (derive-merge.c), and the XLA kernels' symbol table from the profile's
  * HLO protos (hlo-syms.c). The views that write derived events
- * (view-trace.c, view-pftrace.c) use the part above "shared by the
+ * (view-trace.c, pftrace-*.c) use the part above "shared by the
  * derivation files".
  */
 #ifndef XPROFS_DECODE_DERIVED_H
