@@ -1,8 +1,14 @@
 /*
- * derived.h - the lines XProf derives from GPU kernel annotations
- * (derived.c): the GPU line order, a streaming per-stream derivation that
- * hands finished events to the view writing them, TSL's tf_op parsing, and
- * the XLA kernels' symbol table from the profile's HLO protos (hlo-syms.c).
+ * derived.h - the lines XProf derives from events' annotations and stats,
+ * shared by their files: the line builders and a derivation's life
+ * (derive-builder.c), a GPU stream's lines with their order
+ * (derive-gpu.c), framework ops, TSL's tf_op parsing (tfop.c), a plane's
+ * Steps (derive-steps.c), a TensorCore plane's lines (derive-tpu.c) and its
+ * host-offload rows (offload.c), a plane's lines merged by time
+ * (derive-merge.c), and the XLA kernels' symbol table from the profile's
+ * HLO protos (hlo-syms.c). The views that write derived events
+ * (view-trace.c, pftrace-*.c) use the part above "shared by the
+ * derivation files".
  */
 #ifndef XPROFS_DECODE_DERIVED_H
 #define XPROFS_DECODE_DERIVED_H
@@ -51,11 +57,11 @@ struct trace_derived_ev {
 };
 typedef int (*trace_derived_emit_fn)(void *arg, const struct trace_derived_ev *e);
 
-struct der_offload; /* host-offload pairing (derived.c) */
+struct der_offload; /* host-offload pairing (offload.c) */
 
 struct der_ev { /* one open derived event */
 	bool open, has_group;
-	bool unsure; /* a lookback walk: may differ from the whole walk's (derived.c) */
+	bool unsure; /* a lookback walk: may differ from the whole walk's (derive-tpu.c) */
 	int64_t group;
 	xs_ps128 begin, end;
 	struct xprofs_buf name, disp;
@@ -171,5 +177,49 @@ int trace_derive_tpu(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit,
 /* trace_derive_finish() - emit what is still open. */
 int trace_derive_finish(struct trace_derive *d);
 void trace_derive_free(struct trace_derive *d);
+
+/* ---- shared by the derivation files ------------------------------------------ */
+
+/*
+ * The line builders (derive-builder.c), each described where it is defined;
+ * a TensorCore plane's line ids (kThreadIdTfNameScope, kThreadIdTfOp,
+ * kThreadIdSource) - kThreadIdDerivedMin, by DL_*.
+ */
+extern const uint32_t trace_der_tpu_tid_offset[DL_COUNT + 1];
+void trace_der_lv_close(struct trace_derive *d, struct der_line *dl, int level);
+void trace_der_reset(struct trace_derive *d, struct der_line *dl, int level);
+int trace_der_set_str(struct xprofs_buf *b, const char *s, size_t n);
+int trace_der_expand_or_add(struct trace_derive *d, struct der_line *dl, int level,
+			    const struct xprofs_buf *name, const char *disp, size_t disp_len,
+			    const struct trace_derived_in *in);
+int trace_der_stat_str(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
+		       struct xprofs_buf *b, bool *has);
+/* ProcessTfOpEvent() (tfop.c) */
+int trace_der_tf_op_event(struct trace_derive *d, const char *s, size_t n,
+			  const struct trace_derived_in *in);
+
+/* One line of a plane in a time-ordered merge (derive-merge.c): its own cursor and next event. */
+struct der_src {
+	struct wire_cur c;
+	uint64_t end;
+	xs_ps128 base_ps; /* 128 bits: epoch line timestamps (1.7e18 ns) overflow int64 ps */
+	bool has;         /* ev holds the line's next event */
+	struct xs_event ev;
+};
+int trace_merge_open(struct xs_rctx *rc, const struct xs_plane *p, struct der_src *src, size_t *k,
+		     bool seek, xs_ps128 from);
+struct der_src *trace_merge_next(struct der_src *src, size_t n, xs_ps128 *start);
+int trace_merge_step(struct der_src *s);
+void trace_merge_close(struct der_src *src, size_t k);
+int trace_md_entry_stats(struct xs_rctx *rc, size_t k, xs_stat_fn fn, void *arg);
+
+/* Host-offload rows (offload.c): a TensorCore plane's walk drives them. */
+/* trace_offload_new() - no start waiting; NULL: out of memory. Caller frees with trace_offload_free(). */
+struct der_offload *trace_offload_new(void);
+void trace_offload_free(struct der_offload *o);
+int trace_offload_wanted(struct xs_rctx *rc, const struct xs_plane *p, bool *out);
+int trace_offload_event(struct xs_rctx *rc, struct trace_derive *d, const struct der_src *src,
+			xs_ps128 begin, xs_ps128 end);
+bool trace_offload_pending_before_to(const struct trace_derive *d);
 
 #endif

@@ -2,7 +2,7 @@
  * hlo-syms.c - XProf's symbol resolver for XLA kernels on GPU planes: the
  * framework op name and source line of each HLO instruction, read from the
  * HLO protos the XSpace carries, for the derived Framework and Source code
- * lines (derived.c).
+ * lines (derive-gpu.c).
  *
  * Sources (openxla/xprof): GenerateDerivedTimeLines() (derived_timeline.cc:
  * the resolver gives, for a kernel's program_id and the last part of its

@@ -1,6 +1,6 @@
 /*
  * pb-writer.h - a tiny protobuf wire-format writer into a growing buffer,
- * for trace.pftrace (view-pftrace.c, pftrace-args.c). No generated code:
+ * for trace.pftrace (view-pftrace.c, pftrace-*.c). No generated code:
  * varints, tags, fixed64 and length-delimited fields written by hand.
  *
  * Limits: one buffer holds one message of at most PBW_MAX bytes; past that

@@ -2,7 +2,7 @@
  * trace-internal.h - what the trace side shares: XProf's trace model
  * (trace-model.c: which events, stats, flows, pids and tids both trace
  * views show), used by trace.json (view-trace.c), trace.pftrace
- * (view-pftrace.c, pftrace-args.c) and the derived lines (derived.h).
+ * (view-pftrace.c, pftrace-*.c) and the derived lines (derived.h).
  * Profiles are read through xprofs/xspace.h.
  */
 #ifndef XPROFS_TRACE_INTERNAL_H

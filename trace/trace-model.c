@@ -299,7 +299,7 @@ enum trace_tline trace_line_kind(const struct xs_line *l)
 
 uint32_t trace_tid(const struct xs_line *l)
 {
-	return l->trace_tid; /* DisplayId(), as derived.c orders GPU lines */
+	return l->trace_tid; /* DisplayId(), GPU lines renumbered by xs_derived_assign() */
 }
 
 /* ---- stats --------------------------------------------------------------- */
