@@ -145,16 +145,6 @@ static bool open_before(const struct trace_derive *d, xs_ps128 t)
 }
 
 /* FindTensorCorePlanes(): a name matching "/device:TPU:[0-9]*" whole. */
-static bool is_tensor_core(const struct xs_plane *p)
-{
-	if (p->name_len < 12 || memcmp(p->name, "/device:TPU:", 12) != 0)
-		return false;
-	for (size_t i = 12; i < p->name_len; i++)
-		if (p->name[i] < '0' || p->name[i] > '9')
-			return false;
-	return true;
-}
-
 /* The derived line ids a TensorCore plane already holds (bit per DL_*): not derived again. */
 static uint8_t tpu_have(const struct xprofs_xspace *x, const struct xs_plane *p)
 {
@@ -319,7 +309,7 @@ int trace_derive_tpu(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit,
 	bool inexact = true, offload = false;
 	int r;
 
-	if ((r = xs_plane_enter(rc, pi)) < 0 || !is_tensor_core(p))
+	if ((r = xs_plane_enter(rc, pi)) < 0 || !xs_plane_is_tensor_core(p))
 		return r;
 	if ((r = trace_offload_wanted(rc, p, &offload)) < 0)
 		return r;
