@@ -144,7 +144,6 @@ static bool open_before(const struct trace_derive *d, xs_ps128 t)
 	return false;
 }
 
-/* FindTensorCorePlanes(): a name matching "/device:TPU:[0-9]*" whole. */
 /* The derived line ids a TensorCore plane already holds (bit per DL_*): not derived again. */
 static uint8_t tpu_have(const struct xprofs_xspace *x, const struct xs_plane *p)
 {
