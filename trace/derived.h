@@ -10,8 +10,8 @@
  * (view-trace.c, pftrace-*.c) use the part above "shared by the
  * derivation files".
  */
-#ifndef XPROFS_DECODE_DERIVED_H
-#define XPROFS_DECODE_DERIVED_H
+#ifndef XPROFS_TRACE_DERIVED_H
+#define XPROFS_TRACE_DERIVED_H
 
 #include <stdbool.h>
 #include <stdint.h>

@@ -11,8 +11,8 @@
  * an entry in the packet of its first use there (a table entry remembers
  * the last sequence that defined it).
  */
-#ifndef XPROFS_DECODE_PFTRACE_H
-#define XPROFS_DECODE_PFTRACE_H
+#ifndef XPROFS_TRACE_PFTRACE_H
+#define XPROFS_TRACE_PFTRACE_H
 
 #include <stdbool.h>
 #include <stddef.h>

@@ -522,7 +522,7 @@ struct xs_plane {
 	uint64_t events;
 	int64_t first_ps, last_ps;
 	bool has_events;
-	uint8_t derived_have; /* derived line names the plane holds (derived.c) */
+	uint8_t derived_have; /* derived line names the plane holds (order.c) */
 	bool group_ids;       /* a stat metadata is named "group_id" (XProf: already grouped) */
 };
 
@@ -553,7 +553,7 @@ struct xs_line {
 	bool unsorted;        /* an event starts before the one before it (no early stop) */
 	struct xs_ckpt *ckpt; /* owned; events / XS_CKPT_EVERY entries (none if tracks_only) */
 	size_t n_ckpt;
-	uint32_t trace_tid;  /* trace.json's tid: the display id, renumbered on GPU (derived.c) */
+	uint32_t trace_tid;  /* trace.json's tid: the display id, renumbered on GPU (order.c) */
 	int32_t derive_slot; /* its derived lines' group on a GPU plane, -1: none */
 };
 

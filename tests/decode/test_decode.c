@@ -854,7 +854,7 @@ static void derived_kernel(struct tb *b, XLine *l, int64_t off_us, const char *o
 }
 
 /*
- * XProf's derived GPU lines (derived.c): stream order and display ids,
+ * XProf's derived GPU lines (xspace/order.c, trace/derive-gpu.c): stream order and display ids,
  * XLA Modules / XLA Ops from kernel annotations with nesting, merging, a
  * group change, the 1 ns shrink of equal spans, a memcpy deriving nothing,
  * and Steps from group_id.
