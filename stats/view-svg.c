@@ -10,6 +10,10 @@
  * <title> giving the numbers; every op row a <rect class="op">. Text is
  * escaped; names are cut at NAME_MAX_SHOWN bytes.
  *
+ * The step chart has a time axis (round ticks in ms, light grid lines) and
+ * step numbers under at most ten bars; the legend lists only the breakdown
+ * types with time. A host without device ops shows its host ops instead.
+ *
  * Limits: at most BARS_MAX bars: with more steps, consecutive steps are
  * averaged into one bar (the title says how many per bar). Memory: the
  * bars (BARS_MAX) and the ops table of overview.json (O(distinct ops)).
@@ -33,6 +37,7 @@
 #define CHART_H 300
 #define OPS_Y 430
 #define OP_ROW 22
+#define LEGEND_Y 384
 
 /* The breakdown types' colours, by stats_bd_keys[] index (idle first). */
 static const char *const bd_colour[STATS_BD_N] = {
@@ -115,6 +120,74 @@ static void out_ms(struct xs_out *o, double ps)
 	xs_out_add(o, buf, (size_t)n);
 }
 
+/*
+ * tick_step() - a round tick step for an axis from 0 to @max (1, 2 or 5 times
+ * a power of ten, about five ticks); 0 when @max is not positive and finite.
+ */
+static double tick_step(double max)
+{
+	double raw = max / 5, p;
+
+	if (!(raw > 0) || !isfinite(raw))
+		return 0;
+	p = pow(10, floor(log10(raw)));
+	return raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
+}
+
+/*
+ * out_axes() - the time axis (ticks every tick_step() ms with light grid
+ * lines, labelled in ms) and the steps' numbers under at most ten bars.
+ */
+static void out_axes(struct xs_out *o, const struct svg *g, double max_ps)
+{
+	double ms = max_ps / 1e9, step = tick_step(ms), bw = (double)CHART_W / (double)g->nb;
+	size_t every = g->nb <= 10 ? 1 : (g->nb + 9) / 10;
+	char buf[224];
+	int n;
+
+	OUT_LIT(o, "<text x=\"5\" y=\"52\" class=\"l\">ms</text>\n");
+	for (int k = 0; step > 0 && k <= 20 && k * step <= ms * (1 + 1e-9); k++) {
+		double y = CHART_Y + CHART_H - k * step / ms * CHART_H;
+
+		n = snprintf(buf, sizeof(buf),
+			     "<line class=\"tick\" x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" "
+			     "stroke=\"%s\"/><text class=\"tick\" x=\"5\" y=\"%.2f\">%g</text>\n",
+			     CHART_X - 4, y, CHART_X + CHART_W, y, k ? "#eeeeee" : "#888888", y + 4,
+			     k * step);
+		xs_out_add(o, buf, (size_t)n);
+	}
+	for (size_t i = 0; i < g->nb; i += every) {
+		n = snprintf(buf, sizeof(buf),
+			     "<text class=\"stepno\" x=\"%.2f\" y=\"%d\">%" PRIu64 "</text>\n",
+			     CHART_X + bw * (double)i, CHART_Y + CHART_H + 14, g->b[i].first);
+		xs_out_add(o, buf, (size_t)n);
+	}
+}
+
+/* out_legend() - the breakdown types that have time in some bar, in one row. */
+static void out_legend(struct xs_out *o, const struct svg *g)
+{
+	int x = CHART_X;
+
+	for (int k = 0; k < STATS_BD_N; k++) {
+		char buf[224];
+		bool any = false;
+		int n;
+
+		for (size_t i = 0; i < g->nb && !any; i++)
+			any = g->b[i].bd[k] > 0;
+		if (!any)
+			continue;
+		n = snprintf(buf, sizeof(buf),
+			     "<rect class=\"key\" x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" "
+			     "fill=\"%s\"/><text x=\"%d\" y=\"%d\" class=\"l\">%.*s</text>\n",
+			     x, LEGEND_Y, bd_colour[k], x + 14, LEGEND_Y + 9,
+			     (int)(strlen(stats_bd_keys[k]) - 3), stats_bd_keys[k]);
+		xs_out_add(o, buf, (size_t)n);
+		x += 14 + 7 * (int)(strlen(stats_bd_keys[k]) - 3) + 16;
+	}
+}
+
 static void out_bars(struct xs_out *o, struct svg *g)
 {
 	double max = 0, bw, gap;
@@ -140,9 +213,7 @@ static void out_bars(struct xs_out *o, struct svg *g)
 			   "profile</text>\n");
 		return;
 	}
-	OUT_LIT(o, "<text x=\"5\" y=\"65\">");
-	out_ms(o, max);
-	OUT_LIT(o, "</text>\n");
+	out_axes(o, g, max);
 	bw = (double)CHART_W / (double)g->nb;
 	gap = bw > 10 ? bw * 0.15 : bw > 2 ? 1 : 0; /* white between bars, for the eye */
 	for (size_t i = 0; i < g->nb; i++) {
@@ -176,48 +247,49 @@ static void out_bars(struct xs_out *o, struct svg *g)
 		}
 		OUT_LIT(o, "</g>\n");
 	}
-	/* legend: two rows of five; the key's name without its "_ps" */
-	for (int k = 0; k < STATS_BD_N; k++) {
-		int x = CHART_X + (k % 5) * 180, y = 372 + (k / 5) * 16;
-		char buf[160];
-		int n = snprintf(buf, sizeof(buf),
-				 "<rect x=\"%d\" y=\"%d\" width=\"10\" height=\"10\" fill=\"%s\"/>"
-				 "<text x=\"%d\" y=\"%d\" class=\"l\">%.*s</text>\n",
-				 x, y, bd_colour[k], x + 14, y + 9,
-				 (int)(strlen(stats_bd_keys[k]) - 3), stats_bd_keys[k]);
-
-		xs_out_add(o, buf, (size_t)n);
-	}
+	out_legend(o, g);
 }
 
-/* The ops overview.json ranks (top_ops): the device planes' ops, combined by name. */
-static int top_ops(struct xs_rctx *rc, struct stats_ops *all)
+/*
+ * top_ops() - the ops overview.json ranks (top_ops): the device planes' ops,
+ * combined by name; on a host without device ops, the host planes' ops
+ * (*@host set), so a CPU-only profile is not a blank picture.
+ */
+static int top_ops(struct xs_rctx *rc, struct stats_ops *all, bool *host)
 {
 	const struct xprofs_xspace *x = rc->x;
 	int r = 0;
 
-	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		struct stats_ops ops;
+	*host = false;
+	for (int pass = 0; pass < 2 && r == 0 && !all->m.n; pass++) {
+		*host = pass == 1;
+		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+			struct stats_ops ops;
 
-		if (!xs_plane_is_device(&x->planes[q]))
-			continue;
-		if ((r = stats_ops_plane(rc, q, &ops)) < 0)
-			return r;
-		if (ops.events)
-			r = stats_ops_merge(all, &ops);
-		stats_ops_free(&ops);
+			if (xs_plane_is_device(&x->planes[q]) == *host)
+				continue;
+			if ((r = stats_ops_plane(rc, q, &ops)) < 0)
+				return r;
+			if (ops.events)
+				r = stats_ops_merge(all, &ops);
+			stats_ops_free(&ops);
+		}
 	}
 	return r;
 }
 
-static int out_ops(struct xs_out *o, struct stats_ops *all)
+static int out_ops(struct xs_out *o, struct stats_ops *all, bool host)
 {
 	size_t *idx, n = all->m.n < TOP_OPS ? all->m.n : TOP_OPS;
 	double max;
 
-	OUT_LIT(o, "<text x=\"70\" y=\"420\" class=\"h\">Top ops by self time</text>\n");
+	if (host)
+		OUT_LIT(o, "<text x=\"70\" y=\"420\" class=\"h\">Top host ops by self time (no "
+			   "device ops)</text>\n");
+	else
+		OUT_LIT(o, "<text x=\"70\" y=\"420\" class=\"h\">Top ops by self time</text>\n");
 	if (!n) {
-		OUT_LIT(o, "<text x=\"70\" y=\"450\" class=\"none\">no device ops in this "
+		OUT_LIT(o, "<text x=\"70\" y=\"450\" class=\"none\">no ops in this "
 			   "profile</text>\n");
 		return 0;
 	}
@@ -253,6 +325,7 @@ int stats_view_svg(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct svg *g = calloc(1, sizeof(*g));
 	struct stats_ops all;
+	bool host = false;
 	char head[256];
 	int r, n;
 
@@ -260,7 +333,7 @@ int stats_view_svg(struct xs_rctx *rc, struct xs_out *o)
 	all.m.other = -1;
 	if (!g)
 		return -ENOMEM;
-	if ((r = stats_steps_each(rc, add_step, g)) < 0 || (r = top_ops(rc, &all)) < 0)
+	if ((r = stats_steps_each(rc, add_step, g)) < 0 || (r = top_ops(rc, &all, &host)) < 0)
 		goto out;
 	n = snprintf(head, sizeof(head),
 		     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -279,7 +352,7 @@ int stats_view_svg(struct xs_rctx *rc, struct xs_out *o)
 		OUT_LIT(o, "profile");
 	OUT_LIT(o, "</text>\n");
 	out_bars(o, g);
-	if ((r = out_ops(o, &all)) < 0)
+	if ((r = out_ops(o, &all, host)) < 0)
 		goto out;
 	OUT_LIT(o, "</svg>\n");
 	r = 0;

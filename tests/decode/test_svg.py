@@ -149,12 +149,36 @@ def check_profile(t, path, name):
         keys = [k for k in mine[0].get("breakdown", {})] if mine else []
         t.ok(seg and len(seg) <= len(keys), "%s: segments coloured by breakdown type (%d of %d)"
              % (name, len(seg), len(keys)))
+        # the time axis: ticks from 0 up, evenly spaced, labelled in increasing ms
+        ticks = [float(e.text) for e in root.iter(NS + "text") if e.get("class") == "tick"]
+        steps_ms = [b - a for a, b in zip(ticks, ticks[1:])]
+        t.ok(len(ticks) >= 2 and ticks[0] == 0 and max(steps_ms) - min(steps_ms) < 1e-6 * ticks[-1]
+             and ticks[-1] <= max(durs) / 1e9 * (1 + 1e-9) + 1e-9,
+             "%s: a time axis with %d ticks from 0 ms" % (name, len(ticks)), "ticks %s" % ticks)
+        # the legend: exactly the breakdown types with time in some step
+        legend = {r.get("fill") for r in root.iter(NS + "rect") if r.get("class") == "key"}
+        t.ok(legend == seg, "%s: the legend lists the %d types with time" % (name, len(seg)),
+             "legend %s, segments %s" % (sorted(legend), sorted(seg)))
     ops = [r for r in root.iter(NS + "rect") if r.get("class") == "op"]
-    top = ov["top_ops"]
-    names = [e.text for e in root.iter(NS + "text") if e.get("text-anchor") == "end"]
-    t.ok(len(ops) == min(10, len(top)) and names == [o["name"][:60] for o in top[:10]],
-         "%s: %d op rows in overview.json's top_ops order" % (name, len(ops)),
-         "svg %s\njson %s" % (names, [o["name"] for o in top[:10]]))
+    top = [(o["name"], o["self_ps"]) for o in ov["top_ops"]]
+    host = "Top host ops" in texts
+    if not top:
+        # no device ops: the host planes' ops, combined by name, by self time (ops.json)
+        comb = {}
+        for pl in json.loads(view(path, "ops"))["planes"]:
+            if not pl["name"].startswith("/device:"):
+                for o in pl["ops"]:
+                    comb[o["name"]] = comb.get(o["name"], 0) + o["self_ps"]
+        top = sorted(comb.items(), key=lambda kv: -kv[1])
+        t.ok(host or not top, "%s: no device ops: the host's ops, said so" % name)
+    names = [e.text or "" for e in root.iter(NS + "text") if e.get("text-anchor") == "end"]
+    # by self time; ops of equal self time may come in any order
+    want = [n[:60] for n, _ in top[:10]]
+    tied = [{n[:60] for n, v in top if v == sv} for _, sv in top[:10]]
+    t.ok(len(ops) == min(10, len(top)) and len(names) == len(want) and
+         all(nm in tied[i] for i, nm in enumerate(names)),
+         "%s: %d op rows in top_ops (or the host ops') order" % (name, len(ops)),
+         "svg %s\nwant %s" % (names, want))
 
 
 def main():
