@@ -8,7 +8,8 @@
  * element ids), which makes equal shapes one id and a tuple's elements
  * always earlier ids: a shape graph has no cycle by construction.
  *
- * Limits: the arena is capped at XPROFS_HLO_ARENA_MAX; sets and shapes are
+ * Strings are cut at their first NUL byte, so a name is exactly the C string
+ * the accessors give. Limits: the arena is capped at XPROFS_HLO_ARENA_MAX; sets and shapes are
  * charged to the program's XPROFS_HLO_MEM_MAX budget. A dim < 0 or an array
  * shape of XPROFS_HLO_ELEMENTS_MAX elements or more is malformed.
  */
@@ -87,6 +88,7 @@ int hlo_str_add(struct xprofs_hlo_program *p, struct hlo_set *set, const uint8_t
 	uint64_t h = 0;
 	int r;
 
+	n = strnlen((const char *)s, n); /* a C string: cut at a NUL (XLA writes none) */
 	if (set) {
 		if ((r = set_room(set, &p->mem, p, str_hash)) < 0)
 			return r;

@@ -21,7 +21,7 @@ import tempfile
 import xproto
 from xproto import fail
 
-DUMP, GEN = sys.argv[1], sys.argv[2]
+DUMP, GEN = (sys.argv + ["", ""])[1:3]
 hlo_pb2, _tmp = xproto.load("hlo")
 shutil.rmtree(_tmp, ignore_errors=True)
 ELEMENTS_MAX = 1 << 40
@@ -377,4 +377,5 @@ def main():
         sys.exit(1)
 
 
-main()
+if __name__ == "__main__":
+    main()
