@@ -5,8 +5,9 @@
  * operands form a cycle, so a later analysis may follow either without a
  * visited mark.
  *
- * Design: computation ids sorted once and binary-searched; both cycle
- * checks are Kahn's algorithm (repeatedly take a node nothing unvisited
+ * Design: computation ids sorted once and binary-searched; operands that
+ * all come before their users (as XLA writes them) need no further check;
+ * otherwise, and for calls, the cycle checks are Kahn's algorithm (repeatedly take a node nothing unvisited
  * points at), iterative, O(nodes + edges), with two temporary uint32 arrays
  * charged to the program's memory budget. A node left over lies on a cycle
  * or below one; the error names it.
@@ -117,10 +118,18 @@ out:
 static int check_operands(struct xprofs_hlo_program *p, struct wire_cur *c)
 {
 	size_t n = p->n_ins, head = 0, tail = 0;
-	uint32_t *indeg = tmp_alloc(p, n, sizeof(uint32_t));
-	uint32_t *queue = tmp_alloc(p, n, sizeof(uint32_t));
+	uint32_t *indeg = NULL, *queue = NULL;
+	bool ordered = true;
 	int r = 0;
 
+	/* XLA writes operands before their users: then there is no cycle, and no memory is needed */
+	for (size_t i = 0; i < n && ordered; i++)
+		for (uint32_t j = 0; j < p->ins[i].n_ops && ordered; j++)
+			ordered = p->u32[p->ins[i].ops_off + j] < i;
+	if (ordered)
+		return 0;
+	indeg = tmp_alloc(p, n, sizeof(uint32_t));
+	queue = tmp_alloc(p, n, sizeof(uint32_t));
 	if (!indeg || !queue) {
 		r = -E2BIG;
 		goto out;

@@ -187,7 +187,7 @@ static int64_t end_comp(struct hb *h, const char *name, int64_t root, bool fusio
 	int64_t id = h->next_id++;
 	struct pb c;
 
-	pb_init(&c, GEN_HLO_PROTO_MAX);
+	pb_init(&c, h->comp.len + 1024);
 	pb_str(&c, 1, name);
 	pb_put(&c, h->comp.p, h->comp.len); /* its field-2 instructions, as emitted */
 	pb_int(&c, 5, (uint64_t)id);
