@@ -35,7 +35,7 @@ def fail(msg):
 
 
 # Where the project's .proto files are: the module that reads each.
-PROTO_DIRS = [os.path.join(SRC, m, "proto") for m in ("xspace", "trace", "capture")]
+PROTO_DIRS = [os.path.join(SRC, m, "proto") for m in ("xspace", "hlo", "trace", "capture")]
 
 
 def load(name, proto_dir=None):

@@ -221,12 +221,17 @@ void gen_plan_free(struct gspace *s);
 
 /* ---- metadata (meta.c) --------------------------------------------------- */
 
-/* Instructions in each generated HloProto, and the most bytes one takes. */
+/* Instructions named as kernels' hlo_op in each generated HloProto, and the most bytes one takes. */
 #define GEN_HLO_INSTRS 48
-#define GEN_HLO_PROTO_MAX 16384
-/** gen_hlo_proto() - a small serialized HloProto for module @name into @dst (@cap bytes); its size.
- */
+#define GEN_HLO_PROTO_MAX 49152
+
+/* ---- HLO (hlo.c) --------------------------------------------------------- */
+
+/** gen_hlo_proto() - the serialized HloProto of module @name, program @id, into @dst (@cap bytes);
+ * its size, 0 when it does not fit. */
 size_t gen_hlo_proto(const char *name, uint64_t id, uint8_t *dst, size_t cap);
+/** gen_hlo_big() - one HloProto of about @target bytes at @path (for bench/hlo.sh); 0 or -errno. */
+int gen_hlo_big(const char *path, uint64_t target);
 /** gen_plane_meta() - the metadata maps and plane stats of @p, appended to @meta. */
 int gen_plane_meta(const struct gspace *s, const struct gplane *p, struct pb *meta);
 
@@ -284,9 +289,9 @@ struct opts {
 	const char *out;
 	enum kind kind;
 	uint64_t size, events, seed;
-	bool have_events, stats;
+	bool have_events, stats, sidecars;
 	unsigned hosts;
-	const char *logdir, *run, *session, *demo;
+	const char *logdir, *run, *session, *demo, *hlo;
 };
 
 int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host, uint64_t size,

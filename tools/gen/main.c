@@ -28,7 +28,9 @@ enum {
 	ARG_RUN,
 	ARG_SESSION,
 	ARG_DEMO,
-	ARG_STATS
+	ARG_STATS,
+	ARG_SIDECARS,
+	ARG_HLO
 };
 
 static void usage(FILE *f)
@@ -46,6 +48,9 @@ static void usage(FILE *f)
 		"      --hosts N       hosts of a session (with --logdir/--run/--session)\n"
 		"      --demo DIR      write a small demo logdir into DIR\n"
 		"      --stats         print JSON facts (planes, lines, event counts) to stdout\n"
+		"      --sidecars      with --hosts: also each module's "
+		"<module>(<id>).hlo_proto.pb\n"
+		"      --hlo FILE      one large HloProto of about --size bytes (bench/hlo.sh)\n"
 		"  -h, --help\n");
 }
 
@@ -83,6 +88,8 @@ int main(int argc, char **argv)
 		{"session", required_argument, NULL, ARG_SESSION},
 		{"demo", required_argument, NULL, ARG_DEMO},
 		{"stats", no_argument, NULL, ARG_STATS},
+		{"sidecars", no_argument, NULL, ARG_SIDECARS},
+		{"hlo", required_argument, NULL, ARG_HLO},
 		{"help", no_argument, NULL, 'h'},
 		{NULL, 0, NULL, 0},
 	};
@@ -136,6 +143,12 @@ int main(int argc, char **argv)
 		case ARG_DEMO:
 			o.demo = optarg;
 			break;
+		case ARG_SIDECARS:
+			o.sidecars = true;
+			break;
+		case ARG_HLO:
+			o.hlo = optarg;
+			break;
 		case ARG_STATS:
 			o.stats = true;
 			break;
@@ -151,8 +164,14 @@ int main(int argc, char **argv)
 		fprintf(stderr, "xprofs-gen: unexpected argument '%s'\n", argv[optind]);
 		return 2;
 	}
+	if (o.hlo) {
+		ret = gen_hlo_big(o.hlo, o.size);
+		if (ret)
+			fprintf(stderr, "xprofs-gen: %s: %s\n", o.hlo, strerror(-ret));
+		return ret ? 1 : 0;
+	}
 	if (!o.demo && !o.out && !o.hosts) {
-		fprintf(stderr, "xprofs-gen: one of -o, --hosts or --demo is required\n");
+		fprintf(stderr, "xprofs-gen: one of -o, --hosts, --demo or --hlo is required\n");
 		usage(stderr);
 		return 2;
 	}
@@ -172,7 +191,7 @@ int main(int argc, char **argv)
 		ret = gen_demo(o.demo, o.seed, &j);
 	if (!ret && o.hosts)
 		ret = gen_session(o.logdir, o.run, o.session, o.kind, o.seed, o.hosts, "host",
-				  o.size, o.events, o.have_events, false, &j);
+				  o.size, o.events, o.have_events, o.sidecars, &j);
 	if (!ret && o.out)
 		ret = gen_file(o.out, o.kind, o.seed, "localhost", o.size, o.events, o.have_events,
 			       &j);

@@ -55,63 +55,6 @@ static const char *const sm_names[SM_COUNT] = {
 	"source_stack",
 };
 
-/*
- * A small HloProto: hlo_module { name: @name, id: @id, computations { name:
- * "main", instructions ... } } with GEN_HLO_INSTRS instructions named as the
- * GPU kernels' hlo_op leaves ("<op>.<i>"), so XProf's symbol resolver finds
- * them: most with OpMetadata (op_name "jit(<f>)/jit(main)/<op>", some an
- * op_type, every other one a source_file and line), every seventh without.
- */
-size_t gen_hlo_proto(const char *name, uint64_t id, uint8_t *dst, size_t cap)
-{
-	struct pb md, ins, comp, mod, outer;
-	size_t n = 0;
-	const char *f = strncmp(name, "jit_", 4) ? name : name + 4;
-
-	pb_init(&md, 1024);
-	pb_init(&ins, 2048);
-	pb_init(&comp, GEN_HLO_PROTO_MAX);
-	pb_init(&mod, GEN_HLO_PROTO_MAX);
-	pb_init(&outer, GEN_HLO_PROTO_MAX);
-	pb_str(&comp, 1, "main");
-	for (uint32_t i = 0; i < GEN_HLO_INSTRS; i++) {
-		const char *op = gen_opcodes[i % N_OPCODES].op;
-		char s[256];
-
-		ins.len = 0;
-		md.len = 0;
-		snprintf(s, sizeof(s), "%s.%u", op, i);
-		pb_str(&ins, 1, s);
-		pb_str(&ins, 2, op);
-		if (i % 7 != 6) {
-			if (i % 3 == 0)
-				pb_str(&md, 1, op);
-			snprintf(s, sizeof(s), "jit(%s)/jit(main)/%s", f, op);
-			pb_str(&md, 2, s);
-			if (i % 2 == 0) {
-				pb_str(&md, 3, "/src/model/train.py");
-				pb_int(&md, 4, 10 + i);
-			}
-			pb_bytes(&ins, 7, md.p, md.len);
-		}
-		pb_bytes(&comp, 2, ins.p, ins.len);
-	}
-	pb_str(&mod, 1, name);
-	pb_bytes(&mod, 3, comp.p, comp.len);
-	pb_int(&mod, 5, id);
-	pb_bytes(&outer, 1, mod.p, mod.len);
-	if (!md.err && !ins.err && !comp.err && !mod.err && !outer.err && outer.len <= cap) {
-		memcpy(dst, outer.p, outer.len);
-		n = outer.len;
-	}
-	pb_deinit(&md);
-	pb_deinit(&ins);
-	pb_deinit(&comp);
-	pb_deinit(&mod);
-	pb_deinit(&outer);
-	return n;
-}
-
 /* Appends a map<int64, message> entry {1: @key, 2: @val} as field @field (borrows @val). */
 static void pb_map_entry(struct pb *out, unsigned field, int64_t key, const struct pb *val)
 {

@@ -1,0 +1,271 @@
+/*
+ * xprofs/hlo.h - reading the XLA programs (HloProto) a profile carries,
+ * lazily and in bounded memory (docs/hlo.md).
+ *
+ * Model: an index (struct xprofs_hlo_index) lists the programs it was given
+ * and where each one's bytes lie, reading nothing but each module's name:
+ * the session's sidecar files "<module>(<program id>).hlo_proto.pb"
+ * (xprofs_hlo_index_add_sidecar()) and the "Hlo Proto" stats of a profile's
+ * "/host:metadata" plane (xprofs_hlo_index_add_xspace()), or any byte range
+ * of any reader (xprofs_hlo_index_add()). A program is decoded when asked
+ * (xprofs_hlo_program_load()) into a compact, read-only form: its
+ * computations, and their instructions with opcode, shape, operands, called
+ * computations, OpMetadata, custom-call target, fusion kind and the
+ * convolution/dot attributes, all ids resolved to indices and checked (no
+ * dangling id, no cycle of operands or calls). The caller decodes one
+ * program at a time and frees it.
+ *
+ * Schema: hlo/proto/hlo.proto, a subset of openxla/xla's
+ * xla/service/hlo.proto and xla/xla_data.proto with the same field numbers,
+ * walked by hand with wire/ (no generated code).
+ *
+ * Errors: 0 or -errno. A malformed or hostile proto gives -EINVAL and the
+ * reason (with the file offset) in @err; a program past one of the limits
+ * below gives -E2BIG with the reason; a read error the reader's -errno.
+ * Never a crash, a hang or an allocation sized by a claim in the file alone.
+ *
+ * Thread safety: an index and a decoded program are read-only once built;
+ * several threads may decode programs of one index at once when the readers'
+ * pread() is thread-safe.
+ */
+#ifndef XPROFS_HLO_H
+#define XPROFS_HLO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "xprofs/util.h"
+
+struct xprofs_xspace;
+
+/* ---- limits (per program unless said) --------------------------------- */
+
+/* Bytes of one serialized HloProto. */
+#define XPROFS_HLO_PROTO_MAX ((uint64_t)256 << 20)
+/* Instructions and computations of one program. */
+#define XPROFS_HLO_INSTRS_MAX ((size_t)1 << 22)
+#define XPROFS_HLO_COMPS_MAX ((size_t)1 << 20)
+/* Bytes of strings kept (each string is cut at XPROFS_HLO_STR_MAX bytes). */
+#define XPROFS_HLO_ARENA_MAX ((size_t)128 << 20)
+#define XPROFS_HLO_STR_MAX ((size_t)64 << 10)
+/*
+ * Bytes of everything else a program holds while it is decoded and after
+ * (instructions, shapes, lists, look-up tables): with the arena, a decoded
+ * program never holds more than 384 MiB, whatever the proto claims.
+ */
+#define XPROFS_HLO_MEM_MAX ((size_t)256 << 20)
+/* The rank and the tuple nesting of one shape. */
+#define XPROFS_HLO_RANK_MAX 64
+#define XPROFS_HLO_TUPLE_DEPTH_MAX 32
+/* An array shape has fewer elements than this (4 TiB of f32: more than any device holds). */
+#define XPROFS_HLO_ELEMENTS_MAX ((uint64_t)1 << 40)
+/* Programs in one index. */
+#define XPROFS_HLO_PROGRAMS_MAX ((size_t)1 << 16)
+
+/* ---- the index of programs -------------------------------------------- */
+
+enum xprofs_hlo_source {
+	XPROFS_HLO_SIDECAR,  /* a "<module>(<program id>).hlo_proto.pb" file */
+	XPROFS_HLO_METADATA, /* an "Hlo Proto" stat of the "/host:metadata" plane */
+	XPROFS_HLO_RANGE,    /* a byte range given by the caller */
+};
+
+struct xprofs_hlo_index;
+
+/* One indexed program; every pointer borrowed from the index. */
+struct xprofs_hlo_program_info {
+	const char *module; /* HloModuleProto.name (the file name's for a sidecar) */
+	uint64_t program_id;
+	enum xprofs_hlo_source source;
+	const struct xprofs_reader *r; /* the reader its bytes are in */
+	uint64_t off, len;             /* the serialized HloProto */
+};
+
+/** xprofs_hlo_index_new() - an empty index; caller frees with xprofs_hlo_index_free(). */
+int xprofs_hlo_index_new(struct xprofs_hlo_index **out) XPROFS_WUR;
+/** xprofs_hlo_index_free() - accepts NULL. The readers it was given are not closed. */
+void xprofs_hlo_index_free(struct xprofs_hlo_index *idx);
+
+/**
+ * xprofs_hlo_index_add() - add the HloProto at [@off, @off + @len) of @r as
+ * program @program_id. @r is borrowed and must outlive the index and every
+ * program decoded from it. @module (borrowed, copied) may be NULL: the
+ * module's name is then read from the proto. -EINVAL (reason in @err) when
+ * the range lies outside @r or the name cannot be read; -E2BIG past
+ * XPROFS_HLO_PROTO_MAX or XPROFS_HLO_PROGRAMS_MAX.
+ */
+int xprofs_hlo_index_add(struct xprofs_hlo_index *idx, const struct xprofs_reader *r, uint64_t off,
+			 uint64_t len, uint64_t program_id, const char *module,
+			 enum xprofs_hlo_source source, struct xprofs_buf *err) XPROFS_WUR;
+
+/**
+ * xprofs_hlo_sidecar_name() - split a sidecar's file name (no directory)
+ * "<module>(<program id>).hlo_proto.pb": 0 with the module name's length in
+ * *@module_len and the id in *@program_id, or -EINVAL when it is not one.
+ */
+int xprofs_hlo_sidecar_name(const char *file_name, size_t *module_len, uint64_t *program_id);
+
+/**
+ * xprofs_hlo_index_add_sidecar() - add the sidecar file @file_name (its base
+ * name, borrowed) whose content @r holds (borrowed, as in xprofs_hlo_index_add()).
+ * Reads nothing: module and program id come from the name.
+ */
+int xprofs_hlo_index_add_sidecar(struct xprofs_hlo_index *idx, const char *file_name,
+				 const struct xprofs_reader *r, struct xprofs_buf *err) XPROFS_WUR;
+
+/**
+ * xprofs_hlo_index_add_xspace() - add the HloProtos of @x's first
+ * "/host:metadata" plane, as XProf's ParseHloProtosFromXSpace() finds them:
+ * the bytes value of each event metadata's "Hlo Proto" stat, program id =
+ * the metadata's id; or, in the legacy form (a plane with plane stats),
+ * every bytes plane stat, program id = its metadata id. @x is borrowed and
+ * must outlive the index (its reader holds the bytes). Entries whose module
+ * name cannot be read are skipped (XProf drops a proto that does not parse).
+ * Returns the number of programs added, or -errno.
+ */
+ssize_t xprofs_hlo_index_add_xspace(struct xprofs_hlo_index *idx, const struct xprofs_xspace *x,
+				    struct xprofs_buf *err) XPROFS_WUR;
+
+/** xprofs_hlo_index_count() - the programs added, in the order they were added. */
+size_t xprofs_hlo_index_count(const struct xprofs_hlo_index *idx);
+/** xprofs_hlo_index_get() - program @i (borrowed pointers); -ERANGE past the end. */
+int xprofs_hlo_index_get(const struct xprofs_hlo_index *idx, size_t i,
+			 struct xprofs_hlo_program_info *out);
+/**
+ * xprofs_hlo_index_find() - the first program added with @program_id (as
+ * XProf's HloProtoMap keeps the first), or -ENOENT.
+ */
+ssize_t xprofs_hlo_index_find(const struct xprofs_hlo_index *idx, uint64_t program_id);
+
+/* ---- a decoded program -------------------------------------------------- */
+
+struct xprofs_hlo_program;
+
+/**
+ * xprofs_hlo_program_load() - decode program @i of @idx (borrowed; must
+ * outlive the program, which reads its backend configs from the reader).
+ * Caller frees *@out with xprofs_hlo_program_free().
+ */
+int xprofs_hlo_program_load(const struct xprofs_hlo_index *idx, size_t i, struct xprofs_buf *err,
+			    struct xprofs_hlo_program **out) XPROFS_WUR;
+/**
+ * xprofs_hlo_program_decode() - decode the HloProto at [@off, @off + @len)
+ * of @r (borrowed; must outlive the program). Caller frees *@out with
+ * xprofs_hlo_program_free().
+ */
+int xprofs_hlo_program_decode(const struct xprofs_reader *r, uint64_t off, uint64_t len,
+			      struct xprofs_buf *err, struct xprofs_hlo_program **out) XPROFS_WUR;
+/** xprofs_hlo_program_free() - accepts NULL. */
+void xprofs_hlo_program_free(struct xprofs_hlo_program *p);
+
+/* The module; strings borrowed from the program ("" when absent). */
+struct xprofs_hlo_module {
+	const char *name, *entry_computation_name;
+	int64_t id;
+	ssize_t entry; /* the entry computation's index, -1 when the module names none */
+	size_t n_computations, n_instructions, n_shapes;
+	size_t bytes; /* memory the decoded program holds */
+};
+void xprofs_hlo_program_module(const struct xprofs_hlo_program *p, struct xprofs_hlo_module *out);
+
+/* Computation @i: its instructions are [first, first + n) of the program's. */
+struct xprofs_hlo_computation {
+	const char *name;
+	int64_t id;
+	size_t first, n;
+	ssize_t root; /* the root instruction's index, -1 when it has no instructions */
+	bool is_fusion;
+};
+int xprofs_hlo_computation_get(const struct xprofs_hlo_program *p, size_t i,
+			       struct xprofs_hlo_computation *out);
+
+/* xla::PrimitiveType values used by the shapes (xla_data.proto). */
+enum xprofs_hlo_type {
+	XPROFS_HLO_TYPE_INVALID = 0,
+	XPROFS_HLO_PRED = 1,
+	XPROFS_HLO_TUPLE = 13,
+	XPROFS_HLO_OPAQUE = 14,
+	XPROFS_HLO_TOKEN = 17,
+};
+
+/* Shape @i: an array (element type, dims) or a tuple of shapes; borrowed. */
+struct xprofs_hlo_shape {
+	int element_type;    /* xla::PrimitiveType as in the proto */
+	const int64_t *dims; /* rank entries */
+	size_t rank;
+	const uint32_t *tuple; /* shape indices, for a tuple */
+	size_t n_tuple;
+	uint64_t elements; /* product of the dims (1 for a scalar, 0 for a tuple) */
+};
+int xprofs_hlo_shape_get(const struct xprofs_hlo_program *p, size_t i,
+			 struct xprofs_hlo_shape *out);
+/**
+ * xprofs_hlo_type_bits() - bits per element of @type (xla::PrimitiveType),
+ * 0 for a tuple, token, opaque or unknown type.
+ */
+unsigned xprofs_hlo_type_bits(int type);
+/** xprofs_hlo_type_name() - "f32", "bf16", ... as XLA prints them; "?" if unknown. */
+const char *xprofs_hlo_type_name(int type);
+
+struct xprofs_hlo_window_dim {
+	int64_t size, stride, padding_low, padding_high, window_dilation, base_dilation;
+	bool window_reversal;
+};
+
+struct xprofs_hlo_conv_dnums {
+	int64_t input_batch, input_feature, kernel_input_feature, kernel_output_feature,
+		output_batch, output_feature;
+	const int64_t *input_spatial, *kernel_spatial, *output_spatial;
+	size_t n_input_spatial, n_kernel_spatial, n_output_spatial;
+};
+
+struct xprofs_hlo_dot_dnums {
+	const int64_t *lhs_contracting, *rhs_contracting, *lhs_batch, *rhs_batch;
+	size_t n_lhs_contracting, n_rhs_contracting, n_lhs_batch, n_rhs_batch;
+};
+
+/* Instruction @i of the program; every pointer borrowed from it. */
+struct xprofs_hlo_instr {
+	int64_t id;
+	const char *name, *opcode;
+	size_t computation;       /* the computation it belongs to */
+	size_t shape;             /* xprofs_hlo_shape_get() */
+	const uint32_t *operands; /* instruction indices, in the same computation */
+	size_t n_operands;
+	const uint32_t *called; /* computation indices (fused computation, reducer, ...) */
+	size_t n_called;
+	/* OpMetadata ("" / 0 when absent) */
+	const char *op_name, *op_type, *source_file;
+	int32_t source_line;
+	const char *custom_call_target, *fusion_kind;
+	int64_t parameter_number, tuple_index;
+	const int64_t *dimensions; /* the "dimensions" attribute (reduce, transpose, ...) */
+	size_t n_dimensions;
+	int64_t feature_group_count, batch_group_count; /* at least 1 */
+	const struct xprofs_hlo_window_dim *window;
+	size_t n_window;
+	bool has_conv, has_dot;
+	struct xprofs_hlo_conv_dnums conv;
+	struct xprofs_hlo_dot_dnums dot;
+	uint64_t backend_config_len; /* read it with xprofs_hlo_backend_config() */
+};
+int xprofs_hlo_instr_get(const struct xprofs_hlo_program *p, size_t i,
+			 struct xprofs_hlo_instr *out);
+
+/**
+ * xprofs_hlo_backend_config() - append instruction @i's backend_config (raw
+ * bytes, usually JSON) to @out (borrowed; its max bounds it: -E2BIG), read
+ * from the program's reader now.
+ */
+int xprofs_hlo_backend_config(const struct xprofs_hlo_program *p, size_t i,
+			      struct xprofs_buf *out) XPROFS_WUR;
+
+/**
+ * xprofs_hlo_find_instr() - the first instruction named @name (@n bytes) in
+ * computation order, as XProf's HloModuleWrapper keeps it, or -ENOENT.
+ */
+ssize_t xprofs_hlo_find_instr(const struct xprofs_hlo_program *p, const char *name, size_t n);
+
+#endif

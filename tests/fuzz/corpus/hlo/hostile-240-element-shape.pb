@@ -1,0 +1,12 @@
+
+§
+hostilemainC
+fused
+p0	parameter˜
+negnegate˜¢(
+0M
+main
+x	parameter
+€€@€€@˜"
+fusionfusion˜¢²
+(0(0

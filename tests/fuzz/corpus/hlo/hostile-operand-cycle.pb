@@ -1,0 +1,11 @@
+
+¦
+hostilemainC
+fused
+p0	parameter˜
+negnegate˜¢(
+0L
+main
+x	parameter˜¢"
+fusionfusion˜¢²
+(0(0

@@ -1,0 +1,10 @@
+
+¢
+hostilemainC
+fused
+p0	parameter˜
+negnegate˜¢(
+0H
+main
+x	parameter˜"
+fusionfusion˜¢²M(0(0

@@ -1,0 +1,119 @@
+/*
+ * fuzz_hlo.c - libFuzzer target: decode the input as one HloProto, twice
+ * (zero-copy reader, then a pread-only one with a tiny window: the same
+ * result and error), walk everything the program gives (every instruction,
+ * its shape tree, operands, called computations, backend config, look-up by
+ * name) and check the indices it hands out are in range; also index the
+ * input as a sidecar. Any crash, leak, sanitizer report, disagreement or a
+ * failure other than -EINVAL/-E2BIG is a bug.
+ */
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xprofs/hlo.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+struct mem {
+	const uint8_t *p;
+	size_t n;
+};
+
+static ssize_t mem_pread(void *arg, void *buf, size_t n, uint64_t off)
+{
+	const struct mem *m = arg;
+
+	if (off >= m->n)
+		return 0;
+	if (n > m->n - off)
+		n = m->n - off;
+	memcpy(buf, m->p + off, n);
+	return (ssize_t)n;
+}
+
+static void walk(const struct xprofs_hlo_program *p)
+{
+	struct xprofs_hlo_module m;
+	struct xprofs_buf bc;
+
+	xprofs_hlo_program_module(p, &m);
+	if (m.entry >= (ssize_t)m.n_computations)
+		abort();
+	xprofs_buf_init(&bc, 1 << 20);
+	for (size_t c = 0; c < m.n_computations; c++) {
+		struct xprofs_hlo_computation comp;
+
+		if (xprofs_hlo_computation_get(p, c, &comp) < 0 ||
+		    comp.first + comp.n > m.n_instructions ||
+		    (comp.root >= 0 &&
+		     ((size_t)comp.root < comp.first || (size_t)comp.root >= comp.first + comp.n)))
+			abort();
+	}
+	for (size_t i = 0; i < m.n_instructions; i++) {
+		struct xprofs_hlo_instr in;
+		struct xprofs_hlo_shape s;
+
+		if (xprofs_hlo_instr_get(p, i, &in) < 0 || in.shape >= m.n_shapes ||
+		    in.computation >= m.n_computations)
+			abort();
+		for (size_t k = 0; k < in.n_operands; k++)
+			if (in.operands[k] >= m.n_instructions)
+				abort();
+		for (size_t k = 0; k < in.n_called; k++)
+			if (in.called[k] >= m.n_computations)
+				abort();
+		if (xprofs_hlo_shape_get(p, in.shape, &s) < 0)
+			abort();
+		for (size_t k = 0; k < s.n_tuple; k++)
+			if (s.tuple[k] >= in.shape) /* tuple elements are interned first */
+				abort();
+		xprofs_buf_reset(&bc);
+		if (xprofs_hlo_backend_config(p, i, &bc) < 0 && in.backend_config_len < (1 << 20))
+			abort();
+		if (xprofs_hlo_find_instr(p, in.name, strlen(in.name)) < 0)
+			abort();
+		(void)xprofs_hlo_type_bits(s.element_type);
+	}
+	xprofs_buf_deinit(&bc);
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct mem m = {data, size};
+	struct xprofs_reader zr = xprofs_reader_mem(data, size);
+	struct xprofs_reader pr = {.pread = mem_pread, .arg = &m, .size = size};
+	struct xprofs_hlo_program *a = NULL, *b = NULL;
+	struct xprofs_hlo_index *idx = NULL;
+	struct xprofs_buf ea, eb;
+	int ra, rb;
+
+	xprofs_buf_init(&ea, 4096);
+	xprofs_buf_init(&eb, 4096);
+	ra = xprofs_hlo_program_decode(&zr, 0, size, &ea, &a);
+	rb = xprofs_hlo_program_decode(&pr, 0, size, &eb, &b);
+	if (ra != rb || (ra < 0 && ra != -EINVAL && ra != -E2BIG))
+		abort();
+	if (ra == 0) {
+		struct xprofs_hlo_module ma, mb;
+
+		xprofs_hlo_program_module(a, &ma);
+		xprofs_hlo_program_module(b, &mb);
+		if (ma.n_instructions != mb.n_instructions || ma.bytes != mb.bytes)
+			abort();
+		walk(a);
+	} else if (!ea.len) {
+		abort(); /* every failure says why */
+	}
+	if (xprofs_hlo_index_new(&idx) == 0) {
+		(void)!xprofs_hlo_index_add_sidecar(idx, "jit_f(7).hlo_proto.pb", &zr, NULL);
+		(void)!xprofs_hlo_index_add(idx, &pr, 0, size, 1, NULL, XPROFS_HLO_RANGE, NULL);
+	}
+	xprofs_hlo_index_free(idx);
+	xprofs_hlo_program_free(a);
+	xprofs_hlo_program_free(b);
+	xprofs_buf_deinit(&ea);
+	xprofs_buf_deinit(&eb);
+	return 0;
+}
