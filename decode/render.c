@@ -22,7 +22,7 @@
 /* clang-format off */
 static const char *const view_names[XPROFS_VIEW_COUNT] = {
 	"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz", "trace.pftrace",
-	"overview.json", "kernels.json", "overview.svg"};
+	"overview.json", "kernels.json", "overview.svg", "memory_profile.json"};
 /* clang-format on */
 
 const char *xprofs_decode_view_name(enum xprofs_view v)
@@ -121,6 +121,7 @@ static int (*const view_fns[XPROFS_VIEW_COUNT])(struct xs_rctx *rc, struct xs_ou
 	[XPROFS_VIEW_OVERVIEW] = stats_view_overview,
 	[XPROFS_VIEW_KERNELS] = stats_view_kernels,
 	[XPROFS_VIEW_SVG] = stats_view_svg,
+	[XPROFS_VIEW_MEMORY_PROFILE] = stats_view_memory_profile,
 };
 /* clang-format on */
 

@@ -17,15 +17,16 @@
 #include "xprofs/xspace.h"
 
 enum xprofs_view {
-	XPROFS_VIEW_SUMMARY = 0, /* summary.json */
-	XPROFS_VIEW_TRACE,       /* trace.json (Chrome trace-event JSON) */
-	XPROFS_VIEW_OPS,         /* ops.json */
-	XPROFS_VIEW_STEPS,       /* steps.json */
-	XPROFS_VIEW_TRACE_GZ,    /* trace.json.gz: trace.json, gzip-compressed */
-	XPROFS_VIEW_PFTRACE,     /* trace.pftrace: Perfetto's protobuf trace */
-	XPROFS_VIEW_OVERVIEW,    /* overview.json: XProf's overview page (docs/stats.md) */
-	XPROFS_VIEW_KERNELS,     /* kernels.json: GPU kernel stats; -ENOENT without GPU planes */
-	XPROFS_VIEW_SVG,         /* overview.svg: step-time bars and top ops (view-svg.c) */
+	XPROFS_VIEW_SUMMARY = 0,    /* summary.json */
+	XPROFS_VIEW_TRACE,          /* trace.json (Chrome trace-event JSON) */
+	XPROFS_VIEW_OPS,            /* ops.json */
+	XPROFS_VIEW_STEPS,          /* steps.json */
+	XPROFS_VIEW_TRACE_GZ,       /* trace.json.gz: trace.json, gzip-compressed */
+	XPROFS_VIEW_PFTRACE,        /* trace.pftrace: Perfetto's protobuf trace */
+	XPROFS_VIEW_OVERVIEW,       /* overview.json: XProf's overview page (docs/stats.md) */
+	XPROFS_VIEW_KERNELS,        /* kernels.json: GPU kernel stats; -ENOENT without GPU planes */
+	XPROFS_VIEW_SVG,            /* overview.svg: step-time bars and top ops (view-svg.c) */
+	XPROFS_VIEW_MEMORY_PROFILE, /* memory_profile.json: XProf's memory profile (docs/memory.md) */
 	XPROFS_VIEW_COUNT
 };
 

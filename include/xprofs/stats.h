@@ -1,7 +1,8 @@
 /*
  * xprofs/stats.h - the analyses behind the stats views, for the decode
  * front (decode/render.c): summary.json, ops.json, steps.json,
- * overview.json, overview.svg and kernels.json (docs/stats.md). Each
+ * overview.json, overview.svg and kernels.json (docs/stats.md), and
+ * memory_profile.json (docs/memory.md). Each
  * renders on a render context of xprofs/xspace.h into its writer.
  */
 #ifndef XPROFS_STATS_H
@@ -19,6 +20,8 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o);
 int stats_view_svg(struct xs_rctx *rc, struct xs_out *o);
 /* stats_view_kernels() - kernels.json; -ENOENT (nothing written) without GPU planes. */
 int stats_view_kernels(struct xs_rctx *rc, struct xs_out *o);
+/* stats_view_memory_profile() - memory_profile.json of the host plane (memory-profile.c). */
+int stats_view_memory_profile(struct xs_rctx *rc, struct xs_out *o);
 /* stats_steps_windows() - xprofs_decode_steps() on render context @rc. */
 int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n);
 

@@ -41,7 +41,163 @@ static const struct line_shape {
 	[L_KERNEL] = {0, 0, EM_KERNEL, PICK_SKEWED},
 	[L_MEMCPY] = {0, 0, EM_MEMCPY, PICK_UNIFORM},
 	[L_HOST] = {MAX_DEPTH - 1, 0.35, EM_HOST, PICK_SKEWED},
+	[L_MEMORY] = {0, 0, EM_MEMORY, PICK_NONE},
 };
+
+/* ---- allocator traffic ---------------------------------------------------- */
+
+const char *gen_memory_id(const struct gspace *s)
+{
+	return s->kind == KIND_GPU ? "GPU_0_bfc" : s->kind == KIND_TPU ? "0" : "cpu";
+}
+
+void gen_memory_init(struct memsim *m, const struct gspace *s)
+{
+	memset(m, 0, sizeof(*m));
+	m->r.s = seed_of(s->seed, 0x4d454d, 0);
+	m->capacity = INT64_C(16) << 30;
+	m->stack = s->kind == KIND_TPU ? INT64_C(1) << 30 : 0; /* libtpu reserves a stack */
+	m->burst = 0;
+}
+
+/*
+ * The next event: the first MEM_PERSIST allocate weights that are never
+ * freed; then each step allocates a burst of 3..18 tensors (4 KiB .. 512
+ * MiB) into free slots and frees them again in random order.
+ */
+void gen_memory_next(struct memsim *m, const struct gspace *s, uint64_t total, struct memev *e)
+{
+	struct rng *r = &m->r;
+	int64_t tick = s->span_ps / (int64_t)(total + 1);
+	unsigned slot = 0, used = 0;
+
+	memset(e, 0, sizeof(*e));
+	for (unsigned i = MEM_PERSIST; i < MEM_LIVE; i++)
+		used += m->size[i] != 0;
+	if (m->k >= MEM_PERSIST && !m->freeing && !m->burst) {
+		if (used) {
+			m->freeing = true;
+		} else {
+			m->step++;
+			m->burst = 3 + (unsigned)rng_below(r, 16);
+		}
+	}
+	if (m->k < MEM_PERSIST) {
+		slot = (unsigned)m->k;
+		e->alloc = true;
+		e->size = (UINT64_C(256) << 20) >> m->k;
+	} else if (m->freeing) {
+		unsigned pick = (unsigned)rng_below(r, used);
+
+		for (slot = MEM_PERSIST; slot < MEM_LIVE; slot++)
+			if (m->size[slot] && !pick--)
+				break;
+		e->size = m->size[slot];
+		m->freeing = used > 1;
+	} else {
+		while (m->size[slot] || slot < MEM_PERSIST)
+			slot++;
+		e->alloc = true;
+		e->size = (1 + rng_below(r, 64)) << (12 + rng_below(r, 12));
+		m->burst--;
+	}
+	e->slot = slot;
+	e->requested = e->size - (e->alloc ? rng_below(r, 256) % e->size : 0);
+	if (e->alloc) {
+		m->size[slot] = e->size;
+		m->in_use += (int64_t)e->size;
+	} else {
+		m->size[slot] = 0;
+		m->in_use -= (int64_t)e->size;
+	}
+	if (m->in_use > m->max_in_use)
+		m->max_in_use = m->in_use;
+	e->t = (int64_t)(m->k + 1) * (tick > 0 ? tick : 1);
+	e->in_use = m->in_use;
+	e->max_in_use = m->max_in_use;
+	e->step = m->step;
+	m->k++;
+}
+
+/* The memory lines' stream length: every event index either line writes. */
+static uint64_t memory_total(const struct gplane *p)
+{
+	uint64_t most = 0;
+
+	for (size_t i = 0; i < p->n_lines; i++)
+		if (p->lines[i].kind == L_MEMORY && p->lines[i].events > most)
+			most = p->lines[i].events;
+	return 2 * most;
+}
+
+/* Encodes event @g->i of memory line @l: stream event 2i + (its id's parity). */
+static void memory_event(const struct gspace *s, const struct gplane *p, const struct gline *l,
+			 struct lgen *g, struct pb *ev)
+{
+	static const char *const region[] = {"output", "temp", "persist"};
+	static const char *const ops[] = {"jit(train_step)/dot_general", "jit(train_step)/add",
+					  "jit(train_step)/transpose", "jit(train_step)/reduce_sum",
+					  "jit(train_step)/convolution"};
+	uint64_t total = memory_total(p), want = 2 * g->i + (uint64_t)(l->id & 1);
+	struct memsim *m = &g->mem;
+	struct memev e;
+	char shape[48];
+
+	if (g->i == 0)
+		gen_memory_init(m, s);
+	do
+		gen_memory_next(m, s, total, &e);
+	while (m->k <= want);
+	pb_int(ev, 1, p->em_base[EM_MEMORY] + (e.alloc ? 0 : 1));
+	pb_int(ev, 2, (uint64_t)e.t);
+	if (s->kind == KIND_TPU)
+		stat_u(ev, 4, SM_INDEX_ON_HOST, ST_I64, 0);
+	else
+		stat_s(ev, 4, SM_ALLOCATOR_NAME, gen_memory_id(s));
+	stat_u(ev, 4, SM_BYTES_RESERVED, ST_I64, (uint64_t)m->stack);
+	stat_u(ev, 4, SM_BYTES_ALLOCATED, ST_I64, (uint64_t)e.in_use);
+	stat_u(ev, 4, SM_BYTES_AVAILABLE, ST_I64, (uint64_t)(m->capacity - m->stack - e.in_use));
+	pb_stat(ev, 4, SM_FRAGMENTATION, ST_DOUBLE, 0, (double)(e.slot % 8) / 16, NULL, 0);
+	stat_u(ev, 4, SM_PEAK_BYTES_IN_USE, ST_I64, (uint64_t)(m->stack + e.max_in_use));
+	stat_u(ev, 4, SM_REQUESTED_BYTES, ST_I64, e.requested);
+	stat_u(ev, 4, SM_ALLOCATION_BYTES, ST_I64, e.size);
+	stat_u(ev, 4, SM_ADDR, ST_I64, UINT64_C(0x7f0000000000) + ((uint64_t)e.slot << 32));
+	stat_u(ev, 4, SM_GROUP_ID, ST_I64, (uint64_t)e.step);
+	if (e.alloc) {
+		stat_s(ev, 4, SM_TF_OP, ops[e.slot % 5]);
+		stat_s(ev, 4, SM_REGION_TYPE, region[e.slot < MEM_PERSIST ? 2 : e.slot % 2]);
+		stat_u(ev, 4, SM_DATA_TYPE, ST_I64, e.slot % 3 ? 14 : 1); /* bfloat16, float */
+		snprintf(shape, sizeof(shape), "[%" PRIu64 "]", e.size / (e.slot % 3 ? 2 : 4));
+		stat_s(ev, 4, SM_SHAPE, shape);
+	}
+	g->t = e.t;
+	g->i++;
+}
+
+/*
+ * gen_memory_peak() - what memory_profile.json's peak of @s must be: the
+ * stack plus the most bytes in use after any event the memory lines of
+ * host plane @p write; *events: how many they write.
+ */
+int64_t gen_memory_peak(const struct gspace *s, const struct gplane *p, uint64_t *events)
+{
+	uint64_t n[2] = {0, 0}, total = memory_total(p);
+	struct memsim m;
+	struct memev e;
+	int64_t peak = INT64_MIN;
+
+	for (size_t i = 0; i < p->n_lines; i++)
+		if (p->lines[i].kind == L_MEMORY)
+			n[p->lines[i].id & 1] = p->lines[i].events;
+	gen_memory_init(&m, s);
+	for (uint64_t k = 0; k < total; k++) {
+		gen_memory_next(&m, s, total, &e);
+		if (k / 2 < n[k & 1] && m.stack + e.in_use > peak)
+			peak = m.stack + e.in_use;
+	}
+	*events = n[0] + n[1];
+	return peak;
+}
 
 void gen_lgen_init(struct lgen *g, const struct gspace *s, const struct gline *l)
 {
@@ -140,6 +296,10 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 	uint64_t group;
 
 	ev->len = 0;
+	if (l->kind == L_MEMORY) {
+		memory_event(s, p, l, g, ev);
+		return;
+	}
 	lgen_next_time(g, l, &start, &dur);
 	group = (uint64_t)(start / (step_len ? step_len : 1));
 	md = next_md(p, l, g);
@@ -218,6 +378,7 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 	}
 	case L_TRACEME:
 	case L_EMPTY:
+	case L_MEMORY:
 		break;
 	}
 	g->i++;

@@ -83,6 +83,7 @@ enum line_kind {
 	L_KERNEL,
 	L_MEMCPY,
 	L_HOST,
+	L_MEMORY, /* allocator traffic on the host plane (events.c, gen_memory_next()) */
 };
 
 /* Event metadata classes; each owns a contiguous id range in its plane. */
@@ -96,6 +97,7 @@ enum em_class {
 	EM_KERNEL,
 	EM_MEMCPY,
 	EM_HOST,
+	EM_MEMORY, /* MemoryAllocation, MemoryDeallocation */
 	EM_COUNT
 };
 
@@ -138,6 +140,20 @@ enum {
 	SM_FLOW,
 	SM_A,
 	SM_SOURCE_STACK,
+	/* allocator traffic (docs/memory.md) */
+	SM_ALLOCATOR_NAME,
+	SM_INDEX_ON_HOST,
+	SM_BYTES_RESERVED,
+	SM_BYTES_ALLOCATED,
+	SM_BYTES_AVAILABLE,
+	SM_FRAGMENTATION,
+	SM_PEAK_BYTES_IN_USE,
+	SM_REQUESTED_BYTES,
+	SM_ALLOCATION_BYTES,
+	SM_ADDR,
+	SM_REGION_TYPE,
+	SM_DATA_TYPE,
+	SM_SHAPE,
 	SM_COUNT
 };
 
@@ -242,8 +258,35 @@ struct frame {
 	int kids;
 };
 
+/*
+ * One allocator's traffic (events.c): a few persistent allocations, then
+ * per step a burst of allocations freed again, in live slots whose index
+ * makes the address. Both memory lines of a host replay the same stream
+ * (the same seed) and each writes every other event of it.
+ */
+#define MEM_LIVE 48
+#define MEM_PERSIST 4
+struct memsim {
+	struct rng r;
+	uint64_t k; /* events made so far */
+	int64_t in_use, max_in_use, stack, capacity;
+	uint64_t size[MEM_LIVE]; /* 0: a free slot */
+	int64_t step;
+	unsigned burst;
+	bool freeing;
+};
+
+/* One event of the stream: what its stats say. */
+struct memev {
+	bool alloc;
+	unsigned slot;
+	uint64_t size, requested;
+	int64_t t, in_use, max_in_use, step;
+};
+
 struct lgen {
 	struct rng r;
+	struct memsim mem;
 	int64_t t, slot;
 	int depth;
 	struct frame st[MAX_DEPTH];
@@ -254,6 +297,14 @@ struct lgen {
 
 /** gen_lgen_init() - start the event stream of line @l (same seed, same events). */
 void gen_lgen_init(struct lgen *g, const struct gspace *s, const struct gline *l);
+/** gen_memory_init() - start the allocator stream of space @s (the same for both lines). */
+void gen_memory_init(struct memsim *m, const struct gspace *s);
+/** gen_memory_next() - the next event of @m's stream, @total events over the span. */
+void gen_memory_next(struct memsim *m, const struct gspace *s, uint64_t total, struct memev *e);
+/** gen_memory_peak() - the peak memory_profile.json must find on host plane @p. */
+int64_t gen_memory_peak(const struct gspace *s, const struct gplane *p, uint64_t *events);
+/** gen_memory_id() - the memory id XProf reads for space @s ("GPU_0_bfc", "0", "cpu"). */
+const char *gen_memory_id(const struct gspace *s);
 /** gen_event() - encode the next event of @g into @ev (reset first). */
 void gen_event(const struct gspace *s, const struct gplane *p, const struct gline *l,
 	       struct lgen *g, struct pb *ev);

@@ -53,6 +53,19 @@ static const char *const sm_names[SM_COUNT] = {
 	"flow",
 	"_a",
 	"source_stack",
+	"allocator_name",
+	"index_on_host",
+	"bytes_reserved",
+	"bytes_allocated",
+	"bytes_available",
+	"fragmentation",
+	"peak_bytes_in_use",
+	"requested_bytes",
+	"allocation_bytes",
+	"addr",
+	"region_type",
+	"data_type",
+	"shape",
 };
 
 /* Appends a map<int64, message> entry {1: @key, 2: @val} as field @field (borrows @val). */
@@ -216,6 +229,9 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 			snprintf(name, sizeof(name), "$%s:%u %s", gen_py_files[i % N_PY_FILES],
 				 10 + i, gen_py_funcs[(i / N_PY_FILES) % N_PY_FUNCS]);
 		pb_str(val, 2, name);
+		break;
+	case EM_MEMORY:
+		pb_str(val, 2, i ? "MemoryDeallocation" : "MemoryAllocation");
 		break;
 	}
 	if (!val->err)

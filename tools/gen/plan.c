@@ -90,6 +90,8 @@ static double line_weight(enum line_kind k, struct rng *r, size_t i)
 	case L_HOST:
 		/* a few busy threads (main, executors), a long tail of idle ones */
 		return i < 4 ? 40.0 : (i % 9 == 0 ? 8.0 : rng_range(r, 0.05, 1.2));
+	case L_MEMORY:
+		return 4.0; /* no draw: both memory lines get the same count */
 	}
 	return 0;
 }
@@ -184,7 +186,7 @@ static int plan_planes(struct gspace *s, enum kind kind, struct rng *r, size_t n
 			return -ENOMEM;
 		}
 	{
-		struct gplane *p = add_plane(s, P_HOST, 0, "/host:CPU", 0, nthreads);
+		struct gplane *p = add_plane(s, P_HOST, 0, "/host:CPU", 0, nthreads + 2);
 
 		if (!p) {
 			return -ENOMEM;
@@ -202,6 +204,9 @@ static int plan_planes(struct gspace *s, enum kind kind, struct rng *r, size_t n
 			if (i % 11 == 2)
 				l->display_id = (int64_t)i;
 		}
+		/* two threads share one allocator's traffic (events.c), on one time base */
+		add_line(p, L_MEMORY, 4000000, "allocator/4000000", 1000);
+		add_line(p, L_MEMORY, 4000001, "allocator/4000001", 1000);
 	}
 	if (!add_plane(s, P_TASKENV, 0, "Task Environment", 0, 0)) {
 		return -ENOMEM;
@@ -255,7 +260,8 @@ static void plan_events(struct gspace *s, enum kind kind, struct rng *r, uint64_
 				n = events - given;
 			l->events = n;
 			given += n;
-			if (l->kind != L_STEPS && l->kind != L_EMPTY && l->weight > wbusy) {
+			if (l->kind != L_STEPS && l->kind != L_EMPTY && l->kind != L_MEMORY &&
+			    l->weight > wbusy) {
 				wbusy = l->weight;
 				busiest = l;
 			}
@@ -308,6 +314,7 @@ static void plan_id_ranges(struct gspace *s)
 			break;
 		case P_HOST:
 			n[EM_HOST] = 600 < nops ? 600 : nops;
+			n[EM_MEMORY] = 2;
 			si[SI_TF_OP] = 128;
 			p->n_stat_meta = SM_COUNT - 1;
 			break;

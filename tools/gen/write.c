@@ -317,6 +317,24 @@ int gen_stats_json(const struct gspace *s, const char *path, const struct gstats
 		}
 		r = r ? r : xprofs_buf_adds(j, "]}");
 	}
+	/* the allocator traffic's peak, as memory_profile.json must find it (docs/memory.md) */
+	r = r ? r : xprofs_buf_adds(j, "],\"memory\":[");
+	for (size_t pi = 0; pi < s->n_planes && !r; pi++) {
+		const struct gplane *p = &s->planes[pi];
+		uint64_t n;
+		int64_t peak;
+
+		if (p->kind != P_HOST)
+			continue;
+		peak = gen_memory_peak(s, p, &n);
+		if (!n)
+			continue;
+		r = r ? r : xprofs_buf_adds(j, "{\"memory_id\":");
+		r = r ? r : xprofs_buf_add_json_str(j, gen_memory_id(s), strlen(gen_memory_id(s)));
+		r = r ? r
+		      : xprofs_buf_printf(j, ",\"peak_bytes\":%" PRId64 ",\"events\":%" PRIu64 "}",
+					  peak, n);
+	}
 	r = r ? r : xprofs_buf_adds(j, "]}");
 	return r;
 }
