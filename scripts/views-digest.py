@@ -28,7 +28,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "lib"))
 sys.path.insert(0, os.path.join(SRC, "tests", "decode"))
 
 VIEWS = ["summary", "trace", "ops", "steps", "trace.json.gz", "trace.pftrace", "overview",
-         "kernels", "overview.svg"]
+         "kernels", "overview.svg", "memory_profile"]
 MAX_TRACKS = 64
 MAX_STEPS = 3
 

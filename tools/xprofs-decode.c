@@ -77,27 +77,29 @@ static const struct option opts[] = {
 
 static void usage(FILE *f)
 {
-	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
-		   "trace.json.gz|trace.pftrace|\n"
-		   "                    overview|kernels|overview.svg]   (FILE \"-\": standard "
-		   "input)\n"
-		   "                    [--host NAME (trace's host; default: FILE minus "
-		   ".xplane.pb)]\n"
-		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "
-		   "(steps.json's steps[N])]\n"
-		   "       xprofs-decode SESSION_DIR --session [--view summary|ops]   (the "
-		   "session's\n"
-		   "                    summary.json, or its ops.json: the hosts combined)\n"
-		   "       xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]   "
-		   "(SESSION's\n"
-		   "                    compare/<BASE>/ops.json or steps.json: BASE to SESSION)\n"
-		   "       xprofs-decode FILE.xplane.pb --tracks\n"
-		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
-		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
-		   "baseline)\n"
-		   "options: --mmap (zero-copy reads), --threads N (index planes and compute the\n"
-		   "         stats views on N threads; default: online CPUs, at most 4),\n"
-		   "         --log-level LEVEL, --help, --version\n");
+	fprintf(f,
+		"usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
+		"trace.json.gz|trace.pftrace|\n"
+		"                    overview|kernels|overview.svg|memory_profile]   (FILE \"-\": "
+		"standard "
+		"input)\n"
+		"                    [--host NAME (trace's host; default: FILE minus "
+		".xplane.pb)]\n"
+		"                    [--window FROM-TO (µs, trace.json's ts) | --step N "
+		"(steps.json's steps[N])]\n"
+		"       xprofs-decode SESSION_DIR --session [--view summary|ops]   (the "
+		"session's\n"
+		"                    summary.json, or its ops.json: the hosts combined)\n"
+		"       xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]   "
+		"(SESSION's\n"
+		"                    compare/<BASE>/ops.json or steps.json: BASE to SESSION)\n"
+		"       xprofs-decode FILE.xplane.pb --tracks\n"
+		"       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
+		"       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
+		"baseline)\n"
+		"options: --mmap (zero-copy reads), --threads N (index planes and compute the\n"
+		"         stats views on N threads; default: online CPUs, at most 4),\n"
+		"         --log-level LEVEL, --help, --version\n");
 }
 
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
