@@ -23,6 +23,10 @@
  * StrOrRefValue() a string or a ref's name (else ""); the last stat of a
  * type wins. Byte sums wrap as two's complement, as XProf's int64 do.
  *
+ * Files: memory-events.c reads the events (passes 1-3), this file plans
+ * the batches and the sampled timeline and writes the JSON; memory.h holds
+ * what they share.
+ *
  * Limits: MEM_IDS_MAX memory ids (events of further ids are left out);
  * MEM_EVENTS_MAX events held in step 2 at once (~100 MiB): a memory id with
  * more keeps only its summary, with the reason in "errors".
@@ -34,521 +38,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "xprofs/stats.h"
-
-#define MEM_IDS_MAX ((size_t)1024)
-#define MEM_EVENTS_MAX ((size_t)2 << 20)
-#define MEM_SNAPSHOTS 1000 /* ConvertXPlaneToMemoryProfile()'s max_num_snapshots */
-#define ERRORS_MAX 64
-
-enum { ACT_ALLOC = 1, ACT_DEALLOC = 2 }; /* MemoryActivity */
-
-/* The stats GenerateMemoryProfile() reads (TSL StatType names), + 1 in the kind cache. */
-enum mstat {
-	MS_NONE = 0,
-	MS_ID_INT, /* index_on_host, device_ordinal */
-	MS_ID_STR, /* allocator_name */
-	MS_RESERVED,
-	MS_ALLOCATED,
-	MS_AVAILABLE,
-	MS_FRAG,
-	MS_PEAK,
-	MS_REQUESTED,
-	MS_ABYTES,
-	MS_ADDR,
-	MS_TF_OP,
-	MS_GROUP,
-	MS_REGION,
-	MS_DTYPE,
-	MS_SHAPE,
-};
-
-static const struct {
-	const char *name;
-	enum mstat kind;
-} mstat_names[] = {
-	{"index_on_host", MS_ID_INT},
-	{"device_ordinal", MS_ID_INT},
-	{"allocator_name", MS_ID_STR},
-	{"bytes_reserved", MS_RESERVED},
-	{"bytes_allocated", MS_ALLOCATED},
-	{"bytes_available", MS_AVAILABLE},
-	{"fragmentation", MS_FRAG},
-	{"peak_bytes_in_use", MS_PEAK},
-	{"requested_bytes", MS_REQUESTED},
-	{"allocation_bytes", MS_ABYTES},
-	{"addr", MS_ADDR},
-	{"tf_op", MS_TF_OP},
-	{"group_id", MS_GROUP},
-	{"region_type", MS_REGION},
-	{"data_type", MS_DTYPE},
-	{"shape", MS_SHAPE},
-};
-
-/* MemoryAggregationStats */
-struct agg {
-	int64_t stack, heap, free, peak;
-	double frag;
-};
-
-/* One memory event, as GenerateMemoryProfile() reads it. */
-struct mev {
-	int act;
-	struct agg a;
-	int64_t req, abytes, step, dtype;
-	uint64_t addr;
-	const char *id; /* borrowed (a ref's name, or idbuf / idstr) */
-	size_t id_len;
-	char idbuf[24];
-	char *idstr;                  /* owned: an allocator_name given as a string */
-	bool strings;                 /* also read tf_op, region_type, shape */
-	char *tf_op, *region, *shape; /* owned when @strings */
-};
-
-/* One event in step 2 (sorted by time, then visiting ordinal). */
-struct mrec {
-	int64_t t, sum, abytes, step;
-	uint64_t addr;
-	uint32_t seq; /* visiting ordinal within its memory id */
-	uint8_t act;
-};
-
-/* A snapshot the output shows, every field (step 3). */
-struct msnap {
-	int64_t t;
-	struct agg a;
-	int act;
-	int64_t req, abytes, step;
-	uint64_t addr;
-	char *tf_op, *region, *shape; /* owned, never NULL once read */
-	char dtype[48];               /* DataTypeString() */
-	bool read;
-};
-
-/* A row of active_allocations before merging: a snapshot position, or a special (-1, -2). */
-struct arow {
-	int64_t idx;           /* position in the time-sorted snapshots, or -1 - special index */
-	const struct msnap *m; /* its metadata */
-};
-
-struct mid {
-	char *name; /* owned */
-	size_t len;
-	uint64_t n; /* events */
-	/* MemoryProfileSummary */
-	int64_t lifetime, peak_time, capacity;
-	struct agg peak;
-	/* steps 2 and 3 */
-	struct mrec *rec;   /* owned, n entries in time order */
-	uint32_t *want;     /* owned: sorted visiting ordinals of the snapshots shown */
-	struct msnap *snap; /* owned, parallel to want */
-	size_t nwant;
-	bool batched;
-};
-
-struct mprof {
-	struct xs_rctx *rc;
-	size_t plane;
-	int8_t *skind;     /* stat metadata index -> enum mstat + 1 (0: not yet known) */
-	uint8_t *mem_line; /* lines (of the plane) holding memory events */
-	size_t cur_line;
-	struct mid *ids; /* owned */
-	size_t nids, cap;
-	uint16_t slot[MEM_IDS_MAX * 2]; /* 1 + index into ids, 0: empty */
-	bool ids_full;
-	int pass;       /* 1, 2 or 3 */
-	uint64_t *seen; /* owned, per id: events visited in this pass */
-	char *errors[ERRORS_MAX];
-	size_t nerrors;
-};
-
-static void add_error(struct mprof *mp, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-static void add_error(struct mprof *mp, const char *fmt, ...)
-{
-	va_list ap;
-	char *s = NULL;
-
-	if (mp->nerrors >= ERRORS_MAX)
-		return;
-	va_start(ap, fmt);
-	if (vasprintf(&s, fmt, ap) >= 0)
-		mp->errors[mp->nerrors++] = s;
-	va_end(ap);
-}
-
-static int64_t wadd(int64_t a, int64_t b)
-{
-	return (int64_t)((uint64_t)a + (uint64_t)b);
-}
-
-/* The kind of stat metadata @key (MS_NONE: no type, as XProf's Type() without a value). */
-static enum mstat stat_kind(struct mprof *mp, int64_t key)
-{
-	struct xs_rctx *rc = mp->rc;
-	ssize_t k = xs_md_find(&rc->x->planes[rc->plane].st, key);
-	const struct xs_stmd *sm;
-
-	if (k < 0)
-		return MS_NONE;
-	if (!mp->skind[k]) {
-		enum mstat kind = MS_NONE;
-
-		if (xs_md_stat(rc, key, &sm) < 0)
-			return MS_NONE;
-		for (size_t i = 0; i < sizeof(mstat_names) / sizeof(mstat_names[0]); i++)
-			if (xs_str_eq(sm->name, sm->name_len, mstat_names[i].name))
-				kind = mstat_names[i].kind;
-		mp->skind[k] = (int8_t)(kind + 1);
-	}
-	return (enum mstat)(mp->skind[k] - 1);
-}
-
-/* IntValue(): the int64 value, 0 for any other kind. */
-static int64_t int_value(const struct xs_statv *s)
-{
-	return s->kind == SV_I64 ? (int64_t)s->u : 0;
-}
-
-/*
- * str_value() - StrOrRefValue(): a string, or a ref's stat metadata name,
- * else "". *out borrowed (@own NULL) or owned (*own, free()).
- */
-static int str_value(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
-		     const char **out, size_t *len, char **own)
-{
-	const struct xs_stmd *ref;
-	int r;
-
-	*own = NULL;
-	*out = "";
-	*len = 0;
-	if (s->kind == SV_REF) {
-		if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
-			return r;
-		*out = ref->name;
-		*len = ref->name_len;
-	} else if (s->kind == SV_STR) {
-		if ((r = xs_stat_string(rc, c, s, own)) < 0)
-			return r;
-		*out = *own;
-		*len = strlen(*own);
-	}
-	return 0;
-}
-
-/* Replace string *dst (owned) by StrOrRefValue() of @s. */
-static int set_str(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, char **dst)
-{
-	const char *v;
-	char *own;
-	size_t n;
-	int r;
-
-	if ((r = str_value(rc, c, s, &v, &n, &own)) < 0)
-		return r;
-	free(*dst);
-	*dst = own ? own : strndup(v, n);
-	return *dst ? 0 : -ENOMEM;
-}
-
-/* A xs_stat_fn: one stat of a memory event into struct mev (GenerateMemoryProfile()'s switch). */
-static int mev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
-{
-	struct mprof *mp = ((void **)arg)[0];
-	struct mev *e = ((void **)arg)[1];
-	int r;
-
-	switch (stat_kind(mp, s->md)) {
-	case MS_NONE:
-		break;
-	case MS_ID_INT:
-		free(e->idstr);
-		e->idstr = NULL;
-		e->id_len = (size_t)snprintf(e->idbuf, sizeof(e->idbuf), "%" PRId64, int_value(s));
-		e->id = e->idbuf;
-		break;
-	case MS_ID_STR: {
-		char *own;
-
-		free(e->idstr);
-		e->idstr = NULL;
-		if ((r = str_value(rc, c, s, &e->id, &e->id_len, &own)) < 0)
-			return r;
-		e->idstr = own;
-		break;
-	}
-	case MS_RESERVED:
-		e->a.stack = int_value(s);
-		break;
-	case MS_ALLOCATED:
-		e->a.heap = int_value(s);
-		break;
-	case MS_AVAILABLE:
-		e->a.free = int_value(s);
-		break;
-	case MS_FRAG:
-		e->a.frag = s->kind == SV_DOUBLE ? s->d : 0;
-		break;
-	case MS_PEAK:
-		e->a.peak = int_value(s);
-		break;
-	case MS_REQUESTED:
-		e->req = int_value(s);
-		break;
-	case MS_ABYTES:
-		e->abytes = int_value(s);
-		break;
-	case MS_ADDR:
-		e->addr = (uint64_t)int_value(s);
-		break;
-	case MS_GROUP:
-		e->step = int_value(s);
-		break;
-	case MS_DTYPE:
-		e->dtype = int_value(s);
-		break;
-	case MS_TF_OP:
-		return e->strings ? set_str(rc, c, s, &e->tf_op) : 0;
-	case MS_REGION:
-		return e->strings ? set_str(rc, c, s, &e->region) : 0;
-	case MS_SHAPE:
-		return e->strings ? set_str(rc, c, s, &e->shape) : 0;
-	}
-	return 0;
-}
-
-static void mev_clear(struct mev *e)
-{
-	free(e->idstr);
-	free(e->tf_op);
-	free(e->region);
-	free(e->shape);
-}
-
-/* mev_read() - the stats of event @ev into @e (reset first); the strings too with @strings. */
-static int mev_read(struct mprof *mp, const struct xs_event *ev, int act, bool strings,
-		    struct mev *e)
-{
-	struct xs_rctx *rc = mp->rc;
-	void *arg[2] = {mp, e};
-
-	memset(e, 0, sizeof(*e));
-	e->act = act;
-	e->step = -1; /* kInvalidStepId */
-	e->id = "";
-	e->strings = strings;
-	if (!ev->has_stats)
-		return 0;
-	return xs_walk_stats(rc, &rc->ev, ev->stats_off, ev->off + ev->len - ev->stats_off,
-			     XEVENT_F_STATS, mev_stat, arg);
-}
-
-/* mid_find() - the index of memory id @name, added in pass 1; -1 when unknown or full. */
-static ssize_t mid_find(struct mprof *mp, const char *name, size_t len, bool add)
-{
-	size_t h = (size_t)xprofs_hash64(name, len) & (MEM_IDS_MAX * 2 - 1);
-	struct mid *m;
-
-	while (mp->slot[h]) {
-		m = &mp->ids[mp->slot[h] - 1];
-		if (m->len == len && !memcmp(m->name, name, len))
-			return mp->slot[h] - 1;
-		h = (h + 1) & (MEM_IDS_MAX * 2 - 1);
-	}
-	if (!add)
-		return -1;
-	if (mp->nids >= MEM_IDS_MAX) {
-		mp->ids_full = true;
-		return -1;
-	}
-	if (xprofs_grow(&mp->ids, &mp->cap, mp->nids, sizeof(*mp->ids), 8) < 0)
-		return -ENOMEM;
-	m = &mp->ids[mp->nids];
-	memset(m, 0, sizeof(*m));
-	if (!(m->name = malloc(len + 1)))
-		return -ENOMEM;
-	memcpy(m->name, name, len);
-	m->name[len] = 0;
-	m->len = len;
-	mp->slot[h] = (uint16_t)(mp->nids + 1);
-	return (ssize_t)mp->nids++;
-}
-
-/* UpdateProfileSummary() of event stats @a at @t_ps. */
-static void update_summary(struct mid *m, const struct agg *a, int64_t t_ps)
-{
-	int64_t sum = wadd(a->stack, a->heap);
-
-	m->lifetime = a->peak;
-	if (sum >= m->peak.peak) {
-		m->peak = *a;
-		m->peak.peak = sum;
-		m->peak_time = t_ps;
-		m->capacity = wadd(sum, a->free);
-	}
-}
-
-/* The activity of an event by its metadata's name (XProf's event Type()); 0: not a memory event. */
-static int event_act(const struct xs_evmd *m)
-{
-	if (xs_str_eq(m->full_json, m->full_json_len, "\"MemoryAllocation\""))
-		return ACT_ALLOC;
-	if (xs_str_eq(m->full_json, m->full_json_len, "\"MemoryDeallocation\""))
-		return ACT_DEALLOC;
-	return 0;
-}
-
-/* DataTypeString() of TensorflowDataType @v (an int32, as the cast to the enum makes it). */
-static void dtype_str(int64_t v, char *buf, size_t n)
-{
-	static const char *const names[] = {"INVALID",
-					    "float",
-					    "double",
-					    "int32",
-					    "uint8",
-					    "int16",
-					    "int8",
-					    "string",
-					    "complex64",
-					    "int64",
-					    "bool",
-					    "qint8",
-					    "quint8",
-					    "qint32",
-					    "bfloat16",
-					    "qint16",
-					    "quint16",
-					    "uint16",
-					    "complex128",
-					    "half",
-					    "resource",
-					    "variant",
-					    "uint32",
-					    "uint64",
-					    "float8_e5m2",
-					    "float8_e4m3fn",
-					    "float8_e4m3fnuz",
-					    "float8_e4m3b11fnuz",
-					    "float8_e5m2fnuz",
-					    "int4",
-					    "uint4"};
-	int32_t d = (int32_t)(uint32_t)(uint64_t)v;
-	bool ref = d > 100; /* IsRefType(): kDataTypeRefOffset */
-
-	if (ref)
-		d -= 100;
-	if (d >= 0 && (size_t)d < sizeof(names) / sizeof(names[0]))
-		snprintf(buf, n, "%s%s", names[d], ref ? "_ref" : "");
-	else
-		snprintf(buf, n, "unknown dtype enum (%" PRId32 ")%s", d, ref ? "_ref" : "");
-}
-
-/* Step 3: every field of the wanted snapshot of @m at visiting ordinal @seq. */
-static int snap_fill(struct mprof *mp, struct mid *m, uint32_t seq, const struct xs_event *ev,
-		     int act)
-{
-	size_t lo = 0, hi = m->nwant;
-	struct msnap *s;
-	struct mev e;
-	int r;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->want[mid] < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == m->nwant || m->want[lo] != seq)
-		return 0;
-	if ((r = mev_read(mp, ev, act, true, &e)) < 0)
-		goto out;
-	s = &m->snap[lo];
-	s->t = ev->offset_ps;
-	s->a = e.a;
-	s->act = act;
-	s->req = e.req;
-	s->abytes = e.abytes;
-	s->step = e.step;
-	dtype_str(e.dtype, s->dtype, sizeof(s->dtype));
-	s->addr = e.addr;
-	s->tf_op = e.tf_op ? e.tf_op : strdup("");
-	s->region = e.region ? e.region : strdup("");
-	s->shape = e.shape ? e.shape : strdup("");
-	e.tf_op = e.region = e.shape = NULL;
-	s->read = true;
-	if (!s->tf_op || !s->region || !s->shape)
-		r = -ENOMEM;
-out:
-	mev_clear(&e);
-	return r;
-}
-
-/* A xs_event_fn over the host plane's lines: the work of pass mp->pass. */
-static int mem_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_evmd *md, void *arg)
-{
-	struct mprof *mp = arg;
-	int act = event_act(md);
-	struct mev e;
-	struct mid *m;
-	ssize_t k;
-	int r;
-
-	(void)rc;
-	if (!act)
-		return 0;
-	mp->mem_line[mp->cur_line] = 1;
-	if ((r = mev_read(mp, ev, act, false, &e)) < 0)
-		goto out;
-	if ((k = mid_find(mp, e.id, e.id_len, mp->pass == 1)) < 0) {
-		r = k == -ENOMEM ? -ENOMEM : 0;
-		goto out;
-	}
-	m = &mp->ids[k];
-	if (mp->pass == 1) {
-		m->n++;
-		update_summary(m, &e.a, ev->offset_ps);
-	} else if (m->batched) {
-		uint32_t seq = (uint32_t)mp->seen[k]++;
-
-		if (mp->pass == 2) {
-			struct mrec *q = &m->rec[seq];
-
-			q->t = ev->offset_ps;
-			q->sum = wadd(e.a.stack, e.a.heap);
-			q->abytes = e.abytes;
-			q->step = e.step;
-			q->addr = e.addr;
-			q->seq = seq;
-			q->act = (uint8_t)act;
-		} else {
-			r = snap_fill(mp, m, seq, ev, act);
-		}
-	}
-out:
-	mev_clear(&e);
-	return r;
-}
-
-/* One pass over the host plane's lines (after pass 1: only those holding memory events). */
-static int walk(struct mprof *mp, int pass)
-{
-	const struct xs_plane *p = &mp->rc->x->planes[mp->plane];
-	int r;
-
-	mp->pass = pass;
-	memset(mp->seen, 0, (mp->nids + 1) * sizeof(*mp->seen));
-	for (size_t i = 0; i < p->n_lines; i++) {
-		if (pass > 1 && !mp->mem_line[i])
-			continue;
-		mp->cur_line = i;
-		if ((r = xs_line_each(mp->rc, p->first_line + i, NULL, mem_event, mp)) < 0)
-			return r;
-	}
-	return 0;
-}
+#include "memory.h"
 
 static int rec_time_cmp(const void *a, const void *b)
 {
@@ -702,9 +192,9 @@ static int plan_id(struct mid *m, struct plan *pl)
 			continue;
 		cand[ncand++] = (uint32_t)i;
 		if (rec[i].act == ACT_ALLOC)
-			pl->unmapped = wadd(pl->unmapped, -rec[i].abytes);
+			pl->unmapped = stats_mem_wadd(pl->unmapped, -rec[i].abytes);
 		else
-			pl->unmapped = wadd(pl->unmapped, rec[i].abytes);
+			pl->unmapped = stats_mem_wadd(pl->unmapped, rec[i].abytes);
 	}
 	qsort_r(cand, ncand, sizeof(*cand), addr_cmp, rec);
 	pl->nactive = 0;
@@ -722,14 +212,14 @@ static int plan_id(struct mid *m, struct plan *pl)
 			else if (live >= 0)
 				live = -1;
 			else
-				unmapped_dealloc = wadd(unmapped_dealloc, rec[i].abytes);
+				unmapped_dealloc = stats_mem_wadd(unmapped_dealloc, rec[i].abytes);
 		}
 		if (live >= 0)
 			cand[pl->nactive++] =
 				(uint32_t)live; /* nactive <= g: writes behind the scan */
 		g = e;
 	}
-	pl->unmapped = wadd(pl->unmapped, -unmapped_dealloc);
+	pl->unmapped = stats_mem_wadd(pl->unmapped, -unmapped_dealloc);
 	pl->active = cand;
 	cand = NULL;
 	/* the visiting ordinals of every position shown */
@@ -834,9 +324,9 @@ static int arow_cmp(const void *a, const void *b)
 
 	/* -allocation_bytes ascending: INT64_MIN negates to itself, as in XProf */
 	if (p->abytes != q->abytes)
-		return wadd(0, -p->abytes) < wadd(0, -q->abytes) ? -1 : 1;
+		return stats_mem_wadd(0, -p->abytes) < stats_mem_wadd(0, -q->abytes) ? -1 : 1;
 	if (p->req != q->req)
-		return wadd(0, -p->req) < wadd(0, -q->req) ? -1 : 1;
+		return stats_mem_wadd(0, -p->req) < stats_mem_wadd(0, -q->req) ? -1 : 1;
 	if ((c = strcmp(p->tf_op, q->tf_op)) || (c = strcmp(p->region, q->region)) ||
 	    (c = strcmp(p->dtype, q->dtype)) || (c = strcmp(p->shape, q->shape)))
 		return c;
@@ -863,7 +353,7 @@ static void special(struct msnap *s, int64_t bytes, int64_t step, const char *op
 	s->tf_op = (char *)op;
 	s->region = (char *)region;
 	s->shape = (char *)"unknown";
-	dtype_str(0, s->dtype, sizeof(s->dtype));
+	stats_mem_dtype_str(0, s->dtype, sizeof(s->dtype));
 }
 
 /*
@@ -1013,10 +503,11 @@ static int out_batch(struct mprof *mp, struct xs_out *o, const size_t *ord, size
 	if (hi - lo == 1 && mp->ids[ord[lo]].n > MEM_EVENTS_MAX) {
 		const struct mid *m = &mp->ids[ord[lo]];
 
-		add_error(mp,
-			  "memory id \"%s\": %" PRIu64 " events, more than the %zu kept: only its "
-			  "profile_summary is given",
-			  m->name, m->n, MEM_EVENTS_MAX);
+		stats_mem_add_error(mp,
+				    "memory id \"%s\": %" PRIu64
+				    " events, more than the %zu kept: only its "
+				    "profile_summary is given",
+				    m->name, m->n, MEM_EVENTS_MAX);
 		return out_id(o, m, NULL, lo == 0);
 	}
 	if (!(pl = calloc(hi - lo, sizeof(*pl))))
@@ -1030,7 +521,7 @@ static int out_batch(struct mprof *mp, struct xs_out *o, const size_t *ord, size
 		}
 		m->batched = true;
 	}
-	if ((r = walk(mp, 2)) < 0)
+	if ((r = stats_mem_walk(mp, 2)) < 0)
 		goto out;
 	for (size_t i = lo; i < hi; i++) {
 		struct mid *m = &mp->ids[ord[i]];
@@ -1042,7 +533,7 @@ static int out_batch(struct mprof *mp, struct xs_out *o, const size_t *ord, size
 		if ((r = plan_id(m, &pl[i - lo])) < 0)
 			goto out;
 	}
-	if ((r = walk(mp, 3)) < 0)
+	if ((r = stats_mem_walk(mp, 3)) < 0)
 		goto out;
 	for (size_t i = lo; i < hi && r == 0; i++)
 		r = out_id(o, &mp->ids[ord[i]], &pl[i - lo], i == 0);
@@ -1082,7 +573,7 @@ static int hlo_module_event(struct xs_rctx *rc, const struct xs_event *e, struct
 	OUT_RAW(o, h->id ? ",\n{\"name\":" : "\n{\"name\":");
 	xs_out_add(o, m->full_json, m->full_json_len);
 	xs_out_key_i64(o, ",\"start_time_ps\":", e->offset_ps);
-	xs_out_key_i64(o, ",\"end_time_ps\":", wadd(e->offset_ps, e->duration_ps));
+	xs_out_key_i64(o, ",\"end_time_ps\":", stats_mem_wadd(e->offset_ps, e->duration_ps));
 	xs_out_key_i64(o, ",\"id\":", h->id++);
 	OUT_LIT(o, ",\"plane_name\":");
 	xs_out_str(o, h->p->name + 8, h->p->name_len - 8); /* StripPrefix("/device:") */
@@ -1149,11 +640,12 @@ int stats_view_memory_profile(struct xs_rctx *rc, struct xs_out *o)
 		r = -ENOMEM;
 		goto out;
 	}
-	if ((r = walk(mp, 1)) < 0)
+	if ((r = stats_mem_walk(mp, 1)) < 0)
 		goto out;
 	if (mp->ids_full)
-		add_error(mp, "more than %zu memory ids: the events of the others are left out",
-			  MEM_IDS_MAX);
+		stats_mem_add_error(
+			mp, "more than %zu memory ids: the events of the others are left out",
+			MEM_IDS_MAX);
 	if (!(ord = malloc((mp->nids + 1) * sizeof(*ord)))) {
 		r = -ENOMEM;
 		goto out;

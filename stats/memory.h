@@ -1,0 +1,137 @@
+/*
+ * memory.h - what the two halves of memory_profile.json share: the
+ * records memory-events.c reads from the host plane's memory events and
+ * memory-profile.c plans and writes (docs/memory.md). Private to stats/.
+ */
+#ifndef XPROFS_STATS_MEMORY_H
+#define XPROFS_STATS_MEMORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "xprofs/stats.h"
+
+#define MEM_IDS_MAX ((size_t)1024)
+#define MEM_EVENTS_MAX ((size_t)2 << 20)
+#define MEM_SNAPSHOTS 1000 /* ConvertXPlaneToMemoryProfile()'s max_num_snapshots */
+#define ERRORS_MAX 64
+
+enum { ACT_ALLOC = 1, ACT_DEALLOC = 2 }; /* MemoryActivity */
+
+/* The stats GenerateMemoryProfile() reads (TSL StatType names), + 1 in the kind cache. */
+enum mstat {
+	MS_NONE = 0,
+	MS_ID_INT, /* index_on_host, device_ordinal */
+	MS_ID_STR, /* allocator_name */
+	MS_RESERVED,
+	MS_ALLOCATED,
+	MS_AVAILABLE,
+	MS_FRAG,
+	MS_PEAK,
+	MS_REQUESTED,
+	MS_ABYTES,
+	MS_ADDR,
+	MS_TF_OP,
+	MS_GROUP,
+	MS_REGION,
+	MS_DTYPE,
+	MS_SHAPE,
+};
+
+/* MemoryAggregationStats */
+struct agg {
+	int64_t stack, heap, free, peak;
+	double frag;
+};
+
+/* One memory event, as GenerateMemoryProfile() reads it. */
+struct mev {
+	int act;
+	struct agg a;
+	int64_t req, abytes, step, dtype;
+	uint64_t addr;
+	const char *id; /* borrowed (a ref's name, or idbuf / idstr) */
+	size_t id_len;
+	char idbuf[24];
+	char *idstr;                  /* owned: an allocator_name given as a string */
+	bool strings;                 /* also read tf_op, region_type, shape */
+	char *tf_op, *region, *shape; /* owned when @strings */
+};
+
+/* One event in step 2 (sorted by time, then visiting ordinal). */
+struct mrec {
+	int64_t t, sum, abytes, step;
+	uint64_t addr;
+	uint32_t seq; /* visiting ordinal within its memory id */
+	uint8_t act;
+};
+
+/* A snapshot the output shows, every field (step 3). */
+struct msnap {
+	int64_t t;
+	struct agg a;
+	int act;
+	int64_t req, abytes, step;
+	uint64_t addr;
+	char *tf_op, *region, *shape; /* owned, never NULL once read */
+	char dtype[48];               /* DataTypeString() */
+	bool read;
+};
+
+/* A row of active_allocations before merging: a snapshot position, or a special (-1, -2). */
+struct arow {
+	int64_t idx;           /* position in the time-sorted snapshots, or -1 - special index */
+	const struct msnap *m; /* its metadata */
+};
+
+struct mid {
+	char *name; /* owned */
+	size_t len;
+	uint64_t n; /* events */
+	/* MemoryProfileSummary */
+	int64_t lifetime, peak_time, capacity;
+	struct agg peak;
+	/* steps 2 and 3 */
+	struct mrec *rec;   /* owned, n entries in time order */
+	uint32_t *want;     /* owned: sorted visiting ordinals of the snapshots shown */
+	struct msnap *snap; /* owned, parallel to want */
+	size_t nwant;
+	bool batched;
+};
+
+struct mprof {
+	struct xs_rctx *rc;
+	size_t plane;
+	int8_t *skind;     /* stat metadata index -> enum mstat + 1 (0: not yet known) */
+	uint8_t *mem_line; /* lines (of the plane) holding memory events */
+	size_t cur_line;
+	struct mid *ids; /* owned */
+	size_t nids, cap;
+	uint16_t slot[MEM_IDS_MAX * 2]; /* 1 + index into ids, 0: empty */
+	bool ids_full;
+	int pass;       /* 1, 2 or 3 */
+	uint64_t *seen; /* owned, per id: events visited in this pass */
+	char *errors[ERRORS_MAX];
+	size_t nerrors;
+};
+
+/* stats_mem_wadd() - @a + @b wrapping as two's complement, as XProf's int64 sums do. */
+static inline int64_t stats_mem_wadd(int64_t a, int64_t b)
+{
+	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+/* stats_mem_add_error() - note a reason in the view's "errors" (at most ERRORS_MAX). */
+void stats_mem_add_error(struct mprof *mp, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* stats_mem_dtype_str() - the data_type stat @v as XProf names it, into @buf (@n bytes). */
+void stats_mem_dtype_str(int64_t v, char *buf, size_t n);
+/*
+ * stats_mem_walk() - walk the host plane's memory events for @pass (1: the
+ * summaries and counts; 2: the records of a batch of ids; 3: the fields of
+ * the snapshots the output shows), as memory-events.c describes.
+ */
+int stats_mem_walk(struct mprof *mp, int pass);
+
+#endif
