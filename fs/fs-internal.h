@@ -221,6 +221,9 @@ struct fs_target {
 	xprofs_ps128 from_ps, to_ps;          /* FS_SLICE_WINDOW: [from, to) in trace.json's base */
 	char plane[XPROFS_NAME_MAX + 1];
 	char line[XPROFS_NAME_MAX + 1];
+	/* -ENOENT because a slice name (steps/<n>, window/<w>) did not parse: it, in the path */
+	const char *bad;
+	size_t bad_len;
 };
 
 /**
@@ -230,6 +233,12 @@ struct fs_target {
  * the track list. 0, or -ENOENT / -ENAMETOOLONG / -EINVAL.
  */
 int fs_path_classify(const struct fs_index *idx, const char *path, struct fs_target *t);
+
+/**
+ * fs_bad_name_why() - after fs_path_classify() refused @t's slice name
+ * (t->bad set), why, and the syntax it wants, into @buf (@n bytes).
+ */
+void fs_bad_name_why(const struct fs_target *t, char *buf, size_t n);
 
 /** fs_is_profile_name() - true when @name ends in ".xplane.pb" (the no-overwrite rule). */
 bool fs_is_profile_name(const char *name);
@@ -242,6 +251,7 @@ int fs_host_path(const struct fs_target *t, char *buf, size_t size);
 #define FS_SIZES 1024          /* remembered sizes of rendered files (hash slots) */
 #define FS_ERRHOSTS 256        /* hosts whose decode errors are remembered */
 #define FS_ERRMAX 8192         /* bytes of error text per host */
+#define FS_BADNAMES 64         /* bad names logged recently (hash slots; context.c) */
 #define FS_TRACKS 32           /* track lists kept in memory (LRU) */
 #define FS_KEPT 4              /* opened profile indexes kept between renders (views.c) */
 #define FS_INFLIGHT 64         /* concurrent distinct renders */
@@ -313,6 +323,8 @@ struct fs_ctx {
 	bool index_building;       /* protected by index_lock */
 	int index_dirty;           /* atomic */
 
+	uint64_t refused[FS_BADNAMES]; /* atomic: hashes of fs_refused()'s recent messages */
+
 	struct fs_views views; /* views.c; own lock */
 	struct fs_counters c;  /* atomic */
 };
@@ -325,6 +337,12 @@ struct fs_ctx {
 int fs_ctx_init(struct fs_ctx *ctx, struct fs_options *o, struct xprofs_store *store,
 		struct xprofs_cache *cache);
 void fs_ctx_deinit(struct fs_ctx *ctx);
+/**
+ * fs_refused() - log why a name was refused (printf @fmt), at notice level:
+ * once per message while it stays among the FS_BADNAMES last ones, so
+ * repeated lookups of one bad name do not flood the log.
+ */
+void fs_refused(struct fs_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** fs_invalidate_index() - the next runs/ access rebuilds the index. */
 void fs_invalidate_index(struct fs_ctx *ctx);
 /**
