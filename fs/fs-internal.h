@@ -251,6 +251,7 @@ int fs_host_path(const struct fs_target *t, char *buf, size_t size);
 #define FS_SIZES 1024          /* remembered sizes of rendered files (hash slots) */
 #define FS_ERRHOSTS 256        /* hosts whose decode errors are remembered */
 #define FS_ERRMAX 8192         /* bytes of error text per host */
+#define FS_ERRENTS 64          /* entries (failing files) per host */
 #define FS_BADNAMES 64         /* bad names logged recently (hash slots; context.c) */
 #define FS_TRACKS 32           /* track lists kept in memory (LRU) */
 #define FS_KEPT 4              /* opened profile indexes kept between renders (views.c) */
@@ -265,10 +266,19 @@ struct fs_track_list {
 	char **lines;  /* owned */
 };
 
+/* One line of a host's errors file: why @what failed, last at @when_ns. */
+struct fs_error_ent {
+	char *what; /* the file, relative to the host dir ("steps/3/trace.json"); owned */
+	char *msg;  /* the reason, one line; owned */
+	int64_t when_ns;
+};
+
 struct fs_errors {
-	char *path;   /* host store path; owned */
-	uint64_t ver; /* the profile version the text is about */
-	struct xprofs_buf text;
+	char *path;                           /* host store path; owned */
+	uint64_t ver;                         /* the profile version the entries are about */
+	struct fs_error_ent ents[FS_ERRENTS]; /* in order of first failure; @n used */
+	size_t n;
+	size_t bytes; /* of what and msg, all entries: at most FS_ERRMAX */
 };
 
 /*
@@ -506,13 +516,25 @@ bool fs_size_lookup(struct fs_ctx *ctx, uint64_t key, uint64_t *size);
 /** fs_size_store() - remember @size for @key (replaces whatever shared its slot). */
 void fs_size_store(struct fs_ctx *ctx, uint64_t key, uint64_t size);
 /**
- * fs_error_note() - remember "@what: @msg" for host @hpath (its errors file)
- * and log it. @st: the profile version it is about (borrowed; NULL: none):
- * the text of an older version is dropped. All strings borrowed.
+ * fs_error_note() - @what (a file of host @hpath, named relative to the
+ * host dir) failed because of @msg: its entry in the host's errors file says
+ * so now, with the time; logged when the entry is new or its reason changed
+ * (a file failing again the same way is not logged again). @st: the profile
+ * version it is about (borrowed; NULL: none): the entries of an older
+ * version are dropped. All strings borrowed.
  */
 void fs_error_note(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		   const char *what, const char *msg);
-/** fs_errors_snapshot() - append the errors of host @hpath at version @st to @out. */
+/**
+ * fs_error_clear() - @what of host @hpath at version @st (NULL: none) was
+ * made now: its entry, if any, leaves the errors file (logged). Borrows all.
+ */
+void fs_error_clear(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		    const char *what);
+/**
+ * fs_errors_snapshot() - append the errors file of host @hpath at version
+ * @st to @out: one line per failing file, "<UTC time> <what>: <reason>".
+ */
 int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		       struct xprofs_buf *out);
 /** fs_memo_free() - at unmount: free the error notes of @v. */

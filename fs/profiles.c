@@ -263,6 +263,7 @@ static int tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs
 		tracks_free(&nt);
 		return r;
 	}
+	fs_error_clear(ctx, hpath, st, FS_NAME_PLANES);
 	nt.key = key;
 	pthread_mutex_lock(&v->lock);
 	for (i = 1; i < FS_TRACKS; i++)
@@ -300,6 +301,8 @@ int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n)
 	r = fs_prof_take(ctx, hp, &t->host->st, &p) ? 0 : fs_prof_open(ctx, hp, true, &p, &err);
 	if (r == 0) {
 		r = xprofs_decode_steps(p.x, &w, n, &err);
+		if (r == 0)
+			fs_error_clear(ctx, hp, &p.st, FS_NAME_STEPS);
 		fs_prof_keep(ctx, hp, &p);
 	}
 	if (r < 0) {
