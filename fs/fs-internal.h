@@ -252,6 +252,7 @@ int fs_host_path(const struct fs_target *t, char *buf, size_t size);
 #define FS_ERRHOSTS 256        /* hosts whose decode errors are remembered */
 #define FS_ERRMAX 8192         /* bytes of error text per host */
 #define FS_ERRENTS 64          /* entries (failing files) per host */
+#define FS_FACTS 256           /* profile versions whose facts are remembered (hash slots) */
 #define FS_BADNAMES 64         /* bad names logged recently (hash slots; context.c) */
 #define FS_TRACKS 32           /* track lists kept in memory (LRU) */
 #define FS_KEPT 4              /* opened profile indexes kept between renders (views.c) */
@@ -282,6 +283,17 @@ struct fs_errors {
 };
 
 /*
+ * What is known about one profile version without a render (memo.c): filled
+ * when the profile is indexed (gpu) or its steps counted, read at lookup.
+ */
+struct fs_facts {
+	uint64_t key; /* fs_version_key(.., "facts"); 0 = free slot */
+	int gpu;      /* -1: not known; 0: no "/device:GPU:" plane; 1: one at least */
+	bool steps_known;
+	size_t steps; /* steps.json's length, when @steps_known */
+};
+
+/*
  * The tables of the rendered-view machinery (views.c); set up by
  * fs_views_init(). Lock order: see docs/fs.md ("Files").
  */
@@ -292,6 +304,7 @@ struct fs_views {
 	uint64_t sizes_val[FS_SIZES];
 	struct fs_errors errors[FS_ERRHOSTS];
 	size_t errors_next;
+	struct fs_facts facts[FS_FACTS];
 	struct fs_track_list tracks[FS_TRACKS];
 	struct fs_kept *kept[FS_KEPT]; /* owned; idle opened indexes (views.c), NULL: free slot */
 	uint64_t tick;
@@ -537,6 +550,19 @@ void fs_error_clear(struct fs_ctx *ctx, const char *hpath, const struct xprofs_s
  */
 int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		       struct xprofs_buf *out);
+/**
+ * fs_facts_get() - what is known about profile @hpath at version @st (both
+ * borrowed) into *@f; a version nothing is known about gives gpu -1 and no
+ * steps.
+ */
+void fs_facts_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		  struct fs_facts *f);
+/** fs_facts_set_gpu() - remember whether @hpath at @st has a GPU plane (@gpu 0 or 1). */
+void fs_facts_set_gpu(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		      int gpu);
+/** fs_facts_set_steps() - remember that @hpath at @st has @n steps. */
+void fs_facts_set_steps(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+			size_t n);
 /** fs_memo_free() - at unmount: free the error notes of @v. */
 void fs_memo_free(struct fs_views *v);
 
@@ -561,8 +587,12 @@ struct fs_prof {
  */
 int fs_prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct fs_prof *p,
 		 struct xprofs_buf *err);
-/** fs_prof_index() - index open profile @p into @p->x (reason appended to @err). */
-int fs_prof_index(struct fs_ctx *ctx, struct fs_prof *p, struct xprofs_buf *err);
+/**
+ * fs_prof_index() - index open profile @p (store path @hpath, borrowed) into
+ * @p->x (reason appended to @err); what the index tells lookups (a GPU plane
+ * or none) goes into the facts of memo.c.
+ */
+int fs_prof_index(struct fs_ctx *ctx, const char *hpath, struct fs_prof *p, struct xprofs_buf *err);
 /** fs_prof_close() - close what @p holds; @p may be empty (zeroed). */
 void fs_prof_close(struct fs_prof *p);
 /**
@@ -580,10 +610,23 @@ void fs_prof_keep(struct fs_ctx *ctx, const char *hpath, struct fs_prof *p);
  */
 int fs_tracks_get(struct fs_ctx *ctx, const struct fs_target *t, struct fs_track_list **out);
 /**
- * fs_steps_count() - how many steps @t's host has (steps.json's length),
- * indexing the profile (no cache: readdir of steps/ only). 0 or -errno.
+ * fs_steps_count() - how many steps @t's host has (steps.json's length):
+ * remembered per profile version, else counted on its index (built, or a
+ * kept one). For readdir of steps/ and lookups below it. 0 or -errno.
  */
 int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n);
+/**
+ * fs_step_check() - whether step slice @t (steps/<n>, or a view in it) names
+ * a step the profile has: 0 (also for any other target), -ENOENT past the
+ * last step, or fs_steps_count()'s -errno.
+ */
+int fs_step_check(struct fs_ctx *ctx, const struct fs_target *t);
+/**
+ * fs_host_lacks_gpu() - true when @t's host profile, at the version of the
+ * index, is known to have no GPU plane (learnt by an earlier index of it):
+ * then it has no kernels.json. Never indexes: false when not known.
+ */
+bool fs_host_lacks_gpu(struct fs_ctx *ctx, const struct fs_target *t);
 /** fs_profiles_free() - at unmount: close the kept indexes and free the track lists of @v. */
 void fs_profiles_free(struct fs_views *v);
 

@@ -1,13 +1,15 @@
 /*
  * fs/memo.c - what the mount remembers about its generated files between
  * opens: the size of each rendered file (so getattr can report it without
- * a render) and the errors of each host (the text of its errors file). No
- * FUSE here.
+ * a render), the errors of each host (the text of its errors file) and a
+ * few facts about each profile version that lookups need without a render
+ * (a GPU plane or none: kernels.json; the step count: steps/<n>). No FUSE
+ * here.
  *
  * Design: small fixed tables in ctx->views (fs-internal.h), keyed by a hash
  * of what they are about; a new entry replaces whatever shared its slot
- * (sizes) or the oldest host (errors), so memory is bounded and a
- * forgotten size only costs a cache peek or a render. The
+ * (sizes, facts) or the oldest host (errors), so memory is bounded and a
+ * forgotten size or fact only costs a cache peek, a count or an index. The
  * errors file describes the current state: one entry per failing file with
  * its latest reason and time, removed when that file is made; entries name
  * the profile version they are about, so a replaced profile starts with an
@@ -16,7 +18,7 @@
  * Locks: ctx->views.lock, held only around the table accesses (never while
  * logging).
  *
- * Limits: FS_SIZES sizes, FS_ERRHOSTS hosts x
+ * Limits: FS_SIZES sizes, FS_FACTS profile versions, FS_ERRHOSTS hosts x
  * FS_ERRENTS entries or FS_ERRMAX bytes of errors (a reason is cut at
  * FS_ERRMAX / 8 bytes).
  */
@@ -203,6 +205,56 @@ int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprof
 	}
 	pthread_mutex_unlock(&v->lock);
 	return r;
+}
+
+/*
+ * Facts: one slot per profile version (direct-mapped by key): a version that
+ * lost its slot is only learnt again, at the cost of an index or a count.
+ */
+static struct fs_facts *facts_slot(struct fs_views *v, uint64_t key)
+{
+	struct fs_facts *f = &v->facts[key % FS_FACTS];
+
+	if (f->key != key)
+		*f = (struct fs_facts){.key = key, .gpu = -1};
+	return f;
+}
+
+void fs_facts_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		  struct fs_facts *f)
+{
+	struct fs_views *v = &ctx->views;
+	uint64_t key = fs_version_key(hpath, st, "facts");
+	const struct fs_facts *s = &v->facts[key % FS_FACTS];
+
+	pthread_mutex_lock(&v->lock);
+	*f = s->key == key ? *s : (struct fs_facts){.key = key, .gpu = -1};
+	pthread_mutex_unlock(&v->lock);
+}
+
+void fs_facts_set_gpu(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		      int gpu)
+{
+	struct fs_views *v = &ctx->views;
+	uint64_t key = fs_version_key(hpath, st, "facts");
+
+	pthread_mutex_lock(&v->lock);
+	facts_slot(v, key)->gpu = gpu;
+	pthread_mutex_unlock(&v->lock);
+}
+
+void fs_facts_set_steps(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+			size_t n)
+{
+	struct fs_views *v = &ctx->views;
+	uint64_t key = fs_version_key(hpath, st, "facts");
+	struct fs_facts *f;
+
+	pthread_mutex_lock(&v->lock);
+	f = facts_slot(v, key);
+	f->steps = n;
+	f->steps_known = true;
+	pthread_mutex_unlock(&v->lock);
 }
 
 void fs_memo_free(struct fs_views *v)

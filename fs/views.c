@@ -264,21 +264,22 @@ static int slice_window(const struct fs_target *t, struct xprofs_xspace *x,
 }
 
 /*
- * render() - generated file @t from open profile @p (host views) into @out.
- * @host is the host's name (trace.json names its processes after it); the
+ * render() - generated file @t from open profile @p (host views, of store
+ * path @hpath) into @out. @host is the host's name (trace.json names its processes after it); the
  * render runs on a live.c thread, so it is the job's own copy, never the
  * index's t->host->name, which an index rebuild frees meanwhile. Borrows
  * everything; @p->x is set if it was not (freed by fs_prof_close()), so a second
  * render of the same open profile does not index it again.
  */
 static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *host,
-		  struct fs_prof *p, const struct xprofs_sink *out, struct xprofs_buf *err)
+		  const char *hpath, struct fs_prof *p, const struct xprofs_sink *out,
+		  struct xprofs_buf *err)
 {
 	int r, i;
 
 	if (fs_kind_session_file(t->kind))
 		return fs_session_render(ctx, t, out, err);
-	if (!p->x && (r = fs_prof_index(ctx, p, err)) < 0)
+	if (!p->x && (r = fs_prof_index(ctx, hpath, p, err)) < 0)
 		return r;
 	if (t->kind == FS_K_VIEW) { /* trace.json names its processes after the host */
 		/* parts made ahead on other threads wait where temporary renders go (-o tmp_dir) */
@@ -369,7 +370,7 @@ static int job_render(void *arg, const struct xprofs_sink *out, struct xprofs_bu
 		fs_prof_close(&j->p);
 		j->p = kept;
 	}
-	return render(j->ctx, &j->t, j->host, &j->p, out, err);
+	return render(j->ctx, &j->t, j->host, j->hpath, &j->p, out, err);
 }
 
 /*

@@ -247,6 +247,35 @@ static void test_error_notes(void **state)
 	snapshot(ctx, "host255", &v1, "x: y\n");
 }
 
+/* Facts: per profile version; a version sharing the slot replaces them. */
+static void test_facts(void **state)
+{
+	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
+	struct xprofs_store_stat v1 = {.type = XPROFS_STORE_FILE, .size = 10, .generation = 1},
+				 v2 = v1;
+	struct fs_facts f;
+
+	v2.generation = 2;
+	fs_facts_get(ctx, "h", &v1, &f);
+	assert_int_equal(f.gpu, -1);
+	assert_false(f.steps_known);
+	fs_facts_set_gpu(ctx, "h", &v1, 0);
+	fs_facts_set_steps(ctx, "h", &v1, 7);
+	fs_facts_get(ctx, "h", &v1, &f);
+	assert_int_equal(f.gpu, 0);
+	assert_true(f.steps_known);
+	assert_int_equal(f.steps, 7);
+	fs_facts_get(ctx, "h", &v2, &f); /* another version knows nothing */
+	assert_int_equal(f.gpu, -1);
+	assert_false(f.steps_known);
+	fs_facts_get(ctx, "g", &v1, &f); /* nor another host */
+	assert_int_equal(f.gpu, -1);
+	fs_facts_set_gpu(ctx, "h", &v1, 1);
+	fs_facts_get(ctx, "h", &v1, &f); /* the steps stay */
+	assert_int_equal(f.gpu, 1);
+	assert_int_equal(f.steps, 7);
+}
+
 static void test_session_summary_open(void **state)
 {
 	struct fixture *f = *state;
@@ -297,7 +326,7 @@ static void test_session_summary_open(void **state)
 
 int main(void)
 {
-	return XT_RUN_FIXTURE_TESTS(setup, teardown, test_sizes, test_single_flight,
+	return XT_RUN_FIXTURE_TESTS(setup, teardown, test_sizes, test_facts, test_single_flight,
 				    test_single_flight_full, test_error_notes,
 				    test_session_summary_open);
 }
