@@ -231,11 +231,14 @@ int fs_getattr(struct fs_ctx *ctx, const struct fs_target *t, struct stat *st)
 	case FS_K_COMPARE_DIR:
 		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_compare(ctx, t, true));
 		return 0;
+	case FS_K_SLICE: /* a step past the last does not exist (the count is remembered) */
+		if ((r = fs_step_check(ctx, t)) < 0)
+			return r;
+		/* fall through */
 	case FS_K_HOST:
 	case FS_K_PLANES:
 	case FS_K_STEPS:
 	case FS_K_WINDOWS:
-	case FS_K_SLICE: /* a step past the last: its views fail to open with ENOENT */
 		fs_fill_dir(ctx, st, t->host->st.mtime_ns, fs_perm_host(ctx, t, true));
 		return 0;
 	case FS_K_STATUS:
@@ -251,6 +254,11 @@ int fs_getattr(struct fs_ctx *ctx, const struct fs_target *t, struct stat *st)
 		xprofs_buf_deinit(&b);
 		return 0;
 	case FS_K_VIEW:
+		if ((r = fs_step_check(ctx, t)) < 0)
+			return r;
+		/* without GPU planes (known from an earlier index): no kernels.json */
+		if (t->view == XPROFS_VIEW_KERNELS && fs_host_lacks_gpu(ctx, t))
+			return -ENOENT;
 		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->host->st.mtime_ns,
 			     fs_perm_host(ctx, t, false));
 		return 0;

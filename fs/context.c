@@ -14,6 +14,8 @@
  * order of all fs locks.
  */
 #include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -93,12 +95,39 @@ struct fs_index *fs_index_snapshot(struct fs_ctx *ctx)
 int fs_classify(struct fs_ctx *ctx, const char *path, struct fs_index **idx, struct fs_target *t)
 {
 	static const char runs[] = "/" FS_NAME_RUNS;
+	int r;
 
 	*idx = NULL;
 	if (!strncmp(path, runs, sizeof(runs) - 1) &&
 	    (path[sizeof(runs) - 1] == '/' || !path[sizeof(runs) - 1]))
 		*idx = index_get(ctx);
-	return fs_path_classify(*idx, path, t);
+	r = fs_path_classify(*idx, path, t);
+	if (r == -ENOENT && t->bad) {
+		char why[512];
+
+		fs_bad_name_why(t, why, sizeof(why));
+		fs_refused(ctx, "%s: no such slice: %s", path, why);
+	}
+	return r;
+}
+
+void fs_refused(struct fs_ctx *ctx, const char *fmt, ...)
+{
+	char msg[1024];
+	uint64_t h;
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return;
+	h = xprofs_hash64(msg, strlen(msg)) | 1;
+	/* a message seen in its slot just now is not logged again */
+	if (__atomic_exchange_n(&ctx->refused[h % FS_BADNAMES], h, __ATOMIC_RELAXED) == h)
+		return;
+	xprofs_log(XPROFS_LOG_NOTICE, "%s", msg);
 }
 
 bool fs_store_is_local(const struct fs_ctx *ctx)

@@ -129,14 +129,18 @@ int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill,
 		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_OPS));
 		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_STEPS));
 		break;
-	case FS_K_HOST:
+	case FS_K_HOST: {
+		bool no_gpu = fs_host_lacks_gpu(ctx, t);
+
 		for (i = 0; i < XPROFS_VIEW_COUNT; i++)
-			fill_name(&a, xprofs_decode_view_name((enum xprofs_view)i));
+			if (i != XPROFS_VIEW_KERNELS || !no_gpu)
+				fill_name(&a, xprofs_decode_view_name((enum xprofs_view)i));
 		fill_name(&a, FS_NAME_ERRORS);
 		fill_name(&a, FS_NAME_PLANES);
 		fill_name(&a, FS_NAME_STEPS);
 		fill_name(&a, FS_NAME_WINDOW);
 		break;
+	}
 	case FS_K_STEPS: {
 		size_t n = 0;
 		char num[24];

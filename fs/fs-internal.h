@@ -221,6 +221,9 @@ struct fs_target {
 	xprofs_ps128 from_ps, to_ps;          /* FS_SLICE_WINDOW: [from, to) in trace.json's base */
 	char plane[XPROFS_NAME_MAX + 1];
 	char line[XPROFS_NAME_MAX + 1];
+	/* -ENOENT because a slice name (steps/<n>, window/<w>) did not parse: it, in the path */
+	const char *bad;
+	size_t bad_len;
 };
 
 /**
@@ -230,6 +233,12 @@ struct fs_target {
  * the track list. 0, or -ENOENT / -ENAMETOOLONG / -EINVAL.
  */
 int fs_path_classify(const struct fs_index *idx, const char *path, struct fs_target *t);
+
+/**
+ * fs_bad_name_why() - after fs_path_classify() refused @t's slice name
+ * (t->bad set), why, and the syntax it wants, into @buf (@n bytes).
+ */
+void fs_bad_name_why(const struct fs_target *t, char *buf, size_t n);
 
 /** fs_is_profile_name() - true when @name ends in ".xplane.pb" (the no-overwrite rule). */
 bool fs_is_profile_name(const char *name);
@@ -242,6 +251,9 @@ int fs_host_path(const struct fs_target *t, char *buf, size_t size);
 #define FS_SIZES 1024          /* remembered sizes of rendered files (hash slots) */
 #define FS_ERRHOSTS 256        /* hosts whose decode errors are remembered */
 #define FS_ERRMAX 8192         /* bytes of error text per host */
+#define FS_ERRENTS 64          /* entries (failing files) per host */
+#define FS_FACTS 256           /* profile versions whose facts are remembered (hash slots) */
+#define FS_BADNAMES 64         /* bad names logged recently (hash slots; context.c) */
 #define FS_TRACKS 32           /* track lists kept in memory (LRU) */
 #define FS_KEPT 4              /* opened profile indexes kept between renders (views.c) */
 #define FS_INFLIGHT 64         /* concurrent distinct renders */
@@ -255,10 +267,30 @@ struct fs_track_list {
 	char **lines;  /* owned */
 };
 
+/* One line of a host's errors file: why @what failed, last at @when_ns. */
+struct fs_error_ent {
+	char *what; /* the file, relative to the host dir ("steps/3/trace.json"); owned */
+	char *msg;  /* the reason, one line; owned */
+	int64_t when_ns;
+};
+
 struct fs_errors {
-	char *path;   /* host store path; owned */
-	uint64_t ver; /* the profile version the text is about */
-	struct xprofs_buf text;
+	char *path;                           /* host store path; owned */
+	uint64_t ver;                         /* the profile version the entries are about */
+	struct fs_error_ent ents[FS_ERRENTS]; /* in order of first failure; @n used */
+	size_t n;
+	size_t bytes; /* of what and msg, all entries: at most FS_ERRMAX */
+};
+
+/*
+ * What is known about one profile version without a render (memo.c): filled
+ * when the profile is indexed (gpu) or its steps counted, read at lookup.
+ */
+struct fs_facts {
+	uint64_t key; /* fs_version_key(.., "facts"); 0 = free slot */
+	int gpu;      /* -1: not known; 0: no "/device:GPU:" plane; 1: one at least */
+	bool steps_known;
+	size_t steps; /* steps.json's length, when @steps_known */
 };
 
 /*
@@ -272,6 +304,7 @@ struct fs_views {
 	uint64_t sizes_val[FS_SIZES];
 	struct fs_errors errors[FS_ERRHOSTS];
 	size_t errors_next;
+	struct fs_facts facts[FS_FACTS];
 	struct fs_track_list tracks[FS_TRACKS];
 	struct fs_kept *kept[FS_KEPT]; /* owned; idle opened indexes (views.c), NULL: free slot */
 	uint64_t tick;
@@ -313,6 +346,8 @@ struct fs_ctx {
 	bool index_building;       /* protected by index_lock */
 	int index_dirty;           /* atomic */
 
+	uint64_t refused[FS_BADNAMES]; /* atomic: hashes of fs_refused()'s recent messages */
+
 	struct fs_views views; /* views.c; own lock */
 	struct fs_counters c;  /* atomic */
 };
@@ -325,6 +360,12 @@ struct fs_ctx {
 int fs_ctx_init(struct fs_ctx *ctx, struct fs_options *o, struct xprofs_store *store,
 		struct xprofs_cache *cache);
 void fs_ctx_deinit(struct fs_ctx *ctx);
+/**
+ * fs_refused() - log why a name was refused (printf @fmt), at notice level:
+ * once per message while it stays among the FS_BADNAMES last ones, so
+ * repeated lookups of one bad name do not flood the log.
+ */
+void fs_refused(struct fs_ctx *ctx, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /** fs_invalidate_index() - the next runs/ access rebuilds the index. */
 void fs_invalidate_index(struct fs_ctx *ctx);
 /**
@@ -488,15 +529,40 @@ bool fs_size_lookup(struct fs_ctx *ctx, uint64_t key, uint64_t *size);
 /** fs_size_store() - remember @size for @key (replaces whatever shared its slot). */
 void fs_size_store(struct fs_ctx *ctx, uint64_t key, uint64_t size);
 /**
- * fs_error_note() - remember "@what: @msg" for host @hpath (its errors file)
- * and log it. @st: the profile version it is about (borrowed; NULL: none):
- * the text of an older version is dropped. All strings borrowed.
+ * fs_error_note() - @what (a file of host @hpath, named relative to the
+ * host dir) failed because of @msg: its entry in the host's errors file says
+ * so now, with the time; logged when the entry is new or its reason changed
+ * (a file failing again the same way is not logged again). @st: the profile
+ * version it is about (borrowed; NULL: none): the entries of an older
+ * version are dropped. All strings borrowed.
  */
 void fs_error_note(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		   const char *what, const char *msg);
-/** fs_errors_snapshot() - append the errors of host @hpath at version @st to @out. */
+/**
+ * fs_error_clear() - @what of host @hpath at version @st (NULL: none) was
+ * made now: its entry, if any, leaves the errors file (logged). Borrows all.
+ */
+void fs_error_clear(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		    const char *what);
+/**
+ * fs_errors_snapshot() - append the errors file of host @hpath at version
+ * @st to @out: one line per failing file, "<UTC time> <what>: <reason>".
+ */
 int fs_errors_snapshot(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
 		       struct xprofs_buf *out);
+/**
+ * fs_facts_get() - what is known about profile @hpath at version @st (both
+ * borrowed) into *@f; a version nothing is known about gives gpu -1 and no
+ * steps.
+ */
+void fs_facts_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		  struct fs_facts *f);
+/** fs_facts_set_gpu() - remember whether @hpath at @st has a GPU plane (@gpu 0 or 1). */
+void fs_facts_set_gpu(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+		      int gpu);
+/** fs_facts_set_steps() - remember that @hpath at @st has @n steps. */
+void fs_facts_set_steps(struct fs_ctx *ctx, const char *hpath, const struct xprofs_store_stat *st,
+			size_t n);
 /** fs_memo_free() - at unmount: free the error notes of @v. */
 void fs_memo_free(struct fs_views *v);
 
@@ -521,8 +587,12 @@ struct fs_prof {
  */
 int fs_prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct fs_prof *p,
 		 struct xprofs_buf *err);
-/** fs_prof_index() - index open profile @p into @p->x (reason appended to @err). */
-int fs_prof_index(struct fs_ctx *ctx, struct fs_prof *p, struct xprofs_buf *err);
+/**
+ * fs_prof_index() - index open profile @p (store path @hpath, borrowed) into
+ * @p->x (reason appended to @err); what the index tells lookups (a GPU plane
+ * or none) goes into the facts of memo.c.
+ */
+int fs_prof_index(struct fs_ctx *ctx, const char *hpath, struct fs_prof *p, struct xprofs_buf *err);
 /** fs_prof_close() - close what @p holds; @p may be empty (zeroed). */
 void fs_prof_close(struct fs_prof *p);
 /**
@@ -540,10 +610,23 @@ void fs_prof_keep(struct fs_ctx *ctx, const char *hpath, struct fs_prof *p);
  */
 int fs_tracks_get(struct fs_ctx *ctx, const struct fs_target *t, struct fs_track_list **out);
 /**
- * fs_steps_count() - how many steps @t's host has (steps.json's length),
- * indexing the profile (no cache: readdir of steps/ only). 0 or -errno.
+ * fs_steps_count() - how many steps @t's host has (steps.json's length):
+ * remembered per profile version, else counted on its index (built, or a
+ * kept one). For readdir of steps/ and lookups below it. 0 or -errno.
  */
 int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n);
+/**
+ * fs_step_check() - whether step slice @t (steps/<n>, or a view in it) names
+ * a step the profile has: 0 (also for any other target), -ENOENT past the
+ * last step, or fs_steps_count()'s -errno.
+ */
+int fs_step_check(struct fs_ctx *ctx, const struct fs_target *t);
+/**
+ * fs_host_lacks_gpu() - true when @t's host profile, at the version of the
+ * index, is known to have no GPU plane (learnt by an earlier index of it):
+ * then it has no kernels.json. Never indexes: false when not known.
+ */
+bool fs_host_lacks_gpu(struct fs_ctx *ctx, const struct fs_target *t);
 /** fs_profiles_free() - at unmount: close the kept indexes and free the track lists of @v. */
 void fs_profiles_free(struct fs_views *v);
 

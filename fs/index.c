@@ -486,10 +486,14 @@ static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind
 		t->kind = kind == FS_SLICE_STEP ? FS_K_STEPS : FS_K_WINDOWS;
 		return 0;
 	}
-	if (kind == FS_SLICE_STEP ? xprofs_decode_step_parse(c, len, &t->step) < 0
-				  : xprofs_decode_window_parse(c, len, &t->from_ps, &t->to_ps) < 0)
-		return -ENOENT;
 	t->slice = kind;
+	if (kind == FS_SLICE_STEP
+		    ? xprofs_decode_step_parse(c, len, &t->step) < 0
+		    : xprofs_decode_window_parse(c, len, &t->from_ps, &t->to_ps) < 0) {
+		t->bad = c; /* the caller logs why (fs_bad_name_why()) */
+		t->bad_len = len;
+		return -ENOENT;
+	}
 	c = next_comp(&p, &len);
 	if (!c) {
 		t->kind = FS_K_SLICE;
@@ -502,6 +506,64 @@ static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind
 		}
 	}
 	return -ENOENT;
+}
+
+/*
+ * The largest window bound, and how long a bound can be: 20 integer digits
+ * and 6 decimals (xprofs_decode_window_parse()).
+ */
+#define BOUND_MAX "99999999999999999999.999999"
+#define WINDOW_SYNTAX                                                                              \
+	"window names are <from>-<to>: microseconds in trace.json's time base, decimal, at "       \
+	"most 20 digits and 6 decimals, no sign or exponent, from < to (e.g. 1000-2000.5)"
+
+/*
+ * bound_ok() - whether @s (@len bytes) is a window bound. The parser decides:
+ * a bound is good when it makes a window with the smallest or the largest
+ * bound on the other side, so this never drifts from the accepted syntax.
+ */
+static bool bound_ok(const char *s, size_t len)
+{
+	char w[2 * sizeof(BOUND_MAX) + 2];
+	xprofs_ps128 a, b;
+	int k;
+
+	if (len >= sizeof(BOUND_MAX))
+		return false;
+	k = snprintf(w, sizeof(w), "%.*s-" BOUND_MAX, (int)len, s);
+	if (k > 0 && (size_t)k < sizeof(w) && xprofs_decode_window_parse(w, (size_t)k, &a, &b) == 0)
+		return true;
+	k = snprintf(w, sizeof(w), "0-%.*s", (int)len, s);
+	return k > 0 && (size_t)k < sizeof(w) &&
+	       xprofs_decode_window_parse(w, (size_t)k, &a, &b) == 0;
+}
+
+void fs_bad_name_why(const struct fs_target *t, char *buf, size_t n)
+{
+	const char *c = t->bad, *dash = c ? memchr(c, '-', t->bad_len) : NULL;
+	size_t len = t->bad_len, fl = dash ? (size_t)(dash - c) : 0, tl = dash ? len - fl - 1 : 0;
+	int w = len > 80 ? 80 : (int)len; /* the name as shown */
+
+	if (!c)
+		snprintf(buf, n, "no bad name");
+	else if (t->slice == FS_SLICE_STEP)
+		snprintf(buf, n,
+			 "\"%.*s\" is not a step: steps are numbered 0, 1, ... (decimal, no sign "
+			 "or leading zero, below 1048576)",
+			 w, c);
+	else if (len > XPROFS_WINDOW_NAME_MAX)
+		snprintf(buf, n, "\"%.*s...\" is longer than %d bytes; " WINDOW_SYNTAX, 32, c,
+			 XPROFS_WINDOW_NAME_MAX);
+	else if (!dash)
+		snprintf(buf, n, "\"%.*s\" has no '-' between <from> and <to>; " WINDOW_SYNTAX, w,
+			 c);
+	else if (!bound_ok(c, fl))
+		snprintf(buf, n, "<from> \"%.*s\" is not a time; " WINDOW_SYNTAX, (int)fl, c);
+	else if (!bound_ok(dash + 1, tl))
+		snprintf(buf, n, "<to> \"%.*s\" is not a time; " WINDOW_SYNTAX, (int)tl, dash + 1);
+	else
+		snprintf(buf, n, "<from> %.*s is not before <to> %.*s; " WINDOW_SYNTAX, (int)fl, c,
+			 (int)tl, dash + 1);
 }
 
 /* classify_host() - the part below a host dir. */

@@ -2,12 +2,15 @@
  * fs/profiles.c - opened profiles: a host's store file and its index
  * (xprofs_xspace_open()), the indexes kept between uses, and what is read
  * from an index without a render: the track list behind planes/ listings
- * and the step count behind steps/ listings. No FUSE here.
+ * and the step count behind steps/ listings and lookups, and whether a
+ * profile has a GPU plane (kernels.json). No FUSE here.
  *
  * Design: an index costs one pass over the whole file, so one built for one
  * use is kept, idle, for the next use of the same file version (see "Kept
  * indexes" below); a track list is decoded once per file version and kept
- * in memory (LRU). Renders (views.c, session.c) open their profiles here.
+ * in memory (LRU); the step count and the GPU answer are remembered per
+ * version too (memo.c's facts), learnt when an index is built or the steps
+ * counted. Renders (views.c, session.c) open their profiles here.
  *
  * Locks: ctx->views.lock guards the kept indexes and the track lists; it is
  * never held across I/O or an index, except that fs_tracks_get() returns
@@ -35,7 +38,26 @@ void fs_prof_close(struct fs_prof *p)
 }
 
 /*
- * fs_prof_index() - index @p's profile into @p->x (reason appended to @err).
+ * note_gpu() - remember whether indexed profile @p (of @hpath) has a GPU
+ * plane: kernels.json exists exactly then (stats/view-kernels.c). The
+ * public part of xspace.h lists planes only through their lines (tracks),
+ * and real profiles have planes without lines ("/host:metadata", "Task
+ * Environment"), so this reads the index's plane table with the analyses'
+ * own predicate, xs_plane_is_gpu(): the one place fs looks below the public
+ * part, until xspace.h offers a plane query of its own.
+ */
+static void note_gpu(struct fs_ctx *ctx, const char *hpath, const struct fs_prof *p)
+{
+	int gpu = 0;
+
+	for (size_t i = 0; i < p->x->n_planes && !gpu; i++)
+		gpu = xs_plane_is_gpu(&p->x->planes[i]);
+	fs_facts_set_gpu(ctx, hpath, &p->st, gpu);
+}
+
+/*
+ * fs_prof_index() - index @p's profile (store path @hpath) into @p->x
+ * (reason appended to @err), and remember what lookups learn from an index.
  * A local file is indexed, and its stats views computed, on up to
  * PROF_THREADS threads, as xprofs-decode does (the index pass is most of a
  * big view's first-byte time); a gs:// file on one, since its reader
@@ -43,9 +65,10 @@ void fs_prof_close(struct fs_prof *p)
  * would cut it at every switch.
  */
 #define PROF_THREADS 4
-int fs_prof_index(struct fs_ctx *ctx, struct fs_prof *p, struct xprofs_buf *err)
+int fs_prof_index(struct fs_ctx *ctx, const char *hpath, struct fs_prof *p, struct xprofs_buf *err)
 {
 	struct xprofs_xspace_opts xo = {.threads = 1};
+	int r;
 
 	if (fs_store_is_local(ctx)) {
 		long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
@@ -53,7 +76,10 @@ int fs_prof_index(struct fs_ctx *ctx, struct fs_prof *p, struct xprofs_buf *err)
 		xo.threads = ncpu < 1 ? 1 : ncpu > PROF_THREADS ? PROF_THREADS : (unsigned)ncpu;
 	}
 	FS_CNT(ctx, profile_indexes);
-	return xprofs_xspace_open_opts(p->r, &xo, err, &p->x);
+	r = xprofs_xspace_open_opts(p->r, &xo, err, &p->x);
+	if (r == 0)
+		note_gpu(ctx, hpath, p);
+	return r;
 }
 
 /*
@@ -76,7 +102,7 @@ int fs_prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct fs_p
 	if (r == 0)
 		r = xprofs_store_reader_as_reader(p->f, p->r);
 	if (r == 0 && decode)
-		r = fs_prof_index(ctx, p, err);
+		r = fs_prof_index(ctx, hpath, p, err);
 	if (r < 0)
 		fs_prof_close(p);
 	return r;
@@ -161,6 +187,7 @@ bool fs_prof_take(struct fs_ctx *ctx, const char *hpath, const struct xprofs_sto
 	FS_CNT(ctx, index_reuses);
 	*p = hit->p;
 	free(hit);
+	note_gpu(ctx, hpath, p); /* again: the facts' slot may have gone to another profile */
 	return true;
 }
 
@@ -263,6 +290,7 @@ static int tracks_get(struct fs_ctx *ctx, const char *hpath, const struct xprofs
 		tracks_free(&nt);
 		return r;
 	}
+	fs_error_clear(ctx, hpath, st, FS_NAME_PLANES);
 	nt.key = key;
 	pthread_mutex_lock(&v->lock);
 	for (i = 1; i < FS_TRACKS; i++)
@@ -285,21 +313,36 @@ int fs_tracks_get(struct fs_ctx *ctx, const struct fs_target *t, struct fs_track
 	return r < 0 ? r : tracks_get(ctx, hp, &t->host->st, out);
 }
 
+/*
+ * fs_steps_count() - the step count is remembered per profile version
+ * (memo.c's facts): lookups of steps/<n> ask it each time, and counting
+ * costs an index (kept, see above) plus a walk of the step lines.
+ */
 int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n)
 {
 	struct xprofs_step_window *w = NULL;
 	char hp[XPROFS_PATH_MAX + 1];
 	struct xprofs_buf err;
+	struct fs_facts f;
 	struct fs_prof p;
 	int r;
 
 	*n = 0;
 	if ((r = fs_host_path(t, hp, sizeof(hp))) < 0)
 		return r;
+	fs_facts_get(ctx, hp, &t->host->st, &f);
+	if (f.steps_known) {
+		*n = f.steps;
+		return 0;
+	}
 	xprofs_buf_init(&err, 4096);
 	r = fs_prof_take(ctx, hp, &t->host->st, &p) ? 0 : fs_prof_open(ctx, hp, true, &p, &err);
 	if (r == 0) {
 		r = xprofs_decode_steps(p.x, &w, n, &err);
+		if (r == 0) { /* the open file's version: the index's may be older */
+			fs_facts_set_steps(ctx, hp, &p.st, *n);
+			fs_error_clear(ctx, hp, &p.st, FS_NAME_STEPS);
+		}
 		fs_prof_keep(ctx, hp, &p);
 	}
 	if (r < 0) {
@@ -310,6 +353,36 @@ int fs_steps_count(struct fs_ctx *ctx, const struct fs_target *t, size_t *n)
 	free(w);
 	xprofs_buf_deinit(&err);
 	return r;
+}
+
+int fs_step_check(struct fs_ctx *ctx, const struct fs_target *t)
+{
+	char hp[XPROFS_PATH_MAX + 1];
+	size_t n;
+	int r;
+
+	if (t->slice != FS_SLICE_STEP)
+		return 0;
+	r = fs_steps_count(ctx, t, &n);
+	if (r < 0 || t->step < n)
+		return r;
+	if (fs_host_path(t, hp, sizeof(hp)) == 0)
+		fs_refused(ctx,
+			   "%s: no such slice: " FS_NAME_STEPS "/%" PRIu32
+			   ": the profile has %zu steps",
+			   hp, t->step, n);
+	return -ENOENT;
+}
+
+bool fs_host_lacks_gpu(struct fs_ctx *ctx, const struct fs_target *t)
+{
+	char hp[XPROFS_PATH_MAX + 1];
+	struct fs_facts f;
+
+	if (fs_host_path(t, hp, sizeof(hp)) < 0)
+		return false;
+	fs_facts_get(ctx, hp, &t->host->st, &f);
+	return f.gpu == 0;
 }
 
 void fs_profiles_free(struct fs_views *v)

@@ -42,7 +42,8 @@ static void sess_profs_close(struct sess_profs *s)
 /*
  * sess_profs_open() - open and index every host of session @sess of run
  * @node (both borrowed from the index); a host that fails is noted in its
- * errors file under @what and left NULL. Close with sess_profs_close().
+ * errors file under @what (one that opens clears that note) and left NULL.
+ * Close with sess_profs_close().
  */
 static int sess_profs_open(struct fs_ctx *ctx, const struct fs_run_node *node,
 			   const struct fs_session *sess, const char *what, struct sess_profs *s)
@@ -72,6 +73,8 @@ static int sess_profs_open(struct fs_ctx *ctx, const struct fs_run_node *node,
 				s->errs[i] = strdup(strerror(-r));
 			fs_error_note(ctx, p, &sess->hosts[i].st, what,
 				      s->errs[i] ? s->errs[i] : "?");
+		} else {
+			fs_error_clear(ctx, p, &sess->hosts[i].st, what);
 		}
 		s->xs[i] = s->ps[i].x;
 		xprofs_buf_deinit(&e);

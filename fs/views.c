@@ -100,6 +100,49 @@ static void slice_name(const struct fs_target *t, char *buf, size_t n)
 	snprintf(buf, n, FS_NAME_WINDOW "/%s-%sps", a, b);
 }
 
+/* us_str() - @ps as the microseconds of a window name: "<int>[.<frac>]", no trailing zeros. */
+static void us_str(xprofs_ps128 ps, char *buf, size_t n)
+{
+	char i[48];
+	unsigned frac = (unsigned)(ps % 1000000);
+	int k;
+
+	ps_str(ps / 1000000, i, sizeof(i));
+	if (!frac) {
+		snprintf(buf, n, "%s", i);
+		return;
+	}
+	k = snprintf(buf, n, "%s.%06u", i, frac);
+	while (k > 0 && (size_t)k < n && buf[k - 1] == '0')
+		buf[--k] = '\0';
+}
+
+/*
+ * file_what() - what generated file @t is called in its host's errors file:
+ * its path below the host dir ("summary.json", "steps/3/trace.json",
+ * "window/1.5-2/trace.json" with the window in its shortest name,
+ * "planes/<plane>/<line>"), or the session file's name.
+ */
+static void file_what(const struct fs_target *t, char *buf, size_t n)
+{
+	char a[64], b[64];
+
+	if (fs_kind_session_file(t->kind))
+		snprintf(buf, n, "%s", fs_session_file_name(t));
+	else if (t->kind == FS_K_TRACK)
+		snprintf(buf, n, FS_NAME_PLANES "/%s/%s", t->plane, t->line);
+	else if (t->slice == FS_SLICE_STEP)
+		snprintf(buf, n, FS_NAME_STEPS "/%" PRIu32 "/%s", t->step,
+			 xprofs_decode_view_name(t->view));
+	else if (t->slice == FS_SLICE_WINDOW) {
+		us_str(t->from_ps, a, sizeof(a));
+		us_str(t->to_ps, b, sizeof(b));
+		snprintf(buf, n, FS_NAME_WINDOW "/%s-%s/%s", a, b,
+			 xprofs_decode_view_name(t->view));
+	} else
+		snprintf(buf, n, "%s", xprofs_decode_view_name(t->view));
+}
+
 /* key_add_slice() - which slice of the view: the cache key's last part. */
 static int key_add_slice(struct xprofs_buf *k, const struct fs_target *t)
 {
@@ -221,21 +264,22 @@ static int slice_window(const struct fs_target *t, struct xprofs_xspace *x,
 }
 
 /*
- * render() - generated file @t from open profile @p (host views) into @out.
- * @host is the host's name (trace.json names its processes after it); the
+ * render() - generated file @t from open profile @p (host views, of store
+ * path @hpath) into @out. @host is the host's name (trace.json names its processes after it); the
  * render runs on a live.c thread, so it is the job's own copy, never the
  * index's t->host->name, which an index rebuild frees meanwhile. Borrows
  * everything; @p->x is set if it was not (freed by fs_prof_close()), so a second
  * render of the same open profile does not index it again.
  */
 static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *host,
-		  struct fs_prof *p, const struct xprofs_sink *out, struct xprofs_buf *err)
+		  const char *hpath, struct fs_prof *p, const struct xprofs_sink *out,
+		  struct xprofs_buf *err)
 {
 	int r, i;
 
 	if (fs_kind_session_file(t->kind))
 		return fs_session_render(ctx, t, out, err);
-	if (!p->x && (r = fs_prof_index(ctx, p, err)) < 0)
+	if (!p->x && (r = fs_prof_index(ctx, hpath, p, err)) < 0)
 		return r;
 	if (t->kind == FS_K_VIEW) { /* trace.json names its processes after the host */
 		/* parts made ahead on other threads wait where temporary renders go (-o tmp_dir) */
@@ -326,27 +370,31 @@ static int job_render(void *arg, const struct xprofs_sink *out, struct xprofs_bu
 		fs_prof_close(&j->p);
 		j->p = kept;
 	}
-	return render(j->ctx, &j->t, j->host, &j->p, out, err);
+	return render(j->ctx, &j->t, j->host, j->hpath, &j->p, out, err);
 }
 
+/*
+ * job_done() - the errors file says what fails now: a failure notes why, a
+ * success removes the file's earlier note.
+ */
 static void job_done(void *arg, int r, uint64_t size, const struct xprofs_buf *err)
 {
 	struct view_job *j = arg;
 	const struct fs_target *t = &j->t;
+	const char *hp = j->hpath[0] ? j->hpath : t->session->name;
+	const struct xprofs_store_stat *st = j->hpath[0] ? &j->p.st : NULL;
+	char what[2 * XPROFS_NAME_MAX + 64];
 
+	file_what(t, what, sizeof(what));
 	if (r == 0) {
 		fs_size_store(j->ctx, j->hash, size);
+		fs_error_clear(j->ctx, hp, st, what);
 		return;
 	}
 	if (r == -ENOENT && t->kind == FS_K_VIEW && t->view == XPROFS_VIEW_KERNELS)
 		return; /* no GPU planes: kernels.json does not exist, not an error */
 	FS_CNT(j->ctx, render_errors);
-	fs_error_note(j->ctx, j->hpath[0] ? j->hpath : t->session->name,
-		      j->hpath[0] ? &j->p.st : NULL,
-		      t->kind == FS_K_VIEW    ? xprofs_decode_view_name(t->view)
-		      : t->kind == FS_K_TRACK ? "track"
-					      : fs_session_file_name(t),
-		      err->data ? err->data : strerror(-r));
+	fs_error_note(j->ctx, hp, st, what, err->data ? err->data : strerror(-r));
 }
 
 static void job_free(void *arg)
@@ -444,6 +492,16 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct fs_
 	return fs_live_attach(L, fh);
 }
 
+/* view_made() - @t (@id; host version @st) is served from the cache: not failing now. */
+static void view_made(struct fs_ctx *ctx, const struct fs_target *t, const struct view_id *id,
+		      const struct xprofs_store_stat *st)
+{
+	char what[2 * XPROFS_NAME_MAX + 64];
+
+	file_what(t, what, sizeof(what));
+	fs_error_clear(ctx, id->hpath[0] ? id->hpath : t->session->name, st, what);
+}
+
 /*
  * view_open() - a cache hit, else render (once across concurrent opens) on a
  * render thread straight into the cache (live.c), serving what is done while
@@ -480,6 +538,7 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 		if (ctx->cache &&
 		    xprofs_cache_reader_open(ctx->cache, id.key.data, id.key.len, &e) == 0) {
 			FS_CNT(ctx, view_hits);
+			view_made(ctx, t, &id, p.f ? &p.st : NULL);
 			fh->kind = FS_FH_CACHE;
 			fh->ce = e;
 			fh->size = xprofs_cache_reader_size(e);

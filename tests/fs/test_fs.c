@@ -275,6 +275,50 @@ static void test_classify_slices(void **state)
 	}
 }
 
+/* Why a slice name is refused (the daemon logs it): each reason names the part at fault. */
+static void test_bad_name_why(void **state)
+{
+	static const struct {
+		const char *name, *why;
+	} cases[] = {
+		{"window/abc", "\"abc\" has no '-' between <from> and <to>"},
+		{"window/2000-1000", "<from> 2000 is not before <to> 1000"},
+		{"window/5-5", "<from> 5 is not before <to> 5"},
+		{"window/1e6-2e6", "<from> \"1e6\" is not a time"},
+		{"window/1-2e6", "<to> \"2e6\" is not a time"},
+		{"window/-1", "<from> \"\" is not a time"},
+		{"window/1-2-3", "<to> \"2-3\" is not a time"},
+		{"window/1.1234567-2", "<from> \"1.1234567\" is not a time"},
+		{"window/123456789012345678901-123456789012345678902", "<from> \"1234"},
+		{"window/0-99999999999999999999999999999999999999999999999999999999999999999",
+		 "is longer than 64 bytes"},
+		{"steps/01", "\"01\" is not a step"},
+		{"steps/1048576", "\"1048576\" is not a step"},
+	};
+	struct fs_index *idx = *state;
+	char p[256], why[512];
+	struct fs_target t;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		snprintf(p, sizeof(p), "/runs/tpu/2025_01_01/host2/%s", cases[i].name);
+		assert_int_equal(fs_path_classify(idx, p, &t), -ENOENT);
+		assert_non_null(t.bad);
+		fs_bad_name_why(&t, why, sizeof(why));
+		if (!strstr(why, cases[i].why))
+			fail_msg("%s: \"%s\" lacks \"%s\"", cases[i].name, why, cases[i].why);
+		/* every window reason recalls the syntax */
+		if (!strncmp(cases[i].name, "window/", 7) &&
+		    !strstr(why, "<from>-<to>: microseconds"))
+			fail_msg("%s: no syntax in \"%s\"", cases[i].name, why);
+	}
+	/* not a slice name: nothing to explain */
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/steps/0/ops.json", &t),
+			 -ENOENT);
+	assert_null(t.bad);
+	assert_int_equal(fs_path_classify(idx, "/runs/tpu/2025_01_01/host2/nope", &t), -ENOENT);
+	assert_null(t.bad);
+}
+
 static void test_store_path_and_names(void **state)
 {
 	char buf[64], small[8];
@@ -415,6 +459,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_index_shape, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_classify, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_classify_slices, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bad_name_why, setup, teardown),
 		cmocka_unit_test(test_store_path_and_names),
 		cmocka_unit_test(test_index_refcount_and_errors),
 		cmocka_unit_test(test_session_perms),

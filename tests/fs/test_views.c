@@ -143,16 +143,31 @@ static void test_single_flight_full(void **state)
 		fs_render_end(ctx, k);
 }
 
+/*
+ * snapshot() - the errors file of @h at @st is @want: its lines without
+ * their times ("<what>: <reason>\n" each), every time a UTC ISO 8601 one.
+ */
 static void snapshot(struct fs_ctx *ctx, const char *h, const struct xprofs_store_stat *st,
 		     const char *want)
 {
-	struct xprofs_buf b;
+	struct xprofs_buf b, got;
+	const char *l, *nl;
 
 	xprofs_buf_init(&b, FS_MEM_MAX);
+	xprofs_buf_init(&got, FS_MEM_MAX);
 	assert_int_equal(fs_errors_snapshot(ctx, h, st, &b), 0);
-	assert_int_equal(b.len, strlen(want));
-	if (b.len)
-		assert_string_equal(b.data, want);
+	for (l = b.data; l && l < b.data + b.len; l = nl + 1) {
+		nl = memchr(l, '\n', (size_t)(b.data + b.len - l));
+		assert_non_null(nl);
+		/* "YYYY-MM-DDTHH:MM:SSZ " */
+		assert_true(nl - l > 21 && l[4] == '-' && l[10] == 'T' && l[19] == 'Z' &&
+			    l[20] == ' ');
+		assert_int_equal(xprofs_buf_add(&got, l + 21, (size_t)(nl + 1 - (l + 21))), 0);
+	}
+	assert_int_equal(got.len, strlen(want));
+	if (got.len)
+		assert_memory_equal(got.data, want, got.len);
+	xprofs_buf_deinit(&got);
 	xprofs_buf_deinit(&b);
 }
 
@@ -164,7 +179,7 @@ static void test_error_notes(void **state)
 				       .mtime_ns = 1000,
 				       .generation = 1},
 				 v2 = v1;
-	char host[64], big[FS_ERRMAX];
+	char host[64], big[FS_ERRMAX], what[16];
 
 	v2.generation = 2;
 	snapshot(ctx, "h", &v1, "");
@@ -172,24 +187,93 @@ static void test_error_notes(void **state)
 	fs_error_note(ctx, "h", &v1, "ops.json", "bad varint");
 	snapshot(ctx, "h", &v1, "trace.json: bad varint\nops.json: bad varint\n");
 	snapshot(ctx, "other", &v1, "");
-	/* another version of the profile: the old text is not shown, then dropped */
+	/* failing again: one entry per file, with its latest reason, in place */
+	fs_error_note(ctx, "h", &v1, "trace.json", "truncated\nat 12");
+	snapshot(ctx, "h", &v1, "trace.json: truncated at 12\nops.json: bad varint\n");
+	/* made now: the entry goes; of another version or file: nothing changes */
+	fs_error_clear(ctx, "h", &v2, "ops.json");
+	fs_error_clear(ctx, "h", &v1, "summary.json");
+	fs_error_clear(ctx, "other", &v1, "ops.json");
+	snapshot(ctx, "h", &v1, "trace.json: truncated at 12\nops.json: bad varint\n");
+	fs_error_clear(ctx, "h", &v1, "ops.json");
+	snapshot(ctx, "h", &v1, "trace.json: truncated at 12\n");
+	fs_error_clear(ctx, "h", &v1, "trace.json");
+	snapshot(ctx, "h", &v1, "");
+	fs_error_note(ctx, "h", &v1, "steps/3/trace.json", "x");
+	/* another version of the profile: the old entries are not shown, then dropped */
 	snapshot(ctx, "h", &v2, "");
 	fs_error_note(ctx, "h", &v2, "summary.json", "truncated");
 	snapshot(ctx, "h", &v2, "summary.json: truncated\n");
 	snapshot(ctx, "h", &v1, "");
-	/* over half the cap: the next note starts the text again */
-	memset(big, 'x', FS_ERRMAX / 2);
-	big[FS_ERRMAX / 2] = '\0';
-	fs_error_note(ctx, "h", &v2, "a", big);
-	fs_error_note(ctx, "h", &v2, "b", "c");
-	snapshot(ctx, "h", &v2, "b: c\n");
+	/* a long reason is cut; past FS_ERRMAX bytes, the oldest entries go */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	for (int i = 0; i < 9; i++) {
+		snprintf(what, sizeof(what), "v%d", i);
+		fs_error_note(ctx, "h", &v2, what, big);
+	}
+	{
+		struct xprofs_buf b;
+
+		xprofs_buf_init(&b, FS_MEM_MAX);
+		assert_int_equal(fs_errors_snapshot(ctx, "h", &v2, &b), 0);
+		assert_true(b.len <= FS_ERRMAX + 8 * 32);
+		assert_null(strstr(b.data, "summary.json"));
+		assert_null(strstr(b.data, " v0: "));
+		assert_non_null(strstr(b.data, " v8: xxx"));
+		xprofs_buf_deinit(&b);
+	}
+	/* at most FS_ERRENTS entries: the oldest go */
+	for (int i = 0; i < FS_ERRENTS + 1; i++) {
+		snprintf(what, sizeof(what), "e%d", i);
+		fs_error_note(ctx, "h", &v1, what, "r");
+	}
+	{
+		struct xprofs_buf b;
+
+		xprofs_buf_init(&b, FS_MEM_MAX);
+		assert_int_equal(fs_errors_snapshot(ctx, "h", &v1, &b), 0);
+		assert_null(strstr(b.data, " e0: "));
+		assert_non_null(strstr(b.data, " e1: r\n"));
+		assert_non_null(strstr(b.data, " e64: r\n"));
+		xprofs_buf_deinit(&b);
+	}
 	/* FS_ERRHOSTS hosts later, "h" has been evicted */
 	for (int i = 0; i < FS_ERRHOSTS; i++) {
 		snprintf(host, sizeof(host), "host%d", i);
 		fs_error_note(ctx, host, &v1, "x", "y");
 	}
-	snapshot(ctx, "h", &v2, "");
+	snapshot(ctx, "h", &v1, "");
 	snapshot(ctx, "host255", &v1, "x: y\n");
+}
+
+/* Facts: per profile version; a version sharing the slot replaces them. */
+static void test_facts(void **state)
+{
+	struct fs_ctx *ctx = &((struct fixture *)*state)->ctx;
+	struct xprofs_store_stat v1 = {.type = XPROFS_STORE_FILE, .size = 10, .generation = 1},
+				 v2 = v1;
+	struct fs_facts f;
+
+	v2.generation = 2;
+	fs_facts_get(ctx, "h", &v1, &f);
+	assert_int_equal(f.gpu, -1);
+	assert_false(f.steps_known);
+	fs_facts_set_gpu(ctx, "h", &v1, 0);
+	fs_facts_set_steps(ctx, "h", &v1, 7);
+	fs_facts_get(ctx, "h", &v1, &f);
+	assert_int_equal(f.gpu, 0);
+	assert_true(f.steps_known);
+	assert_int_equal(f.steps, 7);
+	fs_facts_get(ctx, "h", &v2, &f); /* another version knows nothing */
+	assert_int_equal(f.gpu, -1);
+	assert_false(f.steps_known);
+	fs_facts_get(ctx, "g", &v1, &f); /* nor another host */
+	assert_int_equal(f.gpu, -1);
+	fs_facts_set_gpu(ctx, "h", &v1, 1);
+	fs_facts_get(ctx, "h", &v1, &f); /* the steps stay */
+	assert_int_equal(f.gpu, 1);
+	assert_int_equal(f.steps, 7);
 }
 
 static void test_session_summary_open(void **state)
@@ -242,7 +326,7 @@ static void test_session_summary_open(void **state)
 
 int main(void)
 {
-	return XT_RUN_FIXTURE_TESTS(setup, teardown, test_sizes, test_single_flight,
+	return XT_RUN_FIXTURE_TESTS(setup, teardown, test_sizes, test_facts, test_single_flight,
 				    test_single_flight_full, test_error_notes,
 				    test_session_summary_open);
 }
