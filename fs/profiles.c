@@ -39,20 +39,11 @@ void fs_prof_close(struct fs_prof *p)
 
 /*
  * note_gpu() - remember whether indexed profile @p (of @hpath) has a GPU
- * plane: kernels.json exists exactly then (stats/view-kernels.c). The
- * public part of xspace.h lists planes only through their lines (tracks),
- * and real profiles have planes without lines ("/host:metadata", "Task
- * Environment"), so this reads the index's plane table with the analyses'
- * own predicate, xs_plane_is_gpu(): the one place fs looks below the public
- * part, until xspace.h offers a plane query of its own.
+ * plane: kernels.json exists exactly then (stats/view-kernels.c).
  */
 static void note_gpu(struct fs_ctx *ctx, const char *hpath, const struct fs_prof *p)
 {
-	int gpu = 0;
-
-	for (size_t i = 0; i < p->x->n_planes && !gpu; i++)
-		gpu = xs_plane_is_gpu(&p->x->planes[i]);
-	fs_facts_set_gpu(ctx, hpath, &p->st, gpu);
+	fs_facts_set_gpu(ctx, hpath, &p->st, xprofs_xspace_has_gpu(p->x));
 }
 
 /*

@@ -335,6 +335,14 @@ int xprofs_xspace_open(const struct xprofs_reader *r, struct xprofs_buf *err,
 	return xprofs_xspace_open_opts(r, NULL, err, out);
 }
 
+bool xprofs_xspace_has_gpu(const struct xprofs_xspace *x)
+{
+	for (size_t i = 0; x && i < x->n_planes; i++)
+		if (xs_plane_is_gpu(&x->planes[i]))
+			return true;
+	return false;
+}
+
 int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t)
 {
 	if (!x || !t)

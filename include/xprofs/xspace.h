@@ -90,6 +90,11 @@ int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_x
 struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x);
 
 int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t);
+/**
+ * xprofs_xspace_has_gpu() - whether the profile has a "/device:GPU:" plane
+ * (with or without lines): GPU-only views (kernels.json) exist exactly then.
+ */
+bool xprofs_xspace_has_gpu(const struct xprofs_xspace *x);
 
 /*
  * Picoseconds in trace.json's base: line timestamp_ns * 1000 + offset_ps,
