@@ -227,6 +227,19 @@ static void test_table_hash(void **state)
 	assert_true(xprofs_table_hash(0, "abc", 3) != xprofs_table_hash(1, "abc", 3));
 	assert_true(xprofs_table_hash(0, "", 0) != xprofs_table_hash(0, "\0", 1));
 	assert_true(xprofs_table_hash(0, "\0", 1) != xprofs_table_hash(0, "\0\0", 2));
+	/* every byte of every length counts (the last 1 to 8 bytes are read specially) */
+	memset(big, 'x', sizeof(big));
+	for (size_t n = 1; n <= 24; n++)
+		for (size_t i = 0; i < n; i++) {
+			uint64_t h0 = xprofs_table_hash(0, big, n), h1;
+
+			big[i] = 'y';
+			h1 = xprofs_table_hash(0, big, n);
+			big[i] = 'x';
+			if (h0 == h1)
+				fail_msg("byte %zu of a %zu-byte key left the hash as it was", i,
+					 n);
+		}
 	/* one flipped bit anywhere in a long key changes about half the hash's bits */
 	memset(big, 'x', sizeof(big));
 	for (size_t i = 0; i < sizeof(big); i++) {
