@@ -31,74 +31,53 @@ static void opmap_free(struct opmap *m)
 		free(m->ops[i].program);
 	}
 	free(m->ops);
-	free(m->slot);
+	xprofs_table_free(m->tab);
 	memset(m, 0, sizeof(*m));
 	m->other = -1;
 }
 
-static int opmap_rehash(struct opmap *m, size_t nslot)
+/* An xprofs_table_eq_fn: op @idx of the opmap @ctx is named @key. */
+static bool op_name_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	uint32_t *s = calloc(nslot, sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->n; i++) {
-		size_t h =
-			(size_t)xprofs_hash64(m->ops[i].name, strlen(m->ops[i].name)) & (nslot - 1);
-
-		while (s[h])
-			h = (h + 1) & (nslot - 1);
-		s[h] = (uint32_t)(i + 1);
-	}
-	free(m->slot);
-	m->slot = s;
-	m->nslot = nslot;
-	return 0;
+	return !strcmp(((const struct opmap *)ctx)->ops[idx].name, key);
 }
 
 /* Index of the op named @name (borrowed; duplicated on insert). */
 static int64_t opmap_get(struct opmap *m, const char *name, const char *category)
 {
-	size_t h;
+	uint64_t h = xprofs_table_hash(0, name, strlen(name));
 	struct op *op;
+	uint32_t i;
 	int r;
 
-	if (!m->slot && opmap_rehash(m, 1024) < 0)
-		return -ENOMEM;
-	h = (size_t)xprofs_hash64(name, strlen(name)) & (m->nslot - 1);
-	while (m->slot[h]) {
-		if (!strcmp(m->ops[m->slot[h] - 1].name, name))
-			return m->slot[h] - 1;
-		h = (h + 1) & (m->nslot - 1);
-	}
+	if (xprofs_table_find(m->tab, h, op_name_eq, m, name, &i) == 0)
+		return i;
 	if (m->n >= OPS_MAX) {
 		if (m->other >= 0)
 			return m->other;
 		name = "(other)";
 		category = "";
+		h = xprofs_table_hash(0, name, strlen(name));
 	}
+	if (!m->tab && (r = xprofs_table_new(OPS_MAX + 1, &m->tab)) < 0) /* + 1: "(other)" */
+		return r;
 	if ((r = xprofs_grow(&m->ops, &m->cap, m->n, sizeof(*m->ops), 256)) < 0)
 		return r;
 	op = &m->ops[m->n];
 	memset(op, 0, sizeof(*op));
 	op->name = strdup(name);
 	op->category = strdup(category ? category : "");
-	if (!op->name || !op->category) {
+	r = op->name && op->category ? xprofs_table_add(m->tab, h, (uint32_t)m->n) : -ENOMEM;
+	if (r < 0) {
 		free(op->name);
 		free(op->category);
-		return -ENOMEM;
+		return r;
 	}
 	op->min = INT64_MAX;
 	op->max = INT64_MIN;
 	m->n++;
 	if (m->n >= OPS_MAX)
 		m->other = (int64_t)m->n - 1;
-	if (m->n * 2 > m->nslot) {
-		if (opmap_rehash(m, m->nslot * 2) < 0)
-			return -ENOMEM;
-	} else {
-		m->slot[h] = (uint32_t)m->n;
-	}
 	return (int64_t)m->n - 1;
 }
 
@@ -207,7 +186,19 @@ static void progmap_free(struct progmap *pm)
 		free(pm->name[i]);
 	free(pm->id);
 	free(pm->name);
+	xprofs_table_free(pm->tab);
 	memset(pm, 0, sizeof(*pm));
+}
+
+/* An xprofs_table_eq_fn: program @idx of the progmap @ctx has the id *@key. */
+static bool prog_id_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct progmap *)ctx)->id[idx] == *(const uint64_t *)key;
+}
+
+static uint64_t prog_hash(uint64_t id)
+{
+	return xprofs_table_hash(0, &id, sizeof(id));
 }
 
 /* prog_event() - a xs_event_fn: an "XLA Modules" event "<module>(<id>)" names program <id>. */
@@ -215,8 +206,9 @@ static int prog_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_ev
 {
 	struct progmap *pm = arg;
 	const char *open = md->name_len ? memrchr(md->name, '(', md->name_len) : NULL;
-	uint64_t id = 0;
+	uint64_t id = 0, h;
 	size_t cap;
+	uint32_t i;
 	int r;
 
 	(void)rc;
@@ -231,25 +223,32 @@ static int prog_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_ev
 			return 0;
 		id = id * 10 + dgt;
 	}
-	for (size_t i = 0; i < pm->n; i++) /* few modules; keep the first name of an id */
-		if (pm->id[i] == id)
-			return 0;
+	h = prog_hash(id);
+	if (xprofs_table_find(pm->tab, h, prog_id_eq, pm, &id, &i) == 0)
+		return 0; /* keep the first name of an id */
+	if (!pm->tab && (r = xprofs_table_new(PROGS_MAX, &pm->tab)) < 0)
+		return r;
 	cap = pm->cap;
 	if ((r = xprofs_grow(&pm->id, &cap, pm->n, sizeof(*pm->id), 16)) < 0 ||
 	    (r = xprofs_grow(&pm->name, &pm->cap, pm->n, sizeof(*pm->name), 16)) < 0)
 		return r;
 	if (!(pm->name[pm->n] = strndup(md->name, md->name_len)))
 		return -ENOMEM;
-	pm->id[pm->n++] = id;
+	pm->id[pm->n] = id;
+	if ((r = xprofs_table_add(pm->tab, h, (uint32_t)pm->n)) < 0) {
+		free(pm->name[pm->n]);
+		return r;
+	}
+	pm->n++;
 	return 0;
 }
 
 static const char *progmap_find(const struct progmap *pm, uint64_t id)
 {
-	for (size_t i = 0; i < pm->n; i++)
-		if (pm->id[i] == id)
-			return pm->name[i];
-	return NULL;
+	uint32_t i;
+
+	return xprofs_table_find(pm->tab, prog_hash(id), prog_id_eq, pm, &id, &i) == 0 ? pm->name[i]
+										       : NULL;
 }
 
 /*
@@ -427,7 +426,7 @@ void stats_ops_free(struct stats_ops *d)
 
 int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 {
-	if (!dst->m.slot)
+	if (!dst->m.tab)
 		dst->m.other = -1;
 	for (size_t i = 0; i < src->m.n; i++) {
 		const struct op *a = &src->m.ops[i];

@@ -78,9 +78,8 @@ struct op {
 struct opmap {
 	struct op *ops; /* owned */
 	size_t n, cap;
-	uint32_t *slot; /* 1 + op index, 0 empty */
-	size_t nslot;
-	int64_t other; /* index of "(other)" or -1 */
+	struct xprofs_table *tab; /* name -> index in ops[]; NULL until the first op */
+	int64_t other;            /* index of "(other)" or -1 */
 };
 
 /* A plane's XLA programs: program_id -> the "XLA Modules" event named "<module>(<id>)". */
@@ -88,7 +87,7 @@ struct progmap {
 	uint64_t *id;
 	char **name; /* owned */
 	size_t n, cap;
-	bool sorted;
+	struct xprofs_table *tab; /* id -> index; NULL until the first program */
 };
 
 /* One plane's ops (stats_ops_plane()). */

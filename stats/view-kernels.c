@@ -49,8 +49,7 @@ struct kcache {
 struct kmap {
 	struct kernel *k; /* owned */
 	size_t n, cap;
-	uint32_t *slot; /* 1 + index, 0 empty */
-	size_t nslot;
+	struct xprofs_table *tab; /* key -> index in k[]; NULL until the first key */
 	bool full;
 	bool sat;          /* a total saturated: merging per-plane maps could differ */
 	struct kcache *kc; /* owned, KC_SIZE entries; NULL: no cache */
@@ -188,40 +187,24 @@ static void parse_details(const char *s, struct kernel *k)
 
 static uint64_t khash(const struct kernel *k)
 {
-	uint64_t h = xprofs_hash64(k->name, strlen(k->name)) ^
-		     (xprofs_hash64(k->op, strlen(k->op)) * 31);
+	uint64_t h = xprofs_table_hash(0, k->name, strlen(k->name));
 	/* tc_used / tc_eligible follow from name / op: not hashed */
 	uint32_t v[9] = {k->grid[0],  k->grid[1], k->grid[2], k->block[0], k->block[1],
 			 k->block[2], k->regs,    k->sshm,    k->dshm};
 
-	return h ^ xprofs_hash64(v, sizeof(v));
+	h = xprofs_table_hash(h, k->op, strlen(k->op));
+	return xprofs_table_hash(h, v, sizeof(v));
 }
 
-static bool ksame(const struct kernel *a, const struct kernel *b)
+/* An xprofs_table_eq_fn: key @idx of the kmap @ctx is the struct kernel @key's. */
+static bool ksame(const void *ctx, uint32_t idx, const void *key)
 {
+	const struct kernel *a = &((const struct kmap *)ctx)->k[idx], *b = key;
+
 	return !memcmp(a->grid, b->grid, sizeof(a->grid)) &&
 	       !memcmp(a->block, b->block, sizeof(a->block)) && a->regs == b->regs &&
 	       a->sshm == b->sshm && a->dshm == b->dshm && !strcmp(a->name, b->name) &&
 	       !strcmp(a->op, b->op);
-}
-
-static int kmap_rehash(struct kmap *m, size_t nslot)
-{
-	uint32_t *s = calloc(nslot, sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 0; i < m->n; i++) {
-		size_t h = (size_t)khash(&m->k[i]) & (nslot - 1);
-
-		while (s[h])
-			h = (h + 1) & (nslot - 1);
-		s[h] = (uint32_t)(i + 1);
-	}
-	free(m->slot);
-	m->slot = s;
-	m->nslot = nslot;
-	return 0;
 }
 
 /* kmap_count() - one more launch of key @e lasting @dur. */
@@ -243,24 +226,22 @@ static void kmap_count(struct kmap *m, struct kernel *e, int64_t dur)
  */
 static int kmap_get(struct kmap *m, const struct kernel *k, struct kernel **out)
 {
+	uint64_t h = khash(k);
 	struct kernel *e;
-	size_t h;
+	uint32_t i;
 	int r;
 
 	*out = NULL;
-	if (!m->slot && (r = kmap_rehash(m, 1024)) < 0)
-		return r;
-	h = (size_t)khash(k) & (m->nslot - 1);
-	while (m->slot[h] && !ksame(&m->k[m->slot[h] - 1], k))
-		h = (h + 1) & (m->nslot - 1);
-	if (m->slot[h]) {
-		*out = &m->k[m->slot[h] - 1];
+	if (xprofs_table_find(m->tab, h, ksame, m, k, &i) == 0) {
+		*out = &m->k[i];
 		return 0;
 	}
 	if (m->n >= KERNELS_MAX) {
 		m->full = true;
 		return 0;
 	}
+	if (!m->tab && (r = xprofs_table_new(KERNELS_MAX, &m->tab)) < 0)
+		return r;
 	if ((r = xprofs_grow(&m->k, &m->cap, m->n, sizeof(*m->k), 256)) < 0)
 		return r;
 	e = &m->k[m->n];
@@ -269,19 +250,17 @@ static int kmap_get(struct kmap *m, const struct kernel *k, struct kernel **out)
 	e->tc_eligible = tc_eligible(k->op);
 	e->name = strdup(k->name);
 	e->op = strdup(k->op);
-	if (!e->name || !e->op) {
+	r = e->name && e->op ? xprofs_table_add(m->tab, h, (uint32_t)m->n) : -ENOMEM;
+	if (r < 0) {
 		free(e->name);
 		free(e->op);
-		return -ENOMEM;
+		return r;
 	}
 	e->occurrences = 0;
 	e->total = 0;
 	e->min = INT64_MAX;
 	e->max = INT64_MIN;
-	m->slot[h] = (uint32_t)++m->n;
-	if (m->n * 2 > m->nslot && (r = kmap_rehash(m, m->nslot * 2)) < 0)
-		return r;
-	*out = &m->k[m->n - 1];
+	*out = &m->k[m->n++];
 	return 0;
 }
 
@@ -336,7 +315,7 @@ static void kmap_free(struct kmap *m)
 		free(m->k[i].op);
 	}
 	free(m->k);
-	free(m->slot);
+	xprofs_table_free(m->tab);
 	free(m->kc);
 	memset(m, 0, sizeof(*m));
 }

@@ -29,10 +29,8 @@
 /* ---- a session op table: ops keyed by (program, name) ------------------ */
 
 struct sdb {
-	struct opmap m; /* ops[] only; m.slot unused (keyed here) */
-	uint32_t *slot; /* 1 + op index, 0 empty */
-	size_t nslot;
-	int64_t other; /* index of "(other)" or -1 */
+	struct opmap m; /* m.tab keyed by (program, name) here, not by name as in view-ops.c */
+	int64_t other;  /* index of "(other)" or -1 */
 	uint64_t planes, events;
 	int64_t total, self;
 	struct stats_plane_facts f; /* peak rates only (no strings) */
@@ -54,42 +52,32 @@ static void sdb_free(struct sdb *d)
 		free(d->m.ops[i].program);
 	}
 	free(d->m.ops);
-	free(d->slot);
+	xprofs_table_free(d->m.tab);
 	sdb_init(d);
 }
 
-static uint64_t key_hash(const char *program, const char *name)
-{
-	uint64_t v[2] = {xprofs_hash64(name, strlen(name)),
-			 program ? xprofs_hash64(program, strlen(program)) : 0};
+/* An op's key in a session table; @program may be NULL (no program), unlike "". */
+struct skey {
+	const char *program, *name;
+};
 
-	return xprofs_hash64(v, sizeof(v));
+static uint64_t key_hash(const struct skey *k)
+{
+	uint64_t h = xprofs_table_hash(0, k->name, strlen(k->name));
+
+	return k->program ? xprofs_table_hash(h, k->program, strlen(k->program)) : h;
 }
 
-static bool key_eq(const struct op *op, const char *program, const char *name)
+/* An xprofs_table_eq_fn: op @idx of the sdb @ctx has the key @key (a struct skey). */
+static bool key_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	if (strcmp(op->name, name))
+	const struct op *op = &((const struct sdb *)ctx)->m.ops[idx];
+	const struct skey *k = key;
+
+	if (strcmp(op->name, k->name))
 		return false;
-	return program && op->program ? !strcmp(program, op->program) : program == op->program;
-}
-
-static int sdb_rehash(struct sdb *d, size_t nslot)
-{
-	uint32_t *s = calloc(nslot, sizeof(*s));
-
-	if (!s)
-		return -ENOMEM;
-	for (size_t i = 0; i < d->m.n; i++) {
-		size_t h = (size_t)key_hash(d->m.ops[i].program, d->m.ops[i].name) & (nslot - 1);
-
-		while (s[h])
-			h = (h + 1) & (nslot - 1);
-		s[h] = (uint32_t)(i + 1);
-	}
-	free(d->slot);
-	d->slot = s;
-	d->nslot = nslot;
-	return 0;
+	return k->program && op->program ? !strcmp(k->program, op->program)
+					 : k->program == op->program;
 }
 
 /*
@@ -99,24 +87,23 @@ static int sdb_rehash(struct sdb *d, size_t nslot)
  */
 static int64_t sdb_get(struct sdb *d, const char *program, const char *name)
 {
+	struct skey k = {program, name};
+	uint64_t h = key_hash(&k);
 	struct op *op;
-	size_t h;
+	uint32_t i;
 	int r;
 
-	if (!d->slot && sdb_rehash(d, 1024) < 0)
-		return -ENOMEM;
-	h = (size_t)key_hash(program, name) & (d->nslot - 1);
-	while (d->slot[h]) {
-		if (key_eq(&d->m.ops[d->slot[h] - 1], program, name))
-			return d->slot[h] - 1;
-		h = (h + 1) & (d->nslot - 1);
-	}
+	if (xprofs_table_find(d->m.tab, h, key_eq, d, &k, &i) == 0)
+		return i;
 	if (d->m.n >= OPS_MAX) {
 		if (d->other >= 0)
 			return d->other;
 		program = NULL;
 		name = "(other)";
+		h = key_hash(&(struct skey){program, name});
 	}
+	if (!d->m.tab && (r = xprofs_table_new(OPS_MAX + 1, &d->m.tab)) < 0) /* + 1: "(other)" */
+		return r;
 	if ((r = xprofs_grow(&d->m.ops, &d->m.cap, d->m.n, sizeof(*d->m.ops), 256)) < 0)
 		return r;
 	op = &d->m.ops[d->m.n];
@@ -125,23 +112,21 @@ static int64_t sdb_get(struct sdb *d, const char *program, const char *name)
 	op->category = strdup("");
 	op->program = program ? strdup(program) : NULL;
 	op->program_tried = true;
-	if (!op->name || !op->category || (program && !op->program)) {
+	if (!op->name || !op->category || (program && !op->program))
+		r = -ENOMEM;
+	else
+		r = xprofs_table_add(d->m.tab, h, (uint32_t)d->m.n);
+	if (r < 0) {
 		free(op->name);
 		free(op->category);
 		free(op->program);
-		return -ENOMEM;
+		return r;
 	}
 	op->min = INT64_MAX;
 	op->max = INT64_MIN;
 	d->m.n++;
 	if (d->m.n >= OPS_MAX)
 		d->other = (int64_t)d->m.n - 1;
-	if (d->m.n * 2 > d->nslot) {
-		if (sdb_rehash(d, d->nslot * 2) < 0)
-			return -ENOMEM;
-	} else {
-		d->slot[h] = (uint32_t)d->m.n;
-	}
 	return (int64_t)d->m.n - 1;
 }
 

@@ -15,7 +15,9 @@
  * copy of those bytes plus its own stats. Iids are unique per trace. Plain
  * numeric stats skip the JSON (trace_pf_event_stat()); the metadata and stat-name
  * entries are found through per-plane caches indexed like the decoder's
- * metadata cache, so the common look-up is one compare.
+ * metadata cache, so the common look-up is one compare. Each table is an
+ * array in the order made, indexed by an xprofs_table (util.h): a cached
+ * index stays valid as the tables grow.
  *
  * Limits: the tables grow with the distinct metadata and stat names used
  * (O(metadata), as the decoder's own metadata cache); the encoded metadata
@@ -34,16 +36,10 @@
 #define STR_INTERN_MIN 4             /* shorter metadata strings are written inline */
 #define BLOBS_MAX ((size_t)32 << 20) /* encoded metadata args kept; past it, per event */
 
-/* A cached table slot: valid while @gen is the table's generation (0: empty). */
-struct trace_pf_slot {
-	uint32_t slot, gen;
-};
-
 #define PF_SEQ_MEMO 4
 
 /* One interned string (an annotation name, a derived event's name or string arg). */
 struct trace_pf_name {
-	uint64_t hash;   /* 0: free */
 	size_t off, len; /* in its table's strs */
 	uint64_t iid;
 	/*
@@ -65,21 +61,25 @@ static bool name_defined(struct trace_pf_name *e, uint32_t seq)
 	return false;
 }
 
-/* A string-keyed interning table: open addressing (a power of two slots), strings back to back. */
+/* A string-keyed interning table: entries in t[], found through @tab; strings back to back. */
 struct trace_pf_strtab {
-	struct trace_pf_name *t;
+	struct trace_pf_name *t; /* owned, in the order made */
 	size_t cap, n;
+	struct xprofs_table *tab; /* string -> index in t[] */
 	struct pbw strs;
 };
 
 /* Derived events' names and string args, each table: at most this many, of at most this many bytes. */
 #define PF_ENAMES_MAX ((size_t)1 << 18)
 #define PF_ENAMES_BYTES ((size_t)32 << 20)
+/* Annotation names: more than PBW_MAX bytes of distinct names can make (about 17 million). */
+#define PF_ANAMES_MAX ((size_t)1 << 25)
 
 struct trace_pf_args {
-	struct trace_pf_md *mds; /* open addressing by key */
+	struct trace_pf_md *mds; /* owned, in the order made */
 	size_t md_cap, n_md;
-	struct trace_pf_strtab nm; /* annotation names; iid from next_ann_iid */
+	struct xprofs_table *md_tab; /* (plane, md) -> index in mds[] */
+	struct trace_pf_strtab nm;   /* annotation names; iid from next_ann_iid */
 	struct trace_pf_strtab
 		en; /* derived events' names (trace_pf_event_name()); iid from next_name_iid */
 	struct trace_pf_strtab
@@ -89,30 +89,29 @@ struct trace_pf_args {
 		def; /* scratch: unescaped key and value, an annotation, an entry */
 	uint64_t next_name_iid, next_ann_iid, next_str_iid;
 	uint64_t iid_step; /* iids go first, first + step, ... (trace_pf_args_new()) */
-	/* per current plane, by metadata index: the table slot of its entry (a cache) */
-	struct trace_pf_slot *ev_slot, *st_slot;
+	/* per current plane, by metadata index: 1 + the index of its entry, 0: none (a cache) */
+	uint32_t *ev_slot, *st_slot;
 	size_t ev_n, st_n, cache_plane;
-	uint32_t md_gen, nm_gen; /* bumped when a table grows (its slots move) */
 };
 
 int trace_pf_args_new(uint64_t first, uint64_t step, struct trace_pf_args **out)
 {
 	struct trace_pf_args *A = calloc(1, sizeof(*A));
 
+	int r;
+
 	*out = NULL;
 	if (!A)
 		return -ENOMEM;
-	A->md_cap = 1024;
-	A->nm.cap = 256;
-	A->mds = calloc(A->md_cap, sizeof(*A->mds));
-	A->nm.t = calloc(A->nm.cap, sizeof(*A->nm.t));
-	if (!A->mds || !A->nm.t) {
+	if ((r = xprofs_table_new(XPROFS_TABLE_MAX, &A->md_tab)) < 0 ||
+	    (r = xprofs_table_new(PF_ANAMES_MAX, &A->nm.tab)) < 0 ||
+	    (r = xprofs_table_new(PF_ENAMES_MAX, &A->en.tab)) < 0 ||
+	    (r = xprofs_table_new(PF_ENAMES_MAX, &A->sv.tab)) < 0) {
 		trace_pf_args_free(A);
-		return -ENOMEM;
+		return r;
 	}
 	A->next_name_iid = A->next_ann_iid = A->next_str_iid = first ? first : 1;
 	A->iid_step = step ? step : 1;
-	A->md_gen = A->nm_gen = 1;
 	A->cache_plane = SIZE_MAX;
 	*out = A;
 	return 0;
@@ -123,11 +122,15 @@ void trace_pf_args_free(struct trace_pf_args *A)
 	if (!A)
 		return;
 	free(A->mds);
+	xprofs_table_free(A->md_tab);
 	free(A->nm.t);
+	xprofs_table_free(A->nm.tab);
 	pbw_free(&A->nm.strs);
 	free(A->en.t);
+	xprofs_table_free(A->en.tab);
 	pbw_free(&A->en.strs);
 	free(A->sv.t);
+	xprofs_table_free(A->sv.tab);
 	pbw_free(&A->sv.strs);
 	free(A->ev_slot);
 	free(A->st_slot);
@@ -137,38 +140,6 @@ void trace_pf_args_free(struct trace_pf_args *A)
 	pbw_free(&A->da);
 	pbw_free(&A->def);
 	free(A);
-}
-
-static uint64_t mix(uint64_t h)
-{
-	h ^= h >> 33;
-	h *= UINT64_C(0xff51afd7ed558ccd);
-	h ^= h >> 33;
-	return h | 1; /* never 0 (the free mark) */
-}
-
-/* The home slot of hash @h in a table of @cap (a power of 2) slots: its high bits, as
- * mix()'s low bit is always set. */
-static size_t slot(uint64_t h, size_t cap)
-{
-	return (size_t)(h >> 20) & (cap - 1);
-}
-
-/* Eight bytes at a time: the names and HLO strings hashed per event are tens of bytes long. */
-static uint64_t hash_bytes(const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	uint64_t h = UINT64_C(0x9e3779b97f4a7c15) ^ n, w;
-
-	for (; n >= 8; b += 8, n -= 8) {
-		memcpy(&w, b, 8);
-		h = (h ^ w) * UINT64_C(0xbf58476d1ce4e5b9);
-		h ^= h >> 31;
-	}
-	w = 0;
-	memcpy(&w, b, n);
-	h = (h ^ w) * UINT64_C(0x94d049bb133111eb);
-	return mix(h);
 }
 
 /* ---- JSON fragments ---------------------------------------------------- */
@@ -346,7 +317,7 @@ static const char *text(const char *s, size_t n, bool esc, struct pbw *scratch, 
 static int cache_plane(struct trace_pf_args *A, const struct xs_rctx *rc)
 {
 	const struct xs_plane *p = &rc->x->planes[rc->plane];
-	struct trace_pf_slot *e, *st;
+	uint32_t *e, *st;
 
 	if (A->cache_plane == rc->plane)
 		return 0;
@@ -366,8 +337,7 @@ static int cache_plane(struct trace_pf_args *A, const struct xs_rctx *rc)
 }
 
 /* The cache entry of metadata entry @m of array @base (@n entries), or NULL. */
-static struct trace_pf_slot *cached(struct trace_pf_slot *c, const void *base, size_t n,
-				    const void *m, size_t size)
+static uint32_t *cached(uint32_t *c, const void *base, size_t n, const void *m, size_t size)
 {
 	uintptr_t b = (uintptr_t)base, x = (uintptr_t)m;
 
@@ -378,79 +348,60 @@ static struct trace_pf_slot *cached(struct trace_pf_slot *c, const void *base, s
 
 /* ---- string tables (annotation names, derived events' names) ------------ */
 
-/* Double @tab's slots (1024 when it has none); 0 or -ENOMEM. */
-static int strtab_grow(struct trace_pf_strtab *tab)
+struct strkey {
+	const char *s;
+	size_t n;
+};
+
+/* An xprofs_table_eq_fn: entry @idx of the trace_pf_strtab @ctx holds the struct strkey @key. */
+static bool strtab_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	size_t cap = tab->cap ? tab->cap * 2 : 1024;
-	struct trace_pf_name *t = calloc(cap, sizeof(*t));
+	const struct trace_pf_strtab *tab = ctx;
+	const struct trace_pf_name *e = &tab->t[idx];
+	const struct strkey *k = key;
 
-	if (!t)
-		return -ENOMEM;
-	for (size_t i = 0; i < tab->cap; i++) {
-		size_t k;
-
-		if (!tab->t[i].hash)
-			continue;
-		for (k = slot(tab->t[i].hash, cap); t[k].hash; k = (k + 1) & (cap - 1))
-			;
-		t[k] = tab->t[i];
-	}
-	free(tab->t);
-	tab->t = t;
-	tab->cap = cap;
-	return 0;
+	/* an empty string has no bytes (and the buffer may have none yet) */
+	return e->len == k->n && (!k->n || !memcmp(tab->strs.buf + e->off, k->s, k->n));
 }
 
 /*
- * The entry of @s (@n bytes, hash @h) in @tab (which has slots), or NULL
- * with *@k the free slot where it would go.
+ * The entry of @s (@n bytes) in @tab, or when new (*@made set) one made with
+ * @iid; NULL when a new one cannot be made: @tab is full (its table's
+ * maximum, or @max_bytes of strings) or out of memory.
  */
-static struct trace_pf_name *strtab_find(const struct trace_pf_strtab *tab, uint64_t h,
-					 const char *s, size_t n, size_t *k)
+static struct trace_pf_name *strtab_get(struct trace_pf_strtab *tab, const char *s, size_t n,
+					size_t max_bytes, uint64_t iid, bool *made)
 {
-	for (*k = slot(h, tab->cap); tab->t[*k].hash; *k = (*k + 1) & (tab->cap - 1)) {
-		struct trace_pf_name *e = &tab->t[*k];
+	struct strkey k = {s, n};
+	uint64_t h = xprofs_table_hash(0, s, n);
+	size_t at = tab->strs.len;
+	struct trace_pf_name *e;
+	uint32_t i;
 
-		/* an empty string has no bytes (and the buffer may have none yet) */
-		if (e->hash == h && e->len == n && (!n || !memcmp(tab->strs.buf + e->off, s, n)))
-			return e;
-	}
-	return NULL;
-}
-
-/* A new entry @s (@n bytes, hash @h) with @iid at free slot @k of @tab; NULL when its strings overflow. */
-static struct trace_pf_name *strtab_add(struct trace_pf_strtab *tab, size_t k, uint64_t h,
-					const char *s, size_t n, uint64_t iid)
-{
-	struct trace_pf_name *e = &tab->t[k];
-
-	*e = (struct trace_pf_name){.hash = h, .off = tab->strs.len, .len = n, .iid = iid};
+	*made = false;
+	if (xprofs_table_find(tab->tab, h, strtab_eq, tab, &k, &i) == 0)
+		return &tab->t[i];
+	if (at + n > max_bytes || xprofs_grow(&tab->t, &tab->cap, tab->n, sizeof(*tab->t), 64) < 0)
+		return NULL;
 	pbw_bytes(&tab->strs, s, n);
-	if (tab->strs.overflow) {
-		e->hash = 0; /* not stored: the slot stays free */
+	if (tab->strs.overflow || xprofs_table_add(tab->tab, h, (uint32_t)tab->n) < 0) {
+		tab->strs.len = at; /* not stored */
 		return NULL;
 	}
-	tab->n++;
+	e = &tab->t[tab->n++];
+	*e = (struct trace_pf_name){.off = at, .len = n, .iid = iid};
+	*made = true;
 	return e;
 }
 
 /* The entry of annotation name @s (@n bytes), made when new; NULL when out of memory. */
 static struct trace_pf_name *name_get(struct trace_pf_args *A, const char *s, size_t n)
 {
-	uint64_t h = hash_bytes(s, n);
-	struct trace_pf_name *e;
-	size_t k;
+	bool made;
+	struct trace_pf_name *e = strtab_get(&A->nm, s, n, SIZE_MAX, A->next_ann_iid, &made);
 
-	if ((A->nm.n + 1) * 2 > A->nm.cap) {
-		if (strtab_grow(&A->nm) < 0)
-			return NULL;
-		A->nm_gen++; /* the slots moved: trace_pf_slot caches are stale */
-	}
-	if ((e = strtab_find(&A->nm, h, s, n, &k)))
-		return e;
-	if (!(e = strtab_add(&A->nm, k, h, s, n, A->next_ann_iid)))
-		return NULL;
-	A->next_ann_iid += A->iid_step;
+	if (made)
+		A->next_ann_iid += A->iid_step;
 	return e;
 }
 
@@ -458,17 +409,15 @@ static struct trace_pf_name *name_get(struct trace_pf_args *A, const char *s, si
 static struct trace_pf_name *stat_name(struct trace_pf_args *A, const struct xs_rctx *rc,
 				       const struct xs_stmd *m)
 {
-	struct trace_pf_slot *c = NULL;
+	uint32_t *c = NULL;
 	struct trace_pf_name *e;
 
 	if (cache_plane(A, rc) == 0)
 		c = cached(A->st_slot, rc->stmd, A->st_n, m, sizeof(*m));
-	if (c && c->gen == A->nm_gen)
-		return &A->nm.t[c->slot];
-	if ((e = name_get(A, m->name, m->name_len)) && c) {
-		c->slot = (uint32_t)(e - A->nm.t);
-		c->gen = A->nm_gen;
-	}
+	if (c && *c)
+		return &A->nm.t[*c - 1];
+	if ((e = name_get(A, m->name, m->name_len)) && c)
+		*c = (uint32_t)(e - A->nm.t) + 1;
 	return e;
 }
 
@@ -494,21 +443,14 @@ static void define(struct trace_pf_args *A, struct pbw *id, uint32_t field, uint
 static uint64_t strtab_intern(struct trace_pf_args *A, struct trace_pf_strtab *tab, uint32_t field,
 			      uint64_t *next, const char *s, size_t n, uint32_t seq, struct pbw *id)
 {
-	uint64_t h = hash_bytes(s, n);
-	struct trace_pf_name *e;
-	size_t k;
-
+	bool made;
 	/* full (or out of memory): known strings still resolve */
-	if ((tab->n + 1) * 2 > tab->cap && tab->n < PF_ENAMES_MAX)
-		(void)strtab_grow(tab);
-	if (!tab->cap)
+	struct trace_pf_name *e = strtab_get(tab, s, n, PF_ENAMES_BYTES, *next, &made);
+
+	if (!e)
 		return 0;
-	if (!(e = strtab_find(tab, h, s, n, &k))) {
-		if ((tab->n + 1) * 2 > tab->cap || tab->strs.len + n > PF_ENAMES_BYTES ||
-		    !(e = strtab_add(tab, k, h, s, n, *next)))
-			return 0;
+	if (made)
 		*next += A->iid_step;
-	}
 	if (!name_defined(e, seq)) {
 		define(A, id, field, e->iid, s, n);
 	}
@@ -684,62 +626,46 @@ int trace_pf_event_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_
 
 /* ---- event metadata ------------------------------------------------------ */
 
-static int md_grow(struct trace_pf_args *A)
+/* An xprofs_table_eq_fn: entry @idx of mds[] (of the trace_pf_args @ctx) is @key, {plane, md}. */
+static bool md_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	size_t cap = A->md_cap * 2;
-	struct trace_pf_md *m = calloc(cap, sizeof(*m));
+	const struct trace_pf_md *e = &((const struct trace_pf_args *)ctx)->mds[idx];
+	const uint64_t *k = key;
 
-	if (!m)
-		return -ENOMEM;
-	for (size_t i = 0; i < A->md_cap; i++) {
-		size_t k;
-
-		if (!A->mds[i].key)
-			continue;
-		for (k = slot(A->mds[i].key, cap); m[k].key; k = (k + 1) & (cap - 1))
-			;
-		m[k] = A->mds[i];
-	}
-	free(A->mds);
-	A->mds = m;
-	A->md_cap = cap;
-	A->md_gen++;
-	return 0;
+	return e->plane == k[0] && (uint64_t)e->md == k[1];
 }
 
 int trace_pf_md_get(struct trace_pf_args *A, const struct xs_rctx *rc, int64_t md,
 		    const struct xs_evmd *m, struct trace_pf_md **out)
 {
 	size_t plane = rc->plane;
-	struct trace_pf_slot *c = NULL;
-	uint64_t key = mix(((uint64_t)plane << 48) ^ (uint64_t)md ^ ((uint64_t)md >> 48));
+	uint64_t key[2] = {plane, (uint64_t)md}, h;
 	struct trace_pf_md *e;
-	size_t k, at;
+	uint32_t *c, i;
+	size_t at;
 	int r;
 
 	if ((r = cache_plane(A, rc)) < 0)
 		return r;
 	c = cached(A->ev_slot, rc->evmd, A->ev_n, m, sizeof(*m));
-	if (c && c->gen == A->md_gen) {
-		*out = &A->mds[c->slot];
+	if (c && *c) {
+		*out = &A->mds[*c - 1];
 		return 0;
 	}
-	if ((A->n_md + 1) * 2 > A->md_cap && (r = md_grow(A)) < 0)
+	h = xprofs_table_hash(0, key, sizeof(key));
+	if (xprofs_table_find(A->md_tab, h, md_eq, A, key, &i) == 0)
+		goto found;
+	i = (uint32_t)A->n_md;
+	if ((r = xprofs_grow(&A->mds, &A->md_cap, A->n_md, sizeof(*A->mds), 1024)) < 0 ||
+	    (r = xprofs_table_add(A->md_tab, h, i)) < 0)
 		return r;
-	for (k = slot(key, A->md_cap); A->mds[k].key; k = (k + 1) & (A->md_cap - 1)) {
-		e = &A->mds[k];
-		if (e->key == key && e->plane == plane && e->md == md)
-			goto found;
-	}
-	e = &A->mds[k];
-	e->key = key;
+	e = &A->mds[i];
+	memset(e, 0, sizeof(*e));
 	e->plane = plane;
 	e->md = md;
 	e->name_iid = A->next_name_iid;
 	A->next_name_iid += A->iid_step;
 	e->str_iid = A->next_str_iid;
-	e->seq = 0;
-	e->inline_args = false;
 	at = A->blobs.len;
 	e->blob_off = at;
 	if (trace_md(m) && trace_md(m)->args_len) {
@@ -761,11 +687,9 @@ int trace_pf_md_get(struct trace_pf_args *A, const struct xs_rctx *rc, int64_t m
 	e->blob_len = A->blobs.len - at;
 	A->n_md++;
 found:
-	if (c) {
-		c->slot = (uint32_t)k;
-		c->gen = A->md_gen;
-	}
-	*out = e;
+	if (c)
+		*c = i + 1;
+	*out = &A->mds[i];
 	return 0;
 }
 

@@ -44,7 +44,6 @@ struct trace_pf_args;
 
 /* One event metadata (of one plane) as the trace uses it. */
 struct trace_pf_md {
-	uint64_t key; /* a hash of (plane, md); 0: free slot */
 	size_t plane;
 	int64_t md;
 	uint64_t name_iid;

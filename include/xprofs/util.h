@@ -10,9 +10,11 @@
  * - struct xprofs_sink / struct xprofs_reader: the two I/O seams that let the
  *   decoder, the cache and the storage backends meet without knowing each other
  *   (and without FUSE).
+ * - struct xprofs_table: the one keyed hash table, an index from keys to the
+ *   positions of entries the caller keeps in its own array.
  *
- * Thread safety: the logger is safe to call from any thread; a buffer belongs
- * to one thread at a time.
+ * Thread safety: the logger is safe to call from any thread; a buffer or a
+ * table belongs to one thread at a time.
  */
 #ifndef XPROFS_UTIL_H
 #define XPROFS_UTIL_H
@@ -106,6 +108,70 @@ char *xprofs_buf_steal(struct xprofs_buf *b, size_t *len);
  * *@cap untouched. The caller still owns the array (free()) and bounds @n.
  */
 int xprofs_grow(void *arrayp, size_t *cap, size_t n, size_t size, size_t first) XPROFS_WUR;
+
+/* ---- keyed hash table (table.c) -------------------------------------- */
+
+/*
+ * A hash index over the caller's entries: the caller keeps its entries in its
+ * own array (usually grown with xprofs_grow(), so the order of the array is
+ * the insertion order) and the table maps a key to an entry's position in it.
+ * The table holds no keys, only each entry's position and 32 bits of its hash:
+ * a look-up hashes the key (xprofs_table_hash(), chained over a composite
+ * key's parts) and the caller's @eq compares the key with the candidates'
+ * entries, so keys of any shape (byte strings, integers, tuples) are found
+ * without being copied into the table. Entries cannot be removed.
+ *
+ *	uint64_t h = xprofs_table_hash(0, name, len);
+ *	if (xprofs_table_find(t, h, name_eq, arr, &key, &i) == -ENOENT) {
+ *		... append the entry at arr[n] ...
+ *		r = xprofs_table_add(t, h, n);	// -ENOSPC past the table's maximum
+ *	}
+ */
+struct xprofs_table;
+
+/* The largest @max_entries of xprofs_table_new(). */
+#define XPROFS_TABLE_MAX ((size_t)1 << 30)
+
+/*
+ * Whether entry @idx of the caller's entries (@ctx, what the caller passed to
+ * xprofs_table_find()) has the key @key. Called only for entries whose hash
+ * matches in 32 bits.
+ */
+typedef bool xprofs_table_eq_fn(const void *ctx, uint32_t idx, const void *key);
+
+/**
+ * xprofs_table_new() - an empty table for at most @max_entries entries (1 to
+ * XPROFS_TABLE_MAX, else -EINVAL). It allocates its slots on the first add and
+ * doubles them as it fills (at most half full: 16 to 32 bytes per entry).
+ * 0 or -ENOMEM; *@out NULL on failure. Caller frees with xprofs_table_free().
+ */
+int xprofs_table_new(size_t max_entries, struct xprofs_table **out) XPROFS_WUR;
+/** xprofs_table_free() - frees @t (NULL: nothing); the caller's entries are untouched. */
+void xprofs_table_free(struct xprofs_table *t);
+/** xprofs_table_count() - how many entries @t holds (0 for NULL). */
+size_t xprofs_table_count(const struct xprofs_table *t);
+/**
+ * xprofs_table_hash() - the hash of @n bytes at @p (borrowed; @p may be NULL
+ * when @n is 0) continuing from @h: 0 for a key's first part, the previous
+ * result for each further part. Fast on long strings (eight bytes a step).
+ * Seeded at random once per process, so a profile cannot be made to collide
+ * on purpose: never stored or shown, and different from run to run.
+ */
+uint64_t xprofs_table_hash(uint64_t h, const void *p, size_t n);
+/**
+ * xprofs_table_find() - the entry with hash @hash (from xprofs_table_hash())
+ * for which @eq(@ctx, idx, @key) holds: 0 and *@idx, or -ENOENT (*@idx
+ * untouched). @t may be NULL (empty); @ctx and @key are borrowed for the call.
+ */
+int xprofs_table_find(const struct xprofs_table *t, uint64_t hash, xprofs_table_eq_fn *eq,
+		      const void *ctx, const void *key, uint32_t *idx);
+/**
+ * xprofs_table_add() - entry @idx, whose key hashes to @hash, joins @t. The
+ * caller makes sure its key is not in @t yet (xprofs_table_find()). 0,
+ * -ENOSPC when @t holds its maximum already, -EINVAL for @idx UINT32_MAX,
+ * -ENOMEM (@t unchanged on errors).
+ */
+int xprofs_table_add(struct xprofs_table *t, uint64_t hash, uint32_t idx) XPROFS_WUR;
 
 /* ---- I/O seams -------------------------------------------------------- */
 
