@@ -83,6 +83,8 @@ static int add_step(void *arg, uint64_t i, uint64_t n, int64_t dur, const int64_
 /* @s (@n bytes, borrowed) as SVG text: cut at NAME_MAX_SHOWN bytes, XML-escaped. */
 static void out_text(struct xs_out *o, const char *s, size_t n)
 {
+	size_t l;
+
 	if (n > NAME_MAX_SHOWN)
 		n = NAME_MAX_SHOWN;
 	for (size_t i = 0; i < n; i++) {
@@ -98,8 +100,12 @@ static void out_text(struct xs_out *o, const char *s, size_t n)
 			OUT_LIT(o, "&quot;");
 		else if (c < 0x20 || c == 0x7f)
 			OUT_LIT(o, "?");
-		else
+		else if (c < 0x80)
 			xs_out_add(o, s + i, 1);
+		else if ((l = xprofs_utf8_seq_len((const unsigned char *)s + i, n - i)) == 0)
+			OUT_LIT(o, "\xef\xbf\xbd"); /* U+FFFD: an SVG is XML, always UTF-8 */
+		else
+			xs_out_add(o, s + i, l), i += l - 1;
 	}
 }
 

@@ -142,8 +142,7 @@ char *xprofs_buf_steal(struct xprofs_buf *b, size_t *len)
 	return p;
 }
 
-/* Length of the valid UTF-8 sequence at @s (max @n bytes), or 0 if invalid. */
-static size_t utf8_seq_len(const unsigned char *s, size_t n)
+size_t xprofs_utf8_seq_len(const unsigned char *s, size_t n)
 {
 	unsigned char c = s[0];
 	size_t len;
@@ -198,7 +197,7 @@ int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *str, size_t n)
 			continue;
 		}
 		if (s[i] >= 0x80) {
-			size_t l = utf8_seq_len(s + i, n - i);
+			size_t l = xprofs_utf8_seq_len(s + i, n - i);
 
 			if (l)
 				r = xprofs_buf_add(b, s + i, l);

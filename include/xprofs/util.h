@@ -86,6 +86,12 @@ int xprofs_buf_printf(struct xprofs_buf *b, const char *fmt, ...)
 int xprofs_buf_vprintf(struct xprofs_buf *b, const char *fmt, va_list ap)
 	__attribute__((format(printf, 2, 0))) XPROFS_WUR;
 /**
+ * xprofs_utf8_seq_len() - the length of the valid UTF-8 sequence at @s (at
+ * most @n bytes, @n > 0), or 0 when it is not one (overlong, surrogate,
+ * past U+10FFFF, cut short): writers put U+FFFD there instead.
+ */
+size_t xprofs_utf8_seq_len(const unsigned char *s, size_t n);
+/**
  * xprofs_buf_add_json_str() - append @s (@n bytes) as a quoted JSON string.
  * Control characters are escaped; invalid UTF-8 bytes become U+FFFD so the
  * output is always valid JSON whatever a profile contains.
