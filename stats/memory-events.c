@@ -216,23 +216,38 @@ static int mev_read(struct mprof *mp, const struct xs_event *ev, int act, bool s
 }
 
 /* mid_find() - the index of memory id @name, added in pass 1; -1 when unknown or full. */
+/* An xprofs_table_eq_fn: memory id @idx of @ctx (struct mprof) is named @key (struct mkey). */
+struct mkey {
+	const char *name;
+	size_t len;
+};
+
+static bool mid_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct mid *m = &((const struct mprof *)ctx)->ids[idx];
+	const struct mkey *k = key;
+
+	return m->len == k->len && !memcmp(m->name, k->name, k->len);
+}
+
 static ssize_t mid_find(struct mprof *mp, const char *name, size_t len, bool add)
 {
-	size_t h = (size_t)xprofs_hash64(name, len) & (MEM_IDS_MAX * 2 - 1);
+	uint64_t h = xprofs_table_hash(0, name, len);
+	struct mkey k = {name, len};
 	struct mid *m;
+	uint32_t i;
+	int r;
 
-	while (mp->slot[h]) {
-		m = &mp->ids[mp->slot[h] - 1];
-		if (m->len == len && !memcmp(m->name, name, len))
-			return mp->slot[h] - 1;
-		h = (h + 1) & (MEM_IDS_MAX * 2 - 1);
-	}
+	if (xprofs_table_find(mp->ids_tab, h, mid_eq, mp, &k, &i) == 0)
+		return i;
 	if (!add)
 		return -1;
 	if (mp->nids >= MEM_IDS_MAX) {
 		mp->ids_full = true;
 		return -1;
 	}
+	if (!mp->ids_tab && (r = xprofs_table_new(MEM_IDS_MAX, &mp->ids_tab)) < 0)
+		return r;
 	if (xprofs_grow(&mp->ids, &mp->cap, mp->nids, sizeof(*mp->ids), 8) < 0)
 		return -ENOMEM;
 	m = &mp->ids[mp->nids];
@@ -242,7 +257,10 @@ static ssize_t mid_find(struct mprof *mp, const char *name, size_t len, bool add
 	memcpy(m->name, name, len);
 	m->name[len] = 0;
 	m->len = len;
-	mp->slot[h] = (uint16_t)(mp->nids + 1);
+	if ((r = xprofs_table_add(mp->ids_tab, h, (uint32_t)mp->nids)) < 0) {
+		free(m->name);
+		return r;
+	}
 	return (ssize_t)mp->nids++;
 }
 

@@ -684,6 +684,7 @@ out:
 	for (size_t i = 0; i < mp->nerrors; i++)
 		free(mp->errors[i]);
 	free(mp->ids);
+	xprofs_table_free(mp->ids_tab);
 	free(mp->skind);
 	free(mp->mem_line);
 	free(mp->seen);

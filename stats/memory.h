@@ -108,7 +108,7 @@ struct mprof {
 	size_t cur_line;
 	struct mid *ids; /* owned */
 	size_t nids, cap;
-	uint16_t slot[MEM_IDS_MAX * 2]; /* 1 + index into ids, 0: empty */
+	struct xprofs_table *ids_tab; /* owned: name -> index into ids; NULL until the first */
 	bool ids_full;
 	int pass;       /* 1, 2 or 3 */
 	uint64_t *seen; /* owned, per id: events visited in this pass */
