@@ -17,7 +17,7 @@
  * "<op_name>:<op_type>"; source_info() = "<basename of source_file>:<line>"
  * when source_file is set).
  *
- * The schema subset read (trace/proto/hlo.proto, written from XLA's public
+ * The schema subset read (hlo/proto/hlo.proto, written from XLA's public
  * hlo.proto and xla_data.proto): HloProto.hlo_module (1) -> HloModuleProto
  * .computations (3) -> HloComputationProto.instructions (2) ->
  * HloInstructionProto.name (1), .metadata (7) -> OpMetadata.op_type (1),

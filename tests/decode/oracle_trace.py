@@ -191,7 +191,7 @@ _HLO = []
 
 
 def hlo_pb2():
-    """xla.HloProto (trace/proto/hlo.proto, the subset xprofs reads) as a Python module."""
+    """xla.HloProto (hlo/proto/hlo.proto, the subset xprofs reads) as a Python module."""
     if not _HLO:
         import xproto
         mod, tmp = xproto.load("hlo")
