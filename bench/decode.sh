@@ -30,13 +30,9 @@ SIZES=${SIZES:-100M 1G}
 KIND=${KIND:-tpu}
 SEED=${SEED:-1}
 UNPACK_CAP_MB=${UNPACK_CAP_MB:-6144}
-OUT=bench/out
-GEN=$BUILD/tools/xprofs-gen
-DEC=$BUILD/tools/xprofs-decode
-RES=$OUT/decode-results.md
+bench_paths decode-results.md
 
 bench_need_built "$BUILD" "$GEN" "$DEC"
-mkdir -p "$OUT"
 
 # run_one CMD... : sets T (s) and M (peak RSS KB), or T=fail
 run_one() {
