@@ -22,7 +22,7 @@ import urllib.parse
 import urllib.request
 
 from fault_proxy import FaultProxy
-from xmount import wait_released
+from xmount import reap, wait_released
 from xtap import SKIP, Skip, Tap, skip_all
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -262,11 +262,7 @@ class Harness:
                     if subprocess.run(["fusermount3", "-u", mnt], capture_output=True).returncode == 0:
                         break
                     time.sleep(0.2)
-                try:
-                    return p.wait(timeout=180)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    return p.wait()
+                return reap(p, 180)
         return None
 
     def last_log(self, tail=20):
@@ -281,10 +277,7 @@ class Harness:
                     subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
             if p.poll() is None:
                 p.terminate()
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+                reap(p, 10)
         for p in self.proxies:
             p.stop()
         if self.emu_port:
