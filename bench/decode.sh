@@ -26,9 +26,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 BUILD=${BUILD:-build}
-SIZES=${SIZES:-100M 1G}
-KIND=${KIND:-tpu}
-SEED=${SEED:-1}
+bench_profile_set
 UNPACK_CAP_MB=${UNPACK_CAP_MB:-6144}
 bench_paths decode-results.md
 

@@ -12,6 +12,9 @@
 #                               # a results file's head: "# TITLE", the LINEs of
 #                               # context between blank lines, then the Markdown
 #                               # table header with COLUMNs
+#   bench_profile_set           # the generated profiles decode.sh, mount.sh and
+#                               # trace.sh measure, unless set: SIZES (100M 1G),
+#                               # KIND (tpu), SEED (1)
 #   bench_paths RESULTS         # after cd to the tree root, with BUILD set: OUT
 #                               # (bench/out, made), RES=OUT/RESULTS and the
 #                               # programs of BUILD: GEN (xprofs-gen), DEC
@@ -99,6 +102,12 @@ bench_head() {
 	printf '\n|'
 	printf -- '---|%.0s' "$@"
 	printf '\n'
+}
+
+bench_profile_set() {
+	SIZES=${SIZES:-100M 1G}
+	KIND=${KIND:-tpu}
+	SEED=${SEED:-1}
 }
 
 bench_paths() {

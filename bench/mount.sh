@@ -22,9 +22,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 BUILD=${BUILD:-build}
-SIZES=${SIZES:-100M 1G}
-KIND=${KIND:-tpu}
-SEED=${SEED:-1}
+bench_profile_set
 VIEWS=${VIEWS:-summary.json ops.json steps.json trace.json}
 TRACE_MAX_MB=${TRACE_MAX_MB:-200}
 bench_paths mount-results.md

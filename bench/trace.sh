@@ -33,8 +33,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 BUILD=${BUILD:-build}
-SIZES=${SIZES:-100M 1G}
-SEED=${SEED:-1}
+bench_profile_set
 VIEWS=${VIEWS:-trace.json trace.json.gz trace.pftrace step}
 TRACE_MAX_MB=${TRACE_MAX_MB:-200}
 bench_paths trace-results.md
