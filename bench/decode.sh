@@ -26,17 +26,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
 BUILD=${BUILD:-build}
-SIZES=${SIZES:-100M 1G}
-KIND=${KIND:-tpu}
-SEED=${SEED:-1}
+bench_profile_set
 UNPACK_CAP_MB=${UNPACK_CAP_MB:-6144}
-OUT=bench/out
-GEN=$BUILD/tools/xprofs-gen
-DEC=$BUILD/tools/xprofs-decode
-RES=$OUT/decode-results.md
+bench_paths decode-results.md
 
 bench_need_built "$BUILD" "$GEN" "$DEC"
-mkdir -p "$OUT"
 
 # run_one CMD... : sets T (s) and M (peak RSS KB), or T=fail
 run_one() {

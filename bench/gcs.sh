@@ -58,23 +58,11 @@ if [ $QUICK = 1 ]; then
 else
 	tools="fusermount3 rclone curl jq node /usr/bin/python3"
 fi
-for tool in $tools; do
-	command -v "$tool" >/dev/null || { echo "bench/gcs.sh: $tool missing" >&2; exit 1; }
-done
-[ -x "$XPROFS" ] || { echo "bench/gcs.sh: $XPROFS not built" >&2; exit 1; }
+bench_need_tools $tools
+bench_need_built "$BUILD" "$XPROFS"
 bash "$ROOT/tests/gcs/setup-emulator.sh"
 
-W=$(mktemp -d /tmp/xprofs-bench-gcs.XXXXXX)
-MOUNTS=()
-PIDS=()
-cleanup() {
-	local m p
-	for m in "${MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; done
-	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
-	bash "$ROOT/tests/lib/emulator.sh" stop "$W/emu" || true
-	rm -rf "$W"
-}
-trap cleanup EXIT
+bench_emu_workdir gcs
 
 mbps() { awk -v m="$1" -v s="$2" 'BEGIN { printf "%.0f", (s > 0 ? m / s : 0) }'; } # MB, seconds
 

@@ -12,10 +12,30 @@
 #                               # a results file's head: "# TITLE", the LINEs of
 #                               # context between blank lines, then the Markdown
 #                               # table header with COLUMNs
+#   bench_profile_set           # the generated profiles decode.sh, mount.sh and
+#                               # trace.sh measure, unless set: SIZES (100M 1G),
+#                               # KIND (tpu), SEED (1)
+#   bench_paths RESULTS         # after cd to the tree root, with BUILD set: OUT
+#                               # (bench/out, made), RES=OUT/RESULTS and the
+#                               # programs of BUILD: GEN (xprofs-gen), DEC
+#                               # (xprofs-decode), XPROFS (the daemon); all
+#                               # absolute paths
 #   bench_need_built BUILD FILE...
 #                               # exit 1 unless every FILE is an executable
 #                               # (the message names the script and BUILD)
 #   bench_need_fuse             # exit 1 without /dev/fuse and fusermount3
+#   bench_need_tools TOOL...    # exit 1 unless every TOOL is on PATH
+#   bench_emu_workdir NAME      # a new temp dir W=/tmp/xprofs-bench-NAME.* for
+#                               # the gs:// benchmarks, with an EXIT trap that
+#                               # unmounts every MOUNTS entry, kills every PIDS
+#                               # entry, stops the emulator in W/emu, removes W
+#   bench_mount_setup NAME      # for the scripts that read generated profiles
+#                               # through a mount (after bench_paths): exit 1
+#                               # unless GEN and XPROFS are built and FUSE is
+#                               # there; MNT=/tmp/xprofs-bench-NAME.*, empty
+#   bench_logdir PROFILE LOGDIR # LOGDIR made: run "bench", one session, host
+#                               # "host0" holding PROFILE (bench_link_profile);
+#                               # sets HOST, that host's folder under MNT
 #   bench_link_profile PROFILE DEST
 #                               # PROFILE at DEST (its directories made), hard-
 #                               # linked, or copied across filesystems
@@ -24,6 +44,10 @@
 #                               # background, output appended to LOG; sets
 #                               # BENCH_PID; returns once MNT is mounted (polled,
 #                               # at most 20 s), fails if the daemon exits first
+#   bench_mount_args NAME XPROFS LABEL PROFILE
+#                               # the by-hand scripts' arguments: usage (exit 2)
+#                               # unless XPROFS runs and PROFILE is a file; sets
+#                               # BIN, LABEL, PROF and calls bench_mount_one
 #   bench_mount_one XPROFS PROFILE NAME
 #                               # a new temp dir W=/tmp/xprofs-bench-NAME.*: a
 #                               # one-host logdir around PROFILE (W/src, run r,
@@ -36,6 +60,8 @@
 #   bench_timed_first PATH      # reads PATH in 128 KiB reads like cat; prints
 #                               # "first_byte_s total_s bytes" ("fail fail 0")
 # Benchmarks measure; they assert nothing beyond "the bytes read are right".
+
+BENCH_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 
 now() { date +%s.%N; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
@@ -78,6 +104,23 @@ bench_head() {
 	printf '\n'
 }
 
+bench_profile_set() {
+	SIZES=${SIZES:-100M 1G}
+	KIND=${KIND:-tpu}
+	SEED=${SEED:-1}
+}
+
+bench_paths() {
+	local b=$BUILD
+	case "$b" in /*) ;; *) b=$PWD/$b ;; esac
+	OUT=$PWD/bench/out
+	RES=$OUT/$1
+	GEN=$b/tools/xprofs-gen
+	DEC=$b/tools/xprofs-decode
+	XPROFS=$b/fs/xprofs
+	mkdir -p "$OUT"
+}
+
 bench_need_built() {
 	local build=$1 b
 	shift
@@ -91,6 +134,42 @@ bench_need_fuse() {
 		echo "$(basename "$0"): needs /dev/fuse and fusermount3" >&2
 		exit 1
 	fi
+}
+
+bench_need_tools() {
+	local t
+	for t in "$@"; do
+		command -v "$t" >/dev/null || { echo "$(basename "$0"): $t missing" >&2; exit 1; }
+	done
+}
+
+bench_emu_workdir() {
+	W=$(mktemp -d "/tmp/xprofs-bench-$1.XXXXXX")
+	MOUNTS=()
+	PIDS=()
+	trap bench_emu_cleanup EXIT
+}
+
+bench_emu_cleanup() {
+	local m p
+	for m in "${MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; done
+	# before the emulator goes: a daemon still rendering would retry its reads against it
+	for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done
+	bash "$BENCH_DIR/../tests/lib/emulator.sh" stop "$W/emu" >/dev/null 2>&1 || true
+	rm -rf "$W"
+}
+
+bench_mount_setup() {
+	bench_need_built "$BUILD" "$GEN" "$XPROFS"
+	bench_need_fuse
+	MNT=$(mktemp -d "/tmp/xprofs-bench-$1.XXXXXX")
+}
+
+bench_logdir() {
+	local session=2026_11_21_10_00_00
+
+	bench_link_profile "$1" "$2/bench/plugins/profile/$session/host0.xplane.pb"
+	HOST=$MNT/runs/bench/$session/host0
 }
 
 bench_link_profile() {
@@ -111,6 +190,17 @@ bench_mount() {
 	done
 	echo "mount did not appear on $mnt; see $log" >&2
 	return 1
+}
+
+bench_mount_args() {
+	local name=$1
+	shift
+	if [ $# != 3 ] || [ ! -x "$1" ] || [ ! -f "$3" ]; then
+		echo "usage: bench/$name.sh XPROFS_BIN LABEL PROFILE.xplane.pb" >&2
+		exit 2
+	fi
+	BIN=$1 LABEL=$2 PROF=$3
+	bench_mount_one "$BIN" "$PROF" "$name"
 }
 
 bench_mount_one() {

@@ -20,24 +20,13 @@
 # Needs /dev/fuse and fusermount3. Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 . bench/lib.sh
 BUILD=${BUILD:-build}
-SIZES=${SIZES:-100M 1G}
-KIND=${KIND:-tpu}
-SEED=${SEED:-1}
+bench_profile_set
 VIEWS=${VIEWS:-summary.json ops.json steps.json trace.json}
 TRACE_MAX_MB=${TRACE_MAX_MB:-200}
-OUT=$ROOT/bench/out
-GEN=$ROOT/$BUILD/tools/xprofs-gen
-XPROFS=$ROOT/$BUILD/fs/xprofs
-RES=$OUT/mount-results.md
-SESSION=2026_11_21_10_00_00
-
-bench_need_built "$BUILD" "$GEN" "$XPROFS"
-bench_need_fuse
-mkdir -p "$OUT"
-MNT=$(mktemp -d /tmp/xprofs-bench-mnt.XXXXXX)
+bench_paths mount-results.md
+bench_mount_setup mnt
 trap 'bench_mount_cleanup "$MNT"' EXIT
 
 mount_it() { bench_mount "$XPROFS" "$1" "$MNT" "$OUT/mount-xprofs.log" -o cache_dir="$2"; } # logdir cachedir
@@ -73,15 +62,14 @@ for size in $SIZES; do
 	cache=$OUT/mount-cache-$size
 	rm -rf "$logdir" "$cache"
 	mkdir -p "$cache"
-	bench_link_profile "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
-	dir=$MNT/runs/bench/$SESSION/host0
+	bench_logdir "$f" "$logdir"
 	declare -A cold=() first=() warm=() vbytes=()
 	bench_drop_cache "$f" >/dev/null
 	mount_it "$logdir" "$cache"
 	for v in $views; do
-		read -r fb t n < <(bench_timed_first "$dir/$v")
+		read -r fb t n < <(bench_timed_first "$HOST/$v")
 		cold[$v]=$t first[$v]=$fb vbytes[$v]=$n
-		read -r t _ < <(timed_cat "$dir/$v")
+		read -r t _ < <(timed_cat "$HOST/$v")
 		warm[$v]=$t
 		echo "$size $v: cold ${cold[$v]} s (first byte ${first[$v]} s), warm ${warm[$v]} s, $n bytes" >&2
 	done
@@ -90,7 +78,7 @@ for size in $SIZES; do
 	bench_drop_cache "$f" >/dev/null
 	mount_it "$logdir" "$cache"
 	for v in $views; do
-		read -r t _ < <(timed_cat "$dir/$v")
+		read -r t _ < <(timed_cat "$HOST/$v")
 		rst=$t
 		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
 			"$(awk -v n="${vbytes[$v]}" 'BEGIN { printf "%.1f", n / 1048576 }')" "${first[$v]}" "${cold[$v]}" \

@@ -12,12 +12,7 @@
 # (meson setup build-rel --buildtype=release) for numbers you report.
 set -u
 . "$(dirname "$0")/lib.sh"
-if [ $# != 3 ] || [ ! -x "$1" ] || [ ! -f "$3" ]; then
-	echo "usage: bench/pftrace.sh XPROFS_BIN LABEL PROFILE.xplane.pb" >&2
-	exit 2
-fi
-BIN=$1 LABEL=$2 PROF=$3
-bench_mount_one "$BIN" "$PROF" pftrace || exit 1
+bench_mount_args pftrace "$@" || exit 1
 in=$(stat -c %s "$PROF")
 drop=$(bench_drop_cache "$PROF")
 t0=$(now); out=$(cat $W/mnt/runs/r/s1/h/trace.pftrace | wc -c); t1=$(now)

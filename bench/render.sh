@@ -9,12 +9,7 @@
 #   build/tools/xprofs-gen --kind tpu --size 100M -o /tmp/p.xplane.pb
 set -u
 . "$(dirname "$0")/lib.sh"
-if [ $# != 3 ] || [ ! -x "$1" ] || [ ! -f "$3" ]; then
-	echo "usage: bench/render.sh XPROFS_BIN LABEL PROFILE.xplane.pb" >&2
-	exit 2
-fi
-BIN=$1 LABEL=$2 PROF=$3
-bench_mount_one "$BIN" "$PROF" render || exit 1
+bench_mount_args render "$@" || exit 1
 base=$(df --output=used -B1 $W/cache | tail -1); echo $base > $W/peak
 ( while :; do u=$(df --output=used -B1 $W/cache | tail -1); p=$(cat $W/peak); [ $u -gt $p ] && echo $u > $W/peak; sleep 0.05; done ) & mon=$!
 t0=$(date +%s.%N); cat $W/mnt/runs/r/s1/h/trace.json | wc -c > $W/size; t1=$(date +%s.%N)

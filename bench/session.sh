@@ -24,14 +24,10 @@ BUILD=${BUILD:-build}
 HOSTS=${HOSTS:-8}
 SIZE=${SIZE:-100M}
 KIND=${KIND:-tpu}
-OUT=bench/out
-GEN=$BUILD/tools/xprofs-gen
-DEC=$BUILD/tools/xprofs-decode
-RES=$OUT/session-results.md
+bench_paths session-results.md
 LD=$OUT/session-logdir
 
 bench_need_built "$BUILD" "$GEN" "$DEC"
-mkdir -p "$OUT"
 P=$LD/r/plugins/profile
 for s in a b; do
 	if [ ! -d "$P/$s" ]; then

@@ -37,25 +37,12 @@ SIZE=${SIZE:-100M}
 VIEWS=${VIEWS:-"ops.json summary.json steps.json overview.json overview.svg trace.json.gz trace.pftrace trace.json"}
 OUT="$ROOT/bench/out"
 RES=${RES:-"$OUT/shared-results.md"}
-for tool in fusermount3 jq node; do
-	command -v "$tool" >/dev/null || { echo "bench/shared.sh: $tool missing" >&2; exit 1; }
-done
-[ -x "$XPROFS" ] || { echo "bench/shared.sh: $XPROFS not built" >&2; exit 1; }
+bench_need_tools fusermount3 jq node
+bench_need_built "$BUILD" "$XPROFS"
 bash "$ROOT/tests/gcs/setup-emulator.sh" >/dev/null
 mkdir -p "$OUT"
 
-W=$(mktemp -d /tmp/xprofs-bench-shared.XXXXXX)
-MOUNTS=()
-DAEMONS=()
-cleanup() {
-	local m p
-	for m in "${MOUNTS[@]}"; do fusermount3 -u "$m" 2>/dev/null || fusermount3 -uz "$m" 2>/dev/null || true; done
-	# before the emulator goes: a daemon still rendering would retry its reads against it
-	for p in "${DAEMONS[@]}"; do kill "$p" 2>/dev/null || true; done
-	bash "$ROOT/tests/lib/emulator.sh" stop "$W/emu" >/dev/null 2>&1 || true
-	rm -rf "$W"
-}
-trap cleanup EXIT
+bench_emu_workdir shared
 
 PROF=$(bench_profile "$GEN" "$OUT" tpu 1 "$SIZE")
 mkdir -p "$W/src/run/plugins/profile/s1"
@@ -73,7 +60,7 @@ mount_one() {
 		>"$W/$1.log" 2>&1 &
 	PID=$!
 	MOUNTS+=("$m")
-	DAEMONS+=("$PID")
+	PIDS+=("$PID")
 	for _ in $(seq 600); do mountpoint -q "$m" && return 0; sleep 0.1; done
 	echo "bench/shared.sh: mount $1 did not appear" >&2
 	cat "$W/$1.log" >&2

@@ -20,14 +20,10 @@ BUILD=${BUILD:-build}
 SIZE=${SIZE:-100M}
 SESSION_SIZE=${SESSION_SIZE:-20M}
 SEED=${SEED:-2}
-OUT=bench/out
-GEN=$BUILD/tools/xprofs-gen
-DEC=$BUILD/tools/xprofs-decode
-RES=$OUT/stats-ir.md
+bench_paths stats-ir.md
 
 command -v valgrind >/dev/null || { echo "stats-ir.sh: valgrind missing" >&2; exit 1; }
 bench_need_built "$BUILD" "$GEN" "$DEC"
-mkdir -p "$OUT"
 
 # ir CMD...: the instructions callgrind counted for CMD
 ir() {

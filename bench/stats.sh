@@ -36,13 +36,9 @@ SESSION_HOSTS=${SESSION_HOSTS:-8}
 SESSION_SIZE=${SESSION_SIZE:-100M}
 SESSION_KIND=${SESSION_KIND:-tpu}
 BEFORE=${BEFORE:-}
-OUT=bench/out
-GEN=$BUILD/tools/xprofs-gen
-DEC=$BUILD/tools/xprofs-decode
-RES=$OUT/stats-results.md
+bench_paths stats-results.md
 
 bench_need_built "$BUILD" "$GEN" "$DEC"
-mkdir -p "$OUT"
 
 bench_head "stats views, cold" "$(date -u '+%F %H:%M UTC'), $(nproc) CPUs, build $BUILD${BEFORE:+, before: $BEFORE}" \
 	-- kind size view "wall s" "RSS MB" "load (1 min)" target "before s" >"$RES"

@@ -31,23 +31,13 @@
 # Needs /dev/fuse and fusermount3. Not a test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-ROOT=$PWD
 . bench/lib.sh
 BUILD=${BUILD:-build}
-SIZES=${SIZES:-100M 1G}
-SEED=${SEED:-1}
+bench_profile_set
 VIEWS=${VIEWS:-trace.json trace.json.gz trace.pftrace step}
 TRACE_MAX_MB=${TRACE_MAX_MB:-200}
-OUT=$ROOT/bench/out
-GEN=$ROOT/$BUILD/tools/xprofs-gen
-XPROFS=$ROOT/$BUILD/fs/xprofs
-RES=$OUT/trace-results.md
-SESSION=2026_11_21_10_00_00
-
-bench_need_built "$BUILD" "$GEN" "$XPROFS"
-bench_need_fuse
-mkdir -p "$OUT"
-MNT=$(mktemp -d /tmp/xprofs-bench-trace.XXXXXX)
+bench_paths trace-results.md
+bench_mount_setup trace
 MADE=
 cleanup() {
 	bench_mount_cleanup "$MNT"
@@ -77,8 +67,7 @@ for size in $SIZES; do
 	bytes=$(stat -c %s "$f")
 	logdir=$OUT/trace-logdir-$size
 	rm -rf "$logdir"
-	bench_link_profile "$f" "$logdir/bench/plugins/profile/$SESSION/host0.xplane.pb"
-	dir=$MNT/runs/bench/$SESSION/host0
+	bench_logdir "$f" "$logdir"
 	for v in $VIEWS; do
 		[ "$v" = trace.json ] && [ "$bytes" -gt $((TRACE_MAX_MB * 1048576)) ] && continue
 		cache=$OUT/trace-cache-$size
@@ -86,13 +75,13 @@ for size in $SIZES; do
 		mkdir -p "$cache"
 		bench_drop_cache "$f" >/dev/null
 		bench_mount "$XPROFS" "$logdir" "$MNT" "$OUT/trace-xprofs.log" -o cache_dir="$cache"
-		path=$dir/$v
+		path=$HOST/$v
 		if [ "$v" = step ]; then
 			# a person lists steps/ first: that builds the index the slice then reuses
 			t0=$(now)
-			n=$(ls "$dir/steps" | wc -l)
+			n=$(ls "$HOST/steps" | wc -l)
 			lst=$(secs "$t0" "$(now)")
-			path=$dir/steps/$((n / 2))/trace.json
+			path=$HOST/steps/$((n / 2))/trace.json
 			v="steps/$((n / 2))/trace.json (after ls steps/: $lst s)"
 		fi
 		c0=$(cpu_ticks)

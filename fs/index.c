@@ -427,6 +427,19 @@ static const char *next_comp(const char **p, size_t *len)
 	return c;
 }
 
+/*
+ * dir_comp() - next_comp(), or at the path's end NULL with @t the directory
+ * @kind: the caller returns 0 then.
+ */
+static const char *dir_comp(const char **p, size_t *len, struct fs_target *t, enum fs_kind kind)
+{
+	const char *c = next_comp(p, len);
+
+	if (!c)
+		t->kind = kind;
+	return c;
+}
+
 static bool comp_is(const char *c, size_t len, const char *s)
 {
 	return strlen(s) == len && !memcmp(c, s, len);
@@ -481,11 +494,9 @@ static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind
 	const char *c;
 	size_t len;
 
-	c = next_comp(&p, &len);
-	if (!c) {
-		t->kind = kind == FS_SLICE_STEP ? FS_K_STEPS : FS_K_WINDOWS;
+	c = dir_comp(&p, &len, t, kind == FS_SLICE_STEP ? FS_K_STEPS : FS_K_WINDOWS);
+	if (!c)
 		return 0;
-	}
 	t->slice = kind;
 	if (kind == FS_SLICE_STEP
 		    ? xprofs_decode_step_parse(c, len, &t->step) < 0
@@ -494,11 +505,9 @@ static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind
 		t->bad_len = len;
 		return -ENOENT;
 	}
-	c = next_comp(&p, &len);
-	if (!c) {
-		t->kind = FS_K_SLICE;
+	c = dir_comp(&p, &len, t, FS_K_SLICE);
+	if (!c)
 		return 0;
-	}
 	for (size_t i = 0; i < fs_slice_nviews; i++) {
 		if (comp_is(c, len, xprofs_decode_view_name(fs_slice_views[i]))) {
 			t->view = (int)fs_slice_views[i];
@@ -572,11 +581,9 @@ static int classify_host(const char *p, struct fs_target *t)
 	const char *c;
 	size_t len;
 
-	c = next_comp(&p, &len);
-	if (!c) {
-		t->kind = FS_K_HOST;
+	c = dir_comp(&p, &len, t, FS_K_HOST);
+	if (!c)
 		return 0;
-	}
 	if (comp_is(c, len, FS_NAME_STEPS))
 		return classify_slice(p, t, FS_SLICE_STEP);
 	if (comp_is(c, len, FS_NAME_WINDOW))
@@ -594,17 +601,13 @@ static int classify_host(const char *p, struct fs_target *t)
 		return leaf(p, t, t->kind);
 	if (!comp_is(c, len, FS_NAME_PLANES))
 		return -ENOENT;
-	c = next_comp(&p, &len);
-	if (!c) {
-		t->kind = FS_K_PLANES;
+	c = dir_comp(&p, &len, t, FS_K_PLANES);
+	if (!c)
 		return 0;
-	}
 	comp_copy(t->plane, c, len);
-	c = next_comp(&p, &len);
-	if (!c) {
-		t->kind = FS_K_PLANE;
+	c = dir_comp(&p, &len, t, FS_K_PLANE);
+	if (!c)
 		return 0;
-	}
 	comp_copy(t->line, c, len);
 	return leaf(p, t, FS_K_TRACK);
 }
@@ -615,11 +618,9 @@ static int classify_compare_dir(const char *p, struct fs_target *t)
 	const char *c;
 	size_t len;
 
-	c = next_comp(&p, &len);
-	if (!c) {
-		t->kind = FS_K_COMPARE_DIR;
+	c = dir_comp(&p, &len, t, FS_K_COMPARE_DIR);
+	if (!c)
 		return 0;
-	}
 	if (comp_is(c, len, xprofs_decode_view_name(XPROFS_VIEW_OPS)))
 		t->view = XPROFS_VIEW_OPS;
 	else if (comp_is(c, len, xprofs_decode_view_name(XPROFS_VIEW_STEPS)))
@@ -641,11 +642,9 @@ static int classify_compare(const struct fs_index *idx, const char *p, struct fs
 	const char *c;
 	size_t len;
 
-	c = next_comp(&p, &len);
-	if (!c) {
-		t->kind = FS_K_COMPARE;
+	c = dir_comp(&p, &len, t, FS_K_COMPARE);
+	if (!c)
 		return 0;
-	}
 	if ((t->other = find_session(t->node, c, len))) {
 		t->other_node = t->node;
 		return classify_compare_dir(p, t);
@@ -698,11 +697,9 @@ static int classify_runs(const struct fs_index *idx, const char *p, struct fs_ta
 		t->session = find_session(n, c, len);
 		if (!t->session)
 			return -ENOENT;
-		c = next_comp(&p, &len);
-		if (!c) {
-			t->kind = FS_K_SESSION;
+		c = dir_comp(&p, &len, t, FS_K_SESSION);
+		if (!c)
 			return 0;
-		}
 		if (comp_is(c, len, FS_NAME_SESSION_SUMMARY))
 			return leaf(p, t, FS_K_SESSION_SUMMARY);
 		if (comp_is(c, len, FS_NAME_SESSION_OPS))
@@ -730,11 +727,9 @@ int fs_path_classify(const struct fs_index *idx, const char *path, struct fs_tar
 		if (len > XPROFS_NAME_MAX)
 			return -ENAMETOOLONG;
 	p = path;
-	c = next_comp(&p, &len);
-	if (!c) {
-		t->kind = FS_K_ROOT;
+	c = dir_comp(&p, &len, t, FS_K_ROOT);
+	if (!c)
 		return 0;
-	}
 	if (comp_is(c, len, FS_NAME_LOGDIR)) {
 		while (*p == '/')
 			p++;

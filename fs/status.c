@@ -60,6 +60,19 @@ static int options_json(const struct fs_options *o, struct xprofs_buf *out)
 	return r;
 }
 
+/* "@name": what @value writes for @ctx, and the comma after it. */
+static int member_json(struct fs_ctx *ctx, struct xprofs_buf *out, const char *name,
+		       int (*value)(struct fs_ctx *ctx, struct xprofs_buf *out))
+{
+	int r = xprofs_buf_printf(out, "\"%s\":", name);
+
+	if (r == 0)
+		r = value(ctx, out);
+	if (r == 0)
+		r = xprofs_buf_adds(out, ",");
+	return r;
+}
+
 int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 {
 	struct xprofs_cache_stats cs = {0};
@@ -113,11 +126,7 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 				      (unsigned long long)fs_fh_count(),
 				      (long long)FS_CNT_GET(ctx, open_dirs));
 	if (r == 0)
-		r = xprofs_buf_adds(out, "\"renders\":");
-	if (r == 0)
-		r = fs_live_status_json(ctx, out);
-	if (r == 0)
-		r = xprofs_buf_adds(out, ",");
+		r = member_json(ctx, out, "renders", fs_live_status_json);
 	if (r == 0 && ctx->cache) {
 		xprofs_cache_get_stats(ctx->cache, &cs);
 		r = xprofs_buf_adds(out, "\"cache\":{\"dir\":");
@@ -142,11 +151,7 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 		r = xprofs_buf_adds(out, "\"cache\":null,");
 	}
 	if (r == 0)
-		r = xprofs_buf_adds(out, "\"shared_cache\":");
-	if (r == 0)
-		r = fs_shared_status_json(ctx, out);
-	if (r == 0)
-		r = xprofs_buf_adds(out, ",");
+		r = member_json(ctx, out, "shared_cache", fs_shared_status_json);
 	if (r == 0)
 		r = xprofs_buf_adds(out, "\"store\":");
 	if (r == 0)

@@ -82,19 +82,12 @@ int gcs_b64url_encode(struct xprofs_buf *out, const void *p, size_t n)
 	return 0;
 }
 
+/* The value of base64url digit @c: its place in the encoder's alphabet, or -1. */
 static int b64url_value(char c)
 {
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '-')
-		return 62;
-	if (c == '_')
-		return 63;
-	return -1;
+	const char *p = c ? strchr(b64url_alphabet, c) : NULL;
+
+	return p ? (int)(p - b64url_alphabet) : -1;
 }
 
 int gcs_b64url_decode(struct xprofs_buf *out, const char *s, size_t n)

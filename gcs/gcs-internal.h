@@ -35,6 +35,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -387,6 +388,38 @@ struct blk {
 	struct blk *lru_prev, *lru_next;
 };
 
+/*
+ * A node of an intrusive doubly linked list whose head is a pointer to its
+ * first node (NULL: empty): the store's open writers and streams. The lock
+ * is the caller's; gcs_list_entry() is the struct @node is member @member of.
+ */
+struct gcs_list {
+	struct gcs_list *prev, *next;
+};
+
+#define gcs_list_entry(node, type, member) ((type *)((char *)(node)-offsetof(type, member)))
+
+/* gcs_list_push() - @n first in the list at *@head. */
+static inline void gcs_list_push(struct gcs_list **head, struct gcs_list *n)
+{
+	n->prev = NULL;
+	n->next = *head;
+	if (*head)
+		(*head)->prev = n;
+	*head = n;
+}
+
+/* gcs_list_del() - @n out of the list at *@head. */
+static inline void gcs_list_del(struct gcs_list **head, struct gcs_list *n)
+{
+	if (n->prev)
+		n->prev->next = n->next;
+	else
+		*head = n->next;
+	if (n->next)
+		n->next->prev = n->prev;
+}
+
 struct gcs_store {
 	struct xprofs_store base;
 	char *bucket, *prefix, *endpoint;
@@ -425,15 +458,15 @@ struct gcs_store {
 	pthread_t dw;
 
 	pthread_mutex_t w_lock;
-	struct gcs_writer *writers; /* open writers; protected by w_lock */
+	struct gcs_list *writers; /* open writers (gcs_writer.link); protected by w_lock */
 
 	pthread_mutex_t blk_lock;
 	pthread_cond_t blk_cond;
 	struct blk *blk_slots[GCS_BLK_SLOTS]; /* protected by blk_lock */
 	struct blk lru;                       /* sentinel; protected by blk_lock */
 	uint64_t blk_mem;                     /* protected by blk_lock */
-	struct gcs_stream *streams;           /* every file's stream; protected by blk_lock */
-	bool streams_stop;                    /* unmount: no new streams; protected by blk_lock */
+	struct gcs_list *streams; /* every file's stream (link); protected by blk_lock */
+	bool streams_stop;        /* unmount: no new streams; protected by blk_lock */
 	unsigned stream_waiters;  /* readers waiting for a stream to claim a block; blk_lock */
 	unsigned streams_running; /* runs going: at most half the HTTP handles; blk_lock */
 };
@@ -455,11 +488,11 @@ struct gcs_writer {
 	char *path, *obj;
 	int fd;
 	pthread_mutex_t lock;
-	uint64_t size;                    /* protected by lock */
-	uint64_t if_gen;                  /* precondition of the next upload; protected by lock */
-	bool excl, dirty;                 /* protected by lock */
-	int64_t mtime_ns;                 /* protected by lock */
-	struct gcs_writer *wprev, *wnext; /* in s->writers; protected by s->w_lock */
+	uint64_t size;        /* protected by lock */
+	uint64_t if_gen;      /* precondition of the next upload; protected by lock */
+	bool excl, dirty;     /* protected by lock */
+	int64_t mtime_ns;     /* protected by lock */
+	struct gcs_list link; /* in s->writers; protected by s->w_lock */
 };
 
 /* ---- url.c: object names and request URLs ---- */

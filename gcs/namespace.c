@@ -287,11 +287,13 @@ static void maybe_refresh(struct gcs_store *s)
 /* A file being written through this store looks like what it will become. */
 static bool writer_stat(struct gcs_store *s, const char *path, struct xprofs_store_stat *st)
 {
-	struct gcs_writer *w;
+	struct gcs_list *n;
 	bool found = false;
 
 	pthread_mutex_lock(&s->w_lock);
-	for (w = s->writers; w && !found; w = w->wnext) {
+	for (n = s->writers; n && !found; n = n->next) {
+		struct gcs_writer *w = gcs_list_entry(n, struct gcs_writer, link);
+
 		if (strcmp(w->path, path) != 0)
 			continue;
 		pthread_mutex_lock(&w->lock);
@@ -366,10 +368,11 @@ int gcs_list(struct xprofs_store *base, const char *dir, xprofs_store_list_cb cb
 	if (r == 0) {
 		/* new files still being written here are listed too */
 		size_t dlen = strlen(dir), known = l.n, k;
-		struct gcs_writer *w;
+		struct gcs_list *n;
 
 		pthread_mutex_lock(&s->w_lock);
-		for (w = s->writers; w && r == 0; w = w->wnext) {
+		for (n = s->writers; n && r == 0; n = n->next) {
+			struct gcs_writer *w = gcs_list_entry(n, struct gcs_writer, link);
 			const char *name = w->path + dlen + (dlen ? 1 : 0);
 			struct xprofs_store_stat wst = {.type = XPROFS_STORE_FILE};
 

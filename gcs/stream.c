@@ -75,13 +75,13 @@ struct gcs_stream {
 	pthread_t th;
 	bool joinable; /* a thread was started and not joined yet (the owner's, under f->lock) */
 	/* protected by s->blk_lock */
-	uint64_t start;  /* first block of this run */
-	uint64_t end;    /* block after its last: the object's end or the next block present */
-	uint64_t next;   /* the block being filled, or the next one to claim */
-	uint64_t reader; /* the reader's block: the run stays within STREAM_AHEAD of it */
-	bool done;       /* the run's thread has finished with the store */
-	bool waiting;    /* the run waits for its reader or for room (wake it on a move) */
-	struct gcs_stream *sprev, *snext; /* in s->streams */
+	uint64_t start;       /* first block of this run */
+	uint64_t end;         /* block after its last: the object's end or the next block present */
+	uint64_t next;        /* the block being filled, or the next one to claim */
+	uint64_t reader;      /* the reader's block: the run stays within STREAM_AHEAD of it */
+	bool done;            /* the run's thread has finished with the store */
+	bool waiting;         /* the run waits for its reader or for room (wake it on a move) */
+	struct gcs_list link; /* in s->streams */
 	/* the run's thread only */
 	struct blk *cur;  /* the block being filled (the loader's reference), or NULL: skipping */
 	bool in_block;    /* the bytes arriving belong to block @next */
@@ -409,10 +409,7 @@ int gcs_stream_start(struct gcs_store *s, struct gcs_file *f, uint64_t idx, uint
 		st->size = f->st.size;
 		st->done = true;
 		pthread_mutex_lock(&s->blk_lock);
-		st->snext = s->streams;
-		if (s->streams)
-			s->streams->sprev = st;
-		s->streams = st;
+		gcs_list_push(&s->streams, &st->link);
 		pthread_mutex_unlock(&s->blk_lock);
 		f->stream = st;
 	}
@@ -492,12 +489,7 @@ void gcs_stream_free(struct gcs_stream *st)
 	if (st->joinable)
 		pthread_join(st->th, NULL);
 	pthread_mutex_lock(&s->blk_lock);
-	if (st->sprev)
-		st->sprev->snext = st->snext;
-	else
-		s->streams = st->snext;
-	if (st->snext)
-		st->snext->sprev = st->sprev;
+	gcs_list_del(&s->streams, &st->link);
 	pthread_mutex_unlock(&s->blk_lock);
 	free(st->obj);
 	free(st);
@@ -505,14 +497,16 @@ void gcs_stream_free(struct gcs_stream *st)
 
 void gcs_streams_stop(struct gcs_store *s)
 {
-	struct gcs_stream *st;
+	struct gcs_list *n;
 	bool running;
 
 	pthread_mutex_lock(&s->blk_lock);
 	s->streams_stop = true;
 	for (;;) {
 		running = false;
-		for (st = s->streams; st; st = st->snext) {
+		for (n = s->streams; n; n = n->next) {
+			struct gcs_stream *st = gcs_list_entry(n, struct gcs_stream, link);
+
 			atomic_store(&st->cancel, true);
 			running |= !st->done;
 		}

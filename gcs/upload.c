@@ -528,10 +528,7 @@ int gcs_create(struct xprofs_store *base, const char *path, unsigned flags,
 	pthread_mutex_init(&w->lock, NULL);
 	w->mtime_ns = xprofs_now_ns();
 	pthread_mutex_lock(&s->w_lock);
-	w->wnext = s->writers;
-	if (s->writers)
-		s->writers->wprev = w;
-	s->writers = w;
+	gcs_list_push(&s->writers, &w->link);
 	pthread_mutex_unlock(&s->w_lock);
 	*out = &w->base;
 	return 0;
@@ -611,12 +608,7 @@ static void writer_free(struct gcs_writer *w)
 	struct gcs_store *s = w->s;
 
 	pthread_mutex_lock(&s->w_lock);
-	if (w->wprev)
-		w->wprev->wnext = w->wnext;
-	else
-		s->writers = w->wnext;
-	if (w->wnext)
-		w->wnext->wprev = w->wprev;
+	gcs_list_del(&s->writers, &w->link);
 	pthread_mutex_unlock(&s->w_lock);
 	pthread_mutex_destroy(&w->lock);
 	close(w->fd);

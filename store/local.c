@@ -136,12 +136,14 @@ static int stat_fill(const struct stat *st, struct xprofs_store_stat *out)
 
 /*
  * resolve_stat() - store_local_resolve(@path, @flags) and fstat() it into @st: the fd
- * (caller closes) or a counted -errno.
+ * (caller closes) or a counted -errno; a staging name is -ENOENT (tmp_hidden()).
  */
 static int resolve_stat(struct local_store *ls, const char *path, int flags, struct stat *st)
 {
 	int fd, r;
 
+	if (tmp_hidden(path))
+		return count_err(ls, -ENOENT);
 	fd = store_local_resolve(ls, path, flags, 0);
 	if (fd < 0)
 		return count_err(ls, fd);
@@ -160,8 +162,6 @@ static int local_stat(struct xprofs_store *s, const char *path, struct xprofs_st
 	int fd;
 
 	CNT(ls, stats);
-	if (tmp_hidden(path))
-		return count_err(ls, -ENOENT);
 	fd = resolve_stat(ls, path, O_PATH, &st);
 	if (fd < 0)
 		return fd;
@@ -225,8 +225,6 @@ static int local_open(struct xprofs_store *s, const char *path, struct xprofs_st
 	int fd, r;
 
 	CNT(ls, opens);
-	if (tmp_hidden(path))
-		return count_err(ls, -ENOENT);
 	fd = resolve_stat(ls, path, O_RDONLY, &st);
 	if (fd < 0)
 		return fd;

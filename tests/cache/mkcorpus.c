@@ -6,6 +6,7 @@
  * Usage: mkcorpus-cache OUTDIR [IMPORT_OUTDIR]
  */
 #include <dirent.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,58 +14,67 @@
 
 #include "xprofs/cache.h"
 
-static int emit(const char *cdir, const char *outdir, const char *name)
+/*
+ * @fd's bytes from offset 0 to its end, after the 0x03 fix-up byte, as
+ * @outdir/@name (borrows @fd): the bytes copied, or -1.
+ */
+static int64_t write_seed(int fd, const char *outdir, const char *name)
 {
 	char path[1024], buf[65536];
+	int64_t off = 0;
+	ssize_t n;
+	FILE *out;
+
+	snprintf(path, sizeof(path), "%s/%s", outdir, name);
+	out = fopen(path, "wb");
+	if (!out)
+		return -1;
+	fputc(3, out);
+	while ((n = xprofs_pread_full(fd, buf, sizeof(buf), (uint64_t)off)) > 0) {
+		fwrite(buf, 1, (size_t)n, out);
+		off += n;
+	}
+	fclose(out);
+	return n < 0 ? -1 : off;
+}
+
+/* The cache file (*.xc) in @cdir as @outdir/@name. */
+static int emit(const char *cdir, const char *outdir, const char *name)
+{
+	char path[1024];
 	struct dirent *de;
-	FILE *in = NULL, *out;
 	DIR *d = opendir(cdir);
-	size_t n;
+	int fd = -1;
+	int64_t n;
 
 	while (d && (de = readdir(d)))
 		if (strstr(de->d_name, ".xc")) {
 			snprintf(path, sizeof(path), "%s/%s", cdir, de->d_name);
-			in = fopen(path, "rb");
+			if (fd >= 0)
+				close(fd);
+			fd = open(path, O_RDONLY);
 		}
 	if (d)
 		closedir(d);
-	if (!in)
+	if (fd < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/%s", outdir, name);
-	out = fopen(path, "wb");
-	if (!out)
-		return -1;
-	fputc(3, out);
-	while ((n = fread(buf, 1, sizeof(buf), in)) > 0)
-		fwrite(buf, 1, n, out);
-	fclose(in);
-	fclose(out);
-	return 0;
+	n = write_seed(fd, outdir, name);
+	close(fd);
+	return n < 0 ? -1 : 0;
 }
 
-/* The portable form of the entry "fuzz-key" of @c, prefixed with 0x03, as @outdir/@name. */
+/* The portable form of the entry "fuzz-key" of @c as @outdir/@name. */
 static int emit_portable(struct xprofs_cache *c, const char *outdir, const char *name)
 {
-	char path[1024], buf[65536];
-	uint64_t len = 0, off = 0;
+	uint64_t len = 0;
 	int fd = xprofs_tmpfile("/tmp", "xprofs-mkcorpus");
-	FILE *out;
-	ssize_t n;
+	int64_t n;
 
 	if (fd < 0 || xprofs_cache_export(c, "fuzz-key", 8, fd, &len) < 0)
 		return -1;
-	snprintf(path, sizeof(path), "%s/%s", outdir, name);
-	out = fopen(path, "wb");
-	if (!out)
-		return -1;
-	fputc(3, out);
-	while (off < len && (n = xprofs_pread_full(fd, buf, sizeof(buf), off)) > 0) {
-		fwrite(buf, 1, (size_t)n, out);
-		off += (uint64_t)n;
-	}
-	fclose(out);
+	n = write_seed(fd, outdir, name);
 	close(fd);
-	return off == len ? 0 : -1;
+	return n == (int64_t)len ? 0 : -1;
 }
 
 int main(int argc, char **argv)

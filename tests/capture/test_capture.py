@@ -29,6 +29,7 @@ import traceback
 
 import xtap
 from xmount import poll as wait_for
+from xmount import reap
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 SERVER = os.path.join(HERE, "profiler_server.py")
@@ -201,11 +202,7 @@ class Mount:
     def close(self):
         if self.p.poll() is None:
             subprocess.run(["fusermount3", "-uz", self.mnt], check=False)
-            try:
-                self.p.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
+            reap(self.p, 20)
         self.err.close()
 
 

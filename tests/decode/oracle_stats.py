@@ -471,16 +471,28 @@ def non_overlapped(spans):
     return out
 
 
-def breakdown_model(xs, stat_value, stat_name):
-    """(steps [plane, start, duration, breakdown], {plane: summary}) as steps.json."""
-    steps = []
+def step_events(xs):
+    """Every event of the planes' "Steps" lines: (plane index, plane, event, start ps)."""
     for pi, p in enumerate(xs.planes):
         for l in p.lines:
             if l.name != "Steps":
                 continue
             for e in l.events:
                 off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
-                steps.append([pi, l.timestamp_ns * 1000 + off, e.duration_ps, [0] * len(BD_KEYS)])
+                yield pi, p, e, l.timestamp_ns * 1000 + off
+
+
+def timed_events(l):
+    """The events of line l that have a time (not num_occurrences): (event, start ps)."""
+    base = l.timestamp_ns * 1000
+    for e in l.events:
+        if e.WhichOneof("data") != "num_occurrences":
+            yield e, base + e.offset_ps
+
+
+def breakdown_model(xs, stat_value, stat_name):
+    """(steps [plane, start, duration, breakdown], {plane: summary}) as steps.json."""
+    steps = [[pi, s, e.duration_ps, [0] * len(BD_KEYS)] for pi, _, e, s in step_events(xs)]
     steps.sort(key=lambda s: (s[0], s[1]))
 
     def spans(planes, host):
@@ -597,11 +609,7 @@ def device_busy(p):
     for l, kind in op_lines(p):
         if kind == "host":
             continue
-        base = l.timestamp_ns * 1000
-        for e in l.events:
-            if e.WhichOneof("data") == "num_occurrences":
-                continue
-            s = base + e.offset_ps
+        for e, s in timed_events(l):
             spans.append((s, max(s, s + e.duration_ps)))
     u = union(spans)
     if not u:

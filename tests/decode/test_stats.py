@@ -147,10 +147,7 @@ def main():
             hand_checks(paths, out)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d mismatches" % len(failures))
-        return 1
-    return 0
+    return xproto.status()
 
 
 if __name__ == "__main__":

@@ -19,9 +19,6 @@ import errno
 import os
 import sys
 import time
-import urllib.error
-import urllib.parse
-import urllib.request
 
 import gcs_harness as gh
 from fault_proxy import Rule
@@ -35,34 +32,17 @@ PERMANENT_LIMIT_S = RETRY_DEADLINE_S + 40
 
 
 def main(t, h):
-    src = os.path.join(h.work, "src")
-    os.makedirs(os.path.join(src, "run", "plugins", "profile", "s1"))
-    with open(os.path.join(src, "run", "plugins", "profile", "s1", "seed.txt"), "w") as f:
-        f.write("seed\n")
-    h.start_emulator()
-    h.seed(src, URL)
+    h.seed_files(URL, {"run/plugins/profile/s1/seed.txt": b"seed\n"})
     p = h.proxy()
     mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache",
                                           "retry_deadline=%d" % RETRY_DEADLINE_S])
     d = os.path.join(mnt, "logdir", "run", "plugins", "profile", "s1")
 
     def obj(rel):
-        u = "%s/storage/v1/b/bkt/o/%s?alt=media" % (h.emu_url, urllib.parse.quote("logs/" + rel, safe=""))
-        try:
-            return urllib.request.urlopen(u, timeout=30).read()
-        except urllib.error.HTTPError as e:
-            if e.code == 404:
-                return None
-            raise
+        return h.object("logs/" + rel)
 
     def write_close(name, data):
-        fd = os.open(os.path.join(d, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        os.write(fd, data)
-        try:
-            os.close(fd)
-            return None
-        except OSError as e:
-            return e
+        return gh.write_close(os.path.join(d, name), data)
 
     rel = "run/plugins/profile/s1/"
     data = os.urandom(300000)

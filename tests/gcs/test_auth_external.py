@@ -19,7 +19,6 @@ subject token at /subject. Then:
     (with delegates) both mount byte-identical.
 TAP output; exit 77 when FUSE, xprofs or the emulator is absent.
 """
-import json
 import os
 import sys
 import time
@@ -40,30 +39,18 @@ def main(t, h):
                      refresh_token="1//rt", expires_in=6).start()
     h.cleanups.append(ts.stop)
 
-    def write(name, data):
-        p = os.path.join(h.work, name)
-        with open(p, "w") as f:
-            f.write(data if isinstance(data, str) else json.dumps(data))
-        return p
-
     def ext(name, source, **extra):
         obj = {"type": "external_account", "audience": AUDIENCE, "subject_token_type": JWT_TYPE,
                "token_url": ts.token_url, "credential_source": source}
         obj.update(extra)
-        return write(name, obj)
+        return h.write(name, obj)
 
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "STORAGE_EMULATOR_HOST",
-                        "CLOUD_STORAGE_EMULATOR_ENDPOINT", "GCE_METADATA_ROOT")}
-    env.update(CLOUDSDK_CONFIG=h.work, GCE_METADATA_HOST="127.0.0.1:1")
-    src = os.path.join(h.work, "src")
-    rels = gh.make_logdir(src)
-    h.start_emulator()
-    h.seed(src, URL)
+    env = h.bare_env()
+    src, rels = h.seed_logdir(URL)
     p = h.proxy(require_bearer=ts.url + "/_control/check")
 
     # 1. file-sourced, text; refreshed while mounted.
-    subj = write("subject.txt", SUBJECT + "\n")
+    subj = h.write("subject.txt", SUBJECT + "\n")
     mnt, proc, log = h.mount(URL, p.url, ["credentials=" + ext("file.json", {"file": subj}), "no_cache",
                                           "refresh=1"], env=env)
     diff = gh.compare_tree(src, os.path.join(mnt, "logdir"), rels)
@@ -105,7 +92,7 @@ def main(t, h):
         t.ok(rc not in (None, 0) and all(w in text for w in words),
              "%s: the mount fails (rc %s) saying so" % (name, rc), text)
 
-    fails("a wrong subject token", ext("wrong.json", {"file": write("wrong.txt", "not-it")}),
+    fails("a wrong subject token", ext("wrong.json", {"file": h.write("wrong.txt", "not-it")}),
           ["external_account", "HTTP 400"])
     fails("a missing subject file", ext("missing.json", {"file": os.path.join(h.work, "nope.txt")}),
           ["subject token"])
@@ -120,11 +107,11 @@ def main(t, h):
         ("external_account with service_account_impersonation_url",
          ext("ext-imp.json", {"file": subj}, service_account_impersonation_url=imp_url), "external_account"),
         ("impersonated_service_account from authorized_user",
-         write("imp-user.json", {"type": "impersonated_service_account", "service_account_impersonation_url": imp_url,
-                                 "delegates": ["projects/-/serviceAccounts/d@x.iam.gserviceaccount.com"],
-                                 "source_credentials": {"type": "authorized_user", "client_id": "cid",
-                                                        "client_secret": "cs", "refresh_token": "1//rt",
-                                                        "token_uri": ts.token_url}}), "authorized_user"),
+         h.write("imp-user.json", {"type": "impersonated_service_account", "service_account_impersonation_url": imp_url,
+                                   "delegates": ["projects/-/serviceAccounts/d@x.iam.gserviceaccount.com"],
+                                   "source_credentials": {"type": "authorized_user", "client_id": "cid",
+                                                          "client_secret": "cs", "refresh_token": "1//rt",
+                                                          "token_uri": ts.token_url}}), "authorized_user"),
     ]
     for name, cred, kind in cases:
         n0 = len(ts.impersonations)

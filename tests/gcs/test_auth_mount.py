@@ -47,28 +47,14 @@ def main(t, h):
                      refresh_token="1//rt", expires_in=6).start()
     h.cleanups.append(ts.stop)
 
-    def creds(name, obj):
-        p = os.path.join(h.work, name)
-        with open(p, "w") as f:
-            import json
-            json.dump(obj, f)
-        return p
-
     def sa(name, key):
         with open(key) as f:
-            return creds(name, {"type": "service_account", "client_email": EMAIL, "private_key": f.read(),
-                                "private_key_id": "k", "token_uri": ts.token_url})
+            return h.write(name, {"type": "service_account", "client_email": EMAIL, "private_key": f.read(),
+                                  "private_key_id": "k", "token_uri": ts.token_url})
 
     # No ambient credentials leak into the mounts.
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "STORAGE_EMULATOR_HOST",
-                        "CLOUD_STORAGE_EMULATOR_ENDPOINT", "GCE_METADATA_ROOT")}
-    env.update(CLOUDSDK_CONFIG=h.work, GCE_METADATA_HOST="127.0.0.1:1")
-
-    src = os.path.join(h.work, "src")
-    rels = gh.make_logdir(src)
-    h.start_emulator()
-    h.seed(src, URL)
+    env = h.bare_env()
+    src, rels = h.seed_logdir(URL)
     p = h.proxy(require_bearer=ts.url + "/_control/check")
 
     # 1. service account, with refreshes during the mount's life.
@@ -104,8 +90,8 @@ def main(t, h):
     t.ok(h.umount(mnt) == 0, "unmount exits 0")
 
     # 2. authorized_user through GOOGLE_APPLICATION_CREDENTIALS.
-    user = creds("user.json", {"type": "authorized_user", "client_id": "cid", "client_secret": "cs",
-                               "refresh_token": "1//rt", "token_uri": ts.token_url})
+    user = h.write("user.json", {"type": "authorized_user", "client_id": "cid", "client_secret": "cs",
+                                 "refresh_token": "1//rt", "token_uri": ts.token_url})
     before = p.stats["unauthorized"]
     mnt, proc, log = h.mount(URL, p.url, ["no_cache"], env=dict(env, GOOGLE_APPLICATION_CREDENTIALS=user))
     diff = gh.compare_tree(src, os.path.join(mnt, "logdir"), rels[:3], exact=False)
@@ -114,8 +100,8 @@ def main(t, h):
     h.umount(mnt)
 
     # 3. failures: fast, clear, non-zero.
-    revoked = creds("revoked.json", {"type": "authorized_user", "client_id": "cid", "client_secret": "cs",
-                                     "refresh_token": "revoked", "token_uri": ts.token_url})
+    revoked = h.write("revoked.json", {"type": "authorized_user", "client_id": "cid", "client_secret": "cs",
+                                       "refresh_token": "revoked", "token_uri": ts.token_url})
     for name, opts, e, want in [
         ("wrong private key", ["credentials=" + sa("wrong.json", keys["wrong"])], env, "invalid_grant"),
         ("revoked refresh token", ["credentials=" + revoked], env, "expired or revoked"),

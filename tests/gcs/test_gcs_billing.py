@@ -21,13 +21,8 @@ PROJECT = "my-billing-proj-42"
 
 
 def main(t, h):
-    src = os.path.join(h.work, "src")
-    os.makedirs(os.path.join(src, REL))
     seeded = os.urandom(3 << 20)
-    with open(os.path.join(src, REL, "seed.bin"), "wb") as f:
-        f.write(seeded)
-    h.start_emulator()
-    h.seed(src, URL)
+    h.seed_files(URL, {REL + "seed.bin": seeded})
 
     p = h.proxy()
     mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache", "billing_project=" + PROJECT])

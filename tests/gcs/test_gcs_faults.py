@@ -52,10 +52,7 @@ def first_diff(got, want):
 
 
 def main(t, h):
-    src = os.path.join(h.work, "src")
-    rels = gh.make_logdir(src)
-    h.start_emulator()
-    h.seed(src, URL)
+    src, rels = h.seed_logdir(URL)
 
     def scenario(name, rules, list_rules=(), expect_kinds=None):
         try:

@@ -27,7 +27,6 @@ import json
 import errno
 import os
 import sys
-import urllib.error
 import urllib.parse
 import urllib.request
 
@@ -41,27 +40,14 @@ FINAL_PUT = r"^PUT /upload/"
 
 
 def main(t, h):
-    src = os.path.join(h.work, "src")
-    os.makedirs(os.path.join(src, REL))
     seeded = os.urandom(3 << 20)
-    with open(os.path.join(src, REL, "seed.bin"), "wb") as f:
-        f.write(seeded)
-    h.start_emulator()
-    h.seed(src, URL)
+    h.seed_files(URL, {REL + "seed.bin": seeded})
     p = h.proxy()
     mnt, proc, log = h.mount(URL, p.url, ["anonymous", "no_cache"])
     d = os.path.join(mnt, "logdir", REL)
 
     def emu(rel, meta=False):
-        u = "%s/storage/v1/b/bkt/o/%s%s" % (h.emu_url, urllib.parse.quote("logs/" + rel, safe=""),
-                                            "" if meta else "?alt=media")
-        try:
-            data = urllib.request.urlopen(u, timeout=30).read()
-            return json.loads(data) if meta else data
-        except urllib.error.HTTPError as e:
-            if e.code == 404:
-                return None
-            raise
+        return h.object("logs/" + rel, meta)
 
     def retries():
         with open(os.path.join(mnt, "status.json")) as f:
@@ -78,16 +64,6 @@ def main(t, h):
             return None
         return find(st)
 
-    def write_close(name, data, excl=False):
-        flags = os.O_WRONLY | os.O_CREAT | (os.O_EXCL if excl else os.O_TRUNC)
-        fd = os.open(os.path.join(d, name), flags, 0o644)
-        os.write(fd, data)
-        try:
-            os.close(fd)
-            return None
-        except OSError as e:
-            return e
-
     def faulted(kind, match, name, size, excl=False, nth=1):
         with p.lock:
             p.rules.clear()
@@ -95,7 +71,7 @@ def main(t, h):
         p.stats["faults"].clear()
         r0 = retries()
         data = os.urandom(size)
-        err = write_close(name, data, excl)
+        err = gh.write_close(os.path.join(d, name), data, excl)
         stored = emu(REL + name)
         fired = p.stats["faults"].get(kind, 0)
         r1 = retries()

@@ -10,15 +10,19 @@ a Tap and a Harness for body(t, h), a failed "harness" result for anything
 body raises, and Harness.close() in all cases. Every process and mount
 started here is torn down by close(); the emulator also dies with the test.
 """
+import json
 import os
 import random
 import shutil
 import subprocess
 import tempfile
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
 
 from fault_proxy import FaultProxy
-from xmount import wait_released
+from xmount import reap, wait_released
 from xtap import SKIP, Skip, Tap, skip_all
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -27,7 +31,7 @@ EMULATOR_DIR = os.path.join(SOURCE_ROOT, "tests", "gcs", "emulator")
 EMULATOR_SH = os.path.join(HERE, "emulator.sh")
 
 __all__ = ["SKIP", "Skip", "Tap", "Harness", "run", "require_prereqs", "make_logdir", "compare_tree",
-           "xprofs_bin", "build_root"]
+           "xprofs_bin", "build_root", "write_close"]
 
 
 def build_root():
@@ -111,6 +115,19 @@ def compare_tree(src, dst, rels=None, exact=True):
     return None
 
 
+def write_close(path, data, excl=False):
+    """Create (O_EXCL with @excl, else truncate) and write @path, then
+    close it: None, or the OSError close() raised (a gs:// mount uploads
+    there)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | (os.O_EXCL if excl else os.O_TRUNC), 0o644)
+    os.write(fd, data)
+    try:
+        os.close(fd)
+        return None
+    except OSError as e:
+        return e
+
+
 class Harness:
     def __init__(self):
         self.work = tempfile.mkdtemp(prefix="xprofs-gcs-test-")
@@ -144,12 +161,63 @@ class Harness:
         if rc != 0:
             raise RuntimeError("seed failed: %s" % out)
 
+    def seed_files(self, url, files):
+        """@files ({relative path: bytes}) written under work/src, the
+        emulator started and seeded with them at @url; returns src."""
+        src = os.path.join(self.work, "src")
+        for rel, data in files.items():
+            os.makedirs(os.path.dirname(os.path.join(src, rel)), exist_ok=True)
+            with open(os.path.join(src, rel), "wb") as f:
+                f.write(data)
+        self.start_emulator()
+        self.seed(src, url)
+        return src
+
+    def seed_logdir(self, url):
+        """make_logdir() in work/src, the emulator started and seeded with it
+        at @url: (src, the relative paths)."""
+        src = os.path.join(self.work, "src")
+        rels = make_logdir(src)
+        self.start_emulator()
+        self.seed(src, url)
+        return src, rels
+
+    def object(self, name, meta=False, bucket="bkt"):
+        """The emulator's object @name in @bucket, read directly (no proxy):
+        its bytes, or with @meta its JSON metadata; None when absent."""
+        u = "%s/storage/v1/b/%s/o/%s%s" % (self.emu_url, bucket, urllib.parse.quote(name, safe=""),
+                                           "" if meta else "?alt=media")
+        try:
+            data = urllib.request.urlopen(u, timeout=30).read()
+            return json.loads(data) if meta else data
+        except urllib.error.HTTPError as e:
+            if e.code == 404:
+                return None
+            raise
+
     def proxy(self, **kw):
         p = FaultProxy(self.emu_url, **kw).start()
         self.proxies.append(p)
         return p
 
     # -- mounts -------------------------------------------------------------
+    def bare_env(self):
+        """os.environ without ambient credentials or emulator settings (gcloud's
+        config: the work dir; no metadata server): a mount with it finds only
+        the credentials its options or the caller's additions name."""
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("GOOGLE_APPLICATION_CREDENTIALS", "STORAGE_EMULATOR_HOST",
+                            "CLOUD_STORAGE_EMULATOR_ENDPOINT", "GCE_METADATA_ROOT")}
+        env.update(CLOUDSDK_CONFIG=self.work, GCE_METADATA_HOST="127.0.0.1:1")
+        return env
+
+    def write(self, name, data):
+        """@data (text, or anything else as JSON) in work/@name; returns its path."""
+        path = os.path.join(self.work, name)
+        with open(path, "w") as f:
+            f.write(data if isinstance(data, str) else json.dumps(data))
+        return path
+
     def mount(self, url, endpoint, opts=(), wait=True, timeout=120, env=None):
         """Start xprofs in the foreground on a fresh mount point. With @wait,
         returns once the mount appears (raises if xprofs exits first)."""
@@ -194,11 +262,7 @@ class Harness:
                     if subprocess.run(["fusermount3", "-u", mnt], capture_output=True).returncode == 0:
                         break
                     time.sleep(0.2)
-                try:
-                    return p.wait(timeout=180)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    return p.wait()
+                return reap(p, 180)
         return None
 
     def last_log(self, tail=20):
@@ -213,10 +277,7 @@ class Harness:
                     subprocess.run(["fusermount3", "-uz", mnt], capture_output=True)
             if p.poll() is None:
                 p.terminate()
-                try:
-                    p.wait(timeout=10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
+                reap(p, 10)
         for p in self.proxies:
             p.stop()
         if self.emu_port:

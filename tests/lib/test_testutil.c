@@ -25,39 +25,47 @@ static void test_same(void **state)
 	XT_SAME_BYTES("abc", 3, "abc", 3);
 }
 
-static void test_differs(void **state)
+/*
+ * xt_bytes_diff() of @got (@ngot bytes, or -errno) and @want reports a
+ * difference, and its text holds each of @says (NULL-ended).
+ */
+static void assert_diff_says(const void *got, ssize_t ngot, const void *want, size_t nwant,
+			     const char *const says[])
 {
-	const char *want = "abcdefghij0123456789", *got = "abcdefghijX123456789tail";
 	char why[XT_WHY_MAX];
 
+	assert_true(xt_bytes_diff(why, sizeof(why), got, ngot, want, nwant));
+	for (; *says; says++)
+		if (!strstr(why, *says))
+			fail_msg("\"%s\" is not in \"%s\"", *says, why);
+}
+
+static void test_differs(void **state)
+{
+	static const char *const says[] = {"got 24 bytes, want 20", "first difference at offset 10",
+					   "cdefghijX1234567", "cdefghij01234567", NULL};
+
 	(void)state;
-	assert_true(xt_bytes_diff(why, sizeof(why), got, 24, want, 20));
-	assert_non_null(strstr(why, "got 24 bytes, want 20"));
-	assert_non_null(strstr(why, "first difference at offset 10"));
-	assert_non_null(strstr(why, "cdefghijX1234567"));
-	assert_non_null(strstr(why, "cdefghij01234567"));
+	assert_diff_says("abcdefghijX123456789tail", 24, "abcdefghij0123456789", 20, says);
 }
 
 static void test_prefix_and_binary(void **state)
 {
-	const unsigned char a[] = {0, 1, 2, '\\'}, b[] = {0, 1, 2, '\\', 0xff};
-	char why[XT_WHY_MAX];
+	static const unsigned char a[] = {0, 1, 2, '\\'}, b[] = {0, 1, 2, '\\', 0xff};
+	static const char *const says[] = {"got 4 bytes, want 5",
+					   "offset 4 (one is a prefix of the other)",
+					   "\\x00\\x01\\x02\\x5c\\xff", NULL};
 
 	(void)state;
-	assert_true(xt_bytes_diff(why, sizeof(why), a, 4, b, 5));
-	assert_non_null(strstr(why, "got 4 bytes, want 5"));
-	assert_non_null(strstr(why, "offset 4 (one is a prefix of the other)"));
-	assert_non_null(strstr(why, "\\x00\\x01\\x02\\x5c\\xff"));
+	assert_diff_says(a, 4, b, 5, says);
 }
 
 static void test_read_failed(void **state)
 {
-	char why[XT_WHY_MAX];
+	const char *const says[] = {"the read failed: -5", strerror(EIO), NULL};
 
 	(void)state;
-	assert_true(xt_bytes_diff(why, sizeof(why), NULL, -EIO, "x", 1));
-	assert_non_null(strstr(why, "the read failed: -5"));
-	assert_non_null(strstr(why, strerror(EIO)));
+	assert_diff_says(NULL, -EIO, "x", 1, says);
 }
 
 int main(void)

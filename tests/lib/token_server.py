@@ -206,6 +206,17 @@ class TokenServer(httpd.Served):
                 self._send(200, {"access_token": tok, "expires_in": server.expires_in,
                                  "token_type": "Bearer"})
 
+            def _grant(self, grant, kind, why, said=None):
+                """A token of @kind, counted in grants[@grant]; or, with @why,
+                an invalid_grant described as @said (else @why), why kept in
+                rejected."""
+                if why:
+                    server._reject(why)
+                    return self._send(400, {"error": "invalid_grant", "error_description": said or why})
+                with server.lock:
+                    server.grants[grant] += 1
+                return self._token(kind)
+
             def _impersonate(self, email, body):
                 auth = self.headers.get("Authorization", "")
                 tok = auth[len("Bearer "):] if auth.startswith("Bearer ") else ""
@@ -287,22 +298,12 @@ class TokenServer(httpd.Served):
                 f = {k: v[0] for k, v in urllib.parse.parse_qs(body, keep_blank_values=True).items()}
                 grant = f.get("grant_type")
                 if grant == JWT_GRANT:
-                    why = server.check_jwt(f.get("assertion", ""))
-                    if why:
-                        server._reject(why)
-                        return self._send(400, {"error": "invalid_grant", "error_description": why})
-                    with server.lock:
-                        server.grants["jwt"] += 1
-                    return self._token("service_account")
+                    return self._grant("jwt", "service_account", server.check_jwt(f.get("assertion", "")))
                 if grant == "refresh_token":
-                    if (f.get("client_id") != server.client_id or f.get("client_secret") != server.client_secret
-                            or f.get("refresh_token") != server.refresh_token or not server.refresh_token):
-                        server._reject("bad refresh_token grant")
-                        return self._send(400, {"error": "invalid_grant",
-                                                "error_description": "Token has been expired or revoked."})
-                    with server.lock:
-                        server.grants["refresh"] += 1
-                    return self._token("authorized_user")
+                    bad = (f.get("client_id") != server.client_id or f.get("client_secret") != server.client_secret
+                           or f.get("refresh_token") != server.refresh_token or not server.refresh_token)
+                    return self._grant("refresh", "authorized_user", "bad refresh_token grant" if bad else None,
+                                       "Token has been expired or revoked.")
                 if grant == STS_GRANT:
                     why = None
                     if not server.subject_token or f.get("subject_token") != server.subject_token:
@@ -315,12 +316,7 @@ class TokenServer(httpd.Served):
                         why = "bad requested_token_type"
                     elif "cloud-platform" not in f.get("scope", ""):
                         why = "no cloud-platform scope"
-                    if why:
-                        server._reject(why)
-                        return self._send(400, {"error": "invalid_grant", "error_description": why})
-                    with server.lock:
-                        server.grants["sts"] += 1
-                    return self._token("external_account")
+                    return self._grant("sts", "external_account", why)
                 server._reject("unsupported grant %r" % grant)
                 self._send(400, {"error": "unsupported_grant_type"})
 

@@ -59,6 +59,15 @@ def poll(cond, deadline_s=60):
         time.sleep(0.01)
 
 
+def reap(proc, timeout_s):
+    """Wait up to @timeout_s for @proc to exit, else kill it; its exit status."""
+    try:
+        return proc.wait(timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        return proc.wait()
+
+
 def read_whole(path):
     """(st_size right after open, every byte read until EOF) of @path, in 1 MiB reads."""
     fd = os.open(path, os.O_RDONLY)
@@ -110,11 +119,7 @@ class Mount:
             if subprocess.call(["fusermount3", "-u", self.mnt], stderr=subprocess.DEVNULL) == 0:
                 break
             time.sleep(0.2)
-        try:
-            self.proc.wait(timeout=180)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        reap(self.proc, 180)
         self.log.close()
         return self.proc.returncode
 

@@ -33,6 +33,15 @@ def fail(msg):
         print("FAIL:", msg)
 
 
+def status():
+    """An oracle's exit status: 1, saying how many mismatches, after any
+    fail(); else 0."""
+    if failures:
+        print("%d mismatches" % len(failures))
+        return 1
+    return 0
+
+
 
 # Where the project's .proto files are: the module that reads each.
 PROTO_DIRS = [os.path.join(SRC, m, "proto") for m in ("xspace", "hlo", "trace", "capture")]

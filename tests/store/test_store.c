@@ -296,6 +296,18 @@ static bool no_staging_left(const char *dir)
 	return none;
 }
 
+/* A new exclusive writer of @rel in @f's store holding @data (both asserted); the caller commits
+ * or aborts it. */
+static struct xprofs_store_writer *excl_written(struct fx *f, const char *rel, const char *data)
+{
+	struct xprofs_store_writer *w = NULL;
+	size_t n = strlen(data);
+
+	assert_int_equal(xprofs_store_writer_new(f->s, rel, XPROFS_STORE_EXCL, &w), 0);
+	assert_int_equal(xprofs_store_writer_write(w, data, n, 0), (ssize_t)n);
+	return w;
+}
+
 static void test_excl_create(void **state)
 {
 	struct fx *f = *state;
@@ -317,10 +329,7 @@ static void test_excl_create(void **state)
 	assert_int_equal(n.n, 0);
 	assert_int_equal(read_file(f->dir, "new", buf, sizeof(buf)), -ENOENT);
 	/* a second exclusive writer for the same path loses at commit */
-	assert_int_equal(xprofs_store_writer_new(f->s, "new/plugins/profile/s/h.xplane.pb",
-						 XPROFS_STORE_EXCL, &w2),
-			 0);
-	assert_int_equal(xprofs_store_writer_write(w2, "other", 5, 0), 5);
+	w2 = excl_written(f, "new/plugins/profile/s/h.xplane.pb", "other");
 	assert_int_equal(xprofs_store_writer_commit(w), 0);
 	assert_int_equal(read_file(f->dir, "new/plugins/profile/s/h.xplane.pb", buf, sizeof(buf)),
 			 6);
@@ -331,14 +340,8 @@ static void test_excl_create(void **state)
 	assert_string_equal(buf, "hello!");
 	assert_true(no_staging_left(f->dir));
 	/* two writers of one new session: each is published, no staging is left */
-	assert_int_equal(xprofs_store_writer_new(f->s, "n2/plugins/profile/s/a.xplane.pb",
-						 XPROFS_STORE_EXCL, &w),
-			 0);
-	assert_int_equal(xprofs_store_writer_new(f->s, "n2/plugins/profile/s/b.xplane.pb",
-						 XPROFS_STORE_EXCL, &w2),
-			 0);
-	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
-	assert_int_equal(xprofs_store_writer_write(w2, "B", 1, 0), 1);
+	w = excl_written(f, "n2/plugins/profile/s/a.xplane.pb", "A");
+	w2 = excl_written(f, "n2/plugins/profile/s/b.xplane.pb", "B");
 	assert_int_equal(read_file(f->dir, "n2", buf, sizeof(buf)), -ENOENT);
 	assert_int_equal(xprofs_store_writer_commit(w2), 0);
 	assert_int_equal(xprofs_store_writer_commit(w), 0);
@@ -348,33 +351,22 @@ static void test_excl_create(void **state)
 			 1);
 	assert_true(no_staging_left(f->dir));
 	/* two new sessions of one new run: the second finds the run made meanwhile */
-	assert_int_equal(xprofs_store_writer_new(f->s, "n4/plugins/profile/s/a.xplane.pb",
-						 XPROFS_STORE_EXCL, &w),
-			 0);
-	assert_int_equal(xprofs_store_writer_new(f->s, "n4/plugins/profile/t/b.xplane.pb",
-						 XPROFS_STORE_EXCL, &w2),
-			 0);
-	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
-	assert_int_equal(xprofs_store_writer_write(w2, "BB", 2, 0), 2);
+	w = excl_written(f, "n4/plugins/profile/s/a.xplane.pb", "A");
+	w2 = excl_written(f, "n4/plugins/profile/t/b.xplane.pb", "BB");
 	assert_int_equal(xprofs_store_writer_commit(w), 0);
 	assert_int_equal(xprofs_store_writer_commit(w2), 0);
 	assert_int_equal(read_file(f->dir, "n4/plugins/profile/t/b.xplane.pb", buf, sizeof(buf)),
 			 2);
 	assert_true(no_staging_left(f->dir));
 	/* an aborted writer of a new directory leaves nothing at all */
-	assert_int_equal(xprofs_store_writer_new(f->s, "n3/plugins/profile/s/a.xplane.pb",
-						 XPROFS_STORE_EXCL, &w),
-			 0);
-	assert_int_equal(xprofs_store_writer_write(w, "A", 1, 0), 1);
+	w = excl_written(f, "n3/plugins/profile/s/a.xplane.pb", "A");
 	xprofs_store_writer_abort(w);
 	assert_int_equal(read_file(f->dir, "n3", buf, sizeof(buf)), -ENOENT);
 	assert_true(no_staging_left(f->dir));
 	/* and an existing file is refused up front */
 	assert_int_equal(xprofs_store_writer_new(f->s, "top.txt", XPROFS_STORE_EXCL, &w), -EEXIST);
 	/* abort leaves nothing behind */
-	assert_int_equal(xprofs_store_writer_new(f->s, "aborted.xplane.pb", XPROFS_STORE_EXCL, &w),
-			 0);
-	assert_int_equal(xprofs_store_writer_write(w, "x", 1, 0), 1);
+	w = excl_written(f, "aborted.xplane.pb", "x");
 	xprofs_store_writer_abort(w);
 	xprofs_store_writer_abort(NULL);
 	assert_int_equal(read_file(f->dir, "aborted.xplane.pb", buf, sizeof(buf)), -ENOENT);
