@@ -70,19 +70,19 @@ def body(t, w):
                 _, got = xmount.read_whole(os.path.join(d, view + ".json"))
                 want = subprocess.run([CLI, p, "--view", view], capture_output=True).stdout
                 t.same(got, want, "%s/%s.json: the CLI's bytes" % (h, view), m.log_tail)
-            before = len(oracle.failures)
+            before = len(xproto.failures)
             _, raw = xmount.read_whole(os.path.join(d, "overview.json"))
             oracle_stats.check_overview(h, xs, json.loads(raw), oracle.stat_value,
                                         oracle.stat_name, oracle.names, oracle.fail)
-            t.ok(len(oracle.failures) == before, "%s/overview.json equals the recomputation" % h,
-                 oracle.failures[before:][:3])
+            t.ok(len(xproto.failures) == before, "%s/overview.json equals the recomputation" % h,
+                 xproto.failures[before:][:3])
             kpath = os.path.join(d, "kernels.json")
             if h == "gpuhost":
                 _, raw = xmount.read_whole(kpath)
                 oracle_stats.check_kernels(h, xs, lambda: (0, json.loads(raw)), oracle.stat_value,
                                            oracle.stat_name, oracle.names, oracle.fail)
-                t.ok(len(oracle.failures) == before, "gpuhost/kernels.json equals the oracle",
-                     oracle.failures[before:][:3])
+                t.ok(len(xproto.failures) == before, "gpuhost/kernels.json equals the oracle",
+                     xproto.failures[before:][:3])
             else:
                 try:
                     xmount.read_whole(kpath)
@@ -105,11 +105,11 @@ def body(t, w):
                     "step_max_ps": st["max_ps"] if st else None,
                     "steps": st["steps"] if st else 0,
                     "device_busy_share": dev["duty_cycle"] if dev else None}
-            before = len(oracle.failures)
+            before = len(xproto.failures)
             oracle_stats.same({k: jh.get(k) for k in want}, want, "session " + jh["host"],
                               oracle.fail)
-            t.ok(len(oracle.failures) == before, "session summary.json: %s's step time and "
-                 "device busy share" % jh["host"], oracle.failures[before:][:3])
+            t.ok(len(xproto.failures) == before, "session summary.json: %s's step time and "
+                 "device busy share" % jh["host"], xproto.failures[before:][:3])
             if st:
                 avgs[jh["host"]] = st["avg_ps"]
         srt = sorted(avgs.values())
@@ -118,9 +118,9 @@ def body(t, w):
         worst = max(avgs, key=lambda h: avgs[h])
         want = {"host": worst, "step_avg_ps": avgs[worst], "median_step_avg_ps": med,
                 "ratio": avgs[worst] / med}
-        before = len(oracle.failures)
+        before = len(xproto.failures)
         oracle_stats.same(ss["straggler"], want, "straggler", oracle.fail)
-        t.ok(len(oracle.failures) == before, "session summary.json: the straggler against the "
+        t.ok(len(xproto.failures) == before, "session summary.json: the straggler against the "
              "median", ss["straggler"])
         rs = recipes()
         t.ok(len(rs) >= 4, "docs/stats.md has a jq recipe per view", rs)

@@ -62,7 +62,8 @@ static inline void pb_put(struct pb *b, const void *src, size_t n)
 		b->p = np;
 		b->cap = c;
 	}
-	memcpy(b->p + b->len, src, n);
+	if (n) /* src may be NULL for an empty field (memcpy's arguments must not be) */
+		memcpy(b->p + b->len, src, n);
 	b->len += n;
 }
 
