@@ -242,6 +242,7 @@ int xprofs_fs_main(int argc, char *argv[])
 	bool curl_live = false, ctx_live = false, mounted = false, handlers = false;
 	int notify_fd = -1, ret = 1, r;
 	char fstype[64];
+	const char *delay;
 
 	if (fs_options_parse(&args, &o) < 0)
 		goto out;
@@ -298,14 +299,23 @@ int xprofs_fs_main(int argc, char *argv[])
 			fuse_opt_err[0] ? fuse_opt_err : "bad FUSE options");
 		goto out;
 	}
+	/*
+	 * The handlers go in before the mount: a SIGTERM that comes as soon as
+	 * the mount shows (a test, systemd) must stop the loop cleanly, not kill
+	 * the process with its mount still in place. One that comes before the
+	 * loop starts makes the loop return at once, and we unmount.
+	 */
+	if (fuse_set_signal_handlers(fuse_get_session(fuse)) < 0)
+		goto out;
+	handlers = true;
 	if (fuse_mount(fuse, o.mountpoint) < 0) {
 		fprintf(stderr, "xprofs: cannot mount on %s\n", o.mountpoint);
 		goto out;
 	}
 	mounted = true;
-	if (fuse_set_signal_handlers(fuse_get_session(fuse)) < 0)
-		goto out;
-	handlers = true;
+	if ((delay = getenv("XPROFS_TEST_AFTER_MOUNT_DELAY_MS")))
+		xprofs_sleep_ms(
+			strtoull(delay, NULL, 10)); /* test-only: the mount shows, no loop yet */
 	xprofs_info("mounted %s on %s (%s)", o.source, o.mountpoint,
 		    xprofs_store_backend(ctx.store));
 	daemon_ready(&notify_fd, 0);

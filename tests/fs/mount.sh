@@ -339,6 +339,12 @@ xp_mount "$SRC" "$MNT" -o no_cache
 kill -TERM "$XP_PID"; wait "$XP_PID"; rc=$?; XP_PID=
 xp_ok "SIGTERM: exit status 0 ($rc) and the mount is gone" \
 	bash -c "[ $rc = 0 ] && ! grep -q ' $MNT fuse' /proc/mounts"
+# the same as soon as the mount shows, before the FUSE loop runs (a loaded machine's
+# timing, forced: the daemon waits 1.5 s between the two; it was killed there, rc 143)
+XPROFS_TEST_AFTER_MOUNT_DELAY_MS=1500 xp_mount "$SRC" "$MNT" -o no_cache
+kill -TERM "$XP_PID"; wait "$XP_PID"; rc=$?; XP_PID=
+xp_ok "SIGTERM right after the mount shows: exit status 0 ($rc), the mount is gone" \
+	bash -c "[ $rc = 0 ] && ! grep -q ' $MNT fuse' /proc/mounts"
 
 # ---- daemon mode --------------------------------------------------------------------
 "$XP_BIN" "$SRC" "$MNT" -o no_cache || xp_fail "daemon start"
