@@ -19,21 +19,16 @@
 
 #include "hlo-internal.h"
 
-struct cid {
-	int64_t id;
-	uint32_t i;
-};
-
-static int cmp_cid(const void *a, const void *b)
+int hlo_id_ix_cmp(const void *a, const void *b)
 {
-	const struct cid *x = a, *y = b;
+	const struct hlo_id_ix *x = a, *y = b;
 
 	if (x->id != y->id)
 		return x->id < y->id ? -1 : 1;
 	return x->i < y->i ? -1 : x->i > y->i;
 }
 
-static int64_t find_cid(const struct cid *ids, size_t n, int64_t id)
+int64_t hlo_id_ix_find(const struct hlo_id_ix *ids, size_t n, int64_t id)
 {
 	size_t lo = 0, hi = n;
 
@@ -168,7 +163,7 @@ out:
 }
 
 /* Called computation ids to indices, then the entry computation. */
-static int resolve(struct xprofs_hlo_program *p, struct wire_cur *c, const struct cid *ids,
+static int resolve(struct xprofs_hlo_program *p, struct wire_cur *c, const struct hlo_id_ix *ids,
 		   const int64_t *called_ids, bool have_entry_id, int64_t entry_id)
 {
 	size_t k = 0, n = p->n_comps;
@@ -183,7 +178,7 @@ static int resolve(struct xprofs_hlo_program *p, struct wire_cur *c, const struc
 			continue;
 		x = &p->exts[in->ext - 1];
 		for (uint32_t j = 0; j < x->n_called; j++, k++) {
-			int64_t ci = find_cid(ids, n, called_ids[k]);
+			int64_t ci = hlo_id_ix_find(ids, n, called_ids[k]);
 
 			if (ci < 0)
 				return wire_fail(c,
@@ -194,7 +189,7 @@ static int resolve(struct xprofs_hlo_program *p, struct wire_cur *c, const struc
 		}
 	}
 	if (have_entry_id)
-		e = find_cid(ids, n, entry_id);
+		e = hlo_id_ix_find(ids, n, entry_id);
 	for (size_t i = 0; e < 0 && have_name && i < n; i++)
 		if (!strcmp(hlo_str(p, p->comps[i].name), hlo_str(p, p->entry_name)))
 			e = (int64_t)i;
@@ -211,7 +206,7 @@ int hlo_check(struct xprofs_hlo_program *p, struct wire_cur *c, const int64_t *c
 	      bool have_entry_id, int64_t entry_id)
 {
 	size_t n = p->n_comps;
-	struct cid *ids = tmp_alloc(p, n, sizeof(*ids));
+	struct hlo_id_ix *ids = tmp_alloc(p, n, sizeof(*ids));
 	int r;
 
 	if (!ids)
@@ -220,7 +215,7 @@ int hlo_check(struct xprofs_hlo_program *p, struct wire_cur *c, const int64_t *c
 		ids[i].id = p->comps[i].id;
 		ids[i].i = (uint32_t)i;
 	}
-	qsort(ids, n, sizeof(*ids), cmp_cid);
+	qsort(ids, n, sizeof(*ids), hlo_id_ix_cmp);
 	for (size_t i = 1; i < n; i++)
 		if (ids[i].id == ids[i - 1].id) {
 			r = wire_fail(c, "computations %s and %s have the same id %" PRId64,

@@ -174,6 +174,16 @@ static inline const char *hlo_str(const struct xprofs_hlo_program *p, uint32_t s
 	return p->arena.data + p->strs[s].off;
 }
 
+/* An id read from the proto and the index of what it names, for id -> index look-ups. */
+struct hlo_id_ix {
+	int64_t id;
+	uint32_t i;
+};
+/* hlo_id_ix_cmp() - qsort order: by id, then index (check.c). */
+int hlo_id_ix_cmp(const void *a, const void *b);
+/* hlo_id_ix_find() - the index of @id in the sorted ids[0..n), or -1 (check.c). */
+int64_t hlo_id_ix_find(const struct hlo_id_ix *ids, size_t n, int64_t id);
+
 /*
  * hlo_check() - resolve what refers across computations and prove the
  * program safe to walk (check.c): called computation ids to indices, the

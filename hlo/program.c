@@ -52,10 +52,7 @@ struct dec {
 	struct ins_tmp t;
 	struct v64 called_ids; /* raw ids of every called computation, in ext order */
 	/* the current computation: its instructions' ids, sorted to resolve operands */
-	struct idx {
-		int64_t id;
-		uint32_t i;
-	} * ids;
+	struct hlo_id_ix *ids;
 	size_t cap_ids;
 	struct v64 comp_ops; /* raw operand ids of the current computation */
 	bool have_entry_id;
@@ -550,31 +547,6 @@ static int rd_instr(struct dec *d, uint32_t comp)
 	return 0;
 }
 
-static int cmp_idx(const void *a, const void *b)
-{
-	const struct idx *x = a, *y = b;
-
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
-}
-
-/* The index of the instruction of id @id in the sorted ids[0..n), or -1. */
-static int64_t find_id(const struct idx *ids, size_t n, int64_t id)
-{
-	size_t lo = 0, hi = n;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (ids[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < n && ids[lo].id == id ? (int64_t)ids[lo].i : -1;
-}
-
 /* The end of computation @ci: its instruction ids unique, operands and root resolved. */
 static int end_comp(struct dec *d, size_t ci, int64_t root_id)
 {
@@ -590,7 +562,7 @@ static int end_comp(struct dec *d, size_t ci, int64_t root_id)
 		d->ids[i].id = p->ins[cp->first + i].id;
 		d->ids[i].i = (uint32_t)(cp->first + i);
 	}
-	qsort(d->ids, n, sizeof(*d->ids), cmp_idx);
+	qsort(d->ids, n, sizeof(*d->ids), hlo_id_ix_cmp);
 	for (size_t i = 1; i < n; i++)
 		if (d->ids[i].id == d->ids[i - 1].id)
 			return wire_fail(&d->c,
@@ -603,7 +575,7 @@ static int end_comp(struct dec *d, size_t ci, int64_t root_id)
 		struct hlo_ins *in = &p->ins[i];
 
 		for (uint32_t j = 0; j < in->n_ops; j++, k++) {
-			int64_t o = find_id(d->ids, n, d->comp_ops.a[k]);
+			int64_t o = hlo_id_ix_find(d->ids, n, d->comp_ops.a[k]);
 
 			if (o < 0)
 				return wire_fail(
@@ -618,7 +590,7 @@ static int end_comp(struct dec *d, size_t ci, int64_t root_id)
 	d->comp_ops.n = 0;
 	if (!n)
 		return 0;
-	if ((root = find_id(d->ids, n, root_id)) < 0)
+	if ((root = hlo_id_ix_find(d->ids, n, root_id)) < 0)
 		return wire_fail(&d->c,
 				 "computation %s: root id %" PRId64 " is no instruction of it",
 				 hlo_str(p, cp->name), root_id);
