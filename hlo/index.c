@@ -227,27 +227,6 @@ static int read_stat(struct wire_cur *c, uint64_t *md, struct xs_span *bytes, bo
 	return 0;
 }
 
-/* The key of plane @p's stat metadata named "Hlo Proto", or -1. */
-static int64_t hlo_stat_id(struct wire_cur *c, const struct xs_plane *p)
-{
-	for (size_t i = 0; i < p->st.n; i++) {
-		const struct xs_md *m = &p->st.md[i];
-		uint64_t len;
-
-		c->pos = m->off;
-		c->end = m->off + m->len;
-		while (wire_next_len_field(c, c->end, "XStatMetadata", XSTMD_F_NAME, &len) > 0) {
-			const uint8_t *s;
-
-			if (len == 9 && wire_at(c, c->pos, 9, &s) == 0 &&
-			    !memcmp(s, "Hlo Proto", 9))
-				return m->key;
-			c->pos += len;
-		}
-	}
-	return -1;
-}
-
 /* Add one found proto; one whose module name does not read is skipped. */
 static int add_found(struct xprofs_hlo_index *idx, const struct xprofs_xspace *x,
 		     const struct xs_span *b, uint64_t pid, ssize_t *added)
@@ -332,7 +311,7 @@ ssize_t xprofs_hlo_index_add_xspace(struct xprofs_hlo_index *idx, const struct x
 				continue;
 			r = add_found(idx, x, &b, md, &added);
 		}
-	} else if ((want = hlo_stat_id(&c, p)) >= 0) {
+	} else if ((want = xs_stmd_key(&c, p, "Hlo Proto")) >= 0) {
 		r = each_event_md(idx, x, &c, p, want, &added);
 	}
 	wire_cur_deinit(&c);

@@ -294,27 +294,6 @@ static int read_stat(struct wire_cur *c, uint64_t end, uint64_t *md, struct xs_s
 	return 0;
 }
 
-/* The id of @p's stat metadata named "Hlo Proto" (GetStatMetadataByType(kHloProto)), or -1. */
-static int64_t hlo_stat_id(struct wire_cur *c, const struct xs_plane *p)
-{
-	for (size_t i = 0; i < p->st.n; i++) {
-		const struct xs_md *m = &p->st.md[i];
-		uint64_t len;
-
-		c->pos = m->off;
-		c->end = m->off + m->len;
-		while (wire_next_len_field(c, c->end, "XStatMetadata", XSTMD_F_NAME, &len) > 0) {
-			const uint8_t *s;
-
-			if (len == 9 && wire_at(c, c->pos, 9, &s) == 0 &&
-			    !memcmp(s, "Hlo Proto", 9))
-				return m->key;
-			c->pos += len;
-		}
-	}
-	return -1;
-}
-
 /* The HloProtos of metadata plane @p (ParseHloProtosFromXSpace()). */
 static int read_plane(struct trace_hlo_syms *t, struct wire_cur *c, const struct xs_plane *p)
 {
@@ -335,7 +314,7 @@ static int read_plane(struct trace_hlo_syms *t, struct wire_cur *c, const struct
 		}
 		return 0;
 	}
-	if ((want = hlo_stat_id(c, p)) < 0)
+	if ((want = xs_stmd_key(c, p, "Hlo Proto")) < 0)
 		return 0;
 	for (size_t i = 0; i < p->ev.n; i++) {
 		const struct xs_md *m = &p->ev.md[i];

@@ -116,3 +116,24 @@ int xs_md_load_stat(struct xs_rctx *rc, int64_t key, const struct xs_stmd **out)
 		return 0;
 	return xs_md_decode(rc, &p->st.md[k], stmd_decode, &rc->stmd[k]);
 }
+
+int64_t xs_stmd_key(struct wire_cur *c, const struct xs_plane *p, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < p->st.n; i++) {
+		const struct xs_md *m = &p->st.md[i];
+		uint64_t len;
+
+		c->pos = m->off;
+		c->end = m->off + m->len;
+		while (wire_next_len_field(c, c->end, "XStatMetadata", XSTMD_F_NAME, &len) > 0) {
+			const uint8_t *s;
+
+			if (len == n && wire_at(c, c->pos, n, &s) == 0 && !memcmp(s, name, n))
+				return m->key;
+			c->pos += len;
+		}
+	}
+	return -1;
+}

@@ -820,6 +820,12 @@ typedef int (*xs_md_decode_fn)(struct xs_rctx *rc, void *entry, const struct xs_
  * bytes, restored afterwards (stmd.c); @entry borrowed.
  */
 int xs_md_decode(struct xs_rctx *rc, const struct xs_md *m, xs_md_decode_fn fn, void *entry);
+/*
+ * xs_stmd_key() - the key of plane @p's stat metadata named @name (XProf's
+ * GetStatMetadataByType()), or -1; read straight from the file with @c,
+ * whose pos and end it moves (stmd.c). For one-off look-ups outside a render.
+ */
+int64_t xs_stmd_key(struct wire_cur *c, const struct xs_plane *p, const char *name);
 /* xs_stmd_clear() - free what a stat metadata entry owns (stmd.c). */
 void xs_stmd_clear(struct xs_stmd *s);
 /*
