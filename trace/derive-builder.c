@@ -239,22 +239,12 @@ void trace_derive_free(struct trace_derive *d)
 int trace_der_stat_str(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
 		       struct xprofs_buf *b, bool *has)
 {
-	const struct xs_stmd *ref;
-	const uint8_t *p;
+	const char *p;
 	size_t n;
 	int r;
 
-	if (s->kind == SV_REF) {
-		if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
-			return r;
-		*has = true;
-		return trace_der_set_str(b, ref->name, ref->name_len);
-	}
-	if (s->kind != SV_STR)
-		return 0;
-	n = s->len > DER_NAME_MAX ? DER_NAME_MAX : (size_t)s->len;
-	if ((r = wire_at(c, s->off, n, &p)) < 0)
+	if ((r = xs_stat_str_at(rc, c, s, DER_NAME_MAX, &p, &n)) <= 0)
 		return r;
 	*has = true;
-	return trace_der_set_str(b, (const char *)p, n);
+	return trace_der_set_str(b, p, n);
 }

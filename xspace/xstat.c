@@ -301,20 +301,38 @@ bool xs_stat_number(const struct xs_statv *s, double *d)
 	}
 }
 
-int xs_stat_string(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, char **out)
+int xs_stat_str_at(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, size_t cap,
+		   const char **p, size_t *n)
 {
 	const struct xs_stmd *ref;
-	const uint8_t *p;
-	size_t n;
+	const uint8_t *q;
 	int r;
 
 	if (s->kind == SV_REF) {
 		if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
 			return r;
-		*out = strndup(ref->name, ref->name_len);
-		return *out ? 0 : -ENOMEM;
+		*p = ref->name;
+		*n = ref->name_len;
+		return 1;
 	}
-	if (s->kind != SV_STR) {
+	if (s->kind != SV_STR)
+		return 0;
+	*n = s->len > cap ? cap : (size_t)s->len;
+	if ((r = wire_at(c, s->off, *n, &q)) < 0)
+		return r;
+	*p = (const char *)q;
+	return 1;
+}
+
+int xs_stat_string(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, char **out)
+{
+	const char *p;
+	size_t n;
+	int r;
+
+	if ((r = xs_stat_str_at(rc, c, s, XS_NAME_MAX, &p, &n)) < 0)
+		return r;
+	if (r == 0) {
 		struct xs_out o;
 
 		xs_out_init(&o, NULL);
@@ -326,10 +344,7 @@ int xs_stat_string(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv
 		xs_out_deinit(&o);
 		return *out ? 0 : -ENOMEM;
 	}
-	n = s->len > XS_NAME_MAX ? XS_NAME_MAX : (size_t)s->len;
-	if ((r = wire_at(c, s->off, n, &p)) < 0)
-		return r;
-	*out = strndup((const char *)p, n);
+	*out = strndup(p, n);
 	return *out ? 0 : -ENOMEM;
 }
 

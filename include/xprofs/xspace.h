@@ -898,6 +898,13 @@ int xs_zlib_errno(int zr);
 
 /* xs_stat_number() - @s's value as a number (flops etc.); false when not numeric. */
 bool xs_stat_number(const struct xs_statv *s, double *d);
+/*
+ * xs_stat_str_at() - where @s's string lies: a ref's name, or a str's bytes
+ * (at most @cap) in @c's window; *@p borrowed until the cursor moves or
+ * xs_md_gc(). 1 when @s is a str or ref, 0 for another kind, or -errno.
+ */
+int xs_stat_str_at(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, size_t cap,
+		   const char **p, size_t *n);
 /* xs_stat_string() - @s's value (str or ref) as a new string; caller frees *out with free(). */
 int xs_stat_string(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, char **out);
 /* xs_stat_parse() - parse the XStat body [c->pos, c->end). */
