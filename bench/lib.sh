@@ -8,6 +8,12 @@
 #   bench_profile GEN OUT KIND SEED SIZE
 #                               # prints OUT/KIND-SIZE-sSEED.xplane.pb, made with
 #                               # xprofs-gen (and its --stats JSON) when missing
+#   bench_cold_min FILE... -- CMD...
+#                               # the fastest of REPEAT cold runs of CMD (stdout
+#                               # dropped, each FILE dropped from the page cache
+#                               # before each run) under /usr/bin/time; prints
+#                               # "wall_s rss_mb method 0", or after a failing run
+#                               # "fail 0 method rc" and the tail of its stderr
 #   bench_head TITLE LINE... -- COLUMN...
 #                               # a results file's head: "# TITLE", the LINEs of
 #                               # context between blank lines, then the Markdown
@@ -15,6 +21,11 @@
 #   bench_profile_set           # the generated profiles decode.sh, mount.sh and
 #                               # trace.sh measure, unless set: SIZES (100M 1G),
 #                               # KIND (tpu), SEED (1)
+#   bench_cold_set KINDS RESULTS
+#                               # for the cold view timings (memory.sh, stats.sh),
+#                               # unless set: BUILD (build), SIZE (1G), KINDS
+#                               # (KINDS), SEED (1), REPEAT (1); then bench_paths
+#                               # RESULTS, exit 1 unless GEN and DEC are built
 #   bench_paths RESULTS         # after cd to the tree root, with BUILD set: OUT
 #                               # (bench/out, made), RES=OUT/RESULTS and the
 #                               # programs of BUILD: GEN (xprofs-gen), DEC
@@ -87,6 +98,35 @@ bench_profile() {
 	echo "$f"
 }
 
+bench_cold_min() {
+	local best="" bm="" method="" rc=0 log files=() f t m
+	while [ "$1" != -- ]; do
+		files+=("$1")
+		shift
+	done
+	shift
+	log=$(mktemp)
+	for _ in $(seq "$REPEAT"); do
+		for f in "${files[@]}"; do method=$(bench_drop_cache "$f"); done
+		set +e
+		/usr/bin/time -o "$log" -f '%e %M' "$@" >/dev/null 2>"$log.err"
+		rc=$?
+		set -e
+		[ $rc -ne 0 ] && break
+		read -r t m <"$log"
+		if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then
+			best=$t
+			bm=$m
+		fi
+	done
+	if [ $rc -ne 0 ]; then
+		echo "fail 0 $method $rc $(tail -c 120 "$log.err" | tr '\n|' '  ')"
+	else
+		echo "$best $(( (bm + 1023) / 1024 )) $method 0"
+	fi
+	rm -f "$log" "$log.err"
+}
+
 bench_head() {
 	echo "# $1"
 	echo
@@ -108,6 +148,16 @@ bench_profile_set() {
 	SIZES=${SIZES:-100M 1G}
 	KIND=${KIND:-tpu}
 	SEED=${SEED:-1}
+}
+
+bench_cold_set() {
+	BUILD=${BUILD:-build}
+	SIZE=${SIZE:-1G}
+	KINDS=${KINDS:-$1}
+	SEED=${SEED:-1}
+	REPEAT=${REPEAT:-1}
+	bench_paths "$2"
+	bench_need_built "$BUILD" "$GEN" "$DEC"
 }
 
 bench_paths() {

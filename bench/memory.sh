@@ -3,9 +3,9 @@
 #
 # Generates one profile per kind with tools/xprofs-gen (bench/out/, git-ignored;
 # its host plane carries the generator's allocator traffic), drops it from the
-# page cache (bench_drop_cache) and measures `xprofs-decode FILE --view
-# memory_profile > /dev/null` with /usr/bin/time: wall time and peak RSS, the
-# fastest of REPEAT cold runs (other work only adds time). Writes a Markdown
+# page cache and measures `xprofs-decode FILE --view memory_profile >
+# /dev/null` with bench_cold_min: wall time and peak RSS, the fastest of
+# REPEAT cold runs (other work only adds time). Writes a Markdown
 # table to bench/out/memory-results.md; deletes the profiles unless KEEP=1.
 #
 #   bench/memory.sh                      # 1G gpu and tpu, build dir "build"
@@ -16,18 +16,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-BUILD=${BUILD:-build}
-SIZE=${SIZE:-1G}
-KINDS=${KINDS:-gpu tpu}
-SEED=${SEED:-1}
-REPEAT=${REPEAT:-1}
-OUT=bench/out
-GEN=$BUILD/tools/xprofs-gen
-DEC=$BUILD/tools/xprofs-decode
-RES=$OUT/memory-results.md
-
-bench_need_built "$BUILD" "$GEN" "$DEC"
-mkdir -p "$OUT"
+bench_cold_set "gpu tpu" memory-results.md
 bench_head "memory_profile.json, cold" "$(date -u '+%F %H:%M UTC'), $(nproc) CPUs, build $BUILD" \
 	-- kind size "memory events" "wall s" "RSS MB" "load (1 min)" target >"$RES"
 made=()
@@ -35,20 +24,9 @@ for kind in $KINDS; do
 	f=$(bench_profile "$GEN" "$OUT" "$kind" "$SEED" "$SIZE")
 	made+=("$f" "$f.stats.json")
 	events=$(jq '[.files[0].memory[].events] | add // 0' "$f.stats.json")
-	best="" bm="" method=""
-	log=$(mktemp)
-	for _ in $(seq "$REPEAT"); do
-		method=$(bench_drop_cache "$f")
-		/usr/bin/time -o "$log" -f '%e %M' "$DEC" "$f" --view memory_profile >/dev/null
-		read -r t m <"$log"
-		if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-			best=$t
-			bm=$m
-		fi
-	done
-	rm -f "$log"
-	mb=$(( (bm + 1023) / 1024 ))
+	read -r best mb method rc rest <<<"$(bench_cold_min "$f" -- "$DEC" "$f" --view memory_profile)"
 	ok=$(awk -v t="$best" -v m="$mb" 'BEGIN { print (t < 3 && m < 128) ? "ok" : "MISS" }')
+	[ "$rc" = 0 ] || ok="FAIL (exit $rc: $rest)"
 	echo "| $kind | $SIZE | $events | $best | $mb | $(cut -d' ' -f1 /proc/loadavg) | < 3 s, < 128 MB: $ok ($method, min of $REPEAT) |" >>"$RES"
 done
 cat "$RES"

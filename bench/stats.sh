@@ -27,53 +27,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . bench/lib.sh
-BUILD=${BUILD:-build}
-SIZE=${SIZE:-1G}
-KINDS=${KINDS:-tpu gpu}
-SEED=${SEED:-1}
-REPEAT=${REPEAT:-1}
+bench_cold_set "tpu gpu" stats-results.md
 SESSION_HOSTS=${SESSION_HOSTS:-8}
 SESSION_SIZE=${SESSION_SIZE:-100M}
 SESSION_KIND=${SESSION_KIND:-tpu}
 BEFORE=${BEFORE:-}
-bench_paths stats-results.md
-
-bench_need_built "$BUILD" "$GEN" "$DEC"
 
 bench_head "stats views, cold" "$(date -u '+%F %H:%M UTC'), $(nproc) CPUs, build $BUILD${BEFORE:+, before: $BEFORE}" \
 	-- kind size view "wall s" "RSS MB" "load (1 min)" target "before s" >"$RES"
 made=()
-
-# measure WHAT TARGET_S FILE... -- CMD...: the fastest of REPEAT cold runs of CMD
-# (FILEs dropped from the page cache before each); prints "wall_s rss_mb method rc"
-measure() {
-	local best="" bm="" method="" rc=0 log files=() t m
-	while [ "$1" != -- ]; do
-		files+=("$1")
-		shift
-	done
-	shift
-	log=$(mktemp)
-	for _ in $(seq "$REPEAT"); do
-		for f in "${files[@]}"; do method=$(bench_drop_cache "$f"); done
-		set +e
-		/usr/bin/time -o "$log" -f '%e %M' "$@" >/dev/null 2>"$log.err"
-		rc=$?
-		set -e
-		[ $rc -ne 0 ] && break
-		read -r t m <"$log"
-		if [ -z "$best" ] || awk -v a="$t" -v b="$best" 'BEGIN { exit !(a < b) }'; then
-			best=$t
-			bm=$m
-		fi
-	done
-	if [ $rc -ne 0 ]; then
-		echo "fail 0 $method $rc $(tail -c 120 "$log.err" | tr '\n|' '  ')"
-	else
-		echo "$best $(( (bm + 1023) / 1024 )) $method 0"
-	fi
-	rm -f "$log" "$log.err"
-}
 
 row() { # kind size view target_s before_s result...
 	local kind=$1 size=$2 v=$3 target=$4 before=$5 t mb method rc rest load ok
@@ -88,7 +50,7 @@ row() { # kind size view target_s before_s result...
 	echo "| $kind | $size | $v | $t | $mb | $load | < $target s, < 64 MB: $ok ($method, min of $REPEAT) | $before |"
 }
 
-# timed FILES... -- ARGS...: measure() of this build's xprofs-decode ARGS; with BEFORE,
+# timed FILES... -- ARGS...: bench_cold_min of this build's xprofs-decode ARGS; with BEFORE,
 # that build's too, by turns (REPEAT rounds of one run each), so both see the same load.
 # Prints "before_s result..." (before_s "-" without BEFORE).
 timed() {
@@ -99,13 +61,13 @@ timed() {
 	done
 	shift
 	if [ -z "$BEFORE" ]; then
-		echo "- $(measure "${files[@]}" -- "$DEC" "$@")"
+		echo "- $(bench_cold_min "${files[@]}" -- "$DEC" "$@")"
 		return
 	fi
 	REPEAT=1
 	for _ in $(seq "$rep"); do
-		b=$(measure "${files[@]}" -- "$BEFORE/tools/xprofs-decode" "$@")
-		a=$(measure "${files[@]}" -- "$DEC" "$@")
+		b=$(bench_cold_min "${files[@]}" -- "$BEFORE/tools/xprofs-decode" "$@")
+		a=$(bench_cold_min "${files[@]}" -- "$DEC" "$@")
 		t=${b%% *}
 		if [ -z "$bt" ] || awk -v x="$t" -v y="$bt" 'BEGIN { exit !(x < y) }'; then bt=$t; fi
 		if [ -z "$r" ] || awk -v x="${a%% *}" -v y="${r%% *}" 'BEGIN { exit !(x < y) }'; then r=$a; fi

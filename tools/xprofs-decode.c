@@ -30,7 +30,6 @@
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,39 +40,6 @@
 #include "xprofs/decode.h"
 #include "xprofs/util.h"
 #include "xplane.pb-c.h"
-
-enum {
-	ARG_TRACKS = 0x100,
-	ARG_TRACK,
-	ARG_UNPACK,
-	ARG_MMAP,
-	ARG_LOG_LEVEL,
-	ARG_THREADS,
-	ARG_VERSION,
-	ARG_HOST,
-	ARG_SESSION,
-	ARG_WINDOW,
-	ARG_STEP,
-	ARG_COMPARE,
-};
-
-static const struct option opts[] = {
-	{"view", required_argument, NULL, 'V'},
-	{"tracks", no_argument, NULL, ARG_TRACKS},
-	{"session", no_argument, NULL, ARG_SESSION},
-	{"track", required_argument, NULL, ARG_TRACK},
-	{"unpack", no_argument, NULL, ARG_UNPACK},
-	{"mmap", no_argument, NULL, ARG_MMAP},
-	{"log-level", required_argument, NULL, ARG_LOG_LEVEL},
-	{"threads", required_argument, NULL, ARG_THREADS},
-	{"help", no_argument, NULL, 'h'},
-	{"version", no_argument, NULL, ARG_VERSION},
-	{"host", required_argument, NULL, ARG_HOST},
-	{"window", required_argument, NULL, ARG_WINDOW},
-	{"step", required_argument, NULL, ARG_STEP},
-	{"compare", required_argument, NULL, ARG_COMPARE},
-	{NULL, 0, NULL, 0},
-};
 
 static void usage(FILE *f)
 {
@@ -152,93 +118,85 @@ struct args {
 	unsigned threads;
 };
 
+static int arg_view(const char *v, void *dst)
+{
+	return (*(int *)dst = xprofs_decode_view_parse(v)) < 0 ? -EINVAL : 0;
+}
+
+static int arg_window(const char *v, void *dst)
+{
+	struct args *a = dst;
+
+	a->window = true;
+	return xprofs_decode_window_parse(v, strlen(v), &a->from_ps, &a->to_ps) < 0 ? -EINVAL : 0;
+}
+
+static int arg_step(const char *v, void *dst)
+{
+	struct args *a = dst;
+
+	a->step = true;
+	return xprofs_decode_step_parse(v, strlen(v), &a->step_ix) < 0 ? -EINVAL : 0;
+}
+
+static int arg_threads(const char *v, void *dst)
+{
+	unsigned long t;
+	char *end;
+
+	errno = 0;
+	t = strtoul(v, &end, 10);
+	if (errno || *end || end == v || t < 1 || t > 8)
+		return -EINVAL;
+	*(unsigned *)dst = (unsigned)t;
+	return 0;
+}
+
+static int arg_log_level(const char *v, void *dst)
+{
+	int r = xprofs_log_level_parse(v);
+
+	if (r >= 0)
+		xprofs_log_set_level(r);
+	return r;
+}
+
 /* parse_args() - fill @a from argv; returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
-	int c, r;
+	const struct xprofs_arg args[] = {
+		{"view", 'V', XPROFS_ARG_FN, &a->view, arg_view, "a view (see --help)"},
+		{"tracks", 0, XPROFS_ARG_FLAG, &a->list, NULL, NULL},
+		{"session", 0, XPROFS_ARG_FLAG, &a->session, NULL, NULL},
+		{"track", 0, XPROFS_ARG_STR, &a->track, NULL, NULL},
+		{"unpack", 0, XPROFS_ARG_FLAG, &a->unpack, NULL, NULL},
+		{"mmap", 0, XPROFS_ARG_FLAG, &a->use_mmap, NULL, NULL},
+		{"log-level", 0, XPROFS_ARG_FN, NULL, arg_log_level,
+		 "err|warning|notice|info|debug"},
+		{"threads", 0, XPROFS_ARG_FN, &a->threads, arg_threads, "1..8"},
+		{"host", 0, XPROFS_ARG_STR, &a->host, NULL, NULL},
+		{"window", 0, XPROFS_ARG_FN, a, arg_window, "FROM-TO (µs)"},
+		{"step", 0, XPROFS_ARG_FN, a, arg_step, "an index"},
+		{"compare", 0, XPROFS_ARG_STR, &a->compare, NULL, NULL},
+		{"help", 'h', XPROFS_ARG_STOP, NULL, NULL, NULL},
+		{"version", 0, XPROFS_ARG_STOP, NULL, NULL, NULL},
+	};
+	int r;
 
 	memset(a, 0, sizeof(*a));
 	a->view = XPROFS_VIEW_SUMMARY;
 	a->threads = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (unsigned)ncpu;
-	while ((c = getopt_long(argc, argv, "V:h", opts, NULL)) != -1) {
-		switch (c) {
-		case 'V':
-			if ((a->view = xprofs_decode_view_parse(optarg)) < 0) {
-				fprintf(stderr, "xprofs-decode: unknown view '%s'\n", optarg);
-				return 2;
-			}
-			break;
-		case ARG_TRACKS:
-			a->list = true;
-			break;
-		case ARG_TRACK:
-			a->track = optarg;
-			break;
-		case ARG_UNPACK:
-			a->unpack = true;
-			break;
-		case ARG_MMAP:
-			a->use_mmap = true;
-			break;
-		case ARG_HOST:
-			a->host = optarg;
-			break;
-		case ARG_SESSION:
-			a->session = true;
-			break;
-		case ARG_COMPARE:
-			a->compare = optarg;
-			break;
-		case ARG_WINDOW:
-			if (xprofs_decode_window_parse(optarg, strlen(optarg), &a->from_ps,
-						       &a->to_ps) < 0) {
-				fprintf(stderr,
-					"xprofs-decode: --window wants FROM-TO (µs), not '%s'\n",
-					optarg);
-				return 2;
-			}
-			a->window = true;
-			break;
-		case ARG_STEP:
-			if (xprofs_decode_step_parse(optarg, strlen(optarg), &a->step_ix) < 0) {
-				fprintf(stderr, "xprofs-decode: --step wants an index, not '%s'\n",
-					optarg);
-				return 2;
-			}
-			a->step = true;
-			break;
-		case ARG_THREADS: {
-			char *end;
-			unsigned long t;
-
-			errno = 0;
-			t = strtoul(optarg, &end, 10);
-			if (errno || *end || end == optarg || t < 1 || t > 8) {
-				fprintf(stderr, "xprofs-decode: --threads wants 1..8, not '%s'\n",
-					optarg);
-				return 2;
-			}
-			a->threads = (unsigned)t;
-			break;
-		}
-		case ARG_LOG_LEVEL:
-			if ((r = xprofs_log_level_parse(optarg)) < 0) {
-				fprintf(stderr, "xprofs-decode: bad log level '%s'\n", optarg);
-				return 2;
-			}
-			xprofs_log_set_level(r);
-			break;
-		case ARG_VERSION:
-			printf("xprofs-decode %s\n", XPROFS_VERSION);
-			return 0;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+	r = xprofs_args_parse("xprofs-decode", argc, argv, args, sizeof(args) / sizeof(args[0]));
+	if (r >= 0 && !strcmp(args[r].name, "version")) {
+		printf("xprofs-decode %s\n", XPROFS_VERSION);
+		return 0;
+	}
+	if (r == -2) /* the reason is printed */
+		return 2;
+	if (r >= 0) { /* --help */
+		usage(stdout);
+		return 0;
 	}
 	if (optind != argc - 1) {
 		usage(stderr);

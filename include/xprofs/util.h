@@ -12,6 +12,8 @@
  *   (and without FUSE).
  * - struct xprofs_table: the one keyed hash table, an index from keys to the
  *   positions of entries the caller keeps in its own array.
+ * - xprofs_args_parse(): the command-line tools' options, read through one
+ *   table that says where each value goes.
  *
  * Thread safety: the logger is safe to call from any thread; a buffer or a
  * table belongs to one thread at a time.
@@ -255,6 +257,38 @@ int xprofs_tmpfile(const char *dir, const char *prefix) XPROFS_WUR;
  * 0 or -EINVAL (*@out untouched).
  */
 int xprofs_size_parse(const char *s, uint64_t *out) XPROFS_WUR;
+
+/* ---- command lines ----------------------------------------------------- */
+
+/* What an option does with its value (xprofs_args_parse()). */
+enum xprofs_arg_kind {
+	XPROFS_ARG_FLAG, /* no value: *(bool *)dst = true */
+	XPROFS_ARG_STR,  /* *(const char **)dst = the value (borrowed from argv) */
+	XPROFS_ARG_FN,   /* parse(value, dst): 0, or < 0 for a bad value */
+	XPROFS_ARG_STOP, /* no value: xprofs_args_parse() returns at once (--help) */
+};
+
+/* One option of a command line: "--name", and "-letter" too unless 0. */
+struct xprofs_arg {
+	const char *name;
+	char letter;
+	enum xprofs_arg_kind kind;
+	void *dst;
+	int (*parse)(const char *value, void *dst); /* XPROFS_ARG_FN only */
+	const char *want; /* XPROFS_ARG_FN: a good value, for "--name wants WANT, not 'X'" */
+};
+
+#define XPROFS_ARGS_MAX 32
+
+/**
+ * xprofs_args_parse() - read the options of argv (getopt_long()) as the @n
+ * entries of @args say. Returns -1 once they are read (optind: the first
+ * operand), the index in @args of an XPROFS_ARG_STOP option met, or -2 for
+ * a bad command line (an unknown option, a missing or bad value: the reason
+ * printed on stderr after "@prog: "; more than XPROFS_ARGS_MAX entries).
+ */
+int xprofs_args_parse(const char *prog, int argc, char **argv, const struct xprofs_arg *args,
+		      size_t n) XPROFS_WUR;
 
 /** xprofs_hash64() - FNV-1a 64 of @n bytes; stable across runs and machines. */
 uint64_t xprofs_hash64(const void *p, size_t n);

@@ -60,6 +60,17 @@ static int teardown(void **state)
 	return 0;
 }
 
+/* A new cache on the fixture's directory: cap @cap, block size @bs unless 0. */
+static struct xprofs_cache *new_cache(struct fixture *f, uint64_t cap, uint32_t bs)
+{
+	struct xprofs_cache *c;
+
+	assert_int_equal(xprofs_cache_new(f->dir, cap, &c), 0);
+	if (bs)
+		assert_int_equal(xprofs_cache_set_block_size(c, bs), 0);
+	return c;
+}
+
 static _Thread_local uint64_t rng_state = 88172645463325252ULL;
 
 static uint64_t rnd(void)
@@ -131,18 +142,35 @@ static void check_entry(struct xprofs_cache *c, const char *key, const uint8_t *
 	free(got);
 }
 
-static int count_files(const char *dir)
+/* Regular files in @dir: how many, or with @bytes their total size. */
+static uint64_t dir_files(const char *dir, bool bytes)
 {
 	DIR *d = opendir(dir);
 	struct dirent *de;
-	int n = 0;
+	uint64_t n = 0;
 
 	assert_non_null(d);
-	while ((de = readdir(d)))
-		if (de->d_type == DT_REG)
+	while ((de = readdir(d))) {
+		struct stat st;
+
+		if (de->d_type != DT_REG)
+			continue;
+		if (!bytes)
 			n++;
+		else if (fstatat(dirfd(d), de->d_name, &st, 0) == 0)
+			n += (uint64_t)st.st_size;
+	}
 	closedir(d);
 	return n;
+}
+
+/* Files in the fixture's tmp/ (the writers' unpublished entries). */
+static uint64_t tmp_files(struct fixture *f)
+{
+	char tmp[128];
+
+	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
+	return dir_files(tmp, false);
 }
 
 /* The only entry file in @dir (asserts there is exactly one). */
@@ -168,7 +196,7 @@ static void test_round_trip_sizes(void **state)
 	struct xprofs_cache *c;
 	const uint32_t bss[] = {4096, 256 << 10};
 
-	assert_int_equal(xprofs_cache_new(f->dir, 1ULL << 30, &c), 0);
+	c = new_cache(f, 1ULL << 30, 0);
 	for (size_t k = 0; k < 2; k++) {
 		uint32_t bs = bss[k];
 		const size_t sizes[] = {
@@ -202,7 +230,7 @@ static void test_multi_mb(void **state)
 	size_t n = 6 << 20;
 	uint8_t *r = random_data(n), *j = json_data(n);
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	put_entry(c, "random", r, n, 65537);
 	put_entry(c, "json", j, n, 1 << 20);
 	check_entry(c, "random", r, n);
@@ -226,8 +254,7 @@ static void test_index_spill(void **state)
 	size_t n = 9 << 20;
 	uint8_t *j = json_data(n);
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
-	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	c = new_cache(f, 0, 4096);
 	put_entry(c, "spill", j, n, 100000);
 	check_entry(c, "spill", j, n);
 	xprofs_cache_free(c);
@@ -242,9 +269,9 @@ static void test_sink_reader_abort_remove(void **state)
 	struct xprofs_cache *c;
 	struct xprofs_reader rd;
 	struct xprofs_sink s;
-	char tmp[128], got[32];
+	char got[32];
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	assert_int_equal(xprofs_cache_writer_new(c, "k", 1, &w), 0);
 	s = xprofs_cache_writer_as_sink(w);
 	assert_int_equal(s.write(s.arg, "hello ", 6), 0);
@@ -262,13 +289,12 @@ static void test_sink_reader_abort_remove(void **state)
 	xprofs_cache_writer_abort(w);
 	xprofs_cache_writer_abort(NULL);
 	assert_int_equal(xprofs_cache_reader_open(c, "aborted", 7, &e), -ENOENT);
-	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
-	assert_int_equal(count_files(tmp), 0);
+	assert_int_equal(tmp_files(f), 0);
 
 	assert_int_equal(xprofs_cache_remove(c, "k", 1), 0);
 	assert_int_equal(xprofs_cache_remove(c, "k", 1), -ENOENT);
 	assert_int_equal(xprofs_cache_reader_open(c, "k", 1, &e), -ENOENT);
-	assert_int_equal(count_files(f->dir), 0);
+	assert_int_equal(dir_files(f->dir, false), 0);
 	xprofs_cache_reader_close(NULL);
 	assert_null(xprofs_cache_free(c));
 	assert_null(xprofs_cache_free(NULL));
@@ -281,11 +307,11 @@ static void test_persistence(void **state)
 	struct xprofs_cache *c;
 	uint8_t *j = json_data(700000);
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	put_entry(c, "persist", j, 700000, 4096);
 	xprofs_cache_free(c);
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	xprofs_cache_get_stats(c, &st);
 	assert_int_equal(st.entries, 1);
 	assert_true(st.bytes > 0 && st.bytes < 700000);
@@ -304,8 +330,8 @@ static void test_two_caches_one_dir(void **state)
 	struct xprofs_cache_reader *e;
 	uint8_t *r = random_data(300000);
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &a), 0);
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &b), 0);
+	a = new_cache(f, 0, 0);
+	b = new_cache(f, 0, 0);
 	put_entry(a, "shared", r, 300000, 7777);
 	check_entry(b, "shared", r, 300000);
 	/* b holds it open while a replaces it: b keeps reading its version */
@@ -394,10 +420,8 @@ static void test_concurrent_same_key(void **state)
 	struct thr t[8];
 	size_t n = 200000;
 	uint8_t *j = json_data(n);
-	char tmp[128];
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
-	assert_int_equal(xprofs_cache_set_block_size(c, 16384), 0);
+	c = new_cache(f, 0, 16384);
 	for (int i = 0; i < 8; i++) {
 		t[i] = (struct thr){.c = c, .data = j, .n = n};
 		assert_int_equal(
@@ -412,9 +436,8 @@ static void test_concurrent_same_key(void **state)
 	xprofs_cache_get_stats(c, &st);
 	assert_int_equal(st.entries, 1);
 	assert_int_equal(st.corrupt, 0);
-	assert_int_equal(count_files(f->dir), 1);
-	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
-	assert_int_equal(count_files(tmp), 0);
+	assert_int_equal(dir_files(f->dir, false), 1);
+	assert_int_equal(tmp_files(f), 0);
 	xprofs_cache_free(c);
 	free(j);
 }
@@ -448,8 +471,7 @@ static void test_two_processes(void **state)
 		xprofs_cache_free(c);
 		_exit(ct.fails ? 1 : 0);
 	}
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
-	assert_int_equal(xprofs_cache_set_block_size(c, 16384), 0); /* a different layout */
+	c = new_cache(f, 0, 16384); /* a different layout */
 	t = (struct thr){.c = c, .data = j, .n = n};
 	reader_thread(&t);
 	writer_thread(&t);
@@ -461,7 +483,7 @@ static void test_two_processes(void **state)
 	check_entry(c, "same", j, n);
 	xprofs_cache_get_stats(c, &st);
 	assert_int_equal(st.corrupt, 0);
-	assert_int_equal(count_files(f->dir), 1);
+	assert_int_equal(dir_files(f->dir, false), 1);
 	xprofs_cache_free(c);
 	free(j);
 }
@@ -476,8 +498,7 @@ static void test_concurrent_reads_one_entry(void **state)
 	size_t n = 1 << 20;
 	uint8_t *r = random_data(n);
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
-	assert_int_equal(xprofs_cache_set_block_size(c, 8192), 0);
+	c = new_cache(f, 0, 8192);
 	put_entry(c, "same", r, n, n);
 	for (int i = 0; i < 6; i++) {
 		t[i] = (struct thr){.c = c, .data = r, .n = n};
@@ -489,22 +510,6 @@ static void test_concurrent_reads_one_entry(void **state)
 	}
 	xprofs_cache_free(c);
 	free(r);
-}
-
-static uint64_t dir_bytes(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *de;
-	uint64_t total = 0;
-
-	while ((de = readdir(d))) {
-		struct stat st;
-
-		if (de->d_type == DT_REG && fstatat(dirfd(d), de->d_name, &st, 0) == 0)
-			total += (uint64_t)st.st_size;
-	}
-	closedir(d);
-	return total;
 }
 
 static bool has(struct xprofs_cache *c, const char *key)
@@ -527,7 +532,7 @@ static void test_eviction_lru(void **state)
 	uint8_t *r = random_data(50000);
 	char key[32];
 
-	assert_int_equal(xprofs_cache_new(f->dir, cap, &c), 0);
+	c = new_cache(f, cap, 0);
 	for (int i = 0; i < 5; i++) {
 		snprintf(key, sizeof(key), "e%d", i);
 		put_entry(c, key, r, 50000, 50000);
@@ -548,7 +553,7 @@ static void test_eviction_lru(void **state)
 		put_entry(c, key, r, 50000, 50000);
 		xprofs_cache_get_stats(c, &st);
 		assert_true(st.bytes <= cap);
-		assert_true(dir_bytes(f->dir) <= cap);
+		assert_true(dir_files(f->dir, true) <= cap);
 	}
 	assert_true(has(c, "e3"));
 	assert_false(has(c, "e0"));
@@ -556,12 +561,12 @@ static void test_eviction_lru(void **state)
 	xprofs_cache_reader_close(pinned);
 	xprofs_cache_get_stats(c, &st);
 	assert_true(st.evictions >= 9);
-	assert_int_equal(st.entries, (uint64_t)count_files(f->dir));
+	assert_int_equal(st.entries, dir_files(f->dir, false));
 	xprofs_cache_free(c);
 
 	/* a smaller cap at startup evicts down to it, oldest mtime first */
-	assert_int_equal(xprofs_cache_new(f->dir, 120000, &c), 0);
-	assert_true(dir_bytes(f->dir) <= 120000);
+	c = new_cache(f, 120000, 0);
+	assert_true(dir_files(f->dir, true) <= 120000);
 	assert_true(has(c, "e13"));
 	xprofs_cache_free(c);
 	free(r);
@@ -581,8 +586,8 @@ static void test_rescan_shared_cap(void **state)
 	uint8_t *r = random_data(50000);
 	char key[32];
 
-	assert_int_equal(xprofs_cache_new(f->dir, cap, &a), 0);
-	assert_int_equal(xprofs_cache_new(f->dir, cap, &b), 0);
+	a = new_cache(f, cap, 0);
+	b = new_cache(f, cap, 0);
 	for (int i = 0; i < 4; i++) {
 		snprintf(key, sizeof(key), "a%d", i);
 		put_entry(a, key, r, 50000, 50000);
@@ -591,12 +596,12 @@ static void test_rescan_shared_cap(void **state)
 		snprintf(key, sizeof(key), "b%d", i);
 		put_entry(b, key, r, 50000, 50000);
 	}
-	assert_true(dir_bytes(f->dir) > cap); /* neither knew */
+	assert_true(dir_files(f->dir, true) > cap); /* neither knew */
 	assert_int_equal(xprofs_cache_rescan(a), 0);
-	assert_true(dir_bytes(f->dir) <= cap);
+	assert_true(dir_files(f->dir, true) <= cap);
 	xprofs_cache_get_stats(a, &st);
-	assert_int_equal(st.entries, (uint64_t)count_files(f->dir));
-	assert_int_equal(st.bytes, dir_bytes(f->dir));
+	assert_int_equal(st.entries, dir_files(f->dir, false));
+	assert_int_equal(st.bytes, dir_files(f->dir, true));
 	assert_int_equal(st.evictions, 2);
 	/* a's oldest went first; b's newer entries survive */
 	assert_false(has(a, "a0"));
@@ -607,8 +612,8 @@ static void test_rescan_shared_cap(void **state)
 	assert_int_equal(xprofs_cache_remove(b, "b1", 2), 0);
 	assert_int_equal(xprofs_cache_rescan(a), 0);
 	xprofs_cache_get_stats(a, &st);
-	assert_int_equal(st.entries, (uint64_t)count_files(f->dir));
-	assert_int_equal(st.bytes, dir_bytes(f->dir));
+	assert_int_equal(st.entries, dir_files(f->dir, false));
+	assert_int_equal(st.bytes, dir_files(f->dir, true));
 	xprofs_cache_free(a);
 	xprofs_cache_free(b);
 	free(r);
@@ -620,9 +625,8 @@ static void test_too_big(void **state)
 	struct xprofs_cache_writer *w;
 	struct xprofs_cache *c;
 	uint8_t *r = random_data(300000);
-	char tmp[128];
 
-	assert_int_equal(xprofs_cache_new(f->dir, 100000, &c), 0);
+	c = new_cache(f, 100000, 0);
 	put_entry(c, "small", r, 1000, 1000);
 	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
 	assert_int_equal(xprofs_cache_writer_new(c, "big", 3, &w), 0);
@@ -631,8 +635,7 @@ static void test_too_big(void **state)
 	assert_int_equal(xprofs_cache_writer_commit(w), -EFBIG);
 	assert_true(has(c, "small"));
 	assert_false(has(c, "big"));
-	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
-	assert_int_equal(count_files(tmp), 0);
+	assert_int_equal(tmp_files(f), 0);
 	xprofs_cache_free(c);
 	free(r);
 }
@@ -651,8 +654,7 @@ static void test_near_cap(void **state)
 	const uint8_t *tail;
 	uint64_t rd;
 
-	assert_int_equal(xprofs_cache_new(f->dir, 100000, &c), 0);
-	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	c = new_cache(f, 100000, 4096);
 	assert_int_equal(xprofs_cache_writer_new(c, "big", 3, &w), 0);
 	assert_false(xprofs_cache_writer_near_cap(w, chunk));
 	while (!xprofs_cache_writer_near_cap(w, chunk)) {
@@ -712,7 +714,7 @@ static void test_acceleration(void **state)
 	uint8_t *p = json_data(n);
 	uint64_t def, fast, cache_fast;
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	assert_int_equal(xprofs_cache_set_acceleration(c, 0), -EINVAL);
 	assert_int_equal(xprofs_cache_set_acceleration(c, -3), -EINVAL);
 	assert_int_equal(xprofs_cache_set_acceleration(c, XPROFS_CACHE_ACCEL_MAX + 1), -EINVAL);
@@ -789,8 +791,7 @@ static void test_writer_pread(void **state)
 	struct chase ch = {.want = p, .n = n};
 	pthread_t t;
 
-	assert_int_equal(xprofs_cache_new(f->dir, 64u << 20, &c), 0);
-	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
+	c = new_cache(f, 64u << 20, 4096);
 	assert_int_equal(xprofs_cache_writer_new(c, "live", 4, &ch.w), 0);
 	assert_int_equal(xprofs_cache_writer_readable(ch.w), 0);
 	assert_int_equal(xprofs_cache_writer_pread(ch.w, buf, sizeof(buf), 0), 0);
@@ -834,17 +835,14 @@ static void test_writer_thread(void **state)
 	struct xprofs_cache *c;
 	size_t n = 2u << 20;
 	uint8_t *p = json_data(n), *r = random_data(64 << 10);
-	char tmp[128];
 	int err = 0;
 
-	assert_int_equal(xprofs_cache_new(f->dir, 1u << 20, &c), 0);
-	assert_int_equal(xprofs_cache_set_block_size(c, 4096), 0);
-	snprintf(tmp, sizeof(tmp), "%s/tmp", f->dir);
+	c = new_cache(f, 1u << 20, 4096);
 
 	assert_int_equal(xprofs_cache_writer_new(c, "aborted", 7, &w), 0);
 	assert_int_equal(xprofs_cache_writer_write(w, p, 100000), 0);
 	xprofs_cache_writer_abort(w);
-	assert_int_equal(count_files(tmp), 0);
+	assert_int_equal(tmp_files(f), 0);
 	assert_false(has(c, "aborted"));
 
 	/* random bytes do not compress: 1 MiB cap, 2 MiB written */
@@ -854,7 +852,7 @@ static void test_writer_thread(void **state)
 	assert_int_equal(err, -EFBIG);
 	assert_int_equal(xprofs_cache_writer_write(w, r, 1), -EFBIG);
 	assert_int_equal(xprofs_cache_writer_commit(w), -EFBIG);
-	assert_int_equal(count_files(tmp), 0);
+	assert_int_equal(tmp_files(f), 0);
 
 	/* the last blocks overflow only on the thread, seen by the commit */
 	assert_int_equal(xprofs_cache_writer_new(c, "late", 4, &w), 0);
@@ -875,7 +873,7 @@ static void test_writer_thread(void **state)
 	assert_int_equal(xprofs_cache_writer_commit(w2), 0);
 	assert_int_equal(xprofs_cache_writer_commit(w), 0);
 	check_entry(c, "a", p, n);
-	assert_int_equal(count_files(tmp), 0);
+	assert_int_equal(tmp_files(f), 0);
 	xprofs_cache_free(c);
 	free(p);
 	free(r);
@@ -1040,7 +1038,7 @@ static void test_hostile_files(void **state)
 	uint8_t junk[4096];
 	uint64_t corrupt = 0;
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	put_entry(c, k, (const uint8_t *)"0123456789", 10, 10);
 	only_entry(f->dir, path, sizeof(path));
 
@@ -1131,7 +1129,7 @@ static void test_peek_size(void **state)
 	char p[512];
 	int fd;
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	assert_int_equal(xprofs_cache_peek_size(c, "peek", 4, &size), -ENOENT);
 	put_entry(c, "peek", j, 300000, 4096);
 	only_entry(f->dir, p, sizeof(p));
@@ -1162,7 +1160,7 @@ static void test_key_mismatch(void **state)
 	struct xprofs_cache *c;
 	char pa[512], pb[512], aside[600];
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	put_entry(c, "key-A", (const uint8_t *)"aaaa", 4, 4);
 	only_entry(f->dir, pa, sizeof(pa));
 	snprintf(aside, sizeof(aside), "%s/aside", f->dir);
@@ -1198,7 +1196,7 @@ static void test_stale_tmp_cleanup(void **state)
 	spit(fresh, "y", 1);
 	spit(foreign, "z", 1);
 	assert_int_equal(utimensat(AT_FDCWD, stale, old, 0), 0);
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	assert_int_equal(access(stale, F_OK), -1);
 	assert_int_equal(access(fresh, F_OK), 0);
 	assert_int_equal(access(foreign, F_OK), 0); /* not ours: left alone */
@@ -1214,7 +1212,7 @@ static void test_cleared_under_us(void **state)
 	struct xprofs_cache *c;
 	char tmpdir[128];
 
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	put_entry(c, "a", (const uint8_t *)"1", 1, 1);
 	nftw(f->dir, rm_cb, 16, FTW_DEPTH | FTW_PHYS);
 	assert_int_equal(mkdir(f->dir, 0700), 0);
@@ -1241,7 +1239,7 @@ static void test_bad_args(void **state)
 	assert_ptr_equal(c, (void *)1); /* *out untouched on failure */
 	assert_int_equal(xprofs_cache_new("/etc/passwd/sub", 0, &c), -ENOTDIR);
 	assert_ptr_equal(c, (void *)1);
-	assert_int_equal(xprofs_cache_new(f->dir, 0, &c), 0);
+	c = new_cache(f, 0, 0);
 	assert_int_equal(xprofs_cache_writer_new(c, key, XPROFS_CACHE_KEY_MAX + 1, &w), -EINVAL);
 	assert_ptr_equal(w, (void *)1);
 	assert_int_equal(xprofs_cache_reader_open(c, key, XPROFS_CACHE_KEY_MAX + 1, &e), -EINVAL);

@@ -19,9 +19,8 @@ build(pb2, dir) writes them and returns {name: path}:
            is sampled (widths 2 and 3 of SampleMemoryProfileTimeline());
 - nohost:  no "/host:CPU" plane at all (num_hosts 0).
 """
-import os
 
-from stats_profiles import Plane
+from stats_profiles import Plane, write
 
 U64MAX = (1 << 64) - 1
 INT64_MAX = (1 << 63) - 1
@@ -175,12 +174,5 @@ def nohost(xs):
 
 
 def build(pb2, d):
-    out = {}
-    for name, fn in (("hand", hand), ("bad", bad), ("many", many), ("nohost", nohost)):
-        xs = pb2.XSpace()
-        fn(xs)
-        path = os.path.join(d, "mem-%s.xplane.pb" % name)
-        with open(path, "wb") as f:
-            f.write(xs.SerializeToString())
-        out[name] = path
-    return out
+    return write(pb2, d, {"hand": hand, "bad": bad, "many": many, "nohost": nohost}, "mem",
+                 hostname=False)

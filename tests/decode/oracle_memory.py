@@ -13,6 +13,8 @@ memory ids are sorted as bytes. int64 sums wrap as two's complement.
 """
 import math
 
+import xcheck
+
 U64 = 1 << 64
 MAX_SNAPSHOTS = 1000  # ConvertXPlaneToMemoryProfile()'s default
 
@@ -60,6 +62,33 @@ def str_or_ref(plane, st):
     return ""
 
 
+# The stats of an allocation event that set a field of the snapshot's
+# MemoryAggregationStats, and of its MemoryActivityMetadata: {stat: field},
+# each read as stat_value() says (GenerateMemoryProfile()).
+AGG_FIELDS = {"bytes_reserved": "stack_reserved_bytes", "bytes_allocated": "heap_allocated_bytes",
+              "bytes_available": "free_memory_bytes", "fragmentation": "fragmentation",
+              "peak_bytes_in_use": "peak_bytes_in_use"}
+META_FIELDS = {"requested_bytes": "requested_bytes", "allocation_bytes": "allocation_bytes",
+               "addr": "address", "tf_op": "tf_op_name", "group_id": "step_id",
+               "region_type": "region_type", "data_type": "data_type", "shape": "tensor_shape"}
+
+
+def stat_value(plane, st, name):
+    """Stat @st (named @name) as the AGG_FIELDS/META_FIELDS field it sets holds it."""
+    if name in ("tf_op", "region_type", "shape"):
+        return str_or_ref(plane, st)
+    if name == "fragmentation":
+        return double_value(st)
+    v = int_value(st)
+    return v % U64 if name == "addr" else data_type_string(v) if name == "data_type" else v
+
+
+def zero_stats():
+    """A MemoryAggregationStats with every field 0."""
+    return {"stack_reserved_bytes": 0, "heap_allocated_bytes": 0, "free_memory_bytes": 0,
+            "fragmentation": 0.0, "peak_bytes_in_use": 0}
+
+
 def generate(plane):
     """GenerateMemoryProfile(): {memory_id: {"summary": ..., "snapshots": [...]}}."""
     types = {k: m.name for k, m in plane.event_metadata.items()}
@@ -70,8 +99,7 @@ def generate(plane):
             t = types.get(e.metadata_id)
             if t not in ("MemoryAllocation", "MemoryDeallocation"):
                 continue
-            stats = {"stack_reserved_bytes": 0, "heap_allocated_bytes": 0,
-                     "free_memory_bytes": 0, "fragmentation": 0.0, "peak_bytes_in_use": 0}
+            stats = zero_stats()
             meta = {"memory_activity": "ALLOCATION" if t == "MemoryAllocation" else
                     "DEALLOCATION", "requested_bytes": 0, "allocation_bytes": 0, "address": 0,
                     "tf_op_name": "", "step_id": -1, "region_type": "",
@@ -83,36 +111,12 @@ def generate(plane):
                     memory_id = str(int_value(st))
                 elif n == "allocator_name":
                     memory_id = str_or_ref(plane, st)
-                elif n == "bytes_reserved":
-                    stats["stack_reserved_bytes"] = int_value(st)
-                elif n == "bytes_allocated":
-                    stats["heap_allocated_bytes"] = int_value(st)
-                elif n == "bytes_available":
-                    stats["free_memory_bytes"] = int_value(st)
-                elif n == "fragmentation":
-                    stats["fragmentation"] = double_value(st)
-                elif n == "peak_bytes_in_use":
-                    stats["peak_bytes_in_use"] = int_value(st)
-                elif n == "requested_bytes":
-                    meta["requested_bytes"] = int_value(st)
-                elif n == "allocation_bytes":
-                    meta["allocation_bytes"] = int_value(st)
-                elif n == "addr":
-                    meta["address"] = int_value(st) % U64
-                elif n == "tf_op":
-                    meta["tf_op_name"] = str_or_ref(plane, st)
-                elif n == "group_id":
-                    meta["step_id"] = int_value(st)
-                elif n == "region_type":
-                    meta["region_type"] = str_or_ref(plane, st)
-                elif n == "data_type":
-                    meta["data_type"] = data_type_string(int_value(st))
-                elif n == "shape":
-                    meta["tensor_shape"] = str_or_ref(plane, st)
+                elif n in AGG_FIELDS:
+                    stats[AGG_FIELDS[n]] = stat_value(plane, st, n)
+                elif n in META_FIELDS:
+                    meta[META_FIELDS[n]] = stat_value(plane, st, n)
             a = per.setdefault(memory_id, {"summary": {
-                "peak_bytes_usage_lifetime": 0, "peak_stats": {
-                    "stack_reserved_bytes": 0, "heap_allocated_bytes": 0,
-                    "free_memory_bytes": 0, "fragmentation": 0.0, "peak_bytes_in_use": 0},
+                "peak_bytes_usage_lifetime": 0, "peak_stats": zero_stats(),
                 "peak_stats_time_ps": 0, "memory_capacity": 0}, "snapshots": []})
             off = e.offset_ps  # OffsetPs(): 0 for a num_occurrences event
             update_profile_summary(stats, off, a["summary"])
@@ -311,36 +315,9 @@ def clean(v):
     return v
 
 
-def first_diff(got, want, path=""):
-    """Where @got and @want first differ ("" when equal), for messages."""
-    if isinstance(want, dict) and isinstance(got, dict):
-        if list(got) != list(want):
-            return "%s: keys %r, oracle %r" % (path, list(got), list(want))
-        for k in want:
-            d = first_diff(got[k], want[k], path + "." + k)
-            if d:
-                return d
-        return ""
-    if isinstance(want, list) and isinstance(got, list):
-        if len(got) != len(want):
-            return "%s: %d items, oracle %d" % (path, len(got), len(want))
-        for i, (g, x) in enumerate(zip(got, want)):
-            d = first_diff(g, x, "%s[%d]" % (path, i))
-            if d:
-                return d
-        return ""
-    if isinstance(want, float) or isinstance(got, float):
-        if got is None or want is None:
-            return "" if got is want else "%s: %r, oracle %r" % (path, got, want)
-        return "" if float(got) == float(want) else "%s: %r, oracle %r" % (path, got, want)
-    if type(got) is not type(want) or got != want:
-        return "%s: %r, oracle %r" % (path, got, want)
-    return ""
-
-
 def check(path, xs, got, fail):
     """memory_profile.json @got (parsed) against the model of @xs."""
     want = clean(model(xs))
-    d = first_diff(got, want)
+    d = xcheck.diff_json(got, want, key_order=True)
     if d:
         fail("%s: memory_profile.json%s" % (path, d))

@@ -269,14 +269,22 @@ PROFILES = {"nested": nested, "streams": streams, "nosteps": nosteps, "onestep":
             "hostonly": hostonly, "nodevice": nodevice, "hostile": hostile, "gpucaps": gpucaps}
 
 
-def build(pb2, out_dir):
+def write(pb2, out_dir, profiles, prefix, hostname=True):
+    """Each of @profiles ({name: fn(xs)}) run on a new XSpace and written to
+    @out_dir/<prefix>-<name>.xplane.pb, its host name "<prefix>-<name>" (none
+    without @hostname); {name: path}."""
     paths = {}
-    for name, fn in PROFILES.items():
+    for name, fn in profiles.items():
         xs = pb2.XSpace()
-        xs.hostnames.append("edge-" + name)
+        if hostname:
+            xs.hostnames.append("%s-%s" % (prefix, name))
         fn(xs)
-        path = os.path.join(out_dir, "edge-%s.xplane.pb" % name)
+        path = os.path.join(out_dir, "%s-%s.xplane.pb" % (prefix, name))
         with open(path, "wb") as f:
             f.write(xs.SerializeToString())
         paths[name] = path
     return paths
+
+
+def build(pb2, out_dir):
+    return write(pb2, out_dir, PROFILES, "edge")

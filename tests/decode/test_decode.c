@@ -190,6 +190,18 @@ static void tb_stmd(struct tb *b, XPlane *p, int64_t key, const char *name)
 	tb_push(b, &p->stat_metadata, &p->n_stat_metadata, e);
 }
 
+/* Stat metadata ids 1..@n of @p named @names[0..n) (a NULL name: no such id). */
+static void tb_stmds(struct tb *b, XPlane *p, const char *const *names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (names[i])
+			tb_stmd(b, p, (int64_t)i + 1, names[i]);
+}
+
+#define TB_STMDS(b, p, ...)                                                                        \
+	tb_stmds((b), (p), (const char *const[]){__VA_ARGS__},                                     \
+		 sizeof((const char *const[]){__VA_ARGS__}) / sizeof(const char *))
+
 /* Serialise the XSpace; caller owns the result (free()). */
 static uint8_t *tb_pack(struct tb *b, size_t *len)
 {
@@ -258,6 +270,26 @@ static char *hex_steal(struct xprofs_buf *out)
 	xprofs_buf_deinit(out);
 	return h;
 }
+
+/*
+ * Asserts that @s holds (@want) or lacks each NULL-terminated @subs; says
+ * which does not, failing at the caller's @file:@line.
+ */
+static void assert_subs(const char *s, const char *const *subs, bool want, const char *file,
+			int line)
+{
+	for (size_t i = 0; subs[i]; i++)
+		if (!strstr(s, subs[i]) == want) {
+			print_error("%s '%s' in %zu bytes of output, which begin: %.200s\n",
+				    want ? "no" : "unexpected", subs[i], strlen(s), s);
+			_fail(file, line);
+		}
+}
+
+#define HAS(s, ...)                                                                                \
+	assert_subs((s), (const char *const[]){__VA_ARGS__, NULL}, true, __FILE__, __LINE__)
+#define LACKS(s, ...)                                                                              \
+	assert_subs((s), (const char *const[]){__VA_ARGS__, NULL}, false, __FILE__, __LINE__)
 
 /* Render view @v (or track @track when @v < 0) with @ro as a string; trace.json.gz gunzipped. */
 static char *render_opts(struct xprofs_xspace *x, int v, size_t track,
@@ -446,9 +478,7 @@ static struct tb *sample(void)
 	b->xs.hostnames = hosts;
 	b->xs.n_hostnames = 1;
 	host = tb_plane(b, 0, "/host:CPU");
-	tb_stmd(b, host, 1, "step_num");
-	tb_stmd(b, host, 2, "tf_op");
-	tb_stmd(b, host, 3, "source");
+	TB_STMDS(b, host, "step_num", "tf_op", "source");
 	m = tb_evmd(b, host, 10, "Outer", NULL);
 	tb_stat_s(b, &m->stats, &m->n_stats, 3, "from-metadata");
 	tb_evmd(b, host, 11, "my/Inner:Inner", "Inner");
@@ -463,11 +493,7 @@ static struct tb *sample(void)
 	tb_stat_i(b, &e->stats, &e->n_stats, 1, 7);
 
 	gpu = tb_plane(b, 1, "/device:GPU:0");
-	tb_stmd(b, gpu, 1, "hlo_op");
-	tb_stmd(b, gpu, 2, "fusion.1");
-	tb_stmd(b, gpu, 3, "clock_rate");
-	tb_stmd(b, gpu, 4, "value");
-	tb_stmd(b, gpu, 5, "flops");
+	TB_STMDS(b, gpu, "hlo_op", "fusion.1", "clock_rate", "value", "flops");
 	tb_evmd(b, gpu, 1, "kernel_a", NULL);
 	tb_evmd(b, gpu, 2, "kernel_b", NULL);
 	tb_evmd(b, gpu, 3, "bw", NULL);
@@ -484,8 +510,7 @@ static struct tb *sample(void)
 	tb_stat(b, &e->stats, &e->n_stats, 4, VC(DOUBLE))->double_value = 2.5;
 
 	env = tb_plane(b, 0, "Task Environment");
-	tb_stmd(b, env, 1, "profile_start_time");
-	tb_stmd(b, env, 2, "profile_stop_time");
+	TB_STMDS(b, env, "profile_start_time", "profile_stop_time");
 	tb_stat_i(b, &env->stats, &env->n_stats, 1, 1700000000000000000);
 	tb_stat_i(b, &env->stats, &env->n_stats, 2, 1700000000001000000);
 	return b;
@@ -555,7 +580,7 @@ static void test_wire_skip_and_len(void **state)
 	assert_int_equal(wire_tag(&c, &f, &wt), 0);
 	assert_int_equal(wt, 3);
 	assert_int_equal(wire_skip(&c, wt), -EINVAL);
-	assert_non_null(strstr(err.data, "wire type"));
+	HAS(err.data, "wire type");
 	/* a length past the enclosing message */
 	c.pos = 0;
 	c.end = 4;
@@ -637,7 +662,7 @@ static void test_name_long(void **state)
 	check_safe(fa);
 	check_safe(fb);
 	assert_string_not_equal(fa, fb); /* the hash suffix tells them apart */
-	assert_non_null(strstr(fa, "~h"));
+	HAS(fa, "~h");
 	free(fa);
 	free(fb);
 }
@@ -866,18 +891,12 @@ static void test_trace_derived(void **state)
 	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
 	XLine *k, *c;
 	XEvent *e;
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
-	uint8_t *buf;
-	size_t n;
 	char *s;
 
 	(void)state;
-	tb_stmd(b, gpu, 1, "kernel_details");
-	tb_stmd(b, gpu, 2, "hlo_op");
-	tb_stmd(b, gpu, 3, "hlo_module");
-	tb_stmd(b, gpu, 4, "program_id");
-	tb_stmd(b, gpu, 5, "group_id");
+	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", "program_id", "group_id");
 	tb_evmd(b, gpu, 1, "kern", NULL);
 	c = tb_line(b, gpu, 8, "Stream #8(MemcpyH2D)", 0); /* more events, not Compute: second */
 	for (int i = 0; i < 5; i++)
@@ -888,35 +907,34 @@ static void test_trace_derived(void **state)
 	derived_kernel(b, k, 4, "add.3", 2);           /* new group: new module, new op */
 	e = tb_event(b, k, 1, 6000000, 500000);        /* no kernel_details: derives nothing */
 	tb_stat_s(b, &e->stats, &e->n_stats, 2, "x");
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, b);
 	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
 	/* display ids: Compute stream 1, its XLA Modules 4 and XLA Ops 5; the other stream 7 */
-	assert_non_null(strstr(s, "\"tid\":1,\"args\":{\"name\":\"Stream #7(Compute)\"}"));
-	assert_non_null(strstr(s, "\"tid\":7,\"args\":{\"name\":\"Stream #8(MemcpyH2D)\"}"));
-	assert_non_null(strstr(s, "\"tid\":4,\"args\":{\"name\":\"XLA Modules - from #7\"}"));
-	assert_non_null(strstr(s, "\"tid\":5,\"args\":{\"name\":\"XLA Ops - from #7\"}"));
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":0,\"dur\":3,"
-				  "\"name\":\"m(9)\",\"args\":{\"group_id\":1}}"));
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":4,\"dur\":1,"
-				  "\"name\":\"m(9)\",\"args\":{\"group_id\":2}}"));
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":3,"
-				  "\"name\":\"fusion.1\",\"args\":{\"group_id\":1,"
-				  "\"long_name\":\"9/fusion.1\"}}"));
+	HAS(s, "\"tid\":1,\"args\":{\"name\":\"Stream #7(Compute)\"}",
+	    "\"tid\":7,\"args\":{\"name\":\"Stream #8(MemcpyH2D)\"}",
+	    "\"tid\":4,\"args\":{\"name\":\"XLA Modules - from #7\"}",
+	    "\"tid\":5,\"args\":{\"name\":\"XLA Ops - from #7\"}",
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":0,\"dur\":3,"
+	    "\"name\":\"m(9)\",\"args\":{\"group_id\":1}}",
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":4,\"dur\":1,"
+	    "\"name\":\"m(9)\",\"args\":{\"group_id\":2}}",
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":3,"
+	    "\"name\":\"fusion.1\",\"args\":{\"group_id\":1,"
+	    "\"long_name\":\"9/fusion.1\"}}");
 	/* the inner level of an equal-span stack is 1 ns shorter (AdjustDurationForTraceViewer) */
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":2.999,"
-				  "\"name\":\"dot.2\",\"args\":{\"group_id\":1,"
-				  "\"long_name\":\"9/dot.2\"}}"));
-	assert_non_null(strstr(s, "\"tid\":5,\"ts\":4,\"dur\":1,\"name\":\"add.3\""));
-	assert_null(strstr(s, "\"name\":\"x\""));
+	HAS(s,
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":2.999,"
+	    "\"name\":\"dot.2\",\"args\":{\"group_id\":1,"
+	    "\"long_name\":\"9/dot.2\"}}",
+	    "\"tid\":5,\"ts\":4,\"dur\":1,\"name\":\"add.3\"");
+	LACKS(s, "\"name\":\"x\"");
 	/* Steps from group_id over the whole plane, named after the group */
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3735928559,\"ts\":0,"
-				  "\"dur\":3,\"name\":\"1\",\"args\":{\"group_id\":1}}"));
-	assert_non_null(strstr(s, "\"tid\":3735928559,\"ts\":4,\"dur\":1,\"name\":\"2\""));
+	HAS(s,
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":3735928559,\"ts\":0,"
+	    "\"dur\":3,\"name\":\"1\",\"args\":{\"group_id\":1}}",
+	    "\"tid\":3735928559,\"ts\":4,\"dur\":1,\"name\":\"2\"");
 	free(s);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 /* A kernel of 1 us at @off_us with tf_op @op (NULL: none) and group 1. */
@@ -958,20 +976,14 @@ static void test_trace_framework(void **state)
 	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
 	XLine *k;
 	XEvent *e;
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
-	uint8_t *buf;
-	size_t n;
 	char *s, *deep, *huge, *want;
 	struct xprofs_buf name;
 	json_t *j;
 
 	(void)state;
-	tb_stmd(b, gpu, 1, "kernel_details");
-	tb_stmd(b, gpu, 2, "hlo_op");
-	tb_stmd(b, gpu, 3, "hlo_module");
-	tb_stmd(b, gpu, 5, "group_id");
-	tb_stmd(b, gpu, 6, "tf_op");
+	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", NULL, "group_id", "tf_op");
 	tb_evmd(b, gpu, 1, "kern", NULL);
 	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
 	for (int i = 0; i < 10; i++)
@@ -992,54 +1004,52 @@ static void test_trace_framework(void **state)
 	huge[100000] = '\0';
 	huge[50000] = '/';
 	fw_kernel(b, k, 13, huge);
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, b);
 	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
 	j = json_loads(s, 0, NULL);
 	assert_non_null(j);
 	/* line names and display ids: the stream 1, Name Scope 2, Framework Ops 3 */
-	assert_non_null(
-		strstr(s, "\"tid\":2,\"args\":{\"name\":\"Framework Name Scope - from #7\"}"));
-	assert_non_null(strstr(s, "\"tid\":3,\"args\":{\"name\":\"Framework Ops - from #7\"}"));
+	HAS(s, "\"tid\":2,\"args\":{\"name\":\"Framework Name Scope - from #7\"}",
+	    "\"tid\":3,\"args\":{\"name\":\"Framework Ops - from #7\"}");
 	/* scopes of 0-2 nest with equal spans: the inner one 1 ns shorter when a new scope comes */
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":3,"
-				  "\"name\":\"model\",\"args\":{\"group_id\":1}}"));
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":2.999,"
-				  "\"name\":\"dense\",\"args\":{\"group_id\":1}}"));
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":2,"
-				  "\"name\":\"MatMul\",\"args\":{\"group_id\":1,"
-				  "\"long_name\":\"model/dense/MatMul:MatMul\"}}"));
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":2,\"dur\":1,\"name\":\"BiasAdd\""));
+	HAS(s,
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":3,"
+	    "\"name\":\"model\",\"args\":{\"group_id\":1}}",
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":2.999,"
+	    "\"name\":\"dense\",\"args\":{\"group_id\":1}}",
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":2,"
+	    "\"name\":\"MatMul\",\"args\":{\"group_id\":1,"
+	    "\"long_name\":\"model/dense/MatMul:MatMul\"}}",
+	    "\"tid\":3,\"ts\":2,\"dur\":1,\"name\":\"BiasAdd\"");
 	/* JAX: scopes jit(f) and jvp(g), left open (not expanded) by the scope-less ops after */
-	assert_non_null(strstr(s, "\"tid\":2,\"ts\":3,\"dur\":1,\"name\":\"jit(f)\""));
-	assert_non_null(strstr(s, "\"tid\":2,\"ts\":3,\"dur\":0.999,\"name\":\"jvp(g)\""));
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":3,\"dur\":1,\"name\":\"dot_general\","
-				  "\"args\":{\"group_id\":1,\"long_name\":\"jit(f)/jvp(g)/"
-				  "dot_general_7:\"}}"));
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":4,\"dur\":1,\"name\":\"transpose\""));
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":5,\"dur\":1,\"name\":\"aten::addmm\","
-				  "\"args\":{\"group_id\":1,\"long_name\":\"aten::addmm \"}}"));
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":6,\"dur\":1,\"name\":\"MemcpyHToD\""));
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":7,\"dur\":1,\"name\":\"Iterator::Map\""));
+	HAS(s, "\"tid\":2,\"ts\":3,\"dur\":1,\"name\":\"jit(f)\"",
+	    "\"tid\":2,\"ts\":3,\"dur\":0.999,\"name\":\"jvp(g)\"",
+	    "\"tid\":3,\"ts\":3,\"dur\":1,\"name\":\"dot_general\","
+	    "\"args\":{\"group_id\":1,\"long_name\":\"jit(f)/jvp(g)/"
+	    "dot_general_7:\"}}",
+	    "\"tid\":3,\"ts\":4,\"dur\":1,\"name\":\"transpose\"",
+	    "\"tid\":3,\"ts\":5,\"dur\":1,\"name\":\"aten::addmm\","
+	    "\"args\":{\"group_id\":1,\"long_name\":\"aten::addmm \"}}",
+	    "\"tid\":3,\"ts\":6,\"dur\":1,\"name\":\"MemcpyHToD\"",
+	    "\"tid\":3,\"ts\":7,\"dur\":1,\"name\":\"Iterator::Map\"");
 	/* Conv2D at 9 stays open over the XLA kernel at 10; the module at 11 closes it and its scope */
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":9,\"dur\":1,\"name\":\"Conv2D\""));
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":11,\"dur\":1,\"name\":\"Conv2D\""));
-	assert_non_null(strstr(s, "\"tid\":2,\"ts\":9,\"dur\":1,\"name\":\"outer\""));
-	assert_non_null(strstr(s, "\"tid\":2,\"ts\":11,\"dur\":1,\"name\":\"outer\""));
-	assert_null(strstr(s, "\"tid\":3,\"ts\":10,"));
-	assert_null(strstr(s, "\"long_name\":\"xla/Op:Op\""));
+	HAS(s, "\"tid\":3,\"ts\":9,\"dur\":1,\"name\":\"Conv2D\"",
+	    "\"tid\":3,\"ts\":11,\"dur\":1,\"name\":\"Conv2D\"",
+	    "\"tid\":2,\"ts\":9,\"dur\":1,\"name\":\"outer\"",
+	    "\"tid\":2,\"ts\":11,\"dur\":1,\"name\":\"outer\"");
+	LACKS(s, "\"tid\":3,\"ts\":10,", "\"long_name\":\"xla/Op:Op\"");
 	/* 20 scopes: the first DER_LEVELS are derived */
-	assert_non_null(strstr(s, "\"tid\":2,\"ts\":12,\"dur\":1,\"name\":\"s15\""));
-	assert_null(strstr(s, "\"name\":\"s16\""));
+	HAS(s, "\"tid\":2,\"ts\":12,\"dur\":1,\"name\":\"s15\"");
+	LACKS(s, "\"name\":\"s16\"");
 	/* the huge tf_op: cut at DER_NAME_MAX bytes, so no ':' and no scope: an unknown op */
-	assert_null(strstr(s, "\"tid\":2,\"ts\":13,"));
+	LACKS(s, "\"tid\":2,\"ts\":13,");
 	/* the name: 4096 of the 100,000 bytes */
 	xprofs_buf_init(&name, 8192);
 	assert_int_equal(xprofs_buf_adds(&name, "\"name\":\""), 0);
 	for (int i = 0; i < 4096; i++)
 		assert_int_equal(xprofs_buf_add(&name, "a", 1), 0);
 	assert_int_equal(xprofs_buf_adds(&name, "\","), 0);
-	assert_non_null(strstr(s, "\"tid\":3,\"ts\":13,\"dur\":1,\"name\":\"aaaa"));
+	HAS(s, "\"tid\":3,\"ts\":13,\"dur\":1,\"name\":\"aaaa");
 	want = xprofs_buf_steal(&name, NULL);
 	assert_non_null(want);
 	assert_non_null(strstr(s, want));
@@ -1048,9 +1058,7 @@ static void test_trace_framework(void **state)
 	free(s);
 	free(deep);
 	free(huge);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 /* Protobuf LEN field @f holding @n bytes of @v, appended at @o (a test encoder). */
@@ -1085,11 +1093,11 @@ static void test_trace_hlo_symbols(void **state)
 	XStat *st;
 	XLine *k;
 	XEvent *e;
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
-	uint8_t md[128], in1[160], in2[32], comp[256], mod[300], proto[320], *buf;
+	uint8_t md[128], in1[160], in2[32], comp[256], mod[300], proto[320];
 	uint8_t md2[32], in3[64], comp2[80], mod2[96], proto2[112];
-	size_t n, nm, ni1, ni2, nc, nmod, np, n2;
+	size_t nm, ni1, ni2, nc, nmod, np, n2;
 	char *s;
 	static const char *const hlo_ops[] = {"fusion.1::dot.1", "copy.2", "dot.1", "dot.1",
 					      "add.3"};
@@ -1132,9 +1140,7 @@ static void test_trace_hlo_symbols(void **state)
 	st = tb_stat(b, &m->stats, &m->n_stats, 1, VC(BYTES));
 	st->bytes_value.data = proto;
 	st->bytes_value.len = np - 3;
-	tb_stmd(b, gpu, 1, "kernel_details");
-	tb_stmd(b, gpu, 2, "hlo_op");
-	tb_stmd(b, gpu, 4, "program_id");
+	TB_STMDS(b, gpu, "kernel_details", "hlo_op", NULL, "program_id");
 	tb_evmd(b, gpu, 1, "kern", NULL);
 	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
 	for (int i = 0; i < 5; i++) {
@@ -1144,36 +1150,30 @@ static void test_trace_hlo_symbols(void **state)
 		if (pids[i] >= 0)
 			tb_stat_i(b, &e->stats, &e->n_stats, 4, pids[i]);
 	}
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, b);
 	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
-	assert_non_null(strstr(s, "\"tid\":6,\"args\":{\"name\":\"Source code - from #7\"}"));
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":6,\"ts\":0,\"dur\":1,"
-				  "\"name\":\"model.py:12\",\"args\":{}}"));
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":1,"
-				  "\"name\":\"MatMul\",\"args\":{\"long_name\":"
-				  "\"model/dense/MatMul:MatMul\"}}"));
-	assert_non_null(strstr(s, "\"tid\":2,\"ts\":0,\"dur\":1,\"name\":\"model\""));
-	assert_non_null(strstr(s, "\"tid\":2,\"ts\":0,\"dur\":1,\"name\":\"dense\""));
+	HAS(s, "\"tid\":6,\"args\":{\"name\":\"Source code - from #7\"}",
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":6,\"ts\":0,\"dur\":1,"
+	    "\"name\":\"model.py:12\",\"args\":{}}",
+	    "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":1,"
+	    "\"name\":\"MatMul\",\"args\":{\"long_name\":"
+	    "\"model/dense/MatMul:MatMul\"}}",
+	    "\"tid\":2,\"ts\":0,\"dur\":1,\"name\":\"model\"",
+	    "\"tid\":2,\"ts\":0,\"dur\":1,\"name\":\"dense\"");
 	/* no metadata: TraceMeOp("", "") = ":" is still a framework op (a TensorFlow op, type "") */
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":2,\"dur\":1,"
-				  "\"name\":\":\",\"args\":{}}"));
-	assert_null(strstr(s, "\"tid\":6,\"ts\":2,"));
-	assert_null(strstr(s, "other.py"));
+	HAS(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":2,\"dur\":1,"
+	       "\"name\":\":\",\"args\":{}}");
+	LACKS(s, "\"tid\":6,\"ts\":2,", "other.py");
 	/* program 43 does not parse; the last kernel has no program_id */
-	assert_null(strstr(s, "\"ts\":4,\"dur\":1,\"name\":\"MatMul\""));
-	assert_null(strstr(s, "\"ts\":6,\"dur\":1,\"name\":\"MatMul\""));
-	assert_null(strstr(s, "\"tid\":6,\"ts\":4,"));
+	LACKS(s, "\"ts\":4,\"dur\":1,\"name\":\"MatMul\"", "\"ts\":6,\"dur\":1,\"name\":\"MatMul\"",
+	      "\"tid\":6,\"ts\":4,");
 	free(s);
 	/* trace.pftrace (hex here) names the Source code track and its event */
 	s = render_opts(x, XPROFS_VIEW_PFTRACE, 0, &ro);
-	assert_non_null(strstr(
-		s, "536f7572636520636f6465202d2066726f6d202337")); /* "Source code - from #7" */
-	assert_non_null(strstr(s, "6d6f64656c2e70793a3132"));      /* "model.py:12" */
+	HAS(s, "536f7572636520636f6465202d2066726f6d202337", /* "Source code - from #7" */
+	    "6d6f64656c2e70793a3132");                       /* "model.py:12" */
 	free(s);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 static void test_trace(void **state)
@@ -1208,16 +1208,12 @@ static void test_trace(void **state)
 	/* xprofs, 2 processes (Task Environment is not one), 3 threads (_counters_ is not one) */
 	assert_int_equal(nm, 1 + 2 * 2 + 3 * 2);
 	/* exact microseconds: 1000 ps = 0.001 us; 10001000 ps = 10.001 us */
-	assert_non_null(strstr(s, "\"ts\":0.001,\"dur\":100,\"name\":\"Outer\""));
-	assert_non_null(strstr(s, "\"ts\":10.001,\"dur\":20,\"name\":\"Inner\""));
-	assert_non_null(strstr(s, "\"long_name\":\"my/Inner:Inner\""));
-	assert_non_null(strstr(s, "\"ph\":\"C\""));
+	HAS(s, "\"ts\":0.001,\"dur\":100,\"name\":\"Outer\"",
+	    "\"ts\":10.001,\"dur\":20,\"name\":\"Inner\"", "\"long_name\":\"my/Inner:Inner\"",
+	    "\"ph\":\"C\"");
 	/* XProf's pids: host threads 701, GPU 1 + plane id; tid = (uint32) line id */
-	assert_non_null(strstr(s, "\"pid\":701,\"tid\":5,"));
-	assert_non_null(strstr(s, "\"pid\":701,\"tid\":4294967295,"));
-	assert_non_null(strstr(s, "\"pid\":2,\"tid\":1,"));
-	assert_null(strstr(s, "Task Environment"));
-	assert_null(strstr(s, "\"flops\"")); /* IsInternalStat */
+	HAS(s, "\"pid\":701,\"tid\":5,", "\"pid\":701,\"tid\":4294967295,", "\"pid\":2,\"tid\":1,");
+	LACKS(s, "Task Environment", "\"flops\"" /* IsInternalStat */);
 	json_decref(j);
 	free(s);
 	opened_free(&o);
@@ -1263,10 +1259,8 @@ static void test_trace_xprof(void **state)
 	XPlane *empty = tb_plane(b, 9, "/device:CUSTOM:empty"); /* no lines: not shown */
 	XLine *l, *l2;
 	XEvent *e;
-	struct xprofs_reader r;
+	struct opened o;
 	struct xprofs_xspace *x;
-	uint8_t *buf;
-	size_t n;
 	char *s, *gz;
 	json_t *j, *ev;
 
@@ -1274,14 +1268,8 @@ static void test_trace_xprof(void **state)
 	for (int i = 0; i < 2; i++) {
 		XPlane *p = i ? gpu : host;
 
-		tb_stmd(b, p, 1, "flow");
-		tb_stmd(b, p, 2, "_a");
-		tb_stmd(b, p, 3, "step_name");
-		tb_stmd(b, p, 4, "group_id");
-		tb_stmd(b, p, 5, "_pt");
-		tb_stmd(b, p, 6, "program_id");
-		tb_stmd(b, p, 7, "kernel_details");
-		tb_stmd(b, p, 8, "shown");
+		TB_STMDS(b, p, "flow", "_a", "step_name", "group_id", "_pt", "program_id",
+			 "kernel_details", "shown");
 	}
 	tb_evmd(b, host, 1, "Launch", NULL);
 	tb_evmd(b, host, 2, "MemoryAllocation", NULL);
@@ -1340,29 +1328,20 @@ static void test_trace_xprof(void **state)
 	tb_evmd(b, meta, 1, "meta_op", NULL);
 	tb_event(b, tb_line(b, meta, 1, "m", 0), 1, 0, 10);
 
-	buf = tb_pack(b, &n);
-	x = open_mem(buf, n, &r);
+	x = opened_new(&o, b);
 	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
 	j = json_loads(s, 0, NULL);
 	assert_non_null(j);
 	/* processes: "<host> <plane>", XProf's pids; no TPU, metadata or lineless plane */
-	assert_non_null(strstr(s, "\"pid\":701,\"args\":{\"name\":\"h1 /host:CPU\"}"));
-	assert_non_null(strstr(s, "\"pid\":1,\"args\":{\"name\":\"h1 /device:GPU:0\"}"));
-	assert_non_null(strstr(s, "\"pid\":504,\"args\":{\"name\":\"h1 /device:CUSTOM:acc\"}"));
-	assert_null(strstr(s, "tpu_op"));
-	assert_null(strstr(s, "meta_op"));
-	assert_null(strstr(s, "CUSTOM:empty"));
+	HAS(s, "\"pid\":701,\"args\":{\"name\":\"h1 /host:CPU\"}",
+	    "\"pid\":1,\"args\":{\"name\":\"h1 /device:GPU:0\"}",
+	    "\"pid\":504,\"args\":{\"name\":\"h1 /device:CUSTOM:acc\"}");
+	LACKS(s, "tpu_op", "meta_op", "CUSTOM:empty");
 	/* threads: display id and name; no empty or counters_ lines */
-	assert_non_null(strstr(s, "\"tid\":77,\"args\":{\"name\":\"Main thread\"}"));
-	assert_null(strstr(s, "idle"));
-	assert_null(strstr(s, "counters_x"));
+	HAS(s, "\"tid\":77,\"args\":{\"name\":\"Main thread\"}");
+	LACKS(s, "idle", "counters_x");
 	/* hidden events and stats; group_id shown, step_name renames */
-	assert_null(strstr(s, "MemoryAllocation"));
-	assert_null(strstr(s, "_pt"));
-	assert_null(strstr(s, "program_id"));
-	assert_null(strstr(s, "kernel_details"));
-	assert_null(strstr(s, "\"_a\""));
-	assert_null(strstr(s, "\"flow\""));
+	LACKS(s, "MemoryAllocation", "_pt", "program_id", "kernel_details", "\"_a\"", "\"flow\"");
 	ev = trace_find(j, "Launch", "X");
 	assert_non_null(ev);
 	assert_int_equal(jint(ev, "args.group_id"), 42);
@@ -1372,48 +1351,47 @@ static void test_trace_xprof(void **state)
 	assert_string_equal(jstr(ev, "cat"), "tf_exec");
 	assert_non_null(trace_find(j, "step 12", "X"));
 	assert_null(trace_find(j, "Step", "X"));
-	assert_non_null(strstr(s, "\"ts\":9,\"dur\":0.000001,\"name\":\"Zero\""));
+	HAS(s, "\"ts\":9,\"dur\":0.000001,\"name\":\"Zero\"");
 	/* the flow's other end, at an exact epoch time */
 	ev = trace_find(j, "kernel", "X");
 	assert_non_null(ev);
 	assert_true(json_is_true(json_object_get(ev, "flow_in")));
 	assert_int_equal(jint(ev, "bind_id"), 5);
-	assert_non_null(strstr(s, "\"ts\":1700000000000001.234567,\"dur\":0.002,"));
+	HAS(s, "\"ts\":1700000000000001.234567,\"dur\":0.002,");
 	/* 2^63 - 1 ns + 2^63 - 1 ps, and the most negative: exact, no wrap */
-	assert_non_null(strstr(s, "\"ts\":9232595408891630.582807,"));
-	assert_non_null(strstr(s, "\"ts\":-9232595408891630.583808,\"dur\":0.000001,"));
+	HAS(s, "\"ts\":9232595408891630.582807,",
+	    "\"ts\":-9232595408891630.583808,\"dur\":0.000001,");
 	/*
 	 * GPU tids are XProf's renumbered display ids (DeriveEventsFromAnnotations):
 	 * streams by event count, 6 ids each; "Async XLA Ops" (5 events) first
 	 */
-	assert_non_null(strstr(s, "\"pid\":1,\"tid\":7,\"args\":{\"name\":\"Stream #1\"}"));
+	HAS(s, "\"pid\":1,\"tid\":7,\"args\":{\"name\":\"Stream #1\"}");
 	/* async: overlapping in-out events are b/e pairs with their flow id, not X slices */
-	assert_non_null(strstr(s, "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":1,\"name\":\"copy\","
-				  "\"id\":7,\"cat\":\"\""));
-	assert_non_null(strstr(s, "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":4,\"name\":\"copy\","
-				  "\"id\":7,\"cat\":\"\"}"));
-	assert_non_null(strstr(s, "\"ts\":2,\"name\":\"copy\",\"id\":8,"));
-	assert_non_null(strstr(s, "\"ts\":5,\"name\":\"copy\",\"id\":8,"));
+	HAS(s,
+	    "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":1,\"name\":\"copy\","
+	    "\"id\":7,\"cat\":\"\"",
+	    "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":4,\"name\":\"copy\","
+	    "\"id\":7,\"cat\":\"\"}",
+	    "\"ts\":2,\"name\":\"copy\",\"id\":8,", "\"ts\":5,\"name\":\"copy\",\"id\":8,");
 	/* single-ended: a begin and an end sharing id and cat */
-	assert_non_null(strstr(s, "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":7,\"name\":\"copy\","
-				  "\"id\":20,\"cat\":\"PjRt\""));
-	assert_non_null(strstr(s, "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":9,\"name\":\"copy\","
-				  "\"id\":20,\"cat\":\"PjRt\""));
+	HAS(s,
+	    "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":7,\"name\":\"copy\","
+	    "\"id\":20,\"cat\":\"PjRt\"",
+	    "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":9,\"name\":\"copy\","
+	    "\"id\":20,\"cat\":\"PjRt\"");
 	/* an end without its begin: a complete event, no unbalanced "e" */
 	ev = trace_find(j, "copy", "X");
 	assert_non_null(ev);
-	assert_non_null(strstr(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":0.00001,"
-				  "\"name\":\"copy\",\"args\""));
-	assert_null(strstr(s, "\"id\":99"));
+	HAS(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":0.00001,"
+	       "\"name\":\"copy\",\"args\"");
+	LACKS(s, "\"id\":99");
 	/* trace.json.gz: the same bytes, gzip-compressed */
 	gz = render_opts(x, XPROFS_VIEW_TRACE_GZ, 0, &ro);
 	assert_string_equal(gz, s);
 	free(gz);
 	json_decref(j);
 	free(s);
-	xprofs_xspace_free(x);
-	free(buf);
-	tb_free(b);
+	opened_free(&o);
 }
 
 static json_t *find_op(json_t *plane, const char *name)
@@ -1605,6 +1583,29 @@ static void test_step_windows(void **state)
 	opened_free(&o);
 }
 
+/* session_json() - @fn's output parsed (asserts success). */
+static json_t *session_json(struct xprofs_buf *out)
+{
+	json_t *j = json_loads(out->data, 0, NULL);
+
+	assert_non_null(j);
+	xprofs_buf_reset(out);
+	return j;
+}
+
+/*
+ * A session of two hosts for the session views: @xs[0] sample() (in @o),
+ * @xs[1] a host that did not open. Returns a sink into @out (deinit it).
+ */
+static struct xprofs_sink session_two(struct opened *o, struct xprofs_xspace **xs,
+				      struct xprofs_buf *out)
+{
+	xs[0] = opened_new(o, sample());
+	xs[1] = NULL;
+	xprofs_buf_init(out, 1 << 20);
+	return xprofs_sink_buf(out);
+}
+
 static void test_session_summary(void **state)
 {
 	const char *hosts[] = {"a", "b"};
@@ -1615,13 +1616,9 @@ static void test_session_summary(void **state)
 	struct xprofs_sink s;
 	json_t *j;
 
-	xs[0] = opened_new(&o, sample());
-	xs[1] = NULL;
-	xprofs_buf_init(&out, 1 << 20);
-	s = xprofs_sink_buf(&out);
+	s = session_two(&o, xs, &out);
 	assert_int_equal(xprofs_decode_session_summary("sess", hosts, xs, errs, 2, &s), 0);
-	j = json_loads(out.data, 0, NULL);
-	assert_non_null(j);
+	j = session_json(&out);
 	assert_string_equal(jstr(j, "session"), "sess");
 	assert_int_equal(jint(j, "hosts.0.events"), 8);
 	assert_string_equal(jstr(j, "hosts.1.error"), "truncated");
@@ -1629,16 +1626,6 @@ static void test_session_summary(void **state)
 	json_decref(j);
 	xprofs_buf_deinit(&out);
 	opened_free(&o);
-}
-
-/* session_json() - @fn's output parsed (asserts success). */
-static json_t *session_json(struct xprofs_buf *out)
-{
-	json_t *j = json_loads(out->data, 0, NULL);
-
-	assert_non_null(j);
-	xprofs_buf_reset(out);
-	return j;
 }
 
 /*
@@ -1655,10 +1642,7 @@ static void test_session_views(void **state)
 	struct xprofs_sink s;
 	json_t *j;
 
-	xs[0] = opened_new(&o, sample());
-	xs[1] = NULL;
-	xprofs_buf_init(&out, 1 << 20);
-	s = xprofs_sink_buf(&out);
+	s = session_two(&o, xs, &out);
 	struct xprofs_session_in both = {"s2", hosts, xs, errs, 2},
 				 one = {"s1", hosts, xs, NULL, 1};
 	struct xprofs_session_in none = {"s0", NULL, NULL, NULL, 0}, bad = {"x", NULL, xs, NULL, 1};
@@ -1744,8 +1728,7 @@ static void test_edge_values(void **state)
 	json_t *j;
 	char *txt;
 
-	tb_stmd(b, p, 1, "blob");
-	tb_stmd(b, p, 2, "z");
+	TB_STMDS(b, p, "blob", "z");
 	tb_evmd(b, p, 5, "\xc3\x28 invalid", NULL);
 	e = tb_event(b, l, 999, 0, 10);                 /* no such metadata */
 	tb_stat_i(b, &e->stats, &e->n_stats, 12345, 1); /* no such stat metadata */
@@ -1992,8 +1975,7 @@ static void test_parallel_parts(void **state)
 		p = tb_plane(b, 20 + i, name);
 		tb_evmd(b, p, 1, "fusion.1", NULL);
 		tb_evmd(b, p, 2, "%dot.2 = f32[8] dot(f32[8] %p)", "dot.2");
-		tb_stmd(b, p, 1, "tf_op");
-		tb_stmd(b, p, 2, "group_id");
+		TB_STMDS(b, p, "tf_op", "group_id");
 		l = tb_line(b, p, 1, "XLA Ops", 1000 + i);
 		for (int k = 0; k < 30 * (i + 1); k++) {
 			XEvent *e = tb_event(b, l, 1 + k % 2, k * 1000, 900);
@@ -2130,7 +2112,7 @@ static void test_tracks_only(void **state)
 	xprofs_buf_init(&err, 1024);
 	s = xprofs_sink_buf(&out);
 	assert_int_equal(xprofs_decode_render(xt, XPROFS_VIEW_SUMMARY, &s, &err), -EOPNOTSUPP);
-	assert_non_null(strstr(err.data, "tracks only"));
+	HAS(err.data, "tracks only");
 	xprofs_buf_deinit(&out);
 	xprofs_buf_deinit(&err);
 	xprofs_xspace_free(xt);
@@ -2246,7 +2228,7 @@ static void test_hostile_bytes(void **state)
 	s = xprofs_sink_buf(&out);
 	assert_int_equal(xprofs_xspace_open(&r, &err, &x), 0);
 	assert_int_equal(xprofs_decode_render_track(x, 0, &s, &err), -EINVAL);
-	assert_non_null(strstr(err.data, "XStat"));
+	HAS(err.data, "XStat");
 	xprofs_xspace_free(x);
 	xprofs_buf_deinit(&out);
 	xprofs_buf_deinit(&err);

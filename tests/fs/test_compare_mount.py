@@ -29,6 +29,7 @@ import subprocess
 import sys
 
 import xmount
+from xmount import errno_of
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
 GEN = os.path.join(BUILD, "tools", "xprofs-gen")
@@ -40,14 +41,6 @@ def gen(src, run, session, hosts, seed, kind="tpu"):
                            run, "--session", session, "--size", "200K", "--seed", str(seed)],
                           stdout=subprocess.DEVNULL)
     return os.path.join(src, run, "plugins", "profile", session)
-
-
-def errno_of(fn):
-    try:
-        fn()
-    except OSError as e:
-        return e.errno
-    return 0
 
 
 def renders(mnt):

@@ -26,18 +26,10 @@ import subprocess
 import sys
 
 import xmount
+from xmount import errno_of
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
 GEN = os.path.join(BUILD, "tools", "xprofs-gen")
-
-
-def errno_of(fn, *a):
-    """The errno @fn(*a) fails with, 0 when it succeeds."""
-    try:
-        fn(*a)
-        return 0
-    except OSError as e:
-        return e.errno
 
 
 def read(path):

@@ -38,6 +38,7 @@ import sys
 
 import xmount
 import xtap
+from xmount import errno_of
 
 BUILD = os.environ.get("XPROFS_BUILD_ROOT", "build")
 GEN = os.path.join(BUILD, "tools", "xprofs-gen")
@@ -48,15 +49,6 @@ def as_nobody(*cmd):
     """Run @cmd as uid/gid 65534; (exit status, stderr)."""
     p = subprocess.run(NOBODY + list(cmd), capture_output=True, text=True, timeout=60)
     return p.returncode, p.stderr.strip()
-
-
-def err_of(fn, *a):
-    """The errno @fn(*a) fails with, 0 when it succeeds."""
-    try:
-        fn(*a)
-        return 0
-    except OSError as e:
-        return e.errno
 
 
 def gen(path, kind, seed):
@@ -248,24 +240,24 @@ def modes(t, src, mnt, sess_rel):
          "and a directory", e)
     prof = os.path.join(L, sess_rel, "open.xplane.pb")
     before = os.stat(os.path.join(src, sess_rel, "open.xplane.pb"))
-    t.ok(err_of(os.chmod, prof, 0o600) == errno.EPERM, "chmod of an existing profile: EPERM")
-    t.ok(err_of(os.utime, prof, None) == errno.EPERM, "utimens of it: EPERM")
-    t.ok(err_of(os.chown, prof, 65534, -1) == errno.EPERM, "chown of it: EPERM")
+    t.ok(errno_of(os.chmod, prof, 0o600) == errno.EPERM, "chmod of an existing profile: EPERM")
+    t.ok(errno_of(os.utime, prof, None) == errno.EPERM, "utimens of it: EPERM")
+    t.ok(errno_of(os.chown, prof, 65534, -1) == errno.EPERM, "chown of it: EPERM")
     after = os.stat(os.path.join(src, sess_rel, "open.xplane.pb"))
     t.ok(before.st_mode == after.st_mode and before.st_mtime_ns == after.st_mtime_ns and
          before.st_uid == after.st_uid, "the profile is unchanged")
     view = os.path.join(mnt, "runs", "run", "s1", "open", "summary.json")
-    t.ok(err_of(os.chmod, view, 0o444) == errno.EPERM, "chmod under runs/: EPERM")
+    t.ok(errno_of(os.chmod, view, 0o444) == errno.EPERM, "chmod under runs/: EPERM")
 
 
 def names(t, src, mnt):
     r = os.path.join(mnt, "runs")
-    t.ok(err_of(os.mkdir, os.path.join(r, "a\nb")) == errno.EINVAL,
+    t.ok(errno_of(os.mkdir, os.path.join(r, "a\nb")) == errno.EINVAL,
          "mkdir runs/<name with a newline>: EINVAL")
-    t.ok(err_of(os.mkdir, os.path.join(r, "a\\b")) == errno.EINVAL, "mkdir runs/a\\b: EINVAL")
+    t.ok(errno_of(os.mkdir, os.path.join(r, "a\\b")) == errno.EINVAL, "mkdir runs/a\\b: EINVAL")
     t.ok(not [n for n in os.listdir(src) if n in ("a\nb", "a\\b", "a")],
          "nothing made in the source")
-    t.ok(err_of(os.mkdir, os.path.join(r, "good_run")) == 0 and
+    t.ok(errno_of(os.mkdir, os.path.join(r, "good_run")) == 0 and
          os.path.isdir(os.path.join(src, "good_run", "plugins", "profile")),
          "a valid run name is made")
 

@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 
+import xcheck
 import xproto
 from xproto import fail
 
@@ -119,28 +120,6 @@ def expect_program(h):
             "entry_computation_name": m.entry_computation_name, "computations": comps}
 
 
-def first_diff(a, b, path=""):
-    if type(a) is not type(b) and not (isinstance(a, (int, float)) and isinstance(b, (int, float))):
-        return "%s: %r != %r" % (path, a, b)
-    if isinstance(a, dict):
-        for k in sorted(set(a) | set(b)):
-            if k not in a or k not in b:
-                return "%s.%s: only in %s" % (path, k, "C" if k in a else "oracle")
-            d = first_diff(a[k], b[k], path + "." + k)
-            if d:
-                return d
-        return None
-    if isinstance(a, list):
-        if len(a) != len(b):
-            return "%s: %d entries != %d" % (path, len(a), len(b))
-        for i, (x, y) in enumerate(zip(a, b)):
-            d = first_diff(x, y, "%s[%d]" % (path, i))
-            if d:
-                return d
-        return None
-    return None if a == b else "%s: %r != %r" % (path, a, b)
-
-
 KEYS = ("name", "id", "entry", "entry_computation_name", "computations")
 
 
@@ -152,7 +131,7 @@ def compare(label, got, data):
         fail("%s: the reader failed: %s" % (label, got["error"]))
         return 0
     have = {k: got.get(k) for k in KEYS}
-    d = first_diff(have, want)
+    d = xcheck.diff_json(have, want)
     if d:
         fail("%s: C and oracle differ at %s" % (label, d))
     return sum(len(c["instructions"]) for c in want["computations"])

@@ -5,6 +5,9 @@
     data, size, err = xcheck.read_all(p)  # every byte until EOF, st_size after
                                           # open, and why a read failed (errno)
     why = xcheck.same_files(got, want)    # both of the above for two paths
+    why = xcheck.diff_json(got, want)     # None when parsed JSON values are
+                                          # equal, else the path to the first
+                                          # difference and both values there
     tail = xcheck.log_tail(path, 20)      # the last lines of a daemon's log
     v, why = xcheck.wait_for(cond, what, deadline_s)    # poll, say what was seen
 
@@ -95,6 +98,40 @@ def same_files(got_path, want_path):
         if gsize is not None and gsize != len(got):
             lines.append("  (st_size of %s right after open: %d)" % (got_path, gsize))
     return "\n".join(lines) or None
+
+
+def diff_json(got, want, path="", key_order=False):
+    """None when the parsed JSON values @got and @want are equal, else where
+    they first differ (@path, then ".key" and "[i]" steps) and how: a key
+    only one side has (with @key_order, the dicts' key lists when their
+    order differs), a list's length, a leaf's two values. A float compares
+    by value with any number (as JSON's doubles do); other leaves must also
+    have the same type."""
+    if isinstance(got, dict) and isinstance(want, dict):
+        if key_order and list(got) != list(want):
+            return "%s: keys %r, want %r" % (path, list(got), list(want))
+        for k in want if key_order else sorted(set(got) | set(want)):
+            if k not in got or k not in want:
+                return "%s.%s: only in %s" % (path, k, "got" if k in got else "want")
+            d = diff_json(got[k], want[k], path + "." + k, key_order)
+            if d:
+                return d
+        return None
+    if isinstance(got, list) and isinstance(want, list):
+        if len(got) != len(want):
+            return "%s: %d items, want %d" % (path, len(got), len(want))
+        for i, (g, w) in enumerate(zip(got, want)):
+            d = diff_json(g, w, "%s[%d]" % (path, i), key_order)
+            if d:
+                return d
+        return None
+    num = (int, float)
+    if isinstance(got, float) or isinstance(want, float):
+        if isinstance(got, num) and isinstance(want, num) and float(got) == float(want):
+            return None
+    elif type(got) is type(want) and got == want:
+        return None
+    return "%s: %r, want %r" % (path, got, want)
 
 
 def log_tail(path, n=20):

@@ -68,6 +68,15 @@ def reap(proc, timeout_s):
         return proc.wait()
 
 
+def errno_of(fn, *a):
+    """The errno @fn(*a) fails with, 0 when it succeeds."""
+    try:
+        fn(*a)
+        return 0
+    except OSError as e:
+        return e.errno
+
+
 def read_whole(path):
     """(st_size right after open, every byte read until EOF) of @path, in 1 MiB reads."""
     fd = os.open(path, os.O_RDONLY)

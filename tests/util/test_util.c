@@ -1,6 +1,7 @@
 /* test_util.c - unit tests for util/: bounded buffers, JSON escaping, readers, log levels,
- * temporary files, growable arrays. */
+ * temporary files, growable arrays, command-line tables. */
 #include <errno.h>
+#include <getopt.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -236,6 +237,67 @@ static void test_tmpdir(void **state)
 	free(saved);
 }
 
+static int parse_even(const char *v, void *dst)
+{
+	int n = atoi(v);
+
+	if (n % 2)
+		return -EINVAL;
+	*(int *)dst = n;
+	return 0;
+}
+
+/* Runs xprofs_args_parse() over the NULL-terminated @argv with a fixed table. */
+static int args_run(const char **argv, bool *flag, const char **str, int *even)
+{
+	const struct xprofs_arg args[] = {
+		{"flag", 'f', XPROFS_ARG_FLAG, flag, NULL, NULL},
+		{"str", 0, XPROFS_ARG_STR, str, NULL, NULL},
+		{"even", 'e', XPROFS_ARG_FN, even, parse_even, "an even number"},
+		{"help", 'h', XPROFS_ARG_STOP, NULL, NULL, NULL},
+	};
+	int argc = 0;
+
+	while (argv[argc])
+		argc++;
+	optind = 0; /* a new command line: getopt_long() starts over */
+	*flag = false;
+	*str = NULL;
+	*even = -1;
+	return xprofs_args_parse("t", argc, (char **)argv, args, 4);
+}
+
+static void test_args_parse(void **state)
+{
+	const char *a1[] = {"t", "-f", "--str=x", "--even", "4", "op", NULL};
+	const char *a2[] = {"t", "--str", "y", "-e6", "--help", "--flag", NULL};
+	const char *a3[] = {"t", "--even", "3", NULL}, *a4[] = {"t", "--nope", NULL};
+	const char *a5[] = {"t", "--str", NULL}, *a6[] = {"t", "-fz", NULL};
+	const char *str;
+	bool flag;
+	int even;
+
+	assert_int_equal(args_run(a1, &flag, &str, &even), -1);
+	assert_true(flag);
+	assert_string_equal(str, "x");
+	assert_int_equal(even, 4);
+	assert_int_equal(optind, 5); /* "op" (getopt_long() moves operands last) */
+	assert_string_equal(a1[optind], "op");
+	/* --help stops there: what came before is stored, --flag after it not read */
+	assert_int_equal(args_run(a2, &flag, &str, &even), 3);
+	assert_string_equal(str, "y");
+	assert_int_equal(even, 6);
+	assert_false(flag);
+	/* a bad value, an unknown option, a missing value, an unknown letter */
+	assert_int_equal(args_run(a3, &flag, &str, &even), -2);
+	assert_int_equal(even, -1);
+	assert_int_equal(args_run(a4, &flag, &str, &even), -2);
+	assert_int_equal(args_run(a5, &flag, &str, &even), -2);
+	assert_null(str);
+	assert_int_equal(args_run(a6, &flag, &str, &even), -2);
+	assert_int_equal(xprofs_args_parse("t", 1, (char **)a1, NULL, XPROFS_ARGS_MAX + 1), -2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +307,7 @@ int main(void)
 		cmocka_unit_test(test_hash),         cmocka_unit_test(test_size_parse),
 		cmocka_unit_test(test_tmpfile),      cmocka_unit_test(test_tmpdir),
 		cmocka_unit_test(test_sleep_ms),     cmocka_unit_test(test_grow),
+		cmocka_unit_test(test_args_parse),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,9 +1,9 @@
 /*
- * main.c - xprofs-gen's command line (getopt_long, strict number parsing).
+ * main.c - xprofs-gen's command line: one table of options (xprofs_args_parse())
+ * with strict number parsing, then one action.
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <stdbool.h>
@@ -16,22 +16,10 @@
 
 #include "gen.h"
 
-/* ---- command line ------------------------------------------------------ */
+#define STR_(x) #x
+#define STR(x) STR_(x)
 
-enum {
-	ARG_KIND = 0x100,
-	ARG_SIZE,
-	ARG_EVENTS,
-	ARG_SEED,
-	ARG_HOSTS,
-	ARG_LOGDIR,
-	ARG_RUN,
-	ARG_SESSION,
-	ARG_DEMO,
-	ARG_STATS,
-	ARG_SIDECARS,
-	ARG_HLO
-};
+/* ---- command line ------------------------------------------------------ */
 
 static void usage(FILE *f)
 {
@@ -72,93 +60,79 @@ static int parse_u64(const char *s, bool suffix, uint64_t *out)
 	return 0;
 }
 
-/* main() - getopt_long over the options table, then one action; ~120 lines of
- * plain option cases, kept together so every flag is read in one place. */
+static int arg_kind(const char *v, void *dst)
+{
+	static const char *const names[] = {
+		[KIND_TPU] = "tpu", [KIND_GPU] = "gpu", [KIND_CPU] = "cpu"};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (names[i] && !strcmp(v, names[i])) {
+			*(enum kind *)dst = (enum kind)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+static int arg_size(const char *v, void *dst)
+{
+	return parse_u64(v, true, dst) || !*(uint64_t *)dst ? -EINVAL : 0;
+}
+
+static int arg_events(const char *v, void *dst)
+{
+	struct opts *o = dst;
+
+	o->have_events = true;
+	return parse_u64(v, true, &o->events) || o->events > MAX_EVENTS ? -EINVAL : 0;
+}
+
+static int arg_seed(const char *v, void *dst)
+{
+	return parse_u64(v, false, dst);
+}
+
+static int arg_hosts(const char *v, void *dst)
+{
+	uint64_t n;
+
+	if (parse_u64(v, false, &n) || !n || n > MAX_HOSTS)
+		return -EINVAL;
+	*(unsigned *)dst = (unsigned)n;
+	return 0;
+}
+
+/* main() - the options (xprofs_args_parse()), their checks, then one action. */
 int main(int argc, char **argv)
 {
-	static const struct option lopts[] = {
-		{"output", required_argument, NULL, 'o'},
-		{"kind", required_argument, NULL, ARG_KIND},
-		{"size", required_argument, NULL, ARG_SIZE},
-		{"events", required_argument, NULL, ARG_EVENTS},
-		{"seed", required_argument, NULL, ARG_SEED},
-		{"hosts", required_argument, NULL, ARG_HOSTS},
-		{"logdir", required_argument, NULL, ARG_LOGDIR},
-		{"run", required_argument, NULL, ARG_RUN},
-		{"session", required_argument, NULL, ARG_SESSION},
-		{"demo", required_argument, NULL, ARG_DEMO},
-		{"stats", no_argument, NULL, ARG_STATS},
-		{"sidecars", no_argument, NULL, ARG_SIDECARS},
-		{"hlo", required_argument, NULL, ARG_HLO},
-		{"help", no_argument, NULL, 'h'},
-		{NULL, 0, NULL, 0},
-	};
 	struct opts o = {.kind = KIND_TPU, .size = 1u << 20, .seed = 1};
+	const struct xprofs_arg args[] = {
+		{"output", 'o', XPROFS_ARG_STR, &o.out, NULL, NULL},
+		{"kind", 0, XPROFS_ARG_FN, &o.kind, arg_kind, "tpu, gpu or cpu"},
+		{"size", 0, XPROFS_ARG_FN, &o.size, arg_size, "a size > 0 (N[K|M|G])"},
+		{"events", 0, XPROFS_ARG_FN, &o, arg_events, "a count (N[K|M|G])"},
+		{"seed", 0, XPROFS_ARG_FN, &o.seed, arg_seed, "a number"},
+		{"hosts", 0, XPROFS_ARG_FN, &o.hosts, arg_hosts, "1.." STR(MAX_HOSTS)},
+		{"logdir", 0, XPROFS_ARG_STR, &o.logdir, NULL, NULL},
+		{"run", 0, XPROFS_ARG_STR, &o.run, NULL, NULL},
+		{"session", 0, XPROFS_ARG_STR, &o.session, NULL, NULL},
+		{"demo", 0, XPROFS_ARG_STR, &o.demo, NULL, NULL},
+		{"stats", 0, XPROFS_ARG_FLAG, &o.stats, NULL, NULL},
+		{"sidecars", 0, XPROFS_ARG_FLAG, &o.sidecars, NULL, NULL},
+		{"hlo", 0, XPROFS_ARG_STR, &o.hlo, NULL, NULL},
+		{"help", 'h', XPROFS_ARG_STOP, NULL, NULL, NULL},
+	};
 	struct xprofs_buf j;
-	uint64_t v;
-	int c, ret = 0;
+	int ret = 0;
 
-	while ((c = getopt_long(argc, argv, "o:h", lopts, NULL)) != -1) {
-		switch (c) {
-		case 'o':
-			o.out = optarg;
-			break;
-		case ARG_KIND:
-			if (!strcmp(optarg, "tpu"))
-				o.kind = KIND_TPU;
-			else if (!strcmp(optarg, "gpu"))
-				o.kind = KIND_GPU;
-			else if (!strcmp(optarg, "cpu"))
-				o.kind = KIND_CPU;
-			else
-				goto bad;
-			break;
-		case ARG_SIZE:
-			if (parse_u64(optarg, true, &o.size) || !o.size)
-				goto bad;
-			break;
-		case ARG_EVENTS:
-			if (parse_u64(optarg, true, &o.events) || o.events > MAX_EVENTS)
-				goto bad;
-			o.have_events = true;
-			break;
-		case ARG_SEED:
-			if (parse_u64(optarg, false, &o.seed))
-				goto bad;
-			break;
-		case ARG_HOSTS:
-			if (parse_u64(optarg, false, &v) || !v || v > MAX_HOSTS)
-				goto bad;
-			o.hosts = (unsigned)v;
-			break;
-		case ARG_LOGDIR:
-			o.logdir = optarg;
-			break;
-		case ARG_RUN:
-			o.run = optarg;
-			break;
-		case ARG_SESSION:
-			o.session = optarg;
-			break;
-		case ARG_DEMO:
-			o.demo = optarg;
-			break;
-		case ARG_SIDECARS:
-			o.sidecars = true;
-			break;
-		case ARG_HLO:
-			o.hlo = optarg;
-			break;
-		case ARG_STATS:
-			o.stats = true;
-			break;
-		case 'h':
-			usage(stdout);
-			return 0;
-		default:
-			usage(stderr);
-			return 2;
-		}
+	switch (xprofs_args_parse("xprofs-gen", argc, argv, args, sizeof(args) / sizeof(args[0]))) {
+	case -1:
+		break;
+	case -2:
+		usage(stderr);
+		return 2;
+	default: /* --help */
+		usage(stdout);
+		return 0;
 	}
 	if (optind != argc) {
 		fprintf(stderr, "xprofs-gen: unexpected argument '%s'\n", argv[optind]);
@@ -210,8 +184,4 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	return 0;
-bad:
-	fprintf(stderr, "xprofs-gen: bad value '%s' for option\n", optarg);
-	usage(stderr);
-	return 2;
 }
