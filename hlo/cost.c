@@ -742,12 +742,12 @@ static void handle_custom_call(struct walk *w, size_t i, const struct xprofs_hlo
 
 /* ---- fusions -------------------------------------------------------------- */
 
-/* The parameter @number of computation @comp, or -1. */
-static ssize_t fused_param(const struct walk *w, size_t comp, int64_t number)
+/* The parameter @number of computation @comp, or -1 (also past the budget). */
+static ssize_t fused_param(struct walk *w, size_t comp, int64_t number)
 {
 	struct xprofs_hlo_computation cc;
 
-	if (xprofs_hlo_computation_get(w->p, comp, &cc) < 0)
+	if (xprofs_hlo_computation_get(w->p, comp, &cc) < 0 || !charge(w, cc.n))
 		return -1;
 	for (size_t k = 0; k < cc.n; k++) {
 		struct xprofs_hlo_instr in;
@@ -792,6 +792,8 @@ static double param_reads(struct walk *w, size_t comp, size_t h, unsigned depth,
 		struct xprofs_hlo_instr u;
 
 		instr(w, cc.first + k, &u);
+		if (!charge(w, u.n_operands))
+			return -1;
 		if (!uses(&u, h))
 			continue;
 		if (!strcmp(u.opcode, "fusion")) {
@@ -976,7 +978,9 @@ static void handle_fusion(struct walk *w, const struct xprofs_hlo_instr *in, str
 		double n;
 
 		if (prm < 0) {
-			mark(c, U_BY | U_RW, "a fusion operand without its fused parameter");
+			mark(c, U_BY | U_RW,
+			     w->work ? "a fusion operand without its fused parameter"
+				     : "more work than XPROFS_HLO_COST_WORK_MAX to count");
 			return;
 		}
 		instr(w, (size_t)prm, &pi);
@@ -1306,6 +1310,12 @@ int xprofs_hlo_cost_get(const struct xprofs_hlo_program *p, size_t i, struct xpr
 	if (i >= m.n_instructions)
 		return -ERANGE;
 	cost_of(&w, i, &c);
+	/* a hostile window or shape can make a count negative or overflow a double */
+	if (!(c.fl >= 0 && c.fl < INFINITY) || !(c.tr >= 0 && c.tr < INFINITY))
+		mark(&c, U_FL | U_TR, "a count no program reaches (negative or infinite)");
+	if (!(c.by >= 0 && c.by < INFINITY) || !(c.rd >= 0 && c.rd < INFINITY) ||
+	    !(c.wr >= 0 && c.wr < INFINITY))
+		mark(&c, U_BY | U_RW, "a count no program reaches (negative or infinite)");
 	out->known = U_ALL & ~c.unk;
 	out->reason = c.unk ? c.why : NULL;
 	out->flops = c.unk & U_FL ? 0 : c.fl;
