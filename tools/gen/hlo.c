@@ -17,6 +17,12 @@
  *   "__cudnn$convForward" (window, dimension numbers);
  * - fusions call fused computations: kLoop (add, multiply, exponential),
  *   kOutput dot + broadcast bias + add, kOutput convolution + relu.
+ * - sidecars only (cost_extras(), after "cudnn-conv.1"): transcendental
+ *   and other elementwise ops, a small dot, convolutions with window and
+ *   base dilation and batch groups, a reduce-window, a slice, a cuBLASLt
+ *   batched matmul and a loop fusion over a slice, for the FLOPs and bytes
+ *   tests (tests/hlo/oracle_cost.py); the metadata plane's program stays as
+ *   it was, so profiles sized by --size keep their events.
  * Instruction ids are unique in the module; every operand comes earlier.
  *
  * It shares no code with the reader (hlo/): it is its oracle's input.
