@@ -16,7 +16,6 @@ import json
 import math
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -386,9 +385,22 @@ def check_files(label, files, hand=False):
     print("ok: %s: %d programs, %d instructions' costs" % (label, len(files), n))
 
 
+def check_samples():
+    samples = os.path.join(xproto.SHARED, "samples")
+    conv = sorted(glob.glob(os.path.join(samples, "*", "*.hlo_proto.pb")))
+    if not conv:
+        print("SKIP: no sidecars under %s" % samples)
+        return
+    check_files("samples", conv)
+    for x in sorted(glob.glob(os.path.join(samples, "*", "*.xplane.pb"))):
+        label, n = os.path.relpath(x, samples), 0
+        for p, (pid, data) in zip(dump("--xspace", [x]), oracle_hlo.metadata_protos(x)):
+            n += check_program("%s program %d" % (label, pid), p, data)[0]
+        print("ok: %s: %d instructions' costs" % (label, n))
+
+
 def main():
-    tmp = tempfile.mkdtemp(prefix="xprofs-hcost-")
-    try:
+    with tempfile.TemporaryDirectory(prefix="xprofs-hcost-") as tmp:
         r = subprocess.run([GEN, "--kind", "gpu", "--events", "3000", "--hosts", "1",
                             "--logdir", tmp, "--run", "r", "--session", "s", "--sidecars"],
                            capture_output=True, check=False)
@@ -399,24 +411,8 @@ def main():
         if not sidecars:
             fail("xprofs-gen wrote no sidecars")
         check_files("gen", sidecars, hand=True)
-        samples = os.path.join(xproto.SHARED, "samples")
-        conv = sorted(glob.glob(os.path.join(samples, "*", "*.hlo_proto.pb")))
-        if not conv:
-            print("SKIP: no sidecars under %s" % samples)
-        else:
-            check_files("samples", conv)
-        for x in sorted(glob.glob(os.path.join(samples, "*", "*.xplane.pb"))):
-            n = 0
-            for p, (pid, data) in zip(dump("--xspace", [x]), oracle_hlo.metadata_protos(x)):
-                n += check_program("%s program %d" % (os.path.relpath(x, samples), pid), p,
-                                   data)[0]
-            print("ok: %s: %d instructions' costs" % (os.path.relpath(x, samples), n))
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if xproto.failures:
-        print("%d failures" % len(xproto.failures))
-        sys.exit(1)
+    check_samples()
+    sys.exit(xproto.status())
 
 
-if __name__ == "__main__":
-    main()
+main()
