@@ -385,6 +385,55 @@ def check_files(label, files, hand=False):
     print("ok: %s: %d programs, %d instructions' costs" % (label, len(files), n))
 
 
+def hostile_costs(tmp):
+    """Programs that must give unknown figures, with their reason, quickly."""
+    from oracle_hlo import comp, ins, module
+    cases = []
+    # a convolution whose base-dilated window needs 2^20 x 2^19 positions
+    x = ins(1, "x", "parameter", dims=(1, 1 << 20, 1))
+    k = ins(2, "k", "parameter", dims=(1 << 19, 1, 1), ops=())
+    k.parameter_number = 1
+    c = ins(3, "conv", "convolution", dims=(1, 1 << 19, 1), ops=(1, 2))
+    wd = c.window.dimensions.add()
+    wd.size, wd.stride, wd.base_dilation, wd.window_dilation = 1 << 19, 1, 2, 1
+    d = c.convolution_dimension_numbers
+    d.input_batch_dimension, d.input_feature_dimension = 0, 2
+    d.input_spatial_dimensions.append(1)
+    d.kernel_input_feature_dimension, d.kernel_output_feature_dimension = 1, 2
+    d.kernel_spatial_dimensions.append(0)
+    d.output_batch_dimension, d.output_feature_dimension = 0, 2
+    d.output_spatial_dimensions.append(1)
+    cases.append(("huge window", module([comp(9, "main", [x, k, c])]), "conv", "flops",
+                  "XPROFS_HLO_COST_WORK_MAX"))
+    # calls nested 100 deep
+    comps = [comp(100, "c0", [ins(1000, "p0", "parameter")])]
+    for j in range(1, 100):
+        comps.append(comp(100 + j, "c%d" % j, [ins(1000 + 2 * j, "q%d" % j, "parameter"),
+                                               ins(1001 + 2 * j, "call%d" % j, "call",
+                                                   ops=[1000 + 2 * j], called=[99 + j])]))
+    cases.append(("deep calls", module(comps), "call99", "flops", "deeper"))
+    # a reduce whose output has more elements than its input
+    r = comp(5, "region", [ins(50, "a", "parameter", dims=()), ins(51, "b", "parameter",
+                                                                   dims=()),
+                           ins(52, "s", "add", dims=(), ops=(50, 51))])
+    r.instructions[1].parameter_number = 1
+    red = ins(3, "red", "reduce", dims=(64,), ops=(1,), called=(5,))
+    cases.append(("negative count", module([r, comp(9, "main", [ins(1, "x", "parameter"),
+                                                               red])]), "red", "flops",
+                  "negative"))
+    for label, h, name, key, word in cases:
+        path = os.path.join(tmp, "cost-%s.pb" % label.replace(" ", "-"))
+        with open(path, "wb") as fh:
+            fh.write(h.SerializeToString())
+        progs = dump("--raw", [path])
+        got = [i["cost"] for c in (progs[0].get("computations") or [] if progs else [])
+               for i in c["instructions"] if i["name"] == name]
+        if len(got) != 1 or got[0][key] is not None or word not in (got[0]["reason"] or ""):
+            fail("hostile cost %s: %s of %s is %r, want unknown saying %r" % (
+                label, key, name, got, word))
+    print("ok: %d hostile programs give unknown figures with their reason" % len(cases))
+
+
 def check_samples():
     samples = os.path.join(xproto.SHARED, "samples")
     conv = sorted(glob.glob(os.path.join(samples, "*", "*.hlo_proto.pb")))
@@ -411,6 +460,7 @@ def main():
         if not sidecars:
             fail("xprofs-gen wrote no sidecars")
         check_files("gen", sidecars, hand=True)
+        hostile_costs(tmp)
     check_samples()
     sys.exit(xproto.status())
 
