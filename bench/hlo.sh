@@ -5,10 +5,12 @@
 # `xprofs-gen --hlo` (bench/out/, git-ignored: one module of computations of
 # 4096 elementwise instructions with OpMetadata and, every 16th, a backend
 # config), drops it from the page cache, then decodes it with
-# `hlo-dump --summary --raw` (tests/hlo: index, decode, every check, no
-# output per instruction) under /usr/bin/time: wall time, the decode's own
-# time, peak RSS and the decoded program's bytes. The file is read through
-# pread (no mapping), as the daemon reads. REPEAT runs, fastest reported.
+# `hlo-dump --summary --cost --raw` (tests/hlo: index, decode, every check,
+# then xprofs_hlo_cost_get() on every instruction, no output per
+# instruction) under /usr/bin/time: wall time, the decode's own time, the
+# cost analysis's time, peak RSS (both) and the decoded program's bytes.
+# The file is read through pread (no mapping), as the daemon reads. REPEAT
+# runs, fastest reported.
 # Writes bench/out/hlo-results.md; deletes the proto unless KEEP=1.
 #
 #   bench/hlo.sh                       # 100M, build dir "build"
@@ -34,23 +36,23 @@ proto=$OUT/hlo-$SIZE.hlo_proto.pb
 bytes=$(stat -c %s "$proto")
 res=$OUT/hlo-results.md
 bench_head "HLO reader: one ${SIZE} HloProto" "load: $(cut -d' ' -f1-3 /proc/loadavg)" \
-	"file: $bytes bytes" -- "run" "wall s" "cpu s" "decode s" "peak RSS MB" "instructions" \
-	"decoded MB" "target" >"$res"
+	"file: $bytes bytes" -- "run" "wall s" "cpu s" "decode s" "cost s" "peak RSS MB" \
+	"instructions" "unknown cost" "decoded MB" "target" >"$res"
 for i in $(seq "$REPEAT"); do
 	method=$(bench_drop_cache "$proto")
 	t=$(mktemp)
-	/usr/bin/time -f "%e %M %U %S" -o "$t" "$DUMP" --summary --raw "$proto" >"$t.json"
+	/usr/bin/time -f "%e %M %U %S" -o "$t" "$DUMP" --summary --cost --raw "$proto" >"$t.json"
 	read -r wall rss_kb usr sys <"$t"
-	read -r dec n bts < <(/usr/bin/python3 -c '
+	read -r dec cst n unk bts < <(/usr/bin/python3 -c '
 import json, sys
 p = json.load(open(sys.argv[1]))["programs"][0]
 if p.get("error"):
     sys.exit("hlo-dump: " + p["error"])
-print(p["seconds"], p["n_instructions"], p["bytes"])' "$t.json")
+print(p["seconds"], p["cost_seconds"], p["n_instructions"], p["cost_unknown"], p["bytes"])' "$t.json")
 	rss=$((rss_kb / 1024))
 	ok=ok
 	if awk -v w="$wall" -v r="$rss" 'BEGIN { exit !(w >= 2 || r >= 64) }'; then ok=MISS; fi
-	echo "| $i ($method) | $wall | $(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.2f", u + s }') | $(printf %.2f "$dec") | $rss | $n | $((bts >> 20)) | $ok |" >>"$res"
+	echo "| $i ($method) | $wall | $(awk -v u="$usr" -v s="$sys" 'BEGIN { printf "%.2f", u + s }') | $(printf %.2f "$dec") | $(printf %.2f "$cst") | $rss | $n | $unk | $((bts >> 20)) | $ok |" >>"$res"
 	rm -f "$t" "$t.json"
 done
 cat "$res"

@@ -195,4 +195,75 @@ int hlo_check(struct xprofs_hlo_program *p, struct wire_cur *c, const int64_t *c
 /* The bytes a decoded program holds (for xprofs_hlo_module.bytes). */
 size_t hlo_program_bytes(const struct xprofs_hlo_program *p);
 
+/* ---- cost-shapes.c: what cost.c builds on -------------------------------- */
+
+/* One instruction's figures while they are computed (xprofs_hlo_cost's). */
+struct hlo_cost {
+	double fl, tr, by, rd, wr;
+	unsigned unk; /* figures not known: XPROFS_HLO_COST_* */
+	const char *why;
+};
+
+/* A cost query: its program, work left, calls deep. */
+struct hlo_walk {
+	const struct xprofs_hlo_program *p;
+	uint64_t work; /* steps left */
+	unsigned depth;
+};
+
+/* hlo_cost_mark() - figures @bits of @c unknown; the first reason stays. */
+void hlo_cost_mark(struct hlo_cost *c, unsigned bits, const char *why);
+/* hlo_cost_charge() - take @n steps of @w's work; false (and none left) past it. */
+bool hlo_cost_charge(struct hlo_walk *w, uint64_t n);
+/* hlo_cost_instr(), hlo_cost_shape() - instruction / shape @i (indices from the reader). */
+void hlo_cost_instr(const struct hlo_walk *w, size_t i, struct xprofs_hlo_instr *in);
+void hlo_cost_shape(const struct hlo_walk *w, size_t i, struct xprofs_hlo_shape *s);
+bool hlo_cost_is_tuple(const struct xprofs_hlo_shape *s);
+/* hlo_cost_is_array() - not a tuple, token or opaque (XLA's Shape::IsArray()). */
+bool hlo_cost_is_array(const struct xprofs_hlo_shape *s);
+/*
+ * hlo_cost_size_of() - XLA's ShapeUtil::ByteSizeOf(shape, 8), the top level
+ * only; -1 for an element type XLA does not size. hlo_cost_size_at(): of
+ * shape @i, marking @c's bytes unknown (and 0) for such a type.
+ */
+double hlo_cost_size_of(const struct xprofs_hlo_shape *s);
+double hlo_cost_size_at(const struct hlo_walk *w, size_t i, struct hlo_cost *c);
+/* hlo_cost_leaves() - the sum over shape @i's array leaves of their sizes (@elements: elements). */
+double hlo_cost_leaves(const struct hlo_walk *w, size_t i, bool elements, struct hlo_cost *c);
+/* hlo_cost_op_shape() - the shape of @in's operand @k. */
+size_t hlo_cost_op_shape(const struct hlo_walk *w, const struct xprofs_hlo_instr *in, size_t k);
+/* hlo_cost_first_elements() - elements of shape @i, or of its first element for a tuple. */
+double hlo_cost_first_elements(const struct hlo_walk *w, size_t i);
+/* hlo_cost_preprocess() - HloCostAnalysis::Preprocess(): bytes = operands + output. */
+void hlo_cost_preprocess(const struct hlo_walk *w, const struct xprofs_hlo_instr *in,
+			 struct hlo_cost *c);
+
+/*
+ * hlo_cost_dot() - XLA's GetDotFlops(): 2 x the elements of @out_shape (its
+ * first element for a tuple) x the product of @lhs_shape's dimensions
+ * @contracting[0..n). -EINVAL when one is not a dimension of the lhs.
+ */
+int hlo_cost_dot(const struct hlo_walk *w, size_t lhs_shape, size_t out_shape,
+		 const int64_t *contracting, size_t n, double *flops);
+/*
+ * hlo_cost_conv() - XLA's GetConvolutionFlops() of @in (a convolution or a
+ * cuDNN call) with result @res_shape (its first element for a tuple),
+ * charging the positions it counts to @w. -EINVAL (dimension numbers or
+ * window that do not fit) or -E2BIG (past the work budget) with the reason
+ * in *@why.
+ */
+int hlo_cost_conv(struct hlo_walk *w, const struct xprofs_hlo_instr *in, size_t res_shape,
+		  double *flops, const char **why);
+
+enum hlo_cost_call { HLO_COST_OTHER, HLO_COST_GEMM, HLO_COST_DNN_CONV };
+/* hlo_cost_call_kind() - what GpuHloCostAnalysis counts custom call @target as. */
+enum hlo_cost_call hlo_cost_call_kind(const char *target);
+/*
+ * hlo_cost_gemm_contracting() - the lhs contracting dimensions of gemm
+ * custom call @i's backend config (gemm_backend_config.dot_dimension_numbers)
+ * into @v (XPROFS_HLO_RANK_MAX entries) and *@n; -ENOENT without them,
+ * -EINVAL when one is not an integer.
+ */
+int hlo_cost_gemm_contracting(const struct xprofs_hlo_program *p, size_t i, int64_t *v, size_t *n);
+
 #endif

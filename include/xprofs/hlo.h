@@ -268,4 +268,54 @@ int xprofs_hlo_backend_config(const struct xprofs_hlo_program *p, size_t i,
  */
 ssize_t xprofs_hlo_find_instr(const struct xprofs_hlo_program *p, const char *name, size_t n);
 
+/* ---- FLOPs and bytes (hlo/cost.c, docs/hlo.md "FLOPs and bytes") -------- */
+
+/* Which figures of struct xprofs_hlo_cost are known. */
+enum {
+	XPROFS_HLO_COST_FLOPS = 1u << 0,
+	XPROFS_HLO_COST_TRANSCENDENTALS = 1u << 1,
+	XPROFS_HLO_COST_BYTES = 1u << 2, /* bytes_accessed */
+	XPROFS_HLO_COST_RW = 1u << 3,    /* bytes_read and bytes_written */
+	XPROFS_HLO_COST_ALL = 15u,
+};
+
+/*
+ * One instruction's cost as XLA's HloCostAnalysis gives it (with
+ * GpuHloCostAnalysis's cuBLAS gemm and cuDNN convolution custom calls):
+ * flops (a fused multiply-add is 2), transcendentals (counted apart from
+ * flops), bytes_accessed (XLA's kBytesAccessedKey: operands + output as XLA
+ * sizes them, a tuple being its table of 8-byte pointers), and the split XProf
+ * exports per memory space: bytes_read (XLA's GetBytesRead(): the operands'
+ * array leaves) and bytes_written (GetBytesWritten(): the output's array
+ * leaves). Figures are doubles (exact below 2^53; XLA keeps them in floats).
+ * A figure not in @known is 0 and @reason (a static string) says why the
+ * program does not determine it; @reason is NULL when all are known.
+ */
+struct xprofs_hlo_cost {
+	double flops, transcendentals, bytes_accessed;
+	double bytes_read, bytes_written;
+	unsigned known; /* XPROFS_HLO_COST_* */
+	const char *reason;
+};
+
+/*
+ * Work one xprofs_hlo_cost_get() may do: instructions visited (a fusion, a
+ * reduce's region, a while's body...) plus convolution positions counted.
+ * Past it the figures that needed the work are unknown. Calls deeper than
+ * XPROFS_HLO_COST_DEPTH_MAX levels are unknown too.
+ */
+#define XPROFS_HLO_COST_WORK_MAX ((uint64_t)1 << 24)
+#define XPROFS_HLO_COST_DEPTH_MAX 64
+
+/**
+ * xprofs_hlo_cost_get() - the cost of instruction @instr of @p (borrowed) in
+ * *@out. Reads the backend config of a gemm custom call from the program's
+ * reader. 0, or -ERANGE when @instr is no instruction of @p; a figure the
+ * program does not determine is not an error (see @out->known). Allocates at
+ * most one backend config (XPROFS_HLO_COST_CONFIG_MAX bytes).
+ */
+#define XPROFS_HLO_COST_CONFIG_MAX ((size_t)1 << 20)
+int xprofs_hlo_cost_get(const struct xprofs_hlo_program *p, size_t instr,
+			struct xprofs_hlo_cost *out) XPROFS_WUR;
+
 #endif

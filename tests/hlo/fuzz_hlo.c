@@ -3,11 +3,13 @@
  * (zero-copy reader, then a pread-only one with a tiny window: the same
  * result and error), walk everything the program gives (every instruction,
  * its shape tree, operands, called computations, backend config, look-up by
- * name) and check the indices it hands out are in range; also index the
+ * name, its cost: FLOPs and bytes, known or with a reason, never negative)
+ * and check the indices it hands out are in range; also index the
  * input as a sidecar. Any crash, leak, sanitizer report, disagreement or a
  * failure other than -EINVAL/-E2BIG is a bug.
  */
 #include <errno.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,27 @@ static ssize_t mem_pread(void *arg, void *buf, size_t n, uint64_t off)
 		n = m->n - off;
 	memcpy(buf, m->p + off, n);
 	return (ssize_t)n;
+}
+
+/* xprofs_hlo_cost_get(): a reason exactly when a figure is unknown; finite, >= 0. */
+static void cost(const struct xprofs_hlo_program *p, size_t i)
+{
+	struct xprofs_hlo_cost c;
+	const double v[] = {0, 0, 0, 0, 0};
+
+	if (xprofs_hlo_cost_get(p, i, &c) < 0 || (c.known & ~(unsigned)XPROFS_HLO_COST_ALL) ||
+	    (c.known != XPROFS_HLO_COST_ALL) != (c.reason != NULL))
+		abort();
+	for (size_t k = 0; k < sizeof(v) / sizeof(v[0]); k++) {
+		double x = k == 0   ? c.flops
+			   : k == 1 ? c.transcendentals
+			   : k == 2 ? c.bytes_accessed
+			   : k == 3 ? c.bytes_read
+				    : c.bytes_written;
+
+		if (!isfinite(x) || x < v[k])
+			abort();
+	}
 }
 
 static void walk(const struct xprofs_hlo_program *p)
@@ -75,6 +98,7 @@ static void walk(const struct xprofs_hlo_program *p)
 		if (xprofs_hlo_find_instr(p, in.name, strlen(in.name)) < 0)
 			abort();
 		(void)xprofs_hlo_type_bits(s.element_type);
+		cost(p, i);
 	}
 	xprofs_buf_deinit(&bc);
 }

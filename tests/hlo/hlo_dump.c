@@ -6,6 +6,10 @@
  *   hlo-dump --xspace FILE       the "/host:metadata" plane's HloProtos
  *   hlo-dump --raw FILE...       each file as one HloProto (program id 0)
  *   --summary                    counts only (no instructions), and the time
+ *   --cost                       each instruction's "cost" (xprofs_hlo_cost_get():
+ *                                null for an unknown figure); with --summary
+ *                                the cost of every instruction is taken and
+ *                                only its time and totals printed
  *
  * Prints {"programs": [{module, program_id, source, error, errno, name, id,
  * entry, computations: [{name, id, root, is_fusion, instructions: [...]}]}]}
@@ -75,6 +79,50 @@ static json_t *shape_json(const struct xprofs_hlo_program *p, size_t id)
 	o = json_pack("{s:i, s:o, s:o, s:I}", "type", s.element_type, "dims", i64s(s.dims, s.rank),
 		      "tuple", t, "elements", (json_int_t)s.elements);
 	return o;
+}
+
+/* --cost */
+static bool with_cost;
+
+static json_t *known(const struct xprofs_hlo_cost *c, unsigned bit, double v)
+{
+	return c->known & bit ? json_real(v) : json_null();
+}
+
+static json_t *cost_json(const struct xprofs_hlo_program *p, size_t i)
+{
+	struct xprofs_hlo_cost c;
+
+	if (xprofs_hlo_cost_get(p, i, &c) < 0)
+		return json_null();
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:s?}", "flops",
+			 known(&c, XPROFS_HLO_COST_FLOPS, c.flops), "transcendentals",
+			 known(&c, XPROFS_HLO_COST_TRANSCENDENTALS, c.transcendentals), "bytes",
+			 known(&c, XPROFS_HLO_COST_BYTES, c.bytes_accessed), "read",
+			 known(&c, XPROFS_HLO_COST_RW, c.bytes_read), "written",
+			 known(&c, XPROFS_HLO_COST_RW, c.bytes_written), "reason", c.reason);
+}
+
+/* --summary --cost: every instruction's cost, timed; totals of the known figures. */
+static void cost_summary(const struct xprofs_hlo_program *p, size_t n, json_t *o)
+{
+	double flops = 0, bytes = 0;
+	size_t unknown = 0;
+	int64_t t0 = xprofs_mono_ns();
+
+	for (size_t i = 0; i < n; i++) {
+		struct xprofs_hlo_cost c;
+
+		if (xprofs_hlo_cost_get(p, i, &c) < 0)
+			continue;
+		flops += c.flops;
+		bytes += c.bytes_accessed;
+		unknown += c.known != XPROFS_HLO_COST_ALL;
+	}
+	json_object_set_new(o, "cost_seconds", json_real((double)(xprofs_mono_ns() - t0) / 1e9));
+	json_object_set_new(o, "cost_flops", json_real(flops));
+	json_object_set_new(o, "cost_bytes", json_real(bytes));
+	json_object_set_new(o, "cost_unknown", json_integer((json_int_t)unknown));
 }
 
 static json_t *instr_json(const struct xprofs_hlo_program *p, size_t i)
@@ -162,6 +210,8 @@ static json_t *instr_json(const struct xprofs_hlo_program *p, size_t i)
 	/* the look-up by name finds the first instruction of that name */
 	json_object_set_new(o, "found",
 			    json_integer(xprofs_hlo_find_instr(p, in.name, strlen(in.name))));
+	if (with_cost)
+		json_object_set_new(o, "cost", cost_json(p, i));
 	return o;
 }
 
@@ -192,8 +242,11 @@ static json_t *program_json(const struct xprofs_hlo_program_info *pi,
 	json_object_set_new(o, "n_shapes", json_integer((json_int_t)m.n_shapes));
 	json_object_set_new(o, "bytes", json_integer((json_int_t)m.bytes));
 	json_object_set_new(o, "seconds", json_real(secs));
-	if (summary)
+	if (summary) {
+		if (with_cost)
+			cost_summary(p, m.n_instructions, o);
 		return o;
+	}
 	comps = json_array();
 	for (size_t i = 0; i < m.n_computations; i++) {
 		struct xprofs_hlo_computation c;
@@ -229,6 +282,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--summary")) {
 			summary = true;
+		} else if (!strcmp(argv[i], "--cost")) {
+			with_cost = true;
 		} else if (!strncmp(argv[i], "--", 2)) {
 			mode = argv[i];
 		} else if (mode && n_files < 256) {
@@ -262,8 +317,8 @@ int main(int argc, char **argv)
 				goto out;
 			}
 		} else {
-			fprintf(stderr,
-				"usage: hlo-dump [--summary] --sidecar|--xspace|--raw FILE...\n");
+			fprintf(stderr, "usage: hlo-dump [--summary] [--cost] "
+					"--sidecar|--xspace|--raw FILE...\n");
 			return 2;
 		}
 	}

@@ -150,7 +150,7 @@ int gen_session(const char *logdir, const char *run, const char *session, enum k
 		size_t n;
 
 		gen_module_name(m, name, sizeof(name));
-		n = gen_hlo_proto(gen_module_names[m], gen_program_id_of(m), hp, sizeof(hp));
+		n = gen_hlo_proto(gen_module_names[m], gen_program_id_of(m), true, hp, sizeof(hp));
 		free(path);
 		if (asprintf(&path, "%s/%s.hlo_proto.pb", dir, name) < 0) {
 			path = NULL;

@@ -244,8 +244,9 @@ void gen_plan_free(struct gspace *s);
 /* ---- HLO (hlo.c) --------------------------------------------------------- */
 
 /** gen_hlo_proto() - the serialized HloProto of module @name, program @id, into @dst (@cap bytes);
- * its size, 0 when it does not fit. */
-size_t gen_hlo_proto(const char *name, uint64_t id, uint8_t *dst, size_t cap);
+ * its size, 0 when it does not fit. @extras: with the instructions for the cost tests (sidecars;
+ * the metadata plane keeps the older program, so profiles sized by --size keep their events). */
+size_t gen_hlo_proto(const char *name, uint64_t id, bool extras, uint8_t *dst, size_t cap);
 /** gen_hlo_big() - one HloProto of about @target bytes at @path (for bench/hlo.sh); 0 or -errno. */
 int gen_hlo_big(const char *path, uint64_t target);
 /** gen_plane_meta() - the metadata maps and plane stats of @p, appended to @meta. */

@@ -17,6 +17,12 @@
  *   "__cudnn$convForward" (window, dimension numbers);
  * - fusions call fused computations: kLoop (add, multiply, exponential),
  *   kOutput dot + broadcast bias + add, kOutput convolution + relu.
+ * - sidecars only (cost_extras(), after "cudnn-conv.1"): transcendental
+ *   and other elementwise ops, a small dot, convolutions with window and
+ *   base dilation and batch groups, a reduce-window, a slice, a cuBLASLt
+ *   batched matmul and a loop fusion over a slice, for the FLOPs and bytes
+ *   tests (tests/hlo/oracle_cost.py); the metadata plane's program stays as
+ *   it was, so profiles sized by --size keep their events.
  * Instruction ids are unique in the module; every operand comes earlier.
  *
  * It shares no code with the reader (hlo/): it is its oracle's input.
@@ -31,7 +37,7 @@
 
 #include "gen.h"
 
-enum { F32 = 11, S8 = 2, U8 = 6, TUPLE = 13 };
+enum { PRED = 1, S8 = 2, U8 = 6, F32 = 11, BF16 = 16, TUPLE = 13 };
 
 /* One instruction to encode (all borrowed). */
 struct gi {
@@ -51,9 +57,10 @@ struct gi {
 	int64_t attr_dims[4];
 	size_t n_attr_dims;
 	int64_t param;
-	int conv; /* 0: none, else the window: 1 pad 1, 2 stride 2 */
-	int64_t fgc;
-	int dot; /* 0: none, 1: plain, 2: batched */
+	int conv; /* 0: none, else the window: wins[conv] */
+	int64_t fgc, bgc;
+	int dot;   /* 0: none, 1: plain, 2: batched */
+	bool rwin; /* a reduce-window's 1x3 window */
 };
 
 struct hb {
@@ -95,20 +102,31 @@ static void shape(struct pb *b, unsigned field, const struct gi *g, struct pb *t
 	pb_deinit(&lay);
 }
 
+/* The 3x3 windows of the convolutions: size, stride, padding, dilations. */
+static const struct win {
+	int64_t stride, pad_lo, pad_hi, wdil, bdil;
+} wins[] = {
+	{0, 0, 0, 0, 0}, {1, 1, 1, 1, 1}, /* 1: padding 1 */
+	{2, 0, 1, 1, 1},                  /* 2: stride 2, padding 0/1 */
+	{1, 2, 2, 2, 1},                  /* 3: window dilation 2, padding 2 */
+	{1, 1, 1, 1, 2},                  /* 4: base dilation 2 (a transposed convolution) */
+};
+
 /* The window and dimension numbers of convolution kind @k (NHWC, HWIO, NHWC). */
 static void conv_attrs(struct pb *b, int k, struct pb *t, struct pb *t2)
 {
 	static const int64_t in_sp[] = {1, 2}, k_sp[] = {0, 1};
+	const struct win *w = &wins[k];
 
 	t2->len = 0;
 	for (int d = 0; d < 2; d++) {
 		t->len = 0;
 		pb_int(t, 1, 3);
-		pb_int(t, 2, k == 2 ? 2 : 1);
-		pb_int(t, 3, k == 2 ? 0 : 1);
-		pb_int(t, 4, 1);
-		pb_int(t, 5, 1);
-		pb_int(t, 6, 1);
+		pb_int(t, 2, (uint64_t)w->stride);
+		pb_int(t, 3, (uint64_t)w->pad_lo);
+		pb_int(t, 4, (uint64_t)w->pad_hi);
+		pb_int(t, 5, (uint64_t)w->wdil);
+		pb_int(t, 6, (uint64_t)w->bdil);
 		pb_bytes(t2, 1, t->p, t->len);
 	}
 	pb_bytes(b, 15, t2->p, t2->len);
@@ -155,6 +173,18 @@ static int64_t emit(struct hb *h, const struct gi *g)
 	packed(b, 14, g->attr_dims, g->n_attr_dims, &h->tmp);
 	if (g->conv)
 		conv_attrs(b, g->conv, &h->tmp, &h->tmp2);
+	if (g->rwin) {
+		h->tmp2.len = 0;
+		for (int d = 0; d < 2; d++) {
+			h->tmp.len = 0;
+			pb_int(&h->tmp, 1, d ? 3 : 1);
+			pb_int(&h->tmp, 2, 1);
+			pb_int(&h->tmp, 5, 1);
+			pb_int(&h->tmp, 6, 1);
+			pb_bytes(&h->tmp2, 1, h->tmp.p, h->tmp.len);
+		}
+		pb_bytes(b, 15, h->tmp2.p, h->tmp2.len);
+	}
 	if (g->cc_target)
 		pb_str(b, 28, g->cc_target);
 	if (g->dot) {
@@ -177,6 +207,8 @@ static int64_t emit(struct hb *h, const struct gi *g)
 		pb_str(b, 43, g->backend_config);
 	if (g->fgc > 1)
 		pb_int(b, 50, (uint64_t)g->fgc);
+	if (g->bgc > 1)
+		pb_int(b, 58, (uint64_t)g->bgc);
 	pb_bytes(&h->comp, 2, b->p, b->len);
 	return id;
 }
@@ -381,6 +413,173 @@ static const char conv_config[] =
 	"\"cudnn_conv_backend_config\":{\"conv_result_scale\":1,\"activation_mode\":\"kNone\","
 	"\"side_input_scale\":0,\"leakyrelu_alpha\":0},\"force_earliest_schedule\":false}";
 
+static const char lt_config[] =
+	"{\"operation_queue_id\":\"0\",\"wait_on_operation_queues\":[],"
+	"\"gemm_backend_config\":{\"alpha_real\":1,\"alpha_imag\":0,\"beta\":0,"
+	"\"dot_dimension_numbers\":{\"lhs_contracting_dimensions\":[\"2\"],"
+	"\"rhs_contracting_dimensions\":[\"1\"],\"lhs_batch_dimensions\":[\"0\"],"
+	"\"rhs_batch_dimensions\":[\"0\"]},\"epilogue\":\"DEFAULT\"},"
+	"\"force_earliest_schedule\":false}";
+
+/*
+ * The fused computation of "fusion.69": tanh of a slice of param 0 times the
+ * log of param 1, f32[128,512]; built aside (main is being built in h->comp).
+ */
+static int64_t fused_tanh(struct hb *h)
+{
+	struct gi g[6] = {
+		{.name = "p0.69", .opcode = "parameter", .rank = 2, .dims = {256, 512}},
+		{.name = "p1.69", .opcode = "parameter", .rank = 2, .dims = {128, 512}, .param = 1},
+		{.name = "s.69", .opcode = "slice", .rank = 2, .dims = {128, 512}, .n_ops = 1},
+		{.name = "t.69", .opcode = "tanh", .rank = 2, .dims = {128, 512}, .n_ops = 1},
+		{.name = "l.69", .opcode = "log", .rank = 2, .dims = {128, 512}, .n_ops = 1},
+		{.name = "m.69", .opcode = "multiply", .rank = 2, .dims = {128, 512}, .n_ops = 2},
+	};
+	int64_t id[6], c;
+	struct pb main_comp = h->comp;
+
+	pb_init(&h->comp, GEN_HLO_PROTO_MAX);
+	for (int k = 0; k < 6; k++) {
+		g[k].type = F32;
+		if (k == 2 || k == 4)
+			g[k].ops[0] = id[k == 2 ? 0 : 1];
+		if (k == 3)
+			g[k].ops[0] = id[2];
+		if (k == 5) {
+			g[k].ops[0] = id[3];
+			g[k].ops[1] = id[4];
+		}
+		id[k] = emit(h, &g[k]);
+	}
+	c = end_comp(h, "fused_computation.69", id[5], true);
+	h->mod.err = h->mod.err ? h->mod.err : h->comp.err;
+	pb_deinit(&h->comp);
+	h->comp = main_comp;
+	return c;
+}
+
+/*
+ * The instructions the cost tests check by hand (docs/hlo.md "Generated
+ * HLO"), after "cudnn-conv.1": parameters Arg_9..Arg_15, transcendental and
+ * other elementwise ops, a small dot, dilated and batch-grouped convolutions,
+ * a reduce-window, a slice, a cuBLASLt batched matmul and a loop fusion.
+ */
+static void cost_extras(struct hb *h, const int64_t *arg, int64_t region, int64_t zero)
+{
+	static const struct gi params[7] = {
+		{.name = "Arg_9.10", .rank = 2, .dims = {8, 64}},
+		{.name = "Arg_10.11", .rank = 2, .dims = {64, 32}},
+		{.name = "Arg_11.12", .rank = 3, .dims = {4, 64, 128}},
+		{.name = "Arg_12.13", .rank = 3, .dims = {4, 128, 32}},
+		{.name = "Arg_13.14", .rank = 4, .dims = {16, 8, 8, 4}},
+		{.name = "Arg_14.15", .rank = 4, .dims = {3, 3, 4, 8}},
+		{.name = "Arg_15.16", .rank = 2, .dims = {128, 512}},
+	};
+	static const struct {
+		const char *name, *op;
+		int type;
+		size_t n_ops;
+	} ew[] = {
+		{"tanh.50", "tanh", F32, 1},         {"log.51", "log", F32, 1},
+		{"rsqrt.52", "rsqrt", F32, 1},       {"logistic.53", "logistic", F32, 1},
+		{"sqrt.54", "sqrt", F32, 1},         {"power.55", "power", F32, 2},
+		{"subtract.56", "subtract", F32, 2}, {"divide.57", "divide", F32, 2},
+		{"negate.58", "negate", F32, 1},     {"sine.59", "sine", F32, 1},
+		{"compare.60", "compare", PRED, 2},  {"convert.61", "convert", BF16, 1},
+	};
+	int64_t a[7], fc = fused_tanh(h);
+
+	for (int k = 0; k < 7; k++) {
+		struct gi g = params[k];
+
+		g.opcode = "parameter";
+		g.type = F32;
+		g.param = 9 + k;
+		a[k] = emit(h, &g);
+	}
+	for (size_t k = 0; k < sizeof(ew) / sizeof(ew[0]); k++) {
+		struct gi g = {.name = ew[k].name,
+			       .opcode = ew[k].op,
+			       .type = ew[k].type,
+			       .rank = 2,
+			       .dims = {256, 512},
+			       .ops = {arg[0], arg[1]},
+			       .n_ops = ew[k].n_ops};
+
+		emit(h, &g);
+	}
+	{
+		struct gi g[] = {
+			{.name = "dot.62",
+			 .opcode = "dot",
+			 .rank = 2,
+			 .dims = {8, 32},
+			 .ops = {a[0], a[1]},
+			 .n_ops = 2,
+			 .dot = 1},
+			{.name = "convolution.63",
+			 .opcode = "convolution",
+			 .rank = 4,
+			 .dims = {8, 32, 32, 32},
+			 .ops = {arg[4], arg[7]},
+			 .n_ops = 2,
+			 .conv = 3},
+			{.name = "convolution.64",
+			 .opcode = "convolution",
+			 .rank = 4,
+			 .dims = {8, 63, 63, 32},
+			 .ops = {arg[4], arg[7]},
+			 .n_ops = 2,
+			 .conv = 4},
+			{.name = "convolution.65",
+			 .opcode = "convolution",
+			 .rank = 4,
+			 .dims = {8, 8, 8, 8},
+			 .ops = {a[4], a[5]},
+			 .n_ops = 2,
+			 .conv = 1,
+			 .bgc = 2},
+			{.name = "reduce-window.66",
+			 .opcode = "reduce-window",
+			 .rank = 2,
+			 .dims = {256, 510},
+			 .ops = {arg[0], zero},
+			 .n_ops = 2,
+			 .called = {region},
+			 .n_called = 1,
+			 .rwin = true},
+			{.name = "slice.67",
+			 .opcode = "slice",
+			 .rank = 2,
+			 .dims = {128, 512},
+			 .ops = {arg[0]},
+			 .n_ops = 1},
+			{.name = "cublas-lt.68",
+			 .opcode = "custom-call",
+			 .rank = 3,
+			 .dims = {4, 64, 32},
+			 .ops = {a[2], a[3]},
+			 .n_ops = 2,
+			 .cc_target = "__cublas$lt$matmul",
+			 .backend_config = lt_config},
+			{.name = "fusion.69",
+			 .opcode = "fusion",
+			 .rank = 2,
+			 .dims = {128, 512},
+			 .ops = {arg[0], a[6]},
+			 .n_ops = 2,
+			 .called = {fc},
+			 .n_called = 1,
+			 .fusion_kind = "kLoop"},
+		};
+
+		for (size_t k = 0; k < sizeof(g) / sizeof(g[0]); k++) {
+			g[k].type = F32;
+			emit(h, &g[k]);
+		}
+	}
+}
+
 /*
  * Main instruction @i: gen_opcodes[i % 16] with its operands among @arg (the
  * parameters' ids); its fused computation or region in @called. The name and
@@ -520,7 +719,7 @@ static void main_instr(uint32_t i, const char *f, const int64_t *arg, int64_t re
  * A serialized HloProto for module @name, program @id, into @dst (@cap
  * bytes): its size, 0 if it does not fit. The layout: see the file comment.
  */
-size_t gen_hlo_proto(const char *name, uint64_t id, uint8_t *dst, size_t cap)
+size_t gen_hlo_proto(const char *name, uint64_t id, bool extras, uint8_t *dst, size_t cap)
 {
 	static const struct gi conv_out[2] = {{.type = F32, .rank = 4, .dims = {8, 32, 32, 32}},
 					      {.type = U8, .rank = 1, .dims = {0}}};
@@ -595,6 +794,8 @@ size_t gen_hlo_proto(const char *name, uint64_t id, uint8_t *dst, size_t cap)
 		g.file = "/src/model/layers.py";
 		g.line = 42;
 		emit(&h, &g);
+		if (extras)
+			cost_extras(&h, arg, region, zero);
 		tt[0].type = tt[1].type = F32;
 		t.tuple = tt;
 		snprintf(main_name, sizeof(main_name), "main.%" PRIu64, id);

@@ -127,7 +127,7 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 		if (p->kind == P_HOSTMETA) {
 			static uint8_t hp[GEN_HLO_PROTO_MAX];
 			size_t n = gen_hlo_proto(gen_module_names[i % N_MODULES],
-						 gen_program_id_of(i), hp, sizeof(hp));
+						 gen_program_id_of(i), false, hp, sizeof(hp));
 
 			pb_stat(val, 5, 1, ST_BYTES, 0, 0, hp, n);
 		}
