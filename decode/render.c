@@ -7,17 +7,13 @@
  * writer over the caller's sink; trace.json.gz is trace.json written
  * through a deflating sink. Output already written before a failure is not
  * retracted; the reason goes to @err once, and a success leaves @err as it
- * found it. The views never call back up here, except through the HLO
- * source a render hands its contexts (rc->hlo): the profile's HLO facts
- * (hlo.h), made on the first view's asking, once per render: an index of
- * the programs of the profile's "/host:metadata" plane, then of the
- * sidecars attached to the profile (xprofs_xspace_set_sidecars()), and the
- * facts table of hlo/facts.c built from it (bounded by
- * XPROFS_HLO_FACTS_MEM_MAX). A view that never asks costs nothing.
+ * found it. The views never call back up here. A render hands its contexts
+ * the profile's HLO source (rc->hlo, xprofs_hlo_lazy_new()): the facts
+ * of the programs of its metadata plane and attached sidecars, made when a
+ * view first asks, once per render.
  */
 #include <errno.h>
 #include <inttypes.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -133,97 +129,13 @@ static int (*const view_fns[XPROFS_VIEW_COUNT])(struct xs_rctx *rc, struct xs_ou
 };
 /* clang-format on */
 
-/* ---- the render's HLO facts -------------------------------------------- */
-
-/*
- * What the facts are built with. hlo/cost.c's function goes in .cost (its
- * FLOPs and bytes then fill each fact's flops / bytes_accessed, NAN today).
- */
-static const struct xprofs_hlo_facts_opts hlo_facts_opts = {.mem_max = XPROFS_HLO_FACTS_MEM_MAX};
-
-struct hlo_lazy {
-	struct xs_hlo_src src; /* first: the views get &src */
-	pthread_mutex_t lock;
-	bool loaded;
-	int r;
-	const struct xprofs_xspace *x;
-	struct xprofs_hlo_index *idx;
-	struct xprofs_hlo_facts *facts;
-};
-
-/*
- * The index: the metadata plane's programs first, so that of a program id
- * both carry, the profile's own is the one kept (xprofs_hlo_facts_build():
- * the first wins), then the sidecars. A source that does not read adds
- * what it could; only -ENOMEM fails.
- */
-static int hlo_load(struct hlo_lazy *h)
-{
-	struct xprofs_buf err;
-	ssize_t n;
-	int r = 0;
-
-	xprofs_buf_init(&err, 1024);
-	if ((r = xprofs_hlo_index_new(&h->idx)) < 0)
-		goto out;
-	if ((n = xprofs_hlo_index_add_xspace(h->idx, h->x, &err)) == -ENOMEM) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t i = 0; i < h->x->n_sidecars; i++) {
-		const struct xprofs_xspace_sidecar *sc = &h->x->sidecars[i];
-
-		xprofs_buf_reset(&err);
-		r = xprofs_hlo_index_add_sidecar(h->idx, sc->name, sc->r, &err);
-		if (r == -ENOMEM)
-			goto out;
-		r = 0; /* not a sidecar's name, past the index's limits: left out */
-	}
-	if (xprofs_hlo_index_count(h->idx))
-		r = xprofs_hlo_facts_build(h->idx, &hlo_facts_opts, &h->facts);
-out:
-	xprofs_buf_deinit(&err);
-	return r;
-}
-
-static int hlo_get(struct xs_hlo_src *s, const struct xprofs_hlo_facts **out)
-{
-	struct hlo_lazy *h = (struct hlo_lazy *)s;
-	int r;
-
-	pthread_mutex_lock(&h->lock);
-	if (!h->loaded) {
-		h->loaded = true;
-		h->r = hlo_load(h);
-	}
-	*out = h->facts;
-	r = h->r;
-	pthread_mutex_unlock(&h->lock);
-	return r;
-}
-
-static void hlo_lazy_init(struct hlo_lazy *h, const struct xprofs_xspace *x)
-{
-	memset(h, 0, sizeof(*h));
-	h->src.get = hlo_get;
-	pthread_mutex_init(&h->lock, NULL);
-	h->x = x;
-}
-
-static void hlo_lazy_deinit(struct hlo_lazy *h)
-{
-	xprofs_hlo_facts_free(h->facts);
-	xprofs_hlo_index_free(h->idx);
-	pthread_mutex_destroy(&h->lock);
-}
-
 static int render(struct xprofs_xspace *x, int view, size_t track,
 		  const struct xprofs_render_opts *opts, const struct xprofs_sink *sink,
 		  struct xprofs_buf *err)
 {
 	struct trace_gzip *gz = NULL;
 	struct xprofs_sink gzs;
-	struct hlo_lazy hlo;
+	struct xprofs_hlo_lazy *hlo = NULL;
 	struct xs_rctx rc;
 	struct xs_out o;
 	size_t err_len = err ? err->len : 0;
@@ -244,9 +156,12 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 		gzs = trace_gzip_sink(gz);
 		sink = &gzs;
 	}
+	if ((r = xprofs_hlo_lazy_new(x, NULL, &hlo)) < 0) {
+		trace_gzip_free(gz);
+		return render_fail(err, r, xprofs_decode_view_name(view));
+	}
 	xs_rctx_init(&rc, x, err);
-	hlo_lazy_init(&hlo, x);
-	rc.hlo = &hlo.src;
+	rc.hlo = xprofs_hlo_lazy_src(hlo);
 	if (opts) {
 		rc.host = opts->host;
 		rc.win = opts->window;
@@ -277,7 +192,7 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 		xprofs_buf_truncate(err, err_len);
 	xs_out_deinit(&o);
 	xs_rctx_deinit(&rc);
-	hlo_lazy_deinit(&hlo);
+	xprofs_hlo_lazy_free(hlo);
 	trace_gzip_free(gz);
 	return r;
 }

@@ -356,4 +356,24 @@ bool xprofs_hlo_facts_truncated(const struct xprofs_hlo_facts *f);
  */
 int xprofs_hlo_tf_op_name(const struct xprofs_hlo_fact *fact, struct xprofs_buf *out) XPROFS_WUR;
 
+/* ---- a render's HLO source (lazy.c) ------------------------------------- */
+
+struct xprofs_hlo_lazy;
+struct xs_hlo_src;
+
+/**
+ * xprofs_hlo_lazy_new() - the HLO source of a render of @x (borrowed;
+ * must outlive the source): give xprofs_hlo_lazy_src() to the render
+ * context (rc->hlo); the first view that asks (xs_hlo_facts()) builds the
+ * facts of @x's metadata plane and attached sidecars, once, with @opts
+ * (copied; NULL: the defaults, 64 MiB). Caller frees with
+ * xprofs_hlo_lazy_free() after the render. 0 or -ENOMEM.
+ */
+int xprofs_hlo_lazy_new(const struct xprofs_xspace *x, const struct xprofs_hlo_facts_opts *opts,
+			struct xprofs_hlo_lazy **out) XPROFS_WUR;
+/** xprofs_hlo_lazy_src() - what a render context borrows (rc->hlo); NULL for NULL. */
+struct xs_hlo_src *xprofs_hlo_lazy_src(struct xprofs_hlo_lazy *h);
+/** xprofs_hlo_lazy_free() - accepts NULL. */
+void xprofs_hlo_lazy_free(struct xprofs_hlo_lazy *h);
+
 #endif
