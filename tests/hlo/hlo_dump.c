@@ -96,6 +96,7 @@ static json_t *instr_json(const struct xprofs_hlo_program *p, size_t i)
 		      i64s(in.dimensions, in.n_dimensions), "feature_group_count",
 		      (json_int_t)in.feature_group_count, "batch_group_count",
 		      (json_int_t)in.batch_group_count);
+	json_object_set_new(o, "category", json_string(xprofs_hlo_category(p, i)));
 	a = json_array();
 	for (size_t k = 0; k < in.n_operands; k++) {
 		struct xprofs_hlo_instr op;
