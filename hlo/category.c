@@ -131,24 +131,22 @@ static bool is_elementwise(const struct xprofs_hlo_program *p, const struct xpro
 	return true;
 }
 
+/* HloFusionInstruction::ToCategory(): {fusion kind, category} */
+static const char *const fusions[][2] = {{"kLoop", "loop fusion"},
+					 {"kInput", "input fusion"},
+					 {"kOutput", "output fusion"},
+					 {"kCustom", "custom fusion"}};
+
 const char *xprofs_hlo_category(const struct xprofs_hlo_program *p, size_t i)
 {
-	static const struct {
-		const char *kind, *category;
-	} fusions[] = {
-		{"kLoop", "loop fusion"},
-		{"kInput", "input fusion"},
-		{"kOutput", "output fusion"},
-		{"kCustom", "custom fusion"},
-	};
 	struct xprofs_hlo_instr in;
 
 	if (xprofs_hlo_instr_get(p, i, &in) < 0)
 		return "";
 	if (!strcmp(in.opcode, "fusion")) {
 		for (size_t k = 0; k < sizeof(fusions) / sizeof(fusions[0]); k++)
-			if (!strcmp(in.fusion_kind, fusions[k].kind))
-				return fusions[k].category;
+			if (!strcmp(in.fusion_kind, fusions[k][0]))
+				return fusions[k][1];
 		return in.opcode;
 	}
 	if (!strcmp(in.opcode, "transpose") || !strcmp(in.opcode, "copy") ||
