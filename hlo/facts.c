@@ -21,10 +21,10 @@
  * are sorted by (program id, name, order read) and the later duplicates of
  * a key dropped; a look-up is a binary search.
  *
- * Limits: entries and arena together stay under opts->mem_max
- * (XPROFS_HLO_FACTS_MEM_MAX, 64 MiB, by default: about 500k instructions
- * of usual names); past it the instructions read so far are kept and the
- * table is marked truncated. Each string is cut at XPROFS_HLO_FACT_STR_MAX
+ * Limits: the entries (their array's allocation) and the strings each
+ * stay under half of opts->mem_max (XPROFS_HLO_FACTS_MEM_MAX, 64 MiB, by
+ * default: about 350k instructions); past it the instructions read so far
+ * are kept and the table is marked truncated. Each string is cut at XPROFS_HLO_FACT_STR_MAX
  * bytes (the trace's derived names are cut there too).
  */
 #include <errno.h>
@@ -127,9 +127,12 @@ static int add_instr(struct xprofs_hlo_facts *t, const struct xprofs_hlo_program
 
 	if ((r = xprofs_hlo_instr_get(p, i, &in)) < 0)
 		return r;
-	if (t->n >= UINT32_MAX ||
-	    (t->n + 1) * sizeof(*t->f) + t->arena.len + 4 * XPROFS_HLO_FACT_STR_MAX + 64 >
-		    t->mem_max)
+	/* the entries' half of the cap, counting the array's next doubling */
+	if (t->n >= UINT32_MAX || (t->n < t->cap ? t->cap
+				   : t->cap      ? 2 * t->cap
+						 : 256) *
+						  sizeof(*t->f) >
+					  t->mem_max / 2)
 		return -E2BIG;
 	if ((r = xprofs_grow(&t->f, &t->cap, t->n, sizeof(*t->f), 256)) < 0)
 		return r;
@@ -260,7 +263,7 @@ int xprofs_hlo_facts_build(const struct xprofs_hlo_index *idx,
 	t->mem_max = opts && opts->mem_max ? opts->mem_max : XPROFS_HLO_FACTS_MEM_MAX;
 	if (t->mem_max > UINT32_MAX)
 		t->mem_max = UINT32_MAX;
-	xprofs_buf_init(&t->arena, t->mem_max);
+	xprofs_buf_init(&t->arena, t->mem_max / 2); /* its allocation never passes max + 1 */
 	if ((r = xprofs_table_new(INTERN_MAX, &t->intern)) < 0 ||
 	    (r = xprofs_table_new(XPROFS_HLO_PROGRAMS_MAX, &t->done)) < 0)
 		goto fail;

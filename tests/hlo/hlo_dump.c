@@ -6,6 +6,9 @@
  *   hlo-dump --xspace FILE       the "/host:metadata" plane's HloProtos
  *   hlo-dump --raw FILE...       each file as one HloProto (program id 0)
  *   --summary                    counts only (no instructions), and the time
+ *   --facts-max BYTES            also "facts": the facts table of the index
+ *                                built with that cap (0: the default):
+ *                                {count, truncated, bytes}
  *
  * Prints {"programs": [{module, program_id, source, error, errno, name, id,
  * entry, computations: [{name, id, root, is_fusion, instructions: [...]}]}]}
@@ -219,6 +222,7 @@ int main(int argc, char **argv)
 	struct file files[256];
 	size_t n_files = 0;
 	bool summary = false;
+	long facts_max = -1;
 	const char *mode = NULL;
 	json_t *progs = json_array(), *top;
 	struct xprofs_buf err;
@@ -230,6 +234,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--summary")) {
 			summary = true;
+		} else if (!strcmp(argv[i], "--facts-max") && i + 1 < argc) {
+			facts_max = strtol(argv[++i], NULL, 10);
 		} else if (!strncmp(argv[i], "--", 2)) {
 			mode = argv[i];
 		} else if (mode && n_files < 256) {
@@ -284,6 +290,21 @@ int main(int argc, char **argv)
 	}
 	top = json_pack("{s:o}", "programs", progs);
 	progs = NULL;
+	if (facts_max >= 0) {
+		struct xprofs_hlo_facts_opts fo = {.mem_max = (size_t)facts_max};
+		struct xprofs_hlo_facts *f = NULL;
+
+		if (xprofs_hlo_facts_build(idx, &fo, &f) < 0) {
+			json_decref(top);
+			goto out;
+		}
+		json_object_set_new(top, "facts",
+				    json_pack("{s:I, s:b, s:I}", "count",
+					      (json_int_t)xprofs_hlo_facts_count(f), "truncated",
+					      xprofs_hlo_facts_truncated(f), "bytes",
+					      (json_int_t)xprofs_hlo_facts_bytes(f)));
+		xprofs_hlo_facts_free(f);
+	}
 	json_dumpf(top, stdout, JSON_COMPACT);
 	putchar('\n');
 	json_decref(top);

@@ -303,6 +303,33 @@ def categories():
     return module([fused, comp(20, "main", main)], name="categories"), want
 
 
+def check_facts_cap(sidecars):
+    """The facts table: every (program id, name) once under the default cap; under a small
+    cap the instructions read before it, the table saying it was cut, and its memory
+    within the cap."""
+    want = set()
+    for path in sidecars:
+        pid = int(os.path.basename(path).rsplit("(", 1)[1].split(")")[0])
+        h = hlo_pb2.HloProto()
+        with open(path, "rb") as fh:
+            h.ParseFromString(fh.read())
+        want |= {(pid, i.name) for c in h.hlo_module.computations for i in c.instructions}
+    for cap in (0, 48 << 10):
+        r = subprocess.run([DUMP, "--summary", "--facts-max", str(cap), "--sidecar"] + sidecars,
+                           capture_output=True, check=False)
+        f = json.loads(r.stdout)["facts"] if r.returncode == 0 else None
+        if f is None:
+            fail("hlo-dump --facts-max %d: exit %d" % (cap, r.returncode))
+        elif cap == 0 and (f["count"] != len(want) or f["truncated"]):
+            fail("facts: %r, want %d instructions, not truncated" % (f, len(want)))
+        elif cap and not (0 < f["count"] < len(want) and f["truncated"] and
+                          f["bytes"] <= cap + 256):
+            fail("facts under a %d-byte cap: %r (of %d)" % (cap, f, len(want)))
+        else:
+            print("ok: facts under cap %d: %d of %d instructions, %d bytes" %
+                  (cap, f["count"], len(want), f["bytes"]))
+
+
 def check_categories(tmp):
     h, want = categories()
     path = os.path.join(tmp, "categories.pb")
@@ -430,6 +457,7 @@ def main():
             fail("xprofs-gen wrote no sidecars in %s" % sdir)
         else:
             check_sidecars("gen", sidecars)
+            check_facts_cap(sidecars)
         for x in sorted(glob.glob(os.path.join(sdir, "*.xplane.pb"))):
             check_xspace("gen %s" % os.path.basename(x), x)
         check_hostile(tmp)
