@@ -7,7 +7,10 @@
  * writer over the caller's sink; trace.json.gz is trace.json written
  * through a deflating sink. Output already written before a failure is not
  * retracted; the reason goes to @err once, and a success leaves @err as it
- * found it. The views never call back up here.
+ * found it. The views never call back up here. A render hands its contexts
+ * the profile's HLO source (rc->hlo, xprofs_hlo_lazy_new()): the facts
+ * of the programs of its metadata plane and attached sidecars, made when a
+ * view first asks, once per render.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -16,6 +19,7 @@
 #include <string.h>
 
 #include "xprofs/decode.h"
+#include "xprofs/hlo.h"
 #include "xprofs/stats.h"
 #include "xprofs/trace.h"
 
@@ -131,6 +135,7 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 {
 	struct trace_gzip *gz = NULL;
 	struct xprofs_sink gzs;
+	struct xprofs_hlo_lazy *hlo = NULL;
 	struct xs_rctx rc;
 	struct xs_out o;
 	size_t err_len = err ? err->len : 0;
@@ -151,7 +156,12 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 		gzs = trace_gzip_sink(gz);
 		sink = &gzs;
 	}
+	if ((r = xprofs_hlo_lazy_new(x, NULL, &hlo)) < 0) {
+		trace_gzip_free(gz);
+		return render_fail(err, r, xprofs_decode_view_name(view));
+	}
 	xs_rctx_init(&rc, x, err);
+	rc.hlo = xprofs_hlo_lazy_src(hlo);
 	if (opts) {
 		rc.host = opts->host;
 		rc.win = opts->window;
@@ -182,6 +192,7 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 		xprofs_buf_truncate(err, err_len);
 	xs_out_deinit(&o);
 	xs_rctx_deinit(&rc);
+	xprofs_hlo_lazy_free(hlo);
 	trace_gzip_free(gz);
 	return r;
 }

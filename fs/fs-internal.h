@@ -58,6 +58,8 @@
 #define FS_PLUGINS_DIR "plugins"               /* <run>/plugins/profile/<session>/ */
 #define FS_PROFILE_DIR "profile"
 #define FS_HOST_SUFFIX ".xplane.pb"
+#define FS_SIDECAR_SUFFIX ".hlo_proto.pb"
+#define FS_SIDECARS_MAX 4096 /* sidecars of one session the views get */
 
 #define FS_IO_SIZE (256 << 10) /* st_blksize of files: one cache block per FUSE read */
 #define FS_INDEX_MAX_DEPTH 32
@@ -126,6 +128,13 @@ struct fs_session {
 	char *name;            /* owned */
 	struct fs_host *hosts; /* sorted by name; owned */
 	size_t nhosts;
+	/*
+	 * The session's "*.hlo_proto.pb" files (XLA programs that the host views
+	 * read, hlo.h): name = the whole file name; sorted; owned. At most
+	 * FS_SIDECARS_MAX.
+	 */
+	struct fs_host *sidecars;
+	size_t nsidecars;
 	int64_t mtime_ns;
 	uint32_t mode, uid, gid; /* the session directory's (mode 0: the backend has none) */
 };
@@ -593,6 +602,25 @@ int fs_prof_open(struct fs_ctx *ctx, const char *hpath, bool decode, struct fs_p
  * or none) goes into the facts of memo.c.
  */
 int fs_prof_index(struct fs_ctx *ctx, const char *hpath, struct fs_prof *p, struct xprofs_buf *err);
+/* The sidecars of a session, opened for a render (fs_sidecars_open()). */
+struct fs_sidecars {
+	struct xprofs_store_reader **f;   /* owned; NULL entries: did not open */
+	struct xprofs_reader *r;          /* owned */
+	struct xprofs_xspace_sidecar *sc; /* owned: what the profiles borrow */
+	size_t n;                         /* entries of sc */
+};
+/**
+ * fs_sidecars_open() - open the sidecar files of session @sess of run @node
+ * (both borrowed) and attach them to @x (when not NULL) for a render; one
+ * that does not open is left out. Close with fs_sidecars_close() after the
+ * render (it detaches them from @x). 0 or -ENOMEM.
+ */
+int fs_sidecars_open(struct fs_ctx *ctx, const struct fs_run_node *node,
+		     const struct fs_session *sess, struct xprofs_xspace *x,
+		     struct fs_sidecars *out);
+/** fs_sidecars_close() - detach from @x (may be NULL) and close; @s may be zeroed. */
+void fs_sidecars_close(struct fs_sidecars *s, struct xprofs_xspace *x);
+
 /** fs_prof_close() - close what @p holds; @p may be empty (zeroed). */
 void fs_prof_close(struct fs_prof *p);
 /**

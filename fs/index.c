@@ -126,6 +126,9 @@ static void node_free_members(struct fs_run_node *n)
 		for (size_t j = 0; j < n->sessions[i].nhosts; j++)
 			free(n->sessions[i].hosts[j].name);
 		free(n->sessions[i].hosts);
+		for (size_t j = 0; j < n->sessions[i].nsidecars; j++)
+			free(n->sessions[i].sidecars[j].name);
+		free(n->sessions[i].sidecars);
 		free(n->sessions[i].name);
 	}
 	free(n->sessions);
@@ -212,6 +215,42 @@ static int add_run(struct fs_index *idx, const char *path, struct fs_run_node **
 	return 0;
 }
 
+static bool is_sidecar_name(const char *name)
+{
+	size_t n = strlen(name), s = strlen(FS_SIDECAR_SUFFIX);
+
+	return n > s && !strcmp(name + n - s, FS_SIDECAR_SUFFIX);
+}
+
+/*
+ * load_sidecars() - the session's sidecars (XLA programs) from its listing
+ * @he (sorted), at most FS_SIDECARS_MAX. 0 or -ENOMEM.
+ */
+static int load_sidecars(struct fs_session *sess, struct ents *he)
+{
+	size_t n = 0;
+
+	for (size_t j = 0; j < he->n; j++)
+		n += he->v[j].st.type == XPROFS_STORE_FILE && is_sidecar_name(he->v[j].name);
+	if (n > FS_SIDECARS_MAX)
+		n = FS_SIDECARS_MAX;
+	if (!n)
+		return 0;
+	if (!(sess->sidecars = calloc(n, sizeof(*sess->sidecars))))
+		return -ENOMEM;
+	for (size_t j = 0; j < he->n && sess->nsidecars < n; j++) {
+		struct fs_host *h = &sess->sidecars[sess->nsidecars];
+
+		if (he->v[j].st.type != XPROFS_STORE_FILE || !is_sidecar_name(he->v[j].name))
+			continue;
+		if (!(h->name = strdup(he->v[j].name)))
+			return -ENOMEM;
+		h->st = he->v[j].st;
+		sess->nsidecars++;
+	}
+	return 0;
+}
+
 /* load_sessions() - fill @run's sessions from "<run>/plugins/profile". */
 static int load_sessions(struct xprofs_store *s, struct fs_index *idx, struct fs_run_node *run,
 			 size_t *budget)
@@ -283,7 +322,10 @@ static int load_sessions(struct xprofs_store *s, struct fs_index *idx, struct fs
 			sess->nhosts++;
 			idx->hosts++;
 		}
+		r = load_sidecars(sess, &he);
 		ents_free(&he);
+		if (r < 0)
+			goto out;
 		idx->sessions++;
 	}
 	r = 0;

@@ -10,7 +10,8 @@
  * indexes" below); a track list is decoded once per file version and kept
  * in memory (LRU); the step count and the GPU answer are remembered per
  * version too (memo.c's facts), learnt when an index is built or the steps
- * counted. Renders (views.c, session.c) open their profiles here.
+ * counted. Renders (views.c, session.c) open their profiles here, and
+ * their session's sidecars (fs_sidecars_open()) for the time of a render.
  *
  * Locks: ctx->views.lock guards the kept indexes and the track lists; it is
  * never held across I/O or an index, except that fs_tracks_get() returns
@@ -35,6 +36,65 @@ void fs_prof_close(struct fs_prof *p)
 	p->f = NULL;
 	free(p->r);
 	p->r = NULL;
+}
+
+/*
+ * Sidecars: a session's "*.hlo_proto.pb" files, opened for one render and
+ * attached to the profile being rendered (hlo/ reads them when a view asks
+ * for the HLO: kernels.json, ops.json, ...); closed with the render, so a
+ * kept index never holds one. A store reader does not read until asked.
+ */
+int fs_sidecars_open(struct fs_ctx *ctx, const struct fs_run_node *node,
+		     const struct fs_session *sess, struct xprofs_xspace *x,
+		     struct fs_sidecars *out)
+{
+	char p[XPROFS_PATH_MAX + 1];
+	size_t n = sess->nsidecars;
+
+	memset(out, 0, sizeof(*out));
+	if (!n)
+		return 0;
+	out->f = calloc(n, sizeof(*out->f));
+	out->r = calloc(n, sizeof(*out->r));
+	out->sc = calloc(n, sizeof(*out->sc));
+	if (!out->f || !out->r || !out->sc) {
+		fs_sidecars_close(out, NULL);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct xprofs_store_reader *f = NULL;
+		size_t k = out->n;
+
+		if (fs_store_path(p, sizeof(p), node->path, sess->name, NULL) < 0 ||
+		    strlen(p) + 1 + strlen(sess->sidecars[i].name) > XPROFS_PATH_MAX)
+			continue;
+		strcat(p, "/");
+		strcat(p, sess->sidecars[i].name);
+		if (xprofs_store_reader_open(ctx->store, p, &f) < 0)
+			continue;
+		if (xprofs_store_reader_as_reader(f, &out->r[k]) < 0) {
+			xprofs_store_reader_close(f);
+			continue;
+		}
+		out->f[k] = f;
+		out->sc[k] = (struct xprofs_xspace_sidecar){sess->sidecars[i].name, &out->r[k]};
+		out->n++;
+	}
+	if (x)
+		xprofs_xspace_set_sidecars(x, out->sc, out->n);
+	return 0;
+}
+
+void fs_sidecars_close(struct fs_sidecars *s, struct xprofs_xspace *x)
+{
+	if (x)
+		xprofs_xspace_set_sidecars(x, NULL, 0);
+	for (size_t i = 0; s->f && i < s->n; i++)
+		xprofs_store_reader_close(s->f[i]);
+	free(s->f);
+	free(s->r);
+	free(s->sc);
+	memset(s, 0, sizeof(*s));
 }
 
 /*

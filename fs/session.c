@@ -21,7 +21,8 @@
 struct sess_profs {
 	size_t n;
 	struct fs_prof *ps;
-	const char **names; /* borrowed from the index */
+	struct fs_sidecars sc; /* the session's, attached to every host */
+	const char **names;    /* borrowed from the index */
 	struct xprofs_xspace **xs;
 	char **errs; /* owned; why a host did not open */
 };
@@ -29,9 +30,12 @@ struct sess_profs {
 static void sess_profs_close(struct sess_profs *s)
 {
 	for (size_t i = 0; s->ps && s->errs && i < s->n; i++) {
+		if (s->ps[i].x)
+			xprofs_xspace_set_sidecars(s->ps[i].x, NULL, 0);
 		fs_prof_close(&s->ps[i]);
 		free(s->errs[i]);
 	}
+	fs_sidecars_close(&s->sc, NULL);
 	free(s->ps);
 	free(s->names);
 	free(s->xs);
@@ -61,6 +65,8 @@ static int sess_profs_open(struct fs_ctx *ctx, const struct fs_run_node *node,
 	if (!s->ps || !s->names || !s->xs || !s->errs)
 		return -ENOMEM;
 	s->n = n;
+	if ((r = fs_sidecars_open(ctx, node, sess, NULL, &s->sc)) < 0)
+		return r;
 	for (size_t i = 0; i < n; i++) {
 		s->names[i] = sess->hosts[i].name;
 		xprofs_buf_init(&e, 4096);
@@ -77,6 +83,8 @@ static int sess_profs_open(struct fs_ctx *ctx, const struct fs_run_node *node,
 			fs_error_clear(ctx, p, &sess->hosts[i].st, what);
 		}
 		s->xs[i] = s->ps[i].x;
+		if (s->xs[i])
+			xprofs_xspace_set_sidecars(s->xs[i], s->sc.sc, s->sc.n);
 		xprofs_buf_deinit(&e);
 	}
 	return 0;

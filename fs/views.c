@@ -154,7 +154,23 @@ static int key_add_slice(struct xprofs_buf *k, const struct fs_target *t)
 	return r < 0 ? r : xprofs_buf_adds(k, name);
 }
 
-/* key_add_session() - the store path and version of every host of @sess (run @node). */
+/*
+ * key_add_sidecars() - the name and version of every sidecar of @sess (the
+ * HLO the views read): a sidecar written or changed later makes new keys.
+ */
+static int key_add_sidecars(struct xprofs_buf *k, const struct fs_session *sess)
+{
+	int r = 0;
+
+	for (size_t i = 0; r == 0 && i < sess->nsidecars; i++)
+		r = key_add_file(k, sess->sidecars[i].name, &sess->sidecars[i].st);
+	return r;
+}
+
+/*
+ * key_add_session() - the store path and version of every host of @sess
+ * (run @node), then of its sidecars.
+ */
 static int key_add_session(struct xprofs_buf *k, const struct fs_run_node *node,
 			   const struct fs_session *sess)
 {
@@ -166,17 +182,21 @@ static int key_add_session(struct xprofs_buf *k, const struct fs_run_node *node,
 		if (r == 0)
 			r = key_add_file(k, p, &sess->hosts[i].st);
 	}
+	if (r == 0)
+		r = key_add_sidecars(k, sess);
 	return r;
 }
 
 /*
- * view_id_make() - the cache key of generated file @t: "xprofs-view-v6" (v2:
+ * view_id_make() - the cache key of generated file @t: "xprofs-view-v7" (v2:
  * trace.json with XProf's rules; v3: bytes_accessed hidden as IsInternalStat()
  * hides it; v4: TPU lines derived from stats; v5: trace.pftrace interns derived
  * events' args, TPU host-offload rows; v6: flows from correlation ids and
- * producer/consumer stats; older renders are never served),
+ * producer/consumer stats; v7: kernels.json's ops and GPU op categories from
+ * the HLO; older renders are never served),
  * version, source, then the store path and version (size, mtime,
- * generation) of each profile it is made from, then what is rendered.
+ * generation) of each profile it is made from (a view: and the session's
+ * sidecars, whose HLO it may read), then what is rendered.
  * @st: the host's version (from the open file, or the index); borrowed.
  * Caller owns @id->key (xprofs_buf_deinit()), also on failure.
  */
@@ -188,7 +208,7 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 
 	xprofs_buf_init(&id->key, XPROFS_CACHE_KEY_MAX);
 	id->hpath[0] = '\0';
-	r = xprofs_buf_add(&id->key, "xprofs-view-v6\0" XPROFS_VERSION,
+	r = xprofs_buf_add(&id->key, "xprofs-view-v7\0" XPROFS_VERSION,
 			   16 + strlen(XPROFS_VERSION));
 	if (r == 0)
 		r = xprofs_buf_add(&id->key, src, strlen(src) + 1);
@@ -212,6 +232,8 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 		r = fs_host_path(t, id->hpath, sizeof(id->hpath));
 		if (r == 0)
 			r = key_add_file(&id->key, id->hpath, st);
+		if (r == 0 && t->kind == FS_K_VIEW)
+			r = key_add_sidecars(&id->key, t->session);
 		if (r == 0 && t->kind == FS_K_VIEW)
 			r = xprofs_buf_adds(&id->key, xprofs_decode_view_name(t->view));
 		if (r == 0 && t->kind == FS_K_VIEW && t->slice != FS_SLICE_NONE)
@@ -284,10 +306,16 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 	if (t->kind == FS_K_VIEW) { /* trace.json names its processes after the host */
 		/* parts made ahead on other threads wait where temporary renders go (-o tmp_dir) */
 		struct xprofs_render_opts o = {.host = host, .spill_dir = ctx->tmp_dir};
+		struct fs_sidecars sc;
 
 		if (t->slice != FS_SLICE_NONE && (r = slice_window(t, p->x, &o, err)) < 0)
 			return r;
-		return xprofs_decode_render_opts(p->x, t->view, &o, out, err);
+		/* the session's XLA programs, for the views that read the HLO */
+		if ((r = fs_sidecars_open(ctx, t->node, t->session, p->x, &sc)) < 0)
+			return r;
+		r = xprofs_decode_render_opts(p->x, t->view, &o, out, err);
+		fs_sidecars_close(&sc, p->x);
+		return r;
 	}
 	i = xprofs_xspace_track_find(p->x, t->plane, t->line);
 	if (i < 0)

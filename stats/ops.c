@@ -115,6 +115,7 @@ struct ops_acc {
 	size_t depth;
 	struct frame stack[OPS_DEPTH_MAX];
 	struct refc hc[REFC_SIZE]; /* hlo_op ref -> op, for this plane's aggregation */
+	struct xs_rctx *rc;        /* borrowed: the render's, for its HLO facts */
 };
 
 static struct refc *refc_slot(struct ops_acc *a, int64_t ref)
@@ -122,24 +123,61 @@ static struct refc *refc_slot(struct ops_acc *a, int64_t ref)
 	return &a->hc[((uint64_t)ref * 0x9e3779b97f4a7c15ull) >> 54];
 }
 
+/*
+ * stream_category() - a GPU kernel's op category: its own (stat or metadata),
+ * else, as XProf's GPU op metrics take it from the HLO, the category
+ * (HloInstructionWrapper::Category()) of the instruction named by the last
+ * "::" part of its hlo_op in its program. NULL: none; -errno in *@r.
+ */
+static const char *stream_category(struct ops_acc *a, const struct xs_evmd *md,
+				   const struct xs_opstats *os, const char *hlo, int *r)
+{
+	const char *cat = os->category ? os->category : md->category, *last = hlo, *hit;
+	bool has_id = os->has_program_id || md->has_program_id;
+	const struct xprofs_hlo_facts *facts;
+	struct xprofs_hlo_fact f;
+
+	*r = 0;
+	if ((cat && cat[0]) || !has_id)
+		return cat;
+	if ((*r = xs_hlo_facts(a->rc, &facts)) < 0 || !facts)
+		return cat;
+	while ((hit = strstr(last, "::")) != NULL)
+		last = hit + 2;
+	if (xprofs_hlo_facts_find(facts, os->has_program_id ? os->program_id : md->program_id, last,
+				  strlen(last), &f))
+		return f.category;
+	return cat;
+}
+
 /* The op event @e of metadata @md counts towards (GPU kernels: their hlo_op), or -errno. */
 static int64_t op_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os)
 {
+	const char *cat;
 	int64_t gi;
+	int r;
 
 	if (a->kind == LK_STREAM && os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
 		struct refc *c = refc_slot(a, os->ref[XS_OS_HLO_OP]);
 
 		if (c->gi >= 0 && c->ref == os->ref[XS_OS_HLO_OP])
 			return c->gi;
-		gi = opmap_get(a->m, os->hlo_op, os->category ? os->category : md->category);
+		cat = stream_category(a, md, os, os->hlo_op, &r);
+		if (r < 0)
+			return r;
+		gi = opmap_get(a->m, os->hlo_op, cat);
 		if (gi >= 0)
 			*c = (struct refc){os->ref[XS_OS_HLO_OP], gi};
 		return gi;
 	}
-	if (a->kind == LK_STREAM && (os->hlo_op || md->hlo_op))
-		return opmap_get(a->m, os->hlo_op ? os->hlo_op : md->hlo_op,
-				 os->category ? os->category : md->category);
+	if (a->kind == LK_STREAM && (os->hlo_op || md->hlo_op)) {
+		const char *hlo = os->hlo_op ? os->hlo_op : md->hlo_op;
+
+		cat = stream_category(a, md, os, hlo, &r);
+		if (r < 0)
+			return r;
+		return opmap_get(a->m, hlo, cat);
+	}
 	if (md->group >= 0 && md != &xs_empty_evmd)
 		return md->group;
 	gi = opmap_get(a->m, md->name, os->category ? os->category : md->category);
@@ -385,6 +423,7 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 		return -ENOMEM;
 	acc->m = &out->m;
 	acc->pm = &out->pm;
+	acc->rc = rc;
 	acc->events = 0;
 	acc->total = 0;
 	acc->depth = 0;

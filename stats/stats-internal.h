@@ -11,6 +11,7 @@
 #ifndef XPROFS_STATS_INTERNAL_H
 #define XPROFS_STATS_INTERNAL_H
 
+#include "xprofs/hlo.h"
 #include "xprofs/stats.h"
 #include "xprofs/xspace.h"
 

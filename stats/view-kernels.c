@@ -43,6 +43,7 @@ struct kernel {
 
 struct kcache {
 	int64_t md, kd, hlo, tf; /* hlo / tf: the ref, or INT64_MIN when absent */
+	uint64_t pid;            /* the program id (its HLO names the op), UINT64_MAX: none */
 	int64_t idx;             /* -1: empty */
 };
 
@@ -54,6 +55,8 @@ struct kmap {
 	bool sat;          /* a total saturated: merging per-plane maps could differ */
 	struct kcache *kc; /* owned, KC_SIZE entries; NULL: no cache */
 	size_t kc_plane;   /* the plane the cache's refs belong to */
+	const struct xprofs_hlo_facts *hlo; /* borrowed, may be NULL: the render's HLO facts */
+	struct xprofs_buf op;               /* a launch's op from the HLO (launch_op()) */
 };
 
 /* kTensorCoreKernelNamePatterns: a kernel uses Tensor Cores if its name contains one. */
@@ -317,6 +320,7 @@ static void kmap_free(struct kmap *m)
 	free(m->k);
 	xprofs_table_free(m->tab);
 	free(m->kc);
+	xprofs_buf_deinit(&m->op);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -338,8 +342,37 @@ static const char *op_name(const struct xs_opstats *os, const struct xs_evmd *md
 	return *tmp ? *tmp : "";
 }
 
-/* kc_find() - the cache entry of (@md, the refs of @os), or NULL when @os has plain strings. */
-static struct kcache *kc_find(struct kmap *m, int64_t md, const struct xs_opstats *os)
+/*
+ * launch_op() - the op of a launch. XProf's on_kernel_fn (ConvertXSpaceToOpStats()):
+ * an XLA kernel whose instruction (the last "::" part of its hlo_op, in
+ * program program_id) the HLO has gets HloInstructionWrapper::TfOpName();
+ * otherwise op_name(). The string is borrowed from @m or @os / @md, or *@tmp.
+ */
+static const char *launch_op(struct kmap *m, const struct xs_opstats *os, const struct xs_evmd *md,
+			     uint64_t pid, char **tmp)
+{
+	const char *hlo = os->hlo_op ? os->hlo_op : md->hlo_op, *last = hlo, *hit;
+	struct xprofs_hlo_fact f;
+
+	if (m->hlo && hlo && pid != UINT64_MAX) {
+		while ((hit = strstr(last, "::")) != NULL)
+			last = hit + 2;
+		if (xprofs_hlo_facts_find(m->hlo, pid, last, strlen(last), &f)) {
+			if (!m->op.max)
+				xprofs_buf_init(&m->op, 2 * XPROFS_HLO_FACT_STR_MAX + 64);
+			xprofs_buf_reset(&m->op);
+			if (xprofs_hlo_tf_op_name(&f, &m->op) == 0)
+				return m->op.data ? m->op.data : "";
+		}
+	}
+	return op_name(os, md, tmp);
+}
+
+/*
+ * kc_find() - the cache entry of (@md, the refs of @os, program @pid), or
+ * NULL when @os has plain strings.
+ */
+static struct kcache *kc_find(struct kmap *m, int64_t md, const struct xs_opstats *os, uint64_t pid)
 {
 	const uint8_t used =
 		(1u << XS_OS_KERNEL_DETAILS) | (1u << XS_OS_HLO_OP) | (1u << XS_OS_TF_OP);
@@ -352,11 +385,13 @@ static struct kcache *kc_find(struct kmap *m, int64_t md, const struct xs_opstat
 	if (!m->kc || (os->plain & used))
 		return NULL;
 	h = ((uint64_t)md * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)kd * 0xc2b2ae3d27d4eb4full) ^
-	    ((uint64_t)hlo * 0x165667b19e3779f9ull) ^ ((uint64_t)tf * 0x27d4eb2f165667c5ull);
+	    ((uint64_t)hlo * 0x165667b19e3779f9ull) ^ ((uint64_t)tf * 0x27d4eb2f165667c5ull) ^
+	    (pid * 0x85ebca77c2b2ae63ull);
 	c = &m->kc[(h ^ (h >> 29)) & (KC_SIZE - 1)];
-	if (c->idx >= 0 && (c->md != md || c->kd != kd || c->hlo != hlo || c->tf != tf))
+	if (c->idx >= 0 &&
+	    (c->md != md || c->kd != kd || c->hlo != hlo || c->tf != tf || c->pid != pid))
 		c->idx = -1; /* another key's: replaced below */
-	c->md = md, c->kd = kd, c->hlo = hlo, c->tf = tf;
+	c->md = md, c->kd = kd, c->hlo = hlo, c->tf = tf, c->pid = pid;
 	return c;
 }
 
@@ -369,6 +404,7 @@ static int kernel_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 	struct kernel k;
 	char *tmp = NULL;
 	int64_t idx;
+	uint64_t pid;
 	int r = 0;
 
 	if (!e->has_stats)
@@ -382,14 +418,15 @@ static int kernel_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 			m->kc[i].idx = -1;
 		m->kc_plane = rc->plane;
 	}
-	if ((c = kc_find(m, e->md, &os)) && c->idx >= 0) {
+	pid = os.has_program_id ? os.program_id : md->has_program_id ? md->program_id : UINT64_MAX;
+	if ((c = kc_find(m, e->md, &os, pid)) && c->idx >= 0) {
 		kmap_count(m, &m->k[c->idx], e->duration_ps);
 		goto out;
 	}
 	memset(&k, 0, sizeof(k));
 	parse_details(os.kernel_details, &k);
 	k.name = md->name;
-	k.op = (char *)op_name(&os, md, &tmp);
+	k.op = (char *)launch_op(m, &os, md, pid, &tmp);
 	r = kmap_add(m, &k, e->duration_ps, &idx);
 	if (c)
 		c->idx = idx;
@@ -476,6 +513,8 @@ static int kernels_plane(struct xs_rctx *rc, size_t pi, struct kmap *m)
 	const struct xs_plane *p = &x->planes[pi];
 	int r;
 
+	if ((r = xs_hlo_facts(rc, &m->hlo)) < 0)
+		return r;
 	if (!m->kc && (m->kc = malloc(KC_SIZE * sizeof(*m->kc))) != NULL) {
 		for (size_t i = 0; i < KC_SIZE; i++)
 			m->kc[i].idx = -1;

@@ -211,10 +211,9 @@ struct sess {
 	char **errors;                    /* per host: why its analysis failed; owned */
 };
 
-/* host_fn() - a xs_with_rctx() function: one host's op tables and step summary. */
-static int host_fn(struct xs_rctx *rc, void *arg)
+/* host_tables() - host_fn()'s work: one host's op tables and step summary. */
+static int host_tables(struct xs_rctx *rc, struct host_acc *h)
 {
-	struct host_acc *h = arg;
 	struct stats_ops ops;
 	int r;
 
@@ -244,6 +243,23 @@ static int host_fn(struct xs_rctx *rc, void *arg)
 			return r;
 	}
 	return 0;
+}
+
+/* host_fn() - a xs_with_rctx() function: one host's op tables and step summary. */
+static int host_fn(struct xs_rctx *rc, void *arg)
+{
+	struct host_acc *h = arg;
+	struct xprofs_hlo_lazy *hlo = NULL;
+	int r;
+
+	/* the host's HLO (metadata plane, attached sidecars), as its own ops.json sees it */
+	if ((r = xprofs_hlo_lazy_new(rc->x, NULL, &hlo)) < 0)
+		return r;
+	rc->hlo = xprofs_hlo_lazy_src(hlo);
+	r = host_tables(rc, h);
+	rc->hlo = NULL;
+	xprofs_hlo_lazy_free(hlo);
+	return r;
 }
 
 static void sess_free(struct sess *s)

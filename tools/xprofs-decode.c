@@ -6,6 +6,10 @@
  *                      or overview|kernels (docs/stats.md; kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
+ *                      [--hlo FILE]... the session's XLA programs, files
+ *                                      "<module>(<id>).hlo_proto.pb", as the
+ *                                      mount gives a host's views the
+ *                                      sidecars of its session directory
  *   xprofs-decode SESSION_DIR --session [--view ops]     a session's summary.json
  *                                                        or ops.json (hosts combined)
  *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]
@@ -15,6 +19,9 @@
  *   xprofs-decode FILE --track PLANE_FILE/LINE_FILE      one track
  *   xprofs-decode FILE --unpack                          baseline: whole-message
  *                                                        protobuf_c unpack
+ *
+ * --session and --compare attach the *.hlo_proto.pb files of each session
+ * directory to its hosts, as the mount does.
  *
  * FILE "-" is standard input, spooled to an unlinked file in $TMPDIR (or
  * /tmp) first: the decoder seeks. Its host name is then "stdin".
@@ -53,6 +60,8 @@ static void usage(FILE *f)
 		".xplane.pb)]\n"
 		"                    [--window FROM-TO (µs, trace.json's ts) | --step N "
 		"(steps.json's steps[N])]\n"
+		"                    [--hlo FILE (a <module>(<id>).hlo_proto.pb of the session; "
+		"repeatable)]\n"
 		"       xprofs-decode SESSION_DIR --session [--view summary|ops]   (the "
 		"session's\n"
 		"                    summary.json, or its ops.json: the hosts combined)\n"
@@ -71,6 +80,94 @@ static void usage(FILE *f)
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
 {
 	return xprofs_pread_full(*(int *)arg, buf, n, off);
+}
+
+/* ---- sidecar files: XLA programs beside the profiles ----------------------- */
+
+#define HLO_FILES_MAX 4096 /* --hlo files, or *.hlo_proto.pb of a session directory */
+
+struct sfile {
+	int fd;
+	struct xprofs_reader r;
+	char *name; /* owned: the base name */
+};
+
+/* Opened sidecars, attached to profiles with xprofs_xspace_set_sidecars(). */
+struct sidecars {
+	struct sfile **f;                 /* owned */
+	struct xprofs_xspace_sidecar *sc; /* owned: what the profiles borrow */
+	size_t n;
+};
+
+static void sidecars_close(struct sidecars *s)
+{
+	for (size_t i = 0; i < s->n; i++) {
+		close(s->f[i]->fd);
+		free(s->f[i]->name);
+		free(s->f[i]);
+	}
+	free(s->f);
+	free(s->sc);
+	memset(s, 0, sizeof(*s));
+}
+
+/* sidecar_add() - open @path as one more sidecar: 0, or -1 after printing why. */
+static int sidecar_add(struct sidecars *s, const char *path)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	struct xprofs_xspace_sidecar *sc;
+	struct sfile *f, **fv;
+	struct stat st;
+
+	if (s->n >= HLO_FILES_MAX) {
+		fprintf(stderr, "xprofs-decode: more than %d HLO files\n", HLO_FILES_MAX);
+		return -1;
+	}
+	if (!(f = calloc(1, sizeof(*f))) || !(fv = realloc(s->f, (s->n + 1) * sizeof(*fv))) ||
+	    !(sc = realloc(s->sc, (s->n + 1) * sizeof(*sc)))) {
+		free(f);
+		fprintf(stderr, "xprofs-decode: %s\n", strerror(ENOMEM));
+		return -1;
+	}
+	s->f = fv;
+	s->sc = sc;
+	f->fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (f->fd < 0 || fstat(f->fd, &st) < 0 || !(f->name = strdup(base))) {
+		fprintf(stderr, "xprofs-decode: --hlo %s: %s\n", path, strerror(errno));
+		if (f->fd >= 0)
+			close(f->fd);
+		free(f);
+		return -1;
+	}
+	f->r = (struct xprofs_reader){
+		.pread = fd_pread, .arg = &f->fd, .size = (uint64_t)st.st_size};
+	s->f[s->n] = f;
+	s->sc[s->n++] = (struct xprofs_xspace_sidecar){.name = f->name, .r = &f->r};
+	return 0;
+}
+
+static int is_sidecar(const struct dirent *d)
+{
+	size_t n = strlen(d->d_name), k = strlen(".hlo_proto.pb");
+
+	return d->d_name[0] != '.' && n > k && !strcmp(d->d_name + n - k, ".hlo_proto.pb");
+}
+
+/* sidecars_dir() - the *.hlo_proto.pb files of directory @dir, in name order: 0 or -1. */
+static int sidecars_dir(struct sidecars *s, const char *dir)
+{
+	struct dirent **ents = NULL;
+	int n = scandir(dir, &ents, is_sidecar, alphasort), r = 0;
+	char p[PATH_MAX];
+
+	for (int i = 0; i < n; i++) {
+		snprintf(p, sizeof(p), "%s/%s", dir, ents[i]->d_name);
+		if (r == 0)
+			r = sidecar_add(s, p);
+		free(ents[i]);
+	}
+	free(ents);
+	return r;
 }
 
 /* The straightforward decoder, for comparison: read all, unpack all. */
@@ -116,6 +213,8 @@ struct args {
 	uint32_t step_ix;
 	bool list, unpack, use_mmap, session;
 	unsigned threads;
+	const char *hlo[HLO_FILES_MAX]; /* --hlo */
+	size_t n_hlo;
 };
 
 static int arg_view(const char *v, void *dst)
@@ -161,6 +260,16 @@ static int arg_log_level(const char *v, void *dst)
 	return r;
 }
 
+static int arg_hlo(const char *v, void *dst)
+{
+	struct args *a = dst;
+
+	if (a->n_hlo >= HLO_FILES_MAX)
+		return -E2BIG;
+	a->hlo[a->n_hlo++] = v;
+	return 0;
+}
+
 /* parse_args() - fill @a from argv; returns -1 to go on, else the exit status. */
 static int parse_args(int argc, char **argv, struct args *a)
 {
@@ -179,6 +288,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"window", 0, XPROFS_ARG_FN, a, arg_window, "FROM-TO (µs)"},
 		{"step", 0, XPROFS_ARG_FN, a, arg_step, "an index"},
 		{"compare", 0, XPROFS_ARG_STR, &a->compare, NULL, NULL},
+		{"hlo", 0, XPROFS_ARG_FN, a, arg_hlo, "a file, at most 4096 times"},
 		{"help", 'h', XPROFS_ARG_STOP, NULL, NULL, NULL},
 		{"version", 0, XPROFS_ARG_STOP, NULL, NULL, NULL},
 	};
@@ -258,6 +368,7 @@ struct sess_files {
 	struct xprofs_xspace **xs;
 	struct xprofs_reader *rd;
 	int *fds;
+	struct sidecars sc; /* the directory's, attached to every host */
 };
 
 static void sess_close(struct sess_files *s)
@@ -278,6 +389,7 @@ static void sess_close(struct sess_files *s)
 	free(s->rd);
 	free(s->fds);
 	free(s->dir);
+	sidecars_close(&s->sc);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -314,6 +426,8 @@ static int sess_open(const char *path, const char *what, unsigned threads, struc
 	s->n = n;
 	for (int i = 0; i < n; i++)
 		s->fds[i] = -1;
+	if (sidecars_dir(&s->sc, path) < 0)
+		goto out;
 	for (int i = 0; i < n; i++) {
 		struct xprofs_buf err;
 		struct stat st;
@@ -342,6 +456,8 @@ static int sess_open(const char *path, const char *what, unsigned threads, struc
 				if (!s->errs[i])
 					s->errs[i] = strdup(strerror(-r));
 				s->xs[i] = NULL;
+			} else {
+				xprofs_xspace_set_sidecars(s->xs[i], s->sc.sc, s->sc.n);
 			}
 		}
 		xprofs_buf_deinit(&err);
@@ -507,7 +623,8 @@ int main(int argc, char **argv)
 	struct xprofs_sink sink;
 	struct xprofs_buf err;
 	void *map = MAP_FAILED;
-	struct args a;
+	struct sidecars sc = {0};
+	static struct args a; /* large (the --hlo list) */
 	struct stat st;
 
 	if ((r = parse_args(argc, argv, &a)) >= 0)
@@ -566,6 +683,12 @@ int main(int argc, char **argv)
 		r = 1;
 		goto out;
 	}
+	for (size_t i = 0; i < a.n_hlo; i++)
+		if (sidecar_add(&sc, a.hlo[i]) < 0) {
+			r = 1;
+			goto out;
+		}
+	xprofs_xspace_set_sidecars(x, sc.sc, sc.n);
 	sink = xprofs_sink_fd(&out_fd);
 	if (a.list) {
 		list_tracks(x);
@@ -583,6 +706,7 @@ int main(int argc, char **argv)
 	}
 out:
 	xprofs_xspace_free(x);
+	sidecars_close(&sc);
 	if (map != MAP_FAILED)
 		munmap(map, (size_t)st.st_size);
 	if (fd >= 0)

@@ -70,25 +70,30 @@ static int hlo_ops(struct trace_derive *d, const struct trace_derived_in *in)
 
 /*
  * An XLA kernel's symbol (the instruction named by the last "::" part of its
- * hlo_op in program program_id): its framework op through ProcessTfOpEvent(),
- * its source line on Source code.
+ * hlo_op in program program_id): its framework op (op_full_name()) through
+ * ProcessTfOpEvent(), its source line (source_info()) on Source code.
+ * XProf's resolver reads the HloModuleMap of the XSpace's own metadata
+ * plane (GenerateDerivedTimeLines()), so a program only a sidecar carries
+ * resolves nothing here.
  */
 static int xla_symbol(struct trace_derive *d, const struct trace_derived_in *in)
 {
 	const char *last = in->hlo_op, *end = in->hlo_op + in->hlo_op_len, *hit;
-	struct trace_hlo_sym sym;
+	struct xprofs_hlo_fact f;
 	int r;
 
-	if (!d->syms || !in->has_program_id)
+	if (!d->hlo || !in->has_program_id)
 		return 0;
 	while ((hit = memmem(last, (size_t)(end - last), "::", 2)) != NULL)
 		last = hit + 2;
-	if (!trace_hlo_syms_find(d->syms, in->program_id, last, (size_t)(end - last), &sym))
+	if (!xprofs_hlo_facts_find(d->hlo, in->program_id, last, (size_t)(end - last), &f) ||
+	    f.from != XPROFS_HLO_METADATA)
 		return 0;
-	if (sym.tf_op_len && (r = trace_der_tf_op_event(d, sym.tf_op, sym.tf_op_len, in)) < 0)
+	if (f.op_full_name_len &&
+	    (r = trace_der_tf_op_event(d, f.op_full_name, f.op_full_name_len, in)) < 0)
 		return r;
-	if (sym.source_len && !(d->have & (1u << DL_SOURCE))) {
-		if ((r = trace_der_set_str(&d->tmp, sym.source, sym.source_len)) < 0)
+	if (f.source_len && !(d->have & (1u << DL_SOURCE))) {
+		if ((r = trace_der_set_str(&d->tmp, f.source, f.source_len)) < 0)
 			return r;
 		return trace_der_expand_or_add(d, &d->lines[DL_SOURCE], 0, &d->tmp, NULL, 0, in);
 	}
@@ -124,38 +129,25 @@ int trace_derive_event(struct trace_derive *d, const struct trace_derived_in *in
 
 /* ---- a stream's derivation ------------------------------------------------- */
 
-/* The render context's HLO symbols (rc->view_data) go with it. */
-static void syms_free(void *syms)
-{
-	trace_hlo_syms_free(syms);
-}
-
 int trace_derive_new(struct xs_rctx *rc, const struct xs_plane *p, const struct xs_line *l,
 		     trace_derived_emit_fn emit, void *arg, struct trace_derive **out)
 {
+	const struct xprofs_hlo_facts *hlo;
 	struct trace_derive *d;
 	int r = 0;
 
 	*out = NULL;
 	if (l->derive_slot < 0 || (p->derived_have & DL_ALL) == DL_ALL)
 		return 0;
-	if (!rc->view_data_loaded) {
-		struct trace_hlo_syms *syms = NULL;
-
-		rc->view_data_loaded = true;
-		r = trace_hlo_syms_load(rc->x, &syms);
-		rc->view_data = syms;
-		rc->view_data_free = syms_free;
-		if (r < 0)
-			return r;
-	}
+	if ((r = xs_hlo_facts(rc, &hlo)) < 0)
+		return r;
 	if (!(d = calloc(1, sizeof(*d))))
 		return -ENOMEM;
 	d->emit = emit;
 	d->arg = arg;
 	d->tid0 = l->trace_tid;
 	d->have = p->derived_have;
-	d->syms = rc->view_data;
+	d->hlo = hlo;
 	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
 	xprofs_buf_init(&d->s_op, DER_NAME_MAX + 1);
 	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);

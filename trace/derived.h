@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "xprofs/hlo.h"
 #include "trace-internal.h"
 
 /*
@@ -83,7 +84,7 @@ struct trace_derive {
 	bool lookback; /* a slice's walk from before its window, not from the plane's start */
 	bool dry;      /* emit nothing: only find out whether the lookback walk is exact */
 	bool inexact;  /* the dry walk met an unsure event overlapping the window */
-	const struct trace_hlo_syms *syms; /* borrowed, may be NULL: XLA kernels' symbols */
+	const struct xprofs_hlo_facts *hlo; /* borrowed, may be NULL: XLA kernels' symbols */
 	bool win;
 	xs_ps128 from, to;
 	struct der_line lines[DL_COUNT];
@@ -102,25 +103,10 @@ struct trace_derived_in {
 	xs_ps128 begin, end;
 };
 
-/* An XLA instruction's symbol (hlo-syms.c), borrowed from its table. */
-struct trace_hlo_sym {
-	const char *tf_op, *source; /* TraceMeOp(op_name, op_type); "<file>:<line>" or "" */
-	size_t tf_op_len, source_len;
-};
-/*
- * trace_hlo_syms_load() - the symbols of the HLO protos in @x's "/host:metadata"
- * plane (XProf's symbol resolver). Caller frees *out with trace_hlo_syms_free().
- */
-int trace_hlo_syms_load(const struct xprofs_xspace *x, struct trace_hlo_syms **out);
-/* trace_hlo_syms_find() - instruction @name of program @program_id into *out (borrowed from @t). */
-bool trace_hlo_syms_find(const struct trace_hlo_syms *t, uint64_t program_id, const char *name,
-			 size_t n, struct trace_hlo_sym *out);
-void trace_hlo_syms_free(struct trace_hlo_syms *t);
-
 /*
  * trace_derive_new() - the derivation of stream line @l of plane @p, handing
- * events to @emit(@arg); the render's HLO symbols are loaded into @rc on the
- * first call (rc->hlo_syms, freed with the render). *out stays NULL when the
+ * events to @emit(@arg); the render's HLO facts (xs_hlo_facts()) are made on
+ * the first call, once per render. *out stays NULL when the
  * line derives nothing. Caller frees *out with trace_derive_free().
  */
 int trace_derive_new(struct xs_rctx *rc, const struct xs_plane *p, const struct xs_line *l,

@@ -297,6 +297,13 @@ struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x)
 	return NULL;
 }
 
+void xprofs_xspace_set_sidecars(struct xprofs_xspace *x, const struct xprofs_xspace_sidecar *s,
+				size_t n)
+{
+	x->sidecars = n ? s : NULL;
+	x->n_sidecars = s ? n : 0;
+}
+
 int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_xspace_opts *opts,
 			    struct xprofs_buf *err, struct xprofs_xspace **out)
 {

@@ -42,8 +42,6 @@ void xs_rctx_deinit(struct xs_rctx *rc)
 	wire_cur_deinit(&rc->ev);
 	wire_cur_deinit(&rc->md);
 	xprofs_buf_deinit(&rc->tmp);
-	if (rc->view_data_free)
-		rc->view_data_free(rc->view_data);
 }
 
 void xs_rctx_child(struct xs_rctx *rc, const struct xs_rctx *parent, struct xprofs_buf *err)
@@ -54,6 +52,7 @@ void xs_rctx_child(struct xs_rctx *rc, const struct xs_rctx *parent, struct xpro
 	rc->win_from = parent->win_from;
 	rc->win_to = parent->win_to;
 	rc->spill_dir = parent->spill_dir;
+	rc->hlo = parent->hlo;
 	rc->in_task = true;
 }
 

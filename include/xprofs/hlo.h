@@ -317,5 +317,112 @@ struct xprofs_hlo_cost {
 #define XPROFS_HLO_COST_CONFIG_MAX ((size_t)1 << 20)
 int xprofs_hlo_cost_get(const struct xprofs_hlo_program *p, size_t instr,
 			struct xprofs_hlo_cost *out) XPROFS_WUR;
+/* ---- categories and the facts table (category.c, facts.c) -------------- */
+
+/**
+ * xprofs_hlo_category() - instruction @i's category as XProf shows it for a
+ * device op (HloInstructionWrapper::Category() = XLA's
+ * HloInstruction::ToCategory()): "loop fusion", "input fusion", "output
+ * fusion", "custom fusion"; "data formatting" (transpose, copy, reshape,
+ * dynamic-reshape); "non-fusion elementwise"; else the opcode. A static
+ * string or one borrowed from @p; "" when @i is out of range.
+ */
+const char *xprofs_hlo_category(const struct xprofs_hlo_program *p, size_t i);
+
+/* Strings a facts table keeps are cut at this many bytes each. */
+#define XPROFS_HLO_FACT_STR_MAX ((size_t)4096)
+/* The default cap of a facts table's memory (entries and strings). */
+#define XPROFS_HLO_FACTS_MEM_MAX ((size_t)64 << 20)
+
+/*
+ * A cost function: sets *@flops and *@bytes_accessed of instruction @i of
+ * @p (both NAN when it leaves them), called once for each instruction the
+ * table keeps, while its program is decoded. @arg is the caller's.
+ */
+typedef void (*xprofs_hlo_cost_fn)(void *arg, const struct xprofs_hlo_program *p, size_t i,
+				   double *flops, double *bytes_accessed);
+
+struct xprofs_hlo_facts_opts {
+	size_t mem_max;          /* 0: XPROFS_HLO_FACTS_MEM_MAX */
+	xprofs_hlo_cost_fn cost; /* NULL: flops and bytes_accessed stay NAN */
+	void *cost_arg;
+};
+
+/* One instruction's facts; strings borrowed from the table (not NUL-terminated). */
+struct xprofs_hlo_fact {
+	uint64_t program_id;
+	const char *name;
+	size_t name_len;
+	/* op_full_name() = TSL TraceMeOp(op_name, op_type) = "<op_name>:<op_type>" */
+	const char *op_full_name;
+	size_t op_full_name_len;
+	const char *op_name, *op_type; /* the two parts of op_full_name */
+	size_t op_name_len, op_type_len;
+	const char *source; /* source_info(): "<basename of source_file>:<line>", or "" */
+	size_t source_len;
+	const char *category, *opcode; /* these two NUL-terminated */
+	size_t category_len, opcode_len;
+	enum xprofs_hlo_source from;  /* where its program came from */
+	size_t program;               /* the program's index in the index ... */
+	size_t instr;                 /* ... and the instruction's in the program */
+	double flops, bytes_accessed; /* from the cost function, else NAN */
+};
+
+struct xprofs_hlo_facts;
+
+/**
+ * xprofs_hlo_facts_build() - the facts of every instruction of the programs
+ * of @idx (borrowed; the table copies what it keeps), keyed by (program id,
+ * instruction name), as XProf's HloModuleMap: the first program of an id
+ * that decodes wins, and in it the first instruction of a name. Programs
+ * are decoded one at a time and freed; one that does not decode (-EINVAL,
+ * -E2BIG) adds nothing, as XProf drops a module it cannot convert. Past
+ * @opts->mem_max the instructions read so far are kept and the table says
+ * it is truncated. @opts may be NULL. Caller frees *@out with
+ * xprofs_hlo_facts_free(). 0, or -ENOMEM.
+ */
+int xprofs_hlo_facts_build(const struct xprofs_hlo_index *idx,
+			   const struct xprofs_hlo_facts_opts *opts,
+			   struct xprofs_hlo_facts **out) XPROFS_WUR;
+/** xprofs_hlo_facts_free() - accepts NULL. */
+void xprofs_hlo_facts_free(struct xprofs_hlo_facts *f);
+/**
+ * xprofs_hlo_facts_find() - the facts of instruction @name (@n bytes) of
+ * program @program_id into *@out: true, or false when the table has none.
+ * @f may be NULL (no facts).
+ */
+bool xprofs_hlo_facts_find(const struct xprofs_hlo_facts *f, uint64_t program_id, const char *name,
+			   size_t n, struct xprofs_hlo_fact *out);
+/* The instructions kept, the bytes held, and whether the memory cap cut the table. */
+size_t xprofs_hlo_facts_count(const struct xprofs_hlo_facts *f);
+size_t xprofs_hlo_facts_bytes(const struct xprofs_hlo_facts *f);
+bool xprofs_hlo_facts_truncated(const struct xprofs_hlo_facts *f);
+/**
+ * xprofs_hlo_tf_op_name() - append XProf's TfOpName() of @fact to @out
+ * (borrowed; -E2BIG past its max): tsl TfOpFullname(op_type, op_name), which
+ * is op_full_name except "" when both parts are empty and
+ * "<op_name>:<op_name>" for an "XLA_Args" / "XLA_Retvals" op without a type.
+ */
+int xprofs_hlo_tf_op_name(const struct xprofs_hlo_fact *fact, struct xprofs_buf *out) XPROFS_WUR;
+
+/* ---- a render's HLO source (lazy.c) ------------------------------------- */
+
+struct xprofs_hlo_lazy;
+struct xs_hlo_src;
+
+/**
+ * xprofs_hlo_lazy_new() - the HLO source of a render of @x (borrowed;
+ * must outlive the source): give xprofs_hlo_lazy_src() to the render
+ * context (rc->hlo); the first view that asks (xs_hlo_facts()) builds the
+ * facts of @x's metadata plane and attached sidecars, once, with @opts
+ * (copied; NULL: the defaults, 64 MiB). Caller frees with
+ * xprofs_hlo_lazy_free() after the render. 0 or -ENOMEM.
+ */
+int xprofs_hlo_lazy_new(const struct xprofs_xspace *x, const struct xprofs_hlo_facts_opts *opts,
+			struct xprofs_hlo_lazy **out) XPROFS_WUR;
+/** xprofs_hlo_lazy_src() - what a render context borrows (rc->hlo); NULL for NULL. */
+struct xs_hlo_src *xprofs_hlo_lazy_src(struct xprofs_hlo_lazy *h);
+/** xprofs_hlo_lazy_free() - accepts NULL. */
+void xprofs_hlo_lazy_free(struct xprofs_hlo_lazy *h);
 
 #endif

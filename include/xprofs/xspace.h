@@ -89,6 +89,25 @@ int xprofs_xspace_open_opts(const struct xprofs_reader *r, const struct xprofs_x
 /** xprofs_xspace_free() - accepts NULL; returns NULL. */
 struct xprofs_xspace *xprofs_xspace_free(struct xprofs_xspace *x);
 
+/*
+ * A file beside the profile in its session directory that the views may
+ * read: today an XLA program, "<module>(<program id>).hlo_proto.pb" (the
+ * HLO views' second source, hlo.h). Both members borrowed.
+ */
+struct xprofs_xspace_sidecar {
+	const char *name; /* the file's base name */
+	const struct xprofs_reader *r;
+};
+/**
+ * xprofs_xspace_set_sidecars() - attach @n sidecars @s of the profile's
+ * session (the array and what it points to borrowed: they must outlive @x,
+ * or the next call), replacing those attached before. Not while a render
+ * of @x runs. xspace/ only carries them: the decode front (decode/render.c)
+ * hands them to hlo/.
+ */
+void xprofs_xspace_set_sidecars(struct xprofs_xspace *x, const struct xprofs_xspace_sidecar *s,
+				size_t n);
+
 int xprofs_xspace_get_totals(const struct xprofs_xspace *x, struct xprofs_xspace_totals *t);
 /**
  * xprofs_xspace_has_gpu() - whether the profile has a "/device:GPU:" plane
@@ -587,6 +606,8 @@ struct xprofs_xspace {
 	uint64_t host_id;
 	unsigned threads; /* the caller's thread allowance (opts->threads, at least 1): the reader's
 			   * pread is thread-safe when > 1, so renders may use that many too */
+	const struct xprofs_xspace_sidecar *sidecars; /* borrowed: xprofs_xspace_set_sidecars() */
+	size_t n_sidecars;
 };
 
 /* ---- helpers shared by the files ---------------------------------- */
@@ -759,6 +780,19 @@ struct xs_md_ext {
 	void (*free)(void *view_md);
 };
 
+struct xprofs_hlo_facts; /* xprofs/hlo.h */
+/*
+ * The HLO facts of a render (xprofs/hlo.h: per (program id, instruction
+ * name) its framework op, source line, category, ...), made from the
+ * profile's metadata plane and its sidecars on first use by the render's
+ * owner (decode/render.c), once, and shared by the render's contexts: @get
+ * gives them (NULL: the profile carries no HLO), thread-safe. Through
+ * xs_hlo_facts().
+ */
+struct xs_hlo_src {
+	int (*get)(struct xs_hlo_src *s, const struct xprofs_hlo_facts **out);
+};
+
 struct xs_rctx {
 	struct xprofs_xspace *x; /* borrowed */
 	struct wire_cur ev, md;
@@ -772,13 +806,7 @@ struct xs_rctx {
 	const char *host; /* borrowed, may be NULL: the host name of trace.json's processes */
 	bool win;         /* a slice: line walks keep events overlapping [win_from, win_to) */
 	xprofs_ps128 win_from, win_to;
-	/*
-	 * A view's per-context state (trace/: the HLO symbols, loaded by the first
-	 * derived GPU stream), freed with the context by @view_data_free.
-	 */
-	void *view_data;
-	void (*view_data_free)(void *data);
-	bool view_data_loaded;
+	struct xs_hlo_src *hlo; /* borrowed, may be NULL: the render's HLO facts (xs_hlo_facts()) */
 	bool in_task; /* a xs_tasks_run() thread's: its tasks run their own tasks in a loop */
 	const char *spill_dir; /* borrowed, may be NULL: xs_parts_run()'s temporary files */
 };
@@ -797,6 +825,16 @@ void xs_rctx_init(struct xs_rctx *rc, struct xprofs_xspace *x, struct xprofs_buf
  */
 void xs_rctx_child(struct xs_rctx *rc, const struct xs_rctx *parent, struct xprofs_buf *err);
 void xs_rctx_deinit(struct xs_rctx *rc);
+
+/*
+ * xs_hlo_facts() - the render's HLO facts into *@out (borrowed for the
+ * render; NULL when it has none), made on the first call. 0 or -errno.
+ */
+static inline int xs_hlo_facts(struct xs_rctx *rc, const struct xprofs_hlo_facts **out)
+{
+	*out = NULL;
+	return rc->hlo ? rc->hlo->get(rc->hlo, out) : 0;
+}
 
 /* What a missing event metadata entry reads as (the empty name, no stats). */
 extern struct xs_evmd xs_empty_evmd;

@@ -59,7 +59,7 @@ def host_tables(xs, sv, sn, names):
     """One host's (device, host) tables, keyed by (program, name)."""
     tabs = {"device": _table(), "host": _table()}
     for p in xs.planes:
-        events, total, ops = op_table(p, sv, sn, names)
+        events, total, ops = op_table(p, sv, sn, names, oracle_stats.hlo_of(xs))
         if not events:
             continue
         dev = p.name.startswith("/device:")

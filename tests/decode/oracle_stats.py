@@ -18,7 +18,16 @@ import math
 import re
 from decimal import Decimal
 
+import oracle_hlo_facts
+
 U64 = 1 << 64
+# The sidecar files each profile path is rendered with (the CLI's --hlo), set by the tests.
+SIDECARS = {}
+
+
+def hlo_of(xs, path=None):
+    """The HLO facts the views of profile @xs (at @path) see."""
+    return oracle_hlo_facts.for_profile(xs, SIDECARS.get(path, ()))
 
 
 def signed(v):
@@ -206,8 +215,9 @@ def programs(p, names):
     return out
 
 
-def op_table(p, stat_value, stat_name, names):
-    """(events, total_ps, {name: op}) of plane @p, as XProf's OpMetricsDb keyed by name."""
+def op_table(p, stat_value, stat_name, names, facts=None):
+    """(events, total_ps, {name: op}) of plane @p, as XProf's OpMetricsDb keyed by name.
+    A GPU kernel's op without a category takes its HLO instruction's (@facts: hlo_of())."""
     progs = programs(p, names)
     ops = {}
     events = total = 0
@@ -245,6 +255,9 @@ def op_table(p, stat_value, stat_name, names):
                 pid = es.integer("program_id")
                 if pid is None:
                     pid = ms.integer("program_id")
+                f = oracle_hlo_facts.lookup(facts or {}, pid, name) if kind == "stream" else None
+                if not cat and f is not None:
+                    cat = f["category"]
                 if mod is not None and pid is not None:
                     prog = "%s(%d)" % (mod, pid)
                 elif mod is not None:
@@ -360,7 +373,7 @@ def check_ops(path, xs, jops, obj, stat_value, stat_name, names, fail):
     """Every number of ops.json against the recomputed op tables."""
     got = {obj(jp)["name"]: obj(jp) for jp in obj(jops)["planes"]}
     for p in xs.planes:
-        events, total, ops = op_table(p, stat_value, stat_name, names)
+        events, total, ops = op_table(p, stat_value, stat_name, names, hlo_of(xs, path))
         if events == 0:
             if p.name in got:
                 fail("%s: ops has plane %s without op events" % (path, p.name))
@@ -652,7 +665,7 @@ def bottleneck(summ):
             "statement": text}
 
 
-def overview_model(xs, stat_value, stat_name, names):
+def overview_model(xs, stat_value, stat_name, names, path=None):
     steps, summaries = breakdown_model(xs, stat_value, stat_name)
     pick = next((q for q in summaries if not xs.planes[q].name.startswith("/device:")),
                 next(iter(summaries), None))
@@ -661,7 +674,7 @@ def overview_model(xs, stat_value, stat_name, names):
     host_occ = dev_occ = host_self = dev_self = 0
     merged = {}
     for p in xs.planes:
-        events, _, ops = op_table(p, stat_value, stat_name, names)
+        events, _, ops = op_table(p, stat_value, stat_name, names, hlo_of(xs, path))
         if not events:
             continue
         isdev = p.name.startswith("/device:")
@@ -762,7 +775,7 @@ def same(a, b, where, fail):
 
 def check_overview(path, xs, jov, stat_value, stat_name, names, fail):
     """overview.json (parsed with json.loads) against overview_model()."""
-    same(jov, overview_model(xs, stat_value, stat_name, names), path + ": overview", fail)
+    same(jov, overview_model(xs, stat_value, stat_name, names, path), path + ": overview", fail)
 
 
 # ---- kernels.json ------------------------------------------------------------
@@ -806,8 +819,10 @@ def launch_params(details):
     return k
 
 
-def kernels_model(xs, stat_value, stat_name, names):
-    """kernels.json's content, or None without GPU planes."""
+def kernels_model(xs, stat_value, stat_name, names, path=None):
+    """kernels.json's content, or None without GPU planes. An XLA kernel whose HLO
+    instruction is known names the instruction's TfOpName() (XProf's on_kernel_fn)."""
+    hlo = hlo_of(xs, path)
     gpus = [p for p in xs.planes if p.name.startswith("/device:GPU:")]
     if not gpus:
         return None
@@ -826,6 +841,12 @@ def kernels_model(xs, stat_value, stat_name, names):
                 op = es.string("hlo_op")
                 if op is None:
                     op = ms.string("hlo_op")
+                pid = es.integer("program_id")
+                if pid is None:
+                    pid = ms.integer("program_id")
+                f = oracle_hlo_facts.lookup(hlo, pid, op)
+                if f is not None:
+                    op = f["tf_op_name"]
                 if op is None:
                     tf = es.string("tf_op")
                     op = tf.split(":", 1)[0] if tf is not None else ""
@@ -857,7 +878,7 @@ def kernels_model(xs, stat_value, stat_name, names):
 
 def check_kernels(path, xs, run_view, stat_value, stat_name, names, fail):
     """kernels.json: run_view() gives (exit status, parsed JSON or None)."""
-    want = kernels_model(xs, stat_value, stat_name, names)
+    want = kernels_model(xs, stat_value, stat_name, names, path)
     rc, got = run_view()
     if want is None:
         if rc == 0:

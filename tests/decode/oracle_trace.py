@@ -200,13 +200,10 @@ def hlo_pb2():
     return _HLO[0]
 
 
-def hlo_symbols(xs):
-    """XProf's symbol resolver: (program id, instruction name) -> (tf_op_name, source_info),
-    from the HLO protos of the "/host:metadata" plane (ParseHloProtosFromXSpace(),
-    HloModuleWrapper: op_full_name() = TraceMeOp(op_name, op_type), source_info())."""
-    syms = {}
+def metadata_protos(xs):
+    """[(program id, HloProto bytes)] of the "/host:metadata" plane (ParseHloProtosFromXSpace())."""
+    protos = []
     for p in [p for p in xs.planes if p.name == "/host:metadata"][:1]:   # FindPlaneWithName()
-        protos = []
         if len(p.stats):     # legacy: every bytes plane stat, keyed by its metadata id
             protos = [(st.metadata_id, st.bytes_value) for st in p.stats
                       if st.WhichOneof("value") == "bytes_value"]
@@ -217,22 +214,30 @@ def hlo_symbols(xs):
                 st = [x for x in m.stats if want and x.metadata_id == want[0]]
                 if st and st[0].WhichOneof("value") == "bytes_value":
                     protos.append((m.id, st[0].bytes_value))
-        done = set()
-        for pid, data in protos:
-            h = hlo_pb2().HloProto()
-            try:
-                h.ParseFromString(data)
-            except Exception:       # a proto that does not parse resolves nothing
-                continue
-            if pid & U64 in done:   # HloModuleMap.try_emplace(): the first proto of a program
-                continue
-            done.add(pid & U64)
-            for comp in h.hlo_module.computations:
-                for ins in comp.instructions:
-                    md = ins.metadata
-                    src = "%s:%d" % (md.source_file.rsplit("/", 1)[-1], md.source_line) \
-                        if md.source_file else ""
-                    syms.setdefault((pid & U64, ins.name), (md.op_name + ":" + md.op_type, src))
+    return protos
+
+
+def hlo_symbols(xs):
+    """XProf's symbol resolver: (program id, instruction name) -> (tf_op_name, source_info),
+    from the HLO protos of the "/host:metadata" plane (ParseHloProtosFromXSpace(),
+    HloModuleWrapper: op_full_name() = TraceMeOp(op_name, op_type), source_info())."""
+    syms = {}
+    done = set()
+    for pid, data in metadata_protos(xs):
+        h = hlo_pb2().HloProto()
+        try:
+            h.ParseFromString(data)
+        except Exception:       # a proto that does not parse resolves nothing
+            continue
+        if pid & U64 in done:   # HloModuleMap.try_emplace(): the first proto of a program
+            continue
+        done.add(pid & U64)
+        for comp in h.hlo_module.computations:
+            for ins in comp.instructions:
+                md = ins.metadata
+                src = "%s:%d" % (md.source_file.rsplit("/", 1)[-1], md.source_line) \
+                    if md.source_file else ""
+                syms.setdefault((pid & U64, ins.name), (md.op_name + ":" + md.op_type, src))
     return syms
 
 

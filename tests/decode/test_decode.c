@@ -1113,6 +1113,10 @@ static void test_trace_hlo_symbols(void **state)
 	ni1 = pb_len(in1, 1, "dot.1", 5);
 	ni1 += pb_len(in1 + ni1, 7, md, nm);
 	ni2 = pb_len(in2, 1, "copy.2", 6);
+	/* id 1 (dot.1 has id 0, the computation's root): a module hlo/ accepts, as XLA would */
+	in2[ni2++] = 0x98; /* field 35 (id), varint */
+	in2[ni2++] = 0x02;
+	in2[ni2++] = 1;
 	nc = pb_len(comp, 2, in1, ni1);
 	nc += pb_len(comp + nc, 2, in2, ni2);
 	nmod = pb_len(mod, 3, comp, nc);

@@ -103,6 +103,44 @@ static void walk(const struct xprofs_hlo_program *p)
 	xprofs_buf_deinit(&bc);
 }
 
+/*
+ * The facts table of @idx (facts.c, category.c): built, and every
+ * instruction of @p (the same bytes, decoded) found with its category.
+ */
+static void facts(const struct xprofs_hlo_index *idx, const struct xprofs_hlo_program *p)
+{
+	struct xprofs_hlo_facts *f = NULL;
+	struct xprofs_hlo_module m;
+	struct xprofs_hlo_fact fact;
+	struct xprofs_buf tf;
+
+	if (xprofs_hlo_facts_build(idx, NULL, &f) < 0)
+		abort();
+	xprofs_buf_init(&tf, 3 * XPROFS_HLO_FACT_STR_MAX);
+	if (p)
+		xprofs_hlo_program_module(p, &m);
+	for (size_t i = 0; p && !xprofs_hlo_facts_truncated(f) && i < m.n_instructions; i++) {
+		struct xprofs_hlo_instr in;
+
+		if (xprofs_hlo_instr_get(p, i, &in) < 0)
+			abort();
+		(void)xprofs_hlo_category(p, i);
+		if (strlen(in.name) > XPROFS_HLO_FACT_STR_MAX)
+			continue; /* kept cut: not found by its whole name */
+		if (!xprofs_hlo_facts_find(f, 7, in.name, strlen(in.name), &fact) ||
+		    fact.category[fact.category_len] != '\0' ||
+		    fact.op_name_len + 1 + fact.op_type_len != fact.op_full_name_len ||
+		    /* the first instruction of a name, as xprofs_hlo_find_instr() */
+		    (ssize_t)fact.instr != xprofs_hlo_find_instr(p, in.name, strlen(in.name)))
+			abort();
+		xprofs_buf_reset(&tf);
+		if (xprofs_hlo_tf_op_name(&fact, &tf) < 0)
+			abort();
+	}
+	xprofs_buf_deinit(&tf);
+	xprofs_hlo_facts_free(f);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mem m = {data, size};
@@ -133,6 +171,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (xprofs_hlo_index_new(&idx) == 0) {
 		(void)!xprofs_hlo_index_add_sidecar(idx, "jit_f(7).hlo_proto.pb", &zr, NULL);
 		(void)!xprofs_hlo_index_add(idx, &pr, 0, size, 1, NULL, XPROFS_HLO_RANGE, NULL);
+		facts(idx, a);
 	}
 	xprofs_hlo_index_free(idx);
 	xprofs_hlo_program_free(a);

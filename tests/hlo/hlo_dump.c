@@ -10,6 +10,9 @@
  *                                null for an unknown figure); with --summary
  *                                the cost of every instruction is taken and
  *                                only its time and totals printed
+ *   --facts-max BYTES            also "facts": the facts table of the index
+ *                                built with that cap (0: the default):
+ *                                {count, truncated, bytes}
  *
  * Prints {"programs": [{module, program_id, source, error, errno, name, id,
  * entry, computations: [{name, id, root, is_fusion, instructions: [...]}]}]}
@@ -144,6 +147,7 @@ static json_t *instr_json(const struct xprofs_hlo_program *p, size_t i)
 		      i64s(in.dimensions, in.n_dimensions), "feature_group_count",
 		      (json_int_t)in.feature_group_count, "batch_group_count",
 		      (json_int_t)in.batch_group_count);
+	json_object_set_new(o, "category", json_string(xprofs_hlo_category(p, i)));
 	a = json_array();
 	for (size_t k = 0; k < in.n_operands; k++) {
 		struct xprofs_hlo_instr op;
@@ -271,6 +275,7 @@ int main(int argc, char **argv)
 	struct file files[256];
 	size_t n_files = 0;
 	bool summary = false;
+	long facts_max = -1;
 	const char *mode = NULL;
 	json_t *progs = json_array(), *top;
 	struct xprofs_buf err;
@@ -284,6 +289,8 @@ int main(int argc, char **argv)
 			summary = true;
 		} else if (!strcmp(argv[i], "--cost")) {
 			with_cost = true;
+		} else if (!strcmp(argv[i], "--facts-max") && i + 1 < argc) {
+			facts_max = strtol(argv[++i], NULL, 10);
 		} else if (!strncmp(argv[i], "--", 2)) {
 			mode = argv[i];
 		} else if (mode && n_files < 256) {
@@ -338,6 +345,21 @@ int main(int argc, char **argv)
 	}
 	top = json_pack("{s:o}", "programs", progs);
 	progs = NULL;
+	if (facts_max >= 0) {
+		struct xprofs_hlo_facts_opts fo = {.mem_max = (size_t)facts_max};
+		struct xprofs_hlo_facts *f = NULL;
+
+		if (xprofs_hlo_facts_build(idx, &fo, &f) < 0) {
+			json_decref(top);
+			goto out;
+		}
+		json_object_set_new(top, "facts",
+				    json_pack("{s:I, s:b, s:I}", "count",
+					      (json_int_t)xprofs_hlo_facts_count(f), "truncated",
+					      xprofs_hlo_facts_truncated(f), "bytes",
+					      (json_int_t)xprofs_hlo_facts_bytes(f)));
+		xprofs_hlo_facts_free(f);
+	}
 	json_dumpf(top, stdout, JSON_COMPACT);
 	putchar('\n');
 	json_decref(top);

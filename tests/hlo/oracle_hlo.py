@@ -22,6 +22,9 @@ import xcheck
 import xproto
 from xproto import fail
 
+sys.path.insert(0, os.path.join(xproto.SRC, "tests", "decode"))
+import oracle_hlo_facts  # noqa: E402  (XLA's ToCategory(), written again)
+
 DUMP, GEN = (sys.argv + ["", ""])[1:3]
 hlo_pb2, _tmp = xproto.load("hlo")
 shutil.rmtree(_tmp, ignore_errors=True)
@@ -61,6 +64,7 @@ def expect_program(h):
             gi += 1
     gi = 0
     for c in m.computations:
+        ins_of = {i.id: i for i in c.instructions}
         by_id = {}
         base = gi
         for k, ins in enumerate(c.instructions):
@@ -103,6 +107,7 @@ def expect_program(h):
                 "operands": list(ins.operand_ids), "called": list(ins.called_computation_ids),
                 "window": w, "conv": conv, "dot": dot,
                 "backend_config": ins.backend_config.decode("utf-8", "replace"),
+                "category": oracle_hlo_facts.category(ins, ins_of),
                 "found": first_of[ins.name]})
             gi += 1
         comps.append({"name": c.name, "id": c.id,
@@ -229,6 +234,99 @@ def good():
     return module([fused, main])
 
 
+def categories():
+    """One instruction per category rule, and the category XLA's ToCategory() gives it."""
+    want = []
+
+    def add(i, cat, **kw):
+        for k, v in kw.items():
+            if isinstance(v, list):
+                getattr(i, k).extend(v)
+            else:
+                setattr(i, k, v)
+        want.append((i, cat))
+        return i
+    fused = comp(10, "fused", [ins(1, "p0", "parameter"), ins(2, "neg", "negate", ops=[1])])
+    p = ins(3, "x", "parameter", dims=(4, 8))
+    s16 = ins(4, "h", "parameter", dims=(4, 8))
+    s16.shape.element_type = hlo_pb2.F16
+    main = [p, s16]
+    n = [100]
+
+    def nxt(name, opcode, **kw):
+        n[0] += 1
+        return ins(n[0], "%s.%d" % (name, n[0]), opcode, dims=kw.pop("dims", (4, 8)),
+                   ops=kw.pop("ops", [3]), called=kw.pop("called", []))
+    for kind, cat in (("kLoop", "loop fusion"), ("kInput", "input fusion"),
+                      ("kOutput", "output fusion"), ("kCustom", "custom fusion"),
+                      ("kWhatever", "fusion")):
+        main.append(add(nxt("fusion", "fusion", called=[10]), cat, fusion_kind=kind))
+    for op in ("transpose", "copy", "reshape", "dynamic-reshape"):
+        main.append(add(nxt(op, op), "data formatting"))
+    for op in ("add", "exponential", "select", "clamp", "convert", "compare", "constant",
+               "rng", "tanh", "stochastic-convert"):
+        main.append(add(nxt(op, op), "non-fusion elementwise"))
+    for op in ("convolution", "dot", "reduce", "custom-call", "broadcast", "all-reduce",
+               "dynamic-update-slice", "slice", "pad", "parameter"):
+        main.append(add(nxt(op, op), op))
+    # bitcast-convert: elementwise only between types of one bit width
+    same = add(nxt("bc", "bitcast-convert"), "non-fusion elementwise")
+    same.shape.element_type = hlo_pb2.S32
+    main.append(same)
+    narrow = add(nxt("bc", "bitcast-convert", dims=(4, 8, 2), ops=[4]), "bitcast-convert")
+    main.append(narrow)
+    # map: elementwise with no dimensions or exactly 0..rank-1
+    main.append(add(nxt("map", "map"), "non-fusion elementwise", dimensions=[0, 1]))
+    main.append(add(nxt("map", "map"), "map", dimensions=[1, 0]))
+    main.append(add(nxt("map", "map"), "non-fusion elementwise"))
+    return module([fused, comp(20, "main", main)], name="categories"), want
+
+
+def check_facts_cap(sidecars):
+    """The facts table: every (program id, name) once under the default cap; under a small
+    cap the instructions read before it, the table saying it was cut, and its memory
+    within the cap."""
+    want = set()
+    for path in sidecars:
+        pid = int(os.path.basename(path).rsplit("(", 1)[1].split(")")[0])
+        h = hlo_pb2.HloProto()
+        with open(path, "rb") as fh:
+            h.ParseFromString(fh.read())
+        want |= {(pid, i.name) for c in h.hlo_module.computations for i in c.instructions}
+    for cap in (0, 48 << 10):
+        r = subprocess.run([DUMP, "--summary", "--facts-max", str(cap), "--sidecar"] + sidecars,
+                           capture_output=True, check=False)
+        f = json.loads(r.stdout)["facts"] if r.returncode == 0 else None
+        if f is None:
+            fail("hlo-dump --facts-max %d: exit %d" % (cap, r.returncode))
+        elif cap == 0 and (f["count"] != len(want) or f["truncated"]):
+            fail("facts: %r, want %d instructions, not truncated" % (f, len(want)))
+        elif cap and not (0 < f["count"] < len(want) and f["truncated"] and
+                          f["bytes"] <= cap + 256):
+            fail("facts under a %d-byte cap: %r (of %d)" % (cap, f, len(want)))
+        else:
+            print("ok: facts under cap %d: %d of %d instructions, %d bytes" %
+                  (cap, f["count"], len(want), f["bytes"]))
+
+
+def check_categories(tmp):
+    h, want = categories()
+    path = os.path.join(tmp, "categories.pb")
+    with open(path, "wb") as fh:
+        fh.write(h.SerializeToString())
+    progs = dump("--raw", [path])
+    if len(progs) != 1 or progs[0].get("error"):
+        fail("categories: %r" % (progs[0].get("error") if progs else "no program"))
+        return
+    got = {i["name"]: i["category"] for c in progs[0]["computations"]
+           for i in c["instructions"]}
+    bad = [(i.name, got.get(i.name), cat) for i, cat in want if got.get(i.name) != cat]
+    for b in bad:
+        fail("category of %s: %r, XLA's ToCategory() gives %r" % b)
+    compare("categories", progs[0], h.SerializeToString())
+    print("ok: %d instructions, each category rule" % len(want))
+
+
 def hostile_cases():
     """[(label, bytes, errno, words the reason must contain)]"""
     cases = []
@@ -338,9 +436,11 @@ def main():
             fail("xprofs-gen wrote no sidecars in %s" % sdir)
         else:
             check_sidecars("gen", sidecars)
+            check_facts_cap(sidecars)
         for x in sorted(glob.glob(os.path.join(sdir, "*.xplane.pb"))):
             check_xspace("gen %s" % os.path.basename(x), x)
         check_hostile(tmp)
+        check_categories(tmp)
         samples = os.path.join(xproto.SHARED, "samples")
         if not os.path.isdir(samples):
             print("SKIP: %s is absent: no shared samples checked" % samples)
