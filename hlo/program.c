@@ -759,6 +759,19 @@ static void dec_free(struct dec *d)
 	wire_cur_deinit(&d->c);
 }
 
+int hlo_span_check(const struct xprofs_reader *r, uint64_t off, uint64_t len,
+		   struct xprofs_buf *err)
+{
+	if (off <= r->size && len <= r->size - off)
+		return 0;
+	if (err && !err->len)
+		(void)!xprofs_buf_printf(err,
+					 "HloProto of %" PRIu64 " bytes at offset %" PRIu64
+					 " lies past the end of its %" PRIu64 "-byte source",
+					 len, off, r->size);
+	return -EINVAL;
+}
+
 /* Give back what the decoder over-allocated: a program is kept a while. */
 static void shrink(void **a, size_t n, size_t size)
 {
@@ -776,15 +789,8 @@ int xprofs_hlo_program_decode(const struct xprofs_reader *r, uint64_t off, uint6
 	int ret;
 
 	*out = NULL;
-	if (off > r->size || len > r->size - off) {
-		if (err && !err->len)
-			(void)!xprofs_buf_printf(err,
-						 "HloProto of %" PRIu64 " bytes at offset %" PRIu64
-						 " lies past the end of its %" PRIu64
-						 "-byte source",
-						 len, off, r->size);
-		return -EINVAL;
-	}
+	if ((ret = hlo_span_check(r, off, len, err)) < 0)
+		return ret;
 	if (len > XPROFS_HLO_PROTO_MAX) {
 		if (err && !err->len)
 			(void)!xprofs_buf_printf(err,
