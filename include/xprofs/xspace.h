@@ -355,6 +355,8 @@ int xs_out_room(struct xs_out *o, size_t n);
 /* xs_out_str() - @s (@n bytes, borrowed) as a JSON string. */
 void xs_out_str(struct xs_out *o, const char *s, size_t n);
 void xs_out_cstr(struct xs_out *o, const char *s);
+/* xs_out_key_cstr() - the literal @lit (a key with its punctuation), then @s as xs_out_cstr(). */
+void xs_out_key_cstr(struct xs_out *o, const char *lit, const char *s);
 /* xs_out_double() - shortest round-tripping form; null for NaN and infinities. */
 void xs_out_double(struct xs_out *o, double d);
 /* xs_out_opt_double() - @lit (a key and colon, borrowed), then @d, or null without @has. */
@@ -440,6 +442,13 @@ static inline void xs_out_key_i64(struct xs_out *o, const char *lit, int64_t v)
 {
 	xs_out_add(o, lit, strlen(lit));
 	xs_out_i64(o, v);
+}
+
+/* xs_out_key_u64() - the literal @lit (a key with its punctuation), then @v. */
+static inline void xs_out_key_u64(struct xs_out *o, const char *lit, uint64_t v)
+{
+	xs_out_add(o, lit, strlen(lit));
+	xs_out_u64(o, v);
 }
 
 /* @ps picoseconds as an exact decimal number of microseconds. */
