@@ -144,22 +144,19 @@ static bool open_before(const struct trace_derive *d, xs_ps128 t)
 	return false;
 }
 
+/* Whether @l has the id of derived line @k on a TensorCore plane. */
+static bool tpu_tid_is(const struct xs_line *l, int k)
+{
+	return trace_der_tpu_tid_offset[k] &&
+	       (int32_t)l->id == TID_DERIVED_MIN + (int32_t)trace_der_tpu_tid_offset[k];
+}
+
 /* The derived line ids a TensorCore plane already holds (bit per DL_*): not derived again. */
 static uint8_t tpu_have(const struct xprofs_xspace *x, const struct xs_plane *p)
 {
-	uint8_t have = 0;
-
-	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct xs_line *l = &x->lines[p->first_line + j];
-
-		for (int k = 0; k < DL_COUNT; k++)
-			if (trace_der_tpu_tid_offset[k] &&
-			    (int32_t)l->id ==
-				    TID_DERIVED_MIN + (int32_t)trace_der_tpu_tid_offset[k])
-				have |= (uint8_t)(1u << k);
-	}
 	/* only these three are derived here */
-	return have | (uint8_t)(1u << DL_MODULE | 1u << DL_HLO_OP);
+	return xs_plane_derived_have(x, p, tpu_tid_is) |
+	       (uint8_t)(1u << DL_MODULE | 1u << DL_HLO_OP);
 }
 
 /* One event of the merge: ProcessTfOpEvent() of its tf_op, its source on Source code. */

@@ -647,6 +647,14 @@ extern const char *const xs_derived_names[DL_COUNT];
 #define TID_DERIVED_MAX TID_DEVICE_DERIVED_MAX
 /* xs_derived_tid() - IsDerivedThreadId() of a line id. */
 bool xs_derived_tid(int64_t id);
+/* Whether line @l is derived line @k (DL_*). */
+typedef bool (*xs_derived_is_fn)(const struct xs_line *l, int k);
+/*
+ * xs_plane_derived_have() - the derived lines plane @p already holds (bit per
+ * DL_*): those of its lines @is says are one (order.c; the index asks by name).
+ */
+uint8_t xs_plane_derived_have(const struct xprofs_xspace *x, const struct xs_plane *p,
+			      xs_derived_is_fn is);
 /*
  * xs_derived_assign() - every line's trace_tid (its display id, renumbered
  * on GPU planes as XProf's DeriveEventsFromAnnotations() orders streams) and
