@@ -480,39 +480,30 @@ int xs_render_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv
 /* The string field of @os for bit @i (XS_OS_*). */
 static char **opstats_str(struct xs_opstats *os, int i)
 {
-	switch (i) {
-	case XS_OS_CATEGORY:
-		return &os->category;
-	case XS_OS_HLO_OP:
-		return &os->hlo_op;
-	case XS_OS_STEP_NAME:
-		return &os->step_name;
-	case XS_OS_HLO_MODULE:
-		return &os->hlo_module;
-	case XS_OS_KERNEL_DETAILS:
-		return &os->kernel_details;
-	default:
-		return &os->tf_op;
-	}
+	static const uint16_t off[XS_OS_NSTR] = {
+		[XS_OS_CATEGORY] = offsetof(struct xs_opstats, category),
+		[XS_OS_HLO_OP] = offsetof(struct xs_opstats, hlo_op),
+		[XS_OS_STEP_NAME] = offsetof(struct xs_opstats, step_name),
+		[XS_OS_HLO_MODULE] = offsetof(struct xs_opstats, hlo_module),
+		[XS_OS_KERNEL_DETAILS] = offsetof(struct xs_opstats, kernel_details),
+		[XS_OS_TF_OP] = offsetof(struct xs_opstats, tf_op),
+	};
+
+	return (char **)(void *)((char *)os + off[i]);
 }
 
 void xs_opstats_clear(struct xs_opstats *s)
 {
-	if (s->borrow) { /* only the copies are ours; a per-event struct is dropped next */
-		for (int i = 0; s->owned && i < XS_OS_NSTR; i++)
-			if (s->owned & (1u << i))
-				free(*opstats_str(s, i));
-		s->owned = 0;
-		return;
-	} else {
-		free(s->category);
-		free(s->hlo_op);
-		free(s->step_name);
-		free(s->hlo_module);
-		free(s->kernel_details);
-		free(s->tf_op);
-	}
-	memset(s, 0, sizeof(*s));
+	/* borrow mode: only the copies are ours */
+	unsigned mine = s->borrow ? s->owned : (1u << XS_OS_NSTR) - 1;
+
+	for (int i = 0; mine && i < XS_OS_NSTR; i++)
+		if (mine & (1u << i))
+			free(*opstats_str(s, i));
+	if (s->borrow)
+		s->owned = 0; /* a per-event struct is dropped next: the rest is left */
+	else
+		memset(s, 0, sizeof(*s));
 }
 
 /*
