@@ -103,11 +103,7 @@ static int processes(struct trace_pf_ctx *c, const struct trace_plane *tp, size_
 			trace_pf_seq_open(c, &s, PROC_UUID(tp[i].pid), &c->td);
 			continue;
 		}
-		pbw_reset(&c->pk);
-		pbw_u64(&c->pk, F_PK_SEQ, s.id);
-		pbw_u64(&c->pk, F_PK_FLAGS, SEQ_NEEDS);
-		pbw_msg(&c->pk, F_PK_TRACK, &c->td);
-		trace_pf_emit(c->o, &c->pk);
+		trace_pf_emit_msg(c, &s, F_PK_TRACK, &c->td);
 	}
 	if (c->rc->win && first < c->rc->win_from)
 		first = c->rc->win_from;
