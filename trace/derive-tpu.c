@@ -218,35 +218,23 @@ static int tpu_walk(struct xs_rctx *rc, const struct xs_plane *p, size_t n, uint
 
 	xprofs_buf_init(&tc.arena, TPU_ARENA_MAX);
 	tc.n = p->ev.n;
-	if (!(d = calloc(1, sizeof(*d))) || !(src = calloc(n, sizeof(*src))) ||
+	if (!(d = trace_derive_alloc(emit, arg, (uint32_t)TID_DERIVED_MIN, 1, 64)) ||
+	    !(src = calloc(n, sizeof(*src))) ||
 	    !(tc.md = calloc(tc.n ? tc.n : 1, sizeof(*tc.md)))) {
 		r = -ENOMEM;
 		goto out;
 	}
-	d->emit = emit;
-	d->arg = arg;
 	d->tpu = true;
 	d->have = have;
 	d->lookback = lookback;
 	d->dry = dry;
-	d->tid0 = (uint32_t)TID_DERIVED_MIN;
 	if (rc->win)
 		trace_derive_window(d, rc->win_from, rc->win_to);
-	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
-	xprofs_buf_init(&d->s_tf, DER_NAME_MAX + 1);
-	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);
-	xprofs_buf_init(&d->s_op, 1);
-	xprofs_buf_init(&d->disp, DER_NAME_MAX + 1);
 	for (int kk = 0; kk < DL_COUNT; kk++) {
 		struct der_line *dl = &d->lines[kk];
 
-		dl->kind = kk;
-		xprofs_buf_init(&dl->title, 64);
-		for (int i = 0; i < DER_LEVELS; i++) {
-			xprofs_buf_init(&dl->lv[i].name, DER_NAME_MAX + 1);
-			xprofs_buf_init(&dl->lv[i].disp, DER_NAME_MAX + 1);
+		for (int i = 0; i < DER_LEVELS; i++)
 			dl->fresh[i] = lookback; /* what came before is unknown */
-		}
 		/* the plain line names: first_derived_line_id is kThreadIdTfNameScope */
 		if (r == 0 && xs_derived_names[kk])
 			r = xprofs_buf_adds(&dl->title, xs_derived_names[kk]);
