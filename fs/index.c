@@ -530,6 +530,22 @@ static const struct fs_host *find_host(const struct fs_session *s, const char *c
 const enum xprofs_view fs_slice_views[] = {XPROFS_VIEW_TRACE, XPROFS_VIEW_PFTRACE};
 const size_t fs_slice_nviews = sizeof(fs_slice_views) / sizeof(fs_slice_views[0]);
 
+/*
+ * view_leaf() - component @c (@len bytes) as one of the @n @views: @t is
+ * that view's file of @kind (nothing may follow it, rest @p), else -ENOENT.
+ */
+static int view_leaf(const char *p, struct fs_target *t, const char *c, size_t len,
+		     const enum xprofs_view *views, size_t n, enum fs_kind kind)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (comp_is(c, len, xprofs_decode_view_name(views[i]))) {
+			t->view = (int)views[i];
+			return leaf(p, t, kind);
+		}
+	}
+	return -ENOENT;
+}
+
 /* classify_slice() - below steps/ or window/ (@kind says which; rest @p). */
 static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind)
 {
@@ -550,13 +566,7 @@ static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind
 	c = dir_comp(&p, &len, t, FS_K_SLICE);
 	if (!c)
 		return 0;
-	for (size_t i = 0; i < fs_slice_nviews; i++) {
-		if (comp_is(c, len, xprofs_decode_view_name(fs_slice_views[i]))) {
-			t->view = (int)fs_slice_views[i];
-			return leaf(p, t, FS_K_VIEW);
-		}
-	}
-	return -ENOENT;
+	return view_leaf(p, t, c, len, fs_slice_views, fs_slice_nviews, FS_K_VIEW);
 }
 
 /*
@@ -657,19 +667,14 @@ static int classify_host(const char *p, struct fs_target *t)
 /* classify_compare_dir() - below compare/<other> (other set; rest @p). */
 static int classify_compare_dir(const char *p, struct fs_target *t)
 {
+	static const enum xprofs_view views[] = {XPROFS_VIEW_OPS, XPROFS_VIEW_STEPS};
 	const char *c;
 	size_t len;
 
 	c = dir_comp(&p, &len, t, FS_K_COMPARE_DIR);
 	if (!c)
 		return 0;
-	if (comp_is(c, len, xprofs_decode_view_name(XPROFS_VIEW_OPS)))
-		t->view = XPROFS_VIEW_OPS;
-	else if (comp_is(c, len, xprofs_decode_view_name(XPROFS_VIEW_STEPS)))
-		t->view = XPROFS_VIEW_STEPS;
-	else
-		return -ENOENT;
-	return leaf(p, t, FS_K_COMPARE_VIEW);
+	return view_leaf(p, t, c, len, views, sizeof(views) / sizeof(views[0]), FS_K_COMPARE_VIEW);
 }
 
 /*

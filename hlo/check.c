@@ -51,71 +51,106 @@ static void *tmp_alloc(struct xprofs_hlo_program *p, size_t n, size_t size)
 	return calloc(n ? n : 1, size);
 }
 
-/*
- * Kahn's algorithm over the calls: edges from each computation to those
- * its instructions call. -EINVAL naming a computation on or below a cycle.
- */
-static int check_calls(struct xprofs_hlo_program *p, struct wire_cur *c)
-{
-	size_t n = p->n_comps, head = 0, tail = 0;
-	uint32_t *indeg = tmp_alloc(p, n, sizeof(uint32_t));
-	uint32_t *queue = tmp_alloc(p, n, sizeof(uint32_t));
-	int r = 0;
+/* Kahn's state: in-degrees, then the queue of nodes nothing unvisited points at. */
+struct kahn {
+	uint32_t *indeg, *queue;
+	size_t tail;
+	bool counting; /* first pass: count in-degrees; then take nodes */
+};
 
-	if (!indeg || !queue) {
-		r = -E2BIG;
-		goto out;
-	}
-	for (size_t i = 0; i < p->n_ins; i++) {
-		const struct hlo_ins *in = &p->ins[i];
+/* One edge to @v: counted, or taken away (and @v queued once nothing points at it). */
+static void kahn_edge(struct kahn *k, uint32_t v)
+{
+	if (k->counting)
+		k->indeg[v]++;
+	else if (--k->indeg[v] == 0)
+		k->queue[k->tail++] = v;
+}
+
+/* A graph's edges from node @i, each handed to kahn_edge(). */
+typedef void kahn_edges_fn(const struct xprofs_hlo_program *p, size_t i, struct kahn *k);
+
+/* The calls: from computation @i to those its instructions call. */
+static void call_edges(const struct xprofs_hlo_program *p, size_t i, struct kahn *k)
+{
+	const struct hlo_comp *cp = &p->comps[i];
+
+	for (size_t x = cp->first; x < (size_t)cp->first + cp->n; x++) {
+		const struct hlo_ins *in = &p->ins[x];
 
 		if (!in->ext)
 			continue;
 		for (uint32_t j = 0; j < p->exts[in->ext - 1].n_called; j++)
-			indeg[p->u32[p->exts[in->ext - 1].called_off + j]]++;
+			kahn_edge(k, p->u32[p->exts[in->ext - 1].called_off + j]);
+	}
+}
+
+/* The operands: from instruction @i to each of its operands. */
+static void operand_edges(const struct xprofs_hlo_program *p, size_t i, struct kahn *k)
+{
+	const struct hlo_ins *in = &p->ins[i];
+
+	for (uint32_t j = 0; j < in->n_ops; j++)
+		kahn_edge(k, p->u32[in->ops_off + j]);
+}
+
+/*
+ * kahn() - Kahn's algorithm over the @n nodes whose edges @edges hands out:
+ * *@left is a node left over (on or below a cycle), or @n when none is.
+ * -E2BIG when the temporary arrays are past the budget.
+ */
+static int kahn(struct xprofs_hlo_program *p, size_t n, kahn_edges_fn *edges, size_t *left)
+{
+	struct kahn k = {.counting = true};
+	size_t head = 0;
+	int r = 0;
+
+	*left = n;
+	k.indeg = tmp_alloc(p, n, sizeof(uint32_t));
+	k.queue = tmp_alloc(p, n, sizeof(uint32_t));
+	if (!k.indeg || !k.queue) {
+		r = -E2BIG;
+		goto out;
 	}
 	for (size_t i = 0; i < n; i++)
-		if (!indeg[i])
-			queue[tail++] = (uint32_t)i;
-	while (head < tail) {
-		const struct hlo_comp *cp = &p->comps[queue[head++]];
-
-		for (size_t i = cp->first; i < (size_t)cp->first + cp->n; i++) {
-			const struct hlo_ins *in = &p->ins[i];
-
-			if (!in->ext)
-				continue;
-			for (uint32_t j = 0; j < p->exts[in->ext - 1].n_called; j++) {
-				uint32_t v = p->u32[p->exts[in->ext - 1].called_off + j];
-
-				if (--indeg[v] == 0)
-					queue[tail++] = v;
-			}
+		edges(p, i, &k);
+	for (size_t i = 0; i < n; i++)
+		if (!k.indeg[i])
+			k.queue[k.tail++] = (uint32_t)i;
+	k.counting = false;
+	while (head < k.tail)
+		edges(p, k.queue[head++], &k);
+	for (size_t i = 0; k.tail < n && i < n; i++)
+		if (k.indeg[i]) {
+			*left = i;
+			break;
 		}
-	}
-	if (tail < n)
-		for (size_t i = 0; i < n; i++)
-			if (indeg[i]) {
-				r = wire_fail(
-					c,
-					"computation %s is called in a cycle (a fusion or call "
-					"that reaches its own computation)",
-					hlo_str(p, p->comps[i].name));
-				break;
-			}
 out:
-	free(indeg);
-	free(queue);
+	free(k.indeg);
+	free(k.queue);
 	return r;
 }
 
-/* Kahn's algorithm over the operands: edges from each instruction to its operands. */
+/* No computation calls itself, directly or not: -EINVAL naming one on or below a cycle. */
+static int check_calls(struct xprofs_hlo_program *p, struct wire_cur *c)
+{
+	size_t left;
+	int r = kahn(p, p->n_comps, call_edges, &left);
+
+	if (r == 0 && left < p->n_comps)
+		r = wire_fail(c,
+			      "computation %s is called in a cycle (a fusion or call "
+			      "that reaches its own computation)",
+			      hlo_str(p, p->comps[left].name));
+	return r;
+}
+
+/* No instruction is its own operand, directly or through others. */
 static int check_operands(struct xprofs_hlo_program *p, struct wire_cur *c)
 {
-	size_t n = p->n_ins, head = 0, tail = 0;
-	uint32_t *indeg = NULL, *queue = NULL;
+	size_t n = p->n_ins, left;
 	bool ordered = true;
-	int r = 0;
+	int r;
 
 	/* XLA writes operands before their users: then there is no cycle, and no memory is needed */
 	for (size_t i = 0; i < n && ordered; i++)
@@ -123,42 +158,13 @@ static int check_operands(struct xprofs_hlo_program *p, struct wire_cur *c)
 			ordered = p->u32[p->ins[i].ops_off + j] < i;
 	if (ordered)
 		return 0;
-	indeg = tmp_alloc(p, n, sizeof(uint32_t));
-	queue = tmp_alloc(p, n, sizeof(uint32_t));
-	if (!indeg || !queue) {
-		r = -E2BIG;
-		goto out;
-	}
-	for (size_t i = 0; i < n; i++)
-		for (uint32_t j = 0; j < p->ins[i].n_ops; j++)
-			indeg[p->u32[p->ins[i].ops_off + j]]++;
-	for (size_t i = 0; i < n; i++)
-		if (!indeg[i])
-			queue[tail++] = (uint32_t)i;
-	while (head < tail) {
-		const struct hlo_ins *in = &p->ins[queue[head++]];
-
-		for (uint32_t j = 0; j < in->n_ops; j++) {
-			uint32_t v = p->u32[in->ops_off + j];
-
-			if (--indeg[v] == 0)
-				queue[tail++] = v;
-		}
-	}
-	if (tail < n)
-		for (size_t i = 0; i < n; i++)
-			if (indeg[i]) {
-				r = wire_fail(
-					c,
-					"instruction %s of computation %s is its own operand, "
-					"directly or through others (an operand cycle)",
-					hlo_str(p, p->ins[i].name),
-					hlo_str(p, p->comps[p->ins[i].comp].name));
-				break;
-			}
-out:
-	free(indeg);
-	free(queue);
+	r = kahn(p, n, operand_edges, &left);
+	if (r == 0 && left < n)
+		r = wire_fail(c,
+			      "instruction %s of computation %s is its own operand, "
+			      "directly or through others (an operand cycle)",
+			      hlo_str(p, p->ins[left].name),
+			      hlo_str(p, p->comps[p->ins[left].comp].name));
 	return r;
 }
 

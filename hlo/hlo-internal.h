@@ -192,6 +192,13 @@ int64_t hlo_id_ix_find(const struct hlo_id_ix *ids, size_t n, int64_t id);
 int hlo_check(struct xprofs_hlo_program *p, struct wire_cur *c, const int64_t *called_ids,
 	      bool have_entry_id, int64_t entry_id);
 
+/*
+ * hlo_span_check() - 0 when @len bytes at @off lie inside @r, else -EINVAL
+ * with the reason in @err (when it is still empty) (program.c).
+ */
+int hlo_span_check(const struct xprofs_reader *r, uint64_t off, uint64_t len,
+		   struct xprofs_buf *err);
+
 /* The bytes a decoded program holds (for xprofs_hlo_module.bytes). */
 size_t hlo_program_bytes(const struct xprofs_hlo_program *p);
 

@@ -93,15 +93,8 @@ int xprofs_hlo_index_add(struct xprofs_hlo_index *idx, const struct xprofs_reade
 	struct entry *e;
 	int ret;
 
-	if (off > r->size || len > r->size - off) {
-		if (err && !err->len)
-			(void)!xprofs_buf_printf(err,
-						 "HloProto of %" PRIu64 " bytes at offset %" PRIu64
-						 " lies past the end of its %" PRIu64
-						 "-byte source",
-						 len, off, r->size);
-		return -EINVAL;
-	}
+	if ((ret = hlo_span_check(r, off, len, err)) < 0)
+		return ret;
 	if (len > XPROFS_HLO_PROTO_MAX || idx->n >= XPROFS_HLO_PROGRAMS_MAX) {
 		if (err && !err->len)
 			(void)!xprofs_buf_printf(err,

@@ -93,6 +93,19 @@ static void leave(struct dec *d, uint64_t save)
 	d->c.end = save;
 }
 
+/*
+ * next_field() - the next field's tag of the message at the cursor, while it
+ * goes on and *@r (what the last field's reading gave) is 0; false at its end
+ * or on an error (then in *@r).
+ */
+static bool next_field(struct dec *d, int *r, uint32_t *f, int *wt)
+{
+	if (*r != 0 || d->c.pos >= d->c.end)
+		return false;
+	*r = wire_tag(&d->c, f, wt);
+	return *r == 0;
+}
+
 /* A repeated int64 field, packed (LEN) or not (VARINT), appended to @v. */
 static int rd_i64s(struct dec *d, int wt, const char *msg, uint32_t f, struct v64 *v)
 {
@@ -153,9 +166,7 @@ static int rd_shape(struct dec *d, size_t depth)
 	uint32_t f, id;
 	int wt, r = 0;
 
-	while (r == 0 && d->c.pos < d->c.end) {
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			break;
+	while (next_field(d, &r, &f, &wt)) {
 		if (f == 2) {
 			if ((r = wire_varint_field(&d->c, wt, "ShapeProto", f, &v)) == 0)
 				t->type = (int32_t)v;
@@ -205,9 +216,7 @@ static int rd_metadata(struct dec *d, struct hlo_ins *in)
 	uint64_t v;
 	int wt, r = 0;
 
-	while (r == 0 && d->c.pos < d->c.end) {
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			break;
+	while (next_field(d, &r, &f, &wt)) {
 		if (f == 1)
 			r = rd_str(d, wt, "OpMetadata", f, &d->strs, &in->op_type);
 		else if (f == 2)
@@ -230,11 +239,9 @@ static int rd_window(struct dec *d, struct ins_tmp *t)
 	uint32_t f;
 	int wt, r = 0;
 
-	while (r == 0 && d->c.pos < d->c.end) {
+	while (next_field(d, &r, &f, &wt)) {
 		struct xprofs_hlo_window_dim *w;
 
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			break;
 		if (f != 1) {
 			r = wire_skip(&d->c, wt);
 			continue;
@@ -245,7 +252,7 @@ static int rd_window(struct dec *d, struct ins_tmp *t)
 			break;
 		w = &t->win[t->n_win++];
 		memset(w, 0, sizeof(*w));
-		while (r == 0 && d->c.pos < d->c.end) {
+		while (next_field(d, &r, &f, &wt)) {
 			int64_t *slot[] = {NULL,
 					   &w->size,
 					   &w->stride,
@@ -255,8 +262,6 @@ static int rd_window(struct dec *d, struct ins_tmp *t)
 					   &w->base_dilation};
 			int64_t v;
 
-			if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-				break;
 			if (f >= 1 && f <= 6)
 				r = rd_int(d, wt, "WindowDimension", f, slot[f]);
 			else if (f == 7) {
@@ -280,9 +285,7 @@ static int rd_conv(struct dec *d, struct ins_tmp *t)
 	int wt, r = 0;
 
 	t->has_conv = true;
-	while (r == 0 && d->c.pos < d->c.end) {
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			break;
+	while (next_field(d, &r, &f, &wt)) {
 		if (f < 13 && scalar[f] >= 0)
 			r = rd_int(d, wt, "ConvolutionDimensionNumbers", f, &t->conv.v[scalar[f]]);
 		else if (f < 13 && list[f] >= 0)
@@ -299,9 +302,7 @@ static int rd_dot(struct dec *d, struct ins_tmp *t)
 	int wt, r = 0;
 
 	t->has_dot = true;
-	while (r == 0 && d->c.pos < d->c.end) {
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			break;
+	while (next_field(d, &r, &f, &wt)) {
 		if (f >= 1 && f <= 4)
 			r = rd_i64s(d, wt, "DotDimensionNumbers", f, &t->dot_d[f - 1]);
 		else
@@ -447,9 +448,7 @@ static int rd_instr(struct dec *d, uint32_t comp)
 	ins_reset(t);
 	s0->type = 0;
 	s0->rank = s0->n_tuple = 0;
-	while (r == 0 && d->c.pos < d->c.end) {
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			break;
+	while (next_field(d, &r, &f, &wt)) {
 		switch (f) {
 		case 1:
 			r = rd_str(d, wt, "HloInstructionProto", f, NULL, &t->in.name);
@@ -606,7 +605,7 @@ static int rd_comp(struct dec *d)
 	int64_t root_id = 0, v;
 	uint64_t save;
 	uint32_t f;
-	int wt, r;
+	int wt, r = 0;
 
 	if (ci >= XPROFS_HLO_COMPS_MAX) {
 		wire_fail(&d->c, "more than %zu computations", XPROFS_HLO_COMPS_MAX);
@@ -619,9 +618,7 @@ static int rd_comp(struct dec *d)
 	p->comps[ci].root = -1;
 	p->n_comps++;
 	d->comp_ops.n = 0;
-	while (d->c.pos < d->c.end) {
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			return r;
+	while (next_field(d, &r, &f, &wt)) {
 		if (f == HLO_F_COMP_NAME) {
 			r = rd_str(d, wt, "HloComputationProto", f, NULL, &p->comps[ci].name);
 		} else if (f == HLO_F_COMP_INSTRS) {
@@ -639,9 +636,9 @@ static int rd_comp(struct dec *d)
 		} else {
 			r = wire_skip(&d->c, wt);
 		}
-		if (r < 0)
-			return r;
 	}
+	if (r < 0)
+		return r;
 	p->comps[ci].n = (uint32_t)(p->n_ins - p->comps[ci].first);
 	return end_comp(d, ci, root_id);
 }
@@ -652,11 +649,9 @@ static int rd_module(struct dec *d)
 	struct xprofs_hlo_program *p = d->p;
 	uint64_t save;
 	uint32_t f;
-	int wt, r;
+	int wt, r = 0;
 
-	while (d->c.pos < d->c.end) {
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			return r;
+	while (next_field(d, &r, &f, &wt)) {
 		if (f == HLO_F_MOD_NAME) {
 			r = rd_str(d, wt, "HloModuleProto", f, NULL, &p->name);
 		} else if (f == HLO_F_MOD_ENTRY_NAME) {
@@ -674,10 +669,8 @@ static int rd_module(struct dec *d)
 		} else {
 			r = wire_skip(&d->c, wt);
 		}
-		if (r < 0)
-			return r;
 	}
-	return 0;
+	return r;
 }
 
 static int cmp_name(const void *a, const void *b, void *arg)
@@ -707,9 +700,7 @@ static int rd_proto(struct dec *d)
 	/* string id 0 is "" */
 	if ((r = hlo_str_add(p, &d->strs, (const uint8_t *)"", 0, &none)) < 0)
 		return r;
-	while (d->c.pos < d->c.end) {
-		if ((r = wire_tag(&d->c, &f, &wt)) < 0)
-			return r;
+	while (next_field(d, &r, &f, &wt)) {
 		if (f == HLO_F_PROTO_MODULE) {
 			if ((r = enter(d, wt, "HloProto", f, &save)) < 0)
 				return r;
@@ -719,9 +710,9 @@ static int rd_proto(struct dec *d)
 		} else {
 			r = wire_skip(&d->c, wt);
 		}
-		if (r < 0)
-			return r;
 	}
+	if (r < 0)
+		return r;
 	if (!have_module)
 		return wire_fail(&d->c, "HloProto has no hlo_module");
 	if ((r = hlo_check(p, &d->c, d->called_ids.a, d->have_entry_id, d->entry_id)) < 0)
@@ -759,6 +750,19 @@ static void dec_free(struct dec *d)
 	wire_cur_deinit(&d->c);
 }
 
+int hlo_span_check(const struct xprofs_reader *r, uint64_t off, uint64_t len,
+		   struct xprofs_buf *err)
+{
+	if (off <= r->size && len <= r->size - off)
+		return 0;
+	if (err && !err->len)
+		(void)!xprofs_buf_printf(err,
+					 "HloProto of %" PRIu64 " bytes at offset %" PRIu64
+					 " lies past the end of its %" PRIu64 "-byte source",
+					 len, off, r->size);
+	return -EINVAL;
+}
+
 /* Give back what the decoder over-allocated: a program is kept a while. */
 static void shrink(void **a, size_t n, size_t size)
 {
@@ -776,15 +780,8 @@ int xprofs_hlo_program_decode(const struct xprofs_reader *r, uint64_t off, uint6
 	int ret;
 
 	*out = NULL;
-	if (off > r->size || len > r->size - off) {
-		if (err && !err->len)
-			(void)!xprofs_buf_printf(err,
-						 "HloProto of %" PRIu64 " bytes at offset %" PRIu64
-						 " lies past the end of its %" PRIu64
-						 "-byte source",
-						 len, off, r->size);
-		return -EINVAL;
-	}
+	if ((ret = hlo_span_check(r, off, len, err)) < 0)
+		return ret;
 	if (len > XPROFS_HLO_PROTO_MAX) {
 		if (err && !err->len)
 			(void)!xprofs_buf_printf(err,

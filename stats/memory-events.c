@@ -12,32 +12,35 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "memory.h"
 
-static const struct {
+/* The stats read, how, and where in struct mev an int or a string goes. */
+static const struct mstat_def {
 	const char *name;
 	enum mstat kind;
-} mstat_names[] = {
-	{"index_on_host", MS_ID_INT},
-	{"device_ordinal", MS_ID_INT},
-	{"allocator_name", MS_ID_STR},
-	{"bytes_reserved", MS_RESERVED},
-	{"bytes_allocated", MS_ALLOCATED},
-	{"bytes_available", MS_AVAILABLE},
-	{"fragmentation", MS_FRAG},
-	{"peak_bytes_in_use", MS_PEAK},
-	{"requested_bytes", MS_REQUESTED},
-	{"allocation_bytes", MS_ABYTES},
-	{"addr", MS_ADDR},
-	{"tf_op", MS_TF_OP},
-	{"group_id", MS_GROUP},
-	{"region_type", MS_REGION},
-	{"data_type", MS_DTYPE},
-	{"shape", MS_SHAPE},
+	size_t off; /* MS_INT: an int64_t or uint64_t; MS_STR: an owned char * */
+} mstat_defs[] = {
+	{"index_on_host", MS_ID_INT, 0},
+	{"device_ordinal", MS_ID_INT, 0},
+	{"allocator_name", MS_ID_STR, 0},
+	{"bytes_reserved", MS_INT, offsetof(struct mev, a.stack)},
+	{"bytes_allocated", MS_INT, offsetof(struct mev, a.heap)},
+	{"bytes_available", MS_INT, offsetof(struct mev, a.free)},
+	{"fragmentation", MS_FRAG, 0},
+	{"peak_bytes_in_use", MS_INT, offsetof(struct mev, a.peak)},
+	{"requested_bytes", MS_INT, offsetof(struct mev, req)},
+	{"allocation_bytes", MS_INT, offsetof(struct mev, abytes)},
+	{"addr", MS_INT, offsetof(struct mev, addr)},
+	{"tf_op", MS_STR, offsetof(struct mev, tf_op)},
+	{"group_id", MS_INT, offsetof(struct mev, step)},
+	{"region_type", MS_STR, offsetof(struct mev, region)},
+	{"data_type", MS_INT, offsetof(struct mev, dtype)},
+	{"shape", MS_STR, offsetof(struct mev, shape)},
 };
 
 void stats_mem_add_error(struct mprof *mp, const char *fmt, ...)
@@ -53,26 +56,26 @@ void stats_mem_add_error(struct mprof *mp, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* The kind of stat metadata @key (MS_NONE: no type, as XProf's Type() without a value). */
-static enum mstat stat_kind(struct mprof *mp, int64_t key)
+/* What stat metadata @key is read as; NULL: nothing (as XProf's Type() without a value). */
+static const struct mstat_def *stat_def(struct mprof *mp, int64_t key)
 {
 	struct xs_rctx *rc = mp->rc;
 	ssize_t k = xs_md_find(&rc->x->planes[rc->plane].st, key);
 	const struct xs_stmd *sm;
 
 	if (k < 0)
-		return MS_NONE;
+		return NULL;
 	if (!mp->skind[k]) {
-		enum mstat kind = MS_NONE;
+		int8_t def = 1;
 
 		if (xs_md_stat(rc, key, &sm) < 0)
-			return MS_NONE;
-		for (size_t i = 0; i < sizeof(mstat_names) / sizeof(mstat_names[0]); i++)
-			if (xs_str_eq(sm->name, sm->name_len, mstat_names[i].name))
-				kind = mstat_names[i].kind;
-		mp->skind[k] = (int8_t)(kind + 1);
+			return NULL;
+		for (size_t i = 0; i < sizeof(mstat_defs) / sizeof(mstat_defs[0]); i++)
+			if (xs_str_eq(sm->name, sm->name_len, mstat_defs[i].name))
+				def = (int8_t)(i + 2);
+		mp->skind[k] = def;
 	}
-	return (enum mstat)(mp->skind[k] - 1);
+	return mp->skind[k] > 1 ? &mstat_defs[mp->skind[k] - 2] : NULL;
 }
 
 /* IntValue(): the int64 value, 0 for any other kind. */
@@ -83,28 +86,23 @@ static int64_t int_value(const struct xs_statv *s)
 
 /*
  * str_value() - StrOrRefValue(): a string, or a ref's stat metadata name,
- * else "". *out borrowed (@own NULL) or owned (*own, free()).
+ * else "". *out borrowed (@own NULL: a ref's name) or owned (*own, free():
+ * a string, copied out of the cursor's window).
  */
 static int str_value(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
 		     const char **out, size_t *len, char **own)
 {
-	const struct xs_stmd *ref;
 	int r;
 
 	*own = NULL;
 	*out = "";
 	*len = 0;
-	if (s->kind == SV_REF) {
-		if ((r = xs_md_stat(rc, (int64_t)s->u, &ref)) < 0)
-			return r;
-		*out = ref->name;
-		*len = ref->name_len;
-	} else if (s->kind == SV_STR) {
-		if ((r = xs_stat_string(rc, c, s, own)) < 0)
-			return r;
-		*out = *own;
-		*len = strlen(*own);
-	}
+	if ((r = xs_stat_str_at(rc, c, s, XS_NAME_MAX, out, len)) <= 0 || s->kind != SV_STR)
+		return r < 0 ? r : 0;
+	if (!(*own = strndup(*out, *len)))
+		return -ENOMEM;
+	*out = *own;
+	*len = strlen(*own);
 	return 0;
 }
 
@@ -128,11 +126,14 @@ static int mev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_stat
 {
 	struct mprof *mp = ((void **)arg)[0];
 	struct mev *e = ((void **)arg)[1];
+	const struct mstat_def *d = stat_def(mp, s->md);
+	char *field = (char *)e + (d ? d->off : 0);
+	int64_t v;
 	int r;
 
-	switch (stat_kind(mp, s->md)) {
-	case MS_NONE:
-		break;
+	if (!d)
+		return 0;
+	switch (d->kind) {
 	case MS_ID_INT:
 		free(e->idstr);
 		e->idstr = NULL;
@@ -149,42 +150,15 @@ static int mev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_stat
 		e->idstr = own;
 		break;
 	}
-	case MS_RESERVED:
-		e->a.stack = int_value(s);
-		break;
-	case MS_ALLOCATED:
-		e->a.heap = int_value(s);
-		break;
-	case MS_AVAILABLE:
-		e->a.free = int_value(s);
+	case MS_INT:
+		v = int_value(s);
+		memcpy(field, &v, sizeof(v)); /* addr is the uint64_t of the same bits */
 		break;
 	case MS_FRAG:
 		e->a.frag = s->kind == SV_DOUBLE ? s->d : 0;
 		break;
-	case MS_PEAK:
-		e->a.peak = int_value(s);
-		break;
-	case MS_REQUESTED:
-		e->req = int_value(s);
-		break;
-	case MS_ABYTES:
-		e->abytes = int_value(s);
-		break;
-	case MS_ADDR:
-		e->addr = (uint64_t)int_value(s);
-		break;
-	case MS_GROUP:
-		e->step = int_value(s);
-		break;
-	case MS_DTYPE:
-		e->dtype = int_value(s);
-		break;
-	case MS_TF_OP:
-		return e->strings ? set_str(rc, c, s, &e->tf_op) : 0;
-	case MS_REGION:
-		return e->strings ? set_str(rc, c, s, &e->region) : 0;
-	case MS_SHAPE:
-		return e->strings ? set_str(rc, c, s, &e->shape) : 0;
+	case MS_STR:
+		return e->strings ? set_str(rc, c, s, (char **)(void *)field) : 0;
 	}
 	return 0;
 }
@@ -337,19 +311,11 @@ void stats_mem_dtype_str(int64_t v, char *buf, size_t n)
 static int snap_fill(struct mprof *mp, struct mid *m, uint32_t seq, const struct xs_event *ev,
 		     int act)
 {
-	size_t lo = 0, hi = m->nwant;
+	size_t lo = stats_mem_u32_lower(m->want, m->nwant, seq);
 	struct msnap *s;
 	struct mev e;
 	int r;
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->want[mid] < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
 	if (lo == m->nwant || m->want[lo] != seq)
 		return 0;
 	if ((r = mev_read(mp, ev, act, true, &e)) < 0)

@@ -60,6 +60,16 @@ static int addr_cmp(const void *a, const void *b, void *arg)
 	return i < j ? -1 : i > j;
 }
 
+/* The end of the run of positions idx[@g..@n) whose records share rec[idx[@g]]'s address. */
+static size_t addr_run_end(const struct mrec *rec, const uint32_t *idx, size_t n, size_t g)
+{
+	size_t e = g;
+
+	while (e < n && rec[idx[e]].addr == rec[idx[g]].addr)
+		e++;
+	return e;
+}
+
 static int u32_cmp(const void *a, const void *b)
 {
 	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
@@ -146,13 +156,11 @@ static int plan_id(struct mid *m, struct plan *pl)
 	for (size_t i = 0; i < pl->nsampled; i++)
 		pl->sampled_match[i] = -1;
 	pl->unmatched_frees = pl->unfreed = 0;
-	for (size_t g = 0; g < n;) {
-		size_t e = g;
+	for (size_t g = 0, e; g < n; g = e) {
 		int64_t pending = -1;
 
-		while (e < n && rec[perm[e]].addr == rec[perm[g]].addr)
-			e++;
-		for (size_t j = g; j < e; j++) {
+		e = addr_run_end(rec, perm, n, g);
+		for (size_t j = g, k; j < e; j++) {
 			uint32_t i = perm[j];
 
 			if (rec[i].act == ACT_DEALLOC) {
@@ -161,25 +169,15 @@ static int plan_id(struct mid *m, struct plan *pl)
 					continue;
 				}
 				/* sampled positions strictly increase (disjoint boxes) */
-				for (size_t lo = 0, hi = pl->nsampled; lo < hi;) {
-					size_t mid = lo + (hi - lo) / 2;
-
-					if (pl->sampled[mid] == i) {
-						pl->sampled_match[mid] = (int32_t)pending;
-						break;
-					}
-					if (pl->sampled[mid] < i)
-						lo = mid + 1;
-					else
-						hi = mid;
-				}
+				k = stats_mem_u32_lower(pl->sampled, pl->nsampled, i);
+				if (k < pl->nsampled && pl->sampled[k] == i)
+					pl->sampled_match[k] = (int32_t)pending;
 				pending = -1;
 			} else if (pending < 0) {
 				pending = i;
 			}
 		}
 		pl->unfreed += pending >= 0;
-		g = e;
 	}
 	/*
 	 * ProcessActiveAllocations(): the snapshots up to the peak's time in the
@@ -198,12 +196,10 @@ static int plan_id(struct mid *m, struct plan *pl)
 	}
 	qsort_r(cand, ncand, sizeof(*cand), addr_cmp, rec);
 	pl->nactive = 0;
-	for (size_t g = 0; g < ncand;) {
-		size_t e = g;
+	for (size_t g = 0, e; g < ncand; g = e) {
 		int64_t live = -1;
 
-		while (e < ncand && rec[cand[e]].addr == rec[cand[g]].addr)
-			e++;
+		e = addr_run_end(rec, cand, ncand, g);
 		for (size_t j = g; j < e; j++) {
 			uint32_t i = cand[j];
 
@@ -217,7 +213,6 @@ static int plan_id(struct mid *m, struct plan *pl)
 		if (live >= 0)
 			cand[pl->nactive++] =
 				(uint32_t)live; /* nactive <= g: writes behind the scan */
-		g = e;
 	}
 	pl->unmapped = stats_mem_wadd(pl->unmapped, -unmapped_dealloc);
 	pl->active = cand;
@@ -255,18 +250,7 @@ out:
 /* The snapshot of position @pos of @m (after step 3). */
 static const struct msnap *snap_at(const struct mid *m, uint32_t pos)
 {
-	uint32_t seq = m->rec[pos].seq;
-	size_t lo = 0, hi = m->nwant;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (m->want[mid] < seq)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return &m->snap[lo];
+	return &m->snap[stats_mem_u32_lower(m->want, m->nwant, m->rec[pos].seq)];
 }
 
 static void out_agg(struct xs_out *o, const struct agg *a)
@@ -287,17 +271,12 @@ static void out_meta(struct xs_out *o, const struct msnap *s, const struct msnap
 				       : "{\"memory_activity\":\"DEALLOCATION\"");
 	xs_out_key_i64(o, ",\"requested_bytes\":", s->req);
 	xs_out_key_i64(o, ",\"allocation_bytes\":", s->abytes);
-	OUT_LIT(o, ",\"address\":");
-	xs_out_u64(o, s->addr);
-	OUT_LIT(o, ",\"tf_op_name\":");
-	xs_out_cstr(o, src->tf_op);
+	xs_out_key_u64(o, ",\"address\":", s->addr);
+	xs_out_key_cstr(o, ",\"tf_op_name\":", src->tf_op);
 	xs_out_key_i64(o, ",\"step_id\":", s->step);
-	OUT_LIT(o, ",\"region_type\":");
-	xs_out_cstr(o, src->region);
-	OUT_LIT(o, ",\"data_type\":");
-	xs_out_cstr(o, src->dtype);
-	OUT_LIT(o, ",\"tensor_shape\":");
-	xs_out_cstr(o, src->shape);
+	xs_out_key_cstr(o, ",\"region_type\":", src->region);
+	xs_out_key_cstr(o, ",\"data_type\":", src->dtype);
+	xs_out_key_cstr(o, ",\"tensor_shape\":", src->shape);
 	OUT_LIT(o, "}");
 }
 
@@ -436,10 +415,8 @@ static int out_detail(struct xs_out *o, const struct mid *m, const struct plan *
 	OUT_LIT(o, "]");
 	xs_out_key_i64(o, ",\"num_snapshots\":", (int64_t)m->n);
 	xs_out_key_i64(o, ",\"peak_step_id\":", pl->peak_step);
-	OUT_LIT(o, ",\"unmatched_deallocations\":");
-	xs_out_u64(o, pl->unmatched_frees);
-	OUT_LIT(o, ",\"unfreed_allocations\":");
-	xs_out_u64(o, pl->unfreed);
+	xs_out_key_u64(o, ",\"unmatched_deallocations\":", pl->unmatched_frees);
+	xs_out_key_u64(o, ",\"unfreed_allocations\":", pl->unfreed);
 	r = o->r;
 out:
 	free(rows);

@@ -19,24 +19,13 @@
 
 enum { ACT_ALLOC = 1, ACT_DEALLOC = 2 }; /* MemoryActivity */
 
-/* The stats GenerateMemoryProfile() reads (TSL StatType names), + 1 in the kind cache. */
+/* How GenerateMemoryProfile() reads a stat (TSL StatType names: memory-events.c). */
 enum mstat {
-	MS_NONE = 0,
-	MS_ID_INT, /* index_on_host, device_ordinal */
-	MS_ID_STR, /* allocator_name */
-	MS_RESERVED,
-	MS_ALLOCATED,
-	MS_AVAILABLE,
-	MS_FRAG,
-	MS_PEAK,
-	MS_REQUESTED,
-	MS_ABYTES,
-	MS_ADDR,
-	MS_TF_OP,
-	MS_GROUP,
-	MS_REGION,
-	MS_DTYPE,
-	MS_SHAPE,
+	MS_ID_INT = 1, /* index_on_host, device_ordinal */
+	MS_ID_STR,     /* allocator_name */
+	MS_INT,        /* IntValue() into an int64 of struct mev */
+	MS_FRAG,       /* fragmentation: DoubleValue() */
+	MS_STR,        /* StrOrRefValue() into a string of struct mev */
 };
 
 /* MemoryAggregationStats */
@@ -103,7 +92,7 @@ struct mid {
 struct mprof {
 	struct xs_rctx *rc;
 	size_t plane;
-	int8_t *skind;     /* stat metadata index -> enum mstat + 1 (0: not yet known) */
+	int8_t *skind;     /* stat metadata index -> its stat + 2 (1: none, 0: not yet known) */
 	uint8_t *mem_line; /* lines (of the plane) holding memory events */
 	size_t cur_line;
 	struct mid *ids; /* owned */
@@ -120,6 +109,22 @@ struct mprof {
 static inline int64_t stats_mem_wadd(int64_t a, int64_t b)
 {
 	return (int64_t)((uint64_t)a + (uint64_t)b);
+}
+
+/* stats_mem_u32_lower() - the first position of sorted a[0..@n) not below @v (@n: none). */
+static inline size_t stats_mem_u32_lower(const uint32_t *a, size_t n, uint32_t v)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (a[mid] < v)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
 }
 
 /* stats_mem_add_error() - note a reason in the view's "errors" (at most ERRORS_MAX). */

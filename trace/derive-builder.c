@@ -204,6 +204,34 @@ void trace_derive_window(struct trace_derive *d, xs_ps128 from, xs_ps128 to)
 	d->to = to;
 }
 
+struct trace_derive *trace_derive_alloc(trace_derived_emit_fn emit, void *arg, uint32_t tid0,
+					size_t op_max, size_t title_max)
+{
+	struct trace_derive *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	d->emit = emit;
+	d->arg = arg;
+	d->tid0 = tid0;
+	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
+	xprofs_buf_init(&d->s_op, op_max);
+	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);
+	xprofs_buf_init(&d->s_tf, DER_NAME_MAX + 1);
+	xprofs_buf_init(&d->disp, DER_NAME_MAX + 1);
+	for (int k = 0; k < DL_COUNT; k++) {
+		struct der_line *dl = &d->lines[k];
+
+		dl->kind = k;
+		xprofs_buf_init(&dl->title, title_max);
+		for (int i = 0; i < DER_LEVELS; i++) {
+			xprofs_buf_init(&dl->lv[i].name, DER_NAME_MAX + 1);
+			xprofs_buf_init(&dl->lv[i].disp, DER_NAME_MAX + 1);
+		}
+	}
+	return d;
+}
+
 int trace_derive_finish(struct trace_derive *d)
 {
 	/* XProf does not reset the builders at the end: no duration adjustment here */

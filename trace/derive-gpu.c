@@ -12,7 +12,7 @@
  * order: xs_derived_assign() at index time, the offsets in
  * derive-builder.c), DeriveEventsFromAnnotationsForLines() (per kernel:
  * hlo_module, hlo_op and, through the symbol resolver of
- * GenerateDerivedTimeLines() (hlo-syms.c), the XLA instruction's framework
+ * GenerateDerivedTimeLines() (xla_symbol() over hlo/facts.c), the XLA instruction's framework
  * op and source line), HloModuleEventName() / HloOpEventPrefix();
  * GpuEventStats (IsKernel: kernel_details set; IsXlaOp: hlo_op set, split at
  * "::"; IsTfOp: tf_op non-empty). Framework ops go through tfop.c.
@@ -22,7 +22,7 @@
  * (trace_derive_event()) to the line builders (derive-builder.c).
  * Memory: five derived lines of DER_LEVELS events, names (and the tf_op
  * string parsed) capped at DER_NAME_MAX bytes; nothing grows with the
- * profile (the render's symbol table is bounded in hlo-syms.c).
+ * profile (the render's symbol table is bounded in hlo/facts.c).
  *
  * Limits (docs/trace.md lists them): name scopes deeper than DER_LEVELS are
  * dropped; scope_range_id and CUDA-graph stats are not used; a line the
@@ -141,32 +141,15 @@ int trace_derive_new(struct xs_rctx *rc, const struct xs_plane *p, const struct 
 		return 0;
 	if ((r = xs_hlo_facts(rc, &hlo)) < 0)
 		return r;
-	if (!(d = calloc(1, sizeof(*d))))
+	if (!(d = trace_derive_alloc(emit, arg, l->trace_tid, DER_NAME_MAX + 1, XS_NAME_MAX + 64)))
 		return -ENOMEM;
-	d->emit = emit;
-	d->arg = arg;
-	d->tid0 = l->trace_tid;
 	d->have = p->derived_have;
 	d->hlo = hlo;
-	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
-	xprofs_buf_init(&d->s_op, DER_NAME_MAX + 1);
-	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);
-	xprofs_buf_init(&d->s_tf, DER_NAME_MAX + 1);
-	xprofs_buf_init(&d->disp, DER_NAME_MAX + 1);
-	for (int k = 0; k < DL_COUNT; k++) {
-		struct der_line *dl = &d->lines[k];
-
-		dl->kind = k;
-		xprofs_buf_init(&dl->title, XS_NAME_MAX + 64);
-		for (int i = 0; i < DER_LEVELS; i++) {
-			xprofs_buf_init(&dl->lv[i].name, DER_NAME_MAX + 1);
-			xprofs_buf_init(&dl->lv[i].disp, DER_NAME_MAX + 1);
-		}
-		/* GetDerivedLineName(): "<name> - from #<stream line id>" */
-		if (xs_derived_names[k] && r == 0)
-			r = xprofs_buf_printf(&dl->title, "%s - from #%" PRId64,
+	/* GetDerivedLineName(): "<name> - from #<stream line id>" */
+	for (int k = 0; k < DL_COUNT && r == 0; k++)
+		if (xs_derived_names[k])
+			r = xprofs_buf_printf(&d->lines[k].title, "%s - from #%" PRId64,
 					      xs_derived_names[k], l->id);
-	}
 	/* dependents: a new module closes the open name scopes and XLA ops, a new scope the op */
 	d->lines[DL_MODULE].deps = 1u << DL_NAME_SCOPE | 1u << DL_HLO_OP;
 	d->lines[DL_NAME_SCOPE].deps = 1u << DL_TF_OP;

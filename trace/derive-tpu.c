@@ -144,22 +144,19 @@ static bool open_before(const struct trace_derive *d, xs_ps128 t)
 	return false;
 }
 
+/* Whether @l has the id of derived line @k on a TensorCore plane. */
+static bool tpu_tid_is(const struct xs_line *l, int k)
+{
+	return trace_der_tpu_tid_offset[k] &&
+	       (int32_t)l->id == TID_DERIVED_MIN + (int32_t)trace_der_tpu_tid_offset[k];
+}
+
 /* The derived line ids a TensorCore plane already holds (bit per DL_*): not derived again. */
 static uint8_t tpu_have(const struct xprofs_xspace *x, const struct xs_plane *p)
 {
-	uint8_t have = 0;
-
-	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct xs_line *l = &x->lines[p->first_line + j];
-
-		for (int k = 0; k < DL_COUNT; k++)
-			if (trace_der_tpu_tid_offset[k] &&
-			    (int32_t)l->id ==
-				    TID_DERIVED_MIN + (int32_t)trace_der_tpu_tid_offset[k])
-				have |= (uint8_t)(1u << k);
-	}
 	/* only these three are derived here */
-	return have | (uint8_t)(1u << DL_MODULE | 1u << DL_HLO_OP);
+	return xs_plane_derived_have(x, p, tpu_tid_is) |
+	       (uint8_t)(1u << DL_MODULE | 1u << DL_HLO_OP);
 }
 
 /* One event of the merge: ProcessTfOpEvent() of its tf_op, its source on Source code. */
@@ -221,35 +218,23 @@ static int tpu_walk(struct xs_rctx *rc, const struct xs_plane *p, size_t n, uint
 
 	xprofs_buf_init(&tc.arena, TPU_ARENA_MAX);
 	tc.n = p->ev.n;
-	if (!(d = calloc(1, sizeof(*d))) || !(src = calloc(n, sizeof(*src))) ||
+	if (!(d = trace_derive_alloc(emit, arg, (uint32_t)TID_DERIVED_MIN, 1, 64)) ||
+	    !(src = calloc(n, sizeof(*src))) ||
 	    !(tc.md = calloc(tc.n ? tc.n : 1, sizeof(*tc.md)))) {
 		r = -ENOMEM;
 		goto out;
 	}
-	d->emit = emit;
-	d->arg = arg;
 	d->tpu = true;
 	d->have = have;
 	d->lookback = lookback;
 	d->dry = dry;
-	d->tid0 = (uint32_t)TID_DERIVED_MIN;
 	if (rc->win)
 		trace_derive_window(d, rc->win_from, rc->win_to);
-	xprofs_buf_init(&d->tmp, 2 * DER_NAME_MAX + 64);
-	xprofs_buf_init(&d->s_tf, DER_NAME_MAX + 1);
-	xprofs_buf_init(&d->s_mod, DER_NAME_MAX + 1);
-	xprofs_buf_init(&d->s_op, 1);
-	xprofs_buf_init(&d->disp, DER_NAME_MAX + 1);
 	for (int kk = 0; kk < DL_COUNT; kk++) {
 		struct der_line *dl = &d->lines[kk];
 
-		dl->kind = kk;
-		xprofs_buf_init(&dl->title, 64);
-		for (int i = 0; i < DER_LEVELS; i++) {
-			xprofs_buf_init(&dl->lv[i].name, DER_NAME_MAX + 1);
-			xprofs_buf_init(&dl->lv[i].disp, DER_NAME_MAX + 1);
+		for (int i = 0; i < DER_LEVELS; i++)
 			dl->fresh[i] = lookback; /* what came before is unknown */
-		}
 		/* the plain line names: first_derived_line_id is kThreadIdTfNameScope */
 		if (r == 0 && xs_derived_names[kk])
 			r = xprofs_buf_adds(&dl->title, xs_derived_names[kk]);

@@ -5,8 +5,8 @@
  * (derive-gpu.c), framework ops, TSL's tf_op parsing (tfop.c), a plane's
  * Steps (derive-steps.c), a TensorCore plane's lines (derive-tpu.c) and its
  * host-offload rows (offload.c), a plane's lines merged by time
- * (derive-merge.c), and the XLA kernels' symbol table from the profile's
- * HLO protos (hlo-syms.c). The views that write derived events
+ * (derive-merge.c); the XLA kernels' symbols come from hlo/facts.c (the profile's
+ * HLO protos). The views that write derived events
  * (view-trace.c, pftrace-*.c) use the part above "shared by the
  * derivation files".
  */
@@ -160,6 +160,14 @@ int trace_derive_steps(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit
  */
 int trace_derive_tpu(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit,
 		     int (*after)(void *arg, const struct trace_derive *d), void *arg);
+/*
+ * trace_derive_alloc() - a derivation of the DL_* lines handing events to
+ * @emit(@arg) with thread ids from @tid0, its name buffers set up (XLA op
+ * names up to @op_max bytes, line titles up to @title_max); NULL when out of
+ * memory. Caller frees with trace_derive_free().
+ */
+struct trace_derive *trace_derive_alloc(trace_derived_emit_fn emit, void *arg, uint32_t tid0,
+					size_t op_max, size_t title_max);
 /* trace_derive_finish() - emit what is still open. */
 int trace_derive_finish(struct trace_derive *d);
 void trace_derive_free(struct trace_derive *d);

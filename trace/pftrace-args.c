@@ -179,6 +179,9 @@ static void put_utf8(struct pbw *o, unsigned u)
 	pbw_bytes(o, b, n);
 }
 
+/* JSON's one-letter escapes, and the characters they stand for. */
+static const char esc_letters[] = "bfnrt", esc_chars[] = "\b\f\n\r\t";
+
 size_t trace_pf_json_unescape(const char *j, size_t n, struct pbw *out)
 {
 	pbw_reset(out);
@@ -196,23 +199,12 @@ size_t trace_pf_json_unescape(const char *j, size_t n, struct pbw *out)
 		if ((i = run) + 1 >= n)
 			break;
 		c = j[++i];
-		switch (c) {
-		case 'b':
-			pbw_bytes(out, "\b", 1);
-			break;
-		case 'f':
-			pbw_bytes(out, "\f", 1);
-			break;
-		case 'n':
-			pbw_bytes(out, "\n", 1);
-			break;
-		case 'r':
-			pbw_bytes(out, "\r", 1);
-			break;
-		case 't':
-			pbw_bytes(out, "\t", 1);
-			break;
-		case 'u': {
+		if (c != 'u') {
+			/* a one-letter escape: its character; \", \\ and \/ the letter itself */
+			const char *e = memchr(esc_letters, c, sizeof(esc_letters) - 1);
+
+			pbw_bytes(out, e ? &esc_chars[e - esc_letters] : &c, 1);
+		} else {
 			unsigned u;
 
 			if (i + 4 >= n)
@@ -229,11 +221,6 @@ size_t trace_pf_json_unescape(const char *j, size_t n, struct pbw *out)
 				}
 			}
 			put_utf8(out, u);
-			break;
-		}
-		default:
-			pbw_bytes(out, &c, 1);
-			break;
 		}
 	}
 	return out->len;

@@ -112,9 +112,8 @@ static int cmp_track(const void *pa, const void *pb)
 {
 	const struct trace_pf_async *a = pa, *b = pb;
 
-	if (a->dead != b->dead)
-		return a->dead ? 1 : -1;
-	if (a->track != b->track)
+	/* the dead last, as cmp_start() orders them; the living by track, then as it does */
+	if (a->dead == b->dead && a->track != b->track)
 		return a->track < b->track ? -1 : 1;
 	return cmp_start(pa, pb);
 }

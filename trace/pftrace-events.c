@@ -159,7 +159,7 @@ static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct x
 	if (v.a.has_flow && v.a.is_async && v.f.dir != XFLOW_NONE) {
 		/* held back for another sequence: names this one now has go out alone */
 		if (id->len)
-			trace_pf_emit_interned(c, &pl->s, id);
+			trace_pf_emit_msg(c, &pl->s, F_PK_INTERNED, id);
 		pbw_reset(id);
 		if ((r = event_info(c, e, t, &v, PF_INLINE, 0)) < 0)
 			return r;
@@ -171,7 +171,7 @@ static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct x
 	k = trace_pf_place(pl, &b, &en);
 	if (k == LEVELS_MAX) { /* dropped; the names its stats defined still go out */
 		if (id->len)
-			trace_pf_emit_interned(c, &pl->s, id);
+			trace_pf_emit_msg(c, &pl->s, F_PK_INTERNED, id);
 		return 0;
 	}
 	if ((r = trace_pf_md_get(c->A, rc, e->md, m, &md)) < 0)

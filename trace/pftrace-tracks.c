@@ -88,13 +88,17 @@ void trace_pf_emit_event(struct trace_pf_ctx *c, struct trace_pf_seq *s, uint64_
 	}
 }
 
-/* A packet on @s holding only InternedData @id (entries defined ahead of their use). */
-void trace_pf_emit_interned(struct trace_pf_ctx *c, struct trace_pf_seq *s, const struct pbw *id)
+/*
+ * A packet on @s holding only message @m as packet field @field: InternedData
+ * (entries defined ahead of their use) or a TrackDescriptor.
+ */
+void trace_pf_emit_msg(struct trace_pf_ctx *c, const struct trace_pf_seq *s, uint32_t field,
+		       const struct pbw *m)
 {
 	pbw_reset(&c->pk);
 	pbw_u64(&c->pk, F_PK_SEQ, s->id);
 	pbw_u64(&c->pk, F_PK_FLAGS, SEQ_NEEDS);
-	pbw_msg(&c->pk, F_PK_INTERNED, id);
+	pbw_msg(&c->pk, field, m);
 	trace_pf_emit(c->o, &c->pk);
 }
 
@@ -203,11 +207,7 @@ void trace_pf_need_track(struct trace_pf_line *pl, size_t k)
 	}
 	if (k && !pl->lv[k].described) {
 		describe(pl, k);
-		pbw_reset(&c->pk);
-		pbw_u64(&c->pk, F_PK_SEQ, pl->s.id);
-		pbw_u64(&c->pk, F_PK_FLAGS, SEQ_NEEDS);
-		pbw_msg(&c->pk, F_PK_TRACK, &c->td);
-		trace_pf_emit(c->o, &c->pk);
+		trace_pf_emit_msg(c, &pl->s, F_PK_TRACK, &c->td);
 	}
 }
 

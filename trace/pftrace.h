@@ -288,7 +288,8 @@ int trace_pf_err(const struct trace_pf_ctx *c);
 void trace_pf_emit(struct xs_out *o, const struct pbw *pk);
 void trace_pf_emit_event(struct trace_pf_ctx *c, struct trace_pf_seq *s, uint64_t ns,
 			 const struct pbw *te, const struct pbw *id);
-void trace_pf_emit_interned(struct trace_pf_ctx *c, struct trace_pf_seq *s, const struct pbw *id);
+void trace_pf_emit_msg(struct trace_pf_ctx *c, const struct trace_pf_seq *s, uint32_t field,
+		       const struct pbw *m);
 void trace_pf_seq_open(struct trace_pf_ctx *c, struct trace_pf_seq *s, uint64_t track,
 		       const struct pbw *td);
 uint64_t trace_pf_ns(xs_ps128 ps);

@@ -63,24 +63,8 @@ static int plane_stats(struct trace_pf_ctx *c, size_t pi, uint32_t pid, struct t
 
 	if (!p->n_stats)
 		return 0;
-	if ((r = xs_plane_enter(rc, pi)) < 0)
-		return r;
 	c->ev.len = 0;
-	for (size_t i = 0; i < p->n_stats; i++) {
-		/* each plane stat is its own XStat message */
-		struct wire_cur *cu = &rc->md;
-		uint64_t pos = cu->pos, end = cu->end;
-		struct xs_statv sv;
-
-		cu->pos = p->stats[i].off;
-		cu->end = p->stats[i].off + p->stats[i].len;
-		r = xs_stat_parse(cu, &sv);
-		cu->pos = pos;
-		cu->end = end;
-		if (r < 0 || (r = xs_render_stat(rc, cu, &sv, &ra)) < 0)
-			return r;
-	}
-	if ((r = c->ev.r) < 0)
+	if ((r = xs_walk_plane_stats(rc, pi, xs_render_stat, &ra)) < 0 || (r = c->ev.r) < 0)
 		return r;
 	pbw_reset(&c->te);
 	pbw_u64(&c->te, F_TE_TYPE, TYPE_INSTANT);
@@ -119,11 +103,7 @@ static int processes(struct trace_pf_ctx *c, const struct trace_plane *tp, size_
 			trace_pf_seq_open(c, &s, PROC_UUID(tp[i].pid), &c->td);
 			continue;
 		}
-		pbw_reset(&c->pk);
-		pbw_u64(&c->pk, F_PK_SEQ, s.id);
-		pbw_u64(&c->pk, F_PK_FLAGS, SEQ_NEEDS);
-		pbw_msg(&c->pk, F_PK_TRACK, &c->td);
-		trace_pf_emit(c->o, &c->pk);
+		trace_pf_emit_msg(c, &s, F_PK_TRACK, &c->td);
 	}
 	if (c->rc->win && first < c->rc->win_from)
 		first = c->rc->win_from;

@@ -101,6 +101,12 @@ void xs_out_cstr(struct xs_out *o, const char *s)
 	xs_out_str(o, s, strlen(s));
 }
 
+void xs_out_key_cstr(struct xs_out *o, const char *lit, const char *s)
+{
+	xs_out_add(o, lit, strlen(lit));
+	xs_out_str(o, s, strlen(s));
+}
+
 const char xs_digits2[201] = "00010203040506070809101112131415161718192021222324"
 			     "25262728293031323334353637383940414243444546474849"
 			     "50515253545556575859606162636465666768697071727374"

@@ -56,20 +56,22 @@ static int cmp_ord(const void *a, const void *b)
 	return x->li < y->li ? -1 : x->li > y->li;
 }
 
-/* Which derived line names plane @p already holds (bit per DL_*): those are not derived again. */
-static uint8_t plane_has(const struct xprofs_xspace *x, const struct xs_plane *p)
+uint8_t xs_plane_derived_have(const struct xprofs_xspace *x, const struct xs_plane *p,
+			      xs_derived_is_fn is)
 {
 	uint8_t have = 0;
 
-	for (size_t j = 0; j < p->n_lines; j++) {
-		const struct xs_line *l = &x->lines[p->first_line + j];
-
+	for (size_t j = 0; j < p->n_lines; j++)
 		for (int k = 0; k < DL_COUNT; k++)
-			if (xs_derived_names[k] &&
-			    xs_str_eq(l->name, l->name_len, xs_derived_names[k]))
+			if (is(&x->lines[p->first_line + j], k))
 				have |= (uint8_t)(1u << k);
-	}
 	return have;
+}
+
+/* Whether @l has the name of derived line @k: then it is not derived again. */
+static bool derived_named(const struct xs_line *l, int k)
+{
+	return xs_derived_names[k] && xs_str_eq(l->name, l->name_len, xs_derived_names[k]);
 }
 
 static int order_plane(struct xprofs_xspace *x, struct xs_plane *p)
@@ -79,7 +81,7 @@ static int order_plane(struct xprofs_xspace *x, struct xs_plane *p)
 
 	if (!o)
 		return -ENOMEM;
-	p->derived_have = plane_has(x, p);
+	p->derived_have = xs_plane_derived_have(x, p, derived_named);
 	for (size_t j = 0; j < p->n_lines; j++) {
 		struct xs_line *l = &x->lines[p->first_line + j];
 

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
@@ -479,39 +480,30 @@ int xs_render_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv
 /* The string field of @os for bit @i (XS_OS_*). */
 static char **opstats_str(struct xs_opstats *os, int i)
 {
-	switch (i) {
-	case XS_OS_CATEGORY:
-		return &os->category;
-	case XS_OS_HLO_OP:
-		return &os->hlo_op;
-	case XS_OS_STEP_NAME:
-		return &os->step_name;
-	case XS_OS_HLO_MODULE:
-		return &os->hlo_module;
-	case XS_OS_KERNEL_DETAILS:
-		return &os->kernel_details;
-	default:
-		return &os->tf_op;
-	}
+	static const uint16_t off[XS_OS_NSTR] = {
+		[XS_OS_CATEGORY] = offsetof(struct xs_opstats, category),
+		[XS_OS_HLO_OP] = offsetof(struct xs_opstats, hlo_op),
+		[XS_OS_STEP_NAME] = offsetof(struct xs_opstats, step_name),
+		[XS_OS_HLO_MODULE] = offsetof(struct xs_opstats, hlo_module),
+		[XS_OS_KERNEL_DETAILS] = offsetof(struct xs_opstats, kernel_details),
+		[XS_OS_TF_OP] = offsetof(struct xs_opstats, tf_op),
+	};
+
+	return (char **)(void *)((char *)os + off[i]);
 }
 
 void xs_opstats_clear(struct xs_opstats *s)
 {
-	if (s->borrow) { /* only the copies are ours; a per-event struct is dropped next */
-		for (int i = 0; s->owned && i < XS_OS_NSTR; i++)
-			if (s->owned & (1u << i))
-				free(*opstats_str(s, i));
-		s->owned = 0;
-		return;
-	} else {
-		free(s->category);
-		free(s->hlo_op);
-		free(s->step_name);
-		free(s->hlo_module);
-		free(s->kernel_details);
-		free(s->tf_op);
-	}
-	memset(s, 0, sizeof(*s));
+	/* borrow mode: only the copies are ours */
+	unsigned mine = s->borrow ? s->owned : (1u << XS_OS_NSTR) - 1;
+
+	for (int i = 0; mine && i < XS_OS_NSTR; i++)
+		if (mine & (1u << i))
+			free(*opstats_str(s, i));
+	if (s->borrow)
+		s->owned = 0; /* a per-event struct is dropped next: the rest is left */
+	else
+		memset(s, 0, sizeof(*s));
 }
 
 /*
@@ -551,45 +543,44 @@ static int opstats_set(struct xs_rctx *rc, struct wire_cur *c, const struct xs_s
 	return 0;
 }
 
-/* The stats xs_collect_stat() looks at, by name (class 0: not yet known). */
-enum {
-	CK_UNKNOWN = 0,
-	CK_CATEGORY,
-	CK_HLO_OP,
-	CK_STEP_NAME,
-	CK_FLOPS,
-	CK_BYTES,
-	CK_STEP_NUM,
-	CK_HLO_MODULE,
-	CK_KERNEL_DETAILS,
-	CK_TF_OP,
-	CK_MODEL_FLOPS,
-	CK_PROGRAM_ID,
-	CK_DEV_OFF,
-	CK_DEV_DUR,
-	CK_OTHER,
+/*
+ * The stats xs_collect_stat() looks at: a string (XS_OS_*; @strings: only when
+ * the caller asks for the analyses' strings, docs/stats.md), a number
+ * (xs_stat_number()) into a double, or an integer (u64 or i64, its bits)
+ * into an int64_t or uint64_t; @has: the field's bool saying it is set.
+ */
+enum { C_STR, C_NUM, C_INT };
+#define OS_FIELD(f)                                                                                \
+	.off = offsetof(struct xs_opstats, f), .has = offsetof(struct xs_opstats, has_##f)
+static const struct collect_def {
+	const char *name;
+	uint8_t how;
+	int8_t si;
+	bool strings;
+	uint16_t off, has;
+} collect_defs[] = {
+	{"hlo_category", C_STR, .si = XS_OS_CATEGORY},
+	{"hlo_op", C_STR, .si = XS_OS_HLO_OP},
+	{"step_name", C_STR, .si = XS_OS_STEP_NAME},
+	{"flops", C_NUM, OS_FIELD(flops)},
+	{"bytes_accessed", C_NUM, OS_FIELD(bytes)},
+	{"step_num", C_INT, OS_FIELD(step_num)},
+	{"hlo_module", C_STR, .si = XS_OS_HLO_MODULE, .strings = true},
+	{"kernel_details", C_STR, .si = XS_OS_KERNEL_DETAILS, .strings = true},
+	{"tf_op", C_STR, .si = XS_OS_TF_OP, .strings = true},
+	{"model_flops", C_NUM, OS_FIELD(model_flops)},
+	{"program_id", C_INT, OS_FIELD(program_id)},
+	{"device_offset_ps", C_INT, OS_FIELD(dev_off)},
+	{"device_duration_ps", C_INT, OS_FIELD(dev_dur)},
 };
+#undef OS_FIELD
+/* The class of a name that is none of them (xs_stmd.ckind: 0 not yet known, else index + 1). */
+#define CK_OTHER ((int8_t)(sizeof(collect_defs) / sizeof(collect_defs[0]) + 1))
 
 static int8_t collect_kind(const char *name, size_t len)
 {
-	static const char *const names[] = {
-		[CK_CATEGORY] = "hlo_category",
-		[CK_HLO_OP] = "hlo_op",
-		[CK_STEP_NAME] = "step_name",
-		[CK_FLOPS] = "flops",
-		[CK_BYTES] = "bytes_accessed",
-		[CK_STEP_NUM] = "step_num",
-		[CK_HLO_MODULE] = "hlo_module",
-		[CK_KERNEL_DETAILS] = "kernel_details",
-		[CK_TF_OP] = "tf_op",
-		[CK_MODEL_FLOPS] = "model_flops",
-		[CK_PROGRAM_ID] = "program_id",
-		[CK_DEV_OFF] = "device_offset_ps",
-		[CK_DEV_DUR] = "device_duration_ps",
-	};
-
-	for (int8_t k = CK_CATEGORY; k < CK_OTHER; k++)
-		if (xs_str_eq(name, len, names[k]))
+	for (int8_t k = 1; k < CK_OTHER; k++)
+		if (xs_str_eq(name, len, collect_defs[k - 1].name))
 			return k;
 	return CK_OTHER;
 }
@@ -597,11 +588,10 @@ static int8_t collect_kind(const char *name, size_t len)
 int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
 	struct xs_opstats *os = arg;
+	const struct collect_def *d;
 	const struct xs_stmd *m;
-	bool integer = s->kind == SV_U64 || s->kind == SV_I64;
-	int si = -1;
 	int8_t kind;
-	double d;
+	double v;
 	int r;
 
 	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
@@ -612,55 +602,25 @@ int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_stat
 		kind = CK_OTHER;
 	else if (!(kind = m->ckind))
 		kind = ((struct xs_stmd *)m)->ckind = collect_kind(m->name, m->name_len);
-	switch (kind) {
-	case CK_CATEGORY:
-		si = XS_OS_CATEGORY;
+	if (kind == CK_OTHER)
+		return 0;
+	d = &collect_defs[kind - 1];
+	switch (d->how) {
+	case C_STR:
+		return !d->strings || os->strings ? opstats_set(rc, c, s, os, d->si) : 0;
+	case C_NUM:
+		if (!xs_stat_number(s, &v))
+			return 0;
+		memcpy((char *)os + d->off, &v, sizeof(v));
 		break;
-	case CK_HLO_OP:
-		si = XS_OS_HLO_OP;
-		break;
-	case CK_STEP_NAME:
-		si = XS_OS_STEP_NAME;
-		break;
-	case CK_FLOPS:
-		if (xs_stat_number(s, &d))
-			os->flops = d, os->has_flops = true;
-		break;
-	case CK_BYTES:
-		if (xs_stat_number(s, &d))
-			os->bytes = d, os->has_bytes = true;
-		break;
-	case CK_STEP_NUM:
-		if (integer)
-			os->step_num = (int64_t)s->u, os->has_step_num = true;
-		break;
-	case CK_HLO_MODULE: /* the analyses' strings, only when asked for (docs/stats.md) */
-		si = os->strings ? XS_OS_HLO_MODULE : -1;
-		break;
-	case CK_KERNEL_DETAILS:
-		si = os->strings ? XS_OS_KERNEL_DETAILS : -1;
-		break;
-	case CK_TF_OP:
-		si = os->strings ? XS_OS_TF_OP : -1;
-		break;
-	case CK_MODEL_FLOPS:
-		if (xs_stat_number(s, &d))
-			os->model_flops = d, os->has_model_flops = true;
-		break;
-	case CK_PROGRAM_ID:
-		if (integer)
-			os->program_id = s->u, os->has_program_id = true;
-		break;
-	case CK_DEV_OFF:
-		if (integer)
-			os->dev_off = (int64_t)s->u, os->has_dev_off = true;
-		break;
-	case CK_DEV_DUR:
-		if (integer)
-			os->dev_dur = (int64_t)s->u, os->has_dev_dur = true;
+	default:
+		if (s->kind != SV_U64 && s->kind != SV_I64)
+			return 0;
+		memcpy((char *)os + d->off, &s->u, sizeof(s->u));
 		break;
 	}
-	return si >= 0 ? opstats_set(rc, c, s, os, si) : 0;
+	*(bool *)((char *)os + d->has) = true;
+	return 0;
 }
 
 int xs_event_stats(struct xs_rctx *rc, const struct xs_evmd *m, const struct xs_event *e,

@@ -374,6 +374,8 @@ int xs_out_room(struct xs_out *o, size_t n);
 /* xs_out_str() - @s (@n bytes, borrowed) as a JSON string. */
 void xs_out_str(struct xs_out *o, const char *s, size_t n);
 void xs_out_cstr(struct xs_out *o, const char *s);
+/* xs_out_key_cstr() - the literal @lit (a key with its punctuation), then @s as xs_out_cstr(). */
+void xs_out_key_cstr(struct xs_out *o, const char *lit, const char *s);
 /* xs_out_double() - shortest round-tripping form; null for NaN and infinities. */
 void xs_out_double(struct xs_out *o, double d);
 /* xs_out_opt_double() - @lit (a key and colon, borrowed), then @d, or null without @has. */
@@ -459,6 +461,13 @@ static inline void xs_out_key_i64(struct xs_out *o, const char *lit, int64_t v)
 {
 	xs_out_add(o, lit, strlen(lit));
 	xs_out_i64(o, v);
+}
+
+/* xs_out_key_u64() - the literal @lit (a key with its punctuation), then @v. */
+static inline void xs_out_key_u64(struct xs_out *o, const char *lit, uint64_t v)
+{
+	xs_out_add(o, lit, strlen(lit));
+	xs_out_u64(o, v);
 }
 
 /* @ps picoseconds as an exact decimal number of microseconds. */
@@ -659,6 +668,14 @@ extern const char *const xs_derived_names[DL_COUNT];
 #define TID_DERIVED_MAX TID_DEVICE_DERIVED_MAX
 /* xs_derived_tid() - IsDerivedThreadId() of a line id. */
 bool xs_derived_tid(int64_t id);
+/* Whether line @l is derived line @k (DL_*). */
+typedef bool (*xs_derived_is_fn)(const struct xs_line *l, int k);
+/*
+ * xs_plane_derived_have() - the derived lines plane @p already holds (bit per
+ * DL_*): those of its lines @is says are one (order.c; the index asks by name).
+ */
+uint8_t xs_plane_derived_have(const struct xprofs_xspace *x, const struct xs_plane *p,
+			      xs_derived_is_fn is);
 /*
  * xs_derived_assign() - every line's trace_tid (its display id, renumbered
  * on GPU planes as XProf's DeriveEventsFromAnnotations() orders streams) and
