@@ -972,6 +972,28 @@ void xs_opstats_clear(struct xs_opstats *s);
 /* xs_collect_stat() - a xs_stat_fn filling a struct xs_opstats. */
 int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg);
 
+/* ---- a framework op's full name (xspace/tfop.c) ------------------------ */
+
+/* TSL's tf_op_utils.h Category, the subset ParseTfOpFullname() gives. */
+enum xs_tfop_cat {
+	XS_TFOP_UNKNOWN,
+	XS_TFOP_TENSORFLOW,
+	XS_TFOP_JAX,
+	XS_TFOP_TF_DATA,
+	XS_TFOP_MEMCPY_HTOD,
+	XS_TFOP_MEMCPY_DTOH,
+	XS_TFOP_MEMCPY_DTOD,
+	XS_TFOP_MEMCPY_HTOH,
+};
+/* TfOp: pieces of the parsed string (borrowed), or constants. */
+struct xs_tfop {
+	enum xs_tfop_cat cat;
+	const char *name, *type;
+	size_t name_len, type_len;
+};
+/* xs_tfop_parse() - TSL's ParseTfOpFullname() of @s (@n bytes, borrowed by *op). */
+void xs_tfop_parse(const char *s, size_t n, struct xs_tfop *op);
+
 /* ---- the events of a line (xspace/walk.c) ------------------------------ */
 
 struct xs_event {
