@@ -36,28 +36,45 @@ static void opmap_free(struct opmap *m)
 	m->other = -1;
 }
 
-/* An xprofs_table_eq_fn: op @idx of the opmap @ctx is named @key. */
-static bool op_name_eq(const void *ctx, uint32_t idx, const void *key)
+/* An op's key: its name, and on GPU its program id (XProf's (program_id, name)). */
+struct opkey {
+	const char *name;
+	bool has_pid;
+	uint64_t pid;
+};
+
+/* An xprofs_table_eq_fn: op @idx of the opmap @ctx has the key @key (a struct opkey). */
+static bool op_key_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	return !strcmp(((const struct opmap *)ctx)->ops[idx].name, key);
+	const struct op *op = &((const struct opmap *)ctx)->ops[idx];
+	const struct opkey *k = key;
+
+	return op->has_pid == k->has_pid && op->pid == k->pid && !strcmp(op->name, k->name);
 }
 
-/* Index of the op named @name (borrowed; duplicated on insert). */
-static int64_t opmap_get(struct opmap *m, const char *name, const char *category)
+static uint64_t op_key_hash(const struct opkey *k)
 {
-	uint64_t h = xprofs_table_hash(0, name, strlen(name));
+	uint64_t h = xprofs_table_hash(0, k->name, strlen(k->name));
+
+	return k->has_pid ? xprofs_table_hash(h, &k->pid, sizeof(k->pid)) : h;
+}
+
+/* Index of the op keyed @k (its name borrowed; duplicated on insert). */
+static int64_t opmap_get_key(struct opmap *m, struct opkey k, const char *category)
+{
+	uint64_t h = op_key_hash(&k);
 	struct op *op;
 	uint32_t i;
 	int r;
 
-	if (xprofs_table_find(m->tab, h, op_name_eq, m, name, &i) == 0)
+	if (xprofs_table_find(m->tab, h, op_key_eq, m, &k, &i) == 0)
 		return i;
 	if (m->n >= OPS_MAX) {
 		if (m->other >= 0)
 			return m->other;
-		name = "(other)";
+		k = (struct opkey){"(other)", false, 0};
 		category = "";
-		h = xprofs_table_hash(0, name, strlen(name));
+		h = op_key_hash(&k);
 	}
 	if (!m->tab && (r = xprofs_table_new(OPS_MAX + 1, &m->tab)) < 0) /* + 1: "(other)" */
 		return r;
@@ -65,8 +82,10 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 		return r;
 	op = &m->ops[m->n];
 	memset(op, 0, sizeof(*op));
-	op->name = strdup(name);
+	op->name = strdup(k.name);
 	op->category = strdup(category ? category : "");
+	op->has_pid = k.has_pid;
+	op->pid = k.pid;
 	r = op->name && op->category ? xprofs_table_add(m->tab, h, (uint32_t)m->n) : -ENOMEM;
 	if (r < 0) {
 		free(op->name);
@@ -79,6 +98,12 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 	if (m->n >= OPS_MAX)
 		m->other = (int64_t)m->n - 1;
 	return (int64_t)m->n - 1;
+}
+
+/* Index of the op named @name (borrowed), keyed by name alone. */
+static int64_t opmap_get(struct opmap *m, const char *name, const char *category)
+{
+	return opmap_get_key(m, (struct opkey){name, false, 0}, category);
 }
 
 struct frame {
@@ -94,57 +119,99 @@ static void op_finish(struct opmap *m, const struct frame *f)
 }
 
 /*
- * GPU ops are grouped by their hlo_op string; when it is a ref (the usual
- * case), the ref names the op within the plane, so a small direct-mapped
- * cache from the ref to the op's index skips hashing the string.
+ * GPU ops are keyed by their hlo_op string and program id; when the string is
+ * a ref (the usual case), the ref names it within the plane, so a small
+ * direct-mapped cache from (ref, program id) to the op's index skips
+ * splitting and hashing the string.
  */
 #define REFC_SIZE 1024
 
 struct refc {
 	int64_t ref;
+	uint64_t pid;
 	int64_t gi; /* -1: empty */
 };
 
-/* One line's aggregation: the op map, the line's kind and the stack of open events. */
-struct ops_acc {
-	struct opmap *m;
-	struct progmap *pm;
-	enum stats_line_kind kind;
-	uint64_t events;
-	int64_t total;
-	size_t depth;
-	struct frame stack[OPS_DEPTH_MAX];
-	struct refc hc[REFC_SIZE]; /* hlo_op ref -> op, for this plane's aggregation */
+/* What an occurrence adds to its op's amounts (the flops / bytes stats). */
+struct amounts {
+	double flops, bytes, mflops;
+	bool has_flops, has_bytes, has_mf;
 };
 
-static struct refc *refc_slot(struct ops_acc *a, int64_t ref)
+/*
+ * The GPU run being merged: ConvertDeviceTraceXPlaneToOpMetricsDb() merges
+ * contiguous events of one HLO op name and group_id into one occurrence
+ * (its HLOTracker); @group is 0 after each flush, as its Reset() leaves it.
+ */
+struct run {
+	int64_t gi; /* -1: none open */
+	int64_t group;
+	uint64_t events;
+	int64_t dur;
+	struct amounts v;
+};
+
+/* One line's aggregation: the op maps, the line's kind and the stack of open events. */
+struct ops_acc {
+	struct opmap *m, *un;
+	struct progmap *pm;
+	enum stats_line_kind kind;
+	uint64_t events, un_events;
+	int64_t total, un_total;
+	struct run run;
+	size_t depth;
+	struct frame stack[OPS_DEPTH_MAX];
+	struct refc hc[REFC_SIZE]; /* (hlo_op ref, program id) -> op, for this plane */
+};
+
+static struct refc *refc_slot(struct ops_acc *a, int64_t ref, uint64_t pid)
 {
-	return &a->hc[((uint64_t)ref * 0x9e3779b97f4a7c15ull) >> 54];
+	return &a->hc[(((uint64_t)ref ^ (pid * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull) >>
+		      54];
 }
 
-/* The op event @e of metadata @md counts towards (GPU kernels: their hlo_op), or -errno. */
+/* The op a TPU / host op event of metadata @md counts towards (by name), or -errno. */
 static int64_t op_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os)
 {
 	int64_t gi;
 
-	if (a->kind == LK_STREAM && os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
-		struct refc *c = refc_slot(a, os->ref[XS_OS_HLO_OP]);
-
-		if (c->gi >= 0 && c->ref == os->ref[XS_OS_HLO_OP])
-			return c->gi;
-		gi = opmap_get(a->m, os->hlo_op, os->category ? os->category : md->category);
-		if (gi >= 0)
-			*c = (struct refc){os->ref[XS_OS_HLO_OP], gi};
-		return gi;
-	}
-	if (a->kind == LK_STREAM && (os->hlo_op || md->hlo_op))
-		return opmap_get(a->m, os->hlo_op ? os->hlo_op : md->hlo_op,
-				 os->category ? os->category : md->category);
 	if (md->group >= 0 && md != &xs_empty_evmd)
 		return md->group;
 	gi = opmap_get(a->m, md->name, os->category ? os->category : md->category);
 	if (gi >= 0 && md != &xs_empty_evmd && !os->category)
 		md->group = gi; /* the next occurrence skips the look-up */
+	return gi;
+}
+
+/* hlo_leaf() - GpuEventStats' hlo_op_names.back(): the piece after the last "::". */
+static const char *hlo_leaf(const char *hlo)
+{
+	const char *p;
+
+	while ((p = strstr(hlo, "::")) != NULL)
+		hlo = p + 2;
+	return hlo;
+}
+
+/*
+ * xla_group() - the op of a GPU event with an hlo_op @hlo and a program id @pid
+ * (XProf's key (program_id, name)), or -errno.
+ */
+static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os,
+			 const char *hlo, uint64_t pid)
+{
+	const char *cat = os->category ? os->category : md->category;
+	struct refc *c = NULL;
+	int64_t gi;
+
+	if (os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
+		c = refc_slot(a, os->ref[XS_OS_HLO_OP], pid);
+		if (c->gi >= 0 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid)
+			return c->gi;
+	}
+	gi = opmap_get_key(a->m, (struct opkey){hlo_leaf(hlo), true, pid}, cat);
+	if (gi >= 0 && c)
+		*c = (struct refc){os->ref[XS_OS_HLO_OP], pid, gi};
 	return gi;
 }
 
@@ -279,15 +346,178 @@ static int op_program(const struct ops_acc *a, struct op *op, const struct xs_ev
 	return op->program ? 0 : -ENOMEM;
 }
 
+/* op_first() - at @op's first occurrence (event @e of @md): its program, from the event's strings. */
+static int op_first(struct xs_rctx *rc, const struct ops_acc *a, struct op *op,
+		    const struct xs_event *e, const struct xs_evmd *md)
+{
+	struct xs_opstats ps = {.strings = true, .borrow = true};
+	int r = 0;
+
+	if (op->program_tried)
+		return 0;
+	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
+		r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				  XEVENT_F_STATS, xs_collect_stat, &ps);
+	if (r == 0)
+		r = op_program(a, op, md, &ps);
+	xs_opstats_clear(&ps);
+	return r;
+}
+
+/* op_account() - @events events of @occ occurrences and @dur in all into @op, with @v. */
+static void op_account(struct op *op, uint64_t events, int64_t occ, int64_t dur,
+		       const struct amounts *v)
+{
+	op->count += events;
+	op->occurrences = xs_sat_add(op->occurrences, occ);
+	op->total = xs_sat_add(op->total, dur);
+	if (dur < op->min)
+		op->min = dur;
+	if (dur > op->max)
+		op->max = dur;
+	if (v->has_flops)
+		op->flops += v->flops, op->has_flops = true;
+	if (v->has_bytes)
+		op->bytes += v->bytes, op->has_bytes = true;
+	if (v->has_mf)
+		op->model_flops += v->mflops, op->has_model_flops = true;
+}
+
+/*
+ * GPU self time: ConvertDeviceTraceXPlaneToOpMetricsDb() enters every op with
+ * children_time_ps = 0, so an op's self time is its time (kernels nested on a
+ * stream are not subtracted; never below 0 here).
+ */
+static void gpu_self(struct op *op, int64_t dur)
+{
+	op->self = xs_sat_add(op->self, dur > 0 ? dur : 0);
+}
+
+/* run_flush() - the open run, if any, as one occurrence of its op (AggregateHloFunc()). */
+static void run_flush(struct ops_acc *a)
+{
+	struct run *u = &a->run;
+
+	if (u->gi >= 0) {
+		op_account(&a->m->ops[u->gi], u->events, 1, u->dur, &u->v);
+		gpu_self(&a->m->ops[u->gi], u->dur);
+	}
+	memset(u, 0, sizeof(*u));
+	u->gi = -1;
+}
+
+/* run_add() - event @e (op @gi, stats @os, amounts @v) into the run, after flushing a different one. */
+static void run_add(struct ops_acc *a, int64_t gi, const struct xs_event *e,
+		    const struct xs_opstats *os, const struct amounts *v)
+{
+	struct run *u = &a->run;
+
+	if (u->gi < 0 || strcmp(a->m->ops[u->gi].name, a->m->ops[gi].name) || !os->has_group_id ||
+	    os->group_id != u->group)
+		run_flush(a);
+	u->gi = gi; /* a run of one name over several programs goes to the last one's */
+	u->events++;
+	u->dur = xs_sat_add(u->dur, e->duration_ps);
+	if (v->has_flops)
+		u->v.flops += v->flops, u->v.has_flops = true;
+	if (v->has_bytes)
+		u->v.bytes += v->bytes, u->v.has_bytes = true;
+	if (v->has_mf)
+		u->v.mflops += v->mflops, u->v.has_mf = true;
+	if (os->has_group_id)
+		u->group = os->group_id;
+}
+
+/* tf_group() - XProf's op of a framework kernel: "<tf_op name>/<kernel>", its type. */
+static int64_t tf_group(struct ops_acc *a, const char *tf_op, const struct xs_evmd *md)
+{
+	struct xs_tfop t;
+	char *name = NULL, *type = NULL;
+	int64_t gi = -ENOMEM;
+
+	xs_tfop_parse(tf_op, strlen(tf_op), &t);
+	if (asprintf(&name, "%.*s/%s", (int)t.name_len, t.name, md->name) < 0)
+		return -ENOMEM;
+	/* DeviceOpMetricsDbBuilder::EnterOp(): an empty type is "unknown" */
+	if (!(type = t.type_len ? strndup(t.type, t.type_len) : strdup("unknown")))
+		goto out;
+	gi = opmap_get_key(a->m, (struct opkey){name, true, 0}, type);
+out:
+	free(name);
+	free(type);
+	return gi;
+}
+
+/*
+ * stream_event() - a GPU stream event, as ConvertDeviceTraceXPlaneToOpMetricsDb():
+ * with an hlo_op and a program id, an XLA op keyed (program_id, hlo_op's last
+ * "::" piece), contiguous events of one name and group_id one occurrence; else
+ * with a tf_op, a framework op; else (XProf leaves it out) an unattributed kernel.
+ * XProf also drops XLA ops whose instruction is not in the program's HLO: not
+ * done (that needs the HLO protos). The rest of the rules: docs/stats.md.
+ */
+static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_event *e,
+			struct xs_evmd *md, const struct xs_opstats *os, const struct amounts *v)
+{
+	const char *hlo = os->hlo_op ? os->hlo_op : md->hlo_op;
+	bool has_pid = os->has_program_id || md->has_program_id;
+	uint64_t pid = os->has_program_id ? os->program_id : md->program_id;
+	struct xs_opstats ts = {.strings = true, .borrow = true};
+	const char *tf_op = NULL;
+	struct opmap *m = a->m;
+	int64_t gi;
+	int r = 0;
+
+	if (hlo && has_pid && *hlo_leaf(hlo)) {
+		if ((gi = xla_group(a, md, os, hlo, pid)) < 0 ||
+		    (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
+			return gi < 0 ? (int)gi : r;
+		run_add(a, gi, e, os, v);
+		a->events++;
+		a->total = xs_sat_add(a->total, e->duration_ps);
+		return 0;
+	}
+	if (!hlo && e->has_stats &&
+	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, xs_collect_stat, &ts)) < 0)
+		goto out;
+	tf_op = hlo ? NULL : ts.tf_op ? ts.tf_op : md->tf_op;
+	if (tf_op && *tf_op) {
+		static const struct amounts none;
+
+		run_flush(a);
+		if ((r = (int)(gi = tf_group(a, tf_op, md))) < 0 ||
+		    (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
+			goto out;
+		op_account(&m->ops[gi], 1, 1, e->duration_ps, &none); /* flops, bytes: 0 */
+		gpu_self(&m->ops[gi], e->duration_ps);
+		a->events++;
+		a->total = xs_sat_add(a->total, e->duration_ps);
+		goto out;
+	}
+	m = a->un;
+	if ((r = (int)(gi = opmap_get(m, md->name, os->category ? os->category : md->category))) <
+		    0 ||
+	    (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
+		goto out;
+	op_account(&m->ops[gi], 1, 1, e->duration_ps, v);
+	gpu_self(&m->ops[gi], e->duration_ps);
+	a->un_events++;
+	a->un_total = xs_sat_add(a->un_total, e->duration_ps);
+	r = 0;
+out:
+	xs_opstats_clear(&ts);
+	return r;
+}
+
 /* A xs_event_fn: add one event to its op (arg: struct ops_acc). */
 static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_evmd *md, void *arg)
 {
 	struct ops_acc *a = arg;
 	struct xs_opstats os = {.borrow = true};
 	struct xs_event dev = *ev, *e = &dev;
-	double flops = md->flops, bytes = md->bytes, mflops = md->model_flops;
-	bool has_flops = md->has_flops, has_bytes = md->has_bytes, has_mf = md->has_model_flops;
-	struct op *op;
+	struct amounts v = {md->flops,     md->bytes,     md->model_flops,
+			    md->has_flops, md->has_bytes, md->has_model_flops};
 	int64_t gi;
 	int r;
 
@@ -296,11 +526,11 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 				       XEVENT_F_STATS, xs_collect_stat, &os)) < 0)
 			goto out;
 		if (os.has_flops)
-			flops = os.flops, has_flops = true;
+			v.flops = os.flops, v.has_flops = true;
 		if (os.has_bytes)
-			bytes = os.bytes, has_bytes = true;
+			v.bytes = os.bytes, v.has_bytes = true;
 		if (os.has_model_flops)
-			mflops = os.model_flops, has_mf = true;
+			v.mflops = os.model_flops, v.has_mf = true;
 		/* GetDeviceEventTimespan(): the device's own clock when the event has it */
 		if (a->kind == LK_XLA_OPS && os.has_dev_off && os.has_dev_dur && !e->has_num) {
 			e->start_ps = os.dev_off;
@@ -308,35 +538,15 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 			e->end_ps = xs_sat_add(os.dev_off, os.dev_dur);
 		}
 	}
-	if ((r = (int)(gi = op_group(a, md, &os))) < 0)
+	if (a->kind == LK_STREAM) {
+		r = stream_event(rc, a, e, md, &os, &v);
 		goto out;
-	op = &a->m->ops[gi];
-	if (!op->program_tried) { /* the first occurrence: its strings too (hlo_module) */
-		struct xs_opstats ps = {.strings = true, .borrow = true};
-
-		r = 0;
-		if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
-			r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-					  XEVENT_F_STATS, xs_collect_stat, &ps);
-		if (r == 0)
-			r = op_program(a, op, md, &ps);
-		xs_opstats_clear(&ps);
-		if (r < 0)
-			goto out;
 	}
-	op->count++;
-	op->occurrences = xs_sat_add(op->occurrences, e->has_num ? (e->num > 0 ? e->num : 0) : 1);
-	op->total = xs_sat_add(op->total, e->duration_ps);
-	if (e->duration_ps < op->min)
-		op->min = e->duration_ps;
-	if (e->duration_ps > op->max)
-		op->max = e->duration_ps;
-	if (has_flops)
-		op->flops += flops, op->has_flops = true;
-	if (has_bytes)
-		op->bytes += bytes, op->has_bytes = true;
-	if (has_mf)
-		op->model_flops += mflops, op->has_model_flops = true;
+	if ((r = (int)(gi = op_group(a, md, &os))) < 0 ||
+	    (r = op_first(rc, a, &a->m->ops[gi], e, md)) < 0)
+		goto out;
+	op_account(&a->m->ops[gi], 1, e->has_num ? (e->num > 0 ? e->num : 0) : 1, e->duration_ps,
+		   &v);
 	a->events++;
 	a->total = xs_sat_add(a->total, e->duration_ps);
 	ops_nest(a, e, gi);
@@ -346,11 +556,12 @@ out:
 	return r;
 }
 
-/* Aggregate one line's events into @a->m; adds to a->events and a->total. */
+/* Aggregate one line's events into @a->m (and a->un); adds to a->events and a->total. */
 static int ops_line(struct xs_rctx *rc, size_t li, struct ops_acc *a)
 {
 	int r = xs_line_each(rc, li, NULL, ops_event, a);
 
+	run_flush(a); /* XProf aggregates the last run at the end of each line */
 	while (a->depth > 0)
 		op_finish(a->m, &a->stack[--a->depth]);
 	return r;
@@ -361,12 +572,17 @@ static int op_cmp(const void *a, const void *b, void *arg)
 	const struct opmap *m = arg;
 	const struct op *x = &m->ops[*(const size_t *)a];
 	const struct op *y = &m->ops[*(const size_t *)b];
+	int c;
 
 	if (x->self != y->self)
 		return x->self > y->self ? -1 : 1;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	return strcmp(x->name, y->name);
+	if ((c = strcmp(x->name, y->name)) != 0)
+		return c;
+	if (x->has_pid != y->has_pid)
+		return x->has_pid ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 /* ---- one plane ---------------------------------------------------------- */
@@ -383,11 +599,15 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	out->m.other = -1;
 	if (!(acc = malloc(sizeof(*acc))))
 		return -ENOMEM;
+	out->un.other = -1;
 	acc->m = &out->m;
+	acc->un = &out->un;
 	acc->pm = &out->pm;
-	acc->events = 0;
-	acc->total = 0;
+	acc->events = acc->un_events = 0;
+	acc->total = acc->un_total = 0;
 	acc->depth = 0;
+	memset(&acc->run, 0, sizeof(acc->run));
+	acc->run.gi = -1;
 	for (size_t i = 0; i < REFC_SIZE; i++)
 		acc->hc[i].gi = -1;
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
@@ -401,14 +621,17 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 		if (k == LK_NONE)
 			continue;
 		acc->kind = k;
+		out->gpu |= k == LK_STREAM;
 		if ((r = ops_line(rc, j, acc)) < 0)
 			goto out;
 	}
 	out->events = acc->events;
 	out->total = acc->total;
+	out->un_events = acc->un_events;
+	out->un_total = acc->un_total;
 	for (size_t i = 0; i < out->m.n; i++)
 		out->self = xs_sat_add(out->self, out->m.ops[i].self);
-	if (out->events)
+	if (out->events || out->un_events)
 		r = stats_plane_facts_get(rc, pi, &out->f);
 out:
 	free(acc);
@@ -420,6 +643,7 @@ out:
 void stats_ops_free(struct stats_ops *d)
 {
 	opmap_free(&d->m);
+	opmap_free(&d->un);
 	progmap_free(&d->pm);
 	stats_plane_facts_clear(&d->f);
 }
@@ -458,15 +682,20 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 	return 0;
 }
 
-/* stats_ops_sorted() - the ops' indexes by self time (desc), total, name. Caller frees. */
 size_t *stats_ops_sorted(struct stats_ops *d)
 {
-	size_t *idx = malloc((d->m.n + 1) * sizeof(*idx));
+	return stats_opmap_sorted(&d->m);
+}
+
+/* stats_opmap_sorted() - the ops' indexes by self time (desc), total, name, program id. */
+size_t *stats_opmap_sorted(struct opmap *m)
+{
+	size_t *idx = malloc((m->n + 1) * sizeof(*idx));
 
 	if (!idx)
 		return NULL;
-	for (size_t i = 0; i < d->m.n; i++)
+	for (size_t i = 0; i < m->n; i++)
 		idx[i] = i;
-	qsort_r(idx, d->m.n, sizeof(*idx), op_cmp, &d->m);
+	qsort_r(idx, m->n, sizeof(*idx), op_cmp, m);
 	return idx;
 }

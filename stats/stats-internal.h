@@ -68,6 +68,8 @@ struct op {
 	char *name, *category; /* owned */
 	char *program;         /* owned, NULL: none known (set by the first occurrence) */
 	bool program_tried;
+	bool has_pid; /* keyed by (pid, name) as XProf's GPU OpMetricsDb, else by name */
+	uint64_t pid;
 	uint64_t count;
 	int64_t occurrences; /* positioned events 1, num_occurrences events their count */
 	int64_t total, self, min, max;
@@ -90,13 +92,19 @@ struct progmap {
 	struct xprofs_table *tab; /* id -> index; NULL until the first program */
 };
 
-/* One plane's ops (stats_ops_plane()). */
+/*
+ * One plane's ops (stats_ops_plane()). On a GPU plane (@gpu: it has stream lines)
+ * @m is XProf's op table (ConvertDeviceTraceXPlaneToOpMetricsDb()) and @un the
+ * kernels it leaves out (no hlo_op with a program_id, no tf_op), by kernel name.
+ */
 struct stats_ops {
-	struct opmap m;
+	struct opmap m, un;
 	struct progmap pm;
-	struct stats_plane_facts f; /* filled when events > 0 */
-	uint64_t events;
+	struct stats_plane_facts f; /* filled when events + un_events > 0 */
+	uint64_t events, un_events;
 	int64_t total, self; /* sums of the op events' durations / of the ops' self times */
+	int64_t un_total;    /* sum of the unattributed events' durations */
+	bool gpu;
 };
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
@@ -105,8 +113,10 @@ void stats_ops_free(struct stats_ops *d);
 /* stats_ops_merge() - add @src's ops to @dst's by name (XProf's OpMetricsDbCombiner); @dst
  * starts zeroed. Its facts and programs map stay empty. */
 int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src);
-/* stats_ops_sorted() - indexes of d->m.ops by self time (desc), total, name; caller frees. */
+/* stats_ops_sorted() - indexes of d->m.ops by self time (desc), total, name, program id;
+ * caller frees. stats_opmap_sorted(): the same of any op map. */
 size_t *stats_ops_sorted(struct stats_ops *d);
+size_t *stats_opmap_sorted(struct opmap *m);
 
 /*
  * ---- an op table's JSON (ops-json.c), for ops.json and the session's ops.json ----

@@ -26,6 +26,28 @@ static int ops_write(struct opmap *m, const size_t *idx, const struct stats_plan
 	return o->r;
 }
 
+/*
+ * unattributed_write() - ,"unattributed":{...}: the GPU kernels XProf's op table leaves
+ * out (ConvertDeviceTraceXPlaneToOpMetricsDb()), by kernel name, with an op's fields
+ * (share: of the plane's self_ps, the table XProf shows).
+ */
+static int unattributed_write(struct stats_ops *d, struct xs_out *o)
+{
+	size_t *idx = stats_opmap_sorted(&d->un);
+	int r;
+
+	if (!idx)
+		return -ENOMEM;
+	OUT_LIT(o, ",\"unattributed\":{\"events\":");
+	xs_out_u64(o, d->un_events);
+	xs_out_key_i64(o, ",\"total_ps\":", d->un_total);
+	OUT_LIT(o, ",\"ops\":[");
+	r = ops_write(&d->un, idx, &d->f, d->self, o);
+	free(idx);
+	OUT_LIT(o, "]}");
+	return r;
+}
+
 static int ops_plane_write(struct xs_rctx *rc, size_t pi, struct stats_ops *d, struct xs_out *o)
 {
 	const struct xs_plane *p = &rc->x->planes[pi];
@@ -54,7 +76,10 @@ static int ops_plane_write(struct xs_rctx *rc, size_t pi, struct stats_ops *d, s
 	OUT_LIT(o, "],\"by_program\":[");
 	if ((r = stats_ops_rollup_write(&d->m, true, d->self, o)) < 0)
 		return r;
-	OUT_LIT(o, "]}");
+	OUT_LIT(o, "]");
+	if (d->gpu && (r = unattributed_write(d, o)) < 0)
+		return r;
+	OUT_LIT(o, "}");
 	return xs_out_flush(o, false);
 }
 
@@ -102,7 +127,7 @@ int stats_view_ops(struct xs_rctx *rc, struct xs_out *o)
 
 		if ((r = slot[pi].r) < 0)
 			goto out;
-		if (d->events) { /* else: not an op plane, or no op events */
+		if (d->events || d->un_events) { /* else: not an op plane, or no op events */
 			OUT_RAW(o, first_plane ? "\n{\"name\":" : ",\n{\"name\":");
 			first_plane = false;
 			if ((r = ops_plane_write(rc, pi, d, o)) < 0)

@@ -567,6 +567,7 @@ enum {
 	CK_PROGRAM_ID,
 	CK_DEV_OFF,
 	CK_DEV_DUR,
+	CK_GROUP_ID,
 	CK_OTHER,
 };
 
@@ -586,6 +587,7 @@ static int8_t collect_kind(const char *name, size_t len)
 		[CK_PROGRAM_ID] = "program_id",
 		[CK_DEV_OFF] = "device_offset_ps",
 		[CK_DEV_DUR] = "device_duration_ps",
+		[CK_GROUP_ID] = "group_id",
 	};
 
 	for (int8_t k = CK_CATEGORY; k < CK_OTHER; k++)
@@ -658,6 +660,10 @@ int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_stat
 	case CK_DEV_DUR:
 		if (integer)
 			os->dev_dur = (int64_t)s->u, os->has_dev_dur = true;
+		break;
+	case CK_GROUP_ID:
+		if (integer)
+			os->group_id = (int64_t)s->u, os->has_group_id = true;
 		break;
 	}
 	return si >= 0 ? opstats_set(rc, c, s, os, si) : 0;

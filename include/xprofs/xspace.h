@@ -735,6 +735,7 @@ struct xs_evmd { /* one XEventMetadata */
 	int64_t step_num;
 	bool has_step_num;
 	char *hlo_module; /* owned, NULL when absent */
+	char *tf_op;      /* owned, NULL when absent */
 	double model_flops;
 	bool has_model_flops;
 	uint64_t program_id;
@@ -954,6 +955,8 @@ struct xs_opstats {
 	bool has_program_id;
 	int64_t dev_off, dev_dur; /* device_offset_ps / device_duration_ps */
 	bool has_dev_off, has_dev_dur;
+	int64_t group_id; /* XProf's step grouping (GPU ops merge contiguous runs by it) */
+	bool has_group_id;
 	/*
 	 * Per-event walks: with @borrow (set by the caller) a string whose stat is a
 	 * ref points at the stat metadata's name (borrowed until the next
