@@ -239,6 +239,24 @@ void stats_step_summary_write(struct xs_out *o, const struct xprofs_xspace *x,
 int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
 			      struct stats_busy *busy, bool *busy_ok);
 
+/* ---- a session's straggler (straggler.c) ---- */
+
+/* The median of a session's hosts' average step times (docs/stats.md "Session summary"). */
+struct stats_straggler {
+	size_t hosts;  /* hosts with steps */
+	double median; /* of their averages */
+	size_t worst;  /* the host with the highest average, SIZE_MAX: none */
+};
+/* stats_straggler_get() - of the @n hosts' summaries @h (NULL: no steps); 0 or -ENOMEM. */
+int stats_straggler_get(const struct stats_step_summary *const *h, size_t n,
+			struct stats_straggler *s);
+/*
+ * stats_straggler_ratio() - host @h's average ÷ the median into *ratio; false (no ratio)
+ * with fewer than two hosts with steps, @h without steps, or a median <= 0.
+ */
+bool stats_straggler_ratio(const struct stats_straggler *s, const struct stats_step_summary *h,
+			   double *ratio);
+
 /* ---- device busy time (busy.c) ---- */
 
 /* stats_device_busy() - device plane @q's busy time into @b (the union of its op lines). */

@@ -712,10 +712,32 @@ static const struct stats_step_summary *host_steps(const struct sess *s, size_t 
 	return s->steps[i].has && !s->errors[i] ? &s->steps[i] : NULL;
 }
 
-/* out_host_row() - one host of the per-host comparison (@a / @b: NULL when absent there). */
-static void out_host_row(struct xs_out *o, const char *name, const char *in,
-			 const struct stats_step_summary *a, const struct stats_step_summary *b)
+/* A session's straggler (straggler.c), for its hosts' straggler_ratio. */
+static int sess_straggler(const struct sess *s, struct stats_straggler *st)
 {
+	const struct stats_step_summary **h = calloc(s->in->n + 1, sizeof(*h));
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->in->n; i++)
+		h[i] = host_steps(s, i);
+	r = stats_straggler_get(h, s->in->n, st);
+	free(h);
+	return r;
+}
+
+/*
+ * out_host_row() - one host of the per-host comparison (@a / @b: NULL when absent
+ * there; @sa / @sb: the sessions' stragglers).
+ */
+static void out_host_row(struct xs_out *o, const char *name, const char *in,
+			 const struct stats_step_summary *a, const struct stats_step_summary *b,
+			 const struct stats_straggler *sa, const struct stats_straggler *sb)
+{
+	double ra = 0, rb = 0;
+	bool ha = stats_straggler_ratio(sa, a, &ra), hb = stats_straggler_ratio(sb, b, &rb);
+
 	OUT_LIT(o, "{\"host\":");
 	xs_out_cstr(o, name);
 	OUT_LIT(o, ",\"in\":");
@@ -726,6 +748,8 @@ static void out_host_row(struct xs_out *o, const char *name, const char *in,
 	xs_out_u64(o, b ? b->n : 0);
 	out_avg3(o, "avg_ps", a, a ? a->avg : 0, b, b ? b->avg : 0);
 	xs_out_opt_double(o, ",\"ratio\":", a && b && a->avg > 0, b && a ? b->avg / a->avg : 0);
+	xs_out_opt_double(o, ",\"straggler_ratio_base\":", ha, ra);
+	xs_out_opt_double(o, ",\"straggler_ratio_new\":", hb, rb);
 	OUT_LIT(o, "}");
 }
 
@@ -733,8 +757,9 @@ static void out_host_row(struct xs_out *o, const char *name, const char *in,
 static int out_hosts_diff(struct xs_out *o, const struct sess *a, const struct sess *b)
 {
 	size_t *ia = hosts_sorted(a->in), *ib = hosts_sorted(b->in), i = 0, j = 0, k = 0;
+	struct stats_straggler sa, sb;
 
-	if (!ia || !ib) {
+	if (!ia || !ib || sess_straggler(a, &sa) < 0 || sess_straggler(b, &sb) < 0) {
 		free(ia);
 		free(ib);
 		return -ENOMEM;
@@ -749,11 +774,13 @@ static int out_hosts_diff(struct xs_out *o, const struct sess *a, const struct s
 		k++;
 		if (c == 0)
 			out_host_row(o, host_name(a, ia[i]), "both", host_steps(a, ia[i]),
-				     host_steps(b, ib[j]));
+				     host_steps(b, ib[j]), &sa, &sb);
 		else if (c < 0)
-			out_host_row(o, host_name(a, ia[i]), "base", host_steps(a, ia[i]), NULL);
+			out_host_row(o, host_name(a, ia[i]), "base", host_steps(a, ia[i]), NULL,
+				     &sa, &sb);
 		else
-			out_host_row(o, host_name(b, ib[j]), "new", NULL, host_steps(b, ib[j]));
+			out_host_row(o, host_name(b, ib[j]), "new", NULL, host_steps(b, ib[j]), &sa,
+				     &sb);
 		i += c <= 0;
 		j += c >= 0;
 	}
