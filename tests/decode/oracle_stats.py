@@ -792,7 +792,8 @@ def overview_model(xs, stat_value, stat_name, names):
         facts = plane_facts(p, stat_value, stat_name)
         busy, first, last = device_busy(p)
         if facts["peak_flops"] > 0:
-            dev["peak_flop_s"] += facts["peak_flops"] * float(busy) * 1e-12
+            span = (last - first) if first is not None else 0
+            dev["peak_flop_s"] += facts["peak_flops"] * float(span) * 1e-12  # wall time
         else:
             dev["all_peaks"] = False
         if dev["planes"] == 0:
