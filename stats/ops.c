@@ -368,19 +368,21 @@ static int op_first(struct xs_rctx *rc, const struct ops_acc *a, struct op *op,
 static void op_account(struct op *op, uint64_t events, int64_t occ, int64_t dur,
 		       const struct amounts *v)
 {
-	op->count += events;
-	op->occurrences = xs_sat_add(op->occurrences, occ);
-	op->total = xs_sat_add(op->total, dur);
+	struct op one = {.count = events,
+			 .occurrences = occ,
+			 .total = dur,
+			 .flops = v->flops,
+			 .bytes = v->bytes,
+			 .model_flops = v->mflops,
+			 .has_flops = v->has_flops,
+			 .has_bytes = v->has_bytes,
+			 .has_model_flops = v->has_mf};
+
+	stats_op_add(op, &one);
 	if (dur < op->min)
 		op->min = dur;
 	if (dur > op->max)
 		op->max = dur;
-	if (v->has_flops)
-		op->flops += v->flops, op->has_flops = true;
-	if (v->has_bytes)
-		op->bytes += v->bytes, op->has_bytes = true;
-	if (v->has_mf)
-		op->model_flops += v->mflops, op->has_model_flops = true;
 }
 
 /*
@@ -648,6 +650,20 @@ void stats_ops_free(struct stats_ops *d)
 	stats_plane_facts_clear(&d->f);
 }
 
+void stats_op_add(struct op *b, const struct op *a)
+{
+	b->count += a->count;
+	b->occurrences = xs_sat_add(b->occurrences, a->occurrences);
+	b->total = xs_sat_add(b->total, a->total);
+	b->self = xs_sat_add(b->self, a->self);
+	if (a->has_flops)
+		b->flops += a->flops, b->has_flops = true;
+	if (a->has_bytes)
+		b->bytes += a->bytes, b->has_bytes = true;
+	if (a->has_model_flops)
+		b->model_flops += a->model_flops, b->has_model_flops = true;
+}
+
 int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 {
 	if (!dst->m.tab)
@@ -663,18 +679,9 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 		if (!b->program_tried && a->program && !(b->program = strdup(a->program)))
 			return -ENOMEM;
 		b->program_tried = true;
-		b->count += a->count;
-		b->occurrences = xs_sat_add(b->occurrences, a->occurrences);
-		b->total = xs_sat_add(b->total, a->total);
-		b->self = xs_sat_add(b->self, a->self);
 		b->min = a->min < b->min ? a->min : b->min;
 		b->max = a->max > b->max ? a->max : b->max;
-		if (a->has_flops)
-			b->flops += a->flops, b->has_flops = true;
-		if (a->has_bytes)
-			b->bytes += a->bytes, b->has_bytes = true;
-		if (a->has_model_flops)
-			b->model_flops += a->model_flops, b->has_model_flops = true;
+		stats_op_add(b, a);
 	}
 	dst->events += src->events;
 	dst->total = xs_sat_add(dst->total, src->total);

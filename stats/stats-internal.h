@@ -110,6 +110,8 @@ struct stats_ops {
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
 void stats_ops_free(struct stats_ops *d);
+/* stats_op_add() - @a's counts, times, flops and bytes added to @b (not min / max / names). */
+void stats_op_add(struct op *b, const struct op *a);
 /* stats_ops_merge() - add @src's ops to @dst's by name (XProf's OpMetricsDbCombiner); @dst
  * starts zeroed. Its facts and programs map stay empty. */
 int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src);
@@ -126,6 +128,18 @@ size_t *stats_opmap_sorted(struct opmap *m);
  */
 void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_plane_facts *f,
 		    int64_t plane_self);
+/* stats_ops_rows_write() - the ops idx[0..m->n) of @m, each "{\"name\":...}", comma-separated. */
+int stats_ops_rows_write(struct xs_out *o, const struct opmap *m, const size_t *idx,
+			 const struct stats_plane_facts *f, int64_t plane_self);
+/*
+ * stats_ops_table_write() - an op table's keys after its name (ops.json) or planes (the
+ * session's): ,"events",..,"total_ps","self_ps", the peak rates, "ops" (@m's ops in the
+ * order @idx) and the rollups; the object is left open.
+ */
+int stats_ops_table_write(struct xs_out *o, struct opmap *m, const size_t *idx, uint64_t events,
+			  int64_t total, int64_t self, const struct stats_plane_facts *f);
+/* stats_ops_rollups_write() - ],"by_category":[...],"by_program":[...] of @m (the ops' array open). */
+int stats_ops_rollups_write(struct xs_out *o, struct opmap *m, int64_t plane_self);
 int stats_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct xs_out *o);
 void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f);
 

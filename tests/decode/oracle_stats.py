@@ -245,13 +245,14 @@ def op_table_full(p, stat_value, stat_name, names):
     ops, un = {}, {}
     events = total = un_events = un_total = 0
 
+    def either(es, ms, kind, name):
+        """The event's stat @name (Stats.string / Stats.integer), else its metadata's."""
+        v = getattr(es, kind)(name)
+        return getattr(ms, kind)(name) if v is None else v
+
     def program_of(es, ms):
-        mod = es.string("hlo_module")
-        if mod is None:
-            mod = ms.string("hlo_module")
-        pid = es.integer("program_id")
-        if pid is None:
-            pid = ms.integer("program_id")
+        mod = either(es, ms, "string", "hlo_module")
+        pid = either(es, ms, "integer", "program_id")
         if mod is not None and pid is not None:
             return "%s(%d)" % (mod, pid)
         if mod is not None:
@@ -259,8 +260,7 @@ def op_table_full(p, stat_value, stat_name, names):
         return progs.get(pid) if pid is not None else None
 
     def category_of(es, ms):
-        cat = es.string("hlo_category")
-        return ms.string("hlo_category") if cat is None else cat
+        return either(es, ms, "string", "hlo_category")
 
     def amounts_of(es, ms):
         out = {}
@@ -293,12 +293,8 @@ def op_table_full(p, stat_value, stat_name, names):
             es = Stats(p, e.stats if kind != "host" else [], stat_value, stat_name)
             d = e.duration_ps
             if kind == "stream":
-                hlo = es.string("hlo_op")
-                if hlo is None:
-                    hlo = ms.string("hlo_op")
-                pid = es.integer("program_id")
-                if pid is None:
-                    pid = ms.integer("program_id")
+                hlo = either(es, ms, "string", "hlo_op")
+                pid = either(es, ms, "integer", "program_id")
                 grp = es.integer("group_id")
                 grp = None if grp is None else signed(grp)
                 leaf = hlo.split("::")[-1] if hlo is not None else None
@@ -320,9 +316,7 @@ def op_table_full(p, stat_value, stat_name, names):
                     events += 1
                     total += d
                     continue
-                tf = es.string("tf_op")
-                if tf is None:
-                    tf = ms.string("tf_op")
+                tf = either(es, ms, "string", "tf_op")
                 if hlo is None and tf:
                     flush()
                     _, tname, ttype = parse_tf_op(tf)
