@@ -132,6 +132,20 @@ struct refc {
 	int64_t gi; /* -1: empty */
 };
 
+/*
+ * Framework ops and left-out kernels are keyed by strings made from the
+ * kernel's metadata (and its tf_op); a small direct-mapped cache from the
+ * metadata id (and a copy of the tf_op, NULL for a left-out kernel) to the
+ * op's index skips parsing and hashing them for every kernel.
+ */
+#define MDC_SIZE 256
+
+struct mdc {
+	int64_t md;
+	char *tf;   /* owned; NULL: the entry is a left-out kernel's */
+	int64_t gi; /* -1: empty */
+};
+
 /* What an occurrence adds to its op's amounts (the flops / bytes stats). */
 struct amounts {
 	double flops, bytes, mflops;
@@ -162,6 +176,7 @@ struct ops_acc {
 	size_t depth;
 	struct frame stack[OPS_DEPTH_MAX];
 	struct refc hc[REFC_SIZE]; /* (hlo_op ref, program id) -> op, for this plane */
+	struct mdc mc[MDC_SIZE];   /* kernel metadata (and tf_op) -> framework / left-out op */
 };
 
 static struct refc *refc_slot(struct ops_acc *a, int64_t ref, uint64_t pid)
@@ -195,12 +210,13 @@ static const char *hlo_leaf(const char *hlo)
 
 /*
  * xla_group() - the op of a GPU event with an hlo_op @hlo and a program id @pid
- * (XProf's key (program_id, name)), or -errno.
+ * (XProf's key (program_id, name)), or -errno; -ENOENT when the name is empty
+ * (no HLO instruction has that name: the kernel is left out).
  */
 static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os,
 			 const char *hlo, uint64_t pid)
 {
-	const char *cat = os->category ? os->category : md->category;
+	const char *cat = os->category ? os->category : md->category, *leaf;
 	struct refc *c = NULL;
 	int64_t gi;
 
@@ -209,10 +225,44 @@ static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_
 		if (c->gi >= 0 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid)
 			return c->gi;
 	}
-	gi = opmap_get_key(a->m, (struct opkey){hlo_leaf(hlo), true, pid}, cat);
+	if (!*(leaf = hlo_leaf(hlo)))
+		return -ENOENT;
+	gi = opmap_get_key(a->m, (struct opkey){leaf, true, pid}, cat);
 	if (gi >= 0 && c)
 		*c = (struct refc){os->ref[XS_OS_HLO_OP], pid, gi};
 	return gi;
+}
+
+/* mdc_slot() - the cache entry of kernel metadata @md (with @tf: a framework op's). */
+static struct mdc *mdc_slot(struct ops_acc *a, int64_t md, const char *tf)
+{
+	uint64_t h = (uint64_t)md * 0x9e3779b97f4a7c15ull;
+
+	if (tf)
+		h ^= xprofs_table_hash(0, tf, strlen(tf));
+	return &a->mc[(h * 0xff51afd7ed558ccdull) >> 56];
+}
+
+/* mdc_hit() - the op cached for (@md, @tf), or -1. */
+static int64_t mdc_hit(struct ops_acc *a, int64_t md, const char *tf)
+{
+	struct mdc *c = mdc_slot(a, md, tf);
+
+	if (c->gi < 0 || c->md != md || !c->tf != !tf || (tf && strcmp(c->tf, tf)))
+		return -1;
+	return c->gi;
+}
+
+/* mdc_set() - cache op @gi for (@md, @tf) (best effort: no memory, no entry). */
+static void mdc_set(struct ops_acc *a, int64_t md, const char *tf, int64_t gi)
+{
+	struct mdc *c = mdc_slot(a, md, tf);
+	char *copy = tf ? strdup(tf) : NULL;
+
+	if (tf && !copy)
+		return;
+	free(c->tf);
+	*c = (struct mdc){md, copy, gi};
 }
 
 /*
@@ -350,11 +400,13 @@ static int op_program(const struct ops_acc *a, struct op *op, const struct xs_ev
 static int op_first(struct xs_rctx *rc, const struct ops_acc *a, struct op *op,
 		    const struct xs_event *e, const struct xs_evmd *md)
 {
-	struct xs_opstats ps = {.strings = true, .borrow = true};
+	struct xs_opstats ps;
 	int r = 0;
 
 	if (op->program_tried)
 		return 0;
+	memset(&ps, 0, sizeof(ps));
+	ps.strings = ps.borrow = true;
 	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
 		r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
 				  XEVENT_F_STATS, xs_collect_stat, &ps);
@@ -414,8 +466,8 @@ static void run_add(struct ops_acc *a, int64_t gi, const struct xs_event *e,
 {
 	struct run *u = &a->run;
 
-	if (u->gi < 0 || strcmp(a->m->ops[u->gi].name, a->m->ops[gi].name) || !os->has_group_id ||
-	    os->group_id != u->group)
+	if (u->gi < 0 || (u->gi != gi && strcmp(a->m->ops[u->gi].name, a->m->ops[gi].name)) ||
+	    !os->has_group_id || os->group_id != u->group)
 		run_flush(a);
 	u->gi = gi; /* a run of one name over several programs goes to the last one's */
 	u->events++;
@@ -430,13 +482,17 @@ static void run_add(struct ops_acc *a, int64_t gi, const struct xs_event *e,
 		u->group = os->group_id;
 }
 
-/* tf_group() - XProf's op of a framework kernel: "<tf_op name>/<kernel>", its type. */
-static int64_t tf_group(struct ops_acc *a, const char *tf_op, const struct xs_evmd *md)
+/* tf_group() - XProf's op of framework kernel @e: "<tf_op name>/<kernel>", its type. */
+static int64_t tf_group(struct ops_acc *a, const char *tf_op, const struct xs_event *e,
+			const struct xs_evmd *md)
 {
 	struct xs_tfop t;
 	char *name = NULL, *type = NULL;
-	int64_t gi = -ENOMEM;
+	int64_t gi = mdc_hit(a, e->md, tf_op);
 
+	if (gi >= 0)
+		return gi;
+	gi = -ENOMEM;
 	xs_tfop_parse(tf_op, strlen(tf_op), &t);
 	if (asprintf(&name, "%.*s/%s", (int)t.name_len, t.name, md->name) < 0)
 		return -ENOMEM;
@@ -444,6 +500,8 @@ static int64_t tf_group(struct ops_acc *a, const char *tf_op, const struct xs_ev
 	if (!(type = t.type_len ? strndup(t.type, t.type_len) : strdup("unknown")))
 		goto out;
 	gi = opmap_get_key(a->m, (struct opkey){name, true, 0}, type);
+	if (gi >= 0)
+		mdc_set(a, e->md, tf_op, gi);
 out:
 	free(name);
 	free(type);
@@ -464,59 +522,51 @@ static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_e
 	const char *hlo = os->hlo_op ? os->hlo_op : md->hlo_op;
 	bool has_pid = os->has_program_id || md->has_program_id;
 	uint64_t pid = os->has_program_id ? os->program_id : md->program_id;
-	struct xs_opstats ts = {.strings = true, .borrow = true};
-	const char *tf_op = NULL;
+	const char *tf_op = hlo ? NULL : os->tf_op ? os->tf_op : md->tf_op;
+	static const struct amounts none;
 	struct opmap *m = a->m;
 	int64_t gi;
-	int r = 0;
+	int r;
 
-	if (hlo && has_pid && *hlo_leaf(hlo)) {
-		if ((gi = xla_group(a, md, os, hlo, pid)) < 0 ||
-		    (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
+	if (hlo && has_pid && (gi = xla_group(a, md, os, hlo, pid)) != -ENOENT) {
+		if (gi < 0 || (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
 			return gi < 0 ? (int)gi : r;
 		run_add(a, gi, e, os, v);
-		a->events++;
-		a->total = xs_sat_add(a->total, e->duration_ps);
-		return 0;
-	}
-	if (!hlo && e->has_stats &&
-	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-			       XEVENT_F_STATS, xs_collect_stat, &ts)) < 0)
-		goto out;
-	tf_op = hlo ? NULL : ts.tf_op ? ts.tf_op : md->tf_op;
-	if (tf_op && *tf_op) {
-		static const struct amounts none;
-
+	} else if (tf_op && *tf_op) {
 		run_flush(a);
-		if ((r = (int)(gi = tf_group(a, tf_op, md))) < 0 ||
+		if ((r = (int)(gi = tf_group(a, tf_op, e, md))) < 0 ||
 		    (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
-			goto out;
+			return r;
 		op_account(&m->ops[gi], 1, 1, e->duration_ps, &none); /* flops, bytes: 0 */
 		gpu_self(&m->ops[gi], e->duration_ps);
-		a->events++;
-		a->total = xs_sat_add(a->total, e->duration_ps);
-		goto out;
+	} else {
+		m = a->un;
+		if ((gi = mdc_hit(a, e->md, NULL)) < 0) {
+			const char *cat = os->category ? os->category : md->category;
+
+			if ((r = (int)(gi = opmap_get(m, md->name, cat))) < 0)
+				return r;
+			if (!os->category) /* its category is the metadata's: one op per metadata */
+				mdc_set(a, e->md, NULL, gi);
+		}
+		if ((r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
+			return r;
+		op_account(&m->ops[gi], 1, 1, e->duration_ps, v);
+		gpu_self(&m->ops[gi], e->duration_ps);
+		a->un_events++;
+		a->un_total = xs_sat_add(a->un_total, e->duration_ps);
+		return 0;
 	}
-	m = a->un;
-	if ((r = (int)(gi = opmap_get(m, md->name, os->category ? os->category : md->category))) <
-		    0 ||
-	    (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
-		goto out;
-	op_account(&m->ops[gi], 1, 1, e->duration_ps, v);
-	gpu_self(&m->ops[gi], e->duration_ps);
-	a->un_events++;
-	a->un_total = xs_sat_add(a->un_total, e->duration_ps);
-	r = 0;
-out:
-	xs_opstats_clear(&ts);
-	return r;
+	a->events++;
+	a->total = xs_sat_add(a->total, e->duration_ps);
+	return 0;
 }
 
 /* A xs_event_fn: add one event to its op (arg: struct ops_acc). */
 static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_evmd *md, void *arg)
 {
 	struct ops_acc *a = arg;
-	struct xs_opstats os = {.borrow = true};
+	struct xs_opstats os = {.borrow = true, .want_tf_op = a->kind == LK_STREAM};
 	struct xs_event dev = *ev, *e = &dev;
 	struct amounts v = {md->flops,     md->bytes,     md->model_flops,
 			    md->has_flops, md->has_bytes, md->has_model_flops};
@@ -612,6 +662,8 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	acc->run.gi = -1;
 	for (size_t i = 0; i < REFC_SIZE; i++)
 		acc->hc[i].gi = -1;
+	for (size_t i = 0; i < MDC_SIZE; i++)
+		acc->mc[i] = (struct mdc){0, NULL, -1};
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
 		if (xs_plane_is_device(p) &&
 		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
@@ -636,6 +688,8 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	if (out->events || out->un_events)
 		r = stats_plane_facts_get(rc, pi, &out->f);
 out:
+	for (size_t i = 0; acc && i < MDC_SIZE; i++)
+		free(acc->mc[i].tf);
 	free(acc);
 	if (r < 0)
 		stats_ops_free(out);

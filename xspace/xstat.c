@@ -643,7 +643,7 @@ int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_stat
 		si = os->strings ? XS_OS_KERNEL_DETAILS : -1;
 		break;
 	case CK_TF_OP:
-		si = os->strings ? XS_OS_TF_OP : -1;
+		si = os->strings || os->want_tf_op ? XS_OS_TF_OP : -1;
 		break;
 	case CK_MODEL_FLOPS:
 		if (xs_stat_number(s, &d))

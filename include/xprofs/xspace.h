@@ -947,7 +947,8 @@ struct xs_opstats {
 	int64_t step_num;
 	bool has_step_num;
 	/* for ops.json / overview.json / kernels.json (docs/stats.md) */
-	bool strings;                              /* set by the caller: also collect these */
+	bool strings;    /* set by the caller: also collect these */
+	bool want_tf_op; /* set by the caller: also collect tf_op (GPU op tables) */
 	char *hlo_module, *kernel_details, *tf_op; /* owned */
 	double model_flops;
 	bool has_model_flops;
