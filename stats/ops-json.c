@@ -91,6 +91,19 @@ void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_pl
 	out_share(o, op->self, plane_self);
 }
 
+int stats_ops_rows_write(struct xs_out *o, const struct opmap *m, const size_t *idx,
+			 const struct stats_plane_facts *f, int64_t plane_self)
+{
+	for (size_t i = 0; i < m->n; i++) {
+		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
+		stats_op_write(o, &m->ops[idx[i]], f, plane_self);
+		OUT_LIT(o, "}");
+		if (xs_out_flush(o, false) < 0)
+			break;
+	}
+	return o->r;
+}
+
 /* ---- rollups: XProf's op profile by category / by program ------------- */
 
 /* One group of ops (op_profile_builder.cc: a category or program node). */
@@ -200,6 +213,36 @@ out:
 	free(idx);
 	free(g);
 	return r < 0 ? r : o->r;
+}
+
+int stats_ops_rollups_write(struct xs_out *o, struct opmap *m, int64_t plane_self)
+{
+	int r;
+
+	OUT_LIT(o, "],\"by_category\":[");
+	if ((r = stats_ops_rollup_write(m, false, plane_self, o)) < 0)
+		return r;
+	OUT_LIT(o, "],\"by_program\":[");
+	if ((r = stats_ops_rollup_write(m, true, plane_self, o)) < 0)
+		return r;
+	OUT_LIT(o, "]");
+	return o->r;
+}
+
+int stats_ops_table_write(struct xs_out *o, struct opmap *m, const size_t *idx, uint64_t events,
+			  int64_t total, int64_t self, const struct stats_plane_facts *f)
+{
+	int r;
+
+	OUT_LIT(o, ",\"events\":");
+	xs_out_u64(o, events);
+	xs_out_key_i64(o, ",\"total_ps\":", total);
+	xs_out_key_i64(o, ",\"self_ps\":", self);
+	stats_ops_peak_write(o, f);
+	OUT_LIT(o, ",\"ops\":[");
+	if ((r = stats_ops_rows_write(o, m, idx, f, self)) < 0)
+		return r;
+	return stats_ops_rollups_write(o, m, self);
 }
 
 void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f)

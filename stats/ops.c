@@ -36,28 +36,45 @@ static void opmap_free(struct opmap *m)
 	m->other = -1;
 }
 
-/* An xprofs_table_eq_fn: op @idx of the opmap @ctx is named @key. */
-static bool op_name_eq(const void *ctx, uint32_t idx, const void *key)
+/* An op's key: its name, and on GPU its program id (XProf's (program_id, name)). */
+struct opkey {
+	const char *name;
+	bool has_pid;
+	uint64_t pid;
+};
+
+/* An xprofs_table_eq_fn: op @idx of the opmap @ctx has the key @key (a struct opkey). */
+static bool op_key_eq(const void *ctx, uint32_t idx, const void *key)
 {
-	return !strcmp(((const struct opmap *)ctx)->ops[idx].name, key);
+	const struct op *op = &((const struct opmap *)ctx)->ops[idx];
+	const struct opkey *k = key;
+
+	return op->has_pid == k->has_pid && op->pid == k->pid && !strcmp(op->name, k->name);
 }
 
-/* Index of the op named @name (borrowed; duplicated on insert). */
-static int64_t opmap_get(struct opmap *m, const char *name, const char *category)
+static uint64_t op_key_hash(const struct opkey *k)
 {
-	uint64_t h = xprofs_table_hash(0, name, strlen(name));
+	uint64_t h = xprofs_table_hash(0, k->name, strlen(k->name));
+
+	return k->has_pid ? xprofs_table_hash(h, &k->pid, sizeof(k->pid)) : h;
+}
+
+/* Index of the op keyed @k (its name borrowed; duplicated on insert). */
+static int64_t opmap_get_key(struct opmap *m, struct opkey k, const char *category)
+{
+	uint64_t h = op_key_hash(&k);
 	struct op *op;
 	uint32_t i;
 	int r;
 
-	if (xprofs_table_find(m->tab, h, op_name_eq, m, name, &i) == 0)
+	if (xprofs_table_find(m->tab, h, op_key_eq, m, &k, &i) == 0)
 		return i;
 	if (m->n >= OPS_MAX) {
 		if (m->other >= 0)
 			return m->other;
-		name = "(other)";
+		k = (struct opkey){"(other)", false, 0};
 		category = "";
-		h = xprofs_table_hash(0, name, strlen(name));
+		h = op_key_hash(&k);
 	}
 	if (!m->tab && (r = xprofs_table_new(OPS_MAX + 1, &m->tab)) < 0) /* + 1: "(other)" */
 		return r;
@@ -65,8 +82,10 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 		return r;
 	op = &m->ops[m->n];
 	memset(op, 0, sizeof(*op));
-	op->name = strdup(name);
+	op->name = strdup(k.name);
 	op->category = strdup(category ? category : "");
+	op->has_pid = k.has_pid;
+	op->pid = k.pid;
 	r = op->name && op->category ? xprofs_table_add(m->tab, h, (uint32_t)m->n) : -ENOMEM;
 	if (r < 0) {
 		free(op->name);
@@ -79,6 +98,12 @@ static int64_t opmap_get(struct opmap *m, const char *name, const char *category
 	if (m->n >= OPS_MAX)
 		m->other = (int64_t)m->n - 1;
 	return (int64_t)m->n - 1;
+}
+
+/* Index of the op named @name (borrowed), keyed by name alone. */
+static int64_t opmap_get(struct opmap *m, const char *name, const char *category)
+{
+	return opmap_get_key(m, (struct opkey){name, false, 0}, category);
 }
 
 struct frame {
@@ -94,96 +119,163 @@ static void op_finish(struct opmap *m, const struct frame *f)
 }
 
 /*
- * GPU ops are grouped by their hlo_op string; when it is a ref (the usual
- * case), the ref names the op within the plane, so a small direct-mapped
- * cache from the ref to the op's index skips hashing the string.
+ * GPU ops are keyed by their hlo_op string and program id; when the string is
+ * a ref (the usual case), the ref names it within the plane, so a small
+ * direct-mapped cache from (ref, program id) to the op's index skips
+ * splitting and hashing the string.
  */
 #define REFC_SIZE 1024
 
 struct refc {
 	int64_t ref;
+	uint64_t pid;
 	int64_t gi; /* -1: empty */
 };
 
-/* One line's aggregation: the op map, the line's kind and the stack of open events. */
+/*
+ * Framework ops and left-out kernels are keyed by strings made from the
+ * kernel's metadata (and its tf_op); a small direct-mapped cache from the
+ * metadata id (and a copy of the tf_op, NULL for a left-out kernel) to the
+ * op's index skips parsing and hashing them for every kernel.
+ */
+#define MDC_SIZE 256
+
+struct mdc {
+	int64_t md;
+	char *tf;   /* owned; NULL: the entry is a left-out kernel's */
+	int64_t gi; /* -1: empty */
+};
+
+/* What an occurrence adds to its op's amounts (the flops / bytes stats). */
+struct amounts {
+	double flops, bytes, mflops;
+	bool has_flops, has_bytes, has_mf;
+};
+
+/*
+ * The GPU run being merged: ConvertDeviceTraceXPlaneToOpMetricsDb() merges
+ * contiguous events of one HLO op name and group_id into one occurrence
+ * (its HLOTracker); @group is 0 after each flush, as its Reset() leaves it.
+ */
+struct run {
+	int64_t gi; /* -1: none open */
+	int64_t group;
+	uint64_t events;
+	int64_t dur;
+	struct amounts v;
+};
+
+/* One line's aggregation: the op maps, the line's kind and the stack of open events. */
 struct ops_acc {
-	struct opmap *m;
+	struct opmap *m, *un;
 	struct progmap *pm;
 	enum stats_line_kind kind;
-	uint64_t events;
-	int64_t total;
+	uint64_t events, un_events;
+	int64_t total, un_total;
+	struct run run;
 	size_t depth;
 	struct frame stack[OPS_DEPTH_MAX];
-	struct refc hc[REFC_SIZE]; /* hlo_op ref -> op, for this plane's aggregation */
+	struct refc hc[REFC_SIZE]; /* (hlo_op ref, program id) -> op, for this plane */
+	struct mdc mc[MDC_SIZE];   /* kernel metadata (and tf_op) -> framework / left-out op */
 	struct xs_rctx *rc;        /* borrowed: the render's, for its HLO facts */
 };
 
-static struct refc *refc_slot(struct ops_acc *a, int64_t ref)
+static struct refc *refc_slot(struct ops_acc *a, int64_t ref, uint64_t pid)
 {
-	return &a->hc[((uint64_t)ref * 0x9e3779b97f4a7c15ull) >> 54];
+	return &a->hc[(((uint64_t)ref ^ (pid * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull) >>
+		      54];
 }
 
-/*
- * stream_category() - a GPU kernel's op category: its own (stat or metadata),
- * else, as XProf's GPU op metrics take it from the HLO, the category
- * (HloInstructionWrapper::Category()) of the instruction named by the last
- * "::" part of its hlo_op in its program. NULL: none; -errno in *@r.
- */
-static const char *stream_category(struct ops_acc *a, const struct xs_evmd *md,
-				   const struct xs_opstats *os, const char *hlo, int *r)
-{
-	const char *cat = os->category ? os->category : md->category, *last = hlo, *hit;
-	bool has_id = os->has_program_id || md->has_program_id;
-	const struct xprofs_hlo_facts *facts;
-	struct xprofs_hlo_fact f;
-
-	*r = 0;
-	if ((cat && cat[0]) || !has_id)
-		return cat;
-	if ((*r = xs_hlo_facts(a->rc, &facts)) < 0 || !facts)
-		return cat;
-	while ((hit = strstr(last, "::")) != NULL)
-		last = hit + 2;
-	if (xprofs_hlo_facts_find(facts, os->has_program_id ? os->program_id : md->program_id, last,
-				  strlen(last), &f))
-		return f.category;
-	return cat;
-}
-
-/* The op event @e of metadata @md counts towards (GPU kernels: their hlo_op), or -errno. */
+/* The op a TPU / host op event of metadata @md counts towards (by name), or -errno. */
 static int64_t op_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os)
 {
-	const char *cat;
 	int64_t gi;
-	int r;
 
-	if (a->kind == LK_STREAM && os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
-		struct refc *c = refc_slot(a, os->ref[XS_OS_HLO_OP]);
-
-		if (c->gi >= 0 && c->ref == os->ref[XS_OS_HLO_OP])
-			return c->gi;
-		cat = stream_category(a, md, os, os->hlo_op, &r);
-		if (r < 0)
-			return r;
-		gi = opmap_get(a->m, os->hlo_op, cat);
-		if (gi >= 0)
-			*c = (struct refc){os->ref[XS_OS_HLO_OP], gi};
-		return gi;
-	}
-	if (a->kind == LK_STREAM && (os->hlo_op || md->hlo_op)) {
-		const char *hlo = os->hlo_op ? os->hlo_op : md->hlo_op;
-
-		cat = stream_category(a, md, os, hlo, &r);
-		if (r < 0)
-			return r;
-		return opmap_get(a->m, hlo, cat);
-	}
 	if (md->group >= 0 && md != &xs_empty_evmd)
 		return md->group;
 	gi = opmap_get(a->m, md->name, os->category ? os->category : md->category);
 	if (gi >= 0 && md != &xs_empty_evmd && !os->category)
 		md->group = gi; /* the next occurrence skips the look-up */
 	return gi;
+}
+
+/* hlo_leaf() - GpuEventStats' hlo_op_names.back(): the piece after the last "::". */
+static const char *hlo_leaf(const char *hlo)
+{
+	const char *p;
+
+	while ((p = strstr(hlo, "::")) != NULL)
+		hlo = p + 2;
+	return hlo;
+}
+
+/*
+ * xla_group() - the op of a GPU event with an hlo_op @hlo and a program id @pid
+ * (XProf's key (program_id, name)), or -errno; -ENOENT when the name is empty
+ * (no HLO instruction has that name: the kernel is left out).
+ */
+static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os,
+			 const char *hlo, uint64_t pid)
+{
+	const char *cat = os->category ? os->category : md->category, *leaf;
+	struct refc *c = NULL;
+	int64_t gi;
+
+	if (os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
+		c = refc_slot(a, os->ref[XS_OS_HLO_OP], pid);
+		if (c->gi >= 0 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid)
+			return c->gi;
+	}
+	if (!*(leaf = hlo_leaf(hlo)))
+		return -ENOENT;
+	if (!cat || !cat[0]) {
+		/* XProf's GPU op metrics take the category from the HLO
+		 * (HloInstructionWrapper::Category()) */
+		const struct xprofs_hlo_facts *facts;
+		struct xprofs_hlo_fact f;
+		int r;
+
+		if ((r = xs_hlo_facts(a->rc, &facts)) < 0)
+			return r;
+		if (xprofs_hlo_facts_find(facts, pid, leaf, strlen(leaf), &f))
+			cat = f.category;
+	}
+	gi = opmap_get_key(a->m, (struct opkey){leaf, true, pid}, cat);
+	if (gi >= 0 && c)
+		*c = (struct refc){os->ref[XS_OS_HLO_OP], pid, gi};
+	return gi;
+}
+
+/* mdc_slot() - the cache entry of kernel metadata @md (with @tf: a framework op's). */
+static struct mdc *mdc_slot(struct ops_acc *a, int64_t md, const char *tf)
+{
+	uint64_t h = (uint64_t)md * 0x9e3779b97f4a7c15ull;
+
+	if (tf)
+		h ^= xprofs_table_hash(0, tf, strlen(tf));
+	return &a->mc[(h * 0xff51afd7ed558ccdull) >> 56];
+}
+
+/* mdc_hit() - the op cached for (@md, @tf), or -1. */
+static int64_t mdc_hit(struct ops_acc *a, int64_t md, const char *tf)
+{
+	struct mdc *c = mdc_slot(a, md, tf);
+
+	if (c->gi < 0 || c->md != md || !c->tf != !tf || (tf && strcmp(c->tf, tf)))
+		return -1;
+	return c->gi;
+}
+
+/* mdc_set() - cache op @gi for (@md, @tf) (best effort: no memory, no entry). */
+static void mdc_set(struct ops_acc *a, int64_t md, const char *tf, int64_t gi)
+{
+	struct mdc *c = mdc_slot(a, md, tf);
+	char *copy = tf ? strdup(tf) : NULL;
+
+	if (tf && !copy)
+		return;
+	free(c->tf);
+	*c = (struct mdc){md, copy, gi};
 }
 
 /*
@@ -317,15 +409,180 @@ static int op_program(const struct ops_acc *a, struct op *op, const struct xs_ev
 	return op->program ? 0 : -ENOMEM;
 }
 
+/* op_first() - at @op's first occurrence (event @e of @md): its program, from the event's strings. */
+static int op_first(struct xs_rctx *rc, const struct ops_acc *a, struct op *op,
+		    const struct xs_event *e, const struct xs_evmd *md)
+{
+	struct xs_opstats ps;
+	int r = 0;
+
+	if (op->program_tried)
+		return 0;
+	memset(&ps, 0, sizeof(ps));
+	ps.strings = ps.borrow = true;
+	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
+		r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				  XEVENT_F_STATS, xs_collect_stat, &ps);
+	if (r == 0)
+		r = op_program(a, op, md, &ps);
+	xs_opstats_clear(&ps);
+	return r;
+}
+
+/* op_account() - @events events of @occ occurrences and @dur in all into @op, with @v. */
+static void op_account(struct op *op, uint64_t events, int64_t occ, int64_t dur,
+		       const struct amounts *v)
+{
+	struct op one = {.count = events,
+			 .occurrences = occ,
+			 .total = dur,
+			 .flops = v->flops,
+			 .bytes = v->bytes,
+			 .model_flops = v->mflops,
+			 .has_flops = v->has_flops,
+			 .has_bytes = v->has_bytes,
+			 .has_model_flops = v->has_mf};
+
+	stats_op_add(op, &one);
+	if (dur < op->min)
+		op->min = dur;
+	if (dur > op->max)
+		op->max = dur;
+}
+
+/*
+ * GPU self time: ConvertDeviceTraceXPlaneToOpMetricsDb() enters every op with
+ * children_time_ps = 0, so an op's self time is its time (kernels nested on a
+ * stream are not subtracted; never below 0 here).
+ */
+static void gpu_self(struct op *op, int64_t dur)
+{
+	op->self = xs_sat_add(op->self, dur > 0 ? dur : 0);
+}
+
+/* run_flush() - the open run, if any, as one occurrence of its op (AggregateHloFunc()). */
+static void run_flush(struct ops_acc *a)
+{
+	struct run *u = &a->run;
+
+	if (u->gi >= 0) {
+		op_account(&a->m->ops[u->gi], u->events, 1, u->dur, &u->v);
+		gpu_self(&a->m->ops[u->gi], u->dur);
+	}
+	memset(u, 0, sizeof(*u));
+	u->gi = -1;
+}
+
+/* run_add() - event @e (op @gi, stats @os, amounts @v) into the run, after flushing a different one. */
+static void run_add(struct ops_acc *a, int64_t gi, const struct xs_event *e,
+		    const struct xs_opstats *os, const struct amounts *v)
+{
+	struct run *u = &a->run;
+
+	if (u->gi < 0 || (u->gi != gi && strcmp(a->m->ops[u->gi].name, a->m->ops[gi].name)) ||
+	    !os->has_group_id || os->group_id != u->group)
+		run_flush(a);
+	u->gi = gi; /* a run of one name over several programs goes to the last one's */
+	u->events++;
+	u->dur = xs_sat_add(u->dur, e->duration_ps);
+	if (v->has_flops)
+		u->v.flops += v->flops, u->v.has_flops = true;
+	if (v->has_bytes)
+		u->v.bytes += v->bytes, u->v.has_bytes = true;
+	if (v->has_mf)
+		u->v.mflops += v->mflops, u->v.has_mf = true;
+	if (os->has_group_id)
+		u->group = os->group_id;
+}
+
+/* tf_group() - XProf's op of framework kernel @e: "<tf_op name>/<kernel>", its type. */
+static int64_t tf_group(struct ops_acc *a, const char *tf_op, const struct xs_event *e,
+			const struct xs_evmd *md)
+{
+	struct xs_tfop t;
+	char *name = NULL, *type = NULL;
+	int64_t gi = mdc_hit(a, e->md, tf_op);
+
+	if (gi >= 0)
+		return gi;
+	gi = -ENOMEM;
+	xs_tfop_parse(tf_op, strlen(tf_op), &t);
+	if (asprintf(&name, "%.*s/%s", (int)t.name_len, t.name, md->name) < 0)
+		return -ENOMEM;
+	/* DeviceOpMetricsDbBuilder::EnterOp(): an empty type is "unknown" */
+	if (!(type = t.type_len ? strndup(t.type, t.type_len) : strdup("unknown")))
+		goto out;
+	gi = opmap_get_key(a->m, (struct opkey){name, true, 0}, type);
+	if (gi >= 0)
+		mdc_set(a, e->md, tf_op, gi);
+out:
+	free(name);
+	free(type);
+	return gi;
+}
+
+/*
+ * stream_event() - a GPU stream event, as ConvertDeviceTraceXPlaneToOpMetricsDb():
+ * with an hlo_op and a program id, an XLA op keyed (program_id, hlo_op's last
+ * "::" piece), contiguous events of one name and group_id one occurrence; else
+ * with a tf_op, a framework op; else (XProf leaves it out) an unattributed kernel.
+ * XProf also drops XLA ops whose instruction is not in the program's HLO: not
+ * done (that needs the HLO protos). The rest of the rules: docs/stats.md.
+ */
+static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_event *e,
+			struct xs_evmd *md, const struct xs_opstats *os, const struct amounts *v)
+{
+	const char *hlo = os->hlo_op ? os->hlo_op : md->hlo_op;
+	bool has_pid = os->has_program_id || md->has_program_id;
+	uint64_t pid = os->has_program_id ? os->program_id : md->program_id;
+	const char *tf_op = hlo ? NULL : os->tf_op ? os->tf_op : md->tf_op;
+	static const struct amounts none;
+	struct opmap *m = a->m;
+	int64_t gi;
+	int r;
+
+	if (hlo && has_pid && (gi = xla_group(a, md, os, hlo, pid)) != -ENOENT) {
+		if (gi < 0 || (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
+			return gi < 0 ? (int)gi : r;
+		run_add(a, gi, e, os, v);
+	} else if (tf_op && *tf_op) {
+		run_flush(a);
+		if ((r = (int)(gi = tf_group(a, tf_op, e, md))) < 0 ||
+		    (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
+			return r;
+		op_account(&m->ops[gi], 1, 1, e->duration_ps, &none); /* flops, bytes: 0 */
+		gpu_self(&m->ops[gi], e->duration_ps);
+	} else {
+		m = a->un;
+		if ((gi = mdc_hit(a, e->md, NULL)) < 0) {
+			const char *cat = os->category ? os->category : md->category;
+
+			if ((r = (int)(gi = opmap_get(m, md->name, cat))) < 0)
+				return r;
+			if (!os->category) /* its category is the metadata's: one op per metadata */
+				mdc_set(a, e->md, NULL, gi);
+		}
+		if ((r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
+			return r;
+		op_account(&m->ops[gi], 1, 1, e->duration_ps, v);
+		gpu_self(&m->ops[gi], e->duration_ps);
+		a->un_events++;
+		a->un_total = xs_sat_add(a->un_total, e->duration_ps);
+		return 0;
+	}
+	a->events++;
+	a->total = xs_sat_add(a->total, e->duration_ps);
+	return 0;
+}
+
 /* A xs_event_fn: add one event to its op (arg: struct ops_acc). */
 static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_evmd *md, void *arg)
 {
 	struct ops_acc *a = arg;
-	struct xs_opstats os = {.borrow = true};
+	struct xs_opstats os = {.borrow = true, .want_tf_op = a->kind == LK_STREAM};
 	struct xs_event dev = *ev, *e = &dev;
-	double flops = md->flops, bytes = md->bytes, mflops = md->model_flops;
-	bool has_flops = md->has_flops, has_bytes = md->has_bytes, has_mf = md->has_model_flops;
-	struct op *op;
+	struct amounts v = {md->flops,     md->bytes,     md->model_flops,
+			    md->has_flops, md->has_bytes, md->has_model_flops};
 	int64_t gi;
 	int r;
 
@@ -334,11 +591,11 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 				       XEVENT_F_STATS, xs_collect_stat, &os)) < 0)
 			goto out;
 		if (os.has_flops)
-			flops = os.flops, has_flops = true;
+			v.flops = os.flops, v.has_flops = true;
 		if (os.has_bytes)
-			bytes = os.bytes, has_bytes = true;
+			v.bytes = os.bytes, v.has_bytes = true;
 		if (os.has_model_flops)
-			mflops = os.model_flops, has_mf = true;
+			v.mflops = os.model_flops, v.has_mf = true;
 		/* GetDeviceEventTimespan(): the device's own clock when the event has it */
 		if (a->kind == LK_XLA_OPS && os.has_dev_off && os.has_dev_dur && !e->has_num) {
 			e->start_ps = os.dev_off;
@@ -346,35 +603,15 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 			e->end_ps = xs_sat_add(os.dev_off, os.dev_dur);
 		}
 	}
-	if ((r = (int)(gi = op_group(a, md, &os))) < 0)
+	if (a->kind == LK_STREAM) {
+		r = stream_event(rc, a, e, md, &os, &v);
 		goto out;
-	op = &a->m->ops[gi];
-	if (!op->program_tried) { /* the first occurrence: its strings too (hlo_module) */
-		struct xs_opstats ps = {.strings = true, .borrow = true};
-
-		r = 0;
-		if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS))
-			r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-					  XEVENT_F_STATS, xs_collect_stat, &ps);
-		if (r == 0)
-			r = op_program(a, op, md, &ps);
-		xs_opstats_clear(&ps);
-		if (r < 0)
-			goto out;
 	}
-	op->count++;
-	op->occurrences = xs_sat_add(op->occurrences, e->has_num ? (e->num > 0 ? e->num : 0) : 1);
-	op->total = xs_sat_add(op->total, e->duration_ps);
-	if (e->duration_ps < op->min)
-		op->min = e->duration_ps;
-	if (e->duration_ps > op->max)
-		op->max = e->duration_ps;
-	if (has_flops)
-		op->flops += flops, op->has_flops = true;
-	if (has_bytes)
-		op->bytes += bytes, op->has_bytes = true;
-	if (has_mf)
-		op->model_flops += mflops, op->has_model_flops = true;
+	if ((r = (int)(gi = op_group(a, md, &os))) < 0 ||
+	    (r = op_first(rc, a, &a->m->ops[gi], e, md)) < 0)
+		goto out;
+	op_account(&a->m->ops[gi], 1, e->has_num ? (e->num > 0 ? e->num : 0) : 1, e->duration_ps,
+		   &v);
 	a->events++;
 	a->total = xs_sat_add(a->total, e->duration_ps);
 	ops_nest(a, e, gi);
@@ -384,11 +621,12 @@ out:
 	return r;
 }
 
-/* Aggregate one line's events into @a->m; adds to a->events and a->total. */
+/* Aggregate one line's events into @a->m (and a->un); adds to a->events and a->total. */
 static int ops_line(struct xs_rctx *rc, size_t li, struct ops_acc *a)
 {
 	int r = xs_line_each(rc, li, NULL, ops_event, a);
 
+	run_flush(a); /* XProf aggregates the last run at the end of each line */
 	while (a->depth > 0)
 		op_finish(a->m, &a->stack[--a->depth]);
 	return r;
@@ -399,12 +637,17 @@ static int op_cmp(const void *a, const void *b, void *arg)
 	const struct opmap *m = arg;
 	const struct op *x = &m->ops[*(const size_t *)a];
 	const struct op *y = &m->ops[*(const size_t *)b];
+	int c;
 
 	if (x->self != y->self)
 		return x->self > y->self ? -1 : 1;
 	if (x->total != y->total)
 		return x->total > y->total ? -1 : 1;
-	return strcmp(x->name, y->name);
+	if ((c = strcmp(x->name, y->name)) != 0)
+		return c;
+	if (x->has_pid != y->has_pid)
+		return x->has_pid ? 1 : -1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 /* ---- one plane ---------------------------------------------------------- */
@@ -421,14 +664,20 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	out->m.other = -1;
 	if (!(acc = malloc(sizeof(*acc))))
 		return -ENOMEM;
+	out->un.other = -1;
 	acc->m = &out->m;
+	acc->un = &out->un;
 	acc->pm = &out->pm;
 	acc->rc = rc;
-	acc->events = 0;
-	acc->total = 0;
+	acc->events = acc->un_events = 0;
+	acc->total = acc->un_total = 0;
 	acc->depth = 0;
+	memset(&acc->run, 0, sizeof(acc->run));
+	acc->run.gi = -1;
 	for (size_t i = 0; i < REFC_SIZE; i++)
 		acc->hc[i].gi = -1;
+	for (size_t i = 0; i < MDC_SIZE; i++)
+		acc->mc[i] = (struct mdc){0, NULL, -1};
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
 		if (xs_plane_is_device(p) &&
 		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
@@ -440,16 +689,21 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 		if (k == LK_NONE)
 			continue;
 		acc->kind = k;
+		out->gpu |= k == LK_STREAM;
 		if ((r = ops_line(rc, j, acc)) < 0)
 			goto out;
 	}
 	out->events = acc->events;
 	out->total = acc->total;
+	out->un_events = acc->un_events;
+	out->un_total = acc->un_total;
 	for (size_t i = 0; i < out->m.n; i++)
 		out->self = xs_sat_add(out->self, out->m.ops[i].self);
-	if (out->events)
+	if (out->events || out->un_events)
 		r = stats_plane_facts_get(rc, pi, &out->f);
 out:
+	for (size_t i = 0; acc && i < MDC_SIZE; i++)
+		free(acc->mc[i].tf);
 	free(acc);
 	if (r < 0)
 		stats_ops_free(out);
@@ -459,8 +713,23 @@ out:
 void stats_ops_free(struct stats_ops *d)
 {
 	opmap_free(&d->m);
+	opmap_free(&d->un);
 	progmap_free(&d->pm);
 	stats_plane_facts_clear(&d->f);
+}
+
+void stats_op_add(struct op *b, const struct op *a)
+{
+	b->count += a->count;
+	b->occurrences = xs_sat_add(b->occurrences, a->occurrences);
+	b->total = xs_sat_add(b->total, a->total);
+	b->self = xs_sat_add(b->self, a->self);
+	if (a->has_flops)
+		b->flops += a->flops, b->has_flops = true;
+	if (a->has_bytes)
+		b->bytes += a->bytes, b->has_bytes = true;
+	if (a->has_model_flops)
+		b->model_flops += a->model_flops, b->has_model_flops = true;
 }
 
 int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
@@ -478,18 +747,9 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 		if (!b->program_tried && a->program && !(b->program = strdup(a->program)))
 			return -ENOMEM;
 		b->program_tried = true;
-		b->count += a->count;
-		b->occurrences = xs_sat_add(b->occurrences, a->occurrences);
-		b->total = xs_sat_add(b->total, a->total);
-		b->self = xs_sat_add(b->self, a->self);
 		b->min = a->min < b->min ? a->min : b->min;
 		b->max = a->max > b->max ? a->max : b->max;
-		if (a->has_flops)
-			b->flops += a->flops, b->has_flops = true;
-		if (a->has_bytes)
-			b->bytes += a->bytes, b->has_bytes = true;
-		if (a->has_model_flops)
-			b->model_flops += a->model_flops, b->has_model_flops = true;
+		stats_op_add(b, a);
 	}
 	dst->events += src->events;
 	dst->total = xs_sat_add(dst->total, src->total);
@@ -497,15 +757,20 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 	return 0;
 }
 
-/* stats_ops_sorted() - the ops' indexes by self time (desc), total, name. Caller frees. */
 size_t *stats_ops_sorted(struct stats_ops *d)
 {
-	size_t *idx = malloc((d->m.n + 1) * sizeof(*idx));
+	return stats_opmap_sorted(&d->m);
+}
+
+/* stats_opmap_sorted() - the ops' indexes by self time (desc), total, name, program id. */
+size_t *stats_opmap_sorted(struct opmap *m)
+{
+	size_t *idx = malloc((m->n + 1) * sizeof(*idx));
 
 	if (!idx)
 		return NULL;
-	for (size_t i = 0; i < d->m.n; i++)
+	for (size_t i = 0; i < m->n; i++)
 		idx[i] = i;
-	qsort_r(idx, d->m.n, sizeof(*idx), op_cmp, &d->m);
+	qsort_r(idx, m->n, sizeof(*idx), op_cmp, m);
 	return idx;
 }

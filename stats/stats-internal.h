@@ -69,6 +69,8 @@ struct op {
 	char *name, *category; /* owned */
 	char *program;         /* owned, NULL: none known (set by the first occurrence) */
 	bool program_tried;
+	bool has_pid; /* keyed by (pid, name) as XProf's GPU OpMetricsDb, else by name */
+	uint64_t pid;
 	uint64_t count;
 	int64_t occurrences; /* positioned events 1, num_occurrences events their count */
 	int64_t total, self, min, max;
@@ -91,23 +93,33 @@ struct progmap {
 	struct xprofs_table *tab; /* id -> index; NULL until the first program */
 };
 
-/* One plane's ops (stats_ops_plane()). */
+/*
+ * One plane's ops (stats_ops_plane()). On a GPU plane (@gpu: it has stream lines)
+ * @m is XProf's op table (ConvertDeviceTraceXPlaneToOpMetricsDb()) and @un the
+ * kernels it leaves out (no hlo_op with a program_id, no tf_op), by kernel name.
+ */
 struct stats_ops {
-	struct opmap m;
+	struct opmap m, un;
 	struct progmap pm;
-	struct stats_plane_facts f; /* filled when events > 0 */
-	uint64_t events;
+	struct stats_plane_facts f; /* filled when events + un_events > 0 */
+	uint64_t events, un_events;
 	int64_t total, self; /* sums of the op events' durations / of the ops' self times */
+	int64_t un_total;    /* sum of the unattributed events' durations */
+	bool gpu;
 };
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
 void stats_ops_free(struct stats_ops *d);
+/* stats_op_add() - @a's counts, times, flops and bytes added to @b (not min / max / names). */
+void stats_op_add(struct op *b, const struct op *a);
 /* stats_ops_merge() - add @src's ops to @dst's by name (XProf's OpMetricsDbCombiner); @dst
  * starts zeroed. Its facts and programs map stay empty. */
 int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src);
-/* stats_ops_sorted() - indexes of d->m.ops by self time (desc), total, name; caller frees. */
+/* stats_ops_sorted() - indexes of d->m.ops by self time (desc), total, name, program id;
+ * caller frees. stats_opmap_sorted(): the same of any op map. */
 size_t *stats_ops_sorted(struct stats_ops *d);
+size_t *stats_opmap_sorted(struct opmap *m);
 
 /*
  * ---- an op table's JSON (ops-json.c), for ops.json and the session's ops.json ----
@@ -117,6 +129,18 @@ size_t *stats_ops_sorted(struct stats_ops *d);
  */
 void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_plane_facts *f,
 		    int64_t plane_self);
+/* stats_ops_rows_write() - the ops idx[0..m->n) of @m, each "{\"name\":...}", comma-separated. */
+int stats_ops_rows_write(struct xs_out *o, const struct opmap *m, const size_t *idx,
+			 const struct stats_plane_facts *f, int64_t plane_self);
+/*
+ * stats_ops_table_write() - an op table's keys after its name (ops.json) or planes (the
+ * session's): ,"events",..,"total_ps","self_ps", the peak rates, "ops" (@m's ops in the
+ * order @idx) and the rollups; the object is left open.
+ */
+int stats_ops_table_write(struct xs_out *o, struct opmap *m, const size_t *idx, uint64_t events,
+			  int64_t total, int64_t self, const struct stats_plane_facts *f);
+/* stats_ops_rollups_write() - ],"by_category":[...],"by_program":[...] of @m (the ops' array open). */
+int stats_ops_rollups_write(struct xs_out *o, struct opmap *m, int64_t plane_self);
 int stats_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct xs_out *o);
 void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f);
 
@@ -229,6 +253,24 @@ void stats_step_summary_write(struct xs_out *o, const struct xprofs_xspace *x,
  */
 int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
 			      struct stats_busy *busy, bool *busy_ok);
+
+/* ---- a session's straggler (straggler.c) ---- */
+
+/* The median of a session's hosts' average step times (docs/stats.md "Session summary"). */
+struct stats_straggler {
+	size_t hosts;  /* hosts with steps */
+	double median; /* of their averages */
+	size_t worst;  /* the host with the highest average, SIZE_MAX: none */
+};
+/* stats_straggler_get() - of the @n hosts' summaries @h (NULL: no steps); 0 or -ENOMEM. */
+int stats_straggler_get(const struct stats_step_summary *const *h, size_t n,
+			struct stats_straggler *s);
+/*
+ * stats_straggler_ratio() - host @h's average ÷ the median into *ratio; false (no ratio)
+ * with fewer than two hosts with steps, @h without steps, or a median <= 0.
+ */
+bool stats_straggler_ratio(const struct stats_straggler *s, const struct stats_step_summary *h,
+			   double *ratio);
 
 /* ---- device busy time (busy.c) ---- */
 

@@ -13,17 +13,26 @@
 
 #include "stats-internal.h"
 
-static int ops_write(struct opmap *m, const size_t *idx, const struct stats_plane_facts *f,
-		     int64_t plane_self, struct xs_out *o)
+/*
+ * unattributed_write() - ,"unattributed":{...}: the GPU kernels XProf's op table leaves
+ * out (ConvertDeviceTraceXPlaneToOpMetricsDb()), by kernel name, with an op's fields
+ * (share: of the plane's self_ps, the table XProf shows).
+ */
+static int unattributed_write(struct stats_ops *d, struct xs_out *o)
 {
-	for (size_t i = 0; i < m->n; i++) {
-		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
-		stats_op_write(o, &m->ops[idx[i]], f, plane_self);
-		OUT_LIT(o, "}");
-		if (xs_out_flush(o, false) < 0)
-			break;
-	}
-	return o->r;
+	size_t *idx = stats_opmap_sorted(&d->un);
+	int r;
+
+	if (!idx)
+		return -ENOMEM;
+	OUT_LIT(o, ",\"unattributed\":{\"events\":");
+	xs_out_u64(o, d->un_events);
+	xs_out_key_i64(o, ",\"total_ps\":", d->un_total);
+	OUT_LIT(o, ",\"ops\":[");
+	r = stats_ops_rows_write(o, &d->un, idx, &d->f, d->self);
+	free(idx);
+	OUT_LIT(o, "]}");
+	return r;
 }
 
 static int ops_plane_write(struct xs_rctx *rc, size_t pi, struct stats_ops *d, struct xs_out *o)
@@ -38,23 +47,13 @@ static int ops_plane_write(struct xs_rctx *rc, size_t pi, struct stats_ops *d, s
 	OUT_LIT(o, ",\"file\":");
 	xs_out_cstr(o, p->file);
 	OUT_RAW(o, xs_plane_is_device(p) ? ",\"kind\":\"device\"" : ",\"kind\":\"host\"");
-	OUT_LIT(o, ",\"events\":");
-	xs_out_u64(o, d->events);
-	xs_out_key_i64(o, ",\"total_ps\":", d->total);
-	xs_out_key_i64(o, ",\"self_ps\":", d->self);
-	stats_ops_peak_write(o, &d->f);
-	OUT_LIT(o, ",\"ops\":[");
-	r = ops_write(&d->m, idx, &d->f, d->self, o);
+	r = stats_ops_table_write(o, &d->m, idx, d->events, d->total, d->self, &d->f);
 	free(idx);
 	if (r < 0)
 		return r;
-	OUT_LIT(o, "],\"by_category\":[");
-	if ((r = stats_ops_rollup_write(&d->m, false, d->self, o)) < 0)
+	if (d->gpu && (r = unattributed_write(d, o)) < 0)
 		return r;
-	OUT_LIT(o, "],\"by_program\":[");
-	if ((r = stats_ops_rollup_write(&d->m, true, d->self, o)) < 0)
-		return r;
-	OUT_LIT(o, "]}");
+	OUT_LIT(o, "}");
 	return xs_out_flush(o, false);
 }
 
@@ -102,7 +101,7 @@ int stats_view_ops(struct xs_rctx *rc, struct xs_out *o)
 
 		if ((r = slot[pi].r) < 0)
 			goto out;
-		if (d->events) { /* else: not an op plane, or no op events */
+		if (d->events || d->un_events) { /* else: not an op plane, or no op events */
 			OUT_RAW(o, first_plane ? "\n{\"name\":" : ",\n{\"name\":");
 			first_plane = false;
 			if ((r = ops_plane_write(rc, pi, d, o)) < 0)

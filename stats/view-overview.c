@@ -37,7 +37,7 @@ enum { B_IDLE, B_HCOMP, B_H2H, B_H2D, B_COLL, B_WAIT, B_D2D, B_D2H, B_DCOMP };
 struct ov_dev {
 	uint64_t planes;
 	int64_t busy, span;
-	double flops, model_flops, peak_flop_s; /* peak_flop_s: Σ peak × busy seconds */
+	double flops, model_flops, peak_flop_s; /* peak_flop_s: Σ peak × span seconds */
 	bool has_flops, has_model_flops, all_peaks;
 	struct stats_plane_facts f; /* the first device plane's */
 	struct stats_ops ops;       /* combined by name */
@@ -133,8 +133,9 @@ static int ov_plane(struct xs_rctx *rc, size_t q, struct ov_slot *s, struct ov_d
 		d->host_self = xs_sat_add(d->host_self, ops->self);
 		return 0;
 	}
-	if (ops->f.peak_flops > 0)
-		d->peak_flop_s += ops->f.peak_flops * (double)b->busy * 1e-12;
+	if (ops->f.peak_flops > 0) /* hfu/mfu over wall time: the plane's span, idle included */
+		d->peak_flop_s += ops->f.peak_flops *
+				  (double)(b->any ? xs_sat_add(b->last, -b->first) : 0) * 1e-12;
 	else
 		d->all_peaks = false;
 	if (!d->planes++) {

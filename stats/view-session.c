@@ -147,16 +147,7 @@ static int op_combine(struct op *b, const struct op *a)
 	}
 	b->min = b->occurrences == 0 || a->min < b->min ? a->min : b->min;
 	b->max = a->max > b->max ? a->max : b->max;
-	b->count += a->count;
-	b->occurrences = xs_sat_add(b->occurrences, a->occurrences);
-	b->total = xs_sat_add(b->total, a->total);
-	b->self = xs_sat_add(b->self, a->self);
-	if (a->has_flops)
-		b->flops += a->flops, b->has_flops = true;
-	if (a->has_bytes)
-		b->bytes += a->bytes, b->has_bytes = true;
-	if (a->has_model_flops)
-		b->model_flops += a->model_flops, b->has_model_flops = true;
+	stats_op_add(b, a);
 	return 0;
 }
 
@@ -343,10 +334,12 @@ static int sop_cmp(const void *a, const void *b, void *arg)
 	return strcmp(x->program, y->program);
 }
 
-/* out_hosts() - "hosts":[{"host":..,"error":..|null}...] of @s. */
-static void out_hosts(struct xs_out *o, const struct sess *s)
+/* out_session() - "session":..,"hosts":[{"host":..,"error":..|null}...] of @s. */
+static void out_session(struct xs_out *o, const struct sess *s)
 {
-	OUT_LIT(o, "\"hosts\":[");
+	OUT_LIT(o, "\"session\":");
+	xs_out_cstr(o, s->in->name ? s->in->name : "");
+	OUT_LIT(o, ",\"hosts\":[");
 	for (size_t i = 0; i < s->in->n; i++) {
 		OUT_RAW(o, i ? ",{\"host\":" : "{\"host\":");
 		xs_out_cstr(o, s->in->hosts[i] ? s->in->hosts[i] : "");
@@ -377,28 +370,19 @@ static int table_write(struct xs_out *o, struct sdb *d)
 	qsort_r(idx, d->m.n, sizeof(*idx), sop_cmp, d->m.ops);
 	OUT_LIT(o, "{\"planes\":");
 	xs_out_u64(o, d->planes);
-	OUT_LIT(o, ",\"events\":");
-	xs_out_u64(o, d->events);
-	xs_out_key_i64(o, ",\"total_ps\":", d->total);
-	xs_out_key_i64(o, ",\"self_ps\":", d->self);
-	stats_ops_peak_write(o, &d->f);
-	OUT_LIT(o, ",\"ops\":[");
-	for (size_t i = 0; i < d->m.n; i++) {
-		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
-		stats_op_write(o, &d->m.ops[idx[i]], &d->f, d->self);
-		OUT_LIT(o, "}");
-		if (xs_out_flush(o, false) < 0)
-			break;
-	}
+	r = stats_ops_table_write(o, &d->m, idx, d->events, d->total, d->self, &d->f);
 	free(idx);
-	OUT_LIT(o, "],\"by_category\":[");
-	if ((r = stats_ops_rollup_write(&d->m, false, d->self, o)) < 0)
+	if (r < 0)
 		return r;
-	OUT_LIT(o, "],\"by_program\":[");
-	if ((r = stats_ops_rollup_write(&d->m, true, d->self, o)) < 0)
-		return r;
-	OUT_LIT(o, "]}");
+	OUT_LIT(o, "}");
 	return o->r;
+}
+
+/* out_end() - the view's closing brace, flushed: 0 or the first error. */
+static int out_end(struct xs_out *o)
+{
+	OUT_LIT(o, "}\n");
+	return o->r ? o->r : xs_out_flush(o, true);
 }
 
 static int valid(const struct xprofs_session_in *s)
@@ -417,18 +401,15 @@ int xprofs_decode_session_ops(const struct xprofs_session_in *in, const struct x
 	xs_out_init(&o, sink);
 	if ((r = sess_load(&s, in, true, false)) < 0)
 		goto out;
-	OUT_LIT(&o, "{\"session\":");
-	xs_out_cstr(&o, in->name ? in->name : "");
-	OUT_LIT(&o, ",");
-	out_hosts(&o, &s);
+	OUT_LIT(&o, "{");
+	out_session(&o, &s);
 	OUT_LIT(&o, ",\n\"device\":");
 	if ((r = table_write(&o, &s.dev)) < 0)
 		goto out;
 	OUT_LIT(&o, ",\n\"host\":");
 	if ((r = table_write(&o, &s.host)) < 0)
 		goto out;
-	OUT_LIT(&o, "}\n");
-	r = o.r ? o.r : xs_out_flush(&o, true);
+	r = out_end(&o);
 out:
 	sess_free(&s);
 	xs_out_deinit(&o);
@@ -666,18 +647,26 @@ static void out_avg3(struct xs_out *o, const char *k, bool ha, double a, bool hb
 	xs_out_opt_double(o, "\":", ha && hb, b - a);
 }
 
+/* out_u64_2() - @sep, then "<k>_base":a,"<k>_new":b. */
+static void out_u64_2(struct xs_out *o, const char *sep, const char *k, uint64_t a, uint64_t b)
+{
+	xs_out_add(o, sep, strlen(sep));
+	OUT_LIT(o, "\"");
+	xs_out_add(o, k, strlen(k));
+	OUT_LIT(o, "_base\":");
+	xs_out_u64(o, a);
+	OUT_LIT(o, ",\"");
+	xs_out_add(o, k, strlen(k));
+	OUT_LIT(o, "_new\":");
+	xs_out_u64(o, b);
+}
+
 static void out_step_time(struct xs_out *o, const struct sstep *a, const struct sstep *b)
 {
 	bool ha = a->n > 0, hb = b->n > 0;
 
-	OUT_LIT(o, "{\"hosts_base\":");
-	xs_out_u64(o, a->hosts);
-	OUT_LIT(o, ",\"hosts_new\":");
-	xs_out_u64(o, b->hosts);
-	OUT_LIT(o, ",\"steps_base\":");
-	xs_out_u64(o, a->n);
-	OUT_LIT(o, ",\"steps_new\":");
-	xs_out_u64(o, b->n);
+	out_u64_2(o, "{", "hosts", a->hosts, b->hosts);
+	out_u64_2(o, ",", "steps", a->n, b->n);
 	out_avg3(o, "avg_ps", ha, a->avg, hb, b->avg);
 	xs_out_opt_double(o, ",\"ratio\":", ha && hb && a->avg > 0, b->avg / a->avg);
 	out_avg3(o, "min_ps", ha, (double)a->min, hb, (double)b->min);
@@ -728,20 +717,41 @@ static const struct stats_step_summary *host_steps(const struct sess *s, size_t 
 	return s->steps[i].has && !s->errors[i] ? &s->steps[i] : NULL;
 }
 
-/* out_host_row() - one host of the per-host comparison (@a / @b: NULL when absent there). */
-static void out_host_row(struct xs_out *o, const char *name, const char *in,
-			 const struct stats_step_summary *a, const struct stats_step_summary *b)
+/* A session's straggler (straggler.c), for its hosts' straggler_ratio. */
+static int sess_straggler(const struct sess *s, struct stats_straggler *st)
 {
+	const struct stats_step_summary **h = calloc(s->in->n + 1, sizeof(*h));
+	int r;
+
+	if (!h)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->in->n; i++)
+		h[i] = host_steps(s, i);
+	r = stats_straggler_get(h, s->in->n, st);
+	free(h);
+	return r;
+}
+
+/*
+ * out_host_row() - one host of the per-host comparison (@a / @b: NULL when absent
+ * there; @sa / @sb: the sessions' stragglers).
+ */
+static void out_host_row(struct xs_out *o, const char *name, const char *in,
+			 const struct stats_step_summary *a, const struct stats_step_summary *b,
+			 const struct stats_straggler *sa, const struct stats_straggler *sb)
+{
+	double ra = 0, rb = 0;
+	bool ha = stats_straggler_ratio(sa, a, &ra), hb = stats_straggler_ratio(sb, b, &rb);
+
 	OUT_LIT(o, "{\"host\":");
 	xs_out_cstr(o, name);
 	OUT_LIT(o, ",\"in\":");
 	xs_out_cstr(o, in);
-	OUT_LIT(o, ",\"steps_base\":");
-	xs_out_u64(o, a ? a->n : 0);
-	OUT_LIT(o, ",\"steps_new\":");
-	xs_out_u64(o, b ? b->n : 0);
+	out_u64_2(o, ",", "steps", a ? a->n : 0, b ? b->n : 0);
 	out_avg3(o, "avg_ps", a, a ? a->avg : 0, b, b ? b->avg : 0);
 	xs_out_opt_double(o, ",\"ratio\":", a && b && a->avg > 0, b && a ? b->avg / a->avg : 0);
+	xs_out_opt_double(o, ",\"straggler_ratio_base\":", ha, ra);
+	xs_out_opt_double(o, ",\"straggler_ratio_new\":", hb, rb);
 	OUT_LIT(o, "}");
 }
 
@@ -749,8 +759,9 @@ static void out_host_row(struct xs_out *o, const char *name, const char *in,
 static int out_hosts_diff(struct xs_out *o, const struct sess *a, const struct sess *b)
 {
 	size_t *ia = hosts_sorted(a->in), *ib = hosts_sorted(b->in), i = 0, j = 0, k = 0;
+	struct stats_straggler sa, sb;
 
-	if (!ia || !ib) {
+	if (!ia || !ib || sess_straggler(a, &sa) < 0 || sess_straggler(b, &sb) < 0) {
 		free(ia);
 		free(ib);
 		return -ENOMEM;
@@ -765,11 +776,13 @@ static int out_hosts_diff(struct xs_out *o, const struct sess *a, const struct s
 		k++;
 		if (c == 0)
 			out_host_row(o, host_name(a, ia[i]), "both", host_steps(a, ia[i]),
-				     host_steps(b, ib[j]));
+				     host_steps(b, ib[j]), &sa, &sb);
 		else if (c < 0)
-			out_host_row(o, host_name(a, ia[i]), "base", host_steps(a, ia[i]), NULL);
+			out_host_row(o, host_name(a, ia[i]), "base", host_steps(a, ia[i]), NULL,
+				     &sa, &sb);
 		else
-			out_host_row(o, host_name(b, ib[j]), "new", NULL, host_steps(b, ib[j]));
+			out_host_row(o, host_name(b, ib[j]), "new", NULL, host_steps(b, ib[j]), &sa,
+				     &sb);
 		i += c <= 0;
 		j += c >= 0;
 	}
@@ -795,14 +808,10 @@ int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *ba
 	memset(&b, 0, sizeof(b));
 	if ((r = sess_load(&a, base, ops, !ops)) < 0 || (r = sess_load(&b, cur, ops, !ops)) < 0)
 		goto out;
-	OUT_LIT(&o, "{\"base\":{\"session\":");
-	xs_out_cstr(&o, base->name ? base->name : "");
-	OUT_LIT(&o, ",");
-	out_hosts(&o, &a);
-	OUT_LIT(&o, "},\n\"new\":{\"session\":");
-	xs_out_cstr(&o, cur->name ? cur->name : "");
-	OUT_LIT(&o, ",");
-	out_hosts(&o, &b);
+	OUT_LIT(&o, "{\"base\":{");
+	out_session(&o, &a);
+	OUT_LIT(&o, "},\n\"new\":{");
+	out_session(&o, &b);
 	OUT_LIT(&o, "}");
 	if (ops) {
 		OUT_LIT(&o, ",\n\"device\":");
@@ -820,8 +829,7 @@ int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *ba
 		if ((r = out_hosts_diff(&o, &a, &b)) < 0)
 			goto out;
 	}
-	OUT_LIT(&o, "}\n");
-	r = o.r ? o.r : xs_out_flush(&o, true);
+	r = out_end(&o);
 out:
 	sess_free(&a);
 	sess_free(&b);

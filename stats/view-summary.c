@@ -150,6 +150,8 @@ int stats_view_summary(struct xs_rctx *rc, struct xs_out *o)
 
 /* One host's numbers for the session summary (docs/stats.md "Session summary"). */
 struct host_stat {
+	struct xprofs_xspace_totals t;
+	bool opened; /* @t is known */
 	struct stats_step_summary steps;
 	int64_t busy, span;
 	bool ok;
@@ -167,8 +169,12 @@ static int host_stat_fn(struct xs_rctx *rc, void *arg)
 	return 0;
 }
 
-static void out_host_stat(struct xs_out *o, const struct host_stat *h)
+static void out_host_stat(struct xs_out *o, const struct host_stat *h,
+			  const struct stats_straggler *s)
 {
+	double ratio = 0;
+	bool has_ratio = h->ok && stats_straggler_ratio(s, &h->steps, &ratio);
+
 	if (h->ok && h->steps.has) {
 		OUT_LIT(o, ",\"step_avg_ps\":");
 		xs_out_double(o, h->steps.avg);
@@ -183,61 +189,57 @@ static void out_host_stat(struct xs_out *o, const struct host_stat *h)
 		xs_out_double(o, (double)h->busy / (double)h->span);
 	else
 		OUT_LIT(o, "null");
-}
-
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
+	xs_out_opt_double(o, ",\"straggler_ratio\":", has_ratio, ratio);
 }
 
 /*
- * out_straggler() - the host with the highest average step time against the
- * median of the hosts' averages (mean of the middle two for an even count);
- * null with fewer than one host with steps.
+ * out_straggler() - the host with the highest average step time, the median of the
+ * hosts' averages and its ratio (stats_straggler_get(), straggler.c); null unless
+ * two hosts have steps and that host is slower than the median (a tie is no straggler).
  */
 static void out_straggler(struct xs_out *o, const char *const *hosts, const struct host_stat *hs,
-			  size_t n)
+			  const struct stats_straggler *s)
 {
-	double *v = malloc((n + 1) * sizeof(*v)), med;
-	size_t k = 0, worst = SIZE_MAX;
+	double ratio;
 
 	OUT_LIT(o, ",\"straggler\":");
-	for (size_t i = 0; v && i < n; i++) {
-		if (!hs[i].ok || !hs[i].steps.has)
-			continue;
-		v[k++] = hs[i].steps.avg;
-		if (worst == SIZE_MAX || hs[i].steps.avg > hs[worst].steps.avg)
-			worst = i;
-	}
-	if (!k) {
+	if (s->worst == SIZE_MAX || !stats_straggler_ratio(s, &hs[s->worst].steps, &ratio) ||
+	    !(ratio > 1)) {
 		OUT_LIT(o, "null");
-		free(v);
 		return;
 	}
-	qsort(v, k, sizeof(*v), dbl_cmp);
-	med = k % 2 ? v[k / 2] : (v[k / 2 - 1] + v[k / 2]) / 2;
 	OUT_LIT(o, "{\"host\":");
-	xs_out_cstr(o, hosts[worst] ? hosts[worst] : "");
+	xs_out_cstr(o, hosts[s->worst] ? hosts[s->worst] : "");
 	OUT_LIT(o, ",\"step_avg_ps\":");
-	xs_out_double(o, hs[worst].steps.avg);
+	xs_out_double(o, hs[s->worst].steps.avg);
 	OUT_LIT(o, ",\"median_step_avg_ps\":");
-	xs_out_double(o, med);
+	xs_out_double(o, s->median);
 	OUT_LIT(o, ",\"ratio\":");
-	if (med > 0)
-		xs_out_double(o, hs[worst].steps.avg / med);
-	else
-		OUT_LIT(o, "null");
+	xs_out_double(o, ratio);
 	OUT_LIT(o, "}");
-	free(v);
 }
 
+/* host_steps() - the step summaries of @hs as straggler.c takes them (NULL: no steps). */
+static const struct stats_step_summary **host_steps(const struct host_stat *hs, size_t n)
+{
+	const struct stats_step_summary **h = calloc(n + 1, sizeof(*h));
+
+	for (size_t i = 0; h && i < n; i++)
+		h[i] = hs[i].ok && hs[i].steps.has ? &hs[i].steps : NULL;
+	return h;
+}
+
+/*
+ * xprofs_decode_session_summary() - every host is analysed first (its counts, steps and
+ * busy time), then the straggler, which each host's row needs, then the JSON.
+ */
 int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 				  struct xprofs_xspace *const *xs, const char *const *host_errors,
 				  size_t n, const struct xprofs_sink *sink)
 {
 	struct xprofs_xspace_totals sum = {0};
+	const struct stats_step_summary **steps = NULL;
+	struct stats_straggler strag;
 	struct host_stat *hs;
 	bool any = false;
 	struct xs_out o;
@@ -247,46 +249,57 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 		return -EINVAL;
 	if (!(hs = calloc(n + 1, sizeof(*hs))))
 		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!xs[i] || xprofs_xspace_get_totals(xs[i], &hs[i].t) < 0)
+			continue;
+		hs[i].opened = true;
+		/* a host whose analyses fail still has its counts (its views say why) */
+		(void)xs_with_rctx(xs[i], NULL, host_stat_fn, &hs[i]);
+	}
+	if (!(steps = host_steps(hs, n)) || stats_straggler_get(steps, n, &strag) < 0) {
+		free(steps);
+		free(hs);
+		return -ENOMEM;
+	}
 	xs_out_init(&o, sink);
 	OUT_LIT(&o, "{\"session\":");
 	xs_out_cstr(&o, session ? session : "");
 	OUT_LIT(&o, ",\"hosts\":[");
 	for (size_t i = 0; i < n; i++) {
-		struct xprofs_xspace_totals t;
+		const struct xprofs_xspace_totals *t = &hs[i].t;
 
 		OUT_RAW(&o, i ? ",\n{\"host\":" : "\n{\"host\":");
 		xs_out_cstr(&o, hosts[i] ? hosts[i] : "");
-		if (!xs[i] || xprofs_xspace_get_totals(xs[i], &t) < 0) {
+		if (!hs[i].opened) {
 			OUT_LIT(&o, ",\"planes\":0,\"lines\":0,\"events\":0,\"first_ps\":null,"
 				    "\"last_ps\":null,\"error\":");
 			xs_out_cstr(&o,
 				    host_errors && host_errors[i] ? host_errors[i] : "cannot open");
-			out_host_stat(&o, &hs[i]);
+			out_host_stat(&o, &hs[i], &strag);
 			OUT_LIT(&o, "}");
 			continue;
 		}
-		out_host_counts(&o, &t);
-		/* a host whose analyses fail still has its counts (its views say why) */
-		(void)xs_with_rctx(xs[i], NULL, host_stat_fn, &hs[i]);
-		out_host_stat(&o, &hs[i]);
+		out_host_counts(&o, t);
+		out_host_stat(&o, &hs[i], &strag);
 		OUT_LIT(&o, ",\"error\":null}");
-		sum.planes += t.planes;
-		sum.lines += t.lines;
-		sum.events += t.events;
-		if (t.events) {
-			if (!any || t.first_ps < sum.first_ps)
-				sum.first_ps = t.first_ps;
-			if (!any || t.last_ps > sum.last_ps)
-				sum.last_ps = t.last_ps;
+		sum.planes += t->planes;
+		sum.lines += t->lines;
+		sum.events += t->events;
+		if (t->events) {
+			if (!any || t->first_ps < sum.first_ps)
+				sum.first_ps = t->first_ps;
+			if (!any || t->last_ps > sum.last_ps)
+				sum.last_ps = t->last_ps;
 			any = true;
 		}
 	}
 	OUT_LIT(&o, "\n]");
 	out_host_counts(&o, &sum);
-	out_straggler(&o, hosts, hs, n);
+	out_straggler(&o, hosts, hs, &strag);
 	OUT_LIT(&o, "}\n");
 	r = o.r ? o.r : xs_out_flush(&o, true);
 	xs_out_deinit(&o);
+	free(steps);
 	free(hs);
 	return r;
 }

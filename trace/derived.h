@@ -116,30 +116,11 @@ void trace_derive_window(struct trace_derive *d, xs_ps128 from, xs_ps128 to);
 /* trace_derive_read() - the annotations of event @e (starting at @begin) into @in. */
 int trace_derive_read(struct trace_derive *d, struct xs_rctx *rc, const struct xs_event *e,
 		      xs_ps128 begin, struct trace_derived_in *in);
-/* TSL's tf_op_utils.h Category, the subset ParseTfOpFullname() gives. */
-enum trace_tfop_cat {
-	TFOP_UNKNOWN,
-	TFOP_TENSORFLOW,
-	TFOP_JAX,
-	TFOP_TF_DATA,
-	TFOP_MEMCPY_HTOD,
-	TFOP_MEMCPY_DTOH,
-	TFOP_MEMCPY_DTOD,
-	TFOP_MEMCPY_HTOH,
-};
-/* TfOp: pieces of the parsed string (borrowed), or constants. */
-struct trace_tfop {
-	enum trace_tfop_cat cat;
-	const char *name, *type;
-	size_t name_len, type_len;
-};
-/* trace_tfop_parse() - ParseTfOpFullname() of @s (@n bytes, borrowed by *op). */
-void trace_tfop_parse(const char *s, size_t n, struct trace_tfop *op);
 /*
  * trace_tfop_event_name() - TfOpEventName() of @op into @b (reset first);
  * 0 or -errno from the buffer.
  */
-int trace_tfop_event_name(const struct trace_tfop *op, struct xprofs_buf *b);
+int trace_tfop_event_name(const struct xs_tfop *op, struct xprofs_buf *b);
 /* trace_derive_event() - feed one event of the stream (file order). */
 int trace_derive_event(struct trace_derive *d, const struct trace_derived_in *in);
 /*

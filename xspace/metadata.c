@@ -44,6 +44,7 @@ static void evmd_clear(const struct xs_rctx *rc, struct xs_evmd *e)
 	free(e->category);
 	free(e->hlo_op);
 	free(e->hlo_module);
+	free(e->tf_op);
 	if (e->view_md && rc->md_ext)
 		rc->md_ext->free(e->view_md);
 	memset(e, 0, sizeof(*e));
@@ -167,7 +168,8 @@ static int evmd_fill(struct xs_rctx *rc, struct xs_evmd *e, uint64_t off, uint64
 	e->step_num = os.step_num;
 	e->has_step_num = os.has_step_num;
 	e->hlo_module = os.hlo_module;
-	os.hlo_module = NULL;
+	e->tf_op = os.tf_op;
+	os.hlo_module = os.tf_op = NULL;
 	e->model_flops = os.model_flops;
 	e->has_model_flops = os.has_model_flops;
 	e->program_id = os.program_id;

@@ -572,6 +572,7 @@ static const struct collect_def {
 	{"program_id", C_INT, OS_FIELD(program_id)},
 	{"device_offset_ps", C_INT, OS_FIELD(dev_off)},
 	{"device_duration_ps", C_INT, OS_FIELD(dev_dur)},
+	{"group_id", C_INT, OS_FIELD(group_id)},
 };
 #undef OS_FIELD
 /* The class of a name that is none of them (xs_stmd.ckind: 0 not yet known, else index + 1). */
@@ -607,7 +608,10 @@ int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_stat
 	d = &collect_defs[kind - 1];
 	switch (d->how) {
 	case C_STR:
-		return !d->strings || os->strings ? opstats_set(rc, c, s, os, d->si) : 0;
+		/* tf_op is also wanted alone, by the GPU op tables */
+		return !d->strings || os->strings || (d->si == XS_OS_TF_OP && os->want_tf_op)
+			       ? opstats_set(rc, c, s, os, d->si)
+			       : 0;
 	case C_NUM:
 		if (!xs_stat_number(s, &v))
 			return 0;

@@ -773,6 +773,7 @@ struct xs_evmd { /* one XEventMetadata */
 	int64_t step_num;
 	bool has_step_num;
 	char *hlo_module; /* owned, NULL when absent */
+	char *tf_op;      /* owned, NULL when absent */
 	double model_flops;
 	bool has_model_flops;
 	uint64_t program_id;
@@ -1001,7 +1002,8 @@ struct xs_opstats {
 	int64_t step_num;
 	bool has_step_num;
 	/* for ops.json / overview.json / kernels.json (docs/stats.md) */
-	bool strings;                              /* set by the caller: also collect these */
+	bool strings;    /* set by the caller: also collect these */
+	bool want_tf_op; /* set by the caller: also collect tf_op (GPU op tables) */
 	char *hlo_module, *kernel_details, *tf_op; /* owned */
 	double model_flops;
 	bool has_model_flops;
@@ -1009,6 +1011,8 @@ struct xs_opstats {
 	bool has_program_id;
 	int64_t dev_off, dev_dur; /* device_offset_ps / device_duration_ps */
 	bool has_dev_off, has_dev_dur;
+	int64_t group_id; /* XProf's step grouping (GPU ops merge contiguous runs by it) */
+	bool has_group_id;
 	/*
 	 * Per-event walks: with @borrow (set by the caller) a string whose stat is a
 	 * ref points at the stat metadata's name (borrowed until the next
@@ -1026,6 +1030,28 @@ struct xs_opstats {
 void xs_opstats_clear(struct xs_opstats *s);
 /* xs_collect_stat() - a xs_stat_fn filling a struct xs_opstats. */
 int xs_collect_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg);
+
+/* ---- a framework op's full name (xspace/tfop.c) ------------------------ */
+
+/* TSL's tf_op_utils.h Category, the subset ParseTfOpFullname() gives. */
+enum xs_tfop_cat {
+	XS_TFOP_UNKNOWN,
+	XS_TFOP_TENSORFLOW,
+	XS_TFOP_JAX,
+	XS_TFOP_TF_DATA,
+	XS_TFOP_MEMCPY_HTOD,
+	XS_TFOP_MEMCPY_DTOH,
+	XS_TFOP_MEMCPY_DTOD,
+	XS_TFOP_MEMCPY_HTOH,
+};
+/* TfOp: pieces of the parsed string (borrowed), or constants. */
+struct xs_tfop {
+	enum xs_tfop_cat cat;
+	const char *name, *type;
+	size_t name_len, type_len;
+};
+/* xs_tfop_parse() - TSL's ParseTfOpFullname() of @s (@n bytes, borrowed by *op). */
+void xs_tfop_parse(const char *s, size_t n, struct xs_tfop *op);
 
 /* ---- the events of a line (xspace/walk.c) ------------------------------ */
 

@@ -176,6 +176,27 @@ def host_step_summary(xs, sv, sn):
     return summ.get(pick) if pick is not None else None
 
 
+def straggler_model(avgs):
+    """The straggler ratios of a session (docs/stats.md "Session summary"): {host: ratio},
+    and the straggler object of summary.json. @avgs: {host: average step ps} of the hosts
+    with steps. A ratio is a host's average over the median of the averages (the mean of
+    the middle two for an even count); none with fewer than two hosts; no straggler
+    unless the slowest host's ratio is above 1."""
+    if len(avgs) < 2:
+        return {}, None
+    srt = sorted(avgs.values())
+    k = len(srt)
+    med = srt[k // 2] if k % 2 else (srt[k // 2 - 1] + srt[k // 2]) / 2
+    if not med > 0:
+        return {}, None
+    ratios = {h: a / med for h, a in avgs.items()}
+    worst = max(avgs, key=lambda h: avgs[h])
+    if not ratios[worst] > 1:
+        return ratios, None
+    return ratios, {"host": worst, "step_avg_ps": avgs[worst], "median_step_avg_ps": med,
+                    "ratio": ratios[worst]}
+
+
 def _three(out, k, a, b):
     out[k + "_base"], out[k + "_new"] = a, b
     out["delta_" + k] = b - a if a is not None and b is not None else None
@@ -211,6 +232,8 @@ def compare_steps_model(base, new, sv, sn):
                                          if a["n"] and b["n"] else None)} for k in BD_KEYS}
     hosts = []
     ha, hb = per_host
+    ra = straggler_model({h: s["avg_ps"] for h, s in ha.items() if s})[0]
+    rb = straggler_model({h: s["avg_ps"] for h, s in hb.items() if s})[0]
     for h in sorted(set(ha) | set(hb), key=lambda h: h.encode("utf-8", "replace")):
         sa, sb = ha.get(h), hb.get(h)
         row = {"host": h, "in": "both" if h in ha and h in hb else "base" if h in ha else "new",
@@ -218,6 +241,8 @@ def compare_steps_model(base, new, sv, sn):
         _three(row, "avg_ps", sa["avg_ps"] if sa else None, sb["avg_ps"] if sb else None)
         row["ratio"] = (sb["avg_ps"] / sa["avg_ps"]
                         if sa and sb and sa["avg_ps"] > 0 else None)
+        row["straggler_ratio_base"] = ra.get(h) if h in ha else None
+        row["straggler_ratio_new"] = rb.get(h) if h in hb else None
         hosts.append(row)
     return {"base": {"session": base[0], "hosts": _hosts(base[1])},
             "new": {"session": new[0], "hosts": _hosts(new[1])},

@@ -215,75 +215,152 @@ def programs(p, names):
     return out
 
 
+def new_op(name, cat, prog, pid=None):
+    return {"name": name, "category": cat or "", "program": prog, "pid": pid,
+            "count": 0, "occurrences": 0, "total": 0, "self": 0, "min": None, "max": None,
+            "flops": None, "bytes": None, "model_flops": None}
+
+
+def account(o, events, occ, d, amounts):
+    o["count"] += events
+    o["occurrences"] += occ
+    o["total"] += d
+    o["min"] = d if o["min"] is None else min(o["min"], d)
+    o["max"] = d if o["max"] is None else max(o["max"], d)
+    for key, v in amounts.items():
+        if v is not None:
+            o[key] = v if o[key] is None else o[key] + v
+
+
 def op_table(p, stat_value, stat_name, names, facts=None):
-    """(events, total_ps, {name: op}) of plane @p, as XProf's OpMetricsDb keyed by name.
-    A GPU kernel's op without a category takes its HLO instruction's (@facts: hlo_of())."""
+    """(events, total_ps, {key: op}) of plane @p: XProf's OpMetricsDb (op_table_full())."""
+    return op_table_full(p, stat_value, stat_name, names, facts)[:3]
+
+
+def op_table_full(p, stat_value, stat_name, names, facts=None):
+    """(events, total_ps, {key: op}, (events, total_ps, {name: kernel})) of plane @p.
+
+    TPU "XLA Ops" and host lines: keyed by name, self time by an ancestor stack
+    (ConvertTensorCoreDeviceTraceXPlaneToOpMetricsDb()). GPU "Stream #" lines, as
+    ConvertDeviceTraceXPlaneToOpMetricsDb(): an event with an hlo_op (its last "::"
+    piece) and a program_id is an XLA op keyed (program_id, name), contiguous events of
+    one name and one group_id making one occurrence; else with a non-empty tf_op a
+    framework op "<ParseTfOpFullname() name>/<event name>" (type as category,
+    "unknown" when empty; no flops or bytes); else left out of the table, listed by
+    kernel name in the last element. Self time = time on GPU (children_time_ps 0).
+    """
+    from oracle_trace import parse_tf_op
     progs = programs(p, names)
-    ops = {}
-    events = total = 0
+    ops, un = {}, {}
+    events = total = un_events = un_total = 0
+
+    def either(es, ms, kind, name):
+        """The event's stat @name (Stats.string / Stats.integer), else its metadata's."""
+        v = getattr(es, kind)(name)
+        return getattr(ms, kind)(name) if v is None else v
+
+    def program_of(es, ms):
+        mod = either(es, ms, "string", "hlo_module")
+        pid = either(es, ms, "integer", "program_id")
+        if mod is not None and pid is not None:
+            return "%s(%d)" % (mod, pid)
+        if mod is not None:
+            return mod
+        return progs.get(pid) if pid is not None else None
+
+    def category_of(es, ms):
+        return either(es, ms, "string", "hlo_category")
+
+    def amounts_of(es, ms):
+        out = {}
+        for key, stat in (("flops", "flops"), ("bytes", "bytes_accessed"),
+                          ("model_flops", "model_flops")):
+            v = es.number(stat)
+            out[key] = ms.number(stat) if v is None else v
+        return out
+
     for l, kind in op_lines(p):
         base = l.timestamp_ns * 1000
-        stack = []  # [start, end, dur, children, name]
+        stack = []  # [start, end, dur, children, key]
+        run = None  # [key, name, group, events, dur, amounts]
+        run_group = 0  # HLOTracker.group_id: 0 after each flush
 
         def finish(fr):
             ops[fr[4]]["self"] += max(0, fr[2] - fr[3])
+
+        def flush():
+            nonlocal run, run_group
+            if run is not None:
+                o = ops[run[0]]
+                account(o, run[3], 1, run[4], run[5])
+                o["self"] += max(0, run[4])
+            run, run_group = None, 0
 
         for e in l.events:
             name, _, m = names(p, e.metadata_id)
             ms = Stats(p, m.stats if m is not None else [], stat_value, stat_name)
             es = Stats(p, e.stats if kind != "host" else [], stat_value, stat_name)
-            if kind == "stream":
-                hlo = es.string("hlo_op")
-                if hlo is None:
-                    hlo = ms.string("hlo_op")
-                if hlo is not None:
-                    name = hlo
             d = e.duration_ps
+            if kind == "stream":
+                hlo = either(es, ms, "string", "hlo_op")
+                pid = either(es, ms, "integer", "program_id")
+                grp = es.integer("group_id")
+                grp = None if grp is None else signed(grp)
+                leaf = hlo.split("::")[-1] if hlo is not None else None
+                if leaf and pid is not None:
+                    key = (pid, leaf)
+                    if key not in ops:
+                        cat = category_of(es, ms)
+                        f = oracle_hlo_facts.lookup(facts or {}, pid, leaf)
+                        if not cat and f is not None:
+                            cat = f["category"]  # HloInstructionWrapper::Category()
+                        ops[key] = new_op(leaf, cat, program_of(es, ms), pid)
+                    if run is None or run[1] != leaf or grp is None or grp != run_group:
+                        flush()
+                        run = [key, leaf, 0, 0, 0, {}]
+                    run[0] = key
+                    run[3] += 1
+                    run[4] += d
+                    for k, v in amounts_of(es, ms).items():
+                        if v is not None:
+                            run[5][k] = v + run[5].get(k, 0.0)
+                    if grp is not None:
+                        run_group = grp
+                    events += 1
+                    total += d
+                    continue
+                tf = either(es, ms, "string", "tf_op")
+                if hlo is None and tf:
+                    flush()
+                    _, tname, ttype = parse_tf_op(tf)
+                    key = (0, tname + "/" + name)
+                    if key not in ops:
+                        ops[key] = new_op(key[1], ttype or "unknown", program_of(es, ms), 0)
+                    account(ops[key], 1, 1, d, {})
+                    ops[key]["self"] += max(0, d)
+                    events += 1
+                    total += d
+                    continue
+                if name not in un:
+                    un[name] = new_op(name, category_of(es, ms), program_of(es, ms))
+                account(un[name], 1, 1, d, amounts_of(es, ms))
+                un[name]["self"] += max(0, d)
+                un_events += 1
+                un_total += d
+                continue
             positioned = e.WhichOneof("data") != "num_occurrences"
             s = base + (e.offset_ps if positioned else 0)
             doff, ddur = es.integer("device_offset_ps"), es.integer("device_duration_ps")
             if kind == "xla" and positioned and doff is not None and ddur is not None:
                 s, d = signed(doff), signed(ddur)  # GetDeviceEventTimespan()
-            o = ops.get(name)
-            if o is None:
-                cat = es.string("hlo_category")
-                if cat is None:
-                    cat = ms.string("hlo_category")
-                mod = es.string("hlo_module")
-                if mod is None:
-                    mod = ms.string("hlo_module")
-                pid = es.integer("program_id")
-                if pid is None:
-                    pid = ms.integer("program_id")
-                f = oracle_hlo_facts.lookup(facts or {}, pid, name) if kind == "stream" else None
-                if not cat and f is not None:
-                    cat = f["category"]
-                if mod is not None and pid is not None:
-                    prog = "%s(%d)" % (mod, pid)
-                elif mod is not None:
-                    prog = mod
-                else:
-                    prog = progs.get(pid) if pid is not None else None
-                o = ops[name] = {"name": name, "category": cat or "", "program": prog,
-                                 "count": 0, "occurrences": 0, "total": 0, "self": 0,
-                                 "min": None, "max": None, "flops": None, "bytes": None,
-                                 "model_flops": None}
-            o["count"] += 1
-            o["occurrences"] += max(0, e.num_occurrences) if not positioned else 1
-            o["total"] += d
-            o["min"] = d if o["min"] is None else min(o["min"], d)
-            o["max"] = d if o["max"] is None else max(o["max"], d)
-            for key, stat in (("flops", "flops"), ("bytes", "bytes_accessed"),
-                              ("model_flops", "model_flops")):
-                v = es.number(stat)
-                if v is None:
-                    v = ms.number(stat)
-                if v is not None:
-                    o[key] = v if o[key] is None else o[key] + v
+            if name not in ops:
+                ops[name] = new_op(name, category_of(es, ms), program_of(es, ms))
+            account(ops[name], 1, max(0, e.num_occurrences) if not positioned else 1, d,
+                    amounts_of(es, ms))
             events += 1
             total += d
             if not positioned:
-                o["self"] += max(0, d)
+                ops[name]["self"] += max(0, d)
                 continue
             end = s + d
             while stack and not (stack[-1][0] <= s and end <= stack[-1][1]):
@@ -291,9 +368,10 @@ def op_table(p, stat_value, stat_name, names, facts=None):
             if stack:
                 stack[-1][3] += max(0, d)
             stack.append([s, end, d, 0, name])
+        flush()
         while stack:
             finish(stack.pop())
-    return events, total, ops
+    return events, total, ops, (un_events, un_total, un)
 
 
 def trunc_div(a, b):
@@ -369,12 +447,36 @@ def close(a, b):
     return a == b
 
 
+def op_order(o):
+    """ops.json's order: self time, time (both descending), name, program id (none first)."""
+    return (-o["self"], -o["total"], o["name"].encode("utf-8", "replace"),
+            o.get("pid") is not None, o.get("pid") or 0)
+
+
+def check_op_rows(path, where, ops, jops, facts, pself, obj, fail):
+    """ops.json rows @jops against the recomputed @ops; False when names differ."""
+    order = sorted(ops.values(), key=op_order)
+    jnames = [obj(o)["name"] for o in jops]
+    if jnames != [o["name"] for o in order]:
+        fail("%s: ops %s: order/names differ: %r vs %r" % (
+            path, where, jnames[:5], [o["name"] for o in order][:5]))
+        return False
+    for o, jo in zip(order, jops):
+        jo = obj(jo)
+        for k, v in op_fields(o, facts, pself).items():
+            if not close(jo.get(k, "<absent>"), v):
+                fail("%s: ops %s/%s: %s %r vs %r" % (path, where, o["name"], k, jo.get(k), v))
+    return True
+
+
 def check_ops(path, xs, jops, obj, stat_value, stat_name, names, fail):
     """Every number of ops.json against the recomputed op tables."""
     got = {obj(jp)["name"]: obj(jp) for jp in obj(jops)["planes"]}
     for p in xs.planes:
-        events, total, ops = op_table(p, stat_value, stat_name, names, hlo_of(xs, path))
-        if events == 0:
+        events, total, ops, (un_events, un_total, un) = op_table_full(
+            p, stat_value, stat_name, names, hlo_of(xs, path))
+        gpu = any(kind == "stream" for _, kind in op_lines(p))
+        if events == 0 and un_events == 0:
             if p.name in got:
                 fail("%s: ops has plane %s without op events" % (path, p.name))
             continue
@@ -392,18 +494,21 @@ def check_ops(path, xs, jops, obj, stat_value, stat_name, names, fail):
         for k, v in want.items():
             if not close(jp[k], v):
                 fail("%s: ops %s: %s %r vs %r" % (path, p.name, k, jp[k], v))
-        order = sorted(ops.values(), key=lambda o: (-o["self"], -o["total"],
-                                                    o["name"].encode("utf-8", "replace")))
-        jnames = [obj(o)["name"] for o in jp["ops"]]
-        if jnames != [o["name"] for o in order]:
-            fail("%s: ops %s: order/names differ: %r vs %r" % (
-                path, p.name, jnames[:5], [o["name"] for o in order][:5]))
+        jun = jp.get("unattributed")
+        if not gpu:
+            if jun is not None:
+                fail("%s: ops %s: unattributed on a plane without streams" % (path, p.name))
+        elif jun is None:
+            fail("%s: ops %s: no unattributed section" % (path, p.name))
+        else:
+            jun = obj(jun)
+            if (jun["events"], jun["total_ps"]) != (un_events, un_total):
+                fail("%s: ops %s: unattributed events/total %r vs %r" % (
+                    path, p.name, (jun["events"], jun["total_ps"]), (un_events, un_total)))
+            check_op_rows(path, p.name + " unattributed", un, jun["ops"], facts, pself, obj,
+                          fail)
+        if not check_op_rows(path, p.name, ops, jp["ops"], facts, pself, obj, fail):
             continue
-        for o, jo in zip(order, jp["ops"]):
-            jo = obj(jo)
-            for k, v in op_fields(o, facts, pself).items():
-                if not close(jo.get(k, "<absent>"), v):
-                    fail("%s: ops %s/%s: %s %r vs %r" % (path, p.name, o["name"], k, jo.get(k), v))
         for jkey, key in (("by_category", "category"), ("by_program", "program")):
             groups = rollup(ops, key, pself)
             jg = [obj(g) for g in jp[jkey]]
@@ -694,7 +799,8 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
         facts = plane_facts(p, stat_value, stat_name)
         busy, first, last = device_busy(p)
         if facts["peak_flops"] > 0:
-            dev["peak_flop_s"] += facts["peak_flops"] * float(busy) * 1e-12
+            span = (last - first) if first is not None else 0
+            dev["peak_flop_s"] += facts["peak_flops"] * float(span) * 1e-12  # wall time
         else:
             dev["all_peaks"] = False
         if dev["planes"] == 0:

@@ -261,8 +261,8 @@ def gpucaps(xs):
         if name:
             pl.set_stat(pl.p, "gpu_device_name", name)
         a = pl.line(1, "Stream #1(Kernel)", 1)
-        pl.event(a, "gemm_kernel", 0, 1000000, hlo_op="dot.%d" % i, flops=1000000,
-                 bytes_accessed=100)
+        pl.event(a, "gemm_kernel", 0, 1000000, hlo_op="dot.%d" % i, program_id=1,
+                 flops=1000000, bytes_accessed=100)
 
 
 PROFILES = {"nested": nested, "streams": streams, "nosteps": nosteps, "onestep": onestep,

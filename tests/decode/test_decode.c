@@ -1435,14 +1435,16 @@ static void test_ops(void **state)
 	assert_string_equal(jstr(p, "ops.0.name"), "Outer");
 	p = json_array_get(json_object_get(j, "planes"), 1);
 	assert_string_equal(jstr(p, "kind"), "device");
-	assert_int_equal(jint(p, "events"), 3);
-	op = find_op(p, "fusion.1"); /* grouped by hlo_op */
+	/* no program_id: XProf's GPU table leaves every kernel out, ops.json lists them
+	 * apart, by kernel name (test_gpu_ops.py has the whole rule) */
+	assert_int_equal(jint(p, "events"), 0);
+	assert_int_equal(json_array_size(json_object_get(p, "ops")), 0);
+	assert_int_equal(jint(p, "unattributed.events"), 3);
+	assert_int_equal(jint(p, "unattributed.total_ps"), 55000000);
+	op = find_op(json_object_get(p, "unattributed"), "kernel_a");
 	assert_int_equal(jint(op, "count"), 2);
-	assert_int_equal(jint(op, "total_ps"), 50000000);
 	assert_true(json_real_value(json_object_get(op, "flops")) == 1000.0 ||
 		    json_integer_value(json_object_get(op, "flops")) == 1000);
-	op = find_op(p, "kernel_a");
-	assert_int_equal(jint(op, "count"), 1);
 	/* invariants: counts and totals add up */
 	json_array_foreach(json_object_get(j, "planes"), i, p)
 	{

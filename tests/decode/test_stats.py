@@ -110,6 +110,12 @@ def hand_checks(paths, out):
     empty = [p for p in summ["planes"] if p["events"] == 0]
     if not empty or any(p["first_ps"] is not None or p["last_ps"] is not None for p in empty):
         fail("nodevice: an empty plane's first_ps/last_ps are not null: %r" % empty)
+    # hfu over wall time: 5 flops / (100 TFLOP/s x the plane's span, 100 to 1800 ps), not
+    # over the busy 1300 ps
+    dev = out["onestep"]["overview"]["device"]
+    if abs(dev["hfu"] - 5 / (100e12 * 1700e-12)) > 1e-15 or dev["span_ps"] != 1700:
+        fail("onestep: hfu %r over span %r, by hand %r over 1700 ps" %
+             (dev["hfu"], dev["span_ps"], 5 / (100e12 * 1700e-12)))
     if out["nosteps"]["steps"]["steps"] != []:
         fail("nosteps: steps %r" % out["nosteps"]["steps"]["steps"])
     hp = out["hostile"]["ops"]["planes"][0]

@@ -21,6 +21,7 @@ import subprocess
 import sys
 
 import oracle
+import oracle_session
 import oracle_stats
 import stats_profiles
 import xmount
@@ -112,14 +113,12 @@ def body(t, w):
                  "device busy share" % jh["host"], xproto.failures[before:][:3])
             if st:
                 avgs[jh["host"]] = st["avg_ps"]
-        srt = sorted(avgs.values())
-        med = (srt[len(srt) // 2] if len(srt) % 2 else
-               (srt[len(srt) // 2 - 1] + srt[len(srt) // 2]) / 2)
-        worst = max(avgs, key=lambda h: avgs[h])
-        want = {"host": worst, "step_avg_ps": avgs[worst], "median_step_avg_ps": med,
-                "ratio": avgs[worst] / med}
+        ratios, want = oracle_session.straggler_model(avgs)
         before = len(xproto.failures)
         oracle_stats.same(ss["straggler"], want, "straggler", oracle.fail)
+        oracle_stats.same({jh["host"]: jh["straggler_ratio"] for jh in ss["hosts"]},
+                          {jh["host"]: ratios.get(jh["host"]) for jh in ss["hosts"]},
+                          "straggler_ratio", oracle.fail)
         t.ok(len(xproto.failures) == before, "session summary.json: the straggler against the "
              "median", ss["straggler"])
         rs = recipes()
