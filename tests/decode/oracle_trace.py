@@ -202,19 +202,8 @@ def hlo_pb2():
 
 def metadata_protos(xs):
     """[(program id, HloProto bytes)] of the "/host:metadata" plane (ParseHloProtosFromXSpace())."""
-    protos = []
-    for p in [p for p in xs.planes if p.name == "/host:metadata"][:1]:   # FindPlaneWithName()
-        if len(p.stats):     # legacy: every bytes plane stat, keyed by its metadata id
-            protos = [(st.metadata_id, st.bytes_value) for st in p.stats
-                      if st.WhichOneof("value") == "bytes_value"]
-        else:
-            want = sorted(k for k, m in p.stat_metadata.items() if m.name == "Hlo Proto")
-            for key in sorted(p.event_metadata):
-                m = p.event_metadata[key]
-                st = [x for x in m.stats if want and x.metadata_id == want[0]]
-                if st and st[0].WhichOneof("value") == "bytes_value":
-                    protos.append((m.id, st[0].bytes_value))
-    return protos
+    import xproto
+    return xproto.hlo_protos(xs)
 
 
 def hlo_symbols(xs):

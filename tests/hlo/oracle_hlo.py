@@ -165,21 +165,7 @@ def metadata_protos(xs_path):
     xs = xplane_pb2.XSpace()
     with open(xs_path, "rb") as fh:
         xs.ParseFromString(fh.read())
-    for p in xs.planes:
-        if p.name != "/host:metadata":
-            continue
-        if len(p.stats):
-            return [(st.metadata_id, st.bytes_value) for st in p.stats
-                    if st.WhichOneof("value") == "bytes_value"]
-        want = sorted(k for k, m in p.stat_metadata.items() if m.name == "Hlo Proto")
-        out = []
-        for key in sorted(p.event_metadata):
-            m = p.event_metadata[key]
-            st = [x for x in m.stats if want and x.metadata_id == want[0]]
-            if st and st[0].WhichOneof("value") == "bytes_value":
-                out.append((m.id, st[0].bytes_value))
-        return out
-    return []
+    return xproto.hlo_protos(xs)
 
 
 def check_xspace(label, path):

@@ -65,3 +65,24 @@ def load(name, proto_dir=None):
         return importlib.import_module(name + "_pb2"), tmp
     finally:
         sys.path.remove(tmp)
+
+
+def hlo_protos(xs):
+    """[(program id, HloProto bytes)] of the first "/host:metadata" plane of the
+    parsed XSpace @xs, as XProf's ParseHloProtosFromXSpace() finds them: every
+    bytes plane stat keyed by its metadata id (the legacy form, a plane with
+    plane stats), else each event metadata's "Hlo Proto" stat keyed by the
+    metadata's id."""
+    for p in [p for p in xs.planes if p.name == "/host:metadata"][:1]:   # FindPlaneWithName()
+        if len(p.stats):
+            return [(st.metadata_id, st.bytes_value) for st in p.stats
+                    if st.WhichOneof("value") == "bytes_value"]
+        want = sorted(k for k, m in p.stat_metadata.items() if m.name == "Hlo Proto")
+        out = []
+        for key in sorted(p.event_metadata):
+            m = p.event_metadata[key]
+            st = [x for x in m.stats if want and x.metadata_id == want[0]]
+            if st and st[0].WhichOneof("value") == "bytes_value":
+                out.append((m.id, st[0].bytes_value))
+        return out
+    return []
