@@ -50,9 +50,9 @@ int xprofs_hlo_shape_get(const struct xprofs_hlo_program *p, size_t i, struct xp
 	s = &p->shapes[i];
 	out->element_type = s->type;
 	out->rank = s->rank;
-	out->dims = p->i64 + s->dims_off;
+	out->dims = HLO_AT(p->i64, s->dims_off);
 	out->n_tuple = s->n_tuple;
-	out->tuple = p->u32 + s->tuple_off;
+	out->tuple = HLO_AT(p->u32, s->tuple_off);
 	out->elements = s->elements;
 	return 0;
 }
@@ -71,7 +71,7 @@ int xprofs_hlo_instr_get(const struct xprofs_hlo_program *p, size_t i, struct xp
 	out->opcode = hlo_str(p, in->opcode);
 	out->computation = in->comp;
 	out->shape = in->shape;
-	out->operands = p->u32 + in->ops_off;
+	out->operands = HLO_AT(p->u32, in->ops_off);
 	out->n_operands = in->n_ops;
 	out->op_name = hlo_str(p, in->op_name);
 	out->op_type = hlo_str(p, in->op_type);
@@ -85,17 +85,17 @@ int xprofs_hlo_instr_get(const struct xprofs_hlo_program *p, size_t i, struct xp
 	if (!in->ext)
 		return 0;
 	e = &p->exts[in->ext - 1];
-	out->called = p->u32 + e->called_off;
+	out->called = HLO_AT(p->u32, e->called_off);
 	out->n_called = e->n_called;
 	out->custom_call_target = hlo_str(p, e->cc_target);
 	out->fusion_kind = hlo_str(p, e->fusion_kind);
 	out->parameter_number = e->parameter_number;
 	out->tuple_index = e->tuple_index;
-	out->dimensions = p->i64 + e->dims_off;
+	out->dimensions = HLO_AT(p->i64, e->dims_off);
 	out->n_dimensions = e->n_dims;
 	out->feature_group_count = e->feature_group_count;
 	out->batch_group_count = e->batch_group_count;
-	out->window = p->wins + e->win_off;
+	out->window = HLO_AT(p->wins, e->win_off);
 	out->n_window = e->n_win;
 	out->backend_config_len = e->bc_len;
 	if (e->conv) {
@@ -108,24 +108,24 @@ int xprofs_hlo_instr_get(const struct xprofs_hlo_program *p, size_t i, struct xp
 		out->conv.kernel_output_feature = cv->v[3];
 		out->conv.output_batch = cv->v[4];
 		out->conv.output_feature = cv->v[5];
-		out->conv.input_spatial = p->i64 + cv->off[0];
+		out->conv.input_spatial = HLO_AT(p->i64, cv->off[0]);
 		out->conv.n_input_spatial = cv->n[0];
-		out->conv.kernel_spatial = p->i64 + cv->off[1];
+		out->conv.kernel_spatial = HLO_AT(p->i64, cv->off[1]);
 		out->conv.n_kernel_spatial = cv->n[1];
-		out->conv.output_spatial = p->i64 + cv->off[2];
+		out->conv.output_spatial = HLO_AT(p->i64, cv->off[2]);
 		out->conv.n_output_spatial = cv->n[2];
 	}
 	if (e->dot) {
 		const struct hlo_dot *dt = &p->dots[e->dot - 1];
 
 		out->has_dot = true;
-		out->dot.lhs_contracting = p->i64 + dt->off[0];
+		out->dot.lhs_contracting = HLO_AT(p->i64, dt->off[0]);
 		out->dot.n_lhs_contracting = dt->n[0];
-		out->dot.rhs_contracting = p->i64 + dt->off[1];
+		out->dot.rhs_contracting = HLO_AT(p->i64, dt->off[1]);
 		out->dot.n_rhs_contracting = dt->n[1];
-		out->dot.lhs_batch = p->i64 + dt->off[2];
+		out->dot.lhs_batch = HLO_AT(p->i64, dt->off[2]);
 		out->dot.n_lhs_batch = dt->n[2];
-		out->dot.rhs_batch = p->i64 + dt->off[3];
+		out->dot.rhs_batch = HLO_AT(p->i64, dt->off[3]);
 		out->dot.n_rhs_batch = dt->n[3];
 	}
 	return 0;

@@ -83,6 +83,13 @@ struct hlo_comp {
 	bool is_fusion;
 };
 
+/*
+ * &@base[@off] of a pool (u32, i64, wins) that may still be empty: a program
+ * without, say, one operand never allocates its u32 pool, and NULL + 0 is
+ * undefined behaviour in C, so an empty pool's entries are NULL.
+ */
+#define HLO_AT(base, off) ((base) ? (base) + (off) : NULL)
+
 struct xprofs_hlo_program {
 	const struct xprofs_reader *r; /* borrowed: backend configs are read from it */
 	size_t mem;                    /* bytes allocated besides the arena (XPROFS_HLO_MEM_MAX) */

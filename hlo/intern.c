@@ -140,9 +140,9 @@ static void shape_view(const struct xprofs_hlo_program *p, uint32_t id, struct h
 	memset(t, 0, sizeof(*t));
 	t->type = s->type;
 	t->rank = s->rank;
-	t->dims = p->i64 + s->dims_off;
+	t->dims = HLO_AT(p->i64, s->dims_off);
 	t->n_tuple = s->n_tuple;
-	t->tuple = p->u32 + s->tuple_off;
+	t->tuple = HLO_AT(p->u32, s->tuple_off);
 }
 
 static uint64_t shape_hash(const struct xprofs_hlo_program *p, uint32_t id)

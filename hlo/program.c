@@ -561,7 +561,8 @@ static int end_comp(struct dec *d, size_t ci, int64_t root_id)
 		d->ids[i].id = p->ins[cp->first + i].id;
 		d->ids[i].i = (uint32_t)(cp->first + i);
 	}
-	qsort(d->ids, n, sizeof(*d->ids), hlo_id_ix_cmp);
+	if (n > 1)
+		qsort(d->ids, n, sizeof(*d->ids), hlo_id_ix_cmp);
 	for (size_t i = 1; i < n; i++)
 		if (d->ids[i].id == d->ids[i - 1].id)
 			return wire_fail(&d->c,
