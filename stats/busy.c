@@ -9,7 +9,8 @@
  * same lines; other planes, or where that sweep could not give it exactly,
  * take their own union (stats_merge_union(), merge.c).
  * stats_steps_busy_sum() runs the steps and the planes' unions as
- * xs_tasks_run() tasks. Limits: the first STATS_MERGE_MAX op lines of a plane.
+ * xs_tasks_run() tasks; on TPU hosts its busy time and span are XProf's
+ * duty cycle's (duty.c), as overview.json's are. Limits: the first STATS_MERGE_MAX op lines of a plane.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -88,6 +89,14 @@ int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int
 			goto out;
 		*busy = xs_sat_add(*busy, b->busy);
 		*span = xs_sat_add(*span, b->any ? xs_sat_add(b->last, -b->first) : 0);
+	}
+	if (stats_is_tpu(x)) { /* overview.json's duty cycle on TPU hosts */
+		struct stats_duty d;
+
+		if ((r = stats_tpu_duty(rc, &d)) < 0)
+			goto out;
+		*busy = d.active;
+		*span = xs_sat_add(d.active, d.idle);
 	}
 out:
 	free(t.busy);

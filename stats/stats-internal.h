@@ -242,9 +242,27 @@ bool stats_busy_in_steps(const struct xprofs_xspace *x, size_t q);
 /*
  * stats_steps_busy_sum() - stats_steps_overview() into @sum, and Σ over the device
  * planes (in plane order) of stats_device_busy()'s busy time and span (last end −
- * first start) into *busy, *span: the session summary's per-host numbers.
+ * first start) into *busy, *span: the session summary's per-host numbers (on TPU
+ * hosts stats_tpu_duty()'s active time and span instead).
  */
 int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int64_t *busy,
 			 int64_t *span);
+
+/* ---- the TPU duty cycle and idle time (duty.c) ---- */
+
+/* What duty.c finds over a host's TPU planes (all ps). */
+struct stats_duty {
+	int64_t active, idle; /* DutyCycleCombiner's totals: Σ over chips */
+	int64_t op_span;      /* Σ over TensorCore planes of last - first op (device timespans) */
+	uint64_t planes;      /* "/device:TPU:" planes walked */
+};
+/* stats_is_tpu() - @x has "/device:TPU:" planes: XProf's TPU analysis applies. */
+bool stats_is_tpu(const struct xprofs_xspace *x);
+/*
+ * stats_tpu_duty() - ConstructDutyCycleTracker() over every TPU plane, the
+ * planes of one chip united (DutyCycleCombiner), into @out, with the op span
+ * IdleTimeRatio() divides by.
+ */
+int stats_tpu_duty(struct xs_rctx *rc, struct stats_duty *out);
 
 #endif

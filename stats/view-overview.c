@@ -66,11 +66,14 @@ struct ov_tasks {
 	struct ov_slot *slot;     /* owned, one per plane */
 	struct stats_busy *sbusy; /* owned: the busy times the steps' sweep gave */
 	bool *sbusy_ok;           /* owned: which */
+	bool tpu;                 /* XProf's TPU analysis: the duty cycle task runs */
+	struct stats_duty duty;
 };
 
 /*
  * ov_task() - a xs_task_fn: task 0 is stats_steps_overview(), task 1 + 2q plane
- * q's ops, task 2 + 2q its busy time: the order a plane-by-plane loop takes.
+ * q's ops, task 2 + 2q its busy time: the order a plane-by-plane loop takes;
+ * the last one the TPU duty cycle.
  */
 static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 {
@@ -79,6 +82,8 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 
 	if (i == 0)
 		return stats_steps_overview_busy(rc, &t->steps, t->sbusy, t->sbusy_ok);
+	if (i == 1 + 2 * rc->x->n_planes)
+		return t->tpu ? stats_tpu_duty(rc, &t->duty) : 0;
 	if (i % 2)
 		return stats_ops_plane(rc, q, &t->slot[q].ops);
 	if (!xs_plane_is_device(&rc->x->planes[q]) || t->slot[q].from_steps)
@@ -98,6 +103,8 @@ static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 
 	if (i == 0)
 		return x->totals.events;
+	if (i == 1 + 2 * x->n_planes) /* the TPU planes' op and module lines */
+		return t->tpu ? x->totals.events / 2 : 0;
 	if (i % 2 == 0) /* busy time: a merge without stats, device planes only */
 		return xs_plane_is_device(&x->planes[q]) && !t->slot[q].from_steps
 			       ? x->planes[q].events / 2
@@ -216,17 +223,31 @@ static void out_env(struct xs_out *o, const struct xprofs_xspace *x, const struc
 	OUT_LIT(o, "}");
 }
 
-static void out_device(struct xs_out *o, const struct ov_dev *d)
+/*
+ * out_device() - busy, span and duty cycle: on TPU hosts XProf's duty cycle
+ * (@duty, stats_tpu_duty()) and device_idle_time_percent (1 − op self time ÷
+ * the planes' op spans, IdleTimeRatio()); elsewhere the union of the op
+ * lines over their span, and no idle share (XProf computes none off TPU).
+ */
+static void out_device(struct xs_out *o, const struct ov_dev *d, const struct stats_duty *duty)
 {
+	int64_t busy = d->busy, span = d->span;
+
 	if (!d->planes) {
 		OUT_LIT(o, "null");
 		return;
 	}
-	xs_out_key_i64(o, "{\"busy_ps\":", d->busy);
-	xs_out_key_i64(o, ",\"span_ps\":", d->span);
-	xs_out_opt_double(o, ",\"duty_cycle\":", d->span > 0, (double)d->busy / (double)d->span);
-	xs_out_opt_double(o, ",\"idle_share\":", d->span > 0,
-			  1.0 - (double)d->busy / (double)d->span);
+	if (duty) {
+		busy = duty->active;
+		span = xs_sat_add(duty->active, duty->idle);
+	}
+	xs_out_key_i64(o, "{\"busy_ps\":", busy);
+	xs_out_key_i64(o, ",\"span_ps\":", span);
+	xs_out_opt_double(o, ",\"duty_cycle\":", span > 0, (double)busy / (double)span);
+	xs_out_opt_double(o, ",\"idle_share\":", duty != NULL,
+			  1.0 - (duty && duty->op_span > 0
+					 ? (double)d->ops.self / (double)duty->op_span
+					 : 0));
 	xs_out_opt_double(o, ",\"flops\":", d->has_flops, d->flops);
 	xs_out_opt_double(o, ",\"model_flops\":", d->has_model_flops, d->model_flops);
 	xs_out_opt_double(o, ",\"flops_per_s\":", d->has_flops && d->busy > 0,
@@ -379,7 +400,8 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	}
 	for (size_t q = 0; q < x->n_planes; q++)
 		t.slot[q].from_steps = stats_busy_in_steps(x, q);
-	if ((r = xs_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
+	t.tpu = stats_is_tpu(x);
+	if ((r = xs_tasks_run(rc, 2 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++) {
 		if (!t.slot[q].from_steps)
@@ -402,7 +424,7 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\n\"device\":");
-	out_device(o, &d);
+	out_device(o, &d, t.tpu ? &t.duty : NULL);
 	OUT_LIT(o, ",\n\"op_time\":");
 	out_op_time(o, &d);
 	OUT_LIT(o, ",\n\"top_ops\":");

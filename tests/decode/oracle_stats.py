@@ -18,6 +18,8 @@ import math
 import re
 from decimal import Decimal
 
+import oracle_steps
+
 U64 = 1 << 64
 
 
@@ -715,11 +717,16 @@ def overview_model(xs, stat_value, stat_name, names):
         b, sp, fl, mf, pk = dev["busy"], dev["span"], dev["flops"], dev["model_flops"], \
             dev["peak_flop_s"]
         ok = dev["all_peaks"] and pk > 0
+        bu = b
+        duty, idle = oracle_steps.tpu_duty(xs, stat_value, stat_name), None
+        if duty is not None:  # ConstructDutyCycleTracker(), IdleTimeRatio()
+            b, sp = duty[0], duty[0] + duty[1]
+            idle = 1.0 - (dev_self / duty[2] if duty[2] > 0 else 0.0)
         device = {"busy_ps": b, "span_ps": sp,
                   "duty_cycle": b / sp if sp > 0 else None,
-                  "idle_share": 1.0 - b / sp if sp > 0 else None,
+                  "idle_share": idle,
                   "flops": fl, "model_flops": mf,
-                  "flops_per_s": fl / b * 1e12 if fl is not None and b > 0 else None,
+                  "flops_per_s": fl / bu * 1e12 if fl is not None and bu > 0 else None,
                   "hfu": fl / pk if fl is not None and ok else None,
                   "mfu": mf / pk if mf is not None and ok else None}
     allops = host_occ + dev_occ
