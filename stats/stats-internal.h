@@ -197,6 +197,8 @@ struct stats_step_summary {
 	double avg, stddev;
 	int64_t min, max;
 	double bd[STATS_BD_N]; /* average ps per step, by type (steps.json's breakdown order) */
+	/* Σ over the steps in ms, as ComputeBottleneckAnalysis() adds PicoToMilli() values */
+	double ms_step, ms_input, ms[STATS_BD_N]; /* ms_input: Σ (wait input + host to device) */
 };
 
 /*

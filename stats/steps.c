@@ -694,8 +694,13 @@ void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
 		total += (double)st->s[i].dur;
 		sum->min = st->s[i].dur < sum->min ? st->s[i].dur : sum->min;
 		sum->max = st->s[i].dur > sum->max ? st->s[i].dur : sum->max;
-		for (int k = 0; k < BD_N; k++)
+		for (int k = 0; k < BD_N; k++) {
 			sum->bd[k] += (double)st->s[i].bd[k];
+			sum->ms[k] += (double)st->s[i].bd[k] / 1e9;
+		}
+		sum->ms_step += (double)st->s[i].dur / 1e9;
+		sum->ms_input += (double)st->s[i].bd[BD_HOST_WAIT_INPUT] / 1e9 +
+				 (double)st->s[i].bd[BD_HOST_TO_DEVICE] / 1e9;
 	}
 	sum->avg = total / (double)(b - a);
 	for (size_t i = a; i < b; i++)

@@ -619,41 +619,6 @@ def device_busy(p):
     return sum(b - a for a, b in u), u[0][0], max(b for _, b in u)
 
 
-def level(pct, high, moderate):
-    return "high" if pct >= high else "moderate" if pct >= moderate else "no"
-
-
-def bottleneck(summ):
-    if summ is None or not summ["avg_ps"] > 0:
-        return None
-    bd, avg = summ["breakdown_avg"], summ["avg_ps"]
-    inp = 100.0 * (bd["host_wait_input_ps"] + bd["host_to_device_ps"]) / avg
-    coll = 100.0 * bd["device_collectives_ps"] / avg
-    other = 100.0 * bd["idle_ps"] / avg
-    out = 100.0 * bd["device_to_host_ps"] / avg
-    comp = 100.0 * bd["device_compute_ps"] / avg
-    li, lc = level(inp, 20.0, 5.0), level(coll, 15.0, 3.0)
-    lo, lt = level(other, 15.0, 3.0), level(out, 20.0, 5.0)
-    kind = "none"
-    for want in ("high", "moderate"):
-        for k, lv in (("input", li), ("communication", lc), ("host", lo), ("output", lt)):
-            if lv == want:
-                kind = k
-                break
-        else:
-            if want == "high" and comp >= 50.0:
-                kind = "compute"
-        if kind != "none":
-            break
-    text = ("%s-bound: of the average step (%.6g ps), %.1f %% is input (%s), %.1f %% "
-            "device collectives (%s), %.1f %% idle or host (%s), %.1f %% output (%s), "
-            "%.1f %% device compute" % (kind, avg, inp, li, coll, lc, other, lo, out, lt, comp))
-    return {"kind": kind, "input_percent": inp, "input": li, "collectives_percent": coll,
-            "collectives": lc, "all_other_percent": other, "all_other": lo,
-            "output_percent": out, "output": lt, "device_compute_percent": comp,
-            "statement": text}
-
-
 def overview_model(xs, stat_value, stat_name, names):
     steps, summaries = breakdown_model(xs, stat_value, stat_name)
     pick = next((q for q in summaries if not xs.planes[q].name.startswith("/device:")),
@@ -744,8 +709,10 @@ def overview_model(xs, stat_value, stat_name, names):
                     "cumulative_share": cum if dev_self > 0 else None,
                     "flops_per_s": rate(o["flops"], o["total"])})
     summ = summaries.get(pick) if pick is not None else None
+    picked = [(s[2], dict(zip(BD_KEYS, s[3]))) for s in steps if s[0] == pick]
     return {"run_environment": env, "step_time": summ, "device": device, "op_time": op_time,
-            "top_ops": top, "bottleneck": bottleneck(summ)}
+            "top_ops": top, "bottleneck": oracle_steps.bottleneck(picked),
+            "diagnostics": oracle_steps.diagnostics(xs, summ is not None, dtype, ncores)}
 
 
 def same(a, b, where, fail):

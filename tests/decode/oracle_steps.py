@@ -17,53 +17,39 @@ OFF_DUTY = ("infeed", "outfeed", "host send", "host send-done", "host recv",
             "host recv-done", "megacore fusion")
 
 
+def _varint(b, i):
+    """(value, next index) of the varint at b[i], or None when truncated or overlong."""
+    v, sh = 0, 0
+    while i < len(b) and sh <= 63:
+        v |= (b[i] & 0x7F) << sh
+        sh += 7
+        i += 1
+        if b[i - 1] < 0x80:
+            return v, i
+    return None
+
+
 def _varints(b):
     """([(field, wire type, value) of the varint fields of message bytes @b], parsed whole)."""
     i, out = 0, []
     while i < len(b):
-        t, sh = 0, 0
-        while True:
-            if i >= len(b) or sh > 63:
-                return out, False
-            c = b[i]
-            i += 1
-            t |= (c & 0x7F) << sh
-            sh += 7
-            if c < 0x80:
-                break
-        f, wt = t >> 3, t & 7
-        if f == 0:
+        got = _varint(b, i)
+        if got is None or got[0] >> 3 == 0:
             return out, False
-        if wt == 0:
-            v, sh = 0, 0
-            while True:
-                if i >= len(b) or sh > 63:
-                    return out, False
-                c = b[i]
-                i += 1
-                v |= (c & 0x7F) << sh
-                sh += 7
-                if c < 0x80:
-                    break
-            out.append((f, wt, v & 0xFFFFFFFFFFFFFFFF))
-        elif wt == 1:
-            i += 8
-        elif wt == 5:
-            i += 4
-        elif wt == 2:
-            n, sh = 0, 0
-            while True:
-                if i >= len(b) or sh > 63:
-                    return out, False
-                c = b[i]
-                i += 1
-                n |= (c & 0x7F) << sh
-                sh += 7
-                if c < 0x80:
-                    break
-            if n > len(b) - i:
+        f, wt, i = got[0] >> 3, got[0] & 7, got[1]
+        if wt in (0, 2):
+            got = _varint(b, i)
+            if got is None:
                 return out, False
-            i += n
+            i = got[1]
+            if wt == 0:
+                out.append((f, wt, got[0] & 0xFFFFFFFFFFFFFFFF))
+            elif got[0] > len(b) - i:
+                return out, False
+            else:
+                i += got[0]
+        elif wt in (1, 5) and i + (8 if wt == 1 else 4) <= len(b):
+            i += 8 if wt == 1 else 4
         else:
             return out, False
     return out, True
@@ -90,18 +76,9 @@ def _start_end(l, e):
     return s, max(s, s + e.duration_ps)
 
 
-def _union(spans):
-    out = []
-    for a, b in sorted(spans):
-        if out and a <= out[-1][1]:
-            out[-1][1] = max(out[-1][1], b)
-        else:
-            out.append([a, b])
-    return out
-
-
 def tpu_duty(xs, stat_value, stat_name):
     """(active, idle, op_span) over the host's TPU planes, or None without any."""
+    from oracle_stats import union  # oracle_stats imports this module
     chips, own, op_span, seen = {}, [], 0, False
     for p in xs.planes:
         if not p.name.startswith("/device:TPU:"):
@@ -164,8 +141,105 @@ def tpu_duty(xs, stat_value, stat_name):
         return None
     active = idle = 0
     for lo, hi, spans in list(chips.values()) + own:
-        a = sum(b - x for x, b in _union(spans))
+        a = sum(b - x for x, b in union(spans))
         active += a
         if lo is not None:
             idle += hi - lo - a
     return active, idle, op_span
+
+
+# ---- overview.json's bottleneck and diagnostics ------------------------------
+
+BD = ("idle_ps", "host_compute_ps", "host_to_host_ps", "host_to_device_ps",
+      "device_collectives_ps", "host_wait_input_ps", "device_to_device_ps",
+      "device_to_host_ps", "device_compute_ps")
+
+
+def _cls(pct, high, moderate, what):
+    if pct >= high:
+        return "high", "%.1f%s" % (pct, what)
+    if pct >= moderate:
+        return "moderate", "%.1f%s" % (pct, what)
+    return "no", ""
+
+
+def bottleneck(steps):
+    """ComputeBottleneckAnalysis() over @steps [(duration_ps, {breakdown key: ps})]:
+    PicoToMilli() sums, InputAnalysis(), DeviceCollectivesAnalysis(),
+    KernelLaunchAnalysis() (no kernel launch time, tf.data never in use),
+    AllOtherAnalysis()."""
+    t = inp = out = comp = coll = unk = 0.0
+    for dur, bd in steps:
+        t += dur / 1e9
+        inp += bd["host_wait_input_ps"] / 1e9 + bd["host_to_device_ps"] / 1e9
+        out += bd["device_to_host_ps"] / 1e9
+        comp += bd["device_compute_ps"] / 1e9
+        coll += bd["device_collectives_ps"] / 1e9
+        unk += bd["idle_ps"] / 1e9
+    none = {"device_collectives": "no", "device_collectives_statement": "",
+            "kernel_launch": "no", "kernel_launch_statement": "",
+            "all_other": "no", "all_other_statement": ""}
+    if t == 0:
+        r = {"kind": "unknown", "statement": "No step time measured. Therefore we cannot tell "
+             "where the performance bottleneck is."}
+        for k in ("input", "output", "idle", "compute", "device_collectives", "kernel_launch",
+                  "all_other"):
+            r[k + "_percent"] = None
+        r.update(none)
+        return r
+    pin, pout, pcomp, pcoll = 100.0 * inp / t, 100.0 * out / t, 100.0 * comp / t, 100.0 * coll / t
+    pother = 100.0 * unk / t
+    reported = False
+    if pin >= 20:
+        kind, text = "host", ("Your program is HIGHLY input-bound because %.1f%% of the total "
+                              "step time sampled is waiting for input. Therefore, you should "
+                              "first focus on reducing the input time." % pin)
+    elif pin >= 5:
+        kind, text = "both", ("Your program is MODERATELY input-bound because %.1f%% of the "
+                              "total step time sampled is waiting for input. Therefore, you "
+                              "would need to reduce both the input time and other time." % pin)
+    elif pother >= 3:
+        reported = True
+        kind, text = "both", ("Your program is POTENTIALLY input-bound because %.1f%% of the "
+                              "total step time sampled is spent on 'All Others' time (which "
+                              "could be due to I/O or Python execution or both)." % pother)
+    else:
+        kind, text = "device", ("Your program is NOT input-bound because only %.1f%% of the "
+                                "total step time sampled is waiting for input. Therefore, you "
+                                "should focus on reducing other time." % pin)
+    r = {"kind": kind, "statement": text, "input_percent": pin, "output_percent": pout,
+         "idle_percent": max(0.0, 100.0 - pin - pout - pcomp - pcoll),
+         "compute_percent": pcomp, "device_collectives_percent": pcoll,
+         "kernel_launch_percent": 0.0, "all_other_percent": pother}
+    r.update(none)
+    r["device_collectives"], r["device_collectives_statement"] = _cls(
+        pcoll, 15, 3, " % of the total step time sampled is spent on 'Device Collective "
+        "Communication'.")
+    if not reported:
+        r["all_other"], r["all_other_statement"] = _cls(
+            pother, 15, 3, " % of the total step time sampled is spent on 'All Others' time. "
+            "This could be due to Python execution overhead.")
+    return r
+
+
+NO_STEP_MARKER = ("No step marker observed and hence the step time is unknown. This may happen "
+                  "if (1) training steps are not instrumented (e.g., if you are not using "
+                  "Keras) or (2) the profiling duration is shorter than the step time. For (1), "
+                  "you need to add step instrumentation; for (2), you may try to profile longer.")
+NO_DEVICE_TRACE = ("No TensorCore device trace was collected. This might happen if your job "
+                   "hadn't been run on the device when sampling was turned on. You could try "
+                   "the sampling again later.")
+
+
+def diagnostics(xs, has_steps, device_type, core_count):
+    """PopulateOverviewDiagnostics(): the XSpace's errors and warnings, each once, sorted
+    (by bytes), the run-environment error, the step diagnostic."""
+    def uniq(v):
+        return sorted(set(v), key=lambda s: s.encode("utf-8", "surrogateescape"))
+    errors = uniq(xs.errors)
+    if not errors and device_type != "CPU" and core_count <= 0:
+        errors.append(NO_DEVICE_TRACE)
+    warnings = uniq(xs.warnings)
+    if not has_steps:
+        warnings.append(NO_STEP_MARKER)
+    return {"info": [], "warnings": warnings, "errors": errors}

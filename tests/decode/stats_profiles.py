@@ -269,13 +269,14 @@ PROFILES = {"nested": nested, "streams": streams, "nosteps": nosteps, "onestep":
             "hostonly": hostonly, "nodevice": nodevice, "hostile": hostile, "gpucaps": gpucaps}
 
 
-def build(pb2, out_dir):
+def build(pb2, out_dir, profiles=None, prefix="edge"):
+    """Writes @profiles ({name: fn(XSpace)}, default PROFILES) as <prefix>-<name>.xplane.pb."""
     paths = {}
-    for name, fn in PROFILES.items():
+    for name, fn in (profiles or PROFILES).items():
         xs = pb2.XSpace()
-        xs.hostnames.append("edge-" + name)
+        xs.hostnames.append(prefix + "-" + name)
         fn(xs)
-        path = os.path.join(out_dir, "edge-%s.xplane.pb" % name)
+        path = os.path.join(out_dir, "%s-%s.xplane.pb" % (prefix, name))
         with open(path, "wb") as f:
             f.write(xs.SerializeToString())
         paths[name] = path

@@ -8,9 +8,9 @@ of docs/stats.md (steps.json, overview.json):
            "XLA Modules" event wider than the ops, ops touching end to
            start, a Steps event past the ops (ConstructDutyCycleTracker(),
            DutyCycleCombiner, IdleTimeRatio()).
+- nomarker: a GPU kernel and no step marker, XSpace warnings (one twice)
+           and an error: XProf's "no step marker" diagnostic and verdict.
 """
-import os
-
 import stats_profiles
 from stats_profiles import Plane
 
@@ -46,17 +46,17 @@ def tpuduty(xs):
              device_duration_ps=4000000)
 
 
-PROFILES = {"tpuduty": tpuduty}
+def nomarker(xs):
+    g = Plane(xs, 1, "/device:GPU:0")
+    g.set_stat(g.p, "device_vendor", "Nvidia")
+    k = g.line(1, "Stream #1(Kernel)")
+    g.event(k, "gemm", 0, 1000000, group_id=0, correlation_id=1)
+    xs.warnings.extend(["w2", "w1", "w2"])
+    xs.errors.append("e")
+
+
+PROFILES = {"tpuduty": tpuduty, "nomarker": nomarker}
 
 
 def build(pb2, out_dir):
-    paths = {}
-    for name, fn in PROFILES.items():
-        xs = pb2.XSpace()
-        xs.hostnames.append("steps-" + name)
-        fn(xs)
-        path = os.path.join(out_dir, "steps-%s.xplane.pb" % name)
-        with open(path, "wb") as f:
-            f.write(xs.SerializeToString())
-        paths[name] = path
-    return paths
+    return stats_profiles.build(pb2, out_dir, PROFILES, "steps")

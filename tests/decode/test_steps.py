@@ -44,7 +44,21 @@ def hand_tpuduty(ov):
         fail("tpuduty: idle_share %r, by hand %r" % (d["idle_share"], 1 - 10.5 / 16))
 
 
-HAND = {"tpuduty": hand_tpuduty}
+def hand_nomarker(ov):
+    b, d = ov["bottleneck"], ov["diagnostics"]
+    if b["kind"] != "unknown" or b["statement"] != ("No step time measured. Therefore we "
+                                                    "cannot tell where the performance "
+                                                    "bottleneck is."):
+        fail("nomarker: bottleneck %r, want XProf's unknown verdict" % b)
+    w = d["warnings"]
+    if w[:2] != ["w1", "w2"] or len(w) != 3 or not w[2].startswith(
+            "No step marker observed and hence the step time is unknown. This may happen"):
+        fail("nomarker: warnings %r, want w1, w2 and XProf's no-step-marker warning" % w)
+    if d["errors"] != ["e"] or d["info"] != []:
+        fail("nomarker: errors %r info %r" % (d["errors"], d["info"]))
+
+
+HAND = {"tpuduty": hand_tpuduty, "nomarker": hand_nomarker}
 
 
 def main():
