@@ -5,16 +5,20 @@
  * IdleTimeRatio() of the device OpMetricsDb (op_metrics_db_utils.cc,
  * ConvertTensorCoreDeviceTraceXPlaneToOpMetricsDb()).
  *
- * Design: per TPU plane, the "XLA Ops" events are active time unless their
- * hlo_category is off duty (IsOffDutyOp()); "XLA Modules" events only widen
- * the plane's span. Active time is kept as sorted disjoint intervals
- * (touching ones merged, as MergeOrInsert() does), appended in the usual
- * time order and inserted by binary search otherwise. Planes that name the
- * same chip (core_details' local_chip_id) are united; a plane without
- * core_details counts as a chip of its own (CombineChip()). The idle ratio
- * walks the XLA Ops and Steps lines for their first and last device
- * timespan; the op time is the caller's (ops.c's self time).
- * Limits: DUTY_IVL_MAX disjoint intervals per chip (-E2BIG beyond).
+ * Design: the TPU planes are grouped by chip (core_details' local_chip_id;
+ * a plane without core_details is a chip of its own, CombineChip()). Per
+ * chip one merge of its planes' "XLA Ops", "XLA Modules" and "Steps" lines
+ * by start time (merge.c): "XLA Ops" events are active time unless their
+ * hlo_category is off duty (IsOffDutyOp()), "XLA Modules" events only widen
+ * the chip's span; the active time is kept as sorted disjoint intervals
+ * (touching ones merged, as MergeOrInsert() does), and those ending before
+ * the merge's time are final and counted out, so a chip holds O(1)
+ * intervals (all of them when a line is out of order). The idle ratio takes
+ * the first and last device timespan of each TensorCore plane's XLA Ops and
+ * Steps events from the same merge; the op time is the caller's (ops.c's
+ * self time).
+ * Limits: DUTY_IVL_MAX disjoint intervals per chip (-E2BIG beyond); the first
+ * STATS_MERGE_MAX lines of a chip.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -33,10 +37,9 @@ struct ivl {
 struct tracker {
 	struct ivl *v; /* owned, sorted, disjoint, not touching */
 	size_t n, cap;
+	int64_t done; /* active time of the intervals counted out (tr_final()) */
 	int64_t b, e; /* total span; valid when any */
 	bool any;
-	bool has_chip;
-	uint64_t chip;
 };
 
 /* IsOffDutyOp() (xprof/utils/op_utils.h), by hlo_category. */
@@ -108,41 +111,44 @@ static int tr_add(struct tracker *t, int64_t b, int64_t e, bool active)
 	return 0;
 }
 
+/* tr_final() - the intervals ending before @t count out: no later event starts before @t. */
+static void tr_final(struct tracker *t, int64_t at)
+{
+	size_t k = 0;
+
+	while (k < t->n && t->v[k].e < at) {
+		t->done = xs_sat_add(t->done, t->v[k].e - t->v[k].b);
+		k++;
+	}
+	if (k) {
+		memmove(t->v, &t->v[k], (t->n - k) * sizeof(*t->v));
+		t->n -= k;
+	}
+}
+
 static int64_t tr_active(const struct tracker *t)
 {
-	int64_t a = 0;
+	int64_t a = t->done;
 
 	for (size_t i = 0; i < t->n; i++)
 		a = xs_sat_add(a, t->v[i].e - t->v[i].b);
 	return a;
 }
 
-/* tr_union() - Union(): @src's span and intervals into @dst. */
-static int tr_union(struct tracker *dst, const struct tracker *src)
-{
-	int r = 0;
-
-	if (src->any && (r = tr_add(dst, src->b, src->e, false)) < 0)
-		return r;
-	for (size_t i = 0; i < src->n && r == 0; i++)
-		r = tr_add(dst, src->v[i].b, src->v[i].e, true);
-	return r;
-}
-
-/* One TPU plane's walk: its tracker, and the first / last device timespan of its op lines. */
+/* A TPU plane's part: its chip, its lines' roles, its metadata off duty, its op span. */
 struct duty_plane {
-	struct tracker t;
-	bool ops_line;  /* the line being walked is XLA Ops (else Modules or Steps) */
-	bool time_line; /* it counts in the first / last op timestamps */
-	bool duty_line; /* it counts in the tracker */
-	int64_t first, last;
-	bool any_op;
+	bool has_chip;
+	uint64_t chip;
+	uint8_t *off;             /* owned: per event metadata index, off duty */
+	int64_t dev_off, dev_dur; /* stat metadata keys (-1: none) */
+	int64_t first, last;      /* of its XLA Ops and Steps events' device timespans */
+	bool any_op, done;
 };
 
 /* core_stat() - a xs_stat_fn: the local_chip_id (field 4) of a core_details plane stat. */
 static int core_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
-	struct tracker *t = arg;
+	struct duty_plane *d = arg;
 	const struct xs_stmd *m;
 	const uint8_t *p, *e, *data;
 	size_t n = s->len < CORE_DETAILS_MAX ? (size_t)s->len : CORE_DETAILS_MAX;
@@ -150,83 +156,156 @@ static int core_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_sta
 	uint32_t f;
 	int wt, r;
 
-	if (s->kind != SV_BYTES || (r = xs_md_stat(rc, s->md, &m)) < 0)
-		return s->kind != SV_BYTES ? 0 : r;
+	if (s->kind != SV_BYTES)
+		return 0;
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
+		return r;
 	if (!xs_str_eq(m->name, m->name_len, "core_details"))
 		return 0;
-	if ((r = wire_at(c, s->off, s->len < CORE_DETAILS_MAX ? s->len : CORE_DETAILS_MAX, &p)) < 0)
+	if ((r = wire_at(c, s->off, n, &p)) < 0)
 		return r;
 	/*
 	 * XProf drops core details it cannot parse: a malformed one is a chip of
 	 * its own. An absent local_chip_id is proto3's 0.
 	 */
-	t->chip = 0;
-	t->has_chip = false;
+	d->chip = 0;
+	d->has_chip = false;
 	for (e = p + n; p < e;) {
 		if (wire_rd_field(&p, e, &f, &wt, &v, &data) < 0)
 			return 0;
 		if (f == 4 && wt == WT_VARINT)
-			t->chip = (uint32_t)v;
+			d->chip = (uint32_t)v;
 	}
-	t->has_chip = true;
+	d->has_chip = true;
 	return 0;
 }
 
-/* A xs_event_fn over one line of a TPU plane (arg: struct duty_plane). */
-static int duty_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
+/* plane_setup() - plane @q's chip, stat keys and metadata off duty into @d. */
+static int plane_setup(struct xs_rctx *rc, size_t q, struct duty_plane *d)
 {
-	struct duty_plane *d = arg;
-	int64_t b = e->start_ps, end = e->end_ps;
+	const struct xs_plane *p = &rc->x->planes[q];
+	struct wire_cur c;
+	struct xs_evmd *m;
 	int r;
 
-	if (d->duty_line &&
-	    (r = tr_add(&d->t, e->start_ps, e->end_ps, d->ops_line && !off_duty(m->category))) < 0)
+	if ((r = xs_walk_plane_stats(rc, q, core_stat, d)) < 0)
 		return r;
-	if (!d->time_line)
-		return 0;
-	if (e->has_stats) { /* GetDeviceEventTimespan() */
-		struct xs_opstats os = {.borrow = true};
-
-		r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				  XEVENT_F_STATS, xs_collect_stat, &os);
-		if (r == 0 && os.has_dev_off && os.has_dev_dur)
-			b = os.dev_off, end = xs_sat_add(os.dev_off, os.dev_dur);
-		xs_opstats_clear(&os);
-		if (r < 0)
+	wire_cur_init(&c, rc->x->r, NULL);
+	d->dev_off = xs_stmd_key(&c, p, "device_offset_ps");
+	d->dev_dur = xs_stmd_key(&c, p, "device_duration_ps");
+	wire_cur_deinit(&c);
+	if (!(d->off = calloc(p->ev.n ? p->ev.n : 1, 1)))
+		return -ENOMEM;
+	for (size_t k = 0; k < p->ev.n; k++) {
+		xs_md_gc(rc);
+		if ((r = xs_md_event(rc, p->ev.md[k].key, &m)) < 0)
 			return r;
+		d->off[k] = off_duty(m->category);
 	}
+	return 0;
+}
+
+/* What one event's device timespan stats say. */
+struct devspan {
+	const struct duty_plane *d;
+	int64_t off, dur;
+	bool has_off, has_dur;
+};
+
+/* A xs_stat_fn: device_offset_ps / device_duration_ps by the plane's keys (arg: struct devspan). */
+static int span_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
+{
+	struct devspan *v = arg;
+
+	(void)rc, (void)c;
+	if (s->kind != SV_U64 && s->kind != SV_I64)
+		return 0;
+	if (s->md == v->d->dev_off)
+		v->off = (int64_t)s->u, v->has_off = true;
+	else if (s->md == v->d->dev_dur)
+		v->dur = (int64_t)s->u, v->has_dur = true;
+	return 0;
+}
+
+/* op_time() - an XLA Ops or Steps event of a TensorCore plane: its first / last. */
+static int op_time(struct xs_rctx *rc, struct stats_mline *ml, struct duty_plane *d)
+{
+	struct devspan v = {.d = d};
+	int64_t b = ml->e.start_ps, e = ml->e.end_ps;
+	int r;
+
+	if (ml->e.has_stats && (r = xs_walk_stats(rc, &ml->rc.ev, ml->e.stats_off,
+						  ml->e.off + ml->e.len - ml->e.stats_off,
+						  XEVENT_F_STATS, span_stat, &v)) < 0)
+		return r;
+	if (v.has_off && v.has_dur) /* GetDeviceEventTimespan() */
+		b = v.off, e = xs_sat_add(v.off, v.dur);
 	if (!d->any_op || b < d->first)
 		d->first = b;
-	if (!d->any_op || end > d->last)
-		d->last = end;
+	if (!d->any_op || e > d->last)
+		d->last = e;
 	d->any_op = true;
 	return 0;
 }
 
-/* duty_plane_walk() - plane @q's tracker and op span into @d (zeroed by the caller). */
-static int duty_plane_walk(struct xs_rctx *rc, size_t q, struct duty_plane *d)
+/*
+ * chip_walk() - the chip of plane @q0 (every plane of @dp with its chip, or
+ * @q0 alone without one): one merge of their lines into @t.
+ */
+static int chip_walk(struct xs_rctx *rc, struct duty_plane *dp, size_t q0, struct tracker *t)
 {
 	const struct xprofs_xspace *x = rc->x;
-	const struct xs_plane *p = &x->planes[q];
-	int r;
+	size_t *li = malloc(STATS_MERGE_MAX * sizeof(*li)), n = 0;
+	struct stats_merge m = {0};
+	bool ordered = true;
+	int r = 0;
 
-	if ((r = xs_walk_plane_stats(rc, q, core_stat, &d->t)) < 0)
-		return r;
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
+	if (!li)
+		return -ENOMEM;
+	for (size_t j = 0; j < x->n_lines && n < STATS_MERGE_MAX; j++) {
 		const struct xs_line *l = &x->lines[j];
-		bool ops = xs_str_eq(l->name, l->name_len, "XLA Ops");
-		bool mods = xs_str_eq(l->name, l->name_len, "XLA Modules");
-		bool steps = xs_str_eq(l->name, l->name_len, "Steps");
+		struct duty_plane *d = &dp[l->plane];
 
-		if (!ops && !mods && !steps)
+		if (!d->off || d->done ||
+		    (l->plane != q0 &&
+		     (!d->has_chip || !dp[q0].has_chip || d->chip != dp[q0].chip)))
 			continue;
-		d->ops_line = ops;
-		d->duty_line = ops || mods;
-		d->time_line = (ops || steps) && xs_plane_is_tensor_core(p);
-		if ((r = xs_line_each(rc, j, NULL, duty_event, d)) < 0)
-			return r;
+		if (!xs_str_eq(l->name, l->name_len, "XLA Ops") &&
+		    !xs_str_eq(l->name, l->name_len, "XLA Modules") &&
+		    !xs_str_eq(l->name, l->name_len, "Steps"))
+			continue;
+		ordered &= !l->unsorted;
+		li[n++] = j;
 	}
-	return 0;
+	for (size_t k = 0; k < n; k++) /* their planes are this chip's */
+		dp[x->lines[li[k]].plane].done = true;
+	dp[q0].done = true;
+	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
+		goto out;
+	while (m.nheap) {
+		struct stats_mline *ml = &m.ml[m.heap[0]];
+		const struct xs_line *l = ml->it.l;
+		struct duty_plane *d = &dp[l->plane];
+		bool ops = xs_str_eq(l->name, l->name_len, "XLA Ops");
+		ssize_t k = xs_md_find(ml->evx, ml->e.md);
+
+		if (ordered)
+			tr_final(t, ml->e.start_ps);
+		if (!xs_str_eq(l->name, l->name_len, "Steps") &&
+		    (r = tr_add(t, ml->e.start_ps, ml->e.end_ps, ops && !(k >= 0 && d->off[k]))) <
+			    0)
+			goto out;
+		if (!xs_str_eq(l->name, l->name_len, "XLA Modules") &&
+		    xs_plane_is_tensor_core(&x->planes[l->plane]) && (r = op_time(rc, ml, d)) < 0)
+			goto out;
+		if ((r = stats_merge_pop(&m)) < 0)
+			goto out;
+	}
+	r = 0;
+out:
+	stats_merge_free(&m);
+	free(li);
+	return r;
 }
 
 bool stats_is_tpu(const struct xprofs_xspace *x)
@@ -240,45 +319,36 @@ bool stats_is_tpu(const struct xprofs_xspace *x)
 int stats_tpu_duty(struct xs_rctx *rc, struct stats_duty *out)
 {
 	const struct xprofs_xspace *x = rc->x;
-	struct tracker *chips = calloc(x->n_planes + 1, sizeof(*chips));
-	size_t nchips = 0;
+	struct duty_plane *dp = calloc(x->n_planes + 1, sizeof(*dp));
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
-	if (!chips)
+	if (!dp)
 		return -ENOMEM;
+	for (size_t q = 0; q < x->n_planes && r == 0; q++)
+		if (!strncmp(x->planes[q].name, "/device:TPU:", 12)) {
+			out->planes++;
+			r = plane_setup(rc, q, &dp[q]);
+		}
 	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		struct duty_plane d;
-		size_t c;
+		struct tracker t = {0};
 
-		if (strncmp(x->planes[q].name, "/device:TPU:", 12))
+		if (!dp[q].off || dp[q].done)
 			continue;
-		memset(&d, 0, sizeof(d));
-		if ((r = duty_plane_walk(rc, q, &d)) < 0) {
-			free(d.t.v);
-			break;
-		}
-		if (d.any_op) /* SetTotalTimePs(last - first) of the plane's OpMetricsDb */
-			out->op_span = xs_sat_add(out->op_span, d.last - d.first);
-		out->planes++;
-		for (c = 0; c < nchips && d.t.has_chip; c++)
-			if (chips[c].has_chip && chips[c].chip == d.t.chip)
-				break;
-		if (d.t.has_chip && c < nchips) { /* CombineCore(): this chip's union */
-			r = tr_union(&chips[c], &d.t);
-			free(d.t.v);
-		} else { /* a new chip, or CombineChip(): one of its own */
-			chips[nchips++] = d.t;
-		}
-	}
-	for (size_t c = 0; c < nchips; c++) {
-		int64_t a = tr_active(&chips[c]);
+		if ((r = chip_walk(rc, dp, q, &t)) == 0) {
+			int64_t a = tr_active(&t);
 
-		out->active = xs_sat_add(out->active, a);
-		if (chips[c].any)
-			out->idle = xs_sat_add(out->idle, chips[c].e - chips[c].b - a);
-		free(chips[c].v);
+			out->active = xs_sat_add(out->active, a);
+			if (t.any)
+				out->idle = xs_sat_add(out->idle, t.e - t.b - a);
+		}
+		free(t.v);
 	}
-	free(chips);
+	for (size_t q = 0; q < x->n_planes; q++) {
+		if (dp[q].any_op) /* SetTotalTimePs(last - first) of the plane's OpMetricsDb */
+			out->op_span = xs_sat_add(out->op_span, dp[q].last - dp[q].first);
+		free(dp[q].off);
+	}
+	free(dp);
 	return r;
 }

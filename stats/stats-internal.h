@@ -151,6 +151,8 @@ void stats_merge_free(struct stats_merge *m);
 int stats_merge_next(struct stats_mline *ml);
 /* stats_merge_sift() - restore the heap below m->heap[@i] (after its line advanced). */
 void stats_merge_sift(struct stats_merge *m, size_t i);
+/* stats_merge_pop() - advance the line of the earliest event (m->heap[0]); 0 or -errno. */
+int stats_merge_pop(struct stats_merge *m);
 /*
  * stats_merge_union() - the union of the events of lines @li[0..n), as disjoint
  * intervals in time order, each given to @add(arg, from, to).
