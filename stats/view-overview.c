@@ -8,6 +8,7 @@
  *
  * Design: built from the other analyses' parts: stats_steps_overview() (steps,
  * breakdown), stats_device_busy() per device plane (union of its op lines),
+ * stats_tpu_duty() on TPU hosts,
  * stats_ops_plane() per plane, the device planes' ops combined by name
  * (stats_ops_merge()). Memory: O(distinct ops + steps).
  */
@@ -57,16 +58,13 @@ static void out_cstr_or_null(struct xs_out *o, const char *s)
 struct ov_slot {
 	struct stats_ops ops;
 	struct stats_busy busy; /* device planes */
-	bool from_steps;        /* busy is left to the steps' sweep (stats_busy_in_steps()) */
 };
 
 /* The tasks of one overview: the steps' summary, then per plane its ops and its busy time. */
 struct ov_tasks {
 	struct stats_step_summary steps;
-	struct ov_slot *slot;     /* owned, one per plane */
-	struct stats_busy *sbusy; /* owned: the busy times the steps' sweep gave */
-	bool *sbusy_ok;           /* owned: which */
-	bool tpu;                 /* XProf's TPU analysis: the duty cycle task runs */
+	struct ov_slot *slot; /* owned, one per plane */
+	bool tpu;             /* XProf's TPU analysis: the duty cycle task runs */
 	struct stats_duty duty;
 };
 
@@ -81,20 +79,20 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 	size_t q = (i - 1) / 2;
 
 	if (i == 0)
-		return stats_steps_overview_busy(rc, &t->steps, t->sbusy, t->sbusy_ok);
+		return stats_steps_overview(rc, &t->steps);
 	if (i == 1 + 2 * rc->x->n_planes)
 		return t->tpu ? stats_tpu_duty(rc, &t->duty) : 0;
 	if (i % 2)
 		return stats_ops_plane(rc, q, &t->slot[q].ops);
-	if (!xs_plane_is_device(&rc->x->planes[q]) || t->slot[q].from_steps)
+	if (!xs_plane_is_device(&rc->x->planes[q]))
 		return 0;
 	return stats_device_busy(rc, q, &t->slot[q].busy);
 }
 
 /*
- * A xs_task_cost_fn: the events each task reads. The steps' sweep reads the
- * device op lines of the planes with steps twice (their union and breakdown),
- * and the host op lines for host steps: counted as all events, which puts it first.
+ * A xs_task_cost_fn: the events each task reads. The steps read the step
+ * lines and, when there are steps, the lines their events are on: counted as
+ * all events, which puts them first.
  */
 static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 {
@@ -106,9 +104,7 @@ static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 	if (i == 1 + 2 * x->n_planes) /* the TPU planes' op and module lines */
 		return t->tpu ? x->totals.events / 2 : 0;
 	if (i % 2 == 0) /* busy time: a merge without stats, device planes only */
-		return xs_plane_is_device(&x->planes[q]) && !t->slot[q].from_steps
-			       ? x->planes[q].events / 2
-			       : 0;
+		return xs_plane_is_device(&x->planes[q]) ? x->planes[q].events / 2 : 0;
 	return x->planes[q].events;
 }
 
@@ -535,25 +531,13 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	d.ops.m.other = -1;
 	d.all_peaks = true;
 	t.slot = calloc(x->n_planes + 1, sizeof(*t.slot));
-	t.sbusy = calloc(x->n_planes + 1, sizeof(*t.sbusy));
-	t.sbusy_ok = calloc(x->n_planes + 1, sizeof(*t.sbusy_ok));
-	if (!t.slot || !t.sbusy || !t.sbusy_ok) {
+	if (!t.slot) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t q = 0; q < x->n_planes; q++)
-		t.slot[q].from_steps = stats_busy_in_steps(x, q);
 	t.tpu = stats_is_tpu(x);
 	if ((r = xs_tasks_run(rc, 2 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
 		goto out;
-	for (size_t q = 0; q < x->n_planes; q++) {
-		if (!t.slot[q].from_steps)
-			continue;
-		if (t.sbusy_ok[q])
-			t.slot[q].busy = t.sbusy[q];
-		else if ((r = stats_device_busy(rc, q, &t.slot[q].busy)) < 0)
-			goto out;
-	}
 	for (size_t q = 0; q < x->n_planes; q++)
 		if ((r = ov_plane(rc, q, &t.slot[q], &d)) < 0)
 			goto out;
@@ -563,7 +547,7 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	out_env(o, x, &d, &env);
 	OUT_LIT(o, ",\n\"step_time\":");
 	if (steps->has)
-		stats_step_summary_write(o, x, steps);
+		stats_step_summary_write(o, steps);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\n\"device\":");
@@ -583,8 +567,6 @@ out:
 	for (size_t q = 0; t.slot && q < x->n_planes; q++)
 		stats_ops_free(&t.slot[q].ops);
 	free(t.slot);
-	free(t.sbusy);
-	free(t.sbusy_ok);
 	stats_ops_free(&d.ops);
 	stats_plane_facts_clear(&d.f);
 	free(env.tpu_type);

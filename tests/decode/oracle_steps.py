@@ -243,3 +243,198 @@ def diagnostics(xs, has_steps, device_type, core_count):
     if not has_steps:
         warnings.append(NO_STEP_MARKER)
     return {"info": [], "warnings": warnings, "errors": errors}
+
+
+# ---- steps.json: XProf's step database -----------------------------------------
+
+STEP_INFO = -559038737  # kThreadIdStepInfo: 0xdeadbeef as an int
+DERIVED_MAX = STEP_INFO + 290 + 99
+
+
+def _int_stats(p, stats, stat_name):
+    """{name: int} of the integer stats (uint64 as int64, the last one wins)."""
+    out = {}
+    for st in stats:
+        kind = st.WhichOneof("value")
+        if kind in ("int64_value", "uint64_value"):
+            v = getattr(st, kind)
+            out[stat_name(p, st.metadata_id)] = v - (1 << 64) if v >= 1 << 63 else v
+    return out
+
+
+def _has_step_name(p, e, stat_name):
+    for st in e.stats:
+        if stat_name(p, st.metadata_id) == "step_name":
+            kind = st.WhichOneof("value")
+            if kind == "ref_value" or (kind == "str_value" and st.str_value):
+                return True
+    return False
+
+
+def _timed(l):
+    base = l.timestamp_ns * 1000
+    for e in l.events:
+        if e.WhichOneof("data") != "num_occurrences":
+            s = base + e.offset_ps
+            yield e, s, max(s, s + e.duration_ps)
+
+
+def _host_marker_or_real(name):
+    """(IsExplicitHostStepMarker(), IsRealCpuCompute())."""
+    marker = name.startswith(("train", "test", "TraceContext")) and "/" not in name
+    real = not (name.startswith(("EagerExecute", "EagerLocalExecute", "EagerKernelExecute",
+                                 "FunctionRun")) or marker)
+    return marker, real
+
+
+def _device_plane_events(p, tpu, stat_value, stat_name):
+    """ConvertDeviceTraceXPlaneToStepEvents(): {group: [markers], [events]} of one plane."""
+    import oracle_stats
+    tc = re.fullmatch(r"/device:TPU:[0-9]+", p.name) is not None
+    markers, events = {}, {}
+    for l in p.lines:
+        if l.id == STEP_INFO or (tc and l.name == "Steps"):
+            for e, s, t in _timed(l):
+                v = _int_stats(p, e.stats, stat_name)
+                if "group_id" not in v:
+                    continue
+                if "device_offset_ps" in v and "device_duration_ps" in v:
+                    s = v["device_offset_ps"]
+                    t = max(s, s + v["device_duration_ps"])
+                markers.setdefault(v["group_id"], []).append((s, t))
+            continue
+        if STEP_INFO <= l.id <= DERIVED_MAX or (tpu and not (tc and l.name == "XLA Ops")):
+            continue
+        for e, s, t in _timed(l):
+            v = _int_stats(p, e.stats, stat_name)
+            g = v.get("group_id")
+            if g is None or (not tpu and (v.get("correlation_id", -1) < 0 or g < 0)):
+                continue
+            m = p.event_metadata[e.metadata_id] if e.metadata_id in p.event_metadata else None
+            typ = oracle_stats.classify(True, m, None, p, stat_value, stat_name)
+            events.setdefault(g, []).append((s, t, typ))
+    if not tpu and not any(l.id == STEP_INFO or l.name == "Steps" for l in p.lines) and \
+            any(m.name == "group_id" for m in p.stat_metadata.values()):
+        markers = _derived_markers(p, stat_name)
+    if not events:
+        return {}
+    return {g: (markers[g], events[g]) for g in events if g in markers}
+
+
+def _derived_markers(p, stat_name):
+    """DeriveStepEventsFromGroups(): the plane's events with a group_id by (start, longer
+    first); consecutive ones of one group make one Steps event, first start to last end."""
+    evs = []
+    for l in p.lines:
+        if STEP_INFO <= l.id <= DERIVED_MAX:
+            continue
+        for e, s, t in _timed(l):
+            g = _int_stats(p, e.stats, stat_name).get("group_id")
+            if g is not None:
+                evs.append((s, -(t - s), t, g))
+    evs.sort(key=lambda v: (v[0], v[1]))
+    out, cur = {}, None
+    for s, _, t, g in evs:
+        if cur is not None and cur[0] == g:
+            cur[2] = max(cur[2], t)
+            continue
+        if cur is not None:
+            out.setdefault(cur[0], []).append((cur[1], cur[2]))
+        cur = [g, s, t]
+    if cur is not None:
+        out.setdefault(cur[0], []).append((cur[1], cur[2]))
+    return out
+
+
+def _host_events(p, stat_value, stat_name):
+    """ConvertHostThreadsXPlaneToStepEvents() of a host without devices."""
+    import oracle_stats
+    out = {}
+    for l in p.lines:
+        for e, s, t in _timed(l):
+            g = _int_stats(p, e.stats, stat_name).get("group_id")
+            if g is None or g < 0:
+                continue
+            m = p.event_metadata[e.metadata_id] if e.metadata_id in p.event_metadata else None
+            name = (m.display_name or m.name) if m is not None else ""
+            marker, real = _host_marker_or_real(name)
+            d = out.setdefault(g, ([], []))
+            if marker or _has_step_name(p, e, stat_name):
+                d[0].append((s, t))
+            elif real:
+                d[1].append((s, t, oracle_stats.classify(False, m, None, p, stat_value,
+                                                         stat_name)))
+    return out
+
+
+def steps_model(xs, stat_value, stat_name):
+    """(steps [plane, start, duration, breakdown list, step, device_ps] by step,
+    {"host": summary} or {}) as steps.json: StepEventsToStepsDb()."""
+    import math
+    import oracle_stats
+    planes = list(enumerate(xs.planes))
+    tpu = [q for q, p in planes if p.name.startswith("/device:TPU:")]
+    devs = tpu or [q for q, p in planes if p.name.startswith("/device:GPU:")]
+    steps = {}  # group -> (markers [(plane, b, e)], events)
+    if devs:
+        seen = None
+        for q in devs:
+            res = _device_plane_events(xs.planes[q], bool(tpu), stat_value, stat_name)
+            if not res:
+                continue
+            if tpu:  # IntersectCombineStepEvents()
+                seen = set(res) if seen is None else seen & set(res)
+            for g, (mk, ev) in res.items():
+                d = steps.setdefault(g, ([], []))
+                d[0].extend((q, b, e) for b, e in mk)
+                d[1].extend(ev)
+        if tpu:
+            steps = {g: d for g, d in steps.items() if g in (seen or set())}
+    else:
+        host = next((q for q, p in planes if p.name == "/host:CPU"), None)
+        if host is not None:
+            for g, (mk, ev) in _host_events(xs.planes[host], stat_value,
+                                            stat_name).items():
+                steps[g] = ([(host, b, e) for b, e in mk], ev)
+    want = "device_compute_ps" if devs else "host_compute_ps"
+    out = []
+    for g in sorted(steps):
+        mk, ev = steps[g]
+        best = None
+        for m in mk:  # StepTime(): the longest marker, the first of equals
+            if best is None or m[2] - m[1] > best[2] - best[1]:
+                best = m
+        if best is None or best[2] <= best[1]:
+            continue
+        pieces = oracle_stats.non_overlapped(ev)
+        if BD_KEYS_INDEX[want] not in {t for _, _, t in pieces}:
+            continue  # not well formed
+        q, b, e = best
+        bd = [0] * len(BD)
+        for s, t, typ in pieces:
+            bd[typ] += max(0, min(t, e) - max(s, b))
+        bd[0] = max(0, (e - b) - sum(bd[1:]))
+        out.append([q, b, e - b, bd, g, (e - b) - bd[0] if devs else 0])
+    summ = {}
+    if out:
+        n = len(out)
+        avg = 0.0
+        for s in out:
+            avg += float(s[2])
+        avg /= n
+        var = 0.0
+        for s in out:
+            var += (float(s[2]) - avg) * (float(s[2]) - avg)
+        bdavg = {}
+        for k, key in enumerate(BD):
+            acc = 0.0
+            for s in out:
+                acc += float(s[3][k])
+            bdavg[key] = acc / n
+        summ["host"] = {"steps": n, "avg_ps": avg, "stddev_ps": math.sqrt(var / n),
+                        "min_ps": min(s[2] for s in out), "max_ps": max(s[2] for s in out),
+                        "breakdown_avg": bdavg}
+    return out, summ
+
+
+BD_KEYS_INDEX = {k: i for i, k in enumerate(BD)}
