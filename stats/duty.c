@@ -218,7 +218,7 @@ static int span_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_sta
 	struct devspan *v = arg;
 
 	(void)rc, (void)c;
-	if (s->kind != SV_U64 && s->kind != SV_I64)
+	if ((s->kind != SV_U64 && s->kind != SV_I64) || s->md == -1) /* -1: the keys' "none" */
 		return 0;
 	if (s->md == v->d->dev_off)
 		v->off = (int64_t)s->u, v->has_off = true;

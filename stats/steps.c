@@ -18,9 +18,9 @@
  * (IntersectCombineStepEvents()); where that changes a step's span, pass 2
  * runs again for those steps. Stat keys are looked up once per plane, so the
  * merge reads events of several planes without entering them.
- * Limits: at most STEPS_MAX groups (then cut); at most STATS_MERGE_MAX lines
- * merged (the first ones); at most ACTIVE_MAX events open at once in a step
- * (more own no time).
+ * Limits: at most STEPS_MAX groups and PMARKS_MAX (plane, group) markers
+ * (then cut); at most STATS_MERGE_MAX lines merged (the first ones); at most
+ * ACTIVE_MAX events open at once in a step (more own no time).
  */
 #include <errno.h>
 #include <math.h>
@@ -32,6 +32,7 @@
 
 #define STEPS_MAX ((size_t)1 << 20)
 #define ACTIVE_MAX ((size_t)1 << 20)
+#define PMARKS_MAX ((size_t)1 << 22) /* (plane, group) markers kept */
 
 /*
  * XProf's step-time event types (event_span.h EventType), in its priority
@@ -292,6 +293,8 @@ static int ev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv
 	bool num = s->kind == SV_U64 || s->kind == SV_I64;
 
 	(void)rc, (void)c;
+	if (s->md == -1) /* the keys' "none" */
+		return 0;
 	if (s->md == v->k->step_name)
 		v->has_step_name |= (s->kind == SV_STR && s->len > 0) || s->kind == SV_REF;
 	else if (!num)
@@ -361,6 +364,10 @@ static int add_marker(struct gsteps *g, int64_t group, int64_t b, int64_t e, xpr
 		m = &g->pm[i];
 		if (e - b > m->e - m->b) /* StepTime(): a longer one only */
 			m->b = b, m->e = e, m->b128 = b128;
+		return 0;
+	}
+	if (g->npm >= PMARKS_MAX) {
+		g->st->cut = true;
 		return 0;
 	}
 	if ((r = step_of(g, group, &step)) < 0)
