@@ -14,7 +14,7 @@ Written from XProf's rules, not from stats/view-session.c:
 - compare/<base>/ops.json: both sessions' tables, ops matched by name (all
   programs of a name added up), sorted by the absolute change of self time;
 - compare/<base>/steps.json: each host's step-time summary (overview.json's
-  step_time: host steps, else the first plane with steps), the session's as
+  step_time: the host's steps), the session's as
   the step-weighted average over its hosts, hosts matched by name.
 
 Every model returns the JSON object the view must equal (oracle_stats.same():

@@ -3,8 +3,8 @@
 
 For generated profiles (steps within and past the 200-bar cap) and the
 shared samples (skipped with a message when absent): the SVG parses as XML;
-it has one <g class="bar"> per step of the plane overview.json's step_time
-summarizes (or per group of consecutive steps past 200 bars, saying so);
+it has one <g class="bar"> per step of the host (overview.json's step_time
+summarizes) (or per group of consecutive steps past 200 bars, saying so);
 each bar's segments stack to its step's duration scaled like the others
 (the breakdown of steps.json); one <rect class="op"> per top op, in
 overview.json's top_ops order and names; "no steps" when there are none.
