@@ -4,12 +4,11 @@
  * activity) with their first start and last end, for overview.json's device
  * duty cycle and the session summary's per-host busy share.
  *
- * Design: a device plane with steps gets its busy time from its steps'
- * breakdown sweep (stats_steps_overview_busy(), steps.c), which merges the
- * same lines; other planes, or where that sweep could not give it exactly,
- * take their own union (stats_merge_union(), merge.c).
- * stats_steps_busy_sum() runs the steps and the planes' unions as
- * xs_tasks_run() tasks. Limits: the first STATS_MERGE_MAX op lines of a plane.
+ * Design: each device plane takes the union of its op lines
+ * (stats_merge_union(), merge.c). stats_steps_busy_sum() runs the steps
+ * (steps.c) and the planes' unions as xs_tasks_run() tasks; on TPU hosts its
+ * busy time and span are XProf's duty cycle's (duty.c), as overview.json's
+ * are. Limits: the first STATS_MERGE_MAX op lines of a plane.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,24 +16,10 @@
 
 #include "stats-internal.h"
 
-bool stats_busy_in_steps(const struct xprofs_xspace *x, size_t q)
-{
-	const struct xs_plane *p = &x->planes[q];
-
-	if (x->tracks_only || !xs_plane_is_device(p))
-		return false;
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
-		if (xs_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps") &&
-		    x->lines[j].events)
-			return true;
-	return false;
-}
-
 /* The tasks of one stats_steps_busy_sum(): the steps, then each device plane's union. */
 struct sb_tasks {
 	struct stats_step_summary *sum;
-	struct stats_busy *busy, *sbusy; /* owned, per plane: the union; the steps' sweep's */
-	bool *pred, *sok;                /* owned, per plane: left to the steps; given by them */
+	struct stats_busy *busy; /* owned, per plane */
 };
 
 static int sb_task(struct xs_rctx *rc, size_t i, void *arg)
@@ -42,58 +27,53 @@ static int sb_task(struct xs_rctx *rc, size_t i, void *arg)
 	struct sb_tasks *t = arg;
 
 	if (i == 0)
-		return stats_steps_overview_busy(rc, t->sum, t->sbusy, t->sok);
-	if (!xs_plane_is_device(&rc->x->planes[i - 1]) || t->pred[i - 1])
+		return stats_steps_overview(rc, t->sum);
+	if (!xs_plane_is_device(&rc->x->planes[i - 1]))
 		return 0;
 	return stats_device_busy(rc, i - 1, &t->busy[i - 1]);
 }
 
 static uint64_t sb_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 {
-	const struct sb_tasks *t = arg;
-
+	(void)arg;
 	if (i == 0)
 		return x->totals.events;
-	return xs_plane_is_device(&x->planes[i - 1]) && !t->pred[i - 1] ? x->planes[i - 1].events
-									: 0;
+	return xs_plane_is_device(&x->planes[i - 1]) ? x->planes[i - 1].events : 0;
 }
 
 int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int64_t *busy,
 			 int64_t *span)
 {
 	struct xprofs_xspace *x = rc->x;
-	size_t n = x->n_planes + 1;
-	struct sb_tasks t = {sum, calloc(n, sizeof(*t.busy)), calloc(n, sizeof(*t.sbusy)),
-			     calloc(n, sizeof(*t.pred)), calloc(n, sizeof(*t.sok))};
+	struct sb_tasks t = {sum, calloc(x->n_planes + 1, sizeof(*t.busy))};
 	int r = 0;
 
 	memset(sum, 0, sizeof(*sum));
 	*busy = *span = 0;
-	if (!t.busy || !t.sbusy || !t.pred || !t.sok) {
+	if (!t.busy) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t q = 0; q < x->n_planes; q++)
-		t.pred[q] = stats_busy_in_steps(x, q);
-	if ((r = xs_tasks_run(rc, n, sb_task, sb_cost, &t)) < 0)
+	if ((r = xs_tasks_run(rc, x->n_planes + 1, sb_task, sb_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++) {
 		const struct stats_busy *b = &t.busy[q];
 
 		if (!xs_plane_is_device(&x->planes[q]))
 			continue;
-		if (t.pred[q] && t.sok[q])
-			b = &t.sbusy[q];
-		else if (t.pred[q] && (r = stats_device_busy(rc, q, &t.busy[q])) < 0)
-			goto out;
 		*busy = xs_sat_add(*busy, b->busy);
 		*span = xs_sat_add(*span, b->any ? xs_sat_add(b->last, -b->first) : 0);
 	}
+	if (stats_is_tpu(x)) { /* overview.json's duty cycle on TPU hosts */
+		struct stats_duty d;
+
+		if ((r = stats_tpu_duty(rc, &d)) < 0)
+			goto out;
+		*busy = d.active;
+		*span = xs_sat_add(d.active, d.idle);
+	}
 out:
 	free(t.busy);
-	free(t.sbusy);
-	free(t.pred);
-	free(t.sok);
 	return r;
 }
 

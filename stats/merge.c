@@ -102,6 +102,19 @@ int stats_merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *co
 	return 0;
 }
 
+/* stats_merge_pop() - the first line in @m to its next event, the heap restored. */
+int stats_merge_pop(struct stats_merge *m)
+{
+	int r = stats_merge_next(&m->ml[m->heap[0]]);
+
+	if (r < 0)
+		return r;
+	if (r == 0)
+		m->heap[0] = m->heap[--m->nheap];
+	stats_merge_sift(m, 0);
+	return 0;
+}
+
 /*
  * stats_merge_union() - the union of the events of lines @li[0..n), as disjoint
  * intervals in time order, each added to the steps by @add(arg, from, to).
@@ -129,11 +142,8 @@ int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n,
 		} else if (t > ce) {
 			ce = t;
 		}
-		if ((r = stats_merge_next(ml)) < 0)
+		if ((r = stats_merge_pop(&m)) < 0)
 			goto out;
-		if (r == 0)
-			m.heap[0] = m.heap[--m.nheap];
-		stats_merge_sift(&m, 0);
 	}
 	if (open)
 		add(arg, cs, ce);

@@ -4,9 +4,9 @@
  * table (ops.c: ops aggregated by name as XProf's OpMetricsDb, the plane's
  * programs and its peak rates; its JSON in ops-json.c), several lines merged
  * by time (merge.c), the steps and their breakdown (steps.c) and device busy
- * time (busy.c). The view-*.c files write their views from these and call no
- * other view's file. Memory: an op table is O(distinct ops), at most OPS_MAX;
- * the steps O(steps), at most 1 Mi.
+ * time (busy.c), the TPU duty cycle (duty.c). The view-*.c files write their
+ * views from these and call no other view's file. Memory: an op table is
+ * O(distinct ops), at most OPS_MAX; the steps O(steps + events open at once).
  */
 #ifndef XPROFS_STATS_INTERNAL_H
 #define XPROFS_STATS_INTERNAL_H
@@ -176,6 +176,8 @@ void stats_merge_free(struct stats_merge *m);
 int stats_merge_next(struct stats_mline *ml);
 /* stats_merge_sift() - restore the heap below m->heap[@i] (after its line advanced). */
 void stats_merge_sift(struct stats_merge *m, size_t i);
+/* stats_merge_pop() - advance the line of the earliest event (m->heap[0]); 0 or -errno. */
+int stats_merge_pop(struct stats_merge *m);
 /*
  * stats_merge_union() - the union of the events of lines @li[0..n), as disjoint
  * intervals in time order, each given to @add(arg, from, to).
@@ -196,63 +198,54 @@ struct stats_busy {
 	bool any;
 };
 
+/* One step of XProf's step database (steps.c): a group_id's step on the host. */
 struct stats_step {
-	size_t plane;
+	int64_t num;  /* the step number: its group_id */
+	size_t plane; /* the plane of the marker that gave its step time */
 	int64_t start, dur, device;
-	int64_t bd[STATS_BD_N];  /* time by event type (bd[BD_IDLE] is filled at the end) */
+	int64_t bd[STATS_BD_N];  /* time by event type (bd[BD_IDLE]: the rest of the step) */
 	xprofs_ps128 begin, end; /* exact window (xprofs_decode_steps()) */
-	char *label;             /* owned; a JSON value (number or string) */
 };
 
-/* Every step of a profile, sorted by plane and start (stats_steps_compute()). */
+/* The steps of a host, by step number (stats_steps_compute()). */
 struct stats_steps {
-	struct stats_step *s;
+	struct stats_step *s; /* owned */
 	size_t n, cap;
-	bool cut;
-	size_t plane, line; /* of the line being collected */
-	size_t *hint;       /* owned, per plane: steps_add()'s last answer (where to look first) */
-	struct stats_busy *busy; /* owned, per plane: its op lines' union, where done[q] */
+	bool cut;       /* more groups than steps.c's maximum */
+	size_t nplanes; /* of the profile */
 };
 
-/* One plane's step-time summary (XProf's StepSummary) and breakdown averages. */
+/* The step-time summary of a host's steps (XProf's StepSummary) and breakdown averages. */
 struct stats_step_summary {
 	bool has; /* false: no steps */
-	size_t plane;
 	uint64_t n;
 	double avg, stddev;
 	int64_t min, max;
 	double bd[STATS_BD_N]; /* average ps per step, by type (steps.json's breakdown order) */
+	/* Σ over the steps in ms, as ComputeBottleneckAnalysis() adds PicoToMilli() values */
+	double ms_step, ms_input, ms[STATS_BD_N]; /* ms_input: Σ (wait input + host to device) */
 };
 
 /*
- * stats_steps_compute() - every step into @st (zeroed by the caller) with its device
- * time and breakdown; *ra, *rb: per plane the range of its steps; *done_out (unless
- * @done_out is NULL): per plane whether its sweep gave st->busy. Caller frees
- * *ra, *rb, *done_out with free() and @st with stats_steps_free(), also after a failure.
+ * stats_steps_compute() - XProf's step database of the host into @st (zeroed
+ * by the caller): StepEventsToStepsDb() over the device planes' (else the
+ * host's) step events, combined by group_id. Caller frees @st with
+ * stats_steps_free(), also after a failure.
  */
-int stats_steps_compute(struct xs_rctx *rc, struct stats_steps *st, size_t **ra, size_t **rb,
-			bool **done_out);
+int stats_steps_compute(struct xs_rctx *rc, struct stats_steps *st);
 void stats_steps_free(struct stats_steps *st);
-/* stats_steps_summarize() - @sum of the steps [a, b) of @st (one plane's, a < b). */
+/* stats_steps_summarize() - @sum of the steps [a, b) of @st (a < b). */
 void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
 			   struct stats_step_summary *sum);
-/* One step of the plane stats_steps_overview() summarizes: index @i of @n, its duration and
- * breakdown (ps, STATS_BD_N types, summing to @dur). Nonzero return stops the walk. */
+/* One step of the host: index @i of @n, its duration and breakdown (ps, STATS_BD_N
+ * types, summing to @dur). Nonzero return stops the walk. */
 typedef int (*stats_step_fn)(void *arg, uint64_t i, uint64_t n, int64_t dur, const int64_t *bd);
-/* stats_steps_each() - @fn for each step stats_steps_overview() summarizes, in order. */
+/* stats_steps_each() - @fn for each step of the host, in order. */
 int stats_steps_each(struct xs_rctx *rc, stats_step_fn fn, void *arg);
-/* stats_steps_overview() - the summary of the host steps, else of the first plane with steps. */
+/* stats_steps_overview() - the summary of the host's steps (sum->has false: none). */
 int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum);
 /* stats_step_summary_write() - @sum as steps.json's summary object. */
-void stats_step_summary_write(struct xs_out *o, const struct xprofs_xspace *x,
-			      const struct stats_step_summary *sum);
-/*
- * stats_steps_overview_busy() - stats_steps_overview(), and where the step sweep of a
- * device plane q already merged all its op lines, busy_ok[q] true and busy[q] what
- * stats_device_busy(q) gives (@busy, @busy_ok: x->n_planes each, or both NULL).
- */
-int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
-			      struct stats_busy *busy, bool *busy_ok);
+void stats_step_summary_write(struct xs_out *o, const struct stats_step_summary *sum);
 
 /* ---- a session's straggler (straggler.c) ---- */
 
@@ -277,17 +270,29 @@ bool stats_straggler_ratio(const struct stats_straggler *s, const struct stats_s
 /* stats_device_busy() - device plane @q's busy time into @b (the union of its op lines). */
 int stats_device_busy(struct xs_rctx *rc, size_t q, struct stats_busy *b);
 /*
- * stats_busy_in_steps() - whether device plane @q's busy time will likely come with
- * stats_steps_overview_busy() (it has steps, so their sweep merges its op lines):
- * its own union pass can be left out, and run afterwards only if it did not.
- */
-bool stats_busy_in_steps(const struct xprofs_xspace *x, size_t q);
-/*
  * stats_steps_busy_sum() - stats_steps_overview() into @sum, and Σ over the device
  * planes (in plane order) of stats_device_busy()'s busy time and span (last end −
- * first start) into *busy, *span: the session summary's per-host numbers.
+ * first start) into *busy, *span: the session summary's per-host numbers (on TPU
+ * hosts stats_tpu_duty()'s active time and span instead).
  */
 int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int64_t *busy,
 			 int64_t *span);
+
+/* ---- the TPU duty cycle and idle time (duty.c) ---- */
+
+/* What duty.c finds over a host's TPU planes (all ps). */
+struct stats_duty {
+	int64_t active, idle; /* DutyCycleCombiner's totals: Σ over chips */
+	int64_t op_span;      /* Σ over TensorCore planes of last - first op (device timespans) */
+	uint64_t planes;      /* "/device:TPU:" planes walked */
+};
+/* stats_is_tpu() - @x has "/device:TPU:" planes: XProf's TPU analysis applies. */
+bool stats_is_tpu(const struct xprofs_xspace *x);
+/*
+ * stats_tpu_duty() - ConstructDutyCycleTracker() over every TPU plane, the
+ * planes of one chip united (DutyCycleCombiner), into @out, with the op span
+ * IdleTimeRatio() divides by.
+ */
+int stats_tpu_duty(struct xs_rctx *rc, struct stats_duty *out);
 
 #endif

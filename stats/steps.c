@@ -1,22 +1,26 @@
 /*
- * steps.c - the step analysis: the events of every "Steps" line as steps,
- * labelled by step number (or step name, or the event name); the time inside
- * each during which any device op line is busy (device_ps); each step's time
- * by XProf's event types (event_span.cc ToNonOverlappedEvents(),
- * ClassifyGpuEvent(), ClassifyCpuEvent()); a plane's step-time summary
- * (XProf's StepSummary). steps.json, overview.json, overview.svg, the
- * session views and the steps/N windows are made from it.
+ * steps.c - the step analysis as XProf's step database: the steps of a host
+ * keyed by group_id and combined across its devices, each with its step time
+ * and its time by XProf's event types (xplane_to_step_events.cc,
+ * event_span.cc, step_events_to_steps_db.cc, xplane_to_op_stats.cc
+ * ConvertXSpaceToOpStats()); a step-time summary (XProf's StepSummary).
+ * steps.json, overview.json, overview.svg, the session views and the
+ * steps/N windows are made from it. docs/stats.md has every rule.
  *
- * Design: steps are collected, sorted by plane and start; then the op lines
- * of each device plane (stats_step_lines(), lines.c) are merged by start
- * time (merge.c) and every interval of their union adds its overlap to the
- * plane's steps (binary search for the last step starting before it ends);
- * the union of all device planes' op lines does the same for host steps.
- * Concurrent streams count once. The breakdown's sweep over the same lines
- * adds the union too where it has them all (steps_breakdown()), so the union
- * pass runs only for the rest; the sweeps are xs_tasks_run() tasks. Limits:
- * at most STEPS_MAX steps (then cut); at most STATS_MERGE_MAX lines merged at
- * once; at most ACTIVE_MAX events open at once in a sweep.
+ * Design: the device planes are the TPU planes, else the GPU planes; a host
+ * without them has host steps. Pass 1 reads the step markers (a device
+ * plane's step line, or the host's step-marker events), the longest per
+ * (plane, group). Pass 2 merges the lines whose events go to steps by start
+ * time (merge.c) and gives each admitted event to its group's sweep
+ * (ToNonOverlappedEvents(): the highest type open owns the time), which adds
+ * the time it owns inside the step's tentative span, the span of every
+ * marker. A marker counts only where its plane has events of its group
+ * (IntersectCombineStepEvents()); where that changes a step's span, pass 2
+ * runs again for those steps. Stat keys are looked up once per plane, so the
+ * merge reads events of several planes without entering them.
+ * Limits: at most STEPS_MAX groups and PMARKS_MAX (plane, group) markers
+ * (then cut); at most STATS_MERGE_MAX lines merged (the first ones); at most
+ * ACTIVE_MAX events open at once in a step (more own no time).
  */
 #include <errno.h>
 #include <math.h>
@@ -27,6 +31,8 @@
 #include "stats-internal.h"
 
 #define STEPS_MAX ((size_t)1 << 20)
+#define ACTIVE_MAX ((size_t)1 << 20)
+#define PMARKS_MAX ((size_t)1 << 22) /* (plane, group) markers kept */
 
 /*
  * XProf's step-time event types (event_span.h EventType), in its priority
@@ -60,219 +66,25 @@ const char *const stats_bd_keys[BD_N] = {
 	"device_compute_ps",
 };
 
-static int step_cmp(const void *a, const void *b)
-{
-	const struct stats_step *x = a, *y = b;
+/* A metadata's class (classify_plane()): its event type, and for host events two flags. */
+#define CL_TYPE 0x0f
+#define CL_MARKER 0x10   /* IsExplicitHostStepMarker() */
+#define CL_NOT_REAL 0x20 /* not IsRealCpuCompute() */
 
-	if (x->plane != y->plane)
-		return x->plane < y->plane ? -1 : 1;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return 0;
-}
-
-/* A xs_stop_fn: the step cap, checked before an event's metadata is looked up. */
-static bool steps_full(void *arg)
-{
-	struct stats_steps *st = arg;
-
-	if (st->n < STEPS_MAX)
-		return false;
-	st->cut = true;
-	return true;
-}
-
-/* A xs_event_fn: one step of the "Steps" line being collected (arg: struct stats_steps). */
-static int steps_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
-{
-	struct stats_steps *st = arg;
-	struct xs_opstats os = {.borrow = true};
-	struct stats_step *s;
-	struct xs_out lo;
-	int r;
-
-	if (e->has_stats &&
-	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-			       XEVENT_F_STATS, xs_collect_stat, &os)) < 0) {
-		xs_opstats_clear(&os);
-		return r;
-	}
-	xs_out_init(&lo, NULL);
-	if (os.has_step_num)
-		xs_out_i64(&lo, os.step_num);
-	else if (m->has_step_num)
-		xs_out_i64(&lo, m->step_num);
-	else if (os.step_name)
-		xs_out_cstr(&lo, os.step_name);
-	else
-		xs_out_add(&lo, m->name_json, m->name_json_len);
-	xs_opstats_clear(&os);
-	if (lo.r < 0 || xprofs_grow(&st->s, &st->cap, st->n, sizeof(*st->s), 64) < 0) {
-		xs_out_deinit(&lo);
-		return -ENOMEM;
-	}
-	s = &st->s[st->n++];
-	s->plane = st->plane;
-	s->start = e->start_ps;
-	s->dur = e->duration_ps;
-	s->device = 0;
-	memset(s->bd, 0, sizeof(s->bd));
-	s->begin = (xprofs_ps128)rc->x->lines[st->line].timestamp_ns * 1000 + e->offset_ps;
-	s->end = s->begin + (e->duration_ps > 0 ? e->duration_ps : 1);
-	s->label = xs_out_steal(&lo, NULL);
-	xs_out_deinit(&lo);
-	if (!s->label) {
-		st->n--;
-		return -ENOMEM;
-	}
-	return 0;
-}
-
-static int steps_collect(struct xs_rctx *rc, size_t li, struct stats_steps *st)
-{
-	st->plane = rc->x->lines[li].plane;
-	st->line = li;
-	return xs_line_each(rc, li, steps_full, steps_event, st);
-}
-
-/*
- * steps_find() - the first step of [a, b) starting at or after @end. The pieces
- * of a sweep come in time order, so the last answer (*hint) or the next one
- * usually is it; else a binary search.
- */
-static size_t steps_find(const struct stats_steps *st, size_t a, size_t b, int64_t end,
-			 size_t *hint)
-{
-	size_t lo = *hint, hi;
-
-	if (lo >= a && lo <= b && (lo == a || st->s[lo - 1].start < end)) {
-		while (lo < b && st->s[lo].start < end && lo - *hint < 2)
-			lo++;
-		if (lo == b || st->s[lo].start >= end)
-			return *hint = lo;
-	}
-	lo = a, hi = b;
-	while (lo < hi) { /* first step starting at or after @end */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (st->s[mid].start < end)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return *hint = lo;
-}
-
-/*
- * steps_add() - add the overlap of [start, end) to @slot (BD_N: device time; -1:
- * none) and, with @dev, to the device time too, of the steps of plane range [a, b).
- */
-static void steps_add(struct stats_steps *st, size_t a, size_t b, int64_t start, int64_t end,
-		      int slot, bool dev, size_t *hint)
-{
-	size_t lo = steps_find(st, a, b, end, hint);
-
-	for (size_t k = lo; k > a; k--) {
-		struct stats_step *s = &st->s[k - 1];
-		int64_t s_end = xs_sat_add(s->start, s->dur);
-		int64_t from = start > s->start ? start : s->start;
-		int64_t to = end < s_end ? end : s_end;
-
-		if (s_end <= start)
-			break;
-		if (to > from) {
-			if (slot >= 0) {
-				int64_t *acc = slot == BD_N ? &s->device : &s->bd[slot];
-
-				*acc = xs_sat_add(*acc, to - from);
-			}
-			if (dev)
-				s->device = xs_sat_add(s->device, to - from);
-		}
-	}
-}
-
-/* steps_gather() - the steps of every "Steps" line, in steps.json's order. */
-static int steps_gather(struct xs_rctx *rc, struct stats_steps *st)
-{
-	struct xprofs_xspace *x = rc->x;
-	int r;
-
-	for (size_t li = 0; li < x->n_lines; li++) {
-		const struct xs_line *l = &x->lines[li];
-
-		if (xs_str_eq(l->name, l->name_len, "Steps") && (r = steps_collect(rc, li, st)) < 0)
-			return r;
-	}
-	if (st->n)
-		qsort(st->s, st->n, sizeof(*st->s), step_cmp);
-	return 0;
-}
-
-void stats_steps_free(struct stats_steps *st)
-{
-	for (size_t i = 0; i < st->n; i++)
-		free(st->s[i].label);
-	free(st->s);
-	free(st->hint);
-	free(st->busy);
-}
-
-int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n)
-{
-	struct stats_steps st = {0};
-	int r;
-
-	if ((r = steps_gather(rc, &st)) == 0 && st.n) {
-		*out = calloc(st.n, sizeof(**out));
-		if (!*out)
-			r = -ENOMEM;
-		for (size_t i = 0; r == 0 && i < st.n; i++) {
-			(*out)[i].plane = st.s[i].plane;
-			(*out)[i].begin_ps = st.s[i].begin;
-			(*out)[i].end_ps = st.s[i].end;
-		}
-		if (r == 0)
-			*n = st.n;
-	}
-	stats_steps_free(&st);
-	return r;
-}
-
-/* What a union interval is added to: the steps of device plane @plane, or of every host plane. */
-struct busy_add {
-	struct stats_steps *st;
-	const size_t *ra, *rb;
-	size_t plane; /* the device plane whose lines are merged, or SIZE_MAX: all */
-	size_t n_planes;
-	const struct xprofs_xspace *x;
-};
-
-/* busy_add_typed() - [from, to) to type @slot (-1: none; BD_N: device) and, with @dev, device. */
-static void busy_add_typed(struct busy_add *b, int64_t from, int64_t to, int slot, bool dev)
-{
-	if (b->plane != SIZE_MAX) {
-		steps_add(b->st, b->ra[b->plane], b->rb[b->plane], from, to, slot, dev,
-			  &b->st->hint[b->plane]);
-		return;
-	}
-	for (size_t q = 0; q < b->n_planes; q++) {
-		if (b->rb[q] <= b->ra[q])
-			continue;
-		if (!xs_plane_is_device(&b->x->planes[q]))
-			steps_add(b->st, b->ra[q], b->rb[q], from, to, slot, dev, &b->st->hint[q]);
-	}
-}
-
-/* ---- the step-time breakdown (XProf's ToNonOverlappedEvents()) --------- */
-
-#define ACTIVE_MAX ((size_t)1 << 20) /* events open at once in a sweep (more: ignored) */
+/* ---- classifying events (ClassifyGpuEvent(), ClassifyCpuEvent()) ---------- */
 
 static bool prefix_icase(const char *s, size_t n, const char *lit)
 {
 	size_t k = strlen(lit);
 
 	return n >= k && !strncasecmp(s, lit, k);
+}
+
+static bool prefix(const char *s, size_t n, const char *lit)
+{
+	size_t k = strlen(lit);
+
+	return n >= k && !memcmp(s, lit, k);
 }
 
 static bool has_sub(const char *s, size_t n, const char *lit)
@@ -317,24 +129,35 @@ static uint8_t classify_device(const struct xs_evmd *m)
 	return BD_DEVICE_COMPUTE;
 }
 
-/* ClassifyCpuEvent() without the correlation id (HOST_PREPARE is not told apart). */
+/*
+ * ClassifyCpuEvent() of a host without devices (so never HOST_PREPARE), with
+ * IsExplicitHostStepMarker() and IsRealCpuCompute() as flags.
+ */
 static uint8_t classify_host(const struct xs_evmd *m)
 {
-	if (prefix_icase(m->name, m->name_len, "memcpyhtod") ||
-	    has_sub(m->name, m->name_len, "InfeedEnqueue"))
-		return BD_HOST_TO_DEVICE;
-	if (prefix_icase(m->name, m->name_len, "memcpyhtoh"))
-		return BD_HOST_TO_HOST;
-	if (prefix_icase(m->name, m->name_len, "IteratorGetNext"))
-		return BD_HOST_WAIT_INPUT;
-	return BD_HOST_COMPUTE;
+	const char *s = m->name;
+	size_t n = m->name_len;
+	uint8_t t = BD_HOST_COMPUTE;
+
+	if (prefix_icase(s, n, "memcpyhtod") || has_sub(s, n, "InfeedEnqueue"))
+		t = BD_HOST_TO_DEVICE;
+	else if (prefix_icase(s, n, "memcpyhtoh"))
+		t = BD_HOST_TO_HOST;
+	else if (prefix_icase(s, n, "IteratorGetNext"))
+		t = BD_HOST_WAIT_INPUT;
+	if ((prefix(s, n, "train") || prefix(s, n, "test") || prefix(s, n, "TraceContext")) &&
+	    !memchr(s, '/', n))
+		return t | CL_MARKER | CL_NOT_REAL;
+	if (prefix(s, n, "EagerExecute") || prefix(s, n, "EagerLocalExecute") ||
+	    prefix(s, n, "EagerKernelExecute") || prefix(s, n, "FunctionRun"))
+		t |= CL_NOT_REAL;
+	return t;
 }
 
-/* classify_plane() - the event type of every event metadata of plane @q. *out: caller frees. */
-static int classify_plane(struct xs_rctx *rc, size_t q, uint8_t **out)
+/* classify_plane() - the class of every event metadata of plane @q. *out: caller frees. */
+static int classify_plane(struct xs_rctx *rc, size_t q, bool dev, uint8_t **out)
 {
 	const struct xs_plane *p = &rc->x->planes[q];
-	bool dev = xs_plane_is_device(p);
 	uint8_t *cls = malloc(p->ev.n ? p->ev.n : 1);
 	struct xs_evmd *m;
 	int r;
@@ -357,55 +180,402 @@ fail:
 	return r;
 }
 
-struct active { /* an open event of a sweep */
+/* ---- the state of one computation ------------------------------------------ */
+
+/* Which stat metadata keys of a plane name the stats the steps read (-1: none). */
+struct pkeys {
+	int64_t group, corr, step_name, dev_off, dev_dur;
+};
+
+/* The longest marker of one group on one plane (StepDetails' markers). */
+struct pmark {
+	int64_t group;
+	size_t plane, step;
+	int64_t b, e;
+	xprofs_ps128 b128; /* the exact begin, for the steps/N windows */
+	bool events;       /* the plane has events of the group */
+};
+
+struct active { /* an open event of a step's sweep */
 	int64_t end;
 	uint8_t type;
-	bool dev; /* of a device op line */
 };
 
-struct sweep {
+/* One step's ToNonOverlappedEvents() sweep. */
+struct ssweep {
 	struct active *a; /* owned: a min-heap by end */
 	size_t n, cap;
-	int64_t cnt[BD_N]; /* open events by type */
-	int64_t ndev;      /* open events of device op lines */
-	int64_t t;         /* where the last segment ended */
-	bool fuse;         /* also add device_ps: the time any device op event is open */
-	bool lost;         /* an event was not pushed (ACTIVE_MAX): device_ps is not the union */
-	struct stats_busy
-		busy; /* fused: the union of the device op events, as stats_device_busy() */
+	int32_t cnt[BD_N];
+	int64_t t;      /* where the last piece ended */
+	uint16_t seen;  /* types that owned time somewhere (not only inside the step) */
+	int64_t sb, se; /* the span pieces are added to */
+	bool started;   /* t is set */
+	bool redo;      /* pass 2 again: the span changed */
 };
 
-static void act_sift_down(struct sweep *w, size_t i)
-{
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, k = i;
-		struct active t;
+enum { K_NONE, K_GPU, K_TPU };
 
-		if (l < w->n && w->a[l].end < w->a[k].end)
-			k = l;
-		if (r < w->n && w->a[r].end < w->a[k].end)
-			k = r;
-		if (k == i)
-			return;
-		t = w->a[i], w->a[i] = w->a[k], w->a[k] = t;
-		i = k;
-	}
+struct gsteps {
+	struct stats_steps *st;
+	int kind;           /* K_*: whose device planes, or none (host steps) */
+	size_t host;        /* the /host:CPU plane (SIZE_MAX: none) */
+	struct pkeys *keys; /* owned, per plane */
+	uint8_t **cls;      /* owned, per plane: classify_plane(), NULL: not read */
+	struct pmark *pm;   /* owned */
+	size_t npm, cappm;
+	struct xprofs_table *pmtab, *gtab; /* (plane, group) -> pm; group -> st->s */
+	struct ssweep *sw;                 /* owned, per step */
+	size_t *first, *idx; /* owned: step k's markers are pm[idx[first[k] .. first[k + 1])] */
+	bool second;         /* pass 2 is running again (only the steps to redo) */
+	size_t plane, line;  /* pass 1: the plane and line being read */
+};
+
+static bool device_plane(const struct gsteps *g, const struct xs_plane *p)
+{
+	return g->kind == K_TPU ? !strncmp(p->name, "/device:TPU:", 12)
+				: g->kind == K_GPU && xs_plane_is_gpu(p);
 }
 
-static int act_push(struct sweep *w, int64_t end, uint8_t type, bool dev)
+/* step_line() - whether line @l of device plane @p holds its step markers. */
+static bool step_line(const struct xs_plane *p, const struct xs_line *l)
 {
+	return l->id == TID_DERIVED_MIN || /* kThreadIdStepInfo */
+	       (xs_plane_is_tensor_core(p) && xs_str_eq(l->name, l->name_len, "Steps"));
+}
+
+/* event_line() - whether the events of line @l of plane @p may go to steps. */
+static bool event_line(const struct gsteps *g, const struct xs_plane *p, const struct xs_line *l)
+{
+	if (g->kind == K_NONE)
+		return l->plane == g->host;
+	if (!device_plane(g, p) || step_line(p, l))
+		return false;
+	if (g->kind == K_TPU) /* ConvertTpuDeviceTraceXLineToStepEvents(): TensorCore op lines */
+		return xs_plane_is_tensor_core(p) && xs_str_eq(l->name, l->name_len, "XLA Ops");
+	return !xs_derived_tid(l->id);
+}
+
+static bool group_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	return ((const struct stats_step *)ctx)[idx].num == *(const int64_t *)key;
+}
+
+struct pmkey {
+	size_t plane;
+	int64_t group;
+};
+
+static bool pm_eq(const void *ctx, uint32_t idx, const void *key)
+{
+	const struct pmark *m = &((const struct pmark *)ctx)[idx];
+	const struct pmkey *k = key;
+
+	return m->plane == k->plane && m->group == k->group;
+}
+
+static uint64_t pm_hash(size_t plane, int64_t group)
+{
+	return xprofs_table_hash(xprofs_table_hash(0, &plane, sizeof(plane)), &group,
+				 sizeof(group));
+}
+
+/* What one event's stats say (ev_stat()). */
+struct evstats {
+	const struct pkeys *k;
+	int64_t group, corr, dev_off, dev_dur;
+	bool has_group, has_corr, has_step_name, has_off, has_dur;
+};
+
+/* A xs_stat_fn: the stats the steps read, by the plane's keys (arg: struct evstats). */
+static int ev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
+{
+	struct evstats *v = arg;
+	bool num = s->kind == SV_U64 || s->kind == SV_I64;
+
+	(void)rc, (void)c;
+	if (s->md == -1) /* the keys' "none" */
+		return 0;
+	if (s->md == v->k->step_name)
+		v->has_step_name |= (s->kind == SV_STR && s->len > 0) || s->kind == SV_REF;
+	else if (!num)
+		return 0;
+	else if (s->md == v->k->group)
+		v->group = (int64_t)s->u, v->has_group = true;
+	else if (s->md == v->k->corr)
+		v->corr = (int64_t)s->u, v->has_corr = true;
+	else if (s->md == v->k->dev_off)
+		v->dev_off = (int64_t)s->u, v->has_off = true;
+	else if (s->md == v->k->dev_dur)
+		v->dev_dur = (int64_t)s->u, v->has_dur = true;
+	return 0;
+}
+
+static int ev_stats(struct xs_rctx *rc, struct wire_cur *c, const struct xs_event *e,
+		    const struct pkeys *k, struct evstats *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->k = k;
+	if (!e->has_stats)
+		return 0;
+	return xs_walk_stats(rc, c, e->stats_off, e->off + e->len - e->stats_off, XEVENT_F_STATS,
+			     ev_stat, v);
+}
+
+/* ---- pass 1: the markers ---------------------------------------------------- */
+
+/* step_of() - the step of group @group, added when new; -ENOSPC past STEPS_MAX. */
+static int step_of(struct gsteps *g, int64_t group, size_t *out)
+{
+	struct stats_steps *st = g->st;
+	uint64_t h = xprofs_table_hash(0, &group, sizeof(group));
+	uint32_t i;
+	int r;
+
+	if (xprofs_table_find(g->gtab, h, group_eq, st->s, &group, &i) == 0) {
+		*out = i;
+		return 0;
+	}
+	if (st->n >= STEPS_MAX) {
+		st->cut = true;
+		return -ENOSPC;
+	}
+	if ((r = xprofs_grow(&st->s, &st->cap, st->n, sizeof(*st->s), 64)) < 0 ||
+	    (r = xprofs_table_add(g->gtab, h, (uint32_t)st->n)) < 0)
+		return r;
+	memset(&st->s[st->n], 0, sizeof(*st->s));
+	st->s[st->n].num = group;
+	*out = st->n++;
+	return 0;
+}
+
+/* add_marker() - a marker [b, e) of @group on g->plane; the longest per plane is kept. */
+static int add_marker(struct gsteps *g, int64_t group, int64_t b, int64_t e, xprofs_ps128 b128)
+{
+	struct pmkey k = {g->plane, group};
+	uint64_t h = pm_hash(g->plane, group);
+	struct pmark *m;
+	uint32_t i;
+	size_t step;
+	int r;
+
+	if (e < b) /* a negative duration: an empty span */
+		e = b;
+	if (xprofs_table_find(g->pmtab, h, pm_eq, g->pm, &k, &i) == 0) {
+		m = &g->pm[i];
+		if (e - b > m->e - m->b) /* StepTime(): a longer one only */
+			m->b = b, m->e = e, m->b128 = b128;
+		return 0;
+	}
+	if (g->npm >= PMARKS_MAX) {
+		g->st->cut = true;
+		return 0;
+	}
+	if ((r = step_of(g, group, &step)) < 0)
+		return r == -ENOSPC ? 0 : r;
+	if ((r = xprofs_grow(&g->pm, &g->cappm, g->npm, sizeof(*g->pm), 64)) < 0 ||
+	    (r = xprofs_table_add(g->pmtab, h, (uint32_t)g->npm)) < 0)
+		return r;
+	g->pm[g->npm++] = (struct pmark){group, g->plane, step, b, e, b128, false};
+	return 0;
+}
+
+/* A xs_event_fn: one event of a step line, or of a host line (arg: struct gsteps). */
+static int marker_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
+{
+	struct gsteps *g = arg;
+	const struct xs_line *l = &rc->x->lines[g->line];
+	xprofs_ps128 b128 = (xprofs_ps128)l->timestamp_ns * 1000 + e->offset_ps;
+	struct evstats v;
+	ssize_t k;
+	int r;
+
+	if ((r = ev_stats(rc, &rc->ev, e, &g->keys[g->plane], &v)) < 0 || !v.has_group)
+		return r;
+	if (g->kind !=
+	    K_NONE) { /* ConvertDeviceStepInfoToStepMarkers(): GetDeviceEventTimespan() */
+		if (v.has_off && v.has_dur)
+			return add_marker(g, v.group, v.dev_off, xs_sat_add(v.dev_off, v.dev_dur),
+					  v.dev_off);
+		return add_marker(g, v.group, e->start_ps, e->end_ps, b128);
+	}
+	/* ConvertHostThreadsXLineToStepEvents(): explicit or implicit host step markers */
+	(void)m;
+	k = xs_md_find(&rc->x->planes[g->plane].ev, e->md);
+	if (v.group < 0 || !((k >= 0 && (g->cls[g->plane][k] & CL_MARKER)) || v.has_step_name))
+		return 0;
+	return add_marker(g, v.group, e->start_ps, e->end_ps, b128);
+}
+
+/* A xs_stop_fn: the group cap. */
+static bool steps_full(void *arg)
+{
+	const struct gsteps *g = arg;
+
+	return g->st->cut;
+}
+
+/*
+ * derives() - whether GPU plane @q gets the Steps line XProf's preprocessing
+ * derives from group_id (DeriveStepEventsFromGroups(), as trace/ shows it):
+ * it has none (by id or name) and a group_id stat metadata.
+ */
+static bool derives(const struct gsteps *g, const struct xprofs_xspace *x, size_t q)
+{
+	const struct xs_plane *p = &x->planes[q];
+
+	if (g->kind != K_GPU || !xs_plane_is_gpu(p) || !p->group_ids)
+		return false;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+		if (x->lines[j].id == TID_DERIVED_MIN ||
+		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps"))
+			return false;
+	return true;
+}
+
+/*
+ * derived_markers() - the markers of GPU plane @q's derived Steps line: over
+ * its events in start order, consecutive events of one group_id make one
+ * marker from the first start to the last end (ExpandOrAddEvent()).
+ */
+static int derived_markers(struct xs_rctx *rc, struct gsteps *g, size_t q)
+{
+	const struct xprofs_xspace *x = rc->x;
+	const struct xs_plane *p = &x->planes[q];
+	size_t *li = malloc(STATS_MERGE_MAX * sizeof(*li)), n = 0;
+	struct stats_merge m = {0};
+	int64_t grp = 0, b = 0, e = 0;
+	xprofs_ps128 b128 = 0;
+	bool open = false;
+	int r = 0;
+
+	if (!li)
+		return -ENOMEM;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines && n < STATS_MERGE_MAX; j++)
+		if (!xs_derived_tid(x->lines[j].id))
+			li[n++] = j;
+	g->plane = q;
+	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
+		goto out;
+	while (m.nheap && !g->st->cut) {
+		struct stats_mline *ml = &m.ml[m.heap[0]];
+		struct evstats v;
+
+		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &v)) < 0)
+			goto out;
+		if (v.has_group && open && v.group == grp) {
+			e = ml->e.end_ps > e ? ml->e.end_ps : e;
+		} else if (v.has_group) {
+			if (open && (r = add_marker(g, grp, b, e, b128)) < 0)
+				goto out;
+			open = true, grp = v.group, b = ml->e.start_ps;
+			e = ml->e.end_ps > b ? ml->e.end_ps : b;
+			b128 = (xprofs_ps128)ml->it.l->timestamp_ns * 1000 + ml->e.offset_ps;
+		}
+		if ((r = stats_merge_pop(&m)) < 0)
+			goto out;
+	}
+	r = open ? add_marker(g, grp, b, e, b128) : 0;
+out:
+	stats_merge_free(&m);
+	free(li);
+	return r;
+}
+
+/* markers() - pass 1: the step markers of every device plane, or of the host. */
+static int markers(struct xs_rctx *rc, struct gsteps *g)
+{
+	const struct xprofs_xspace *x = rc->x;
+	int r = 0;
+
+	for (size_t q = 0; q < x->n_planes && r == 0; q++)
+		if (derives(g, x, q))
+			r = derived_markers(rc, g, q);
+
+	for (size_t li = 0; li < x->n_lines && r == 0; li++) {
+		const struct xs_line *l = &x->lines[li];
+		const struct xs_plane *p = &x->planes[l->plane];
+
+		if (g->kind == K_NONE ? l->plane != g->host
+				      : !device_plane(g, p) || !step_line(p, l))
+			continue;
+		g->plane = l->plane;
+		g->line = li;
+		r = xs_line_each(rc, li, steps_full, marker_event, g);
+	}
+	return r;
+}
+
+/* ---- pass 2: the events, each step's ToNonOverlappedEvents() ---------------- */
+
+static int sweep_top(const struct ssweep *w)
+{
+	for (int k = BD_N - 1; k > BD_IDLE; k--)
+		if (w->cnt[k] > 0)
+			return k;
+	return BD_IDLE;
+}
+
+/* piece() - [w->t, to) goes to the highest type open: its overlap with the step's span. */
+static void piece(struct ssweep *w, int64_t to, int64_t *bd)
+{
+	int top = sweep_top(w);
+
+	if (to <= w->t)
+		return;
+	if (top != BD_IDLE) {
+		int64_t a = w->t > w->sb ? w->t : w->sb, b = to < w->se ? to : w->se;
+
+		w->seen |= (uint16_t)(1u << top);
+		if (b > a)
+			bd[top] = xs_sat_add(bd[top], b - a);
+	}
+	w->t = to;
+}
+
+/* advance() - the sweep up to @to: open events ending by then close (ends before starts). */
+static void advance(struct ssweep *w, int64_t to, int64_t *bd)
+{
+	while (w->n && w->a[0].end <= to) {
+		piece(w, w->a[0].end, bd);
+		w->cnt[w->a[0].type]--;
+		w->a[0] = w->a[--w->n];
+		for (size_t i = 0;;) { /* sift down */
+			size_t l = 2 * i + 1, r = l + 1, k = i;
+			struct active t;
+
+			if (l < w->n && w->a[l].end < w->a[k].end)
+				k = l;
+			if (r < w->n && w->a[r].end < w->a[k].end)
+				k = r;
+			if (k == i)
+				break;
+			t = w->a[i], w->a[i] = w->a[k], w->a[k] = t;
+			i = k;
+		}
+	}
+	piece(w, to, bd);
+}
+
+/*
+ * feed() - event [s, e) of type @type to step @k's sweep. An event starting
+ * before the sweep's time (a line out of order) starts then.
+ */
+static int feed(struct gsteps *g, size_t k, int64_t s, int64_t e, uint8_t type)
+{
+	struct ssweep *w = &g->sw[k];
+	int64_t *bd = g->st->s[k].bd;
 	size_t i;
 	int r;
 
-	if (w->n >= ACTIVE_MAX) {
-		w->lost = true;
+	if (!w->started || (!w->n && w->t < s)) /* no event open: the gap owns nothing */
+		w->t = s, w->started = true;
+	advance(w, s, bd);
+	if (w->n >= ACTIVE_MAX)
 		return 0;
-	}
-	if ((r = xprofs_grow(&w->a, &w->cap, w->n, sizeof(*w->a), 64)) < 0)
+	if ((r = xprofs_grow(&w->a, &w->cap, w->n, sizeof(*w->a), 16)) < 0)
 		return r;
 	i = w->n++;
-	w->a[i] = (struct active){end, type, dev};
-	w->ndev += dev;
+	w->a[i] = (struct active){e > s ? e : s, type};
 	while (i && w->a[(i - 1) / 2].end > w->a[i].end) {
 		struct active t = w->a[i];
 
@@ -417,266 +587,306 @@ static int act_push(struct sweep *w, int64_t end, uint8_t type, bool dev)
 	return 0;
 }
 
-static int sweep_top(const struct sweep *w)
-{
-	for (int k = BD_N - 1; k > BD_IDLE; k--)
-		if (w->cnt[k] > 0)
-			return k;
-	return BD_IDLE;
-}
-
 /*
- * sweep_to() - the time up to @t goes to the highest open type, and (fused) to
- * device_ps when a device op event is open: the pieces where one is open are
- * the union of the device op events that stats_merge_union() would add, in parts.
+ * admit() - the step an event of plane @q goes to (its group's, where the plane
+ * has a marker of it), or SIZE_MAX: XProf's rules by kind (correlation_id and
+ * group_id on GPU, group_id on TPU, a real host event of a group on the host).
  */
-static void sweep_to(struct sweep *w, int64_t t, struct busy_add *b)
+static size_t admit(struct gsteps *g, size_t q, const struct evstats *v, uint8_t cls)
 {
-	int top = sweep_top(w);
-	bool dev = w->fuse && w->ndev > 0;
+	struct pmkey key = {q, v->group};
+	uint32_t i;
 
-	if (t > w->t && (top != BD_IDLE || dev))
-		busy_add_typed(b, w->t, t, top != BD_IDLE ? top : -1, dev);
-	if (t > w->t && dev)
-		w->busy.busy = xs_sat_add(w->busy.busy, t - w->t);
-	if (t > w->t)
-		w->t = t;
+	if (!v->has_group || (g->kind == K_GPU && !(v->has_corr && v->corr >= 0 && v->group >= 0)))
+		return SIZE_MAX;
+	if (g->kind == K_NONE && (v->group < 0 || v->has_step_name || (cls & CL_NOT_REAL)))
+		return SIZE_MAX;
+	if (xprofs_table_find(g->pmtab, pm_hash(q, v->group), pm_eq, g->pm, &key, &i) < 0)
+		return SIZE_MAX; /* IntersectCombineStepEvents(): no marker of it here */
+	g->pm[i].events = true;
+	return g->pm[i].step;
 }
 
-/*
- * merge_sweep() - ToNonOverlappedEvents() over the events of lines @li[0..n)
- * in start order: every piece of time goes to the highest-priority type open
- * then; ends come before starts at the same time. With @fuse, device_ps too
- * (the union of the device op lines among @li); *lost: it is not exact.
- */
-static int merge_sweep(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
-		       struct busy_add *b, bool fuse, bool *lost, struct stats_busy *busy)
+/* events() - pass 2: a merge of the event lines, each admitted event to its step's sweep. */
+static int events(struct xs_rctx *rc, struct gsteps *g)
 {
-	struct sweep w = {.fuse = fuse};
-	struct stats_merge m;
-	int r;
-
-	if ((r = stats_merge_open(rc, li, n, cls, &m)) < 0)
-		goto out;
-	while (m.nheap || w.n) {
-		struct stats_mline *ml = m.nheap ? &m.ml[m.heap[0]] : NULL;
-		ssize_t k;
-		uint8_t type;
-
-		if (w.n && (!ml || w.a[0].end <= ml->e.start_ps)) {
-			sweep_to(&w, w.a[0].end, b);
-			w.cnt[w.a[0].type]--;
-			w.ndev -= w.a[0].dev;
-			w.a[0] = w.a[--w.n];
-			act_sift_down(&w, 0);
-			continue;
-		}
-		if (!w.n)
-			w.t = ml->e.start_ps;
-		sweep_to(&w, ml->e.start_ps, b);
-		k = xs_md_find(ml->evx, ml->e.md);
-		type = k >= 0 && ml->cls ? ml->cls[k]
-					 : (xs_plane_is_device(&rc->x->planes[ml->it.l->plane])
-						    ? BD_DEVICE_COMPUTE
-						    : BD_HOST_COMPUTE);
-		if (ml->dev) { /* busy_sum_fn()'s first / last: the union's ends */
-			int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
-
-			if (!w.busy.any || s < w.busy.first)
-				w.busy.first = s;
-			if (!w.busy.any || t > w.busy.last)
-				w.busy.last = t;
-			w.busy.any = true;
-		}
-		if ((r = act_push(&w, ml->e.end_ps, type, ml->dev)) < 0)
-			goto out;
-		if ((r = stats_merge_next(ml)) < 0)
-			goto out;
-		if (r == 0)
-			m.heap[0] = m.heap[--m.nheap];
-		stats_merge_sift(&m, 0);
-	}
-	r = 0;
-out:
-	*lost = w.lost;
-	*busy = w.busy;
-	stats_merge_free(&m);
-	free(w.a);
-	return r;
-}
-
-static void busy_add_fn(void *arg, int64_t from, int64_t to)
-{
-	busy_add_typed(arg, from, to, BD_N, false);
-}
-
-/*
- * steps_device() - device_ps: per device plane with steps, the union of its
- * op lines; for the steps of the other planes (host), the union of the op
- * lines of every device plane. @done: per plane (and [n_planes] for the host
- * steps) whether steps_breakdown()'s sweep already added it.
- */
-static int steps_device(struct xs_rctx *rc, struct stats_steps *st, const size_t *ra,
-			const size_t *rb, const bool *done)
-{
-	struct xprofs_xspace *x = rc->x;
-	struct busy_add b = {st, ra, rb, 0, x->n_planes, x};
-	size_t *li = malloc(STATS_MERGE_MAX * sizeof(*li)), n;
-	bool host_steps = false;
+	const struct xprofs_xspace *x = rc->x;
+	size_t *li = malloc(STATS_MERGE_MAX * sizeof(*li)), n = 0;
+	struct stats_merge m = {0};
 	int r = 0;
 
 	if (!li)
 		return -ENOMEM;
-	for (size_t q = 0; q < x->n_planes; q++)
-		if (rb[q] > ra[q] && !xs_plane_is_device(&x->planes[q]))
-			host_steps = true;
-	/* pass 0: each device plane's own steps; pass 1: the host steps, all device lines */
-	for (int pass = 0; pass < 2 && r == 0; pass++) {
-		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-			const struct xs_plane *p = &x->planes[q];
+	for (size_t j = 0; j < x->n_lines && n < STATS_MERGE_MAX; j++)
+		if (event_line(g, &x->planes[x->lines[j].plane], &x->lines[j]))
+			li[n++] = j;
+	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
+		goto out;
+	while (m.nheap) {
+		struct stats_mline *ml = &m.ml[m.heap[0]];
+		size_t q = ml->it.l->plane, k;
+		ssize_t c = xs_md_find(ml->evx, ml->e.md);
+		uint8_t cls = c >= 0              ? g->cls[q][c]
+			      : g->kind == K_NONE ? BD_HOST_COMPUTE
+						  : BD_DEVICE_COMPUTE;
+		struct evstats v;
 
-			if (pass == 0 && (rb[q] <= ra[q] || !xs_plane_is_device(p) || done[q]))
-				continue;
-			if (pass == 1 && (!host_steps || q > 0 || done[x->n_planes]))
-				break;
-			b.plane = pass == 0 ? q : SIZE_MAX;
-			n = 0;
-			for (size_t j = 0; j < x->n_lines && r == 0; j++) {
-				const struct xs_line *l = &x->lines[j];
-				enum stats_line_kind k;
+		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &v)) < 0)
+			goto out;
+		k = admit(g, q, &v, cls);
+		if (k != SIZE_MAX && (!g->second || g->sw[k].redo) &&
+		    (r = feed(g, k, ml->e.start_ps, ml->e.end_ps, cls & CL_TYPE)) < 0)
+			goto out;
+		if ((r = stats_merge_pop(&m)) < 0)
+			goto out;
+	}
+	for (size_t k = 0; k < g->st->n; k++) { /* close every sweep */
+		advance(&g->sw[k], INT64_MAX, g->st->s[k].bd);
+		free(g->sw[k].a);
+		g->sw[k].a = NULL;
+		g->sw[k].n = g->sw[k].cap = 0;
+		memset(g->sw[k].cnt, 0, sizeof(g->sw[k].cnt));
+		g->sw[k].started = false;
+	}
+	r = 0;
+out:
+	stats_merge_free(&m);
+	free(li);
+	return r;
+}
 
-				if (pass == 0 && l->plane != q)
-					continue;
-				k = stats_op_line_kind(x, &x->planes[l->plane], l, false);
-				if (k != LK_XLA_OPS && k != LK_STREAM)
-					continue;
-				li[n++] = j;
-				if (n == STATS_MERGE_MAX) {
-					r = stats_merge_union(rc, li, n, busy_add_fn, &b);
-					n = 0;
-				}
-			}
-			if (r == 0 && n)
-				r = stats_merge_union(rc, li, n, busy_add_fn, &b);
+/* ---- the step database (ConvertStepEventsToStepDb()) -------------------------- */
+
+/*
+ * step_time() - StepDetails::StepTime() of step @k from the markers in @pm
+ * (only those whose plane has events of the group with @counted): the longest
+ * device marker, else the longest host marker (device planes and host steps
+ * never mix here). *mk: the marker chosen, NULL: none.
+ */
+static void step_time(const struct gsteps *g, size_t k, bool counted, const struct pmark **mk)
+{
+	*mk = NULL;
+	for (size_t i = g->first[k]; i < g->first[k + 1]; i++) {
+		const struct pmark *m = &g->pm[g->idx[i]];
+
+		if (counted && !m->events && g->kind != K_NONE)
+			continue;
+		if (!*mk || m->e - m->b > (*mk)->e - (*mk)->b)
+			*mk = m;
+	}
+}
+
+/*
+ * keep() - whether step @k is in XProf's step database: its group has events
+ * with markers on some device plane (GPU: UnionCombineStepEvents()) or on
+ * every device plane that has any (TPU: IntersectCombineStepEvents()), a
+ * step time, and is well formed (ConvertStepDetailsToStepInfo(): device
+ * compute time, or host compute time on a host without devices).
+ * @planes: per plane whether it has any counted marker.
+ */
+static bool keep(const struct gsteps *g, size_t k, const bool *planes, const struct pmark *mk)
+{
+	size_t have = 0, need = 0;
+
+	if (!mk || mk->e <= mk->b)
+		return false;
+	if (!(g->sw[k].seen & (1u << (g->kind == K_NONE ? BD_HOST_COMPUTE : BD_DEVICE_COMPUTE))))
+		return false;
+	if (g->kind != K_TPU)
+		return true;
+	for (size_t i = g->first[k]; i < g->first[k + 1]; i++)
+		have += g->pm[g->idx[i]].events;
+	for (size_t q = 0; planes && q < g->st->nplanes; q++)
+		need += planes[q];
+	return have == need;
+}
+
+static int num_cmp(const void *a, const void *b)
+{
+	const struct stats_step *x = a, *y = b;
+
+	return x->num < y->num ? -1 : x->num > y->num;
+}
+
+/* finish() - every step kept with its step time, idle time and device time, by group. */
+static int finish(struct xs_rctx *rc, struct gsteps *g)
+{
+	struct stats_steps *st = g->st;
+	bool *planes = calloc(st->nplanes + 1, sizeof(*planes)), redo = false;
+	size_t n = 0;
+	int r = 0;
+
+	if (!planes)
+		return -ENOMEM;
+	for (size_t i = 0; i < g->npm; i++)
+		if (g->pm[i].events)
+			planes[g->pm[i].plane] = true;
+	for (size_t k = 0; k < st->n; k++) { /* the spans that changed: pass 2 again */
+		const struct pmark *mk;
+
+		step_time(g, k, true, &mk);
+		if (mk && (mk->b != g->sw[k].sb || mk->e != g->sw[k].se)) {
+			g->sw[k].redo = redo = true;
+			g->sw[k].sb = mk->b, g->sw[k].se = mk->e;
+			memset(st->s[k].bd, 0, sizeof(st->s[k].bd));
 		}
 	}
-	free(li);
-	return r;
-}
-
-/*
- * sweep_fusable() - whether a sweep over @li[0..n) (stats_step_lines() of a group) can also
- * give that group's device_ps exactly: it has every device op line stats_merge_union()
- * would take (stats_step_lines() was not cut at STATS_MERGE_MAX), and each line is known to be in
- * time order (the union's and the sweep's treatments of out-of-order events differ).
- */
-static bool sweep_fusable(const struct xprofs_xspace *x, const size_t *li, size_t n)
-{
-	if (n >= STATS_MERGE_MAX || x->tracks_only)
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (x->lines[li[i]].unsorted)
-			return false;
-	return true;
-}
-
-/* device_reset() - device_ps back to 0 for steps [a, b) (a sweep's partial union). */
-static void device_reset(struct stats_steps *st, size_t a, size_t b)
-{
-	for (size_t i = a; i < b; i++)
-		st->s[i].device = 0;
-}
-
-/* The sweeps of one steps_breakdown(), as xs_tasks_run() tasks. */
-struct bd_tasks {
-	struct stats_steps *st;
-	const size_t *ra, *rb;
-	uint8_t **cls; /* per plane: its event types by metadata index */
-	bool *done;
-	bool host_steps;
-};
-
-/*
- * bd_task() - a xs_task_fn: task q < n_planes sweeps device plane q's op lines
- * for its steps, task n_planes every op line for the host steps. They write to
- * disjoint steps (their planes'), hints, busy times and done flags.
- */
-static int bd_task(struct xs_rctx *rc, size_t q, void *arg)
-{
-	struct bd_tasks *t = arg;
-	struct xprofs_xspace *x = rc->x;
-	struct stats_steps *st = t->st;
-	struct busy_add b = {st, t->ra, t->rb, q, x->n_planes, x};
-	size_t *li, n;
-	bool fuse, lost = false, host = q == x->n_planes;
-	struct stats_busy all, *busy = host ? &all : &st->busy[q];
-	int r = 0;
-
-	if (host ? !t->host_steps : t->rb[q] <= t->ra[q] || !xs_plane_is_device(&x->planes[q]))
-		return 0;
-	if (!(li = malloc(STATS_MERGE_MAX * sizeof(*li))))
-		return -ENOMEM;
-	b.plane = host ? SIZE_MAX : q;
-	n = stats_step_lines(x, b.plane, li, STATS_MERGE_MAX);
-	fuse = sweep_fusable(x, li, n);
-	memset(busy, 0, sizeof(*busy));
-	if (n)
-		r = merge_sweep(rc, li, n, t->cls, &b, fuse, &lost, busy);
-	t->done[q] = fuse && !lost;
-	for (size_t p = 0; fuse && lost && p < x->n_planes; p++)
-		if (host ? !xs_plane_is_device(&x->planes[p]) : p == q)
-			device_reset(st, t->ra[p], t->rb[p]);
-	free(li);
-	return r;
-}
-
-/* A xs_task_cost_fn: the events a sweep reads, roughly. */
-static uint64_t bd_cost(const struct xprofs_xspace *x, size_t q, void *arg)
-{
-	(void)arg;
-	return q < x->n_planes ? x->planes[q].events : x->totals.events;
-}
-
-/*
- * steps_breakdown() - every step's time by XProf's event types: a device plane's
- * steps from its op lines, host steps from every device op line and the host op
- * lines; the rest of the step is idle. More than STATS_MERGE_MAX lines: the first ones only.
- * Where the sweep has every line the union needs (sweep_fusable()), it adds
- * device_ps as well, and done[q] (done[n_planes]: the host steps) says so: one pass
- * over those lines instead of two. The sweeps run as xs_tasks_run() tasks.
- */
-static int steps_breakdown(struct xs_rctx *rc, struct stats_steps *st, const size_t *ra,
-			   const size_t *rb, bool *done)
-{
-	struct xprofs_xspace *x = rc->x;
-	struct bd_tasks t = {st, ra, rb, calloc(x->n_planes + 1, sizeof(*t.cls)), done, false};
-	int r = 0;
-
-	if (!t.cls)
-		return -ENOMEM;
-	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		t.host_steps |= rb[q] > ra[q] && !xs_plane_is_device(&x->planes[q]);
-		r = classify_plane(rc, q, &t.cls[q]);
+	if (redo) {
+		g->second = true;
+		if ((r = events(rc, g)) < 0)
+			goto out;
 	}
-	if (r == 0)
-		r = xs_tasks_run(rc, x->n_planes + 1, bd_task, bd_cost, &t);
-	for (size_t i = 0; r == 0 && i < st->n; i++) {
-		struct stats_step *s = &st->s[i];
+	for (size_t k = 0; k < st->n; k++) {
+		struct stats_step *s = &st->s[k];
+		const struct pmark *mk;
 		int64_t busy = 0;
 
-		for (int k = BD_IDLE + 1; k < BD_N; k++)
-			busy = xs_sat_add(busy, s->bd[k]);
+		step_time(g, k, true, &mk);
+		if (!keep(g, k, planes, mk))
+			continue;
+		s->plane = mk->plane;
+		s->start = mk->b;
+		s->dur = mk->e - mk->b;
+		s->begin = mk->b128;
+		s->end = mk->b128 + s->dur;
+		for (int t = BD_IDLE + 1; t < BD_N; t++)
+			busy = xs_sat_add(busy, s->bd[t]);
 		s->bd[BD_IDLE] = s->dur > busy ? s->dur - busy : 0;
+		s->device = g->kind != K_NONE ? s->dur - s->bd[BD_IDLE] : 0;
+		st->s[n++] = *s;
 	}
-	for (size_t q = 0; q < x->n_planes; q++)
-		free(t.cls[q]);
-	free(t.cls);
+	st->n = n;
+	if (n)
+		qsort(st->s, n, sizeof(*st->s), num_cmp);
+out:
+	free(planes);
+	return r;
+}
+
+/* setup() - the kind of host, the stat keys and event classes of the planes read. */
+static int setup(struct xs_rctx *rc, struct gsteps *g)
+{
+	const struct xprofs_xspace *x = rc->x;
+	struct wire_cur c;
+	int r = 0;
+
+	g->kind = K_NONE;
+	g->host = SIZE_MAX;
+	for (size_t q = 0; q < x->n_planes; q++) {
+		const char *name = x->planes[q].name;
+
+		if (!strncmp(name, "/device:TPU:", 12))
+			g->kind = K_TPU;
+		else if (xs_plane_is_gpu(&x->planes[q]) && g->kind == K_NONE)
+			g->kind = K_GPU;
+		if (xs_str_eq(name, x->planes[q].name_len, "/host:CPU") && g->host == SIZE_MAX)
+			g->host = q;
+	}
+	g->keys = calloc(x->n_planes + 1, sizeof(*g->keys));
+	g->cls = calloc(x->n_planes + 1, sizeof(*g->cls));
+	if (!g->keys || !g->cls || xprofs_table_new(STEPS_MAX, &g->gtab) < 0 ||
+	    xprofs_table_new(XPROFS_TABLE_MAX, &g->pmtab) < 0)
+		return -ENOMEM;
+	wire_cur_init(&c, x->r, NULL);
+	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+		const struct xs_plane *p = &x->planes[q];
+		struct pkeys *k = &g->keys[q];
+
+		if (g->kind == K_NONE ? q != g->host : !device_plane(g, p))
+			continue;
+		k->group = xs_stmd_key(&c, p, "group_id");
+		k->corr = xs_stmd_key(&c, p, "correlation_id");
+		k->step_name = xs_stmd_key(&c, p, "step_name");
+		k->dev_off = xs_stmd_key(&c, p, "device_offset_ps");
+		k->dev_dur = xs_stmd_key(&c, p, "device_duration_ps");
+		r = classify_plane(rc, q, g->kind != K_NONE, &g->cls[q]);
+	}
+	wire_cur_deinit(&c);
+	return r;
+}
+
+/* stats_steps_compute() - XProf's step database of the host into @st (zeroed by the caller). */
+int stats_steps_compute(struct xs_rctx *rc, struct stats_steps *st)
+{
+	const struct xprofs_xspace *x = rc->x;
+	struct gsteps g = {.st = st};
+	int r;
+
+	st->nplanes = x->n_planes;
+	if ((r = setup(rc, &g)) < 0 || (r = markers(rc, &g)) < 0 || !st->n)
+		goto out;
+	g.sw = calloc(st->n, sizeof(*g.sw));
+	g.first = calloc(st->n + 1, sizeof(*g.first));
+	g.idx = calloc(g.npm + 1, sizeof(*g.idx));
+	if (!g.sw || !g.first || !g.idx) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < g.npm; i++) /* the markers by step (CSR), in their order */
+		g.first[g.pm[i].step + 1]++;
+	for (size_t k = 0; k < st->n; k++)
+		g.first[k + 1] += g.first[k];
+	for (size_t i = 0; i < g.npm; i++)
+		g.idx[g.first[g.pm[i].step]++] = i;
+	for (size_t k = st->n; k > 0; k--) /* undo the fill's advance */
+		g.first[k] = g.first[k - 1];
+	g.first[0] = 0;
+	for (size_t k = 0; k < st->n; k++) { /* the tentative spans: every marker */
+		const struct pmark *mk;
+
+		step_time(&g, k, false, &mk);
+		g.sw[k].sb = mk ? mk->b : 0;
+		g.sw[k].se = mk ? mk->e : 0;
+	}
+	if ((r = events(rc, &g)) == 0)
+		r = finish(rc, &g);
+out:
+	for (size_t q = 0; g.cls && q < x->n_planes; q++)
+		free(g.cls[q]);
+	for (size_t k = 0; g.sw && k < st->n; k++)
+		free(g.sw[k].a);
+	free(g.cls);
+	free(g.keys);
+	free(g.pm);
+	free(g.sw);
+	free(g.first);
+	free(g.idx);
+	xprofs_table_free(g.gtab);
+	xprofs_table_free(g.pmtab);
+	return r;
+}
+
+void stats_steps_free(struct stats_steps *st)
+{
+	free(st->s);
+	memset(st, 0, sizeof(*st));
+}
+
+int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n)
+{
+	struct stats_steps st = {0};
+	int r;
+
+	if ((r = stats_steps_compute(rc, &st)) == 0 && st.n) {
+		*out = calloc(st.n, sizeof(**out));
+		if (!*out)
+			r = -ENOMEM;
+		for (size_t i = 0; r == 0 && i < st.n; i++) {
+			(*out)[i].plane = st.s[i].plane;
+			(*out)[i].begin_ps = st.s[i].begin;
+			(*out)[i].end_ps =
+				st.s[i].end > st.s[i].begin ? st.s[i].end : st.s[i].begin + 1;
+		}
+		if (r == 0)
+			*n = st.n;
+	}
+	stats_steps_free(&st);
 	return r;
 }
 
 /*
- * stats_steps_summarize() - the overview page's step-time summary of steps [a, b) (one
- * plane's): XProf's StepSummary (average, standard deviation of the population,
+ * stats_steps_summarize() - the overview page's step-time summary of steps [a, b):
+ * XProf's StepSummary (average, standard deviation of the population,
  * minimum, maximum) of duration_ps, and the average of each breakdown type.
  */
 void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
@@ -686,7 +896,6 @@ void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
 
 	memset(sum, 0, sizeof(*sum));
 	sum->has = true;
-	sum->plane = st->s[a].plane;
 	sum->n = b - a;
 	sum->min = INT64_MAX;
 	sum->max = INT64_MIN;
@@ -694,8 +903,13 @@ void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
 		total += (double)st->s[i].dur;
 		sum->min = st->s[i].dur < sum->min ? st->s[i].dur : sum->min;
 		sum->max = st->s[i].dur > sum->max ? st->s[i].dur : sum->max;
-		for (int k = 0; k < BD_N; k++)
+		for (int k = 0; k < BD_N; k++) {
 			sum->bd[k] += (double)st->s[i].bd[k];
+			sum->ms[k] += (double)st->s[i].bd[k] / 1e9;
+		}
+		sum->ms_step += (double)st->s[i].dur / 1e9;
+		sum->ms_input += (double)st->s[i].bd[BD_HOST_WAIT_INPUT] / 1e9 +
+				 (double)st->s[i].bd[BD_HOST_TO_DEVICE] / 1e9;
 	}
 	sum->avg = total / (double)(b - a);
 	for (size_t i = a; i < b; i++)
@@ -705,12 +919,9 @@ void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
 		sum->bd[k] /= (double)(b - a);
 }
 
-void stats_step_summary_write(struct xs_out *o, const struct xprofs_xspace *x,
-			      const struct stats_step_summary *sum)
+void stats_step_summary_write(struct xs_out *o, const struct stats_step_summary *sum)
 {
-	OUT_LIT(o, "{\"plane\":");
-	xs_out_str(o, x->planes[sum->plane].name, x->planes[sum->plane].name_len);
-	OUT_LIT(o, ",\"steps\":");
+	OUT_LIT(o, "{\"steps\":");
 	xs_out_u64(o, sum->n);
 	OUT_LIT(o, ",\"avg_ps\":");
 	xs_out_double(o, sum->avg);
@@ -728,105 +939,28 @@ void stats_step_summary_write(struct xs_out *o, const struct xprofs_xspace *x,
 	OUT_LIT(o, "}}");
 }
 
-/* stats_steps_compute() - every step with its device time and breakdown; *ra, *rb: per plane
- * the range of its steps (caller frees both and the steps). */
-int stats_steps_compute(struct xs_rctx *rc, struct stats_steps *st, size_t **ra, size_t **rb,
-			bool **done_out)
-{
-	struct xprofs_xspace *x = rc->x;
-	bool *done;
-	int r;
-
-	*ra = calloc(x->n_planes + 1, sizeof(**ra));
-	*rb = calloc(x->n_planes + 1, sizeof(**rb));
-	if (!*ra || !*rb)
-		return -ENOMEM;
-	if ((r = steps_gather(rc, st)) < 0)
-		return r;
-	for (size_t i = 0; i < st->n; i++) {
-		if ((*ra)[st->s[i].plane] == (*rb)[st->s[i].plane])
-			(*ra)[st->s[i].plane] = i;
-		(*rb)[st->s[i].plane] = i + 1;
-	}
-	if (!st->n)
-		return 0;
-	if (!(st->hint = calloc(x->n_planes + 1, sizeof(*st->hint))) ||
-	    !(st->busy = calloc(x->n_planes + 1, sizeof(*st->busy))))
-		return -ENOMEM;
-	if (!(done = calloc(x->n_planes + 1, sizeof(*done))))
-		return -ENOMEM;
-	if ((r = steps_breakdown(rc, st, *ra, *rb, done)) == 0)
-		r = steps_device(rc, st, *ra, *rb, done);
-	if (done_out)
-		*done_out = done;
-	else
-		free(done);
-	return r;
-}
-
-/* The plane whose steps the overview shows: host steps first (the steps XProf groups
- * by), else the first device plane's; SIZE_MAX: no steps. */
-static size_t steps_pick(const struct xprofs_xspace *x, const size_t *ra, const size_t *rb)
-{
-	for (size_t q = 0; q < x->n_planes; q++)
-		if (rb[q] > ra[q] && !xs_plane_is_device(&x->planes[q]))
-			return q;
-	for (size_t q = 0; q < x->n_planes; q++)
-		if (rb[q] > ra[q])
-			return q;
-	return SIZE_MAX;
-}
-
 int stats_steps_each(struct xs_rctx *rc, stats_step_fn fn, void *arg)
 {
 	struct stats_steps st = {0};
-	size_t *ra = NULL, *rb = NULL, pick;
 	int r;
 
-	if ((r = stats_steps_compute(rc, &st, &ra, &rb, NULL)) < 0)
+	if ((r = stats_steps_compute(rc, &st)) < 0)
 		goto out;
-	pick = steps_pick(rc->x, ra, rb);
-	for (size_t i = 0; pick != SIZE_MAX && i < rb[pick] - ra[pick] && r == 0; i++) {
-		const struct stats_step *s = &st.s[ra[pick] + i];
-
-		r = fn(arg, i, rb[pick] - ra[pick], s->dur, s->bd);
-	}
+	for (size_t i = 0; i < st.n && r == 0; i++)
+		r = fn(arg, i, st.n, st.s[i].dur, st.s[i].bd);
 out:
 	stats_steps_free(&st);
-	free(ra);
-	free(rb);
-	return r;
-}
-
-int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
-			      struct stats_busy *busy, bool *busy_ok)
-{
-	struct xprofs_xspace *x = rc->x;
-	struct stats_steps st = {0};
-	size_t *ra = NULL, *rb = NULL, pick;
-	bool *done = NULL;
-	int r;
-
-	memset(sum, 0, sizeof(*sum));
-	if ((r = stats_steps_compute(rc, &st, &ra, &rb, &done)) < 0)
-		goto out;
-	pick = steps_pick(x, ra, rb);
-	if (pick != SIZE_MAX)
-		stats_steps_summarize(&st, ra[pick], rb[pick], sum);
-	for (size_t q = 0; busy && q < x->n_planes; q++) {
-		busy_ok[q] = done && done[q] && xs_plane_is_device(&x->planes[q]);
-		if (busy_ok[q])
-			busy[q] = st.busy[q];
-	}
-out:
-	stats_steps_free(&st);
-	free(ra);
-	free(rb);
-	free(done);
 	return r;
 }
 
 int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum)
 {
-	return stats_steps_overview_busy(rc, sum, NULL, NULL);
+	struct stats_steps st = {0};
+	int r;
+
+	memset(sum, 0, sizeof(*sum));
+	if ((r = stats_steps_compute(rc, &st)) == 0 && st.n)
+		stats_steps_summarize(&st, 0, st.n, sum);
+	stats_steps_free(&st);
+	return r;
 }

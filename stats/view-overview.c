@@ -8,6 +8,7 @@
  *
  * Design: built from the other analyses' parts: stats_steps_overview() (steps,
  * breakdown), stats_device_busy() per device plane (union of its op lines),
+ * stats_tpu_duty() on TPU hosts,
  * stats_ops_plane() per plane, the device planes' ops combined by name
  * (stats_ops_merge()). Memory: O(distinct ops + steps).
  */
@@ -21,12 +22,12 @@
 #define TOP_OPS 10 /* kNumTopOpsShown */
 
 /* op_stats_to_input_pipeline_analysis.cc's thresholds, in percent of the step time. */
-#define INPUT_HIGH 20.0 /* kHighlyInfeedBoundThresholdInPercent */
-#define INPUT_MODERATE 5.0
-#define OUTPUT_HIGH 20.0 /* kHighlyOutfeedBoundThresholdInPercent */
-#define OUTPUT_MODERATE 5.0
-#define COLL_HIGH 15.0 /* kHighlyDeviceCollectivesBoundThresholdInPercent */
+#define INPUT_HIGH 20.0    /* kHighlyInfeedBoundThresholdInPercent */
+#define INPUT_MODERATE 5.0 /* kModeratelyInfeedBoundThresholdInPercent */
+#define COLL_HIGH 15.0     /* kHighlyDeviceCollectivesBoundThresholdInPercent */
 #define COLL_MODERATE 3.0
+#define LAUNCH_HIGH 15.0 /* kHighlyKernelLaunchBoundThresholdInPercent */
+#define LAUNCH_MODERATE 3.0
 #define OTHER_HIGH 15.0 /* kHighlyAllOtherBoundThresholdInPercent */
 #define OTHER_MODERATE 3.0
 
@@ -57,20 +58,20 @@ static void out_cstr_or_null(struct xs_out *o, const char *s)
 struct ov_slot {
 	struct stats_ops ops;
 	struct stats_busy busy; /* device planes */
-	bool from_steps;        /* busy is left to the steps' sweep (stats_busy_in_steps()) */
 };
 
 /* The tasks of one overview: the steps' summary, then per plane its ops and its busy time. */
 struct ov_tasks {
 	struct stats_step_summary steps;
-	struct ov_slot *slot;     /* owned, one per plane */
-	struct stats_busy *sbusy; /* owned: the busy times the steps' sweep gave */
-	bool *sbusy_ok;           /* owned: which */
+	struct ov_slot *slot; /* owned, one per plane */
+	bool tpu;             /* XProf's TPU analysis: the duty cycle task runs */
+	struct stats_duty duty;
 };
 
 /*
  * ov_task() - a xs_task_fn: task 0 is stats_steps_overview(), task 1 + 2q plane
- * q's ops, task 2 + 2q its busy time: the order a plane-by-plane loop takes.
+ * q's ops, task 2 + 2q its busy time: the order a plane-by-plane loop takes;
+ * the last one the TPU duty cycle.
  */
 static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 {
@@ -78,18 +79,20 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 	size_t q = (i - 1) / 2;
 
 	if (i == 0)
-		return stats_steps_overview_busy(rc, &t->steps, t->sbusy, t->sbusy_ok);
+		return stats_steps_overview(rc, &t->steps);
+	if (i == 1 + 2 * rc->x->n_planes)
+		return t->tpu ? stats_tpu_duty(rc, &t->duty) : 0;
 	if (i % 2)
 		return stats_ops_plane(rc, q, &t->slot[q].ops);
-	if (!xs_plane_is_device(&rc->x->planes[q]) || t->slot[q].from_steps)
+	if (!xs_plane_is_device(&rc->x->planes[q]))
 		return 0;
 	return stats_device_busy(rc, q, &t->slot[q].busy);
 }
 
 /*
- * A xs_task_cost_fn: the events each task reads. The steps' sweep reads the
- * device op lines of the planes with steps twice (their union and breakdown),
- * and the host op lines for host steps: counted as all events, which puts it first.
+ * A xs_task_cost_fn: the events each task reads. The steps read the step
+ * lines and, when there are steps, the lines their events are on: counted as
+ * all events, which puts them first.
  */
 static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 {
@@ -98,10 +101,10 @@ static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 
 	if (i == 0)
 		return x->totals.events;
+	if (i == 1 + 2 * x->n_planes) /* the TPU planes' op and module lines */
+		return t->tpu ? x->totals.events / 2 : 0;
 	if (i % 2 == 0) /* busy time: a merge without stats, device planes only */
-		return xs_plane_is_device(&x->planes[q]) && !t->slot[q].from_steps
-			       ? x->planes[q].events / 2
-			       : 0;
+		return xs_plane_is_device(&x->planes[q]) ? x->planes[q].events / 2 : 0;
 	return x->planes[q].events;
 }
 
@@ -217,17 +220,31 @@ static void out_env(struct xs_out *o, const struct xprofs_xspace *x, const struc
 	OUT_LIT(o, "}");
 }
 
-static void out_device(struct xs_out *o, const struct ov_dev *d)
+/*
+ * out_device() - busy, span and duty cycle: on TPU hosts XProf's duty cycle
+ * (@duty, stats_tpu_duty()) and device_idle_time_percent (1 − op self time ÷
+ * the planes' op spans, IdleTimeRatio()); elsewhere the union of the op
+ * lines over their span, and no idle share (XProf computes none off TPU).
+ */
+static void out_device(struct xs_out *o, const struct ov_dev *d, const struct stats_duty *duty)
 {
+	int64_t busy = d->busy, span = d->span;
+
 	if (!d->planes) {
 		OUT_LIT(o, "null");
 		return;
 	}
-	xs_out_key_i64(o, "{\"busy_ps\":", d->busy);
-	xs_out_key_i64(o, ",\"span_ps\":", d->span);
-	xs_out_opt_double(o, ",\"duty_cycle\":", d->span > 0, (double)d->busy / (double)d->span);
-	xs_out_opt_double(o, ",\"idle_share\":", d->span > 0,
-			  1.0 - (double)d->busy / (double)d->span);
+	if (duty) {
+		busy = duty->active;
+		span = xs_sat_add(duty->active, duty->idle);
+	}
+	xs_out_key_i64(o, "{\"busy_ps\":", busy);
+	xs_out_key_i64(o, ",\"span_ps\":", span);
+	xs_out_opt_double(o, ",\"duty_cycle\":", span > 0, (double)busy / (double)span);
+	xs_out_opt_double(o, ",\"idle_share\":", duty != NULL,
+			  1.0 - (duty && duty->op_span > 0
+					 ? (double)d->ops.self / (double)duty->op_span
+					 : 0));
 	xs_out_opt_double(o, ",\"flops\":", d->has_flops, d->flops);
 	xs_out_opt_double(o, ",\"model_flops\":", d->has_model_flops, d->model_flops);
 	xs_out_opt_double(o, ",\"flops_per_s\":", d->has_flops && d->busy > 0,
@@ -282,74 +299,217 @@ static int out_top(struct xs_out *o, struct ov_dev *d)
 	return 0;
 }
 
-static const char *level(double pct, double high, double moderate)
+/* One of BottleneckAnalysis's classifications: "high" / "moderate" / "no" and its statement. */
+struct ov_class {
+	const char *level;
+	char text[320];
+};
+
+/*
+ * classify() - DeviceCollectivesAnalysis(), KernelLaunchAnalysis() (tf.data
+ * is never seen in use: no contention sentence) and AllOtherAnalysis():
+ * @pct against @high / @moderate, the statement "<pct> @what" (OneDigit()).
+ */
+static void classify(struct ov_class *c, double pct, double high, double moderate, const char *what)
 {
-	return pct >= high ? "high" : pct >= moderate ? "moderate" : "no";
+	c->level = pct >= high ? "high" : pct >= moderate ? "moderate" : "no";
+	c->text[0] = 0;
+	if (pct >= moderate)
+		snprintf(c->text, sizeof(c->text), "%.1f%s", pct, what);
+}
+
+static void out_class(struct xs_out *o, const char *key, const struct ov_class *c)
+{
+	OUT_LIT(o, ",\"");
+	xs_out_add(o, key, strlen(key));
+	OUT_LIT(o, "\":");
+	xs_out_cstr(o, c->level);
+	OUT_LIT(o, ",\"");
+	xs_out_add(o, key, strlen(key));
+	OUT_LIT(o, "_statement\":");
+	xs_out_cstr(o, c->text);
 }
 
 /*
- * out_bottleneck() - GenericBottleneck's classifications from the average
- * step breakdown (input = host wait + host to device; all other = idle), the
- * verdict (the first "high" of input, communication, host/idle, output; else
- * compute when device compute is half the step or more; else the first
- * "moderate"; else "none") and a statement in words with the numbers.
+ * input_analysis() - InputAnalysis(): the classification ("host", "both",
+ * "device") and statement of @in percent input time, or of @other percent
+ * all-other time when input is low; true when it reported the all-other time.
+ */
+static bool input_analysis(double in, double other, const char **kind, char *text, size_t cap)
+{
+	if (in >= INPUT_HIGH) {
+		*kind = "host";
+		snprintf(text, cap,
+			 "Your program is HIGHLY input-bound because %.1f%% of the total step time "
+			 "sampled is waiting for input. Therefore, you should first focus on "
+			 "reducing the input time.",
+			 in);
+		return false;
+	}
+	if (in >= INPUT_MODERATE) {
+		*kind = "both";
+		snprintf(text, cap,
+			 "Your program is MODERATELY input-bound because %.1f%% of the total step "
+			 "time sampled is waiting for input. Therefore, you would need to reduce "
+			 "both the input time and other time.",
+			 in);
+		return false;
+	}
+	if (other >= OTHER_MODERATE) {
+		*kind = "both";
+		snprintf(text, cap,
+			 "Your program is POTENTIALLY input-bound because %.1f%% of the total step "
+			 "time sampled is spent on 'All Others' time (which could be due to I/O or "
+			 "Python execution or both).",
+			 other);
+		return true;
+	}
+	*kind = "device";
+	snprintf(text, cap,
+		 "Your program is NOT input-bound because only %.1f%% of the total step time "
+		 "sampled is waiting for input. Therefore, you should focus on reducing other "
+		 "time.",
+		 in);
+	return false;
+}
+
+/*
+ * out_bottleneck() - the overview's recommendation as XProf's
+ * ComputeBottleneckAnalysis() makes it (op_stats_to_input_pipeline_analysis.cc)
+ * from the steps' breakdown summed in ms (@s): the percentages of the total
+ * step time, InputAnalysis()'s classification and statement, and the device
+ * collectives, kernel launch and all-other classifications. Without step
+ * time: "unknown" and XProf's statement that says so.
  */
 static void out_bottleneck(struct xs_out *o, const struct stats_step_summary *s)
 {
-	double in, coll, other, out, comp;
-	const char *li, *lc, *lo, *lt, *kind = "none";
+	double t = s->has ? s->ms_step : 0, in, out, comp, coll, idle, launch, other;
+	struct ov_class cc, cl, co;
+	const char *kind;
 	char text[512];
+	bool reported;
 
-	if (!s->has || !(s->avg > 0)) {
-		OUT_LIT(o, "null");
+	if (!(t != 0)) {
+		OUT_LIT(o,
+			"{\"kind\":\"unknown\",\"statement\":\"No step time measured. Therefore we "
+			"cannot tell where the performance bottleneck is.\"");
+		OUT_LIT(o, ",\"input_percent\":null,\"output_percent\":null,\"idle_percent\":null,"
+			   "\"compute_percent\":null,\"device_collectives_percent\":null,"
+			   "\"kernel_launch_percent\":null,\"all_other_percent\":null");
+		OUT_LIT(o, ",\"device_collectives\":\"no\",\"device_collectives_statement\":\"\","
+			   "\"kernel_launch\":\"no\",\"kernel_launch_statement\":\"\","
+			   "\"all_other\":\"no\",\"all_other_statement\":\"\"}");
 		return;
 	}
-	in = 100.0 * (s->bd[B_WAIT] + s->bd[B_H2D]) / s->avg;
-	coll = 100.0 * s->bd[B_COLL] / s->avg;
-	other = 100.0 * s->bd[B_IDLE] / s->avg;
-	out = 100.0 * s->bd[B_D2H] / s->avg;
-	comp = 100.0 * s->bd[B_DCOMP] / s->avg;
-	li = level(in, INPUT_HIGH, INPUT_MODERATE);
-	lc = level(coll, COLL_HIGH, COLL_MODERATE);
-	lo = level(other, OTHER_HIGH, OTHER_MODERATE);
-	lt = level(out, OUTPUT_HIGH, OUTPUT_MODERATE);
-	for (int pass = 0; pass < 2 && !strcmp(kind, "none"); pass++) {
-		const char *want = pass ? "moderate" : "high";
-
-		if (!strcmp(li, want))
-			kind = "input";
-		else if (!strcmp(lc, want))
-			kind = "communication";
-		else if (!strcmp(lo, want))
-			kind = "host";
-		else if (!strcmp(lt, want))
-			kind = "output";
-		else if (!pass && comp >= 50.0)
-			kind = "compute";
-	}
-	snprintf(text, sizeof(text),
-		 "%s-bound: of the average step (%.6g ps), %.1f %% is input (%s), %.1f %% "
-		 "device collectives (%s), %.1f %% idle or host (%s), %.1f %% output (%s), "
-		 "%.1f %% device compute",
-		 kind, s->avg, in, li, coll, lc, other, lo, out, lt, comp);
+	in = 100.0 * s->ms_input / t;
+	out = 100.0 * s->ms[B_D2H] / t;
+	comp = 100.0 * s->ms[B_DCOMP] / t;
+	coll = 100.0 * s->ms[B_COLL] / t;
+	idle = 100.0 - in - out - comp - coll;
+	idle = idle > 0 ? idle : 0;
+	launch = 0; /* HOST_PREPARE: XProf's step events never hold it (docs/stats.md) */
+	other = 100.0 * s->ms[B_IDLE] / t;
+	reported = input_analysis(in, other, &kind, text, sizeof(text));
+	classify(&cc, coll, COLL_HIGH, COLL_MODERATE,
+		 " % of the total step time sampled is spent on 'Device Collective "
+		 "Communication'.");
+	classify(&cl, launch, LAUNCH_HIGH, LAUNCH_MODERATE,
+		 " % of the total step time sampled is spent on 'Kernel Launch'.");
+	classify(&co, reported ? 0 : other, OTHER_HIGH, OTHER_MODERATE,
+		 " % of the total step time sampled is spent on 'All Others' time. This could "
+		 "be due to Python execution overhead.");
 	OUT_LIT(o, "{\"kind\":");
 	xs_out_cstr(o, kind);
-	xs_out_opt_double(o, ",\"input_percent\":", true, in);
-	OUT_LIT(o, ",\"input\":");
-	xs_out_cstr(o, li);
-	xs_out_opt_double(o, ",\"collectives_percent\":", true, coll);
-	OUT_LIT(o, ",\"collectives\":");
-	xs_out_cstr(o, lc);
-	xs_out_opt_double(o, ",\"all_other_percent\":", true, other);
-	OUT_LIT(o, ",\"all_other\":");
-	xs_out_cstr(o, lo);
-	xs_out_opt_double(o, ",\"output_percent\":", true, out);
-	OUT_LIT(o, ",\"output\":");
-	xs_out_cstr(o, lt);
-	xs_out_opt_double(o, ",\"device_compute_percent\":", true, comp);
 	OUT_LIT(o, ",\"statement\":");
 	xs_out_cstr(o, text);
+	xs_out_opt_double(o, ",\"input_percent\":", true, in);
+	xs_out_opt_double(o, ",\"output_percent\":", true, out);
+	xs_out_opt_double(o, ",\"idle_percent\":", true, idle);
+	xs_out_opt_double(o, ",\"compute_percent\":", true, comp);
+	xs_out_opt_double(o, ",\"device_collectives_percent\":", true, coll);
+	xs_out_opt_double(o, ",\"kernel_launch_percent\":", true, launch);
+	xs_out_opt_double(o, ",\"all_other_percent\":", true, other);
+	out_class(o, "device_collectives", &cc);
+	out_class(o, "kernel_launch", &cl);
+	out_class(o, "all_other", &co);
 	OUT_LIT(o, "}");
+}
+
+/* XProf's diagnostics.cc messages (PopulateOverviewDiagnostics(), PopulateStepDiagnostics()). */
+static const char no_device_trace[] =
+	"No TensorCore device trace was collected. This might happen if your job hadn't been run "
+	"on the device when sampling was turned on. You could try the sampling again later.";
+static const char no_step_marker[] =
+	"No step marker observed and hence the step time is unknown. This may happen if (1) "
+	"training steps are not instrumented (e.g., if you are not using Keras) or (2) the "
+	"profiling duration is shorter than the step time. For (1), you need to add step "
+	"instrumentation; for (2), you may try to profile longer.";
+
+struct ov_str { /* a borrowed string */
+	const char *s;
+	size_t n;
+};
+
+static int str_cmp(const void *a, const void *b)
+{
+	const struct ov_str *x = a, *y = b;
+	int c = memcmp(x->s, y->s, x->n < y->n ? x->n : y->n);
+
+	return c ? c : x->n < y->n ? -1 : x->n > y->n;
+}
+
+/*
+ * out_unique() - the strings of @s, each once, sorted (XProf keeps the
+ * XSpace's errors and warnings in a hash set; errors it sorts), then @more
+ * (NULL: none). -ENOMEM.
+ */
+static int out_unique(struct xs_out *o, const struct xs_strs *s, const char *more)
+{
+	struct ov_str *v = malloc((s->n ? s->n : 1) * sizeof(*v));
+	size_t n = 0;
+
+	if (!v)
+		return -ENOMEM;
+	for (size_t i = 0; i < s->n; i++)
+		v[i] = (struct ov_str){s->s[i], s->len[i]};
+	qsort(v, s->n, sizeof(*v), str_cmp);
+	OUT_LIT(o, "[");
+	for (size_t i = 0; i < s->n; i++) {
+		if (i && !str_cmp(&v[i - 1], &v[i]))
+			continue;
+		OUT_RAW(o, n ? "," : "");
+		xs_out_str(o, v[i].s, v[i].n);
+		n++;
+	}
+	if (more) {
+		OUT_RAW(o, n ? "," : "");
+		xs_out_cstr(o, more);
+	}
+	OUT_LIT(o, "]");
+	free(v);
+	return 0;
+}
+
+/*
+ * out_diagnostics() - PopulateOverviewDiagnostics(): the XSpace's errors
+ * (else XProf's "no device trace" error when a device type has no cores),
+ * its warnings and the step diagnostic (no steps: "No step marker
+ * observed..."); XProf's overview adds no info.
+ */
+static int out_diagnostics(struct xs_out *o, const struct xprofs_xspace *x, const struct ov_env *e,
+			   const struct stats_step_summary *s)
+{
+	bool nodev = !x->errors.n && strcmp(e->type ? e->type : "", "CPU") && e->count == 0;
+	int r;
+
+	OUT_LIT(o, "{\"info\":[],\"warnings\":");
+	if ((r = out_unique(o, &x->warnings, s->has ? NULL : no_step_marker)) < 0)
+		return r;
+	OUT_LIT(o, ",\"errors\":");
+	if ((r = out_unique(o, &x->errors, nodev ? no_device_trace : NULL)) < 0)
+		return r;
+	OUT_LIT(o, "}");
+	return 0;
 }
 
 /*
@@ -372,24 +532,13 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	d.ops.m.other = -1;
 	d.all_peaks = true;
 	t.slot = calloc(x->n_planes + 1, sizeof(*t.slot));
-	t.sbusy = calloc(x->n_planes + 1, sizeof(*t.sbusy));
-	t.sbusy_ok = calloc(x->n_planes + 1, sizeof(*t.sbusy_ok));
-	if (!t.slot || !t.sbusy || !t.sbusy_ok) {
+	if (!t.slot) {
 		r = -ENOMEM;
 		goto out;
 	}
-	for (size_t q = 0; q < x->n_planes; q++)
-		t.slot[q].from_steps = stats_busy_in_steps(x, q);
-	if ((r = xs_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
+	t.tpu = stats_is_tpu(x);
+	if ((r = xs_tasks_run(rc, 2 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
 		goto out;
-	for (size_t q = 0; q < x->n_planes; q++) {
-		if (!t.slot[q].from_steps)
-			continue;
-		if (t.sbusy_ok[q])
-			t.slot[q].busy = t.sbusy[q];
-		else if ((r = stats_device_busy(rc, q, &t.slot[q].busy)) < 0)
-			goto out;
-	}
 	for (size_t q = 0; q < x->n_planes; q++)
 		if ((r = ov_plane(rc, q, &t.slot[q], &d)) < 0)
 			goto out;
@@ -399,11 +548,11 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	out_env(o, x, &d, &env);
 	OUT_LIT(o, ",\n\"step_time\":");
 	if (steps->has)
-		stats_step_summary_write(o, x, steps);
+		stats_step_summary_write(o, steps);
 	else
 		OUT_LIT(o, "null");
 	OUT_LIT(o, ",\n\"device\":");
-	out_device(o, &d);
+	out_device(o, &d, t.tpu ? &t.duty : NULL);
 	OUT_LIT(o, ",\n\"op_time\":");
 	out_op_time(o, &d);
 	OUT_LIT(o, ",\n\"top_ops\":");
@@ -411,13 +560,14 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 		goto out;
 	OUT_LIT(o, ",\n\"bottleneck\":");
 	out_bottleneck(o, steps);
+	OUT_LIT(o, ",\n\"diagnostics\":");
+	if ((r = out_diagnostics(o, x, &env, steps)) < 0)
+		goto out;
 	OUT_LIT(o, "}\n");
 out:
 	for (size_t q = 0; t.slot && q < x->n_planes; q++)
 		stats_ops_free(&t.slot[q].ops);
 	free(t.slot);
-	free(t.sbusy);
-	free(t.sbusy_ok);
 	stats_ops_free(&d.ops);
 	stats_plane_facts_clear(&d.f);
 	free(env.tpu_type);

@@ -1,7 +1,7 @@
 /*
  * view-svg.c - overview.svg: a picture of a host for a browser or image
- * viewer: step time per step as stacked bars (steps.json's breakdown, the
- * plane overview.json summarizes), and the top ops by self time
+ * viewer: step time per step as stacked bars (steps.json's breakdown of the
+ * host's steps), and the top ops by self time
  * (overview.json's top_ops: the device planes' ops combined).
  *
  * Design: plain SVG 1.1 written here (no dependency), from the same parts the

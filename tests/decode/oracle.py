@@ -9,8 +9,8 @@ compared with what that parse says: summary (planes, lines, ids, event
 counts, first/last ps, plane stats), every track (every event's name, start,
 duration, num_occurrences and every resolved stat value, in order), ops
 (per-plane and per-op count/total/self/min/max, recomputed here from the
-rules in docs/decode.md: XProf's self time), steps (labels, times, device_ps
-recomputed as the union of the device op lines) and trace.json
+rules in docs/decode.md: XProf's self time), steps (XProf's step database:
+oracle_steps.py) and trace.json
 with XProf's rules (oracle_trace.py: the same events, names, exact microsecond
 times, pids, tids, flows, async pairs and args; trace.json.gz gunzips to it),
 also on an epoch-shifted copy of the generated tpu profile (line timestamps
@@ -230,72 +230,9 @@ def check_ops(path, xs, jops):
     oracle_stats.check_ops(path, xs, jops, obj, stat_value, stat_name, names, fail)
 
 
-def step_label(p, e):
-    """step_num stat (event, then metadata), else step_name, else the name."""
-    _, _, m = event_names(p, e.metadata_id)
-    num = name = None
-    for st in e.stats:
-        k = stat_name(p, st.metadata_id)
-        if k == "step_num" and st.WhichOneof("value") in ("int64_value", "uint64_value"):
-            num = getattr(st, st.WhichOneof("value"))
-            if st.WhichOneof("value") == "uint64_value" and num >= 1 << 63:
-                num -= 1 << 64
-        elif k == "step_name":
-            name = stat_value(p, st)
-    if num is None and m is not None:
-        for st in m.stats:
-            if stat_name(p, st.metadata_id) == "step_num" and \
-                    st.WhichOneof("value") in ("int64_value", "uint64_value"):
-                num = getattr(st, st.WhichOneof("value"))
-    if num is not None:
-        return num
-    if name is not None:
-        return str(name)
-    return text(event_names(p, e.metadata_id)[0])
-
-
 def check_steps(path, xs, steps):
-    import bisect
-    want = [[pi, s, e.duration_ps, step_label(p, e), 0] for pi, p, e, s in oracle_stats.step_events(xs)]
-    want.sort(key=lambda w: (w[0], w[1]))
-    by_plane = {}
-    for w in want:
-        by_plane.setdefault(w[0], []).append(w)
-    starts = {pi: [w[1] for w in ws] for pi, ws in by_plane.items()}
-
-    def add(pi, s, t):
-        ws = by_plane.get(pi)
-        if not ws:
-            return
-        k = bisect.bisect_left(starts[pi], t)
-        while k > 0:
-            k -= 1
-            w = w_ = ws[k]
-            if w[1] + w[2] <= s:
-                break
-            ov = min(t, w[1] + w[2]) - max(s, w[1])
-            if ov > 0:
-                w_[4] += ov
-
-    union = oracle_stats.union
-
-    if want:
-        spans = {}  # device plane -> its op events' [start, end)
-        for pi, p in enumerate(xs.planes):
-            if not p.name.startswith("/device:"):
-                continue
-            for l in p.lines:
-                if not (l.name == "XLA Ops" or l.name.startswith("Stream #")):
-                    continue
-                for e, s in oracle_stats.timed_events(l):
-                    spans.setdefault(pi, []).append((s, s + e.duration_ps))
-        for pi, sp in spans.items():  # a device plane's steps: the union of its streams
-            for s, t in union(sp):
-                add(pi, s, t)
-        host = [q for q, qp in enumerate(xs.planes) if not qp.name.startswith("/device:")]
-        for s, t in union([x for sp in spans.values() for x in sp]):  # host steps: all devices
-            for q in host:
-                add(q, s, t)
+    """steps.json's steps against XProf's step database (oracle_steps.steps_model())."""
+    want, _ = oracle_stats.breakdown_model(xs, stat_value, stat_name)
     got = obj(steps)["steps"]
     if len(got) != len(want):
         fail("%s: %d steps, oracle %d" % (path, len(got), len(want)))
@@ -303,7 +240,7 @@ def check_steps(path, xs, steps):
     for g, w in zip(got, want):
         g = obj(g)
         exp = {"plane": xs.planes[w[0]].name, "start_ps": w[1], "duration_ps": w[2],
-               "step": w[3], "device_ps": w[4]}
+               "step": w[4], "device_ps": w[5]}
         for k, v in exp.items():
             if g[k] != v:
                 fail("%s: step %r: %s %r vs %r" % (path, exp["step"], k, g[k], v))

@@ -14,7 +14,7 @@ Written from XProf's rules, not from stats/view-session.c:
 - compare/<base>/ops.json: both sessions' tables, ops matched by name (all
   programs of a name added up), sorted by the absolute change of self time;
 - compare/<base>/steps.json: each host's step-time summary (overview.json's
-  step_time: host steps, else the first plane with steps), the session's as
+  step_time: the host's steps), the session's as
   the step-weighted average over its hosts, hosts matched by name.
 
 Every model returns the JSON object the view must equal (oracle_stats.same():
@@ -169,11 +169,9 @@ def compare_ops_model(base, new, sv, sn, names):
 
 
 def host_step_summary(xs, sv, sn):
-    """overview.json's step_time: the host steps' summary, else the first plane's with steps."""
+    """overview.json's step_time: the summary of the host's steps (XProf's step database)."""
     _, summ = oracle_stats.breakdown_model(xs, sv, sn)
-    pick = next((q for q in summ if not xs.planes[q].name.startswith("/device:")),
-                next(iter(summ), None))
-    return summ.get(pick) if pick is not None else None
+    return summ.get("host")
 
 
 def straggler_model(avgs):

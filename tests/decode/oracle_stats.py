@@ -19,6 +19,7 @@ import re
 from decimal import Decimal
 
 import oracle_hlo_facts
+import oracle_steps
 
 U64 = 1 << 64
 # The sidecar files each profile path is rendered with (the CLI's --hlo), set by the tests.
@@ -589,17 +590,6 @@ def non_overlapped(spans):
     return out
 
 
-def step_events(xs):
-    """Every event of the planes' "Steps" lines: (plane index, plane, event, start ps)."""
-    for pi, p in enumerate(xs.planes):
-        for l in p.lines:
-            if l.name != "Steps":
-                continue
-            for e in l.events:
-                off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
-                yield pi, p, e, l.timestamp_ns * 1000 + off
-
-
 def timed_events(l):
     """The events of line l that have a time (not num_occurrences): (event, start ps)."""
     base = l.timestamp_ns * 1000
@@ -609,67 +599,9 @@ def timed_events(l):
 
 
 def breakdown_model(xs, stat_value, stat_name):
-    """(steps [plane, start, duration, breakdown], {plane: summary}) as steps.json."""
-    steps = [[pi, s, e.duration_ps, [0] * len(BD_KEYS)] for pi, _, e, s in step_events(xs)]
-    steps.sort(key=lambda s: (s[0], s[1]))
-
-    def spans(planes, host):
-        out = []
-        for pi in planes:
-            p = xs.planes[pi]
-            dev = p.name.startswith("/device:")
-            for l, kind in op_lines(p):
-                if kind == "host" and not host:
-                    continue
-                base = l.timestamp_ns * 1000
-                for e in l.events:
-                    if e.WhichOneof("data") == "num_occurrences" or e.duration_ps < 0:
-                        continue
-                    m = p.event_metadata[e.metadata_id] \
-                        if e.metadata_id in p.event_metadata else None
-                    s = base + e.offset_ps
-                    out.append((s, s + e.duration_ps,
-                                classify(dev, m, None, p, stat_value, stat_name)))
-        return out
-
-    def add(targets, pieces):
-        for s, e, t in pieces:
-            for st in steps:
-                if st[0] in targets:
-                    ov = min(e, st[1] + st[2]) - max(s, st[1])
-                    if ov > 0:
-                        st[3][t] += ov
-
-    with_steps = sorted({s[0] for s in steps})
-    devs = [q for q, p in enumerate(xs.planes) if p.name.startswith("/device:")]
-    for q in with_steps:
-        if q in devs:
-            add({q}, non_overlapped(spans([q], False)))
-    hosts = {q for q in with_steps if q not in devs}
-    if hosts:
-        add(hosts, non_overlapped(spans(range(len(xs.planes)), True)))
-    for st in steps:
-        st[3][0] = max(0, st[2] - sum(st[3][1:]))
-    summaries = {}
-    for q in with_steps:
-        d = [s for s in steps if s[0] == q]
-        total = 0.0
-        for s in d:
-            total += float(s[2])
-        avg = total / len(d)
-        var = 0.0
-        for s in d:
-            var += (float(s[2]) - avg) * (float(s[2]) - avg)
-        bd = {}
-        for k, key in enumerate(BD_KEYS):
-            acc = 0.0
-            for s in d:
-                acc += float(s[3][k])
-            bd[key] = acc / len(d)
-        summaries[q] = {"plane": xs.planes[q].name, "steps": len(d), "avg_ps": avg,
-                        "stddev_ps": math.sqrt(var / len(d)), "min_ps": min(s[2] for s in d),
-                        "max_ps": max(s[2] for s in d), "breakdown_avg": bd}
-    return steps, summaries
+    """(steps [plane, start, duration, breakdown, step, device_ps], {"host": summary})
+    as steps.json: oracle_steps.steps_model(), XProf's step database."""
+    return oracle_steps.steps_model(xs, stat_value, stat_name)
 
 
 def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
@@ -697,9 +629,9 @@ def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):
             gv = obj(g[k]) if k == "breakdown_avg" else g[k]
             if k == "breakdown_avg":
                 if set(gv) != set(v) or not all(close(gv[x], v[x]) for x in v):
-                    fail("%s: summary %s %s %r vs %r" % (path, w["plane"], k, gv, v))
+                    fail("%s: summary %s %r vs %r" % (path, k, gv, v))
             elif not close(gv, v):
-                fail("%s: summary %s %s %r vs %r" % (path, w["plane"], k, gv, v))
+                fail("%s: summary %s %r vs %r" % (path, k, gv, v))
 
 
 def first_string(p, stats, name, stat_value, stat_name):
@@ -735,45 +667,9 @@ def device_busy(p):
     return sum(b - a for a, b in u), u[0][0], max(b for _, b in u)
 
 
-def level(pct, high, moderate):
-    return "high" if pct >= high else "moderate" if pct >= moderate else "no"
-
-
-def bottleneck(summ):
-    if summ is None or not summ["avg_ps"] > 0:
-        return None
-    bd, avg = summ["breakdown_avg"], summ["avg_ps"]
-    inp = 100.0 * (bd["host_wait_input_ps"] + bd["host_to_device_ps"]) / avg
-    coll = 100.0 * bd["device_collectives_ps"] / avg
-    other = 100.0 * bd["idle_ps"] / avg
-    out = 100.0 * bd["device_to_host_ps"] / avg
-    comp = 100.0 * bd["device_compute_ps"] / avg
-    li, lc = level(inp, 20.0, 5.0), level(coll, 15.0, 3.0)
-    lo, lt = level(other, 15.0, 3.0), level(out, 20.0, 5.0)
-    kind = "none"
-    for want in ("high", "moderate"):
-        for k, lv in (("input", li), ("communication", lc), ("host", lo), ("output", lt)):
-            if lv == want:
-                kind = k
-                break
-        else:
-            if want == "high" and comp >= 50.0:
-                kind = "compute"
-        if kind != "none":
-            break
-    text = ("%s-bound: of the average step (%.6g ps), %.1f %% is input (%s), %.1f %% "
-            "device collectives (%s), %.1f %% idle or host (%s), %.1f %% output (%s), "
-            "%.1f %% device compute" % (kind, avg, inp, li, coll, lc, other, lo, out, lt, comp))
-    return {"kind": kind, "input_percent": inp, "input": li, "collectives_percent": coll,
-            "collectives": lc, "all_other_percent": other, "all_other": lo,
-            "output_percent": out, "output": lt, "device_compute_percent": comp,
-            "statement": text}
-
-
 def overview_model(xs, stat_value, stat_name, names, path=None):
     steps, summaries = breakdown_model(xs, stat_value, stat_name)
-    pick = next((q for q in summaries if not xs.planes[q].name.startswith("/device:")),
-                next(iter(summaries), None))
+    pick = "host" if summaries else None
     dev = {"planes": 0, "busy": 0, "span": 0, "flops": None, "model_flops": None,
            "peak_flop_s": 0.0, "all_peaks": True, "facts": None, "p": None}
     host_occ = dev_occ = host_self = dev_self = 0
@@ -834,11 +730,16 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
         b, sp, fl, mf, pk = dev["busy"], dev["span"], dev["flops"], dev["model_flops"], \
             dev["peak_flop_s"]
         ok = dev["all_peaks"] and pk > 0
+        bu = b
+        duty, idle = oracle_steps.tpu_duty(xs, stat_value, stat_name), None
+        if duty is not None:  # ConstructDutyCycleTracker(), IdleTimeRatio()
+            b, sp = duty[0], duty[0] + duty[1]
+            idle = 1.0 - (dev_self / duty[2] if duty[2] > 0 else 0.0)
         device = {"busy_ps": b, "span_ps": sp,
                   "duty_cycle": b / sp if sp > 0 else None,
-                  "idle_share": 1.0 - b / sp if sp > 0 else None,
+                  "idle_share": idle,
                   "flops": fl, "model_flops": mf,
-                  "flops_per_s": fl / b * 1e12 if fl is not None and b > 0 else None,
+                  "flops_per_s": fl / bu * 1e12 if fl is not None and bu > 0 else None,
                   "hfu": fl / pk if fl is not None and ok else None,
                   "mfu": mf / pk if mf is not None and ok else None}
     allops = host_occ + dev_occ
@@ -856,8 +757,10 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
                     "cumulative_share": cum if dev_self > 0 else None,
                     "flops_per_s": rate(o["flops"], o["total"])})
     summ = summaries.get(pick) if pick is not None else None
+    picked = [(s[2], dict(zip(BD_KEYS, s[3]))) for s in steps]
     return {"run_environment": env, "step_time": summ, "device": device, "op_time": op_time,
-            "top_ops": top, "bottleneck": bottleneck(summ)}
+            "top_ops": top, "bottleneck": oracle_steps.bottleneck(picked),
+            "diagnostics": oracle_steps.diagnostics(xs, summ is not None, dtype, ncores)}
 
 
 def same(a, b, where, fail):

@@ -6,9 +6,8 @@ every view the CLI renders must be strict JSON (no NaN, no Infinity), and
 ops.json / steps.json / summary.json must equal the independent
 recomputation of oracle.py / oracle_stats.py. A few rules are also checked
 against numbers worked out by hand (docs/stats.md explains each):
-XProf's self time (only children wholly inside the parent count),
-GetDeviceEventTimespan(), and the device busy time of a step as the union
-of concurrent streams.
+XProf's self time (only children wholly inside the parent count) and
+GetDeviceEventTimespan(); the steps' are test_steps.py's.
 
 Exit status: 0 pass, 1 mismatch, 77 skip (protoc absent).
 """
@@ -70,20 +69,6 @@ def hand_checks(paths, out):
     # ridge = 100e12 / 1000e9 = 100 flop/byte: fusion.1 4000 flop/byte, conv.2 10
     if ops["fusion.1"]["bound"] != "Compute" or ops["conv.2"]["bound"] != "Memory":
         fail("nested: bounds %r %r" % (ops["fusion.1"]["bound"], ops["conv.2"]["bound"]))
-    steps = out["nested"]["steps"]["steps"]
-    if [s["device_ps"] for s in steps] != [1500000, 600000]:
-        fail("nested: device_ps %r, by hand [1500000, 600000]" % [s["device_ps"] for s in steps])
-    steps = out["streams"]["steps"]["steps"]
-    if [s["device_ps"] for s in steps] != [1150000, 750000]:
-        fail("streams: device_ps %r, by hand [1150000, 750000] (the union of the streams)"
-             % [s["device_ps"] for s in steps])
-    # the nccl kernel [751000, 951000) of GPU 0 is under a gemm until 801000 (compute wins)
-    bd = {k: v for k, v in steps[0]["breakdown"].items() if v}
-    if bd != {"device_compute_ps": 1000000, "device_collectives_ps": 150000, "idle_ps": 50000}:
-        fail("streams: step 1 breakdown %r" % bd)
-    for s in steps:
-        if s["device_ps"] > s["duration_ps"]:
-            fail("streams: device_ps %r > duration %r" % (s["device_ps"], s["duration_ps"]))
     # GPU peak (hardware_type_utils.cc): A100 = cc 8.0, 2048 FLOP/SM/cycle (matrix FP16)
     # x 1.41 GHz x 108 SMs = 311.86944 TFLOP/s; HBM from memory_bandwidth: 2 TB/s
     gp = out["streams"]["ops"]["planes"]

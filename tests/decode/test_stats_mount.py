@@ -24,6 +24,7 @@ import oracle
 import oracle_session
 import oracle_stats
 import stats_profiles
+import steps_profiles
 import xmount
 import xproto
 
@@ -49,14 +50,15 @@ def body(t, w):
     pb2, tmp = xproto.load("xplane")
     try:
         paths = stats_profiles.build(pb2, tmp)
+        spaths = steps_profiles.build(pb2, tmp)  # hosts with steps (XProf's group_id steps)
         sess = w.session()
-        hosts = {"gpuhost": paths["streams"], "tpuhost": paths["nested"]}
+        hosts = {"gpuhost": spaths["gpus"], "tpuhost": spaths["tpusteps"]}
         for h, p in hosts.items():
             shutil.copy(p, os.path.join(sess, h + ".xplane.pb"))
         # a second session of the run, for the compare recipes (s1/compare/s2/)
         sess2 = w.session(session="s2")
         shutil.copy(paths["streams"], os.path.join(sess2, "gpuhost.xplane.pb"))
-        shutil.copy(paths["onestep"], os.path.join(sess2, "tpuhost.xplane.pb"))
+        shutil.copy(spaths["tpusteps"], os.path.join(sess2, "tpuhost.xplane.pb"))
         m = w.mount(os.path.join(w.path, "src"))
         base = os.path.join(m.mnt, "runs", "run", "s1")
         for h, p in hosts.items():
