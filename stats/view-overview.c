@@ -115,7 +115,9 @@ static int ov_plane(struct xs_rctx *rc, size_t q, struct ov_slot *s, struct ov_d
 	struct stats_ops *ops = &s->ops;
 	const struct stats_busy *b = &s->busy;
 
-	if (!ops->events)
+	/* a GPU busy with kernels XProf's table leaves out (ops->un) still counts
+	 * towards the device's busy time and span */
+	if (!ops->events && !ops->un_events)
 		return 0;
 	for (size_t i = 0; i < ops->m.n; i++) {
 		const struct op *op = &ops->m.ops[i];

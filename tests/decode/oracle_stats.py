@@ -675,8 +675,9 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
     host_occ = dev_occ = host_self = dev_self = 0
     merged = {}
     for p in xs.planes:
-        events, _, ops = op_table(p, stat_value, stat_name, names, hlo_of(xs, path))
-        if not events:
+        events, _, ops, (un_events, _, _) = op_table_full(p, stat_value, stat_name, names,
+                                                          hlo_of(xs, path))
+        if not events and not un_events:  # a GPU busy with left-out kernels only still counts
             continue
         isdev = p.name.startswith("/device:")
         for o in ops.values():

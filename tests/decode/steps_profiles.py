@@ -87,9 +87,11 @@ def gpus(xs):
     g0.event(st, "1", 12000000, 8000000, group_id=1)
     k = g0.line(1, "Stream #1(Kernel)")
     kd = "regs:32 static_shared:0 dynamic_shared:1024 grid:8,1,1 block:128,1,1 occ_pct:50.0"
-    g0.event(k, "gemm", 0, 6000000, group_id=0, correlation_id=1, kernel_details=kd)
+    g0.event(k, "gemm", 0, 6000000, group_id=0, correlation_id=1, kernel_details=kd,
+             hlo_op="dot.1", program_id=7)  # an XLA op: ops.json lists it
     g0.event(k, "nccl_all_reduce", 5000000, 3000000, group_id=0, correlation_id=2)
-    g0.event(k, "gemm", 12000000, 6000000, group_id=1, correlation_id=3)
+    g0.event(k, "gemm", 12000000, 6000000, group_id=1, correlation_id=3, hlo_op="dot.1",
+             program_id=7)
     c = g0.line(2, "Stream #2(MemcpyH2D)")
     g0.event(c, "MemcpyHtoD", 8000000, 1000000, group_id=0)  # no correlation_id
     g0.event(c, "MEMCPYHtoD", 9000000, 500000, group_id=0, correlation_id=4)

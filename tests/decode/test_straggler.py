@@ -43,12 +43,16 @@ def host_profile(pb2, path, host, steps):
     xs.hostnames.append(host)
     pl = stats_profiles.Plane(xs, 1, "/device:TPU:0")
     ops = pl.line(1, "XLA Ops", 1)
-    pl.event(ops, "fusion.1", 0, 1000, {"hlo_category": "loop fusion"})
-    if steps:
+    if not steps:
+        pl.event(ops, "fusion.1", 0, 1000, {"hlo_category": "loop fusion"})
+    else:
+        # XProf's TPU steps: the Steps line's events with a group_id, each
+        # with an XLA op of its group (ConvertTpuDeviceTraceXLineToStepEvents())
         sl = pl.line(2, "Steps", 1)
         t = 0
         for i, d in enumerate(steps):
-            pl.event(sl, "step %d" % i, t, d)
+            pl.event(ops, "fusion.1", t, 1000, {"hlo_category": "loop fusion"}, group_id=i)
+            pl.event(sl, "step %d" % i, t, d, group_id=i)
             t += d
     with open(path, "wb") as f:
         f.write(xs.SerializeToString())
