@@ -3,8 +3,9 @@
  * index, keyed by (program id, instruction name), what the views need
  * without decoding a program again: the framework op (op_full_name(),
  * op_name, op_type), source_info(), category (category.c), opcode, where
- * it is (program and instruction index), and room for two numbers, FLOPs
- * and bytes accessed, that a cost function may fill (NAN otherwise).
+ * it is (program and instruction index), and room for three numbers, FLOPs
+ * (the model's and the device's) and bytes accessed, that a cost function
+ * may fill (NAN otherwise).
  *
  * Sources (openxla/xprof xprof/utils/hlo_module_map.cc): HloModuleMap keeps
  * the first module of a program id that converts (AddHloProto():
@@ -39,7 +40,7 @@
 
 struct fact {
 	uint64_t program_id;
-	double flops, bytes;
+	double flops, dflops, bytes;
 	uint32_t order, program, instr;
 	/* into the arena (below mem_max, so 32 bits suffice) */
 	uint32_t name_off, name_len, full_off, full_len, op_name_len, src_off, src_len;
@@ -143,7 +144,7 @@ static int add_instr(struct xprofs_hlo_facts *t, const struct xprofs_hlo_program
 	e->program = (uint32_t)pi;
 	e->instr = (uint32_t)i;
 	e->from = (uint8_t)from;
-	e->flops = e->bytes = NAN;
+	e->flops = e->dflops = e->bytes = NAN;
 	e->name_off = (uint32_t)t->arena.len;
 	if ((r = put(t, in.name, strlen(in.name), &e->name_len)) < 0)
 		return r;
@@ -176,7 +177,7 @@ static int add_instr(struct xprofs_hlo_facts *t, const struct xprofs_hlo_program
 	e->cat_off = cat.off, e->cat_len = cat.len;
 	e->opc_off = opc.off, e->opc_len = opc.len;
 	if (opts && opts->cost)
-		opts->cost(opts->cost_arg, p, i, &e->flops, &e->bytes);
+		opts->cost(opts->cost_arg, p, i, &e->flops, &e->dflops, &e->bytes);
 	t->n++;
 	return 0;
 }
@@ -349,6 +350,7 @@ bool xprofs_hlo_facts_find(const struct xprofs_hlo_facts *t, uint64_t program_id
 	out->program = e->program;
 	out->instr = e->instr;
 	out->flops = e->flops;
+	out->device_flops = e->dflops;
 	out->bytes_accessed = e->bytes;
 	return true;
 }

@@ -11,6 +11,11 @@
  * after that only takes the mutex to read the result. A view that never
  * asks costs one allocation.
  *
+ * The default options fill each fact's FLOPs and bytes with hlo/cost.c's
+ * figures as XProf's GPU cost analysis gives them (gpu_cost()): the open
+ * XProf registers a cost analysis for GPUs only, and the views use them on
+ * GPU planes only.
+ *
  * Limits: those of the index and of the facts table (mem_max); a source
  * that does not read (a name that is no sidecar's, a metadata plane that
  * does not parse, the index's limits) adds what it could: only -ENOMEM
@@ -25,11 +30,68 @@
 #include "xprofs/xspace.h"
 
 /*
- * The facts' options when the caller gives none. hlo/cost.c's function
- * goes in .cost: its FLOPs and bytes then fill each fact's flops and
- * bytes_accessed (NAN until then).
+ * The divisor of XProf's GPU "device flops" (XProfGpuCostAnalysis in
+ * xprof/utils/xprof_gpu_cost_analysis.cc): an instruction whose widest
+ * operand (GetInputBitwidths(): array operands only) has 8 bits runs at
+ * twice the 16-bit peak, 4 bits at four times, so its flops count half or a
+ * quarter against that peak. A custom call is not given the default rule:
+ * only a cuBLASLt gemm is, by its first operand's width; any other keeps
+ * its flops.
  */
-static const struct xprofs_hlo_facts_opts default_opts = {.mem_max = XPROFS_HLO_FACTS_MEM_MAX};
+static unsigned device_divisor(const struct xprofs_hlo_program *p, size_t i)
+{
+	struct xprofs_hlo_instr in;
+	struct xprofs_hlo_shape s;
+	unsigned bits = 0, b;
+
+	if (xprofs_hlo_instr_get(p, i, &in) < 0)
+		return 1;
+	if (!strcmp(in.opcode, "custom-call")) {
+		if (strcmp(in.custom_call_target, "__cublas$lt$matmul") &&
+		    strcmp(in.custom_call_target, "__cublas$lt$matmul$f8"))
+			return 1;
+		if (in.n_operands > 1)
+			in.n_operands = 1;
+	}
+	for (size_t k = 0; k < in.n_operands; k++) {
+		struct xprofs_hlo_instr op;
+
+		if (xprofs_hlo_instr_get(p, in.operands[k], &op) < 0 ||
+		    xprofs_hlo_shape_get(p, op.shape, &s) < 0)
+			continue;
+		b = xprofs_hlo_type_bits(s.element_type); /* 0: tuple, token, opaque */
+		bits = b > bits ? b : bits;
+	}
+	return bits == 8 ? 2 : bits == 4 ? 4 : 1;
+}
+
+/*
+ * A xprofs_hlo_cost_fn: hlo/cost.c's figures as XProf's GPU
+ * PerformanceInfoWrapper takes them (HloCostAnalysisWrapper, with
+ * ValidHloCost()): ModelFlops() the analysis' flops, DeviceFlops() those
+ * less XProfGpuCostAnalysis's adjustment (device_divisor()),
+ * bytes_accessed() its bytes accessed; a figure the program does not
+ * determine stays NAN.
+ */
+static void gpu_cost(void *arg, const struct xprofs_hlo_program *p, size_t i, double *flops,
+		     double *device_flops, double *bytes_accessed)
+{
+	struct xprofs_hlo_cost c;
+
+	(void)arg;
+	if (xprofs_hlo_cost_get(p, i, &c) < 0)
+		return;
+	if (c.known & XPROFS_HLO_COST_FLOPS) {
+		*flops = c.flops;
+		*device_flops = c.flops / device_divisor(p, i);
+	}
+	if (c.known & XPROFS_HLO_COST_BYTES)
+		*bytes_accessed = c.bytes_accessed;
+}
+
+/* The facts' options when the caller gives none: 64 MiB, XProf's GPU figures. */
+static const struct xprofs_hlo_facts_opts default_opts = {.mem_max = XPROFS_HLO_FACTS_MEM_MAX,
+							  .cost = gpu_cost};
 
 struct xprofs_hlo_lazy {
 	struct xs_hlo_src src; /* first: the views get &src */

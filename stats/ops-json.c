@@ -25,6 +25,16 @@ static void out_opt_double(struct xs_out *o, const char *lit, bool has, double d
 		OUT_LIT(o, "null");
 }
 
+/* out_opt_str() - @lit then @s, or null when @s is NULL. */
+static void out_opt_str(struct xs_out *o, const char *lit, const char *s)
+{
+	xs_out_add(o, lit, strlen(lit));
+	if (s)
+		xs_out_cstr(o, s);
+	else
+		OUT_LIT(o, "null");
+}
+
 /* out_rate() - @lit then @amount per second of @ps (XProf's SafeDivide over time), null if unknown. */
 static void out_rate(struct xs_out *o, const char *lit, bool has, double amount, int64_t ps)
 {
@@ -66,11 +76,9 @@ void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_pl
 	xs_out_cstr(o, op->name);
 	OUT_LIT(o, ",\"category\":");
 	xs_out_cstr(o, op->category);
-	OUT_LIT(o, ",\"program\":");
-	if (op->program)
-		xs_out_cstr(o, op->program);
-	else
-		OUT_LIT(o, "null");
+	out_opt_str(o, ",\"program\":", op->program);
+	out_opt_str(o, ",\"provenance\":", op->provenance);
+	out_opt_str(o, ",\"source\":", op->source);
 	OUT_LIT(o, ",\"count\":");
 	xs_out_u64(o, op->count);
 	xs_out_key_i64(o, ",\"occurrences\":", op->occurrences);

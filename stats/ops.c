@@ -9,12 +9,16 @@
  * Ops are aggregated per plane in a hash map by name (GPU kernels by their
  * hlo_op); self time = duration minus the durations of the direct children
  * wholly inside it (XProf's rule, ConvertTensorCoreDeviceTraceXPlaneToOpMetricsDb()),
- * from a stack of open events. Limits: at most OPS_MAX distinct ops per
+ * from a stack of open events. A GPU XLA op takes its category, provenance,
+ * source and per-occurrence FLOPs / bytes from its HLO instruction in the
+ * render's facts table (xla_group(), xla_account()), as XProf's
+ * AggregateHloFunc() does. Limits: at most OPS_MAX distinct ops per
  * plane (the rest go to "(other)"), nesting at most OPS_DEPTH_MAX deep
  * (deeper events count as leaves), PROGS_MAX programs per plane.
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,6 +33,8 @@ static void opmap_free(struct opmap *m)
 		free(m->ops[i].name);
 		free(m->ops[i].category);
 		free(m->ops[i].program);
+		free(m->ops[i].provenance);
+		free(m->ops[i].source);
 	}
 	free(m->ops);
 	xprofs_table_free(m->tab);
@@ -129,7 +135,7 @@ static void op_finish(struct opmap *m, const struct frame *f)
 struct refc {
 	int64_t ref;
 	uint64_t pid;
-	int64_t gi; /* -1: empty */
+	int64_t gi; /* -1: empty; -ENOENT: no op (the kernel is unattributed) */
 };
 
 /*
@@ -210,38 +216,73 @@ static const char *hlo_leaf(const char *hlo)
 }
 
 /*
+ * op_hlo() - when @op (keyed (@pid, @leaf)) is first found in the HLO, what
+ * XProf's AggregateHloFunc() takes from its HLO instruction @f: provenance
+ * TfOpName(), SourceInfo(), and the PerformanceInfoWrapper's figures. Not
+ * for "(other)", which holds ops of many instructions.
+ */
+static int op_hlo(struct op *op, const char *leaf, uint64_t pid, const struct xprofs_hlo_fact *f)
+{
+	struct xprofs_buf b;
+	int r;
+
+	if (op->hlo || !op->has_pid || op->pid != pid || strcmp(op->name, leaf))
+		return 0;
+	op->hlo = true;
+	op->hlo_flops = f->device_flops;
+	op->hlo_model_flops = f->flops;
+	op->hlo_bytes = f->bytes_accessed;
+	/* op_name ":" op_type, each cut at XPROFS_HLO_FACT_STR_MAX: it fits */
+	xprofs_buf_init(&b, 2 * XPROFS_HLO_FACT_STR_MAX + 2);
+	r = xprofs_hlo_tf_op_name(f, &b);
+	if (r == 0 && b.len && !(op->provenance = strndup(b.data, b.len)))
+		r = -ENOMEM;
+	xprofs_buf_deinit(&b);
+	if (r == 0 && f->source_len && !(op->source = strndup(f->source, f->source_len)))
+		r = -ENOMEM;
+	return r;
+}
+
+/*
  * xla_group() - the op of a GPU event with an hlo_op @hlo and a program id @pid
- * (XProf's key (program_id, name)), or -errno; -ENOENT when the name is empty
- * (no HLO instruction has that name: the kernel is left out).
+ * (XProf's key (program_id, name)), or -errno; -ENOENT when the kernel is
+ * left out: the name is empty, or the profile has HLO and no instruction of
+ * that name in program @pid (ConvertDeviceTraceXPlaneToOpMetricsDb() counts
+ * an XLA kernel only when GetHloInstruction() finds it). A profile without
+ * HLO keeps every kernel (XProf would show none; docs/stats.md), and so
+ * does one whose facts table was cut by its memory cap (a name missing
+ * there may be in the part not read). The op's category is its
+ * instruction's Category() when found, else the event's.
  */
 static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os,
 			 const char *hlo, uint64_t pid)
 {
 	const char *cat = os->category ? os->category : md->category, *leaf;
+	const struct xprofs_hlo_facts *facts;
+	struct xprofs_hlo_fact f;
 	struct refc *c = NULL;
+	bool found;
 	int64_t gi;
+	int r;
 
 	if (os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
 		c = refc_slot(a, os->ref[XS_OS_HLO_OP], pid);
-		if (c->gi >= 0 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid)
+		if (c->gi != -1 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid)
 			return c->gi;
 	}
 	if (!*(leaf = hlo_leaf(hlo)))
 		return -ENOENT;
-	if (!cat || !cat[0]) {
-		/* XProf's GPU op metrics take the category from the HLO
-		 * (HloInstructionWrapper::Category()) */
-		const struct xprofs_hlo_facts *facts;
-		struct xprofs_hlo_fact f;
-		int r;
-
-		if ((r = xs_hlo_facts(a->rc, &facts)) < 0)
+	if ((r = xs_hlo_facts(a->rc, &facts)) < 0)
+		return r;
+	found = xprofs_hlo_facts_find(facts, pid, leaf, strlen(leaf), &f);
+	if (!found && xprofs_hlo_facts_count(facts) && !xprofs_hlo_facts_truncated(facts)) {
+		gi = -ENOENT;
+	} else {
+		gi = opmap_get_key(a->m, (struct opkey){leaf, true, pid}, found ? f.category : cat);
+		if (gi >= 0 && found && (r = op_hlo(&a->m->ops[gi], leaf, pid, &f)) < 0)
 			return r;
-		if (xprofs_hlo_facts_find(facts, pid, leaf, strlen(leaf), &f))
-			cat = f.category;
 	}
-	gi = opmap_get_key(a->m, (struct opkey){leaf, true, pid}, cat);
-	if (gi >= 0 && c)
+	if (c && (gi >= 0 || gi == -ENOENT))
 		*c = (struct refc){os->ref[XS_OS_HLO_OP], pid, gi};
 	return gi;
 }
@@ -460,15 +501,55 @@ static void gpu_self(struct op *op, int64_t dur)
 	op->self = xs_sat_add(op->self, dur > 0 ? dur : 0);
 }
 
+/* pick() - an amount: the HLO's @hlo when > 0, else the stat's, else a known 0 or none. */
+static void pick(const struct op *op, double hlo, bool has_stat, double stat, double *out,
+		 bool *has)
+{
+	if (op->hlo && hlo > 0)
+		*out = hlo, *has = true;
+	else if (has_stat)
+		*out = stat, *has = true;
+	else
+		*has = op->hlo && !isnan(hlo); /* a known 0 */
+}
+
+/*
+ * xla_account() - run @u as one occurrence of its XLA op @op, with the
+ * amounts of DeviceOpMetricsDbBuilder::EnterOp(): flops = the instruction's
+ * DeviceFlops() when > 0, else the run's "flops" stats; bytes likewise;
+ * model flops = ModelFlops() when > 0, else the run's "flops" stats
+ * (AggregateHloFunc() passes them as model_flops), and when that is 0 the
+ * op's flops so far. An amount is null only when neither the HLO nor a
+ * stat gives one (pick()).
+ */
+static void xla_account(struct op *op, const struct run *u)
+{
+	struct amounts v = {0};
+	double mf = 0;
+
+	pick(op, op->hlo_flops, u->v.has_flops, u->v.flops, &v.flops, &v.has_flops);
+	pick(op, op->hlo_bytes, u->v.has_bytes, u->v.bytes, &v.bytes, &v.has_bytes);
+	if (op->hlo && op->hlo_model_flops > 0)
+		mf = op->hlo_model_flops;
+	else if (u->v.has_flops)
+		mf = u->v.flops;
+	if (mf != 0)
+		v.mflops = mf, v.has_mf = true;
+	op_account(op, u->events, 1, u->dur, &v);
+	if (mf == 0) {
+		op->model_flops = op->flops;
+		op->has_model_flops = op->has_flops;
+	}
+	gpu_self(op, u->dur);
+}
+
 /* run_flush() - the open run, if any, as one occurrence of its op (AggregateHloFunc()). */
 static void run_flush(struct ops_acc *a)
 {
 	struct run *u = &a->run;
 
-	if (u->gi >= 0) {
-		op_account(&a->m->ops[u->gi], u->events, 1, u->dur, &u->v);
-		gpu_self(&a->m->ops[u->gi], u->dur);
-	}
+	if (u->gi >= 0)
+		xla_account(&a->m->ops[u->gi], u);
 	memset(u, 0, sizeof(*u));
 	u->gi = -1;
 }
@@ -489,8 +570,6 @@ static void run_add(struct ops_acc *a, int64_t gi, const struct xs_event *e,
 		u->v.flops += v->flops, u->v.has_flops = true;
 	if (v->has_bytes)
 		u->v.bytes += v->bytes, u->v.has_bytes = true;
-	if (v->has_mf)
-		u->v.mflops += v->mflops, u->v.has_mf = true;
 	if (os->has_group_id)
 		u->group = os->group_id;
 }
@@ -513,6 +592,9 @@ static int64_t tf_group(struct ops_acc *a, const char *tf_op, const struct xs_ev
 	if (!(type = t.type_len ? strndup(t.type, t.type_len) : strdup("unknown")))
 		goto out;
 	gi = opmap_get_key(a->m, (struct opkey){name, true, 0}, type);
+	if (gi >= 0 && !a->m->ops[gi].provenance && !strcmp(a->m->ops[gi].name, name) &&
+	    !(a->m->ops[gi].provenance = strdup(tf_op)))
+		gi = -ENOMEM; /* its provenance: the tf_op (EnterOpMetadata()) */
 	if (gi >= 0)
 		mdc_set(a, e->md, tf_op, gi);
 out:
@@ -525,9 +607,10 @@ out:
  * stream_event() - a GPU stream event, as ConvertDeviceTraceXPlaneToOpMetricsDb():
  * with an hlo_op and a program id, an XLA op keyed (program_id, hlo_op's last
  * "::" piece), contiguous events of one name and group_id one occurrence; else
- * with a tf_op, a framework op; else (XProf leaves it out) an unattributed kernel.
- * XProf also drops XLA ops whose instruction is not in the program's HLO: not
- * done (that needs the HLO protos). The rest of the rules: docs/stats.md.
+ * with a tf_op, a framework op; else (XProf leaves it out) an unattributed
+ * kernel, as is an XLA kernel whose instruction the HLO lacks (xla_group()).
+ * A left-out kernel does not end the run being merged (XProf skips it). The
+ * rest of the rules: docs/stats.md.
  */
 static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_event *e,
 			struct xs_evmd *md, const struct xs_opstats *os, const struct amounts *v)
@@ -732,8 +815,18 @@ void stats_op_add(struct op *b, const struct op *a)
 		b->model_flops += a->model_flops, b->has_model_flops = true;
 }
 
+int stats_op_meta(struct op *b, const struct op *a)
+{
+	if ((!b->provenance && a->provenance && !(b->provenance = strdup(a->provenance))) ||
+	    (!b->source && a->source && !(b->source = strdup(a->source))))
+		return -ENOMEM;
+	return 0;
+}
+
 int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 {
+	int r;
+
 	if (!dst->m.tab)
 		dst->m.other = -1;
 	for (size_t i = 0; i < src->m.n; i++) {
@@ -747,6 +840,8 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 		if (!b->program_tried && a->program && !(b->program = strdup(a->program)))
 			return -ENOMEM;
 		b->program_tried = true;
+		if ((r = stats_op_meta(b, a)) < 0)
+			return r;
 		b->min = a->min < b->min ? a->min : b->min;
 		b->max = a->max > b->max ? a->max : b->max;
 		stats_op_add(b, a);

@@ -76,6 +76,13 @@ struct op {
 	int64_t total, self, min, max;
 	double flops, bytes, model_flops;
 	bool has_flops, has_bytes, has_model_flops;
+	/* GPU: XProf's provenance (an XLA op's instruction's TfOpName(), a
+	 * framework op's tf_op) and the instruction's source_info(); owned, NULL: none */
+	char *provenance, *source;
+	/* GPU XLA op found in the HLO: its instruction's DeviceFlops(),
+	 * ModelFlops(), bytes_accessed() per occurrence (NAN: not determined) */
+	bool hlo;
+	double hlo_flops, hlo_model_flops, hlo_bytes;
 };
 
 struct opmap {
@@ -113,6 +120,9 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
 void stats_ops_free(struct stats_ops *d);
 /* stats_op_add() - @a's counts, times, flops and bytes added to @b (not min / max / names). */
 void stats_op_add(struct op *b, const struct op *a);
+/* stats_op_meta() - @a's provenance and source copied into @b where it has none
+ * (CopyOpMetricsMetadata()); 0 or -ENOMEM. */
+int stats_op_meta(struct op *b, const struct op *a);
 /* stats_ops_merge() - add @src's ops to @dst's by name (XProf's OpMetricsDbCombiner); @dst
  * starts zeroed. Its facts and programs map stay empty. */
 int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src);

@@ -50,6 +50,8 @@ static void sdb_free(struct sdb *d)
 		free(d->m.ops[i].name);
 		free(d->m.ops[i].category);
 		free(d->m.ops[i].program);
+		free(d->m.ops[i].provenance);
+		free(d->m.ops[i].source);
 	}
 	free(d->m.ops);
 	xprofs_table_free(d->m.tab);
@@ -133,7 +135,8 @@ static int64_t sdb_get(struct sdb *d, const char *program, const char *name)
 /*
  * op_combine() - XProf's CombineOpMetrics() of @a into @b (sums; the minimum,
  * or @a's when @b has no occurrences yet) and CopyOpMetricsMetadata()'s
- * category (the first non-empty one). The maximum is xprofs' own.
+ * category (the first non-empty one), provenance and source likewise. The
+ * maximum is xprofs' own.
  */
 static int op_combine(struct op *b, const struct op *a)
 {
@@ -145,6 +148,8 @@ static int op_combine(struct op *b, const struct op *a)
 		free(b->category);
 		b->category = c;
 	}
+	if (stats_op_meta(b, a) < 0)
+		return -ENOMEM;
 	b->min = b->occurrences == 0 || a->min < b->min ? a->min : b->min;
 	b->max = a->max > b->max ? a->max : b->max;
 	stats_op_add(b, a);

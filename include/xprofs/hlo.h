@@ -335,16 +335,18 @@ const char *xprofs_hlo_category(const struct xprofs_hlo_program *p, size_t i);
 #define XPROFS_HLO_FACTS_MEM_MAX ((size_t)64 << 20)
 
 /*
- * A cost function: sets *@flops and *@bytes_accessed of instruction @i of
- * @p (both NAN when it leaves them), called once for each instruction the
- * table keeps, while its program is decoded. @arg is the caller's.
+ * A cost function: sets *@flops (the model's: XProf's ModelFlops()),
+ * *@device_flops (normalized to the device's peak rate: DeviceFlops()) and
+ * *@bytes_accessed of instruction @i of @p (each NAN when it leaves it),
+ * called once for each instruction the table keeps, while its program is
+ * decoded. @arg is the caller's.
  */
 typedef void (*xprofs_hlo_cost_fn)(void *arg, const struct xprofs_hlo_program *p, size_t i,
-				   double *flops, double *bytes_accessed);
+				   double *flops, double *device_flops, double *bytes_accessed);
 
 struct xprofs_hlo_facts_opts {
 	size_t mem_max;          /* 0: XPROFS_HLO_FACTS_MEM_MAX */
-	xprofs_hlo_cost_fn cost; /* NULL: flops and bytes_accessed stay NAN */
+	xprofs_hlo_cost_fn cost; /* NULL: flops, device_flops, bytes_accessed stay NAN */
 	void *cost_arg;
 };
 
@@ -366,6 +368,7 @@ struct xprofs_hlo_fact {
 	size_t program;               /* the program's index in the index ... */
 	size_t instr;                 /* ... and the instruction's in the program */
 	double flops, bytes_accessed; /* from the cost function, else NAN */
+	double device_flops;          /* likewise */
 };
 
 struct xprofs_hlo_facts;

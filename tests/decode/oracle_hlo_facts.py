@@ -9,9 +9,17 @@ the programs of the profile's "/host:metadata" plane
 "<module>(<program id>).hlo_proto.pb"; the first program of an id that
 parses wins (HloModuleMap), and in it the first instruction of a name
 (HloModuleWrapper).
+
+Each instruction's FLOPs and bytes are XProf's GPU PerformanceInfoWrapper
+figures over tests/hlo/oracle_cost.py's independent HloCostAnalysis model:
+ModelFlops() its flops, DeviceFlops() those over 2 / 4 when the widest
+array operand has 8 / 4 bits (XProfGpuCostAnalysis; a custom call only
+when a cuBLASLt gemm, by its first operand), bytes_accessed() its bytes;
+None where the model cannot tell.
 """
 import os
 import re
+import sys
 
 import oracle_trace
 
@@ -66,6 +74,41 @@ def tf_op_name(md):
     return name + ":" + typ
 
 
+_COST = []
+
+
+def cost_model():
+    """tests/hlo/oracle_cost.py, imported once (it lives beside the HLO reader's tests)."""
+    if not _COST:
+        import xproto
+        sys.path.insert(0, os.path.join(xproto.SRC, "tests", "hlo"))
+        import oracle_cost
+        _COST.append(oracle_cost)
+    return _COST[0]
+
+
+LT_GEMM = {"__cublas$lt$matmul", "__cublas$lt$matmul$f8"}
+
+
+def performance(model, ins):
+    """(ModelFlops(), DeviceFlops(), bytes_accessed()) of @ins, None where unknown."""
+    oc = cost_model()
+    flops, _, nbytes, _, _ = model.cost(ins)
+    if flops is None:
+        return None, None, nbytes
+    ops = [model.op(ins, k).shape for k in range(len(ins.operand_ids))]
+    if ins.opcode == "custom-call":
+        ops = ops[:1] if ins.custom_call_target in LT_GEMM else []
+    width = max([oc.bits(o.element_type) for o in ops if oc.is_array(o)] or [0])
+    return flops, flops / {8: 2, 4: 4}.get(width, 1), nbytes
+
+
+def source_info(md):
+    """source_info(): "<basename of source_file>:<line>", "" without a file."""
+    return "%s:%d" % (md.source_file.rsplit("/", 1)[-1], md.source_line) \
+        if md.source_file else ""
+
+
 def sidecar_protos(paths):
     out = []
     for path in paths:
@@ -77,7 +120,8 @@ def sidecar_protos(paths):
 
 
 def facts(xs, sidecars=()):
-    """{(program id, instruction name): {"tf_op_name", "op_full_name", "category"}}."""
+    """{(program id, instruction name): {"tf_op_name", "op_full_name", "category",
+    "source", "opcode", "target", "flops", "device_flops", "bytes"}}."""
     out, done = {}, set()
     for pid, data in oracle_trace.metadata_protos(xs) + sidecar_protos(sidecars):
         h = oracle_trace.hlo_pb2().HloProto()
@@ -88,13 +132,19 @@ def facts(xs, sidecars=()):
         if pid & U64 in done:
             continue
         done.add(pid & U64)
+        model = cost_model().Model(h.hlo_module)
         for comp in h.hlo_module.computations:
             by_id = {i.id: i for i in comp.instructions}
             for ins in comp.instructions:
-                out.setdefault((pid & U64, ins.name), {
+                if (pid & U64, ins.name) in out:
+                    continue
+                fl, dfl, nb = performance(model, ins)
+                out[(pid & U64, ins.name)] = {
                     "tf_op_name": tf_op_name(ins.metadata),
                     "op_full_name": ins.metadata.op_name + ":" + ins.metadata.op_type,
-                    "category": category(ins, by_id)})
+                    "category": category(ins, by_id), "source": source_info(ins.metadata),
+                    "opcode": ins.opcode, "target": ins.custom_call_target,
+                    "flops": fl, "device_flops": dfl, "bytes": nb}
     return out
 
 

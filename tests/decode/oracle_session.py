@@ -33,6 +33,9 @@ def _combine(dst, src):
     """CombineOpMetrics() + CopyOpMetricsMetadata() of op dict @src into @dst."""
     if not dst["category"] and src["category"]:
         dst["category"] = src["category"]
+    for k in ("provenance", "source"):
+        if dst.get(k) is None:
+            dst[k] = src.get(k)
     if dst["occurrences"] == 0 or src["min"] < dst["min"]:
         dst["min"] = src["min"]
     dst["max"] = src["max"] if dst["max"] is None else max(dst["max"], src["max"])

@@ -219,7 +219,8 @@ def programs(p, names):
 def new_op(name, cat, prog, pid=None):
     return {"name": name, "category": cat or "", "program": prog, "pid": pid,
             "count": 0, "occurrences": 0, "total": 0, "self": 0, "min": None, "max": None,
-            "flops": None, "bytes": None, "model_flops": None}
+            "flops": None, "bytes": None, "model_flops": None, "provenance": None,
+            "source": None, "hlo": None}
 
 
 def account(o, events, occ, d, amounts):
@@ -247,8 +248,12 @@ def op_table_full(p, stat_value, stat_name, names, facts=None):
     piece) and a program_id is an XLA op keyed (program_id, name), contiguous events of
     one name and one group_id making one occurrence; else with a non-empty tf_op a
     framework op "<ParseTfOpFullname() name>/<event name>" (type as category,
-    "unknown" when empty; no flops or bytes); else left out of the table, listed by
-    kernel name in the last element. Self time = time on GPU (children_time_ps 0).
+    "unknown" when empty; no flops or bytes; provenance the tf_op); else left out of
+    the table, listed by kernel name in the last element. Self time = time on GPU
+    (children_time_ps 0). With HLO (@facts not empty) an XLA kernel counts only when
+    GetHloInstruction() finds its instruction (else it is left out, and does not end
+    the run); a found one's op takes its Category(), TfOpName() (provenance),
+    source_info() and, per occurrence, EnterOp()'s amounts (xla_amounts()).
     """
     from oracle_trace import parse_tf_op
     progs = programs(p, names)
@@ -293,7 +298,7 @@ def op_table_full(p, stat_value, stat_name, names, facts=None):
             nonlocal run, run_group
             if run is not None:
                 o = ops[run[0]]
-                account(o, run[3], 1, run[4], run[5])
+                xla_account(o, run[3], run[4], run[5])
                 o["self"] += max(0, run[4])
             run, run_group = None, 0
 
@@ -308,14 +313,16 @@ def op_table_full(p, stat_value, stat_name, names, facts=None):
                 grp = es.integer("group_id")
                 grp = None if grp is None else signed(grp)
                 leaf = hlo.split("::")[-1] if hlo is not None else None
-                if leaf and pid is not None:
+                f = oracle_hlo_facts.lookup(facts or {}, pid, leaf) if leaf else None
+                if leaf and pid is not None and (f is not None or not facts):
                     key = (pid, leaf)
                     if key not in ops:
-                        cat = category_of(es, ms)
-                        f = oracle_hlo_facts.lookup(facts or {}, pid, leaf)
-                        if not cat and f is not None:
-                            cat = f["category"]  # HloInstructionWrapper::Category()
+                        # HloInstructionWrapper::Category() when found
+                        cat = f["category"] if f is not None else category_of(es, ms)
                         ops[key] = new_op(leaf, cat, program_of(es, ms), pid)
+                        if f is not None:
+                            ops[key].update(provenance=f["tf_op_name"] or None,
+                                            source=f["source"] or None, hlo=f)
                     if run is None or run[1] != leaf or grp is None or grp != run_group:
                         flush()
                         run = [key, leaf, 0, 0, 0, {}]
@@ -337,6 +344,7 @@ def op_table_full(p, stat_value, stat_name, names, facts=None):
                     key = (0, tname + "/" + name)
                     if key not in ops:
                         ops[key] = new_op(key[1], ttype or "unknown", program_of(es, ms), 0)
+                        ops[key]["provenance"] = tf
                     account(ops[key], 1, 1, d, {})
                     ops[key]["self"] += max(0, d)
                     events += 1
@@ -375,6 +383,29 @@ def op_table_full(p, stat_value, stat_name, names, facts=None):
     return events, total, ops, (un_events, un_total, un)
 
 
+def xla_account(o, events, d, stats):
+    """One occurrence of XLA op @o (@events events, @d ps, its "flops" / "bytes_accessed"
+    stats summed in @stats) as DeviceOpMetricsDbBuilder::EnterOp() adds it: the HLO's
+    DeviceFlops() / bytes_accessed() when > 0, else the stats; model flops ModelFlops()
+    when > 0, else the stats' flops (AggregateHloFunc()'s model_flops), and when that is
+    0 the op's flops so far. None only when neither the HLO nor a stat has a figure."""
+    h = o["hlo"] or {}
+
+    def pick(hkey, skey):
+        hv, sv = h.get(hkey), stats.get(skey)
+        if hv is not None and hv > 0:
+            return hv
+        return sv if sv is not None else (0.0 if hv is not None else None)
+    mf = h.get("flops")
+    if mf is None or not mf > 0:
+        mf = stats.get("flops") or 0
+    account(o, events, 1, d, {"flops": pick("device_flops", "flops"),
+                              "bytes": pick("bytes", "bytes"),
+                              "model_flops": mf or None})
+    if not mf:
+        o["model_flops"] = o["flops"]
+
+
 def trunc_div(a, b):
     """C's integer division (towards zero)."""
     q = abs(a) // abs(b)
@@ -398,7 +429,8 @@ def op_fields(o, facts, plane_self):
         bound = "Compute" if f0 != 0 else "Unknown"
     return {
         "name": o["name"], "category": o["category"], "program": o["program"],
-        "count": o["count"], "occurrences": o["occurrences"], "total_ps": o["total"],
+        "provenance": o.get("provenance"), "source": o.get("source"), "count": o["count"],
+        "occurrences": o["occurrences"], "total_ps": o["total"],
         "self_ps": o["self"], "min_ps": o["min"], "max_ps": o["max"],
         "mean_ps": trunc_div(o["total"], o["count"]),
         "avg_ps": o["total"] / o["occurrences"] if o["occurrences"] > 0 else None,

@@ -15,10 +15,19 @@ recomputation (oracle_hlo_facts.py through oracle_stats.py):
   GPU hosts with HLO in their metadata plane, and the session with
   sidecars (gpu_mi300_jax_conv_session), where every device op row of a
   GPU plane gets a category.
+
+And the FLOPs the GPU op rows take from the HLO (XProf's
+PerformanceInfoWrapper over HloCostAnalysis): the generated dot,
+convolution and gemm custom-call rows carry the FLOPs worked out by hand
+times their occurrences; on the samples every dot / gemm / convolution row
+has FLOPs, at a rate no higher than the device's peak; a kernel whose
+instruction the present HLO lacks (a program whose sidecar is left out)
+goes to "unattributed".
 """
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -79,6 +88,81 @@ def categorized(t, label, rows, facts):
          (label, len(mine), len(rows)), empty[:5])
 
 
+# FLOPs of one occurrence of the generator's instructions, by hand (docs/hlo.md)
+HAND_FLOPS = {
+    "dot.4": 2 * 256 * 1024 * 512,                      # [256,1024] x [1024,512]
+    "custom-call.13": 2 * 256 * 1024 * 512,             # the same as a cuBLAS gemm
+    "convolution.2": 2 * 16 * 32 * 8 * 94 * 94,         # 3x3, padding 1, over 32x32
+}
+
+
+def by_hand(t, label, ops_json):
+    """Every generated row named in HAND_FLOPS: FLOPs = by hand x occurrences, model
+    FLOPs the same (16/32-bit operands: no device discount), a rate within the peak."""
+    rows = [(p, o) for p, o in gpu_rows(ops_json) if o["name"] in HAND_FLOPS]
+    bad = [(p, o["name"], o["program"], o["occurrences"], o["flops"]) for p, o in rows
+           if o["flops"] != HAND_FLOPS[o["name"]] * o["occurrences"] or
+           o["model_flops"] != o["flops"]]
+    t.ok(len({o["name"] for _, o in rows}) == len(HAND_FLOPS) and not bad,
+         "%s: dot / gemm / convolution rows carry the FLOPs by hand x occurrences (%d rows)"
+         % (label, len(rows)), bad[:5])
+    within_peak(t, label, ops_json, rows)
+
+
+def within_peak(t, label, ops_json, rows):
+    """Each (plane, row) of @rows has a FLOP rate, no higher than its plane's peak where
+    ops.json has one (the generator writes no device capabilities: no peak)."""
+    peak = {p["name"]: p["peak_flops_per_s"] for p in ops_json["planes"]}
+    over = [(p, o["name"], o["flops_per_s"], peak[p]) for p, o in rows
+            if o["flops_per_s"] is None or (peak[p] is not None and o["flops_per_s"] > peak[p])]
+    t.ok(rows and not over, "%s: %d rows' FLOP rates within the peak %s" % (
+        label, len(rows), sorted({str(v) for v in peak.values()})), over[:5])
+
+
+def missing_program(t, host, xs, sidecars):
+    """One program's sidecar left out while the others are there: its kernels are
+    unattributed (GetHloInstruction() finds nothing), the other rows stay."""
+    left = [s for s in sidecars if os.path.basename(s).startswith("jit_forward(")]
+    rest = [s for s in sidecars if s not in left]
+    if not t.ok(left, "a sidecar of jit_forward to leave out", sidecars):
+        return
+    full = json.loads(cli(host, "ops", sidecars)[1])
+    part = json.loads(cli(host, "ops", rest)[1])
+    # (events of the table, unattributed events) per plane, with and without it
+    counts = [{p["name"]: (p["events"], p["unattributed"]["events"]) for p in j["planes"]
+               if p["name"].startswith("/device:GPU:")} for j in (full, part)]
+    moved = {k: counts[1][k][1] - v[1] for k, v in counts[0].items()}
+    kept = [o["name"] for _, o in gpu_rows(part) if o["program"] == "jit_forward(9)"]
+    t.ok(all(counts[0][k][0] - counts[1][k][0] == moved[k] for k in moved) and
+         sum(moved.values()) > 0 and not kept,
+         "without jit_forward(9)'s HLO its %d kernels are unattributed, none kept" %
+         sum(moved.values()), (counts, kept[:3]))
+    oracle_ok(t, "CLI --hlo without jit_forward", host, xs, rest)
+
+
+def matmul_or_conv(o, facts):
+    """A row of a dot, convolution, gemm / cuDNN convolution custom call, or a fusion
+    XLA names after one."""
+    m = re.search(r"\((\d+)\)$", o["program"] or "")
+    f = facts.get((int(m.group(1)), o["name"]), {}) if m else {}
+    return f.get("opcode") in ("dot", "convolution") or \
+        any(w in o["name"] for w in ("dot", "conv", "gemm")) or \
+        any(w in f.get("target", "") for w in ("cublas", "cudnn"))
+
+
+def sample_rows(t, label, ops_json, facts):
+    """Every device op row has a category; dot / gemm / convolution rows have FLOPs at a
+    rate within the peak."""
+    rows = gpu_rows(ops_json)
+    t.ok(rows and all(o["category"] for _, o in rows), "%s: every device op row has a "
+         "category (%d rows)" % (label, len(rows)),
+         [o["name"] for _, o in rows if not o["category"]][:5])
+    mm = [(p, o) for p, o in rows if matmul_or_conv(o, facts)]
+    t.ok(mm and all(o["flops"] for _, o in mm), "%s: %d dot / gemm / convolution rows have "
+         "FLOPs" % (label, len(mm)), [(o["name"], o["flops"]) for _, o in mm][:5])
+    within_peak(t, label, ops_json, mm)
+
+
 def load(pb2, path):
     xs = pb2.XSpace()
     with open(path, "rb") as fh:
@@ -126,6 +210,8 @@ def generated(t, w, pb2):
          "kernels.json: --hlo gives framework ops (op_name:op_type)", k_hlo[:5])
     categorized(t, "CLI --hlo ops.json", gpu_rows(json.loads(cli(host, "ops", mine)[1])),
                 with_hlo)
+    by_hand(t, "CLI --hlo ops.json", json.loads(cli(host, "ops", mine)[1]))
+    missing_program(t, host, xs, mine)
     # through a mount: the host views see the session's sidecars
     m = w.mount(os.path.join(w.path, "src"))
     base = os.path.join(m.mnt, "runs", "run", "s1")
@@ -154,8 +240,10 @@ def samples(t, pb2):
             continue
         label = os.path.relpath(path, root)
         oracle_ok(t, label, path, xs, sidecars)
-        categorized(t, label + " ops.json", gpu_rows(json.loads(cli(path, "ops", sidecars)[1])),
-                    oracle_hlo_facts.facts(xs, sidecars))
+        ops_json = json.loads(cli(path, "ops", sidecars)[1])
+        facts = oracle_hlo_facts.facts(xs, sidecars)
+        categorized(t, label + " ops.json", gpu_rows(ops_json), facts)
+        sample_rows(t, label + " ops.json", ops_json, facts)
 
 
 def body(t, w):

@@ -465,4 +465,5 @@ def main():
     sys.exit(xproto.status())
 
 
-main()
+if __name__ == "__main__":  # imported by tests/decode/oracle_hlo_facts.py
+    main()
