@@ -113,10 +113,17 @@ struct stats_ops {
 	int64_t total, self; /* sums of the op events' durations / of the ops' self times */
 	int64_t un_total;    /* sum of the unattributed events' durations */
 	bool gpu;
+	uint64_t host_tf_ops; /* stats_host_tf_ops(), set by the overview on the host plane */
 };
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
+/*
+ * stats_host_tf_ops() - the framework-op activities of host plane @pi as
+ * XProf's host op metrics database counts them (host-tfops.c): the
+ * overview's host ops. 0 or -errno.
+ */
+int stats_host_tf_ops(struct xs_rctx *rc, size_t pi, uint64_t *out);
 void stats_ops_free(struct stats_ops *d);
 /* stats_op_add() - @a's counts, times, flops and bytes added to @b (not min / max / names). */
 void stats_op_add(struct op *b, const struct op *a);

@@ -82,8 +82,13 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 		return stats_steps_overview(rc, &t->steps);
 	if (i == 1 + 2 * rc->x->n_planes)
 		return t->tpu ? stats_tpu_duty(rc, &t->duty) : 0;
-	if (i % 2)
-		return stats_ops_plane(rc, q, &t->slot[q].ops);
+	if (i % 2) {
+		int r = stats_ops_plane(rc, q, &t->slot[q].ops);
+
+		if (r == 0 && stats_plane_is_host(&rc->x->planes[q]))
+			r = stats_host_tf_ops(rc, q, &t->slot[q].ops.host_tf_ops);
+		return r;
+	}
 	if (!xs_plane_is_device(&rc->x->planes[q]))
 		return 0;
 	return stats_device_busy(rc, q, &t->slot[q].busy);
@@ -115,6 +120,8 @@ static int ov_plane(struct xs_rctx *rc, size_t q, struct ov_slot *s, struct ov_d
 	struct stats_ops *ops = &s->ops;
 	const struct stats_busy *b = &s->busy;
 
+	/* host_tf_op_percent counts XProf's host framework ops, not the host op table */
+	d->host_occ = xs_sat_add(d->host_occ, (int64_t)ops->host_tf_ops);
 	/* a GPU busy with kernels XProf's table leaves out (ops->un) still counts
 	 * towards the device's busy time and span */
 	if (!ops->events && !ops->un_events)
@@ -122,10 +129,8 @@ static int ov_plane(struct xs_rctx *rc, size_t q, struct ov_slot *s, struct ov_d
 	for (size_t i = 0; i < ops->m.n; i++) {
 		const struct op *op = &ops->m.ops[i];
 
-		if (!xs_plane_is_device(p)) {
-			d->host_occ = xs_sat_add(d->host_occ, op->occurrences);
+		if (!xs_plane_is_device(p))
 			continue;
-		}
 		d->dev_occ = xs_sat_add(d->dev_occ, op->occurrences);
 		if (op->total != op->self) /* UpdateNodeMetrics(): leaf ops only */
 			continue;

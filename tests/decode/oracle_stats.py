@@ -19,6 +19,7 @@ import re
 from decimal import Decimal
 
 import oracle_hlo_facts
+import oracle_trace
 import oracle_steps
 
 U64 = 1 << 64
@@ -699,6 +700,29 @@ def device_busy(p):
     return sum(b - a for a, b in u), u[0][0], max(b for _, b in u)
 
 
+def host_tf_ops(p, stat_value, stat_name):
+    """The occurrences of XProf's host op metrics database of plane @p
+    (ConvertHostThreadsXPlaneToOpMetricsDb()): on each line that is not
+    derived, an event counts once when its name parses to a known TfOp
+    category (CollectTfOpsFromHostThreadsXPlane()) and once more when it has a
+    non-empty tf_op stat, its own or its metadata's (CollectTfActivities())."""
+    n = 0
+    for l in p.lines:
+        if oracle_trace.is_derived(l.id):
+            continue
+        for e in l.events:
+            m = p.event_metadata.get(e.metadata_id)
+            name = m.name if m is not None else ""
+            if oracle_trace.parse_tf_op(name)[0] != "unknown":
+                n += 1
+            tf = Stats(p, e.stats, stat_value, stat_name).string("tf_op")
+            if tf is None and m is not None:
+                tf = Stats(p, m.stats, stat_value, stat_name).string("tf_op")
+            if tf:
+                n += 1
+    return n
+
+
 def overview_model(xs, stat_value, stat_name, names, path=None):
     steps, summaries = breakdown_model(xs, stat_value, stat_name)
     pick = "host" if summaries else None
@@ -707,6 +731,9 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
     host_occ = dev_occ = host_self = dev_self = 0
     merged = {}
     for p in xs.planes:
+        if p.name == "/host:CPU":
+            host_occ += host_tf_ops(p, stat_value, stat_name)
+    for p in xs.planes:
         events, _, ops, (un_events, _, _) = op_table_full(p, stat_value, stat_name, names,
                                                           hlo_of(xs, path))
         if not events and not un_events:  # a GPU busy with left-out kernels only still counts
@@ -714,7 +741,6 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
         isdev = p.name.startswith("/device:")
         for o in ops.values():
             if not isdev:
-                host_occ += o["occurrences"]
                 continue
             dev_occ += o["occurrences"]
             if o["total"] == o["self"]:

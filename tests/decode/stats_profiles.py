@@ -265,8 +265,29 @@ def gpucaps(xs):
                  flops=1000000, bytes_accessed=100)
 
 
+def hostops(xs):
+    """XProf's host framework ops (ConvertHostThreadsXPlaneToOpMetricsDb()): by hand
+    4 activities -- one name that parses, one tf_op stat, one event with both -- and
+    none from a user TraceMe, a derived line, or an empty tf_op; 3 device ops."""
+    h = Plane(xs, 1, "/host:CPU")
+    py = h.line(1, "python", 1)
+    h.event(py, "train_step", 0, 5000)                      # a user TraceMe: unknown
+    h.event(py, "model/dense/MatMul:MatMul", 100, 1000)     # a TF op name: 1
+    h.event(py, "pjit_call", 1200, 300, tf_op="jit_f/dot_general:dot_general")  # stat: 1
+    h.event(py, "model/add:AddV2", 1600, 100, tf_op="model/add:AddV2")  # both: 2
+    h.event(py, "other", 1800, 100, tf_op="")               # an empty tf_op: 0
+    der = h.line(0xdeadbeef, "Steps", 1)                    # derived: not counted
+    h.event(der, "model/mul:Mul", 0, 100)
+    pl = Plane(xs, 2, "/device:TPU:0")
+    tpu_peaks(pl)
+    ops = pl.line(1, "XLA Ops", 1)
+    for i in range(3):
+        pl.event(ops, "fusion.%d" % i, 10 * i, 5, {"hlo_category": "loop fusion"})
+
+
 PROFILES = {"nested": nested, "streams": streams, "nosteps": nosteps, "onestep": onestep,
-            "hostonly": hostonly, "nodevice": nodevice, "hostile": hostile, "gpucaps": gpucaps}
+            "hostonly": hostonly, "nodevice": nodevice, "hostile": hostile, "gpucaps": gpucaps,
+            "hostops": hostops}
 
 
 def write(pb2, out_dir, profiles, prefix, hostname=True):

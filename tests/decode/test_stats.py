@@ -52,6 +52,10 @@ def by_name(items):
 
 def hand_checks(paths, out):
     """Numbers worked out by hand from the rules (see stats_profiles.py for the shapes)."""
+    ot = out["hostops"]["overview"]["op_time"]
+    if (ot["host_ops"], ot["device_ops"], ot["host_op_share"]) != (4, 3, 4 / 7):
+        fail("hostops: host_ops, device_ops, host_op_share %r, by hand 4, 3, 4/7" % (
+            [ot["host_ops"], ot["device_ops"], ot["host_op_share"]]))
     ops = by_name(out["nested"]["ops"]["planes"][0]["ops"])
     want = {"fusion.1": 800000,  # minus conv.2 only: copy.3 overlaps it partly
             "conv.2": 200000, "copy.3": 600000, "tiny.4": 0,
