@@ -297,10 +297,16 @@ int stats_hdb_merge(struct stats_hdb *d, const struct stats_hdb *src)
 	if (src->has_f && src->peak_bw > 0 && !(d->peak_bw > 0))
 		d->peak_bw = src->peak_bw;
 	d->has_f |= src->has_f;
-	if (d->hw == STATS_HW_CPU)
+	/* CombineRunEnvironment(): the last accelerator host's device */
+	if (src->hw != STATS_HW_CPU) {
+		char *t = src->device_type ? strdup(src->device_type) : NULL;
+
+		if (src->device_type && !t)
+			return -ENOMEM;
+		free(d->device_type);
+		d->device_type = t;
 		d->hw = src->hw;
-	if (!d->device_type && src->device_type && !(d->device_type = strdup(src->device_type)))
-		return -ENOMEM;
+	}
 	return 0;
 }
 

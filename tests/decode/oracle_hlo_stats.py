@@ -123,10 +123,8 @@ def session_db(dbs):
         if db["has_f"] and db["peak_bw"] > 0 and not out["peak_bw"] > 0:  # the first one
             out["peak_bw"] = db["peak_bw"]
         out["has_f"] = out["has_f"] or db["has_f"]
-        if out["hw"] == "CPU":
-            out["hw"] = db["hw"]
-        if out["device_type"] is None:
-            out["device_type"] = db["device_type"]
+        if db["hw"] != "CPU":  # CombineRunEnvironment(): the last accelerator host's
+            out["hw"], out["device_type"] = db["hw"], db["device_type"]
     return out
 
 
