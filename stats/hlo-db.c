@@ -52,17 +52,19 @@ void stats_hdb_init(struct stats_hdb *d)
 	d->other = -1;
 }
 
+/* hrow_free() - the strings row @w owns. */
+static void hrow_free(struct stats_hrow *w)
+{
+	char *owned[] = {w->op.name, w->op.category, w->op.program, w->tf_op, w->source};
+
+	for (size_t i = 0; i < sizeof(owned) / sizeof(owned[0]); i++)
+		free(owned[i]);
+}
+
 void stats_hdb_free(struct stats_hdb *d)
 {
-	for (size_t i = 0; i < d->n; i++) {
-		struct stats_hrow *w = &d->r[i];
-
-		free(w->op.name);
-		free(w->op.category);
-		free(w->op.program);
-		free(w->tf_op);
-		free(w->source);
-	}
+	while (d->n > 0)
+		hrow_free(&d->r[--d->n]);
 	free(d->r);
 	free(d->device_type);
 	xprofs_table_free(d->tab);
@@ -83,6 +85,31 @@ static int dupe(char **dst, const char *s, size_t n)
 	return 0;
 }
 
+/* row_new() - a new empty row keyed @k (its name copied); its index, or -ENOMEM. */
+static int64_t row_new(struct stats_hdb *d, struct hkey k)
+{
+	struct stats_hrow *w;
+	int r;
+
+	if (!d->tab && (r = xprofs_table_new(OPS_MAX + 1, &d->tab)) < 0) /* + 1: "(other)" */
+		return r;
+	if ((r = xprofs_grow(&d->r, &d->cap, d->n, sizeof(*d->r), 256)) < 0)
+		return r;
+	w = &d->r[d->n];
+	*w = (struct stats_hrow){.op = {.min = INT64_MAX, .max = INT64_MIN}, .pid = k.pid};
+	r = !(w->op.name = strdup(k.name)) || dupe(&w->op.category, "", 0) < 0 ||
+			    dupe(&w->tf_op, "", 0) < 0 || dupe(&w->source, "", 0) < 0
+		    ? -ENOMEM
+		    : xprofs_table_add(d->tab, hkey_hash(k.pid, k.name), (uint32_t)d->n);
+	if (r < 0) {
+		hrow_free(w);
+		return r;
+	}
+	if (++d->n >= OPS_MAX)
+		d->other = (int64_t)d->n - 1;
+	return (int64_t)d->n - 1;
+}
+
 /*
  * row_get() - the row keyed (@pid, @name) of @d (borrowed, copied when new), made
  * empty when new; past OPS_MAX rows "(other)". Index, or -ENOMEM.
@@ -90,40 +117,13 @@ static int dupe(char **dst, const char *s, size_t n)
 static int64_t row_get(struct stats_hdb *d, uint64_t pid, const char *name)
 {
 	struct hkey k = {pid, name};
-	uint64_t h = hkey_hash(pid, name);
-	struct stats_hrow *w;
 	uint32_t i;
-	int r;
 
-	if (xprofs_table_find(d->tab, h, hkey_eq, d, &k, &i) == 0)
+	if (xprofs_table_find(d->tab, hkey_hash(pid, name), hkey_eq, d, &k, &i) == 0)
 		return i;
-	if (d->n >= OPS_MAX) {
-		if (d->other >= 0)
-			return d->other;
-		k = (struct hkey){0, "(other)"};
-		h = hkey_hash(0, k.name);
-	}
-	if (!d->tab && (r = xprofs_table_new(OPS_MAX + 1, &d->tab)) < 0)
-		return r;
-	if ((r = xprofs_grow(&d->r, &d->cap, d->n, sizeof(*d->r), 256)) < 0)
-		return r;
-	w = &d->r[d->n];
-	memset(w, 0, sizeof(*w));
-	w->pid = k.pid;
-	w->op.min = INT64_MAX;
-	w->op.max = INT64_MIN;
-	if (!(w->op.name = strdup(k.name)) || dupe(&w->op.category, "", 0) < 0 ||
-	    dupe(&w->tf_op, "", 0) < 0 || dupe(&w->source, "", 0) < 0 ||
-	    (r = xprofs_table_add(d->tab, h, (uint32_t)d->n)) < 0) {
-		free(w->op.name);
-		free(w->op.category);
-		free(w->tf_op);
-		free(w->source);
-		return -ENOMEM;
-	}
-	if (++d->n >= OPS_MAX)
-		d->other = (int64_t)d->n - 1;
-	return (int64_t)d->n - 1;
+	if (d->n < OPS_MAX)
+		return row_new(d, k);
+	return d->other >= 0 ? d->other : row_new(d, (struct hkey){0, "(other)"});
 }
 
 /*
@@ -402,12 +402,11 @@ bool stats_is_outside_compilation(const char *tf_op, const char *expr)
 static int host_fn(struct xs_rctx *rc, void *arg)
 {
 	struct xprofs_hlo_lazy *hlo = NULL;
-	int r;
+	int r = xprofs_hlo_lazy_new(rc->x, NULL, &hlo);
 
-	if ((r = xprofs_hlo_lazy_new(rc->x, NULL, &hlo)) < 0)
-		return r;
-	rc->hlo = xprofs_hlo_lazy_src(hlo);
-	r = stats_hdb_host(rc, arg);
+	rc->hlo = xprofs_hlo_lazy_src(hlo); /* NULL after a failure */
+	if (r == 0)
+		r = stats_hdb_host(rc, arg);
 	rc->hlo = NULL;
 	xprofs_hlo_lazy_free(hlo);
 	return r;
@@ -467,6 +466,21 @@ int stats_hdb_session_head(struct xs_out *o, const struct xprofs_session_in *in,
 	}
 	OUT_LIT(o, "],\n");
 	return o->r;
+}
+
+int stats_hdb_view(struct xs_rctx *rc, struct xs_out *o,
+		   int (*write)(struct xs_out *o, const struct stats_hdb *d))
+{
+	struct stats_hdb d;
+	int r;
+
+	stats_hdb_init(&d);
+	r = stats_hdb_host(rc, &d);
+	OUT_LIT(o, "{");
+	if (r == 0)
+		r = write(o, &d);
+	stats_hdb_free(&d);
+	return r;
 }
 
 /* ---- the fields both views write ------------------------------------------ */

@@ -322,6 +322,9 @@ void stats_hdb_free(struct stats_hdb *d);
 uint64_t stats_op_program_id(const struct op *op);
 /* stats_hdb_host() - the device planes of rc->x folded into @d (initialised by the caller). */
 int stats_hdb_host(struct xs_rctx *rc, struct stats_hdb *d);
+/* stats_hdb_view() - a host view: "{", then @write of the host's database (stats_hdb_host()). */
+int stats_hdb_view(struct xs_rctx *rc, struct xs_out *o,
+		   int (*write)(struct xs_out *o, const struct stats_hdb *d));
 /* stats_hdb_merge() - @src folded into @d (OpMetricsDbCombiner, CombinePerfEnv()). */
 int stats_hdb_merge(struct stats_hdb *d, const struct stats_hdb *src);
 /* stats_hdb_sorted() - row indexes in SortedOpMetricsDb() order; caller frees, NULL: -ENOMEM. */

@@ -79,14 +79,5 @@ int stats_hlo_stats_write(struct xs_out *o, const struct stats_hdb *d)
 
 int stats_view_hlo_stats(struct xs_rctx *rc, struct xs_out *o)
 {
-	struct stats_hdb d;
-	int r;
-
-	stats_hdb_init(&d);
-	if ((r = stats_hdb_host(rc, &d)) == 0) {
-		OUT_LIT(o, "{");
-		r = stats_hlo_stats_write(o, &d);
-	}
-	stats_hdb_free(&d);
-	return r;
+	return stats_hdb_view(rc, o, stats_hlo_stats_write);
 }

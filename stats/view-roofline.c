@@ -163,14 +163,5 @@ end:
 
 int stats_view_roofline(struct xs_rctx *rc, struct xs_out *o)
 {
-	struct stats_hdb d;
-	int r;
-
-	stats_hdb_init(&d);
-	if ((r = stats_hdb_host(rc, &d)) == 0) {
-		OUT_LIT(o, "{");
-		r = stats_roofline_write(o, &d);
-	}
-	stats_hdb_free(&d);
-	return r;
+	return stats_hdb_view(rc, o, stats_roofline_write);
 }

@@ -35,17 +35,12 @@ def cli(args):
     return r.returncode, r.stdout, r.stderr.decode()[-300:]
 
 
-def load(pb2, path):
-    xs = pb2.XSpace()
-    with open(path, "rb") as fh:
-        xs.ParseFromString(fh.read())
-    return xs
-
-
 def host_db(pb2, path, sidecars):
+    """oracle_hlo_stats.host_db() of the profile at @path, rendered with @sidecars."""
     oracle_stats.SIDECARS[path] = tuple(sidecars)
-    return oracle_hlo_stats.host_db(load(pb2, path), path, oracle.stat_value, oracle.stat_name,
-                                    oracle.names)
+    with open(path, "rb") as fh:
+        xs = pb2.XSpace.FromString(fh.read())
+    return oracle_hlo_stats.host_db(xs, path, oracle.stat_value, oracle.stat_name, oracle.names)
 
 
 def check_view(t, label, args, want):
@@ -164,11 +159,12 @@ def hand_worked(t, w, pb2):
 
 
 def samples(t, pb2):
+    """Every shared sample with its directory's sidecars; skipped without ../shared."""
     root = os.path.join(SHARED, "samples")
-    if not os.path.isdir(root):
-        print("# SKIP: %s is absent: no shared samples checked" % root)
-        return
-    for path in sorted(glob.glob(os.path.join(root, "*", "*.xplane.pb"))):
+    paths = sorted(glob.glob(os.path.join(root, "*", "*.xplane.pb")))
+    if not paths:
+        print("# SKIP: no shared samples under %s" % root)
+    for path in paths:
         sidecars = sorted(glob.glob(os.path.join(os.path.dirname(path), "*.hlo_proto.pb")))
         db = check_host(t, pb2, os.path.relpath(path, root), path, sidecars)
         if sidecars:  # the conv session: as a session too (the CLI attaches its sidecars)
