@@ -173,21 +173,18 @@ uint64_t stats_op_program_id(const struct op *op)
 	return v;
 }
 
-/* plane_fold() - device plane @pi's op table into @d, with each op's HLO facts. */
-static int plane_fold(struct xs_rctx *rc, size_t pi, struct stats_hdb *d)
+/* plane_fold() - a device plane's op table @ops into @d, with each op's HLO facts. */
+static int plane_fold(struct xs_rctx *rc, const struct stats_ops *ops, struct stats_hdb *d)
 {
 	const struct xprofs_hlo_facts *facts = NULL;
 	struct xprofs_buf tf;
-	struct stats_ops ops;
-	int r;
+	int r = 0;
 
-	if ((r = stats_ops_plane(rc, pi, &ops)) < 0)
-		return r;
 	xprofs_buf_init(&tf, XPROFS_HLO_FACT_STR_MAX * 2 + 2);
-	if (ops.events && (r = xs_hlo_facts(rc, &facts)) < 0)
+	if (ops->events && (r = xs_hlo_facts(rc, &facts)) < 0)
 		goto out;
-	for (size_t i = 0; i < ops.m.n && r == 0; i++) {
-		const struct op *a = &ops.m.ops[i];
+	for (size_t i = 0; i < ops->m.n && r == 0; i++) {
+		const struct op *a = &ops->m.ops[i];
 		uint64_t pid = stats_op_program_id(a);
 		struct xprofs_hlo_fact f;
 		char *src = NULL;
@@ -208,15 +205,14 @@ static int plane_fold(struct xs_rctx *rc, size_t pi, struct stats_hdb *d)
 			r = row_fold(&d->r[gi], a, tf.len ? tf.data : "", src ? src : "");
 		free(src);
 	}
-	if (r < 0 || !ops.events)
+	if (r < 0 || !ops->events)
 		goto out;
 	d->planes++;
-	d->events += ops.events;
-	d->total = xs_sat_add(d->total, ops.total);
-	d->self = xs_sat_add(d->self, ops.self);
+	d->events += ops->events;
+	d->total = xs_sat_add(d->total, ops->total);
+	d->self = xs_sat_add(d->self, ops->self);
 out:
 	xprofs_buf_deinit(&tf);
-	stats_ops_free(&ops);
 	return r;
 }
 
@@ -264,13 +260,50 @@ static int env_get(struct xs_rctx *rc, struct stats_hdb *d)
 	return d->hw == STATS_HW_GPU && !d->device_type ? -ENOMEM : 0;
 }
 
+/* One plane's op table, made by table_task() (device planes only). */
+struct plane_slot {
+	struct stats_ops ops;
+	int r;
+	bool made;
+};
+
+/* A xs_task_fn: device plane @q's op table into its slot (@arg: struct plane_slot[]). */
+static int table_task(struct xs_rctx *rc, size_t q, void *arg)
+{
+	struct plane_slot *s = (struct plane_slot *)arg + q;
+
+	if (!xs_plane_is_device(&rc->x->planes[q]))
+		return 0;
+	s->made = true;
+	return s->r = stats_ops_plane(rc, q, &s->ops);
+}
+
+/* A xs_task_cost_fn: a device plane's events; other planes cost nothing. */
+static uint64_t table_cost(const struct xprofs_xspace *x, size_t q, void *arg)
+{
+	(void)arg;
+	return xs_plane_is_device(&x->planes[q]) ? x->planes[q].events : 0;
+}
+
+/*
+ * stats_hdb_host() - the device planes' op tables are independent: made first
+ * (on several threads when the profile allows), then folded in plane order.
+ */
 int stats_hdb_host(struct xs_rctx *rc, struct stats_hdb *d)
 {
-	int r = env_get(rc, d);
+	size_t n = rc->x->n_planes;
+	struct plane_slot *slot = calloc(n + 1, sizeof(*slot));
+	int r = slot ? env_get(rc, d) : -ENOMEM;
 
-	for (size_t q = 0; q < rc->x->n_planes && r == 0; q++)
-		if (xs_plane_is_device(&rc->x->planes[q]))
-			r = plane_fold(rc, q, d);
+	if (r == 0)
+		(void)xs_tasks_run(rc, n, table_task, table_cost, slot); /* each slot has its r */
+	for (size_t q = 0; slot && q < n; q++) {
+		if (r == 0 && slot[q].made && (r = slot[q].r) == 0)
+			r = plane_fold(rc, &slot[q].ops, d);
+		if (slot[q].made)
+			stats_ops_free(&slot[q].ops);
+	}
+	free(slot);
 	return r;
 }
 
