@@ -17,7 +17,8 @@
  * and folds it in only when its whole analysis succeeded.
  *
  * Limits: at most OPS_MAX rows (further ones fold into "(other)"); O(rows)
- * memory plus one plane's op table at a time; never O(events).
+ * memory plus the device planes' op tables (made on the profile's threads,
+ * held until folded in plane order); never O(events).
  */
 #include <errno.h>
 #include <math.h>
