@@ -217,6 +217,34 @@ out:
 	return r;
 }
 
+/* TPU plane stats GetPerfEnvFromXPlane() reads besides the peak FLOP/s and HBM bandwidth. */
+static const char *const tpu_mem_stat[4] = {
+	"peak_cmem_rd_bw_gigabytes_per_second", "peak_cmem_wr_bw_gigabytes_per_second",
+	"peak_vmem_rd_bw_gigabytes_per_second", "peak_vmem_wr_bw_gigabytes_per_second"};
+
+/* tpu_stat() - a xs_stat_fn: a TensorCore plane's memory peaks and flags into @arg (stats_hdb). */
+static int tpu_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
+{
+	struct stats_hdb *d = arg;
+	const struct xs_stmd *m;
+	double v;
+	int r;
+
+	(void)c;
+	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
+		return r;
+	if (!xs_stat_number(s, &v) || !isfinite(v))
+		return 0;
+	for (size_t i = 0; i < 4; i++)
+		if (xs_str_eq(m->name, m->name_len, tpu_mem_stat[i]))
+			d->peak_mem[i] = v > 0 ? v * 1e9 : 0;
+	if (xs_str_eq(m->name, m->name_len, "has_merged_vmem"))
+		d->merged_vmem = v != 0;
+	else if (xs_str_eq(m->name, m->name_len, "has_megacore"))
+		d->megacore = v != 0;
+	return 0;
+}
+
 /*
  * env_get() - SetRunEnvironment() and GetPerfEnvFromXPlane() (xplane_to_op_stats.cc):
  * the hardware, device type and core count from the GPU planes, else the TensorCore
@@ -256,9 +284,11 @@ static int env_get(struct xs_rctx *rc, struct stats_hdb *d)
 		d->hw = STATS_HW_TPU;
 		d->device_type = f.device_type; /* moved; NULL when the plane has none */
 		f.device_type = NULL;
+		d->tpu_env = true;
+		r = xs_walk_plane_stats(rc, first, tpu_stat, d);
 	}
 	stats_plane_facts_clear(&f);
-	return d->hw == STATS_HW_GPU && !d->device_type ? -ENOMEM : 0;
+	return d->hw == STATS_HW_GPU && !d->device_type ? -ENOMEM : r;
 }
 
 /* One plane's op table, made by table_task() (device planes only). */

@@ -314,6 +314,9 @@ struct stats_hdb {
 	bool has_f;
 	enum stats_hw hw;
 	char *device_type; /* owned, NULL: none (GPU: GpuModelName(); TPU: device_type_string) */
+	/* a TPU host's (not a session's): CMEM read, write, VMEM read, write peaks (bytes/s, 0: none) */
+	double peak_mem[4];
+	bool merged_vmem, megacore, tpu_env;
 };
 
 void stats_hdb_init(struct stats_hdb *d);

@@ -15,8 +15,9 @@
  * Limits: O(rows) memory; 1001 records.
  */
 #include <errno.h>
-#include <string.h>
+#include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "stats-internal.h"
 
@@ -104,22 +105,42 @@ static void program_get(const struct stats_hdb *d, int64_t table_ps, struct op *
 	}
 }
 
+/* out_flag() - @lit, then true / false when @known, else null. */
+static void out_flag(struct xs_out *o, const char *lit, bool known, bool v)
+{
+	OUT_RAW(o, lit);
+	OUT_RAW(o, !known ? "null" : v ? "true" : "false");
+}
+
+/*
+ * device_write() - InitializeRooflineModelDatabaseFromOpStats(): the peaks per
+ * memory and their ridge points (RidgePoint(): peak FLOP/s ÷ peak bytes/s). A
+ * TPU host's CMEM peaks when it has CMEM, else its VMEM peaks when it has merged
+ * VMEM; a GPU's VMEM (shared memory) peaks are not derived; a session has only
+ * the peak FLOP/s and HBM bandwidth (CombinePerfEnv()).
+ */
 static void device_write(struct xs_out *o, const struct stats_hdb *d)
 {
-	bool gpu = d->hw == STATS_HW_GPU, bw = d->peak_bw > 0, ridge = bw && d->peak_flops > 0;
-	double rp = ridge ? d->peak_flops / d->peak_bw : 0;
+	static const char *const keys[4] = {"cmem_read", "cmem_write", "vmem_read", "vmem_write"};
+	bool tpu = d->tpu_env, gpu = d->hw == STATS_HW_GPU;
+	bool cmem = tpu && (d->peak_mem[0] > 0 || d->peak_mem[1] > 0);
+	char key[64];
 
 	stats_hdb_env_write(o, d);
-	/* GPU: MakePerfEnv()'s peak_bws are memory_bandwidth four times; TPU ones: not read */
-	OUT_RAW(o, gpu ? ",\"megacore\":false,\"has_cmem\":false,\"has_merged_vmem\":true"
-		       : ",\"megacore\":null,\"has_cmem\":null,\"has_merged_vmem\":null");
-	OUT_LIT(o, ",\"peak_cmem_read_bytes_per_s\":null,\"peak_cmem_write_bytes_per_s\":null");
-	xs_out_opt_double(o, ",\"peak_vmem_read_bytes_per_s\":", gpu && bw, d->peak_bw);
-	xs_out_opt_double(o, ",\"peak_vmem_write_bytes_per_s\":", gpu && bw, d->peak_bw);
-	xs_out_opt_double(o, ",\"hbm_ridge_point\":", ridge, rp);
-	OUT_LIT(o, ",\"cmem_read_ridge_point\":null,\"cmem_write_ridge_point\":null");
-	xs_out_opt_double(o, ",\"vmem_read_ridge_point\":", gpu && ridge, rp);
-	xs_out_opt_double(o, ",\"vmem_write_ridge_point\":", gpu && ridge, rp);
+	out_flag(o, ",\"megacore\":", tpu || gpu, tpu && d->megacore);
+	out_flag(o, ",\"has_cmem\":", tpu || gpu, cmem);
+	out_flag(o, ",\"has_merged_vmem\":", tpu || gpu, gpu || d->merged_vmem);
+	xs_out_opt_double(o, ",\"hbm_ridge_point\":", d->peak_flops > 0 && d->peak_bw > 0,
+			  d->peak_flops / d->peak_bw);
+	for (size_t i = 0; i < 4; i++) {
+		/* CMEM's when it has CMEM, else VMEM's when it has merged VMEM */
+		double bw = (i < 2 ? cmem : tpu && !cmem && d->merged_vmem) ? d->peak_mem[i] : 0;
+
+		snprintf(key, sizeof(key), ",\"peak_%s_bytes_per_s\":", keys[i]);
+		xs_out_opt_double(o, key, bw > 0, bw);
+		snprintf(key, sizeof(key), ",\"%s_ridge_point\":", keys[i]);
+		xs_out_opt_double(o, key, bw > 0 && d->peak_flops > 0, d->peak_flops / bw);
+	}
 	OUT_LIT(o, ",\"memory_access_breakdown\":false,\"include_infeed_outfeed\":false");
 }
 

@@ -85,12 +85,19 @@ def host_db(xs, path, stat_value, stat_name, names):
     cores = gpus or tcs
     db = {"rows": {}, "planes": 0, "events": 0, "self": 0, "cores": len(cores),
           "hw": "GPU" if gpus else "TPU" if tcs else "CPU", "device_type": None,
-          "peak_flops": 0.0, "peak_bw": 0.0, "has_f": bool(cores)}
+          "peak_flops": 0.0, "peak_bw": 0.0, "has_f": bool(cores), "tpu": None}
     if cores:
         dt, _ = oracle_stats.run_environment(xs, stat_value, stat_name)
         db["device_type"] = dt
         f = oracle_stats.plane_facts(cores[0], stat_value, stat_name)
         db["peak_flops"], db["peak_bw"] = f["peak_flops"], f["peak_bw"]
+    if tcs and not gpus:  # GetPerfEnvFromXPlane()'s TPU peaks per memory (GB/s) and flags
+        s = f["stats"]
+        peaks = [s.number("peak_%s_bw_gigabytes_per_second" % m)
+                 for m in ("cmem_rd", "cmem_wr", "vmem_rd", "vmem_wr")]
+        db["tpu"] = {"peaks": [v * 1e9 if v is not None and v > 0 else 0.0 for v in peaks],
+                     "merged_vmem": (s.number("has_merged_vmem") or 0) != 0,
+                     "megacore": (s.number("has_megacore") or 0) != 0}
     facts = oracle_stats.hlo_of(xs, path)
     srcs = sources(xs, oracle_stats.SIDECARS.get(path, ()))
     for p in xs.planes:
@@ -112,7 +119,8 @@ def host_db(xs, path, stat_value, stat_name, names):
 def session_db(dbs):
     """CombineAllOpStats() of the hosts' databases @dbs (in host order)."""
     out = {"rows": {}, "planes": 0, "events": 0, "self": 0, "cores": 0, "hw": "CPU",
-           "device_type": None, "peak_flops": 0.0, "peak_bw": 0.0, "has_f": False}
+           "device_type": None, "peak_flops": 0.0, "peak_bw": 0.0, "has_f": False,
+           "tpu": None}  # CombinePerfEnv() keeps no per-memory peaks
     for db in dbs:
         for key, w in db["rows"].items():
             fold(out, key, w, w["tf_op"], w["source"])
@@ -244,19 +252,24 @@ def record(w, db, rank, name, cat, pid, src, table_ps, cum):
 
 def roofline_model(db):
     """roofline.json of database @db (without a session's head)."""
-    gpu = db["hw"] == "GPU"
-    bw, ridge = db["peak_bw"] > 0, db["peak_bw"] > 0 and db["peak_flops"] > 0
-    rp = db["peak_flops"] / db["peak_bw"] if ridge else None
+    gpu, tpu, pf = db["hw"] == "GPU", db["tpu"], db["peak_flops"]
     out = env(db)
+    peaks = [0.0] * 4
+    cmem = tpu is not None and (tpu["peaks"][0] > 0 or tpu["peaks"][1] > 0)
+    if cmem:  # InitializeRooflineModelDatabaseFromOpStats(): CMEM, else merged VMEM
+        peaks[:2] = tpu["peaks"][:2]
+    elif tpu is not None and tpu["merged_vmem"]:
+        peaks[2:] = tpu["peaks"][2:]
+    known = gpu or tpu is not None
     out.update({
-        "megacore": False if gpu else None, "has_cmem": False if gpu else None,
-        "has_merged_vmem": True if gpu else None,
-        "peak_cmem_read_bytes_per_s": None, "peak_cmem_write_bytes_per_s": None,
-        "peak_vmem_read_bytes_per_s": db["peak_bw"] if gpu and bw else None,
-        "peak_vmem_write_bytes_per_s": db["peak_bw"] if gpu and bw else None,
-        "hbm_ridge_point": rp, "cmem_read_ridge_point": None, "cmem_write_ridge_point": None,
-        "vmem_read_ridge_point": rp if gpu else None, "vmem_write_ridge_point": rp if gpu else None,
+        "megacore": (tpu is not None and tpu["megacore"]) if known else None,
+        "has_cmem": cmem if known else None,
+        "has_merged_vmem": (gpu or tpu["merged_vmem"]) if known else None,
+        "hbm_ridge_point": pf / db["peak_bw"] if pf > 0 and db["peak_bw"] > 0 else None,
         "memory_access_breakdown": False, "include_infeed_outfeed": False, "records": []})
+    for k, bw in zip(("cmem_read", "cmem_write", "vmem_read", "vmem_write"), peaks):
+        out["peak_%s_bytes_per_s" % k] = bw if bw > 0 else None
+        out["%s_ridge_point" % k] = pf / bw if bw > 0 and pf > 0 else None
     if db["hw"] == "CPU":
         return out
     rows = db["rows"].values()
