@@ -4,8 +4,9 @@
 # Generates a TPU and a GPU profile with tools/xprofs-gen (bench/out/,
 # git-ignored), then measures each view cold (the file dropped from the page
 # cache first, bench_drop_cache) with /usr/bin/time: wall time and peak RSS
-# of `xprofs-decode FILE --view V > /dev/null` for ops, steps, overview and
-# kernels (kernels only on GPU: it does not exist on TPU hosts). Then the
+# of `xprofs-decode FILE --view V > /dev/null` for ops, steps, overview,
+# hlo_stats, roofline and kernels (kernels only on GPU: it does not exist on
+# TPU hosts). Then the
 # session summary.json (`xprofs-decode DIR --session`) of a generated session
 # of SESSION_HOSTS hosts x SESSION_SIZE (TPU: steps on every device plane),
 # every host file dropped from the page cache first. Each measurement is
@@ -79,7 +80,7 @@ timed() {
 for kind in $KINDS; do
 	f=$(bench_profile "$GEN" "$OUT" "$kind" "$SEED" "$SIZE")
 	made+=("$f" "$f.stats.json")
-	views="ops steps overview"
+	views="ops steps overview hlo_stats roofline" # the last two: not in builds before them
 	[ "$kind" = gpu ] && views="$views kernels"
 	for v in $views; do
 		row "$kind" "$SIZE" "$v" 3 $(timed "$f" -- "$f" --view "$v") | tee -a "$RES"

@@ -196,6 +196,7 @@ enum fs_kind {
 	FS_K_COMPARE_RUN,  /* session/compare/<run path>... (lists nothing) */
 	FS_K_COMPARE_DIR,  /* session/compare/<other> (other, other_node set) */
 	FS_K_COMPARE_VIEW, /* session/compare/<other>/{ops,steps}.json (view set) */
+	FS_K_SESSION_VIEW, /* session/{hlo_stats,roofline}.json: hosts combined (view set) */
 };
 
 /*
@@ -205,7 +206,8 @@ enum fs_kind {
  */
 static inline bool fs_kind_session_file(enum fs_kind k)
 {
-	return k == FS_K_SESSION_SUMMARY || k == FS_K_SESSION_OPS || k == FS_K_COMPARE_VIEW;
+	return k == FS_K_SESSION_SUMMARY || k == FS_K_SESSION_OPS || k == FS_K_COMPARE_VIEW ||
+	       k == FS_K_SESSION_VIEW;
 }
 
 /* What a view in a slice directory keeps (FS_K_SLICE, and FS_K_VIEW below one). */

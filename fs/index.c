@@ -751,6 +751,11 @@ static int classify_runs(const struct fs_index *idx, const char *p, struct fs_ta
 			return leaf(p, t, FS_K_SESSION_SUMMARY);
 		if (comp_is(c, len, FS_NAME_SESSION_OPS))
 			return leaf(p, t, FS_K_SESSION_OPS);
+		for (int v = XPROFS_VIEW_HLO_STATS; v <= XPROFS_VIEW_ROOFLINE; v++)
+			if (comp_is(c, len, xprofs_decode_view_name((enum xprofs_view)v))) {
+				t->view = v; /* hlo_stats.json, roofline.json: hosts combined */
+				return leaf(p, t, FS_K_SESSION_VIEW);
+			}
 		if (comp_is(c, len, FS_NAME_COMPARE))
 			return classify_compare(idx, p, t);
 		t->host = find_host(t->session, c, len);

@@ -311,5 +311,82 @@ bool stats_is_tpu(const struct xprofs_xspace *x);
  * IdleTimeRatio() divides by.
  */
 int stats_tpu_duty(struct xs_rctx *rc, struct stats_duty *out);
+/* ---- a host's / session's device op database (hlo-db.c) ---- */
+
+/* XProf's RunEnvironment hardware_type, as SetRunEnvironment() finds it. */
+enum stats_hw { STATS_HW_CPU = 0, STATS_HW_GPU, STATS_HW_TPU };
+
+/* One row: an op of the device op tables, keyed (program id, name). */
+struct stats_hrow {
+	struct op op;         /* owned strings; op.has_pid / op.pid as the first table's */
+	uint64_t pid;         /* XProf's hlo_module_id (stats_op_program_id()) */
+	char *tf_op, *source; /* owned: the HLO facts' TfOpName() and source_info(), or "" */
+};
+
+/* XProf's device_op_metrics_db of a host (its device planes) or a session (its hosts). */
+struct stats_hdb {
+	struct stats_hrow *r; /* owned, n of them */
+	size_t n, cap;
+	struct xprofs_table *tab;       /* (pid, name) -> index; NULL until the first row */
+	int64_t other;                  /* index of "(other)" or -1 */
+	uint64_t planes, cores, events; /* device planes with ops; SetRunEnvironment()'s cores */
+	int64_t total, self;            /* Σ of the planes' op time and self time */
+	double peak_flops, peak_bw;     /* per second, 0: unknown (CombinePerfEnv() across hosts) */
+	bool has_f;
+	enum stats_hw hw;
+	char *device_type; /* owned, NULL: none (GPU: GpuModelName(); TPU: device_type_string) */
+	/* a TPU host's (not a session's): CMEM read, write, VMEM read, write peaks (bytes/s, 0: none) */
+	double peak_mem[4];
+	bool merged_vmem, megacore, tpu_env;
+};
+
+void stats_hdb_init(struct stats_hdb *d);
+void stats_hdb_free(struct stats_hdb *d);
+/* stats_op_program_id() - XProf's hlo_module_id of @op (its pid, else "(<id>)" of its program). */
+uint64_t stats_op_program_id(const struct op *op);
+/* stats_hdb_host() - the device planes of rc->x folded into @d (initialised by the caller). */
+int stats_hdb_host(struct xs_rctx *rc, struct stats_hdb *d);
+/* stats_hdb_view() - a host view: "{", then @write of the host's database (stats_hdb_host()). */
+int stats_hdb_view(struct xs_rctx *rc, struct xs_out *o,
+		   int (*write)(struct xs_out *o, const struct stats_hdb *d));
+/* stats_hdb_merge() - @src folded into @d (OpMetricsDbCombiner, CombinePerfEnv()). */
+int stats_hdb_merge(struct stats_hdb *d, const struct stats_hdb *src);
+/* stats_hdb_sorted() - row indexes in SortedOpMetricsDb() order; caller frees, NULL: -ENOMEM. */
+size_t *stats_hdb_sorted(const struct stats_hdb *d);
+/*
+ * stats_hdb_session() - every host of @in folded into @d, one at a time; *@errors
+ * (caller frees with stats_hdb_errors_free(), also on failure): per host why it
+ * adds nothing, or NULL. 0 or -ENOMEM.
+ */
+int stats_hdb_session(const struct xprofs_session_in *in, struct stats_hdb *d, char ***errors);
+void stats_hdb_errors_free(const struct xprofs_session_in *in, char **errors);
+/* stats_hdb_session_head() - {"session":..,"hosts":[{"host","error"}...],\n of a session view. */
+int stats_hdb_session_head(struct xs_out *o, const struct xprofs_session_in *in, char **errors);
+
+/* An op's roofline numbers (SetRooflineMetrics()), rates per second, 0 where XProf has 0. */
+struct stats_roof {
+	double flop_rate, model_rate, hbm_bw, intensity, bottleneck_intensity;
+	double flops_util, hbm_util; /* of the peak FLOP/s and bandwidth (0: unknown peak) */
+	const char *bound;           /* "Compute", "HBM" or "Unknown" */
+};
+/* stats_roofline_get() - @op's roofline numbers against the peaks of @d. */
+void stats_roofline_get(const struct op *op, const struct stats_hdb *d, struct stats_roof *out);
+/* stats_is_remat() - tsl IsRematerialization(@expr, @tf_op). */
+bool stats_is_remat(const char *expr, const char *tf_op);
+/* stats_is_outside_compilation() - tsl IsOutsideCompilationOp(@tf_op, @expr). */
+bool stats_is_outside_compilation(const char *tf_op, const char *expr);
+/*
+ * stats_hrow_times_write() - ,"occurrences",..,"avg_self_time_ps" of @op
+ * (SetExecutionTimes()) and its self-time fraction of @table_ps and the running
+ * sum *@cum (SetRankAndTimeFractions(); null when @table_ps is 0).
+ */
+void stats_hrow_times_write(struct xs_out *o, const struct op *op, int64_t table_ps, double *cum);
+/* stats_roof_write() - ,"measured_flops_per_s",..,"bound_by", the amounts, of @op and @f. */
+void stats_roof_write(struct xs_out *o, const struct op *op, const struct stats_roof *f);
+/* stats_hdb_env_write() - "hardware_type",..,"peak_hbm_bytes_per_s" of @d (no comma before). */
+void stats_hdb_env_write(struct xs_out *o, const struct stats_hdb *d);
+/* The views' writers, for their session forms (session-hlo.c). */
+int stats_hlo_stats_write(struct xs_out *o, const struct stats_hdb *d);
+int stats_roofline_write(struct xs_out *o, const struct stats_hdb *d);
 
 #endif

@@ -10,8 +10,9 @@
  *                                      "<module>(<id>).hlo_proto.pb", as the
  *                                      mount gives a host's views the
  *                                      sidecars of its session directory
- *   xprofs-decode SESSION_DIR --session [--view ops]     a session's summary.json
- *                                                        or ops.json (hosts combined)
+ *   xprofs-decode SESSION_DIR --session [--view ops|hlo_stats|roofline]
+ *                                                        a session's summary.json, or
+ *                                                        a view of the hosts combined
  *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]
  *                                                        the mount's
  *                                                        SESSION/compare/BASE/ views
@@ -50,31 +51,33 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
-		"trace.json.gz|trace.pftrace|\n"
-		"                    overview|kernels|overview.svg|memory_profile]   (FILE \"-\": "
-		"standard "
-		"input)\n"
-		"                    [--host NAME (trace's host; default: FILE minus "
-		".xplane.pb)]\n"
-		"                    [--window FROM-TO (µs, trace.json's ts) | --step N "
-		"(steps.json's steps[N])]\n"
-		"                    [--hlo FILE (a <module>(<id>).hlo_proto.pb of the session; "
-		"repeatable)]\n"
-		"       xprofs-decode SESSION_DIR --session [--view summary|ops]   (the "
-		"session's\n"
-		"                    summary.json, or its ops.json: the hosts combined)\n"
-		"       xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]   "
-		"(SESSION's\n"
-		"                    compare/<BASE>/ops.json or steps.json: BASE to SESSION)\n"
-		"       xprofs-decode FILE.xplane.pb --tracks\n"
-		"       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
-		"       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
-		"baseline)\n"
-		"options: --mmap (zero-copy reads), --threads N (index planes and compute the\n"
-		"         stats views on N threads; default: online CPUs, at most 4),\n"
-		"         --log-level LEVEL, --help, --version\n");
+	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
+		   "trace.json.gz|trace.pftrace|\n"
+		   "                    "
+		   "overview|kernels|overview.svg|memory_profile|hlo_stats|roofline]\n"
+		   "                    (FILE \"-\": "
+		   "standard "
+		   "input)\n"
+		   "                    [--host NAME (trace's host; default: FILE minus "
+		   ".xplane.pb)]\n"
+		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "
+		   "(steps.json's steps[N])]\n"
+		   "                    [--hlo FILE (a <module>(<id>).hlo_proto.pb of the session; "
+		   "repeatable)]\n"
+		   "       xprofs-decode SESSION_DIR --session [--view "
+		   "summary|ops|hlo_stats|roofline]\n"
+		   "                    (the session's summary.json, or a view of the hosts "
+		   "combined)\n"
+		   "       xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]   "
+		   "(SESSION's\n"
+		   "                    compare/<BASE>/ops.json or steps.json: BASE to SESSION)\n"
+		   "       xprofs-decode FILE.xplane.pb --tracks\n"
+		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
+		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
+		   "baseline)\n"
+		   "options: --mmap (zero-copy reads), --threads N (index planes and compute the\n"
+		   "         stats views on N threads; default: online CPUs, at most 4),\n"
+		   "         --log-level LEVEL, --help, --version\n");
 }
 
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
@@ -495,8 +498,10 @@ static int do_session(const struct args *a)
 	struct xprofs_session_in in;
 	struct sess_files s;
 
-	if (a->view != XPROFS_VIEW_SUMMARY && a->view != XPROFS_VIEW_OPS) {
-		fprintf(stderr, "xprofs-decode: --session has the views summary and ops\n");
+	if (a->view != XPROFS_VIEW_SUMMARY && a->view != XPROFS_VIEW_OPS &&
+	    a->view != XPROFS_VIEW_HLO_STATS && a->view != XPROFS_VIEW_ROOFLINE) {
+		fprintf(stderr, "xprofs-decode: --session has the views summary, ops, hlo_stats "
+				"and roofline\n");
 		return 2;
 	}
 	if (sess_open(a->path, "--session", a->threads, &s) < 0)
@@ -504,6 +509,8 @@ static int do_session(const struct args *a)
 	in = sess_in(&s);
 	if (a->view == XPROFS_VIEW_OPS)
 		r = xprofs_decode_session_ops(&in, &sink);
+	else if (a->view != XPROFS_VIEW_SUMMARY) /* hlo_stats, roofline */
+		r = xprofs_decode_session_view(a->view, &in, &sink);
 	else
 		r = xprofs_decode_session_summary(in.name, in.hosts, s.xs, in.host_errors, in.n,
 						  &sink);

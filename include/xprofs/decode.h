@@ -27,6 +27,8 @@ enum xprofs_view {
 	XPROFS_VIEW_KERNELS,        /* kernels.json: GPU kernel stats; -ENOENT without GPU planes */
 	XPROFS_VIEW_SVG,            /* overview.svg: step-time bars and top ops (view-svg.c) */
 	XPROFS_VIEW_MEMORY_PROFILE, /* memory_profile.json: XProf's memory profile (docs/memory.md) */
+	XPROFS_VIEW_HLO_STATS,      /* hlo_stats.json: XProf's HLO stats (docs/stats.md) */
+	XPROFS_VIEW_ROOFLINE,       /* roofline.json: XProf's roofline model (docs/stats.md) */
 	XPROFS_VIEW_COUNT
 };
 
@@ -144,6 +146,14 @@ struct xprofs_session_in {
  */
 int xprofs_decode_session_ops(const struct xprofs_session_in *s,
 			      const struct xprofs_sink *out) XPROFS_WUR;
+/**
+ * xprofs_decode_session_view() - a session's hlo_stats.json (@v
+ * XPROFS_VIEW_HLO_STATS) or roofline.json (XPROFS_VIEW_ROOFLINE): the
+ * hosts' device op tables combined as XProf's CombineAllOpStats()
+ * (docs/stats.md). -EINVAL for another view. Memory: O(distinct ops).
+ */
+int xprofs_decode_session_view(enum xprofs_view v, const struct xprofs_session_in *s,
+			       const struct xprofs_sink *out) XPROFS_WUR;
 /**
  * xprofs_decode_compare() - compare/<base>/ops.json (@v XPROFS_VIEW_OPS)
  * or steps.json (XPROFS_VIEW_STEPS) of session @cur: the change from

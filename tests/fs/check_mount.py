@@ -107,13 +107,15 @@ def check_runs(walk):
         for s, hosts in sessions.items():
             sd = os.path.join(rd, s)
             if sorted(x for x in os.listdir(sd)
-                      if x not in ("summary.json", "ops.json", "compare")) != sorted(hosts):
+                      if x not in ("summary.json", "ops.json", "compare", "hlo_stats.json",
+                                   "roofline.json")) != sorted(hosts):
                 fail("hosts of %s: %s != %s" % (sd, os.listdir(sd), hosts))
             for h in hosts:
                 hd = os.path.join(sd, h)
                 want = {"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
                         "trace.pftrace", "errors", "planes", "steps", "window"}
                 want |= {"overview.json", "kernels.json", "overview.svg"}  # docs/stats.md
+                want |= {"hlo_stats.json", "roofline.json"}  # docs/stats.md
                 want |= {"memory_profile.json"}  # docs/memory.md
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))
