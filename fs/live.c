@@ -335,7 +335,10 @@ bool fs_render_begin(struct fs_ctx *ctx, uint64_t key)
 			return true;
 		}
 		waited = busy;
+		v->render_waiting++;
 		pthread_cond_wait(&v->cond, &v->lock);
+		v->render_waiting--;
+		v->render_wakeups++;
 	}
 	pthread_mutex_unlock(&v->lock);
 	FS_CNT(ctx, render_waits);

@@ -93,11 +93,29 @@ static void *wait_render(void *arg)
 	return NULL;
 }
 
-static void nap(void)
+/*
+ * wait_for() - poll until fs_render_begin() has @waiting threads blocked and
+ * has woken at least @wakeups times (under the views' lock), for up to 30 s:
+ * the test waits on the event, never on a fixed sleep.
+ */
+static void wait_for(struct fs_ctx *ctx, unsigned waiting, uint64_t wakeups)
 {
-	struct timespec ts = {0, 50 * 1000 * 1000};
+	struct fs_views *v = &ctx->views;
+	struct timespec ts = {0, 1000 * 1000};
 
-	nanosleep(&ts, NULL);
+	for (int i = 0; i < 30000; i++) {
+		bool ok;
+
+		pthread_mutex_lock(&v->lock);
+		ok = v->render_waiting == waiting && v->render_wakeups >= wakeups;
+		pthread_mutex_unlock(&v->lock);
+		if (ok)
+			return;
+		nanosleep(&ts, NULL);
+	}
+	fail_msg("fs_render_begin(): %u threads waiting, %llu wakeups; want %u and >= %llu",
+		 v->render_waiting, (unsigned long long)v->render_wakeups, waiting,
+		 (unsigned long long)wakeups);
 }
 
 static void test_single_flight(void **state)
@@ -109,10 +127,10 @@ static void test_single_flight(void **state)
 	assert_true(fs_render_begin(ctx, 11));
 	assert_true(fs_render_begin(ctx, 12)); /* another key renders at the same time */
 	assert_int_equal(pthread_create(&th, NULL, wait_render, &w), 0);
-	nap();
+	wait_for(ctx, 1, 0);
 	assert_int_equal(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), 0); /* waits for key 11 */
 	fs_render_end(ctx, 12);
-	nap();
+	wait_for(ctx, 1, 1); /* woken by key 12's end, it waits again */
 	assert_int_equal(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), 0); /* not for key 12 */
 	fs_render_end(ctx, 11);
 	assert_int_equal(pthread_join(th, NULL), 0);
@@ -132,7 +150,7 @@ static void test_single_flight_full(void **state)
 	for (k = 1; k <= FS_INFLIGHT; k++)
 		assert_true(fs_render_begin(ctx, k));
 	assert_int_equal(pthread_create(&th, NULL, wait_render, &w), 0);
-	nap();
+	wait_for(ctx, 1, 0);
 	assert_int_equal(__atomic_load_n(&w.done, __ATOMIC_ACQUIRE), 0); /* no free slot */
 	fs_render_end(ctx, 3);
 	assert_int_equal(pthread_join(th, NULL), 0);
