@@ -144,6 +144,65 @@ int stats_ops_rollups_write(struct xs_out *o, struct opmap *m, int64_t plane_sel
 int stats_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct xs_out *o);
 void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f);
 
+/* ---- a host's op stats for the op profile and framework op stats (opstats.c) ---- */
+
+/* One op of an op metrics db (XProf's OpMetrics), keyed by (program, name). */
+struct stats_dbop {
+	char *name, *category;   /* owned */
+	char *program;           /* owned, NULL: none ("main" in the op profile) */
+	char *provenance;        /* owned, NULL: none; the framework op (TfOpName()) */
+	char *tf_name, *tf_type; /* owned, NULL: none; ParseTfOpFullname(provenance) */
+	char *source;            /* owned, NULL: none; its HLO instruction's source line */
+	uint64_t program_id;     /* 0: unknown */
+	int64_t occ, total, self;
+	double flops, model_flops, bytes; /* 0: unknown, as in XProf */
+	bool idle;                        /* XProf's "IDLE" op */
+	size_t seq;                       /* sort tie-break */
+};
+
+/* An op metrics db: its rows, total time (idle included) and op time. */
+struct stats_opdb {
+	struct stats_dbop *rows; /* owned */
+	size_t n, cap;
+	uint64_t planes;
+	int64_t total_time, total_op_time;
+};
+
+/* A host's (or a session's) op stats: device and host dbs and the PerfEnv. */
+struct stats_opstats {
+	struct stats_opdb dev, host;
+	double peak_flops, peak_bw; /* per second; 0: unknown */
+	bool gpu;
+};
+
+/* stats_opstats_host() - the op stats of @rc's profile; free with stats_opstats_free(). */
+int stats_opstats_host(struct xs_rctx *rc, struct stats_opstats *out);
+/* stats_opstats_merge() - fold @src (emptied) into @dst as XProf's CombineAllOpStats(). */
+int stats_opstats_merge(struct stats_opstats *dst, struct stats_opstats *src);
+void stats_opstats_free(struct stats_opstats *s);
+/* stats_opdb_sorted() - @d's row indexes as SortedOpMetricsDb() (self desc, name); caller frees. */
+size_t *stats_opdb_sorted(const struct stats_opdb *d);
+/*
+ * stats_opdb_tf() - CreateTfMetricsDbFromDeviceOpMetricsDb() of @dev into @out (free with
+ * stats_opdb_free()): one row per framework op, IDLE only @with_idle.
+ */
+int stats_opdb_tf(const struct stats_opdb *dev, bool with_idle, struct stats_opdb *out);
+void stats_opdb_free(struct stats_opdb *d);
+/* stats_safe_div() - tsl SafeDivide(): @a / @b, 0 for |@b| < 1e-10. */
+double stats_safe_div(double a, double b);
+/*
+ * stats_bound_by() - SetRooflineMetrics()'s bottleneck over compute and HBM (every byte
+ * counted as HBM: no memory_accessed_breakdown) of @flops and @bytes in @ps at the peaks
+ * (per second): "Compute", "HBM" or "Unknown"; the FLOP and HBM utilisations (uncapped)
+ * and the HBM GiB/s into *futil, *butil, *hbm_gibps.
+ */
+const char *stats_bound_by(double flops, double bytes, int64_t ps, double peak_flops,
+			   double peak_bw, double *futil, double *butil, double *hbm_gibps);
+/* stats_op_profile_write() - op_profile.json's keys of @s (view-op-profile.c), no braces. */
+int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s);
+/* stats_tf_stats_write() - framework_op_stats.json's keys of @s (view-tf-stats.c), no braces. */
+int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s);
+
 /* ---- several lines' events merged by start time (merge.c) ---- */
 
 #define STATS_MERGE_MAX 1024 /* lines merged at once (more: groups, summed) */

@@ -27,6 +27,8 @@ enum xprofs_view {
 	XPROFS_VIEW_KERNELS,        /* kernels.json: GPU kernel stats; -ENOENT without GPU planes */
 	XPROFS_VIEW_SVG,            /* overview.svg: step-time bars and top ops (view-svg.c) */
 	XPROFS_VIEW_MEMORY_PROFILE, /* memory_profile.json: XProf's memory profile (docs/memory.md) */
+	XPROFS_VIEW_OP_PROFILE,     /* op_profile.json: XProf's op profile (docs/stats.md) */
+	XPROFS_VIEW_TF_STATS,       /* framework_op_stats.json: XProf's framework op stats */
 	XPROFS_VIEW_COUNT
 };
 
