@@ -31,7 +31,6 @@ static void row_clear(struct stats_dbop *r)
 	free(r->provenance);
 	free(r->tf_name);
 	free(r->tf_type);
-	free(r->source);
 }
 
 static void db_free(struct stats_opdb *d)
@@ -101,13 +100,16 @@ static int row_provenance(struct xs_rctx *rc, const struct op *op, struct stats_
 		ret = xprofs_hlo_tf_op_name(&f, &b);
 		if (ret == 0 && (ret = xprofs_buf_add(&b, "", 1)) == 0) {
 			r->provenance = strdup(b.data);
-			r->source = strndup(f.source, f.source_len);
-			ret = r->provenance && r->source ? 0 : -ENOMEM;
+			ret = r->provenance ? 0 : -ENOMEM;
 		}
 		xprofs_buf_deinit(&b);
 		if (ret == -E2BIG)
 			ret = 0; /* a name past 64 KiB: no framework op */
-		if (ret < 0 || !r->provenance || !r->provenance[0])
+		if (ret == 0 && r->provenance && !r->provenance[0]) {
+			free(r->provenance); /* no framework op */
+			r->provenance = NULL;
+		}
+		if (ret < 0 || !r->provenance)
 			return ret;
 		xs_tfop_parse(r->provenance, strlen(r->provenance), &t);
 		r->tf_name = strndup(t.name, t.name_len);
@@ -185,8 +187,8 @@ static int row_key_cmp(const void *a, const void *b)
 /* Fill the empty strings of @b from @a (CopyOpMetricsMetadata(): the first non-empty). */
 static void row_meta(struct stats_dbop *b, struct stats_dbop *a)
 {
-	char **pa[] = {&a->category, &a->provenance, &a->tf_name, &a->tf_type, &a->source};
-	char **pb[] = {&b->category, &b->provenance, &b->tf_name, &b->tf_type, &b->source};
+	char **pa[] = {&a->category, &a->provenance, &a->tf_name, &a->tf_type};
+	char **pb[] = {&b->category, &b->provenance, &b->tf_name, &b->tf_type};
 
 	for (size_t i = 0; i < sizeof(pa) / sizeof(pa[0]); i++) {
 		if ((!*pb[i] || !**pb[i]) && *pa[i] && **pa[i]) {
@@ -272,35 +274,41 @@ static uint64_t os_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 	return x->planes[i / 2].events / (i % 2 ? 2 : 1);
 }
 
-/* os_plane() - plane @q's ops (@s) into @out's device or host db. */
-static int os_plane(struct xs_rctx *rc, size_t q, struct os_slot *s, struct stats_opstats *out)
+int stats_opstats_add(struct xs_rctx *rc, size_t q, const struct stats_ops *ops,
+		      const struct stats_busy *busy, struct stats_opstats *out)
 {
 	bool dev = xs_plane_is_device(&rc->x->planes[q]);
 	struct stats_opdb *d = dev ? &out->dev : &out->host;
-	int64_t span = s->busy.any ? xs_sat_add(s->busy.last, -s->busy.first) : 0;
+	int64_t span = busy && busy->any ? xs_sat_add(busy->last, -busy->first) : 0;
 	int r;
 
-	if (!s->ops.events)
+	if (!ops->events)
 		return 0;
-	for (size_t i = 0; i < s->ops.m.n; i++)
-		if ((r = db_add_row(d, &s->ops.m.ops[i], rc)) < 0)
+	for (size_t i = 0; i < ops->m.n; i++)
+		if ((r = db_add_row(d, &ops->m.ops[i], rc)) < 0)
 			return r;
 	d->planes++;
-	d->total_op_time = xs_sat_add(d->total_op_time, s->ops.self);
+	d->total_op_time = xs_sat_add(d->total_op_time, ops->self);
 	if (!dev) {
-		d->total_time = xs_sat_add(d->total_time, s->ops.self);
+		d->total_time = xs_sat_add(d->total_time, ops->self);
 		return 0;
 	}
-	d->total_time = xs_sat_add(d->total_time, span > s->ops.self ? span : s->ops.self);
-	if ((r = db_add_idle(d, span > s->ops.self ? span - s->ops.self : 0)) < 0)
+	d->total_time = xs_sat_add(d->total_time, span > ops->self ? span : ops->self);
+	if ((r = db_add_idle(d, span > ops->self ? span - ops->self : 0)) < 0)
 		return r;
 	/* a host's PerfEnv: its first device plane's (GetPerfEnvFromXPlane()) */
 	if (d->planes == 1) {
-		out->peak_flops = s->ops.f.peak_flops;
-		out->peak_bw = s->ops.f.peak_bw;
-		out->gpu = s->ops.gpu;
+		out->peak_flops = ops->f.peak_flops;
+		out->peak_bw = ops->f.peak_bw;
+		out->gpu = ops->gpu;
 	}
 	return 0;
+}
+
+void stats_opstats_finish(struct stats_opstats *s)
+{
+	db_compact(&s->dev);
+	db_compact(&s->host);
 }
 
 int stats_opstats_host(struct xs_rctx *rc, struct stats_opstats *out)
@@ -315,11 +323,9 @@ int stats_opstats_host(struct xs_rctx *rc, struct stats_opstats *out)
 	if ((r = xs_tasks_run(rc, 2 * x->n_planes, os_task, os_cost, slot)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes && r == 0; q++)
-		r = os_plane(rc, q, &slot[q], out);
-	if (r == 0) {
-		db_compact(&out->dev);
-		db_compact(&out->host);
-	}
+		r = stats_opstats_add(rc, q, &slot[q].ops, &slot[q].busy, out);
+	if (r == 0)
+		stats_opstats_finish(out);
 out:
 	for (size_t q = 0; q < x->n_planes; q++)
 		stats_ops_free(&slot[q].ops);

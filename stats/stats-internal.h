@@ -152,7 +152,6 @@ struct stats_dbop {
 	char *program;           /* owned, NULL: none ("main" in the op profile) */
 	char *provenance;        /* owned, NULL: none; the framework op (TfOpName()) */
 	char *tf_name, *tf_type; /* owned, NULL: none; ParseTfOpFullname(provenance) */
-	char *source;            /* owned, NULL: none; its HLO instruction's source line */
 	uint64_t program_id;     /* 0: unknown */
 	int64_t occ, total, self;
 	double flops, model_flops, bytes; /* 0: unknown, as in XProf */
@@ -168,6 +167,8 @@ struct stats_opdb {
 	int64_t total_time, total_op_time;
 };
 
+struct stats_busy;
+
 /* A host's (or a session's) op stats: device and host dbs and the PerfEnv. */
 struct stats_opstats {
 	struct stats_opdb dev, host;
@@ -177,6 +178,14 @@ struct stats_opstats {
 
 /* stats_opstats_host() - the op stats of @rc's profile; free with stats_opstats_free(). */
 int stats_opstats_host(struct xs_rctx *rc, struct stats_opstats *out);
+/*
+ * stats_opstats_add() - plane @q's op table @ops (and a device plane's span from @busy,
+ * may be NULL: no IDLE time) into @out (zeroed first); then stats_opstats_finish().
+ */
+int stats_opstats_add(struct xs_rctx *rc, size_t q, const struct stats_ops *ops,
+		      const struct stats_busy *busy, struct stats_opstats *out);
+/* stats_opstats_finish() - combine the rows added of one (program, name). */
+void stats_opstats_finish(struct stats_opstats *s);
 /* stats_opstats_merge() - fold @src (emptied) into @dst as XProf's CombineAllOpStats(). */
 int stats_opstats_merge(struct stats_opstats *dst, struct stats_opstats *src);
 void stats_opstats_free(struct stats_opstats *s);

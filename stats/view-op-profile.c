@@ -186,9 +186,16 @@ static int kid_cmp(const void *a, const void *b, void *arg)
 	const struct tree *t = arg;
 	const struct pn *x = &t->n[*(const size_t *)a], *y = &t->n[*(const size_t *)b];
 
+	int c;
+
 	if (x->m.time != y->m.time)
 		return x->m.time > y->m.time ? -1 : 1;
-	return strcmp(x->name, y->name);
+	if ((c = strcmp(x->name, y->name)) || !x->op || !y->op)
+		return c;
+	/* one name in two programs (a group of duplicates): by program, none first */
+	if (!x->op->program || !y->op->program)
+		return !!x->op->program - !!y->op->program;
+	return strcmp(x->op->program, y->op->program);
 }
 
 /* SortAndPruneChildren(): by time; below the grouping levels, the top CHILDREN_MAX. */
@@ -307,7 +314,6 @@ static void xla_write(struct xs_out *o, const struct pn *p)
 	opt_str(o, ",\"category\":", r->category);
 	opt_str(o,
 		",\"provenance\":", p->dup_group && is_fusion(r->category) ? NULL : r->provenance);
-	opt_str(o, ",\"source\":", p->dup_group ? NULL : r->source);
 	OUT_LIT(o, "}");
 }
 
@@ -355,9 +361,10 @@ static int tree_write(struct xs_out *o, const struct stats_opstats *s, bool by_p
 		return 0;
 	}
 	if ((r = tree_fill(&t, excl)) == 0) {
+		/* Finalize(): the metrics are of the db's total time, before pruning */
+		pk.total = excl ? s->dev.total_op_time : s->dev.total_time;
 		prune(&t, 0, by_program ? 2 : 1);
 		finalize(&t, 0);
-		pk.total = t.n[0].m.time;
 		r = node_write(o, &t, 0, &pk);
 	}
 	tree_free(&t);
