@@ -209,6 +209,9 @@ const char *stats_bound_by(double flops, double bytes, int64_t ps, double peak_f
 			   double peak_bw, double *futil, double *butil, double *hbm_gibps);
 /* stats_op_profile_write() - op_profile.json's keys of @s (view-op-profile.c), no braces. */
 int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s);
+/* stats_compare_op_profile() - compare/<base>/op_profile.json (view-session-op.c). */
+int stats_compare_op_profile(const struct xprofs_session_in *base,
+			     const struct xprofs_session_in *cur, const struct xprofs_sink *sink);
 /* stats_tf_stats_write() - framework_op_stats.json's keys of @s (view-tf-stats.c), no braces. */
 int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s);
 

@@ -484,9 +484,9 @@ static struct xprofs_session_in sess_in(const struct sess_files *s)
 }
 
 /*
- * do_session() - the session summary.json (or, with --view ops, the
- * session's ops.json) of directory a->path, as the mount shows
- * runs/<run>/<session>/summary.json and ops.json. Exit status.
+ * do_session() - the session summary.json (or, with --view ops, op_profile
+ * or framework_op_stats, that view of the session) of directory a->path, as
+ * the mount shows runs/<run>/<session>/. Exit status.
  */
 static int do_session(const struct args *a)
 {
@@ -495,8 +495,10 @@ static int do_session(const struct args *a)
 	struct xprofs_session_in in;
 	struct sess_files s;
 
-	if (a->view != XPROFS_VIEW_SUMMARY && a->view != XPROFS_VIEW_OPS) {
-		fprintf(stderr, "xprofs-decode: --session has the views summary and ops\n");
+	if (a->view != XPROFS_VIEW_SUMMARY && a->view != XPROFS_VIEW_OPS &&
+	    a->view != XPROFS_VIEW_OP_PROFILE && a->view != XPROFS_VIEW_TF_STATS) {
+		fprintf(stderr, "xprofs-decode: --session has the views summary, ops, op_profile "
+				"and framework_op_stats\n");
 		return 2;
 	}
 	if (sess_open(a->path, "--session", a->threads, &s) < 0)
@@ -504,6 +506,8 @@ static int do_session(const struct args *a)
 	in = sess_in(&s);
 	if (a->view == XPROFS_VIEW_OPS)
 		r = xprofs_decode_session_ops(&in, &sink);
+	else if (a->view != XPROFS_VIEW_SUMMARY)
+		r = xprofs_decode_session_opstats((enum xprofs_view)a->view, &in, &sink);
 	else
 		r = xprofs_decode_session_summary(in.name, in.hosts, s.xs, in.host_errors, in.n,
 						  &sink);
@@ -516,7 +520,7 @@ out:
 }
 
 /*
- * do_compare() - compare/<base>/ops.json or steps.json (--view; default ops)
+ * do_compare() - compare/<base>/ops.json, steps.json or op_profile.json (--view; default ops)
  * of session directory a->path against session directory a->compare, as the
  * mount shows runs/<run>/<session>/compare/<base>/. Exit status.
  */
@@ -529,8 +533,9 @@ static int do_compare(const struct args *a)
 	int v = a->view == XPROFS_VIEW_SUMMARY ? XPROFS_VIEW_OPS : a->view;
 
 	memset(&c, 0, sizeof(c));
-	if (v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS) {
-		fprintf(stderr, "xprofs-decode: --compare has the views ops and steps\n");
+	if (v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS && v != XPROFS_VIEW_OP_PROFILE) {
+		fprintf(stderr,
+			"xprofs-decode: --compare has the views ops, steps and op_profile\n");
 		return 2;
 	}
 	if (sess_open(a->compare, "--compare", a->threads, &b) < 0 ||

@@ -147,9 +147,18 @@ struct xprofs_session_in {
 int xprofs_decode_session_ops(const struct xprofs_session_in *s,
 			      const struct xprofs_sink *out) XPROFS_WUR;
 /**
- * xprofs_decode_compare() - compare/<base>/ops.json (@v XPROFS_VIEW_OPS)
- * or steps.json (XPROFS_VIEW_STEPS) of session @cur: the change from
- * @base to @cur (docs/stats.md "Compare"). -EINVAL for another view.
+ * xprofs_decode_session_opstats() - the session's op_profile.json (@v
+ * XPROFS_VIEW_OP_PROFILE) or framework_op_stats.json (XPROFS_VIEW_TF_STATS):
+ * the hosts' op stats combined as XProf's CombineAllOpStats() (docs/stats.md
+ * "Session op profile"). -EINVAL for another view.
+ */
+int xprofs_decode_session_opstats(enum xprofs_view v, const struct xprofs_session_in *s,
+				  const struct xprofs_sink *out) XPROFS_WUR;
+/**
+ * xprofs_decode_compare() - compare/<base>/ops.json (@v XPROFS_VIEW_OPS),
+ * steps.json (XPROFS_VIEW_STEPS) or op_profile.json (XPROFS_VIEW_OP_PROFILE)
+ * of session @cur: the change from @base to @cur (docs/stats.md "Compare").
+ * -EINVAL for another view.
  */
 int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *base,
 			  const struct xprofs_session_in *cur,
