@@ -264,6 +264,7 @@ int fs_getattr(struct fs_ctx *ctx, const struct fs_target *t, struct stat *st)
 		return 0;
 	case FS_K_SESSION_SUMMARY:
 	case FS_K_SESSION_OPS:
+	case FS_K_SESSION_VIEW:
 	case FS_K_COMPARE_VIEW:
 		fs_fill_file(ctx, st, fs_view_size(ctx, t), t->session->mtime_ns,
 			     t->kind == FS_K_COMPARE_VIEW ? fs_perm_compare(ctx, t, false)

@@ -281,6 +281,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 		break;
 	case FS_K_SESSION_SUMMARY:
 	case FS_K_SESSION_OPS:
+	case FS_K_SESSION_VIEW:
 	case FS_K_COMPARE_VIEW:
 		if (!caller_may_read(t.kind == FS_K_COMPARE_VIEW
 					     ? fs_perm_compare(ctx, &t, false)

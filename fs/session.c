@@ -104,8 +104,13 @@ const char *fs_session_file_name(const struct fs_target *t)
 {
 	if (t->kind == FS_K_SESSION_OPS)
 		return "session ops";
+	if (t->kind == FS_K_SESSION_VIEW)
+		return t->view == XPROFS_VIEW_OP_PROFILE ? "session op profile"
+							 : "session framework op stats";
 	if (t->kind == FS_K_COMPARE_VIEW)
-		return t->view == XPROFS_VIEW_OPS ? "compare ops" : "compare steps";
+		return t->view == XPROFS_VIEW_OPS     ? "compare ops"
+		       : t->view == XPROFS_VIEW_STEPS ? "compare steps"
+						      : "compare op profile";
 	return "session summary";
 }
 
@@ -130,6 +135,8 @@ int fs_session_render(struct fs_ctx *ctx, const struct fs_target *t, const struc
 	ai = sess_in(t->session, &a);
 	if (t->kind == FS_K_SESSION_OPS) {
 		r = xprofs_decode_session_ops(&ai, out);
+	} else if (t->kind == FS_K_SESSION_VIEW) {
+		r = xprofs_decode_session_opstats((enum xprofs_view)t->view, &ai, out);
 	} else if (t->kind == FS_K_COMPARE_VIEW) {
 		bi = sess_in(t->other, &b);
 		r = xprofs_decode_compare((enum xprofs_view)t->view, &bi, &ai, out);

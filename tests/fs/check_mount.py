@@ -107,7 +107,8 @@ def check_runs(walk):
         for s, hosts in sessions.items():
             sd = os.path.join(rd, s)
             if sorted(x for x in os.listdir(sd)
-                      if x not in ("summary.json", "ops.json", "compare")) != sorted(hosts):
+                      if x not in ("summary.json", "ops.json", "compare", "op_profile.json",
+                                   "framework_op_stats.json")) != sorted(hosts):
                 fail("hosts of %s: %s != %s" % (sd, os.listdir(sd), hosts))
             for h in hosts:
                 hd = os.path.join(sd, h)
@@ -115,6 +116,7 @@ def check_runs(walk):
                         "trace.pftrace", "errors", "planes", "steps", "window"}
                 want |= {"overview.json", "kernels.json", "overview.svg"}  # docs/stats.md
                 want |= {"memory_profile.json"}  # docs/memory.md
+                want |= {"op_profile.json", "framework_op_stats.json"}  # docs/stats.md
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))
                 n += 1
@@ -151,6 +153,7 @@ def check_views(walk):
                 names = ["summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
                          "trace.pftrace"]
                 names += ["overview.json", "kernels.json"]  # kernels.json: ENOENT without GPUs
+                names += ["op_profile.json", "framework_op_stats.json"]
                 try:
                     for p in sorted(os.listdir(os.path.join(hd, "planes"))):
                         for line in sorted(os.listdir(os.path.join(hd, "planes", p))):
