@@ -3,16 +3,18 @@
  * xprofs mounts, without FUSE.
  *
  *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz|trace.pftrace   (default: summary)
- *                      or overview|kernels (docs/stats.md; kernels: exit 1 without GPU planes)
+ *                      or overview|kernels|op_profile|framework_op_stats (docs/stats.md;
+ *                      kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
  *                      [--hlo FILE]... the session's XLA programs, files
  *                                      "<module>(<id>).hlo_proto.pb", as the
  *                                      mount gives a host's views the
  *                                      sidecars of its session directory
- *   xprofs-decode SESSION_DIR --session [--view ops]     a session's summary.json
- *                                                        or ops.json (hosts combined)
- *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]
+ *   xprofs-decode SESSION_DIR --session [--view ops|op_profile|framework_op_stats]
+ *                                                        a session's summary.json
+ *                                                        or that view (hosts combined)
+ *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps|op_profile]
  *                                                        the mount's
  *                                                        SESSION/compare/BASE/ views
  *   xprofs-decode FILE --tracks                          list PLANE_FILE/LINE_FILE
@@ -50,31 +52,32 @@
 
 static void usage(FILE *f)
 {
-	fprintf(f,
-		"usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
-		"trace.json.gz|trace.pftrace|\n"
-		"                    overview|kernels|overview.svg|memory_profile]   (FILE \"-\": "
-		"standard "
-		"input)\n"
-		"                    [--host NAME (trace's host; default: FILE minus "
-		".xplane.pb)]\n"
-		"                    [--window FROM-TO (µs, trace.json's ts) | --step N "
-		"(steps.json's steps[N])]\n"
-		"                    [--hlo FILE (a <module>(<id>).hlo_proto.pb of the session; "
-		"repeatable)]\n"
-		"       xprofs-decode SESSION_DIR --session [--view summary|ops]   (the "
-		"session's\n"
-		"                    summary.json, or its ops.json: the hosts combined)\n"
-		"       xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]   "
-		"(SESSION's\n"
-		"                    compare/<BASE>/ops.json or steps.json: BASE to SESSION)\n"
-		"       xprofs-decode FILE.xplane.pb --tracks\n"
-		"       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
-		"       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
-		"baseline)\n"
-		"options: --mmap (zero-copy reads), --threads N (index planes and compute the\n"
-		"         stats views on N threads; default: online CPUs, at most 4),\n"
-		"         --log-level LEVEL, --help, --version\n");
+	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
+		   "trace.json.gz|trace.pftrace|\n"
+		   "                    overview|kernels|overview.svg|memory_profile|op_profile|\n"
+		   "                    framework_op_stats]   (FILE \"-\": "
+		   "standard "
+		   "input)\n"
+		   "                    [--host NAME (trace's host; default: FILE minus "
+		   ".xplane.pb)]\n"
+		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "
+		   "(steps.json's steps[N])]\n"
+		   "                    [--hlo FILE (a <module>(<id>).hlo_proto.pb of the session; "
+		   "repeatable)]\n"
+		   "       xprofs-decode SESSION_DIR --session [--view summary|ops|op_profile|"
+		   "framework_op_stats]\n"
+		   "                    (the session's summary.json, or that view: the hosts "
+		   "combined)\n"
+		   "       xprofs-decode --compare BASE_DIR SESSION_DIR [--view "
+		   "ops|steps|op_profile]\n"
+		   "                    (SESSION's compare/<BASE>/<view>.json: BASE to SESSION)\n"
+		   "       xprofs-decode FILE.xplane.pb --tracks\n"
+		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
+		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
+		   "baseline)\n"
+		   "options: --mmap (zero-copy reads), --threads N (index planes and compute the\n"
+		   "         stats views on N threads; default: online CPUs, at most 4),\n"
+		   "         --log-level LEVEL, --help, --version\n");
 }
 
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
