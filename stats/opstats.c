@@ -201,6 +201,16 @@ static void row_meta(struct stats_dbop *b, struct stats_dbop *a)
 		b->program_id = a->program_id;
 }
 
+void stats_dbop_add(struct stats_dbop *b, const struct stats_dbop *a)
+{
+	b->occ = xs_sat_add(b->occ, a->occ);
+	b->total = xs_sat_add(b->total, a->total);
+	b->self = xs_sat_add(b->self, a->self);
+	b->flops += a->flops;
+	b->model_flops += a->model_flops;
+	b->bytes += a->bytes;
+}
+
 /*
  * db_compact() - rows of one (program, name) summed into the first of them
  * (OpMetricsDbCombiner::Combine() / CombineOpMetrics()), in first-seen order.
@@ -219,12 +229,7 @@ static void db_compact(struct stats_opdb *d)
 		    !strcmp(d->rows[w - 1].name, a->name)) {
 			struct stats_dbop *b = &d->rows[w - 1];
 
-			b->occ = xs_sat_add(b->occ, a->occ);
-			b->total = xs_sat_add(b->total, a->total);
-			b->self = xs_sat_add(b->self, a->self);
-			b->flops += a->flops;
-			b->model_flops += a->model_flops;
-			b->bytes += a->bytes;
+			stats_dbop_add(b, a);
 			b->idle |= a->idle;
 			row_meta(b, a);
 			row_clear(a);
@@ -352,6 +357,21 @@ static int db_merge(struct stats_opdb *dst, struct stats_opdb *src)
 	dst->total_op_time = xs_sat_add(dst->total_op_time, src->total_op_time);
 	db_compact(dst);
 	return 0;
+}
+
+int stats_opstats_view(struct xs_rctx *rc, struct xs_out *o,
+		       int (*write)(struct xs_out *o, const struct stats_opstats *s))
+{
+	struct stats_opstats st;
+	int r = stats_opstats_host(rc, &st);
+
+	if (r < 0)
+		return r;
+	OUT_LIT(o, "{");
+	r = write(o, &st);
+	OUT_LIT(o, "}\n");
+	stats_opstats_free(&st);
+	return r;
 }
 
 int stats_opstats_merge(struct stats_opstats *dst, struct stats_opstats *src)
@@ -502,4 +522,16 @@ const char *stats_bound_by(double flops, double bytes, int64_t ps, double peak_f
 	if (*butil > *futil)
 		bound = "HBM";
 	return bound;
+}
+
+void stats_out_kv(struct xs_out *o, const struct stats_kv *kv, size_t n, const char *tail,
+		  const char *str)
+{
+	for (size_t i = 0; i < n; i++) {
+		xs_out_add(o, kv[i].key, strlen(kv[i].key));
+		xs_out_double(o, kv[i].v);
+	}
+	xs_out_add(o, tail, strlen(tail));
+	xs_out_cstr(o, str);
+	OUT_LIT(o, "}");
 }

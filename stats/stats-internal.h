@@ -3,9 +3,13 @@
  * facts (facts.c, gpu-peak.c), which lines hold ops (lines.c), one plane's op
  * table (ops.c: ops aggregated by name as XProf's OpMetricsDb, the plane's
  * programs and its peak rates; its JSON in ops-json.c), several lines merged
- * by time (merge.c), the steps and their breakdown (steps.c) and device busy
- * time (busy.c). The view-*.c files write their views from these and call no
- * other view's file. Memory: an op table is O(distinct ops), at most OPS_MAX;
+ * by time (merge.c), the steps and their breakdown (steps.c), device busy
+ * time (busy.c) and a host's op stats as XProf's OpStats (opstats.c). The
+ * view-*.c files write their views from these and call no other view's file,
+ * but for the session forms of op_profile.json / framework_op_stats.json
+ * (view-session-op.c writes them with their host views' writers, and
+ * view-session.c hands it compare/<other>/op_profile.json and the session's
+ * host list). Memory: an op table is O(distinct ops), at most OPS_MAX;
  * the steps O(steps), at most 1 Mi.
  */
 #ifndef XPROFS_STATS_INTERNAL_H
@@ -186,6 +190,11 @@ int stats_opstats_add(struct xs_rctx *rc, size_t q, const struct stats_ops *ops,
 		      const struct stats_busy *busy, struct stats_opstats *out);
 /* stats_opstats_finish() - combine the rows added of one (program, name). */
 void stats_opstats_finish(struct stats_opstats *s);
+/* stats_opstats_view() - a host view: "{", @write(o, the host's op stats), "}\n". */
+int stats_opstats_view(struct xs_rctx *rc, struct xs_out *o,
+		       int (*write)(struct xs_out *o, const struct stats_opstats *s));
+/* stats_dbop_add() - CombineOpMetrics(): @a's occurrences, times, FLOPs and bytes added to @b. */
+void stats_dbop_add(struct stats_dbop *b, const struct stats_dbop *a);
 /* stats_opstats_merge() - fold @src (emptied) into @dst as XProf's CombineAllOpStats(). */
 int stats_opstats_merge(struct stats_opstats *dst, struct stats_opstats *src);
 void stats_opstats_free(struct stats_opstats *s);
@@ -207,11 +216,25 @@ double stats_safe_div(double a, double b);
  */
 const char *stats_bound_by(double flops, double bytes, int64_t ps, double peak_flops,
 			   double peak_bw, double *futil, double *butil, double *hbm_gibps);
+/* A key (with its punctuation) and a number. */
+struct stats_kv {
+	const char *key;
+	double v;
+};
+/* stats_out_kv() - the @n numbers @kv in order, then @tail, the string @str and "}". */
+void stats_out_kv(struct xs_out *o, const struct stats_kv *kv, size_t n, const char *tail,
+		  const char *str);
 /* stats_op_profile_write() - op_profile.json's keys of @s (view-op-profile.c), no braces. */
 int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s);
 /* stats_compare_op_profile() - compare/<base>/op_profile.json (view-session-op.c). */
 int stats_compare_op_profile(const struct xprofs_session_in *base,
 			     const struct xprofs_session_in *cur, const struct xprofs_sink *sink);
+/*
+ * stats_session_hosts_write() - "session":..,"hosts":[{"host":..,"error":..|null}...] of
+ * session @in, @why[i] the reason host i was left out (NULL: it was not); view-session-op.c.
+ */
+void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
+			       char *const *why);
 /* stats_tf_stats_write() - framework_op_stats.json's keys of @s (view-tf-stats.c), no braces. */
 int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s);
 

@@ -26,18 +26,12 @@
 
 #define CHILDREN_MAX 100 /* op_profile_limit of XProf's op profile tool */
 
-/* A node's OpMetrics: what PopulateOpMetricsNode() reads. */
-struct nm {
-	int64_t time, self, occ;
-	double flops, mflops, bytes;
-};
-
 struct pn {
 	const char *name;            /* borrowed from a row (or a constant) */
 	const struct stats_dbop *op; /* an op node's row; NULL: a grouping node */
 	bool dup_group;              /* "<op> and its duplicate(s)": @op is the top child's */
-	struct nm m;
-	size_t *kid; /* owned */
+	struct stats_dbop m;         /* its OpMetrics (numbers only; m.total is its time) */
+	size_t *kid;                 /* owned */
 	size_t nk, ck;
 };
 
@@ -76,26 +70,16 @@ static ssize_t node_add(struct tree *t, size_t parent, const char *name,
 }
 
 /* UpdateNodeMetrics(): time grows by the op's self time; amounts only from ops without children. */
-static void update(struct nm *m, const struct stats_dbop *r)
+static void update(struct stats_dbop *m, const struct stats_dbop *r)
 {
-	m->time = xs_sat_add(m->time, r->self);
-	m->self = xs_sat_add(m->self, r->self);
-	if (r->total == r->self) {
-		m->flops += r->flops;
-		m->mflops += r->model_flops;
-		m->bytes += r->bytes;
-	}
-}
+	struct stats_dbop add = {.total = r->self, .self = r->self};
 
-/* CombineOpMetrics(): sums. */
-static void combine(struct nm *m, const struct stats_dbop *r)
-{
-	m->occ = xs_sat_add(m->occ, r->occ);
-	m->time = xs_sat_add(m->time, r->total);
-	m->self = xs_sat_add(m->self, r->self);
-	m->flops += r->flops;
-	m->mflops += r->model_flops;
-	m->bytes += r->bytes;
+	if (r->total == r->self) {
+		add.flops = r->flops;
+		add.model_flops = r->model_flops;
+		add.bytes = r->bytes;
+	}
+	stats_dbop_add(m, &add);
 }
 
 static const char *prog_name(const struct stats_dbop *r)
@@ -141,7 +125,7 @@ static int tree_fill(struct tree *t, bool excl)
 		if (row->idle) {
 			if (row->total != row->self || (k = node_add(t, 0, row->name, row)) < 0)
 				continue;
-			combine(&t->n[k].m, row);
+			stats_dbop_add(&t->n[k].m, row);
 			continue;
 		}
 		if (t->by_program &&
@@ -169,12 +153,12 @@ static int tree_fill(struct tree *t, bool excl)
 		}
 		if ((k = node_add(t, dup, row->name, row)) < 0)
 			goto out;
-		combine(&t->n[cat].m, row);
-		combine(&t->n[dup].m, row);
-		combine(&t->n[k].m, row);
+		stats_dbop_add(&t->n[cat].m, row);
+		stats_dbop_add(&t->n[dup].m, row);
+		stats_dbop_add(&t->n[k].m, row);
 	}
 	/* Finalize(): the root's time is the db's total (TotalTimePs()) */
-	t->n[0].m.time = excl ? d->total_op_time : d->total_time;
+	t->n[0].m.total = excl ? d->total_op_time : d->total_time;
 	r = 0;
 out:
 	free(idx);
@@ -188,8 +172,8 @@ static int kid_cmp(const void *a, const void *b, void *arg)
 
 	int c;
 
-	if (x->m.time != y->m.time)
-		return x->m.time > y->m.time ? -1 : 1;
+	if (x->m.total != y->m.total)
+		return x->m.total > y->m.total ? -1 : 1;
 	if ((c = strcmp(x->name, y->name)) || !x->op || !y->op)
 		return c;
 	/* one name in two programs (a group of duplicates): by program, none first */
@@ -254,39 +238,28 @@ struct peaks {
  * metrics_write() - PopulateOpMetricsNode() of @m, and xprofs' own rates and
  * bound (SetRooflineMetrics()'s rule over compute and HBM).
  */
-static void metrics_write(struct xs_out *o, const struct nm *m, const struct peaks *pk)
+static void metrics_write(struct xs_out *o, const struct stats_dbop *m, const struct peaks *pk)
 {
-	double ns = (double)m->time / 1000.0, futil, butil, hbm_gibps;
-	const char *bound = stats_bound_by(m->flops, m->bytes, m->time, pk->flops, pk->bw, &futil,
-					   &butil, &hbm_gibps);
+	double t = (double)m->total, futil, butil, gibps;
+	const char *bound = stats_bound_by(m->flops, m->bytes, m->total, pk->flops, pk->bw, &futil,
+					   &butil, &gibps);
+	const struct stats_kv kv[] = {
+		{",\"avg_time_ps\":", stats_safe_div(t, (double)m->occ)},
+		{",\"raw_flops\":", m->model_flops},
+		{",\"bf16_flops\":", m->flops},
+		{",\"flops\":", (futil < 1.0 ? futil : 1.0) * stats_safe_div(t, (double)pk->total)},
+		{",\"flops_per_s\":", stats_safe_div(m->flops, t) * 1e12},
+		{",\"model_flops_per_s\":", stats_safe_div(m->model_flops, t) * 1e12},
+		{",\"bytes_accessed\":", m->bytes},
+		{",\"memory_bw_bytes_per_s\":", stats_safe_div(m->bytes, t) * 1e12},
+		{",\"bandwidth_utils\":[", butil < 1.0 ? butil : 1.0},
+		{",0,0],\"raw_bytes_accessed_array\":[", gibps * 1073741824.0 / 1e9 * (t / 1000.0)},
+	};
 
-	xs_out_key_i64(o, "{\"raw_time_ps\":", m->time);
+	xs_out_key_i64(o, "{\"raw_time_ps\":", m->total);
 	xs_out_key_i64(o, ",\"self_time_ps\":", m->self);
 	xs_out_key_i64(o, ",\"occurrences\":", m->occ);
-	OUT_LIT(o, ",\"avg_time_ps\":");
-	xs_out_double(o, stats_safe_div((double)m->time, (double)m->occ));
-	OUT_LIT(o, ",\"raw_flops\":");
-	xs_out_double(o, m->mflops);
-	OUT_LIT(o, ",\"bf16_flops\":");
-	xs_out_double(o, m->flops);
-	OUT_LIT(o, ",\"flops\":");
-	xs_out_double(o, (futil < 1.0 ? futil : 1.0) *
-				 stats_safe_div((double)m->time, (double)pk->total));
-	OUT_LIT(o, ",\"flops_per_s\":");
-	xs_out_double(o, stats_safe_div(m->flops, (double)m->time) * 1e12);
-	OUT_LIT(o, ",\"model_flops_per_s\":");
-	xs_out_double(o, stats_safe_div(m->mflops, (double)m->time) * 1e12);
-	OUT_LIT(o, ",\"bytes_accessed\":");
-	xs_out_double(o, m->bytes);
-	OUT_LIT(o, ",\"memory_bw_bytes_per_s\":");
-	xs_out_double(o, stats_safe_div(m->bytes, (double)m->time) * 1e12);
-	OUT_LIT(o, ",\"bandwidth_utils\":[");
-	xs_out_double(o, butil < 1.0 ? butil : 1.0);
-	OUT_LIT(o, ",0,0],\"raw_bytes_accessed_array\":[");
-	xs_out_double(o, hbm_gibps * 1073741824.0 / 1e9 * ns);
-	OUT_LIT(o, ",0,0],\"bound_by\":");
-	xs_out_cstr(o, bound);
-	OUT_LIT(o, "}");
+	stats_out_kv(o, kv, sizeof(kv) / sizeof(kv[0]), ",0,0],\"bound_by\":", bound);
 }
 
 static void opt_str(struct xs_out *o, const char *lit, const char *s)
@@ -398,14 +371,5 @@ int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s)
 
 int stats_view_op_profile(struct xs_rctx *rc, struct xs_out *o)
 {
-	struct stats_opstats s;
-	int r;
-
-	if ((r = stats_opstats_host(rc, &s)) < 0)
-		return r;
-	OUT_LIT(o, "{");
-	r = stats_op_profile_write(o, &s);
-	OUT_LIT(o, "}\n");
-	stats_opstats_free(&s);
-	return r;
+	return stats_opstats_view(rc, o, stats_op_profile_write);
 }

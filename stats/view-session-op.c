@@ -89,23 +89,28 @@ static int ssn_load(struct ssn *s, const struct xprofs_session_in *in)
 	return r;
 }
 
-/* hosts_write() - "session":..,"hosts":[{"host":..,"error":..}] of @s. */
-static void hosts_write(struct xs_out *o, const struct ssn *s)
+void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
+			       char *const *why)
 {
 	OUT_LIT(o, "\"session\":");
-	xs_out_cstr(o, s->in->name ? s->in->name : "");
+	xs_out_cstr(o, in->name ? in->name : "");
 	OUT_LIT(o, ",\"hosts\":[");
-	for (size_t i = 0; i < s->in->n; i++) {
+	for (size_t i = 0; i < in->n; i++) {
 		OUT_RAW(o, i ? ",{\"host\":" : "{\"host\":");
-		xs_out_cstr(o, s->in->hosts[i] ? s->in->hosts[i] : "");
+		xs_out_cstr(o, in->hosts[i] ? in->hosts[i] : "");
 		OUT_LIT(o, ",\"error\":");
-		if (s->why[i])
-			xs_out_cstr(o, s->why[i]);
+		if (why[i])
+			xs_out_cstr(o, why[i]);
 		else
 			OUT_LIT(o, "null");
 		OUT_LIT(o, "}");
 	}
 	OUT_LIT(o, "]");
+}
+
+static void hosts_write(struct xs_out *o, const struct ssn *s)
+{
+	stats_session_hosts_write(o, s->in, s->why);
 }
 
 static bool session_ok(const struct xprofs_session_in *s)
@@ -266,6 +271,19 @@ static int diff_rows(const struct cent *a, size_t na, const struct cent *b, size
 	return 0;
 }
 
+/* ops_write() - ,"ops":[...]} of a category: its first CMP_OPS_MAX rows of @rows[0..n). */
+static void ops_write(struct xs_out *o, const struct crow *rows, size_t n, int64_t ta, int64_t tb)
+{
+	OUT_LIT(o, ",\"ops\":[");
+	for (size_t i = 0; i < n && i < CMP_OPS_MAX; i++) {
+		OUT_RAW(o, i ? ",{\"name\":" : "{\"name\":");
+		xs_out_cstr(o, rows[i].name);
+		pair_write(o, &rows[i], ta, tb);
+		OUT_LIT(o, "}");
+	}
+	OUT_LIT(o, "]}");
+}
+
 /* categories_write() - the diff rows @rows[0..n) (sorted by category) grouped and written. */
 static int categories_write(struct xs_out *o, struct crow *rows, size_t n, int64_t ta, int64_t tb)
 {
@@ -301,14 +319,7 @@ static int categories_write(struct xs_out *o, struct crow *rows, size_t n, int64
 		OUT_LIT(o, ",\"num_ops\":");
 		xs_out_u64(o, hi - lo);
 		pair_write(o, &cats[c], ta, tb);
-		OUT_LIT(o, ",\"ops\":[");
-		for (size_t i = lo; i < hi && i < lo + CMP_OPS_MAX; i++) {
-			OUT_RAW(o, i > lo ? ",{\"name\":" : "{\"name\":");
-			xs_out_cstr(o, rows[i].name);
-			pair_write(o, &rows[i], ta, tb);
-			OUT_LIT(o, "}");
-		}
-		OUT_LIT(o, "]}");
+		ops_write(o, rows + lo, hi - lo, ta, tb);
 		if ((r = xs_out_flush(o, false)) < 0)
 			break;
 	}

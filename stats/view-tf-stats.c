@@ -36,43 +36,34 @@ static void row_write(struct xs_out *o, const struct stats_dbop *r, bool dev, in
 					   st->peak_bw, &futil, &butil, &gibps);
 
 	s->cum += frac;
-	OUT_LIT(o, "{\"rank\":");
-	xs_out_u64(o, ++s->rank);
-	OUT_RAW(o, dev ? ",\"host_or_device\":\"Device\"" : ",\"host_or_device\":\"Host\"");
-	OUT_LIT(o, ",\"type\":");
-	xs_out_cstr(o, r->category);
-	OUT_LIT(o, ",\"operation\":");
-	xs_out_cstr(o, r->name);
-	xs_out_key_i64(o, ",\"occurrences\":", r->occ);
-	xs_out_key_i64(o, ",\"total_time_ps\":", r->total);
-	OUT_LIT(o, ",\"avg_time_ps\":");
-	xs_out_double(o, stats_safe_div((double)r->total, (double)r->occ));
-	xs_out_key_i64(o, ",\"total_self_time_ps\":", r->self);
-	OUT_LIT(o, ",\"avg_self_time_ps\":");
-	xs_out_double(o, stats_safe_div((double)r->self, (double)r->occ));
-	OUT_LIT(o, ",\"device_total_self_time_fraction\":");
-	xs_out_double(o, dev ? frac : 0);
-	OUT_LIT(o, ",\"device_cumulative_total_self_time_fraction\":");
-	xs_out_double(o, dev ? s->cum : 0);
-	OUT_LIT(o, ",\"host_total_self_time_fraction\":");
-	xs_out_double(o, dev ? 0 : frac);
-	OUT_LIT(o, ",\"host_cumulative_total_self_time_fraction\":");
-	xs_out_double(o, dev ? 0 : s->cum);
-	OUT_LIT(o, ",\"flops\":");
-	xs_out_double(o, r->flops);
-	OUT_LIT(o, ",\"bytes_accessed\":");
-	xs_out_double(o, r->bytes);
-	OUT_LIT(o, ",\"measured_flop_rate\":");
-	xs_out_double(o, stats_safe_div(r->flops, (double)r->total) * 1e12);
-	OUT_LIT(o, ",\"model_flop_rate\":");
-	xs_out_double(o, stats_safe_div(r->model_flops, (double)r->total) * 1e12);
-	OUT_LIT(o, ",\"measured_memory_bw\":");
-	xs_out_double(o, stats_safe_div(r->bytes, (double)r->total) * 1e12);
-	OUT_LIT(o, ",\"operational_intensity\":");
-	xs_out_double(o, stats_safe_div(r->flops, r->bytes));
-	OUT_LIT(o, ",\"bound_by\":");
-	xs_out_cstr(o, bound);
-	OUT_LIT(o, "}");
+	{
+		double t = (double)r->total;
+		const struct stats_kv kv[] = {
+			{",\"avg_time_ps\":", stats_safe_div(t, (double)r->occ)},
+			{",\"avg_self_time_ps\":", stats_safe_div((double)r->self, (double)r->occ)},
+			{",\"device_total_self_time_fraction\":", dev ? frac : 0},
+			{",\"device_cumulative_total_self_time_fraction\":", dev ? s->cum : 0},
+			{",\"host_total_self_time_fraction\":", dev ? 0 : frac},
+			{",\"host_cumulative_total_self_time_fraction\":", dev ? 0 : s->cum},
+			{",\"flops\":", r->flops},
+			{",\"bytes_accessed\":", r->bytes},
+			{",\"measured_flop_rate\":", stats_safe_div(r->flops, t) * 1e12},
+			{",\"model_flop_rate\":", stats_safe_div(r->model_flops, t) * 1e12},
+			{",\"measured_memory_bw\":", stats_safe_div(r->bytes, t) * 1e12},
+			{",\"operational_intensity\":", stats_safe_div(r->flops, r->bytes)},
+		};
+
+		xs_out_key_i64(o, "{\"rank\":", (int64_t)++s->rank);
+		OUT_RAW(o, dev ? ",\"host_or_device\":\"Device\",\"type\":"
+			       : ",\"host_or_device\":\"Host\",\"type\":");
+		xs_out_cstr(o, r->category);
+		OUT_LIT(o, ",\"operation\":");
+		xs_out_cstr(o, r->name);
+		xs_out_key_i64(o, ",\"occurrences\":", r->occ);
+		xs_out_key_i64(o, ",\"total_time_ps\":", r->total);
+		xs_out_key_i64(o, ",\"total_self_time_ps\":", r->self);
+		stats_out_kv(o, kv, sizeof(kv) / sizeof(kv[0]), ",\"bound_by\":", bound);
+	}
 }
 
 /* side_write() - one side's rows (the top TF_ROWS_MAX, IDLE left out when @excl). */
@@ -138,14 +129,5 @@ int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s)
 
 int stats_view_tf_stats(struct xs_rctx *rc, struct xs_out *o)
 {
-	struct stats_opstats s;
-	int r;
-
-	if ((r = stats_opstats_host(rc, &s)) < 0)
-		return r;
-	OUT_LIT(o, "{");
-	r = stats_tf_stats_write(o, &s);
-	OUT_LIT(o, "}\n");
-	stats_opstats_free(&s);
-	return r;
+	return stats_opstats_view(rc, o, stats_tf_stats_write);
 }
