@@ -221,7 +221,8 @@ static void db_compact(struct stats_opdb *d)
 
 	for (size_t i = 0; i < d->n; i++)
 		d->rows[i].seq = i;
-	qsort(d->rows, d->n, sizeof(*d->rows), row_key_cmp);
+	if (d->n > 1) /* rows is NULL while empty */
+		qsort(d->rows, d->n, sizeof(*d->rows), row_key_cmp);
 	for (size_t i = 0; i < d->n; i++) {
 		struct stats_dbop *a = &d->rows[i];
 
@@ -463,7 +464,8 @@ int stats_opdb_tf(const struct stats_opdb *dev, bool with_idle, struct stats_opd
 		b->seq = out->n++;
 	}
 	/* one row per name: occurrences the maximum, the rest summed (first category) */
-	qsort(out->rows, out->n, sizeof(*out->rows), row_key_cmp);
+	if (out->n > 1)
+		qsort(out->rows, out->n, sizeof(*out->rows), row_key_cmp);
 	{
 		size_t w = 0;
 

@@ -189,7 +189,8 @@ static void prune(struct tree *t, size_t i, int level)
 
 	for (size_t j = 0; j < p->nk; j++)
 		prune(t, p->kid[j], level - 1);
-	qsort_r(p->kid, p->nk, sizeof(*p->kid), kid_cmp, t);
+	if (p->nk > 1) /* kid is NULL without children */
+		qsort_r(p->kid, p->nk, sizeof(*p->kid), kid_cmp, t);
 	if (level <= 0 && p->nk > CHILDREN_MAX)
 		p->nk = CHILDREN_MAX;
 }
