@@ -220,7 +220,7 @@ def build(db, by_program, excl):
                 root["kids"].append(progs[pname])
             prog = progs[pname]
             update(prog["m"], r)
-        if r["total"] - r["self"] > 0:
+        if (r["total"] - r["self"]) % U64 > 0:  # ChildrenTimePs(), uint64
             continue
         groups = []
         if r["idle"]:

@@ -7,6 +7,8 @@ session, and compare/<other>/op_profile.json (TAP).
 - generated sessions (xprofs-gen --sidecars: GPU with its HLO only in the
   sidecar files, TPU, CPU) through the CLI (--hlo), each host and the
   session combined (oracle_opstats.merge());
+- the edge profiles of stats_profiles.py (nested ops, concurrent streams,
+  hostile stats, no device ops);
 - the shared samples (skipped with a message without ../shared), with the
   sidecars of their directory;
 - a real mount of the GPU session: the host files, the session's files and
@@ -23,6 +25,7 @@ import sys
 import oracle
 import oracle_opstats
 import oracle_stats
+import stats_profiles
 import xmount
 import xproto
 
@@ -218,7 +221,12 @@ def samples(t, pb2):
 
 def body(t, w):
     pb2, tmp = xproto.load("xplane")
-    shutil.rmtree(tmp, ignore_errors=True)
+    try:
+        edges_dir = stats_profiles.build(pb2, tmp)
+        for name, path in sorted(edges_dir.items()):
+            host(t, "edge " + name, pb2, path, ())
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     sessions = generated(t, w, pb2)
     mounted(t, w, sessions)
     samples(t, pb2)
