@@ -18,9 +18,6 @@ Written from XProf's C++, not from stats/'s C code:
   SetRooflineMetrics() over compute and HBM;
 - overview.json's top_ops: ComputeAnalysisResult().
 """
-import re
-
-import oracle_hlo_facts
 import oracle_stats
 from oracle_trace import parse_tf_op
 
@@ -411,5 +408,3 @@ def check_host(path, xs, views, stat_value, stat_name, names, fail):
                           path + ": framework_op_stats", fail)
     return st
 
-
-_ = (re, oracle_hlo_facts)
