@@ -112,8 +112,8 @@ int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill,
 			fill_name(&a, t->session->hosts[i].name);
 		fill_name(&a, FS_NAME_SESSION_SUMMARY);
 		fill_name(&a, FS_NAME_SESSION_OPS);
-		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_HLO_STATS));
-		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_ROOFLINE));
+		for (i = 0; i < fs_session_nviews; i++)
+			fill_name(&a, xprofs_decode_view_name(fs_session_views[i]));
 		fill_name(&a, FS_NAME_COMPARE);
 		break;
 	case FS_K_COMPARE: { /* the run's other sessions nearest by name; all resolve */
@@ -130,6 +130,7 @@ int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill,
 	case FS_K_COMPARE_DIR:
 		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_OPS));
 		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_STEPS));
+		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_OP_PROFILE));
 		break;
 	case FS_K_HOST: {
 		bool no_gpu = fs_host_lacks_gpu(ctx, t);

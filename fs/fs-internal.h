@@ -195,20 +195,26 @@ enum fs_kind {
 	FS_K_COMPARE,      /* session/compare (lists the run's other sessions) */
 	FS_K_COMPARE_RUN,  /* session/compare/<run path>... (lists nothing) */
 	FS_K_COMPARE_DIR,  /* session/compare/<other> (other, other_node set) */
-	FS_K_COMPARE_VIEW, /* session/compare/<other>/{ops,steps}.json (view set) */
-	FS_K_SESSION_VIEW, /* session/{hlo_stats,roofline}.json: hosts combined (view set) */
+	FS_K_COMPARE_VIEW, /* session/compare/<other>/{ops,steps,op_profile}.json (view set) */
+	FS_K_SESSION_VIEW, /* session/{hlo_stats,roofline,op_profile,framework_op_stats}.json:
+			    * hosts combined (view set) */
 };
 
 /*
  * fs_kind_session_file() - a file rendered from a whole session (or two):
- * summary.json, ops.json of a session, compare/<other>/<view>; these borrow
- * the index while they render and have no host.
+ * summary.json, ops.json, op_profile.json, framework_op_stats.json of a
+ * session, compare/<other>/<view>; these borrow the index while they render
+ * and have no host.
  */
 static inline bool fs_kind_session_file(enum fs_kind k)
 {
 	return k == FS_K_SESSION_SUMMARY || k == FS_K_SESSION_OPS || k == FS_K_COMPARE_VIEW ||
 	       k == FS_K_SESSION_VIEW;
 }
+
+/* The views a session directory offers beside summary.json and ops.json (fs/index.c). */
+extern const enum xprofs_view fs_session_views[];
+extern const size_t fs_session_nviews;
 
 /* What a view in a slice directory keeps (FS_K_SLICE, and FS_K_VIEW below one). */
 enum fs_slice { FS_SLICE_NONE = 0, FS_SLICE_STEP, FS_SLICE_WINDOW };

@@ -528,6 +528,9 @@ static const struct fs_host *find_host(const struct fs_session *s, const char *c
  * the window.
  */
 const enum xprofs_view fs_slice_views[] = {XPROFS_VIEW_TRACE, XPROFS_VIEW_PFTRACE};
+const enum xprofs_view fs_session_views[] = {XPROFS_VIEW_HLO_STATS, XPROFS_VIEW_ROOFLINE,
+					     XPROFS_VIEW_OP_PROFILE, XPROFS_VIEW_TF_STATS};
+const size_t fs_session_nviews = sizeof(fs_session_views) / sizeof(fs_session_views[0]);
 const size_t fs_slice_nviews = sizeof(fs_slice_views) / sizeof(fs_slice_views[0]);
 
 /*
@@ -667,7 +670,8 @@ static int classify_host(const char *p, struct fs_target *t)
 /* classify_compare_dir() - below compare/<other> (other set; rest @p). */
 static int classify_compare_dir(const char *p, struct fs_target *t)
 {
-	static const enum xprofs_view views[] = {XPROFS_VIEW_OPS, XPROFS_VIEW_STEPS};
+	static const enum xprofs_view views[] = {XPROFS_VIEW_OPS, XPROFS_VIEW_STEPS,
+						 XPROFS_VIEW_OP_PROFILE};
 	const char *c;
 	size_t len;
 
@@ -751,13 +755,12 @@ static int classify_runs(const struct fs_index *idx, const char *p, struct fs_ta
 			return leaf(p, t, FS_K_SESSION_SUMMARY);
 		if (comp_is(c, len, FS_NAME_SESSION_OPS))
 			return leaf(p, t, FS_K_SESSION_OPS);
-		for (int v = XPROFS_VIEW_HLO_STATS; v <= XPROFS_VIEW_ROOFLINE; v++)
-			if (comp_is(c, len, xprofs_decode_view_name((enum xprofs_view)v))) {
-				t->view = v; /* hlo_stats.json, roofline.json: hosts combined */
-				return leaf(p, t, FS_K_SESSION_VIEW);
-			}
 		if (comp_is(c, len, FS_NAME_COMPARE))
 			return classify_compare(idx, p, t);
+		for (size_t i = 0; i < fs_session_nviews; i++)
+			if (comp_is(c, len, xprofs_decode_view_name(fs_session_views[i])))
+				return view_leaf(p, t, c, len, fs_session_views, fs_session_nviews,
+						 FS_K_SESSION_VIEW);
 		t->host = find_host(t->session, c, len);
 		if (!t->host)
 			return -ENOENT;

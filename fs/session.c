@@ -105,9 +105,20 @@ const char *fs_session_file_name(const struct fs_target *t)
 	if (t->kind == FS_K_SESSION_OPS)
 		return "session ops";
 	if (t->kind == FS_K_SESSION_VIEW)
-		return t->view == XPROFS_VIEW_HLO_STATS ? "session hlo_stats" : "session roofline";
+		switch (t->view) {
+		case XPROFS_VIEW_HLO_STATS:
+			return "session hlo_stats";
+		case XPROFS_VIEW_ROOFLINE:
+			return "session roofline";
+		case XPROFS_VIEW_OP_PROFILE:
+			return "session op profile";
+		default:
+			return "session framework op stats";
+		}
 	if (t->kind == FS_K_COMPARE_VIEW)
-		return t->view == XPROFS_VIEW_OPS ? "compare ops" : "compare steps";
+		return t->view == XPROFS_VIEW_OPS     ? "compare ops"
+		       : t->view == XPROFS_VIEW_STEPS ? "compare steps"
+						      : "compare op profile";
 	return "session summary";
 }
 

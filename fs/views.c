@@ -226,10 +226,15 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 			r = xprofs_buf_adds(&id->key,
 					    t->kind == FS_K_SESSION_SUMMARY ? "session-summary"
 					    : t->kind == FS_K_SESSION_OPS   ? "session-ops"
-					    : t->kind == FS_K_SESSION_VIEW
-						    ? xprofs_decode_view_name(t->view)
-					    : t->view == XPROFS_VIEW_OPS ? "compare-ops"
-									 : "compare-steps");
+					    : t->kind == FS_K_SESSION_VIEW  ? "session-view"
+					    : t->view == XPROFS_VIEW_OPS    ? "compare-ops"
+					    : t->view == XPROFS_VIEW_STEPS  ? "compare-steps"
+									    : "compare-view");
+		/* the view of a session-view / compare-view key */
+		if (r == 0 && (t->kind == FS_K_SESSION_VIEW ||
+			       (t->kind == FS_K_COMPARE_VIEW && t->view != XPROFS_VIEW_OPS &&
+				t->view != XPROFS_VIEW_STEPS)))
+			r = xprofs_buf_adds(&id->key, xprofs_decode_view_name(t->view));
 	} else {
 		r = fs_host_path(t, id->hpath, sizeof(id->hpath));
 		if (r == 0)

@@ -22,6 +22,8 @@ int xprofs_decode_session_view(enum xprofs_view v, const struct xprofs_session_i
 	struct xs_out o;
 	int r;
 
+	if (v == XPROFS_VIEW_OP_PROFILE || v == XPROFS_VIEW_TF_STATS)
+		return stats_session_opstats(v, in, sink); /* view-session-op.c */
 	if ((v != XPROFS_VIEW_HLO_STATS && v != XPROFS_VIEW_ROOFLINE) || !sink || !sink->write ||
 	    !in || (in->n && (!in->hosts || !in->xs)))
 		return -EINVAL;

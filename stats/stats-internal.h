@@ -3,10 +3,15 @@
  * facts (facts.c, gpu-peak.c), which lines hold ops (lines.c), one plane's op
  * table (ops.c: ops aggregated by name as XProf's OpMetricsDb, the plane's
  * programs and its peak rates; its JSON in ops-json.c), several lines merged
- * by time (merge.c), the steps and their breakdown (steps.c) and device busy
- * time (busy.c), the TPU duty cycle (duty.c). The view-*.c files write their
- * views from these and call no other view's file. Memory: an op table is
- * O(distinct ops), at most OPS_MAX; the steps O(steps + events open at once).
+ * by time (merge.c), the steps and their breakdown (steps.c), device busy
+ * time (busy.c), the TPU duty cycle (duty.c) and a host's op stats as
+ * XProf's OpStats (opstats.c). The view-*.c files write their views from
+ * these and call no other view's file, but for the session forms of
+ * op_profile.json / framework_op_stats.json (view-session-op.c writes them
+ * with their host views' writers, and view-session.c hands it
+ * compare/<other>/op_profile.json and the session's host list). Memory: an
+ * op table is O(distinct ops), at most OPS_MAX; the steps O(steps), at
+ * most 1 Mi.
  */
 #ifndef XPROFS_STATS_INTERNAL_H
 #define XPROFS_STATS_INTERNAL_H
@@ -160,6 +165,96 @@ int stats_ops_table_write(struct xs_out *o, struct opmap *m, const size_t *idx, 
 int stats_ops_rollups_write(struct xs_out *o, struct opmap *m, int64_t plane_self);
 int stats_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct xs_out *o);
 void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f);
+
+/* ---- a host's op stats for the op profile and framework op stats (opstats.c) ---- */
+
+/* One op of an op metrics db (XProf's OpMetrics), keyed by (program, name). */
+struct stats_dbop {
+	char *name, *category;   /* owned */
+	char *program;           /* owned, NULL: none ("main" in the op profile) */
+	char *provenance;        /* owned, NULL: none; the framework op (TfOpName()) */
+	char *tf_name, *tf_type; /* owned, NULL: none; ParseTfOpFullname(provenance) */
+	uint64_t program_id;     /* 0: unknown */
+	int64_t occ, total, self;
+	double flops, model_flops, bytes; /* 0: unknown, as in XProf */
+	bool idle;                        /* XProf's "IDLE" op */
+	size_t seq;                       /* sort tie-break */
+};
+
+/* An op metrics db: its rows, total time (idle included) and op time. */
+struct stats_opdb {
+	struct stats_dbop *rows; /* owned */
+	size_t n, cap;
+	uint64_t planes;
+	int64_t total_time, total_op_time;
+};
+
+struct stats_busy;
+
+/* A host's (or a session's) op stats: device and host dbs and the PerfEnv. */
+struct stats_opstats {
+	struct stats_opdb dev, host;
+	double peak_flops, peak_bw; /* per second; 0: unknown */
+	bool gpu;
+};
+
+/* stats_opstats_host() - the op stats of @rc's profile; free with stats_opstats_free(). */
+int stats_opstats_host(struct xs_rctx *rc, struct stats_opstats *out);
+/*
+ * stats_opstats_add() - plane @q's op table @ops (and a device plane's span from @busy,
+ * may be NULL: no IDLE time) into @out (zeroed first); then stats_opstats_finish().
+ */
+int stats_opstats_add(struct xs_rctx *rc, size_t q, const struct stats_ops *ops,
+		      const struct stats_busy *busy, struct stats_opstats *out);
+/* stats_opstats_finish() - combine the rows added of one (program, name). */
+void stats_opstats_finish(struct stats_opstats *s);
+/* stats_opstats_view() - a host view: "{", @write(o, the host's op stats), "}\n". */
+int stats_opstats_view(struct xs_rctx *rc, struct xs_out *o,
+		       int (*write)(struct xs_out *o, const struct stats_opstats *s));
+/* stats_dbop_add() - CombineOpMetrics(): @a's occurrences, times, FLOPs and bytes added to @b. */
+void stats_dbop_add(struct stats_dbop *b, const struct stats_dbop *a);
+/* stats_opstats_merge() - fold @src (emptied) into @dst as XProf's CombineAllOpStats(). */
+int stats_opstats_merge(struct stats_opstats *dst, struct stats_opstats *src);
+void stats_opstats_free(struct stats_opstats *s);
+/* stats_opdb_sorted() - @d's row indexes as SortedOpMetricsDb() (self desc, name); caller frees. */
+size_t *stats_opdb_sorted(const struct stats_opdb *d);
+/*
+ * stats_opdb_tf() - CreateTfMetricsDbFromDeviceOpMetricsDb() of @dev into @out (free with
+ * stats_opdb_free()): one row per framework op, IDLE only @with_idle.
+ */
+int stats_opdb_tf(const struct stats_opdb *dev, bool with_idle, struct stats_opdb *out);
+void stats_opdb_free(struct stats_opdb *d);
+/* stats_safe_div() - tsl SafeDivide(): @a / @b, 0 for |@b| < 1e-10. */
+double stats_safe_div(double a, double b);
+/*
+ * stats_bound_by() - SetRooflineMetrics()'s bottleneck over compute and HBM (every byte
+ * counted as HBM: no memory_accessed_breakdown) of @flops and @bytes in @ps at the peaks
+ * (per second): "Compute", "HBM" or "Unknown"; the FLOP and HBM utilisations (uncapped)
+ * and the HBM GiB/s into *futil, *butil, *hbm_gibps.
+ */
+const char *stats_bound_by(double flops, double bytes, int64_t ps, double peak_flops,
+			   double peak_bw, double *futil, double *butil, double *hbm_gibps);
+/* A key (with its punctuation) and a number. */
+struct stats_kv {
+	const char *key;
+	double v;
+};
+/* stats_out_kv() - the @n numbers @kv in order, then @tail, the string @str and "}". */
+void stats_out_kv(struct xs_out *o, const struct stats_kv *kv, size_t n, const char *tail,
+		  const char *str);
+/* stats_op_profile_write() - op_profile.json's keys of @s (view-op-profile.c), no braces. */
+int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s);
+/* stats_compare_op_profile() - compare/<base>/op_profile.json (view-session-op.c). */
+int stats_compare_op_profile(const struct xprofs_session_in *base,
+			     const struct xprofs_session_in *cur, const struct xprofs_sink *sink);
+/*
+ * stats_session_hosts_write() - "session":..,"hosts":[{"host":..,"error":..|null}...] of
+ * session @in, @why[i] the reason host i was left out (NULL: it was not); view-session-op.c.
+ */
+void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
+			       char *const *why);
+/* stats_tf_stats_write() - framework_op_stats.json's keys of @s (view-tf-stats.c), no braces. */
+int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s);
 
 /* ---- several lines' events merged by start time (merge.c) ---- */
 
@@ -386,6 +481,13 @@ void stats_roof_write(struct xs_out *o, const struct op *op, const struct stats_
 /* stats_hdb_env_write() - "hardware_type",..,"peak_hbm_bytes_per_s" of @d (no comma before). */
 void stats_hdb_env_write(struct xs_out *o, const struct stats_hdb *d);
 /* The views' writers, for their session forms (session-hlo.c). */
+/*
+ * stats_session_opstats() - a session's op_profile.json or
+ * framework_op_stats.json (view-session-op.c), for
+ * xprofs_decode_session_view(); -EINVAL for another view.
+ */
+int stats_session_opstats(enum xprofs_view v, const struct xprofs_session_in *in,
+			  const struct xprofs_sink *sink);
 int stats_hlo_stats_write(struct xs_out *o, const struct stats_hdb *d);
 int stats_roofline_write(struct xs_out *o, const struct stats_hdb *d);
 

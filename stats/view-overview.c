@@ -276,18 +276,29 @@ static void out_op_time(struct xs_out *o, const struct ov_dev *d)
 	OUT_LIT(o, "}");
 }
 
-/* The top device ops (ComputeAnalysisResult(): by self time, fractions of the device op time). */
-static int out_top(struct xs_out *o, struct ov_dev *d)
+/*
+ * The top device ops by framework op (ComputeAnalysisResult(): the device ops folded by
+ * CreateTfMetricsDbFromDeviceOpMetricsDb() without IDLE, by self time, fractions of their
+ * time, FLOP rate over their time).
+ */
+static int out_top(struct xs_out *o, const struct stats_opstats *os)
 {
-	size_t *idx = stats_ops_sorted(&d->ops), n = d->ops.m.n < TOP_OPS ? d->ops.m.n : TOP_OPS;
+	struct stats_opdb tf;
+	size_t *idx = NULL, n;
 	double cum = 0;
+	int r;
 
-	if (!idx)
+	if ((r = stats_opdb_tf(&os->dev, false, &tf)) < 0)
+		return r;
+	if (!(idx = stats_opdb_sorted(&tf))) {
+		stats_opdb_free(&tf);
 		return -ENOMEM;
+	}
+	n = tf.n < TOP_OPS ? tf.n : TOP_OPS;
 	OUT_LIT(o, "[");
 	for (size_t i = 0; i < n; i++) {
-		const struct op *op = &d->ops.m.ops[idx[i]];
-		double frac = d->ops.self > 0 ? (double)op->self / (double)d->ops.self : 0;
+		const struct stats_dbop *op = &tf.rows[idx[i]];
+		double frac = stats_safe_div((double)op->self, (double)tf.total_time);
 
 		cum += frac;
 		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
@@ -295,14 +306,17 @@ static int out_top(struct xs_out *o, struct ov_dev *d)
 		OUT_LIT(o, ",\"category\":");
 		xs_out_cstr(o, op->category);
 		xs_out_key_i64(o, ",\"self_ps\":", op->self);
-		xs_out_opt_double(o, ",\"self_share\":", d->ops.self > 0, frac);
-		xs_out_opt_double(o, ",\"cumulative_share\":", d->ops.self > 0, cum);
-		xs_out_opt_double(o, ",\"flops_per_s\":", op->has_flops && op->total > 0,
-				  op->flops / (double)op->total * 1e12);
+		OUT_LIT(o, ",\"self_share\":");
+		xs_out_double(o, frac);
+		OUT_LIT(o, ",\"cumulative_share\":");
+		xs_out_double(o, cum);
+		OUT_LIT(o, ",\"flops_per_s\":");
+		xs_out_double(o, stats_safe_div(op->flops, (double)op->total) * 1e12);
 		OUT_LIT(o, "}");
 	}
 	OUT_LIT(o, "]");
 	free(idx);
+	stats_opdb_free(&tf);
 	return 0;
 }
 
@@ -531,8 +545,10 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	struct stats_step_summary *steps = &t.steps;
 	struct ov_dev d;
 	struct ov_env env;
+	struct stats_opstats os;
 	int r;
 
+	memset(&os, 0, sizeof(os));
 	memset(&d, 0, sizeof(d));
 	memset(&env, 0, sizeof(env));
 	memset(&t, 0, sizeof(t));
@@ -547,8 +563,10 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	if ((r = xs_tasks_run(rc, 2 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++)
-		if ((r = ov_plane(rc, q, &t.slot[q], &d)) < 0)
+		if ((r = stats_opstats_add(rc, q, &t.slot[q].ops, NULL, &os)) < 0 ||
+		    (r = ov_plane(rc, q, &t.slot[q], &d)) < 0)
 			goto out;
+	stats_opstats_finish(&os);
 	if ((r = env_get(rc, &env)) < 0)
 		goto out;
 	OUT_LIT(o, "{\"run_environment\":");
@@ -563,7 +581,7 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	OUT_LIT(o, ",\n\"op_time\":");
 	out_op_time(o, &d);
 	OUT_LIT(o, ",\n\"top_ops\":");
-	if ((r = out_top(o, &d)) < 0)
+	if ((r = out_top(o, &os)) < 0)
 		goto out;
 	OUT_LIT(o, ",\n\"bottleneck\":");
 	out_bottleneck(o, steps);
@@ -576,6 +594,7 @@ out:
 		stats_ops_free(&t.slot[q].ops);
 	free(t.slot);
 	stats_ops_free(&d.ops);
+	stats_opstats_free(&os);
 	stats_plane_facts_clear(&d.f);
 	free(env.tpu_type);
 	return r;

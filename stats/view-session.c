@@ -342,20 +342,7 @@ static int sop_cmp(const void *a, const void *b, void *arg)
 /* out_session() - "session":..,"hosts":[{"host":..,"error":..|null}...] of @s. */
 static void out_session(struct xs_out *o, const struct sess *s)
 {
-	OUT_LIT(o, "\"session\":");
-	xs_out_cstr(o, s->in->name ? s->in->name : "");
-	OUT_LIT(o, ",\"hosts\":[");
-	for (size_t i = 0; i < s->in->n; i++) {
-		OUT_RAW(o, i ? ",{\"host\":" : "{\"host\":");
-		xs_out_cstr(o, s->in->hosts[i] ? s->in->hosts[i] : "");
-		OUT_LIT(o, ",\"error\":");
-		if (s->errors[i])
-			xs_out_cstr(o, s->errors[i]);
-		else
-			OUT_LIT(o, "null");
-		OUT_LIT(o, "}");
-	}
-	OUT_LIT(o, "]");
+	stats_session_hosts_write(o, s->in, s->errors); /* view-session-op.c */
 }
 
 /* table_write() - one session table as ops.json's plane object minus name/file/kind. */
@@ -806,6 +793,8 @@ int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *ba
 	struct xs_out o;
 	int r;
 
+	if (v == XPROFS_VIEW_OP_PROFILE)
+		return stats_compare_op_profile(base, cur, sink); /* view-session-op.c */
 	if ((v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS) || !sink || !sink->write ||
 	    !valid(base) || !valid(cur))
 		return -EINVAL;

@@ -2,10 +2,10 @@
  * view-svg.c - overview.svg: a picture of a host for a browser or image
  * viewer: step time per step as stacked bars (steps.json's breakdown of the
  * host's steps), and the top ops by self time
- * (overview.json's top_ops: the device planes' ops combined).
+ * (overview.json's top_ops: the device planes' ops by framework op).
  *
  * Design: plain SVG 1.1 written here (no dependency), from the same parts the
- * JSON views use: stats_steps_each() and stats_ops_plane()/stats_ops_merge(). Every
+ * JSON views use: stats_steps_each() and stats_ops_plane()/stats_opdb_tf(). Every
  * bar is a <g class="bar"> of one <rect> per non-zero breakdown type, with a
  * <title> giving the numbers; every op row a <rect class="op">. Text is
  * escaped; names are cut at NAME_MAX_SHOWN bytes.
@@ -257,36 +257,42 @@ static void out_bars(struct xs_out *o, struct svg *g)
 }
 
 /*
- * top_ops() - the ops overview.json ranks (top_ops): the device planes' ops,
- * combined by name; on a host without device ops, the host planes' ops
- * (*@host set), so a CPU-only profile is not a blank picture.
+ * top_ops() - the ops overview.json ranks (top_ops): the device planes' ops by
+ * framework op (stats_opdb_tf()); on a host without device ops, the host
+ * planes' ops (*@host set), so a CPU-only profile is not a blank picture.
  */
-static int top_ops(struct xs_rctx *rc, struct stats_ops *all, bool *host)
+static int top_ops(struct xs_rctx *rc, struct stats_opdb *all, bool *host)
 {
 	const struct xprofs_xspace *x = rc->x;
+	struct stats_opstats os;
 	int r = 0;
 
-	*host = false;
-	for (int pass = 0; pass < 2 && r == 0 && !all->m.n; pass++) {
-		*host = pass == 1;
-		for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-			struct stats_ops ops;
+	memset(&os, 0, sizeof(os));
+	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+		struct stats_ops ops;
 
-			if (xs_plane_is_device(&x->planes[q]) == *host)
-				continue;
-			if ((r = stats_ops_plane(rc, q, &ops)) < 0)
-				return r;
-			if (ops.events)
-				r = stats_ops_merge(all, &ops);
-			stats_ops_free(&ops);
+		if ((r = stats_ops_plane(rc, q, &ops)) < 0)
+			break;
+		r = stats_opstats_add(rc, q, &ops, NULL, &os);
+		stats_ops_free(&ops);
+	}
+	if (r == 0) {
+		stats_opstats_finish(&os);
+		*host = !os.dev.planes;
+		if (*host) {
+			*all = os.host; /* moved */
+			memset(&os.host, 0, sizeof(os.host));
+		} else {
+			r = stats_opdb_tf(&os.dev, false, all);
 		}
 	}
+	stats_opstats_free(&os);
 	return r;
 }
 
-static int out_ops(struct xs_out *o, struct stats_ops *all, bool host)
+static int out_ops(struct xs_out *o, struct stats_opdb *all, bool host)
 {
-	size_t *idx, n = all->m.n < TOP_OPS ? all->m.n : TOP_OPS;
+	size_t *idx, n = all->n < TOP_OPS ? all->n : TOP_OPS;
 	double max;
 
 	if (host)
@@ -299,11 +305,11 @@ static int out_ops(struct xs_out *o, struct stats_ops *all, bool host)
 			   "profile</text>\n");
 		return 0;
 	}
-	if (!(idx = stats_ops_sorted(all)))
+	if (!(idx = stats_opdb_sorted(all)))
 		return -ENOMEM;
-	max = (double)all->m.ops[idx[0]].self;
+	max = (double)all->rows[idx[0]].self;
 	for (size_t i = 0; i < n; i++) {
-		const struct op *op = &all->m.ops[idx[i]];
+		const struct stats_dbop *op = &all->rows[idx[i]];
 		double w = max > 0 ? (double)op->self / max * 480 : 0;
 		char buf[160];
 		int k = snprintf(buf, sizeof(buf), "<rect class=\"op\" x=\"420\" y=\"%d\" width=\"",
@@ -330,13 +336,12 @@ static int out_ops(struct xs_out *o, struct stats_ops *all, bool host)
 int stats_view_svg(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct svg *g = calloc(1, sizeof(*g));
-	struct stats_ops all;
+	struct stats_opdb all;
 	bool host = false;
 	char head[256];
 	int r, n;
 
 	memset(&all, 0, sizeof(all));
-	all.m.other = -1;
 	if (!g)
 		return -ENOMEM;
 	if ((r = stats_steps_each(rc, add_step, g)) < 0 || (r = top_ops(rc, &all, &host)) < 0)
@@ -363,7 +368,7 @@ int stats_view_svg(struct xs_rctx *rc, struct xs_out *o)
 	OUT_LIT(o, "</svg>\n");
 	r = 0;
 out:
-	stats_ops_free(&all);
+	stats_opdb_free(&all);
 	free(g);
 	return r;
 }

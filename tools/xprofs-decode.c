@@ -3,17 +3,19 @@
  * xprofs mounts, without FUSE.
  *
  *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz|trace.pftrace   (default: summary)
- *                      or overview|kernels (docs/stats.md; kernels: exit 1 without GPU planes)
+ *                      or overview|kernels|hlo_stats|roofline|op_profile|framework_op_stats (docs/stats.md;
+ *                      kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
  *                      [--hlo FILE]... the session's XLA programs, files
  *                                      "<module>(<id>).hlo_proto.pb", as the
  *                                      mount gives a host's views the
  *                                      sidecars of its session directory
- *   xprofs-decode SESSION_DIR --session [--view ops|hlo_stats|roofline]
- *                                                        a session's summary.json, or
- *                                                        a view of the hosts combined
- *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]
+ *   xprofs-decode SESSION_DIR --session
+ *                [--view ops|hlo_stats|roofline|op_profile|framework_op_stats]
+ *                                                        a session's summary.json
+ *                                                        or that view (hosts combined)
+ *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps|op_profile]
  *                                                        the mount's
  *                                                        SESSION/compare/BASE/ views
  *   xprofs-decode FILE --tracks                          list PLANE_FILE/LINE_FILE
@@ -53,9 +55,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
 		   "trace.json.gz|trace.pftrace|\n"
-		   "                    "
-		   "overview|kernels|overview.svg|memory_profile|hlo_stats|roofline]\n"
-		   "                    (FILE \"-\": "
+		   "                    overview|kernels|overview.svg|memory_profile|hlo_stats|\n"
+		   "                    roofline|op_profile|framework_op_stats]   (FILE \"-\": "
 		   "standard "
 		   "input)\n"
 		   "                    [--host NAME (trace's host; default: FILE minus "
@@ -64,13 +65,13 @@ static void usage(FILE *f)
 		   "(steps.json's steps[N])]\n"
 		   "                    [--hlo FILE (a <module>(<id>).hlo_proto.pb of the session; "
 		   "repeatable)]\n"
-		   "       xprofs-decode SESSION_DIR --session [--view "
-		   "summary|ops|hlo_stats|roofline]\n"
-		   "                    (the session's summary.json, or a view of the hosts "
+		   "       xprofs-decode SESSION_DIR --session [--view summary|ops|hlo_stats|"
+		   "roofline|op_profile|framework_op_stats]\n"
+		   "                    (the session's summary.json, or that view: the hosts "
 		   "combined)\n"
-		   "       xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps]   "
-		   "(SESSION's\n"
-		   "                    compare/<BASE>/ops.json or steps.json: BASE to SESSION)\n"
+		   "       xprofs-decode --compare BASE_DIR SESSION_DIR [--view "
+		   "ops|steps|op_profile]\n"
+		   "                    (SESSION's compare/<BASE>/<view>.json: BASE to SESSION)\n"
 		   "       xprofs-decode FILE.xplane.pb --tracks\n"
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
 		   "       xprofs-decode FILE.xplane.pb --unpack   (whole-message protobuf-c "
@@ -487,9 +488,9 @@ static struct xprofs_session_in sess_in(const struct sess_files *s)
 }
 
 /*
- * do_session() - the session summary.json (or, with --view ops, the
- * session's ops.json) of directory a->path, as the mount shows
- * runs/<run>/<session>/summary.json and ops.json. Exit status.
+ * do_session() - the session summary.json (or, with --view ops, op_profile
+ * or framework_op_stats, that view of the session) of directory a->path, as
+ * the mount shows runs/<run>/<session>/. Exit status.
  */
 static int do_session(const struct args *a)
 {
@@ -499,9 +500,10 @@ static int do_session(const struct args *a)
 	struct sess_files s;
 
 	if (a->view != XPROFS_VIEW_SUMMARY && a->view != XPROFS_VIEW_OPS &&
-	    a->view != XPROFS_VIEW_HLO_STATS && a->view != XPROFS_VIEW_ROOFLINE) {
-		fprintf(stderr, "xprofs-decode: --session has the views summary, ops, hlo_stats "
-				"and roofline\n");
+	    a->view != XPROFS_VIEW_HLO_STATS && a->view != XPROFS_VIEW_ROOFLINE &&
+	    a->view != XPROFS_VIEW_OP_PROFILE && a->view != XPROFS_VIEW_TF_STATS) {
+		fprintf(stderr, "xprofs-decode: --session has the views summary, ops, hlo_stats, "
+				"roofline, op_profile and framework_op_stats\n");
 		return 2;
 	}
 	if (sess_open(a->path, "--session", a->threads, &s) < 0)
@@ -509,7 +511,7 @@ static int do_session(const struct args *a)
 	in = sess_in(&s);
 	if (a->view == XPROFS_VIEW_OPS)
 		r = xprofs_decode_session_ops(&in, &sink);
-	else if (a->view != XPROFS_VIEW_SUMMARY) /* hlo_stats, roofline */
+	else if (a->view != XPROFS_VIEW_SUMMARY) /* the views of the hosts combined */
 		r = xprofs_decode_session_view(a->view, &in, &sink);
 	else
 		r = xprofs_decode_session_summary(in.name, in.hosts, s.xs, in.host_errors, in.n,
@@ -523,7 +525,7 @@ out:
 }
 
 /*
- * do_compare() - compare/<base>/ops.json or steps.json (--view; default ops)
+ * do_compare() - compare/<base>/ops.json, steps.json or op_profile.json (--view; default ops)
  * of session directory a->path against session directory a->compare, as the
  * mount shows runs/<run>/<session>/compare/<base>/. Exit status.
  */
@@ -536,8 +538,9 @@ static int do_compare(const struct args *a)
 	int v = a->view == XPROFS_VIEW_SUMMARY ? XPROFS_VIEW_OPS : a->view;
 
 	memset(&c, 0, sizeof(c));
-	if (v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS) {
-		fprintf(stderr, "xprofs-decode: --compare has the views ops and steps\n");
+	if (v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS && v != XPROFS_VIEW_OP_PROFILE) {
+		fprintf(stderr,
+			"xprofs-decode: --compare has the views ops, steps and op_profile\n");
 		return 2;
 	}
 	if (sess_open(a->compare, "--compare", a->threads, &b) < 0 ||

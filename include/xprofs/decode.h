@@ -29,6 +29,8 @@ enum xprofs_view {
 	XPROFS_VIEW_MEMORY_PROFILE, /* memory_profile.json: XProf's memory profile (docs/memory.md) */
 	XPROFS_VIEW_HLO_STATS,      /* hlo_stats.json: XProf's HLO stats (docs/stats.md) */
 	XPROFS_VIEW_ROOFLINE,       /* roofline.json: XProf's roofline model (docs/stats.md) */
+	XPROFS_VIEW_OP_PROFILE,     /* op_profile.json: XProf's op profile (docs/stats.md) */
+	XPROFS_VIEW_TF_STATS,       /* framework_op_stats.json: XProf's framework op stats */
 	XPROFS_VIEW_COUNT
 };
 
@@ -147,17 +149,20 @@ struct xprofs_session_in {
 int xprofs_decode_session_ops(const struct xprofs_session_in *s,
 			      const struct xprofs_sink *out) XPROFS_WUR;
 /**
- * xprofs_decode_session_view() - a session's hlo_stats.json (@v
- * XPROFS_VIEW_HLO_STATS) or roofline.json (XPROFS_VIEW_ROOFLINE): the
- * hosts' device op tables combined as XProf's CombineAllOpStats()
- * (docs/stats.md). -EINVAL for another view. Memory: O(distinct ops).
+ * xprofs_decode_session_view() - a session view combined across its hosts
+ * as XProf's CombineAllOpStats() (docs/stats.md): hlo_stats.json and
+ * roofline.json (@v XPROFS_VIEW_HLO_STATS, XPROFS_VIEW_ROOFLINE: the hosts'
+ * device op tables), op_profile.json and framework_op_stats.json
+ * (XPROFS_VIEW_OP_PROFILE, XPROFS_VIEW_TF_STATS: the hosts' op stats).
+ * -EINVAL for another view. Memory: O(distinct ops).
  */
 int xprofs_decode_session_view(enum xprofs_view v, const struct xprofs_session_in *s,
 			       const struct xprofs_sink *out) XPROFS_WUR;
 /**
- * xprofs_decode_compare() - compare/<base>/ops.json (@v XPROFS_VIEW_OPS)
- * or steps.json (XPROFS_VIEW_STEPS) of session @cur: the change from
- * @base to @cur (docs/stats.md "Compare"). -EINVAL for another view.
+ * xprofs_decode_compare() - compare/<base>/ops.json (@v XPROFS_VIEW_OPS),
+ * steps.json (XPROFS_VIEW_STEPS) or op_profile.json (XPROFS_VIEW_OP_PROFILE)
+ * of session @cur: the change from @base to @cur (docs/stats.md "Compare").
+ * -EINVAL for another view.
  */
 int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *base,
 			  const struct xprofs_session_in *cur,

@@ -729,7 +729,6 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
     dev = {"planes": 0, "busy": 0, "span": 0, "flops": None, "model_flops": None,
            "peak_flop_s": 0.0, "all_peaks": True, "facts": None, "p": None}
     host_occ = dev_occ = host_self = dev_self = 0
-    merged = {}
     for p in xs.planes:
         if p.name == "/host:CPU":
             host_occ += host_tf_ops(p, stat_value, stat_name)
@@ -764,15 +763,6 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
         dev["busy"] += busy
         dev["span"] += (last - first) if first is not None else 0
         dev_self += pself
-        for o in ops.values():
-            m = merged.get(o["name"])
-            if m is None:
-                merged[o["name"]] = dict(o)
-                continue
-            m["self"] += o["self"]
-            m["total"] += o["total"]
-            if o["flops"] is not None:
-                m["flops"] = o["flops"] if m["flops"] is None else m["flops"] + o["flops"]
     f = dev["facts"]
     p0 = dev["p"]
     dtype, ncores = run_environment(xs, stat_value, stat_name)
@@ -806,15 +796,10 @@ def overview_model(xs, stat_value, stat_name, names, path=None):
                "host_op_share": host_occ / allops if allops > 0 else None,
                "device_op_share": dev_occ / allops if allops > 0 else None,
                "host_self_ps": host_self, "device_self_ps": dev_self}
-    top, cum = [], 0.0
-    for o in sorted(merged.values(), key=lambda o: (-o["self"], -o["total"],
-                                                    o["name"].encode("utf-8", "replace")))[:10]:
-        frac = o["self"] / dev_self if dev_self > 0 else 0.0
-        cum += frac
-        top.append({"name": o["name"], "category": o["category"], "self_ps": o["self"],
-                    "self_share": frac if dev_self > 0 else None,
-                    "cumulative_share": cum if dev_self > 0 else None,
-                    "flops_per_s": rate(o["flops"], o["total"])})
+    # ComputeAnalysisResult(): by framework op (oracle_opstats.py)
+    import oracle_opstats
+    top = oracle_opstats.top_ops(oracle_opstats.host_opstats(xs, path, stat_value, stat_name,
+                                                             names))
     summ = summaries.get(pick) if pick is not None else None
     picked = [(s[2], dict(zip(BD_KEYS, s[3]))) for s in steps]
     return {"run_environment": env, "step_time": summ, "device": device, "op_time": op_time,

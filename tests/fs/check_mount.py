@@ -108,7 +108,8 @@ def check_runs(walk):
             sd = os.path.join(rd, s)
             if sorted(x for x in os.listdir(sd)
                       if x not in ("summary.json", "ops.json", "compare", "hlo_stats.json",
-                                   "roofline.json")) != sorted(hosts):
+                                   "roofline.json", "op_profile.json",
+                                   "framework_op_stats.json")) != sorted(hosts):
                 fail("hosts of %s: %s != %s" % (sd, os.listdir(sd), hosts))
             for h in hosts:
                 hd = os.path.join(sd, h)
@@ -117,6 +118,7 @@ def check_runs(walk):
                 want |= {"overview.json", "kernels.json", "overview.svg"}  # docs/stats.md
                 want |= {"hlo_stats.json", "roofline.json"}  # docs/stats.md
                 want |= {"memory_profile.json"}  # docs/memory.md
+                want |= {"op_profile.json", "framework_op_stats.json"}  # docs/stats.md
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))
                 n += 1
@@ -153,6 +155,7 @@ def check_views(walk):
                 names = ["summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
                          "trace.pftrace"]
                 names += ["overview.json", "kernels.json"]  # kernels.json: ENOENT without GPUs
+                names += ["op_profile.json", "framework_op_stats.json"]
                 try:
                     for p in sorted(os.listdir(os.path.join(hd, "planes"))):
                         for line in sorted(os.listdir(os.path.join(hd, "planes", p))):

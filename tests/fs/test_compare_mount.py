@@ -70,8 +70,9 @@ def body(t, w):
          "a session lists ops.json and compare/", sorted(names))
     t.ok(sorted(os.listdir(cmp_dir)) == ["s1", "s3"],
          "compare/ lists the run's other sessions only", os.listdir(cmp_dir))
-    t.ok(sorted(os.listdir(os.path.join(cmp_dir, "s1"))) == ["ops.json", "steps.json"],
-         "compare/s1/ lists ops.json and steps.json")
+    t.ok(sorted(os.listdir(os.path.join(cmp_dir, "s1"))) ==
+         ["op_profile.json", "ops.json", "steps.json"],
+         "compare/s1/ lists ops.json, steps.json and op_profile.json")
 
     modes = {b: os.stat(os.path.join(cmp_dir, b, "ops.json")).st_mode & 0o777
              for b in ("s1", "s3")}
