@@ -28,7 +28,9 @@ sys.path.insert(0, os.path.join(SRC, "tests", "lib"))
 sys.path.insert(0, os.path.join(SRC, "tests", "decode"))
 
 VIEWS = ["summary", "trace", "ops", "steps", "trace.json.gz", "trace.pftrace", "overview",
-         "kernels", "overview.svg", "memory_profile"]
+         "kernels", "overview.svg", "memory_profile", "hlo_stats", "roofline", "op_profile",
+         "framework_op_stats"]
+SESSION_VIEWS = ["summary", "ops", "hlo_stats", "roofline", "op_profile", "framework_op_stats"]
 MAX_TRACKS = 64
 MAX_STEPS = 3
 
@@ -123,11 +125,11 @@ def main():
         for name, path in hosts:
             digest_host(cli, name, path, out)
         for name, d in sessions:
-            for v in ("summary", "ops"):
+            for v in SESSION_VIEWS:
                 out.append("%s %s --session --view %s" % (run(cli, [d, "--session", "--view",
                                                                     v])[0], name, v))
         if len(sessions) >= 2:
-            for v in ("ops", "steps"):
+            for v in ("ops", "steps", "op_profile"):
                 b, c = sessions[-2][1], sessions[-1][1]
                 out.append("%s compare %s %s --view %s" % (run(cli, ["--compare", b, c, "--view",
                                                                      v])[0], sessions[-2][0],
