@@ -26,7 +26,8 @@
 /* clang-format off */
 static const char *const view_names[XPROFS_VIEW_COUNT] = {
 	"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz", "trace.pftrace",
-	"overview.json", "kernels.json", "overview.svg", "memory_profile.json"};
+	"overview.json", "kernels.json", "overview.svg", "memory_profile.json",
+	"memory_viewer.json"};
 /* clang-format on */
 
 const char *xprofs_decode_view_name(enum xprofs_view v)
@@ -126,6 +127,7 @@ static int (*const view_fns[XPROFS_VIEW_COUNT])(struct xs_rctx *rc, struct xs_ou
 	[XPROFS_VIEW_KERNELS] = stats_view_kernels,
 	[XPROFS_VIEW_SVG] = stats_view_svg,
 	[XPROFS_VIEW_MEMORY_PROFILE] = stats_view_memory_profile,
+	[XPROFS_VIEW_MEMORY_VIEWER] = stats_view_memory_viewer,
 };
 /* clang-format on */
 

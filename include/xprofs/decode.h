@@ -27,6 +27,7 @@ enum xprofs_view {
 	XPROFS_VIEW_KERNELS,        /* kernels.json: GPU kernel stats; -ENOENT without GPU planes */
 	XPROFS_VIEW_SVG,            /* overview.svg: step-time bars and top ops (view-svg.c) */
 	XPROFS_VIEW_MEMORY_PROFILE, /* memory_profile.json: XProf's memory profile (docs/memory.md) */
+	XPROFS_VIEW_MEMORY_VIEWER, /* memory_viewer.json: XProf's memory viewer (docs/memory.md) */
 	XPROFS_VIEW_COUNT
 };
 

@@ -22,6 +22,8 @@ int stats_view_svg(struct xs_rctx *rc, struct xs_out *o);
 int stats_view_kernels(struct xs_rctx *rc, struct xs_out *o);
 /* stats_view_memory_profile() - memory_profile.json of the host plane (memory-profile.c). */
 int stats_view_memory_profile(struct xs_rctx *rc, struct xs_out *o);
+/* stats_view_memory_viewer() - memory_viewer.json of the profile's programs (view-memory-viewer.c). */
+int stats_view_memory_viewer(struct xs_rctx *rc, struct xs_out *o);
 /* stats_steps_windows() - xprofs_decode_steps() on render context @rc. */
 int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n);
 

@@ -114,7 +114,7 @@ def check_runs(walk):
                 want = {"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
                         "trace.pftrace", "errors", "planes", "steps", "window"}
                 want |= {"overview.json", "kernels.json", "overview.svg"}  # docs/stats.md
-                want |= {"memory_profile.json"}  # docs/memory.md
+                want |= {"memory_profile.json", "memory_viewer.json"}  # docs/memory.md
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))
                 n += 1
