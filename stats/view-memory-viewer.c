@@ -39,6 +39,8 @@ struct notes {
 	size_t n, more;
 };
 
+static void note(struct notes *nt, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
 static void note(struct notes *nt, const char *fmt, ...)
 {
 	va_list ap;
@@ -482,7 +484,7 @@ static int program(struct vw *w, const struct xprofs_hlo_index *idx, size_t i, b
 		     "program %" PRIu64 ": %zu assigned logical buffers name no logical buffer "
 		     "or no instruction: left out",
 		     info.program_id, mv.unusable_assigned);
-	if (mv.unusable_events)
+	if (mv.unusable_events && !mv.res.err[0])
 		note(nt,
 		     "program %" PRIu64 ": %zu events of heap simulator trace %" PRId64
 		     " name no usable logical buffer: skipped",
