@@ -108,34 +108,64 @@ static int64_t unpadded_size(const struct xprofs_hlo_shape *sh)
 	return bits ? (int64_t)sh->elements * (int64_t)((bits + 7) / 8) : 0;
 }
 
-struct id_ix {
-	int64_t id;
-	uint32_t i;
+/*
+ * An absl::flat_hash_map filled by assignment: int64 key -> the last value
+ * put (keys in @keys, the table maps a key to its slot).
+ */
+struct last_map {
+	struct xprofs_table *t;
+	int64_t *keys;
+	uint32_t *vals;
+	size_t n;
 };
 
-static int id_ix_cmp(const void *a, const void *b)
+static bool key_eq(const void *ctx, uint32_t i, const void *key)
 {
-	const struct id_ix *x = a, *y = b;
-
-	if (x->id != y->id)
-		return x->id < y->id ? -1 : 1;
-	return x->i < y->i ? -1 : x->i > y->i;
+	return ((const struct last_map *)ctx)->keys[i] == *(const int64_t *)key;
 }
 
-/* The last entry of @id in @ids (sorted by id, then i): its i, or -1. */
-static int64_t id_ix_last(const struct id_ix *ids, size_t n, int64_t id)
+/* @m for at most @n keys. 0 or -ENOMEM; free with map_free(). */
+static int map_new(struct last_map *m, size_t n)
 {
-	size_t lo = 0, hi = n;
+	memset(m, 0, sizeof(*m));
+	m->keys = malloc((n + 1) * sizeof(*m->keys));
+	m->vals = malloc((n + 1) * sizeof(*m->vals));
+	if (!m->keys || !m->vals || xprofs_table_new(n + 1, &m->t) < 0)
+		return -ENOMEM;
+	return 0;
+}
 
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
+static void map_free(struct last_map *m)
+{
+	xprofs_table_free(m->t);
+	free(m->keys);
+	free(m->vals);
+}
 
-		if (ids[mid].id <= id)
-			lo = mid + 1;
-		else
-			hi = mid;
+static int map_put(struct last_map *m, int64_t key, uint32_t val)
+{
+	uint64_t h = xprofs_table_hash(0, &key, sizeof(key));
+	uint32_t at;
+
+	if (xprofs_table_find(m->t, h, key_eq, m, &key, &at) < 0) {
+		if (xprofs_table_add(m->t, h, (uint32_t)m->n) < 0)
+			return -ENOMEM;
+		at = (uint32_t)m->n++;
+		m->keys[at] = key;
 	}
-	return lo > 0 && ids[lo - 1].id == id ? (int64_t)ids[lo - 1].i : -1;
+	m->vals[at] = val;
+	return 0;
+}
+
+/* The last value put for @key, or -1. */
+static int64_t map_get(const struct last_map *m, int64_t key)
+{
+	uint32_t at;
+
+	if (xprofs_table_find(m->t, xprofs_table_hash(0, &key, sizeof(key)), key_eq, m, &key, &at) <
+	    0)
+		return -1;
+	return m->vals[at];
 }
 
 /* The logical buffer struct of index @bi: its shape and unpadded size (LogicalBufferStruct()). */
@@ -164,50 +194,31 @@ static void lb_make(struct mv *mv, size_t bi, uint32_t a, uint32_t instr, int64_
 		lb->unpadded = unpadded_size(&sh);
 }
 
-static int amap_cmp(const void *a, const void *b, void *arg)
+/* Allocation positions by their allocations' index (distinct: one per index). */
+static int by_index(const void *a, const void *b, void *arg)
 {
 	const struct xprofs_hlo_allocation *al = arg;
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	int64_t x = al[*(const uint32_t *)a].index, y = al[*(const uint32_t *)b].index;
 
-	if (al[x].index != al[y].index)
-		return al[x].index < al[y].index ? -1 : 1;
-	return x < y ? -1 : x > y;
-}
-
-/* The map position of allocation index @index, or -1. */
-static int64_t amap_find(const struct mv *mv, int64_t index)
-{
-	size_t lo = 0, hi = mv->n_amap;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		int64_t v = mv->ba.allocations[mv->amap[mid]].index;
-
-		if (v == index)
-			return (int64_t)mid;
-		if (v < index)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return -1;
+	return (x > y) - (x < y);
 }
 
 /* HloProtoBufferWrapper::Init(): usable logical buffers, the allocation map, trace ids. */
-static int wrap(struct mv *mv, struct id_ix *ins, size_t n_ins)
+static int wrap(struct mv *mv, const struct last_map *ins, struct last_map *allocs)
 {
 	const struct xprofs_hlo_buffer_assignment *ba = &mv->ba;
-	size_t n = 0;
 
 	for (size_t a = 0; a < ba->n_allocations; a++) {
 		const struct xprofs_hlo_allocation *al = &ba->allocations[a];
 
+		if (map_put(allocs, al->index, (uint32_t)a) < 0) /* id_to_buffer_allocation_ */
+			return -ENOMEM;
 		for (size_t k = al->first_assigned; k < al->first_assigned + al->n_assigned; k++) {
 			const struct xprofs_hlo_assigned *as = &ba->assigned[k];
 			int64_t instr =
-				as->buffer < 0 ? -1
-					       : id_ix_last(ins, n_ins,
-							    ba->logical[as->buffer].instruction_id);
+				as->buffer < 0
+					? -1
+					: map_get(ins, ba->logical[as->buffer].instruction_id);
 
 			if (instr < 0) {
 				mv->unusable_assigned++; /* XProf: LOG(DFATAL), skipped */
@@ -216,31 +227,21 @@ static int wrap(struct mv *mv, struct id_ix *ins, size_t n_ins)
 			lb_make(mv, (size_t)as->buffer, (uint32_t)a, (uint32_t)instr, as->offset);
 		}
 	}
-	/* id_to_buffer_allocation_: the last allocation of each index */
-	for (size_t a = 0; a < ba->n_allocations; a++)
-		mv->amap[a] = (uint32_t)a;
-	qsort_r(mv->amap, ba->n_allocations, sizeof(*mv->amap), amap_cmp, (void *)ba->allocations);
-	for (size_t i = 0; i < ba->n_allocations; i++) {
-		if (i + 1 < ba->n_allocations &&
-		    ba->allocations[mv->amap[i]].index == ba->allocations[mv->amap[i + 1]].index)
-			continue;
-		mv->amap[n++] = mv->amap[i];
-	}
-	mv->n_amap = n;
+	/* the map's allocations, by index (XProf iterates its hash map) */
+	memcpy(mv->amap, allocs->vals, allocs->n * sizeof(*mv->amap));
+	mv->n_amap = allocs->n;
+	qsort_r(mv->amap, mv->n_amap, sizeof(*mv->amap), by_index, (void *)ba->allocations);
 	/* a trace belongs to the allocation of its first event's buffer */
 	for (size_t t = 0; t < ba->n_traces; t++) {
 		const struct xprofs_hlo_heap_trace *tr = &ba->traces[t];
-		int32_t bi;
-		int64_t m;
+		int32_t bi = tr->n_events ? ba->events[tr->first_event].buffer : -1;
+		int64_t a;
 
-		if (!tr->n_events)
-			continue;
-		bi = ba->events[tr->first_event].buffer;
 		if (bi < 0 || mv->lb[bi].alloc < 0)
 			continue;
-		m = amap_find(mv, ba->allocations[mv->lb[bi].alloc].index);
-		if (m >= 0)
-			mv->trace_of[mv->amap[m]] = (int64_t)t;
+		a = map_get(allocs, ba->allocations[mv->lb[bi].alloc].index);
+		if (a >= 0)
+			mv->trace_of[a] = (int64_t)t;
 	}
 	return 0;
 }
@@ -249,11 +250,13 @@ int stats_mv_init(struct mv *mv, const struct xprofs_hlo_program *p,
 		  const struct xprofs_hlo_buffers *b)
 {
 	struct xprofs_hlo_module mod;
-	struct id_ix *ins = NULL;
+	struct last_map ins, allocs;
 	size_t na;
 	int r = -ENOMEM;
 
 	memset(mv, 0, sizeof(*mv));
+	memset(&ins, 0, sizeof(ins));
+	memset(&allocs, 0, sizeof(allocs));
 	mv->p = p;
 	mv->b = b;
 	xprofs_hlo_buffers_get(b, &mv->ba);
@@ -263,8 +266,8 @@ int stats_mv_init(struct mv *mv, const struct xprofs_hlo_program *p,
 	mv->amap = malloc((na + 1) * sizeof(*mv->amap));
 	mv->trace_of = malloc((na + 1) * sizeof(*mv->trace_of));
 	mv->aseen = calloc(na + 1, 1);
-	ins = malloc((mod.n_instructions + 1) * sizeof(*ins));
-	if (!mv->lb || !mv->amap || !mv->trace_of || !mv->aseen || !ins)
+	if (map_new(&ins, mod.n_instructions) < 0 || map_new(&allocs, na) < 0 || !mv->lb ||
+	    !mv->amap || !mv->trace_of || !mv->aseen)
 		goto out;
 	for (size_t i = 0; i < mv->ba.n_logical; i++)
 		mv->lb[i].alloc = mv->lb[i].canonical = mv->lb[i].alive = -1;
@@ -274,13 +277,13 @@ int stats_mv_init(struct mv *mv, const struct xprofs_hlo_program *p,
 	for (size_t i = 0; i < mod.n_instructions; i++) {
 		struct xprofs_hlo_instr in;
 
-		ins[i].id = xprofs_hlo_instr_get(p, i, &in) == 0 ? in.id : INT64_MIN;
-		ins[i].i = (uint32_t)i;
+		if (xprofs_hlo_instr_get(p, i, &in) == 0 && map_put(&ins, in.id, (uint32_t)i) < 0)
+			goto out;
 	}
-	qsort(ins, mod.n_instructions, sizeof(*ins), id_ix_cmp);
-	r = wrap(mv, ins, mod.n_instructions);
+	r = wrap(mv, &ins, &allocs);
 out:
-	free(ins);
+	map_free(&ins);
+	map_free(&allocs);
 	if (r < 0)
 		stats_mv_free(mv);
 	return r;
@@ -599,10 +602,13 @@ int stats_mv_color(struct mv *mv, int64_t color)
 	res->trace = trace_id(mv, color);
 	if (!(res->peak_lbs = malloc((mv->ba.n_events + 1) * sizeof(*res->peak_lbs))))
 		return -ENOMEM;
+	/* the sums (and the indefinite heap objects, which come first) stand beside an error */
+	if ((r = sums(mv, res)) < 0)
+		return r;
 	r = replay(mv, NULL, NULL);
 	if (r == -EINVAL)
 		return 0; /* XProf's error: res->err */
-	if (r < 0 || (r = sums(mv, res)) < 0)
+	if (r < 0)
 		return r;
 	for (size_t i = 0; i < res->n_peak_lbs; i++) /* FinalizeBufferUsage() */
 		if (heap_object(res, mv, res->peak_lbs[i]) < 0)

@@ -393,22 +393,37 @@ static int detail(struct vw *w)
 		xs_out_key_cstr(o, ",\"error\":", msg);
 		return 0;
 	}
-	OUT_LIT(o, ",\"error\":null");
-	xs_out_key_i64(o, ",\"heap_simulator_trace_id\":", res->trace);
-	OUT_LIT(o, ",\"peak_heap_mib\":");
-	xs_out_double(o, MIB(res->peak) + MIB(res->indefinite_usage));
-	OUT_LIT(o, ",\"peak_unpadded_heap_mib\":");
-	xs_out_double(o, MIB(res->peak_unpadded) + MIB(res->indefinite_usage));
-	xs_out_key_i64(o, ",\"peak_heap_size_position\":", res->peak_pos);
-	xs_out_key_i64(o, ",\"peak_heap_bytes\":", wsum(res->peak, res->indefinite_usage));
-	xs_out_key_i64(o, ",\"peak_unpadded_heap_bytes\":",
-		       wsum(res->peak_unpadded, res->indefinite_usage));
-	xs_out_key_i64(o, ",\"indefinite_memory_usage_bytes\":", res->indefinite_usage);
-	key_mib(o, ",\"entry_computation_parameters_mib\":", res->entry_params);
-	key_mib(o, ",\"non_reusable_mib\":", res->non_reusable);
-	key_mib(o, ",\"maybe_live_out_mib\":", res->maybe_live_out);
-	key_mib(o, ",\"total_buffer_allocation_mib\":", res->total);
-	key_mib(o, ",\"indefinite_buffer_allocation_mib\":", res->indefinite);
+	{
+		const int64_t add = res->indefinite_usage;
+		const struct {
+			const char *key;
+			int64_t v;
+			bool mib;
+		} f[] = {
+			{",\"error\":null,\"heap_simulator_trace_id\":", res->trace, false},
+			{",\"peak_heap_size_position\":", res->peak_pos, false},
+			{",\"peak_heap_bytes\":", wsum(res->peak, add), false},
+			{",\"peak_unpadded_heap_bytes\":", wsum(res->peak_unpadded, add), false},
+			{",\"indefinite_memory_usage_bytes\":", add, false},
+			{",\"entry_computation_parameters_mib\":", res->entry_params, true},
+			{",\"non_reusable_mib\":", res->non_reusable, true},
+			{",\"maybe_live_out_mib\":", res->maybe_live_out, true},
+			{",\"total_buffer_allocation_mib\":", res->total, true},
+			{",\"indefinite_buffer_allocation_mib\":", res->indefinite, true},
+		};
+
+		for (size_t i = 0; i < sizeof(f) / sizeof(f[0]); i++) {
+			if (f[i].mib)
+				key_mib(o, f[i].key, f[i].v);
+			else
+				xs_out_key_i64(o, f[i].key, f[i].v);
+		}
+		/* the peaks: MiB of the trace's peak plus MiB of the indefinite buffers */
+		OUT_LIT(o, ",\"peak_heap_mib\":");
+		xs_out_double(o, MIB(res->peak) + MIB(add));
+		OUT_LIT(o, ",\"peak_unpadded_heap_mib\":");
+		xs_out_double(o, MIB(res->peak_unpadded) + MIB(add));
+	}
 	w->add = res->indefinite_usage;
 	if ((r = timeline(w)) < 0 || (r = heap_objects(w)) < 0)
 		return r;
@@ -417,29 +432,36 @@ static int detail(struct vw *w)
 	return 0;
 }
 
+/* Whether program @id is listed already; its hash in *@h. */
+static bool listed(const struct vw *w, uint64_t id, uint64_t *h)
+{
+	uint32_t at;
+
+	*h = xprofs_table_hash(0, &id, sizeof(id));
+	return xprofs_table_find(w->listed, *h, id_eq, w, &id, &at) == 0;
+}
+
 /* One program of @idx: its object in "programs" (0), or nothing and a note. */
 static int program(struct vw *w, const struct xprofs_hlo_index *idx, size_t i, bool *first,
 		   struct notes *nt)
 {
-	struct xprofs_hlo_program_info info;
+	int64_t cs[MV_COLORS_MAX];
+	struct xs_out *o = w->o;
 	struct xprofs_hlo_buffers *b = NULL;
 	struct xprofs_hlo_program *p = NULL;
+	struct xprofs_hlo_program_info info;
 	struct xprofs_hlo_module mod;
-	struct xs_out *o = w->o;
 	struct xprofs_buf err;
 	struct mv mv;
-	uint64_t h;
-	uint32_t at;
-	int64_t cs[MV_COLORS_MAX];
 	size_t nc;
+	uint64_t h;
 	bool cut;
 	int r;
 
 	if ((r = xprofs_hlo_index_get(idx, i, &info)) < 0)
 		return r;
-	h = xprofs_table_hash(0, &info.program_id, sizeof(info.program_id));
-	if (xprofs_table_find(w->listed, h, id_eq, w, &info.program_id, &at) == 0)
-		return 0; /* an id listed already: the first copy with a buffer assignment wins */
+	if (listed(w, info.program_id, &h))
+		return 0; /* the first copy of an id with a buffer assignment wins */
 	xprofs_buf_init(&err, 1024);
 	r = xprofs_hlo_buffers_load(idx, i, &err, &b);
 	if (r == 0)

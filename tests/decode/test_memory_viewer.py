@@ -19,11 +19,13 @@
 import glob
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 
 import oracle_memory_viewer as oracle
+import xcheck
 import xmount
 import xproto
 import xtap
@@ -61,44 +63,22 @@ def expected(xpb2, hpb2, host, sidecars):
     return oracle.view(protos, hpb2)
 
 
-def first_diff(got, want, path=""):
-    """Where two JSON values first differ, for a failing check's message."""
-    if isinstance(want, dict) and isinstance(got, dict):
-        for k in sorted(set(got) | set(want)):
-            if k not in got or k not in want:
-                return "%s.%s: %s vs %s" % (path, k, got.get(k, "<absent>"),
-                                            want.get(k, "<absent>"))
-            d = first_diff(got[k], want[k], path + "." + k)
-            if d:
-                return d
-        return None
-    if isinstance(want, list) and isinstance(got, list):
-        if len(got) != len(want):
-            return "%s: %d entries vs %d" % (path, len(got), len(want))
-        for i, (g, w) in enumerate(zip(got, want)):
-            d = first_diff(g, w, "%s[%d]" % (path, i))
-            if d:
-                return d
-        return None
-    return None if got == want else "%s: %r vs %r" % (path, got, want)
-
-
 def check(t, label, xpb2, hpb2, host, sidecars):
     """Render, parse strictly, compare with the oracle; the parsed view or None."""
     rc, out, err = render(host, sidecars)
-    if not t.ok(rc == 0, "%s: memory_viewer renders" % label, err):
-        return None
+    got = None
     try:
-        got = strict(out)
+        got = strict(out) if rc == 0 else None
     except ValueError as e:
-        t.ok(False, "%s: strict JSON" % label, str(e))
+        err = str(e)
+    if not t.ok(got is not None, "%s: memory_viewer renders strict JSON" % label, err):
         return None
     progs, notes = expected(xpb2, hpb2, host, sidecars)
     have = {p["program_id"]: p for p in got["programs"]}
     t.ok(sorted(have) == sorted(progs), "%s: the programs with a buffer assignment (%d)" %
          (label, len(progs)), (sorted(have), sorted(progs)))
-    bad = [(pid, first_diff(have[pid], progs[pid])) for pid in progs
-           if pid in have and first_diff(have[pid], progs[pid])]
+    bad = [(pid, xcheck.diff_json(have[pid], progs[pid])) for pid in progs
+           if pid in have and xcheck.diff_json(have[pid], progs[pid])]
     t.ok(not bad, "%s: every program equals the recomputation" % label, bad[:3])
     t.ok(got["errors"] == notes, "%s: errors as the recomputation's" % label,
          (got["errors"], notes))
@@ -355,15 +335,9 @@ def samples(t, xpb2, hpb2):
 
 
 def recipes():
-    out, on = [], False
+    """The jq lines after "<!-- recipe: memory_viewer.json -->" in docs/memory.md."""
     with open(os.path.join(xproto.SRC, "docs", "memory.md")) as f:
-        for line in f.read().split("\n"):
-            if line.startswith("<!-- recipe: memory_viewer.json -->"):
-                on = True
-            elif line.startswith("jq ") and on:
-                out.append(line)
-                on = False
-    return out
+        return re.findall(r"^<!-- recipe: memory_viewer\.json -->\n(jq .*)$", f.read(), re.M)
 
 
 def run_recipes(t, tmp, host, sidecars):
@@ -379,23 +353,22 @@ def run_recipes(t, tmp, host, sidecars):
 
 
 def mount_check(t, host, sidecars):
-    why = xmount.usable()
-    if why:
-        print("# mount part skipped: %s" % why)
+    """Through a real mount of a session with @host and @sidecars (skipped without FUSE)."""
+    if xmount.usable():
+        print("# mount part skipped: %s" % xmount.usable())
         return
     with xmount.Workdir(t, "xprofs-mv-") as w:
         sess = w.session()
-        shutil.copy(host, os.path.join(sess, "host0.xplane.pb"))
-        mine = []
-        for s in sidecars:
-            shutil.copy(s, sess)
-            mine.append(os.path.join(sess, os.path.basename(s)))
+        for f in [host] + sidecars:
+            shutil.copy(f, os.path.join(sess, "host0.xplane.pb" if f == host else
+                                        os.path.basename(f)))
+        mine = sorted(os.path.join(sess, os.path.basename(s)) for s in sidecars)
         m = w.mount(os.path.join(w.path, "src"))
         d = os.path.join(m.mnt, "runs", "run", "s1", "host0")
         t.ok("memory_viewer.json" in os.listdir(d), "mount: the host lists memory_viewer.json",
              os.listdir(d))
         _, got = xmount.read_whole(os.path.join(d, "memory_viewer.json"))
-        t.same(got, render(os.path.join(sess, "host0.xplane.pb"), sorted(mine))[1],
+        t.same(got, render(os.path.join(sess, "host0.xplane.pb"), mine)[1],
                "mount: memory_viewer.json is the CLI's bytes with the session's sidecars",
                m.log_tail)
 
