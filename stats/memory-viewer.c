@@ -110,13 +110,19 @@ static int64_t unpadded_size(const struct xprofs_hlo_shape *sh)
 
 /*
  * An absl::flat_hash_map filled by assignment: int64 key -> the last value
- * put (keys in @keys, the table maps a key to its slot).
+ * put. Keys in [lo, lo + span) with span at most 4 per key (instruction ids
+ * usually are) go in a plain array; others through a hash table (keys in
+ * @keys, the table maps a key to its slot).
  */
 struct last_map {
+	int64_t lo;
+	uint64_t span;   /* dense: the array's length; 0: the table */
+	int32_t *direct; /* dense: the value of lo + i, -1: none */
 	struct xprofs_table *t;
 	int64_t *keys;
 	uint32_t *vals;
 	size_t n;
+	void *mem; /* owns direct, or keys and vals */
 };
 
 static bool key_eq(const void *ctx, uint32_t i, const void *key)
@@ -124,29 +130,43 @@ static bool key_eq(const void *ctx, uint32_t i, const void *key)
 	return ((const struct last_map *)ctx)->keys[i] == *(const int64_t *)key;
 }
 
-/* @m for at most @n keys. 0 or -ENOMEM; free with map_free(). */
-static int map_new(struct last_map *m, size_t n)
+/* @m for at most @n keys in [@lo, @hi]. 0 or -ENOMEM; free with map_free(). */
+static int map_new(struct last_map *m, size_t n, int64_t lo, int64_t hi)
 {
+	uint64_t span = (uint64_t)hi - (uint64_t)lo + 1;
+
 	memset(m, 0, sizeof(*m));
-	m->keys = malloc((n + 1) * sizeof(*m->keys));
-	m->vals = malloc((n + 1) * sizeof(*m->vals));
-	if (!m->keys || !m->vals || xprofs_table_new(n + 1, &m->t) < 0)
+	m->lo = lo;
+	if (n && span && span / 4 <= n && n < INT32_MAX) {
+		m->span = span;
+		if (!(m->mem = m->direct = malloc(span * sizeof(*m->direct))))
+			return -ENOMEM;
+		memset(m->direct, 0xff, span * sizeof(*m->direct)); /* -1 */
+		return 0;
+	}
+	if (!(m->mem = malloc((n + 1) * (sizeof(*m->keys) + sizeof(*m->vals)))))
 		return -ENOMEM;
-	return 0;
+	m->keys = m->mem;
+	m->vals = (uint32_t *)(void *)(m->keys + n + 1);
+	return xprofs_table_new(n + 1, &m->t) < 0 ? -ENOMEM : 0;
 }
 
 static void map_free(struct last_map *m)
 {
 	xprofs_table_free(m->t);
-	free(m->keys);
-	free(m->vals);
+	free(m->mem);
 }
 
 static int map_put(struct last_map *m, int64_t key, uint32_t val)
 {
-	uint64_t h = xprofs_table_hash(0, &key, sizeof(key));
+	uint64_t h;
 	uint32_t at;
 
+	if (m->span) {
+		m->direct[(uint64_t)key - (uint64_t)m->lo] = (int32_t)val;
+		return 0;
+	}
+	h = xprofs_table_hash(0, &key, sizeof(key));
 	if (xprofs_table_find(m->t, h, key_eq, m, &key, &at) < 0) {
 		if (xprofs_table_add(m->t, h, (uint32_t)m->n) < 0)
 			return -ENOMEM;
@@ -162,6 +182,10 @@ static int64_t map_get(const struct last_map *m, int64_t key)
 {
 	uint32_t at;
 
+	if (m->span)
+		return (uint64_t)key - (uint64_t)m->lo < m->span
+			       ? m->direct[(uint64_t)key - (uint64_t)m->lo]
+			       : -1;
 	if (xprofs_table_find(m->t, xprofs_table_hash(0, &key, sizeof(key)), key_eq, m, &key, &at) <
 	    0)
 		return -1;
@@ -246,11 +270,27 @@ static int wrap(struct mv *mv, const struct last_map *ins, struct last_map *allo
 	return 0;
 }
 
+/* The smallest and largest instruction id of @p (@n instructions; hi < lo when none). */
+static void ids_range(const struct xprofs_hlo_program *p, size_t n, int64_t *lo, int64_t *hi)
+{
+	struct xprofs_hlo_instr in;
+
+	*lo = INT64_MAX;
+	*hi = INT64_MIN;
+	for (size_t i = 0; i < n; i++) {
+		if (xprofs_hlo_instr_get(p, i, &in) < 0)
+			continue;
+		*lo = in.id < *lo ? in.id : *lo;
+		*hi = in.id > *hi ? in.id : *hi;
+	}
+}
+
 int stats_mv_init(struct mv *mv, const struct xprofs_hlo_program *p,
 		  const struct xprofs_hlo_buffers *b)
 {
 	struct xprofs_hlo_module mod;
 	struct last_map ins, allocs;
+	int64_t lo, hi;
 	size_t na;
 	int r = -ENOMEM;
 
@@ -266,8 +306,9 @@ int stats_mv_init(struct mv *mv, const struct xprofs_hlo_program *p,
 	mv->amap = malloc((na + 1) * sizeof(*mv->amap));
 	mv->trace_of = malloc((na + 1) * sizeof(*mv->trace_of));
 	mv->aseen = calloc(na + 1, 1);
-	if (map_new(&ins, mod.n_instructions) < 0 || map_new(&allocs, na) < 0 || !mv->lb ||
-	    !mv->amap || !mv->trace_of || !mv->aseen)
+	if (ids_range(p, mod.n_instructions, &lo, &hi),
+	    map_new(&ins, mod.n_instructions, lo, hi) < 0 || map_new(&allocs, na, 1, 0) < 0 ||
+		    !mv->lb || !mv->amap || !mv->trace_of || !mv->aseen)
 		goto out;
 	for (size_t i = 0; i < mv->ba.n_logical; i++)
 		mv->lb[i].alloc = mv->lb[i].canonical = mv->lb[i].alive = -1;

@@ -276,6 +276,15 @@ def hostile(hpb2):
                 any(o.get("instruction_name") == "t{1}" and o["shape_string"] == "f32[8192]"
                     for o in p["max_heap"])))
 
+    h = base(hpb2, "sparse")  # instruction ids too far apart for a plain array
+    h.hlo_module.computations[0].instructions[3].id = 1 << 40
+    h.hlo_module.computations[0].root_id = 1 << 40
+    ba = temps(h)
+    ba.logical_buffers[3].defined_at.instruction_id = 1 << 40
+    trace(ba, [(A, 10), (A, 12), (F, 12), (F, 10)])
+    out.append(("sparse", h.SerializeToString(),
+                lambda p: p["error"] is None and p["peak_heap_bytes"] == 65536 + 32768 + 4096))
+
     h = base(hpb2, "empty")
     h.buffer_assignment.SetInParent()
     out.append(("empty", h.SerializeToString(),
