@@ -9,7 +9,10 @@
  * to the profile (xprofs_xspace_set_sidecars()); the facts table
  * (facts.c) is built from it under a mutex on the first get(), and a get()
  * after that only takes the mutex to read the result. A view that never
- * asks costs one allocation.
+ * asks costs one allocation. xprofs_hlo_lazy_index() hands out the index
+ * alone (made once under the same mutex), for the views that decode
+ * programs themselves (memory_viewer.json): the facts are then not built
+ * unless a view asks for them too.
  *
  * The default options fill each fact's FLOPs and bytes with hlo/cost.c's
  * figures as XProf's GPU cost analysis gives them (gpu_cost()): the open
@@ -96,19 +99,23 @@ static const struct xprofs_hlo_facts_opts default_opts = {.mem_max = XPROFS_HLO_
 struct xprofs_hlo_lazy {
 	struct xs_hlo_src src; /* first: the views get &src */
 	pthread_mutex_t lock;
-	bool loaded;
-	int r;
+	bool loaded, indexed;
+	int r, index_r;
 	const struct xprofs_xspace *x;
 	struct xprofs_hlo_facts_opts opts;
 	struct xprofs_hlo_index *idx;
 	struct xprofs_hlo_facts *facts;
 };
 
-static int load(struct xprofs_hlo_lazy *h)
+/* The index of the profile's programs, once; called with h->lock held. */
+static int load_index(struct xprofs_hlo_lazy *h)
 {
 	struct xprofs_buf err;
 	int r = 0;
 
+	if (h->indexed)
+		return h->index_r;
+	h->indexed = true;
 	xprofs_buf_init(&err, 1024);
 	if ((r = xprofs_hlo_index_new(&h->idx)) < 0)
 		goto out;
@@ -125,10 +132,18 @@ static int load(struct xprofs_hlo_lazy *h)
 			goto out;
 		}
 	}
-	if (xprofs_hlo_index_count(h->idx))
-		r = xprofs_hlo_facts_build(h->idx, &h->opts, &h->facts);
 out:
 	xprofs_buf_deinit(&err);
+	h->index_r = r;
+	return r;
+}
+
+static int load(struct xprofs_hlo_lazy *h)
+{
+	int r = load_index(h);
+
+	if (r == 0 && xprofs_hlo_index_count(h->idx))
+		r = xprofs_hlo_facts_build(h->idx, &h->opts, &h->facts);
 	return r;
 }
 
@@ -162,6 +177,21 @@ int xprofs_hlo_lazy_new(const struct xprofs_xspace *x, const struct xprofs_hlo_f
 	h->opts = opts ? *opts : default_opts;
 	*out = h;
 	return 0;
+}
+
+int xprofs_hlo_lazy_index(struct xs_hlo_src *s, const struct xprofs_hlo_index **out)
+{
+	struct xprofs_hlo_lazy *h = (struct xprofs_hlo_lazy *)s;
+	int r;
+
+	*out = NULL;
+	if (!s || s->get != get) /* not ours: no index to hand out */
+		return 0;
+	pthread_mutex_lock(&h->lock);
+	r = load_index(h);
+	*out = r == 0 ? h->idx : NULL;
+	pthread_mutex_unlock(&h->lock);
+	return r;
 }
 
 struct xs_hlo_src *xprofs_hlo_lazy_src(struct xprofs_hlo_lazy *h)

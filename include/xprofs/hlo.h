@@ -268,6 +268,97 @@ int xprofs_hlo_backend_config(const struct xprofs_hlo_program *p, size_t i,
  */
 ssize_t xprofs_hlo_find_instr(const struct xprofs_hlo_program *p, const char *name, size_t n);
 
+/* ---- a program's buffer assignment (buffers.c, docs/hlo.md) ------------ */
+
+/*
+ * HloProto.buffer_assignment (field 3: BufferAssignmentProto), decoded on
+ * demand apart from the program: its logical buffers, buffer allocations
+ * (with the logical buffers assigned to each) and heap simulator traces.
+ * Ids are kept as read and also resolved: an id that names no logical
+ * buffer resolves to -1 (counted in dangling_*), never to a wrong entry;
+ * several logical buffers of one id resolve to the last (as XProf's maps
+ * keep it). Nothing here judges the trace (a buffer never freed, freed
+ * twice): that is the caller's simulation.
+ */
+
+/* Logical buffers, allocations, assigned entries and traces, each; and events of all traces. */
+#define XPROFS_HLO_BUFFERS_MAX ((size_t)1 << 24)
+#define XPROFS_HLO_HEAP_EVENTS_MAX ((size_t)1 << 25)
+
+/* HeapSimulatorTrace.Event.Kind; any other value is kept as read. */
+enum { XPROFS_HLO_HEAP_ALLOC = 0, XPROFS_HLO_HEAP_FREE = 1, XPROFS_HLO_HEAP_SHARE_WITH = 2 };
+
+struct xprofs_hlo_logical_buffer {
+	int64_t id, size, color;
+	int64_t instruction_id;     /* defined_at.instruction_id */
+	const int64_t *shape_index; /* defined_at.shape_index */
+	size_t n_shape_index;
+};
+
+struct xprofs_hlo_allocation {
+	int64_t index, size, color, parameter_number;
+	bool is_thread_local, is_tuple, is_entry_computation_parameter, is_constant, maybe_live_out;
+	size_t first_assigned, n_assigned; /* its entries of the assigned array */
+};
+
+struct xprofs_hlo_assigned {
+	int64_t logical_buffer_id, offset, size;
+	int32_t buffer; /* the logical buffer's index, -1: the id names none */
+};
+
+struct xprofs_hlo_heap_trace {
+	size_t first_event, n_events; /* its entries of the events array */
+	bool whole_module_simulation;
+	int64_t buffer_allocation_index;
+};
+
+struct xprofs_hlo_heap_event {
+	int64_t buffer_id, share_with_canonical_id;
+	int32_t buffer, canonical; /* their logical buffers' indices, -1: none */
+	int32_t kind;              /* XPROFS_HLO_HEAP_*, or the value read */
+	uint32_t name;             /* instruction_name: xprofs_hlo_buffers_str() */
+};
+
+/* A decoded buffer assignment; every array borrowed from it, in proto order. */
+struct xprofs_hlo_buffer_assignment {
+	const struct xprofs_hlo_logical_buffer *logical;
+	size_t n_logical;
+	const struct xprofs_hlo_allocation *allocations;
+	size_t n_allocations;
+	const struct xprofs_hlo_assigned *assigned;
+	size_t n_assigned;
+	const struct xprofs_hlo_heap_trace *traces;
+	size_t n_traces;
+	const struct xprofs_hlo_heap_event *events;
+	size_t n_events;
+	/* ids that name no logical buffer: assigned entries, events (buffer_id, or a share's canonical) */
+	size_t dangling_assigned, dangling_events;
+	size_t bytes; /* memory it holds */
+};
+
+struct xprofs_hlo_buffers;
+
+/**
+ * xprofs_hlo_buffers_decode() - the buffer assignment of the HloProto at
+ * [@off, @off + @len) of @r (borrowed for the call). -ENOENT when the proto
+ * has none (no field 3); -EINVAL (reason in @err) when it is malformed;
+ * -E2BIG past XPROFS_HLO_BUFFERS_MAX, XPROFS_HLO_HEAP_EVENTS_MAX or the
+ * memory budget (XPROFS_HLO_MEM_MAX, strings XPROFS_HLO_ARENA_MAX). Caller
+ * frees *@out with xprofs_hlo_buffers_free().
+ */
+int xprofs_hlo_buffers_decode(const struct xprofs_reader *r, uint64_t off, uint64_t len,
+			      struct xprofs_buf *err, struct xprofs_hlo_buffers **out) XPROFS_WUR;
+/** xprofs_hlo_buffers_load() - the same for program @i of @idx (borrowed for the call). */
+int xprofs_hlo_buffers_load(const struct xprofs_hlo_index *idx, size_t i, struct xprofs_buf *err,
+			    struct xprofs_hlo_buffers **out) XPROFS_WUR;
+/** xprofs_hlo_buffers_free() - accepts NULL. */
+void xprofs_hlo_buffers_free(struct xprofs_hlo_buffers *b);
+/** xprofs_hlo_buffers_get() - the arrays of @b (borrowed from it). */
+void xprofs_hlo_buffers_get(const struct xprofs_hlo_buffers *b,
+			    struct xprofs_hlo_buffer_assignment *out);
+/** xprofs_hlo_buffers_str() - an event's name (NUL-terminated, borrowed from @b); "" if unknown. */
+const char *xprofs_hlo_buffers_str(const struct xprofs_hlo_buffers *b, uint32_t name);
+
 /* ---- FLOPs and bytes (hlo/cost.c, docs/hlo.md "FLOPs and bytes") -------- */
 
 /* Which figures of struct xprofs_hlo_cost are known. */
@@ -427,5 +518,14 @@ int xprofs_hlo_lazy_new(const struct xprofs_xspace *x, const struct xprofs_hlo_f
 struct xs_hlo_src *xprofs_hlo_lazy_src(struct xprofs_hlo_lazy *h);
 /** xprofs_hlo_lazy_free() - accepts NULL. */
 void xprofs_hlo_lazy_free(struct xprofs_hlo_lazy *h);
+
+/**
+ * xprofs_hlo_lazy_index() - the index of the programs of the render whose
+ * HLO source is @s (rc->hlo): metadata plane first, then sidecars, as the
+ * facts are built from, made once on first use (without the facts). *@out
+ * is borrowed from the source (NULL when @s is NULL or not made by
+ * xprofs_hlo_lazy_new()). 0 or -ENOMEM.
+ */
+int xprofs_hlo_lazy_index(struct xs_hlo_src *s, const struct xprofs_hlo_index **out) XPROFS_WUR;
 
 #endif

@@ -30,6 +30,8 @@ int stats_view_roofline(struct xs_rctx *rc, struct xs_out *o);
 int stats_view_op_profile(struct xs_rctx *rc, struct xs_out *o);
 /* stats_view_tf_stats() - framework_op_stats.json (view-tf-stats.c). */
 int stats_view_tf_stats(struct xs_rctx *rc, struct xs_out *o);
+/* stats_view_memory_viewer() - memory_viewer.json of the profile's programs (view-memory-viewer.c). */
+int stats_view_memory_viewer(struct xs_rctx *rc, struct xs_out *o);
 /* stats_steps_windows() - xprofs_decode_steps() on render context @rc. */
 int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n);
 

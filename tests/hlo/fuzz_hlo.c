@@ -5,8 +5,12 @@
  * its shape tree, operands, called computations, backend config, look-up by
  * name, its cost: FLOPs and bytes, known or with a reason, never negative)
  * and check the indices it hands out are in range; also index the
- * input as a sidecar. Any crash, leak, sanitizer report, disagreement or a
- * failure other than -EINVAL/-E2BIG is a bug.
+ * input as a sidecar. Its buffer assignment is decoded the same two ways
+ * (resolved ids must name logical buffers of the ids read, every range in
+ * bounds) and, with the program, run through the memory viewer's analysis
+ * (stats/memory-viewer.c, white-box: each memory color, and the timeline
+ * replay). Any crash, leak, sanitizer report, disagreement or a failure
+ * other than -EINVAL/-E2BIG (-ENOENT: no buffer assignment) is a bug.
  */
 #include <errno.h>
 #include <math.h>
@@ -14,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "../../stats/memory-viewer.h"
 #include "xprofs/hlo.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -141,6 +146,88 @@ static void facts(const struct xprofs_hlo_index *idx, const struct xprofs_hlo_pr
 	xprofs_hlo_facts_free(f);
 }
 
+static void assignment_check(const struct xprofs_hlo_buffer_assignment *ba)
+{
+	for (size_t i = 0; i < ba->n_logical; i++)
+		for (size_t k = 0; k < ba->logical[i].n_shape_index; k++)
+			(void)*(volatile const int64_t *)&ba->logical[i].shape_index[k];
+	for (size_t i = 0; i < ba->n_allocations; i++)
+		if (ba->allocations[i].first_assigned + ba->allocations[i].n_assigned >
+		    ba->n_assigned)
+			abort();
+	for (size_t i = 0; i < ba->n_assigned; i++) {
+		int32_t b = ba->assigned[i].buffer;
+
+		if (b >= (int64_t)ba->n_logical ||
+		    (b >= 0 && ba->logical[b].id != ba->assigned[i].logical_buffer_id))
+			abort();
+	}
+	for (size_t i = 0; i < ba->n_traces; i++)
+		if (ba->traces[i].first_event + ba->traces[i].n_events > ba->n_events)
+			abort();
+	for (size_t i = 0; i < ba->n_events; i++) {
+		const struct xprofs_hlo_heap_event *e = &ba->events[i];
+
+		if (e->buffer >= (int64_t)ba->n_logical || e->canonical >= (int64_t)ba->n_logical ||
+		    (e->buffer >= 0 && ba->logical[e->buffer].id != e->buffer_id) ||
+		    (e->canonical >= 0 &&
+		     ba->logical[e->canonical].id != e->share_with_canonical_id))
+			abort();
+	}
+}
+
+static void count_point(void *arg, int64_t heap, int64_t unpadded, const char *name)
+{
+	(void)heap;
+	(void)unpadded;
+	(void)name[0];
+	++*(size_t *)arg;
+}
+
+/* The buffer assignment, both ways, then the memory viewer's analysis over @p (may be NULL). */
+static void buffers(const struct xprofs_reader *zr, const struct xprofs_reader *pr, size_t size,
+		    const struct xprofs_hlo_program *p)
+{
+	struct xprofs_hlo_buffers *a = NULL, *b = NULL;
+	struct xprofs_hlo_buffer_assignment ba, bb;
+	struct xprofs_buf ea, eb;
+	struct mv mv;
+	int ra, rb;
+
+	xprofs_buf_init(&ea, 4096);
+	xprofs_buf_init(&eb, 4096);
+	ra = xprofs_hlo_buffers_decode(zr, 0, size, &ea, &a);
+	rb = xprofs_hlo_buffers_decode(pr, 0, size, &eb, &b);
+	if (ra != rb || (ra < 0 && ra != -EINVAL && ra != -E2BIG && ra != -ENOENT) ||
+	    ((ra == -EINVAL || ra == -E2BIG) && !ea.len))
+		abort();
+	if (ra == 0) {
+		xprofs_hlo_buffers_get(a, &ba);
+		xprofs_hlo_buffers_get(b, &bb);
+		if (ba.n_logical != bb.n_logical || ba.n_events != bb.n_events ||
+		    ba.dangling_events != bb.dangling_events)
+			abort();
+		assignment_check(&ba);
+		if (p && stats_mv_init(&mv, p, a) == 0) {
+			for (int64_t c = -1; c <= 1; c++) {
+				size_t n = 0;
+
+				if (stats_mv_color(&mv, c) < 0 ||
+				    stats_mv_timeline(&mv, count_point, &n) < 0)
+					break;
+				if (!mv.res.err[0] && mv.res.trace >= 0 &&
+				    n != ba.traces[mv.res.trace].n_events + 1)
+					abort(); /* one point per event, and one after */
+			}
+			stats_mv_free(&mv);
+		}
+	}
+	xprofs_hlo_buffers_free(a);
+	xprofs_hlo_buffers_free(b);
+	xprofs_buf_deinit(&ea);
+	xprofs_buf_deinit(&eb);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mem m = {data, size};
@@ -168,6 +255,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	} else if (!ea.len) {
 		abort(); /* every failure says why */
 	}
+	buffers(&zr, &pr, size, a);
 	if (xprofs_hlo_index_new(&idx) == 0) {
 		(void)!xprofs_hlo_index_add_sidecar(idx, "jit_f(7).hlo_proto.pb", &zr, NULL);
 		(void)!xprofs_hlo_index_add(idx, &pr, 0, size, 1, NULL, XPROFS_HLO_RANGE, NULL);

@@ -2,9 +2,10 @@
 
     /usr/bin/python3 tests/hlo/gen_seeds.py BUILD_DIR
 
-Seeds: the oracle's small well-formed module, each of its hostile protos, and
-two programs of xprofs-gen (BUILD_DIR/tools/xprofs-gen) as sidecars. Nothing
-is copied from the shared samples.
+Seeds: the oracle's small well-formed module, each of its hostile protos,
+the hostile buffer assignments of tests/decode/test_memory_viewer.py, and
+two programs of xprofs-gen (BUILD_DIR/tools/xprofs-gen) as sidecars (with
+their buffer assignments). Nothing is copied from the shared samples.
 """
 import glob
 import os
@@ -13,6 +14,7 @@ import sys
 import tempfile
 
 import oracle_hlo
+import test_memory_viewer  # noqa: E402  (tests/decode, on the path oracle_hlo adds)
 
 out = os.path.join(oracle_hlo.xproto.SRC, "tests", "fuzz", "corpus", "hlo")
 os.makedirs(out, exist_ok=True)
@@ -21,6 +23,9 @@ with open(os.path.join(out, "good.pb"), "wb") as fh:
 for label, data, _, _ in oracle_hlo.hostile_cases():
     with open(os.path.join(out, "hostile-" + label.replace(" ", "-").replace("^", "") + ".pb"),
               "wb") as fh:
+        fh.write(data)
+for label, data, _ in test_memory_viewer.hostile(oracle_hlo.hlo_pb2):
+    with open(os.path.join(out, "buffers-" + label + ".pb"), "wb") as fh:
         fh.write(data)
 with tempfile.TemporaryDirectory() as tmp:
     subprocess.run([os.path.join(sys.argv[1], "tools", "xprofs-gen"), "--kind", "gpu",

@@ -249,6 +249,14 @@ void gen_plan_free(struct gspace *s);
 size_t gen_hlo_proto(const char *name, uint64_t id, bool extras, uint8_t *dst, size_t cap);
 /** gen_hlo_big() - one HloProto of about @target bytes at @path (for bench/hlo.sh); 0 or -errno. */
 int gen_hlo_big(const char *path, uint64_t target);
+/** gen_hlo_ba_small() - the sidecars' buffer assignment as HloProto field 3 of @out (hlo-buffers.c):
+ * @ins the ids and @names the names of Arg_0, Arg_1, the root tuple and main instructions 0..6;
+ * @ba, @m, @e scratch. Errors stick in @out->err. */
+void gen_hlo_ba_small(struct pb *out, const int64_t *ins, char names[][64], struct pb *ba,
+		      struct pb *m, struct pb *e);
+/** gen_hlo_ba_big() - gen_hlo_big()'s buffer assignment, written to @fd; 0 or -errno. */
+int gen_hlo_ba_big(int fd, uint64_t n, uint64_t first_id, uint64_t per,
+		   void (*name)(char *nm, size_t len, uint64_t k));
 /** gen_plane_meta() - the metadata maps and plane stats of @p, appended to @meta. */
 int gen_plane_meta(const struct gspace *s, const struct gplane *p, struct pb *meta);
 

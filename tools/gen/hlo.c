@@ -724,8 +724,8 @@ size_t gen_hlo_proto(const char *name, uint64_t id, bool extras, uint8_t *dst, s
 	static const struct gi conv_out[2] = {{.type = F32, .rank = 4, .dims = {8, 32, 32, 32}},
 					      {.type = U8, .rank = 1, .dims = {0}}};
 	const char *f = strncmp(name, "jit_", 4) ? name : name + 4;
-	int64_t fusion_comp[GEN_HLO_INSTRS], arg[9], region, zero, last[2], entry;
-	char main_name[64], nm[64], on[160];
+	int64_t fusion_comp[GEN_HLO_INSTRS], arg[9], region, zero, last[2], entry, ba_ins[10];
+	char main_name[64], nm[64], on[160], ba_names[10][64];
 	struct pb outer;
 	struct hb h;
 	size_t n = 0;
@@ -769,6 +769,10 @@ size_t gen_hlo_proto(const char *name, uint64_t id, bool extras, uint8_t *dst, s
 		x = emit(&h, &g);
 		if (i == 0 || i == 4)
 			last[i == 4] = x;
+		if (i < 7) {
+			ba_ins[3 + i] = x;
+			snprintf(ba_names[3 + i], sizeof(ba_names[0]), "%s", nm);
+		}
 	}
 	{
 		struct gi g = {.name = "cudnn-conv.1",
@@ -799,12 +803,21 @@ size_t gen_hlo_proto(const char *name, uint64_t id, bool extras, uint8_t *dst, s
 		tt[0].type = tt[1].type = F32;
 		t.tuple = tt;
 		snprintf(main_name, sizeof(main_name), "main.%" PRIu64, id);
-		entry = end_comp(&h, main_name, emit(&h, &t), false);
+		ba_ins[2] = emit(&h, &t);
+		entry = end_comp(&h, main_name, ba_ins[2], false);
 	}
 	pb_str(&h.mod, 2, main_name);
 	pb_int(&h.mod, 5, id);
 	pb_int(&h.mod, 6, (uint64_t)entry);
 	pb_bytes(&outer, 1, h.mod.p, h.mod.len);
+	if (extras) { /* sidecars: a buffer assignment too (the metadata plane's stays as it was) */
+		ba_ins[0] = arg[0];
+		ba_ins[1] = arg[1];
+		snprintf(ba_names[0], sizeof(ba_names[0]), "%s", args[0].name);
+		snprintf(ba_names[1], sizeof(ba_names[0]), "%s", args[1].name);
+		snprintf(ba_names[2], sizeof(ba_names[0]), "tuple.root");
+		gen_hlo_ba_small(&outer, ba_ins, ba_names, &h.mod, &h.tmp, &h.tmp2);
+	}
 	if (!h.ins.err && !h.tmp.err && !h.tmp2.err && !h.comp.err && !h.mod.err && !outer.err &&
 	    outer.len <= cap) {
 		memcpy(dst, outer.p, outer.len);
@@ -819,11 +832,25 @@ size_t gen_hlo_proto(const char *name, uint64_t id, bool extras, uint8_t *dst, s
 	return n;
 }
 
+/* The name of gen_hlo_big()'s instruction @k (computation k / 4096). */
+static void big_name(char *nm, size_t len, uint64_t k)
+{
+	uint32_t i = (uint32_t)(k % 4096);
+
+	snprintf(nm, len, "%s.%" PRIu64 ".%u",
+		 i < 2   ? "param"
+		 : i % 3 ? "add"
+			 : "multiply",
+		 k / 4096, i);
+}
+
 /*
  * gen_hlo_big() - one HloProto of about @target bytes at @path: module
  * "jit_big", program 1, computations of 4096 instructions each (parameters,
  * then a chain of elementwise ops with metadata and, every 16th, a fusion's
- * backend config), written as they are made: memory stays small.
+ * backend config), written as they are made: memory stays small. About
+ * 3/8 of @target is its buffer assignment (gen_hlo_ba_big(): one buffer
+ * per instruction, built in memory), for memory_viewer.json.
  */
 int gen_hlo_big(const char *path, uint64_t target)
 {
@@ -856,7 +883,7 @@ int gen_hlo_big(const char *path, uint64_t target)
 				break;
 		}
 		ncomp = 0;
-		while (!ret && (pass == 0 ? total < target : total < mod_len)) {
+		while (!ret && (pass == 0 ? total < target - target * 3 / 8 : total < mod_len)) {
 			int64_t prev = 0;
 
 			h.mod.len = 0;
@@ -869,11 +896,7 @@ int gen_hlo_big(const char *path, uint64_t target)
 					       .dims = {64, 128, 256},
 					       .op_name = on};
 
-				snprintf(nm, sizeof(nm), "%s.%" PRIu64 ".%u",
-					 i < 2   ? "param"
-					 : i % 3 ? "add"
-						 : "multiply",
-					 ncomp, i);
+				big_name(nm, sizeof(nm), ncomp * 4096 + i);
 				snprintf(on, sizeof(on),
 					 "jit(big)/jit(main)/layer_%u/block_%" PRIu64 "/%s", i % 97,
 					 ncomp % 13, i % 3 ? "add" : "mul");
@@ -902,6 +925,8 @@ int gen_hlo_big(const char *path, uint64_t target)
 		if (pass == 0)
 			mod_len = total;
 	}
+	if (!ret)
+		ret = gen_hlo_ba_big(fd, ncomp * 4096, 1, 4096, big_name);
 	if (close(fd) < 0 && !ret)
 		ret = -errno;
 	pb_deinit(&h.ins);
