@@ -3,7 +3,7 @@
  * xprofs mounts, without FUSE.
  *
  *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz|trace.pftrace   (default: summary)
- *                      or overview|kernels|hlo_stats|roofline|op_profile|framework_op_stats (docs/stats.md;
+ *                      or overview|kernels|memory_profile|memory_viewer|hlo_stats|roofline|op_profile|framework_op_stats (docs/stats.md;
  *                      kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
@@ -55,7 +55,8 @@ static void usage(FILE *f)
 {
 	fprintf(f, "usage: xprofs-decode FILE.xplane.pb [--view summary|trace|ops|steps|"
 		   "trace.json.gz|trace.pftrace|\n"
-		   "                    overview|kernels|overview.svg|memory_profile|hlo_stats|\n"
+		   "                    "
+		   "overview|kernels|overview.svg|memory_profile|memory_viewer|hlo_stats|\n"
 		   "                    roofline|op_profile|framework_op_stats]   (FILE \"-\": "
 		   "standard "
 		   "input)\n"
