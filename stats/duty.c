@@ -283,7 +283,7 @@ static int chip_walk(struct xs_rctx *rc, struct duty_plane *dp, size_t q0, struc
 	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
 		goto out;
 	while (m.nheap) {
-		struct stats_mline *ml = &m.ml[m.heap[0]];
+		struct stats_mline *ml = stats_merge_top(&m);
 		const struct xs_line *l = ml->it.l;
 		struct duty_plane *d = &dp[l->plane];
 		bool ops = xs_str_eq(l->name, l->name_len, "XLA Ops");

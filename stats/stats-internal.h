@@ -158,11 +158,23 @@ struct stats_mline {
 	const struct xs_mdix *evx; /* its plane's event metadata index */
 };
 
+/* A line in a merge's heap: its next event's start (kept here, where the heap compares). */
+struct stats_mkey {
+	int64_t start; /* = ml[i].e.start_ps */
+	size_t i;
+};
+
 struct stats_merge {
-	struct stats_mline *ml; /* owned, n of them */
-	size_t *heap;           /* indexes into ml, a min-heap by e.start_ps */
+	struct stats_mline *ml;  /* owned, n of them */
+	struct stats_mkey *heap; /* owned: the lines with events, a min-heap by start */
 	size_t n, nheap;
 };
+
+/* stats_merge_top() - the line with the earliest next event (m->nheap > 0). */
+static inline struct stats_mline *stats_merge_top(struct stats_merge *m)
+{
+	return &m->ml[m->heap[0].i];
+}
 
 /*
  * stats_merge_open() - a merge over the lines @li[0..n) (n <= STATS_MERGE_MAX), each

@@ -457,7 +457,7 @@ static int derived_markers(struct xs_rctx *rc, struct gsteps *g, size_t q)
 	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
 		goto out;
 	while (m.nheap && !g->st->cut) {
-		struct stats_mline *ml = &m.ml[m.heap[0]];
+		struct stats_mline *ml = stats_merge_top(&m);
 		struct evstats v;
 
 		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &v)) < 0)
@@ -623,7 +623,7 @@ static int events(struct xs_rctx *rc, struct gsteps *g)
 	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
 		goto out;
 	while (m.nheap) {
-		struct stats_mline *ml = &m.ml[m.heap[0]];
+		struct stats_mline *ml = stats_merge_top(&m);
 		size_t q = ml->it.l->plane, k;
 		ssize_t c = xs_md_find(ml->evx, ml->e.md);
 		uint8_t cls = c >= 0              ? g->cls[q][c]
