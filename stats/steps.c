@@ -17,7 +17,8 @@
  * marker. A marker counts only where its plane has events of its group
  * (IntersectCombineStepEvents()); where that changes a step's span, pass 2
  * runs again for those steps. Stat keys are looked up once per plane, so the
- * merge reads events of several planes without entering them.
+ * merge reads events of several planes without entering them, and each pass
+ * decodes only the stats it reads (xs_walk_stats_keys()).
  * Limits: at most STEPS_MAX groups and PMARKS_MAX (plane, group) markers
  * (then cut); at most STATS_MERGE_MAX lines merged (the first ones); at most
  * ACTIVE_MAX events open at once in a step (more own no time).
@@ -182,9 +183,17 @@ fail:
 
 /* ---- the state of one computation ------------------------------------------ */
 
-/* Which stat metadata keys of a plane name the stats the steps read (-1: none). */
+/*
+ * Which stat metadata keys of a plane name the stats the steps read (-1: none),
+ * and the sets of them each pass reads (xs_walk_stats_keys()).
+ */
 struct pkeys {
 	int64_t group, corr, step_name, dev_off, dev_dur;
+	struct xs_stat_keys mark, ev, grp; /* markers; step events; group_id only */
+	/* admit()'s last lookup on the plane: events of one group come in runs */
+	bool last_ok;
+	int64_t last_group;
+	uint32_t last_pm; /* UINT32_MAX: the plane has no marker of it */
 };
 
 /* The longest marker of one group on one plane (StepDetails' markers). */
@@ -310,15 +319,25 @@ static int ev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv
 	return 0;
 }
 
+/* ev_stats() - the stats @want (one of @k's sets) of event @e into @v. */
 static int ev_stats(struct xs_rctx *rc, struct wire_cur *c, const struct xs_event *e,
-		    const struct pkeys *k, struct evstats *v)
+		    const struct pkeys *k, const struct xs_stat_keys *want, struct evstats *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->k = k;
-	if (!e->has_stats)
+	if (!e->has_stats) /* the others are still checked, as xs_walk_stats() would */
 		return 0;
-	return xs_walk_stats(rc, c, e->stats_off, e->off + e->len - e->stats_off, XEVENT_F_STATS,
-			     ev_stat, v);
+	return xs_walk_stats_keys(rc, c, e->stats_off, e->off + e->len - e->stats_off,
+				  XEVENT_F_STATS, want, ev_stat, v);
+}
+
+/* key_set() - the keys of @ks[0..n) that a plane has (not -1) into @out. */
+static void key_set(const int64_t *ks, size_t n, struct xs_stat_keys *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++)
+		if (ks[i] != -1)
+			xs_stat_keys_add(out, ks[i]);
 }
 
 /* ---- pass 1: the markers ---------------------------------------------------- */
@@ -389,7 +408,8 @@ static int marker_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 	ssize_t k;
 	int r;
 
-	if ((r = ev_stats(rc, &rc->ev, e, &g->keys[g->plane], &v)) < 0 || !v.has_group)
+	if ((r = ev_stats(rc, &rc->ev, e, &g->keys[g->plane], &g->keys[g->plane].mark, &v)) < 0 ||
+	    !v.has_group)
 		return r;
 	if (g->kind !=
 	    K_NONE) { /* ConvertDeviceStepInfoToStepMarkers(): GetDeviceEventTimespan() */
@@ -460,7 +480,7 @@ static int derived_markers(struct xs_rctx *rc, struct gsteps *g, size_t q)
 		struct stats_mline *ml = stats_merge_top(&m);
 		struct evstats v;
 
-		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &v)) < 0)
+		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &g->keys[q].grp, &v)) < 0)
 			goto out;
 		if (v.has_group && open && v.group == grp) {
 			e = ml->e.end_ps > e ? ml->e.end_ps : e;
@@ -595,13 +615,19 @@ static int feed(struct gsteps *g, size_t k, int64_t s, int64_t e, uint8_t type)
 static size_t admit(struct gsteps *g, size_t q, const struct evstats *v, uint8_t cls)
 {
 	struct pmkey key = {q, v->group};
+	struct pkeys *k = &g->keys[q];
 	uint32_t i;
 
 	if (!v->has_group || (g->kind == K_GPU && !(v->has_corr && v->corr >= 0 && v->group >= 0)))
 		return SIZE_MAX;
 	if (g->kind == K_NONE && (v->group < 0 || v->has_step_name || (cls & CL_NOT_REAL)))
 		return SIZE_MAX;
-	if (xprofs_table_find(g->pmtab, pm_hash(q, v->group), pm_eq, g->pm, &key, &i) < 0)
+	if (!k->last_ok || k->last_group != v->group) { /* the markers are fixed in pass 2 */
+		if (xprofs_table_find(g->pmtab, pm_hash(q, v->group), pm_eq, g->pm, &key, &i) < 0)
+			i = UINT32_MAX;
+		k->last_ok = true, k->last_group = v->group, k->last_pm = i;
+	}
+	if ((i = k->last_pm) == UINT32_MAX)
 		return SIZE_MAX; /* IntersectCombineStepEvents(): no marker of it here */
 	g->pm[i].events = true;
 	return g->pm[i].step;
@@ -631,7 +657,7 @@ static int events(struct xs_rctx *rc, struct gsteps *g)
 						  : BD_DEVICE_COMPUTE;
 		struct evstats v;
 
-		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &v)) < 0)
+		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &g->keys[q].ev, &v)) < 0)
 			goto out;
 		k = admit(g, q, &v, cls);
 		if (k != SIZE_MAX && (!g->second || g->sw[k].redo) &&
@@ -799,6 +825,10 @@ static int setup(struct xs_rctx *rc, struct gsteps *g)
 		k->step_name = xs_stmd_key(&c, p, "step_name");
 		k->dev_off = xs_stmd_key(&c, p, "device_offset_ps");
 		k->dev_dur = xs_stmd_key(&c, p, "device_duration_ps");
+		key_set((int64_t[]){k->group, k->corr, k->step_name, k->dev_off, k->dev_dur}, 5,
+			&k->mark);
+		key_set((int64_t[]){k->group, k->corr, k->step_name}, 3, &k->ev);
+		key_set(&k->group, 1, &k->grp);
 		r = classify_plane(rc, q, g->kind != K_NONE, &g->cls[q]);
 	}
 	wire_cur_deinit(&c);
