@@ -892,28 +892,6 @@ void stats_steps_free(struct stats_steps *st)
 	memset(st, 0, sizeof(*st));
 }
 
-int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n)
-{
-	struct stats_steps st = {0};
-	int r;
-
-	if ((r = stats_steps_compute(rc, &st)) == 0 && st.n) {
-		*out = calloc(st.n, sizeof(**out));
-		if (!*out)
-			r = -ENOMEM;
-		for (size_t i = 0; r == 0 && i < st.n; i++) {
-			(*out)[i].plane = st.s[i].plane;
-			(*out)[i].begin_ps = st.s[i].begin;
-			(*out)[i].end_ps =
-				st.s[i].end > st.s[i].begin ? st.s[i].end : st.s[i].begin + 1;
-		}
-		if (r == 0)
-			*n = st.n;
-	}
-	stats_steps_free(&st);
-	return r;
-}
-
 /*
  * stats_steps_summarize() - the overview page's step-time summary of steps [a, b):
  * XProf's StepSummary (average, standard deviation of the population,
@@ -947,50 +925,4 @@ void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
 	sum->stddev = sqrt(var / (double)(b - a));
 	for (int k = 0; k < BD_N; k++)
 		sum->bd[k] /= (double)(b - a);
-}
-
-void stats_step_summary_write(struct xs_out *o, const struct stats_step_summary *sum)
-{
-	OUT_LIT(o, "{\"steps\":");
-	xs_out_u64(o, sum->n);
-	OUT_LIT(o, ",\"avg_ps\":");
-	xs_out_double(o, sum->avg);
-	OUT_LIT(o, ",\"stddev_ps\":");
-	xs_out_double(o, sum->stddev);
-	xs_out_key_i64(o, ",\"min_ps\":", sum->min);
-	xs_out_key_i64(o, ",\"max_ps\":", sum->max);
-	OUT_LIT(o, ",\"breakdown_avg\":{");
-	for (int k = 0; k < BD_N; k++) {
-		OUT_RAW(o, k ? ",\"" : "\"");
-		xs_out_add(o, stats_bd_keys[k], strlen(stats_bd_keys[k]));
-		OUT_LIT(o, "\":");
-		xs_out_double(o, sum->bd[k]);
-	}
-	OUT_LIT(o, "}}");
-}
-
-int stats_steps_each(struct xs_rctx *rc, stats_step_fn fn, void *arg)
-{
-	struct stats_steps st = {0};
-	int r;
-
-	if ((r = stats_steps_compute(rc, &st)) < 0)
-		goto out;
-	for (size_t i = 0; i < st.n && r == 0; i++)
-		r = fn(arg, i, st.n, st.s[i].dur, st.s[i].bd);
-out:
-	stats_steps_free(&st);
-	return r;
-}
-
-int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum)
-{
-	struct stats_steps st = {0};
-	int r;
-
-	memset(sum, 0, sizeof(*sum));
-	if ((r = stats_steps_compute(rc, &st)) == 0 && st.n)
-		stats_steps_summarize(&st, 0, st.n, sum);
-	stats_steps_free(&st);
-	return r;
 }
