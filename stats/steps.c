@@ -8,9 +8,11 @@
  * steps/N windows are made from it. docs/stats.md has every rule.
  *
  * Design: the device planes are the TPU planes, else the GPU planes; a host
- * without them has host steps. Pass 1 reads the step markers (a device
- * plane's step line, or the host's step-marker events), the longest per
- * (plane, group). Pass 2 merges the lines whose events go to steps by start
+ * without them has host steps. The planes' event classes (from their
+ * metadata) and the markers GPU planes derive from group_id (steps-derived.c)
+ * are read per plane as xs_tasks_run() tasks, then added in plane order. Pass
+ * 1 reads the step markers (those, a device plane's step line, or the host's
+ * step-marker events), the longest per (plane, group). Pass 2 merges the lines whose events go to steps by start
  * time (merge.c) and gives each admitted event to its group's sweep
  * (ToNonOverlappedEvents(): the highest type open owns the time), which adds
  * the time it owns inside the step's tentative span, the span of every
@@ -189,7 +191,7 @@ fail:
  */
 struct pkeys {
 	int64_t group, corr, step_name, dev_off, dev_dur;
-	struct xs_stat_keys mark, ev, grp; /* markers; step events; group_id only */
+	struct xs_stat_keys mark, ev; /* what the markers, the step events read */
 	/* admit()'s last lookup on the plane: events of one group come in runs */
 	bool last_ok;
 	int64_t last_group;
@@ -452,52 +454,58 @@ static bool derives(const struct gsteps *g, const struct xprofs_xspace *x, size_
 	return true;
 }
 
+/* A stats_dmark_fn: a derived marker of g->plane (arg: struct gsteps). */
+static int add_run(void *arg, const struct stats_dmark *run)
+{
+	return add_marker(arg, run->group, run->b, run->e, run->b128);
+}
+
 /*
- * derived_markers() - the markers of GPU plane @q's derived Steps line: over
- * its events in start order, consecutive events of one group_id make one
- * marker from the first start to the last end (ExpandOrAddEvent()).
+ * derived_markers() - the markers of the GPU planes' derived Steps lines
+ * (steps-derived.c), added plane by plane in plane order. The planes are read
+ * as tasks, each reduced to the markers add_marker() keeps; adding those gives
+ * what adding every run gives, unless the caps cut in the middle of a plane:
+ * such a plane, or all of them when a task failed, is walked here run by run.
  */
-static int derived_markers(struct xs_rctx *rc, struct gsteps *g, size_t q)
+static int derived_markers(struct xs_rctx *rc, struct gsteps *g)
 {
 	const struct xprofs_xspace *x = rc->x;
-	const struct xs_plane *p = &x->planes[q];
-	size_t *li = malloc(STATS_MERGE_MAX * sizeof(*li)), n = 0;
-	struct stats_merge m = {0};
-	int64_t grp = 0, b = 0, e = 0;
-	xprofs_ps128 b128 = 0;
-	bool open = false;
+	size_t *planes = calloc(x->n_planes + 1, sizeof(*planes)), n = 0;
+	int64_t(*keys)[2] = calloc(x->n_planes + 1, sizeof(*keys));
+	struct stats_dplane *dp = calloc(x->n_planes + 1, sizeof(*dp));
+	bool quiet = rc->err && rc->err->len == 0, tasks;
 	int r = 0;
 
-	if (!li)
-		return -ENOMEM;
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines && n < STATS_MERGE_MAX; j++)
-		if (!xs_derived_tid(x->lines[j].id))
-			li[n++] = j;
-	g->plane = q;
-	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
+	if (!planes || !keys || !dp) {
+		r = -ENOMEM;
 		goto out;
-	while (m.nheap && !g->st->cut) {
-		struct stats_mline *ml = stats_merge_top(&m);
-		struct evstats v;
-
-		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &g->keys[q].grp, &v)) < 0)
-			goto out;
-		if (v.has_group && open && v.group == grp) {
-			e = ml->e.end_ps > e ? ml->e.end_ps : e;
-		} else if (v.has_group) {
-			if (open && (r = add_marker(g, grp, b, e, b128)) < 0)
-				goto out;
-			open = true, grp = v.group, b = ml->e.start_ps;
-			e = ml->e.end_ps > b ? ml->e.end_ps : b;
-			b128 = (xprofs_ps128)ml->it.l->timestamp_ns * 1000 + ml->e.offset_ps;
-		}
-		if ((r = stats_merge_pop(&m)) < 0)
-			goto out;
 	}
-	r = open ? add_marker(g, grp, b, e, b128) : 0;
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (derives(g, x, q)) {
+			keys[n][0] = g->keys[q].group, keys[n][1] = g->keys[q].step_name;
+			planes[n++] = q;
+		}
+	tasks = n &&
+		stats_derived_planes(rc, planes, (const int64_t(*)[2])keys, n, PMARKS_MAX, dp) == 0;
+	if (n && !tasks && quiet) /* a failed task: the walk below says why */
+		xprofs_buf_reset(rc->err);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		const struct stats_dplane *d = &dp[i];
+
+		g->plane = planes[i];
+		if (tasks && !d->over && !g->st->cut && g->npm + d->n <= PMARKS_MAX &&
+		    g->st->n + d->n <= STEPS_MAX)
+			for (size_t k = 0; k < d->n && r == 0; k++)
+				r = add_run(g, &d->m[k]);
+		else
+			r = stats_derived_runs(rc, planes[i], keys[i], steps_full, add_run, g);
+	}
 out:
-	stats_merge_free(&m);
-	free(li);
+	for (size_t i = 0; dp && i < n; i++)
+		stats_dplane_free(&dp[i]);
+	free(dp);
+	free(keys);
+	free(planes);
 	return r;
 }
 
@@ -505,11 +513,7 @@ out:
 static int markers(struct xs_rctx *rc, struct gsteps *g)
 {
 	const struct xprofs_xspace *x = rc->x;
-	int r = 0;
-
-	for (size_t q = 0; q < x->n_planes && r == 0; q++)
-		if (derives(g, x, q))
-			r = derived_markers(rc, g, q);
+	int r = derived_markers(rc, g);
 
 	for (size_t li = 0; li < x->n_lines && r == 0; li++) {
 		const struct xs_line *l = &x->lines[li];
@@ -789,11 +793,34 @@ out:
 	return r;
 }
 
+/* The planes whose event classes setup() reads as tasks (classify_task()). */
+struct cls_tasks {
+	struct gsteps *g;
+	size_t *planes; /* owned */
+};
+
+static int classify_task(struct xs_rctx *rc, size_t i, void *arg)
+{
+	const struct cls_tasks *t = arg;
+	size_t q = t->planes[i];
+
+	return classify_plane(rc, q, t->g->kind != K_NONE, &t->g->cls[q]);
+}
+
+static uint64_t classify_cost(const struct xprofs_xspace *x, size_t i, void *arg)
+{
+	const struct cls_tasks *t = arg;
+
+	return x->planes[t->planes[i]].ev.n;
+}
+
 /* setup() - the kind of host, the stat keys and event classes of the planes read. */
 static int setup(struct xs_rctx *rc, struct gsteps *g)
 {
 	const struct xprofs_xspace *x = rc->x;
+	struct cls_tasks t = {g, calloc(x->n_planes + 1, sizeof(*t.planes))};
 	struct wire_cur c;
+	size_t n = 0;
 	int r = 0;
 
 	g->kind = K_NONE;
@@ -810,11 +837,13 @@ static int setup(struct xs_rctx *rc, struct gsteps *g)
 	}
 	g->keys = calloc(x->n_planes + 1, sizeof(*g->keys));
 	g->cls = calloc(x->n_planes + 1, sizeof(*g->cls));
-	if (!g->keys || !g->cls || xprofs_table_new(STEPS_MAX, &g->gtab) < 0 ||
-	    xprofs_table_new(XPROFS_TABLE_MAX, &g->pmtab) < 0)
+	if (!t.planes || !g->keys || !g->cls || xprofs_table_new(STEPS_MAX, &g->gtab) < 0 ||
+	    xprofs_table_new(XPROFS_TABLE_MAX, &g->pmtab) < 0) {
+		free(t.planes);
 		return -ENOMEM;
+	}
 	wire_cur_init(&c, x->r, NULL);
-	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+	for (size_t q = 0; q < x->n_planes; q++) {
 		const struct xs_plane *p = &x->planes[q];
 		struct pkeys *k = &g->keys[q];
 
@@ -828,10 +857,12 @@ static int setup(struct xs_rctx *rc, struct gsteps *g)
 		key_set((int64_t[]){k->group, k->corr, k->step_name, k->dev_off, k->dev_dur}, 5,
 			&k->mark);
 		key_set((int64_t[]){k->group, k->corr, k->step_name}, 3, &k->ev);
-		key_set(&k->group, 1, &k->grp);
-		r = classify_plane(rc, q, g->kind != K_NONE, &g->cls[q]);
+		t.planes[n++] = q;
 	}
 	wire_cur_deinit(&c);
+	/* the planes' metadata, decoded on the render's threads (the first failure in plane order) */
+	r = xs_tasks_run(rc, n, classify_task, classify_cost, &t);
+	free(t.planes);
 	return r;
 }
 
