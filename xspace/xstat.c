@@ -512,28 +512,26 @@ static inline int64_t canon_md(const uint8_t *b, const uint8_t *e)
 {
 	const uint8_t *q = b + 3;
 	size_t n = (size_t)(e - q);
+	unsigned t;
 
 	if (e - b < 4 || b[0] != WIRE_TAG(XSTAT_F_METADATA_ID, WT_VARINT) || b[1] > 0x7f)
 		return -1;
-	switch (b[2]) {
-	case WIRE_TAG(XSTAT_F_UINT64, WT_VARINT):
-	case WIRE_TAG(XSTAT_F_INT64, WT_VARINT):
-	case WIRE_TAG(XSTAT_F_REF, WT_VARINT):
+	t = b[2]; /* the value's tag, the varints first: most stats are numbers or refs */
+	if (t == WIRE_TAG(XSTAT_F_UINT64, WT_VARINT) || t == WIRE_TAG(XSTAT_F_INT64, WT_VARINT) ||
+	    t == WIRE_TAG(XSTAT_F_REF, WT_VARINT)) {
 		if (n > 10 || q[n - 1] > 0x7f || (n == 10 && q[9] > 1))
 			return -1;
-		for (size_t i = 0; i + 1 < n; i++)
-			if (q[i] < 0x80)
+		for (const uint8_t *z = q + n - 1; q < z; q++)
+			if (*q < 0x80)
 				return -1;
 		return b[1];
-	case WIRE_TAG(XSTAT_F_DOUBLE, WT_I64):
-		return n == 8 ? b[1] : -1;
-	case WIRE_TAG(XSTAT_F_STR, WT_LEN):
-	case WIRE_TAG(XSTAT_F_BYTES, WT_LEN):
-	case WIRE_TAG(XSTAT_F_COMPRESSED, WT_LEN):
-		return q[0] == n - 1 ? b[1] : -1; /* a one-byte length: n <= 128 */
-	default:
-		return -1;
 	}
+	if (t == WIRE_TAG(XSTAT_F_DOUBLE, WT_I64))
+		return n == 8 ? b[1] : -1;
+	if (t == WIRE_TAG(XSTAT_F_STR, WT_LEN) || t == WIRE_TAG(XSTAT_F_BYTES, WT_LEN) ||
+	    t == WIRE_TAG(XSTAT_F_COMPRESSED, WT_LEN))
+		return q[0] == n - 1 ? b[1] : -1; /* a one-byte length: n <= 124 */
+	return -1;
 }
 
 /* A xs_stat_fn: the stats of the keys on to the caller's function (arg: struct keys_arg). */
