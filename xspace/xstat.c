@@ -534,6 +534,31 @@ static inline int64_t canon_md(const uint8_t *b, const uint8_t *e)
 	return -1;
 }
 
+/*
+ * canon_value() - @s from body [b, e) that canon_md() accepted: what
+ * rd_stat_canonical() makes of it, from bytes already checked.
+ */
+static inline void canon_value(const uint8_t *b, const uint8_t *e, uint64_t off, struct xs_statv *s)
+{
+	const uint8_t *q = b + 3;
+	unsigned t = b[2];
+	uint64_t v = 0;
+
+	if (t == WIRE_TAG(XSTAT_F_DOUBLE, WT_I64)) {
+		for (int i = 7; i >= 0; i--)
+			v = (v << 8) | q[i];
+		*s = (struct xs_statv){.md = b[1], .kind = SV_DOUBLE};
+		memcpy(&s->d, &v, sizeof(v));
+	} else if ((t & 7) == WT_LEN) {
+		*s = (struct xs_statv){
+			.md = b[1], .kind = (int)(t >> 3), .off = off + 4, .len = q[0]};
+	} else {
+		for (int i = 0; q < e; q++, i += 7)
+			v |= (uint64_t)(*q & 0x7f) << i;
+		*s = (struct xs_statv){.md = b[1], .kind = (int)(t >> 3), .u = v};
+	}
+}
+
 /* A xs_stat_fn: the stats of the keys on to the caller's function (arg: struct keys_arg). */
 static int keys_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
 {
@@ -575,7 +600,9 @@ int xs_walk_stats_keys(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uin
 			q = be;
 			continue;
 		}
-		if (!rd_stat_canonical(b, be, at + 2, &s))
+		if (md >= 0)
+			canon_value(b, be, at + 2, &s);
+		else if (!rd_stat_canonical(b, be, at + 2, &s))
 			break;
 		at += (uint64_t)(be - q);
 		q = be;

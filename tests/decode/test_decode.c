@@ -714,6 +714,7 @@ static void test_stats_keys(void **state)
 	xs_stat_keys_add(&k, 5);
 	xs_stat_keys_add(&k, 7);
 	xs_stat_keys_add(&k, 200);
+	xs_stat_keys_add(&k, 70);
 	/* the common form only: the fast scan alone */
 	put_stat(msg, &n, u64, sizeof(u64));
 	put_stat(msg, &n, i64, sizeof(i64));
