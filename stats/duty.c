@@ -141,6 +141,7 @@ struct duty_plane {
 	uint64_t chip;
 	uint8_t *off;             /* owned: per event metadata index, off duty */
 	int64_t dev_off, dev_dur; /* stat metadata keys (-1: none) */
+	struct xs_stat_keys span; /* those of them the plane has */
 	int64_t first, last;      /* of its XLA Ops and Steps events' device timespans */
 	bool any_op, done;
 };
@@ -194,6 +195,10 @@ static int plane_setup(struct xs_rctx *rc, size_t q, struct duty_plane *d)
 	d->dev_off = xs_stmd_key(&c, p, "device_offset_ps");
 	d->dev_dur = xs_stmd_key(&c, p, "device_duration_ps");
 	wire_cur_deinit(&c);
+	if (d->dev_off != -1)
+		xs_stat_keys_add(&d->span, d->dev_off);
+	if (d->dev_dur != -1)
+		xs_stat_keys_add(&d->span, d->dev_dur);
 	if (!(d->off = calloc(p->ev.n ? p->ev.n : 1, 1)))
 		return -ENOMEM;
 	for (size_t k = 0; k < p->ev.n; k++) {
@@ -234,9 +239,10 @@ static int op_time(struct xs_rctx *rc, struct stats_mline *ml, struct duty_plane
 	int64_t b = ml->e.start_ps, e = ml->e.end_ps;
 	int r;
 
-	if (ml->e.has_stats && (r = xs_walk_stats(rc, &ml->rc.ev, ml->e.stats_off,
-						  ml->e.off + ml->e.len - ml->e.stats_off,
-						  XEVENT_F_STATS, span_stat, &v)) < 0)
+	if (ml->e.has_stats &&
+	    (r = xs_walk_stats_keys(rc, &ml->rc.ev, ml->e.stats_off,
+				    ml->e.off + ml->e.len - ml->e.stats_off, XEVENT_F_STATS,
+				    &d->span, span_stat, &v)) < 0)
 		return r;
 	if (v.has_off && v.has_dur) /* GetDeviceEventTimespan() */
 		b = v.off, e = xs_sat_add(v.off, v.dur);
@@ -283,7 +289,7 @@ static int chip_walk(struct xs_rctx *rc, struct duty_plane *dp, size_t q0, struc
 	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
 		goto out;
 	while (m.nheap) {
-		struct stats_mline *ml = &m.ml[m.heap[0]];
+		struct stats_mline *ml = stats_merge_top(&m);
 		const struct xs_line *l = ml->it.l;
 		struct duty_plane *d = &dp[l->plane];
 		bool ops = xs_str_eq(l->name, l->name_len, "XLA Ops");

@@ -21,25 +21,25 @@
 #define MERGE_WIN_MAX ((size_t)1 << 20)    /* most (WIRE_WIN_SIZE) */
 #define MERGE_WIN_TOTAL ((size_t)16 << 20) /* all cursors' read-ahead together */
 
-static bool mless(const struct stats_merge *m, size_t a, size_t b)
-{
-	return m->ml[m->heap[a]].e.start_ps < m->ml[m->heap[b]].e.start_ps;
-}
-
 void stats_merge_sift(struct stats_merge *m, size_t i)
 {
-	for (;;) {
-		size_t l = 2 * i + 1, r = l + 1, k = i, t;
+	struct stats_mkey *h = m->heap, t = h[i];
 
-		if (l < m->nheap && mless(m, l, k))
-			k = l;
-		if (r < m->nheap && mless(m, r, k))
+	/* the element sinks as a hole: the swaps of a plain sift, the same order */
+	for (;;) {
+		size_t l = 2 * i + 1, r = l + 1, k = i;
+		int64_t ks = t.start;
+
+		if (l < m->nheap && h[l].start < ks)
+			k = l, ks = h[l].start;
+		if (r < m->nheap && h[r].start < ks)
 			k = r;
 		if (k == i)
-			return;
-		t = m->heap[i], m->heap[i] = m->heap[k], m->heap[k] = t;
+			break;
+		h[i] = h[k];
 		i = k;
 	}
+	h[i] = t;
 }
 
 /* stats_merge_next() - advance line @k to its next positioned event: 1, 0 at its end, -errno. */
@@ -95,7 +95,7 @@ int stats_merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *co
 		if ((r = stats_merge_next(ml)) < 0)
 			return r;
 		if (r > 0)
-			m->heap[m->nheap++] = m->n - 1;
+			m->heap[m->nheap++] = (struct stats_mkey){ml->e.start_ps, m->n - 1};
 	}
 	for (size_t i = m->nheap; i-- > 0;)
 		stats_merge_sift(m, i);
@@ -105,12 +105,15 @@ int stats_merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *co
 /* stats_merge_pop() - the first line in @m to its next event, the heap restored. */
 int stats_merge_pop(struct stats_merge *m)
 {
-	int r = stats_merge_next(&m->ml[m->heap[0]]);
+	struct stats_mline *ml = stats_merge_top(m);
+	int r = stats_merge_next(ml);
 
 	if (r < 0)
 		return r;
 	if (r == 0)
 		m->heap[0] = m->heap[--m->nheap];
+	else
+		m->heap[0].start = ml->e.start_ps;
 	stats_merge_sift(m, 0);
 	return 0;
 }
@@ -130,7 +133,7 @@ int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n,
 	if ((r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
 		goto out;
 	while (m.nheap) {
-		struct stats_mline *ml = &m.ml[m.heap[0]];
+		struct stats_mline *ml = stats_merge_top(&m);
 		int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
 
 		if (open && s > ce) {

@@ -8,16 +8,19 @@
  * steps/N windows are made from it. docs/stats.md has every rule.
  *
  * Design: the device planes are the TPU planes, else the GPU planes; a host
- * without them has host steps. Pass 1 reads the step markers (a device
- * plane's step line, or the host's step-marker events), the longest per
- * (plane, group). Pass 2 merges the lines whose events go to steps by start
+ * without them has host steps. The planes' event classes (from their
+ * metadata) and the markers GPU planes derive from group_id (steps-derived.c)
+ * are read per plane as xs_tasks_run() tasks, then added in plane order. Pass
+ * 1 reads the step markers (those, a device plane's step line, or the host's
+ * step-marker events), the longest per (plane, group). Pass 2 merges the lines whose events go to steps by start
  * time (merge.c) and gives each admitted event to its group's sweep
  * (ToNonOverlappedEvents(): the highest type open owns the time), which adds
  * the time it owns inside the step's tentative span, the span of every
  * marker. A marker counts only where its plane has events of its group
  * (IntersectCombineStepEvents()); where that changes a step's span, pass 2
  * runs again for those steps. Stat keys are looked up once per plane, so the
- * merge reads events of several planes without entering them.
+ * merge reads events of several planes without entering them, and each pass
+ * decodes only the stats it reads (xs_walk_stats_keys()).
  * Limits: at most STEPS_MAX groups and PMARKS_MAX (plane, group) markers
  * (then cut); at most STATS_MERGE_MAX lines merged (the first ones); at most
  * ACTIVE_MAX events open at once in a step (more own no time).
@@ -182,9 +185,17 @@ fail:
 
 /* ---- the state of one computation ------------------------------------------ */
 
-/* Which stat metadata keys of a plane name the stats the steps read (-1: none). */
+/*
+ * Which stat metadata keys of a plane name the stats the steps read (-1: none),
+ * and the sets of them each pass reads (xs_walk_stats_keys()).
+ */
 struct pkeys {
 	int64_t group, corr, step_name, dev_off, dev_dur;
+	struct xs_stat_keys mark, ev; /* what the markers, the step events read */
+	/* admit()'s last lookup on the plane: events of one group come in runs */
+	bool last_ok;
+	int64_t last_group;
+	uint32_t last_pm; /* UINT32_MAX: the plane has no marker of it */
 };
 
 /* The longest marker of one group on one plane (StepDetails' markers). */
@@ -310,15 +321,25 @@ static int ev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv
 	return 0;
 }
 
+/* ev_stats() - the stats @want (one of @k's sets) of event @e into @v. */
 static int ev_stats(struct xs_rctx *rc, struct wire_cur *c, const struct xs_event *e,
-		    const struct pkeys *k, struct evstats *v)
+		    const struct pkeys *k, const struct xs_stat_keys *want, struct evstats *v)
 {
 	memset(v, 0, sizeof(*v));
 	v->k = k;
-	if (!e->has_stats)
+	if (!e->has_stats) /* the others are still checked, as xs_walk_stats() would */
 		return 0;
-	return xs_walk_stats(rc, c, e->stats_off, e->off + e->len - e->stats_off, XEVENT_F_STATS,
-			     ev_stat, v);
+	return xs_walk_stats_keys(rc, c, e->stats_off, e->off + e->len - e->stats_off,
+				  XEVENT_F_STATS, want, ev_stat, v);
+}
+
+/* key_set() - the keys of @ks[0..n) that a plane has (not -1) into @out. */
+static void key_set(const int64_t *ks, size_t n, struct xs_stat_keys *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++)
+		if (ks[i] != -1)
+			xs_stat_keys_add(out, ks[i]);
 }
 
 /* ---- pass 1: the markers ---------------------------------------------------- */
@@ -389,7 +410,8 @@ static int marker_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 	ssize_t k;
 	int r;
 
-	if ((r = ev_stats(rc, &rc->ev, e, &g->keys[g->plane], &v)) < 0 || !v.has_group)
+	if ((r = ev_stats(rc, &rc->ev, e, &g->keys[g->plane], &g->keys[g->plane].mark, &v)) < 0 ||
+	    !v.has_group)
 		return r;
 	if (g->kind !=
 	    K_NONE) { /* ConvertDeviceStepInfoToStepMarkers(): GetDeviceEventTimespan() */
@@ -432,52 +454,58 @@ static bool derives(const struct gsteps *g, const struct xprofs_xspace *x, size_
 	return true;
 }
 
+/* A stats_dmark_fn: a derived marker of g->plane (arg: struct gsteps). */
+static int add_run(void *arg, const struct stats_dmark *run)
+{
+	return add_marker(arg, run->group, run->b, run->e, run->b128);
+}
+
 /*
- * derived_markers() - the markers of GPU plane @q's derived Steps line: over
- * its events in start order, consecutive events of one group_id make one
- * marker from the first start to the last end (ExpandOrAddEvent()).
+ * derived_markers() - the markers of the GPU planes' derived Steps lines
+ * (steps-derived.c), added plane by plane in plane order. The planes are read
+ * as tasks, each reduced to the markers add_marker() keeps; adding those gives
+ * what adding every run gives, unless the caps cut in the middle of a plane:
+ * such a plane, or all of them when a task failed, is walked here run by run.
  */
-static int derived_markers(struct xs_rctx *rc, struct gsteps *g, size_t q)
+static int derived_markers(struct xs_rctx *rc, struct gsteps *g)
 {
 	const struct xprofs_xspace *x = rc->x;
-	const struct xs_plane *p = &x->planes[q];
-	size_t *li = malloc(STATS_MERGE_MAX * sizeof(*li)), n = 0;
-	struct stats_merge m = {0};
-	int64_t grp = 0, b = 0, e = 0;
-	xprofs_ps128 b128 = 0;
-	bool open = false;
+	size_t *planes = calloc(x->n_planes + 1, sizeof(*planes)), n = 0;
+	int64_t(*keys)[2] = calloc(x->n_planes + 1, sizeof(*keys));
+	struct stats_dplane *dp = calloc(x->n_planes + 1, sizeof(*dp));
+	bool quiet = rc->err && rc->err->len == 0, tasks;
 	int r = 0;
 
-	if (!li)
-		return -ENOMEM;
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines && n < STATS_MERGE_MAX; j++)
-		if (!xs_derived_tid(x->lines[j].id))
-			li[n++] = j;
-	g->plane = q;
-	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
+	if (!planes || !keys || !dp) {
+		r = -ENOMEM;
 		goto out;
-	while (m.nheap && !g->st->cut) {
-		struct stats_mline *ml = &m.ml[m.heap[0]];
-		struct evstats v;
-
-		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &v)) < 0)
-			goto out;
-		if (v.has_group && open && v.group == grp) {
-			e = ml->e.end_ps > e ? ml->e.end_ps : e;
-		} else if (v.has_group) {
-			if (open && (r = add_marker(g, grp, b, e, b128)) < 0)
-				goto out;
-			open = true, grp = v.group, b = ml->e.start_ps;
-			e = ml->e.end_ps > b ? ml->e.end_ps : b;
-			b128 = (xprofs_ps128)ml->it.l->timestamp_ns * 1000 + ml->e.offset_ps;
-		}
-		if ((r = stats_merge_pop(&m)) < 0)
-			goto out;
 	}
-	r = open ? add_marker(g, grp, b, e, b128) : 0;
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (derives(g, x, q)) {
+			keys[n][0] = g->keys[q].group, keys[n][1] = g->keys[q].step_name;
+			planes[n++] = q;
+		}
+	tasks = n &&
+		stats_derived_planes(rc, planes, (const int64_t(*)[2])keys, n, PMARKS_MAX, dp) == 0;
+	if (n && !tasks && quiet) /* a failed task: the walk below says why */
+		xprofs_buf_reset(rc->err);
+	for (size_t i = 0; i < n && r == 0; i++) {
+		const struct stats_dplane *d = &dp[i];
+
+		g->plane = planes[i];
+		if (tasks && !d->over && !g->st->cut && g->npm + d->n <= PMARKS_MAX &&
+		    g->st->n + d->n <= STEPS_MAX)
+			for (size_t k = 0; k < d->n && r == 0; k++)
+				r = add_run(g, &d->m[k]);
+		else
+			r = stats_derived_runs(rc, planes[i], keys[i], steps_full, add_run, g);
+	}
 out:
-	stats_merge_free(&m);
-	free(li);
+	for (size_t i = 0; dp && i < n; i++)
+		stats_dplane_free(&dp[i]);
+	free(dp);
+	free(keys);
+	free(planes);
 	return r;
 }
 
@@ -485,11 +513,7 @@ out:
 static int markers(struct xs_rctx *rc, struct gsteps *g)
 {
 	const struct xprofs_xspace *x = rc->x;
-	int r = 0;
-
-	for (size_t q = 0; q < x->n_planes && r == 0; q++)
-		if (derives(g, x, q))
-			r = derived_markers(rc, g, q);
+	int r = derived_markers(rc, g);
 
 	for (size_t li = 0; li < x->n_lines && r == 0; li++) {
 		const struct xs_line *l = &x->lines[li];
@@ -595,13 +619,19 @@ static int feed(struct gsteps *g, size_t k, int64_t s, int64_t e, uint8_t type)
 static size_t admit(struct gsteps *g, size_t q, const struct evstats *v, uint8_t cls)
 {
 	struct pmkey key = {q, v->group};
+	struct pkeys *k = &g->keys[q];
 	uint32_t i;
 
 	if (!v->has_group || (g->kind == K_GPU && !(v->has_corr && v->corr >= 0 && v->group >= 0)))
 		return SIZE_MAX;
 	if (g->kind == K_NONE && (v->group < 0 || v->has_step_name || (cls & CL_NOT_REAL)))
 		return SIZE_MAX;
-	if (xprofs_table_find(g->pmtab, pm_hash(q, v->group), pm_eq, g->pm, &key, &i) < 0)
+	if (!k->last_ok || k->last_group != v->group) { /* the markers are fixed in pass 2 */
+		if (xprofs_table_find(g->pmtab, pm_hash(q, v->group), pm_eq, g->pm, &key, &i) < 0)
+			i = UINT32_MAX;
+		k->last_ok = true, k->last_group = v->group, k->last_pm = i;
+	}
+	if ((i = k->last_pm) == UINT32_MAX)
 		return SIZE_MAX; /* IntersectCombineStepEvents(): no marker of it here */
 	g->pm[i].events = true;
 	return g->pm[i].step;
@@ -623,7 +653,7 @@ static int events(struct xs_rctx *rc, struct gsteps *g)
 	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
 		goto out;
 	while (m.nheap) {
-		struct stats_mline *ml = &m.ml[m.heap[0]];
+		struct stats_mline *ml = stats_merge_top(&m);
 		size_t q = ml->it.l->plane, k;
 		ssize_t c = xs_md_find(ml->evx, ml->e.md);
 		uint8_t cls = c >= 0              ? g->cls[q][c]
@@ -631,7 +661,7 @@ static int events(struct xs_rctx *rc, struct gsteps *g)
 						  : BD_DEVICE_COMPUTE;
 		struct evstats v;
 
-		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &v)) < 0)
+		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &g->keys[q].ev, &v)) < 0)
 			goto out;
 		k = admit(g, q, &v, cls);
 		if (k != SIZE_MAX && (!g->second || g->sw[k].redo) &&
@@ -763,11 +793,34 @@ out:
 	return r;
 }
 
+/* The planes whose event classes setup() reads as tasks (classify_task()). */
+struct cls_tasks {
+	struct gsteps *g;
+	size_t *planes; /* owned */
+};
+
+static int classify_task(struct xs_rctx *rc, size_t i, void *arg)
+{
+	const struct cls_tasks *t = arg;
+	size_t q = t->planes[i];
+
+	return classify_plane(rc, q, t->g->kind != K_NONE, &t->g->cls[q]);
+}
+
+static uint64_t classify_cost(const struct xprofs_xspace *x, size_t i, void *arg)
+{
+	const struct cls_tasks *t = arg;
+
+	return x->planes[t->planes[i]].ev.n;
+}
+
 /* setup() - the kind of host, the stat keys and event classes of the planes read. */
 static int setup(struct xs_rctx *rc, struct gsteps *g)
 {
 	const struct xprofs_xspace *x = rc->x;
+	struct cls_tasks t = {g, calloc(x->n_planes + 1, sizeof(*t.planes))};
 	struct wire_cur c;
+	size_t n = 0;
 	int r = 0;
 
 	g->kind = K_NONE;
@@ -784,11 +837,13 @@ static int setup(struct xs_rctx *rc, struct gsteps *g)
 	}
 	g->keys = calloc(x->n_planes + 1, sizeof(*g->keys));
 	g->cls = calloc(x->n_planes + 1, sizeof(*g->cls));
-	if (!g->keys || !g->cls || xprofs_table_new(STEPS_MAX, &g->gtab) < 0 ||
-	    xprofs_table_new(XPROFS_TABLE_MAX, &g->pmtab) < 0)
+	if (!t.planes || !g->keys || !g->cls || xprofs_table_new(STEPS_MAX, &g->gtab) < 0 ||
+	    xprofs_table_new(XPROFS_TABLE_MAX, &g->pmtab) < 0) {
+		free(t.planes);
 		return -ENOMEM;
+	}
 	wire_cur_init(&c, x->r, NULL);
-	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
+	for (size_t q = 0; q < x->n_planes; q++) {
 		const struct xs_plane *p = &x->planes[q];
 		struct pkeys *k = &g->keys[q];
 
@@ -799,9 +854,15 @@ static int setup(struct xs_rctx *rc, struct gsteps *g)
 		k->step_name = xs_stmd_key(&c, p, "step_name");
 		k->dev_off = xs_stmd_key(&c, p, "device_offset_ps");
 		k->dev_dur = xs_stmd_key(&c, p, "device_duration_ps");
-		r = classify_plane(rc, q, g->kind != K_NONE, &g->cls[q]);
+		key_set((int64_t[]){k->group, k->corr, k->step_name, k->dev_off, k->dev_dur}, 5,
+			&k->mark);
+		key_set((int64_t[]){k->group, k->corr, k->step_name}, 3, &k->ev);
+		t.planes[n++] = q;
 	}
 	wire_cur_deinit(&c);
+	/* the planes' metadata, decoded on the render's threads (the first failure in plane order) */
+	r = xs_tasks_run(rc, n, classify_task, classify_cost, &t);
+	free(t.planes);
 	return r;
 }
 
@@ -862,28 +923,6 @@ void stats_steps_free(struct stats_steps *st)
 	memset(st, 0, sizeof(*st));
 }
 
-int stats_steps_windows(struct xs_rctx *rc, struct xprofs_step_window **out, size_t *n)
-{
-	struct stats_steps st = {0};
-	int r;
-
-	if ((r = stats_steps_compute(rc, &st)) == 0 && st.n) {
-		*out = calloc(st.n, sizeof(**out));
-		if (!*out)
-			r = -ENOMEM;
-		for (size_t i = 0; r == 0 && i < st.n; i++) {
-			(*out)[i].plane = st.s[i].plane;
-			(*out)[i].begin_ps = st.s[i].begin;
-			(*out)[i].end_ps =
-				st.s[i].end > st.s[i].begin ? st.s[i].end : st.s[i].begin + 1;
-		}
-		if (r == 0)
-			*n = st.n;
-	}
-	stats_steps_free(&st);
-	return r;
-}
-
 /*
  * stats_steps_summarize() - the overview page's step-time summary of steps [a, b):
  * XProf's StepSummary (average, standard deviation of the population,
@@ -917,50 +956,4 @@ void stats_steps_summarize(const struct stats_steps *st, size_t a, size_t b,
 	sum->stddev = sqrt(var / (double)(b - a));
 	for (int k = 0; k < BD_N; k++)
 		sum->bd[k] /= (double)(b - a);
-}
-
-void stats_step_summary_write(struct xs_out *o, const struct stats_step_summary *sum)
-{
-	OUT_LIT(o, "{\"steps\":");
-	xs_out_u64(o, sum->n);
-	OUT_LIT(o, ",\"avg_ps\":");
-	xs_out_double(o, sum->avg);
-	OUT_LIT(o, ",\"stddev_ps\":");
-	xs_out_double(o, sum->stddev);
-	xs_out_key_i64(o, ",\"min_ps\":", sum->min);
-	xs_out_key_i64(o, ",\"max_ps\":", sum->max);
-	OUT_LIT(o, ",\"breakdown_avg\":{");
-	for (int k = 0; k < BD_N; k++) {
-		OUT_RAW(o, k ? ",\"" : "\"");
-		xs_out_add(o, stats_bd_keys[k], strlen(stats_bd_keys[k]));
-		OUT_LIT(o, "\":");
-		xs_out_double(o, sum->bd[k]);
-	}
-	OUT_LIT(o, "}}");
-}
-
-int stats_steps_each(struct xs_rctx *rc, stats_step_fn fn, void *arg)
-{
-	struct stats_steps st = {0};
-	int r;
-
-	if ((r = stats_steps_compute(rc, &st)) < 0)
-		goto out;
-	for (size_t i = 0; i < st.n && r == 0; i++)
-		r = fn(arg, i, st.n, st.s[i].dur, st.s[i].bd);
-out:
-	stats_steps_free(&st);
-	return r;
-}
-
-int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum)
-{
-	struct stats_steps st = {0};
-	int r;
-
-	memset(sum, 0, sizeof(*sum));
-	if ((r = stats_steps_compute(rc, &st)) == 0 && st.n)
-		stats_steps_summarize(&st, 0, st.n, sum);
-	stats_steps_free(&st);
-	return r;
 }

@@ -111,8 +111,8 @@ int xs_stat_parse(struct wire_cur *c, struct xs_statv *s)
  * value field, nothing else. 1 and @s filled (as the general loop would), or 0:
  * anything else, for the general loop.
  */
-static inline int rd_stat_canonical(const uint8_t *p, const uint8_t *e, uint64_t off,
-				    struct xs_statv *s)
+static inline __attribute__((always_inline)) int
+rd_stat_canonical(const uint8_t *p, const uint8_t *e, uint64_t off, struct xs_statv *s)
 {
 	const uint8_t *b = p, *q = p + 1;
 	uint64_t md, v = 0;
@@ -359,8 +359,9 @@ int xs_stat_string(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv
  * loop's. Returns 0 to go on there, or <0 (a callback's error, a malformed
  * XStat); *done is true when the message was walked to its end.
  */
-static int walk_fast(struct xs_rctx *rc, struct wire_cur *c, uint64_t mend, uint32_t field,
-		     xs_stat_fn fn, void *arg, bool *done)
+static inline __attribute__((always_inline)) int walk_fast(struct xs_rctx *rc, struct wire_cur *c,
+							   uint64_t mend, uint32_t field,
+							   xs_stat_fn fn, void *arg, bool *done)
 {
 	struct xs_statv s;
 	int r;
@@ -420,42 +421,210 @@ static int walk_fast(struct xs_rctx *rc, struct wire_cur *c, uint64_t mend, uint
 	return 0;
 }
 
-int xs_walk_stats(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uint64_t len,
-		  uint32_t field, xs_stat_fn fn, void *arg)
+/*
+ * walk_from() - xs_walk_stats() from c->pos (a field start) to @mend: the fast
+ * path, then the general loop. c->pos and c->end are the caller's to restore.
+ */
+static inline __attribute__((always_inline)) int walk_from(struct xs_rctx *rc, struct wire_cur *c,
+							   uint64_t mend, uint32_t field,
+							   xs_stat_fn fn, void *arg)
 {
-	uint64_t pos = c->pos, end = c->end, mend = off + len, slen, send;
+	uint64_t slen, send;
 	struct xs_statv s;
 	bool done;
 	int r;
 
-	c->pos = off;
 	c->end = mend;
 	if ((r = walk_fast(rc, c, mend, field, fn, arg, &done)) < 0 || done)
-		goto out;
+		return r;
 	while ((r = wire_next_len_field(c, mend, "stats", field, &slen)) > 0) {
 		send = c->pos + slen;
 		if (slen <= 4096) {
 			const uint8_t *p;
 
 			if ((r = wire_at(c, c->pos, (size_t)slen, &p)) < 0)
-				goto out;
-			if (rd_stat(p, p + slen, c->pos, &s) < 0) {
-				r = wire_fail(c, "malformed XStat at offset %" PRIu64, c->pos);
-				goto out;
-			}
+				return r;
+			if (rd_stat(p, p + slen, c->pos, &s) < 0)
+				return wire_fail(c, "malformed XStat at offset %" PRIu64, c->pos);
 		} else {
 			c->end = send;
 			r = xs_stat_parse(c, &s);
 			c->end = mend;
 			if (r < 0)
-				goto out;
+				return r;
 		}
 		c->pos = send;
 		if ((r = fn(rc, c, &s, arg)) < 0)
-			goto out;
+			return r;
 		c->pos = send;
 		c->end = mend;
 	}
+	return r;
+}
+
+int xs_walk_stats(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uint64_t len,
+		  uint32_t field, xs_stat_fn fn, void *arg)
+{
+	uint64_t pos = c->pos, end = c->end;
+	int r;
+
+	c->pos = off;
+	r = walk_from(rc, c, off + len, field, fn, arg);
+	c->pos = pos;
+	c->end = end;
+	return r;
+}
+
+/* What the general path of xs_walk_stats_keys() passes on (keys_stat()). */
+struct keys_arg {
+	const struct xs_stat_keys *k;
+	xs_stat_fn fn;
+	void *arg;
+};
+
+void xs_stat_keys_add(struct xs_stat_keys *k, int64_t key)
+{
+	if (k->n >= XS_STAT_KEYS_MAX)
+		return;
+	k->key[k->n++] = key;
+	if (key >= 0 && key < 64)
+		k->lo |= (uint64_t)1 << key;
+}
+
+static inline bool keys_has(const struct xs_stat_keys *k, int64_t md)
+{
+	if (md >= 0 && md < 64) /* xs_stat_keys_add() keeps these in the mask */
+		return (k->lo >> md) & 1;
+	for (size_t i = 0; i < k->n; i++)
+		if (k->key[i] == md)
+			return true;
+	return false;
+}
+
+/*
+ * canon_md() - the metadata id of XStat body [b, e) when it is a canonical
+ * stat with a one-byte id and a varint, double or short string value (the
+ * stats of an event, nearly always): exactly what rd_stat_canonical() accepts
+ * of that form, checked without decoding the value. -1: another form (then
+ * rd_stat_canonical() decides).
+ */
+static inline int64_t canon_md(const uint8_t *b, const uint8_t *e)
+{
+	const uint8_t *q = b + 3;
+	size_t n = (size_t)(e - q);
+	unsigned t;
+
+	if (e - b < 4 || b[0] != WIRE_TAG(XSTAT_F_METADATA_ID, WT_VARINT) || b[1] > 0x7f)
+		return -1;
+	t = b[2]; /* the value's tag, the varints first: most stats are numbers or refs */
+	if (t == WIRE_TAG(XSTAT_F_UINT64, WT_VARINT) || t == WIRE_TAG(XSTAT_F_INT64, WT_VARINT) ||
+	    t == WIRE_TAG(XSTAT_F_REF, WT_VARINT)) {
+		if (n > 10 || q[n - 1] > 0x7f || (n == 10 && q[9] > 1))
+			return -1;
+		for (const uint8_t *z = q + n - 1; q < z; q++)
+			if (*q < 0x80)
+				return -1;
+		return b[1];
+	}
+	if (t == WIRE_TAG(XSTAT_F_DOUBLE, WT_I64))
+		return n == 8 ? b[1] : -1;
+	if (t == WIRE_TAG(XSTAT_F_STR, WT_LEN) || t == WIRE_TAG(XSTAT_F_BYTES, WT_LEN) ||
+	    t == WIRE_TAG(XSTAT_F_COMPRESSED, WT_LEN))
+		return q[0] == n - 1 ? b[1] : -1; /* a one-byte length: n <= 124 */
+	return -1;
+}
+
+/*
+ * canon_value() - @s from body [b, e) that canon_md() accepted: what
+ * rd_stat_canonical() makes of it, from bytes already checked.
+ */
+static inline void canon_value(const uint8_t *b, const uint8_t *e, uint64_t off, struct xs_statv *s)
+{
+	const uint8_t *q = b + 3;
+	unsigned t = b[2];
+	uint64_t v = 0;
+
+	if (t == WIRE_TAG(XSTAT_F_DOUBLE, WT_I64)) {
+		for (int i = 7; i >= 0; i--)
+			v = (v << 8) | q[i];
+		*s = (struct xs_statv){.md = b[1], .kind = SV_DOUBLE};
+		memcpy(&s->d, &v, sizeof(v));
+	} else if ((t & 7) == WT_LEN) {
+		*s = (struct xs_statv){
+			.md = b[1], .kind = (int)(t >> 3), .off = off + 4, .len = q[0]};
+	} else {
+		for (int i = 0; q < e; q++, i += 7)
+			v |= (uint64_t)(*q & 0x7f) << i;
+		*s = (struct xs_statv){.md = b[1], .kind = (int)(t >> 3), .u = v};
+	}
+}
+
+/* A xs_stat_fn: the stats of the keys on to the caller's function (arg: struct keys_arg). */
+static int keys_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
+{
+	const struct keys_arg *a = arg;
+
+	return keys_has(a->k, s->md) ? a->fn(rc, c, s, a->arg) : 0;
+}
+
+/*
+ * xs_walk_stats_keys() - the common case (the whole message in @c's window, a
+ * run of short stats fields each in the canonical form, which cannot fail to
+ * parse) is scanned here, each stat's metadata id read and compared with the
+ * keys; at the first anything else the general walk takes over from that
+ * field, so errors and their messages are xs_walk_stats()'s.
+ */
+int xs_walk_stats_keys(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uint64_t len,
+		       uint32_t field, const struct xs_stat_keys *k, xs_stat_fn fn, void *arg)
+{
+	uint64_t pos = c->pos, end = c->end, mend = off + len, at = off;
+	const unsigned tag = WIRE_TAG(field, WT_LEN);
+	struct keys_arg ka = {k, fn, arg};
+	const uint8_t *p = NULL, *q, *e;
+	struct xs_statv s;
+	int64_t md;
+	int r = 0;
+
+	c->pos = off;
+	c->end = mend;
+	if (tag > 0x7f || wire_avail(c, &p) < len)
+		goto general;
+	for (q = p, e = p + len; q < e;) {
+		const uint8_t *b = q + 2, *be;
+
+		if (e - q < 2 || q[0] != tag || q[1] > 0x7f || q[1] > e - b)
+			break;
+		be = b + q[1];
+		if ((md = canon_md(b, be)) >= 0 && !keys_has(k, md)) {
+			at += (uint64_t)(be - q); /* checked, not wanted */
+			q = be;
+			continue;
+		}
+		if (md >= 0)
+			canon_value(b, be, at + 2, &s);
+		else if (!rd_stat_canonical(b, be, at + 2, &s))
+			break;
+		at += (uint64_t)(be - q);
+		q = be;
+		if (!keys_has(k, s.md))
+			continue;
+		c->pos = at; /* as the general loop leaves it */
+		c->end = mend;
+		if ((r = fn(rc, c, &s, arg)) < 0)
+			goto out;
+		r = 0;
+		c->pos = at; /* @fn may have moved the window */
+		c->end = mend;
+		if (wire_avail(c, &q) < mend - at)
+			goto general;
+		e = q + (mend - at);
+	}
+	if (at >= mend)
+		goto out;
+	c->pos = at;
+	c->end = mend;
+general:
+	r = walk_from(rc, c, mend, field, keys_stat, &ka);
 out:
 	c->pos = pos;
 	c->end = end;

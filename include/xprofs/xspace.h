@@ -973,6 +973,26 @@ typedef int (*xs_stat_fn)(struct xs_rctx *rc, struct wire_cur *c, const struct x
 int xs_walk_stats(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uint64_t len,
 		  uint32_t field, xs_stat_fn fn, void *arg);
 
+/*
+ * A few stat metadata ids (xs_walk_stats_keys()), zeroed and then filled by
+ * xs_stat_keys_add() (which drops keys past XS_STAT_KEYS_MAX).
+ */
+#define XS_STAT_KEYS_MAX 8
+struct xs_stat_keys {
+	int64_t key[XS_STAT_KEYS_MAX];
+	size_t n;
+	uint64_t lo; /* the keys 0..63 as bits */
+};
+void xs_stat_keys_add(struct xs_stat_keys *k, int64_t key);
+/*
+ * xs_walk_stats_keys() - xs_walk_stats() with @fn called only for the stats
+ * whose metadata id is one of @k's: the same calls, results and errors, but
+ * the other stats are only checked, not decoded (the cheap way to read two
+ * stats of events that carry ten).
+ */
+int xs_walk_stats_keys(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uint64_t len,
+		       uint32_t field, const struct xs_stat_keys *k, xs_stat_fn fn, void *arg);
+
 /* xs_walk_plane_stats() - call @fn for each stat of plane @pi (enters the plane). */
 int xs_walk_plane_stats(struct xs_rctx *rc, size_t pi, xs_stat_fn fn, void *arg);
 

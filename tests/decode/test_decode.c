@@ -590,6 +590,160 @@ static void test_wire_skip_and_len(void **state)
 	xprofs_buf_deinit(&err);
 }
 
+/* ---- stats by key ------------------------------------------------------- */
+
+/* What a xs_stat_fn saw, for comparing two walks. */
+struct seen_stats {
+	const struct xs_stat_keys *only; /* NULL: every stat */
+	struct xs_statv v[32];
+	size_t n;
+};
+
+static int seen_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
+{
+	struct seen_stats *t = arg;
+
+	(void)rc, (void)c;
+	if (t->only) { /* keep the stats of the keys, as xs_walk_stats_keys() calls them */
+		bool want = false;
+
+		for (size_t i = 0; i < t->only->n; i++)
+			want |= t->only->key[i] == s->md;
+		if (!want)
+			return 0;
+	}
+	assert_true(t->n < 32);
+	t->v[t->n++] = *s;
+	return 0;
+}
+
+/* put_stat() - an XEvent stats field (4) holding XStat body @b (@n bytes) at msg[*at]. */
+static void put_stat(uint8_t *msg, size_t *at, const uint8_t *b, size_t n)
+{
+	msg[(*at)++] = 0x22;
+	if (n > 0x7f) {
+		msg[(*at)++] = (uint8_t)(n | 0x80);
+		msg[(*at)++] = (uint8_t)(n >> 7);
+	} else {
+		msg[(*at)++] = (uint8_t)n;
+	}
+	memcpy(msg + *at, b, n);
+	*at += n;
+}
+
+/*
+ * stats_keys_same() - xs_walk_stats_keys() over msg[0..n) gives xs_walk_stats()'s
+ * calls for the stats of @k, its result and its error message; returns the result.
+ */
+static int stats_keys_same(const uint8_t *msg, size_t n, const struct xs_stat_keys *k)
+{
+	struct xprofs_reader r = xprofs_reader_mem(msg, n);
+	struct seen_stats *a = calloc(1, sizeof(*a)), *b = calloc(1, sizeof(*b));
+	struct xprofs_buf ea, eb;
+	struct wire_cur c;
+	int ra, rb;
+
+	assert_non_null(a);
+	assert_non_null(b);
+	a->only = k;
+	xprofs_buf_init(&ea, 1024);
+	xprofs_buf_init(&eb, 1024);
+	wire_cur_init(&c, &r, &ea);
+	ra = xs_walk_stats(NULL, &c, 0, n, XEVENT_F_STATS, seen_stat, a);
+	assert_int_equal(c.pos, 0); /* the cursor is left as it was */
+	c.err = &eb;
+	rb = xs_walk_stats_keys(NULL, &c, 0, n, XEVENT_F_STATS, k, seen_stat, b);
+	assert_int_equal(c.pos, 0);
+	assert_int_equal(ra, rb);
+	assert_string_equal(ea.len ? ea.data : "", eb.len ? eb.data : "");
+	assert_int_equal(a->n, b->n);
+	for (size_t i = 0; i < a->n; i++) {
+		assert_int_equal(a->v[i].md, b->v[i].md);
+		assert_int_equal(a->v[i].kind, b->v[i].kind);
+		assert_true(a->v[i].u == b->v[i].u);
+		assert_memory_equal(&a->v[i].d, &b->v[i].d, sizeof(double));
+		assert_int_equal(a->v[i].off, b->v[i].off);
+		assert_int_equal(a->v[i].len, b->v[i].len);
+	}
+	wire_cur_deinit(&c);
+	xprofs_buf_deinit(&ea);
+	xprofs_buf_deinit(&eb);
+	free(a);
+	free(b);
+	return rb;
+}
+
+/*
+ * xs_walk_stats_keys() only checks the stats it does not want: the wanted ones,
+ * duplicates, every value kind, ids past the mask (>= 64), stats in another
+ * field order, long ones, and malformed ones must go as xs_walk_stats() goes.
+ */
+static void test_stats_keys(void **state)
+{
+#define T(f, wt) ((uint8_t)WIRE_TAG(f, wt))
+	static const uint8_t u64[] = {0x08, 5, T(XSTAT_F_UINT64, WT_VARINT), 0xac, 0x02};
+	static const uint8_t i64[] = {0x08, 6, T(XSTAT_F_INT64, WT_VARINT), 0x01};
+	static const uint8_t dbl[] = {0x08, 5,   T(XSTAT_F_DOUBLE, WT_I64), 0, 0, 0, 0, 0, 0,
+				      0xf0, 0x3f};
+	static const uint8_t str[] = {0x08, 7, T(XSTAT_F_STR, WT_LEN), 3, 'a', 'b', 'c'};
+	static const uint8_t ref[] = {0x08, 0xc8, 0x01, T(XSTAT_F_REF, WT_VARINT), 3};
+	static const uint8_t big[] = {0x08, 70, T(XSTAT_F_INT64, WT_VARINT), 0x7f};
+	static const uint8_t rev[] = {T(XSTAT_F_UINT64, WT_VARINT), 9, 0x08, 6};
+	static const uint8_t max[] = {0x08, 6,    T(XSTAT_F_UINT64, WT_VARINT),
+				      0xff, 0xff, 0xff,
+				      0xff, 0xff, 0xff,
+				      0xff, 0xff, 0xff,
+				      0x01};
+	static const uint8_t over[] = {0x08, 6,    T(XSTAT_F_UINT64, WT_VARINT),
+				       0xff, 0xff, 0xff,
+				       0xff, 0xff, 0xff,
+				       0xff, 0xff, 0xff,
+				       0x02};
+	static const uint8_t cut[] = {0x08, 6, T(XSTAT_F_UINT64, WT_VARINT), 0x80};
+	static const uint8_t two[] = {0x08, 6, T(XSTAT_F_UINT64, WT_VARINT), 0x01, 0x01};
+	static const uint8_t slen[] = {0x08, 6, T(XSTAT_F_STR, WT_LEN), 5, 'a'};
+#undef T
+	static const uint8_t *const bad[] = {over, cut, two, slen};
+	static const size_t bad_n[] = {sizeof(over), sizeof(cut), sizeof(two), sizeof(slen)};
+	uint8_t msg[1024],
+		longs[300] = {0x08, 7, (uint8_t)WIRE_TAG(XSTAT_F_STR, WT_LEN), 0xa7, 0x02};
+	struct xs_stat_keys k = {0}, none = {0};
+	size_t n = 0;
+
+	(void)state;
+	xs_stat_keys_add(&k, 5);
+	xs_stat_keys_add(&k, 7);
+	xs_stat_keys_add(&k, 200);
+	xs_stat_keys_add(&k, 70);
+	/* the common form only: the fast scan alone */
+	put_stat(msg, &n, u64, sizeof(u64));
+	put_stat(msg, &n, i64, sizeof(i64));
+	put_stat(msg, &n, dbl, sizeof(dbl));
+	put_stat(msg, &n, str, sizeof(str));
+	put_stat(msg, &n, ref, sizeof(ref));
+	put_stat(msg, &n, big, sizeof(big));
+	put_stat(msg, &n, max, sizeof(max));
+	put_stat(msg, &n, u64, sizeof(u64));
+	assert_int_equal(stats_keys_same(msg, n, &k), 0);
+	assert_int_equal(stats_keys_same(msg, n, &none), 0);
+	/* another field order, then a long stat: the general walk from there on */
+	put_stat(msg, &n, rev, sizeof(rev));
+	put_stat(msg, &n, str, sizeof(str));
+	memset(longs + 5, 'x', sizeof(longs) - 5);
+	put_stat(msg, &n, longs, sizeof(longs));
+	put_stat(msg, &n, dbl, sizeof(dbl));
+	assert_int_equal(stats_keys_same(msg, n, &k), 0);
+	/* a malformed stat nobody wants still fails the walk, at the same place */
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		n = 0;
+		put_stat(msg, &n, u64, sizeof(u64));
+		put_stat(msg, &n, bad[i], bad_n[i]);
+		put_stat(msg, &n, str, sizeof(str));
+		assert_int_equal(stats_keys_same(msg, n, &k), -EINVAL);
+		assert_int_equal(stats_keys_same(msg, n, &none), -EINVAL);
+	}
+}
+
 /* ---- names ------------------------------------------------------------ */
 
 static void check_safe(const char *f)
@@ -2355,6 +2509,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_wire_varints),
 		cmocka_unit_test(test_wire_skip_and_len),
+		cmocka_unit_test(test_stats_keys),
 		cmocka_unit_test(test_name_roundtrip),
 		cmocka_unit_test(test_name_long),
 		cmocka_unit_test(test_duplicate_names),
