@@ -80,7 +80,7 @@ timed() {
 for kind in $KINDS; do
 	f=$(bench_profile "$GEN" "$OUT" "$kind" "$SEED" "$SIZE")
 	made+=("$f" "$f.stats.json")
-	views="ops steps overview hlo_stats roofline" # the last two: not in builds before them
+	views="ops steps overview hlo_stats roofline op_profile framework_op_stats memory_profile memory_viewer"
 	[ "$kind" = gpu ] && views="$views kernels"
 	for v in $views; do
 		row "$kind" "$SIZE" "$v" 3 $(timed "$f" -- "$f" --view "$v") | tee -a "$RES"
