@@ -462,74 +462,111 @@ bool stats_is_outside_compilation(const char *tf_op, const char *expr)
 
 /* ---- a session ------------------------------------------------------------ */
 
-/* host_fn() - a xs_with_rctx() function: one host's database into @arg, with its own HLO. */
+/* What host_fn() runs: @fold of one host's render context into @db. */
+struct host_job {
+	int (*fold)(struct xs_rctx *rc, void *db);
+	void *db;
+};
+
+/* host_fn() - a xs_with_rctx() function: the job @arg on one host, with its own HLO. */
 static int host_fn(struct xs_rctx *rc, void *arg)
 {
+	const struct host_job *job = arg;
 	struct xprofs_hlo_lazy *hlo = NULL;
 	int r = xprofs_hlo_lazy_new(rc->x, NULL, &hlo);
 
 	rc->hlo = xprofs_hlo_lazy_src(hlo); /* NULL after a failure */
 	if (r == 0)
-		r = stats_hdb_host(rc, arg);
+		r = job->fold(rc, job->db);
 	rc->hlo = NULL;
 	xprofs_hlo_lazy_free(hlo);
 	return r;
 }
 
-int stats_hdb_session(const struct xprofs_session_in *in, struct stats_hdb *d, char ***errors)
+int stats_db_session(const struct xprofs_session_in *in, int (*fold)(struct xs_rctx *rc, void *db),
+		     void *db, char ***errors)
 {
 	char **why = calloc(in->n + 1, sizeof(*why));
+	struct host_job job = {fold, db};
 	int r = 0;
 
 	*errors = why;
 	if (!why)
 		return -ENOMEM;
 	for (size_t i = 0; i < in->n && r == 0; i++) {
-		struct stats_hdb h;
 		struct xprofs_buf err;
 		int hr = -ENOENT;
 
-		stats_hdb_init(&h);
 		xprofs_buf_init(&err, 1024);
-		if (in->xs[i] && (hr = xs_with_rctx(in->xs[i], &err, host_fn, &h)) == 0)
-			r = stats_hdb_merge(d, &h);
-		else if (hr == -ENOMEM)
+		if (in->xs[i])
+			hr = xs_with_rctx(in->xs[i], &err, host_fn, &job);
+		if (hr == -ENOMEM)
 			r = hr;
-		else if (!(why[i] = strdup(err.len     ? err.data
-					   : in->xs[i] ? strerror(-hr)
-					   : in->host_errors && in->host_errors[i]
-						   ? in->host_errors[i]
-						   : "cannot open")))
+		else if (hr != 0 && !(why[i] = strdup(err.len     ? err.data
+						      : in->xs[i] ? strerror(-hr)
+						      : in->host_errors && in->host_errors[i]
+							      ? in->host_errors[i]
+							      : "cannot open")))
 			r = -ENOMEM;
-		stats_hdb_free(&h);
 		xprofs_buf_deinit(&err);
 	}
 	return r;
 }
 
-void stats_hdb_errors_free(const struct xprofs_session_in *in, char **errors)
+void stats_db_errors_free(const struct xprofs_session_in *in, char **errors)
 {
 	for (size_t i = 0; errors && i < in->n; i++)
 		free(errors[i]);
 	free(errors);
 }
 
-int stats_hdb_session_head(struct xs_out *o, const struct xprofs_session_in *in, char **errors)
+/* hosts_write() - stats_session_hosts_write(), with @nl each host on a new line. */
+static void hosts_write(struct xs_out *o, const struct xprofs_session_in *in, char *const *why,
+			bool nl)
 {
-	OUT_LIT(o, "{\"session\":");
+	OUT_LIT(o, "\"session\":");
 	xs_out_cstr(o, in->name ? in->name : "");
 	OUT_LIT(o, ",\"hosts\":[");
 	for (size_t i = 0; i < in->n; i++) {
-		OUT_RAW(o, i ? ",\n{\"host\":" : "\n{\"host\":");
-		xs_out_cstr(o, in->hosts[i] ? in->hosts[i] : "");
-		if (errors[i])
-			xs_out_key_cstr(o, ",\"error\":", errors[i]);
+		if (i)
+			OUT_LIT(o, ",");
+		if (nl)
+			OUT_LIT(o, "\n");
+		xs_out_key_cstr(o, "{\"host\":", in->hosts[i] ? in->hosts[i] : "");
+		if (why[i])
+			xs_out_key_cstr(o, ",\"error\":", why[i]);
 		else
 			OUT_LIT(o, ",\"error\":null");
 		OUT_LIT(o, "}");
 	}
-	OUT_LIT(o, "],\n");
+	OUT_LIT(o, "]");
+}
+
+void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
+			       char *const *why)
+{
+	hosts_write(o, in, why, false);
+}
+
+int stats_db_session_head(struct xs_out *o, const struct xprofs_session_in *in, char **errors,
+			  bool nl)
+{
+	OUT_LIT(o, "{");
+	hosts_write(o, in, errors, nl);
+	OUT_LIT(o, ",\n");
 	return o->r;
+}
+
+int stats_hdb_fold(struct xs_rctx *rc, void *db)
+{
+	struct stats_hdb h;
+	int r;
+
+	stats_hdb_init(&h);
+	if ((r = stats_hdb_host(rc, &h)) == 0)
+		r = stats_hdb_merge(db, &h);
+	stats_hdb_free(&h);
+	return r;
 }
 
 int stats_hdb_view(struct xs_rctx *rc, struct xs_out *o,

@@ -360,6 +360,18 @@ static int db_merge(struct stats_opdb *dst, struct stats_opdb *src)
 	return 0;
 }
 
+int stats_opstats_fold(struct xs_rctx *rc, void *db)
+{
+	struct stats_opstats h;
+	int r = stats_opstats_host(rc, &h);
+
+	if (r == 0) {
+		r = stats_opstats_merge(db, &h);
+		stats_opstats_free(&h);
+	}
+	return r;
+}
+
 int stats_opstats_view(struct xs_rctx *rc, struct xs_out *o,
 		       int (*write)(struct xs_out *o, const struct stats_opstats *s))
 {

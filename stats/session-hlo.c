@@ -29,15 +29,15 @@ int xprofs_decode_session_view(enum xprofs_view v, const struct xprofs_session_i
 		return -EINVAL;
 	stats_hdb_init(&d);
 	xs_out_init(&o, sink);
-	if ((r = stats_hdb_session(in, &d, &errors)) < 0 ||
-	    (r = stats_hdb_session_head(&o, in, errors)) < 0)
+	if ((r = stats_db_session(in, stats_hdb_fold, &d, &errors)) < 0 ||
+	    (r = stats_db_session_head(&o, in, errors, true)) < 0)
 		goto out;
 	r = v == XPROFS_VIEW_HLO_STATS ? stats_hlo_stats_write(&o, &d)
 				       : stats_roofline_write(&o, &d);
 	if (r == 0)
 		r = xs_out_flush(&o, true);
 out:
-	stats_hdb_errors_free(in, errors);
+	stats_db_errors_free(in, errors);
 	stats_hdb_free(&d);
 	xs_out_deinit(&o);
 	return r;

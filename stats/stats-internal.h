@@ -215,6 +215,8 @@ int stats_opstats_view(struct xs_rctx *rc, struct xs_out *o,
 void stats_dbop_add(struct stats_dbop *b, const struct stats_dbop *a);
 /* stats_opstats_merge() - fold @src (emptied) into @dst as XProf's CombineAllOpStats(). */
 int stats_opstats_merge(struct stats_opstats *dst, struct stats_opstats *src);
+/* stats_opstats_fold() - a stats_db_session() fold: rc's host op stats merged into @db. */
+int stats_opstats_fold(struct xs_rctx *rc, void *db);
 void stats_opstats_free(struct stats_opstats *s);
 /* stats_opdb_sorted() - @d's row indexes as SortedOpMetricsDb() (self desc, name); caller frees. */
 size_t *stats_opdb_sorted(const struct stats_opdb *d);
@@ -247,12 +249,6 @@ int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s);
 /* stats_compare_op_profile() - compare/<base>/op_profile.json (view-session-op.c). */
 int stats_compare_op_profile(const struct xprofs_session_in *base,
 			     const struct xprofs_session_in *cur, const struct xprofs_sink *sink);
-/*
- * stats_session_hosts_write() - "session":..,"hosts":[{"host":..,"error":..|null}...] of
- * session @in, @why[i] the reason host i was left out (NULL: it was not); view-session-op.c.
- */
-void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
-			       char *const *why);
 /* stats_tf_stats_write() - framework_op_stats.json's keys of @s (view-tf-stats.c), no braces. */
 int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s);
 
@@ -448,15 +444,25 @@ int stats_hdb_view(struct xs_rctx *rc, struct xs_out *o,
 int stats_hdb_merge(struct stats_hdb *d, const struct stats_hdb *src);
 /* stats_hdb_sorted() - row indexes in SortedOpMetricsDb() order; caller frees, NULL: -ENOMEM. */
 size_t *stats_hdb_sorted(const struct stats_hdb *d);
+/* stats_hdb_fold() - a stats_db_session() fold: rc's host database merged into @db (stats_hdb). */
+int stats_hdb_fold(struct xs_rctx *rc, void *db);
 /*
- * stats_hdb_session() - every host of @in folded into @d, one at a time; *@errors
- * (caller frees with stats_hdb_errors_free(), also on failure): per host why it
- * adds nothing, or NULL. 0 or -ENOMEM.
+ * stats_db_session() - every host of @in folded into @db by @fold (rc->hlo its own
+ * HLO), one at a time; *@errors (caller frees with stats_db_errors_free(), also on
+ * failure): per host why it adds nothing, or NULL. 0 or -ENOMEM.
  */
-int stats_hdb_session(const struct xprofs_session_in *in, struct stats_hdb *d, char ***errors);
-void stats_hdb_errors_free(const struct xprofs_session_in *in, char **errors);
-/* stats_hdb_session_head() - {"session":..,"hosts":[{"host","error"}...],\n of a session view. */
-int stats_hdb_session_head(struct xs_out *o, const struct xprofs_session_in *in, char **errors);
+int stats_db_session(const struct xprofs_session_in *in, int (*fold)(struct xs_rctx *rc, void *db),
+		     void *db, char ***errors);
+void stats_db_errors_free(const struct xprofs_session_in *in, char **errors);
+/*
+ * stats_session_hosts_write() - "session":..,"hosts":[{"host":..,"error":..|null}...] of
+ * session @in, @why[i] the reason host i was left out (NULL: it was not).
+ */
+void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
+			       char *const *why);
+/* stats_db_session_head() - "{", the hosts (@nl: each on a new line), ",\n": a session view's. */
+int stats_db_session_head(struct xs_out *o, const struct xprofs_session_in *in, char **errors,
+			  bool nl);
 
 /* An op's roofline numbers (SetRooflineMetrics()), rates per second, 0 where XProf has 0. */
 struct stats_roof {

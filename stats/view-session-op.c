@@ -31,81 +31,16 @@ struct ssn {
 
 static void ssn_free(struct ssn *s)
 {
-	for (size_t i = 0; s->why && i < s->in->n; i++)
-		free(s->why[i]);
-	free(s->why);
+	stats_db_errors_free(s->in, s->why);
 	stats_opstats_free(&s->st);
-}
-
-/* host_opstats() - a xs_with_rctx() function: one host's op stats with its HLO. */
-static int host_opstats(struct xs_rctx *rc, void *arg)
-{
-	struct xprofs_hlo_lazy *lazy = NULL;
-	int r = xprofs_hlo_lazy_new(rc->x, NULL, &lazy);
-
-	if (r == 0) {
-		rc->hlo = xprofs_hlo_lazy_src(lazy);
-		r = stats_opstats_host(rc, arg);
-		rc->hlo = NULL;
-	}
-	xprofs_hlo_lazy_free(lazy);
-	return r;
 }
 
 /* ssn_load() - every host of @in folded into @s (free with ssn_free(), also on failure). */
 static int ssn_load(struct ssn *s, const struct xprofs_session_in *in)
 {
-	int r = 0;
-
 	memset(s, 0, sizeof(*s));
 	s->in = in;
-	if (!(s->why = calloc(in->n + 1, sizeof(*s->why))))
-		return -ENOMEM;
-	for (size_t i = 0; i < in->n && r == 0; i++) {
-		struct stats_opstats h;
-		struct xprofs_buf err;
-		int hr = -ENOENT;
-
-		xprofs_buf_init(&err, 1024);
-		if (in->xs[i])
-			hr = xs_with_rctx(in->xs[i], &err, host_opstats, &h);
-		if (hr == 0) {
-			r = stats_opstats_merge(&s->st, &h);
-			stats_opstats_free(&h);
-		} else if (hr == -ENOMEM) {
-			r = hr;
-		} else {
-			const char *host_err = in->host_errors ? in->host_errors[i] : NULL;
-
-			s->why[i] = strdup(err.len     ? err.data
-					   : in->xs[i] ? strerror(-hr)
-					   : host_err  ? host_err
-						       : "cannot open");
-			if (!s->why[i])
-				r = -ENOMEM;
-		}
-		xprofs_buf_deinit(&err);
-	}
-	return r;
-}
-
-void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
-			       char *const *why)
-{
-	OUT_LIT(o, "\"session\":");
-	xs_out_cstr(o, in->name ? in->name : "");
-	OUT_LIT(o, ",\"hosts\":[");
-	for (size_t i = 0; i < in->n; i++) {
-		OUT_RAW(o, i ? ",{\"host\":" : "{\"host\":");
-		xs_out_cstr(o, in->hosts[i] ? in->hosts[i] : "");
-		OUT_LIT(o, ",\"error\":");
-		if (why[i])
-			xs_out_cstr(o, why[i]);
-		else
-			OUT_LIT(o, "null");
-		OUT_LIT(o, "}");
-	}
-	OUT_LIT(o, "]");
+	return stats_db_session(in, stats_opstats_fold, &s->st, &s->why);
 }
 
 static void hosts_write(struct xs_out *o, const struct ssn *s)
@@ -130,9 +65,7 @@ int stats_session_opstats(enum xprofs_view v, const struct xprofs_session_in *in
 		return -EINVAL;
 	xs_out_init(&o, sink);
 	if ((r = ssn_load(&s, in)) == 0) {
-		OUT_LIT(&o, "{");
-		hosts_write(&o, &s);
-		OUT_LIT(&o, ",\n");
+		stats_db_session_head(&o, in, s.why, false);
 		r = v == XPROFS_VIEW_OP_PROFILE ? stats_op_profile_write(&o, &s.st)
 						: stats_tf_stats_write(&o, &s.st);
 		OUT_LIT(&o, "}\n");
