@@ -4,11 +4,11 @@
  * compare/<other>/op_profile.json (docs/stats.md "Session op profile",
  * "Compare").
  *
- * Design: each host is analysed alone (stats_opstats_host() with its own
- * HLO) and folded into the session's op stats as XProf's CombineAllOpStats()
- * folds each host's OpStats (stats_opstats_merge(): device and host dbs by
- * (program, name), total times summed, CombinePerfEnv()); a host that fails
- * is left out with its reason. Compare matches the two sessions' op profiles
+ * Design: each host is analysed alone (its own HLO) and folded into the
+ * session's op stats as XProf's CombineAllOpStats() folds each host's
+ * OpStats (stats_db_session() of opdb.c, STATS_DB_OPS: device and host dbs
+ * by (program, name), total times summed, CombinePerfEnv()); a host that
+ * fails is left out with its reason. Compare matches the two sessions' op profiles
  * by category and op name (program ids are numbered per compilation, so they
  * differ between runs): the by_category tree without IDLE, each op's
  * programs added up. Memory: O(distinct ops) per session plus one host's op
@@ -40,7 +40,8 @@ static int ssn_load(struct ssn *s, const struct xprofs_session_in *in)
 {
 	memset(s, 0, sizeof(*s));
 	s->in = in;
-	return stats_db_session(in, stats_opstats_fold, &s->st, &s->why);
+	stats_opstats_init(&s->st, STATS_DB_OPS);
+	return stats_db_session(in, &s->st, &s->why);
 }
 
 static void hosts_write(struct xs_out *o, const struct ssn *s)
@@ -114,11 +115,12 @@ static int leaves(const struct stats_opdb *d, struct cent **out, size_t *n)
 	if (!e)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n; i++) {
-		const struct stats_dbop *r = &d->rows[i];
+		const struct stats_dbop *r = &d->r[i];
 
-		if (r->idle || !strncmp(r->name, "region", 6) || r->total != r->self)
+		if (r->idle || !strncmp(r->op.name, "region", 6) || r->op.total != r->op.self)
 			continue;
-		e[k++] = (struct cent){r->category, r->name, r->total, r->occ, r->flops};
+		e[k++] = (struct cent){r->op.category, r->op.name, r->op.total, r->op.occurrences,
+				       r->op.flops};
 	}
 	qsort(e, k, sizeof(*e), cent_cmp);
 	for (size_t i = 0; i < k; i++) {
@@ -281,8 +283,8 @@ int stats_compare_op_profile(const struct xprofs_session_in *base,
 	    (r = leaves(&a.st.dev, &ea, &na)) < 0 || (r = leaves(&b.st.dev, &eb, &nb)) < 0 ||
 	    (r = diff_rows(ea, na, eb, nb, &rows, &n)) < 0)
 		goto out;
-	ta = a.st.dev.total_op_time;
-	tb = b.st.dev.total_op_time;
+	ta = a.st.dev.self;
+	tb = b.st.dev.self;
 	OUT_LIT(&o, "{\"base\":{");
 	hosts_write(&o, &a);
 	OUT_LIT(&o, "},\n\"new\":{");
