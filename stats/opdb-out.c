@@ -75,8 +75,7 @@ bool stats_is_outside_compilation(const char *tf_op, const char *expr)
 
 /* ---- the fields both views write ------------------------------------------ */
 
-/* out_per_s() - @lit, then @amount per second of @ps, or null without @has or time. */
-static void out_per_s(struct xs_out *o, const char *lit, bool has, double amount, int64_t ps)
+void stats_out_per_s(struct xs_out *o, const char *lit, bool has, double amount, int64_t ps)
 {
 	xs_out_opt_double(o, lit, has && ps > 0, amount / (double)ps * 1e12);
 }
@@ -102,10 +101,12 @@ void stats_roof_write(struct xs_out *o, const struct op *op, const struct stats_
 {
 	double bytes = op->has_bytes ? op->bytes : 0;
 
-	out_per_s(o, ",\"measured_flops_per_s\":", op->has_flops, op->flops, op->total);
-	out_per_s(o, ",\"model_flops_per_s\":", op->has_model_flops, op->model_flops, op->total);
-	out_per_s(o, ",\"measured_memory_bytes_per_s\":", op->has_bytes, op->bytes, op->total);
-	out_per_s(o, ",\"hbm_bytes_per_s\":", op->has_bytes, op->bytes, op->total);
+	stats_out_per_s(o, ",\"measured_flops_per_s\":", op->has_flops, op->flops, op->total);
+	stats_out_per_s(o, ",\"model_flops_per_s\":", op->has_model_flops, op->model_flops,
+			op->total);
+	stats_out_per_s(o, ",\"measured_memory_bytes_per_s\":", op->has_bytes, op->bytes,
+			op->total);
+	stats_out_per_s(o, ",\"hbm_bytes_per_s\":", op->has_bytes, op->bytes, op->total);
 	xs_out_opt_double(o, ",\"operational_intensity\":", op->has_flops && bytes != 0,
 			  f->intensity);
 	xs_out_key_cstr(o, ",\"bound_by\":", f->bound);
@@ -120,11 +121,7 @@ void stats_opstats_env_write(struct xs_out *o, const struct stats_opstats *d)
 
 	OUT_LIT(o, "\"hardware_type\":");
 	xs_out_cstr(o, hw[d->hw]);
-	OUT_LIT(o, ",\"device_type\":");
-	if (d->device_type)
-		xs_out_cstr(o, d->device_type);
-	else
-		OUT_LIT(o, "null");
+	stats_out_opt_str(o, ",\"device_type\":", d->device_type);
 	xs_out_key_i64(o, ",\"device_core_count\":", (int64_t)d->cores);
 	xs_out_key_i64(o, ",\"device_planes\":", (int64_t)d->dev.planes);
 	xs_out_opt_double(o, ",\"peak_flops_per_s\":", d->peak_flops > 0, d->peak_flops);
@@ -163,4 +160,13 @@ void stats_out_kv(struct xs_out *o, const struct stats_kv *kv, size_t n, const c
 	xs_out_add(o, tail, strlen(tail));
 	xs_out_cstr(o, str);
 	OUT_LIT(o, "}");
+}
+
+void stats_out_opt_str(struct xs_out *o, const char *lit, const char *s)
+{
+	xs_out_add(o, lit, strlen(lit));
+	if (s)
+		xs_out_cstr(o, s);
+	else
+		OUT_LIT(o, "null");
 }

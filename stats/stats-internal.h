@@ -439,6 +439,10 @@ struct stats_kv {
 	const char *key;
 	double v;
 };
+/* stats_out_opt_str() - @lit (a key and colon), then @s, or null when @s is NULL. */
+void stats_out_opt_str(struct xs_out *o, const char *lit, const char *s);
+/* stats_out_per_s() - @lit, then @amount per second of @ps, or null without @has or time. */
+void stats_out_per_s(struct xs_out *o, const char *lit, bool has, double amount, int64_t ps);
 /* stats_out_kv() - the @n numbers @kv in order, then @tail, the string @str and "}". */
 void stats_out_kv(struct xs_out *o, const struct stats_kv *kv, size_t n, const char *tail,
 		  const char *str);

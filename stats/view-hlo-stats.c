@@ -31,11 +31,7 @@ static void row_write(struct xs_out *o, const struct stats_opstats *d, const str
 	OUT_LIT(o, ",\"program_id\":\"");
 	xs_out_u64(o, w->pid); /* a string, as XProf's table has it (and > 2^53 on TPU) */
 	OUT_LIT(o, "\"");
-	OUT_LIT(o, ",\"program\":");
-	if (w->op.program)
-		xs_out_cstr(o, w->op.program);
-	else
-		OUT_LIT(o, "null");
+	stats_out_opt_str(o, ",\"program\":", w->op.program);
 	xs_out_key_cstr(o, ",\"category\":", w->op.category);
 	xs_out_key_cstr(o, ",\"hlo_op_name\":", w->op.name);
 	xs_out_key_cstr(o, ",\"hlo_op_expression\":", expr);

@@ -264,15 +264,6 @@ static void metrics_write(struct xs_out *o, const struct stats_dbop *m, const st
 	stats_out_kv(o, kv, sizeof(kv) / sizeof(kv[0]), ",0,0],\"bound_by\":", bound);
 }
 
-static void opt_str(struct xs_out *o, const char *lit, const char *s)
-{
-	xs_out_add(o, lit, strlen(lit));
-	if (s)
-		xs_out_cstr(o, s);
-	else
-		OUT_LIT(o, "null");
-}
-
 /* xla_write() - PopulateSymbolNode() / CopySymbolDetailsToDeduplicatedNode() of node @p. */
 static void xla_write(struct xs_out *o, const struct pn *p)
 {
@@ -285,10 +276,10 @@ static void xla_write(struct xs_out *o, const struct pn *p)
 	}
 	OUT_LIT(o, "{\"program_id\":");
 	xs_out_u64(o, r->pid);
-	opt_str(o, ",\"program\":", r->op.program);
-	opt_str(o, ",\"category\":", r->op.category);
-	opt_str(o, ",\"provenance\":",
-		p->dup_group && is_fusion(r->op.category) ? NULL : r->op.provenance);
+	stats_out_opt_str(o, ",\"program\":", r->op.program);
+	stats_out_opt_str(o, ",\"category\":", r->op.category);
+	stats_out_opt_str(o, ",\"provenance\":",
+			  p->dup_group && is_fusion(r->op.category) ? NULL : r->op.provenance);
 	OUT_LIT(o, "}");
 }
 
