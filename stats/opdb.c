@@ -250,7 +250,7 @@ static int db_fold(struct stats_opdb *d, const struct stats_dbop *a)
  * program_id() - XProf's program id of @op into *@id: its own (GPU rows), else
  * the <id> its program name "<module>(<id>)" ends with; false (*@id 0) when
  * neither. A HLO db takes a pid of 0 as the op's id (hlo_module_id); an OPS db
- * reads the name then, and leaves ids past (2^64 - 10) / 10 * 10 + 9 unread.
+ * reads the name then, and no id from 18446744073709551610 up (its old bound).
  */
 static bool program_id(const struct op *op, bool hlo, uint64_t *id)
 {

@@ -1,7 +1,7 @@
 /*
  * view-op-profile.c - op_profile.json: XProf's op profile
  * (ConvertOpStatsToOpProfile(), op_stats_to_op_profile.cc; OpProfileBuilder,
- * op_profile_builder.cc) of a host's device op metrics db (opstats.c): the
+ * op_profile_builder.cc) of a host's device op metrics db (opdb.c): the
  * trees by program (program -> category -> op) and by category (category
  * -> op), each with and without the IDLE op, with XProf's options (group by
  * deduplicated name, at most 100 children below the grouping levels) and

@@ -2,7 +2,7 @@
  * view-tf-stats.c - framework_op_stats.json: host and device time per
  * framework op as XProf's ConvertOpStatsToTfStats() (op_stats_to_tf_stats.cc)
  * makes its TfStatsDatabase: the device side is the device op metrics db
- * (opstats.c) folded by framework op (CreateTfMetricsDbFromDeviceOpMetricsDb(),
+ * (opdb.c) folded by framework op (CreateTfMetricsDbFromDeviceOpMetricsDb(),
  * op_metrics_db_utils.cc), the host side the host op metrics db; two tables,
  * with and without the IDLE op (GenerateTfStatsTable()).
  *
