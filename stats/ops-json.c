@@ -15,32 +15,6 @@
 
 #include "stats-internal.h"
 
-/* out_opt_double() - @lit then @d, or null when not @has. */
-static void out_opt_double(struct xs_out *o, const char *lit, bool has, double d)
-{
-	xs_out_add(o, lit, strlen(lit));
-	if (has)
-		xs_out_double(o, d);
-	else
-		OUT_LIT(o, "null");
-}
-
-/* out_opt_str() - @lit then @s, or null when @s is NULL. */
-static void out_opt_str(struct xs_out *o, const char *lit, const char *s)
-{
-	xs_out_add(o, lit, strlen(lit));
-	if (s)
-		xs_out_cstr(o, s);
-	else
-		OUT_LIT(o, "null");
-}
-
-/* out_rate() - @lit then @amount per second of @ps (XProf's SafeDivide over time), null if unknown. */
-static void out_rate(struct xs_out *o, const char *lit, bool has, double amount, int64_t ps)
-{
-	out_opt_double(o, lit, has && ps > 0, amount / (double)ps * 1e12);
-}
-
 /*
  * out_roofline() - arithmetic intensity and XProf's SetRooflineMetrics() bound:
  * bytes != 0 ? (flops/bytes >= ridge ? Compute : Memory) : (flops != 0 ? Compute : Unknown);
@@ -51,7 +25,7 @@ static void out_roofline(struct xs_out *o, const struct op *op, const struct sta
 	double flops = op->has_flops ? op->flops : 0, bytes = op->has_bytes ? op->bytes : 0;
 	const char *bound;
 
-	out_opt_double(o, ",\"intensity\":", op->has_flops && bytes != 0, flops / bytes);
+	xs_out_opt_double(o, ",\"intensity\":", op->has_flops && bytes != 0, flops / bytes);
 	OUT_LIT(o, ",\"bound\":");
 	if (!(f->peak_flops > 0 && f->peak_bw > 0)) {
 		OUT_LIT(o, "null");
@@ -67,7 +41,7 @@ static void out_roofline(struct xs_out *o, const struct op *op, const struct sta
 /* out_share() - ,"share": @part / @whole, null when @whole is 0. */
 static void out_share(struct xs_out *o, int64_t part, int64_t whole)
 {
-	out_opt_double(o, ",\"share\":", whole > 0, (double)part / (double)whole);
+	xs_out_opt_double(o, ",\"share\":", whole > 0, (double)part / (double)whole);
 }
 
 void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_plane_facts *f,
@@ -76,9 +50,9 @@ void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_pl
 	xs_out_cstr(o, op->name);
 	OUT_LIT(o, ",\"category\":");
 	xs_out_cstr(o, op->category);
-	out_opt_str(o, ",\"program\":", op->program);
-	out_opt_str(o, ",\"provenance\":", op->provenance);
-	out_opt_str(o, ",\"source\":", op->source);
+	stats_out_opt_str(o, ",\"program\":", op->program);
+	stats_out_opt_str(o, ",\"provenance\":", op->provenance);
+	stats_out_opt_str(o, ",\"source\":", op->source);
 	OUT_LIT(o, ",\"count\":");
 	xs_out_u64(o, op->count);
 	xs_out_key_i64(o, ",\"occurrences\":", op->occurrences);
@@ -87,14 +61,15 @@ void stats_op_write(struct xs_out *o, const struct op *op, const struct stats_pl
 	xs_out_key_i64(o, ",\"min_ps\":", op->count ? op->min : 0);
 	xs_out_key_i64(o, ",\"mean_ps\":", op->count ? op->total / (int64_t)op->count : 0);
 	xs_out_key_i64(o, ",\"max_ps\":", op->count ? op->max : 0);
-	out_opt_double(o, ",\"avg_ps\":", op->occurrences > 0,
-		       (double)op->total / (double)op->occurrences);
-	out_opt_double(o, ",\"flops\":", op->has_flops, op->flops);
-	out_opt_double(o, ",\"model_flops\":", op->has_model_flops, op->model_flops);
-	out_opt_double(o, ",\"bytes_accessed\":", op->has_bytes, op->bytes);
-	out_rate(o, ",\"flops_per_s\":", op->has_flops, op->flops, op->total);
-	out_rate(o, ",\"model_flops_per_s\":", op->has_model_flops, op->model_flops, op->total);
-	out_rate(o, ",\"bytes_per_s\":", op->has_bytes, op->bytes, op->total);
+	xs_out_opt_double(o, ",\"avg_ps\":", op->occurrences > 0,
+			  (double)op->total / (double)op->occurrences);
+	xs_out_opt_double(o, ",\"flops\":", op->has_flops, op->flops);
+	xs_out_opt_double(o, ",\"model_flops\":", op->has_model_flops, op->model_flops);
+	xs_out_opt_double(o, ",\"bytes_accessed\":", op->has_bytes, op->bytes);
+	stats_out_per_s(o, ",\"flops_per_s\":", op->has_flops, op->flops, op->total);
+	stats_out_per_s(o, ",\"model_flops_per_s\":", op->has_model_flops, op->model_flops,
+			op->total);
+	stats_out_per_s(o, ",\"bytes_per_s\":", op->has_bytes, op->bytes, op->total);
 	out_roofline(o, op, f);
 	out_share(o, op->self, plane_self);
 }
@@ -207,11 +182,11 @@ int stats_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self,
 		xs_out_key_i64(o, ",\"occurrences\":", g[i].occurrences);
 		xs_out_key_i64(o, ",\"self_ps\":", g[i].self);
 		xs_out_key_i64(o, ",\"total_ps\":", g[i].total);
-		out_opt_double(o, ",\"flops\":", g[i].has_flops, g[i].flops);
-		out_opt_double(o, ",\"model_flops\":", g[i].has_model_flops, g[i].model_flops);
-		out_opt_double(o, ",\"bytes_accessed\":", g[i].has_bytes, g[i].bytes);
-		out_rate(o, ",\"flops_per_s\":", g[i].has_flops, g[i].flops, g[i].self);
-		out_rate(o, ",\"bytes_per_s\":", g[i].has_bytes, g[i].bytes, g[i].self);
+		xs_out_opt_double(o, ",\"flops\":", g[i].has_flops, g[i].flops);
+		xs_out_opt_double(o, ",\"model_flops\":", g[i].has_model_flops, g[i].model_flops);
+		xs_out_opt_double(o, ",\"bytes_accessed\":", g[i].has_bytes, g[i].bytes);
+		stats_out_per_s(o, ",\"flops_per_s\":", g[i].has_flops, g[i].flops, g[i].self);
+		stats_out_per_s(o, ",\"bytes_per_s\":", g[i].has_bytes, g[i].bytes, g[i].self);
 		out_share(o, g[i].self, plane_self);
 		OUT_LIT(o, "}");
 		if ((r = xs_out_flush(o, false)) < 0)
@@ -255,8 +230,8 @@ int stats_ops_table_write(struct xs_out *o, struct opmap *m, const size_t *idx, 
 
 void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f)
 {
-	out_opt_double(o, ",\"peak_flops_per_s\":", f->peak_flops > 0, f->peak_flops);
-	out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", f->peak_bw > 0, f->peak_bw);
-	out_opt_double(o, ",\"ridge_flops_per_byte\":", f->peak_flops > 0 && f->peak_bw > 0,
-		       f->peak_flops / f->peak_bw);
+	xs_out_opt_double(o, ",\"peak_flops_per_s\":", f->peak_flops > 0, f->peak_flops);
+	xs_out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", f->peak_bw > 0, f->peak_bw);
+	xs_out_opt_double(o, ",\"ridge_flops_per_byte\":", f->peak_flops > 0 && f->peak_bw > 0,
+			  f->peak_flops / f->peak_bw);
 }

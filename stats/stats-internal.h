@@ -5,7 +5,8 @@
  * programs and its peak rates; its JSON in ops-json.c), several lines merged
  * by time (merge.c), the steps and their breakdown (steps.c), device busy
  * time (busy.c), the TPU duty cycle (duty.c) and a host's op stats as
- * XProf's OpStats (opstats.c). The view-*.c files write their views from
+ * XProf's OpStats, the one op metrics database of a
+ * host or session all op views read (opdb.c, opdb-out.c). The view-*.c files write their views from
  * these and call no other view's file, but for the session forms of
  * op_profile.json / framework_op_stats.json (view-session-op.c writes them
  * with their host views' writers, and view-session.c hands it
@@ -165,96 +166,6 @@ int stats_ops_table_write(struct xs_out *o, struct opmap *m, const size_t *idx, 
 int stats_ops_rollups_write(struct xs_out *o, struct opmap *m, int64_t plane_self);
 int stats_ops_rollup_write(struct opmap *m, bool by_program, int64_t plane_self, struct xs_out *o);
 void stats_ops_peak_write(struct xs_out *o, const struct stats_plane_facts *f);
-
-/* ---- a host's op stats for the op profile and framework op stats (opstats.c) ---- */
-
-/* One op of an op metrics db (XProf's OpMetrics), keyed by (program, name). */
-struct stats_dbop {
-	char *name, *category;   /* owned */
-	char *program;           /* owned, NULL: none ("main" in the op profile) */
-	char *provenance;        /* owned, NULL: none; the framework op (TfOpName()) */
-	char *tf_name, *tf_type; /* owned, NULL: none; ParseTfOpFullname(provenance) */
-	uint64_t program_id;     /* 0: unknown */
-	int64_t occ, total, self;
-	double flops, model_flops, bytes; /* 0: unknown, as in XProf */
-	bool idle;                        /* XProf's "IDLE" op */
-	size_t seq;                       /* sort tie-break */
-};
-
-/* An op metrics db: its rows, total time (idle included) and op time. */
-struct stats_opdb {
-	struct stats_dbop *rows; /* owned */
-	size_t n, cap;
-	uint64_t planes;
-	int64_t total_time, total_op_time;
-};
-
-struct stats_busy;
-
-/* A host's (or a session's) op stats: device and host dbs and the PerfEnv. */
-struct stats_opstats {
-	struct stats_opdb dev, host;
-	double peak_flops, peak_bw; /* per second; 0: unknown */
-	bool gpu;
-};
-
-/* stats_opstats_host() - the op stats of @rc's profile; free with stats_opstats_free(). */
-int stats_opstats_host(struct xs_rctx *rc, struct stats_opstats *out);
-/*
- * stats_opstats_add() - plane @q's op table @ops (and a device plane's span from @busy,
- * may be NULL: no IDLE time) into @out (zeroed first); then stats_opstats_finish().
- */
-int stats_opstats_add(struct xs_rctx *rc, size_t q, const struct stats_ops *ops,
-		      const struct stats_busy *busy, struct stats_opstats *out);
-/* stats_opstats_finish() - combine the rows added of one (program, name). */
-void stats_opstats_finish(struct stats_opstats *s);
-/* stats_opstats_view() - a host view: "{", @write(o, the host's op stats), "}\n". */
-int stats_opstats_view(struct xs_rctx *rc, struct xs_out *o,
-		       int (*write)(struct xs_out *o, const struct stats_opstats *s));
-/* stats_dbop_add() - CombineOpMetrics(): @a's occurrences, times, FLOPs and bytes added to @b. */
-void stats_dbop_add(struct stats_dbop *b, const struct stats_dbop *a);
-/* stats_opstats_merge() - fold @src (emptied) into @dst as XProf's CombineAllOpStats(). */
-int stats_opstats_merge(struct stats_opstats *dst, struct stats_opstats *src);
-void stats_opstats_free(struct stats_opstats *s);
-/* stats_opdb_sorted() - @d's row indexes as SortedOpMetricsDb() (self desc, name); caller frees. */
-size_t *stats_opdb_sorted(const struct stats_opdb *d);
-/*
- * stats_opdb_tf() - CreateTfMetricsDbFromDeviceOpMetricsDb() of @dev into @out (free with
- * stats_opdb_free()): one row per framework op, IDLE only @with_idle.
- */
-int stats_opdb_tf(const struct stats_opdb *dev, bool with_idle, struct stats_opdb *out);
-void stats_opdb_free(struct stats_opdb *d);
-/* stats_safe_div() - tsl SafeDivide(): @a / @b, 0 for |@b| < 1e-10. */
-double stats_safe_div(double a, double b);
-/*
- * stats_bound_by() - SetRooflineMetrics()'s bottleneck over compute and HBM (every byte
- * counted as HBM: no memory_accessed_breakdown) of @flops and @bytes in @ps at the peaks
- * (per second): "Compute", "HBM" or "Unknown"; the FLOP and HBM utilisations (uncapped)
- * and the HBM GiB/s into *futil, *butil, *hbm_gibps.
- */
-const char *stats_bound_by(double flops, double bytes, int64_t ps, double peak_flops,
-			   double peak_bw, double *futil, double *butil, double *hbm_gibps);
-/* A key (with its punctuation) and a number. */
-struct stats_kv {
-	const char *key;
-	double v;
-};
-/* stats_out_kv() - the @n numbers @kv in order, then @tail, the string @str and "}". */
-void stats_out_kv(struct xs_out *o, const struct stats_kv *kv, size_t n, const char *tail,
-		  const char *str);
-/* stats_op_profile_write() - op_profile.json's keys of @s (view-op-profile.c), no braces. */
-int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s);
-/* stats_compare_op_profile() - compare/<base>/op_profile.json (view-session-op.c). */
-int stats_compare_op_profile(const struct xprofs_session_in *base,
-			     const struct xprofs_session_in *cur, const struct xprofs_sink *sink);
-/*
- * stats_session_hosts_write() - "session":..,"hosts":[{"host":..,"error":..|null}...] of
- * session @in, @why[i] the reason host i was left out (NULL: it was not); view-session-op.c.
- */
-void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
-			       char *const *why);
-/* stats_tf_stats_write() - framework_op_stats.json's keys of @s (view-tf-stats.c), no braces. */
-int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s);
 
 /* ---- several lines' events merged by start time (merge.c) ---- */
 
@@ -451,58 +362,135 @@ bool stats_is_tpu(const struct xprofs_xspace *x);
  * IdleTimeRatio() divides by.
  */
 int stats_tpu_duty(struct xs_rctx *rc, struct stats_duty *out);
-/* ---- a host's / session's device op database (hlo-db.c) ---- */
+/* ---- a host's / session's op metrics database (opdb.c, opdb-out.c) ---- */
 
 /* XProf's RunEnvironment hardware_type, as SetRunEnvironment() finds it. */
 enum stats_hw { STATS_HW_CPU = 0, STATS_HW_GPU, STATS_HW_TPU };
 
-/* One row: an op of the device op tables, keyed (program id, name). */
-struct stats_hrow {
-	struct op op;         /* owned strings; op.has_pid / op.pid as the first table's */
-	uint64_t pid;         /* XProf's hlo_module_id (stats_op_program_id()) */
-	char *tf_op, *source; /* owned: the HLO facts' TfOpName() and source_info(), or "" */
+/*
+ * Whose rules a database keeps (opdb.c): the op profile's, framework op stats'
+ * and top_ops' (OPS: keyed by (program, name), IDLE ops, a host db, the first
+ * device plane's PerfEnv), or hlo_stats' and roofline's (HLO: keyed by
+ * (hlo_module_id, name), at most OPS_MAX rows, the device planes, the
+ * RunEnvironment). 0 is OPS, so a zeroed database is one.
+ */
+enum stats_db_kind { STATS_DB_OPS = 0, STATS_DB_HLO };
+
+/* One op of an op metrics db (XProf's OpMetrics). */
+struct stats_dbop {
+	/*
+	 * owned strings; op.provenance: TfOpName() of its HLO instruction (XProf's
+	 * provenance; OPS: NULL when none, HLO: ""), op.source its source_info()
+	 * (HLO only, "": none). OPS: FLOPs, bytes and model FLOPs are 0 when unknown.
+	 */
+	struct op op;
+	uint64_t pid; /* program id (HLO: hlo_module_id, the key; OPS: the first non-0), 0: none */
+	char *tf_name, *tf_type; /* owned, NULL: none; ParseTfOpFullname(provenance) (OPS) */
+	bool idle;               /* XProf's "IDLE" op */
+	size_t seq;              /* sort tie-break */
 };
 
-/* XProf's device_op_metrics_db of a host (its device planes) or a session (its hosts). */
-struct stats_hdb {
-	struct stats_hrow *r; /* owned, n of them */
+/* An op metrics db: its rows, totals (op time, self time, time with IDLE). */
+struct stats_opdb {
+	enum stats_db_kind kind;
+	struct stats_dbop *r; /* owned, n of them */
 	size_t n, cap;
-	struct xprofs_table *tab;       /* (pid, name) -> index; NULL until the first row */
-	int64_t other;                  /* index of "(other)" or -1 */
-	uint64_t planes, cores, events; /* device planes with ops; SetRunEnvironment()'s cores */
-	int64_t total, self;            /* Σ of the planes' op time and self time */
-	double peak_flops, peak_bw;     /* per second, 0: unknown (CombinePerfEnv() across hosts) */
-	bool has_f;
+	struct xprofs_table *tab; /* key -> index; NULL until the first row / after a sort */
+	int64_t other;            /* HLO: index of "(other)" or -1 */
+	uint64_t planes, events;  /* planes with ops */
+	int64_t total, self;      /* Σ of the planes' op time and self time */
+	int64_t total_time;       /* OPS: with IDLE time (TotalTimePs()) */
+};
+
+struct stats_busy;
+
+/* A host's (or a session's) OpStats: device and host dbs, PerfEnv, RunEnvironment. */
+struct stats_opstats {
+	struct stats_opdb dev, host; /* HLO: host stays empty */
+	double peak_flops, peak_bw;  /* per second; 0: unknown (CombinePerfEnv() across hosts) */
+	bool gpu;                    /* OPS: a GPU host's */
+	/* HLO: SetRunEnvironment()'s */
 	enum stats_hw hw;
+	uint64_t cores;
 	char *device_type; /* owned, NULL: none (GPU: GpuModelName(); TPU: device_type_string) */
 	/* a TPU host's (not a session's): CMEM read, write, VMEM read, write peaks (bytes/s, 0: none) */
 	double peak_mem[4];
 	bool merged_vmem, megacore, tpu_env;
 };
 
-void stats_hdb_init(struct stats_hdb *d);
-void stats_hdb_free(struct stats_hdb *d);
-/* stats_op_program_id() - XProf's hlo_module_id of @op (its pid, else "(<id>)" of its program). */
-uint64_t stats_op_program_id(const struct op *op);
-/* stats_hdb_host() - the device planes of rc->x folded into @d (initialised by the caller). */
-int stats_hdb_host(struct xs_rctx *rc, struct stats_hdb *d);
-/* stats_hdb_view() - a host view: "{", then @write of the host's database (stats_hdb_host()). */
-int stats_hdb_view(struct xs_rctx *rc, struct xs_out *o,
-		   int (*write)(struct xs_out *o, const struct stats_hdb *d));
-/* stats_hdb_merge() - @src folded into @d (OpMetricsDbCombiner, CombinePerfEnv()). */
-int stats_hdb_merge(struct stats_hdb *d, const struct stats_hdb *src);
-/* stats_hdb_sorted() - row indexes in SortedOpMetricsDb() order; caller frees, NULL: -ENOMEM. */
-size_t *stats_hdb_sorted(const struct stats_hdb *d);
+void stats_opdb_init(struct stats_opdb *d, enum stats_db_kind kind);
+void stats_opdb_free(struct stats_opdb *d);
+void stats_opstats_init(struct stats_opstats *s, enum stats_db_kind kind);
+void stats_opstats_free(struct stats_opstats *s);
+/* stats_opstats_host() - the @kind op stats of @rc's profile into @out; free with stats_opstats_free(). */
+int stats_opstats_host(struct xs_rctx *rc, enum stats_db_kind kind, struct stats_opstats *out);
 /*
- * stats_hdb_session() - every host of @in folded into @d, one at a time; *@errors
- * (caller frees with stats_hdb_errors_free(), also on failure): per host why it
- * adds nothing, or NULL. 0 or -ENOMEM.
+ * stats_opstats_add() - plane @q's op table @ops (and a device plane's span from @busy,
+ * may be NULL: no IDLE time) into @out (zeroed or initialised first); then
+ * stats_opstats_finish().
  */
-int stats_hdb_session(const struct xprofs_session_in *in, struct stats_hdb *d, char ***errors);
-void stats_hdb_errors_free(const struct xprofs_session_in *in, char **errors);
-/* stats_hdb_session_head() - {"session":..,"hosts":[{"host","error"}...],\n of a session view. */
-int stats_hdb_session_head(struct xs_out *o, const struct xprofs_session_in *in, char **errors);
+int stats_opstats_add(struct xs_rctx *rc, size_t q, const struct stats_ops *ops,
+		      const struct stats_busy *busy, struct stats_opstats *out);
+/* stats_opstats_finish() - an OPS db's rows in (program, name) order. */
+void stats_opstats_finish(struct stats_opstats *s);
+/*
+ * stats_opstats_view() - a host view: "{", @write(o, the host's @kind op stats),
+ * then @tail.
+ */
+int stats_opstats_view(struct xs_rctx *rc, struct xs_out *o, enum stats_db_kind kind,
+		       int (*write)(struct xs_out *o, const struct stats_opstats *s),
+		       const char *tail);
+/* stats_dbop_add() - CombineOpMetrics(): @a's occurrences, times, FLOPs and bytes added to @b. */
+void stats_dbop_add(struct stats_dbop *b, const struct stats_dbop *a);
+/* stats_opstats_merge() - fold @src into @d as XProf's CombineAllOpStats(). */
+int stats_opstats_merge(struct stats_opstats *d, const struct stats_opstats *src);
+/* stats_opdb_sorted() - @d's row indexes as SortedOpMetricsDb(); caller frees, NULL: -ENOMEM. */
+size_t *stats_opdb_sorted(const struct stats_opdb *d);
+/*
+ * stats_opdb_tf() - CreateTfMetricsDbFromDeviceOpMetricsDb() of @dev into @out (free with
+ * stats_opdb_free()): one row per framework op, IDLE only @with_idle.
+ */
+int stats_opdb_tf(const struct stats_opdb *dev, bool with_idle, struct stats_opdb *out);
+/*
+ * stats_db_session() - every host of @in folded into @d (initialised with its kind),
+ * one at a time, each with its own HLO; *@errors (caller frees with
+ * stats_db_errors_free(), also on failure): per host why it adds nothing, or NULL.
+ * 0 or -ENOMEM.
+ */
+int stats_db_session(const struct xprofs_session_in *in, struct stats_opstats *d, char ***errors);
+void stats_db_errors_free(const struct xprofs_session_in *in, char **errors);
+/*
+ * stats_session_hosts_write() - "session":..,"hosts":[{"host":..,"error":..|null}...] of
+ * session @in, @why[i] the reason host i was left out (NULL: it was not).
+ */
+void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
+			       char *const *why);
+/* stats_db_session_head() - "{", the hosts (@nl: each on a new line), ",\n": a session view's. */
+int stats_db_session_head(struct xs_out *o, const struct xprofs_session_in *in, char **errors,
+			  bool nl);
 
+/* stats_safe_div() - tsl SafeDivide(): @a / @b, 0 for |@b| < 1e-10. */
+double stats_safe_div(double a, double b);
+/*
+ * stats_bound_by() - SetRooflineMetrics()'s bottleneck over compute and HBM (every byte
+ * counted as HBM: no memory_accessed_breakdown) of @flops and @bytes in @ps at the peaks
+ * (per second): "Compute", "HBM" or "Unknown"; the FLOP and HBM utilisations (uncapped)
+ * and the HBM GiB/s into *futil, *butil, *hbm_gibps.
+ */
+const char *stats_bound_by(double flops, double bytes, int64_t ps, double peak_flops,
+			   double peak_bw, double *futil, double *butil, double *hbm_gibps);
+/* A key (with its punctuation) and a number. */
+struct stats_kv {
+	const char *key;
+	double v;
+};
+/* stats_out_opt_str() - @lit (a key and colon), then @s, or null when @s is NULL. */
+void stats_out_opt_str(struct xs_out *o, const char *lit, const char *s);
+/* stats_out_per_s() - @lit, then @amount per second of @ps, or null without @has or time. */
+void stats_out_per_s(struct xs_out *o, const char *lit, bool has, double amount, int64_t ps);
+/* stats_out_kv() - the @n numbers @kv in order, then @tail, the string @str and "}". */
+void stats_out_kv(struct xs_out *o, const struct stats_kv *kv, size_t n, const char *tail,
+		  const char *str);
 /* An op's roofline numbers (SetRooflineMetrics()), rates per second, 0 where XProf has 0. */
 struct stats_roof {
 	double flop_rate, model_rate, hbm_bw, intensity, bottleneck_intensity;
@@ -510,21 +498,30 @@ struct stats_roof {
 	const char *bound;           /* "Compute", "HBM" or "Unknown" */
 };
 /* stats_roofline_get() - @op's roofline numbers against the peaks of @d. */
-void stats_roofline_get(const struct op *op, const struct stats_hdb *d, struct stats_roof *out);
+void stats_roofline_get(const struct op *op, const struct stats_opstats *d, struct stats_roof *out);
 /* stats_is_remat() - tsl IsRematerialization(@expr, @tf_op). */
 bool stats_is_remat(const char *expr, const char *tf_op);
 /* stats_is_outside_compilation() - tsl IsOutsideCompilationOp(@tf_op, @expr). */
 bool stats_is_outside_compilation(const char *tf_op, const char *expr);
 /*
- * stats_hrow_times_write() - ,"occurrences",..,"avg_self_time_ps" of @op
+ * stats_op_times_write() - ,"occurrences",..,"avg_self_time_ps" of @op
  * (SetExecutionTimes()) and its self-time fraction of @table_ps and the running
  * sum *@cum (SetRankAndTimeFractions(); null when @table_ps is 0).
  */
-void stats_hrow_times_write(struct xs_out *o, const struct op *op, int64_t table_ps, double *cum);
+void stats_op_times_write(struct xs_out *o, const struct op *op, int64_t table_ps, double *cum);
 /* stats_roof_write() - ,"measured_flops_per_s",..,"bound_by", the amounts, of @op and @f. */
 void stats_roof_write(struct xs_out *o, const struct op *op, const struct stats_roof *f);
-/* stats_hdb_env_write() - "hardware_type",..,"peak_hbm_bytes_per_s" of @d (no comma before). */
-void stats_hdb_env_write(struct xs_out *o, const struct stats_hdb *d);
+/* stats_opstats_env_write() - "hardware_type",..,"peak_hbm_bytes_per_s" of @d (no comma before). */
+void stats_opstats_env_write(struct xs_out *o, const struct stats_opstats *d);
+
+/* stats_op_profile_write() - op_profile.json's keys of @s (view-op-profile.c), no braces. */
+int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s);
+/* stats_compare_op_profile() - compare/<base>/op_profile.json (view-session-op.c). */
+int stats_compare_op_profile(const struct xprofs_session_in *base,
+			     const struct xprofs_session_in *cur, const struct xprofs_sink *sink);
+/* stats_tf_stats_write() - framework_op_stats.json's keys of @s (view-tf-stats.c), no braces. */
+int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s);
+
 /* The views' writers, for their session forms (session-hlo.c). */
 /*
  * stats_session_opstats() - a session's op_profile.json or
@@ -533,7 +530,7 @@ void stats_hdb_env_write(struct xs_out *o, const struct stats_hdb *d);
  */
 int stats_session_opstats(enum xprofs_view v, const struct xprofs_session_in *in,
 			  const struct xprofs_sink *sink);
-int stats_hlo_stats_write(struct xs_out *o, const struct stats_hdb *d);
-int stats_roofline_write(struct xs_out *o, const struct stats_hdb *d);
+int stats_hlo_stats_write(struct xs_out *o, const struct stats_opstats *d);
+int stats_roofline_write(struct xs_out *o, const struct stats_opstats *d);
 
 #endif

@@ -6,7 +6,7 @@
  * roofline bound, rematerialization, outside compilation, source line
  * (docs/stats.md "hlo_stats.json").
  *
- * Design: the rows are the host's device op database (hlo-db.c: the device
+ * Design: the rows are the host's device op database (opdb.c, STATS_DB_HLO: the device
  * planes' op tables combined by program and name, with each op's HLO
  * facts), written in SortedOpMetricsDb() order; the session's form
  * (session-hlo.c) writes a session's database with the same writer.
@@ -18,7 +18,7 @@
 #include "stats-internal.h"
 
 /* row_write() - one HloStatsRecord (ConvertOpMetricsToHloStatsRecord()) of rank @rank. */
-static void row_write(struct xs_out *o, const struct stats_hdb *d, const struct stats_hrow *w,
+static void row_write(struct xs_out *o, const struct stats_opstats *d, const struct stats_dbop *w,
 		      uint64_t rank, double *cum)
 {
 	/* no HLO text here: the expression is the op's name, XProf's own fallback */
@@ -31,38 +31,35 @@ static void row_write(struct xs_out *o, const struct stats_hdb *d, const struct 
 	OUT_LIT(o, ",\"program_id\":\"");
 	xs_out_u64(o, w->pid); /* a string, as XProf's table has it (and > 2^53 on TPU) */
 	OUT_LIT(o, "\"");
-	OUT_LIT(o, ",\"program\":");
-	if (w->op.program)
-		xs_out_cstr(o, w->op.program);
-	else
-		OUT_LIT(o, "null");
+	stats_out_opt_str(o, ",\"program\":", w->op.program);
 	xs_out_key_cstr(o, ",\"category\":", w->op.category);
 	xs_out_key_cstr(o, ",\"hlo_op_name\":", w->op.name);
 	xs_out_key_cstr(o, ",\"hlo_op_expression\":", expr);
-	xs_out_key_cstr(o, ",\"tf_op_name\":", w->tf_op);
-	stats_hrow_times_write(o, &w->op, d->self, cum);
+	xs_out_key_cstr(o, ",\"tf_op_name\":", w->op.provenance);
+	stats_op_times_write(o, &w->op, d->dev.self, cum);
 	stats_roof_write(o, &w->op, &f);
-	OUT_RAW(o, stats_is_remat(expr, w->tf_op) ? ",\"rematerialization\":true"
-						  : ",\"rematerialization\":false");
-	OUT_RAW(o, stats_is_outside_compilation(w->tf_op, expr) ? ",\"outside_compilation\":true"
-								: ",\"outside_compilation\":false");
-	xs_out_key_cstr(o, ",\"source_info\":", w->source);
+	OUT_RAW(o, stats_is_remat(expr, w->op.provenance) ? ",\"rematerialization\":true"
+							  : ",\"rematerialization\":false");
+	OUT_RAW(o, stats_is_outside_compilation(w->op.provenance, expr)
+			   ? ",\"outside_compilation\":true"
+			   : ",\"outside_compilation\":false");
+	xs_out_key_cstr(o, ",\"source_info\":", w->op.source);
 	OUT_LIT(o, "}");
 }
 
-int stats_hlo_stats_write(struct xs_out *o, const struct stats_hdb *d)
+int stats_hlo_stats_write(struct xs_out *o, const struct stats_opstats *d)
 {
-	size_t *idx = stats_hdb_sorted(d);
+	size_t *idx = stats_opdb_sorted(&d->dev);
 	uint64_t rank = 0;
 	double cum = 0;
 
 	if (!idx)
 		return -ENOMEM;
-	stats_hdb_env_write(o, d);
-	xs_out_key_i64(o, ",\"total_self_time_ps\":", d->self);
+	stats_opstats_env_write(o, d);
+	xs_out_key_i64(o, ",\"total_self_time_ps\":", d->dev.self);
 	OUT_LIT(o, ",\"ops\":[");
-	for (size_t i = 0; i < d->n && o->r == 0; i++) {
-		const struct stats_hrow *w = &d->r[idx[i]];
+	for (size_t i = 0; i < d->dev.n && o->r == 0; i++) {
+		const struct stats_dbop *w = &d->dev.r[idx[i]];
 
 		if (w->op.occurrences ==
 		    0) /* AddHloStatsRecordsRecursively(): skip empty metrics */
@@ -79,5 +76,5 @@ int stats_hlo_stats_write(struct xs_out *o, const struct stats_hdb *d)
 
 int stats_view_hlo_stats(struct xs_rctx *rc, struct xs_out *o)
 {
-	return stats_hdb_view(rc, o, stats_hlo_stats_write);
+	return stats_opstats_view(rc, o, STATS_DB_HLO, stats_hlo_stats_write, "");
 }

@@ -1,7 +1,7 @@
 /*
  * view-op-profile.c - op_profile.json: XProf's op profile
  * (ConvertOpStatsToOpProfile(), op_stats_to_op_profile.cc; OpProfileBuilder,
- * op_profile_builder.cc) of a host's device op metrics db (opstats.c): the
+ * op_profile_builder.cc) of a host's device op metrics db (opdb.c): the
  * trees by program (program -> category -> op) and by category (category
  * -> op), each with and without the IDLE op, with XProf's options (group by
  * deduplicated name, at most 100 children below the grouping levels) and
@@ -30,7 +30,7 @@ struct pn {
 	const char *name;            /* borrowed from a row (or a constant) */
 	const struct stats_dbop *op; /* an op node's row; NULL: a grouping node */
 	bool dup_group;              /* "<op> and its duplicate(s)": @op is the top child's */
-	struct stats_dbop m;         /* its OpMetrics (numbers only; m.total is its time) */
+	struct stats_dbop m;         /* its OpMetrics (numbers only; m.op.total is its time) */
 	size_t *kid;                 /* owned */
 	size_t nk, ck;
 };
@@ -72,32 +72,32 @@ static ssize_t node_add(struct tree *t, size_t parent, const char *name,
 /* UpdateNodeMetrics(): time grows by the op's self time; amounts only from ops without children. */
 static void update(struct stats_dbop *m, const struct stats_dbop *r)
 {
-	struct stats_dbop add = {.total = r->self, .self = r->self};
+	struct stats_dbop add = {.op = {.total = r->op.self, .self = r->op.self}};
 
-	if (r->total == r->self) {
-		add.flops = r->flops;
-		add.model_flops = r->model_flops;
-		add.bytes = r->bytes;
+	if (r->op.total == r->op.self) {
+		add.op.flops = r->op.flops;
+		add.op.model_flops = r->op.model_flops;
+		add.op.bytes = r->op.bytes;
 	}
 	stats_dbop_add(m, &add);
 }
 
 static const char *prog_name(const struct stats_dbop *r)
 {
-	return r->program ? r->program : "main"; /* GenerateProgramName() of an unknown id */
+	return r->op.program ? r->op.program : "main"; /* GenerateProgramName() of an unknown id */
 }
 
 static int row_cmp(const void *a, const void *b, void *arg)
 {
 	const struct tree *t = arg;
-	const struct stats_dbop *x = &t->d->rows[*(const size_t *)a];
-	const struct stats_dbop *y = &t->d->rows[*(const size_t *)b];
+	const struct stats_dbop *x = &t->d->r[*(const size_t *)a];
+	const struct stats_dbop *y = &t->d->r[*(const size_t *)b];
 	int c = t->by_program ? strcmp(prog_name(x), prog_name(y)) : 0;
 
 	if (!c)
-		c = strcmp(x->category, y->category);
+		c = strcmp(x->op.category, y->op.category);
 	if (!c)
-		c = strcmp(x->name, y->name);
+		c = strcmp(x->op.name, y->op.name);
 	return c ? c
 		 : (*(const size_t *)a > *(const size_t *)b) -
 			       (*(const size_t *)a < *(const size_t *)b);
@@ -115,15 +115,16 @@ static int tree_fill(struct tree *t, bool excl)
 	if (!idx || node_add(t, SIZE_MAX, t->by_program ? "by_program" : "by_category", NULL) < 0)
 		goto out;
 	for (size_t i = 0; i < d->n; i++)
-		if (strncmp(d->rows[i].name, "region", 6) && !(excl && d->rows[i].idle))
+		if (strncmp(d->r[i].op.name, "region", 6) && !(excl && d->r[i].idle))
 			idx[n++] = i;
 	qsort_r(idx, n, sizeof(*idx), row_cmp, t);
 	for (size_t i = 0; i < n; i++) {
-		const struct stats_dbop *row = &d->rows[idx[i]];
+		const struct stats_dbop *row = &d->r[idx[i]];
 
 		update(&t->n[0].m, row);
 		if (row->idle) {
-			if (row->total != row->self || (k = node_add(t, 0, row->name, row)) < 0)
+			if (row->op.total != row->op.self ||
+			    (k = node_add(t, 0, row->op.name, row)) < 0)
 				continue;
 			stats_dbop_add(&t->n[k].m, row);
 			continue;
@@ -137,28 +138,28 @@ static int tree_fill(struct tree *t, bool excl)
 		}
 		if (t->by_program)
 			update(&t->n[prog].m, row);
-		if (row->total != row->self) /* ops with children time are not leaves */
+		if (row->op.total != row->op.self) /* ops with children time are not leaves */
 			continue;
-		if (cat == SIZE_MAX || strcmp(t->n[cat].name, row->category)) {
-			if ((k = node_add(t, t->by_program ? prog : 0, row->category, NULL)) < 0)
+		if (cat == SIZE_MAX || strcmp(t->n[cat].name, row->op.category)) {
+			if ((k = node_add(t, t->by_program ? prog : 0, row->op.category, NULL)) < 0)
 				goto out;
 			cat = (size_t)k;
 			dup = SIZE_MAX;
 		}
 		/* LookupOrAddDeduplicatedNode(): the op's name (no deduplicated_name known) */
-		if (dup == SIZE_MAX || strcmp(t->n[dup].name, row->name)) {
-			if ((k = node_add(t, cat, row->name, NULL)) < 0)
+		if (dup == SIZE_MAX || strcmp(t->n[dup].name, row->op.name)) {
+			if ((k = node_add(t, cat, row->op.name, NULL)) < 0)
 				goto out;
 			dup = (size_t)k;
 		}
-		if ((k = node_add(t, dup, row->name, row)) < 0)
+		if ((k = node_add(t, dup, row->op.name, row)) < 0)
 			goto out;
 		stats_dbop_add(&t->n[cat].m, row);
 		stats_dbop_add(&t->n[dup].m, row);
 		stats_dbop_add(&t->n[k].m, row);
 	}
 	/* Finalize(): the root's time is the db's total (TotalTimePs()) */
-	t->n[0].m.total = excl ? d->total_op_time : d->total_time;
+	t->n[0].m.op.total = excl ? d->self : d->total_time;
 	r = 0;
 out:
 	free(idx);
@@ -172,14 +173,14 @@ static int kid_cmp(const void *a, const void *b, void *arg)
 
 	int c;
 
-	if (x->m.total != y->m.total)
-		return x->m.total > y->m.total ? -1 : 1;
+	if (x->m.op.total != y->m.op.total)
+		return x->m.op.total > y->m.op.total ? -1 : 1;
 	if ((c = strcmp(x->name, y->name)) || !x->op || !y->op)
 		return c;
 	/* one name in two programs (a group of duplicates): by program, none first */
-	if (!x->op->program || !y->op->program)
-		return !!x->op->program - !!y->op->program;
-	return strcmp(x->op->program, y->op->program);
+	if (!x->op->op.program || !y->op->op.program)
+		return !!x->op->op.program - !!y->op->op.program;
+	return strcmp(x->op->op.program, y->op->op.program);
 }
 
 /* SortAndPruneChildren(): by time; below the grouping levels, the top CHILDREN_MAX. */
@@ -241,35 +242,26 @@ struct peaks {
  */
 static void metrics_write(struct xs_out *o, const struct stats_dbop *m, const struct peaks *pk)
 {
-	double t = (double)m->total, futil, butil, gibps;
-	const char *bound = stats_bound_by(m->flops, m->bytes, m->total, pk->flops, pk->bw, &futil,
-					   &butil, &gibps);
+	double t = (double)m->op.total, futil, butil, gibps;
+	const char *bound = stats_bound_by(m->op.flops, m->op.bytes, m->op.total, pk->flops, pk->bw,
+					   &futil, &butil, &gibps);
 	const struct stats_kv kv[] = {
-		{",\"avg_time_ps\":", stats_safe_div(t, (double)m->occ)},
-		{",\"raw_flops\":", m->model_flops},
-		{",\"bf16_flops\":", m->flops},
+		{",\"avg_time_ps\":", stats_safe_div(t, (double)m->op.occurrences)},
+		{",\"raw_flops\":", m->op.model_flops},
+		{",\"bf16_flops\":", m->op.flops},
 		{",\"flops\":", (futil < 1.0 ? futil : 1.0) * stats_safe_div(t, (double)pk->total)},
-		{",\"flops_per_s\":", stats_safe_div(m->flops, t) * 1e12},
-		{",\"model_flops_per_s\":", stats_safe_div(m->model_flops, t) * 1e12},
-		{",\"bytes_accessed\":", m->bytes},
-		{",\"memory_bw_bytes_per_s\":", stats_safe_div(m->bytes, t) * 1e12},
+		{",\"flops_per_s\":", stats_safe_div(m->op.flops, t) * 1e12},
+		{",\"model_flops_per_s\":", stats_safe_div(m->op.model_flops, t) * 1e12},
+		{",\"bytes_accessed\":", m->op.bytes},
+		{",\"memory_bw_bytes_per_s\":", stats_safe_div(m->op.bytes, t) * 1e12},
 		{",\"bandwidth_utils\":[", butil < 1.0 ? butil : 1.0},
 		{",0,0],\"raw_bytes_accessed_array\":[", gibps * 1073741824.0 / 1e9 * (t / 1000.0)},
 	};
 
-	xs_out_key_i64(o, "{\"raw_time_ps\":", m->total);
-	xs_out_key_i64(o, ",\"self_time_ps\":", m->self);
-	xs_out_key_i64(o, ",\"occurrences\":", m->occ);
+	xs_out_key_i64(o, "{\"raw_time_ps\":", m->op.total);
+	xs_out_key_i64(o, ",\"self_time_ps\":", m->op.self);
+	xs_out_key_i64(o, ",\"occurrences\":", m->op.occurrences);
 	stats_out_kv(o, kv, sizeof(kv) / sizeof(kv[0]), ",0,0],\"bound_by\":", bound);
-}
-
-static void opt_str(struct xs_out *o, const char *lit, const char *s)
-{
-	xs_out_add(o, lit, strlen(lit));
-	if (s)
-		xs_out_cstr(o, s);
-	else
-		OUT_LIT(o, "null");
 }
 
 /* xla_write() - PopulateSymbolNode() / CopySymbolDetailsToDeduplicatedNode() of node @p. */
@@ -283,11 +275,11 @@ static void xla_write(struct xs_out *o, const struct pn *p)
 		return;
 	}
 	OUT_LIT(o, "{\"program_id\":");
-	xs_out_u64(o, r->program_id);
-	opt_str(o, ",\"program\":", r->program);
-	opt_str(o, ",\"category\":", r->category);
-	opt_str(o,
-		",\"provenance\":", p->dup_group && is_fusion(r->category) ? NULL : r->provenance);
+	xs_out_u64(o, r->pid);
+	stats_out_opt_str(o, ",\"program\":", r->op.program);
+	stats_out_opt_str(o, ",\"category\":", r->op.category);
+	stats_out_opt_str(o, ",\"provenance\":",
+			  p->dup_group && is_fusion(r->op.category) ? NULL : r->op.provenance);
 	OUT_LIT(o, "}");
 }
 
@@ -336,7 +328,7 @@ static int tree_write(struct xs_out *o, const struct stats_opstats *s, bool by_p
 	}
 	if ((r = tree_fill(&t, excl)) == 0) {
 		/* Finalize(): the metrics are of the db's total time, before pruning */
-		pk.total = excl ? s->dev.total_op_time : s->dev.total_time;
+		pk.total = excl ? s->dev.self : s->dev.total_time;
 		prune(&t, 0, by_program ? 2 : 1);
 		finalize(&t, 0);
 		r = node_write(o, &t, 0, &pk);
@@ -357,7 +349,7 @@ int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s)
 	OUT_LIT(o, ",\"device_planes\":");
 	xs_out_u64(o, s->dev.planes);
 	xs_out_key_i64(o, ",\"total_time_ps\":", s->dev.total_time);
-	xs_out_key_i64(o, ",\"total_op_time_ps\":", s->dev.total_op_time);
+	xs_out_key_i64(o, ",\"total_op_time_ps\":", s->dev.self);
 	xs_out_opt_double(o, ",\"peak_flops_per_s\":", s->peak_flops > 0, s->peak_flops);
 	xs_out_opt_double(o, ",\"peak_hbm_bytes_per_s\":", s->peak_bw > 0, s->peak_bw);
 	OUT_LIT(o, ",\"children_limit\":");
@@ -372,5 +364,5 @@ int stats_op_profile_write(struct xs_out *o, const struct stats_opstats *s)
 
 int stats_view_op_profile(struct xs_rctx *rc, struct xs_out *o)
 {
-	return stats_opstats_view(rc, o, stats_op_profile_write);
+	return stats_opstats_view(rc, o, STATS_DB_OPS, stats_op_profile_write, "}\n");
 }

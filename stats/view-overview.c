@@ -297,21 +297,21 @@ static int out_top(struct xs_out *o, const struct stats_opstats *os)
 	n = tf.n < TOP_OPS ? tf.n : TOP_OPS;
 	OUT_LIT(o, "[");
 	for (size_t i = 0; i < n; i++) {
-		const struct stats_dbop *op = &tf.rows[idx[i]];
-		double frac = stats_safe_div((double)op->self, (double)tf.total_time);
+		const struct stats_dbop *op = &tf.r[idx[i]];
+		double frac = stats_safe_div((double)op->op.self, (double)tf.total_time);
 
 		cum += frac;
 		OUT_RAW(o, i ? ",\n{\"name\":" : "\n{\"name\":");
-		xs_out_cstr(o, op->name);
+		xs_out_cstr(o, op->op.name);
 		OUT_LIT(o, ",\"category\":");
-		xs_out_cstr(o, op->category);
-		xs_out_key_i64(o, ",\"self_ps\":", op->self);
+		xs_out_cstr(o, op->op.category);
+		xs_out_key_i64(o, ",\"self_ps\":", op->op.self);
 		OUT_LIT(o, ",\"self_share\":");
 		xs_out_double(o, frac);
 		OUT_LIT(o, ",\"cumulative_share\":");
 		xs_out_double(o, cum);
 		OUT_LIT(o, ",\"flops_per_s\":");
-		xs_out_double(o, stats_safe_div(op->flops, (double)op->total) * 1e12);
+		xs_out_double(o, stats_safe_div(op->op.flops, (double)op->op.total) * 1e12);
 		OUT_LIT(o, "}");
 	}
 	OUT_LIT(o, "]");

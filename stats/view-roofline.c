@@ -9,7 +9,7 @@
  * 1000, infeed and outfeed left out (docs/stats.md "roofline.json").
  *
  * Design: the records are written from the host's device op database
- * (hlo-db.c), the same as hlo_stats.json's; the session's form
+ * (opdb.c, STATS_DB_HLO), the same as hlo_stats.json's; the session's form
  * (session-hlo.c) uses the same writer. Not made: the per-step and
  * average-step records (XProf's per-step op databases; xprofs has none).
  * Limits: O(rows) memory; 1001 records.
@@ -45,7 +45,7 @@ struct rec {
 };
 
 /* record_write() - one RooflineModelRecord of @op (ConvertOpMetricsToRooflineModelRecord()). */
-static void record_write(struct xs_out *o, const struct stats_hdb *d, const struct op *op,
+static void record_write(struct xs_out *o, const struct stats_opstats *d, const struct op *op,
 			 const struct rec *c, double *cum)
 {
 	struct stats_roof f;
@@ -62,7 +62,7 @@ static void record_write(struct xs_out *o, const struct stats_hdb *d, const stru
 	OUT_LIT(o, ",\"program_id\":\"");
 	xs_out_u64(o, c->pid); /* a string, as XProf's table has it (and > 2^53 on TPU) */
 	OUT_LIT(o, "\"");
-	stats_hrow_times_write(o, op, c->table_ps, cum);
+	stats_op_times_write(o, op, c->table_ps, cum);
 	stats_roof_write(o, op, &f);
 	xs_out_opt_double(o, ",\"hbm_operational_intensity\":",
 			  op->has_flops && op->has_bytes && op->bytes != 0, f.intensity);
@@ -85,14 +85,14 @@ static void record_write(struct xs_out *o, const struct stats_hdb *d, const stru
 }
 
 /* program_get() - GenerateRooflineModelProgramRecord()'s op: the innermost ops' amounts. */
-static void program_get(const struct stats_hdb *d, int64_t table_ps, struct op *p)
+static void program_get(const struct stats_opstats *d, int64_t table_ps, struct op *p)
 {
 	memset(p, 0, sizeof(*p));
 	p->occurrences = 1;
 	p->count = 1;
 	p->total = table_ps;
-	for (size_t i = 0; i < d->n; i++) {
-		const struct op *a = &d->r[i].op;
+	for (size_t i = 0; i < d->dev.n; i++) {
+		const struct op *a = &d->dev.r[i].op;
 		struct op amounts = {.flops = a->flops,
 				     .bytes = a->bytes,
 				     .model_flops = a->model_flops,
@@ -119,14 +119,14 @@ static void out_flag(struct xs_out *o, const char *lit, bool known, bool v)
  * VMEM; a GPU's VMEM (shared memory) peaks are not derived; a session has only
  * the peak FLOP/s and HBM bandwidth (CombinePerfEnv()).
  */
-static void device_write(struct xs_out *o, const struct stats_hdb *d)
+static void device_write(struct xs_out *o, const struct stats_opstats *d)
 {
 	static const char *const keys[4] = {"cmem_read", "cmem_write", "vmem_read", "vmem_write"};
 	bool tpu = d->tpu_env, gpu = d->hw == STATS_HW_GPU;
 	bool cmem = tpu && (d->peak_mem[0] > 0 || d->peak_mem[1] > 0);
 	char key[64];
 
-	stats_hdb_env_write(o, d);
+	stats_opstats_env_write(o, d);
 	out_flag(o, ",\"megacore\":", tpu || gpu, tpu && d->megacore);
 	out_flag(o, ",\"has_cmem\":", tpu || gpu, cmem);
 	out_flag(o, ",\"has_merged_vmem\":", tpu || gpu, gpu || d->merged_vmem);
@@ -144,9 +144,9 @@ static void device_write(struct xs_out *o, const struct stats_hdb *d)
 	OUT_LIT(o, ",\"memory_access_breakdown\":false,\"include_infeed_outfeed\":false");
 }
 
-int stats_roofline_write(struct xs_out *o, const struct stats_hdb *d)
+int stats_roofline_write(struct xs_out *o, const struct stats_opstats *d)
 {
-	size_t *idx = stats_hdb_sorted(d);
+	size_t *idx = stats_opdb_sorted(&d->dev);
 	int64_t feed = 0, table_ps;
 	uint64_t rank = 0;
 	double cum = 0;
@@ -158,21 +158,21 @@ int stats_roofline_write(struct xs_out *o, const struct stats_hdb *d)
 	OUT_LIT(o, ",\"records\":[");
 	if (d->hw == STATS_HW_CPU) /* ConvertOpStatsToRooflineModel(): GPU and TPU only */
 		goto end;
-	for (size_t i = 0; i < d->n; i++)
-		if (is_feed(d->r[i].op.category))
-			feed = xs_sat_add(feed, d->r[i].op.total);
-	table_ps = d->self - feed > 0 ? d->self - feed : 0;
+	for (size_t i = 0; i < d->dev.n; i++)
+		if (is_feed(d->dev.r[i].op.category))
+			feed = xs_sat_add(feed, d->dev.r[i].op.total);
+	table_ps = d->dev.self - feed > 0 ? d->dev.self - feed : 0;
 	program_get(d, table_ps, &prog);
 	record_write(o, d, &prog, &(struct rec){0, 0, "Program", "Program", "", table_ps}, &cum);
 	/* SortedOpMetricsDb(db, kMaxNumRecords): the first 1000, then the skips */
-	for (size_t i = 0; i < d->n && i < ROOF_RECORDS_MAX && o->r == 0; i++) {
-		const struct stats_hrow *w = &d->r[idx[i]];
+	for (size_t i = 0; i < d->dev.n && i < ROOF_RECORDS_MAX && o->r == 0; i++) {
+		const struct stats_dbop *w = &d->dev.r[idx[i]];
 
 		if (w->op.occurrences == 0 || is_feed(w->op.category))
 			continue;
 		OUT_LIT(o, ",\n");
 		record_write(o, d, &w->op,
-			     &(struct rec){++rank, w->pid, w->op.name, w->op.category, w->source,
+			     &(struct rec){++rank, w->pid, w->op.name, w->op.category, w->op.source,
 					   table_ps},
 			     &cum);
 	}
@@ -184,5 +184,5 @@ end:
 
 int stats_view_roofline(struct xs_rctx *rc, struct xs_out *o)
 {
-	return stats_hdb_view(rc, o, stats_roofline_write);
+	return stats_opstats_view(rc, o, STATS_DB_HLO, stats_roofline_write, "");
 }

@@ -4,11 +4,11 @@
  * compare/<other>/op_profile.json (docs/stats.md "Session op profile",
  * "Compare").
  *
- * Design: each host is analysed alone (stats_opstats_host() with its own
- * HLO) and folded into the session's op stats as XProf's CombineAllOpStats()
- * folds each host's OpStats (stats_opstats_merge(): device and host dbs by
- * (program, name), total times summed, CombinePerfEnv()); a host that fails
- * is left out with its reason. Compare matches the two sessions' op profiles
+ * Design: each host is analysed alone (its own HLO) and folded into the
+ * session's op stats as XProf's CombineAllOpStats() folds each host's
+ * OpStats (stats_db_session() of opdb.c, STATS_DB_OPS: device and host dbs
+ * by (program, name), total times summed, CombinePerfEnv()); a host that
+ * fails is left out with its reason. Compare matches the two sessions' op profiles
  * by category and op name (program ids are numbered per compilation, so they
  * differ between runs): the by_category tree without IDLE, each op's
  * programs added up. Memory: O(distinct ops) per session plus one host's op
@@ -31,81 +31,17 @@ struct ssn {
 
 static void ssn_free(struct ssn *s)
 {
-	for (size_t i = 0; s->why && i < s->in->n; i++)
-		free(s->why[i]);
-	free(s->why);
+	stats_db_errors_free(s->in, s->why);
 	stats_opstats_free(&s->st);
-}
-
-/* host_opstats() - a xs_with_rctx() function: one host's op stats with its HLO. */
-static int host_opstats(struct xs_rctx *rc, void *arg)
-{
-	struct xprofs_hlo_lazy *lazy = NULL;
-	int r = xprofs_hlo_lazy_new(rc->x, NULL, &lazy);
-
-	if (r == 0) {
-		rc->hlo = xprofs_hlo_lazy_src(lazy);
-		r = stats_opstats_host(rc, arg);
-		rc->hlo = NULL;
-	}
-	xprofs_hlo_lazy_free(lazy);
-	return r;
 }
 
 /* ssn_load() - every host of @in folded into @s (free with ssn_free(), also on failure). */
 static int ssn_load(struct ssn *s, const struct xprofs_session_in *in)
 {
-	int r = 0;
-
 	memset(s, 0, sizeof(*s));
 	s->in = in;
-	if (!(s->why = calloc(in->n + 1, sizeof(*s->why))))
-		return -ENOMEM;
-	for (size_t i = 0; i < in->n && r == 0; i++) {
-		struct stats_opstats h;
-		struct xprofs_buf err;
-		int hr = -ENOENT;
-
-		xprofs_buf_init(&err, 1024);
-		if (in->xs[i])
-			hr = xs_with_rctx(in->xs[i], &err, host_opstats, &h);
-		if (hr == 0) {
-			r = stats_opstats_merge(&s->st, &h);
-			stats_opstats_free(&h);
-		} else if (hr == -ENOMEM) {
-			r = hr;
-		} else {
-			const char *host_err = in->host_errors ? in->host_errors[i] : NULL;
-
-			s->why[i] = strdup(err.len     ? err.data
-					   : in->xs[i] ? strerror(-hr)
-					   : host_err  ? host_err
-						       : "cannot open");
-			if (!s->why[i])
-				r = -ENOMEM;
-		}
-		xprofs_buf_deinit(&err);
-	}
-	return r;
-}
-
-void stats_session_hosts_write(struct xs_out *o, const struct xprofs_session_in *in,
-			       char *const *why)
-{
-	OUT_LIT(o, "\"session\":");
-	xs_out_cstr(o, in->name ? in->name : "");
-	OUT_LIT(o, ",\"hosts\":[");
-	for (size_t i = 0; i < in->n; i++) {
-		OUT_RAW(o, i ? ",{\"host\":" : "{\"host\":");
-		xs_out_cstr(o, in->hosts[i] ? in->hosts[i] : "");
-		OUT_LIT(o, ",\"error\":");
-		if (why[i])
-			xs_out_cstr(o, why[i]);
-		else
-			OUT_LIT(o, "null");
-		OUT_LIT(o, "}");
-	}
-	OUT_LIT(o, "]");
+	stats_opstats_init(&s->st, STATS_DB_OPS);
+	return stats_db_session(in, &s->st, &s->why);
 }
 
 static void hosts_write(struct xs_out *o, const struct ssn *s)
@@ -130,9 +66,7 @@ int stats_session_opstats(enum xprofs_view v, const struct xprofs_session_in *in
 		return -EINVAL;
 	xs_out_init(&o, sink);
 	if ((r = ssn_load(&s, in)) == 0) {
-		OUT_LIT(&o, "{");
-		hosts_write(&o, &s);
-		OUT_LIT(&o, ",\n");
+		stats_db_session_head(&o, in, s.why, false);
 		r = v == XPROFS_VIEW_OP_PROFILE ? stats_op_profile_write(&o, &s.st)
 						: stats_tf_stats_write(&o, &s.st);
 		OUT_LIT(&o, "}\n");
@@ -181,11 +115,12 @@ static int leaves(const struct stats_opdb *d, struct cent **out, size_t *n)
 	if (!e)
 		return -ENOMEM;
 	for (size_t i = 0; i < d->n; i++) {
-		const struct stats_dbop *r = &d->rows[i];
+		const struct stats_dbop *r = &d->r[i];
 
-		if (r->idle || !strncmp(r->name, "region", 6) || r->total != r->self)
+		if (r->idle || !strncmp(r->op.name, "region", 6) || r->op.total != r->op.self)
 			continue;
-		e[k++] = (struct cent){r->category, r->name, r->total, r->occ, r->flops};
+		e[k++] = (struct cent){r->op.category, r->op.name, r->op.total, r->op.occurrences,
+				       r->op.flops};
 	}
 	qsort(e, k, sizeof(*e), cent_cmp);
 	for (size_t i = 0; i < k; i++) {
@@ -348,8 +283,8 @@ int stats_compare_op_profile(const struct xprofs_session_in *base,
 	    (r = leaves(&a.st.dev, &ea, &na)) < 0 || (r = leaves(&b.st.dev, &eb, &nb)) < 0 ||
 	    (r = diff_rows(ea, na, eb, nb, &rows, &n)) < 0)
 		goto out;
-	ta = a.st.dev.total_op_time;
-	tb = b.st.dev.total_op_time;
+	ta = a.st.dev.self;
+	tb = b.st.dev.self;
 	OUT_LIT(&o, "{\"base\":{");
 	hosts_write(&o, &a);
 	OUT_LIT(&o, "},\n\"new\":{");

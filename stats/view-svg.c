@@ -307,10 +307,10 @@ static int out_ops(struct xs_out *o, struct stats_opdb *all, bool host)
 	}
 	if (!(idx = stats_opdb_sorted(all)))
 		return -ENOMEM;
-	max = (double)all->rows[idx[0]].self;
+	max = (double)all->r[idx[0]].op.self;
 	for (size_t i = 0; i < n; i++) {
-		const struct stats_dbop *op = &all->rows[idx[i]];
-		double w = max > 0 ? (double)op->self / max * 480 : 0;
+		const struct stats_dbop *op = &all->r[idx[i]];
+		double w = max > 0 ? (double)op->op.self / max * 480 : 0;
 		char buf[160];
 		int k = snprintf(buf, sizeof(buf), "<rect class=\"op\" x=\"420\" y=\"%d\" width=\"",
 				 OPS_Y + (int)i * OP_ROW);
@@ -322,11 +322,11 @@ static int out_ops(struct xs_out *o, struct stats_opdb *all, bool host)
 			     "text-anchor=\"end\">",
 			     OPS_Y + 12 + (int)i * OP_ROW);
 		xs_out_add(o, buf, (size_t)k);
-		out_text(o, op->name, strlen(op->name));
+		out_text(o, op->op.name, strlen(op->op.name));
 		k = snprintf(buf, sizeof(buf), "</text><text x=\"%d\" y=\"%d\" class=\"l\">",
 			     430 + (int)(w > 0.5 ? w : 0.5), OPS_Y + 12 + (int)i * OP_ROW);
 		xs_out_add(o, buf, (size_t)k);
-		out_ms(o, (double)op->self);
+		out_ms(o, (double)op->op.self);
 		OUT_LIT(o, "</text>\n");
 	}
 	free(idx);

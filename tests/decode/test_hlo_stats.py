@@ -164,18 +164,18 @@ def hand_worked(t, w, pb2):
 
 
 def samples(t, pb2):
-    """Every shared sample with its directory's sidecars; skipped without ../shared."""
+    """Every shared sample directory's profiles with its sidecars; skipped without ../shared."""
     root = os.path.join(SHARED, "samples")
-    paths = sorted(glob.glob(os.path.join(root, "*", "*.xplane.pb")))
-    if not paths:
+    dirs = sorted({os.path.dirname(p) for p in glob.glob(os.path.join(root, "*", "*.xplane.pb"))})
+    if not dirs:
         print("# SKIP: no shared samples under %s" % root)
-    for path in paths:
-        sidecars = sorted(glob.glob(os.path.join(os.path.dirname(path), "*.hlo_proto.pb")))
-        db = check_host(t, pb2, os.path.relpath(path, root), path, sidecars)
-        if sidecars:  # the conv session: as a session too (the CLI attaches its sidecars)
-            d = os.path.dirname(path)
-            check_session(t, os.path.basename(d), d, [db],
-                          [os.path.basename(path)[:-len(".xplane.pb")]])
+    for d in dirs:
+        sidecars = sorted(glob.glob(os.path.join(d, "*.hlo_proto.pb")))
+        for path in sorted(glob.glob(os.path.join(d, "*.xplane.pb"))):
+            db = check_host(t, pb2, os.path.relpath(path, root), path, sidecars)
+            if sidecars:  # the conv session: as a session too (the CLI attaches its sidecars)
+                check_session(t, os.path.basename(d), d, [db],
+                              [os.path.basename(path)[:-len(".xplane.pb")]])
 
 
 def mounted(t, w, gen):
