@@ -184,7 +184,38 @@ struct ops_acc {
 	struct refc hc[REFC_SIZE]; /* (hlo_op ref, program id) -> op, for this plane */
 	struct mdc mc[MDC_SIZE];   /* kernel metadata (and tf_op) -> framework / left-out op */
 	struct xs_rctx *rc;        /* borrowed: the render's, for its HLO facts */
+	/* the stats ops_event() reads on stream / XLA Ops lines: the walk decodes only them */
+	struct xs_stat_keys ks_stream, ks_xla;
 };
+
+/*
+ * The stats xs_collect_stat() fills that the op tables read, per line kind:
+ * the others of an event are checked but not decoded (xs_walk_stats_keys()).
+ */
+static const char *const stream_keys[] = {"hlo_category",   "hlo_op",      "flops",
+					  "bytes_accessed", "model_flops", "program_id",
+					  "group_id",       "tf_op"};
+static const char *const xla_keys[] = {"hlo_category",
+				       "hlo_op",
+				       "flops",
+				       "bytes_accessed",
+				       "model_flops",
+				       "program_id",
+				       "device_offset_ps",
+				       "device_duration_ps"};
+
+/* keys_of() - the ids plane @p gives the stat names @names[0..n) into @out. */
+static void keys_of(struct wire_cur *c, const struct xs_plane *p, const char *const *names,
+		    size_t n, struct xs_stat_keys *out)
+{
+	memset(out, 0, sizeof(*out));
+	for (size_t i = 0; i < n; i++) {
+		int64_t k = xs_stmd_key(c, p, names[i]);
+
+		if (k >= 0)
+			xs_stat_keys_add(out, k);
+	}
+}
 
 static struct refc *refc_slot(struct ops_acc *a, int64_t ref, uint64_t pid)
 {
@@ -670,8 +701,10 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 	int r;
 
 	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS)) {
-		if ((r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				       XEVENT_F_STATS, xs_collect_stat, &os)) < 0)
+		if ((r = xs_walk_stats_keys(rc, &rc->ev, e->stats_off,
+					    e->off + e->len - e->stats_off, XEVENT_F_STATS,
+					    a->kind == LK_STREAM ? &a->ks_stream : &a->ks_xla,
+					    xs_collect_stat, &os)) < 0)
 			goto out;
 		if (os.has_flops)
 			v.flops = os.flops, v.has_flops = true;
@@ -752,6 +785,14 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	acc->un = &out->un;
 	acc->pm = &out->pm;
 	acc->rc = rc;
+	{
+		struct wire_cur c;
+
+		wire_cur_init(&c, x->r, NULL);
+		keys_of(&c, p, stream_keys, sizeof(stream_keys) / sizeof(stream_keys[0]),
+			&acc->ks_stream);
+		keys_of(&c, p, xla_keys, sizeof(xla_keys) / sizeof(xla_keys[0]), &acc->ks_xla);
+	}
 	acc->events = acc->un_events = 0;
 	acc->total = acc->un_total = 0;
 	acc->depth = 0;
