@@ -792,6 +792,7 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 		keys_of(&c, p, stream_keys, sizeof(stream_keys) / sizeof(stream_keys[0]),
 			&acc->ks_stream);
 		keys_of(&c, p, xla_keys, sizeof(xla_keys) / sizeof(xla_keys[0]), &acc->ks_xla);
+		wire_cur_deinit(&c); /* its read window, in pread mode */
 	}
 	acc->events = acc->un_events = 0;
 	acc->total = acc->un_total = 0;
