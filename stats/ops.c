@@ -144,7 +144,8 @@ struct refc {
  * metadata id (and a copy of the tf_op, NULL for a left-out kernel) to the
  * op's index skips parsing and hashing them for every kernel.
  */
-#define MDC_SIZE 256
+#define MDC_BITS 12 /* real GPU planes name 10^3..10^4 kernels */
+#define MDC_SIZE ((size_t)1 << MDC_BITS)
 
 struct mdc {
 	int64_t md;
@@ -325,7 +326,7 @@ static struct mdc *mdc_slot(struct ops_acc *a, int64_t md, const char *tf)
 
 	if (tf)
 		h ^= xprofs_table_hash(0, tf, strlen(tf));
-	return &a->mc[(h * 0xff51afd7ed558ccdull) >> 56];
+	return &a->mc[(h * 0xff51afd7ed558ccdull) >> (64 - MDC_BITS)];
 }
 
 /* mdc_hit() - the op cached for (@md, @tf), or -1. */
