@@ -12,31 +12,52 @@
  * event with an input_pipeline_stage_id is keyed by stage there; xprofs
  * counts it by its name like the rest (docs/stats.md).
  *
- * Cost: one walk of the plane's events, reading the stats of those that
- * have any; nothing kept per event.
+ * Cost: one walk of the plane's events, reading only their tf_op stat
+ * (xs_walk_stats_keys(), the key XProf's GetStatMetadataByType() gives) and
+ * parsing each metadata's name once (a direct-mapped cache); nothing kept
+ * per event.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "stats-internal.h"
 
+#define TF_NAMED_BITS 10 /* names parsed once per metadata (direct-mapped) */
+#define TF_NAMED ((size_t)1 << TF_NAMED_BITS)
+
+/* One walk's state: the count, the tf_op key, and per metadata whether its name counts. */
+struct tf_walk {
+	uint64_t n;
+	struct xs_stat_keys keys; /* tf_op (XProf's key of the name), only */
+	struct {
+		int64_t md; /* -1: empty */
+		bool known; /* the name parses to a known category */
+	} named[TF_NAMED];
+};
+
 static int tf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
 {
-	uint64_t *n = arg;
+	struct tf_walk *w = arg;
 	struct xs_opstats os = {.borrow = true, .want_tf_op = true};
-	struct xs_tfop t;
+	size_t slot = ((uint64_t)e->md * 0x9e3779b97f4a7c15ull) >> (64 - TF_NAMED_BITS);
 	const char *tf;
 	int r = 0;
 
-	xs_tfop_parse(md->name, md->name_len, &t);
-	if (t.cat != XS_TFOP_UNKNOWN)
-		++*n;
+	if (w->named[slot].md != e->md) { /* parse a name once per metadata, not per event */
+		struct xs_tfop t;
+
+		xs_tfop_parse(md->name, md->name_len, &t);
+		w->named[slot].md = e->md;
+		w->named[slot].known = t.cat != XS_TFOP_UNKNOWN;
+	}
+	w->n += w->named[slot].known;
 	if (e->has_stats)
-		r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				  XEVENT_F_STATS, xs_collect_stat, &os);
+		r = xs_walk_stats_keys(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				       XEVENT_F_STATS, &w->keys, xs_collect_stat, &os);
 	tf = os.tf_op ? os.tf_op : md->tf_op;
 	if (r == 0 && tf && *tf)
-		++*n;
+		w->n++;
 	xs_opstats_clear(&os);
 	return r;
 }
@@ -44,11 +65,25 @@ static int tf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd
 int stats_host_tf_ops(struct xs_rctx *rc, size_t pi, uint64_t *out)
 {
 	const struct xs_plane *p = &rc->x->planes[pi];
+	struct tf_walk *w = malloc(sizeof(*w));
+	struct wire_cur c;
+	int64_t k;
 	int r = 0;
 
 	*out = 0;
+	if (!w)
+		return -ENOMEM;
+	memset(w, 0, sizeof(*w));
+	for (size_t i = 0; i < TF_NAMED; i++)
+		w->named[i].md = -1;
+	wire_cur_init(&c, rc->x->r, NULL);
+	if ((k = xs_stmd_key(&c, p, "tf_op")) >= 0)
+		xs_stat_keys_add(&w->keys, k);
+	wire_cur_deinit(&c);
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines && r == 0; j++)
 		if (!xs_derived_tid(rc->x->lines[j].id))
-			r = xs_line_each(rc, j, NULL, tf_event, out);
+			r = xs_line_each(rc, j, NULL, tf_event, w);
+	*out = w->n;
+	free(w);
 	return r;
 }
