@@ -8,7 +8,8 @@
  * (stats_merge_union(), merge.c). stats_steps_busy_sum() runs the steps
  * (steps.c) and the planes' unions as xs_tasks_run() tasks; on TPU hosts its
  * busy time and span are XProf's duty cycle's (duty.c), as overview.json's
- * are. Limits: the first STATS_MERGE_MAX op lines of a plane.
+ * are, so the unions are not taken there. Limits: the first STATS_MERGE_MAX
+ * op lines of a plane.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -28,7 +29,8 @@ static int sb_task(struct xs_rctx *rc, size_t i, void *arg)
 
 	if (i == 0)
 		return stats_steps_overview(rc, t->sum);
-	if (!xs_plane_is_device(&rc->x->planes[i - 1]))
+	/* on TPU hosts the duty cycle replaces the unions */
+	if (!xs_plane_is_device(&rc->x->planes[i - 1]) || stats_is_tpu(rc->x))
 		return 0;
 	return stats_device_busy(rc, i - 1, &t->busy[i - 1]);
 }
@@ -38,7 +40,8 @@ static uint64_t sb_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 	(void)arg;
 	if (i == 0)
 		return x->totals.events;
-	return xs_plane_is_device(&x->planes[i - 1]) ? x->planes[i - 1].events : 0;
+	return xs_plane_is_device(&x->planes[i - 1]) && !stats_is_tpu(x) ? x->planes[i - 1].events
+									 : 0;
 }
 
 int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int64_t *busy,
