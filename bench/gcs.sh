@@ -15,7 +15,10 @@
 # blocks), a re-read after a remount (lz4 disk cache), and the GCS requests
 # each step made (from status.json). Prints one line per step; needs only
 # fusermount3, jq, bc, curl, node and a built xprofs; writes nothing outside
-# a temporary directory.
+# a temporary directory. The big object is a generated GPU profile
+# (BIG_DATA=random: random bytes, which nothing compresses). The cold read's
+# CPU seconds per GB, the daemon's against one curl GET's, are measured in
+# the same run.
 #
 # Otherwise:
 # 1. Listing: a logdir of $OBJECTS objects (run/plugins/profile/session/
@@ -78,7 +81,15 @@ quick() { # SMALL_OBJECTS BIG_MiB
 		mkdir -p "$d"
 		printf 'object %d\n' "$i" >"$d/f$i.json"
 	done
-	head -c $((big_mib << 20)) /dev/urandom >"$W/src/big/plugins/profile/s/host.SSTABLE"
+	# a generated GPU profile (compressible as real ones are), or BIG_DATA=random
+	if [ "${BIG_DATA:-profile}" = random ]; then
+		head -c $((big_mib << 20)) /dev/urandom >"$W/src/big/plugins/profile/s/host.SSTABLE"
+	else
+		bench_need_built "$BUILD" "$BUILD/tools/xprofs-gen"
+		"$BUILD/tools/xprofs-gen" --kind gpu --size "${big_mib}M" --seed 3 -o "$W/big.pb"
+		head -c $((big_mib << 20)) "$W/big.pb" >"$W/src/big/plugins/profile/s/host.SSTABLE"
+		rm -f "$W/big.pb"
+	fi
 	STORAGE_EMULATOR_HOST=$EMU node "$ROOT/tests/gcs/emulator/seed.js" "$W/src" gs://bench/logs >/dev/null
 	MOUNTS+=("$mnt")
 	qreqs() { jq -c '.store.requests' "$mnt/status.json"; }
@@ -98,7 +109,22 @@ quick() { # SMALL_OBJECTS BIG_MiB
 	qmount
 	t0=$(now); find "$mnt/logdir" -type f -printf '%s\n' >/dev/null; t1=$(now)
 	printf '%-38s %6.3f s  %s\n' "walk: find + stat of every file" "$(echo "$t1 - $t0" | bc)" "$(qreqs)"
+	# CPU seconds per GB of the cold read: the daemon's (utime + stime from
+	# /proc, its threads included) against one curl GET's, in the same run
+	# (issue: at most 1.5x curl's)
+	local pid tick c0 c1 dcpu ccpu
+	pid=$(jq -r '.pid' "$mnt/status.json")
+	tick=$(getconf CLK_TCK)
+	c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
 	qread "cold read of $big_mib MiB"
+	c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+	dcpu=$(echo "scale=3; ($c1 - $c0) / $tick" | bc)
+	ccpu=$( { /usr/bin/time -f '%U %S' curl -sf -o /dev/null \
+		"$EMU/storage/v1/b/bench/o/logs%2Fbig%2Fplugins%2Fprofile%2Fs%2Fhost.SSTABLE?alt=media"; } 2>&1 |
+		awk '{ print $1 + $2 }')
+	printf '%-38s daemon %s s/GB, curl %s s/GB, ratio %s\n' "cold read CPU per GB" \
+		"$(echo "scale=2; $dcpu * 1024 / $big_mib" | bc)" "$(echo "scale=2; $ccpu * 1024 / $big_mib" | bc)" \
+		"$(echo "scale=2; if ($ccpu > 0) $dcpu / $ccpu else 0" | bc)"
 	qread "warm re-read (same mount)"
 	fusermount3 -u "$mnt"
 	sleep 0.5

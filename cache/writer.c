@@ -197,13 +197,17 @@ static int spill_index(struct xprofs_cache_writer *w)
 /*
  * Compresses @len raw bytes at @data (borrowed) into @cbuf (room for
  * w->cbuf_cap) and fills @rec but its offset; returns what to store (@cbuf,
- * or @data when lz4 does not shrink it).
+ * or @data when lz4 does not shrink it or the writer stores blocks as they
+ * are).
  */
 static const uint8_t *compress_block(struct xprofs_cache_writer *w, uint8_t *cbuf,
 				     const uint8_t *data, size_t len, struct cache_rec *rec)
 {
-	int n = LZ4_compress_fast((const char *)data, (char *)cbuf, (int)len, w->cbuf_cap,
-				  __atomic_load_n(&w->accel, __ATOMIC_RELAXED));
+	int accel = __atomic_load_n(&w->accel, __ATOMIC_RELAXED);
+	int n = accel == XPROFS_CACHE_ACCEL_STORE
+			? 0
+			: LZ4_compress_fast((const char *)data, (char *)cbuf, (int)len, w->cbuf_cap,
+					    accel);
 
 	*rec = (struct cache_rec){.raw = (uint32_t)len};
 	if (n <= 0 || (size_t)n >= len) {
@@ -285,7 +289,7 @@ static int flush_block(struct xprofs_cache_writer *w, const uint8_t *data, size_
 
 int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int accel)
 {
-	if (accel < 1 || accel > XPROFS_CACHE_ACCEL_MAX)
+	if ((accel < 1 && accel != XPROFS_CACHE_ACCEL_STORE) || accel > XPROFS_CACHE_ACCEL_MAX)
 		return -EINVAL;
 	__atomic_store_n(&w->accel, accel, __ATOMIC_RELAXED);
 	return 0;

@@ -89,7 +89,9 @@ static void disk_put(struct gcs_store *s, struct blk *b)
 
 	if (!s->o.cache || !klen || xprofs_cache_writer_new(s->o.cache, key, klen, &w) < 0)
 		return;
-	if (xprofs_cache_writer_write(w, b->data, b->len) < 0) {
+	/* stored as they are: docs/gcs.md "Disk cache" */
+	if (xprofs_cache_writer_set_acceleration(w, XPROFS_CACHE_ACCEL_STORE) < 0 ||
+	    xprofs_cache_writer_write(w, b->data, b->len) < 0) {
 		xprofs_cache_writer_abort(w);
 		return;
 	}

@@ -223,6 +223,12 @@ static bool group_want(struct gcs_stream *st, uint64_t idx)
 		st->cw = NULL;
 		return false;
 	}
+	/* stored as they are: docs/gcs.md "Disk cache" */
+	if (xprofs_cache_writer_set_acceleration(st->cw, XPROFS_CACHE_ACCEL_STORE) < 0) {
+		xprofs_cache_writer_abort(st->cw);
+		st->cw = NULL;
+		return false;
+	}
 	st->cw_next = idx;
 	return true;
 }

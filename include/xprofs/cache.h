@@ -77,6 +77,12 @@ int xprofs_cache_set_block_size(struct xprofs_cache *c, uint32_t bs) XPROFS_WUR;
  */
 #define XPROFS_CACHE_ACCEL_DEFAULT 1
 #define XPROFS_CACHE_ACCEL_MAX 65537
+/*
+ * Not an lz4 acceleration: store the blocks as they are (checksummed, not
+ * compressed), for data that is cheap to fetch again and read once, where
+ * compressing costs more CPU than the transfer (gs:// blocks, docs/gcs.md).
+ */
+#define XPROFS_CACHE_ACCEL_STORE 0
 /**
  * xprofs_cache_set_acceleration() - lz4 acceleration of writers started from
  * now on, 1..XPROFS_CACHE_ACCEL_MAX (default XPROFS_CACHE_ACCEL_DEFAULT).
@@ -126,8 +132,9 @@ int xprofs_cache_writer_new(struct xprofs_cache *c, const void *key, size_t keyl
 int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size_t n) XPROFS_WUR;
 /**
  * xprofs_cache_writer_set_acceleration() - lz4 acceleration for the blocks
- * of @w compressed from now on (1..XPROFS_CACHE_ACCEL_MAX); the cache's
- * setting otherwise. 0 or -EINVAL.
+ * of @w compressed from now on (1..XPROFS_CACHE_ACCEL_MAX, or
+ * XPROFS_CACHE_ACCEL_STORE: not compressed); the cache's setting otherwise.
+ * 0 or -EINVAL.
  */
 int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int accel) XPROFS_WUR;
 /**
