@@ -62,6 +62,12 @@ def ns(us):
     return min(max(v, 0), 2**64 - 1)
 
 
+def ps_dur(us):
+    """A trace.json "dur" rounded to the picosecond: it may carry more digits, so that a
+    double reader's ts + dur is the exact end (docs/trace.md "Times")."""
+    return Decimal(us).quantize(Decimal("0.000001"))
+
+
 class Seq:
     """One packet sequence's incremental state."""
 
@@ -283,7 +289,7 @@ def want_from_json(tj):
             procs[e["pid"]] = dict(e["args"])["name"]
         elif ph == "X":
             b = ns(e["ts"])
-            want.append((e["pid"], e["name"], b, max(ns(e["ts"] + e["dur"]), b), args,
+            want.append((e["pid"], e["name"], b, max(ns(e["ts"] + ps_dur(e["dur"])), b), args,
                          json_flow(e)))
         elif ph == "C":
             counters.append((e["pid"], ns(e["ts"])))
