@@ -23,13 +23,14 @@ def write(path, seed=26, kernels=3000):
     rnd = random.Random(seed)
     sp = x.XSpace()
     sp.hostnames.append("b2bhost")
-    gpu = sp.planes.add()
-    gpu.id, gpu.name = 1, "/device:GPU:0"
-    host = sp.planes.add()
-    host.id, host.name = 2, "/host:CPU"
-    for p in (gpu, host):
-        for mid, name in ((1, "kernel_a"), (2, "kernel_b"), (3, "parent"), (4, "child")):
+    planes = []
+    for pid, pname in enumerate(("/device:GPU:0", "/host:CPU"), 1):
+        p = sp.planes.add()
+        p.id, p.name = pid, pname
+        for mid, name in enumerate(("kernel_a", "kernel_b", "parent", "child"), 1):
             p.event_metadata[mid].id, p.event_metadata[mid].name = mid, name
+        planes.append(p)
+    gpu, host = planes
 
     def event(line, mid, off, dur):
         e = line.events.add()
