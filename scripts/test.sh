@@ -22,6 +22,7 @@ phase() { # $1 = what just finished: prints its wall time
 
 bash scripts/setup-debian.sh
 bash tests/gcs/setup-emulator.sh
+bash tests/decode/setup-jsreader.sh
 phase setup
 
 passed=0 failed=0 skipped=0

@@ -6,7 +6,8 @@
  * processes, then each plane as a part.
  *
  * Design: packet sequence 1 carries one TrackDescriptor per process (plane)
- * and the plane's stats as an instant on it. Each plane is then a part
+ * and the plane's stats as an instant on it, at the first event's start
+ * (Perfetto's first view spans every instant). Each plane is then a part
  * (xs_parts_run(): on another thread when the profile allows) with a context
  * of its own whose sequence ids, interning ids and async track uuids have a
  * residue of their own: its lines (pftrace-events.c), its Steps and
@@ -77,16 +78,91 @@ static int plane_stats(struct trace_pf_ctx *c, size_t pi, uint32_t pid, struct t
 	return 0;
 }
 
+/* The earliest start of a line's events (first_start()). */
+struct first_acc {
+	xs_ps128 base, first;
+	bool found, one; /* one: the line is in start order, its first event will do */
+};
+
+/* A xs_stop_fn (arg: struct first_acc): a line in start order stops at its first event. */
+static bool first_stop(void *arg)
+{
+	const struct first_acc *a = arg;
+
+	return a->one && a->found;
+}
+
+/* A xs_event_fn (arg: struct first_acc): note @e's start. */
+static int first_note(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
+{
+	struct first_acc *a = arg;
+	xs_ps128 t = a->base + e->offset_ps;
+
+	(void)rc;
+	(void)m;
+	if (!a->found || t < a->first)
+		a->first = t;
+	a->found = true;
+	return 0;
+}
+
 /*
- * Sequence PROC_SEQ: the process tracks, then each plane's stats at the
- * earliest line timestamp of the shown planes (known without reading
- * events, so tracks-only opens agree; one time keeps the sequence monotonic).
+ * The earliest start (ps, trace.json's ts) of the events the shown lines of
+ * planes @tp[0..@n) show (in a slice: of those overlapping the window) into
+ * *@first; false when there is none. The whole profile's comes from the
+ * index (each line's first_ps) when it fits 64 bits; a slice, a tracks-only
+ * index or epoch-based times walk the lines: a line in start order to its
+ * first event (overlapping the window), any other line whole. So every open
+ * of a profile gives the same time.
+ */
+static int first_start(struct xs_rctx *rc, const struct trace_plane *tp, size_t n, xs_ps128 *first,
+		       bool *found)
+{
+	const struct xprofs_xspace *x = rc->x;
+	int r;
+
+	*found = false;
+	for (size_t i = 0; i < n; i++) {
+		const struct xs_plane *p = &x->planes[tp[i].plane];
+
+		for (size_t j = 0; j < p->n_lines; j++) {
+			size_t li = p->first_line + j;
+			const struct xs_line *l = &x->lines[li];
+			struct first_acc a = {.base = (xs_ps128)l->timestamp_ns * 1000,
+					      .one = !x->tracks_only && !l->unsorted};
+
+			if (trace_line_kind(l) == TL_SKIP || (!x->tracks_only && !l->has_events))
+				continue;
+			if (!rc->win && !x->tracks_only && l->first_ps != INT64_MAX &&
+			    l->first_ps != INT64_MIN &&
+			    a.base == xs_line_base_ps(l->timestamp_ns)) {
+				a.first = l->first_ps; /* not saturated: exact */
+				a.found = true;
+			} else if ((r = xs_line_each(rc, li, first_stop, first_note, &a)) < 0) {
+				return r;
+			}
+			if (a.found && (!*found || a.first < *first))
+				*first = a.first;
+			*found |= a.found;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Sequence PROC_SEQ: the process tracks, then each plane's stats as
+ * instants at one time (keeping the sequence monotonic): the earliest
+ * event start of the shown lines, so that Perfetto's trace bounds, and its
+ * first view, start where the events do, not at an earlier line timestamp
+ * (0 in most profiles). Without events: the earliest line timestamp of the
+ * shown planes (the window's start in a slice).
  */
 static int processes(struct trace_pf_ctx *c, const struct trace_plane *tp, size_t n)
 {
 	const struct xprofs_xspace *x = c->rc->x;
 	struct trace_pf_seq s = {0};
 	xs_ps128 first = 0;
+	bool found;
 	int r;
 
 	for (size_t i = 0; i < n; i++) {
@@ -107,6 +183,8 @@ static int processes(struct trace_pf_ctx *c, const struct trace_plane *tp, size_
 	}
 	if (c->rc->win && first < c->rc->win_from)
 		first = c->rc->win_from;
+	if ((r = first_start(c->rc, tp, n, &first, &found)) < 0)
+		return r;
 	for (size_t i = 0; i < n; i++)
 		if ((r = plane_stats(c, tp[i].plane, tp[i].pid, &s, trace_pf_ns(first))) < 0)
 			return r;

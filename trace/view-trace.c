@@ -16,14 +16,18 @@
  * flow id has both ends on the plane, else as a complete event ("X"), so
  * the output never has a begin without an end. Times are exact: 128-bit
  * picoseconds written as decimal microseconds, so epoch-based line
- * timestamps neither overflow nor lose nesting. displayTimeUnit comes
- * first: Perfetto only looks for it near the start.
+ * timestamps neither overflow nor lose nesting. A complete event's "dur"
+ * is written so that a reader adding ts + dur in IEEE double gets the
+ * double of the exact end (out_dur()): back-to-back events stay back to
+ * back and nested ones nested. displayTimeUnit comes first: Perfetto only
+ * looks for it near the start.
  *
  * Limits: the scratch buffer holds one event's stats; held-back async
  * events take at most DEFER_MAX bytes per plane (past that they are written
  * at once as "b"/"e", as XProf writes them).
  */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +36,10 @@
 #include "trace-internal.h"
 
 #define DEFER_MAX ((size_t)64 << 20)
+/* Times (ps) below this convert to a double exactly; so does N / 10^d for N below it, d <= 22. */
+#define EXACT_MAX ((int64_t)1 << 53)
+/* The most decimals out_dur() writes (10^-20 µs is far below any double's step there). */
+#define DUR_DECIMALS_MAX 20
 
 /* A held-back single-ended async event: its "b"/"e" and its "X" form in trace_defer.buf. */
 struct defer_item {
@@ -139,6 +147,147 @@ static void out_args(struct xs_out *o, const struct trace_ev *v, const struct xs
 	OUT_LIT(o, "}}");
 }
 
+/* ---- durations a double reader adds up right ------------------------------ */
+
+static const double pow10_d[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
+				 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
+				 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
+
+/* @n / 10^@d written as a decimal into @buf (room for 48); its length. Trailing zeros go. */
+static size_t dec_fmt(char *buf, uint64_t n, int d)
+{
+	char dig[24];
+	size_t k = xs_fmt_u64(dig, n), len = 0;
+
+	if (k <= (size_t)d) { /* 0.000ddd */
+		buf[len++] = '0';
+		buf[len++] = '.';
+		for (size_t z = k; z < (size_t)d; z++)
+			buf[len++] = '0';
+		memcpy(buf + len, dig, k);
+		len += k;
+	} else {
+		memcpy(buf, dig, k - (size_t)d);
+		len = k - (size_t)d;
+		buf[len++] = '.';
+		memcpy(buf + len, dig + k - (size_t)d, (size_t)d);
+		len += (size_t)d;
+	}
+	while (buf[len - 1] == '0')
+		len--;
+	if (buf[len - 1] == '.')
+		len--;
+	buf[len] = 0;
+	return len;
+}
+
+/* The double a reader parses @n / 10^@d into (correctly rounded, as JavaScript and strtod). */
+static double dec_value(uint64_t n, int d)
+{
+	char buf[48];
+
+	if (n < (uint64_t)EXACT_MAX) /* both exact: one rounding, the division's */
+		return (double)n / pow10_d[d];
+	dec_fmt(buf, n, d);
+	return strtod(buf, NULL);
+}
+
+/* Whether a reader adding @t and @n / 10^@d gets @e. */
+static bool dec_ends_at(double t, uint64_t n, int d, double e)
+{
+	double sum = t + dec_value(n, d);
+
+	return sum == e;
+}
+
+/*
+ * The duration @dur ps (0 < @dur) of an event starting at double @t, whose
+ * exact end is double @e, as the decimal with the fewest decimals (7 to
+ * DUR_DECIMALS_MAX) that still rounds to @dur ps and that a reader adds to
+ * @t to get exactly @e; of those, the nearest to @dur. Into @buf (room for
+ * 48); its length, 0 when there is none.
+ */
+static size_t dur_digits(char *buf, double t, double e, int64_t dur)
+{
+	double center = e - t, x = (double)dur / 1e6;
+	uint64_t scale = 1;
+
+	/* e - t is exact when t >= e / 2 (Sterbenz); else step to a double that adds up to e */
+	for (int k = 0; k < 8 && t + center != e; k++)
+		center = nextafter(center, t + center < e ? INFINITY : -INFINITY);
+	if (t + center != e)
+		return 0;
+	for (int d = 7; d <= DUR_DECIMALS_MAX; d++) {
+		int64_t half, j0, j = 0;
+		uint64_t base;
+		double dj;
+		bool found = false;
+
+		scale *= 10; /* 10^(d - 6): one picosecond in units of 10^-d µs */
+		if ((uint64_t)dur > (UINT64_MAX - scale) / scale)
+			break;
+		base = (uint64_t)dur * scale;
+		half = (int64_t)(scale / 2); /* |j| < half: still rounds to dur ps */
+		dj = center - x;
+		dj *= pow10_d[d];
+		if (!(fabs(dj) < (double)half + 2))
+			continue;
+		j0 = llround(dj);
+		/* the center is in the admissible interval: one of its nearest three is too, if any */
+		for (int64_t k = -1; k <= 1 && !found; k++) {
+			j = j0 + k;
+			found = j > -half && j < half && dec_ends_at(t, base + (uint64_t)j, d, e);
+		}
+		if (!found)
+			continue;
+		/* the interval is contiguous: walk toward @dur while it holds */
+		while (j != 0) {
+			int64_t nj = j > 0 ? j - 1 : j + 1;
+
+			if (!dec_ends_at(t, base + (uint64_t)nj, d, e))
+				break;
+			j = nj;
+		}
+		return dec_fmt(buf, base + (uint64_t)j, d);
+	}
+	return 0;
+}
+
+/*
+ * "dur" of a complete event at @ts lasting @dur ps (>= 1): its exact decimal
+ * microseconds when a reader's double ts + dur is the double of the exact
+ * end, else dur_digits()'s. Readers (DevTools, speedscope) add the two in
+ * IEEE double: 62719.239 + 300.321 is 63019.560000000005, past an event
+ * starting at 63019.56. With the double of the exact end, every order and
+ * equality of exact ends and starts survives. Where no double added to ts
+ * gives it (about 1 event in 30,000), the sum is the double just below it,
+ * so an event still never passes the next one's start. Times past 2^53 ps (2.5 h in
+ * trace.json's base), where a double's step nears a picosecond, keep the
+ * exact digits.
+ */
+static void out_dur(struct xs_out *o, xs_ps128 ts, int64_t dur)
+{
+	xs_ps128 end = ts + dur;
+	char buf[48];
+	size_t n;
+	double t, e, sum;
+
+	if (dur <= 0 || dur >= EXACT_MAX || ts <= -EXACT_MAX || end >= EXACT_MAX) {
+		xs_out_us(o, dur);
+		return;
+	}
+	t = (double)(int64_t)ts / 1e6;
+	e = (double)(int64_t)end / 1e6;
+	sum = t + (double)dur / 1e6;
+	/* no double adds up to e (ties round away on both sides): the double just below it */
+	if (sum == e || (!(n = dur_digits(buf, t, e, dur)) &&
+			 (sum < e || !(n = dur_digits(buf, t, nextafter(e, -INFINITY), dur))))) {
+		xs_out_us(o, dur);
+		return;
+	}
+	xs_out_add(o, buf, n);
+}
+
 /* The common head of an event: ph, pid (tid), ts, then dur (@dur >= 0: "X" events), name. */
 static void out_head(struct xs_out *o, const struct trace_line *tl, const char *ph, bool tid,
 		     xs_ps128 ts, int64_t dur, const struct trace_ev *v)
@@ -154,7 +303,7 @@ static void out_head(struct xs_out *o, const struct trace_line *tl, const char *
 	trace_out_ps(o, ts);
 	if (dur >= 0) {
 		OUT_LIT(o, ",\"dur\":");
-		xs_out_us(o, dur);
+		out_dur(o, ts, dur);
 	}
 	OUT_LIT(o, ",\"name\":");
 	xs_out_add(o, v->name, v->name_len);
@@ -354,9 +503,10 @@ static int derived_event(void *arg, const struct trace_derived_ev *e)
 	OUT_LIT(o, ",\"ts\":");
 	trace_out_ps(o, e->begin);
 	OUT_LIT(o, ",\"dur\":");
-	xs_out_us(o, e->end <= e->begin              ? 1
-		     : e->end - e->begin > INT64_MAX ? INT64_MAX
-						     : (int64_t)(e->end - e->begin));
+	out_dur(o, e->begin,
+		e->end <= e->begin              ? 1
+		: e->end - e->begin > INT64_MAX ? INT64_MAX
+						: (int64_t)(e->end - e->begin));
 	OUT_LIT(o, ",\"name\":");
 	if (e->disp_len)
 		xs_out_str(o, e->disp, e->disp_len);

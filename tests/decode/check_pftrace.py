@@ -23,7 +23,8 @@ code from trace/proto/perfetto_trace.proto and checks:
   (bind_id/flow_in/flow_out as flow_ids/terminating_flow_ids); counters at the
   same times; flow ids that dangle (a start without an end or the reverse) are
   exactly those trace.json's own flows leave dangling; each process's "plane
-  stats" instant holds its plane's stats as summary.json shows them.
+  stats" instant holds its plane's stats as summary.json shows them, at the
+  first event's start (so Perfetto's first view starts where the events do).
 
 Exit status: 0 pass, 1 mismatch, 77 skip (protoc absent).
 """
@@ -60,6 +61,12 @@ def decode(path, view):
 def ns(us):
     v = int((Decimal(us) * 1000).to_integral_value(rounding="ROUND_FLOOR"))
     return min(max(v, 0), 2**64 - 1)
+
+
+def ps_dur(us):
+    """A trace.json "dur" rounded to the picosecond: it may carry more digits, so that a
+    double reader's ts + dur is the exact end (docs/trace.md "Times")."""
+    return Decimal(us).quantize(Decimal("0.000001"))
 
 
 class Seq:
@@ -283,7 +290,7 @@ def want_from_json(tj):
             procs[e["pid"]] = dict(e["args"])["name"]
         elif ph == "X":
             b = ns(e["ts"])
-            want.append((e["pid"], e["name"], b, max(ns(e["ts"] + e["dur"]), b), args,
+            want.append((e["pid"], e["name"], b, max(ns(e["ts"] + ps_dur(e["dur"])), b), args,
                          json_flow(e)))
         elif ph == "C":
             counters.append((e["pid"], ns(e["ts"])))
@@ -365,6 +372,7 @@ def check(pb, path, where, structure_only=False, data=None, tj_data=None):
     extra += collections.Counter()
     if +part:
         fail("%s: %d unpaired async events missing" % (where, sum((+part).values())))
+    check_first_view(got, where)
     if structure_only:  # unsorted starts are moved: counts only
         if len(got["slices"]) != len(want) + len(partial):
             fail("%s: %d slices, trace.json has %d" % (where, len(got["slices"]),
@@ -383,6 +391,18 @@ def check(pb, path, where, structure_only=False, data=None, tj_data=None):
            len(got["counters"]), len(got["flows"]), got["dangling"], len(got["instants"]),
            len(data)))
     return got
+
+
+def check_first_view(got, where):
+    """The plane-stats instants sit at the first event's start, so Perfetto's trace bounds
+    (and its first view) begin where the events begin, not at an earlier line timestamp."""
+    starts = [s[2] for s in got["slices"]] + [c[1] for c in got["counters"]]
+    if not starts or not got["instants"]:
+        return
+    bad = sorted({i[2] for i in got["instants"] if i[2] != min(starts)})
+    if bad:
+        fail("%s: plane stats instants at %r ns, the first event at %d ns: Perfetto's first "
+             "view would start before the events" % (where, bad[:3], min(starts)))
 
 
 def check_plane_stats(got, summary, where):

@@ -649,7 +649,8 @@ def expected(xs, host, value_of):
 
 
 def ps(v):
-    return int(Decimal(v) * 1000000)
+    """µs as ps, to the nearest: a "dur" may carry more digits (docs/trace.md "Times")."""
+    return int((Decimal(v) * 1000000).to_integral_value())
 
 
 def got_key(ev):

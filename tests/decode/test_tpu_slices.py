@@ -35,7 +35,8 @@ DERIVED = (0xdeadbef1, 0xdeadbef2, 0xdeadbef6) + tuple(range(0xdeadbef7, 0xdeadb
 
 
 def ps(v):
-    return int(Decimal(str(v)) * 1000000)
+    """µs as ps, to the nearest: a "dur" may carry more digits (docs/trace.md "Times")."""
+    return int((Decimal(str(v)) * 1000000).to_integral_value())
 
 
 def key(e):

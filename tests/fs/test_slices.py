@@ -35,8 +35,9 @@ SAMPLES = os.path.join(os.path.dirname(SRCROOT), "shared", "samples")
 
 
 def ps(us):
-    """A trace.json time (µs, printed with every ps digit) as exact ps."""
-    return int(Decimal(repr(us) if isinstance(us, float) else str(us)) * 1000000)
+    """A trace.json time (µs, printed with every ps digit; a "dur" may carry more, docs/trace.md
+    "Times") as exact ps, to the nearest."""
+    return int((Decimal(repr(us) if isinstance(us, float) else str(us)) * 1000000).to_integral_value())
 
 
 def us_name(p):
