@@ -260,7 +260,7 @@ static ssize_t local_pread(struct xprofs_store_reader *base, void *buf, size_t n
 	if (off > INT64_MAX)
 		return -EINVAL;
 	CNT(ls, preads);
-	r = xprofs_pread_full(f->fd, buf, n, off);
+	r = xprofs_pread_ahead(f->fd, buf, n, off);
 	if (r > 0)
 		CNT_ADD(ls, bytes_read, (uint64_t)r);
 	return r < 0 ? count_err(ls, (int)r) : r;

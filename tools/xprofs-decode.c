@@ -84,7 +84,7 @@ static void usage(FILE *f)
 
 static ssize_t fd_pread(void *arg, void *buf, size_t n, uint64_t off)
 {
-	return xprofs_pread_full(*(int *)arg, buf, n, off);
+	return xprofs_pread_ahead(*(int *)arg, buf, n, off);
 }
 
 /* ---- sidecar files: XLA programs beside the profiles ----------------------- */

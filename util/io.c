@@ -75,6 +75,19 @@ ssize_t xprofs_pread_full(int fd, void *buf, size_t n, uint64_t off)
 	return (ssize_t)done;
 }
 
+ssize_t xprofs_pread_ahead(int fd, void *buf, size_t n, uint64_t off)
+{
+	uint64_t step = off / XPROFS_AHEAD_STEP, next = (off + n) / XPROFS_AHEAD_STEP;
+
+	/* the first read also starts the steps before the first boundary's */
+	if (off == 0)
+		(void)posix_fadvise(fd, (off_t)n, (off_t)XPROFS_AHEAD_DEPTH, POSIX_FADV_WILLNEED);
+	if (next != step)
+		(void)posix_fadvise(fd, (off_t)(next * XPROFS_AHEAD_STEP + XPROFS_AHEAD_DEPTH),
+				    (off_t)XPROFS_AHEAD_STEP, POSIX_FADV_WILLNEED);
+	return xprofs_pread_full(fd, buf, n, off);
+}
+
 int xprofs_write_full(int fd, const void *buf, size_t n)
 {
 	size_t done = 0;

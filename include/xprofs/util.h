@@ -223,6 +223,18 @@ ssize_t xprofs_reader_pread(const struct xprofs_reader *r, void *buf, size_t n, 
 
 /** xprofs_pread_full() - pread until @n bytes or end of data; retries EINTR. */
 ssize_t xprofs_pread_full(int fd, void *buf, size_t n, uint64_t off);
+/**
+ * xprofs_pread_ahead() - xprofs_pread_full() for a file read mostly forward
+ * (a profile's passes): a read that crosses a XPROFS_AHEAD_STEP boundary
+ * also asks the kernel to start reading the step XPROFS_AHEAD_DEPTH beyond
+ * it (POSIX_FADV_WILLNEED, asynchronous), so that a cold file streams at the
+ * disk's speed while the caller computes instead of one readahead window at
+ * a time. Stateless: safe from any number of threads with their own
+ * cursors; a random read costs at most one advice of one step.
+ */
+ssize_t xprofs_pread_ahead(int fd, void *buf, size_t n, uint64_t off);
+#define XPROFS_AHEAD_STEP ((uint64_t)4 << 20)
+#define XPROFS_AHEAD_DEPTH ((uint64_t)32 << 20)
 /** xprofs_write_full() - write all @n bytes to @fd; 0 or -errno. */
 int xprofs_write_full(int fd, const void *buf, size_t n) XPROFS_WUR;
 
