@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "decode"))
 
 VIEWS = ["summary", "trace", "ops", "steps", "trace.json.gz", "trace.pftrace", "overview",
          "kernels", "overview.svg", "memory_profile", "hlo_stats", "roofline", "op_profile",
-         "framework_op_stats", "memory_viewer"]
+         "framework_op_stats", "memory_viewer", "memory.svg"]
 SESSION_VIEWS = ["summary", "ops", "hlo_stats", "roofline", "op_profile", "framework_op_stats"]
 MAX_TRACKS = 64
 MAX_STEPS = 3

@@ -3,7 +3,7 @@
  * xprofs mounts, without FUSE.
  *
  *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz|trace.pftrace   (default: summary)
- *                      or overview|kernels|memory_profile|memory_viewer|hlo_stats|roofline|op_profile|framework_op_stats (docs/stats.md;
+ *                      or overview|kernels|overview.svg|memory_profile|memory_viewer|memory.svg|hlo_stats|roofline|op_profile|framework_op_stats (docs/stats.md;
  *                      kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
@@ -57,7 +57,8 @@ static void usage(FILE *f)
 		   "trace.json.gz|trace.pftrace|\n"
 		   "                    "
 		   "overview|kernels|overview.svg|memory_profile|memory_viewer|hlo_stats|\n"
-		   "                    roofline|op_profile|framework_op_stats]   (FILE \"-\": "
+		   "                    memory.svg|roofline|op_profile|framework_op_stats]   (FILE "
+		   "\"-\": "
 		   "standard "
 		   "input)\n"
 		   "                    [--host NAME (trace's host; default: FILE minus "

@@ -32,6 +32,7 @@ enum xprofs_view {
 	XPROFS_VIEW_OP_PROFILE,     /* op_profile.json: XProf's op profile (docs/stats.md) */
 	XPROFS_VIEW_TF_STATS,       /* framework_op_stats.json: XProf's framework op stats */
 	XPROFS_VIEW_MEMORY_VIEWER, /* memory_viewer.json: XProf's memory viewer (docs/memory.md) */
+	XPROFS_VIEW_MEMORY_SVG, /* memory.svg: memory timeline per allocator, peak, live allocs */
 	XPROFS_VIEW_COUNT
 };
 
