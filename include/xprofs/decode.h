@@ -162,7 +162,8 @@ int xprofs_decode_session_view(enum xprofs_view v, const struct xprofs_session_i
 			       const struct xprofs_sink *out) XPROFS_WUR;
 /**
  * xprofs_decode_compare() - compare/<base>/ops.json (@v XPROFS_VIEW_OPS),
- * steps.json (XPROFS_VIEW_STEPS) or op_profile.json (XPROFS_VIEW_OP_PROFILE)
+ * steps.json (XPROFS_VIEW_STEPS), op_profile.json (XPROFS_VIEW_OP_PROFILE)
+ * or summary.json (XPROFS_VIEW_SUMMARY: the memory peaks, docs/memory.md)
  * of session @cur: the change from @base to @cur (docs/stats.md "Compare").
  * -EINVAL for another view.
  */
