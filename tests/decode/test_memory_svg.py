@@ -24,10 +24,9 @@ import sys
 import xml.etree.ElementTree as ET
 
 import memory_profiles
-import xmount
 import xproto
 import xtap
-from test_svg import png_rgb, runs
+from test_svg import chromium_png, mount_check, runs
 from xproto import CLI, GEN, SHARED
 
 NS = "{http://www.w3.org/2000/svg}"
@@ -133,25 +132,17 @@ def check_profile(t, path, name):
 
 
 def check_chromium(t, svg_bytes, tmp):
-    chromium = shutil.which("chromium")
-    if not chromium:
-        print("# chromium absent (scripts/setup-debian.sh installs it): PNG check skipped")
-        return
-    svg, png = os.path.join(tmp, "mem.svg"), os.path.join(tmp, "mem.png")
+    svg = os.path.join(tmp, "mem.svg")
     with open(svg, "wb") as f:
         f.write(svg_bytes)
     root = ET.parse(svg).getroot()
     dot = next(c for c in root.iter(NS + "circle") if c.get("class") == "peak")
     nbars = len([r for g in root.iter(NS + "g") if g.get("class") == "allocator"
                  for r in g.iter(NS + "rect") if r.get("class") == "alloc"][:10])
-    r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
-                        "--user-data-dir=" + os.path.join(tmp, "chromium"),
-                        "--window-size=%s,%s" % (root.get("width"), root.get("height")),
-                        "--screenshot=" + png, "file://" + svg], capture_output=True, timeout=120)
-    if not t.ok(r.returncode == 0 and os.path.exists(png), "chromium renders memory.svg to PNG",
-                r.stderr.decode(errors="replace")[-800:]):
+    png = chromium_png(t, tmp, svg, "memory.svg")
+    if png is None:
         return
-    w, h, rows = png_rgb(png)
+    w, h, rows = png
     cx, cy = round(float(dot.get("cx"))), round(float(dot.get("cy")))
     red = [(x, y) for y in range(max(cy - 3, 0), min(cy + 4, h))
            for x in range(max(cx - 3, 0), min(cx + 4, w))
@@ -187,20 +178,7 @@ def main():
             check_profile(t, p, os.path.relpath(p, SHARED))
         if gpu:
             check_chromium(t, gpu, tmp)
-        why = xmount.usable()
-        if why:
-            print("# mount part skipped: %s" % why)
-        else:
-            with xmount.Workdir(t, "xprofs-memsvg-") as w:
-                sess = w.session()
-                shutil.copy(paths["hand"], os.path.join(sess, "host0.xplane.pb"))
-                m = w.mount(os.path.join(w.path, "src"))
-                d = os.path.join(m.mnt, "runs", "run", "s1", "host0")
-                t.ok("memory.svg" in os.listdir(d), "mount: the host lists memory.svg",
-                     os.listdir(d))
-                _, got = xmount.read_whole(os.path.join(d, "memory.svg"))
-                t.same(got, view(os.path.join(sess, "host0.xplane.pb"), "memory.svg")[1],
-                       "mount: memory.svg is the CLI's bytes", m.log_tail)
+        mount_check(t, "xprofs-memsvg-", paths["hand"], "memory.svg")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return t.done()
