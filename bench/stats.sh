@@ -5,7 +5,8 @@
 # git-ignored), then measures each view cold (the file dropped from the page
 # cache first, bench_drop_cache) with /usr/bin/time: wall time and peak RSS
 # of `xprofs-decode FILE --view V > /dev/null` for ops, steps, overview,
-# hlo_stats, roofline and kernels (kernels only on GPU: it does not exist on
+# hlo_stats, roofline, op_profile, framework_op_stats, memory_profile,
+# memory_viewer, memory.svg and kernels (kernels only on GPU: it does not exist on
 # TPU hosts). Then the
 # session summary.json (`xprofs-decode DIR --session`) of a generated session
 # of SESSION_HOSTS hosts x SESSION_SIZE (TPU: steps on every device plane),
@@ -80,7 +81,7 @@ timed() {
 for kind in $KINDS; do
 	f=$(bench_profile "$GEN" "$OUT" "$kind" "$SEED" "$SIZE")
 	made+=("$f" "$f.stats.json")
-	views="ops steps overview hlo_stats roofline op_profile framework_op_stats memory_profile memory_viewer"
+	views="ops steps overview hlo_stats roofline op_profile framework_op_stats memory_profile memory_viewer memory.svg"
 	[ "$kind" = gpu ] && views="$views kernels"
 	for v in $views; do
 		row "$kind" "$SIZE" "$v" 3 $(timed "$f" -- "$f" --view "$v") | tee -a "$RES"

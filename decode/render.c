@@ -28,7 +28,7 @@ static const char *const view_names[XPROFS_VIEW_COUNT] = {
 	"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz", "trace.pftrace",
 	"overview.json", "kernels.json", "overview.svg", "memory_profile.json",
 	"hlo_stats.json", "roofline.json", "op_profile.json", "framework_op_stats.json",
-	"memory_viewer.json"};
+	"memory_viewer.json", "memory.svg"};
 /* clang-format on */
 
 const char *xprofs_decode_view_name(enum xprofs_view v)
@@ -133,6 +133,7 @@ static int (*const view_fns[XPROFS_VIEW_COUNT])(struct xs_rctx *rc, struct xs_ou
 	[XPROFS_VIEW_OP_PROFILE] = stats_view_op_profile,
 	[XPROFS_VIEW_TF_STATS] = stats_view_tf_stats,
 	[XPROFS_VIEW_MEMORY_VIEWER] = stats_view_memory_viewer,
+	[XPROFS_VIEW_MEMORY_SVG] = stats_view_memory_svg,
 };
 /* clang-format on */
 

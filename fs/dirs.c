@@ -131,6 +131,7 @@ int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill,
 		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_OPS));
 		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_STEPS));
 		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_OP_PROFILE));
+		fill_name(&a, xprofs_decode_view_name(XPROFS_VIEW_SUMMARY));
 		break;
 	case FS_K_HOST: {
 		bool no_gpu = fs_host_lacks_gpu(ctx, t);

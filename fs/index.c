@@ -671,7 +671,7 @@ static int classify_host(const char *p, struct fs_target *t)
 static int classify_compare_dir(const char *p, struct fs_target *t)
 {
 	static const enum xprofs_view views[] = {XPROFS_VIEW_OPS, XPROFS_VIEW_STEPS,
-						 XPROFS_VIEW_OP_PROFILE};
+						 XPROFS_VIEW_OP_PROFILE, XPROFS_VIEW_SUMMARY};
 	const char *c;
 	size_t len;
 

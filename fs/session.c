@@ -1,7 +1,7 @@
 /*
  * fs/session.c - the files rendered from a whole session, or two:
  * <session>/summary.json, <session>/ops.json (hosts combined) and
- * <session>/compare/<other>/{ops,steps}.json. No FUSE here.
+ * <session>/compare/<other>/{ops,steps,op_profile,summary}.json. No FUSE here.
  *
  * Design: a render opens and indexes every host of the session(s) (a host
  * that fails is noted in its errors file and shown as failed in the
@@ -116,9 +116,10 @@ const char *fs_session_file_name(const struct fs_target *t)
 			return "session framework op stats";
 		}
 	if (t->kind == FS_K_COMPARE_VIEW)
-		return t->view == XPROFS_VIEW_OPS     ? "compare ops"
-		       : t->view == XPROFS_VIEW_STEPS ? "compare steps"
-						      : "compare op profile";
+		return t->view == XPROFS_VIEW_OPS       ? "compare ops"
+		       : t->view == XPROFS_VIEW_STEPS   ? "compare steps"
+		       : t->view == XPROFS_VIEW_SUMMARY ? "compare summary"
+							: "compare op profile";
 	return "session summary";
 }
 

@@ -188,12 +188,13 @@ static int key_add_session(struct xprofs_buf *k, const struct fs_run_node *node,
 }
 
 /*
- * view_id_make() - the cache key of generated file @t: "xprofs-view-v7" (v2:
+ * view_id_make() - the cache key of generated file @t: "xprofs-view-v8" (v2:
  * trace.json with XProf's rules; v3: bytes_accessed hidden as IsInternalStat()
  * hides it; v4: TPU lines derived from stats; v5: trace.pftrace interns derived
  * events' args, TPU host-offload rows; v6: flows from correlation ids and
  * producer/consumer stats; v7: kernels.json's ops and GPU op categories from
- * the HLO; older renders are never served),
+ * the HLO; v8: the session summary's memory peaks; older renders are never
+ * served),
  * version, source, then the store path and version (size, mtime,
  * generation) of each profile it is made from (a view: and the session's
  * sidecars, whose HLO it may read), then what is rendered.
@@ -208,7 +209,7 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 
 	xprofs_buf_init(&id->key, XPROFS_CACHE_KEY_MAX);
 	id->hpath[0] = '\0';
-	r = xprofs_buf_add(&id->key, "xprofs-view-v7\0" XPROFS_VERSION,
+	r = xprofs_buf_add(&id->key, "xprofs-view-v8\0" XPROFS_VERSION,
 			   16 + strlen(XPROFS_VERSION));
 	if (r == 0)
 		r = xprofs_buf_add(&id->key, src, strlen(src) + 1);

@@ -29,7 +29,7 @@ sys.path.insert(0, os.path.join(SRC, "tests", "decode"))
 
 VIEWS = ["summary", "trace", "ops", "steps", "trace.json.gz", "trace.pftrace", "overview",
          "kernels", "overview.svg", "memory_profile", "hlo_stats", "roofline", "op_profile",
-         "framework_op_stats", "memory_viewer"]
+         "framework_op_stats", "memory_viewer", "memory.svg"]
 SESSION_VIEWS = ["summary", "ops", "hlo_stats", "roofline", "op_profile", "framework_op_stats"]
 MAX_TRACKS = 64
 MAX_STEPS = 3
@@ -129,7 +129,7 @@ def main():
                 out.append("%s %s --session --view %s" % (run(cli, [d, "--session", "--view",
                                                                     v])[0], name, v))
         if len(sessions) >= 2:
-            for v in ("ops", "steps", "op_profile"):
+            for v in ("ops", "steps", "op_profile", "summary"):
                 b, c = sessions[-2][1], sessions[-1][1]
                 out.append("%s compare %s %s --view %s" % (run(cli, ["--compare", b, c, "--view",
                                                                      v])[0], sessions[-2][0],

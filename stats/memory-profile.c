@@ -77,20 +77,8 @@ static int u32_cmp(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
-/* What step 2 decides for one memory id: positions (in time order) the output needs. */
-struct plan {
-	uint32_t sampled[MEM_SNAPSHOTS];
-	size_t nsampled;
-	int32_t sampled_match[MEM_SNAPSHOTS]; /* a sampled deallocation's allocation, or -1 */
-	uint32_t *active;                     /* owned: positions live at the peak */
-	size_t nactive;
-	int64_t unmapped; /* unmapped_allocation_bytes, final */
-	int64_t peak_step;
-	uint64_t unmatched_frees, unfreed;
-};
-
 /* SampleMemoryProfileTimeline(): a max box filter over the heap + stack of @n records. */
-static void sample(const struct mrec *rec, size_t n, struct plan *pl)
+static void sample(const struct mrec *rec, size_t n, struct mplan *pl)
 {
 	size_t width, count1, count2;
 
@@ -124,7 +112,7 @@ static void sample(const struct mrec *rec, size_t n, struct plan *pl)
  * ProcessActiveAllocations()'s live set and UpdateDeallocation()'s matches
  * for the sampled deallocations; the visiting ordinals needed in m->want.
  */
-static int plan_id(struct mid *m, struct plan *pl)
+static int plan_id(struct mid *m, struct mplan *pl)
 {
 	struct mrec *rec = m->rec;
 	size_t n = m->n, ncand = 0, nw = 0;
@@ -247,8 +235,7 @@ out:
 	return r;
 }
 
-/* The snapshot of position @pos of @m (after step 3). */
-static const struct msnap *snap_at(const struct mid *m, uint32_t pos)
+const struct msnap *stats_mem_snap_at(const struct mid *m, uint32_t pos)
 {
 	return &m->snap[stats_mem_u32_lower(m->want, m->nwant, m->rec[pos].seq)];
 }
@@ -312,7 +299,7 @@ static int arow_cmp(const void *a, const void *b)
 	return x->idx < y->idx ? -1 : x->idx > y->idx;
 }
 
-static bool arow_same(const struct arow *x, const struct arow *y)
+bool stats_mem_row_same(const struct arow *x, const struct arow *y)
 {
 	const struct msnap *p = x->m, *q = y->m;
 
@@ -335,35 +322,49 @@ static void special(struct msnap *s, int64_t bytes, int64_t step, const char *op
 	stats_mem_dtype_str(0, s->dtype, sizeof(s->dtype));
 }
 
-/*
- * out_detail() - active_allocations, the snapshots they show, the special
- * allocations and the sampled timeline of @m: InsertSpecialAllocations(),
- * the sort and merge of ProcessActiveAllocations(),
- * SaveActiveAllocationSnapshots(); then the xprofs additions.
- */
-static int out_detail(struct xs_out *o, const struct mid *m, const struct plan *pl)
+int stats_mem_rows(const struct mid *m, const struct mplan *pl, struct msnap sp[2], size_t *nsp,
+		   struct arow **out, size_t *nout)
 {
-	struct msnap sp[2];
 	struct arow *rows;
-	size_t nrows = 0, nsp = 0, shown = 0;
-	int r;
+	size_t nrows = 0;
 
+	*nsp = 0;
 	if (!(rows = malloc((pl->nactive + 3) * sizeof(*rows))))
 		return -ENOMEM;
 	for (size_t i = 0; i < pl->nactive; i++)
-		rows[nrows++] = (struct arow){pl->active[i], snap_at(m, pl->active[i])};
+		rows[nrows++] = (struct arow){pl->active[i], stats_mem_snap_at(m, pl->active[i])};
 	if (pl->unmapped > 0) {
-		special(&sp[nsp], pl->unmapped, pl->peak_step, "unused preallocated device memory",
+		special(&sp[*nsp], pl->unmapped, pl->peak_step, "unused preallocated device memory",
 			"persist/dynamic");
-		nsp++;
-		rows[nrows++] = (struct arow){-(int64_t)nsp, &sp[nsp - 1]};
+		(*nsp)++;
+		rows[nrows++] = (struct arow){-(int64_t)*nsp, &sp[*nsp - 1]};
 	}
 	if (m->peak.stack > 0) {
-		special(&sp[nsp], m->peak.stack, pl->peak_step, "stack", "stack");
-		nsp++;
-		rows[nrows++] = (struct arow){-(int64_t)nsp, &sp[nsp - 1]};
+		special(&sp[*nsp], m->peak.stack, pl->peak_step, "stack", "stack");
+		(*nsp)++;
+		rows[nrows++] = (struct arow){-(int64_t)*nsp, &sp[*nsp - 1]};
 	}
 	qsort(rows, nrows, sizeof(*rows), arow_cmp);
+	*out = rows;
+	*nout = nrows;
+	return 0;
+}
+
+/*
+ * out_detail() - active_allocations, the snapshots they show, the special
+ * allocations and the sampled timeline of @m: the rows of stats_mem_rows()
+ * merged (ProcessActiveAllocations()), SaveActiveAllocationSnapshots();
+ * then the xprofs additions.
+ */
+static int out_detail(struct xs_out *o, const struct mid *m, const struct mplan *pl)
+{
+	struct msnap sp[2];
+	struct arow *rows;
+	size_t nrows, nsp, shown = 0;
+	int r;
+
+	if ((r = stats_mem_rows(m, pl, sp, &nsp, &rows, &nrows)) < 0)
+		return r;
 	OUT_LIT(o, ",\"memory_profile_snapshots\":[");
 	for (size_t i = 0; i < nrows; i++) {
 		if (rows[i].idx < 0)
@@ -371,7 +372,7 @@ static int out_detail(struct xs_out *o, const struct mid *m, const struct plan *
 		OUT_RAW(o, shown ? ",\n" : "\n");
 		shown++;
 		out_snap(o, rows[i].m, rows[i].m, m->rec[rows[i].idx].step);
-		while (i + 1 < nrows && arow_same(&rows[i], &rows[i + 1]))
+		while (i + 1 < nrows && stats_mem_row_same(&rows[i], &rows[i + 1]))
 			i++;
 	}
 	OUT_LIT(o, "],\"active_allocations\":[");
@@ -379,7 +380,7 @@ static int out_detail(struct xs_out *o, const struct mid *m, const struct plan *
 	for (size_t i = 0, k = 0; i < nrows; i++) {
 		size_t first = i;
 
-		while (i + 1 < nrows && arow_same(&rows[i], &rows[i + 1]))
+		while (i + 1 < nrows && stats_mem_row_same(&rows[i], &rows[i + 1]))
 			i++;
 		OUT_RAW(o, k ? ",\n" : "\n");
 		k++;
@@ -403,10 +404,10 @@ static int out_detail(struct xs_out *o, const struct mid *m, const struct plan *
 	OUT_LIT(o, "],\"sampled_timeline_snapshots\":[");
 	for (size_t i = 0; i < pl->nsampled; i++) {
 		uint32_t pos = pl->sampled[i];
-		const struct msnap *s = snap_at(m, pos), *src = s;
+		const struct msnap *s = stats_mem_snap_at(m, pos), *src = s;
 
 		if (s->act == ACT_DEALLOC && pl->sampled_match[i] >= 0)
-			src = snap_at(m, (uint32_t)pl->sampled_match[i]);
+			src = stats_mem_snap_at(m, (uint32_t)pl->sampled_match[i]);
 		OUT_RAW(o, i ? ",\n" : "\n");
 		out_snap(o, s, src, m->rec[pos].step);
 		if ((r = xs_out_flush(o, false)) < 0)
@@ -424,7 +425,7 @@ out:
 }
 
 /* One entry of memory_profile_per_allocator: its summary, then the detail when @pl. */
-static int out_id(struct xs_out *o, const struct mid *m, const struct plan *pl, bool first)
+static int out_id(struct xs_out *o, const struct mid *m, const struct mplan *pl, bool first)
 {
 	OUT_RAW(o, first ? "\n" : ",\n");
 	xs_out_str(o, m->name, m->len);
@@ -468,13 +469,14 @@ static void mid_drop_detail(struct mid *m)
 }
 
 /*
- * out_batch() - steps 2 and 3 for the ids ord[lo, hi) (their events at most
+ * batch() - steps 2 and 3 for the ids ord[lo, hi) (their events at most
  * MEM_EVENTS_MAX together, or one id alone that has more: summary only),
- * and their entries.
+ * then @fn for each, in order.
  */
-static int out_batch(struct mprof *mp, struct xs_out *o, const size_t *ord, size_t lo, size_t hi)
+static int batch(struct mprof *mp, const size_t *ord, size_t lo, size_t hi, stats_mem_id_fn fn,
+		 void *arg)
 {
-	struct plan *pl = NULL;
+	struct mplan *pl = NULL;
 	int r = 0;
 
 	if (hi - lo == 1 && mp->ids[ord[lo]].n > MEM_EVENTS_MAX) {
@@ -485,7 +487,7 @@ static int out_batch(struct mprof *mp, struct xs_out *o, const size_t *ord, size
 				    " events, more than the %zu kept: only its "
 				    "profile_summary is given",
 				    m->name, m->n, MEM_EVENTS_MAX);
-		return out_id(o, m, NULL, lo == 0);
+		return fn(arg, m, NULL, lo);
 	}
 	if (!(pl = calloc(hi - lo, sizeof(*pl))))
 		return -ENOMEM;
@@ -513,7 +515,7 @@ static int out_batch(struct mprof *mp, struct xs_out *o, const size_t *ord, size
 	if ((r = stats_mem_walk(mp, 3)) < 0)
 		goto out;
 	for (size_t i = lo; i < hi && r == 0; i++)
-		r = out_id(o, &mp->ids[ord[i]], &pl[i - lo], i == 0);
+		r = fn(arg, &mp->ids[ord[i]], &pl[i - lo], i);
 out:
 	for (size_t i = lo; i < hi; i++) {
 		mid_drop_detail(&mp->ids[ord[i]]);
@@ -521,6 +523,22 @@ out:
 			free(pl[i - lo].active);
 	}
 	free(pl);
+	return r;
+}
+
+int stats_mem_details(struct mprof *mp, const size_t *ord, size_t n, stats_mem_id_fn fn, void *arg)
+{
+	int r = 0;
+
+	for (size_t lo = 0, hi; lo < n && r == 0; lo = hi) {
+		uint64_t sum = mp->ids[ord[lo]].n;
+
+		hi = lo + 1;
+		while (hi < n && sum <= MEM_EVENTS_MAX &&
+		       sum + mp->ids[ord[hi]].n <= MEM_EVENTS_MAX)
+			sum += mp->ids[ord[hi++]].n;
+		r = batch(mp, ord, lo, hi, fn, arg);
+	}
 	return r;
 }
 
@@ -590,25 +608,23 @@ static void out_errors(struct xs_out *o, const struct mprof *mp)
 	OUT_LIT(o, "]}\n");
 }
 
-int stats_view_memory_profile(struct xs_rctx *rc, struct xs_out *o)
+int stats_mem_open(struct xs_rctx *rc, struct mprof **out)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct mprof *mp;
-	size_t *ord = NULL, host = SIZE_MAX;
+	size_t host = SIZE_MAX;
 	int r = 0;
 
+	*out = NULL;
 	for (size_t pi = 0; pi < x->n_planes && host == SIZE_MAX; pi++)
 		if (xs_str_eq(x->planes[pi].name, x->planes[pi].name_len, "/host:CPU"))
 			host = pi; /* FindPlaneWithName(kHostThreadsPlaneName): the first */
 	if (!(mp = calloc(1, sizeof(*mp))))
 		return -ENOMEM;
 	mp->rc = rc;
-	if (host == SIZE_MAX) {
-		OUT_LIT(o, "{\"num_hosts\":0,\"memory_ids\":[],\"version\":1,"
-			   "\"memory_profile_per_allocator\":{},\"hlo_modules\":[]");
-		goto done;
-	}
 	mp->plane = host;
+	if (host == SIZE_MAX)
+		goto done;
 	if ((r = xs_plane_enter(rc, host)) < 0)
 		goto out;
 	if (!(mp->skind = calloc(x->planes[host].st.n + 1, 1)) ||
@@ -623,37 +639,25 @@ int stats_view_memory_profile(struct xs_rctx *rc, struct xs_out *o)
 		stats_mem_add_error(
 			mp, "more than %zu memory ids: the events of the others are left out",
 			MEM_IDS_MAX);
-	if (!(ord = malloc((mp->nids + 1) * sizeof(*ord)))) {
+	if (!(mp->ord = malloc((mp->nids + 1) * sizeof(*mp->ord)))) {
 		r = -ENOMEM;
 		goto out;
 	}
 	for (size_t i = 0; i < mp->nids; i++)
-		ord[i] = i;
-	qsort_r(ord, mp->nids, sizeof(*ord), id_cmp, mp->ids);
-	OUT_LIT(o, "{\"num_hosts\":1,\"memory_ids\":[");
-	for (size_t i = 0; i < mp->nids; i++) {
-		OUT_RAW(o, i ? "," : "");
-		xs_out_str(o, mp->ids[ord[i]].name, mp->ids[ord[i]].len);
-	}
-	OUT_LIT(o, "],\"version\":1,\"memory_profile_per_allocator\":{");
-	for (size_t lo = 0, hi; lo < mp->nids && r == 0; lo = hi) {
-		uint64_t sum = mp->ids[ord[lo]].n;
-
-		hi = lo + 1;
-		while (hi < mp->nids && sum <= MEM_EVENTS_MAX &&
-		       sum + mp->ids[ord[hi]].n <= MEM_EVENTS_MAX)
-			sum += mp->ids[ord[hi++]].n;
-		r = out_batch(mp, o, ord, lo, hi);
-	}
-	if (r < 0)
-		goto out;
-	OUT_LIT(o, "\n}");
-	if ((r = out_hlo_modules(rc, o)) < 0)
-		goto out;
+		mp->ord[i] = i;
+	qsort_r(mp->ord, mp->nids, sizeof(*mp->ord), id_cmp, mp->ids);
 done:
-	out_errors(o, mp);
-	r = xs_out_flush(o, false);
+	*out = mp;
+	mp = NULL;
 out:
+	stats_mem_close(mp);
+	return r;
+}
+
+void stats_mem_close(struct mprof *mp)
+{
+	if (!mp)
+		return;
 	for (size_t i = 0; i < mp->nids; i++) {
 		mid_drop_detail(&mp->ids[i]);
 		free(mp->ids[i].name);
@@ -665,7 +669,43 @@ out:
 	free(mp->skind);
 	free(mp->mem_line);
 	free(mp->seen);
+	free(mp->ord);
 	free(mp);
-	free(ord);
+}
+
+/* A stats_mem_id_fn: the entry of @m in memory_profile_per_allocator. */
+static int json_id(void *arg, const struct mid *m, const struct mplan *pl, size_t k)
+{
+	return out_id(arg, m, pl, k == 0);
+}
+
+int stats_view_memory_profile(struct xs_rctx *rc, struct xs_out *o)
+{
+	struct mprof *mp;
+	int r;
+
+	if ((r = stats_mem_open(rc, &mp)) < 0)
+		return r;
+	if (mp->plane == SIZE_MAX) {
+		OUT_LIT(o, "{\"num_hosts\":0,\"memory_ids\":[],\"version\":1,"
+			   "\"memory_profile_per_allocator\":{},\"hlo_modules\":[]");
+		goto done;
+	}
+	OUT_LIT(o, "{\"num_hosts\":1,\"memory_ids\":[");
+	for (size_t i = 0; i < mp->nids; i++) {
+		OUT_RAW(o, i ? "," : "");
+		xs_out_str(o, mp->ids[mp->ord[i]].name, mp->ids[mp->ord[i]].len);
+	}
+	OUT_LIT(o, "],\"version\":1,\"memory_profile_per_allocator\":{");
+	if ((r = stats_mem_details(mp, mp->ord, mp->nids, json_id, o)) < 0)
+		goto out;
+	OUT_LIT(o, "\n}");
+	if ((r = out_hlo_modules(rc, o)) < 0)
+		goto out;
+done:
+	out_errors(o, mp);
+	r = xs_out_flush(o, false);
+out:
+	stats_mem_close(mp);
 	return r;
 }

@@ -89,9 +89,21 @@ struct mid {
 	bool batched;
 };
 
+/* What step 2 decides for one memory id: positions (in time order) the output needs. */
+struct mplan {
+	uint32_t sampled[MEM_SNAPSHOTS];
+	size_t nsampled;
+	int32_t sampled_match[MEM_SNAPSHOTS]; /* a sampled deallocation's allocation, or -1 */
+	uint32_t *active;                     /* owned: positions live at the peak */
+	size_t nactive;
+	int64_t unmapped; /* unmapped_allocation_bytes, final */
+	int64_t peak_step;
+	uint64_t unmatched_frees, unfreed;
+};
+
 struct mprof {
 	struct xs_rctx *rc;
-	size_t plane;
+	size_t plane;      /* the host plane; SIZE_MAX: none */
 	int8_t *skind;     /* stat metadata index -> its stat + 2 (1: none, 0: not yet known) */
 	uint8_t *mem_line; /* lines (of the plane) holding memory events */
 	size_t cur_line;
@@ -101,6 +113,7 @@ struct mprof {
 	bool ids_full;
 	int pass;       /* 1, 2 or 3 */
 	uint64_t *seen; /* owned, per id: events visited in this pass */
+	size_t *ord;    /* owned: the ids sorted by name (memory_ids' order) */
 	char *errors[ERRORS_MAX];
 	size_t nerrors;
 };
@@ -138,5 +151,37 @@ void stats_mem_dtype_str(int64_t v, char *buf, size_t n);
  * the snapshots the output shows), as memory-events.c describes.
  */
 int stats_mem_walk(struct mprof *mp, int pass);
+
+/*
+ * stats_mem_open() - find the host plane and walk it once (pass 1: every
+ * memory id's profile_summary and event count, mp->ord); no host plane:
+ * (*@out)->plane is SIZE_MAX, no ids. Caller frees with stats_mem_close().
+ */
+int stats_mem_open(struct xs_rctx *rc, struct mprof **out);
+void stats_mem_close(struct mprof *mp);
+/*
+ * What stats_mem_details() hands its caller per memory id, in the order
+ * asked: its summary and records (@m), what step 2 decided (@pl; NULL when
+ * the id has more than MEM_EVENTS_MAX events: summary only), and @k, the
+ * id's position in the order. Both borrowed for the call.
+ */
+typedef int (*stats_mem_id_fn)(void *arg, const struct mid *m, const struct mplan *pl, size_t k);
+/*
+ * stats_mem_details() - steps 2 and 3 for the ids ord[0..@n) (indexes into
+ * mp->ids), in batches of at most MEM_EVENTS_MAX events, then @fn per id.
+ */
+int stats_mem_details(struct mprof *mp, const size_t *ord, size_t n, stats_mem_id_fn fn, void *arg);
+/* stats_mem_snap_at() - the snapshot of (time-sorted) position @pos of @m, during @fn. */
+const struct msnap *stats_mem_snap_at(const struct mid *m, uint32_t pos);
+/*
+ * stats_mem_rows() - the rows of active_allocations before merging, sorted
+ * as ProcessActiveAllocations() sorts them (MetadataComparator), the
+ * special allocations of InsertSpecialAllocations() in @sp (*@nsp of them)
+ * included; consecutive rows stats_mem_row_same() merge into one.
+ * *@rows: caller frees with free(); they point into @m and @sp.
+ */
+int stats_mem_rows(const struct mid *m, const struct mplan *pl, struct msnap sp[2], size_t *nsp,
+		   struct arow **rows, size_t *nrows);
+bool stats_mem_row_same(const struct arow *x, const struct arow *y);
 
 #endif

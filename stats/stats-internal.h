@@ -522,6 +522,33 @@ int stats_compare_op_profile(const struct xprofs_session_in *base,
 /* stats_tf_stats_write() - framework_op_stats.json's keys of @s (view-tf-stats.c), no braces. */
 int stats_tf_stats_write(struct xs_out *o, const struct stats_opstats *s);
 
+/* ---- memory peaks above one host (session-memory.c, docs/memory.md) ---- */
+
+/* One allocator's peak: memory_profile.json's profile_summary. */
+struct stats_mem_peak {
+	char *id; /* owned, NUL-terminated (id_len bytes: may hold a NUL) */
+	size_t id_len;
+	int64_t bytes, time_ps; /* peak_stats.peak_bytes_in_use, peak_stats_time_ps */
+};
+/* A host's peaks in memory_ids order; max: the highest (first of equals), SIZE_MAX: none. */
+struct stats_mem_peaks {
+	struct stats_mem_peak *p; /* owned, n of them */
+	size_t n, max;
+};
+/* stats_mem_peaks_get() - the host's peaks; free with stats_mem_peaks_free(), also on failure. */
+int stats_mem_peaks_get(struct xs_rctx *rc, struct stats_mem_peaks *out);
+void stats_mem_peaks_free(struct stats_mem_peaks *p);
+/* stats_mem_peaks_write() - a host's "memory" object of the session summary, or null. */
+void stats_mem_peaks_write(struct xs_out *o, const struct stats_mem_peaks *p);
+/* stats_mem_session_max() - the host (index) of the highest peak; SIZE_MAX: none (NULL: unknown). */
+size_t stats_mem_session_max(const struct stats_mem_peaks *const *hosts, size_t n);
+/* stats_mem_session_write() - the session summary's "memory_peak" of @n hosts named @names. */
+void stats_mem_session_write(struct xs_out *o, const char *const *names,
+			     const struct stats_mem_peaks *const *hosts, size_t n);
+/* stats_compare_summary() - compare/<base>/summary.json: the change of the memory peaks. */
+int stats_compare_summary(const struct xprofs_session_in *base, const struct xprofs_session_in *cur,
+			  const struct xprofs_sink *sink);
+
 /* The views' writers, for their session forms (session-hlo.c). */
 /*
  * stats_session_opstats() - a session's op_profile.json or

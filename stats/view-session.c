@@ -795,6 +795,8 @@ int xprofs_decode_compare(enum xprofs_view v, const struct xprofs_session_in *ba
 
 	if (v == XPROFS_VIEW_OP_PROFILE)
 		return stats_compare_op_profile(base, cur, sink); /* view-session-op.c */
+	if (v == XPROFS_VIEW_SUMMARY && sink && sink->write && valid(base) && valid(cur))
+		return stats_compare_summary(base, cur, sink); /* session-memory.c */
 	if ((v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS) || !sink || !sink->write ||
 	    !valid(base) || !valid(cur))
 		return -EINVAL;

@@ -155,6 +155,8 @@ struct host_stat {
 	struct stats_step_summary steps;
 	int64_t busy, span;
 	bool ok;
+	struct stats_mem_peaks mem; /* its memory peaks (session-memory.c) */
+	bool mem_ok;
 };
 
 /* host_stat_fn() - a xs_with_rctx() function: the step summary and device busy share. */
@@ -163,6 +165,8 @@ static int host_stat_fn(struct xs_rctx *rc, void *arg)
 	struct host_stat *h = arg;
 	int r;
 
+	/* apart from the steps: a host may have memory events and no steps, or the reverse */
+	h->mem_ok = stats_mem_peaks_get(rc, &h->mem) == 0;
 	if ((r = stats_steps_busy_sum(rc, &h->steps, &h->busy, &h->span)) < 0)
 		return r;
 	h->ok = true;
@@ -190,6 +194,8 @@ static void out_host_stat(struct xs_out *o, const struct host_stat *h,
 	else
 		OUT_LIT(o, "null");
 	xs_out_opt_double(o, ",\"straggler_ratio\":", has_ratio, ratio);
+	OUT_LIT(o, ",\"memory\":");
+	stats_mem_peaks_write(o, h->mem_ok ? &h->mem : NULL);
 }
 
 /*
@@ -229,9 +235,20 @@ static const struct stats_step_summary **host_steps(const struct host_stat *hs, 
 	return h;
 }
 
+/* host_mems() - the memory peaks of @hs as session-memory.c takes them (NULL: unknown). */
+static const struct stats_mem_peaks **host_mems(const struct host_stat *hs, size_t n)
+{
+	const struct stats_mem_peaks **m = calloc(n + 1, sizeof(*m));
+
+	for (size_t i = 0; m && i < n; i++)
+		m[i] = hs[i].mem_ok ? &hs[i].mem : NULL;
+	return m;
+}
+
 /*
- * xprofs_decode_session_summary() - every host is analysed first (its counts, steps and
- * busy time), then the straggler, which each host's row needs, then the JSON.
+ * xprofs_decode_session_summary() - every host is analysed first (its counts, steps,
+ * busy time and memory peaks), then the straggler, which each host's row needs, then
+ * the JSON.
  */
 int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 				  struct xprofs_xspace *const *xs, const char *const *host_errors,
@@ -239,6 +256,7 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 {
 	struct xprofs_xspace_totals sum = {0};
 	const struct stats_step_summary **steps = NULL;
+	const struct stats_mem_peaks **mems = NULL;
 	struct stats_straggler strag;
 	struct host_stat *hs;
 	bool any = false;
@@ -256,10 +274,10 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 		/* a host whose analyses fail still has its counts (its views say why) */
 		(void)xs_with_rctx(xs[i], NULL, host_stat_fn, &hs[i]);
 	}
-	if (!(steps = host_steps(hs, n)) || stats_straggler_get(steps, n, &strag) < 0) {
-		free(steps);
-		free(hs);
-		return -ENOMEM;
+	if (!(steps = host_steps(hs, n)) || !(mems = host_mems(hs, n)) ||
+	    stats_straggler_get(steps, n, &strag) < 0) {
+		r = -ENOMEM;
+		goto out;
 	}
 	xs_out_init(&o, sink);
 	OUT_LIT(&o, "{\"session\":");
@@ -296,9 +314,15 @@ int xprofs_decode_session_summary(const char *session, const char *const *hosts,
 	OUT_LIT(&o, "\n]");
 	out_host_counts(&o, &sum);
 	out_straggler(&o, hosts, hs, &strag);
+	OUT_LIT(&o, ",\"memory_peak\":");
+	stats_mem_session_write(&o, hosts, mems, n);
 	OUT_LIT(&o, "}\n");
 	r = o.r ? o.r : xs_out_flush(&o, true);
 	xs_out_deinit(&o);
+out:
+	for (size_t i = 0; i < n; i++)
+		stats_mem_peaks_free(&hs[i].mem);
+	free(mems);
 	free(steps);
 	free(hs);
 	return r;

@@ -8,7 +8,8 @@
  * JSON views use: stats_steps_each() and stats_ops_plane()/stats_opdb_tf(). Every
  * bar is a <g class="bar"> of one <rect> per non-zero breakdown type, with a
  * <title> giving the numbers; every op row a <rect class="op">. Text is
- * escaped; names are cut at NAME_MAX_SHOWN bytes.
+ * escaped; names are cut at STATS_SVG_NAME_MAX bytes. The drawing primitives
+ * (head, text, axis, bars) are svg.c's, shared with memory.svg.
  *
  * The step chart has a time axis (round ticks in ms, light grid lines) and
  * step numbers under at most ten bars; the legend lists only the breakdown
@@ -26,10 +27,10 @@
 #include <string.h>
 
 #include "stats-internal.h"
+#include "svg.h"
 
 #define BARS_MAX 200
 #define TOP_OPS 10
-#define NAME_MAX_SHOWN 60
 #define W 1000
 #define CHART_X 70
 #define CHART_Y 60
@@ -80,43 +81,6 @@ static int add_step(void *arg, uint64_t i, uint64_t n, int64_t dur, const int64_
 	return 0;
 }
 
-/* @s (@n bytes, borrowed) as SVG text: cut at NAME_MAX_SHOWN bytes, XML-escaped. */
-static void out_text(struct xs_out *o, const char *s, size_t n)
-{
-	size_t l;
-
-	if (n > NAME_MAX_SHOWN)
-		n = NAME_MAX_SHOWN;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-
-		if (c == '<')
-			OUT_LIT(o, "&lt;");
-		else if (c == '>')
-			OUT_LIT(o, "&gt;");
-		else if (c == '&')
-			OUT_LIT(o, "&amp;");
-		else if (c == '"')
-			OUT_LIT(o, "&quot;");
-		else if (c < 0x20 || c == 0x7f)
-			OUT_LIT(o, "?");
-		else if (c < 0x80)
-			xs_out_add(o, s + i, 1);
-		else if ((l = xprofs_utf8_seq_len((const unsigned char *)s + i, n - i)) == 0)
-			OUT_LIT(o, "\xef\xbf\xbd"); /* U+FFFD: an SVG is XML, always UTF-8 */
-		else
-			xs_out_add(o, s + i, l), i += l - 1;
-	}
-}
-
-static void out_f(struct xs_out *o, double v)
-{
-	char buf[48];
-	int n = snprintf(buf, sizeof(buf), "%.2f", isfinite(v) ? v : 0.0);
-
-	xs_out_add(o, buf, (size_t)n);
-}
-
 /* A time in ms for labels. */
 static void out_ms(struct xs_out *o, double ps)
 {
@@ -127,41 +91,18 @@ static void out_ms(struct xs_out *o, double ps)
 }
 
 /*
- * tick_step() - a round tick step for an axis from 0 to @max (1, 2 or 5 times
- * a power of ten, about five ticks); 0 when @max is not positive and finite.
- */
-static double tick_step(double max)
-{
-	double raw = max / 5, p;
-
-	if (!(raw > 0) || !isfinite(raw))
-		return 0;
-	p = pow(10, floor(log10(raw)));
-	return raw <= p ? p : raw <= 2 * p ? 2 * p : raw <= 5 * p ? 5 * p : 10 * p;
-}
-
-/*
- * out_axes() - the time axis (ticks every tick_step() ms with light grid
+ * out_axes() - the time axis (ticks every stats_svg_tick_step() ms with light grid
  * lines, labelled in ms) and the steps' numbers under at most ten bars.
  */
 static void out_axes(struct xs_out *o, const struct svg *g, double max_ps)
 {
-	double ms = max_ps / 1e9, step = tick_step(ms), bw = (double)CHART_W / (double)g->nb;
+	static const struct stats_svg_chart chart = {CHART_X, CHART_Y, CHART_W, CHART_H};
+	double bw = (double)CHART_W / (double)g->nb;
 	size_t every = g->nb <= 10 ? 1 : (g->nb + 9) / 10;
 	char buf[224];
 	int n;
 
-	OUT_LIT(o, "<text x=\"5\" y=\"52\" class=\"l\">ms</text>\n");
-	for (int k = 0; step > 0 && k <= 20 && k * step <= ms * (1 + 1e-9); k++) {
-		double y = CHART_Y + CHART_H - k * step / ms * CHART_H;
-
-		n = snprintf(buf, sizeof(buf),
-			     "<line class=\"tick\" x1=\"%d\" y1=\"%.2f\" x2=\"%d\" y2=\"%.2f\" "
-			     "stroke=\"%s\"/><text class=\"tick\" x=\"5\" y=\"%.2f\">%g</text>\n",
-			     CHART_X - 4, y, CHART_X + CHART_W, y, k ? "#eeeeee" : "#888888", y + 4,
-			     k * step);
-		xs_out_add(o, buf, (size_t)n);
-	}
+	stats_svg_value_axis(o, &chart, max_ps / 1e9, "ms");
 	for (size_t i = 0; i < g->nb; i += every) {
 		n = snprintf(buf, sizeof(buf),
 			     "<text class=\"stepno\" x=\"%.2f\" y=\"%d\">%" PRIu64 "</text>\n",
@@ -240,13 +181,13 @@ static void out_bars(struct xs_out *o, struct svg *g)
 				continue;
 			y -= h;
 			OUT_LIT(o, "<rect x=\"");
-			out_f(o, x);
+			stats_svg_num(o, x);
 			OUT_LIT(o, "\" y=\"");
-			out_f(o, y);
+			stats_svg_num(o, y);
 			OUT_LIT(o, "\" width=\"");
-			out_f(o, bw - gap);
+			stats_svg_num(o, bw - gap);
 			OUT_LIT(o, "\" height=\"");
-			out_f(o, h);
+			stats_svg_num(o, h);
 			OUT_LIT(o, "\" fill=\"");
 			OUT_RAW(o, bd_colour[k]);
 			OUT_LIT(o, "\"/>");
@@ -292,6 +233,7 @@ static int top_ops(struct xs_rctx *rc, struct stats_opdb *all, bool *host)
 
 static int out_ops(struct xs_out *o, struct stats_opdb *all, bool host)
 {
+	static const struct stats_svg_rows rows = {OPS_Y, OP_ROW, 420, 480, "op", "#66c2a5"};
 	size_t *idx, n = all->n < TOP_OPS ? all->n : TOP_OPS;
 	double max;
 
@@ -310,24 +252,12 @@ static int out_ops(struct xs_out *o, struct stats_opdb *all, bool host)
 	max = (double)all->r[idx[0]].op.self;
 	for (size_t i = 0; i < n; i++) {
 		const struct stats_dbop *op = &all->r[idx[i]];
-		double w = max > 0 ? (double)op->op.self / max * 480 : 0;
-		char buf[160];
-		int k = snprintf(buf, sizeof(buf), "<rect class=\"op\" x=\"420\" y=\"%d\" width=\"",
-				 OPS_Y + (int)i * OP_ROW);
+		double self = (double)op->op.self;
+		char ms[48];
 
-		xs_out_add(o, buf, (size_t)k);
-		out_f(o, w > 0.5 ? w : 0.5);
-		k = snprintf(buf, sizeof(buf),
-			     "\" height=\"16\" fill=\"#66c2a5\"/><text x=\"410\" y=\"%d\" "
-			     "text-anchor=\"end\">",
-			     OPS_Y + 12 + (int)i * OP_ROW);
-		xs_out_add(o, buf, (size_t)k);
-		out_text(o, op->op.name, strlen(op->op.name));
-		k = snprintf(buf, sizeof(buf), "</text><text x=\"%d\" y=\"%d\" class=\"l\">",
-			     430 + (int)(w > 0.5 ? w : 0.5), OPS_Y + 12 + (int)i * OP_ROW);
-		xs_out_add(o, buf, (size_t)k);
-		out_ms(o, (double)op->op.self);
-		OUT_LIT(o, "</text>\n");
+		snprintf(ms, sizeof(ms), "%.3f ms", isfinite(self) ? self / 1e9 : 0.0);
+		stats_svg_row(o, &rows, i, op->op.name, strlen(op->op.name),
+			      max > 0 ? self / max * rows.bar_w : 0, ms);
 	}
 	free(idx);
 	return 0;
@@ -338,30 +268,15 @@ int stats_view_svg(struct xs_rctx *rc, struct xs_out *o)
 	struct svg *g = calloc(1, sizeof(*g));
 	struct stats_opdb all;
 	bool host = false;
-	char head[256];
-	int r, n;
+	int r;
 
 	memset(&all, 0, sizeof(all));
 	if (!g)
 		return -ENOMEM;
 	if ((r = stats_steps_each(rc, add_step, g)) < 0 || (r = top_ops(rc, &all, &host)) < 0)
 		goto out;
-	n = snprintf(head, sizeof(head),
-		     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
-		     "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" "
-		     "height=\"%d\" viewBox=\"0 0 %d %d\">\n",
-		     W, OPS_Y + TOP_OPS * OP_ROW + 20, W, OPS_Y + TOP_OPS * OP_ROW + 20);
-	xs_out_add(o, head, (size_t)n);
-	OUT_LIT(o, "<style>text{font:12px sans-serif}.h{font-weight:bold;font-size:14px}"
-		   ".l{fill:#444}.none{fill:#888}</style>\n"
-		   "<rect width=\"100%\" height=\"100%\" fill=\"#ffffff\"/>\n"
-		   "<title>xprofs overview: step time and top ops</title>\n");
-	OUT_LIT(o, "<text x=\"70\" y=\"22\" class=\"h\">");
-	if (rc->host && *rc->host)
-		out_text(o, rc->host, strlen(rc->host));
-	else
-		OUT_LIT(o, "profile");
-	OUT_LIT(o, "</text>\n");
+	stats_svg_begin(o, W, OPS_Y + TOP_OPS * OP_ROW + 20,
+			"xprofs overview: step time and top ops", rc->host);
 	out_bars(o, g);
 	if ((r = out_ops(o, &all, host)) < 0)
 		goto out;

@@ -3,7 +3,7 @@
  * xprofs mounts, without FUSE.
  *
  *   xprofs-decode FILE --view summary|trace|ops|steps|trace.json.gz|trace.pftrace   (default: summary)
- *                      or overview|kernels|memory_profile|memory_viewer|hlo_stats|roofline|op_profile|framework_op_stats (docs/stats.md;
+ *                      or overview|kernels|overview.svg|memory_profile|memory_viewer|memory.svg|hlo_stats|roofline|op_profile|framework_op_stats (docs/stats.md;
  *                      kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
@@ -15,7 +15,7 @@
  *                [--view ops|hlo_stats|roofline|op_profile|framework_op_stats]
  *                                                        a session's summary.json
  *                                                        or that view (hosts combined)
- *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps|op_profile]
+ *   xprofs-decode --compare BASE_DIR SESSION_DIR [--view ops|steps|op_profile|summary]
  *                                                        the mount's
  *                                                        SESSION/compare/BASE/ views
  *   xprofs-decode FILE --tracks                          list PLANE_FILE/LINE_FILE
@@ -57,7 +57,8 @@ static void usage(FILE *f)
 		   "trace.json.gz|trace.pftrace|\n"
 		   "                    "
 		   "overview|kernels|overview.svg|memory_profile|memory_viewer|hlo_stats|\n"
-		   "                    roofline|op_profile|framework_op_stats]   (FILE \"-\": "
+		   "                    memory.svg|roofline|op_profile|framework_op_stats]   (FILE "
+		   "\"-\": "
 		   "standard "
 		   "input)\n"
 		   "                    [--host NAME (trace's host; default: FILE minus "
@@ -71,7 +72,7 @@ static void usage(FILE *f)
 		   "                    (the session's summary.json, or that view: the hosts "
 		   "combined)\n"
 		   "       xprofs-decode --compare BASE_DIR SESSION_DIR [--view "
-		   "ops|steps|op_profile]\n"
+		   "ops|steps|op_profile|summary]\n"
 		   "                    (SESSION's compare/<BASE>/<view>.json: BASE to SESSION)\n"
 		   "       xprofs-decode FILE.xplane.pb --tracks\n"
 		   "       xprofs-decode FILE.xplane.pb --track PLANE_FILE/LINE_FILE\n"
@@ -300,7 +301,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 	int r;
 
 	memset(a, 0, sizeof(*a));
-	a->view = XPROFS_VIEW_SUMMARY;
+	a->view = -1; /* not given: summary, but for --compare */
 	a->threads = ncpu < 1 ? 1 : ncpu > 4 ? 4 : (unsigned)ncpu;
 	r = xprofs_args_parse("xprofs-decode", argc, argv, args, sizeof(args) / sizeof(args[0]));
 	if (r >= 0 && !strcmp(args[r].name, "version")) {
@@ -318,6 +319,8 @@ static int parse_args(int argc, char **argv, struct args *a)
 		return 2;
 	}
 	a->path = argv[optind];
+	if (a->view < 0)
+		a->view = a->compare ? XPROFS_VIEW_OPS : XPROFS_VIEW_SUMMARY;
 	return -1;
 }
 
@@ -526,7 +529,8 @@ out:
 }
 
 /*
- * do_compare() - compare/<base>/ops.json, steps.json or op_profile.json (--view; default ops)
+ * do_compare() - compare/<base>/ops.json, steps.json, op_profile.json or summary.json
+ * (--view; default ops)
  * of session directory a->path against session directory a->compare, as the
  * mount shows runs/<run>/<session>/compare/<base>/. Exit status.
  */
@@ -536,12 +540,13 @@ static int do_compare(const struct args *a)
 	struct xprofs_sink sink = xprofs_sink_fd(&out_fd);
 	struct xprofs_session_in bi, ci;
 	struct sess_files b, c;
-	int v = a->view == XPROFS_VIEW_SUMMARY ? XPROFS_VIEW_OPS : a->view;
+	int v = a->view;
 
 	memset(&c, 0, sizeof(c));
-	if (v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS && v != XPROFS_VIEW_OP_PROFILE) {
-		fprintf(stderr,
-			"xprofs-decode: --compare has the views ops, steps and op_profile\n");
+	if (v != XPROFS_VIEW_OPS && v != XPROFS_VIEW_STEPS && v != XPROFS_VIEW_OP_PROFILE &&
+	    v != XPROFS_VIEW_SUMMARY) {
+		fprintf(stderr, "xprofs-decode: --compare has the views ops, steps, op_profile and "
+				"summary\n");
 		return 2;
 	}
 	if (sess_open(a->compare, "--compare", a->threads, &b) < 0 ||

@@ -32,6 +32,7 @@ enum xprofs_view {
 	XPROFS_VIEW_OP_PROFILE,     /* op_profile.json: XProf's op profile (docs/stats.md) */
 	XPROFS_VIEW_TF_STATS,       /* framework_op_stats.json: XProf's framework op stats */
 	XPROFS_VIEW_MEMORY_VIEWER, /* memory_viewer.json: XProf's memory viewer (docs/memory.md) */
+	XPROFS_VIEW_MEMORY_SVG, /* memory.svg: memory timeline per allocator, peak, live allocs */
 	XPROFS_VIEW_COUNT
 };
 
@@ -161,7 +162,8 @@ int xprofs_decode_session_view(enum xprofs_view v, const struct xprofs_session_i
 			       const struct xprofs_sink *out) XPROFS_WUR;
 /**
  * xprofs_decode_compare() - compare/<base>/ops.json (@v XPROFS_VIEW_OPS),
- * steps.json (XPROFS_VIEW_STEPS) or op_profile.json (XPROFS_VIEW_OP_PROFILE)
+ * steps.json (XPROFS_VIEW_STEPS), op_profile.json (XPROFS_VIEW_OP_PROFILE)
+ * or summary.json (XPROFS_VIEW_SUMMARY: the memory peaks, docs/memory.md)
  * of session @cur: the change from @base to @cur (docs/stats.md "Compare").
  * -EINVAL for another view.
  */

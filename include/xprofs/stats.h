@@ -22,6 +22,8 @@ int stats_view_svg(struct xs_rctx *rc, struct xs_out *o);
 int stats_view_kernels(struct xs_rctx *rc, struct xs_out *o);
 /* stats_view_memory_profile() - memory_profile.json of the host plane (memory-profile.c). */
 int stats_view_memory_profile(struct xs_rctx *rc, struct xs_out *o);
+/* stats_view_memory_svg() - memory.svg: memory_profile.json's allocators as a picture. */
+int stats_view_memory_svg(struct xs_rctx *rc, struct xs_out *o);
 /* stats_view_hlo_stats() - hlo_stats.json (view-hlo-stats.c). */
 int stats_view_hlo_stats(struct xs_rctx *rc, struct xs_out *o);
 /* stats_view_roofline() - roofline.json (view-roofline.c). */

@@ -335,14 +335,14 @@ static char *render(struct xprofs_xspace *x, int v, size_t track)
 static json_t *render_json(struct xprofs_xspace *x, int v, size_t track)
 {
 	char *s = render(x, v, track);
+	bool svg = v == XPROFS_VIEW_SVG || v == XPROFS_VIEW_MEMORY_SVG;
 	json_error_t je;
 	json_t *j;
 
-	if (v == XPROFS_VIEW_SVG) /* a whole SVG document, never cut short */
+	if (svg) /* a whole SVG document, never cut short */
 		assert_true(!strncmp(s, "<?xml", 5) && strstr(s, "</svg>\n"));
-	j = v == XPROFS_VIEW_PFTRACE || v == XPROFS_VIEW_SVG || !strcmp(s, "<ENOENT>")
-		    ? json_string(s)
-		    : json_loads(s, 0, &je);
+	j = v == XPROFS_VIEW_PFTRACE || svg || !strcmp(s, "<ENOENT>") ? json_string(s)
+								      : json_loads(s, 0, &je);
 
 	if (!j)
 		fail_msg("invalid JSON (%s) in: %.300s", je.text, s);

@@ -8,7 +8,11 @@ traffic has a peak the generator states in its --stats record), and every
 shared sample (skipped with a message when ../shared/samples is absent).
 Each render must be strict JSON (no NaN) and equal the oracle's
 recomputation field by field. Each jq recipe of docs/memory.md must run
-with output on the "hand" profile's file. Through a real mount (when one
+with output on the "hand" profile's file. Session level: two sessions of
+these profiles (one host corrupt, one without a host plane): each host's
+"memory" in the session summary.json and its "memory_peak" are recomputed
+from the hosts' memory_profile.json, and compare/<a>/summary.json from
+the two summaries; their recipes run. Through a real mount (when one
 can be made) the host directory lists memory_profile.json and it is the
 CLI's bytes.
 """
@@ -105,17 +109,125 @@ def bad_checks(t, got):
          sorted(dts))
 
 
-def recipes():
-    """The jq recipes of docs/memory.md (a "<!-- recipe: -->" line, then a jq line)."""
+def recipes(view="memory_profile.json"):
+    """The jq recipes of docs/memory.md for @view (a "<!-- recipe: VIEW -->" line, then jq)."""
     out, on = [], False
     with open(os.path.join(xproto.SRC, "docs", "memory.md")) as f:
         for line in f.read().split("\n"):
-            if line.startswith("<!-- recipe: memory_profile.json -->"):
+            if line.startswith("<!-- recipe: %s -->" % view):
                 on = True
             elif line.startswith("jq ") and on:
                 out.append(line)
                 on = False
     return out
+
+
+def run_recipes(t, view, path, want=3):
+    rs = recipes(view)
+    t.ok(len(rs) >= want, "docs/memory.md has jq recipes for %s" % view, rs)
+    for cmd in rs:
+        r = subprocess.run(["bash", "-c", cmd + " " + path], capture_output=True)
+        t.ok(r.returncode == 0 and r.stdout.strip() != b"", "recipe on %s: %s" % (view, cmd),
+             r.stderr.decode()[:200])
+
+
+def host_memory(path):
+    """A host's "memory" in the session summary, from its memory_profile.json (None: none)."""
+    rc, raw, _ = render(path)
+    if rc != 0:
+        return None
+    mp = json.loads(raw)
+    per = {i: mp["memory_profile_per_allocator"][i]["profile_summary"] for i in mp["memory_ids"]}
+    if not per:
+        return None
+    top = max(mp["memory_ids"], key=lambda i: per[i]["peak_stats"]["peak_bytes_in_use"])
+    return {"memory_id": top, "peak_bytes": per[top]["peak_stats"]["peak_bytes_in_use"],
+            "peak_time_ps": per[top]["peak_stats_time_ps"],
+            "peak_bytes_per_memory_id": {i: per[i]["peak_stats"]["peak_bytes_in_use"]
+                                         for i in mp["memory_ids"]}}
+
+
+def session_summary(t, d, name):
+    """summary.json of session @d: each host's memory and memory_peak from memory_profile.json."""
+    r = subprocess.run([CLI, d, "--session"], capture_output=True)
+    if not t.ok(r.returncode == 0, "%s: session summary.json renders" % name, r.stderr[-300:]):
+        return None
+    got = strict(r.stdout)
+    want = {h["host"]: host_memory(os.path.join(d, h["host"] + ".xplane.pb")) for h in got["hosts"]}
+    have = {h["host"]: h["memory"] for h in got["hosts"]}
+    t.ok(have == want, "%s: each host's memory peaks are its memory_profile.json's" % name,
+         (have, want))
+    best = None
+    for h in got["hosts"]:
+        m = want[h["host"]]
+        if m and (best is None or m["peak_bytes"] > best["peak_bytes"]):
+            best = {"host": h["host"], "memory_id": m["memory_id"], "peak_bytes": m["peak_bytes"],
+                    "peak_time_ps": m["peak_time_ps"]}
+    t.ok(got["memory_peak"] == best, "%s: memory_peak is the host with the highest peak" % name,
+         (got["memory_peak"], best))
+    return got
+
+
+def compare_want(a, b):
+    """compare/<a>/summary.json of session b, from the two sessions' summary.json."""
+    def delta(x, y):
+        return {"peak_bytes_base": x, "peak_bytes_new": y,
+                "delta_peak_bytes": y - x if x is not None and y is not None else None}
+    ha = {h["host"]: h["memory"] for h in a["hosts"]}
+    hb = {h["host"]: h["memory"] for h in b["hosts"]}
+    hosts = []
+    for n in sorted(set(ha) | set(hb), key=lambda x: x.encode()):
+        ma, mb = ha.get(n), hb.get(n)
+        pa = ma["peak_bytes_per_memory_id"] if ma else {}
+        pb = mb["peak_bytes_per_memory_id"] if mb else {}
+        ids = [dict(memory_id=i, **delta(pa.get(i), pb.get(i)))
+               for i in sorted(set(pa) | set(pb), key=lambda x: x.encode())]
+        hosts.append(dict(host=n, **{"in": "both" if n in ha and n in hb else
+                                     "base" if n in ha else "new"},
+                          **delta(ma and ma["peak_bytes"], mb and mb["peak_bytes"]),
+                          memory_ids=ids))
+    pa, pb = a["memory_peak"], b["memory_peak"]
+    peak = dict(host_base=pa and pa["host"], host_new=pb and pb["host"],
+                **delta(pa and pa["peak_bytes"], pb and pb["peak_bytes"]))
+    return peak, hosts
+
+
+def session_checks(t, tmp, paths, gens):
+    """Session level (docs/memory.md): summary.json's peaks and compare/<other>/summary.json."""
+    da, db = os.path.join(tmp, "sa"), os.path.join(tmp, "sb")
+    os.makedirs(da)
+    os.makedirs(db)
+    for d, files in ((da, {"h1": paths["hand"], "h2": paths["bad"], "h3": paths["nohost"]}),
+                     (db, {"h1": paths["many"], "h5": paths["hand"]})):
+        for h, p in files.items():
+            shutil.copy(p, os.path.join(d, h + ".xplane.pb"))
+    for i, (_, f, _) in enumerate(gens[:2]):
+        shutil.copy(f, os.path.join(da if i == 0 else db, "h4.xplane.pb"))
+    with open(os.path.join(da, "broken.xplane.pb"), "wb") as f:
+        f.write(b"\x0a\x75junk")
+    a, b = session_summary(t, da, "session a"), session_summary(t, db, "session b")
+    if a is None or b is None:
+        return
+    bad = [h for h in a["hosts"] if h["host"] == "broken"]
+    t.ok(bad and bad[0]["error"] and bad[0]["memory"] is None,
+         "session a: a host that does not open has memory null and its error", bad)
+    r = subprocess.run([CLI, "--compare", da, db, "--view", "summary"], capture_output=True)
+    if not t.ok(r.returncode == 0, "compare summary.json renders", r.stderr[-300:]):
+        return
+    got = strict(r.stdout)
+    peak, hosts = compare_want(a, b)
+    t.ok(got["memory_peak"] == peak, "compare: the sessions' highest peaks and their delta",
+         (got["memory_peak"], peak))
+    t.ok(got["hosts"] == hosts, "compare: per host and memory id, by name, with deltas",
+         (got["hosts"], hosts))
+    t.ok([h["error"] for h in got["base"]["hosts"]] == [h["error"] for h in a["hosts"]] and
+         got["new"]["session"] == "sb", "compare: the sessions' hosts with their errors",
+         got["base"])
+    for view, path, raw in (("session/summary.json", "summary.json", json.dumps(b)),
+                            ("compare/summary.json", "compare.json", r.stdout.decode())):
+        with open(os.path.join(tmp, path), "w") as f:
+            f.write(raw)
+        run_recipes(t, view, os.path.join(tmp, path), 1)
 
 
 def generated(t, tmp):
@@ -172,7 +284,8 @@ def main():
             if got and name == "nohost":
                 t.ok(got["num_hosts"] == 0 and got["memory_ids"] == [], "nohost: num_hosts 0",
                      got)
-        for kind, f, peaks in generated(t, tmp):
+        gens = generated(t, tmp)
+        for kind, f, peaks in gens:
             got = check_file(t, pb2, f, "gen-" + kind)
             if got is None:
                 continue
@@ -186,15 +299,11 @@ def main():
             print("# shared samples absent (%s): skipping them" % SHARED)
         for p in samples:
             check_file(t, pb2, p, os.path.relpath(p, SHARED))
-        rs = recipes()
-        t.ok(len(rs) >= 3, "docs/memory.md has jq recipes", rs)
         out = os.path.join(tmp, "memory_profile.json")
         with open(out, "wb") as f:
             f.write(render(paths["hand"])[1])
-        for cmd in rs:
-            r = subprocess.run(["bash", "-c", cmd + " " + out], capture_output=True)
-            t.ok(r.returncode == 0 and r.stdout.strip() != b"", "recipe: %s" % cmd,
-                 r.stderr.decode()[:200])
+        run_recipes(t, "memory_profile.json", out)
+        session_checks(t, tmp, paths, gens)
         mount_check(t, tmp, paths["hand"], render(paths["hand"])[1])
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

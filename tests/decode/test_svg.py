@@ -83,34 +83,62 @@ def runs(pixels):
     return n
 
 
-def check_chromium(t, tmp):
-    """Render a few-step overview.svg with headless chromium: bars and op rows on the PNG."""
+def chromium_png(t, tmp, svg, name):
+    """Render file @svg (a view @name) with headless chromium at its own size: the PNG's
+    png_rgb(), or None (skipped without chromium, a failed check when it fails)."""
     chromium = shutil.which("chromium")
     if not chromium:
         print("# chromium absent (scripts/setup-debian.sh installs it): PNG check skipped")
-        return
-    prof = os.path.join(tmp, "few.xplane.pb")
-    subprocess.check_call([GEN, "--kind", "tpu", "--events", "3000", "-o", prof],
-                          stdout=subprocess.DEVNULL)
-    svg, png = os.path.join(tmp, "few.svg"), os.path.join(tmp, "few.png")
-    open(svg, "wb").write(view(prof, "overview.svg"))
-    root = ET.parse(svg).getroot()
-    nbars = len([g for g in root.iter(NS + "g") if g.get("class") == "bar"])
-    nops = len([r for r in root.iter(NS + "rect") if r.get("class") == "op"])
+        return None
+    root, png = ET.parse(svg).getroot(), svg[:-4] + ".png"
     r = subprocess.run([chromium, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
                         "--user-data-dir=" + os.path.join(tmp, "chromium"),
                         "--window-size=%s,%s" % (root.get("width"), root.get("height")),
                         "--screenshot=" + png, "file://" + svg], capture_output=True, timeout=120)
-    if not t.ok(r.returncode == 0 and os.path.exists(png), "chromium renders overview.svg to PNG",
+    if not t.ok(r.returncode == 0 and os.path.exists(png), "chromium renders %s to PNG" % name,
                 r.stderr.decode(errors="replace")[-800:]):
+        return None
+    return png_rgb(png)
+
+
+def check_chromium(t, tmp):
+    """Render a few-step overview.svg with headless chromium: bars and op rows on the PNG."""
+    prof = os.path.join(tmp, "few.xplane.pb")
+    subprocess.check_call([GEN, "--kind", "tpu", "--events", "3000", "-o", prof],
+                          stdout=subprocess.DEVNULL)
+    svg = os.path.join(tmp, "few.svg")
+    open(svg, "wb").write(view(prof, "overview.svg"))
+    root = ET.parse(svg).getroot()
+    nbars = len([g for g in root.iter(NS + "g") if g.get("class") == "bar"])
+    nops = len([r for r in root.iter(NS + "rect") if r.get("class") == "op"])
+    png = chromium_png(t, tmp, svg, "overview.svg")
+    if png is None:
         return
-    w, h, rows = png_rgb(png)
+    w, h, rows = png
     ink = sum(1 for row in rows for px in row if min(px) < 235)
     t.ok(ink > w * h // 20, "the PNG is not blank (%d of %d pixels drawn)" % (ink, w * h))
     bars = runs(rows[358][70:970])        # just above the chart's base line (y 360)
     t.ok(nbars > 1 and bars == nbars, "the PNG shows %d bars (the SVG has %d)" % (bars, nbars))
     oprows = runs([rows[y][425] for y in range(425, h)])   # down the op bars' left edge
     t.ok(oprows == nops, "the PNG shows %d op rows (the SVG has %d)" % (oprows, nops))
+
+
+def mount_check(t, prefix, prof, name):
+    """Through a real mount of @prof as host0: the host lists view @name; it is the CLI's bytes."""
+    why = xmount.usable()
+    if why:
+        print("# mount part skipped: %s" % why)
+        return
+    with xmount.Workdir(t, prefix) as w:
+        sess = w.session()
+        host0 = os.path.join(sess, "host0.xplane.pb")  # the host name is the file's
+        shutil.copyfile(prof, host0)
+        m = w.mount(os.path.join(w.path, "src"))
+        d = os.path.join(m.mnt, "runs", "run", "s1", "host0")
+        t.ok(name in os.listdir(d), "mount: the host lists %s" % name, os.listdir(d))
+        _, got = xmount.read_whole(os.path.join(d, name))
+        t.same(got, view(host0, name), "through the mount: %s is the CLI's bytes" % name,
+               m.log_tail)
 
 
 def check_profile(t, path, name):
@@ -205,19 +233,7 @@ def main():
         else:
             print("# %s absent: shared samples skipped" % samples)
         check_chromium(t, tmp)
-        why = xmount.usable()
-        if why:
-            print("# mount part skipped: %s" % why)
-        else:
-            with xmount.Workdir(t, "xprofs-svg-mnt-") as w:
-                sess = w.session()
-                shutil.copyfile(os.path.join(tmp, "tpu-3M.xplane.pb"),
-                                os.path.join(sess, "host0.xplane.pb"))
-                m = w.mount(os.path.join(w.path, "src"))
-                got = open(os.path.join(m.mnt, "runs", "run", "s1", "host0", "overview.svg"),
-                           "rb").read()
-                want = view(os.path.join(sess, "host0.xplane.pb"), "overview.svg")
-                t.same(got, want, "through the mount: overview.svg is the CLI's bytes", m.log_tail)
+        mount_check(t, "xprofs-svg-mnt-", os.path.join(tmp, "tpu-3M.xplane.pb"), "overview.svg")
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return t.done()

@@ -117,7 +117,7 @@ def check_runs(walk):
                         "trace.pftrace", "errors", "planes", "steps", "window"}
                 want |= {"overview.json", "kernels.json", "overview.svg"}  # docs/stats.md
                 want |= {"hlo_stats.json", "roofline.json"}  # docs/stats.md
-                want |= {"memory_profile.json", "memory_viewer.json"}  # docs/memory.md
+                want |= {"memory_profile.json", "memory_viewer.json", "memory.svg"}  # docs/memory.md
                 want |= {"op_profile.json", "framework_op_stats.json"}  # docs/stats.md
                 if set(os.listdir(hd)) != want:
                     fail("host dir %s has %s" % (hd, sorted(os.listdir(hd))))

@@ -6,8 +6,8 @@ TPU hosts, s3: 2 GPU hosts) and run "team/other" (session o1) is mounted:
 
 - a session directory lists ops.json and compare; compare/ lists the run's
   other sessions only (not itself, not other runs); compare/<s>/ lists
-  ops.json and steps.json;
-- runs/r/s2/ops.json and compare/s1/{ops,steps}.json are the bytes of
+  ops.json, steps.json, op_profile.json and summary.json;
+- runs/r/s2/ops.json and compare/s1/{ops,steps,summary}.json are the bytes of
   `xprofs-decode DIR --session --view ops` / `--compare S1 S2 --view V`;
   the other-run form compare/team/other/o1/ops.json resolves (unlisted:
   compare/team lists nothing) and is the CLI's bytes too;
@@ -71,8 +71,8 @@ def body(t, w):
     t.ok(sorted(os.listdir(cmp_dir)) == ["s1", "s3"],
          "compare/ lists the run's other sessions only", os.listdir(cmp_dir))
     t.ok(sorted(os.listdir(os.path.join(cmp_dir, "s1"))) ==
-         ["op_profile.json", "ops.json", "steps.json"],
-         "compare/s1/ lists ops.json, steps.json and op_profile.json")
+         ["op_profile.json", "ops.json", "steps.json", "summary.json"],
+         "compare/s1/ lists ops.json, steps.json, op_profile.json and summary.json")
 
     modes = {b: os.stat(os.path.join(cmp_dir, b, "ops.json")).st_mode & 0o777
              for b in ("s1", "s3")}
@@ -112,7 +112,7 @@ def body(t, w):
     hosts = {h["host"]: h["error"] for h in json.loads(got)["hosts"]}
     t.ok(hosts.get("broken") and hosts.get("host0") is None,
          "the corrupt host is listed with its error", hosts)
-    for view in ("ops", "steps"):
+    for view in ("ops", "steps", "summary"):
         p = os.path.join(cmp_dir, "s1", view + ".json")
         size, got = xmount.read_whole(p)
         want = subprocess.run([DECODE, "--compare", d1, d2, "--view", view],

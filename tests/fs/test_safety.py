@@ -167,7 +167,10 @@ def session_permissions(t, mnt):
               os.path.join("run", "s2", "compare", "s1", "steps.json"),
               os.path.join("shared", "s", "summary.json"), os.path.join("shared", "s", "ops.json"),
               os.path.join("shared", "t", "compare", "s", "ops.json"),
-              os.path.join("shared", "s", "compare", "t", "steps.json")]
+              os.path.join("shared", "s", "compare", "t", "steps.json"),
+              os.path.join("run", "s1", "compare", "s2", "summary.json"),
+              os.path.join("run", "s2", "compare", "s1", "summary.json"),
+              os.path.join("shared", "t", "compare", "s", "summary.json")]
     allowed = [os.path.join("run", "s2", "summary.json"), os.path.join("run", "s2", "ops.json"),
                os.path.join("shared", "t", "summary.json"), os.path.join("shared", "t", "ops.json"),
                os.path.join("shared", "s", "mine", "ops.json")]
