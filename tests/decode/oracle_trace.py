@@ -454,10 +454,11 @@ def i64(v):
     return v - (1 << 64) if v >> 63 else v
 
 
-def line_tids(p):
-    """trace tid of each line of @p: DisplayId(), renumbered on GPU planes; the derived streams."""
+def line_tids(p, grouped):
+    """trace tid of each line of @p: DisplayId(), renumbered on GPU planes of a space not
+    grouped yet; the derived streams."""
     tids = [(l.display_id or l.id) & U32 for l in p.lines]
-    streams = gpu_streams(p) if p.name.startswith("/device:GPU:") else []
+    streams = gpu_streams(p) if p.name.startswith("/device:GPU:") and not grouped else []
     for k, (i, _) in enumerate(streams):
         tids[i] = PER_STREAM * k + 1
     return tids, [l for _, l in streams]
@@ -594,9 +595,10 @@ def expected(xs, host, value_of):
         procs[pid] = "%s %s" % (host, p.name) if host else p.name
         facts = []
         ends = collections.defaultdict(int)
-        tids, streams = line_tids(p)
+        # PreprocessSingleHostXSpace(): a grouped space keeps its display ids, derives nothing
+        tids, streams = line_tids(p, grouped)
         skip = {l.name for l in p.lines}
-        derived = derive_steps(p) + derive_tpu(p, value_of)
+        derived = [] if grouped else derive_steps(p) + derive_tpu(p, value_of)
         syms = hlo_symbols(xs) if streams else {}
         for k, l in enumerate(streams):
             derived += derive_stream(p, l, k, value_of, skip, syms)

@@ -189,6 +189,7 @@ struct gspace {
 	int64_t span_ps;
 	uint64_t events;
 	uint64_t steps; /* training steps: group_id of every event */
+	unsigned flags; /* GEN_* variants of the profile */
 	size_t n_planes;
 	struct gplane planes[MAX_PLANES];
 };
@@ -337,8 +338,15 @@ struct gstats {
 /** gen_space_write() - write the whole XSpace of @s to @o, adding to @st. */
 int gen_space_write(struct gspace *s, struct out *o, struct gstats *st);
 /** gen_events_for_size() - the event count that makes a file of about @target bytes. */
-int gen_events_for_size(enum kind kind, uint64_t seed, const char *host, uint64_t target,
-			uint64_t *events);
+/*
+ * Variants of a profile (--ungrouped): GEN_UNGROUPED writes no group_id stat
+ * and no "group_id" stat metadata, so the space is not grouped yet
+ * (XProf's IsXSpaceGrouped()) and gets XProf's trace preprocessing.
+ */
+#define GEN_UNGROUPED 1u
+
+int gen_events_for_size(enum kind kind, uint64_t seed, unsigned flags, const char *host,
+			uint64_t target, uint64_t *events);
 /** gen_stats_json() - append the --stats record of one written file to @j (all borrowed). */
 int gen_stats_json(const struct gspace *s, const char *path, const struct gstats *st,
 		   struct xprofs_buf *j);
@@ -349,13 +357,13 @@ struct opts {
 	const char *out;
 	enum kind kind;
 	uint64_t size, events, seed;
-	bool have_events, stats, sidecars;
+	bool have_events, stats, sidecars, ungrouped;
 	unsigned hosts;
 	const char *logdir, *run, *session, *demo, *hlo;
 };
 
-int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host, uint64_t size,
-	     uint64_t events, bool have_events, struct xprofs_buf *j);
+int gen_file(const char *path, enum kind kind, uint64_t seed, unsigned flags, const char *host,
+	     uint64_t size, uint64_t events, bool have_events, struct xprofs_buf *j);
 int gen_session(const char *logdir, const char *run, const char *session, enum kind kind,
 		uint64_t seed, unsigned hosts, const char *host_prefix, uint64_t size,
 		uint64_t events, bool have_events, bool sidecars, struct xprofs_buf *j);

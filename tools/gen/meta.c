@@ -274,7 +274,8 @@ int gen_plane_meta(const struct gspace *s, const struct gplane *p, struct pb *me
 		break;
 	default:
 		for (int i = 1; i < SM_COUNT; i++)
-			sm_entry(meta, &val, i, sm_names[i]);
+			if (i != SM_GROUP_ID || !(s->flags & GEN_UNGROUPED))
+				sm_entry(meta, &val, i, sm_names[i]);
 		for (int c = 0; c < SI_COUNT; c++)
 			for (uint32_t i = 0; i < p->si_n[c]; i++) {
 				si_name(p, c, i, name, sizeof(name));
