@@ -14,8 +14,8 @@
  * their names interned on the line's sequence. Slices are placed on the
  * line's tracks by pftrace-tracks.c.
  *
- * Limits: an event that fits no track of its line is dropped (the names its
- * stats defined still go out); a slice walks a deriving line whole (its
+ * Limits: an event that fits no track of its line is dropped and counted
+ * (the names its stats defined still go out); a slice walks a deriving line whole (its
  * derived events are the whole trace's) and keeps what overlaps its window.
  */
 #include <string.h>
@@ -183,11 +183,11 @@ static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct x
 	if (v.step) {
 		size_t n = trace_pf_json_unescape(v.step, v.step_len, &c->name);
 
-		pbw_str(te, F_TE_NAME, c->name.buf, trace_pf_capped(n));
+		pbw_str(te, F_TE_NAME, c->name.buf, n);
 	} else {
 		pbw_u64(te, F_TE_NAME_IID, md->name_iid);
 	}
-	trace_pf_md_define(c->A, md, m, m->name, trace_pf_capped(m->name_len), pl->s.id, id);
+	trace_pf_md_define(c->A, md, m, m->name, m->name_len, pl->s.id, id);
 	if (v.a.has_group)
 		trace_pf_arg_int(c->A, "group_id", 8, v.a.group, PF_EVENT, pl->s.id, te, id);
 	if (md->inline_args && t && t->args_len)

@@ -1226,10 +1226,10 @@ static void test_trace_framework(void **state)
 	LACKS(s, "\"name\":\"s16\"");
 	/* the huge tf_op: cut at DER_NAME_MAX bytes, so no ':' and no scope: an unknown op */
 	LACKS(s, "\"tid\":2,\"ts\":13,");
-	/* the name: 4096 of the 100,000 bytes */
-	xprofs_buf_init(&name, 8192);
+	/* the name: 10,000 of the 100,000 bytes */
+	xprofs_buf_init(&name, 16384);
 	assert_int_equal(xprofs_buf_adds(&name, "\"name\":\""), 0);
-	for (int i = 0; i < 4096; i++)
+	for (int i = 0; i < 10000; i++)
 		assert_int_equal(xprofs_buf_add(&name, "a", 1), 0);
 	assert_int_equal(xprofs_buf_adds(&name, "\","), 0);
 	HAS(s, "\"tid\":3,\"ts\":13,\"dur\":1,\"name\":\"aaaa");
