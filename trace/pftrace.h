@@ -221,7 +221,9 @@ struct trace_pf_ctx {
 	struct trace_pf_async *as; /* the plane's held-back async events */
 	size_t n_as, cap_as;
 	struct pbw ablob;
-	uint64_t dropped, drop_ns; /* events that fit no track; the first one's start */
+	uint64_t dropped, drop_ns;    /* events that fit no track; the first one's start */
+	bool regions_on;              /* the plane's lines get threadpool regions (regions.c) */
+	struct trace_regions regions; /* the current line's */
 };
 
 /* One track of a line: its open slices' end times (innermost last). */
@@ -245,6 +247,7 @@ struct trace_pf_line {
 	uint64_t last_ns;
 	bool counters;
 	struct trace_pf_track lv[LEVELS_MAX];
+	struct trace_regions *regions; /* borrowed (c->regions); NULL: none */
 	double cval;
 	bool has_cval;
 };

@@ -137,6 +137,7 @@ static void ctx_free(struct trace_pf_ctx *c)
 	pbw_free(&c->name);
 	pbw_free(&c->evann);
 	pbw_free(&c->ablob);
+	trace_regions_free(&c->regions);
 	xs_out_deinit(&c->ev);
 	free(c);
 }
@@ -230,6 +231,8 @@ static int plane_part(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg)
 	if ((r = ctx_new(rc, o, i, P->n, &c)) < 0)
 		return r;
 	c->proc_uuid = PROC_UUID(tp->pid);
+	if ((r = trace_regions_plane(rc, tp->plane, &c->regions_on)) < 0)
+		goto out;
 	for (size_t j = 0; j < p->n_lines; j++)
 		if ((r = trace_pf_line(c, c->pl, tp->pid, p->first_line + j)) < 0)
 			goto out;

@@ -42,7 +42,7 @@ int gen_file(const char *path, enum kind kind, uint64_t seed, unsigned flags, co
 	ret = gen_plan_build(s, kind, seed, host, events);
 	if (ret)
 		goto out;
-	s->flags = flags;
+	gen_plan_flags(s, flags);
 	o.buf = malloc(OUT_BUF_BYTES);
 	if (!o.buf) {
 		ret = -ENOMEM;

@@ -381,6 +381,13 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 		if (h >= N_HOST_FIXED && rng_below(r, 16) == 0)
 			stat_u(ev, 4, SM_TF_OP, ST_REF,
 			       p->si_base[SI_TF_OP] + h % p->si_n[SI_TF_OP]);
+		if ((s->flags & GEN_REGIONS) && (h == REGION_RECORD || h == REGION_START)) {
+			/* a small id space, so records and regions of one id meet */
+			uint64_t id = 1 + rng_below(r, 64);
+
+			stat_u(ev, 4, h == REGION_START ? SM_C : SM_P, ST_U64, id);
+			stat_u(ev, 4, h == REGION_START ? SM_CT : SM_PT, ST_I64, 15);
+		}
 		break;
 	}
 	case L_TRACEME:

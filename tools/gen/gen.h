@@ -154,6 +154,10 @@ enum {
 	SM_REGION_TYPE,
 	SM_DATA_TYPE,
 	SM_SHAPE,
+	SM_C, /* TraceMe2 consumer and producer ids and types: --regions only */
+	SM_CT,
+	SM_P,
+	SM_PT,
 	SM_COUNT
 };
 
@@ -235,6 +239,8 @@ void gen_shape_text(struct rng *r, char *dst, size_t n);
 int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *host,
 		   uint64_t events);
 void gen_plan_free(struct gspace *s);
+/** gen_plan_flags() - the GEN_* variants of planned @s: its flags and stat metadata counts. */
+void gen_plan_flags(struct gspace *s, unsigned flags);
 
 /* ---- metadata (meta.c) --------------------------------------------------- */
 
@@ -344,6 +350,15 @@ int gen_space_write(struct gspace *s, struct out *o, struct gstats *st);
  * (XProf's IsXSpaceGrouped()) and gets XProf's trace preprocessing.
  */
 #define GEN_UNGROUPED 1u
+/*
+ * GEN_REGIONS (--regions): three of the fixed host names become
+ * ThreadpoolListener::Record (with _p/_pt = 15), ::StartRegion (with _c/_ct =
+ * 15) and ::StopRegion, so XProf's preprocessing adds threadpool regions.
+ */
+#define GEN_REGIONS 2u
+#define REGION_RECORD 13 /* gen_host_names[] indices renamed by GEN_REGIONS */
+#define REGION_START 14
+#define REGION_STOP 15
 
 int gen_events_for_size(enum kind kind, uint64_t seed, unsigned flags, const char *host,
 			uint64_t target, uint64_t *events);
@@ -357,7 +372,7 @@ struct opts {
 	const char *out;
 	enum kind kind;
 	uint64_t size, events, seed;
-	bool have_events, stats, sidecars, ungrouped;
+	bool have_events, stats, sidecars, ungrouped, regions;
 	unsigned hosts;
 	const char *logdir, *run, *session, *demo, *hlo;
 };

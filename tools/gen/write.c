@@ -218,7 +218,7 @@ static int probe_size(enum kind kind, uint64_t seed, unsigned flags, const char 
 	ret = gen_plan_build(s, kind, seed, host, events);
 	if (ret)
 		return ret;
-	s->flags = flags;
+	gen_plan_flags(s, flags);
 	ret = gen_space_write(s, NULL, &st);
 	gen_plan_free(s);
 	if (ret)
