@@ -1031,12 +1031,21 @@ static void derived_kernel(struct tb *b, XLine *l, int64_t off_us, const char *o
 	tb_stat_i(b, &e->stats, &e->n_stats, 4, 9);
 }
 
-/* The GPU plane of the derived-lines tests: a memcpy stream #8 and a compute stream #7. */
-static void derived_plane(struct tb *b, XPlane *gpu)
+/*
+ * trace.json of the derived-lines tests' GPU plane: a memcpy stream #8 and
+ * a compute stream #7, in a space @grouped or not (a "group_id" stat
+ * metadata). Caller frees the result and opened_free(@o).
+ */
+static char *derived_trace(bool grouped, struct opened *o)
 {
+	struct tb *b = tb_new();
+	struct xprofs_render_opts ro = {.host = "h"};
+	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
 	XLine *k, *c;
 	XEvent *e;
 
+	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", "program_id",
+		 grouped ? "group_id" : NULL);
 	tb_evmd(b, gpu, 1, "kern", NULL);
 	c = tb_line(b, gpu, 8, "Stream #8(MemcpyH2D)", 0); /* more events, not Compute: second */
 	for (int i = 0; i < 5; i++)
@@ -1047,6 +1056,7 @@ static void derived_plane(struct tb *b, XPlane *gpu)
 	derived_kernel(b, k, 4, "add.3", "n");           /* new module, new op */
 	e = tb_event(b, k, 1, 6000000, 500000);          /* no kernel_details: derives nothing */
 	tb_stat_s(b, &e->stats, &e->n_stats, 2, "x");
+	return render_opts(opened_new(o, b), XPROFS_VIEW_TRACE, 0, &ro);
 }
 
 /*
@@ -1057,18 +1067,11 @@ static void derived_plane(struct tb *b, XPlane *gpu)
  */
 static void test_trace_derived(void **state)
 {
-	struct tb *b = tb_new();
-	struct xprofs_render_opts ro = {.host = "h"};
-	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
 	struct opened o;
-	struct xprofs_xspace *x;
 	char *s;
 
 	(void)state;
-	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", "program_id");
-	derived_plane(b, gpu);
-	x = opened_new(&o, b);
-	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	s = derived_trace(false, &o);
 	/* display ids: Compute stream 1, its XLA Modules 4 and XLA Ops 5; the other stream 7 */
 	HAS(s, "\"tid\":1,\"args\":{\"name\":\"Stream #7(Compute)\"}",
 	    "\"tid\":7,\"args\":{\"name\":\"Stream #8(MemcpyH2D)\"}",
@@ -1090,27 +1093,12 @@ static void test_trace_derived(void **state)
 	LACKS(s, "\"name\":\"x\"", "\"tid\":3735928559");
 	free(s);
 	opened_free(&o);
-}
-
-/*
- * The same plane in a space already grouped (a "group_id" stat metadata,
- * even unused: IsXSpaceGrouped()): XProf's preprocessing does not run, so
- * the streams keep their display ids and their order and nothing is derived.
- */
-static void test_trace_grouped(void **state)
-{
-	struct tb *b = tb_new();
-	struct xprofs_render_opts ro = {.host = "h"};
-	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
-	struct opened o;
-	struct xprofs_xspace *x;
-	char *s;
-
-	(void)state;
-	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", "program_id", "group_id");
-	derived_plane(b, gpu);
-	x = opened_new(&o, b);
-	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	/*
+	 * The same plane in a space already grouped (a "group_id" stat metadata,
+	 * even unused: IsXSpaceGrouped()): XProf's preprocessing does not run, so
+	 * the streams keep their display ids and their order and nothing is derived.
+	 */
+	s = derived_trace(true, &o);
 	HAS(s, "\"tid\":7,\"args\":{\"name\":\"Stream #7(Compute)\"}",
 	    "\"tid\":8,\"args\":{\"name\":\"Stream #8(MemcpyH2D)\"}",
 	    "\"tid\":8,\"args\":{\"sort_index\":8}", "\"tid\":7,\"args\":{\"sort_index\":7}");
@@ -2548,8 +2536,6 @@ int main(void)
 		cmocka_unit_test(test_trace),
 		cmocka_unit_test(test_gzip_sink),
 		cmocka_unit_test(test_trace_derived),
-		cmocka_unit_test(test_trace_grouped),
-		cmocka_unit_test(test_trace_grouped),
 		cmocka_unit_test(test_trace_framework),
 		cmocka_unit_test(test_trace_hlo_symbols),
 		cmocka_unit_test(test_trace_xprof),

@@ -19,7 +19,8 @@ import sys
 import xmount
 import xproto
 
-from xproto import CLI, GEN
+from check_pftrace import decode
+from xproto import GEN
 
 DERIVED = ("XLA Modules", "XLA Ops", "Framework Ops", "Framework Name Scope", "Source code",
            "Steps")
@@ -56,15 +57,6 @@ def pf_threads(ppb, raw):
             p.track_descriptor.thread.thread_name
             for p in tr.packet if p.HasField("track_descriptor") and
             p.track_descriptor.HasField("thread")}
-
-
-def cli(path, view):
-    r = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE)
-    if r.returncode != 0:
-        raise RuntimeError("%s --view %s: exit %d: %s" % (path, view, r.returncode,
-                                                           r.stderr.decode()[-300:]))
-    return r.stdout
 
 
 def kept(t, where, want, tj, pf):
@@ -105,10 +97,10 @@ def checks(t, w, pb2, ppb):
         subprocess.run([GEN, "--kind", "gpu", "--size", "400K", "--seed", "5", "-o", path] +
                        extra, check=True, stdout=subprocess.DEVNULL)
     want = streams(pb2, grouped)
-    tj_cli = cli(grouped, "trace")
-    kept(t, "CLI grouped", want, tj_cli, (ppb, cli(grouped, "trace.pftrace")))
+    tj_cli = decode(grouped, "trace")
+    kept(t, "CLI grouped", want, tj_cli, (ppb, decode(grouped, "trace.pftrace")))
     # the ungrouped twin is preprocessed: renumbered streams and derived lines
-    got = {(n, tid) for (_, tid), (n, _) in json_threads(cli(ungrouped, "trace")).items()}
+    got = {(n, tid) for (_, tid), (n, _) in json_threads(decode(ungrouped, "trace")).items()}
     moved = [n for (_, did), n in streams(pb2, ungrouped).items() if (n, did) not in got]
     t.ok(len(moved) > 0, "CLI ungrouped: GPU streams renumbered (%d)" % len(moved))
     t.ok(any(n.startswith("XLA Ops - from #") for n, _ in got),

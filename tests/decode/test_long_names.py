@@ -59,15 +59,6 @@ def write(path, names):
         shutil.rmtree(tmp, ignore_errors=True)
 
 
-def cli(path, view):
-    r = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE)
-    if r.returncode != 0:
-        raise RuntimeError("%s --view %s: exit %d: %s" % (path, view, r.returncode,
-                                                           r.stderr.decode()[-300:]))
-    return r.stdout, r.stderr.decode()
-
-
 def main():
     t = xtap.Tap()
     names = [ck_name(4200), ck_name(12000)]
@@ -76,8 +67,10 @@ def main():
     try:
         path = os.path.join(d, "names.xplane.pb")
         write(path, names)
-        tj = json.loads(cli(path, "trace")[0])["traceEvents"]
-        raw, log = cli(path, "trace.pftrace")
+        tj = json.loads(check_pftrace.decode(path, "trace"))["traceEvents"]
+        pr = subprocess.run([CLI, path, "--view", "trace.pftrace"], capture_output=True)
+        raw, log = pr.stdout, pr.stderr.decode()
+        t.ok(pr.returncode == 0, "trace.pftrace renders", log[-300:])
         got = check_pftrace.check_structure(ppb, raw, "names")
         t.ok(not xproto.failures, "trace.pftrace is well formed", xproto.failures[:3])
         jn = {e["name"] for e in tj if e.get("ph") == "X"}

@@ -24,18 +24,10 @@ import oracle_trace
 import xproto
 import xtap
 
-from xproto import CLI, GEN
+from check_pftrace import decode
+from xproto import GEN
 
 NAME = "ThreadpoolListener::Region"
-
-
-def cli(path, view):
-    r = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE,
-                       stderr=subprocess.PIPE)
-    if r.returncode != 0:
-        raise RuntimeError("%s --view %s: exit %d: %s" % (path, view, r.returncode,
-                                                           r.stderr.decode()[-300:]))
-    return r.stdout
 
 
 def want_regions(pb2, path):
@@ -70,7 +62,7 @@ def main():
                             "-o", p] + extra, check=True, stdout=subprocess.DEVNULL)
         want = want_regions(pb2, path)
         t.ok(len(want) >= 50, "the generated profile has threadpool regions (%d)" % len(want))
-        tj = json.loads(cli(path, "trace"), parse_float=Decimal)["traceEvents"]
+        tj = json.loads(decode(path, "trace"), parse_float=Decimal)["traceEvents"]
         got = {}
         for e in tj:
             if e.get("ph") == "X" and e["name"] == NAME:
@@ -86,7 +78,7 @@ def main():
         starts = {e.get("bind_id") for e in tj if e.get("flow_out")}
         t.ok(any(v[0] in starts for v in got.values()),
              "trace.json: some region's flow starts at a Record")
-        pf = check_pftrace.check_structure(ppb, cli(path, "trace.pftrace"), "regions")
+        pf = check_pftrace.check_structure(ppb, decode(path, "trace.pftrace"), "regions")
         t.ok(not xproto.failures, "trace.pftrace is well formed", xproto.failures[:3])
         pr = [s for s in pf["slices"] if s[1] == NAME]
         pflows = sorted(f for s in pr for f in s[5])
@@ -95,8 +87,8 @@ def main():
              (len(pr), len(want)))
         t.ok(pflows == wflows, "trace.pftrace: each region slice ends trace.json's flow",
              why="%r vs %r" % (pflows[:2], wflows[:2]))
-        gj = cli(grouped, "trace").decode()
-        t.ok(NAME not in gj and NAME.encode() not in cli(grouped, "trace.pftrace"),
+        gj = decode(grouped, "trace").decode()
+        t.ok(NAME not in gj and NAME.encode() not in decode(grouped, "trace.pftrace"),
              "grouped twin: no region (IsXSpaceGrouped())")
     finally:
         shutil.rmtree(d, ignore_errors=True)
