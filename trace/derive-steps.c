@@ -49,7 +49,7 @@ static int group_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_st
  */
 static bool steps_wanted(struct xs_rctx *rc, const struct xs_plane *p, size_t *n_src)
 {
-	if (!xs_plane_is_gpu(p) || !p->group_ids)
+	if (!xs_plane_is_gpu(p) || !p->group_ids || rc->x->grouped)
 		return false;
 	*n_src = 0;
 	for (size_t j = 0; j < p->n_lines; j++) {

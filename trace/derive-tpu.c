@@ -293,6 +293,8 @@ int trace_derive_tpu(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit,
 	bool inexact = true, offload = false;
 	int r;
 
+	if (rc->x->grouped) /* IsXSpaceGrouped(): XProf derives nothing */
+		return 0;
 	if ((r = xs_plane_enter(rc, pi)) < 0 || !xs_plane_is_tensor_core(p))
 		return r;
 	if ((r = trace_offload_wanted(rc, p, &offload)) < 0)

@@ -41,8 +41,8 @@ enum { DL_OFFLOAD = DL_STEPS + 1, DL_KINDS = DL_OFFLOAD + DER_OFFLOAD_ROWS };
 #define DER_STEP_LINES 16
 /* A TensorCore plane's lines are derived when it has at most this many (one 1 MiB cursor each). */
 #define DER_TPU_LINES 32
-/* Derived event names are cut at this many bytes. */
-#define DER_NAME_MAX 4096
+/* Derived event names are cut at this many bytes (XProf's cap for long names, kMaxLongName). */
+#define DER_NAME_MAX 10000
 
 /* One finished derived event, borrowed by the emit function for the call. */
 struct trace_derived_ev {

@@ -119,6 +119,16 @@ static inline void pbw_str(struct pbw *w, uint32_t field, const void *p, size_t 
 	pbw_bytes(w, p, n);
 }
 
+/* String field @field of @a (@an bytes) followed by @b (@bn bytes): no copy joins them first. */
+static inline void pbw_str2(struct pbw *w, uint32_t field, const void *a, size_t an, const void *b,
+			    size_t bn)
+{
+	pbw_tag(w, field, 2);
+	pbw_varint(w, an + bn);
+	pbw_bytes(w, a, an);
+	pbw_bytes(w, b, bn);
+}
+
 /* Append @inner as length-delimited field @field of @w. */
 static inline void pbw_msg(struct pbw *w, uint32_t field, const struct pbw *inner)
 {

@@ -13,7 +13,7 @@
  *
  * Limits: held-back events take at most ASYNC_MAX bytes per plane (past
  * that they are slices of their line) and ASYNC_TRACKS_MAX tracks (past that
- * they are dropped).
+ * they are dropped and counted, trace_pf_dropped()).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -34,9 +34,9 @@ static void inline_body(struct trace_pf_ctx *c, const struct xs_evmd *m,
 	if (v->step) {
 		size_t n = trace_pf_json_unescape(v->step, v->step_len, &c->name);
 
-		pbw_str(te, F_TE_NAME, c->name.buf, trace_pf_capped(n));
+		pbw_str(te, F_TE_NAME, c->name.buf, n);
 	} else {
-		pbw_str(te, F_TE_NAME, m->name, trace_pf_capped(m->name_len));
+		pbw_str(te, F_TE_NAME, m->name, m->name_len);
 	}
 	*args_at = te->len;
 	if (v->a.has_group)
@@ -151,7 +151,7 @@ static void async_pair(struct trace_pf_async *as, size_t from, size_t to, size_t
 }
 
 /* Assign each live span a track on which it overlaps nothing; the track count. */
-static uint32_t async_tracks(struct trace_pf_async *as, size_t n)
+static uint32_t async_tracks(struct trace_pf_ctx *c, struct trace_pf_async *as, size_t n)
 {
 	uint64_t last[ASYNC_TRACKS_MAX];
 	uint32_t nt = 0;
@@ -163,7 +163,8 @@ static uint32_t async_tracks(struct trace_pf_async *as, size_t n)
 		for (k = 0; k < nt && last[k] > as[i].ts; k++)
 			;
 		if (k == ASYNC_TRACKS_MAX) {
-			as[i].dead = true; /* no track left: dropped */
+			as[i].dead = true; /* no track left: dropped, counted */
+			trace_pf_dropped(c, as[i].ts);
 			continue;
 		}
 		if (k == nt)
@@ -208,7 +209,7 @@ int trace_pf_async_flush(struct trace_pf_ctx *c)
 			async_pair(as, i, j, open);
 		i = j;
 	}
-	nt = async_tracks(as, n);
+	nt = async_tracks(c, as, n);
 	c->next_async += nt;
 	qsort(as, n, sizeof(*as), cmp_track);
 	for (i = 0; i < n && !as[i].dead; i++) {

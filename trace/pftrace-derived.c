@@ -206,7 +206,7 @@ int trace_pf_derived_emit(void *arg, const struct trace_derived_ev *e)
 	v->off = d->blob.len;
 	v->order = d->order++;
 	d->sorted = false;
-	v->name_len = trace_pf_capped(e->disp_len ? e->disp_len : e->name_len);
+	v->name_len = e->disp_len ? e->disp_len : e->name_len;
 	pbw_bytes(&d->blob, e->disp_len ? e->disp : e->name, v->name_len);
 	v->ln_len = ln->len;
 	pbw_bytes(&d->blob, ln->buf, ln->len);

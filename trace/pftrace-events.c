@@ -14,8 +14,8 @@
  * their names interned on the line's sequence. Slices are placed on the
  * line's tracks by pftrace-tracks.c.
  *
- * Limits: an event that fits no track of its line is dropped (the names its
- * stats defined still go out); a slice walks a deriving line whole (its
+ * Limits: an event that fits no track of its line is dropped and counted
+ * (the names its stats defined still go out); a slice walks a deriving line whole (its
  * derived events are the whole trace's) and keeps what overlaps its window.
  */
 #include <string.h>
@@ -114,6 +114,51 @@ static int event_info(struct trace_pf_ctx *c, const struct xs_event *e, const st
 
 /* The name (@v's rename or @m's) and args of an event into c->te, all inline (async). */
 
+/*
+ * The threadpool regions (regions.c) that come before an event at @ts of
+ * duration @dur (@all: every one left): slices "ThreadpoolListener::Region"
+ * on the line's tracks, each ending its flow, no args (trace.json's).
+ */
+static int regions_before(struct trace_pf_line *pl, bool all, xs_ps128 ts, int64_t dur)
+{
+	static const char name[] = TRACE_REGION_NAME;
+	struct trace_pf_ctx *c = pl->c;
+	const struct trace_region *g;
+	struct pbw *te = &c->te;
+	int r;
+
+	while ((g = trace_regions_next(pl->regions, all, ts, dur))) {
+		struct trace_acc a = {0};
+		int64_t d = g->e - g->b;
+		uint64_t b = trace_pf_ns(g->b), en = trace_pf_ns((xs_ps128)g->b + (d > 0 ? d : 1));
+		struct trace_xflow f;
+		uint64_t iid;
+		size_t k;
+
+		trace_region_acc(c->rc->x, &c->rc->x->planes[pl->l->plane], g, &a);
+		f = trace_xflow_decode(a.flow);
+		trace_pf_need_track(pl, 0);
+		if ((k = trace_pf_place(pl, &b, &en)) == LEVELS_MAX)
+			continue; /* counted */
+		pbw_reset(te);
+		pbw_reset(&c->id);
+		pbw_u64(te, F_TE_TYPE, TYPE_BEGIN);
+		if (k)
+			pbw_u64(te, F_TE_TRACK, pl->uuid + k);
+		iid = trace_pf_event_name(c->A, name, sizeof(name) - 1, pl->s.id, &c->id);
+		if (iid)
+			pbw_u64(te, F_TE_NAME_IID, iid);
+		else
+			pbw_str(te, F_TE_NAME, name, sizeof(name) - 1);
+		pbw_fixed64(te, F_TE_TFLOW, (((uint64_t)f.cat << 56) | f.id) + 1);
+		if ((r = trace_pf_err(c)) < 0)
+			return r;
+		trace_pf_emit_event(c, &pl->s, b, te, &c->id);
+		pl->lv[k].end[pl->lv[k].n++] = en;
+	}
+	return xs_out_flush(c->o, false);
+}
+
 /* A xs_event_fn writing one event of a line (arg: struct trace_pf_line). */
 static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m,
 			  void *arg)
@@ -141,6 +186,8 @@ static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct x
 		if (pl->win && !(start < rc->win_to && start + dur > rc->win_from))
 			return 0; /* the slice's rule (render.c win_test) */
 	}
+	if (pl->regions && (r = regions_before(pl, false, ts, e->duration_ps)) < 0)
+		return r;
 	if (t && t->internal)
 		return 0;
 	if (pl->counters) {
@@ -183,11 +230,11 @@ static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct x
 	if (v.step) {
 		size_t n = trace_pf_json_unescape(v.step, v.step_len, &c->name);
 
-		pbw_str(te, F_TE_NAME, c->name.buf, trace_pf_capped(n));
+		pbw_str(te, F_TE_NAME, c->name.buf, n);
 	} else {
 		pbw_u64(te, F_TE_NAME_IID, md->name_iid);
 	}
-	trace_pf_md_define(c->A, md, m, m->name, trace_pf_capped(m->name_len), pl->s.id, id);
+	trace_pf_md_define(c->A, md, m, m->name, m->name_len, pl->s.id, id);
 	if (v.a.has_group)
 		trace_pf_arg_int(c->A, "group_id", 8, v.a.group, PF_EVENT, pl->s.id, te, id);
 	if (md->inline_args && t && t->args_len)
@@ -223,11 +270,17 @@ int trace_pf_line(struct trace_pf_ctx *c, struct trace_pf_line *pl, uint32_t pid
 	pl->pid = pid;
 	pl->tid = trace_tid(pl->l);
 	pl->uuid = ((uint64_t)(li + 1) << 8);
+	if (c->regions_on && kind == TL_THREAD) {
+		if ((r = trace_regions_collect(rc, li, &c->regions)) < 0)
+			return r;
+		pl->regions = c->regions.n ? &c->regions : NULL;
+	}
 	if (kind == TL_THREAD && (r = trace_derive_new(rc, &rc->x->planes[pl->l->plane], pl->l,
 						       trace_pf_derived_emit, c, &pl->derive)) < 0)
 		return r;
 	if (!pl->derive) {
-		if ((r = xs_line_each(rc, li, NULL, trace_pf_event, pl)) < 0)
+		if ((r = xs_line_each(rc, li, NULL, trace_pf_event, pl)) < 0 ||
+		    (pl->regions && (r = regions_before(pl, true, 0, 0)) < 0))
 			return r;
 		trace_pf_close_until(pl, UINT64_MAX);
 		return xs_out_flush(c->o, false);
@@ -242,6 +295,8 @@ int trace_pf_line(struct trace_pf_ctx *c, struct trace_pf_line *pl, uint32_t pid
 	rc->win = false;
 	r = xs_line_each(rc, li, NULL, trace_pf_event, pl);
 	rc->win = pl->win;
+	if (r == 0 && pl->regions)
+		r = regions_before(pl, true, 0, 0);
 	if (r == 0)
 		r = trace_derive_finish(pl->derive);
 	trace_derive_free(pl->derive);

@@ -20,8 +20,9 @@
  * past 2^64 ns are clamped; an event starting before the previous one of its
  * line is moved to that start (monotonic sequences). Each track keeps at
  * most STACK_MAX open slices and a line at most LEVELS_MAX overflow tracks;
- * an event that fits none is dropped. Track names are cut at NAME_MAX_LEN
- * bytes.
+ * an event that fits none is dropped and counted (c->dropped; the plane's
+ * part writes the count, view-pftrace.c). Track names are trace.json's,
+ * whole (the index cuts line names at XS_NAME_MAX).
  */
 #include <errno.h>
 #include <stdio.h>
@@ -156,20 +157,15 @@ uint64_t trace_pf_ns(xs_ps128 ps)
 	return (uint64_t)ps;
 }
 
-size_t trace_pf_capped(size_t n)
-{
-	return n > NAME_MAX_LEN ? NAME_MAX_LEN : n;
-}
-
 /* The TrackDescriptor of level @k of line @pl into c->td. */
 static void describe(struct trace_pf_line *pl, size_t k)
 {
 	struct pbw *td = &pl->c->td, *th = &pl->c->sub;
 	const struct xs_line *l = pl->l;
 	const char *nm = pl->title ? pl->title : l->display_name_len ? l->display_name : l->name;
-	size_t nl = trace_pf_capped(pl->title             ? pl->title_len
-				    : l->display_name_len ? l->display_name_len
-							  : l->name_len);
+	size_t nl = pl->title             ? pl->title_len
+		    : l->display_name_len ? l->display_name_len
+					  : l->name_len;
 
 	pbw_reset(td);
 	pbw_reset(th);
@@ -181,15 +177,11 @@ static void describe(struct trace_pf_line *pl, size_t k)
 		pbw_str(th, F_THD_NAME, nm, nl);
 		pbw_msg(td, F_TD_THREAD, th);
 	} else {
-		char buf[NAME_MAX_LEN + 32];
-		int n;
+		char sfx[32];
+		int n = k ? snprintf(sfx, sizeof(sfx), " (overlap %zu)", k) : 0;
 
-		if (k == 0)
-			n = snprintf(buf, sizeof(buf), "%.*s", (int)nl, nm);
-		else
-			n = snprintf(buf, sizeof(buf), "%.*s (overlap %zu)", (int)nl, nm, k);
 		pbw_u64(td, F_TD_PARENT, k == 0 ? pl->c->proc_uuid : pl->uuid);
-		pbw_str(td, F_TD_NAME, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+		pbw_str2(td, F_TD_NAME, nm, nl, sfx, n > 0 ? (size_t)n : 0);
 		if (pl->counters)
 			pbw_str(td, F_TD_COUNTER, "", 0);
 	}
@@ -237,6 +229,13 @@ void trace_pf_close_until(struct trace_pf_line *pl, uint64_t ns)
 	}
 }
 
+/* One more event that fits no track, starting at @ns (the first one's start is kept). */
+void trace_pf_dropped(struct trace_pf_ctx *c, uint64_t ns)
+{
+	if (!c->dropped++)
+		c->drop_ns = ns;
+}
+
 /*
  * The track level of line @pl that a slice [*b, *en) goes on, described and
  * with the ends before *b written (*b kept monotonic, *en >= *b); LEVELS_MAX
@@ -260,5 +259,7 @@ size_t trace_pf_place(struct trace_pf_line *pl, uint64_t *b, uint64_t *en)
 	}
 	if (k < LEVELS_MAX)
 		trace_pf_need_track(pl, k);
+	else
+		trace_pf_dropped(pl->c, *b);
 	return k;
 }

@@ -137,9 +137,8 @@ size_t trace_pf_json_unescape(const char *j, size_t n, struct pbw *out);
 
 /* ---- the writer: the render and its lines ---------------------------------- */
 
-#define STACK_MAX 256     /* open slices per track */
-#define LEVELS_MAX 8      /* tracks per line: its own and overflow tracks */
-#define NAME_MAX_LEN 2048 /* track and event names are cut here */
+#define STACK_MAX 256 /* open slices per track */
+#define LEVELS_MAX 8  /* tracks per line: its own and overflow tracks */
 #define ASYNC_TRACKS_MAX 1024
 
 struct trace_derive;
@@ -222,6 +221,9 @@ struct trace_pf_ctx {
 	struct trace_pf_async *as; /* the plane's held-back async events */
 	size_t n_as, cap_as;
 	struct pbw ablob;
+	uint64_t dropped, drop_ns;    /* events that fit no track; the first one's start */
+	bool regions_on;              /* the plane's lines get threadpool regions (regions.c) */
+	struct trace_regions regions; /* the current line's */
 };
 
 /* One track of a line: its open slices' end times (innermost last). */
@@ -245,6 +247,7 @@ struct trace_pf_line {
 	uint64_t last_ns;
 	bool counters;
 	struct trace_pf_track lv[LEVELS_MAX];
+	struct trace_regions *regions; /* borrowed (c->regions); NULL: none */
 	double cval;
 	bool has_cval;
 };
@@ -293,10 +296,10 @@ void trace_pf_emit_msg(struct trace_pf_ctx *c, const struct trace_pf_seq *s, uin
 void trace_pf_seq_open(struct trace_pf_ctx *c, struct trace_pf_seq *s, uint64_t track,
 		       const struct pbw *td);
 uint64_t trace_pf_ns(xs_ps128 ps);
-size_t trace_pf_capped(size_t n);
 void trace_pf_need_track(struct trace_pf_line *pl, size_t k);
 void trace_pf_close_until(struct trace_pf_line *pl, uint64_t ns);
 size_t trace_pf_place(struct trace_pf_line *pl, uint64_t *b, uint64_t *en);
+void trace_pf_dropped(struct trace_pf_ctx *c, uint64_t ns);
 
 /* A line's events (pftrace-events.c). */
 int trace_pf_line(struct trace_pf_ctx *c, struct trace_pf_line *pl, uint32_t pid, size_t li);

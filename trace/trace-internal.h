@@ -105,6 +105,38 @@ void trace_stat_note(struct trace_acc *a, enum trace_tstat k, const struct xs_st
  * grouped space.
  */
 void xs_trace_xflows(const struct xprofs_xspace *x, const struct xs_plane *p, struct trace_acc *a);
+/* ---- threadpool regions (regions.c) ---- */
+
+#define TRACE_CONTEXT_THREADPOOL 15u /* ContextType::kThreadpoolEvent */
+/* One region: absolute ps [b, e) (e - b may be 0 or less, as XProf's), its consumer id. */
+struct trace_region {
+	int64_t b, e;
+	uint64_t id;
+};
+/* The regions of one line, sorted as the line (start, longer first); next: the first not taken. */
+struct trace_regions {
+	struct trace_region *r; /* owned */
+	size_t n, cap, next;
+	bool win; /* the render's slice, kept by trace_regions_collect() */
+	xs_ps128 from, to;
+};
+/* trace_regions_plane() - *on: plane @pi gets regions (ungrouped space, both marker names). */
+int trace_regions_plane(struct xs_rctx *rc, size_t pi, bool *on);
+/* trace_regions_collect() - the regions of line @li into @g (reset first; whole line, even in a slice). */
+int trace_regions_collect(struct xs_rctx *rc, size_t li, struct trace_regions *g);
+/*
+ * trace_regions_next() - the next region to write before an event at @ts of
+ * duration @dur (@all: the line has ended, every one left), NULL: none.
+ * In a slice only those overlapping its window come out.
+ */
+const struct trace_region *trace_regions_next(struct trace_regions *g, bool all, xs_ps128 ts,
+					      int64_t dur);
+/* trace_region_acc() - @a (zeroed by the caller) as the region's own stats: its flow in. */
+void trace_region_acc(const struct xprofs_xspace *x, const struct xs_plane *p,
+		      const struct trace_region *r, struct trace_acc *a);
+void trace_regions_free(struct trace_regions *g);
+#define TRACE_REGION_NAME "ThreadpoolListener::Region" /* kThreadpoolListenerRegion */
+
 /* The ends seen of a plane's single-ended async events (trace-model.c explains). */
 struct trace_async_set {
 	uint64_t *keys; /* owned; 0 = empty slot */

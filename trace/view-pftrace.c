@@ -15,12 +15,14 @@
  * (pftrace-async.c). Packets, sequences and tracks are pftrace-tracks.c's;
  * args and interning pftrace-args.c's.
  *
- * Limits: process names are cut at NAME_MAX_LEN bytes; what the parts keep
+ * Limits: names are trace.json's, whole; events that fit no track are
+ * counted on a track of their plane's process (drop_note()); what the parts keep
  * is bounded in their files.
  */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "derived.h"
 #include "pftrace.h"
@@ -35,20 +37,19 @@ static void describe_process(struct trace_pf_ctx *c, const struct xs_plane *p, u
 {
 	struct pbw *td = &c->td, *pd = &c->sub;
 	const char *host = c->rc->host;
-	char buf[NAME_MAX_LEN + 1];
-	int n;
+	size_t hl = host ? strlen(host) : 0;
 
-	if (host && *host) /* "<host> <plane name>", as trace.json */
-		n = snprintf(buf, sizeof(buf), "%s %.*s", host, (int)trace_pf_capped(p->name_len),
-			     p->name);
-	else
-		n = snprintf(buf, sizeof(buf), "%.*s", (int)trace_pf_capped(p->name_len), p->name);
-	if (n < 0)
-		n = 0;
 	pbw_reset(td);
 	pbw_reset(pd);
 	pbw_u64(pd, F_PD_PID, pid);
-	pbw_str(pd, F_PD_NAME, buf, (size_t)n < sizeof(buf) ? (size_t)n : sizeof(buf) - 1);
+	/* "<host> <plane name>", as trace.json, whole (the index cuts plane names at XS_NAME_MAX) */
+	pbw_tag(pd, F_PD_NAME, 2);
+	pbw_varint(pd, hl + (hl ? 1 : 0) + p->name_len);
+	if (hl) {
+		pbw_bytes(pd, host, hl);
+		pbw_bytes(pd, " ", 1);
+	}
+	pbw_bytes(pd, p->name, p->name_len);
 	pbw_u64(td, F_TD_UUID, PROC_UUID(pid));
 	pbw_msg(td, F_TD_PROCESS, pd);
 }
@@ -214,6 +215,7 @@ static void ctx_free(struct trace_pf_ctx *c)
 	pbw_free(&c->name);
 	pbw_free(&c->evann);
 	pbw_free(&c->ablob);
+	trace_regions_free(&c->regions);
 	xs_out_deinit(&c->ev);
 	free(c);
 }
@@ -253,6 +255,40 @@ static int ctx_new(struct xs_rctx *rc, struct xs_out *o, size_t part, size_t par
 	return 0;
 }
 
+/*
+ * The events of plane @tp that fit no track (c->dropped; trace_pf_place(),
+ * async_tracks()), counted where a reader sees them: one instant, at the
+ * first one's start, on a track "xprofs: events that fit no track" of the
+ * plane's process (an id past those of its derived lines), with the count
+ * as its "dropped" arg; and in the log.
+ */
+static int drop_note(struct trace_pf_ctx *c, const struct trace_plane *tp)
+{
+	static const char title[] = "xprofs: events that fit no track";
+	const struct xprofs_xspace *x = c->rc->x;
+	uint64_t uuid = (uint64_t)(x->n_lines + 1 + 4 * x->n_planes + tp->plane) << 8;
+	struct trace_pf_seq s = {0};
+	char name[64];
+	int n;
+
+	xprofs_warn("trace.pftrace: %s: %llu events fit no track (dropped)",
+		    x->planes[tp->plane].name, (unsigned long long)c->dropped);
+	pbw_reset(&c->td);
+	pbw_u64(&c->td, F_TD_UUID, uuid);
+	pbw_u64(&c->td, F_TD_PARENT, PROC_UUID(tp->pid));
+	pbw_str(&c->td, F_TD_NAME, title, sizeof(title) - 1);
+	trace_pf_seq_open(c, &s, uuid, &c->td);
+	n = snprintf(name, sizeof(name), "%llu events dropped", (unsigned long long)c->dropped);
+	pbw_reset(&c->te);
+	pbw_u64(&c->te, F_TE_TYPE, TYPE_INSTANT);
+	pbw_str(&c->te, F_TE_NAME, name, n > 0 ? (size_t)n : 0);
+	trace_pf_arg_int(c->A, "dropped", 7, (int64_t)c->dropped, PF_INLINE, 0, &c->te, NULL);
+	if (trace_pf_err(c))
+		return trace_pf_err(c);
+	trace_pf_emit_event(c, &s, c->drop_ns, &c->te, NULL);
+	return 0;
+}
+
 /* What the planes' parts share. */
 struct trace_pf_parts {
 	const struct trace_plane *tp;
@@ -273,6 +309,8 @@ static int plane_part(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg)
 	if ((r = ctx_new(rc, o, i, P->n, &c)) < 0)
 		return r;
 	c->proc_uuid = PROC_UUID(tp->pid);
+	if ((r = trace_regions_plane(rc, tp->plane, &c->regions_on)) < 0)
+		goto out;
 	for (size_t j = 0; j < p->n_lines; j++)
 		if ((r = trace_pf_line(c, c->pl, tp->pid, p->first_line + j)) < 0)
 			goto out;
@@ -296,7 +334,7 @@ static int plane_part(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg)
 	for (int k = 0; k < DL_KINDS; k++)
 		if (k != DL_STEPS && (r = trace_pf_dline_end(&c->dl[k])) < 0)
 			goto out;
-	if ((r = trace_pf_async_flush(c)) < 0)
+	if ((r = trace_pf_async_flush(c)) < 0 || (c->dropped && (r = drop_note(c, tp)) < 0))
 		goto out;
 	r = trace_pf_err(c);
 	if (!r)

@@ -71,6 +71,7 @@ struct trace_line {
 	bool derived_named[DL_KINDS]; /* and Steps, and the host-offload rows */
 	bool win; /* a slice walked whole for its derived lines: filter events here */
 	xs_ps128 from, to;
+	struct trace_regions *regions; /* borrowed; its threadpool regions, NULL: none */
 };
 
 /* What one event is written as. */
@@ -406,6 +407,34 @@ static int defer_flush(struct trace_defer *d, struct xs_out *o)
 	return 0;
 }
 
+/*
+ * The threadpool regions (regions.c) that come before an event at @ts of
+ * duration @dur (@all: every one left): complete events named
+ * "ThreadpoolListener::Region", each ending its flow, no args.
+ */
+static int regions_before(struct xs_rctx *rc, struct trace_line *tl, bool all, xs_ps128 ts,
+			  int64_t dur)
+{
+	static const char name[] = "\"" TRACE_REGION_NAME "\"";
+	const struct trace_region *g;
+
+	while ((g = trace_regions_next(tl->regions, all, ts, dur))) {
+		struct trace_acc a = {0};
+		struct trace_ev v = {.name = name, .name_len = sizeof(name) - 1, .ts = g->b};
+
+		if (tl->kind == TL_THREAD && !tl->named)
+			thread_meta(tl);
+		trace_region_acc(rc->x, &rc->x->planes[tl->l->plane], g, &a);
+		v.raw_dur = g->e - g->b;
+		v.dur = v.raw_dur > 0 ? v.raw_dur : 1;
+		v.a = &a;
+		v.f = trace_xflow_decode(a.flow);
+		tl->ev->len = 0;
+		write_event(tl->o, tl, TF_X, &v);
+	}
+	return xs_out_flush(tl->o, false);
+}
+
 /* A xs_event_fn writing one event of a line (arg: struct trace_line). */
 static int trace_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
 {
@@ -427,6 +456,10 @@ static int trace_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_e
 				 start + (e->duration_ps > 0 ? e->duration_ps : 1) > tl->from))
 			return 0; /* the slice's rule (render.c win_test) */
 	}
+	if (tl->regions &&
+	    (r = regions_before(rc, tl, false, tl->base_ps + (e->has_num ? 0 : e->offset_ps),
+				e->duration_ps)) < 0)
+		return r;
 	if (tl->kind == TL_THREAD && !tl->named)
 		thread_meta(tl);
 	if (t && t->internal)
@@ -532,9 +565,12 @@ static int derived_event(void *arg, const struct trace_derived_ev *e)
 	return xs_out_flush(o, false);
 }
 
-/* The events of line @li of process @pid, with the lines derived from it. */
+/*
+ * The events of line @li of process @pid, with the lines derived from it and
+ * its threadpool regions (@g: NULL when its plane has none).
+ */
 static int trace_line(struct xs_rctx *rc, struct xs_out *o, struct xs_out *ev,
-		      struct trace_defer *d, uint32_t pid, size_t li)
+		      struct trace_defer *d, uint32_t pid, size_t li, struct trace_regions *g)
 {
 	struct trace_line tl = {0};
 	int r;
@@ -550,11 +586,18 @@ static int trace_line(struct xs_rctx *rc, struct xs_out *o, struct xs_out *ev,
 	tl.tid = trace_tid(tl.l);
 	tl.base_ps = (xs_ps128)tl.l->timestamp_ns * 1000;
 	tl.ids_len = ids_fmt(tl.ids, pid, tl.tid);
+	if (g && tl.kind == TL_THREAD) {
+		if ((r = trace_regions_collect(rc, li, g)) < 0)
+			return r;
+		tl.regions = g->n ? g : NULL;
+	}
 	if (tl.kind == TL_THREAD && (r = trace_derive_new(rc, &rc->x->planes[tl.l->plane], tl.l,
 							  derived_event, &tl, &tl.derive)) < 0)
 		return r;
-	if (!tl.derive)
-		return xs_line_each(rc, li, NULL, trace_event, &tl);
+	if (!tl.derive) {
+		r = xs_line_each(rc, li, NULL, trace_event, &tl);
+		return r == 0 && tl.regions ? regions_before(rc, &tl, true, 0, 0) : r;
+	}
 	/* derived events are built from the whole line: a slice walks it all, filtering here */
 	tl.win = rc->win;
 	tl.from = rc->win_from;
@@ -564,6 +607,8 @@ static int trace_line(struct xs_rctx *rc, struct xs_out *o, struct xs_out *ev,
 	rc->win = false;
 	r = xs_line_each(rc, li, NULL, trace_event, &tl);
 	rc->win = tl.win;
+	if (r == 0 && tl.regions)
+		r = regions_before(rc, &tl, true, 0, 0);
 	if (r == 0)
 		r = trace_derive_finish(tl.derive);
 	trace_derive_free(tl.derive);
@@ -605,6 +650,7 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 	struct xprofs_xspace *x = rc->x;
 	struct trace_plane *tp = NULL;
 	struct trace_defer d = {0};
+	struct trace_regions g = {0};
 	struct xs_out ev;
 	size_t n = 0;
 	int r;
@@ -623,10 +669,14 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 
 		/* the plane's own derived lines (Steps, TPU lines): named once each by kind */
 		struct trace_line plane = {.o = o, .pid = tp[i].pid};
+		bool regions;
 
 		process_meta(rc, o, p, tp[i].pid);
+		if ((r = trace_regions_plane(rc, tp[i].plane, &regions)) < 0)
+			goto out;
 		for (size_t j = 0; j < p->n_lines; j++)
-			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j)) < 0)
+			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j,
+					    regions ? &g : NULL)) < 0)
 				goto out;
 		if ((r = trace_derive_steps(rc, tp[i].plane, derived_event, &plane)) < 0)
 			goto out;
@@ -637,6 +687,7 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 	}
 	OUT_LIT(o, "\n]}\n");
 out:
+	trace_regions_free(&g);
 	free(tp);
 	free(d.items);
 	trace_async_deinit(&d.ends);

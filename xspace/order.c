@@ -8,7 +8,10 @@
  *
  * Design: computed once after the index (xs_derived_assign()), so every
  * render and slice shares it; the derivation itself is trace/'s
- * (trace/derive-gpu.c). Limits: at most MAX_STREAMS streams of a plane get
+ * (trace/derive-gpu.c). Like the rest of XProf's preprocessing
+ * (PreprocessSingleHostXSpace()) it is done only on a space that is not
+ * grouped yet (no "group_id" stat metadata, IsXSpaceGrouped()): a grouped
+ * space keeps its display ids and gets no derived lines. Limits: at most MAX_STREAMS streams of a plane get
  * derived lines; the rest keep their display ids.
  */
 #include <errno.h>
@@ -112,6 +115,8 @@ int xs_derived_assign(struct xprofs_xspace *x)
 		l->trace_tid = (uint32_t)(l->display_id ? l->display_id : l->id);
 		l->derive_slot = -1;
 	}
+	if (x->grouped) /* IsXSpaceGrouped(): XProf leaves the lines as the file has them */
+		return 0;
 	for (size_t i = 0; i < x->n_planes; i++)
 		if (xs_plane_is_gpu(&x->planes[i]) && (r = order_plane(x, &x->planes[i])) < 0)
 			return r;

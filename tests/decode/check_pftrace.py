@@ -535,9 +535,11 @@ def main():
     if not found and not profiles:
         print("note: no shared samples under %s: that part is skipped" % samples)
     profiles += [(p, os.path.relpath(p, samples)) for p in found]
+    # tpu and gpu ungrouped: XProf's preprocessing (derived lines) runs on them
     for kind in ("tpu", "gpu", "cpu") if len(sys.argv) == 1 else ():
         out = os.path.join(tmp, kind + ".xplane.pb")
-        subprocess.run([GEN, "--kind", kind, "--size", "2M", "-o", out], check=True)
+        subprocess.run([GEN, "--kind", kind, "--size", "2M", "-o", out] +
+                       (["--ungrouped"] if kind != "cpu" else []), check=True)
         profiles.append((out, "generated " + kind))
     if len(sys.argv) == 1:
         hostile_profile(os.path.join(tmp, "hostile.xplane.pb"))

@@ -6,9 +6,10 @@ name holds the host memory space S(5); xprofs-gen makes none, so the tests
 that check those rows (decode-oracle, decode-tpu-slices, decode-pftrace)
 write this profile: two op lines whose starts and dones of several keys
 interleave (pairs overlap, so several rows are used), a start and a done of
-a copy without S(5) (not offload), dones without a start, ops with tf_op
-and group_id, and metadata args on both ends (raw_bytes_accessed,
-shape_with_layout).
+a copy without S(5) (not offload), dones without a start, ops with tf_op,
+and metadata args on both ends (raw_bytes_accessed, shape_with_layout).
+No group_id: XProf derives lines only on a space not grouped yet
+(IsXSpaceGrouped()).
 """
 import random
 
@@ -20,8 +21,7 @@ def write(path, seed=1, n=300):
     sp = x.XSpace()
     p = sp.planes.add()
     p.id, p.name = 1, "/device:TPU:0"
-    for i, nm in ((1, "tf_op"), (2, "raw_bytes_accessed"), (3, "shape_with_layout"),
-                  (4, "group_id")):
+    for i, nm in ((1, "tf_op"), (2, "raw_bytes_accessed"), (3, "shape_with_layout")):
         p.stat_metadata[i].id, p.stat_metadata[i].name = i, nm
 
     def md(mid, name, disp, stats=()):
@@ -60,9 +60,7 @@ def write(path, seed=1, n=300):
             k = rnd.choice([1, 1, 2, 2, 3, 7, 4, 4, 5, 6, 8] if li == 0 else [1, 2, 5, 6])
             e = ln.events.add()
             e.metadata_id, e.offset_ps, e.duration_ps = k, t, rnd.randint(1, 5) * 100000
-            if rnd.random() < 0.3:
-                st = e.stats.add()
-                st.metadata_id, st.int64_value = 4, i // 20
+            rnd.random()  # (was a group_id: the draws stay as they were)
             t += rnd.randint(1, 4) * 100000
     with open(path, "wb") as f:
         f.write(sp.SerializeToString())

@@ -254,9 +254,11 @@ def generated(tmp):
         print("note: %s not built, checking the shared samples only" % gen)
         return []
     out = []
-    for kind in ("tpu", "gpu", "cpu"):
-        f = os.path.join(tmp, "gen-%s.xplane.pb" % kind)
-        subprocess.run([gen, "--kind", kind, "--size", "2M", "--seed", "7", "-o", f],
+    # grouped (group_id stats: no preprocessing) and, for the derived lines, ungrouped
+    for kind, extra in (("tpu", []), ("gpu", []), ("cpu", []), ("tpu", ["--ungrouped"]),
+                        ("gpu", ["--ungrouped"])):
+        f = os.path.join(tmp, "gen-%s%s.xplane.pb" % (kind, "-ungrouped" if extra else ""))
+        subprocess.run([gen, "--kind", kind, "--size", "2M", "--seed", "7", "-o", f] + extra,
                        check=True, stdout=subprocess.DEVNULL)
         out.append(f)
     return out

@@ -454,10 +454,11 @@ def i64(v):
     return v - (1 << 64) if v >> 63 else v
 
 
-def line_tids(p):
-    """trace tid of each line of @p: DisplayId(), renumbered on GPU planes; the derived streams."""
+def line_tids(p, grouped):
+    """trace tid of each line of @p: DisplayId(), renumbered on GPU planes of a space not
+    grouped yet; the derived streams."""
     tids = [(l.display_id or l.id) & U32 for l in p.lines]
-    streams = gpu_streams(p) if p.name.startswith("/device:GPU:") else []
+    streams = gpu_streams(p) if p.name.startswith("/device:GPU:") and not grouped else []
     for k, (i, _) in enumerate(streams):
         tids[i] = PER_STREAM * k + 1
     return tids, [l for _, l in streams]
@@ -585,6 +586,30 @@ def event_facts(p, e, value_of):
     return f
 
 
+def threadpool_regions(p, l):
+    """ThreadpoolLineMutator::MutateEventsInLine() on line @l of plane @p: (start ps, end ps,
+    consumer id) per StartRegion (with a _c stat: IntOrUintValue(), 0 unless an integer) ...
+    StopRegion, a start time of 0 being none; the markers found by metadata name."""
+    ids = {m.name: k for k, m in p.event_metadata.items()}
+    if "ThreadpoolListener::StartRegion" not in ids or "ThreadpoolListener::StopRegion" not in ids:
+        return []
+    start_md = {k for k, m in p.event_metadata.items() if m.name == "ThreadpoolListener::StartRegion"}
+    stop_md = {k for k, m in p.event_metadata.items() if m.name == "ThreadpoolListener::StopRegion"}
+    out, start, rid = [], 0, 0
+    for e in l.events:
+        ts = l.timestamp_ns * 1000 + (e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0)
+        if e.metadata_id in start_md:
+            cs = [st for st in e.stats if st.metadata_id in p.stat_metadata and
+                  p.stat_metadata[st.metadata_id].name == "_c"]
+            if cs:
+                kind = cs[0].WhichOneof("value")
+                start = ts
+                rid = getattr(cs[0], kind) & U64 if kind in ("int64_value", "uint64_value") else 0
+        elif e.metadata_id in stop_md and start != 0:
+            out.append((start, ts, rid))
+    return out
+
+
 def expected(xs, host, value_of):
     """The events XProf's rules give: (key, args) pairs, process and thread names."""
     evs, procs, threads = [], {}, {}
@@ -594,9 +619,10 @@ def expected(xs, host, value_of):
         procs[pid] = "%s %s" % (host, p.name) if host else p.name
         facts = []
         ends = collections.defaultdict(int)
-        tids, streams = line_tids(p)
+        # PreprocessSingleHostXSpace(): a grouped space keeps its display ids, derives nothing
+        tids, streams = line_tids(p, grouped)
         skip = {l.name for l in p.lines}
-        derived = derive_steps(p) + derive_tpu(p, value_of)
+        derived = [] if grouped else derive_steps(p) + derive_tpu(p, value_of)
         syms = hlo_symbols(xs) if streams else {}
         for k, l in enumerate(streams):
             derived += derive_stream(p, l, k, value_of, skip, syms)
@@ -617,6 +643,12 @@ def expected(xs, host, value_of):
             tid = tids[li]
             if not counters:
                 threads[(pid, tid)] = l.display_name or l.name
+                # PreprocessXPlane()'s threadpool regions: own _c and _ct = 15, so a flow in
+                for b, e, rid in ([] if grouped else threadpool_regions(p, l)):
+                    f = {"name": "ThreadpoolListener::Region", "args": {}, "flow": None,
+                         "async": False}
+                    preprocess_flow(f, {"_ct": 15, "_c": rid}, is_device_plane(p), host_id)
+                    facts.append((False, tid, b, e - b, f))
             for e in l.events:
                 f = event_facts(p, e, value_of)
                 if f["internal"]:

@@ -1020,78 +1020,96 @@ static void test_gzip_sink(void **state)
 	free(src);
 }
 
-/* A kernel of the derived-lines test: its annotations as event stats. */
-static void derived_kernel(struct tb *b, XLine *l, int64_t off_us, const char *op, int64_t group)
+/* A kernel of the derived-lines test: its annotations as event stats (module @mod, program 9). */
+static void derived_kernel(struct tb *b, XLine *l, int64_t off_us, const char *op, const char *mod)
 {
 	XEvent *e = tb_event(b, l, 1, off_us * 1000000, 1000000);
 
 	tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
 	tb_stat_s(b, &e->stats, &e->n_stats, 2, op);
-	tb_stat_s(b, &e->stats, &e->n_stats, 3, "m");
+	tb_stat_s(b, &e->stats, &e->n_stats, 3, mod);
 	tb_stat_i(b, &e->stats, &e->n_stats, 4, 9);
-	tb_stat_i(b, &e->stats, &e->n_stats, 5, group);
 }
 
 /*
- * XProf's derived GPU lines (xspace/order.c, trace/derive-gpu.c): stream order and display ids,
- * XLA Modules / XLA Ops from kernel annotations with nesting, merging, a
- * group change, the 1 ns shrink of equal spans, a memcpy deriving nothing,
- * and Steps from group_id.
+ * trace.json of the derived-lines tests' GPU plane: a memcpy stream #8 and
+ * a compute stream #7, in a space @grouped or not (a "group_id" stat
+ * metadata). Caller frees the result and opened_free(@o).
  */
-static void test_trace_derived(void **state)
+static char *derived_trace(bool grouped, struct opened *o)
 {
 	struct tb *b = tb_new();
 	struct xprofs_render_opts ro = {.host = "h"};
 	XPlane *gpu = tb_plane(b, 0, "/device:GPU:0");
 	XLine *k, *c;
 	XEvent *e;
-	struct opened o;
-	struct xprofs_xspace *x;
-	char *s;
 
-	(void)state;
-	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", "program_id", "group_id");
+	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", "program_id",
+		 grouped ? "group_id" : NULL);
 	tb_evmd(b, gpu, 1, "kern", NULL);
 	c = tb_line(b, gpu, 8, "Stream #8(MemcpyH2D)", 0); /* more events, not Compute: second */
 	for (int i = 0; i < 5; i++)
 		tb_event(b, c, 1, (10 + i) * 1000000, 1000);
 	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
-	derived_kernel(b, k, 0, "fusion.1::dot.2", 1);
-	derived_kernel(b, k, 2, "fusion.1::dot.2", 1); /* same op and group: expands */
-	derived_kernel(b, k, 4, "add.3", 2);           /* new group: new module, new op */
-	e = tb_event(b, k, 1, 6000000, 500000);        /* no kernel_details: derives nothing */
+	derived_kernel(b, k, 0, "fusion.1::dot.2", "m");
+	derived_kernel(b, k, 2, "fusion.1::dot.2", "m"); /* same op and module: expands */
+	derived_kernel(b, k, 4, "add.3", "n");           /* new module, new op */
+	e = tb_event(b, k, 1, 6000000, 500000);          /* no kernel_details: derives nothing */
 	tb_stat_s(b, &e->stats, &e->n_stats, 2, "x");
-	x = opened_new(&o, b);
-	s = render_opts(x, XPROFS_VIEW_TRACE, 0, &ro);
+	return render_opts(opened_new(o, b), XPROFS_VIEW_TRACE, 0, &ro);
+}
+
+/*
+ * XProf's derived GPU lines (xspace/order.c, trace/derive-gpu.c) on a space
+ * not grouped yet: stream order and display ids, XLA Modules / XLA Ops from
+ * kernel annotations with nesting, merging, a module change, the 1 ns shrink
+ * of equal spans, a memcpy deriving nothing; no Steps without group_id.
+ */
+static void test_trace_derived(void **state)
+{
+	struct opened o;
+	char *s;
+
+	(void)state;
+	s = derived_trace(false, &o);
 	/* display ids: Compute stream 1, its XLA Modules 4 and XLA Ops 5; the other stream 7 */
 	HAS(s, "\"tid\":1,\"args\":{\"name\":\"Stream #7(Compute)\"}",
 	    "\"tid\":7,\"args\":{\"name\":\"Stream #8(MemcpyH2D)\"}",
 	    "\"tid\":4,\"args\":{\"name\":\"XLA Modules - from #7\"}",
 	    "\"tid\":5,\"args\":{\"name\":\"XLA Ops - from #7\"}",
 	    "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":0,\"dur\":3,"
-	    "\"name\":\"m(9)\",\"args\":{\"group_id\":1}}",
+	    "\"name\":\"m(9)\",\"args\":{}}",
 	    "{\"ph\":\"X\",\"pid\":1,\"tid\":4,\"ts\":4,\"dur\":1,"
-	    "\"name\":\"m(9)\",\"args\":{\"group_id\":2}}",
+	    "\"name\":\"n(9)\",\"args\":{}}",
 	    "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":3,"
-	    "\"name\":\"fusion.1\",\"args\":{\"group_id\":1,"
+	    "\"name\":\"fusion.1\",\"args\":{"
 	    "\"long_name\":\"9/fusion.1\"}}");
 	/* the inner level of an equal-span stack is 1 ns shorter (AdjustDurationForTraceViewer) */
 	HAS(s,
 	    "{\"ph\":\"X\",\"pid\":1,\"tid\":5,\"ts\":0,\"dur\":2.999,"
-	    "\"name\":\"dot.2\",\"args\":{\"group_id\":1,"
+	    "\"name\":\"dot.2\",\"args\":{"
 	    "\"long_name\":\"9/dot.2\"}}",
 	    "\"tid\":5,\"ts\":4,\"dur\":1,\"name\":\"add.3\"");
-	LACKS(s, "\"name\":\"x\"");
-	/* Steps from group_id over the whole plane, named after the group */
-	HAS(s,
-	    "{\"ph\":\"X\",\"pid\":1,\"tid\":3735928559,\"ts\":0,"
-	    "\"dur\":3,\"name\":\"1\",\"args\":{\"group_id\":1}}",
-	    "\"tid\":3735928559,\"ts\":4,\"dur\":1,\"name\":\"2\"");
+	LACKS(s, "\"name\":\"x\"", "\"tid\":3735928559");
+	free(s);
+	opened_free(&o);
+	/*
+	 * The same plane in a space already grouped (a "group_id" stat metadata,
+	 * even unused: IsXSpaceGrouped()): XProf's preprocessing does not run, so
+	 * the streams keep their display ids and their order and nothing is derived.
+	 */
+	s = derived_trace(true, &o);
+	HAS(s, "\"tid\":7,\"args\":{\"name\":\"Stream #7(Compute)\"}",
+	    "\"tid\":8,\"args\":{\"name\":\"Stream #8(MemcpyH2D)\"}",
+	    "\"tid\":8,\"args\":{\"sort_index\":8}", "\"tid\":7,\"args\":{\"sort_index\":7}");
+	LACKS(s, "XLA Modules", "XLA Ops", "\"tid\":1,", "\"tid\":3735928559");
+	/* file order kept: stream #8 is the first line, so its thread comes first */
+	assert_true(strstr(s, "Stream #8(MemcpyH2D)") < strstr(s, "Stream #7(Compute)"));
 	free(s);
 	opened_free(&o);
 }
 
-/* A kernel of 1 us at @off_us with tf_op @op (NULL: none) and group 1. */
+/* A kernel of 1 us at @off_us with tf_op @op (NULL: none). */
 static XEvent *fw_kernel(struct tb *b, XLine *l, int64_t off_us, const char *op)
 {
 	XEvent *e = tb_event(b, l, 1, off_us * 1000000, 1000000);
@@ -1099,7 +1117,6 @@ static XEvent *fw_kernel(struct tb *b, XLine *l, int64_t off_us, const char *op)
 	tb_stat_s(b, &e->stats, &e->n_stats, 1, "regs:32");
 	if (op)
 		tb_stat_s(b, &e->stats, &e->n_stats, 6, op);
-	tb_stat_i(b, &e->stats, &e->n_stats, 5, 1);
 	return e;
 }
 
@@ -1137,7 +1154,7 @@ static void test_trace_framework(void **state)
 	json_t *j;
 
 	(void)state;
-	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", NULL, "group_id", "tf_op");
+	TB_STMDS(b, gpu, "kernel_details", "hlo_op", "hlo_module", NULL, NULL, "tf_op");
 	tb_evmd(b, gpu, 1, "kern", NULL);
 	k = tb_line(b, gpu, 7, "Stream #7(Compute)", 0);
 	for (int i = 0; i < 10; i++)
@@ -1168,22 +1185,22 @@ static void test_trace_framework(void **state)
 	/* scopes of 0-2 nest with equal spans: the inner one 1 ns shorter when a new scope comes */
 	HAS(s,
 	    "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":3,"
-	    "\"name\":\"model\",\"args\":{\"group_id\":1}}",
+	    "\"name\":\"model\",\"args\":{}}",
 	    "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":0,\"dur\":2.999,"
-	    "\"name\":\"dense\",\"args\":{\"group_id\":1}}",
+	    "\"name\":\"dense\",\"args\":{}}",
 	    "{\"ph\":\"X\",\"pid\":1,\"tid\":3,\"ts\":0,\"dur\":2,"
-	    "\"name\":\"MatMul\",\"args\":{\"group_id\":1,"
+	    "\"name\":\"MatMul\",\"args\":{"
 	    "\"long_name\":\"model/dense/MatMul:MatMul\"}}",
 	    "\"tid\":3,\"ts\":2,\"dur\":1,\"name\":\"BiasAdd\"");
 	/* JAX: scopes jit(f) and jvp(g), left open (not expanded) by the scope-less ops after */
 	HAS(s, "\"tid\":2,\"ts\":3,\"dur\":1,\"name\":\"jit(f)\"",
 	    "\"tid\":2,\"ts\":3,\"dur\":0.999,\"name\":\"jvp(g)\"",
 	    "\"tid\":3,\"ts\":3,\"dur\":1,\"name\":\"dot_general\","
-	    "\"args\":{\"group_id\":1,\"long_name\":\"jit(f)/jvp(g)/"
+	    "\"args\":{\"long_name\":\"jit(f)/jvp(g)/"
 	    "dot_general_7:\"}}",
 	    "\"tid\":3,\"ts\":4,\"dur\":1,\"name\":\"transpose\"",
 	    "\"tid\":3,\"ts\":5,\"dur\":1,\"name\":\"aten::addmm\","
-	    "\"args\":{\"group_id\":1,\"long_name\":\"aten::addmm \"}}",
+	    "\"args\":{\"long_name\":\"aten::addmm \"}}",
 	    "\"tid\":3,\"ts\":6,\"dur\":1,\"name\":\"MemcpyHToD\"",
 	    "\"tid\":3,\"ts\":7,\"dur\":1,\"name\":\"Iterator::Map\"");
 	/* Conv2D at 9 stays open over the XLA kernel at 10; the module at 11 closes it and its scope */
@@ -1197,10 +1214,10 @@ static void test_trace_framework(void **state)
 	LACKS(s, "\"name\":\"s16\"");
 	/* the huge tf_op: cut at DER_NAME_MAX bytes, so no ':' and no scope: an unknown op */
 	LACKS(s, "\"tid\":2,\"ts\":13,");
-	/* the name: 4096 of the 100,000 bytes */
-	xprofs_buf_init(&name, 8192);
+	/* the name: 10,000 of the 100,000 bytes */
+	xprofs_buf_init(&name, 16384);
 	assert_int_equal(xprofs_buf_adds(&name, "\"name\":\""), 0);
-	for (int i = 0; i < 4096; i++)
+	for (int i = 0; i < 10000; i++)
 		assert_int_equal(xprofs_buf_add(&name, "a", 1), 0);
 	assert_int_equal(xprofs_buf_adds(&name, "\","), 0);
 	HAS(s, "\"tid\":3,\"ts\":13,\"dur\":1,\"name\":\"aaaa");
@@ -1520,27 +1537,27 @@ static void test_trace_xprof(void **state)
 	HAS(s, "\"ts\":9232595408891630.582807,",
 	    "\"ts\":-9232595408891630.583808,\"dur\":0.000001,");
 	/*
-	 * GPU tids are XProf's renumbered display ids (DeriveEventsFromAnnotations):
-	 * streams by event count, 6 ids each; "Async XLA Ops" (5 events) first
+	 * A grouped space (a "group_id" stat metadata: IsXSpaceGrouped()) keeps the
+	 * GPU lines' display ids: XProf renumbers streams only when it derives lines
 	 */
-	HAS(s, "\"pid\":1,\"tid\":7,\"args\":{\"name\":\"Stream #1\"}");
+	HAS(s, "\"pid\":1,\"tid\":1,\"args\":{\"name\":\"Stream #1\"}");
 	/* async: overlapping in-out events are b/e pairs with their flow id, not X slices */
 	HAS(s,
-	    "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":1,\"name\":\"copy\","
+	    "{\"ph\":\"b\",\"pid\":1,\"tid\":2,\"ts\":1,\"name\":\"copy\","
 	    "\"id\":7,\"cat\":\"\"",
-	    "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":4,\"name\":\"copy\","
+	    "{\"ph\":\"e\",\"pid\":1,\"tid\":2,\"ts\":4,\"name\":\"copy\","
 	    "\"id\":7,\"cat\":\"\"}",
 	    "\"ts\":2,\"name\":\"copy\",\"id\":8,", "\"ts\":5,\"name\":\"copy\",\"id\":8,");
 	/* single-ended: a begin and an end sharing id and cat */
 	HAS(s,
-	    "{\"ph\":\"b\",\"pid\":1,\"tid\":1,\"ts\":7,\"name\":\"copy\","
+	    "{\"ph\":\"b\",\"pid\":1,\"tid\":2,\"ts\":7,\"name\":\"copy\","
 	    "\"id\":20,\"cat\":\"PjRt\"",
-	    "{\"ph\":\"e\",\"pid\":1,\"tid\":1,\"ts\":9,\"name\":\"copy\","
+	    "{\"ph\":\"e\",\"pid\":1,\"tid\":2,\"ts\":9,\"name\":\"copy\","
 	    "\"id\":20,\"cat\":\"PjRt\"");
 	/* an end without its begin: a complete event, no unbalanced "e" */
 	ev = trace_find(j, "copy", "X");
 	assert_non_null(ev);
-	HAS(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":1,\"ts\":10,\"dur\":0.00001,"
+	HAS(s, "{\"ph\":\"X\",\"pid\":1,\"tid\":2,\"ts\":10,\"dur\":0.00001,"
 	       "\"name\":\"copy\",\"args\"");
 	LACKS(s, "\"id\":99");
 	/* trace.json.gz: the same bytes, gzip-compressed */

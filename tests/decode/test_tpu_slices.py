@@ -9,7 +9,8 @@ plane's start when an event it may have made differently overlaps the
 window. Whichever walk ran, the slice must hold exactly the derived events
 of the whole trace that overlap its window, times, names and args included.
 Checked for seeded random windows (1 us to 5 ms) over a generated TPU
-profile (group ids on every op: merges break at steps), a made-up profile
+profile (--ungrouped: a profile with group ids is not preprocessed, as in
+XProf's PreprocessSingleHostXSpace()), a made-up profile
 whose derived events run 40 ms from its start (so every lookback walk
 would get them wrong and the walk from the start must be taken), a plane of
 24 lines (more than the GPU Steps merge takes), a plane with host-offload
@@ -54,14 +55,14 @@ def trace(path, *extra):
 
 
 def long_chains(path):
-    """One TPU plane: 40,000 back-to-back 1 us ops of one tf_op and source, the first
-    half with group_id 5, the rest without (merged by the gap test): each derived line
-    is one or two events from the start, longer than any lookback."""
+    """One TPU plane: 40,000 back-to-back 1 us ops of one tf_op and source (merged by
+    the gap test; no group_id, which would make the space grouped and derive nothing):
+    each derived line is one event from the start, longer than any lookback."""
     x, tmp = xproto.load("xplane")
     sp = x.XSpace()
     p = sp.planes.add()
     p.id, p.name = 1, "/device:TPU:0"
-    for i, nm in ((1, "tf_op"), (2, "group_id"), (3, "source")):
+    for i, nm in ((1, "tf_op"), (3, "source")):
         p.stat_metadata[i].id, p.stat_metadata[i].name = i, nm
     md = p.event_metadata[1]
     md.id, md.name = 1, "dot.1"
@@ -73,9 +74,6 @@ def long_chains(path):
     for i in range(40000):
         e = ln.events.add()
         e.metadata_id, e.offset_ps, e.duration_ps = 1, i * 1000000, 1000000
-        if i < 20000:
-            st = e.stats.add()
-            st.metadata_id, st.int64_value = 2, 5
     with open(path, "wb") as f:
         f.write(sp.SerializeToString())
     import shutil
@@ -134,7 +132,9 @@ def check(path, n, seed, span=None):
 def main():
     with tempfile.TemporaryDirectory() as tmp:
         gen = os.path.join(tmp, "tpu.xplane.pb")
-        subprocess.run([GEN, "--kind", "tpu", "--size", "6M", "--seed", "3", "-o", gen], check=True)
+        # ungrouped: XProf derives the TensorCore lines the slices must match
+        subprocess.run([GEN, "--kind", "tpu", "--size", "6M", "--seed", "3", "--ungrouped", "-o",
+                        gen], check=True)
         check(gen, 30, 1)
         chains = os.path.join(tmp, "chains.xplane.pb")
         long_chains(chains)

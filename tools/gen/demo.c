@@ -23,8 +23,8 @@
  * sized to @size unless @have_events; appends its stats record to @j if set.
  * Borrows @path, @host and @j.
  */
-int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host, uint64_t size,
-	     uint64_t events, bool have_events, struct xprofs_buf *j)
+int gen_file(const char *path, enum kind kind, uint64_t seed, unsigned flags, const char *host,
+	     uint64_t size, uint64_t events, bool have_events, struct xprofs_buf *j)
 {
 	struct gspace *s = calloc(1, sizeof(*s));
 	struct out o = {.fd = -1};
@@ -35,13 +35,14 @@ int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host, 
 	if (!s)
 		return -ENOMEM;
 	if (!have_events) {
-		ret = gen_events_for_size(kind, seed, host, size, &events);
+		ret = gen_events_for_size(kind, seed, flags, host, size, &events);
 		if (ret)
 			goto out;
 	}
 	ret = gen_plan_build(s, kind, seed, host, events);
 	if (ret)
 		goto out;
+	gen_plan_flags(s, flags);
 	o.buf = malloc(OUT_BUF_BYTES);
 	if (!o.buf) {
 		ret = -ENOMEM;
@@ -141,7 +142,7 @@ int gen_session(const char *logdir, const char *run, const char *session, enum k
 			ret = -ENOMEM;
 			break;
 		}
-		ret = gen_file(path, kind, seed_of(seed, 0x484f5354, h), host, size, events,
+		ret = gen_file(path, kind, seed_of(seed, 0x484f5354, h), 0, host, size, events,
 			       have_events, j);
 	}
 	for (uint32_t m = 0; sidecars && !ret && m < N_MODULES; m++) {

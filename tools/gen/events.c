@@ -130,6 +130,13 @@ static uint64_t memory_total(const struct gplane *p)
 	return 2 * most;
 }
 
+/* A group_id event stat of @v, unless the profile is ungrouped (GEN_UNGROUPED). */
+static void group_stat(const struct gspace *s, struct pb *ev, uint64_t v)
+{
+	if (!(s->flags & GEN_UNGROUPED))
+		stat_u(ev, 4, SM_GROUP_ID, ST_I64, v);
+}
+
 /* Encodes event @g->i of memory line @l: stream event 2i + (its id's parity). */
 static void memory_event(const struct gspace *s, const struct gplane *p, const struct gline *l,
 			 struct lgen *g, struct pb *ev)
@@ -162,7 +169,7 @@ static void memory_event(const struct gspace *s, const struct gplane *p, const s
 	stat_u(ev, 4, SM_REQUESTED_BYTES, ST_I64, e.requested);
 	stat_u(ev, 4, SM_ALLOCATION_BYTES, ST_I64, e.size);
 	stat_u(ev, 4, SM_ADDR, ST_I64, UINT64_C(0x7f0000000000) + ((uint64_t)e.slot << 32));
-	stat_u(ev, 4, SM_GROUP_ID, ST_I64, (uint64_t)e.step);
+	group_stat(s, ev, (uint64_t)e.step);
 	if (e.alloc) {
 		stat_s(ev, 4, SM_TF_OP, ops[e.slot % 5]);
 		stat_s(ev, 4, SM_REGION_TYPE, region[e.slot < MEM_PERSIST ? 2 : e.slot % 2]);
@@ -310,18 +317,18 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 	switch (l->kind) {
 	case L_STEPS:
 		stat_u(ev, 4, SM_STEP_NUM, ST_I64, g->i);
-		stat_u(ev, 4, SM_GROUP_ID, ST_I64, g->i);
+		group_stat(s, ev, g->i);
 		break;
 	case L_MODULES:
 		stat_u(ev, 4, SM_RUN_ID, ST_U64, 1 + g->i);
 		stat_u(ev, 4, SM_PROGRAM_ID, ST_U64,
 		       gen_program_id_of((uint32_t)(md - p->em_base[EM_MODULE])));
-		stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		group_stat(s, ev, group);
 		break;
 	case L_OPS:
 		stat_u(ev, 4, SM_DEVICE_OFFSET_PS, ST_U64, (uint64_t)start);
 		stat_u(ev, 4, SM_DEVICE_DURATION_PS, ST_U64, (uint64_t)dur);
-		stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		group_stat(s, ev, group);
 		break;
 	case L_ASYNC:
 		stat_u(ev, 4, SM_HLO_OP, ST_REF,
@@ -343,7 +350,7 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 
 			gen_framework_op(k / 4, op, sizeof(op));
 			stat_s(ev, 4, SM_TF_OP, op);
-			stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+			group_stat(s, ev, group);
 			break;
 		}
 		stat_u(ev, 4, SM_TF_OP, ST_REF, p->si_base[SI_TF_OP] + k % p->si_n[SI_TF_OP]);
@@ -351,7 +358,7 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 		stat_u(ev, 4, SM_HLO_MODULE, ST_REF,
 		       p->si_base[SI_HLO_MODULE] + k % p->si_n[SI_HLO_MODULE]);
 		stat_u(ev, 4, SM_PROGRAM_ID, ST_I64, gen_program_id_of(k % N_MODULES));
-		stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		group_stat(s, ev, group);
 		break;
 	}
 	case L_MEMCPY: {
@@ -361,7 +368,7 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 			 1u << (10 + rng_below(r, 16)), p->index);
 		stat_u(ev, 4, SM_CORRELATION_ID, ST_U64, g->corr++);
 		stat_s(ev, 4, SM_MEMCPY_DETAILS, d);
-		stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+		group_stat(s, ev, group);
 		break;
 	}
 	case L_HOST: {
@@ -370,10 +377,17 @@ void gen_event(const struct gspace *s, const struct gplane *p, const struct glin
 		if (h == LAUNCH_A || h == LAUNCH_B)
 			stat_u(ev, 4, SM_CORRELATION_ID, ST_U64, g->corr++);
 		else if (rng_below(r, 4) == 0)
-			stat_u(ev, 4, SM_GROUP_ID, ST_I64, group);
+			group_stat(s, ev, group);
 		if (h >= N_HOST_FIXED && rng_below(r, 16) == 0)
 			stat_u(ev, 4, SM_TF_OP, ST_REF,
 			       p->si_base[SI_TF_OP] + h % p->si_n[SI_TF_OP]);
+		if ((s->flags & GEN_REGIONS) && (h == REGION_RECORD || h == REGION_START)) {
+			/* a small id space, so records and regions of one id meet */
+			uint64_t id = 1 + rng_below(r, 64);
+
+			stat_u(ev, 4, h == REGION_START ? SM_C : SM_P, ST_U64, id);
+			stat_u(ev, 4, h == REGION_START ? SM_CT : SM_PT, ST_I64, 15);
+		}
 		break;
 	}
 	case L_TRACEME:

@@ -154,6 +154,10 @@ enum {
 	SM_REGION_TYPE,
 	SM_DATA_TYPE,
 	SM_SHAPE,
+	SM_C, /* TraceMe2 consumer and producer ids and types: --regions only */
+	SM_CT,
+	SM_P,
+	SM_PT,
 	SM_COUNT
 };
 
@@ -189,6 +193,7 @@ struct gspace {
 	int64_t span_ps;
 	uint64_t events;
 	uint64_t steps; /* training steps: group_id of every event */
+	unsigned flags; /* GEN_* variants of the profile */
 	size_t n_planes;
 	struct gplane planes[MAX_PLANES];
 };
@@ -234,6 +239,8 @@ void gen_shape_text(struct rng *r, char *dst, size_t n);
 int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *host,
 		   uint64_t events);
 void gen_plan_free(struct gspace *s);
+/** gen_plan_flags() - the GEN_* variants of planned @s: its flags and stat metadata counts. */
+void gen_plan_flags(struct gspace *s, unsigned flags);
 
 /* ---- metadata (meta.c) --------------------------------------------------- */
 
@@ -337,8 +344,24 @@ struct gstats {
 /** gen_space_write() - write the whole XSpace of @s to @o, adding to @st. */
 int gen_space_write(struct gspace *s, struct out *o, struct gstats *st);
 /** gen_events_for_size() - the event count that makes a file of about @target bytes. */
-int gen_events_for_size(enum kind kind, uint64_t seed, const char *host, uint64_t target,
-			uint64_t *events);
+/*
+ * Variants of a profile (--ungrouped): GEN_UNGROUPED writes no group_id stat
+ * and no "group_id" stat metadata, so the space is not grouped yet
+ * (XProf's IsXSpaceGrouped()) and gets XProf's trace preprocessing.
+ */
+#define GEN_UNGROUPED 1u
+/*
+ * GEN_REGIONS (--regions): three of the fixed host names become
+ * ThreadpoolListener::Record (with _p/_pt = 15), ::StartRegion (with _c/_ct =
+ * 15) and ::StopRegion, so XProf's preprocessing adds threadpool regions.
+ */
+#define GEN_REGIONS 2u
+#define REGION_RECORD 13 /* gen_host_names[] indices renamed by GEN_REGIONS */
+#define REGION_START 14
+#define REGION_STOP 15
+
+int gen_events_for_size(enum kind kind, uint64_t seed, unsigned flags, const char *host,
+			uint64_t target, uint64_t *events);
 /** gen_stats_json() - append the --stats record of one written file to @j (all borrowed). */
 int gen_stats_json(const struct gspace *s, const char *path, const struct gstats *st,
 		   struct xprofs_buf *j);
@@ -349,13 +372,13 @@ struct opts {
 	const char *out;
 	enum kind kind;
 	uint64_t size, events, seed;
-	bool have_events, stats, sidecars;
+	bool have_events, stats, sidecars, ungrouped, regions;
 	unsigned hosts;
 	const char *logdir, *run, *session, *demo, *hlo;
 };
 
-int gen_file(const char *path, enum kind kind, uint64_t seed, const char *host, uint64_t size,
-	     uint64_t events, bool have_events, struct xprofs_buf *j);
+int gen_file(const char *path, enum kind kind, uint64_t seed, unsigned flags, const char *host,
+	     uint64_t size, uint64_t events, bool have_events, struct xprofs_buf *j);
 int gen_session(const char *logdir, const char *run, const char *session, enum kind kind,
 		uint64_t seed, unsigned hosts, const char *host_prefix, uint64_t size,
 		uint64_t events, bool have_events, bool sidecars, struct xprofs_buf *j);

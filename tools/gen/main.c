@@ -39,6 +39,8 @@ static void usage(FILE *f)
 		"      --sidecars      with --hosts: also each module's "
 		"<module>(<id>).hlo_proto.pb\n"
 		"      --hlo FILE      one large HloProto of about --size bytes (bench/hlo.sh)\n"
+		"      --ungrouped     with -o: no group_id stats (XProf preprocesses the trace)\n"
+		"      --regions       with -o: threadpool listener regions on the host\n"
 		"  -h, --help\n");
 }
 
@@ -118,6 +120,8 @@ int main(int argc, char **argv)
 		{"demo", 0, XPROFS_ARG_STR, &o.demo, NULL, NULL},
 		{"stats", 0, XPROFS_ARG_FLAG, &o.stats, NULL, NULL},
 		{"sidecars", 0, XPROFS_ARG_FLAG, &o.sidecars, NULL, NULL},
+		{"ungrouped", 0, XPROFS_ARG_FLAG, &o.ungrouped, NULL, NULL},
+		{"regions", 0, XPROFS_ARG_FLAG, &o.regions, NULL, NULL},
 		{"hlo", 0, XPROFS_ARG_STR, &o.hlo, NULL, NULL},
 		{"help", 'h', XPROFS_ARG_STOP, NULL, NULL, NULL},
 	};
@@ -167,8 +171,9 @@ int main(int argc, char **argv)
 		ret = gen_session(o.logdir, o.run, o.session, o.kind, o.seed, o.hosts, "host",
 				  o.size, o.events, o.have_events, o.sidecars, &j);
 	if (!ret && o.out)
-		ret = gen_file(o.out, o.kind, o.seed, "localhost", o.size, o.events, o.have_events,
-			       &j);
+		ret = gen_file(o.out, o.kind, o.seed,
+			       (o.ungrouped ? GEN_UNGROUPED : 0) | (o.regions ? GEN_REGIONS : 0),
+			       "localhost", o.size, o.events, o.have_events, &j);
 	if (!ret)
 		ret = xprofs_buf_adds(&j, "]");
 	if (!ret && o.stats)

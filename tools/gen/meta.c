@@ -66,6 +66,10 @@ static const char *const sm_names[SM_COUNT] = {
 	"region_type",
 	"data_type",
 	"shape",
+	"_c",
+	"_ct",
+	"_p",
+	"_pt",
 };
 
 /* Appends a map<int64, message> entry {1: @key, 2: @val} as field @field (borrows @val). */
@@ -111,8 +115,14 @@ static void si_name(const struct gplane *p, int c, uint32_t i, char *dst, size_t
  * Long (~120 lines) because it is one switch over the metadata classes whose
  * RNG draws must stay in this order: splitting it would hide that order.
  */
-static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int c, uint32_t i)
+static void em_entry(const struct gspace *s, const struct gplane *p, struct pb *out, struct pb *val,
+		     int c, uint32_t i)
 {
+	static const char *const regions[] = {
+		[REGION_RECORD - REGION_RECORD] = "ThreadpoolListener::Record",
+		[REGION_START - REGION_RECORD] = "ThreadpoolListener::StartRegion",
+		[REGION_STOP - REGION_RECORD] = "ThreadpoolListener::StopRegion",
+	};
 	struct rng r = {seed_of(p->seed, 0x454d + (uint64_t)c, i)};
 	int64_t id = (int64_t)(p->em_base[c] + i);
 	char name[1024], disp[NAME_MAX_LEN] = "", shape[96];
@@ -223,7 +233,9 @@ static void em_entry(const struct gplane *p, struct pb *out, struct pb *val, int
 		break;
 	}
 	case EM_HOST:
-		if (i < N_HOST_FIXED)
+		if ((s->flags & GEN_REGIONS) && i >= REGION_RECORD && i <= REGION_STOP)
+			snprintf(name, sizeof(name), "%s", regions[i - REGION_RECORD]);
+		else if (i < N_HOST_FIXED)
 			snprintf(name, sizeof(name), "%s", gen_host_names[i]);
 		else
 			snprintf(name, sizeof(name), "$%s:%u %s", gen_py_files[i % N_PY_FILES],
@@ -260,7 +272,7 @@ int gen_plane_meta(const struct gspace *s, const struct gplane *p, struct pb *me
 	pb_init(&val, SCRATCH_BYTES);
 	for (int c = 0; c < EM_COUNT; c++)
 		for (uint32_t i = 0; i < p->em_n[c]; i++)
-			em_entry(p, meta, &val, c, i);
+			em_entry(s, p, meta, &val, c, i);
 	switch (p->kind) {
 	case P_HOSTMETA:
 		sm_entry(meta, &val, 1, "Hlo Proto");
@@ -274,7 +286,9 @@ int gen_plane_meta(const struct gspace *s, const struct gplane *p, struct pb *me
 		break;
 	default:
 		for (int i = 1; i < SM_COUNT; i++)
-			sm_entry(meta, &val, i, sm_names[i]);
+			if ((i != SM_GROUP_ID || !(s->flags & GEN_UNGROUPED)) &&
+			    (i < SM_C || (s->flags & GEN_REGIONS)))
+				sm_entry(meta, &val, i, sm_names[i]);
 		for (int c = 0; c < SI_COUNT; c++)
 			for (uint32_t i = 0; i < p->si_n[c]; i++) {
 				si_name(p, c, i, name, sizeof(name));

@@ -344,6 +344,21 @@ static void plan_id_ranges(struct gspace *s)
 	}
 }
 
+void gen_plan_flags(struct gspace *s, unsigned flags)
+{
+	s->flags = flags;
+	for (size_t i = 0; i < s->n_planes; i++) {
+		struct gplane *p = &s->planes[i];
+
+		if (p->kind != P_TPU && p->kind != P_GPU && p->kind != P_HOST)
+			continue; /* the planes with the whole stat metadata table (meta.c) */
+		if (flags & GEN_UNGROUPED)
+			p->n_stat_meta--; /* no group_id */
+		if (!(flags & GEN_REGIONS))
+			p->n_stat_meta -= SM_COUNT - SM_C; /* no _c, _ct, _p, _pt */
+	}
+}
+
 /*
  * Builds the shape of one host file with @events events in total (exactly)
  * into @s (caller's storage; free its lines with gen_plan_free()).

@@ -209,8 +209,8 @@ out:
 #define PROBE_EVENTS 200000
 
 /* Sizes (without writing) a plan of @events events: fixed and per-event bytes. */
-static int probe_size(enum kind kind, uint64_t seed, const char *host, uint64_t events,
-		      struct gspace *s, uint64_t *fixed, double *per_event)
+static int probe_size(enum kind kind, uint64_t seed, unsigned flags, const char *host,
+		      uint64_t events, struct gspace *s, uint64_t *fixed, double *per_event)
 {
 	struct gstats st;
 	int ret;
@@ -218,6 +218,7 @@ static int probe_size(enum kind kind, uint64_t seed, const char *host, uint64_t 
 	ret = gen_plan_build(s, kind, seed, host, events);
 	if (ret)
 		return ret;
+	gen_plan_flags(s, flags);
 	ret = gen_space_write(s, NULL, &st);
 	gen_plan_free(s);
 	if (ret)
@@ -235,8 +236,8 @@ static int probe_size(enum kind kind, uint64_t seed, const char *host, uint64_t 
  * small files, at 1/8 of it for big ones. The probes only size, they write
  * nothing, so big files cost at most ~15% extra work.
  */
-int gen_events_for_size(enum kind kind, uint64_t seed, const char *host, uint64_t target,
-			uint64_t *events)
+int gen_events_for_size(enum kind kind, uint64_t seed, unsigned flags, const char *host,
+			uint64_t target, uint64_t *events)
 {
 	struct gspace *s = calloc(1, sizeof(*s));
 	uint64_t probe = PROBE_EVENTS, fixed, e = 1;
@@ -248,7 +249,7 @@ int gen_events_for_size(enum kind kind, uint64_t seed, const char *host, uint64_
 	for (int round = 0; round < 8; round++) {
 		uint64_t next;
 
-		ret = probe_size(kind, seed, host, probe, s, &fixed, &per);
+		ret = probe_size(kind, seed, flags, host, probe, s, &fixed, &per);
 		if (ret)
 			goto out;
 		e = target > fixed ? (uint64_t)((double)(target - fixed) / per) : 1;
