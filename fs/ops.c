@@ -548,34 +548,6 @@ static int logdir_target(struct fs_ctx *ctx, const char *path, struct fs_target 
 	return r;
 }
 
-/* logdir_remove() - unlink (@dir false) or rmdir logdir path @path; profiles stay. */
-static int logdir_remove(const char *path, bool dir)
-{
-	struct fs_ctx *ctx = ctx_get();
-	struct fs_target t;
-	int r;
-
-	r = logdir_target(ctx, path, &t);
-	if (r < 0)
-		return r;
-	if (!dir && fs_is_profile_name(t.store_path))
-		return -EPERM;
-	r = dir ? xprofs_store_rmdir(ctx->store, t.store_path)
-		: xprofs_store_unlink(ctx->store, t.store_path);
-	fs_invalidate_index(ctx);
-	return r;
-}
-
-static int op_unlink(const char *path)
-{
-	return logdir_remove(path, false);
-}
-
-static int op_rmdir(const char *path)
-{
-	return logdir_remove(path, true);
-}
-
 /*
  * mkdir_run() - "mkdir runs/NAME": create NAME/plugins/profile in the store,
  * each level made with @mode. NAME follows the capture grammar's run names
@@ -635,23 +607,62 @@ static int mkdir_run(struct fs_ctx *ctx, const char *path, mode_t mode)
 	return r;
 }
 
+enum logdir_op { LD_UNLINK, LD_RMDIR, LD_MKDIR, LD_SYMLINK };
+
+/*
+ * logdir_change() - make or remove the logdir/ entry @path in the source
+ * (@link: a symlink's target, borrowed; @mode: a directory's), then let the
+ * runs index be rebuilt. A profile is never unlinked (EPERM).
+ */
+static int logdir_change(struct fs_ctx *ctx, const char *path, enum logdir_op op, const char *link,
+			 mode_t mode)
+{
+	struct fs_target t;
+	int r;
+
+	r = logdir_target(ctx, path, &t);
+	if (r < 0)
+		return r;
+	switch (op) {
+	case LD_UNLINK:
+		if (fs_is_profile_name(t.store_path))
+			return -EPERM;
+		r = xprofs_store_unlink(ctx->store, t.store_path);
+		break;
+	case LD_RMDIR:
+		r = xprofs_store_rmdir(ctx->store, t.store_path);
+		break;
+	case LD_MKDIR:
+		r = xprofs_store_mkdir_mode(ctx->store, t.store_path, mode & 07777);
+		if (r == 0)
+			give_to_caller(ctx, t.store_path);
+		break;
+	case LD_SYMLINK:
+		r = xprofs_store_symlink(ctx->store, link, t.store_path);
+		break;
+	}
+	fs_invalidate_index(ctx);
+	return r;
+}
+
+static int op_unlink(const char *path)
+{
+	return logdir_change(ctx_get(), path, LD_UNLINK, NULL, 0);
+}
+
+static int op_rmdir(const char *path)
+{
+	return logdir_change(ctx_get(), path, LD_RMDIR, NULL, 0);
+}
+
 static int op_mkdir(const char *path, mode_t mode)
 {
 	struct fs_ctx *ctx = ctx_get();
-	struct fs_target t;
-	int r;
 
 	/* @mode has the caller's umask applied (the kernel does it) */
 	if (!strncmp(path, RUNS_DIR "/", strlen(RUNS_DIR "/")))
 		return mkdir_run(ctx, path, mode);
-	r = logdir_target(ctx, path, &t);
-	if (r < 0)
-		return r;
-	r = xprofs_store_mkdir_mode(ctx->store, t.store_path, mode & 07777);
-	if (r == 0)
-		give_to_caller(ctx, t.store_path);
-	fs_invalidate_index(ctx);
-	return r;
+	return logdir_change(ctx, path, LD_MKDIR, NULL, mode);
 }
 
 static int op_rename(const char *from, const char *to, unsigned int flags)
@@ -766,16 +777,7 @@ static int op_readlink(const char *path, char *buf, size_t size)
 /* op_symlink() - "ln -s TARGET logdir/NAME": the link is made in the source as given. */
 static int op_symlink(const char *target, const char *path)
 {
-	struct fs_ctx *ctx = ctx_get();
-	struct fs_target t;
-	int r;
-
-	r = logdir_target(ctx, path, &t);
-	if (r < 0)
-		return r;
-	r = xprofs_store_symlink(ctx->store, target, t.store_path);
-	fs_invalidate_index(ctx);
-	return r;
+	return logdir_change(ctx_get(), path, LD_SYMLINK, target, 0);
 }
 
 static int op_statfs(const char *path, struct statvfs *sv)
