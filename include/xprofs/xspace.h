@@ -759,6 +759,12 @@ struct xs_stmd { /* one XStatMetadata */
 	int8_t ckind; /* xs_collect_stat()'s class of the name (0: not yet known; stats.c) */
 };
 
+/* The amounts of an op: XStats flops, bytes_accessed, model_flops, each with whether it is set. */
+struct xs_amounts {
+	double flops, bytes, model_flops;
+	bool has_flops, has_bytes, has_model_flops;
+};
+
 struct xs_evmd { /* one XEventMetadata */
 	bool loaded;
 	char *name; /* raw display name, else name */
@@ -768,14 +774,9 @@ struct xs_evmd { /* one XEventMetadata */
 	bool has_display; /* display name set and differing from name */
 	/* from the metadata's stats, for ops */
 	char *category, *hlo_op;
-	double flops, bytes;
-	bool has_flops, has_bytes;
-	int64_t step_num;
-	bool has_step_num;
+	struct xs_amounts amt;
 	char *hlo_module; /* owned, NULL when absent */
 	char *tf_op;      /* owned, NULL when absent */
-	double model_flops;
-	bool has_model_flops;
 	uint64_t program_id;
 	bool has_program_id;
 	int64_t group; /* ops group in the current aggregation, -1 unknown */
@@ -1017,16 +1018,13 @@ enum {
 /* Interesting stats for ops/steps, from metadata or event stats. */
 struct xs_opstats {
 	char *category, *hlo_op, *step_name; /* owned */
-	double flops, bytes;
-	bool has_flops, has_bytes;
+	struct xs_amounts amt;
 	int64_t step_num;
 	bool has_step_num;
 	/* for ops.json / overview.json / kernels.json (docs/stats.md) */
 	bool strings;    /* set by the caller: also collect these */
 	bool want_tf_op; /* set by the caller: also collect tf_op (GPU op tables) */
 	char *hlo_module, *kernel_details, *tf_op; /* owned */
-	double model_flops;
-	bool has_model_flops;
 	uint64_t program_id;
 	bool has_program_id;
 	int64_t dev_off, dev_dur; /* device_offset_ps / device_duration_ps */
