@@ -100,6 +100,12 @@ size_t xprofs_utf8_seq_len(const unsigned char *s, size_t n);
  */
 int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *s, size_t n) XPROFS_WUR;
 /**
+ * xprofs_buf_add_json_member() - append @lit (a key with its punctuation, as
+ * ",\"url\":"), then @s (a C string, borrowed) as a JSON string, or null
+ * when @s is NULL: one member of a status object.
+ */
+int xprofs_buf_add_json_member(struct xprofs_buf *b, const char *lit, const char *s) XPROFS_WUR;
+/**
  * xprofs_buf_steal() - hand the storage to the caller (caller owns; free with
  * free()). Returns NULL for an empty, never-appended buffer. The buffer is
  * empty afterwards.
