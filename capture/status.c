@@ -48,8 +48,7 @@ static int session_json(const struct capture_session *s, struct xprofs_buf *out)
 	r = xprofs_buf_printf(out, "{\"id\":%" PRIu64 ",\"command\":\"%s\",\"run\":", s->id,
 			      cmd_names[s->req->cmd]);
 	r = r ? r : xprofs_buf_add_json_str(out, s->run, strlen(s->run));
-	r = r ? r : xprofs_buf_adds(out, ",\"session\":");
-	r = r ? r : xprofs_buf_add_json_str(out, s->session, strlen(s->session));
+	r = r ? r : xprofs_buf_add_json_member(out, ",\"session\":", s->session);
 	r = r ? r
 	      : xprofs_buf_printf(out, ",\"state\":\"%s\",\"hosts\":[",
 				  capture_state_names[s->state]);
@@ -59,8 +58,7 @@ static int session_json(const struct capture_session *s, struct xprofs_buf *out)
 				   : h->state == ST_OK ? h->file
 						       : NULL;
 
-		r = xprofs_buf_adds(out, i ? ",{\"host\":" : "{\"host\":");
-		r = r ? r : xprofs_buf_add_json_str(out, h->target, strlen(h->target));
+		r = xprofs_buf_add_json_member(out, i ? ",{\"host\":" : "{\"host\":", h->target);
 		r = r ? r
 		      : xprofs_buf_printf(out, ",\"state\":\"%s\",\"bytes\":%" PRIu64 ",\"error\":",
 					  capture_state_names[h->state], h->bytes);
@@ -121,10 +119,8 @@ static int rejections_json(const struct capture_rejects *q, struct xprofs_buf *o
 		unsigned i = (q->next + CAPTURE_REJECTS - q->n + k) % CAPTURE_REJECTS;
 
 		fmt_time(q->e[i].at_ns, t, sizeof(t));
-		r = xprofs_buf_adds(out, "{\"rejected\":");
-		r = r ? r : xprofs_buf_add_json_str(out, q->e[i].line, strlen(q->e[i].line));
-		r = r ? r : xprofs_buf_adds(out, ",\"reason\":");
-		r = r ? r : xprofs_buf_add_json_str(out, q->e[i].reason, strlen(q->e[i].reason));
+		r = xprofs_buf_add_json_member(out, "{\"rejected\":", q->e[i].line);
+		r = r ? r : xprofs_buf_add_json_member(out, ",\"reason\":", q->e[i].reason);
 		r = r ? r : xprofs_buf_printf(out, ",\"at\":\"%s\"}\n", t);
 	}
 	return r;

@@ -61,20 +61,40 @@ static void invalidate_attrs(const char *path)
 	fuse_invalidate_path(fuse_get_context()->fuse, path);
 }
 
+/*
+ * on_target() - resolve @path and run @fn on its target while the index
+ * reference that keeps the target alive is held; fs_classify()'s error, else
+ * @fn's result.
+ */
+static int on_target(struct fs_ctx *ctx, const char *path,
+		     int (*fn)(struct fs_ctx *ctx, const struct fs_target *t, void *arg), void *arg)
+{
+	struct fs_index *idx;
+	struct fs_target t;
+	int r;
+
+	r = fs_classify(ctx, path, &idx, &t);
+	if (r == 0)
+		r = fn(ctx, &t, arg);
+	fs_index_put(idx);
+	return r;
+}
+
 /* ---- attributes (attr.c) ------------------------------------------------ */
+
+static int getattr_fn(struct fs_ctx *ctx, const struct fs_target *t, void *st)
+{
+	return fs_getattr(ctx, t, st);
+}
 
 static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
 	struct fs_fh *fh = fi ? (struct fs_fh *)(uintptr_t)fi->fh : NULL;
-	struct fs_index *idx;
-	struct fs_target t;
 	int r;
 
 	FS_CNT(ctx, lookups);
-	r = fs_classify(ctx, path, &idx, &t);
-	if (r == 0)
-		r = fs_getattr(ctx, &t, st);
+	r = on_target(ctx, path, getattr_fn, st);
 	if (fh && fh->kind == FS_FH_LIVE) {
 		bool done;
 
@@ -93,7 +113,6 @@ static int op_getattr(const char *path, struct stat *st, struct fuse_file_info *
 			st->st_size = (off_t)(fh->kind == FS_FH_WRITER ? fh->wsize : fh->size);
 		r = 0;
 	}
-	fs_index_put(idx);
 	return r;
 }
 
@@ -130,24 +149,22 @@ static int fill_fuse(void *arg, const char *name)
 	return a->filler(a->buf, name, NULL, 0, 0) ? 1 : 0;
 }
 
+static int readdir_fn(struct fs_ctx *ctx, const struct fs_target *t, void *a)
+{
+	return fs_dir_list(ctx, t, fill_fuse, a);
+}
+
 static int op_readdir(const char *path, void *buf, fuse_fill_dir_t filler, off_t off,
 		      struct fuse_file_info *fi, enum fuse_readdir_flags flags)
 {
 	struct fs_ctx *ctx = ctx_get();
 	struct fill_fuse_arg a = {buf, filler};
-	struct fs_index *idx;
-	struct fs_target t;
-	int r;
 
 	FS_CNT(ctx, readdirs);
-	r = fs_classify(ctx, path, &idx, &t);
-	if (r == 0)
-		r = fs_dir_list(ctx, &t, fill_fuse, &a);
-	fs_index_put(idx);
 	(void)off;
 	(void)fi;
 	(void)flags;
-	return r;
+	return on_target(ctx, path, readdir_fn, &a);
 }
 
 /* ---- files -------------------------------------------------------------- */
@@ -531,34 +548,6 @@ static int logdir_target(struct fs_ctx *ctx, const char *path, struct fs_target 
 	return r;
 }
 
-/* logdir_remove() - unlink (@dir false) or rmdir logdir path @path; profiles stay. */
-static int logdir_remove(const char *path, bool dir)
-{
-	struct fs_ctx *ctx = ctx_get();
-	struct fs_target t;
-	int r;
-
-	r = logdir_target(ctx, path, &t);
-	if (r < 0)
-		return r;
-	if (!dir && fs_is_profile_name(t.store_path))
-		return -EPERM;
-	r = dir ? xprofs_store_rmdir(ctx->store, t.store_path)
-		: xprofs_store_unlink(ctx->store, t.store_path);
-	fs_invalidate_index(ctx);
-	return r;
-}
-
-static int op_unlink(const char *path)
-{
-	return logdir_remove(path, false);
-}
-
-static int op_rmdir(const char *path)
-{
-	return logdir_remove(path, true);
-}
-
 /*
  * mkdir_run() - "mkdir runs/NAME": create NAME/plugins/profile in the store,
  * each level made with @mode. NAME follows the capture grammar's run names
@@ -618,23 +607,62 @@ static int mkdir_run(struct fs_ctx *ctx, const char *path, mode_t mode)
 	return r;
 }
 
+enum logdir_op { LD_UNLINK, LD_RMDIR, LD_MKDIR, LD_SYMLINK };
+
+/*
+ * logdir_change() - make or remove the logdir/ entry @path in the source
+ * (@link: a symlink's target, borrowed; @mode: a directory's), then let the
+ * runs index be rebuilt. A profile is never unlinked (EPERM).
+ */
+static int logdir_change(struct fs_ctx *ctx, const char *path, enum logdir_op op, const char *link,
+			 mode_t mode)
+{
+	struct fs_target t;
+	int r;
+
+	r = logdir_target(ctx, path, &t);
+	if (r < 0)
+		return r;
+	switch (op) {
+	case LD_UNLINK:
+		if (fs_is_profile_name(t.store_path))
+			return -EPERM;
+		r = xprofs_store_unlink(ctx->store, t.store_path);
+		break;
+	case LD_RMDIR:
+		r = xprofs_store_rmdir(ctx->store, t.store_path);
+		break;
+	case LD_MKDIR:
+		r = xprofs_store_mkdir_mode(ctx->store, t.store_path, mode & 07777);
+		if (r == 0)
+			give_to_caller(ctx, t.store_path);
+		break;
+	case LD_SYMLINK:
+		r = xprofs_store_symlink(ctx->store, link, t.store_path);
+		break;
+	}
+	fs_invalidate_index(ctx);
+	return r;
+}
+
+static int op_unlink(const char *path)
+{
+	return logdir_change(ctx_get(), path, LD_UNLINK, NULL, 0);
+}
+
+static int op_rmdir(const char *path)
+{
+	return logdir_change(ctx_get(), path, LD_RMDIR, NULL, 0);
+}
+
 static int op_mkdir(const char *path, mode_t mode)
 {
 	struct fs_ctx *ctx = ctx_get();
-	struct fs_target t;
-	int r;
 
 	/* @mode has the caller's umask applied (the kernel does it) */
 	if (!strncmp(path, RUNS_DIR "/", strlen(RUNS_DIR "/")))
 		return mkdir_run(ctx, path, mode);
-	r = logdir_target(ctx, path, &t);
-	if (r < 0)
-		return r;
-	r = xprofs_store_mkdir_mode(ctx->store, t.store_path, mode & 07777);
-	if (r == 0)
-		give_to_caller(ctx, t.store_path);
-	fs_invalidate_index(ctx);
-	return r;
+	return logdir_change(ctx, path, LD_MKDIR, NULL, mode);
 }
 
 static int op_rename(const char *from, const char *to, unsigned int flags)
@@ -722,36 +750,34 @@ static int op_utimens(const char *path, const struct timespec tv[2], struct fuse
 	return set_attr(path, &a, fi);
 }
 
+struct readlink_arg {
+	char *buf;
+	size_t size;
+};
+
+static int readlink_fn(struct fs_ctx *ctx, const struct fs_target *t, void *arg)
+{
+	struct readlink_arg *a = arg;
+
+	if (t->kind != FS_K_LOGDIR)
+		return -EINVAL;
+	return xprofs_store_readlink(ctx->store, t->store_path, a->buf, a->size);
+}
+
 /* op_readlink() - a symlink in logdir/: its target, as the source has it. */
 static int op_readlink(const char *path, char *buf, size_t size)
 {
-	struct fs_ctx *ctx = ctx_get();
-	struct fs_index *idx;
-	struct fs_target t;
+	struct readlink_arg a = {buf, size};
 	int r;
 
-	r = fs_classify(ctx, path, &idx, &t);
-	if (r == 0)
-		r = t.kind == FS_K_LOGDIR
-			    ? xprofs_store_readlink(ctx->store, t.store_path, buf, size)
-			    : -EINVAL;
-	fs_index_put(idx);
+	r = on_target(ctx_get(), path, readlink_fn, &a);
 	return r < 0 ? r : 0;
 }
 
 /* op_symlink() - "ln -s TARGET logdir/NAME": the link is made in the source as given. */
 static int op_symlink(const char *target, const char *path)
 {
-	struct fs_ctx *ctx = ctx_get();
-	struct fs_target t;
-	int r;
-
-	r = logdir_target(ctx, path, &t);
-	if (r < 0)
-		return r;
-	r = xprofs_store_symlink(ctx->store, target, t.store_path);
-	fs_invalidate_index(ctx);
-	return r;
+	return logdir_change(ctx_get(), path, LD_SYMLINK, target, 0);
 }
 
 static int op_statfs(const char *path, struct statvfs *sv)

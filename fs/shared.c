@@ -353,9 +353,7 @@ int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 	queued = sh->q_len;
 	no_write = sh->no_write;
 	pthread_mutex_unlock(&sh->lock);
-	r = xprofs_buf_adds(out, "{\"url\":");
-	if (r == 0)
-		r = xprofs_buf_add_json_str(out, sh->url, strlen(sh->url));
+	r = xprofs_buf_add_json_member(out, "{\"url\":", sh->url);
 	if (r == 0)
 		r = xprofs_buf_printf(
 			out,

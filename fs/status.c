@@ -19,16 +19,6 @@
 #include "xprofs/capture.h"
 #include "fs-internal.h"
 
-/* A string option as JSON, null when not given. */
-static int opt_str(struct xprofs_buf *out, const char *key, const char *v)
-{
-	int r = xprofs_buf_printf(out, ",\"%s\":", key);
-
-	if (r == 0)
-		r = v ? xprofs_buf_add_json_str(out, v, strlen(v)) : xprofs_buf_adds(out, "null");
-	return r;
-}
-
 /* "options": what is in force after defaults (docs/fs.md names each). */
 static int options_json(const struct fs_options *o, struct xprofs_buf *out)
 {
@@ -51,11 +41,11 @@ static int options_json(const struct fs_options *o, struct xprofs_buf *out)
 		r = r ? r
 		      : xprofs_buf_printf(out, ",\"cache_min_free_bytes\":%llu",
 					  (unsigned long long)o->cache_min_free_bytes);
-	r = r ? r : opt_str(out, "tmp_dir", o->tmp_dir);
-	r = r ? r : opt_str(out, "endpoint", o->endpoint);
-	r = r ? r : opt_str(out, "credentials", o->credentials);
-	r = r ? r : opt_str(out, "billing_project", o->billing_project);
-	r = r ? r : opt_str(out, "shared_cache", o->shared_cache);
+	r = r ? r : xprofs_buf_add_json_member(out, ",\"tmp_dir\":", o->tmp_dir);
+	r = r ? r : xprofs_buf_add_json_member(out, ",\"endpoint\":", o->endpoint);
+	r = r ? r : xprofs_buf_add_json_member(out, ",\"credentials\":", o->credentials);
+	r = r ? r : xprofs_buf_add_json_member(out, ",\"billing_project\":", o->billing_project);
+	r = r ? r : xprofs_buf_add_json_member(out, ",\"shared_cache\":", o->shared_cache);
 	r = r ? r : xprofs_buf_printf(out, ",\"anonymous\":%s},", o->anonymous ? "true" : "false");
 	return r;
 }

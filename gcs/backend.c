@@ -40,12 +40,10 @@ static int gcs_status_json(struct xprofs_store *base, struct xprofs_buf *out)
 	pthread_mutex_lock(&s->blk_lock);
 	mem = s->blk_mem;
 	pthread_mutex_unlock(&s->blk_lock);
-	if ((r = xprofs_buf_adds(out, "{\"backend\":\"gcs\",\"bucket\":")) < 0 ||
-	    (r = xprofs_buf_add_json_str(out, s->bucket, strlen(s->bucket))) < 0 ||
-	    (r = xprofs_buf_adds(out, ",\"prefix\":")) < 0 ||
-	    (r = xprofs_buf_add_json_str(out, s->prefix, strlen(s->prefix))) < 0 ||
-	    (r = xprofs_buf_adds(out, ",\"endpoint\":")) < 0 ||
-	    (r = xprofs_buf_add_json_str(out, s->endpoint, strlen(s->endpoint))) < 0)
+	r = xprofs_buf_add_json_member(out, "{\"backend\":\"gcs\",\"bucket\":", s->bucket);
+	r = r ? r : xprofs_buf_add_json_member(out, ",\"prefix\":", s->prefix);
+	r = r ? r : xprofs_buf_add_json_member(out, ",\"endpoint\":", s->endpoint);
+	if (r < 0)
 		return r;
 	if ((r = xprofs_buf_printf(
 		     out,

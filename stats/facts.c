@@ -9,10 +9,38 @@
  * -1 or NaN reads as unknown (0).
  */
 #include <math.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "stats-internal.h"
+
+/* The plane stats (TSL StatType names) kept as strings and as numbers. */
+static const struct {
+	const char *name;
+	size_t off; /* of the char * */
+} str_stats[] = {
+	{"device_type_string", offsetof(struct stats_plane_facts, device_type)},
+	{"device_vendor", offsetof(struct stats_plane_facts, vendor)},
+	{"gpu_device_name", offsetof(struct stats_plane_facts, gpu_device_name)},
+};
+#define NUM_STAT(name, f, has)                                                                     \
+	{                                                                                          \
+		name, offsetof(struct stats_plane_facts, f),                                       \
+			offsetof(struct stats_plane_facts, has)                                    \
+	}
+static const struct {
+	const char *name;
+	size_t off, has; /* of the double, of its bool (has == off: none) */
+} num_stats[] = {
+	NUM_STAT("peak_teraflops_per_second", peak_tflops, has_peak_tflops),
+	NUM_STAT("peak_hbm_bw_gigabytes_per_second", peak_hbm_gbps, has_peak_hbm_gbps),
+	NUM_STAT("memory_bandwidth", mem_bw, has_mem_bw),
+	NUM_STAT("clock_rate", clock_khz, has_clock),
+	NUM_STAT("core_count", core_count, has_core_count),
+	NUM_STAT("compute_cap_major", cc_major, has_cc),
+	NUM_STAT("compute_cap_minor", cc_minor, cc_minor),
+};
 
 /* facts_stat() - a xs_stat_fn: one plane stat into struct stats_plane_facts (by TSL StatType name). */
 static int facts_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
@@ -24,28 +52,22 @@ static int facts_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_st
 
 	if ((r = xs_md_stat(rc, s->md, &m)) < 0)
 		return r;
-	if (xs_str_eq(m->name, m->name_len, "device_type_string") && !f->device_type)
-		return xs_stat_string(rc, c, s, &f->device_type);
-	if (xs_str_eq(m->name, m->name_len, "device_vendor") && !f->vendor)
-		return xs_stat_string(rc, c, s, &f->vendor);
-	if (xs_str_eq(m->name, m->name_len, "gpu_device_name") && !f->gpu_device_name)
-		return xs_stat_string(rc, c, s, &f->gpu_device_name);
+	for (size_t i = 0; i < sizeof(str_stats) / sizeof(str_stats[0]); i++) {
+		char **v = (char **)((char *)f + str_stats[i].off);
+
+		if (xs_str_eq(m->name, m->name_len, str_stats[i].name))
+			return *v ? 0 : xs_stat_string(rc, c, s, v);
+	}
 	if (!xs_stat_number(s, &d))
 		return 0;
-	if (xs_str_eq(m->name, m->name_len, "peak_teraflops_per_second"))
-		f->peak_tflops = d, f->has_peak_tflops = true;
-	else if (xs_str_eq(m->name, m->name_len, "peak_hbm_bw_gigabytes_per_second"))
-		f->peak_hbm_gbps = d, f->has_peak_hbm_gbps = true;
-	else if (xs_str_eq(m->name, m->name_len, "memory_bandwidth"))
-		f->mem_bw = d, f->has_mem_bw = true;
-	else if (xs_str_eq(m->name, m->name_len, "clock_rate"))
-		f->clock_khz = d, f->has_clock = true;
-	else if (xs_str_eq(m->name, m->name_len, "core_count"))
-		f->core_count = d, f->has_core_count = true;
-	else if (xs_str_eq(m->name, m->name_len, "compute_cap_major"))
-		f->cc_major = d, f->has_cc = true;
-	else if (xs_str_eq(m->name, m->name_len, "compute_cap_minor"))
-		f->cc_minor = d;
+	for (size_t i = 0; i < sizeof(num_stats) / sizeof(num_stats[0]); i++) {
+		if (!xs_str_eq(m->name, m->name_len, num_stats[i].name))
+			continue;
+		*(double *)((char *)f + num_stats[i].off) = d;
+		if (num_stats[i].has != num_stats[i].off)
+			*(bool *)((char *)f + num_stats[i].has) = true;
+		break;
+	}
 	return 0;
 }
 

@@ -153,12 +153,6 @@ struct mdc {
 	int64_t gi; /* -1: empty */
 };
 
-/* What an occurrence adds to its op's amounts (the flops / bytes stats). */
-struct amounts {
-	double flops, bytes, mflops;
-	bool has_flops, has_bytes, has_mf;
-};
-
 /*
  * The GPU run being merged: ConvertDeviceTraceXPlaneToOpMetricsDb() merges
  * contiguous events of one HLO op name and group_id into one occurrence
@@ -169,7 +163,7 @@ struct run {
 	int64_t group;
 	uint64_t events;
 	int64_t dur;
-	struct amounts v;
+	struct xs_amounts v;
 };
 
 /* One line's aggregation: the op maps, the line's kind and the stack of open events. */
@@ -504,17 +498,17 @@ static int op_first(struct xs_rctx *rc, const struct ops_acc *a, struct op *op,
 
 /* op_account() - @events events of @occ occurrences and @dur in all into @op, with @v. */
 static void op_account(struct op *op, uint64_t events, int64_t occ, int64_t dur,
-		       const struct amounts *v)
+		       const struct xs_amounts *v)
 {
 	struct op one = {.count = events,
 			 .occurrences = occ,
 			 .total = dur,
 			 .flops = v->flops,
 			 .bytes = v->bytes,
-			 .model_flops = v->mflops,
+			 .model_flops = v->model_flops,
 			 .has_flops = v->has_flops,
 			 .has_bytes = v->has_bytes,
-			 .has_model_flops = v->has_mf};
+			 .has_model_flops = v->has_model_flops};
 
 	stats_op_add(op, &one);
 	if (dur < op->min)
@@ -556,7 +550,7 @@ static void pick(const struct op *op, double hlo, bool has_stat, double stat, do
  */
 static void xla_account(struct op *op, const struct run *u)
 {
-	struct amounts v = {0};
+	struct xs_amounts v = {0};
 	double mf = 0;
 
 	pick(op, op->hlo_flops, u->v.has_flops, u->v.flops, &v.flops, &v.has_flops);
@@ -566,7 +560,7 @@ static void xla_account(struct op *op, const struct run *u)
 	else if (u->v.has_flops)
 		mf = u->v.flops;
 	if (mf != 0)
-		v.mflops = mf, v.has_mf = true;
+		v.model_flops = mf, v.has_model_flops = true;
 	op_account(op, u->events, 1, u->dur, &v);
 	if (mf == 0) {
 		op->model_flops = op->flops;
@@ -588,7 +582,7 @@ static void run_flush(struct ops_acc *a)
 
 /* run_add() - event @e (op @gi, stats @os, amounts @v) into the run, after flushing a different one. */
 static void run_add(struct ops_acc *a, int64_t gi, const struct xs_event *e,
-		    const struct xs_opstats *os, const struct amounts *v)
+		    const struct xs_opstats *os, const struct xs_amounts *v)
 {
 	struct run *u = &a->run;
 
@@ -645,13 +639,13 @@ out:
  * rest of the rules: docs/stats.md.
  */
 static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_event *e,
-			struct xs_evmd *md, const struct xs_opstats *os, const struct amounts *v)
+			struct xs_evmd *md, const struct xs_opstats *os, const struct xs_amounts *v)
 {
 	const char *hlo = os->hlo_op ? os->hlo_op : md->hlo_op;
 	bool has_pid = os->has_program_id || md->has_program_id;
 	uint64_t pid = os->has_program_id ? os->program_id : md->program_id;
 	const char *tf_op = hlo ? NULL : os->tf_op ? os->tf_op : md->tf_op;
-	static const struct amounts none;
+	static const struct xs_amounts none;
 	struct opmap *m = a->m;
 	int64_t gi;
 	int r;
@@ -696,8 +690,7 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 	struct ops_acc *a = arg;
 	struct xs_opstats os = {.borrow = true, .want_tf_op = a->kind == LK_STREAM};
 	struct xs_event dev = *ev, *e = &dev;
-	struct amounts v = {md->flops,     md->bytes,     md->model_flops,
-			    md->has_flops, md->has_bytes, md->has_model_flops};
+	struct xs_amounts v = md->amt;
 	int64_t gi;
 	int r;
 
@@ -707,12 +700,12 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 					    a->kind == LK_STREAM ? &a->ks_stream : &a->ks_xla,
 					    xs_collect_stat, &os)) < 0)
 			goto out;
-		if (os.has_flops)
-			v.flops = os.flops, v.has_flops = true;
-		if (os.has_bytes)
-			v.bytes = os.bytes, v.has_bytes = true;
-		if (os.has_model_flops)
-			v.mflops = os.model_flops, v.has_mf = true;
+		if (os.amt.has_flops)
+			v.flops = os.amt.flops, v.has_flops = true;
+		if (os.amt.has_bytes)
+			v.bytes = os.amt.bytes, v.has_bytes = true;
+		if (os.amt.has_model_flops)
+			v.model_flops = os.amt.model_flops, v.has_model_flops = true;
 		/* GetDeviceEventTimespan(): the device's own clock when the event has it */
 		if (a->kind == LK_XLA_OPS && os.has_dev_off && os.has_dev_dur && !e->has_num) {
 			e->start_ps = os.dev_off;

@@ -495,9 +495,7 @@ static int local_status_json(struct xprofs_store *s, struct xprofs_buf *out)
 	LD(rmdirs);
 	LD(errors);
 #undef LD
-	r = xprofs_buf_adds(out, "{\"backend\":\"local\",\"root\":");
-	if (r == 0)
-		r = xprofs_buf_add_json_str(out, ls->root, strlen(ls->root));
+	r = xprofs_buf_add_json_member(out, "{\"backend\":\"local\",\"root\":", ls->root);
 	if (r == 0)
 		r = xprofs_buf_printf(
 			out,

@@ -16,6 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xprofs/util.h"
+
 #define PBW_MAX ((size_t)64 << 20)
 
 struct pbw {
@@ -69,17 +71,10 @@ static inline void pbw_bytes(struct pbw *w, const void *p, size_t n)
 	w->len += n;
 }
 
-/* @v as a varint at @p (10 bytes room); the bytes written. */
+/* @v as a varint at @p (10 bytes room); the bytes written (util's encoder). */
 static inline size_t pbw_put_varint(uint8_t *p, uint64_t v)
 {
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
+	return xprofs_put_varint(p, v);
 }
 
 static inline void pbw_varint(struct pbw *w, uint64_t v)

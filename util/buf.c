@@ -230,3 +230,12 @@ fail:
 		b->data[start] = '\0';
 	return r;
 }
+
+int xprofs_buf_add_json_member(struct xprofs_buf *b, const char *lit, const char *s)
+{
+	int r = xprofs_buf_adds(b, lit);
+
+	if (r == 0)
+		r = s ? xprofs_buf_add_json_str(b, s, strlen(s)) : xprofs_buf_adds(b, "null");
+	return r;
+}

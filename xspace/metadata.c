@@ -161,17 +161,10 @@ static int evmd_fill(struct xs_rctx *rc, struct xs_evmd *e, uint64_t off, uint64
 	e->category = os.category;
 	e->hlo_op = os.hlo_op;
 	os.category = os.hlo_op = NULL;
-	e->flops = os.flops;
-	e->has_flops = os.has_flops;
-	e->bytes = os.bytes;
-	e->has_bytes = os.has_bytes;
-	e->step_num = os.step_num;
-	e->has_step_num = os.has_step_num;
+	e->amt = os.amt;
 	e->hlo_module = os.hlo_module;
 	e->tf_op = os.tf_op;
 	os.hlo_module = os.tf_op = NULL;
-	e->model_flops = os.model_flops;
-	e->has_model_flops = os.has_model_flops;
 	e->program_id = os.program_id;
 	e->has_program_id = os.has_program_id;
 	e->group = -1;

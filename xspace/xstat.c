@@ -721,6 +721,8 @@ static int opstats_set(struct xs_rctx *rc, struct wire_cur *c, const struct xs_s
 enum { C_STR, C_NUM, C_INT };
 #define OS_FIELD(f)                                                                                \
 	.off = offsetof(struct xs_opstats, f), .has = offsetof(struct xs_opstats, has_##f)
+#define OS_AMOUNT(f)                                                                               \
+	.off = offsetof(struct xs_opstats, amt.f), .has = offsetof(struct xs_opstats, amt.has_##f)
 static const struct collect_def {
 	const char *name;
 	uint8_t how;
@@ -731,13 +733,13 @@ static const struct collect_def {
 	{"hlo_category", C_STR, .si = XS_OS_CATEGORY},
 	{"hlo_op", C_STR, .si = XS_OS_HLO_OP},
 	{"step_name", C_STR, .si = XS_OS_STEP_NAME},
-	{"flops", C_NUM, OS_FIELD(flops)},
-	{"bytes_accessed", C_NUM, OS_FIELD(bytes)},
+	{"flops", C_NUM, OS_AMOUNT(flops)},
+	{"bytes_accessed", C_NUM, OS_AMOUNT(bytes)},
 	{"step_num", C_INT, OS_FIELD(step_num)},
 	{"hlo_module", C_STR, .si = XS_OS_HLO_MODULE, .strings = true},
 	{"kernel_details", C_STR, .si = XS_OS_KERNEL_DETAILS, .strings = true},
 	{"tf_op", C_STR, .si = XS_OS_TF_OP, .strings = true},
-	{"model_flops", C_NUM, OS_FIELD(model_flops)},
+	{"model_flops", C_NUM, OS_AMOUNT(model_flops)},
 	{"program_id", C_INT, OS_FIELD(program_id)},
 	{"device_offset_ps", C_INT, OS_FIELD(dev_off)},
 	{"device_duration_ps", C_INT, OS_FIELD(dev_dur)},

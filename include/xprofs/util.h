@@ -7,6 +7,7 @@
  * - struct xprofs_buf: a growable byte buffer with a hard maximum (curl's
  *   dynbuf idea): every append checks the cap and fails with -E2BIG instead of
  *   growing without bound. Always NUL-terminated after a successful append.
+ *   With it, JSON strings and members, and protobuf varints (the two writers').
  * - struct xprofs_sink / struct xprofs_reader: the two I/O seams that let the
  *   decoder, the cache and the storage backends meet without knowing each other
  *   (and without FUSE).
@@ -99,6 +100,28 @@ size_t xprofs_utf8_seq_len(const unsigned char *s, size_t n);
  * output is always valid JSON whatever a profile contains.
  */
 int xprofs_buf_add_json_str(struct xprofs_buf *b, const char *s, size_t n) XPROFS_WUR;
+/**
+ * xprofs_buf_add_json_member() - append @lit (a key with its punctuation, as
+ * ",\"url\":"), then @s (a C string, borrowed) as a JSON string, or null
+ * when @s is NULL: one member of a status object.
+ */
+int xprofs_buf_add_json_member(struct xprofs_buf *b, const char *lit, const char *s) XPROFS_WUR;
+/**
+ * xprofs_put_varint() - @v as a protobuf varint at @p (room for 10 bytes);
+ * the bytes written. The encoder of both protobuf writers (xprofs-gen's,
+ * trace.pftrace's); reading varints is wire/'s, apart on purpose.
+ */
+static inline size_t xprofs_put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
 /**
  * xprofs_buf_steal() - hand the storage to the caller (caller owns; free with
  * free()). Returns NULL for an empty, never-appended buffer. The buffer is

@@ -759,6 +759,12 @@ struct xs_stmd { /* one XStatMetadata */
 	int8_t ckind; /* xs_collect_stat()'s class of the name (0: not yet known; stats.c) */
 };
 
+/* The amounts of an op: XStats flops, bytes_accessed, model_flops, each with whether it is set. */
+struct xs_amounts {
+	double flops, bytes, model_flops;
+	bool has_flops, has_bytes, has_model_flops;
+};
+
 struct xs_evmd { /* one XEventMetadata */
 	bool loaded;
 	char *name; /* raw display name, else name */
@@ -768,14 +774,9 @@ struct xs_evmd { /* one XEventMetadata */
 	bool has_display; /* display name set and differing from name */
 	/* from the metadata's stats, for ops */
 	char *category, *hlo_op;
-	double flops, bytes;
-	bool has_flops, has_bytes;
-	int64_t step_num;
-	bool has_step_num;
+	struct xs_amounts amt;
 	char *hlo_module; /* owned, NULL when absent */
 	char *tf_op;      /* owned, NULL when absent */
-	double model_flops;
-	bool has_model_flops;
 	uint64_t program_id;
 	bool has_program_id;
 	int64_t group; /* ops group in the current aggregation, -1 unknown */
@@ -1017,16 +1018,13 @@ enum {
 /* Interesting stats for ops/steps, from metadata or event stats. */
 struct xs_opstats {
 	char *category, *hlo_op, *step_name; /* owned */
-	double flops, bytes;
-	bool has_flops, has_bytes;
+	struct xs_amounts amt;
 	int64_t step_num;
 	bool has_step_num;
 	/* for ops.json / overview.json / kernels.json (docs/stats.md) */
 	bool strings;    /* set by the caller: also collect these */
 	bool want_tf_op; /* set by the caller: also collect tf_op (GPU op tables) */
 	char *hlo_module, *kernel_details, *tf_op; /* owned */
-	double model_flops;
-	bool has_model_flops;
 	uint64_t program_id;
 	bool has_program_id;
 	int64_t dev_off, dev_dur; /* device_offset_ps / device_duration_ps */
@@ -1076,12 +1074,25 @@ void xs_tfop_parse(const char *s, size_t n, struct xs_tfop *op);
 /* ---- the events of a line (xspace/walk.c) ------------------------------ */
 
 struct xs_event {
-	int64_t md, offset_ps, duration_ps, num;
-	bool has_num, has_stats;
+	/*
+	 * The header as parsed (xs_event_fast() fills @hdr in place), its
+	 * fields also by name: the anonymous struct is xs_evhdr's first
+	 * members, a common initial sequence (checked below).
+	 */
+	union {
+		struct xs_evhdr hdr;
+		struct {
+			int64_t md, offset_ps, duration_ps, num;
+			bool has_num, has_stats;
+		};
+	};
 	int64_t start_ps, end_ps;
 	uint64_t off, len;  /* the XEvent message */
 	uint64_t stats_off; /* its first stats field */
 };
+_Static_assert(offsetof(struct xs_event, num) == offsetof(struct xs_evhdr, num) &&
+		       offsetof(struct xs_event, has_stats) == offsetof(struct xs_evhdr, has_stats),
+	       "struct xs_event's named header fields are struct xs_evhdr's");
 
 struct xs_line_it {
 	struct xs_rctx *rc;
@@ -1099,21 +1110,14 @@ int xs_line_next_slow(struct xs_line_it *it, struct xs_evhdr *h, uint64_t *off, 
 static inline int xs_line_next(struct xs_line_it *it, struct xs_event *e)
 {
 	struct wire_cur *c = &it->rc->ev;
-	struct xs_evhdr h;
 	int r;
 
-	r = xs_event_fast(c, &h, &e->off, &e->len);
+	r = xs_event_fast(c, &e->hdr, &e->off, &e->len);
 	if (r < 0)
 		return wire_fail(c, "malformed XEvent at offset %llu", (unsigned long long)c->pos);
-	if (r == 0 && (r = xs_line_next_slow(it, &h, &e->off, &e->len)) <= 0)
+	if (r == 0 && (r = xs_line_next_slow(it, &e->hdr, &e->off, &e->len)) <= 0)
 		return r;
-	e->md = h.md;
-	e->offset_ps = h.offset_ps;
-	e->duration_ps = h.duration_ps;
-	e->num = h.num;
-	e->has_num = h.has_num;
-	e->has_stats = h.has_stats;
-	e->stats_off = e->off + h.stats_at;
+	e->stats_off = e->off + e->hdr.stats_at;
 	e->start_ps = xs_sat_add(it->base_ps, e->offset_ps);
 	e->end_ps = xs_sat_add(e->start_ps, e->duration_ps);
 	return 1;

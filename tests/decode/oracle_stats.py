@@ -240,7 +240,33 @@ def op_table(p, stat_value, stat_name, names, facts=None):
     return op_table_full(p, stat_value, stat_name, names, facts)[:3]
 
 
+# memo(): results by (function, the identities of its arguments), each kept with the
+# arguments so that their ids stay theirs; the last _MEMO_MAX only.
+_MEMO = {}
+_MEMO_MAX = 64
+
+
+def memo(fn, *args):
+    """@fn(*@args), computed once while the same objects are asked about again: the
+    oracles ask for one profile's op tables and step model from several checks (ops.json,
+    overview.json, steps.json, kernels.json). Callers only read what it returns."""
+    key = (fn,) + tuple(id(a) for a in args)
+    hit = _MEMO.get(key)
+    if hit is not None and all(x is a for x, a in zip(hit[0], args)):
+        return hit[1]
+    out = fn(*args)
+    if len(_MEMO) >= _MEMO_MAX:
+        _MEMO.pop(next(iter(_MEMO)))
+    _MEMO[key] = (args, out)
+    return out
+
+
 def op_table_full(p, stat_value, stat_name, names, facts=None):
+    """op_table_once() of plane @p, made once per plane (memo())."""
+    return memo(op_table_once, p, stat_value, stat_name, names, facts)
+
+
+def op_table_once(p, stat_value, stat_name, names, facts=None):
     """(events, total_ps, {key: op}, (events, total_ps, {name: kernel})) of plane @p.
 
     TPU "XLA Ops" and host lines: keyed by name, self time by an ancestor stack
@@ -633,8 +659,9 @@ def timed_events(l):
 
 def breakdown_model(xs, stat_value, stat_name):
     """(steps [plane, start, duration, breakdown, step, device_ps], {"host": summary})
-    as steps.json: oracle_steps.steps_model(), XProf's step database."""
-    return oracle_steps.steps_model(xs, stat_value, stat_name)
+    as steps.json: oracle_steps.steps_model(), XProf's step database. Made once per
+    profile (memo()): steps.json, its breakdown and overview.json all check it."""
+    return memo(oracle_steps.steps_model, xs, stat_value, stat_name)
 
 
 def check_breakdown(path, xs, jsteps, obj, stat_value, stat_name, fail):

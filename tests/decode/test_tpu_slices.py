@@ -111,16 +111,15 @@ def check(path, n, seed, span=None):
     if not full:
         fail("%s: no TPU-derived events in the whole trace" % path)
         return
-    starts = [ps(e["ts"]) for e in full]
-    lo, hi = span if span else (min(starts), max(starts))
+    # (start ps, duration ps, key) of each event, once for all the windows
+    evs = [(ps(e["ts"]), ps(e["dur"]), key(e)) for e in full]
+    lo, hi = span if span else (min(s for s, _, _ in evs), max(s for s, _, _ in evs))
     rnd = random.Random(seed)
     for _ in range(n):
         a = rnd.randint(lo, hi) // 1000000
         b = a + rnd.choice([1, 10, 100, 1000, 5000])
         got = sorted(key(e) for e in trace(path, "--window", "%d-%d" % (a, b)))
-        want = sorted(key(e) for e in full
-                      if ps(e["ts"]) < b * 1000000 and
-                      ps(e["ts"]) + max(ps(e["dur"]), 1) > a * 1000000)
+        want = sorted(k for s, d, k in evs if s < b * 1000000 and s + max(d, 1) > a * 1000000)
         if got != want:
             fail("%s: window %d-%d us: %d derived events, the whole trace has %d there "
                  "(extra %s, missing %s)" % (path, a, b, len(got), len(want),

@@ -27,25 +27,40 @@ fails=0
 bad() { echo "FAIL: $*"; fails=$((fails + 1)); }
 
 for f in "${samples[@]}"; do
+	# each view rendered once; the checks below read these files
+	rm -rf "$tmp/v" && mkdir "$tmp/v"
 	for v in summary trace ops steps; do
-		if ! "$CLI" "$f" --view "$v" >"$tmp/out.json" 2>"$tmp/err"; then
+		if ! "$CLI" "$f" --view "$v" >"$tmp/v/$v.json" 2>"$tmp/err"; then
 			bad "$f $v: exit $? $(cat "$tmp/err")"
 			continue
 		fi
-		jq -e . "$tmp/out.json" >/dev/null 2>&1 || bad "$f $v: jq cannot parse it"
+		jq -e . "$tmp/v/$v.json" >/dev/null 2>&1 || bad "$f $v: jq cannot parse it"
 	done
 	"$CLI" "$f" --view trace.json.gz >"$tmp/out.gz" || bad "$f trace.json.gz: exit $?"
-	"$CLI" "$f" --view trace >"$tmp/out.json"
-	gzip -dc "$tmp/out.gz" | cmp -s - "$tmp/out.json" || bad "$f: trace.json.gz does not gunzip to trace.json"
-	first=$("$CLI" "$f" --view trace | jq -r 'keys_unsorted[0]')
+	gzip -dc "$tmp/out.gz" | cmp -s - "$tmp/v/trace.json" || bad "$f: trace.json.gz does not gunzip to trace.json"
+	first=$(jq -r 'keys_unsorted[0]' "$tmp/v/trace.json")
 	[ "$first" = displayTimeUnit ] || bad "$f: trace.json first key is '$first'"
-	ntracks=0
+	# every track rendered to its own file, then one jq checks them all: it prints
+	# the file of each value whose events are an array, which must be each file
+	# exactly once; else one jq per track says which fails
+	tracks=()
 	while IFS= read -r t; do
-		ntracks=$((ntracks + 1))
-		"$CLI" "$f" --track "$t" | jq -e '.events | type == "array"' >/dev/null 2>&1 ||
-			bad "$f track $t: invalid JSON"
+		tracks+=("$t")
+		"$CLI" "$f" --track "$t" >"$tmp/v/track-${#tracks[@]}.json" 2>/dev/null ||
+			bad "$f track $t: exit $?"
 	done < <("$CLI" "$f" --tracks)
-	want=$("$CLI" "$f" | jq '[.planes[].lines[]] | length')
+	ntracks=${#tracks[@]}
+	files=()
+	for ((i = 1; i <= ntracks; i++)); do files+=("$tmp/v/track-$i.json"); done
+	if [ "$ntracks" -gt 0 ] &&
+		[ "$(jq -r 'select(.events | type == "array") | input_filename' "${files[@]}" 2>/dev/null)" != \
+			"$(printf '%s\n' "${files[@]}")" ]; then
+		for ((i = 1; i <= ntracks; i++)); do
+			jq -e '.events | type == "array"' "${files[i - 1]}" >/dev/null 2>&1 ||
+				bad "$f track ${tracks[i - 1]}: invalid JSON"
+		done
+	fi
+	want=$(jq '[.planes[].lines[]] | length' "$tmp/v/summary.json")
 	[ "$ntracks" = "$want" ] || bad "$f: $ntracks tracks listed, summary has $want lines"
 	echo "ok $f ($ntracks tracks)"
 done

@@ -55,17 +55,25 @@ def key(e):
     return json.dumps(e, sort_keys=True, default=str)
 
 
+class Full:
+    """The full trace.json of a host, indexed once for all its slices: its X and C
+    events as (start ps, duration ps, key), the keys of its process metadata, and
+    the keys of all its events."""
+
+    def __init__(self, full):
+        evs = full["traceEvents"]
+        self.xc = []
+        for e in evs:
+            if e["ph"] in ("X", "C"):
+                self.xc.append((ps(e["ts"]), ps(e["dur"]) if "dur" in e else 1, e["ph"], key(e)))
+        self.procs = [key(e) for e in evs if e["ph"] == "M" and "process" in e["name"]]
+        self.keys = set(k for _, _, _, k in self.xc)
+        self.keys.update(key(e) for e in evs if e["ph"] not in ("X", "C"))
+
+
 def overlapping(full, lo, hi):
-    """The X and C events of @full overlapping [lo, hi) (ps), as sorted keys."""
-    out = []
-    for e in full["traceEvents"]:
-        if e["ph"] not in ("X", "C"):
-            continue
-        s = ps(e["ts"])
-        d = ps(e["dur"]) if "dur" in e else 1
-        if s < hi and s + max(d, 1) > lo:
-            out.append(key(e))
-    return sorted(out)
+    """The X and C events of @full (a Full) overlapping [lo, hi) (ps), as sorted keys."""
+    return sorted(k for s, d, _, k in full.xc if s < hi and s + max(d, 1) > lo)
 
 
 def compare(t, full, sl, lo, hi, what):
@@ -75,11 +83,10 @@ def compare(t, full, sl, lo, hi, what):
          "got %d want %d; extra %s; missing %s" % (
              len(got), len(want), sorted(set(got) - set(want))[:3],
              sorted(set(want) - set(got))[:3]))
-    procs = [key(e) for e in full["traceEvents"] if e["ph"] == "M" and "process" in e["name"]]
+    procs = full.procs
     sprocs = [key(e) for e in sl["traceEvents"] if e["ph"] == "M" and "process" in e["name"]]
-    fullset = set(key(e) for e in full["traceEvents"])
     rest = [key(e) for e in sl["traceEvents"] if e["ph"] not in ("X", "C")]
-    foreign = [k for k in rest if k not in fullset]
+    foreign = [k for k in rest if k not in full.keys]
     t.ok(procs == sprocs and not foreign,
          "%s: same processes; thread names and async events from the full trace" % what,
          "processes %s / %s; not in the full trace: %s" % (
@@ -89,8 +96,8 @@ def compare(t, full, sl, lo, hi, what):
 
 
 def windows(full):
-    """A few windows over @full's X events: a third, a point, before all, all."""
-    xs = [(ps(e["ts"]), ps(e["dur"])) for e in full["traceEvents"] if e["ph"] == "X"]
+    """A few windows over @full's (a Full) X events: a third, a point, before all, all."""
+    xs = [(s, d) for s, d, ph, _ in full.xc if ph == "X"]
     if not xs:
         return []
     lo = min(s for s, _ in xs)
@@ -103,7 +110,7 @@ def windows(full):
 
 
 def check_host(t, hd, name, src):
-    full = load(os.path.join(hd, "trace.json"))
+    full = Full(load(os.path.join(hd, "trace.json")))
     steps = load(os.path.join(hd, "steps.json"))["steps"]
     listed = sorted(os.listdir(os.path.join(hd, "steps")), key=int) \
         if steps else os.listdir(os.path.join(hd, "steps"))

@@ -1,7 +1,8 @@
 /*
  * pb.h - xprofs-gen's own protobuf wire encoder (varint, fixed64,
  * length-delimited) and XStat writer. It deliberately shares no code with
- * decode/, so a bug in one cannot hide the same bug in the other.
+ * decode/, so a bug in one cannot hide the same bug in the other (its varint
+ * encoder is util's, which the reader does not use).
  *
  * Header-only (static inline) on purpose: these are called per field of
  * every event, and inlining them across the generator's files keeps it as
@@ -13,6 +14,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "xprofs/util.h"
 
 /* ---- protobuf wire encoder -------------------------------------------- */
 
@@ -78,23 +81,11 @@ static inline size_t varint_size(uint64_t v)
 	return n;
 }
 
-static inline size_t varint_encode(uint8_t *dst, uint64_t v)
-{
-	size_t n = 0;
-
-	while (v >= 0x80) {
-		dst[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	dst[n++] = (uint8_t)v;
-	return n;
-}
-
 static inline void pb_varint(struct pb *b, uint64_t v)
 {
 	uint8_t tmp[10];
 
-	pb_put(b, tmp, varint_encode(tmp, v));
+	pb_put(b, tmp, xprofs_put_varint(tmp, v));
 }
 
 enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2 };

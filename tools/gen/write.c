@@ -53,9 +53,9 @@ static void out_put(struct out *o, const void *p, size_t n)
 static void out_tag_len(struct out *o, unsigned field, uint64_t len)
 {
 	uint8_t tmp[20];
-	size_t n = varint_encode(tmp, (uint64_t)field << 3 | WT_LEN);
+	size_t n = xprofs_put_varint(tmp, (uint64_t)field << 3 | WT_LEN);
 
-	n += varint_encode(tmp + n, len);
+	n += xprofs_put_varint(tmp + n, len);
 	out_put(o, tmp, n);
 }
 
