@@ -114,6 +114,20 @@ static int event_info(struct trace_pf_ctx *c, const struct xs_event *e, const st
 
 /* The name (@v's rename or @m's) and args of an event into c->te, all inline (async). */
 
+/* Whether a level-of-detail trace shows event @e of @pl's line: 1 yes, 0 no, or -errno. */
+static int lod_keep(struct xs_rctx *rc, struct trace_pf_line *pl, const struct xs_event *e,
+		    const struct xs_evmd *m, const struct trace_md *t, xs_ps128 ts, int64_t dur)
+{
+	struct trace_xflow f;
+	int r;
+
+	if (pl->counters)
+		return trace_lod_counter(&pl->c->lod, m->name, m->name_len, ts);
+	if ((r = trace_event_flow(rc, e, t, &rc->x->planes[pl->l->plane], &f)) < 0)
+		return r;
+	return trace_lod_event(&pl->c->lod, &pl->lod, ts, dur, f.dir != XFLOW_NONE ? &f : NULL);
+}
+
 /* A xs_event_fn writing one event of a line (arg: struct trace_pf_line). */
 static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m,
 			  void *arg)
@@ -143,6 +157,8 @@ static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct x
 	}
 	if (t && t->internal)
 		return 0;
+	if (c->lod.on && (r = lod_keep(rc, pl, e, m, t, ts, dur)) <= 0)
+		return r;
 	if (pl->counters) {
 		b = trace_pf_ns(ts);
 		if (b < pl->last_ns)

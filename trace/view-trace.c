@@ -63,6 +63,8 @@ struct trace_line {
 	bool derived_named[DL_KINDS]; /* and Steps, and the host-offload rows */
 	bool win; /* a slice walked whole for its derived lines: filter events here */
 	xs_ps128 from, to;
+	struct trace_lod *lod;    /* borrowed: the render's level of detail (off: all shown) */
+	struct trace_lod_row row; /* the line's level-of-detail state */
 };
 
 /* What one event is written as. */
@@ -257,6 +259,22 @@ static int defer_flush(struct trace_defer *d, struct xs_out *o)
 	return 0;
 }
 
+/* Whether a level-of-detail trace shows event @e of @tl's line: 1 yes, 0 no, or -errno. */
+static int lod_keep(struct xs_rctx *rc, struct trace_line *tl, const struct xs_event *e,
+		    const struct xs_evmd *m, const struct trace_md *t)
+{
+	xs_ps128 ts = tl->base_ps + (e->has_num ? 0 : e->offset_ps);
+	struct trace_xflow f;
+	int r;
+
+	if (tl->kind == TL_COUNTERS)
+		return trace_lod_counter(tl->lod, m->name, m->name_len, ts);
+	if ((r = trace_event_flow(rc, e, t, &rc->x->planes[tl->l->plane], &f)) < 0)
+		return r;
+	return trace_lod_event(tl->lod, &tl->row, ts, e->duration_ps > 0 ? e->duration_ps : 1,
+			       f.dir != XFLOW_NONE ? &f : NULL);
+}
+
 /* A xs_event_fn writing one event of a line (arg: struct trace_line). */
 static int trace_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
 {
@@ -282,6 +300,8 @@ static int trace_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_e
 		thread_meta(tl);
 	if (t && t->internal)
 		return 0;
+	if (tl->lod->on && (r = lod_keep(rc, tl, e, m, t)) <= 0)
+		return r;
 	/* metadata stats first, then the event's: the event's special stats win */
 	tl->ev->len = 0;
 	a.o = tl->ev;
@@ -384,11 +404,12 @@ static int derived_event(void *arg, const struct trace_derived_ev *e)
 
 /* The events of line @li of process @pid, with the lines derived from it. */
 static int trace_line(struct xs_rctx *rc, struct xs_out *o, struct xs_out *ev,
-		      struct trace_defer *d, uint32_t pid, size_t li)
+		      struct trace_defer *d, struct trace_lod *lod, uint32_t pid, size_t li)
 {
 	struct trace_line tl = {0};
 	int r;
 
+	tl.lod = lod;
 	tl.o = o;
 	tl.ev = ev;
 	tl.defer = d;
@@ -455,15 +476,18 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 	struct xprofs_xspace *x = rc->x;
 	struct trace_plane *tp = NULL;
 	struct trace_defer d = {0};
+	struct trace_lod lod;
 	struct xs_out ev;
 	size_t n = 0;
 	int r;
 
 	rc->md_ext = &trace_md_ext;
+	trace_lod_init(&lod, rc);
 	xs_out_init(&ev, NULL);
 	xs_out_init(&d.buf, NULL);
-	if ((r = trace_planes(x, &tp, &n)) < 0)
+	if ((r = trace_planes(x, &tp, &n)) < 0 || (r = trace_lod_setup(rc)) < 0)
 		goto out;
+	trace_lod_init(&lod, rc);
 	/* displayTimeUnit first: Perfetto only looks for it near the start */
 	OUT_LIT(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"xprofs\"},"
 		   "\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\","
@@ -475,8 +499,10 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 		struct trace_line plane = {.o = o, .pid = tp[i].pid};
 
 		process_meta(rc, o, p, tp[i].pid);
+		trace_lod_plane(&lod);
 		for (size_t j = 0; j < p->n_lines; j++)
-			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j)) < 0)
+			if ((r = trace_line(rc, o, &ev, &d, &lod, tp[i].pid, p->first_line + j)) <
+			    0)
 				goto out;
 		if ((r = trace_derive_steps(rc, tp[i].plane, derived_event, &plane)) < 0)
 			goto out;
@@ -488,6 +514,7 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 	OUT_LIT(o, "\n]}\n");
 out:
 	free(tp);
+	trace_lod_deinit(&lod);
 	free(d.items);
 	trace_async_deinit(&d.ends);
 	xs_out_deinit(&d.buf);
