@@ -28,6 +28,7 @@
  * are decided alone, as a flow's first event or a series' first sample).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -125,6 +126,8 @@ int trace_lod_setup(struct xs_rctx *rc)
 	rc->lod_to = last > first ? last : first;
 	/* ResolutionPs(): llround(duration / resolution); 0 (or an instant span) keeps all */
 	rc->lod_res = (uint64_t)llroundl((long double)(rc->lod_to - rc->lod_from) / rc->lod_px);
+	xprofs_debug("lod: %zu rows, %" PRIu64 " px, resolution %" PRIu64 " ps", rows, rc->lod_px,
+		     rc->lod_res);
 	return 0;
 }
 

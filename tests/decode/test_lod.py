@@ -297,15 +297,12 @@ def check_profile(pb, path, where, windows=True):
 def check_mount(tmp, path, outs):
     """host/lod/ and window/<w>/lod/ through a real mount: the CLI's bytes, listed."""
     import xmount
-    why = xmount.usable()
-    if why:
-        print("note: no mount check (%s)" % why)
-        return
-    sess = os.path.join(tmp, "src", "run", "plugins", "profile", "s1")
-    os.makedirs(sess)
-    shutil.copy(path, os.path.join(sess, os.path.basename(path)))
-    host = os.path.basename(path)[:-len(".xplane.pb")]
-    m = xmount.Mount(tmp, os.path.join(tmp, "src"))
+    if xmount.usable():
+        return print("note: no mount check (%s)" % xmount.usable())
+    src, host = os.path.join(tmp, "src"), os.path.basename(path)[:-len(".xplane.pb")]
+    os.makedirs(os.path.join(src, "run", "plugins", "profile", "s1"))
+    shutil.copy(path, os.path.join(src, "run", "plugins", "profile", "s1"))
+    m = xmount.Mount(tmp, src)
     try:
         hd = os.path.join(m.mnt, "runs", "run", "s1", host)
         wd = os.path.join(hd, "window", outs["window"][2])
