@@ -12,9 +12,8 @@
  * Design: the resolution is llround(span / width) picoseconds, the span
  * being the shown lines' events (a window: clipped to them) and the width
  * TRACE_LOD_PX pixels, less when the rows' events would pass the output's
- * budget at that width (lod_width()). Each row
- * (a line: pid, tid) keeps XProf's stack of the ends of its last visible
- * events; an event is visible when it lasts at least the resolution, or
+ * budget at that width (lod_width()). Each row (a line: pid, tid) keeps
+ * XProf's stack of the ends of its last visible events; an event is visible when it lasts at least the resolution, or
  * starts at least the resolution after the last visible end at its depth
  * (or none is there). Flow events share one decision per flow id, made by
  * the flow's first event (a plane's flow table, in walk order), and a row's

@@ -12,7 +12,8 @@
  * named and its args encoded once (pftrace-args.c), then copied into each
  * of its events; the event's own stats are walked once into annotations,
  * their names interned on the line's sequence. Slices are placed on the
- * line's tracks by pftrace-tracks.c.
+ * line's tracks by pftrace-tracks.c. A level-of-detail render (rc->lod)
+ * asks lod.c about each event first, its flow read without interning.
  *
  * Limits: an event that fits no track of its line is dropped (the names its
  * stats defined still go out); a slice walks a deriving line whole (its

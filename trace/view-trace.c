@@ -17,7 +17,8 @@
  * the output never has a begin without an end. Times are exact: 128-bit
  * picoseconds written as decimal microseconds, so epoch-based line
  * timestamps neither overflow nor lose nesting. displayTimeUnit comes
- * first: Perfetto only looks for it near the start.
+ * first: Perfetto only looks for it near the start. A level-of-detail
+ * render (rc->lod, lod/) asks lod.c about each event before writing it.
  *
  * Limits: the scratch buffer holds one event's stats; held-back async
  * events take at most DEFER_MAX bytes per plane (past that they are written
