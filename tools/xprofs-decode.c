@@ -320,6 +320,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 		usage(stderr);
 		return 2;
 	}
+	if (a->lod && a->view != XPROFS_VIEW_TRACE && a->view != XPROFS_VIEW_TRACE_GZ &&
+	    a->view != XPROFS_VIEW_PFTRACE) {
+		fprintf(stderr,
+			"xprofs-decode: --lod is for the trace views (trace, trace.json.gz, "
+			"trace.pftrace)\n");
+		return 2;
+	}
 	a->path = argv[optind];
 	return -1;
 }

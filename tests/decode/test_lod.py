@@ -346,6 +346,11 @@ def main():
         rows = os.path.join(tmp, "rows.xplane.pb")
         write_rows(rows)
         profiles.append((rows, "420 busy threads"))
+        # --lod thins the trace views only: with another view it is a bad command line
+        p = subprocess.run([CLI, profiles[0][0], "--view", "ops", "--lod"],
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        if p.returncode != 2 or b"--lod" not in p.stderr:
+            fail("--view ops --lod: exit %d (want 2), stderr %r" % (p.returncode, p.stderr[-200:]))
         # the shared samples (real TPU flows and async pairs, GPU launch flows), when present
         samples = sorted(glob.glob(os.path.join(SHARED, "samples", "*", "*.xplane.pb")))
         if not samples:
