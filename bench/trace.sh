@@ -7,6 +7,9 @@
 # reports: time to the first byte, total time, MB/s of profile (input), the
 # view's size, and the daemon's peak RSS (VmHWM). Views:
 #   trace.json, trace.json.gz, trace.pftrace     the whole host
+#   lod/trace.json, lod/trace.pftrace            the level-of-detail trace (docs/trace.md
+#                                                "Level of detail"): target <= 64 MB, and
+#                                                < 5 s cold on a 512 MiB profile
 #   steps/<n>/trace.json                         the middle step of steps.json, read
 #                                                after `ls steps/` (timed apart: it
 #                                                indexes the profile, which the mount
@@ -24,6 +27,7 @@
 #
 #   bench/trace.sh                          # 100M and 1G, build dir "build"
 #   SIZES=100M VIEWS="trace.json.gz" bench/trace.sh
+#   SIZES=512M VIEWS="lod/trace.json lod/trace.pftrace" bench/trace.sh   # issue 26's lod
 #   TRACE_MAX_MB=200  trace.json only for profiles up to this size (it is ~12x the
 #                     profile and lands in the cache dir: 1 GiB gives ~12 GB)
 #   KEEP=1            keep the generated profiles (default: deleted at the end)
@@ -34,7 +38,7 @@ cd "$(dirname "$0")/.."
 . bench/lib.sh
 BUILD=${BUILD:-build}
 bench_profile_set
-VIEWS=${VIEWS:-trace.json trace.json.gz trace.pftrace step}
+VIEWS=${VIEWS:-trace.json trace.json.gz trace.pftrace lod/trace.json lod/trace.pftrace step}
 TRACE_MAX_MB=${TRACE_MAX_MB:-200}
 bench_paths trace-results.md
 bench_mount_setup trace

@@ -175,6 +175,7 @@ static int render(struct xprofs_xspace *x, int view, size_t track,
 		rc.win = opts->window;
 		rc.win_from = opts->from_ps;
 		rc.win_to = opts->to_ps;
+		rc.lod = opts->lod;
 		rc.spill_dir = opts->spill_dir;
 	}
 	xs_out_init(&o, sink);

@@ -232,6 +232,7 @@ int fs_getattr(struct fs_ctx *ctx, const struct fs_target *t, struct stat *st)
 		fs_fill_dir(ctx, st, t->session->mtime_ns, fs_perm_compare(ctx, t, true));
 		return 0;
 	case FS_K_SLICE: /* a step past the last does not exist (the count is remembered) */
+	case FS_K_LOD:
 		if ((r = fs_step_check(ctx, t)) < 0)
 			return r;
 		/* fall through */

@@ -143,6 +143,7 @@ int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill,
 		fill_name(&a, FS_NAME_PLANES);
 		fill_name(&a, FS_NAME_STEPS);
 		fill_name(&a, FS_NAME_WINDOW);
+		fill_name(&a, FS_NAME_LOD);
 		break;
 	}
 	case FS_K_STEPS: {
@@ -159,8 +160,11 @@ int fs_dir_list(struct fs_ctx *ctx, const struct fs_target *t, fs_dir_fill fill,
 	case FS_K_WINDOWS: /* names are made up by the reader: nothing to list */
 		break;
 	case FS_K_SLICE:
+	case FS_K_LOD:
 		for (i = 0; i < fs_slice_nviews; i++)
 			fill_name(&a, xprofs_decode_view_name(fs_slice_views[i]));
+		if (t->kind == FS_K_SLICE)
+			fill_name(&a, FS_NAME_LOD);
 		break;
 	case FS_K_PLANES:
 	case FS_K_PLANE:

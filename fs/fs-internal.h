@@ -50,6 +50,7 @@
 #define FS_NAME_PLANES "planes"
 #define FS_NAME_STEPS "steps"   /* host/steps/<n>/: slices by step (docs/trace.md "Slices") */
 #define FS_NAME_WINDOW "window" /* host/window/<from>-<to>/: slices by time */
+#define FS_NAME_LOD "lod" /* host/lod/, <slice>/lod/: the level-of-detail trace (docs/trace.md) */
 #define FS_NAME_SESSION_SUMMARY "summary.json" /* in a session directory */
 #define FS_NAME_SESSION_OPS "ops.json"         /* in a session directory: hosts combined */
 #define FS_NAME_COMPARE "compare"              /* session/compare/<other>/: docs/fs.md "Compare" */
@@ -191,6 +192,7 @@ enum fs_kind {
 	FS_K_STEPS,        /* host/steps */
 	FS_K_SLICE,        /* host/steps/<n> or host/window/<from>-<to> (slice set) */
 	FS_K_WINDOWS,      /* host/window (lists nothing; any valid name resolves) */
+	FS_K_LOD,          /* host/lod or <slice>/lod (lod set; slice set below a slice) */
 	FS_K_SESSION_OPS,  /* session/ops.json */
 	FS_K_COMPARE,      /* session/compare (lists the run's other sessions) */
 	FS_K_COMPARE_RUN,  /* session/compare/<run path>... (lists nothing) */
@@ -236,6 +238,7 @@ struct fs_target {
 	enum fs_slice slice;                  /* FS_K_SLICE, and FS_K_VIEW inside one */
 	uint32_t step;                        /* FS_SLICE_STEP: index into steps.json's steps[] */
 	xprofs_ps128 from_ps, to_ps;          /* FS_SLICE_WINDOW: [from, to) in trace.json's base */
+	bool lod; /* FS_K_LOD, and FS_K_VIEW inside one: the level-of-detail trace */
 	char plane[XPROFS_NAME_MAX + 1];
 	char line[XPROFS_NAME_MAX + 1];
 	/* -ENOENT because a slice name (steps/<n>, window/<w>) did not parse: it, in the path */

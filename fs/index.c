@@ -549,6 +549,19 @@ static int view_leaf(const char *p, struct fs_target *t, const char *c, size_t l
 	return -ENOENT;
 }
 
+/* classify_lod() - below a lod/ directory (rest @p): its trace views. */
+static int classify_lod(const char *p, struct fs_target *t)
+{
+	const char *c;
+	size_t len;
+
+	t->lod = true;
+	c = dir_comp(&p, &len, t, FS_K_LOD);
+	if (!c)
+		return 0;
+	return view_leaf(p, t, c, len, fs_slice_views, fs_slice_nviews, FS_K_VIEW);
+}
+
 /* classify_slice() - below steps/ or window/ (@kind says which; rest @p). */
 static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind)
 {
@@ -569,6 +582,8 @@ static int classify_slice(const char *p, struct fs_target *t, enum fs_slice kind
 	c = dir_comp(&p, &len, t, FS_K_SLICE);
 	if (!c)
 		return 0;
+	if (comp_is(c, len, FS_NAME_LOD))
+		return classify_lod(p, t);
 	return view_leaf(p, t, c, len, fs_slice_views, fs_slice_nviews, FS_K_VIEW);
 }
 
@@ -643,6 +658,8 @@ static int classify_host(const char *p, struct fs_target *t)
 		return classify_slice(p, t, FS_SLICE_STEP);
 	if (comp_is(c, len, FS_NAME_WINDOW))
 		return classify_slice(p, t, FS_SLICE_WINDOW);
+	if (comp_is(c, len, FS_NAME_LOD))
+		return classify_lod(p, t);
 	for (int v = 0; v < XPROFS_VIEW_COUNT; v++) {
 		if (comp_is(c, len, xprofs_decode_view_name((enum xprofs_view)v))) {
 			t->kind = FS_K_VIEW;

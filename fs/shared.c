@@ -106,7 +106,7 @@ bool fs_shared_wanted(const struct fs_ctx *ctx, const struct fs_target *t)
 {
 	/* trace.json: a render streams it faster than its copy arrives (see the head comment) */
 	return ctx->shared && ctx->cache && t->kind == FS_K_VIEW && t->slice == FS_SLICE_NONE &&
-	       t->view != XPROFS_VIEW_TRACE;
+	       !t->lod && t->view != XPROFS_VIEW_TRACE;
 }
 
 int fs_shared_fetch(struct fs_ctx *ctx, const struct xprofs_buf *key, uint64_t *damaged_gen)

@@ -126,21 +126,22 @@ static void us_str(xprofs_ps128 ps, char *buf, size_t n)
 static void file_what(const struct fs_target *t, char *buf, size_t n)
 {
 	char a[64], b[64];
+	const char *lod = t->lod ? FS_NAME_LOD "/" : "";
 
 	if (fs_kind_session_file(t->kind))
 		snprintf(buf, n, "%s", fs_session_file_name(t));
 	else if (t->kind == FS_K_TRACK)
 		snprintf(buf, n, FS_NAME_PLANES "/%s/%s", t->plane, t->line);
 	else if (t->slice == FS_SLICE_STEP)
-		snprintf(buf, n, FS_NAME_STEPS "/%" PRIu32 "/%s", t->step,
+		snprintf(buf, n, FS_NAME_STEPS "/%" PRIu32 "/%s%s", t->step, lod,
 			 xprofs_decode_view_name(t->view));
 	else if (t->slice == FS_SLICE_WINDOW) {
 		us_str(t->from_ps, a, sizeof(a));
 		us_str(t->to_ps, b, sizeof(b));
-		snprintf(buf, n, FS_NAME_WINDOW "/%s-%s/%s", a, b,
+		snprintf(buf, n, FS_NAME_WINDOW "/%s-%s/%s%s", a, b, lod,
 			 xprofs_decode_view_name(t->view));
 	} else
-		snprintf(buf, n, "%s", xprofs_decode_view_name(t->view));
+		snprintf(buf, n, "%s%s", lod, xprofs_decode_view_name(t->view));
 }
 
 /* key_add_slice() - which slice of the view: the cache key's last part. */
@@ -246,6 +247,11 @@ static int view_id_make(struct fs_ctx *ctx, const struct fs_target *t,
 			r = xprofs_buf_adds(&id->key, xprofs_decode_view_name(t->view));
 		if (r == 0 && t->kind == FS_K_VIEW && t->slice != FS_SLICE_NONE)
 			r = key_add_slice(&id->key, t);
+		if (r == 0 && t->kind == FS_K_VIEW && t->lod) {
+			r = xprofs_buf_add(&id->key, "", 1);
+			if (r == 0)
+				r = xprofs_buf_adds(&id->key, FS_NAME_LOD);
+		}
 		if (r == 0 && t->kind == FS_K_TRACK) {
 			r = xprofs_buf_printf(&id->key, "track");
 			if (r == 0)
@@ -318,6 +324,7 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 
 		if (t->slice != FS_SLICE_NONE && (r = slice_window(t, p->x, &o, err)) < 0)
 			return r;
+		o.lod = t->lod;
 		/* the session's XLA programs, for the views that read the HLO */
 		if ((r = fs_sidecars_open(ctx, t->node, t->session, p->x, &sc)) < 0)
 			return r;
@@ -466,11 +473,11 @@ static void view_label(const struct fs_target *t, char *buf, size_t n)
 		char sn[128];
 
 		slice_name(t, sn, sizeof(sn));
-		snprintf(buf + k, n - (size_t)k, "%s/%s/%s", t->host->name, sn,
-			 xprofs_decode_view_name(t->view));
+		snprintf(buf + k, n - (size_t)k, "%s/%s/%s%s", t->host->name, sn,
+			 t->lod ? FS_NAME_LOD "/" : "", xprofs_decode_view_name(t->view));
 	} else if (t->kind == FS_K_VIEW)
-		snprintf(buf + k, n - (size_t)k, "%s/%s", t->host->name,
-			 xprofs_decode_view_name(t->view));
+		snprintf(buf + k, n - (size_t)k, "%s/%s%s", t->host->name,
+			 t->lod ? FS_NAME_LOD "/" : "", xprofs_decode_view_name(t->view));
 	else
 		snprintf(buf + k, n - (size_t)k, "%s/" FS_NAME_PLANES "/%s/%s", t->host->name,
 			 t->plane, t->line);

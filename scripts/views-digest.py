@@ -10,7 +10,8 @@ profile it can find: the samples in ../shared/samples (skipped with a note
 when absent), profiles xprofs-gen makes (tpu, gpu, cpu; a 3-host session),
 and the made-up profiles of tests/decode (flows, offload, stats edge cases).
 Per profile: each whole-host view on 1 and 2 threads, every track (at most
-64), the first steps as slices, a window, and the session and compare views.
+64), the first steps as slices, a window, the level-of-detail trace (whole and
+a window), and the session and compare views.
 A line is "<sha256> <what>", or "<exit code> <what>" when the CLI failed
 (failures are outputs too: the same errors must stay). --check compares with
 an earlier run and prints each line that differs; exit 1 when any does.
@@ -107,6 +108,14 @@ def digest_host(cli, name, path, out):
         for v in ("trace", "trace.pftrace", "ops", "steps"):
             out.append("%s %s --window %s --view %s" % (run(cli, [path, "--window", w, "--view",
                                                                   v])[0], name, w, v))
+    # the level-of-detail trace (docs/trace.md): whole, on 1 and 2 threads, and a window
+    for v in ("trace", "trace.pftrace"):
+        for t in ("1", "2"):
+            out.append("%s %s --lod --view %s --threads %s"
+                       % (run(cli, [path, "--lod", "--view", v, "--threads", t])[0], name, v, t))
+        w = "500.5-20000.25"
+        out.append("%s %s --lod --window %s --view %s"
+                   % (run(cli, [path, "--lod", "--window", w, "--view", v])[0], name, w, v))
 
 
 def main():

@@ -7,6 +7,7 @@
  *                      kernels: exit 1 without GPU planes)
  *                      [--host NAME]   trace's host name (default: FILE's name
  *                                      without its directory and ".xplane.pb")
+ *                      [--lod]         the level-of-detail trace (the mount's lod/)
  *                      [--hlo FILE]... the session's XLA programs, files
  *                                      "<module>(<id>).hlo_proto.pb", as the
  *                                      mount gives a host's views the
@@ -64,7 +65,7 @@ static void usage(FILE *f)
 		   "                    [--host NAME (trace's host; default: FILE minus "
 		   ".xplane.pb)]\n"
 		   "                    [--window FROM-TO (µs, trace.json's ts) | --step N "
-		   "(steps.json's steps[N])]\n"
+		   "(steps.json's steps[N])] [--lod]\n"
 		   "                    [--hlo FILE (a <module>(<id>).hlo_proto.pb of the session; "
 		   "repeatable)]\n"
 		   "       xprofs-decode SESSION_DIR --session [--view summary|ops|hlo_stats|"
@@ -215,6 +216,7 @@ struct args {
 	const char *compare; /* --compare BASE_DIR (path: the new session) */
 	int view;
 	bool window, step; /* a slice (docs/trace.md "Slices") */
+	bool lod;          /* the level-of-detail trace (docs/trace.md "Level of detail") */
 	xprofs_ps128 from_ps, to_ps;
 	uint32_t step_ix;
 	bool list, unpack, use_mmap, session;
@@ -293,6 +295,7 @@ static int parse_args(int argc, char **argv, struct args *a)
 		{"host", 0, XPROFS_ARG_STR, &a->host, NULL, NULL},
 		{"window", 0, XPROFS_ARG_FN, a, arg_window, "FROM-TO (µs)"},
 		{"step", 0, XPROFS_ARG_FN, a, arg_step, "an index"},
+		{"lod", 0, XPROFS_ARG_FLAG, &a->lod, NULL, NULL},
 		{"compare", 0, XPROFS_ARG_STR, &a->compare, NULL, NULL},
 		{"hlo", 0, XPROFS_ARG_FN, a, arg_hlo, "a file, at most 4096 times"},
 		{"help", 'h', XPROFS_ARG_STOP, NULL, NULL, NULL},
@@ -316,6 +319,13 @@ static int parse_args(int argc, char **argv, struct args *a)
 	}
 	if (optind != argc - 1) {
 		usage(stderr);
+		return 2;
+	}
+	if (a->lod && a->view != XPROFS_VIEW_TRACE && a->view != XPROFS_VIEW_TRACE_GZ &&
+	    a->view != XPROFS_VIEW_PFTRACE) {
+		fprintf(stderr,
+			"xprofs-decode: --lod is for the trace views (trace, trace.json.gz, "
+			"trace.pftrace)\n");
 		return 2;
 	}
 	a->path = argv[optind];
@@ -606,6 +616,7 @@ static int render_view(struct xprofs_xspace *x, const struct args *a,
 		return -ENOMEM;
 	ro.host = a->host ? a->host : !strcmp(a->path, "-") ? "stdin" : host;
 	ro.window = a->window;
+	ro.lod = a->lod;
 	ro.from_ps = a->from_ps;
 	ro.to_ps = a->to_ps;
 	if (a->step) { /* the window of steps.json's steps[N] */

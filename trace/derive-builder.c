@@ -59,6 +59,8 @@ void trace_der_lv_close(struct trace_derive *d, struct der_line *dl, int level)
 			d->inexact = true;
 		return;
 	}
+	if (!trace_derive_lod_keep(d, dl->kind, level, v->begin, v->end))
+		return; /* a level-of-detail trace keeps what its resolution tells apart */
 	{
 		struct trace_derived_ev e = {
 			.kind = dl->kind,
@@ -204,6 +206,25 @@ void trace_derive_window(struct trace_derive *d, xs_ps128 from, xs_ps128 to)
 	d->to = to;
 }
 
+int trace_derive_lod(struct trace_derive *d, const struct xs_rctx *rc)
+{
+	if (!rc->lod || !rc->lod_res)
+		return 0;
+	d->lod_res = rc->lod_res;
+	if (!(d->lod_lv = calloc((size_t)DL_KINDS * DER_LEVELS, sizeof(*d->lod_lv))))
+		return -ENOMEM;
+	return 0;
+}
+
+bool trace_derive_lod_keep(struct trace_derive *d, int kind, int level, xs_ps128 begin,
+			   xs_ps128 end)
+{
+	if (!d->lod_lv || kind < 0 || kind >= DL_KINDS || level < 0 || level >= DER_LEVELS)
+		return true;
+	return trace_lod_level(d->lod_res, &d->lod_lv[(size_t)kind * DER_LEVELS + level], begin,
+			       end > begin ? end : begin + 1);
+}
+
 struct trace_derive *trace_derive_alloc(trace_derived_emit_fn emit, void *arg, uint32_t tid0,
 					size_t op_max, size_t title_max)
 {
@@ -251,6 +272,7 @@ void trace_derive_free(struct trace_derive *d)
 	xprofs_buf_deinit(&d->s_tf);
 	xprofs_buf_deinit(&d->disp);
 	trace_offload_free(d->off);
+	free(d->lod_lv);
 	for (int k = 0; k < DL_COUNT; k++) {
 		xprofs_buf_deinit(&d->lines[k].title);
 		for (int i = 0; i < DER_LEVELS; i++) {

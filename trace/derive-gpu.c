@@ -145,6 +145,10 @@ int trace_derive_new(struct xs_rctx *rc, const struct xs_plane *p, const struct 
 		return -ENOMEM;
 	d->have = p->derived_have;
 	d->hlo = hlo;
+	if ((r = trace_derive_lod(d, rc)) < 0) {
+		trace_derive_free(d);
+		return r;
+	}
 	/* GetDerivedLineName(): "<name> - from #<stream line id>" */
 	for (int k = 0; k < DL_COUNT && r == 0; k++)
 		if (xs_derived_names[k])

@@ -127,6 +127,8 @@ int trace_derive_steps(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit
 	if (rc->win)
 		trace_derive_window(d, rc->win_from, rc->win_to);
 	xprofs_buf_init(&d->tmp, 64);
+	if ((r = trace_derive_lod(d, rc)) < 0)
+		goto out;
 	xprofs_buf_init(&d->lines[0].title, 16);
 	d->lines[0].kind = DL_STEPS;
 	for (int i = 0; i < DER_LEVELS; i++) {

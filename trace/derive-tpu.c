@@ -230,6 +230,8 @@ static int tpu_walk(struct xs_rctx *rc, const struct xs_plane *p, size_t n, uint
 	d->dry = dry;
 	if (rc->win)
 		trace_derive_window(d, rc->win_from, rc->win_to);
+	if ((r = trace_derive_lod(d, rc)) < 0)
+		goto out;
 	for (int kk = 0; kk < DL_COUNT; kk++) {
 		struct der_line *dl = &d->lines[kk];
 

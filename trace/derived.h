@@ -87,6 +87,8 @@ struct trace_derive {
 	const struct xprofs_hlo_facts *hlo; /* borrowed, may be NULL: XLA kernels' symbols */
 	bool win;
 	xs_ps128 from, to;
+	uint64_t lod_res;            /* a level-of-detail trace's resolution (trace_derive_lod()) */
+	struct trace_lod_lv *lod_lv; /* owned, [DL_KINDS][DER_LEVELS]; NULL: every event shown */
 	struct der_line lines[DL_COUNT];
 	struct xprofs_buf tmp, s_op, s_mod, s_tf, disp;
 	struct der_offload *off; /* owned; a TensorCore plane's host-offload rows, NULL: none */
@@ -113,6 +115,14 @@ int trace_derive_new(struct xs_rctx *rc, const struct xs_plane *p, const struct 
 		     trace_derived_emit_fn emit, void *arg, struct trace_derive **out);
 /* trace_derive_window() - emit only derived events overlapping [from, to) (a slice). */
 void trace_derive_window(struct trace_derive *d, xs_ps128 from, xs_ps128 to);
+/*
+ * trace_derive_lod() - in a level-of-detail render (rc->lod), emit only the
+ * derived events trace_lod_level() shows, per line and level.
+ */
+int trace_derive_lod(struct trace_derive *d, const struct xs_rctx *rc);
+/* trace_derive_lod_keep() - whether the lod shows an event of line @kind, @level; see above. */
+bool trace_derive_lod_keep(struct trace_derive *d, int kind, int level, xs_ps128 begin,
+			   xs_ps128 end);
 /* trace_derive_read() - the annotations of event @e (starting at @begin) into @in. */
 int trace_derive_read(struct trace_derive *d, struct xs_rctx *rc, const struct xs_event *e,
 		      xs_ps128 begin, struct trace_derived_in *in);

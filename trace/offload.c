@@ -288,6 +288,8 @@ int trace_offload_event(struct xs_rctx *rc, struct trace_derive *d, const struct
 		goto out;
 	if (d->dry || (d->win && !(begin < d->to && (end > begin ? end : begin + 1) > d->from)))
 		goto out; /* a slice keeps what overlaps its window */
+	if (!trace_derive_lod_keep(d, DL_OFFLOAD + (int)row, 0, begin, end))
+		goto out; /* and a level-of-detail trace what it tells apart */
 	snprintf(o->title, sizeof(o->title), "Host Offload Ops row %zu", row);
 	{
 		struct trace_derived_ev e = {

@@ -12,7 +12,8 @@
  * named and its args encoded once (pftrace-args.c), then copied into each
  * of its events; the event's own stats are walked once into annotations,
  * their names interned on the line's sequence. Slices are placed on the
- * line's tracks by pftrace-tracks.c.
+ * line's tracks by pftrace-tracks.c. A level-of-detail render (rc->lod)
+ * asks lod.c about each event first, its flow read without interning.
  *
  * Limits: an event that fits no track of its line is dropped and counted
  * (the names its stats defined still go out); a slice walks a deriving line whole (its
@@ -159,6 +160,20 @@ static int regions_before(struct trace_pf_line *pl, bool all, xs_ps128 ts, int64
 	return xs_out_flush(c->o, false);
 }
 
+/* Whether a level-of-detail trace shows event @e of @pl's line: 1 yes, 0 no, or -errno. */
+static int lod_keep(struct xs_rctx *rc, struct trace_pf_line *pl, const struct xs_event *e,
+		    const struct xs_evmd *m, const struct trace_md *t, xs_ps128 ts, int64_t dur)
+{
+	struct trace_xflow f;
+	int r;
+
+	if (pl->counters)
+		return trace_lod_counter(&pl->c->lod, m->name, m->name_len, ts);
+	if ((r = trace_event_flow(rc, e, t, &rc->x->planes[pl->l->plane], &f)) < 0)
+		return r;
+	return trace_lod_event(&pl->c->lod, &pl->lod, ts, dur, f.dir != XFLOW_NONE ? &f : NULL);
+}
+
 /* A xs_event_fn writing one event of a line (arg: struct trace_pf_line). */
 static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m,
 			  void *arg)
@@ -190,6 +205,8 @@ static int trace_pf_event(struct xs_rctx *rc, const struct xs_event *e, struct x
 		return r;
 	if (t && t->internal)
 		return 0;
+	if (c->lod.on && (r = lod_keep(rc, pl, e, m, t, ts, dur)) <= 0)
+		return r;
 	if (pl->counters) {
 		b = trace_pf_ns(ts);
 		if (b < pl->last_ns)

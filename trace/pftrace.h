@@ -211,6 +211,7 @@ struct trace_pf_ctx {
 	uint32_t next_seq, seq_step; /* the next sequence id; ids go next_seq, + seq_step, ... */
 	uint64_t next_async;
 	struct trace_pf_line *pl; /* the line being written */
+	struct trace_lod lod;     /* the plane's level of detail (off: every event shown) */
 	uint64_t proc_uuid;
 	struct pbw pk, te, id, td, sub, name, evann; /* scratch */
 	struct xs_out ev;                            /* scratch: one event's shown stats (JSON) */
@@ -250,6 +251,7 @@ struct trace_pf_line {
 	struct trace_regions *regions; /* borrowed (c->regions); NULL: none */
 	double cval;
 	bool has_cval;
+	struct trace_lod_row lod; /* the line's level-of-detail state (trace_lod_event()) */
 };
 
 /* A finished derived event waiting for its turn: its times, args and strings in trace_pf_dline.blob. */

@@ -162,6 +162,72 @@ static inline void trace_out_ps(struct xs_out *o, xs_ps128 ps)
 		trace_out_ps_wide(o, ps);
 }
 
+/* ---- the level-of-detail trace (lod.c) ---------------------------------- */
+
+/* The width in pixels a level-of-detail trace is filtered for. */
+#define TRACE_LOD_PX 10000
+/* Its budget: the width shrinks until sum over rows of min(events, width) fits (lod.c). */
+#define TRACE_LOD_EVENTS 400000
+/* Nesting levels a row keeps (RowVisibility's stack); deeper events are visible. */
+#define TRACE_LOD_DEPTH 64
+
+/* One row's state (XProf's RowVisibility): the ends of its last visible events, its last arrow. */
+struct trace_lod_row {
+	xs_ps128 end[TRACE_LOD_DEPTH];
+	size_t n;
+	bool has_flow;
+	xs_ps128 last_flow;
+};
+/* One derived line level's state (trace_lod_level()). */
+struct trace_lod_lv {
+	xs_ps128 end;
+	bool has;
+};
+/* A plane's state: its flows and counter series (XProf's flows_, last_counter_timestamp_ps_). */
+struct trace_lod {
+	bool on;
+	uint64_t res;    /* ps; 0: nothing is thinned */
+	uint64_t *fkeys; /* owned; flow id + 1, 0: empty */
+	uint8_t *fvals;  /* owned; the flow's visibility */
+	size_t fcap, fn;
+	uint64_t *ckeys; /* owned; hash of a counter name + 1 */
+	xs_ps128 *cts;   /* owned; its last kept sample */
+	size_t ccap, cn;
+};
+/*
+ * trace_lod_setup() - when rc->lod, the span and resolution into
+ * rc->lod_from/_to/_res (the shown lines' events, clipped to the window):
+ * once per render, before its parts.
+ */
+int trace_lod_setup(struct xs_rctx *rc);
+/* trace_lod_init() - the state of a render on @rc (off unless rc->lod). Free: trace_lod_deinit(). */
+void trace_lod_init(struct trace_lod *L, const struct xs_rctx *rc);
+/* trace_lod_plane() - forget the flows and counter series: a new plane. */
+void trace_lod_plane(struct trace_lod *L);
+void trace_lod_deinit(struct trace_lod *L);
+/*
+ * trace_lod_event() - whether an event of @row at @ts lasting @dur ps (with
+ * flow @f, NULL: none) is shown (VisibleAtResolution()); updates the state.
+ * Events of a row must come in start order.
+ */
+bool trace_lod_event(struct trace_lod *L, struct trace_lod_row *row, xs_ps128 ts, int64_t dur,
+		     const struct trace_xflow *f);
+/* trace_lod_counter() - whether a sample of counter @name at @ts is shown. */
+bool trace_lod_counter(struct trace_lod *L, const char *name, size_t len, xs_ps128 ts);
+/*
+ * trace_lod_level() - whether a derived event [@begin, @end) at a level whose
+ * state is @lv is shown at @res ps: it lasts @res, or is the level's first
+ * shown, or starts @res after the last shown one ends.
+ */
+bool trace_lod_level(uint64_t res, struct trace_lod_lv *lv, xs_ps128 begin, xs_ps128 end);
+/*
+ * trace_event_flow() - the flow of event @e (metadata facts @t, may be NULL)
+ * of plane @p, as trace.json shows it, without rendering its stats: 0 and
+ * *@f (f->dir XFLOW_NONE: no flow), or -errno.
+ */
+int trace_event_flow(struct xs_rctx *rc, const struct xs_event *e, const struct trace_md *t,
+		     const struct xs_plane *p, struct trace_xflow *f);
+
 /*
  * trace_md_ext - the trace's own facts of each event metadata entry
  * (struct trace_md, made by trace_md_fill()): a render that shows

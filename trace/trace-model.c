@@ -395,6 +395,47 @@ int trace_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s,
 	return 0;
 }
 
+/* A xs_stat_fn: trace_stat()'s flow, _a and preprocessing stats only, nothing rendered. */
+static int flow_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
+{
+	struct trace_acc *a = arg;
+	const struct xs_stmd *cm;
+	enum trace_tstat k;
+	bool is_int = s->kind == SV_U64 || s->kind == SV_I64;
+	int r;
+
+	(void)c;
+	if ((r = xs_md_stat(rc, s->md, &cm)) < 0)
+		return r;
+	k = stat_kind((struct xs_stmd *)cm);
+	if (k >= TS_CORR)
+		trace_stat_note(a, k, s);
+	else if (is_int && k == TS_FLOW)
+		a->flow = s->u, a->has_flow = true;
+	else if (is_int && k == TS_ASYNC)
+		a->is_async = true;
+	return 0;
+}
+
+int trace_event_flow(struct xs_rctx *rc, const struct xs_event *e, const struct trace_md *t,
+		     const struct xs_plane *p, struct trace_xflow *f)
+{
+	struct trace_acc a = {0};
+	int r;
+
+	if (t)
+		a.flow = t->flow, a.has_flow = t->has_flow;
+	if (e->has_stats &&
+	    (r = xs_walk_stats(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+			       XEVENT_F_STATS, flow_stat, &a)) < 0)
+		return r;
+	xs_trace_xflows(rc->x, p, &a);
+	*f = trace_xflow_decode(a.flow);
+	if (!a.has_flow)
+		f->dir = XFLOW_NONE;
+	return 0;
+}
+
 /* ---- event metadata ------------------------------------------------------ */
 
 void trace_md_free(struct trace_md *t)

@@ -198,6 +198,7 @@ static void ctx_free(struct trace_pf_ctx *c)
 	if (!c)
 		return;
 	free(c->pl);
+	trace_lod_deinit(&c->lod);
 	for (int k = 0; c->dl && k < DL_KINDS; k++) {
 		free(c->dl[k].ev);
 		pbw_free(&c->dl[k].blob);
@@ -309,6 +310,7 @@ static int plane_part(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg)
 	if ((r = ctx_new(rc, o, i, P->n, &c)) < 0)
 		return r;
 	c->proc_uuid = PROC_UUID(tp->pid);
+	trace_lod_init(&c->lod, rc);
 	if ((r = trace_regions_plane(rc, tp->plane, &c->regions_on)) < 0)
 		goto out;
 	for (size_t j = 0; j < p->n_lines; j++)
@@ -353,7 +355,7 @@ int trace_view_pftrace(struct xs_rctx *rc, struct xs_out *o)
 	int r;
 
 	rc->md_ext = &trace_md_ext;
-	if ((r = trace_planes(rc->x, &tp, &n)) < 0)
+	if ((r = trace_planes(rc->x, &tp, &n)) < 0 || (r = trace_lod_setup(rc)) < 0)
 		goto out;
 	if ((r = ctx_new(rc, o, SIZE_MAX, n, &c)) < 0 || (r = processes(c, tp, n)) < 0 ||
 	    (r = trace_pf_err(c)) < 0)

@@ -20,7 +20,9 @@
  * is written so that a reader adding ts + dur in IEEE double gets the
  * double of the exact end (out_dur()): back-to-back events stay back to
  * back and nested ones nested. displayTimeUnit comes first: Perfetto only
- * looks for it near the start.
+ * looks for it near the start. A level-of-detail render (rc->lod, lod/)
+ * asks lod.c about each event of a line before writing it (threadpool
+ * regions are not asked: docs/trace.md).
  *
  * Limits: the scratch buffer holds one event's stats; held-back async
  * events take at most DEFER_MAX bytes per plane (past that they are written
@@ -72,6 +74,8 @@ struct trace_line {
 	bool win; /* a slice walked whole for its derived lines: filter events here */
 	xs_ps128 from, to;
 	struct trace_regions *regions; /* borrowed; its threadpool regions, NULL: none */
+	struct trace_lod *lod;         /* borrowed: the render's level of detail (off: all shown) */
+	struct trace_lod_row row;      /* the line's level-of-detail state */
 };
 
 /* What one event is written as. */
@@ -435,6 +439,22 @@ static int regions_before(struct xs_rctx *rc, struct trace_line *tl, bool all, x
 	return xs_out_flush(tl->o, false);
 }
 
+/* Whether a level-of-detail trace shows event @e of @tl's line: 1 yes, 0 no, or -errno. */
+static int lod_keep(struct xs_rctx *rc, struct trace_line *tl, const struct xs_event *e,
+		    const struct xs_evmd *m, const struct trace_md *t)
+{
+	xs_ps128 ts = tl->base_ps + (e->has_num ? 0 : e->offset_ps);
+	struct trace_xflow f;
+	int r;
+
+	if (tl->kind == TL_COUNTERS)
+		return trace_lod_counter(tl->lod, m->name, m->name_len, ts);
+	if ((r = trace_event_flow(rc, e, t, &rc->x->planes[tl->l->plane], &f)) < 0)
+		return r;
+	return trace_lod_event(tl->lod, &tl->row, ts, e->duration_ps > 0 ? e->duration_ps : 1,
+			       f.dir != XFLOW_NONE ? &f : NULL);
+}
+
 /* A xs_event_fn writing one event of a line (arg: struct trace_line). */
 static int trace_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m, void *arg)
 {
@@ -464,6 +484,8 @@ static int trace_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_e
 		thread_meta(tl);
 	if (t && t->internal)
 		return 0;
+	if (tl->lod->on && (r = lod_keep(rc, tl, e, m, t)) <= 0)
+		return r;
 	/* metadata stats first, then the event's: the event's special stats win */
 	tl->ev->len = 0;
 	a.o = tl->ev;
@@ -570,11 +592,13 @@ static int derived_event(void *arg, const struct trace_derived_ev *e)
  * its threadpool regions (@g: NULL when its plane has none).
  */
 static int trace_line(struct xs_rctx *rc, struct xs_out *o, struct xs_out *ev,
-		      struct trace_defer *d, uint32_t pid, size_t li, struct trace_regions *g)
+		      struct trace_defer *d, struct trace_lod *lod, uint32_t pid, size_t li,
+		      struct trace_regions *g)
 {
 	struct trace_line tl = {0};
 	int r;
 
+	tl.lod = lod;
 	tl.o = o;
 	tl.ev = ev;
 	tl.defer = d;
@@ -651,15 +675,18 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 	struct trace_plane *tp = NULL;
 	struct trace_defer d = {0};
 	struct trace_regions g = {0};
+	struct trace_lod lod;
 	struct xs_out ev;
 	size_t n = 0;
 	int r;
 
 	rc->md_ext = &trace_md_ext;
+	trace_lod_init(&lod, rc);
 	xs_out_init(&ev, NULL);
 	xs_out_init(&d.buf, NULL);
-	if ((r = trace_planes(x, &tp, &n)) < 0)
+	if ((r = trace_planes(x, &tp, &n)) < 0 || (r = trace_lod_setup(rc)) < 0)
 		goto out;
+	trace_lod_init(&lod, rc);
 	/* displayTimeUnit first: Perfetto only looks for it near the start */
 	OUT_LIT(o, "{\"displayTimeUnit\":\"ns\",\"otherData\":{\"producer\":\"xprofs\"},"
 		   "\"traceEvents\":[\n{\"ph\":\"M\",\"pid\":0,\"name\":\"process_name\","
@@ -672,10 +699,11 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 		bool regions;
 
 		process_meta(rc, o, p, tp[i].pid);
+		trace_lod_plane(&lod);
 		if ((r = trace_regions_plane(rc, tp[i].plane, &regions)) < 0)
 			goto out;
 		for (size_t j = 0; j < p->n_lines; j++)
-			if ((r = trace_line(rc, o, &ev, &d, tp[i].pid, p->first_line + j,
+			if ((r = trace_line(rc, o, &ev, &d, &lod, tp[i].pid, p->first_line + j,
 					    regions ? &g : NULL)) < 0)
 				goto out;
 		if ((r = trace_derive_steps(rc, tp[i].plane, derived_event, &plane)) < 0)
@@ -689,6 +717,7 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 out:
 	trace_regions_free(&g);
 	free(tp);
+	trace_lod_deinit(&lod);
 	free(d.items);
 	trace_async_deinit(&d.ends);
 	xs_out_deinit(&d.buf);

@@ -51,6 +51,11 @@ void xs_rctx_child(struct xs_rctx *rc, const struct xs_rctx *parent, struct xpro
 	rc->win = parent->win;
 	rc->win_from = parent->win_from;
 	rc->win_to = parent->win_to;
+	rc->lod = parent->lod;
+	rc->lod_from = parent->lod_from;
+	rc->lod_to = parent->lod_to;
+	rc->lod_res = parent->lod_res;
+	rc->lod_px = parent->lod_px;
 	rc->spill_dir = parent->spill_dir;
 	rc->hlo = parent->hlo;
 	rc->in_task = true;

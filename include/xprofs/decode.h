@@ -72,6 +72,12 @@ struct xprofs_render_opts {
 	bool window;
 	xprofs_ps128 from_ps, to_ps;
 	/*
+	 * A level-of-detail trace (lod/, docs/trace.md): trace.json, .gz and
+	 * trace.pftrace keep only the events XProf's trace viewer shows of the
+	 * profile's span (or the window's) drawn 10,000 pixels wide.
+	 */
+	bool lod;
+	/*
 	 * Where a render on several threads (x->threads) keeps the parts made
 	 * ahead of their turn (unlinked temporary files, at most the render's
 	 * size). NULL: $TMPDIR, else /tmp. Borrowed for the call.

@@ -825,6 +825,14 @@ struct xs_rctx {
 	const char *host; /* borrowed, may be NULL: the host name of trace.json's processes */
 	bool win;         /* a slice: line walks keep events overlapping [win_from, win_to) */
 	xprofs_ps128 win_from, win_to;
+	/*
+	 * A level-of-detail trace: the trace views keep the events XProf's
+	 * viewer shows of [lod_from, lod_to] at lod_res ps per pixel (trace/lod.c
+	 * sets these from @lod and the window).
+	 */
+	bool lod;
+	xprofs_ps128 lod_from, lod_to;
+	uint64_t lod_res, lod_px;
 	struct xs_hlo_src *hlo; /* borrowed, may be NULL: the render's HLO facts (xs_hlo_facts()) */
 	bool in_task; /* a xs_tasks_run() thread's: its tasks run their own tasks in a loop */
 	const char *spill_dir; /* borrowed, may be NULL: xs_parts_run()'s temporary files */

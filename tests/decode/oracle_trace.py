@@ -93,7 +93,8 @@ class DerivedLine:
             last["e"] = max(last["e"], span[1])
             return
         self.reset(level)
-        self.last[level] = {"name": name, "disp": disp, "group": group, "b": span[0], "e": span[1]}
+        self.last[level] = {"name": name, "disp": disp, "group": group, "b": span[0], "e": span[1],
+                            "level": level}
 
     def add_levels(self, names, span, group):
         for level, (name, disp) in enumerate(names):
@@ -610,8 +611,11 @@ def threadpool_regions(p, l):
     return out
 
 
-def expected(xs, host, value_of):
-    """The events XProf's rules give: (key, args) pairs, process and thread names."""
+def expected(xs, host, value_of, keep=None):
+    """The events XProf's rules give: (key, args) pairs, process and thread names. @keep, when
+    given, filters them in walk order (oracle_lod.py): keep.plane() at each plane,
+    keep.derived(pid, tid, ev) per derived event, keep.event(pid, tid, counters, ts, dur, f)
+    per event of a line."""
     evs, procs, threads = [], {}, {}
     grouped = is_grouped(xs)
     host_id = fnv1a64(xs.hostnames[0].encode()) if xs.hostnames else 0
@@ -626,7 +630,11 @@ def expected(xs, host, value_of):
         syms = hlo_symbols(xs) if streams else {}
         for k, l in enumerate(streams):
             derived += derive_stream(p, l, k, value_of, skip, syms)
+        if keep:
+            keep.plane()
         for dl, ev in derived:
+            if keep and not keep.derived(pid, dl.tid, ev):
+                continue
             threads[(pid, dl.tid)] = dl.name
             args = {}
             if ev["group"] is not None:
@@ -656,6 +664,9 @@ def expected(xs, host, value_of):
                 if not grouped:
                     preprocess_flow(f, f["own"], is_device_plane(p), host_id)
                 off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
+                if keep and not keep.event(pid, tid, counters, l.timestamp_ns * 1000 + off,
+                                           e.duration_ps, f):
+                    continue
                 facts.append((counters, tid, l.timestamp_ns * 1000 + off, e.duration_ps, f))
                 if not counters and f["async"] and f["flow"] is not None:
                     d, i, c = xflow(f["flow"])
@@ -714,7 +725,7 @@ def same_args(a, b):
     return True
 
 
-def check(path, xs, raw, gz, host, value_of, fail):
+def check(path, xs, raw, gz, host, value_of, fail, keep=None):
     if not raw.startswith(b'{"displayTimeUnit":"ns"'):
         fail("%s: trace.json does not start with displayTimeUnit" % path)
     try:
@@ -724,7 +735,9 @@ def check(path, xs, raw, gz, host, value_of, fail):
         return
     if gzip.decompress(gz) != raw:
         fail("%s: trace.json.gz does not gunzip to trace.json" % path)
-    want, procs, threads = expected(xs, host, value_of)
+    want, procs, threads = expected(xs, host, value_of, keep)
+    if keep:  # a slice names the threads it has events of
+        threads = {k: v for k, v in threads.items() if keep.named(k)}
     got, gprocs, gthreads = [], {}, {}
     for ev in t["traceEvents"]:
         if ev["ph"] == "M":

@@ -114,7 +114,8 @@ def check_runs(walk):
             for h in hosts:
                 hd = os.path.join(sd, h)
                 want = {"summary.json", "trace.json", "ops.json", "steps.json", "trace.json.gz",
-                        "trace.pftrace", "errors", "planes", "steps", "window"}
+                        "trace.pftrace", "errors", "planes", "steps", "window",
+                        "lod"}  # docs/trace.md "Level of detail"
                 want |= {"overview.json", "kernels.json", "overview.svg"}  # docs/stats.md
                 want |= {"hlo_stats.json", "roofline.json"}  # docs/stats.md
                 want |= {"memory_profile.json", "memory_viewer.json", "memory.svg"}  # docs/memory.md

@@ -235,6 +235,9 @@ static void test_classify_slices(void **state)
 		"window/1-2/steps.json",
 		"window/1-2/nope",
 		"steps/0/trace.json/x",
+		"lod/ops.json",
+		"lod/lod",
+		"window/1-2/lod/steps.json",
 	};
 	struct fs_index *idx = *state;
 	char p[256];
@@ -261,9 +264,23 @@ static void test_classify_slices(void **state)
 		    "99999999999999999999.999999/trace.json",
 		    FS_K_VIEW);
 	assert_true(t.to_ps == (xprofs_ps128)100000000000000000LL * 1000000000 - 1); /* 10^26 - 1 */
+	/* the level-of-detail trace: lod/ of the host and of a slice */
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/lod", FS_K_LOD);
+	assert_true(t.lod);
+	assert_int_equal(t.slice, FS_SLICE_NONE);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/lod/trace.pftrace", FS_K_VIEW);
+	assert_true(t.lod);
+	assert_int_equal(t.view, XPROFS_VIEW_PFTRACE);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/window/1-2/lod/trace.json", FS_K_VIEW);
+	assert_true(t.lod);
+	assert_int_equal(t.slice, FS_SLICE_WINDOW);
+	assert_int_equal(t.view, XPROFS_VIEW_TRACE);
+	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/steps/3/lod", FS_K_LOD);
+	assert_int_equal(t.slice, FS_SLICE_STEP);
 	/* a plain view after a slice: the slice fields are reset */
 	CLASSIFY_AS("/runs/tpu/2025_01_01/host2/trace.json", FS_K_VIEW);
 	assert_int_equal(t.slice, FS_SLICE_NONE);
+	assert_false(t.lod);
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		snprintf(p, sizeof(p), "/runs/tpu/2025_01_01/host2/%s", bad[i]);
 		int r = fs_path_classify(idx, p, &t);

@@ -121,8 +121,8 @@ def check_host(t, hd, name, src):
         lo = s["start_ps"]
         hi = lo + max(s["duration_ps"], 1)
         sd = os.path.join(hd, "steps", str(i))
-        t.ok(sorted(os.listdir(sd)) == ["trace.json", "trace.pftrace"],
-             "%s: steps/%d lists trace.json and trace.pftrace" % (name, i))
+        t.ok(sorted(os.listdir(sd)) == ["lod", "trace.json", "trace.pftrace"],
+             "%s: steps/%d lists lod/, trace.json and trace.pftrace" % (name, i))
         compare(t, full, load(os.path.join(sd, "trace.json")), lo, hi, "%s steps/%d" % (name, i))
         # the Perfetto slice is the CLI's of the same step (its format: decode-pftrace)
         want = subprocess.run([DECODE, src, "--view", "trace.pftrace", "--host", name,
