@@ -653,6 +653,10 @@ def expected(xs, host, value_of, keep=None):
                 threads[(pid, tid)] = l.display_name or l.name
                 # PreprocessXPlane()'s threadpool regions: own _c and _ct = 15, so a flow in
                 for b, e, rid in ([] if grouped else threadpool_regions(p, l)):
+                    # a window shows the regions it overlaps; the level of detail does not
+                    # thin them (docs/trace.md)
+                    if keep and not keep.in_window(b, e):
+                        continue
                     f = {"name": "ThreadpoolListener::Region", "args": {}, "flow": None,
                          "async": False}
                     preprocess_flow(f, {"_ct": 15, "_c": rid}, is_device_plane(p), host_id)

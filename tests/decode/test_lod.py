@@ -95,7 +95,7 @@ class Lod:
         self.kept = self.seen = 0
         # a line's thread is named by its first event in the window, hidden ones too
         for p, pid in oracle_trace.planes(xs):
-            tids = oracle_trace.line_tids(p)[0]
+            tids = oracle_trace.line_tids(p, oracle_trace.is_grouped(xs))[0]
             for li, l in enumerate(p.lines):
                 if l.name.startswith(("counters_", "_counters_")):
                     continue
