@@ -62,9 +62,14 @@ void stats_merge_free(struct stats_merge *m)
 	memset(m, 0, sizeof(*m));
 }
 
-/* stats_merge_open() - a merge over the lines @li[0..n) (n <= STATS_MERGE_MAX). */
 int stats_merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
 		     struct stats_merge *m)
+{
+	return stats_merge_open_at(rc, li, n, cls, false, 0, m);
+}
+
+int stats_merge_open_at(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+			bool seek, int64_t from, struct stats_merge *m)
 {
 	int r;
 
@@ -90,7 +95,7 @@ int stats_merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *co
 		ml->it.l = l;
 		ml->it.end = l->msg.off + l->msg.len;
 		ml->it.base_ps = xs_line_base_ps(l->timestamp_ns);
-		ml->rc.ev.pos = l->msg.off;
+		ml->rc.ev.pos = seek ? xs_line_seek(l, from) : l->msg.off;
 		ml->rc.ev.end = ml->it.end;
 		if ((r = stats_merge_next(ml)) < 0)
 			return r;

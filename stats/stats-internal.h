@@ -206,6 +206,13 @@ static inline struct stats_mline *stats_merge_top(struct stats_merge *m)
  */
 int stats_merge_open(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
 		     struct stats_merge *m);
+/*
+ * stats_merge_open_at() - stats_merge_open(), with @seek each line started where
+ * its events ending after @from begin (xs_line_seek()): earlier ones may still
+ * come (a checkpoint's worth), later ones all do.
+ */
+int stats_merge_open_at(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t *const *cls,
+			bool seek, int64_t from, struct stats_merge *m);
 void stats_merge_free(struct stats_merge *m);
 /* stats_merge_next() - advance @ml to its next positioned event: 1, 0 at its end, -errno. */
 int stats_merge_next(struct stats_mline *ml);

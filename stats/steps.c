@@ -12,18 +12,20 @@
  * metadata) and the markers GPU planes derive from group_id (steps-derived.c)
  * are read per plane as xs_tasks_run() tasks, then added in plane order. Pass
  * 1 reads the step markers (those, a device plane's step line, or the host's
- * step-marker events), the longest per (plane, group). Pass 2 merges the lines whose events go to steps by start
- * time (merge.c) and gives each admitted event to its group's sweep
+ * step-marker events), the longest per (plane, group). Pass 2
+ * (steps-sweep.c) merges the lines whose events go to steps by start time
+ * (merge.c) and gives each admitted event to its group's sweep
  * (ToNonOverlappedEvents(): the highest type open owns the time), which adds
  * the time it owns inside the step's tentative span, the span of every
- * marker. A marker counts only where its plane has events of its group
+ * marker; on two threads each half of the time has its own sweeps. A marker
+ * counts only where its plane has events of its group
  * (IntersectCombineStepEvents()); where that changes a step's span, pass 2
  * runs again for those steps. Stat keys are looked up once per plane, so the
  * merge reads events of several planes without entering them, and each pass
  * decodes only the stats it reads (xs_walk_stats_keys()).
  * Limits: at most STEPS_MAX groups and PMARKS_MAX (plane, group) markers
- * (then cut); at most STATS_MERGE_MAX lines merged (the first ones); at most
- * ACTIVE_MAX events open at once in a step (more own no time).
+ * (then cut); at most STATS_MERGE_MAX lines merged (the first ones); pass
+ * 2's (steps-sweep.c).
  */
 #include <errno.h>
 #include <math.h>
@@ -31,30 +33,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "stats-internal.h"
+#include "steps-state.h"
 
 #define STEPS_MAX ((size_t)1 << 20)
-#define ACTIVE_MAX ((size_t)1 << 20)
 #define PMARKS_MAX ((size_t)1 << 22) /* (plane, group) markers kept */
-
-/*
- * XProf's step-time event types (event_span.h EventType), in its priority
- * order: where events overlap, the highest type owns the time
- * (ToNonOverlappedEvents()). BD_IDLE is UNKNOWN_TIME: no event at all.
- */
-enum {
-	BD_IDLE = 0,
-	BD_HOST_COMPUTE,
-	BD_HOST_TO_HOST,
-	BD_HOST_TO_DEVICE,
-	BD_DEVICE_COLLECTIVES,
-	BD_HOST_WAIT_INPUT,
-	BD_DEVICE_TO_DEVICE,
-	BD_DEVICE_TO_HOST,
-	BD_DEVICE_COMPUTE,
-	BD_N
-};
-_Static_assert(BD_N == STATS_BD_N, "stats-internal.h counts the breakdown types");
 
 /* steps.json's breakdown keys, by type (also overview.svg's legend). */
 const char *const stats_bd_keys[BD_N] = {
@@ -68,11 +50,6 @@ const char *const stats_bd_keys[BD_N] = {
 	"device_to_host_ps",
 	"device_compute_ps",
 };
-
-/* A metadata's class (classify_plane()): its event type, and for host events two flags. */
-#define CL_TYPE 0x0f
-#define CL_MARKER 0x10   /* IsExplicitHostStepMarker() */
-#define CL_NOT_REAL 0x20 /* not IsRealCpuCompute() */
 
 /* ---- classifying events (ClassifyGpuEvent(), ClassifyCpuEvent()) ---------- */
 
@@ -183,154 +160,9 @@ fail:
 	return r;
 }
 
-/* ---- the state of one computation ------------------------------------------ */
-
-/*
- * Which stat metadata keys of a plane name the stats the steps read (-1: none),
- * and the sets of them each pass reads (xs_walk_stats_keys()).
- */
-struct pkeys {
-	int64_t group, corr, step_name, dev_off, dev_dur;
-	struct xs_stat_keys mark, ev; /* what the markers, the step events read */
-	/* admit()'s last lookup on the plane: events of one group come in runs */
-	bool last_ok;
-	int64_t last_group;
-	uint32_t last_pm; /* UINT32_MAX: the plane has no marker of it */
-};
-
-/* The longest marker of one group on one plane (StepDetails' markers). */
-struct pmark {
-	int64_t group;
-	size_t plane, step;
-	int64_t b, e;
-	xprofs_ps128 b128; /* the exact begin, for the steps/N windows */
-	bool events;       /* the plane has events of the group */
-};
-
-struct active { /* an open event of a step's sweep */
-	int64_t end;
-	uint8_t type;
-};
-
-/* One step's ToNonOverlappedEvents() sweep. */
-struct ssweep {
-	struct active *a; /* owned: a min-heap by end */
-	size_t n, cap;
-	int32_t cnt[BD_N];
-	int64_t t;      /* where the last piece ended */
-	uint16_t seen;  /* types that owned time somewhere (not only inside the step) */
-	int64_t sb, se; /* the span pieces are added to */
-	bool started;   /* t is set */
-	bool redo;      /* pass 2 again: the span changed */
-};
-
-enum { K_NONE, K_GPU, K_TPU };
-
-struct gsteps {
-	struct stats_steps *st;
-	int kind;           /* K_*: whose device planes, or none (host steps) */
-	size_t host;        /* the /host:CPU plane (SIZE_MAX: none) */
-	struct pkeys *keys; /* owned, per plane */
-	uint8_t **cls;      /* owned, per plane: classify_plane(), NULL: not read */
-	struct pmark *pm;   /* owned */
-	size_t npm, cappm;
-	struct xprofs_table *pmtab, *gtab; /* (plane, group) -> pm; group -> st->s */
-	struct ssweep *sw;                 /* owned, per step */
-	size_t *first, *idx; /* owned: step k's markers are pm[idx[first[k] .. first[k + 1])] */
-	bool second;         /* pass 2 is running again (only the steps to redo) */
-	size_t plane, line;  /* pass 1: the plane and line being read */
-};
-
-static bool device_plane(const struct gsteps *g, const struct xs_plane *p)
-{
-	return g->kind == K_TPU ? !strncmp(p->name, "/device:TPU:", 12)
-				: g->kind == K_GPU && xs_plane_is_gpu(p);
-}
-
-/* step_line() - whether line @l of device plane @p holds its step markers. */
-static bool step_line(const struct xs_plane *p, const struct xs_line *l)
-{
-	return l->id == TID_DERIVED_MIN || /* kThreadIdStepInfo */
-	       (xs_plane_is_tensor_core(p) && xs_str_eq(l->name, l->name_len, "Steps"));
-}
-
-/* event_line() - whether the events of line @l of plane @p may go to steps. */
-static bool event_line(const struct gsteps *g, const struct xs_plane *p, const struct xs_line *l)
-{
-	if (g->kind == K_NONE)
-		return l->plane == g->host;
-	if (!device_plane(g, p) || step_line(p, l))
-		return false;
-	if (g->kind == K_TPU) /* ConvertTpuDeviceTraceXLineToStepEvents(): TensorCore op lines */
-		return xs_plane_is_tensor_core(p) && xs_str_eq(l->name, l->name_len, "XLA Ops");
-	return !xs_derived_tid(l->id);
-}
-
 static bool group_eq(const void *ctx, uint32_t idx, const void *key)
 {
 	return ((const struct stats_step *)ctx)[idx].num == *(const int64_t *)key;
-}
-
-struct pmkey {
-	size_t plane;
-	int64_t group;
-};
-
-static bool pm_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct pmark *m = &((const struct pmark *)ctx)[idx];
-	const struct pmkey *k = key;
-
-	return m->plane == k->plane && m->group == k->group;
-}
-
-static uint64_t pm_hash(size_t plane, int64_t group)
-{
-	return xprofs_table_hash(xprofs_table_hash(0, &plane, sizeof(plane)), &group,
-				 sizeof(group));
-}
-
-/* What one event's stats say (ev_stat()). */
-struct evstats {
-	const struct pkeys *k;
-	int64_t group, corr, dev_off, dev_dur;
-	bool has_group, has_corr, has_step_name, has_off, has_dur;
-};
-
-/* A xs_stat_fn: the stats the steps read, by the plane's keys (arg: struct evstats). */
-static int ev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv *s, void *arg)
-{
-	struct evstats *v = arg;
-	bool num = s->kind == SV_U64 || s->kind == SV_I64;
-
-	(void)rc, (void)c;
-	if (s->md == -1) /* the keys' "none" */
-		return 0;
-	if (s->md == v->k->step_name)
-		v->has_step_name |= (s->kind == SV_STR && s->len > 0) || s->kind == SV_REF;
-	else if (!num)
-		return 0;
-	else if (s->md == v->k->group)
-		v->group = (int64_t)s->u, v->has_group = true;
-	else if (s->md == v->k->corr)
-		v->corr = (int64_t)s->u, v->has_corr = true;
-	else if (s->md == v->k->dev_off)
-		v->dev_off = (int64_t)s->u, v->has_off = true;
-	else if (s->md == v->k->dev_dur)
-		v->dev_dur = (int64_t)s->u, v->has_dur = true;
-	return 0;
-}
-
-/* ev_stats() - the stats @want (one of @k's sets) of event @e into @v. */
-static int ev_stats(struct xs_rctx *rc, struct wire_cur *c, const struct xs_event *e,
-		    const struct pkeys *k, const struct xs_stat_keys *want, struct evstats *v)
-{
-	memset(v, 0, sizeof(*v));
-	v->k = k;
-	if (!e->has_stats) /* the others are still checked, as xs_walk_stats() would */
-		return 0;
-	return xs_walk_stats_keys(rc, c, e->stats_off, e->off + e->len - e->stats_off,
-				  XEVENT_F_STATS, want, ev_stat, v);
 }
 
 /* key_set() - the keys of @ks[0..n) that a plane has (not -1) into @out. */
@@ -410,7 +242,8 @@ static int marker_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 	ssize_t k;
 	int r;
 
-	if ((r = ev_stats(rc, &rc->ev, e, &g->keys[g->plane], &g->keys[g->plane].mark, &v)) < 0 ||
+	if ((r = stats_steps_ev_stats(rc, &rc->ev, e, &g->keys[g->plane], &g->keys[g->plane].mark,
+				      &v)) < 0 ||
 	    !v.has_group)
 		return r;
 	if (g->kind !=
@@ -529,162 +362,6 @@ static int markers(struct xs_rctx *rc, struct gsteps *g)
 	return r;
 }
 
-/* ---- pass 2: the events, each step's ToNonOverlappedEvents() ---------------- */
-
-static int sweep_top(const struct ssweep *w)
-{
-	for (int k = BD_N - 1; k > BD_IDLE; k--)
-		if (w->cnt[k] > 0)
-			return k;
-	return BD_IDLE;
-}
-
-/* piece() - [w->t, to) goes to the highest type open: its overlap with the step's span. */
-static void piece(struct ssweep *w, int64_t to, int64_t *bd)
-{
-	int top = sweep_top(w);
-
-	if (to <= w->t)
-		return;
-	if (top != BD_IDLE) {
-		int64_t a = w->t > w->sb ? w->t : w->sb, b = to < w->se ? to : w->se;
-
-		w->seen |= (uint16_t)(1u << top);
-		if (b > a)
-			bd[top] = xs_sat_add(bd[top], b - a);
-	}
-	w->t = to;
-}
-
-/* advance() - the sweep up to @to: open events ending by then close (ends before starts). */
-static void advance(struct ssweep *w, int64_t to, int64_t *bd)
-{
-	while (w->n && w->a[0].end <= to) {
-		piece(w, w->a[0].end, bd);
-		w->cnt[w->a[0].type]--;
-		w->a[0] = w->a[--w->n];
-		for (size_t i = 0;;) { /* sift down */
-			size_t l = 2 * i + 1, r = l + 1, k = i;
-			struct active t;
-
-			if (l < w->n && w->a[l].end < w->a[k].end)
-				k = l;
-			if (r < w->n && w->a[r].end < w->a[k].end)
-				k = r;
-			if (k == i)
-				break;
-			t = w->a[i], w->a[i] = w->a[k], w->a[k] = t;
-			i = k;
-		}
-	}
-	piece(w, to, bd);
-}
-
-/*
- * feed() - event [s, e) of type @type to step @k's sweep. An event starting
- * before the sweep's time (a line out of order) starts then.
- */
-static int feed(struct gsteps *g, size_t k, int64_t s, int64_t e, uint8_t type)
-{
-	struct ssweep *w = &g->sw[k];
-	int64_t *bd = g->st->s[k].bd;
-	size_t i;
-	int r;
-
-	if (!w->started || (!w->n && w->t < s)) /* no event open: the gap owns nothing */
-		w->t = s, w->started = true;
-	advance(w, s, bd);
-	if (w->n >= ACTIVE_MAX)
-		return 0;
-	if ((r = xprofs_grow(&w->a, &w->cap, w->n, sizeof(*w->a), 16)) < 0)
-		return r;
-	i = w->n++;
-	w->a[i] = (struct active){e > s ? e : s, type};
-	while (i && w->a[(i - 1) / 2].end > w->a[i].end) {
-		struct active t = w->a[i];
-
-		w->a[i] = w->a[(i - 1) / 2];
-		w->a[(i - 1) / 2] = t;
-		i = (i - 1) / 2;
-	}
-	w->cnt[type]++;
-	return 0;
-}
-
-/*
- * admit() - the step an event of plane @q goes to (its group's, where the plane
- * has a marker of it), or SIZE_MAX: XProf's rules by kind (correlation_id and
- * group_id on GPU, group_id on TPU, a real host event of a group on the host).
- */
-static size_t admit(struct gsteps *g, size_t q, const struct evstats *v, uint8_t cls)
-{
-	struct pmkey key = {q, v->group};
-	struct pkeys *k = &g->keys[q];
-	uint32_t i;
-
-	if (!v->has_group || (g->kind == K_GPU && !(v->has_corr && v->corr >= 0 && v->group >= 0)))
-		return SIZE_MAX;
-	if (g->kind == K_NONE && (v->group < 0 || v->has_step_name || (cls & CL_NOT_REAL)))
-		return SIZE_MAX;
-	if (!k->last_ok || k->last_group != v->group) { /* the markers are fixed in pass 2 */
-		if (xprofs_table_find(g->pmtab, pm_hash(q, v->group), pm_eq, g->pm, &key, &i) < 0)
-			i = UINT32_MAX;
-		k->last_ok = true, k->last_group = v->group, k->last_pm = i;
-	}
-	if ((i = k->last_pm) == UINT32_MAX)
-		return SIZE_MAX; /* IntersectCombineStepEvents(): no marker of it here */
-	g->pm[i].events = true;
-	return g->pm[i].step;
-}
-
-/* events() - pass 2: a merge of the event lines, each admitted event to its step's sweep. */
-static int events(struct xs_rctx *rc, struct gsteps *g)
-{
-	const struct xprofs_xspace *x = rc->x;
-	size_t *li = malloc(STATS_MERGE_MAX * sizeof(*li)), n = 0;
-	struct stats_merge m = {0};
-	int r = 0;
-
-	if (!li)
-		return -ENOMEM;
-	for (size_t j = 0; j < x->n_lines && n < STATS_MERGE_MAX; j++)
-		if (event_line(g, &x->planes[x->lines[j].plane], &x->lines[j]))
-			li[n++] = j;
-	if (!n || (r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
-		goto out;
-	while (m.nheap) {
-		struct stats_mline *ml = stats_merge_top(&m);
-		size_t q = ml->it.l->plane, k;
-		ssize_t c = xs_md_find(ml->evx, ml->e.md);
-		uint8_t cls = c >= 0              ? g->cls[q][c]
-			      : g->kind == K_NONE ? BD_HOST_COMPUTE
-						  : BD_DEVICE_COMPUTE;
-		struct evstats v;
-
-		if ((r = ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &g->keys[q].ev, &v)) < 0)
-			goto out;
-		k = admit(g, q, &v, cls);
-		if (k != SIZE_MAX && (!g->second || g->sw[k].redo) &&
-		    (r = feed(g, k, ml->e.start_ps, ml->e.end_ps, cls & CL_TYPE)) < 0)
-			goto out;
-		if ((r = stats_merge_pop(&m)) < 0)
-			goto out;
-	}
-	for (size_t k = 0; k < g->st->n; k++) { /* close every sweep */
-		advance(&g->sw[k], INT64_MAX, g->st->s[k].bd);
-		free(g->sw[k].a);
-		g->sw[k].a = NULL;
-		g->sw[k].n = g->sw[k].cap = 0;
-		memset(g->sw[k].cnt, 0, sizeof(g->sw[k].cnt));
-		g->sw[k].started = false;
-	}
-	r = 0;
-out:
-	stats_merge_free(&m);
-	free(li);
-	return r;
-}
-
 /* ---- the step database (ConvertStepEventsToStepDb()) -------------------------- */
 
 /*
@@ -763,7 +440,7 @@ static int finish(struct xs_rctx *rc, struct gsteps *g)
 	}
 	if (redo) {
 		g->second = true;
-		if ((r = events(rc, g)) < 0)
+		if ((r = stats_steps_events(rc, g)) < 0)
 			goto out;
 	}
 	for (size_t k = 0; k < st->n; k++) {
@@ -899,7 +576,7 @@ int stats_steps_compute(struct xs_rctx *rc, struct stats_steps *st)
 		g.sw[k].sb = mk ? mk->b : 0;
 		g.sw[k].se = mk ? mk->e : 0;
 	}
-	if ((r = events(rc, &g)) == 0)
+	if ((r = stats_steps_events(rc, &g)) == 0)
 		r = finish(rc, &g);
 out:
 	for (size_t q = 0; g.cls && q < x->n_planes; q++)

@@ -45,27 +45,10 @@ int trace_merge_step(struct der_src *s)
 	return 1;
 }
 
-/* The last checkpoint of line @l before which every event ends by @t (absolute ps): its offset. */
-static uint64_t line_seek(const struct xs_line *l, xs_ps128 t)
-{
-	xs_ps128 rel = t - (xs_ps128)l->timestamp_ns * 1000;
-	size_t lo = 0, hi = l->n_ckpt;
-
-	while (lo < hi) { /* as win_seek(): max_end is a running maximum */
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (l->ckpt[mid].max_end < INT64_MAX && l->ckpt[mid].max_end <= rel)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo ? l->ckpt[lo - 1].off : l->msg.off;
-}
-
 /*
  * A merge of a plane's lines by time: a cursor on each line of @p with
  * events, in @src (room for all of them), at its first event or, with
- * @seek, at line_seek(@from); *@k counts the cursors opened (close them
+ * @seek, at xs_line_seek(@from); *@k counts the cursors opened (close them
  * with trace_merge_close(), also on failure).
  */
 int trace_merge_open(struct xs_rctx *rc, const struct xs_plane *p, struct der_src *src, size_t *k,
@@ -82,7 +65,7 @@ int trace_merge_open(struct xs_rctx *rc, const struct xs_plane *p, struct der_sr
 			continue;
 		wire_cur_init(&c->c, rc->x->r, rc->err);
 		(*k)++;
-		c->c.pos = seek ? line_seek(l, from) : l->msg.off;
+		c->c.pos = seek ? xs_line_seek(l, from) : l->msg.off;
 		c->c.end = c->end = l->msg.off + l->msg.len;
 		c->base_ps = (xs_ps128)l->timestamp_ns * 1000;
 		if ((r = trace_merge_step(c)) < 0)

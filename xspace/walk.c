@@ -95,27 +95,21 @@ int xs_line_next_slow(struct xs_line_it *it, struct xs_evhdr *h, uint64_t *off, 
 	return 1;
 }
 
-/*
- * win_seek() - start a slice's walk of @it at the last checkpoint before
- * which every event ends at or before the window start (max_end is a
- * running maximum, so that is a prefix: binary search).
- */
-static void win_seek(struct xs_rctx *rc, struct xs_line_it *it)
+uint64_t xs_line_seek(const struct xs_line *l, xprofs_ps128 from)
 {
-	const struct xs_line *l = it->l;
-	xprofs_ps128 from = rc->win_from - (xprofs_ps128)l->timestamp_ns * 1000;
+	xprofs_ps128 rel = from - (xprofs_ps128)l->timestamp_ns * 1000;
 	size_t lo = 0, hi = l->n_ckpt;
 
+	/* max_end is a running maximum, so the skippable checkpoints are a prefix */
 	while (lo < hi) { /* first checkpoint that may not be skipped to */
 		size_t mid = lo + (hi - lo) / 2;
 
-		if (l->ckpt[mid].max_end < INT64_MAX && l->ckpt[mid].max_end <= from)
+		if (l->ckpt[mid].max_end < INT64_MAX && l->ckpt[mid].max_end <= rel)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo)
-		rc->ev.pos = l->ckpt[lo - 1].off;
+	return lo ? l->ckpt[lo - 1].off : l->msg.off;
 }
 
 /* win_test() - event @e in a slice: 0 keep, 1 skip, 2 nothing more of the line overlaps. */
@@ -140,7 +134,7 @@ int xs_line_each(struct xs_rctx *rc, size_t li, xs_stop_fn stop, xs_event_fn fn,
 	if ((r = xs_line_begin(rc, li, &it)) < 0)
 		return r;
 	if (rc->win)
-		win_seek(rc, &it);
+		rc->ev.pos = xs_line_seek(it.l, rc->win_from); /* a slice's walk */
 	while ((r = xs_line_next(&it, &e)) > 0) {
 		if (rc->win && (w = win_test(rc, &it, &e)) != 0) {
 			if (w == 2)

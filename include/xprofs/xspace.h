@@ -1131,6 +1131,14 @@ static inline int xs_line_next(struct xs_line_it *it, struct xs_event *e)
 	return 1;
 }
 
+/*
+ * xs_line_seek() - where a walk of line @l that wants the events ending after
+ * @from (profile time, ps) may start: the last checkpoint before which every
+ * event ends at or before @from (walk.c), else the line's start. The events
+ * from there on include every one that ends after @from.
+ */
+uint64_t xs_line_seek(const struct xs_line *l, xprofs_ps128 from);
+
 /* A per-event callback: @m is @e's metadata (borrowed until the next event); <0 stops. */
 typedef int (*xs_event_fn)(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m,
 			   void *arg);

@@ -7,7 +7,8 @@ tasks on several threads (xs_tasks_run()); the design promises the bytes of
 a one-thread render whatever the thread count. Each window of a generated
 GPU and TPU profile is rendered once on one thread (the reference), then
 several times on 2 and 4 threads, and every render must be byte-identical
-to it. trace.pftrace is looped most: its helpers once copied the caller's
+to it; so must steps.json and overview.json of whole grouped profiles (the
+step breakdown's pass 2 cuts the time in two halves, one per thread). trace.pftrace is looped most: its helpers once copied the caller's
 render context after the caller had turned its window off for a derived
 GPU line's whole walk, so a slice came out with whole planes in it, a few
 runs in ten. Exit 0 pass, 1 fail.
@@ -27,7 +28,8 @@ WINDOWS = ("0-1000", "200000-200500", "500000-520000")
 
 
 def render(path, view, window, threads):
-    out = subprocess.run([CLI, path, "--view", view, "--window", window, "--threads", str(threads)],
+    win = ["--window", window] if window else []
+    out = subprocess.run([CLI, path, "--view", view, "--threads", str(threads)] + win,
                          capture_output=True, check=False)
     if out.returncode != 0:
         fail("%s %s --window %s --threads %d: rc %d: %s" %
@@ -43,10 +45,10 @@ def first_diff(a, b):
     return min(len(a), len(b))
 
 
-def check(path):
+def check(path, views=VIEWS, windows=WINDOWS):
     n = 0
-    for view, runs in VIEWS:
-        for window in WINDOWS:
+    for view, runs in views:
+        for window in windows:
             want = render(path, view, window, 1)
             if want is None:
                 continue
@@ -55,10 +57,10 @@ def check(path):
                 n += 1
                 if got is None or got == want:
                     continue
-                fail("%s %s --window %s: %d threads (run %d) gave %d bytes, one thread %d; "
+                fail("%s %s %s: %d threads (run %d) gave %d bytes, one thread %d; "
                      "first difference at byte %d" %
-                     (os.path.basename(path), view, window, threads, k + 1, len(got), len(want),
-                      first_diff(got, want)))
+                     (os.path.basename(path), view, "--window " + window if window else "whole",
+                      threads, k + 1, len(got), len(want), first_diff(got, want)))
     print("%s: %d threaded renders checked" % (os.path.basename(path), n))
 
 
@@ -70,6 +72,14 @@ def main():
             subprocess.run([GEN, "--kind", kind, "--size", size, "--seed", "7", "--ungrouped",
                             "-o", path], check=True)  # ungrouped: derived lines
             check(path)
+        # whole views whose analysis cuts its work in time across threads: steps.json's
+        # pass 2 (stats/steps-sweep.c: two halves with their own sweeps, added up) and the
+        # overview, whose steps run inside a task (one half); grouped profiles have steps
+        for kind, size in (("gpu", "6M"), ("tpu", "2M")):
+            path = os.path.join(tmp, kind + "-grouped.xplane.pb")
+            subprocess.run([GEN, "--kind", kind, "--size", size, "--seed", "7", "-o", path],
+                           check=True)
+            check(path, (("steps", {2: 2, 4: 1}), ("overview", {2: 1})), (None,))
     return 1 if failures else 0
 
 
