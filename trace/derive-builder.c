@@ -216,15 +216,6 @@ int trace_derive_lod(struct trace_derive *d, const struct xs_rctx *rc)
 	return 0;
 }
 
-bool trace_derive_lod_keep(struct trace_derive *d, int kind, int level, xs_ps128 begin,
-			   xs_ps128 end)
-{
-	if (!d->lod_lv || kind < 0 || kind >= DL_KINDS || level < 0 || level >= DER_LEVELS)
-		return true;
-	return trace_lod_level(d->lod_res, &d->lod_lv[(size_t)kind * DER_LEVELS + level], begin,
-			       end > begin ? end : begin + 1);
-}
-
 struct trace_derive *trace_derive_alloc(trace_derived_emit_fn emit, void *arg, uint32_t tid0,
 					size_t op_max, size_t title_max)
 {

@@ -120,9 +120,19 @@ void trace_derive_window(struct trace_derive *d, xs_ps128 from, xs_ps128 to);
  * derived events trace_lod_level() shows, per line and level.
  */
 int trace_derive_lod(struct trace_derive *d, const struct xs_rctx *rc);
-/* trace_derive_lod_keep() - whether the lod shows an event of line @kind, @level; see above. */
-bool trace_derive_lod_keep(struct trace_derive *d, int kind, int level, xs_ps128 begin,
-			   xs_ps128 end);
+/*
+ * trace_derive_lod_keep() - whether the lod shows an event of line @kind,
+ * @level; see above. Inline: the derived lines and the host-offload rows
+ * (offload.c) both ask, and neither calls the other.
+ */
+static inline bool trace_derive_lod_keep(struct trace_derive *d, int kind, int level,
+					 xs_ps128 begin, xs_ps128 end)
+{
+	if (!d->lod_lv || kind < 0 || kind >= DL_KINDS || level < 0 || level >= DER_LEVELS)
+		return true;
+	return trace_lod_level(d->lod_res, &d->lod_lv[(size_t)kind * DER_LEVELS + level], begin,
+			       end > begin ? end : begin + 1);
+}
 /* trace_derive_read() - the annotations of event @e (starting at @begin) into @in. */
 int trace_derive_read(struct trace_derive *d, struct xs_rctx *rc, const struct xs_event *e,
 		      xs_ps128 begin, struct trace_derived_in *in);
