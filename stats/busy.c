@@ -5,11 +5,12 @@
  * duty cycle and the session summary's per-host busy share.
  *
  * Design: each device plane takes the union of its op lines
- * (stats_merge_union(), merge.c). stats_steps_busy_sum() runs the steps
- * (steps.c) and the planes' unions as xs_tasks_run() tasks; on TPU hosts its
- * busy time and span are XProf's duty cycle's (duty.c), as overview.json's
- * are, so the unions are not taken there. Limits: the first STATS_MERGE_MAX
- * op lines of a plane.
+ * (stats_merge_union(), merge.c). stats_steps_busy_sum() runs the steps,
+ * whose pass 2 takes the unions of the planes whose op lines it merges
+ * anyway (steps-sweep.c), then the planes' unions left as xs_tasks_run()
+ * tasks; on TPU hosts its busy time and span are XProf's duty cycle's
+ * (duty.c), as overview.json's are, so the unions are not taken there.
+ * Limits: the first STATS_MERGE_MAX op lines of a plane.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -17,47 +18,51 @@
 
 #include "stats-internal.h"
 
-/* The tasks of one stats_steps_busy_sum(): the steps, then each device plane's union. */
+/* The tasks of one stats_steps_busy_sum(): each device plane's union the steps did not take. */
 struct sb_tasks {
-	struct stats_step_summary *sum;
 	struct stats_busy *busy; /* owned, per plane */
+	bool *done;              /* owned, per plane: the steps took it (or TPU: not wanted) */
 };
 
-static int sb_task(struct xs_rctx *rc, size_t i, void *arg)
+static int sb_task(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct sb_tasks *t = arg;
 
-	if (i == 0)
-		return stats_steps_overview(rc, t->sum);
-	/* on TPU hosts the duty cycle replaces the unions */
-	if (!xs_plane_is_device(&rc->x->planes[i - 1]) || stats_is_tpu(rc->x))
+	if (!xs_plane_is_device(&rc->x->planes[q]) || t->done[q])
 		return 0;
-	return stats_device_busy(rc, i - 1, &t->busy[i - 1]);
+	return stats_device_busy(rc, q, &t->busy[q]);
 }
 
-static uint64_t sb_cost(const struct xprofs_xspace *x, size_t i, void *arg)
+static uint64_t sb_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 {
-	(void)arg;
-	if (i == 0)
-		return x->totals.events;
-	return xs_plane_is_device(&x->planes[i - 1]) && !stats_is_tpu(x) ? x->planes[i - 1].events
-									 : 0;
+	const struct sb_tasks *t = arg;
+
+	return xs_plane_is_device(&x->planes[q]) && !t->done[q] ? x->planes[q].events : 0;
 }
 
 int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int64_t *busy,
 			 int64_t *span)
 {
 	struct xprofs_xspace *x = rc->x;
-	struct sb_tasks t = {sum, calloc(x->n_planes + 1, sizeof(*t.busy))};
+	struct sb_tasks t = {calloc(x->n_planes + 1, sizeof(*t.busy)),
+			     calloc(x->n_planes + 1, sizeof(*t.done))};
+	bool tpu = stats_is_tpu(x);
 	int r = 0;
 
 	memset(sum, 0, sizeof(*sum));
 	*busy = *span = 0;
-	if (!t.busy) {
+	if (!t.busy || !t.done) {
 		r = -ENOMEM;
 		goto out;
 	}
-	if ((r = xs_tasks_run(rc, x->n_planes + 1, sb_task, sb_cost, &t)) < 0)
+	/* the steps take the unions their pass 2 merges anyway; on TPU hosts the duty
+	 * cycle replaces them, so none is taken there */
+	if ((r = tpu ? stats_steps_overview(rc, sum)
+		     : stats_steps_overview_busy(rc, sum, t.busy, t.done)) < 0)
+		goto out;
+	for (size_t q = 0; tpu && q < x->n_planes; q++)
+		t.done[q] = true;
+	if ((r = xs_tasks_run(rc, x->n_planes, sb_task, sb_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++) {
 		const struct stats_busy *b = &t.busy[q];
@@ -67,7 +72,7 @@ int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int
 		*busy = xs_sat_add(*busy, b->busy);
 		*span = xs_sat_add(*span, b->any ? xs_sat_add(b->last, -b->first) : 0);
 	}
-	if (stats_is_tpu(x)) { /* overview.json's duty cycle on TPU hosts */
+	if (tpu) { /* overview.json's duty cycle on TPU hosts */
 		struct stats_duty d;
 
 		if ((r = stats_tpu_duty(rc, &d)) < 0)
@@ -77,6 +82,7 @@ int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int
 	}
 out:
 	free(t.busy);
+	free(t.done);
 	return r;
 }
 

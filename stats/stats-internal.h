@@ -255,6 +255,13 @@ struct stats_steps {
 	size_t n, cap;
 	bool cut;       /* more groups than steps.c's maximum */
 	size_t nplanes; /* of the profile */
+	/*
+	 * Set by the caller, may be NULL: per plane, pass 2 (steps-sweep.c)
+	 * also takes stats_device_busy()'s union where it merges all of the
+	 * plane's op lines anyway, and sets busy_done[q] (borrowed arrays).
+	 */
+	struct stats_busy *busy;
+	bool *busy_done;
 };
 
 /* The step-time summary of a host's steps (XProf's StepSummary) and breakdown averages. */
@@ -286,6 +293,14 @@ typedef int (*stats_step_fn)(void *arg, uint64_t i, uint64_t n, int64_t dur, con
 int stats_steps_each(struct xs_rctx *rc, stats_step_fn fn, void *arg);
 /* stats_steps_overview() - the summary of the host's steps (sum->has false: none). */
 int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum);
+/*
+ * stats_steps_overview_busy() - stats_steps_overview(), and per device plane q
+ * its busy time into @busy[q] where the steps took it on the way (@done[q]
+ * true; the caller takes the rest with stats_device_busy()). @busy, @done:
+ * borrowed, one per plane, zeroed by the caller.
+ */
+int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
+			      struct stats_busy *busy, bool *done);
 /* stats_step_summary_write() - @sum as steps.json's summary object. */
 void stats_step_summary_write(struct xs_out *o, const struct stats_step_summary *sum);
 

@@ -73,7 +73,13 @@ out:
 
 int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum)
 {
-	struct stats_steps st = {0};
+	return stats_steps_overview_busy(rc, sum, NULL, NULL);
+}
+
+int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
+			      struct stats_busy *busy, bool *done)
+{
+	struct stats_steps st = {.busy = busy, .busy_done = done};
 	int r;
 
 	memset(sum, 0, sizeof(*sum));

@@ -114,15 +114,53 @@ static void advance(struct ssweep *w, int64_t to, int64_t *bd)
  * time a step's sweep gives each type at an instant depends only on the
  * events open then, so two ranges cut at one time add up to the whole.
  */
+/* One plane's busy time as stats_merge_union() takes it: the interval open, the sum. */
+struct ubusy {
+	int64_t cs, ce;
+	bool open;
+	struct stats_busy b;
+};
+
 struct p2range {
 	struct gsteps *g;
 	bool seek, cut;
 	int64_t from, to;
-	struct ssweep *sw;   /* per step: g->sw, or the range's own */
-	int64_t (*bd)[BD_N]; /* per step, NULL: the steps' own (st->s[k].bd) */
-	struct pkeys *keys;  /* per plane: admit()'s look-up cache */
-	bool *pm_events;     /* per marker, NULL: g->pm[].events */
+	struct ssweep *sw;     /* per step: g->sw, or the range's own */
+	int64_t (*bd)[BD_N];   /* per step, NULL: the steps' own (st->s[k].bd) */
+	struct pkeys *keys;    /* per plane: admit()'s look-up cache */
+	bool *pm_events;       /* per marker, NULL: g->pm[].events */
+	const bool *busy_line; /* per line, NULL: none; its plane's busy time is taken here */
+	struct ubusy *ub;      /* per plane, with busy_line */
 };
+
+/* ub_add() - [s, t) of one of a plane's op lines, in start order, into its union @u. */
+static void ub_add(struct ubusy *u, int64_t s, int64_t t)
+{
+	if (u->open && s > u->ce) {
+		u->b.busy = xs_sat_add(u->b.busy, u->ce - u->cs);
+		u->open = false;
+	}
+	if (!u->open) {
+		if (!u->b.any || s < u->b.first)
+			u->b.first = s;
+		if (!u->b.any || t > u->b.last)
+			u->b.last = t;
+		u->b.any = true;
+		u->cs = s, u->ce = t, u->open = true;
+	} else if (t > u->ce) {
+		u->ce = t;
+	}
+	if (t > u->b.last)
+		u->b.last = t;
+}
+
+/* ub_close() - the interval still open into the sum. */
+static void ub_close(struct ubusy *u)
+{
+	if (u->open)
+		u->b.busy = xs_sat_add(u->b.busy, u->ce - u->cs);
+	u->open = false;
+}
 
 /*
  * feed() - event [s, e) of type @type to step @k's sweep in range @h. An event
@@ -211,6 +249,8 @@ static int range_run(struct xs_rctx *rc, struct p2range *h, const size_t *li, si
 		}
 		if (h->cut && e > h->to)
 			e = h->to;
+		if (h->busy_line && h->busy_line[ml->it.l - rc->x->lines])
+			ub_add(&h->ub[q], s, e);
 		c = xs_md_find(ml->evx, ml->e.md);
 		cls = c >= 0              ? g->cls[q][c]
 		      : g->kind == K_NONE ? BD_HOST_COMPUTE
@@ -228,6 +268,8 @@ static int range_run(struct xs_rctx *rc, struct p2range *h, const size_t *li, si
 	}
 	r = 0;
 out:
+	for (size_t q = 0; h->busy_line && q < rc->x->n_planes; q++)
+		ub_close(&h->ub[q]);
 	for (size_t k = 0; k < g->st->n; k++) { /* close every sweep */
 		if (r == 0)
 			advance(&h->sw[k], INT64_MAX, h->bd ? h->bd[k] : g->st->s[k].bd);
@@ -310,6 +352,66 @@ static bool split_at(const struct xs_rctx *rc, const size_t *li, size_t n, int64
 }
 
 /*
+ * busy_lines() - which of the lines @li[0..n) that pass 2 merges make up a
+ * device plane's busy time (stats_device_busy()'s lines: stats_step_lines(),
+ * the first STATS_MERGE_MAX), for the planes all of whose such lines are
+ * among them; those planes are marked in st->busy_done. *out (caller frees):
+ * per line, NULL when no plane is.
+ */
+static int busy_lines(const struct xprofs_xspace *x, struct stats_steps *st, const size_t *li,
+		      size_t n, bool **out)
+{
+	bool *in = calloc(x->n_lines + 1, sizeof(*in)), *bl = calloc(x->n_lines + 1, sizeof(*bl));
+	size_t *ol = malloc(STATS_MERGE_MAX * sizeof(*ol)), k;
+	bool any = false;
+	int r = 0;
+
+	*out = NULL;
+	if (!in || !bl || !ol) {
+		r = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		in[li[i]] = true;
+	for (size_t q = 0; q < x->n_planes; q++) {
+		bool all = true;
+
+		if (!xs_plane_is_device(&x->planes[q]))
+			continue;
+		k = stats_step_lines(x, q, ol, STATS_MERGE_MAX);
+		for (size_t j = 0; j < k; j++)
+			all &= in[ol[j]];
+		if (!all)
+			continue;
+		for (size_t j = 0; j < k; j++)
+			bl[ol[j]] = true;
+		st->busy_done[q] = any = true;
+	}
+	if (any) {
+		*out = bl;
+		bl = NULL;
+	}
+out:
+	free(in);
+	free(bl);
+	free(ol);
+	return r;
+}
+
+/* busy_add() - range @u's part of a plane's busy time into @b (the ranges meet at a cut). */
+static void busy_add(struct stats_busy *b, const struct stats_busy *u)
+{
+	if (!u->any)
+		return;
+	b->busy = xs_sat_add(b->busy, u->busy);
+	if (!b->any || u->first < b->first)
+		b->first = u->first;
+	if (!b->any || u->last > b->last)
+		b->last = u->last;
+	b->any = true;
+}
+
+/*
  * stats_steps_events() - pass 2: a merge of the event lines, each admitted event to its
  * step's sweep; on two threads the time is cut in the middle (split_at())
  * and each half has its own sweeps, added up after (struct p2range).
@@ -321,6 +423,7 @@ int stats_steps_events(struct xs_rctx *rc, struct gsteps *g)
 	size_t *li = malloc(STATS_MERGE_MAX * sizeof(*li)), n = 0;
 	struct p2split t = {.h = {{.g = g, .sw = g->sw, .keys = g->keys}}};
 	struct p2range *h1 = &t.h[1];
+	bool *bl = NULL;
 	int64_t at;
 	int r = 0;
 
@@ -329,13 +432,25 @@ int stats_steps_events(struct xs_rctx *rc, struct gsteps *g)
 	for (size_t j = 0; j < x->n_lines && n < STATS_MERGE_MAX; j++)
 		if (event_line(g, &x->planes[x->lines[j].plane], &x->lines[j]))
 			li[n++] = j;
+	/* the planes' busy time on the way, the first time only (steps.c may run it again) */
+	if (st->busy && !g->second && (r = busy_lines(x, st, li, n, &bl)) < 0)
+		goto out;
+	if (bl && !(t.h[0].ub = calloc(x->n_planes + 1, sizeof(*t.h[0].ub)))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	t.h[0].busy_line = bl;
 	if (!split_at(rc, li, n, &at)) {
 		r = range_run(rc, &t.h[0], li, n);
-		goto out;
+		goto busy;
 	}
 	t.li = li, t.n = n;
 	t.h[0].cut = true, t.h[0].to = at;
-	*h1 = (struct p2range){.g = g, .seek = true, .from = at};
+	*h1 = (struct p2range){.g = g, .seek = true, .from = at, .busy_line = bl};
+	if (bl && !(h1->ub = calloc(x->n_planes + 1, sizeof(*h1->ub)))) {
+		r = -ENOMEM;
+		goto out;
+	}
 	h1->sw = calloc(st->n + 1, sizeof(*h1->sw));
 	h1->bd = calloc(st->n + 1, sizeof(*h1->bd));
 	h1->keys = malloc((x->n_planes + 1) * sizeof(*h1->keys));
@@ -360,7 +475,18 @@ int stats_steps_events(struct xs_rctx *rc, struct gsteps *g)
 	}
 	for (size_t i = 0; i < g->npm; i++)
 		g->pm[i].events |= h1->pm_events[i];
+busy:
+	for (size_t q = 0; r == 0 && bl && q < x->n_planes; q++) {
+		if (!st->busy_done[q])
+			continue;
+		busy_add(&st->busy[q], &t.h[0].ub[q].b);
+		if (h1->ub)
+			busy_add(&st->busy[q], &h1->ub[q].b);
+	}
 out:
+	free(t.h[0].ub);
+	free(h1->ub);
+	free(bl);
 	if (h1->sw)
 		for (size_t k = 0; k < st->n; k++)
 			free(h1->sw[k].a);

@@ -64,13 +64,16 @@ struct ov_slot {
 struct ov_tasks {
 	struct stats_step_summary steps;
 	struct ov_slot *slot; /* owned, one per plane */
+	bool *busy_done;      /* owned, per plane: the steps took its busy time on the way */
 	bool tpu;             /* XProf's TPU analysis: the duty cycle task runs */
 	struct stats_duty duty;
 };
 
 /*
- * ov_task() - a xs_task_fn: task 0 is stats_steps_overview(), task 1 + 2q plane
- * q's ops, task 2 + 2q its busy time: the order a plane-by-plane loop takes;
+ * ov_task() - a xs_task_fn: task 0 is stats_steps_overview_busy() (which takes
+ * the device planes' busy time where its pass 2 merges their op lines
+ * anyway), task 1 + 2q plane q's ops, task 2 + 2q nothing (ov_busy() takes
+ * the busy time the steps did not): the order a plane-by-plane loop takes;
  * the last one the TPU duty cycle.
  */
 static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
@@ -78,8 +81,17 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 	struct ov_tasks *t = arg;
 	size_t q = (i - 1) / 2;
 
-	if (i == 0)
-		return stats_steps_overview(rc, &t->steps);
+	if (i == 0) {
+		struct stats_busy *busy = calloc(rc->x->n_planes + 1, sizeof(*busy));
+		int r = busy ? stats_steps_overview_busy(rc, &t->steps, busy, t->busy_done)
+			     : -ENOMEM;
+
+		for (size_t p = 0; r == 0 && p < rc->x->n_planes; p++)
+			if (t->busy_done[p])
+				t->slot[p].busy = busy[p];
+		free(busy);
+		return r;
+	}
 	if (i == 1 + 2 * rc->x->n_planes)
 		return t->tpu ? stats_tpu_duty(rc, &t->duty) : 0;
 	if (i % 2) {
@@ -89,9 +101,24 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 			r = stats_host_tf_ops(rc, q, &t->slot[q].ops.host_tf_ops);
 		return r;
 	}
-	if (!xs_plane_is_device(&rc->x->planes[q]))
+	return 0;
+}
+
+/* ov_busy() - a xs_task_fn: device plane @q's busy time, unless the steps took it. */
+static int ov_busy(struct xs_rctx *rc, size_t q, void *arg)
+{
+	struct ov_tasks *t = arg;
+
+	if (!xs_plane_is_device(&rc->x->planes[q]) || t->busy_done[q])
 		return 0;
 	return stats_device_busy(rc, q, &t->slot[q].busy);
+}
+
+static uint64_t ov_busy_cost(const struct xprofs_xspace *x, size_t q, void *arg)
+{
+	const struct ov_tasks *t = arg;
+
+	return xs_plane_is_device(&x->planes[q]) && !t->busy_done[q] ? x->planes[q].events : 0;
 }
 
 /*
@@ -108,8 +135,8 @@ static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 		return x->totals.events;
 	if (i == 1 + 2 * x->n_planes) /* the TPU planes' op and module lines */
 		return t->tpu ? x->totals.events / 2 : 0;
-	if (i % 2 == 0) /* busy time: a merge without stats, device planes only */
-		return xs_plane_is_device(&x->planes[q]) ? x->planes[q].events / 2 : 0;
+	if (i % 2 == 0) /* busy time: ov_busy() */
+		return 0;
 	return x->planes[q].events;
 }
 
@@ -555,12 +582,14 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	d.ops.m.other = -1;
 	d.all_peaks = true;
 	t.slot = calloc(x->n_planes + 1, sizeof(*t.slot));
-	if (!t.slot) {
+	t.busy_done = calloc(x->n_planes + 1, sizeof(*t.busy_done));
+	if (!t.slot || !t.busy_done) {
 		r = -ENOMEM;
 		goto out;
 	}
 	t.tpu = stats_is_tpu(x);
-	if ((r = xs_tasks_run(rc, 2 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0)
+	if ((r = xs_tasks_run(rc, 2 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0 ||
+	    (r = xs_tasks_run(rc, x->n_planes, ov_busy, ov_busy_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++)
 		if ((r = stats_opstats_add(rc, q, &t.slot[q].ops, NULL, &os)) < 0 ||
@@ -593,6 +622,7 @@ out:
 	for (size_t q = 0; t.slot && q < x->n_planes; q++)
 		stats_ops_free(&t.slot[q].ops);
 	free(t.slot);
+	free(t.busy_done);
 	stats_ops_free(&d.ops);
 	stats_opstats_free(&os);
 	stats_plane_facts_clear(&d.f);
