@@ -86,17 +86,13 @@ out:
 	return r;
 }
 
-/* A union interval: adds to struct stats_busy. */
-static void busy_sum_fn(void *arg, int64_t from, int64_t to)
+size_t stats_busy_line(const struct xprofs_xspace *x, size_t q)
 {
-	struct stats_busy *b = arg;
+	size_t li[2];
 
-	b->busy = xs_sat_add(b->busy, to - from);
-	if (!b->any || from < b->first)
-		b->first = from;
-	if (!b->any || to > b->last)
-		b->last = to;
-	b->any = true;
+	if (!xs_plane_is_device(&x->planes[q]) || stats_step_lines(x, q, li, 2) != 1)
+		return SIZE_MAX;
+	return li[0];
 }
 
 int stats_device_busy(struct xs_rctx *rc, size_t q, struct stats_busy *b)
@@ -108,7 +104,7 @@ int stats_device_busy(struct xs_rctx *rc, size_t q, struct stats_busy *b)
 	if (!li)
 		return -ENOMEM;
 	if ((n = stats_step_lines(rc->x, q, li, STATS_MERGE_MAX)))
-		r = stats_merge_union(rc, li, n, busy_sum_fn, b);
+		r = stats_merge_union(rc, li, n, b);
 	free(li);
 	return r;
 }

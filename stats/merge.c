@@ -123,38 +123,51 @@ int stats_merge_pop(struct stats_merge *m)
 	return 0;
 }
 
-/*
- * stats_merge_union() - the union of the events of lines @li[0..n), as disjoint
- * intervals in time order, each added to the steps by @add(arg, from, to).
- */
-int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n,
-		      void (*add)(void *arg, int64_t from, int64_t to), void *arg)
+void stats_union_add(struct stats_union *u, int64_t s, int64_t t)
+{
+	if (u->open && s > u->ce) {
+		u->b.busy = xs_sat_add(u->b.busy, u->ce - u->cs);
+		u->open = false;
+	}
+	if (!u->open) {
+		if (!u->b.any || s < u->b.first)
+			u->b.first = s;
+		if (!u->b.any || t > u->b.last)
+			u->b.last = t;
+		u->b.any = true;
+		u->cs = s, u->ce = t, u->open = true;
+	} else if (t > u->ce) {
+		u->ce = t;
+	}
+	if (t > u->b.last)
+		u->b.last = t;
+}
+
+void stats_union_close(struct stats_union *u)
+{
+	if (u->open)
+		u->b.busy = xs_sat_add(u->b.busy, u->ce - u->cs);
+	u->open = false;
+}
+
+int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n, struct stats_busy *b)
 {
 	struct stats_merge m;
-	int64_t cs = 0, ce = 0;
-	bool open = false;
+	struct stats_union u = {0};
 	int r;
 
 	if ((r = stats_merge_open(rc, li, n, NULL, &m)) < 0)
 		goto out;
 	while (m.nheap) {
 		struct stats_mline *ml = stats_merge_top(&m);
-		int64_t s = ml->e.start_ps, t = ml->e.end_ps > s ? ml->e.end_ps : s;
+		int64_t s = ml->e.start_ps;
 
-		if (open && s > ce) {
-			add(arg, cs, ce);
-			open = false;
-		}
-		if (!open) {
-			cs = s, ce = t, open = true;
-		} else if (t > ce) {
-			ce = t;
-		}
+		stats_union_add(&u, s, ml->e.end_ps > s ? ml->e.end_ps : s);
 		if ((r = stats_merge_pop(&m)) < 0)
 			goto out;
 	}
-	if (open)
-		add(arg, cs, ce);
+	stats_union_close(&u);
+	*b = u.b;
 	r = 0;
 out:
 	stats_merge_free(&m);

@@ -168,6 +168,7 @@ struct run {
 
 /* One line's aggregation: the op maps, the line's kind and the stack of open events. */
 struct ops_acc {
+	struct stats_union *ub; /* the line being walked makes the plane's busy time: its union */
 	struct opmap *m, *un;
 	struct progmap *pm;
 	enum stats_line_kind kind;
@@ -694,6 +695,9 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 	int64_t gi;
 	int r;
 
+	if (a->ub && !ev->has_num) /* as stats_merge_union() takes it: the event's own times */
+		stats_union_add(a->ub, ev->start_ps,
+				ev->end_ps > ev->start_ps ? ev->end_ps : ev->start_ps);
 	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS)) {
 		if ((r = xs_walk_stats_keys(rc, &rc->ev, e->stats_off,
 					    e->off + e->len - e->stats_off, XEVENT_F_STATS,
@@ -768,6 +772,7 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	const struct xs_plane *p = &x->planes[pi];
 	bool fw = stats_plane_is_host(p) && stats_host_has_fw(x, p);
 	struct ops_acc *acc = NULL;
+	size_t bl;
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -802,15 +807,23 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
 		    (r = xs_line_each(rc, j, NULL, prog_event, &out->pm)) < 0)
 			goto out;
+	bl = rc->win ? SIZE_MAX : stats_busy_line(x, pi); /* a slice walks part of the line */
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
 		enum stats_line_kind k = stats_op_line_kind(x, p, &x->lines[j], fw);
+		struct stats_union u = {0};
 
 		if (k == LK_NONE)
 			continue;
 		acc->kind = k;
+		acc->ub = j == bl ? &u : NULL;
 		out->gpu |= k == LK_STREAM;
 		if ((r = ops_line(rc, j, acc)) < 0)
 			goto out;
+		if (acc->ub) {
+			stats_union_close(&u);
+			out->busy = u.b;
+			out->has_busy = true;
+		}
 	}
 	out->events = acc->events;
 	out->total = acc->total;

@@ -106,6 +106,12 @@ struct progmap {
 	struct xprofs_table *tab; /* id -> index; NULL until the first program */
 };
 
+/* A device plane's busy time: the union of its op lines, and their first start / last end. */
+struct stats_busy {
+	int64_t busy, first, last;
+	bool any;
+};
+
 /*
  * One plane's ops (stats_ops_plane()). On a GPU plane (@gpu: it has stream lines)
  * @m is XProf's op table (ConvertDeviceTraceXPlaneToOpMetricsDb()) and @un the
@@ -120,6 +126,10 @@ struct stats_ops {
 	int64_t un_total;    /* sum of the unattributed events' durations */
 	bool gpu;
 	uint64_t host_tf_ops; /* stats_host_tf_ops(), set by the overview on the host plane */
+	/* stats_device_busy() of the plane, taken on the way when it is one line's
+	 * (stats_busy_line()) and the walk is whole */
+	struct stats_busy busy;
+	bool has_busy;
 };
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
@@ -220,12 +230,6 @@ int stats_merge_next(struct stats_mline *ml);
 void stats_merge_sift(struct stats_merge *m, size_t i);
 /* stats_merge_pop() - advance the line of the earliest event (m->heap[0]); 0 or -errno. */
 int stats_merge_pop(struct stats_merge *m);
-/*
- * stats_merge_union() - the union of the events of lines @li[0..n), as disjoint
- * intervals in time order, each given to @add(arg, from, to).
- */
-int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n,
-		      void (*add)(void *arg, int64_t from, int64_t to), void *arg);
 
 /* ---- the steps and their breakdown (steps.c) ---- */
 
@@ -234,11 +238,21 @@ int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n,
 /* steps.json's breakdown keys ("idle_ps", ...), by type. */
 extern const char *const stats_bd_keys[STATS_BD_N];
 
-/* A device plane's busy time: the union of its op lines, and their first start / last end. */
-struct stats_busy {
-	int64_t busy, first, last;
-	bool any;
+/*
+ * A union of intervals given in start order (merge.c): the one still open
+ * and, in @b, the time covered, the first start and the last end (XProf's
+ * step breakdown unions device activity: concurrent streams count once).
+ * stats_union_add() takes [s, t); stats_union_close() ends the open one.
+ */
+struct stats_union {
+	int64_t cs, ce;
+	bool open;
+	struct stats_busy b;
 };
+void stats_union_add(struct stats_union *u, int64_t s, int64_t t);
+void stats_union_close(struct stats_union *u);
+/* stats_merge_union() - the union of the events of lines @li[0..n) (merged by start) into @b. */
+int stats_merge_union(struct xs_rctx *rc, const size_t *li, size_t n, struct stats_busy *b);
 
 /* One step of XProf's step database (steps.c): a group_id's step on the host. */
 struct stats_step {
@@ -359,6 +373,12 @@ bool stats_straggler_ratio(const struct stats_straggler *s, const struct stats_s
 
 /* stats_device_busy() - device plane @q's busy time into @b (the union of its op lines). */
 int stats_device_busy(struct xs_rctx *rc, size_t q, struct stats_busy *b);
+/*
+ * stats_busy_line() - the line of device plane @q whose events alone make its
+ * stats_device_busy() (its one op line; a TPU's XLA Ops), or SIZE_MAX: several
+ * or none. The union of one line is taken in its order, no merge needed.
+ */
+size_t stats_busy_line(const struct xprofs_xspace *x, size_t q);
 /*
  * stats_steps_busy_sum() - stats_steps_overview() into @sum, and Σ over the device
  * planes (in plane order) of stats_device_busy()'s busy time and span (last end −

@@ -114,53 +114,17 @@ static void advance(struct ssweep *w, int64_t to, int64_t *bd)
  * time a step's sweep gives each type at an instant depends only on the
  * events open then, so two ranges cut at one time add up to the whole.
  */
-/* One plane's busy time as stats_merge_union() takes it: the interval open, the sum. */
-struct ubusy {
-	int64_t cs, ce;
-	bool open;
-	struct stats_busy b;
-};
-
 struct p2range {
 	struct gsteps *g;
 	bool seek, cut;
 	int64_t from, to;
-	struct ssweep *sw;     /* per step: g->sw, or the range's own */
-	int64_t (*bd)[BD_N];   /* per step, NULL: the steps' own (st->s[k].bd) */
-	struct pkeys *keys;    /* per plane: admit()'s look-up cache */
-	bool *pm_events;       /* per marker, NULL: g->pm[].events */
-	const bool *busy_line; /* per line, NULL: none; its plane's busy time is taken here */
-	struct ubusy *ub;      /* per plane, with busy_line */
+	struct ssweep *sw;      /* per step: g->sw, or the range's own */
+	int64_t (*bd)[BD_N];    /* per step, NULL: the steps' own (st->s[k].bd) */
+	struct pkeys *keys;     /* per plane: admit()'s look-up cache */
+	bool *pm_events;        /* per marker, NULL: g->pm[].events */
+	const bool *busy_line;  /* per line, NULL: none; its plane's busy time is taken here */
+	struct stats_union *ub; /* per plane, with busy_line */
 };
-
-/* ub_add() - [s, t) of one of a plane's op lines, in start order, into its union @u. */
-static void ub_add(struct ubusy *u, int64_t s, int64_t t)
-{
-	if (u->open && s > u->ce) {
-		u->b.busy = xs_sat_add(u->b.busy, u->ce - u->cs);
-		u->open = false;
-	}
-	if (!u->open) {
-		if (!u->b.any || s < u->b.first)
-			u->b.first = s;
-		if (!u->b.any || t > u->b.last)
-			u->b.last = t;
-		u->b.any = true;
-		u->cs = s, u->ce = t, u->open = true;
-	} else if (t > u->ce) {
-		u->ce = t;
-	}
-	if (t > u->b.last)
-		u->b.last = t;
-}
-
-/* ub_close() - the interval still open into the sum. */
-static void ub_close(struct ubusy *u)
-{
-	if (u->open)
-		u->b.busy = xs_sat_add(u->b.busy, u->ce - u->cs);
-	u->open = false;
-}
 
 /*
  * feed() - event [s, e) of type @type to step @k's sweep in range @h. An event
@@ -250,7 +214,7 @@ static int range_run(struct xs_rctx *rc, struct p2range *h, const size_t *li, si
 		if (h->cut && e > h->to)
 			e = h->to;
 		if (h->busy_line && h->busy_line[ml->it.l - rc->x->lines])
-			ub_add(&h->ub[q], s, e);
+			stats_union_add(&h->ub[q], s, e);
 		c = xs_md_find(ml->evx, ml->e.md);
 		cls = c >= 0              ? g->cls[q][c]
 		      : g->kind == K_NONE ? BD_HOST_COMPUTE
@@ -269,7 +233,7 @@ static int range_run(struct xs_rctx *rc, struct p2range *h, const size_t *li, si
 	r = 0;
 out:
 	for (size_t q = 0; h->busy_line && q < rc->x->n_planes; q++)
-		ub_close(&h->ub[q]);
+		stats_union_close(&h->ub[q]);
 	for (size_t k = 0; k < g->st->n; k++) { /* close every sweep */
 		if (r == 0)
 			advance(&h->sw[k], INT64_MAX, h->bd ? h->bd[k] : g->st->s[k].bd);

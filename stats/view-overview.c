@@ -111,6 +111,10 @@ static int ov_busy(struct xs_rctx *rc, size_t q, void *arg)
 
 	if (!xs_plane_is_device(&rc->x->planes[q]) || t->busy_done[q])
 		return 0;
+	if (t->slot[q].ops.has_busy) { /* one line's: the op table's walk took it */
+		t->slot[q].busy = t->slot[q].ops.busy;
+		return 0;
+	}
 	return stats_device_busy(rc, q, &t->slot[q].busy);
 }
 
@@ -118,7 +122,9 @@ static uint64_t ov_busy_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 {
 	const struct ov_tasks *t = arg;
 
-	return xs_plane_is_device(&x->planes[q]) && !t->busy_done[q] ? x->planes[q].events : 0;
+	return xs_plane_is_device(&x->planes[q]) && !t->busy_done[q] && !t->slot[q].ops.has_busy
+		       ? x->planes[q].events
+		       : 0;
 }
 
 /*
