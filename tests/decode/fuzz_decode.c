@@ -4,7 +4,8 @@
  * threads in tracks-only mode (must agree with the first open) and render its
  * tracks; render trace.json sliced (each step's window, a 2^63 window, and
  * an all-covering window that must give the same bytes as no window; the
- * last two for trace.pftrace too);
+ * last two for trace.pftrace too) and its level of detail (lod/: whole
+ * and windowed, trace.pftrace's whole);
  * render the session-wide views with the profile as two hosts (session
  * ops.json, compare ops/steps with itself); render the stats views of a
  * two-thread open (split over threads) and of the one-thread open: the same
@@ -71,11 +72,14 @@ static void fuzz_threads(struct xprofs_xspace *x1, struct xprofs_xspace *x2)
 	}
 }
 
-/* Render @view of @x with window [from, to) (NULL: none); its byte count, or (size_t)-1. */
-static size_t sliced_view(struct xprofs_xspace *x, int view, const xprofs_ps128 *w,
-			  struct xprofs_buf *err)
+/*
+ * Render @view of @x with window [from, to) (NULL: none), with @lod its level
+ * of detail (lod/); its byte count, or (size_t)-1.
+ */
+static size_t render_slice(struct xprofs_xspace *x, int view, const xprofs_ps128 *w, bool lod,
+			   struct xprofs_buf *err)
 {
-	struct xprofs_render_opts ro = {.host = "h"};
+	struct xprofs_render_opts ro = {.host = "h", .lod = lod};
 	size_t total = 0;
 	struct xprofs_sink s = {discard, &total};
 	int rc;
@@ -89,6 +93,12 @@ static size_t sliced_view(struct xprofs_xspace *x, int view, const xprofs_ps128 
 	if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 		abort();
 	return rc < 0 ? (size_t)-1 : total;
+}
+
+static size_t sliced_view(struct xprofs_xspace *x, int view, const xprofs_ps128 *w,
+			  struct xprofs_buf *err)
+{
+	return render_slice(x, view, w, false, err);
 }
 
 static size_t sliced(struct xprofs_xspace *x, const xprofs_ps128 *w, struct xprofs_buf *err)
@@ -111,6 +121,10 @@ static void fuzz_slices(struct xprofs_xspace *x, struct xprofs_buf *err)
 		abort(); /* the same for trace.pftrace */
 	(void)sliced(x, big, err);
 	(void)sliced_view(x, XPROFS_VIEW_PFTRACE, big, err);
+	/* the level-of-detail trace, whole and in a window (trace/lod.c) */
+	(void)render_slice(x, XPROFS_VIEW_TRACE, NULL, true, err);
+	(void)render_slice(x, XPROFS_VIEW_PFTRACE, NULL, true, err);
+	(void)render_slice(x, XPROFS_VIEW_TRACE, all, true, err);
 	rc = xprofs_decode_steps(x, &w, &n, err);
 	if (rc < 0 && rc != -EINVAL && rc != -E2BIG)
 		abort();
