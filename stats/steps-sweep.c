@@ -11,7 +11,9 @@
  * there and ends the first there, so the halves add up to the serial pass
  * exactly (the time a type owns at an instant depends only on the events
  * open then). One thread, a render already inside a task, or a line out of
- * order: one range, the whole time.
+ * order: one range, the whole time. On the way it takes the busy time
+ * (stats_union, merge.c) of each device plane all of whose op lines it
+ * merges, for the overview and the session summary (busy.c).
  * Limits: ACTIVE_MAX events open at once in a step (more own no time); the
  * first STATS_MERGE_MAX event lines.
  */
@@ -108,8 +110,8 @@ static void advance(struct ssweep *w, int64_t to, int64_t *bd)
 }
 
 /*
- * One time range of pass 2 (stats_steps_events()): the events starting in [from, to) go
- * to its own sweeps. With @seek an event that starts before @from and ends
+ * One time range of pass 2 (stats_steps_events()): the events starting in
+ * [from, to) go to its own sweeps. With @seek an event that starts before @from and ends
  * after it enters at @from; with @cut one that ends after @to ends there. The
  * time a step's sweep gives each type at an instant depends only on the
  * events open then, so two ranges cut at one time add up to the whole.
