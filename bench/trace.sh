@@ -18,10 +18,12 @@
 # trace.pftrace >= 150 and <= 1.5x the profile, a step slice of the 1 GiB
 # profile < 1 s, first byte of any view < 1 s, daemon RSS < 128 MB.
 # It also reports the daemon's CPU time for the read (user + system, from
-# /proc/PID/stat) and the ceiling that puts on the speed: the profile's MB
-# over (CPU seconds / online CPUs), what the view would reach if that work
-# spread perfectly over every core with nothing else running. A target above
-# the ceiling needs less work per byte, or more cores, not better overlap.
+# /proc/PID/stat), that time per 100 MB of profile (issue 26: the number a
+# shared machine skews least, beside the wall time), and the ceiling that
+# puts on the speed: the profile's MB over (CPU seconds / online CPUs), what
+# the view would reach if that work spread perfectly over every core with
+# nothing else running. A target above the ceiling needs less work per byte,
+# or more cores, not better overlap.
 # The load average (uptime) is written with the results: this is a shared
 # machine. Writes bench/out/trace-results.md.
 #
@@ -61,7 +63,7 @@ bench_head "xprofs trace views, cold through the mount" \
 	"Each row: a fresh mount (empty view cache, profile dropped from the page cache), one read." \
 	"Load before: $(uptime | sed 's/.*load average/load average/')" \
 	-- profile view "view MB" "first byte s" "total s" "MB/s of profile" "view/profile" "daemon peak RSS MB" \
-	"daemon CPU s" "CPU-bound ceiling MB/s ($NCPU CPUs)" "load (1 min)" \
+	"daemon CPU s" "CPU s per 100 MB" "CPU-bound ceiling MB/s ($NCPU CPUs)" "load (1 min)" \
 	>"$RES.tmp"
 
 for size in $SIZES; do
@@ -92,16 +94,17 @@ for size in $SIZES; do
 		read -r fb t nb < <(bench_timed_first "$path")
 		c1=$(cpu_ticks)
 		cpu=$(awk -v a="$c0" -v b="$c1" -v hz="$TICKS" 'BEGIN { printf "%.2f", (b - a) / hz }')
+		per100=$(awk -v c="$cpu" -v b="$bytes" 'BEGIN { printf "%.2f", c * 100 / (b / 1048576) }')
 		ceil=$(awk -v c="$cpu" -v b="$bytes" -v n="$NCPU" 'BEGIN { if (c <= 0) print "-"; else printf "%.0f", b / 1048576 / (c / n) }')
 		rss=$(bench_hwm_mb)
 		load=$(awk '{ print $1 }' /proc/loadavg)
 		bench_umount "$MNT"
 		rm -rf "$cache"
-		echo "$size $v: first byte $fb s, total $t s, $nb bytes, RSS $rss MB, CPU $cpu s (ceiling $ceil MB/s), load $load" >&2
-		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
+		echo "$size $v: first byte $fb s, total $t s, $nb bytes, RSS $rss MB, CPU $cpu s ($per100 s per 100 MB, ceiling $ceil MB/s), load $load" >&2
+		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
 			"$(awk -v n="$nb" 'BEGIN { printf "%.1f", n / 1048576 }')" "$fb" "$t" \
 			"$(awk -v b="$bytes" -v t="$t" 'BEGIN { if (t == "fail" || t <= 0) print "-"; else printf "%.0f", b / 1048576 / t }')" \
-			"$(awk -v n="$nb" -v b="$bytes" 'BEGIN { printf "%.2f", n / b }')" "$rss" "$cpu" "$ceil" "$load" >>"$RES.tmp"
+			"$(awk -v n="$nb" -v b="$bytes" 'BEGIN { printf "%.2f", n / b }')" "$rss" "$cpu" "$per100" "$ceil" "$load" >>"$RES.tmp"
 	done
 	rm -rf "$logdir"
 done

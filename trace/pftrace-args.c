@@ -61,12 +61,16 @@ static bool name_defined(struct trace_pf_name *e, uint32_t seq)
 	return false;
 }
 
+/* Recent strings remembered per table: the same few names recur on every event. */
+#define STRTAB_MEMO 16
+
 /* A string-keyed interning table: entries in t[], found through @tab; strings back to back. */
 struct trace_pf_strtab {
 	struct trace_pf_name *t; /* owned, in the order made */
 	size_t cap, n;
 	struct xprofs_table *tab; /* string -> index in t[] */
 	struct pbw strs;
+	uint32_t memo[STRTAB_MEMO]; /* index + 1 of a recent string per strtab_slot(); 0: none */
 };
 
 /* Derived events' names and string args, each table: at most this many, of at most this many bytes. */
@@ -360,14 +364,21 @@ static struct trace_pf_name *strtab_get(struct trace_pf_strtab *tab, const char 
 					size_t max_bytes, uint64_t iid, bool *made)
 {
 	struct strkey k = {s, n};
-	uint64_t h = xprofs_table_hash(0, s, n);
+	uint32_t *memo = &tab->memo[(n + (n ? (unsigned char)s[n - 1] : 0)) % STRTAB_MEMO];
+	uint64_t h;
 	size_t at = tab->strs.len;
 	struct trace_pf_name *e;
 	uint32_t i;
 
 	*made = false;
-	if (xprofs_table_find(tab->tab, h, strtab_eq, tab, &k, &i) == 0)
+	/* the memo first: one compare instead of hashing the string and probing */
+	if (*memo && strtab_eq(tab, *memo - 1, &k))
+		return &tab->t[*memo - 1];
+	h = xprofs_table_hash(0, s, n);
+	if (xprofs_table_find(tab->tab, h, strtab_eq, tab, &k, &i) == 0) {
+		*memo = i + 1;
 		return &tab->t[i];
+	}
 	if (at + n > max_bytes || xprofs_grow(&tab->t, &tab->cap, tab->n, sizeof(*tab->t), 64) < 0)
 		return NULL;
 	pbw_bytes(&tab->strs, s, n);
@@ -375,6 +386,7 @@ static struct trace_pf_name *strtab_get(struct trace_pf_strtab *tab, const char 
 		tab->strs.len = at; /* not stored */
 		return NULL;
 	}
+	*memo = (uint32_t)tab->n + 1;
 	e = &tab->t[tab->n++];
 	*e = (struct trace_pf_name){.off = at, .len = n, .iid = iid};
 	*made = true;

@@ -151,6 +151,8 @@ uint64_t trace_pf_ns(xs_ps128 ps)
 {
 	if (ps < 0)
 		return 0;
+	if (ps <= INT64_MAX) /* the common case: a 64-bit division, not __divti3's */
+		return (uint64_t)(int64_t)ps / 1000;
 	ps /= 1000;
 	if (ps > (xs_ps128)UINT64_MAX)
 		return UINT64_MAX;
@@ -211,7 +213,7 @@ void trace_pf_close_until(struct trace_pf_line *pl, uint64_t ns)
 	for (;;) {
 		size_t best = LEVELS_MAX;
 
-		for (size_t k = 0; k < LEVELS_MAX; k++) {
+		for (size_t k = 0; k < pl->nlv; k++) {
 			struct trace_pf_track *t = &pl->lv[k];
 
 			if (t->n && t->end[t->n - 1] <= ns &&
@@ -257,9 +259,12 @@ size_t trace_pf_place(struct trace_pf_line *pl, uint64_t *b, uint64_t *en)
 		if (tr->n < STACK_MAX && (!tr->n || tr->end[tr->n - 1] >= *en))
 			break; /* else full, or a partial overlap: try the next track */
 	}
-	if (k < LEVELS_MAX)
+	if (k < LEVELS_MAX) {
 		trace_pf_need_track(pl, k);
-	else
+		if (k >= pl->nlv)
+			pl->nlv = k + 1;
+	} else {
 		trace_pf_dropped(pl->c, *b);
+	}
 	return k;
 }

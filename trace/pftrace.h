@@ -248,6 +248,7 @@ struct trace_pf_line {
 	uint64_t last_ns;
 	bool counters;
 	struct trace_pf_track lv[LEVELS_MAX];
+	size_t nlv; /* levels ever placed on (trace_pf_place()): only those hold open slices */
 	struct trace_regions *regions; /* borrowed (c->regions); NULL: none */
 	double cval;
 	bool has_cval;

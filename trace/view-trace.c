@@ -158,6 +158,18 @@ static const double pow10_d[] = {1e0,  1e1,  1e2,  1e3,  1e4,  1e5,  1e6,  1e7,
 				 1e8,  1e9,  1e10, 1e11, 1e12, 1e13, 1e14, 1e15,
 				 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22};
 
+/*
+ * llround(@x) for |@x| < 2^52 without the libm call: x - (int64_t)x is
+ * exact there, so comparing it with one half rounds ties away from zero.
+ */
+static int64_t round_half_away(double x)
+{
+	int64_t i = (int64_t)x;
+	double f = x - (double)i;
+
+	return f >= 0.5 ? i + 1 : f <= -0.5 ? i - 1 : i;
+}
+
 /* @n / 10^@d written as a decimal into @buf (room for 48); its length. Trailing zeros go. */
 static size_t dec_fmt(char *buf, uint64_t n, int d)
 {
@@ -229,15 +241,16 @@ static size_t dur_digits(char *buf, double t, double e, int64_t dur)
 		bool found = false;
 
 		scale *= 10; /* 10^(d - 6): one picosecond in units of 10^-d µs */
-		if ((uint64_t)dur > (UINT64_MAX - scale) / scale)
+		/* dur * scale + scale would pass UINT64_MAX (no division: this runs per event) */
+		if (__builtin_mul_overflow((uint64_t)dur, scale, &base) ||
+		    base > UINT64_MAX - scale)
 			break;
-		base = (uint64_t)dur * scale;
 		half = (int64_t)(scale / 2); /* |j| < half: still rounds to dur ps */
 		dj = center - x;
 		dj *= pow10_d[d];
 		if (!(fabs(dj) < (double)half + 2))
 			continue;
-		j0 = llround(dj);
+		j0 = round_half_away(dj);
 		/* the center is in the admissible interval: one of its nearest three is too, if any */
 		for (int64_t k = -1; k <= 1 && !found; k++) {
 			j = j0 + k;

@@ -405,22 +405,26 @@ extern const char xs_digits2[201];
 /* Decimal digits of @v into @buf (at least 20 bytes); returns the length. */
 static inline size_t xs_fmt_u64(char *buf, uint64_t v)
 {
-	char t[24], *p = t + sizeof(t);
-	size_t n;
+	uint64_t t = v;
+	size_t n = 1;
+	char *p;
 
+	/* count first, then write in place: no variable-length copy per number */
+	while (t >= 100) {
+		t /= 100;
+		n += 2;
+	}
+	n += t >= 10;
+	p = buf + n;
 	while (v >= 100) {
 		p -= 2;
 		memcpy(p, xs_digits2 + (v % 100) * 2, 2);
 		v /= 100;
 	}
-	if (v >= 10) {
-		p -= 2;
-		memcpy(p, xs_digits2 + v * 2, 2);
-	} else {
-		*--p = (char)('0' + v);
-	}
-	n = (size_t)(t + sizeof(t) - p);
-	memcpy(buf, p, n);
+	if (v >= 10)
+		memcpy(p - 2, xs_digits2 + v * 2, 2);
+	else
+		p[-1] = (char)('0' + v);
 	return n;
 }
 
@@ -493,7 +497,7 @@ static inline void xs_out_us(struct xs_out *o, int64_t ps)
 		while (f[k - 1] == '0')
 			k--;
 		p[n++] = '.';
-		memcpy(p + n, f, k);
+		memcpy(p + n, f, sizeof(f)); /* fixed size (inside the 40 reserved): no call */
 		n += k;
 	}
 	o->len += n;
