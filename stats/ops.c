@@ -149,8 +149,8 @@ struct refc {
 
 struct mdc {
 	int64_t md;
-	char *tf;   /* owned; NULL: the entry is a left-out kernel's */
-	int64_t gi; /* -1: empty */
+	char *tf;    /* owned; NULL: the entry is a left-out kernel's */
+	int64_t gi1; /* the op's index + 1; 0: empty (so a zeroed table is empty) */
 };
 
 /*
@@ -178,8 +178,10 @@ struct ops_acc {
 	size_t depth;
 	struct frame stack[OPS_DEPTH_MAX];
 	struct refc hc[REFC_SIZE]; /* (hlo_op ref, program id) -> op, for this plane */
-	struct mdc mc[MDC_SIZE];   /* kernel metadata (and tf_op) -> framework / left-out op */
-	struct xs_rctx *rc;        /* borrowed: the render's, for its HLO facts */
+	/* kernel metadata (and tf_op) -> framework / left-out op: MDC_SIZE entries, owned,
+	 * allocated at the first kernel (a plane without kernels costs nothing) */
+	struct mdc *mc;
+	struct xs_rctx *rc; /* borrowed: the render's, for its HLO facts */
 	/* the stats ops_event() reads on stream / XLA Ops lines: the walk decodes only them */
 	struct xs_stat_keys ks_stream, ks_xla;
 };
@@ -314,11 +316,13 @@ static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_
 	return gi;
 }
 
-/* mdc_slot() - the cache entry of kernel metadata @md (with @tf: a framework op's). */
+/* mdc_slot() - the cache entry of kernel metadata @md (with @tf: a framework op's); NULL: no memory. */
 static struct mdc *mdc_slot(struct ops_acc *a, int64_t md, const char *tf)
 {
 	uint64_t h = (uint64_t)md * 0x9e3779b97f4a7c15ull;
 
+	if (!a->mc && !(a->mc = calloc(MDC_SIZE, sizeof(*a->mc))))
+		return NULL;
 	if (tf)
 		h ^= xprofs_table_hash(0, tf, strlen(tf));
 	return &a->mc[(h * 0xff51afd7ed558ccdull) >> (64 - MDC_BITS)];
@@ -329,21 +333,21 @@ static int64_t mdc_hit(struct ops_acc *a, int64_t md, const char *tf)
 {
 	struct mdc *c = mdc_slot(a, md, tf);
 
-	if (c->gi < 0 || c->md != md || !c->tf != !tf || (tf && strcmp(c->tf, tf)))
+	if (!c || !c->gi1 || c->md != md || !c->tf != !tf || (tf && strcmp(c->tf, tf)))
 		return -1;
-	return c->gi;
+	return c->gi1 - 1;
 }
 
 /* mdc_set() - cache op @gi for (@md, @tf) (best effort: no memory, no entry). */
 static void mdc_set(struct ops_acc *a, int64_t md, const char *tf, int64_t gi)
 {
 	struct mdc *c = mdc_slot(a, md, tf);
-	char *copy = tf ? strdup(tf) : NULL;
+	char *copy = c && tf ? strdup(tf) : NULL;
 
-	if (tf && !copy)
+	if (!c || (tf && !copy))
 		return;
 	free(c->tf);
-	*c = (struct mdc){md, copy, gi};
+	*c = (struct mdc){md, copy, gi + 1};
 }
 
 /*
@@ -779,6 +783,7 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	out->m.other = -1;
 	if (!(acc = malloc(sizeof(*acc))))
 		return -ENOMEM;
+	acc->mc = NULL;
 	out->un.other = -1;
 	acc->m = &out->m;
 	acc->un = &out->un;
@@ -800,8 +805,6 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	acc->run.gi = -1;
 	for (size_t i = 0; i < REFC_SIZE; i++)
 		acc->hc[i].gi = -1;
-	for (size_t i = 0; i < MDC_SIZE; i++)
-		acc->mc[i] = (struct mdc){0, NULL, -1};
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
 		if (xs_plane_is_device(p) &&
 		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
@@ -834,8 +837,10 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	if (out->events || out->un_events)
 		r = stats_plane_facts_get(rc, pi, &out->f);
 out:
-	for (size_t i = 0; acc && i < MDC_SIZE; i++)
+	for (size_t i = 0; acc && acc->mc && i < MDC_SIZE; i++)
 		free(acc->mc[i].tf);
+	if (acc)
+		free(acc->mc);
 	free(acc);
 	if (r < 0)
 		stats_ops_free(out);
