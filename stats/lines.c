@@ -58,15 +58,16 @@ bool stats_host_has_fw(const struct xprofs_xspace *x, const struct xs_plane *p)
 size_t stats_step_lines(const struct xprofs_xspace *x, size_t q, size_t *li, size_t max)
 {
 	size_t n = 0;
+	/* one plane's lines are contiguous: a per-plane call does not scan the others */
+	size_t j0 = q == SIZE_MAX ? 0 : x->planes[q].first_line;
+	size_t j1 = q == SIZE_MAX ? x->n_lines : j0 + x->planes[q].n_lines;
 
-	for (size_t j = 0; j < x->n_lines && n < max; j++) {
+	for (size_t j = j0; j < j1 && n < max; j++) {
 		const struct xs_line *l = &x->lines[j];
 		const struct xs_plane *p = &x->planes[l->plane];
 		bool dev = xs_plane_is_device(p);
 		enum stats_line_kind k;
 
-		if (q != SIZE_MAX && l->plane != q)
-			continue;
 		k = stats_op_line_kind(x, p, l, !dev && stats_host_has_fw(x, p));
 		if (k == LK_XLA_OPS || k == LK_STREAM || (q == SIZE_MAX && k == LK_HOST))
 			li[n++] = j;
