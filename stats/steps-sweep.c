@@ -128,6 +128,12 @@ struct p2range {
 	struct stats_union *ub; /* per plane, with busy_line */
 };
 
+/* range_bd() - the breakdown step @k's sweep in range @h adds to. */
+static int64_t *range_bd(struct p2range *h, size_t k)
+{
+	return h->bd ? h->bd[k] : h->g->st->s[k].bd;
+}
+
 /*
  * feed() - event [s, e) of type @type to step @k's sweep in range @h. An event
  * starting before the sweep's time (a line out of order) starts then.
@@ -135,7 +141,7 @@ struct p2range {
 static int feed(struct p2range *h, size_t k, int64_t s, int64_t e, uint8_t type)
 {
 	struct ssweep *w = &h->sw[k];
-	int64_t *bd = h->bd ? h->bd[k] : h->g->st->s[k].bd;
+	int64_t *bd = range_bd(h, k);
 	size_t i;
 	int r;
 
@@ -238,7 +244,7 @@ out:
 		stats_union_close(&h->ub[q]);
 	for (size_t k = 0; k < g->st->n; k++) { /* close every sweep */
 		if (r == 0)
-			advance(&h->sw[k], INT64_MAX, h->bd ? h->bd[k] : g->st->s[k].bd);
+			advance(&h->sw[k], INT64_MAX, range_bd(h, k));
 		free(h->sw[k].a);
 		h->sw[k].a = NULL;
 		h->sw[k].n = h->sw[k].cap = 0;
