@@ -25,6 +25,12 @@ bash tests/gcs/setup-emulator.sh
 bash tests/decode/setup-jsreader.sh
 phase setup
 
+# Checks that pass in the plain build are remembered for the ASan build's
+# run of the same test: tests/lib/xproto.py verdict(). Fresh for every run.
+XPROFS_VERDICT_CACHE=$(mktemp -d /tmp/xprofs-verdicts.XXXXXX)
+export XPROFS_VERDICT_CACHE
+trap 'rm -rf "$XPROFS_VERDICT_CACHE"' EXIT
+
 passed=0 failed=0 skipped=0
 count_results() { # $1 = build dir
 	local log="$1/meson-logs/testlog.json"

@@ -519,7 +519,7 @@ def check_mount(pb, tmp):
             d = os.path.join(hd, sub)
             data = xmount.read_whole(os.path.join(d, "trace.pftrace"))[1]
             tj = xmount.read_whole(os.path.join(d, "trace.json"))[1]
-            check(pb, None, "mount " + (sub or "host"), data=data, tj_data=tj)
+            xproto.verdict(check, pb, None, "mount " + (sub or "host"), data=data, tj_data=tj)
     finally:
         rc = m.close()
         if rc != 0:
@@ -554,7 +554,9 @@ def main():
         profiles.append((os.path.join(tmp, "xflows.xplane.pb"), "preprocessing flows"))
     for path, where in profiles:
         try:
-            check(pb, path, where, {"hostile": True, "hostile deep": "deep"}.get(where, False))
+            so = {"hostile": True, "hostile deep": "deep"}.get(where, False)
+            xproto.verdict(check, pb, path, where, so, data=decode(path, "trace.pftrace"),
+                           tj_data=None if so == "deep" else decode(path, "trace"))
         except Exception as e:  # noqa: BLE001
             fail("%s: %s" % (where, e))
     if len(sys.argv) == 1:

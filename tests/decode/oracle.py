@@ -61,15 +61,16 @@ def run_view(path, view):
     return 0, json.loads(p.stdout, parse_constant=bad)
 
 
-def check_analyses(path, xs):
-    """overview.json and kernels.json against oracle_stats (docs/stats.md)."""
-    rc, ov = run_view(path, "overview")
-    if rc != 0:
-        fail("%s: overview.json failed (%d)" % (path, rc))
+def check_analyses(path, xs, ov=None, kernels=None):
+    """overview.json and kernels.json (each (exit status, JSON), run here when not
+    given) against oracle_stats (docs/stats.md)."""
+    ov = ov or run_view(path, "overview")
+    kernels = kernels or run_view(path, "kernels")
+    if ov[0] != 0:
+        fail("%s: overview.json failed (%d)" % (path, ov[0]))
     else:
-        oracle_stats.check_overview(path, xs, ov, stat_value, stat_name, names, fail)
-    oracle_stats.check_kernels(path, xs, lambda: run_view(path, "kernels"), stat_value,
-                               stat_name, names, fail)
+        oracle_stats.check_overview(path, xs, ov[1], stat_value, stat_name, names, fail)
+    oracle_stats.check_kernels(path, xs, lambda: kernels, stat_value, stat_name, names, fail)
 
 
 def obj(pairs):
@@ -247,6 +248,52 @@ def check_steps(path, xs, steps):
                 return
 
 
+def views(path):
+    """Every output of the CLI on @path that check_file() reads, as bytes: {view: bytes},
+    "tracks" {file: bytes} for every track the summary lists, and overview and kernels
+    as (exit status, bytes)."""
+    v = {"summary": run([path, "--view", "summary"], parse=False)}
+    v["tracks"] = {}
+    for jp in json.loads(v["summary"])["planes"]:
+        for jl in jp["lines"]:
+            tr = jp["file"] + "/" + jl["file"]
+            v["tracks"][tr] = run([path, "--track", tr], parse=False)
+    for view in ("ops", "steps", "trace", "trace.json.gz"):
+        v[view] = run([path, "--view", view], parse=False)
+    v["unpack"] = run([path, "--unpack"], parse=False)
+    for view in ("overview", "kernels"):
+        p = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE)
+        v[view] = (p.returncode, p.stdout if p.returncode == 0 else b"")
+    return v
+
+
+def check_file(path, xs, v):
+    """Every view in @v (views()) of the profile at @path, parsed as @xs, against the
+    oracles. Returns the number of tracks."""
+    def load(raw):
+        return json.loads(raw, object_pairs_hook=list, parse_float=Decimal)
+
+    def strict(rv):  # run_view()'s parse
+        def bad(c):
+            raise ValueError("%s: non-JSON constant %s" % (path, c))
+        return (rv[0], json.loads(rv[1], parse_constant=bad) if rv[0] == 0 else None)
+
+    tracks = check_summary(path, xs, load(v["summary"]))
+    for p, l, tr in tracks:
+        check_track(path, p, l, load(v["tracks"][tr]))
+    check_ops(path, xs, load(v["ops"]))
+    steps = load(v["steps"])
+    check_steps(path, xs, steps)
+    oracle_stats.check_breakdown(path, xs, steps, obj, stat_value, stat_name, fail)
+    check_analyses(path, xs, strict(v["overview"]), strict(v["kernels"]))
+    host = os.path.basename(path)[:-len(".xplane.pb")]
+    oracle_trace.check(path, xs, v["trace"], v["trace.json.gz"], host, stat_value, fail)
+    if obj(load(v["unpack"]))["events"] != sum(len(l.events) for p in xs.planes for l in p.lines):
+        fail("%s: --unpack event count" % path)
+    return len(tracks)
+
+
 def generated(tmp):
     """Small profiles from tools/xprofs-gen (steps, counters, GPU streams), if built."""
     gen = os.path.join(BUILD, "tools", "xprofs-gen")
@@ -305,30 +352,17 @@ def main():
             xs = pb2.XSpace()
             with open(path, "rb") as f:
                 xs.ParseFromString(f.read())
-            tracks = check_summary(path, xs, run([path, "--view", "summary"]))
-            for p, l, tr in tracks:
-                check_track(path, p, l, run([path, "--track", tr]))
-            check_ops(path, xs, run([path, "--view", "ops"]))
-            steps = run([path, "--view", "steps"])
-            check_steps(path, xs, steps)
-            oracle_stats.check_breakdown(path, xs, steps, obj, stat_value, stat_name, fail)
-            check_analyses(path, xs)
-            host = os.path.basename(path)[:-len(".xplane.pb")]
-            oracle_trace.check(path, xs, run([path, "--view", "trace"], parse=False),
-                               run([path, "--view", "trace.json.gz"], parse=False), host,
-                               stat_value, fail)
-            unpack = run([path, "--unpack"])
-            if obj(unpack)["events"] != sum(len(l.events) for p in xs.planes for l in p.lines):
-                fail("%s: --unpack event count" % path)
-            print("ok %s (%d tracks)" % (path, len(tracks)))
+            n = xproto.verdict(check_file, path, xs, views(path))
+            print("ok %s (%d tracks)" % (path, n))
         # trace.json only (the other views keep int64 ps): epoch-based line timestamps
         for path in [epoch_copy(pb2, f, tmp) for f in gen[:1]]:
             xs = pb2.XSpace()
             with open(path, "rb") as f:
                 xs.ParseFromString(f.read())
-            oracle_trace.check(path, xs, run([path, "--view", "trace"], parse=False),
-                               run([path, "--view", "trace.json.gz"], parse=False),
-                               os.path.basename(path)[:-len(".xplane.pb")], stat_value, fail)
+            xproto.verdict(oracle_trace.check, path, xs,
+                           run([path, "--view", "trace"], parse=False),
+                           run([path, "--view", "trace.json.gz"], parse=False),
+                           os.path.basename(path)[:-len(".xplane.pb")], stat_value, fail)
             print("ok %s (trace only)" % path)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

@@ -263,6 +263,19 @@ def us(ps):
     return "%d.%06d" % (ps // 1000000, ps % 1000000)
 
 
+def check_lod(pb, w, xs, host, window, raw, pf):
+    """The lod trace.json @raw of @xs (the window (first, last) ps, or None) against Lod,
+    and its trace.pftrace @pf against @raw. (kept, seen, resolution ps, px) when the
+    trace matched, else None."""
+    keep = Lod(xs, window)
+    n = len(xproto.failures)
+    oracle_trace.check(w, xs, raw, gzip.compress(raw), host, oracle.stat_value, fail, keep)
+    if len(xproto.failures) != n:
+        return None
+    check_pftrace.check(pb, None, w + " pftrace", data=pf, tj_data=raw)
+    return keep.kept, keep.seen, keep.res, keep.px
+
+
 def check_profile(pb, path, where, windows=True, thin=True):
     """The whole profile's lod and a window's, against Lod; its .pftrace against its .json."""
     xs = oracle.load_pb2()[0].XSpace()
@@ -278,21 +291,18 @@ def check_profile(pb, path, where, windows=True, thin=True):
         w = "%s lod %s" % (where, name)
         raw = cli(path, "trace", "--lod", *extra)
         full = cli(path, "trace", *extra)
-        keep = Lod(xs, (win[0], win[1]) if window else None)
-        n = len(xproto.failures)
-        oracle_trace.check(w, xs, raw, gzip.compress(raw), host, oracle.stat_value, fail, keep)
-        if len(xproto.failures) != n:
+        pf = cli(path, "trace.pftrace", "--lod", *extra)
+        kept = xproto.verdict(check_lod, pb, w, xs, host, window, raw, pf)
+        if kept is None:
             continue
-        if thin and not keep.kept < keep.seen:
+        if thin and not kept[0] < kept[1]:
             fail("%s: the lod kept all %d events (resolution %d ps): nothing tested"
-                 % (w, keep.seen, keep.res))
+                 % (w, kept[1], kept[2]))
         if len(raw) > len(full):
             fail("%s: lod trace.json (%d bytes) is larger than the trace (%d)"
                  % (w, len(raw), len(full)))
-        pf = cli(path, "trace.pftrace", "--lod", *extra)
-        check_pftrace.check(pb, None, w + " pftrace", data=pf, tj_data=raw)
         print("ok %s: %d of %d events kept at %d ps (%d px), trace.json %d of %d bytes"
-              % (w, keep.kept, keep.seen, keep.res, keep.px, len(raw), len(full)))
+              % (w, kept[0], kept[1], kept[2], kept[3], len(raw), len(full)))
         outs[name] = (raw, pf, us(win[0]) + "-" + us(win[1]))
     return outs
 

@@ -12,6 +12,7 @@ import sys
 import tempfile
 
 import xcheck
+import xproto
 import xtap
 
 
@@ -73,7 +74,59 @@ def main():
         tail = xcheck.log_tail(log, 20)
         t.ok(tail.splitlines()[1:] == ["line %d" % i for i in range(30, 50)],
              "log_tail(): the last 20 lines", tail)
+        check_verdicts(t, d)
     return t.done()
+
+
+calls = []
+
+
+def check(data, path, bad=False):
+    """A check for verdict(): counts its calls."""
+    calls.append(1)
+    if bad:
+        xproto.fail("made to fail")
+    return len(data)
+
+
+def check_verdicts(t, d):
+    """xproto.verdict(): a pass is remembered for the same arguments only; a
+    failure, a closure or other bytes check again."""
+    xproto.VERDICTS = os.path.join(d, "verdicts")
+    os.mkdir(xproto.VERDICTS)
+    a, b = os.path.join(d, "va"), os.path.join(d, "vb")
+    os.mkdir(a)
+    os.mkdir(b)
+    for x in (a, b):
+        with open(os.path.join(x, "p.pb"), "wb") as f:
+            f.write(b"profile")
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        r = [xproto.verdict(check, b"12345", os.path.join(a, "p.pb")),
+             xproto.verdict(check, b"12345", os.path.join(b, "p.pb"))]
+    t.ok(r == [5, 5] and len(calls) == 1, "verdict(): the same bytes in another directory "
+         "pass without checking again", "%r, %d calls" % (r, len(calls)))
+    with contextlib.redirect_stdout(out):
+        xproto.verdict(check, b"12346", os.path.join(a, "p.pb"))
+    t.ok(len(calls) == 2, "verdict(): other output bytes are checked")
+    with open(os.path.join(b, "p.pb"), "wb") as f:
+        f.write(b"profilf")
+    with contextlib.redirect_stdout(out):
+        xproto.verdict(check, b"12345", os.path.join(b, "p.pb"))
+    t.ok(len(calls) == 3, "verdict(): another profile's bytes are checked")
+    n = len(xproto.failures)
+    with contextlib.redirect_stdout(out):
+        xproto.verdict(check, b"x", a, bad=True)
+        xproto.verdict(check, b"x", a, bad=True)
+    t.ok(len(calls) == 5 and len(xproto.failures) == n + 2,
+         "verdict(): a failed check is not remembered", "%d calls" % len(calls))
+    del xproto.failures[n:]
+    with contextlib.redirect_stdout(out):
+        xproto.verdict(lambda: check(b"y", a))
+        xproto.verdict(lambda: check(b"y", a))
+    t.ok(len(calls) == 7, "verdict(): a closure's captured values are not digested: checked "
+         "every time")
+    xproto.VERDICTS = None
 
 
 if __name__ == "__main__":

@@ -97,8 +97,11 @@ void gen_memory_next(struct memsim *m, const struct gspace *s, uint64_t total, s
 	} else {
 		while (m->size[slot] || slot < MEM_PERSIST)
 			slot++;
+		/* two draws, in a fixed order (an expression's operands have none) */
+		uint64_t units = 1 + rng_below(r, 64);
+
 		e->alloc = true;
-		e->size = (1 + rng_below(r, 64)) << (12 + rng_below(r, 12));
+		e->size = units << (12 + rng_below(r, 12));
 		m->burst--;
 	}
 	e->slot = slot;

@@ -87,11 +87,15 @@ static void si_name(const struct gplane *p, int c, uint32_t i, char *dst, size_t
 	struct rng r = {seed_of(p->seed, 0x5349 + (uint64_t)c, i)};
 
 	switch (c) {
-	case SI_KERNEL_DETAILS:
+	case SI_KERNEL_DETAILS: {
+		/* draws in a fixed order (a call's arguments have none): the last value first */
+		unsigned mem = (unsigned)rng_below(&r, 65536) & ~127u;
+		unsigned gy = 1u + (unsigned)rng_below(&r, 128);
+
 		snprintf(dst, n, " grid:%u,%u,1 block:256,1,1 private_mem:0 group_mem:%u occ_pct:0",
-			 1u << rng_below(&r, 15), 1u + (unsigned)rng_below(&r, 128),
-			 (unsigned)rng_below(&r, 65536) & ~127u);
+			 1u << rng_below(&r, 15), gy, mem);
 		break;
+	}
 	case SI_TF_OP:
 		snprintf(dst, n, "jit(%s)/jit(main)/%s/%s", gen_module_names[i % N_MODULES] + 4,
 			 gen_py_funcs[rng_below(&r, N_PY_FUNCS)], gen_opcodes[i % N_OPCODES].op);

@@ -111,8 +111,10 @@ void gen_shape_text(struct rng *r, char *dst, size_t n)
 {
 	const unsigned dims[] = {8, 16, 32, 128, 256, 512, 1024, 4096};
 
-	snprintf(dst, n, "bf16[%u,%u,%u]{2,1,0:T(8,128)(2,1)}", dims[rng_below(r, 8)],
-		 dims[rng_below(r, 8)], dims[rng_below(r, 8)]);
+	/* draws in a fixed order (a call's arguments have none): the last dimension first */
+	unsigned d2 = dims[rng_below(r, 8)], d1 = dims[rng_below(r, 8)];
+
+	snprintf(dst, n, "bf16[%u,%u,%u]{2,1,0:T(8,128)(2,1)}", dims[rng_below(r, 8)], d1, d2);
 }
 
 /*
