@@ -52,7 +52,7 @@ static uint64_t xxh_merge(uint64_t acc, uint64_t v)
 uint64_t cache_hash64(const void *p, size_t n, uint64_t seed)
 {
 	const uint8_t *s = p;
-	const uint8_t *end = s + n;
+	const uint8_t *end = n ? s + n : s; /* no offset on NULL (n == 0) */
 	uint64_t h;
 
 	if (n >= 32) {

@@ -299,7 +299,8 @@ static int rd_name(struct bdec *d, int wt, uint32_t f, uint32_t *name)
 /* Field @x (tag read: wire type @wt) of message @m into @entry. */
 static int rd_field(struct bdec *d, const struct msg *m, const struct fd *x, int wt, void *entry)
 {
-	char *at = (char *)entry + x->off;
+	/* no entry: a message read for its sub-messages only (no offset on NULL) */
+	char *at = entry ? (char *)entry + x->off : NULL;
 	int64_t v;
 	uint64_t u;
 	int r;

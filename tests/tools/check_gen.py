@@ -391,8 +391,11 @@ def cmd_memory(gen, tmp):
     check(t.returncode == 0, "200M rc %d: %s" % (t.returncode, t.stderr[-300:]))
     rss_kb = int(t.stderr.decode().strip().splitlines()[-1])
     size = os.path.getsize(p)
-    print("200M gpu: %d bytes, peak RSS %d KB" % (size, rss_kb))
-    check(rss_kb < 64 * 1024, "peak RSS %d KB >= 64 MB" % rss_kb)
+    # Under ASan the peak is its shadow memory and its quarantine of freed blocks (65-90 MB
+    # at any size here): still bounded, but the plain build's pass checks the bound itself.
+    cap = 64 if os.environ.get("XPROFS_SANITIZE", "none") == "none" else 192
+    print("200M gpu: %d bytes, peak RSS %d KB (bound %d MB)" % (size, rss_kb, cap))
+    check(rss_kb < cap * 1024, "peak RSS %d KB >= %d MB" % (rss_kb, cap))
     check(160 << 20 <= size <= 240 << 20, "size %d not near 200 MB" % size)
     fields = walk_top(p)
     check(len(fields.get(1, [])) == 11 and len(fields.get(4, [])) == 1,
