@@ -54,7 +54,11 @@ run_tests() { # $1 = build dir (compiled)
 	# Most integration tests wait on mounts, servers and deadlines rather than
 	# compute, so more of them than cores run at once (none depends on being
 	# alone: ports are ephemeral, each test has its own scratch directory).
-	meson test -C "$1" --no-rebuild --print-errorlogs --num-processes "$TEST_JOBS" || true
+	# A test's meson timeout is a guard against hangs, set for an idle
+	# machine; three times that leaves room for a loaded one (two more
+	# copies of the suite beside it: scripts/loaded-proof.sh).
+	meson test -C "$1" --no-rebuild --print-errorlogs --num-processes "$TEST_JOBS" \
+		--timeout-multiplier "${XPROFS_TIMEOUT_MULTIPLIER:-3}" || true
 	count_results "$1"
 	phase "tests in $1"
 }

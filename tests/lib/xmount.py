@@ -33,7 +33,7 @@ def usable():
     return None
 
 
-def wait_released(mnt, deadline_s=30):
+def wait_released(mnt, deadline_s=120):
     """Before an unmount: wait until the kernel has released what was closed
     (status.json's open counts: no directory, no file but the status read
     itself). A RELEASE still queued when the connection ends is dropped, and
@@ -112,7 +112,8 @@ class Mount:
 
     def log_tail(self, n=20):
         """The last @n lines of the daemon's log, for a failing check's detail."""
-        self.log.flush()
+        if not self.log.closed:
+            self.log.flush()
         return xcheck.log_tail(self.log.name, n)
 
     def close(self):
@@ -129,6 +130,8 @@ class Mount:
                 break
             time.sleep(0.2)
         reap(self.proc, 180)
+        if os.path.ismount(self.mnt):  # a dead daemon's mount: nothing left to flush
+            subprocess.call(["fusermount3", "-uz", self.mnt], stderr=subprocess.DEVNULL)
         self.log.close()
         return self.proc.returncode
 
@@ -160,7 +163,10 @@ class Workdir:
     def __exit__(self, *exc):
         for m in self.mounts:
             if not m.closed:
-                self.t.ok(m.close() == 0, "unmount: xprofs exits with 0")
+                rc = m.close()
+                self.t.ok(rc == 0, "unmount: xprofs exits with 0", lambda m=m: m.log_tail(30),
+                          why="exit status %s (negative: killed by that signal); the "
+                          "daemon's log follows" % rc)
         if os.environ.get("XP_KEEP"):
             print("# kept " + self.path)
         else:
