@@ -100,6 +100,7 @@ class Mount:
         self.mnt = os.path.join(work, name)
         self.cache = os.path.join(work, name + "-cache")
         self.closed = False
+        self.exit_s = 180  # close(): how long the daemon may take to exit after the unmount
         os.makedirs(self.mnt)
         self.log = open(os.path.join(work, name + ".log"), "w")
         self.proc = subprocess.Popen(
@@ -129,7 +130,21 @@ class Mount:
             if subprocess.call(["fusermount3", "-u", self.mnt], stderr=subprocess.DEVNULL) == 0:
                 break
             time.sleep(0.2)
-        reap(self.proc, 180)
+        self.why = "" if not os.path.ismount(self.mnt) or self.proc.poll() is not None else \
+            "fusermount3 -u failed for 60 s (mount point busy); "
+        try:
+            self.proc.wait(timeout=self.exit_s)
+        except subprocess.TimeoutExpired:
+            self.why += "the daemon had not exited %d s after the unmount: killed" % self.exit_s
+            if shutil.which("gdb"):  # where it hangs, into its log (the failure's detail)
+                self.log.flush()
+                try:
+                    subprocess.call(["gdb", "-p", str(self.proc.pid), "-batch", "-ex",
+                                     "thread apply all bt"], stdout=self.log,
+                                    stderr=subprocess.STDOUT, timeout=120)
+                except subprocess.TimeoutExpired:
+                    pass
+            reap(self.proc, 0)
         if os.path.ismount(self.mnt):  # a dead daemon's mount: nothing left to flush
             subprocess.call(["fusermount3", "-uz", self.mnt], stderr=subprocess.DEVNULL)
         self.log.close()
@@ -165,8 +180,8 @@ class Workdir:
             if not m.closed:
                 rc = m.close()
                 self.t.ok(rc == 0, "unmount: xprofs exits with 0", lambda m=m: m.log_tail(30),
-                          why="exit status %s (negative: killed by that signal); the "
-                          "daemon's log follows" % rc)
+                          why="exit status %s (negative: killed by that signal); %sthe "
+                          "daemon's log follows" % (rc, getattr(m, "why", "") and m.why + "; "))
         if os.environ.get("XP_KEEP"):
             print("# kept " + self.path)
         else:
