@@ -41,24 +41,37 @@ def load_pb2():
     return xproto.load("xplane")
 
 
+def load(raw):
+    """The CLI's JSON @raw as the checks read it: objects as pair lists, exact decimals."""
+    return json.loads(raw, object_pairs_hook=list, parse_float=Decimal)
+
+
 def run(args, parse=True):
     p = subprocess.run([CLI] + args, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     if p.returncode != 0:
         raise RuntimeError("xprofs-decode %s: exit %d: %s" % (args, p.returncode, p.stderr.decode()))
-    if not parse:
-        return p.stdout
-    return json.loads(p.stdout, object_pairs_hook=list, parse_float=Decimal)
+    return load(p.stdout) if parse else p.stdout
+
+
+def run_view_raw(path, view):
+    """(exit status, its bytes, b"" on failure) of `xprofs-decode PATH --view VIEW`."""
+    p = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return p.returncode, p.stdout if p.returncode == 0 else b""
+
+
+def view_json(path, view, rv):
+    """run_view_raw()'s @rv as (exit status, the view as strict JSON or None)."""
+    if rv[0] != 0:
+        return rv[0], None
+
+    def bad(c):
+        raise ValueError("%s --view %s: non-JSON constant %s" % (path, view, c))
+    return 0, json.loads(rv[1], parse_constant=bad)
 
 
 def run_view(path, view):
     """(exit status, the view as strict JSON or None) of `xprofs-decode PATH --view VIEW`."""
-    p = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    if p.returncode != 0:
-        return p.returncode, None
-
-    def bad(c):
-        raise ValueError("%s --view %s: non-JSON constant %s" % (path, view, c))
-    return 0, json.loads(p.stdout, parse_constant=bad)
+    return view_json(path, view, run_view_raw(path, view))
 
 
 def check_analyses(path, xs, ov=None, kernels=None):
@@ -262,23 +275,13 @@ def views(path):
         v[view] = run([path, "--view", view], parse=False)
     v["unpack"] = run([path, "--unpack"], parse=False)
     for view in ("overview", "kernels"):
-        p = subprocess.run([CLI, path, "--view", view], stdout=subprocess.PIPE,
-                           stderr=subprocess.PIPE)
-        v[view] = (p.returncode, p.stdout if p.returncode == 0 else b"")
+        v[view] = run_view_raw(path, view)
     return v
 
 
 def check_file(path, xs, v):
     """Every view in @v (views()) of the profile at @path, parsed as @xs, against the
     oracles. Returns the number of tracks."""
-    def load(raw):
-        return json.loads(raw, object_pairs_hook=list, parse_float=Decimal)
-
-    def strict(rv):  # run_view()'s parse
-        def bad(c):
-            raise ValueError("%s: non-JSON constant %s" % (path, c))
-        return (rv[0], json.loads(rv[1], parse_constant=bad) if rv[0] == 0 else None)
-
     tracks = check_summary(path, xs, load(v["summary"]))
     for p, l, tr in tracks:
         check_track(path, p, l, load(v["tracks"][tr]))
@@ -286,7 +289,8 @@ def check_file(path, xs, v):
     steps = load(v["steps"])
     check_steps(path, xs, steps)
     oracle_stats.check_breakdown(path, xs, steps, obj, stat_value, stat_name, fail)
-    check_analyses(path, xs, strict(v["overview"]), strict(v["kernels"]))
+    check_analyses(path, xs, view_json(path, "overview", v["overview"]),
+                   view_json(path, "kernels", v["kernels"]))
     host = os.path.basename(path)[:-len(".xplane.pb")]
     oracle_trace.check(path, xs, v["trace"], v["trace.json.gz"], host, stat_value, fail)
     if obj(load(v["unpack"]))["events"] != sum(len(l.events) for p in xs.planes for l in p.lines):

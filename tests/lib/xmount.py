@@ -101,6 +101,7 @@ class Mount:
         self.cache = os.path.join(work, name + "-cache")
         self.closed = False
         self.exit_s = 180  # close(): how long the daemon may take to exit after the unmount
+        self.why = []      # close(): what went wrong on the way, for a failing check
         os.makedirs(self.mnt)
         self.log = open(os.path.join(work, name + ".log"), "w")
         self.proc = subprocess.Popen(
@@ -130,12 +131,13 @@ class Mount:
             if subprocess.call(["fusermount3", "-u", self.mnt], stderr=subprocess.DEVNULL) == 0:
                 break
             time.sleep(0.2)
-        self.why = "" if not os.path.ismount(self.mnt) or self.proc.poll() is not None else \
-            "fusermount3 -u failed for 60 s (mount point busy); "
+        if os.path.ismount(self.mnt) and self.proc.poll() is None:
+            self.why.append("fusermount3 -u failed for 60 s (mount point busy)")
         try:
             self.proc.wait(timeout=self.exit_s)
         except subprocess.TimeoutExpired:
-            self.why += "the daemon had not exited %d s after the unmount: killed" % self.exit_s
+            self.why.append("the daemon had not exited %d s after the unmount: killed"
+                            % self.exit_s)
             if shutil.which("gdb"):  # where it hangs, into its log (the failure's detail)
                 self.log.flush()
                 try:
@@ -180,8 +182,8 @@ class Workdir:
             if not m.closed:
                 rc = m.close()
                 self.t.ok(rc == 0, "unmount: xprofs exits with 0", lambda m=m: m.log_tail(30),
-                          why="exit status %s (negative: killed by that signal); %sthe "
-                          "daemon's log follows" % (rc, getattr(m, "why", "") and m.why + "; "))
+                          why="; ".join(["exit status %s (negative: killed by that signal)"
+                                         % rc] + m.why + ["the daemon's log follows"]))
         if os.environ.get("XP_KEEP"):
             print("# kept " + self.path)
         else:
