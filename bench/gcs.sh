@@ -19,6 +19,7 @@
 # (BIG_DATA=random: random bytes, which nothing compresses). The cold read's
 # CPU seconds per GB, the daemon's against one curl GET's, are measured in
 # the same run.
+# PERF_DAEMON=FILE records the daemon with perf record -g during the cold read.
 #
 # Otherwise:
 # 1. Listing: a logdir of $OBJECTS objects (run/plugins/profile/session/
@@ -115,9 +116,19 @@ quick() { # SMALL_OBJECTS BIG_MiB
 	local pid tick c0 c1 dcpu ccpu
 	pid=$(jq -r '.pid' "$mnt/status.json")
 	tick=$(getconf CLK_TCK)
+	local perf_pid=""
+	if [ -n "${PERF_DAEMON:-}" ]; then # perf record of the daemon during the cold read
+		perf record -q -g -o "$PERF_DAEMON" -p "$pid" 2>/dev/null &
+		perf_pid=$!
+		sleep 0.5 # perf's start has no event to wait on; a few missed samples are fine
+	fi
 	c0=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
 	qread "cold read of $big_mib MiB"
 	c1=$(awk '{ print $14 + $15 }' "/proc/$pid/stat")
+	if [ -n "$perf_pid" ]; then
+		kill -INT "$perf_pid"
+		wait "$perf_pid" || true
+	fi
 	dcpu=$(echo "scale=3; ($c1 - $c0) / $tick" | bc)
 	ccpu=$( { /usr/bin/time -f '%U %S' curl -sf -o /dev/null \
 		"$EMU/storage/v1/b/bench/o/logs%2Fbig%2Fplugins%2Fprofile%2Fs%2Fhost.SSTABLE?alt=media"; } 2>&1 |

@@ -338,6 +338,7 @@ struct fs_views {
 	int stopping;                      /* atomic: unmounting, renders cancel */
 	uint64_t delay_ms_per_mb;          /* test-only render throttle (live.c) */
 	uint64_t start_delay_ms;           /* test-only: each render thread starts this late */
+	uint64_t end_delay_ms; /* test-only: a render leaves its slot this long after its end */
 };
 
 struct fs_counters {

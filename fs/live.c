@@ -39,7 +39,9 @@
  * for their threads. Test-only knobs: XPROFS_TEST_RENDER_DELAY_MS_PER_MB
  * slows every render by that many milliseconds per MiB written, so tests can
  * observe a render in progress on a small profile;
- * XPROFS_TEST_RENDER_START_DELAY_MS starts every render that late.
+ * XPROFS_TEST_RENDER_START_DELAY_MS starts every render that late;
+ * XPROFS_TEST_RENDER_END_DELAY_MS keeps a finished render in the table that
+ * long (an open meeting a failed one there renders again).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -431,6 +433,8 @@ static void *live_main(void *arg)
 	pthread_mutex_unlock(&L->lock);
 	if (offer)
 		fs_shared_offer(L->ctx, &L->key, damaged_gen);
+	if (v->end_delay_ms) /* the test-only knob: a finished render still in the table */
+		xprofs_sleep_ms(v->end_delay_ms);
 	live_unlist(L);
 	live_put(L);
 	/* the last touch of the mount: fs_views_deinit() waits for this */
@@ -441,15 +445,30 @@ static void *live_main(void *arg)
 	return NULL;
 }
 
-/* live_find() - the render of @hash in progress, with a reference; NULL when none. */
+/*
+ * live_find() - the render of @hash in progress or done, with a reference;
+ * NULL when none. A failed one still in the table (its thread between telling
+ * its readers and leaving the table) is not joined: its failure belongs to
+ * the opens that waited for it, and a later open renders again once the slot
+ * is free (fs_render_begin() waits for it).
+ */
 static struct fs_live *live_find(struct fs_views *v, uint64_t hash)
 {
 	struct fs_live *L = NULL;
 
 	pthread_mutex_lock(&v->lock);
-	for (size_t i = 0; i < FS_INFLIGHT && !L; i++)
-		if (v->live[i] && v->live[i]->hash == hash)
-			L = v->live[i];
+	for (size_t i = 0; i < FS_INFLIGHT && !L; i++) {
+		struct fs_live *c = v->live[i];
+		bool failed;
+
+		if (!c || c->hash != hash)
+			continue;
+		pthread_mutex_lock(&c->lock); /* views.lock, then L->lock: the allowed order */
+		failed = c->state == LIVE_FAILED;
+		pthread_mutex_unlock(&c->lock);
+		if (!failed)
+			L = c;
+	}
 	if (L)
 		__atomic_add_fetch(&L->refs, 1, __ATOMIC_RELAXED);
 	pthread_mutex_unlock(&v->lock);

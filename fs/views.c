@@ -37,10 +37,12 @@ void fs_views_init(struct fs_views *v)
 {
 	const char *slow = getenv("XPROFS_TEST_RENDER_DELAY_MS_PER_MB"); /* test-only */
 	const char *late = getenv("XPROFS_TEST_RENDER_START_DELAY_MS");  /* test-only */
+	const char *lag = getenv("XPROFS_TEST_RENDER_END_DELAY_MS");     /* test-only */
 
 	memset(v, 0, sizeof(*v));
 	v->delay_ms_per_mb = slow ? strtoull(slow, NULL, 10) : 0;
 	v->start_delay_ms = late ? strtoull(late, NULL, 10) : 0;
+	v->end_delay_ms = lag ? strtoull(lag, NULL, 10) : 0;
 	pthread_mutex_init(&v->lock, NULL);
 	pthread_cond_init(&v->cond, NULL);
 }

@@ -111,10 +111,16 @@ ERR_LINE = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\dZ (\S+): (.*)$")
 
 
 def check_errors_current(t, w, src):
-    """errors says what fails now: a failure is named with its time, a later success clears it."""
+    """errors says what fails now: a failure is named with its time, a later success clears it.
+
+    Each render stays in the daemon's table 1 s after its end
+    (XPROFS_TEST_RENDER_END_DELAY_MS), as a loaded machine may leave it: an
+    open that comes then must render again, not join the failed render.
+    """
     tmp = os.path.join(w.path, "render-tmp")
     os.mkdir(tmp)
-    m = w.mount(src, "nocache", ",no_cache,tmp_dir=" + tmp)
+    m = w.mount(src, "nocache", ",no_cache,tmp_dir=" + tmp,
+                env={"XPROFS_TEST_RENDER_END_DELAY_MS": "1000"})
     hd = os.path.join(m.mnt, "runs", "run", "s1", "gen-cpu")
     errors = os.path.join(hd, "errors")
     os.rmdir(tmp)  # renders go to unlinked files there: each one fails now
