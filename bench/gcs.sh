@@ -19,7 +19,8 @@
 # (BIG_DATA=random: random bytes, which nothing compresses). The cold read's
 # CPU seconds per GB, the daemon's against one curl GET's, are measured in
 # the same run.
-# PERF_DAEMON=FILE records the daemon with perf record -g during the cold read.
+# PERF_DAEMON=FILE records the machine (perf record -a -g) during the cold read;
+# the daemon is the pid in status.json (perf report --pid).
 #
 # Otherwise:
 # 1. Listing: a logdir of $OBJECTS objects (run/plugins/profile/session/
@@ -118,7 +119,7 @@ quick() { # SMALL_OBJECTS BIG_MiB
 	tick=$(getconf CLK_TCK)
 	local perf_pid=""
 	if [ -n "${PERF_DAEMON:-}" ]; then # perf record of the daemon during the cold read
-		perf record -q -g -o "$PERF_DAEMON" -p "$pid" 2>/dev/null &
+		perf record -q -g -F 999 -a -o "$PERF_DAEMON" 2>/dev/null &
 		perf_pid=$!
 		sleep 0.5 # perf's start has no event to wait on; a few missed samples are fine
 	fi
@@ -128,6 +129,7 @@ quick() { # SMALL_OBJECTS BIG_MiB
 	if [ -n "$perf_pid" ]; then
 		kill -INT "$perf_pid"
 		wait "$perf_pid" || true
+		echo "perf: $PERF_DAEMON, the daemon is pid $pid"
 	fi
 	dcpu=$(echo "scale=3; ($c1 - $c0) / $tick" | bc)
 	ccpu=$( { /usr/bin/time -f '%U %S' curl -sf -o /dev/null \
