@@ -555,6 +555,60 @@ static void test_wire_varints(void **state)
 	assert_int_equal(varint_of(one, 0, &v), -EINVAL);
 }
 
+/* The protobuf rule, a byte at a time: the reference wire_rd_varint()'s fast path must equal. */
+static int varint_ref(const uint8_t *p, size_t n, uint64_t *v, size_t *used)
+{
+	uint64_t x = 0;
+
+	for (size_t i = 0; i < n && i < 10; i++) {
+		x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+		if (p[i] < 0x80) {
+			if (i == 9 && p[i] > 1)
+				return -1;
+			*v = x;
+			*used = i + 1;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+/*
+ * wire_rd_varint() against varint_ref() on every length 1..11, minimal and
+ * overlong forms and random bytes, with more bytes after it (its word-at-a-time
+ * path) and with the buffer ending right after it.
+ */
+static void test_wire_rd_varint_matches(void **state)
+{
+	uint64_t seed = 0x9e3779b97f4a7c15u;
+	uint8_t buf[24];
+
+	(void)state;
+	for (int round = 0; round < 200000; round++) {
+		size_t len = 1 + (size_t)round % 11, used = 0, avail;
+		uint64_t want = 0, got = 0;
+		const uint8_t *p = buf;
+		int rw, rg;
+
+		for (size_t i = 0; i < sizeof(buf); i++) {
+			seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+			buf[i] = (uint8_t)seed;
+		}
+		for (size_t i = 0; i + 1 < len; i++)
+			buf[i] |= 0x80; /* continued up to byte len - 1 */
+		if (round % 3)
+			buf[len - 1] &= 0x7f; /* ended there (else: random) */
+		avail = round % 2 ? sizeof(buf) : len;
+		rw = varint_ref(buf, avail, &want, &used);
+		rg = wire_rd_varint(&p, buf + avail, &got);
+		assert_int_equal(rg, rw);
+		if (rw == 0) {
+			assert_true(got == want);
+			assert_true((size_t)(p - buf) == used);
+		}
+	}
+}
+
 static void test_wire_skip_and_len(void **state)
 {
 	/* field 1 LEN 5 "hello", field 2 fixed64, field 3 fixed32, field 4 group */
@@ -2525,6 +2579,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_wire_varints),
+		cmocka_unit_test(test_wire_rd_varint_matches),
 		cmocka_unit_test(test_wire_skip_and_len),
 		cmocka_unit_test(test_stats_keys),
 		cmocka_unit_test(test_name_roundtrip),
