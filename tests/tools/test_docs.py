@@ -31,7 +31,9 @@ URL). Blocks run from a
 directory that looks like the clone (its entries, build/ being the build
 under test). The blocks of one file run in order in one shell environment's worth
 of state (a mount made by one block is used by the next); every xprofs mount
-is undone after each file. TAP output.
+is undone after each file. The namespace first detaches its copies of the
+FUSE mounts outside (other tests' mounts: a copy would keep their daemons
+serving after their unmount); a mount made before it checks that. TAP output.
 """
 import json
 import os
@@ -43,6 +45,7 @@ import sys
 import tempfile
 import time
 
+import xmount
 import xtap
 
 ROOT = os.path.abspath(os.environ.get("XPROFS_SOURCE_ROOT", "."))
@@ -110,13 +113,18 @@ def wait_file(path, proc, what, timeout=60):
         time.sleep(0.05)
 
 
+
+
+def unescape_mount_path(p):
+    """A path as /proc/self/mounts writes it (octal escapes for space, tab, newline, backslash)."""
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), p)
+
+
 def fuse_mounts():
-    out = []
-    for line in open("/proc/self/mounts"):
-        f = line.split()
-        if f[2].startswith("fuse"):
-            out.append(f[1].encode().decode("unicode_escape"))
-    return out
+    """The FUSE mount points this namespace sees (not fusectl), in mount order."""
+    with open("/proc/self/mounts") as f:
+        return [unescape_mount_path(ln.split()[1]) for ln in f
+                if ln.split()[2] in ("fuse", "fuseblk") or ln.split()[2].startswith("fuse.")]
 
 
 def unmount_all():
@@ -280,8 +288,25 @@ def body(t):
         world.close()
 
 
+def drop_inherited_fuse_mounts():
+    """The new mount namespace starts with a copy of every mount outside, the FUSE
+    mounts of tests running beside this one included. A copy keeps its mount
+    alive: that test's unmount would leave its daemon serving until this test
+    ends, and the test would fail waiting for the daemon to exit. Detach them."""
+    for m in reversed(fuse_mounts()):
+        subprocess.call(["umount", "-l", m], stderr=subprocess.DEVNULL)
+    return fuse_mounts()
+
+
 def inside():
     t = xtap.Tap()
+    left = drop_inherited_fuse_mounts()
+    t.ok(not left, "no FUSE mount of the world outside is held in here", why=str(left))
+    sig = os.environ.get("XPROFS_DOCS_SIGNAL_DIR")
+    sig_fd = None
+    if sig:  # main()'s mount outside may now be unmounted: this namespace holds it no more
+        open(os.path.join(sig, "dropped"), "w").close()
+        sig_fd = os.open(sig, os.O_RDONLY | os.O_DIRECTORY)  # body() hides /tmp behind a tmpfs
     try:
         body(t)
     except xtap.Skip as e:
@@ -289,7 +314,48 @@ def inside():
     except Exception as e:  # noqa: BLE001 - reported as a failed check
         import traceback
         t.ok(False, "harness", traceback.format_exc())
+    if sig_fd is not None:
+        def result():
+            try:
+                fd = os.open("outside.json", os.O_RDONLY, dir_fd=sig_fd)
+            except FileNotFoundError:
+                return None
+            with os.fdopen(fd) as f:
+                return json.load(f)
+        r = xmount.poll(result, 300) or {"rc": None, "why": ["no result in 300 s"]}
+        os.close(sig_fd)
+        t.ok(r["rc"] == 0 and not r["why"],
+             "a mount made outside before this namespace: its daemon exits after its "
+             "unmount while this namespace lives", why=json.dumps(r))
     return t.done()
+
+
+def outside_mount(work):
+    """An xprofs mount of an empty logdir, made before the namespace: its copy is
+    one inside() must drop. Returns (mount or None, why)."""
+    os.makedirs(os.path.join(work, "src"))
+    try:
+        m = xmount.Mount(work, os.path.join(work, "src"), "outside")
+    except RuntimeError as e:
+        return None, "mount: %s" % e
+    m.exit_s = 60
+    return m, ""
+
+
+def outside_unmount(m, why, sig, p):
+    """Once the namespace said it dropped its copies, unmount @m: its daemon
+    must exit (within 60 s) while the namespace lives. The result goes to
+    SIG/outside.json for inside() to report."""
+    r = {"rc": None, "why": [why]}
+    if m:
+        if not xmount.poll(lambda: os.path.exists(os.path.join(sig, "dropped")) or
+                           p.poll() is not None, 300):
+            m.why.append("the namespace never said it dropped its copies")
+        rc = m.close()
+        r = {"rc": rc, "why": m.why, "log": m.log_tail(5)}
+    with open(os.path.join(sig, "outside.json.tmp"), "w") as f:
+        json.dump(r, f)
+    os.rename(os.path.join(sig, "outside.json.tmp"), os.path.join(sig, "outside.json"))
 
 
 def main():
@@ -301,9 +367,23 @@ def main():
         return xtap.skip_all("no /dev/fuse, fusermount3 or unshare")
     if not os.path.exists(os.path.join(BUILD, "fs", "xprofs")):
         return xtap.skip_all("xprofs not built")
-    # the whole test runs in new mount and network namespaces; they end with it
-    os.execvp("unshare", ["unshare", "-m", "-n", "--propagation", "private", "--kill-child",
-                          sys.executable, os.path.abspath(__file__), "--inside"])
+    # the whole test runs in new mount and network namespaces; they end with it. A
+    # mount made here before them checks that they hold no copy of it.
+    sig = tempfile.mkdtemp(prefix="xprofs-docs-signal-")
+    work = tempfile.mkdtemp(prefix="xprofs-docs-outside-")
+    p = None
+    try:
+        m, why = outside_mount(work)
+        env = dict(os.environ, XPROFS_DOCS_SIGNAL_DIR=sig)
+        p = subprocess.Popen(["unshare", "-m", "-n", "--propagation", "private", "--kill-child",
+                              sys.executable, os.path.abspath(__file__), "--inside"], env=env)
+        outside_unmount(m, why, sig, p)
+        return p.wait()
+    finally:
+        if p:
+            xmount.reap(p, 0)
+        shutil.rmtree(sig, ignore_errors=True)
+        shutil.rmtree(work, ignore_errors=True)
 
 
 if __name__ == "__main__":
