@@ -499,6 +499,7 @@ struct plane_slot {
 struct slot_job {
 	struct plane_slot *slot;
 	bool hlo;
+	bool win; /* a slice: the spans are stats_device_busy()'s (a whole walk: ops.c's) */
 };
 
 /* A xs_task_fn: task 2q is plane q's op table, 2q + 1 its span (device planes). */
@@ -508,10 +509,8 @@ static int slot_task(struct xs_rctx *rc, size_t i, void *arg)
 	struct plane_slot *s = &job->slot[i / 2];
 	bool dev = xs_plane_is_device(&rc->x->planes[i / 2]);
 
-	if (i % 2) /* one line's union is taken by the op table's walk (ops.c) */
-		return dev && !job->hlo && (rc->win || stats_busy_line(rc->x, i / 2) == SIZE_MAX)
-			       ? stats_device_busy(rc, i / 2, &s->busy)
-			       : 0;
+	if (i % 2) /* a whole walk's span is taken by the op table's walk (ops.c) */
+		return dev && !job->hlo && job->win ? stats_device_busy(rc, i / 2, &s->busy) : 0;
 	if (job->hlo && !dev)
 		return 0;
 	s->made = true;
@@ -524,8 +523,7 @@ static uint64_t slot_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 	const struct slot_job *job = arg;
 	bool dev = xs_plane_is_device(&x->planes[i / 2]);
 
-	if ((i % 2 && (job->hlo || !dev || stats_busy_line(x, i / 2) != SIZE_MAX)) ||
-	    (job->hlo && !dev))
+	if ((i % 2 && (job->hlo || !dev || !job->win)) || (job->hlo && !dev))
 		return 0;
 	return x->planes[i / 2].events / (i % 2 ? 2 : 1);
 }
@@ -537,7 +535,7 @@ static uint64_t slot_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 int stats_opstats_host(struct xs_rctx *rc, enum stats_db_kind kind, struct stats_opstats *out)
 {
 	size_t n = rc->x->n_planes;
-	struct slot_job job = {calloc(n + 1, sizeof(*job.slot)), kind == STATS_DB_HLO};
+	struct slot_job job = {calloc(n + 1, sizeof(*job.slot)), kind == STATS_DB_HLO, rc->win};
 	int r = job.slot ? 0 : -ENOMEM;
 
 	stats_opstats_init(out, kind);
@@ -551,6 +549,8 @@ int stats_opstats_host(struct xs_rctx *rc, enum stats_db_kind kind, struct stats
 	for (size_t q = 0; job.slot && q < n; q++) {
 		if (!job.hlo && job.slot[q].made && job.slot[q].ops.has_busy)
 			job.slot[q].busy = job.slot[q].ops.busy;
+		else if (!job.hlo && job.slot[q].made && job.slot[q].ops.has_span)
+			job.slot[q].busy = job.slot[q].ops.span; /* only its span is read */
 		if (r == 0 && job.slot[q].made && (r = job.slot[q].r) == 0)
 			r = stats_opstats_add(rc, q, &job.slot[q].ops, &job.slot[q].busy, out);
 		if (job.slot[q].made)

@@ -12,7 +12,9 @@
  * from a stack of open events. A GPU XLA op takes its category, provenance,
  * source and per-occurrence FLOPs / bytes from its HLO instruction in the
  * render's facts table (xla_group(), xla_account()), as XProf's
- * AggregateHloFunc() does. Limits: at most OPS_MAX distinct ops per
+ * AggregateHloFunc() does. On a whole walk it also takes a device plane's
+ * span (first op start, last op end) for the op db's IDLE op, so no second
+ * walk merges the op lines for it. Limits: at most OPS_MAX distinct ops per
  * plane (the rest go to "(other)"), nesting at most OPS_DEPTH_MAX deep
  * (deeper events count as leaves), PROGS_MAX programs per plane.
  */
@@ -169,6 +171,7 @@ struct run {
 /* One line's aggregation: the op maps, the line's kind and the stack of open events. */
 struct ops_acc {
 	struct stats_union *ub; /* the line being walked makes the plane's busy time: its union */
+	struct stats_busy *span; /* the line being walked is one of the plane's span: or NULL */
 	struct opmap *m, *un;
 	struct progmap *pm;
 	enum stats_line_kind kind;
@@ -702,6 +705,15 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 	if (a->ub && !ev->has_num) /* as stats_merge_union() takes it: the event's own times */
 		stats_union_add(a->ub, ev->start_ps,
 				ev->end_ps > ev->start_ps ? ev->end_ps : ev->start_ps);
+	if (a->span && !ev->has_num) { /* its first and last, the same way */
+		int64_t t = ev->end_ps > ev->start_ps ? ev->end_ps : ev->start_ps;
+
+		if (!a->span->any || ev->start_ps < a->span->first)
+			a->span->first = ev->start_ps;
+		if (!a->span->any || t > a->span->last)
+			a->span->last = t;
+		a->span->any = true;
+	}
 	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS)) {
 		if ((r = xs_walk_stats_keys(rc, &rc->ev, e->stats_off,
 					    e->off + e->len - e->stats_off, XEVENT_F_STATS,
@@ -776,7 +788,7 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	const struct xs_plane *p = &x->planes[pi];
 	bool fw = stats_plane_is_host(p) && stats_host_has_fw(x, p);
 	struct ops_acc *acc = NULL;
-	size_t bl;
+	size_t bl, span_lines = 0;
 	int r = 0;
 
 	memset(out, 0, sizeof(*out));
@@ -811,6 +823,9 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 		    (r = xs_line_each(rc, j, NULL, prog_event, &out->pm)) < 0)
 			goto out;
 	bl = rc->win ? SIZE_MAX : stats_busy_line(x, pi); /* a slice walks part of the line */
+	/* a slice walks part of the lines: its span is stats_device_busy()'s to take;
+	 * one line's union (has_busy) has it already */
+	out->has_span = xs_plane_is_device(p) && !rc->win && bl == SIZE_MAX;
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
 		enum stats_line_kind k = stats_op_line_kind(x, p, &x->lines[j], fw);
 		struct stats_union u = {0};
@@ -819,6 +834,11 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 			continue;
 		acc->kind = k;
 		acc->ub = j == bl ? &u : NULL;
+		/* stats_step_lines()'s lines, the first STATS_MERGE_MAX of them */
+		acc->span = out->has_span && (k == LK_XLA_OPS || k == LK_STREAM) &&
+					    span_lines++ < STATS_MERGE_MAX
+				    ? &out->span
+				    : NULL;
 		out->gpu |= k == LK_STREAM;
 		if ((r = ops_line(rc, j, acc)) < 0)
 			goto out;

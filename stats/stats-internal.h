@@ -130,6 +130,11 @@ struct stats_ops {
 	 * (stats_busy_line()) and the walk is whole */
 	struct stats_busy busy;
 	bool has_busy;
+	/* a device plane's span on a whole walk of several op lines (one line's is in
+	 * @busy): stats_device_busy()'s first and last (any) without its merge, its
+	 * busy field left 0; what the op db needs */
+	struct stats_busy span;
+	bool has_span;
 };
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
