@@ -74,6 +74,14 @@ def main():
         tail = xcheck.log_tail(log, 20)
         t.ok(tail.splitlines()[1:] == ["line %d" % i for i in range(30, 50)],
              "log_tail(): the last 20 lines", tail)
+        with open(log, "w") as f:
+            f.write("started\n==77==ERROR: AddressSanitizer: heap-use-after-free on address 0x1\n"
+                    "    #0 0x2 in live_main fs/live.c:400\n" +
+                    "".join("shadow %d\n" % i for i in range(100)))
+        tail = xcheck.log_tail(log, 20)
+        t.ok("heap-use-after-free" in tail and "live_main fs/live.c:400" in tail and
+             tail.rstrip().endswith("shadow 99") and "shadow 40" in tail,
+             "log_tail(): a sanitizer's report above the tail is shown with it", tail)
         check_verdicts(t, d)
     return t.done()
 

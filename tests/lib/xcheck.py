@@ -21,6 +21,7 @@ are read whole into memory (the tests compare views of a few MB).
 """
 import errno
 import os
+import re
 import sys
 import time
 
@@ -134,17 +135,28 @@ def diff_json(got, want, path="", key_order=False):
     return "%s: %r, want %r" % (path, got, want)
 
 
+SANITIZER_REPORT = re.compile(r"==\d+==ERROR: |: runtime error: ")
+
+
 def log_tail(path, n=20):
     """The last @n lines of the file @path (a daemon's log) as one string,
-    headed by its name; '' when it cannot be read or is empty."""
+    headed by its name; '' when it cannot be read or is empty. A sanitizer's
+    report above them is shown too (its first 80 lines: what and where), since
+    its end is only the shadow memory's map."""
     try:
         with open(path, "rb") as f:
-            lines = f.read().decode("utf-8", "replace").splitlines()[-n:]
+            every = f.read().decode("utf-8", "replace").splitlines()
     except OSError:
         return ""
+    lines = every[-n:]
     if not lines:
         return ""
-    return "\n".join(["last %d lines of %s:" % (len(lines), path)] + lines)
+    out = []
+    first = next((i for i, ln in enumerate(every) if SANITIZER_REPORT.search(ln)), None)
+    if first is not None and first < len(every) - n:
+        report = every[first:min(first + 80, len(every) - n)]
+        out = ["the sanitizer's report in %s (line %d):" % (path, first + 1)] + report + ["..."]
+    return "\n".join(out + ["last %d lines of %s:" % (len(lines), path)] + lines)
 
 
 def wait_for(cond, what, deadline_s=30, interval_s=0.01, check=None):
