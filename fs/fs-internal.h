@@ -696,14 +696,15 @@ void fs_views_deinit(struct fs_views *v);
 /** fs_view_size() - the size generated file @t will have, if known; else 0. */
 uint64_t fs_view_size(struct fs_ctx *ctx, const struct fs_target *t);
 /**
- * fs_view_open() - open generated file @t (a view, track or session summary)
- * into @fh (borrowed; filled as FS_FH_CACHE or FS_FH_FD). *@size_changed:
+ * fs_view_open() - open generated file @t (a view, track or session summary;
+ * its pointers into @idx, borrowed: a render that outlives the open takes a
+ * reference) into @fh (borrowed; filled as FS_FH_CACHE or FS_FH_FD). *@size_changed:
  * the size differs from what getattr could have reported, so the caller must
  * drop the kernel's attributes. -EIO with the reason in the host's errors file
  * when the profile does not decode.
  */
-int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
-		 bool *size_changed);
+int fs_view_open(struct fs_ctx *ctx, struct fs_index *idx, const struct fs_target *t,
+		 struct fs_fh *fh, bool *size_changed);
 /**
  * fs_view_reopen() - after a damaged cache block under @fh (the caller holds
  * @fh->lock), render mount path @mpath again and move the new content into

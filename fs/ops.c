@@ -310,7 +310,7 @@ static int op_open(const char *path, struct fuse_file_info *fi)
 	case FS_K_VIEW:
 	case FS_K_TRACK:
 		fh = fs_fh_new(FS_FH_FD);
-		r = fh ? fs_view_open(ctx, &t, fh, &changed) : -ENOMEM;
+		r = fh ? fs_view_open(ctx, idx, &t, fh, &changed) : -ENOMEM;
 		if (r == 0 && changed)
 			invalidate_attrs(path);
 		fi->direct_io = 1;

@@ -342,8 +342,8 @@ static int render(struct fs_ctx *ctx, const struct fs_target *t, const char *hos
 
 #define SIZE_UNKNOWN UINT64_MAX /* in the sizes table: not rendered, not in the cache */
 
-static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
-		     bool *size_changed, bool sync);
+static int view_open(struct fs_ctx *ctx, struct fs_index *idx, const struct fs_target *t,
+		     struct fs_fh *fh, bool *size_changed, bool sync);
 
 /*
  * -o exact_sizes: render @t now (waiting for the end, as a reopen does) so
@@ -356,7 +356,7 @@ static uint64_t exact_size(struct fs_ctx *ctx, const struct fs_target *t)
 	bool changed;
 	uint64_t size = 0;
 
-	if (fh && view_open(ctx, t, fh, &changed, true) == 0)
+	if (fh && view_open(ctx, NULL, t, fh, &changed, true) == 0)
 		size = fh->size;
 	fs_fh_free(fh);
 	return size;
@@ -393,12 +393,16 @@ out:
 /*
  * A render job (live.c runs it on its thread): what to render and what to
  * note when it fails. Host views own their open profile and a copy of the
- * target; session summaries borrow the opener's index through @t (their
- * open waits for the end, see view_open()).
+ * target, whose pointers (the session, its run node, its sidecars' names:
+ * fs_sidecars_open()) are into the opener's index: the job holds a
+ * reference to it, since the render outlives the open (and a refresh may
+ * replace the index meanwhile). Without one (exact sizes) the open waits for
+ * the end, as session summaries' opens do.
  */
 struct view_job {
 	struct fs_ctx *ctx;
-	struct fs_target t;             /* a copy; pointers used only by session summaries */
+	struct fs_index *idx;           /* a reference: @t's pointers are into it; or NULL */
+	struct fs_target t;             /* a copy */
 	char host[XPROFS_NAME_MAX + 1]; /* t.host->name, copied: the index may go */
 	struct fs_prof p;               /* owned: the host profile (host views and tracks) */
 	char hpath[XPROFS_PATH_MAX + 1];
@@ -445,6 +449,8 @@ static void job_done(void *arg, int r, uint64_t size, const struct xprofs_buf *e
 static void job_free(void *arg)
 {
 	struct view_job *j = arg;
+
+	fs_index_put(j->idx);
 
 	if (j->hpath[0])
 		fs_prof_keep(j->ctx, j->hpath, &j->p);
@@ -499,8 +505,8 @@ static bool render_finds_missing(const struct fs_target *t)
  * finished, with their size; big ones stream (FS_FH_LIVE). 1: finished;
  * 0: streaming; -EAGAIN: rendered meanwhile (try the cache again); -errno.
  */
-static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct fs_prof *p,
-		       const struct view_id *id, bool sync, struct fs_fh *fh)
+static int view_render(struct fs_ctx *ctx, struct fs_index *idx, const struct fs_target *t,
+		       struct fs_prof *p, const struct view_id *id, bool sync, struct fs_fh *fh)
 {
 	struct view_job *j = calloc(1, sizeof(*j));
 	struct fs_live_job job = {job_render, job_done, job_free, j, fs_shared_wanted(ctx, t)};
@@ -511,7 +517,9 @@ static int view_render(struct fs_ctx *ctx, const struct fs_target *t, struct fs_
 	if (!j)
 		return -ENOMEM;
 	j->ctx = ctx;
+	j->idx = fs_index_get(idx);
 	j->t = *t;
+	sync = sync || !idx; /* nothing keeps @t's pointers alive past this open */
 	if (!fs_kind_session_file(t->kind) && t->host)
 		snprintf(j->host, sizeof(j->host), "%s", t->host->name);
 	j->p = *p;
@@ -555,8 +563,8 @@ static void view_made(struct fs_ctx *ctx, const struct fs_target *t, const struc
  * it runs. Session summaries (which borrow the index) always wait for the
  * end, as does @sync (fs_view_reopen()).
  */
-static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
-		     bool *size_changed, bool sync)
+static int view_open(struct fs_ctx *ctx, struct fs_index *idx, const struct fs_target *t,
+		     struct fs_fh *fh, bool *size_changed, bool sync)
 {
 	struct xprofs_cache_reader *e = NULL;
 	struct fs_prof p = {0};
@@ -595,7 +603,7 @@ static int view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh
 		if (!fs_kind_session_file(t->kind) && !p.f)
 			r = fs_prof_open(ctx, id.hpath, false, &p, &err);
 		if (r == -EAGAIN || r == 0)
-			r = view_render(ctx, t, &p, &id, sync, fh);
+			r = view_render(ctx, idx, t, &p, &id, sync, fh);
 	}
 	if (r == -EAGAIN)
 		r = -EIO;
@@ -620,10 +628,10 @@ out:
 	return r;
 }
 
-int fs_view_open(struct fs_ctx *ctx, const struct fs_target *t, struct fs_fh *fh,
-		 bool *size_changed)
+int fs_view_open(struct fs_ctx *ctx, struct fs_index *idx, const struct fs_target *t,
+		 struct fs_fh *fh, bool *size_changed)
 {
-	return view_open(ctx, t, fh, size_changed, false);
+	return view_open(ctx, idx, t, fh, size_changed, false);
 }
 
 /*
@@ -645,7 +653,7 @@ int fs_view_reopen(struct fs_ctx *ctx, const char *mpath, struct fs_fh *fh, bool
 		r = -EIO;
 	if (r == 0) {
 		nfh = fs_fh_new(FS_FH_FD);
-		r = nfh ? view_open(ctx, &t, nfh, size_changed, true) : -ENOMEM;
+		r = nfh ? view_open(ctx, idx, &t, nfh, size_changed, true) : -ENOMEM;
 	}
 	if (r == 0 && nfh->size != fh->size)
 		r = -EIO; /* not the same content: the profile changed meanwhile */

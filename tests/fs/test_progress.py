@@ -293,6 +293,7 @@ def body(t, w):
     m = w.mount(os.path.join(work, "src"), "small", ",cache_max=2M", cls=Mount)
     check_refused(t, m, "h1", want["h1"])
     check_late(t, w, work)
+    check_index_replaced(t, w, work, want["h2"])
 
 
 def check_late(t, w, work):
@@ -313,6 +314,30 @@ def check_late(t, w, work):
         data = f.read()
     t.ok(data.startswith(b"{") and data.rstrip().endswith(b"}"),
          "steps/0/trace.json exists and reads whole with renders starting late (%d bytes)" % len(data))
+
+
+
+def check_index_replaced(t, w, work, want):
+    """A render that starts after its open returned, and after the index the
+    open resolved it in was replaced and dropped, reads nothing of that index:
+    the render holds its own reference (a render's session and run node are
+    that index's). Before that fix an ASan daemon aborted here."""
+    m = w.mount(os.path.join(work, "src"), "replaced", "",
+                env={"XPROFS_TEST_RENDER_START_DELAY_MS": "4000"}, cls=xmount.Mount)
+    path = os.path.join(m.mnt, "runs", "run", "s1", "h2", "trace.json")
+    data, why, renders, sessions = b"", "", [], []
+    try:
+        with open(path, "rb") as f:  # returns after an open's usual wait, before the render
+            os.mkdir(os.path.join(m.mnt, "logdir", "newrun"))  # a change through the mount
+            sessions = os.listdir(os.path.join(m.mnt, "runs", "run"))  # a new index
+            with open(os.path.join(m.mnt, "status.json")) as sf:
+                renders = [r["path"] for r in json.load(sf)["renders"]]
+            data = f.read()
+    except (OSError, ValueError) as e:
+        why = str(e)
+    t.ok(data == want, "trace.json reads whole (%d of %d bytes) when the index its open used "
+         "was replaced before its render started (renders then: %s; sessions %s)"
+         % (len(data), len(want), renders, sessions), why or m.log_tail(30))
 
 
 if __name__ == "__main__":

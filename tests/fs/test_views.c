@@ -313,7 +313,7 @@ static void test_session_summary_open(void **state)
 
 	fh = fs_fh_new(FS_FH_FD);
 	assert_non_null(fh);
-	assert_int_equal(fs_view_open(ctx, &t, fh, &changed), 0);
+	assert_int_equal(fs_view_open(ctx, idx, &t, fh, &changed), 0);
 	assert_true(changed); /* getattr said 0 */
 	assert_int_equal(fh->kind, FS_FH_FD);
 	assert_true(fh->size > 0);
@@ -334,7 +334,7 @@ static void test_session_summary_open(void **state)
 	/* the same size again: nothing for the kernel to drop */
 	fh2 = fs_fh_new(FS_FH_FD);
 	assert_non_null(fh2);
-	assert_int_equal(fs_view_open(ctx, &t, fh2, &changed), 0);
+	assert_int_equal(fs_view_open(ctx, idx, &t, fh2, &changed), 0);
 	assert_false(changed);
 	assert_int_equal(fh2->size, fh->size);
 	fs_fh_free(fh2);

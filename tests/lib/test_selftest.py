@@ -82,6 +82,12 @@ def main():
         t.ok("heap-use-after-free" in tail and "live_main fs/live.c:400" in tail and
              tail.rstrip().endswith("shadow 99") and "shadow 40" in tail,
              "log_tail(): a sanitizer's report above the tail is shown with it", tail)
+        out = io.StringIO()
+        with contextlib.redirect_stdout(out):
+            xtap.Tap().ok(False, "a daemon died", tail)
+        t.ok("live_main fs/live.c:400" in out.getvalue() and "shadow 99" in out.getvalue(),
+             "xtap.ok(): a failure's detail keeps the sanitizer's report with the last lines",
+             out.getvalue())
         check_verdicts(t, d)
     return t.done()
 

@@ -45,7 +45,8 @@ class Tap:
 
     def ok(self, cond, name, detail="", why=""):
         """One numbered result; on failure @why (a few lines, all shown) and
-        the last 30 lines of @detail (a log, say) follow as TAP comments.
+        the last 30 lines of @detail (a log, say) follow as TAP comments, after
+        the sanitizer's report xcheck.log_tail() put above them, if any.
         @detail may be a callable, called only on failure. Returns @cond."""
         self.n += 1
         if not cond:
@@ -56,7 +57,14 @@ class Tap:
                 detail = detail()
             for ln in str(why or "").splitlines():
                 print("# " + ln)
-            for ln in str(detail or "").splitlines()[-30:]:
+            lines = str(detail or "").splitlines()
+            head = [i for i, ln in enumerate(lines) if ln.startswith("the sanitizer's report in ")]
+            if head and head[0] < len(lines) - 30:
+                end = lines.index("...", head[0]) if "..." in lines[head[0]:] else head[0] + 80
+                lines = lines[head[0]:min(end + 1, len(lines) - 30)] + lines[-30:]
+            else:
+                lines = lines[-30:]
+            for ln in lines:
                 print("# " + ln)
             sys.stdout.flush()
         return cond
