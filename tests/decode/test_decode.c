@@ -559,16 +559,19 @@ static void test_wire_varints(void **state)
 static int varint_ref(const uint8_t *p, size_t n, uint64_t *v, size_t *used)
 {
 	uint64_t x = 0;
+	unsigned shift = 0;
+	size_t i = 0;
 
-	for (size_t i = 0; i < n && i < 10; i++) {
-		x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-		if (p[i] < 0x80) {
-			if (i == 9 && p[i] > 1)
-				return -1;
-			*v = x;
-			*used = i + 1;
-			return 0;
-		}
+	while (i < n && i < 10) {
+		uint8_t b = p[i++];
+
+		x |= (uint64_t)(b & 0x7f) << shift;
+		shift += 7;
+		if (b & 0x80)
+			continue;
+		*v = x;
+		*used = i;
+		return i == 10 && b > 1 ? -1 : 0; /* bits past the 64th */
 	}
 	return -1;
 }
