@@ -19,6 +19,7 @@
 #   bench/stats.sh                       # 1G TPU and GPU, 8 x 100M session, build dir "build"
 #   BUILD=build-x SIZE=100M KINDS=gpu SESSION_HOSTS=0 bench/stats.sh
 #   REPEAT=3 KEEP=1 bench/stats.sh       # min of 3, keep the profiles for the next run
+#   VIEWS="op_profile steps" bench/stats.sh   # only those views
 #   BEFORE=/tmp/old-build bench/stats.sh # also that build's xprofs-decode, run by turns
 #                                        # with this one (same load), in a "before s" column
 #
@@ -83,6 +84,7 @@ for kind in $KINDS; do
 	made+=("$f" "$f.stats.json")
 	views="ops steps overview hlo_stats roofline op_profile framework_op_stats memory_profile memory_viewer memory.svg"
 	[ "$kind" = gpu ] && views="$views kernels"
+	views=${VIEWS:-$views}
 	for v in $views; do
 		row "$kind" "$SIZE" "$v" 3 $(timed "$f" -- "$f" --view "$v") | tee -a "$RES"
 	done
