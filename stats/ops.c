@@ -170,7 +170,7 @@ struct run {
 
 /* One line's aggregation: the op maps, the line's kind and the stack of open events. */
 struct ops_acc {
-	struct stats_union *ub; /* the line being walked makes the plane's busy time: its union */
+	struct stats_union *ub;  /* the line being walked makes the plane's busy time: its union */
 	struct stats_busy *span; /* the line being walked is one of the plane's span: or NULL */
 	struct opmap *m, *un;
 	struct progmap *pm;
