@@ -451,7 +451,6 @@ static void job_free(void *arg)
 	struct view_job *j = arg;
 
 	fs_index_put(j->idx);
-
 	if (j->hpath[0])
 		fs_prof_keep(j->ctx, j->hpath, &j->p);
 	else

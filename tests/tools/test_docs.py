@@ -113,8 +113,6 @@ def wait_file(path, proc, what, timeout=60):
         time.sleep(0.05)
 
 
-
-
 def unescape_mount_path(p):
     """A path as /proc/self/mounts writes it (octal escapes for space, tab, newline, backslash)."""
     return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), p)
@@ -123,8 +121,9 @@ def unescape_mount_path(p):
 def fuse_mounts():
     """The FUSE mount points this namespace sees (not fusectl), in mount order."""
     with open("/proc/self/mounts") as f:
-        return [unescape_mount_path(ln.split()[1]) for ln in f
-                if ln.split()[2] in ("fuse", "fuseblk") or ln.split()[2].startswith("fuse.")]
+        fields = [ln.split() for ln in f]
+    return [unescape_mount_path(f[1]) for f in fields
+            if f[2] in ("fuse", "fuseblk") or f[2].startswith("fuse.")]
 
 
 def unmount_all():
@@ -293,8 +292,7 @@ def drop_inherited_fuse_mounts():
     mounts of tests running beside this one included. A copy keeps its mount
     alive: that test's unmount would leave its daemon serving until this test
     ends, and the test would fail waiting for the daemon to exit. Detach them."""
-    for m in reversed(fuse_mounts()):
-        subprocess.call(["umount", "-l", m], stderr=subprocess.DEVNULL)
+    unmount_all()
     return fuse_mounts()
 
 
