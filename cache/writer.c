@@ -18,14 +18,17 @@
  * slower of the two, hence two threads). Errors found by a thread are sticky
  * and reported by the next write or the commit.
  *
- * Memory: a writer holds WRITER_QUEUE raw blocks, one compressed block and a
- * fixed run of index records (spilled to an unlinked temp file beyond that),
- * so a many-GB entry costs the same as a small one.
+ * Memory: a writer holds WRITER_QUEUE raw blocks, WRITER_RECENT more once
+ * that many were appended, one compressed block and a fixed run of index
+ * records (spilled to an unlinked temp file beyond that), so a many-GB entry
+ * costs the same as a small one.
  *
  * Reads while writing: xprofs_cache_writer_pread() serves the full blocks
  * handed on so far to other threads (the mount streams a view while it
- * renders): appended blocks are read back from the temp file through their
- * index record, queued ones copied from the queue. The caller keeps commit()
+ * renders): queued blocks and the last WRITER_RECENT appended ones are
+ * copied from memory (a reader keeping up with the render never reads back
+ * or decompresses), older ones read back from the temp file through their
+ * index record. The caller keeps commit()
  * and abort() away from a running pread().
  *
  * Locks: w->qlock guards the queue; w->ilock the index records (taken after
@@ -50,6 +53,7 @@
 #define WRITER_IDX_RECS 1024u /* index records a writer keeps before spilling */
 #define WRITER_QUEUE 4u       /* raw blocks a writer holds: 1 filling + up to 3 queued */
 #define WRITER_THREADS 2u     /* compressor threads per writer */
+#define WRITER_RECENT 8u      /* appended blocks whose raw bytes a writer keeps for readers */
 
 struct xprofs_cache_writer {
 	struct xprofs_cache *c;
@@ -71,6 +75,17 @@ struct xprofs_cache_writer {
 	unsigned head, queued;
 	unsigned claimed; /* queued blocks, from head, that a thread is compressing */
 	uint64_t handed;  /* full blocks taken out of w->raw (queued or appended); under qlock */
+	/*
+	 * The raw bytes of the last recent_n appended blocks, [recent_end -
+	 * recent_n, recent_end), block b at recent[b % WRITER_RECENT]: a reader
+	 * just behind the render copies them instead of reading back and
+	 * decompressing. Their buffers are retired queue slots, swapped, not
+	 * copied; under qlock.
+	 */
+	uint8_t *recent[WRITER_RECENT];
+	size_t recent_len[WRITER_RECENT];
+	uint64_t recent_end;
+	unsigned recent_n;
 	unsigned nthreads;
 	bool threaded, stop;
 	pthread_t thread[WRITER_THREADS];
@@ -296,6 +311,25 @@ int xprofs_cache_writer_set_acceleration(struct xprofs_cache_writer *w, int acce
 }
 
 /*
+ * keep_recent() - queue slot @i, the head, was appended: its buffer joins the
+ * recent blocks and the slot takes the oldest recent one's (NULL until the
+ * ring is full: block_done() allocates). Under qlock.
+ */
+static void keep_recent(struct xprofs_cache_writer *w, unsigned i)
+{
+	uint64_t b = w->handed - w->queued; /* the head's block number */
+	unsigned k = (unsigned)(b % WRITER_RECENT);
+	uint8_t *old = w->recent[k];
+
+	w->recent[k] = w->slot[i];
+	w->recent_len[k] = w->slot_len[i];
+	w->slot[i] = old;
+	w->recent_end = b + 1;
+	if (w->recent_n < WRITER_RECENT)
+		w->recent_n++;
+}
+
+/*
  * A compressor thread: claims the oldest unclaimed queued block, compresses
  * it into its own buffer (in parallel with the other thread and with the
  * producer), then waits for the block's turn (it is the queue's head) to
@@ -338,6 +372,8 @@ static void *compressor(void *arg)
 		}
 		if (r < 0 && !w->err)
 			w->err = r;
+		if (stored && !w->err)
+			keep_recent(w, i);
 		w->head = (w->head + 1) % WRITER_QUEUE;
 		w->queued--;
 		w->claimed--;
@@ -514,6 +550,16 @@ static int writer_find_block(struct xprofs_cache_writer *w, uint64_t b, uint8_t 
 	pthread_mutex_lock(&w->qlock);
 	if (b >= w->handed) {
 		r = -EAGAIN;
+		goto out;
+	}
+	if (b < w->recent_end && b + w->recent_n >= w->recent_end) {
+		unsigned k = (unsigned)(b % WRITER_RECENT);
+
+		*got = boff < w->recent_len[k] ? w->recent_len[k] - boff : 0;
+		if (*got > n)
+			*got = n;
+		memcpy(buf, w->recent[k] + boff, *got);
+		r = 0;
 		goto out;
 	}
 	pthread_mutex_lock(&w->ilock);
@@ -698,6 +744,8 @@ void xprofs_cache_writer_abort(struct xprofs_cache_writer *w)
 	free(w->cbuf);
 	for (unsigned i = 0; i < WRITER_QUEUE; i++)
 		free(w->slot[i]);
+	for (unsigned i = 0; i < WRITER_RECENT; i++)
+		free(w->recent[i]);
 	pthread_mutex_destroy(&w->ilock);
 	pthread_cond_destroy(&w->qcond);
 	pthread_mutex_destroy(&w->qlock);

@@ -831,6 +831,65 @@ static void test_writer_pread(void **state)
 	free(p);
 }
 
+/* damage() - every byte of the one writer temp file in @dir/tmp from @from on, overwritten. */
+static void damage(const char *dir, off_t from)
+{
+	char path[PATH_MAX];
+	uint8_t junk[4096];
+	struct dirent *de;
+	struct stat st;
+	int fd = -1;
+	DIR *d;
+
+	memset(junk, 0xa5, sizeof(junk));
+	snprintf(path, sizeof(path), "%s/tmp", dir);
+	assert_non_null(d = opendir(path));
+	while ((de = readdir(d)))
+		if (!strncmp(de->d_name, "w.", 2)) {
+			snprintf(path, sizeof(path), "%s/tmp/%s", dir, de->d_name);
+			assert_true((fd = open(path, O_WRONLY)) >= 0);
+		}
+	closedir(d);
+	assert_true(fd >= 0 && fstat(fd, &st) == 0 && st.st_size > from);
+	for (off_t o = from; o < st.st_size; o += 4096) {
+		size_t k = st.st_size - o < 4096 ? (size_t)(st.st_size - o) : 4096;
+
+		assert_int_equal(pwrite(fd, junk, k, o), (ssize_t)k);
+	}
+	close(fd);
+}
+
+/*
+ * A reader just behind the render is served from memory: with the writer's
+ * temp file damaged, the last WRITER_RECENT (8) blocks handed on still read
+ * back exactly (queued ones, and appended ones the writer keeps), while an old
+ * block fails its checksum (-EIO): it was read back from the file.
+ */
+static void test_writer_recent(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_writer *w;
+	struct xprofs_cache *c;
+	size_t bs = 4096, n = 64 * bs;
+	uint8_t *p = json_data(n), buf[4096];
+	uint64_t rd;
+
+	c = new_cache(f, 64u << 20, (uint32_t)bs);
+	assert_int_equal(xprofs_cache_writer_new(c, "recent", 6, &w), 0);
+	assert_int_equal(xprofs_cache_writer_write(w, p, n), 0);
+	rd = xprofs_cache_writer_readable(w);
+	assert_int_equal(rd, n);
+	/* the oldest block, once appended, reads back from the file */
+	XT_SAME_BYTES(buf, xprofs_cache_writer_pread(w, buf, bs, 0), p, bs);
+	damage(f->dir, CACHE_HDR_FIXED + 6); /* the blocks, after the header and key */
+	assert_int_equal(xprofs_cache_writer_pread(w, buf, bs, 0), -EIO);
+	for (uint64_t off = rd - 8 * bs; off < rd; off += bs)
+		XT_SAME_BYTES(buf, xprofs_cache_writer_pread(w, buf, bs, off), p + off, bs);
+	xprofs_cache_writer_abort(w);
+	xprofs_cache_free(c);
+	free(p);
+}
+
 static void test_writer_thread(void **state)
 {
 	struct fixture *f = *state;
@@ -1356,6 +1415,6 @@ int main(void)
 		test_eviction_lru, test_rescan_shared_cap, test_too_big, test_near_cap,
 		test_acceleration, test_writer_thread, test_corrupt_exhaustive_lz4,
 		test_corrupt_exhaustive_raw, test_hostile_files, test_peek_size, test_key_mismatch,
-		test_stale_tmp_cleanup, test_cleared_under_us, test_bad_args, test_writer_pread,
+		test_stale_tmp_cleanup, test_cleared_under_us, test_bad_args, test_writer_pread, test_writer_recent,
 		test_portable);
 }
