@@ -75,7 +75,7 @@ int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int
 	if (tpu) { /* overview.json's duty cycle on TPU hosts */
 		struct stats_duty d;
 
-		if ((r = stats_tpu_duty(rc, &d)) < 0)
+		if ((r = stats_tpu_duty(rc, NULL, &d)) < 0)
 			goto out;
 		*busy = d.active;
 		*span = xs_sat_add(d.active, d.idle);

@@ -16,7 +16,10 @@
  * intervals (all of them when a line is out of order). The idle ratio takes
  * the first and last device timespan of each TensorCore plane's XLA Ops and
  * Steps events from the same merge; the op time is the caller's (ops.c's
- * self time).
+ * self time). A chip of one plane whose only "XLA Ops" line is in start order
+ * needs no merge: its lines are walked one by one (or the caller's walk of
+ * its XLA Ops and XLA Modules lines already took them, struct
+ * stats_duty_part), which gives the same union, span and timespans.
  * Limits: DUTY_IVL_MAX disjoint intervals per chip (-E2BIG beyond); the first
  * STATS_MERGE_MAX lines of a chip.
  */
@@ -49,7 +52,9 @@ static bool off_duty(const char *cat)
 					"host send-done", "host recv", "host recv-done",
 					"megacore fusion"};
 
-	for (size_t i = 0; cat && i < sizeof(c) / sizeof(c[0]); i++)
+	if (!cat || (cat[0] != 'i' && cat[0] != 'o' && cat[0] != 'h' && cat[0] != 'm'))
+		return false; /* the common case, one compare */
+	for (size_t i = 0; i < sizeof(c) / sizeof(c[0]); i++)
 		if (!strcmp(cat, c[i]))
 			return true;
 	return false;
@@ -137,9 +142,10 @@ static int64_t tr_active(const struct tracker *t)
 
 /* A TPU plane's part: its chip, its lines' roles, its metadata off duty, its op span. */
 struct duty_plane {
+	bool tpu; /* a "/device:TPU:" plane */
 	bool has_chip;
 	uint64_t chip;
-	uint8_t *off;             /* owned: per event metadata index, off duty */
+	uint8_t *off;             /* owned: per event metadata index, off duty (plane_off()) */
 	int64_t dev_off, dev_dur; /* stat metadata keys (-1: none) */
 	struct xs_stat_keys span; /* those of them the plane has */
 	int64_t first, last;      /* of its XLA Ops and Steps events' device timespans */
@@ -181,14 +187,14 @@ static int core_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_sta
 	return 0;
 }
 
-/* plane_setup() - plane @q's chip, stat keys and metadata off duty into @d. */
+/* plane_setup() - plane @q's chip and stat keys into @d. */
 static int plane_setup(struct xs_rctx *rc, size_t q, struct duty_plane *d)
 {
 	const struct xs_plane *p = &rc->x->planes[q];
 	struct wire_cur c;
-	struct xs_evmd *m;
 	int r;
 
+	d->tpu = true;
 	if ((r = xs_walk_plane_stats(rc, q, core_stat, d)) < 0)
 		return r;
 	wire_cur_init(&c, rc->x->r, NULL);
@@ -199,6 +205,18 @@ static int plane_setup(struct xs_rctx *rc, size_t q, struct duty_plane *d)
 		xs_stat_keys_add(&d->span, d->dev_off);
 	if (d->dev_dur != -1)
 		xs_stat_keys_add(&d->span, d->dev_dur);
+	return 0;
+}
+
+/* plane_off() - plane @q's metadata off duty into @d (for the merge, chip_walk()). */
+static int plane_off(struct xs_rctx *rc, size_t q, struct duty_plane *d)
+{
+	const struct xs_plane *p = &rc->x->planes[q];
+	struct xs_evmd *m;
+	int r;
+
+	if ((r = xs_plane_enter(rc, q)) < 0)
+		return r;
 	if (!(d->off = calloc(p->ev.n ? p->ev.n : 1, 1)))
 		return -ENOMEM;
 	for (size_t k = 0; k < p->ev.n; k++) {
@@ -232,25 +250,158 @@ static int span_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_sta
 	return 0;
 }
 
-/* op_time() - an XLA Ops or Steps event of a TensorCore plane: its first / last. */
-static int op_time(struct xs_rctx *rc, struct stats_mline *ml, struct duty_plane *d)
+/* widen() - the first / last device timespan of @d's ops by [b, e). */
+static void widen(int64_t *first, int64_t *last, bool *any, int64_t b, int64_t e)
+{
+	if (!*any || b < *first)
+		*first = b;
+	if (!*any || e > *last)
+		*last = e;
+	*any = true;
+}
+
+/* op_time() - XLA Ops or Steps event @ev of a TensorCore plane, read with @c: its first / last. */
+static int op_time(struct xs_rctx *rc, struct wire_cur *c, const struct xs_event *ev,
+		   struct duty_plane *d)
 {
 	struct devspan v = {.d = d};
-	int64_t b = ml->e.start_ps, e = ml->e.end_ps;
+	int64_t b = ev->start_ps, e = ev->end_ps;
 	int r;
 
-	if (ml->e.has_stats &&
-	    (r = xs_walk_stats_keys(rc, &ml->rc.ev, ml->e.stats_off,
-				    ml->e.off + ml->e.len - ml->e.stats_off, XEVENT_F_STATS,
-				    &d->span, span_stat, &v)) < 0)
+	if (ev->has_stats &&
+	    (r = xs_walk_stats_keys(rc, c, ev->stats_off, ev->off + ev->len - ev->stats_off,
+				    XEVENT_F_STATS, &d->span, span_stat, &v)) < 0)
 		return r;
 	if (v.has_off && v.has_dur) /* GetDeviceEventTimespan() */
 		b = v.off, e = xs_sat_add(v.off, v.dur);
-	if (!d->any_op || b < d->first)
-		d->first = b;
-	if (!d->any_op || e > d->last)
-		d->last = e;
-	d->any_op = true;
+	widen(&d->first, &d->last, &d->any_op, b, e);
+	return 0;
+}
+
+/* ---- a chip of one plane, without a merge (struct stats_duty_part) ------------ */
+
+bool stats_duty_part_fits(const struct xprofs_xspace *x, size_t q)
+{
+	const struct xs_plane *p = &x->planes[q];
+	size_t ops = 0, lines = 0;
+	bool sorted = true;
+
+	if (strncmp(p->name, "/device:TPU:", 12) != 0)
+		return false;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
+		const struct xs_line *l = &x->lines[j];
+
+		if (xs_str_eq(l->name, l->name_len, "XLA Ops"))
+			ops++, sorted = !l->unsorted;
+		else if (!xs_str_eq(l->name, l->name_len, "XLA Modules") &&
+			 !xs_str_eq(l->name, l->name_len, "Steps"))
+			continue;
+		lines++;
+	}
+	return ops == 1 && sorted && lines <= STATS_MERGE_MAX;
+}
+
+/* tr_add() of the span alone: [b, e) with e raised to b. */
+static void part_span(struct stats_duty_part *d, int64_t b, int64_t e)
+{
+	widen(&d->b, &d->e, &d->any, b, e < b ? b : e);
+}
+
+void stats_duty_part_op(struct stats_duty_part *d, const struct xs_event *ev,
+			const struct xs_evmd *md, const int64_t *dev)
+{
+	int64_t b = ev->start_ps, e = ev->end_ps;
+
+	if (ev->has_num) /* the merge leaves these out */
+		return;
+	part_span(d, b, e);
+	if (e > b && !off_duty(md->category)) /* in start order: a running union */
+		stats_union_add(&d->on, b, e);
+	if (dev)
+		b = dev[0], e = xs_sat_add(dev[0], dev[1]);
+	widen(&d->first, &d->last, &d->any_op, b, e);
+}
+
+void stats_duty_part_module(struct stats_duty_part *d, const struct xs_event *ev)
+{
+	if (!ev->has_num)
+		part_span(d, ev->start_ps, ev->end_ps);
+}
+
+/* What part_event() needs: the part being filled, the plane's keys. */
+struct part_walk {
+	struct stats_duty_part *part;
+	struct duty_plane *d;
+	enum { PW_OPS, PW_MODULES, PW_STEPS } line;
+};
+
+/* part_event() - a xs_event_fn: one event of a plane alone on its chip (arg: struct part_walk). */
+static int part_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
+{
+	struct part_walk *w = arg;
+	struct devspan v = {.d = w->d};
+	int64_t dev[2];
+	int r;
+
+	if (e->has_num)
+		return 0;
+	if (w->line == PW_MODULES) {
+		stats_duty_part_module(w->part, e);
+		return 0;
+	}
+	if (w->line == PW_STEPS) /* TensorCore planes only: the caller's choice */
+		return op_time(rc, &rc->ev, e, w->d);
+	if (e->has_stats &&
+	    (r = xs_walk_stats_keys(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
+				    XEVENT_F_STATS, &w->d->span, span_stat, &v)) < 0)
+		return r;
+	dev[0] = v.off, dev[1] = v.dur;
+	stats_duty_part_op(w->part, e, md, v.has_off && v.has_dur ? dev : NULL);
+	return 0;
+}
+
+/*
+ * part_chip() - plane @q, alone on its chip, into @out's sums: its XLA Ops
+ * and XLA Modules lines from @given (or walked here when NULL), its Steps
+ * lines walked here (TensorCores). 0 or -errno.
+ */
+static int part_chip(struct xs_rctx *rc, size_t q, struct duty_plane *d,
+		     const struct stats_duty_part *given, struct stats_duty *out)
+{
+	const struct xprofs_xspace *x = rc->x;
+	const struct xs_plane *p = &x->planes[q];
+	bool tc = xs_plane_is_tensor_core(p);
+	struct stats_duty_part own = {0};
+	struct part_walk w = {&own, d, PW_OPS};
+	struct stats_union on;
+	int r;
+
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
+		const struct xs_line *l = &x->lines[j];
+
+		if (xs_str_eq(l->name, l->name_len, "Steps"))
+			w.line = PW_STEPS;
+		else if (given)
+			continue;
+		else if (xs_str_eq(l->name, l->name_len, "XLA Ops"))
+			w.line = PW_OPS;
+		else if (xs_str_eq(l->name, l->name_len, "XLA Modules"))
+			w.line = PW_MODULES;
+		else
+			continue;
+		if ((w.line != PW_STEPS || tc) &&
+		    (r = xs_line_each(rc, j, NULL, part_event, &w)) < 0)
+			return r;
+	}
+	if (!given)
+		given = &own;
+	on = given->on;
+	stats_union_close(&on);
+	out->active = xs_sat_add(out->active, on.b.busy);
+	if (given->any)
+		out->idle = xs_sat_add(out->idle, given->e - given->b - on.b.busy);
+	if (tc && given->any_op)
+		widen(&d->first, &d->last, &d->any_op, given->first, given->last);
 	return 0;
 }
 
@@ -272,7 +423,7 @@ static int chip_walk(struct xs_rctx *rc, struct duty_plane *dp, size_t q0, struc
 		const struct xs_line *l = &x->lines[j];
 		struct duty_plane *d = &dp[l->plane];
 
-		if (!d->off || d->done ||
+		if (!d->tpu || d->done ||
 		    (l->plane != q0 &&
 		     (!d->has_chip || !dp[q0].has_chip || d->chip != dp[q0].chip)))
 			continue;
@@ -302,7 +453,8 @@ static int chip_walk(struct xs_rctx *rc, struct duty_plane *dp, size_t q0, struc
 			    0)
 			goto out;
 		if (!xs_str_eq(l->name, l->name_len, "XLA Modules") &&
-		    xs_plane_is_tensor_core(&x->planes[l->plane]) && (r = op_time(rc, ml, d)) < 0)
+		    xs_plane_is_tensor_core(&x->planes[l->plane]) &&
+		    (r = op_time(rc, &ml->rc.ev, &ml->e, d)) < 0)
 			goto out;
 		if ((r = stats_merge_pop(&m)) < 0)
 			goto out;
@@ -322,7 +474,39 @@ bool stats_is_tpu(const struct xprofs_xspace *x)
 	return false;
 }
 
-int stats_tpu_duty(struct xs_rctx *rc, struct stats_duty *out)
+/* alone() - no plane after TPU plane @q names its chip (the earlier ones would have taken it). */
+static bool alone(const struct xprofs_xspace *x, const struct duty_plane *dp, size_t q)
+{
+	for (size_t q2 = q + 1; dp[q].has_chip && q2 < x->n_planes; q2++)
+		if (dp[q2].tpu && dp[q2].has_chip && dp[q2].chip == dp[q].chip)
+			return false;
+	return true;
+}
+
+/* merge_chip() - plane @q's chip by a merge (chip_walk()) into @out's sums. */
+static int merge_chip(struct xs_rctx *rc, struct duty_plane *dp, size_t q, struct stats_duty *out)
+{
+	const struct xprofs_xspace *x = rc->x;
+	struct tracker t = {0};
+	int r = 0;
+
+	for (size_t q2 = q; q2 < x->n_planes && r == 0; q2++) /* chip_walk()'s planes */
+		if (dp[q2].tpu && !dp[q2].done && !dp[q2].off &&
+		    (q2 == q || (dp[q].has_chip && dp[q2].has_chip && dp[q2].chip == dp[q].chip)))
+			r = plane_off(rc, q2, &dp[q2]);
+	if (r == 0 && (r = chip_walk(rc, dp, q, &t)) == 0) {
+		int64_t a = tr_active(&t);
+
+		out->active = xs_sat_add(out->active, a);
+		if (t.any)
+			out->idle = xs_sat_add(out->idle, t.e - t.b - a);
+	}
+	free(t.v);
+	return r;
+}
+
+int stats_tpu_duty(struct xs_rctx *rc, const struct stats_duty_part *const *parts,
+		   struct stats_duty *out)
 {
 	const struct xprofs_xspace *x = rc->x;
 	struct duty_plane *dp = calloc(x->n_planes + 1, sizeof(*dp));
@@ -337,18 +521,14 @@ int stats_tpu_duty(struct xs_rctx *rc, struct stats_duty *out)
 			r = plane_setup(rc, q, &dp[q]);
 		}
 	for (size_t q = 0; q < x->n_planes && r == 0; q++) {
-		struct tracker t = {0};
-
-		if (!dp[q].off || dp[q].done)
+		if (!dp[q].tpu || dp[q].done)
 			continue;
-		if ((r = chip_walk(rc, dp, q, &t)) == 0) {
-			int64_t a = tr_active(&t);
-
-			out->active = xs_sat_add(out->active, a);
-			if (t.any)
-				out->idle = xs_sat_add(out->idle, t.e - t.b - a);
+		if (alone(x, dp, q) && stats_duty_part_fits(x, q)) {
+			dp[q].done = true;
+			r = part_chip(rc, q, &dp[q], parts ? parts[q] : NULL, out);
+		} else {
+			r = merge_chip(rc, dp, q, out);
 		}
-		free(t.v);
 	}
 	for (size_t q = 0; q < x->n_planes; q++) {
 		if (dp[q].any_op) /* SetTotalTimePs(last - first) of the plane's OpMetricsDb */

@@ -187,6 +187,8 @@ struct ops_acc {
 	struct xs_rctx *rc; /* borrowed: the render's, for its HLO facts */
 	/* the stats ops_event() reads on stream / XLA Ops lines: the walk decodes only them */
 	struct xs_stat_keys ks_stream, ks_xla;
+	struct stats_duty_part
+		*dp; /* borrowed: the plane's duty part on its XLA Ops line, or NULL */
 };
 
 /*
@@ -733,6 +735,11 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 			e->end_ps = xs_sat_add(os.dev_off, os.dev_dur);
 		}
 	}
+	if (a->dp && a->kind == LK_XLA_OPS) { /* this walk is also the duty cycle's */
+		int64_t ds[2] = {os.dev_off, os.dev_dur};
+
+		stats_duty_part_op(a->dp, ev, md, os.has_dev_off && os.has_dev_dur ? ds : NULL);
+	}
 	if (a->kind == LK_STREAM) {
 		r = stream_event(rc, a, e, md, &os, &v);
 		goto out;
@@ -780,6 +787,16 @@ static int op_cmp(const void *a, const void *b, void *arg)
 	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
+/* module_event() - a xs_event_fn: an "XLA Modules" event, its program and its duty span (arg: struct ops_acc). */
+static int module_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
+{
+	struct ops_acc *a = arg;
+
+	if (a->dp)
+		stats_duty_part_module(a->dp, e);
+	return prog_event(rc, e, md, a->pm);
+}
+
 /* ---- one plane ---------------------------------------------------------- */
 
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
@@ -817,10 +834,12 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	acc->run.gi = -1;
 	for (size_t i = 0; i < REFC_SIZE; i++)
 		acc->hc[i].gi = -1;
+	out->has_duty = !rc->win && stats_duty_part_fits(x, pi);
+	acc->dp = out->has_duty ? &out->duty : NULL;
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
 		if (xs_plane_is_device(p) &&
 		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
-		    (r = xs_line_each(rc, j, NULL, prog_event, &out->pm)) < 0)
+		    (r = xs_line_each(rc, j, NULL, module_event, acc)) < 0)
 			goto out;
 	bl = rc->win ? SIZE_MAX : stats_busy_line(x, pi); /* a slice walks part of the line */
 	/* a slice walks part of the lines: its span is stats_device_busy()'s to take;

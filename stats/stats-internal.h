@@ -113,6 +113,34 @@ struct stats_busy {
 };
 
 /*
+ * A union of intervals given in start order (merge.c): the one still open
+ * and, in @b, the time covered, the first start and the last end (XProf's
+ * step breakdown unions device activity: concurrent streams count once).
+ * stats_union_add() takes [s, t); stats_union_close() ends the open one.
+ */
+struct stats_union {
+	int64_t cs, ce;
+	bool open;
+	struct stats_busy b;
+};
+
+/*
+ * What one TPU plane adds to its chip's tracker when it is the chip's only
+ * plane and its "XLA Ops" line its only one, in start order (as the index
+ * checked): that line's events taken in its own order give the same union as
+ * the chip's merge. Filled by stats_duty_part_op() / _module() for the events
+ * of a whole walk (ops.c takes it on its own walk of those lines); num
+ * occurrences events have no place in time and are left out, as the merge
+ * leaves them.
+ */
+struct stats_duty_part {
+	struct stats_union on; /* its on-duty XLA Ops events (own times) */
+	int64_t b, e;          /* span of its XLA Ops and XLA Modules events; valid when any */
+	int64_t first, last;   /* its XLA Ops events' device timespans; valid when any_op */
+	bool any, any_op;
+};
+
+/*
  * One plane's ops (stats_ops_plane()). On a GPU plane (@gpu: it has stream lines)
  * @m is XProf's op table (ConvertDeviceTraceXPlaneToOpMetricsDb()) and @un the
  * kernels it leaves out (no hlo_op with a program_id, no tf_op), by kernel name.
@@ -135,6 +163,10 @@ struct stats_ops {
 	 * busy field left 0; what the op db needs */
 	struct stats_busy span;
 	bool has_span;
+	/* a TPU plane's part of the duty cycle on a whole walk, where it fits
+	 * (stats_duty_part_fits()): stats_tpu_duty() need not walk it again */
+	struct stats_duty_part duty;
+	bool has_duty;
 };
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
@@ -243,17 +275,7 @@ int stats_merge_pop(struct stats_merge *m);
 /* steps.json's breakdown keys ("idle_ps", ...), by type. */
 extern const char *const stats_bd_keys[STATS_BD_N];
 
-/*
- * A union of intervals given in start order (merge.c): the one still open
- * and, in @b, the time covered, the first start and the last end (XProf's
- * step breakdown unions device activity: concurrent streams count once).
- * stats_union_add() takes [s, t); stats_union_close() ends the open one.
- */
-struct stats_union {
-	int64_t cs, ce;
-	bool open;
-	struct stats_busy b;
-};
+/* struct stats_union (above): merge.c's */
 void stats_union_add(struct stats_union *u, int64_t s, int64_t t);
 void stats_union_close(struct stats_union *u);
 /* stats_merge_union() - the union of the events of lines @li[0..n) (merged by start) into @b. */
@@ -404,11 +426,30 @@ struct stats_duty {
 /* stats_is_tpu() - @x has "/device:TPU:" planes: XProf's TPU analysis applies. */
 bool stats_is_tpu(const struct xprofs_xspace *x);
 /*
+ * stats_duty_part_fits() - plane @q is a "/device:TPU:" plane with one
+ * "XLA Ops" line, in start order, and at most STATS_MERGE_MAX lines a chip's
+ * merge takes: a stats_duty_part can stand for its part of its chip's walk.
+ */
+bool stats_duty_part_fits(const struct xprofs_xspace *x, size_t q);
+/*
+ * stats_duty_part_op() - "XLA Ops" event @ev of metadata @md into @d, with
+ * its device_offset_ps / device_duration_ps (@dev[0], @dev[1]) when @dev is
+ * not NULL (GetDeviceEventTimespan()). stats_duty_part_module(): an
+ * "XLA Modules" event (it only widens the span).
+ */
+void stats_duty_part_op(struct stats_duty_part *d, const struct xs_event *ev,
+			const struct xs_evmd *md, const int64_t *dev);
+void stats_duty_part_module(struct stats_duty_part *d, const struct xs_event *ev);
+/*
  * stats_tpu_duty() - ConstructDutyCycleTracker() over every TPU plane, the
  * planes of one chip united (DutyCycleCombiner), into @out, with the op span
- * IdleTimeRatio() divides by.
+ * IdleTimeRatio() divides by. @parts (NULL, or one borrowed pointer per plane,
+ * NULL where there is none) gives the planes whose XLA Ops and XLA Modules
+ * lines were already walked: a plane alone on its chip with a part is not
+ * walked again but for its "Steps" lines.
  */
-int stats_tpu_duty(struct xs_rctx *rc, struct stats_duty *out);
+int stats_tpu_duty(struct xs_rctx *rc, const struct stats_duty_part *const *parts,
+		   struct stats_duty *out);
 /* ---- a host's / session's op metrics database (opdb.c, opdb-out.c) ---- */
 
 /* XProf's RunEnvironment hardware_type, as SetRunEnvironment() finds it. */

@@ -8,7 +8,8 @@
  *
  * Design: built from the other analyses' parts: stats_steps_overview() (steps,
  * breakdown), stats_device_busy() per device plane (union of its op lines),
- * stats_tpu_duty() on TPU hosts,
+ * stats_tpu_duty() on TPU hosts (after the op tables: their walks of the
+ * XLA Ops lines take its part where they can),
  * stats_ops_plane() per plane, the device planes' ops combined by name
  * (stats_ops_merge()). Memory: O(distinct ops + steps).
  */
@@ -73,8 +74,7 @@ struct ov_tasks {
  * ov_task() - a xs_task_fn: task 0 is stats_steps_overview_busy() (which takes
  * the device planes' busy time where its pass 2 merges their op lines
  * anyway), task 1 + 2q plane q's ops, task 2 + 2q nothing (ov_busy() takes
- * the busy time the steps did not): the order a plane-by-plane loop takes;
- * the last one the TPU duty cycle.
+ * the busy time the steps did not): the order a plane-by-plane loop takes.
  */
 static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 {
@@ -92,8 +92,6 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 		free(busy);
 		return r;
 	}
-	if (i == 1 + 2 * rc->x->n_planes)
-		return t->tpu ? stats_tpu_duty(rc, &t->duty) : 0;
 	if (i % 2) {
 		int r = stats_ops_plane(rc, q, &t->slot[q].ops);
 
@@ -104,11 +102,34 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 	return 0;
 }
 
-/* ov_busy() - a xs_task_fn: device plane @q's busy time, unless the steps took it. */
+/*
+ * ov_duty() - the TPU duty cycle, from the parts the planes' op walks took
+ * (struct stats_duty_part) where they could.
+ */
+static int ov_duty(struct xs_rctx *rc, struct ov_tasks *t)
+{
+	const struct stats_duty_part **parts = calloc(rc->x->n_planes + 1, sizeof(*parts));
+	int r;
+
+	if (!parts)
+		return -ENOMEM;
+	for (size_t q = 0; q < rc->x->n_planes; q++)
+		parts[q] = t->slot[q].ops.has_duty ? &t->slot[q].ops.duty : NULL;
+	r = stats_tpu_duty(rc, parts, &t->duty);
+	free(parts);
+	return r;
+}
+
+/*
+ * ov_busy() - a xs_task_fn: device plane @q's busy time, unless the steps
+ * took it; task n_planes: the TPU duty cycle.
+ */
 static int ov_busy(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct ov_tasks *t = arg;
 
+	if (q == rc->x->n_planes)
+		return t->tpu ? ov_duty(rc, t) : 0;
 	if (!xs_plane_is_device(&rc->x->planes[q]) || t->busy_done[q])
 		return 0;
 	if (t->slot[q].ops.has_busy) { /* one line's: the op table's walk took it */
@@ -122,6 +143,8 @@ static uint64_t ov_busy_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 {
 	const struct ov_tasks *t = arg;
 
+	if (q == x->n_planes) /* the duty cycle: the lines no op walk took */
+		return t->tpu ? x->totals.events / 8 : 0;
 	return xs_plane_is_device(&x->planes[q]) && !t->busy_done[q] && !t->slot[q].ops.has_busy
 		       ? x->planes[q].events
 		       : 0;
@@ -134,13 +157,11 @@ static uint64_t ov_busy_cost(const struct xprofs_xspace *x, size_t q, void *arg)
  */
 static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 {
-	const struct ov_tasks *t = arg;
 	size_t q = (i - 1) / 2;
 
+	(void)arg;
 	if (i == 0)
 		return x->totals.events;
-	if (i == 1 + 2 * x->n_planes) /* the TPU planes' op and module lines */
-		return t->tpu ? x->totals.events / 2 : 0;
 	if (i % 2 == 0) /* busy time: ov_busy() */
 		return 0;
 	return x->planes[q].events;
@@ -594,8 +615,8 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 		goto out;
 	}
 	t.tpu = stats_is_tpu(x);
-	if ((r = xs_tasks_run(rc, 2 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0 ||
-	    (r = xs_tasks_run(rc, x->n_planes, ov_busy, ov_busy_cost, &t)) < 0)
+	if ((r = xs_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0 ||
+	    (r = xs_tasks_run(rc, x->n_planes + 1, ov_busy, ov_busy_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++)
 		if ((r = stats_opstats_add(rc, q, &t.slot[q].ops, NULL, &os)) < 0 ||

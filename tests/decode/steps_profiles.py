@@ -3,10 +3,11 @@
 build(pb2, dir) writes them and returns {name: path}; each holds one rule
 of docs/stats.md (steps.json, overview.json):
 
-- tpuduty: three TPU planes, two naming the same chip (core_details), one
-           without; an off-duty "infeed" op under another core's op, an
-           "XLA Modules" event wider than the ops, ops touching end to
-           start, a Steps event past the ops (ConstructDutyCycleTracker(),
+- tpuduty: four TPU planes, two naming the same chip (core_details), one
+           without, one alone on its chip; an off-duty "infeed" op under
+           another core's op, "XLA Modules" events wider than the ops, ops
+           touching end to start, a zero-length op, an op with its device
+           timespan, a Steps event past the ops (ConstructDutyCycleTracker(),
            DutyCycleCombiner, IdleTimeRatio()).
 - nomarker: a GPU kernel and no step marker, XSpace warnings (one twice)
            and an error: XProf's "no step marker" diagnostic and verdict.
@@ -60,6 +61,18 @@ def tpuduty(xs):
     steps = t2.line(3, "Steps")
     t2.event(steps, "0", 0, 4000000, group_id=0, device_offset_ps=0,
              device_duration_ps=4000000)
+    # a chip of its own by core_details: its lines walked one by one, no merge
+    t3 = Plane(xs, 4, "/device:TPU:3")
+    core_details(t3, b"\x10\x03\x20\x03")
+    mods = t3.line(1, "XLA Modules")
+    t3.event(mods, "jit_g(6)", 20000000, 9000000)
+    ops = t3.line(2, "XLA Ops")
+    t3.event(ops, "conv.8", 21000000, 2000000, dict(md), symbol_id=8)
+    t3.event(ops, "infeed.9", 23000000, 2000000, {"hlo_category": "infeed", "program_id": 5},
+             symbol_id=9)
+    t3.event(ops, "conv.10", 25000000, 0, dict(md), symbol_id=10)
+    t3.event(ops, "conv.11", 26000000, 1000000, dict(md), symbol_id=11,
+             device_offset_ps=26500000, device_duration_ps=1000000)
 
 
 def nomarker(xs):

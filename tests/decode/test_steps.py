@@ -35,14 +35,18 @@ def near(a, b):
 
 def hand_tpuduty(ov, st):
     # chip 0 (TPU:0 + TPU:1): span [0, 10 us) from XLA Modules; active [1, 4) + [6, 8) us
-    # (the infeed [3, 5) is off duty); TPU:2 alone: [0, 2) us, all active
+    # (the infeed [3, 5) is off duty); TPU:2 alone: [0, 2) us, all active; chip 3
+    # (TPU:3 alone): span [20, 29) us from XLA Modules, active [21, 23) + [26, 27) us
+    # (the infeed off duty, the zero-length op nothing, own times, not device ones)
     d = ov["device"]
-    if d["busy_ps"] != 7000000 or d["span_ps"] != 12000000 or not near(d["duty_cycle"], 7 / 12):
-        fail("tpuduty: busy %r span %r duty %r, by hand 7e6 12e6 7/12"
+    if d["busy_ps"] != 10000000 or d["span_ps"] != 21000000 or \
+            not near(d["duty_cycle"], 10 / 21):
+        fail("tpuduty: busy %r span %r duty %r, by hand 10e6 21e6 10/21"
              % (d["busy_ps"], d["span_ps"], d["duty_cycle"]))
-    # op time 10.5 us of self time over op spans 6 + 6 + 4 us (TPU:2's Steps event to 4 us)
-    if not near(d["idle_share"], 1 - 10.5 / 16):
-        fail("tpuduty: idle_share %r, by hand %r" % (d["idle_share"], 1 - 10.5 / 16))
+    # op time 15.5 us of self time over op spans 6 + 6 + 4 + 6.5 us (TPU:2's Steps event
+    # to 4 us; TPU:3's last op by its device timespan, to 27.5 us)
+    if not near(d["idle_share"], 1 - 15.5 / 22.5):
+        fail("tpuduty: idle_share %r, by hand %r" % (d["idle_share"], 1 - 15.5 / 22.5))
 
 
 def hand_nomarker(ov, st):
