@@ -88,6 +88,7 @@ struct xprofs_cache_writer {
 	unsigned recent_n;
 	unsigned nthreads;
 	bool threaded, stop;
+	bool private; /* never published, no cap (xprofs_cache_writer_set_private()); atomic */
 	pthread_t thread[WRITER_THREADS];
 	pthread_mutex_t qlock;
 	pthread_cond_t qcond;
@@ -274,8 +275,9 @@ static int append_block(struct xprofs_cache_writer *w, const uint8_t *stored, st
 
 	rec->off = w->off;
 	/* Refuse an entry that could never fit instead of evicting everything. */
-	if (w->off + rec->stored + (w->nblocks + 1) * CACHE_REC_SIZE + CACHE_FOOTER_SIZE >
-	    w->c->max_bytes)
+	if (!__atomic_load_n(&w->private, __ATOMIC_RELAXED) &&
+	    w->off + rec->stored + (w->nblocks + 1) * CACHE_REC_SIZE + CACHE_FOOTER_SIZE >
+		    w->c->max_bytes)
 		return -EFBIG;
 	r = write_room(w, stored, rec->stored);
 	if (r < 0)
@@ -512,6 +514,9 @@ bool xprofs_cache_writer_near_cap(struct xprofs_cache_writer *w, size_t n)
 {
 	uint64_t stored, appended, handed, pending, worst;
 
+	if (w->private)
+		return false;
+
 	pthread_mutex_lock(&w->qlock);
 	handed = w->handed;
 	pthread_mutex_unlock(&w->qlock);
@@ -525,6 +530,44 @@ bool xprofs_cache_writer_near_cap(struct xprofs_cache_writer *w, size_t n)
 	worst = stored + pending * w->bs + (appended + pending) * CACHE_REC_SIZE +
 		CACHE_FOOTER_SIZE;
 	return worst > w->c->max_bytes;
+}
+
+void xprofs_cache_writer_set_private(struct xprofs_cache_writer *w)
+{
+	/* read by the compressor threads' appends */
+	__atomic_store_n(&w->private, true, __ATOMIC_RELAXED);
+}
+
+int xprofs_cache_writer_seal(struct xprofs_cache_writer *w)
+{
+	int r = writer_join(w);
+
+	if (r == 0 && w->raw_len) {
+		/* the last block, appended like any other: readers see it once handed on */
+		r = flush_block(w, w->raw, w->raw_len);
+		if (r == 0) {
+			pthread_mutex_lock(&w->qlock);
+			w->handed++;
+			pthread_mutex_unlock(&w->qlock);
+			w->raw_len = 0;
+		}
+	}
+	pthread_mutex_lock(&w->qlock);
+	if (r < 0 && !w->err)
+		w->err = r;
+	/* only reads from here, all of the file's: no block buffers kept */
+	for (unsigned i = 0; i < WRITER_RECENT; i++) {
+		free(w->recent[i]);
+		w->recent[i] = NULL;
+	}
+	w->recent_n = 0;
+	for (unsigned i = 0; i < WRITER_QUEUE; i++) { /* empty after the join */
+		free(w->slot[i]);
+		w->slot[i] = NULL;
+	}
+	w->raw = NULL;
+	pthread_mutex_unlock(&w->qlock);
+	return r;
 }
 
 const void *xprofs_cache_writer_tail(const struct xprofs_cache_writer *w, size_t *n)

@@ -13,13 +13,16 @@
  * the end); EOF comes only once the render is complete, and a failed render
  * gives its readers -EIO (never a short file that looks complete). After the
  * commit the published entry serves the rest. Without a usable cache (no
- * cache, writer refused, entry too big for the cap) the render goes to an
- * unlinked temporary file instead, which readers pread. An entry about to
- * pass the cache's cap (xprofs_cache_writer_near_cap(), asked before each
- * write) is moved out midway: what the writer holds is copied into such a
- * file and the render goes on there, so a view bigger than the cache costs
- * one render; a refusal met anyway (no file could be made) restarts the
- * render into a file and readers wait until it catches up (the same bytes).
+ * cache, writer refused) the render goes to an unlinked temporary file
+ * instead, which readers pread. An entry about to pass the cache's cap
+ * (xprofs_cache_writer_near_cap(), asked before each write) goes on
+ * uncached but still compressed: its writer turns private (never
+ * published, no cap), is sealed at the end and serves the readers until the
+ * last of them closes, so a view bigger than the cache costs one render and
+ * its compressed size on disk, not its raw size (a 6 GB trace.json: 1.3 GB,
+ * and no raw copy written at disk speed); a refusal met anyway (a full disk)
+ * restarts the render into a file and readers wait until it catches up (the
+ * same bytes).
  * A reader that closes early cancels nothing: the thread holds its own
  * reference and the entry is cached.
  * With a shared view cache (shared.c), the thread of a shared view first
@@ -80,9 +83,9 @@ struct fs_live {
 	bool quiesce;      /* the thread wants the writer to itself */
 	unsigned preads;   /* readers inside xprofs_cache_writer_pread() */
 	unsigned handles;  /* live handles attached (FS_FH_LIVE) */
-	bool moved_out;    /* the writer passed the cap: on in L->fd (live_move_out()) */
-	bool move_failed;  /* live_move_out() failed once: not tried again (render thread only) */
-	struct xprofs_cache_writer *w;     /* the entry being written; or NULL */
+	bool private_w;    /* the writer passed the cap: never published (live_write()) */
+	/* the entry being written; or NULL; once private and sealed, LIVE_DONE's source */
+	struct xprofs_cache_writer *w;
 	int fd;                            /* the temporary file; or -1 */
 	struct xprofs_cache_reader *entry; /* LIVE_DONE from the cache */
 	uint64_t size;                     /* LIVE_DONE */
@@ -93,6 +96,8 @@ static void live_put(struct fs_live *L)
 	if (!L || __atomic_sub_fetch(&L->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	xprofs_cache_reader_close(L->entry);
+	if (L->private_w) /* sealed, or left by a failed render: either way ours now */
+		xprofs_cache_writer_abort(L->w);
 	if (L->fd >= 0)
 		close(L->fd);
 	xprofs_buf_deinit(&L->key);
@@ -123,56 +128,6 @@ static void live_throttle(struct fs_live *L)
 	xprofs_sleep_ms(ms);
 }
 
-static void live_quiesce(struct fs_live *L);
-
-/*
- * live_move_out() - the entry being written would pass the cache's cap: copy
- * what the writer holds into a temporary file and go on there, uncached, so
- * the render is not started over; readers wait while the source changes and
- * go on from the file at the same offsets. 0, or -errno with the writer kept.
- */
-static int live_move_out(struct fs_live *L)
-{
-	struct xprofs_cache_writer *w = L->w;
-	uint64_t done = xprofs_cache_writer_readable(w), off = 0;
-	size_t cap = (size_t)1 << 20, tn;
-	const void *tail;
-	char *buf = malloc(cap);
-	int fd = -1, r = buf ? 0 : -ENOMEM;
-
-	if (r == 0 && (fd = xprofs_tmpfile(L->ctx->tmp_dir, "xprofs-render")) < 0)
-		r = fd;
-	while (r == 0 && off < done) {
-		ssize_t k =
-			xprofs_cache_writer_pread(w, buf, done - off < cap ? done - off : cap, off);
-
-		if (k <= 0)
-			r = k < 0 ? (int)k : -EIO;
-		else if ((r = xprofs_write_full(fd, buf, (size_t)k)) == 0)
-			off += (uint64_t)k;
-	}
-	tail = xprofs_cache_writer_tail(w, &tn);
-	if (r == 0)
-		r = xprofs_write_full(fd, tail, tn);
-	free(buf);
-	if (r < 0) {
-		if (fd >= 0)
-			close(fd);
-		return r;
-	}
-	live_quiesce(L); /* no reader inside the writer from here: L->w is NULL */
-	xprofs_cache_writer_abort(w);
-	pthread_mutex_lock(&L->lock);
-	L->fd = fd;
-	L->moved_out = true;
-	L->quiesce = false;
-	pthread_cond_broadcast(&L->cond);
-	pthread_mutex_unlock(&L->lock);
-	xprofs_info("cache: %s passes the cache's cap: going on uncached in a temporary file",
-		    L->label);
-	return 0;
-}
-
 /* The render's sink: into the cache writer or the temporary file, then progress. */
 static int live_write(void *arg, const void *p, size_t n)
 {
@@ -182,14 +137,14 @@ static int live_write(void *arg, const void *p, size_t n)
 
 	if (__atomic_load_n(&L->ctx->views.stopping, __ATOMIC_RELAXED))
 		return -ECANCELED;
-	/*
-	 * An entry the cache would refuse midway leaves it while all its bytes
-	 * are there; once only: a failed move (no file, a full disk) would copy
-	 * it all again on every write, and the writer's refusal restarts the
-	 * render instead.
-	 */
-	if (L->w && !L->move_failed && xprofs_cache_writer_near_cap(L->w, n))
-		L->move_failed = live_move_out(L) < 0;
+	/* an entry the cache would refuse midway goes on uncached, still compressed */
+	if (L->w && !L->private_w && xprofs_cache_writer_near_cap(L->w, n)) {
+		xprofs_cache_writer_set_private(L->w);
+		L->private_w = true;
+		xprofs_info("cache: %s passes the cache's cap: going on uncached, compressed in "
+			    "a temporary file",
+			    L->label);
+	}
 	if (L->w) {
 		r = xprofs_cache_writer_write(L->w, p, n);
 		if (r < 0) {
@@ -258,14 +213,17 @@ static int live_into_cache(struct fs_live *L, struct xprofs_buf *err)
 	L->sink_err = 0;
 	live_source(L, w, -1);
 	r = L->job.render(L->job.arg, &sink, err);
-	if (L->moved_out) { /* the writer is gone: the render went on in L->fd */
+	if (L->private_w && r == 0 && (r = xprofs_cache_writer_seal(w)) < 0)
+		L->sink_err = r;
+	if (L->private_w && r == 0) { /* the writer serves the readers from here */
 		pthread_mutex_lock(&L->lock);
 		L->size = L->produced;
 		pthread_mutex_unlock(&L->lock);
-		return r;
+		return 0;
 	}
 	live_quiesce(L);
 	if (r < 0) {
+		L->private_w = false; /* aborted here */
 		xprofs_cache_writer_abort(w);
 		if (!L->sink_err)
 			return r;
@@ -419,7 +377,7 @@ static void *live_main(void *arg)
 	else if (L->ctx->cache)
 		r = live_into_cache(L, &err);
 	/* only a render committed into the cache has an entry to share */
-	offer = shared && !fetched && r == 0 && !L->moved_out;
+	offer = shared && !fetched && r == 0 && !L->private_w;
 	if (r == RENDER_NO_CACHE)
 		r = live_into_file(L, &err);
 	/* before readers see the end: the errors note and the size are in place */
@@ -579,12 +537,17 @@ int fs_live_attach(struct fs_live *L, struct fs_fh *fh)
 	int r = 0;
 
 	pthread_mutex_lock(&L->lock);
-	if (L->state == LIVE_RUNNING) {
+	if (L->state == LIVE_RUNNING || (L->state == LIVE_DONE && L->private_w)) {
+		/* rendering, or done in a private writer only this render can read */
+		bool done = L->state == LIVE_DONE;
+
 		L->handles++;
 		pthread_mutex_unlock(&L->lock);
 		fh->kind = FS_FH_LIVE;
 		fh->live = L; /* the reference moves into the handle */
-		return 0;
+		if (done)
+			fh->size = L->size;
+		return done;
 	}
 	if (L->state == LIVE_FAILED) {
 		r = L->err;
@@ -624,6 +587,8 @@ static ssize_t live_done_pread(struct fs_live *L, void *buf, size_t n, uint64_t 
 		n = (size_t)(L->size - off);
 	if (L->entry)
 		return xprofs_cache_reader_pread(L->entry, buf, n, off);
+	if (L->private_w) /* sealed: immutable, freed with the last reference */
+		return xprofs_cache_writer_pread(L->w, buf, n, off);
 	return xprofs_pread_full(L->fd, buf, n, off);
 }
 

@@ -152,6 +152,23 @@ uint64_t xprofs_cache_writer_readable(const struct xprofs_cache_writer *w);
  */
 bool xprofs_cache_writer_near_cap(struct xprofs_cache_writer *w, size_t n);
 /**
+ * xprofs_cache_writer_set_private() - @w will never be published: the cache's
+ * cap stops applying to it (near_cap is false, no -EFBIG; the disk's
+ * free-space floor still applies), so a view bigger than the cache can go on
+ * compressed in its temporary file and be read back from there
+ * (xprofs_cache_writer_seal(), then pread until the abort). Call it on the
+ * writing thread.
+ */
+void xprofs_cache_writer_set_private(struct xprofs_cache_writer *w);
+/**
+ * xprofs_cache_writer_seal() - a private writer's end: its last bytes stored,
+ * every byte written readable through xprofs_cache_writer_pread() from then
+ * on (from any thread, also during the seal), until
+ * xprofs_cache_writer_abort() frees it. No more writes. 0, or the writer's
+ * error (-errno): then nothing more is readable.
+ */
+int xprofs_cache_writer_seal(struct xprofs_cache_writer *w) XPROFS_WUR;
+/**
  * xprofs_cache_writer_tail() - the bytes written to @w that are past
  * xprofs_cache_writer_readable() (the block being filled): *@n bytes,
  * borrowed until the next write, commit or abort. Call it on the writing thread.

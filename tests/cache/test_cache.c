@@ -890,6 +890,53 @@ static void test_writer_recent(void **state)
 	free(p);
 }
 
+/*
+ * A private writer: past the cache's cap it goes on (no -EFBIG, near_cap
+ * false), sealed it reads back every byte, the last partial block too, from
+ * another thread while it seals, and it is never published.
+ */
+static void test_writer_private(void **state)
+{
+	struct fixture *f = *state;
+	struct xprofs_cache_reader *e;
+	struct xprofs_cache_writer *w;
+	struct xprofs_cache *c;
+	size_t n = (3u << 20) + 1234;
+	uint8_t *p = json_data(n), *back = malloc(n);
+	struct chase ch = {.want = p};
+	pthread_t t;
+	size_t off = 0;
+
+	assert_non_null(back);
+	c = new_cache(f, 256u << 10, 4096); /* the view compresses to more than this */
+	assert_int_equal(xprofs_cache_writer_new(c, "private", 7, &w), 0);
+	assert_int_equal(xprofs_cache_writer_write(w, p, 64u << 10), 0);
+	xprofs_cache_writer_set_private(w);
+	assert_false(xprofs_cache_writer_near_cap(w, n));
+	assert_int_equal(xprofs_cache_writer_write(w, p + (64u << 10), n - (64u << 10)), 0);
+	ch.w = w;
+	ch.n = n;
+	__atomic_store_n(&ch.readable, xprofs_cache_writer_readable(w), __ATOMIC_RELEASE);
+	assert_int_equal(pthread_create(&t, NULL, chase_reader, &ch), 0);
+	assert_int_equal(xprofs_cache_writer_seal(w), 0);
+	__atomic_store_n(&ch.readable, n, __ATOMIC_RELEASE);
+	assert_int_equal(pthread_join(t, NULL), 0);
+	assert_false(ch.bad);
+	while (off < n) {
+		ssize_t k = xprofs_cache_writer_pread(w, back + off, n - off, off);
+
+		assert_true(k > 0);
+		off += (size_t)k;
+	}
+	assert_memory_equal(back, p, n);
+	assert_int_equal(xprofs_cache_writer_pread(w, back, 10, n), 0);
+	xprofs_cache_writer_abort(w);
+	assert_int_equal(xprofs_cache_reader_open(c, "private", 7, &e), -ENOENT);
+	xprofs_cache_free(c);
+	free(back);
+	free(p);
+}
+
 static void test_writer_thread(void **state)
 {
 	struct fixture *f = *state;
@@ -1415,6 +1462,6 @@ int main(void)
 		test_eviction_lru, test_rescan_shared_cap, test_too_big, test_near_cap,
 		test_acceleration, test_writer_thread, test_corrupt_exhaustive_lz4,
 		test_corrupt_exhaustive_raw, test_hostile_files, test_peek_size, test_key_mismatch,
-		test_stale_tmp_cleanup, test_cleared_under_us, test_bad_args, test_writer_pread, test_writer_recent,
-		test_portable);
+		test_stale_tmp_cleanup, test_cleared_under_us, test_bad_args, test_writer_pread,
+		test_writer_recent, test_writer_private, test_portable);
 }

@@ -222,8 +222,23 @@ def check_rebuild(t, m, host, want):
          % host)
 
 
+def tmp_sizes(m):
+    """The sizes of the cache writers' temporary files (the cache's tmp/w.*)."""
+    d = os.path.join(m.cache, "tmp")
+    out = []
+    for n in os.listdir(d) if os.path.isdir(d) else []:
+        if n.startswith("w."):
+            try:
+                out.append(os.stat(os.path.join(d, n)).st_size)
+            except FileNotFoundError:
+                pass
+    return out
+
+
 def check_refused(t, m, host, want):
-    """The cache refuses the entry midway (cap): readers go on from a temporary file."""
+    """The cache refuses the entry midway (cap): the render goes on uncached but
+    compressed, in its writer's temporary file, which serves every reader until
+    the last one closes; nothing is written out at its raw size."""
     path = os.path.join(m.mnt, "runs", "run", "s1", host, "trace.json")
     f = open(path, "rb")
     first = f.read(100)
@@ -234,17 +249,25 @@ def check_refused(t, m, host, want):
         a = first + f.read()
     except OSError as e:
         a = e
-    f.close()
     other.join()
     t.ok(a == want and got.get("b") == want,
-         "cache_max below the view: both readers get the whole view (moved out of the "
-         "cache into a temporary file midway)", repr(a)[:100] if not isinstance(a, bytes) else "")
+         "cache_max below the view: both readers get the whole view (uncached midway)",
+         repr(a)[:100] if not isinstance(a, bytes) else "")
+    sizes = tmp_sizes(m)  # f is still open: its render's private entry is still there
+    t.ok(len(sizes) == 1 and 0 < sizes[0] < len(want) // 2,
+         "cache_max below the view: it stays compressed in one temporary file (%s bytes "
+         "for a %d-byte view)" % (sizes, len(want)))
+    f.seek(len(want) - 50)
+    t.ok(f.read() == want[-50:], "cache_max below the view: a seek back reads the end again")
+    f.close()
+    t.eventually(lambda: tmp_sizes(m), "cache_max below the view: the temporary file goes "
+                 "with the last reader", 30, check=lambda s: s == [])
     t.ok(m.entries() == [], "cache_max below the view: nothing cached")
     m.log.flush()
     log = open(m.log.name, errors="replace").read()
-    t.ok("passes the cache's cap: going on uncached" in log and "rendering to a temporary file"
-         not in log and m.status()["counters"]["renders"] == 1,
-         "cache_max below the view: one render, moved out, never started over", log[-2000:])
+    t.ok("passes the cache's cap: going on uncached, compressed" in log and
+         "rendering to a temporary file" not in log and m.status()["counters"]["renders"] == 1,
+         "cache_max below the view: one render, never started over", log[-2000:])
 
 
 
