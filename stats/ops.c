@@ -799,7 +799,8 @@ static int module_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 
 /* ---- one plane ---------------------------------------------------------- */
 
-int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
+/* ops_plane() - stats_ops_plane(); with @duty, also the plane's duty part where it fits. */
+static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, struct stats_ops *out)
 {
 	struct xprofs_xspace *x = rc->x;
 	const struct xs_plane *p = &x->planes[pi];
@@ -834,7 +835,7 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	acc->run.gi = -1;
 	for (size_t i = 0; i < REFC_SIZE; i++)
 		acc->hc[i].gi = -1;
-	out->has_duty = !rc->win && stats_duty_part_fits(x, pi);
+	out->has_duty = duty && !rc->win && stats_duty_part_fits(x, pi);
 	acc->dp = out->has_duty ? &out->duty : NULL;
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
 		if (xs_plane_is_device(p) &&
@@ -884,6 +885,16 @@ out:
 	if (r < 0)
 		stats_ops_free(out);
 	return r;
+}
+
+int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
+{
+	return ops_plane(rc, pi, false, out);
+}
+
+int stats_ops_plane_duty(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
+{
+	return ops_plane(rc, pi, true, out);
 }
 
 void stats_ops_free(struct stats_ops *d)

@@ -171,6 +171,9 @@ struct stats_ops {
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
+/* stats_ops_plane_duty() - stats_ops_plane(), with the plane's duty part where it fits
+ * (struct stats_duty_part: the overview's TPU duty cycle). */
+int stats_ops_plane_duty(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
 /*
  * stats_host_tf_ops() - the framework-op activities of host plane @pi as
  * XProf's host op metrics database counts them (host-tfops.c): the
