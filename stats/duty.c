@@ -301,21 +301,34 @@ bool stats_duty_part_fits(const struct xprofs_xspace *x, size_t q)
 	return ops == 1 && sorted && lines <= STATS_MERGE_MAX;
 }
 
+/* md_off_duty() - off_duty() of @md's category, noted in @md (not the shared empty entry). */
+static bool md_off_duty(struct xs_evmd *md)
+{
+	bool off;
+
+	if (md->off_duty)
+		return md->off_duty == 2;
+	off = off_duty(md->category);
+	if (md != &xs_empty_evmd)
+		md->off_duty = off ? 2 : 1;
+	return off;
+}
+
 /* tr_add() of the span alone: [b, e) with e raised to b. */
 static void part_span(struct stats_duty_part *d, int64_t b, int64_t e)
 {
 	widen(&d->b, &d->e, &d->any, b, e < b ? b : e);
 }
 
-void stats_duty_part_op(struct stats_duty_part *d, const struct xs_event *ev,
-			const struct xs_evmd *md, const int64_t *dev)
+void stats_duty_part_op(struct stats_duty_part *d, const struct xs_event *ev, struct xs_evmd *md,
+			const int64_t *dev)
 {
 	int64_t b = ev->start_ps, e = ev->end_ps;
 
 	if (ev->has_num) /* the merge leaves these out */
 		return;
 	part_span(d, b, e);
-	if (e > b && !off_duty(md->category)) /* in start order: a running union */
+	if (e > b && !md_off_duty(md)) /* in start order: a running union */
 		stats_union_add(&d->on, b, e);
 	if (dev)
 		b = dev[0], e = xs_sat_add(dev[0], dev[1]);

@@ -15,7 +15,8 @@
  * Cost: one walk of the plane's events, reading only their tf_op stat
  * (xs_walk_stats_keys(), the key XProf's GetStatMetadataByType() gives) and
  * parsing each metadata's name once (a direct-mapped cache); nothing kept
- * per event.
+ * per event. The walk is also a per-event function (stats_host_tf_event()),
+ * so the overview counts on its op table's walk of the lines both read.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,7 +37,7 @@ struct tf_walk {
 	} named[TF_NAMED];
 };
 
-static int tf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
+int stats_host_tf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
 {
 	struct tf_walk *w = arg;
 	struct xs_opstats os = {.borrow = true, .want_tf_op = true};
@@ -62,15 +63,14 @@ static int tf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd
 	return r;
 }
 
-int stats_host_tf_ops(struct xs_rctx *rc, size_t pi, uint64_t *out)
+int stats_host_tf_new(struct xs_rctx *rc, size_t pi, struct tf_walk **out)
 {
 	const struct xs_plane *p = &rc->x->planes[pi];
 	struct tf_walk *w = malloc(sizeof(*w));
 	struct wire_cur c;
 	int64_t k;
-	int r = 0;
 
-	*out = 0;
+	*out = NULL;
 	if (!w)
 		return -ENOMEM;
 	memset(w, 0, sizeof(*w));
@@ -80,10 +80,38 @@ int stats_host_tf_ops(struct xs_rctx *rc, size_t pi, uint64_t *out)
 	if ((k = xs_stmd_key(&c, p, "tf_op")) >= 0)
 		xs_stat_keys_add(&w->keys, k);
 	wire_cur_deinit(&c);
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines && r == 0; j++)
-		if (!xs_derived_tid(rc->x->lines[j].id))
-			r = xs_line_each(rc, j, NULL, tf_event, w);
-	*out = w->n;
+	*out = w;
+	return 0;
+}
+
+uint64_t stats_host_tf_count(const struct tf_walk *w)
+{
+	return w->n;
+}
+
+void stats_host_tf_free(struct tf_walk *w)
+{
 	free(w);
+}
+
+bool stats_host_tf_line(const struct xprofs_xspace *x, size_t li)
+{
+	return !xs_derived_tid(x->lines[li].id);
+}
+
+int stats_host_tf_ops(struct xs_rctx *rc, size_t pi, uint64_t *out)
+{
+	const struct xs_plane *p = &rc->x->planes[pi];
+	struct tf_walk *w;
+	int r;
+
+	*out = 0;
+	if ((r = stats_host_tf_new(rc, pi, &w)) < 0)
+		return r;
+	for (size_t j = p->first_line; j < p->first_line + p->n_lines && r == 0; j++)
+		if (stats_host_tf_line(rc->x, j))
+			r = xs_line_each(rc, j, NULL, stats_host_tf_event, w);
+	*out = w->n;
+	stats_host_tf_free(w);
 	return r;
 }

@@ -187,8 +187,10 @@ struct ops_acc {
 	struct xs_rctx *rc; /* borrowed: the render's, for its HLO facts */
 	/* the stats ops_event() reads on stream / XLA Ops lines: the walk decodes only them */
 	struct xs_stat_keys ks_stream, ks_xla;
-	struct stats_duty_part
-		*dp; /* borrowed: the plane's duty part on its XLA Ops line, or NULL */
+	/* borrowed: the plane's duty part on its XLA Ops line, or NULL */
+	struct stats_duty_part *dp;
+	/* borrowed: the host framework-op count on this line, or NULL */
+	struct tf_walk *tfw;
 };
 
 /*
@@ -704,6 +706,8 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 	int64_t gi;
 	int r;
 
+	if (a->tfw && (r = stats_host_tf_event(rc, ev, md, a->tfw)) < 0)
+		return r;
 	if (a->ub && !ev->has_num) /* as stats_merge_union() takes it: the event's own times */
 		stats_union_add(a->ub, ev->start_ps,
 				ev->end_ps > ev->start_ps ? ev->end_ps : ev->start_ps);
@@ -799,13 +803,18 @@ static int module_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 
 /* ---- one plane ---------------------------------------------------------- */
 
-/* ops_plane() - stats_ops_plane(); with @duty, also the plane's duty part where it fits. */
-static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, struct stats_ops *out)
+/*
+ * ops_plane() - stats_ops_plane(); with @duty, also the plane's duty part where
+ * it fits; with @tf on a host plane, also stats_host_tf_ops() into
+ * out->host_tf_ops, on the same walk where the lines are the same.
+ */
+static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, bool tf, struct stats_ops *out)
 {
 	struct xprofs_xspace *x = rc->x;
 	const struct xs_plane *p = &x->planes[pi];
 	bool fw = stats_plane_is_host(p) && stats_host_has_fw(x, p);
 	struct ops_acc *acc = NULL;
+	struct tf_walk *tfw = NULL;
 	size_t bl, span_lines = 0;
 	int r = 0;
 
@@ -814,6 +823,10 @@ static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, struct stats_ops 
 	if (!(acc = malloc(sizeof(*acc))))
 		return -ENOMEM;
 	acc->mc = NULL;
+	acc->tfw = NULL;
+	tf = tf && stats_plane_is_host(p);
+	if (tf && (r = stats_host_tf_new(rc, pi, &tfw)) < 0)
+		goto out;
 	out->un.other = -1;
 	acc->m = &out->m;
 	acc->un = &out->un;
@@ -849,9 +862,14 @@ static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, struct stats_ops 
 	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
 		enum stats_line_kind k = stats_op_line_kind(x, p, &x->lines[j], fw);
 		struct stats_union u = {0};
+		bool tf_line = tf && stats_host_tf_line(x, j);
 
+		if (k == LK_NONE && tf_line &&
+		    (r = xs_line_each(rc, j, NULL, stats_host_tf_event, tfw)) < 0)
+			goto out;
 		if (k == LK_NONE)
 			continue;
+		acc->tfw = tf_line ? tfw : NULL;
 		acc->kind = k;
 		acc->ub = j == bl ? &u : NULL;
 		/* stats_step_lines()'s lines, the first STATS_MERGE_MAX of them */
@@ -868,6 +886,8 @@ static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, struct stats_ops 
 			out->has_busy = true;
 		}
 	}
+	if (tf)
+		out->host_tf_ops = stats_host_tf_count(tfw);
 	out->events = acc->events;
 	out->total = acc->total;
 	out->un_events = acc->un_events;
@@ -877,6 +897,7 @@ static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, struct stats_ops 
 	if (out->events || out->un_events)
 		r = stats_plane_facts_get(rc, pi, &out->f);
 out:
+	stats_host_tf_free(tfw);
 	for (size_t i = 0; acc && acc->mc && i < MDC_SIZE; i++)
 		free(acc->mc[i].tf);
 	if (acc)
@@ -889,12 +910,12 @@ out:
 
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 {
-	return ops_plane(rc, pi, false, out);
+	return ops_plane(rc, pi, false, false, out);
 }
 
-int stats_ops_plane_duty(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
+int stats_ops_plane_overview(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 {
-	return ops_plane(rc, pi, true, out);
+	return ops_plane(rc, pi, true, true, out);
 }
 
 void stats_ops_free(struct stats_ops *d)

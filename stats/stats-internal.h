@@ -171,15 +171,32 @@ struct stats_ops {
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
-/* stats_ops_plane_duty() - stats_ops_plane(), with the plane's duty part where it fits
- * (struct stats_duty_part: the overview's TPU duty cycle). */
-int stats_ops_plane_duty(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
+/*
+ * stats_ops_plane_overview() - stats_ops_plane(), with what the overview also
+ * reads of the plane taken on the same walk: a TPU plane's duty part where it
+ * fits (struct stats_duty_part), a host plane's stats_host_tf_ops() in
+ * out->host_tf_ops.
+ */
+int stats_ops_plane_overview(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
 /*
  * stats_host_tf_ops() - the framework-op activities of host plane @pi as
  * XProf's host op metrics database counts them (host-tfops.c): the
  * overview's host ops. 0 or -errno.
  */
 int stats_host_tf_ops(struct xs_rctx *rc, size_t pi, uint64_t *out);
+/*
+ * The same count on another walk of host plane @pi: stats_host_tf_new() (caller
+ * frees with stats_host_tf_free()), stats_host_tf_event() (a xs_event_fn, arg: the
+ * walk) for every event of each line stats_host_tf_line() admits (a line that is
+ * not derived), then stats_host_tf_count().
+ */
+struct tf_walk;
+int stats_host_tf_new(struct xs_rctx *rc, size_t pi, struct tf_walk **out);
+int stats_host_tf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md,
+			void *arg);
+bool stats_host_tf_line(const struct xprofs_xspace *x, size_t li);
+uint64_t stats_host_tf_count(const struct tf_walk *w);
+void stats_host_tf_free(struct tf_walk *w);
 void stats_ops_free(struct stats_ops *d);
 /* stats_op_add() - @a's counts, times, flops and bytes added to @b (not min / max / names). */
 void stats_op_add(struct op *b, const struct op *a);
@@ -437,11 +454,12 @@ bool stats_duty_part_fits(const struct xprofs_xspace *x, size_t q);
 /*
  * stats_duty_part_op() - "XLA Ops" event @ev of metadata @md into @d, with
  * its device_offset_ps / device_duration_ps (@dev[0], @dev[1]) when @dev is
- * not NULL (GetDeviceEventTimespan()). stats_duty_part_module(): an
+ * not NULL (GetDeviceEventTimespan()); @md notes whether its category is
+ * off duty (xs_evmd.off_duty). stats_duty_part_module(): an
  * "XLA Modules" event (it only widens the span).
  */
-void stats_duty_part_op(struct stats_duty_part *d, const struct xs_event *ev,
-			const struct xs_evmd *md, const int64_t *dev);
+void stats_duty_part_op(struct stats_duty_part *d, const struct xs_event *ev, struct xs_evmd *md,
+			const int64_t *dev);
 void stats_duty_part_module(struct stats_duty_part *d, const struct xs_event *ev);
 /*
  * stats_tpu_duty() - ConstructDutyCycleTracker() over every TPU plane, the

@@ -93,12 +93,8 @@ static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
 		return r;
 	}
 	if (i % 2) {
-		int r = t->tpu ? stats_ops_plane_duty(rc, q, &t->slot[q].ops)
-			       : stats_ops_plane(rc, q, &t->slot[q].ops);
-
-		if (r == 0 && stats_plane_is_host(&rc->x->planes[q]))
-			r = stats_host_tf_ops(rc, q, &t->slot[q].ops.host_tf_ops);
-		return r;
+		/* a host plane's host_tf_ops and a TPU plane's duty part on the same walk */
+		return stats_ops_plane_overview(rc, q, &t->slot[q].ops);
 	}
 	return 0;
 }

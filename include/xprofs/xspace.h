@@ -783,8 +783,9 @@ struct xs_evmd { /* one XEventMetadata */
 	char *tf_op;      /* owned, NULL when absent */
 	uint64_t program_id;
 	bool has_program_id;
-	int64_t group; /* ops group in the current aggregation, -1 unknown */
-	void *view_md; /* owned through rc->md_ext: an analysis's own facts (trace/) */
+	int64_t group;   /* ops group in the current aggregation, -1 unknown */
+	int8_t off_duty; /* the TPU duty cycle's memo of its category: 0 unknown, 1 no, 2 yes */
+	void *view_md;   /* owned through rc->md_ext: an analysis's own facts (trace/) */
 	size_t view_md_bytes;
 };
 
