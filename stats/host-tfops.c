@@ -59,7 +59,8 @@ int stats_host_tf_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 	tf = os.tf_op ? os.tf_op : md->tf_op;
 	if (r == 0 && tf && *tf)
 		w->n++;
-	xs_opstats_clear(&os);
+	if (os.owned) /* borrow mode: only copies to free */
+		xs_opstats_clear(&os);
 	return r;
 }
 

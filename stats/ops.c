@@ -508,21 +508,23 @@ static int op_first(struct xs_rctx *rc, const struct ops_acc *a, struct op *op,
 	return r;
 }
 
-/* op_account() - @events events of @occ occurrences and @dur in all into @op, with @v. */
+/*
+ * op_account() - @events events of @occ occurrences and @dur in all into @op,
+ * with @v: stats_op_add() of such an op (no self time), field by field, since
+ * it runs once per event.
+ */
 static void op_account(struct op *op, uint64_t events, int64_t occ, int64_t dur,
 		       const struct xs_amounts *v)
 {
-	struct op one = {.count = events,
-			 .occurrences = occ,
-			 .total = dur,
-			 .flops = v->flops,
-			 .bytes = v->bytes,
-			 .model_flops = v->model_flops,
-			 .has_flops = v->has_flops,
-			 .has_bytes = v->has_bytes,
-			 .has_model_flops = v->has_model_flops};
-
-	stats_op_add(op, &one);
+	op->count += events;
+	op->occurrences = xs_sat_add(op->occurrences, occ);
+	op->total = xs_sat_add(op->total, dur);
+	if (v->has_flops)
+		op->flops += v->flops, op->has_flops = true;
+	if (v->has_bytes)
+		op->bytes += v->bytes, op->has_bytes = true;
+	if (v->has_model_flops)
+		op->model_flops += v->model_flops, op->has_model_flops = true;
 	if (dur < op->min)
 		op->min = dur;
 	if (dur > op->max)
@@ -758,7 +760,8 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 	ops_nest(a, e, gi);
 	r = 0;
 out:
-	xs_opstats_clear(&os);
+	if (os.owned) /* borrow mode: only copies to free, and nearly never any */
+		xs_opstats_clear(&os);
 	return r;
 }
 
