@@ -40,9 +40,8 @@ struct ivl {
 struct tracker {
 	struct ivl *v; /* owned, sorted, disjoint, not touching */
 	size_t n, cap;
-	int64_t done; /* active time of the intervals counted out (tr_final()) */
-	int64_t b, e; /* total span; valid when any */
-	bool any;
+	int64_t done;           /* active time of the intervals counted out (tr_final()) */
+	struct stats_busy span; /* of everything added (busy unused) */
 };
 
 /* IsOffDutyOp() (xprof/utils/op_utils.h), by hlo_category. */
@@ -68,11 +67,7 @@ static int tr_add(struct tracker *t, int64_t b, int64_t e, bool active)
 
 	if (e < b)
 		e = b;
-	if (!t->any || b < t->b)
-		t->b = b;
-	if (!t->any || e > t->e)
-		t->e = e;
-	t->any = true;
+	stats_busy_widen(&t->span, b, e);
 	if (!active || e == b)
 		return 0;                    /* an empty interval adds no active time */
 	if (t->n && b >= t->v[t->n - 1].b) { /* the usual case: at or after the last */
@@ -148,8 +143,8 @@ struct duty_plane {
 	uint8_t *off;             /* owned: per event metadata index, off duty (plane_off()) */
 	int64_t dev_off, dev_dur; /* stat metadata keys (-1: none) */
 	struct xs_stat_keys span; /* those of them the plane has */
-	int64_t first, last;      /* of its XLA Ops and Steps events' device timespans */
-	bool any_op, done;
+	struct stats_busy op; /* of its XLA Ops and Steps events' device timespans (busy unused) */
+	bool done;
 };
 
 /* core_stat() - a xs_stat_fn: the local_chip_id (field 4) of a core_details plane stat. */
@@ -250,31 +245,30 @@ static int span_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_sta
 	return 0;
 }
 
-/* widen() - the first / last device timespan of @d's ops by [b, e). */
-static void widen(int64_t *first, int64_t *last, bool *any, int64_t b, int64_t e)
+/* dev_span() - event @ev's device_offset_ps / device_duration_ps into @v, read with @c. */
+static int dev_span(struct xs_rctx *rc, struct wire_cur *c, const struct xs_event *ev,
+		    const struct duty_plane *d, struct devspan *v)
 {
-	if (!*any || b < *first)
-		*first = b;
-	if (!*any || e > *last)
-		*last = e;
-	*any = true;
+	*v = (struct devspan){.d = d};
+	if (!ev->has_stats)
+		return 0;
+	return xs_walk_stats_keys(rc, c, ev->stats_off, ev->off + ev->len - ev->stats_off,
+				  XEVENT_F_STATS, &d->span, span_stat, v);
 }
 
 /* op_time() - XLA Ops or Steps event @ev of a TensorCore plane, read with @c: its first / last. */
 static int op_time(struct xs_rctx *rc, struct wire_cur *c, const struct xs_event *ev,
 		   struct duty_plane *d)
 {
-	struct devspan v = {.d = d};
+	struct devspan v;
 	int64_t b = ev->start_ps, e = ev->end_ps;
 	int r;
 
-	if (ev->has_stats &&
-	    (r = xs_walk_stats_keys(rc, c, ev->stats_off, ev->off + ev->len - ev->stats_off,
-				    XEVENT_F_STATS, &d->span, span_stat, &v)) < 0)
+	if ((r = dev_span(rc, c, ev, d, &v)) < 0)
 		return r;
 	if (v.has_off && v.has_dur) /* GetDeviceEventTimespan() */
 		b = v.off, e = xs_sat_add(v.off, v.dur);
-	widen(&d->first, &d->last, &d->any_op, b, e);
+	stats_busy_widen(&d->op, b, e);
 	return 0;
 }
 
@@ -317,7 +311,7 @@ static bool md_off_duty(struct xs_evmd *md)
 /* tr_add() of the span alone: [b, e) with e raised to b. */
 static void part_span(struct stats_duty_part *d, int64_t b, int64_t e)
 {
-	widen(&d->b, &d->e, &d->any, b, e < b ? b : e);
+	stats_busy_widen(&d->span, b, e < b ? b : e);
 }
 
 void stats_duty_part_op(struct stats_duty_part *d, const struct xs_event *ev, struct xs_evmd *md,
@@ -332,7 +326,7 @@ void stats_duty_part_op(struct stats_duty_part *d, const struct xs_event *ev, st
 		stats_union_add(&d->on, b, e);
 	if (dev)
 		b = dev[0], e = xs_sat_add(dev[0], dev[1]);
-	widen(&d->first, &d->last, &d->any_op, b, e);
+	stats_busy_widen(&d->dev, b, e);
 }
 
 void stats_duty_part_module(struct stats_duty_part *d, const struct xs_event *ev)
@@ -352,7 +346,7 @@ struct part_walk {
 static int part_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
 {
 	struct part_walk *w = arg;
-	struct devspan v = {.d = w->d};
+	struct devspan v;
 	int64_t dev[2];
 	int r;
 
@@ -364,9 +358,7 @@ static int part_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_ev
 	}
 	if (w->line == PW_STEPS) /* TensorCore planes only: the caller's choice */
 		return op_time(rc, &rc->ev, e, w->d);
-	if (e->has_stats &&
-	    (r = xs_walk_stats_keys(rc, &rc->ev, e->stats_off, e->off + e->len - e->stats_off,
-				    XEVENT_F_STATS, &w->d->span, span_stat, &v)) < 0)
+	if ((r = dev_span(rc, &rc->ev, e, w->d, &v)) < 0)
 		return r;
 	dev[0] = v.off, dev[1] = v.dur;
 	stats_duty_part_op(w->part, e, md, v.has_off && v.has_dur ? dev : NULL);
@@ -411,11 +403,17 @@ static int part_chip(struct xs_rctx *rc, size_t q, struct duty_plane *d,
 	on = given->on;
 	stats_union_close(&on);
 	out->active = xs_sat_add(out->active, on.b.busy);
-	if (given->any)
-		out->idle = xs_sat_add(out->idle, given->e - given->b - on.b.busy);
-	if (tc && given->any_op)
-		widen(&d->first, &d->last, &d->any_op, given->first, given->last);
+	if (given->span.any)
+		out->idle = xs_sat_add(out->idle, given->span.last - given->span.first - on.b.busy);
+	if (tc && given->dev.any)
+		stats_busy_widen(&d->op, given->dev.first, given->dev.last);
 	return 0;
+}
+
+/* same_chip() - TPU plane @q2 is on TPU plane @q's chip (DutyCycleCombiner: both name it). */
+static bool same_chip(const struct duty_plane *dp, size_t q, size_t q2)
+{
+	return q2 == q || (dp[q].has_chip && dp[q2].has_chip && dp[q2].chip == dp[q].chip);
 }
 
 /*
@@ -436,9 +434,7 @@ static int chip_walk(struct xs_rctx *rc, struct duty_plane *dp, size_t q0, struc
 		const struct xs_line *l = &x->lines[j];
 		struct duty_plane *d = &dp[l->plane];
 
-		if (!d->tpu || d->done ||
-		    (l->plane != q0 &&
-		     (!d->has_chip || !dp[q0].has_chip || d->chip != dp[q0].chip)))
+		if (!d->tpu || d->done || !same_chip(dp, q0, l->plane))
 			continue;
 		if (!xs_str_eq(l->name, l->name_len, "XLA Ops") &&
 		    !xs_str_eq(l->name, l->name_len, "XLA Modules") &&
@@ -490,8 +486,8 @@ bool stats_is_tpu(const struct xprofs_xspace *x)
 /* alone() - no plane after TPU plane @q names its chip (the earlier ones would have taken it). */
 static bool alone(const struct xprofs_xspace *x, const struct duty_plane *dp, size_t q)
 {
-	for (size_t q2 = q + 1; dp[q].has_chip && q2 < x->n_planes; q2++)
-		if (dp[q2].tpu && dp[q2].has_chip && dp[q2].chip == dp[q].chip)
+	for (size_t q2 = q + 1; q2 < x->n_planes; q2++)
+		if (dp[q2].tpu && same_chip(dp, q, q2))
 			return false;
 	return true;
 }
@@ -504,15 +500,14 @@ static int merge_chip(struct xs_rctx *rc, struct duty_plane *dp, size_t q, struc
 	int r = 0;
 
 	for (size_t q2 = q; q2 < x->n_planes && r == 0; q2++) /* chip_walk()'s planes */
-		if (dp[q2].tpu && !dp[q2].done && !dp[q2].off &&
-		    (q2 == q || (dp[q].has_chip && dp[q2].has_chip && dp[q2].chip == dp[q].chip)))
+		if (dp[q2].tpu && !dp[q2].done && !dp[q2].off && same_chip(dp, q, q2))
 			r = plane_off(rc, q2, &dp[q2]);
 	if (r == 0 && (r = chip_walk(rc, dp, q, &t)) == 0) {
 		int64_t a = tr_active(&t);
 
 		out->active = xs_sat_add(out->active, a);
-		if (t.any)
-			out->idle = xs_sat_add(out->idle, t.e - t.b - a);
+		if (t.span.any)
+			out->idle = xs_sat_add(out->idle, t.span.last - t.span.first - a);
 	}
 	free(t.v);
 	return r;
@@ -544,8 +539,8 @@ int stats_tpu_duty(struct xs_rctx *rc, const struct stats_duty_part *const *part
 		}
 	}
 	for (size_t q = 0; q < x->n_planes; q++) {
-		if (dp[q].any_op) /* SetTotalTimePs(last - first) of the plane's OpMetricsDb */
-			out->op_span = xs_sat_add(out->op_span, dp[q].last - dp[q].first);
+		if (dp[q].op.any) /* SetTotalTimePs(last - first) of the plane's OpMetricsDb */
+			out->op_span = xs_sat_add(out->op_span, dp[q].op.last - dp[q].op.first);
 		free(dp[q].off);
 	}
 	free(dp);

@@ -130,11 +130,7 @@ void stats_union_add(struct stats_union *u, int64_t s, int64_t t)
 		u->open = false;
 	}
 	if (!u->open) {
-		if (!u->b.any || s < u->b.first)
-			u->b.first = s;
-		if (!u->b.any || t > u->b.last)
-			u->b.last = t;
-		u->b.any = true;
+		stats_busy_widen(&u->b, s, t);
 		u->cs = s, u->ce = t, u->open = true;
 	} else if (t > u->ce) {
 		u->ce = t;

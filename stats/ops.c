@@ -508,6 +508,17 @@ static int op_first(struct xs_rctx *rc, const struct ops_acc *a, struct op *op,
 	return r;
 }
 
+/* op_add_amounts() - the FLOPs, bytes and model FLOPs @v has, added to @op. */
+static void op_add_amounts(struct op *op, const struct xs_amounts *v)
+{
+	if (v->has_flops)
+		op->flops += v->flops, op->has_flops = true;
+	if (v->has_bytes)
+		op->bytes += v->bytes, op->has_bytes = true;
+	if (v->has_model_flops)
+		op->model_flops += v->model_flops, op->has_model_flops = true;
+}
+
 /*
  * op_account() - @events events of @occ occurrences and @dur in all into @op,
  * with @v: stats_op_add() of such an op (no self time), field by field, since
@@ -519,12 +530,7 @@ static void op_account(struct op *op, uint64_t events, int64_t occ, int64_t dur,
 	op->count += events;
 	op->occurrences = xs_sat_add(op->occurrences, occ);
 	op->total = xs_sat_add(op->total, dur);
-	if (v->has_flops)
-		op->flops += v->flops, op->has_flops = true;
-	if (v->has_bytes)
-		op->bytes += v->bytes, op->has_bytes = true;
-	if (v->has_model_flops)
-		op->model_flops += v->model_flops, op->has_model_flops = true;
+	op_add_amounts(op, v);
 	if (dur < op->min)
 		op->min = dur;
 	if (dur > op->max)
@@ -713,15 +719,9 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 	if (a->ub && !ev->has_num) /* as stats_merge_union() takes it: the event's own times */
 		stats_union_add(a->ub, ev->start_ps,
 				ev->end_ps > ev->start_ps ? ev->end_ps : ev->start_ps);
-	if (a->span && !ev->has_num) { /* its first and last, the same way */
-		int64_t t = ev->end_ps > ev->start_ps ? ev->end_ps : ev->start_ps;
-
-		if (!a->span->any || ev->start_ps < a->span->first)
-			a->span->first = ev->start_ps;
-		if (!a->span->any || t > a->span->last)
-			a->span->last = t;
-		a->span->any = true;
-	}
+	if (a->span && !ev->has_num) /* its first and last, the same way */
+		stats_busy_widen(a->span, ev->start_ps,
+				 ev->end_ps > ev->start_ps ? ev->end_ps : ev->start_ps);
 	if (e->has_stats && (a->kind == LK_STREAM || a->kind == LK_XLA_OPS)) {
 		if ((r = xs_walk_stats_keys(rc, &rc->ev, e->stats_off,
 					    e->off + e->len - e->stats_off, XEVENT_F_STATS,
@@ -931,16 +931,14 @@ void stats_ops_free(struct stats_ops *d)
 
 void stats_op_add(struct op *b, const struct op *a)
 {
+	const struct xs_amounts v = {a->flops,     a->bytes,     a->model_flops,
+				     a->has_flops, a->has_bytes, a->has_model_flops};
+
 	b->count += a->count;
 	b->occurrences = xs_sat_add(b->occurrences, a->occurrences);
 	b->total = xs_sat_add(b->total, a->total);
 	b->self = xs_sat_add(b->self, a->self);
-	if (a->has_flops)
-		b->flops += a->flops, b->has_flops = true;
-	if (a->has_bytes)
-		b->bytes += a->bytes, b->has_bytes = true;
-	if (a->has_model_flops)
-		b->model_flops += a->model_flops, b->has_model_flops = true;
+	op_add_amounts(b, &v);
 }
 
 int stats_op_meta(struct op *b, const struct op *a)

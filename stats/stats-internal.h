@@ -112,6 +112,16 @@ struct stats_busy {
 	bool any;
 };
 
+/* stats_busy_widen() - @b's first start / last end widened to take [first, last). */
+static inline void stats_busy_widen(struct stats_busy *b, int64_t first, int64_t last)
+{
+	if (!b->any || first < b->first)
+		b->first = first;
+	if (!b->any || last > b->last)
+		b->last = last;
+	b->any = true;
+}
+
 /*
  * A union of intervals given in start order (merge.c): the one still open
  * and, in @b, the time covered, the first start and the last end (XProf's
@@ -134,10 +144,9 @@ struct stats_union {
  * leaves them.
  */
 struct stats_duty_part {
-	struct stats_union on; /* its on-duty XLA Ops events (own times) */
-	int64_t b, e;          /* span of its XLA Ops and XLA Modules events; valid when any */
-	int64_t first, last;   /* its XLA Ops events' device timespans; valid when any_op */
-	bool any, any_op;
+	struct stats_union on;  /* its on-duty XLA Ops events (own times) */
+	struct stats_busy span; /* of its XLA Ops and XLA Modules events (busy unused) */
+	struct stats_busy dev;  /* of its XLA Ops events' device timespans (busy unused) */
 };
 
 /*

@@ -376,11 +376,7 @@ static void busy_add(struct stats_busy *b, const struct stats_busy *u)
 	if (!u->any)
 		return;
 	b->busy = xs_sat_add(b->busy, u->busy);
-	if (!b->any || u->first < b->first)
-		b->first = u->first;
-	if (!b->any || u->last > b->last)
-		b->last = u->last;
-	b->any = true;
+	stats_busy_widen(b, u->first, u->last);
 }
 
 /*
