@@ -387,6 +387,24 @@ static void *compressor(void *arg)
 }
 
 /*
+ * flush_here() - the block being filled, compressed and appended on this
+ * thread (no compressor threads), then handed on to readers; emptied either
+ * way. 0 or -errno.
+ */
+static int flush_here(struct xprofs_cache_writer *w)
+{
+	int r = flush_block(w, w->raw, w->raw_len);
+
+	w->raw_len = 0;
+	if (r == 0) {
+		pthread_mutex_lock(&w->qlock);
+		w->handed++;
+		pthread_mutex_unlock(&w->qlock);
+	}
+	return r;
+}
+
+/*
  * Hands the full block w->raw to the compressors and points w->raw at a free
  * slot, waiting while WRITER_QUEUE - 1 blocks are queued. Without threads
  * (none started yet, or it could not be) it compresses here. 0 or the
@@ -403,16 +421,8 @@ static int block_done(struct xprofs_cache_writer *w)
 		       pthread_create(&w->thread[w->nthreads], NULL, compressor, w) == 0)
 			w->nthreads++;
 		w->threaded = w->nthreads > 0;
-		if (!w->threaded) {
-			r = flush_block(w, w->raw, w->raw_len);
-			w->raw_len = 0;
-			if (r == 0) {
-				pthread_mutex_lock(&w->qlock);
-				w->handed++;
-				pthread_mutex_unlock(&w->qlock);
-			}
-			return r;
-		}
+		if (!w->threaded)
+			return flush_here(w);
 	}
 	pthread_mutex_lock(&w->qlock);
 	w->slot_len[(w->head + w->queued) % WRITER_QUEUE] = w->raw_len;
@@ -514,7 +524,7 @@ bool xprofs_cache_writer_near_cap(struct xprofs_cache_writer *w, size_t n)
 {
 	uint64_t stored, appended, handed, pending, worst;
 
-	if (w->private)
+	if (__atomic_load_n(&w->private, __ATOMIC_RELAXED))
 		return false;
 
 	pthread_mutex_lock(&w->qlock);
@@ -542,16 +552,8 @@ int xprofs_cache_writer_seal(struct xprofs_cache_writer *w)
 {
 	int r = writer_join(w);
 
-	if (r == 0 && w->raw_len) {
-		/* the last block, appended like any other: readers see it once handed on */
-		r = flush_block(w, w->raw, w->raw_len);
-		if (r == 0) {
-			pthread_mutex_lock(&w->qlock);
-			w->handed++;
-			pthread_mutex_unlock(&w->qlock);
-			w->raw_len = 0;
-		}
-	}
+	if (r == 0 && w->raw_len) /* the last block: readers see it once handed on */
+		r = flush_here(w);
 	pthread_mutex_lock(&w->qlock);
 	if (r < 0 && !w->err)
 		w->err = r;
@@ -576,6 +578,17 @@ const void *xprofs_cache_writer_tail(const struct xprofs_cache_writer *w, size_t
 	return w->raw;
 }
 
+/* raw_copy() - up to @n bytes of raw block @blk (@len bytes) from @boff into @buf: how many. */
+static size_t raw_copy(void *buf, size_t n, const uint8_t *blk, size_t len, size_t boff)
+{
+	size_t got = boff < len ? len - boff : 0;
+
+	if (got > n)
+		got = n;
+	memcpy(buf, blk + boff, got);
+	return got;
+}
+
 /*
  * Finds block @b for a reader of the entry being written: 1 with its index
  * record in @recb (appended: read it from the temp file), 0 with up to @n
@@ -598,10 +611,7 @@ static int writer_find_block(struct xprofs_cache_writer *w, uint64_t b, uint8_t 
 	if (b < w->recent_end && b + w->recent_n >= w->recent_end) {
 		unsigned k = (unsigned)(b % WRITER_RECENT);
 
-		*got = boff < w->recent_len[k] ? w->recent_len[k] - boff : 0;
-		if (*got > n)
-			*got = n;
-		memcpy(buf, w->recent[k] + boff, *got);
+		*got = raw_copy(buf, n, w->recent[k], w->recent_len[k], boff);
 		r = 0;
 		goto out;
 	}
@@ -618,10 +628,7 @@ static int writer_find_block(struct xprofs_cache_writer *w, uint64_t b, uint8_t 
 	} else {
 		unsigned i = (w->head + (unsigned)(b - (w->handed - w->queued))) % WRITER_QUEUE;
 
-		*got = boff < w->slot_len[i] ? w->slot_len[i] - boff : 0;
-		if (*got > n)
-			*got = n;
-		memcpy(buf, w->slot[i] + boff, *got);
+		*got = raw_copy(buf, n, w->slot[i], w->slot_len[i], boff);
 		r = 0;
 	}
 	pthread_mutex_unlock(&w->ilock);
