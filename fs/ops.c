@@ -368,6 +368,29 @@ static int op_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 	return 0;
 }
 
+/*
+ * All @size bytes at @off of a store file (or up to its end), or -errno.
+ * A reply shorter than asked reads as the end of the file to the kernel
+ * (FUSE shrinks its idea of the size), so an error after some bytes (a
+ * replaced gs:// object's next block: ESTALE) is returned as the error,
+ * not as those bytes: the reader sees the error, never a silent end.
+ */
+static ssize_t reader_read(struct xprofs_store_reader *rf, char *buf, size_t size, uint64_t off)
+{
+	size_t got = 0;
+
+	while (got < size) {
+		ssize_t k = xprofs_store_reader_pread(rf, buf + got, size - got, off + got);
+
+		if (k < 0)
+			return k;
+		if (k == 0)
+			break;
+		got += (size_t)k;
+	}
+	return (ssize_t)got;
+}
+
 static int op_read(const char *path, char *buf, size_t size, off_t off, struct fuse_file_info *fi)
 {
 	struct fs_ctx *ctx = ctx_get();
@@ -379,7 +402,7 @@ static int op_read(const char *path, char *buf, size_t size, off_t off, struct f
 		return -EINVAL;
 	switch (fh->kind) {
 	case FS_FH_READER:
-		r = xprofs_store_reader_pread(fh->rf, buf, size, (uint64_t)off);
+		r = reader_read(fh->rf, buf, size, (uint64_t)off);
 		break;
 	case FS_FH_WRITER:
 		r = fs_writer_read(ctx, fh, buf, size, (uint64_t)off);

@@ -39,6 +39,14 @@ count_results() { # $1 = build dir
 	p=$(jq -s '[.[] | select(.result=="OK" or .result=="EXPECTEDFAIL")] | length' "$log")
 	f=$(jq -s '[.[] | select(.result=="FAIL" or .result=="TIMEOUT" or .result=="ERROR" or .result=="UNEXPECTEDPASS")] | length' "$log")
 	s=$(jq -s '[.[] | select(.result=="SKIP")] | length' "$log")
+	# meson shows a TAP test's stderr only; its "not ok" lines and the
+	# "# ..." comments after them (the why) are in its stdout.
+	jq -r 'select(.result=="FAIL" or .result=="TIMEOUT" or .result=="ERROR")
+		| "--- \(.name) (\(.result)): its failed checks",
+		  (reduce ((.stdout // "") | splits("\n")) as $x ({keep: false, out: []};
+			if ($x | startswith("not ok")) then .keep = true | .out += [$x]
+			elif .keep and ($x | startswith("#")) then .out += [$x]
+			else .keep = false end) | .out[:120][])' "$log" 2>/dev/null || true
 	passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
 	echo "suite $1: $p passed, $f failed, $s skipped"
 }
