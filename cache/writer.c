@@ -16,7 +16,11 @@
  * compress full ones in parallel and append them in order while the caller
  * produces the next, so a renderer and lz4 share the cores (lz4 is the
  * slower of the two, hence two threads). Errors found by a thread are sticky
- * and reported by the next write or the commit.
+ * and reported by the next write or the commit. A writer that stores blocks
+ * as they are (XPROFS_CACHE_ACCEL_STORE: gs:// blocks) starts no threads and
+ * appends on the caller's thread, whole blocks straight from the caller's
+ * bytes: with nothing to compress, a thread hand-off and a copy per block
+ * were most of its cost.
  *
  * Memory: a writer holds WRITER_QUEUE raw blocks, WRITER_RECENT more once
  * that many were appended, one compressed block and a fixed run of index
@@ -416,6 +420,9 @@ static int block_done(struct xprofs_cache_writer *w)
 	int r;
 
 	if (!w->threaded) {
+		/* stored blocks have no lz4 pass to overlap: hashed and appended here */
+		if (__atomic_load_n(&w->accel, __ATOMIC_RELAXED) == XPROFS_CACHE_ACCEL_STORE)
+			return flush_here(w);
 		/* the first block of an entry starts the threads: small entries never do */
 		while (w->nthreads < WRITER_THREADS &&
 		       pthread_create(&w->thread[w->nthreads], NULL, compressor, w) == 0)
@@ -493,7 +500,27 @@ int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size
 		size_t take = w->bs - w->raw_len;
 
 		/*
-		 * Always copied: the compressor may run after we return, and a
+		 * A whole block stored as it is (a gs:// block group) is hashed
+		 * and appended from the caller's bytes: no thread runs after we
+		 * return, so no copy is needed.
+		 */
+		if (w->raw_len == 0 && n >= w->bs && !w->threaded &&
+		    __atomic_load_n(&w->accel, __ATOMIC_RELAXED) == XPROFS_CACHE_ACCEL_STORE) {
+			r = flush_block(w, s, w->bs);
+			if (r < 0) {
+				w->err = r;
+				return r;
+			}
+			pthread_mutex_lock(&w->qlock);
+			w->handed++;
+			pthread_mutex_unlock(&w->qlock);
+			s += w->bs;
+			n -= w->bs;
+			w->raw_total += w->bs;
+			continue;
+		}
+		/*
+		 * Otherwise copied: the compressor may run after we return, and a
 		 * memcpy costs far less than the lz4 pass it lets overlap.
 		 */
 		if (take > n)

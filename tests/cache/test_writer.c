@@ -129,6 +129,54 @@ static void test_acceleration(void **state)
 }
 
 /*
+ * A writer that stores blocks as they are (gs:// blocks) takes whole blocks
+ * straight from the caller's bytes and the rest through its own block: mixed
+ * pieces (a part block, whole blocks written from mid-block, whole blocks from
+ * a block boundary, a short tail) read back exactly, while writing
+ * (xprofs_cache_writer_pread()) and after the commit, and take their raw size.
+ */
+static void test_writer_store(void **state)
+{
+	struct fixture *f = *state;
+	const uint32_t bs = 64 << 10;
+	const size_t cuts[] = {7, 2 * bs + 5, bs - 12, 3 * bs, bs / 2};
+	struct xprofs_cache_stats a, b;
+	struct xprofs_cache_writer *w;
+	struct xprofs_cache *c = new_cache(f, 0, bs);
+	size_t n = 0, at = 0, full;
+	uint8_t *p, *back;
+
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++)
+		n += cuts[i];
+	p = random_data(n);
+	back = malloc(n);
+	assert_non_null(back);
+	xprofs_cache_get_stats(c, &a);
+	assert_int_equal(xprofs_cache_writer_new(c, "store", 5, &w), 0);
+	assert_int_equal(xprofs_cache_writer_set_acceleration(w, XPROFS_CACHE_ACCEL_STORE), 0);
+	for (size_t i = 0; i < sizeof(cuts) / sizeof(cuts[0]); i++) {
+		assert_int_equal(xprofs_cache_writer_write(w, p + at, cuts[i]), 0);
+		at += cuts[i];
+		full = at / bs * bs;
+		assert_int_equal(xprofs_cache_writer_readable(w), full);
+		for (size_t rd = 0; rd < full;) { /* a block or less per call */
+			ssize_t k = xprofs_cache_writer_pread(w, back + rd, full - rd, rd);
+
+			assert_true(k > 0);
+			rd += (size_t)k;
+		}
+		XT_SAME_BYTES(back, full, p, full);
+	}
+	assert_int_equal(xprofs_cache_writer_commit(w), 0);
+	xprofs_cache_get_stats(c, &b);
+	assert_true(b.bytes - a.bytes >= n);
+	check_entry(c, "store", p, n);
+	xprofs_cache_free(c);
+	free(back);
+	free(p);
+}
+
+/*
  * The compressor thread: aborting a writer with blocks queued leaves no temp
  * file; an error the thread finds (-EFBIG at the cap) comes back from a later
  * write or the commit and sticks; and an entry written in odd-sized pieces
@@ -379,6 +427,6 @@ static void test_writer_thread(void **state)
 int main(void)
 {
 	return XT_RUN_FIXTURE_TESTS(setup, teardown, test_near_cap, test_acceleration,
-				    test_writer_thread, test_writer_pread, test_writer_recent,
-				    test_writer_private);
+				    test_writer_store, test_writer_thread, test_writer_pread,
+				    test_writer_recent, test_writer_private);
 }
