@@ -85,9 +85,11 @@ struct fs_options {
 	char *cache_dir;                        /* owned */
 	char *cache_max;                        /* owned, e.g. "2G" */
 	uint64_t cache_max_bytes;
-	int cache_accel;      /* lz4 acceleration of cache entries; 0 = the cache's default */
-	char *tmp_dir;        /* owned; temporary renders (default $TMPDIR, else /tmp) */
-	char *cache_min_free; /* owned; free space kept on the cache's disk ("" = default) */
+	int cache_accel;           /* lz4 acceleration of cache entries; 0 = the cache's default */
+	char *stream_min;          /* owned; whole traces of profiles this big stream, uncached */
+	uint64_t stream_min_bytes; /* parsed; 0 = never */
+	char *tmp_dir;             /* owned; temporary renders (default $TMPDIR, else /tmp) */
+	char *cache_min_free;      /* owned; free space kept on the cache's disk ("" = default) */
 	uint64_t cache_min_free_bytes; /* XPROFS_CACHE_MIN_FREE_DEFAULT unless given */
 	char *loglevel;                /* owned */
 	char *endpoint;                /* owned */
@@ -344,6 +346,7 @@ struct fs_views {
 struct fs_counters {
 	uint64_t lookups, readdirs, opens, bytes_read, bytes_written;
 	uint64_t renders, render_errors, render_waits, view_hits, index_builds;
+	uint64_t streamed, stream_restarts, stream_dropped; /* live.c's streamed renders */
 	uint64_t profile_indexes,
 		index_reuses; /* profiles indexed; kept indexes reused (views.c) */
 	int64_t open_dirs;    /* a gauge: opendir() minus releasedir() (ops.c) */
@@ -439,6 +442,9 @@ int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 #define FS_LIVE_OPEN_MS 400            /* an open waits this long for a render to end... */
 #define FS_LIVE_OPEN_BYTES (16u << 20) /* ...or for this much of it to be readable */
 #define FS_LIVE_PUBLISH (64u << 10)    /* readers are woken every this many bytes */
+#define FS_RING_SIZE (8u << 20)        /* a streamed render's bytes kept for its readers */
+#define FS_RING_STALL_MS 5000          /* a full ring nobody reads: go on into the cache */
+#define FS_RING_WAKE (1u << 20)        /* readers waiting on a streamed render: woken per MiB */
 
 struct fs_live;
 struct fs_fh; /* handles.c, below: a finished or running render is attached to one */
@@ -452,6 +458,7 @@ struct fs_live_job {
 	void (*free)(void *arg);
 	void *arg;
 	bool shared; /* a view of the shared cache: fetched before, offered after a render */
+	bool stream; /* streamed to its readers as it renders, not cached (live.c) */
 };
 
 /**

@@ -25,6 +25,12 @@
  * same bytes).
  * A reader that closes early cancels nothing: the thread holds its own
  * reference and the entry is cached.
+ * Streamed renders (job.stream: whole traces of big profiles, -o
+ * stream_min) skip the cache: the render fills a ring of FS_RING_SIZE bytes
+ * in memory, waiting for its leading reader, and keeps nothing; a reader
+ * that needs bytes gone from the ring, or a full ring nobody reads for
+ * FS_RING_STALL_MS, makes it start over into the cache as above (readers
+ * wait for it to catch up), and when every reader has left it stops.
  * With a shared view cache (shared.c), the thread of a shared view first
  * fetches the view's checked copy into the cache (then nothing is rendered)
  * and, after rendering one, queues its upload (replacing a damaged copy)
@@ -37,7 +43,8 @@
  * before it commits or aborts (L->quiesce), so the writer is never freed
  * under a reader.
  *
- * Limits: FS_INFLIGHT renders at once (more wait for a slot); unmounting
+ * Limits: FS_INFLIGHT renders at once (more wait for a slot; a finished
+ * streamed render keeps its slot and ring while its file is open); unmounting
  * cancels renders in progress (their sinks fail with -ECANCELED) and waits
  * for their threads. Test-only knobs: XPROFS_TEST_RENDER_DELAY_MS_PER_MB
  * slows every render by that many milliseconds per MiB written, so tests can
@@ -59,6 +66,9 @@
 #include "fs-internal.h"
 
 #define RENDER_NO_CACHE 1 /* live_into_cache(): the cache could not take it; use a temp file */
+#define RENDER_RESTART 2  /* live_streamed(): a reader missed the ring; render into the cache */
+#define RENDER_STREAMED 3 /* live_streamed(): served to the end, nothing kept */
+#define RENDER_DROPPED 4  /* live_streamed(): every reader left; stopped, nothing kept */
 
 enum live_state { LIVE_RUNNING, LIVE_DONE, LIVE_FAILED };
 
@@ -88,7 +98,19 @@ struct fs_live {
 	struct xprofs_cache_writer *w;
 	int fd;                            /* the temporary file; or -1 */
 	struct xprofs_cache_reader *entry; /* LIVE_DONE from the cache */
-	uint64_t size;                     /* LIVE_DONE */
+	uint64_t size;                     /* LIVE_DONE; a streamed render's once ring_end */
+	/* a streamed render (live_streamed()), under lock */
+	uint8_t *ring;      /* FS_RING_SIZE bytes: offset p at ring[p % FS_RING_SIZE]; or NULL */
+	uint64_t ring_lo;   /* the oldest byte still in the ring */
+	uint64_t ring_at;   /* the furthest byte any reader has read */
+	bool ring_full;     /* the render waits for a reader to make room */
+	uint64_t ring_need; /* ring_full: the ring_at that makes room for the render's bytes */
+	uint64_t woken;     /* L->readable when waiting readers were last woken */
+	unsigned waiters;   /* readers (and opens) waiting for bytes of a streamed render */
+	bool ring_end;      /* rendered to the end (size set): reads past it are EOF */
+	bool restart;       /* a reader missed the ring: render again, into the cache */
+	bool gone;          /* LIVE_DONE with nothing kept: an open renders again */
+	int ring_stop;      /* RENDER_DROPPED: every reader left (the sink stopped the render) */
 };
 
 static void live_put(struct fs_live *L)
@@ -96,6 +118,7 @@ static void live_put(struct fs_live *L)
 	if (!L || __atomic_sub_fetch(&L->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	xprofs_cache_reader_close(L->entry);
+	free(L->ring);
 	if (L->private_w) /* sealed, or left by a failed render: either way ours now */
 		xprofs_cache_writer_abort(L->w);
 	if (L->fd >= 0)
@@ -128,15 +151,129 @@ static void live_throttle(struct fs_live *L)
 	xprofs_sleep_ms(ms);
 }
 
-/* The render's sink: into the cache writer or the temporary file, then progress. */
+static bool live_stopping(const struct fs_live *L)
+{
+	return __atomic_load_n(&L->ctx->views.stopping, __ATOMIC_RELAXED);
+}
+
+/* live_timedwait() - wait on L->cond (lock held) for at most @ms. */
+static void live_timedwait(struct fs_live *L, int64_t ms)
+{
+	int64_t until = xprofs_mono_ns() + ms * 1000000;
+	struct timespec ts = {(time_t)(until / 1000000000), (long)(until % 1000000000)};
+
+	(void)pthread_cond_timedwait(&L->cond, &L->lock, &ts);
+}
+
+/*
+ * ring_write() - a streamed render's sink: @n bytes (borrowed) into the
+ * ring, waiting while they would overwrite bytes that its leading reader has
+ * not read yet. 0; -EAGAIN when the render has to stop here: L->restart (a
+ * reader missed the ring, or a full ring went unread for FS_RING_STALL_MS:
+ * the render starts over into the cache) or L->ring_stop (every reader left);
+ * -ECANCELED at unmount.
+ */
+static int ring_write(struct fs_live *L, const uint8_t *p, size_t n)
+{
+	while (n) {
+		size_t k = n < FS_RING_SIZE / 4 ? n : FS_RING_SIZE / 4, at, first;
+		int64_t idle_since = xprofs_mono_ns();
+		uint64_t seen;
+
+		pthread_mutex_lock(&L->lock);
+		seen = L->ring_at;
+		while (!L->restart && !L->ring_stop && !live_stopping(L) &&
+		       L->produced + k > L->ring_at + FS_RING_SIZE) {
+			if (__atomic_load_n(&L->refs, __ATOMIC_ACQUIRE) == 1) {
+				L->ring_stop =
+					RENDER_DROPPED; /* nobody holds it: nobody will read */
+				break;
+			}
+			L->ring_need = L->produced + k - FS_RING_SIZE;
+			if (!L->ring_full) {
+				L->ring_full = true; /* an open waiting for bytes takes it now */
+				L->woken = L->readable;
+				pthread_cond_broadcast(&L->cond);
+			}
+			if (L->ring_at != seen) {
+				seen = L->ring_at;
+				idle_since = xprofs_mono_ns();
+			} else if (xprofs_mono_ns() - idle_since > FS_RING_STALL_MS * 1000000LL) {
+				L->restart = true;
+				xprofs_info("views: %s: no reader for %d ms: rendering it into the "
+					    "cache instead",
+					    L->label, FS_RING_STALL_MS);
+				break;
+			}
+			live_timedwait(L, 100);
+		}
+		L->ring_full = false;
+		if (L->restart || L->ring_stop || live_stopping(L)) {
+			pthread_mutex_unlock(&L->lock);
+			return live_stopping(L) ? -ECANCELED : -EAGAIN;
+		}
+		at = (size_t)(L->produced % FS_RING_SIZE);
+		first = FS_RING_SIZE - at < k ? FS_RING_SIZE - at : k;
+		memcpy(L->ring + at, p, first);
+		memcpy(L->ring, p + first, k - first);
+		L->produced += k;
+		if (L->produced > FS_RING_SIZE)
+			L->ring_lo = L->produced - FS_RING_SIZE;
+		L->readable = L->produced;
+		/* waiting readers are woken for a block of bytes, not for each write */
+		if (L->waiters && L->readable - L->woken >= FS_RING_WAKE) {
+			L->woken = L->readable;
+			pthread_cond_broadcast(&L->cond);
+		}
+		pthread_mutex_unlock(&L->lock);
+		p += k;
+		n -= k;
+	}
+	return 0;
+}
+
+/*
+ * ring_read() - up to @n bytes at @off of a streamed render (lock held):
+ * how many (0 at its end), or -EAGAIN when they left the ring already.
+ */
+static ssize_t ring_read(struct fs_live *L, void *buf, size_t n, uint64_t off)
+{
+	size_t at, first;
+
+	if (L->ring_end && off >= L->size)
+		return 0;
+	if (off < L->ring_lo)
+		return -EAGAIN;
+	if (n > L->readable - off)
+		n = (size_t)(L->readable - off);
+	at = (size_t)(off % FS_RING_SIZE);
+	first = FS_RING_SIZE - at < n ? FS_RING_SIZE - at : n;
+	memcpy(buf, L->ring + at, first);
+	memcpy((uint8_t *)buf + first, L->ring, n - first);
+	if (off + n > L->ring_at) {
+		L->ring_at = off + n;
+		if (L->ring_full && L->ring_at >= L->ring_need) /* room for the render's bytes */
+			pthread_cond_broadcast(&L->cond);
+	}
+	return (ssize_t)n;
+}
+
+/* The render's sink: into the ring, the cache writer or the temporary file, then progress. */
 static int live_write(void *arg, const void *p, size_t n)
 {
 	struct fs_live *L = arg;
 	uint64_t readable;
 	int r;
 
-	if (__atomic_load_n(&L->ctx->views.stopping, __ATOMIC_RELAXED))
+	if (live_stopping(L))
 		return -ECANCELED;
+	if (L->ring) { /* the render thread's own field: set and cleared by it */
+		if ((r = ring_write(L, p, n)) < 0)
+			return r;
+		__atomic_store_n(&L->done, L->produced, __ATOMIC_RELAXED);
+		live_throttle(L);
+		return 0;
+	}
 	/* an entry the cache would refuse midway goes on uncached, still compressed */
 	if (L->w && !L->private_w && xprofs_cache_writer_near_cap(L->w, n)) {
 		xprofs_cache_writer_set_private(L->w);
@@ -246,6 +383,71 @@ static int live_into_cache(struct fs_live *L, struct xprofs_buf *err)
 	L->size = xprofs_cache_reader_size(e);
 	pthread_mutex_unlock(&L->lock);
 	return 0;
+}
+
+/*
+ * live_streamed() - render into a ring of FS_RING_SIZE bytes that its readers
+ * read as it fills, caching nothing (a whole trace of a big profile: the lz4
+ * pass and the cache writes cost more than rendering it again). The render
+ * waits for its leading reader. Once done, the thread stays while anyone
+ * holds the render (a reader may still read the ring's last bytes).
+ * RENDER_STREAMED: served, nothing kept (job.done() called); RENDER_DROPPED:
+ * every reader left first; RENDER_RESTART: a reader asked for bytes that had
+ * left the ring (a seek back, a second reader, one that fell behind) or a
+ * full ring went unread: the caller renders again into the cache and the
+ * readers wait for it to catch up (the same bytes); or the render's -errno.
+ */
+static int live_streamed(struct fs_live *L, struct xprofs_buf *err)
+{
+	struct xprofs_sink sink = {live_write, L};
+	uint8_t *ring = malloc(FS_RING_SIZE);
+	bool restart;
+	int r;
+
+	if (!ring)
+		return RENDER_RESTART;
+	live_source(L, NULL, -1);
+	pthread_mutex_lock(&L->lock);
+	L->ring = ring;
+	L->ring_lo = L->ring_at = L->woken = 0;
+	L->ring_stop = 0;
+	pthread_mutex_unlock(&L->lock);
+	r = L->job.render(L->job.arg, &sink, err);
+	if (r == 0) {
+		/* before readers see the end: the errors note and the size are in place */
+		L->job.done(L->job.arg, 0, L->produced, err);
+		pthread_mutex_lock(&L->lock);
+		L->size = L->produced;
+		L->ring_end = true;
+		pthread_cond_broadcast(&L->cond);
+		while (!L->restart && !live_stopping(L) &&
+		       __atomic_load_n(&L->refs, __ATOMIC_ACQUIRE) > 1)
+			live_timedwait(L, 100);
+		pthread_mutex_unlock(&L->lock);
+	}
+	pthread_mutex_lock(&L->lock);
+	restart = L->restart;
+	if (restart) { /* readers wait for the next source (live_source()) */
+		L->ring = NULL;
+		L->ring_end = L->ring_full = L->restart = false;
+		L->readable = 0;
+		pthread_cond_broadcast(&L->cond);
+	}
+	pthread_mutex_unlock(&L->lock);
+	if (restart) {
+		free(ring);
+		FS_CNT(L->ctx, stream_restarts);
+		xprofs_buf_reset(err);
+		return RENDER_RESTART;
+	}
+	if (r == 0)
+		return RENDER_STREAMED;
+	if (L->ring_stop == RENDER_DROPPED && !live_stopping(L)) {
+		xprofs_info("views: %s: every reader left: render stopped, nothing kept", L->label);
+		xprofs_buf_reset(err);
+		return RENDER_DROPPED;
+	}
+	return r;
 }
 
 /* live_into_file() - render into an unlinked temporary file; 0 with L->size set, or -errno. */
@@ -361,8 +563,8 @@ static void *live_main(void *arg)
 	struct xprofs_buf err;
 	bool shared = L->job.shared && L->ctx->shared && L->ctx->cache, fetched = false;
 	uint64_t damaged_gen = 0;
-	bool offer;
-	int r = RENDER_NO_CACHE;
+	bool offer, gone;
+	int r;
 
 	if (v->start_delay_ms) /* the test-only knob: a render slower than any open's wait */
 		xprofs_sleep_ms(v->start_delay_ms);
@@ -372,21 +574,31 @@ static void *live_main(void *arg)
 		if (!fetched)
 			FS_CNT(L->ctx, renders);
 	}
-	if (fetched)
+	if (fetched) {
 		r = 0;
-	else if (L->ctx->cache)
-		r = live_into_cache(L, &err);
+	} else {
+		r = L->job.stream && !shared ? live_streamed(L, &err) : RENDER_RESTART;
+		if (r == RENDER_RESTART)
+			r = L->ctx->cache ? live_into_cache(L, &err) : RENDER_NO_CACHE;
+	}
 	/* only a render committed into the cache has an entry to share */
 	offer = shared && !fetched && r == 0 && !L->private_w;
 	if (r == RENDER_NO_CACHE)
 		r = live_into_file(L, &err);
+	gone = r == RENDER_STREAMED || r == RENDER_DROPPED;
+	if (r == RENDER_STREAMED)
+		FS_CNT(L->ctx, streamed);
+	else if (r == RENDER_DROPPED)
+		FS_CNT(L->ctx, stream_dropped);
 	/* before readers see the end: the errors note and the size are in place */
-	L->job.done(L->job.arg, r, r < 0 ? 0 : L->size, &err);
+	if (!gone)
+		L->job.done(L->job.arg, r, r < 0 ? 0 : L->size, &err);
 	L->job.free(L->job.arg);
 	xprofs_buf_deinit(&err);
 	pthread_mutex_lock(&L->lock);
 	L->state = r < 0 ? LIVE_FAILED : LIVE_DONE;
 	L->err = r < 0 ? r : 0;
+	L->gone = gone;
 	pthread_cond_broadcast(&L->cond);
 	pthread_mutex_unlock(&L->lock);
 	if (offer)
@@ -422,7 +634,7 @@ static struct fs_live *live_find(struct fs_views *v, uint64_t hash)
 		if (!c || c->hash != hash)
 			continue;
 		pthread_mutex_lock(&c->lock); /* views.lock, then L->lock: the allowed order */
-		failed = c->state == LIVE_FAILED;
+		failed = c->state == LIVE_FAILED || c->gone;
 		pthread_mutex_unlock(&c->lock);
 		if (!failed)
 			L = c;
@@ -519,10 +731,17 @@ int fs_live_wait(struct fs_live *L, int64_t max_ms, uint64_t max_bytes)
 	ts.tv_sec = (time_t)(until / 1000000000);
 	ts.tv_nsec = (long)(until % 1000000000);
 	pthread_mutex_lock(&L->lock);
-	while (L->state == LIVE_RUNNING && L->readable < max_bytes) {
+	while (L->state == LIVE_RUNNING && L->readable < max_bytes && !L->ring_full &&
+	       !L->ring_end) {
+		int w;
+
+		L->waiters++;
 		if (max_ms < 0)
-			pthread_cond_wait(&L->cond, &L->lock);
-		else if (pthread_cond_timedwait(&L->cond, &L->lock, &ts) == ETIMEDOUT)
+			w = pthread_cond_wait(&L->cond, &L->lock);
+		else
+			w = pthread_cond_timedwait(&L->cond, &L->lock, &ts);
+		L->waiters--;
+		if (w == ETIMEDOUT)
 			break;
 	}
 	r = L->state == LIVE_FAILED ? L->err : L->state == LIVE_DONE;
@@ -551,6 +770,8 @@ int fs_live_attach(struct fs_live *L, struct fs_fh *fh)
 	}
 	if (L->state == LIVE_FAILED) {
 		r = L->err;
+	} else if (L->gone) {
+		r = -EAGAIN; /* streamed, nothing kept: the open renders again */
 	} else if (L->entry && !L->handles) {
 		e = L->entry; /* no live handle needs it: this open takes it */
 		L->entry = NULL;
@@ -579,7 +800,7 @@ int fs_live_attach(struct fs_live *L, struct fs_fh *fh)
  */
 static ssize_t live_done_pread(struct fs_live *L, void *buf, size_t n, uint64_t off)
 {
-	if (L->state == LIVE_FAILED)
+	if (L->state == LIVE_FAILED || L->gone)
 		return -EIO;
 	if (off >= L->size)
 		return 0;
@@ -606,11 +827,35 @@ ssize_t fs_live_pread(struct fs_live *L, void *buf, size_t n, uint64_t off)
 
 	pthread_mutex_lock(&L->lock);
 	for (;;) {
-		while (L->state == LIVE_RUNNING && (L->quiesce || off >= L->readable))
+		while (L->state == LIVE_RUNNING && !L->ring_end &&
+		       (L->quiesce || off >= L->readable)) {
+			if (L->ring && off > L->ring_at) { /* a jump ahead: what lies before goes */
+				L->ring_at = off;
+				if (L->ring_full && L->ring_at >= L->ring_need)
+					pthread_cond_broadcast(&L->cond);
+			}
+			L->waiters++;
 			pthread_cond_wait(&L->cond, &L->lock);
+			L->waiters--;
+		}
 		if (L->state != LIVE_RUNNING) {
 			pthread_mutex_unlock(&L->lock);
 			return live_done_pread(L, buf, n, off);
+		}
+		if (L->ring) {
+			r = ring_read(L, buf, n, off);
+			if (r != -EAGAIN)
+				break;
+			/* gone from the ring: the render starts over into the cache */
+			if (!L->restart)
+				xprofs_info("views: %s: a reader needs bytes the stream passed: "
+					    "rendering it again into the cache",
+					    L->label);
+			L->restart = true;
+			pthread_cond_broadcast(&L->cond);
+			while (L->state == LIVE_RUNNING && L->ring)
+				pthread_cond_wait(&L->cond, &L->lock);
+			continue;
 		}
 		if (n > L->readable - off)
 			n = (size_t)(L->readable - off);
@@ -640,7 +885,7 @@ bool fs_live_size(struct fs_live *L, uint64_t *size)
 	bool done;
 
 	pthread_mutex_lock(&L->lock);
-	done = L->state == LIVE_DONE;
+	done = (L->state == LIVE_DONE && !L->gone) || L->ring_end;
 	*size = done ? L->size : 0;
 	pthread_mutex_unlock(&L->lock);
 	return done;
@@ -652,6 +897,8 @@ void fs_live_close(struct fs_live *L)
 		return;
 	pthread_mutex_lock(&L->lock);
 	L->handles--;
+	if (L->ring) /* a streamed render ends when nobody holds it */
+		pthread_cond_broadcast(&L->cond);
 	pthread_mutex_unlock(&L->lock);
 	live_put(L);
 }

@@ -47,7 +47,8 @@ static const struct fuse_opt fs_opts[] = {
 	XOPT("follow_symlinks=%s", follow_symlinks, 0), XOPT("tmp_dir=%s", tmp_dir, 0),
 	XOPT("exact_sizes", exact_sizes, 1), XOPT("cache_min_free=%s", cache_min_free, 0),
 	XOPT("billing_project=%s", billing_project, 0), XOPT("shared_cache=%s", shared_cache, 0),
-	FUSE_OPT_KEY("ro", KEY_RO), FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
+	XOPT("stream_min=%s", stream_min, 0), FUSE_OPT_KEY("ro", KEY_RO),
+	FUSE_OPT_KEY("-h", KEY_HELP), FUSE_OPT_KEY("--help", KEY_HELP),
 	FUSE_OPT_KEY("-V", KEY_VERSION), FUSE_OPT_KEY("--version", KEY_VERSION),
 	FUSE_OPT_KEY("-f", KEY_FOREGROUND), FUSE_OPT_KEY("-d", KEY_DEBUG),
 	FUSE_OPT_KEY("debug", KEY_DEBUG), FUSE_OPT_KEY("-s", KEY_SINGLE),
@@ -83,6 +84,9 @@ static const char usage_text[] =
 	"  -o cache_min_free=SIZE  free space the cache keeps on its disk, evicting old\n"
 	"                        entries (default 5% of that filesystem, at most 1G; 0: none)\n"
 	"  -o tmp_dir=DIR        temporary renders (uncached views; default $TMPDIR or /tmp)\n"
+	"  -o stream_min=SIZE    trace.json and trace.pftrace of profiles at least this big\n"
+	"                        stream to their reader as they render, uncached (default\n"
+	"                        256M; 0: cache them like the other views)\n"
 	"  -o exact_sizes        stat renders a view first, so tar/rsync see its true size\n"
 	"  -o refresh=SECS       max age of the runs index (default 5 local, 30 gs://)\n"
 	"  -o loglevel=LEVEL     err|warning|notice|info|debug (default notice)\n"
@@ -277,6 +281,11 @@ int fs_options_check(struct fs_options *o)
 	    xprofs_size_parse(o->cache_min_free, &o->cache_min_free_bytes) < 0) {
 		fprintf(stderr, "xprofs: bad cache_min_free '%s' (e.g. 0, 100M, 1G)\n",
 			o->cache_min_free);
+		return -EINVAL;
+	}
+	o->stream_min_bytes = (uint64_t)256 << 20;
+	if (o->stream_min && xprofs_size_parse(o->stream_min, &o->stream_min_bytes) < 0) {
+		fprintf(stderr, "xprofs: bad stream_min '%s' (e.g. 0, 64M, 1G)\n", o->stream_min);
 		return -EINVAL;
 	}
 	if (o->tmp_dir && (stat(o->tmp_dir, &st) < 0 || !S_ISDIR(st.st_mode) ||

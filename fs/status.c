@@ -98,7 +98,8 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			"\"counters\":{\"lookups\":%lu,\"readdirs\":%lu,\"opens\":%lu,"
 			"\"bytes_read\":%lu,\"bytes_written\":%lu,\"renders\":%lu,"
 			"\"render_errors\":%lu,\"render_waits\":%lu,\"view_cache_hits\":%lu,"
-			"\"index_builds\":%lu,\"profile_indexes\":%lu,\"index_reuses\":%lu},",
+			"\"index_builds\":%lu,\"profile_indexes\":%lu,\"index_reuses\":%lu,"
+			"\"streamed\":%lu,\"stream_restarts\":%lu,\"stream_dropped\":%lu},",
 			(unsigned long)FS_CNT_GET(ctx, lookups),
 			(unsigned long)FS_CNT_GET(ctx, readdirs),
 			(unsigned long)FS_CNT_GET(ctx, opens),
@@ -110,7 +111,10 @@ int fs_status_json(struct fs_ctx *ctx, struct xprofs_buf *out)
 			(unsigned long)FS_CNT_GET(ctx, view_hits),
 			(unsigned long)FS_CNT_GET(ctx, index_builds),
 			(unsigned long)FS_CNT_GET(ctx, profile_indexes),
-			(unsigned long)FS_CNT_GET(ctx, index_reuses));
+			(unsigned long)FS_CNT_GET(ctx, index_reuses),
+			(unsigned long)FS_CNT_GET(ctx, streamed),
+			(unsigned long)FS_CNT_GET(ctx, stream_restarts),
+			(unsigned long)FS_CNT_GET(ctx, stream_dropped));
 	if (r == 0)
 		r = xprofs_buf_printf(out, "\"open\":{\"files\":%llu,\"dirs\":%lld},",
 				      (unsigned long long)fs_fh_count(),

@@ -508,7 +508,8 @@ static int view_render(struct fs_ctx *ctx, struct fs_index *idx, const struct fs
 		       struct fs_prof *p, const struct view_id *id, bool sync, struct fs_fh *fh)
 {
 	struct view_job *j = calloc(1, sizeof(*j));
-	struct fs_live_job job = {job_render, job_done, job_free, j, fs_shared_wanted(ctx, t)};
+	struct fs_live_job job = {job_render, job_done, job_free, j, fs_shared_wanted(ctx, t),
+				  false};
 	char label[2 * XPROFS_PATH_MAX];
 	struct fs_live *L;
 	int r;
@@ -521,6 +522,10 @@ static int view_render(struct fs_ctx *ctx, struct fs_index *idx, const struct fs
 	sync = sync || !idx; /* nothing keeps @t's pointers alive past this open */
 	if (!fs_kind_session_file(t->kind) && t->host)
 		snprintf(j->host, sizeof(j->host), "%s", t->host->name);
+	/* a whole trace of a big profile: streamed to its readers, not cached (live.c) */
+	job.stream = !sync && !job.shared && t->kind == FS_K_VIEW && t->slice == FS_SLICE_NONE &&
+		     !t->lod && (t->view == XPROFS_VIEW_TRACE || t->view == XPROFS_VIEW_PFTRACE) &&
+		     ctx->o->stream_min_bytes && p->f && p->st.size >= ctx->o->stream_min_bytes;
 	j->p = *p;
 	memset(p, 0, sizeof(*p));
 	j->hash = id->hash;
