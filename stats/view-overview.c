@@ -71,32 +71,35 @@ struct ov_tasks {
 };
 
 /*
- * ov_task() - a xs_task_fn: task 0 is stats_steps_overview_busy() (which takes
- * the device planes' busy time where its pass 2 merges their op lines
- * anyway), task 1 + 2q plane q's ops, task 2 + 2q nothing (ov_busy() takes
- * the busy time the steps did not): the order a plane-by-plane loop takes.
+ * ov_steps() - stats_steps_overview_busy(), which takes the device planes'
+ * busy time where its pass 2 merges their op lines anyway. It runs before
+ * the plane tasks, not as one of them: its own parts (the derived markers
+ * per plane, pass 2's two halves of the time) are tasks too, and a task's
+ * tasks run one after another (xs_tasks_run()), which left the steps, half
+ * of a GPU overview's work, on one thread while the planes' op tables
+ * finished early on the other.
  */
-static int ov_task(struct xs_rctx *rc, size_t i, void *arg)
+static int ov_steps(struct xs_rctx *rc, struct ov_tasks *t)
+{
+	struct stats_busy *busy = calloc(rc->x->n_planes + 1, sizeof(*busy));
+	int r = busy ? stats_steps_overview_busy(rc, &t->steps, busy, t->busy_done) : -ENOMEM;
+
+	for (size_t p = 0; r == 0 && p < rc->x->n_planes; p++)
+		if (t->busy_done[p])
+			t->slot[p].busy = busy[p];
+	free(busy);
+	return r;
+}
+
+/*
+ * ov_task() - a xs_task_fn: plane q's ops (with a host plane's host_tf_ops
+ * and a TPU plane's duty part on the same walk).
+ */
+static int ov_task(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct ov_tasks *t = arg;
-	size_t q = (i - 1) / 2;
 
-	if (i == 0) {
-		struct stats_busy *busy = calloc(rc->x->n_planes + 1, sizeof(*busy));
-		int r = busy ? stats_steps_overview_busy(rc, &t->steps, busy, t->busy_done)
-			     : -ENOMEM;
-
-		for (size_t p = 0; r == 0 && p < rc->x->n_planes; p++)
-			if (t->busy_done[p])
-				t->slot[p].busy = busy[p];
-		free(busy);
-		return r;
-	}
-	if (i % 2) {
-		/* a host plane's host_tf_ops and a TPU plane's duty part on the same walk */
-		return stats_ops_plane_overview(rc, q, &t->slot[q].ops);
-	}
-	return 0;
+	return stats_ops_plane_overview(rc, q, &t->slot[q].ops);
 }
 
 /*
@@ -147,20 +150,10 @@ static uint64_t ov_busy_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 		       : 0;
 }
 
-/*
- * A xs_task_cost_fn: the events each task reads. The steps read the step
- * lines and, when there are steps, the lines their events are on: counted as
- * all events, which puts them first.
- */
-static uint64_t ov_cost(const struct xprofs_xspace *x, size_t i, void *arg)
+/* A xs_task_cost_fn: the events each plane task reads. */
+static uint64_t ov_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 {
-	size_t q = (i - 1) / 2;
-
 	(void)arg;
-	if (i == 0)
-		return x->totals.events;
-	if (i % 2 == 0) /* busy time: ov_busy() */
-		return 0;
 	return x->planes[q].events;
 }
 
@@ -612,7 +605,8 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 		goto out;
 	}
 	t.tpu = stats_is_tpu(x);
-	if ((r = xs_tasks_run(rc, 1 + 2 * x->n_planes, ov_task, ov_cost, &t)) < 0 ||
+	if ((r = ov_steps(rc, &t)) < 0 ||
+	    (r = xs_tasks_run(rc, x->n_planes, ov_task, ov_cost, &t)) < 0 ||
 	    (r = xs_tasks_run(rc, x->n_planes + 1, ov_busy, ov_busy_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++)
