@@ -106,6 +106,8 @@ for size in $SIZES; do
 		per100=$(awk -v c="$cpu" -v b="$bytes" 'BEGIN { printf "%.2f", c * 100 / (b / 1048576) }')
 		ceil=$(awk -v c="$cpu" -v b="$bytes" -v n="$NCPU" 'BEGIN { if (c <= 0) print "-"; else printf "%.0f", b / 1048576 / (c / n) }')
 		rss=$(bench_hwm_mb)
+		# a whole trace of a big profile streams uncached; a restart into the cache would show here
+		streams=$(jq -c '.counters | {streamed, stream_restarts, stream_dropped}' "$MNT/status.json" 2>/dev/null || echo -)
 		load=$(awk '{ print $1 }' /proc/loadavg)
 		bench_umount "$MNT"
 		rm -rf "$cache"
@@ -127,7 +129,7 @@ for size in $SIZES; do
 			ratiop=$(awk -v a="$t" -v b="$clip" 'BEGIN { if (b <= 0) print "-"; else printf "%.2f", a / b }')
 			;;
 		esac
-		echo "$size $v: first byte $fb s, total $t s, $nb bytes, RSS $rss MB, CPU $cpu s ($per100 s per 100 MB, ceiling $ceil MB/s), CLI $cli s (mount/CLI $ratio), CLI|cat $clip s (mount/that $ratiop), load $load" >&2
+		echo "$size $v: first byte $fb s, total $t s, $nb bytes, RSS $rss MB, CPU $cpu s ($per100 s per 100 MB, ceiling $ceil MB/s), CLI $cli s (mount/CLI $ratio), CLI|cat $clip s (mount/that $ratiop), streams $streams, load $load" >&2
 		printf '| %s (%s B) | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n' "$size" "$bytes" "$v" \
 			"$(awk -v n="$nb" 'BEGIN { printf "%.1f", n / 1048576 }')" "$fb" "$t" \
 			"$(awk -v b="$bytes" -v t="$t" 'BEGIN { if (t == "fail" || t <= 0) print "-"; else printf "%.0f", b / 1048576 / t }')" \

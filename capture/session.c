@@ -182,7 +182,7 @@ static void *host_main(void *arg)
 	char whatbuf[160];
 	int r, state;
 
-	capture_resp_init(&resp, (struct xprofs_sink){host_sink_write, h});
+	capture_resp_init(&resp, (struct xprofs_sink){.write = host_sink_write, .arg = h});
 	xprofs_buf_init(&small, MAX_SMALL_RESPONSE);
 
 	call.target = h->target;

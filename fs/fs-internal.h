@@ -445,6 +445,7 @@ int fs_shared_status_json(struct fs_ctx *ctx, struct xprofs_buf *out);
 #define FS_RING_SIZE (8u << 20)        /* a streamed render's bytes kept for its readers */
 #define FS_RING_STALL_MS 5000          /* a full ring nobody reads: go on into the cache */
 #define FS_RING_WAKE (1u << 20)        /* readers waiting on a streamed render: woken per MiB */
+#define FS_RING_LEND (256u << 10)      /* what a streamed render's writer builds in place at once */
 
 struct fs_live;
 struct fs_fh; /* handles.c, below: a finished or running render is attached to one */

@@ -27,7 +27,9 @@
  * reference and the entry is cached.
  * Streamed renders (job.stream: whole traces of big profiles, -o
  * stream_min) skip the cache: the render fills a ring of FS_RING_SIZE bytes
- * in memory, waiting for its leading reader, and keeps nothing; a reader
+ * in memory (a memfd mapped twice in a row, so any stretch is contiguous;
+ * the render's writer builds its bytes in it through the sink's room()),
+ * waiting for its leading reader, and keeps nothing; a reader
  * that needs bytes gone from the ring, or a full ring nobody reads for
  * FS_RING_STALL_MS, makes it start over into the cache as above (readers
  * wait for it to catch up), and when every reader has left it stops.
@@ -118,7 +120,7 @@ static void live_put(struct fs_live *L)
 	if (!L || __atomic_sub_fetch(&L->refs, 1, __ATOMIC_ACQ_REL))
 		return;
 	xprofs_cache_reader_close(L->entry);
-	free(L->ring);
+	xprofs_mirror_unmap(L->ring, FS_RING_SIZE);
 	if (L->private_w) /* sealed, or left by a failed render: either way ours now */
 		xprofs_cache_writer_abort(L->w);
 	if (L->fd >= 0)
@@ -173,58 +175,77 @@ static void live_timedwait(struct fs_live *L, int64_t ms)
  * the render starts over into the cache) or L->ring_stop (every reader left);
  * -ECANCELED at unmount.
  */
-static int ring_write(struct fs_live *L, const uint8_t *p, size_t n)
+/*
+ * ring_wait_room() - with the lock held: wait until @k more bytes fit in the
+ * ring without overwriting bytes its leading reader has not read, then let
+ * the bytes they overwrite go (ring_lo). 0; -EAGAIN when the render has to
+ * stop here (ring_write()); -ECANCELED at unmount.
+ */
+static int ring_wait_room(struct fs_live *L, size_t k)
 {
-	while (n) {
-		size_t k = n < FS_RING_SIZE / 4 ? n : FS_RING_SIZE / 4, at, first;
-		int64_t idle_since = xprofs_mono_ns();
-		uint64_t seen;
+	int64_t idle_since = xprofs_mono_ns();
+	uint64_t seen = L->ring_at;
 
-		pthread_mutex_lock(&L->lock);
-		seen = L->ring_at;
-		while (!L->restart && !L->ring_stop && !live_stopping(L) &&
-		       L->produced + k > L->ring_at + FS_RING_SIZE) {
-			if (__atomic_load_n(&L->refs, __ATOMIC_ACQUIRE) == 1) {
-				L->ring_stop =
-					RENDER_DROPPED; /* nobody holds it: nobody will read */
-				break;
-			}
-			L->ring_need = L->produced + k - FS_RING_SIZE;
-			if (!L->ring_full) {
-				L->ring_full = true; /* an open waiting for bytes takes it now */
-				L->woken = L->readable;
-				pthread_cond_broadcast(&L->cond);
-			}
-			if (L->ring_at != seen) {
-				seen = L->ring_at;
-				idle_since = xprofs_mono_ns();
-			} else if (xprofs_mono_ns() - idle_since > FS_RING_STALL_MS * 1000000LL) {
-				L->restart = true;
-				xprofs_info("views: %s: no reader for %d ms: rendering it into the "
-					    "cache instead",
-					    L->label, FS_RING_STALL_MS);
-				break;
-			}
-			live_timedwait(L, 100);
+	while (!L->restart && !L->ring_stop && !live_stopping(L) &&
+	       L->produced + k > L->ring_at + FS_RING_SIZE) {
+		if (__atomic_load_n(&L->refs, __ATOMIC_ACQUIRE) == 1) {
+			L->ring_stop = RENDER_DROPPED; /* nobody holds it: nobody will read */
+			break;
 		}
-		L->ring_full = false;
-		if (L->restart || L->ring_stop || live_stopping(L)) {
-			pthread_mutex_unlock(&L->lock);
-			return live_stopping(L) ? -ECANCELED : -EAGAIN;
-		}
-		at = (size_t)(L->produced % FS_RING_SIZE);
-		first = FS_RING_SIZE - at < k ? FS_RING_SIZE - at : k;
-		memcpy(L->ring + at, p, first);
-		memcpy(L->ring, p + first, k - first);
-		L->produced += k;
-		if (L->produced > FS_RING_SIZE)
-			L->ring_lo = L->produced - FS_RING_SIZE;
-		L->readable = L->produced;
-		/* waiting readers are woken for a block of bytes, not for each write */
-		if (L->waiters && L->readable - L->woken >= FS_RING_WAKE) {
+		L->ring_need = L->produced + k - FS_RING_SIZE;
+		if (!L->ring_full) {
+			L->ring_full = true; /* an open waiting for bytes takes it now */
 			L->woken = L->readable;
 			pthread_cond_broadcast(&L->cond);
 		}
+		if (L->ring_at != seen) {
+			seen = L->ring_at;
+			idle_since = xprofs_mono_ns();
+		} else if (xprofs_mono_ns() - idle_since > FS_RING_STALL_MS * 1000000LL) {
+			L->restart = true;
+			xprofs_info("views: %s: no reader for %d ms: rendering it into the "
+				    "cache instead",
+				    L->label, FS_RING_STALL_MS);
+			break;
+		}
+		live_timedwait(L, 100);
+	}
+	L->ring_full = false;
+	if (L->restart || L->ring_stop || live_stopping(L))
+		return live_stopping(L) ? -ECANCELED : -EAGAIN;
+	/* readers copy under the lock: from here no reader asks for these */
+	if (L->produced + k > FS_RING_SIZE && L->produced + k - FS_RING_SIZE > L->ring_lo)
+		L->ring_lo = L->produced + k - FS_RING_SIZE;
+	return 0;
+}
+
+/* ring_commit() - @k more bytes of the render are in the ring (lock held): readers may read them. */
+static void ring_commit(struct fs_live *L, size_t k)
+{
+	L->produced += k;
+	L->readable = L->produced;
+	/* waiting readers are woken for a block of bytes, not for each write */
+	if (L->waiters && L->readable - L->woken >= FS_RING_WAKE) {
+		L->woken = L->readable;
+		pthread_cond_broadcast(&L->cond);
+	}
+}
+
+static int ring_write(struct fs_live *L, const uint8_t *p, size_t n)
+{
+	int r;
+
+	while (n) {
+		size_t k = n < FS_RING_SIZE / 4 ? n : FS_RING_SIZE / 4;
+
+		pthread_mutex_lock(&L->lock);
+		if ((r = ring_wait_room(L, k)) < 0) {
+			pthread_mutex_unlock(&L->lock);
+			return r;
+		}
+		/* the ring is mapped twice in a row: any FS_RING_SIZE bytes are contiguous */
+		memcpy(L->ring + L->produced % FS_RING_SIZE, p, k);
+		ring_commit(L, k);
 		pthread_mutex_unlock(&L->lock);
 		p += k;
 		n -= k;
@@ -233,23 +254,62 @@ static int ring_write(struct fs_live *L, const uint8_t *p, size_t n)
 }
 
 /*
+ * ring_room() - xprofs_sink.room of a streamed render: the render's JSON
+ * writer builds its next bytes in the ring itself (no copy from its buffer
+ * into the ring). At least @need bytes, FS_RING_LEND when they fit.
+ */
+static void *ring_room(void *arg, size_t need, size_t *got, int *err)
+{
+	struct fs_live *L = arg;
+	size_t k = need > FS_RING_LEND ? need : FS_RING_LEND;
+	void *p;
+
+	*err = 0;
+	if (!L->ring || need > FS_RING_SIZE / 4)
+		return NULL; /* write() copies it */
+	if (live_stopping(L)) {
+		*err = -ECANCELED;
+		return NULL;
+	}
+	pthread_mutex_lock(&L->lock);
+	if (L->produced + k > L->ring_at + FS_RING_SIZE && k > need)
+		k = need; /* less to wait for */
+	if ((*err = ring_wait_room(L, k)) < 0) {
+		pthread_mutex_unlock(&L->lock);
+		return NULL;
+	}
+	p = L->ring + L->produced % FS_RING_SIZE;
+	pthread_mutex_unlock(&L->lock);
+	*got = k;
+	return p;
+}
+
+/* ring_commit_sink() - xprofs_sink.commit of a streamed render. */
+static int ring_commit_sink(void *arg, size_t n)
+{
+	struct fs_live *L = arg;
+
+	pthread_mutex_lock(&L->lock);
+	ring_commit(L, n);
+	pthread_mutex_unlock(&L->lock);
+	__atomic_store_n(&L->done, L->produced, __ATOMIC_RELAXED);
+	live_throttle(L);
+	return live_stopping(L) ? -ECANCELED : 0;
+}
+
+/*
  * ring_read() - up to @n bytes at @off of a streamed render (lock held):
  * how many (0 at its end), or -EAGAIN when they left the ring already.
  */
 static ssize_t ring_read(struct fs_live *L, void *buf, size_t n, uint64_t off)
 {
-	size_t at, first;
-
 	if (L->ring_end && off >= L->size)
 		return 0;
 	if (off < L->ring_lo)
 		return -EAGAIN;
 	if (n > L->readable - off)
 		n = (size_t)(L->readable - off);
-	at = (size_t)(off % FS_RING_SIZE);
-	first = FS_RING_SIZE - at < n ? FS_RING_SIZE - at : n;
-	memcpy(buf, L->ring + at, first);
-	memcpy((uint8_t *)buf + first, L->ring, n - first);
+	memcpy(buf, L->ring + off % FS_RING_SIZE, n); /* mapped twice: contiguous */
 	if (off + n > L->ring_at) {
 		L->ring_at = off + n;
 		if (L->ring_full && L->ring_at >= L->ring_need) /* room for the render's bytes */
@@ -336,7 +396,7 @@ static void live_quiesce(struct fs_live *L)
 static int live_into_cache(struct fs_live *L, struct xprofs_buf *err)
 {
 	struct xprofs_cache *c = L->ctx->cache;
-	struct xprofs_sink sink = {live_write, L};
+	struct xprofs_sink sink = {.write = live_write, .arg = L};
 	struct xprofs_cache_reader *e = NULL;
 	struct xprofs_cache_writer *w;
 	int r;
@@ -399,8 +459,9 @@ static int live_into_cache(struct fs_live *L, struct xprofs_buf *err)
  */
 static int live_streamed(struct fs_live *L, struct xprofs_buf *err)
 {
-	struct xprofs_sink sink = {live_write, L};
-	uint8_t *ring = malloc(FS_RING_SIZE);
+	struct xprofs_sink sink = {
+		.write = live_write, .arg = L, .room = ring_room, .commit = ring_commit_sink};
+	uint8_t *ring = xprofs_mirror_map(FS_RING_SIZE);
 	bool restart;
 	int r;
 
@@ -435,7 +496,7 @@ static int live_streamed(struct fs_live *L, struct xprofs_buf *err)
 	}
 	pthread_mutex_unlock(&L->lock);
 	if (restart) {
-		free(ring);
+		xprofs_mirror_unmap(ring, FS_RING_SIZE);
 		FS_CNT(L->ctx, stream_restarts);
 		xprofs_buf_reset(err);
 		return RENDER_RESTART;
@@ -453,7 +514,7 @@ static int live_streamed(struct fs_live *L, struct xprofs_buf *err)
 /* live_into_file() - render into an unlinked temporary file; 0 with L->size set, or -errno. */
 static int live_into_file(struct fs_live *L, struct xprofs_buf *err)
 {
-	struct xprofs_sink sink = {live_write, L};
+	struct xprofs_sink sink = {.write = live_write, .arg = L};
 	struct stat sb;
 	int fd = xprofs_tmpfile(L->ctx->tmp_dir, "xprofs-render"), r;
 

@@ -397,7 +397,7 @@ static int gz_write(void *arg, const void *p, size_t n)
 
 struct xprofs_sink trace_gzip_sink(struct trace_gzip *gz)
 {
-	struct xprofs_sink s = {gz_write, gz};
+	struct xprofs_sink s = {.write = gz_write, .arg = gz};
 
 	return s;
 }

@@ -1,8 +1,9 @@
 /*
  * io.c - the I/O seams (sinks, readers) and small POSIX helpers shared by all
  * modules: full reads/writes with EINTR handling, mkdir -p, unlinked temporary
- * files, clocks, hashing, byte-count parsing. Stateless: every function is safe from any thread.
- * Sinks and readers borrow what they wrap; nothing here allocates.
+ * files, clocks, hashing, byte-count parsing, mirrored memory (a ring mapped
+ * twice). Stateless: every function is safe from any thread. Sinks and
+ * readers borrow what they wrap; nothing here allocates but the mirror maps.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -10,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -34,6 +36,37 @@ static int sink_fd_write(void *arg, const void *p, size_t n)
 struct xprofs_sink xprofs_sink_fd(int *fd)
 {
 	return (struct xprofs_sink){.write = sink_fd_write, .arg = fd};
+}
+
+void *xprofs_mirror_map(size_t size)
+{
+	int fd = memfd_create("xprofs-mirror", MFD_CLOEXEC), e;
+	uint8_t *base = MAP_FAILED;
+
+	if (fd < 0)
+		return NULL;
+	if (ftruncate(fd, (off_t)size) == 0)
+		base = mmap(NULL, 2 * size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	/* the two halves over the reservation: nothing else can land in between */
+	if (base != MAP_FAILED && (mmap(base, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+					fd, 0) == MAP_FAILED ||
+				   mmap(base + size, size, PROT_READ | PROT_WRITE,
+					MAP_SHARED | MAP_FIXED, fd, 0) == MAP_FAILED)) {
+		e = errno;
+		munmap(base, 2 * size);
+		errno = e;
+		base = MAP_FAILED;
+	}
+	e = errno;
+	close(fd);
+	errno = e;
+	return base == MAP_FAILED ? NULL : base;
+}
+
+void xprofs_mirror_unmap(void *p, size_t size)
+{
+	if (p)
+		munmap(p, 2 * size);
 }
 
 struct xprofs_reader xprofs_reader_mem(const void *p, size_t n)

@@ -22,7 +22,8 @@ void xs_out_init(struct xs_out *o, const struct xprofs_sink *sink)
 
 void xs_out_deinit(struct xs_out *o)
 {
-	free(o->buf);
+	if (!o->lent)
+		free(o->buf);
 	o->buf = NULL;
 	o->len = o->cap = 0;
 	xprofs_buf_deinit(&o->esc);
@@ -49,6 +50,14 @@ static int out_write(struct xs_out *o)
 {
 	int r;
 
+	if (o->lent) { /* the sink's own memory: the room is used up either way */
+		if ((r = o->sink->commit(o->sink->arg, o->len)) < 0)
+			o->r = r;
+		o->buf = NULL;
+		o->len = o->cap = 0;
+		o->lent = false;
+		return o->r;
+	}
 	if (o->len && (r = o->sink->write(o->sink->arg, o->buf, o->len)) < 0)
 		o->r = r;
 	o->len = 0;
@@ -61,8 +70,27 @@ int xs_out_room(struct xs_out *o, size_t n)
 	size_t cap;
 	char *p;
 
-	if (o->sink && o->len && out_write(o) < 0)
+	if (o->sink && (o->len || o->lent) && out_write(o) < 0)
 		return o->r;
+	/* a sink that lends memory is asked first: its room spares a copy */
+	if (o->sink && o->sink->room) {
+		size_t got = 0;
+		int err = 0;
+
+		p = o->sink->room(o->sink->arg, n + 1 > XS_OUT_CHUNK ? n + 1 : XS_OUT_CHUNK, &got,
+				  &err);
+		if (p) {
+			free(o->buf);
+			o->buf = p;
+			o->cap = got;
+			o->lent = true;
+			return 0;
+		}
+		if (err < 0) {
+			o->r = err;
+			return o->r;
+		}
+	}
 	if (n < o->cap - o->len)
 		return 0;
 	if (n > XS_OUT_MAX - o->len - 1) {

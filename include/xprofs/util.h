@@ -209,11 +209,32 @@ int xprofs_table_add(struct xprofs_table *t, uint64_t hash, uint32_t idx) XPROFS
 /*
  * A byte sink. write() consumes nothing (borrows @p) and returns 0 or -errno;
  * a sink never writes partially.
+ *
+ * A sink may also lend its own memory, so that a writer builds its bytes in
+ * place instead of handing over a buffer to copy (the mount's streamed
+ * renders: fs/live.c). room() returns at least @need writable bytes (their
+ * number in *@got), or NULL: with *@err 0 the writer goes on with write()
+ * (the sink cannot lend that much), else that -errno. commit() makes the
+ * first @n bytes of the last room lent the sink's next bytes (0 or -errno);
+ * the room is gone then, committed or not. Both NULL: write() only.
  */
 struct xprofs_sink {
 	int (*write)(void *arg, const void *p, size_t n);
 	void *arg;
+	void *(*room)(void *arg, size_t need, size_t *got, int *err);
+	int (*commit)(void *arg, size_t n);
 };
+
+/**
+ * xprofs_mirror_map() - @size bytes of memory (a multiple of the page size)
+ * mapped twice in a row: byte i and byte i + @size are the same, so any
+ * @size bytes from any offset below @size are contiguous (a ring buffer
+ * needing no wrap-around copies). The caller frees it with
+ * xprofs_mirror_unmap(); NULL when the system refuses (errno set).
+ */
+void *xprofs_mirror_map(size_t size);
+/** xprofs_mirror_unmap() - free a xprofs_mirror_map() of @size; accepts NULL. */
+void xprofs_mirror_unmap(void *p, size_t size);
 
 /** xprofs_sink_buf() - a sink appending to @b (borrowed; must outlive the sink). */
 struct xprofs_sink xprofs_sink_buf(struct xprofs_buf *b);

@@ -354,11 +354,14 @@ static inline int xs_event_fast(struct wire_cur *c, struct xs_evhdr *h, uint64_t
 /*
  * With a sink the buffer holds at most XS_OUT_CHUNK bytes and is written out
  * whenever the next piece does not fit (a single piece larger than that is
- * passed through whole); without a sink it grows up to XS_OUT_MAX.
+ * passed through whole); without a sink it grows up to XS_OUT_MAX. A sink
+ * that lends memory (xprofs_sink.room) is written in place: the buffer is
+ * its room, committed instead of written.
  */
 struct xs_out {
-	char *buf; /* owned */
+	char *buf; /* owned, or lent by the sink (@lent) */
 	size_t len, cap;
+	bool lent;
 	const struct xprofs_sink *sink; /* borrowed, may be NULL */
 	struct xprofs_buf esc;          /* scratch for JSON escaping */
 	int r;                          /* the sticky error */

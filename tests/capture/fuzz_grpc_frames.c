@@ -33,7 +33,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	chunk = (size_t)data[0] % 17 + 1;
 	data++;
 	size--;
-	capture_resp_init(&resp, (struct xprofs_sink){count_write, &cnt});
+	capture_resp_init(&resp, (struct xprofs_sink){.write = count_write, .arg = &cnt});
 	capture_frames_init(&f, &capture_resp_ops, &resp, 1 << 20, 1);
 	for (off = 0; off < size; off += chunk) {
 		size_t n = size - off < chunk ? size - off : chunk;

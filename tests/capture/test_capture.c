@@ -384,7 +384,7 @@ static void feed_split(const uint8_t *msg, size_t len, size_t a, size_t b, const
 	struct capture_frames f;
 
 	xprofs_buf_init(&col.b, 1 << 20);
-	capture_resp_init(&resp, (struct xprofs_sink){collect_write, &col});
+	capture_resp_init(&resp, (struct xprofs_sink){.write = collect_write, .arg = &col});
 	capture_frames_init(&f, &capture_resp_ops, &resp, 1 << 20, 1);
 	assert_int_equal(capture_frames_feed(&f, msg, a), 0);
 	assert_int_equal(capture_frames_feed(&f, msg + a, b - a), 0);
@@ -442,7 +442,7 @@ static void test_resp_byte_by_byte(void **state)
 		xs[i] = (uint8_t)rand();
 	msg = make_response(xs, sizeof(xs), false, true, &len);
 	xprofs_buf_init(&col.b, 1 << 20);
-	capture_resp_init(&resp, (struct xprofs_sink){collect_write, &col});
+	capture_resp_init(&resp, (struct xprofs_sink){.write = collect_write, .arg = &col});
 	capture_frames_init(&f, &capture_resp_ops, &resp, 1 << 20, 1);
 	for (size_t i = 0; i < len; i++) {
 		assert_int_equal(capture_frames_feed(&f, msg + i, 1), 0);
@@ -464,7 +464,7 @@ static int feed_all(const uint8_t *p, size_t n, uint64_t max)
 	int r;
 
 	xprofs_buf_init(&col.b, 1 << 20);
-	capture_resp_init(&resp, (struct xprofs_sink){collect_write, &col});
+	capture_resp_init(&resp, (struct xprofs_sink){.write = collect_write, .arg = &col});
 	capture_frames_init(&f, &capture_resp_ops, &resp, max, 1);
 	r = capture_frames_feed(&f, p, n);
 	if (r == 0)
@@ -545,7 +545,7 @@ static void test_resp_sink_error(void **state)
 	struct capture_resp resp;
 	struct capture_frames f;
 
-	capture_resp_init(&resp, (struct xprofs_sink){fail_write, NULL});
+	capture_resp_init(&resp, (struct xprofs_sink){.write = fail_write});
 	capture_frames_init(&f, &capture_resp_ops, &resp, 1 << 20, 1);
 	assert_int_equal(capture_frames_feed(&f, msg, len), -ENOSPC);
 	/* sticky */

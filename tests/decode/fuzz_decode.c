@@ -50,7 +50,7 @@ static void fuzz_threads(struct xprofs_xspace *x1, struct xprofs_xspace *x2)
 		size_t m;
 
 		for (int k = 0; k < 2; k++) {
-			struct xprofs_sink s = {collect, &b[k]};
+			struct xprofs_sink s = {.write = collect, .arg = &b[k]};
 
 			xprofs_buf_init(&b[k], (size_t)64 << 20);
 			xprofs_buf_init(&e[k], 4096);
@@ -81,7 +81,7 @@ static size_t render_slice(struct xprofs_xspace *x, int view, const xprofs_ps128
 {
 	struct xprofs_render_opts ro = {.host = "h", .lod = lod};
 	size_t total = 0;
-	struct xprofs_sink s = {discard, &total};
+	struct xprofs_sink s = {.write = discard, .arg = &total};
 	int rc;
 
 	if (w) {
@@ -149,7 +149,7 @@ static void fuzz_sessions(struct xprofs_xspace *x)
 	struct xprofs_xspace *xs[] = {x, x};
 	struct xprofs_session_in in = {"s", hosts, xs, NULL, 2};
 	size_t total = 0;
-	struct xprofs_sink s = {discard, &total};
+	struct xprofs_sink s = {.write = discard, .arg = &total};
 	int rc[3];
 
 	rc[0] = xprofs_decode_session_ops(&in, &s);
@@ -166,7 +166,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct xprofs_xspace *x = NULL;
 	struct xprofs_buf err;
 	size_t total = 0, n;
-	struct xprofs_sink s = {discard, &total};
+	struct xprofs_sink s = {.write = discard, .arg = &total};
 	char *enc, *dec;
 	int rc, open_rc;
 

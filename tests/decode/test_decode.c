@@ -640,9 +640,113 @@ static void test_view_names(void **state)
 	assert_int_equal(xprofs_decode_view_parse("trace.json.g"), -EINVAL);
 }
 
+/*
+ * A sink that lends its memory (xprofs_sink.room/commit, as the mount's
+ * streamed renders do): the JSON writer builds its bytes in the lent room
+ * and commits them; a piece bigger than the sink lends goes through write();
+ * a room() failure is the writer's sticky error.
+ */
+struct lender {
+	uint8_t out[4 << 20];
+	size_t len;
+	uint8_t room[100000]; /* more than the writer asks for (XS_OUT_CHUNK) */
+	bool lent;
+	unsigned rooms, commits, writes, fail_at;
+};
+
+static void *lend_room(void *arg, size_t need, size_t *got, int *err)
+{
+	struct lender *l = arg;
+
+	*err = 0;
+	assert_false(l->lent); /* one room at a time, and never two without a commit */
+	if (l->fail_at && ++l->rooms >= l->fail_at) {
+		*err = -EIO;
+		return NULL;
+	}
+	if (need > sizeof(l->room))
+		return NULL;
+	l->lent = true;
+	*got = sizeof(l->room);
+	return l->room;
+}
+
+static int lend_commit(void *arg, size_t n)
+{
+	struct lender *l = arg;
+
+	assert_true(l->lent && n <= sizeof(l->room) && l->len + n <= sizeof(l->out));
+	memcpy(l->out + l->len, l->room, n);
+	l->len += n;
+	l->lent = false;
+	l->commits++;
+	return 0;
+}
+
+static int lend_write(void *arg, const void *p, size_t n)
+{
+	struct lender *l = arg;
+
+	assert_false(l->lent);
+	assert_true(l->len + n <= sizeof(l->out));
+	memcpy(l->out + l->len, p, n);
+	l->len += n;
+	l->writes++;
+	return 0;
+}
+
+static void test_out_lending_sink(void **state)
+{
+	struct lender *l = calloc(1, sizeof(*l));
+	uint8_t *want = malloc(4 << 20), *piece = malloc(150000);
+	struct xprofs_sink sink = {
+		.write = lend_write, .arg = l, .room = lend_room, .commit = lend_commit};
+	struct xs_out o;
+	size_t wn = 0;
+	uint32_t x = 7;
+
+	(void)state;
+	assert_non_null(l);
+	assert_non_null(want);
+	assert_non_null(piece);
+	xs_out_init(&o, &sink);
+	for (int i = 0; i < 400; i++) {
+		/* mostly small pieces, now and then one bigger than the sink lends */
+		size_t n = i % 97 == 5 ? 150000 : (x = x * 1103515245u + 12345u) % 3000;
+
+		for (size_t k = 0; k < n; k++)
+			piece[k] = (uint8_t)(i * 31 + k);
+		xs_out_add(&o, piece, n);
+		memcpy(want + wn, piece, n);
+		wn += n;
+	}
+	OUT_LIT(&o, "end");
+	memcpy(want + wn, "end", 3);
+	wn += 3;
+	assert_int_equal(xs_out_flush(&o, true), 0);
+	assert_int_equal(l->len, wn);
+	assert_memory_equal(l->out, want, wn);
+	assert_true(l->commits >= 4 && l->writes == 5); /* the five big pieces went by write() */
+	xs_out_deinit(&o);
+
+	/* a room that fails is the writer's sticky error; nothing more is written */
+	memset(l, 0, sizeof(*l));
+	l->fail_at = 3;
+	xs_out_init(&o, &sink);
+	for (int i = 0; i < 10; i++)
+		xs_out_add(&o, piece, 60000);
+	assert_int_equal(xs_out_flush(&o, true), -EIO);
+	assert_int_equal(l->len, 2 * 60000); /* one piece per room: two rooms committed */
+	xs_out_deinit(&o);
+	free(piece);
+	free(want);
+	free(l);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_out_lending_sink),
 		cmocka_unit_test(test_wire_varints),
 		cmocka_unit_test(test_wire_rd_varint_matches),
 		cmocka_unit_test(test_wire_skip_and_len),

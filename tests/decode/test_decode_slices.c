@@ -250,7 +250,7 @@ static void test_session_views(void **state)
 	assert_true(n_ops > 0 && n_steps > 0);
 	for (size_t at = 0; at < n_ops || at < n_steps; at += 37) {
 		struct failing_sink f = {at, 0};
-		struct xprofs_sink fs = {failing_write, &f};
+		struct xprofs_sink fs = {.write = failing_write, .arg = &f};
 
 		if (at < n_ops)
 			assert_true(xprofs_decode_session_ops(&both, &fs) < 0);

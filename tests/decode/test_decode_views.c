@@ -154,7 +154,7 @@ static void test_gzip_sink(void **state)
 
 	for (size_t fail_at = 0; fail_at < ((size_t)1 << 20); fail_at += 300000) {
 		struct failing_sink f = {fail_at, 0};
-		struct xprofs_sink fs = {failing_write, &f};
+		struct xprofs_sink fs = {.write = failing_write, .arg = &f};
 
 		assert_int_equal(trace_gzip_new(&fs, 2, &gz), 0);
 		gs = trace_gzip_sink(gz);

@@ -298,6 +298,23 @@ static void test_args_parse(void **state)
 	assert_int_equal(xprofs_args_parse("t", 1, (char **)a1, NULL, XPROFS_ARGS_MAX + 1), -2);
 }
 
+/* xprofs_mirror_map(): the second half is the first, so a write across the end wraps. */
+static void test_mirror(void **state)
+{
+	size_t size = 64 << 10;
+	uint8_t *m = xprofs_mirror_map(size);
+
+	(void)state;
+	assert_non_null(m);
+	memcpy(m + size - 10, "0123456789abcdefghij", 20); /* one contiguous write past the end */
+	assert_memory_equal(m + size - 10, "0123456789", 10);
+	assert_memory_equal(m, "abcdefghij", 10); /* ... landed at the start */
+	m[100] = 'x';
+	assert_int_equal(m[size + 100], 'x');
+	xprofs_mirror_unmap(m, size);
+	xprofs_mirror_unmap(NULL, size);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -307,7 +324,7 @@ int main(void)
 		cmocka_unit_test(test_hash),         cmocka_unit_test(test_size_parse),
 		cmocka_unit_test(test_tmpfile),      cmocka_unit_test(test_tmpdir),
 		cmocka_unit_test(test_sleep_ms),     cmocka_unit_test(test_grow),
-		cmocka_unit_test(test_args_parse),
+		cmocka_unit_test(test_args_parse),   cmocka_unit_test(test_mirror),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
