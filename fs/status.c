@@ -41,6 +41,9 @@ static int options_json(const struct fs_options *o, struct xprofs_buf *out)
 		r = r ? r
 		      : xprofs_buf_printf(out, ",\"cache_min_free_bytes\":%llu",
 					  (unsigned long long)o->cache_min_free_bytes);
+	r = r ? r
+	      : xprofs_buf_printf(out, ",\"stream_min_bytes\":%llu",
+				  (unsigned long long)o->stream_min_bytes);
 	r = r ? r : xprofs_buf_add_json_member(out, ",\"tmp_dir\":", o->tmp_dir);
 	r = r ? r : xprofs_buf_add_json_member(out, ",\"endpoint\":", o->endpoint);
 	r = r ? r : xprofs_buf_add_json_member(out, ",\"credentials\":", o->credentials);

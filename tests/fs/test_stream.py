@@ -189,6 +189,9 @@ def body(t, w):
     t.ok(len(want["h1"]) > 2 * RING + 4 * MIB, "the generated trace.json is %d bytes (ring %d)"
          % (len(want["h1"]), RING))
     m = w.mount(os.path.join(w.path, "src"), cls=Mount)
+    opts = m.status()["options"]
+    t.ok(opts.get("stream_min_bytes") == 1, "status.json shows the option in force: stream_min_bytes 1",
+         json.dumps(opts))
     check_sequential(t, m, want["h1"], want_pf)
     check_seek_back(t, m, want["h2"])
     check_second_reader(t, m, want["h3"])
