@@ -112,7 +112,7 @@ struct fs_live {
 	bool ring_end;      /* rendered to the end (size set): reads past it are EOF */
 	bool restart;       /* a reader missed the ring: render again, into the cache */
 	bool gone;          /* LIVE_DONE with nothing kept: an open renders again */
-	int ring_stop;      /* RENDER_DROPPED: every reader left (the sink stopped the render) */
+	bool dropped;       /* every reader left: the sink stopped the render (RENDER_DROPPED) */
 };
 
 static void live_put(struct fs_live *L)
@@ -153,6 +153,13 @@ static void live_throttle(struct fs_live *L)
 	xprofs_sleep_ms(ms);
 }
 
+/* live_progress() - after bytes were written: status.json's count, then the test-only delay. */
+static void live_progress(struct fs_live *L)
+{
+	__atomic_store_n(&L->done, L->produced, __ATOMIC_RELAXED);
+	live_throttle(L);
+}
+
 static bool live_stopping(const struct fs_live *L)
 {
 	return __atomic_load_n(&L->ctx->views.stopping, __ATOMIC_RELAXED);
@@ -168,28 +175,20 @@ static void live_timedwait(struct fs_live *L, int64_t ms)
 }
 
 /*
- * ring_write() - a streamed render's sink: @n bytes (borrowed) into the
- * ring, waiting while they would overwrite bytes that its leading reader has
- * not read yet. 0; -EAGAIN when the render has to stop here: L->restart (a
- * reader missed the ring, or a full ring went unread for FS_RING_STALL_MS:
- * the render starts over into the cache) or L->ring_stop (every reader left);
- * -ECANCELED at unmount.
- */
-/*
  * ring_wait_room() - with the lock held: wait until @k more bytes fit in the
  * ring without overwriting bytes its leading reader has not read, then let
  * the bytes they overwrite go (ring_lo). 0; -EAGAIN when the render has to
- * stop here (ring_write()); -ECANCELED at unmount.
+ * stop here (as ring_write()); -ECANCELED at unmount.
  */
 static int ring_wait_room(struct fs_live *L, size_t k)
 {
 	int64_t idle_since = xprofs_mono_ns();
 	uint64_t seen = L->ring_at;
 
-	while (!L->restart && !L->ring_stop && !live_stopping(L) &&
+	while (!L->restart && !L->dropped && !live_stopping(L) &&
 	       L->produced + k > L->ring_at + FS_RING_SIZE) {
 		if (__atomic_load_n(&L->refs, __ATOMIC_ACQUIRE) == 1) {
-			L->ring_stop = RENDER_DROPPED; /* nobody holds it: nobody will read */
+			L->dropped = true; /* nobody holds it: nobody will read */
 			break;
 		}
 		L->ring_need = L->produced + k - FS_RING_SIZE;
@@ -211,7 +210,7 @@ static int ring_wait_room(struct fs_live *L, size_t k)
 		live_timedwait(L, 100);
 	}
 	L->ring_full = false;
-	if (L->restart || L->ring_stop || live_stopping(L))
+	if (L->restart || L->dropped || live_stopping(L))
 		return live_stopping(L) ? -ECANCELED : -EAGAIN;
 	/* readers copy under the lock: from here no reader asks for these */
 	if (L->produced + k > FS_RING_SIZE && L->produced + k - FS_RING_SIZE > L->ring_lo)
@@ -231,6 +230,14 @@ static void ring_commit(struct fs_live *L, size_t k)
 	}
 }
 
+/*
+ * ring_write() - a streamed render's sink: @n bytes (borrowed) into the
+ * ring, waiting while they would overwrite bytes that its leading reader has
+ * not read yet. 0; -EAGAIN when the render has to stop here: L->restart (a
+ * reader missed the ring, or a full ring went unread for FS_RING_STALL_MS:
+ * the render starts over into the cache) or L->dropped (every reader left);
+ * -ECANCELED at unmount.
+ */
 static int ring_write(struct fs_live *L, const uint8_t *p, size_t n)
 {
 	int r;
@@ -292,8 +299,7 @@ static int ring_commit_sink(void *arg, size_t n)
 	pthread_mutex_lock(&L->lock);
 	ring_commit(L, n);
 	pthread_mutex_unlock(&L->lock);
-	__atomic_store_n(&L->done, L->produced, __ATOMIC_RELAXED);
-	live_throttle(L);
+	live_progress(L);
 	return live_stopping(L) ? -ECANCELED : 0;
 }
 
@@ -330,8 +336,7 @@ static int live_write(void *arg, const void *p, size_t n)
 	if (L->ring) { /* the render thread's own field: set and cleared by it */
 		if ((r = ring_write(L, p, n)) < 0)
 			return r;
-		__atomic_store_n(&L->done, L->produced, __ATOMIC_RELAXED);
-		live_throttle(L);
+		live_progress(L);
 		return 0;
 	}
 	/* an entry the cache would refuse midway goes on uncached, still compressed */
@@ -356,10 +361,9 @@ static int live_write(void *arg, const void *p, size_t n)
 		readable = L->produced + n;
 	}
 	L->produced += n;
-	__atomic_store_n(&L->done, L->produced, __ATOMIC_RELAXED);
 	if (readable >= L->published + FS_LIVE_PUBLISH)
 		live_publish(L, readable);
-	live_throttle(L);
+	live_progress(L);
 	return 0;
 }
 
@@ -471,7 +475,7 @@ static int live_streamed(struct fs_live *L, struct xprofs_buf *err)
 	pthread_mutex_lock(&L->lock);
 	L->ring = ring;
 	L->ring_lo = L->ring_at = L->woken = 0;
-	L->ring_stop = 0;
+	L->dropped = false;
 	pthread_mutex_unlock(&L->lock);
 	r = L->job.render(L->job.arg, &sink, err);
 	if (r == 0) {
@@ -503,7 +507,7 @@ static int live_streamed(struct fs_live *L, struct xprofs_buf *err)
 	}
 	if (r == 0)
 		return RENDER_STREAMED;
-	if (L->ring_stop == RENDER_DROPPED && !live_stopping(L)) {
+	if (L->dropped && !live_stopping(L)) {
 		xprofs_info("views: %s: every reader left: render stopped, nothing kept", L->label);
 		xprofs_buf_reset(err);
 		return RENDER_DROPPED;
