@@ -391,20 +391,28 @@ static void *compressor(void *arg)
 }
 
 /*
- * flush_here() - the block being filled, compressed and appended on this
- * thread (no compressor threads), then handed on to readers; emptied either
- * way. 0 or -errno.
+ * append_here() - a full block of @len bytes at @data (borrowed), compressed
+ * and appended on this thread (no compressor threads), then handed on to
+ * readers. 0 or -errno.
  */
-static int flush_here(struct xprofs_cache_writer *w)
+static int append_here(struct xprofs_cache_writer *w, const uint8_t *data, size_t len)
 {
-	int r = flush_block(w, w->raw, w->raw_len);
+	int r = flush_block(w, data, len);
 
-	w->raw_len = 0;
 	if (r == 0) {
 		pthread_mutex_lock(&w->qlock);
 		w->handed++;
 		pthread_mutex_unlock(&w->qlock);
 	}
+	return r;
+}
+
+/* flush_here() - append_here() of the block being filled; emptied either way. */
+static int flush_here(struct xprofs_cache_writer *w)
+{
+	int r = append_here(w, w->raw, w->raw_len);
+
+	w->raw_len = 0;
 	return r;
 }
 
@@ -506,14 +514,10 @@ int xprofs_cache_writer_write(struct xprofs_cache_writer *w, const void *p, size
 		 */
 		if (w->raw_len == 0 && n >= w->bs && !w->threaded &&
 		    __atomic_load_n(&w->accel, __ATOMIC_RELAXED) == XPROFS_CACHE_ACCEL_STORE) {
-			r = flush_block(w, s, w->bs);
-			if (r < 0) {
+			if ((r = append_here(w, s, w->bs)) < 0) {
 				w->err = r;
 				return r;
 			}
-			pthread_mutex_lock(&w->qlock);
-			w->handed++;
-			pthread_mutex_unlock(&w->qlock);
 			s += w->bs;
 			n -= w->bs;
 			w->raw_total += w->bs;
