@@ -49,15 +49,8 @@ class Mount(xmount.Mount):
         super().__init__(work, src, name, ",loglevel=info" + opts,
                          {"XPROFS_TEST_RENDER_DELAY_MS_PER_MB": DELAY_MS_PER_MB})
 
-    def status(self):
-        with open(os.path.join(self.mnt, "status.json")) as f:
-            return json.load(f)
-
     def renders(self):
         return self.status()["renders"]
-
-    def entries(self):
-        return sorted(n for n in os.listdir(self.cache) if n.endswith(".xc"))
 
 
 def read_all(path, out, key):

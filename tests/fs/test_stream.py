@@ -43,15 +43,8 @@ class Mount(xmount.Mount):
         super().__init__(work, src, name, ",loglevel=info,stream_min=1" + opts,
                          {"XPROFS_TEST_RENDER_DELAY_MS_PER_MB": "40"})
 
-    def status(self):
-        with open(os.path.join(self.mnt, "status.json")) as f:
-            return json.load(f)
-
     def counters(self):
         return self.status()["counters"]
-
-    def entries(self):
-        return sorted(n for n in os.listdir(self.cache) if n.endswith(".xc"))
 
     def path(self, host, view="trace.json"):
         return os.path.join(self.mnt, "runs", "run", "s1", host, view)

@@ -112,6 +112,15 @@ class Mount:
         if self.proc.poll() is not None:
             raise RuntimeError("xprofs exited with %d\n%s" % (self.proc.returncode, self.log_tail()))
 
+    def status(self):
+        """The mount's status.json, parsed."""
+        with open(os.path.join(self.mnt, "status.json")) as f:
+            return json.load(f)
+
+    def entries(self):
+        """The view cache's entry files (CACHE_DIR/*.xc), sorted."""
+        return sorted(n for n in os.listdir(self.cache) if n.endswith(".xc"))
+
     def log_tail(self, n=20):
         """The last @n lines of the daemon's log, for a failing check's detail."""
         if not self.log.closed:
