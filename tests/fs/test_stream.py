@@ -17,7 +17,7 @@ knob XPROFS_TEST_RENDER_DELAY_MS_PER_MB so that each state can be seen:
   render go on into the cache after FS_RING_STALL_MS, and its later reads
   get the right bytes;
 - views other than the whole traces (ops.json, a window's trace.json) are
-  cached as before.
+  cached as before; a bad stream_min= is refused, naming it.
 Waits are polls with deadlines, never fixed sleeps. TAP output; skipped
 without /dev/fuse or fusermount3.
 """
@@ -191,6 +191,11 @@ def body(t, w):
     check_dropped(t, m, want["h4"])
     check_stalled(t, m, want["h5"])
     check_others(t, m)
+    # a bad size is refused before anything is mounted, saying which option
+    p = subprocess.run([xmount.XPROFS, os.path.join(w.path, "src"), os.path.join(w.path, "bad"),
+                        "-f", "-o", "stream_min=12Q"], capture_output=True, text=True, timeout=60)
+    t.ok(p.returncode != 0 and "stream_min" in p.stderr, "a bad stream_min= is refused",
+         "exit %d, stderr %r" % (p.returncode, p.stderr))
 
 
 if __name__ == "__main__":
