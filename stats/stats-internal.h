@@ -374,39 +374,6 @@ int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum
 /* stats_step_summary_write() - @sum as steps.json's summary object. */
 void stats_step_summary_write(struct xs_out *o, const struct stats_step_summary *sum);
 
-/* ---- the step markers derived from group_id on GPU planes (steps-derived.c) ---- */
-
-/* A run of events of one group_id on a GPU plane: a derived step marker. */
-struct stats_dmark {
-	int64_t group, b, e;
-	xprofs_ps128 b128; /* the exact begin */
-};
-/* Takes one run; <0 stops the walk with that error. */
-typedef int (*stats_dmark_fn)(void *arg, const struct stats_dmark *run);
-/*
- * stats_derived_runs() - DeriveStepEventsFromGroups() on plane @q: each run to
- * @fn, in start order. @keys: the plane's group_id and step_name stat keys (-1:
- * none); @stop(arg), asked before each event, ends the walk (the open run still
- * goes to @fn).
- */
-int stats_derived_runs(struct xs_rctx *rc, size_t q, const int64_t keys[2], bool (*stop)(void *arg),
-		       stats_dmark_fn fn, void *arg);
-/* One plane's runs as steps.c keeps them: the longest per group, in first appearance. */
-struct stats_dplane {
-	struct stats_dmark *m; /* owned */
-	size_t n, cap;
-	struct xprofs_table *tab; /* group -> m */
-	bool over;                /* the budget ran out: m is not all of them */
-};
-/*
- * stats_derived_planes() - the runs of planes @planes[0..n) (their keys in @keys)
- * into @out[0..n) as xs_tasks_run() tasks, at most @budget kept in all; free each
- * with stats_dplane_free(), also after a failure.
- */
-int stats_derived_planes(struct xs_rctx *rc, const size_t *planes, const int64_t (*keys)[2],
-			 size_t n, size_t budget, struct stats_dplane *out);
-void stats_dplane_free(struct stats_dplane *d);
-
 /* ---- a session's straggler (straggler.c) ---- */
 
 /* The median of a session's hosts' average step times (docs/stats.md "Session summary"). */

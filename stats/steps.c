@@ -9,10 +9,9 @@
  *
  * Design: the device planes are the TPU planes, else the GPU planes; a host
  * without them has host steps. The planes' event classes (from their
- * metadata) and the markers GPU planes derive from group_id (steps-derived.c)
- * are read per plane as xs_tasks_run() tasks, then added in plane order. Pass
- * 1 reads the step markers (those, a device plane's step line, or the host's
- * step-marker events), the longest per (plane, group). Pass 2
+ * metadata) are read per plane as xs_tasks_run() tasks. Pass 1 reads the
+ * step markers (a device plane's step line, or the host's step-marker
+ * events), the longest per (plane, group). Pass 2
  * (steps-sweep.c) merges the lines whose events go to steps by start time
  * (merge.c) and gives each admitted event to its group's sweep
  * (ToNonOverlappedEvents(): the highest type open owns the time), which adds
@@ -270,83 +269,20 @@ static bool steps_full(void *arg)
 }
 
 /*
- * derives() - whether GPU plane @q gets the Steps line XProf's preprocessing
- * derives from group_id (DeriveStepEventsFromGroups(), as trace/ shows it):
- * it has none (by id or name) and a group_id stat metadata.
+ * markers() - pass 1: the step markers of every device plane, or of the host.
+ * A GPU plane's markers are its step line's only. XProf derives a Steps line
+ * from group_id (DeriveStepEventsFromGroups()) in the preprocessing that
+ * PreprocessSingleHostXSpace() runs only on a space not grouped yet
+ * (!IsXSpaceGrouped(): no "group_id" stat metadata), and a space whose
+ * events carry group_id is grouped: on such a space without a step line,
+ * XProf's GPU step events meet no markers (IntersectCombineStepEvents())
+ * and it has no steps. (An ungrouped space gets its group_ids from XProf's
+ * own grouping, GroupTfEvents(), which xprofs does not do: docs/stats.md.)
  */
-static bool derives(const struct gsteps *g, const struct xprofs_xspace *x, size_t q)
-{
-	const struct xs_plane *p = &x->planes[q];
-
-	if (g->kind != K_GPU || !xs_plane_is_gpu(p) || !p->group_ids)
-		return false;
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
-		if (x->lines[j].id == TID_DERIVED_MIN ||
-		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "Steps"))
-			return false;
-	return true;
-}
-
-/* A stats_dmark_fn: a derived marker of g->plane (arg: struct gsteps). */
-static int add_run(void *arg, const struct stats_dmark *run)
-{
-	return add_marker(arg, run->group, run->b, run->e, run->b128);
-}
-
-/*
- * derived_markers() - the markers of the GPU planes' derived Steps lines
- * (steps-derived.c), added plane by plane in plane order. The planes are read
- * as tasks, each reduced to the markers add_marker() keeps; adding those gives
- * what adding every run gives, unless the caps cut in the middle of a plane:
- * such a plane, or all of them when a task failed, is walked here run by run.
- */
-static int derived_markers(struct xs_rctx *rc, struct gsteps *g)
-{
-	const struct xprofs_xspace *x = rc->x;
-	size_t *planes = calloc(x->n_planes + 1, sizeof(*planes)), n = 0;
-	int64_t(*keys)[2] = calloc(x->n_planes + 1, sizeof(*keys));
-	struct stats_dplane *dp = calloc(x->n_planes + 1, sizeof(*dp));
-	bool quiet = rc->err && rc->err->len == 0, tasks;
-	int r = 0;
-
-	if (!planes || !keys || !dp) {
-		r = -ENOMEM;
-		goto out;
-	}
-	for (size_t q = 0; q < x->n_planes; q++)
-		if (derives(g, x, q)) {
-			keys[n][0] = g->keys[q].group, keys[n][1] = g->keys[q].step_name;
-			planes[n++] = q;
-		}
-	tasks = n &&
-		stats_derived_planes(rc, planes, (const int64_t(*)[2])keys, n, PMARKS_MAX, dp) == 0;
-	if (n && !tasks && quiet) /* a failed task: the walk below says why */
-		xprofs_buf_reset(rc->err);
-	for (size_t i = 0; i < n && r == 0; i++) {
-		const struct stats_dplane *d = &dp[i];
-
-		g->plane = planes[i];
-		if (tasks && !d->over && !g->st->cut && g->npm + d->n <= PMARKS_MAX &&
-		    g->st->n + d->n <= STEPS_MAX)
-			for (size_t k = 0; k < d->n && r == 0; k++)
-				r = add_run(g, &d->m[k]);
-		else
-			r = stats_derived_runs(rc, planes[i], keys[i], steps_full, add_run, g);
-	}
-out:
-	for (size_t i = 0; dp && i < n; i++)
-		stats_dplane_free(&dp[i]);
-	free(dp);
-	free(keys);
-	free(planes);
-	return r;
-}
-
-/* markers() - pass 1: the step markers of every device plane, or of the host. */
 static int markers(struct xs_rctx *rc, struct gsteps *g)
 {
 	const struct xprofs_xspace *x = rc->x;
-	int r = derived_markers(rc, g);
+	int r = 0;
 
 	for (size_t li = 0; li < x->n_lines && r == 0; li++) {
 		const struct xs_line *l = &x->lines[li];

@@ -313,37 +313,13 @@ def _device_plane_events(p, tpu, stat_value, stat_name):
             m = p.event_metadata[e.metadata_id] if e.metadata_id in p.event_metadata else None
             typ = oracle_stats.classify(True, m, None, p, stat_value, stat_name)
             events.setdefault(g, []).append((s, t, typ))
-    if not tpu and not any(l.id == STEP_INFO or l.name == "Steps" for l in p.lines) and \
-            any(m.name == "group_id" for m in p.stat_metadata.values()):
-        markers = _derived_markers(p, stat_name)
+    # A GPU plane without a step line has no markers: XProf derives its Steps line
+    # (DeriveStepEventsFromGroups()) only in the preprocessing of a space not grouped yet
+    # (PreprocessSingleHostXSpace(): !IsXSpaceGrouped()), and a space whose events carry
+    # group_id is grouped; IntersectCombineStepEvents() of no markers keeps no step.
     if not events:
         return {}
     return {g: (markers[g], events[g]) for g in events if g in markers}
-
-
-def _derived_markers(p, stat_name):
-    """DeriveStepEventsFromGroups(): the plane's events with a group_id by (start, longer
-    first); consecutive ones of one group make one Steps event, first start to last end."""
-    evs = []
-    for l in p.lines:
-        if STEP_INFO <= l.id <= DERIVED_MAX:
-            continue
-        for e, s, t in _timed(l):
-            g = _int_stats(p, e.stats, stat_name).get("group_id")
-            if g is not None:
-                evs.append((s, -(t - s), t, g))
-    evs.sort(key=lambda v: (v[0], v[1]))
-    out, cur = {}, None
-    for s, _, t, g in evs:
-        if cur is not None and cur[0] == g:
-            cur[2] = max(cur[2], t)
-            continue
-        if cur is not None:
-            out.setdefault(cur[0], []).append((cur[1], cur[2]))
-        cur = [g, s, t]
-    if cur is not None:
-        out.setdefault(cur[0], []).append((cur[1], cur[2]))
-    return out
 
 
 def _host_events(p, stat_value, stat_name):

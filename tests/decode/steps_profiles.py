@@ -18,8 +18,10 @@ of docs/stats.md (steps.json, overview.json):
            line on GPU), host step markers (unused with devices) and a
            third GPU whose longer marker of group 0 does not count (no
            kernel of group 0 there).
-- gpuderived: a GPU without a step line: markers derived from group_id
-           (DeriveStepEventsFromGroups()), a group in two runs.
+- gpunosteps: a grouped GPU without a step line: kernels of two groups, and
+           no steps (XProf derives a Steps line only on a space not grouped
+           yet: PreprocessSingleHostXSpace(), IsXSpaceGrouped()), with the
+           "no step marker" diagnostic.
 - tpusteps: two TPU cores: a group on one core only (dropped by the
            intersection), a step with only an infeed op (not well formed),
            markers with device_offset_ps / device_duration_ps.
@@ -127,7 +129,7 @@ def gpus(xs):
     h.event(t, "train_step", 0, 40000000, group_id=0)
 
 
-def gpuderived(xs):
+def gpunosteps(xs):
     g = gpu(xs, 1, 0)
     a, b = g.line(1, "Stream #1(Kernel)"), g.line(2, "Stream #2(Kernel)")
     g.event(a, "gemm", 0, 2000000, group_id=0, correlation_id=1)
@@ -177,7 +179,7 @@ def hostonly(xs):
 
 
 PROFILES = {"tpuduty": tpuduty, "nomarker": nomarker, "gpus": gpus, "tpusteps": tpusteps,
-            "hostonly": hostonly, "gpuderived": gpuderived}
+            "hostonly": hostonly, "gpunosteps": gpunosteps}
 
 
 def build(pb2, out_dir):

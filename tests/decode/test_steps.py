@@ -125,14 +125,15 @@ def hand_hostonly(ov, st):
         fail("hostonly: verdict %r" % b)
 
 
-def hand_gpuderived(ov, st):
-    # derived markers: group 0 [0, 3) and [4, 5) us (the longer counts), group 1 [3, 4)
-    want_steps("gpuderived", st, [
-        (0, "/device:GPU:0", 0, 3000000, 3000000, {"device_compute_ps": 3000000}),
-        (1, "/device:GPU:0", 3000000, 1000000, 1000000, {"device_compute_ps": 1000000})])
+def hand_gpunosteps(ov, st):
+    # grouped kernels and no step line: no markers, so no step (XProf derives none)
+    want_steps("gpunosteps", st, [])
+    b, w = ov["bottleneck"], ov["diagnostics"]["warnings"]
+    if b["kind"] != "unknown" or not (w and w[-1].startswith("No step marker observed")):
+        fail("gpunosteps: verdict %r, warnings %r: want XProf's no-step-marker ones" % (b, w))
 
 
-HAND = {"gpuderived": hand_gpuderived, "tpuduty": hand_tpuduty, "nomarker": hand_nomarker, "gpus": hand_gpus,
+HAND = {"gpunosteps": hand_gpunosteps, "tpuduty": hand_tpuduty, "nomarker": hand_nomarker, "gpus": hand_gpus,
         "tpusteps": hand_tpusteps, "hostonly": hand_hostonly}
 
 

@@ -448,16 +448,13 @@ def cmd_decode(gen, tmp, decode):
                     ok = check(False, "%s: %s is not JSON: %s" % (kind, view, e))
                     continue
                 if view == "trace":
-                    # lines XProf derives on GPU ("XLA Ops - from #16", ..., and Steps with
-                    # tid kThreadIdStepInfo = 0xdeadbeef) and on TPU (Framework Name Scope,
-                    # Framework Ops, Source code: tids 0xdeadbef1, 0xdeadbef2, 0xdeadbef6)
-                    # are not generated
-                    gpus = {e["pid"] for e in doc["traceEvents"] if e.get("name") == "process_name"
-                            and "/device:GPU:" in e["args"]["name"]}
+                    # lines XProf derives on GPU ("XLA Ops - from #16", ...) and on TPU
+                    # (Framework Name Scope, Framework Ops, Source code: tids 0xdeadbef1,
+                    # 0xdeadbef2, 0xdeadbef6) are not generated; the GPU Steps line
+                    # (0xdeadbeef) of a grouped profile is
                     derived = {(e["pid"], e["tid"]) for e in doc["traceEvents"]
                                if e.get("name") == "thread_name" and
                                (" - from #" in e["args"]["name"] or
-                                (e["pid"] in gpus and e["tid"] == 0xdeadbeef) or
                                 e["tid"] in (0xdeadbef1, 0xdeadbef2, 0xdeadbef6))}
                     n = sum(1 for e in doc["traceEvents"] if e.get("ph") in ("X", "i", "C")
                             and (e.get("pid"), e.get("tid")) not in derived)

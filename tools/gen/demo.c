@@ -39,10 +39,9 @@ int gen_file(const char *path, enum kind kind, uint64_t seed, unsigned flags, co
 		if (ret)
 			goto out;
 	}
-	ret = gen_plan_build(s, kind, seed, host, events);
+	ret = gen_plan_build(s, kind, seed, host, events, flags);
 	if (ret)
 		goto out;
-	gen_plan_flags(s, flags);
 	o.buf = malloc(OUT_BUF_BYTES);
 	if (!o.buf) {
 		ret = -ENOMEM;

@@ -234,13 +234,11 @@ void gen_shape_text(struct rng *r, char *dst, size_t n);
 
 /* ---- plan (plan.c) ------------------------------------------------------- */
 
-/** gen_plan_build() - plan the planes and lines of one host's XSpace into @s (caller frees with
- * gen_plan_free()). */
+/** gen_plan_build() - plan the planes and lines of one host's XSpace, GEN_* variant @flags,
+ * into @s (caller frees with gen_plan_free()). */
 int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *host,
-		   uint64_t events);
+		   uint64_t events, unsigned flags);
 void gen_plan_free(struct gspace *s);
-/** gen_plan_flags() - the GEN_* variants of planned @s: its flags and stat metadata counts. */
-void gen_plan_flags(struct gspace *s, unsigned flags);
 
 /* ---- metadata (meta.c) --------------------------------------------------- */
 

@@ -168,8 +168,14 @@ static int plan_planes(struct gspace *s, enum kind kind, struct rng *r, size_t n
 		} else {
 			/*
 			 * Raw GPU captures (like the MI300 samples) have only stream
-			 * lines; XProf derives Steps / XLA Ops when it loads them.
+			 * lines, and no group_id: XProf groups them and derives Steps /
+			 * XLA Ops when it loads them (--ungrouped). A profile grouped
+			 * before it was saved carries its group_ids and the Steps line
+			 * (kThreadIdStepInfo) derived with them: XProf derives nothing
+			 * on a grouped space, so without that line it has no steps.
 			 */
+			if (!(s->flags & GEN_UNGROUPED))
+				add_line(p, L_STEPS, DERIVED_LINE_ID, "Steps", ts);
 			for (int k = 0; k < 4; k++) {
 				static const char *const sk[] = {"Kernel", "MemcpyH2D",
 								 "Kernel,Memset", "MemcpyD2H"};
@@ -302,6 +308,7 @@ static void plan_id_ranges(struct gspace *s)
 			p->n_plane_stats = 5;
 			break;
 		case P_GPU:
+			n[EM_STEP] = (uint32_t)steps; /* grouped: the Steps line's */
 			n[EM_COUNTER] = N_COUNTERS;
 			n[EM_KERNEL] = nkern;
 			n[EM_MEMCPY] = 4;
@@ -344,9 +351,9 @@ static void plan_id_ranges(struct gspace *s)
 	}
 }
 
-void gen_plan_flags(struct gspace *s, unsigned flags)
+/* plan_flags() - the stat metadata counts of @s's GEN_* variant (s->flags). */
+static void plan_flags(struct gspace *s, unsigned flags)
 {
-	s->flags = flags;
 	for (size_t i = 0; i < s->n_planes; i++) {
 		struct gplane *p = &s->planes[i];
 
@@ -364,7 +371,7 @@ void gen_plan_flags(struct gspace *s, unsigned flags)
  * into @s (caller's storage; free its lines with gen_plan_free()).
  */
 int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *host,
-		   uint64_t events)
+		   uint64_t events, unsigned flags)
 {
 	struct rng r = {seed_of(seed, 0x504c414e, events)};
 	size_t nthreads = host_thread_count(events);
@@ -372,6 +379,7 @@ int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *
 
 	memset(s, 0, sizeof(*s));
 	s->kind = kind;
+	s->flags = flags;
 	s->seed = seed;
 	s->events = events;
 	snprintf(s->host, sizeof(s->host), "%s", host);
@@ -384,5 +392,6 @@ int gen_plan_build(struct gspace *s, enum kind kind, uint64_t seed, const char *
 	}
 	plan_events(s, kind, &r, events);
 	plan_id_ranges(s);
+	plan_flags(s, flags);
 	return 0;
 }

@@ -215,10 +215,9 @@ static int probe_size(enum kind kind, uint64_t seed, unsigned flags, const char 
 	struct gstats st;
 	int ret;
 
-	ret = gen_plan_build(s, kind, seed, host, events);
+	ret = gen_plan_build(s, kind, seed, host, events, flags);
 	if (ret)
 		return ret;
-	gen_plan_flags(s, flags);
 	ret = gen_space_write(s, NULL, &st);
 	gen_plan_free(s);
 	if (ret)
