@@ -157,8 +157,9 @@ struct mdc {
 
 /*
  * The GPU run being merged: ConvertDeviceTraceXPlaneToOpMetricsDb() merges
- * contiguous events of one HLO op name and group_id into one occurrence
- * (its HLOTracker); @group is 0 after each flush, as its Reset() leaves it.
+ * contiguous events of one HLO op name and group_id into one entry of the
+ * first event's op, each event an occurrence (its HLOTracker since xprof
+ * beea666b); @group is 0 after each flush, as its Reset() leaves it.
  */
 struct run {
 	int64_t gi; /* -1: none open */
@@ -280,6 +281,25 @@ static int op_hlo(struct op *op, const char *leaf, uint64_t pid, const struct xp
 }
 
 /*
+ * xla_find() - instruction @leaf of program @pid in the render's HLO facts
+ * (*f, *found): 0 when the kernel counts, -ENOENT when the profile has HLO
+ * without it (xla_group() says when), -errno.
+ */
+static int xla_find(struct ops_acc *a, const char *leaf, uint64_t pid, struct xprofs_hlo_fact *f,
+		    bool *found)
+{
+	const struct xprofs_hlo_facts *facts;
+	int r;
+
+	if ((r = xs_hlo_facts(a->rc, &facts)) < 0)
+		return r;
+	*found = xprofs_hlo_facts_find(facts, pid, leaf, strlen(leaf), f);
+	if (!*found && xprofs_hlo_facts_count(facts) && !xprofs_hlo_facts_truncated(facts))
+		return -ENOENT;
+	return 0;
+}
+
+/*
  * xla_group() - the op of a GPU event with an hlo_op @hlo and a program id @pid
  * (XProf's key (program_id, name)), or -errno; -ENOENT when the kernel is
  * left out: the name is empty, or the profile has HLO and no instruction of
@@ -294,7 +314,6 @@ static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_
 			 const char *hlo, uint64_t pid)
 {
 	const char *cat = os->category ? os->category : md->category, *leaf;
-	const struct xprofs_hlo_facts *facts;
 	struct xprofs_hlo_fact f;
 	struct refc *c = NULL;
 	bool found;
@@ -308,11 +327,8 @@ static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_
 	}
 	if (!*(leaf = hlo_leaf(hlo)))
 		return -ENOENT;
-	if ((r = xs_hlo_facts(a->rc, &facts)) < 0)
-		return r;
-	found = xprofs_hlo_facts_find(facts, pid, leaf, strlen(leaf), &f);
-	if (!found && xprofs_hlo_facts_count(facts) && !xprofs_hlo_facts_truncated(facts)) {
-		gi = -ENOENT;
+	if ((r = xla_find(a, leaf, pid, &f, &found)) < 0) {
+		gi = r;
 	} else {
 		gi = opmap_get_key(a->m, (struct opkey){leaf, true, pid}, found ? f.category : cat);
 		if (gi >= 0 && found && (r = op_hlo(&a->m->ops[gi], leaf, pid, &f)) < 0)
@@ -321,6 +337,25 @@ static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_
 	if (c && (gi >= 0 || gi == -ENOENT))
 		*c = (struct refc){os->ref[XS_OS_HLO_OP], pid, gi};
 	return gi;
+}
+
+/*
+ * xla_counts() - whether kernel @leaf of program @pid (stats @os) counts, as
+ * xla_group() decides, without making its op: 0, -ENOENT (left out), -errno.
+ */
+static int xla_counts(struct ops_acc *a, const struct xs_opstats *os, const char *leaf,
+		      uint64_t pid)
+{
+	struct xprofs_hlo_fact f;
+	bool found;
+
+	if (os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
+		const struct refc *c = refc_slot(a, os->ref[XS_OS_HLO_OP], pid);
+
+		if (c->gi != -1 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid)
+			return c->gi == -ENOENT ? -ENOENT : 0;
+	}
+	return xla_find(a, leaf, pid, &f, &found);
 }
 
 /* mdc_slot() - the cache entry of kernel metadata @md (with @tf: a framework op's); NULL: no memory. */
@@ -560,18 +595,19 @@ static void pick(const struct op *op, double hlo, bool has_stat, double stat, do
 }
 
 /*
- * xla_account() - run @u as one occurrence of its XLA op @op, with the
- * amounts of DeviceOpMetricsDbBuilder::EnterOp(): flops = the instruction's
- * DeviceFlops() when > 0, else the run's "flops" stats; bytes likewise;
- * model flops = ModelFlops() when > 0, else the run's "flops" stats
- * (AggregateHloFunc() passes them as model_flops), and when that is 0 the
- * op's flops so far. An amount is null only when neither the HLO nor a
- * stat gives one (pick()).
+ * xla_account() - run @u into its XLA op @op as DeviceOpMetricsDbBuilder::
+ * EnterOp() takes AggregateHloFunc()'s OpData (xprof beea666b, 2026-07-23):
+ * occurrences = the run's kernels; per occurrence flops = the instruction's
+ * DeviceFlops() when > 0, else the run's last "flops" stat (HLOTracker keeps
+ * one occurrence's value); bytes likewise; model flops = ModelFlops() when
+ * > 0, else that flops stat, and when that is 0 the op's flops so far. Each
+ * amount counts once per occurrence. An amount is null only when neither
+ * the HLO nor a stat gives one (pick()).
  */
 static void xla_account(struct op *op, const struct run *u)
 {
 	struct xs_amounts v = {0};
-	double mf = 0;
+	double n = (double)u->events, mf = 0;
 
 	pick(op, op->hlo_flops, u->v.has_flops, u->v.flops, &v.flops, &v.has_flops);
 	pick(op, op->hlo_bytes, u->v.has_bytes, u->v.bytes, &v.bytes, &v.has_bytes);
@@ -579,9 +615,11 @@ static void xla_account(struct op *op, const struct run *u)
 		mf = op->hlo_model_flops;
 	else if (u->v.has_flops)
 		mf = u->v.flops;
+	v.flops *= n;
+	v.bytes *= n;
 	if (mf != 0)
-		v.model_flops = mf, v.has_model_flops = true;
-	op_account(op, u->events, 1, u->dur, &v);
+		v.model_flops = mf * n, v.has_model_flops = true;
+	op_account(op, u->events, (int64_t)u->events, u->dur, &v);
 	if (mf == 0) {
 		op->model_flops = op->flops;
 		op->has_model_flops = op->has_flops;
@@ -589,7 +627,7 @@ static void xla_account(struct op *op, const struct run *u)
 	gpu_self(op, u->dur);
 }
 
-/* run_flush() - the open run, if any, as one occurrence of its op (AggregateHloFunc()). */
+/* run_flush() - the open run, if any, into its op (AggregateHloFunc()). */
 static void run_flush(struct ops_acc *a)
 {
 	struct run *u = &a->run;
@@ -600,24 +638,41 @@ static void run_flush(struct ops_acc *a)
 	u->gi = -1;
 }
 
-/* run_add() - event @e (op @gi, stats @os, amounts @v) into the run, after flushing a different one. */
+/*
+ * run_goes_on() - whether a found XLA kernel named @leaf with stats @os joins
+ * the open run: the same name and the same group_id (a kernel without one
+ * never does). Its program may differ: the run stays the first kernel's
+ * (HLOTracker takes the op from the run's first occurrence).
+ */
+static bool run_goes_on(const struct ops_acc *a, const char *leaf, const struct xs_opstats *os)
+{
+	const struct run *u = &a->run;
+
+	return u->gi >= 0 && os->has_group_id && os->group_id == u->group &&
+	       !strcmp(a->m->ops[u->gi].name, leaf);
+}
+
+/*
+ * run_add() - kernel @e (stats @os, amounts @v) into the open run; @gi >= 0:
+ * it starts a new run of op @gi instead, after flushing the open one.
+ */
 static void run_add(struct ops_acc *a, int64_t gi, const struct xs_event *e,
 		    const struct xs_opstats *os, const struct xs_amounts *v)
 {
 	struct run *u = &a->run;
 
-	if (u->gi < 0 || (u->gi != gi && strcmp(a->m->ops[u->gi].name, a->m->ops[gi].name)) ||
-	    !os->has_group_id || os->group_id != u->group)
+	if (gi >= 0) {
 		run_flush(a);
-	u->gi = gi; /* a run of one name over several programs goes to the last one's */
+		u->gi = gi;
+		if (os->has_group_id)
+			u->group = os->group_id;
+	}
 	u->events++;
 	u->dur = xs_sat_add(u->dur, e->duration_ps);
-	if (v->has_flops)
-		u->v.flops += v->flops, u->v.has_flops = true;
+	if (v->has_flops) /* one occurrence's value: the last one seen */
+		u->v.flops = v->flops, u->v.has_flops = true;
 	if (v->has_bytes)
-		u->v.bytes += v->bytes, u->v.has_bytes = true;
-	if (os->has_group_id)
-		u->group = os->group_id;
+		u->v.bytes = v->bytes, u->v.has_bytes = true;
 }
 
 /* tf_group() - XProf's op of framework kernel @e: "<tf_op name>/<kernel>", its type. */
@@ -652,7 +707,8 @@ out:
 /*
  * stream_event() - a GPU stream event, as ConvertDeviceTraceXPlaneToOpMetricsDb():
  * with an hlo_op and a program id, an XLA op keyed (program_id, hlo_op's last
- * "::" piece), contiguous events of one name and group_id one occurrence; else
+ * "::" piece), contiguous events of one name and group_id one run, entered
+ * into the op of its first event (run_add(), xla_account()); else
  * with a tf_op, a framework op; else (XProf leaves it out) an unattributed
  * kernel, as is an XLA kernel whose instruction the HLO lacks (xla_group()).
  * A left-out kernel does not end the run being merged (XProf skips it). The
@@ -665,12 +721,18 @@ static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_e
 	bool has_pid = os->has_program_id || md->has_program_id;
 	uint64_t pid = os->has_program_id ? os->program_id : md->program_id;
 	const char *tf_op = hlo ? NULL : os->tf_op ? os->tf_op : md->tf_op;
+	/* checked before xla_group(), which would make an op the run never enters */
+	bool goes_on = hlo && has_pid && run_goes_on(a, hlo_leaf(hlo), os);
 	static const struct xs_amounts none;
 	struct opmap *m = a->m;
 	int64_t gi;
 	int r;
 
-	if (hlo && has_pid && (gi = xla_group(a, md, os, hlo, pid)) != -ENOENT) {
+	if (goes_on && (r = xla_counts(a, os, hlo_leaf(hlo), pid)) != -ENOENT) {
+		if (r < 0)
+			return r;
+		run_add(a, -1, e, os, v);
+	} else if (hlo && has_pid && !goes_on && (gi = xla_group(a, md, os, hlo, pid)) != -ENOENT) {
 		if (gi < 0 || (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
 			return gi < 0 ? (int)gi : r;
 		run_add(a, gi, e, os, v);

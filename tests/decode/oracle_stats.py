@@ -273,7 +273,8 @@ def op_table_once(p, stat_value, stat_name, names, facts=None):
     (ConvertTensorCoreDeviceTraceXPlaneToOpMetricsDb()). GPU "Stream #" lines, as
     ConvertDeviceTraceXPlaneToOpMetricsDb(): an event with an hlo_op (its last "::"
     piece) and a program_id is an XLA op keyed (program_id, name), contiguous events of
-    one name and one group_id making one occurrence; else with a non-empty tf_op a
+    one name and one group_id making one run, entered into the op of its first event
+    with each event an occurrence (xprof beea666b); else with a non-empty tf_op a
     framework op "<ParseTfOpFullname() name>/<event name>" (type as category,
     "unknown" when empty; no flops or bytes; provenance the tf_op); else left out of
     the table, listed by kernel name in the last element. Self time = time on GPU
@@ -343,22 +344,22 @@ def op_table_once(p, stat_value, stat_name, names, facts=None):
                 f = oracle_hlo_facts.lookup(facts or {}, pid, leaf) if leaf else None
                 if leaf and pid is not None and (f is not None or not facts):
                     key = (pid, leaf)
-                    if key not in ops:
-                        # HloInstructionWrapper::Category() when found
-                        cat = f["category"] if f is not None else category_of(es, ms)
-                        ops[key] = new_op(leaf, cat, program_of(es, ms), pid)
-                        if f is not None:
-                            ops[key].update(provenance=f["tf_op_name"] or None,
-                                            source=f["source"] or None, hlo=f)
                     if run is None or run[1] != leaf or grp is None or grp != run_group:
+                        # a new run: the op of its first kernel (HLOTracker, beea666b)
                         flush()
                         run = [key, leaf, 0, 0, 0, {}]
-                    run[0] = key
+                        if key not in ops:
+                            # HloInstructionWrapper::Category() when found
+                            cat = f["category"] if f is not None else category_of(es, ms)
+                            ops[key] = new_op(leaf, cat, program_of(es, ms), pid)
+                            if f is not None:
+                                ops[key].update(provenance=f["tf_op_name"] or None,
+                                                source=f["source"] or None, hlo=f)
                     run[3] += 1
                     run[4] += d
                     for k, v in amounts_of(es, ms).items():
                         if v is not None:
-                            run[5][k] = v + run[5].get(k, 0.0)
+                            run[5][k] = v  # one occurrence's: the last one seen
                     if grp is not None:
                         run_group = grp
                     events += 1
@@ -411,24 +412,27 @@ def op_table_once(p, stat_value, stat_name, names, facts=None):
 
 
 def xla_account(o, events, d, stats):
-    """One occurrence of XLA op @o (@events events, @d ps, its "flops" / "bytes_accessed"
-    stats summed in @stats) as DeviceOpMetricsDbBuilder::EnterOp() adds it: the HLO's
-    DeviceFlops() / bytes_accessed() when > 0, else the stats; model flops ModelFlops()
-    when > 0, else the stats' flops (AggregateHloFunc()'s model_flops), and when that is
-    0 the op's flops so far. None only when neither the HLO nor a stat has a figure."""
+    """A run of XLA op @o (@events kernels, @d ps, @stats one occurrence's "flops" /
+    "bytes_accessed" stats: the run's last) as DeviceOpMetricsDbBuilder::EnterOp() takes
+    AggregateHloFunc()'s OpData (xprof beea666b): @events occurrences, each with the
+    HLO's DeviceFlops() / bytes_accessed() when > 0, else the stat; model flops
+    ModelFlops() when > 0, else the flops stat, and when that is 0 the op's flops so
+    far. None only when neither the HLO nor a stat has a figure."""
     h = o["hlo"] or {}
 
     def pick(hkey, skey):
         hv, sv = h.get(hkey), stats.get(skey)
         if hv is not None and hv > 0:
-            return hv
-        return sv if sv is not None else (0.0 if hv is not None else None)
+            v = hv
+        else:
+            v = sv if sv is not None else (0.0 if hv is not None else None)
+        return None if v is None else v * events
     mf = h.get("flops")
     if mf is None or not mf > 0:
         mf = stats.get("flops") or 0
-    account(o, events, 1, d, {"flops": pick("device_flops", "flops"),
-                              "bytes": pick("bytes", "bytes"),
-                              "model_flops": mf or None})
+    account(o, events, events, d, {"flops": pick("device_flops", "flops"),
+                                   "bytes": pick("bytes", "bytes"),
+                                   "model_flops": mf * events or None})
     if not mf:
         o["model_flops"] = o["flops"]
 
