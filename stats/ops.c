@@ -339,6 +339,21 @@ static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_
 	return gi;
 }
 
+/* xla_leaf() - hlo_leaf(@hlo), from the op the cache has for it when it has one. */
+static const char *xla_leaf(struct ops_acc *a, const struct xs_opstats *os, const char *hlo,
+			    uint64_t pid)
+{
+	if (os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
+		const struct refc *c = refc_slot(a, os->ref[XS_OS_HLO_OP], pid);
+
+		/* "(other)", past OPS_MAX ops, is not the kernel's name */
+		if (c->gi >= 0 && c->gi != a->m->other && c->ref == os->ref[XS_OS_HLO_OP] &&
+		    c->pid == pid)
+			return a->m->ops[c->gi].name;
+	}
+	return hlo_leaf(hlo);
+}
+
 /*
  * xla_counts() - whether kernel @leaf of program @pid (stats @os) counts, as
  * xla_group() decides, without making its op: 0, -ENOENT (left out), -errno.
@@ -721,18 +736,19 @@ static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_e
 	bool has_pid = os->has_program_id || md->has_program_id;
 	uint64_t pid = os->has_program_id ? os->program_id : md->program_id;
 	const char *tf_op = hlo ? NULL : os->tf_op ? os->tf_op : md->tf_op;
+	const char *leaf = hlo && has_pid ? xla_leaf(a, os, hlo, pid) : NULL;
 	/* checked before xla_group(), which would make an op the run never enters */
-	bool goes_on = hlo && has_pid && run_goes_on(a, hlo_leaf(hlo), os);
+	bool goes_on = leaf && run_goes_on(a, leaf, os);
 	static const struct xs_amounts none;
 	struct opmap *m = a->m;
 	int64_t gi;
 	int r;
 
-	if (goes_on && (r = xla_counts(a, os, hlo_leaf(hlo), pid)) != -ENOENT) {
+	if (goes_on && (r = xla_counts(a, os, leaf, pid)) != -ENOENT) {
 		if (r < 0)
 			return r;
 		run_add(a, -1, e, os, v);
-	} else if (hlo && has_pid && !goes_on && (gi = xla_group(a, md, os, hlo, pid)) != -ENOENT) {
+	} else if (leaf && !goes_on && (gi = xla_group(a, md, os, hlo, pid)) != -ENOENT) {
 		if (gi < 0 || (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
 			return gi < 0 ? (int)gi : r;
 		run_add(a, gi, e, os, v);
