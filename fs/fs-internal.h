@@ -330,9 +330,9 @@ struct fs_views {
 	struct fs_track_list tracks[FS_TRACKS];
 	struct fs_kept *kept[FS_KEPT]; /* owned; idle opened indexes (views.c), NULL: free slot */
 	uint64_t tick;
-	uint64_t inflight[FS_INFLIGHT]; /* single-flight keys of renders (live.c) */
+	uint64_t inflight[FS_INFLIGHT]; /* single-flight keys of renders (flight.c) */
 	/* threads blocked in fs_render_begin() now, and the times one woke: what
-	 * tests wait on instead of sleeping (live.c) */
+	 * tests wait on instead of sleeping (flight.c) */
 	unsigned render_waiting;
 	uint64_t render_wakeups;
 	struct fs_live *live[FS_INFLIGHT]; /* renders in progress (live.c); borrowed */

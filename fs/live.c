@@ -3,7 +3,7 @@
  * of its own while its readers read what is already done. No FUSE here.
  *
  * Design: fs_live_start() claims the view's single-flight slot
- * (fs_render_begin(), which also bounds renders at FS_INFLIGHT) and starts one
+ * (fs_render_begin() in flight.c, which also bounds renders at FS_INFLIGHT) and starts one
  * detached thread per render. The thread streams the JSON into a cache
  * writer; readers read the writer's full blocks (xprofs_cache_writer_pread():
  * compressed ones back from its temp file, queued ones copied), so no
@@ -534,54 +534,6 @@ static int live_into_file(struct fs_live *L, struct xprofs_buf *err)
 		pthread_mutex_unlock(&L->lock);
 	}
 	return r;
-}
-
-/* fs_render_begin() - claim render @key; false when another thread rendered it (waited for). */
-bool fs_render_begin(struct fs_ctx *ctx, uint64_t key)
-{
-	struct fs_views *v = &ctx->views;
-	size_t i, free_slot = FS_INFLIGHT;
-	bool waited = false;
-
-	pthread_mutex_lock(&v->lock);
-	for (;;) {
-		bool busy = false;
-
-		free_slot = FS_INFLIGHT;
-		for (i = 0; i < FS_INFLIGHT; i++) {
-			if (v->inflight[i] == key)
-				busy = true;
-			else if (!v->inflight[i] && free_slot == FS_INFLIGHT)
-				free_slot = i;
-		}
-		if (!busy && waited)
-			break;
-		if (!busy && free_slot < FS_INFLIGHT) {
-			v->inflight[free_slot] = key;
-			pthread_mutex_unlock(&v->lock);
-			return true;
-		}
-		waited = busy;
-		v->render_waiting++;
-		pthread_cond_wait(&v->cond, &v->lock);
-		v->render_waiting--;
-		v->render_wakeups++;
-	}
-	pthread_mutex_unlock(&v->lock);
-	FS_CNT(ctx, render_waits);
-	return false;
-}
-
-void fs_render_end(struct fs_ctx *ctx, uint64_t key)
-{
-	struct fs_views *v = &ctx->views;
-
-	pthread_mutex_lock(&v->lock);
-	for (size_t i = 0; i < FS_INFLIGHT; i++)
-		if (v->inflight[i] == key)
-			v->inflight[i] = 0;
-	pthread_cond_broadcast(&v->cond);
-	pthread_mutex_unlock(&v->lock);
 }
 
 /* live_unlist() - free the render's slot in the table and its single-flight key. */
