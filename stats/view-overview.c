@@ -73,8 +73,8 @@ struct ov_tasks {
 /*
  * ov_steps() - stats_steps_overview_busy(), which takes the device planes'
  * busy time where its pass 2 merges their op lines anyway. It runs before
- * the plane tasks, not as one of them: its own parts (the derived markers
- * per plane, pass 2's two halves of the time) are tasks too, and a task's
+ * the plane tasks, not as one of them: its own parts (the planes' event
+ * classes, pass 2's two halves of the time) are tasks too, and a task's
  * tasks run one after another (xs_tasks_run()), which left the steps, half
  * of a GPU overview's work, on one thread while the planes' op tables
  * finished early on the other.
