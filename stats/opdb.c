@@ -185,7 +185,8 @@ static int64_t row_new(struct stats_opdb *d, const struct rkey *k)
 		row_clear(w);
 		return r;
 	}
-	if (++d->n >= OPS_MAX && hlo)
+	/* the "(other)" row itself (row_get() makes it past the cap), not the last op */
+	if (++d->n > stats_ops_max && hlo && d->other < 0)
 		d->other = (int64_t)d->n - 1;
 	return (int64_t)d->n - 1;
 }
@@ -203,7 +204,7 @@ static int64_t row_get(struct stats_opdb *d, const struct rkey *k)
 		return r;
 	if (xprofs_table_find(d->tab, rkey_hash(d, k), rkey_eq, d, k, &i) == 0)
 		return i;
-	if (d->kind != STATS_DB_HLO || d->n < OPS_MAX)
+	if (d->kind != STATS_DB_HLO || d->n < stats_ops_max)
 		return row_new(d, k);
 	return d->other >= 0 ? d->other : row_new(d, &(struct rkey){0, NULL, "(other)"});
 }

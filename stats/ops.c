@@ -71,13 +71,14 @@ static uint64_t op_key_hash(const struct opkey *k)
 static int64_t opmap_get_key(struct opmap *m, struct opkey k, const char *category)
 {
 	uint64_t h = op_key_hash(&k);
+	bool full = m->n >= stats_ops_max;
 	struct op *op;
 	uint32_t i;
 	int r;
 
 	if (xprofs_table_find(m->tab, h, op_key_eq, m, &k, &i) == 0)
 		return i;
-	if (m->n >= OPS_MAX) {
+	if (full) {
 		if (m->other >= 0)
 			return m->other;
 		k = (struct opkey){"(other)", false, 0};
@@ -103,10 +104,12 @@ static int64_t opmap_get_key(struct opmap *m, struct opkey k, const char *catego
 	op->min = INT64_MAX;
 	op->max = INT64_MIN;
 	m->n++;
-	if (m->n >= OPS_MAX)
+	if (full) /* the "(other)" row itself, not the last op before the cap */
 		m->other = (int64_t)m->n - 1;
 	return (int64_t)m->n - 1;
 }
+
+size_t stats_ops_max = OPS_MAX;
 
 /* Index of the op named @name (borrowed), keyed by name alone. */
 static int64_t opmap_get(struct opmap *m, const char *name, const char *category)

@@ -69,7 +69,7 @@ size_t stats_step_lines(const struct xprofs_xspace *x, size_t q, size_t *li, siz
 
 /* ---- one plane's op table (ops.c) ---- */
 
-#define OPS_MAX ((size_t)1 << 20)
+#define OPS_MAX ((size_t)1 << 20) /* stats_ops_max's default */
 
 struct op {
 	char *name, *category; /* owned */

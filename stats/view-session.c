@@ -91,13 +91,14 @@ static int64_t sdb_get(struct sdb *d, const char *program, const char *name)
 {
 	struct skey k = {program, name};
 	uint64_t h = key_hash(&k);
+	bool full = d->m.n >= stats_ops_max;
 	struct op *op;
 	uint32_t i;
 	int r;
 
 	if (xprofs_table_find(d->m.tab, h, key_eq, d, &k, &i) == 0)
 		return i;
-	if (d->m.n >= OPS_MAX) {
+	if (full) {
 		if (d->other >= 0)
 			return d->other;
 		program = NULL;
@@ -127,7 +128,7 @@ static int64_t sdb_get(struct sdb *d, const char *program, const char *name)
 	op->min = INT64_MAX;
 	op->max = INT64_MIN;
 	d->m.n++;
-	if (d->m.n >= OPS_MAX)
+	if (full) /* the "(other)" row itself, not the last op before the cap */
 		d->other = (int64_t)d->m.n - 1;
 	return (int64_t)d->m.n - 1;
 }

@@ -13,6 +13,13 @@
 #include "xprofs/decode.h"
 #include "xprofs/xspace.h"
 
+/*
+ * Distinct ops an op table keeps per plane (and a session table, a HLO op
+ * database), the rest folded into one "(other)" row: OPS_MAX, 2^20 (tests
+ * lower it).
+ */
+extern size_t stats_ops_max;
+
 int stats_view_summary(struct xs_rctx *rc, struct xs_out *o);
 int stats_view_ops(struct xs_rctx *rc, struct xs_out *o);
 int stats_view_steps(struct xs_rctx *rc, struct xs_out *o);

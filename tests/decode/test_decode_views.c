@@ -23,6 +23,7 @@
 #include <zlib.h>
 
 #include "decode_fixture.h"
+#include "xprofs/stats.h"
 
 /* ---- views ------------------------------------------------------------ */
 
@@ -790,6 +791,75 @@ static void test_ops(void **state)
 	opened_free(&o);
 }
 
+/* session_ops_json() - the session ops.json of two hosts that are both @x. */
+static json_t *session_ops_json(struct xprofs_xspace *x)
+{
+	const char *const hosts[] = {"h0", "h1"};
+	struct xprofs_xspace *const xs[] = {x, x};
+	struct xprofs_session_in in = {"s", hosts, xs, NULL, 2};
+	struct xprofs_buf out;
+	struct xprofs_sink sink;
+	json_error_t e;
+	json_t *j;
+
+	xprofs_buf_init(&out, (size_t)1 << 20);
+	sink = xprofs_sink_buf(&out);
+	assert_int_equal(xprofs_decode_session_ops(&in, &sink), 0);
+	j = json_loadb(out.data, out.len, 0, &e);
+	assert_non_null(j);
+	xprofs_buf_deinit(&out);
+	return j;
+}
+
+/*
+ * Past the op cap the rest of a plane's ops fold into one "(other)" row:
+ * the ops before the cap keep their own rows and numbers (the last of them
+ * used to become the sink itself), in a plane's table and a session's.
+ */
+static void test_ops_other(void **state)
+{
+	static const char *const names[] = {"A", "B", "C", "D", "E"};
+	struct tb *b = tb_new();
+	size_t saved = stats_ops_max;
+	struct opened o;
+	XPlane *host;
+	XLine *l;
+	json_t *j, *sj, *p, *op;
+
+	(void)state;
+	host = tb_plane(b, 0, "/host:CPU");
+	for (int i = 0; i < 5; i++)
+		tb_evmd(b, host, 10 + i, names[i], NULL);
+	l = tb_line(b, host, 1, "python", 1);
+	for (int i = 0; i < 5; i++) /* A..E: 1..5 us, one after another */
+		tb_event(b, l, 10 + i, (int64_t)i * 10000000, (int64_t)(i + 1) * 1000000);
+	stats_ops_max = 3;
+	j = render_json(opened_new(&o, b), XPROFS_VIEW_OPS, 0);
+	sj = session_ops_json(o.x);
+	stats_ops_max = saved;
+	/* the session table meets "(other)" as a fourth name: it folds it into its own */
+	p = json_object_get(sj, "host");
+	assert_int_equal(json_array_size(json_object_get(p, "ops")), 4);
+	op = find_op(p, "C");
+	assert_int_equal(jint(op, "total_ps"), 6000000); /* C 3 us, from both hosts */
+	op = find_op(p, "(other)");
+	assert_int_equal(jint(op, "count"), 4);
+	json_decref(sj);
+	p = json_array_get(json_object_get(j, "planes"), 0);
+	assert_int_equal(json_array_size(json_object_get(p, "ops")), 4);
+	for (int i = 0; i < 3; i++) {
+		op = find_op(p, names[i]);
+		assert_int_equal(jint(op, "count"), 1);
+		assert_int_equal(jint(op, "total_ps"), (int64_t)(i + 1) * 1000000);
+	}
+	op = find_op(p, "(other)");
+	assert_int_equal(jint(op, "count"), 2);
+	assert_int_equal(jint(op, "total_ps"), 9000000); /* D 4 us + E 5 us */
+	assert_int_equal(jint(p, "events"), 5);
+	json_decref(j);
+	opened_free(&o);
+}
+
 static void test_steps(void **state)
 {
 	struct opened o;
@@ -821,6 +891,7 @@ int main(void)
 		cmocka_unit_test(test_trace_hlo_symbols),
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
+		cmocka_unit_test(test_ops_other),
 		cmocka_unit_test(test_steps),
 	};
 
