@@ -822,9 +822,11 @@ static void test_ops_other(void **state)
 	struct tb *b = tb_new();
 	size_t saved = stats_ops_max;
 	struct opened o;
-	XPlane *host;
+	XPlane *host, *gpu;
 	XLine *l;
 	json_t *j, *sj, *p, *op;
+	size_t k;
+	int seen = 0;
 
 	(void)state;
 	host = tb_plane(b, 0, "/host:CPU");
@@ -856,6 +858,40 @@ static void test_ops_other(void **state)
 	assert_int_equal(jint(op, "count"), 2);
 	assert_int_equal(jint(op, "total_ps"), 9000000); /* D 4 us + E 5 us */
 	assert_int_equal(jint(p, "events"), 5);
+	json_decref(j);
+	opened_free(&o);
+
+	/* hlo_stats.json's database: a GPU plane's five XLA ops (no HLO in the
+	 * profile: every kernel counts) meet its cap of 3 as A, B, C, "(other)" */
+	b = tb_new();
+	gpu = tb_plane(b, 1, "/device:GPU:0");
+	TB_STMDS(b, gpu, "hlo_op", "program_id");
+	for (int i = 0; i < 5; i++)
+		tb_evmd(b, gpu, 10 + i, names[i], NULL);
+	l = tb_line(b, gpu, 1, "Stream #1(Kernel)", 1);
+	for (int i = 0; i < 5; i++) {
+		XEvent *e = tb_event(b, l, 10 + i, (int64_t)i * 10000000,
+				     (int64_t)(i + 1) * 1000000);
+
+		tb_stat_s(b, &e->stats, &e->n_stats, 1, names[i]);
+		tb_stat_i(b, &e->stats, &e->n_stats, 2, 7);
+	}
+	stats_ops_max = 3;
+	j = render_json(opened_new(&o, b), XPROFS_VIEW_HLO_STATS, 0);
+	stats_ops_max = saved;
+	assert_int_equal(json_array_size(json_object_get(j, "ops")), 4);
+	json_array_foreach(json_object_get(j, "ops"), k, op)
+	{
+		const char *name = json_string_value(json_object_get(op, "hlo_op_name"));
+
+		assert_non_null(name);
+		if (!strcmp(name, "C"))
+			assert_int_equal(jint(op, "total_time_ps"), 3000000);
+		if (!strcmp(name, "(other)"))
+			assert_int_equal(jint(op, "total_time_ps"), 9000000); /* D and E */
+		seen += !strcmp(name, "C") + !strcmp(name, "(other)");
+	}
+	assert_int_equal(seen, 2);
 	json_decref(j);
 	opened_free(&o);
 }
