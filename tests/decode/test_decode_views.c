@@ -870,8 +870,8 @@ static void test_ops_other(void **state)
 		tb_evmd(b, gpu, 10 + i, names[i], NULL);
 	l = tb_line(b, gpu, 1, "Stream #1(Kernel)", 1);
 	for (int i = 0; i < 5; i++) {
-		XEvent *e = tb_event(b, l, 10 + i, (int64_t)i * 10000000,
-				     (int64_t)(i + 1) * 1000000);
+		XEvent *e =
+			tb_event(b, l, 10 + i, (int64_t)i * 10000000, (int64_t)(i + 1) * 1000000);
 
 		tb_stat_s(b, &e->stats, &e->n_stats, 1, names[i]);
 		tb_stat_i(b, &e->stats, &e->n_stats, 2, 7);
