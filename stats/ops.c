@@ -110,6 +110,7 @@ static int64_t opmap_get_key(struct opmap *m, struct opkey k, const char *catego
 }
 
 size_t stats_ops_max = OPS_MAX;
+uint64_t stats_ops_cut_min = (uint64_t)1 << 20;
 
 /* Index of the op named @name (borrowed), keyed by name alone. */
 static int64_t opmap_get(struct opmap *m, const char *name, const char *category)
@@ -892,11 +893,13 @@ static int module_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
  * it fits; with @tf on a host plane, also stats_host_tf_ops() into
  * out->host_tf_ops, on the same walk where the lines are the same.
  */
-static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, bool tf, struct stats_ops *out)
+static int ops_plane(struct xs_rctx *rc, size_t pi, size_t lo, size_t hi, bool duty, bool tf,
+		     struct stats_ops *out)
 {
 	struct xprofs_xspace *x = rc->x;
 	const struct xs_plane *p = &x->planes[pi];
 	bool fw = stats_plane_is_host(p) && stats_host_has_fw(x, p);
+	bool whole = lo == 0 && hi == p->n_lines; /* a part (a host plane's) has no span or duty */
 	struct ops_acc *acc = NULL;
 	struct tf_walk *tfw = NULL;
 	size_t bl, span_lines = 0;
@@ -904,6 +907,8 @@ static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, bool tf, struct s
 
 	memset(out, 0, sizeof(*out));
 	out->m.other = -1;
+	/* the other part of a cut plane may have been this context's last table */
+	xs_md_groups_forget(rc, pi);
 	if (!(acc = malloc(sizeof(*acc))))
 		return -ENOMEM;
 	acc->mc = NULL;
@@ -932,18 +937,19 @@ static int ops_plane(struct xs_rctx *rc, size_t pi, bool duty, bool tf, struct s
 	acc->run.gi = -1;
 	for (size_t i = 0; i < REFC_SIZE; i++)
 		acc->hc[i].gi = -1;
-	out->has_duty = duty && !rc->win && stats_duty_part_fits(x, pi);
+	out->has_duty = duty && whole && !rc->win && stats_duty_part_fits(x, pi);
 	acc->dp = out->has_duty ? &out->duty : NULL;
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++)
+	for (size_t j = p->first_line; whole && j < p->first_line + p->n_lines; j++)
 		if (xs_plane_is_device(p) &&
 		    xs_str_eq(x->lines[j].name, x->lines[j].name_len, "XLA Modules") &&
 		    (r = xs_line_each(rc, j, NULL, module_event, acc)) < 0)
 			goto out;
-	bl = rc->win ? SIZE_MAX : stats_busy_line(x, pi); /* a slice walks part of the line */
+	/* a slice walks part of the line */
+	bl = rc->win || !whole ? SIZE_MAX : stats_busy_line(x, pi);
 	/* a slice walks part of the lines: its span is stats_device_busy()'s to take;
 	 * one line's union (has_busy) has it already */
-	out->has_span = xs_plane_is_device(p) && !rc->win && bl == SIZE_MAX;
-	for (size_t j = p->first_line; j < p->first_line + p->n_lines; j++) {
+	out->has_span = xs_plane_is_device(p) && whole && !rc->win && bl == SIZE_MAX;
+	for (size_t j = p->first_line + lo; j < p->first_line + hi; j++) {
 		enum stats_line_kind k = stats_op_line_kind(x, p, &x->lines[j], fw);
 		struct stats_union u = {0};
 		bool tf_line = tf && stats_host_tf_line(x, j);
@@ -994,12 +1000,63 @@ out:
 
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 {
-	return ops_plane(rc, pi, false, false, out);
+	return ops_plane(rc, pi, 0, rc->x->planes[pi].n_lines, false, false, out);
 }
 
 int stats_ops_plane_overview(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 {
-	return ops_plane(rc, pi, true, true, out);
+	return ops_plane(rc, pi, 0, rc->x->planes[pi].n_lines, true, true, out);
+}
+
+bool stats_ops_cut(const struct xprofs_xspace *x, struct stats_ops_cut *cut)
+{
+	uint64_t most = 0, half, sum = 0;
+
+	memset(cut, 0, sizeof(*cut));
+	for (size_t q = 0; q < x->n_planes; q++)
+		if (stats_plane_is_host(&x->planes[q]) && x->planes[q].events > most)
+			most = x->planes[q].events, cut->plane = q;
+	if (!most || most < stats_ops_cut_min)
+		return false;
+	half = most / 2;
+	for (size_t j = 0; j < x->planes[cut->plane].n_lines; j++) {
+		sum += x->lines[x->planes[cut->plane].first_line + j].events;
+		if (sum >= half) {
+			cut->line =
+				j +
+				1; /* the second part: the lines after the one that passes half */
+			cut->first = sum, cut->second = most - sum;
+			break;
+		}
+	}
+	return cut->line > 0 && cut->line < x->planes[cut->plane].n_lines && cut->second > 0;
+}
+
+int stats_ops_plane_part(struct xs_rctx *rc, const struct stats_ops_cut *cut, bool second,
+			 bool overview, struct stats_ops *out)
+{
+	size_t n = rc->x->planes[cut->plane].n_lines;
+
+	return ops_plane(rc, cut->plane, second ? cut->line : 0, second ? n : cut->line, overview,
+			 overview, out);
+}
+
+int stats_ops_join(struct xs_rctx *rc, const struct stats_ops_cut *cut, struct stats_ops *dst,
+		   struct stats_ops *src)
+{
+	bool had = dst->events || dst->un_events;
+	int r;
+
+	if ((r = stats_ops_merge(dst, src)) < 0)
+		goto out;
+	dst->un_events += src->un_events;
+	dst->un_total = xs_sat_add(dst->un_total, src->un_total);
+	dst->host_tf_ops += src->host_tf_ops;
+	if (!had && (dst->events || dst->un_events)) /* the facts the first part did not take */
+		r = stats_plane_facts_get(rc, cut->plane, &dst->f);
+out:
+	stats_ops_free(src);
+	return r;
 }
 
 void stats_ops_free(struct stats_ops *d)

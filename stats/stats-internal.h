@@ -180,6 +180,34 @@ struct stats_ops {
 
 /* stats_ops_plane() - aggregate the op lines of plane @pi; free with stats_ops_free(). */
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
+
+/*
+ * A host plane's op table made as two tasks, so that a host plane much
+ * bigger than the others (a CPU-only profile's only one) does not keep one
+ * thread busy alone: its lines [0, line) and [line, n_lines), with
+ * @first/@second events, when it has stats_ops_cut_min events or more.
+ * Lines are independent in an op table (nesting is per line), and the
+ * second part's rows fold into the first's in their order
+ * (stats_ops_join()), so the table is the one walk's.
+ */
+struct stats_ops_cut {
+	size_t plane, line;
+	uint64_t first, second;
+};
+/* stats_ops_cut() - the cut of the profile's biggest host plane into *@cut; false: none. */
+bool stats_ops_cut(const struct xprofs_xspace *x, struct stats_ops_cut *cut);
+/*
+ * stats_ops_plane_part() - stats_ops_plane() (@overview: _overview()) of the
+ * first or @second part of @cut's plane; free with stats_ops_free().
+ */
+int stats_ops_plane_part(struct xs_rctx *rc, const struct stats_ops_cut *cut, bool second,
+			 bool overview, struct stats_ops *out);
+/*
+ * stats_ops_join() - the second part @src folded into the first part @dst, as
+ * one walk of the plane would have made it; consumes @src (freed).
+ */
+int stats_ops_join(struct xs_rctx *rc, const struct stats_ops_cut *cut, struct stats_ops *dst,
+		   struct stats_ops *src);
 /*
  * stats_ops_plane_overview() - stats_ops_plane(), with what the overview also
  * reads of the plane taken on the same walk: a TPU plane's duty part where it

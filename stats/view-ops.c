@@ -63,19 +63,33 @@ struct ops_slot {
 	int r;
 };
 
-/* A xs_task_fn: plane @pi's op table into slot @pi (arg: struct ops_slot[]). */
+/* The tasks of ops.json: one per plane, the cut plane's in two (struct stats_ops_cut). */
+struct ops_tasks {
+	struct ops_slot *slot; /* one per plane, and the cut plane's second part last */
+	struct stats_ops_cut cut;
+	bool has_cut;
+};
+
+/* A xs_task_fn: plane @pi's op table into slot @pi; task n_planes: the cut's second part. */
 static int ops_task(struct xs_rctx *rc, size_t pi, void *arg)
 {
-	struct ops_slot *s = &((struct ops_slot *)arg)[pi];
+	struct ops_tasks *t = arg;
+	struct ops_slot *s = &t->slot[pi];
 
-	return s->r = stats_ops_plane(rc, pi, &s->d);
+	if (t->has_cut && (pi == t->cut.plane || pi == rc->x->n_planes))
+		return s->r = stats_ops_plane_part(rc, &t->cut, pi == rc->x->n_planes, false,
+						   &s->d);
+	return s->r = pi < rc->x->n_planes ? stats_ops_plane(rc, pi, &s->d) : 0;
 }
 
-/* A xs_task_cost_fn: a plane's events. */
+/* A xs_task_cost_fn: a plane's events, or a part's. */
 static uint64_t ops_cost(const struct xprofs_xspace *x, size_t pi, void *arg)
 {
-	(void)arg;
-	return x->planes[pi].events;
+	const struct ops_tasks *t = arg;
+
+	if (t->has_cut && (pi == t->cut.plane || pi == x->n_planes))
+		return pi == x->n_planes ? t->cut.second : t->cut.first;
+	return pi < x->n_planes ? x->planes[pi].events : 0;
 }
 
 /*
@@ -88,13 +102,21 @@ int stats_view_ops(struct xs_rctx *rc, struct xs_out *o)
 {
 	struct xprofs_xspace *x = rc->x;
 	struct ops_slot *slot = calloc(x->n_planes + 1, sizeof(*slot));
+	struct ops_tasks t = {.slot = slot};
 	bool first_plane = true;
 	int r = 0;
 
 	if (!slot)
 		return -ENOMEM;
-	(void)xs_tasks_run(rc, x->n_planes, ops_task, ops_cost,
-			   slot); /* each slot has its result */
+	t.has_cut = stats_ops_cut(x, &t.cut);
+	(void)xs_tasks_run(rc, x->n_planes + t.has_cut, ops_task, ops_cost,
+			   &t); /* each slot has its result */
+	if (t.has_cut) {        /* the second part's result is the plane's too */
+		struct ops_slot *a = &slot[t.cut.plane], *b = &slot[x->n_planes];
+
+		if (a->r == 0 && (a->r = b->r) == 0)
+			a->r = stats_ops_join(rc, &t.cut, &a->d, &b->d);
+	}
 	OUT_LIT(o, "{\"planes\":[");
 	for (size_t pi = 0; pi < x->n_planes; pi++) {
 		struct stats_ops *d = &slot[pi].d;
@@ -111,7 +133,7 @@ int stats_view_ops(struct xs_rctx *rc, struct xs_out *o)
 	}
 	OUT_LIT(o, "\n]}\n");
 out:
-	for (size_t pi = 0; pi < x->n_planes; pi++)
+	for (size_t pi = 0; pi <= x->n_planes; pi++)
 		stats_ops_free(&slot[pi].d);
 	free(slot);
 	return r;

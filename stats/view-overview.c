@@ -64,9 +64,11 @@ struct ov_slot {
 /* The tasks of one overview: the steps' summary, then per plane its ops and its busy time. */
 struct ov_tasks {
 	struct stats_step_summary steps;
-	struct ov_slot *slot; /* owned, one per plane */
-	bool *busy_done;      /* owned, per plane: the steps took its busy time on the way */
-	bool tpu;             /* XProf's TPU analysis: the duty cycle task runs */
+	struct ov_slot *slot;     /* owned, one per plane, then the cut plane's second part */
+	struct stats_ops_cut cut; /* the biggest host plane's ops made in two parts */
+	bool has_cut;
+	bool *busy_done; /* owned, per plane: the steps took its busy time on the way */
+	bool tpu;        /* XProf's TPU analysis: the duty cycle task runs */
 	struct stats_duty duty;
 };
 
@@ -99,6 +101,9 @@ static int ov_task(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct ov_tasks *t = arg;
 
+	if (t->has_cut && (q == t->cut.plane || q == rc->x->n_planes))
+		return stats_ops_plane_part(rc, &t->cut, q == rc->x->n_planes, true,
+					    &t->slot[q].ops);
 	return stats_ops_plane_overview(rc, q, &t->slot[q].ops);
 }
 
@@ -150,10 +155,13 @@ static uint64_t ov_busy_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 		       : 0;
 }
 
-/* A xs_task_cost_fn: the events each plane task reads. */
+/* A xs_task_cost_fn: the events each plane task (or part) reads. */
 static uint64_t ov_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 {
-	(void)arg;
+	const struct ov_tasks *t = arg;
+
+	if (t->has_cut && (q == t->cut.plane || q == x->n_planes))
+		return q == x->n_planes ? t->cut.second : t->cut.first;
 	return x->planes[q].events;
 }
 
@@ -605,8 +613,11 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 		goto out;
 	}
 	t.tpu = stats_is_tpu(x);
+	t.has_cut = stats_ops_cut(x, &t.cut);
 	if ((r = ov_steps(rc, &t)) < 0 ||
-	    (r = xs_tasks_run(rc, x->n_planes, ov_task, ov_cost, &t)) < 0 ||
+	    (r = xs_tasks_run(rc, x->n_planes + t.has_cut, ov_task, ov_cost, &t)) < 0 ||
+	    (t.has_cut && (r = stats_ops_join(rc, &t.cut, &t.slot[t.cut.plane].ops,
+					      &t.slot[x->n_planes].ops)) < 0) ||
 	    (r = xs_tasks_run(rc, x->n_planes + 1, ov_busy, ov_busy_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++)
@@ -637,7 +648,7 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 		goto out;
 	OUT_LIT(o, "}\n");
 out:
-	for (size_t q = 0; t.slot && q < x->n_planes; q++)
+	for (size_t q = 0; t.slot && q <= x->n_planes; q++) /* the cut's second part too */
 		stats_ops_free(&t.slot[q].ops);
 	free(t.slot);
 	free(t.busy_done);

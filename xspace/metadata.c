@@ -66,6 +66,14 @@ void xs_md_drop(struct xs_rctx *rc)
 	rc->md_bytes = 0;
 }
 
+void xs_md_groups_forget(struct xs_rctx *rc, size_t pi)
+{
+	if (rc->plane != pi || !rc->evmd) /* entering the plane starts every entry unknown */
+		return;
+	for (size_t k = 0; k < rc->x->planes[pi].ev.n; k++)
+		rc->evmd[k].group = -1;
+}
+
 int xs_plane_enter(struct xs_rctx *rc, size_t pi)
 {
 	const struct xs_plane *p = &rc->x->planes[pi];

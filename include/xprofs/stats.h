@@ -9,6 +9,7 @@
 #define XPROFS_STATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "xprofs/decode.h"
 #include "xprofs/xspace.h"
@@ -19,6 +20,11 @@
  * lower it).
  */
 extern size_t stats_ops_max;
+/*
+ * Events from which a host plane's op table is made as two tasks, half its
+ * lines each (stats/ops.c stats_ops_cut()): 2^20 (tests lower it).
+ */
+extern uint64_t stats_ops_cut_min;
 
 int stats_view_summary(struct xs_rctx *rc, struct xs_out *o);
 int stats_view_ops(struct xs_rctx *rc, struct xs_out *o);

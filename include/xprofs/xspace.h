@@ -876,6 +876,13 @@ extern struct xs_evmd xs_empty_evmd;
 
 /* xs_plane_enter() - make plane @pi the current one (drops the cache on a change). */
 int xs_plane_enter(struct xs_rctx *rc, size_t pi);
+/*
+ * xs_md_groups_forget() - set the ops group (xs_evmd.group) of every event
+ * metadata of plane @pi held in the cache back to unknown: an aggregation
+ * that starts on a plane the context already holds must not meet another
+ * aggregation's groups.
+ */
+void xs_md_groups_forget(struct xs_rctx *rc, size_t pi);
 /* xs_md_drop() - free all decoded metadata of the current plane. */
 void xs_md_drop(struct xs_rctx *rc);
 /*

@@ -896,6 +896,59 @@ static void test_ops_other(void **state)
 	opened_free(&o);
 }
 
+/*
+ * A big host plane's op table is made as two tasks, half its lines each, and
+ * joined (stats_ops_cut()): every view made from op tables must be the one
+ * walk's, on one thread (both parts on one context, one after the other:
+ * the second must not meet the first's cached ops groups) and on two.
+ */
+static void test_ops_cut(void **state)
+{
+	static const char *const names[] = {"A", "B", "C", "D"};
+	static const int views[] = {XPROFS_VIEW_OPS, XPROFS_VIEW_OVERVIEW, XPROFS_VIEW_OP_PROFILE,
+				    XPROFS_VIEW_TF_STATS};
+	uint64_t saved = stats_ops_cut_min;
+	struct tb *b = tb_new();
+	struct opened o;
+	struct xprofs_xspace *x;
+	XPlane *host;
+
+	(void)state;
+	host = tb_plane(b, 0, "/host:CPU");
+	TB_STMDS(b, host, "tf_op");
+	for (int i = 0; i < 4; i++)
+		tb_evmd(b, host, 10 + i, names[i], NULL);
+	for (int li = 0; li < 4; li++) { /* each line: A (B C) D, names met in another order */
+		XLine *l = tb_line(b, host, li + 1, "thread", 1);
+
+		for (int k = 0; k < 3; k++) {
+			int64_t t0 = (int64_t)k * 100000000;
+			XEvent *e = tb_event(b, l, 10 + (li + k) % 4, t0, 50000000);
+
+			tb_stat_s(b, &e->stats, &e->n_stats, 1, "model/dense/MatMul:MatMul");
+			tb_event(b, l, 10 + (li + k + 1) % 4, t0 + 10000000, 20000000);
+			tb_event(b, l, 10 + (li + k + 2) % 4, t0 + 60000000, 5000000);
+		}
+	}
+	x = opened_new(&o, b);
+	for (unsigned th = 1; th <= 2; th++) {
+		x->threads = th;
+		for (size_t v = 0; v < sizeof(views) / sizeof(views[0]); v++) {
+			char *whole, *cut;
+
+			stats_ops_cut_min = UINT64_MAX;
+			whole = render(x, views[v], 0);
+			stats_ops_cut_min = 1;
+			cut = render(x, views[v], 0);
+			stats_ops_cut_min = saved;
+			assert_string_equal(cut, whole);
+			free(whole);
+			free(cut);
+		}
+	}
+	opened_free(&o);
+}
+
 static void test_steps(void **state)
 {
 	struct opened o;
@@ -928,6 +981,7 @@ int main(void)
 		cmocka_unit_test(test_trace_xprof),
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_ops_other),
+		cmocka_unit_test(test_ops_cut),
 		cmocka_unit_test(test_steps),
 	};
 
