@@ -502,7 +502,6 @@ struct slot_job {
 	bool hlo;
 	bool win; /* a slice: the spans are stats_device_busy()'s (a whole walk: ops.c's) */
 	struct stats_ops_cut cut; /* a host plane made in two parts (not for a HLO db) */
-	bool has_cut;
 };
 
 /*
@@ -514,37 +513,25 @@ static int slot_task(struct xs_rctx *rc, size_t i, void *arg)
 {
 	const struct slot_job *job = arg;
 	struct plane_slot *s = &job->slot[i / 2];
-	bool dev;
+	bool dev = i / 2 < rc->x->n_planes && xs_plane_is_device(&rc->x->planes[i / 2]);
 
-	if (i / 2 == rc->x->n_planes) {
-		s->made = true;
-		return s->r = stats_ops_plane_part(rc, &job->cut, true, false, &s->ops);
-	}
-	dev = xs_plane_is_device(&rc->x->planes[i / 2]);
 	if (i % 2) /* a whole walk's span is taken by the op table's walk (ops.c) */
 		return dev && !job->hlo && job->win ? stats_device_busy(rc, i / 2, &s->busy) : 0;
 	if (job->hlo && !dev)
 		return 0;
 	s->made = true;
-	if (job->has_cut && i / 2 == job->cut.plane)
-		return s->r = stats_ops_plane_part(rc, &job->cut, false, false, &s->ops);
-	return s->r = stats_ops_plane(rc, i / 2, &s->ops);
+	return s->r = stats_ops_task(rc, &job->cut, i / 2, false, &s->ops);
 }
 
 /* A xs_task_cost_fn: a plane's events (a part's); a span half of them; what is not made nothing. */
 static uint64_t slot_cost(const struct xprofs_xspace *x, size_t i, void *arg)
 {
 	const struct slot_job *job = arg;
-	bool dev;
+	bool dev = i / 2 < x->n_planes && xs_plane_is_device(&x->planes[i / 2]);
 
-	if (i / 2 == x->n_planes)
-		return job->cut.second;
-	dev = xs_plane_is_device(&x->planes[i / 2]);
 	if ((i % 2 && (job->hlo || !dev || !job->win)) || (job->hlo && !dev))
 		return 0;
-	if (job->has_cut && i / 2 == job->cut.plane && i % 2 == 0)
-		return job->cut.first;
-	return x->planes[i / 2].events / (i % 2 ? 2 : 1);
+	return i % 2 ? x->planes[i / 2].events / 2 : stats_ops_task_cost(x, &job->cut, i / 2);
 }
 
 /*
@@ -563,12 +550,13 @@ int stats_opstats_host(struct xs_rctx *rc, enum stats_db_kind kind, struct stats
 	if (r == 0 && job.hlo)
 		r = env_get(rc, out);
 	if (r == 0) {
-		job.has_cut = !job.hlo && stats_ops_cut(rc->x, &job.cut);
-		r = xs_tasks_run(rc, 2 * n + job.has_cut, slot_task, slot_cost, &job);
+		if (!job.hlo)
+			stats_ops_cut(rc->x, &job.cut);
+		r = xs_tasks_run(rc, 2 * n + (job.cut.line != 0), slot_task, slot_cost, &job);
 		if (job.hlo)
 			r = 0; /* each slot has its r */
 	}
-	if (job.slot && job.has_cut && job.slot[n].made) { /* the second part is the plane's too */
+	if (job.slot && job.cut.line && job.slot[n].made) { /* the second part is the plane's too */
 		struct plane_slot *a = &job.slot[job.cut.plane], *b = &job.slot[n];
 
 		if (a->r == 0 && (a->r = b->r) == 0)

@@ -227,10 +227,23 @@ static void keys_of(struct wire_cur *c, const struct xs_plane *p, const char *co
 	}
 }
 
-static struct refc *refc_slot(struct ops_acc *a, int64_t ref, uint64_t pid)
+/*
+ * refc_of() - the cache entry of kernel stats @os's hlo_op in program @pid;
+ * NULL when the hlo_op is a plain string (no ref: no identity to key by).
+ */
+static struct refc *refc_of(struct ops_acc *a, const struct xs_opstats *os, uint64_t pid)
 {
-	return &a->hc[(((uint64_t)ref ^ (pid * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull) >>
-		      54];
+	uint64_t ref = (uint64_t)os->ref[XS_OS_HLO_OP];
+
+	if (!os->hlo_op || (os->plain & (1u << XS_OS_HLO_OP)))
+		return NULL;
+	return &a->hc[((ref ^ (pid * 0xff51afd7ed558ccdull)) * 0x9e3779b97f4a7c15ull) >> 54];
+}
+
+/* refc_holds() - whether entry @c (of refc_of()) holds @os's hlo_op in program @pid. */
+static bool refc_holds(const struct refc *c, const struct xs_opstats *os, uint64_t pid)
+{
+	return c && c->gi != -1 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid;
 }
 
 /* The op a TPU / host op event of metadata @md counts towards (by name), or -errno. */
@@ -312,23 +325,20 @@ static int xla_find(struct ops_acc *a, const char *leaf, uint64_t pid, struct xp
  * HLO keeps every kernel (XProf would show none; docs/stats.md), and so
  * does one whose facts table was cut by its memory cap (a name missing
  * there may be in the part not read). The op's category is its
- * instruction's Category() when found, else the event's.
+ * instruction's Category() when found, else the event's. @c: the kernel's
+ * cache entry (refc_of(), may be NULL), read and filled here.
  */
 static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_opstats *os,
-			 const char *hlo, uint64_t pid)
+			 const char *hlo, uint64_t pid, struct refc *c)
 {
 	const char *cat = os->category ? os->category : md->category, *leaf;
 	struct xprofs_hlo_fact f;
-	struct refc *c = NULL;
 	bool found;
 	int64_t gi;
 	int r;
 
-	if (os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
-		c = refc_slot(a, os->ref[XS_OS_HLO_OP], pid);
-		if (c->gi != -1 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid)
-			return c->gi;
-	}
+	if (refc_holds(c, os, pid))
+		return c->gi;
 	if (!*(leaf = hlo_leaf(hlo)))
 		return -ENOENT;
 	if ((r = xla_find(a, leaf, pid, &f, &found)) < 0) {
@@ -343,37 +353,32 @@ static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_
 	return gi;
 }
 
-/* xla_leaf() - hlo_leaf(@hlo), from the op the cache has for it when it has one. */
-static const char *xla_leaf(struct ops_acc *a, const struct xs_opstats *os, const char *hlo,
-			    uint64_t pid)
+/*
+ * xla_leaf() - hlo_leaf(@hlo), from the op cache entry @c holds for it when
+ * it holds one (@c: refc_of(), may be NULL).
+ */
+static const char *xla_leaf(const struct ops_acc *a, const struct refc *c,
+			    const struct xs_opstats *os, const char *hlo, uint64_t pid)
 {
-	if (os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
-		const struct refc *c = refc_slot(a, os->ref[XS_OS_HLO_OP], pid);
-
-		/* "(other)", past OPS_MAX ops, is not the kernel's name */
-		if (c->gi >= 0 && c->gi != a->m->other && c->ref == os->ref[XS_OS_HLO_OP] &&
-		    c->pid == pid)
-			return a->m->ops[c->gi].name;
-	}
+	/* "(other)", past OPS_MAX ops, is not the kernel's name */
+	if (refc_holds(c, os, pid) && c->gi >= 0 && c->gi != a->m->other)
+		return a->m->ops[c->gi].name;
 	return hlo_leaf(hlo);
 }
 
 /*
- * xla_counts() - whether kernel @leaf of program @pid (stats @os) counts, as
- * xla_group() decides, without making its op: 0, -ENOENT (left out), -errno.
+ * xla_counts() - whether kernel @leaf of program @pid (stats @os, cache entry
+ * @c of refc_of()) counts, as xla_group() decides, without making its op: 0,
+ * -ENOENT (left out), -errno.
  */
-static int xla_counts(struct ops_acc *a, const struct xs_opstats *os, const char *leaf,
-		      uint64_t pid)
+static int xla_counts(struct ops_acc *a, const struct refc *c, const struct xs_opstats *os,
+		      const char *leaf, uint64_t pid)
 {
 	struct xprofs_hlo_fact f;
 	bool found;
 
-	if (os->hlo_op && !(os->plain & (1u << XS_OS_HLO_OP))) {
-		const struct refc *c = refc_slot(a, os->ref[XS_OS_HLO_OP], pid);
-
-		if (c->gi != -1 && c->ref == os->ref[XS_OS_HLO_OP] && c->pid == pid)
-			return c->gi == -ENOENT ? -ENOENT : 0;
-	}
+	if (refc_holds(c, os, pid))
+		return c->gi == -ENOENT ? -ENOENT : 0;
 	return xla_find(a, leaf, pid, &f, &found);
 }
 
@@ -740,7 +745,8 @@ static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_e
 	bool has_pid = os->has_program_id || md->has_program_id;
 	uint64_t pid = os->has_program_id ? os->program_id : md->program_id;
 	const char *tf_op = hlo ? NULL : os->tf_op ? os->tf_op : md->tf_op;
-	const char *leaf = hlo && has_pid ? xla_leaf(a, os, hlo, pid) : NULL;
+	struct refc *c = hlo && has_pid ? refc_of(a, os, pid) : NULL;
+	const char *leaf = hlo && has_pid ? xla_leaf(a, c, os, hlo, pid) : NULL;
 	/* checked before xla_group(), which would make an op the run never enters */
 	bool goes_on = leaf && run_goes_on(a, leaf, os);
 	static const struct xs_amounts none;
@@ -748,11 +754,11 @@ static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_e
 	int64_t gi;
 	int r;
 
-	if (goes_on && (r = xla_counts(a, os, leaf, pid)) != -ENOENT) {
+	if (goes_on && (r = xla_counts(a, c, os, leaf, pid)) != -ENOENT) {
 		if (r < 0)
 			return r;
 		run_add(a, -1, e, os, v);
-	} else if (leaf && !goes_on && (gi = xla_group(a, md, os, hlo, pid)) != -ENOENT) {
+	} else if (leaf && !goes_on && (gi = xla_group(a, md, os, hlo, pid, c)) != -ENOENT) {
 		if (gi < 0 || (r = op_first(rc, a, &m->ops[gi], e, md)) < 0)
 			return gi < 0 ? (int)gi : r;
 		run_add(a, gi, e, os, v);
@@ -1003,42 +1009,48 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 	return ops_plane(rc, pi, 0, rc->x->planes[pi].n_lines, false, false, out);
 }
 
-int stats_ops_plane_overview(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
+void stats_ops_cut(const struct xprofs_xspace *x, struct stats_ops_cut *cut)
 {
-	return ops_plane(rc, pi, 0, rc->x->planes[pi].n_lines, true, true, out);
-}
-
-bool stats_ops_cut(const struct xprofs_xspace *x, struct stats_ops_cut *cut)
-{
-	uint64_t most = 0, half, sum = 0;
+	uint64_t most = 0, sum = 0;
+	const struct xs_plane *p;
 
 	memset(cut, 0, sizeof(*cut));
 	for (size_t q = 0; q < x->n_planes; q++)
 		if (stats_plane_is_host(&x->planes[q]) && x->planes[q].events > most)
 			most = x->planes[q].events, cut->plane = q;
-	if (!most || most < stats_ops_cut_min)
-		return false;
-	half = most / 2;
-	for (size_t j = 0; j < x->planes[cut->plane].n_lines; j++) {
-		sum += x->lines[x->planes[cut->plane].first_line + j].events;
-		if (sum >= half) {
-			cut->line =
-				j +
-				1; /* the second part: the lines after the one that passes half */
-			cut->first = sum, cut->second = most - sum;
-			break;
-		}
-	}
-	return cut->line > 0 && cut->line < x->planes[cut->plane].n_lines && cut->second > 0;
+	if (most < stats_ops_cut_min)
+		return;
+	p = &x->planes[cut->plane];
+	/* the second part: the lines after the one that passes half the events */
+	for (size_t j = 0; j < p->n_lines && !cut->line; j++)
+		if ((sum += x->lines[p->first_line + j].events) >= most / 2)
+			cut->line = j + 1;
+	cut->first = sum, cut->second = most - sum;
+	if (cut->line >= p->n_lines || !cut->second)
+		cut->line = 0;
 }
 
-int stats_ops_plane_part(struct xs_rctx *rc, const struct stats_ops_cut *cut, bool second,
-			 bool overview, struct stats_ops *out)
+int stats_ops_task(struct xs_rctx *rc, const struct stats_ops_cut *cut, size_t q, bool overview,
+		   struct stats_ops *out)
 {
-	size_t n = rc->x->planes[cut->plane].n_lines;
+	size_t lo = 0, hi;
 
-	return ops_plane(rc, cut->plane, second ? cut->line : 0, second ? n : cut->line, overview,
-			 overview, out);
+	if (q == rc->x->n_planes) { /* the cut's second part */
+		q = cut->plane;
+		lo = cut->line;
+		hi = rc->x->planes[q].n_lines;
+	} else {
+		hi = cut->line && q == cut->plane ? cut->line : rc->x->planes[q].n_lines;
+	}
+	return ops_plane(rc, q, lo, hi, overview, overview, out);
+}
+
+uint64_t stats_ops_task_cost(const struct xprofs_xspace *x, const struct stats_ops_cut *cut,
+			     size_t q)
+{
+	if (q == x->n_planes)
+		return cut->second;
+	return cut->line && q == cut->plane ? cut->first : x->planes[q].events;
 }
 
 int stats_ops_join(struct xs_rctx *rc, const struct stats_ops_cut *cut, struct stats_ops *dst,

@@ -191,30 +191,36 @@ int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
  * (stats_ops_join()), so the table is the one walk's.
  */
 struct stats_ops_cut {
-	size_t plane, line;
+	size_t plane, line; /* line 0: no cut */
 	uint64_t first, second;
 };
-/* stats_ops_cut() - the cut of the profile's biggest host plane into *@cut; false: none. */
-bool stats_ops_cut(const struct xprofs_xspace *x, struct stats_ops_cut *cut);
+/* stats_ops_cut() - the cut of the profile's biggest host plane into *@cut (line 0: none). */
+void stats_ops_cut(const struct xprofs_xspace *x, struct stats_ops_cut *cut);
+/* The op-table tasks of a render with @cut: one per plane, and the cut's second part. */
+static inline size_t stats_ops_ntasks(const struct xprofs_xspace *x,
+				      const struct stats_ops_cut *cut)
+{
+	return x->n_planes + (cut->line != 0);
+}
 /*
- * stats_ops_plane_part() - stats_ops_plane() (@overview: _overview()) of the
- * first or @second part of @cut's plane; free with stats_ops_free().
+ * stats_ops_task() - op-table task @q of stats_ops_ntasks(): plane @q's table
+ * (the first part of @cut's plane), q == n_planes the cut's second part;
+ * with @overview, what the overview also reads of the plane on the same
+ * walk: a TPU plane's duty part where it fits (struct stats_duty_part), a
+ * host plane's stats_host_tf_ops() in out->host_tf_ops. Free with
+ * stats_ops_free().
  */
-int stats_ops_plane_part(struct xs_rctx *rc, const struct stats_ops_cut *cut, bool second,
-			 bool overview, struct stats_ops *out);
+int stats_ops_task(struct xs_rctx *rc, const struct stats_ops_cut *cut, size_t q, bool overview,
+		   struct stats_ops *out);
+/* stats_ops_task_cost() - the events task @q reads (a xs_task_cost_fn's figure). */
+uint64_t stats_ops_task_cost(const struct xprofs_xspace *x, const struct stats_ops_cut *cut,
+			     size_t q);
 /*
  * stats_ops_join() - the second part @src folded into the first part @dst, as
  * one walk of the plane would have made it; consumes @src (freed).
  */
 int stats_ops_join(struct xs_rctx *rc, const struct stats_ops_cut *cut, struct stats_ops *dst,
 		   struct stats_ops *src);
-/*
- * stats_ops_plane_overview() - stats_ops_plane(), with what the overview also
- * reads of the plane taken on the same walk: a TPU plane's duty part where it
- * fits (struct stats_duty_part), a host plane's stats_host_tf_ops() in
- * out->host_tf_ops.
- */
-int stats_ops_plane_overview(struct xs_rctx *rc, size_t pi, struct stats_ops *out);
 /*
  * stats_host_tf_ops() - the framework-op activities of host plane @pi as
  * XProf's host op metrics database counts them (host-tfops.c): the

@@ -65,31 +65,22 @@ struct ops_slot {
 
 /* The tasks of ops.json: one per plane, the cut plane's in two (struct stats_ops_cut). */
 struct ops_tasks {
-	struct ops_slot *slot; /* one per plane, and the cut plane's second part last */
+	struct ops_slot *slot; /* one per task: per plane, then the cut's second part */
 	struct stats_ops_cut cut;
-	bool has_cut;
 };
 
-/* A xs_task_fn: plane @pi's op table into slot @pi; task n_planes: the cut's second part. */
-static int ops_task(struct xs_rctx *rc, size_t pi, void *arg)
+/* A xs_task_fn: op-table task @q (stats_ops_task()) into slot @q. */
+static int ops_task(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct ops_tasks *t = arg;
-	struct ops_slot *s = &t->slot[pi];
 
-	if (t->has_cut && (pi == t->cut.plane || pi == rc->x->n_planes))
-		return s->r = stats_ops_plane_part(rc, &t->cut, pi == rc->x->n_planes, false,
-						   &s->d);
-	return s->r = pi < rc->x->n_planes ? stats_ops_plane(rc, pi, &s->d) : 0;
+	return t->slot[q].r = stats_ops_task(rc, &t->cut, q, false, &t->slot[q].d);
 }
 
-/* A xs_task_cost_fn: a plane's events, or a part's. */
-static uint64_t ops_cost(const struct xprofs_xspace *x, size_t pi, void *arg)
+/* A xs_task_cost_fn: the events a task reads. */
+static uint64_t ops_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 {
-	const struct ops_tasks *t = arg;
-
-	if (t->has_cut && (pi == t->cut.plane || pi == x->n_planes))
-		return pi == x->n_planes ? t->cut.second : t->cut.first;
-	return pi < x->n_planes ? x->planes[pi].events : 0;
+	return stats_ops_task_cost(x, &((const struct ops_tasks *)arg)->cut, q);
 }
 
 /*
@@ -108,10 +99,10 @@ int stats_view_ops(struct xs_rctx *rc, struct xs_out *o)
 
 	if (!slot)
 		return -ENOMEM;
-	t.has_cut = stats_ops_cut(x, &t.cut);
-	(void)xs_tasks_run(rc, x->n_planes + t.has_cut, ops_task, ops_cost,
+	stats_ops_cut(x, &t.cut);
+	(void)xs_tasks_run(rc, stats_ops_ntasks(x, &t.cut), ops_task, ops_cost,
 			   &t); /* each slot has its result */
-	if (t.has_cut) {        /* the second part's result is the plane's too */
+	if (t.cut.line) {       /* the second part's result is the plane's too */
 		struct ops_slot *a = &slot[t.cut.plane], *b = &slot[x->n_planes];
 
 		if (a->r == 0 && (a->r = b->r) == 0)

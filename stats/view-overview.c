@@ -66,9 +66,8 @@ struct ov_tasks {
 	struct stats_step_summary steps;
 	struct ov_slot *slot;     /* owned, one per plane, then the cut plane's second part */
 	struct stats_ops_cut cut; /* the biggest host plane's ops made in two parts */
-	bool has_cut;
-	bool *busy_done; /* owned, per plane: the steps took its busy time on the way */
-	bool tpu;        /* XProf's TPU analysis: the duty cycle task runs */
+	bool *busy_done;          /* owned, per plane: the steps took its busy time on the way */
+	bool tpu;                 /* XProf's TPU analysis: the duty cycle task runs */
 	struct stats_duty duty;
 };
 
@@ -94,17 +93,15 @@ static int ov_steps(struct xs_rctx *rc, struct ov_tasks *t)
 }
 
 /*
- * ov_task() - a xs_task_fn: plane q's ops (with a host plane's host_tf_ops
- * and a TPU plane's duty part on the same walk).
+ * ov_task() - a xs_task_fn: op-table task @q (stats_ops_task(): plane q's
+ * ops, with a host plane's host_tf_ops and a TPU plane's duty part on the
+ * same walk; q == n_planes the cut host plane's second part).
  */
 static int ov_task(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct ov_tasks *t = arg;
 
-	if (t->has_cut && (q == t->cut.plane || q == rc->x->n_planes))
-		return stats_ops_plane_part(rc, &t->cut, q == rc->x->n_planes, true,
-					    &t->slot[q].ops);
-	return stats_ops_plane_overview(rc, q, &t->slot[q].ops);
+	return stats_ops_task(rc, &t->cut, q, true, &t->slot[q].ops);
 }
 
 /*
@@ -155,14 +152,10 @@ static uint64_t ov_busy_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 		       : 0;
 }
 
-/* A xs_task_cost_fn: the events each plane task (or part) reads. */
+/* A xs_task_cost_fn: the events each op-table task reads. */
 static uint64_t ov_cost(const struct xprofs_xspace *x, size_t q, void *arg)
 {
-	const struct ov_tasks *t = arg;
-
-	if (t->has_cut && (q == t->cut.plane || q == x->n_planes))
-		return q == x->n_planes ? t->cut.second : t->cut.first;
-	return x->planes[q].events;
+	return stats_ops_task_cost(x, &((const struct ov_tasks *)arg)->cut, q);
 }
 
 /* ov_plane() - add device or host plane @q (its ops and busy time in @s) to @d. */
@@ -613,11 +606,11 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 		goto out;
 	}
 	t.tpu = stats_is_tpu(x);
-	t.has_cut = stats_ops_cut(x, &t.cut);
+	stats_ops_cut(x, &t.cut);
 	if ((r = ov_steps(rc, &t)) < 0 ||
-	    (r = xs_tasks_run(rc, x->n_planes + t.has_cut, ov_task, ov_cost, &t)) < 0 ||
-	    (t.has_cut && (r = stats_ops_join(rc, &t.cut, &t.slot[t.cut.plane].ops,
-					      &t.slot[x->n_planes].ops)) < 0) ||
+	    (r = xs_tasks_run(rc, stats_ops_ntasks(x, &t.cut), ov_task, ov_cost, &t)) < 0 ||
+	    (t.cut.line && (r = stats_ops_join(rc, &t.cut, &t.slot[t.cut.plane].ops,
+					       &t.slot[x->n_planes].ops)) < 0) ||
 	    (r = xs_tasks_run(rc, x->n_planes + 1, ov_busy, ov_busy_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++)
