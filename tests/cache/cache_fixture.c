@@ -4,6 +4,7 @@
  * that compresses (JSON-like) or not (random), and checks of whole entries.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
 #include <setjmp.h>
 #include <stdarg.h>
@@ -152,6 +153,19 @@ uint64_t dir_files(const char *dir, bool bytes)
 	}
 	closedir(d);
 	return n;
+}
+
+void dir_touch(const char *dir, time_t sec)
+{
+	const struct timespec t[2] = {{.tv_sec = sec}, {.tv_sec = sec}};
+	DIR *d = opendir(dir);
+	struct dirent *de;
+
+	assert_non_null(d);
+	while ((de = readdir(d)))
+		if (de->d_type == DT_REG)
+			assert_int_equal(utimensat(dirfd(d), de->d_name, t, 0), 0);
+	closedir(d);
 }
 
 /* Files in the fixture's tmp/ (the writers' unpublished entries). */

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 #include "xprofs/cache.h"
 
@@ -34,6 +35,8 @@ void put_entry(struct xprofs_cache *c, const char *key, const uint8_t *p, size_t
 void check_entry(struct xprofs_cache *c, const char *key, const uint8_t *p, size_t n);
 /* dir_files() - the files in @dir (with @bytes: their bytes). */
 uint64_t dir_files(const char *dir, bool bytes);
+/* dir_touch() - set the mtime of every regular file in @dir to @sec. */
+void dir_touch(const char *dir, time_t sec);
 /* tmp_files() - the files in @f's cache's tmp/ directory. */
 uint64_t tmp_files(struct fixture *f);
 /* has() - entry @key opens (a hit). */
