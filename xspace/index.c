@@ -133,6 +133,8 @@ static inline int line_note(struct ix *ix, struct line_acc *a, const struct xs_e
 		a->last = end;
 	if (a->l->has_events && h->offset_ps < a->prev)
 		a->l->unsorted = true;
+	if (h->odd || h->has_num)
+		a->l->plain = false;
 	a->prev = h->offset_ps;
 	end = xs_event_end_rel(h->offset_ps, h->duration_ps);
 	if (!a->l->has_events || end > a->max_end)
@@ -257,6 +259,7 @@ static int ix_line(struct ix *ix, struct pslot *ps, uint64_t len)
 	memset(a.l, 0, sizeof(*a.l));
 	a.l->msg.off = c->pos;
 	a.l->msg.len = len;
+	a.l->plain = !ix->oc->tracks_only; /* until an event says otherwise (line_note()) */
 	c->end = end;
 	while (c->pos < end) {
 		if ((r = ix_window_events(ix, &a)) < 0)

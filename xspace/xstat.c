@@ -506,9 +506,10 @@ static inline bool keys_has(const struct xs_stat_keys *k, int64_t md)
  * stat with a one-byte id and a varint, double or short string value (the
  * stats of an event, nearly always): exactly what rd_stat_canonical() accepts
  * of that form, checked without decoding the value. -1: another form (then
- * rd_stat_canonical() decides).
+ * rd_stat_canonical() decides). [b, lim) is readable: a short varint is
+ * checked as one eight-byte word when the word fits.
  */
-static inline int64_t canon_md(const uint8_t *b, const uint8_t *e)
+static inline int64_t canon_md(const uint8_t *b, const uint8_t *e, const uint8_t *lim)
 {
 	const uint8_t *q = b + 3;
 	size_t n = (size_t)(e - q);
@@ -519,6 +520,11 @@ static inline int64_t canon_md(const uint8_t *b, const uint8_t *e)
 	t = b[2]; /* the value's tag, the varints first: most stats are numbers or refs */
 	if (t == WIRE_TAG(XSTAT_F_UINT64, WT_VARINT) || t == WIRE_TAG(XSTAT_F_INT64, WT_VARINT) ||
 	    t == WIRE_TAG(XSTAT_F_REF, WT_VARINT)) {
+		if (n <= 8 && lim - q >= 8) { /* the first stop byte is the last: one word's test */
+			uint64_t stop = ~wire_le64(q) & 0x8080808080808080ull;
+
+			return stop && (size_t)__builtin_ctzll(stop) / 8 == n - 1 ? b[1] : -1;
+		}
 		if (n > 10 || q[n - 1] > 0x7f || (n == 10 && q[9] > 1))
 			return -1;
 		for (const uint8_t *z = q + n - 1; q < z; q++)
@@ -595,7 +601,7 @@ int xs_walk_stats_keys(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uin
 		if (e - q < 2 || q[0] != tag || q[1] > 0x7f || q[1] > e - b)
 			break;
 		be = b + q[1];
-		if ((md = canon_md(b, be)) >= 0 && !keys_has(k, md)) {
+		if ((md = canon_md(b, be, e)) >= 0 && !keys_has(k, md)) {
 			at += (uint64_t)(be - q); /* checked, not wanted */
 			q = be;
 			continue;

@@ -228,6 +228,7 @@ __extension__ typedef unsigned __int128 xs_ups128;
 struct xs_evhdr {
 	int64_t md, offset_ps, duration_ps, num;
 	bool has_num, has_stats;
+	bool odd;          /* a field other than stats after fields 1-3 (xs_parse_event_plain()) */
 	uint64_t stats_at; /* offset in the body of the first stats field */
 };
 
@@ -250,7 +251,7 @@ static inline int xs_parse_event(const uint8_t *p, const uint8_t *e, struct xs_e
 	uint64_t v;
 
 	h->md = h->offset_ps = h->duration_ps = h->num = 0;
-	h->has_num = h->has_stats = false;
+	h->has_num = h->has_stats = h->odd = false;
 	h->stats_at = 0;
 	/* canonical serializers write fields 1, 2, 3 first: take them in order */
 	if (p < e && p[0] == TAG_XEVENT_METADATA_ID) {
@@ -292,6 +293,8 @@ static inline int xs_parse_event(const uint8_t *p, const uint8_t *e, struct xs_e
 		fs = p;
 		if ((known = wire_rd_known_field(&p, e, xevent_field_wire, &f, &v, &data)) < 0)
 			return -1;
+		if (!known || f != XEVENT_F_STATS)
+			h->odd = true;
 		if (!known)
 			continue;
 		switch (f) {
@@ -319,13 +322,52 @@ static inline int xs_parse_event(const uint8_t *p, const uint8_t *e, struct xs_e
 }
 
 /*
+ * xs_parse_event_plain() - xs_parse_event() of an event of a plain line
+ * (struct xs_line): the index saw every one of its events end with stats
+ * alone after fields 1-3, so the stats are not stepped over one by one to
+ * look for more fields. An event that does not start its stats where they
+ * should be (the file changed) takes the full parse.
+ */
+static inline int xs_parse_event_plain(const uint8_t *p, const uint8_t *e, struct xs_evhdr *h)
+{
+	const uint8_t *b = p;
+	uint64_t v;
+
+	h->md = h->offset_ps = h->duration_ps = h->num = 0;
+	h->has_num = h->odd = false;
+	if (p < e && p[0] == TAG_XEVENT_METADATA_ID) {
+		p++;
+		if (wire_rd_varint(&p, e, &v) < 0)
+			return -1;
+		h->md = (int64_t)v;
+	}
+	if (p < e && p[0] == TAG_XEVENT_OFFSET_PS) {
+		p++;
+		if (wire_rd_varint(&p, e, &v) < 0)
+			return -1;
+		h->offset_ps = (int64_t)v;
+	}
+	if (p < e && p[0] == TAG_XEVENT_DURATION_PS) {
+		p++;
+		if (wire_rd_varint(&p, e, &v) < 0)
+			return -1;
+		h->duration_ps = (int64_t)v;
+	}
+	if (p < e && p[0] != TAG_XEVENT_STAT)
+		return xs_parse_event(b, e, h);
+	h->has_stats = p < e;
+	h->stats_at = h->has_stats ? (uint64_t)(p - b) : 0;
+	return 0;
+}
+
+/*
  * xs_event_fast() - the hot path over a line's events: when the next field
  * at c->pos is an event (TAG_XLINE_EVENT) lying wholly in the window, parse its
- * header and step over it. 1: done (*off, *len = the event body); 0: not
+ * header (@plain: of a plain line) and step over it. 1: done (*off, *len = the event body); 0: not
  * applicable, take the general path; -1: the event is malformed.
  */
 static inline int xs_event_fast(struct wire_cur *c, struct xs_evhdr *h, uint64_t *off,
-				uint64_t *len)
+				uint64_t *len, bool plain)
 {
 	const uint8_t *p, *q;
 	size_t n = wire_avail(c, &p);
@@ -336,7 +378,7 @@ static inline int xs_event_fast(struct wire_cur *c, struct xs_evhdr *h, uint64_t
 	q = p + 1;
 	if (wire_rd_varint(&q, p + n, &l) < 0 || l > (uint64_t)(p + n - q))
 		return 0;
-	if (xs_parse_event(q, q + l, h) < 0)
+	if ((plain ? xs_parse_event_plain(q, q + l, h) : xs_parse_event(q, q + l, h)) < 0)
 		return -1;
 	*off = c->pos + (uint64_t)(q - p);
 	*len = l;
@@ -590,7 +632,8 @@ struct xs_line {
 	uint64_t events;
 	int64_t first_ps, last_ps;
 	bool has_events;
-	bool unsorted;        /* an event starts before the one before it (no early stop) */
+	bool unsorted; /* an event starts before the one before it (no early stop) */
+	bool plain;    /* every event: fields 1-3, then stats alone (xs_parse_event_plain()) */
 	struct xs_ckpt *ckpt; /* owned; events / XS_CKPT_EVERY entries (none if tracks_only) */
 	size_t n_ckpt;
 	uint32_t trace_tid;  /* trace.json's tid: the display id, renumbered on GPU (order.c) */
@@ -1135,7 +1178,7 @@ static inline int xs_line_next(struct xs_line_it *it, struct xs_event *e)
 	struct wire_cur *c = &it->rc->ev;
 	int r;
 
-	r = xs_event_fast(c, &e->hdr, &e->off, &e->len);
+	r = xs_event_fast(c, &e->hdr, &e->off, &e->len, it->l->plain);
 	if (r < 0)
 		return wire_fail(c, "malformed XEvent at offset %llu", (unsigned long long)c->pos);
 	if (r == 0 && (r = xs_line_next_slow(it, &e->hdr, &e->off, &e->len)) <= 0)

@@ -311,6 +311,89 @@ static void test_stats_keys(void **state)
 	}
 }
 
+/* plain_same() - xs_parse_event_plain() of body @b gives xs_parse_event()'s header. */
+static void plain_same(const uint8_t *b, size_t n)
+{
+	struct xs_evhdr full, plain;
+
+	memset(&full, 0x5a, sizeof(full));
+	memset(&plain, 0xa5, sizeof(plain));
+	assert_int_equal(xs_parse_event(b, b + n, &full), 0);
+	assert_false(full.odd);
+	assert_int_equal(xs_parse_event_plain(b, b + n, &plain), 0);
+	assert_true(plain.md == full.md && plain.offset_ps == full.offset_ps &&
+		    plain.duration_ps == full.duration_ps && plain.num == full.num);
+	assert_int_equal(plain.has_num, full.has_num);
+	assert_int_equal(plain.has_stats, full.has_stats);
+	assert_true(plain.stats_at == full.stats_at);
+}
+
+/*
+ * An event is plain (fields 1-3, then stats alone) or odd; the index calls a
+ * line plain only when all of its events are, and its walks then parse
+ * without stepping over the stats, to the same headers.
+ */
+static void test_plain_events(void **state)
+{
+#define S 0x22, 5, 0x08, 3, 0x10, 0xac, 0x02 /* a stats field: id 3, 300 */
+	static const uint8_t full[] = {0x08, 7,    0x10, 0x80, 0x94, 0xeb, 0xdc,
+				       0x03, 0x18, 0xe8, 0x07, S,    S};
+	static const uint8_t bare[] = {0x08, 7, 0x10, 0x05, 0x18, 0x06};
+	static const uint8_t nooff[] = {0x08, 7, 0x18, 0x06, S};
+	static const uint8_t nostats[] = {0x10, 0x05};
+	uint8_t longst[2 + 3 + 204] = {0x08, 7, 0x22, 0xcc, 0x01}; /* a stat of 204 bytes */
+	/* odd: stats first; num_occurrences after the stats; offset again; an unknown field */
+	static const uint8_t first[] = {S, 0x08, 7, 0x10, 0x05};
+	static const uint8_t num[] = {0x08, 7, 0x18, 0x06, S, 0x28, 0x0c};
+	static const uint8_t again[] = {0x08, 7, 0x10, 0x05, S, 0x10, 0x09};
+	static const uint8_t unknown[] = {0x08, 7, 0x10, 0x05, 0x48, 0x01, S};
+#undef S
+	static const uint8_t *const odd[] = {first, num, again, unknown};
+	static const size_t odd_n[] = {sizeof(first), sizeof(num), sizeof(again), sizeof(unknown)};
+	struct xs_evhdr h, p;
+	struct tb *b = tb_new();
+	struct opened o;
+	struct xprofs_xspace *x;
+	XPlane *pl;
+	XLine *l1, *l2;
+	XEvent *e;
+
+	(void)state;
+	plain_same(full, sizeof(full));
+	plain_same(bare, sizeof(bare));
+	plain_same(nooff, sizeof(nooff));
+	plain_same(nostats, sizeof(nostats));
+	plain_same(longst, sizeof(longst)); /* a stat with a two-byte length */
+	for (size_t i = 0; i < sizeof(odd) / sizeof(odd[0]); i++) {
+		assert_int_equal(xs_parse_event(odd[i], odd[i] + odd_n[i], &h), 0);
+		assert_true(h.odd);
+	}
+	/* what a plain parse is not given: a field it does not know where the stats should be */
+	assert_int_equal(xs_parse_event(unknown, unknown + sizeof(unknown), &h), 0);
+	assert_int_equal(xs_parse_event_plain(unknown, unknown + sizeof(unknown), &p), 0);
+	assert_true(p.md == h.md && p.offset_ps == h.offset_ps && p.stats_at == h.stats_at);
+	/* the index: a line of canonical events is plain, one with num_occurrences is not */
+	pl = tb_plane(b, 1, "/host:CPU");
+	TB_STMDS(b, pl, "tf_op");
+	tb_evmd(b, pl, 10, "A", NULL);
+	l1 = tb_line(b, pl, 1, "one", 0);
+	l2 = tb_line(b, pl, 2, "two", 0);
+	for (int i = 0; i < 3; i++) {
+		e = tb_event(b, l1, 10, i * 1000, 500);
+		tb_stat_s(b, &e->stats, &e->n_stats, 1, "a:b");
+		tb_event(b, l2, 10, i * 1000, 500);
+	}
+	e = tb_event(b, l2, 10, 0, 100);
+	tb_stat_s(b, &e->stats, &e->n_stats, 1, "a:b");
+	e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_NUM_OCCURRENCES;
+	e->num_occurrences = 3;
+	x = opened_new(&o, b);
+	assert_int_equal(x->n_lines, 2);
+	assert_true(x->lines[0].plain);
+	assert_false(x->lines[1].plain);
+	opened_free(&o);
+}
+
 /* ---- names ------------------------------------------------------------ */
 
 static void check_safe(const char *f)
@@ -751,6 +834,7 @@ int main(void)
 		cmocka_unit_test(test_wire_rd_varint_matches),
 		cmocka_unit_test(test_wire_skip_and_len),
 		cmocka_unit_test(test_stats_keys),
+		cmocka_unit_test(test_plain_events),
 		cmocka_unit_test(test_name_roundtrip),
 		cmocka_unit_test(test_name_long),
 		cmocka_unit_test(test_duplicate_names),
