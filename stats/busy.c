@@ -58,7 +58,7 @@ int stats_steps_busy_sum(struct xs_rctx *rc, struct stats_step_summary *sum, int
 	/* the steps take the unions their pass 2 merges anyway; on TPU hosts the duty
 	 * cycle replaces them, so none is taken there */
 	if ((r = tpu ? stats_steps_overview(rc, sum)
-		     : stats_steps_overview_busy(rc, sum, t.busy, t.done)) < 0)
+		     : stats_steps_overview_busy(rc, sum, t.busy, t.done, NULL)) < 0)
 		goto out;
 	for (size_t q = 0; tpu && q < x->n_planes; q++)
 		t.done[q] = true;

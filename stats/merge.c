@@ -47,9 +47,11 @@ int stats_merge_next(struct stats_mline *ml)
 {
 	int r;
 
-	while ((r = xs_line_next(&ml->it, &ml->e)) > 0)
+	while ((r = xs_line_next(&ml->it, &ml->e)) > 0) {
+		ml->nth = ml->next++;
 		if (!ml->e.has_num) /* num_occurrences events have no place in time */
 			return 1;
+	}
 	return r;
 }
 
@@ -95,7 +97,8 @@ int stats_merge_open_at(struct xs_rctx *rc, const size_t *li, size_t n, uint8_t 
 		ml->it.l = l;
 		ml->it.end = l->msg.off + l->msg.len;
 		ml->it.base_ps = xs_line_base_ps(l->timestamp_ns);
-		ml->rc.ev.pos = seek ? xs_line_seek(l, from) : l->msg.off;
+		ml->rc.ev.pos = seek ? xs_line_seek_nth(l, from, &ml->next) : l->msg.off;
+		ml->hcur = SIZE_MAX;
 		ml->rc.ev.end = ml->it.end;
 		if ((r = stats_merge_next(ml)) < 0)
 			return r;

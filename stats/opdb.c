@@ -520,7 +520,7 @@ static int slot_task(struct xs_rctx *rc, size_t i, void *arg)
 	if (job->hlo && !dev)
 		return 0;
 	s->made = true;
-	return s->r = stats_ops_task(rc, &job->cut, i / 2, false, &s->ops);
+	return s->r = stats_ops_task(rc, &job->cut, i / 2, false, NULL, &s->ops);
 }
 
 /* A xs_task_cost_fn: a plane's events (a part's); a span half of them; what is not made nothing. */

@@ -196,6 +196,9 @@ struct ops_acc {
 	struct stats_duty_part *dp;
 	/* borrowed: the host framework-op count on this line, or NULL */
 	struct tf_walk *tfw;
+	/* borrowed, NULL: none: the step hints this walk notes, and the line's (hints.c) */
+	struct stats_hints *hints;
+	struct stats_hline *hl;
 };
 
 /*
@@ -213,12 +216,16 @@ static const char *const xla_keys[] = {"hlo_category",
 				       "program_id",
 				       "device_offset_ps",
 				       "device_duration_ps"};
+/* What a walk that notes step hints also reads (stats_hints_add()). */
+static const char *const hint_keys[] = {"group_id", "correlation_id"};
+_Static_assert(sizeof(stream_keys) / sizeof(stream_keys[0]) + 2 <= XS_STAT_KEYS_MAX &&
+		       sizeof(xla_keys) / sizeof(xla_keys[0]) + 2 <= XS_STAT_KEYS_MAX,
+	       "a key set holds an op walk's stats and the hints'");
 
 /* keys_of() - the ids plane @p gives the stat names @names[0..n) into @out. */
 static void keys_of(struct wire_cur *c, const struct xs_plane *p, const char *const *names,
 		    size_t n, struct xs_stat_keys *out)
 {
-	memset(out, 0, sizeof(*out));
 	for (size_t i = 0; i < n; i++) {
 		int64_t k = xs_stmd_key(c, p, names[i]);
 
@@ -829,6 +836,11 @@ static int ops_event(struct xs_rctx *rc, const struct xs_event *ev, struct xs_ev
 			e->end_ps = xs_sat_add(os.dev_off, os.dev_dur);
 		}
 	}
+	if (a->hl) /* what pass 2 of the steps reads of the event, as ev_stat() takes it */
+		stats_hints_add(a->hints, a->hl,
+				(os.has_group_id ? STATS_HINT_GROUP : 0) |
+					(os.has_corr && os.corr >= 0 ? STATS_HINT_CORR : 0),
+				os.group_id);
 	if (a->dp && a->kind == LK_XLA_OPS) { /* this walk is also the duty cycle's */
 		int64_t ds[2] = {os.dev_off, os.dev_dur};
 
@@ -900,7 +912,7 @@ static int module_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
  * out->host_tf_ops, on the same walk where the lines are the same.
  */
 static int ops_plane(struct xs_rctx *rc, size_t pi, size_t lo, size_t hi, bool duty, bool tf,
-		     struct stats_ops *out)
+		     struct stats_hints *hints, struct stats_ops *out)
 {
 	struct xprofs_xspace *x = rc->x;
 	const struct xs_plane *p = &x->planes[pi];
@@ -931,9 +943,15 @@ static int ops_plane(struct xs_rctx *rc, size_t pi, size_t lo, size_t hi, bool d
 		struct wire_cur c;
 
 		wire_cur_init(&c, x->r, NULL);
+		memset(&acc->ks_stream, 0, sizeof(acc->ks_stream));
+		memset(&acc->ks_xla, 0, sizeof(acc->ks_xla));
 		keys_of(&c, p, stream_keys, sizeof(stream_keys) / sizeof(stream_keys[0]),
 			&acc->ks_stream);
 		keys_of(&c, p, xla_keys, sizeof(xla_keys) / sizeof(xla_keys[0]), &acc->ks_xla);
+		if (hints && xs_plane_is_device(p)) {
+			keys_of(&c, p, hint_keys, 2, &acc->ks_stream);
+			keys_of(&c, p, hint_keys, 2, &acc->ks_xla);
+		}
 		wire_cur_deinit(&c); /* its read window, in pread mode */
 	}
 	acc->events = acc->un_events = 0;
@@ -968,6 +986,10 @@ static int ops_plane(struct xs_rctx *rc, size_t pi, size_t lo, size_t hi, bool d
 		acc->tfw = tf_line ? tfw : NULL;
 		acc->kind = k;
 		acc->ub = j == bl ? &u : NULL;
+		acc->hints = hints;
+		acc->hl = hints && whole && !rc->win && (k == LK_XLA_OPS || k == LK_STREAM)
+				  ? stats_hints_begin(hints, j)
+				  : NULL;
 		/* stats_step_lines()'s lines, the first STATS_MERGE_MAX of them */
 		acc->span = out->has_span && (k == LK_XLA_OPS || k == LK_STREAM) &&
 					    span_lines++ < STATS_MERGE_MAX
@@ -1006,7 +1028,7 @@ out:
 
 int stats_ops_plane(struct xs_rctx *rc, size_t pi, struct stats_ops *out)
 {
-	return ops_plane(rc, pi, 0, rc->x->planes[pi].n_lines, false, false, out);
+	return ops_plane(rc, pi, 0, rc->x->planes[pi].n_lines, false, false, NULL, out);
 }
 
 void stats_ops_cut(const struct xprofs_xspace *x, struct stats_ops_cut *cut)
@@ -1031,7 +1053,7 @@ void stats_ops_cut(const struct xprofs_xspace *x, struct stats_ops_cut *cut)
 }
 
 int stats_ops_task(struct xs_rctx *rc, const struct stats_ops_cut *cut, size_t q, bool overview,
-		   struct stats_ops *out)
+		   struct stats_hints *hints, struct stats_ops *out)
 {
 	size_t lo = 0, hi;
 
@@ -1042,7 +1064,7 @@ int stats_ops_task(struct xs_rctx *rc, const struct stats_ops_cut *cut, size_t q
 	} else {
 		hi = cut->line && q == cut->plane ? cut->line : rc->x->planes[q].n_lines;
 	}
-	return ops_plane(rc, q, lo, hi, overview, overview, out);
+	return ops_plane(rc, q, lo, hi, overview, overview, hints, out);
 }
 
 uint64_t stats_ops_task_cost(const struct xprofs_xspace *x, const struct stats_ops_cut *cut,

@@ -17,9 +17,13 @@
 #ifndef XPROFS_STATS_INTERNAL_H
 #define XPROFS_STATS_INTERNAL_H
 
+#include <stdatomic.h>
+
 #include "xprofs/hlo.h"
 #include "xprofs/stats.h"
 #include "xprofs/xspace.h"
+
+struct stats_hints;
 
 /*
  * What the analyses read from a plane's own stats (TSL StatType names, see
@@ -207,11 +211,12 @@ static inline size_t stats_ops_ntasks(const struct xprofs_xspace *x,
  * (the first part of @cut's plane), q == n_planes the cut's second part;
  * with @overview, what the overview also reads of the plane on the same
  * walk: a TPU plane's duty part where it fits (struct stats_duty_part), a
- * host plane's stats_host_tf_ops() in out->host_tf_ops. Free with
- * stats_ops_free().
+ * host plane's stats_host_tf_ops() in out->host_tf_ops; with @hints (borrowed,
+ * may be NULL), the step hints of a device plane's op lines (hints.c). Free
+ * with stats_ops_free().
  */
 int stats_ops_task(struct xs_rctx *rc, const struct stats_ops_cut *cut, size_t q, bool overview,
-		   struct stats_ops *out);
+		   struct stats_hints *hints, struct stats_ops *out);
 /* stats_ops_task_cost() - the events task @q reads (a xs_task_cost_fn's figure). */
 uint64_t stats_ops_task_cost(const struct xprofs_xspace *x, const struct stats_ops_cut *cut,
 			     size_t q);
@@ -286,9 +291,12 @@ struct stats_mline {
 	struct xs_rctx rc; /* only rc.x and rc.ev are used */
 	bool dev;          /* a device plane's op line (counts towards device_ps) */
 	struct xs_line_it it;
-	struct xs_event e;         /* the line's next event */
-	const uint8_t *cls;        /* borrowed: its plane's event type by metadata index */
-	const struct xs_mdix *evx; /* its plane's event metadata index */
+	struct xs_event e;            /* the line's next event */
+	uint64_t nth, next;           /* @e's number in the line; the next one's */
+	const struct stats_hline *hl; /* set by the merge's user: the line's step hints, or NULL */
+	size_t hcur;                  /* stats_hints_at()'s cursor */
+	const uint8_t *cls;           /* borrowed: its plane's event type by metadata index */
+	const struct xs_mdix *evx;    /* its plane's event metadata index */
 };
 
 /* A line in a merge's heap: its next event's start (kept here, where the heap compares). */
@@ -353,6 +361,52 @@ struct stats_step {
 	xprofs_ps128 begin, end; /* exact window (xprofs_decode_steps()) */
 };
 
+/* ---- step hints (hints.c) ------------------------------------------------- */
+
+#define STATS_HINT_GROUP 1u               /* the event has a group_id */
+#define STATS_HINT_CORR 2u                /* it has a correlation_id >= 0 */
+#define STATS_HINT_RUNS ((size_t)1 << 18) /* stats_hint_runs' default */
+
+/* The events numbered from @first to the next run's first have these notes. */
+struct stats_hrun {
+	uint64_t first;
+	int64_t group; /* when STATS_HINT_GROUP */
+	uint8_t flags;
+};
+
+/* One line's notes: @events noted so far, coded in runs (owned). */
+struct stats_hline {
+	struct stats_hrun *r;
+	size_t n, cap;
+	uint64_t events;
+	bool dropped; /* past stats_hint_runs or out of memory: no notes */
+};
+
+/* The notes of a profile's lines; lines are written by one walk each, the run count is shared. */
+struct stats_hints {
+	struct stats_hline *line; /* owned, per line of the profile */
+	size_t n_lines;
+	atomic_size_t runs;
+};
+
+/* stats_hints_new() - empty notes for @n_lines lines; free with stats_hints_free(). */
+int stats_hints_new(size_t n_lines, struct stats_hints **out);
+void stats_hints_free(struct stats_hints *h);
+/* stats_hints_begin() - line @li's notes, emptied for a walk of the line (NULL: no @h). */
+struct stats_hline *stats_hints_begin(struct stats_hints *h, size_t li);
+/* stats_hints_add() - the next event of the line of @hl has @flags and @group. */
+void stats_hints_add(struct stats_hints *h, struct stats_hline *hl, unsigned flags, int64_t group);
+/*
+ * stats_hints_line() - line @li's notes when they cover all of its @events
+ * events (borrowed from @h), else NULL.
+ */
+const struct stats_hline *stats_hints_line(const struct stats_hints *h, size_t li, uint64_t events);
+/*
+ * stats_hints_at() - the run holding event @nth of the line of @hl; *cur is
+ * the caller's cursor (start it at SIZE_MAX), for look-ups in event order.
+ */
+const struct stats_hrun *stats_hints_at(const struct stats_hline *hl, uint64_t nth, size_t *cur);
+
 /* The steps of a host, by step number (stats_steps_compute()). */
 struct stats_steps {
 	struct stats_step *s; /* owned */
@@ -366,6 +420,8 @@ struct stats_steps {
 	 */
 	struct stats_busy *busy;
 	bool *busy_done;
+	/* set by the caller, may be NULL: what the op tables' walk noted for pass 2 (borrowed) */
+	const struct stats_hints *hints;
 };
 
 /* The step-time summary of a host's steps (XProf's StepSummary) and breakdown averages. */
@@ -401,10 +457,11 @@ int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum);
  * stats_steps_overview_busy() - stats_steps_overview(), and per device plane q
  * its busy time into @busy[q] where the steps took it on the way (@done[q]
  * true; the caller takes the rest with stats_device_busy()). @busy, @done:
- * borrowed, one per plane, zeroed by the caller.
+ * borrowed, one per plane, zeroed by the caller. @hints (borrowed, may be
+ * NULL): the op tables' notes of the events' groups, read instead of their stats.
  */
 int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
-			      struct stats_busy *busy, bool *done);
+			      struct stats_busy *busy, bool *done, const struct stats_hints *hints);
 /* stats_step_summary_write() - @sum as steps.json's summary object. */
 void stats_step_summary_write(struct xs_out *o, const struct stats_step_summary *sum);
 

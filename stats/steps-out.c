@@ -73,13 +73,13 @@ out:
 
 int stats_steps_overview(struct xs_rctx *rc, struct stats_step_summary *sum)
 {
-	return stats_steps_overview_busy(rc, sum, NULL, NULL);
+	return stats_steps_overview_busy(rc, sum, NULL, NULL, NULL);
 }
 
 int stats_steps_overview_busy(struct xs_rctx *rc, struct stats_step_summary *sum,
-			      struct stats_busy *busy, bool *done)
+			      struct stats_busy *busy, bool *done, const struct stats_hints *hints)
 {
-	struct stats_steps st = {.busy = busy, .busy_done = done};
+	struct stats_steps st = {.busy = busy, .busy_done = done, .hints = hints};
 	int r;
 
 	memset(sum, 0, sizeof(*sum));

@@ -47,6 +47,22 @@ static int ev_stat(struct xs_rctx *rc, struct wire_cur *c, const struct xs_statv
 	return 0;
 }
 
+/*
+ * ev_hint() - what stats_steps_ev_stats() gives admit() of event @ml->e, from
+ * its line's step hints (hints.c): its group and whether a correlation_id >= 0
+ * is there (admit() reads no more of a device plane's events).
+ */
+static void ev_hint(struct stats_mline *ml, struct evstats *v)
+{
+	const struct stats_hrun *u = stats_hints_at(ml->hl, ml->nth, &ml->hcur);
+
+	memset(v, 0, sizeof(*v));
+	v->has_group = u->flags & STATS_HINT_GROUP;
+	v->group = v->has_group ? u->group : 0;
+	v->has_corr = u->flags & STATS_HINT_CORR;
+	v->corr = v->has_corr ? 0 : -1;
+}
+
 int stats_steps_ev_stats(struct xs_rctx *rc, struct wire_cur *c, const struct xs_event *e,
 			 const struct pkeys *k, const struct xs_stat_keys *want, struct evstats *v)
 {
@@ -204,6 +220,8 @@ static int range_run(struct xs_rctx *rc, struct p2range *h, const size_t *li, si
 
 	if (!n || (r = stats_merge_open_at(rc, li, n, NULL, h->seek, h->from, &m)) < 0)
 		goto out;
+	for (size_t i = 0; g->kind != K_NONE && i < m.n; i++) /* host steps read more stats */
+		m.ml[i].hl = stats_hints_line(g->st->hints, li[i], rc->x->lines[li[i]].events);
 	while (m.nheap) {
 		struct stats_mline *ml = stats_merge_top(&m);
 		size_t q = ml->it.l->plane, k;
@@ -227,8 +245,10 @@ static int range_run(struct xs_rctx *rc, struct p2range *h, const size_t *li, si
 		cls = c >= 0              ? g->cls[q][c]
 		      : g->kind == K_NONE ? BD_HOST_COMPUTE
 					  : BD_DEVICE_COMPUTE;
-		if ((r = stats_steps_ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q], &g->keys[q].ev,
-					      &v)) < 0)
+		if (ml->hl)
+			ev_hint(ml, &v);
+		else if ((r = stats_steps_ev_stats(rc, &ml->rc.ev, &ml->e, &g->keys[q],
+						   &g->keys[q].ev, &v)) < 0)
 			goto out;
 		k = admit(h, q, &v, cls);
 		if (k != SIZE_MAX && (!g->second || h->sw[k].redo) &&

@@ -74,7 +74,7 @@ static int ops_task(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct ops_tasks *t = arg;
 
-	return t->slot[q].r = stats_ops_task(rc, &t->cut, q, false, &t->slot[q].d);
+	return t->slot[q].r = stats_ops_task(rc, &t->cut, q, false, NULL, &t->slot[q].d);
 }
 
 /* A xs_task_cost_fn: the events a task reads. */

@@ -69,21 +69,25 @@ struct ov_tasks {
 	bool *busy_done;          /* owned, per plane: the steps took its busy time on the way */
 	bool tpu;                 /* XProf's TPU analysis: the duty cycle task runs */
 	struct stats_duty duty;
+	struct stats_hints *hints; /* owned: the op walks' notes for the steps (hints.c) */
 };
 
 /*
  * ov_steps() - stats_steps_overview_busy(), which takes the device planes'
- * busy time where its pass 2 merges their op lines anyway. It runs before
+ * busy time where its pass 2 merges their op lines anyway. It runs after
  * the plane tasks, not as one of them: its own parts (the planes' event
  * classes, pass 2's two halves of the time) are tasks too, and a task's
  * tasks run one after another (xs_tasks_run()), which left the steps, half
  * of a GPU overview's work, on one thread while the planes' op tables
- * finished early on the other.
+ * finished early on the other. After them, pass 2 reads the groups of the
+ * device events from the op walks' notes instead of decoding their stats
+ * again (hints.c).
  */
 static int ov_steps(struct xs_rctx *rc, struct ov_tasks *t)
 {
 	struct stats_busy *busy = calloc(rc->x->n_planes + 1, sizeof(*busy));
-	int r = busy ? stats_steps_overview_busy(rc, &t->steps, busy, t->busy_done) : -ENOMEM;
+	int r = busy ? stats_steps_overview_busy(rc, &t->steps, busy, t->busy_done, t->hints)
+		     : -ENOMEM;
 
 	for (size_t p = 0; r == 0 && p < rc->x->n_planes; p++)
 		if (t->busy_done[p])
@@ -101,7 +105,7 @@ static int ov_task(struct xs_rctx *rc, size_t q, void *arg)
 {
 	struct ov_tasks *t = arg;
 
-	return stats_ops_task(rc, &t->cut, q, true, &t->slot[q].ops);
+	return stats_ops_task(rc, &t->cut, q, true, t->hints, &t->slot[q].ops);
 }
 
 /*
@@ -607,11 +611,15 @@ int stats_view_overview(struct xs_rctx *rc, struct xs_out *o)
 	}
 	t.tpu = stats_is_tpu(x);
 	stats_ops_cut(x, &t.cut);
-	if ((r = ov_steps(rc, &t)) < 0 ||
+	if ((r = stats_hints_new(x->n_lines, &t.hints)) < 0 ||
 	    (r = xs_tasks_run(rc, stats_ops_ntasks(x, &t.cut), ov_task, ov_cost, &t)) < 0 ||
 	    (t.cut.line && (r = stats_ops_join(rc, &t.cut, &t.slot[t.cut.plane].ops,
 					       &t.slot[x->n_planes].ops)) < 0) ||
-	    (r = xs_tasks_run(rc, x->n_planes + 1, ov_busy, ov_busy_cost, &t)) < 0)
+	    (r = ov_steps(rc, &t)) < 0)
+		goto out;
+	stats_hints_free(t.hints);
+	t.hints = NULL;
+	if ((r = xs_tasks_run(rc, x->n_planes + 1, ov_busy, ov_busy_cost, &t)) < 0)
 		goto out;
 	for (size_t q = 0; q < x->n_planes; q++)
 		if ((r = stats_opstats_add(rc, q, &t.slot[q].ops, NULL, &os)) < 0 ||
@@ -645,6 +653,7 @@ out:
 		stats_ops_free(&t.slot[q].ops);
 	free(t.slot);
 	free(t.busy_done);
+	stats_hints_free(t.hints);
 	stats_ops_free(&d.ops);
 	stats_opstats_free(&os);
 	stats_plane_facts_clear(&d.f);

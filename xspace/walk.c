@@ -97,6 +97,13 @@ int xs_line_next_slow(struct xs_line_it *it, struct xs_evhdr *h, uint64_t *off, 
 
 uint64_t xs_line_seek(const struct xs_line *l, xprofs_ps128 from)
 {
+	uint64_t nth;
+
+	return xs_line_seek_nth(l, from, &nth);
+}
+
+uint64_t xs_line_seek_nth(const struct xs_line *l, xprofs_ps128 from, uint64_t *nth)
+{
 	xprofs_ps128 rel = from - (xprofs_ps128)l->timestamp_ns * 1000;
 	size_t lo = 0, hi = l->n_ckpt;
 
@@ -109,6 +116,7 @@ uint64_t xs_line_seek(const struct xs_line *l, xprofs_ps128 from)
 		else
 			hi = mid;
 	}
+	*nth = (uint64_t)lo * XS_CKPT_EVERY; /* checkpoint k is at event (k + 1) * XS_CKPT_EVERY */
 	return lo ? l->ckpt[lo - 1].off : l->msg.off;
 }
 

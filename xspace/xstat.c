@@ -750,6 +750,7 @@ static const struct collect_def {
 	{"device_offset_ps", C_INT, OS_FIELD(dev_off)},
 	{"device_duration_ps", C_INT, OS_FIELD(dev_dur)},
 	{"group_id", C_INT, OS_FIELD(group_id)},
+	{"correlation_id", C_INT, OS_FIELD(corr)},
 };
 #undef OS_FIELD
 /* The class of a name that is none of them (xs_stmd.ckind: 0 not yet known, else index + 1). */

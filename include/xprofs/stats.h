@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "xprofs/decode.h"
+#include <stdatomic.h>
+
 #include "xprofs/xspace.h"
 
 /*
@@ -25,6 +27,13 @@ extern size_t stats_ops_max;
  * lines each (stats/ops.c stats_ops_cut()): 2^20 (tests lower it).
  */
 extern uint64_t stats_ops_cut_min;
+/*
+ * Runs of step hints (stats/hints.c) an overview keeps for all lines
+ * together: 2^18 (tests lower it; 0: none, pass 2 decodes every event's stats).
+ */
+extern size_t stats_hint_runs;
+/* Lines whose step hints pass 2 has read, since the start (for tests). */
+extern atomic_size_t stats_hint_lines;
 
 int stats_view_summary(struct xs_rctx *rc, struct xs_out *o);
 int stats_view_ops(struct xs_rctx *rc, struct xs_out *o);

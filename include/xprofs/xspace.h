@@ -1044,7 +1044,7 @@ int xs_walk_stats(struct xs_rctx *rc, struct wire_cur *c, uint64_t off, uint64_t
  * A few stat metadata ids (xs_walk_stats_keys()), zeroed and then filled by
  * xs_stat_keys_add() (which drops keys past XS_STAT_KEYS_MAX).
  */
-#define XS_STAT_KEYS_MAX 8
+#define XS_STAT_KEYS_MAX 16
 struct xs_stat_keys {
 	int64_t key[XS_STAT_KEYS_MAX];
 	size_t n;
@@ -1097,6 +1097,8 @@ struct xs_opstats {
 	bool has_dev_off, has_dev_dur;
 	int64_t group_id; /* XProf's step grouping (GPU ops merge contiguous runs by it) */
 	bool has_group_id;
+	int64_t corr; /* correlation_id (the steps admit GPU events by it) */
+	bool has_corr;
 	/*
 	 * Per-event walks: with @borrow (set by the caller) a string whose stat is a
 	 * ref points at the stat metadata's name (borrowed until the next
@@ -1196,6 +1198,8 @@ static inline int xs_line_next(struct xs_line_it *it, struct xs_event *e)
  * from there on include every one that ends after @from.
  */
 uint64_t xs_line_seek(const struct xs_line *l, xprofs_ps128 from);
+/* xs_line_seek_nth() - xs_line_seek(), and *nth the number in the line of the event there. */
+uint64_t xs_line_seek_nth(const struct xs_line *l, xprofs_ps128 from, uint64_t *nth);
 
 /* A per-event callback: @m is @e's metadata (borrowed until the next event); <0 stops. */
 typedef int (*xs_event_fn)(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *m,

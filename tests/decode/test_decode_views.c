@@ -949,6 +949,94 @@ static void test_ops_cut(void **state)
 	opened_free(&o);
 }
 
+/*
+ * A device plane for test_step_hints(): a step line with a marker of each
+ * of 5 groups over all of the time, and an op line of @n overlapping events
+ * of groups (i / 7) % 5, some without a group_id, on GPU some without a
+ * correlation_id or with -1 (admit() leaves those out): an event read as
+ * the wrong one changes what the steps count.
+ */
+static void hints_plane(struct tb *b, int64_t id, bool gpu, int n)
+{
+	XPlane *p = tb_plane(b, id, gpu ? "/device:GPU:0" : "/device:TPU:0");
+	XLine *st = tb_line(b, p, gpu ? TID_DERIVED_MIN : 1, "Steps", 0);
+	XLine *l = tb_line(b, p, 7, gpu ? "Stream #7(Kernel)" : "XLA Ops", 0);
+
+	/* every stat an op walk reads first: the notes' two must still fit in its key set */
+	TB_STMDS(b, p, "hlo_category", "hlo_op", "flops", "bytes_accessed", "model_flops",
+		 "program_id", "tf_op", "device_offset_ps", "device_duration_ps", "group_id",
+		 "correlation_id");
+	tb_evmd(b, p, 10, "fusion.1", NULL);
+	tb_evmd(b, p, 11, "step", NULL);
+	for (int g = 0; g < 5; g++) {
+		XEvent *e = tb_event(b, st, 11, 0, (int64_t)n * 1500 + 5000);
+
+		tb_stat_i(b, &e->stats, &e->n_stats, 10, g);
+	}
+	for (int i = 0; i < n; i++) {
+		XEvent *e = TB_MSG(b, xevent);
+
+		e->metadata_id = 10;
+		e->data_case = TENSORFLOW__PROFILER__XEVENT__DATA_OFFSET_PS;
+		e->offset_ps = (int64_t)i * 1500;
+		e->duration_ps = 1000 + (i % 3) * 400;
+		tb_push_cap(b, (void ***)&l->events, &l->n_events, e, (size_t)n);
+		if (i % 7 != 3)
+			tb_stat_i(b, &e->stats, &e->n_stats, 10, (i / 7) % 5);
+		if (gpu && i % 11 != 5)
+			tb_stat_i(b, &e->stats, &e->n_stats, 11, i % 13 == 4 ? -1 : i);
+	}
+}
+
+/*
+ * overview.json's pass 2 of the steps reads the groups of the device events
+ * from the op walk's notes (stats/hints.c): the overview must be the one
+ * made when pass 2 decodes every event's stats itself (no notes), on one
+ * thread and on two, where the second half of the time starts at a
+ * checkpoint of a line of more than XS_CKPT_EVERY events; a line whose notes
+ * were dropped (one run allowed) also falls back.
+ */
+static void test_step_hints(void **state)
+{
+	size_t saved = stats_hint_runs;
+
+	(void)state;
+	for (int gpu = 0; gpu < 2; gpu++) {
+		struct tb *b = tb_new();
+		struct opened o;
+		struct xprofs_xspace *x;
+
+		hints_plane(b, 1, gpu, 3 * XS_CKPT_EVERY + 100);
+		x = opened_new(&o, b);
+		for (unsigned th = 1; th <= 2; th++) {
+			size_t used = atomic_load(&stats_hint_lines);
+			char *with, *without, *one;
+			json_t *j;
+
+			x->threads = th;
+			with = render(x, XPROFS_VIEW_OVERVIEW, 0);
+			assert_true(atomic_load(&stats_hint_lines) >
+				    used); /* the notes were read */
+			stats_hint_runs = 0;
+			without = render(x, XPROFS_VIEW_OVERVIEW, 0);
+			stats_hint_runs = 1;
+			one = render(x, XPROFS_VIEW_OVERVIEW, 0);
+			stats_hint_runs = saved;
+			assert_string_equal(with, without);
+			assert_string_equal(one, without);
+			j = json_loads(with, 0, NULL);
+			assert_non_null(j);
+			/* 5 steps; a device compute time that counts the admitted events only */
+			assert_int_equal(jint(j, "step_time.steps"), 5);
+			json_decref(j);
+			free(with);
+			free(without);
+			free(one);
+		}
+		opened_free(&o);
+	}
+}
+
 static void test_steps(void **state)
 {
 	struct opened o;
@@ -982,6 +1070,7 @@ int main(void)
 		cmocka_unit_test(test_ops),
 		cmocka_unit_test(test_ops_other),
 		cmocka_unit_test(test_ops_cut),
+		cmocka_unit_test(test_step_hints),
 		cmocka_unit_test(test_steps),
 	};
 
