@@ -1,13 +1,13 @@
 /*
  * ops.c - one plane's op table: its ops aggregated by name as XProf's
  * OpMetricsDb (count, total, self, min/max time, flops / bytes accessed, the
- * program), the plane's XLA programs, and tables combined by name
- * (OpMetricsDbCombiner). ops.json, overview.json, overview.svg and the
+ * program), the plane's XLA programs (programs.c), and tables combined by
+ * name (OpMetricsDbCombiner). ops.json, overview.json, overview.svg and the
  * session's ops.json are written from it.
  *
  * Design: which lines feed an op plane is stats_op_line_kind() (lines.c).
- * Ops are aggregated per plane in a hash map by name (GPU kernels by their
- * hlo_op); self time = duration minus the durations of the direct children
+ * Ops are aggregated per plane in an op map by name (opmap.c; GPU kernels
+ * by program id and hlo_op); self time = duration minus the durations of the direct children
  * wholly inside it (XProf's rule, ConvertTensorCoreDeviceTraceXPlaneToOpMetricsDb()),
  * from a stack of open events. A GPU XLA op takes its category, provenance,
  * source and per-occurrence FLOPs / bytes from its HLO instruction in the
@@ -16,7 +16,7 @@
  * span (first op start, last op end) for the op db's IDLE op, so no second
  * walk merges the op lines for it. Limits: at most OPS_MAX distinct ops per
  * plane (the rest go to "(other)"), nesting at most OPS_DEPTH_MAX deep
- * (deeper events count as leaves), PROGS_MAX programs per plane.
+ * (deeper events count as leaves).
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -29,94 +29,7 @@
 
 #define OPS_DEPTH_MAX 1024
 
-static void opmap_free(struct opmap *m)
-{
-	for (size_t i = 0; i < m->n; i++) {
-		free(m->ops[i].name);
-		free(m->ops[i].category);
-		free(m->ops[i].program);
-		free(m->ops[i].provenance);
-		free(m->ops[i].source);
-	}
-	free(m->ops);
-	xprofs_table_free(m->tab);
-	memset(m, 0, sizeof(*m));
-	m->other = -1;
-}
-
-/* An op's key: its name, and on GPU its program id (XProf's (program_id, name)). */
-struct opkey {
-	const char *name;
-	bool has_pid;
-	uint64_t pid;
-};
-
-/* An xprofs_table_eq_fn: op @idx of the opmap @ctx has the key @key (a struct opkey). */
-static bool op_key_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	const struct op *op = &((const struct opmap *)ctx)->ops[idx];
-	const struct opkey *k = key;
-
-	return op->has_pid == k->has_pid && op->pid == k->pid && !strcmp(op->name, k->name);
-}
-
-static uint64_t op_key_hash(const struct opkey *k)
-{
-	uint64_t h = xprofs_table_hash(0, k->name, strlen(k->name));
-
-	return k->has_pid ? xprofs_table_hash(h, &k->pid, sizeof(k->pid)) : h;
-}
-
-/* Index of the op keyed @k (its name borrowed; duplicated on insert). */
-static int64_t opmap_get_key(struct opmap *m, struct opkey k, const char *category)
-{
-	uint64_t h = op_key_hash(&k);
-	bool full = m->n >= stats_ops_max;
-	struct op *op;
-	uint32_t i;
-	int r;
-
-	if (xprofs_table_find(m->tab, h, op_key_eq, m, &k, &i) == 0)
-		return i;
-	if (full) {
-		if (m->other >= 0)
-			return m->other;
-		k = (struct opkey){"(other)", false, 0};
-		category = "";
-		h = op_key_hash(&k);
-	}
-	if (!m->tab && (r = xprofs_table_new(OPS_MAX + 1, &m->tab)) < 0) /* + 1: "(other)" */
-		return r;
-	if ((r = xprofs_grow(&m->ops, &m->cap, m->n, sizeof(*m->ops), 256)) < 0)
-		return r;
-	op = &m->ops[m->n];
-	memset(op, 0, sizeof(*op));
-	op->name = strdup(k.name);
-	op->category = strdup(category ? category : "");
-	op->has_pid = k.has_pid;
-	op->pid = k.pid;
-	r = op->name && op->category ? xprofs_table_add(m->tab, h, (uint32_t)m->n) : -ENOMEM;
-	if (r < 0) {
-		free(op->name);
-		free(op->category);
-		return r;
-	}
-	op->min = INT64_MAX;
-	op->max = INT64_MIN;
-	m->n++;
-	if (full) /* the "(other)" row itself, not the last op before the cap */
-		m->other = (int64_t)m->n - 1;
-	return (int64_t)m->n - 1;
-}
-
-size_t stats_ops_max = OPS_MAX;
 uint64_t stats_ops_cut_min = (uint64_t)1 << 20;
-
-/* Index of the op named @name (borrowed), keyed by name alone. */
-static int64_t opmap_get(struct opmap *m, const char *name, const char *category)
-{
-	return opmap_get_key(m, (struct opkey){name, false, 0}, category);
-}
 
 struct frame {
 	int64_t start, end, dur, child;
@@ -260,7 +173,7 @@ static int64_t op_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_o
 
 	if (md->group >= 0 && md != &xs_empty_evmd)
 		return md->group;
-	gi = opmap_get(a->m, md->name, os->category ? os->category : md->category);
+	gi = stats_opmap_get(a->m, md->name, os->category ? os->category : md->category);
 	if (gi >= 0 && md != &xs_empty_evmd && !os->category)
 		md->group = gi; /* the next occurrence skips the look-up */
 	return gi;
@@ -351,7 +264,8 @@ static int64_t xla_group(struct ops_acc *a, struct xs_evmd *md, const struct xs_
 	if ((r = xla_find(a, leaf, pid, &f, &found)) < 0) {
 		gi = r;
 	} else {
-		gi = opmap_get_key(a->m, (struct opkey){leaf, true, pid}, found ? f.category : cat);
+		gi = stats_opmap_get_key(a->m, (struct stats_opkey){leaf, true, pid},
+					 found ? f.category : cat);
 		if (gi >= 0 && found && (r = op_hlo(&a->m->ops[gi], leaf, pid, &f)) < 0)
 			return r;
 	}
@@ -453,79 +367,6 @@ static void ops_nest(struct ops_acc *a, const struct xs_event *e, int64_t gi)
 		op_finish(a->m, &f);
 }
 
-#define PROGS_MAX ((size_t)1 << 16)
-
-static void progmap_free(struct progmap *pm)
-{
-	for (size_t i = 0; i < pm->n; i++)
-		free(pm->name[i]);
-	free(pm->id);
-	free(pm->name);
-	xprofs_table_free(pm->tab);
-	memset(pm, 0, sizeof(*pm));
-}
-
-/* An xprofs_table_eq_fn: program @idx of the progmap @ctx has the id *@key. */
-static bool prog_id_eq(const void *ctx, uint32_t idx, const void *key)
-{
-	return ((const struct progmap *)ctx)->id[idx] == *(const uint64_t *)key;
-}
-
-static uint64_t prog_hash(uint64_t id)
-{
-	return xprofs_table_hash(0, &id, sizeof(id));
-}
-
-/* prog_event() - a xs_event_fn: an "XLA Modules" event "<module>(<id>)" names program <id>. */
-static int prog_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
-{
-	struct progmap *pm = arg;
-	const char *open = md->name_len ? memrchr(md->name, '(', md->name_len) : NULL;
-	uint64_t id = 0, h;
-	size_t cap;
-	uint32_t i;
-	int r;
-
-	(void)rc;
-	(void)e;
-	if (!open || md->name[md->name_len - 1] != ')' || open + 2 >= md->name + md->name_len ||
-	    pm->n >= PROGS_MAX)
-		return 0;
-	for (const char *q = open + 1; q < md->name + md->name_len - 1; q++) {
-		uint64_t dgt = (uint64_t)(*q - '0');
-
-		if (*q < '0' || *q > '9' || id > (UINT64_MAX - dgt) / 10)
-			return 0;
-		id = id * 10 + dgt;
-	}
-	h = prog_hash(id);
-	if (xprofs_table_find(pm->tab, h, prog_id_eq, pm, &id, &i) == 0)
-		return 0; /* keep the first name of an id */
-	if (!pm->tab && (r = xprofs_table_new(PROGS_MAX, &pm->tab)) < 0)
-		return r;
-	cap = pm->cap;
-	if ((r = xprofs_grow(&pm->id, &cap, pm->n, sizeof(*pm->id), 16)) < 0 ||
-	    (r = xprofs_grow(&pm->name, &pm->cap, pm->n, sizeof(*pm->name), 16)) < 0)
-		return r;
-	if (!(pm->name[pm->n] = strndup(md->name, md->name_len)))
-		return -ENOMEM;
-	pm->id[pm->n] = id;
-	if ((r = xprofs_table_add(pm->tab, h, (uint32_t)pm->n)) < 0) {
-		free(pm->name[pm->n]);
-		return r;
-	}
-	pm->n++;
-	return 0;
-}
-
-static const char *progmap_find(const struct progmap *pm, uint64_t id)
-{
-	uint32_t i;
-
-	return xprofs_table_find(pm->tab, prog_hash(id), prog_id_eq, pm, &id, &i) == 0 ? pm->name[i]
-										       : NULL;
-}
-
 /*
  * op_program() - @op's program, from its first occurrence: "<hlo_module>(<program_id>)"
  * (XProf's HloModuleNameWithProgramId()), else the "XLA Modules" event of its program_id.
@@ -546,7 +387,7 @@ static int op_program(const struct ops_acc *a, struct op *op, const struct xs_ev
 		}
 	} else if (mod) {
 		op->program = strdup(mod);
-	} else if (has_id && (known = progmap_find(a->pm, id))) {
+	} else if (has_id && (known = stats_progmap_find(a->pm, id))) {
 		op->program = strdup(known);
 	} else {
 		return 0;
@@ -723,7 +564,7 @@ static int64_t tf_group(struct ops_acc *a, const char *tf_op, const struct xs_ev
 	/* DeviceOpMetricsDbBuilder::EnterOp(): an empty type is "unknown" */
 	if (!(type = t.type_len ? strndup(t.type, t.type_len) : strdup("unknown")))
 		goto out;
-	gi = opmap_get_key(a->m, (struct opkey){name, true, 0}, type);
+	gi = stats_opmap_get_key(a->m, (struct stats_opkey){name, true, 0}, type);
 	if (gi >= 0 && !a->m->ops[gi].provenance && !strcmp(a->m->ops[gi].name, name) &&
 	    !(a->m->ops[gi].provenance = strdup(tf_op)))
 		gi = -ENOMEM; /* its provenance: the tf_op (EnterOpMetadata()) */
@@ -781,7 +622,7 @@ static int stream_event(struct xs_rctx *rc, struct ops_acc *a, const struct xs_e
 		if ((gi = mdc_hit(a, e->md, NULL)) < 0) {
 			const char *cat = os->category ? os->category : md->category;
 
-			if ((r = (int)(gi = opmap_get(m, md->name, cat))) < 0)
+			if ((r = (int)(gi = stats_opmap_get(m, md->name, cat))) < 0)
 				return r;
 			if (!os->category) /* its category is the metadata's: one op per metadata */
 				mdc_set(a, e->md, NULL, gi);
@@ -876,24 +717,6 @@ static int ops_line(struct xs_rctx *rc, size_t li, struct ops_acc *a)
 	return r;
 }
 
-static int op_cmp(const void *a, const void *b, void *arg)
-{
-	const struct opmap *m = arg;
-	const struct op *x = &m->ops[*(const size_t *)a];
-	const struct op *y = &m->ops[*(const size_t *)b];
-	int c;
-
-	if (x->self != y->self)
-		return x->self > y->self ? -1 : 1;
-	if (x->total != y->total)
-		return x->total > y->total ? -1 : 1;
-	if ((c = strcmp(x->name, y->name)) != 0)
-		return c;
-	if (x->has_pid != y->has_pid)
-		return x->has_pid ? 1 : -1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
-
 /* module_event() - a xs_event_fn: an "XLA Modules" event, its program and its duty span (arg: struct ops_acc). */
 static int module_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md, void *arg)
 {
@@ -901,7 +724,7 @@ static int module_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_
 
 	if (a->dp)
 		stats_duty_part_module(a->dp, e);
-	return prog_event(rc, e, md, a->pm);
+	return stats_progmap_event(rc, e, md, a->pm);
 }
 
 /* ---- one plane ---------------------------------------------------------- */
@@ -1095,9 +918,9 @@ out:
 
 void stats_ops_free(struct stats_ops *d)
 {
-	opmap_free(&d->m);
-	opmap_free(&d->un);
-	progmap_free(&d->pm);
+	stats_opmap_free(&d->m);
+	stats_opmap_free(&d->un);
+	stats_progmap_free(&d->pm);
 	stats_plane_facts_clear(&d->f);
 }
 
@@ -1129,7 +952,7 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 		dst->m.other = -1;
 	for (size_t i = 0; i < src->m.n; i++) {
 		const struct op *a = &src->m.ops[i];
-		int64_t gi = opmap_get(&dst->m, a->name, a->category);
+		int64_t gi = stats_opmap_get(&dst->m, a->name, a->category);
 		struct op *b;
 
 		if (gi < 0)
@@ -1153,17 +976,4 @@ int stats_ops_merge(struct stats_ops *dst, const struct stats_ops *src)
 size_t *stats_ops_sorted(struct stats_ops *d)
 {
 	return stats_opmap_sorted(&d->m);
-}
-
-/* stats_opmap_sorted() - the ops' indexes by self time (desc), total, name, program id. */
-size_t *stats_opmap_sorted(struct opmap *m)
-{
-	size_t *idx = malloc((m->n + 1) * sizeof(*idx));
-
-	if (!idx)
-		return NULL;
-	for (size_t i = 0; i < m->n; i++)
-		idx[i] = i;
-	qsort_r(idx, m->n, sizeof(*idx), op_cmp, m);
-	return idx;
 }

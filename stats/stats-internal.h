@@ -110,6 +110,36 @@ struct progmap {
 	struct xprofs_table *tab; /* id -> index; NULL until the first program */
 };
 
+/* ---- op maps (opmap.c) and programs (programs.c) ------------------------- */
+
+/* An op's key: its name, and on GPU its program id (XProf's (program_id, name)). */
+struct stats_opkey {
+	const char *name; /* borrowed */
+	bool has_pid;
+	uint64_t pid;
+};
+
+/* stats_opmap_free() - free @m's rows and table; @m is left empty. */
+void stats_opmap_free(struct opmap *m);
+/*
+ * stats_opmap_get_key() - the row of the op keyed @k (its name borrowed, copied
+ * on insert; @category too), made at its first look-up; past stats_ops_max
+ * rows, the "(other)" row. -errno when out of memory.
+ */
+int64_t stats_opmap_get_key(struct opmap *m, struct stats_opkey k, const char *category);
+/* stats_opmap_get() - stats_opmap_get_key() of the op named @name, keyed by name alone. */
+int64_t stats_opmap_get(struct opmap *m, const char *name, const char *category);
+/* stats_progmap_free() - free @pm's programs; @pm is left empty. */
+void stats_progmap_free(struct progmap *pm);
+/*
+ * stats_progmap_event() - a xs_event_fn: an "XLA Modules" event "<module>(<id>)"
+ * names program <id> in @arg (a struct progmap).
+ */
+int stats_progmap_event(struct xs_rctx *rc, const struct xs_event *e, struct xs_evmd *md,
+			void *arg);
+/* stats_progmap_find() - the name of program @id (borrowed from @pm), or NULL. */
+const char *stats_progmap_find(const struct progmap *pm, uint64_t id);
+
 /* A device plane's busy time: the union of its op lines, and their first start / last end. */
 struct stats_busy {
 	int64_t busy, first, last;
