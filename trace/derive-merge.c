@@ -9,8 +9,8 @@
  * by a linear scan. A slice's walk may start each line at its last
  * checkpoint (the index's) before which every event ends by a given time.
  *
- * Limits: one cursor per line with events: the callers bound the line count
- * (DER_STEP_LINES, DER_TPU_LINES).
+ * Limits: one cursor per line with events: the caller bounds the line count
+ * (DER_TPU_LINES).
  */
 #include <inttypes.h>
 

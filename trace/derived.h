@@ -20,8 +20,11 @@
 #include "trace-internal.h"
 
 /*
- * The derived lines of a stream; DL_STEPS is a plane's Steps line. The
- * values index arrays only; the line order is tid_offset[].
+ * The derived lines of a stream. DL_STEPS is the slot of the Steps line
+ * XProf derives on a GPU plane of a space it groups itself; xprofs does not
+ * group (docs/stats.md), so none is made, and the slot keeps the kinds
+ * after it (the offload rows' track ids) where they were. The values index
+ * arrays only; the line order is tid_offset[].
  */
 enum { DL_STEPS = DL_COUNT }; /* DL_MODULE ... DL_COUNT: xprofs/xspace.h */
 #define DL_ALL ((1u << DL_COUNT) - 1)
@@ -37,8 +40,6 @@ enum { DL_OFFLOAD = DL_STEPS + 1, DL_KINDS = DL_OFFLOAD + DER_OFFLOAD_ROWS };
  * followed; deeper levels are not derived.
  */
 #define DER_LEVELS 16
-/* Steps are derived on planes with at most this many lines (one cursor each). */
-#define DER_STEP_LINES 16
 /* A TensorCore plane's lines are derived when it has at most this many (one 1 MiB cursor each). */
 #define DER_TPU_LINES 32
 /* Derived event names are cut at this many bytes (XProf's cap for long names, kMaxLongName). */
@@ -144,18 +145,11 @@ int trace_tfop_event_name(const struct xs_tfop *op, struct xprofs_buf *b);
 /* trace_derive_event() - feed one event of the stream (file order). */
 int trace_derive_event(struct trace_derive *d, const struct trace_derived_in *in);
 /*
- * trace_derive_steps() - the "Steps" line XProf derives from group_id on GPU
- * plane @pi when it has none: every event of the plane in time order (a
- * merge over its lines, each read with a cursor of its own), consecutive
- * events of one group merged. Events go to @emit(@arg) (kind DL_STEPS).
- */
-int trace_derive_steps(struct xs_rctx *rc, size_t pi, trace_derived_emit_fn emit, void *arg);
-/*
  * trace_derive_tpu() - the lines XProf derives on TensorCore plane @pi
  * ("/device:TPU:<n>") from its events' stats (DeriveLinesFromStats()):
  * Framework Name Scope and Framework Ops from tf_op, Source code from
  * source, over every event of the plane in time order (a merge over its
- * lines, as trace_derive_steps()). Events go to @emit(@arg); @after (may be
+ * lines, derive-merge.c). Events go to @emit(@arg); @after (may be
  * NULL) is called with the derivation after each source event, so a writer
  * that must order events can see what is still open.
  */

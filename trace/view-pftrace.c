@@ -316,11 +316,6 @@ static int plane_part(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg)
 	for (size_t j = 0; j < p->n_lines; j++)
 		if ((r = trace_pf_line(c, c->pl, tp->pid, p->first_line + j)) < 0)
 			goto out;
-	trace_pf_dline_start(&c->dl[DL_STEPS], c, NULL, tp->pid,
-			     (uint64_t)(x->n_lines + 1 + tp->plane) << 8);
-	if ((r = trace_derive_steps(rc, tp->plane, trace_pf_derived_emit, c)) < 0 ||
-	    (r = trace_pf_dline_end(&c->dl[DL_STEPS])) < 0)
-		goto out;
 	/* a TensorCore plane's derived lines: ids past Steps' and every stream's */
 	for (int k = 0; k < DL_COUNT; k++)
 		trace_pf_dline_start(&c->dl[k], c, NULL, tp->pid,
@@ -334,7 +329,7 @@ static int plane_part(struct xs_rctx *rc, size_t i, struct xs_out *o, void *arg)
 	if ((r = trace_derive_tpu(rc, tp->plane, trace_pf_derived_emit, trace_pf_tpu_flush, c)) < 0)
 		goto out;
 	for (int k = 0; k < DL_KINDS; k++)
-		if (k != DL_STEPS && (r = trace_pf_dline_end(&c->dl[k])) < 0)
+		if (k != DL_STEPS && (r = trace_pf_dline_end(&c->dl[k])) < 0) /* no Steps slot */
 			goto out;
 	if ((r = trace_pf_async_flush(c)) < 0 || (c->dropped && (r = drop_note(c, tp)) < 0))
 		goto out;

@@ -719,8 +719,6 @@ int trace_view_trace(struct xs_rctx *rc, struct xs_out *o)
 			if ((r = trace_line(rc, o, &ev, &d, &lod, tp[i].pid, p->first_line + j,
 					    regions ? &g : NULL)) < 0)
 				goto out;
-		if ((r = trace_derive_steps(rc, tp[i].plane, derived_event, &plane)) < 0)
-			goto out;
 		if ((r = trace_derive_tpu(rc, tp[i].plane, derived_event, NULL, &plane)) < 0)
 			goto out;
 		if ((r = defer_flush(&d, o)) < 0)

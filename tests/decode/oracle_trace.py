@@ -292,38 +292,6 @@ def derive_stream(p, l, k, value_of, skip, syms):
     return out
 
 
-def derive_steps(p):
-    """DeriveStepEventsFromGroups() on GPU plane @p without a Steps line: events of all lines
-    by (start, longer first), consecutive ones of a group_id merged (at most 16 lines)."""
-    if not p.name.startswith("/device:GPU:") or \
-            not any(m.name == "group_id" for m in p.stat_metadata.values()):
-        return []
-    if any(i32(l.id) == DERIVED_MIN or l.name == "Steps" for l in p.lines):
-        return []
-    lines = [l for l in p.lines if l.ByteSize() > 0]
-    if not lines or len(lines) > 16:
-        return []
-    out = []
-    steps = DerivedLine("Steps", DERIVED_MIN & U32, out)
-    evs = []
-    for li, l in enumerate(lines):
-        for k, e in enumerate(l.events):
-            off = e.offset_ps if e.WhichOneof("data") == "offset_ps" else 0
-            evs.append((l.timestamp_ns * 1000 + off, -e.duration_ps, li, k, e))
-    gid = None
-    for start, _, _, _, e in sorted(evs, key=lambda v: v[:4]):
-        group = None
-        for x in e.stats:
-            kind = x.WhichOneof("value")
-            if kind in ("int64_value", "uint64_value") and x.metadata_id in p.stat_metadata \
-                    and p.stat_metadata[x.metadata_id].name == "group_id":
-                group = i64(getattr(x, kind))
-        if group is not None:
-            steps.add(0, str(group), "", (start, start + max(e.duration_ps, 0)), group)
-    steps.close()
-    return out
-
-
 def derive_tpu(p, value_of):
     """DeriveLinesFromStats() on TensorCore plane @p ("/device:TPU:<digits>"): every event of
     every line by (start, longer first); its metadata's then its own stats (last wins): tf_op
@@ -626,7 +594,7 @@ def expected(xs, host, value_of, keep=None):
         # PreprocessSingleHostXSpace(): a grouped space keeps its display ids, derives nothing
         tids, streams = line_tids(p, grouped)
         skip = {l.name for l in p.lines}
-        derived = [] if grouped else derive_steps(p) + derive_tpu(p, value_of)
+        derived = [] if grouped else derive_tpu(p, value_of)
         syms = hlo_symbols(xs) if streams else {}
         for k, l in enumerate(streams):
             derived += derive_stream(p, l, k, value_of, skip, syms)
