@@ -400,6 +400,24 @@ static void busy_add(struct stats_busy *b, const struct stats_busy *u)
 }
 
 /*
+ * redo_window() - the time [*lo, *hi) that pass 2 run again reads: the spans
+ * of the steps to redo. Their sweeps add only time inside their spans, and
+ * an event open at either end enters or ends there (struct p2range), so the
+ * events outside add nothing. False: no such step, or one span is empty.
+ */
+static bool redo_window(const struct gsteps *g, int64_t *lo, int64_t *hi)
+{
+	*lo = INT64_MAX, *hi = INT64_MIN;
+	for (size_t k = 0; k < g->st->n; k++) {
+		if (!g->sw[k].redo)
+			continue;
+		*lo = g->sw[k].sb < *lo ? g->sw[k].sb : *lo;
+		*hi = g->sw[k].se > *hi ? g->sw[k].se : *hi;
+	}
+	return *lo < *hi;
+}
+
+/*
  * stats_steps_events() - pass 2: a merge of the event lines, each admitted event to its
  * step's sweep; on two threads the time is cut in the middle (split_at())
  * and each half has its own sweeps, added up after (struct p2range).
@@ -412,7 +430,7 @@ int stats_steps_events(struct xs_rctx *rc, struct gsteps *g)
 	struct p2split t = {.h = {{.g = g, .sw = g->sw, .keys = g->keys}}};
 	struct p2range *h1 = &t.h[1];
 	bool *bl = NULL;
-	int64_t at;
+	int64_t at, lo = 0, hi = 0;
 	int r = 0;
 
 	if (!li)
@@ -428,13 +446,24 @@ int stats_steps_events(struct xs_rctx *rc, struct gsteps *g)
 		goto out;
 	}
 	t.h[0].busy_line = bl;
-	if (!split_at(rc, li, n, &at)) {
+	/* pass 2 again: only the time of the steps whose span changed (redo_window()) */
+	if (g->second && redo_window(g, &lo, &hi))
+		t.h[0] = (struct p2range){.g = g,
+					  .sw = g->sw,
+					  .keys = g->keys,
+					  .seek = true,
+					  .from = lo,
+					  .cut = true,
+					  .to = hi};
+	if (!split_at(rc, li, n, &at) || (t.h[0].cut && (at <= lo || at >= hi))) {
 		r = range_run(rc, &t.h[0], li, n);
 		goto busy;
 	}
 	t.li = li, t.n = n;
 	t.h[0].cut = true, t.h[0].to = at;
 	*h1 = (struct p2range){.g = g, .seek = true, .from = at, .busy_line = bl};
+	if (g->second && t.h[0].seek)
+		h1->cut = true, h1->to = hi;
 	if (bl && !(h1->ub = calloc(x->n_planes + 1, sizeof(*h1->ub)))) {
 		r = -ENOMEM;
 		goto out;

@@ -18,6 +18,11 @@ of docs/stats.md (steps.json, overview.json):
            line on GPU), host step markers (unused with devices) and a
            third GPU whose longer marker of group 0 does not count (no
            kernel of group 0 there).
+- gpuredo: a stream of 6,000 kernels over ten steps (past an index
+           checkpoint) and a second GPU whose longer marker of step 8 has no
+           kernel of it: step 8's span changes, so pass 2 runs again over that
+           step's time only (stats/steps-sweep.c redo_window()), seeking past
+           the checkpoint; copies into and out of the step's time.
 - gpunosteps: a grouped GPU without a step line: kernels of two groups, and
            no steps (XProf derives a Steps line only on a space not grouped
            yet: PreprocessSingleHostXSpace(), IsXSpaceGrouped()), with the
@@ -129,6 +134,26 @@ def gpus(xs):
     h.event(t, "train_step", 0, 40000000, group_id=0)
 
 
+def gpuredo(xs):
+    g0 = gpu(xs, 1, 0)
+    st = g0.line(STEP_INFO, "Steps")
+    for s in range(10):
+        g0.event(st, str(s), s * 1000000, 1000000, group_id=s)
+    k = g0.line(1, "Stream #1(Kernel)")
+    for i in range(6000):  # 600 a step, past one index checkpoint (every 4,096 events)
+        s = i * 10 // 6000
+        g0.event(k, "gemm", s * 1000000 + (i % 600) * 1600 + 100, 1000 + (i % 3) * 400,
+                 group_id=s, correlation_id=i + 1)
+    c = g0.line(2, "Stream #2(MemcpyH2D)")
+    g0.event(c, "MEMCPYHtoD", 7900000, 300000, group_id=8, correlation_id=7001)  # into step 8
+    g0.event(c, "MEMCPYHtoD", 8950000, 200000, group_id=8, correlation_id=7002)  # out of it
+    g1 = gpu(xs, 2, 1)  # the longest marker of group 8, but no kernel of it: it does not count
+    st = g1.line(STEP_INFO, "Steps")
+    g1.event(st, "8", 7500000, 2000000, group_id=8)
+    k = g1.line(1, "Stream #1(Kernel)")
+    g1.event(k, "gemm", 8100000, 1000, group_id=3, correlation_id=7003)
+
+
 def gpunosteps(xs):
     g = gpu(xs, 1, 0)
     a, b = g.line(1, "Stream #1(Kernel)"), g.line(2, "Stream #2(Kernel)")
@@ -179,7 +204,7 @@ def hostonly(xs):
 
 
 PROFILES = {"tpuduty": tpuduty, "nomarker": nomarker, "gpus": gpus, "tpusteps": tpusteps,
-            "hostonly": hostonly, "gpunosteps": gpunosteps}
+            "hostonly": hostonly, "gpunosteps": gpunosteps, "gpuredo": gpuredo}
 
 
 def build(pb2, out_dir):
