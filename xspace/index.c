@@ -133,7 +133,7 @@ static inline int line_note(struct ix *ix, struct line_acc *a, const struct xs_e
 		a->last = end;
 	if (a->l->has_events && h->offset_ps < a->prev)
 		a->l->unsorted = true;
-	if (h->odd || h->has_num)
+	if (h->odd) /* num_occurrences, field 5, is one of the odd fields */
 		a->l->plain = false;
 	a->prev = h->offset_ps;
 	end = xs_event_end_rel(h->offset_ps, h->duration_ps);

@@ -9,11 +9,10 @@
 #define XPROFS_STATS_H
 
 #include <stddef.h>
+#include <stdatomic.h>
 #include <stdint.h>
 
 #include "xprofs/decode.h"
-#include <stdatomic.h>
-
 #include "xprofs/xspace.h"
 
 /*

@@ -115,8 +115,8 @@ static inline __attribute__((always_inline)) int wire_rd_varint(const uint8_t **
 		 */
 		w = wire_le64(p);
 		if ((stop = ~w & 0x8080808080808080ull) != 0) {
-			n = (unsigned)__builtin_ctzll(stop) +
-			    1; /* the bits up to the stop byte's last */
+			/* the bits up to the stop byte's last */
+			n = (unsigned)__builtin_ctzll(stop) + 1;
 			x = n == 64 ? w : w & ((1ull << n) - 1);
 			x = ((x & 0x7f007f007f007f00ull) >> 1) | (x & 0x007f007f007f007full);
 			x = ((x & 0x3fff00003fff0000ull) >> 2) | (x & 0x00003fff00003fffull);

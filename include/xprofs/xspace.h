@@ -241,19 +241,19 @@ static inline int xevent_field_wire(uint32_t f)
 }
 
 /*
- * xs_parse_event() - parse the XEvent body [p, e) held in memory.
- * Returns 0, or -1 when malformed (bad varint, length past the end, a known
- * field with the wrong wire type, a group).
+ * xevent_head() - the start of both parses below: @h reset, then fields 1, 2
+ * and 3 taken in that order where they come first, as canonical serializers
+ * write them; *pp advanced past them. -1: a bad varint.
  */
-static inline int xs_parse_event(const uint8_t *p, const uint8_t *e, struct xs_evhdr *h)
+static inline __attribute__((always_inline)) int xevent_head(const uint8_t **pp, const uint8_t *e,
+							     struct xs_evhdr *h)
 {
-	const uint8_t *b = p, *data;
+	const uint8_t *p = *pp;
 	uint64_t v;
 
 	h->md = h->offset_ps = h->duration_ps = h->num = 0;
 	h->has_num = h->has_stats = h->odd = false;
 	h->stats_at = 0;
-	/* canonical serializers write fields 1, 2, 3 first: take them in order */
 	if (p < e && p[0] == TAG_XEVENT_METADATA_ID) {
 		p++;
 		if (wire_rd_varint(&p, e, &v) < 0)
@@ -272,6 +272,22 @@ static inline int xs_parse_event(const uint8_t *p, const uint8_t *e, struct xs_e
 			return -1;
 		h->duration_ps = (int64_t)v;
 	}
+	*pp = p;
+	return 0;
+}
+
+/*
+ * xs_parse_event() - parse the XEvent body [p, e) held in memory.
+ * Returns 0, or -1 when malformed (bad varint, length past the end, a known
+ * field with the wrong wire type, a group).
+ */
+static inline int xs_parse_event(const uint8_t *p, const uint8_t *e, struct xs_evhdr *h)
+{
+	const uint8_t *b = p, *data;
+	uint64_t v;
+
+	if (xevent_head(&p, e, h) < 0)
+		return -1;
 	while (p < e) {
 		const uint8_t *fs;
 		uint32_t f;
@@ -331,28 +347,9 @@ static inline int xs_parse_event(const uint8_t *p, const uint8_t *e, struct xs_e
 static inline int xs_parse_event_plain(const uint8_t *p, const uint8_t *e, struct xs_evhdr *h)
 {
 	const uint8_t *b = p;
-	uint64_t v;
 
-	h->md = h->offset_ps = h->duration_ps = h->num = 0;
-	h->has_num = h->odd = false;
-	if (p < e && p[0] == TAG_XEVENT_METADATA_ID) {
-		p++;
-		if (wire_rd_varint(&p, e, &v) < 0)
-			return -1;
-		h->md = (int64_t)v;
-	}
-	if (p < e && p[0] == TAG_XEVENT_OFFSET_PS) {
-		p++;
-		if (wire_rd_varint(&p, e, &v) < 0)
-			return -1;
-		h->offset_ps = (int64_t)v;
-	}
-	if (p < e && p[0] == TAG_XEVENT_DURATION_PS) {
-		p++;
-		if (wire_rd_varint(&p, e, &v) < 0)
-			return -1;
-		h->duration_ps = (int64_t)v;
-	}
+	if (xevent_head(&p, e, h) < 0)
+		return -1;
 	if (p < e && p[0] != TAG_XEVENT_STAT)
 		return xs_parse_event(b, e, h);
 	h->has_stats = p < e;
